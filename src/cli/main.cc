@@ -1,0 +1,45 @@
+// servelab: one binary, subcommands registered by src/cli/*_command.cc.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "cli/command_registry.h"
+
+namespace servelab::cli {
+std::vector<Command>& command_registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+bool register_command(Command command) {
+  command_registry().push_back(std::move(command));
+  return true;
+}
+}  // namespace servelab::cli
+
+int main(int argc, char** argv) {
+  using namespace servelab::cli;
+  CLI::App app{
+      "servelab: find the highest-throughput way to serve an LLM on your GPUs, and prove it.\n"
+      "  servelab tokenize    count tokens exactly as the server's Hugging Face tokenizer does\n"
+      "  servelab bench serve drop-in `vllm bench serve`\n"
+      "  servelab sim         the engine twin (DeepSeek-V3.2 on H200s)\n"
+      "  servelab tune        run a study (STUDY.toml) on real engines or the twin",
+      "servelab"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "servelab 0.1.0");
+  auto& commands = command_registry();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const Command& a, const Command& b) { return a.order < b.order; });
+  for (auto& c : commands) c.setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ExitRequest& r) {
+    return r.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "servelab: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
