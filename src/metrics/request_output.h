@@ -1,0 +1,57 @@
+// servelab/metrics: the per-request record every producer (bench's HTTP client, the engine twin's
+// discrete-event simulation) fills and every consumer (metrics, report) reads. One shape, one meaning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace servelab::metrics {
+
+/// Why a request failed. `kNone` for a success. Counted per kind in the report's failure table.
+enum class FailureKind : std::uint8_t {
+  kNone = 0,
+  kConnect,        ///< TCP/TLS connect failed or refused
+  kHttpStatus,     ///< non-2xx HTTP status (see http_status, error_message holds a body excerpt)
+  kSseParse,       ///< malformed SSE framing
+  kJsonParse,      ///< an SSE data payload that is not valid JSON / lacks expected fields
+  kTimeout,        ///< request exceeded its deadline
+  kReset,          ///< connection closed or reset mid-stream
+  kNoValidChunk,   ///< stream ended without any chunk carrying `choices` (vLLM: "Never received a valid chunk")
+  kServerError,    ///< the server sent an `error` object inside the stream
+  kCancelled,      ///< cancelled by Ctrl-C / interrupt
+};
+
+/// Stable lower-case name of a failure kind ("connect", "http_status", ...), used in reports and JSON.
+const char* failure_kind_name(FailureKind kind);
+
+/// Outcome and timings of one benchmark request, as vLLM's `RequestFuncOutput` plus servelab extras.
+/// Clock: all `*_s` times are seconds on the steady (monotonic) clock; absolute ones are relative to the
+/// benchmark's start (t = 0 at the first dispatch), durations are differences.
+struct RequestOutput {
+  bool success = false;
+  FailureKind failure = FailureKind::kNone;
+  int http_status = 0;                 ///< HTTP status code received (0 if none)
+  std::string error;                   ///< human-readable error text (vLLM's `error` field)
+
+  int prompt_len = 0;                  ///< input tokens: server usage.prompt_tokens if known, else client count
+  int output_tokens = 0;               ///< server usage.completion_tokens, else re-tokenized text count
+  int expected_output_len = 0;         ///< requested max tokens
+
+  double intended_send_time_s = 0.0;   ///< when the schedule wanted it sent (open-loop arrival time)
+  double send_time_s = 0.0;            ///< when the request bytes were actually written (vLLM start_time)
+  double ttft_s = 0.0;                 ///< first chunk with non-empty `choices` minus send_time_s (vLLM TTFT)
+  double ttfct_s = -1.0;               ///< time to first non-empty content/reasoning text (servelab extra); -1 = none
+  std::vector<double> itl_s;           ///< gaps between successive `choices` chunks (vLLM ITL), seconds
+  std::vector<std::int32_t> chunk_tokens;  ///< tokens per chunk when known (servelab extra; may be empty)
+  double latency_s = 0.0;              ///< last `choices` chunk minus send_time_s (vLLM latency / E2EL)
+
+  int reasoning_tokens = 0;            ///< tokens streamed as `reasoning_content`/`reasoning` (extra), if known
+  int usage_prompt_tokens = -1;        ///< server usage.prompt_tokens (-1 = not reported)
+  int usage_completion_tokens = -1;    ///< server usage.completion_tokens (-1 = not reported)
+  int tokenizer_output_tokens = -1;    ///< client re-tokenization of generated_text (-1 = not computed)
+  std::string generated_text;          ///< concatenated content (only kept with --save-detailed)
+  std::string request_id;              ///< x-request-id sent
+};
+
+}  // namespace servelab::metrics

@@ -1,0 +1,69 @@
+// servelab/tokenizer: exact Hugging Face `tokenizers` encode/decode for BPE tokenizer.json files.
+// (Interface contract; the implementation is in this module's .cc files.)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace servelab::tokenizer {
+
+/// A token id (index into the vocabulary including added tokens).
+using TokenId = std::int32_t;
+
+/// A loaded Hugging Face tokenizer (tokenizer.json, plus tokenizer_config.json when beside it).
+/// Value type: cheap to copy (shared immutable state).
+/// Thread-safety: all const member functions may be called concurrently from any number of threads.
+class Tokenizer {
+ public:
+  /// Loads `tokenizer.json` from `path` (a file) and, if present in the same directory,
+  /// `tokenizer_config.json` (bos/eos tokens, chat_template).
+  /// Throws std::runtime_error: missing file, invalid JSON, or an unsupported/malformed component,
+  /// naming the JSON path (e.g. `pre_tokenizer.pretokenizers[2].type = "Punctuation" is not supported`).
+  static Tokenizer from_file(const std::filesystem::path& path);
+
+  /// Encodes `text` exactly as HF `tokenizers` `encode(text, add_special_tokens)`; with
+  /// `add_special_tokens` the post-processor's tokens (e.g. BOS) are added.
+  std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const;
+
+  /// Decodes ids exactly as HF `decode(ids, skip_special_tokens)`.
+  std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
+
+  /// Size of the base vocabulary, without added tokens (HF `tokenizer.vocab_size` in transformers).
+  std::size_t vocab_size() const;
+  /// Size including added tokens (HF `get_vocab_size(with_added_tokens=true)`).
+  std::size_t vocab_size_with_added() const;
+  /// Number of tokens the post-processor adds to a single sequence (transformers
+  /// `num_special_tokens_to_add()`; 1 for a BOS-only tokenizer).
+  std::size_t num_special_tokens_to_add() const;
+  /// Ids of all special added tokens, ascending (transformers `all_special_ids` analogue).
+  std::vector<TokenId> special_ids() const;
+  std::optional<TokenId> bos_id() const;
+  std::optional<TokenId> eos_id() const;
+  std::optional<TokenId> token_to_id(std::string_view token) const;
+  std::optional<std::string> id_to_token(TokenId id) const;
+  /// The `chat_template` string from tokenizer_config.json, empty when absent.
+  const std::string& chat_template() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+/// Resolves a `--tokenizer X` argument to a tokenizer.json path, in order: a file; a directory holding
+/// `tokenizer.json`; a Hugging Face id found in the local cache ($HF_HOME/hub or
+/// ~/.cache/huggingface/hub/models--ORG--NAME/snapshots/*/); for DeepSeek ids (deepseek-ai/DeepSeek-V3*),
+/// the DeepSeek tokenizer fetched by `make deps` into <cache>/tokenizers/deepseek-v3/.
+/// Throws std::runtime_error listing every place it tried when nothing is found.
+std::filesystem::path resolve_tokenizer_path(std::string_view spec);
+
+/// resolve_tokenizer_path + Tokenizer::from_file.
+Tokenizer load_tokenizer(std::string_view spec);
+
+}  // namespace servelab::tokenizer
