@@ -1,0 +1,87 @@
+// servelab/engines: an engine launch, parsed. The single description of "what the user launched" that the
+// engine twin (sim), the study runner (tune) and reports share. Produced by parsing the real launch command
+// of vLLM, SGLang or TensorRT-LLM plus its environment (see engines.h).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace servelab::engines {
+
+/// Which serving engine a command launches.
+enum class EngineKind { kVllm, kSglang, kTrtllm };
+
+/// "vllm", "sglang", "trtllm".
+const char* engine_kind_name(EngineKind kind);
+
+/// Speculative decoding configuration (MTP / EAGLE with the model's MTP head).
+struct SpeculativeConfig {
+  std::string method;            ///< "mtp" (vLLM), "EAGLE"/"NEXTN" (SGLang), "MTP" (TRT-LLM)
+  int num_speculative_tokens = 0;///< draft tokens proposed per step (vLLM num_speculative_tokens; SGLang num-draft-tokens - 1)
+  int num_steps = 0;             ///< SGLang --speculative-num-steps
+  int eagle_topk = 0;            ///< SGLang --speculative-eagle-topk
+};
+
+/// A parsed engine launch, with every knob resolved to its effective value (explicit flag, else the
+/// engine's default for the version in `engine_version`, see the per-engine defaults tables).
+/// Units: lengths in tokens, memory fractions in [0, 1].
+struct EngineConfig {
+  EngineKind kind = EngineKind::kVllm;
+  std::string engine_version;            ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
+  std::string model;                     ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
+  std::string served_model_name;         ///< name the API answers to (defaults to model)
+  std::string host = "127.0.0.1";
+  int port = 8000;
+
+  // Parallelism (GPUs used = tp * dp for DP-attention engines; see gpus_used()).
+  int tp = 1;                            ///< tensor parallel size
+  int dp = 1;                            ///< data parallel size (vLLM -dp / SGLang --dp-size)
+  int ep = 1;                            ///< expert parallel size (1 = experts sharded by TP)
+  int pp = 1;                            ///< pipeline parallel size
+  int dcp = 1;                           ///< vLLM decode context parallel size
+  bool enable_expert_parallel = false;   ///< vLLM --enable-expert-parallel (EP = TP*DP)
+  bool enable_dp_attention = false;      ///< SGLang --enable-dp-attention (attention DP inside one TP group)
+
+  // Memory and context.
+  std::optional<int> max_model_len;      ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
+  double gpu_memory_fraction = 0.0;      ///< vLLM --gpu-memory-utilization, SGLang --mem-fraction-static,
+                                         ///< TRT --kv_cache_free_gpu_memory_fraction (meaning differs: see engines.h)
+  std::string kv_cache_dtype = "auto";   ///< "auto", "fp8", "fp8_e4m3", "bf16", ...
+  int block_size = 0;                    ///< KV block/page size in tokens (0 = engine default)
+
+  // Scheduler knobs.
+  std::optional<int> max_num_seqs;       ///< vLLM --max-num-seqs / SGLang --max-running-requests / TRT --max_batch_size
+  std::optional<int> max_num_batched_tokens; ///< vLLM --max-num-batched-tokens / TRT --max_num_tokens
+  std::optional<int> chunked_prefill_size;   ///< SGLang --chunked-prefill-size (-1 disables)
+  bool enable_chunked_prefill = true;
+  std::optional<int> cuda_graph_max_bs;  ///< SGLang --cuda-graph-max-bs / vLLM max capture size
+  bool enforce_eager = false;            ///< vLLM --enforce-eager (no CUDA graphs)
+  std::string schedule_policy;           ///< SGLang --schedule-policy (fcfs, lpm, ...)
+  std::optional<double> schedule_conservativeness;
+
+  // Kernels / backends.
+  std::string attention_backend;         ///< VLLM_ATTENTION_BACKEND or SGLang --attention-backend ("" = default)
+  std::string nsa_prefill_backend;       ///< SGLang --nsa-prefill-backend
+  std::string nsa_decode_backend;        ///< SGLang --nsa-decode-backend
+  bool deep_gemm = true;                 ///< VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED
+
+  std::optional<SpeculativeConfig> speculative;
+
+  // API surface (no physical cost expected; recorded because the study tried them).
+  std::string tokenizer_mode;            ///< vLLM --tokenizer-mode
+  std::string reasoning_parser;
+  std::string tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::string chat_template;
+
+  std::vector<std::string> argv;         ///< the command as given (argv[0] = program)
+  std::map<std::string, std::string> env;///< engine-relevant environment variables that were set
+
+  /// Number of GPUs the launch occupies (tp * pp * dp, except SGLang with DP-attention where dp lives
+  /// inside the tp group: tp * pp).
+  int gpus_used() const;
+};
+
+}  // namespace servelab::engines
