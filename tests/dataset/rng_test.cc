@@ -1,0 +1,71 @@
+// Bit-exactness of the CPython/numpy RNG re-implementations. Expected values were computed with CPython
+// 3.11 (`random`) and numpy 1.24 (/usr/bin/python3); the subprocess tests re-run the oracles when present.
+#include "dataset/rng.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace servelab::dataset {
+namespace {
+
+std::vector<int> shuffled(std::int64_t seed, int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  PythonRandom rng(seed);
+  rng.shuffle(v);
+  return v;
+}
+
+TEST(PythonRandom, ShuffleMatchesHardCodedCPythonPermutations) {
+  // python3 -c "import random; random.seed(S); l=list(range(N)); random.shuffle(l); print(l)"
+  EXPECT_EQ(shuffled(0, 10), (std::vector<int>{7, 8, 1, 5, 3, 4, 2, 0, 9, 6}));
+  EXPECT_EQ(shuffled(1, 10), (std::vector<int>{6, 8, 9, 7, 5, 3, 0, 4, 1, 2}));
+  EXPECT_EQ(shuffled(42, 17), (std::vector<int>{7, 10, 5, 6, 15, 14, 13, 9, 8, 1, 2, 12, 16, 4, 11, 0, 3}));
+  // A seed wider than 32 bits uses two key words; a negative seed uses |seed|.
+  EXPECT_EQ(shuffled((std::int64_t{1} << 33) + 5, 12), (std::vector<int>{7, 1, 0, 3, 10, 9, 6, 5, 8, 2, 4, 11}));
+  EXPECT_EQ(shuffled(-7, 9), (std::vector<int>{1, 6, 7, 4, 0, 8, 3, 2, 5}));
+}
+
+TEST(PythonRandom, ChoiceGetrandbitsRandomMatchCPython) {
+  PythonRandom rng(0);
+  std::vector<std::size_t> picks;
+  for (int i = 0; i < 8; ++i) picks.push_back(rng.choice_index(50));
+  EXPECT_EQ(picks, (std::vector<std::size_t>{24, 48, 26, 2, 16, 32, 31, 25}));
+  PythonRandom r2(0);
+  EXPECT_EQ(r2.getrandbits(40), 424533559245ull);
+  EXPECT_DOUBLE_EQ(r2.random(), 0.7579544029403025);
+}
+
+TEST(NumpyGenerator, SeedSequenceMatchesNumpy) {
+  EXPECT_EQ(NumpyGenerator::seed_sequence_state(0, 4),
+            (std::vector<std::uint32_t>{2968811710u, 3677149159u, 745650761u, 2884920346u}));
+  EXPECT_EQ(NumpyGenerator::seed_sequence_state((std::uint64_t{1} << 40) + 3, 4),
+            (std::vector<std::uint32_t>{2789635316u, 1410910647u, 811316306u, 1804054328u}));
+}
+
+TEST(NumpyGenerator, Pcg64AndIntegersMatchNumpy) {
+  NumpyGenerator raw(0);
+  EXPECT_EQ(raw.next_u64(), 11749869230777074271ull);
+  EXPECT_EQ(raw.next_u64(), 4976686463289251617ull);
+  // r = np.random.default_rng(0); r.integers(0,129280,5); r.integers(1000,1001,3); r.integers(5,100,4)
+  NumpyGenerator rng(0);
+  EXPECT_EQ(rng.integers(0, 129280, 5), (std::vector<std::int64_t>{109968, 82346, 66079, 34878, 39796}));
+  EXPECT_EQ(rng.integers(1000, 1001, 3), (std::vector<std::int64_t>{1000, 1000, 1000}));  // no draws
+  EXPECT_EQ(rng.integers(5, 100, 4), (std::vector<std::int64_t>{8, 12, 6, 21}));
+}
+
+TEST(NumpyRandomState, LegacyRandintAndRandomSampleMatchNumpy) {
+  // np.random.seed(0); np.random.randint(0,129280,5); np.random.random_sample()
+  NumpyRandomState rng(0);
+  std::vector<std::int64_t> got;
+  for (int i = 0; i < 5; ++i) got.push_back(rng.randint(0, 129280));
+  EXPECT_EQ(got, (std::vector<std::int64_t>{68268, 43567, 42613, 117952, 45891}));
+  EXPECT_DOUBLE_EQ(rng.random_sample(), 0.8579456176227568);
+}
+
+}  // namespace
+}  // namespace servelab::dataset
