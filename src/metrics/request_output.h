@@ -35,10 +35,15 @@ struct RequestOutput {
   std::string error;                   ///< human-readable error text (vLLM's `error` field)
 
   int prompt_len = 0;                  ///< input tokens: server usage.prompt_tokens if known, else client count
+  int dataset_prompt_len = -1;         ///< client-side (dataset) prompt length; -1 = not set (then prompt_len
+                                       ///< is used). vLLM 0.13 sums this one into total_input.
   int output_tokens = 0;               ///< server usage.completion_tokens, else re-tokenized text count
   int expected_output_len = 0;         ///< requested max tokens
 
   double intended_send_time_s = 0.0;   ///< when the schedule wanted it sent (open-loop arrival time)
+  double dispatch_time_s = 0.0;        ///< when the client dispatched it (before the --max-concurrency
+                                       ///< semaphore; vLLM request_arrival_time). Schedule lag =
+                                       ///< dispatch - intended; client queue time = send - dispatch.
   double send_time_s = 0.0;            ///< when the request bytes were actually written (vLLM start_time)
   double ttft_s = 0.0;                 ///< first chunk with non-empty `choices` minus send_time_s (vLLM TTFT)
   double ttfct_s = -1.0;               ///< time to first non-empty content/reasoning text (servelab extra); -1 = none

@@ -1,0 +1,269 @@
+#include "metrics/metrics.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "metrics/stats.h"
+
+namespace servelab::metrics {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Python float(): the whole (trimmed) text must be a number. nullopt otherwise.
+std::optional<double> parse_double(std::string_view text) {
+  const std::string s(trim(text));
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Summary of samples in seconds: numpy stats then * 1000, vLLM's `x or 0` for empty lists.
+LatencySummary summarize_s(std::vector<double> values_s, const std::vector<double>& percentiles) {
+  LatencySummary s;
+  s.count = values_s.size();
+  if (values_s.empty()) values_s.push_back(0.0);  // np.mean([] or 0) == np.mean(0) == 0.0
+  s.mean_ms = numpy_mean(values_s) * 1000;
+  s.std_ms = numpy_std(values_s) * 1000;
+  std::sort(values_s.begin(), values_s.end());
+  s.median_ms = numpy_median_sorted(values_s) * 1000;
+  s.percentiles_ms.reserve(percentiles.size());
+  for (double p : percentiles) s.percentiles_ms.push_back({p, numpy_percentile_sorted(values_s, p) * 1000});
+  return s;
+}
+
+std::size_t kind_index(FailureKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < kFailureKindCount ? i : 0;
+}
+
+}  // namespace
+
+GoodputSlos parse_goodput(std::span<const std::string> items) {
+  GoodputSlos slos;
+  for (const std::string& item : items) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos || item.find(':', colon + 1) != std::string::npos) {
+      throw std::invalid_argument("--goodput: '" + item + "' is not KEY:VALUE (e.g. ttft:100)");
+    }
+    const std::string key(trim(std::string_view(item).substr(0, colon)));
+    const auto value = parse_double(std::string_view(item).substr(colon + 1));
+    if (!value) throw std::invalid_argument("--goodput: '" + item + "': value is not a number (ms)");
+    if (!(*value >= 0.0)) throw std::invalid_argument("--goodput: '" + item + "': value must be >= 0 ms");
+    if (key == "ttft") {
+      slos.ttft_ms = *value;
+    } else if (key == "tpot") {
+      slos.tpot_ms = *value;
+    } else if (key == "e2el") {
+      slos.e2el_ms = *value;
+    } else {
+      throw std::invalid_argument("--goodput: unknown metric '" + key + "' in '" + item +
+                                  "' (valid: ttft, tpot, e2el)");
+    }
+  }
+  return slos;
+}
+
+std::vector<double> parse_metric_percentiles(std::string_view csv) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = csv.find(',', pos);
+    const std::string_view part = csv.substr(pos, comma == std::string_view::npos ? csv.npos : comma - pos);
+    const auto v = parse_double(part);
+    if (!v) throw std::invalid_argument("--metric-percentiles: '" + std::string(part) + "' is not a number");
+    if (!(*v >= 0.0 && *v <= 100.0)) {
+      throw std::invalid_argument("--metric-percentiles: " + std::string(trim(part)) + " is outside [0, 100]");
+    }
+    out.push_back(*v);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+PercentileMetrics parse_percentile_metrics(std::string_view csv) {
+  PercentileMetrics sel{false, false, false, false};
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = csv.find(',', pos);
+    const std::string_view name =
+        trim(csv.substr(pos, comma == std::string_view::npos ? csv.npos : comma - pos));
+    if (name == "ttft") {
+      sel.ttft = true;
+    } else if (name == "tpot") {
+      sel.tpot = true;
+    } else if (name == "itl") {
+      sel.itl = true;
+    } else if (name == "e2el") {
+      sel.e2el = true;
+    } else {
+      throw std::invalid_argument("--percentile-metrics: unknown metric '" + std::string(name) +
+                                  "' (valid: ttft, tpot, itl, e2el)");
+    }
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return sel;
+}
+
+int actual_output_len(const RequestOutput& out) {
+  if (!out.success) return 0;
+  if (out.output_tokens != 0) return out.output_tokens;
+  return out.tokenizer_output_tokens >= 0 ? out.tokenizer_output_tokens : 0;
+}
+
+int input_len(const RequestOutput& out, InputTokenSource source) {
+  if (source == InputTokenSource::kDataset && out.dataset_prompt_len >= 0) return out.dataset_prompt_len;
+  return out.prompt_len;
+}
+
+BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double duration_s,
+                                 const MetricsOptions& opts) {
+  if (!(std::isfinite(duration_s) && duration_s > 0.0)) {
+    throw std::invalid_argument("compute_metrics: benchmark duration must be finite and > 0 s, got " +
+                                std::to_string(duration_s));
+  }
+  for (double p : opts.percentiles) {
+    if (!(p >= 0.0 && p <= 100.0)) {
+      throw std::invalid_argument("compute_metrics: percentile " + std::to_string(p) + " outside [0, 100]");
+    }
+  }
+  BenchmarkMetrics m;
+  m.duration_s = duration_s;
+  m.input_lens.reserve(outputs.size());
+  m.output_lens.reserve(outputs.size());
+
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts;
+  for (const RequestOutput& out : outputs) {
+    m.input_lens.push_back(input_len(out, opts.input_tokens));
+    if (out.failure != FailureKind::kCancelled || out.send_time_s != 0.0) {
+      lags.push_back(out.send_time_s - out.intended_send_time_s);
+    }
+    if (!out.success) {
+      m.output_lens.push_back(0);
+      ++m.failed;
+      ++m.failures_by_kind[kind_index(out.failure)];
+      continue;
+    }
+    const int output_len = actual_output_len(out);
+    m.output_lens.push_back(output_len);
+    m.total_input += input_len(out, opts.input_tokens);
+    m.total_output += output_len;
+    double tpot = 0.0;
+    if (output_len > 1) {
+      const double latency_minus_ttft = out.latency_s - out.ttft_s;
+      tpot = latency_minus_ttft / (output_len - 1);
+      tpots.push_back(tpot);
+    }
+    all_tpots.push_back(tpot);
+    itls.insert(itls.end(), out.itl_s.begin(), out.itl_s.end());
+    ttfts.push_back(out.ttft_s);
+    e2els.push_back(out.latency_s);
+    ++m.completed;
+
+    if (out.ttfct_s >= 0.0) ttfcts.push_back(out.ttfct_s);
+    m.total_reasoning_tokens += out.reasoning_tokens;
+    if (out.reasoning_tokens > 0) ++m.reasoning_requests;
+    if (out.usage_completion_tokens >= 0 && out.tokenizer_output_tokens >= 0) {
+      ++m.usage_compared;
+      if (out.usage_completion_tokens != out.tokenizer_output_tokens) {
+        ++m.usage_mismatches;
+        m.usage_mismatch_tokens += std::abs(out.usage_completion_tokens - out.tokenizer_output_tokens);
+      }
+    }
+  }
+
+  m.request_throughput = m.completed / duration_s;
+  m.output_throughput = static_cast<double>(m.total_output) / duration_s;
+  m.total_token_throughput = static_cast<double>(m.total_input + m.total_output) / duration_s;
+
+  if (!opts.goodput.empty()) {
+    // vLLM: slo_values in seconds (ms / 1000), request good iff every `slo >= value`.
+    int good = 0;
+    for (std::size_t i = 0; i < ttfts.size(); ++i) {
+      bool ok = true;
+      if (opts.goodput.ttft_ms) ok = ok && (*opts.goodput.ttft_ms / 1000 >= ttfts[i]);
+      if (opts.goodput.tpot_ms) ok = ok && (*opts.goodput.tpot_ms / 1000 >= all_tpots[i]);
+      if (opts.goodput.e2el_ms) ok = ok && (*opts.goodput.e2el_ms / 1000 >= e2els[i]);
+      if (ok) ++good;
+    }
+    m.request_goodput = good / duration_s;
+  }
+
+  m.ttft = summarize_s(std::move(ttfts), opts.percentiles);
+  m.tpot = summarize_s(std::move(tpots), opts.percentiles);
+  m.itl = summarize_s(std::move(itls), opts.percentiles);
+  m.e2el = summarize_s(e2els, opts.percentiles);
+  m.ttfct = summarize_s(std::move(ttfcts), opts.percentiles);
+  if (!lags.empty()) m.schedule_lag_max_ms = *std::max_element(lags.begin(), lags.end()) * 1000;
+  m.schedule_lag = summarize_s(std::move(lags), opts.percentiles);
+
+  // Peaks (vLLM 0.13: per-second buckets relative to the first successful send).
+  if (m.completed > 0) {
+    double min_start = std::numeric_limits<double>::infinity();
+    double max_end = -std::numeric_limits<double>::infinity();
+    for (const RequestOutput& out : outputs) {
+      if (!out.success) continue;
+      min_start = std::min(min_start, out.send_time_s);
+      max_end = std::max(max_end, out.send_time_s + out.latency_s);
+    }
+    const double span_s = std::ceil(max_end - min_start);
+    const auto buckets = static_cast<std::size_t>(std::max(0.0, span_s)) + 1;
+    std::vector<double> chunks_per_s(buckets, 0.0), tokens_per_s(buckets, 0.0);
+    std::vector<int> active_per_s(buckets, 0);
+    std::vector<std::pair<double, int>> events;
+    events.reserve(2 * static_cast<std::size_t>(m.completed));
+    const auto bucket_of = [&](double t) -> std::ptrdiff_t {
+      const double rel = t - min_start;
+      return std::isfinite(rel) ? static_cast<std::ptrdiff_t>(std::trunc(rel)) : -1;  // Python int()
+    };
+    for (std::size_t r = 0; r < outputs.size(); ++r) {
+      const RequestOutput& out = outputs[r];
+      if (!out.success) continue;
+      const std::size_t chunks = out.itl_s.size() + 1;
+      const bool exact_tokens = out.chunk_tokens.size() == chunks;
+      const double even_tokens = static_cast<double>(m.output_lens[r]) / static_cast<double>(chunks);
+      double t = out.send_time_s + out.ttft_s;
+      for (std::size_t k = 0; k < chunks; ++k) {
+        if (k > 0) t += out.itl_s[k - 1];
+        const std::ptrdiff_t b = bucket_of(t);
+        if (b >= 0 && static_cast<std::size_t>(b) < buckets) {
+          chunks_per_s[b] += 1;
+          tokens_per_s[b] += exact_tokens ? out.chunk_tokens[k] : even_tokens;
+        }
+      }
+      const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, bucket_of(out.send_time_s));
+      const std::ptrdiff_t last = std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(buckets) - 1,
+                                                           bucket_of(out.send_time_s + out.latency_s));
+      for (std::ptrdiff_t s = first; s <= last; ++s) ++active_per_s[s];
+      events.emplace_back(out.send_time_s, +1);
+      events.emplace_back(out.send_time_s + out.latency_s, -1);
+    }
+    m.max_output_tokens_per_s = *std::max_element(chunks_per_s.begin(), chunks_per_s.end());
+    m.max_output_tokens_per_s_by_tokens = *std::max_element(tokens_per_s.begin(), tokens_per_s.end());
+    m.max_concurrent_requests = *std::max_element(active_per_s.begin(), active_per_s.end());
+    std::sort(events.begin(), events.end());  // (time, delta): departures (-1) first at equal times
+    int active = 0;
+    for (const auto& [time, delta] : events) {
+      active += delta;
+      m.max_concurrent_requests_exact = std::max(m.max_concurrent_requests_exact, active);
+    }
+  }
+  return m;
+}
+
+}  // namespace servelab::metrics
