@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,16 @@ struct SpeculativeConfig {
   int num_speculative_tokens = 0;///< draft tokens proposed per step (vLLM num_speculative_tokens; SGLang num-draft-tokens - 1)
   int num_steps = 0;             ///< SGLang --speculative-num-steps
   int eagle_topk = 0;            ///< SGLang --speculative-eagle-topk
+  int num_draft_tokens = 0;      ///< SGLang --speculative-num-draft-tokens (0 = engine default)
+  std::string draft_model;       ///< vLLM "model" / SGLang --speculative-draft-model-path ("" = the model's MTP head)
+  std::string json;              ///< vLLM --speculative-config as given (JSON text), "" otherwise
+};
+
+/// A real engine option that servelab accepts but does not model (kept so that to_argv() round-trips and
+/// reports can say what was ignored).
+struct EngineOption {
+  std::string flag;              ///< canonical spelling, e.g. "--disable-log-stats", "--no-enable-log-requests"
+  std::vector<std::string> values;///< values as given (empty for a boolean flag; several for nargs='+')
 };
 
 /// A parsed engine launch, with every knob resolved to its effective value (explicit flag, else the
@@ -32,8 +43,9 @@ struct EngineConfig {
   std::string engine_version;            ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
   std::string model;                     ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
   std::string served_model_name;         ///< name the API answers to (defaults to model)
-  std::string host = "127.0.0.1";
-  int port = 8000;
+  std::string host = "127.0.0.1";        ///< the engine's bind address: --host, else the engine default (vLLM
+                                         ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
+  int port = 8000;                       ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)
 
   // Parallelism (GPUs used = tp * dp for DP-attention engines; see gpus_used()).
   int tp = 1;                            ///< tensor parallel size
@@ -47,7 +59,9 @@ struct EngineConfig {
   // Memory and context.
   std::optional<int> max_model_len;      ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
   double gpu_memory_fraction = 0.0;      ///< vLLM --gpu-memory-utilization, SGLang --mem-fraction-static,
-                                         ///< TRT --kv_cache_free_gpu_memory_fraction (meaning differs: see engines.h)
+                                         ///< TRT --kv_cache_free_gpu_memory_fraction (vLLM/SGLang: of total GPU
+                                         ///< memory; TRT: of memory free after weights). SGLang: 0 = auto until
+                                         ///< resolve_defaults() applies SGLang's formula.
   std::string kv_cache_dtype = "auto";   ///< "auto", "fp8", "fp8_e4m3", "bf16", ...
   int block_size = 0;                    ///< KV block/page size in tokens (0 = engine default)
 
@@ -76,8 +90,28 @@ struct EngineConfig {
   bool enable_auto_tool_choice = false;
   std::string chat_template;
 
+  // Other modelled options.
+  bool trust_remote_code = false;        ///< vLLM/SGLang --trust-remote-code, TRT --trust_remote_code
+  bool enable_prefix_caching = true;     ///< vLLM --enable-prefix-caching; SGLang !--disable-radix-cache
+  std::string quantization;              ///< vLLM -q/--quantization, SGLang --quantization ("" = from model)
+  std::optional<int> max_prefill_tokens; ///< SGLang --max-prefill-tokens (tokens per prefill batch)
+  std::string moe_a2a_backend;           ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
+  std::string moe_runner_backend;        ///< SGLang --moe-runner-backend ("" = auto)
+  std::string trtllm_backend;            ///< TRT --backend ("pytorch", "trt", "_autodeploy")
+  std::string extra_llm_api_options;     ///< TRT --extra_llm_api_options YAML path (recorded, not read)
+  std::string config_file;               ///< vLLM/SGLang --config YAML path (recorded, not read)
+  std::string program;                   ///< how it was launched: "vllm serve", "python3 -m sglang.launch_server",
+                                         ///< "sglang serve", "trtllm-serve" (to_argv reuses it)
+
   std::vector<std::string> argv;         ///< the command as given (argv[0] = program)
   std::map<std::string, std::string> env;///< engine-relevant environment variables that were set
+  /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").
+  std::set<std::string> explicit_flags;
+  /// Real options accepted but not modelled, in command-line order.
+  std::vector<EngineOption> unmodelled_options;
+
+  /// True when `flag` (canonical spelling) was given on the command line.
+  bool is_explicit(const std::string& flag) const { return explicit_flags.count(flag) != 0; }
 
   /// Number of GPUs the launch occupies (tp * pp * dp, except SGLang with DP-attention where dp lives
   /// inside the tp group: tp * pp).

@@ -1,0 +1,136 @@
+// servelab/engines: real engine launch commands (vLLM 0.13, SGLang 0.5.6.post2, TensorRT-LLM 1.2.0rc5)
+// parsed into EngineConfig, rendered back to argv, completed with the engine's defaults, and checked
+// against the engine's start-up refusal rules.
+//
+// Thread-safety: every function here is pure (no shared state); call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engines/engine_config.h"
+
+namespace servelab::engines {
+
+/// A launch command the engine itself would refuse while parsing its arguments or environment.
+/// what() is the engine's own final error line, e.g.
+///   vLLM/SGLang (argparse): "vllm serve: error: unrecognized arguments: --foo"
+///                           "launch_server.py: error: argument --tp-size/--tp: invalid int value: 'x'"
+///   TensorRT-LLM (click):   "Error: No such option: --foo"
+///                           "Error: Invalid value for '--tp_size': 'x' is not a valid integer."
+///   Python exceptions:      "ValueError: With `vllm serve`, you should provide the model as ..."
+struct EngineArgError : std::runtime_error {
+  EngineArgError(EngineKind kind, std::string message);
+  EngineKind kind;
+};
+
+/// Parses a real launch command and its environment, as the engine's own CLI does.
+///
+/// `argv` is the command exactly as a shell would pass it (argv[0] = program). Recognised forms:
+///   vllm serve [MODEL] ...                                     (vLLM 0.13, FlexibleArgumentParser)
+///   python[3[.x]] -m sglang.launch_server ... / sglang serve ...  (SGLang 0.5.6.post2, argparse)
+///   trtllm-serve [serve] MODEL ...                             (TensorRT-LLM 1.2.0rc5, click)
+/// argv[0] may be a path (/usr/bin/python3, ./venv/bin/vllm). Argparse engines accept aliases,
+/// `--flag=value`, unique-prefix abbreviations (allow_abbrev=True), vLLM's `--no-<flag>`, `--snake_case`
+/// keys, `--json-arg.key value` and `-O3`; click (TRT-LLM) accepts exact names and `--flag=value` only.
+/// JSON values (--speculative-config, --compilation-config) are parsed. Real flags servelab does not
+/// model are accepted and listed in EngineConfig::unmodelled_options.
+/// `env` is the process environment; every VLLM_*, SGLANG_*, SGL_*, TRTLLM_*, TLLM_*, NCCL_*,
+/// CUDA_VISIBLE_DEVICES entry is copied to EngineConfig::env and the modelled ones are applied
+/// (VLLM_USE_DEEP_GEMM, VLLM_ATTENTION_BACKEND, SGLANG_ENABLE_JIT_DEEPGEMM, TRTLLM_DG_ENABLED).
+///
+/// The result holds explicit values plus the engine defaults that depend on nothing but the engine
+/// (see vllm_defaults.h, sglang_defaults.h, trtllm_defaults.h); knobs whose default depends on the model
+/// or GPU stay unset/0 until resolve_defaults().
+/// Throws EngineArgError (unknown flag, bad value, bad choice, missing value, unknown program) with the
+/// engine's own message format.
+EngineConfig parse_launch_command(const std::vector<std::string>& argv,
+                                  const std::map<std::string, std::string>& env = {});
+
+/// Splits a shell command line into argv (POSIX sh word splitting: whitespace, '...', "...", \ escapes;
+/// no expansion). Throws std::invalid_argument on an unterminated quote.
+std::vector<std::string> split_command_line(const std::string& command);
+
+/// Parses environment assignments "NAME=value" (value may be shell-quoted: VLLM_ATTENTION_BACKEND="X").
+/// Throws std::invalid_argument naming the entry when it has no '=' or an empty name.
+std::map<std::string, std::string> parse_env_assignments(const std::vector<std::string>& assignments);
+
+/// Renders a config back to a launch argv that parse_launch_command() maps to an equal config
+/// (modelled fields, unmodelled options and model; env is not part of argv: see EngineConfig::env).
+/// Emits the engine's canonical spelling, only for values that differ from what a bare
+/// `<program> MODEL` parses to, so tune can change a field and render the command.
+/// Program: "vllm serve", "python3 -m sglang.launch_server", "trtllm-serve".
+std::vector<std::string> to_argv(const EngineConfig& config);
+
+/// to_argv() joined into one shell-safe line (arguments quoted with '...' where needed), env assignments
+/// (sorted) first: `VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8`.
+std::string render_command(const EngineConfig& config);
+
+/// What the engine needs to know about the model for defaults and refusal rules (filled by sim from the
+/// model table / HF config.json).
+struct ModelTraits {
+  std::string display_name = "DeepSeek-V3.2";  ///< used in messages
+  bool mla = true;                             ///< multi-head latent attention (kv head dim 576)
+  bool sparse_attention = true;                ///< DeepSeek Sparse Attention (lightning indexer + top-k)
+  int max_position_embeddings = 163840;        ///< tokens; default context length
+  int num_nextn_predict_layers = 1;            ///< MTP layers (0 = no MTP head)
+  bool fp8_block_weights = true;               ///< FP8 128x128 block-scaled weights (DeepGEMM path)
+};
+
+/// What the engine needs to know about the GPU node (filled by sim from the hardware table).
+struct HardwareTraits {
+  std::string name = "H200";
+  int compute_capability_major = 9;  ///< H100/H200: 9.0 (sm90); B200: 10.0 (sm100)
+  int compute_capability_minor = 0;
+  /// Per-GPU memory as torch/nvidia-smi report it, bytes. H200: 143771 MiB (nvidia-smi) [unverified].
+  std::int64_t gpu_memory_bytes = 143771LL * 1024 * 1024;
+  int gpu_count = 8;                 ///< GPUs in the node
+};
+
+/// When a launch fails.
+enum class FailurePhase { kStartup, kRuntime };
+
+/// "startup", "runtime".
+const char* failure_phase_name(FailurePhase phase);
+
+/// A launch the engine refuses (start-up) or that dies under load (run time).
+struct LaunchFailure {
+  FailurePhase phase = FailurePhase::kStartup;
+  std::string message;  ///< the engine's text (verbatim == true) or servelab's description (false)
+  bool verbatim = false;///< true when `message` reproduces the engine's own output (verified in the study)
+  std::string rule;     ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
+};
+
+/// Start-up / run-time refusals that depend only on the config, model and GPU (not on memory: the
+/// memory plan is sim's). Rules (first match wins, in engine order):
+///   vLLM:   attention backend (VLLM_ATTENTION_BACKEND / --attention-backend) invalid for the model (MLA,
+///           sparse, block size, KV dtype, compute capability) -> vLLM's ValueError text; no valid backend;
+///           -dcp > 1 with the sparse FlashMLA backend -> run-time error; tp % dcp; MTP on a model without
+///           an MTP head; max_model_len above the model's; more GPUs than the node has.
+///   SGLang: DeepGEMM off (SGLANG_ENABLE_JIT_DEEPGEMM=0) with a sparse-attention FP8 model; Blackwell-only
+///           / Hopper-only backends on the wrong compute capability; tp % dp with DP-attention;
+///           context length above the model's; more GPUs than the node has.
+///   TRT-LLM: tp % ep; more GPUs than the node has.
+/// Returns std::nullopt when the launch is expected to start and run.
+std::optional<LaunchFailure> check_launch(const EngineConfig& config, const ModelTraits& model,
+                                          const HardwareTraits& hardware);
+
+/// Fills the defaults that depend on the model and GPU as the engine does at start-up, returning the
+/// effective config (explicit values are kept, except where the engine itself overrides them):
+///   vLLM:   max_num_seqs / max_num_batched_tokens by GPU memory tier, block size 64 for sparse MLA,
+///           kv_cache_dtype fp8* -> fp8_ds_mla for sparse MLA, max_model_len = model max, attention backend
+///           FLASHMLA_SPARSE for sparse MLA, cuda_graph_max_bs by vLLM's capture-size formula.
+///   SGLang: chunked_prefill_size / cuda_graph_max_bs by GPU memory tier, chunked_prefill_size // dp and
+///           schedule_conservativeness * 0.3 under DP-attention, mem_fraction_static formula, page size 64 +
+///           nsa backends + kv dtype for DSA, max_running_requests 48 with speculative decoding, EAGLE
+///           topk/steps/draft defaults, context_length = model max.
+///   TRT-LLM: max_seq_len = model max, cuda_graph_max_bs 128.
+/// Sources: the per-engine defaults tables. Does not throw.
+EngineConfig resolve_defaults(const EngineConfig& config, const ModelTraits& model,
+                              const HardwareTraits& hardware);
+
+}  // namespace servelab::engines
