@@ -1,0 +1,172 @@
+// servelab/bench: the configuration of one `servelab bench serve` run — vLLM 0.13's `vllm bench serve`
+// flags (same names, defaults, types, choices, validation messages), parsed into plain values.
+// Spec: ../shared/reference/vllm-bench-serve.md §1 (read with its change table: 0.13 behaviour by default).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace servelab::bench {
+
+/// Backends servelab implements: `openai` and `vllm` post to /v1/completions, `openai-chat` to
+/// /v1/chat/completions (vLLM's OPENAI_COMPATIBLE_BACKENDS).
+inline const std::vector<std::string> kBackends = {"openai", "openai-chat", "vllm"};
+/// Datasets servelab implements (vLLM names). Other vLLM dataset names are rejected with a clear message.
+inline const std::vector<std::string> kDatasets = {"sharegpt", "random", "prefix_repetition", "custom"};
+/// vLLM 0.13's other `--dataset-name` choices (recognised only to say they are not supported yet).
+inline const std::vector<std::string> kDatasetsNotSupported = {
+    "burstgpt", "sonnet", "random-mm", "random-rerank", "hf", "custom_audio", "custom_image",
+    "spec_bench", "speed_bench", "timed_trace"};
+/// Metric names accepted by `--percentile-metrics` (vLLM 0.13: ttft, tpot, itl, e2el).
+inline const std::vector<std::string> kPercentileMetrics = {"ttft", "tpot", "itl", "e2el"};
+/// SLO names accepted by `--goodput` (vLLM `check_goodput_args` VALID_NAMES).
+inline const std::vector<std::string> kGoodputMetrics = {"ttft", "tpot", "e2el"};
+
+/// Every `servelab bench serve` flag, as the user gave it (vLLM's argparse namespace). `std::nullopt`
+/// is Python's `None`. Fill with `add_bench_flags` + CLI11, or directly (tune builds one in-process), then
+/// call `resolve()` to validate and derive the typed values.
+struct BenchConfig {
+  // --- connection / target
+  std::string backend = "openai";
+  std::optional<std::string> base_url;           ///< if set: api_url = base_url + endpoint
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string endpoint = "/v1/completions";      ///< not switched for openai-chat (vLLM)
+  std::vector<std::string> header;               ///< KEY=VALUE, split on the first '='
+  bool insecure = false;                         ///< https without certificate verification
+  std::optional<std::string> model;              ///< absent: GET {base_url}/v1/models, first entry
+  std::optional<std::string> served_model_name;  ///< request `model` field (default: --model)
+  std::optional<std::string> tokenizer;          ///< default: the model id
+  bool trust_remote_code = false;                ///< accepted for drop-in compatibility; no effect
+
+  // --- workload
+  std::string dataset_name = "random";
+  std::optional<std::string> dataset_path;
+  int num_prompts = 1000;
+  std::int64_t seed = 0;
+  std::optional<int> input_len;                  ///< generic: maps to --random-input-len
+  std::optional<int> output_len;                 ///< generic: random/sharegpt/custom/prefix_repetition
+  int random_input_len = 1024;                   ///< tokens, including the tokenizer's special tokens
+  int random_output_len = 128;                   ///< tokens
+  std::string random_range_ratio = "0.0";        ///< float, or JSON {"input": a, "output": b}; [0, 1)
+  int random_prefix_len = 0;                     ///< tokens, added on top of the sampled input length
+  std::optional<int> sharegpt_output_len;        ///< tokens; fixed output length override
+  int custom_output_len = 256;                   ///< tokens; -1 = per-row `output_tokens`
+  bool skip_chat_template = false;               ///< custom dataset: send the prompt without template
+  int prefix_repetition_prefix_len = 256;        ///< tokens
+  int prefix_repetition_suffix_len = 256;        ///< tokens
+  int prefix_repetition_num_prefixes = 10;
+  int prefix_repetition_output_len = 128;        ///< tokens
+  bool no_oversample = false;
+  bool disable_shuffle = false;
+  std::string request_id_prefix;                 ///< empty: "bench-<8 random hex>-" chosen by resolve()
+
+  // --- traffic shaping
+  std::string request_rate = "inf";              ///< req/s, Python float syntax ("inf", "10", "2.5")
+  double burstiness = 1.0;                       ///< gamma shape; 1 = Poisson
+  std::optional<int> max_concurrency;            ///< client-side limit on requests in flight
+  std::optional<std::string> ramp_up_strategy;   ///< "linear" | "exponential"
+  std::optional<int> ramp_up_start_rps;
+  std::optional<int> ramp_up_end_rps;
+  int num_warmups = 0;
+  int ready_check_timeout_sec = 600;             ///< vLLM 0.13 default; 0 skips the test request
+
+  // --- sampling / request body
+  bool ignore_eos = false;
+  std::optional<double> temperature, top_p, min_p, frequency_penalty, presence_penalty, repetition_penalty;
+  std::optional<int> top_k;
+  std::optional<std::string> extra_body;         ///< JSON object merged into every request body
+
+  // --- reporting
+  std::optional<std::string> percentile_metrics; ///< comma list; default "ttft,tpot,itl"
+  std::string metric_percentiles = "99";         ///< comma list of floats in [0, 100]
+  std::vector<std::string> goodput;              ///< KEY:VALUE, KEY in ttft|tpot|e2el, VALUE in ms >= 0
+  bool save_result = false;
+  bool save_detailed = false;
+  bool append_result = false;
+  std::optional<std::string> result_dir;
+  std::optional<std::string> result_filename;
+  std::vector<std::string> metadata;             ///< KEY=VALUE copied into the JSON result
+  std::optional<std::string> label;              ///< result-file prefix (default: the backend name)
+  bool disable_tqdm = false;
+};
+
+/// Input/output range ratios of the random dataset (`--random-range-ratio`), each in [0, 1).
+struct RangeRatio {
+  double input = 0.0;
+  double output = 0.0;
+};
+
+/// The validated, typed view of a BenchConfig (everything that does not need the network).
+struct ResolvedConfig {
+  double request_rate = std::numeric_limits<double>::infinity();  ///< req/s; inf = all at t = 0
+  std::vector<std::pair<std::string, std::string>> headers;       ///< in the order given
+  std::vector<std::pair<std::string, std::string>> metadata;      ///< in the order given
+  std::map<std::string, double> goodput_slo_ms;                   ///< ttft/tpot/e2el -> ms
+  std::vector<std::string> percentile_metrics;                    ///< selected metric names, in order
+  std::vector<double> metric_percentiles;                         ///< e.g. {99}
+  RangeRatio random_range_ratio;
+  nlohmann::json extra_body = nlohmann::json::object();           ///< --extra-body as parsed
+  int random_input_len = 1024;       ///< after mapping --input-len
+  int random_output_len = 128;       ///< after mapping --output-len
+  std::optional<int> sharegpt_output_len;
+  int custom_output_len = 256;
+  int prefix_repetition_output_len = 128;
+  std::string request_id_prefix;     ///< as sent (generated when the flag was not given)
+};
+
+/// Thrown for an invalid flag value or combination; the message is vLLM's where vLLM has one.
+struct ConfigError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Registers every `bench serve` flag on `app`, bound to `config` (which must outlive parsing).
+/// Choices are checked by CLI11 (its message names the flag and the allowed values).
+void add_bench_flags(CLI::App& app, BenchConfig& config);
+
+/// Validates `config` (ranges, combinations, KEY=VALUE lists, JSON values) and returns the typed view.
+/// Throws ConfigError naming the flag and the offending value. Does no I/O.
+ResolvedConfig resolve(const BenchConfig& config);
+
+/// Python `float(text)` for flag values: decimal/scientific, "inf"/"infinity"/"nan" in any case,
+/// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.
+double parse_python_float(const std::string& text, const std::string& flag);
+
+/// Python `str(float)` (repr): shortest round-trip digits, integral values keep ".0", "inf"/"nan",
+/// scientific when the exponent is < -4 or >= 16 (e.g. "1e-05", "1e+16"). Used in file names and logs.
+std::string python_float_repr(double value);
+
+/// `--goodput` pairs parsed as vLLM's `check_goodput_args`. Throws ConfigError with vLLM's messages.
+std::map<std::string, double> parse_goodput(const std::vector<std::string>& pairs);
+
+/// `--header` items: split on the first '=', both sides stripped. Throws ConfigError without '='.
+std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector<std::string>& items);
+
+/// The vLLM result-file name: `{label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json`,
+/// or the ramp-up form, or `--result-filename` verbatim; prefixed by `--result-dir` when given.
+/// `model_id` is the model id (basename after the last '/'); `date` is "YYYYmmdd-HHMMSS".
+std::string result_file_path(const BenchConfig& config, const ResolvedConfig& resolved,
+                             const std::string& model_id, const std::string& date);
+
+/// The API URL (`base_url + endpoint`) and base URL (`--base-url`, else `http://{host}:{port}` with an
+/// IPv6 host bracketed), as vLLM builds them.
+struct Urls {
+  std::string api_url;
+  std::string base_url;
+};
+Urls build_urls(const BenchConfig& config);
+
+/// argparse's `print(args)` line: `Namespace(append_result=False, backend='openai', ...)`, keys sorted,
+/// values in Python repr; values of credential-looking headers (Authorization, *key*, *token*) redacted.
+std::string namespace_repr(const BenchConfig& config);
+
+}  // namespace servelab::bench

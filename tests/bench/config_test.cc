@@ -1,0 +1,277 @@
+// Tests of `bench serve` flag parsing and validation against vLLM 0.13's argparse/main_async behaviour.
+#include "bench/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace servelab::bench {
+namespace {
+
+// Parses `args` (without the program name) into a BenchConfig the way the CLI does.
+BenchConfig parse(std::vector<std::string> args) {
+  CLI::App app{"test", "serve"};
+  BenchConfig config;
+  add_bench_flags(app, config);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector reversed
+  app.parse(args);
+  return config;
+}
+
+std::string resolve_error(const BenchConfig& c) {
+  try {
+    resolve(c);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BenchConfig, DefaultsAreVllm013) {
+  BenchConfig c = parse({});
+  EXPECT_EQ(c.backend, "openai");
+  EXPECT_EQ(c.host, "127.0.0.1");
+  EXPECT_EQ(c.port, 8000);
+  EXPECT_EQ(c.endpoint, "/v1/completions");
+  EXPECT_EQ(c.dataset_name, "random");
+  EXPECT_EQ(c.num_prompts, 1000);
+  EXPECT_EQ(c.seed, 0);
+  EXPECT_EQ(c.random_input_len, 1024);
+  EXPECT_EQ(c.random_output_len, 128);
+  EXPECT_EQ(c.custom_output_len, 256);
+  EXPECT_EQ(c.prefix_repetition_prefix_len, 256);
+  EXPECT_EQ(c.prefix_repetition_suffix_len, 256);
+  EXPECT_EQ(c.prefix_repetition_num_prefixes, 10);
+  EXPECT_EQ(c.prefix_repetition_output_len, 128);
+  EXPECT_EQ(c.ready_check_timeout_sec, 600);  // 0.13 (newer vLLM: 0)
+  EXPECT_EQ(c.burstiness, 1.0);
+  EXPECT_FALSE(c.model.has_value());
+  EXPECT_FALSE(c.max_concurrency.has_value());
+  ResolvedConfig r = resolve(c);
+  EXPECT_TRUE(std::isinf(r.request_rate));
+  EXPECT_EQ(r.percentile_metrics, (std::vector<std::string>{"ttft", "tpot", "itl"}));
+  EXPECT_EQ(r.metric_percentiles, (std::vector<double>{99}));
+  EXPECT_TRUE(r.goodput_slo_ms.empty());
+  EXPECT_EQ(r.request_id_prefix.size(), std::string("bench-12345678-").size());
+  EXPECT_EQ(r.request_id_prefix.substr(0, 6), "bench-");
+}
+
+TEST(BenchConfig, ParsesEveryFlagFamily) {
+  BenchConfig c = parse({"--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--base-url",
+                         "http://h:1", "--header", "a=1", "b = x=y ", "--model", "m/x", "--served-model-name",
+                         "srv", "--tokenizer", "/t.json", "--dataset-name", "sharegpt", "--dataset-path",
+                         "/d.json", "--num-prompts", "7", "--seed", "3", "--request-rate", "2.5",
+                         "--burstiness", "0.5", "--max-concurrency", "4", "--num-warmups", "2",
+                         "--ready-check-timeout-sec", "0", "--ignore-eos", "--temperature", "0.7", "--top-p",
+                         "0.9", "--top-k", "5", "--min-p", "0.1", "--frequency-penalty", "0.2",
+                         "--presence-penalty", "0.3", "--repetition-penalty", "1.1", "--extra-body",
+                         "{\"x\": 1}", "--percentile-metrics", "ttft,e2el", "--metric-percentiles",
+                         "50,99.9", "--goodput", "ttft:100", "e2el:2000.5", "--save-result", "--save-detailed",
+                         "--append-result", "--result-dir", "/tmp/r", "--result-filename", "f.json",
+                         "--metadata", "tp=8", "--label", "L", "--disable-tqdm", "--request-id-prefix", "p-",
+                         "--no-oversample", "--disable-shuffle", "--insecure", "--sharegpt-output-len", "64"});
+  EXPECT_EQ(c.backend, "openai-chat");
+  EXPECT_EQ(c.header, (std::vector<std::string>{"a=1", "b = x=y "}));
+  EXPECT_EQ(*c.served_model_name, "srv");
+  EXPECT_EQ(c.burstiness, 0.5);
+  EXPECT_EQ(*c.max_concurrency, 4);
+  EXPECT_TRUE(c.ignore_eos && c.save_result && c.save_detailed && c.append_result && c.disable_tqdm);
+  EXPECT_TRUE(c.no_oversample && c.disable_shuffle && c.insecure);
+  EXPECT_EQ(*c.top_k, 5);
+  EXPECT_DOUBLE_EQ(*c.repetition_penalty, 1.1);
+  ResolvedConfig r = resolve(c);
+  EXPECT_EQ(r.request_rate, 2.5);
+  EXPECT_EQ(r.headers[1], (std::pair<std::string, std::string>{"b", "x=y"}));
+  EXPECT_EQ(r.percentile_metrics, (std::vector<std::string>{"ttft", "e2el"}));
+  EXPECT_EQ(r.metric_percentiles, (std::vector<double>{50, 99.9}));
+  EXPECT_EQ(r.goodput_slo_ms.at("ttft"), 100.0);
+  EXPECT_EQ(r.goodput_slo_ms.at("e2el"), 2000.5);
+  EXPECT_EQ(r.extra_body["x"], 1);
+  EXPECT_EQ(r.request_id_prefix, "p-");
+  EXPECT_EQ(*r.sharegpt_output_len, 64);
+  EXPECT_EQ(r.metadata[0], (std::pair<std::string, std::string>{"tp", "8"}));
+}
+
+TEST(BenchConfig, UnknownFlagIsNamed) {
+  try {
+    parse({"--num-prompt", "5"});
+    FAIL() << "expected a parse error";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("--num-prompt"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BenchConfig, ChoicesAreChecked) {
+  EXPECT_THROW(parse({"--backend", "tgi"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"--ramp-up-strategy", "cubic"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"--num-prompts", "1.5"}), CLI::ParseError);
+}
+
+TEST(BenchConfig, InputOutputLenMapping) {
+  BenchConfig c = parse({"--input-len", "100", "--output-len", "20"});
+  ResolvedConfig r = resolve(c);
+  EXPECT_EQ(r.random_input_len, 100);
+  EXPECT_EQ(r.random_output_len, 20);
+  EXPECT_EQ(*r.sharegpt_output_len, 20);
+  EXPECT_EQ(r.custom_output_len, 20);
+  EXPECT_EQ(r.prefix_repetition_output_len, 20);
+}
+
+TEST(BenchConfig, VllmValidationMessages) {
+  BenchConfig c;
+  c.ramp_up_strategy = "linear";
+  c.request_rate = "5";
+  EXPECT_EQ(resolve_error(c),
+            "When using ramp-up, do not specify --request-rate. The request rate will be controlled by ramp-up "
+            "parameters. Please remove the --request-rate argument.");
+  c.request_rate = "inf";
+  EXPECT_EQ(resolve_error(c),
+            "When using --ramp-up-strategy, both --ramp-up-start-rps and --ramp-up-end-rps must be specified");
+  c.ramp_up_start_rps = 10;
+  c.ramp_up_end_rps = 5;
+  EXPECT_EQ(resolve_error(c), "Ramp-up start RPS must be less than end RPS");
+  c.ramp_up_strategy = "exponential";
+  c.ramp_up_start_rps = 0;
+  EXPECT_EQ(resolve_error(c), "For exponential ramp-up, the start RPS cannot be 0.");
+  c.ramp_up_start_rps = 1;
+  EXPECT_EQ(resolve_error(c), "");
+
+  BenchConfig g;
+  g.goodput = {"ttft=5"};
+  EXPECT_NE(resolve_error(g).find("Invalid format found for service level objectives."), std::string::npos);
+  g.goodput = {"itl:5"};
+  EXPECT_EQ(resolve_error(g),
+            "Invalid metric name found, itl: 5.0. The service level objective name should be one of "
+            "['ttft', 'tpot', 'e2el']. ");
+  g.goodput = {"tpot:-1"};
+  EXPECT_EQ(resolve_error(g),
+            "Invalid value found, tpot: -1.0. The service level objective value should be non-negative.");
+
+  BenchConfig b;
+  b.burstiness = 0;
+  EXPECT_EQ(resolve_error(b), "A positive burstiness factor is expected, but given 0.0.");
+  BenchConfig h;
+  h.header = {"noequals"};
+  EXPECT_NE(resolve_error(h).find("Invalid header format. Please use KEY=VALUE format."), std::string::npos);
+  BenchConfig m;
+  m.metadata = {"x"};
+  EXPECT_NE(resolve_error(m).find("Invalid metadata format. Please use KEY=VALUE format."), std::string::npos);
+  BenchConfig chat;
+  chat.backend = "openai-chat";
+  EXPECT_NE(resolve_error(chat).find("OpenAI Chat Completions API URL must end with 'chat/completions'."),
+            std::string::npos);
+  BenchConfig seed;
+  seed.seed = -1;
+  EXPECT_NE(resolve_error(seed).find("Seed must be between 0 and 2**32 - 1"), std::string::npos);
+  seed.seed = 4294967295LL;
+  EXPECT_EQ(resolve_error(seed), "");
+  BenchConfig mc;
+  mc.max_concurrency = 0;
+  EXPECT_NE(resolve_error(mc).find("--max-concurrency"), std::string::npos);
+}
+
+TEST(BenchConfig, DatasetChecks) {
+  BenchConfig s;
+  s.dataset_name = "sharegpt";
+  EXPECT_NE(resolve_error(s).find("dataset_path must be provided"), std::string::npos);
+  BenchConfig r;
+  r.dataset_path = "/x.json";
+  EXPECT_NE(resolve_error(r).find("--dataset-path is not used with --dataset-name random"), std::string::npos);
+  BenchConfig u;
+  u.dataset_name = "sonnet";
+  EXPECT_NE(resolve_error(u).find("sonnet is a vLLM dataset servelab does not support"), std::string::npos);
+  BenchConfig rr;
+  rr.random_range_ratio = "1.0";
+  EXPECT_NE(resolve_error(rr).find("random_range_ratio must be in [0, 1)"), std::string::npos);
+  rr.random_range_ratio = R"({"input": 0.25, "output": 0.5})";
+  ResolvedConfig res = resolve(rr);
+  EXPECT_EQ(res.random_range_ratio.input, 0.25);
+  EXPECT_EQ(res.random_range_ratio.output, 0.5);
+  BenchConfig pr;
+  pr.dataset_name = "prefix_repetition";
+  pr.num_prompts = 5;
+  EXPECT_NE(resolve_error(pr).find("must be greater than or equal to num_prefixes"), std::string::npos);
+}
+
+TEST(BenchConfig, ReportingChecks) {
+  BenchConfig c;
+  c.percentile_metrics = "ttft,ttlt";
+  EXPECT_NE(resolve_error(c).find("unknown metric 'ttlt'"), std::string::npos);
+  BenchConfig p;
+  p.metric_percentiles = "50,101";
+  EXPECT_NE(resolve_error(p).find("[0, 100]"), std::string::npos);
+  BenchConfig e;
+  e.extra_body = "[1,2]";
+  EXPECT_NE(resolve_error(e).find("--extra-body"), std::string::npos);
+  BenchConfig rate;
+  rate.request_rate = "fast";
+  EXPECT_EQ(resolve_error(rate), "argument --request-rate: invalid float value: 'fast'");
+  rate.request_rate = "0";
+  EXPECT_NE(resolve_error(rate).find("--request-rate must be > 0"), std::string::npos);
+}
+
+TEST(BenchConfig, PythonFloats) {
+  EXPECT_TRUE(std::isinf(parse_python_float("inf", "x")));
+  EXPECT_TRUE(std::isinf(parse_python_float(" Infinity ", "x")));
+  EXPECT_EQ(parse_python_float("1e3", "x"), 1000.0);
+  EXPECT_EQ(parse_python_float(".5", "x"), 0.5);
+  EXPECT_EQ(parse_python_float("-2", "x"), -2.0);
+  EXPECT_THROW(parse_python_float("", "x"), ConfigError);
+  EXPECT_THROW(parse_python_float("1.2.3", "x"), ConfigError);
+  EXPECT_THROW(parse_python_float("0x10", "x"), ConfigError);
+  // Python repr(float) values, checked by hand with CPython.
+  EXPECT_EQ(python_float_repr(10.0), "10.0");
+  EXPECT_EQ(python_float_repr(2.5), "2.5");
+  EXPECT_EQ(python_float_repr(0.1), "0.1");
+  EXPECT_EQ(python_float_repr(1e-05), "1e-05");
+  EXPECT_EQ(python_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(python_float_repr(1e16), "1e+16");
+  EXPECT_EQ(python_float_repr(1234567890123456.0), "1234567890123456.0");
+  EXPECT_EQ(python_float_repr(1.5e-7), "1.5e-07");
+  EXPECT_EQ(python_float_repr(-3.25), "-3.25");
+  EXPECT_EQ(python_float_repr(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(python_float_repr(INFINITY), "inf");
+}
+
+TEST(BenchConfig, ResultFileNames) {
+  BenchConfig c;
+  ResolvedConfig r = resolve(c);
+  EXPECT_EQ(result_file_path(c, r, "deepseek-ai/DeepSeek-V3.2", "20260101-120000"),
+            "openai-infqps-DeepSeek-V3.2-20260101-120000.json");
+  c.request_rate = "10";
+  c.max_concurrency = 64;
+  c.label = "L";
+  c.result_dir = "/tmp/out";
+  r = resolve(c);
+  EXPECT_EQ(result_file_path(c, r, "m", "D"), "/tmp/out/L-10.0qps-concurrency64-m-D.json");
+  BenchConfig ramp;
+  ramp.ramp_up_strategy = "linear";
+  ramp.ramp_up_start_rps = 1;
+  ramp.ramp_up_end_rps = 20;
+  r = resolve(ramp);
+  EXPECT_EQ(result_file_path(ramp, r, "org/m", "D"), "openai-ramp-up-linear-1qps-20qps-m-D.json");
+  ramp.result_filename = "x.json";
+  EXPECT_EQ(result_file_path(ramp, r, "org/m", "D"), "x.json");
+}
+
+TEST(BenchConfig, UrlsAndNamespace) {
+  BenchConfig c;
+  EXPECT_EQ(build_urls(c).api_url, "http://127.0.0.1:8000/v1/completions");
+  EXPECT_EQ(build_urls(c).base_url, "http://127.0.0.1:8000");
+  c.host = "::1";
+  EXPECT_EQ(build_urls(c).base_url, "http://[::1]:8000");
+  c.base_url = "https://api.example.com/x";
+  c.endpoint = "/v1/chat/completions";
+  EXPECT_EQ(build_urls(c).api_url, "https://api.example.com/x/v1/chat/completions");
+  c.header = {"Authorization=Bearer sk-123", "x-info=7"};
+  c.request_rate = "10";
+  std::string ns = namespace_repr(c);
+  EXPECT_EQ(ns.find("sk-123"), std::string::npos) << ns;
+  EXPECT_NE(ns.find("header=['Authorization=<redacted>', 'x-info=7']"), std::string::npos) << ns;
+  EXPECT_NE(ns.find("request_rate=10.0,"), std::string::npos) << ns;
+  EXPECT_EQ(ns.substr(0, 34), "Namespace(append_result=False, bac");
+  EXPECT_NE(ns.find("max_concurrency=None"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace servelab::bench
