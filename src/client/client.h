@@ -1,0 +1,152 @@
+// servelab/client: the measuring instrument's load generator. Sends OpenAI `/v1/completions` or
+// `/v1/chat/completions` streaming requests exactly as `vllm bench serve` (0.13) does, on an open-loop
+// arrival schedule, and fills one metrics::RequestOutput per request with vLLM's TTFT/ITL/latency
+// definitions (spec: shared/reference/vllm-bench-serve.md §3).
+//
+// Transport: Boost.Asio (+ OpenSSL for https), one io_context per thread, N threads, keep-alive
+// connection pool per thread, no thread per request, no allocation per token on the hot path.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/request_output.h"
+
+namespace servelab::client {
+
+/// Which OpenAI API the requests go to (vLLM `--backend openai|vllm` → completions,
+/// `openai-chat` → chat completions).
+enum class Endpoint : std::uint8_t { kCompletions, kChatCompletions };
+
+/// Counts the tokens of generated text (for vLLM's fallback when the server reports no `usage`, and
+/// for the usage-vs-tokenizer cross-check). Must count WITHOUT special tokens (vLLM:
+/// `tokenizer(text, add_special_tokens=False)`). Called after the run, never on the hot path, from
+/// the thread that called run_load.
+using RetokenizeFn = std::function<int(std::string_view text)>;
+
+/// Progress report: `completed` requests (finished, any outcome) out of `total`. Called from the
+/// thread that called run_load (about every 100 ms and once at the end), never from I/O threads.
+using ProgressCallback = std::function<void(std::size_t completed, std::size_t total)>;
+
+/// How the client connects and what it puts in every request. Validated by run_load (throws
+/// std::invalid_argument naming the field and the offending value).
+struct ClientOptions {
+  /// Full URL, `http://` or `https://`, e.g. "http://127.0.0.1:8000/v1/completions" (vLLM
+  /// `base_url + endpoint`). Chat requires the path to end in "chat/completions", completions in
+  /// "completions" ("profile" also accepted, as vLLM).
+  std::string api_url;
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;  ///< value of the request's "model" field (vLLM: served name, else --model)
+  /// Extra headers (`--header KEY=VALUE`), sent in order after Content-Type/Authorization; a header
+  /// of the same name (case-insensitive) replaces the default one; `x-request-id` always wins.
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// Bearer token for `Authorization`; nullopt → $OPENAI_API_KEY if set (vLLM); "" → no header.
+  std::optional<std::string> api_key;
+  bool ignore_eos = false;            ///< adds "ignore_eos": true
+  std::optional<int> logprobs;        ///< completions only; sent as null when unset (vLLM)
+  /// Merged into every body after the fixed keys (Python `dict.update`: existing keys keep their
+  /// position, new ones are appended). The caller puts sampling flags then --extra-body here.
+  nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();
+  int max_concurrency = 0;            ///< client-side semaphore (vLLM --max-concurrency); 0 = none
+  int num_threads = 0;                ///< I/O threads (one io_context each); 0 = hardware cores
+  double request_timeout_s = 6 * 3600.0;  ///< per-request deadline from send (aiohttp total 6 h)
+  double connect_timeout_s = 30.0;    ///< TCP (+TLS) connect deadline, seconds
+  bool insecure = false;              ///< https: skip certificate and host name verification
+  bool keep_generated_text = true;    ///< false → generated_text cleared after token counting
+  /// Re-tokenizer for the output-token fallback/cross-check; empty → output_tokens stays the
+  /// server's usage (0 when the server sent none) and tokenizer_output_tokens stays -1.
+  RetokenizeFn retokenize;
+  /// After a stop request: how long in-flight requests may still finish before being cancelled
+  /// (seconds; 0 = cancel at once).
+  double cancel_grace_s = 0.0;
+};
+
+/// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).
+struct PlannedRequest {
+  std::string prompt;                       ///< text prompt (completions "prompt", chat user text)
+  std::vector<std::int32_t> prompt_token_ids;  ///< completions only: if non-empty, sent as a token list
+  /// Chat only: if non-empty, a JSON array used verbatim as "messages" (prebuilt conversations);
+  /// otherwise messages = [{"role":"user","content":[{"type":"text","text":prompt}]}].
+  std::string messages_json;
+  int prompt_len = 0;                       ///< client-side prompt token count (dataset)
+  int max_tokens = 0;                       ///< expected output length → max_tokens / max_completion_tokens
+  std::string request_id;                   ///< x-request-id ("" = no header)
+  /// Per-request body overrides, merged last (vLLM per-request extra body); may be null.
+  nlohmann::ordered_json extra_body;
+};
+
+/// Ramp-up of the request rate across requests (vLLM --ramp-up-strategy).
+enum class RampUp : std::uint8_t { kNone, kLinear, kExponential };
+
+/// Parameters of vLLM's arrival process (serve.py `get_request`, §3.3).
+struct ArrivalOptions {
+  std::size_t num_requests = 0;
+  double request_rate = 1.0 / 0.0;  ///< req/s; +inf → every send at t = 0
+  double burstiness = 1.0;          ///< gamma shape (1 = Poisson); +inf → constant gaps 1/rate
+  std::uint32_t seed = 0;           ///< numpy `np.random.seed(seed)` (legacy MT19937)
+  RampUp ramp_up = RampUp::kNone;
+  int ramp_up_start_rps = 0;        ///< integer req/s, as vLLM's argparse type=int
+  int ramp_up_end_rps = 0;
+};
+
+/// Intended send times, seconds from the benchmark start, one per request, non-decreasing.
+/// Exactly vLLM 0.13's precomputed schedule: per-request rate λ_i (ramp-up: progress = i/max(N-1,1),
+/// linear s+(e-s)·p, exponential s·(e/s)^p), gap 0 (λ=inf), 1/λ (burstiness=inf) or
+/// numpy legacy `RandomState.gamma(shape=b, scale=1/(λ·b))` (MT19937 init_genrand(seed), legacy
+/// Marsaglia–Tsang with polar Gaussian for b>1, Johnk-style branch for b<1, -log(1-U) for b=1),
+/// cumulative sum, and without ramp-up rescaled so the last send is at N/rate. Matches numpy to
+/// ~1 ulp (tested against numpy 1.24 to 1e-12).
+/// Throws std::invalid_argument: burstiness ≤ 0, rate ≤ 0, ramp-up with start > end, exponential with
+/// start ≤ 0, ramp-up with end ≤ 0.
+std::vector<double> arrival_schedule(const ArrivalOptions& options);
+
+/// What run_load returns.
+struct LoadResult {
+  /// One per planned request, same order. Times are relative to `start`. Requests never sent because
+  /// of a stop are kCancelled with send_time_s = dispatch_time_s = 0 and error "not sent: ...".
+  std::vector<metrics::RequestOutput> outputs;
+  std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (steady clock)
+  double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
+  bool interrupted = false;     ///< a stop was requested before every request finished
+  std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
+};
+
+/// Sends `requests[i]` at `start + schedule_s[i]` (open loop, wrk2-style: the intended time never
+/// moves when the client lags), through the --max-concurrency semaphore (FIFO; the timer of a request
+/// starts once it holds a slot, as vLLM), and streams every response. Blocks until all requests
+/// finished or were cancelled. Never throws for per-request failures (recorded as
+/// RequestOutput::failure); throws std::invalid_argument for bad options (URL, endpoint mismatch,
+/// schedule size ≠ requests size) before anything is sent.
+/// `stop`: a stop request stops dispatching; in-flight requests get `cancel_grace_s` to finish, then
+/// are cancelled (kCancelled). Thread-safety: run_load may be called from any thread; the stop
+/// source may be triggered from any thread (not from a signal handler: use a signal-waiting thread
+/// or asio::signal_set).
+LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                    std::span<const double> schedule_s, const ProgressCallback& progress = {},
+                    std::stop_token stop = {});
+
+/// vLLM's ready check: sends `request` (normally request 0 without request id) until one succeeds,
+/// sleeping `retry_interval_s` (vLLM: 5 s) after a failure, each try bounded by the remaining time.
+/// Returns the last attempt's output (success or the last failure). Never throws for failures.
+metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
+                                        double timeout_s, double retry_interval_s = 5.0,
+                                        std::stop_token stop = {});
+
+/// The JSON body vLLM sends for `request` (Python `json.dumps` bytes: ", " and ": " separators,
+/// non-ASCII as \uXXXX), with the key order of vLLM 0.13's request functions.
+std::string request_body_json(const ClientOptions& options, const PlannedRequest& request);
+
+/// Stable name of an endpoint ("completions", "chat_completions").
+const char* endpoint_name(Endpoint endpoint);
+
+}  // namespace servelab::client

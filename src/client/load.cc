@@ -1,0 +1,800 @@
+// run_load: the open-loop streaming load generator (one io_context per thread, keep-alive pool).
+#include <simdjson.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/http/error.hpp>
+#include <openssl/ssl.h>
+
+#include "client/client.h"
+#include "client/http_response.h"
+#include "client/request.h"
+#include "client/sse.h"
+
+namespace servelab::client {
+namespace detail {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using SslStream = asio::ssl::stream<tcp::socket>;
+using metrics::FailureKind;
+using metrics::RequestOutput;
+
+constexpr std::size_t kNoRequest = static_cast<std::size_t>(-1);
+constexpr std::size_t kReadBufferBytes = 4096;       // grows (×2) only for larger HTTP headers
+constexpr std::size_t kMaxReadBufferBytes = 1 << 20;
+constexpr std::size_t kErrorExcerptBytes = 512;
+
+tcp::socket& lowest(tcp::socket& s) { return s; }
+tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
+
+bool is_eof(const error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+template <class Stream>
+class Worker;
+
+// Shared state of one run. Thread-safety: immutable after construction except the atomics and the
+// limiter (guarded by mu); outputs[i] is written only by the worker owning request i.
+template <class Stream>
+struct Run {
+  const ClientOptions& options;
+  std::span<const double> schedule;
+  std::vector<std::string> http;
+  std::vector<RequestOutput>& outputs;
+  std::vector<std::string>& reasoning;   // per request; used only with a re-tokenizer
+  tcp::resolver::results_type endpoints;
+  asio::ssl::context* ssl = nullptr;
+  std::string host;
+  std::string authority;
+  Clock::time_point t0;
+  std::atomic<std::size_t> completed{0};
+  std::atomic<std::size_t> not_sent{0};
+  std::atomic<Clock::rep> last_completion{0};
+  // --max-concurrency semaphore, FIFO across threads.
+  bool limited = false;
+  std::mutex mu;
+  int available = 0;
+  std::deque<std::pair<Worker<Stream>*, std::size_t>> waiters;
+
+  Run(const ClientOptions& o, std::span<const double> s, std::vector<RequestOutput>& out,
+      std::vector<std::string>& r)
+      : options(o), schedule(s), outputs(out), reasoning(r) {}
+
+  double rel(Clock::time_point tp) const { return std::chrono::duration<double>(tp - t0).count(); }
+};
+
+// One connection and the request it currently carries.
+template <class Stream>
+struct Conn {
+  Worker<Stream>* worker = nullptr;
+  std::optional<Stream> stream;
+  asio::steady_timer timer;
+  std::unique_ptr<char[]> buf;
+  std::size_t cap = kReadBufferBytes;
+  std::size_t used = 0;
+  std::optional<ResponseParser<Conn>> parser;
+  SseParser sse;
+  StreamState st;
+  std::uint32_t gen = 0;      // bumped on every close / new request: stale handlers compare it
+  int pending = 0;            // async operations in flight on this object
+  std::size_t idx = kNoRequest;
+  bool open = false;          // socket connected (and TLS handshaken)
+  bool closed = false;        // closed; recycled once pending == 0
+  bool in_free = false;
+  bool reused = false;        // this request went on a kept-alive connection
+  bool retried = false;
+  bool connecting = false;
+  bool got_bytes = false;
+  int status = 0;
+  std::string status_reason;
+  std::string error_body;
+
+  Conn(Worker<Stream>* w, asio::io_context& io)
+      : worker(w), timer(io), buf(new char[kReadBufferBytes]) {}
+
+  void on_status(int code, std::string_view reason) {
+    status = code;
+    status_reason.assign(reason);
+  }
+  void on_body(std::string_view bytes);
+};
+
+template <class Stream>
+class Worker {
+ public:
+  Worker(Run<Stream>& run, std::vector<std::size_t> mine)
+      : run_(run), mine_(std::move(mine)), dispatch_timer_(io_), grace_timer_(io_),
+        guard_(asio::make_work_guard(io_)) {}
+
+  void run_loop() {
+    if (mine_.empty()) guard_.reset();
+    asio::post(io_, [this] { arm_dispatch(); });
+    io_.run();
+  }
+
+  /// Thread-safe.
+  void request_stop() {
+    asio::post(io_, [this] { begin_stop(); });
+  }
+
+  /// Thread-safe: a slot of the semaphore was handed to request `idx` of this worker.
+  void post_start(std::size_t idx) {
+    asio::post(io_, [this, idx] { start(idx); });
+  }
+
+  simdjson::ondemand::parser& json() { return json_; }
+
+  // Called by Conn::on_body.
+  void on_events(Conn<Stream>& c, std::string_view bytes) {
+    auto on_event = [this, &c](const char* data, std::size_t size, std::size_t capacity) {
+      return apply_event(c.st, json_, data, size, capacity, Clock::now());
+    };
+    const auto status = c.sse.feed(bytes.data(), bytes.size(), on_event);
+    report_sse_status(c, status);
+  }
+
+ private:
+  using ConnT = Conn<Stream>;
+
+  void report_sse_status(ConnT& c, SseParser::Status status) {
+    if (status == SseParser::Status::kMalformed) {
+      fail(c.st, FailureKind::kSseParse, "malformed SSE line: " + c.sse.bad_line());
+    } else if (status == SseParser::Status::kTooLarge) {
+      fail(c.st, FailureKind::kSseParse, "SSE event larger than " + std::to_string(kMaxEventBytes) + " bytes");
+    }
+  }
+
+  Clock::time_point due(std::size_t idx) const {
+    return run_.t0 + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(run_.schedule[idx]));
+  }
+
+  // ---- schedule ----
+  void arm_dispatch() {
+    if (stopping_ || next_ >= mine_.size()) return;
+    dispatch_timer_.expires_at(due(mine_[next_]));
+    dispatch_timer_.async_wait([this](const error_code& ec) {
+      if (ec || stopping_) return;
+      Clock::time_point now = Clock::now();
+      while (next_ < mine_.size() && due(mine_[next_]) <= now) {
+        dispatch(mine_[next_++], now);
+        now = Clock::now();
+      }
+      arm_dispatch();
+    });
+  }
+
+  void dispatch(std::size_t idx, Clock::time_point now) {
+    RequestOutput& out = run_.outputs[idx];
+    out.dispatch_time_s = run_.rel(now);
+    if (run_.limited) {
+      std::lock_guard lock(run_.mu);
+      if (run_.available == 0) {
+        run_.waiters.emplace_back(this, idx);
+        return;
+      }
+      --run_.available;
+    }
+    start(idx);
+  }
+
+  void release_slot() {
+    if (!run_.limited) return;
+    Worker* w = nullptr;
+    std::size_t j = 0;
+    {
+      std::lock_guard lock(run_.mu);
+      if (run_.waiters.empty()) {
+        ++run_.available;
+        return;
+      }
+      std::tie(w, j) = run_.waiters.front();
+      run_.waiters.pop_front();
+    }
+    if (w == this) {
+      asio::post(io_, [this, j] { start(j); });
+    } else {
+      w->post_start(j);
+    }
+  }
+
+  // ---- request lifecycle ----
+  void start(std::size_t idx) {
+    if (stopping_) {
+      mark_not_sent(idx, "not sent: run interrupted while waiting for a --max-concurrency slot");
+      release_slot();
+      return;
+    }
+    RequestOutput& out = run_.outputs[idx];
+    const Clock::time_point now = Clock::now();
+    out.send_time_s = run_.rel(now);
+    out.itl_s.reserve(static_cast<std::size_t>(std::clamp(out.expected_output_len, 1, 4096)));
+    ConnT* c = acquire_conn();
+    begin_request(*c, idx, now);
+    if (c->open) {
+      c->reused = true;
+      arm_deadline(*c, request_deadline(*c));
+      write(*c);
+    } else {
+      connect(*c);
+    }
+  }
+
+  void begin_request(ConnT& c, std::size_t idx, Clock::time_point send) {
+    ++c.gen;
+    c.idx = idx;
+    c.used = 0;
+    c.got_bytes = false;
+    c.retried = false;
+    c.reused = false;
+    c.status = 0;
+    c.status_reason.clear();
+    c.error_body.clear();
+    c.parser.emplace(&c);
+    c.sse.reset();
+    c.st.begin(&run_.outputs[idx], send);
+    c.st.endpoint = run_.options.endpoint;
+    c.st.keep_text = run_.options.keep_generated_text || static_cast<bool>(run_.options.retokenize);
+    c.st.reasoning_text = run_.options.retokenize ? &run_.reasoning[idx] : nullptr;
+  }
+
+  Clock::time_point request_deadline(const ConnT& c) const {
+    return c.st.send + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(run_.options.request_timeout_s));
+  }
+
+  // (Re)arms the connection's single deadline timer (a pending wait is cancelled and ignored).
+  void arm_deadline(ConnT& c, Clock::time_point deadline) {
+    c.timer.expires_at(deadline);
+    ++c.pending;
+    c.timer.async_wait([this, &c, gen = c.gen](const error_code& ec) {
+      --c.pending;
+      if (ec || gen != c.gen || c.idx == kNoRequest) return recycle_if_idle(c);
+      if (c.connecting) {
+        fail_request(c, FailureKind::kConnect,
+                     "connect to " + run_.authority + " timed out after " +
+                         std::to_string(run_.options.connect_timeout_s) + " s");
+      } else {
+        fail_request(c, FailureKind::kTimeout,
+                     "request timed out after " + std::to_string(run_.options.request_timeout_s) + " s");
+      }
+    });
+  }
+
+  ConnT* acquire_conn() {
+    while (!idle_.empty()) {
+      ConnT* c = idle_.back();
+      idle_.pop_back();
+      if (c->open) return c;
+    }
+    return new_conn();
+  }
+
+  // A connection object without a socket (recycled or new).
+  ConnT* new_conn() {
+    ConnT* c;
+    if (!free_.empty()) {
+      c = free_.back();
+      free_.pop_back();
+      c->in_free = false;
+    } else {
+      conns_.push_back(std::make_unique<ConnT>(this, io_));
+      c = conns_.back().get();
+    }
+    c->closed = false;
+    c->open = false;
+    return c;
+  }
+
+  Stream make_stream() {
+    if constexpr (std::is_same_v<Stream, SslStream>) {
+      return SslStream(io_, *run_.ssl);
+    } else {
+      return tcp::socket(io_);
+    }
+  }
+
+  void connect(ConnT& c) {
+    c.connecting = true;
+    c.open = false;
+    c.stream.emplace(make_stream());
+    const auto connect_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(run_.options.connect_timeout_s));
+    arm_deadline(c, std::min(request_deadline(c), connect_deadline));
+    ++c.pending;
+    asio::async_connect(lowest(*c.stream), run_.endpoints,
+                        [this, &c, gen = c.gen](const error_code& ec, const tcp::endpoint&) {
+                          --c.pending;
+                          if (gen != c.gen) return recycle_if_idle(c);
+                          if (ec) {
+                            return fail_request(c, FailureKind::kConnect,
+                                                "connect to " + run_.authority + " failed: " + ec.message());
+                          }
+                          error_code ignored;
+                          lowest(*c.stream).set_option(tcp::no_delay(true), ignored);
+                          handshake(c);
+                        });
+  }
+
+  void handshake(ConnT& c) {
+    if constexpr (std::is_same_v<Stream, SslStream>) {
+      if (!run_.options.insecure) {
+        c.stream->set_verify_mode(asio::ssl::verify_peer);
+        c.stream->set_verify_callback(asio::ssl::host_name_verification(run_.host));
+      } else {
+        c.stream->set_verify_mode(asio::ssl::verify_none);
+      }
+      SSL_set_tlsext_host_name(c.stream->native_handle(), run_.host.c_str());
+      ++c.pending;
+      c.stream->async_handshake(asio::ssl::stream_base::client,
+                                [this, &c, gen = c.gen](const error_code& ec) {
+                                  --c.pending;
+                                  if (gen != c.gen) return recycle_if_idle(c);
+                                  if (ec) {
+                                    return fail_request(c, FailureKind::kConnect,
+                                                        "TLS handshake with " + run_.authority +
+                                                            " failed: " + ec.message());
+                                  }
+                                  on_connected(c);
+                                });
+    } else {
+      on_connected(c);
+    }
+  }
+
+  void on_connected(ConnT& c) {
+    c.connecting = false;
+    c.open = true;
+    // The request deadline counts from send (connect time included, as vLLM's timer).
+    arm_deadline(c, request_deadline(c));
+    write(c);
+  }
+
+  void write(ConnT& c) {
+    ++c.pending;
+    asio::async_write(*c.stream, asio::buffer(run_.http[c.idx]),
+                      [this, &c, gen = c.gen](const error_code& ec, std::size_t) {
+                        --c.pending;
+                        if (gen != c.gen) return recycle_if_idle(c);
+                        if (ec) {
+                          if (c.reused && !c.retried) return retry_on_new_connection(c);
+                          return fail_request(c, FailureKind::kReset,
+                                              "connection lost while sending the request: " + ec.message());
+                        }
+                        read(c);
+                      });
+  }
+
+  // A kept-alive connection the server had already closed: resend once on a fresh connection.
+  void retry_on_new_connection(ConnT& c) {
+    const std::size_t idx = c.idx;
+    const Clock::time_point send = c.st.send;
+    close(c);
+    ConnT* fresh = new_conn();
+    begin_request(*fresh, idx, send);
+    fresh->retried = true;
+    connect(*fresh);
+  }
+
+  void read(ConnT& c) {
+    ++c.pending;
+    c.stream->async_read_some(asio::buffer(c.buf.get() + c.used, c.cap - c.used),
+                              [this, &c, gen = c.gen](const error_code& ec, std::size_t n) {
+                                --c.pending;
+                                if (gen != c.gen) return recycle_if_idle(c);
+                                on_read(c, ec, n);
+                              });
+  }
+
+  void on_read(ConnT& c, const error_code& ec, std::size_t n) {
+    if (ec) {
+      if (!c.got_bytes && c.reused && !c.retried && (is_eof(ec) || ec == asio::error::connection_reset)) {
+        return retry_on_new_connection(c);
+      }
+      if (is_eof(ec)) {
+        error_code pec;
+        c.parser->put_eof(pec);
+        if (!pec && c.parser->is_done()) return complete_message(c, false);
+        if (c.st.done && c.status / 100 == 2) return complete_message(c, false);  // closed after [DONE]
+        return fail_request(c, FailureKind::kReset,
+                            c.got_bytes ? "connection closed mid-stream (response incomplete)"
+                                        : "connection closed before any response byte");
+      }
+      return fail_request(c, FailureKind::kReset,
+                          std::string(c.got_bytes ? "connection error mid-stream: " : "connection error: ") +
+                              ec.message());
+    }
+    c.got_bytes = true;
+    c.used += n;
+    for (;;) {
+      error_code pec;
+      const std::size_t consumed = c.parser->put(asio::const_buffer(c.buf.get(), c.used), pec);
+      if (consumed > 0) {
+        std::memmove(c.buf.get(), c.buf.get() + consumed, c.used - consumed);
+        c.used -= consumed;
+      }
+      if (c.st.failed) return finish_request(c, false);
+      if (pec == boost::beast::http::error::need_more) {
+        if (c.used == c.cap) {
+          if (c.cap >= kMaxReadBufferBytes) {
+            return fail_request(c, FailureKind::kSseParse, "HTTP response header larger than 1 MiB");
+          }
+          std::unique_ptr<char[]> bigger(new char[c.cap * 2]);
+          std::memcpy(bigger.get(), c.buf.get(), c.used);
+          c.buf = std::move(bigger);
+          c.cap *= 2;
+        }
+        break;
+      }
+      if (pec) return fail_request(c, FailureKind::kSseParse, "malformed HTTP response: " + pec.message());
+      if (c.parser->is_done()) return complete_message(c, c.parser->keep_alive());
+      if (c.used == 0 || consumed == 0) break;
+    }
+    read(c);
+  }
+
+  void complete_message(ConnT& c, bool keep_alive) {
+    if (c.status / 100 == 2) {
+      auto on_event = [this, &c](const char* data, std::size_t size, std::size_t capacity) {
+        return apply_event(c.st, json_, data, size, capacity, Clock::now());
+      };
+      report_sse_status(c, c.sse.finish(on_event));
+      finish_stream(c.st);
+    } else {
+      std::string msg = "HTTP " + std::to_string(c.status);
+      if (!c.status_reason.empty()) msg += " " + c.status_reason;
+      if (!c.error_body.empty()) msg += ": " + c.error_body;
+      c.st.out->http_status = c.status;
+      fail(c.st, FailureKind::kHttpStatus, std::move(msg));
+      finish_stream(c.st);
+    }
+    finish_request(c, keep_alive);
+  }
+
+  void fail_request(ConnT& c, FailureKind kind, std::string message) {
+    fail(c.st, kind, std::move(message));
+    finish_stream(c.st);
+    finish_request(c, false);
+  }
+
+  void finish_request(ConnT& c, bool reuse) {
+    const std::size_t idx = c.idx;
+    RequestOutput& out = run_.outputs[idx];
+    if (c.status != 0) out.http_status = c.status;
+    if (!out.success && out.failure == FailureKind::kNone) {  // failed parse path without a kind
+      out.failure = FailureKind::kReset;
+    }
+    c.idx = kNoRequest;
+    ++c.gen;
+    error_code ignored;
+    c.timer.cancel();
+    if (reuse && !stopping_) {
+      c.parser.reset();
+      idle_.push_back(&c);
+    } else {
+      close(c);
+    }
+    on_request_done();
+  }
+
+  void on_request_done() {
+    ++finished_;
+    const auto now = Clock::now().time_since_epoch().count();
+    auto prev = run_.last_completion.load(std::memory_order_relaxed);
+    while (prev < now && !run_.last_completion.compare_exchange_weak(prev, now)) {
+    }
+    run_.completed.fetch_add(1, std::memory_order_relaxed);
+    release_slot();
+    check_done();
+  }
+
+  void check_done() {
+    if (finished_ == mine_.size()) {
+      for (ConnT* c : idle_) close(*c);
+      idle_.clear();
+      guard_.reset();
+    }
+  }
+
+  void close(ConnT& c) {
+    ++c.gen;
+    c.open = false;
+    c.connecting = false;
+    c.closed = true;
+    c.idx = kNoRequest;
+    c.timer.cancel();
+    if (c.stream) {
+      error_code ignored;
+      lowest(*c.stream).close(ignored);
+    }
+    recycle_if_idle(c);
+  }
+
+  void recycle_if_idle(ConnT& c) {
+    if (c.closed && c.pending == 0 && !c.in_free && c.idx == kNoRequest) {
+      c.stream.reset();
+      c.parser.reset();
+      c.in_free = true;
+      free_.push_back(&c);
+    }
+  }
+
+  void mark_not_sent(std::size_t idx, const char* why) {
+    RequestOutput& out = run_.outputs[idx];
+    out.success = false;
+    out.failure = FailureKind::kCancelled;
+    out.error = why;
+    out.send_time_s = 0.0;
+    out.dispatch_time_s = 0.0;
+    run_.not_sent.fetch_add(1, std::memory_order_relaxed);
+    ++finished_;
+    run_.completed.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // ---- stop ----
+  void begin_stop() {
+    if (stopping_) return;
+    stopping_ = true;
+    dispatch_timer_.cancel();
+    for (; next_ < mine_.size(); ++next_) {
+      mark_not_sent(mine_[next_], "not sent: run interrupted before its send time");
+    }
+    if (run_.limited) {
+      std::vector<std::size_t> mine_waiting;
+      {
+        std::lock_guard lock(run_.mu);
+        for (auto it = run_.waiters.begin(); it != run_.waiters.end();) {
+          if (it->first == this) {
+            mine_waiting.push_back(it->second);
+            it = run_.waiters.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+      for (std::size_t idx : mine_waiting) {
+        mark_not_sent(idx, "not sent: run interrupted while waiting for a --max-concurrency slot");
+      }
+    }
+    for (ConnT* c : idle_) close(*c);
+    idle_.clear();
+    if (run_.options.cancel_grace_s > 0) {
+      grace_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(run_.options.cancel_grace_s)));
+      grace_timer_.async_wait([this](const error_code&) { abort_in_flight(); });
+    } else {
+      abort_in_flight();
+    }
+    check_done();
+  }
+
+  void abort_in_flight() {
+    for (auto& c : conns_) {
+      if (c->idx != kNoRequest) fail_request(*c, FailureKind::kCancelled, "cancelled: run interrupted");
+    }
+    check_done();
+  }
+
+  Run<Stream>& run_;
+  std::vector<std::size_t> mine_;
+  asio::io_context io_{1};
+  asio::steady_timer dispatch_timer_;
+  asio::steady_timer grace_timer_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  simdjson::ondemand::parser json_;
+  std::deque<std::unique_ptr<ConnT>> conns_;
+  std::vector<ConnT*> idle_;
+  std::vector<ConnT*> free_;
+  std::size_t next_ = 0;
+  std::size_t finished_ = 0;
+  bool stopping_ = false;
+};
+
+template <class Stream>
+void Conn<Stream>::on_body(std::string_view bytes) {
+  if (st.failed) return;
+  if (status / 100 == 2) {
+    worker->on_events(*this, bytes);
+  } else if (error_body.size() < kErrorExcerptBytes) {
+    error_body.append(bytes.substr(0, kErrorExcerptBytes - error_body.size()));
+  }
+}
+
+template <class Stream>
+void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& progress,
+             std::stop_token stop, std::atomic<bool>& interrupted) {
+  const std::size_t n = run.outputs.size();
+  std::vector<std::vector<std::size_t>> parts(num_threads);
+  for (std::size_t i = 0; i < n; ++i) parts[i % num_threads].push_back(i);
+  std::vector<std::unique_ptr<Worker<Stream>>> workers;
+  for (auto& p : parts) workers.push_back(std::make_unique<Worker<Stream>>(run, std::move(p)));
+
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  std::size_t running = num_threads;
+  run.t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (auto& w : workers) {
+    threads.emplace_back([&, wp = w.get()] {
+      wp->run_loop();
+      std::lock_guard lock(done_mu);
+      --running;
+      done_cv.notify_all();
+    });
+  }
+  {
+    std::stop_callback on_stop(stop, [&] {
+      if (run.completed.load() < n) interrupted = true;
+      for (auto& w : workers) w->request_stop();
+    });
+    std::unique_lock lock(done_mu);
+    while (running > 0) {
+      done_cv.wait_for(lock, std::chrono::milliseconds(100));
+      if (progress) {
+        lock.unlock();
+        progress(run.completed.load(), n);
+        lock.lock();
+      }
+    }
+  }
+  for (auto& t : threads) t.join();
+  if (progress) progress(run.completed.load(), n);
+}
+
+}  // namespace
+}  // namespace detail
+
+LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                    std::span<const double> schedule_s, const ProgressCallback& progress,
+                    std::stop_token stop) {
+  using namespace detail;
+  namespace asio = boost::asio;
+  if (schedule_s.size() != requests.size()) {
+    throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
+                                " send times for " + std::to_string(requests.size()) + " requests");
+  }
+  for (std::size_t i = 0; i < schedule_s.size(); ++i) {
+    if (!(schedule_s[i] >= 0.0) || schedule_s[i] > 1e9) {
+      throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
+                                  std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
+    }
+  }
+  if (options.max_concurrency < 0) {
+    throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
+                                std::to_string(options.max_concurrency));
+  }
+  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0)) {
+    throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be > 0");
+  }
+  const ParsedUrl url = parse_url(options.api_url);
+  validate_endpoint_url(url, options.endpoint);
+  const std::string api_key = resolve_api_key(options);
+
+  LoadResult result;
+  const std::size_t n = requests.size();
+  result.outputs.resize(n);
+  std::vector<std::string> reasoning(options.retokenize ? n : 0);
+  std::vector<std::string> http(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    http[i] = build_http_request(options, url, api_key, requests[i]);
+    RequestOutput& out = result.outputs[i];
+    out.prompt_len = requests[i].prompt_len;
+    out.dataset_prompt_len = requests[i].prompt_len;
+    out.expected_output_len = requests[i].max_tokens;
+    out.request_id = requests[i].request_id;
+    out.intended_send_time_s = schedule_s[i];
+  }
+
+  std::size_t num_threads = options.num_threads > 0 ? static_cast<std::size_t>(options.num_threads)
+                                                     : std::max(1u, std::thread::hardware_concurrency());
+  num_threads = std::max<std::size_t>(1, std::min(num_threads, n));
+
+  asio::io_context resolver_io;
+  asio::ip::tcp::resolver resolver(resolver_io);
+  boost::system::error_code rec;
+  auto endpoints = resolver.resolve(url.host, url.port, rec);
+  if (rec || n == 0) {
+    for (auto& out : result.outputs) {
+      out.failure = FailureKind::kConnect;
+      out.error = "cannot resolve host '" + url.host + "': " + rec.message();
+    }
+    result.start = Clock::now();
+    if (progress) progress(n, n);
+    return result;
+  }
+
+  std::atomic<bool> interrupted{false};
+  auto fill = [&](auto& run) {
+    run.http = std::move(http);
+    run.endpoints = endpoints;
+    run.host = url.host;
+    run.authority = url.host_header;
+    run.limited = options.max_concurrency > 0;
+    run.available = options.max_concurrency;
+  };
+  Clock::time_point t0;
+  Clock::rep last = 0;
+  std::size_t not_sent = 0;
+  if (url.tls) {
+    asio::ssl::context ssl(asio::ssl::context::tls_client);
+    if (!options.insecure) ssl.set_default_verify_paths();
+    Run<SslStream> run(options, schedule_s, result.outputs, reasoning);
+    fill(run);
+    run.ssl = &ssl;
+    execute(run, num_threads, progress, stop, interrupted);
+    t0 = run.t0;
+    last = run.last_completion.load();
+    not_sent = run.not_sent.load();
+  } else {
+    Run<asio::ip::tcp::socket> run(options, schedule_s, result.outputs, reasoning);
+    fill(run);
+    execute(run, num_threads, progress, stop, interrupted);
+    t0 = run.t0;
+    last = run.last_completion.load();
+    not_sent = run.not_sent.load();
+  }
+  result.start = t0;
+  result.duration_s =
+      last == 0 ? 0.0 : std::chrono::duration<double>(Clock::time_point(Clock::duration(last)) - t0).count();
+  result.interrupted = interrupted.load();
+  result.num_not_sent = not_sent;
+
+  // Token counting off the hot path: vLLM's fallback and the usage-vs-tokenizer cross-check.
+  for (std::size_t i = 0; i < n; ++i) {
+    RequestOutput& out = result.outputs[i];
+    if (options.retokenize && out.success) {
+      out.tokenizer_output_tokens = options.retokenize(out.generated_text);
+      if (out.usage_completion_tokens < 0 || out.output_tokens == 0) out.output_tokens = out.tokenizer_output_tokens;
+      if (out.reasoning_tokens == 0 && !reasoning[i].empty()) out.reasoning_tokens = options.retokenize(reasoning[i]);
+    }
+    if (!options.keep_generated_text) std::string().swap(out.generated_text);
+  }
+  return result;
+}
+
+metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
+                                        double timeout_s, double retry_interval_s, std::stop_token stop) {
+  const auto deadline = detail::Clock::now() + std::chrono::duration_cast<detail::Clock::duration>(
+                                                   std::chrono::duration<double>(timeout_s));
+  metrics::RequestOutput last;
+  last.failure = metrics::FailureKind::kTimeout;
+  last.error = "ready check timed out before any attempt";
+  const double zero = 0.0;
+  for (;;) {
+    const double remaining = std::chrono::duration<double>(deadline - detail::Clock::now()).count();
+    if (remaining <= 0 || stop.stop_requested()) return last;
+    ClientOptions attempt = options;
+    attempt.request_timeout_s = std::min(options.request_timeout_s, remaining);
+    attempt.connect_timeout_s = std::min(options.connect_timeout_s, remaining);
+    attempt.num_threads = 1;
+    LoadResult r = run_load(attempt, std::span<const PlannedRequest>(&request, 1),
+                            std::span<const double>(&zero, 1), {}, stop);
+    last = std::move(r.outputs[0]);
+    if (last.success) return last;
+    // Sleep min(retry interval, remaining), waking early on a stop request.
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    const auto wake = std::min(deadline, detail::Clock::now() + std::chrono::duration_cast<detail::Clock::duration>(
+                                                                    std::chrono::duration<double>(retry_interval_s)));
+    cv.wait_until(lock, stop, wake, [] { return false; });
+  }
+}
+
+}  // namespace servelab::client

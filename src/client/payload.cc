@@ -1,0 +1,315 @@
+// Request payloads exactly as vLLM 0.13's endpoint_request_func.py builds them, and the HTTP head.
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <strings.h>
+
+#include "client/request.h"
+
+namespace servelab::client {
+namespace detail {
+namespace {
+
+void dump_string(std::string& out, const std::string& s) {
+  out.push_back('"');
+  std::size_t i = 0;
+  char buf[16];
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) {  // Python ensure_ascii escapes all but ' '..'~'
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    // Decode one UTF-8 sequence (input is valid UTF-8: nlohmann validated it on parse/assign).
+    std::uint32_t cp = 0;
+    int extra = 0;
+    if ((c & 0xE0) == 0xC0) {
+      cp = c & 0x1F;
+      extra = 1;
+    } else if ((c & 0xF0) == 0xE0) {
+      cp = c & 0x0F;
+      extra = 2;
+    } else if ((c & 0xF8) == 0xF0) {
+      cp = c & 0x07;
+      extra = 3;
+    } else {
+      throw std::invalid_argument("request body: invalid UTF-8 byte in string");
+    }
+    if (i + extra >= s.size()) {
+      throw std::invalid_argument("request body: truncated UTF-8 sequence in string");
+    }
+    for (int k = 1; k <= extra; ++k) {
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    i += extra + 1;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+    } else {
+      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    }
+    out += buf;
+  }
+  out.push_back('"');
+}
+
+void dump(std::string& out, const nlohmann::ordered_json& v) {
+  using V = nlohmann::ordered_json::value_t;
+  switch (v.type()) {
+    case V::object: {
+      out.push_back('{');
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first) out += ", ";
+        first = false;
+        dump_string(out, it.key());
+        out += ": ";
+        dump(out, it.value());
+      }
+      out.push_back('}');
+      break;
+    }
+    case V::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& e : v) {
+        if (!first) out += ", ";
+        first = false;
+        dump(out, e);
+      }
+      out.push_back(']');
+      break;
+    }
+    case V::string:
+      dump_string(out, v.get_ref<const std::string&>());
+      break;
+    case V::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case V::null:
+    case V::discarded:
+      out += "null";
+      break;
+    case V::number_float: {
+      const double d = v.get<double>();
+      if (d != d) {
+        out += "NaN";
+      } else if (d == 1.0 / 0.0) {
+        out += "Infinity";
+      } else if (d == -1.0 / 0.0) {
+        out += "-Infinity";
+      } else {
+        out += v.dump();  // shortest round-trip, "1.0" for integral values, as Python repr
+      }
+      break;
+    }
+    default:
+      out += v.dump();  // integers
+  }
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Python dict.update: existing keys keep their position, new keys are appended.
+void update(nlohmann::ordered_json& payload, const nlohmann::ordered_json& extra, const char* what) {
+  if (extra.is_null()) return;
+  if (!extra.is_object()) {
+    throw std::invalid_argument(std::string(what) + " must be a JSON object, got: " + extra.dump());
+  }
+  for (auto it = extra.begin(); it != extra.end(); ++it) payload[it.key()] = it.value();
+}
+
+}  // namespace
+
+std::string python_json_dumps(const nlohmann::ordered_json& value) {
+  std::string out;
+  dump(out, value);
+  return out;
+}
+
+ParsedUrl parse_url(std::string_view url) {
+  ParsedUrl u;
+  std::string_view rest;
+  if (url.substr(0, 7) == "http://") {
+    rest = url.substr(7);
+  } else if (url.substr(0, 8) == "https://") {
+    u.tls = true;
+    rest = url.substr(8);
+  } else {
+    throw std::invalid_argument("api URL '" + std::string(url) + "' must start with http:// or https://");
+  }
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  u.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.empty()) throw std::invalid_argument("api URL '" + std::string(url) + "' has no host");
+  std::string_view port;
+  if (authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      throw std::invalid_argument("api URL '" + std::string(url) + "': unterminated IPv6 host");
+    }
+    u.host = std::string(authority.substr(1, close - 1));
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') {
+        throw std::invalid_argument("api URL '" + std::string(url) + "': junk after IPv6 host");
+      }
+      port = authority.substr(close + 2);
+    }
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    u.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (u.host.empty()) throw std::invalid_argument("api URL '" + std::string(url) + "' has no host");
+  if (port.empty()) {
+    u.port = u.tls ? "443" : "80";
+  } else {
+    for (char c : port) {
+      if (c < '0' || c > '9') {
+        throw std::invalid_argument("api URL '" + std::string(url) + "': bad port '" + std::string(port) + "'");
+      }
+    }
+    if (port.size() > 5 || std::stoi(std::string(port)) > 65535 || std::stoi(std::string(port)) == 0) {
+      throw std::invalid_argument("api URL '" + std::string(url) + "': port out of range");
+    }
+    u.port = std::string(port);
+  }
+  std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  const bool default_port = (u.tls && u.port == "443") || (!u.tls && u.port == "80");
+  u.host_header = default_port ? host : host + ":" + u.port;
+  return u;
+}
+
+void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint) {
+  std::string_view path = url.target;
+  path = path.substr(0, path.find('?'));
+  if (endpoint == Endpoint::kChatCompletions) {
+    if (!ends_with(path, "chat/completions") && !ends_with(path, "profile")) {
+      throw std::invalid_argument("OpenAI Chat Completions API URL must end with 'chat/completions'. (got '" +
+                                  url.target + "')");
+    }
+  } else if (!ends_with(path, "completions") && !ends_with(path, "profile")) {
+    throw std::invalid_argument("OpenAI Completions API URL must end with 'completions' or 'profile'. (got '" +
+                                url.target + "')");
+  }
+}
+
+std::string resolve_api_key(const ClientOptions& options) {
+  if (options.api_key) return *options.api_key;
+  const char* env = std::getenv("OPENAI_API_KEY");
+  return env ? std::string(env) : std::string();
+}
+
+std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
+                               const std::string& api_key, const PlannedRequest& request) {
+  const std::string body = request_body_json(options, request);
+  // Header list: defaults, then --header extras replacing same-named ones, then x-request-id.
+  std::vector<std::pair<std::string, std::string>> headers;
+  headers.emplace_back("Content-Type", "application/json");
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  auto set = [&headers](const std::string& k, const std::string& v) {
+    for (auto& h : headers) {
+      if (strcasecmp(h.first.c_str(), k.c_str()) == 0) {
+        h.second = v;
+        return;
+      }
+    }
+    headers.emplace_back(k, v);
+  };
+  for (const auto& [k, v] : options.headers) {
+    for (char c : k + v) {
+      if (c == '\r' || c == '\n') throw std::invalid_argument("header '" + k + "': contains CR/LF");
+    }
+    set(k, v);
+  }
+  if (!request.request_id.empty()) set("x-request-id", request.request_id);
+
+  std::string out;
+  out.reserve(body.size() + 256);
+  out += "POST ";
+  out += url.target;
+  out += " HTTP/1.1\r\nHost: ";
+  out += url.host_header;
+  out += "\r\nUser-Agent: servelab\r\nAccept: */*\r\n";
+  for (const auto& [k, v] : headers) {
+    if (strcasecmp(k.c_str(), "content-length") == 0 || strcasecmp(k.c_str(), "host") == 0) continue;
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(body.size());
+  out += "\r\n\r\n";
+  out += body;
+  return out;
+}
+
+}  // namespace detail
+
+std::string request_body_json(const ClientOptions& options, const PlannedRequest& request) {
+  nlohmann::ordered_json p = nlohmann::ordered_json::object();
+  p["model"] = options.model;
+  if (options.endpoint == Endpoint::kCompletions) {
+    if (!request.prompt_token_ids.empty()) {
+      p["prompt"] = request.prompt_token_ids;
+    } else {
+      p["prompt"] = request.prompt;
+    }
+    p["repetition_penalty"] = 1.0;
+    p["max_tokens"] = request.max_tokens;
+    p["logprobs"] = options.logprobs ? nlohmann::ordered_json(*options.logprobs) : nlohmann::ordered_json();
+  } else {
+    if (!request.messages_json.empty()) {
+      nlohmann::ordered_json messages;
+      try {
+        messages = nlohmann::ordered_json::parse(request.messages_json);
+      } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument("request '" + request.request_id + "': messages_json is not JSON: " + e.what());
+      }
+      if (!messages.is_array()) {
+        throw std::invalid_argument("request '" + request.request_id + "': messages_json must be a JSON array");
+      }
+      p["messages"] = std::move(messages);
+    } else {
+      nlohmann::ordered_json part = nlohmann::ordered_json::object();
+      part["type"] = "text";
+      part["text"] = request.prompt;
+      nlohmann::ordered_json message = nlohmann::ordered_json::object();
+      message["role"] = "user";
+      message["content"] = nlohmann::ordered_json::array({part});
+      p["messages"] = nlohmann::ordered_json::array({message});
+    }
+    p["max_completion_tokens"] = request.max_tokens;
+  }
+  p["stream"] = true;
+  p["stream_options"] = nlohmann::ordered_json::object({{"include_usage", true}});
+  if (options.ignore_eos) p["ignore_eos"] = options.ignore_eos;
+  detail::update(p, options.extra_body, "extra_body");
+  detail::update(p, request.extra_body, "per-request extra_body");
+  return detail::python_json_dumps(p);
+}
+
+const char* endpoint_name(Endpoint endpoint) {
+  return endpoint == Endpoint::kChatCompletions ? "chat_completions" : "completions";
+}
+
+}  // namespace servelab::client

@@ -1,0 +1,40 @@
+// servelab/client private: URL parsing and HTTP request building (exposed for tests).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "client/client.h"
+
+namespace servelab::client::detail {
+
+/// Parts of an http(s) URL. `target` is the path plus query ("/v1/completions").
+struct ParsedUrl {
+  bool tls = false;
+  std::string host;        ///< without IPv6 brackets
+  std::string port;        ///< numeric string; default 80 / 443
+  std::string target;
+  std::string host_header; ///< Host header value (host[:port] with brackets for IPv6)
+};
+
+/// Parses "http[s]://host[:port][/path]". Throws std::invalid_argument naming the URL on error.
+ParsedUrl parse_url(std::string_view url);
+
+/// Checks that the URL path fits the endpoint as vLLM's request functions do (chat: ends with
+/// "chat/completions" or "profile"; completions: "completions" or "profile"). Throws
+/// std::invalid_argument with vLLM's message otherwise.
+void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint);
+
+/// Python `json.dumps(value)` bytes (default separators ", " / ": ", ensure_ascii=True, float repr).
+std::string python_json_dumps(const nlohmann::ordered_json& value);
+
+/// The complete HTTP/1.1 request (head + body) for one planned request.
+std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
+                               const std::string& api_key, const PlannedRequest& request);
+
+/// Resolves ClientOptions::api_key (nullopt → $OPENAI_API_KEY or "").
+std::string resolve_api_key(const ClientOptions& options);
+
+}  // namespace servelab::client::detail

@@ -1,0 +1,249 @@
+// vLLM's SSE timing rules (endpoint_request_func.py, 0.13) on simdjson's On-Demand parser.
+#include "client/sse.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+namespace servelab::client::detail {
+namespace {
+
+namespace od = simdjson::ondemand;
+using metrics::FailureKind;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string excerpt(const char* data, std::size_t size) {
+  std::string s(data, std::min<std::size_t>(size, 200));
+  if (size > 200) s += "...";
+  return s;
+}
+
+// Reads an integer field that may be null/absent; returns -1 when not a number.
+int to_int(od::value v) {
+  std::int64_t i;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<int>(i);
+  return -1;
+}
+
+// What one `usage` object holds.
+struct Usage {
+  int prompt_tokens = -1;
+  int completion_tokens = -1;
+  int reasoning_tokens = -1;
+};
+
+simdjson::error_code read_usage(od::value v, Usage& u) {
+  if (v.is_null()) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value val;
+    if (auto e = field.value().get(val)) return e;
+    if (key == "prompt_tokens") {
+      u.prompt_tokens = to_int(val);
+    } else if (key == "completion_tokens") {
+      u.completion_tokens = to_int(val);
+    } else if (key == "completion_tokens_details") {
+      od::object details;
+      if (val.get_object().get(details) == simdjson::SUCCESS) {
+        for (auto d : details) {
+          std::string_view dk;
+          if (d.unescaped_key().get(dk)) break;
+          if (dk == "reasoning_tokens") {
+            od::value dv;
+            if (d.value().get(dv) == simdjson::SUCCESS) u.reasoning_tokens = to_int(dv);
+          }
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+// The parts of choices[0] vLLM reads.
+struct Choice {
+  std::string_view text;       // completions text / chat delta.content
+  std::string_view reasoning;  // chat delta.reasoning_content or delta.reasoning
+};
+
+simdjson::error_code read_string_or_null(od::value v, std::string_view& out) {
+  if (v.is_null()) return simdjson::SUCCESS;
+  return v.get_string().get(out);
+}
+
+simdjson::error_code read_choice(od::value v, Endpoint endpoint, Choice& c) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    if (endpoint == Endpoint::kCompletions && key == "text") {
+      od::value tv;
+      if (auto e = field.value().get(tv)) return e;
+      if (auto e = read_string_or_null(tv, c.text)) return e;
+    } else if (key == "delta") {
+      od::object delta;
+      if (field.value().get_object().get(delta) != simdjson::SUCCESS) continue;
+      for (auto df : delta) {
+        std::string_view dk;
+        if (auto e = df.unescaped_key().get(dk)) return e;
+        if (dk == "content" && endpoint == Endpoint::kChatCompletions) {
+          od::value dv;
+          if (auto e = df.value().get(dv)) return e;
+          if (auto e = read_string_or_null(dv, c.text)) return e;
+        } else if (dk == "reasoning_content" || dk == "reasoning") {
+          od::value dv;
+          if (auto e = df.value().get(dv)) return e;
+          std::string_view r;
+          if (auto e = read_string_or_null(dv, r)) return e;
+          if (!r.empty()) c.reasoning = r;
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
+void fail(StreamState& state, metrics::FailureKind kind, std::string message) {
+  if (state.failed) return;
+  state.failed = true;
+  state.out->success = false;
+  state.out->failure = kind;
+  state.out->error = std::move(message);
+}
+
+bool apply_event(StreamState& state, od::parser& parser, const char* data, std::size_t size,
+                 std::size_t capacity, Clock::time_point ts) {
+  if (state.failed) return false;
+  std::string_view payload(data, size);
+  // vLLM strips each message; tolerate surrounding whitespace the same way.
+  while (!payload.empty() && (payload.front() == ' ' || payload.front() == '\t')) payload.remove_prefix(1);
+  while (!payload.empty() && (payload.back() == ' ' || payload.back() == '\t' || payload.back() == '\n')) {
+    payload.remove_suffix(1);
+  }
+  if (payload == "[DONE]") {
+    state.done = true;
+    return true;
+  }
+  if (payload.empty()) return true;
+
+  od::document doc;
+  od::object root;
+  auto parse_error = [&](simdjson::error_code e) {
+    fail(state, FailureKind::kJsonParse,
+         std::string("invalid JSON in SSE data (") + simdjson::error_message(e) + "): " + excerpt(data, size));
+    return false;
+  };
+  if (auto e = parser.iterate(data, size, capacity).get(doc)) return parse_error(e);
+  if (auto e = doc.get_object().get(root)) return parse_error(e);
+
+  bool has_choices = false;
+  Choice choice;
+  Usage usage;
+  bool has_usage = false;
+  for (auto field : root) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return parse_error(e);
+    od::value val;
+    if (auto e = field.value().get(val)) return parse_error(e);
+    if (key == "choices") {
+      if (val.is_null()) continue;
+      od::array arr;
+      if (auto e = val.get_array().get(arr)) return parse_error(e);
+      bool first = true;
+      for (auto elem : arr) {
+        od::value ev;
+        if (auto e = elem.get(ev)) return parse_error(e);
+        if (first) {
+          if (auto e = read_choice(ev, state.endpoint, choice)) return parse_error(e);
+          first = false;
+        }
+        has_choices = true;
+      }
+    } else if (key == "usage") {
+      if (auto e = read_usage(val, usage)) return parse_error(e);
+      has_usage = usage.completion_tokens >= 0 || usage.prompt_tokens >= 0;
+    } else if (key == "error") {
+      std::string message;
+      od::object err;
+      if (val.get_object().get(err) == simdjson::SUCCESS) {
+        for (auto ef : err) {
+          std::string_view ek;
+          if (ef.unescaped_key().get(ek)) break;
+          if (ek == "message") {
+            std::string_view m;
+            if (ef.value().get_string().get(m) == simdjson::SUCCESS) message.assign(m);
+          }
+        }
+      }
+      if (message.empty()) message = excerpt(data, size);
+      fail(state, FailureKind::kServerError, "server error in stream: " + message);
+      return false;
+    }
+  }
+
+  metrics::RequestOutput& out = *state.out;
+  if (has_choices) {
+    if (state.events == 0) {
+      out.ttft_s = seconds(ts - state.send);
+    } else {
+      out.itl_s.push_back(seconds(ts - state.last));
+    }
+    state.last = ts;
+    ++state.events;
+    if (state.keep_text && !choice.text.empty()) out.generated_text.append(choice.text);
+    if (!choice.reasoning.empty() && state.reasoning_text) state.reasoning_text->append(choice.reasoning);
+    if (out.ttfct_s < 0 && (!choice.text.empty() || !choice.reasoning.empty())) {
+      out.ttfct_s = seconds(ts - state.send);
+    }
+    // Per-chunk token counts from continuous usage stats (cumulative completion_tokens).
+    if (usage.completion_tokens >= 0) {
+      const int prev = state.usage_completion_running < 0 ? 0 : state.usage_completion_running;
+      const int delta = usage.completion_tokens - prev;
+      out.chunk_tokens.push_back(delta);
+      if (!choice.reasoning.empty() && choice.text.empty()) state.reasoning_chunk_tokens += delta;
+      state.usage_completion_running = usage.completion_tokens;
+    } else {
+      state.chunk_tokens_complete = false;
+    }
+  }
+  // vLLM reads usage only from choice-less chunks; servelab also accepts usage on the last chunk that
+  // still has choices (llama.cpp style, spec §7 pitfall 18): the latest usage seen wins.
+  if (has_usage) {
+    if (usage.completion_tokens >= 0) {
+      out.usage_completion_tokens = usage.completion_tokens;
+      out.output_tokens = usage.completion_tokens;
+    }
+    if (usage.prompt_tokens >= 0) {
+      out.usage_prompt_tokens = usage.prompt_tokens;
+      out.prompt_len = usage.prompt_tokens;
+    }
+    if (usage.reasoning_tokens >= 0) state.usage_reasoning_tokens = usage.reasoning_tokens;
+  }
+  return true;
+}
+
+void finish_stream(StreamState& state) {
+  metrics::RequestOutput& out = *state.out;
+  if (!state.chunk_tokens_complete) out.chunk_tokens.clear();
+  if (state.usage_reasoning_tokens >= 0) {
+    out.reasoning_tokens = state.usage_reasoning_tokens;
+  } else if (state.chunk_tokens_complete && state.events > 0) {
+    out.reasoning_tokens = state.reasoning_chunk_tokens;
+  }
+  if (state.failed) return;
+  if (state.events == 0) {
+    fail(state, FailureKind::kNoValidChunk, kNoValidChunkError);
+    return;
+  }
+  out.success = true;
+  out.failure = FailureKind::kNone;
+  out.latency_s = seconds(state.last - state.send);
+}
+
+}  // namespace servelab::client::detail
