@@ -1,6 +1,8 @@
 // servelab/bench: `bench serve` flags (vLLM 0.13 names, defaults, help) and their validation.
 #include "bench/config.h"
 
+#include "report/python_json.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 
 namespace servelab::bench {
 namespace {
+
+using report::python_float_repr;
 
 std::string strip(std::string_view s) {
   std::size_t b = 0, e = s.size();
@@ -140,38 +144,6 @@ double parse_python_float(const std::string& text, const std::string& flag) {
   }
   if (!ok) throw ConfigError(fmt::format("argument {}: invalid float value: '{}'", flag, text));
   return value;
-}
-
-std::string python_float_repr(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  if (value == 0.0) return std::signbit(value) ? "-0.0" : "0.0";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);  // e.g. "-1.2345e+02"
-  bool neg = sci[0] == '-';
-  if (neg) sci = sci.substr(1);
-  std::size_t epos = sci.find('e');
-  int exp10 = std::stoi(sci.substr(epos + 1));
-  std::string digits;
-  for (std::size_t i = 0; i < epos; ++i)
-    if (sci[i] != '.') digits += sci[i];
-  std::string out;
-  if (exp10 < -4 || exp10 >= 16) {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += fmt::format("e{}{:02d}", exp10 < 0 ? '-' : '+', std::abs(exp10));
-  } else if (exp10 < 0) {
-    out = "0." + std::string(static_cast<std::size_t>(-exp10 - 1), '0') + digits;
-  } else {
-    auto point = static_cast<std::size_t>(exp10) + 1;
-    if (digits.size() <= point) {
-      out = digits + std::string(point - digits.size(), '0') + ".0";
-    } else {
-      out = digits.substr(0, point) + "." + digits.substr(point);
-    }
-  }
-  return neg ? "-" + out : out;
 }
 
 void add_bench_flags(CLI::App& app, BenchConfig& c) {
@@ -483,7 +455,7 @@ ResolvedConfig resolve(const BenchConfig& c) {
 
   // Request body.
   if (c.extra_body) {
-    nlohmann::json j = nlohmann::json::parse(*c.extra_body, nullptr, false);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
     if (j.is_discarded() || !j.is_object())
       throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
     r.extra_body = std::move(j);
@@ -506,31 +478,6 @@ ResolvedConfig resolve(const BenchConfig& c) {
   }
   r.goodput_slo_ms = parse_goodput(c.goodput);
   return r;
-}
-
-std::string result_file_path(const BenchConfig& c, const ResolvedConfig& r, const std::string& model_id,
-                             const std::string& date) {
-  std::string name;
-  if (c.result_filename) {
-    name = *c.result_filename;
-  } else {
-    std::string label = c.label.value_or(c.backend);
-    std::string conc = c.max_concurrency ? fmt::format("-concurrency{}", *c.max_concurrency) : "";
-    auto slash = model_id.rfind('/');
-    std::string base = slash == std::string::npos ? model_id : model_id.substr(slash + 1);
-    if (c.ramp_up_strategy) {
-      name = fmt::format("{}-ramp-up-{}-{}qps-{}qps{}-{}-{}.json", label, *c.ramp_up_strategy,
-                         c.ramp_up_start_rps.value_or(0), c.ramp_up_end_rps.value_or(0), conc, base, date);
-    } else {
-      name = fmt::format("{}-{}qps{}-{}-{}.json", label, python_float_repr(r.request_rate), conc, base, date);
-    }
-  }
-  if (c.result_dir) {
-    std::string dir = *c.result_dir;
-    if (!dir.empty() && dir.back() != '/') dir += '/';
-    name = dir + name;
-  }
-  return name;
 }
 
 Urls build_urls(const BenchConfig& c) {

@@ -115,7 +115,7 @@ struct ResolvedConfig {
   std::vector<std::string> percentile_metrics;                    ///< selected metric names, in order
   std::vector<double> metric_percentiles;                         ///< e.g. {99}
   RangeRatio random_range_ratio;
-  nlohmann::json extra_body = nlohmann::json::object();           ///< --extra-body as parsed
+  nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();  ///< --extra-body, key order kept
   int random_input_len = 1024;       ///< after mapping --input-len
   int random_output_len = 128;       ///< after mapping --output-len
   std::optional<int> sharegpt_output_len;
@@ -141,21 +141,11 @@ ResolvedConfig resolve(const BenchConfig& config);
 /// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.
 double parse_python_float(const std::string& text, const std::string& flag);
 
-/// Python `str(float)` (repr): shortest round-trip digits, integral values keep ".0", "inf"/"nan",
-/// scientific when the exponent is < -4 or >= 16 (e.g. "1e-05", "1e+16"). Used in file names and logs.
-std::string python_float_repr(double value);
-
 /// `--goodput` pairs parsed as vLLM's `check_goodput_args`. Throws ConfigError with vLLM's messages.
 std::map<std::string, double> parse_goodput(const std::vector<std::string>& pairs);
 
 /// `--header` items: split on the first '=', both sides stripped. Throws ConfigError without '='.
 std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector<std::string>& items);
-
-/// The vLLM result-file name: `{label or backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json`,
-/// or the ramp-up form, or `--result-filename` verbatim; prefixed by `--result-dir` when given.
-/// `model_id` is the model id (basename after the last '/'); `date` is "YYYYmmdd-HHMMSS".
-std::string result_file_path(const BenchConfig& config, const ResolvedConfig& resolved,
-                             const std::string& model_id, const std::string& date);
 
 /// The API URL (`base_url + endpoint`) and base URL (`--base-url`, else `http://{host}:{port}` with an
 /// IPv6 host bracketed), as vLLM builds them.
