@@ -9,12 +9,21 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace servelab::tokenizer {
 
 /// A token id (index into the vocabulary including added tokens).
 using TokenId = std::int32_t;
+
+/// Adjustments applied while loading a tokenizer.json (see load_tokenizer for when they are used).
+struct LoadOptions {
+  /// Added tokens to register on top of the file's `added_tokens`: (id, content). An existing added
+  /// token with that id is renamed (its flags become special = false, normalized = true, like DeepSeek's
+  /// own `<think>` entries); otherwise a new added token is created with that id.
+  std::vector<std::pair<std::int32_t, std::string>> extra_added_tokens;
+};
 
 /// A loaded Hugging Face tokenizer (tokenizer.json, plus tokenizer_config.json when beside it).
 /// Value type: cheap to copy (shared immutable state).
@@ -26,6 +35,8 @@ class Tokenizer {
   /// Throws std::runtime_error: missing file, invalid JSON, or an unsupported/malformed component,
   /// naming the JSON path (e.g. `pre_tokenizer.pretokenizers[2].type = "Punctuation" is not supported`).
   static Tokenizer from_file(const std::filesystem::path& path);
+  /// As from_file(path), with load-time adjustments.
+  static Tokenizer from_file(const std::filesystem::path& path, const LoadOptions& options);
 
   /// Encodes `text` exactly as HF `tokenizers` `encode(text, add_special_tokens)`; with
   /// `add_special_tokens` the post-processor's tokens (e.g. BOS) are added.
@@ -49,6 +60,9 @@ class Tokenizer {
   std::optional<std::string> id_to_token(TokenId id) const;
   /// The `chat_template` string from tokenizer_config.json, empty when absent.
   const std::string& chat_template() const;
+  /// Non-fatal deviations found while loading (e.g. a merge whose result is not in the vocabulary and
+  /// was dropped, a model without `"type"`); empty for a clean file.
+  const std::vector<std::string>& load_warnings() const;
 
   struct Impl;
 

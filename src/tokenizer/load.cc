@@ -1,0 +1,520 @@
+// Parsing of tokenizer.json / tokenizer_config.json into Tokenizer::Impl. Every unsupported or malformed
+// component is an error naming its JSON path; nothing falls back to an approximation.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
+
+namespace servelab::tokenizer {
+namespace {
+
+using nlohmann::json;
+using detail::Id;
+
+// The GPT-2 pre-tokenization regex of pre_tokenizers/byte_level.rs.
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+[[noreturn]] void fail(const std::string& source, const std::string& message) {
+  throw std::runtime_error(source + ": " + message);
+}
+
+std::string short_dump(const json& j) {
+  std::string s = j.dump();
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+// Accessors that name the JSON path of what is wrong.
+struct Ctx {
+  const std::string& source;
+
+  const json& member(const json& obj, const std::string& path, const char* key) const {
+    if (!obj.is_object()) fail(source, path + " must be an object, got " + short_dump(obj));
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(source, path + "." + key + " is missing");
+    return *it;
+  }
+  std::string str(const json& obj, const std::string& path, const char* key) const {
+    const json& v = member(obj, path, key);
+    if (!v.is_string()) fail(source, path + "." + key + " must be a string, got " + short_dump(v));
+    return v.get<std::string>();
+  }
+  bool boolean(const json& obj, const std::string& path, const char* key, std::optional<bool> dflt) const {
+    if (dflt && (!obj.contains(key) || obj.at(key).is_null())) return *dflt;
+    const json& v = member(obj, path, key);
+    if (!v.is_boolean()) fail(source, path + "." + key + " must be a boolean, got " + short_dump(v));
+    return v.get<bool>();
+  }
+  std::int64_t integer(const json& obj, const std::string& path, const char* key) const {
+    const json& v = member(obj, path, key);
+    if (!v.is_number_integer()) fail(source, path + "." + key + " must be an integer, got " + short_dump(v));
+    return v.get<std::int64_t>();
+  }
+  const json& array(const json& obj, const std::string& path, const char* key) const {
+    const json& v = member(obj, path, key);
+    if (!v.is_array()) fail(source, path + "." + key + " must be an array, got " + short_dump(v));
+    return v;
+  }
+  [[noreturn]] void unsupported_type(const std::string& path, const std::string& type) const {
+    fail(source, path + ".type = \"" + type + "\" is not supported");
+  }
+  // {"String": s} or {"Regex": r} -> compiled regex (String compiled as a literal).
+  detail::Regex pattern(const json& obj, const std::string& path) const {
+    const json& p = member(obj, path, "pattern");
+    const std::string ppath = path + ".pattern";
+    if (p.is_object() && p.contains("String") && p.at("String").is_string()) {
+      return detail::Regex::compile(p.at("String").get<std::string>(), true, source + ": " + ppath + ".String");
+    }
+    if (p.is_object() && p.contains("Regex") && p.at("Regex").is_string()) {
+      return detail::Regex::compile(p.at("Regex").get<std::string>(), false, source + ": " + ppath + ".Regex");
+    }
+    fail(source, ppath + " must be {\"String\": ...} or {\"Regex\": ...}, got " + short_dump(p));
+  }
+};
+
+void parse_normalizer(const Ctx& c, const json& j, const std::string& path, std::vector<detail::Normalizer>& out) {
+  const std::string type = c.str(j, path, "type");
+  if (type == "Sequence") {
+    const json& list = c.array(j, path, "normalizers");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      parse_normalizer(c, list[i], path + ".normalizers[" + std::to_string(i) + "]", out);
+    }
+  } else if (type == "NFC") {
+    out.push_back(detail::NormUnicode{detail::NormUnicode::kNfc});
+  } else if (type == "NFD") {
+    out.push_back(detail::NormUnicode{detail::NormUnicode::kNfd});
+  } else if (type == "NFKC") {
+    out.push_back(detail::NormUnicode{detail::NormUnicode::kNfkc});
+  } else if (type == "NFKD") {
+    out.push_back(detail::NormUnicode{detail::NormUnicode::kNfkd});
+  } else if (type == "Lowercase") {
+    out.push_back(detail::NormLowercase{});
+  } else if (type == "Strip") {
+    out.push_back(detail::NormStrip{c.boolean(j, path, "strip_left", true), c.boolean(j, path, "strip_right", true)});
+  } else if (type == "StripAccents") {
+    out.push_back(detail::NormStripAccents{});
+  } else if (type == "Prepend") {
+    out.push_back(detail::NormPrepend{c.str(j, path, "prepend")});
+  } else if (type == "Replace") {
+    out.push_back(detail::NormReplace{c.pattern(j, path), c.str(j, path, "content")});
+  } else {
+    c.unsupported_type(path, type);
+  }
+}
+
+detail::PreMetaspace::Prepend metaspace_scheme(const Ctx& c, const json& j, const std::string& path) {
+  using P = detail::PreMetaspace::Prepend;
+  if (j.contains("prepend_scheme") && !j.at("prepend_scheme").is_null()) {
+    const std::string s = c.str(j, path, "prepend_scheme");
+    if (s == "always") return P::kAlways;
+    if (s == "first") return P::kFirst;
+    if (s == "never") return P::kNever;
+    fail(c.source, path + ".prepend_scheme = \"" + s + "\" is not one of always/first/never");
+  }
+  if (j.contains("add_prefix_space")) return c.boolean(j, path, "add_prefix_space", true) ? P::kAlways : P::kNever;
+  return P::kAlways;
+}
+
+std::string metaspace_replacement(const Ctx& c, const json& j, const std::string& path) {
+  const std::string r = c.str(j, path, "replacement");
+  std::size_t i = 0;
+  if (r.empty() || !detail::utf8_valid(r) || (detail::utf8_next(r, i), i != r.size())) {
+    fail(c.source, path + ".replacement = \"" + r + "\" must be exactly one character");
+  }
+  return r;
+}
+
+void parse_pre_tokenizer(const Ctx& c, const json& j, const std::string& path,
+                         std::vector<detail::PreTokenizer>& out) {
+  const std::string type = c.str(j, path, "type");
+  if (type == "Sequence") {
+    const json& list = c.array(j, path, "pretokenizers");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      parse_pre_tokenizer(c, list[i], path + ".pretokenizers[" + std::to_string(i) + "]", out);
+    }
+  } else if (type == "Split") {
+    detail::PreSplit s{c.pattern(j, path), detail::SplitBehavior::kIsolated, c.boolean(j, path, "invert", false)};
+    const std::string b = c.str(j, path, "behavior");
+    if (b == "Removed") {
+      s.behavior = detail::SplitBehavior::kRemoved;
+    } else if (b == "Isolated") {
+      s.behavior = detail::SplitBehavior::kIsolated;
+    } else if (b == "MergedWithPrevious") {
+      s.behavior = detail::SplitBehavior::kMergedWithPrevious;
+    } else if (b == "MergedWithNext") {
+      s.behavior = detail::SplitBehavior::kMergedWithNext;
+    } else if (b == "Contiguous") {
+      s.behavior = detail::SplitBehavior::kContiguous;
+    } else {
+      fail(c.source, path + ".behavior = \"" + b + "\" is not supported");
+    }
+    out.push_back(std::move(s));
+  } else if (type == "ByteLevel") {
+    detail::PreByteLevel bl;
+    bl.add_prefix_space = c.boolean(j, path, "add_prefix_space", true);
+    bl.use_regex = c.boolean(j, path, "use_regex", true);
+    if (bl.use_regex) bl.pattern = detail::Regex::compile(kGpt2Pattern, false, c.source + ": " + path);
+    out.push_back(std::move(bl));
+  } else if (type == "Metaspace") {
+    detail::PreMetaspace m;
+    m.replacement = metaspace_replacement(c, j, path);
+    m.prepend_scheme = metaspace_scheme(c, j, path);
+    m.split = c.boolean(j, path, "split", true);
+    out.push_back(std::move(m));
+  } else if (type == "Digits") {
+    out.push_back(detail::PreDigits{c.boolean(j, path, "individual_digits", false)});
+  } else if (type == "WhitespaceSplit") {
+    out.push_back(detail::PreWhitespaceSplit{});
+  } else {
+    c.unsupported_type(path, type);
+  }
+}
+
+void parse_decoder(const Ctx& c, const json& j, const std::string& path, std::vector<detail::Decoder>& out) {
+  const std::string type = c.str(j, path, "type");
+  if (type == "Sequence") {
+    const json& list = c.array(j, path, "decoders");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      parse_decoder(c, list[i], path + ".decoders[" + std::to_string(i) + "]", out);
+    }
+  } else if (type == "ByteLevel") {
+    out.push_back(detail::DecByteLevel{});
+  } else if (type == "Metaspace") {
+    const std::string r = metaspace_replacement(c, j, path);
+    std::size_t i = 0;
+    out.push_back(detail::DecMetaspace{detail::utf8_next(r, i),
+                                       metaspace_scheme(c, j, path) != detail::PreMetaspace::Prepend::kNever});
+  } else if (type == "Replace") {
+    out.push_back(detail::DecReplace{c.pattern(j, path), c.str(j, path, "content")});
+  } else if (type == "ByteFallback") {
+    out.push_back(detail::DecByteFallback{});
+  } else if (type == "Fuse") {
+    out.push_back(detail::DecFuse{});
+  } else if (type == "Strip") {
+    const std::string content = c.str(j, path, "content");
+    std::size_t i = 0;
+    if (content.empty() || (detail::utf8_next(content, i), i != content.size())) {
+      fail(c.source, path + ".content = \"" + content + "\" must be exactly one character");
+    }
+    i = 0;
+    const std::int64_t start = c.integer(j, path, "start"), stop = c.integer(j, path, "stop");
+    if (start < 0 || stop < 0) fail(c.source, path + ".start/.stop must be >= 0");
+    out.push_back(detail::DecStrip{detail::utf8_next(content, i), static_cast<std::size_t>(start),
+                                   static_cast<std::size_t>(stop)});
+  } else {
+    c.unsupported_type(path, type);
+  }
+}
+
+// The special-token ids a post-processor adds around a single sequence.
+void parse_post_processor(const Ctx& c, const json& j, const std::string& path, std::vector<Id>& prefix,
+                          std::vector<Id>& suffix) {
+  const std::string type = c.str(j, path, "type");
+  if (type == "ByteLevel") return;  // offsets only
+  if (type == "Sequence") {
+    const json& list = c.array(j, path, "processors");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::vector<Id> p, s;
+      parse_post_processor(c, list[i], path + ".processors[" + std::to_string(i) + "]", p, s);
+      prefix.insert(prefix.begin(), p.begin(), p.end());
+      suffix.insert(suffix.end(), s.begin(), s.end());
+    }
+    return;
+  }
+  if (type == "RobertaProcessing" || type == "BertProcessing") {
+    for (const char* key : {"cls", "sep"}) {
+      const json& pair = c.array(j, path, key);
+      if (pair.size() != 2 || !pair[1].is_number_integer()) {
+        fail(c.source, path + "." + key + " must be [token, id], got " + short_dump(pair));
+      }
+      (std::string(key) == "cls" ? prefix : suffix).push_back(pair[1].get<Id>());
+    }
+    return;
+  }
+  if (type == "TemplateProcessing") {
+    const json& single = c.array(j, path, "single");
+    const json& specials = c.member(j, path, "special_tokens");
+    bool seen_sequence = false;
+    for (std::size_t i = 0; i < single.size(); ++i) {
+      const std::string ipath = path + ".single[" + std::to_string(i) + "]";
+      const json& item = single[i];
+      if (item.is_object() && item.contains("Sequence")) {
+        const std::string id = c.str(item.at("Sequence"), ipath + ".Sequence", "id");
+        if (id != "A") fail(c.source, ipath + ".Sequence.id = \"" + id + "\": a single sequence is $A");
+        seen_sequence = true;
+      } else if (item.is_object() && item.contains("SpecialToken")) {
+        const std::string name = c.str(item.at("SpecialToken"), ipath + ".SpecialToken", "id");
+        const std::string spath = path + ".special_tokens[\"" + name + "\"]";
+        if (!specials.is_object() || !specials.contains(name)) fail(c.source, spath + " is missing");
+        const json& ids = c.array(specials.at(name), spath, "ids");
+        for (const json& id : ids) {
+          if (!id.is_number_integer()) fail(c.source, spath + ".ids must hold integers");
+          (seen_sequence ? suffix : prefix).push_back(id.get<Id>());
+        }
+      } else {
+        fail(c.source, ipath + " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got " + short_dump(item));
+      }
+    }
+    return;
+  }
+  c.unsupported_type(path, type);
+}
+
+void parse_model(const Ctx& c, const json& j, Tokenizer::Impl& impl) {
+  const std::string path = "model";
+  if (!j.is_object()) fail(c.source, "model must be an object");
+  if (!j.contains("type")) {
+    if (!j.contains("merges")) fail(c.source, "model.type is missing (and the model has no merges: not BPE)");
+    impl.warnings.push_back("model.type is missing; a model with vocab + merges is read as BPE");
+  } else {
+    const std::string type = c.str(j, path, "type");
+    if (type != "BPE") c.unsupported_type(path, type);
+  }
+  if (j.contains("dropout") && !j.at("dropout").is_null() && j.at("dropout").get<double>() != 0.0) {
+    fail(c.source, "model.dropout = " + j.at("dropout").dump() + " is not supported (non-deterministic)");
+  }
+  detail::BpeModel& m = impl.model;
+  const json& vocab = c.member(j, path, "vocab");
+  if (!vocab.is_object()) fail(c.source, "model.vocab must be an object");
+  m.vocab.reserve(vocab.size());
+  Id max_id = -1;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer() || it.value().get<std::int64_t>() < 0) {
+      fail(c.source, "model.vocab[\"" + it.key() + "\"] must be a non-negative integer id");
+    }
+    const Id id = it.value().get<Id>();
+    m.vocab[it.key()] = id;
+    max_id = std::max(max_id, id);
+  }
+  m.id_to_token.assign(static_cast<std::size_t>(max_id + 1), std::string());
+  m.present.assign(static_cast<std::size_t>(max_id + 1), false);
+  for (const auto& [token, id] : m.vocab) {
+    m.id_to_token[static_cast<std::size_t>(id)] = token;
+    m.present[static_cast<std::size_t>(id)] = true;
+  }
+  auto opt_str = [&](const char* key) -> std::optional<std::string> {
+    if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+    return c.str(j, path, key);
+  };
+  m.unk_token = opt_str("unk_token");
+  m.continuing_subword_prefix = opt_str("continuing_subword_prefix");
+  m.end_of_word_suffix = opt_str("end_of_word_suffix");
+  m.fuse_unk = c.boolean(j, path, "fuse_unk", false);
+  m.byte_fallback = c.boolean(j, path, "byte_fallback", false);
+  m.ignore_merges = c.boolean(j, path, "ignore_merges", false);
+  if (m.unk_token && !m.vocab.count(*m.unk_token)) {
+    fail(c.source, "model.unk_token = \"" + *m.unk_token + "\" is not in model.vocab");
+  }
+  const json& merges = c.array(j, path, "merges");
+  m.merges.reserve(merges.size());
+  const std::size_t prefix_len = m.continuing_subword_prefix ? m.continuing_subword_prefix->size() : 0;
+  std::size_t dropped = 0;
+  std::string first_dropped;
+  std::string a, b;
+  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+    const json& e = merges[rank];
+    if (e.is_string()) {
+      const std::string& s = e.get_ref<const std::string&>();
+      const std::size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
+        fail(c.source, "model.merges[" + std::to_string(rank) + "] = \"" + s + "\" must be two tokens separated by one space");
+      }
+      a.assign(s, 0, sp);
+      b.assign(s, sp + 1, std::string::npos);
+    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+      a = e[0].get<std::string>();
+      b = e[1].get<std::string>();
+    } else {
+      fail(c.source, "model.merges[" + std::to_string(rank) + "] must be \"a b\" or [\"a\", \"b\"], got " + short_dump(e));
+    }
+    auto ia = m.vocab.find(a), ib = m.vocab.find(b);
+    const std::string merged = a + (b.size() >= prefix_len ? b.substr(prefix_len) : std::string());
+    auto in = m.vocab.find(merged);
+    if (ia == m.vocab.end() || ib == m.vocab.end() || in == m.vocab.end()) {
+      // The reference refuses such a file (MergeTokenOutOfVocabulary). Such a merge can never yield a
+      // token id, so it is dropped and recorded (see docs/tokenizer.md, "GPT-2's unusable merge").
+      if (dropped++ == 0) first_dropped = "model.merges[" + std::to_string(rank) + "] = \"" + a + " " + b + "\"";
+      continue;
+    }
+    m.merges.insert(ia->second, ib->second, {static_cast<std::uint32_t>(rank), in->second});
+  }
+  if (dropped > 0) {
+    impl.warnings.push_back(std::to_string(dropped) + " merge(s) whose parts or result are not in model.vocab were dropped (first: " + first_dropped + ")");
+  }
+  m.finish();
+}
+
+// tokenizer/added_vocabulary.rs add_tokens: ids as the reference assigns them.
+void add_tokens(const Ctx& c, Tokenizer::Impl& impl, std::vector<detail::AddedToken> tokens) {
+  const Id vocab_size = static_cast<Id>(impl.model.vocab_size());
+  for (detail::AddedToken& t : tokens) {
+    if (t.content.empty()) continue;
+    if (t.special) impl.special_contents.insert(t.content);
+    Id id;
+    if (auto it = impl.added_by_content.find(t.content); it != impl.added_by_content.end()) {
+      id = it->second;
+    } else if (auto mt = impl.model.vocab.find(t.content); mt != impl.model.vocab.end()) {
+      id = mt->second;
+    } else {
+      Id max_added = -1;
+      for (const auto& [aid, idx] : impl.added_by_id) max_added = std::max(max_added, aid);
+      id = (max_added < 0) ? vocab_size : (max_added >= vocab_size || vocab_size == 0) ? max_added + 1 : vocab_size;
+    }
+    if (t.id >= 0 && t.id != id) {
+      impl.warnings.push_back("added token \"" + t.content + "\" declares id " + std::to_string(t.id) +
+                              " but gets id " + std::to_string(id) + " (as Hugging Face tokenizers assigns it)");
+    }
+    t.id = id;
+    impl.added_by_content[t.content] = id;
+    if (auto it = impl.added_by_id.find(id); it != impl.added_by_id.end()) {
+      impl.added[it->second] = t;
+    } else {
+      impl.added_by_id[id] = static_cast<std::uint32_t>(impl.added.size());
+      impl.added.push_back(t);
+    }
+  }
+}
+
+std::optional<std::string> config_token(const Ctx& c, const json& cfg, const char* key) {
+  if (!cfg.contains(key) || cfg.at(key).is_null()) return std::nullopt;
+  const json& v = cfg.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) return c.str(v, key, "content");
+  fail(c.source, std::string(key) + " must be a string or an AddedToken object, got " + short_dump(v));
+}
+
+void parse_config(Tokenizer::Impl& impl, const std::string& text, const std::string& source) {
+  json cfg;
+  try {
+    cfg = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(source, std::string("invalid JSON: ") + e.what());
+  }
+  if (!cfg.is_object()) fail(source, "must be a JSON object");
+  const Ctx c{source};
+  auto id_of = [&](const char* key) -> std::optional<Id> {
+    const auto token = config_token(c, cfg, key);
+    if (!token) return std::nullopt;
+    const auto id = impl.token_to_id(*token);
+    if (!id) fail(source, std::string(key) + " = \"" + *token + "\" is not in the tokenizer's vocabulary");
+    return id;
+  };
+  impl.bos = id_of("bos_token");
+  impl.eos = id_of("eos_token");
+  if (cfg.contains("chat_template")) {
+    const json& t = cfg.at("chat_template");
+    if (t.is_string()) {
+      impl.chat_template = t.get<std::string>();
+    } else if (t.is_array()) {  // [{"name": ..., "template": ...}]: the "default" one
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        const std::string path = "chat_template[" + std::to_string(i) + "]";
+        if (c.str(t[i], path, "name") == "default") impl.chat_template = c.str(t[i], path, "template");
+      }
+    } else if (!t.is_null()) {
+      fail(source, "chat_template must be a string or a list of {name, template}");
+    }
+  }
+  // transformers' LlamaTokenizerFast (and its Code Llama / Gemma relatives) replaces the file's
+  // post-processor at load time (update_post_processor): "<bos> $A <eos>" by add_bos_token (default
+  // true) and add_eos_token (default false). DeepSeek-V3's config names LlamaTokenizerFast, so vLLM and
+  // SGLang count a BOS on every prompt; we do the same (docs/tokenizer.md).
+  const std::string cls = cfg.contains("tokenizer_class") && cfg.at("tokenizer_class").is_string()
+                              ? cfg.at("tokenizer_class").get<std::string>()
+                              : std::string();
+  if (cls == "LlamaTokenizerFast" || cls == "LlamaTokenizer" || cls == "CodeLlamaTokenizerFast" ||
+      cls == "CodeLlamaTokenizer" || cls == "GemmaTokenizerFast" || cls == "GemmaTokenizer") {
+    const bool add_bos = c.boolean(cfg, "", "add_bos_token", true);
+    const bool add_eos = c.boolean(cfg, "", "add_eos_token", false);
+    if (add_bos && !impl.bos) fail(source, "add_bos_token is true but bos_token is not set");
+    if (add_eos && !impl.eos) fail(source, "add_eos_token is true but eos_token is not set");
+    impl.post_prefix.clear();
+    impl.post_suffix.clear();
+    if (add_bos) impl.post_prefix.push_back(*impl.bos);
+    if (add_eos) impl.post_suffix.push_back(*impl.eos);
+  }
+}
+
+}  // namespace
+
+void load_impl(Tokenizer::Impl& impl, const std::string& text, const std::string& source,
+               const std::string* config_text, const std::string& config_source, const LoadOptions& options) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(source, std::string("invalid JSON: ") + e.what());
+  }
+  if (!root.is_object()) fail(source, "must be a JSON object (a Hugging Face tokenizer.json)");
+  const Ctx c{source};
+  for (const char* key : {"truncation", "padding"}) {
+    if (root.contains(key) && !root.at(key).is_null()) {
+      fail(source, std::string(key) + " = " + short_dump(root.at(key)) + " is not supported (must be null)");
+    }
+  }
+  parse_model(c, c.member(root, "", "model"), impl);
+  if (root.contains("normalizer") && !root.at("normalizer").is_null()) {
+    impl.has_normalizer = true;
+    parse_normalizer(c, root.at("normalizer"), "normalizer", impl.normalizers);
+  }
+  if (root.contains("pre_tokenizer") && !root.at("pre_tokenizer").is_null()) {
+    parse_pre_tokenizer(c, root.at("pre_tokenizer"), "pre_tokenizer", impl.pre_tokenizers);
+  }
+  if (root.contains("decoder") && !root.at("decoder").is_null()) {
+    impl.has_decoder = true;
+    parse_decoder(c, root.at("decoder"), "decoder", impl.decoders);
+  }
+  if (root.contains("post_processor") && !root.at("post_processor").is_null()) {
+    parse_post_processor(c, root.at("post_processor"), "post_processor", impl.post_prefix, impl.post_suffix);
+  }
+  std::vector<detail::AddedToken> tokens;
+  if (root.contains("added_tokens") && !root.at("added_tokens").is_null()) {
+    const json& list = c.array(root, "", "added_tokens");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string path = "added_tokens[" + std::to_string(i) + "]";
+      detail::AddedToken t;
+      t.content = c.str(list[i], path, "content");
+      t.id = static_cast<Id>(c.integer(list[i], path, "id"));
+      t.special = c.boolean(list[i], path, "special", false);
+      t.lstrip = c.boolean(list[i], path, "lstrip", false);
+      t.rstrip = c.boolean(list[i], path, "rstrip", false);
+      t.single_word = c.boolean(list[i], path, "single_word", false);
+      t.normalized = c.boolean(list[i], path, "normalized", !t.special);
+      tokens.push_back(std::move(t));
+    }
+  }
+  for (const auto& [id, content] : options.extra_added_tokens) {
+    auto it = std::find_if(tokens.begin(), tokens.end(), [&](const detail::AddedToken& t) { return t.id == id; });
+    detail::AddedToken t;
+    t.content = content;
+    t.id = id;
+    t.special = false;
+    t.normalized = true;
+    if (it != tokens.end()) {
+      *it = t;
+    } else {
+      tokens.push_back(t);
+    }
+  }
+  add_tokens(c, impl, std::move(tokens));
+  // Matchers (AddedVocabulary::refresh_added_tokens): normalized tokens match their normalized content.
+  std::vector<std::pair<std::string, std::uint32_t>> raw, normalized;
+  for (std::uint32_t i = 0; i < impl.added.size(); ++i) {
+    const detail::AddedToken& t = impl.added[i];
+    if (t.normalized) {
+      std::string content = t.content;
+      detail::normalize(impl.normalizers, content);
+      normalized.emplace_back(std::move(content), i);
+    } else {
+      raw.emplace_back(t.content, i);
+    }
+  }
+  impl.raw_matcher.build(raw);
+  impl.normalized_matcher.build(normalized);
+  if (config_text != nullptr) parse_config(impl, *config_text, config_source);
+}
+
+}  // namespace servelab::tokenizer
