@@ -147,11 +147,11 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
   m.input_lens.reserve(outputs.size());
   m.output_lens.reserve(outputs.size());
 
-  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts;
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts, queue_times;
   for (const RequestOutput& out : outputs) {
     m.input_lens.push_back(input_len(out, opts.input_tokens));
-    if (out.failure != FailureKind::kCancelled || out.send_time_s != 0.0) {
-      lags.push_back(out.send_time_s - out.intended_send_time_s);
+    if (out.failure != FailureKind::kCancelled || out.dispatch_time_s != 0.0) {
+      lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
     }
     if (!out.success) {
       m.output_lens.push_back(0);
@@ -173,6 +173,7 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
     itls.insert(itls.end(), out.itl_s.begin(), out.itl_s.end());
     ttfts.push_back(out.ttft_s);
     e2els.push_back(out.latency_s);
+    queue_times.push_back(out.send_time_s - out.dispatch_time_s);
     ++m.completed;
 
     if (out.ttfct_s >= 0.0) ttfcts.push_back(out.ttfct_s);
@@ -211,6 +212,7 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
   m.ttfct = summarize_s(std::move(ttfcts), opts.percentiles);
   if (!lags.empty()) m.schedule_lag_max_ms = *std::max_element(lags.begin(), lags.end()) * 1000;
   m.schedule_lag = summarize_s(std::move(lags), opts.percentiles);
+  m.client_queue = summarize_s(std::move(queue_times), opts.percentiles);
 
   // Peaks (vLLM 0.13: per-second buckets relative to the first successful send).
   if (m.completed > 0) {

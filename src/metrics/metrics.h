@@ -110,10 +110,14 @@ struct BenchmarkMetrics {
   /// Max over 1-s buckets of output *tokens* (chunk_tokens when known, else tokens spread evenly over the
   /// chunks of the request), tok/s.
   double max_output_tokens_per_s_by_tokens = 0.0;
-  /// actual - intended send time over every request that has a send time (all outputs), ms. Large values
-  /// mean the client, not the server, limited the run. Includes `--max-concurrency` queueing.
+  /// Schedule lag: dispatch_time_s - intended_send_time_s over every request except never-sent cancelled
+  /// ones, ms. Large values mean the client, not the server, limited the run (requests left the schedule
+  /// late). Producers must fill dispatch_time_s.
   LatencySummary schedule_lag;
   double schedule_lag_max_ms = 0.0;
+  /// Client-side queueing under `--max-concurrency`: send_time_s - dispatch_time_s over successes, ms
+  /// (newer vLLM's client_queue_time; excluded from TTFT/E2EL as in vLLM).
+  LatencySummary client_queue;
   LatencySummary ttfct;                 ///< time to first content/reasoning text, successes having one
   std::int64_t total_reasoning_tokens = 0;  ///< sum of reasoning_tokens over successes
   int reasoning_requests = 0;               ///< successes with reasoning_tokens > 0

@@ -1,5 +1,6 @@
 #include "metrics/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -9,7 +10,8 @@
 namespace servelab::metrics {
 namespace {
 
-constexpr std::size_t kPairwiseBlock = 128;  // numpy PW_BLOCKSIZE
+constexpr std::size_t kPairwiseBlock = 128;   // numpy PW_BLOCKSIZE
+constexpr std::size_t kReduceBuffer = 8192;   // numpy NPY_BUFSIZE: reduction inner-loop chunk
 
 // numpy DOUBLE_pairwise_sum, unit stride.
 double pairwise_sum(const double* a, std::size_t n) {
@@ -37,8 +39,13 @@ double pairwise_sum(const double* a, std::size_t n) {
 }  // namespace
 
 double numpy_sum(std::span<const double> values) {
-  // np.add.reduce starts from the identity 0.0 and adds the pairwise sum of all elements.
-  return 0.0 + pairwise_sum(values.data(), values.size());
+  // np.add.reduce starts from the identity 0.0; its iterator hands the inner loop at most one buffer
+  // (8192 elements) at a time, and each call adds the pairwise sum of its block to the running result.
+  double res = 0.0;
+  for (std::size_t i = 0; i < values.size(); i += kReduceBuffer) {
+    res += pairwise_sum(values.data() + i, std::min(kReduceBuffer, values.size() - i));
+  }
+  return res;
 }
 
 double numpy_mean(std::span<const double> values) {

@@ -6,9 +6,10 @@
 
 namespace servelab::metrics {
 
-/// numpy's float64 `np.add.reduce` (pairwise summation: sequential below 8 elements, 8 interleaved
-/// accumulators up to 128, recursive halving at a multiple of 8 above; numpy 1.24
-/// `loops_utils.h.src: DOUBLE_pairwise_sum`). Bit-identical to `np.sum` on a contiguous float64 array.
+/// numpy's float64 `np.add.reduce`: blocks of 8192 elements (the reduction's buffer size) added left to
+/// right, each block summed pairwise (sequential below 8 elements, 8 interleaved accumulators up to 128,
+/// recursive halving at a multiple of 8 above; numpy 1.24 `loops_utils.h.src: DOUBLE_pairwise_sum`).
+/// Bit-identical to `np.sum` of a 1-D float64 array (checked against numpy 1.24 up to 10^5 elements).
 /// Empty → 0.0. Thread-safety: pure.
 double numpy_sum(std::span<const double> values);
 

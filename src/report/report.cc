@@ -147,6 +147,7 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
   row_f(out, "Peak output tokens/s (by tokens):", m.max_output_tokens_per_s_by_tokens);
   summary_rows(out, "schedule lag", m.schedule_lag);
   row_f(out, "Max schedule lag (ms):", m.schedule_lag_max_ms);
+  if (run.max_concurrency) summary_rows(out, "client queue", m.client_queue);
   if (m.ttfct.count > 0) summary_rows(out, "TTFCT", m.ttfct);
   if (m.total_reasoning_tokens > 0) {
     row(out, "Reasoning tokens:", m.total_reasoning_tokens);
@@ -237,6 +238,7 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     ordered_json lag = summary_json(m.schedule_lag);
     lag["max_ms"] = m.schedule_lag_max_ms;
     x["schedule_lag"] = std::move(lag);
+    x["client_queue"] = summary_json(m.client_queue);
     x["ttfct"] = summary_json(m.ttfct);
     x["total_reasoning_tokens"] = m.total_reasoning_tokens;
     x["reasoning_requests"] = m.reasoning_requests;
@@ -251,11 +253,13 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     x["usage_mismatches"] = m.usage_mismatches;
     x["usage_mismatch_tokens"] = m.usage_mismatch_tokens;
     if (opts.save_detailed) {
-      ordered_json intended = ordered_json::array(), sent = ordered_json::array();
+      ordered_json intended = ordered_json::array(), dispatched = ordered_json::array();
+      ordered_json sent = ordered_json::array();
       ordered_json ttfcts = ordered_json::array(), kinds_per_request = ordered_json::array();
       ordered_json statuses = ordered_json::array(), reasoning = ordered_json::array();
       for (const auto& out : outputs) {
         intended.push_back(out.intended_send_time_s);
+        dispatched.push_back(out.dispatch_time_s);
         sent.push_back(out.send_time_s);
         ttfcts.push_back(out.ttfct_s);
         kinds_per_request.push_back(metrics::failure_kind_name(out.failure));
@@ -263,6 +267,7 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
         reasoning.push_back(out.reasoning_tokens);
       }
       x["intended_send_times"] = std::move(intended);
+      x["dispatch_times"] = std::move(dispatched);
       x["send_times"] = std::move(sent);
       x["ttfcts"] = std::move(ttfcts);
       x["failure_kinds"] = std::move(kinds_per_request);

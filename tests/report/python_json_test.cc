@@ -1,0 +1,137 @@
+// Python `repr(float)` / `json.dumps` formatting: fixed cases, a bulk comparison with CPython, and a
+// byte-exact round trip of a real `vllm bench serve` result file.
+#include "report/python_json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/paths.h"
+
+namespace servelab::report {
+namespace {
+
+TEST(PythonFloatRepr, FixedCases) {
+  EXPECT_EQ(python_float_repr(0.1), "0.1");
+  EXPECT_EQ(python_float_repr(1e-05), "1e-05");
+  EXPECT_EQ(python_float_repr(1e16), "1e+16");
+  EXPECT_EQ(python_float_repr(5.0), "5.0");
+  EXPECT_EQ(python_float_repr(123456789.123), "123456789.123");
+  EXPECT_EQ(python_float_repr(1e15), "1000000000000000.0");
+  EXPECT_EQ(python_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(python_float_repr(0.00012345), "0.00012345");
+  EXPECT_EQ(python_float_repr(1.5e-7), "1.5e-07");
+  EXPECT_EQ(python_float_repr(0.0), "0.0");
+  EXPECT_EQ(python_float_repr(-0.0), "-0.0");
+  EXPECT_EQ(python_float_repr(-2.5), "-2.5");
+  EXPECT_EQ(python_float_repr(2.5e100), "2.5e+100");
+  EXPECT_EQ(python_float_repr(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(python_float_repr(100.0), "100.0");
+  EXPECT_EQ(python_float_repr(1234567890123456789.0), "1.2345678901234568e+18");
+  EXPECT_EQ(python_float_repr(5e-324), "5e-324");
+  EXPECT_EQ(python_float_repr(1.7976931348623157e308), "1.7976931348623157e+308");
+  EXPECT_EQ(python_float_repr(9007199254740993.0), "9007199254740992.0");
+  EXPECT_EQ(python_float_repr(123456789012345.6), "123456789012345.6");
+  EXPECT_EQ(python_float_repr(1e22), "1e+22");
+  EXPECT_EQ(python_float_repr(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(python_float_repr(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(python_float_repr(std::nan("")), "nan");
+  EXPECT_EQ(python_json_float(std::numeric_limits<double>::infinity()), "Infinity");
+  EXPECT_EQ(python_json_float(-std::numeric_limits<double>::infinity()), "-Infinity");
+  EXPECT_EQ(python_json_float(std::nan("")), "NaN");
+  EXPECT_EQ(python_json_float(1e-05), "1e-05");
+}
+
+// 20,000 doubles with random bit patterns and random magnitudes, formatted by CPython and by us.
+TEST(PythonFloatRepr, MatchesCPythonOnRandomDoubles) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> exponent(-30, 30), mantissa(1, 10);
+  std::vector<double> values;
+  for (int i = 0; i < 10000; ++i) {
+    std::uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    if (std::isfinite(d)) values.push_back(d);
+    values.push_back(mantissa(rng) * std::pow(10.0, std::floor(exponent(rng))));
+  }
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("servelab_repr_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream f(path);
+    char buf[64];
+    for (double d : values) {
+      std::snprintf(buf, sizeof buf, "%a\n", d);
+      f << buf;
+    }
+  }
+  const std::string cmd = "/usr/bin/python3 -c \"import sys\nfor l in open(sys.argv[1]): "
+                          "print(repr(float.fromhex(l.strip())))\" '" + path.string() + "'";
+  std::string text;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << "python3 failed: " << cmd;
+  std::filesystem::remove(path);
+  std::istringstream lines(text);
+  std::string line;
+  std::size_t i = 0, mismatches = 0;
+  while (std::getline(lines, line)) {
+    ASSERT_LT(i, values.size());
+    if (python_float_repr(values[i]) != line && ++mismatches < 10) {
+      ADD_FAILURE() << "value " << i << ": python " << line << ", servelab " << python_float_repr(values[i]);
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, values.size());
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(PythonJsonDumps, SeparatorsAndTypes) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["b"] = nlohmann::ordered_json::array({1, 2.0, nullptr, true, nlohmann::ordered_json::object()});
+  j["a"] = nlohmann::ordered_json::array();
+  j["inf"] = std::numeric_limits<double>::infinity();
+  j["neg"] = -7;
+  j["big"] = 18446744073709551615ull;
+  EXPECT_EQ(python_json_dumps(j),
+            R"({"b": [1, 2.0, null, true, {}], "a": [], "inf": Infinity, "neg": -7, "big": 18446744073709551615})");
+}
+
+TEST(PythonJsonDumps, StringEscapesAsEnsureAscii) {
+  // json.dumps('a"b\\c\n\t\x01\x7f é 😀 /')
+  const std::string s = "a\"b\\c\n\t\x01\x7f \xc3\xa9 \xf0\x9f\x98\x80 /";
+  EXPECT_EQ(python_json_dumps(s), R"("a\"b\\c\n\t\u0001\u007f \u00e9 \ud83d\ude00 /")");
+  EXPECT_EQ(python_json_dumps(std::string("\r\b\f")), R"("\r\b\f")");
+  // Invalid UTF-8 (a lone continuation byte, a truncated sequence) becomes U+FFFD, never a crash.
+  EXPECT_EQ(python_json_dumps(std::string("x\x80y\xe2\x82")), R"("x\ufffdy\ufffd\ufffd")");
+}
+
+// Every line of a real `vllm bench serve --append-result` file re-serialises to the identical bytes.
+TEST(PythonJsonDumps, RealResultFileRoundTripsByteForByte) {
+  const auto path = common::data_dir() / "vllm_bench_serve_results_llmd_l40s.jsonl";
+  const std::string text = common::read_file(path);
+  std::istringstream lines(text);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::ordered_json::parse(line);
+    EXPECT_EQ(python_json_dumps(j), line) << path << " line " << count + 1;
+    ++count;
+  }
+  EXPECT_EQ(count, 9);
+}
+
+}  // namespace
+}  // namespace servelab::report
