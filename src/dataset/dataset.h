@@ -91,32 +91,43 @@ void validate_options(const DatasetOptions& options);
 /// Same options and tokenizer → the same requests on every run and machine.
 /// Throws std::runtime_error with the file path, record index and problem for a malformed dataset, the
 /// flag for a bad combination, and a clear message when no usable record remains.
+/// `warnings` (optional) receives vLLM's logged warnings (random/prefix_repetition total token mismatch
+/// after the decode/re-encode fix-up; sharegpt short of num_prompts with --no-oversample).
 /// Thread-safety: reentrant (no global state; each call owns its RNGs).
-std::vector<SampleRequest> sample_requests(const DatasetOptions& options,
-                                           const tokenizer::Tokenizer& tokenizer);
+std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const tokenizer::Tokenizer& tokenizer,
+                                           std::vector<std::string>* warnings = nullptr);
 
 // ---------------------------------------------------------------------------------------------------------
 // ShareGPT (vLLM ShareGPTDataset)
 
-/// The two texts vLLM uses from a ShareGPT record: conversations[0].value and conversations[1].value.
-struct PromptCompletion {
-  std::string_view prompt;
-  std::string_view completion;
-};
+namespace detail {
+struct ShareGptStorage;
+}
 
-/// A ShareGPT file loaded with simdjson, holding only records with a `conversations` array of ≥ 2 items
-/// (vLLM's filter), in file order. The views point into storage owned by this object (cheap to copy,
-/// immutable). Thread-safety: immutable after load; const access from any thread.
-struct ShareGptFile {
-  std::filesystem::path path;
-  std::size_t num_records = 0;               ///< top-level array elements in the file
-  std::vector<PromptCompletion> pairs;       ///< usable records (≥ 2 turns), file order
-  std::vector<std::size_t> record_index;     ///< pairs[i] came from top-level element record_index[i]
-  std::shared_ptr<const void> storage;       ///< keeps the views alive
+/// A ShareGPT file loaded with simdjson on-demand, holding only records with a `conversations` array of
+/// ≥ 2 items (vLLM's filter), in file order. Only positions of conversations[0].value and
+/// conversations[1].value are kept; their text is unescaped on access (so loading never copies the text).
+/// Value type, cheap to copy (shared immutable storage).
+/// Thread-safety: immutable after load; const member functions may be called from any thread.
+class ShareGptFile {
+ public:
+  const std::filesystem::path& path() const;
+  /// Top-level array elements in the file.
+  std::size_t num_records() const;
+  /// Usable records (conversations with ≥ 2 turns).
+  std::size_t size() const;
+  /// Index in the file's top-level array of usable record `i`.
+  std::size_t record_index(std::size_t i) const;
+  /// conversations[0].value / conversations[1].value of usable record `i`, JSON-unescaped. A lone UTF-16
+  /// surrogate escape (which Python keeps but no tokenizer accepts) becomes U+FFFD. Throws
+  /// std::runtime_error (path + record index) for an invalid escape.
+  std::string prompt(std::size_t i) const;
+  std::string completion(std::size_t i) const;
+
+  std::shared_ptr<const detail::ShareGptStorage> storage;
 };
 
 /// Loads a ShareGPT JSON file (top-level array of {"conversations": [{"value": str, ...}, ...], ...}).
-/// Streams the file with simdjson on-demand; only the first two turns' values are materialised.
 /// Records without `conversations` or with fewer than 2 turns are skipped (as vLLM does).
 /// Throws std::runtime_error (path + record index + problem): unreadable file, invalid JSON, top level not
 /// an array, a record that is not an object, `conversations` not an array, turn 0/1 not an object or with

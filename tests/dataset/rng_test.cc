@@ -1,6 +1,7 @@
 // Bit-exactness of the CPython/numpy RNG re-implementations. Expected values were computed with CPython
 // 3.11 (`random`) and numpy 1.24 (/usr/bin/python3); the subprocess tests re-run the oracles when present.
 #include "dataset/rng.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,27 @@ TEST(NumpyRandomState, LegacyRandintAndRandomSampleMatchNumpy) {
   for (int i = 0; i < 5; ++i) got.push_back(rng.randint(0, 129280));
   EXPECT_EQ(got, (std::vector<std::int64_t>{68268, 43567, 42613, 117952, 45891}));
   EXPECT_DOUBLE_EQ(rng.random_sample(), 0.8579456176227568);
+}
+
+TEST(PythonRandom, ShuffleAndChoiceMatchCPythonSubprocess) {
+  // For each seed: shuffles of every size, then 200 random.choice picks from 94145 items (the size of the
+  // filtered ShareGPT V3 file) after re-seeding.
+  const std::vector<std::int64_t> seeds = {0, 1, 7, 2024, 4294967297LL, 123456789012345LL};
+  const std::vector<int> sizes = {1, 2, 5, 100, 1000, 65537};
+  const auto want = testing::run_oracle("python3", "shuffle_many 0,1,7,2024,4294967297,123456789012345 "
+                                                   "1,2,5,100,1000,65537");
+  if (!want) GTEST_SKIP() << "python3 not available";
+  ASSERT_EQ(want->size(), seeds.size() * (sizes.size() + 1));
+  std::size_t k = 0;
+  for (std::int64_t seed : seeds) {
+    for (int n : sizes) {
+      ASSERT_EQ(shuffled(seed, n), (*want)[k++].get<std::vector<int>>()) << "seed " << seed << " n " << n;
+    }
+    PythonRandom rng(seed);
+    std::vector<std::size_t> got;
+    for (int i = 0; i < 200; ++i) got.push_back(rng.choice_index(94145));
+    EXPECT_EQ(got, (*want)[k++].get<std::vector<std::size_t>>()) << "seed " << seed;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// sample_requests(): dispatch to the dataset samplers with a real tokenizer; custom-dataset chat rendering;
+// exchange lengths of real conversations.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "dataset/dataset.h"
+#include "dataset/synthetic.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::dataset {
+
+namespace {
+
+detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
+  detail::TokenizerOps ops;
+  ops.encode = [&tok](std::string_view text, bool add_special) { return tok.encode(text, add_special); };
+  ops.decode = [&tok](const std::vector<std::int32_t>& ids) { return tok.decode(ids, false); };
+  ops.vocab_size = tok.vocab_size();
+  ops.num_special_tokens_to_add = tok.num_special_tokens_to_add();
+  ops.special_ids = tok.special_ids();
+  return ops;
+}
+
+/// transformers apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+/// tokenize=False) for the templates servelab can render without a Jinja engine.
+std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string_view prompt) {
+  const std::string& tmpl = tok.chat_template();
+  if (tmpl.empty()) {
+    throw std::runtime_error(
+        "custom dataset: the tokenizer has no chat_template (tokenizer_config.json), so the prompt cannot be "
+        "rendered as a chat; pass --skip-chat-template to send the raw prompt");
+  }
+  // DeepSeek-V3 template (tokenizer_config.json of deepseek-ai/DeepSeek-V3*): for one user message with
+  // add_generation_prompt it renders {bos_token}<｜User｜>{content}<｜Assistant｜>.
+  static constexpr std::string_view kUserPart = "{{'<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content']}}";
+  static constexpr std::string_view kGenPart =
+      "{% if add_generation_prompt and not ns.is_tool %}{{'<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>'}}{% endif %}";
+  static constexpr std::string_view kBosPart = "{{bos_token}}{{ns.system_prompt}}";
+  if (tmpl.find(kUserPart) != std::string::npos && tmpl.find(kGenPart) != std::string::npos &&
+      tmpl.find(kBosPart) != std::string::npos) {
+    std::string bos;
+    if (auto id = tok.bos_id()) {
+      if (auto text = tok.id_to_token(*id)) bos = *text;
+    }
+    return bos + "<\xEF\xBD\x9CUser\xEF\xBD\x9C>" + std::string(prompt) + "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+  }
+  throw std::runtime_error(
+      "custom dataset: servelab renders only the DeepSeek-V3 chat template without a Jinja engine; this "
+      "tokenizer's chat_template is different. Pass --skip-chat-template to send the raw prompt");
+}
+
+}  // namespace
+
+std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const tokenizer::Tokenizer& tok,
+                                           std::vector<std::string>* warnings) {
+  const DatasetOptions o = resolve_length_aliases(options);
+  validate_options(o);
+  auto count_tokens = [&tok](std::string_view text) { return static_cast<int>(tok.encode(text, true).size()); };
+  auto warn_mismatch = [&](long long mismatch, std::string_view name) {
+    if (mismatch != 0 && warnings) {
+      warnings->push_back(fmt::format(
+          "{}: across all generated prompts there were {} {} tokens than requested (decode/re-encode did not "
+          "converge within 10 retries)",
+          name, mismatch > 0 ? mismatch : -mismatch, mismatch > 0 ? "more" : "fewer"));
+    }
+  };
+  if (o.dataset_name == "sharegpt") {
+    const ShareGptFile file = load_sharegpt_file(*o.dataset_path);
+    std::vector<SampleRequest> out = sample_sharegpt(file, o, count_tokens);
+    if (warnings && static_cast<int>(out.size()) < o.num_prompts) {
+      warnings->push_back(fmt::format("sharegpt: only {} of {} requested prompts pass the filters (--no-oversample)",
+                                      out.size(), o.num_prompts));
+    }
+    return out;
+  }
+  if (o.dataset_name == "random") {
+    long long mismatch = 0;
+    auto out = detail::sample_random(o, make_ops(tok), &mismatch);
+    warn_mismatch(mismatch, "random");
+    return out;
+  }
+  if (o.dataset_name == "prefix_repetition") {
+    long long mismatch = 0;
+    auto out = detail::sample_prefix_repetition(o, make_ops(tok), &mismatch);
+    warn_mismatch(mismatch, "prefix_repetition");
+    return out;
+  }
+  if (o.dataset_name == "custom") {
+    const auto rows = detail::load_custom_rows(*o.dataset_path);
+    return detail::sample_custom(
+        rows, o, count_tokens, [&tok](std::string_view p) { return render_single_user_chat(tok, p); },
+        *o.dataset_path);
+  }
+  throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));
+}
+
+std::vector<ExchangeLengths> exchange_lengths(const std::vector<Conversation>& conversations,
+                                              const tokenizer::Tokenizer& tok) {
+  std::vector<ExchangeLengths> out;
+  for (const Conversation& c : conversations) {
+    for (std::size_t t = 0; t + 1 < c.turns.size(); ++t) {
+      if (c.turns[t].from != "human" || c.turns[t + 1].from != "gpt") continue;
+      ExchangeLengths e;
+      e.conversation_id = c.id;
+      e.turn_index = static_cast<int>(t);
+      e.prompt_len = static_cast<int>(tok.encode(c.turns[t].value, true).size());
+      e.reply_len = static_cast<int>(tok.encode(c.turns[t + 1].value, true).size());
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+}  // namespace servelab::dataset

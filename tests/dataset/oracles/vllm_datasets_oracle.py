@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Oracle for tests/dataset: vLLM's dataset sampling logic (vllm/benchmarks/datasets.py, 0.13) over a fake
+tokenizer, printing JSON. Run with Debian's /usr/bin/python3 (numpy) for `random`/`prefix_repetition`;
+`sharegpt`, `shuffle`, `choice` need only the stdlib.
+
+Fake tokenizer (same as FakeTokenizer in dataset_test.cc): ids 0..vocab-1; decode(ids) = concatenation of
+"t<id> " for ids not divisible by 7 (ids % 7 == 0 decode to nothing); encode(text) = the ids of the
+"t<id>" words; special ids {0, 1}; num_special_tokens_to_add = 1; counting for sharegpt = UTF-8 bytes // 4 + 1
+(a BOS)."""
+import json
+import random
+import sys
+
+VOCAB = 1000
+SPECIAL = [0, 1]
+
+
+def decode(ids):
+    return "".join(f"t{i} " for i in ids if i % 7 != 0)
+
+
+def encode(text):
+    return [int(w[1:]) for w in text.split()]
+
+
+def fixer(tokens, target, draw, max_retry=10):
+    remain = max_retry
+    mismatch = 0
+    while True:
+        prompt = decode(tokens)
+        tokens = encode(prompt)
+        if remain <= 0:
+            if len(tokens) != target:
+                mismatch = len(tokens) - target
+            break
+        if len(tokens) == target:
+            break
+        elif len(tokens) < target:
+            tokens.extend(draw(target - len(tokens)))
+        else:
+            tokens = tokens[:target]
+        remain -= 1
+    return prompt, tokens, mismatch
+
+
+def random_dataset(seed, n, input_len, output_len, r_in, r_out, prefix_len):
+    import math
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    real = max(0, input_len - 1)
+    ilo, ihi = math.floor(real * (1 - r_in)), math.ceil(real * (1 + r_in))
+    olo, ohi = max(1, math.floor(output_len * (1 - r_out))), max(1, math.ceil(output_len * (1 + r_out)))
+    input_lens = rng.integers(ilo, ihi + 1, size=n)
+    output_lens = rng.integers(olo, ohi + 1, size=n)
+    offsets = rng.integers(0, VOCAB, size=n)
+    allowed = np.array(sorted(set(range(VOCAB)) - set(SPECIAL)))
+    draw = lambda k: rng.integers(0, VOCAB, size=k).tolist()
+    prefix = []
+    if prefix_len > 0:
+        prefix = allowed[rng.integers(0, len(allowed), size=prefix_len)].tolist()
+        _, prefix, _ = fixer(prefix, prefix_len, draw)
+    out = []
+    for i in range(n):
+        inner = allowed[(offsets[i] + i + np.arange(input_lens[i])) % len(allowed)].tolist()
+        prompt, toks, _ = fixer(prefix + inner, prefix_len + int(input_lens[i]), draw)
+        out.append([prompt, len(toks), int(output_lens[i])])
+    return out
+
+
+def prefix_repetition(seed, n, prefix_len, suffix_len, num_prefixes, output_len):
+    import numpy as np
+    random.seed(seed)
+    np.random.seed(seed)
+    draw = lambda k: np.random.randint(0, VOCAB, size=k).tolist()
+    out = []
+    per, rem = divmod(n, num_prefixes)
+    for p in range(num_prefixes):
+        _, prefix, _ = fixer(draw(prefix_len), prefix_len, draw)
+        for _ in range(per + (1 if p < rem else 0)):
+            _, suffix, _ = fixer(draw(suffix_len), suffix_len, draw)
+            combined = prefix + suffix
+            out.append([decode(combined), len(combined), output_len])
+    random.shuffle(out)
+    return out
+
+
+def count(text):
+    return len(text.encode("utf-8")) // 4 + 1
+
+
+def sharegpt(path, seed, n, fixed_output, shuffle=True, oversample=True):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    idx = [i for i, e in enumerate(data) if "conversations" in e and len(e["conversations"]) >= 2]
+    random.seed(seed)
+    if shuffle:
+        random.shuffle(idx)
+    samples = []
+    for i in idx:
+        if len(samples) >= n:
+            break
+        conv = data[i]["conversations"]
+        pl = count(conv[0]["value"])
+        ol = fixed_output if fixed_output is not None else count(conv[1]["value"])
+        ok = not (pl < 4 or (fixed_output is None and ol < 4) or pl > 1024 or pl + ol > 2048)
+        if ok:
+            samples.append([i, pl, ol, str(len(samples))])
+    if oversample and len(samples) < n:
+        random.seed(seed)
+        base = list(samples)
+        for k in range(n - len(base)):
+            s = list(random.choice(base))
+            s[3] = str(len(base) + k)
+            samples.append(s)
+    return samples
+
+
+def main():
+    kind = sys.argv[1]
+    a = sys.argv[2:]
+    if kind == "shuffle":
+        seed, n = int(a[0]), int(a[1])
+        random.seed(seed)
+        v = list(range(n))
+        random.shuffle(v)
+        print(json.dumps(v))
+    elif kind == "shuffle_many":  # seeds (comma list), sizes (comma list)
+        out = []
+        for seed in map(int, a[0].split(",")):
+            for n in map(int, a[1].split(",")):
+                random.seed(seed)
+                v = list(range(n))
+                random.shuffle(v)
+                out.append(v)
+            random.seed(seed)
+            out.append([random.choice(range(94145)) for _ in range(200)])
+        print(json.dumps(out))
+    elif kind == "choice":
+        seed, n, k = int(a[0]), int(a[1]), int(a[2])
+        random.seed(seed)
+        print(json.dumps([random.choice(range(n)) for _ in range(k)]))
+    elif kind == "random":
+        print(json.dumps(random_dataset(int(a[0]), int(a[1]), int(a[2]), int(a[3]), float(a[4]), float(a[5]), int(a[6]))))
+    elif kind == "prefix_repetition":
+        print(json.dumps(prefix_repetition(*map(int, a))))
+    elif kind == "sharegpt":
+        fixed = None if a[3] == "none" else int(a[3])
+        print(json.dumps(sharegpt(a[0], int(a[1]), int(a[2]), fixed)))
+    else:
+        sys.exit(f"unknown oracle {kind}")
+
+
+if __name__ == "__main__":
+    main()
