@@ -45,6 +45,9 @@ LatencySummary summarize_s(std::vector<double> values_s, const std::vector<doubl
   return s;
 }
 
+// Longest run the per-second peak buckets accept (30 days); longer means mixed clocks, not a benchmark.
+constexpr double kMaxPeakSpanS = 30.0 * 24 * 3600;
+
 std::size_t kind_index(FailureKind kind) {
   const auto i = static_cast<std::size_t>(kind);
   return i < kFailureKindCount ? i : 0;
@@ -142,6 +145,16 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
       throw std::invalid_argument("compute_metrics: percentile " + std::to_string(p) + " outside [0, 100]");
     }
   }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const RequestOutput& out = outputs[i];
+    if (!out.success) continue;
+    bool finite = std::isfinite(out.send_time_s) && std::isfinite(out.ttft_s) && std::isfinite(out.latency_s);
+    for (double g : out.itl_s) finite = finite && std::isfinite(g);
+    if (!finite) {
+      throw std::invalid_argument("compute_metrics: request " + std::to_string(i) +
+                                  " (id '" + out.request_id + "') has a non-finite send time, TTFT, ITL or latency");
+    }
+  }
   BenchmarkMetrics m;
   m.duration_s = duration_s;
   m.input_lens.reserve(outputs.size());
@@ -224,6 +237,11 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
       max_end = std::max(max_end, out.send_time_s + out.latency_s);
     }
     const double span_s = std::ceil(max_end - min_start);
+    if (span_s > kMaxPeakSpanS) {
+      throw std::invalid_argument("compute_metrics: successful requests span " + std::to_string(span_s) +
+                                  " s from first send to last completion; send times must share one clock "
+                                  "(seconds since the benchmark start)");
+    }
     const auto buckets = static_cast<std::size_t>(std::max(0.0, span_s)) + 1;
     std::vector<double> chunks_per_s(buckets, 0.0), tokens_per_s(buckets, 0.0);
     std::vector<int> active_per_s(buckets, 0);

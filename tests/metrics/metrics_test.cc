@@ -1,6 +1,7 @@
 // compute_metrics against hand-computed per-request timings (every reported number), plus the flag parsers.
 #include "metrics/metrics.h"
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -207,6 +208,25 @@ TEST(ComputeMetrics, RejectsBadDurationAndPercentile) {
   MetricsOptions bad;
   bad.percentiles = {101};
   EXPECT_THROW(compute_metrics(outputs, 1.0, bad), std::invalid_argument);
+}
+
+TEST(ComputeMetrics, RejectsNonFiniteTimesAndMixedClocks) {
+  auto outputs = scenario();
+  outputs[2].itl_s[1] = std::numeric_limits<double>::quiet_NaN();
+  outputs[2].request_id = "bench-7";
+  try {
+    compute_metrics(outputs, 10.0, MetricsOptions{});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("request 2 (id 'bench-7')"), std::string::npos) << e.what();
+  }
+  outputs = scenario();
+  outputs[1].send_time_s = 1.7e9;  // an epoch timestamp among benchmark-relative ones
+  EXPECT_THROW(compute_metrics(outputs, 10.0, MetricsOptions{}), std::invalid_argument);
+  // A failed request's garbage timings are ignored, as vLLM ignores them.
+  outputs = scenario();
+  outputs[3].latency_s = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(compute_metrics(outputs, 10.0, MetricsOptions{}).completed, 3);
 }
 
 TEST(ParseFlags, Goodput) {
