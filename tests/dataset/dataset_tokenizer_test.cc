@@ -1,0 +1,184 @@
+// sample_requests() end to end with the real DeepSeek-V3 and GPT-2 tokenizers: exact random-prompt lengths
+// after the decode/re-encode fix-up, BOS-inclusive ShareGPT lengths, the DeepSeek chat template of the
+// custom dataset, prefix_repetition and real reply lengths of the ShareGPT-form files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "common/paths.h"
+#include "dataset/dataset.h"
+#include "dataset/rng.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::dataset {
+namespace {
+
+const tokenizer::Tokenizer& deepseek() {
+  static const tokenizer::Tokenizer t = tokenizer::load_tokenizer("deepseek-ai/DeepSeek-V3");
+  return t;
+}
+
+const tokenizer::Tokenizer& gpt2() {
+  static const tokenizer::Tokenizer t = tokenizer::Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json");
+  return t;
+}
+
+TEST(RandomWithTokenizer, DeepSeekPromptsReEncodeToExactlyTheirTargetLength) {
+  DatasetOptions o;
+  o.num_prompts = 40;
+  o.random_input_len = 300;
+  o.random_output_len = 64;
+  o.random_range_ratio = {0.5, 0.25};
+  o.random_prefix_len = 20;
+  o.seed = 0;
+  o.request_id_prefix = "bench-1234abcd-";
+  ASSERT_EQ(deepseek().num_special_tokens_to_add(), 1u);
+  std::vector<std::string> warnings;
+  const auto got = sample_requests(o, deepseek(), &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  // The target lengths are numpy's draws: real input 299 → [149, 449]; output [48, 80].
+  NumpyGenerator rng(0);
+  const auto input_lens = rng.integers(149, 450, 40);
+  const auto output_lens = rng.integers(48, 81, 40);
+  ASSERT_EQ(got.size(), 40u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const auto ids = deepseek().encode(got[i].prompt, false);
+    EXPECT_EQ(static_cast<std::int64_t>(ids.size()), 20 + input_lens[i]) << i;
+    EXPECT_EQ(got[i].prompt_len, static_cast<int>(ids.size())) << i;
+    EXPECT_EQ(got[i].expected_output_len, output_lens[i]) << i;
+    EXPECT_EQ(got[i].request_id, "bench-1234abcd-" + std::to_string(i));
+  }
+  // Same seed, same prompts; another seed, other prompts.
+  const auto again = sample_requests(o, deepseek());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(again[i].prompt, got[i].prompt);
+  o.seed = 1;
+  EXPECT_NE(sample_requests(o, deepseek())[0].prompt, got[0].prompt);
+}
+
+TEST(RandomWithTokenizer, Gpt2HasNoSpecialTokensToAddAndExcludesEndOfText) {
+  DatasetOptions o;
+  o.num_prompts = 20;
+  o.random_input_len = 128;
+  o.random_output_len = 16;
+  ASSERT_EQ(gpt2().num_special_tokens_to_add(), 0u);
+  for (const auto& r : sample_requests(o, gpt2())) {
+    const auto ids = gpt2().encode(r.prompt, false);
+    EXPECT_EQ(ids.size(), 128u);  // no BOS to subtract, range ratio 0
+    EXPECT_EQ(r.prompt_len, 128);
+    EXPECT_EQ(r.expected_output_len, 16);
+  }
+}
+
+TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
+  DatasetOptions o;
+  o.dataset_name = "sharegpt";
+  o.dataset_path = (common::data_dir() / "sharegpt_pairs_sample.json").string();
+  o.num_prompts = 30;
+  o.no_oversample = true;
+  const ShareGptFile file = load_sharegpt_file(*o.dataset_path);
+  const auto got = sample_requests(o, deepseek());
+  ASSERT_FALSE(got.empty());
+  for (const auto& r : got) {
+    const auto ids = deepseek().encode(r.prompt, true);
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids.front(), 0);  // <｜begin▁of▁sentence｜>
+    EXPECT_EQ(r.prompt_len, static_cast<int>(ids.size()));
+    EXPECT_EQ(r.prompt_len, static_cast<int>(deepseek().encode(r.prompt, false).size()) + 1);
+    EXPECT_TRUE(is_valid_sharegpt_sequence(r.prompt_len, r.expected_output_len, false));
+    bool found = false;
+    for (std::size_t i = 0; i < file.size() && !found; ++i) {
+      if (file.prompt(i) == r.prompt) {
+        found = true;
+        EXPECT_EQ(r.expected_output_len, static_cast<int>(deepseek().encode(file.completion(i), true).size()));
+      }
+    }
+    EXPECT_TRUE(found);
+  }
+  // vLLM's picks for seed 0, computed outside servelab: CPython random.seed(0)+shuffle of the 50 records,
+  // lengths from HF `tokenizers` (npm 0.23.2, DeepSeek-V3 tokenizer.json, +1 for the BOS that
+  // LlamaTokenizerFast adds), vLLM's 4/1024/2048 filters. {record, prompt_len, output_len}:
+  const int want[][3] = {{1, 1021, 397}, {14, 1006, 767}, {36, 1015, 687}, {12, 1011, 133},
+                         {0, 1005, 238}, {27, 1001, 5},   {47, 1001, 89},  {7, 986, 127},
+                         {33, 1001, 9},  {34, 1001, 521}, {49, 1001, 5},   {5, 1001, 89}};
+  for (std::size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(got[i].prompt, file.prompt(static_cast<std::size_t>(want[i][0]))) << i;
+    EXPECT_EQ(got[i].prompt_len, want[i][1]) << i;
+    EXPECT_EQ(got[i].expected_output_len, want[i][2]) << i;
+  }
+  EXPECT_EQ(got.size(), 30u);  // 35 of the 50 pass the filters
+}
+
+TEST(ShareGptWithTokenizer, FirstTurnOnlyFileGivesAClearError) {
+  DatasetOptions o;
+  o.dataset_name = "sharegpt";
+  o.dataset_path = (common::data_dir() / "sharegpt_v3_first_turn_1000.json").string();
+  try {
+    sample_requests(o, deepseek());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 2 turns"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CustomWithTokenizer, DeepSeekChatTemplateAndDoubleBos) {
+  const auto path = std::filesystem::temp_directory_path() / "servelab_dataset_custom_ds.jsonl";
+  std::ofstream(path) << "{\"prompt\": \"Hello there\", \"output_tokens\": 9}\n";
+  DatasetOptions o;
+  o.dataset_name = "custom";
+  o.dataset_path = path.string();
+  o.num_prompts = 1;
+  o.custom_output_len = -1;
+  const auto got = sample_requests(o, deepseek());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].prompt,
+            "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C><\xEF\xBD\x9CUser\xEF\xBD\x9C>Hello "
+            "there<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+  const auto ids = deepseek().encode(got[0].prompt, true);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_EQ(ids[0], 0);  // BOS added by the tokenizer ...
+  EXPECT_EQ(ids[1], 0);  // ... and the template's own BOS text, as vLLM counts it
+  EXPECT_EQ(got[0].prompt_len, static_cast<int>(ids.size()));
+  EXPECT_EQ(got[0].expected_output_len, 9);
+  // GPT-2 has no chat template: a clear error unless --skip-chat-template.
+  EXPECT_THROW(sample_requests(o, gpt2()), std::runtime_error);
+  o.skip_chat_template = true;
+  EXPECT_EQ(sample_requests(o, gpt2())[0].prompt, "Hello there");
+}
+
+TEST(PrefixRepetitionWithTokenizer, SharedPrefixesExactLengths) {
+  DatasetOptions o;
+  o.dataset_name = "prefix_repetition";
+  o.num_prompts = 12;
+  o.prefix_repetition_prefix_len = 64;
+  o.prefix_repetition_suffix_len = 32;
+  o.prefix_repetition_num_prefixes = 3;
+  const auto got = sample_requests(o, deepseek());
+  ASSERT_EQ(got.size(), 12u);
+  std::map<std::string, int> per_prefix;
+  for (const auto& r : got) {
+    EXPECT_EQ(r.prompt_len, 96);
+    EXPECT_TRUE(r.request_id.empty());
+    const auto ids = deepseek().encode(r.prompt, false);
+    EXPECT_NEAR(static_cast<double>(ids.size()), 96.0, 4.0);  // decode of a token concatenation may re-merge
+    per_prefix[deepseek().decode(std::vector<tokenizer::TokenId>(ids.begin(), ids.begin() + 16))]++;
+  }
+  EXPECT_EQ(per_prefix.size(), 3u);
+  for (const auto& [k, n] : per_prefix) EXPECT_EQ(n, 4);
+}
+
+TEST(Conversations, ExchangeLengthsOfRealReplies) {
+  const auto mt = load_conversations(common::data_dir() / "mt_bench_answer_gpt-4.sharegpt.json");
+  const auto lengths = exchange_lengths(mt, deepseek());
+  ASSERT_EQ(lengths.size(), 160u);  // 80 conversations x 2 human→gpt exchanges
+  EXPECT_EQ(lengths[0].turn_index, 0);
+  EXPECT_EQ(lengths[1].turn_index, 2);
+  EXPECT_EQ(lengths[0].reply_len, static_cast<int>(deepseek().encode(mt[0].turns[1].value, true).size()));
+  for (const auto& e : lengths) {
+    EXPECT_GE(e.prompt_len, 2);
+    EXPECT_GE(e.reply_len, 2);
+  }
+}
+
+}  // namespace
+}  // namespace servelab::dataset
