@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include <boost/beast/http/basic_parser.hpp>
@@ -17,7 +18,8 @@ class ResponseParser : public boost::beast::http::basic_parser<false> {
  public:
   explicit ResponseParser(Sink* sink) : sink_(sink) {
     eager(true);
-    body_limit(boost::none);
+    // Not boost::none: Beast 1.74 compares `len_ > body_limit_` with an empty optional as "exceeded".
+    body_limit(std::numeric_limits<std::uint64_t>::max());
     header_limit(64 * 1024);
   }
 
