@@ -89,7 +89,8 @@ std::vector<double> parse_metric_percentiles(std::string_view csv) {
     const auto v = parse_double(part);
     if (!v) throw std::invalid_argument("--metric-percentiles: '" + std::string(part) + "' is not a number");
     if (!(*v >= 0.0 && *v <= 100.0)) {
-      throw std::invalid_argument("--metric-percentiles: " + std::string(trim(part)) + " is outside [0, 100]");
+      throw std::invalid_argument("--metric-percentiles: " + std::string(trim(part)) +
+                                  " is outside [0, 100]");
     }
     out.push_back(*v);
     if (comma == std::string_view::npos) break;
@@ -151,8 +152,8 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
     bool finite = std::isfinite(out.send_time_s) && std::isfinite(out.ttft_s) && std::isfinite(out.latency_s);
     for (double g : out.itl_s) finite = finite && std::isfinite(g);
     if (!finite) {
-      throw std::invalid_argument("compute_metrics: request " + std::to_string(i) +
-                                  " (id '" + out.request_id + "') has a non-finite send time, TTFT, ITL or latency");
+      throw std::invalid_argument("compute_metrics: request " + std::to_string(i) + " (id '" +
+                                  out.request_id + "') has a non-finite send time, TTFT, ITL or latency");
     }
   }
   BenchmarkMetrics m;

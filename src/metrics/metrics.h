@@ -81,27 +81,27 @@ struct LatencySummary {
 /// The result of compute_metrics. Fields before "servelab extras" are vLLM 0.13's BenchmarkMetrics.
 struct BenchmarkMetrics {
   // ---- vLLM 0.13 ----
-  int completed = 0;                   ///< successful requests
-  int failed = 0;                      ///< failed requests
-  std::int64_t total_input = 0;        ///< input tokens over successful requests
-  std::int64_t total_output = 0;       ///< output tokens over successful requests
-  double request_throughput = 0.0;     ///< completed / duration, req/s
+  int completed = 0;                      ///< successful requests
+  int failed = 0;                         ///< failed requests
+  std::int64_t total_input = 0;           ///< input tokens over successful requests
+  std::int64_t total_output = 0;          ///< output tokens over successful requests
+  double request_throughput = 0.0;        ///< completed / duration, req/s
   std::optional<double> request_goodput;  ///< good requests / duration, req/s; nullopt without SLOs
-  double output_throughput = 0.0;      ///< total_output / duration, tok/s
-  double total_token_throughput = 0.0; ///< (total_input + total_output) / duration, tok/s
-  LatencySummary ttft;                 ///< time to first token (first chunk with `choices`)
-  LatencySummary tpot;                 ///< (latency - ttft) / (output_tokens - 1), requests with > 1 token
-  LatencySummary itl;                  ///< all per-chunk gaps of all successful requests, pooled
-  LatencySummary e2el;                 ///< end-to-end latency
+  double output_throughput = 0.0;         ///< total_output / duration, tok/s
+  double total_token_throughput = 0.0;    ///< (total_input + total_output) / duration, tok/s
+  LatencySummary ttft;                    ///< time to first token (first chunk with `choices`)
+  LatencySummary tpot;                    ///< (latency - ttft) / (output_tokens - 1), requests with > 1 token
+  LatencySummary itl;                     ///< all per-chunk gaps of all successful requests, pooled
+  LatencySummary e2el;                    ///< end-to-end latency
   /// Max over 1-s buckets (bucket = int(t - t0), t0 = first successful send) of chunk arrival counts,
   /// tok/s. vLLM 0.13 method: counts chunks, not tokens (vLLM issue #37666).
   double max_output_tokens_per_s = 0.0;
   /// Max over 1-s buckets of requests active in that second, end second inclusive (vLLM 0.13 method;
   /// overcounts at second boundaries, vLLM issue #56653).
   int max_concurrent_requests = 0;
-  double duration_s = 0.0;             ///< benchmark duration used for the rates, s
-  std::vector<int> input_lens;         ///< per request (input order), tokens; as `--save-detailed` input_lens
-  std::vector<int> output_lens;        ///< per request, tokens; 0 for failures (vLLM actual_output_lens)
+  double duration_s = 0.0;       ///< benchmark duration used for the rates, s
+  std::vector<int> input_lens;   ///< per request (input order), tokens; as `--save-detailed` input_lens
+  std::vector<int> output_lens;  ///< per request, tokens; 0 for failures (vLLM actual_output_lens)
 
   // ---- servelab extras (not in vLLM) ----
   /// Exact peak concurrency: sweep line over [send, send+latency) of successful requests, departures
@@ -118,12 +118,12 @@ struct BenchmarkMetrics {
   /// Client-side queueing under `--max-concurrency`: send_time_s - dispatch_time_s over successes, ms
   /// (newer vLLM's client_queue_time; excluded from TTFT/E2EL as in vLLM).
   LatencySummary client_queue;
-  LatencySummary ttfct;                 ///< time to first content/reasoning text, successes having one
+  LatencySummary ttfct;                     ///< time to first content/reasoning text, successes having one
   std::int64_t total_reasoning_tokens = 0;  ///< sum of reasoning_tokens over successes
   int reasoning_requests = 0;               ///< successes with reasoning_tokens > 0
   std::array<int, kFailureKindCount> failures_by_kind{};  ///< index = FailureKind; [kNone] stays 0
-  int usage_compared = 0;               ///< successes having both usage and tokenizer output counts
-  int usage_mismatches = 0;             ///< ... of which the two counts differ
+  int usage_compared = 0;                  ///< successes having both usage and tokenizer output counts
+  int usage_mismatches = 0;                ///< ... of which the two counts differ
   std::int64_t usage_mismatch_tokens = 0;  ///< sum of |usage - tokenizer| over mismatches
 };
 

@@ -10,8 +10,8 @@
 namespace servelab::metrics {
 namespace {
 
-constexpr std::size_t kPairwiseBlock = 128;   // numpy PW_BLOCKSIZE
-constexpr std::size_t kReduceBuffer = 8192;   // numpy NPY_BUFSIZE: reduction inner-loop chunk
+constexpr std::size_t kPairwiseBlock = 128;  // numpy PW_BLOCKSIZE
+constexpr std::size_t kReduceBuffer = 8192;  // numpy NPY_BUFSIZE: reduction inner-loop chunk
 
 // numpy DOUBLE_pairwise_sum, unit stride.
 double pairwise_sum(const double* a, std::size_t n) {

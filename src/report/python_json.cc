@@ -123,14 +123,36 @@ void append_string(std::string& out, std::string_view s) {
       continue;
     }
     switch (c) {
-      case '"': out.append("\\\""); ++i; continue;
-      case '\\': out.append("\\\\"); ++i; continue;
-      case '\n': out.append("\\n"); ++i; continue;
-      case '\r': out.append("\\r"); ++i; continue;
-      case '\t': out.append("\\t"); ++i; continue;
-      case '\b': out.append("\\b"); ++i; continue;
-      case '\f': out.append("\\f"); ++i; continue;
-      default: break;
+      case '"':
+        out.append("\\\"");
+        ++i;
+        continue;
+      case '\\':
+        out.append("\\\\");
+        ++i;
+        continue;
+      case '\n':
+        out.append("\\n");
+        ++i;
+        continue;
+      case '\r':
+        out.append("\\r");
+        ++i;
+        continue;
+      case '\t':
+        out.append("\\t");
+        ++i;
+        continue;
+      case '\b':
+        out.append("\\b");
+        ++i;
+        continue;
+      case '\f':
+        out.append("\\f");
+        ++i;
+        continue;
+      default:
+        break;
     }
     const char32_t cp = decode_utf8(s, i);
     if (cp >= 0x10000) {

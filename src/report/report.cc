@@ -218,7 +218,8 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
   j["max_concurrent_requests"] = m.max_concurrent_requests;
   if (!run.rps_change_events.empty()) {
     ordered_json events = ordered_json::array();
-    for (const auto& e : run.rps_change_events) events.push_back({{"rps", e.rps}, {"timestamp", e.timestamp}});
+    for (const auto& e : run.rps_change_events)
+      events.push_back({{"rps", e.rps}, {"timestamp", e.timestamp}});
     j["rps_change_events"] = std::move(events);
   }
   for (const MetricSection& s : sections(m, opts.percentile_metrics)) {
@@ -227,7 +228,8 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     j["mean_" + key + "_ms"] = s.summary->mean_ms;
     j["median_" + key + "_ms"] = s.summary->median_ms;
     j["std_" + key + "_ms"] = s.summary->std_ms;
-    for (const auto& pv : s.summary->percentiles_ms) j["p" + percentile_word(pv.p) + "_" + key + "_ms"] = pv.value_ms;
+    for (const auto& pv : s.summary->percentiles_ms)
+      j["p" + percentile_word(pv.p) + "_" + key + "_ms"] = pv.value_ms;
   }
 
   if (opts.servelab_extras) {
@@ -281,8 +283,7 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
 
 std::string default_result_file_name(const RunInfo& run) {
   const auto slash = run.model_id.rfind('/');
-  const std::string base_model =
-      slash == std::string::npos ? run.model_id : run.model_id.substr(slash + 1);
+  const std::string base_model = slash == std::string::npos ? run.model_id : run.model_id.substr(slash + 1);
   const std::string concurrency =
       run.max_concurrency ? fmt::format("-concurrency{}", *run.max_concurrency) : std::string();
   const std::string label = run.label && !run.label->empty() ? *run.label : run.backend;
@@ -296,7 +297,8 @@ std::string default_result_file_name(const RunInfo& run) {
 
 std::filesystem::path result_path(const RunInfo& run, const std::filesystem::path& result_dir,
                                   const std::string& result_filename) {
-  const std::filesystem::path name = result_filename.empty() ? default_result_file_name(run) : result_filename;
+  const std::filesystem::path name =
+      result_filename.empty() ? default_result_file_name(run) : result_filename;
   return result_dir.empty() ? name : result_dir / name;
 }
 

@@ -34,26 +34,26 @@ struct RpsChangeEvent {
 /// Run description that heads the result JSON (vLLM `result_json` before the benchmark keys) and names the
 /// result file. Filled by `bench serve` from its flags.
 struct RunInfo {
-  std::string date;                      ///< "YYYYmmdd-HHMMSS", local time at the end of the run
-  std::string backend = "openai";        ///< --backend
-  std::optional<std::string> label;      ///< --label (JSON null when absent)
-  std::string model_id;                  ///< --model (or the discovered one)
+  std::string date;                         ///< "YYYYmmdd-HHMMSS", local time at the end of the run
+  std::string backend = "openai";           ///< --backend
+  std::optional<std::string> label;         ///< --label (JSON null when absent)
+  std::string model_id;                     ///< --model (or the discovered one)
   std::optional<std::string> tokenizer_id;  ///< --tokenizer (null without a tokenizer)
-  int num_prompts = 0;                   ///< --num-prompts
-  std::vector<std::pair<std::string, std::string>> metadata;  ///< --metadata KEY=VALUE, in flag order
+  int num_prompts = 0;                      ///< --num-prompts
+  std::vector<std::pair<std::string, std::string>> metadata;      ///< --metadata KEY=VALUE, in flag order
   double request_rate = std::numeric_limits<double>::infinity();  ///< --request-rate, req/s (inf = all at 0)
-  double burstiness = 1.0;               ///< --burstiness
-  std::optional<int> max_concurrency;    ///< --max-concurrency
-  std::optional<RampUp> ramp_up;        ///< --ramp-up-strategy/-start-rps/-end-rps
+  double burstiness = 1.0;                                        ///< --burstiness
+  std::optional<int> max_concurrency;                             ///< --max-concurrency
+  std::optional<RampUp> ramp_up;                                  ///< --ramp-up-strategy/-start-rps/-end-rps
   std::vector<RpsChangeEvent> rps_change_events;
-  bool interrupted = false;              ///< servelab: the run was stopped by Ctrl-C (report is partial)
+  bool interrupted = false;  ///< servelab: the run was stopped by Ctrl-C (report is partial)
 };
 
 /// Which parts of the report to produce.
 struct ReportOptions {
   metrics::PercentileMetrics percentile_metrics;  ///< --percentile-metrics
-  bool save_detailed = false;     ///< --save-detailed: keep per-request arrays in the JSON
-  bool servelab_extras = true;    ///< add the "servelab" key to the JSON (after all vLLM keys)
+  bool save_detailed = false;                     ///< --save-detailed: keep per-request arrays in the JSON
+  bool servelab_extras = true;  ///< add the "servelab" key to the JSON (after all vLLM keys)
 };
 
 /// Parses `--metadata` items "KEY=VALUE" (split at the first '=', both sides stripped of whitespace, as
@@ -73,14 +73,16 @@ std::string format_console_block(const RunInfo& run, const metrics::BenchmarkMet
 
 /// servelab's extra lines, printed after the block: failed requests and their kinds, exact peak
 /// concurrency, token-based peak throughput, schedule lag, TTFCT, reasoning tokens, usage-vs-tokenizer
-/// mismatch warning, interrupted marker. Same row format, under a "servelab extras" banner.
+/// mismatch warning, interrupted marker. Same row format, under a "servelab extras" banner. `selected` is
+/// accepted for symmetry with format_console_block (not used today).
+/// Thread-safety: pure.
 std::string format_console_extras(const RunInfo& run, const metrics::BenchmarkMetrics& m,
                                   const metrics::PercentileMetrics& selected);
 
 /// The `--save-result` object in vLLM 0.13 key order (§5.2): run keys, metadata, traffic keys, benchmark
 /// keys, per-request arrays (only with save_detailed), peaks, then mean/median/std/p<p> keys of each
 /// selected metric, then (servelab_extras) one "servelab" object. `outputs` are the records compute_metrics
-/// saw (for ttfts, itls, generated_texts, errors); may be empty when !save_detailed.
+/// saw (for ttfts, itls, generated_texts, errors); may be empty when !save_detailed. Thread-safety: pure.
 nlohmann::ordered_json make_result_json(const RunInfo& run, const metrics::BenchmarkMetrics& m,
                                         std::span<const metrics::RequestOutput> outputs,
                                         const ReportOptions& opts);
@@ -98,6 +100,7 @@ std::filesystem::path result_path(const RunInfo& run, const std::filesystem::pat
 /// Writes python_json_dumps(result) to `path` (no trailing newline, as json.dump). append=false truncates;
 /// append=true (`--append-result`) appends, inserting '\n' first when the file is not empty. Creates the
 /// parent directory. Throws std::runtime_error naming the path on I/O failure.
+/// Thread-safety: callers must not write the same path from two threads at once.
 void write_result_file(const std::filesystem::path& path, const nlohmann::ordered_json& result, bool append);
 
 }  // namespace servelab::report

@@ -67,7 +67,9 @@ std::vector<RequestOutput> scenario() {
   return v;
 }
 
-double pct(const LatencySummary& s, std::size_t i) { return s.percentiles_ms.at(i).value_ms; }
+double pct(const LatencySummary& s, std::size_t i) {
+  return s.percentiles_ms.at(i).value_ms;
+}
 
 TEST(ComputeMetrics, EveryNumberOfAHandComputedRun) {
   const auto outputs = scenario();
@@ -94,20 +96,20 @@ TEST(ComputeMetrics, EveryNumberOfAHandComputedRun) {
   EXPECT_EQ(m.ttft.percentiles_ms.size(), 3u);
   EXPECT_EQ(m.ttft.percentiles_ms[2].p, 99.9);
   EXPECT_EQ(pct(m.ttft, 0), 500.0);
-  EXPECT_DOUBLE_EQ(pct(m.ttft, 1), 990.0);   // 1.0 - 0.5 * 0.02
-  EXPECT_DOUBLE_EQ(pct(m.ttft, 2), 999.0);   // 1.0 - 0.5 * 0.002
+  EXPECT_DOUBLE_EQ(pct(m.ttft, 1), 990.0);  // 1.0 - 0.5 * 0.02
+  EXPECT_DOUBLE_EQ(pct(m.ttft, 2), 999.0);  // 1.0 - 0.5 * 0.002
   EXPECT_EQ(m.ttft.count, 3u);
   // TPOT [0.375, 0.875] s (B has one token: excluded)
   EXPECT_EQ(m.tpot.count, 2u);
   EXPECT_EQ(m.tpot.mean_ms, 625.0);
   EXPECT_EQ(m.tpot.median_ms, 625.0);
   EXPECT_EQ(m.tpot.std_ms, 250.0);
-  EXPECT_DOUBLE_EQ(pct(m.tpot, 1), 870.0);   // 0.875 - 0.5 * 0.01
+  EXPECT_DOUBLE_EQ(pct(m.tpot, 1), 870.0);  // 0.875 - 0.5 * 0.01
   // ITL pooled [0.25 0.25 0.5 0.5 0.75 1.0] s
   EXPECT_EQ(m.itl.count, 6u);
   EXPECT_DOUBLE_EQ(m.itl.mean_ms, 3250.0 / 6);
   EXPECT_EQ(m.itl.median_ms, 500.0);
-  EXPECT_DOUBLE_EQ(pct(m.itl, 1), 987.5);    // v = 4.95: 1.0 - 0.25 * 0.05
+  EXPECT_DOUBLE_EQ(pct(m.itl, 1), 987.5);  // v = 4.95: 1.0 - 0.25 * 0.05
   EXPECT_DOUBLE_EQ(pct(m.itl, 0), 500.0);
   // E2EL [2.0, 1.0, 2.0] s
   EXPECT_DOUBLE_EQ(m.e2el.mean_ms, 5000.0 / 3);

@@ -68,8 +68,8 @@ TEST(NumpyOracle, StatisticsMatchNumpy) {
   nlohmann::json input;
   input["percentiles"] = kPercentiles;
   std::vector<std::vector<double>> sets;
-  for (std::size_t n : {1, 2, 3, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 1000, 4097, 8192, 8193, 10000,
-                        20011, 100003}) {
+  for (std::size_t n :
+       {1, 2, 3, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 1000, 4097, 8192, 8193, 10000, 20011, 100003}) {
     sets.push_back(random_values(rng, n));
   }
   sets.push_back(std::vector<double>(300, 0.1));  // summation error accumulates visibly

@@ -63,8 +63,8 @@ TEST(PythonFloatRepr, MatchesCPythonOnRandomDoubles) {
     if (std::isfinite(d)) values.push_back(d);
     values.push_back(mantissa(rng) * std::pow(10.0, std::floor(exponent(rng))));
   }
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("servelab_repr_" + std::to_string(::getpid()) + ".txt");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("servelab_repr_" + std::to_string(::getpid()) + ".txt");
   {
     std::ofstream f(path);
     char buf[64];
@@ -73,8 +73,10 @@ TEST(PythonFloatRepr, MatchesCPythonOnRandomDoubles) {
       f << buf;
     }
   }
-  const std::string cmd = "/usr/bin/python3 -c \"import sys\nfor l in open(sys.argv[1]): "
-                          "print(repr(float.fromhex(l.strip())))\" '" + path.string() + "'";
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import sys\nfor l in open(sys.argv[1]): "
+      "print(repr(float.fromhex(l.strip())))\" '" +
+      path.string() + "'";
   std::string text;
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -104,8 +106,9 @@ TEST(PythonJsonDumps, SeparatorsAndTypes) {
   j["inf"] = std::numeric_limits<double>::infinity();
   j["neg"] = -7;
   j["big"] = 18446744073709551615ull;
-  EXPECT_EQ(python_json_dumps(j),
-            R"({"b": [1, 2.0, null, true, {}], "a": [], "inf": Infinity, "neg": -7, "big": 18446744073709551615})");
+  EXPECT_EQ(
+      python_json_dumps(j),
+      R"({"b": [1, 2.0, null, true, {}], "a": [], "inf": Infinity, "neg": -7, "big": 18446744073709551615})");
 }
 
 TEST(PythonJsonDumps, StringEscapesAsEnsureAscii) {

@@ -112,16 +112,54 @@ TEST(ResultJson, DetailedRampUpConcurrencyGoodputAndExtras) {
   opts.percentile_metrics.e2el = true;
   opts.percentile_metrics.tpot = false;
   const ordered_json j = make_result_json(run, m, outputs, opts);
-  const std::vector<std::string> expected_keys = {
-      "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "note",
-      "request_rate", "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps",
-      "ramp_up_end_rps", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
-      "request_throughput", "request_goodput", "output_throughput", "total_token_throughput", "input_lens",
-      "output_lens", "ttfts", "itls", "generated_texts", "errors", "max_output_tokens_per_s",
-      "max_concurrent_requests", "rps_change_events", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms",
-      "p99_ttft_ms", "p99.9_ttft_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms",
-      "p99.9_itl_ms", "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms", "p99.9_e2el_ms",
-      "servelab"};
+  const std::vector<std::string> expected_keys = {"date",
+                                                  "endpoint_type",
+                                                  "backend",
+                                                  "label",
+                                                  "model_id",
+                                                  "tokenizer_id",
+                                                  "num_prompts",
+                                                  "note",
+                                                  "request_rate",
+                                                  "burstiness",
+                                                  "max_concurrency",
+                                                  "ramp_up_strategy",
+                                                  "ramp_up_start_rps",
+                                                  "ramp_up_end_rps",
+                                                  "duration",
+                                                  "completed",
+                                                  "failed",
+                                                  "total_input_tokens",
+                                                  "total_output_tokens",
+                                                  "request_throughput",
+                                                  "request_goodput",
+                                                  "output_throughput",
+                                                  "total_token_throughput",
+                                                  "input_lens",
+                                                  "output_lens",
+                                                  "ttfts",
+                                                  "itls",
+                                                  "generated_texts",
+                                                  "errors",
+                                                  "max_output_tokens_per_s",
+                                                  "max_concurrent_requests",
+                                                  "rps_change_events",
+                                                  "mean_ttft_ms",
+                                                  "median_ttft_ms",
+                                                  "std_ttft_ms",
+                                                  "p99_ttft_ms",
+                                                  "p99.9_ttft_ms",
+                                                  "mean_itl_ms",
+                                                  "median_itl_ms",
+                                                  "std_itl_ms",
+                                                  "p99_itl_ms",
+                                                  "p99.9_itl_ms",
+                                                  "mean_e2el_ms",
+                                                  "median_e2el_ms",
+                                                  "std_e2el_ms",
+                                                  "p99_e2el_ms",
+                                                  "p99.9_e2el_ms",
+                                                  "servelab"};
   EXPECT_EQ(keys_of(j), expected_keys);
   EXPECT_EQ(j["backend"], "overridden");
   EXPECT_EQ(j["label"], "study");
@@ -140,9 +178,10 @@ TEST(ResultJson, DetailedRampUpConcurrencyGoodputAndExtras) {
   EXPECT_EQ(x["failure_kinds"], ordered_json::array({"none", "http_status"}));
   EXPECT_EQ(x["http_statuses"], ordered_json::array({0, 503}));
   EXPECT_TRUE(x.contains("schedule_lag"));
-  EXPECT_EQ(python_json_dumps(x["schedule_lag"]),
-            R"({"mean_ms": 0.5, "median_ms": 0.25, "std_ms": 0.1, "p99_ms": 2.0, "p99.9_ms": 2.5, "count": 0, )"
-            R"("max_ms": 3.0})");
+  EXPECT_EQ(
+      python_json_dumps(x["schedule_lag"]),
+      R"({"mean_ms": 0.5, "median_ms": 0.25, "std_ms": 0.1, "p99_ms": 2.0, "p99.9_ms": 2.5, "count": 0, )"
+      R"("max_ms": 3.0})");
   EXPECT_EQ(x["interrupted"], false);
 }
 
@@ -179,7 +218,7 @@ TEST(ResultJson, ReconstructsARealVllmResultFileByteForByte) {
       if (it.key() == "num_prompts") in_metadata = true;
     }
     run.request_rate = src["request_rate"].is_string() ? std::numeric_limits<double>::infinity()
-                                                        : src["request_rate"].get<double>();
+                                                       : src["request_rate"].get<double>();
     run.burstiness = src["burstiness"];
     BenchmarkMetrics m;
     m.duration_s = src["duration"];
@@ -189,7 +228,8 @@ TEST(ResultJson, ReconstructsARealVllmResultFileByteForByte) {
     m.request_throughput = src["request_throughput"];
     m.output_throughput = src["output_throughput"];
     m.total_token_throughput = src["total_token_throughput"];
-    for (auto [name, s] : {std::pair{"ttft", &m.ttft}, std::pair{"tpot", &m.tpot}, std::pair{"itl", &m.itl}}) {
+    for (auto [name, s] :
+         {std::pair{"ttft", &m.ttft}, std::pair{"tpot", &m.tpot}, std::pair{"itl", &m.itl}}) {
       const std::string n = name;
       *s = summary(src["mean_" + n + "_ms"], src["median_" + n + "_ms"], src["std_" + n + "_ms"],
                    {{99, src["p99_" + n + "_ms"]}});
@@ -227,7 +267,8 @@ TEST(ResultFile, DefaultNamesFollowVllm) {
   EXPECT_EQ(result_path(run, "", "mine.json"), std::filesystem::path("mine.json"));
   run.model_id = "plain-model";
   run.ramp_up.reset();
-  EXPECT_EQ(result_path(run, "r", ""), std::filesystem::path("r/openai-chat-0.5qps-plain-model-20261130-160000.json"));
+  EXPECT_EQ(result_path(run, "r", ""),
+            std::filesystem::path("r/openai-chat-0.5qps-plain-model-20261130-160000.json"));
 }
 
 TEST(ResultFile, WriteTruncatesAndAppendAddsNewlineSeparator) {
@@ -241,7 +282,8 @@ TEST(ResultFile, WriteTruncatesAndAppendAddsNewlineSeparator) {
   write_result_file(path, ordered_json{{"c", nullptr}}, /*append=*/false);
   EXPECT_EQ(common::read_file(path), R"({"c": null})");
   std::filesystem::remove_all(dir);
-  EXPECT_THROW(write_result_file("/proc/servelab-no/x.json", ordered_json::object(), false), std::runtime_error);
+  EXPECT_THROW(write_result_file("/proc/servelab-no/x.json", ordered_json::object(), false),
+               std::runtime_error);
 }
 
 TEST(RunInfoHelpers, MetadataAndDate) {
