@@ -2,6 +2,7 @@
 // byte-exact round trip of a real `vllm bench serve` result file.
 #include "report/python_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -118,6 +119,70 @@ TEST(PythonJsonDumps, StringEscapesAsEnsureAscii) {
   EXPECT_EQ(python_json_dumps(std::string("\r\b\f")), R"("\r\b\f")");
   // Invalid UTF-8 (a lone continuation byte, a truncated sequence) becomes U+FFFD, never a crash.
   EXPECT_EQ(python_json_dumps(std::string("x\x80y\xe2\x82")), R"("x\ufffdy\ufffd\ufffd")");
+}
+
+// CPython's json.dumps(json.loads(ours)) must give back our exact bytes: random doubles (incl. inf),
+// random Unicode (BMP and astral, controls, quotes), nested arrays/objects, ints near 2^63.
+TEST(PythonJsonDumps, CPythonReserialisesIdentically) {
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int> cp_class(0, 5), ascii(0, 127), bmp(0x80, 0xD7FF),
+      astral(0x10000, 0x10FFFF);
+  std::uniform_real_distribution<double> exponent(-12, 22);
+  const auto utf8 = [](char32_t c, std::string& out) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  };
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+  for (int i = 0; i < 300; ++i) {
+    std::string text;
+    for (int k = 0; k < 20; ++k) {
+      const int cls = cp_class(rng);
+      utf8(cls < 3   ? static_cast<char32_t>(ascii(rng))
+           : cls < 5 ? static_cast<char32_t>(bmp(rng))
+                     : static_cast<char32_t>(astral(rng)),
+           text);
+    }
+    const double x = std::uniform_real_distribution<double>(-1, 1)(rng) * std::pow(10.0, exponent(rng));
+    doc["k" + std::to_string(i) + text] = nlohmann::ordered_json::array(
+        {x, static_cast<double>(i), text, nlohmann::ordered_json{{"n", 9223372036854775807LL - i}}, nullptr});
+  }
+  doc["inf"] = std::numeric_limits<double>::infinity();
+  const std::string ours = python_json_dumps(doc);
+  const auto path =
+      std::filesystem::temp_directory_path() / ("servelab_json_" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << ours;
+  }
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import json,sys\nsys.stdout.write(json.dumps(json.load("
+      "open(sys.argv[1]))))\" '" +
+      path.string() + "'";
+  std::string text;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << "python3 failed: " << cmd;
+  std::filesystem::remove(path);
+  EXPECT_EQ(text.size(), ours.size());
+  EXPECT_TRUE(text == ours) << "first difference at byte "
+                            << std::mismatch(text.begin(), text.end(), ours.begin(), ours.end()).first -
+                                   text.begin();
 }
 
 // Every line of a real `vllm bench serve --append-result` file re-serialises to the identical bytes.
