@@ -95,6 +95,7 @@ struct EngineConfig {
   bool enable_prefix_caching = true;     ///< vLLM --enable-prefix-caching; SGLang !--disable-radix-cache
   std::string quantization;              ///< vLLM -q/--quantization, SGLang --quantization ("" = from model)
   std::optional<int> max_prefill_tokens; ///< SGLang --max-prefill-tokens (tokens per prefill batch)
+  std::optional<int> max_total_tokens;   ///< SGLang --max-total-tokens (KV pool size override, tokens)
   std::string moe_a2a_backend;           ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
   std::string moe_runner_backend;        ///< SGLang --moe-runner-backend ("" = auto)
   std::string trtllm_backend;            ///< TRT --backend ("pytorch", "trt", "_autodeploy")

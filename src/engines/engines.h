@@ -46,8 +46,8 @@ struct EngineArgError : std::runtime_error {
 /// The result holds explicit values plus the engine defaults that depend on nothing but the engine
 /// (see vllm_defaults.h, sglang_defaults.h, trtllm_defaults.h); knobs whose default depends on the model
 /// or GPU stay unset/0 until resolve_defaults().
-/// Throws EngineArgError (unknown flag, bad value, bad choice, missing value, unknown program) with the
-/// engine's own message format.
+/// Throws EngineArgError (unknown flag, bad value, bad choice, missing value) with the engine's own message
+/// format; std::invalid_argument when argv is not one of the launch forms above.
 EngineConfig parse_launch_command(const std::vector<std::string>& argv,
                                   const std::map<std::string, std::string>& env = {});
 
@@ -63,8 +63,15 @@ std::map<std::string, std::string> parse_env_assignments(const std::vector<std::
 /// (modelled fields, unmodelled options and model; env is not part of argv: see EngineConfig::env).
 /// Emits the engine's canonical spelling, only for values that differ from what a bare
 /// `<program> MODEL` parses to, so tune can change a field and render the command.
-/// Program: "vllm serve", "python3 -m sglang.launch_server", "trtllm-serve".
+/// Program: config.program (as launched), else "vllm serve", "python3 -m sglang.launch_server",
+/// "trtllm-serve". Throws EngineArgError only if the config holds a value the engine rejects.
 std::vector<std::string> to_argv(const EngineConfig& config);
+
+/// The environment to launch `config` with: config.env plus the modelled engine variables set to the
+/// config's values (VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED = "0" when
+/// deep_gemm is false; vLLM's VLLM_ATTENTION_BACKEND = attention_backend unless --attention-backend was
+/// used). parse_launch_command(to_argv(c), to_env(c)) reproduces c.
+std::map<std::string, std::string> to_env(const EngineConfig& config);
 
 /// to_argv() joined into one shell-safe line (arguments quoted with '...' where needed), env assignments
 /// (sorted) first: `VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8`.
@@ -101,7 +108,9 @@ const char* failure_phase_name(FailurePhase phase);
 struct LaunchFailure {
   FailurePhase phase = FailurePhase::kStartup;
   std::string message;  ///< the engine's text (verbatim == true) or servelab's description (false)
-  bool verbatim = false;///< true when `message` reproduces the engine's own output (verified in the study)
+  /// true when `message` is exactly the engine's output / the reason recorded in the reference study
+  /// (seed-measurements.json); false for servelab's description of a rule whose exact text is unverified.
+  bool verbatim = false;
   std::string rule;     ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
 };
 

@@ -1,0 +1,78 @@
+// SGLang 0.5.6.post2 defaults of `python3 -m sglang.launch_server`, one table. Source:
+// python/sglang/srt/server_args.py (read from a ~Jan 2026 tree; see
+// ../shared/reference/deepseek-v32-perf-facts.md §4 SGLang). verified = false marks values not confirmed
+// for exactly 0.5.6.post2.
+#pragma once
+
+#include "engines/sourced.h"
+
+namespace servelab::engines {
+
+/// One GPU-memory tier of ServerArgs._handle_gpu_memory_settings (applies when the flag is unset).
+struct SglangMemoryTier {
+  double max_gpu_memory_gib;   ///< tier applies when GPU memory < this (GiB; the last tier is open-ended)
+  int chunked_prefill_size;    ///< tokens
+  int cuda_graph_max_bs_tp_lt4;///< sequences, tp < 4
+  int cuda_graph_max_bs_tp_ge4;///< sequences, tp >= 4
+  const char* example;
+  bool verified;
+};
+
+/// SGLang 0.5.6.post2 defaults. Units: tokens, sequences, MB (SGLang's memory arithmetic is in MiB).
+struct SglangDefaults {
+  Sourced<const char*> version{"0.5.6.post2", "study engine version (seed-study.md)"};
+  Sourced<const char*> host{"127.0.0.1", "server_args.py ServerArgs.host"};
+  Sourced<int> port{30000, "server_args.py ServerArgs.port"};
+  /// _handle_gpu_memory_settings tiers (gpu_mem in GiB as torch reports total memory).
+  SglangMemoryTier tiers[6] = {
+      {20, 2048, 8, 8, "T4, RTX 4080", false},
+      {35, 2048, 24, 80, "A10, RTX 4090/5090", false},
+      {60, 4096, 32, 160, "A100-40GB, L40", false},
+      {90, 8192, 256, 512, "H100, A100-80GB", false},
+      {160, 8192, 256, 512, "H20, H200 (perf-facts §4: 8192; 512 if tp >= 4 else 256)", true},
+      {1e9, 16384, 512, 512, "B200, MI300", false},
+  };
+  // mem_fraction_static when unset: (gpu_mem - reserved) / gpu_mem, reserved in MiB =
+  //   base + max(chunked_prefill_size, 2048) * per_chunk_token + cuda_graph_max_bs * per_graph_bs
+  //   + tp * pp / 8 * per_tp_rank_eighth; DP-attention adds cuda_graph_max_bs * dp * 3 and, when
+  //   cuda_graph_max_bs > 300, cuda_graph_max_bs * dp * 1.5; floored at 10 GiB on > 60 GiB GPUs; + 2 GiB
+  //   for EAGLE/NEXTN (server_args.py _handle_gpu_memory_settings; perf-facts §4 reproduces 0.897/0.769).
+  Sourced<double> reserved_base_mib{512, "server_args.py _handle_gpu_memory_settings"};
+  Sourced<double> reserved_per_chunk_token_mib{1.5, "server_args.py: max(chunked_prefill_size, 2048) * 1.5"};
+  Sourced<double> reserved_per_graph_bs_mib{2, "server_args.py: cuda_graph_max_bs * 2"};
+  Sourced<double> reserved_per_tp_eighth_mib{1024, "server_args.py: tp_size * pp_size / 8 * 1024"};
+  Sourced<double> reserved_dp_attention_per_graph_bs_dp_mib{3, "server_args.py: cuda_graph_max_bs * dp_size * 3"};
+  Sourced<double> reserved_dp_attention_large_graph_mib{1.5, "server_args.py: + cuda_graph_max_bs * dp_size * 1.5 "
+                                                             "when cuda_graph_max_bs > 300"};
+  Sourced<double> reserved_floor_mib{10240, "server_args.py: max(reserved, 10 GiB) when gpu_mem > 60 GiB"};
+  Sourced<double> reserved_speculative_mib{2048, "server_args.py: + 2 GiB for EAGLE/NEXTN draft model"};
+  Sourced<int> mem_fraction_decimals{3, "server_args.py: round(..., 3)", false};
+  Sourced<int> chunked_prefill_min_for_reserve{2048, "server_args.py: max(chunked_prefill_size, 2048)"};
+  Sourced<int> max_prefill_tokens{16384, "server_args.py ServerArgs.max_prefill_tokens"};
+  Sourced<const char*> schedule_policy{"fcfs", "server_args.py ServerArgs.schedule_policy", false};
+  Sourced<double> schedule_conservativeness{1.0, "server_args.py ServerArgs.schedule_conservativeness"};
+  Sourced<double> dp_attention_conservativeness_factor{0.3, "server_args.py _handle_data_parallelism: "
+                                                            "schedule_conservativeness *= 0.3"};
+  Sourced<int> page_size{1, "server_args.py ServerArgs.page_size"};
+  Sourced<int> page_size_dsa{64, "server_args.py _handle_model_specific_adjustments: page_size=64 for DSA"};
+  Sourced<const char*> attention_backend_dsa{"nsa", "server_args.py: DeepSeek DSA -> attention_backend nsa"};
+  Sourced<const char*> nsa_prefill_backend_sm90_bf16{"flashmla_sparse", "server_args.py _set_default_nsa_backends"};
+  Sourced<const char*> nsa_decode_backend_sm90_bf16{"fa3", "server_args.py _set_default_nsa_backends"};
+  Sourced<const char*> nsa_prefill_backend_fp8{"flashmla_auto", "server_args.py _set_default_nsa_backends", false};
+  Sourced<const char*> nsa_decode_backend_fp8{"flashmla_kv", "server_args.py _set_default_nsa_backends"};
+  Sourced<const char*> kv_cache_dtype_dsa_sm90{"bfloat16", "server_args.py _set_default_nsa_kv_cache_dtype (SM90: "
+                                                        "bf16; spelling of the value unverified)", false};
+  Sourced<const char*> kv_cache_dtype_dsa_sm100{"fp8_e4m3", "server_args.py _set_default_nsa_kv_cache_dtype (SM100)"};
+  Sourced<int> max_running_requests_speculative{48, "server_args.py: \"max_running_requests is reset to 48 for "
+                                                    "speculative decoding\" (global, divided by dp)"};
+  /// EAGLE defaults chosen for DeepSeek when --speculative-num-steps etc. are unset
+  /// (server_args.py auto_choose_speculative_params; the V3.2 docs suggest 3/1/4).
+  Sourced<int> speculative_num_steps{3, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
+  Sourced<int> speculative_eagle_topk{1, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
+  Sourced<int> speculative_num_draft_tokens{4, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
+  Sourced<bool> deep_gemm{true, "sglang/srt/environ.py SGLANG_ENABLE_JIT_DEEPGEMM default true"};
+};
+
+inline constexpr SglangDefaults kSglangDefaults{};
+
+}  // namespace servelab::engines

@@ -1,0 +1,307 @@
+// Flag parsing as each engine's CLI does it. Expected argparse messages were produced by CPython's
+// argparse (3.11, same messages as 3.12 for these cases) on equivalent parsers; click messages follow
+// click 8.1's formats (NoSuchOption + difflib.get_close_matches, BadParameter).
+#include <gtest/gtest.h>
+
+#include "engines/cli_parser.h"
+#include "engines/engines.h"
+
+namespace se = servelab::engines;
+using se::EngineKind;
+
+namespace {
+
+se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
+  return se::parse_launch_command(se::split_command_line(cmd), env);
+}
+
+std::string error_of(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
+  try {
+    parse(cmd, env);
+  } catch (const se::EngineArgError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+}  // namespace
+
+TEST(ParseVllm, AliasesEqualsAndUnderscores) {
+  auto c = parse("vllm serve m -tp=4 --data-parallel-size 2 -dcp 2 --pipeline_parallel_size=1 --max_num_seqs 256");
+  EXPECT_EQ(c.kind, EngineKind::kVllm);
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.tp, 4);
+  EXPECT_EQ(c.dp, 2);
+  EXPECT_EQ(c.dcp, 2);
+  EXPECT_EQ(c.pp, 1);
+  EXPECT_EQ(c.max_num_seqs, 256);
+  EXPECT_EQ(c.gpus_used(), 8);
+  EXPECT_TRUE(c.is_explicit("--max-num-seqs"));
+}
+
+TEST(ParseVllm, SchedulerAndMemoryKnobs) {
+  auto c = parse(
+      "vllm serve deepseek-ai/DeepSeek-V3.2 --max-num-seqs 512 --max-num-batched-tokens 16k "
+      "--gpu-memory-utilization 0.85 --block-size 64 --kv-cache-dtype fp8 --no-enable-chunked-prefill "
+      "--max-model-len 32K --enforce-eager --chat-template t.jinja --served-model-name a b --host 127.0.0.1 "
+      "--port 9000 --trust-remote-code --enable-expert-parallel -tp 8");
+  EXPECT_EQ(c.max_num_seqs, 512);
+  EXPECT_EQ(c.max_num_batched_tokens, 16000);  // human_readable_int: k = 1000
+  EXPECT_EQ(c.max_model_len, 32768);           // K = 1024
+  EXPECT_DOUBLE_EQ(c.gpu_memory_fraction, 0.85);
+  EXPECT_EQ(c.block_size, 64);
+  EXPECT_EQ(c.kv_cache_dtype, "fp8");
+  EXPECT_FALSE(c.enable_chunked_prefill);
+  EXPECT_TRUE(c.enforce_eager);
+  EXPECT_EQ(c.chat_template, "t.jinja");
+  EXPECT_EQ(c.served_model_name, "a");
+  EXPECT_EQ(c.host, "127.0.0.1");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_TRUE(c.trust_remote_code);
+  EXPECT_TRUE(c.enable_expert_parallel);
+  EXPECT_EQ(c.ep, 8);
+}
+
+TEST(ParseVllm, JsonSpeculativeAndCompilationConfig) {
+  auto c = parse(R"(vllm serve m --speculative-config '{"method":"mtp","num_speculative_tokens":2}')");
+  ASSERT_TRUE(c.speculative);
+  EXPECT_EQ(c.speculative->method, "mtp");
+  EXPECT_EQ(c.speculative->num_speculative_tokens, 2);
+  // Dotted JSON form (FlexibleArgumentParser) merges into one value.
+  auto d = parse("vllm serve m --speculative-config.method mtp --speculative-config.num_speculative_tokens=3");
+  ASSERT_TRUE(d.speculative);
+  EXPECT_EQ(d.speculative->method, "mtp");
+  EXPECT_EQ(d.speculative->num_speculative_tokens, 3);
+  auto g = parse(R"(vllm serve m --compilation-config '{"cudagraph_capture_sizes":[1,2,4,128]}')");
+  EXPECT_EQ(g.cuda_graph_max_bs, 128);
+  ASSERT_EQ(g.unmodelled_options.size(), 1u);
+  EXPECT_EQ(g.unmodelled_options[0].flag, "--compilation-config");
+  auto o = parse("vllm serve m -O.max_cudagraph_capture_size=256");
+  EXPECT_EQ(o.cuda_graph_max_bs, 256);
+}
+
+TEST(ParseVllm, AbbreviationsAndNegation) {
+  auto c = parse("vllm serve m --max-num-s 8 --gpu-mem 0.5 --no-enable-prefix-caching");
+  EXPECT_EQ(c.max_num_seqs, 8);
+  EXPECT_DOUBLE_EQ(c.gpu_memory_fraction, 0.5);
+  EXPECT_FALSE(c.enable_prefix_caching);
+  EXPECT_EQ(error_of("vllm serve m --max-num 8"),
+            "vllm serve: error: ambiguous option: --max-num could match --max-num-batched-tokens, --max-num-seqs, "
+            "--max-num-partial-prefills");
+}
+
+TEST(ParseVllm, UnmodelledOptionsAreKept) {
+  auto c = parse("vllm serve m --disable-log-stats --seed 7 --no-enable-log-requests -tp 2");
+  ASSERT_EQ(c.unmodelled_options.size(), 3u);
+  EXPECT_EQ(c.unmodelled_options[0].flag, "--disable-log-stats");
+  EXPECT_TRUE(c.unmodelled_options[0].values.empty());
+  EXPECT_EQ(c.unmodelled_options[1].flag, "--seed");
+  EXPECT_EQ(c.unmodelled_options[1].values, std::vector<std::string>{"7"});
+  EXPECT_EQ(c.unmodelled_options[2].flag, "--no-enable-log-requests");
+}
+
+TEST(ParseVllm, Errors) {
+  EXPECT_EQ(error_of("vllm serve m --foo 1 -tp 8"), "vllm serve: error: unrecognized arguments: --foo 1");
+  EXPECT_EQ(error_of("vllm serve m extra"), "vllm serve: error: unrecognized arguments: extra");
+  EXPECT_EQ(error_of("vllm serve m -tp x"),
+            "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'");
+  EXPECT_EQ(error_of("vllm serve m --gpu-memory-utilization high"),
+            "vllm serve: error: argument --gpu-memory-utilization: invalid float value: 'high'");
+  EXPECT_EQ(error_of("vllm serve m --kv-cache-dtype fp16"),
+            "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'bfloat16', "
+            "'fp8', 'fp8_ds_mla', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc')");
+  EXPECT_EQ(error_of("vllm serve m --block-size 48"),
+            "vllm serve: error: argument --block-size: invalid choice: 48 (choose from 1, 8, 16, 32, 64, 128, 256)");
+  EXPECT_EQ(error_of("vllm serve m --max-num-seqs"),
+            "vllm serve: error: argument --max-num-seqs: expected one argument");
+  EXPECT_EQ(error_of("vllm serve m --enforce-eager=1"),
+            "vllm serve: error: argument --enforce-eager/--no-enforce-eager: ignored explicit argument '1'");
+  EXPECT_EQ(error_of("vllm serve m --max-model-len 1.5K"),
+            "vllm serve: error: argument --max-model-len: Decimals are not allowed with binary suffixes like K. "
+            "Did you mean to use 1.5k instead?");
+  EXPECT_EQ(error_of("vllm serve m --speculative-config {bad"),
+            "vllm serve: error: argument --speculative-config: invalid loads value: '{bad'");
+  EXPECT_EQ(error_of("vllm serve --model m"),
+            "ValueError: With `vllm serve`, you should provide the model as a positional argument or in a config "
+            "file instead of via the `--model` option.");
+  EXPECT_EQ(error_of("vllm serve m", {{"VLLM_USE_DEEP_GEMM", "false"}}),
+            "ValueError: invalid literal for int() with base 10: 'false'");
+}
+
+TEST(ParseVllm, Environment) {
+  auto c = parse("vllm serve m", {{"VLLM_USE_DEEP_GEMM", "0"},
+                                  {"VLLM_ATTENTION_BACKEND", "FLASHMLA"},
+                                  {"HOME", "/root"},
+                                  {"NCCL_DEBUG", "INFO"}});
+  EXPECT_FALSE(c.deep_gemm);
+  EXPECT_EQ(c.attention_backend, "FLASHMLA");
+  EXPECT_EQ(c.env.size(), 3u);  // HOME is not engine-relevant
+  EXPECT_EQ(c.env.count("HOME"), 0u);
+}
+
+TEST(ParseVllm, ApiServerModuleTakesModelFlag) {
+  auto c = parse("python3 -m vllm.entrypoints.openai.api_server --model m -tp 2");
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.tp, 2);
+  EXPECT_EQ(error_of("python3 -m vllm.entrypoints.openai.api_server --model m x"),
+            "api_server.py: error: unrecognized arguments: x");
+}
+
+TEST(ParseSglang, AliasesAndKnobs) {
+  auto c = parse(
+      "python -m sglang.launch_server --model m --tp 8 --dp-size=4 --enable-dp-attention --ep 8 "
+      "--max-running-requests 256 --chunked-prefill-size 4096 --mem-fraction-static 0.8 --cuda-graph-max-bs 128 "
+      "--schedule-policy lpm --schedule-conservativeness 0.5 --kv-cache-dtype fp8_e4m3 --page-size 64 "
+      "--disable-cuda-graph --trust-remote-code --speculative-algorithm NEXTN --speculative-num-steps 3 "
+      "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --attention-backend nsa "
+      "--nsa-prefill-backend flashmla_sparse --nsa-decode-backend flashmla_kv --max-total-tokens 100000");
+  EXPECT_EQ(c.kind, EngineKind::kSglang);
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.tp, 8);
+  EXPECT_EQ(c.dp, 4);
+  EXPECT_EQ(c.ep, 8);
+  EXPECT_TRUE(c.enable_dp_attention);
+  EXPECT_EQ(c.gpus_used(), 8);
+  EXPECT_EQ(c.max_num_seqs, 256);
+  EXPECT_EQ(c.chunked_prefill_size, 4096);
+  EXPECT_DOUBLE_EQ(c.gpu_memory_fraction, 0.8);
+  EXPECT_EQ(c.cuda_graph_max_bs, 128);
+  EXPECT_EQ(c.schedule_policy, "lpm");
+  EXPECT_EQ(c.schedule_conservativeness, 0.5);
+  EXPECT_EQ(c.kv_cache_dtype, "fp8_e4m3");
+  EXPECT_EQ(c.block_size, 64);
+  EXPECT_TRUE(c.enforce_eager);
+  EXPECT_TRUE(c.trust_remote_code);
+  ASSERT_TRUE(c.speculative);
+  EXPECT_EQ(c.speculative->method, "NEXTN");
+  EXPECT_EQ(c.speculative->num_speculative_tokens, 3);
+  EXPECT_EQ(c.max_total_tokens, 100000);
+  EXPECT_EQ(c.nsa_prefill_backend, "flashmla_sparse");
+  auto off = parse("python3 -m sglang.launch_server --model-path m --chunked-prefill-size -1");
+  EXPECT_EQ(off.chunked_prefill_size, -1);
+  EXPECT_FALSE(off.enable_chunked_prefill);
+  // Without DP-attention, dp replicas each take tp GPUs.
+  EXPECT_EQ(parse("python3 -m sglang.launch_server --model-path m --tp-size 2 --dp-size 4").gpus_used(), 8);
+}
+
+TEST(ParseSglang, Errors) {
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --foo"),
+            "launch_server.py: error: unrecognized arguments: --foo");
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --tp-size 8"),
+            "launch_server.py: error: the following arguments are required: --model-path/--model");
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --tp-size eight"),
+            "launch_server.py: error: argument --tensor-parallel-size/--tp-size: invalid int value: 'eight'");
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --schedule-policy sjf"),
+            "launch_server.py: error: argument --schedule-policy: invalid choice: 'sjf' (choose from 'lpm', "
+            "'random', 'fcfs', 'dfs-weight', 'lof', 'priority')");
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --enable-dp-attention=true"),
+            "launch_server.py: error: argument --enable-dp-attention: ignored explicit argument 'true'");
+  // `--pp` is a prefix of two options.
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --pp 2"),
+            "launch_server.py: error: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size");
+  // Booleans are store_true: no --no- form.
+  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --no-trust-remote-code"),
+            "launch_server.py: error: unrecognized arguments: --no-trust-remote-code");
+}
+
+TEST(ParseSglang, Environment) {
+  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}).deep_gemm);
+  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "false"}}).deep_gemm);
+  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGL_ENABLE_JIT_DEEPGEMM", "0"}}).deep_gemm);
+  EXPECT_TRUE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "1"}}).deep_gemm);
+}
+
+TEST(ParseTrtllm, OptionsAndForms) {
+  auto c = parse(
+      "trtllm-serve serve /models/ds --tp_size=8 --ep_size 8 --pp_size 1 --max_batch_size 512 "
+      "--max_num_tokens 4096 --max_seq_len 32768 --kv_cache_free_gpu_memory_fraction 0.8 --host 0.0.0.0 "
+      "--port 8001 --backend pytorch --extra_llm_api_options extra.yaml --trust_remote_code "
+      "--enable_chunked_prefill --log_level info");
+  EXPECT_EQ(c.kind, EngineKind::kTrtllm);
+  EXPECT_EQ(c.model, "/models/ds");
+  EXPECT_EQ(c.tp, 8);
+  EXPECT_EQ(c.ep, 8);
+  EXPECT_EQ(c.max_num_seqs, 512);
+  EXPECT_EQ(c.max_num_batched_tokens, 4096);
+  EXPECT_EQ(c.max_model_len, 32768);
+  EXPECT_DOUBLE_EQ(c.gpu_memory_fraction, 0.8);
+  EXPECT_EQ(c.port, 8001);
+  EXPECT_EQ(c.extra_llm_api_options, "extra.yaml");
+  EXPECT_TRUE(c.trust_remote_code);
+  EXPECT_TRUE(c.enable_chunked_prefill);
+  ASSERT_EQ(c.unmodelled_options.size(), 1u);
+  EXPECT_EQ(c.unmodelled_options[0].flag, "--log_level");
+}
+
+TEST(ParseTrtllm, ClickErrors) {
+  EXPECT_EQ(error_of("trtllm-serve m --foo 1"), "Error: No such option: --foo");
+  EXPECT_EQ(error_of("trtllm-serve m --tp-size 8"),
+            "Error: No such option: --tp-size (Possible options: --ep_size, --pp_size, --tp_size)");
+  EXPECT_EQ(error_of("trtllm-serve m --max-batch-size 8"),
+            "Error: No such option: --max-batch-size Did you mean --max_batch_size?");
+  EXPECT_EQ(error_of("trtllm-serve m -tp 8"), "Error: No such option: -t");
+  EXPECT_EQ(error_of("trtllm-serve m --tp_size x"),
+            "Error: Invalid value for '--tp_size': 'x' is not a valid integer.");
+  EXPECT_EQ(error_of("trtllm-serve m --kv_cache_free_gpu_memory_fraction most"),
+            "Error: Invalid value for '--kv_cache_free_gpu_memory_fraction': 'most' is not a valid float.");
+  EXPECT_EQ(error_of("trtllm-serve m --backend tensorrt"),
+            "Error: Invalid value for '--backend': 'tensorrt' is not one of 'pytorch', 'trt', '_autodeploy'.");
+  EXPECT_EQ(error_of("trtllm-serve m --trust_remote_code=1"),
+            "Error: Option '--trust_remote_code' does not take a value.");
+  EXPECT_EQ(error_of("trtllm-serve m --tp_size"), "Error: Option '--tp_size' requires an argument.");
+  EXPECT_EQ(error_of("trtllm-serve --tp_size 8"), "Error: Missing argument 'MODEL'.");
+  EXPECT_EQ(error_of("trtllm-serve m n"), "Error: Got unexpected extra argument (n)");
+  // click uses the last value of a repeated option; the invalid first one is never converted.
+  EXPECT_EQ(parse("trtllm-serve m --tp_size x --tp_size 4").tp, 4);
+}
+
+TEST(ParseTrtllm, Environment) {
+  EXPECT_FALSE(parse("trtllm-serve m", {{"TRTLLM_DG_ENABLED", "0"}}).deep_gemm);
+  EXPECT_TRUE(parse("trtllm-serve m").deep_gemm);
+}
+
+TEST(ParseLaunch, ProgramDetection) {
+  EXPECT_EQ(parse("/usr/local/bin/vllm serve m").kind, EngineKind::kVllm);
+  EXPECT_EQ(parse("python3.12 -u -m sglang.launch_server --model-path m").kind, EngineKind::kSglang);
+  EXPECT_EQ(parse("sglang serve --model-path m").program, "sglang serve");
+  EXPECT_EQ(parse("trtllm-serve m").program, "trtllm-serve");
+  EXPECT_THROW(parse("vllm bench serve --model m"), std::invalid_argument);
+  EXPECT_THROW(parse("python3 -m http.server"), std::invalid_argument);
+  EXPECT_THROW(se::parse_launch_command({}), std::invalid_argument);
+  EXPECT_EQ(error_of("sglang serve --model-path m --bogus"), "sglang serve: error: unrecognized arguments: --bogus");
+}
+
+TEST(ShellHelpers, SplitAndEnv) {
+  EXPECT_EQ(se::split_command_line(R"(a 'b c' "d \"e\"" f\ g '' )"),
+            (std::vector<std::string>{"a", "b c", "d \"e\"", "f g", ""}));
+  EXPECT_THROW(se::split_command_line("a 'b"), std::invalid_argument);
+  auto env = se::parse_env_assignments({"VLLM_ATTENTION_BACKEND=\"CUTLASS_MLA\"", "A=", "B='x y'"});
+  EXPECT_EQ(env.at("VLLM_ATTENTION_BACKEND"), "CUTLASS_MLA");
+  EXPECT_EQ(env.at("A"), "");
+  EXPECT_EQ(env.at("B"), "x y");
+  EXPECT_THROW(se::parse_env_assignments({"NOEQUALS"}), std::invalid_argument);
+}
+
+TEST(PythonHelpers, Conversions) {
+  using namespace servelab::engines::detail;
+  EXPECT_EQ(python_int(" 8 "), 8);
+  EXPECT_EQ(python_int("1_000"), 1000);
+  EXPECT_EQ(python_int("-3"), -3);
+  EXPECT_FALSE(python_int("1e3"));
+  EXPECT_FALSE(python_int("1__0"));
+  EXPECT_FALSE(python_int("8.0"));
+  EXPECT_EQ(python_float("1e-1"), 0.1);
+  EXPECT_FALSE(python_float("0x1p3"));
+  EXPECT_EQ(human_readable_int("25.6k"), 25600);
+  EXPECT_EQ(human_readable_int("1M"), 1048576);
+  EXPECT_EQ(human_readable_int("1m"), 1000000);
+  EXPECT_FALSE(human_readable_int("1.5K"));
+  EXPECT_EQ(python_repr("it's"), "\"it's\"");
+  EXPECT_EQ(python_repr("a\"b"), "'a\"b'");
+  EXPECT_EQ(python_repr("x\ty"), "'x\\ty'");
+  // difflib.get_close_matches oracle values (CPython 3.11).
+  std::vector<std::string> opts{"--max_beam_width", "--max_batch_size", "--tp_size", "--pp_size", "--ep_size"};
+  EXPECT_EQ(close_matches("--max_batch", opts), (std::vector<std::string>{"--max_batch_size", "--max_beam_width"}));
+  EXPECT_EQ(close_matches("--tp-size", opts), (std::vector<std::string>{"--tp_size", "--pp_size", "--ep_size"}));
+  EXPECT_TRUE(close_matches("--foo", opts).empty());
+}

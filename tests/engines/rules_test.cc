@@ -1,0 +1,241 @@
+// Engine defaults (tables and resolve_defaults), start-up/run-time refusal rules, gpus_used, rendering.
+#include <gtest/gtest.h>
+
+#include "engines/engines.h"
+#include "engines/sglang_defaults.h"
+#include "engines/trtllm_defaults.h"
+#include "engines/vllm_defaults.h"
+
+namespace se = servelab::engines;
+
+namespace {
+
+se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
+  return se::parse_launch_command(se::split_command_line(cmd), env);
+}
+
+const se::ModelTraits kV32;        // DeepSeek-V3.2 defaults
+const se::HardwareTraits kH200;    // 8x H200, sm90, 143771 MiB
+
+se::HardwareTraits b200() {
+  se::HardwareTraits hw;
+  hw.name = "B200";
+  hw.compute_capability_major = 10;
+  hw.gpu_memory_bytes = 183359LL * 1024 * 1024;
+  return hw;
+}
+
+}  // namespace
+
+TEST(DefaultsTables, ValuesAndSources) {
+  EXPECT_DOUBLE_EQ(se::kVllmDefaults.gpu_memory_utilization.value, 0.9);
+  EXPECT_EQ(se::kVllmDefaults.max_num_seqs_large_gpu.value, 1024);
+  EXPECT_EQ(se::kVllmDefaults.max_num_batched_tokens_large_gpu.value, 8192);
+  EXPECT_EQ(se::kVllmDefaults.block_size_sparse_mla.value, 64);
+  EXPECT_EQ(se::kSglangDefaults.tiers[4].chunked_prefill_size, 8192);
+  EXPECT_EQ(se::kSglangDefaults.tiers[4].cuda_graph_max_bs_tp_ge4, 512);
+  EXPECT_EQ(se::kSglangDefaults.max_running_requests_speculative.value, 48);
+  EXPECT_EQ(se::kTrtllmDefaults.max_batch_size.value, 2048);
+  EXPECT_EQ(se::kTrtllmDefaults.max_num_tokens.value, 8192);
+  EXPECT_DOUBLE_EQ(se::kTrtllmDefaults.kv_cache_free_gpu_memory_fraction.value, 0.9);
+  EXPECT_FALSE(se::kTrtllmDefaults.max_batch_size.verified);  // 2048 is unverified for 1.2 (perf-facts §4)
+  EXPECT_NE(std::string(se::kVllmDefaults.gpu_memory_utilization.source).find("cache.py"), std::string::npos);
+}
+
+TEST(ResolveDefaults, VllmOnH200) {
+  auto c = se::resolve_defaults(parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8"), kV32, kH200);
+  EXPECT_EQ(c.max_num_seqs, 1024);
+  EXPECT_EQ(c.max_num_batched_tokens, 8192);
+  EXPECT_EQ(c.block_size, 64);
+  EXPECT_EQ(c.max_model_len, 163840);
+  EXPECT_EQ(c.attention_backend, "FLASHMLA_SPARSE");
+  EXPECT_EQ(c.kv_cache_dtype, "auto");
+  // min(1024 * (1 + 0) * 2, 512) = 512, below 8192.
+  EXPECT_EQ(c.cuda_graph_max_bs, 512);
+  auto fp8 = se::resolve_defaults(parse("vllm serve m --kv-cache-dtype fp8 --max-num-seqs 64"), kV32, kH200);
+  EXPECT_EQ(fp8.kv_cache_dtype, "fp8_ds_mla");
+  EXPECT_EQ(fp8.cuda_graph_max_bs, 128);  // 64 * 2
+  auto mtp = se::resolve_defaults(parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"),
+                                  kV32, kH200);
+  EXPECT_EQ(mtp.speculative->num_speculative_tokens, 1);  // from num_nextn_predict_layers
+  EXPECT_EQ(mtp.cuda_graph_max_bs, 400);                  // 100 * 2 * 2
+  se::HardwareTraits a100;
+  a100.name = "A100-SXM4-80GB";
+  a100.compute_capability_major = 8;
+  a100.gpu_memory_bytes = 81920LL * 1024 * 1024;
+  auto small = se::resolve_defaults(parse("vllm serve m"), kV32, a100);
+  EXPECT_EQ(small.max_num_seqs, 256);
+  EXPECT_EQ(small.max_num_batched_tokens, 2048);
+}
+
+TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
+  // deepseek-v32-perf-facts.md §4: TP8 0.897, TP8+MTP 0.882, DP8-attention 0.769, DP8-attention+MTP 0.754.
+  auto tp8 = se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m --tp-size 8"), kV32, kH200);
+  EXPECT_DOUBLE_EQ(tp8.gpu_memory_fraction, 0.897);
+  EXPECT_EQ(tp8.chunked_prefill_size, 8192);
+  EXPECT_EQ(tp8.cuda_graph_max_bs, 512);
+  EXPECT_EQ(tp8.block_size, 64);
+  EXPECT_EQ(tp8.attention_backend, "nsa");
+  EXPECT_EQ(tp8.kv_cache_dtype, "bfloat16");
+  EXPECT_EQ(tp8.nsa_prefill_backend, "flashmla_sparse");
+  EXPECT_EQ(tp8.nsa_decode_backend, "fa3");
+  EXPECT_EQ(tp8.schedule_conservativeness, 1.0);
+  EXPECT_FALSE(tp8.max_num_seqs.has_value());  // derived from the KV pool by the twin
+  auto mtp = se::resolve_defaults(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32, kH200);
+  EXPECT_DOUBLE_EQ(mtp.gpu_memory_fraction, 0.882);
+  EXPECT_EQ(mtp.max_num_seqs, 48);
+  EXPECT_EQ(mtp.speculative->num_steps, 3);
+  EXPECT_EQ(mtp.speculative->num_draft_tokens, 4);
+  EXPECT_EQ(mtp.speculative->num_speculative_tokens, 3);
+  auto dp8 = se::resolve_defaults(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"), kV32,
+      kH200);
+  EXPECT_DOUBLE_EQ(dp8.gpu_memory_fraction, 0.769);
+  EXPECT_EQ(dp8.chunked_prefill_size, 1024);  // 8192 // 8
+  EXPECT_DOUBLE_EQ(*dp8.schedule_conservativeness, 0.3);
+  auto dp8mtp = se::resolve_defaults(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention "
+            "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
+            "--speculative-num-draft-tokens 2"),
+      kV32, kH200);
+  EXPECT_DOUBLE_EQ(dp8mtp.gpu_memory_fraction, 0.754);
+  EXPECT_EQ(dp8mtp.speculative->num_draft_tokens, 2);
+  // An explicit fraction is kept; FP8 KV switches the NSA kernels.
+  auto fp8 = se::resolve_defaults(
+      parse("python3 -m sglang.launch_server --model-path m --mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
+      kV32, kH200);
+  EXPECT_DOUBLE_EQ(fp8.gpu_memory_fraction, 0.85);
+  EXPECT_EQ(fp8.nsa_decode_backend, "flashmla_kv");
+  EXPECT_EQ(se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200()).kv_cache_dtype,
+            "fp8_e4m3");
+}
+
+TEST(ResolveDefaults, Trtllm) {
+  auto c = se::resolve_defaults(parse("trtllm-serve m --tp_size 8"), kV32, kH200);
+  EXPECT_EQ(c.cuda_graph_max_bs, 128);
+  EXPECT_EQ(c.max_model_len, 163840);
+  EXPECT_EQ(c.max_num_seqs, 2048);
+}
+
+TEST(CheckLaunch, VllmAttentionBackends) {
+  auto msg = [](const char* backend, const se::HardwareTraits& hw, const std::string& extra = "") {
+    auto f = se::check_launch(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}), kV32, hw);
+    return f ? f->message : std::string("<starts>");
+  };
+  // On B200 (sm100) CUTLASS_MLA has kernels; only the sparse reason is left.
+  EXPECT_EQ(msg("CUTLASS_MLA", b200()),
+            "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
+            "Reason: ['sparse not supported']");
+  EXPECT_EQ(msg("FLASHMLA_SPARSE", kH200), "<starts>");
+  EXPECT_EQ(msg("FLASHMLA_SPARSE", kH200, " --block-size 16"),
+            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA_SPARSE is not valid for this configuration. "
+            "Reason: ['block_size not supported']");
+  EXPECT_EQ(msg("FLASH_ATTN", kH200),
+            "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+            "Reason: ['MLA not supported', 'sparse not supported']");
+  // A dense MLA model is fine on FLASHMLA but not on a Blackwell-only kernel on Hopper.
+  se::ModelTraits dense;
+  dense.display_name = "DeepSeek-V3";
+  dense.sparse_attention = false;
+  auto f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
+  EXPECT_FALSE(f.has_value());
+  f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense, kH200);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->message,
+            "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
+            "Reason: ['compute capability not supported']");
+  f = se::check_launch(parse("vllm serve m", {{"VLLM_ATTENTION_BACKEND", "NOT_A_BACKEND"}}), kV32, kH200);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "vllm.attention_backend.unknown");
+  EXPECT_FALSE(f->verbatim);
+}
+
+TEST(CheckLaunch, VllmDcpAndLimits) {
+  auto f = se::check_launch(parse("vllm serve m -tp 8 -dcp 8"), kV32, kH200);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->phase, se::FailurePhase::kRuntime);
+  EXPECT_EQ(f->rule, "vllm.dcp.sparse_flashmla");
+  se::ModelTraits dense;
+  dense.sparse_attention = false;
+  EXPECT_FALSE(se::check_launch(parse("vllm serve m -tp 8 -dcp 8"), dense, kH200).has_value());
+  EXPECT_EQ(se::check_launch(parse("vllm serve m -tp 8 -dcp 3"), dense, kH200)->rule, "vllm.dcp.divides_tp");
+  EXPECT_EQ(se::check_launch(parse("vllm serve m -tp 8 -dp 2"), kV32, kH200)->rule, "parallel.gpu_count");
+  EXPECT_EQ(se::check_launch(parse("vllm serve m --max-model-len 200000"), kV32, kH200)->rule,
+            "vllm.max_model_len.too_long");
+  EXPECT_FALSE(se::check_launch(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}),
+                                kV32, kH200));
+  se::ModelTraits no_mtp;
+  no_mtp.num_nextn_predict_layers = 0;
+  EXPECT_EQ(se::check_launch(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp, kH200)->rule,
+            "vllm.speculative.no_mtp_head");
+}
+
+TEST(CheckLaunch, SglangRules) {
+  const std::string base = "python3 -m sglang.launch_server --model-path m --tp-size 8";
+  auto f = se::check_launch(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), kV32, kH200);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->message, "server fails to start when DeepGEMM is disabled (SGLANG_ENABLE_JIT_DEEPGEMM=0)");
+  se::ModelTraits dense;
+  dense.sparse_attention = false;
+  EXPECT_FALSE(se::check_launch(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), dense, kH200));
+  // FA3 is Hopper-only; the Blackwell-only TRT-LLM MLA kernel has nothing for sm90.
+  EXPECT_FALSE(se::check_launch(parse(base + " --nsa-decode-backend fa3"), kV32, kH200));
+  EXPECT_EQ(se::check_launch(parse(base + " --nsa-decode-backend fa3"), kV32, b200())->rule,
+            "sglang.backend.compute_capability");
+  EXPECT_EQ(se::check_launch(parse(base + " --attention-backend trtllm_mla"), dense, kH200)->message,
+            "--attention-backend trtllm_mla has no kernel for sm90 (H200)");
+  EXPECT_EQ(se::check_launch(parse(base + " --dp-size 3 --enable-dp-attention"), kV32, kH200)->rule,
+            "sglang.dp_attention.divides_tp");
+  EXPECT_EQ(se::check_launch(parse(base + " --dp-size 2"), kV32, kH200)->rule, "parallel.gpu_count");
+}
+
+TEST(CheckLaunch, TrtllmRules) {
+  EXPECT_FALSE(se::check_launch(parse("trtllm-serve m --tp_size 8 --ep_size 8"), kV32, kH200));
+  EXPECT_EQ(se::check_launch(parse("trtllm-serve m --tp_size 8 --ep_size 3"), kV32, kH200)->rule,
+            "trtllm.ep.divides_tp");
+  EXPECT_EQ(se::check_launch(parse("trtllm-serve m --tp_size 16"), kV32, kH200)->rule, "parallel.gpu_count");
+}
+
+TEST(GpusUsed, PerEngine) {
+  EXPECT_EQ(parse("vllm serve m -tp 2 -dp 2 -pp 2").gpus_used(), 8);
+  EXPECT_EQ(parse("vllm serve m -tp 8 -dcp 8").gpus_used(), 8);
+  EXPECT_EQ(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention")
+                .gpus_used(),
+            8);
+  EXPECT_EQ(parse("python3 -m sglang.launch_server --model-path m --tp-size 4 --dp-size 2").gpus_used(), 8);
+  EXPECT_EQ(parse("trtllm-serve m --tp_size 8 --ep_size 8").gpus_used(), 8);
+  EXPECT_EQ(parse("trtllm-serve m --tp_size 4 --pp_size 2").gpus_used(), 8);
+  EXPECT_STREQ(se::engine_kind_name(se::EngineKind::kSglang), "sglang");
+  EXPECT_STREQ(se::failure_phase_name(se::FailurePhase::kRuntime), "runtime");
+}
+
+TEST(Render, TuneChangesAFieldAndRendersTheCommand) {
+  auto c = parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32 --seed 1");
+  c.max_num_seqs = 512;
+  c.deep_gemm = false;
+  c.attention_backend = "FLASHMLA_SPARSE";
+  EXPECT_EQ(se::render_command(c),
+            "VLLM_ATTENTION_BACKEND=FLASHMLA_SPARSE VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 "
+            "-tp 8 --tokenizer-mode deepseek_v32 --max-num-seqs 512 --seed 1");
+  auto back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
+  EXPECT_EQ(back.max_num_seqs, 512);
+  EXPECT_FALSE(back.deep_gemm);
+  EXPECT_EQ(back.attention_backend, "FLASHMLA_SPARSE");
+
+  auto s = parse("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3.2 --tp 8 --dp 8 --enable-dp-attention");
+  s.chunked_prefill_size = 4096;
+  s.speculative = se::SpeculativeConfig{"EAGLE", 1, 1, 1, 2, "", ""};
+  EXPECT_EQ(se::render_command(s),
+            "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8 --dp-size 8 "
+            "--enable-dp-attention --chunked-prefill-size 4096 --speculative-algorithm EAGLE "
+            "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2");
+
+  auto v = parse(R"(vllm serve m --speculative-config '{"method":"mtp","num_speculative_tokens":1}')");
+  EXPECT_EQ(se::render_command(v),
+            R"(vllm serve m --speculative-config '{"method":"mtp","num_speculative_tokens":1}')");
+
+  auto t = parse("trtllm-serve m --tp_size 8 --ep_size 8 --pp_size 1");
+  t.max_num_seqs = 256;
+  EXPECT_EQ(se::render_command(t), "trtllm-serve m --tp_size 8 --ep_size 8 --pp_size 1 --max_batch_size 256");
+}
