@@ -1,0 +1,279 @@
+// OpenAI-compatible request validation and response JSON for `sim serve`. See openai_api.h.
+#include "simserve/openai_api.h"
+
+#include <nlohmann/json.hpp>
+
+namespace servelab::simserve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+ApiError bad_request(std::string message, std::string param = {}) {
+  return {400, "BadRequestError", std::move(message), std::move(param)};
+}
+ApiError validation(std::string message, std::string param) {
+  return {422, "ValidationError", std::move(message), std::move(param)};
+}
+
+const char* json_type_name(const json& v) {
+  return v.type_name();
+}
+
+// Reads an optional integer field; a present value of another type is a 422.
+std::optional<ApiError> read_int(const json& body, const char* key, std::optional<int>& out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) {
+    return validation(std::string(key) + " must be an integer, got " + json_type_name(*it), key);
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX) return bad_request(std::string(key) + " is out of range", key);
+  out = static_cast<int>(v);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_bool(const json& body, const char* key, bool& out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) {
+    return validation(std::string(key) + " must be a boolean, got " + json_type_name(*it), key);
+  }
+  out = it->get<bool>();
+  return std::nullopt;
+}
+
+// Chat content: a string, or a list of {"type":"text","text":...} parts (concatenated, as vLLM does
+// for text-only parts with "\n" between them).
+std::variant<std::string, ApiError> read_content(const json& v, std::size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  if (v.is_null()) return std::string();
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) return validation(where + " must be a string or a list of parts", where);
+  std::string text;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const auto& part = v[k];
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      return validation(where + "[" + std::to_string(k) + "] must be an object with a string \"type\"", where);
+    }
+    const auto type = part["type"].get<std::string>();
+    if (type != "text") {
+      return bad_request(where + "[" + std::to_string(k) + "].type = \"" + type +
+                             "\" is not supported by the engine twin (text only)",
+                         where);
+    }
+    if (!part.contains("text") || !part["text"].is_string()) {
+      return validation(where + "[" + std::to_string(k) + "].text must be a string", where);
+    }
+    if (!text.empty()) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string error_json(const ApiError& e) {
+  json err = {{"message", e.message},
+              {"type", e.type},
+              {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+              {"code", e.status}};
+  return json{{"error", err}}.dump();
+}
+
+std::variant<GenerationRequest, ApiError> parse_generation_request(
+    const std::string& body_text, Endpoint endpoint, const std::vector<std::string>& served_models) {
+  json body;
+  try {
+    body = json::parse(body_text);
+  } catch (const json::parse_error& e) {
+    return bad_request(std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) return bad_request("request body must be a JSON object");
+
+  GenerationRequest r;
+  r.endpoint = endpoint;
+  if (!body.contains("model") || !body["model"].is_string()) {
+    return validation("model is required and must be a string", "model");
+  }
+  r.model = body["model"].get<std::string>();
+  bool known = false;
+  for (const auto& m : served_models) known = known || m == r.model;
+  if (!known) return ApiError{404, "NotFoundError", "The model `" + r.model + "` does not exist.", "model"};
+
+  if (endpoint == Endpoint::kCompletions) {
+    auto it = body.find("prompt");
+    if (it == body.end()) return validation("prompt is required", "prompt");
+    if (it->is_string()) {
+      r.prompt = it->get<std::string>();
+    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      r.prompt = (*it)[0].get<std::string>();
+    } else if (it->is_array()) {
+      return bad_request("prompt: batched or token-id prompts are not supported by the engine twin; send one "
+                         "string",
+                         "prompt");
+    } else {
+      return validation(std::string("prompt must be a string, got ") + json_type_name(*it), "prompt");
+    }
+  } else {
+    auto it = body.find("messages");
+    if (it == body.end() || !it->is_array()) return validation("messages must be a list", "messages");
+    if (it->empty()) return bad_request("messages must not be empty", "messages");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const auto& m = (*it)[i];
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+        return validation(where + " must be an object with a string role", where);
+      }
+      chat::Message msg;
+      msg.role = m["role"].get<std::string>();
+      if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
+          msg.role != "developer") {
+        return bad_request(where + ".role = \"" + msg.role + "\" is not a valid role", where + ".role");
+      }
+      auto content = read_content(m.contains("content") ? m["content"] : json(nullptr), i);
+      if (auto* err = std::get_if<ApiError>(&content)) return *err;
+      msg.content = std::get<std::string>(content);
+      if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+        msg.reasoning_content = m["reasoning_content"].get<std::string>();
+      }
+      if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
+        for (const auto& tc : m["tool_calls"]) {
+          if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object()) {
+            return validation(where + ".tool_calls entries must have a function object", where);
+          }
+          const auto& f = tc["function"];
+          chat::ToolCall call;
+          call.id = tc.value("id", "");
+          call.name = f.value("name", "");
+          call.arguments_json = f.value("arguments", "{}");
+          msg.tool_calls.push_back(std::move(call));
+        }
+      }
+      if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
+        msg.tool_call_id = m["tool_call_id"].get<std::string>();
+      }
+      r.messages.push_back(std::move(msg));
+    }
+    if (auto kw = body.find("chat_template_kwargs"); kw != body.end() && kw->is_object()) {
+      for (const char* key : {"thinking", "enable_thinking"}) {
+        if (kw->contains(key) && (*kw)[key].is_boolean()) r.thinking = (*kw)[key].get<bool>();
+      }
+    }
+  }
+
+  std::optional<int> max_tokens, max_completion_tokens, min_tokens, n;
+  if (auto e = read_int(body, "max_tokens", max_tokens)) return *e;
+  if (auto e = read_int(body, "max_completion_tokens", max_completion_tokens)) return *e;
+  if (auto e = read_int(body, "min_tokens", min_tokens)) return *e;
+  if (auto e = read_int(body, "n", n)) return *e;
+  r.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  if (r.max_tokens && *r.max_tokens < 1) {
+    return bad_request("max_tokens must be at least 1, got " + std::to_string(*r.max_tokens) + ".",
+                       max_completion_tokens ? "max_completion_tokens" : "max_tokens");
+  }
+  r.min_tokens = min_tokens.value_or(0);
+  if (r.min_tokens < 0) return bad_request("min_tokens must be greater than or equal to 0", "min_tokens");
+  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
+    return bad_request("min_tokens must be less than or equal to max_tokens=" + std::to_string(*r.max_tokens) +
+                           ", got " + std::to_string(r.min_tokens) + ".",
+                       "min_tokens");
+  }
+  if (n && *n != 1) return bad_request("n = " + std::to_string(*n) + ": the engine twin generates one choice", "n");
+  if (auto e = read_bool(body, "ignore_eos", r.ignore_eos)) return *e;
+  if (auto e = read_bool(body, "stream", r.stream)) return *e;
+  if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
+    if (!so->is_object()) return validation("stream_options must be an object", "stream_options");
+    if (auto e = read_bool(*so, "include_usage", r.include_usage)) return *e;
+    if (!r.stream) return bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
+  }
+  if (auto s = body.find("seed"); s != body.end() && !s->is_null()) {
+    if (!s->is_number_integer()) return validation("seed must be an integer", "seed");
+    r.seed = static_cast<std::uint64_t>(s->get<std::int64_t>());
+  }
+  for (const char* key : {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
+                          "min_p"}) {
+    if (auto it = body.find(key); it != body.end() && !it->is_null() && !it->is_number()) {
+      return validation(std::string(key) + " must be a number", key);
+    }
+  }
+  return r;
+}
+
+std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,
+                        int max_model_len, std::int64_t created) {
+  json data = json::array();
+  for (const auto& m : served_models) {
+    data.push_back({{"id", m},
+                    {"object", "model"},
+                    {"created", created},
+                    {"owned_by", "servelab-twin"},
+                    {"root", root_model},
+                    {"parent", nullptr},
+                    {"max_model_len", max_model_len}});
+  }
+  return json{{"object", "list"}, {"data", data}}.dump();
+}
+
+std::string stream_chunk(Endpoint endpoint, const ResponseIdentity& id, const StreamDelta& d) {
+  json choice;
+  const json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
+  json chunk;
+  if (endpoint == Endpoint::kCompletions) {
+    choice = {{"index", 0}, {"text", d.text}, {"logprobs", nullptr}, {"finish_reason", finish},
+              {"stop_reason", nullptr}};
+    chunk = {{"id", id.id}, {"object", "text_completion"}, {"created", id.created}, {"model", id.model},
+             {"choices", json::array({choice})}};
+  } else {
+    json delta = json::object();
+    if (d.role_only) {
+      delta = {{"role", "assistant"}, {"content", ""}};
+    } else if (d.reasoning) {
+      delta = {{"reasoning_content", d.text}};
+    } else {
+      delta = {{"content", d.text}};
+    }
+    choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    chunk = {{"id", id.id}, {"object", "chat.completion.chunk"}, {"created", id.created}, {"model", id.model},
+             {"choices", json::array({choice})}};
+  }
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+std::string stream_usage_chunk(Endpoint endpoint, const ResponseIdentity& id, const Usage& u) {
+  json chunk = {{"id", id.id},
+                {"object", endpoint == Endpoint::kCompletions ? "text_completion" : "chat.completion.chunk"},
+                {"created", id.created},
+                {"model", id.model},
+                {"choices", json::array()},
+                {"usage",
+                 {{"prompt_tokens", u.prompt_tokens},
+                  {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                  {"completion_tokens", u.completion_tokens}}}};
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+std::string stream_done() { return "data: [DONE]\n\n"; }
+
+std::string full_response(Endpoint endpoint, const ResponseIdentity& id, const std::string& text,
+                          const std::string& reasoning, const std::string& finish_reason, const Usage& u) {
+  const json usage = {{"prompt_tokens", u.prompt_tokens},
+                      {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                      {"completion_tokens", u.completion_tokens}};
+  json body;
+  if (endpoint == Endpoint::kCompletions) {
+    json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason},
+                   {"stop_reason", nullptr}};
+    body = {{"id", id.id}, {"object", "text_completion"}, {"created", id.created}, {"model", id.model},
+            {"choices", json::array({choice})}, {"usage", usage}};
+  } else {
+    json message = {{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    message["tool_calls"] = json::array();
+    json choice = {{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+    body = {{"id", id.id}, {"object", "chat.completion"}, {"created", id.created}, {"model", id.model},
+            {"choices", json::array({choice})}, {"usage", usage}};
+  }
+  return body.dump();
+}
+
+}  // namespace servelab::simserve

@@ -1,0 +1,73 @@
+// servelab/simserve: the HTTP server of `servelab sim serve` — an OpenAI-compatible API whose tokens
+// leave at the times the engine twin predicts. The twin's scheduler is driven online through `Timeline`
+// in virtual time; wall time = virtual time / time_scale.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::simserve {
+
+/// The online engine model behind the server, in virtual time (seconds since the server started).
+/// Thread-safety: the server calls these from its single event-loop thread only.
+struct Timeline {
+  /// A request arrives at virtual time `now_s` with `prompt_tokens` to prefill and `output_tokens` to decode.
+  std::function<void(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s)> submit;
+  /// The client went away: drop the request (frees its KV cache in the model).
+  std::function<void(std::uint64_t id)> cancel;
+  /// Advances to virtual time `t_s`, calling `emit(id, token_index, t_emit_s)` for every output token
+  /// (0-based index) whose emission time is ≤ t_s, in time order.
+  std::function<void(double t_s, const std::function<void(std::uint64_t, int, double)>& emit)> advance_to;
+  /// Virtual time (s) of the next token emission; +infinity when idle.
+  std::function<double()> next_event_s;
+};
+
+/// Options of `sim serve`.
+struct ServerOptions {
+  std::string host = "127.0.0.1";           ///< bind address (loopback unless told otherwise)
+  unsigned short port = 8000;               ///< 0 = pick a free port
+  std::vector<std::string> served_models;   ///< names answered on the API (first = default)
+  std::string root_model;                   ///< model id shown as `root` in /v1/models
+  int max_model_len = 163840;               ///< context limit, tokens (prompt + max_tokens)
+  double time_scale = 1.0;                  ///< >1 runs faster than real time
+  std::uint64_t seed = 0;                   ///< output-token draw seed (a request's `seed` overrides)
+  bool reasoning_parser = false;            ///< --reasoning-parser set: thinking output → reasoning_content
+  double reasoning_fraction = 0.5;          ///< share of output tokens streamed as reasoning when thinking
+  bool chat_bos = true;                     ///< chat prompts start with BOS (DeepSeek encoding)
+  int default_max_tokens = 0;               ///< output length when the request gives none (0 = to context end)
+  std::size_t max_body_bytes = 64u << 20;   ///< larger bodies get 413
+};
+
+/// The server. Construct, `start()` (binds and returns the port), then `run()` blocks until `stop()`.
+/// Thread-safety: `stop()` may be called from any thread (e.g. a signal handler's watcher thread);
+/// everything else from the owning thread.
+class Server {
+ public:
+  Server(ServerOptions options, Timeline timeline, tokenizer::Tokenizer tokenizer);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds the listening socket. Returns the bound port. Throws std::runtime_error naming host:port.
+  unsigned short start();
+  /// Serves until stop(). 
+  void run();
+  /// Stops accepting and closes all connections; run() returns.
+  void stop();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Token ids whose text stands alone: decode([id]) is a space followed by ASCII letters and re-encodes to
+/// exactly [id], so a streamed completion re-tokenizes to the count the server reports. Ascending ids.
+std::vector<tokenizer::TokenId> standalone_word_tokens(const tokenizer::Tokenizer& tokenizer);
+
+}  // namespace servelab::simserve

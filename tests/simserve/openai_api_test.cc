@@ -1,0 +1,98 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "simserve/openai_api.h"
+
+using namespace servelab::simserve;
+using nlohmann::json;
+
+namespace {
+const std::vector<std::string> kModels = {"deepseek-ai/DeepSeek-V3.2"};
+
+ApiError error_of(const std::string& body, Endpoint ep = Endpoint::kCompletions) {
+  auto r = parse_generation_request(body, ep, kModels);
+  EXPECT_TRUE(std::holds_alternative<ApiError>(r)) << body;
+  return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r) : ApiError{};
+}
+GenerationRequest ok(const std::string& body, Endpoint ep = Endpoint::kCompletions) {
+  auto r = parse_generation_request(body, ep, kModels);
+  if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << e->message;
+  return std::holds_alternative<GenerationRequest>(r) ? std::get<GenerationRequest>(r) : GenerationRequest{};
+}
+}  // namespace
+
+TEST(OpenAiApi, CompletionsRequestAsVllmBenchSendsIt) {
+  const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"hi","max_tokens":7,"repetition_penalty":1.0,
+    "logprobs":null,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true})");
+  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.ignore_eos);
+}
+
+TEST(OpenAiApi, ChatRequestWithListContentAndThinking) {
+  const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":[{"type":"text","text":"a"},
+    {"type":"text","text":"b"}]}],"max_completion_tokens":3,"max_tokens":99,"chat_template_kwargs":{"thinking":true}})",
+                    Endpoint::kChatCompletions);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content, "a\nb");
+  EXPECT_EQ(r.max_tokens, 3);  // max_completion_tokens wins over the deprecated max_tokens
+  EXPECT_TRUE(r.thinking);
+}
+
+TEST(OpenAiApi, StatusCodesForBadRequests) {
+  EXPECT_EQ(error_of("{not json").status, 400);
+  EXPECT_EQ(error_of(R"({"model":"other","prompt":"x"})").status, 404);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":5})").status, 422);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","max_tokens":"7"})").status, 422);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","max_tokens":0})").status, 400);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","stream_options":{"include_usage":true}})")
+                .status,
+            400);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[]})", Endpoint::kChatCompletions).status, 400);
+  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"wizard","content":"x"}]})",
+                     Endpoint::kChatCompletions)
+                .status,
+            400);
+  const auto e = error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","min_tokens":9,"max_tokens":2})");
+  EXPECT_EQ(e.param, "min_tokens");
+}
+
+TEST(OpenAiApi, ErrorJsonIsOpenAiShaped) {
+  const auto j = json::parse(error_json({404, "NotFoundError", "The model `x` does not exist.", "model"}));
+  EXPECT_EQ(j["error"]["code"], 404);
+  EXPECT_EQ(j["error"]["type"], "NotFoundError");
+  EXPECT_EQ(j["error"]["param"], "model");
+  EXPECT_EQ(j["error"]["message"], "The model `x` does not exist.");
+}
+
+TEST(OpenAiApi, StreamChunksCarryChoicesAndUsage) {
+  ResponseIdentity id{"chatcmpl-1", "m", 1700000000};
+  StreamDelta role;
+  role.role_only = true;
+  auto c = stream_chunk(Endpoint::kChatCompletions, id, role);
+  ASSERT_EQ(c.rfind("data: ", 0), 0u);
+  ASSERT_EQ(c.substr(c.size() - 2), "\n\n");
+  auto j = json::parse(c.substr(6));
+  EXPECT_EQ(j["choices"][0]["delta"]["role"], "assistant");
+  StreamDelta r;
+  r.text = " x";
+  r.reasoning = true;
+  r.finish_reason = "length";
+  j = json::parse(stream_chunk(Endpoint::kChatCompletions, id, r).substr(6));
+  EXPECT_EQ(j["choices"][0]["delta"]["reasoning_content"], " x");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  j = json::parse(stream_usage_chunk(Endpoint::kCompletions, id, {10, 3}).substr(6));
+  EXPECT_TRUE(j["choices"].empty());
+  EXPECT_EQ(j["usage"]["total_tokens"], 13);
+  EXPECT_EQ(stream_done(), "data: [DONE]\n\n");
+}
+
+TEST(OpenAiApi, ModelsListShowsRootAndContext) {
+  auto j = json::parse(models_json({"a", "b"}, "deepseek-ai/DeepSeek-V3.2", 81920, 1));
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1]["id"], "b");
+  EXPECT_EQ(j["data"][0]["root"], "deepseek-ai/DeepSeek-V3.2");
+  EXPECT_EQ(j["data"][0]["max_model_len"], 81920);
+}
