@@ -37,6 +37,7 @@ constexpr std::size_t kNoRequest = static_cast<std::size_t>(-1);
 constexpr std::size_t kReadBufferBytes = 4096;       // grows (×2) only for larger HTTP headers
 constexpr std::size_t kMaxReadBufferBytes = 1 << 20;
 constexpr std::size_t kErrorExcerptBytes = 512;
+constexpr int kDispatchBatch = 16;  // sends per event-loop turn during a burst
 
 tcp::socket& lowest(tcp::socket& s) { return s; }
 tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
@@ -170,13 +171,25 @@ class Worker {
     dispatch_timer_.expires_at(due(mine_[next_]));
     dispatch_timer_.async_wait([this](const error_code& ec) {
       if (ec || stopping_) return;
-      Clock::time_point now = Clock::now();
-      while (next_ < mine_.size() && due(mine_[next_]) <= now) {
-        dispatch(mine_[next_++], now);
-        now = Clock::now();
-      }
-      arm_dispatch();
+      dispatch_due();
     });
+  }
+
+  // Dispatches due requests in batches of kDispatchBatch, yielding to the event loop in between so
+  // that reads (and their timestamps) are not held up by a burst of sends/connects.
+  void dispatch_due() {
+    if (stopping_) return;
+    Clock::time_point now = Clock::now();
+    int batch = 0;
+    while (next_ < mine_.size() && due(mine_[next_]) <= now) {
+      if (batch++ == kDispatchBatch) {
+        asio::post(io_, [this] { dispatch_due(); });
+        return;
+      }
+      dispatch(mine_[next_++], now);
+      now = Clock::now();
+    }
+    arm_dispatch();
   }
 
   void dispatch(std::size_t idx, Clock::time_point now) {
