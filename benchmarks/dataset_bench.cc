@@ -121,6 +121,14 @@ int main(int argc, char** argv) {
   fmt::print("sample_requests end to end (load + sample): wall {:.3f} s, CPU {:.3f} s for {} prompts\n",
              total.wall_s, total.cpu_s, end_to_end.size());
 
+  // Informational: vLLM's default random dataset (1,000 x 1,024 tokens) with the same tokenizer.
+  servelab::dataset::DatasetOptions ro;
+  ro.num_prompts = num_prompts;
+  const double r0 = now_s(), rc0 = cpu_s();
+  const auto random_requests = servelab::dataset::sample_requests(ro, tok);
+  fmt::print("random dataset (default 1024 in / 128 out): {} prompts: wall {:.3f} s, CPU {:.3f} s\n",
+             random_requests.size(), now_s() - r0, cpu_s() - rc0);
+
   // 3. Reference: Python json.load + vLLM's filter + shuffle of the same file.
   const Timing py = python_load(python, path);
   if (py.wall_s > 0) {
