@@ -15,7 +15,8 @@
 //   gpt2          <data>/gpt2-tokenizer.json, FIXED for this oracle: "type": "BPE" added and every merge
 //                 whose parts/result are not in the vocabulary dropped ("ĠCla ude"); npm tokenizers
 //                 0.23.2 refuses the original file (servelab loads the original and drops the same merge).
-//   llama_style, mistral_style   synthetic sentencepiece-style BPE fixtures (tests/tokenizer/fixtures).
+//   llama_style, mistral_style, metaspace_style   synthetic sentencepiece-style BPE fixtures
+//                 (tests/tokenizer/fixtures, written by scripts/tokenizer_oracle_fixtures.py).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -33,6 +34,29 @@ const fixturesDir = arg('--fixtures', path.join(repo, 'tests', 'tokenizer', 'fix
 const outDir = arg('--out', null);
 if (!outDir) { console.error('usage: tokenizer_oracle.js --out DIR'); process.exit(2); }
 fs.mkdirSync(outDir, { recursive: true });
+
+// Skip the (30-60 s) oracle when its inputs are unchanged since the last run into this directory.
+const crypto = require('crypto');
+function fingerprint() {
+  const h = crypto.createHash('sha256');
+  const addFile = f => { try { const st = fs.statSync(f); h.update(`${f}:${st.size}:${st.mtimeMs}\n`); } catch (e) { h.update(`${f}:missing\n`); } };
+  h.update(fs.readFileSync(__filename));
+  for (const d of [dataDir, fixturesDir]) {
+    try { for (const f of fs.readdirSync(d).sort()) addFile(path.join(d, f)); } catch (e) { h.update(`${d}:missing\n`); }
+  }
+  for (const f of ['tokenizers/deepseek-v3/tokenizer.json', 'tokenizers/deepseek-v3/tokenizer_config.json',
+                   'npm/node_modules/tokenizers/package.json']) addFile(path.join(cacheDir, f));
+  return h.digest('hex');
+}
+const inputsHash = fingerprint();
+try {
+  const prev = JSON.parse(fs.readFileSync(path.join(outDir, 'status.json'), 'utf8'));
+  if (prev.available && prev.inputs === inputsHash && fs.existsSync(path.join(outDir, 'tokenizer_golden.json')) &&
+      !process.argv.includes('--force')) {
+    console.log('oracle: inputs unchanged, golden file is current (--force to regenerate)');
+    process.exit(0);
+  }
+} catch (e) { /* no previous run */ }
 
 function writeStatus(obj) { fs.writeFileSync(path.join(outDir, 'status.json'), JSON.stringify(obj) + '\n'); }
 
@@ -94,7 +118,7 @@ const tokenizers = {
   deepseek_v32: Tokenizer.fromString(deepseekJson(true)),
   gpt2: Tokenizer.fromString(gpt2.text),
 };
-for (const name of ['llama_style', 'mistral_style']) {
+for (const name of ['llama_style', 'mistral_style', 'metaspace_style']) {
   const f = path.join(fixturesDir, `${name}_tokenizer.json`);
   if (fs.existsSync(f)) tokenizers[name] = Tokenizer.fromFile(f);
 }
@@ -166,6 +190,11 @@ add('special_ds_partial', '<｜User <｜User｜ ｜User｜> <｜begin▁of▁sen
 add('special_gpt2', 'a<|endoftext|>b <|endoftext|> <|endoftext|<|endoftext|>>');
 add('special_think', '<think>reasoning</think>answer <think> </think>');
 add('special_placeholder', '<｜place▁holder▁no▁798｜><｜place▁holder▁no▁799｜><|EOT|>');
+add('flags_lstrip_rstrip', 'say  [INST]  hi  [/INST]  ok [INST][/INST] x\t[INST]\n');
+add('flags_single_word', '<tool> a<tool> <tool>b (<tool>) _<tool> é<tool> <tool>1 <tool>');
+add('flags_mask', 'the <mask> is  <mask>  here<mask>x');
+add('flags_normalized_false', '▁ctrl ctrl▁ctrl x▁ctrl');
+add('split_behaviors', 'well-known, semi;colon xx-xxl abcde-edcba 12-34 a,b;c');
 add('byte_level_chars', 'ĠĊ Ġhello ▁hello Ã© Ċ');
 add('contractions', "I'm you'll he'd we've they're it's 'S 'LL 'D O'Neil rock'n'roll ''");
 add('code', 'def f(x):\n\tif x > 0:\n\t\treturn x ** 2  # square\n\treturn -x\n\nprint(f(3))\n');
@@ -244,6 +273,8 @@ async function decodeAll(tok, idss, skipSpecial) {
     cases.push(...result);
   }
   await run(dataTexts, ['deepseek', 'gpt2'], 'data');
+  // The synthetic sentencepiece-style fixtures also see a sample of real text (every 20th data text).
+  await run(dataTexts.filter((_, i) => i % 20 === 0), ['llama_style', 'mistral_style', 'metaspace_style'], 'data_sample');
   await run(adv, Object.keys(tokenizers), 'adversarial');
   const golden = {
     oracle: 'npm tokenizers ' + require(path.join(cacheDir, 'npm', 'node_modules', 'tokenizers', 'package.json')).version,
@@ -253,7 +284,7 @@ async function decodeAll(tok, idss, skipSpecial) {
   };
   fs.writeFileSync(path.join(outDir, 'tokenizer_golden.json'), JSON.stringify(golden));
   const tokens = cases.reduce((a, c) => a + Object.values(c.ids).reduce((b, x) => b + x.length, 0), 0);
-  writeStatus({ available: true, cases: cases.length, data_texts: dataTexts.length, adversarial: adv.length,
+  writeStatus({ available: true, inputs: inputsHash, cases: cases.length, data_texts: dataTexts.length, adversarial: adv.length,
                 tokens, seconds: (Date.now() - t0) / 1000 });
   console.log(`oracle: ${dataTexts.length} data texts + ${adv.length} adversarial, ${tokens} tokens, ${(Date.now() - t0) / 1000}s`);
 })().catch(e => {

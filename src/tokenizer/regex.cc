@@ -37,7 +37,8 @@ ThreadMatchState& thread_state() {
 Regex Regex::compile(const std::string& pattern, bool literal, const std::string& json_path) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  std::uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2_LITERAL admits no PCRE2_UCP (irrelevant for a literal).
+  std::uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
                                    &error_code, &error_offset, nullptr);
   if (code == nullptr) {

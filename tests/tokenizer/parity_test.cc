@@ -105,7 +105,7 @@ const Loaded& tokenizers() {
     // The ORIGINAL GPT-2 file: servelab drops its unusable merge itself; the oracle used a fixed copy.
     out.by_name.emplace("gpt2", Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json"));
     const fs::path fixtures = common::source_dir() / "tests" / "tokenizer" / "fixtures";
-    for (const char* name : {"llama_style", "mistral_style"}) {
+    for (const char* name : {"llama_style", "mistral_style", "metaspace_style"}) {
       const fs::path f = fixtures / (std::string(name) + "_tokenizer.json");
       if (fs::exists(f)) out.by_name.emplace(name, Tokenizer::from_file(f));
     }
@@ -181,6 +181,21 @@ TEST(TokenizerParity, Gpt2AllDataTexts) { check_parity("data", "gpt2"); }
 TEST(TokenizerParity, DeepSeekV3Adversarial) { check_parity("adversarial", "deepseek"); }
 TEST(TokenizerParity, DeepSeekV32ThinkTokensAdversarial) { check_parity("adversarial", "deepseek_v32"); }
 TEST(TokenizerParity, Gpt2Adversarial) { check_parity("adversarial", "gpt2"); }
+
+// Sentencepiece-style BPE (Metaspace, byte_fallback, Prepend/Replace normalizers, Strip/Fuse/ByteFallback
+// decoders), every Split behavior, Digits, NFKC/Lowercase, ignore_merges, lstrip/rstrip/single_word.
+TEST(TokenizerParity, LlamaStyleFixture) {
+  check_parity("adversarial", "llama_style");
+  check_parity("data_sample", "llama_style");
+}
+TEST(TokenizerParity, MistralStyleFixture) {
+  check_parity("adversarial", "mistral_style");
+  check_parity("data_sample", "mistral_style");
+}
+TEST(TokenizerParity, MetaspaceStyleFixture) {
+  check_parity("adversarial", "metaspace_style");
+  check_parity("data_sample", "metaspace_style");
+}
 
 TEST(TokenizerParity, CoversEveryDataFile) {
   REQUIRE_ORACLE();
