@@ -129,6 +129,9 @@ class ShareGptFile {
 
 /// Loads a ShareGPT JSON file (top-level array of {"conversations": [{"value": str, ...}, ...], ...}).
 /// Records without `conversations` or with fewer than 2 turns are skipped (as vLLM does).
+/// simdjson on-demand validates the structure and UTF-8 of the whole file, but scalars it skips (other
+/// keys, turns after the second) are not checked, so a typo such as `tru` there loads where Python's
+/// json.load would fail. `image` / `video` keys (vLLM's multimodal ShareGPT) are ignored: text only.
 /// Throws std::runtime_error (path + record index + problem): unreadable file, invalid JSON, top level not
 /// an array, a record that is not an object, `conversations` not an array, turn 0/1 not an object or with
 /// a missing / non-string `value`.

@@ -153,14 +153,22 @@ std::string unescape_at(const detail::ShareGptStorage& s, std::uint64_t offset, 
 
 }  // namespace
 
-const std::filesystem::path& ShareGptFile::path() const { return storage->path; }
+const std::filesystem::path& ShareGptFile::path() const {
+  static const std::filesystem::path kEmpty;
+  return storage ? storage->path : kEmpty;
+}
 std::size_t ShareGptFile::num_records() const { return storage ? storage->num_records : 0; }
 std::size_t ShareGptFile::size() const { return storage ? storage->prompt_offset.size() : 0; }
-std::size_t ShareGptFile::record_index(std::size_t i) const { return storage->record_index.at(i); }
+std::size_t ShareGptFile::record_index(std::size_t i) const {
+  if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
+  return storage->record_index.at(i);
+}
 std::string ShareGptFile::prompt(std::size_t i) const {
+  if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
   return unescape_at(*storage, storage->prompt_offset.at(i), storage->record_index[i], "conversations[0].value");
 }
 std::string ShareGptFile::completion(std::size_t i) const {
+  if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
   return unescape_at(*storage, storage->completion_offset.at(i), storage->record_index[i],
                      "conversations[1].value");
 }
