@@ -2,6 +2,7 @@
 // a Python re-statement of vLLM's code (tests/dataset/oracles) with a fake token counter.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -183,6 +184,32 @@ TEST(ShareGptSample, MatchesPythonOracleAcrossSeedsAndFiles) {
       ASSERT_EQ(got[i].expected_output_len, w[2].get<int>()) << c.file << " #" << i;
       ASSERT_EQ(got[i].request_id, w[3].get<std::string>()) << c.file << " #" << i;
     }
+  }
+}
+
+TEST(ShareGptSample, GeneratedLargeFormatFileMatchesPythonOracle) {
+  // A small file from scripts/gen_large_sharegpt.py (indent-2, ASCII-escaped, multi-turn and first-turn-only
+  // records, as the real 640 MB file): servelab and vLLM's rules in Python select the same prompts.
+  const auto out = std::filesystem::temp_directory_path() / "servelab_dataset_gen_small.json";
+  const std::string cmd = "python3 " + (common::source_dir() / "scripts/gen_large_sharegpt.py").string() +
+                          " --size-mb 1.5 --seed 3 --data " + common::data_dir().string() + " --out " +
+                          out.string() + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "python3 not available";
+  const auto oracle = testing::run_oracle("python3", "sharegpt " + out.string() + " 11 150 none");
+  ASSERT_TRUE(oracle.has_value());
+  const ShareGptFile f = load_sharegpt_file(out);
+  EXPECT_GT(f.num_records(), f.size());  // some first-turn-only records were dropped
+  const auto got = sample_sharegpt(f, sharegpt_options(out, 150, 11), testing::fake_count);
+  ASSERT_EQ(got.size(), oracle->size());
+  std::size_t usable_index_of_record = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const auto record = (*oracle)[i][0].get<std::size_t>();
+    // map the oracle's file-level record index to servelab's usable index
+    usable_index_of_record = 0;
+    while (f.record_index(usable_index_of_record) != record) ++usable_index_of_record;
+    ASSERT_EQ(got[i].prompt, f.prompt(usable_index_of_record)) << i;
+    ASSERT_EQ(got[i].prompt_len, (*oracle)[i][1].get<int>()) << i;
+    ASSERT_EQ(got[i].expected_output_len, (*oracle)[i][2].get<int>()) << i;
   }
 }
 
