@@ -69,6 +69,10 @@ struct ClientOptions {
   /// After a stop request: how long in-flight requests may still finish before being cancelled
   /// (seconds; 0 = cancel at once).
   double cancel_grace_s = 0.0;
+  /// SCHED_FIFO priority (1-99) for the I/O threads, so that other busy processes on the machine do
+  /// not delay the timestamps (needs root or CAP_SYS_NICE); 0 = normal scheduling. If it cannot be
+  /// set the run continues and LoadResult::warnings says so. Measured effect: benchmarks/README.md.
+  int realtime_priority = 0;
 };
 
 /// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).
@@ -119,6 +123,7 @@ struct LoadResult {
   double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
   bool interrupted = false;     ///< a stop was requested before every request finished
   std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
+  std::vector<std::string> warnings;  ///< non-fatal problems (e.g. realtime priority refused)
 };
 
 /// Sends `requests[i]` at `start + schedule_s[i]` (open loop, wrk2-style: the intended time never

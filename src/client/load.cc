@@ -16,6 +16,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/http/error.hpp>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "client/client.h"
 #include "client/http_response.h"
@@ -71,6 +73,7 @@ struct Run {
   std::mutex mu;
   int available = 0;
   std::deque<std::pair<Worker<Stream>*, std::size_t>> waiters;
+  std::vector<std::string> warnings;
 
   Run(const ClientOptions& o, std::span<const double> s, std::vector<RequestOutput>& out,
       std::vector<std::string>& r)
@@ -643,8 +646,14 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   std::size_t running = num_threads;
   run.t0 = Clock::now();
   std::vector<std::thread> threads;
+  std::atomic<int> priority_error{0};
   for (auto& w : workers) {
     threads.emplace_back([&, wp = w.get()] {
+      if (run.options.realtime_priority > 0) {
+        sched_param sp{};
+        sp.sched_priority = run.options.realtime_priority;
+        if (const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) priority_error = err;
+      }
       wp->run_loop();
       std::lock_guard lock(done_mu);
       --running;
@@ -668,6 +677,10 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   }
   for (auto& t : threads) t.join();
   if (progress) progress(run.completed.load(), n);
+  if (const int err = priority_error.load()) {
+    run.warnings.push_back("realtime priority " + std::to_string(run.options.realtime_priority) +
+                           " (SCHED_FIFO) not set for the client I/O threads: " + std::strerror(err));
+  }
 }
 
 }  // namespace
@@ -687,6 +700,10 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
       throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
                                   std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
     }
+  }
+  if (options.realtime_priority < 0 || options.realtime_priority > 99) {
+    throw std::invalid_argument("run_load: realtime_priority must be 0..99, got " +
+                                std::to_string(options.realtime_priority));
   }
   if (options.max_concurrency < 0) {
     throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
@@ -754,6 +771,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
     t0 = run.t0;
     last = run.last_completion.load();
     not_sent = run.not_sent.load();
+    result.warnings = std::move(run.warnings);
   } else {
     Run<asio::ip::tcp::socket> run(options, schedule_s, result.outputs, reasoning);
     fill(run);
@@ -761,6 +779,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
     t0 = run.t0;
     last = run.last_completion.load();
     not_sent = run.not_sent.load();
+    result.warnings = std::move(run.warnings);
   }
   result.start = t0;
   result.duration_s =

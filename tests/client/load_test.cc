@@ -275,6 +275,31 @@ TEST(Load, StopWithGraceLetsInFlightRequestsFinish) {
   for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << out.error;
 }
 
+TEST(Load, HttpsWithKeepAliveAndCertificateVerification) {
+  StreamServerOptions so;
+  so.tls = true;
+  so.itl_s = 0.001;
+  StreamServer server(so);
+  ClientOptions o = options_for(server);
+  ASSERT_EQ(o.api_url.rfind("https://", 0), 0u);
+  o.insecure = true;
+  o.max_concurrency = 2;
+  o.num_threads = 1;
+  const LoadResult ok = run(o, plan(6, 4));
+  for (const auto& out : ok.outputs) {
+    ASSERT_TRUE(out.success) << out.error;
+    EXPECT_EQ(out.output_tokens, 4);
+    EXPECT_EQ(out.itl_s.size(), 3u);
+  }
+  EXPECT_LE(server.connections_accepted(), 2u);
+  o.insecure = false;  // self-signed: verification must fail, as a connect failure
+  const LoadResult bad = run(o, plan(2, 4));
+  for (const auto& out : bad.outputs) {
+    EXPECT_EQ(out.failure, FailureKind::kConnect);
+    EXPECT_NE(out.error.find("TLS handshake"), std::string::npos) << out.error;
+  }
+}
+
 TEST(Load, ReadyCheckSucceedsOrTimesOut) {
   StreamServer server(StreamServerOptions{});
   ClientOptions o = options_for(server);

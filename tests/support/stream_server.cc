@@ -11,7 +11,12 @@
 #include <utility>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 namespace servelab::test_support {
 namespace {
@@ -20,6 +25,10 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
+using SslStream = asio::ssl::stream<tcp::socket>;
+
+tcp::socket& lowest(tcp::socket& s) { return s; }
+tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
 
 constexpr const char* kFaultNames[] = {"none",        "bad_json",   "http_500",     "reset",
                                        "close",       "split_events", "comments",   "partial_utf8",
@@ -66,6 +75,7 @@ struct StreamServer::Impl {
   std::vector<std::unique_ptr<asio::io_context>> ios;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<asio::ssl::context> ssl;  // with StreamServerOptions::tls
   std::vector<std::thread> threads;
   std::size_t next_io = 0;
   std::uint16_t port = 0;
@@ -92,24 +102,34 @@ struct Plan {
   std::string id;
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(StreamServer::Impl* srv, tcp::socket sock)
-      : srv_(srv), sock_(std::move(sock)), timer_(sock_.get_executor()) {
+  Session(StreamServer::Impl* srv, Stream stream)
+      : srv_(srv), sock_(std::move(stream)), timer_(sock_.get_executor()) {
     error_code ignored;
-    sock_.set_option(tcp::no_delay(true), ignored);
+    lowest(sock_).set_option(tcp::no_delay(true), ignored);
   }
   ~Session() {
     if (logging_) srv_->commit(std::move(emission_));
   }
 
-  void start() { read(); }
+  void start() {
+    if constexpr (std::is_same_v<Stream, SslStream>) {
+      sock_.async_handshake(asio::ssl::stream_base::server,
+                            [self = this->shared_from_this()](const error_code& ec) {
+                              if (!ec) self->read();
+                            });
+    } else {
+      read();
+    }
+  }
 
  private:
   void read() {
     if (in_.size() - used_ < 4096) in_.resize(std::max<std::size_t>(in_.size() * 2, 8192));
     sock_.async_read_some(asio::buffer(in_.data() + used_, in_.size() - used_),
-                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                          [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
                             if (ec) return;  // client closed: session ends
                             self->used_ += n;
                             self->on_bytes();
@@ -348,7 +368,7 @@ class Session : public std::enable_shared_from_this<Session> {
       Piece& p = pieces_.front();
       if (Clock::now() < p.at) {
         timer_.expires_at(p.at);
-        timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+        timer_.async_wait([self = this->shared_from_this()](const error_code& ec) {
           if (!ec) self->pump();
         });
         return;
@@ -359,13 +379,13 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) return;  // client went away
       for (int e = 0; e < p.events; ++e) emission_.chunk_times.push_back(stamp);
       if (p.reset_after) {
-        sock_.set_option(asio::socket_base::linger(true, 0), ec);
-        sock_.close(ec);
+        lowest(sock_).set_option(asio::socket_base::linger(true, 0), ec);
+        lowest(sock_).close(ec);
         return;
       }
       if (p.close_after) {
-        sock_.shutdown(tcp::socket::shutdown_send, ec);
-        sock_.close(ec);
+        lowest(sock_).shutdown(tcp::socket::shutdown_send, ec);
+        lowest(sock_).close(ec);
         return;
       }
       const bool last = p.last;
@@ -381,7 +401,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   StreamServer::Impl* srv_;
-  tcp::socket sock_;
+  Stream sock_;
   asio::steady_timer timer_;
   std::vector<char> in_;
   std::size_t used_ = 0;
@@ -395,6 +415,38 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+// A TLS server context with a fresh self-signed P-256 certificate for `host` (CN and SAN).
+static std::unique_ptr<asio::ssl::context> make_self_signed_context(const std::string& host) {
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  if (!key || !cert) throw std::runtime_error("stream server: cannot create a TLS key/certificate");
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(host.c_str()), -1,
+                             -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX v3;
+  X509V3_set_ctx_nodb(&v3);
+  X509V3_set_ctx(&v3, cert, cert, nullptr, nullptr, 0);
+  const bool is_ip = host.find_first_not_of("0123456789.") == std::string::npos;
+  const std::string san = (is_ip ? "IP:" : "DNS:") + host;
+  if (X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &v3, NID_subject_alt_name, san.c_str())) {
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  SSL_CTX_use_certificate(ctx->native_handle(), cert);
+  SSL_CTX_use_PrivateKey(ctx->native_handle(), key);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return ctx;
+}
+
 void StreamServer::Impl::accept() {
   asio::io_context& target = *ios[next_io];
   next_io = (next_io + 1) % ios.size();
@@ -402,7 +454,11 @@ void StreamServer::Impl::accept() {
     if (ec == asio::error::operation_aborted) return;
     if (!ec) {
       accepted.fetch_add(1, std::memory_order_relaxed);
-      std::make_shared<Session>(this, std::move(sock))->start();
+      if (ssl) {
+        std::make_shared<Session<SslStream>>(this, SslStream(std::move(sock), *ssl))->start();
+      } else {
+        std::make_shared<Session<tcp::socket>>(this, std::move(sock))->start();
+      }
     }
     accept();  // on EMFILE etc. keep accepting
   });
@@ -410,6 +466,7 @@ void StreamServer::Impl::accept() {
 
 StreamServer::StreamServer(StreamServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (impl_->options.tls) impl_->ssl = make_self_signed_context(impl_->options.host);
   const int threads = std::max(1, impl_->options.threads);
   for (int i = 0; i < threads; ++i) {
     impl_->ios.push_back(std::make_unique<asio::io_context>(1));
@@ -449,7 +506,7 @@ void StreamServer::stop() {
 std::uint16_t StreamServer::port() const { return impl_->port; }
 
 std::string StreamServer::url(std::string_view path) const {
-  return "http://" + impl_->options.host + ":" + std::to_string(impl_->port) + std::string(path);
+  return (impl_->options.tls ? "https://" : "http://") + impl_->options.host + ":" + std::to_string(impl_->port) + std::string(path);
 }
 
 std::vector<Emission> StreamServer::emissions() const {

@@ -56,6 +56,7 @@ struct StreamServerOptions {
   int fault_after_tokens = 2;
   bool log_emissions = true;        ///< record emission times (see emissions())
   std::string token_text = "tok";   ///< text of one token
+  bool tls = false;                 ///< https with a fresh self-signed certificate for `host`
 };
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -78,7 +79,7 @@ class StreamServer {
   StreamServer& operator=(const StreamServer&) = delete;
 
   std::uint16_t port() const;
-  /// "http://host:port" + path.
+  /// "http[s]://host:port" + path.
   std::string url(std::string_view path) const;
   /// Snapshot of finished and in-progress requests.
   std::vector<Emission> emissions() const;
