@@ -242,10 +242,17 @@ std::optional<long long> human_readable_int(const std::string& text) {
     };
     bool number_ok = dot == std::string::npos ? all_digits(number)
                                               : all_digits(number.substr(0, dot)) && all_digits(number.substr(dot + 1));
-    if (number_ok && kDecimal.count(suffix))
-      return static_cast<long long>(std::strtod(number.c_str(), nullptr) * kDecimal.at(suffix));
-    if (number_ok && kBinary.count(suffix) && dot == std::string::npos)
+    constexpr double kMax = 9.0e18;  // keep the product inside long long
+    if (number_ok && kDecimal.count(suffix)) {
+      double v = std::strtod(number.c_str(), nullptr) * kDecimal.at(suffix);
+      if (v >= kMax) return std::nullopt;
+      return static_cast<long long>(v);
+    }
+    if (number_ok && kBinary.count(suffix) && dot == std::string::npos) {
+      double v = std::strtod(number.c_str(), nullptr) * static_cast<double>(kBinary.at(suffix));
+      if (v >= kMax) return std::nullopt;
       return std::strtoll(number.c_str(), nullptr, 10) * kBinary.at(suffix);
+    }
   }
   return python_int(text);
 }
@@ -289,7 +296,12 @@ std::vector<std::string> close_matches(const std::string& word, const std::vecto
   return out;
 }
 
-int to_int(const std::string& text) { return static_cast<int>(python_int(text).value_or(0)); }
+int to_int(const std::string& text) {
+  long long v = python_int(text).value_or(0);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw std::invalid_argument("value " + text + " is out of range for servelab's 32-bit engine knobs");
+  return static_cast<int>(v);
+}
 double to_double(const std::string& text) { return python_float(text).value_or(0.0); }
 bool to_bool(const std::string& text) { return text == "true"; }
 
@@ -429,7 +441,10 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
   }
   if (!seen_required)
     argparse_error(s, "the following arguments are required: " + join(option_strings(*s.required), "/"));
-  if (!extras.empty()) argparse_error(s, "unrecognized arguments: " + join(extras, " "));
+  if (!extras.empty()) {
+    const std::string& prog = s.unrecognized_prog.empty() ? s.prog : s.unrecognized_prog;
+    throw EngineArgError(s.kind, prog + ": error: unrecognized arguments: " + join(extras, " "));
+  }
   return out;
 }
 

@@ -55,6 +55,9 @@ struct ArgparseSettings {
   std::size_t max_positionals = 0;   ///< positional slots (vLLM serve: model_tag nargs='?')
   bool allow_abbrev = true;
   const FlagSpec* required = nullptr;///< a required option (SGLang --model-path) or nullptr
+  /// Program named in "unrecognized arguments" errors when it differs from `prog`: with argparse
+  /// subparsers (`vllm serve`) the top-level parser ("vllm") reports leftover arguments.
+  std::string unrecognized_prog;
 };
 
 /// Parses `args` (without the program words) as argparse.ArgumentParser.parse_args would.

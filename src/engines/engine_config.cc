@@ -19,9 +19,9 @@ const char* engine_kind_name(EngineKind kind) {
 
 int EngineConfig::gpus_used() const {
   // SGLang's DP-attention splits one TP group's GPUs into dp attention ranks (tp % dp == 0), so dp adds
-  // no GPUs. TRT-LLM has no data-parallel flag (attention DP lives inside tp). vLLM's dcp reuses the TP
-  // GPUs.
-  if (kind == EngineKind::kSglang && enable_dp_attention) return tp * pp;
+  // no GPUs; TRT-LLM's enable_attention_dp likewise (dp = tp). vLLM's -dp adds replicas; its dcp reuses
+  // the TP GPUs.
+  if (kind != EngineKind::kVllm && enable_dp_attention) return tp * pp;
   return tp * pp * dp;
 }
 

@@ -110,12 +110,15 @@ struct EngineConfig {
   std::set<std::string> explicit_flags;
   /// Real options accepted but not modelled, in command-line order.
   std::vector<EngineOption> unmodelled_options;
+  /// Keys of a TRT-LLM --extra_llm_api_options YAML applied with apply_config_yaml() that servelab does
+  /// not model: flag = dotted key ("kv_cache_config.host_cache_size"), values[0] = the value's JSON text.
+  std::vector<EngineOption> config_file_options;
 
   /// True when `flag` (canonical spelling) was given on the command line.
   bool is_explicit(const std::string& flag) const { return explicit_flags.count(flag) != 0; }
 
-  /// Number of GPUs the launch occupies (tp * pp * dp, except SGLang with DP-attention where dp lives
-  /// inside the tp group: tp * pp).
+  /// Number of GPUs the launch occupies (tp * pp * dp, except with DP-attention — SGLang
+  /// --enable-dp-attention, TRT-LLM enable_attention_dp — where dp lives inside the tp group: tp * pp).
   int gpus_used() const;
 };
 

@@ -18,11 +18,12 @@ namespace servelab::engines {
 
 /// A launch command the engine itself would refuse while parsing its arguments or environment.
 /// what() is the engine's own final error line, e.g.
-///   vLLM/SGLang (argparse): "vllm serve: error: unrecognized arguments: --foo"
-///                           "launch_server.py: error: argument --tp-size/--tp: invalid int value: 'x'"
+///   vLLM/SGLang (argparse): "vllm: error: unrecognized arguments: --foo" (reported by the top-level
+///                           `vllm` parser), "vllm serve: error: argument --max-num-seqs: invalid int value: 'x'",
+///                           "launch_server.py: error: unrecognized arguments: --foo"
 ///   TensorRT-LLM (click):   "Error: No such option: --foo"
 ///                           "Error: Invalid value for '--tp_size': 'x' is not a valid integer."
-///   Python exceptions:      "ValueError: With `vllm serve`, you should provide the model as ..."
+///   Python exceptions:      "ValueError: invalid literal for int() with base 10: 'false'" (VLLM_USE_DEEP_GEMM)
 struct EngineArgError : std::runtime_error {
   EngineArgError(EngineKind kind, std::string message);
   EngineKind kind;
@@ -76,6 +77,28 @@ std::map<std::string, std::string> to_env(const EngineConfig& config);
 /// to_argv() joined into one shell-safe line (arguments quoted with '...' where needed), env assignments
 /// (sorted) first: `VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8`.
 std::string render_command(const EngineConfig& config);
+
+/// Applies an engine option file (the caller reads it: EngineConfig::config_file /
+/// extra_llm_api_options name the path):
+///   vLLM/SGLang `--config FILE.yaml`: each key is a CLI option (`tensor_parallel_size: 8` ->
+///     `--tensor-parallel-size 8`; true -> bare flag; false -> `--no-` (vLLM); lists -> several values;
+///     mappings -> JSON), inserted before the command-line options so the command line wins; the command
+///     is re-parsed, so a bad key fails as the engine would (EngineArgError).
+///   TRT-LLM `--extra_llm_api_options FILE.yaml`: LLM API arguments that override the CLI —
+///     tensor/pipeline/moe_expert_parallel_size, enable_attention_dp (dp = tp), max_batch_size,
+///     max_num_tokens, max_seq_len, enable_chunked_prefill, kv_cache_config.{free_gpu_memory_fraction,
+///     dtype, enable_block_reuse, tokens_per_block}, cuda_graph_config.{max_batch_size, batch_sizes}
+///     (null disables CUDA graphs), moe_config.backend, speculative_config.{decoding_type,
+///     num_nextn_predict_layers}; other keys go to config_file_options.
+/// YAML: the subset engine files use (block mappings, scalars, [flow] and block lists of scalars).
+/// Throws std::invalid_argument naming the YAML line or key on anything else.
+EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& yaml_text);
+
+/// YAML text for TRT-LLM's --extra_llm_api_options holding the knobs its CLI cannot express
+/// (enable_attention_dp, cuda_graph_config, kv_cache_config.dtype/enable_block_reuse/tokens_per_block,
+/// moe_config.backend, speculative_config) plus config_file_options. tune writes it to a file and sets
+/// extra_llm_api_options to the path; apply_config_yaml(config, text) reproduces those fields.
+std::string render_extra_llm_api_options(const EngineConfig& config);
 
 /// What the engine needs to know about the model for defaults and refusal rules (filled by sim from the
 /// model table / HF config.json).

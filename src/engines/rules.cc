@@ -90,12 +90,29 @@ LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bo
   return LaunchFailure{phase, std::move(message), verbatim, std::move(rule)};
 }
 
-std::optional<LaunchFailure> common_checks(const EngineConfig& c, const HardwareTraits& hw) {
+std::optional<LaunchFailure> range_checks(const EngineConfig& c) {
   if (c.tp < 1 || c.dp < 1 || c.pp < 1 || c.ep < 1 || c.dcp < 1)
     return fail(FailurePhase::kStartup, "parallel.sizes",
                 "parallel sizes must be >= 1 (tp " + std::to_string(c.tp) + ", dp " + std::to_string(c.dp) +
                     ", pp " + std::to_string(c.pp) + ", ep " + std::to_string(c.ep) + ")",
                 false);
+  // Engine-side validation of value ranges (vLLM: pydantic Field(gt=0, le=1) on gpu_memory_utilization,
+  // ge=1 on counts; SGLang/TRT-LLM: asserts at start-up). Messages are servelab's.
+  if (!(c.gpu_memory_fraction >= 0.0 && c.gpu_memory_fraction <= 1.0) ||
+      (c.gpu_memory_fraction == 0.0 && c.kind != EngineKind::kSglang))
+    return fail(FailurePhase::kStartup, "memory.fraction_range",
+                "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
+  const std::pair<const char*, const std::optional<int>*> counts[] = {
+      {"max_num_seqs", &c.max_num_seqs}, {"max_num_batched_tokens", &c.max_num_batched_tokens},
+      {"max_model_len", &c.max_model_len}, {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
+  for (const auto& [name, value] : counts)
+    if (*value && **value < 1 && !(c.kind == EngineKind::kSglang && std::string(name) == "cuda_graph_max_bs"))
+      return fail(FailurePhase::kStartup, "limits.positive",
+                  std::string(name) + " must be >= 1 (got " + std::to_string(**value) + ")", false);
+  return std::nullopt;
+}
+
+std::optional<LaunchFailure> gpu_count_check(const EngineConfig& c, const HardwareTraits& hw) {
   if (c.gpus_used() > hw.gpu_count)
     return fail(FailurePhase::kStartup, "parallel.gpu_count",
                 std::string(engine_kind_name(c.kind)) + " needs " + std::to_string(c.gpus_used()) +
@@ -277,7 +294,7 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
       c.gpu_memory_fraction = std::round(frac * scale) / scale;
     }
     if (c.enable_dp_attention) {
-      if (*c.chunked_prefill_size > 0) c.chunked_prefill_size = *c.chunked_prefill_size / c.dp;
+      if (*c.chunked_prefill_size > 0 && c.dp > 0) c.chunked_prefill_size = *c.chunked_prefill_size / c.dp;
       c.schedule_conservativeness =
           c.schedule_conservativeness.value_or(d.schedule_conservativeness.value) * d.dp_attention_conservativeness_factor.value;
     }
@@ -305,13 +322,14 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
 std::optional<LaunchFailure> check_launch(const EngineConfig& config, const ModelTraits& model,
                                           const HardwareTraits& hardware) {
   EngineConfig c = resolve_defaults(config, model, hardware);
+  if (auto f = range_checks(c)) return f;
   if (c.kind == EngineKind::kVllm) {
     // vLLM validates the attention backend before it spawns workers, so a refused backend is reported
     // even when the GPU count would also be wrong.
     if (auto f = check_vllm(c, model, hardware)) return f;
-    return common_checks(c, hardware);
+    return gpu_count_check(c, hardware);
   }
-  if (auto f = common_checks(c, hardware)) return f;
+  if (auto f = gpu_count_check(c, hardware)) return f;
   if (c.kind == EngineKind::kSglang) return check_sglang(c, model, hardware);
   return check_trtllm(c, model, hardware);
 }

@@ -314,9 +314,12 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   c.schedule_conservativeness = d.schedule_conservativeness.value;
   c.kv_cache_dtype = "auto";
   c.tokenizer_mode = "auto";
-  const std::string prog = c.program == "sglang serve" ? "sglang serve" : "launch_server.py";
+  // `python3 -m sglang.launch_server`: argparse prog = basename(sys.argv[0]) = "launch_server.py".
+  // `sglang serve` hands its remaining argv to prepare_server_args, whose parser's prog is "sglang".
+  // [unverified: the `sglang` CLI entry point in 0.5.6.post2]
+  const std::string prog = c.program == "sglang serve" ? "sglang" : "launch_server.py";
   const auto& specs = sglang_specs();
-  ArgparseSettings settings{prog, EngineKind::kSglang, 0, true, &specs[0]};
+  ArgparseSettings settings{prog, EngineKind::kSglang, 0, true, &specs[0], ""};
   ParsedArgs parsed = parse_argparse(specs, args, settings);
   apply_parsed(c, parsed);
   if (c.served_model_name.empty()) c.served_model_name = c.model;

@@ -314,6 +314,7 @@ std::vector<std::string> preprocess(const std::vector<std::string>& in) {
         while (true) {
           std::size_t d = key_path.find('.', start);
           std::string key = key_path.substr(start, d == std::string::npos ? std::string::npos : d - start);
+          if (!node->is_object()) *node = nlohmann::json::object();
           if (d == std::string::npos) {
             (*node)[key] = v;
             break;
@@ -341,11 +342,8 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
                 EngineConfig& c) {
   const auto& d = kVllmDefaults;
   const bool api_server = c.program.find("api_server") != std::string::npos;
-  // FlexibleArgumentParser.parse_args: `vllm serve --model X` is refused before argparse runs.
-  if (!api_server && std::find(args_in.begin(), args_in.end(), "--model") != args_in.end())
-    throw EngineArgError(EngineKind::kVllm,
-                         "ValueError: With `vllm serve`, you should provide the model as a positional argument or "
-                         "in a config file instead of via the `--model` option.");
+  // `vllm serve --model X`: 0.8-0.9 refused it (ValueError); later versions warn and treat X as the
+  // positional model. [unverified for 0.13: accepted, model = X]
   c.engine_version = d.version.value;
   c.host = d.host.value;
   c.port = d.port.value;
@@ -357,8 +355,9 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
   c.kv_cache_dtype = d.kv_cache_dtype.value;
   c.tokenizer_mode = "auto";
 
+  // `vllm serve` is a subparser of the `vllm` parser: leftovers are reported by the top-level "vllm".
   ArgparseSettings settings{api_server ? "api_server.py" : "vllm serve", EngineKind::kVllm,
-                            api_server ? 0u : 1u, true, nullptr};
+                            api_server ? 0u : 1u, true, nullptr, api_server ? "" : "vllm"};
   ParsedArgs parsed = parse_argparse(vllm_specs(), preprocess(args_in), settings);
   apply_parsed(c, parsed);
   if (!parsed.positionals.empty()) c.model = parsed.positionals[0];
@@ -412,7 +411,8 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   if (c.quantization != b.quantization) add("--quantization", c.quantization);
   if (c.moe_a2a_backend != b.moe_a2a_backend) add("--all2all-backend", c.moe_a2a_backend);
   if (c.speculative) {
-    nlohmann::json j = c.speculative->json.empty() ? nlohmann::json::object() : nlohmann::json::parse(c.speculative->json);
+    nlohmann::json j = nlohmann::json::accept(c.speculative->json) ? nlohmann::json::parse(c.speculative->json)
+                                                                   : nlohmann::json::object();
     if (!j.is_object()) j = nlohmann::json::object();
     if (!c.speculative->method.empty()) j["method"] = c.speculative->method;
     if (c.speculative->num_speculative_tokens > 0) j["num_speculative_tokens"] = c.speculative->num_speculative_tokens;
@@ -430,12 +430,16 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   bool compilation_done = false;
   for (const auto& o : c.unmodelled_options) {
     if (o.flag == "--compilation-config") {
-      nlohmann::json j = nlohmann::json::parse(o.values.at(0));
+      nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0]) ? nlohmann::json::parse(o.values[0])
+                                                                                  : nlohmann::json::object();
       if (c.cuda_graph_max_bs && j.is_object()) {
-        bool sizes_agree = j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array() &&
-                           !j["cudagraph_capture_sizes"].empty() &&
-                           std::max_element(j["cudagraph_capture_sizes"].begin(), j["cudagraph_capture_sizes"].end())
-                                   ->get<int>() == *c.cuda_graph_max_bs;
+        bool sizes_agree = false;
+        if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array()) {
+          int mx = 0;
+          for (const auto& x : j["cudagraph_capture_sizes"])
+            if (x.is_number_integer()) mx = std::max(mx, x.get<int>());
+          sizes_agree = mx == *c.cuda_graph_max_bs;
+        }
         if (!sizes_agree) {
           j.erase("cudagraph_capture_sizes");
           j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;

@@ -101,8 +101,9 @@ TEST(ParseVllm, UnmodelledOptionsAreKept) {
 }
 
 TEST(ParseVllm, Errors) {
-  EXPECT_EQ(error_of("vllm serve m --foo 1 -tp 8"), "vllm serve: error: unrecognized arguments: --foo 1");
-  EXPECT_EQ(error_of("vllm serve m extra"), "vllm serve: error: unrecognized arguments: extra");
+  // Leftover arguments are reported by the top-level `vllm` parser (argparse subparsers).
+  EXPECT_EQ(error_of("vllm serve m --foo 1 -tp 8"), "vllm: error: unrecognized arguments: --foo 1");
+  EXPECT_EQ(error_of("vllm serve m extra"), "vllm: error: unrecognized arguments: extra");
   EXPECT_EQ(error_of("vllm serve m -tp x"),
             "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'");
   EXPECT_EQ(error_of("vllm serve m --gpu-memory-utilization high"),
@@ -121,9 +122,6 @@ TEST(ParseVllm, Errors) {
             "Did you mean to use 1.5k instead?");
   EXPECT_EQ(error_of("vllm serve m --speculative-config {bad"),
             "vllm serve: error: argument --speculative-config: invalid loads value: '{bad'");
-  EXPECT_EQ(error_of("vllm serve --model m"),
-            "ValueError: With `vllm serve`, you should provide the model as a positional argument or in a config "
-            "file instead of via the `--model` option.");
   EXPECT_EQ(error_of("vllm serve m", {{"VLLM_USE_DEEP_GEMM", "false"}}),
             "ValueError: invalid literal for int() with base 10: 'false'");
 }
@@ -137,6 +135,12 @@ TEST(ParseVllm, Environment) {
   EXPECT_EQ(c.attention_backend, "FLASHMLA");
   EXPECT_EQ(c.env.size(), 3u);  // HOME is not engine-relevant
   EXPECT_EQ(c.env.count("HOME"), 0u);
+}
+
+TEST(ParseVllm, ModelFlag) {
+  EXPECT_EQ(parse("vllm serve --model m").model, "m");
+  EXPECT_EQ(parse("vllm serve p --model m").model, "p");  // the positional model_tag wins
+  EXPECT_EQ(parse("vllm serve -tp 2").model, "Qwen/Qwen3-0.6B");  // EngineArgs default model
 }
 
 TEST(ParseVllm, ApiServerModuleTakesModelFlag) {
@@ -268,7 +272,7 @@ TEST(ParseLaunch, ProgramDetection) {
   EXPECT_THROW(parse("vllm bench serve --model m"), std::invalid_argument);
   EXPECT_THROW(parse("python3 -m http.server"), std::invalid_argument);
   EXPECT_THROW(se::parse_launch_command({}), std::invalid_argument);
-  EXPECT_EQ(error_of("sglang serve --model-path m --bogus"), "sglang serve: error: unrecognized arguments: --bogus");
+  EXPECT_EQ(error_of("sglang serve --model-path m --bogus"), "sglang: error: unrecognized arguments: --bogus");
 }
 
 TEST(ShellHelpers, SplitAndEnv) {

@@ -1,0 +1,129 @@
+// Engine option files: the YAML subset, vLLM/SGLang --config, TRT-LLM --extra_llm_api_options.
+#include <gtest/gtest.h>
+
+#include "engines/engines.h"
+#include "engines/yaml_subset.h"
+
+namespace se = servelab::engines;
+using servelab::engines::detail::parse_yaml_subset;
+
+namespace {
+se::EngineConfig parse(const std::string& cmd) { return se::parse_launch_command(se::split_command_line(cmd)); }
+}  // namespace
+
+TEST(YamlSubset, MappingsScalarsLists) {
+  auto j = parse_yaml_subset(
+      "# comment\n"
+      "enable_attention_dp: true\n"
+      "cuda_graph_config:\n"
+      "  enable_padding: True   # trailing comment\n"
+      "  batch_sizes: [1, 2, 4, 8]\n"
+      "kv_cache_config:\n"
+      "  free_gpu_memory_fraction: 0.85\n"
+      "  dtype: 'fp8'\n"
+      "name: \"a # not a comment\"\n"
+      "sizes:\n"
+      "- 16\n"
+      "- 32\n"
+      "empty:\n");
+  EXPECT_EQ(j["enable_attention_dp"], true);
+  EXPECT_EQ(j["cuda_graph_config"]["enable_padding"], true);
+  EXPECT_EQ(j["cuda_graph_config"]["batch_sizes"], nlohmann::json::parse("[1,2,4,8]"));
+  EXPECT_DOUBLE_EQ(j["kv_cache_config"]["free_gpu_memory_fraction"].get<double>(), 0.85);
+  EXPECT_EQ(j["kv_cache_config"]["dtype"], "fp8");
+  EXPECT_EQ(j["name"], "a # not a comment");
+  EXPECT_EQ(j["sizes"], nlohmann::json::parse("[16,32]"));
+  EXPECT_TRUE(j["empty"].is_null());
+}
+
+TEST(YamlSubset, RefusesWhatItDoesNotSupport) {
+  auto msg = [](const std::string& y) {
+    try {
+      parse_yaml_subset(y);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("<parsed>");
+  };
+  EXPECT_EQ(msg("a: 1\n\tb: 2\n"), "YAML line 2: tab indentation is not valid YAML");
+  EXPECT_EQ(msg("a: &x 1\n"), "YAML line 1: unsupported YAML construct '&x 1'");
+  EXPECT_EQ(msg("a: {b: 1}\n"), "YAML line 1: unsupported YAML construct '{b: 1}'");
+  EXPECT_EQ(msg("a: 1\na: 2\n"), "YAML line 2: duplicate key 'a'");
+  EXPECT_EQ(msg("a:\n  - b: 1\n"), "YAML line 2: lists of mappings are not supported");
+  EXPECT_EQ(msg("just text\n"), "YAML line 1: expected 'key: value', got 'just text'");
+}
+
+TEST(ConfigFiles, TrtllmExtraOptions) {
+  auto c = parse("trtllm-serve m --tp_size 8 --ep_size 8 --max_batch_size 512 --extra_llm_api_options extra.yaml");
+  EXPECT_EQ(c.extra_llm_api_options, "extra.yaml");
+  auto r = se::apply_config_yaml(c,
+                                 "enable_attention_dp: true\n"
+                                 "max_batch_size: 256\n"
+                                 "cuda_graph_config:\n"
+                                 "  enable_padding: true\n"
+                                 "  max_batch_size: 256\n"
+                                 "kv_cache_config:\n"
+                                 "  free_gpu_memory_fraction: 0.8\n"
+                                 "  dtype: fp8\n"
+                                 "moe_config:\n"
+                                 "  backend: DEEPGEMM\n"
+                                 "speculative_config:\n"
+                                 "  decoding_type: MTP\n"
+                                 "  num_nextn_predict_layers: 1\n"
+                                 "print_iter_log: true\n");
+  EXPECT_TRUE(r.enable_dp_attention);
+  EXPECT_EQ(r.dp, 8);
+  EXPECT_EQ(r.gpus_used(), 8);
+  EXPECT_EQ(r.max_num_seqs, 256);  // the YAML overrides --max_batch_size
+  EXPECT_EQ(r.cuda_graph_max_bs, 256);
+  EXPECT_DOUBLE_EQ(r.gpu_memory_fraction, 0.8);
+  EXPECT_EQ(r.kv_cache_dtype, "fp8");
+  EXPECT_EQ(r.moe_runner_backend, "DEEPGEMM");
+  ASSERT_TRUE(r.speculative);
+  EXPECT_EQ(r.speculative->method, "MTP");
+  EXPECT_EQ(r.speculative->num_speculative_tokens, 1);
+  ASSERT_EQ(r.config_file_options.size(), 2u);
+  EXPECT_EQ(r.config_file_options[0].flag, "cuda_graph_config.enable_padding");
+  EXPECT_EQ(r.config_file_options[0].values[0], "true");
+  EXPECT_EQ(r.config_file_options[1].flag, "print_iter_log");
+
+  // Rendering back and re-applying reproduces the YAML-only knobs.
+  std::string yaml = se::render_extra_llm_api_options(r);
+  auto again = se::apply_config_yaml(parse("trtllm-serve m --tp_size 8 --ep_size 8"), yaml);
+  EXPECT_TRUE(again.enable_dp_attention);
+  EXPECT_EQ(again.cuda_graph_max_bs, 256);
+  EXPECT_EQ(again.kv_cache_dtype, "fp8");
+  EXPECT_EQ(again.moe_runner_backend, "DEEPGEMM");
+  EXPECT_EQ(again.speculative->num_speculative_tokens, 1);
+  EXPECT_EQ(again.config_file_options.size(), 2u);
+
+  EXPECT_TRUE(se::apply_config_yaml(parse("trtllm-serve m"), "cuda_graph_config: null\n").enforce_eager);
+  EXPECT_THROW(se::apply_config_yaml(parse("trtllm-serve m"), "max_batch_size: lots\n"), std::invalid_argument);
+}
+
+TEST(ConfigFiles, VllmAndSglangConfig) {
+  auto v = parse("vllm serve m --config cfg.yaml --max-num-seqs 64");
+  EXPECT_EQ(v.config_file, "cfg.yaml");
+  auto r = se::apply_config_yaml(v,
+                                 "tensor_parallel_size: 8\n"
+                                 "max-num-seqs: 512\n"
+                                 "enable-chunked-prefill: false\n"
+                                 "speculative-config:\n"
+                                 "  method: mtp\n"
+                                 "  num_speculative_tokens: 1\n"
+                                 "served-model-name: [a, b]\n");
+  EXPECT_EQ(r.tp, 8);
+  EXPECT_EQ(r.max_num_seqs, 64);  // the command line wins over the file
+  EXPECT_FALSE(r.enable_chunked_prefill);
+  ASSERT_TRUE(r.speculative);
+  EXPECT_EQ(r.speculative->num_speculative_tokens, 1);
+  EXPECT_EQ(r.served_model_name, "a");
+  EXPECT_EQ(r.model, "m");
+  EXPECT_THROW(se::apply_config_yaml(v, "not-a-vllm-flag: 1\n"), se::EngineArgError);
+
+  auto s = parse("python3 -u -m sglang.launch_server --model-path m --config c.yaml");
+  auto rs = se::apply_config_yaml(s, "tp_size: 8\nenable_dp_attention: true\ndp_size: 8\n");
+  EXPECT_EQ(rs.tp, 8);
+  EXPECT_EQ(rs.dp, 8);
+  EXPECT_TRUE(rs.enable_dp_attention);
+}
