@@ -8,6 +8,43 @@
 
 namespace servelab::tokenizer::detail {
 
+void VocabMap::reserve(std::size_t n) {
+  std::size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  if (cap > slots_.size()) rehash(cap);
+}
+
+void VocabMap::rehash(std::size_t capacity) {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(capacity, Slot{});
+  mask_ = capacity - 1;
+  for (const Slot& s : old) {
+    if (s.id < 0) continue;
+    std::size_t i = hash(std::string_view(arena_.data() + s.off, s.len)) & mask_;
+    while (slots_[i].id >= 0) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+}
+
+void VocabMap::set(std::string_view key, Id id) {
+  if (slots_.empty() || (size_ + 1) * 2 > slots_.size()) rehash(std::max<std::size_t>(16, slots_.size() * 2));
+  const std::uint64_t h = hash(key);
+  const auto tag = static_cast<std::uint32_t>(h >> 32);
+  std::size_t i = h & mask_;
+  while (slots_[i].id >= 0) {
+    Slot& s = slots_[i];
+    if (s.tag == tag && s.len == key.size() && std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+      s.id = id;
+      return;
+    }
+    i = (i + 1) & mask_;
+  }
+  slots_[i] = Slot{tag, static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(key.size()), id};
+  arena_.append(key);
+  ++size_;
+}
+
 void MergeMap::reserve(std::size_t n) {
   std::size_t cap = 16;
   while (cap < n * 2) cap <<= 1;
@@ -45,37 +82,33 @@ void BpeModel::finish() {
   plain_ = (!continuing_subword_prefix || continuing_subword_prefix->empty()) &&
            (!end_of_word_suffix || end_of_word_suffix->empty());
   small_char_id_.assign(0x800, -1);
-  for (const auto& [token, id] : vocab) {
-    if (token.empty()) continue;
+  vocab.for_each([&](std::string_view token, Id id) {
+    if (token.empty()) return;
     std::size_t i = 0;
     const char32_t cp = utf8_next(token, i);
     if (i == token.size() && cp < 0x800) small_char_id_[cp] = id;
-  }
+  });
   byte_fallback_id_.fill(-1);
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
-    auto it = vocab.find(std::string_view(name));
-    if (it != vocab.end()) byte_fallback_id_[b] = it->second;
+    byte_fallback_id_[b] = vocab.get(name);
   }
   unk_id_ = -1;
   if (unk_token) {
-    auto it = vocab.find(*unk_token);
-    if (it != vocab.end()) unk_id_ = it->second;
+    unk_id_ = vocab.get(*unk_token);
   }
 }
 
 Id BpeModel::symbol_id(std::string_view s) const {
-  auto it = vocab.find(s);
-  return it == vocab.end() ? -1 : it->second;
+  return vocab.get(s);
 }
 
 void BpeModel::tokenize(std::string_view word, std::vector<Id>& out) const {
   if (word.empty()) return;
   if (ignore_merges) {
-    auto it = vocab.find(word);
-    if (it != vocab.end()) {
-      out.push_back(it->second);
+    if (const Id id = vocab.get(word); id >= 0) {
+      out.push_back(id);
       return;
     }
   }

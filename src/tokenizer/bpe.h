@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,59 @@ struct StringHash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 using StringIdMap = std::unordered_map<std::string, Id, StringHash, std::equal_to<>>;
+
+/// Open-addressing map token bytes -> id over one contiguous key arena (the 128K-entry vocabularies load
+/// ~3x faster than with std::unordered_map<std::string, Id>). A later set() of the same key overwrites.
+class VocabMap {
+ public:
+  void reserve(std::size_t n);
+  void set(std::string_view key, Id id);
+  /// The id of `key`, or -1.
+  Id get(std::string_view key) const {
+    if (slots_.empty()) return -1;
+    const std::uint64_t h = hash(key);
+    std::size_t i = h & mask_;
+    const auto tag = static_cast<std::uint32_t>(h >> 32);
+    while (true) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return -1;
+      if (s.tag == tag && s.len == key.size() && std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+        return s.id;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+  bool contains(std::string_view key) const { return get(key) >= 0; }
+  std::size_t size() const { return size_; }
+  /// Calls f(std::string_view token, Id id) for every entry (unspecified order).
+  template <class F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.id >= 0) f(std::string_view(arena_.data() + s.off, s.len), s.id);
+    }
+  }
+
+ private:
+  struct Slot {
+    std::uint32_t tag = 0;
+    std::uint32_t off = 0;
+    std::uint32_t len = 0;
+    Id id = -1;
+  };
+  static std::uint64_t hash(std::string_view s) {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h;
+  }
+  void rehash(std::size_t capacity);
+  std::string arena_;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
 
 /// Open-addressing map (a,b) -> (rank, new id) for merges; read-only after construction.
 class MergeMap {
@@ -71,7 +125,7 @@ class MergeMap {
 /// The BPE model. Build with the public fields, then call finish().
 /// Thread-safety: after finish(), tokenize() may be called concurrently (the cache is sharded and locked).
 struct BpeModel {
-  StringIdMap vocab;
+  VocabMap vocab;
   std::vector<std::string> id_to_token;  // indexed by id; holes are empty with present[id] = false
   std::vector<bool> present;
   MergeMap merges;

@@ -294,15 +294,15 @@ void parse_model(const Ctx& c, const json& j, const simdjson::dom::element* voca
     if (field.value.get_int64().get(id) || id < 0 || id > INT32_MAX) {
       fail(c.source, "model.vocab[\"" + std::string(field.key) + "\"] must be a non-negative integer id");
     }
-    m.vocab[std::string(field.key)] = static_cast<Id>(id);
+    m.vocab.set(field.key, static_cast<Id>(id));
     max_id = std::max(max_id, static_cast<Id>(id));
   }
   m.id_to_token.assign(static_cast<std::size_t>(max_id + 1), std::string());
   m.present.assign(static_cast<std::size_t>(max_id + 1), false);
-  for (const auto& [token, id] : m.vocab) {
+  m.vocab.for_each([&](std::string_view token, Id id) {
     m.id_to_token[static_cast<std::size_t>(id)] = token;
     m.present[static_cast<std::size_t>(id)] = true;
-  }
+  });
   auto opt_str = [&](const char* key) -> std::optional<std::string> {
     if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
     return c.str(j, path, key);
@@ -313,7 +313,7 @@ void parse_model(const Ctx& c, const json& j, const simdjson::dom::element* voca
   m.fuse_unk = c.boolean(j, path, "fuse_unk", false);
   m.byte_fallback = c.boolean(j, path, "byte_fallback", false);
   m.ignore_merges = c.boolean(j, path, "ignore_merges", false);
-  if (m.unk_token && !m.vocab.count(*m.unk_token)) {
+  if (m.unk_token && !m.vocab.contains(*m.unk_token)) {
     fail(c.source, "model.unk_token = \"" + *m.unk_token + "\" is not in model.vocab");
   }
   simdjson::dom::array merges_arr;
@@ -341,18 +341,18 @@ void parse_model(const Ctx& c, const json& j, const simdjson::dom::element* voca
       fail(c.source, "model.merges[" + std::to_string(rank) + "] must be \"a b\" or [\"a\", \"b\"], got " +
                          std::string(simdjson::minify(e)).substr(0, 80));
     }
-    auto ia = m.vocab.find(a), ib = m.vocab.find(b);
+    const Id ia = m.vocab.get(a), ib = m.vocab.get(b);
     merged.assign(a);
     if (b.size() >= prefix_len) merged.append(b.substr(prefix_len));
-    auto in = m.vocab.find(merged);
-    if (ia == m.vocab.end() || ib == m.vocab.end() || in == m.vocab.end()) {
+    const Id in = m.vocab.get(merged);
+    if (ia < 0 || ib < 0 || in < 0) {
       // The reference refuses such a file (MergeTokenOutOfVocabulary). Such a merge can never yield a
       // token id, so it is dropped and recorded (see docs/tokenizer.md, "GPT-2's unusable merge").
       if (dropped++ == 0) {
         first_dropped = "model.merges[" + std::to_string(rank) + "] = \"" + std::string(a) + " " + std::string(b) + "\"";
       }
     } else {
-      m.merges.insert(ia->second, ib->second, {static_cast<std::uint32_t>(rank), in->second});
+      m.merges.insert(ia, ib, {static_cast<std::uint32_t>(rank), in});
     }
     ++rank;
   }
@@ -371,8 +371,8 @@ void add_tokens(const Ctx& c, Tokenizer::Impl& impl, std::vector<detail::AddedTo
     Id id;
     if (auto it = impl.added_by_content.find(t.content); it != impl.added_by_content.end()) {
       id = it->second;
-    } else if (auto mt = impl.model.vocab.find(t.content); mt != impl.model.vocab.end()) {
-      id = mt->second;
+    } else if (const Id mt = impl.model.vocab.get(t.content); mt >= 0) {
+      id = mt;
     } else {
       Id max_added = -1;
       for (const auto& [aid, idx] : impl.added_by_id) max_added = std::max(max_added, aid);

@@ -162,7 +162,7 @@ void Tokenizer::Impl::split_added(std::string_view text, const detail::AddedToke
 
 std::optional<detail::Id> Tokenizer::Impl::token_to_id(std::string_view token) const {
   if (auto it = added_by_content.find(token); it != added_by_content.end()) return it->second;
-  if (auto it = model.vocab.find(token); it != model.vocab.end()) return it->second;
+  if (const detail::Id id = model.vocab.get(token); id >= 0) return id;
   return std::nullopt;
 }
 
@@ -308,7 +308,7 @@ std::size_t Tokenizer::vocab_size() const { return impl_->model.vocab_size(); }
 std::size_t Tokenizer::vocab_size_with_added() const {
   std::size_t n = impl_->model.vocab_size();
   for (const auto& t : impl_->added) {
-    if (!impl_->model.vocab.count(t.content)) ++n;
+    if (!impl_->model.vocab.contains(t.content)) ++n;
   }
   return n;
 }

@@ -1,5 +1,15 @@
 // servelab/tokenizer: exact Hugging Face `tokenizers` encode/decode for BPE tokenizer.json files.
-// (Interface contract; the implementation is in this module's .cc files.)
+// Reference: the Rust `tokenizers` crate (npm `tokenizers` 0.23.2 is the parity oracle, see
+// scripts/tokenizer_oracle.js and tests/tokenizer/parity_test.cc). Decisions (details: docs/tokenizer.md):
+//  - BOS: a tokenizer_config.json naming LlamaTokenizerFast (DeepSeek-V3 does) gets transformers'
+//    post-processor "<bos> $A" (add_bos_token / add_eos_token), as vLLM/SGLang load it; the file's own
+//    ByteLevel post-processor adds nothing.
+//  - Invalid UTF-8 input: each ill-formed subsequence becomes U+FFFD (maximal-subpart policy, as Rust's
+//    from_utf8_lossy / Python's errors="replace"), then it is encoded like the reference encodes that text.
+//  - A merge whose parts or result are missing from the vocabulary (GPT-2's "ĠCla ude") is dropped and
+//    reported in load_warnings(); the reference refuses such a file, old Python loaders accepted it.
+//  - DeepSeek-V3.1/V3.2 ids served by DeepSeek-V3's file get <think>=128798 and </think>=128799
+//    (load_tokenizer).
 #pragma once
 
 #include <cstdint>
@@ -72,12 +82,17 @@ class Tokenizer {
 
 /// Resolves a `--tokenizer X` argument to a tokenizer.json path, in order: a file; a directory holding
 /// `tokenizer.json`; a Hugging Face id found in the local cache ($HF_HOME/hub or
-/// ~/.cache/huggingface/hub/models--ORG--NAME/snapshots/*/); for DeepSeek ids (deepseek-ai/DeepSeek-V3*),
-/// the DeepSeek tokenizer fetched by `make deps` into <cache>/tokenizers/deepseek-v3/.
+/// ~/.cache/huggingface/hub/models--ORG--NAME/snapshots/*/, the snapshot refs/main names, else the newest;
+/// $HF_HUB_CACHE and $XDG_CACHE_HOME/huggingface/hub are also searched); for DeepSeek ids
+/// (deepseek-ai/DeepSeek-V3, -V3.1, -V3.2, -V3.2-Exp, -V3-Base, -V3.1-Base, -V3.1-Terminus, any case) the
+/// DeepSeek tokenizer fetched by `make deps` into servelab::common::cache_dir()/tokenizers/deepseek-v3/.
 /// Throws std::runtime_error listing every place it tried when nothing is found.
 std::filesystem::path resolve_tokenizer_path(std::string_view spec);
 
-/// resolve_tokenizer_path + Tokenizer::from_file.
+/// resolve_tokenizer_path + Tokenizer::from_file. For deepseek-ai/DeepSeek-V3.1(-Base, -Terminus), -V3.2, -V3.2-Exp (any
+/// case) resolved to the `make deps` DeepSeek-V3 file, registers `<think>` = 128798 and `</think>` = 128799
+/// (non-special added tokens, as in the V3.1/V3.2/R1 tokenizer.json, replacing V3's placeholders
+/// `<｜place▁holder▁no▁798｜>`/`799`). Throws std::runtime_error as the two functions do.
 Tokenizer load_tokenizer(std::string_view spec);
 
 }  // namespace servelab::tokenizer

@@ -129,6 +129,19 @@ TEST(Tokenizer, ConcurrentEncodeIsConsistent) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+TEST(Tokenizer, LiteralStringPatternRegression) {
+  // Bug fixed: PCRE2 refuses PCRE2_UCP with PCRE2_LITERAL, so {"String": " "} (Llama-2's Replace
+  // normalizer) failed to load. Hand-computed: "a b" -> "a▁b" -> no merge applies -> [a, ▁, b].
+  const fs::path d = temp_dir("literal");
+  write(d / "tokenizer.json", R"({"normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+    "pre_tokenizer": null, "decoder": {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u2581": 3}, "merges": ["a b"]}})");
+  const Tokenizer t = Tokenizer::from_file(d / "tokenizer.json");
+  EXPECT_EQ(t.encode("a b"), (std::vector<TokenId>{0, 3, 1}));
+  EXPECT_EQ(t.encode("ab.b"), (std::vector<TokenId>{2, 1}));  // "." is not in the vocabulary: dropped
+  EXPECT_EQ(t.decode(std::vector<TokenId>{0, 3, 1}), "a b");
+}
+
 TEST(TokenizerLoad, MissingFile) {
   EXPECT_NE(load_error("/nonexistent/tokenizer.json").find("tokenizer file not found: /nonexistent/tokenizer.json"),
             std::string::npos);
