@@ -3,7 +3,13 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -15,9 +21,80 @@
 namespace servelab::dataset {
 
 namespace detail {
+
+/// A read-only JSON file with simdjson's SIMDJSON_PADDING zero bytes after it: the file is memory-mapped over
+/// an anonymous zero mapping one padding longer (no copy into an anonymous buffer, pages shared with the page
+/// cache); falls back to reading into a padded_string when mapping fails. The file must not be truncated
+/// while loaded (that would fault).
+class JsonBuffer {
+ public:
+  JsonBuffer() = default;
+  JsonBuffer(const JsonBuffer&) = delete;
+  JsonBuffer& operator=(const JsonBuffer&) = delete;
+  ~JsonBuffer() {
+    if (map_) munmap(map_, map_len_);
+  }
+
+  void load(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw std::runtime_error(fmt::format("{}: cannot read the file: {}", path.string(), std::strerror(errno)));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      read_fallback(path);
+      return;
+    }
+    const std::size_t size = static_cast<std::size_t>(st.st_size);
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t map_len = (size + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
+    void* base = ::mmap(nullptr, map_len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+      ::close(fd);
+      read_fallback(path);
+      return;
+    }
+    if (size > 0 &&
+        ::mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+      ::munmap(base, map_len);
+      ::close(fd);
+      read_fallback(path);
+      return;
+    }
+    ::close(fd);
+    map_ = base;
+    map_len_ = map_len;
+    data_ = static_cast<const char*>(base);
+    size_ = size;
+  }
+
+  const char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  simdjson::padded_string_view view() const {
+    return simdjson::padded_string_view(data_, size_, size_ + simdjson::SIMDJSON_PADDING);
+  }
+
+ private:
+  void read_fallback(const std::filesystem::path& path) {
+    if (auto err = simdjson::padded_string::load(path.string()).get(owned_)) {
+      throw std::runtime_error(
+          fmt::format("{}: cannot read the file: {}", path.string(), simdjson::error_message(err)));
+    }
+    data_ = owned_.data();
+    size_ = owned_.size();
+  }
+
+  void* map_ = nullptr;
+  std::size_t map_len_ = 0;
+  simdjson::padded_string owned_;
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct ShareGptStorage {
   std::filesystem::path path;
-  simdjson::padded_string json;
+  JsonBuffer json;
   std::size_t num_records = 0;
   /// Offsets into `json` of the first character after the opening quote of turn 0 / turn 1 values.
   std::vector<std::uint64_t> prompt_offset, completion_offset;
@@ -120,13 +197,6 @@ bool unescape_json_string(const char* p, const char* end, std::string& out) {
   return false;
 }
 
-simdjson::padded_string load_json(const std::filesystem::path& path) {
-  simdjson::padded_string json;
-  if (auto err = simdjson::padded_string::load(path.string()).get(json)) {
-    throw std::runtime_error(fmt::format("{}: cannot read the file: {}", path.string(), simdjson::error_message(err)));
-  }
-  return json;
-}
 
 std::string error_text(simdjson::error_code err) { return simdjson::error_message(err); }
 
@@ -176,11 +246,11 @@ std::string ShareGptFile::completion(std::size_t i) const {
 ShareGptFile load_sharegpt_file(const std::filesystem::path& path) {
   auto storage = std::make_shared<detail::ShareGptStorage>();
   storage->path = path;
-  storage->json = load_json(path);
+  storage->json.load(path);
   const char* base = storage->json.data();
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
-  if (auto err = parser.iterate(storage->json).get(doc)) {
+  if (auto err = parser.iterate(storage->json.view()).get(doc)) {
     throw std::runtime_error(fmt::format("{}: invalid JSON: {}", path.string(), error_text(err)));
   }
   simdjson::ondemand::array records;
@@ -282,11 +352,12 @@ std::vector<SampleRequest> sample_sharegpt(const ShareGptFile& file, const Datas
 }
 
 std::vector<Conversation> load_conversations(const std::filesystem::path& path) {
-  simdjson::padded_string json = load_json(path);
+  detail::JsonBuffer json;
+  json.load(path);
   const char* base = json.data();
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
-  if (auto err = parser.iterate(json).get(doc)) {
+  if (auto err = parser.iterate(json.view()).get(doc)) {
     throw std::runtime_error(fmt::format("{}: invalid JSON: {}", path.string(), error_text(err)));
   }
   simdjson::ondemand::array records;
