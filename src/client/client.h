@@ -123,7 +123,9 @@ struct LoadResult {
   double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
   bool interrupted = false;     ///< a stop was requested before every request finished
   std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
-  std::vector<std::string> warnings;  ///< non-fatal problems (e.g. realtime priority refused)
+  /// Non-fatal problems: realtime priority refused; server usage vs tokenizer count mismatch (with
+  /// a re-tokenizer: how many requests differ and both totals).
+  std::vector<std::string> warnings;
 };
 
 /// Sends `requests[i]` at `start + schedule_s[i]` (open loop, wrk2-style: the intended time never

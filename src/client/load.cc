@@ -797,6 +797,22 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
     }
     if (!options.keep_generated_text) std::string().swap(out.generated_text);
   }
+  std::size_t compared = 0, differ = 0;
+  long long usage_total = 0, tokenizer_total = 0;
+  for (const RequestOutput& out : result.outputs) {
+    if (!out.success || out.usage_completion_tokens < 0 || out.tokenizer_output_tokens < 0) continue;
+    ++compared;
+    differ += out.usage_completion_tokens != out.tokenizer_output_tokens;
+    usage_total += out.usage_completion_tokens;
+    tokenizer_total += out.tokenizer_output_tokens;
+  }
+  if (differ > 0) {
+    result.warnings.push_back("output tokens: the server's usage.completion_tokens and the tokenizer's count of the "
+                              "generated text differ for " + std::to_string(differ) + " of " +
+                              std::to_string(compared) + " requests (totals " + std::to_string(usage_total) +
+                              " vs " + std::to_string(tokenizer_total) +
+                              "); the report uses the server's usage, as vLLM");
+  }
   return result;
 }
 

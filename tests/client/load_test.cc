@@ -101,6 +101,18 @@ TEST(Load, ChatEndpointWithReasoningAndRetokenizeFallback) {
     EXPECT_EQ(out.reasoning_tokens, 2);           // re-tokenized reasoning
     EXPECT_EQ(out.itl_s.size(), 5u);              // role chunk + 5 token chunks = 6 events
   }
+  EXPECT_TRUE(r.warnings.empty());  // no usage → nothing to compare
+
+  // Usage present and a tokenizer that counts differently → a warning naming both totals.
+  StreamServer with_usage(StreamServerOptions{});
+  ClientOptions ou = options_for(with_usage);
+  ou.retokenize = [](std::string_view text) { return static_cast<int>(text.size()); };  // 3 per "tok"
+  const LoadResult ru = run(ou, plan(2, 4));
+  ASSERT_EQ(ru.warnings.size(), 1u);
+  EXPECT_NE(ru.warnings[0].find("differ for 2 of 2 requests (totals 8 vs 24)"), std::string::npos) << ru.warnings[0];
+  EXPECT_EQ(ru.outputs[0].output_tokens, 4);  // server usage wins
+  EXPECT_EQ(ru.outputs[0].tokenizer_output_tokens, 12);
+
   o.endpoint = Endpoint::kCompletions;  // chat URL with the completions function is fine ("completions")
   o.api_url = server.url("/v1/models");
   EXPECT_THROW(run(o, plan(1, 1)), std::invalid_argument);
@@ -214,6 +226,19 @@ TEST(Load, KeepAliveReusesConnectionsAndMaxConcurrencyHolds) {
   int queued = 0;
   for (const auto& out : r.outputs) queued += out.send_time_s - out.dispatch_time_s > 0.015;
   EXPECT_GE(queued, 8);
+}
+
+TEST(Load, StaleKeptAliveConnectionIsRetriedOnAFreshOne) {
+  StreamServerOptions so;
+  so.fault = Fault::kCloseAfterResponse;  // closes every connection right after a complete response
+  StreamServer server(so);
+  ClientOptions o = options_for(server);
+  o.max_concurrency = 1;
+  o.num_threads = 1;
+  const LoadResult r = run(o, plan(5, 3));
+  for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << out.error;
+  EXPECT_EQ(server.requests_received(), 5u);
+  EXPECT_EQ(server.connections_accepted(), 5u);
 }
 
 TEST(Load, OpenLoopScheduleIsFollowed) {

@@ -33,7 +33,8 @@ tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
 constexpr const char* kFaultNames[] = {"none",        "bad_json",   "http_500",     "reset",
                                        "close",       "split_events", "comments",   "partial_utf8",
                                        "crlf",        "no_choices", "server_error", "stall",
-                                       "malformed_sse", "no_usage", "close_delimited", "multi_event_write"};
+                                       "malformed_sse", "no_usage", "close_delimited", "multi_event_write",
+                                       "close_after_response"};
 
 Clock::duration secs(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -390,6 +391,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       }
       const bool last = p.last;
       pieces_.pop_front();
+      if (last && plan_.fault == Fault::kCloseAfterResponse) {
+        srv_->commit(std::move(emission_));
+        logging_ = false;
+        lowest(sock_).shutdown(tcp::socket::shutdown_both, ec);
+        lowest(sock_).close(ec);
+        return;
+      }
       if (last) {
         srv_->commit(std::move(emission_));
         logging_ = false;
