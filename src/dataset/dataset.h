@@ -88,6 +88,16 @@ DatasetOptions resolve_length_aliases(DatasetOptions options);
 void validate_options(const DatasetOptions& options);
 
 /// Builds the benchmark requests: resolve_length_aliases + validate_options + the dataset's sampler.
+///  - sharegpt: see sample_sharegpt (bit-exact vLLM selection given an exact tokenizer).
+///  - random: numpy default_rng(seed) draws bit-exact (input lens, output lens, offsets, prefix, fix-up
+///    extras); allowed ids = [0, vocab_size) minus Tokenizer::special_ids(); prompt_len = re-encoded length
+///    without BOS; the shared prefix goes through the fix-up once (newest vLLM, spec §2.2).
+///  - prefix_repetition: legacy np.random / Python random seeded with `seed` (0 <= seed < 2^32);
+///    N/P prompts per prefix plus one for the first N%P prefixes, so exactly N (newest vLLM; 0.13 silently
+///    dropped the remainder); prompt_len = prefix_len + suffix_len; no request ids.
+///  - custom: JSONL rows {"prompt", "output_tokens"?}; shuffled with Python random.seed(0) whatever
+///    --seed is (vLLM 0.13 builds CustomDataset without the seed); the chat template is applied unless
+///    skip_chat_template (only the DeepSeek-V3 template is rendered; others need --skip-chat-template).
 /// Same options and tokenizer → the same requests on every run and machine.
 /// Throws std::runtime_error with the file path, record index and problem for a malformed dataset, the
 /// flag for a bad combination, and a clear message when no usable record remains.

@@ -99,6 +99,23 @@ TEST(ShareGptLoad, MalformedFilesNameFileRecordAndProblem) {
   }
 }
 
+TEST(ShareGptLoad, PageSizedAndEmptyFilesAreSafe) {
+  // The file is memory-mapped with simdjson's padding behind it; a file of exactly one or two pages has no
+  // slack in its last page, so the padding must come from the mapping behind it.
+  for (std::size_t size : {std::size_t{4096}, std::size_t{8192}, std::size_t{65536}}) {
+    std::string text = R"([{"conversations": [{"value": "hello"}, {"value": "world"}]}])";
+    text.resize(size, ' ');
+    const auto path = write_temp("page" + std::to_string(size) + ".json", text);
+    ASSERT_EQ(std::filesystem::file_size(path), size);
+    const ShareGptFile f = load_sharegpt_file(path);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f.prompt(0), "hello");
+    EXPECT_EQ(f.completion(0), "world");
+  }
+  const auto empty = write_temp("empty.json", "");
+  EXPECT_THROW(load_sharegpt_file(empty), std::runtime_error);
+}
+
 TEST(ShareGptLoad, EscapesAndLoneSurrogates) {
   const auto path = write_temp(
       "escapes.json",
