@@ -89,5 +89,29 @@ TEST(PythonRandom, ShuffleAndChoiceMatchCPythonSubprocess) {
   }
 }
 
+TEST(NumpyGenerator, IntegersMatchNumpySubprocessOnEveryRangePath) {
+  // Ranges: 1 value (no draw), small, 32-bit Lemire, exactly 2^32 (raw 32-bit draw), 64-bit Lemire, huge.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {
+      {0, 2}, {5, 6}, {0, 129280}, {-1000, 1000}, {0, 1LL << 32}, {0, (1LL << 32) + 1}, {0, (1LL << 40) + 7},
+      {-(1LL << 62), 1LL << 62}, {0, (1LL << 31) - 1}};
+  const std::vector<std::uint64_t> seeds = {0, 1, 42, 4294967296ull, 9876543210123ull};
+  const auto want = testing::run_oracle("/usr/bin/python3", "numpy_ints 0,1,42,4294967296,9876543210123");
+  if (!want) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
+  ASSERT_EQ(want->size(), 2 * seeds.size());
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    NumpyGenerator gen(seeds[s]);
+    NumpyRandomState legacy(static_cast<std::uint32_t>(seeds[s]));
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+      const auto [lo, hi] = ranges[r];
+      EXPECT_EQ(gen.integers(lo, hi, 7), (*want)[2 * s][r].get<std::vector<std::int64_t>>())
+          << "default_rng(" << seeds[s] << ").integers(" << lo << ", " << hi << ")";
+      std::vector<std::int64_t> got;
+      for (int k = 0; k < 7; ++k) got.push_back(legacy.randint(lo, hi));
+      EXPECT_EQ(got, (*want)[2 * s + 1][r].get<std::vector<std::int64_t>>())
+          << "np.random.seed(" << seeds[s] << "); randint(" << lo << ", " << hi << ")";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace servelab::dataset

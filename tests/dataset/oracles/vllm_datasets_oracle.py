@@ -135,6 +135,17 @@ def main():
             random.seed(seed)
             out.append([random.choice(range(94145)) for _ in range(200)])
         print(json.dumps(out))
+    elif kind == "numpy_ints":  # Generator.integers and legacy randint over ranges hitting every code path
+        import numpy as np
+        ranges = [(0, 2), (5, 6), (0, 129280), (-1000, 1000), (0, 2**32), (0, 2**32 + 1), (0, 2**40 + 7),
+                  (-(2**62), 2**62), (0, 2**31 - 1)]
+        out = []
+        for seed in map(int, a[0].split(",")):
+            rng = np.random.default_rng(seed)
+            out.append([rng.integers(lo, hi, size=7).tolist() for lo, hi in ranges])
+            np.random.seed(seed % 2**32)
+            out.append([np.random.randint(lo, hi, size=7, dtype=np.int64).tolist() for lo, hi in ranges])
+        print(json.dumps(out))
     elif kind == "choice":
         seed, n, k = int(a[0]), int(a[1]), int(a[2])
         random.seed(seed)
