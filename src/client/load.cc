@@ -524,6 +524,8 @@ class Worker {
     if (finished_ == mine_.size()) {
       for (ConnT* c : idle_) close(*c);
       idle_.clear();
+      grace_timer_.cancel();  // nothing left to cancel: do not wait for the grace period
+      dispatch_timer_.cancel();
       guard_.reset();
     }
   }
@@ -593,7 +595,9 @@ class Worker {
     if (run_.options.cancel_grace_s > 0) {
       grace_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(run_.options.cancel_grace_s)));
-      grace_timer_.async_wait([this](const error_code&) { abort_in_flight(); });
+      grace_timer_.async_wait([this](const error_code& ec) {
+        if (!ec) abort_in_flight();
+      });
     } else {
       abort_in_flight();
     }

@@ -181,7 +181,7 @@ TEST(Load, OddButValidStreamsSucceed) {
   so.itl_s = 0.002;
   StreamServer server(so);
   for (Fault f : {Fault::kSplitEvents, Fault::kComments, Fault::kPartialUtf8, Fault::kCrlf, Fault::kCloseDelimited,
-                  Fault::kMultiEventWrite}) {
+                  Fault::kMultiEventWrite, Fault::kByteByByte}) {
     ClientOptions o = options_for(server);
     o.headers = {{"x-test-fault", test_support::fault_name(f)}};
     const LoadResult r = run(o, plan(3, 5));
@@ -295,9 +295,11 @@ TEST(Load, StopWithGraceLetsInFlightRequestsFinish) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     stop.request_stop();
   });
+  const auto t0 = std::chrono::steady_clock::now();
   const LoadResult r = run(o, plan(4, 2), {}, stop.get_token());
   stopper.join();
   for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << out.error;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));  // no wait for the unused grace
 }
 
 TEST(Load, HttpsWithKeepAliveAndCertificateVerification) {

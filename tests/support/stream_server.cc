@@ -34,7 +34,7 @@ constexpr const char* kFaultNames[] = {"none",        "bad_json",   "http_500", 
                                        "close",       "split_events", "comments",   "partial_utf8",
                                        "crlf",        "no_choices", "server_error", "stall",
                                        "malformed_sse", "no_usage", "close_delimited", "multi_event_write",
-                                       "close_after_response"};
+                                       "close_after_response", "byte_by_byte"};
 
 Clock::duration secs(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -376,6 +376,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       }
       const Clock::time_point stamp = Clock::now();
       error_code ec;
+      if (plan_.fault == Fault::kByteByByte && p.bytes.size() > 1) {
+        asio::write(sock_, asio::buffer(p.bytes.data(), 1), ec);
+        if (ec) return;
+        p.bytes.erase(0, 1);
+        p.at = stamp + std::chrono::microseconds(20);
+        continue;
+      }
       if (!p.bytes.empty()) asio::write(sock_, asio::buffer(p.bytes), ec);
       if (ec) return;  // client went away
       for (int e = 0; e < p.events; ++e) emission_.chunk_times.push_back(stamp);

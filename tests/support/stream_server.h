@@ -34,6 +34,7 @@ enum class Fault : std::uint8_t {
   kCloseDelimited,   ///< no chunked encoding: body delimited by connection close (HTTP/1.0 style)
   kMultiEventWrite,  ///< all events of the response in one write at the end (several events per read)
   kCloseAfterResponse,  ///< a complete keep-alive response, then the connection is closed (stale pool entry)
+  kByteByByte,       ///< the whole response (head, chunk sizes, CRLFs, events) one byte per write, 20 µs apart
 };
 
 /// Stable name of a fault ("none", "bad_json", "http_500", ...).
