@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,14 +19,14 @@
 
 namespace servelab::dataset::detail {
 
-DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int32_t> tokens, int target,
-                                   const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra,
-                                   int max_retry) {
+namespace {
+
+/// The fix-up loop of decode_to_target_len from the state right after a decode + encode: `text` and its
+/// encoding `tokens`, with `remain` retries left.
+DecodedPrompt continue_fix(const TokenizerOps& tok, std::string text, std::vector<std::int32_t> tokens, int target,
+                           const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra, int remain) {
   DecodedPrompt out;
-  int remain = max_retry;
   while (true) {
-    out.text = tok.decode(tokens);
-    tokens = tok.encode(out.text, false);
     const int len = static_cast<int>(tokens.size());
     if (remain <= 0) {
       if (len != target) out.token_mismatch = len - target;
@@ -36,9 +40,50 @@ DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int
       tokens.resize(static_cast<std::size_t>(target));
     }
     --remain;
+    text = tok.decode(tokens);
+    tokens = tok.encode(text, false);
   }
+  out.text = std::move(text);
   out.tokens = std::move(tokens);
   return out;
+}
+
+/// Runs fn(i) for i in [0, n) on up to hardware_concurrency threads. fn must be thread-safe.
+void parallel_for(std::size_t n, const std::function<void(std::size_t)>& fn) {
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), n);
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int32_t> tokens, int target,
+                                   const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra,
+                                   int max_retry) {
+  std::string text = tok.decode(tokens);
+  std::vector<std::int32_t> encoded = tok.encode(text, false);
+  return continue_fix(tok, std::move(text), std::move(encoded), target, draw_extra, max_retry);
 }
 
 std::vector<SampleRequest> sample_random(const DatasetOptions& o, const TokenizerOps& tok,
@@ -79,9 +124,15 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
     mismatch += fixed.token_mismatch;
     prefix = std::move(fixed.tokens);
   }
-  std::vector<SampleRequest> requests;
-  requests.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  // First decode + encode of every prompt in parallel (it draws no random numbers); then, in request
+  // order, the rest of the fix-up for the prompts that missed their length (those draw from `rng`, so the
+  // order — and the result — is exactly the serial algorithm's).
+  struct FirstPass {
+    std::string text;
+    std::vector<std::int32_t> tokens;
+  };
+  std::vector<FirstPass> first(n);
+  parallel_for(n, [&](std::size_t i) {
     std::vector<std::int32_t> tokens = prefix;
     const std::int64_t input_len = input_lens[i];
     tokens.reserve(prefix.size() + static_cast<std::size_t>(input_len));
@@ -89,8 +140,15 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
       const std::int64_t k = (offsets[i] + static_cast<std::int64_t>(i) + j) % n_allowed;
       tokens.push_back(allowed[static_cast<std::size_t>(k)]);
     }
-    const int target = o.random_prefix_len + static_cast<int>(input_len);
-    DecodedPrompt fixed = decode_to_target_len(tok, std::move(tokens), target, draw_extra);
+    first[i].text = tok.decode(tokens);
+    first[i].tokens = tok.encode(first[i].text, false);
+  });
+  std::vector<SampleRequest> requests;
+  requests.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int target = o.random_prefix_len + static_cast<int>(input_lens[i]);
+    DecodedPrompt fixed =
+        continue_fix(tok, std::move(first[i].text), std::move(first[i].tokens), target, draw_extra, 10);
     mismatch += fixed.token_mismatch;
     SampleRequest r;
     r.prompt = std::move(fixed.text);
