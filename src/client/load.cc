@@ -67,6 +67,7 @@ struct Run {
   Clock::time_point t0;
   std::atomic<std::size_t> completed{0};
   std::atomic<std::size_t> not_sent{0};
+  std::atomic<bool> stop_requested{false};  // set before any worker sees its stop
   std::atomic<Clock::rep> last_completion{0};
   // --max-concurrency semaphore, FIFO across threads.
   bool limited = false;
@@ -133,6 +134,7 @@ class Worker {
 
   /// Thread-safe.
   void request_stop() {
+    run_.stop_requested = true;
     asio::post(io_, [this] { begin_stop(); });
   }
 
@@ -181,7 +183,7 @@ class Worker {
   // Dispatches due requests in batches of kDispatchBatch, yielding to the event loop in between so
   // that reads (and their timestamps) are not held up by a burst of sends/connects.
   void dispatch_due() {
-    if (stopping_) return;
+    if (stopping_ || run_.stop_requested.load(std::memory_order_relaxed)) return;
     Clock::time_point now = Clock::now();
     int batch = 0;
     while (next_ < mine_.size() && due(mine_[next_]) <= now) {
@@ -231,9 +233,10 @@ class Worker {
 
   // ---- request lifecycle ----
   void start(std::size_t idx) {
-    if (stopping_) {
+    if (stopping_ || run_.stop_requested.load(std::memory_order_relaxed)) {
       mark_not_sent(idx, "not sent: run interrupted while waiting for a --max-concurrency slot");
       release_slot();
+      check_done();
       return;
     }
     RequestOutput& out = run_.outputs[idx];

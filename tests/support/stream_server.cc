@@ -383,9 +383,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         p.at = stamp + std::chrono::microseconds(20);
         continue;
       }
+      // Log before writing: the client may finish (and a test read the log) as soon as the bytes land.
+      for (int e = 0; e < p.events; ++e) emission_.chunk_times.push_back(stamp);
+      const bool last = p.last;
+      if (last) {
+        srv_->commit(std::move(emission_));
+        logging_ = false;
+      }
       if (!p.bytes.empty()) asio::write(sock_, asio::buffer(p.bytes), ec);
       if (ec) return;  // client went away
-      for (int e = 0; e < p.events; ++e) emission_.chunk_times.push_back(stamp);
       if (p.reset_after) {
         lowest(sock_).set_option(asio::socket_base::linger(true, 0), ec);
         lowest(sock_).close(ec);
@@ -396,18 +402,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         lowest(sock_).close(ec);
         return;
       }
-      const bool last = p.last;
       pieces_.pop_front();
       if (last && plan_.fault == Fault::kCloseAfterResponse) {
-        srv_->commit(std::move(emission_));
-        logging_ = false;
         lowest(sock_).shutdown(tcp::socket::shutdown_both, ec);
         lowest(sock_).close(ec);
         return;
       }
       if (last) {
-        srv_->commit(std::move(emission_));
-        logging_ = false;
         // Keep-alive: serve the next request on this connection.
         if (used_ > 0) return on_bytes();
         return read();
