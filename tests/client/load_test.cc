@@ -284,6 +284,31 @@ TEST(Load, StopCancelsInFlightAndUnsentRequests) {
   }
 }
 
+TEST(Load, StopWithMaxConcurrencyCancelsQueuedRequestsToo) {
+  StreamServerOptions so;
+  so.fault = Fault::kStall;
+  StreamServer server(so);
+  ClientOptions o = options_for(server);
+  o.max_concurrency = 2;
+  o.num_threads = 2;
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    stop.request_stop();
+  });
+  const LoadResult r = run(o, plan(10, 4), {}, stop.get_token());
+  stopper.join();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.num_not_sent, 8u);  // 2 held the slots, 8 waited
+  int in_flight_cancelled = 0;
+  for (const auto& out : r.outputs) {
+    EXPECT_EQ(out.failure, FailureKind::kCancelled);
+    in_flight_cancelled += out.error == "cancelled: run interrupted";
+  }
+  EXPECT_EQ(in_flight_cancelled, 2);
+  EXPECT_EQ(server.requests_received(), 2u);
+}
+
 TEST(Load, StopWithGraceLetsInFlightRequestsFinish) {
   StreamServerOptions so;
   so.ttft_s = 0.150;
