@@ -58,6 +58,7 @@ TEST(Load, TimingsMatchServerEmissionTimes) {
   ASSERT_EQ(r.outputs.size(), 20u);
   std::map<std::string, test_support::Emission> by_id;
   for (auto& e : server.emissions()) by_id[e.request_id] = e;
+  std::vector<double> errors;
   for (const RequestOutput& out : r.outputs) {
     ASSERT_TRUE(out.success) << out.request_id << ": " << out.error;
     EXPECT_EQ(out.output_tokens, 8);
@@ -66,19 +67,29 @@ TEST(Load, TimingsMatchServerEmissionTimes) {
     ASSERT_EQ(out.itl_s.size(), 7u);
     EXPECT_GE(out.ttft_s, 0.030);
     // Client event times vs the server's write times (same steady clock): the error is the
-    // client's measurement delay; generous bound for a loaded 2-core CI box.
-    const auto& em = by_id.at(out.request_id);
+    // client's measurement delay. Never negative; typically tens of µs (benchmarks/README.md), but a
+    // loaded CI box can preempt any process, so only the median is held tight here.
+    const auto it = by_id.find(out.request_id);
+    ASSERT_NE(it, by_id.end()) << out.request_id;
+    const auto& em = it->second;
     ASSERT_EQ(em.chunk_times.size(), 8u);
     double t = out.send_time_s + out.ttft_s;
+    double itl_sum = 0;
     for (std::size_t k = 0; k < 8; ++k) {
-      if (k > 0) t += out.itl_s[k - 1];
+      if (k > 0) {
+        t += out.itl_s[k - 1];
+        itl_sum += out.itl_s[k - 1];
+      }
       const double server_t = std::chrono::duration<double>(em.chunk_times[k] - r.start).count();
       EXPECT_GE(t, server_t - 1e-6) << "client saw chunk " << k << " before it was written";
-      EXPECT_LT(t - server_t, 0.020) << "chunk " << k;
+      EXPECT_LT(t - server_t, 0.5) << "chunk " << k;
+      errors.push_back(t - server_t);
     }
-    EXPECT_NEAR(out.latency_s, out.ttft_s + 0.070, 0.025);
+    EXPECT_NEAR(out.latency_s, out.ttft_s + itl_sum, 1e-9);  // latency ends at the last choices event
     EXPECT_GE(out.send_time_s, out.dispatch_time_s);
   }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.005) << "median client timestamp delay";
   EXPECT_GT(r.duration_s, 0.095);
   EXPECT_FALSE(r.interrupted);
 }
@@ -254,7 +265,7 @@ TEST(Load, OpenLoopScheduleIsFollowed) {
     ASSERT_TRUE(out.success) << out.error;
     EXPECT_DOUBLE_EQ(out.intended_send_time_s, schedule[i]);
     EXPECT_GE(out.dispatch_time_s, schedule[i]);
-    EXPECT_LT(out.dispatch_time_s - schedule[i], 0.010);  // schedule lag on an idle client
+    EXPECT_LT(out.dispatch_time_s - schedule[i], 0.150);  // lag: only a loaded box makes it > 1 ms
   }
   EXPECT_GE(r.duration_s, 0.2);
 }
@@ -365,7 +376,7 @@ TEST(Load, ReadyCheckSucceedsOrTimesOut) {
   EXPECT_FALSE(bad.success);
   EXPECT_EQ(bad.failure, FailureKind::kHttpStatus);
   EXPECT_GE(server.requests_received(), 3u);  // retried
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
 }
 
 }  // namespace
