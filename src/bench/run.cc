@@ -1,0 +1,332 @@
+// servelab/bench: the `bench serve` orchestration, in vLLM 0.13's `main_async` / `benchmark` order.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <memory>
+
+#include "bench/bench.h"
+#include "bench/http_get.h"
+#include "bench/progress.h"
+#include "client/client.h"
+#include "dataset/dataset.h"
+#include "report/python_json.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::bench {
+namespace {
+
+// Console printer honouring RunIo::quiet.
+struct Printer {
+  const RunIo& io;
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) const {
+    if (io.quiet) return;
+    std::string s = fmt::format(f, std::forward<Args>(args)...);
+    s += '\n';
+    std::fputs(s.c_str(), io.out);
+    std::fflush(io.out);
+  }
+  void raw(const std::string& s) const {
+    if (io.quiet) return;
+    std::fputs(s.c_str(), io.out);
+    std::fflush(io.out);
+  }
+};
+
+dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConfig& r) {
+  dataset::DatasetOptions d;
+  d.dataset_name = c.dataset_name;
+  d.dataset_path = c.dataset_path;
+  d.num_prompts = c.num_prompts;
+  d.seed = c.seed;
+  d.input_len = c.input_len;
+  d.output_len = c.output_len;
+  d.random_input_len = c.random_input_len;
+  d.random_output_len = c.random_output_len;
+  d.random_range_ratio = dataset::RangeRatio{r.random_range_ratio.input, r.random_range_ratio.output};
+  d.random_prefix_len = c.random_prefix_len;
+  d.sharegpt_output_len = c.sharegpt_output_len;
+  d.custom_output_len = c.custom_output_len;
+  d.skip_chat_template = c.skip_chat_template;
+  d.prefix_repetition_prefix_len = c.prefix_repetition_prefix_len;
+  d.prefix_repetition_suffix_len = c.prefix_repetition_suffix_len;
+  d.prefix_repetition_num_prefixes = c.prefix_repetition_num_prefixes;
+  d.prefix_repetition_output_len = c.prefix_repetition_output_len;
+  d.no_oversample = c.no_oversample;
+  d.disable_shuffle = c.disable_shuffle;
+  d.request_id_prefix = r.request_id_prefix;
+  return d;
+}
+
+client::RampUp ramp_up_kind(const BenchConfig& c) {
+  if (!c.ramp_up_strategy) return client::RampUp::kNone;
+  return *c.ramp_up_strategy == "linear" ? client::RampUp::kLinear : client::RampUp::kExponential;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> discover_first_model(
+    const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
+    bool insecure) {
+  const std::string url = base_url + "/v1/models";
+  auto all_headers = headers;
+  bool has_auth = false;
+  for (const auto& [k, v] : headers) {
+    std::string lk = k;
+    for (auto& ch : lk) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    has_auth = has_auth || lk == "authorization";
+  }
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key && *key && !has_auth)
+    all_headers.emplace_back("Authorization", std::string("Bearer ") + key);
+  detail::HttpGetResult res;
+  try {
+    res = detail::http_get(url, all_headers, insecure, 30.0);
+  } catch (const std::exception& e) {
+    throw BenchError(fmt::format("model discovery (no --model given): {}", e.what()));
+  }
+  if (res.status != 200)
+    throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", url,
+                                 res.status, res.reason));
+  nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw BenchError(fmt::format("model discovery: GET {} did not return a JSON object", url));
+  if (!j.contains("data") || !j["data"].is_array() || j["data"].empty())
+    throw BenchError(fmt::format(
+        "No models found on the server at {}. Make sure the server is running and has models loaded.",
+        base_url));
+  const auto& first = j["data"][0];
+  if (!first.is_object() || !first.contains("id") || !first["id"].is_string())
+    throw BenchError(fmt::format("model discovery: GET {}: data[0].id is missing or not a string", url));
+  std::string id = first["id"].get<std::string>();
+  std::string root = first.contains("root") && first["root"].is_string() ? first["root"].get<std::string>() : id;
+  return {id, root};
+}
+
+nlohmann::ordered_json sampling_body(const BenchConfig& c) {
+  nlohmann::ordered_json body = nlohmann::ordered_json::object();
+  if (c.top_p) body["top_p"] = *c.top_p;
+  if (c.top_k) body["top_k"] = *c.top_k;
+  if (c.min_p) body["min_p"] = *c.min_p;
+  if (c.temperature) body["temperature"] = *c.temperature;
+  if (c.frequency_penalty) body["frequency_penalty"] = *c.frequency_penalty;
+  if (c.presence_penalty) body["presence_penalty"] = *c.presence_penalty;
+  if (c.repetition_penalty) body["repetition_penalty"] = *c.repetition_penalty;
+  if (!c.temperature) body["temperature"] = 0.0;  // vLLM 0.13: default to greedy decoding
+  if (c.extra_body) {
+    auto extra = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
+    if (extra.is_discarded() || !extra.is_object())
+      throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
+    for (const auto& [k, v] : extra.items()) body[k] = v;
+  }
+  return body;
+}
+
+BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io) {
+  Printer print{io};
+  BenchResult result;
+  // 1. print(args), then validate.
+  print.line("{}", namespace_repr(config));
+  ResolvedConfig r = resolve(config);
+  metrics::MetricsOptions metrics_options;
+  metrics::PercentileMetrics selected;
+  try {
+    metrics_options.percentiles = r.metric_percentiles;
+    metrics_options.goodput = metrics::parse_goodput(config.goodput);
+    selected = metrics::parse_percentile_metrics(config.percentile_metrics.value_or("ttft,tpot,itl"));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  metrics_options.input_tokens = metrics::InputTokenSource::kDataset;  // vLLM 0.13 sums the dataset count
+
+  // 2. URLs and headers.
+  Urls urls = build_urls(config);
+
+  // 3. Model discovery.
+  if (!config.model) {
+    print.line("Model not specified, fetching first model from server...");
+    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure);
+    result.model_name = name;
+    result.model_id = id;
+    print.line("First model name: {}, first model id: {}", name, id);
+  } else {
+    result.model_id = *config.model;
+    result.model_name = config.served_model_name.value_or(*config.model);
+  }
+
+  // 4. Tokenizer.
+  result.tokenizer_id = config.tokenizer.value_or(result.model_id);
+  std::shared_ptr<const tokenizer::Tokenizer> tok;
+  try {
+    tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(result.tokenizer_id));
+  } catch (const std::exception& e) {
+    throw BenchError(fmt::format("--tokenizer {}: {}", result.tokenizer_id, e.what()));
+  }
+
+  // 5. Dataset.
+  std::vector<dataset::SampleRequest> samples;
+  try {
+    samples = dataset::sample_requests(dataset_options(config, r), *tok);
+  } catch (const std::exception& e) {
+    throw BenchError(fmt::format("dataset {}: {}", config.dataset_name, e.what()));
+  }
+  if (samples.empty()) throw BenchError(fmt::format("dataset {} produced no requests", config.dataset_name));
+
+  // 6. ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227).
+  bool ignore_eos = config.ignore_eos;
+  if (config.dataset_name == "random" && !ignore_eos) {
+    ignore_eos = true;
+    print.line("ignore_eos is forced on for the random dataset (as vLLM 0.13 does).");
+  }
+
+  // 7. Client options: sampling parameters (+ temperature 0.0 default), headers, endpoint.
+  client::ClientOptions opts;
+  opts.api_url = urls.api_url;
+  opts.endpoint = config.backend == "openai-chat" ? client::Endpoint::kChatCompletions
+                                                  : client::Endpoint::kCompletions;
+  opts.model = result.model_name;
+  opts.headers = r.headers;
+  opts.ignore_eos = ignore_eos;
+  opts.extra_body = sampling_body(config);
+  opts.max_concurrency = config.max_concurrency.value_or(0);
+  opts.insecure = config.insecure;
+  opts.keep_generated_text = config.save_detailed;
+  opts.retokenize = [tok](std::string_view text) {
+    return static_cast<int>(tok->encode(text, /*add_special_tokens=*/false).size());
+  };
+
+  std::vector<client::PlannedRequest> planned;
+  planned.reserve(samples.size());
+  for (auto& s : samples) {
+    client::PlannedRequest p;
+    p.prompt = std::move(s.prompt);
+    p.prompt_len = s.prompt_len;
+    p.max_tokens = s.expected_output_len;
+    p.request_id = std::move(s.request_id);
+    planned.push_back(std::move(p));
+  }
+  client::PlannedRequest test_input = planned.front();
+  test_input.request_id.clear();  // vLLM: the test/warm-up input carries no request id
+
+  // 8. Ready check with request 0.
+  print.line("Starting initial single prompt test run...");
+  if (config.ready_check_timeout_sec > 0) {
+    metrics::RequestOutput test =
+        client::wait_until_ready(opts, test_input, config.ready_check_timeout_sec, 5.0, stop);
+    if (stop.stop_requested()) throw BenchError("interrupted during the endpoint ready check; nothing was measured");
+    if (!test.success)
+      throw BenchError(
+          "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: " +
+          test.error);
+    print.line("Initial test run completed.");
+  } else {
+    print.line("Skipping endpoint ready check.");
+  }
+
+  // 9. Warm-ups: copies of request 0, all at t = 0, through the same concurrency limit.
+  if (config.num_warmups > 0) {
+    print.line("Warming up with {} requests...", config.num_warmups);
+    std::vector<client::PlannedRequest> warm(static_cast<std::size_t>(config.num_warmups), test_input);
+    std::vector<double> zeros(warm.size(), 0.0);
+    client::run_load(opts, warm, zeros, {}, stop);
+    if (stop.stop_requested()) throw BenchError("interrupted during warm-up; nothing was measured");
+    print.line("Warmup run completed.");
+  }
+
+  // 10. The timed run.
+  print.line("Starting main benchmark run...");
+  if (config.ramp_up_strategy) {
+    print.line("Traffic ramp-up strategy: {}.", *config.ramp_up_strategy);
+    print.line("Will increase RPS from {} to {} RPS over the duration of the benchmark.",
+               *config.ramp_up_start_rps, *config.ramp_up_end_rps);
+  } else {
+    print.line("Traffic request rate: {}", report::python_float_repr(r.request_rate));
+  }
+  print.line("Burstiness factor: {} ({})", report::python_float_repr(config.burstiness),
+             config.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
+  print.line("Maximum request concurrency: {}",
+             config.max_concurrency ? std::to_string(*config.max_concurrency) : std::string("None"));
+
+  client::ArrivalOptions arrival;
+  arrival.num_requests = planned.size();
+  arrival.request_rate = r.request_rate;
+  arrival.burstiness = config.burstiness;
+  arrival.seed = static_cast<std::uint32_t>(config.seed);
+  arrival.ramp_up = ramp_up_kind(config);
+  arrival.ramp_up_start_rps = config.ramp_up_start_rps.value_or(0);
+  arrival.ramp_up_end_rps = config.ramp_up_end_rps.value_or(0);
+  std::vector<double> schedule;
+  try {
+    schedule = client::arrival_schedule(arrival);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+
+  bool show_progress = !io.quiet && (io.force_progress || (!config.disable_tqdm && isatty(fileno(io.progress))));
+  std::unique_ptr<detail::ProgressBar> bar;
+  if (show_progress) bar = std::make_unique<detail::ProgressBar>(io.progress, planned.size());
+  client::ProgressCallback progress;
+  if (bar) progress = [&bar](std::size_t done, std::size_t) { bar->update(done); };
+
+  client::LoadResult load = client::run_load(opts, planned, schedule, progress, stop);
+  if (bar) bar->finish();
+  result.interrupted = load.interrupted;
+  result.duration_s = load.duration_s;
+  if (!(result.duration_s > 0) || !std::isfinite(result.duration_s)) {
+    // Nothing completed (e.g. stopped before the first send): the wall time of the attempt.
+    result.duration_s = std::max(seconds_since(load.start), 1e-9);
+  }
+  result.outputs = std::move(load.outputs);
+
+  // 11. Failed requests (capped), metrics, report.
+  std::vector<const metrics::RequestOutput*> failed;
+  for (const auto& o : result.outputs)
+    if (!o.success) failed.push_back(&o);
+  if (!failed.empty()) {
+    print.line("Failed requests during benchmark run detected (capping to 10):");
+    for (std::size_t i = 0; i < failed.size() && i < 10; ++i)
+      print.line("Error {}: [{}] {}", i, metrics::failure_kind_name(failed[i]->failure), failed[i]->error);
+  }
+  result.metrics = metrics::compute_metrics(result.outputs, result.duration_s, metrics_options);
+
+  result.run.date = report::current_date_string();
+  result.run.backend = config.backend;
+  result.run.label = config.label;
+  result.run.model_id = result.model_id;
+  result.run.tokenizer_id = result.tokenizer_id;
+  result.run.num_prompts = config.num_prompts;
+  result.run.metadata = r.metadata;
+  result.run.request_rate = r.request_rate;
+  result.run.burstiness = config.burstiness;
+  result.run.max_concurrency = config.max_concurrency;
+  if (config.ramp_up_strategy)
+    result.run.ramp_up = report::RampUp{*config.ramp_up_strategy, *config.ramp_up_start_rps, *config.ramp_up_end_rps};
+  result.run.interrupted = result.interrupted;
+
+  result.console_report = report::format_console_block(result.run, result.metrics, selected) +
+                          report::format_console_extras(result.run, result.metrics, selected);
+  print.raw(result.console_report);
+
+  report::ReportOptions report_options;
+  report_options.percentile_metrics = selected;
+  report_options.save_detailed = config.save_detailed;
+  result.result_json = report::make_result_json(result.run, result.metrics, result.outputs, report_options);
+
+  // 12. JSON result.
+  if (config.save_result || config.append_result) {
+    auto path = report::result_path(result.run, config.result_dir.value_or(""), config.result_filename.value_or(""));
+    report::write_result_file(path, result.result_json, config.append_result);
+    result.result_path = path;
+    print.line("Result saved to {}", path.string());
+  }
+  return result;
+}
+
+}  // namespace servelab::bench

@@ -1,0 +1,391 @@
+// End-to-end: the `servelab` binary's `bench serve` against the scheduled-emission test server over real
+// HTTP, on the real ShareGPT pairs with the GPT-2 tokenizer. Asserts the vLLM report layout, numbers that
+// follow from the server's schedule (exact token totals, causal TTFT/E2EL bounds from the server's own
+// emission log), failure kinds, Ctrl-C and the unknown-flag / bad-value messages.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/paths.h"
+#include "dataset/dataset.h"
+#include "e2e/subprocess.h"
+#include "support/stream_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::StreamServer;
+using test_support::StreamServerOptions;
+
+const std::string kBinary = SERVELAB_BINARY;
+
+fs::path sharegpt_path() { return common::data_dir() / "sharegpt_pairs_sample.json"; }
+fs::path gpt2_path() { return common::data_dir() / "gpt2-tokenizer.json"; }
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("servelab_e2e_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The vLLM block: from the "Serving Benchmark Result" banner to the first line of 50 '='.
+std::vector<std::string> report_block(const std::string& out) {
+  auto lines = lines_of(out);
+  std::vector<std::string> block;
+  bool in = false;
+  for (const auto& l : lines) {
+    if (l == "============ Serving Benchmark Result ============") in = true;
+    if (!in) continue;
+    block.push_back(l);
+    if (block.size() > 1 && l == std::string(50, '=')) break;
+  }
+  return block;
+}
+
+// Value of the row whose label is `label` (rows are "{:<40} {:<10}").
+std::string row_value(const std::vector<std::string>& block, const std::string& label) {
+  for (const auto& l : block)
+    if (l.size() > 41 && l.compare(0, label.size(), label) == 0 && l.find_first_not_of(' ', label.size()) == 41) {
+      std::string v = l.substr(41);
+      return v.substr(0, v.find_last_not_of(' ') + 1);
+    }
+  return "<missing " + label + ">";
+}
+
+std::string fmt_2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+nlohmann::ordered_json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  EXPECT_TRUE(in.good()) << p;
+  return nlohmann::ordered_json::parse(in);
+}
+
+class BenchServeE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(sharegpt_path()) || !fs::exists(gpt2_path()))
+      GTEST_SKIP() << "real data missing in " << common::data_dir();
+  }
+};
+
+std::vector<std::string> base_args(std::uint16_t port) {
+  return {kBinary, "bench", "serve", "--backend", "openai", "--host", "127.0.0.1", "--port", std::to_string(port),
+          "--model", "gpt2", "--tokenizer", gpt2_path().string()};
+}
+
+TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
+  StreamServerOptions so;
+  so.ttft_s = 0.030;  // first token 30 ms after the request is read
+  so.itl_s = 0.004;   // then one token every 4 ms
+  so.num_tokens = 8;  // every response carries exactly 8 tokens (usage.completion_tokens = 8)
+  StreamServer server(so);
+  fs::path dir = temp_dir("sharegpt");
+  const std::string sharegpt = sharegpt_path().string(), dir_s = dir.string();
+  constexpr int kN = 40;
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "sharegpt", "--dataset-path", sharegpt.c_str(), "--num-prompts",
+                        "40", "--seed", "0", "--num-warmups", "2", "--ready-check-timeout-sec", "10",
+                        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
+                        "--request-id-prefix", "e2e-", "--save-result", "--save-detailed", "--result-dir",
+                        dir_s.c_str(), "--result-filename", "r.json", "--metadata", "run=e2e", "--label", "L"})
+    args.push_back(a);
+  ProcessResult p = run_process(args);
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+
+  // vLLM's progress messages, in order.
+  std::size_t pos = 0;
+  for (std::string m : {"Namespace(append_result=False, backend='openai'", "Starting initial single prompt test run...",
+                        "Initial test run completed.", "Warming up with 2 requests...", "Warmup run completed.",
+                        "Starting main benchmark run...", "Traffic request rate: inf",
+                        "Burstiness factor: 1.0 (Poisson process)", "Maximum request concurrency: None",
+                        "============ Serving Benchmark Result ============"}) {
+    std::size_t at = p.out.find(m, pos);
+    ASSERT_NE(at, std::string::npos) << "missing in order: " << m << "\n" << p.out;
+    pos = at;
+  }
+  EXPECT_EQ(p.err.find("it/s"), std::string::npos) << "no progress bar when stderr is not a terminal";
+
+  // Layout: the labels of vLLM 0.13's block (seed-report-blocks.txt) in order, then our E2EL/P50 rows.
+  auto block = report_block(p.out);
+  std::vector<std::string> expected_labels = {
+      "Successful requests:", "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
+      "Request throughput (req/s):", "Output token throughput (tok/s):", "Peak output token throughput (tok/s):",
+      "Peak concurrent requests:", "Total Token throughput (tok/s):", "-TTFT-", "Mean TTFT (ms):",
+      "Median TTFT (ms):", "P50 TTFT (ms):", "P99 TTFT (ms):", "-TPOT-", "Mean TPOT (ms):", "Median TPOT (ms):",
+      "P50 TPOT (ms):", "P99 TPOT (ms):", "-ITL-", "Mean ITL (ms):", "Median ITL (ms):", "P50 ITL (ms):",
+      "P99 ITL (ms):", "-E2EL-", "Mean E2EL (ms):", "Median E2EL (ms):", "P50 E2EL (ms):", "P99 E2EL (ms):"};
+  std::map<std::string, std::string> sections = {
+      {"-TTFT-", "---------------Time to First Token----------------"},
+      {"-TPOT-", "-----Time per Output Token (excl. 1st token)------"},
+      {"-ITL-", "---------------Inter-token Latency----------------"},
+      {"-E2EL-", "----------------End-to-end Latency----------------"}};
+  ASSERT_EQ(block.size(), expected_labels.size() + 2) << p.out;
+  EXPECT_EQ(block.back(), std::string(50, '='));
+  for (std::size_t i = 0; i < expected_labels.size(); ++i) {
+    const std::string& line = block[i + 1];
+    if (sections.count(expected_labels[i])) {
+      EXPECT_EQ(line, sections[expected_labels[i]]);
+      continue;
+    }
+    // "{:<40} {:<10}": label padded to 40, a space, value padded to at least 10 (trailing spaces kept).
+    EXPECT_EQ(line.substr(0, expected_labels[i].size()), expected_labels[i]) << line;
+    EXPECT_GE(line.size(), 51u) << "'" << line << "'";
+    EXPECT_EQ(line.find_first_not_of(' ', expected_labels[i].size()), 41u) << "'" << line << "'";
+  }
+
+  // Numbers that follow from the data and the server's schedule.
+  auto tok = tokenizer::load_tokenizer(gpt2_path().string());
+  dataset::DatasetOptions dopts;
+  dopts.dataset_name = "sharegpt";
+  dopts.dataset_path = sharegpt_path().string();
+  dopts.num_prompts = kN;
+  dopts.request_id_prefix = "e2e-";
+  auto samples = dataset::sample_requests(dopts, tok);
+  long long total_input = 0;
+  for (const auto& s : samples) total_input += s.prompt_len;
+  EXPECT_EQ(row_value(block, "Successful requests:"), std::to_string(kN));
+  EXPECT_EQ(row_value(block, "Total input tokens:"), std::to_string(total_input));
+  EXPECT_EQ(row_value(block, "Total generated tokens:"), std::to_string(8 * kN));
+  EXPECT_GE(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0);
+  EXPECT_LT(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0 + 2000.0);
+
+  // Server log: 1 ready-check + 2 warm-ups without id, then e2e-0..e2e-39.
+  auto emissions = server.emissions();
+  ASSERT_EQ(emissions.size(), static_cast<std::size_t>(kN + 3));
+  std::map<std::string, test_support::Emission> by_id;
+  int without_id = 0;
+  for (const auto& e : emissions) {
+    if (e.request_id.empty()) ++without_id; else by_id[e.request_id] = e;
+  }
+  EXPECT_EQ(without_id, 3);
+
+  // JSON: vLLM keys in vLLM order, values equal to the console's, per-request causal bounds.
+  auto j = read_json(dir / "r.json");
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  std::vector<std::string> head = {"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id",
+                                   "num_prompts", "run", "request_rate", "burstiness", "max_concurrency",
+                                   "duration", "completed", "failed", "total_input_tokens",
+                                   "total_output_tokens", "request_throughput", "request_goodput",
+                                   "output_throughput", "total_token_throughput", "input_lens", "output_lens",
+                                   "ttfts", "itls", "generated_texts", "errors", "max_output_tokens_per_s",
+                                   "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms",
+                                   "p50_ttft_ms", "p99_ttft_ms"};
+  ASSERT_GE(keys.size(), head.size());
+  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + head.size()), head);
+  EXPECT_EQ(j["backend"], "openai");
+  EXPECT_EQ(j["label"], "L");
+  EXPECT_EQ(j["model_id"], "gpt2");
+  EXPECT_EQ(j["request_rate"], "inf");
+  EXPECT_EQ(j["run"], "e2e");
+  EXPECT_EQ(j["completed"], kN);
+  EXPECT_EQ(j["failed"], 0);
+  EXPECT_EQ(j["total_input_tokens"], total_input);
+  EXPECT_EQ(j["total_output_tokens"], 8 * kN);
+  EXPECT_EQ(fmt_2(j["mean_ttft_ms"].get<double>()), row_value(block, "Mean TTFT (ms):"));
+  EXPECT_EQ(j["servelab"]["interrupted"], false);
+  ASSERT_EQ(j["ttfts"].size(), static_cast<std::size_t>(kN));
+  for (int i = 0; i < kN; ++i) {
+    const auto& e = by_id.at("e2e-" + std::to_string(i));
+    ASSERT_EQ(e.chunk_times.size(), 8u);
+    double server_ttft = std::chrono::duration<double>(e.chunk_times.front() - e.received).count();
+    double server_e2el = std::chrono::duration<double>(e.chunk_times.back() - e.received).count();
+    double ttft = j["ttfts"][i].get<double>();
+    // Causality: the client sent before the server read, and read after the server wrote.
+    EXPECT_GE(ttft, server_ttft) << "request " << i;
+    EXPECT_GE(ttft, 0.030) << "request " << i;
+    EXPECT_EQ(j["itls"][i].size(), 7u);
+    EXPECT_EQ(j["output_lens"][i], 8);
+    EXPECT_EQ(j["input_lens"][i], samples[static_cast<std::size_t>(i)].prompt_len);
+    double itl_sum = 0;
+    for (const auto& g : j["itls"][i]) itl_sum += g.get<double>();
+    EXPECT_GE(ttft + itl_sum, server_e2el - 1e-6) << "request " << i;
+  }
+  fs::remove_all(dir);
+}
+
+TEST_F(BenchServeE2E, FailureKindsSurfaceInSummary) {
+  StreamServerOptions so;
+  so.num_tokens = 4;
+  StreamServer server(so);
+  for (auto [fault, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"http_500", "http_status"}, {"reset", "reset"}, {"no_choices", "no_valid_chunk"}}) {
+    auto args = base_args(server.port());
+    for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4",
+                          "--num-prompts", "5", "--ready-check-timeout-sec", "0", "--header"})
+      args.push_back(a);
+    args.push_back("x-test-fault=" + fault);
+    ProcessResult p = run_process(args);
+    ASSERT_EQ(p.exit_code, 0) << fault << "\n" << p.out << p.err;
+    EXPECT_NE(p.out.find("Skipping endpoint ready check."), std::string::npos);
+    EXPECT_NE(p.out.find("Failed requests during benchmark run detected (capping to 10):"), std::string::npos);
+    EXPECT_NE(p.out.find("Error 0: [" + kind + "]"), std::string::npos) << p.out;
+    EXPECT_EQ(p.out.find("Error 5:"), std::string::npos);
+    auto block = report_block(p.out);
+    EXPECT_EQ(row_value(block, "Successful requests:"), "0") << p.out;
+    // servelab's extra lines: the failures by kind.
+    auto lines = lines_of(p.out);
+    bool found = false;
+    for (const auto& l : lines)
+      if (l.rfind("  failed (" + kind + "):", 0) == 0) {
+        found = true;
+        EXPECT_EQ(l.substr(41, 1), "5") << l;
+      }
+    EXPECT_TRUE(found) << fault << "\n" << p.out;
+  }
+}
+
+TEST_F(BenchServeE2E, SigintWritesInterruptedReport) {
+  StreamServerOptions so;
+  so.ttft_s = 0.010;
+  so.itl_s = 0.050;
+  so.num_tokens = 2000;  // 100 s per response: only Ctrl-C ends this run
+  StreamServer server(so);
+  fs::path dir = temp_dir("sigint");
+  const std::string sharegpt = sharegpt_path().string(), dir_s = dir.string();
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "sharegpt", "--dataset-path", sharegpt.c_str(), "--num-prompts",
+                        "20", "--max-concurrency", "4", "--request-rate", "20", "--ready-check-timeout-sec", "0",
+                        "--save-result", "--result-dir", dir_s.c_str(), "--result-filename", "int.json"})
+    args.push_back(a);
+  SignalPlan plan{"Starting main benchmark run...", std::chrono::milliseconds(700), SIGINT};
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult p = run_process(args, &plan, std::chrono::seconds(60));
+  double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(p.exit_code, 130) << p.out << p.err;
+  EXPECT_LT(took_s, 30.0);
+  EXPECT_NE(p.err.find("Interrupted: stopping new requests"), std::string::npos) << p.err;
+  auto block = report_block(p.out);
+  ASSERT_FALSE(block.empty()) << p.out;
+  EXPECT_NE(p.out.find("Run interrupted (Ctrl-C)"), std::string::npos) << p.out;
+  auto j = read_json(dir / "int.json");
+  EXPECT_EQ(j["servelab"]["interrupted"], true);
+  EXPECT_EQ(j["completed"], 0);
+  EXPECT_EQ(j["failed"], 20);
+  EXPECT_EQ(j["servelab"]["failures_by_kind"]["cancelled"], 20) << j["servelab"].dump();
+  fs::remove_all(dir);
+}
+
+TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
+  ProcessResult p = run_process({kBinary, "bench", "serve", "--num-prompt", "5"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("error: unrecognized arguments: --num-prompt 5 (did you mean --num-prompts?)"),
+            std::string::npos)
+      << p.err;
+  p = run_process({kBinary, "bench", "serve", "--request-rate", "fast"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("argument --request-rate: invalid float value: 'fast'"), std::string::npos) << p.err;
+  p = run_process({kBinary, "bench", "serve", "--ramp-up-strategy", "linear", "--request-rate", "4"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("When using ramp-up, do not specify --request-rate."), std::string::npos) << p.err;
+  p = run_process({kBinary, "bench", "serve", "--backend", "tgi"});
+  EXPECT_NE(p.exit_code, 0);
+  EXPECT_NE((p.out + p.err).find("--backend"), std::string::npos) << p.out << p.err;
+}
+
+// A minimal HTTP server: GET /v1/models answers a vLLM-style model list; anything else gets 404.
+class ModelsServer {
+ public:
+  ModelsServer() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ModelsServer() {
+    stop_ = true;
+    // A blocking accept() is not woken by close() from another thread: connect once to release it.
+    boost::system::error_code ec;
+    boost::asio::ip::tcp::socket wake(io_);
+    wake.connect({boost::asio::ip::make_address("127.0.0.1"), port()}, ec);
+    thread_.join();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int models_requests() const { return models_requests_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      boost::system::error_code ec;
+      boost::asio::ip::tcp::socket sock(io_);
+      acceptor_.accept(sock, ec);
+      if (ec || stop_) return;
+      std::string req;
+      char buf[4096];
+      while (req.find("\r\n\r\n") == std::string::npos) {
+        std::size_t n = sock.read_some(boost::asio::buffer(buf), ec);
+        if (ec) break;
+        req.append(buf, n);
+      }
+      std::string body, status;
+      if (req.rfind("GET /v1/models ", 0) == 0) {
+        ++models_requests_;
+        status = "200 OK";
+        body = R"({"object": "list", "data": [{"id": "served-name", "object": "model", "root": "org/gpt2-root"}]})";
+      } else {
+        status = "404 Not Found";
+        body = R"({"detail": "Not Found"})";
+      }
+      std::string resp = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      boost::asio::write(sock, boost::asio::buffer(resp), ec);
+      sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+    }
+  }
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> models_requests_{0};
+  std::thread thread_;
+};
+
+TEST_F(BenchServeE2E, ModelDiscoveryUsesFirstServerModel) {
+  ModelsServer server;
+  fs::path dir = temp_dir("models");
+  ProcessResult p = run_process(
+      {kBinary, "bench", "serve", "--base-url", "http://127.0.0.1:" + std::to_string(server.port()), "--tokenizer",
+       gpt2_path().string(), "--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "2",
+       "--num-prompts", "2", "--ready-check-timeout-sec", "0", "--save-result", "--result-dir", dir.string()});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_EQ(server.models_requests(), 1);
+  EXPECT_NE(p.out.find("Model not specified, fetching first model from server...\n"
+                       "First model name: served-name, first model id: org/gpt2-root\n"),
+            std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("Error 0: [http_status]"), std::string::npos) << p.out;
+  // Default file name: {backend}-{rate}qps-{model basename}-{date}.json
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(std::regex_match(files[0].filename().string(),
+                               std::regex(R"(openai-infqps-gpt2-root-\d{8}-\d{6}\.json)")))
+      << files[0];
+  auto j = read_json(files[0]);
+  EXPECT_EQ(j["model_id"], "org/gpt2-root");
+  EXPECT_EQ(j["failed"], 2);
+  EXPECT_FALSE(j.contains("ttfts")) << "per-request arrays only with --save-detailed";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace servelab::e2e
