@@ -135,6 +135,13 @@ std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits
                       " is not valid for this configuration. Reason: " + python_list(reasons),
                   true);
   }
+  // Automatic selection for sparse MLA: FLASHMLA_SPARSE is the only candidate; resolve_defaults leaves
+  // the backend empty when the GPU's compute capability has none.
+  if (c.attention_backend.empty() && m.mla && m.sparse_attention)
+    return fail(FailurePhase::kStartup, "vllm.attention_backend.none_valid",
+                "ValueError: No valid attention backend found for " + m.display_name +
+                    " (MLA, sparse) on " + cc_name(hw) + ": FLASHMLA_SPARSE needs compute capability 9.x or 10.x",
+                false);
   if (c.tp % c.dcp != 0)
     return fail(FailurePhase::kStartup, "vllm.dcp.divides_tp",
                 "tensor parallel size " + std::to_string(c.tp) + " is not divisible by decode context parallel size " +

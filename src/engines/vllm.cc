@@ -263,6 +263,14 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--kv-events-config"}, K::kJson));
     s.push_back(F({"--ec-transfer-config"}, K::kJson));
     s.push_back(F({"--compilation-config", "-O"}, K::kJson, apply_compilation));
+    // [unverified for 0.13: top-level CompilationConfig shortcuts (added in the 0.11 line)]
+    s.push_back(F({"--cudagraph-capture-sizes"}, K::kIntList, [](EngineConfig& c, const V& v) {
+      int mx = 0;
+      for (const auto& x : v) mx = std::max(mx, to_int(x));
+      c.cuda_graph_max_bs = mx;
+    }));
+    s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
     // [unverified for 0.13: --attention-backend (AttentionConfig) superseding VLLM_ATTENTION_BACKEND]
     s.push_back(F({"--attention-backend"}, K::kString, [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; }));
     s.push_back(F({"--additional-config"}, K::kJson));

@@ -78,6 +78,11 @@ TEST(ParseVllm, JsonSpeculativeAndCompilationConfig) {
   EXPECT_EQ(g.unmodelled_options[0].flag, "--compilation-config");
   auto o = parse("vllm serve m -O.max_cudagraph_capture_size=256");
   EXPECT_EQ(o.cuda_graph_max_bs, 256);
+  EXPECT_EQ(parse("vllm serve m --cudagraph-capture-sizes 1 2 64 8").cuda_graph_max_bs, 64);
+  auto m = parse("vllm serve m --max-cudagraph-capture-size 96");
+  EXPECT_EQ(m.cuda_graph_max_bs, 96);
+  // Rendered through --compilation-config and parsed back to the same capture size.
+  EXPECT_EQ(se::parse_launch_command(se::to_argv(m)).cuda_graph_max_bs, 96);
 }
 
 TEST(ParseVllm, AbbreviationsAndNegation) {

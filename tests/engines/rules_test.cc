@@ -145,6 +145,13 @@ TEST(CheckLaunch, VllmAttentionBackends) {
   EXPECT_EQ(f->message,
             "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
             "Reason: ['compute capability not supported']");
+  se::HardwareTraits a100;
+  a100.name = "A100";
+  a100.compute_capability_major = 8;
+  f = se::check_launch(parse("vllm serve m"), kV32, a100);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "vllm.attention_backend.none_valid");
+  EXPECT_FALSE(se::check_launch(parse("vllm serve m"), dense, a100));  // dense MLA: TRITON_MLA etc.
   f = se::check_launch(parse("vllm serve m", {{"VLLM_ATTENTION_BACKEND", "NOT_A_BACKEND"}}), kV32, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->rule, "vllm.attention_backend.unknown");
