@@ -110,6 +110,13 @@ function gpt2FixedJson() {
   });
   const text = JSON.stringify(j);
   fs.writeFileSync(path.join(outDir, 'gpt2-tokenizer.fixed.json'), text);
+  // A RoBERTa-like variant: ByteLevel add_prefix_space + Sequence[ByteLevel, RobertaProcessing]; servelab
+  // loads this same file (written next to the golden file).
+  j.pre_tokenizer.add_prefix_space = true;
+  j.post_processor = { type: 'Sequence', processors: [
+    { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+    { type: 'RobertaProcessing', sep: ['<|endoftext|>', 50256], cls: ['<|endoftext|>', 50256], trim_offsets: true, add_prefix_space: true }] };
+  fs.writeFileSync(path.join(outDir, 'gpt2_prefix_space.json'), JSON.stringify(j));
   return { text, dropped: before - j.model.merges.length };
 }
 const gpt2 = gpt2FixedJson();
@@ -117,6 +124,7 @@ const tokenizers = {
   deepseek: Tokenizer.fromString(deepseekJson(false)),
   deepseek_v32: Tokenizer.fromString(deepseekJson(true)),
   gpt2: Tokenizer.fromString(gpt2.text),
+  gpt2_prefix_space: Tokenizer.fromFile(path.join(outDir, 'gpt2_prefix_space.json')),
 };
 for (const name of ['llama_style', 'mistral_style', 'metaspace_style']) {
   const f = path.join(fixturesDir, `${name}_tokenizer.json`);
@@ -192,6 +200,8 @@ add('special_think', '<think>reasoning</think>answer <think> </think>');
 add('special_placeholder', '<｜place▁holder▁no▁798｜><｜place▁holder▁no▁799｜><|EOT|>');
 add('flags_lstrip_rstrip', 'say  [INST]  hi  [/INST]  ok [INST][/INST] x\t[INST]\n');
 add('flags_single_word', '<tool> a<tool> <tool>b (<tool>) _<tool> é<tool> <tool>1 <tool>');
+add('flags_start_token', '[INST]hello world [/INST]');
+add('flags_start_special', '<s>hello</s> <s> x');
 add('flags_mask', 'the <mask> is  <mask>  here<mask>x');
 add('flags_normalized_false', '▁ctrl ctrl▁ctrl x▁ctrl');
 add('split_behaviors', 'well-known, semi;colon xx-xxl abcde-edcba 12-34 a,b;c');
@@ -274,7 +284,7 @@ async function decodeAll(tok, idss, skipSpecial) {
   }
   await run(dataTexts, ['deepseek', 'gpt2'], 'data');
   // The synthetic sentencepiece-style fixtures also see a sample of real text (every 20th data text).
-  await run(dataTexts.filter((_, i) => i % 20 === 0), ['llama_style', 'mistral_style', 'metaspace_style'], 'data_sample');
+  await run(dataTexts.filter((_, i) => i % 20 === 0), ['llama_style', 'mistral_style', 'metaspace_style', 'gpt2_prefix_space'], 'data_sample');
   await run(adv, Object.keys(tokenizers), 'adversarial');
   const golden = {
     oracle: 'npm tokenizers ' + require(path.join(cacheDir, 'npm', 'node_modules', 'tokenizers', 'package.json')).version,

@@ -219,6 +219,12 @@ void encode_gap(const Tokenizer::Impl& im, std::string_view text, bool at_start,
   }
 }
 
+// A default-constructed Tokenizer holds nothing: using it is a programming error, reported, never a crash.
+const Tokenizer::Impl& checked(const std::shared_ptr<const Tokenizer::Impl>& impl) {
+  if (!impl) throw std::logic_error("servelab::tokenizer::Tokenizer used before loading (default-constructed)");
+  return *impl;
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path) { return from_file(path, LoadOptions{}); }
@@ -245,7 +251,8 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& path, const LoadOpti
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
-  const Impl& im = *impl_;
+  const Impl& im = checked(impl_);
+  if (text.size() >= UINT32_MAX) throw std::length_error("Tokenizer::encode: text of 4 GiB or more");
   EncodeScratch& sc = encode_scratch();
   std::string_view input = text;
   if (!detail::utf8_valid(text)) {
@@ -274,7 +281,7 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
-  const Impl& im = *impl_;
+  const Impl& im = checked(impl_);
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (TokenId id : ids) {
@@ -303,23 +310,24 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_to
   return out;
 }
 
-std::size_t Tokenizer::vocab_size() const { return impl_->model.vocab_size(); }
+std::size_t Tokenizer::vocab_size() const { return checked(impl_).model.vocab_size(); }
 
 std::size_t Tokenizer::vocab_size_with_added() const {
-  std::size_t n = impl_->model.vocab_size();
-  for (const auto& t : impl_->added) {
-    if (!impl_->model.vocab.contains(t.content)) ++n;
+  const Impl& im = checked(impl_);
+  std::size_t n = im.model.vocab_size();
+  for (const auto& t : im.added) {
+    if (!im.model.vocab.contains(t.content)) ++n;
   }
   return n;
 }
 
 std::size_t Tokenizer::num_special_tokens_to_add() const {
-  return impl_->post_prefix.size() + impl_->post_suffix.size();
+  return checked(impl_).post_prefix.size() + checked(impl_).post_suffix.size();
 }
 
 std::vector<TokenId> Tokenizer::special_ids() const {
   std::vector<TokenId> out;
-  for (const auto& t : impl_->added) {
+  for (const auto& t : checked(impl_).added) {
     if (t.special) out.push_back(t.id);
   }
   std::sort(out.begin(), out.end());
@@ -327,20 +335,20 @@ std::vector<TokenId> Tokenizer::special_ids() const {
   return out;
 }
 
-std::optional<TokenId> Tokenizer::bos_id() const { return impl_->bos; }
-std::optional<TokenId> Tokenizer::eos_id() const { return impl_->eos; }
-std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const { return impl_->token_to_id(token); }
+std::optional<TokenId> Tokenizer::bos_id() const { return checked(impl_).bos; }
+std::optional<TokenId> Tokenizer::eos_id() const { return checked(impl_).eos; }
+std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const { return checked(impl_).token_to_id(token); }
 
 std::optional<std::string> Tokenizer::id_to_token(TokenId id) const {
-  if (auto it = impl_->added_by_id.find(id); it != impl_->added_by_id.end()) return impl_->added[it->second].content;
-  if (id >= 0 && static_cast<std::size_t>(id) < impl_->model.present.size() &&
-      impl_->model.present[static_cast<std::size_t>(id)]) {
-    return impl_->model.id_to_token[static_cast<std::size_t>(id)];
+  const Impl& im = checked(impl_);
+  if (auto it = im.added_by_id.find(id); it != im.added_by_id.end()) return im.added[it->second].content;
+  if (id >= 0 && static_cast<std::size_t>(id) < im.model.present.size() && im.model.present[static_cast<std::size_t>(id)]) {
+    return im.model.id_to_token[static_cast<std::size_t>(id)];
   }
   return std::nullopt;
 }
 
-const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
-const std::vector<std::string>& Tokenizer::load_warnings() const { return impl_->warnings; }
+const std::string& Tokenizer::chat_template() const { return checked(impl_).chat_template; }
+const std::vector<std::string>& Tokenizer::load_warnings() const { return checked(impl_).warnings; }
 
 }  // namespace servelab::tokenizer

@@ -36,7 +36,8 @@ struct LoadOptions {
 };
 
 /// A loaded Hugging Face tokenizer (tokenizer.json, plus tokenizer_config.json when beside it).
-/// Value type: cheap to copy (shared immutable state).
+/// Value type: cheap to copy (shared immutable state). A default-constructed Tokenizer is empty: every
+/// member function throws std::logic_error.
 /// Thread-safety: all const member functions may be called concurrently from any number of threads.
 class Tokenizer {
  public:
@@ -49,7 +50,8 @@ class Tokenizer {
   static Tokenizer from_file(const std::filesystem::path& path, const LoadOptions& options);
 
   /// Encodes `text` exactly as HF `tokenizers` `encode(text, add_special_tokens)`; with
-  /// `add_special_tokens` the post-processor's tokens (e.g. BOS) are added.
+  /// `add_special_tokens` the post-processor's tokens (e.g. BOS) are added. `text` is UTF-8 bytes; invalid
+  /// sequences are replaced by U+FFFD first (see top of file). Throws std::length_error at >= 4 GiB.
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const;
 
   /// Decodes ids exactly as HF `decode(ids, skip_special_tokens)`.

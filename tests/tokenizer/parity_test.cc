@@ -105,6 +105,9 @@ const Loaded& tokenizers() {
     // The ORIGINAL GPT-2 file: servelab drops its unusable merge itself; the oracle used a fixed copy.
     out.by_name.emplace("gpt2", Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json"));
     const fs::path fixtures = common::source_dir() / "tests" / "tokenizer" / "fixtures";
+    if (fs::exists(golden_dir() / "gpt2_prefix_space.json")) {
+      out.by_name.emplace("gpt2_prefix_space", Tokenizer::from_file(golden_dir() / "gpt2_prefix_space.json"));
+    }
     for (const char* name : {"llama_style", "mistral_style", "metaspace_style"}) {
       const fs::path f = fixtures / (std::string(name) + "_tokenizer.json");
       if (fs::exists(f)) out.by_name.emplace(name, Tokenizer::from_file(f));
@@ -195,6 +198,12 @@ TEST(TokenizerParity, MistralStyleFixture) {
 TEST(TokenizerParity, MetaspaceStyleFixture) {
   check_parity("adversarial", "metaspace_style");
   check_parity("data_sample", "metaspace_style");
+}
+
+// ByteLevel add_prefix_space + Sequence[ByteLevel, RobertaProcessing] (derived from GPT-2 by the oracle).
+TEST(TokenizerParity, Gpt2PrefixSpaceRobertaVariant) {
+  check_parity("adversarial", "gpt2_prefix_space");
+  check_parity("data_sample", "gpt2_prefix_space");
 }
 
 TEST(TokenizerParity, CoversEveryDataFile) {

@@ -142,6 +142,12 @@ TEST(Tokenizer, LiteralStringPatternRegression) {
   EXPECT_EQ(t.decode(std::vector<TokenId>{0, 3, 1}), "a b");
 }
 
+TEST(Tokenizer, DefaultConstructedThrowsInsteadOfCrashing) {
+  const Tokenizer t;
+  EXPECT_THROW(t.encode("x"), std::logic_error);
+  EXPECT_THROW(t.vocab_size(), std::logic_error);
+}
+
 TEST(TokenizerLoad, MissingFile) {
   EXPECT_NE(load_error("/nonexistent/tokenizer.json").find("tokenizer file not found: /nonexistent/tokenizer.json"),
             std::string::npos);
