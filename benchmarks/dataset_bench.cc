@@ -10,8 +10,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <string>
 
@@ -25,7 +25,9 @@ double now_s() {
 }
 
 /// Process CPU time (s): fair on a shared, overloaded machine where wall time mostly measures waiting.
-double cpu_s() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+double cpu_s() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
 
 struct Timing {
   double wall_s = -1, cpu_s = -1;
@@ -67,14 +69,19 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--num-prompts") num_prompts = std::stoi(next());
-    else if (a == "--tokenizer") tokenizer_spec = next();
-    else if (a == "--repeat") repeat = std::stoi(next());
-    else if (a == "--python") python = next();
+    if (a == "--num-prompts")
+      num_prompts = std::stoi(next());
+    else if (a == "--tokenizer")
+      tokenizer_spec = next();
+    else if (a == "--repeat")
+      repeat = std::stoi(next());
+    else if (a == "--python")
+      python = next();
     else if (!a.empty() && a[0] == '-') {
       fmt::print(stderr, "unknown flag {}\n", a);
       return 2;
-    } else path = a;
+    } else
+      path = a;
   }
   if (!std::filesystem::exists(path)) {
     fmt::print(stderr, "{} not found: generate it with `python3 scripts/gen_large_sharegpt.py --out {}`\n",
@@ -95,9 +102,10 @@ int main(int argc, char** argv) {
     load.wall_s = std::min(load.wall_s, now_s() - t0);
     load.cpu_s = std::min(load.cpu_s, cpu_s() - c0);
   }
-  fmt::print("load_sharegpt_file: best of {}: wall {:.3f} s ({:.0f} MB/s), CPU {:.3f} s ({:.0f} MB/s); {} records, "
-             "{} with >= 2 turns\n",
-             repeat, load.wall_s, mb / load.wall_s, load.cpu_s, mb / load.cpu_s, file.num_records(), file.size());
+  fmt::print(
+      "load_sharegpt_file: best of {}: wall {:.3f} s ({:.0f} MB/s), CPU {:.3f} s ({:.0f} MB/s); {} records, "
+      "{} with >= 2 turns\n",
+      repeat, load.wall_s, mb / load.wall_s, load.cpu_s, mb / load.cpu_s, file.num_records(), file.size());
 
   // 2. Sample num_prompts with the real tokenizer (shuffle + tokenize until enough pass the filters).
   const double tt0 = now_s();
@@ -115,9 +123,10 @@ int main(int argc, char** argv) {
   const double e0 = now_s(), ec0 = cpu_s();
   const auto end_to_end = servelab::dataset::sample_requests(o, tok);
   const Timing total{now_s() - e0, cpu_s() - ec0};
-  fmt::print("sample_sharegpt: {} prompts: wall {:.3f} s, CPU {:.3f} s (shuffle + tokenize + filter); "
-             "tokenizer load {:.3f} s (not counted)\n",
-             requests.size(), sample.wall_s, sample.cpu_s, tokenizer_s);
+  fmt::print(
+      "sample_sharegpt: {} prompts: wall {:.3f} s, CPU {:.3f} s (shuffle + tokenize + filter); "
+      "tokenizer load {:.3f} s (not counted)\n",
+      requests.size(), sample.wall_s, sample.cpu_s, tokenizer_s);
   fmt::print("sample_requests end to end (load + sample): wall {:.3f} s, CPU {:.3f} s for {} prompts\n",
              total.wall_s, total.cpu_s, end_to_end.size());
 
@@ -134,10 +143,13 @@ int main(int argc, char** argv) {
   if (py.wall_s > 0) {
     fmt::print("reference: Python json.load + filter + shuffle: wall {:.3f} s ({:.0f} MB/s), CPU {:.3f} s\n",
                py.wall_s, mb / py.wall_s, py.cpu_s);
-    fmt::print("ratio (CPU): Python load / servelab load = {:.1f}x; Python load / servelab load+sample {} = {:.1f}x\n",
-               py.cpu_s / load.cpu_s, num_prompts, py.cpu_s / total.cpu_s);
-    fmt::print("ratio (wall): Python load / servelab load = {:.1f}x; Python load / servelab load+sample = {:.1f}x\n",
-               py.wall_s / load.wall_s, py.wall_s / total.wall_s);
+    fmt::print(
+        "ratio (CPU): Python load / servelab load = {:.1f}x; Python load / servelab load+sample {} = "
+        "{:.1f}x\n",
+        py.cpu_s / load.cpu_s, num_prompts, py.cpu_s / total.cpu_s);
+    fmt::print(
+        "ratio (wall): Python load / servelab load = {:.1f}x; Python load / servelab load+sample = {:.1f}x\n",
+        py.wall_s / load.wall_s, py.wall_s / total.wall_s);
   } else {
     fmt::print("reference: {} unavailable; no ratio\n", python);
   }

@@ -45,28 +45,28 @@ RangeRatio parse_range_ratio(std::string_view text);
 
 /// Every vLLM dataset flag (defaults of vLLM 0.13 `vllm bench serve`).
 struct DatasetOptions {
-  std::string dataset_name = "random";       ///< --dataset-name
-  std::optional<std::string> dataset_path;   ///< --dataset-path (file)
-  int num_prompts = 1000;                    ///< --num-prompts
-  std::int64_t seed = 0;                     ///< --seed (Python random.seed / numpy default_rng)
+  std::string dataset_name = "random";      ///< --dataset-name
+  std::optional<std::string> dataset_path;  ///< --dataset-path (file)
+  int num_prompts = 1000;                   ///< --num-prompts
+  std::int64_t seed = 0;                    ///< --seed (Python random.seed / numpy default_rng)
   /// --input-len / --output-len: general aliases; `resolve_length_aliases` maps them onto the
   /// dataset-specific fields as vLLM 0.13 does (input → random_input_len; output → random, sharegpt,
   /// custom, prefix_repetition output lengths).
   std::optional<int> input_len;
   std::optional<int> output_len;
-  int random_input_len = 1024;               ///< tokens, including the tokenizer's special tokens
-  int random_output_len = 128;               ///< tokens
-  RangeRatio random_range_ratio;             ///< --random-range-ratio
-  int random_prefix_len = 0;                 ///< tokens of shared prefix, on top of the sampled length
-  std::optional<int> sharegpt_output_len;    ///< fixed output length (disables the output≥4 filter)
-  int custom_output_len = 256;               ///< tokens; -1 = per-row "output_tokens"
-  bool skip_chat_template = false;           ///< custom: send the raw prompt (no chat template)
-  int prefix_repetition_prefix_len = 256;    ///< tokens
-  int prefix_repetition_suffix_len = 256;    ///< tokens
+  int random_input_len = 1024;             ///< tokens, including the tokenizer's special tokens
+  int random_output_len = 128;             ///< tokens
+  RangeRatio random_range_ratio;           ///< --random-range-ratio
+  int random_prefix_len = 0;               ///< tokens of shared prefix, on top of the sampled length
+  std::optional<int> sharegpt_output_len;  ///< fixed output length (disables the output≥4 filter)
+  int custom_output_len = 256;             ///< tokens; -1 = per-row "output_tokens"
+  bool skip_chat_template = false;         ///< custom: send the raw prompt (no chat template)
+  int prefix_repetition_prefix_len = 256;  ///< tokens
+  int prefix_repetition_suffix_len = 256;  ///< tokens
   int prefix_repetition_num_prefixes = 10;
-  int prefix_repetition_output_len = 128;    ///< tokens
-  bool no_oversample = false;                ///< --no-oversample
-  bool disable_shuffle = false;              ///< --disable-shuffle
+  int prefix_repetition_output_len = 128;  ///< tokens
+  bool no_oversample = false;              ///< --no-oversample
+  bool disable_shuffle = false;            ///< --disable-shuffle
   /// --request-id-prefix. vLLM's default is "bench-<8 random hex>-"; see default_request_id_prefix().
   std::string request_id_prefix;
 };
@@ -104,7 +104,8 @@ void validate_options(const DatasetOptions& options);
 /// `warnings` (optional) receives vLLM's logged warnings (random/prefix_repetition total token mismatch
 /// after the decode/re-encode fix-up; sharegpt short of num_prompts with --no-oversample).
 /// Thread-safety: reentrant (no global state; each call owns its RNGs).
-std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const tokenizer::Tokenizer& tokenizer,
+std::vector<SampleRequest> sample_requests(const DatasetOptions& options,
+                                           const tokenizer::Tokenizer& tokenizer,
                                            std::vector<std::string>* warnings = nullptr);
 
 // ---------------------------------------------------------------------------------------------------------
@@ -213,9 +214,9 @@ std::vector<std::filesystem::path> find_sharegpt_files();
 /// vLLM's ShareGPT lengths).
 struct ExchangeLengths {
   std::string conversation_id;
-  int turn_index = 0;     ///< index of the human turn in the conversation
-  int prompt_len = 0;     ///< tokens
-  int reply_len = 0;      ///< tokens
+  int turn_index = 0;  ///< index of the human turn in the conversation
+  int prompt_len = 0;  ///< tokens
+  int reply_len = 0;   ///< tokens
 };
 
 /// Every adjacent (human, gpt) pair of every conversation, in order.

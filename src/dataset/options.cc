@@ -18,11 +18,14 @@ namespace {
 
 void check_ratio(double r, std::string_view which, std::string_view text) {
   if (!(r >= 0.0 && r < 1.0)) {
-    throw std::runtime_error(fmt::format("--random-range-ratio {}: {} ratio {} must be in [0, 1)", text, which, r));
+    throw std::runtime_error(
+        fmt::format("--random-range-ratio {}: {} ratio {} must be in [0, 1)", text, which, r));
   }
 }
 
-bool is_file_dataset(std::string_view name) { return name == "sharegpt" || name == "custom"; }
+bool is_file_dataset(std::string_view name) {
+  return name == "sharegpt" || name == "custom";
+}
 
 }  // namespace
 
@@ -57,7 +60,8 @@ RangeRatio parse_range_ratio(std::string_view text) {
     }
     if (used == 0 || s.find_first_not_of(" \t\n", used) != std::string::npos) {
       throw std::runtime_error(fmt::format(
-          "--random-range-ratio {}: expected a number or a JSON object {{\"input\": a, \"output\": b}}", text));
+          "--random-range-ratio {}: expected a number or a JSON object {{\"input\": a, \"output\": b}}",
+          text));
     }
     out.input = out.output = r;
   }
@@ -93,9 +97,9 @@ DatasetOptions resolve_length_aliases(DatasetOptions o) {
 void validate_options(const DatasetOptions& o) {
   const auto& names = supported_dataset_names();
   if (std::find(names.begin(), names.end(), o.dataset_name) == names.end()) {
-    static const std::set<std::string> known_vllm = {"burstgpt", "sonnet", "random-mm", "random-rerank", "hf",
-                                                     "custom_audio", "custom_image", "spec_bench",
-                                                     "speed_bench", "timed_trace"};
+    static const std::set<std::string> known_vllm = {
+        "burstgpt",     "sonnet",       "random-mm",  "random-rerank", "hf",
+        "custom_audio", "custom_image", "spec_bench", "speed_bench",   "timed_trace"};
     if (known_vllm.count(o.dataset_name)) {
       throw std::runtime_error(fmt::format(
           "--dataset-name {}: a vLLM dataset that servelab does not implement yet (supported: {})",
@@ -125,22 +129,23 @@ void validate_options(const DatasetOptions& o) {
     non_negative(o.random_prefix_len, "--random-prefix-len");
     check_ratio(o.random_range_ratio.input, "input", "(--random-range-ratio)");
     check_ratio(o.random_range_ratio.output, "output", "(--random-range-ratio)");
-    if (o.seed < 0) throw std::runtime_error(fmt::format("--seed {}: numpy default_rng needs a seed >= 0", o.seed));
+    if (o.seed < 0)
+      throw std::runtime_error(fmt::format("--seed {}: numpy default_rng needs a seed >= 0", o.seed));
   }
   if (o.dataset_name == "sharegpt" && o.sharegpt_output_len) {
     non_negative(*o.sharegpt_output_len, "--sharegpt-output-len");
   }
   if (o.dataset_name == "custom" && o.custom_output_len < -1) {
-    throw std::runtime_error(
-        fmt::format("--custom-output-len {} must be >= 0, or -1 to use each row's output_tokens", o.custom_output_len));
+    throw std::runtime_error(fmt::format(
+        "--custom-output-len {} must be >= 0, or -1 to use each row's output_tokens", o.custom_output_len));
   }
   if (o.dataset_name == "prefix_repetition") {
     non_negative(o.prefix_repetition_prefix_len, "--prefix-repetition-prefix-len");
     non_negative(o.prefix_repetition_suffix_len, "--prefix-repetition-suffix-len");
     non_negative(o.prefix_repetition_output_len, "--prefix-repetition-output-len");
     if (o.prefix_repetition_num_prefixes < 1) {
-      throw std::runtime_error(fmt::format("--prefix-repetition-num-prefixes {} must be >= 1",
-                                           o.prefix_repetition_num_prefixes));
+      throw std::runtime_error(
+          fmt::format("--prefix-repetition-num-prefixes {} must be >= 1", o.prefix_repetition_num_prefixes));
     }
     if (o.num_prompts < o.prefix_repetition_num_prefixes) {
       throw std::runtime_error(fmt::format(
@@ -148,8 +153,8 @@ void validate_options(const DatasetOptions& o) {
           o.num_prompts, o.prefix_repetition_num_prefixes));
     }
     if (o.seed < 0 || o.seed > 0xffffffffll) {
-      throw std::runtime_error(
-          fmt::format("--seed {}: prefix_repetition seeds numpy's legacy RNG, which needs 0 <= seed < 2^32", o.seed));
+      throw std::runtime_error(fmt::format(
+          "--seed {}: prefix_repetition seeds numpy's legacy RNG, which needs 0 <= seed < 2^32", o.seed));
     }
   }
 }
@@ -168,8 +173,8 @@ void oversample(std::vector<SampleRequest>& requests, int num_prompts, std::int6
                 std::string_view request_id_prefix, bool no_oversample, std::string_view source) {
   if (!no_oversample && static_cast<int>(requests.size()) < num_prompts) {
     if (requests.empty()) {
-      throw std::runtime_error(fmt::format("{}: no usable request to sample from (0 of {} requested)", source,
-                                           num_prompts));
+      throw std::runtime_error(
+          fmt::format("{}: no usable request to sample from (0 of {} requested)", source, num_prompts));
     }
     PythonRandom rng(seed);  // vLLM re-seeds Python's global RNG before random.choice
     const std::size_t base = requests.size();
@@ -185,14 +190,14 @@ void oversample(std::vector<SampleRequest>& requests, int num_prompts, std::int6
   for (const auto& r : requests) {
     if (r.request_id.empty()) continue;
     if (!ids.insert(r.request_id).second) {
-      throw std::runtime_error(fmt::format("{}: duplicate request_id \"{}\" in the sampled requests", source,
-                                           r.request_id));
+      throw std::runtime_error(
+          fmt::format("{}: duplicate request_id \"{}\" in the sampled requests", source, r.request_id));
     }
   }
 }
 
-RandomLengthRanges random_length_ranges(int input_len, int output_len, RangeRatio ratio, int num_special_tokens,
-                                        int prefix_len) {
+RandomLengthRanges random_length_ranges(int input_len, int output_len, RangeRatio ratio,
+                                        int num_special_tokens, int prefix_len) {
   check_ratio(ratio.input, "input", "(--random-range-ratio)");
   check_ratio(ratio.output, "output", "(--random-range-ratio)");
   const int real_input_len = std::max(0, input_len - num_special_tokens);

@@ -48,7 +48,8 @@ void Mt19937::init_by_array(std::span<const std::uint32_t> key_in) {
   std::size_t i = 1, j = 0;
   const std::size_t len = key.size();
   for (std::size_t k = (static_cast<std::size_t>(kN) > len ? kN : len); k > 0; --k) {
-    mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) + key[j] + static_cast<std::uint32_t>(j);
+    mt_[i] =
+        (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) + key[j] + static_cast<std::uint32_t>(j);
     ++i;
     ++j;
     if (i >= static_cast<std::size_t>(kN)) {
@@ -109,7 +110,8 @@ void PythonRandom::seed(std::int64_t seed) {
 }
 
 std::uint64_t PythonRandom::getrandbits(int k) {
-  if (k < 0 || k > 64) throw std::invalid_argument("getrandbits: k must be in [0, 64], got " + std::to_string(k));
+  if (k < 0 || k > 64)
+    throw std::invalid_argument("getrandbits: k must be in [0, 64], got " + std::to_string(k));
   if (k == 0) return 0;
   if (k <= 32) return mt_.next_u32() >> (32 - k);
   // Words are filled least significant first; the last (partial) word is shifted down.
@@ -233,7 +235,8 @@ std::vector<std::uint32_t> NumpyGenerator::seed_sequence_state(std::uint64_t ent
 NumpyGenerator::NumpyGenerator(std::uint64_t seed) {
   const std::vector<std::uint32_t> w = seed_sequence_state(seed, 8);
   std::uint64_t val[4];
-  for (int i = 0; i < 4; ++i) val[i] = static_cast<std::uint64_t>(w[2 * i]) | (static_cast<std::uint64_t>(w[2 * i + 1]) << 32);
+  for (int i = 0; i < 4; ++i)
+    val[i] = static_cast<std::uint64_t>(w[2 * i]) | (static_cast<std::uint64_t>(w[2 * i + 1]) << 32);
   const unsigned __int128 initstate = (static_cast<unsigned __int128>(val[0]) << 64) | val[1];
   const unsigned __int128 initseq = (static_cast<unsigned __int128>(val[2]) << 64) | val[3];
   // pcg_setseq_128_srandom_r

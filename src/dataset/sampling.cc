@@ -35,7 +35,8 @@ std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string
   // add_generation_prompt it renders {bos_token}<｜User｜>{content}<｜Assistant｜>.
   static constexpr std::string_view kUserPart = "{{'<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + message['content']}}";
   static constexpr std::string_view kGenPart =
-      "{% if add_generation_prompt and not ns.is_tool %}{{'<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>'}}{% endif %}";
+      "{% if add_generation_prompt and not ns.is_tool %}{{'<\xEF\xBD\x9C"
+      "Assistant\xEF\xBD\x9C>'}}{% endif %}";
   static constexpr std::string_view kBosPart = "{{bos_token}}{{ns.system_prompt}}";
   if (tmpl.find(kUserPart) != std::string::npos && tmpl.find(kGenPart) != std::string::npos &&
       tmpl.find(kBosPart) != std::string::npos) {
@@ -43,7 +44,9 @@ std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string
     if (auto id = tok.bos_id()) {
       if (auto text = tok.id_to_token(*id)) bos = *text;
     }
-    return bos + "<\xEF\xBD\x9CUser\xEF\xBD\x9C>" + std::string(prompt) + "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+    return bos + "<\xEF\xBD\x9CUser\xEF\xBD\x9C>" + std::string(prompt) +
+           "<\xEF\xBD\x9C"
+           "Assistant\xEF\xBD\x9C>";
   }
   throw std::runtime_error(
       "custom dataset: servelab renders only the DeepSeek-V3 chat template without a Jinja engine; this "
@@ -56,7 +59,9 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
                                            std::vector<std::string>* warnings) {
   const DatasetOptions o = resolve_length_aliases(options);
   validate_options(o);
-  auto count_tokens = [&tok](std::string_view text) { return static_cast<int>(tok.encode(text, true).size()); };
+  auto count_tokens = [&tok](std::string_view text) {
+    return static_cast<int>(tok.encode(text, true).size());
+  };
   auto warn_mismatch = [&](long long mismatch, std::string_view name) {
     if (mismatch != 0 && warnings) {
       warnings->push_back(fmt::format(
@@ -69,8 +74,9 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
     const ShareGptFile file = load_sharegpt_file(*o.dataset_path);
     std::vector<SampleRequest> out = sample_sharegpt(file, o, count_tokens);
     if (warnings && static_cast<int>(out.size()) < o.num_prompts) {
-      warnings->push_back(fmt::format("sharegpt: only {} of {} requested prompts pass the filters (--no-oversample)",
-                                      out.size(), o.num_prompts));
+      warnings->push_back(
+          fmt::format("sharegpt: only {} of {} requested prompts pass the filters (--no-oversample)",
+                      out.size(), o.num_prompts));
     }
     return out;
   }

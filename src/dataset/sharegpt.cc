@@ -38,7 +38,8 @@ class JsonBuffer {
   void load(const std::filesystem::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      throw std::runtime_error(fmt::format("{}: cannot read the file: {}", path.string(), std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("{}: cannot read the file: {}", path.string(), std::strerror(errno)));
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -161,14 +162,30 @@ bool unescape_json_string(const char* p, const char* end, std::string& out) {
     const char e = q[1];
     p = q + 2;
     switch (e) {
-      case '"': out.push_back('"'); break;
-      case '\\': out.push_back('\\'); break;
-      case '/': out.push_back('/'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
       case 'u': {
         const long cp = read_hex4(p, end);
         if (cp < 0) return false;
@@ -197,17 +214,21 @@ bool unescape_json_string(const char* p, const char* end, std::string& out) {
   return false;
 }
 
-
-std::string error_text(simdjson::error_code err) { return simdjson::error_message(err); }
+std::string error_text(simdjson::error_code err) {
+  return simdjson::error_message(err);
+}
 
 /// Offset of the raw string content of `value` (which must be a JSON string) within `base`.
 std::uint64_t raw_string_offset(simdjson::ondemand::value value, const char* base,
-                                const std::filesystem::path& path, std::size_t record, std::string_view where) {
+                                const std::filesystem::path& path, std::size_t record,
+                                std::string_view where) {
   simdjson::ondemand::json_type type;
   if (auto err = value.type().get(type)) fail(path, record, fmt::format("{}: {}", where, error_text(err)));
-  if (type != simdjson::ondemand::json_type::string) fail(path, record, fmt::format("{} is not a string", where));
+  if (type != simdjson::ondemand::json_type::string)
+    fail(path, record, fmt::format("{} is not a string", where));
   simdjson::ondemand::raw_json_string raw;
-  if (auto err = value.get_raw_json_string().get(raw)) fail(path, record, fmt::format("{}: {}", where, error_text(err)));
+  if (auto err = value.get_raw_json_string().get(raw))
+    fail(path, record, fmt::format("{}: {}", where, error_text(err)));
   return static_cast<std::uint64_t>(raw.raw() - base);
 }
 
@@ -227,15 +248,20 @@ const std::filesystem::path& ShareGptFile::path() const {
   static const std::filesystem::path kEmpty;
   return storage ? storage->path : kEmpty;
 }
-std::size_t ShareGptFile::num_records() const { return storage ? storage->num_records : 0; }
-std::size_t ShareGptFile::size() const { return storage ? storage->prompt_offset.size() : 0; }
+std::size_t ShareGptFile::num_records() const {
+  return storage ? storage->num_records : 0;
+}
+std::size_t ShareGptFile::size() const {
+  return storage ? storage->prompt_offset.size() : 0;
+}
 std::size_t ShareGptFile::record_index(std::size_t i) const {
   if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
   return storage->record_index.at(i);
 }
 std::string ShareGptFile::prompt(std::size_t i) const {
   if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
-  return unescape_at(*storage, storage->prompt_offset.at(i), storage->record_index[i], "conversations[0].value");
+  return unescape_at(*storage, storage->prompt_offset.at(i), storage->record_index[i],
+                     "conversations[0].value");
 }
 std::string ShareGptFile::completion(std::size_t i) const {
   if (!storage) throw std::out_of_range("ShareGptFile: empty (not loaded)");
@@ -255,8 +281,8 @@ ShareGptFile load_sharegpt_file(const std::filesystem::path& path) {
   }
   simdjson::ondemand::array records;
   if (auto err = doc.get_array().get(records)) {
-    throw std::runtime_error(fmt::format("{}: the top level must be a JSON array of records ({})", path.string(),
-                                         error_text(err)));
+    throw std::runtime_error(fmt::format("{}: the top level must be a JSON array of records ({})",
+                                         path.string(), error_text(err)));
   }
   std::size_t index = 0;
   for (auto element : records) {
@@ -286,8 +312,9 @@ ShareGptFile load_sharegpt_file(const std::filesystem::path& path) {
         }
         simdjson::ondemand::value value;
         if (auto e = turn.find_field_unordered("value").get(value)) {
-          fail(path, index, fmt::format("{}.value: {}", where,
-                                        e == simdjson::NO_SUCH_FIELD ? std::string("missing") : error_text(e)));
+          fail(path, index,
+               fmt::format("{}.value: {}", where,
+                           e == simdjson::NO_SUCH_FIELD ? std::string("missing") : error_text(e)));
         }
         offsets[n_turns] = raw_string_offset(value, base, path, index, where + ".value");
       } else if (auto e = turn_result.error()) {
@@ -347,7 +374,8 @@ std::vector<SampleRequest> sample_sharegpt(const ShareGptFile& file, const Datas
         "unless --sharegpt-output-len is set, prompt <= 1024, prompt + output <= 2048 tokens)",
         source, file.size()));
   }
-  oversample(samples, options.num_prompts, options.seed, options.request_id_prefix, options.no_oversample, source);
+  oversample(samples, options.num_prompts, options.seed, options.request_id_prefix, options.no_oversample,
+             source);
   return samples;
 }
 
@@ -362,8 +390,8 @@ std::vector<Conversation> load_conversations(const std::filesystem::path& path) 
   }
   simdjson::ondemand::array records;
   if (auto err = doc.get_array().get(records)) {
-    throw std::runtime_error(fmt::format("{}: the top level must be a JSON array of records ({})", path.string(),
-                                         error_text(err)));
+    throw std::runtime_error(fmt::format("{}: the top level must be a JSON array of records ({})",
+                                         path.string(), error_text(err)));
   }
   auto text_at = [&](std::uint64_t offset, std::size_t record, std::string_view where) {
     std::string out;
@@ -446,7 +474,8 @@ std::vector<Conversation> load_conversations(const std::filesystem::path& path) 
 std::vector<std::filesystem::path> find_sharegpt_files(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    throw std::runtime_error(fmt::format("{}: data directory not found (set SERVELAB_DATA_DIR)", dir.string()));
+    throw std::runtime_error(
+        fmt::format("{}: data directory not found (set SERVELAB_DATA_DIR)", dir.string()));
   }
   std::vector<std::filesystem::path> files;
   constexpr std::string_view kSuffix = ".sharegpt.json";
@@ -461,6 +490,8 @@ std::vector<std::filesystem::path> find_sharegpt_files(const std::filesystem::pa
   return files;
 }
 
-std::vector<std::filesystem::path> find_sharegpt_files() { return find_sharegpt_files(common::data_dir()); }
+std::vector<std::filesystem::path> find_sharegpt_files() {
+  return find_sharegpt_files(common::data_dir());
+}
 
 }  // namespace servelab::dataset

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <cmath>
+#include <exception>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "dataset/rng.h"
 
@@ -23,8 +23,10 @@ namespace {
 
 /// The fix-up loop of decode_to_target_len from the state right after a decode + encode: `text` and its
 /// encoding `tokens`, with `remain` retries left.
-DecodedPrompt continue_fix(const TokenizerOps& tok, std::string text, std::vector<std::int32_t> tokens, int target,
-                           const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra, int remain) {
+DecodedPrompt continue_fix(const TokenizerOps& tok, std::string text, std::vector<std::int32_t> tokens,
+                           int target,
+                           const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra,
+                           int remain) {
   DecodedPrompt out;
   while (true) {
     const int len = static_cast<int>(tokens.size());
@@ -89,8 +91,8 @@ DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int
 std::vector<SampleRequest> sample_random(const DatasetOptions& o, const TokenizerOps& tok,
                                          long long* token_mismatch_total) {
   const int num_special = static_cast<int>(tok.num_special_tokens_to_add);
-  const RandomLengthRanges ranges = random_length_ranges(o.random_input_len, o.random_output_len,
-                                                         o.random_range_ratio, num_special, o.random_prefix_len);
+  const RandomLengthRanges ranges = random_length_ranges(
+      o.random_input_len, o.random_output_len, o.random_range_ratio, num_special, o.random_prefix_len);
   if (tok.vocab_size == 0) throw std::runtime_error("random dataset: the tokenizer has an empty vocabulary");
   const auto n = static_cast<std::size_t>(o.num_prompts);
   NumpyGenerator rng(static_cast<std::uint64_t>(o.seed));
@@ -111,7 +113,8 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
   auto draw_extra = [&](std::size_t count) {
     std::vector<std::int32_t> extra;
     extra.reserve(count);
-    for (std::size_t k = 0; k < count; ++k) extra.push_back(static_cast<std::int32_t>(rng.integers(0, vocab)));
+    for (std::size_t k = 0; k < count; ++k)
+      extra.push_back(static_cast<std::int32_t>(rng.integers(0, vocab)));
     return extra;
   };
   long long mismatch = 0;
@@ -166,10 +169,11 @@ std::vector<SampleRequest> sample_prefix_repetition(const DatasetOptions& o, con
   const int num_prefixes = o.prefix_repetition_num_prefixes;
   if (num_prefixes < 1 || o.num_prompts < num_prefixes) {
     throw std::runtime_error(fmt::format(
-        "--num-prompts ({}) must be greater than or equal to --prefix-repetition-num-prefixes ({})", o.num_prompts,
-        num_prefixes));
+        "--num-prompts ({}) must be greater than or equal to --prefix-repetition-num-prefixes ({})",
+        o.num_prompts, num_prefixes));
   }
-  if (tok.vocab_size == 0) throw std::runtime_error("prefix_repetition: the tokenizer has an empty vocabulary");
+  if (tok.vocab_size == 0)
+    throw std::runtime_error("prefix_repetition: the tokenizer has an empty vocabulary");
   // vLLM: random.seed(seed); np.random.seed(seed) in the dataset's constructor.
   NumpyRandomState np_rng(static_cast<std::uint32_t>(o.seed));
   PythonRandom py_rng(o.seed);
@@ -222,15 +226,16 @@ std::vector<CustomRow> load_custom_rows(const std::filesystem::path& path) {
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
+      throw std::runtime_error(
+          fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
     }
     if (!j.is_object()) {
       throw std::runtime_error(fmt::format("{}: line {}: expected a JSON object", path.string(), line_no));
     }
     auto it = j.find("prompt");
     if (it == j.end() || !it->is_string()) {
-      throw std::runtime_error(fmt::format("{}: line {}: the custom dataset needs a string \"prompt\" in every row",
-                                           path.string(), line_no));
+      throw std::runtime_error(fmt::format(
+          "{}: line {}: the custom dataset needs a string \"prompt\" in every row", path.string(), line_no));
     }
     CustomRow row;
     row.prompt = it->get<std::string>();
@@ -256,7 +261,8 @@ std::vector<CustomRow> load_custom_rows(const std::filesystem::path& path) {
       if (v && *v >= 0 && *v <= 0x7fffffff) {
         row.output_tokens = static_cast<int>(*v);
       } else {
-        row.output_tokens_error = fmt::format("invalid \"output_tokens\" {}: must be a non-negative integer", ot->dump());
+        row.output_tokens_error =
+            fmt::format("invalid \"output_tokens\" {}: must be a non-negative integer", ot->dump());
       }
     }
     rows.push_back(std::move(row));
@@ -284,10 +290,12 @@ std::vector<SampleRequest> sample_custom(const std::vector<CustomRow>& rows, con
     int output_len = o.custom_output_len;
     if (output_len == -1) {
       if (!row.has_output_tokens) {
-        throw std::runtime_error(fmt::format(
-            "{}: line {}: --custom-output-len -1 needs an \"output_tokens\" field in every row", source, row.line));
+        throw std::runtime_error(
+            fmt::format("{}: line {}: --custom-output-len -1 needs an \"output_tokens\" field in every row",
+                        source, row.line));
       }
-      if (!row.output_tokens) throw std::runtime_error(fmt::format("{}: line {}: {}", source, row.line, row.output_tokens_error));
+      if (!row.output_tokens)
+        throw std::runtime_error(fmt::format("{}: line {}: {}", source, row.line, row.output_tokens_error));
       output_len = *row.output_tokens;
     }
     SampleRequest r;

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,7 +57,7 @@ struct CustomRow {
   std::optional<int> output_tokens;  ///< present and valid "output_tokens"
   std::string output_tokens_error;   ///< why "output_tokens" is unusable (empty when fine or absent)
   bool has_output_tokens = false;
-  std::size_t line = 0;              ///< 1-based line number in the file
+  std::size_t line = 0;  ///< 1-based line number in the file
 };
 
 /// Reads a custom JSONL file: one JSON object per non-blank line with a string "prompt" and optional

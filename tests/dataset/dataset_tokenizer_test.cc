@@ -20,7 +20,8 @@ const tokenizer::Tokenizer& deepseek() {
 }
 
 const tokenizer::Tokenizer& gpt2() {
-  static const tokenizer::Tokenizer t = tokenizer::Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json");
+  static const tokenizer::Tokenizer t =
+      tokenizer::Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json");
   return t;
 }
 
@@ -90,7 +91,8 @@ TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
     for (std::size_t i = 0; i < file.size() && !found; ++i) {
       if (file.prompt(i) == r.prompt) {
         found = true;
-        EXPECT_EQ(r.expected_output_len, static_cast<int>(deepseek().encode(file.completion(i), true).size()));
+        EXPECT_EQ(r.expected_output_len,
+                  static_cast<int>(deepseek().encode(file.completion(i), true).size()));
       }
     }
     EXPECT_TRUE(found);
@@ -132,8 +134,10 @@ TEST(CustomWithTokenizer, DeepSeekChatTemplateAndDoubleBos) {
   const auto got = sample_requests(o, deepseek());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].prompt,
-            "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C><\xEF\xBD\x9CUser\xEF\xBD\x9C>Hello "
-            "there<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>");
+            "<\xEF\xBD\x9C"
+            "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C><\xEF\xBD\x9CUser\xEF\xBD\x9C>Hello "
+            "there<\xEF\xBD\x9C"
+            "Assistant\xEF\xBD\x9C>");
   const auto ids = deepseek().encode(got[0].prompt, true);
   ASSERT_GE(ids.size(), 2u);
   EXPECT_EQ(ids[0], 0);  // BOS added by the tokenizer ...

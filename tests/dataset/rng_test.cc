@@ -27,7 +27,8 @@ TEST(PythonRandom, ShuffleMatchesHardCodedCPythonPermutations) {
   EXPECT_EQ(shuffled(1, 10), (std::vector<int>{6, 8, 9, 7, 5, 3, 0, 4, 1, 2}));
   EXPECT_EQ(shuffled(42, 17), (std::vector<int>{7, 10, 5, 6, 15, 14, 13, 9, 8, 1, 2, 12, 16, 4, 11, 0, 3}));
   // A seed wider than 32 bits uses two key words; a negative seed uses |seed|.
-  EXPECT_EQ(shuffled((std::int64_t{1} << 33) + 5, 12), (std::vector<int>{7, 1, 0, 3, 10, 9, 6, 5, 8, 2, 4, 11}));
+  EXPECT_EQ(shuffled((std::int64_t{1} << 33) + 5, 12),
+            (std::vector<int>{7, 1, 0, 3, 10, 9, 6, 5, 8, 2, 4, 11}));
   EXPECT_EQ(shuffled(-7, 9), (std::vector<int>{1, 6, 7, 4, 0, 8, 3, 2, 5}));
 }
 
@@ -73,8 +74,9 @@ TEST(PythonRandom, ShuffleAndChoiceMatchCPythonSubprocess) {
   // filtered ShareGPT V3 file) after re-seeding.
   const std::vector<std::int64_t> seeds = {0, 1, 7, 2024, 4294967297LL, 123456789012345LL};
   const std::vector<int> sizes = {1, 2, 5, 100, 1000, 65537};
-  const auto want = testing::run_oracle("python3", "shuffle_many 0,1,7,2024,4294967297,123456789012345 "
-                                                   "1,2,5,100,1000,65537");
+  const auto want = testing::run_oracle("python3",
+                                        "shuffle_many 0,1,7,2024,4294967297,123456789012345 "
+                                        "1,2,5,100,1000,65537");
   if (!want) GTEST_SKIP() << "python3 not available";
   ASSERT_EQ(want->size(), seeds.size() * (sizes.size() + 1));
   std::size_t k = 0;
@@ -91,9 +93,15 @@ TEST(PythonRandom, ShuffleAndChoiceMatchCPythonSubprocess) {
 
 TEST(NumpyGenerator, IntegersMatchNumpySubprocessOnEveryRangePath) {
   // Ranges: 1 value (no draw), small, 32-bit Lemire, exactly 2^32 (raw 32-bit draw), 64-bit Lemire, huge.
-  const std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {
-      {0, 2}, {5, 6}, {0, 129280}, {-1000, 1000}, {0, 1LL << 32}, {0, (1LL << 32) + 1}, {0, (1LL << 40) + 7},
-      {-(1LL << 62), 1LL << 62}, {0, (1LL << 31) - 1}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {{0, 2},
+                                                                     {5, 6},
+                                                                     {0, 129280},
+                                                                     {-1000, 1000},
+                                                                     {0, 1LL << 32},
+                                                                     {0, (1LL << 32) + 1},
+                                                                     {0, (1LL << 40) + 7},
+                                                                     {-(1LL << 62), 1LL << 62},
+                                                                     {0, (1LL << 31) - 1}};
   const std::vector<std::uint64_t> seeds = {0, 1, 42, 4294967296ull, 9876543210123ull};
   const auto want = testing::run_oracle("/usr/bin/python3", "numpy_ints 0,1,42,4294967296,9876543210123");
   if (!want) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";

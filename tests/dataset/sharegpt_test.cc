@@ -13,7 +13,9 @@
 namespace servelab::dataset {
 namespace {
 
-std::filesystem::path data(const char* name) { return common::data_dir() / name; }
+std::filesystem::path data(const char* name) {
+  return common::data_dir() / name;
+}
 
 std::filesystem::path write_temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("servelab_dataset_" + name);
@@ -77,8 +79,10 @@ TEST(ShareGptLoad, MalformedFilesNameFileRecordAndProblem) {
     const char* expect;
   } cases[] = {
       {"top.json", R"({"conversations": []})", "top level must be a JSON array"},
-      {"notobj.json", R"([{"conversations": [{"value": "a"}, {"value": "b"}]}, 3])", "record 1: not a JSON object"},
-      {"convobj.json", R"([{"conversations": {"a": 1, "b": 2}}])", "record 0: \"conversations\" is not an array"},
+      {"notobj.json", R"([{"conversations": [{"value": "a"}, {"value": "b"}]}, 3])",
+       "record 1: not a JSON object"},
+      {"convobj.json", R"([{"conversations": {"a": 1, "b": 2}}])",
+       "record 0: \"conversations\" is not an array"},
       {"novalue.json", R"([{"conversations": [{"from": "human"}, {"value": "b"}]}])",
        "record 0: conversations[0].value: missing"},
       {"numvalue.json", R"([{"conversations": [{"value": "a"}, {"value": 5}]}])",
@@ -87,7 +91,8 @@ TEST(ShareGptLoad, MalformedFilesNameFileRecordAndProblem) {
       {"missing.json", nullptr, "cannot read"},
   };
   for (const auto& c : cases) {
-    const auto path = c.text ? write_temp(c.name, c.text) : std::filesystem::path("/nonexistent/servelab.json");
+    const auto path =
+        c.text ? write_temp(c.name, c.text) : std::filesystem::path("/nonexistent/servelab.json");
     try {
       load_sharegpt_file(path);
       FAIL() << c.name << ": expected an error";
@@ -186,8 +191,8 @@ TEST(ShareGptSample, MatchesPythonOracleAcrossSeedsAndFiles) {
   for (const auto& c : cases) {
     const auto path = data(c.file);
     const auto oracle = testing::run_oracle(
-        "python3", "sharegpt " + path.string() + " " + std::to_string(c.seed) + " " + std::to_string(c.n) + " " +
-                       (c.fixed ? std::to_string(*c.fixed) : std::string("none")));
+        "python3", "sharegpt " + path.string() + " " + std::to_string(c.seed) + " " + std::to_string(c.n) +
+                       " " + (c.fixed ? std::to_string(*c.fixed) : std::string("none")));
     if (!oracle) GTEST_SKIP() << "python3 not available";
     const ShareGptFile f = load_sharegpt_file(path);
     auto o = sharegpt_options(path, c.n, c.seed);

@@ -30,14 +30,17 @@ TEST(Options, ParseRangeRatio) {
   EXPECT_NE(error_of([] { parse_range_ratio("1.0"); }).find("must be in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of([] { parse_range_ratio("-0.1"); }).find("must be in [0, 1)"), std::string::npos);
   EXPECT_NE(error_of([] { parse_range_ratio("abc"); }).find("--random-range-ratio abc"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_range_ratio(R"({"inp": 0.1})"); }).find("unknown key \"inp\""), std::string::npos);
+  EXPECT_NE(error_of([] { parse_range_ratio(R"({"inp": 0.1})"); }).find("unknown key \"inp\""),
+            std::string::npos);
 }
 
 TEST(Options, ValidateNamesFlagsAndCombinations) {
   DatasetOptions o;
   EXPECT_NO_THROW(validate_options(o));  // vLLM defaults: random, 1000 prompts
   o.dataset_path = "/tmp/x.json";
-  EXPECT_NE(error_of([&] { validate_options(o); }).find("--dataset-path /tmp/x.json cannot be used with --dataset-name random"),
+  EXPECT_NE(error_of([&] {
+              validate_options(o);
+            }).find("--dataset-path /tmp/x.json cannot be used with --dataset-name random"),
             std::string::npos);
   o.dataset_name = "sharegpt";
   EXPECT_NO_THROW(validate_options(o));
@@ -117,10 +120,12 @@ TEST(Oversample, RandomChoiceAfterReseedHardCoded) {
     EXPECT_EQ(v[3 + i].request_id, "r" + std::to_string(3 + i));
   }
   std::vector<SampleRequest> empty;
-  EXPECT_NE(error_of([&] { oversample(empty, 2, 0, "", false, "file.json"); }).find("file.json"), std::string::npos);
+  EXPECT_NE(error_of([&] { oversample(empty, 2, 0, "", false, "file.json"); }).find("file.json"),
+            std::string::npos);
   std::vector<SampleRequest> dup(2);
   dup[0].request_id = dup[1].request_id = "same";
-  EXPECT_NE(error_of([&] { oversample(dup, 2, 0, "", false, "x"); }).find("duplicate request_id"), std::string::npos);
+  EXPECT_NE(error_of([&] { oversample(dup, 2, 0, "", false, "x"); }).find("duplicate request_id"),
+            std::string::npos);
 }
 
 DatasetOptions random_options(int seed, int n, int in, int out, double r_in, double r_out, int prefix) {
@@ -136,7 +141,8 @@ DatasetOptions random_options(int seed, int n, int in, int out, double r_in, dou
 
 TEST(RandomDataset, MatchesNumpyHardCoded) {
   // /usr/bin/python3 tests/dataset/oracles/vllm_datasets_oracle.py random 42 4 9 6 0.0 0.25 0
-  const auto got = detail::sample_random(random_options(42, 4, 9, 6, 0.0, 0.25, 0), testing::fake_tokenizer(), nullptr);
+  const auto got =
+      detail::sample_random(random_options(42, 4, 9, 6, 0.0, 0.25, 0), testing::fake_tokenizer(), nullptr);
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[0].prompt, "t435 t436 t437 t438 t439 t440 t442 t201 ");
   EXPECT_EQ(got[1].prompt, "t862 t863 t864 t865 t866 t867 t94 t526 ");
@@ -154,16 +160,19 @@ TEST(RandomDataset, MatchesNumpyOracle) {
     int seed, n, in, out;
     double r_in, r_out;
     int prefix;
-  } cases[] = {{0, 3, 12, 5, 0.5, 0.5, 3}, {1, 50, 64, 32, 0.3, 0.1, 0}, {7, 20, 200, 10, 0.0, 0.0, 17},
+  } cases[] = {{0, 3, 12, 5, 0.5, 0.5, 3},
+               {1, 50, 64, 32, 0.3, 0.1, 0},
+               {7, 20, 200, 10, 0.0, 0.0, 17},
                {123456789, 10, 2, 1, 0.0, 0.0, 0}};
   for (const auto& c : cases) {
     char args[256];
-    std::snprintf(args, sizeof args, "random %d %d %d %d %.17g %.17g %d", c.seed, c.n, c.in, c.out, c.r_in, c.r_out,
-                  c.prefix);
+    std::snprintf(args, sizeof args, "random %d %d %d %d %.17g %.17g %d", c.seed, c.n, c.in, c.out, c.r_in,
+                  c.r_out, c.prefix);
     const auto oracle = testing::run_oracle("/usr/bin/python3", args);
     if (!oracle) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
-    const auto got = detail::sample_random(random_options(c.seed, c.n, c.in, c.out, c.r_in, c.r_out, c.prefix),
-                                           testing::fake_tokenizer(), nullptr);
+    const auto got =
+        detail::sample_random(random_options(c.seed, c.n, c.in, c.out, c.r_in, c.r_out, c.prefix),
+                              testing::fake_tokenizer(), nullptr);
     ASSERT_EQ(got.size(), oracle->size()) << args;
     for (std::size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i].prompt, (*oracle)[i][0].get<std::string>()) << args << " #" << i;
@@ -186,7 +195,8 @@ TEST(RandomDataset, FixerReachesTargetOrReportsMismatch) {
   EXPECT_EQ(fixed.token_mismatch, 0);
   EXPECT_EQ(draws, 2);
   // Drawing only vanishing ids never converges: after 10 retries the mismatch is recorded.
-  fixed = detail::decode_to_target_len(tok, {5}, 3, [](std::size_t k) { return std::vector<std::int32_t>(k, 21); });
+  fixed = detail::decode_to_target_len(tok, {5}, 3,
+                                       [](std::size_t k) { return std::vector<std::int32_t>(k, 21); });
   EXPECT_EQ(fixed.tokens.size(), 1u);
   EXPECT_EQ(fixed.token_mismatch, -2);
 }
@@ -278,19 +288,24 @@ TEST(CustomDataset, ErrorsNameFileLineAndProblem) {
   const auto no_out = write_jsonl("custom_noout.jsonl", "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n");
   o.disable_shuffle = true;
   EXPECT_NE(error_of([&] {
-              detail::sample_custom(detail::load_custom_rows(no_out), o, testing::fake_count, render, no_out.string());
+              detail::sample_custom(detail::load_custom_rows(no_out), o, testing::fake_count, render,
+                                    no_out.string());
             }).find("line 1: --custom-output-len -1 needs an \"output_tokens\""),
             std::string::npos);
   const auto bad_out = write_jsonl("custom_badout.jsonl", "{\"prompt\": \"a\", \"output_tokens\": 2.5}\n");
   EXPECT_NE(error_of([&] {
-              detail::sample_custom(detail::load_custom_rows(bad_out), o, testing::fake_count, render, bad_out.string());
+              detail::sample_custom(detail::load_custom_rows(bad_out), o, testing::fake_count, render,
+                                    bad_out.string());
             }).find("invalid \"output_tokens\" 2.5"),
             std::string::npos);
   const auto no_prompt = write_jsonl("custom_noprompt.jsonl", "{\"prompt\": \"a\"}\n{\"text\": \"b\"}\n");
-  EXPECT_NE(error_of([&] { detail::load_custom_rows(no_prompt); }).find("line 2: the custom dataset needs a string \"prompt\""),
+  EXPECT_NE(error_of([&] {
+              detail::load_custom_rows(no_prompt);
+            }).find("line 2: the custom dataset needs a string \"prompt\""),
             std::string::npos);
   const auto bad_json = write_jsonl("custom_badjson.jsonl", "{\"prompt\": \"a\"\n");
-  EXPECT_NE(error_of([&] { detail::load_custom_rows(bad_json); }).find("line 1: invalid JSON"), std::string::npos);
+  EXPECT_NE(error_of([&] { detail::load_custom_rows(bad_json); }).find("line 1: invalid JSON"),
+            std::string::npos);
 }
 
 }  // namespace

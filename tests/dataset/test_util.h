@@ -43,7 +43,9 @@ inline detail::TokenizerOps fake_tokenizer() {
 }
 
 /// UTF-8 bytes / 4 + 1 (a BOS): the oracle's token counter for sharegpt.
-inline int fake_count(std::string_view text) { return static_cast<int>(text.size() / 4 + 1); }
+inline int fake_count(std::string_view text) {
+  return static_cast<int>(text.size() / 4 + 1);
+}
 
 /// Runs the oracle with `python` and parses its JSON output; nullopt when that interpreter (or numpy) is
 /// missing.
