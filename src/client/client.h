@@ -134,6 +134,13 @@ struct LoadResult {
 /// finished or were cancelled. Never throws for per-request failures (recorded as
 /// RequestOutput::failure); throws std::invalid_argument for bad options (URL, endpoint mismatch,
 /// schedule size ≠ requests size) before anything is sent.
+/// Clocks (steady, seconds from `start`): dispatch_time_s when the schedule fired it (schedule lag =
+/// dispatch − intended); send_time_s when it got a semaphore slot and started, before connecting if
+/// no kept-alive connection was free (vLLM's `st`, so TTFT includes connection setup as in vLLM);
+/// every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
+/// so events that arrive in one read get (nearly) the same time, as in vLLM.
+/// Connections: keep-alive pool per I/O thread (≤ max_concurrency × threads connections); a kept-alive
+/// connection the server had closed is retried once on a fresh one.
 /// `stop`: a stop request stops dispatching; in-flight requests get `cancel_grace_s` to finish, then
 /// are cancelled (kCancelled). Thread-safety: run_load may be called from any thread; the stop
 /// source may be triggered from any thread (not from a signal handler: use a signal-waiting thread
