@@ -86,8 +86,20 @@ void record_env(const std::map<std::string, std::string>& env, EngineConfig& con
 
 }  // namespace detail
 
-EngineConfig parse_launch_command(const std::vector<std::string>& argv,
-                                  const std::map<std::string, std::string>& env) {
+EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
+                                  const std::map<std::string, std::string>& env_in) {
+  // Leading `NAME=value` words (and an `env` program) set environment variables, as in a shell
+  // command line or render_command(); they override `env_in`.
+  std::map<std::string, std::string> env = env_in;
+  std::size_t first = 0;
+  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
+  if (first < argv_in.size() && basename_of(argv_in[first]) == "env") ++first;
+  while (first < argv_in.size() && std::regex_match(argv_in[first], kAssignment)) {
+    auto eq = argv_in[first].find('=');
+    env[argv_in[first].substr(0, eq)] = argv_in[first].substr(eq + 1);
+    ++first;
+  }
+  const std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(first), argv_in.end());
   if (argv.empty()) throw std::invalid_argument("empty launch command");
   EngineConfig c;
   c.argv = argv;

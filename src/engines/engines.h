@@ -31,7 +31,8 @@ struct EngineArgError : std::runtime_error {
 
 /// Parses a real launch command and its environment, as the engine's own CLI does.
 ///
-/// `argv` is the command exactly as a shell would pass it (argv[0] = program). Recognised forms:
+/// `argv` is the command exactly as a shell would pass it (argv[0] = program), optionally preceded by
+/// `env` and/or `NAME=value` words (as render_command() writes them; they override `env`). Recognised forms:
 ///   vllm serve [MODEL] ...                                     (vLLM 0.13, FlexibleArgumentParser)
 ///   python[3[.x]] -m sglang.launch_server ... / sglang serve ...  (SGLang 0.5.6.post2, argparse)
 ///   trtllm-serve [serve] MODEL ...                             (TensorRT-LLM 1.2.0rc5, click)

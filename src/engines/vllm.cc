@@ -380,8 +380,14 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
                            "ValueError: invalid literal for int() with base 10: " + python_repr(it->second));
     c.deep_gemm = *n != 0;
   }
-  if (auto it = env.find("VLLM_ATTENTION_BACKEND"); it != env.end() && !c.is_explicit("--attention-backend"))
+  if (auto it = env.find("VLLM_ATTENTION_BACKEND"); it != env.end() && !c.is_explicit("--attention-backend")) {
     c.attention_backend = it->second;
+    // vllm/attention/selector.py strips the legacy "_VLLM_V1" suffix (FLASHMLA_VLLM_V1 -> FLASHMLA).
+    const std::string suffix = "_VLLM_V1";
+    if (c.attention_backend.size() > suffix.size() &&
+        c.attention_backend.compare(c.attention_backend.size() - suffix.size(), suffix.size(), suffix) == 0)
+      c.attention_backend.resize(c.attention_backend.size() - suffix.size());
+  }
 }
 
 std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& b) {

@@ -226,6 +226,14 @@ TEST(Render, TuneChangesAFieldAndRendersTheCommand) {
             "VLLM_ATTENTION_BACKEND=FLASHMLA_SPARSE VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 "
             "-tp 8 --tokenizer-mode deepseek_v32 --max-num-seqs 512 --seed 1");
   auto back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
+  // The rendered line itself (env words first) parses back too.
+  auto line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
+  EXPECT_EQ(line.max_num_seqs, 512);
+  EXPECT_FALSE(line.deep_gemm);
+  EXPECT_EQ(line.attention_backend, "FLASHMLA_SPARSE");
+  EXPECT_EQ(se::parse_launch_command({"env", "VLLM_ATTENTION_BACKEND=FLASHMLA_VLLM_V1", "vllm", "serve", "m"})
+                .attention_backend,
+            "FLASHMLA");
   EXPECT_EQ(back.max_num_seqs, 512);
   EXPECT_FALSE(back.deep_gemm);
   EXPECT_EQ(back.attention_backend, "FLASHMLA_SPARSE");

@@ -129,6 +129,9 @@ TEST(SeedStudy, EveryEntryParsesChecksAndRoundTrips) {
     }
     se::EngineConfig back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
     expect_same(c, back, "round trip: " + se::render_command(c));
+    // The rendered shell line (env assignments first, JSON quoted) parses back to the same config.
+    se::EngineConfig line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
+    expect_same(c, line, "rendered line: " + se::render_command(c));
   }
   EXPECT_EQ(failures, 5);
 }
