@@ -17,6 +17,7 @@
 
 #include "common/paths.h"
 #include "dataset/dataset.h"
+#include "e2e/models_server.h"
 #include "e2e/subprocess.h"
 #include "support/stream_server.h"
 #include "tokenizer/tokenizer.h"
@@ -305,59 +306,6 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
   EXPECT_NE(p.exit_code, 0);
   EXPECT_NE((p.out + p.err).find("--backend"), std::string::npos) << p.out << p.err;
 }
-
-// A minimal HTTP server: GET /v1/models answers a vLLM-style model list; anything else gets 404.
-class ModelsServer {
- public:
-  ModelsServer() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~ModelsServer() {
-    stop_ = true;
-    // A blocking accept() is not woken by close() from another thread: connect once to release it.
-    boost::system::error_code ec;
-    boost::asio::ip::tcp::socket wake(io_);
-    wake.connect({boost::asio::ip::make_address("127.0.0.1"), port()}, ec);
-    thread_.join();
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  int models_requests() const { return models_requests_; }
-
- private:
-  void serve() {
-    while (!stop_) {
-      boost::system::error_code ec;
-      boost::asio::ip::tcp::socket sock(io_);
-      acceptor_.accept(sock, ec);
-      if (ec || stop_) return;
-      std::string req;
-      char buf[4096];
-      while (req.find("\r\n\r\n") == std::string::npos) {
-        std::size_t n = sock.read_some(boost::asio::buffer(buf), ec);
-        if (ec) break;
-        req.append(buf, n);
-      }
-      std::string body, status;
-      if (req.rfind("GET /v1/models ", 0) == 0) {
-        ++models_requests_;
-        status = "200 OK";
-        body = R"({"object": "list", "data": [{"id": "served-name", "object": "model", "root": "org/gpt2-root"}]})";
-      } else {
-        status = "404 Not Found";
-        body = R"({"detail": "Not Found"})";
-      }
-      std::string resp = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-      boost::asio::write(sock, boost::asio::buffer(resp), ec);
-      sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-    }
-  }
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> models_requests_{0};
-  std::thread thread_;
-};
 
 TEST_F(BenchServeE2E, ModelDiscoveryUsesFirstServerModel) {
   ModelsServer server;
