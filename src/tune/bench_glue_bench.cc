@@ -1,0 +1,54 @@
+// bench's in-process run API for the local target: each scenario's args (plus the study's common bench
+// args, the study model, host and port, and --goodput from the objective's SLOs) go through bench's own
+// flag parser, then bench::run; the result is recorded like the twin's.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stop_token>
+#include <thread>
+
+#include "bench/bench.h"
+#include "bench/config.h"
+#include "tune/metrics_convert.h"
+#include "tune/twin_runner.h"
+
+namespace servelab::tune {
+
+ScenarioFn bench_scenario_fn(const Study& study) {
+  std::vector<std::string> common = study.bench_common_args;
+  common.insert(common.end(), {"--model", study.model});
+  for (const auto& [k, v] : study.objective.slo_ms) common.insert(common.end(), {"--goodput", fmt::format("{}:{}", k, v)});
+  return [common](const Scenario& sc, const std::string& base_url, const std::atomic<bool>& stop) {
+    bench::BenchConfig cfg;
+    CLI::App app{"bench serve (tune)"};
+    bench::add_bench_flags(app, cfg);
+    std::vector<std::string> args = common;
+    args.insert(args.end(), sc.args.begin(), sc.args.end());
+    args.insert(args.end(), {"--base-url", base_url});
+    std::reverse(args.begin(), args.end());  // CLI11 takes the argument vector in reverse order
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
+    }
+    // Forward Ctrl-C to bench's stop token while it runs.
+    std::stop_source source;
+    std::jthread watch([&](std::stop_token done) {
+      while (!done.stop_requested()) {
+        if (stop.load()) {
+          source.request_stop();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    bench::RunIo io;
+    io.quiet = true;
+    bench::BenchResult r = bench::run(cfg, source.get_token(), io);
+    watch.request_stop();
+    return scenario_result(sc.id, r.metrics, r.outputs, r.console_report);
+  };
+}
+
+}  // namespace servelab::tune

@@ -1,0 +1,302 @@
+// The Evaluator: repeats, result reuse (resume), pruning before launch, recording, progress.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "tune/search.h"
+
+namespace servelab::tune {
+
+const char* trial_status_name(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::kOk: return "ok";
+    case TrialStatus::kRejected: return "rejected";
+    case TrialStatus::kStartupRefused: return "startup_refused";
+    case TrialStatus::kOutOfMemory: return "oom";
+    case TrialStatus::kNotReady: return "not_ready";
+    case TrialStatus::kCrashed: return "crashed";
+    case TrialStatus::kRequestsFailed: return "requests_failed";
+    case TrialStatus::kInterrupted: return "interrupted";
+    case TrialStatus::kError: return "error";
+  }
+  return "error";
+}
+
+TrialStatus trial_status_from_name(const std::string& n) {
+  for (auto s : {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
+                 TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed,
+                 TrialStatus::kInterrupted, TrialStatus::kError})
+    if (n == trial_status_name(s)) return s;
+  throw std::invalid_argument("unknown trial status '" + n + "'");
+}
+
+std::optional<double> objective_value(const Study& study, const std::vector<std::string>& ids,
+                                      const std::map<std::string, ScenarioResult>& results) {
+  double num = 0, den = 0;
+  for (const auto& id : ids) {
+    auto it = results.find(id);
+    if (it == results.end()) return std::nullopt;
+    auto m = it->second.metrics.find(study.objective.metric);
+    if (m == it->second.metrics.end() || !(m->second > 0)) return std::nullopt;
+    if (ids.size() == 1) return m->second;
+    const double w = study.scenario(id).weight;
+    num += w * std::log(m->second);
+    den += w;
+  }
+  if (den == 0) return std::nullopt;
+  return std::exp(num / den);
+}
+
+double change_pct(double a, double b) { return a == 0 ? 0.0 : (b - a) / a * 100.0; }
+
+bool significantly_better(const Study& study, const Evaluation& inc, const Evaluation& cand) {
+  if (!cand.feasible) return false;
+  if (!inc.feasible) return true;
+  if (cand.objective.mean <= inc.objective.mean) return false;
+  if (inc.objective.n >= 2 && cand.objective.n >= 2) return welch_significant(inc.objective, cand.objective);
+  return change_pct(inc.objective.mean, cand.objective.mean) > study.search.min_gain_pct;
+}
+
+namespace {
+
+bool config_level(TrialStatus s) {
+  return s == TrialStatus::kRejected || s == TrialStatus::kStartupRefused || s == TrialStatus::kNotReady ||
+         s == TrialStatus::kOutOfMemory;
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
+  if (out.size() > 150) out = out.substr(0, 150) + fmt::format("_{:x}", std::hash<std::string>{}(s));
+  return out;
+}
+
+std::string fmt_duration(double s) {
+  if (s < 90) return fmt::format("{:.0f}s", s);
+  if (s < 5400) return fmt::format("{:.0f}min", s / 60);
+  return fmt::format("{:.1f}h", s / 3600);
+}
+
+double wall_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, Store* store,
+                     std::vector<TrialRecord> finished, std::ostream* progress, const std::atomic<bool>* stop,
+                     std::filesystem::path log_dir)
+    : study_(study),
+      runner_(std::move(runner)),
+      tag_(std::move(tag)),
+      store_(store),
+      records_(std::move(finished)),
+      progress_(progress),
+      stop_(stop),
+      log_dir_(std::move(log_dir)) {}
+
+const TrialRecord* Evaluator::find(const std::string& key, const std::string& scenario, int repeat) const {
+  const std::string prefix = tag_ + "|" + key + "|";
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
+    if (it->repeat != repeat || it->trial_key.rfind(prefix, 0) != 0) continue;
+    for (const auto& s : it->outcome.scenarios)
+      if (s.scenario_id == scenario) return &*it;
+  }
+  return nullptr;
+}
+
+const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
+  const std::string prefix = tag_ + "|" + key + "|";
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+    if ((it->repeat == repeat || it->outcome.status == TrialStatus::kRejected) &&
+        it->trial_key.rfind(prefix, 0) == 0 && config_level(it->outcome.status))
+      return &*it;
+  return nullptr;
+}
+
+void Evaluator::remember(TrialRecord record) {
+  if (store_) store_->record_trial(record);
+  records_.push_back(std::move(record));
+}
+
+Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
+                               const std::string& phase) {
+  Evaluation ev;
+  ev.config = normalize(study_, config_in);
+  ev.key = config_key(study_, ev.config);
+  ev.label = config_label(study_, ev.config);
+  ev.predicted = tag_ == "twin";
+  Rendered cmd = render(study_, ev.config);
+  ev.shell = cmd.shell();
+  auto fail = [&](TrialStatus s, const std::string& why) {
+    if (ev.status == TrialStatus::kOk) {
+      ev.status = s;
+      ev.reason = why;
+    }
+  };
+
+  if (auto why = check_config(study_, ev.config)) {
+    const std::string tk = tag_ + "|" + ev.key + "|rejected";
+    bool known = false;
+    for (const auto& r : records_) known = known || r.trial_key == tk;
+    if (!known) {
+      TrialRecord rec;
+      rec.trial_key = tk;
+      rec.engine = ev.config.engine;
+      rec.config_key = ev.key;
+      rec.config_label = ev.label;
+      rec.phase = phase;
+      rec.argv = cmd.argv;
+      rec.env = cmd.env;
+      rec.shell = ev.shell;
+      rec.outcome.status = TrialStatus::kRejected;
+      rec.outcome.reason = *why;
+      rec.outcome.predicted = ev.predicted;
+      rec.wall_started_s = wall_now_s();
+      remember(std::move(rec));
+    }
+    ev.trial_keys.push_back(tk);
+    fail(TrialStatus::kRejected, *why);
+    return ev;
+  }
+
+  std::vector<std::map<std::string, ScenarioResult>> per_repeat(study_.repeats);
+  for (int rep = 0; rep < study_.repeats; ++rep) {
+    if (const TrialRecord* cf = find_config_failure(ev.key, rep)) {
+      ev.trial_keys.push_back(cf->trial_key);
+      fail(cf->outcome.status, cf->outcome.reason);
+      for (const auto& id : ids) ev.scenario_failure[id] = cf->outcome.reason;
+      continue;
+    }
+    std::vector<std::string> missing;
+    for (const auto& id : ids)
+      if (!find(ev.key, id, rep)) missing.push_back(id);
+    std::string tk = fmt::format("{}|{}|", tag_, ev.key);
+    for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
+    tk += fmt::format("|r{}", rep);
+    const TrialRecord* done_before = nullptr;
+    for (const auto& r : records_)
+      if (r.trial_key == tk) done_before = &r;
+    if (!missing.empty() && !done_before) {
+      if (!runner_) {
+        ++missing_;
+        fail(TrialStatus::kError, "not run (the study is incomplete)");
+        for (const auto& id : missing) ev.scenario_failure[id] = "not run";
+      } else {
+        if (stop_ && stop_->load()) throw Interrupted();
+        TrialRequest req;
+        req.trial_key = tk;
+        req.engine = ev.config.engine;
+        req.config_key = ev.key;
+        req.argv = cmd.argv;
+        req.env = cmd.env;
+        for (const auto& id : missing) req.scenarios.push_back(study_.scenario(id));
+        req.repeat = rep;
+        if (!log_dir_.empty()) req.log_path = log_dir_ / (sanitize(tk) + ".log");
+        const double t0 = wall_now_s();
+        const auto steady0 = std::chrono::steady_clock::now();
+        TrialOutcome out = runner_(req);
+        if (out.status == TrialStatus::kInterrupted) throw Interrupted();
+        if (out.wall_s == 0)
+          out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
+        TrialRecord rec;
+        rec.trial_key = tk;
+        rec.engine = ev.config.engine;
+        rec.config_key = ev.key;
+        rec.config_label = ev.label;
+        rec.phase = phase;
+        rec.repeat = rep;
+        rec.argv = cmd.argv;
+        rec.env = cmd.env;
+        rec.shell = ev.shell;
+        rec.outcome = std::move(out);
+        rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
+        rec.wall_started_s = t0;
+        ++launched_;
+        launched_wall_s_ += rec.outcome.wall_s;
+        ++done_;
+        if (progress_) {
+          std::string result;
+          if (rec.outcome.status != TrialStatus::kOk) {
+            result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
+                                 rec.outcome.reason.substr(0, 100));
+          } else if (!rec.outcome.scenarios.empty()) {
+            auto& m = rec.outcome.scenarios.front().metrics;
+            auto it = m.find(study_.objective.metric);
+            result = it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study_.objective.metric);
+          }
+          const int total = std::max(planned_, done_);
+          const double left = launched_ ? launched_wall_s_ / launched_ * (total - done_) : 0;
+          *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}", done_, total, ev.config.engine, ev.label,
+                                    phase, rep, result, rec.outcome.predicted ? " [predicted]" : "");
+          if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);
+          *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
+          progress_->flush();
+        }
+        remember(std::move(rec));
+      }
+    }
+    if (done_before || (!missing.empty() && !records_.empty() && records_.back().trial_key == tk))
+      ev.trial_keys.push_back(tk);
+    for (const auto& id : ids) {
+      if (const TrialRecord* r = find(ev.key, id, rep)) {
+        for (const auto& s : r->outcome.scenarios)
+          if (s.scenario_id == id) per_repeat[rep][id] = s;
+        if (r->outcome.predicted) ev.predicted = true;
+        continue;
+      }
+      // The scenario has no result: the trial that should have produced it failed.
+      for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+        if (it->trial_key == tk && it->outcome.status != TrialStatus::kOk) {
+          fail(it->outcome.status, it->outcome.reason);
+          ev.scenario_failure[id] = std::string(trial_status_name(it->outcome.status)) + ": " + it->outcome.reason;
+          break;
+        }
+      if (!ev.scenario_failure.count(id)) {
+        fail(TrialStatus::kError, "no result for scenario " + id);
+        ev.scenario_failure[id] = "no result";
+      }
+    }
+  }
+
+  // Aggregate repeats.
+  std::vector<double> objective;
+  std::map<std::string, std::vector<double>> per_scn;
+  std::map<std::string, std::map<std::string, std::vector<double>>> all_metrics;
+  for (int rep = 0; rep < study_.repeats; ++rep) {
+    for (const auto& [id, r] : per_repeat[rep]) {
+      auto m = r.metrics.find(study_.objective.metric);
+      if (m != r.metrics.end()) per_scn[id].push_back(m->second);
+      for (const auto& [k, v] : r.metrics) all_metrics[id][k].push_back(v);
+      if (rep == 0) ev.first[id] = r;
+    }
+    std::vector<std::string> obj_ids;
+    for (const auto& id : study_.objective.scenarios)
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) obj_ids.push_back(id);
+    if (obj_ids.empty()) obj_ids = ids;
+    if (auto v = objective_value(study_, obj_ids, per_repeat[rep])) objective.push_back(*v);
+  }
+  for (const auto& [id, xs] : per_scn) ev.per_scenario[id] = estimate(xs);
+  ev.objective = estimate(objective);
+  if (ev.status == TrialStatus::kOk && ev.objective.n == 0)
+    fail(TrialStatus::kError, "objective metric '" + study_.objective.metric + "' missing from the results");
+  ev.feasible = ev.status == TrialStatus::kOk;
+  if (ev.feasible) {
+    for (const auto& c : study_.constraints)
+      for (const auto& id : ids) {
+        auto it = all_metrics[id].find(c.metric);
+        if (it == all_metrics[id].end()) continue;
+        const double mean = estimate(it->second).mean;
+        if ((c.max && mean > *c.max) || (c.min && mean < *c.min)) {
+          ev.feasible = false;
+          if (ev.reason.empty())
+            ev.reason = fmt::format("constraint violated on {}: {} = {:.2f} (bound {} {})", id, c.metric, mean,
+                                    c.max ? "≤" : "≥", c.max ? *c.max : *c.min);
+        }
+      }
+  }
+  return ev;
+}
+
+}  // namespace servelab::tune

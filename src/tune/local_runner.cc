@@ -1,0 +1,303 @@
+#include "tune/local_runner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+extern char** environ;
+
+namespace servelab::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+/// Connects with a timeout; returns the socket or -1.
+int connect_to(const std::string& host, int port, double timeout_s) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (poll(&p, 1, static_cast<int>(timeout_s * 1000)) == 1 &&
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+        rc = 0;
+    }
+    if (rc == 0) break;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+struct Child {
+  pid_t pid = -1;
+  bool reaped = false;
+  int wait_status = 0;
+  /// Non-blocking check; true if the process has exited (and was reaped).
+  bool exited() {
+    if (reaped) return true;
+    if (waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
+    return reaped;
+  }
+  std::string describe_exit() const {
+    if (WIFEXITED(wait_status)) return fmt::format("exit status {}", WEXITSTATUS(wait_status));
+    if (WIFSIGNALED(wait_status)) return fmt::format("killed by signal {} ({})", WTERMSIG(wait_status),
+                                                     strsignal(WTERMSIG(wait_status)));
+    return "ended";
+  }
+};
+
+/// SIGTERM to the group, grace period, SIGKILL; reaps the leader.
+void stop_group(Child& c, double grace_s) {
+  if (c.pid <= 0) return;
+  if (!c.exited()) {
+    kill(-c.pid, SIGTERM);
+    auto t0 = Clock::now();
+    while (!c.exited() && since_s(t0) < grace_s) sleep_s(0.05);
+  }
+  kill(-c.pid, SIGKILL);  // the group may outlive its leader (worker processes)
+  if (!c.reaped) {
+    waitpid(c.pid, &c.wait_status, 0);
+    c.reaped = true;
+  }
+}
+
+Child spawn(const TrialRequest& req, const std::filesystem::path& log) {
+  // Everything the child needs is prepared before fork (only async-signal-safe calls after it).
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string key = kv.substr(0, kv.find('='));
+    if (!req.env.count(key)) env_store.push_back(kv);
+  }
+  for (const auto& [k, v] : req.env) env_store.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = req.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  if (log.has_parent_path()) std::filesystem::create_directories(log.parent_path());
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open engine log " + log.string() + ": " + std::strerror(errno));
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::string exec_fail = fmt::format("servelab: cannot execute '{}': ", req.argv.empty() ? "" : req.argv[0]);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(devnull, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execvpe(argv[0], argv.data(), envp.data());
+    const char* msg = std::strerror(errno);
+    (void)!write(2, exec_fail.data(), exec_fail.size());
+    (void)!write(2, msg, std::strlen(msg));
+    (void)!write(2, "\n", 1);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+  close(fd);
+  close(devnull);
+  return Child{pid};
+}
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+int http_get_status(const std::string& host, int port, const std::string& path, double timeout_s) {
+  int fd = connect_to(host, port, timeout_s);
+  if (fd < 0) return 0;
+  std::string req = fmt::format("GET {} HTTP/1.0\r\nHost: {}:{}\r\nConnection: close\r\n\r\n", path, host, port);
+  std::string resp;
+  auto t0 = Clock::now();
+  size_t sent = 0;
+  while (sent < req.size() && since_s(t0) < timeout_s) {
+    ssize_t n = send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) sent += n;
+    else if (errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 50);
+    } else break;
+  }
+  char buf[512];
+  while (resp.find("\r\n") == std::string::npos && since_s(t0) < timeout_s) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    resp.append(buf, n);
+  }
+  close(fd);
+  std::smatch m;
+  static const std::regex kStatus(R"(^HTTP/\d(?:\.\d)? (\d{3}))");
+  if (std::regex_search(resp, m, kStatus)) return std::stoi(m[1]);
+  return 0;
+}
+
+std::string file_tail(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::deque<std::string> q;
+  std::string line;
+  while (std::getline(in, line)) {
+    q.push_back(line);
+    if (q.size() > lines) q.pop_front();
+  }
+  std::string out;
+  for (const auto& l : q) out += l + "\n";
+  return out;
+}
+
+bool log_shows_oom(const std::string& text) {
+  static const std::regex kOom(
+      R"(CUDA out of memory|OutOfMemoryError|out of memory|OOM|Not enough memory|insufficient memory|)"
+      R"(No available memory for the cache blocks|cudaErrorMemoryAllocation)",
+      std::regex::icase);
+  return std::regex_search(text, kOom);
+}
+
+std::string error_line(const std::string& text) {
+  static const std::regex kErr(R"(^\s*([A-Za-z_.]*(Error|Exception)(\[[^\]]*\])?:\s.*|.*\berror:\s.*|Error:\s.*))");
+  std::string last_err, last_nonempty;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) {
+      last_nonempty = line;
+      if (std::regex_match(line, kErr)) last_err = line;
+    }
+    start = end + 1;
+  }
+  auto trim = [](std::string s) {
+    size_t a = s.find_first_not_of(" \t");
+    return a == std::string::npos ? std::string() : s.substr(a);
+  };
+  return trim(last_err.empty() ? last_nonempty : last_err);
+}
+
+TrialRunner make_local_runner(LocalRunnerOptions opt) {
+  if (!opt.run_scenario) throw std::invalid_argument("local runner needs a scenario function (bench)");
+  return [opt](const TrialRequest& req) -> TrialOutcome {
+    TrialOutcome out;
+    const auto t0 = Clock::now();
+    const std::filesystem::path log =
+        req.log_path.empty() ? std::filesystem::temp_directory_path() / "servelab-engine.log" : req.log_path;
+    const std::atomic<bool> never{false};
+    const std::atomic<bool>& stop = opt.stop ? *opt.stop : never;
+    Child child;
+    auto finish = [&](TrialStatus s, std::string reason) {
+      stop_group(child, opt.stop_grace_s);
+      out.status = s;
+      out.reason = std::move(reason);
+      out.log_tail = file_tail(log.string(), opt.log_tail_lines);
+      // Wait for the port to be released so the next trial can bind it.
+      auto tp = Clock::now();
+      while (since_s(tp) < opt.port_free_timeout_s) {
+        int fd = connect_to(opt.host, opt.port, 0.2);
+        if (fd < 0) break;
+        close(fd);
+        sleep_s(opt.poll_interval_s);
+      }
+      out.wall_s = since_s(t0);
+      return out;
+    };
+    auto died = [&](bool during_run) {
+      const std::string text = read_all(log);
+      const std::string line = error_line(text);
+      const std::string how = child.describe_exit();
+      if (log_shows_oom(text))
+        return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
+      if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));
+      return finish(TrialStatus::kStartupRefused,
+                    line.empty() ? fmt::format("exited at start-up ({})", how) : line);
+    };
+
+    try {
+      child = spawn(req, log);
+    } catch (const std::exception& e) {
+      return finish(TrialStatus::kError, e.what());
+    }
+    // Readiness.
+    const auto tr = Clock::now();
+    while (true) {
+      if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+      if (child.exited()) return died(false);
+      bool ready = true;
+      for (const auto& p : opt.ready_paths)
+        if (http_get_status(opt.host, opt.port, p, 2.0) != 200) {
+          ready = false;
+          break;
+        }
+      if (ready && !child.exited()) break;
+      if (since_s(tr) > opt.ready_timeout_s)
+        return finish(TrialStatus::kNotReady,
+                      fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})", opt.ready_timeout_s,
+                                  fmt::join(opt.ready_paths, ", "), opt.port));
+      sleep_s(opt.poll_interval_s);
+    }
+    const std::string base_url = fmt::format("http://{}:{}", opt.host, opt.port);
+    try {
+      if (!opt.warmup_args.empty()) {
+        Scenario warm{"warmup", "warm-up run (discarded)", opt.warmup_args, 1.0};
+        opt.run_scenario(warm, base_url, stop);
+        if (child.exited()) return died(true);
+      }
+      for (const auto& sc : req.scenarios) {
+        ScenarioResult r = opt.run_scenario(sc, base_url, stop);
+        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        if (child.exited()) return died(true);
+        r.scenario_id = sc.id;
+        auto ok = r.metrics.find("Successful requests");
+        if (ok != r.metrics.end() && ok->second <= 0) {
+          auto failed = r.metrics.find("Failed requests");
+          return finish(TrialStatus::kRequestsFailed,
+                        fmt::format("no request of scenario {} succeeded ({} failed)", sc.id,
+                                    failed == r.metrics.end() ? 0.0 : failed->second));
+        }
+        out.scenarios.push_back(std::move(r));
+      }
+    } catch (const std::exception& e) {
+      if (child.exited()) return died(true);
+      return finish(TrialStatus::kError, std::string("scenario could not run: ") + e.what());
+    }
+    return finish(TrialStatus::kOk, "");
+  };
+}
+
+}  // namespace servelab::tune

@@ -1,0 +1,44 @@
+#include "tune/metrics_convert.h"
+
+#include <fmt/format.h>
+
+namespace servelab::tune {
+
+namespace {
+void put_latency(std::map<std::string, double>& m, const std::string& name, const metrics::LatencySummary& s) {
+  m["Mean " + name + " (ms)"] = s.mean_ms;
+  m["Median " + name + " (ms)"] = s.median_ms;
+  for (const auto& p : s.percentiles_ms) m[fmt::format("P{} {} (ms)", p.p, name)] = p.value_ms;
+}
+}  // namespace
+
+ScenarioResult scenario_result(const std::string& scenario_id, const metrics::BenchmarkMetrics& m,
+                               std::span<const metrics::RequestOutput> outputs, std::string result_block) {
+  ScenarioResult r;
+  r.scenario_id = scenario_id;
+  auto& mm = r.metrics;
+  mm["Successful requests"] = m.completed;
+  mm["Failed requests"] = m.failed;
+  mm["Benchmark duration (s)"] = m.duration_s;
+  mm["Total input tokens"] = static_cast<double>(m.total_input);
+  mm["Total generated tokens"] = static_cast<double>(m.total_output);
+  mm["Request throughput (req/s)"] = m.request_throughput;
+  if (m.request_goodput) mm["Request goodput (req/s)"] = *m.request_goodput;
+  mm["Output token throughput (tok/s)"] = m.output_throughput;
+  mm["Peak output token throughput (tok/s)"] = m.max_output_tokens_per_s;
+  mm["Peak concurrent requests"] = m.max_concurrent_requests;
+  mm["Total Token throughput (tok/s)"] = m.total_token_throughput;
+  put_latency(mm, "TTFT", m.ttft);
+  put_latency(mm, "TPOT", m.tpot);
+  put_latency(mm, "ITL", m.itl);
+  put_latency(mm, "E2EL", m.e2el);
+  for (const auto& o : outputs) {
+    if (!o.success) continue;
+    r.ttft_ms.push_back(o.ttft_s * 1000.0);
+    if (o.output_tokens > 1) r.tpot_ms.push_back((o.latency_s - o.ttft_s) / (o.output_tokens - 1) * 1000.0);
+  }
+  r.result_block = std::move(result_block);
+  return r;
+}
+
+}  // namespace servelab::tune

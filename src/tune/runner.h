@@ -1,0 +1,72 @@
+// servelab/tune: the trial-runner interface. A trial launches one config (really, or on the engine twin)
+// and runs a list of scenarios against it. The search code only sees this interface, so tests drive it
+// with fake runners and the CLI plugs in the twin (sim) or real engines (bench).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tune/study.h"
+
+namespace servelab::tune {
+
+/// How a trial ended. A failure is a result: it is recorded with its reason and log tail.
+enum class TrialStatus {
+  kOk,              ///< every requested scenario produced metrics
+  kRejected,        ///< pruned before launch (invalid combination, flag the engine lacks, twin memory plan)
+  kStartupRefused,  ///< the engine exited during start-up with its own error message
+  kOutOfMemory,     ///< out of GPU memory (at start-up or while serving)
+  kNotReady,        ///< did not answer the readiness checks in time
+  kCrashed,         ///< the engine died while a scenario ran
+  kRequestsFailed,  ///< the engine stayed up but no request of a scenario succeeded
+  kInterrupted,     ///< stopped by Ctrl-C (not recorded as finished; re-run on --resume)
+  kError,           ///< any other failure (runner error, bad scenario arguments)
+};
+
+/// Stable name ("ok", "rejected", "startup_refused", "oom", "not_ready", "crashed", "requests_failed",
+/// "interrupted", "error").
+const char* trial_status_name(TrialStatus status);
+/// Inverse of trial_status_name; throws std::invalid_argument for an unknown name.
+TrialStatus trial_status_from_name(const std::string& name);
+
+/// The measured (or predicted) outcome of one scenario.
+struct ScenarioResult {
+  std::string scenario_id;
+  /// Summary metrics keyed by vLLM's console labels ("Total Token throughput (tok/s)", "Mean TTFT (ms)",
+  /// "Successful requests", ...). Units as in the label.
+  std::map<std::string, double> metrics;
+  std::vector<double> ttft_ms;   ///< per-request TTFT samples, ms (may be empty)
+  std::vector<double> tpot_ms;   ///< per-request TPOT samples, ms (may be empty)
+  std::string result_block;      ///< the vLLM-style console block, as printed
+};
+
+/// What the search asks for: launch `argv`/`env` for `config_key` and run `scenarios` in order.
+struct TrialRequest {
+  std::string trial_key;                   ///< unique per (config, scenarios, repeat)
+  std::string engine;                      ///< study engine name
+  std::string config_key;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::vector<Scenario> scenarios;
+  int repeat = 0;                          ///< 0-based repeat index
+  std::filesystem::path log_path;          ///< where the engine's stdout+stderr go (local target)
+};
+
+/// What a runner returns. On failure `scenarios` holds the scenarios that finished before it.
+struct TrialOutcome {
+  TrialStatus status = TrialStatus::kOk;
+  std::string reason;                      ///< one line: the engine's own message or what went wrong
+  std::string log_tail;                    ///< last lines of the engine log (local target)
+  std::vector<ScenarioResult> scenarios;
+  bool predicted = false;                  ///< true when the numbers come from the twin
+  double wall_s = 0.0;                     ///< wall-clock duration of the trial, s
+};
+
+/// Runs one trial. Must not throw for engine failures (they are outcomes); may throw for programming
+/// errors. Thread-safety: called from one thread at a time.
+using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
+
+}  // namespace servelab::tune

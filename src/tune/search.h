@@ -1,0 +1,167 @@
+// servelab/tune: evaluating configs (with repeats, a results cache and the database) and the search
+// strategies: greedy (the reference study's method), grid, and twin-guided.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tune/runner.h"
+#include "tune/space.h"
+#include "tune/stats.h"
+#include "tune/store.h"
+#include "tune/study.h"
+
+namespace servelab::tune {
+
+/// Thrown when the study is stopped (Ctrl-C): everything finished so far is in the database.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("study interrupted; rerun with --resume to continue") {}
+};
+
+/// A config measured on some scenarios, `repeats` times.
+struct Evaluation {
+  Config config;
+  std::string key;                 ///< config_key
+  std::string label;               ///< config_label
+  TrialStatus status = TrialStatus::kOk;  ///< first failure among its trials, else kOk
+  std::string reason;              ///< failure reason or violated constraint
+  bool feasible = false;           ///< ok and meets every constraint
+  bool predicted = false;          ///< numbers come from the twin
+  Estimate objective;              ///< per-repeat objective value (see objective_value)
+  std::map<std::string, Estimate> per_scenario;  ///< scenario → estimate of the objective metric
+  std::map<std::string, ScenarioResult> first;   ///< scenario → repeat 0's full result (report blocks)
+  std::map<std::string, std::string> scenario_failure;  ///< scenario → "status: reason" where it failed
+  std::string shell;               ///< the rendered launch command (shell form)
+  std::vector<std::string> trial_keys;
+};
+
+/// Objective of one repeat over `scenario_ids`: the objective metric itself for one scenario, else the
+/// weighted geometric mean exp(Σ wᵢ ln xᵢ / Σ wᵢ). Missing or non-positive values give nullopt.
+std::optional<double> objective_value(const Study& study, const std::vector<std::string>& scenario_ids,
+                                      const std::map<std::string, ScenarioResult>& results);
+
+/// Relative change (b − a)/a in percent; 0 when a is 0.
+double change_pct(double a, double b);
+
+/// Is `candidate` better than `incumbent` by more than the noise? A feasible candidate beats an
+/// infeasible incumbent. With ≥ 2 repeats on both: Welch's t-test at 5% and a higher mean; with one run:
+/// a gain above `study.search.min_gain_pct`.
+bool significantly_better(const Study& study, const Evaluation& incumbent, const Evaluation& candidate);
+
+/// Runs (or replays) trials: expands repeats, reuses finished results by (runner tag, config, scenario,
+/// repeat), prunes invalid configs before launch, records every trial in the store, shows progress.
+/// Thread-safety: one thread.
+class Evaluator {
+ public:
+  /// `runner` may be empty: replay mode (only stored trials; anything missing is reported as "not run").
+  /// `tag` separates runners in trial keys ("twin", "local"). `store` and `progress` may be null.
+  Evaluator(const Study& study, TrialRunner runner, std::string tag, Store* store,
+            std::vector<TrialRecord> finished, std::ostream* progress, const std::atomic<bool>* stop,
+            std::filesystem::path log_dir);
+
+  /// Measures `config` on `scenario_ids` (study.repeats times). Throws Interrupted when stopped.
+  Evaluation evaluate(const Config& config, const std::vector<std::string>& scenario_ids,
+                      const std::string& phase);
+
+  void set_planned(int trials) { planned_ = trials; }
+  int launched() const { return launched_; }
+  /// Evaluations that lacked a stored result in replay mode (0 = the study is complete).
+  int missing() const { return missing_; }
+  /// Every trial this evaluator ran or reused, in order (for reports and exports).
+  const std::vector<TrialRecord>& records() const { return records_; }
+  const std::string& tag() const { return tag_; }
+  /// Reports a new best objective value to the progress display.
+  void note_best(const std::string& label, double value) { best_label_ = label, best_value_ = value; }
+
+ private:
+  const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
+  const TrialRecord* find_config_failure(const std::string& config_key, int repeat) const;
+  void remember(TrialRecord record);
+
+  const Study& study_;
+  TrialRunner runner_;
+  std::string tag_;
+  Store* store_;
+  std::vector<TrialRecord> records_;  ///< finished trials known to this evaluator
+  std::ostream* progress_;
+  const std::atomic<bool>* stop_;
+  std::filesystem::path log_dir_;
+  int planned_ = 0, done_ = 0, launched_ = 0, missing_ = 0;
+  double launched_wall_s_ = 0;
+  std::string best_label_;
+  double best_value_ = 0;
+};
+
+/// One candidate tried along a greedy path.
+struct Step {
+  std::string knob, value;
+  Evaluation eval;
+  double gain_pct = 0.0;       ///< vs the incumbent at the time
+  std::string decision;        ///< "kept", "no gain", "not significant", "failed: ...", "rejected: ..."
+  bool kept = false;
+};
+
+/// One engine's search: its baseline, every step tried, and where it ended.
+struct EnginePath {
+  std::string engine;
+  Evaluation baseline;
+  std::vector<Step> steps;
+  Evaluation best;
+};
+
+/// Baseline vs best on one scenario (objective metric).
+struct GeneralizationRow {
+  std::string scenario;
+  Estimate baseline, best;
+  std::string baseline_failure, best_failure;  ///< non-empty when that side failed
+  double change_pct = 0.0;
+};
+
+/// The recommendation rule applied to one knob of the best config: it is kept only if removing it
+/// costs a significant amount on the objective AND it does not lose on any scenario.
+struct KnobVerdict {
+  std::string knob, value;
+  double objective_gain_pct = 0.0;           ///< best vs best-without-this-knob, objective scenarios
+  bool significant = false;
+  std::map<std::string, double> scenario_change_pct;  ///< per scenario, best vs without
+  bool holds_everywhere = false;
+  bool recommended = false;
+  std::string why;
+};
+
+/// How the twin's ranking held on the target (twin-guided).
+struct RankingCheck {
+  std::vector<std::string> keys;       ///< top-k configs by predicted objective
+  std::vector<double> predicted, measured;
+  double spearman = 0.0, kendall = 0.0;
+};
+
+/// Everything a report needs.
+struct SearchOutcome {
+  Strategy strategy = Strategy::kGreedy;
+  std::vector<EnginePath> engines;     ///< greedy: one per engine; grid: baselines only
+  std::vector<Evaluation> ranked;      ///< grid/twin-guided: every evaluated point, best first
+  Evaluation best_baseline;            ///< best engine baseline on the objective
+  Evaluation best;                     ///< best config found
+  std::vector<GeneralizationRow> generalization;
+  std::vector<KnobVerdict> verdicts;
+  Config recommended;
+  Rendered recommended_command;
+  Evaluation recommended_eval;         ///< objective scenarios
+  std::optional<RankingCheck> ranking;
+  bool complete = true;                ///< false when some trial was not run (partial report)
+};
+
+/// Runs the study's strategy. `twin` is used by twin-guided to rank (may be the same evaluator as
+/// `target`). Throws Interrupted when stopped.
+SearchOutcome run_search(const Study& study, Evaluator& target, Evaluator* twin);
+
+/// Planned number of trials for the progress display (an estimate for greedy).
+int planned_trials(const Study& study);
+
+}  // namespace servelab::tune

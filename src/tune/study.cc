@@ -1,0 +1,499 @@
+// Parsing of STUDY.toml with toml++ (errors carry the TOML path and line).
+#include "tune/study.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <toml++/toml.h>
+
+#include "common/paths.h"
+
+namespace servelab::tune {
+
+const char* target_name(Target target) { return target == Target::kTwin ? "twin" : "local"; }
+
+const char* strategy_name(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kGreedy: return "greedy";
+    case Strategy::kGrid: return "grid";
+    case Strategy::kTwinGuided: return "twin-guided";
+  }
+  return "?";
+}
+
+const EngineSpec& Study::engine(const std::string& n) const {
+  for (const auto& e : engines)
+    if (e.name == n) return e;
+  throw std::out_of_range("study has no engine '" + n + "'");
+}
+const Knob& Study::knob(const std::string& n) const {
+  for (const auto& k : knobs)
+    if (k.name == n) return k;
+  throw std::out_of_range("study has no knob '" + n + "'");
+}
+const Scenario& Study::scenario(const std::string& id) const {
+  for (const auto& s : scenarios)
+    if (s.id == id) return s;
+  throw std::out_of_range("study has no scenario '" + id + "'");
+}
+
+std::string metric_label(const std::string& name) {
+  static const std::map<std::string, std::string> kAliases = {
+      {"total_token_throughput", "Total Token throughput (tok/s)"},
+      {"output_throughput", "Output token throughput (tok/s)"},
+      {"request_throughput", "Request throughput (req/s)"},
+      {"request_goodput", "Request goodput (req/s)"},
+      {"successful_requests", "Successful requests"},
+      {"ttft_mean_ms", "Mean TTFT (ms)"},
+      {"ttft_median_ms", "Median TTFT (ms)"},
+      {"ttft_p99_ms", "P99 TTFT (ms)"},
+      {"tpot_mean_ms", "Mean TPOT (ms)"},
+      {"tpot_median_ms", "Median TPOT (ms)"},
+      {"tpot_p99_ms", "P99 TPOT (ms)"},
+      {"itl_mean_ms", "Mean ITL (ms)"},
+      {"itl_median_ms", "Median ITL (ms)"},
+      {"itl_p99_ms", "P99 ITL (ms)"},
+      {"e2el_mean_ms", "Mean E2EL (ms)"},
+      {"e2el_p99_ms", "P99 E2EL (ms)"},
+  };
+  auto it = kAliases.find(name);
+  if (it != kAliases.end()) return it->second;
+  for (const auto& [alias, label] : kAliases)
+    if (label == name) return label;
+  std::string known;
+  for (const auto& [alias, label] : kAliases) known += (known.empty() ? "" : ", ") + alias;
+  throw StudyError(fmt::format("unknown metric '{}' (known: {})", name, known));
+}
+
+namespace {
+
+/// Error context: origin file plus the TOML path being read.
+struct Ctx {
+  std::string origin;
+  [[noreturn]] void fail(const toml::node* node, const std::string& path, const std::string& msg) const {
+    int line = node ? static_cast<int>(node->source().begin.line) : 0;
+    if (line > 0) throw StudyError(fmt::format("{}:{}: {}: {}", origin, line, path, msg));
+    throw StudyError(fmt::format("{}: {}: {}", origin, path, msg));
+  }
+};
+
+std::string scalar_text(const toml::node& n) {
+  if (auto s = n.value<std::string>(); s && n.is_string()) return *s;
+  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
+  if (n.is_floating_point()) return fmt::format("{}", *n.value<double>());
+  if (n.is_boolean()) return *n.value<bool>() ? "true" : "false";
+  return "";
+}
+
+const toml::table* sub_table(const Ctx& c, const toml::table& t, const std::string& key,
+                             const std::string& path, bool required) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) c.fail(&t, path, fmt::format("missing table [{}]", key));
+    return nullptr;
+  }
+  if (!n->is_table()) c.fail(n, path + "." + key, "must be a table");
+  return n->as_table();
+}
+
+std::string get_string(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
+                       std::optional<std::string> fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (!fallback) c.fail(&t, path, fmt::format("missing key '{}'", key));
+    return *fallback;
+  }
+  if (!n->is_string()) c.fail(n, path + "." + key, "must be a string");
+  return *n->value<std::string>();
+}
+
+double get_number(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
+                  double fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_number()) c.fail(n, path + "." + key, "must be a number");
+  return *n->value<double>();
+}
+
+int get_int(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
+            int fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_integer()) c.fail(n, path + "." + key, "must be an integer");
+  return static_cast<int>(*n->value<int64_t>());
+}
+
+bool get_bool(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
+              bool fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_boolean()) c.fail(n, path + "." + key, "must be true or false");
+  return *n->value<bool>();
+}
+
+std::vector<std::string> get_strings(const Ctx& c, const toml::table& t, const std::string& key,
+                                     const std::string& path) {
+  std::vector<std::string> out;
+  const toml::node* n = t.get(key);
+  if (!n) return out;
+  if (!n->is_array()) c.fail(n, path + "." + key, "must be an array of strings");
+  size_t i = 0;
+  for (const auto& e : *n->as_array()) {
+    if (!e.is_string() && !e.is_number())
+      c.fail(&e, fmt::format("{}.{}[{}]", path, key, i), "must be a string");
+    out.push_back(scalar_text(e));
+    ++i;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> get_string_map(const Ctx& c, const toml::table& t, const std::string& key,
+                                                  const std::string& path) {
+  std::map<std::string, std::string> out;
+  const toml::node* n = t.get(key);
+  if (!n) return out;
+  if (!n->is_table()) c.fail(n, path + "." + key, "must be a table of strings");
+  for (const auto& [k, v] : *n->as_table()) {
+    if (!v.is_string() && !v.is_number() && !v.is_boolean())
+      c.fail(&v, path + "." + key + "." + std::string(k.str()), "must be a string");
+    out[std::string(k.str())] = scalar_text(v);
+  }
+  return out;
+}
+
+void check_keys(const Ctx& c, const toml::table& t, const std::string& path, std::set<std::string> allowed) {
+  for (const auto& [k, v] : t) {
+    if (!allowed.count(std::string(k.str()))) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      c.fail(&v, path + "." + std::string(k.str()), "unknown key (allowed: " + list + ")");
+    }
+  }
+}
+
+std::string substitute(std::string s, const std::string& key, const std::string& value) {
+  const std::string pat = "{" + key + "}";
+  for (size_t pos = s.find(pat); pos != std::string::npos; pos = s.find(pat, pos + value.size()))
+    s.replace(pos, pat.size(), value);
+  return s;
+}
+
+KnobType parse_knob_type(const Ctx& c, const toml::table& t, const std::string& path) {
+  std::string s = get_string(c, t, "type", path, std::string("string"));
+  if (s == "layout") return KnobType::kLayout;
+  if (s == "int") return KnobType::kInt;
+  if (s == "float") return KnobType::kFloat;
+  if (s == "string") return KnobType::kString;
+  if (s == "bool") return KnobType::kBool;
+  c.fail(t.get("type"), path + ".type", "unknown knob type '" + s + "' (layout, int, float, string, bool)");
+}
+
+bool type_matches(KnobType type, const toml::node& n) {
+  switch (type) {
+    case KnobType::kInt: return n.is_integer();
+    case KnobType::kFloat: return n.is_number();
+    case KnobType::kString: return n.is_string();
+    case KnobType::kBool: return n.is_boolean();
+    case KnobType::kLayout: return false;
+  }
+  return false;
+}
+
+KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const std::string& path) {
+  KnobValue v;
+  if (n.is_string() && *n.value<std::string>() == "default") {
+    v.label = "default";
+    v.is_default = true;
+    return v;
+  }
+  if (knob.type == KnobType::kLayout) {
+    if (!n.is_table()) c.fail(&n, path, "a layout value must be a table like {tp = 8, dp = 1, ep = 1}");
+    const auto& t = *n.as_table();
+    check_keys(c, t, path, {"label", "tp", "dp", "ep", "dp_attention", "dcp", "pp"});
+    int tp = get_int(c, t, "tp", path, 1), dp = get_int(c, t, "dp", path, 1), ep = get_int(c, t, "ep", path, 1);
+    int dcp = get_int(c, t, "dcp", path, 1), pp = get_int(c, t, "pp", path, 1);
+    bool dpa = get_bool(c, t, "dp_attention", path, false);
+    for (auto [name, x] : {std::pair{"tp", tp}, {"dp", dp}, {"ep", ep}, {"dcp", dcp}, {"pp", pp}})
+      if (x < 1) c.fail(&n, path + "." + name, "must be ≥ 1");
+    v.fields = {{"tp", std::to_string(tp)}, {"dp", std::to_string(dp)}, {"ep", std::to_string(ep)},
+                {"dcp", std::to_string(dcp)}, {"pp", std::to_string(pp)},
+                {"dp_attention", dpa ? "true" : "false"}};
+    std::string label = fmt::format("tp{}", tp);
+    if (dp > 1) label += fmt::format("-dp{}", dp);
+    if (ep > 1) label += fmt::format("-ep{}", ep);
+    if (pp > 1) label += fmt::format("-pp{}", pp);
+    if (dcp > 1) label += fmt::format("-dcp{}", dcp);
+    if (dpa) label += "-dpattn";
+    v.label = get_string(c, t, "label", path, label);
+    return v;
+  }
+  if (n.is_table()) {
+    const auto& t = *n.as_table();
+    const toml::node* value = t.get("value");
+    if (!value) c.fail(&n, path, "a value table needs a 'value' key");
+    if (!type_matches(knob.type, *value)) c.fail(value, path + ".value", "value has the wrong type for this knob");
+    for (const auto& [k, f] : t)
+      if (k.str() != "label") v.fields[std::string(k.str())] = scalar_text(f);
+    v.label = get_string(c, t, "label", path, scalar_text(*value));
+    return v;
+  }
+  if (!type_matches(knob.type, n)) c.fail(&n, path, "value has the wrong type for this knob");
+  v.fields["value"] = scalar_text(n);
+  v.label = scalar_text(n);
+  return v;
+}
+
+std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const std::string& path) {
+  std::vector<RenderPart> parts;
+  auto one = [&](const toml::node& p, const std::string& pp) {
+    if (!p.is_table()) c.fail(&p, pp, "a rendering part must be a table {when, flags, env, reject}");
+    const auto& t = *p.as_table();
+    check_keys(c, t, pp, {"when", "flags", "env", "reject"});
+    RenderPart r;
+    r.when = get_string(c, t, "when", pp, std::string());
+    r.flags = get_strings(c, t, "flags", pp);
+    r.env = get_string_map(c, t, "env", pp);
+    r.reject = get_string(c, t, "reject", pp, std::string());
+    parts.push_back(std::move(r));
+  };
+  if (n.is_array()) {
+    size_t i = 0;
+    for (const auto& p : *n.as_array()) one(p, fmt::format("{}[{}]", path, i++));
+  } else {
+    one(n, path);
+  }
+  return parts;
+}
+
+}  // namespace
+
+Study parse_study(const std::string& text, const std::string& origin, const std::filesystem::path& data_dir) {
+  Ctx c{origin};
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    throw StudyError(fmt::format("{}:{}:{}: TOML syntax error: {}", origin, e.source().begin.line,
+                                 e.source().begin.column, e.description()));
+  }
+  check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
+                           "constraints", "search"});
+  Study s;
+  s.source_text = text;
+
+  const toml::table* st = sub_table(c, root, "study", "study", true);
+  check_keys(c, *st, "study", {"name", "goal", "target", "repeats", "host", "port"});
+  s.name = get_string(c, *st, "name", "study", std::nullopt);
+  if (s.name.empty() || s.name.find_first_of("/\\ ") != std::string::npos)
+    c.fail(st->get("name"), "study.name", "must be a non-empty name without '/', '\\' or spaces");
+  s.goal = get_string(c, *st, "goal", "study", std::string());
+  std::string target = get_string(c, *st, "target", "study", std::string("twin"));
+  if (target == "twin") s.target = Target::kTwin;
+  else if (target == "local") s.target = Target::kLocal;
+  else c.fail(st->get("target"), "study.target", "must be \"twin\" or \"local\"");
+  s.repeats = get_int(c, *st, "repeats", "study", 1);
+  if (s.repeats < 1 || s.repeats > 100) c.fail(st->get("repeats"), "study.repeats", "must be in 1..100");
+  s.host = get_string(c, *st, "host", "study", std::string("127.0.0.1"));
+  s.port = get_int(c, *st, "port", "study", 8000);
+
+  const toml::table* mt = sub_table(c, root, "model", "model", true);
+  check_keys(c, *mt, "model", {"id"});
+  s.model = get_string(c, *mt, "id", "model", std::nullopt);
+
+  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", false)) {
+    check_keys(c, *ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect"});
+    s.hardware.gpu = get_string(c, *ht, "gpu", "hardware", s.hardware.gpu);
+    s.hardware.gpu_count = get_int(c, *ht, "gpu_count", "hardware", s.hardware.gpu_count);
+    if (s.hardware.gpu_count < 1) c.fail(ht->get("gpu_count"), "hardware.gpu_count", "must be ≥ 1");
+    s.hardware.gpu_memory_gb = get_number(c, *ht, "gpu_memory_gb", "hardware", s.hardware.gpu_memory_gb);
+    s.hardware.interconnect = get_string(c, *ht, "interconnect", "hardware", s.hardware.interconnect);
+  }
+
+  const std::string data = data_dir.string();
+  if (const toml::table* bt = sub_table(c, root, "bench", "bench", false)) {
+    check_keys(c, *bt, "bench", {"common_args", "warmup_args"});
+    s.bench_common_args = get_strings(c, *bt, "common_args", "bench");
+    s.warmup_args = get_strings(c, *bt, "warmup_args", "bench");
+    for (auto& a : s.warmup_args) a = substitute(a, "data_dir", data);
+  }
+
+  // Engines.
+  const toml::node* en = root.get("engines");
+  if (!en || !en->is_array_of_tables()) c.fail(en, "engines", "needs at least one [[engines]] table");
+  size_t ei = 0;
+  for (const auto& e : *en->as_array()) {
+    const std::string p = fmt::format("engines[{}]", ei++);
+    const auto& t = *e.as_table();
+    check_keys(c, t, p, {"name", "kind", "version", "command", "base_flags", "env", "ready_paths",
+                         "ready_timeout_s", "stop_grace_s", "check_flags"});
+    EngineSpec spec;
+    spec.name = get_string(c, t, "name", p, std::nullopt);
+    spec.kind = get_string(c, t, "kind", p, spec.name);
+    if (spec.kind != "vllm" && spec.kind != "sglang" && spec.kind != "trtllm")
+      c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+    spec.version = get_string(c, t, "version", p, std::nullopt);
+    spec.command = get_strings(c, t, "command", p);
+    if (spec.command.empty()) c.fail(&t, p + ".command", "missing launch command template (array of strings)");
+    spec.base_flags = get_strings(c, t, "base_flags", p);
+    spec.env = get_string_map(c, t, "env", p);
+    if (t.get("ready_paths")) spec.ready_paths = get_strings(c, t, "ready_paths", p);
+    spec.ready_timeout_s = get_number(c, t, "ready_timeout_s", p, spec.ready_timeout_s);
+    spec.stop_grace_s = get_number(c, t, "stop_grace_s", p, spec.stop_grace_s);
+    spec.check_flags = get_bool(c, t, "check_flags", p, spec.check_flags);
+    for (const auto& other : s.engines)
+      if (other.name == spec.name) c.fail(&t, p + ".name", "duplicate engine name '" + spec.name + "'");
+    s.engines.push_back(std::move(spec));
+  }
+
+  // Knobs.
+  if (const toml::node* kn = root.get("knobs")) {
+    if (!kn->is_array_of_tables()) c.fail(kn, "knobs", "knobs must be [[knobs]] tables");
+    size_t ki = 0;
+    for (const auto& k : *kn->as_array()) {
+      const auto& t = *k.as_table();
+      Knob knob;
+      knob.name = get_string(c, t, "name", fmt::format("knobs[{}]", ki), std::nullopt);
+      const std::string p = fmt::format("knobs[{}] ({})", ki++, knob.name);
+      check_keys(c, t, p, {"name", "type", "description", "values", "baseline", "render"});
+      knob.type = parse_knob_type(c, t, p);
+      knob.description = get_string(c, t, "description", p, std::string());
+      const toml::node* vn = t.get("values");
+      if (!vn || !vn->is_array() || vn->as_array()->empty())
+        c.fail(vn ? vn : &t, p + ".values", "needs a non-empty array of values");
+      size_t vi = 0;
+      for (const auto& v : *vn->as_array()) {
+        KnobValue kv = parse_value(c, knob, v, fmt::format("{}.values[{}]", p, vi++));
+        for (const auto& o : knob.values)
+          if (o.label == kv.label) c.fail(&v, p + ".values", "duplicate value label '" + kv.label + "'");
+        knob.values.push_back(std::move(kv));
+      }
+      knob.baseline = get_string(c, t, "baseline", p, knob.values.front().label);
+      if (std::none_of(knob.values.begin(), knob.values.end(),
+                       [&](const KnobValue& v) { return v.label == knob.baseline; }))
+        c.fail(t.get("baseline"), p + ".baseline", "names no value of this knob: '" + knob.baseline + "'");
+      if (const toml::table* rt = sub_table(c, t, "render", p, false)) {
+        for (const auto& [engine, parts] : *rt) {
+          std::string en_name(engine.str());
+          if (std::none_of(s.engines.begin(), s.engines.end(),
+                           [&](const EngineSpec& es) { return es.name == en_name; }))
+            c.fail(&parts, p + ".render." + en_name, "no engine named '" + en_name + "'");
+          knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name);
+        }
+      }
+      for (const auto& o : s.knobs)
+        if (o.name == knob.name) c.fail(&t, p + ".name", "duplicate knob '" + knob.name + "'");
+      s.knobs.push_back(std::move(knob));
+    }
+  }
+
+  // Scenarios.
+  const toml::node* sn = root.get("scenarios");
+  if (!sn || !sn->is_array_of_tables()) c.fail(sn, "scenarios", "needs at least one [[scenarios]] table");
+  size_t si = 0;
+  for (const auto& e : *sn->as_array()) {
+    const std::string p = fmt::format("scenarios[{}]", si++);
+    const auto& t = *e.as_table();
+    check_keys(c, t, p, {"id", "description", "args", "weight"});
+    Scenario sc;
+    sc.id = get_string(c, t, "id", p, std::nullopt);
+    sc.description = get_string(c, t, "description", p, std::string());
+    sc.args = get_strings(c, t, "args", p);
+    for (auto& a : sc.args) a = substitute(a, "data_dir", data);
+    sc.weight = get_number(c, t, "weight", p, 1.0);
+    if (!(sc.weight > 0)) c.fail(t.get("weight"), p + ".weight", "must be > 0");
+    for (const auto& o : s.scenarios)
+      if (o.id == sc.id) c.fail(&t, p + ".id", "duplicate scenario id '" + sc.id + "'");
+    s.scenarios.push_back(std::move(sc));
+  }
+
+  // Objective.
+  s.objective.scenarios = {s.scenarios.front().id};
+  if (const toml::table* ot = sub_table(c, root, "objective", "objective", false)) {
+    check_keys(c, *ot, "objective", {"kind", "metric", "slo_ms", "scenarios"});
+    std::string kind = get_string(c, *ot, "kind", "objective", std::string("throughput"));
+    if (kind == "throughput") s.objective.kind = Objective::Kind::kThroughput;
+    else if (kind == "goodput") s.objective.kind = Objective::Kind::kGoodput;
+    else if (kind == "geomean") s.objective.kind = Objective::Kind::kGeomean;
+    else c.fail(ot->get("kind"), "objective.kind", "must be throughput, goodput or geomean");
+    const std::string metric = get_string(c, *ot, "metric", "objective", std::string("total_token_throughput"));
+    try {
+      s.objective.metric = metric_label(metric);
+    } catch (const StudyError& e) {
+      c.fail(ot->get("metric"), "objective.metric", e.what());
+    }
+    if (s.objective.kind == Objective::Kind::kGoodput) s.objective.metric = "Request goodput (req/s)";
+    for (const auto& [k, v] : get_string_map(c, *ot, "slo_ms", "objective")) {
+      if (k != "ttft" && k != "tpot" && k != "e2el")
+        c.fail(ot->get("slo_ms"), "objective.slo_ms." + k, "SLO must be ttft, tpot or e2el");
+      s.objective.slo_ms[k] = std::stod(v);
+    }
+    if (s.objective.kind == Objective::Kind::kGoodput && s.objective.slo_ms.empty())
+      c.fail(ot, "objective.slo_ms", "goodput needs at least one SLO, e.g. slo_ms = { ttft = 20000 }");
+    if (ot->get("scenarios")) s.objective.scenarios = get_strings(c, *ot, "scenarios", "objective");
+    if (s.objective.kind == Objective::Kind::kGeomean && !ot->get("scenarios")) {
+      s.objective.scenarios.clear();
+      for (const auto& sc : s.scenarios) s.objective.scenarios.push_back(sc.id);
+    }
+    for (const auto& id : s.objective.scenarios)
+      if (std::none_of(s.scenarios.begin(), s.scenarios.end(), [&](const Scenario& x) { return x.id == id; }))
+        c.fail(ot->get("scenarios"), "objective.scenarios", "no scenario with id '" + id + "'");
+    if (s.objective.scenarios.empty()) c.fail(ot, "objective.scenarios", "must name at least one scenario");
+  }
+
+  if (const toml::node* cn = root.get("constraints")) {
+    if (!cn->is_array_of_tables()) c.fail(cn, "constraints", "must be [[constraints]] tables");
+    size_t ci = 0;
+    for (const auto& e : *cn->as_array()) {
+      const std::string p = fmt::format("constraints[{}]", ci++);
+      const auto& t = *e.as_table();
+      check_keys(c, t, p, {"metric", "min", "max"});
+      Constraint k;
+      const std::string metric = get_string(c, t, "metric", p, std::nullopt);
+      try {
+        k.metric = metric_label(metric);
+      } catch (const StudyError& err) {
+        c.fail(t.get("metric"), p + ".metric", err.what());
+      }
+      if (t.get("min")) k.min = get_number(c, t, "min", p, 0);
+      if (t.get("max")) k.max = get_number(c, t, "max", p, 0);
+      if (!k.min && !k.max) c.fail(&t, p, "a constraint needs min and/or max");
+      s.constraints.push_back(k);
+    }
+  }
+
+  if (const toml::table* qt = sub_table(c, root, "search", "search", false)) {
+    check_keys(c, *qt, "search", {"strategy", "knob_order", "top_k", "max_trials", "min_gain_pct", "ablation"});
+    std::string strat = get_string(c, *qt, "strategy", "search", std::string("greedy"));
+    if (strat == "greedy") s.search.strategy = Strategy::kGreedy;
+    else if (strat == "grid") s.search.strategy = Strategy::kGrid;
+    else if (strat == "twin-guided") s.search.strategy = Strategy::kTwinGuided;
+    else c.fail(qt->get("strategy"), "search.strategy", "must be greedy, grid or twin-guided");
+    s.search.knob_order = get_strings(c, *qt, "knob_order", "search");
+    for (const auto& k : s.search.knob_order)
+      if (std::none_of(s.knobs.begin(), s.knobs.end(), [&](const Knob& x) { return x.name == k; }))
+        c.fail(qt->get("knob_order"), "search.knob_order", "no knob named '" + k + "'");
+    s.search.top_k = get_int(c, *qt, "top_k", "search", s.search.top_k);
+    if (s.search.top_k < 2) c.fail(qt->get("top_k"), "search.top_k", "must be ≥ 2 (a ranking needs two points)");
+    s.search.max_trials = get_int(c, *qt, "max_trials", "search", s.search.max_trials);
+    s.search.min_gain_pct = get_number(c, *qt, "min_gain_pct", "search", s.search.min_gain_pct);
+    s.search.ablation = get_bool(c, *qt, "ablation", "search", s.search.ablation);
+  }
+  if (s.search.knob_order.empty())
+    for (const auto& k : s.knobs) s.search.knob_order.push_back(k.name);
+  return s;
+}
+
+Study load_study(const std::filesystem::path& path, const std::filesystem::path& data_dir) {
+  std::string text;
+  try {
+    text = common::read_file(path);
+  } catch (const std::exception& e) {
+    throw StudyError(std::string("cannot read study file: ") + e.what());
+  }
+  Study s = parse_study(text, path.string(), data_dir);
+  s.source_path = path;
+  return s;
+}
+
+}  // namespace servelab::tune

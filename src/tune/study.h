@@ -1,0 +1,154 @@
+// servelab/tune: the study file (STUDY.toml), parsed. One readable file says what a study measures:
+// model, hardware, engines, the knob space, the scenarios, the objective, constraints, the search strategy,
+// repeats and the target. See studies/deepseek-v3.2-h200x8.toml for a complete, commented example.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace servelab::tune {
+
+/// A study file that cannot be used. `what()` names the file, the TOML path (e.g. `knobs.layout.values[2]`)
+/// and the line, then the problem.
+struct StudyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Where trials run: the engine twin in-process (`twin`, every number "predicted") or real engines on
+/// this machine (`local`).
+enum class Target { kTwin, kLocal };
+const char* target_name(Target target);
+
+/// How one engine is launched and checked.
+struct EngineSpec {
+  std::string name;                       ///< study-wide id ("vllm", "sglang", "trtllm")
+  std::string kind;                       ///< engine family for parsing: "vllm" | "sglang" | "trtllm"
+  std::string version;                    ///< e.g. "0.13.0"
+  std::vector<std::string> command;       ///< launch template; placeholders {model} {port} {host}
+  std::vector<std::string> base_flags;    ///< flags every config of this engine carries
+  std::map<std::string, std::string> env; ///< environment every config of this engine carries
+  std::vector<std::string> ready_paths = {"/health", "/v1/models"};  ///< all must answer HTTP 200
+  double ready_timeout_s = 1800.0;        ///< start-up budget before "not ready in time"
+  double stop_grace_s = 30.0;             ///< SIGTERM → SIGKILL grace period
+  /// Check every rendered command with the engine's own CLI rules (engines::parse_launch_command) before
+  /// launch. Turn off for wrapper scripts the parser does not know.
+  bool check_flags = true;
+};
+
+/// One value of a knob. Scalar knobs carry their value in field "value"; layouts carry tp, dp, ep,
+/// dp_attention, dcp. `label` names it in reports and trial keys ("tp8-dp8-dpattn", "32768").
+struct KnobValue {
+  std::string label;
+  std::map<std::string, std::string> fields;  ///< field → value as text ("8", "true", "fp8_e4m3")
+  bool is_default = false;                    ///< renders nothing: the engine's own default
+};
+
+/// A piece of an engine's rendering of a knob: emitted when `when` holds for the value's fields.
+/// `when` grammar: "" (always) | "field" (true/non-zero/non-empty) | "!field" | "field OP literal" with OP
+/// one of == != > < >= <=. `{field}` in flags/env values is replaced by the field's text.
+struct RenderPart {
+  std::string when;
+  std::vector<std::string> flags;
+  std::map<std::string, std::string> env;
+  std::string reject;  ///< if set: the value is invalid on this engine, with this reason
+};
+
+/// Kind of a knob's values, checked when the study is read.
+enum class KnobType { kLayout, kInt, kFloat, kString, kBool };
+
+/// A typed knob, named once, with one rendering per engine. An engine without a rendering cannot take a
+/// non-default value of the knob (it is skipped by greedy, pruned by grid, with that reason).
+struct Knob {
+  std::string name;            ///< e.g. "parallelism", "context_length"
+  KnobType type = KnobType::kString;
+  std::string description;
+  std::vector<KnobValue> values;   ///< values[0] is the baseline value unless `baseline` names another
+  std::string baseline;            ///< label of the baseline value
+  std::map<std::string, std::vector<RenderPart>> render;  ///< engine name → parts
+};
+
+/// A `bench serve` argument set: one workload.
+struct Scenario {
+  std::string id;                     ///< e.g. "sharegpt-1000"
+  std::string description;
+  std::vector<std::string> args;      ///< bench serve flags, after substituting {data_dir}
+  double weight = 1.0;                ///< weight in the geometric-mean objective
+};
+
+/// What "better" means.
+struct Objective {
+  enum class Kind { kThroughput, kGoodput, kGeomean };
+  Kind kind = Kind::kThroughput;
+  std::string metric = "Total Token throughput (tok/s)";  ///< vLLM console label, maximised
+  std::map<std::string, double> slo_ms;  ///< goodput SLOs: "ttft" | "tpot" | "e2el" → ms (vLLM --goodput)
+  std::vector<std::string> scenarios;    ///< scenarios the search optimises on (geomean: weighted by weight)
+};
+
+/// A bound a config must meet to be chosen (e.g. P99 TTFT ≤ 30000 ms on every search scenario).
+struct Constraint {
+  std::string metric;  ///< vLLM console label
+  std::optional<double> min, max;
+};
+
+enum class Strategy { kGreedy, kGrid, kTwinGuided };
+const char* strategy_name(Strategy strategy);
+
+struct SearchSpec {
+  Strategy strategy = Strategy::kGreedy;
+  std::vector<std::string> knob_order;  ///< greedy order (default: file order)
+  int top_k = 5;                        ///< twin-guided: configs measured on the target
+  int max_trials = 2000;                ///< grid/twin-guided refuse bigger spaces
+  double min_gain_pct = 0.5;            ///< with one run per point, a gain must exceed this to count
+  bool ablation = true;                 ///< check each kept knob on every scenario (recommendation rule)
+};
+
+struct Hardware {
+  std::string gpu = "H200";       ///< GPU model name as the twin knows it
+  int gpu_count = 8;
+  double gpu_memory_gb = 141.0;   ///< HBM per GPU, GB (10^9 bytes)
+  std::string interconnect = "NVLink";
+};
+
+/// The whole study.
+struct Study {
+  std::string name;             ///< also the output directory name under out/
+  std::string goal;
+  std::string model;            ///< model id ("deepseek-ai/DeepSeek-V3.2")
+  Hardware hardware;
+  std::vector<EngineSpec> engines;
+  std::vector<Knob> knobs;
+  std::vector<Scenario> scenarios;
+  std::vector<std::string> bench_common_args;  ///< added to every scenario (backend, endpoint, ...)
+  std::vector<std::string> warmup_args;        ///< bench args of the warm-up run (local target)
+  Objective objective;
+  std::vector<Constraint> constraints;
+  SearchSpec search;
+  int repeats = 1;
+  Target target = Target::kTwin;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string source_text;      ///< the TOML as read (stored in the results database)
+  std::filesystem::path source_path;
+
+  const EngineSpec& engine(const std::string& name) const;       ///< throws std::out_of_range
+  const Knob& knob(const std::string& name) const;               ///< throws std::out_of_range
+  const Scenario& scenario(const std::string& id) const;         ///< throws std::out_of_range
+};
+
+/// Parses a study from TOML text. `origin` names the source in errors. `{data_dir}` in scenario args is
+/// replaced by `data_dir`. Throws StudyError ("<origin>:<line>: <toml.path>: problem").
+Study parse_study(const std::string& toml_text, const std::string& origin,
+                  const std::filesystem::path& data_dir);
+
+/// Reads and parses a study file. Throws StudyError (also when the file cannot be read).
+Study load_study(const std::filesystem::path& path, const std::filesystem::path& data_dir);
+
+/// Maps a short metric name ("total_token_throughput", "ttft_p99_ms", ...) or a vLLM console label to the
+/// console label. Throws StudyError naming the unknown metric.
+std::string metric_label(const std::string& name);
+
+}  // namespace servelab::tune

@@ -1,0 +1,362 @@
+// The Markdown report, the greedy-path gain table, Pareto front, and CSV/JSON exports.
+#include "tune/study_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/paths.h"
+
+namespace servelab::tune {
+
+namespace {
+
+std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
+
+std::string est_text(const Estimate& e, bool predicted) {
+  if (e.n == 0) return "—";
+  std::string s = e.n >= 2 ? fmt::format("{:.2f} ± {:.2f}", e.mean, e.ci95_half) : fmt::format("{:.2f}", e.mean);
+  return predicted ? s + " (predicted)" : s;
+}
+
+std::string md_escape(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+const TrialRecord* first_trial(const ReportInput& in, const Evaluation& e) {
+  for (const auto& k : e.trial_keys)
+    for (const auto& t : in.trials)
+      if (t.trial_key == k) return &t;
+  return nullptr;
+}
+
+void result_block(std::ostringstream& md, const Evaluation& e, const std::string& scenario) {
+  auto it = e.first.find(scenario);
+  if (it == e.first.end()) return;
+  md << "```\n";
+  if (e.predicted) md << "# PREDICTED by the engine twin (not measured)\n";
+  if (!it->second.result_block.empty()) {
+    md << it->second.result_block;
+    if (it->second.result_block.back() != '\n') md << "\n";
+  } else {
+    for (const auto& [k, v] : it->second.metrics) md << fmt::format("{:<40} {:.2f}\n", k + ":", v);
+  }
+  md << "```\n";
+}
+
+void failure_text(std::ostringstream& md, const ReportInput& in, const Evaluation& e) {
+  md << fmt::format("**{}**: {}\n", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
+                    e.reason);
+  if (const TrialRecord* t = first_trial(in, e); t && !t->outcome.log_tail.empty()) {
+    md << "\n<details><summary>engine log (tail)</summary>\n\n```\n" << t->outcome.log_tail;
+    if (t->outcome.log_tail.back() != '\n') md << "\n";
+    md << "```\n</details>\n";
+  }
+}
+
+std::string slo_text(const Study& s) {
+  std::string out;
+  for (const auto& [k, v] : s.objective.slo_ms) out += fmt::format("{}{} ≤ {} ms", out.empty() ? "" : ", ", k, v);
+  return out;
+}
+
+}  // namespace
+
+GainTable gain_table(const SearchOutcome& o) {
+  GainTable t;
+  if (!o.best.feasible || !o.best_baseline.feasible) return t;
+  t.total_pct = change_pct(o.best_baseline.objective.mean, o.best.objective.mean);
+  const EnginePath* path = nullptr;
+  for (const auto& p : o.engines)
+    if (p.engine == o.best.config.engine) path = &p;
+  if (!path || o.strategy != Strategy::kGreedy) {
+    t.rows.push_back({fmt::format("{} {} → {} {}", o.best_baseline.config.engine, o.best_baseline.label,
+                                  o.best.config.engine, o.best.label),
+                      t.total_pct});
+    return t;
+  }
+  double prev = o.best_baseline.objective.mean;
+  const bool switched = path->engine != o.best_baseline.config.engine;
+  bool first = true;
+  for (const auto& s : path->steps) {
+    if (!s.kept) continue;
+    std::string label = s.knob + "=" + s.value;
+    if (first && switched)
+      label += fmt::format(" ({} {} → {} {})", o.best_baseline.config.engine, o.best_baseline.label, path->engine,
+                           s.eval.label);
+    t.rows.push_back({label, change_pct(prev, s.eval.objective.mean)});
+    prev = s.eval.objective.mean;
+    first = false;
+  }
+  if (first && switched)
+    t.rows.push_back({fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
+                      t.total_pct});
+  for (const auto& s : path->steps) {
+    bool kept_knob = false;
+    for (const auto& x : path->steps) kept_knob = kept_knob || (x.kept && x.knob == s.knob);
+    if (!kept_knob && std::find(t.no_gain.begin(), t.no_gain.end(), s.knob) == t.no_gain.end())
+      t.no_gain.push_back(s.knob);
+  }
+  return t;
+}
+
+std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& pts) {
+  std::vector<size_t> idx(pts.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return pts[a].first != pts[b].first ? pts[a].first < pts[b].first : pts[a].second > pts[b].second;
+  });
+  std::vector<size_t> front;
+  double best = -1e300;
+  for (size_t i : idx)
+    if (pts[i].second > best) {
+      front.push_back(i);
+      best = pts[i].second;
+    }
+  return front;
+}
+
+std::string render_markdown(const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const bool twin = s.target == Target::kTwin;
+  const std::string& metric = s.objective.metric;
+  std::ostringstream md;
+  md << "# " << s.name << "\n\n";
+  if (twin)
+    md << "> **Target: twin.** Every number in this report is **predicted** by servelab's engine twin "
+          "(`sim`), not measured on GPUs.\n\n";
+  if (!o.complete)
+    md << "> **Partial report**: some trials of the study have not run yet (`servelab tune --resume`).\n\n";
+
+  md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
+  md << "Objective: maximise **" << metric << "**";
+  if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
+  if (s.objective.scenarios.size() == 1) md << " on scenario `" << s.objective.scenarios[0] << "`";
+  else md << ", weighted geometric mean over scenarios " << fmt::format("`{}`", fmt::join(s.objective.scenarios, "`, `"));
+  md << ".\n";
+  for (const auto& c : s.constraints)
+    md << "Constraint: " << c.metric << (c.max ? fmt::format(" ≤ {}", *c.max) : "")
+       << (c.min ? fmt::format(" ≥ {}", *c.min) : "") << ".\n";
+
+  md << "\n## Setup\n\n";
+  md << "- Model: " << s.model << "\n";
+  md << fmt::format("- Hardware: {} × {} ({} GB each), {}\n", s.hardware.gpu_count, s.hardware.gpu,
+                    s.hardware.gpu_memory_gb, s.hardware.interconnect);
+  md << "- Engines:";
+  for (size_t i = 0; i < s.engines.size(); ++i)
+    md << (i ? "," : "") << " " << s.engines[i].name << " " << s.engines[i].version;
+  md << "\n";
+  md << "- Target: " << target_name(s.target) << (twin ? " (servelab's engine twin, predictions)" : " (real engines)")
+     << "\n";
+  md << "- Search: " << strategy_name(s.search.strategy) << ", " << s.repeats << " run(s) per point";
+  if (s.repeats >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
+  else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
+  md << "\n";
+  for (const auto& [k, v] : in.environment)
+    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab") md << "- " << k << ": " << v << "\n";
+
+  md << "\n### Workload scenarios\n\n| id | description | bench serve arguments |\n|---|---|---|\n";
+  for (const auto& sc : s.scenarios)
+    md << "| " << sc.id << " | " << md_escape(sc.description) << " | `" << md_escape(fmt::format("{}", fmt::join(sc.args, " ")))
+       << "` |\n";
+  md << "\nBench commands:\n\n";
+  for (const auto& sc : s.scenarios)
+    md << "- `servelab bench serve --model " << s.model << " "
+       << fmt::format("{}", fmt::join(s.bench_common_args, " ")) << " " << fmt::format("{}", fmt::join(sc.args, " "))
+       << "`\n";
+
+  md << "\n## Baselines\n\n";
+  for (const auto& p : o.engines) {
+    md << "### " << p.engine << " " << s.engine(p.engine).version << " — baseline\n\n";
+    md << "```\n" << p.baseline.shell << "\n```\n\n";
+    if (p.baseline.feasible) {
+      md << metric << ": **" << est_text(p.baseline.objective, p.baseline.predicted) << "**\n\n";
+      result_block(md, p.baseline, s.objective.scenarios.front());
+    } else {
+      failure_text(md, in, p.baseline);
+    }
+    md << "\n";
+  }
+
+  if (o.strategy == Strategy::kGreedy) {
+    md << "## Optimizations tried (greedy, one knob at a time on top of the best so far)\n\n";
+    for (const auto& p : o.engines) {
+      md << "### " << p.engine << "\n\n| # | change | " << metric << " | vs best so far | decision |\n|---|---|---|---|---|\n";
+      int i = 1;
+      for (const auto& st : p.steps)
+        md << "| " << i++ << " | " << st.knob << "=" << st.value << " | "
+           << (st.eval.feasible ? est_text(st.eval.objective, st.eval.predicted) : "failed") << " | "
+           << (st.eval.feasible ? pct(st.gain_pct) : "—") << " | " << md_escape(st.decision) << " |\n";
+      md << "\n";
+      i = 1;
+      for (const auto& st : p.steps) {
+        md << "#### " << p.engine << " #" << i++ << ": " << st.knob << "=" << st.value << "\n\n```\n"
+           << st.eval.shell << "\n```\n\n";
+        if (st.eval.feasible) result_block(md, st.eval, s.objective.scenarios.front());
+        else failure_text(md, in, st.eval);
+        md << "\n";
+      }
+    }
+    GainTable g = gain_table(o);
+    md << "## Gains along the greedy path\n\nEach step relative to the step before it.\n\n"
+       << "| optimization | " << metric << " gain |\n|---|---|\n";
+    for (const auto& r : g.rows) md << "| " << md_escape(r.optimization) << " | " << pct(r.gain_pct) << " |\n";
+    if (!g.no_gain.empty()) md << "| " << fmt::format("{}", fmt::join(g.no_gain, ", ")) << " | no gain |\n";
+    md << "| total over the baseline | " << pct(g.total_pct) << " |\n\n";
+  } else {
+    md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | " << metric
+       << " |\n|---|---|---|---|\n";
+    int i = 1;
+    for (const auto& e : o.ranked)
+      md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
+         << (e.feasible ? est_text(e.objective, e.predicted) : "failed: " + md_escape(e.reason)) << " |\n";
+    md << "\n";
+  }
+
+  if (o.ranking) {
+    const auto& r = *o.ranking;
+    md << "## How the twin's ranking held on the target\n\n| config | predicted | measured |\n|---|---|---|\n";
+    for (size_t i = 0; i < r.keys.size(); ++i)
+      md << "| " << md_escape(r.keys[i]) << " | " << fmt::format("{:.2f}", r.predicted[i]) << " | "
+         << fmt::format("{:.2f}", r.measured[i]) << " |\n";
+    md << fmt::format("\nSpearman ρ = {:.3f}, Kendall τ = {:.3f} over the top {}.\n\n", r.spearman, r.kendall,
+                      r.keys.size());
+  }
+
+  md << "## Best configuration\n\n" << o.best.config.engine << " " << o.best.label << ": **"
+     << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n";
+
+  md << "## Generalization: baseline vs best on every scenario\n\n"
+     << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}.\n\n", o.best_baseline.config.engine,
+                    o.best_baseline.label, o.best.config.engine, o.best.label, metric)
+     << "| scenario | baseline | best | change |\n|---|---|---|---|\n";
+  for (const auto& r : o.generalization) {
+    md << "| " << r.scenario << " | "
+       << (r.baseline_failure.empty() ? est_text(r.baseline, twin) : "failed: " + md_escape(r.baseline_failure))
+       << " | " << (r.best_failure.empty() ? est_text(r.best, twin) : "failed: " + md_escape(r.best_failure))
+       << " | " << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << " |\n";
+  }
+
+  md << "\n## Recommended launch command\n\n"
+     << "Rule: a knob of the best configuration is kept only if removing it costs a significant amount on the "
+        "objective (more than the noise) **and** it does not lose on any scenario; a knob without which the "
+        "configuration fails is kept.\n\n";
+  if (!o.verdicts.empty()) {
+    md << "| knob | objective gain | per scenario | significant | holds everywhere | kept | why |\n"
+          "|---|---|---|---|---|---|---|\n";
+    for (const auto& v : o.verdicts) {
+      std::string per;
+      for (const auto& [id, ch] : v.scenario_change_pct) per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
+      md << "| " << v.knob << "=" << v.value << " | " << pct(v.objective_gain_pct) << " | " << per << " | "
+         << (v.significant ? "yes" : "no") << " | " << (v.holds_everywhere ? "yes" : "no") << " | "
+         << (v.recommended ? "**yes**" : "no") << " | " << md_escape(v.why) << " |\n";
+    }
+    md << "\n";
+  }
+  md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
+  if (o.recommended_eval.feasible)
+    md << metric << " of the recommended command: **" << est_text(o.recommended_eval.objective, o.recommended_eval.predicted)
+       << "**\n\n";
+
+  md << "## Failures\n\n";
+  bool any = false;
+  for (const auto& t : in.trials) {
+    if (t.outcome.status == TrialStatus::kOk) continue;
+    if (!any) md << "| engine | config | kind | reason |\n|---|---|---|---|\n";
+    any = true;
+    md << "| " << t.engine << " | " << md_escape(t.config_label) << " | " << trial_status_name(t.outcome.status)
+       << " | " << md_escape(t.outcome.reason) << " |\n";
+  }
+  if (!any) md << "None.\n";
+  md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";
+  return md.str();
+}
+
+std::string trials_csv(const std::vector<TrialRecord>& trials) {
+  static const std::vector<std::string> kCols = {
+      "Successful requests", "Benchmark duration (s)", "Total input tokens", "Total generated tokens",
+      "Request throughput (req/s)", "Request goodput (req/s)", "Output token throughput (tok/s)",
+      "Total Token throughput (tok/s)", "Mean TTFT (ms)", "Median TTFT (ms)", "P99 TTFT (ms)", "Mean TPOT (ms)",
+      "Median TPOT (ms)", "P99 TPOT (ms)", "Mean ITL (ms)", "Median ITL (ms)", "P99 ITL (ms)"};
+  auto q = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+  };
+  std::string out = "trial_key,engine,config,phase,repeat,status,reason,predicted,wall_s,command,scenario";
+  for (const auto& c : kCols) out += "," + q(c);
+  out += "\n";
+  for (const auto& t : trials) {
+    std::string head = fmt::format("{},{},{},{},{},{},{},{},{:.3f},{}", q(t.trial_key), q(t.engine), q(t.config_label),
+                                   q(t.phase), t.repeat, trial_status_name(t.outcome.status), q(t.outcome.reason),
+                                   t.outcome.predicted ? 1 : 0, t.outcome.wall_s, q(t.shell));
+    if (t.outcome.scenarios.empty()) {
+      out += head + ",";
+      for (size_t i = 0; i < kCols.size(); ++i) out += ",";
+      out += "\n";
+    }
+    for (const auto& s : t.outcome.scenarios) {
+      out += head + "," + q(s.scenario_id);
+      for (const auto& c : kCols) {
+        auto it = s.metrics.find(c);
+        out += it == s.metrics.end() ? "," : fmt::format(",{}", it->second);
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string trials_json(const std::vector<TrialRecord>& trials) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : trials) {
+    nlohmann::json j = {{"trial_key", t.trial_key}, {"engine", t.engine}, {"config_key", t.config_key},
+                        {"config", t.config_label}, {"phase", t.phase}, {"repeat", t.repeat},
+                        {"status", trial_status_name(t.outcome.status)}, {"reason", t.outcome.reason},
+                        {"predicted", t.outcome.predicted}, {"wall_s", t.outcome.wall_s}, {"argv", t.argv},
+                        {"env", t.env}, {"command", t.shell}};
+    nlohmann::json sc = nlohmann::json::object();
+    for (const auto& s : t.outcome.scenarios) sc[s.scenario_id] = s.metrics;
+    j["scenarios"] = sc;
+    arr.push_back(j);
+  }
+  return arr.dump(1);
+}
+
+std::filesystem::path chart_js_path() {
+  return common::cache_dir() / "npm" / "node_modules" / "chart.js" / "dist" / "chart.umd.js";
+}
+
+void write_report_files(const ReportInput& in, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    const auto p = dir / name;
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) throw std::runtime_error("cannot write " + p.string());
+  };
+  const std::string md = render_markdown(in);
+  write("report.md", md);
+  std::string chart;
+  try {
+    chart = common::read_file(chart_js_path());
+  } catch (const std::exception&) {
+    chart.clear();
+  }
+  write("report.html", render_html(in, md, chart));
+  write("trials.csv", trials_csv(in.trials));
+  write("trials.json", trials_json(in.trials));
+}
+
+}  // namespace servelab::tune

@@ -1,0 +1,131 @@
+#include "tune/tune.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "common/paths.h"
+#include "tune/local_runner.h"
+#include "tune/study_report.h"
+#include "tune/twin_runner.h"
+
+namespace servelab::tune {
+
+TrialRunner default_runner(const Study& study, Target target, const std::atomic<bool>* stop) {
+  if (target == Target::kTwin) {
+    if (!twin_available())
+      throw std::runtime_error("the twin target needs servelab's engine twin (src/sim), which is not part of this build");
+    return make_twin_runner(study);
+  }
+  ScenarioFn fn = bench_scenario_fn(study);
+  if (!fn)
+    throw std::runtime_error(
+        "the local target needs bench's in-process run API (src/bench), which is not part of this build yet; "
+        "use --target twin");
+  LocalRunnerOptions opt;
+  opt.host = study.host;
+  opt.port = study.port;
+  opt.run_scenario = std::move(fn);
+  opt.warmup_args = study.warmup_args;
+  opt.stop = stop;
+  // Per-engine readiness settings: one runner per engine, chosen per trial.
+  std::map<std::string, TrialRunner> per_engine;
+  for (const auto& e : study.engines) {
+    LocalRunnerOptions o = opt;
+    o.ready_paths = e.ready_paths;
+    o.ready_timeout_s = e.ready_timeout_s;
+    o.stop_grace_s = e.stop_grace_s;
+    per_engine[e.name] = make_local_runner(o);
+  }
+  return [per_engine](const TrialRequest& req) { return per_engine.at(req.engine)(req); };
+}
+
+std::string runner_data_note(const Study& study, Target target) {
+  if (target == Target::kTwin) return twin_data_note(study);
+  return "scenarios as given to bench serve (data directory " + common::data_dir().string() + ")";
+}
+
+namespace {
+
+std::map<std::string, std::string> environment(const Study& study, Target target) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  std::map<std::string, std::string> env = {
+      {"host", host},
+      {"servelab", "servelab 0.1.0"},
+      {"target", target_name(target)},
+      {"data", runner_data_note(study, target)},
+      {"data_dir", common::data_dir().string()},
+      {"wall_started", when},
+  };
+  for (const auto& e : study.engines) env["engine." + e.name] = e.version;
+  return env;
+}
+
+}  // namespace
+
+TuneResult run_study(const Study& study, const TuneOptions& opt) {
+  TuneResult res;
+  res.dir = opt.out_dir;
+  std::filesystem::create_directories(opt.out_dir);
+  Store store(opt.out_dir / "results.sqlite");
+  if (!opt.resume) store.clear_trials();
+  store.write_study(study.name, study.source_text, target_name(study.target), environment(study, study.target));
+  std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
+  if (opt.progress && opt.resume)
+    *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),
+                                 (opt.out_dir / "results.sqlite").string());
+  TrialRunner runner = opt.runner ? opt.runner : default_runner(study, study.target, opt.stop);
+  Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
+                   opt.out_dir / "logs");
+  std::optional<Evaluator> twin;
+  Evaluator* twin_ptr = nullptr;
+  if (study.search.strategy == Strategy::kTwinGuided) {
+    if (study.target == Target::kTwin) {
+      twin_ptr = &target;
+    } else {
+      TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
+      twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, opt.out_dir / "logs");
+      twin_ptr = &*twin;
+    }
+  }
+  res.outcome = run_search(study, target, twin_ptr);
+  res.trials_launched = target.launched() + (twin ? twin->launched() : 0);
+  store.mark_finished();
+  if (opt.write_report) {
+    ReportInput in{&study, &res.outcome, store.trials(), store.environment()};
+    write_report_files(in, opt.out_dir);
+  }
+  return res;
+}
+
+SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log) {
+  const auto db = dir / "results.sqlite";
+  if (!std::filesystem::exists(db)) throw std::runtime_error("no results database at " + db.string());
+  Store store(db);
+  auto toml = store.study_toml();
+  if (!toml) throw std::runtime_error(db.string() + " holds no study");
+  Study study = parse_study(*toml, db.string() + " (stored study)", common::data_dir());
+  auto trials = store.trials();
+  Evaluator target(study, nullptr, target_name(study.target), nullptr, trials, nullptr, nullptr, {});
+  std::optional<Evaluator> twin;
+  Evaluator* twin_ptr = nullptr;
+  if (study.search.strategy == Strategy::kTwinGuided) {
+    if (study.target == Target::kTwin) twin_ptr = &target;
+    else twin_ptr = &twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+  }
+  SearchOutcome out = run_search(study, target, twin_ptr);
+  ReportInput in{&study, &out, trials, store.environment()};
+  write_report_files(in, dir);
+  if (log)
+    *log << fmt::format("wrote {}/report.md, report.html, trials.csv, trials.json ({} trials{})\n", dir.string(),
+                        trials.size(), out.complete ? "" : "; the study is incomplete");
+  return out;
+}
+
+}  // namespace servelab::tune

@@ -1,0 +1,52 @@
+// servelab/tune: the public entry points behind `servelab tune STUDY.toml` and `servelab report DIR`.
+//
+//   Study study = load_study("studies/deepseek-v3.2-h200x8.toml", common::data_dir());
+//   TuneOptions opt;  opt.out_dir = "out/" + study.name;
+//   TuneResult r = run_study(study, opt);   // writes results.sqlite, report.md, report.html, trials.*
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+
+#include "tune/runner.h"
+#include "tune/search.h"
+#include "tune/study.h"
+
+namespace servelab::tune {
+
+struct TuneOptions {
+  std::filesystem::path out_dir;        ///< results.sqlite, report.*, logs/ go here (created)
+  bool resume = false;                  ///< keep finished trials of results.sqlite and skip them
+  std::ostream* progress = nullptr;     ///< progress lines (trial k of n, best so far, time left)
+  const std::atomic<bool>* stop = nullptr;  ///< set by Ctrl-C: the trial in flight is abandoned
+  TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
+  TrialRunner twin_runner;              ///< overrides the twin used by twin-guided ranking
+  bool write_report = true;
+};
+
+struct TuneResult {
+  SearchOutcome outcome;
+  std::filesystem::path dir;
+  int trials_launched = 0;
+};
+
+/// Runs a study end to end: opens (or, without resume, resets) out_dir/results.sqlite, records the study
+/// and environment, runs the search, writes the report files. Throws Interrupted when stopped (the
+/// database then holds every finished trial), StudyError / std::runtime_error for unusable setups (e.g.
+/// the target's runner is not available in this build).
+TuneResult run_study(const Study& study, const TuneOptions& options);
+
+/// Rebuilds the report of the study in `dir` (its results.sqlite) without running anything: the search is
+/// replayed over the stored trials; missing trials make a partial report. Returns the outcome.
+SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log);
+
+/// The runner for a target built into this binary: the twin (sim::predict in-process) or real engines
+/// (bench's library). Throws std::runtime_error naming what is missing from this build.
+TrialRunner default_runner(const Study& study, Target target, const std::atomic<bool>* stop);
+
+/// One line per data source the target's runner uses (for the report's "which data" line).
+std::string runner_data_note(const Study& study, Target target);
+
+}  // namespace servelab::tune

@@ -1,0 +1,172 @@
+// The twin runner: sim::predict in-process, metrics exactly as bench computes them.
+#include "tune/twin_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "engines/engines.h"
+#include "metrics/metrics.h"
+#include "report/report.h"
+#include "sim/hardware.h"
+#include "sim/sim.h"
+#include "tune/metrics_convert.h"
+
+namespace servelab::tune {
+
+namespace {
+
+struct ScenarioArgs {
+  std::string dataset = "random";
+  int num_prompts = 1000;
+  int input_len = 1024, output_len = 128;  // vLLM bench serve defaults for random
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1.0;
+  std::optional<int> max_concurrency;
+  std::uint64_t seed = 0;
+};
+
+ScenarioArgs parse_args(const std::vector<std::string>& args) {
+  ScenarioArgs a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string k = args[i], v;
+    if (auto eq = k.find('='); eq != std::string::npos && k.rfind("--", 0) == 0) {
+      v = k.substr(eq + 1);
+      k = k.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      v = args[i + 1];
+    }
+    auto take = [&]() -> const std::string& {
+      if (args[i].find('=') == std::string::npos) ++i;
+      return v;
+    };
+    try {
+      if (k == "--dataset-name") a.dataset = take();
+      else if (k == "--num-prompts") a.num_prompts = std::stoi(take());
+      else if (k == "--random-input-len") a.input_len = std::stoi(take());
+      else if (k == "--random-output-len") a.output_len = std::stoi(take());
+      else if (k == "--request-rate") a.request_rate = std::stod(take());
+      else if (k == "--burstiness") a.burstiness = std::stod(take());
+      else if (k == "--max-concurrency") a.max_concurrency = std::stoi(take());
+      else if (k == "--seed") a.seed = std::stoull(take());
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("bad value '{}' for {}", v, k));
+    }
+  }
+  return a;
+}
+
+std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a) {
+  if (a.dataset == "random") return sim::random_fixed(a.num_prompts, a.input_len, a.output_len);
+  if (a.dataset == "sharegpt" && a.num_prompts == 1000) {
+    auto s = sim::sharegpt_1000();
+    return {s.begin(), s.end()};
+  }
+  return sim::scenario_workload(sc.id);  // throws naming the id
+}
+
+TrialStatus classify(const std::string& reason) {
+  std::string r = reason;
+  std::transform(r.begin(), r.end(), r.begin(), ::tolower);
+  if (r.find("out of memory") != std::string::npos || r.find("oom") != std::string::npos ||
+      r.find("memory") != std::string::npos)
+    return TrialStatus::kOutOfMemory;
+  if (r.find("runtime") != std::string::npos || r.find("run time") != std::string::npos ||
+      r.find("run-time") != std::string::npos)
+    return TrialStatus::kCrashed;
+  return TrialStatus::kStartupRefused;
+}
+
+}  // namespace
+
+bool twin_available() { return true; }
+
+std::string twin_data_note(const Study& study) {
+  std::string out;
+  for (const auto& sc : study.scenarios) {
+    ScenarioArgs a = parse_args(sc.args);
+    std::string what = a.dataset == "random"
+                           ? fmt::format("{} × {}/{} tokens (fixed lengths)", a.num_prompts, a.input_len, a.output_len)
+                           : a.dataset == "sharegpt" && a.num_prompts == 1000
+                                 ? "the twin's ShareGPT-1000 workload (request lengths from real ShareGPT "
+                                   "conversations in shared/data, see scripts/calibrate_sharegpt1000.js)"
+                                 : "the twin's workload table for this id";
+    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", sc.id, what);
+  }
+  return out;
+}
+
+TrialRunner make_twin_runner(const Study& study) {
+  sim::Cluster cluster{sim::hardware_by_name(study.hardware.gpu), study.hardware.gpu_count};
+  metrics::MetricsOptions mopt;
+  if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end()) mopt.goodput.ttft_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) mopt.goodput.tpot_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) mopt.goodput.e2el_ms = it->second;
+  const std::string model = study.model;
+  return [cluster, mopt, model](const TrialRequest& req) -> TrialOutcome {
+    TrialOutcome out;
+    out.predicted = true;
+    const auto t0 = std::chrono::steady_clock::now();
+    engines::EngineConfig cfg;
+    try {
+      cfg = engines::parse_launch_command(req.argv, req.env);
+    } catch (const std::exception& e) {
+      out.status = TrialStatus::kStartupRefused;
+      out.reason = e.what();
+      return out;
+    }
+    for (const auto& sc : req.scenarios) {
+      ScenarioArgs a;
+      std::vector<sim::WorkloadRequest> reqs;
+      try {
+        a = parse_args(sc.args);
+        reqs = workload(sc, a);
+      } catch (const std::exception& e) {
+        out.status = TrialStatus::kError;
+        out.reason = fmt::format("scenario {}: {}", sc.id, e.what());
+        return out;
+      }
+      sim::WorkloadOptions wo;
+      wo.request_rate = a.request_rate;
+      wo.burstiness = a.burstiness;
+      wo.max_concurrency = a.max_concurrency;
+      wo.seed = a.seed;
+      sim::PredictResult pr = sim::predict(cfg, cluster, reqs, wo);
+      if (auto* f = std::get_if<sim::Failure>(&pr)) {
+        out.status = classify(f->reason);
+        out.reason = f->reason;
+        return out;
+      }
+      const auto& p = std::get<sim::Prediction>(pr);
+      double duration = p.twin.duration_s;
+      if (!(duration > 0))
+        for (const auto& o : p.outputs) duration = std::max(duration, o.send_time_s + o.latency_s);
+      if (!(duration > 0)) {
+        out.status = TrialStatus::kRequestsFailed;
+        out.reason = "the twin predicted no completed request for " + sc.id;
+        return out;
+      }
+      metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, mopt);
+      if (m.completed == 0) {
+        out.status = TrialStatus::kRequestsFailed;
+        out.reason = fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed);
+        return out;
+      }
+      report::RunInfo run;
+      run.backend = "openai-chat";
+      run.model_id = model;
+      run.num_prompts = static_cast<int>(reqs.size());
+      run.request_rate = a.request_rate;
+      run.burstiness = a.burstiness;
+      run.max_concurrency = a.max_concurrency;
+      out.scenarios.push_back(
+          scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{})));
+    }
+    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+}
+
+}  // namespace servelab::tune

@@ -1,0 +1,160 @@
+// Failure classification of the local runner, with small scripts as fake engines (timeouts ~1 s).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tune/local_runner.h"
+
+namespace servelab::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+const char* kServer = R"py(
+import http.server, os, sys, threading, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(('127.0.0.1', port), H)
+print('INFO: Application startup complete.', flush=True)
+if mode == 'crash':
+    def die():
+        time.sleep(0.4)
+        print('RuntimeError: CUDA error: an illegal memory access was encountered', flush=True)
+        os._exit(1)
+    threading.Thread(target=die, daemon=True).start()
+s.serve_forever()
+)py";
+
+struct LocalFixture : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("servelab-tune-local-" + std::to_string(getpid()));
+  int port = free_port();
+  void SetUp() override {
+    fs::create_directories(dir);
+    std::ofstream(dir / "server.py") << kServer;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path script(const std::string& name, const std::string& body) {
+    fs::path p = dir / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body;
+    fs::permissions(p, fs::perms::owner_all);
+    return p;
+  }
+  LocalRunnerOptions options(double scenario_s = 0.0, double successes = 10) {
+    LocalRunnerOptions o;
+    o.port = port;
+    o.ready_timeout_s = 1.5;
+    o.stop_grace_s = 1.0;
+    o.poll_interval_s = 0.05;
+    o.port_free_timeout_s = 2.0;
+    o.run_scenario = [scenario_s, successes](const Scenario& sc, const std::string& url, const std::atomic<bool>&) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(scenario_s));
+      ScenarioResult r;
+      r.metrics["Successful requests"] = successes;
+      r.metrics["Failed requests"] = 10 - successes;
+      r.metrics["Total Token throughput (tok/s)"] = 1234.5;
+      r.result_block = url;
+      return r;
+    };
+    return o;
+  }
+  TrialRequest request(const std::vector<std::string>& argv) {
+    TrialRequest r;
+    r.trial_key = "t";
+    r.engine = "e";
+    r.argv = argv;
+    r.env = {{"FAKE_ENGINE", "1"}};
+    r.scenarios = {Scenario{"s1", "", {}, 1.0}};
+    r.log_path = dir / "engine.log";
+    return r;
+  }
+  std::vector<std::string> server(const std::string& mode) {
+    return {"/usr/bin/python3", (dir / "server.py").string(), std::to_string(port), mode};
+  }
+};
+
+TEST_F(LocalFixture, RefusedAtStartupKeepsTheEnginesMessage) {
+  auto p = script("refuse.sh",
+                  "echo 'INFO starting'\n"
+                  "echo \"ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this "
+                  "configuration. Reason: ['sparse not supported']\" >&2\necho 'further noise'\nexit 1\n");
+  TrialOutcome o = make_local_runner(options())(request({p.string()}));
+  EXPECT_EQ(o.status, TrialStatus::kStartupRefused);
+  EXPECT_EQ(o.reason,
+            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. Reason: "
+            "['sparse not supported']");
+  EXPECT_NE(o.log_tail.find("INFO starting"), std::string::npos);
+}
+
+TEST_F(LocalFixture, OutOfMemoryAtStartup) {
+  auto p = script("oom.sh", "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'\nexit 1\n");
+  TrialOutcome o = make_local_runner(options())(request({p.string()}));
+  EXPECT_EQ(o.status, TrialStatus::kOutOfMemory);
+  EXPECT_NE(o.reason.find("Tried to allocate 2.00 GiB"), std::string::npos) << o.reason;
+}
+
+TEST_F(LocalFixture, NeverReadyIsStoppedAndClassified) {
+  auto p = script("never.sh", "echo loading weights\nexec sleep 30\n");
+  auto t0 = std::chrono::steady_clock::now();
+  TrialOutcome o = make_local_runner(options())(request({p.string()}));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(o.status, TrialStatus::kNotReady);
+  EXPECT_NE(o.reason.find("not ready after 2 s"), std::string::npos) << o.reason;
+  EXPECT_LT(s, 6.0);  // SIGTERM ended it; it did not sleep 30 s
+}
+
+TEST_F(LocalFixture, CrashMidRun) {
+  TrialOutcome o = make_local_runner(options(1.0))(request(server("crash")));
+  EXPECT_EQ(o.status, TrialStatus::kCrashed);
+  EXPECT_NE(o.reason.find("RuntimeError: CUDA error: an illegal memory access"), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("exit status 1"), std::string::npos) << o.reason;
+}
+
+TEST_F(LocalFixture, RequestsFailing) {
+  TrialOutcome o = make_local_runner(options(0.0, 0))(request(server("ok")));
+  EXPECT_EQ(o.status, TrialStatus::kRequestsFailed);
+  EXPECT_EQ(o.reason, "no request of scenario s1 succeeded (10 failed)");
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);  // stopped, port free
+}
+
+TEST_F(LocalFixture, HealthyEngineRunsEveryScenarioAndIsStopped) {
+  TrialRequest req = request(server("ok"));
+  req.scenarios.push_back(Scenario{"s2", "", {}, 1.0});
+  TrialOutcome o = make_local_runner(options())(req);
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason << o.log_tail;
+  ASSERT_EQ(o.scenarios.size(), 2u);
+  EXPECT_EQ(o.scenarios[1].scenario_id, "s2");
+  EXPECT_EQ(o.scenarios[0].result_block, "http://127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);
+}
+
+TEST(LogPatterns, ErrorLineAndOom) {
+  EXPECT_EQ(error_line("a\nTraceback:\n  File x\nValueError: bad thing\n\nINFO done\n"), "ValueError: bad thing");
+  EXPECT_EQ(error_line("Usage: trtllm-serve\nError: No such option: --foo\n"), "Error: No such option: --foo");
+  EXPECT_EQ(error_line("just text\nlast line\n"), "last line");
+  EXPECT_TRUE(log_shows_oom("torch.OutOfMemoryError: CUDA out of memory."));
+  EXPECT_FALSE(log_shows_oom("ValueError: Selected backend"));
+}
+
+}  // namespace
+}  // namespace servelab::tune

@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include "test_study.h"
+#include "tune/study_report.h"
+
+namespace servelab::tune {
+namespace {
+
+struct Fixture {
+  Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
+  Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
+  SearchOutcome outcome = run_search(study, ev, nullptr);
+};
+
+TEST(Report, GainTableMatchesHandComputedValues) {
+  Fixture f;
+  GainTable g = gain_table(f.outcome);
+  ASSERT_EQ(g.rows.size(), 2u);
+  // a baseline 100 → b tp4-dp2 135: +35%; then ctx 135 → 148.5: +10%; total 148.5/100: +48.5%.
+  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2 (a baseline → b layout=tp4-dp2)");
+  EXPECT_NEAR(g.rows[0].gain_pct, 35.0, 1e-9);
+  EXPECT_EQ(g.rows[1].optimization, "ctx=32768");
+  EXPECT_NEAR(g.rows[1].gain_pct, 10.0, 1e-9);
+  EXPECT_EQ(g.no_gain, (std::vector<std::string>{"flag"}));
+  EXPECT_NEAR(g.total_pct, 48.5, 1e-9);
+}
+
+TEST(Report, MarkdownHasTheStudyShape) {
+  Fixture f;
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {{"data", "fake"}}};
+  const std::string md = render_markdown(in);
+  for (const char* s : {"## Goal", "## Setup", "### Workload scenarios", "## Baselines", "## Optimizations tried",
+                        "## Gains along the greedy path", "## Generalization", "## Recommended launch command",
+                        "| layout=tp4-dp2 (a baseline → b layout=tp4-dp2) | +35.00% |", "| ctx=32768 | +10.00% |",
+                        "| flag | no gain |", "| total over the baseline | +48.50% |", "| s2 | 50.00 (predicted) | 64.12 (predicted) | +28.25% |",
+                        "predicted", "rejected", "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 --dp-size 2\n"})
+    EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
+  const std::string html = render_html(in, md, "/*chartjs*/");
+  EXPECT_NE(html.find("/*chartjs*/"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Gains along the greedy path</h2>"), std::string::npos);
+  EXPECT_NE(html.find("PREDICTED"), std::string::npos);
+  EXPECT_NE(html.find("new Chart("), std::string::npos);
+  const std::string csv = trials_csv(in.trials);
+  EXPECT_EQ(csv.rfind("trial_key,engine,config,phase", 0), 0u);
+  EXPECT_NE(csv.find("\"twin|b{layout=tp4-dp2,ctx=32768}|s1|r0\",b,layout=tp4-dp2 + ctx=32768,greedy,0,ok,,1,"), std::string::npos) << csv;
+  EXPECT_NE(trials_json(in.trials).find("\"status\": \"rejected\""), std::string::npos);
+}
+
+TEST(Report, ParetoFront) {
+  // (tpot, throughput): (10,100) (20,150) (15,90) (30,140) (5,50) → front by TPOT: 5/50, 10/100, 20/150.
+  auto f = pareto_front({{10, 100}, {20, 150}, {15, 90}, {30, 140}, {5, 50}});
+  EXPECT_EQ(f, (std::vector<size_t>{4, 0, 1}));
+}
+
+}  // namespace
+}  // namespace servelab::tune

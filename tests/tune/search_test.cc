@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_study.h"
+#include "tune/search.h"
+#include "tune/stats.h"
+
+namespace servelab::tune {
+namespace {
+
+Study small(const std::string& extra = "") {
+  return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data");
+}
+
+Evaluator make(const Study& s, TrialRunner r, const std::string& tag = "twin") {
+  return Evaluator(s, std::move(r), tag, nullptr, {}, nullptr, nullptr, {});
+}
+
+TEST(Greedy, FollowsTheHandComputedPath) {
+  Study s = small();
+  int launches = 0;
+  Evaluator ev = make(s, testing::fake_runner(&launches));
+  SearchOutcome o = run_search(s, ev, nullptr);
+  ASSERT_EQ(o.engines.size(), 2u);
+  // Engine a: tp4-dp2 kept (+20%), tp3 rejected, ctx +0.3% < 0.5% not significant.
+  const EnginePath& a = o.engines[0];
+  EXPECT_DOUBLE_EQ(a.baseline.objective.mean, 100);
+  ASSERT_EQ(a.steps.size(), 3u);
+  EXPECT_EQ(a.steps[0].value, "tp4-dp2");
+  EXPECT_EQ(a.steps[0].decision, "kept");
+  EXPECT_NEAR(a.steps[0].gain_pct, 20.0, 1e-9);
+  EXPECT_EQ(a.steps[1].decision, "rejected: layout tp3 uses 3 GPUs, which does not divide the node's 8");
+  EXPECT_EQ(a.steps[2].decision, "not significant");
+  EXPECT_NEAR(a.best.objective.mean, 120, 1e-9);
+  // Engine b: tp4-dp2 kept, ctx kept, flag no gain.
+  const EnginePath& b = o.engines[1];
+  ASSERT_EQ(b.steps.size(), 4u);
+  EXPECT_EQ(b.steps[2].knob, "ctx");
+  EXPECT_EQ(b.steps[2].decision, "kept");
+  EXPECT_EQ(b.steps[3].decision, "no gain");
+  EXPECT_NEAR(b.best.objective.mean, 148.5, 1e-9);
+  EXPECT_EQ(o.best.key, "b{layout=tp4-dp2,ctx=32768}");
+  EXPECT_EQ(o.best_baseline.key, "a{}");
+  // Generalization on s2: baseline a 50, best b 90*1.5*0.5*0.95 = 64.125.
+  ASSERT_EQ(o.generalization.size(), 2u);
+  EXPECT_NEAR(o.generalization[1].baseline.mean, 50, 1e-9);
+  EXPECT_NEAR(o.generalization[1].best.mean, 64.125, 1e-9);
+  EXPECT_NEAR(o.generalization[1].change_pct, 28.25, 1e-9);
+  // Verdicts: layout recommended; ctx loses 5% on s2, dropped.
+  ASSERT_EQ(o.verdicts.size(), 2u);
+  EXPECT_EQ(o.verdicts[0].knob, "layout");
+  EXPECT_TRUE(o.verdicts[0].recommended);
+  EXPECT_NEAR(o.verdicts[0].objective_gain_pct, 50.0, 1e-9);
+  EXPECT_EQ(o.verdicts[1].knob, "ctx");
+  EXPECT_TRUE(o.verdicts[1].significant);
+  EXPECT_FALSE(o.verdicts[1].holds_everywhere);
+  EXPECT_NEAR(o.verdicts[1].scenario_change_pct.at("s2"), -5.0, 1e-9);
+  EXPECT_FALSE(o.verdicts[1].recommended);
+  EXPECT_EQ(o.recommended.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}}));
+  EXPECT_EQ(o.recommended_command.shell(),
+            "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 --dp-size 2");
+  // 7 search launches + 2 generalization + 2 ablation; rejected configs never launch.
+  EXPECT_EQ(launches, 11);
+  EXPECT_TRUE(o.complete);
+}
+
+TEST(Grid, EvaluatesThePrunedProductAndPicksTheBest) {
+  Study s = small("\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  int launches = 0;
+  Evaluator ev = make(s, testing::fake_runner(&launches));
+  SearchOutcome o = run_search(s, ev, nullptr);
+  EXPECT_EQ(o.ranked.size(), 18u);
+  EXPECT_EQ(o.best.key, "b{layout=tp4-dp2,ctx=32768}");
+  // 18 points, 6 with tp3 rejected; +2 generalization runs on s2.
+  EXPECT_EQ(launches, 12 + 2);
+  EXPECT_FALSE(o.ranked.back().feasible);
+}
+
+TEST(TwinGuided, MeasuresTopKAndReportsRankAgreement) {
+  Study s = small("\n[search]\nstrategy = \"twin-guided\"\ntop_k = 3\nablation = false\n");
+  s.target = Target::kLocal;
+  Evaluator twin = make(s, testing::fake_runner(), "twin");
+  // The "real" engine disagrees with the twin: flag=true helps b by 30% instead of costing 10%.
+  int launches = 0;
+  TrialRunner real = [&](const TrialRequest& req) {
+    TrialOutcome out = testing::fake_runner(&launches)(req);
+    if (req.config_key.find("flag=true") != std::string::npos)
+      for (auto& sc : out.scenarios) sc.metrics["Total Token throughput (tok/s)"] *= 1.3 / 0.9;
+    return out;
+  };
+  Evaluator target = make(s, real, "local");
+  SearchOutcome o = run_search(s, target, &twin);
+  ASSERT_TRUE(o.ranking);
+  // Twin top 3: b{tp4-dp2,ctx} 148.5, b{tp4-dp2,ctx,flag} 133.65, b{tp4-dp2} 135 → sorted 148.5, 135, 133.65.
+  ASSERT_EQ(o.ranking->keys.size(), 3u);
+  EXPECT_EQ(o.ranking->keys[0], "b{layout=tp4-dp2,ctx=32768}");
+  EXPECT_EQ(o.ranking->keys[1], "b{layout=tp4-dp2}");
+  EXPECT_EQ(o.ranking->keys[2], "b{layout=tp4-dp2,ctx=32768,flag=true}");
+  // Measured: 148.5, 135, 193.05 → ranks (2,1,3) vs predicted (3,2,1): Spearman -0.5, Kendall -1/3.
+  EXPECT_NEAR(o.ranking->spearman, -0.5, 1e-12);
+  EXPECT_NEAR(o.ranking->kendall, -1.0 / 3.0, 1e-12);
+  EXPECT_EQ(o.best.key, "b{layout=tp4-dp2,ctx=32768,flag=true}");
+  EXPECT_FALSE(o.best.predicted);
+}
+
+TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
+  Study s = small();
+  s.repeats = 3;
+  // ±5% alternating noise on every run: b's ctx gain (+10%) stays significant only if the t-test says so.
+  int call = 0;
+  TrialRunner noisy = [&](const TrialRequest& req) {
+    TrialOutcome out = testing::fake_runner()(req);
+    const double f = (call++ % 3 == 0) ? 1.05 : (call % 3 == 0 ? 0.95 : 1.0);
+    for (auto& sc : out.scenarios) sc.metrics["Total Token throughput (tok/s)"] *= f;
+    return out;
+  };
+  Evaluator ev = make(s, noisy);
+  SearchOutcome o = run_search(s, ev, nullptr);
+  const EnginePath& a = o.engines[0];
+  EXPECT_EQ(a.baseline.objective.n, 3);
+  EXPECT_GT(a.baseline.objective.ci95_half, 0);
+  // a's ctx (+0.3%) is far inside ±5% noise.
+  EXPECT_EQ(a.steps[2].decision.rfind("not significant", 0) == 0 || a.steps[2].decision == "no gain", true)
+      << a.steps[2].decision;
+  EXPECT_FALSE(a.steps[2].kept);
+  EXPECT_TRUE(a.steps[0].kept);  // +20% is well outside it
+}
+
+TEST(Stats, EstimateWelchAndRankCorrelations) {
+  Estimate e = estimate({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(e.mean, 2.5);
+  EXPECT_NEAR(e.stddev, 1.2909944487358056, 1e-12);
+  EXPECT_NEAR(e.ci95_half, 3.182 * 1.2909944487358056 / 2.0, 1e-12);
+  EXPECT_EQ(estimate({5}).ci95_half, 0);
+  EXPECT_TRUE(welch_significant(estimate({10, 10.1, 9.9}), estimate({12, 12.1, 11.9})));
+  EXPECT_FALSE(welch_significant(estimate({10, 11, 9}), estimate({10.5, 11.5, 9.5})));
+  EXPECT_NEAR(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0, 1e-12);
+  EXPECT_NEAR(spearman({1, 2, 3}, {3, 2, 1}), -1.0, 1e-12);
+  EXPECT_NEAR(kendall_tau({1, 2, 3, 4}, {1, 3, 2, 4}), 4.0 / 6.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace servelab::tune
