@@ -65,7 +65,9 @@ bool is_int_kind(ValueKind k) {
 double sequence_ratio(const std::string& a, const std::string& b) {
   // Recursive longest-match decomposition, as difflib.get_matching_blocks.
   std::size_t matches = 0;
-  struct Range { std::size_t alo, ahi, blo, bhi; };
+  struct Range {
+    std::size_t alo, ahi, blo, bhi;
+  };
   std::vector<Range> queue{{0, a.size(), 0, b.size()}};
   while (!queue.empty()) {
     Range r = queue.back();
@@ -115,21 +117,23 @@ std::string argparse_value(const FlagSpec& spec, const std::string& action_name,
     }
     case ValueKind::kHumanInt: {
       std::string t = strip(v);
-      if (!t.empty() && std::string("KMGT").find(t.back()) != std::string::npos && t.find('.') != std::string::npos) {
+      if (!t.empty() && std::string("KMGT").find(t.back()) != std::string::npos &&
+          t.find('.') != std::string::npos) {
         std::string number = t.substr(0, t.size() - 1);
         bool numeric = !number.empty() && std::all_of(number.begin(), number.end(), [](char c) {
           return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
         });
         if (numeric) {
           std::string lower(1, static_cast<char>(std::tolower(static_cast<unsigned char>(t.back()))));
-          argparse_error(s, "argument " + action_name + ": Decimals are not allowed with binary suffixes like " +
-                                t.substr(t.size() - 1) + ". Did you mean to use " + number + lower +
-                                " instead?");
+          argparse_error(
+              s, "argument " + action_name + ": Decimals are not allowed with binary suffixes like " +
+                     t.substr(t.size() - 1) + ". Did you mean to use " + number + lower + " instead?");
         }
       }
       auto n = human_readable_int(v);
       if (!n)
-        argparse_error(s, "argument " + action_name + ": invalid human_readable_int value: " + python_repr(v));
+        argparse_error(s,
+                       "argument " + action_name + ": invalid human_readable_int value: " + python_repr(v));
       stored = std::to_string(*n);
       break;
     }
@@ -153,9 +157,9 @@ std::string argparse_value(const FlagSpec& spec, const std::string& action_name,
     std::vector<std::string> reprs;
     for (const auto& c : spec.choices) reprs.push_back(is_int_kind(spec.kind) ? c : python_repr(c));
     // Python 3.12 format: invalid choice: <repr> (choose from <repr>, <repr>).
-    argparse_error(s, "argument " + action_name + ": invalid choice: " +
-                          (is_int_kind(spec.kind) ? stored : python_repr(stored)) + " (choose from " +
-                          join(reprs, ", ") + ")");
+    argparse_error(s, "argument " + action_name +
+                          ": invalid choice: " + (is_int_kind(spec.kind) ? stored : python_repr(stored)) +
+                          " (choose from " + join(reprs, ", ") + ")");
   }
   return stored;
 }
@@ -196,7 +200,8 @@ std::optional<long long> python_int(const std::string& text) {
   if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits[0]))) return std::nullopt;
   auto cleaned = drop_digit_underscores(digits);
   if (!cleaned) return std::nullopt;
-  if (!std::all_of(cleaned->begin(), cleaned->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (!std::all_of(cleaned->begin(), cleaned->end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::nullopt;
   errno = 0;
   long long v = std::strtoll(cleaned->c_str(), nullptr, 10);
@@ -214,7 +219,8 @@ std::optional<double> python_float(const std::string& text) {
   if (body == "inf" || body == "infinity") return sign * std::numeric_limits<double>::infinity();
   if (body == "nan") return std::numeric_limits<double>::quiet_NaN();
   for (char c : body)
-    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == '+' || c == '-' || c == '_'))
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == '+' || c == '-' ||
+          c == '_'))
       return std::nullopt;
   auto cleaned = drop_digit_underscores(body);
   if (!cleaned || cleaned->empty()) return std::nullopt;
@@ -222,7 +228,8 @@ std::optional<double> python_float(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(begin, &end);
   if (end != begin + cleaned->size()) return std::nullopt;
-  if (!std::any_of(cleaned->begin(), cleaned->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (!std::any_of(cleaned->begin(), cleaned->end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::nullopt;
   return sign * v;
 }
@@ -238,10 +245,12 @@ std::optional<long long> human_readable_int(const std::string& text) {
     // re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
     auto dot = number.find('.');
     auto all_digits = [](const std::string& s) {
-      return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      return !s.empty() && std::all_of(s.begin(), s.end(),
+                                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     };
-    bool number_ok = dot == std::string::npos ? all_digits(number)
-                                              : all_digits(number.substr(0, dot)) && all_digits(number.substr(dot + 1));
+    bool number_ok = dot == std::string::npos
+                         ? all_digits(number)
+                         : all_digits(number.substr(0, dot)) && all_digits(number.substr(dot + 1));
     constexpr double kMax = 9.0e18;  // keep the product inside long long
     if (number_ok && kDecimal.count(suffix)) {
       double v = std::strtod(number.c_str(), nullptr) * kDecimal.at(suffix);
@@ -263,11 +272,16 @@ std::string python_repr(const std::string& text) {
   char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
   for (unsigned char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == static_cast<unsigned char>(quote)) out += std::string("\\") + quote;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == static_cast<unsigned char>(quote))
+      out += std::string("\\") + quote;
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       static const char* kHex = "0123456789abcdef";
       out += "\\x";
@@ -281,7 +295,8 @@ std::string python_repr(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> close_matches(const std::string& word, const std::vector<std::string>& possibilities) {
+std::vector<std::string> close_matches(const std::string& word,
+                                       const std::vector<std::string>& possibilities) {
   std::vector<std::pair<double, std::string>> scored;
   for (const auto& p : possibilities) {
     double r = sequence_ratio(p, word);
@@ -302,8 +317,12 @@ int to_int(const std::string& text) {
     throw std::invalid_argument("value " + text + " is out of range for servelab's 32-bit engine knobs");
   return static_cast<int>(v);
 }
-double to_double(const std::string& text) { return python_float(text).value_or(0.0); }
-bool to_bool(const std::string& text) { return text == "true"; }
+double to_double(const std::string& text) {
+  return python_float(text).value_or(0.0);
+}
+bool to_bool(const std::string& text) {
+  return text == "true";
+}
 
 ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<std::string>& args,
                           const ArgparseSettings& s) {
@@ -352,8 +371,10 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
     } else {
       std::string short_prefix = t.substr(0, 2);
       for (const auto& e : entries) {
-        if (e.name == short_prefix) tuples.emplace_back(&e, t.substr(2));
-        else if (e.name.rfind(t, 0) == 0) tuples.emplace_back(&e, std::nullopt);
+        if (e.name == short_prefix)
+          tuples.emplace_back(&e, t.substr(2));
+        else if (e.name.rfind(t, 0) == 0)
+          tuples.emplace_back(&e, std::nullopt);
       }
     }
     if (tuples.size() > 1) {
@@ -394,8 +415,10 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
     if (is_double_dash[i]) continue;
     const Classified& c = cls[i];
     if (c.kind == Classified::kPositional) {
-      if (out.positionals.size() < s.max_positionals) out.positionals.push_back(args[i]);
-      else extras.push_back(args[i]);
+      if (out.positionals.size() < s.max_positionals)
+        out.positionals.push_back(args[i]);
+      else
+        extras.push_back(args[i]);
       continue;
     }
     if (c.kind == Classified::kUnknown) {
@@ -414,7 +437,8 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
       case ValueKind::kStoreTrue:
       case ValueKind::kBoolOptional:
         if (c.explicit_arg)
-          argparse_error(s, "argument " + action_name + ": ignored explicit argument " + python_repr(*c.explicit_arg));
+          argparse_error(
+              s, "argument " + action_name + ": ignored explicit argument " + python_repr(*c.explicit_arg));
         pf.values = {c.negated ? "false" : "true"};
         break;
       case ValueKind::kStringList:
@@ -423,7 +447,8 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
           pf.values.push_back(argparse_value(spec, action_name, *c.explicit_arg, s));
         } else {
           while (next_is_value(i + 1)) pf.values.push_back(argparse_value(spec, action_name, args[++i], s));
-          if (pf.values.empty()) argparse_error(s, "argument " + action_name + ": expected at least one argument");
+          if (pf.values.empty())
+            argparse_error(s, "argument " + action_name + ": expected at least one argument");
         }
         break;
       default:
@@ -529,9 +554,11 @@ ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std
       if (!n) fail("Invalid value for " + hint + ": " + python_repr(v) + " is not a valid integer.");
       v = std::to_string(*n);
     } else if (spec->kind == ValueKind::kFloat) {
-      if (!python_float(v)) fail("Invalid value for " + hint + ": " + python_repr(v) + " is not a valid float.");
+      if (!python_float(v))
+        fail("Invalid value for " + hint + ": " + python_repr(v) + " is not a valid float.");
     }
-    if (!spec->choices.empty() && std::find(spec->choices.begin(), spec->choices.end(), v) == spec->choices.end()) {
+    if (!spec->choices.empty() &&
+        std::find(spec->choices.begin(), spec->choices.end(), v) == spec->choices.end()) {
       std::vector<std::string> reprs;
       for (const auto& c : spec->choices) reprs.push_back(python_repr(c));
       fail("Invalid value for " + hint + ": " + python_repr(v) +
@@ -543,7 +570,8 @@ ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std
   out.positionals.push_back(positionals[0]);
   if (positionals.size() > 1) {
     std::vector<std::string> extra(positionals.begin() + 1, positionals.end());
-    fail(std::string(extra.size() == 1 ? "Got unexpected extra argument (" : "Got unexpected extra arguments (") +
+    fail(std::string(extra.size() == 1 ? "Got unexpected extra argument ("
+                                       : "Got unexpected extra arguments (") +
          join(extra, " ") + ")");
   }
   return out;

@@ -29,7 +29,7 @@ using ApplyFn = void (*)(EngineConfig&, const std::vector<std::string>& values);
 
 /// One option of an engine CLI.
 struct FlagSpec {
-  std::vector<std::string> names;    ///< option strings in the engine's declaration order; names[0] canonical
+  std::vector<std::string> names;  ///< option strings in the engine's declaration order; names[0] canonical
   ValueKind kind = ValueKind::kString;
   std::vector<std::string> choices;  ///< allowed values (empty = any)
   ApplyFn apply = nullptr;           ///< nullptr = real option, not modelled (recorded in unmodelled_options)
@@ -50,11 +50,11 @@ struct ParsedArgs {
 
 /// argparse emulation settings.
 struct ArgparseSettings {
-  std::string prog;                  ///< "vllm serve", "launch_server.py"
+  std::string prog;  ///< "vllm serve", "launch_server.py"
   EngineKind kind = EngineKind::kVllm;
-  std::size_t max_positionals = 0;   ///< positional slots (vLLM serve: model_tag nargs='?')
+  std::size_t max_positionals = 0;  ///< positional slots (vLLM serve: model_tag nargs='?')
   bool allow_abbrev = true;
-  const FlagSpec* required = nullptr;///< a required option (SGLang --model-path) or nullptr
+  const FlagSpec* required = nullptr;  ///< a required option (SGLang --model-path) or nullptr
   /// Program named in "unrecognized arguments" errors when it differs from `prog`: with argparse
   /// subparsers (`vllm serve`) the top-level parser ("vllm") reports leftover arguments.
   std::string unrecognized_prog;
@@ -84,7 +84,8 @@ std::optional<long long> human_readable_int(const std::string& text);
 /// Python repr() of a str.
 std::string python_repr(const std::string& text);
 /// difflib.get_close_matches(word, possibilities, n=3, cutoff=0.6) (SequenceMatcher ratio).
-std::vector<std::string> close_matches(const std::string& word, const std::vector<std::string>& possibilities);
+std::vector<std::string> close_matches(const std::string& word,
+                                       const std::vector<std::string>& possibilities);
 
 /// Helpers for ApplyFn implementations (values already validated by the parser).
 int to_int(const std::string& text);

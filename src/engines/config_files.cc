@@ -30,8 +30,10 @@ std::pair<std::vector<std::string>, std::vector<std::string>> yaml_to_args(const
     if (kind == EngineKind::kSglang) std::replace(flag.begin(), flag.end(), '_', '-');
     if (value.is_null()) continue;
     if (value.is_boolean()) {
-      if (value.get<bool>()) front.push_back(flag);
-      else if (kind == EngineKind::kVllm) front.push_back("--no-" + flag.substr(2));
+      if (value.get<bool>())
+        front.push_back(flag);
+      else if (kind == EngineKind::kVllm)
+        front.push_back("--no-" + flag.substr(2));
     } else if (value.is_array()) {
       lists.push_back(flag);
       for (const auto& item : value) lists.push_back(scalar_text(item));
@@ -54,17 +56,20 @@ void flatten(const json& v, const std::string& prefix, std::vector<EngineOption>
 }
 
 int as_int(const json& v, const std::string& key) {
-  if (!v.is_number_integer()) throw std::invalid_argument("extra_llm_api_options: " + key + " must be an integer, got " + v.dump());
+  if (!v.is_number_integer())
+    throw std::invalid_argument("extra_llm_api_options: " + key + " must be an integer, got " + v.dump());
   return v.get<int>();
 }
 
 double as_double(const json& v, const std::string& key) {
-  if (!v.is_number()) throw std::invalid_argument("extra_llm_api_options: " + key + " must be a number, got " + v.dump());
+  if (!v.is_number())
+    throw std::invalid_argument("extra_llm_api_options: " + key + " must be a number, got " + v.dump());
   return v.get<double>();
 }
 
 bool as_bool(const json& v, const std::string& key) {
-  if (!v.is_boolean()) throw std::invalid_argument("extra_llm_api_options: " + key + " must be true/false, got " + v.dump());
+  if (!v.is_boolean())
+    throw std::invalid_argument("extra_llm_api_options: " + key + " must be true/false, got " + v.dump());
   return v.get<bool>();
 }
 
@@ -72,33 +77,49 @@ EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
   EngineConfig c = in;
   if (!doc.is_object()) throw std::invalid_argument("extra_llm_api_options: the document must be a mapping");
   for (const auto& [key, v] : doc.items()) {
-    if (key == "tensor_parallel_size") c.tp = as_int(v, key);
-    else if (key == "pipeline_parallel_size") c.pp = as_int(v, key);
-    else if (key == "moe_expert_parallel_size") c.ep = as_int(v, key);
-    else if (key == "enable_attention_dp") c.enable_dp_attention = as_bool(v, key);
-    else if (key == "max_batch_size") c.max_num_seqs = as_int(v, key);
-    else if (key == "max_num_tokens") c.max_num_batched_tokens = as_int(v, key);
-    else if (key == "max_seq_len") c.max_model_len = as_int(v, key);
-    else if (key == "enable_chunked_prefill") c.enable_chunked_prefill = as_bool(v, key);
-    else if (key == "trust_remote_code") c.trust_remote_code = as_bool(v, key);
+    if (key == "tensor_parallel_size")
+      c.tp = as_int(v, key);
+    else if (key == "pipeline_parallel_size")
+      c.pp = as_int(v, key);
+    else if (key == "moe_expert_parallel_size")
+      c.ep = as_int(v, key);
+    else if (key == "enable_attention_dp")
+      c.enable_dp_attention = as_bool(v, key);
+    else if (key == "max_batch_size")
+      c.max_num_seqs = as_int(v, key);
+    else if (key == "max_num_tokens")
+      c.max_num_batched_tokens = as_int(v, key);
+    else if (key == "max_seq_len")
+      c.max_model_len = as_int(v, key);
+    else if (key == "enable_chunked_prefill")
+      c.enable_chunked_prefill = as_bool(v, key);
+    else if (key == "trust_remote_code")
+      c.trust_remote_code = as_bool(v, key);
     else if (key == "kv_cache_config" && v.is_object()) {
       for (const auto& [k, x] : v.items()) {
         std::string full = key + "." + k;
-        if (k == "free_gpu_memory_fraction") c.gpu_memory_fraction = as_double(x, full);
-        else if (k == "dtype") c.kv_cache_dtype = scalar_text(x);
-        else if (k == "enable_block_reuse") c.enable_prefix_caching = as_bool(x, full);
-        else if (k == "tokens_per_block") c.block_size = as_int(x, full);
-        else flatten(x, full, c.config_file_options);
+        if (k == "free_gpu_memory_fraction")
+          c.gpu_memory_fraction = as_double(x, full);
+        else if (k == "dtype")
+          c.kv_cache_dtype = scalar_text(x);
+        else if (k == "enable_block_reuse")
+          c.enable_prefix_caching = as_bool(x, full);
+        else if (k == "tokens_per_block")
+          c.block_size = as_int(x, full);
+        else
+          flatten(x, full, c.config_file_options);
       }
     } else if (key == "cuda_graph_config") {
       if (v.is_null()) {
         c.enforce_eager = true;  // cuda_graph_config: null disables CUDA graphs
         continue;
       }
-      if (!v.is_object()) throw std::invalid_argument("extra_llm_api_options: cuda_graph_config must be a mapping or null");
+      if (!v.is_object())
+        throw std::invalid_argument("extra_llm_api_options: cuda_graph_config must be a mapping or null");
       for (const auto& [k, x] : v.items()) {
         std::string full = key + "." + k;
-        if (k == "max_batch_size") c.cuda_graph_max_bs = as_int(x, full);
+        if (k == "max_batch_size")
+          c.cuda_graph_max_bs = as_int(x, full);
         else if (k == "batch_sizes" && x.is_array() && !x.empty()) {
           int mx = 0;
           for (const auto& b : x) mx = std::max(mx, as_int(b, full));
@@ -110,15 +131,20 @@ EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
       }
     } else if (key == "moe_config" && v.is_object()) {
       for (const auto& [k, x] : v.items()) {
-        if (k == "backend") c.moe_runner_backend = scalar_text(x);
-        else flatten(x, key + "." + k, c.config_file_options);
+        if (k == "backend")
+          c.moe_runner_backend = scalar_text(x);
+        else
+          flatten(x, key + "." + k, c.config_file_options);
       }
     } else if (key == "speculative_config" && v.is_object()) {
       SpeculativeConfig s;
       for (const auto& [k, x] : v.items()) {
-        if (k == "decoding_type") s.method = scalar_text(x);
-        else if (k == "num_nextn_predict_layers" || k == "max_draft_len") s.num_speculative_tokens = as_int(x, key + "." + k);
-        else flatten(x, key + "." + k, c.config_file_options);
+        if (k == "decoding_type")
+          s.method = scalar_text(x);
+        else if (k == "num_nextn_predict_layers" || k == "max_draft_len")
+          s.num_speculative_tokens = as_int(x, key + "." + k);
+        else
+          flatten(x, key + "." + k, c.config_file_options);
       }
       s.json = v.dump();
       c.speculative = s;
@@ -151,10 +177,12 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
       break;
     }
   }
-  std::vector<std::string> argv(config.argv.begin(),
-                                config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())));
+  std::vector<std::string> argv(
+      config.argv.begin(),
+      config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())));
   argv.insert(argv.end(), front.begin(), front.end());
-  argv.insert(argv.end(), config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())),
+  argv.insert(argv.end(),
+              config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())),
               config.argv.end());
   argv.insert(argv.end(), lists.begin(), lists.end());
   EngineConfig out = parse_launch_command(argv, config.env);
@@ -165,9 +193,12 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
 std::string render_extra_llm_api_options(const EngineConfig& c) {
   json t = json::object();
   if (c.enable_dp_attention) t["enable_attention_dp"] = true;
-  if (c.enforce_eager) t["cuda_graph_config"] = nullptr;
-  else if (c.cuda_graph_max_bs) t["cuda_graph_config"]["max_batch_size"] = *c.cuda_graph_max_bs;
-  if (c.kv_cache_dtype != "auto" && !c.kv_cache_dtype.empty()) t["kv_cache_config"]["dtype"] = c.kv_cache_dtype;
+  if (c.enforce_eager)
+    t["cuda_graph_config"] = nullptr;
+  else if (c.cuda_graph_max_bs)
+    t["cuda_graph_config"]["max_batch_size"] = *c.cuda_graph_max_bs;
+  if (c.kv_cache_dtype != "auto" && !c.kv_cache_dtype.empty())
+    t["kv_cache_config"]["dtype"] = c.kv_cache_dtype;
   if (!c.enable_prefix_caching) t["kv_cache_config"]["enable_block_reuse"] = false;
   if (c.block_size > 0) t["kv_cache_config"]["tokens_per_block"] = c.block_size;
   if (!c.moe_runner_backend.empty()) t["moe_config"]["backend"] = c.moe_runner_backend;

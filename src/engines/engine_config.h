@@ -19,20 +19,22 @@ const char* engine_kind_name(EngineKind kind);
 
 /// Speculative decoding configuration (MTP / EAGLE with the model's MTP head).
 struct SpeculativeConfig {
-  std::string method;            ///< "mtp" (vLLM), "EAGLE"/"NEXTN" (SGLang), "MTP" (TRT-LLM)
-  int num_speculative_tokens = 0;///< draft tokens proposed per step (vLLM num_speculative_tokens; SGLang num-draft-tokens - 1)
-  int num_steps = 0;             ///< SGLang --speculative-num-steps
-  int eagle_topk = 0;            ///< SGLang --speculative-eagle-topk
-  int num_draft_tokens = 0;      ///< SGLang --speculative-num-draft-tokens (0 = engine default)
-  std::string draft_model;       ///< vLLM "model" / SGLang --speculative-draft-model-path ("" = the model's MTP head)
-  std::string json;              ///< vLLM --speculative-config as given (JSON text), "" otherwise
+  std::string method;  ///< "mtp" (vLLM), "EAGLE"/"NEXTN" (SGLang), "MTP" (TRT-LLM)
+  int num_speculative_tokens =
+      0;  ///< draft tokens proposed per step (vLLM num_speculative_tokens; SGLang num-draft-tokens - 1)
+  int num_steps = 0;         ///< SGLang --speculative-num-steps
+  int eagle_topk = 0;        ///< SGLang --speculative-eagle-topk
+  int num_draft_tokens = 0;  ///< SGLang --speculative-num-draft-tokens (0 = engine default)
+  std::string
+      draft_model;   ///< vLLM "model" / SGLang --speculative-draft-model-path ("" = the model's MTP head)
+  std::string json;  ///< vLLM --speculative-config as given (JSON text), "" otherwise
 };
 
 /// A real engine option that servelab accepts but does not model (kept so that to_argv() round-trips and
 /// reports can say what was ignored).
 struct EngineOption {
-  std::string flag;              ///< canonical spelling, e.g. "--disable-log-stats", "--no-enable-log-requests"
-  std::vector<std::string> values;///< values as given (empty for a boolean flag; several for nargs='+')
+  std::string flag;  ///< canonical spelling, e.g. "--disable-log-stats", "--no-enable-log-requests"
+  std::vector<std::string> values;  ///< values as given (empty for a boolean flag; several for nargs='+')
 };
 
 /// A parsed engine launch, with every knob resolved to its effective value (explicit flag, else the
@@ -40,35 +42,36 @@ struct EngineOption {
 /// Units: lengths in tokens, memory fractions in [0, 1].
 struct EngineConfig {
   EngineKind kind = EngineKind::kVllm;
-  std::string engine_version;            ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
-  std::string model;                     ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
-  std::string served_model_name;         ///< name the API answers to (defaults to model)
-  std::string host = "127.0.0.1";        ///< the engine's bind address: --host, else the engine default (vLLM
-                                         ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
-  int port = 8000;                       ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)
+  std::string engine_version;      ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
+  std::string model;               ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
+  std::string served_model_name;   ///< name the API answers to (defaults to model)
+  std::string host = "127.0.0.1";  ///< the engine's bind address: --host, else the engine default (vLLM
+                                   ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
+  int port = 8000;                 ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)
 
   // Parallelism (GPUs used = tp * dp for DP-attention engines; see gpus_used()).
-  int tp = 1;                            ///< tensor parallel size
-  int dp = 1;                            ///< data parallel size (vLLM -dp / SGLang --dp-size)
-  int ep = 1;                            ///< expert parallel size (1 = experts sharded by TP)
-  int pp = 1;                            ///< pipeline parallel size
-  int dcp = 1;                           ///< vLLM decode context parallel size
-  bool enable_expert_parallel = false;   ///< vLLM --enable-expert-parallel (EP = TP*DP)
-  bool enable_dp_attention = false;      ///< SGLang --enable-dp-attention (attention DP inside one TP group)
+  int tp = 1;                           ///< tensor parallel size
+  int dp = 1;                           ///< data parallel size (vLLM -dp / SGLang --dp-size)
+  int ep = 1;                           ///< expert parallel size (1 = experts sharded by TP)
+  int pp = 1;                           ///< pipeline parallel size
+  int dcp = 1;                          ///< vLLM decode context parallel size
+  bool enable_expert_parallel = false;  ///< vLLM --enable-expert-parallel (EP = TP*DP)
+  bool enable_dp_attention = false;     ///< SGLang --enable-dp-attention (attention DP inside one TP group)
 
   // Memory and context.
-  std::optional<int> max_model_len;      ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
-  double gpu_memory_fraction = 0.0;      ///< vLLM --gpu-memory-utilization, SGLang --mem-fraction-static,
-                                         ///< TRT --kv_cache_free_gpu_memory_fraction (vLLM/SGLang: of total GPU
-                                         ///< memory; TRT: of memory free after weights). SGLang: 0 = auto until
-                                         ///< resolve_defaults() applies SGLang's formula.
-  std::string kv_cache_dtype = "auto";   ///< "auto", "fp8", "fp8_e4m3", "bf16", ...
-  int block_size = 0;                    ///< KV block/page size in tokens (0 = engine default)
+  std::optional<int> max_model_len;  ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
+  double gpu_memory_fraction = 0.0;  ///< vLLM --gpu-memory-utilization, SGLang --mem-fraction-static,
+                                     ///< TRT --kv_cache_free_gpu_memory_fraction (vLLM/SGLang: of total GPU
+                                     ///< memory; TRT: of memory free after weights). SGLang: 0 = auto until
+                                     ///< resolve_defaults() applies SGLang's formula.
+  std::string kv_cache_dtype = "auto";  ///< "auto", "fp8", "fp8_e4m3", "bf16", ...
+  int block_size = 0;                   ///< KV block/page size in tokens (0 = engine default)
 
   // Scheduler knobs.
-  std::optional<int> max_num_seqs;       ///< vLLM --max-num-seqs / SGLang --max-running-requests / TRT --max_batch_size
-  std::optional<int> max_num_batched_tokens; ///< vLLM --max-num-batched-tokens / TRT --max_num_tokens
-  std::optional<int> chunked_prefill_size;   ///< SGLang --chunked-prefill-size (-1 disables)
+  std::optional<int>
+      max_num_seqs;  ///< vLLM --max-num-seqs / SGLang --max-running-requests / TRT --max_batch_size
+  std::optional<int> max_num_batched_tokens;  ///< vLLM --max-num-batched-tokens / TRT --max_num_tokens
+  std::optional<int> chunked_prefill_size;    ///< SGLang --chunked-prefill-size (-1 disables)
   bool enable_chunked_prefill = true;
   std::optional<int> cuda_graph_max_bs;  ///< SGLang --cuda-graph-max-bs / vLLM max capture size
   bool enforce_eager = false;            ///< vLLM --enforce-eager (no CUDA graphs)
@@ -76,36 +79,36 @@ struct EngineConfig {
   std::optional<double> schedule_conservativeness;
 
   // Kernels / backends.
-  std::string attention_backend;         ///< VLLM_ATTENTION_BACKEND or SGLang --attention-backend ("" = default)
-  std::string nsa_prefill_backend;       ///< SGLang --nsa-prefill-backend
-  std::string nsa_decode_backend;        ///< SGLang --nsa-decode-backend
-  bool deep_gemm = true;                 ///< VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED
+  std::string attention_backend;    ///< VLLM_ATTENTION_BACKEND or SGLang --attention-backend ("" = default)
+  std::string nsa_prefill_backend;  ///< SGLang --nsa-prefill-backend
+  std::string nsa_decode_backend;   ///< SGLang --nsa-decode-backend
+  bool deep_gemm = true;            ///< VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED
 
   std::optional<SpeculativeConfig> speculative;
 
   // API surface (no physical cost expected; recorded because the study tried them).
-  std::string tokenizer_mode;            ///< vLLM --tokenizer-mode
+  std::string tokenizer_mode;  ///< vLLM --tokenizer-mode
   std::string reasoning_parser;
   std::string tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::string chat_template;
 
   // Other modelled options.
-  bool trust_remote_code = false;        ///< vLLM/SGLang --trust-remote-code, TRT --trust_remote_code
-  bool enable_prefix_caching = true;     ///< vLLM --enable-prefix-caching; SGLang !--disable-radix-cache
-  std::string quantization;              ///< vLLM -q/--quantization, SGLang --quantization ("" = from model)
-  std::optional<int> max_prefill_tokens; ///< SGLang --max-prefill-tokens (tokens per prefill batch)
-  std::optional<int> max_total_tokens;   ///< SGLang --max-total-tokens (KV pool size override, tokens)
-  std::string moe_a2a_backend;           ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
-  std::string moe_runner_backend;        ///< SGLang --moe-runner-backend ("" = auto)
-  std::string trtllm_backend;            ///< TRT --backend ("pytorch", "trt", "_autodeploy")
-  std::string extra_llm_api_options;     ///< TRT --extra_llm_api_options YAML path (recorded, not read)
-  std::string config_file;               ///< vLLM/SGLang --config YAML path (recorded, not read)
-  std::string program;                   ///< how it was launched: "vllm serve", "python3 -m sglang.launch_server",
-                                         ///< "sglang serve", "trtllm-serve" (to_argv reuses it)
+  bool trust_remote_code = false;         ///< vLLM/SGLang --trust-remote-code, TRT --trust_remote_code
+  bool enable_prefix_caching = true;      ///< vLLM --enable-prefix-caching; SGLang !--disable-radix-cache
+  std::string quantization;               ///< vLLM -q/--quantization, SGLang --quantization ("" = from model)
+  std::optional<int> max_prefill_tokens;  ///< SGLang --max-prefill-tokens (tokens per prefill batch)
+  std::optional<int> max_total_tokens;    ///< SGLang --max-total-tokens (KV pool size override, tokens)
+  std::string moe_a2a_backend;        ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
+  std::string moe_runner_backend;     ///< SGLang --moe-runner-backend ("" = auto)
+  std::string trtllm_backend;         ///< TRT --backend ("pytorch", "trt", "_autodeploy")
+  std::string extra_llm_api_options;  ///< TRT --extra_llm_api_options YAML path (recorded, not read)
+  std::string config_file;            ///< vLLM/SGLang --config YAML path (recorded, not read)
+  std::string program;  ///< how it was launched: "vllm serve", "python3 -m sglang.launch_server",
+                        ///< "sglang serve", "trtllm-serve" (to_argv reuses it)
 
-  std::vector<std::string> argv;         ///< the command as given (argv[0] = program)
-  std::map<std::string, std::string> env;///< engine-relevant environment variables that were set
+  std::vector<std::string> argv;           ///< the command as given (argv[0] = program)
+  std::map<std::string, std::string> env;  ///< engine-relevant environment variables that were set
   /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").
   std::set<std::string> explicit_flags;
   /// Real options accepted but not modelled, in command-line order.

@@ -29,7 +29,8 @@ std::string joined(const std::vector<std::string>& argv) {
 std::string shell_quote(const std::string& s) {
   if (s.empty()) return "''";
   bool safe = std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string("@%+=:,./-_").find(c) != std::string::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string("@%+=:,./-_").find(c) != std::string::npos;
   });
   if (safe) return s;
   std::string out = "'";
@@ -182,14 +183,16 @@ std::vector<std::string> split_command_line(const std::string& command) {
       in_word = false;
     } else if (ch == '\'') {
       auto end = command.find('\'', i + 1);
-      if (end == std::string::npos) throw std::invalid_argument("unterminated ' quote in command: " + command);
+      if (end == std::string::npos)
+        throw std::invalid_argument("unterminated ' quote in command: " + command);
       cur += command.substr(i + 1, end - i - 1);
       i = end;
       in_word = true;
     } else if (ch == '"') {
       std::size_t j = i + 1;
       for (; j < command.size() && command[j] != '"'; ++j) {
-        if (command[j] == '\\' && j + 1 < command.size() && std::string("$`\"\\\n").find(command[j + 1]) != std::string::npos) {
+        if (command[j] == '\\' && j + 1 < command.size() &&
+            std::string("$`\"\\\n").find(command[j + 1]) != std::string::npos) {
           if (command[j + 1] != '\n') cur += command[j + 1];
           ++j;
         } else {
@@ -234,12 +237,15 @@ std::map<std::string, std::string> to_env(const EngineConfig& c) {
   const char* dg_key = c.kind == EngineKind::kVllm     ? "VLLM_USE_DEEP_GEMM"
                        : c.kind == EngineKind::kSglang ? "SGLANG_ENABLE_JIT_DEEPGEMM"
                                                        : "TRTLLM_DG_ENABLED";
-  if (!c.deep_gemm) env[dg_key] = "0";
+  if (!c.deep_gemm)
+    env[dg_key] = "0";
   else if (env.count(dg_key) || (c.kind == EngineKind::kSglang && env.count("SGL_ENABLE_JIT_DEEPGEMM")))
     env[dg_key] = "1";
   if (c.kind == EngineKind::kVllm && !c.is_explicit("--attention-backend")) {
-    if (c.attention_backend.empty()) env.erase("VLLM_ATTENTION_BACKEND");
-    else env["VLLM_ATTENTION_BACKEND"] = c.attention_backend;
+    if (c.attention_backend.empty())
+      env.erase("VLLM_ATTENTION_BACKEND");
+    else
+      env["VLLM_ATTENTION_BACKEND"] = c.attention_backend;
   }
   return env;
 }

@@ -19,11 +19,12 @@ namespace servelab::engines {
 /// A launch command the engine itself would refuse while parsing its arguments or environment.
 /// what() is the engine's own final error line, e.g.
 ///   vLLM/SGLang (argparse): "vllm: error: unrecognized arguments: --foo" (reported by the top-level
-///                           `vllm` parser), "vllm serve: error: argument --max-num-seqs: invalid int value: 'x'",
-///                           "launch_server.py: error: unrecognized arguments: --foo"
+///                           `vllm` parser), "vllm serve: error: argument --max-num-seqs: invalid int value:
+///                           'x'", "launch_server.py: error: unrecognized arguments: --foo"
 ///   TensorRT-LLM (click):   "Error: No such option: --foo"
 ///                           "Error: Invalid value for '--tp_size': 'x' is not a valid integer."
-///   Python exceptions:      "ValueError: invalid literal for int() with base 10: 'false'" (VLLM_USE_DEEP_GEMM)
+///   Python exceptions:      "ValueError: invalid literal for int() with base 10: 'false'"
+///   (VLLM_USE_DEEP_GEMM)
 struct EngineArgError : std::runtime_error {
   EngineArgError(EngineKind kind, std::string message);
   EngineKind kind;
@@ -119,7 +120,7 @@ struct HardwareTraits {
   int compute_capability_minor = 0;
   /// Per-GPU memory as torch/nvidia-smi report it, bytes. H200: 143771 MiB (nvidia-smi) [unverified].
   std::int64_t gpu_memory_bytes = 143771LL * 1024 * 1024;
-  int gpu_count = 8;                 ///< GPUs in the node
+  int gpu_count = 8;  ///< GPUs in the node
 };
 
 /// When a launch fails.
@@ -135,7 +136,7 @@ struct LaunchFailure {
   /// true when `message` is exactly the engine's output / the reason recorded in the reference study
   /// (seed-measurements.json); false for servelab's description of a rule whose exact text is unverified.
   bool verbatim = false;
-  std::string rule;     ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
+  std::string rule;  ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
 };
 
 /// Start-up / run-time refusals that depend only on the config, model and GPU (not on memory: the

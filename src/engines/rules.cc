@@ -18,9 +18,13 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
 
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+double gib(std::int64_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+}
 
 std::string cc_name(const HardwareTraits& hw) {
   return "sm" + std::to_string(hw.compute_capability_major) + std::to_string(hw.compute_capability_minor);
@@ -67,15 +71,17 @@ bool allowed(const std::vector<T>& list, const T& v) {
 }
 
 // validate_configuration's reasons, in vLLM's order.
-std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const EngineConfig& c, const ModelTraits& m,
-                                              const HardwareTraits& hw) {
+std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const EngineConfig& c,
+                                              const ModelTraits& m, const HardwareTraits& hw) {
   std::vector<std::string> r;
   if (!allowed(b.kv_dtypes, c.kv_cache_dtype)) r.push_back("kv_cache_dtype not supported");
   // Before the engine fixes the block size it passes None (always accepted); an explicit --block-size
   // is validated. [unverified: block size at selection time]
-  if (c.is_explicit("--block-size") && !allowed(b.block_sizes, c.block_size)) r.push_back("block_size not supported");
+  if (c.is_explicit("--block-size") && !allowed(b.block_sizes, c.block_size))
+    r.push_back("block_size not supported");
   if (m.mla != b.mla) r.push_back(m.mla ? "MLA not supported" : "non-MLA not supported");
-  if (m.sparse_attention != b.sparse) r.push_back(m.sparse_attention ? "sparse not supported" : "non-sparse not supported");
+  if (m.sparse_attention != b.sparse)
+    r.push_back(m.sparse_attention ? "sparse not supported" : "non-sparse not supported");
   if (!allowed(b.cc_majors, hw.compute_capability_major)) r.push_back("compute capability not supported");
   return r;
 }
@@ -103,8 +109,10 @@ std::optional<LaunchFailure> range_checks(const EngineConfig& c) {
     return fail(FailurePhase::kStartup, "memory.fraction_range",
                 "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
   const std::pair<const char*, const std::optional<int>*> counts[] = {
-      {"max_num_seqs", &c.max_num_seqs}, {"max_num_batched_tokens", &c.max_num_batched_tokens},
-      {"max_model_len", &c.max_model_len}, {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
+      {"max_num_seqs", &c.max_num_seqs},
+      {"max_num_batched_tokens", &c.max_num_batched_tokens},
+      {"max_model_len", &c.max_model_len},
+      {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
   for (const auto& [name, value] : counts)
     if (*value && **value < 1 && !(c.kind == EngineKind::kSglang && std::string(name) == "cuda_graph_max_bs"))
       return fail(FailurePhase::kStartup, "limits.positive",
@@ -121,7 +129,8 @@ std::optional<LaunchFailure> gpu_count_check(const EngineConfig& c, const Hardwa
   return std::nullopt;
 }
 
-std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits& m, const HardwareTraits& hw) {
+std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits& m,
+                                        const HardwareTraits& hw) {
   // Attention backend selection (vllm/platforms/cuda.py get_attn_backend_cls, vLLM 0.13).
   if (!c.attention_backend.empty()) {
     const VllmBackend* b = find_vllm_backend(c.attention_backend);
@@ -139,22 +148,23 @@ std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits
   // the backend empty when the GPU's compute capability has none.
   if (c.attention_backend.empty() && m.mla && m.sparse_attention)
     return fail(FailurePhase::kStartup, "vllm.attention_backend.none_valid",
-                "ValueError: No valid attention backend found for " + m.display_name +
-                    " (MLA, sparse) on " + cc_name(hw) + ": FLASHMLA_SPARSE needs compute capability 9.x or 10.x",
+                "ValueError: No valid attention backend found for " + m.display_name + " (MLA, sparse) on " +
+                    cc_name(hw) + ": FLASHMLA_SPARSE needs compute capability 9.x or 10.x",
                 false);
   if (c.tp % c.dcp != 0)
     return fail(FailurePhase::kStartup, "vllm.dcp.divides_tp",
-                "tensor parallel size " + std::to_string(c.tp) + " is not divisible by decode context parallel size " +
-                    std::to_string(c.dcp),
+                "tensor parallel size " + std::to_string(c.tp) +
+                    " is not divisible by decode context parallel size " + std::to_string(c.dcp),
                 false);
   // -dcp needs the attention kernel's softmax LSE; FlashMLA sparse decode does not return it. The
   // server starts and dies on the first decode step (reference study, vLLM issue #27544).
   if (c.dcp > 1 && c.attention_backend == "FLASHMLA_SPARSE")
-    return fail(FailurePhase::kRuntime, "vllm.dcp.sparse_flashmla",
-                "runtime error: decode context parallelism (-dcp) needs the softmax log-sum-exp from the attention "
-                "kernel, which the FlashMLA sparse decode backend used by " +
-                    m.display_name + " does not return (vLLM issue #27544)",
-                true);
+    return fail(
+        FailurePhase::kRuntime, "vllm.dcp.sparse_flashmla",
+        "runtime error: decode context parallelism (-dcp) needs the softmax log-sum-exp from the attention "
+        "kernel, which the FlashMLA sparse decode backend used by " +
+            m.display_name + " does not return (vLLM issue #27544)",
+        true);
   if (c.speculative && (c.speculative->method == "mtp" || c.speculative->method == "deepseek_mtp") &&
       c.speculative->draft_model.empty() && m.num_nextn_predict_layers == 0)
     return fail(FailurePhase::kStartup, "vllm.speculative.no_mtp_head",
@@ -185,12 +195,14 @@ std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
   if (backend == "trtllm_mla" || backend == "trtllm_mha" || backend == "cutlass_mla" || backend == "fa4" ||
       backend == "trtllm")
     return std::vector<int>{10};
-  if (backend == "flashmla" || backend == "flashmla_sparse" || backend == "flashmla_kv" || backend == "flashmla_auto")
+  if (backend == "flashmla" || backend == "flashmla_sparse" || backend == "flashmla_kv" ||
+      backend == "flashmla_auto")
     return std::vector<int>{9, 10};
   return std::nullopt;
 }
 
-std::optional<LaunchFailure> check_sglang(const EngineConfig& c, const ModelTraits& m, const HardwareTraits& hw) {
+std::optional<LaunchFailure> check_sglang(const EngineConfig& c, const ModelTraits& m,
+                                          const HardwareTraits& hw) {
   // The NSA indexer's FP8 logits kernels come from DeepGEMM; without it the server does not start
   // (reference study, sglang deepgemm-off).
   if (!c.deep_gemm && m.sparse_attention)
@@ -208,21 +220,24 @@ std::optional<LaunchFailure> check_sglang(const EngineConfig& c, const ModelTrai
   for (const auto& [flag, value] : kernels) {
     auto ccs = sglang_backend_cc(*value);
     if (ccs && std::find(ccs->begin(), ccs->end(), hw.compute_capability_major) == ccs->end())
-      return fail(FailurePhase::kStartup, "sglang.backend.compute_capability",
-                  std::string(flag) + " " + *value + " has no kernel for " + cc_name(hw) + " (" + hw.name + ")",
-                  false);
+      return fail(
+          FailurePhase::kStartup, "sglang.backend.compute_capability",
+          std::string(flag) + " " + *value + " has no kernel for " + cc_name(hw) + " (" + hw.name + ")",
+          false);
   }
   if (c.max_model_len && *c.max_model_len > m.max_position_embeddings &&
       !(c.env.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") &&
         c.env.at("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") == "1"))
     return fail(FailurePhase::kStartup, "sglang.context_length.too_long",
                 "ValueError: User-specified context_length (" + std::to_string(*c.max_model_len) +
-                    ") is greater than the derived context_length (" + std::to_string(m.max_position_embeddings) + ")",
+                    ") is greater than the derived context_length (" +
+                    std::to_string(m.max_position_embeddings) + ")",
                 false);
   return std::nullopt;
 }
 
-std::optional<LaunchFailure> check_trtllm(const EngineConfig& c, const ModelTraits& m, const HardwareTraits& hw) {
+std::optional<LaunchFailure> check_trtllm(const EngineConfig& c, const ModelTraits& m,
+                                          const HardwareTraits& hw) {
   if (c.ep > c.tp || c.tp % c.ep != 0)
     return fail(FailurePhase::kStartup, "trtllm.ep.divides_tp",
                 "ep_size " + std::to_string(c.ep) + " must divide tp_size " + std::to_string(c.tp) +
@@ -245,8 +260,10 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
   if (!c.max_model_len) c.max_model_len = m.max_position_embeddings;
   if (c.kind == EngineKind::kVllm) {
     const auto& d = kVllmDefaults;
-    bool large = gib(hw.gpu_memory_bytes) >= d.large_gpu_min_gib.value && lower(hw.name).find("a100") == std::string::npos;
-    if (!c.max_num_seqs) c.max_num_seqs = large ? d.max_num_seqs_large_gpu.value : d.max_num_seqs_small_gpu.value;
+    bool large = gib(hw.gpu_memory_bytes) >= d.large_gpu_min_gib.value &&
+                 lower(hw.name).find("a100") == std::string::npos;
+    if (!c.max_num_seqs)
+      c.max_num_seqs = large ? d.max_num_seqs_large_gpu.value : d.max_num_seqs_small_gpu.value;
     if (!c.max_num_batched_tokens) {
       int dflt = large ? d.max_num_batched_tokens_large_gpu.value : d.max_num_batched_tokens_small_gpu.value;
       // Without chunked prefill a whole prompt must fit one step. [unverified for 0.13]
@@ -255,7 +272,8 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
     if (m.mla && m.sparse_attention) {
       if (c.block_size == 0) c.block_size = d.block_size_sparse_mla.value;
       if (starts_with(c.kv_cache_dtype, "fp8")) c.kv_cache_dtype = d.kv_cache_dtype_fp8_sparse_mla.value;
-      if (c.attention_backend.empty() && (hw.compute_capability_major == 9 || hw.compute_capability_major == 10))
+      if (c.attention_backend.empty() &&
+          (hw.compute_capability_major == 9 || hw.compute_capability_major == 10))
         c.attention_backend = d.attention_backend_sparse_mla.value;
     }
     if (c.block_size == 0) c.block_size = d.block_size.value;
@@ -273,7 +291,8 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
     double gpu_gib = gib(hw.gpu_memory_bytes);
     const auto& tier = d.tiers[sglang_tier_index(gpu_gib)];
     if (!c.chunked_prefill_size) c.chunked_prefill_size = tier.chunked_prefill_size;
-    if (!c.cuda_graph_max_bs) c.cuda_graph_max_bs = c.tp < 4 ? tier.cuda_graph_max_bs_tp_lt4 : tier.cuda_graph_max_bs_tp_ge4;
+    if (!c.cuda_graph_max_bs)
+      c.cuda_graph_max_bs = c.tp < 4 ? tier.cuda_graph_max_bs_tp_lt4 : tier.cuda_graph_max_bs_tp_ge4;
     if (c.speculative) {
       auto& s = *c.speculative;
       if (s.num_steps == 0) s.num_steps = d.speculative_num_steps.value;
@@ -302,8 +321,8 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
     }
     if (c.enable_dp_attention) {
       if (*c.chunked_prefill_size > 0 && c.dp > 0) c.chunked_prefill_size = *c.chunked_prefill_size / c.dp;
-      c.schedule_conservativeness =
-          c.schedule_conservativeness.value_or(d.schedule_conservativeness.value) * d.dp_attention_conservativeness_factor.value;
+      c.schedule_conservativeness = c.schedule_conservativeness.value_or(d.schedule_conservativeness.value) *
+                                    d.dp_attention_conservativeness_factor.value;
     }
     c.enable_chunked_prefill = *c.chunked_prefill_size > 0;
     if (!c.max_prefill_tokens) c.max_prefill_tokens = d.max_prefill_tokens.value;
@@ -311,7 +330,8 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
       c.block_size = d.page_size_dsa.value;
       c.attention_backend = d.attention_backend_dsa.value;
       if (c.kv_cache_dtype == "auto")
-        c.kv_cache_dtype = hw.compute_capability_major >= 10 ? d.kv_cache_dtype_dsa_sm100.value : d.kv_cache_dtype_dsa_sm90.value;
+        c.kv_cache_dtype = hw.compute_capability_major >= 10 ? d.kv_cache_dtype_dsa_sm100.value
+                                                             : d.kv_cache_dtype_dsa_sm90.value;
       bool fp8 = starts_with(c.kv_cache_dtype, "fp8");
       if (c.nsa_prefill_backend.empty())
         c.nsa_prefill_backend = fp8 ? d.nsa_prefill_backend_fp8.value : d.nsa_prefill_backend_sm90_bf16.value;

@@ -14,7 +14,8 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr, std::vector<std::string> choices = {}) {
+FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
+           std::vector<std::string> choices = {}) {
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
 }
 
@@ -28,17 +29,19 @@ const std::vector<FlagSpec>& sglang_specs() {
   static const std::vector<FlagSpec> specs = [] {
     std::vector<FlagSpec> s;
     // Model and tokenizer.
-    s.push_back(F({"--model-path", "--model"}, K::kString, [](EngineConfig& c, const V& v) { c.model = v[0]; }));
+    s.push_back(
+        F({"--model-path", "--model"}, K::kString, [](EngineConfig& c, const V& v) { c.model = v[0]; }));
     s.push_back(F({"--tokenizer-path"}, K::kString));
-    s.push_back(F({"--tokenizer-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; },
-                  {"auto", "slow"}));
+    s.push_back(F({"--tokenizer-mode"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; }, {"auto", "slow"}));
     s.push_back(F({"--tokenizer-worker-num"}, K::kInt));
     s.push_back(F({"--skip-tokenizer-init"}, K::kStoreTrue));
     s.push_back(F({"--load-format"}, K::kString));
     s.push_back(F({"--model-loader-extra-config"}, K::kString));
     s.push_back(F({"--trust-remote-code"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
-    s.push_back(F({"--context-length"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+    s.push_back(F({"--context-length"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
     s.push_back(F({"--is-embedding"}, K::kStoreTrue));
     s.push_back(F({"--enable-multimodal"}, K::kStoreTrue));
     s.push_back(F({"--revision"}, K::kString));
@@ -50,31 +53,38 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--warmups"}, K::kString));
     s.push_back(F({"--nccl-port"}, K::kInt));
     // Quantization and data type.
-    s.push_back(F({"--dtype"}, K::kString, nullptr, {"auto", "half", "float16", "bfloat16", "float", "float32"}));
-    s.push_back(F({"--quantization"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
+    s.push_back(
+        F({"--dtype"}, K::kString, nullptr, {"auto", "half", "float16", "bfloat16", "float", "float32"}));
+    s.push_back(
+        F({"--quantization"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
     s.push_back(F({"--quantization-param-path"}, K::kString));
     // [unverified for 0.5.6.post2: "bf16"/"bfloat16"/"fp4_e2m1" in the choices]
-    s.push_back(F({"--kv-cache-dtype"}, K::kString, [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
+    s.push_back(F({"--kv-cache-dtype"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
                   {"auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"}));
     s.push_back(F({"--enable-fp32-lm-head"}, K::kStoreTrue));
     // Memory and scheduling.
     s.push_back(F({"--mem-fraction-static"}, K::kFloat,
                   [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
-    s.push_back(F({"--max-running-requests"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+    s.push_back(F({"--max-running-requests"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max-queued-requests"}, K::kInt));
-    s.push_back(F({"--max-total-tokens"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_total_tokens = to_int(v[0]); }));
+    s.push_back(F({"--max-total-tokens"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.max_total_tokens = to_int(v[0]); }));
     s.push_back(F({"--chunked-prefill-size"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.chunked_prefill_size = to_int(v[0]); }));
     s.push_back(F({"--max-prefill-tokens"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.max_prefill_tokens = to_int(v[0]); }));
-    s.push_back(F({"--schedule-policy"}, K::kString, [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; },
+    s.push_back(F({"--schedule-policy"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; },
                   {"lpm", "random", "fcfs", "dfs-weight", "lof", "priority"}));
     s.push_back(F({"--enable-priority-scheduling"}, K::kStoreTrue));
     s.push_back(F({"--schedule-low-priority-values-first"}, K::kStoreTrue));
     s.push_back(F({"--priority-scheduling-preemption-threshold"}, K::kInt));
     s.push_back(F({"--schedule-conservativeness"}, K::kFloat,
                   [](EngineConfig& c, const V& v) { c.schedule_conservativeness = to_double(v[0]); }));
-    s.push_back(F({"--page-size"}, K::kInt, [](EngineConfig& c, const V& v) { c.block_size = to_int(v[0]); }));
+    s.push_back(
+        F({"--page-size"}, K::kInt, [](EngineConfig& c, const V& v) { c.block_size = to_int(v[0]); }));
     s.push_back(F({"--hybrid-kvcache-ratio"}, K::kFloat));
     s.push_back(F({"--swa-full-tokens-ratio"}, K::kFloat));
     s.push_back(F({"--disable-hybrid-swa-memory"}, K::kStoreTrue));
@@ -118,21 +128,26 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--otlp-traces-endpoint"}, K::kString));
     // API related.
     s.push_back(F({"--api-key"}, K::kString));
-    s.push_back(F({"--served-model-name"}, K::kString, [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
+    s.push_back(F({"--served-model-name"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
     s.push_back(F({"--weight-version"}, K::kString));
-    s.push_back(F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+    s.push_back(
+        F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
     s.push_back(F({"--completion-template"}, K::kString));
     s.push_back(F({"--file-storage-path"}, K::kString));
     s.push_back(F({"--enable-cache-report"}, K::kStoreTrue));
     // [unverified: parser choices are registries; not validated]
-    s.push_back(F({"--reasoning-parser"}, K::kString, [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
-    s.push_back(F({"--tool-call-parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+    s.push_back(F({"--reasoning-parser"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+    s.push_back(F({"--tool-call-parser"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     s.push_back(F({"--sampling-defaults"}, K::kString, nullptr, {"openai", "model"}));
     s.push_back(F({"--tool-server"}, K::kString));
     // Data parallelism.
     s.push_back(F({"--data-parallel-size", "--dp-size"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
-    s.push_back(F({"--load-balance-method"}, K::kString, nullptr, {"round_robin", "shortest_queue", "minimum_tokens"}));
+    s.push_back(F({"--load-balance-method"}, K::kString, nullptr,
+                  {"round_robin", "shortest_queue", "minimum_tokens"}));
     // Multi-node.
     s.push_back(F({"--dist-init-addr", "--nccl-init-addr"}, K::kString));
     s.push_back(F({"--nnodes"}, K::kInt));
@@ -149,14 +164,16 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--max-loaded-loras"}, K::kInt));
     s.push_back(F({"--lora-backend"}, K::kString));
     // Kernel backends.
-    s.push_back(F({"--attention-backend"}, K::kString, [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; },
-                  {"triton", "torch_native", "flex_attention", "nsa", "cutlass_mla", "fa3", "fa4", "flashinfer",
-                   "flashmla", "trtllm_mla", "trtllm_mha", "dual_chunk_flash_attn", "aiter", "wave", "intel_amx",
-                   "ascend"}));
+    s.push_back(F({"--attention-backend"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; },
+                  {"triton", "torch_native", "flex_attention", "nsa", "cutlass_mla", "fa3", "fa4",
+                   "flashinfer", "flashmla", "trtllm_mla", "trtllm_mha", "dual_chunk_flash_attn", "aiter",
+                   "wave", "intel_amx", "ascend"}));
     s.push_back(F({"--prefill-attention-backend"}, K::kString));
     s.push_back(F({"--decode-attention-backend"}, K::kString));
     s.push_back(F({"--sampling-backend"}, K::kString, nullptr, {"flashinfer", "pytorch"}));
-    s.push_back(F({"--grammar-backend"}, K::kString, nullptr, {"xgrammar", "outlines", "llguidance", "none"}));
+    s.push_back(
+        F({"--grammar-backend"}, K::kString, nullptr, {"xgrammar", "outlines", "llguidance", "none"}));
     s.push_back(F({"--mm-attention-backend"}, K::kString));
     // [unverified for 0.5.6.post2: flashmla_auto and trtllm in the NSA choices]
     s.push_back(F({"--nsa-prefill-backend"}, K::kString,
@@ -172,8 +189,10 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--speculative-draft-model-path", "--speculative-draft-model"}, K::kString,
                   [](EngineConfig& c, const V& v) { spec_of(c).draft_model = v[0]; }));
     s.push_back(F({"--speculative-draft-model-revision"}, K::kString));
-    s.push_back(F({"--speculative-num-steps"}, K::kInt, [](EngineConfig& c, const V& v) { spec_of(c).num_steps = to_int(v[0]); }));
-    s.push_back(F({"--speculative-eagle-topk"}, K::kInt, [](EngineConfig& c, const V& v) { spec_of(c).eagle_topk = to_int(v[0]); }));
+    s.push_back(F({"--speculative-num-steps"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { spec_of(c).num_steps = to_int(v[0]); }));
+    s.push_back(F({"--speculative-eagle-topk"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { spec_of(c).eagle_topk = to_int(v[0]); }));
     s.push_back(F({"--speculative-num-draft-tokens"}, K::kInt,
                   [](EngineConfig& c, const V& v) { spec_of(c).num_draft_tokens = to_int(v[0]); }));
     s.push_back(F({"--speculative-accept-threshold-single"}, K::kFloat));
@@ -190,7 +209,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     // Expert parallelism.
     s.push_back(F({"--expert-parallel-size", "--ep-size", "--ep"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.ep = to_int(v[0]); }));
-    s.push_back(F({"--moe-a2a-backend"}, K::kString, [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
+    s.push_back(F({"--moe-a2a-backend"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
                   {"none", "deepep", "mooncake", "ascend_fuseep"}));
     s.push_back(F({"--moe-runner-backend"}, K::kString,
                   [](EngineConfig& c, const V& v) { c.moe_runner_backend = v[0]; },
@@ -229,7 +249,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     // Optimization / debug.
     s.push_back(F({"--disable-radix-cache"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enable_prefix_caching = !to_bool(v[0]); }));
-    s.push_back(F({"--cuda-graph-max-bs"}, K::kInt, [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
+    s.push_back(F({"--cuda-graph-max-bs"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
     s.push_back(F({"--cuda-graph-bs"}, K::kIntList));
     s.push_back(F({"--disable-cuda-graph"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
@@ -328,11 +349,15 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   // unmodelled options so nothing is lost.
   if (c.speculative && c.speculative->method.empty()) {
     const auto& s = *c.speculative;
-    if (s.num_steps) c.unmodelled_options.push_back({"--speculative-num-steps", {std::to_string(s.num_steps)}});
-    if (s.eagle_topk) c.unmodelled_options.push_back({"--speculative-eagle-topk", {std::to_string(s.eagle_topk)}});
+    if (s.num_steps)
+      c.unmodelled_options.push_back({"--speculative-num-steps", {std::to_string(s.num_steps)}});
+    if (s.eagle_topk)
+      c.unmodelled_options.push_back({"--speculative-eagle-topk", {std::to_string(s.eagle_topk)}});
     if (s.num_draft_tokens)
-      c.unmodelled_options.push_back({"--speculative-num-draft-tokens", {std::to_string(s.num_draft_tokens)}});
-    if (!s.draft_model.empty()) c.unmodelled_options.push_back({"--speculative-draft-model-path", {s.draft_model}});
+      c.unmodelled_options.push_back(
+          {"--speculative-num-draft-tokens", {std::to_string(s.num_draft_tokens)}});
+    if (!s.draft_model.empty())
+      c.unmodelled_options.push_back({"--speculative-draft-model-path", {s.draft_model}});
     c.speculative.reset();
   }
   if (c.speculative && c.speculative->num_draft_tokens > 0)
@@ -340,7 +365,8 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
 
   // Environment: SGLANG_ENABLE_JIT_DEEPGEMM (legacy SGL_ENABLE_JIT_DEEPGEMM), default true.
   c.deep_gemm = d.deep_gemm.value;
-  if (auto it = env.find("SGL_ENABLE_JIT_DEEPGEMM"); it != env.end()) c.deep_gemm = env_true(it->second, c.deep_gemm);
+  if (auto it = env.find("SGL_ENABLE_JIT_DEEPGEMM"); it != env.end())
+    c.deep_gemm = env_true(it->second, c.deep_gemm);
   if (auto it = env.find("SGLANG_ENABLE_JIT_DEEPGEMM"); it != env.end())
     c.deep_gemm = env_true(it->second, c.deep_gemm);
 }
@@ -373,7 +399,8 @@ std::vector<std::string> render_sglang(const EngineConfig& c, const EngineConfig
   if (c.attention_backend != b.attention_backend) add("--attention-backend", c.attention_backend);
   if (c.nsa_prefill_backend != b.nsa_prefill_backend) add("--nsa-prefill-backend", c.nsa_prefill_backend);
   if (c.nsa_decode_backend != b.nsa_decode_backend) add("--nsa-decode-backend", c.nsa_decode_backend);
-  if (c.gpu_memory_fraction != b.gpu_memory_fraction) add("--mem-fraction-static", format_number(c.gpu_memory_fraction));
+  if (c.gpu_memory_fraction != b.gpu_memory_fraction)
+    add("--mem-fraction-static", format_number(c.gpu_memory_fraction));
   add_opt("--max-running-requests", c.max_num_seqs, b.max_num_seqs);
   add_opt("--max-total-tokens", c.max_total_tokens, b.max_total_tokens);
   if (c.chunked_prefill_size != b.chunked_prefill_size && c.chunked_prefill_size)
@@ -400,7 +427,8 @@ std::vector<std::string> render_sglang(const EngineConfig& c, const EngineConfig
     if (!s.draft_model.empty()) add("--speculative-draft-model-path", s.draft_model);
     if (s.num_steps) add("--speculative-num-steps", std::to_string(s.num_steps));
     if (s.eagle_topk) add("--speculative-eagle-topk", std::to_string(s.eagle_topk));
-    int draft = s.num_draft_tokens ? s.num_draft_tokens : (s.num_speculative_tokens ? s.num_speculative_tokens + 1 : 0);
+    int draft = s.num_draft_tokens ? s.num_draft_tokens
+                                   : (s.num_speculative_tokens ? s.num_speculative_tokens + 1 : 0);
     if (draft) add("--speculative-num-draft-tokens", std::to_string(draft));
   }
   for (const auto& o : c.unmodelled_options) {

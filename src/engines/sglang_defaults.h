@@ -10,10 +10,10 @@ namespace servelab::engines {
 
 /// One GPU-memory tier of ServerArgs._handle_gpu_memory_settings (applies when the flag is unset).
 struct SglangMemoryTier {
-  double max_gpu_memory_gib;   ///< tier applies when GPU memory < this (GiB; the last tier is open-ended)
-  int chunked_prefill_size;    ///< tokens
-  int cuda_graph_max_bs_tp_lt4;///< sequences, tp < 4
-  int cuda_graph_max_bs_tp_ge4;///< sequences, tp >= 4
+  double max_gpu_memory_gib;     ///< tier applies when GPU memory < this (GiB; the last tier is open-ended)
+  int chunked_prefill_size;      ///< tokens
+  int cuda_graph_max_bs_tp_lt4;  ///< sequences, tp < 4
+  int cuda_graph_max_bs_tp_ge4;  ///< sequences, tp >= 4
   const char* example;
   bool verified;
 };
@@ -41,9 +41,11 @@ struct SglangDefaults {
   Sourced<double> reserved_per_chunk_token_mib{1.5, "server_args.py: max(chunked_prefill_size, 2048) * 1.5"};
   Sourced<double> reserved_per_graph_bs_mib{2, "server_args.py: cuda_graph_max_bs * 2"};
   Sourced<double> reserved_per_tp_eighth_mib{1024, "server_args.py: tp_size * pp_size / 8 * 1024"};
-  Sourced<double> reserved_dp_attention_per_graph_bs_dp_mib{3, "server_args.py: cuda_graph_max_bs * dp_size * 3"};
-  Sourced<double> reserved_dp_attention_large_graph_mib{1.5, "server_args.py: + cuda_graph_max_bs * dp_size * 1.5 "
-                                                             "when cuda_graph_max_bs > 300"};
+  Sourced<double> reserved_dp_attention_per_graph_bs_dp_mib{
+      3, "server_args.py: cuda_graph_max_bs * dp_size * 3"};
+  Sourced<double> reserved_dp_attention_large_graph_mib{1.5,
+                                                        "server_args.py: + cuda_graph_max_bs * dp_size * 1.5 "
+                                                        "when cuda_graph_max_bs > 300"};
   Sourced<double> reserved_floor_mib{10240, "server_args.py: max(reserved, 10 GiB) when gpu_mem > 60 GiB"};
   Sourced<double> reserved_speculative_mib{2048, "server_args.py: + 2 GiB for EAGLE/NEXTN draft model"};
   Sourced<int> mem_fraction_decimals{3, "server_args.py: round(..., 3)", false};
@@ -51,25 +53,33 @@ struct SglangDefaults {
   Sourced<int> max_prefill_tokens{16384, "server_args.py ServerArgs.max_prefill_tokens"};
   Sourced<const char*> schedule_policy{"fcfs", "server_args.py ServerArgs.schedule_policy", false};
   Sourced<double> schedule_conservativeness{1.0, "server_args.py ServerArgs.schedule_conservativeness"};
-  Sourced<double> dp_attention_conservativeness_factor{0.3, "server_args.py _handle_data_parallelism: "
-                                                            "schedule_conservativeness *= 0.3"};
+  Sourced<double> dp_attention_conservativeness_factor{0.3,
+                                                       "server_args.py _handle_data_parallelism: "
+                                                       "schedule_conservativeness *= 0.3"};
   Sourced<int> page_size{1, "server_args.py ServerArgs.page_size"};
   Sourced<int> page_size_dsa{64, "server_args.py _handle_model_specific_adjustments: page_size=64 for DSA"};
   Sourced<const char*> attention_backend_dsa{"nsa", "server_args.py: DeepSeek DSA -> attention_backend nsa"};
-  Sourced<const char*> nsa_prefill_backend_sm90_bf16{"flashmla_sparse", "server_args.py _set_default_nsa_backends"};
+  Sourced<const char*> nsa_prefill_backend_sm90_bf16{"flashmla_sparse",
+                                                     "server_args.py _set_default_nsa_backends"};
   Sourced<const char*> nsa_decode_backend_sm90_bf16{"fa3", "server_args.py _set_default_nsa_backends"};
-  Sourced<const char*> nsa_prefill_backend_fp8{"flashmla_auto", "server_args.py _set_default_nsa_backends", false};
+  Sourced<const char*> nsa_prefill_backend_fp8{"flashmla_auto", "server_args.py _set_default_nsa_backends",
+                                               false};
   Sourced<const char*> nsa_decode_backend_fp8{"flashmla_kv", "server_args.py _set_default_nsa_backends"};
-  Sourced<const char*> kv_cache_dtype_dsa_sm90{"bfloat16", "server_args.py _set_default_nsa_kv_cache_dtype (SM90: "
-                                                        "bf16; spelling of the value unverified)", false};
-  Sourced<const char*> kv_cache_dtype_dsa_sm100{"fp8_e4m3", "server_args.py _set_default_nsa_kv_cache_dtype (SM100)"};
-  Sourced<int> max_running_requests_speculative{48, "server_args.py: \"max_running_requests is reset to 48 for "
-                                                    "speculative decoding\" (global, divided by dp)"};
+  Sourced<const char*> kv_cache_dtype_dsa_sm90{"bfloat16",
+                                               "server_args.py _set_default_nsa_kv_cache_dtype (SM90: "
+                                               "bf16; spelling of the value unverified)",
+                                               false};
+  Sourced<const char*> kv_cache_dtype_dsa_sm100{"fp8_e4m3",
+                                                "server_args.py _set_default_nsa_kv_cache_dtype (SM100)"};
+  Sourced<int> max_running_requests_speculative{48,
+                                                "server_args.py: \"max_running_requests is reset to 48 for "
+                                                "speculative decoding\" (global, divided by dp)"};
   /// EAGLE defaults chosen for DeepSeek when --speculative-num-steps etc. are unset
   /// (server_args.py auto_choose_speculative_params; the V3.2 docs suggest 3/1/4).
   Sourced<int> speculative_num_steps{3, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
   Sourced<int> speculative_eagle_topk{1, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
-  Sourced<int> speculative_num_draft_tokens{4, "server_args.py auto_choose_speculative_params (DeepseekV3)", false};
+  Sourced<int> speculative_num_draft_tokens{4, "server_args.py auto_choose_speculative_params (DeepseekV3)",
+                                            false};
   Sourced<bool> deep_gemm{true, "sglang/srt/environ.py SGLANG_ENABLE_JIT_DEEPGEMM default true"};
 };
 

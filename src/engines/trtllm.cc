@@ -11,7 +11,8 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr, std::vector<std::string> choices = {}) {
+FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
+           std::vector<std::string> choices = {}) {
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
 }
 
@@ -29,10 +30,12 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--log_level"}, K::kString, nullptr,
                   {"internal_error", "error", "warning", "info", "verbose", "debug", "trace"}));
     s.push_back(F({"--max_beam_width"}, K::kInt));
-    s.push_back(F({"--max_batch_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+    s.push_back(
+        F({"--max_batch_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max_num_tokens"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
-    s.push_back(F({"--max_seq_len"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+    s.push_back(
+        F({"--max_seq_len"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
     s.push_back(F({"--tp_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
     s.push_back(F({"--pp_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--ep_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.ep = to_int(v[0]); }));
@@ -45,8 +48,10 @@ const std::vector<FlagSpec>& trtllm_specs() {
                   [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
     s.push_back(F({"--extra_llm_api_options"}, K::kString,
                   [](EngineConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
-    s.push_back(F({"--reasoning_parser"}, K::kString, [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
-    s.push_back(F({"--tool_parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+    s.push_back(F({"--reasoning_parser"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+    s.push_back(
+        F({"--tool_parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     s.push_back(F({"--metadata_server_config_file"}, K::kString));
     s.push_back(F({"--server_role"}, K::kString));
     s.push_back(F({"--fail_fast_on_attention_window_too_large"}, K::kStoreTrue));
@@ -55,7 +60,8 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--enable_chunked_prefill"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--media_io_kwargs"}, K::kString));
-    s.push_back(F({"--chat_template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+    s.push_back(
+        F({"--chat_template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
     return s;
   }();
   return specs;
@@ -109,7 +115,8 @@ std::vector<std::string> render_trtllm(const EngineConfig& c, const EngineConfig
   if (c.port != b.port) add("--port", std::to_string(c.port));
   if (c.trtllm_backend != b.trtllm_backend) add("--backend", c.trtllm_backend);
   if (c.trust_remote_code && !b.trust_remote_code) a.push_back("--trust_remote_code");
-  if (c.extra_llm_api_options != b.extra_llm_api_options) add("--extra_llm_api_options", c.extra_llm_api_options);
+  if (c.extra_llm_api_options != b.extra_llm_api_options)
+    add("--extra_llm_api_options", c.extra_llm_api_options);
   if (c.reasoning_parser != b.reasoning_parser) add("--reasoning_parser", c.reasoning_parser);
   if (c.tool_call_parser != b.tool_call_parser) add("--tool_parser", c.tool_call_parser);
   if (c.chat_template != b.chat_template) add("--chat_template", c.chat_template);

@@ -14,11 +14,15 @@ struct TrtllmDefaults {
   Sourced<const char*> host{"localhost", "commands/serve.py --host default"};
   Sourced<int> port{8000, "commands/serve.py --port default"};
   Sourced<const char*> backend{"pytorch", "commands/serve.py --backend default"};
-  Sourced<int> max_batch_size{2048, "builder.py BuildConfig.max_batch_size (serve.py falls back to it); "
-                                    "some doc mirrors say 256", false};
+  Sourced<int> max_batch_size{2048,
+                              "builder.py BuildConfig.max_batch_size (serve.py falls back to it); "
+                              "some doc mirrors say 256",
+                              false};
   Sourced<int> max_num_tokens{8192, "builder.py BuildConfig.max_num_tokens", false};
-  Sourced<double> kv_cache_free_gpu_memory_fraction{0.9, "commands/serve.py --kv_cache_free_gpu_memory_fraction"};
-  Sourced<bool> enable_chunked_prefill{false, "commands/serve.py --enable_chunked_prefill is_flag default False"};
+  Sourced<double> kv_cache_free_gpu_memory_fraction{0.9,
+                                                    "commands/serve.py --kv_cache_free_gpu_memory_fraction"};
+  Sourced<bool> enable_chunked_prefill{false,
+                                       "commands/serve.py --enable_chunked_prefill is_flag default False"};
   Sourced<int> cuda_graph_max_batch_size{128, "llmapi/llm_args.py CudaGraphConfig.max_batch_size when unset"};
   Sourced<bool> enable_attention_dp{false, "llmapi/llm_args.py enable_attention_dp"};
   Sourced<int> ep_size{1, "mapping: moe_ep_size = 1, moe_tp_size = tp_size when --ep_size is unset", false};

@@ -16,7 +16,8 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr, std::vector<std::string> choices = {}) {
+FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
+           std::vector<std::string> choices = {}) {
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
 }
 
@@ -53,7 +54,8 @@ void apply_compilation(EngineConfig& c, const V& v) {
   }
   // Kept verbatim too (it holds more than the capture size), replacing an earlier occurrence.
   auto& u = c.unmodelled_options;
-  u.erase(std::remove_if(u.begin(), u.end(), [](const EngineOption& o) { return o.flag == "--compilation-config"; }),
+  u.erase(std::remove_if(u.begin(), u.end(),
+                         [](const EngineOption& o) { return o.flag == "--compilation-config"; }),
           u.end());
   u.push_back({"--compilation-config", {v[0]}});
 }
@@ -68,7 +70,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--host"}, K::kString, [](EngineConfig& c, const V& v) { c.host = v[0]; }));
     s.push_back(F({"--port"}, K::kInt, [](EngineConfig& c, const V& v) { c.port = to_int(v[0]); }));
     s.push_back(F({"--uds"}, K::kString));
-    s.push_back(F({"--uvicorn-log-level"}, K::kString, nullptr, {"critical", "debug", "error", "info", "trace", "warning"}));
+    s.push_back(F({"--uvicorn-log-level"}, K::kString, nullptr,
+                  {"critical", "debug", "error", "info", "trace", "warning"}));
     s.push_back(F({"--disable-uvicorn-access-log"}, K::kBoolOptional));
     s.push_back(F({"--allow-credentials"}, K::kBoolOptional));
     s.push_back(F({"--allowed-origins"}, K::kJson));
@@ -76,7 +79,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--allowed-headers"}, K::kJson));
     s.push_back(F({"--api-key"}, K::kStringList));
     s.push_back(F({"--lora-modules"}, K::kStringList));
-    s.push_back(F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+    s.push_back(
+        F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
     s.push_back(F({"--chat-template-content-format"}, K::kString, nullptr, {"auto", "openai", "string"}));
     s.push_back(F({"--trust-request-chat-template"}, K::kBoolOptional));
     s.push_back(F({"--response-role"}, K::kString));
@@ -93,7 +97,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--enable-auto-tool-choice"}, K::kBoolOptional,
                   [](EngineConfig& c, const V& v) { c.enable_auto_tool_choice = to_bool(v[0]); }));
     s.push_back(F({"--exclude-tools-when-tool-choice-none"}, K::kBoolOptional));
-    s.push_back(F({"--tool-call-parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+    s.push_back(F({"--tool-call-parser"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     s.push_back(F({"--tool-parser-plugin"}, K::kString));
     s.push_back(F({"--tool-server"}, K::kString));
     s.push_back(F({"--log-config-file"}, K::kString));
@@ -119,10 +124,12 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--convert"}, K::kString, nullptr, {"auto", "classify", "embed", "none", "reward"}));
     s.push_back(F({"--tokenizer"}, K::kString));
     // [unverified: 0.13 tokenizer modes are a registry; no choices validation]
-    s.push_back(F({"--tokenizer-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; }));
+    s.push_back(
+        F({"--tokenizer-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; }));
     s.push_back(F({"--trust-remote-code"}, K::kBoolOptional,
                   [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
-    s.push_back(F({"--dtype"}, K::kString, nullptr, {"auto", "bfloat16", "float", "float16", "float32", "half"}));
+    s.push_back(
+        F({"--dtype"}, K::kString, nullptr, {"auto", "bfloat16", "float", "float16", "float32", "half"}));
     s.push_back(F({"--seed"}, K::kInt));
     s.push_back(F({"--hf-config-path"}, K::kString));
     s.push_back(F({"--allowed-local-media-path"}, K::kString));
@@ -130,16 +137,21 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--revision"}, K::kString));
     s.push_back(F({"--code-revision"}, K::kString));
     s.push_back(F({"--tokenizer-revision"}, K::kString));
-    s.push_back(F({"--max-model-len"}, K::kHumanInt, [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
-    s.push_back(F({"--quantization", "-q"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
-    s.push_back(F({"--enforce-eager"}, K::kBoolOptional, [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
+    s.push_back(F({"--max-model-len"}, K::kHumanInt,
+                  [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+    s.push_back(
+        F({"--quantization", "-q"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
+    s.push_back(F({"--enforce-eager"}, K::kBoolOptional,
+                  [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
     s.push_back(F({"--max-logprobs"}, K::kInt));
-    s.push_back(F({"--logprobs-mode"}, K::kString, nullptr, {"processed_logits", "processed_logprobs", "raw_logits", "raw_logprobs"}));
+    s.push_back(F({"--logprobs-mode"}, K::kString, nullptr,
+                  {"processed_logits", "processed_logprobs", "raw_logits", "raw_logprobs"}));
     s.push_back(F({"--disable-sliding-window"}, K::kBoolOptional));
     s.push_back(F({"--disable-cascade-attn"}, K::kBoolOptional));
     s.push_back(F({"--skip-tokenizer-init"}, K::kBoolOptional));
     s.push_back(F({"--enable-prompt-embeds"}, K::kBoolOptional));
-    s.push_back(F({"--served-model-name"}, K::kStringList, [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
+    s.push_back(F({"--served-model-name"}, K::kStringList,
+                  [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
     s.push_back(F({"--config-format"}, K::kString, nullptr, {"auto", "hf", "mistral"}));
     s.push_back(F({"--hf-token"}, K::kString));
     s.push_back(F({"--hf-overrides"}, K::kJson));
@@ -161,16 +173,22 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--use-tqdm-on-load"}, K::kBoolOptional));
     s.push_back(F({"--pt-load-map-location"}, K::kString));
     // StructuredOutputsConfig / reasoning.
-    s.push_back(F({"--reasoning-parser"}, K::kString, [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+    s.push_back(F({"--reasoning-parser"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(F({"--reasoning-parser-plugin"}, K::kString));
     s.push_back(F({"--structured-outputs-config"}, K::kJson));
     // ParallelConfig.
-    s.push_back(F({"--distributed-executor-backend"}, K::kString, nullptr, {"external_launcher", "mp", "ray", "uni"}));
-    s.push_back(F({"--pipeline-parallel-size", "-pp"}, K::kInt, [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
-    s.push_back(F({"--tensor-parallel-size", "-tp"}, K::kInt, [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
-    s.push_back(F({"--decode-context-parallel-size", "-dcp"}, K::kInt, [](EngineConfig& c, const V& v) { c.dcp = to_int(v[0]); }));
+    s.push_back(F({"--distributed-executor-backend"}, K::kString, nullptr,
+                  {"external_launcher", "mp", "ray", "uni"}));
+    s.push_back(F({"--pipeline-parallel-size", "-pp"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
+    s.push_back(F({"--tensor-parallel-size", "-tp"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
+    s.push_back(F({"--decode-context-parallel-size", "-dcp"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.dcp = to_int(v[0]); }));
     s.push_back(F({"--dcp-kv-cache-interleave-size"}, K::kInt));
-    s.push_back(F({"--data-parallel-size", "-dp"}, K::kInt, [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
+    s.push_back(F({"--data-parallel-size", "-dp"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
     s.push_back(F({"--data-parallel-rank", "-dpn"}, K::kInt));
     s.push_back(F({"--data-parallel-start-rank", "-dpr"}, K::kInt));
     s.push_back(F({"--data-parallel-size-local", "-dpl"}, K::kInt));
@@ -181,9 +199,10 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--data-parallel-external-lb", "-dpe"}, K::kBoolOptional));
     s.push_back(F({"--enable-expert-parallel"}, K::kBoolOptional,
                   [](EngineConfig& c, const V& v) { c.enable_expert_parallel = to_bool(v[0]); }));
-    s.push_back(F({"--all2all-backend"}, K::kString, [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
-                  {"allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency", "flashinfer_all2allv",
-                   "naive", "pplx"}));
+    s.push_back(F({"--all2all-backend"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
+                  {"allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
+                   "flashinfer_all2allv", "naive", "pplx"}));
     s.push_back(F({"--enable-dbo"}, K::kBoolOptional));
     s.push_back(F({"--dbo-decode-token-threshold"}, K::kInt));
     s.push_back(F({"--dbo-prefill-token-threshold"}, K::kInt));
@@ -203,12 +222,14 @@ const std::vector<FlagSpec>& vllm_specs() {
                   [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--kv-cache-memory-bytes"}, K::kHumanInt));
     s.push_back(F({"--swap-space"}, K::kFloat));
-    s.push_back(F({"--kv-cache-dtype"}, K::kString, [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
+    s.push_back(F({"--kv-cache-dtype"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
                   {"auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}));
     s.push_back(F({"--num-gpu-blocks-override"}, K::kInt));
     s.push_back(F({"--enable-prefix-caching"}, K::kBoolOptional,
                   [](EngineConfig& c, const V& v) { c.enable_prefix_caching = to_bool(v[0]); }));
-    s.push_back(F({"--prefix-caching-hash-algo"}, K::kString, nullptr, {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"}));
+    s.push_back(F({"--prefix-caching-hash-algo"}, K::kString, nullptr,
+                  {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"}));
     s.push_back(F({"--cpu-offload-gb"}, K::kFloat));
     s.push_back(F({"--calculate-kv-scales"}, K::kBoolOptional));
     s.push_back(F({"--kv-sharing-fast-prefill"}, K::kBoolOptional));
@@ -244,12 +265,13 @@ const std::vector<FlagSpec>& vllm_specs() {
     // SchedulerConfig.
     s.push_back(F({"--max-num-batched-tokens"}, K::kHumanInt,
                   [](EngineConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
-    s.push_back(F({"--max-num-seqs"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+    s.push_back(
+        F({"--max-num-seqs"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max-num-partial-prefills"}, K::kInt));
     s.push_back(F({"--max-long-partial-prefills"}, K::kInt));
     s.push_back(F({"--long-prefill-token-threshold"}, K::kInt));
-    s.push_back(F({"--scheduling-policy"}, K::kString, [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; },
-                  {"fcfs", "priority"}));
+    s.push_back(F({"--scheduling-policy"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; }, {"fcfs", "priority"}));
     s.push_back(F({"--enable-chunked-prefill"}, K::kBoolOptional,
                   [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--disable-chunked-mm-input"}, K::kBoolOptional));
@@ -272,7 +294,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
     // [unverified for 0.13: --attention-backend (AttentionConfig) superseding VLLM_ATTENTION_BACKEND]
-    s.push_back(F({"--attention-backend"}, K::kString, [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; }));
+    s.push_back(F({"--attention-backend"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; }));
     s.push_back(F({"--additional-config"}, K::kJson));
     return s;
   }();
@@ -292,8 +315,8 @@ bool is_json_option(const std::string& name) {
 // `--speculative-config.num_speculative_tokens 1` merged into one JSON value per option.
 std::vector<std::string> preprocess(const std::vector<std::string>& in) {
   std::vector<std::string> out;
-  std::map<std::string, nlohmann::json> dotted;  // option -> merged object
-  std::map<std::string, std::size_t> dotted_pos; // option -> position of its placeholder in `out`
+  std::map<std::string, nlohmann::json> dotted;   // option -> merged object
+  std::map<std::string, std::size_t> dotted_pos;  // option -> position of its placeholder in `out`
   for (std::size_t i = 0; i < in.size(); ++i) {
     std::string a = in[i];
     if (a.rfind("--", 0) == 0 && a.size() > 2) {
@@ -316,7 +339,8 @@ std::vector<std::string> preprocess(const std::vector<std::string>& in) {
         } else if (i + 1 < in.size()) {
           value = in[++i];
         }
-        nlohmann::json v = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+        nlohmann::json v =
+            nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
         nlohmann::json* node = &dotted[option];
         std::size_t start = 0;
         while (true) {
@@ -364,8 +388,12 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
   c.tokenizer_mode = "auto";
 
   // `vllm serve` is a subparser of the `vllm` parser: leftovers are reported by the top-level "vllm".
-  ArgparseSettings settings{api_server ? "api_server.py" : "vllm serve", EngineKind::kVllm,
-                            api_server ? 0u : 1u, true, nullptr, api_server ? "" : "vllm"};
+  ArgparseSettings settings{api_server ? "api_server.py" : "vllm serve",
+                            EngineKind::kVllm,
+                            api_server ? 0u : 1u,
+                            true,
+                            nullptr,
+                            api_server ? "" : "vllm"};
   ParsedArgs parsed = parse_argparse(vllm_specs(), preprocess(args_in), settings);
   apply_parsed(c, parsed);
   if (!parsed.positionals.empty()) c.model = parsed.positionals[0];
@@ -380,7 +408,8 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
                            "ValueError: invalid literal for int() with base 10: " + python_repr(it->second));
     c.deep_gemm = *n != 0;
   }
-  if (auto it = env.find("VLLM_ATTENTION_BACKEND"); it != env.end() && !c.is_explicit("--attention-backend")) {
+  if (auto it = env.find("VLLM_ATTENTION_BACKEND");
+      it != env.end() && !c.is_explicit("--attention-backend")) {
     c.attention_backend = it->second;
     // vllm/attention/selector.py strips the legacy "_VLLM_V1" suffix (FLASHMLA_VLLM_V1 -> FLASHMLA).
     const std::string suffix = "_VLLM_V1";
@@ -413,7 +442,8 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   add_bool("--enable-auto-tool-choice", c.enable_auto_tool_choice, b.enable_auto_tool_choice);
   if (c.chat_template != b.chat_template) add("--chat-template", c.chat_template);
   add_opt("--max-model-len", c.max_model_len, b.max_model_len);
-  if (c.gpu_memory_fraction != b.gpu_memory_fraction) add("--gpu-memory-utilization", format_number(c.gpu_memory_fraction));
+  if (c.gpu_memory_fraction != b.gpu_memory_fraction)
+    add("--gpu-memory-utilization", format_number(c.gpu_memory_fraction));
   if (c.kv_cache_dtype != b.kv_cache_dtype) add("--kv-cache-dtype", c.kv_cache_dtype);
   if (c.block_size != b.block_size && c.block_size > 0) add("--block-size", std::to_string(c.block_size));
   add_opt("--max-num-seqs", c.max_num_seqs, b.max_num_seqs);
@@ -425,11 +455,13 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   if (c.quantization != b.quantization) add("--quantization", c.quantization);
   if (c.moe_a2a_backend != b.moe_a2a_backend) add("--all2all-backend", c.moe_a2a_backend);
   if (c.speculative) {
-    nlohmann::json j = nlohmann::json::accept(c.speculative->json) ? nlohmann::json::parse(c.speculative->json)
-                                                                   : nlohmann::json::object();
+    nlohmann::json j = nlohmann::json::accept(c.speculative->json)
+                           ? nlohmann::json::parse(c.speculative->json)
+                           : nlohmann::json::object();
     if (!j.is_object()) j = nlohmann::json::object();
     if (!c.speculative->method.empty()) j["method"] = c.speculative->method;
-    if (c.speculative->num_speculative_tokens > 0) j["num_speculative_tokens"] = c.speculative->num_speculative_tokens;
+    if (c.speculative->num_speculative_tokens > 0)
+      j["num_speculative_tokens"] = c.speculative->num_speculative_tokens;
     if (!c.speculative->draft_model.empty()) j["model"] = c.speculative->draft_model;
     add("--speculative-config", j.dump());
   }
@@ -444,8 +476,9 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   bool compilation_done = false;
   for (const auto& o : c.unmodelled_options) {
     if (o.flag == "--compilation-config") {
-      nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0]) ? nlohmann::json::parse(o.values[0])
-                                                                                  : nlohmann::json::object();
+      nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0])
+                             ? nlohmann::json::parse(o.values[0])
+                             : nlohmann::json::object();
       if (c.cuda_graph_max_bs && j.is_object()) {
         bool sizes_agree = false;
         if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array()) {

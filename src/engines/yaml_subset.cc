@@ -70,7 +70,8 @@ nlohmann::json scalar(const std::string& raw, int line) {
     while (start <= inner.size()) {
       auto comma = inner.find(',', start);
       std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (trim(item).find_first_of("[]{}") != std::string::npos) error(line, "nested flow collections are not supported");
+      if (trim(item).find_first_of("[]{}") != std::string::npos)
+        error(line, "nested flow collections are not supported");
       arr.push_back(scalar(item, line));
       if (comma == std::string::npos) break;
       start = comma + 1;

@@ -8,7 +8,9 @@ namespace se = servelab::engines;
 using servelab::engines::detail::parse_yaml_subset;
 
 namespace {
-se::EngineConfig parse(const std::string& cmd) { return se::parse_launch_command(se::split_command_line(cmd)); }
+se::EngineConfig parse(const std::string& cmd) {
+  return se::parse_launch_command(se::split_command_line(cmd));
+}
 }  // namespace
 
 TEST(YamlSubset, MappingsScalarsLists) {
@@ -54,7 +56,8 @@ TEST(YamlSubset, RefusesWhatItDoesNotSupport) {
 }
 
 TEST(ConfigFiles, TrtllmExtraOptions) {
-  auto c = parse("trtllm-serve m --tp_size 8 --ep_size 8 --max_batch_size 512 --extra_llm_api_options extra.yaml");
+  auto c =
+      parse("trtllm-serve m --tp_size 8 --ep_size 8 --max_batch_size 512 --extra_llm_api_options extra.yaml");
   EXPECT_EQ(c.extra_llm_api_options, "extra.yaml");
   auto r = se::apply_config_yaml(c,
                                  "enable_attention_dp: true\n"
@@ -98,7 +101,8 @@ TEST(ConfigFiles, TrtllmExtraOptions) {
   EXPECT_EQ(again.config_file_options.size(), 2u);
 
   EXPECT_TRUE(se::apply_config_yaml(parse("trtllm-serve m"), "cuda_graph_config: null\n").enforce_eager);
-  EXPECT_THROW(se::apply_config_yaml(parse("trtllm-serve m"), "max_batch_size: lots\n"), std::invalid_argument);
+  EXPECT_THROW(se::apply_config_yaml(parse("trtllm-serve m"), "max_batch_size: lots\n"),
+               std::invalid_argument);
 }
 
 TEST(ConfigFiles, VllmAndSglangConfig) {

@@ -27,7 +27,8 @@ std::string error_of(const std::string& cmd, const std::map<std::string, std::st
 }  // namespace
 
 TEST(ParseVllm, AliasesEqualsAndUnderscores) {
-  auto c = parse("vllm serve m -tp=4 --data-parallel-size 2 -dcp 2 --pipeline_parallel_size=1 --max_num_seqs 256");
+  auto c =
+      parse("vllm serve m -tp=4 --data-parallel-size 2 -dcp 2 --pipeline_parallel_size=1 --max_num_seqs 256");
   EXPECT_EQ(c.kind, EngineKind::kVllm);
   EXPECT_EQ(c.model, "m");
   EXPECT_EQ(c.tp, 4);
@@ -68,7 +69,8 @@ TEST(ParseVllm, JsonSpeculativeAndCompilationConfig) {
   EXPECT_EQ(c.speculative->method, "mtp");
   EXPECT_EQ(c.speculative->num_speculative_tokens, 2);
   // Dotted JSON form (FlexibleArgumentParser) merges into one value.
-  auto d = parse("vllm serve m --speculative-config.method mtp --speculative-config.num_speculative_tokens=3");
+  auto d =
+      parse("vllm serve m --speculative-config.method mtp --speculative-config.num_speculative_tokens=3");
   ASSERT_TRUE(d.speculative);
   EXPECT_EQ(d.speculative->method, "mtp");
   EXPECT_EQ(d.speculative->num_speculative_tokens, 3);
@@ -90,9 +92,10 @@ TEST(ParseVllm, AbbreviationsAndNegation) {
   EXPECT_EQ(c.max_num_seqs, 8);
   EXPECT_DOUBLE_EQ(c.gpu_memory_fraction, 0.5);
   EXPECT_FALSE(c.enable_prefix_caching);
-  EXPECT_EQ(error_of("vllm serve m --max-num 8"),
-            "vllm serve: error: ambiguous option: --max-num could match --max-num-batched-tokens, --max-num-seqs, "
-            "--max-num-partial-prefills");
+  EXPECT_EQ(
+      error_of("vllm serve m --max-num 8"),
+      "vllm serve: error: ambiguous option: --max-num could match --max-num-batched-tokens, --max-num-seqs, "
+      "--max-num-partial-prefills");
 }
 
 TEST(ParseVllm, UnmodelledOptionsAreKept) {
@@ -113,18 +116,21 @@ TEST(ParseVllm, Errors) {
             "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'");
   EXPECT_EQ(error_of("vllm serve m --gpu-memory-utilization high"),
             "vllm serve: error: argument --gpu-memory-utilization: invalid float value: 'high'");
-  EXPECT_EQ(error_of("vllm serve m --kv-cache-dtype fp16"),
-            "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'bfloat16', "
-            "'fp8', 'fp8_ds_mla', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc')");
+  EXPECT_EQ(
+      error_of("vllm serve m --kv-cache-dtype fp16"),
+      "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'bfloat16', "
+      "'fp8', 'fp8_ds_mla', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc')");
   EXPECT_EQ(error_of("vllm serve m --block-size 48"),
-            "vllm serve: error: argument --block-size: invalid choice: 48 (choose from 1, 8, 16, 32, 64, 128, 256)");
+            "vllm serve: error: argument --block-size: invalid choice: 48 (choose from 1, 8, 16, 32, 64, "
+            "128, 256)");
   EXPECT_EQ(error_of("vllm serve m --max-num-seqs"),
             "vllm serve: error: argument --max-num-seqs: expected one argument");
   EXPECT_EQ(error_of("vllm serve m --enforce-eager=1"),
             "vllm serve: error: argument --enforce-eager/--no-enforce-eager: ignored explicit argument '1'");
-  EXPECT_EQ(error_of("vllm serve m --max-model-len 1.5K"),
-            "vllm serve: error: argument --max-model-len: Decimals are not allowed with binary suffixes like K. "
-            "Did you mean to use 1.5k instead?");
+  EXPECT_EQ(
+      error_of("vllm serve m --max-model-len 1.5K"),
+      "vllm serve: error: argument --max-model-len: Decimals are not allowed with binary suffixes like K. "
+      "Did you mean to use 1.5k instead?");
   EXPECT_EQ(error_of("vllm serve m --speculative-config {bad"),
             "vllm serve: error: argument --speculative-config: invalid loads value: '{bad'");
   EXPECT_EQ(error_of("vllm serve m", {{"VLLM_USE_DEEP_GEMM", "false"}}),
@@ -144,7 +150,7 @@ TEST(ParseVllm, Environment) {
 
 TEST(ParseVllm, ModelFlag) {
   EXPECT_EQ(parse("vllm serve --model m").model, "m");
-  EXPECT_EQ(parse("vllm serve p --model m").model, "p");  // the positional model_tag wins
+  EXPECT_EQ(parse("vllm serve p --model m").model, "p");          // the positional model_tag wins
   EXPECT_EQ(parse("vllm serve -tp 2").model, "Qwen/Qwen3-0.6B");  // EngineArgs default model
 }
 
@@ -159,7 +165,8 @@ TEST(ParseVllm, ApiServerModuleTakesModelFlag) {
 TEST(ParseSglang, AliasesAndKnobs) {
   auto c = parse(
       "python -m sglang.launch_server --model m --tp 8 --dp-size=4 --enable-dp-attention --ep 8 "
-      "--max-running-requests 256 --chunked-prefill-size 4096 --mem-fraction-static 0.8 --cuda-graph-max-bs 128 "
+      "--max-running-requests 256 --chunked-prefill-size 4096 --mem-fraction-static 0.8 --cuda-graph-max-bs "
+      "128 "
       "--schedule-policy lpm --schedule-conservativeness 0.5 --kv-cache-dtype fp8_e4m3 --page-size 64 "
       "--disable-cuda-graph --trust-remote-code --speculative-algorithm NEXTN --speculative-num-steps 3 "
       "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --attention-backend nsa "
@@ -206,18 +213,24 @@ TEST(ParseSglang, Errors) {
   EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --enable-dp-attention=true"),
             "launch_server.py: error: argument --enable-dp-attention: ignored explicit argument 'true'");
   // `--pp` is a prefix of two options.
-  EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --pp 2"),
-            "launch_server.py: error: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size");
+  EXPECT_EQ(
+      error_of("python3 -m sglang.launch_server --model-path m --pp 2"),
+      "launch_server.py: error: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size");
   // Booleans are store_true: no --no- form.
   EXPECT_EQ(error_of("python3 -m sglang.launch_server --model-path m --no-trust-remote-code"),
             "launch_server.py: error: unrecognized arguments: --no-trust-remote-code");
 }
 
 TEST(ParseSglang, Environment) {
-  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}).deep_gemm);
-  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "false"}}).deep_gemm);
-  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGL_ENABLE_JIT_DEEPGEMM", "0"}}).deep_gemm);
-  EXPECT_TRUE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "1"}}).deep_gemm);
+  EXPECT_FALSE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}})
+                   .deep_gemm);
+  EXPECT_FALSE(
+      parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "false"}})
+          .deep_gemm);
+  EXPECT_FALSE(
+      parse("python3 -m sglang.launch_server --model-path m", {{"SGL_ENABLE_JIT_DEEPGEMM", "0"}}).deep_gemm);
+  EXPECT_TRUE(parse("python3 -m sglang.launch_server --model-path m", {{"SGLANG_ENABLE_JIT_DEEPGEMM", "1"}})
+                  .deep_gemm);
 }
 
 TEST(ParseTrtllm, OptionsAndForms) {
@@ -253,8 +266,9 @@ TEST(ParseTrtllm, ClickErrors) {
             "Error: Invalid value for '--tp_size': 'x' is not a valid integer.");
   EXPECT_EQ(error_of("trtllm-serve m --kv_cache_free_gpu_memory_fraction most"),
             "Error: Invalid value for '--kv_cache_free_gpu_memory_fraction': 'most' is not a valid float.");
-  EXPECT_EQ(error_of("trtllm-serve m --backend tensorrt"),
-            "Error: Invalid value for '--backend': 'tensorrt' is not one of 'pytorch', 'trt', '_autodeploy'.");
+  EXPECT_EQ(
+      error_of("trtllm-serve m --backend tensorrt"),
+      "Error: Invalid value for '--backend': 'tensorrt' is not one of 'pytorch', 'trt', '_autodeploy'.");
   EXPECT_EQ(error_of("trtllm-serve m --trust_remote_code=1"),
             "Error: Option '--trust_remote_code' does not take a value.");
   EXPECT_EQ(error_of("trtllm-serve m --tp_size"), "Error: Option '--tp_size' requires an argument.");
@@ -277,7 +291,8 @@ TEST(ParseLaunch, ProgramDetection) {
   EXPECT_THROW(parse("vllm bench serve --model m"), std::invalid_argument);
   EXPECT_THROW(parse("python3 -m http.server"), std::invalid_argument);
   EXPECT_THROW(se::parse_launch_command({}), std::invalid_argument);
-  EXPECT_EQ(error_of("sglang serve --model-path m --bogus"), "sglang: error: unrecognized arguments: --bogus");
+  EXPECT_EQ(error_of("sglang serve --model-path m --bogus"),
+            "sglang: error: unrecognized arguments: --bogus");
 }
 
 TEST(ShellHelpers, SplitAndEnv) {
@@ -309,8 +324,11 @@ TEST(PythonHelpers, Conversions) {
   EXPECT_EQ(python_repr("a\"b"), "'a\"b'");
   EXPECT_EQ(python_repr("x\ty"), "'x\\ty'");
   // difflib.get_close_matches oracle values (CPython 3.11).
-  std::vector<std::string> opts{"--max_beam_width", "--max_batch_size", "--tp_size", "--pp_size", "--ep_size"};
-  EXPECT_EQ(close_matches("--max_batch", opts), (std::vector<std::string>{"--max_batch_size", "--max_beam_width"}));
-  EXPECT_EQ(close_matches("--tp-size", opts), (std::vector<std::string>{"--tp_size", "--pp_size", "--ep_size"}));
+  std::vector<std::string> opts{"--max_beam_width", "--max_batch_size", "--tp_size", "--pp_size",
+                                "--ep_size"};
+  EXPECT_EQ(close_matches("--max_batch", opts),
+            (std::vector<std::string>{"--max_batch_size", "--max_beam_width"}));
+  EXPECT_EQ(close_matches("--tp-size", opts),
+            (std::vector<std::string>{"--tp_size", "--pp_size", "--ep_size"}));
   EXPECT_TRUE(close_matches("--foo", opts).empty());
 }

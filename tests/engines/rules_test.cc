@@ -14,8 +14,8 @@ se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::
   return se::parse_launch_command(se::split_command_line(cmd), env);
 }
 
-const se::ModelTraits kV32;        // DeepSeek-V3.2 defaults
-const se::HardwareTraits kH200;    // 8x H200, sm90, 143771 MiB
+const se::ModelTraits kV32;      // DeepSeek-V3.2 defaults
+const se::HardwareTraits kH200;  // 8x H200, sm90, 143771 MiB
 
 se::HardwareTraits b200() {
   se::HardwareTraits hw;
@@ -55,8 +55,8 @@ TEST(ResolveDefaults, VllmOnH200) {
   auto fp8 = se::resolve_defaults(parse("vllm serve m --kv-cache-dtype fp8 --max-num-seqs 64"), kV32, kH200);
   EXPECT_EQ(fp8.kv_cache_dtype, "fp8_ds_mla");
   EXPECT_EQ(fp8.cuda_graph_max_bs, 128);  // 64 * 2
-  auto mtp = se::resolve_defaults(parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"),
-                                  kV32, kH200);
+  auto mtp = se::resolve_defaults(
+      parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"), kV32, kH200);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 1);  // from num_nextn_predict_layers
   EXPECT_EQ(mtp.cuda_graph_max_bs, 400);                  // 100 * 2 * 2
   se::HardwareTraits a100;
@@ -70,7 +70,8 @@ TEST(ResolveDefaults, VllmOnH200) {
 
 TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
   // deepseek-v32-perf-facts.md §4: TP8 0.897, TP8+MTP 0.882, DP8-attention 0.769, DP8-attention+MTP 0.754.
-  auto tp8 = se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m --tp-size 8"), kV32, kH200);
+  auto tp8 =
+      se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m --tp-size 8"), kV32, kH200);
   EXPECT_DOUBLE_EQ(tp8.gpu_memory_fraction, 0.897);
   EXPECT_EQ(tp8.chunked_prefill_size, 8192);
   EXPECT_EQ(tp8.cuda_graph_max_bs, 512);
@@ -82,15 +83,16 @@ TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
   EXPECT_EQ(tp8.schedule_conservativeness, 1.0);
   EXPECT_FALSE(tp8.max_num_seqs.has_value());  // derived from the KV pool by the twin
   auto mtp = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32, kH200);
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32,
+      kH200);
   EXPECT_DOUBLE_EQ(mtp.gpu_memory_fraction, 0.882);
   EXPECT_EQ(mtp.max_num_seqs, 48);
   EXPECT_EQ(mtp.speculative->num_steps, 3);
   EXPECT_EQ(mtp.speculative->num_draft_tokens, 4);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 3);
   auto dp8 = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"), kV32,
-      kH200);
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"),
+      kV32, kH200);
   EXPECT_DOUBLE_EQ(dp8.gpu_memory_fraction, 0.769);
   EXPECT_EQ(dp8.chunked_prefill_size, 1024);  // 8192 // 8
   EXPECT_DOUBLE_EQ(*dp8.schedule_conservativeness, 0.3);
@@ -102,12 +104,13 @@ TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
   EXPECT_DOUBLE_EQ(dp8mtp.gpu_memory_fraction, 0.754);
   EXPECT_EQ(dp8mtp.speculative->num_draft_tokens, 2);
   // An explicit fraction is kept; FP8 KV switches the NSA kernels.
-  auto fp8 = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
-      kV32, kH200);
+  auto fp8 = se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m "
+                                        "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
+                                  kV32, kH200);
   EXPECT_DOUBLE_EQ(fp8.gpu_memory_fraction, 0.85);
   EXPECT_EQ(fp8.nsa_decode_backend, "flashmla_kv");
-  EXPECT_EQ(se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200()).kv_cache_dtype,
+  EXPECT_EQ(se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200())
+                .kv_cache_dtype,
             "fp8_e4m3");
 }
 
@@ -120,31 +123,38 @@ TEST(ResolveDefaults, Trtllm) {
 
 TEST(CheckLaunch, VllmAttentionBackends) {
   auto msg = [](const char* backend, const se::HardwareTraits& hw, const std::string& extra = "") {
-    auto f = se::check_launch(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}), kV32, hw);
+    auto f = se::check_launch(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}),
+                              kV32, hw);
     return f ? f->message : std::string("<starts>");
   };
   // On B200 (sm100) CUTLASS_MLA has kernels; only the sparse reason is left.
-  EXPECT_EQ(msg("CUTLASS_MLA", b200()),
-            "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
-            "Reason: ['sparse not supported']");
+  EXPECT_EQ(
+      msg("CUTLASS_MLA", b200()),
+      "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
+      "Reason: ['sparse not supported']");
   EXPECT_EQ(msg("FLASHMLA_SPARSE", kH200), "<starts>");
   EXPECT_EQ(msg("FLASHMLA_SPARSE", kH200, " --block-size 16"),
-            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA_SPARSE is not valid for this configuration. "
+            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA_SPARSE is not valid for this "
+            "configuration. "
             "Reason: ['block_size not supported']");
-  EXPECT_EQ(msg("FLASH_ATTN", kH200),
-            "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
-            "Reason: ['MLA not supported', 'sparse not supported']");
+  EXPECT_EQ(
+      msg("FLASH_ATTN", kH200),
+      "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+      "Reason: ['MLA not supported', 'sparse not supported']");
   // A dense MLA model is fine on FLASHMLA but not on a Blackwell-only kernel on Hopper.
   se::ModelTraits dense;
   dense.display_name = "DeepSeek-V3";
   dense.sparse_attention = false;
-  auto f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
+  auto f =
+      se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
   EXPECT_FALSE(f.has_value());
-  f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense, kH200);
+  f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense,
+                       kH200);
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->message,
-            "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
-            "Reason: ['compute capability not supported']");
+  EXPECT_EQ(
+      f->message,
+      "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
+      "Reason: ['compute capability not supported']");
   se::HardwareTraits a100;
   a100.name = "A100";
   a100.compute_capability_major = 8;
@@ -170,12 +180,13 @@ TEST(CheckLaunch, VllmDcpAndLimits) {
   EXPECT_EQ(se::check_launch(parse("vllm serve m -tp 8 -dp 2"), kV32, kH200)->rule, "parallel.gpu_count");
   EXPECT_EQ(se::check_launch(parse("vllm serve m --max-model-len 200000"), kV32, kH200)->rule,
             "vllm.max_model_len.too_long");
-  EXPECT_FALSE(se::check_launch(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}),
-                                kV32, kH200));
+  EXPECT_FALSE(se::check_launch(
+      parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}), kV32, kH200));
   se::ModelTraits no_mtp;
   no_mtp.num_nextn_predict_layers = 0;
-  EXPECT_EQ(se::check_launch(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp, kH200)->rule,
-            "vllm.speculative.no_mtp_head");
+  EXPECT_EQ(
+      se::check_launch(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp, kH200)->rule,
+      "vllm.speculative.no_mtp_head");
 }
 
 TEST(CheckLaunch, SglangRules) {
@@ -207,9 +218,10 @@ TEST(CheckLaunch, TrtllmRules) {
 TEST(GpusUsed, PerEngine) {
   EXPECT_EQ(parse("vllm serve m -tp 2 -dp 2 -pp 2").gpus_used(), 8);
   EXPECT_EQ(parse("vllm serve m -tp 8 -dcp 8").gpus_used(), 8);
-  EXPECT_EQ(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention")
-                .gpus_used(),
-            8);
+  EXPECT_EQ(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention")
+          .gpus_used(),
+      8);
   EXPECT_EQ(parse("python3 -m sglang.launch_server --model-path m --tp-size 4 --dp-size 2").gpus_used(), 8);
   EXPECT_EQ(parse("trtllm-serve m --tp_size 8 --ep_size 8").gpus_used(), 8);
   EXPECT_EQ(parse("trtllm-serve m --tp_size 4 --pp_size 2").gpus_used(), 8);
@@ -222,9 +234,10 @@ TEST(Render, TuneChangesAFieldAndRendersTheCommand) {
   c.max_num_seqs = 512;
   c.deep_gemm = false;
   c.attention_backend = "FLASHMLA_SPARSE";
-  EXPECT_EQ(se::render_command(c),
-            "VLLM_ATTENTION_BACKEND=FLASHMLA_SPARSE VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 "
-            "-tp 8 --tokenizer-mode deepseek_v32 --max-num-seqs 512 --seed 1");
+  EXPECT_EQ(
+      se::render_command(c),
+      "VLLM_ATTENTION_BACKEND=FLASHMLA_SPARSE VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 "
+      "-tp 8 --tokenizer-mode deepseek_v32 --max-num-seqs 512 --seed 1");
   auto back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
   // The rendered line itself (env words first) parses back too.
   auto line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
@@ -238,7 +251,9 @@ TEST(Render, TuneChangesAFieldAndRendersTheCommand) {
   EXPECT_FALSE(back.deep_gemm);
   EXPECT_EQ(back.attention_backend, "FLASHMLA_SPARSE");
 
-  auto s = parse("python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3.2 --tp 8 --dp 8 --enable-dp-attention");
+  auto s = parse(
+      "python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3.2 --tp 8 --dp 8 "
+      "--enable-dp-attention");
   s.chunked_prefill_size = 4096;
   s.speculative = se::SpeculativeConfig{"EAGLE", 1, 1, 1, 2, "", ""};
   EXPECT_EQ(se::render_command(s),
