@@ -25,8 +25,8 @@ struct SpeculativeConfig {
   int num_steps = 0;         ///< SGLang --speculative-num-steps
   int eagle_topk = 0;        ///< SGLang --speculative-eagle-topk
   int num_draft_tokens = 0;  ///< SGLang --speculative-num-draft-tokens (0 = engine default)
-  std::string
-      draft_model;   ///< vLLM "model" / SGLang --speculative-draft-model-path ("" = the model's MTP head)
+  /// vLLM "model" / SGLang --speculative-draft-model-path ("" = the model's own MTP head).
+  std::string draft_model;
   std::string json;  ///< vLLM --speculative-config as given (JSON text), "" otherwise
 };
 
@@ -37,9 +37,11 @@ struct EngineOption {
   std::vector<std::string> values;  ///< values as given (empty for a boolean flag; several for nargs='+')
 };
 
-/// A parsed engine launch, with every knob resolved to its effective value (explicit flag, else the
-/// engine's default for the version in `engine_version`, see the per-engine defaults tables).
-/// Units: lengths in tokens, memory fractions in [0, 1].
+/// A parsed engine launch. parse_launch_command() fills explicit values plus the defaults that depend
+/// only on the engine (version in `engine_version`; see vllm_defaults.h, sglang_defaults.h,
+/// trtllm_defaults.h); resolve_defaults() adds the ones that depend on the model and GPU (optionals left
+/// unset, 0 block size, SGLang's auto memory fraction) and the engine's own adjustments (e.g. SGLang's
+/// chunked_prefill_size // dp under DP-attention). Units: lengths in tokens, memory fractions in [0, 1].
 struct EngineConfig {
   EngineKind kind = EngineKind::kVllm;
   std::string engine_version;      ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
@@ -49,14 +51,15 @@ struct EngineConfig {
                                    ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
   int port = 8000;                 ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)
 
-  // Parallelism (GPUs used = tp * dp for DP-attention engines; see gpus_used()).
+  // Parallelism (GPUs used: see gpus_used()).
   int tp = 1;                           ///< tensor parallel size
   int dp = 1;                           ///< data parallel size (vLLM -dp / SGLang --dp-size)
   int ep = 1;                           ///< expert parallel size (1 = experts sharded by TP)
   int pp = 1;                           ///< pipeline parallel size
   int dcp = 1;                          ///< vLLM decode context parallel size
   bool enable_expert_parallel = false;  ///< vLLM --enable-expert-parallel (EP = TP*DP)
-  bool enable_dp_attention = false;     ///< SGLang --enable-dp-attention (attention DP inside one TP group)
+  bool enable_dp_attention = false;     ///< SGLang --enable-dp-attention / TRT enable_attention_dp (YAML):
+                                        ///< attention DP inside one TP group (TRT: dp = tp)
 
   // Memory and context.
   std::optional<int> max_model_len;  ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
