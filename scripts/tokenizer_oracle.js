@@ -200,6 +200,8 @@ add('special_think', '<think>reasoning</think>answer <think> </think>');
 add('special_placeholder', '<｜place▁holder▁no▁798｜><｜place▁holder▁no▁799｜><|EOT|>');
 add('flags_lstrip_rstrip', 'say  [INST]  hi  [/INST]  ok [INST][/INST] x\t[INST]\n');
 add('flags_single_word', '<tool> a<tool> <tool>b (<tool>) _<tool> é<tool> <tool>1 <tool>');
+add('ignore_merges_word', 'typhoon Typhoon typhoons the typhoon. TYPHOON tokenizer');
+add('chat_think', '<｜begin▁of▁sentence｜>You are helpful.<｜User｜>What is 2+2?<｜Assistant｜><think>\nSimple sum.\n</think>\n\n4<｜end▁of▁sentence｜>');
 add('flags_start_token', '[INST]hello world [/INST]');
 add('flags_start_special', '<s>hello</s> <s> x');
 add('flags_mask', 'the <mask> is  <mask>  here<mask>x');

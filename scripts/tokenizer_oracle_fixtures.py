@@ -74,7 +74,7 @@ def base_model(words, n_merges, ignore_merges=False):
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
     if ignore_merges:
-        vocab.setdefault("▁tokenizer", len(vocab))  # reachable only through ignore_merges
+        vocab.setdefault("▁typhoon", len(vocab))  # reachable only through ignore_merges (no a-e: one piece)
     return {
         "type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
         "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": ignore_merges,
