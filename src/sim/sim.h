@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "engines/engine_config.h"
+#include "engines/engines.h"
 #include "metrics/request_output.h"
 #include "sim/hardware.h"
 #include "sim/memory_plan.h"
 #include "sim/model_config.h"
+#include "sim/step_time.h"
 
 namespace servelab::sim {
 
@@ -31,12 +33,15 @@ struct WorkloadRequest {
 };
 
 /// How requests are released, as `bench serve`: --request-rate (req/s, inf = all at t=0), --burstiness
-/// (gamma shape; 1 = Poisson), --max-concurrency (client-side cap), --seed (arrival draws).
+/// (gamma shape; 1 = Poisson), --max-concurrency (client-side cap), --seed (arrival draws). Send times
+/// come from client::arrival_schedule, the same schedule bench uses.
 struct WorkloadOptions {
   double request_rate = std::numeric_limits<double>::infinity();  ///< req/s
   double burstiness = 1.0;
   std::optional<int> max_concurrency;
   std::uint64_t seed = 0;
+  /// Replaces the embedded calibration.json entry of the engine (used by the fit and for what-ifs).
+  std::optional<Calibration> calibration;
 };
 
 /// The twin's own view of a run (what a benchmark client cannot see).
@@ -73,7 +78,9 @@ struct Failure {
 
 using PredictResult = std::variant<Prediction, Failure>;
 
-/// Predicts `requests` served by the launch `engine` on `cluster` (the model from `model`).
+/// Predicts `requests` served by the launch `engine` on `cluster` (the model from `model`). The config is
+/// completed with engines::resolve_defaults() and checked with engines::check_launch() first (start-up
+/// refusals and config-only run-time errors come back as Failure, as does out-of-memory from the plan).
 /// Deterministic: same inputs -> bit-identical outputs. Thread-safety: pure function, reentrant.
 /// Throws std::invalid_argument for inputs that are not a launch at all (e.g. more GPUs than the cluster
 /// has is a Failure, but a negative prompt length throws).
@@ -83,6 +90,10 @@ PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluste
 /// predict() with the built-in DeepSeek-V3.2 model.
 PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluster,
                       std::span<const WorkloadRequest> requests, const WorkloadOptions& options);
+
+/// The engines module's view of a model / node (for engines::check_launch and resolve_defaults).
+engines::ModelTraits model_traits(const ModelConfig& model);
+engines::HardwareTraits hardware_traits(const Cluster& cluster);
 
 /// The study's `sharegpt-1000` workload (see scripts/calibrate_sharegpt1000.js for how it is built from
 /// shared/data): 1000 requests, 219,111 prompt tokens, 197,162 output tokens.

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "client/client.h"
+#include "engines/engines.h"
 #include "sim/knobs.h"
 #include "sim/sim.h"
 #include "sim/step_time.h"
@@ -91,7 +93,10 @@ class Simulator {
     ctx_.model = m;
     ctx_.gpu = cluster.gpu;
     ctx_.par = plan_.par;
-    ctx_.cal = calibration_for(e.kind == EngineKind::kVllm ? "vllm" : e.kind == EngineKind::kSglang ? "sglang" : "trtllm");
+    ctx_.cal = opt.calibration ? *opt.calibration
+                               : calibration_for(e.kind == EngineKind::kVllm     ? "vllm"
+                                                 : e.kind == EngineKind::kSglang ? "sglang"
+                                                                                 : "trtllm");
     ctx_.deep_gemm = knobs_.deep_gemm;
     ctx_.overlap_scheduler = knobs_.overlap_scheduler;
     ctx_.spec_tokens = knobs_.spec_tokens;
@@ -402,16 +407,15 @@ PredictResult Simulator::run() {
     max_running_ = static_cast<int>(std::min<long long>(pool, tokens / 2));
   }
 
-  // Arrivals (bench serve: request rate inf -> all at t = 0; else gamma inter-arrival times).
+  // Arrivals: bench serve's own schedule (request rate inf -> all at t = 0).
   std::vector<double> arrival(n, 0.0);
-  if (std::isfinite(opt_.request_rate) && opt_.request_rate > 0) {
-    std::mt19937_64 rng(opt_.seed);
-    std::gamma_distribution<double> gap(opt_.burstiness, 1.0 / (opt_.request_rate * opt_.burstiness));
-    double t = 0;
-    for (int i = 0; i < n; ++i) {
-      arrival[i] = t;
-      t += gap(rng);
-    }
+  if (std::isfinite(opt_.request_rate) && n > 0) {
+    client::ArrivalOptions a;
+    a.num_requests = static_cast<std::size_t>(n);
+    a.request_rate = opt_.request_rate;
+    a.burstiness = opt_.burstiness;
+    a.seed = static_cast<std::uint32_t>(opt_.seed);
+    arrival = client::arrival_schedule(a);
   }
   reqs_.assign(n, Req{});
   out_.assign(n, metrics::RequestOutput{});
@@ -568,13 +572,39 @@ PredictResult Simulator::run() {
 
 }  // namespace
 
+engines::ModelTraits model_traits(const ModelConfig& m) {
+  engines::ModelTraits t;
+  t.display_name = m.name.substr(m.name.find('/') == std::string::npos ? 0 : m.name.find('/') + 1);
+  t.mla = m.kv_lora_rank > 0;
+  t.sparse_attention = m.sparse();
+  t.max_position_embeddings = m.max_position_embeddings;
+  t.num_nextn_predict_layers = m.num_nextn_predict_layers;
+  t.fp8_block_weights = m.weight_bytes == 1;
+  return t;
+}
+
+engines::HardwareTraits hardware_traits(const Cluster& c) {
+  engines::HardwareTraits t;
+  t.name = c.gpu.name;
+  t.compute_capability_major = c.gpu.compute_capability / 10;
+  t.compute_capability_minor = c.gpu.compute_capability % 10;
+  t.gpu_memory_bytes = static_cast<std::int64_t>(c.gpu.hbm_bytes);
+  t.gpu_count = c.num_gpus;
+  return t;
+}
+
 PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluster, const ModelConfig& model,
                       std::span<const WorkloadRequest> requests, const WorkloadOptions& options) {
-  const Parallelism par = parallelism_of(engine);
+  const auto mt = model_traits(model);
+  const auto ht = hardware_traits(cluster);
+  // Start-up refusals and config-only run-time errors are the engines module's rules (one place).
+  if (auto f = engines::check_launch(engine, mt, ht)) return Failure{f->message};
+  const engines::EngineConfig resolved = engines::resolve_defaults(engine, mt, ht);
+  const Parallelism par = parallelism_of(resolved);
   if (par.gpus > cluster.num_gpus)
     return Failure{fmt::format("the launch needs {} GPUs but the node has {} ({})", par.gpus, cluster.num_gpus,
                                cluster.gpu.name)};
-  Simulator sim(engine, cluster, model, requests, options);
+  Simulator sim(resolved, cluster, model, requests, options);
   return sim.run();
 }
 

@@ -69,7 +69,8 @@ StepTime step_time(const StepContext& c, const RankBatch* ranks, int num_ranks, 
   const double moe_tokens = par.dp_ranks > 1 ? total_tokens : max_rank_tokens;
   const double k_over_e = double(m.num_experts_per_tok) / m.n_routed_experts;
   const double touch = 1.0 - std::pow(1.0 - k_over_e, moe_tokens);
-  const double moe_c = 2.0 * m.num_experts_per_tok * m.expert_params() * Lm * moe_tokens / par.moe_group / fp8;
+  const double moe_fp8 = fp8 * (!par.moe_ep && par.moe_group > 1 ? cal.moe_tp_efficiency_ratio : 1.0);
+  const double moe_c = 2.0 * m.num_experts_per_tok * m.expert_params() * Lm * moe_tokens / par.moe_group / moe_fp8;
   const double moe_m = Lm * m.n_routed_experts * m.expert_params() * m.weight_bytes / par.moe_group * touch / hbm;
   t.moe_s = std::max(moe_c, moe_m);
 
@@ -123,19 +124,19 @@ namespace servelab::sim {
 const char* const kCalibrationFieldNames[kCalibrationFields] = {
     "gemm_efficiency",   "gemm_no_deepgemm_ratio", "attention_efficiency", "memory_efficiency",
     "comm_efficiency",   "collective_latency_us",  "cpu_step_ms",          "cpu_per_request_us",
-    "launch_overhead_ms", "eager_per_request_us",  "mtp_acceptance"};
+    "launch_overhead_ms", "eager_per_request_us",  "mtp_acceptance",       "moe_tp_efficiency_ratio"};
 
 std::vector<double> calibration_vector(const Calibration& c) {
   return {c.gemm_efficiency, c.gemm_no_deepgemm_ratio, c.attention_efficiency, c.memory_efficiency,
           c.comm_efficiency, c.collective_latency_us,  c.cpu_step_ms,          c.cpu_per_request_us,
-          c.launch_overhead_ms, c.eager_per_request_us, c.mtp_acceptance};
+          c.launch_overhead_ms, c.eager_per_request_us, c.mtp_acceptance, c.moe_tp_efficiency_ratio};
 }
 
 Calibration calibration_from_vector(const std::vector<double>& v) {
   Calibration c;
   double* f[] = {&c.gemm_efficiency, &c.gemm_no_deepgemm_ratio, &c.attention_efficiency, &c.memory_efficiency,
                  &c.comm_efficiency, &c.collective_latency_us,  &c.cpu_step_ms,          &c.cpu_per_request_us,
-                 &c.launch_overhead_ms, &c.eager_per_request_us, &c.mtp_acceptance};
+                 &c.launch_overhead_ms, &c.eager_per_request_us, &c.mtp_acceptance, &c.moe_tp_efficiency_ratio};
   for (std::size_t i = 0; i < std::size(f) && i < v.size(); ++i) *f[i] = v[i];
   return c;
 }

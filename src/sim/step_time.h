@@ -27,6 +27,8 @@ struct Calibration {
   double eager_per_request_us = 20.0; ///< per request in a step run without a CUDA graph (per-request
                                       ///< attention metadata and launches that a graph replay avoids)
   double mtp_acceptance = 0.85;       ///< P(draft token accepted); DeepSeek-V3 report: 85-90% second token
+  double moe_tp_efficiency_ratio = 1.0;///< MoE GEMM efficiency multiplier when experts are TP-sliced
+                                      ///< (intermediate 2048/moe_group wide per GPU) instead of whole (EP)
 };
 
 /// The calibration of `engine` ("vllm", "sglang", "trtllm") from the embedded calibration.json.
@@ -75,7 +77,7 @@ StepTime step_time(const StepContext& ctx, const RankBatch* ranks, int num_ranks
                    bool graph);
 
 /// Number of tunable fields of Calibration and their names, in the order of calibration_vector().
-inline constexpr int kCalibrationFields = 11;
+inline constexpr int kCalibrationFields = 12;
 extern const char* const kCalibrationFieldNames[kCalibrationFields];
 /// Calibration <-> flat vector (for the fit).
 std::vector<double> calibration_vector(const Calibration& c);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "sim/hardware.h"
@@ -44,6 +45,11 @@ struct ValidationReport {
   std::string measured_engine_order, predicted_engine_order;
   std::string measured_winner, predicted_winner;
 };
+
+/// Parses a study entry's launch command and env assignments ("NAME=value") with the engines module.
+/// A command the engine refuses to parse comes back as Failure (the engine's message).
+std::variant<engines::EngineConfig, Failure> parse_study_launch(const std::string& command,
+                                                                const std::vector<std::string>& env);
 
 /// Parses one study entry's launch (command + env) and predicts `scenario` with it. Failures (parse
 /// errors, start-up refusals, OOM) come back as Failure. Thread-safety: pure.

@@ -1,9 +1,12 @@
 // The twin's discrete-event simulation: workload definition, determinism, scheduler invariants.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
+#include <string>
 
 #include "metrics/metrics.h"
+#include "engines/engines.h"
 #include "sim/sim.h"
 
 namespace servelab::sim {
@@ -12,12 +15,11 @@ namespace {
 using engines::EngineConfig;
 using engines::EngineKind;
 
-EngineConfig vllm_tp8() {
-  EngineConfig e;
-  e.kind = EngineKind::kVllm;
-  e.tp = 8;
-  return e;
+EngineConfig parse(const std::string& command) {
+  return engines::parse_launch_command(engines::split_command_line(command), {});
 }
+
+EngineConfig vllm_tp8() { return parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8"); }
 
 TEST(Workload, ShareGpt1000MatchesStudyTotals) {
   const auto w = sharegpt_1000();
@@ -37,7 +39,7 @@ TEST(Simulate, DeterministicAndComplete) {
   const Cluster c = parse_cluster("8xH200");
   const auto a = predict(vllm_tp8(), c, sharegpt_1000(), {});
   const auto b = predict(vllm_tp8(), c, sharegpt_1000(), {});
-  ASSERT_TRUE(std::holds_alternative<Prediction>(a));
+  ASSERT_TRUE(std::holds_alternative<Prediction>(a)) << std::get<Failure>(a).reason;
   const auto& pa = std::get<Prediction>(a);
   const auto& pb = std::get<Prediction>(b);
   ASSERT_EQ(pa.outputs.size(), 1000u);
@@ -56,6 +58,27 @@ TEST(Simulate, DeterministicAndComplete) {
   EXPECT_EQ(m.total_input, 219111);
 }
 
+TEST(Simulate, ReleasedFailuresReproduced) {
+  // The study's refusals (engines rules) and the vLLM -dp 8 OOM at full context (memory plan).
+  const Cluster c = parse_cluster("8xH200");
+  const auto w = random_fixed(4, 100, 10);
+  auto fails = [&](const std::string& cmd, std::map<std::string, std::string> env = {}) {
+    const auto r = predict(engines::parse_launch_command(engines::split_command_line(cmd), env), c, w, {});
+    return std::holds_alternative<Failure>(r) ? std::get<Failure>(r).reason : std::string();
+  };
+  const std::string base = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8";
+  EXPECT_EQ(fails(base, {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}),
+            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+            "Reason: ['sparse not supported']");
+  EXPECT_NE(fails(base + " -dcp 8").find("log-sum-exp"), std::string::npos);
+  EXPECT_NE(fails("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8",
+                  {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}).find("DeepGEMM"), std::string::npos);
+  const std::string dp8 = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 1 -dp 8 --enable-expert-parallel";
+  EXPECT_NE(fails(dp8).find("max seq len (163840)"), std::string::npos);
+  EXPECT_EQ(fails(dp8 + " --max-model-len 81920"), "");
+  EXPECT_EQ(fails(base), "");
+}
+
 TEST(Simulate, RequestLongerThanContextFailsLikeVllm) {
   EngineConfig e = vllm_tp8();
   e.max_model_len = 4096;
@@ -69,15 +92,10 @@ TEST(Simulate, RequestLongerThanContextFailsLikeVllm) {
 }
 
 TEST(Simulate, SglangSpeculativeCapsRunningRequestsAt48) {
-  EngineConfig e;
-  e.kind = EngineKind::kSglang;
-  e.tp = 8;
-  engines::SpeculativeConfig s;
-  s.method = "EAGLE";
-  s.num_steps = 1;
-  s.eagle_topk = 1;
-  s.num_draft_tokens = 2;
-  e.speculative = s;
+  const EngineConfig e = parse(
+      "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8 "
+      "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
+      "--speculative-num-draft-tokens 2");
   const auto w = random_fixed(200, 100, 50);
   const auto& p = std::get<Prediction>(predict(e, parse_cluster("8xH200"), w, {}));
   EXPECT_EQ(p.twin.max_batch_requests, 48);
