@@ -288,6 +288,10 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
                  "Key-value pairs (e.g. --metadata version=0.3.3 tp=1) recorded in the JSON result.");
   add_optional(app, "--label", c.label, "Prefix of the result file name (default: the backend).");
   app.add_flag("--disable-tqdm", c.disable_tqdm, "Disable the progress bar (it is shown only on a terminal).");
+
+  // argparse semantics: a repeated single-value flag keeps its last value (CLI11 would reject it).
+  for (CLI::Option* o : app.get_options())
+    if (o->get_items_expected_max() <= 1) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
 std::map<std::string, double> parse_goodput(const std::vector<std::string>& pairs) {
@@ -399,23 +403,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (c.dataset_name == "prefix_repetition" && c.num_prompts < c.prefix_repetition_num_prefixes)
     throw ConfigError(fmt::format("num_requests ({}) must be greater than or equal to num_prefixes ({})",
                                   c.num_prompts, c.prefix_repetition_num_prefixes));
-  {
-    std::string s = strip(c.random_range_ratio);
-    if (!s.empty() && s[0] == '{') {
-      nlohmann::json j = nlohmann::json::parse(s, nullptr, false);
-      if (!j.is_object() || !j.contains("input") || !j.contains("output") || !j["input"].is_number() ||
-          !j["output"].is_number())
-        throw ConfigError("--random-range-ratio: expected a float or JSON {\"input\": a, \"output\": b}, got '" +
-                          c.random_range_ratio + "'");
-      r.random_range_ratio = {j["input"].get<double>(), j["output"].get<double>()};
-    } else {
-      double v = parse_python_float(s, "--random-range-ratio");
-      r.random_range_ratio = {v, v};
-    }
-    for (double v : {r.random_range_ratio.input, r.random_range_ratio.output})
-      if (!(v >= 0.0 && v < 1.0))
-        throw ConfigError(fmt::format("random_range_ratio must be in [0, 1). (--random-range-ratio '{}')",
-                                      c.random_range_ratio));
+  try {
+    r.random_range_ratio = dataset::parse_range_ratio(c.random_range_ratio);
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());
   }
   r.request_id_prefix = c.request_id_prefix.empty() ? "bench-" + random_hex8() + "-" : c.request_id_prefix;
 

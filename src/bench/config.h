@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dataset/dataset.h"
+
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -100,12 +102,6 @@ struct BenchConfig {
   bool disable_tqdm = false;
 };
 
-/// Input/output range ratios of the random dataset (`--random-range-ratio`), each in [0, 1).
-struct RangeRatio {
-  double input = 0.0;
-  double output = 0.0;
-};
-
 /// The validated, typed view of a BenchConfig (everything that does not need the network).
 struct ResolvedConfig {
   double request_rate = std::numeric_limits<double>::infinity();  ///< req/s; inf = all at t = 0
@@ -114,7 +110,7 @@ struct ResolvedConfig {
   std::map<std::string, double> goodput_slo_ms;                   ///< ttft/tpot/e2el -> ms
   std::vector<std::string> percentile_metrics;                    ///< selected metric names, in order
   std::vector<double> metric_percentiles;                         ///< e.g. {99}
-  RangeRatio random_range_ratio;
+  dataset::RangeRatio random_range_ratio;                         ///< --random-range-ratio, each in [0, 1)
   nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();  ///< --extra-body, key order kept
   int random_input_len = 1024;       ///< after mapping --input-len
   int random_output_len = 128;       ///< after mapping --output-len

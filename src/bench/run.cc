@@ -47,7 +47,7 @@ dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConf
   d.output_len = c.output_len;
   d.random_input_len = c.random_input_len;
   d.random_output_len = c.random_output_len;
-  d.random_range_ratio = dataset::RangeRatio{r.random_range_ratio.input, r.random_range_ratio.output};
+  d.random_range_ratio = r.random_range_ratio;
   d.random_prefix_len = c.random_prefix_len;
   d.sharegpt_output_len = c.sharegpt_output_len;
   d.custom_output_len = c.custom_output_len;

@@ -101,6 +101,15 @@ TEST(BenchConfig, UnknownFlagIsNamed) {
   }
 }
 
+TEST(BenchConfig, RepeatedFlagKeepsLastValueAsArgparse) {
+  BenchConfig c = parse({"--backend", "openai", "--num-prompts", "5", "--backend", "openai-chat", "--model", "a",
+                         "--model", "b", "--ignore-eos", "--ignore-eos", "--header", "a=1", "b=2"});
+  EXPECT_EQ(c.backend, "openai-chat");
+  EXPECT_EQ(*c.model, "b");
+  EXPECT_TRUE(c.ignore_eos);
+  EXPECT_EQ(c.header.size(), 2u);
+}
+
 TEST(BenchConfig, ChoicesAreChecked) {
   EXPECT_THROW(parse({"--backend", "tgi"}), CLI::ValidationError);
   EXPECT_THROW(parse({"--ramp-up-strategy", "cubic"}), CLI::ValidationError);
@@ -182,7 +191,7 @@ TEST(BenchConfig, DatasetChecks) {
   EXPECT_NE(resolve_error(u).find("sonnet is a vLLM dataset servelab does not support"), std::string::npos);
   BenchConfig rr;
   rr.random_range_ratio = "1.0";
-  EXPECT_NE(resolve_error(rr).find("random_range_ratio must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(resolve_error(rr).find("--random-range-ratio 1.0: input ratio 1 must be in [0, 1)"), std::string::npos) << resolve_error(rr);
   rr.random_range_ratio = R"({"input": 0.25, "output": 0.5})";
   ResolvedConfig res = resolve(rr);
   EXPECT_EQ(res.random_range_ratio.input, 0.25);

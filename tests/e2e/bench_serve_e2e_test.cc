@@ -259,6 +259,42 @@ TEST_F(BenchServeE2E, FailureKindsSurfaceInSummary) {
   }
 }
 
+TEST_F(BenchServeE2E, ChatBackendCountsReasoningSeparately) {
+  StreamServerOptions so;
+  so.ttft_s = 0.010;
+  so.itl_s = 0.002;
+  so.num_tokens = 6;
+  so.reasoning_tokens = 2;  // the first 2 tokens stream as delta.reasoning_content
+  so.token_text = " the";   // one GPT-2 token, so the client's re-tokenized reasoning count is exact
+  StreamServer server(so);
+  const std::string sharegpt = sharegpt_path().string();
+  auto args = base_args(server.port());
+  for (std::string a : {"--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--dataset-name",
+                        "sharegpt", "--dataset-path", sharegpt.c_str(), "--num-prompts", "6",
+                        "--ready-check-timeout-sec", "0", "--max-concurrency", "2"})
+    args.push_back(a);
+  ProcessResult p = run_process(args);
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  auto block = report_block(p.out);
+  EXPECT_EQ(row_value(block, "Successful requests:"), "6") << p.out;
+  EXPECT_EQ(row_value(block, "Maximum request concurrency:"), "2") << p.out;
+  EXPECT_EQ(row_value(block, "Total generated tokens:"), "36") << p.out;
+  EXPECT_NE(p.out.find("Maximum request concurrency: 2\n"), std::string::npos);
+  // servelab extras: reasoning tokens counted apart (2 per request).
+  std::string reasoning;
+  for (const auto& l : lines_of(p.out))
+    if (l.rfind("Reasoning tokens:", 0) == 0) reasoning = l.substr(41, l.find_last_not_of(' ') - 40);
+  EXPECT_EQ(reasoning, "12") << p.out;
+  // Without --endpoint the chat backend is refused with vLLM's message (the endpoint is not switched).
+  auto bad = base_args(server.port());
+  bad.push_back("--backend");
+  bad.push_back("openai-chat");
+  p = run_process(bad);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("OpenAI Chat Completions API URL must end with 'chat/completions'."), std::string::npos)
+      << p.err;
+}
+
 TEST_F(BenchServeE2E, SigintWritesInterruptedReport) {
   StreamServerOptions so;
   so.ttft_s = 0.010;
