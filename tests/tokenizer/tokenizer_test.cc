@@ -15,10 +15,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Scratch directories, removed when the test program exits.
+struct TempDirs : ::testing::Environment {
+  std::vector<fs::path> dirs;
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& d : dirs) fs::remove_all(d, ec);
+  }
+};
+TempDirs* const temp_dirs = static_cast<TempDirs*>(::testing::AddGlobalTestEnvironment(new TempDirs));
+
 fs::path temp_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("servelab_tok_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(d);
   fs::create_directories(d);
+  temp_dirs->dirs.push_back(d);
   return d;
 }
 
