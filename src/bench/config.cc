@@ -263,6 +263,9 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
   add_optional(app, "--frequency-penalty", c.frequency_penalty, "Frequency penalty sampling parameter.");
   add_optional(app, "--presence-penalty", c.presence_penalty, "Presence penalty sampling parameter.");
   add_optional(app, "--repetition-penalty", c.repetition_penalty, "Repetition penalty sampling parameter.");
+  add_optional(app, "--logprobs", c.logprobs,
+               "Number of logprobs-per-token to request (completions backends; sent as null when not given, "
+               "as vLLM).");
   add_optional(app, "--extra-body", c.extra_body,
                "A JSON object merged into every request body; its keys override the sampling flags.");
 
@@ -440,6 +443,8 @@ ResolvedConfig resolve(const BenchConfig& c) {
   } else if (c.ramp_up_start_rps || c.ramp_up_end_rps) {
     throw ConfigError("--ramp-up-start-rps/--ramp-up-end-rps need --ramp-up-strategy linear|exponential");
   }
+  if (c.logprobs && c.backend == "openai-chat")
+    throw ConfigError("--logprobs is only supported by the completions backends (openai, vllm)");
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
   if (c.ready_check_timeout_sec < 0)
     throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_sec));
@@ -520,6 +525,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"input_len", py_opt(c.input_len)},
       {"insecure", py_bool(c.insecure)},
       {"label", py_opt(c.label)},
+      {"logprobs", py_opt(c.logprobs)},
       {"max_concurrency", py_opt(c.max_concurrency)},
       {"metadata", py_list(c.metadata)},
       {"metric_percentiles", py_str(c.metric_percentiles)},

@@ -86,6 +86,7 @@ struct BenchConfig {
   bool ignore_eos = false;
   std::optional<double> temperature, top_p, min_p, frequency_penalty, presence_penalty, repetition_penalty;
   std::optional<int> top_k;
+  std::optional<int> logprobs;                   ///< completions: "logprobs" (sent as null when unset)
   std::optional<std::string> extra_body;         ///< JSON object merged into every request body
 
   // --- reporting

@@ -194,6 +194,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   opts.model = result.model_name;
   opts.headers = r.headers;
   opts.ignore_eos = ignore_eos;
+  opts.logprobs = config.logprobs;
   opts.extra_body = sampling_body(config);
   opts.max_concurrency = config.max_concurrency.value_or(0);
   opts.insecure = config.insecure;

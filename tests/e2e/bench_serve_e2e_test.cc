@@ -111,7 +111,8 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
                         "40", "--seed", "0", "--num-warmups", "2", "--ready-check-timeout-sec", "10",
                         "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
                         "--request-id-prefix", "e2e-", "--save-result", "--save-detailed", "--result-dir",
-                        dir_s.c_str(), "--result-filename", "r.json", "--metadata", "run=e2e", "--label", "L"})
+                        dir_s.c_str(), "--result-filename", "r.json", "--metadata", "run=e2e", "--label", "L",
+                        "--goodput", "ttft:60000", "e2el:60000"})
     args.push_back(a);
   ProcessResult p = run_process(args);
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
@@ -133,7 +134,7 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   auto block = report_block(p.out);
   std::vector<std::string> expected_labels = {
       "Successful requests:", "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
-      "Request throughput (req/s):", "Output token throughput (tok/s):", "Peak output token throughput (tok/s):",
+      "Request throughput (req/s):", "Request goodput (req/s):", "Output token throughput (tok/s):", "Peak output token throughput (tok/s):",
       "Peak concurrent requests:", "Total Token throughput (tok/s):", "-TTFT-", "Mean TTFT (ms):",
       "Median TTFT (ms):", "P50 TTFT (ms):", "P99 TTFT (ms):", "-TPOT-", "Mean TPOT (ms):", "Median TPOT (ms):",
       "P50 TPOT (ms):", "P99 TPOT (ms):", "-ITL-", "Mean ITL (ms):", "Median ITL (ms):", "P50 ITL (ms):",
@@ -170,6 +171,8 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   EXPECT_EQ(row_value(block, "Successful requests:"), std::to_string(kN));
   EXPECT_EQ(row_value(block, "Total input tokens:"), std::to_string(total_input));
   EXPECT_EQ(row_value(block, "Total generated tokens:"), std::to_string(8 * kN));
+  // Every request meets 60 s SLOs: goodput = throughput.
+  EXPECT_EQ(row_value(block, "Request goodput (req/s):"), row_value(block, "Request throughput (req/s):"));
   EXPECT_GE(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0);
   EXPECT_LT(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0 + 2000.0);
 
@@ -323,6 +326,40 @@ TEST_F(BenchServeE2E, SigintWritesInterruptedReport) {
   EXPECT_EQ(j["completed"], 0);
   EXPECT_EQ(j["failed"], 20);
   EXPECT_EQ(j["servelab"]["failures_by_kind"]["cancelled"], 20) << j["servelab"].dump();
+  fs::remove_all(dir);
+}
+
+TEST_F(BenchServeE2E, RampUpRunAndFileName) {
+  StreamServerOptions so;
+  so.num_tokens = 3;
+  StreamServer server(so);
+  fs::path dir = temp_dir("ramp");
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "3",
+                        "--num-prompts", "10", "--ready-check-timeout-sec", "0", "--ramp-up-strategy", "linear",
+                        "--ramp-up-start-rps", "50", "--ramp-up-end-rps", "200", "--max-concurrency", "4",
+                        "--save-result", "--result-dir"})
+    args.push_back(a);
+  args.push_back(dir.string());
+  ProcessResult p = run_process(args);
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("Traffic ramp-up strategy: linear.\nWill increase RPS from 50 to 200 RPS over the "
+                       "duration of the benchmark.\nBurstiness factor: 1.0 (Poisson process)\n"
+                       "Maximum request concurrency: 4\n"),
+            std::string::npos)
+      << p.out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(std::regex_match(files[0].filename().string(),
+                               std::regex(R"(openai-ramp-up-linear-50qps-200qps-concurrency4-gpt2-\d{8}-\d{6}\.json)")))
+      << files[0];
+  auto j = read_json(files[0]);
+  EXPECT_EQ(j["ramp_up_strategy"], "linear");
+  EXPECT_EQ(j["ramp_up_start_rps"], 50);
+  EXPECT_EQ(j["ramp_up_end_rps"], 200);
+  EXPECT_EQ(j["completed"], 10);
+  EXPECT_EQ(j["total_output_tokens"], 30);
   fs::remove_all(dir);
 }
 
