@@ -71,8 +71,9 @@ struct EngineConfig {
   int block_size = 0;                   ///< KV block/page size in tokens (0 = engine default)
 
   // Scheduler knobs.
-  std::optional<int>
-      max_num_seqs;  ///< vLLM --max-num-seqs / SGLang --max-running-requests / TRT --max_batch_size
+  /// Running-request cap: vLLM --max-num-seqs (per DP engine) / SGLang --max-running-requests (global; each
+  /// DP rank admits // dp) / TRT --max_batch_size (per rank).
+  std::optional<int> max_num_seqs;
   std::optional<int> max_num_batched_tokens;  ///< vLLM --max-num-batched-tokens / TRT --max_num_tokens
   std::optional<int> chunked_prefill_size;    ///< SGLang --chunked-prefill-size (-1 disables)
   bool enable_chunked_prefill = true;
