@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,5 +37,11 @@ std::string build_http_request(const ClientOptions& options, const ParsedUrl& ur
 
 /// Resolves ClientOptions::api_key (nullopt → $OPENAI_API_KEY or "").
 std::string resolve_api_key(const ClientOptions& options);
+
+/// After a run: re-tokenizes successful outputs with options.retokenize (tokenizer_output_tokens;
+/// output_tokens when the server sent no usage; reasoning_tokens from `reasoning[i]` when unknown),
+/// drops generated_text unless kept, and adds the usage-vs-tokenizer mismatch warning.
+void count_output_tokens(const ClientOptions& options, const std::vector<std::string>& reasoning,
+                         LoadResult& result);
 
 }  // namespace servelab::client::detail

@@ -1,0 +1,81 @@
+// Output-token counting after a run (off the hot path): vLLM's re-tokenization fallback, reasoning
+// tokens, and the server-usage vs tokenizer cross-check; plus vLLM's ready check.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "client/request.h"
+
+namespace servelab::client {
+namespace detail {
+
+using Clock = std::chrono::steady_clock;
+
+void count_output_tokens(const ClientOptions& options, const std::vector<std::string>& reasoning,
+                         LoadResult& result) {
+  const std::size_t n = result.outputs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    metrics::RequestOutput& out = result.outputs[i];
+    if (options.retokenize && out.success) {
+      out.tokenizer_output_tokens = options.retokenize(out.generated_text);
+      if (out.usage_completion_tokens < 0 || out.output_tokens == 0) out.output_tokens = out.tokenizer_output_tokens;
+      if (out.reasoning_tokens == 0 && !reasoning[i].empty()) out.reasoning_tokens = options.retokenize(reasoning[i]);
+    }
+    if (!options.keep_generated_text) std::string().swap(out.generated_text);
+  }
+  std::size_t compared = 0, differ = 0;
+  long long usage_total = 0, tokenizer_total = 0;
+  for (const metrics::RequestOutput& out : result.outputs) {
+    if (!out.success || out.usage_completion_tokens < 0 || out.tokenizer_output_tokens < 0) continue;
+    ++compared;
+    differ += out.usage_completion_tokens != out.tokenizer_output_tokens;
+    usage_total += out.usage_completion_tokens;
+    tokenizer_total += out.tokenizer_output_tokens;
+  }
+  if (differ > 0) {
+    result.warnings.push_back("output tokens: the server's usage.completion_tokens and the tokenizer's count of the "
+                              "generated text differ for " + std::to_string(differ) + " of " +
+                              std::to_string(compared) + " requests (totals " + std::to_string(usage_total) +
+                              " vs " + std::to_string(tokenizer_total) +
+                              "); the report uses the server's usage, as vLLM");
+  }
+}
+
+}  // namespace detail
+
+using detail::Clock;
+
+metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
+                                        double timeout_s, double retry_interval_s, std::stop_token stop) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(timeout_s));
+  metrics::RequestOutput last;
+  last.failure = metrics::FailureKind::kTimeout;
+  last.error = "ready check timed out before any attempt";
+  const double zero = 0.0;
+  for (;;) {
+    const double remaining = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (remaining <= 0 || stop.stop_requested()) return last;
+    ClientOptions attempt = options;
+    attempt.request_timeout_s = std::min(options.request_timeout_s, remaining);
+    attempt.connect_timeout_s = std::min(options.connect_timeout_s, remaining);
+    attempt.num_threads = 1;
+    LoadResult r = run_load(attempt, std::span<const PlannedRequest>(&request, 1),
+                            std::span<const double>(&zero, 1), {}, stop);
+    last = std::move(r.outputs[0]);
+    if (last.success) return last;
+    // Sleep min(retry interval, remaining), waking early on a stop request.
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    const auto wake = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                                    std::chrono::duration<double>(retry_interval_s)));
+    cv.wait_until(lock, stop, wake, [] { return false; });
+  }
+}
+
+}  // namespace servelab::client
