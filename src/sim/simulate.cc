@@ -449,7 +449,17 @@ PredictResult Simulator::run() {
       o.dispatch_time_s = arrival[next];
       const bool too_long = q.prompt >= knobs_.max_model_len ||
                             (engine_.kind == EngineKind::kVllm && q.prompt + q.target > knobs_.max_model_len);
-      if (too_long) {
+      // TensorRT-LLM without chunked prefill cannot schedule a context longer than max_num_tokens.
+      const bool over_budget = engine_.kind == EngineKind::kTrtllm && !knobs_.chunked_prefill &&
+                               q.prompt > knobs_.token_budget;
+      if (over_budget && !too_long) {
+        q.state = State::kFailed;
+        o.success = false;
+        o.failure = metrics::FailureKind::kHttpStatus;
+        o.http_status = 400;
+        o.error = fmt::format("prompt of {} tokens exceeds max_num_tokens {} and chunked prefill is disabled",
+                              q.prompt, knobs_.token_budget);
+      } else if (too_long) {
         q.state = State::kFailed;
         o.success = false;
         o.failure = metrics::FailureKind::kHttpStatus;
@@ -496,8 +506,27 @@ PredictResult Simulator::run() {
         t = std::max(t, ta);
         continue;
       }
-      throw std::logic_error("twin scheduler stalled: requests waiting but nothing schedulable (KV pool too "
-                             "small for one request?)");
+      // Nothing schedulable although requests wait: a request needs more KV than the whole pool holds.
+      // The engine would abort it; count it as a server-side failure and go on.
+      bool dropped = false;
+      for (auto& r : ranks_) {
+        if (r.waiting.empty() || !r.running.empty()) continue;
+        const int id = r.waiting.front();
+        r.waiting.pop_front();
+        Req& q = reqs_[id];
+        release(r, q);
+        q.state = State::kFailed;
+        auto& o = out_[id];
+        o.success = false;
+        o.failure = metrics::FailureKind::kServerError;
+        o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}",
+                              q.prompt + q.target, plan_.kv_tokens_per_rank);
+        ++finished;
+        --in_flight;
+        dropped = true;
+      }
+      if (!dropped) throw std::logic_error("twin scheduler stalled with running requests (bug)");
+      continue;
     }
     int max_decode = 0;
     for (int i = 0; i < dp; ++i) max_decode = std::max(max_decode, batches[i].decode_requests);
