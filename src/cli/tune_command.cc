@@ -49,6 +49,11 @@ void run(const TuneArgs& a) {
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
+    if (!o.best.feasible) {
+      std::fprintf(stderr, "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
+                   o.best.reason.c_str(), r.dir.c_str());
+      throw servelab::cli::ExitRequest{1};
+    }
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
                              o.best.objective.mean, study.objective.metric, o.best.predicted ? " (predicted)" : "");
     std::cout << "recommended: " << o.recommended_command.shell() << "\n";

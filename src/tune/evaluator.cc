@@ -196,7 +196,15 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         if (!log_dir_.empty()) req.log_path = log_dir_ / (sanitize(tk) + ".log");
         const double t0 = wall_now_s();
         const auto steady0 = std::chrono::steady_clock::now();
-        TrialOutcome out = runner_(req);
+        TrialOutcome out;
+        try {
+          out = runner_(req);
+        } catch (const std::exception& e) {
+          // A runner bug or an unexpected error is recorded like any failure: the study goes on.
+          out = TrialOutcome{};
+          out.status = TrialStatus::kError;
+          out.reason = std::string("trial runner error: ") + e.what();
+        }
         if (out.status == TrialStatus::kInterrupted) throw Interrupted();
         if (out.wall_s == 0)
           out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();

@@ -181,7 +181,7 @@ void finish(const Study& study, Evaluator& target, SearchOutcome& out) {
     out.generalization.push_back(row);
   }
   out.recommended = out.best.config;
-  if (study.search.ablation && best.feasible) {
+  if (study.search.ablation && best.objective.n > 0) {
     for (const auto& k : study.knobs) {
       auto it = out.best.config.knobs.find(k.name);
       if (it == out.best.config.knobs.end()) continue;

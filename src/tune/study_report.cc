@@ -233,6 +233,10 @@ std::string render_markdown(const ReportInput& in) {
                       r.keys.size());
   }
 
+  if (!o.best.feasible) {
+    md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
+          "recommendation. See the failures below.\n\n";
+  } else {
   md << "## Best configuration\n\n" << o.best.config.engine << " " << o.best.label << ": **"
      << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n";
 
@@ -267,6 +271,7 @@ std::string render_markdown(const ReportInput& in) {
   if (o.recommended_eval.feasible)
     md << metric << " of the recommended command: **" << est_text(o.recommended_eval.objective, o.recommended_eval.predicted)
        << "**\n\n";
+  }
 
   md << "## Failures\n\n";
   bool any = false;

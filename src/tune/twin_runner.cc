@@ -117,6 +117,14 @@ TrialRunner make_twin_runner(const Study& study) {
       out.reason = e.what();
       return out;
     }
+    // Each scenario is an independent prediction: a failure on one is recorded (the first one is the
+    // trial's status) and the others still run.
+    auto fail = [&out](TrialStatus s, std::string reason) {
+      if (out.status == TrialStatus::kOk) {
+        out.status = s;
+        out.reason = std::move(reason);
+      }
+    };
     for (const auto& sc : req.scenarios) {
       ScenarioArgs a;
       std::vector<sim::WorkloadRequest> reqs;
@@ -124,35 +132,38 @@ TrialRunner make_twin_runner(const Study& study) {
         a = parse_args(sc.args);
         reqs = workload(sc, a);
       } catch (const std::exception& e) {
-        out.status = TrialStatus::kError;
-        out.reason = fmt::format("scenario {}: {}", sc.id, e.what());
-        return out;
+        fail(TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what()));
+        continue;
       }
       sim::WorkloadOptions wo;
       wo.request_rate = a.request_rate;
       wo.burstiness = a.burstiness;
       wo.max_concurrency = a.max_concurrency;
       wo.seed = a.seed;
-      sim::PredictResult pr = sim::predict(cfg, cluster, reqs, wo);
+      sim::PredictResult pr;
+      try {
+        pr = sim::predict(cfg, cluster, reqs, wo);
+      } catch (const std::exception& e) {
+        fail(TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what()));
+        continue;
+      }
       if (auto* f = std::get_if<sim::Failure>(&pr)) {
-        out.status = classify(f->reason);
-        out.reason = f->reason;
-        return out;
+        fail(classify(f->reason), f->reason);
+        continue;
       }
       const auto& p = std::get<sim::Prediction>(pr);
       double duration = p.twin.duration_s;
       if (!(duration > 0))
         for (const auto& o : p.outputs) duration = std::max(duration, o.send_time_s + o.latency_s);
       if (!(duration > 0)) {
-        out.status = TrialStatus::kRequestsFailed;
-        out.reason = "the twin predicted no completed request for " + sc.id;
-        return out;
+        fail(TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id);
+        continue;
       }
       metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, mopt);
       if (m.completed == 0) {
-        out.status = TrialStatus::kRequestsFailed;
-        out.reason = fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed);
-        return out;
+        fail(TrialStatus::kRequestsFailed,
+             fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed));
+        continue;
       }
       report::RunInfo run;
       run.backend = "openai-chat";

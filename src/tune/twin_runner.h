@@ -15,7 +15,8 @@ namespace servelab::tune {
 bool twin_available();
 
 /// A TrialRunner on the engine twin, in-process: the rendered launch is parsed like the real engine does
-/// (engines::parse_launch_command), each scenario's workload is built from its bench args (random: fixed
+/// (engines::parse_launch_command; sim::predict then applies the engines' refusal rules and the memory
+/// plan), each scenario's workload is built from its bench args (random: fixed
 /// lengths; sharegpt: the twin's ShareGPT workload from shared/data), sim::predict runs it, and the
 /// per-request outputs go through metrics::compute_metrics and the vLLM console block. Every outcome has
 /// predicted = true. Twin failures map to statuses: memory → kOutOfMemory, run-time → kCrashed, other →

@@ -127,6 +127,20 @@ TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
   EXPECT_TRUE(a.steps[0].kept);  // +20% is well outside it
 }
 
+TEST(Greedy, ARunnerExceptionIsAFailedTrialAndTheStudyGoesOn) {
+  Study s = small();
+  TrialRunner r = [](const TrialRequest& req) {
+    if (req.config_key == "b{layout=tp4-dp2,ctx=32768}") throw std::runtime_error("scheduler stalled");
+    return testing::fake_runner()(req);
+  };
+  Evaluator ev = make(s, r);
+  SearchOutcome o = run_search(s, ev, nullptr);
+  const Step& ctx = o.engines[1].steps[2];
+  EXPECT_EQ(ctx.eval.status, TrialStatus::kError);
+  EXPECT_EQ(ctx.decision, "failed (error): trial runner error: scheduler stalled");
+  EXPECT_EQ(o.best.key, "b{layout=tp4-dp2}");  // 135 beats a's 120; flag (x0.9) still no gain
+}
+
 TEST(Stats, EstimateWelchAndRankCorrelations) {
   Estimate e = estimate({1, 2, 3, 4});
   EXPECT_DOUBLE_EQ(e.mean, 2.5);

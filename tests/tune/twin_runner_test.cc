@@ -1,0 +1,52 @@
+// The twin runner against the real engine twin (src/sim): predicted metrics in bench's shape, and the
+// study's start-up refusal reproduced as a failure result.
+#include <gtest/gtest.h>
+
+#include "common/paths.h"
+#include "tune/space.h"
+#include "tune/twin_runner.h"
+
+namespace servelab::tune {
+namespace {
+
+TrialRequest request(const Study& s, const Config& c, const std::vector<std::string>& scenarios) {
+  Rendered r = render(s, c);
+  TrialRequest req;
+  req.trial_key = "t";
+  req.engine = c.engine;
+  req.argv = r.argv;
+  req.env = r.env;
+  for (const auto& id : scenarios) req.scenarios.push_back(s.scenario(id));
+  return req;
+}
+
+TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
+  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out", "random-2000in-100out"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  EXPECT_TRUE(o.predicted);
+  ASSERT_EQ(o.scenarios.size(), 2u);
+  const auto& m = o.scenarios[0].metrics;
+  EXPECT_EQ(m.at("Successful requests"), 1000);
+  EXPECT_EQ(m.at("Total input tokens"), 128000);  // fixed lengths: 1000 × 128
+  EXPECT_GT(m.at("Total Token throughput (tok/s)"), 0);
+  EXPECT_NEAR(m.at("Total Token throughput (tok/s)"),
+              (m.at("Total input tokens") + m.at("Total generated tokens")) / m.at("Benchmark duration (s)"),
+              1e-6 * m.at("Total Token throughput (tok/s)"));
+  EXPECT_EQ(o.scenarios[0].result_block.rfind("============ Serving Benchmark Result ============", 0), 0u);
+  EXPECT_EQ(o.scenarios[0].ttft_ms.size(), 1000u);
+  EXPECT_EQ(o.scenarios[1].metrics.at("Total input tokens"), 500 * 2000);
+}
+
+TEST(TwinRunner, StartupRefusalIsAFailureResult) {
+  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  TrialOutcome o = make_twin_runner(s)(request(s, {"vllm", {{"attention_backend", "FLASHMLA"}}}, {"random-128in-4out"}));
+  EXPECT_NE(o.status, TrialStatus::kOk);
+  EXPECT_NE(o.reason.find("FLASHMLA"), std::string::npos) << o.reason;
+  EXPECT_TRUE(o.scenarios.empty());
+}
+
+}  // namespace
+}  // namespace servelab::tune
