@@ -1,7 +1,7 @@
 # servelab — `make demo` (the main job) and `make test`; both install what is missing first.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
 .PHONY: all deps build test demo bench clean format
 

@@ -22,8 +22,6 @@
 #include "sim/validate.h"
 #include "tokenizer/tokenizer.h"
 
-extern char** environ;
-
 namespace servelab::cli {
 namespace {
 
@@ -35,15 +33,7 @@ struct SimRunArgs {
   bench::BenchConfig bench;
 };
 
-std::map<std::string, std::string> process_env() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos && eq > 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
+std::map<std::string, std::string> process_env() { return common::environment_map(); }
 
 // bench serve's flags -> dataset options (the same mapping bench's run.cc applies).
 dataset::DatasetOptions dataset_options(const bench::BenchConfig& c, const bench::ResolvedConfig& r) {

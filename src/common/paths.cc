@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+extern char** environ;
+
 namespace servelab::common {
 namespace {
 const char* env_or_null(const char* name) {
@@ -45,6 +47,16 @@ std::string read_file(const std::filesystem::path& path) {
   ss << in.rdbuf();
   if (in.bad()) throw std::runtime_error("error reading '" + path.string() + "'");
   return std::move(ss).str();
+}
+
+std::map<std::string, std::string> environment_map() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
 }
 
 }  // namespace servelab::common

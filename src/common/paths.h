@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace servelab::common {
@@ -22,5 +23,9 @@ std::filesystem::path source_dir();
 /// Reads a whole file into a string. Throws std::runtime_error naming the path when it cannot be opened
 /// or read.
 std::string read_file(const std::filesystem::path& path);
+
+/// The process environment as NAME -> value (entries without '=' are skipped). Used to read the
+/// environment variables of an engine launch (VLLM_*, SGLANG_*, TRTLLM_*).
+std::map<std::string, std::string> environment_map();
 
 }  // namespace servelab::common

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <limits>
 #include <optional>
 #include <span>
@@ -94,6 +96,46 @@ PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluste
 /// The engines module's view of a model / node (for engines::check_launch and resolve_defaults).
 engines::ModelTraits model_traits(const ModelConfig& model);
 engines::HardwareTraits hardware_traits(const Cluster& cluster);
+
+/// The twin run online, for `sim serve`: requests are submitted as they arrive (virtual time, seconds
+/// since the server started) and the same schedulers and step-time model as predict() decide when each
+/// output token leaves. A step starts when the previous one ends (or, when idle, when a request arrives)
+/// and takes the requests that arrived by its start; its tokens leave at its end.
+/// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
+class OnlineTwin {
+ public:
+  /// Builds the twin of `engine` on `cluster`; returns a Failure (start-up refusal, OOM, too few GPUs)
+  /// exactly as predict() would for that launch.
+  static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(const engines::EngineConfig& engine,
+                                                                   const Cluster& cluster,
+                                                                   const ModelConfig& model);
+  ~OnlineTwin();
+  OnlineTwin(const OnlineTwin&) = delete;
+  OnlineTwin& operator=(const OnlineTwin&) = delete;
+
+  /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
+  /// `output_tokens` to generate arrives at `now_s`. Returns the engine's refusal text (context too long)
+  /// or nullopt when admitted. Ids are the caller's and must be unique.
+  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s);
+  /// Drops a request (its client went away); frees its KV blocks after the step in flight.
+  void cancel(std::uint64_t id);
+  /// Applies every step that ends at or before `t_s`, calling emit(id, output_index, t_emit_s) for each
+  /// token in time order. A request the engine aborts (more KV than a rank holds) is reported with
+  /// output_index = -1.
+  void advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit);
+  /// End time (virtual s) of the step in flight, planning it if the engine has work; +inf when idle.
+  double next_event_s();
+  /// The engine's context limit (tokens) after its defaults.
+  int max_model_len() const;
+  /// The twin's view so far (steps, batch sizes, KV peak, preemptions).
+  TwinView view();
+
+  struct Impl;
+
+ private:
+  explicit OnlineTwin(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The study's `sharegpt-1000` workload (see scripts/calibrate_sharegpt1000.js for how it is built from
 /// shared/data): 1000 requests, 219,111 prompt tokens, 197,162 output tokens.

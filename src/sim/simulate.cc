@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <functional>
 #include <random>
 #include <stdexcept>
 
@@ -107,6 +111,40 @@ class Simulator {
 
   PredictResult run();
 
+  /// A step chosen by the schedulers of all ranks, with its predicted duration.
+  struct PlannedStep {
+    StepTime st;
+    bool any_prefill = false;
+    int max_running = 0, max_tokens = 0;
+  };
+  /// Tokens emitted by a step: `count` output tokens of request `id` starting at output index `first`,
+  /// at virtual time `t_s`. `first` = -1 marks a request the engine aborted.
+  struct Emission {
+    int id;
+    int first;
+    int count;
+    double t_s;
+  };
+
+  // Incremental interface (used by run() and by OnlineTwin): init once, add and send requests, then
+  // alternately plan a step (at its start time) and apply it (at its end time).
+  void init();
+  int add_request(int engine_prompt_tokens, int output_tokens, int reported_prompt_len);
+  std::optional<std::string> send(int id, double t);  ///< error text when the request is refused
+  std::optional<PlannedStep> plan_step();
+  void apply_step(const PlannedStep& step, double t_end);
+  int drop_unschedulable();
+  void cancel(int id);
+  TwinView finish_view();
+  void set_sink(std::vector<Emission>* sink, bool record_timings) {
+    sink_ = sink;
+    record_ = record_timings;
+  }
+  int max_model_len() const { return knobs_.max_model_len; }
+  bool fits() const { return plan_.fits; }
+  const std::string& failure() const { return plan_.failure; }
+  int in_flight() const { return in_flight_; }
+
  private:
   void route(int id);
   void schedule_vllm(Rank& r);
@@ -134,6 +172,11 @@ class Simulator {
   TwinView view_;
   int rr_next_ = 0;
   long long step_index_ = 0;
+  std::vector<RankBatch> batches_;
+  int in_flight_ = 0, finished_ = 0, to_finish_ = 0;
+  double sum_batch_ = 0, sum_tokens_ = 0;
+  std::vector<Emission>* sink_ = nullptr;  // online mode: where emit() reports tokens
+  bool record_ = true;                      // keep per-request ITL arrays (batch mode)
 };
 
 bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
@@ -377,9 +420,10 @@ void Simulator::emit(int id, int tokens, double t) {
   auto& o = out_[id];
   tokens = std::min(tokens, q.target - q.generated);
   if (tokens <= 0) return;
+  if (sink_ != nullptr) sink_->push_back({id, q.generated, tokens, t});
   if (q.generated == 0) {
     o.ttft_s = t - q.send_s;
-  } else {
+  } else if (record_) {
     o.itl_s.push_back(t - q.last_emit_s);
     o.chunk_tokens.push_back(tokens);
   }
@@ -388,11 +432,10 @@ void Simulator::emit(int id, int tokens, double t) {
   q.generated += tokens;
 }
 
-PredictResult Simulator::run() {
-  if (!plan_.fits) return Failure{plan_.failure};
-  const int n = static_cast<int>(input_.size());
+void Simulator::init() {
   const int dp = plan_.par.dp_ranks;
   ranks_.assign(dp, Rank{});
+  batches_.assign(dp, RankBatch{});
   const long long blocks = plan_.kv_tokens_per_rank / plan_.block_size;
   for (auto& r : ranks_) {
     r.free_blocks = r.total_blocks = blocks;
@@ -406,6 +449,175 @@ PredictResult Simulator::run() {
     const long long pool = std::clamp<long long>(tokens * 512 / std::max(1, knobs_.max_model_len), 2048, 4096);
     max_running_ = static_cast<int>(std::min<long long>(pool, tokens / 2));
   }
+}
+
+int Simulator::add_request(int engine_prompt_tokens, int output_tokens, int reported_prompt_len) {
+  const int id = static_cast<int>(reqs_.size());
+  Req q;
+  q.prompt = engine_prompt_tokens;
+  q.target = output_tokens;
+  q.prefill_target = q.prompt;
+  reqs_.push_back(q);
+  metrics::RequestOutput o;
+  o.prompt_len = reported_prompt_len;
+  o.expected_output_len = output_tokens;
+  o.request_id = fmt::format("sim-{}", id);
+  out_.push_back(std::move(o));
+  return id;
+}
+
+std::optional<std::string> Simulator::send(int id, double t) {
+  Req& q = reqs_[id];
+  auto& o = out_[id];
+  q.send_s = t;
+  o.send_time_s = t;
+  const bool too_long = q.prompt >= knobs_.max_model_len ||
+                        (engine_.kind == EngineKind::kVllm && q.prompt + q.target > knobs_.max_model_len);
+  if (too_long) {
+    q.state = State::kFailed;
+    o.success = false;
+    o.failure = metrics::FailureKind::kHttpStatus;
+    o.http_status = 400;
+    o.error = fmt::format(
+        "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
+        "messages, {} in the completion). Please reduce the length of the messages or completion.",
+        knobs_.max_model_len, q.prompt + q.target, q.prompt, q.target);
+    return o.error;
+  }
+  route(id);
+  ++in_flight_;
+  ++to_finish_;
+  return std::nullopt;
+}
+
+std::optional<Simulator::PlannedStep> Simulator::plan_step() {
+  const int dp = static_cast<int>(ranks_.size());
+  for (auto& r : ranks_) {
+    r.batch = RankBatch{};
+    r.prefill_step = false;
+    switch (engine_.kind) {
+      case EngineKind::kVllm: schedule_vllm(r); break;
+      case EngineKind::kSglang: schedule_sglang(r); break;
+      case EngineKind::kTrtllm: schedule_trtllm(r); break;
+    }
+  }
+  PlannedStep p;
+  bool any_work = false;
+  for (int i = 0; i < dp; ++i) {
+    batches_[i] = ranks_[i].batch;
+    p.max_running = std::max<int>(p.max_running, ranks_[i].running.size());
+    p.max_tokens = std::max(p.max_tokens, batches_[i].query_tokens);
+    p.any_prefill |= batches_[i].prefill_tokens > 0;
+    any_work |= batches_[i].query_tokens > 0;
+  }
+  if (!any_work) return std::nullopt;
+  int max_decode = 0;
+  for (int i = 0; i < dp; ++i) max_decode = std::max(max_decode, batches_[i].decode_requests);
+  const bool graph = !p.any_prefill && knobs_.cuda_graph_max_bs > 0 &&
+                     (engine_.kind == EngineKind::kVllm ? p.max_tokens : max_decode) <= knobs_.cuda_graph_max_bs;
+  p.st = step_time(ctx_, batches_.data(), dp, p.max_running, graph);
+  return p;
+}
+
+int Simulator::drop_unschedulable() {
+  // Nothing schedulable although requests wait: a request needs more KV than the whole pool holds.
+  // The engine would abort it; count it as a server-side failure and go on.
+  int dropped = 0;
+  for (auto& r : ranks_) {
+    if (r.waiting.empty() || !r.running.empty()) continue;
+    const int id = r.waiting.front();
+    r.waiting.pop_front();
+    Req& q = reqs_[id];
+    release(r, q);
+    q.state = State::kFailed;
+    auto& o = out_[id];
+    o.success = false;
+    o.failure = metrics::FailureKind::kServerError;
+    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.target,
+                          plan_.kv_tokens_per_rank);
+    if (sink_ != nullptr) sink_->push_back({id, -1, 0, 0.0});
+    ++finished_;
+    --in_flight_;
+    ++dropped;
+  }
+  return dropped;
+}
+
+void Simulator::apply_step(const PlannedStep& p, double t) {
+  const StepTime& st = p.st;
+  ++view_.steps;
+  ++step_index_;
+  (p.any_prefill ? view_.prefill_time_s : view_.decode_time_s) += st.total_s;
+  view_.attn_proj_s += st.attn_proj_s;
+  view_.dense_s += st.dense_s;
+  view_.moe_s += st.moe_s;
+  view_.attention_s += st.attention_s;
+  view_.indexer_s += st.indexer_s;
+  view_.comm_s += st.comm_s;
+  view_.overhead_s += st.overhead_s;
+  sum_batch_ += p.max_running;
+  sum_tokens_ += p.max_tokens;
+  view_.max_batch_requests = std::max(view_.max_batch_requests, p.max_running);
+
+  // Apply the step: KV grows, tokens leave at t.
+  for (auto& r : ranks_) {
+    for (std::size_t i = 0; i < r.running.size();) {
+      const int id = r.running[i];
+      Req& q = reqs_[id];
+      const int s = q.sched;
+      q.sched = 0;
+      if (s == 0) { ++i; continue; }
+      if (q.computed < q.prefill_target) {
+        q.computed += s;
+        if (q.computed >= q.prefill_target) emit(id, 1, t);
+      } else {
+        int tokens = 1;
+        for (int d = 0; d < s - 1; ++d) {  // MTP: draft d accepted only if all before it were
+          const std::uint64_t h = splitmix64(opt_.seed ^ (std::uint64_t(id) << 32) ^ std::uint64_t(step_index_ * 8 + d));
+          if (double(h >> 11) * 0x1.0p-53 >= ctx_.cal.mtp_acceptance) break;
+          ++tokens;
+        }
+        q.computed += tokens;
+        emit(id, tokens, t);
+      }
+      if (q.generated >= q.target) {
+        q.state = State::kDone;
+        auto& o = out_[id];
+        o.success = true;
+        o.output_tokens = q.generated;
+        o.usage_completion_tokens = q.generated;
+        o.usage_prompt_tokens = q.prompt;
+        o.latency_s = t - q.send_s;
+        release(r, q);
+        r.running.erase(r.running.begin() + static_cast<long>(i));
+        ++finished_;
+        --in_flight_;
+        continue;
+      }
+      ++i;
+    }
+  }
+}
+
+void Simulator::cancel(int id) {
+  Req& q = reqs_[id];
+  if (q.state != State::kWaiting && q.state != State::kRunning) return;
+  Rank& r = ranks_[q.rank];
+  if (auto it = std::find(r.waiting.begin(), r.waiting.end(), id); it != r.waiting.end()) r.waiting.erase(it);
+  if (auto it = std::find(r.running.begin(), r.running.end(), id); it != r.running.end()) r.running.erase(it);
+  release(r, q);
+  q.sched = 0;
+  q.state = State::kFailed;
+  out_[id].success = false;
+  out_[id].failure = metrics::FailureKind::kCancelled;
+  ++finished_;
+  --in_flight_;
+}
+
+PredictResult Simulator::run() {
+  if (!plan_.fits) return Failure{plan_.failure};
+  const int n = static_cast<int>(input_.size());
+  init();
 
   // Arrivals: bench serve's own schedule (request rate inf -> all at t = 0).
   std::vector<double> arrival(n, 0.0);
@@ -417,186 +629,60 @@ PredictResult Simulator::run() {
     a.seed = static_cast<std::uint32_t>(opt_.seed);
     arrival = client::arrival_schedule(a);
   }
-  reqs_.assign(n, Req{});
-  out_.assign(n, metrics::RequestOutput{});
-  int to_finish = 0;
+  reqs_.reserve(n);
+  out_.reserve(n);
   for (int i = 0; i < n; ++i) {
     const auto& w = input_[i];
     if (w.prompt_len < 1 || w.output_len < 1)
       throw std::invalid_argument(fmt::format("request {}: prompt_len and output_len must be >= 1", i));
-    Req& q = reqs_[i];
-    q.prompt = w.prompt_len + kChatTemplateTokens;
-    q.target = w.output_len;
-    q.prefill_target = q.prompt;
-    auto& o = out_[i];
-    o.prompt_len = w.prompt_len;
-    o.expected_output_len = w.output_len;
-    o.intended_send_time_s = arrival[i];
-    o.request_id = fmt::format("sim-{}", i);
+    add_request(w.prompt_len + kChatTemplateTokens, w.output_len, w.prompt_len);
+    out_[i].intended_send_time_s = arrival[i];
   }
 
   const int max_conc = opt_.max_concurrency.value_or(0);
-  int in_flight = 0, next = 0, finished = 0;
+  int next = 0;
   double t = 0;
-  std::vector<RankBatch> batches(dp);
   auto send_ready = [&](double now) {
-    while (next < n && arrival[next] <= now && (max_conc <= 0 || in_flight < max_conc)) {
-      Req& q = reqs_[next];
-      auto& o = out_[next];
-      q.send_s = std::max(arrival[next], 0.0);
-      if (max_conc > 0) q.send_s = std::max(arrival[next], std::min(now, std::max(arrival[next], now)));
-      o.send_time_s = q.send_s;
-      o.dispatch_time_s = arrival[next];
-      const bool too_long = q.prompt >= knobs_.max_model_len ||
-                            (engine_.kind == EngineKind::kVllm && q.prompt + q.target > knobs_.max_model_len);
-      // TensorRT-LLM without chunked prefill cannot schedule a context longer than max_num_tokens.
-      const bool over_budget = engine_.kind == EngineKind::kTrtllm && !knobs_.chunked_prefill &&
-                               q.prompt > knobs_.token_budget;
-      if (over_budget && !too_long) {
-        q.state = State::kFailed;
-        o.success = false;
-        o.failure = metrics::FailureKind::kHttpStatus;
-        o.http_status = 400;
-        o.error = fmt::format("prompt of {} tokens exceeds max_num_tokens {} and chunked prefill is disabled",
-                              q.prompt, knobs_.token_budget);
-      } else if (too_long) {
-        q.state = State::kFailed;
-        o.success = false;
-        o.failure = metrics::FailureKind::kHttpStatus;
-        o.http_status = 400;
-        o.error = fmt::format(
-            "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
-            "messages, {} in the completion). Please reduce the length of the messages or completion.",
-            knobs_.max_model_len, q.prompt + q.target, q.prompt, q.target);
-      } else {
-        route(next);
-        ++in_flight;
-        ++to_finish;
-      }
+    while (next < n && arrival[next] <= now && (max_conc <= 0 || in_flight_ < max_conc)) {
+      double send_s = std::max(arrival[next], 0.0);
+      if (max_conc > 0) send_s = std::max(arrival[next], std::min(now, std::max(arrival[next], now)));
+      out_[next].dispatch_time_s = arrival[next];
+      send(next, send_s);
       ++next;
     }
   };
 
-  double sum_batch = 0, sum_tokens = 0;
   while (true) {
     send_ready(t);
-    for (auto& r : ranks_) {
-      r.batch = RankBatch{};
-      r.prefill_step = false;
-      switch (engine_.kind) {
-        case EngineKind::kVllm: schedule_vllm(r); break;
-        case EngineKind::kSglang: schedule_sglang(r); break;
-        case EngineKind::kTrtllm: schedule_trtllm(r); break;
-      }
-    }
-    int max_running = 0, max_tokens = 0;
-    bool any_prefill = false, any_work = false;
-    for (int i = 0; i < dp; ++i) {
-      batches[i] = ranks_[i].batch;
-      max_running = std::max<int>(max_running, ranks_[i].running.size());
-      max_tokens = std::max(max_tokens, batches[i].query_tokens);
-      any_prefill |= batches[i].prefill_tokens > 0;
-      any_work |= batches[i].query_tokens > 0;
-    }
-    if (!any_work) {
-      if (finished >= to_finish && next >= n) break;
-      if (next < n && (max_conc <= 0 || in_flight < max_conc)) {
+    const auto step = plan_step();
+    if (!step) {
+      if (finished_ >= to_finish_ && next >= n) break;
+      if (next < n && (max_conc <= 0 || in_flight_ < max_conc)) {
         const double ta = arrival[next];
         view_.idle_time_s += std::max(0.0, ta - t);
         t = std::max(t, ta);
         continue;
       }
-      // Nothing schedulable although requests wait: a request needs more KV than the whole pool holds.
-      // The engine would abort it; count it as a server-side failure and go on.
-      bool dropped = false;
-      for (auto& r : ranks_) {
-        if (r.waiting.empty() || !r.running.empty()) continue;
-        const int id = r.waiting.front();
-        r.waiting.pop_front();
-        Req& q = reqs_[id];
-        release(r, q);
-        q.state = State::kFailed;
-        auto& o = out_[id];
-        o.success = false;
-        o.failure = metrics::FailureKind::kServerError;
-        o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}",
-                              q.prompt + q.target, plan_.kv_tokens_per_rank);
-        ++finished;
-        --in_flight;
-        dropped = true;
-      }
-      if (!dropped) throw std::logic_error("twin scheduler stalled with running requests (bug)");
+      if (drop_unschedulable() == 0) throw std::logic_error("twin scheduler stalled with running requests (bug)");
       continue;
     }
-    int max_decode = 0;
-    for (int i = 0; i < dp; ++i) max_decode = std::max(max_decode, batches[i].decode_requests);
-    bool graph = !any_prefill && knobs_.cuda_graph_max_bs > 0 &&
-                 (engine_.kind == EngineKind::kVllm ? max_tokens : max_decode) <= knobs_.cuda_graph_max_bs;
-    const StepTime st = step_time(ctx_, batches.data(), dp, max_running, graph);
-    t += st.total_s;
-    ++view_.steps;
-    ++step_index_;
-    (any_prefill ? view_.prefill_time_s : view_.decode_time_s) += st.total_s;
-    view_.attn_proj_s += st.attn_proj_s;
-    view_.dense_s += st.dense_s;
-    view_.moe_s += st.moe_s;
-    view_.attention_s += st.attention_s;
-    view_.indexer_s += st.indexer_s;
-    view_.comm_s += st.comm_s;
-    view_.overhead_s += st.overhead_s;
-    sum_batch += max_running;
-    sum_tokens += max_tokens;
-    view_.max_batch_requests = std::max(view_.max_batch_requests, max_running);
-
-    // Apply the step: KV grows, tokens leave at t.
-    for (auto& r : ranks_) {
-      for (std::size_t i = 0; i < r.running.size();) {
-        const int id = r.running[i];
-        Req& q = reqs_[id];
-        const int s = q.sched;
-        q.sched = 0;
-        if (s == 0) { ++i; continue; }
-        if (q.computed < q.prefill_target) {
-          q.computed += s;
-          if (q.computed >= q.prefill_target) emit(id, 1, t);
-        } else {
-          int tokens = 1;
-          for (int d = 0; d < s - 1; ++d) {  // MTP: draft d accepted only if all before it were
-            const std::uint64_t h = splitmix64(opt_.seed ^ (std::uint64_t(id) << 32) ^ std::uint64_t(step_index_ * 8 + d));
-            if (double(h >> 11) * 0x1.0p-53 >= ctx_.cal.mtp_acceptance) break;
-            ++tokens;
-          }
-          q.computed += tokens;
-          emit(id, tokens, t);
-        }
-        if (q.generated >= q.target) {
-          q.state = State::kDone;
-          auto& o = out_[id];
-          o.success = true;
-          o.output_tokens = q.generated;
-          o.usage_completion_tokens = q.generated;
-          o.usage_prompt_tokens = q.prompt;
-          o.latency_s = t - q.send_s;
-          release(r, q);
-          r.running.erase(r.running.begin() + static_cast<long>(i));
-          ++finished;
-          --in_flight;
-          continue;
-        }
-        ++i;
-      }
-    }
+    t += step->st.total_s;
+    apply_step(*step, t);
   }
   view_.duration_s = t;
-  view_.mean_batch_requests = view_.steps ? sum_batch / view_.steps : 0;
-  view_.mean_step_tokens = view_.steps ? sum_tokens / view_.steps : 0;
+  return Prediction{std::move(out_), finish_view()};
+}
+
+TwinView Simulator::finish_view() {
+  view_.mean_batch_requests = view_.steps ? sum_batch_ / view_.steps : 0;
+  view_.mean_step_tokens = view_.steps ? sum_tokens_ / view_.steps : 0;
   view_.mean_step_ms = view_.steps ? 1e3 * (view_.prefill_time_s + view_.decode_time_s) / view_.steps : 0;
   double peak = 0;
   for (const auto& r : ranks_) peak = std::max(peak, r.total_blocks ? double(r.peak_used) / r.total_blocks : 0.0);
   view_.kv_peak_fraction = peak;
   view_.memory = plan_;
   view_.mtp_acceptance = knobs_.spec_tokens > 0 ? ctx_.cal.mtp_acceptance : 0.0;
-  return Prediction{std::move(out_), view_};
+  return view_;
 }
 
 }  // namespace
@@ -636,6 +722,145 @@ PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluste
   Simulator sim(resolved, cluster, model, requests, options);
   return sim.run();
 }
+
+// ---------------------------------------------------------------------------------------------------
+// OnlineTwin: the Simulator driven step by step in virtual time (see sim.h).
+
+struct OnlineTwin::Impl {
+  Simulator sim;
+  std::vector<Simulator::Emission> sink;
+  std::optional<Simulator::PlannedStep> pending;  // the step in flight
+  double pending_end_s = 0;
+  double free_at_s = 0;                           // end of the last applied step
+  std::deque<std::pair<int, double>> arrivals;    // (internal id, arrival time) not yet sent to a rank
+  std::unordered_map<std::uint64_t, int> by_external;
+  std::vector<std::uint64_t> external;            // internal id -> caller's id
+  std::vector<int> deferred_cancels;
+
+  Impl(const engines::EngineConfig& e, const Cluster& c, const ModelConfig& m)
+      : sim(e, c, m, std::span<const WorkloadRequest>{}, WorkloadOptions{}) {}
+
+  void admit_until(double t) {
+    while (!arrivals.empty() && arrivals.front().second <= t) {
+      sim.send(arrivals.front().first, arrivals.front().second);
+      arrivals.pop_front();
+    }
+  }
+
+  void ensure_planned() {
+    while (!pending) {
+      double start = free_at_s;
+      admit_until(start);
+      auto p = sim.plan_step();
+      if (!p && !arrivals.empty()) {  // idle until the next arrival
+        start = std::max(free_at_s, arrivals.front().second);
+        admit_until(start);
+        p = sim.plan_step();
+      }
+      if (!p) {
+        if (sim.in_flight() > 0 && sim.drop_unschedulable() > 0) continue;
+        return;
+      }
+      pending = p;
+      pending_end_s = start + p->st.total_s;
+    }
+  }
+};
+
+OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+OnlineTwin::~OnlineTwin() = default;
+
+std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(const engines::EngineConfig& engine,
+                                                                      const Cluster& cluster,
+                                                                      const ModelConfig& model) {
+  const auto mt = model_traits(model);
+  const auto ht = hardware_traits(cluster);
+  if (auto f = engines::check_launch(engine, mt, ht)) return Failure{f->message};
+  const engines::EngineConfig resolved = engines::resolve_defaults(engine, mt, ht);
+  const Parallelism par = parallelism_of(resolved);
+  if (par.gpus > cluster.num_gpus)
+    return Failure{fmt::format("the launch needs {} GPUs but the node has {} ({})", par.gpus, cluster.num_gpus,
+                               cluster.gpu.name)};
+  auto impl = std::make_unique<Impl>(resolved, cluster, model);
+  if (!impl->sim.fits()) return Failure{impl->sim.failure()};
+  impl->sim.init();
+  impl->sim.set_sink(&impl->sink, /*record_timings=*/false);
+  return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
+}
+
+std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_tokens,
+                                              double now_s) {
+  if (prompt_tokens < 1 || output_tokens < 1)
+    throw std::invalid_argument(fmt::format("request {}: prompt and output tokens must be >= 1", id));
+  auto& im = *impl_;
+  const int internal = im.sim.add_request(prompt_tokens, output_tokens, prompt_tokens);
+  im.external.push_back(id);
+  // Refusals (context length) are decided at arrival, as the engine's API server does.
+  if (prompt_tokens >= im.sim.max_model_len() || prompt_tokens + output_tokens > im.sim.max_model_len()) {
+    return im.sim.send(internal, now_s);
+  }
+  im.by_external[id] = internal;
+  im.arrivals.emplace_back(internal, now_s);
+  return std::nullopt;
+}
+
+void OnlineTwin::cancel(std::uint64_t id) {
+  auto& im = *impl_;
+  auto it = im.by_external.find(id);
+  if (it == im.by_external.end()) return;
+  const int internal = it->second;
+  im.by_external.erase(it);
+  for (auto a = im.arrivals.begin(); a != im.arrivals.end(); ++a) {
+    if (a->first == internal) {
+      im.arrivals.erase(a);
+      return;
+    }
+  }
+  if (im.pending) im.deferred_cancels.push_back(internal);  // it may be in the step in flight
+  else im.sim.cancel(internal);
+}
+
+void OnlineTwin::advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit) {
+  auto& im = *impl_;
+  std::vector<int> cancelled;
+  // Reports what the simulator put in the sink (tokens of the applied step, engine aborts) and empties it.
+  auto flush = [&] {
+    for (const auto& e : im.sink) {
+      if (std::find(cancelled.begin(), cancelled.end(), e.id) != cancelled.end()) continue;
+      const std::uint64_t ext = im.external[e.id];
+      if (e.first < 0) {  // aborted by the engine: more KV than a rank holds
+        im.by_external.erase(ext);
+        emit(ext, -1, im.free_at_s);
+        continue;
+      }
+      for (int k = 0; k < e.count; ++k) emit(ext, e.first + k, e.t_s);
+    }
+    im.sink.clear();
+  };
+  for (;;) {
+    im.ensure_planned();
+    flush();
+    if (!im.pending || im.pending_end_s > t_s) return;
+    im.sim.apply_step(*im.pending, im.pending_end_s);
+    im.free_at_s = im.pending_end_s;
+    im.pending.reset();
+    cancelled.swap(im.deferred_cancels);
+    im.deferred_cancels.clear();
+    for (int c : cancelled) im.sim.cancel(c);
+    flush();
+    cancelled.clear();
+  }
+}
+
+double OnlineTwin::next_event_s() {
+  impl_->ensure_planned();
+  return impl_->pending ? impl_->pending_end_s : std::numeric_limits<double>::infinity();
+}
+
+int OnlineTwin::max_model_len() const { return impl_->sim.max_model_len(); }
+
+TwinView OnlineTwin::view() { return impl_->sim.finish_view(); }
+
 
 PredictResult predict(const engines::EngineConfig& engine, const Cluster& cluster,
                       std::span<const WorkloadRequest> requests, const WorkloadOptions& options) {

@@ -332,6 +332,21 @@ void Server::Impl::emit(std::uint64_t id, int index) {
     timeline.cancel(id);
     return;
   }
+  if (index < 0) {  // the engine aborted the request (it needs more KV than one rank holds)
+    const ApiError err{500, "InternalServerError",
+                       "the engine aborted the request: it needs more KV cache than one rank holds", ""};
+    if (a.request.stream) {
+      s->stream_event("data: " + error_json(err) + "\n\n");
+      s->stream_event(stream_done());
+      active.erase(it);
+      s->end_stream(id);
+    } else {
+      s->respond_error(err);
+      active.erase(it);
+      s->finish(id);
+    }
+    return;
+  }
   const tokenizer::TokenId token =
       words.empty() ? 0 : words[splitmix64(a.draw_seed + static_cast<std::uint64_t>(index)) % words.size()];
   const tokenizer::TokenId one[1] = {token};

@@ -21,7 +21,8 @@ struct Timeline {
   /// The client went away: drop the request (frees its KV cache in the model).
   std::function<void(std::uint64_t id)> cancel;
   /// Advances to virtual time `t_s`, calling `emit(id, token_index, t_emit_s)` for every output token
-  /// (0-based index) whose emission time is ≤ t_s, in time order.
+  /// (0-based index) whose emission time is ≤ t_s, in time order; token_index = -1 reports a request the
+  /// engine aborted (the client gets a 500 error).
   std::function<void(double t_s, const std::function<void(std::uint64_t, int, double)>& emit)> advance_to;
   /// Virtual time (s) of the next token emission; +infinity when idle.
   std::function<double()> next_event_s;

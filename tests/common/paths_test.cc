@@ -34,3 +34,10 @@ TEST(Paths, ReadFileReturnsBytes) {
   { std::ofstream(p, std::ios::binary) << std::string("a\0b", 3); }
   EXPECT_EQ(sc::read_file(p), std::string("a\0b", 3));
 }
+
+TEST(Paths, EnvironmentMapReadsVariables) {
+  ::setenv("SERVELAB_TEST_ENV_X", "a=b", 1);
+  const auto env = sc::environment_map();
+  ASSERT_TRUE(env.count("SERVELAB_TEST_ENV_X"));
+  EXPECT_EQ(env.at("SERVELAB_TEST_ENV_X"), "a=b");  // split at the first '='
+}

@@ -1,0 +1,135 @@
+// `servelab sim serve [--hardware 8xH200] [--host H] [--port P] [--time-scale X] -- <engine launch command>`:
+// the engine twin as an OpenAI-compatible server. Tokens leave at the times the twin's schedulers and
+// step-time model predict for the launch (the same OnlineTwin/Simulator as `sim run`).
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command_registry.h"
+#include "common/paths.h"
+#include "engines/engines.h"
+#include "sim/sim.h"
+#include "simserve/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace servelab::cli {
+namespace {
+
+struct SimServeArgs {
+  std::string hardware = "8xH200";
+  std::string host = "127.0.0.1";
+  int port = -1;  // -1: the launch command's port (its --port, else the engine's default)
+  double time_scale = 1.0;
+  std::uint64_t seed = 0;
+  std::string tokenizer;
+  std::string model_config;
+  double reasoning_fraction = 0.5;
+  int default_max_tokens = 0;
+  std::vector<std::string> launch;
+};
+
+simserve::Server* g_server = nullptr;
+
+void on_signal(int) {
+  if (g_server != nullptr) g_server->stop();
+}
+
+void run_serve(const SimServeArgs& a) {
+  if (a.launch.empty()) {
+    throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
+                             "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
+  }
+  const engines::EngineConfig engine = engines::parse_launch_command(a.launch, common::environment_map());
+  const sim::Cluster cluster = sim::parse_cluster(a.hardware);
+  const sim::ModelConfig model =
+      a.model_config.empty() ? sim::resolve_model(engine.model) : sim::load_model_config(a.model_config);
+  auto created = sim::OnlineTwin::create(engine, cluster, model);
+  if (auto* f = std::get_if<sim::Failure>(&created)) {
+    // The engine would not come up: say so as it would, and exit non-zero like the engine.
+    std::fprintf(stderr, "%s\n", f->reason.c_str());
+    throw ExitRequest{1};
+  }
+  auto twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
+
+  simserve::ServerOptions o;
+  o.host = a.host;
+  o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
+  o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
+  o.root_model = engine.model;
+  o.max_model_len = twin->max_model_len();
+  o.time_scale = a.time_scale;
+  o.seed = a.seed;
+  o.reasoning_parser = !engine.reasoning_parser.empty();
+  o.reasoning_fraction = a.reasoning_fraction;
+  o.default_max_tokens = a.default_max_tokens;
+
+  sim::OnlineTwin* t = twin.get();
+  simserve::Timeline timeline{
+      [t](std::uint64_t id, int prompt, int output, double now) { t->submit(id, prompt, output, now); },
+      [t](std::uint64_t id) { t->cancel(id); },
+      [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
+      [t] { return t->next_event_s(); }};
+
+  const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer);
+  simserve::Server server(o, std::move(timeline), tok);
+  const unsigned short port = server.start();
+  std::fprintf(stderr,
+               "servelab sim serve: twin of `%s` (%s, %d GPUs) on %s; max_model_len %d; time scale %g\n"
+               "  listening on http://%s:%u  (model \"%s\"; Ctrl-C stops)\n",
+               engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
+               engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
+               o.served_models[0].c_str());
+  g_server = &server;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  server.run();
+  g_server = nullptr;
+  const auto v = twin->view();
+  std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
+               v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
+}
+
+void setup(CLI::App& root) {
+  CLI::App* sim = root.get_subcommand("sim");
+  auto args = std::make_shared<SimServeArgs>();
+  auto* serve = sim->add_subcommand(
+      "serve",
+      "Serve an OpenAI-compatible API (/health, /v1/models, /v1/completions, /v1/chat/completions) whose "
+      "tokens leave when the twin of the launch command predicts");
+  serve->add_option("--hardware", args->hardware, "GPU node, e.g. 8xH200")->capture_default_str();
+  serve->add_option("--host", args->host,
+                    "Bind address. The twin binds loopback unless told here; the launch command's --host is "
+                    "recorded, not used")
+      ->capture_default_str();
+  serve->add_option("--port", args->port, "Port (default: the launch command's --port, else the engine's default)");
+  serve->add_option("--time-scale", args->time_scale, "Run this many times faster than real time (> 0)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--seed", args->seed, "Seed of the output-token draws (a request's `seed` overrides)")
+      ->capture_default_str();
+  serve->add_option("--tokenizer", args->tokenizer, "Tokenizer for prompt counting (default: the launch's model)");
+  serve->add_option("--model-config", args->model_config, "HF config.json of the served model (default: from the launch)");
+  serve->add_option("--reasoning-fraction", args->reasoning_fraction,
+                    "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
+                    "streamed as reasoning_content")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  serve->add_option("--default-max-tokens", args->default_max_tokens,
+                    "Output tokens when a request sets no max_tokens (0: up to the end of the context). The "
+                    "twin has no language model to emit EOS, so a request always runs to its budget")
+      ->capture_default_str();
+  serve->add_option("launch", args->launch, "the engine's launch command, after --");
+  serve->callback([args] { run_serve(*args); });
+}
+
+}  // namespace
+
+SERVELAB_REGISTER_COMMAND("sim serve", 41, setup);  // after "sim" (order 40), which creates the group
+
+}  // namespace servelab::cli

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# End-to-end: `servelab sim serve` over real HTTP.
+#  1. The official npm `openai` client can use it (tests/e2e/sim_serve_openai_client.js).
+#  2. `servelab bench serve` against `sim serve` agrees with `servelab sim run` on the same workload.
+#     Tolerance 5% on total token throughput and 10% + 20 ms on mean TTFT/TPOT, because: the server runs
+#     the same OnlineTwin/Simulator in real time, but (a) its step starts are driven by a wall-clock timer,
+#     so every step ends a little later than predicted (timer wake-up + HTTP/SSE write, ~0.1-1 ms per
+#     step on a loaded 2-core box) and (b) the chat prompt is counted from the real rendered template
+#     (BOS + <｜User｜> + text + <｜Assistant｜></think>), one token more than sim run's fixed template
+#     allowance for a random prompt whose count excludes BOS.
+# Usage: sim_serve_e2e.sh SERVELAB_BINARY
+set -euo pipefail
+BIN="$1"
+SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+DATA="${SERVELAB_DATA_DIR:-$SRC/../shared/data}"
+CACHE="${SERVELAB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servelab}"
+TMP="$(mktemp -d)"
+PORT=$((20000 + RANDOM % 20000))
+LAUNCH=(vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3)
+cleanup() { [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+"$BIN" sim serve --port "$PORT" -- "${LAUNCH[@]}" > "$TMP/server.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || { echo "sim serve did not come up"; cat "$TMP/server.log"; exit 1; }
+
+# 1. npm openai client.
+if [ -d "$CACHE/npm/node_modules/openai" ] && command -v node > /dev/null; then
+  node "$SRC/tests/e2e/sim_serve_openai_client.js" "http://127.0.0.1:$PORT" deepseek-ai/DeepSeek-V3.2
+else
+  echo "FAIL: npm openai not installed in $CACHE/npm (run make deps)"; exit 1
+fi
+
+# 2. bench serve vs sim run, same workload: random 64 prompts, 1000 in / 50 out, rate inf, seed 42.
+WORK=(--dataset-name random --random-input-len 1000 --random-output-len 50 --num-prompts 64 --seed 42)
+"$BIN" bench serve --backend openai-chat --endpoint /v1/chat/completions --port "$PORT" \
+  --model deepseek-ai/DeepSeek-V3.2 "${WORK[@]}" --disable-tqdm --ready-check-timeout-sec 0 > "$TMP/bench.txt" 2>&1 ||
+  { cat "$TMP/bench.txt"; exit 1; }
+"$BIN" sim run "${WORK[@]}" -- "${LAUNCH[@]}" > "$TMP/sim.txt" 2>&1 || { cat "$TMP/sim.txt"; exit 1; }
+
+value() { grep -m1 "^$2" "$1" | awk -F: '{gsub(/ /, "", $2); print $2}'; }
+fail=0
+check() {  # name, measured, predicted, relative tolerance, absolute tolerance (same unit)
+  awk -v n="$1" -v m="$2" -v p="$3" -v r="$4" -v a="$5" 'BEGIN {
+    d = m - p; if (d < 0) d = -d;
+    ok = (d <= r * p + a);
+    printf "%-28s bench %-12s twin %-12s %s\n", n, m, p, ok ? "ok" : "FAIL";
+    exit ok ? 0 : 1 }' || fail=1
+}
+check "Successful requests" "$(value "$TMP/bench.txt" "Successful requests")" "$(value "$TMP/sim.txt" "Successful requests")" 0 0
+check "Total generated tokens" "$(value "$TMP/bench.txt" "Total generated tokens")" "$(value "$TMP/sim.txt" "Total generated tokens")" 0 0
+check "Total Token throughput" "$(value "$TMP/bench.txt" "Total Token throughput")" "$(value "$TMP/sim.txt" "Total Token throughput")" 0.05 0
+check "Mean TTFT (ms)" "$(value "$TMP/bench.txt" "Mean TTFT")" "$(value "$TMP/sim.txt" "Mean TTFT")" 0.10 20
+check "Mean TPOT (ms)" "$(value "$TMP/bench.txt" "Mean TPOT")" "$(value "$TMP/sim.txt" "Mean TPOT")" 0.10 20
+if [ "$fail" -ne 0 ]; then
+  echo "--- bench serve ---"; cat "$TMP/bench.txt"; echo "--- sim run ---"; cat "$TMP/sim.txt"; exit 1
+fi
+echo "sim serve e2e: ok"
