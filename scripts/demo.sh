@@ -15,9 +15,10 @@ rm -rf "$OUT"
 
 echo
 echo "== report: $OUT/report.md (also report.html, results.sqlite, trials.csv, trials.json) =="
-sed -n '/^## Summary/,/^## /p' "$OUT/report.md" | head -40 || true
-echo
-grep -A3 -i "recommended" "$OUT/report.md" | head -12 || true
+# The gain table, the generalization table and the recommendation, as the report has them.
+sed -n '/^## Gains along the greedy path/,/^## Best configuration/p' "$OUT/report.md" | sed '$d'
+sed -n '/^## Generalization/,/^## Recommended/p' "$OUT/report.md" | sed '$d'
+sed -n '/^## Recommended launch command/,/^## Failures/p' "$OUT/report.md" | sed '$d' | grep -v '^| knob\|^|---\|^| [a-z_]*=' || true
 
 echo
 echo "== servelab sim run: the study's vLLM TP8 baseline on the sharegpt-1000 workload =="

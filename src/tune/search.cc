@@ -25,7 +25,7 @@ bool ranks_above(const Evaluation& a, const Evaluation& b) {
 void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best) {
   if (!e.feasible) return;
   if (!best || e.objective.mean > best->objective.mean) best = &e;
-  ev.note_best(e.config.engine + " " + e.label, best->objective.mean);
+  ev.note_best(best->config.engine + " " + best->label, best->objective.mean);
 }
 
 std::string failure_decision(const Evaluation& e) {
@@ -137,8 +137,10 @@ void grid(const Study& study, Evaluator& target, SearchOutcome& out) {
 
 void twin_guided(const Study& study, Evaluator& target, Evaluator& twin, SearchOutcome& out) {
   std::vector<Evaluation> predicted;
-  const Evaluation* best_seen = nullptr;
-  for (const auto& c : grid_configs(study)) {
+  const Evaluation* best_seen = nullptr;  // points into `predicted`: reserve so it never reallocates
+  const auto configs = grid_configs(study);
+  predicted.reserve(configs.size());
+  for (const auto& c : configs) {
     predicted.push_back(twin.evaluate(c, study.objective.scenarios, "rank"));
     track_best(twin, predicted.back(), best_seen);
   }
