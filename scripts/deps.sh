@@ -52,4 +52,20 @@ if [ ! -f "$DS_DIR/tokenizer.json" ] || ! grep -qx "$DS_VERSION" "$DS_DIR/VERSIO
   echo "$DS_VERSION" > "$DS_DIR/VERSION"
   echo "deps: DeepSeek-V3 tokenizer ($DS_VERSION) in $DS_DIR"
 fi
+# The full ShareGPT file the reference study used, from its public home (the URL vLLM's docs give), into
+# $CACHE/data/. Best effort: where the network does not allow it (these development machines), tune's twin
+# uses the sharegpt-1000 workload built from the real conversations in $SERVELAB_DATA_DIR instead, and the
+# report says which data it used. SERVELAB_OFFLINE=1 skips the attempt.
+SHAREGPT="$CACHE/data/ShareGPT_V3_unfiltered_cleaned_split.json"
+SHAREGPT_URL="https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/ShareGPT_V3_unfiltered_cleaned_split.json"
+if [ ! -s "$SHAREGPT" ] && [ "${SERVELAB_OFFLINE:-0}" != "1" ] && command -v curl >/dev/null 2>&1; then
+  mkdir -p "$CACHE/data"
+  if curl -fsSL --connect-timeout 5 --max-time 600 -o "$SHAREGPT.part" "$SHAREGPT_URL" 2>/dev/null; then
+    mv "$SHAREGPT.part" "$SHAREGPT"
+    echo "deps: ShareGPT_V3 downloaded to $SHAREGPT"
+  else
+    rm -f "$SHAREGPT.part"
+    echo "deps: ShareGPT_V3 not reachable from here; the twin uses sharegpt-1000 built from \$SERVELAB_DATA_DIR"
+  fi
+fi
 echo "deps: ok (cache $CACHE)"

@@ -7,7 +7,14 @@
 #include <chrono>
 #include <cmath>
 
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "common/paths.h"
+#include "dataset/dataset.h"
 #include "engines/engines.h"
+#include "tokenizer/tokenizer.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
 #include "sim/hardware.h"
@@ -26,6 +33,7 @@ struct ScenarioArgs {
   double burstiness = 1.0;
   std::optional<int> max_concurrency;
   std::uint64_t seed = 0;
+  std::string dataset_path;
 };
 
 ScenarioArgs parse_args(const std::vector<std::string>& args) {
@@ -44,6 +52,7 @@ ScenarioArgs parse_args(const std::vector<std::string>& args) {
     };
     try {
       if (k == "--dataset-name") a.dataset = take();
+      else if (k == "--dataset-path") a.dataset_path = take();
       else if (k == "--num-prompts") a.num_prompts = std::stoi(take());
       else if (k == "--random-input-len") a.input_len = std::stoi(take());
       else if (k == "--random-output-len") a.output_len = std::stoi(take());
@@ -58,8 +67,41 @@ ScenarioArgs parse_args(const std::vector<std::string>& args) {
   return a;
 }
 
-std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a) {
+// The ShareGPT file of a scenario when it is present: the --dataset-path as given, else the same file name
+// in the data cache (<cache>/data/, where `make deps` downloads ShareGPT_V3 when the network allows).
+std::optional<std::filesystem::path> sharegpt_file(const ScenarioArgs& a) {
+  if (a.dataset != "sharegpt" || a.dataset_path.empty()) return std::nullopt;
+  const std::filesystem::path given(a.dataset_path);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(given, ec)) return given;
+  const auto cached = common::cache_dir() / "data" / given.filename();
+  if (std::filesystem::is_regular_file(cached, ec)) return cached;
+  return std::nullopt;
+}
+
+// vLLM's sharegpt sampling of a real file (first two turns, BOS-inclusive lengths, filters, shuffle) with
+// the model's tokenizer, as `bench serve` would send it. Cached: the study runs it once per file.
+std::vector<sim::WorkloadRequest> sample_sharegpt(const std::filesystem::path& file, const ScenarioArgs& a,
+                                                  const std::string& model) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<sim::WorkloadRequest>> cache;
+  const std::string key = fmt::format("{}|{}|{}|{}", file.string(), a.num_prompts, a.seed, model);
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  dataset::DatasetOptions o;
+  o.dataset_name = "sharegpt";
+  o.dataset_path = file.string();
+  o.num_prompts = a.num_prompts;
+  o.seed = a.seed;
+  const auto tok = tokenizer::load_tokenizer(model);
+  std::vector<sim::WorkloadRequest> out;
+  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.expected_output_len});
+  return cache.emplace(key, std::move(out)).first->second;
+}
+
+std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a, const std::string& model) {
   if (a.dataset == "random") return sim::random_fixed(a.num_prompts, a.input_len, a.output_len);
+  if (auto file = sharegpt_file(a)) return sample_sharegpt(*file, a, model);
   if (a.dataset == "sharegpt" && a.num_prompts == 1000) {
     auto s = sim::sharegpt_1000();
     return {s.begin(), s.end()};
@@ -87,8 +129,11 @@ std::string twin_data_note(const Study& study) {
   std::string out;
   for (const auto& sc : study.scenarios) {
     ScenarioArgs a = parse_args(sc.args);
+    const auto file = sharegpt_file(a);
     std::string what = a.dataset == "random"
                            ? fmt::format("{} × {}/{} tokens (fixed lengths)", a.num_prompts, a.input_len, a.output_len)
+                       : file ? fmt::format("vLLM's sharegpt sampling of the real file {} ({} prompts, seed {})",
+                                            file->string(), a.num_prompts, a.seed)
                            : a.dataset == "sharegpt" && a.num_prompts == 1000
                                  ? "the twin's ShareGPT-1000 workload (request lengths from real ShareGPT "
                                    "conversations in shared/data, see scripts/calibrate_sharegpt1000.js)"
@@ -130,7 +175,7 @@ TrialRunner make_twin_runner(const Study& study) {
       std::vector<sim::WorkloadRequest> reqs;
       try {
         a = parse_args(sc.args);
-        reqs = workload(sc, a);
+        reqs = workload(sc, a, model);
       } catch (const std::exception& e) {
         fail(TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what()));
         continue;

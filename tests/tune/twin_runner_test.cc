@@ -2,7 +2,11 @@
 // study's start-up refusal reproduced as a failure result.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "common/paths.h"
+#include "dataset/dataset.h"
+#include "tokenizer/tokenizer.h"
 #include "tune/space.h"
 #include "tune/twin_runner.h"
 
@@ -46,6 +50,41 @@ TEST(TwinRunner, StartupRefusalIsAFailureResult) {
   EXPECT_NE(o.status, TrialStatus::kOk);
   EXPECT_NE(o.reason.find("FLASHMLA"), std::string::npos) << o.reason;
   EXPECT_TRUE(o.scenarios.empty());
+}
+
+
+// When the study's ShareGPT file is present, the twin samples it with vLLM's rules and the model's
+// tokenizer (the same lengths `bench serve` would send) and the data note names the file; without it the
+// built-in sharegpt-1000 workload is used and the note says so.
+TEST(TwinRunner, UsesTheRealShareGptFileWhenPresent) {
+  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
+  const auto dir = std::filesystem::temp_directory_path() / "servelab_twin_sharegpt_test";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(common::data_dir() / "sharegpt_pairs_sample.json",
+                             dir / "ShareGPT_V3_unfiltered_cleaned_split.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  Study real = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", dir);
+  EXPECT_NE(twin_data_note(real).find("real file"), std::string::npos) << twin_data_note(real);
+  TrialOutcome o = make_twin_runner(real)(request(real, {"sglang", {}}, {"sharegpt-1000"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  dataset::DatasetOptions d;
+  d.dataset_name = "sharegpt";
+  d.dataset_path = (dir / "ShareGPT_V3_unfiltered_cleaned_split.json").string();
+  d.num_prompts = 1000;
+  long long input = 0;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(real.model))) input += r.prompt_len;
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(input));
+  std::filesystem::remove_all(dir);
+
+  Study builtin = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  if (!std::filesystem::exists(common::data_dir() / "ShareGPT_V3_unfiltered_cleaned_split.json") &&
+      !std::filesystem::exists(common::cache_dir() / "data" / "ShareGPT_V3_unfiltered_cleaned_split.json")) {
+    EXPECT_NE(twin_data_note(builtin).find("sharegpt-1000: the twin's ShareGPT-1000 workload"), std::string::npos)
+        << twin_data_note(builtin);
+    TrialOutcome b = make_twin_runner(builtin)(request(builtin, {"sglang", {}}, {"sharegpt-1000"}));
+    ASSERT_EQ(b.status, TrialStatus::kOk) << b.reason;
+    EXPECT_EQ(b.scenarios[0].metrics.at("Total input tokens"), 219111);
+  }
 }
 
 }  // namespace
