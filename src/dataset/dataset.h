@@ -90,7 +90,7 @@ void validate_options(const DatasetOptions& options);
 /// Builds the benchmark requests: resolve_length_aliases + validate_options + the dataset's sampler.
 ///  - sharegpt: see sample_sharegpt (bit-exact vLLM selection given an exact tokenizer).
 ///  - random: numpy default_rng(seed) draws bit-exact (input lens, output lens, offsets, prefix, fix-up
-///    extras); allowed ids = [0, vocab_size) minus Tokenizer::special_ids(); prompt_len = re-encoded length
+///    extras); allowed ids = [0, vocab_size) minus Tokenizer::all_special_ids() (transformers all_special_ids, as vLLM); prompt_len = re-encoded length
 ///    without BOS; the shared prefix goes through the fix-up once (newest vLLM, spec §2.2).
 ///  - prefix_repetition: legacy np.random / Python random seeded with `seed` (0 <= seed < 2^32);
 ///    N/P prompts per prefix plus one for the first N%P prefixes, so exactly N (newest vLLM; 0.13 silently

@@ -18,7 +18,7 @@ detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
   ops.decode = [&tok](const std::vector<std::int32_t>& ids) { return tok.decode(ids, false); };
   ops.vocab_size = tok.vocab_size();
   ops.num_special_tokens_to_add = tok.num_special_tokens_to_add();
-  ops.special_ids = tok.special_ids();
+  ops.special_ids = tok.all_special_ids();
   return ops;
 }
 

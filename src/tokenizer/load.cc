@@ -419,6 +419,26 @@ void parse_config(Tokenizer::Impl& impl, const std::string& text, const std::str
   };
   impl.bos = id_of("bos_token");
   impl.eos = id_of("eos_token");
+  // transformers SpecialTokensMixin.all_special_ids: the special-tokens map, not every special added token.
+  impl.has_config = true;
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+    if (auto id = id_of(key)) impl.special_map_ids.push_back(*id);
+  }
+  if (cfg.contains("additional_special_tokens") && cfg.at("additional_special_tokens").is_array()) {
+    for (const auto& t : cfg.at("additional_special_tokens")) {
+      const std::string content = t.is_string() ? t.get<std::string>()
+                                  : (t.is_object() && t.contains("content") && t.at("content").is_string())
+                                      ? t.at("content").get<std::string>()
+                                      : std::string();
+      if (content.empty()) fail(source, "additional_special_tokens entries must be strings or {content}");
+      const auto id = impl.token_to_id(content);
+      if (!id) fail(source, "additional_special_tokens \"" + content + "\" is not in the tokenizer's vocabulary");
+      impl.special_map_ids.push_back(*id);
+    }
+  }
+  std::sort(impl.special_map_ids.begin(), impl.special_map_ids.end());
+  impl.special_map_ids.erase(std::unique(impl.special_map_ids.begin(), impl.special_map_ids.end()),
+                             impl.special_map_ids.end());
   if (cfg.contains("chat_template")) {
     const json& t = cfg.at("chat_template");
     if (t.is_string()) {

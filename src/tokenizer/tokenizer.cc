@@ -335,6 +335,11 @@ std::vector<TokenId> Tokenizer::special_ids() const {
   return out;
 }
 
+std::vector<TokenId> Tokenizer::all_special_ids() const {
+  const Impl& im = checked(impl_);
+  return im.has_config ? im.special_map_ids : special_ids();
+}
+
 std::optional<TokenId> Tokenizer::bos_id() const { return checked(impl_).bos; }
 std::optional<TokenId> Tokenizer::eos_id() const { return checked(impl_).eos; }
 std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const { return checked(impl_).token_to_id(token); }

@@ -64,8 +64,12 @@ class Tokenizer {
   /// Number of tokens the post-processor adds to a single sequence (transformers
   /// `num_special_tokens_to_add()`; 1 for a BOS-only tokenizer).
   std::size_t num_special_tokens_to_add() const;
-  /// Ids of all special added tokens, ascending (transformers `all_special_ids` analogue).
+  /// Ids of all special added tokens (`added_tokens` with special = true), ascending.
   std::vector<TokenId> special_ids() const;
+  /// transformers' `all_special_ids`: the ids of the special-tokens map of tokenizer_config.json (bos, eos,
+  /// unk, sep, pad, cls, mask, additional_special_tokens), ascending; DeepSeek-V3 gives [0, 1]. Without a
+  /// tokenizer_config.json, special_ids(). vLLM's random dataset excludes exactly these ids.
+  std::vector<TokenId> all_special_ids() const;
   std::optional<TokenId> bos_id() const;
   std::optional<TokenId> eos_id() const;
   std::optional<TokenId> token_to_id(std::string_view token) const;

@@ -75,6 +75,10 @@ struct Tokenizer::Impl {
   std::vector<detail::Id> post_prefix, post_suffix;  // ids the post-processor adds around one sequence
   std::optional<detail::Id> bos, eos;
   std::string chat_template;
+  /// Ids of the tokens named in tokenizer_config.json's special-tokens map (bos, eos, unk, sep, pad, cls,
+  /// mask, additional_special_tokens); empty without a config. See Tokenizer::all_special_ids.
+  std::vector<TokenId> special_map_ids;
+  bool has_config = false;
   std::vector<std::string> warnings;
 
   /// Splits `text` on the matches of `matcher`, applying single_word / lstrip / rstrip exactly as

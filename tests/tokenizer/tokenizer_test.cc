@@ -93,6 +93,9 @@ TEST(Tokenizer, DeepSeekVocabAndSpecials) {
   EXPECT_FALSE(std::binary_search(specials.begin(), specials.end(), 128803));  // <｜User｜> is not special
   EXPECT_NE(t.chat_template().find("<｜Assistant｜>"), std::string::npos);
   EXPECT_TRUE(t.load_warnings().empty());
+  // transformers all_special_ids = the config's bos/eos/pad (pad = eos): what vLLM's random dataset
+  // excludes. Token 2 is an ordinary id there, though special_ids() lists hundreds of added tokens.
+  EXPECT_EQ(t.all_special_ids(), (std::vector<TokenId>{0, 1}));
 }
 
 TEST(Tokenizer, DeepSeekV32RegistersThinkTokens) {
@@ -115,6 +118,7 @@ TEST(Tokenizer, Gpt2OriginalFileLoadsAndDropsUnusableMerge) {
   EXPECT_EQ(t.vocab_size(), 50257u);
   EXPECT_EQ(t.num_special_tokens_to_add(), 0u);
   EXPECT_EQ(t.special_ids(), std::vector<TokenId>{50256});
+  EXPECT_EQ(t.all_special_ids(), std::vector<TokenId>{50256});  // no tokenizer_config.json: the added specials
 }
 
 TEST(Tokenizer, InvalidUtf8IsReplacedLikeTheReference) {
