@@ -575,4 +575,30 @@ std::string namespace_repr(const BenchConfig& c) {
   return out + ")";
 }
 
+dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConfig& r) {
+  dataset::DatasetOptions d;
+  d.dataset_name = c.dataset_name;
+  d.dataset_path = c.dataset_path;
+  d.num_prompts = c.num_prompts;
+  d.seed = c.seed;
+  d.input_len = c.input_len;
+  d.output_len = c.output_len;
+  d.random_input_len = c.random_input_len;
+  d.random_output_len = c.random_output_len;
+  d.random_range_ratio = r.random_range_ratio;
+  d.random_prefix_len = c.random_prefix_len;
+  d.sharegpt_output_len = c.sharegpt_output_len;
+  d.custom_output_len = c.custom_output_len;
+  d.skip_chat_template = c.skip_chat_template;
+  d.prefix_repetition_prefix_len = c.prefix_repetition_prefix_len;
+  d.prefix_repetition_suffix_len = c.prefix_repetition_suffix_len;
+  d.prefix_repetition_num_prefixes = c.prefix_repetition_num_prefixes;
+  d.prefix_repetition_output_len = c.prefix_repetition_output_len;
+  d.no_oversample = c.no_oversample;
+  d.disable_shuffle = c.disable_shuffle;
+  d.request_id_prefix = r.request_id_prefix;
+  return d;
+}
+
+
 }  // namespace servelab::bench

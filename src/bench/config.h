@@ -134,6 +134,10 @@ void add_bench_flags(CLI::App& app, BenchConfig& config);
 /// Throws ConfigError naming the flag and the offending value. Does no I/O.
 ResolvedConfig resolve(const BenchConfig& config);
 
+/// The dataset flags of `config` (with the resolved range ratio and request-id prefix) as the dataset
+/// module's options. One mapping for bench serve, sim run and anything else taking bench's workload flags.
+dataset::DatasetOptions dataset_options(const BenchConfig& config, const ResolvedConfig& resolved);
+
 /// Python `float(text)` for flag values: decimal/scientific, "inf"/"infinity"/"nan" in any case,
 /// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.
 double parse_python_float(const std::string& text, const std::string& flag);

@@ -35,32 +35,6 @@ struct SimRunArgs {
 
 std::map<std::string, std::string> process_env() { return common::environment_map(); }
 
-// bench serve's flags -> dataset options (the same mapping bench's run.cc applies).
-dataset::DatasetOptions dataset_options(const bench::BenchConfig& c, const bench::ResolvedConfig& r) {
-  dataset::DatasetOptions d;
-  d.dataset_name = c.dataset_name;
-  d.dataset_path = c.dataset_path;
-  d.num_prompts = c.num_prompts;
-  d.seed = c.seed;
-  d.input_len = c.input_len;
-  d.output_len = c.output_len;
-  d.random_input_len = c.random_input_len;
-  d.random_output_len = c.random_output_len;
-  d.random_range_ratio = dataset::RangeRatio{r.random_range_ratio.input, r.random_range_ratio.output};
-  d.random_prefix_len = c.random_prefix_len;
-  d.sharegpt_output_len = c.sharegpt_output_len;
-  d.custom_output_len = c.custom_output_len;
-  d.skip_chat_template = c.skip_chat_template;
-  d.prefix_repetition_prefix_len = c.prefix_repetition_prefix_len;
-  d.prefix_repetition_suffix_len = c.prefix_repetition_suffix_len;
-  d.prefix_repetition_num_prefixes = c.prefix_repetition_num_prefixes;
-  d.prefix_repetition_output_len = c.prefix_repetition_output_len;
-  d.no_oversample = c.no_oversample;
-  d.disable_shuffle = c.disable_shuffle;
-  d.request_id_prefix = r.request_id_prefix;
-  return d;
-}
-
 std::string twin_view_block(const sim::TwinView& v) {
   std::string s;
   auto row = [&](const std::string& k, const std::string& val) { s += fmt::format("{:<40} {:<10}\n", k, val); };
