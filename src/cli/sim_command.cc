@@ -137,7 +137,7 @@ void run_sim_run(SimRunArgs& a) {
 }
 
 void setup(CLI::App& root) {
-  auto* sim = root.add_subcommand("sim", "The engine twin: predict an engine launch on a GPU node offline");
+  auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on a GPU node: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
   sim->require_subcommand(1);
 
   auto run_args = std::make_shared<SimRunArgs>();
