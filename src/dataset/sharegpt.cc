@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "common/paths.h"
+#include "common/utf8.h"
 #include "dataset/dataset.h"
 #include "dataset/rng.h"
 
@@ -109,24 +110,6 @@ namespace {
   throw std::runtime_error(fmt::format("{}: record {}: {}", path.string(), record, what));
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -195,15 +178,15 @@ bool unescape_json_string(const char* p, const char* end, std::string& out) {
           if (end - p >= 6 && p[0] == '\\' && p[1] == 'u') lo = read_hex4(p + 2, end);
           if (lo >= 0xDC00 && lo <= 0xDFFF) {
             p += 6;
-            append_utf8(out, 0x10000 + ((static_cast<std::uint32_t>(cp) - 0xD800) << 10) +
+            common::utf8_append(out, 0x10000 + ((static_cast<std::uint32_t>(cp) - 0xD800) << 10) +
                                  (static_cast<std::uint32_t>(lo) - 0xDC00));
           } else {
-            append_utf8(out, 0xFFFD);
+            common::utf8_append(out, 0xFFFD);
           }
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          append_utf8(out, 0xFFFD);
+          common::utf8_append(out, 0xFFFD);
         } else {
-          append_utf8(out, static_cast<std::uint32_t>(cp));
+          common::utf8_append(out, static_cast<std::uint32_t>(cp));
         }
         break;
       }

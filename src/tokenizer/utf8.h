@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace servelab::tokenizer::detail {
 
 /// Decodes the code point starting at byte `i` of valid UTF-8 `s` and advances `i` past it.
@@ -39,24 +41,8 @@ inline std::size_t utf8_len(unsigned char b) {
   return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
 }
 
-/// Appends the UTF-8 encoding of `cp` to `out`.
-inline void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+/// Appends the UTF-8 encoding of `cp` to `out` (one implementation: common/utf8.h).
+using common::utf8_append;
 
 /// True when `s` is well-formed UTF-8 (no surrogates, no overlongs, nothing above U+10FFFF).
 bool utf8_valid(std::string_view s);
