@@ -1,7 +1,7 @@
 // `servelab sim run | validate | calibrate`: the engine twin on the command line.
-//   sim run [--hardware 8xH200] [--scenario ID | bench serve workload flags] -- <engine launch command>
-//   sim validate [--hardware 8xH200] [--measurements seed-measurements.json]
-//   sim calibrate [--measurements ...] [--write src/sim/calibration.json]
+//   sim run [--hardware 8xH200] [--engine-version V] [--scenario ID | bench serve workload flags] -- <launch>
+//   sim validate [--corpus ../shared/reference] [--per-point]
+//   sim calibrate [--corpus ../shared/reference] [--write src/sim/calibration.json]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -15,9 +15,11 @@
 #include "common/paths.h"
 #include "dataset/dataset.h"
 #include "engines/engines.h"
+#include "hardware/hardware.h"
 #include "metrics/metrics.h"
+#include "model/model.h"
 #include "report/report.h"
-#include "sim/calibrate.h"
+#include "sim/corpus.h"
 #include "sim/sim.h"
 #include "sim/validate.h"
 #include "tokenizer/tokenizer.h"
@@ -25,31 +27,42 @@
 namespace servelab::cli {
 namespace {
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 struct SimRunArgs {
   std::string hardware = "8xH200";
+  std::string network;
+  std::string engine_version;
   std::string scenario;
   std::string model_config;
+  bool explain = false;
   std::vector<std::string> launch;
   bench::BenchConfig bench;
 };
 
-std::map<std::string, std::string> process_env() { return common::environment_map(); }
-
 std::string twin_view_block(const sim::TwinView& v) {
   std::string s;
-  auto row = [&](const std::string& k, const std::string& val) { s += fmt::format("{:<40} {:<10}\n", k, val); };
-  s += fmt::format("{:=^50}\n", " Engine twin view ");
+  auto row = [&](const std::string& k, const std::string& val) { s += fmt::format("{:<42} {:<10}\n", k, val); };
+  s += fmt::format("{:=^52}\n", " Engine twin view ");
   const auto& m = v.memory;
-  row("GPUs / DP ranks / attention TP:", fmt::format("{} / {} / {}", m.par.gpus, m.par.dp_ranks, m.par.attn_tp));
-  row("Experts:", fmt::format("{} over {} GPUs", m.par.moe_ep ? "EP" : "TP-sliced", m.par.moe_group));
-  row("Weights per GPU (GiB):", fmt::format("{:.2f}", m.weight_bytes / (1 << 30)));
-  row("Activations + reserve per GPU (GiB):",
-      fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / (1 << 30)));
-  row("KV pool per GPU (GiB):", fmt::format("{:.2f}", m.kv_budget_bytes / (1 << 30)));
-  row("KV bytes per token:", fmt::format("{:.0f}", m.kv_bytes_per_token));
+  const auto& l = m.layout;
+  row("GPUs / nodes / DP ranks:", fmt::format("{} / {} / {}", l.gpus, l.nodes, l.dp_ranks));
+  row("TP attention / dense / PP:", fmt::format("{} / {} / {}", l.attn_tp, l.dense_tp, l.pp));
+  row("Experts (TP slices x EP) / all-to-all:",
+      fmt::format("{} x {} / {}", l.moe_tp, l.moe_ep, engines::moe_a2a_name(l.a2a)));
+  row("Weights per GPU (GiB):", fmt::format("{:.2f}", m.weight_bytes / kGiB));
+  if (m.draft_weight_bytes > 0) row("  of which draft (GiB):", fmt::format("{:.2f}", m.draft_weight_bytes / kGiB));
+  row("Activations + reserve per GPU (GiB):", fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / kGiB));
+  row("KV pool per GPU (GiB):", fmt::format("{:.2f}", m.kv_budget_bytes / kGiB));
+  row("KV bytes per token (full-context layers):", fmt::format("{:.0f}", m.kv_bytes_per_token));
+  if (m.kv_window_bytes_per_token > 0)
+    row("KV bytes per token (window layers):",
+        fmt::format("{:.0f} (window {})", m.kv_window_bytes_per_token, m.window_tokens));
+  if (m.state_bytes_per_request > 0)
+    row("Recurrent state per request (MiB):", fmt::format("{:.2f}", m.state_bytes_per_request / (1 << 20)));
   row("KV tokens per DP rank:", fmt::format("{}", m.kv_tokens_per_rank));
   row("Peak KV use (fraction of pool):", fmt::format("{:.3f}", v.kv_peak_fraction));
-  row("Forward steps:", fmt::format("{}", v.steps));
+  row("Engine steps / with CUDA graphs:", fmt::format("{} / {}", v.steps, v.graphed_steps));
   row("Mean step time (ms):", fmt::format("{:.2f}", v.mean_step_ms));
   row("Mean / max running requests per rank:", fmt::format("{:.1f} / {}", v.mean_batch_requests, v.max_batch_requests));
   row("Mean query tokens per rank per step:", fmt::format("{:.1f}", v.mean_step_tokens));
@@ -57,16 +70,16 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
   row("Time in decode-only steps (s):", fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
-  s += fmt::format("{:-^50}\n", "Step time by operator class (s)");
-  row("MLA + indexer projections:", fmt::format("{:.2f}", v.attn_proj_s));
-  row("Sparse/dense attention + KV reads:", fmt::format("{:.2f}", v.attention_s));
-  row("Indexer scoring:", fmt::format("{:.2f}", v.indexer_s));
+  s += fmt::format("{:-^52}\n", " Roofline time by operator class (s) ");
+  row("Attention core + KV reads:", fmt::format("{:.2f}", v.attention_s));
+  row("Dense linears (projections, FFN):", fmt::format("{:.2f}", v.linear_s));
   row("Routed experts (MoE):", fmt::format("{:.2f}", v.moe_s));
-  row("Shared expert, dense FFN, LM head:", fmt::format("{:.2f}", v.dense_s));
-  row("Collectives (NVLink):", fmt::format("{:.2f}", v.comm_s));
+  row("LM head + sampler:", fmt::format("{:.2f}", v.lm_head_s));
+  if (v.draft_s > 0) row("Speculative draft:", fmt::format("{:.2f}", v.draft_s));
+  row("Collectives:", fmt::format("{:.2f}", v.comm_s));
   row("CPU + launch overhead:", fmt::format("{:.2f}", v.overhead_s));
-  if (v.mtp_acceptance > 0) row("MTP draft acceptance:", fmt::format("{:.2f}", v.mtp_acceptance));
-  s += std::string(50, '=') + "\n";
+  if (v.spec_acceptance > 0) row("Draft acceptance:", fmt::format("{:.2f}", v.spec_acceptance));
+  s += std::string(52, '=') + "\n";
   return s;
 }
 
@@ -76,23 +89,27 @@ void run_sim_run(SimRunArgs& a) {
                          "  servelab sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8\n");
     throw ExitRequest{2};
   }
-  const sim::Cluster cluster = sim::parse_cluster(a.hardware);
+  hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
+  if (!a.network.empty()) cluster.network = hardware::parse_network(a.network);
   engines::EngineConfig engine;
   try {
-    engine = engines::parse_launch_command(a.launch, process_env());
+    engine = engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version);
   } catch (const engines::EngineArgError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     throw ExitRequest{2};
   }
-  const sim::ModelConfig model =
-      a.model_config.empty() ? sim::resolve_model(engine.model) : sim::load_model_config(a.model_config);
+  const model::ModelSpec model =
+      a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
   const bench::ResolvedConfig r = bench::resolve(a.bench);
 
   std::vector<sim::WorkloadRequest> workload;
-  std::string workload_name;
+  std::string workload_name, workload_note;
   if (!a.scenario.empty()) {
-    workload = sim::scenario_workload(a.scenario);
+    workload = sim::scenario_workload(a.scenario, model);
     workload_name = a.scenario;
+  } else if (a.bench.dataset_name == "sharegpt" && !a.bench.dataset_path) {
+    workload = sim::sharegpt_workload(model, a.bench.num_prompts, &workload_note);
+    workload_name = "sharegpt";
   } else {
     const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(engine.model));
     const auto tok = tokenizer::load_tokenizer(tok_id);
@@ -105,11 +122,13 @@ void run_sim_run(SimRunArgs& a) {
   opt.burstiness = a.bench.burstiness;
   opt.max_concurrency = a.bench.max_concurrency;
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
+  if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
 
   std::printf("Prediction of the servelab engine twin (virtual time, not a measurement)\n");
-  std::printf("Launch:   %s\nHardware: %d x %s   Model: %s   Workload: %s (%zu requests)\n",
-              engines::render_command(engine).c_str(), cluster.num_gpus, cluster.gpu.name.c_str(),
-              model.name.c_str(), workload_name.c_str(), workload.size());
+  std::printf("Launch:   %s\nHardware: %s   Model: %s (%s)   Workload: %s (%zu requests)\n",
+              engines::render_command(engine).c_str(), hardware::cluster_name(cluster).c_str(), model.id.c_str(),
+              model.variant.c_str(), workload_name.c_str(), workload.size());
+  if (!workload_note.empty()) std::printf("          %s\n", workload_note.c_str());
   const auto result = sim::predict(engine, cluster, model, workload, opt);
   if (const auto* f = std::get_if<sim::Failure>(&result)) {
     std::printf("Predicted failure: %s\n", f->reason.c_str());
@@ -133,49 +152,68 @@ void run_sim_run(SimRunArgs& a) {
   const auto selected = metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m, selected).c_str());
+  const auto& ctx = p.context;
+  std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
+  std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
+              ctx.key.name().c_str(),
+              ctx.level == sim::CalibrationLevel::kClass    ? "fitted"
+              : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
+                                                            : "no data: the prior");
+  for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
+  if (a.explain)
+    for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
   std::printf("%s", twin_view_block(p.twin).c_str());
 }
 
+std::string default_corpus() { return (common::source_dir().parent_path() / "shared" / "reference").string(); }
+
 void setup(CLI::App& root) {
-  auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on a GPU node: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
+  auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
   sim->require_subcommand(1);
 
   auto run_args = std::make_shared<SimRunArgs>();
   auto* run = sim->add_subcommand("run", "Predict a benchmark (bench serve workload flags) of an engine launch");
-  run->add_option("--hardware", run_args->hardware, "GPU node, e.g. 8xH200, 8xH100, 8xB200")->capture_default_str();
+  run->add_option("--hardware", run_args->hardware,
+                  "GPUs, e.g. 8xH200, 1xA100, 16xH100 (two nodes of eight), 2x8xH100")
+      ->capture_default_str();
+  run->add_option("--network", run_args->network, "network between nodes, e.g. 8x400G (NICs per node x Gb/s)");
+  run->add_option("--engine-version", run_args->engine_version,
+                  "engine version whose flags and defaults apply (default: the engine module's default)");
   run->add_option("--scenario", run_args->scenario,
-                  "a study workload instead of dataset flags: sharegpt-1000, random-128in-4out, "
-                  "random-2000in-100out, random-4000in-200out, random-32000in-100out, random-1000in-2000out");
+                  "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>]");
   run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");
+  run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
   bench::add_bench_flags(*run, run_args->bench);
   run->add_option("launch", run_args->launch, "the engine's launch command, after --");
   run->callback([run_args] { run_sim_run(*run_args); });
 
-  auto hardware = std::make_shared<std::string>("8xH200");
-  auto measurements = std::make_shared<std::string>(
-      (common::source_dir().parent_path() / "shared/reference/seed-measurements.json").string());
-  auto* val = sim->add_subcommand("validate", "Every released measurement of the reference study vs the twin");
-  val->add_option("--hardware", *hardware, "GPU node")->capture_default_str();
-  val->add_option("--measurements", *measurements, "seed-measurements.json")->capture_default_str();
-  val->callback([hardware, measurements] {
-    const auto rep = sim::validate(*measurements, sim::parse_cluster(*hardware));
-    std::printf("%s", sim::format_validation(rep).c_str());
+  auto corpus = std::make_shared<std::string>(default_corpus());
+  auto per_point = std::make_shared<bool>(false);
+  auto threads = std::make_shared<int>(0);
+  auto* val = sim->add_subcommand(
+      "validate", "Leave-one-study-out validation of the twin on a corpus of measured studies");
+  val->add_option("--corpus", *corpus, "directory with seed-measurements.json and/or perflab/measurements.json, or one file")
+      ->capture_default_str();
+  val->add_flag("--per-point", *per_point, "print every point (measured / predicted / error)");
+  val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
+  val->callback([corpus, per_point, threads] {
+    const auto c = sim::load_corpus(*corpus);
+    const auto v = sim::validate_corpus(c, *threads);
+    std::printf("%s", sim::format_corpus_validation(v, *per_point).c_str());
   });
 
   auto write = std::make_shared<std::string>();
-  auto sweeps = std::make_shared<int>(12);
-  auto* cal = sim->add_subcommand("calibrate", "Fit the twin's efficiency factors to the released measurements");
-  cal->add_option("--hardware", *hardware, "GPU node")->capture_default_str();
-  cal->add_option("--measurements", *measurements, "seed-measurements.json")->capture_default_str();
-  cal->add_option("--write", *write, "write the fitted calibration.json here (else print it)");
-  cal->add_option("--sweeps", *sweeps, "pattern-search sweeps per engine")->capture_default_str();
-  cal->callback([hardware, measurements, write, sweeps] {
-    const auto fit = sim::fit_calibration(*measurements, sim::parse_cluster(*hardware), *sweeps);
-    for (const auto& [engine, before] : fit.objective_before)
-      std::fprintf(stderr, "%s: %d runs, objective %.4f -> %.4f\n", engine.c_str(), fit.runs.at(engine), before,
-                   fit.objective_after.at(engine));
-    std::fprintf(stderr, "%d predictions\n", fit.evaluations);
-    const std::string json = sim::calibration_to_json(fit.calibration);
+  auto* cal = sim->add_subcommand(
+      "calibrate", "Fit the twin's parameters to a corpus (and compute its error bands by leaving each study out)");
+  cal->add_option("--corpus", *corpus, "as for validate")->capture_default_str();
+  cal->add_option("--write", *write, "write calibration.json here (else print it)");
+  cal->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
+  cal->callback([corpus, write, threads] {
+    const auto c = sim::load_corpus(*corpus);
+    const auto v = sim::validate_corpus(c, *threads);
+    std::fprintf(stderr, "fit on %d points: objective %.3f at the priors -> %.3f\n", v.full_fit.points,
+                 v.full_fit.objective_prior, v.full_fit.objective);
+    const std::string json = sim::calibration_json_of(v);  // throws when a parameter ends on a bound
     if (write->empty()) {
       std::printf("%s", json.c_str());
     } else {

@@ -14,6 +14,8 @@
 #include "cli/command_registry.h"
 #include "common/paths.h"
 #include "engines/engines.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 #include "sim/sim.h"
 #include "simserve/server.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +25,7 @@ namespace {
 
 struct SimServeArgs {
   std::string hardware = "8xH200";
+  std::string engine_version;
   std::string host = "127.0.0.1";
   int port = -1;  // -1: the launch command's port (its --port, else the engine's default)
   double time_scale = 1.0;
@@ -45,10 +48,11 @@ void run_serve(const SimServeArgs& a) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
   }
-  const engines::EngineConfig engine = engines::parse_launch_command(a.launch, common::environment_map());
-  const sim::Cluster cluster = sim::parse_cluster(a.hardware);
-  const sim::ModelConfig model =
-      a.model_config.empty() ? sim::resolve_model(engine.model) : sim::load_model_config(a.model_config);
+  const engines::EngineConfig engine =
+      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version);
+  const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
+  const model::ModelSpec model =
+      a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
   auto created = sim::OnlineTwin::create(engine, cluster, model);
   if (auto* f = std::get_if<sim::Failure>(&created)) {
     // The engine would not come up: say so as it would, and exit non-zero like the engine.
@@ -85,6 +89,8 @@ void run_serve(const SimServeArgs& a) {
                engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
                engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
                o.served_models[0].c_str());
+  std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
+               sim::format_band(twin->context().band).c_str());
   g_server = &server;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -103,6 +109,8 @@ void setup(CLI::App& root) {
       "Serve an OpenAI-compatible API (/health, /v1/models, /v1/completions, /v1/chat/completions) whose "
       "tokens leave when the twin of the launch command predicts");
   serve->add_option("--hardware", args->hardware, "GPU node, e.g. 8xH200")->capture_default_str();
+  serve->add_option("--engine-version", args->engine_version,
+                    "engine version whose flags and defaults apply (default: the engine module's default)");
   serve->add_option("--host", args->host,
                     "Bind address. The twin binds loopback unless told here; the launch command's --host is "
                     "recorded, not used")

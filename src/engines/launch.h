@@ -156,6 +156,10 @@ struct ExecutionPolicy {
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;        ///< attention projections (gpt-oss: BF16)
   int api_server_count = 1;
   int stream_interval = 1;         ///< tokens per streamed chunk
+  /// DSA models: prompts of at most index_topk tokens are prefilled as dense MHA without the indexer
+  /// (TensorRT-LLM DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs); other engines run the
+  /// sparse path for every prompt.
+  bool dsa_dense_short_prefill = false;
 };
 
 /// Speculative decoding as the engine runs it.

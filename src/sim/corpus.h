@@ -1,0 +1,77 @@
+// servelab/sim: the validation corpus — measured serving benchmarks (the reference study's
+// seed-measurements.json and the performance lab's perflab/measurements.json) as one list of points, each
+// a launch, its hardware, the benchmark run that was measured and what was measured.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace servelab::sim {
+
+/// The benchmark run of a point: what the client sent. Token totals are the run's own counts (each model's
+/// tokenizer counts a dataset differently, and EOS can stop a random request early): validation replays
+/// them as the workload, never the run's timings.
+struct CorpusWorkload {
+  std::string key;                    ///< "sharegpt-n1000", "random-4000in-200out-n500", ...
+  std::string tool = "vllm bench serve";  ///< or "guidellm"
+  std::string dataset = "sharegpt";   ///< "sharegpt" | "random"
+  int num_prompts = 0;
+  double request_rate = 0;            ///< req/s; +inf = all at once
+  bool constant_arrivals = false;     ///< guidellm --profile constant: evenly spaced sends (else Poisson)
+  std::optional<int> max_concurrency; ///< client cap (vLLM --max-concurrency; guidellm's default 512)
+  int input_len = 0, output_len = 0;  ///< random dataset lengths (tokens)
+  long long total_input_tokens = 0;   ///< as the run counted them (0 = unknown)
+  long long total_output_tokens = 0;  ///< generated tokens of the run (0 = unknown)
+};
+
+/// What was measured (absent fields were not reported or are not comparable).
+struct CorpusMeasurement {
+  std::optional<double> total_tok_s;   ///< total token throughput, tok/s
+  std::optional<double> output_tok_s;  ///< output token throughput, tok/s
+  std::optional<double> mean_ttft_ms;
+  std::optional<double> mean_tpot_ms;  ///< vLLM-style TPOT (first token excluded)
+  std::optional<double> duration_s;
+  std::optional<int> successful;       ///< successful requests
+};
+
+/// One measured (or failed, or withheld) configuration x workload.
+struct CorpusPoint {
+  std::string id;                      ///< "glm-4.5-air__h100#003", "deepseek-v3.2__h200#sglang/tp8-dp8"
+  std::string study;                   ///< study id (the leave-one-out unit)
+  std::string label;                   ///< the study's name for the configuration
+  std::string engine;                  ///< "vllm", "sglang", "trtllm", or another engine name (mindie)
+  std::string engine_version;
+  std::string gpu;                     ///< "H100", "A100", "H200", "Ascend-910B"
+  int gpu_count = 1;                   ///< GPUs of the node as the study states them
+  std::vector<std::string> argv;       ///< launch argv (may start with NAME=value words)
+  std::map<std::string, std::string> env;
+  std::string command;                 ///< the launch as one line (for tables)
+  CorpusWorkload workload;
+  enum class Status { kOk, kPartial, kFailed, kWithheld } status = Status::kOk;
+  CorpusMeasurement measured;
+  std::string failure;                 ///< the study's failure message (kFailed)
+  bool suspect = false;                ///< repeats another study's block: never scored or fitted
+  /// Metrics of this point that are not comparable, with the reason ("TPOT: guidellm reported ITL 0").
+  std::vector<std::string> not_comparable;
+};
+
+/// The corpus.
+struct Corpus {
+  std::vector<CorpusPoint> points;
+  std::vector<std::string> studies;    ///< in first-appearance order
+  std::vector<std::string> sources;    ///< files read
+};
+
+/// Loads a corpus from `path`: a directory holding seed-measurements.json and/or perflab/measurements.json
+/// (shared/reference), or one of those files. The seed study becomes study "deepseek-v3.2__h200" (8 x
+/// H200, its engine versions from seed-study.md). Throws std::runtime_error naming the file and the JSON
+/// path of anything malformed, or when no file is found.
+Corpus load_corpus(const std::filesystem::path& path);
+
+/// "ok", "partial", "failed", "withheld".
+const char* corpus_status_name(CorpusPoint::Status s);
+
+}  // namespace servelab::sim

@@ -1,0 +1,207 @@
+#include "sim/physics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace servelab::sim::detail {
+namespace {
+
+using engines::AttentionKernel;
+using engines::GemmKernel;
+using engines::MoeKernel;
+using hardware::Generation;
+
+bool ampere_like(Generation g) { return g == Generation::kAmpere || g == Generation::kAda; }
+
+}  // namespace
+
+KernelEfficiency gemm_efficiency(GemmKernel k, Generation g) {
+  const bool amp = ampere_like(g);
+  switch (k) {
+    case GemmKernel::kCublasBf16:
+      return amp ? KernelEfficiency{0.75, 0.80, 64, "cuBLAS BF16 on A100: ~230-250 of 312 TFLOPS [recalled]"}
+                 : KernelEfficiency{0.70, 0.80, 64,
+                                    "cuBLAS BF16 large GEMM on H100: ~600-750 of 989 TFLOPS (gpu-kernel-facts.md "
+                                    "§2.1) [recalled]"};
+    case GemmKernel::kFp8Native:
+      return {0.60, 0.75, 64, "FP8 GEMM M=4096: 775-1,520 of 1,979 TFLOPS (39-77%) (gpu-kernel-facts.md §2.1)"};
+    case GemmKernel::kFp8BlockDeepGemm:
+      return {0.65, 0.80, 64,
+              "DeepGEMM FP8: grouped contiguous 61-68% of peak; M=64 memory-bound at 1.7-2.7 TB/s (50-80%) "
+              "(gpu-kernel-facts.md §2.1)"};
+    case GemmKernel::kFp8BlockCutlass:
+      return {0.50, 0.70, 64,
+              "FP8 block-scaled GEMM without DeepGEMM (CUTLASS / Triton w8a8): below DeepGEMM [derived, "
+              "unverified]"};
+    case GemmKernel::kInt8Native:
+      return {amp ? 0.65 : 0.55, 0.80, 64, "CUTLASS INT8 W8A8 [recalled, unverified]"};
+    case GemmKernel::kMarlinW8A16:
+    case GemmKernel::kMarlinW4A16:
+      return {0.55, 0.80, 16,
+              "Marlin mixed-precision GEMM: near-ideal memory-bound speed-up to batch 16-32, BF16 MMAs "
+              "beyond [recalled: Marlin README]"};
+    case GemmKernel::kAwqTrtllm:
+      return {0.45, 0.75, 16, "TensorRT-LLM W4A16 AWQ kernels [recalled, unverified]"};
+    case GemmKernel::kFp4Native:
+      return {0.55, 0.80, 128, "Blackwell FP4 tensor cores [unverified]"};
+  }
+  return {};
+}
+
+KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
+  const bool amp = ampere_like(g);
+  switch (k) {
+    case MoeKernel::kTritonFused:
+      return {amp ? 0.55 : 0.50, 0.70, 64,
+              "vLLM/SGLang fused_moe Triton: within 4% of FlashInfer-CUTLASS on H200 (vLLM PR #44220, "
+              "gpu-kernel-facts.md §2.3)"};
+    case MoeKernel::kDeepGemmGrouped:
+      return {0.62, 0.80, 64,
+              "DeepGEMM grouped FP8: contiguous 1,214-1,346 TFLOPS, masked 815-1,233 TFLOPS of 1,979 "
+              "(gpu-kernel-facts.md §2.1)"};
+    case MoeKernel::kCutlassGrouped:
+      return {0.55, 0.75, 64, "CUTLASS grouped GEMM (TensorRT-LLM MoE) [recalled, unverified]"};
+    case MoeKernel::kMarlinMoe:
+      return {0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"};
+    case MoeKernel::kTritonKernels:
+      return {0.45, 0.70, 64, "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"};
+    case MoeKernel::kFlashInferTrtllm:
+      return {0.55, 0.80, 128, "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]"};
+  }
+  return {};
+}
+
+KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
+  const bool amp = ampere_like(g);
+  switch (k) {
+    case AttentionKernel::kFlashAttn3:
+      return {0.60, 0.80, 64,
+              "FlashAttention-3 BF16 forward up to 740 TFLOPS (75%) on H100, causal lower (gpu-kernel-facts.md "
+              "§2.2)"};
+    case AttentionKernel::kFlashAttn2:
+      return amp ? KernelEfficiency{0.60, 0.75, 64, "FlashAttention-2 on A100: 50-73% of peak [recalled, FA2 paper]"}
+                 : KernelEfficiency{0.35, 0.75, 64, "FlashAttention-2 on H100: ~35% of peak (gpu-kernel-facts.md §2.2)"};
+    case AttentionKernel::kFlashInfer:
+      return {amp ? 0.55 : 0.50, 0.80, 64, "FlashInfer (FA2-style prefill, split-KV decode) [recalled, unverified]"};
+    case AttentionKernel::kTriton:
+      return {amp ? 0.40 : 0.30, 0.60, 64, "Triton attention: below FlashAttention-2 [derived, unverified]"};
+    case AttentionKernel::kTrtllmGen:
+      return {amp ? 0.50 : 0.60, 0.80, 64, "TensorRT-LLM fmha / XQA [recalled, unverified]"};
+    case AttentionKernel::kXformers:
+      return {0.35, 0.70, 64, "xFormers memory-efficient attention [recalled, unverified]"};
+    case AttentionKernel::kFlexAttention:
+      return {0.30, 0.60, 64, "FlexAttention [unverified]"};
+    case AttentionKernel::kFlashMla:
+      return {0.67, 0.90, 64,
+              "FlashMLA dense decode: 3,000 GB/s memory-bound, 660 TFLOPS compute-bound on H800 "
+              "(gpu-kernel-facts.md §2.2)"};
+    case AttentionKernel::kFlashMlaSparse:
+      return {0.65, 0.85, 64, "FlashMLA sparse prefill 640 TFLOPS, sparse FP8 decode 410 TFLOPS (gpu-kernel-facts.md §2.2)"};
+    case AttentionKernel::kCutlassMla:
+      return {0.60, 0.85, 128, "CUTLASS MLA (Blackwell) [unverified]"};
+    case AttentionKernel::kFlashInferMla:
+      return {0.50, 0.80, 64, "FlashInfer MLA [unverified]"};
+    case AttentionKernel::kTritonMla:
+      return {0.25, 0.60, 64, "Triton MLA [unverified]"};
+    case AttentionKernel::kTrtllmMla:
+      return {0.55, 0.85, 64, "TensorRT-LLM MLA kernels [unverified]"};
+  }
+  return {};
+}
+
+double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {
+  switch (k) {
+    case GemmKernel::kFp8Native:
+    case GemmKernel::kFp8BlockDeepGemm:
+    case GemmKernel::kFp8BlockCutlass:
+      return gpu.fp8_flops > 0 ? gpu.fp8_flops : gpu.bf16_flops;
+    case GemmKernel::kInt8Native:
+      return gpu.int8_ops > 0 ? gpu.int8_ops : gpu.bf16_flops;
+    case GemmKernel::kFp4Native:
+      return gpu.fp4_flops > 0 ? gpu.fp4_flops : gpu.bf16_flops;
+    default:
+      return gpu.bf16_flops;
+  }
+}
+
+double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
+                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  const double rows = std::ceil(m / eff.min_rows) * eff.min_rows;
+  const double compute = 2.0 * rows * n * k / (peak_flops * eff.compute);
+  const double bytes = weight_bytes + 2.0 * m * (n + k);  // BF16 activations in and out
+  const double memory = bytes / (gpu.hbm_bandwidth_Bps * eff.memory);
+  return std::max(compute, memory);
+}
+
+double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-6; }
+
+double eager_launch_s() { return 12e-6; }
+
+CollectiveLink collective_link(const hardware::ClusterSpec& c, int group, bool crosses_nodes) {
+  CollectiveLink l;
+  if (crosses_nodes) {
+    // One NIC per GPU on HGX nodes; fewer NICs share them.
+    const double share = std::min(1.0, double(c.network.nics_per_node) / std::max(1, c.gpus_per_node));
+    l.bandwidth_Bps = c.network.nic_Bps * c.network.efficiency * share;
+    l.latency_s = (c.network.latency_us + 10.0) * 1e-6;
+    return l;
+  }
+  const auto& g = c.gpu;
+  switch (g.intra_node_link) {
+    case hardware::LinkKind::kNvSwitch:
+    case hardware::LinkKind::kInfinityFabric:
+      // NCCL's measured all-reduce busbw on a full node where known, else ~80% of the line rate
+      // (gpu-kernel-facts.md §2.5: ~370 of 450 GB/s on non-NVLS collectives).
+      l.bandwidth_Bps = g.allreduce_busbw_Bps > 0 && group >= 8 ? g.allreduce_busbw_Bps : 0.8 * g.link_Bps;
+      l.latency_s = 10e-6;  // small all-reduce latency ~10-20 us (gpu-kernel-facts.md §2.8) [estimate]
+      break;
+    case hardware::LinkKind::kNvLinkBridge:
+      l.bandwidth_Bps = group <= 2 ? (g.allreduce_busbw_Bps > 0 ? g.allreduce_busbw_Bps : 0.8 * g.link_Bps)
+                                   : 0.8 * g.pcie_Bps;
+      l.latency_s = group <= 2 ? 12e-6 : 25e-6;
+      break;
+    case hardware::LinkKind::kPcie:
+    case hardware::LinkKind::kHccs:
+      l.bandwidth_Bps = 0.8 * std::max(g.pcie_Bps, g.link_Bps);
+      l.latency_s = 25e-6;
+      break;
+  }
+  return l;
+}
+
+double allreduce_s(double bytes, int n, const CollectiveLink& link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  return link.latency_s + 2.0 * (n - 1) / n * bytes / link.bandwidth_Bps;
+}
+
+double allgather_s(double bytes, int n, const CollectiveLink& link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  return link.latency_s + double(n - 1) / n * bytes / link.bandwidth_Bps;
+}
+
+double p2p_s(double bytes, const CollectiveLink& link) {
+  if (bytes <= 0) return 0.0;
+  return link.latency_s + bytes / link.bandwidth_Bps;
+}
+
+double deepep_s(double tokens, int top_k, int ep, double hidden, bool low_latency, bool crosses_nodes,
+                const hardware::ClusterSpec& cluster) {
+  if (tokens <= 0 || ep <= 1) return 0.0;
+  // Copies sent per token: low-latency kernels send one per selected expert; normal kernels one per
+  // distinct destination GPU, n (1 - (1 - 1/n)^k) for uniform routing.
+  const double copies = low_latency ? top_k : ep * (1.0 - std::pow(1.0 - 1.0 / ep, top_k));
+  const double remote = double(ep - 1) / ep;
+  const double dispatch_bytes = tokens * copies * remote * hidden * 1.0;  // FP8
+  const double combine_bytes = tokens * copies * remote * hidden * 2.0;   // BF16
+  double dispatch_bw = low_latency ? 95e9 : 153e9, combine_bw = low_latency ? 129e9 : 158e9;
+  if (crosses_nodes) {
+    const auto net = collective_link(cluster, ep, true);
+    dispatch_bw = std::min(dispatch_bw, net.bandwidth_Bps);
+    combine_bw = std::min(combine_bw, net.bandwidth_Bps);
+  }
+  const double fixed = low_latency ? 2 * 15e-6 : 2 * 40e-6;  // [estimate, unverified]
+  return fixed + dispatch_bytes / dispatch_bw + combine_bytes / combine_bw;
+}
+
+}  // namespace servelab::sim::detail

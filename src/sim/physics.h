@@ -1,0 +1,77 @@
+// servelab/sim (private): the physics of one GPU — kernel efficiencies by kernel family and GPU
+// generation (from public kernel benchmarks, each with its source), the roofline time of a GEMM or an
+// attention core, and the time of collectives inside a node and across nodes.
+//
+// Every time is  max(FLOPs / (peak x compute efficiency), bytes / (bandwidth x memory efficiency)),
+// divided by the fitted kernel scale of the (engine, version family, GPU generation) class, plus a fixed
+// per-kernel floor. Sources: shared/reference/gpu-kernel-facts.md §2 (cited per table row).
+#pragma once
+
+#include <string>
+
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
+
+namespace servelab::sim::detail {
+
+/// How well a kernel family uses one GPU generation.
+struct KernelEfficiency {
+  double compute = 0.5;  ///< fraction of the tensor peak reached at large shapes
+  double memory = 0.8;   ///< fraction of HBM bandwidth reached when memory-bound
+  int min_rows = 64;     ///< rows (M) are padded to this tile (wgmma m64 on Hopper, 16 on Ampere mma)
+  const char* source = "";
+};
+
+/// The efficiency of a dense-GEMM kernel family on `gen`.
+KernelEfficiency gemm_efficiency(engines::GemmKernel k, hardware::Generation gen);
+/// The efficiency of a fused-MoE kernel family on `gen` (grouped GEMM over the routed experts).
+KernelEfficiency moe_efficiency(engines::MoeKernel k, hardware::Generation gen);
+/// The efficiency of an attention kernel family on `gen`: compute for prefill (dense or absorbed MLA),
+/// memory for decode (KV reads).
+KernelEfficiency attention_efficiency(engines::AttentionKernel k, hardware::Generation gen);
+
+/// The tensor peak (FLOP/s) a GEMM kernel runs at: the FP8 peak for FP8 W8A8 kernels, INT8 for INT8,
+/// FP4 for native FP4, else BF16 (weight-only kernels dequantise to BF16 and run BF16 MMAs).
+double gemm_peak_flops(engines::GemmKernel k, const hardware::GpuSpec& gpu);
+
+/// Roofline time of a GEMM [M x K] x [K x N] with `weight_bytes` of weights and BF16 activations in and out,
+/// rows padded to the kernel's tile. Seconds, before the kernel scale.
+double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
+                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
+
+/// Fixed time of one dependent kernel inside a CUDA graph (launch-to-launch gap plus tail), seconds:
+/// 2.5 us on Hopper/Blackwell, 3.5 us on Ampere/Ada [derived: typical kernel-to-kernel gaps in graph
+/// replays on nsys traces of vLLM decode, recalled, unverified].
+double kernel_floor_s(hardware::Generation gen);
+
+/// CPU time to launch one kernel from eager PyTorch (no graph), seconds: 12 us [recalled: PyTorch eager
+/// per-op dispatch 10-20 us; gpu-kernel-facts.md §2.7 "piecewise graphs leave kernel-launch gaps"].
+double eager_launch_s();
+
+/// Where a collective runs.
+struct CollectiveLink {
+  double bandwidth_Bps = 0;  ///< achieved algorithm-independent bus bandwidth per GPU, bytes/s
+  double latency_s = 0;      ///< fixed time per collective call
+};
+
+/// The link a group of `group` GPUs uses: NVSwitch / bridge / PCIe inside one node, the network when
+/// `crosses_nodes`. All-reduce on a full HGX node uses the NCCL busbw of the GPU's row where known.
+CollectiveLink collective_link(const hardware::ClusterSpec& cluster, int group, bool crosses_nodes);
+
+/// Ring all-reduce of `bytes` per GPU over `n` GPUs: 2 (n-1)/n bytes / busbw + latency. Seconds; 0 for n<=1.
+double allreduce_s(double bytes, int n, const CollectiveLink& link);
+/// All-gather or reduce-scatter producing/consuming `bytes` per GPU in total: (n-1)/n bytes / busbw + latency.
+double allgather_s(double bytes, int n, const CollectiveLink& link);
+/// Point-to-point send of `bytes` (pipeline stage boundary).
+double p2p_s(double bytes, const CollectiveLink& link);
+
+/// DeepEP dispatch + combine of one MoE layer for `tokens` tokens of one rank with `top_k` experts over
+/// `ep` GPUs of `hidden` elements (dispatch FP8, combine BF16). Normal kernels: tokens deduplicated per
+/// destination GPU, 153/158 GB/s intranode; low-latency: one copy per expert, 95/129 GB/s effective
+/// [derived from DeepEP docs/legacy.md: 128 tokens x 8 x 7168 B in 77 us dispatch, x2 B in 114 us
+/// combine; gpu-kernel-facts.md §2.6]. Seconds.
+double deepep_s(double tokens, int top_k, int ep, double hidden, bool low_latency, bool crosses_nodes,
+                const hardware::ClusterSpec& cluster);
+
+}  // namespace servelab::sim::detail

@@ -1,0 +1,293 @@
+// The engines' schedulers, per DP rank, over a KV pool in bytes (src/sim/memory_plan.h): vLLM V1,
+// SGLang, TensorRT-LLM in-flight batching. Which one runs, and its limits, come from the resolved
+// launch (engines::SchedulerPolicy); this file holds the algorithms only.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/simulator.h"
+
+namespace servelab::sim::detail {
+namespace {
+
+// sum_{i=s+1}^{s+n} min(i, k): keys of the queries of a prefill chunk over positions s+1..s+n.
+double sum_min_limit(double s, double n, double k) {
+  const double e = s + n;
+  if (!std::isfinite(k) || e <= k) return n * s + n * (n + 1) / 2;
+  if (s >= k) return n * k;
+  const double m = k - s;  // queries below the knee
+  return m * s + m * (m + 1) / 2 + (e - k) * k;
+}
+
+}  // namespace
+
+bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
+  const double need = request_kv_bytes(plan_, tokens);
+  if (need <= q.kv_bytes) return true;
+  const double delta = need - q.kv_bytes;
+  if (delta > r.free_bytes) return false;
+  r.free_bytes -= delta;
+  q.kv_bytes = need;
+  r.peak_used = std::max(r.peak_used, r.total_bytes - r.free_bytes);
+  return true;
+}
+
+void Simulator::release(Rank& r, Req& q) {
+  r.free_bytes += q.kv_bytes;
+  q.kv_bytes = 0;
+}
+
+double Simulator::tokens_of_bytes(double bytes) const {
+  const double per = plan_.kv_bytes_per_token + plan_.kv_window_bytes_per_token;
+  return per > 0 ? bytes / per : bytes;
+}
+
+void Simulator::preempt(Rank& r, int id) {
+  Req& q = reqs_[id];
+  release(r, q);
+  q.computed = 0;
+  q.prefill_target = q.prompt + q.generated;  // recompute prompt + generated tokens
+  q.sched = 0;
+  q.state = ReqState::kWaiting;
+  r.running.erase(std::find(r.running.begin(), r.running.end(), id));
+  r.waiting.push_front(id);
+  ++view_.preemptions;
+}
+
+int Simulator::verify_tokens() const {
+  if (!launch_.speculative) return 1;
+  const auto& s = *launch_.speculative;
+  // Chain drafts verify 1 + k tokens; SGLang's tree verifies num_draft_tokens.
+  return s.topk > 1 ? std::max(2, s.num_draft_tokens) : 1 + std::max(1, s.num_speculative_tokens);
+}
+
+void Simulator::account(Rank& r, int id, int n) {
+  Req& q = reqs_[id];
+  q.sched = n;
+  RankLoad& b = r.load;
+  b.query_tokens += n;
+  ++b.requests;
+  const auto& pats = model_.patterns();
+  const int topk_p = model_.topk_pattern();
+  if (q.computed < q.prefill_target) {  // prefill chunk over positions computed+1 .. computed+n
+    b.prefill_tokens += n;
+    ++b.prefill_requests;
+    const double s = q.computed;
+    const double topk = topk_p >= 0 ? pats[topk_p].key_limit : 0;
+    const bool dense_short = topk_p >= 0 && launch_.execution.dsa_dense_short_prefill && q.prefill_target <= topk;
+    for (std::size_t p = 0; p < pats.size(); ++p) {
+      if (pats[p].linear) continue;
+      if (static_cast<int>(p) == topk_p) {
+        if (dense_short) b.dsa_dense_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
+        else b.prefill_pairs[p] += model_.prefill_fixed_topk() ? double(n) * topk : sum_min_limit(s, n, topk);
+        continue;
+      }
+      b.prefill_pairs[p] += sum_min_limit(s, n, pats[p].key_limit);
+    }
+    if (topk_p >= 0 && !dense_short) b.indexer_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
+    if (q.computed + n >= q.prefill_target) b.sampled_tokens += 1;
+  } else {  // decode: n = 1 + draft query tokens at context c
+    ++b.decode_requests;
+    const double c = q.computed + 1;
+    for (std::size_t p = 0; p < pats.size(); ++p) {
+      if (pats[p].linear) continue;
+      const bool fixed = static_cast<int>(p) == topk_p && model_.decode_fixed_topk();
+      const double keys = fixed ? pats[p].key_limit : std::min(c, pats[p].key_limit);
+      b.decode_pairs[p] += n * keys;
+      b.decode_kv_tokens[p] += keys;
+    }
+    b.sampled_tokens += n;
+  }
+}
+
+void Simulator::route(int id) {
+  Req& q = reqs_[id];
+  int best = 0;
+  if (ranks_.size() > 1) {
+    if (launch_.routing == engines::Routing::kLeastLoaded) {
+      // vLLM DP load balancing: score = waiting * 4 + running (DPLBAsyncMPClient), lowest wins.
+      long long best_score = -1;
+      for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        const long long s = 4LL * ranks_[i].waiting.size() + ranks_[i].running.size();
+        if (best_score < 0 || s < best_score) best_score = s, best = static_cast<int>(i);
+      }
+    } else {  // SGLang data_parallel_controller: round robin
+      best = rr_next_;
+      rr_next_ = (rr_next_ + 1) % static_cast<int>(ranks_.size());
+    }
+  }
+  q.rank = best;
+  q.state = ReqState::kWaiting;
+  ranks_[best].waiting.push_back(id);
+}
+
+// vLLM V1 scheduler (vllm/v1/core/sched/scheduler.py): running requests first (decode or the next
+// prefill chunk), preempting from the back of the running list when KV runs out; then waiting requests
+// FCFS while the token budget, max_num_seqs and free KV allow. Requests of a micro-batch still in the
+// pipeline are skipped.
+void Simulator::schedule_vllm(Rank& r, int) {
+  const auto& sch = launch_.scheduler;
+  int budget = sch.token_budget;
+  bool preempted = false;
+  const int verify = verify_tokens();
+  for (std::size_t i = 0; i < r.running.size() && budget > 0;) {
+    const int id = r.running[i];
+    Req& q = reqs_[id];
+    if (q.in_flight) {
+      ++i;
+      continue;
+    }
+    int n = q.computed < q.prefill_target ? std::min(q.prefill_target - q.computed, budget) : verify;
+    n = std::min(n, budget);
+    bool ok = alloc(r, q, q.computed + n);
+    while (!ok) {
+      int victim = -1;
+      for (auto it = r.running.rbegin(); it != r.running.rend(); ++it)
+        if (!reqs_[*it].in_flight) {
+          victim = *it;
+          break;
+        }
+      if (victim < 0) break;
+      preempt(r, victim);
+      preempted = true;
+      if (victim == id) break;
+      ok = alloc(r, q, q.computed + n);
+    }
+    if (!ok) break;
+    account(r, id, n);
+    budget -= n;
+    ++i;
+  }
+  if (preempted) return;
+  while (!r.waiting.empty() && budget > 0 && static_cast<int>(r.running.size()) < max_running_) {
+    const int id = r.waiting.front();
+    Req& q = reqs_[id];
+    int n = q.prefill_target - q.computed;
+    if (!sch.chunked_prefill && n > budget) break;
+    n = std::min(n, budget);
+    if (!alloc(r, q, q.computed + n)) break;
+    r.waiting.pop_front();
+    q.state = ReqState::kRunning;
+    r.running.push_back(id);
+    account(r, id, n);
+    budget -= n;
+  }
+}
+
+// SGLang scheduler (managers/scheduler.py get_next_batch_to_run + schedule_policy.PrefillAdder): a prefill
+// batch when requests can be admitted (prefill first, no mixing with decode unless --enable-mixed-chunk),
+// else one decode step for all running requests. Admission reserves future tokens: remaining
+// max_new_tokens (clipped) x new_token_ratio for every running and admitted request; new_token_ratio
+// starts at 0.7 x conservativeness and decays to 0.1 x conservativeness over 600 decode steps; a decode
+// step that runs out of KV retracts requests.
+void Simulator::schedule_sglang(Rank& r, int) {
+  const auto& sch = launch_.scheduler;
+  const double ratio = r.new_token_ratio;
+  double reserved = 0;
+  int prefilling = -1;
+  for (int id : r.running) {
+    const Req& q = reqs_[id];
+    if (q.computed < q.prefill_target) prefilling = id;
+    reserved += std::min(q.target - q.generated, sch.clip_max_new_tokens) * ratio;
+  }
+  double rem_total = tokens_of_bytes(r.free_bytes) - reserved;
+  int rem_chunk = sch.token_budget;
+  int rem_input = sch.max_prefill_tokens;
+  bool any = false;
+  if (prefilling >= 0 && !reqs_[prefilling].in_flight) {  // the chunked request continues first
+    Req& q = reqs_[prefilling];
+    const int n = std::min(q.prefill_target - q.computed, rem_chunk);
+    if (alloc(r, q, q.computed + n)) {
+      account(r, prefilling, n);
+      rem_chunk -= n;
+      rem_input -= n;
+      any = true;
+    }
+  }
+  while (prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 &&
+         static_cast<int>(r.running.size()) < max_running_) {
+    const int id = r.waiting.front();
+    Req& q = reqs_[id];
+    const int remaining = q.prefill_target - q.computed;
+    const double need = remaining + std::min(q.target - q.generated, sch.clip_max_new_tokens) * ratio;
+    if (need > rem_total && any) break;
+    if (!sch.chunked_prefill && remaining > rem_chunk && any) break;
+    const int n = sch.chunked_prefill ? std::min(remaining, rem_chunk) : remaining;
+    if (!alloc(r, q, q.computed + n)) break;
+    r.waiting.pop_front();
+    q.state = ReqState::kRunning;
+    r.running.push_back(id);
+    account(r, id, n);
+    rem_total -= need;
+    rem_chunk -= n;
+    rem_input -= n;
+    any = true;
+    if (n < remaining) break;  // chunked: the rest continues next prefill batch
+  }
+  if (any && !sch.mixed_prefill_decode) return;
+  // Decode step: every running request that finished its prefill.
+  const int n = verify_tokens();
+  for (std::size_t i = 0; i < r.running.size();) {
+    const int id = r.running[i];
+    Req& q = reqs_[id];
+    if (q.computed < q.prefill_target || q.in_flight || q.sched > 0) {
+      ++i;
+      continue;
+    }
+    if (!alloc(r, q, q.computed + n)) {
+      // retract_decode: the most recently admitted request goes back to the queue.
+      int victim = -1;
+      for (auto it = r.running.rbegin(); it != r.running.rend(); ++it)
+        if (!reqs_[*it].in_flight && reqs_[*it].sched == 0) {
+          victim = *it;
+          break;
+        }
+      if (victim < 0) break;
+      preempt(r, victim);
+      r.new_token_ratio = std::min(1.0, 0.7 * sch.conservativeness);
+      if (victim != id) i = static_cast<std::size_t>(std::find(r.running.begin(), r.running.end(), id) - r.running.begin());
+      continue;
+    }
+    account(r, id, n);
+    ++i;
+  }
+  const double init = std::min(1.0, 0.7 * sch.conservativeness);
+  const double lo = std::min(init, 0.1 * sch.conservativeness);
+  r.new_token_ratio = std::max(lo, r.new_token_ratio - (init - lo) / 600.0);
+}
+
+// TensorRT-LLM in-flight batching (batch_manager capacity + micro-batch schedulers): GUARANTEED_NO_EVICT
+// admits a request only when KV for prompt + max output is free; without chunked prefill a context
+// request runs whole and must fit the max_num_tokens budget left after the generation tokens.
+void Simulator::schedule_trtllm(Rank& r, int) {
+  const auto& sch = launch_.scheduler;
+  int budget = sch.token_budget;
+  const int verify = verify_tokens();
+  for (int id : r.running) {
+    Req& q = reqs_[id];
+    if (q.in_flight) continue;
+    if (q.computed >= q.prefill_target) {
+      account(r, id, verify);
+      budget -= verify;
+    } else if (budget > 0) {  // a chunked context continues
+      const int take = std::min(q.prefill_target - q.computed, budget);
+      account(r, id, take);
+      budget -= take;
+    }
+  }
+  while (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ && budget > 0) {
+    const int id = r.waiting.front();
+    Req& q = reqs_[id];
+    const int n = q.prefill_target - q.computed;
+    if (n > budget && !sch.chunked_prefill) break;
+    if (!alloc(r, q, q.prompt + q.target)) break;
+    r.waiting.pop_front();
+    q.state = ReqState::kRunning;
+    r.running.push_back(id);
+    const int take = std::min(n, budget);
+    account(r, id, take);
+    budget -= take;
+  }
+}
+
+}  // namespace servelab::sim::detail

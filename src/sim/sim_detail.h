@@ -1,0 +1,159 @@
+// servelab/sim (private): pipeline stages, per-stage weights, and the step model — what one forward
+// step of a resolved launch costs for a given batch on every DP rank.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
+#include "sim/calibration.h"
+#include "sim/physics.h"
+
+namespace servelab::sim::detail {
+
+/// Layers [first, end) of one pipeline stage.
+struct StageRange {
+  int first = 0;
+  int end = 0;
+};
+
+/// vLLM get_pp_indices: layers split evenly over `pp` stages, the remainder going one each to the first
+/// stages [recalled, unverified: VLLM_PP_LAYER_PARTITION unset]. SGLang and TRT-LLM split the same way.
+std::vector<StageRange> pipeline_stages(const model::ModelSpec& m, int pp);
+
+/// Layers of `g` inside `stage`.
+int layers_in_stage(const model::LayerGroup& g, const StageRange& stage);
+
+/// Weights held by one GPU of a stage (bytes).
+struct StageWeights {
+  double total = 0;                    ///< everything on the GPU, draft included
+  double draft = 0;                    ///< MTP layers / EAGLE draft model
+  double draft_kv_bytes_per_token = 0; ///< KV of the draft layers per token
+};
+
+/// Per-GPU weights of stage `stage` (first: + embedding; last: + LM head, + MTP / draft model when the
+/// launch speculates). Each linear at its WeightFormat, sharded by model::shard_params over attention TP
+/// (attention), dense TP (dense FFN, shared experts, LM head, vocab-parallel embedding), and routed
+/// experts over moe_ep (whole experts) x moe_tp (slices); routers replicated in BF16.
+StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& stage, bool first, bool last);
+
+/// How many attention "key patterns" a model can have (full causal, a window, a top-k, linear).
+inline constexpr int kMaxPatterns = 4;
+
+/// The keys a query of a layer class attends to.
+struct AttentionPattern {
+  double key_limit = 0;     ///< keys per query are min(position, key_limit); +inf = full causal
+  bool linear = false;      ///< linear attention: cost per token, no keys
+};
+
+/// What one DP rank runs in one step, as the scheduler accounted it. Pairs are (query, key) pairs summed
+/// over the rank's queries, per key pattern of the model (pattern 0 is always full causal).
+struct RankLoad {
+  int requests = 0;          ///< requests in the step
+  int decode_requests = 0;   ///< requests generating (1 + draft tokens each)
+  int prefill_requests = 0;  ///< requests with a prefill chunk
+  int query_tokens = 0;      ///< all query tokens
+  int prefill_tokens = 0;    ///< prompt tokens computed
+  int sampled_tokens = 0;    ///< rows through the LM head
+  std::array<double, kMaxPatterns> prefill_pairs{};
+  std::array<double, kMaxPatterns> decode_pairs{};
+  std::array<double, kMaxPatterns> decode_kv_tokens{};  ///< KV tokens read by decode queries
+  double indexer_prefill_pairs = 0;    ///< (query, context) pairs the DSA indexer scores in prefill
+  double dsa_dense_prefill_pairs = 0;  ///< prefill pairs of DSA layers run as dense MHA (short prompts)
+};
+
+/// The cost of one step, split into what the fitted parameters scale and what they do not. Seconds.
+struct StepCost {
+  double gpu_s = 0;     ///< roofline time of the kernels (divided by kernel_scale)
+  double comm_s = 0;    ///< collectives
+  double floor_s = 0;   ///< per-kernel floors of graphed kernels
+  double launch_s = 0;  ///< CPU time to launch the kernels that run eagerly
+  int running = 0;      ///< requests the CPU handles this step
+  bool overlap = false; ///< CPU work of the next step overlaps this one (async / overlap scheduler)
+  // Breakdown (unscaled roofline, for TwinView).
+  double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
+};
+
+/// Step time (s) of `c` under calibration `cal`:
+///   gpu  = graphed part: gpu_s / kernel_scale + comm_s + floor_s, max'ed with launch_s for the eager part
+///   cpu  = cpu_step_ms + cpu_request_us x running
+///   step = gpu + (overlap ? max(0, cpu - gpu) : cpu).
+double step_seconds(const StepCost& c, const Calibration& cal);
+
+/// The cost model of one resolved launch on one cluster. Built once per simulation (precomputes every
+/// layer class's sharded GEMM shapes, bytes and per-pair coefficients). Thread-safety: const methods are
+/// safe to call concurrently.
+class StepModel {
+ public:
+  StepModel(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster);
+
+  /// Key patterns of the model (index = RankLoad pattern index) and the pattern of each layer group.
+  const std::vector<AttentionPattern>& patterns() const { return patterns_; }
+  /// Whether the prefill / decode kernel visits every top-k slot of DSA layers (FlashMLA sparse): their
+  /// key count is then index_topk whatever the context.
+  bool prefill_fixed_topk() const { return prefill_fixed_topk_; }
+  bool decode_fixed_topk() const { return decode_fixed_topk_; }
+  /// Index of the DSA top-k pattern, or -1.
+  int topk_pattern() const { return topk_pattern_; }
+
+  /// Cost of one lock-stepped step over all DP ranks (loads.size() == dp_ranks): rank-local parts take
+  /// the slowest rank, gathered parts (MoE / dense FFN under DP-attention) see the tokens of all ranks.
+  /// With pipeline parallelism this is the cost of the slowest stage for this micro-batch (`stage_only`)
+  /// or of the whole pipeline. `graph`: the step replays CUDA graphs (else eager / piecewise per the
+  /// execution policy). `spec_tokens`: draft tokens proposed per decode request this step.
+  StepCost cost(std::span<const RankLoad> loads, int running, bool graph, bool stage_only) const;
+
+  /// True when a step with these loads replays a CUDA graph under the launch's rule.
+  bool graphed(std::span<const RankLoad> loads) const;
+
+ private:
+  struct Gemm {
+    double n = 0, k = 0, weight_bytes = 0;  ///< per-GPU shape and bytes
+    double peak = 0;
+    KernelEfficiency eff;
+  };
+  struct LayerClass {
+    int count = 0;             ///< layers of this class in the stage
+    int pattern = 0;           ///< RankLoad pattern index
+    bool linear_attention = false;
+    bool mla = false, dsa = false, indexer = false;
+    std::vector<Gemm> attn_gemms;  ///< at attention TP, M = rank tokens
+    std::vector<Gemm> dense_gemms; ///< dense FFN or shared experts, at dense TP
+    bool moe = false;
+    double experts_local = 0, top_k = 0, experts = 0;
+    Gemm expert_up, expert_down;   ///< one expert slice
+    double router_k = 0, router_n = 0;
+    double pair_flops_dense = 0, pair_flops_absorbed = 0, indexer_pair_flops = 0;
+    double kv_bytes = 0;           ///< per token of this layer on one GPU (main cache)
+    double indexer_kv_bytes = 0;   ///< indexer key cache per token
+    double state_bytes = 0;        ///< linear attention state per request
+    double linear_flops_per_token = 0;
+    double prefill_pad = 1, decode_pad = 1;  ///< FlashMLA sparse pads a rank's heads (SM90: to 64)
+    int kernels = 12;              ///< kernels per layer (floors / eager launches)
+  };
+  struct Stage {
+    std::vector<LayerClass> classes;
+    bool first = false, last = false;
+  };
+
+  double layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const;
+  double stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const;
+
+  engines::ResolvedLaunch launch_;
+  hardware::ClusterSpec cluster_;
+  std::vector<AttentionPattern> patterns_;
+  std::vector<Stage> stages_;
+  std::optional<LayerClass> draft_;
+  bool prefill_fixed_topk_ = false, decode_fixed_topk_ = false;
+  int topk_pattern_ = -1;
+  KernelEfficiency prefill_attn_eff_, decode_attn_eff_, moe_eff_;
+  double moe_peak_ = 0;
+  Gemm lm_head_;
+  CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
+};
+
+}  // namespace servelab::sim::detail

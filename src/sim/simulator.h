@@ -1,0 +1,141 @@
+// servelab/sim (private): the discrete-event simulation of one resolved launch. Per DP rank the engine's
+// own scheduler (vLLM V1, SGLang, TRT-LLM in-flight batching, by ResolvedLaunch::scheduler.kind) runs over
+// its KV pool; all ranks advance in lock-step; with pipeline parallelism up to `pp` micro-batches are in
+// flight, one stage apart, and a micro-batch's tokens leave when it has passed every stage.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engines/launch.h"
+#include "metrics/request_output.h"
+#include "sim/memory_plan.h"
+#include "sim/sim.h"
+#include "sim/sim_detail.h"
+#include "sim/trace.h"
+
+namespace servelab::sim::detail {
+
+enum class ReqState : std::uint8_t { kNotArrived, kWaiting, kRunning, kDone, kFailed };
+
+struct Req {
+  int prompt = 0;          ///< engine-side prompt tokens (chat template included)
+  int target = 0;          ///< output tokens to generate
+  int prefill_target = 0;  ///< tokens to hold in KV before the next token (prompt, + generated after preemption)
+  int computed = 0;        ///< tokens in the KV cache
+  int generated = 0;       ///< output tokens emitted
+  double kv_bytes = 0;     ///< KV bytes held on each GPU of its rank
+  int rank = 0;
+  int sched = 0;           ///< tokens scheduled in the micro-batch in flight (0 = not scheduled)
+  bool in_flight = false;  ///< part of a micro-batch still in the pipeline
+  ReqState state = ReqState::kNotArrived;
+  double send_s = 0, last_emit_s = 0;
+};
+
+struct Rank {
+  std::deque<int> waiting;
+  std::vector<int> running;  ///< admission order
+  double free_bytes = 0;
+  double total_bytes = 0;
+  double peak_used = 0;
+  double new_token_ratio = 0.7;  ///< SGLang's future-token reservation ratio
+  RankLoad load;
+};
+
+/// A micro-batch chosen by the schedulers of all ranks: its requests and scheduled token counts, and
+/// its cost.
+struct Batch {
+  std::vector<std::pair<int, int>> items;  ///< (request id, scheduled tokens)
+  std::vector<RankLoad> loads;
+  StepCost cost;
+  double stage_s = 0;       ///< one pipeline stage (== whole step when pp == 1), seconds
+  bool any_prefill = false;
+  int max_running = 0, max_tokens = 0;
+  int stages_left = 1;
+};
+
+class Simulator {
+ public:
+  Simulator(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster, const Calibration& cal,
+            std::uint64_t seed);
+
+  const MemoryPlan& plan() const { return plan_; }
+  const engines::ResolvedLaunch& launch() const { return launch_; }
+  int in_flight() const { return in_flight_; }
+
+  /// Registers a request (not yet sent). `engine_prompt` counts the chat template; `reported_prompt` is
+  /// what the benchmark counts. Returns its id.
+  int add_request(int engine_prompt, int output_tokens, int reported_prompt);
+  /// The request reaches the engine at `t`: refused (context length: engines::check_request) or queued.
+  std::optional<std::string> send(int id, double t);
+  /// Drops a request (client gone); frees its KV unless it is in a micro-batch in flight (then on exit).
+  void cancel(int id);
+
+  /// Forms the next micro-batch from requests that are not in flight; nullopt when nothing is schedulable.
+  std::optional<Batch> plan_batch();
+  /// A micro-batch leaves the pipeline at `t`: KV grows, tokens are emitted, finished requests leave.
+  void finish_batch(const Batch& b, double t);
+  /// Aborts requests that can never be scheduled (need more KV than a rank holds); returns how many.
+  int drop_unschedulable();
+  /// Pipeline depth (micro-batches in flight at most).
+  int pipeline_depth() const { return std::max(1, launch_.layout.pp); }
+
+  /// Emitted tokens (online mode) and per-request outputs.
+  struct Emission {
+    int id;
+    int first;  ///< output index of the first token; -1 = aborted by the engine
+    int count;
+    double t_s;
+  };
+  void set_sink(std::vector<Emission>* sink, bool record_timings) {
+    sink_ = sink;
+    record_ = record_timings;
+  }
+  void set_trace(Trace* trace) { trace_ = trace; }
+  std::vector<metrics::RequestOutput>& outputs() { return out_; }
+  TwinView view();
+
+  /// The full offline run: arrivals from `arrival` (s), optional client concurrency cap.
+  void run(const std::vector<double>& arrival, std::optional<int> max_concurrency);
+  double now() const { return now_s_; }
+
+ private:
+  void route(int id);
+  void schedule_vllm(Rank& r, int rank);
+  void schedule_sglang(Rank& r, int rank);
+  void schedule_trtllm(Rank& r, int rank);
+  bool alloc(Rank& r, Req& q, long long tokens);
+  void release(Rank& r, Req& q);
+  void preempt(Rank& r, int id);
+  void account(Rank& r, int id, int n);
+  void emit(int id, int tokens, double t);
+  int verify_tokens() const;
+  int accepted_tokens(int id, int scheduled) const;
+  double tokens_of_bytes(double bytes) const;
+
+  engines::ResolvedLaunch launch_;
+  hardware::ClusterSpec cluster_;
+  Calibration cal_;
+  std::uint64_t seed_;
+  MemoryPlan plan_;
+  StepModel model_;
+  int max_running_ = 0;
+  std::vector<Req> reqs_;
+  std::vector<Rank> ranks_;
+  std::vector<metrics::RequestOutput> out_;
+  TwinView view_;
+  int rr_next_ = 0;
+  long long step_index_ = 0;
+  int in_flight_ = 0, finished_ = 0;
+  double sum_batch_ = 0, sum_tokens_ = 0;
+  double now_s_ = 0;
+  std::vector<int> scratch_ids_;
+  std::vector<Emission>* sink_ = nullptr;
+  bool record_ = true;
+  Trace* trace_ = nullptr;
+};
+
+}  // namespace servelab::sim::detail

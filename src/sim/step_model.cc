@@ -1,0 +1,548 @@
+// The step model: per layer class, the sharded GEMMs, the attention core, the MoE and the collectives of
+// one forward step, from the model's layer kinds (src/model), the resolved launch (src/engines) and the
+// GPU physics (physics.cc).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "sim/sim_detail.h"
+
+namespace servelab::sim::detail {
+namespace {
+
+using model::LinearClass;
+
+const model::WeightFormat& format_of(const model::Quantization& q, LinearClass cls) {
+  static const model::WeightFormat kBf16{};
+  switch (cls) {
+    case LinearClass::kAttention: return q.attention;
+    case LinearClass::kDenseFfn:
+    case LinearClass::kSharedExpert: return q.dense_ffn;
+    case LinearClass::kExpert: return q.experts;
+    case LinearClass::kLmHead: return q.lm_head;
+    case LinearClass::kRouter: return kBf16;
+  }
+  return kBf16;
+}
+
+// Kernels one decoder layer launches (norms, projections, rope, attention, activation, collectives):
+// 12 for a dense GQA layer, more for MoE (router, top-k, permute, two grouped GEMMs, un-permute), MLA
+// (down/up projections, norms), the DSA indexer and gated DeltaNet [estimate from engine model code].
+int kernels_of(const model::Layer& l) {
+  int k = 12;
+  if (std::holds_alternative<model::MoeFfn>(l.ffn)) k += 6;
+  if (const auto* mla = std::get_if<model::MlaAttention>(&l.attention)) {
+    k += 6;
+    if (mla->indexer) k += 8;
+  }
+  if (std::holds_alternative<model::LinearAttention>(l.attention)) k += 8;
+  return k;
+}
+
+std::string layer_signature(const model::Layer& l) {
+  std::string s;
+  std::visit(
+      [&](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, model::GqaAttention>)
+          s += fmt::format("gqa{}/{}/{}/{}/{}/{}/{}", a.heads, a.kv_heads, a.head_dim, a.window, a.sinks,
+                           a.output_gate, a.qkv_bias);
+        else if constexpr (std::is_same_v<T, model::MlaAttention>)
+          s += fmt::format("mla{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", a.heads, a.q_lora_rank, a.kv_lora_rank,
+                           a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim, a.index_topk, a.indexer,
+                           a.index_heads, a.index_head_dim);
+        else
+          s += fmt::format("lin{}/{}/{}/{}/{}", a.key_heads, a.key_head_dim, a.value_heads, a.value_head_dim,
+                           a.conv_kernel);
+      },
+      l.attention);
+  std::visit(
+      [&](const auto& f) {
+        using T = std::decay_t<decltype(f)>;
+        if constexpr (std::is_same_v<T, model::DenseFfn>)
+          s += fmt::format("|dense{}", f.intermediate);
+        else
+          s += fmt::format("|moe{}/{}/{}/{}/{}", f.experts, f.top_k, f.expert_intermediate, f.shared_experts,
+                           f.shared_intermediate);
+      },
+      l.ffn);
+  return s;
+}
+
+double tp_for(LinearClass cls, const engines::ParallelLayout& p) {
+  return cls == LinearClass::kAttention ? p.attn_tp : p.dense_tp;
+}
+
+}  // namespace
+
+std::vector<StageRange> pipeline_stages(const model::ModelSpec& m, int pp) {
+  const int layers = m.num_layers();
+  pp = std::max(1, std::min(pp, std::max(1, layers)));
+  std::vector<StageRange> out;
+  const int base = layers / pp, extra = layers % pp;
+  int first = 0;
+  for (int s = 0; s < pp; ++s) {
+    const int n = base + (s < extra ? 1 : 0);
+    out.push_back({first, first + n});
+    first += n;
+  }
+  return out;
+}
+
+int layers_in_stage(const model::LayerGroup& g, const StageRange& st) {
+  const int lo = std::max(g.first, st.first), hi = std::min(g.first + g.count, st.end);
+  return std::max(0, hi - lo);
+}
+
+namespace {
+
+double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, const engines::ParallelLayout& p) {
+  double bytes = 0;
+  for (const auto& l : model::linears(layer, m.hidden_size)) {
+    const auto& fmt = format_of(m.quantization, l.cls);
+    if (l.cls == LinearClass::kExpert) {
+      const double local = std::ceil(double(l.copies) / std::max(1, p.moe_ep));
+      bytes += double(l.in) * l.out * local / std::max(1, p.moe_tp) * fmt.bytes_per_param();
+    } else if (l.cls == LinearClass::kRouter) {
+      bytes += double(l.in) * l.out * l.copies * 2.0;
+    } else {
+      bytes += model::shard_params(l, static_cast<int>(tp_for(l.cls, p))) * fmt.bytes_per_param();
+    }
+  }
+  return bytes;
+}
+
+// The draft layer of an EAGLE / EAGLE-3 draft model: one Llama-style decoder layer with the target's
+// hidden size and attention shape, a dense SwiGLU FFN of the target's dense intermediate (4 x hidden for
+// MoE targets) [assumption: EAGLE-3 drafts of Qwen3-8B keep the target's dims].
+model::Layer eagle_draft_layer(const model::ModelSpec& m) {
+  model::GqaAttention a;
+  for (const auto& g : m.layers) {
+    if (const auto* q = std::get_if<model::GqaAttention>(&g.layer.attention)) {
+      a = *q;
+      a.window = 0;
+      a.sinks = false;
+      break;
+    }
+    if (const auto* mla = std::get_if<model::MlaAttention>(&g.layer.attention)) {
+      a.heads = mla->heads;
+      a.kv_heads = mla->heads;
+      a.head_dim = mla->v_head_dim;
+    }
+  }
+  model::DenseFfn f;
+  for (const auto& g : m.layers)
+    if (const auto* d = std::get_if<model::DenseFfn>(&g.layer.ffn)) f.intermediate = d->intermediate;
+  if (f.intermediate == 0) f.intermediate = 4 * m.hidden_size;
+  return model::Layer{a, f};
+}
+
+}  // namespace
+
+StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& st, bool first, bool last) {
+  const model::ModelSpec& m = launch.model;
+  const engines::ParallelLayout& p = launch.layout;
+  StageWeights w;
+  for (const auto& g : m.layers) {
+    const int n = layers_in_stage(g, st);
+    if (n > 0) w.total += n * layer_weight_bytes(g.layer, m, p);
+  }
+  const double vocab_local = double(m.vocab_size) / std::max(1, p.dense_tp);
+  if (first) w.total += vocab_local * m.hidden_size * m.quantization.embedding.bytes_per_param();
+  if (last && !(m.tie_word_embeddings && first))
+    w.total += vocab_local * m.hidden_size * m.quantization.lm_head.bytes_per_param();
+  if (last && launch.speculative) {
+    using Method = engines::SpeculativePolicy::Method;
+    const auto& sp = *launch.speculative;
+    if (sp.method == Method::kMtp && m.mtp_layers > 0) {
+      const double per = layer_weight_bytes(m.mtp_layer, m, p) +
+                         2.0 * m.hidden_size * m.hidden_size / std::max(1, p.dense_tp) *
+                             m.quantization.dense_ffn.bytes_per_param();
+      w.draft = m.mtp_layers * per;
+      w.draft_kv_bytes_per_token =
+          m.mtp_layers * model::kv_bytes_per_token(m.mtp_layer.attention, p.attn_tp, launch.kv_dtype);
+    } else if (sp.method == Method::kEagle || sp.method == Method::kEagle3 || sp.method == Method::kDraftModel) {
+      const model::Layer d = eagle_draft_layer(m);
+      // Layer + fc (3 x hidden -> hidden for EAGLE-3, 2 x for EAGLE) + its own 32k-vocab LM head, BF16.
+      const double fc = (sp.method == Method::kEagle3 ? 3.0 : 2.0) * m.hidden_size * m.hidden_size;
+      model::ModelSpec bf16 = m;
+      bf16.quantization = model::Quantization{};
+      w.draft = layer_weight_bytes(d, bf16, p) + (fc + 32000.0 * m.hidden_size) / std::max(1, p.dense_tp) * 2.0;
+      w.draft_kv_bytes_per_token = model::kv_bytes_per_token(d.attention, p.attn_tp, model::DType::kBf16);
+    }
+    w.total += w.draft;
+  }
+  return w;
+}
+
+double step_seconds(const StepCost& c, const Calibration& cal) {
+  const double graphed = c.gpu_s / cal.kernel_scale + c.comm_s + c.floor_s;
+  const double gpu = std::max(graphed, c.launch_s);
+  const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * c.running;
+  return gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
+}
+
+StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster)
+    : launch_(launch), cluster_(cluster) {
+  const model::ModelSpec& m = launch_.model;
+  const engines::ParallelLayout& lay = launch_.layout;
+  const engines::ExecutionPolicy& ex = launch_.execution;
+  const hardware::Generation gen = cluster_.gpu.generation;
+
+  patterns_.push_back({std::numeric_limits<double>::infinity(), false});
+  auto pattern_of = [&](const model::Attention& a) {
+    AttentionPattern p{std::numeric_limits<double>::infinity(), false};
+    if (std::holds_alternative<model::LinearAttention>(a)) p = {0, true};
+    else if (const auto* g = std::get_if<model::GqaAttention>(&a); g && g->window > 0) p.key_limit = g->window;
+    else if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0)
+      p.key_limit = mla->index_topk;
+    for (std::size_t i = 0; i < patterns_.size(); ++i)
+      if (patterns_[i].key_limit == p.key_limit && patterns_[i].linear == p.linear) return static_cast<int>(i);
+    if (patterns_.size() >= kMaxPatterns) return 0;
+    patterns_.push_back(p);
+    const int idx = static_cast<int>(patterns_.size()) - 1;
+    if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0) topk_pattern_ = idx;
+    return idx;
+  };
+
+  prefill_attn_eff_ = attention_efficiency(ex.attention, gen);
+  decode_attn_eff_ = attention_efficiency(ex.decode_attention, gen);
+  prefill_fixed_topk_ = ex.attention == engines::AttentionKernel::kFlashMlaSparse;
+  decode_fixed_topk_ = ex.decode_attention == engines::AttentionKernel::kFlashMlaSparse;
+  // FlashMLA's sparse kernels pad the query heads of a rank to 64 on SM90 and 128 on SM100 (FlashMLA
+  // README; vLLM flashmla_sparse.py).
+  const double pad = cluster_.gpu.compute_capability >= 100 ? 128 : 64;
+  moe_eff_ = moe_efficiency(ex.moe, gen);
+  moe_peak_ = gemm_peak_flops(ex.moe == engines::MoeKernel::kDeepGemmGrouped ? engines::GemmKernel::kFp8BlockDeepGemm
+                              : m.quantization.activation == model::DType::kFp8 &&
+                                      cluster_.gpu.fp8_flops > 0
+                                  ? engines::GemmKernel::kFp8Native
+                                  : engines::GemmKernel::kCublasBf16,
+                              cluster_.gpu);
+
+  const int per_node = std::max(1, cluster_.gpus_per_node);
+  attn_link_ = collective_link(cluster_, lay.attn_tp, lay.attn_tp > per_node);
+  dense_link_ = collective_link(cluster_, lay.dense_tp, lay.dense_tp > per_node);
+  moe_link_ = collective_link(cluster_, lay.moe_tp * lay.moe_ep, lay.moe_tp * lay.moe_ep > per_node);
+  pp_link_ = collective_link(cluster_, 2, lay.pp_crosses_nodes);
+
+  auto make_gemm = [&](const model::Linear& l, int tp, engines::GemmKernel kernel) {
+    Gemm g;
+    const double shard = model::shard_params(l, tp);
+    if (l.split == model::Split::kColumn) g.n = shard / std::max<double>(1, l.in), g.k = double(l.in);
+    else if (l.split == model::Split::kRow) g.n = double(l.out), g.k = shard / std::max<double>(1, l.out);
+    else g.n = double(l.out) * l.copies, g.k = double(l.in);
+    g.weight_bytes = shard * format_of(m.quantization, l.cls).bytes_per_param();
+    g.eff = gemm_efficiency(kernel, gen);
+    g.peak = gemm_peak_flops(kernel, cluster_.gpu);
+    return g;
+  };
+
+  auto build_class = [&](const model::Layer& layer, int count) {
+    LayerClass c;
+    c.count = count;
+    c.pattern = pattern_of(layer.attention);
+    c.kernels = kernels_of(layer);
+    for (const auto& l : model::linears(layer, m.hidden_size)) {
+      switch (l.cls) {
+        case LinearClass::kAttention:
+          c.attn_gemms.push_back(make_gemm(l, lay.attn_tp, ex.attention_gemm));
+          break;
+        case LinearClass::kDenseFfn:
+        case LinearClass::kSharedExpert:
+          c.dense_gemms.push_back(make_gemm(l, lay.dense_tp, ex.gemm));
+          break;
+        case LinearClass::kRouter:
+          c.router_k = double(l.in);
+          c.router_n = double(l.out) * l.copies;
+          break;
+        case LinearClass::kExpert: {
+          c.moe = true;
+          Gemm g;
+          if (l.split == model::Split::kColumn) g.n = double(l.out) / std::max(1, lay.moe_tp), g.k = double(l.in);
+          else g.n = double(l.out), g.k = double(l.in) / std::max(1, lay.moe_tp);
+          g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
+          (l.split == model::Split::kColumn ? c.expert_up : c.expert_down) = g;
+          c.experts = l.copies;
+          c.experts_local = std::ceil(double(l.copies) / std::max(1, lay.moe_ep));
+          break;
+        }
+        case LinearClass::kLmHead:
+          break;
+      }
+    }
+    if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) c.top_k = moe->top_k;
+    const auto& a = layer.attention;
+    c.linear_attention = std::holds_alternative<model::LinearAttention>(a);
+    if (const auto* mla = std::get_if<model::MlaAttention>(&a)) {
+      c.mla = true;
+      c.dsa = mla->index_topk > 0;
+      c.indexer = mla->indexer;
+      c.pair_flops_absorbed = model::core_flops_per_pair(a, lay.attn_tp, model::AttentionMode::kAbsorbed);
+      c.indexer_pair_flops = model::indexer_flops_per_pair(a);
+      if (mla->indexer) c.indexer_kv_bytes = mla->index_head_dim + std::ceil(mla->index_head_dim / 128.0) * 4;
+      const double local_heads = double(mla->heads) / std::max(1, lay.attn_tp);
+      if (c.dsa && prefill_fixed_topk_) c.prefill_pad = std::max(local_heads, pad) / local_heads;
+      if (c.dsa && decode_fixed_topk_) c.decode_pad = std::max(local_heads, pad) / local_heads;
+    }
+    c.pair_flops_dense = model::core_flops_per_pair(a, lay.attn_tp, model::AttentionMode::kDense);
+    c.kv_bytes = model::kv_bytes_per_token(a, lay.attn_tp, launch_.kv_dtype) - c.indexer_kv_bytes;
+    if (c.linear_attention) {
+      c.linear_flops_per_token = c.pair_flops_dense;
+      c.state_bytes = model::state_bytes_per_request(a, lay.attn_tp, launch_.state_dtype);
+    }
+    return c;
+  };
+
+  const auto ranges = pipeline_stages(m, lay.pp);
+  for (std::size_t s = 0; s < ranges.size(); ++s) {
+    Stage st;
+    st.first = s == 0;
+    st.last = s + 1 == ranges.size();
+    std::map<std::string, std::size_t> by_signature;
+    for (const auto& g : m.layers) {
+      const int n = layers_in_stage(g, ranges[s]);
+      if (n == 0) continue;
+      const std::string sig = layer_signature(g.layer);
+      if (auto it = by_signature.find(sig); it != by_signature.end()) {
+        st.classes[it->second].count += n;
+        continue;
+      }
+      by_signature[sig] = st.classes.size();
+      st.classes.push_back(build_class(g.layer, n));
+    }
+    stages_.push_back(std::move(st));
+  }
+  // The draft layer: the model's MTP layer (+ eh_proj, 2 x hidden -> hidden), or an EAGLE draft layer.
+  if (launch_.speculative) {
+    const bool mtp = launch_.speculative->method == engines::SpeculativePolicy::Method::kMtp && m.mtp_layers > 0;
+    draft_ = build_class(mtp ? m.mtp_layer : eagle_draft_layer(m), 1);
+    Gemm fc;
+    fc.n = double(m.hidden_size) / std::max(1, lay.dense_tp);
+    fc.k = (launch_.speculative->method == engines::SpeculativePolicy::Method::kEagle3 ? 3.0 : 2.0) * m.hidden_size;
+    fc.weight_bytes = fc.n * fc.k * (mtp ? m.quantization.dense_ffn.bytes_per_param() : 2.0);
+    fc.eff = gemm_efficiency(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, gen);
+    fc.peak = gemm_peak_flops(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, cluster_.gpu);
+    draft_->attn_gemms.push_back(fc);
+  }
+  // LM head (vocab-parallel over dense TP) on the last stage.
+  lm_head_.n = double(m.vocab_size) / std::max(1, lay.dense_tp);
+  lm_head_.k = m.hidden_size;
+  lm_head_.weight_bytes = lm_head_.n * lm_head_.k * m.quantization.lm_head.bytes_per_param();
+  lm_head_.eff = gemm_efficiency(engines::GemmKernel::kCublasBf16, gen);
+  lm_head_.peak = cluster_.gpu.bf16_flops;
+}
+
+bool StepModel::graphed(std::span<const RankLoad> loads) const {
+  const auto& ex = launch_.execution;
+  if (ex.graphs == engines::GraphMode::kNone) return false;
+  int max_tokens = 0, max_decode = 0;
+  for (const auto& l : loads) {
+    if (l.prefill_tokens > 0) return false;  // mixed / prefill steps: piecewise at best (see cost)
+    max_tokens = std::max(max_tokens, l.query_tokens);
+    max_decode = std::max(max_decode, l.decode_requests);
+  }
+  if (ex.graphs == engines::GraphMode::kPiecewise) return false;
+  const bool tokens_rule = launch_.config.kind == engines::EngineKind::kVllm;
+  const int size = tokens_rule ? max_tokens : max_decode;
+  if (size <= 0 || size > ex.graph_max_batch) return false;
+  if (!ex.graph_padding && !ex.graph_sizes.empty())
+    return std::find(ex.graph_sizes.begin(), ex.graph_sizes.end(), size) != ex.graph_sizes.end();
+  return true;
+}
+
+double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const {
+  const auto& gpu = cluster_.gpu;
+  const auto& lay = launch_.layout;
+  const double hidden = launch_.model.hidden_size;
+  const double bf16 = gpu.bf16_flops, bw = gpu.hbm_bandwidth_Bps;
+  const double fp8 = gpu.fp8_flops > 0 ? gpu.fp8_flops : gpu.bf16_flops;
+  double tokens_total = 0, tokens_max = 0;
+  double attn_max = 0, linear_max = 0;
+  for (const auto& r : loads) {
+    tokens_total += r.query_tokens;
+    tokens_max = std::max<double>(tokens_max, r.query_tokens);
+    if (r.query_tokens == 0) continue;
+    const double T = r.query_tokens;
+    double proj = 0;
+    for (const auto& g : c.attn_gemms) proj += gemm_time_s(T, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu);
+    double core = 0;
+    if (c.linear_attention) {
+      const double compute = T * c.linear_flops_per_token / (bf16 * prefill_attn_eff_.compute);
+      const double memory = 2.0 * r.requests * c.state_bytes / (bw * decode_attn_eff_.memory);
+      core = std::max(compute, memory);
+    } else {
+      const int p = c.pattern;
+      // Prefill: MLA in MHA form unless the layer is sparse (absorbed MQA on the selected keys).
+      const double pre_pair = c.mla && c.dsa ? c.pair_flops_absorbed : c.pair_flops_dense;
+      const double dec_pair = c.mla ? c.pair_flops_absorbed : c.pair_flops_dense;
+      double pre_flops = r.prefill_pairs[p] * pre_pair + (c.dsa ? r.dsa_dense_prefill_pairs * c.pair_flops_dense : 0.0);
+      double dec_flops = r.decode_pairs[p] * dec_pair;
+      pre_flops *= c.prefill_pad;
+      dec_flops *= c.decode_pad;
+      const double dec_bytes = r.decode_kv_tokens[p] * c.kv_bytes;
+      core = pre_flops / (bf16 * prefill_attn_eff_.compute) +
+             std::max(dec_flops / (bf16 * decode_attn_eff_.compute), dec_bytes / (bw * decode_attn_eff_.memory));
+      if (c.indexer) {
+        const double idx_flops = (r.indexer_prefill_pairs + r.decode_pairs[0]) * c.indexer_pair_flops;
+        const double idx_bytes = r.decode_kv_tokens[0] * c.indexer_kv_bytes;
+        core += std::max(idx_flops / (fp8 * 0.6), idx_bytes / (bw * 0.8));
+      }
+    }
+    attn_max = std::max(attn_max, proj + core);
+    linear_max = std::max(linear_max, proj);
+  }
+  if (tokens_total == 0) return 0;
+  out.attention_s += c.count * (attn_max - linear_max);
+  out.linear_s += c.count * linear_max;
+
+  // FFN: gathered over the DP ranks when its TP group spans them (SGLang DP-attention).
+  const bool dense_gathered = lay.dense_tp > lay.attn_tp && loads.size() > 1;
+  const double t_dense_tokens = dense_gathered ? tokens_total : tokens_max;
+  double ffn = 0;
+  for (const auto& g : c.dense_gemms) ffn += gemm_time_s(t_dense_tokens, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu);
+  double moe = 0;
+  if (c.moe) {
+    const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
+    const double rows = tokens * c.top_k / std::max(1, lay.moe_ep);
+    const double touched = c.experts_local * (1.0 - std::pow(1.0 - c.top_k / std::max(1.0, c.experts), tokens));
+    const double rows_eff = std::max(rows, touched * moe_eff_.min_rows);
+    const double flops = 2.0 * rows_eff * (c.expert_up.n * c.expert_up.k + c.expert_down.n * c.expert_down.k);
+    const double bytes = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes) +
+                         rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
+    moe = std::max(flops / (moe_peak_ * moe_eff_.compute), bytes / (bw * moe_eff_.memory));
+    if (c.router_n > 0)
+      moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
+                         gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu);
+  }
+  out.moe_s += c.count * moe;
+  out.linear_s += c.count * ffn;
+
+  // Collectives of one layer.
+  const double row = hidden * 2.0;
+  double comm = 0;
+  if (dense_gathered) {
+    // All-gather the ranks' tokens into the FFN's TP group and reduce-scatter back.
+    comm += 2 * allgather_s(tokens_total * row, lay.dense_tp, dense_link_);
+  } else {
+    comm += allreduce_s(tokens_max * row, lay.attn_tp, attn_link_);  // after o_proj
+    if (!c.moe || lay.a2a == engines::MoeA2a::kNone)
+      comm += allreduce_s(tokens_max * row, c.moe ? lay.moe_tp * lay.moe_ep : lay.dense_tp,
+                          c.moe ? moe_link_ : dense_link_);  // after the FFN / TP MoE
+  }
+  if (c.moe) {
+    switch (lay.a2a) {
+      case engines::MoeA2a::kNone:
+        break;
+      case engines::MoeA2a::kAllgatherReduceScatter:
+        if (!dense_gathered) comm += 2 * allgather_s(tokens_total * row, lay.moe_tp * lay.moe_ep, moe_link_);
+        break;
+      case engines::MoeA2a::kDeepepNormal:
+      case engines::MoeA2a::kDeepepLowLatency:
+      case engines::MoeA2a::kPplx:
+        comm += deepep_s(tokens_max, static_cast<int>(c.top_k), lay.moe_ep, hidden,
+                         lay.a2a != engines::MoeA2a::kDeepepNormal, lay.moe_ep > cluster_.gpus_per_node, cluster_);
+        break;
+    }
+  }
+  out.comm_s += c.count * comm;
+  return c.count * (attn_max + ffn + moe);
+}
+
+double StepModel::stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const {
+  double t = 0;
+  for (const auto& c : s.classes) t += layer_time(c, loads, out);
+  if (s.last) {
+    // LM head on the sampled rows and the sampler's FP32 passes over the vocabulary slice.
+    const auto& lay = launch_.layout;
+    const bool gathered = lay.dense_tp > lay.attn_tp && loads.size() > 1;
+    double rows = 0;
+    for (const auto& r : loads) rows = gathered ? rows + r.sampled_tokens : std::max<double>(rows, r.sampled_tokens);
+    if (rows > 0) {
+      const auto& gpu = cluster_.gpu;
+      const double head = gemm_time_s(rows, lm_head_.n, lm_head_.k, lm_head_.weight_bytes, lm_head_.peak,
+                                      lm_head_.eff, gpu) +
+                          3.0 * rows * lm_head_.n * 4.0 / (gpu.hbm_bandwidth_Bps * 0.8);
+      out.lm_head_s += head;
+      t += head;
+    }
+  }
+  return t;
+}
+
+StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool graph, bool stage_only) const {
+  StepCost out;
+  out.running = running;
+  out.overlap = launch_.execution.async_scheduling;
+  const auto& lay = launch_.layout;
+  const auto& ex = launch_.execution;
+  double gpu = 0, tokens_max = 0, decode_max = 0;
+  int kernels = 0, layers = 0;
+  for (const auto& r : loads) {
+    tokens_max = std::max<double>(tokens_max, r.query_tokens);
+    decode_max = std::max<double>(decode_max, r.decode_requests);
+  }
+  for (const auto& st : stages_) {
+    const double t = stage_time(st, loads, out);
+    gpu = stage_only ? std::max(gpu, t) : gpu + t;
+    int k = 0, n = 0;
+    for (const auto& c : st.classes) k += c.count * c.kernels, n += c.count;
+    if (stage_only) kernels = std::max(kernels, k), layers = std::max(layers, n);
+    else kernels += k, layers += n;
+  }
+  if (lay.pp > 1) {
+    const double bytes = tokens_max * launch_.model.hidden_size * 2.0;
+    out.comm_s += (stage_only ? 1 : lay.pp - 1) * p2p_s(bytes, pp_link_);
+  }
+  // Speculative decoding: the draft proposes on every decode row before the verification pass.
+  if (launch_.speculative && decode_max > 0 && !stages_.empty()) {
+    const auto& sp = *launch_.speculative;
+    const bool mtp = sp.method == engines::SpeculativePolicy::Method::kMtp;
+    const int steps = mtp ? sp.num_speculative_tokens : std::max(1, sp.num_steps);
+    const double rows_per_req = mtp ? 1.0 : std::max(1, sp.topk);
+    std::vector<RankLoad> draft(loads.begin(), loads.end());
+    for (auto& d : draft) {
+      const double verify = std::max(1, d.decode_requests) > 0 && d.decode_requests > 0
+                                ? double(d.query_tokens - d.prefill_tokens) / d.decode_requests
+                                : 1.0;
+      d.query_tokens = static_cast<int>(d.decode_requests * rows_per_req);
+      d.prefill_tokens = 0;
+      d.sampled_tokens = d.query_tokens;
+      for (int p = 0; p < kMaxPatterns; ++p) {
+        d.prefill_pairs[p] = 0;
+        d.decode_pairs[p] = d.decode_pairs[p] / std::max(1.0, verify) * rows_per_req;
+      }
+    }
+    StepCost scratch;
+    double one = draft_ ? layer_time(*draft_, draft, scratch) : 0.0;
+    Stage head_only;
+    head_only.last = true;
+    one += stage_time(head_only, draft, scratch);
+    out.draft_s = steps * one;
+    gpu += out.draft_s;
+    kernels += steps * 20;
+    out.comm_s += steps * scratch.comm_s;
+  }
+  out.gpu_s = gpu;
+  const double floor = kernel_floor_s(cluster_.gpu.generation);
+  if (graph) {
+    out.floor_s = kernels * floor;
+  } else {
+    const bool piecewise = (ex.graphs == engines::GraphMode::kPiecewise ||
+                            ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
+                           tokens_max <= ex.graph_max_batch;
+    if (piecewise) {
+      // torch.compile piecewise graphs: every layer's graph replays, its attention launches eagerly.
+      out.floor_s = kernels * floor;
+      out.launch_s = layers * 3 * eager_launch_s();
+    } else {
+      out.launch_s = kernels * eager_launch_s();
+    }
+  }
+  return out;
+}
+
+}  // namespace servelab::sim::detail

@@ -1,0 +1,100 @@
+#include "sim/uncertainty.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
+#include "sim/calibration.h"
+
+namespace servelab::sim {
+
+std::string architecture_class(const model::ModelSpec& m) {
+  if (m.has_linear_attention()) return "hybrid";
+  if (m.has_mla()) return "mla";
+  if (m.has_sliding_window() && m.has_moe()) return "moe-swa";
+  if (m.has_moe()) return "moe";
+  return "dense";
+}
+
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+                     const BandTable& table) {
+  ErrorBand b;
+  const std::string engine = engines::engine_kind_name(launch.config.kind);
+  const std::string gen = hardware::generation_name(cluster.gpu.generation);
+  const std::string arch = architecture_class(launch.model);
+  const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
+  double widen = 1.0;
+  bool found = false;
+  for (const auto& key : levels) {
+    auto it = table.classes.find(key);
+    if (it != table.classes.end() && it->second.points >= 3) {
+      b.class_name = key;
+      b.total_tok_s_pct = it->second.total_tok_s_pct * widen;
+      b.ttft_pct = it->second.ttft_pct * widen;
+      b.tpot_pct = it->second.tpot_pct * widen;
+      b.points = it->second.points;
+      found = true;
+      break;
+    }
+    widen *= 1.5;
+  }
+  if (!found) {
+    b.class_name = "none";
+    b.total_tok_s_pct = b.ttft_pct = b.tpot_pct = 50;
+    b.warnings.push_back("no validated class: the band is a default +-50%");
+  }
+  if (!table.gpus.empty() && !contains(table.gpus, cluster.gpu.name))
+    b.warnings.push_back(fmt::format("{} was never measured in the validation corpus", cluster.gpu.name));
+  if (table.max_gpus > 0 && launch.layout.gpus > table.max_gpus)
+    b.warnings.push_back(fmt::format("{} GPUs: the validation corpus has launches of at most {}", launch.layout.gpus,
+                                     table.max_gpus));
+  if (launch.layout.nodes > 1) b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
+  if (!table.variants.empty() && !contains(table.variants, launch.model.variant))
+    b.warnings.push_back(fmt::format("architecture {} was never measured", launch.model.variant));
+  const std::string version = engine + " " + launch.version;
+  if (!table.versions.empty() && !contains(table.versions, version))
+    b.warnings.push_back(fmt::format("{} was never validated", version));
+  return b;
+}
+
+const BandTable& embedded_bands() {
+  static const BandTable t = [] {
+    BandTable b;
+    const auto j = nlohmann::json::parse(embedded_calibration_json());
+    if (j.contains("bands") && j["bands"].is_object())
+      for (const auto& [k, v] : j["bands"].items())
+        b.classes[k] = {v.value("total_tok_s_pct", 0.0), v.value("ttft_pct", 0.0), v.value("tpot_pct", 0.0),
+                        v.value("points", 0)};
+    if (j.contains("coverage") && j["coverage"].is_object()) {
+      const auto& c = j["coverage"];
+      for (const auto& x : c.value("gpus", nlohmann::json::array())) b.gpus.push_back(x.get<std::string>());
+      for (const auto& x : c.value("variants", nlohmann::json::array())) b.variants.push_back(x.get<std::string>());
+      for (const auto& x : c.value("versions", nlohmann::json::array())) b.versions.push_back(x.get<std::string>());
+      b.max_gpus = c.value("max_gpus", 0);
+    }
+    return b;
+  }();
+  return t;
+}
+
+std::string format_band(const ErrorBand& b) {
+  std::string s = fmt::format("±{:.0f}% tok/s, ±{:.0f}% TTFT, ±{:.0f}% TPOT ({}, {} held-out points)", b.total_tok_s_pct,
+                              b.ttft_pct, b.tpot_pct, b.class_name, b.points);
+  for (const auto& w : b.warnings) s += "; warning: " + w;
+  return s;
+}
+
+}  // namespace servelab::sim

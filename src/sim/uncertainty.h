@@ -1,0 +1,64 @@
+// servelab/sim: the error band of a prediction, from the leave-one-study-out residuals of its class
+// (engine, GPU generation, architecture class), and the warnings for a launch outside the corpus
+// (a GPU or GPU generation never measured, more than one node, an architecture never measured, an
+// engine version outside the validated ones).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace servelab::engines {
+struct ResolvedLaunch;
+}
+namespace servelab::hardware {
+struct ClusterSpec;
+}
+namespace servelab::model {
+struct ModelSpec;
+}
+
+namespace servelab::sim {
+
+/// Typical relative error of a prediction of this class, in percent (the root-mean-square of the
+/// leave-one-study-out relative errors of the class's validated points), and where it comes from.
+struct ErrorBand {
+  std::string class_name;        ///< "vllm/hopper/moe", or the coarser class the band fell back to
+  double total_tok_s_pct = 0;    ///< +- percent on total (and output) token throughput
+  double ttft_pct = 0;           ///< +- percent on mean TTFT
+  double tpot_pct = 0;           ///< +- percent on mean TPOT
+  int points = 0;                ///< validated points behind the band (0 = no data: the band is a default)
+  std::vector<std::string> warnings;  ///< why the prediction is outside the corpus, if it is
+};
+
+/// Residual statistics per class, as `sim validate --corpus` measured them (stored in calibration.json
+/// under "bands", with what the corpus covers under "coverage").
+struct BandTable {
+  struct Entry {
+    double total_tok_s_pct = 0, ttft_pct = 0, tpot_pct = 0;
+    int points = 0;
+  };
+  std::map<std::string, Entry> classes;   ///< "engine/generation/arch", "engine/generation", "engine", "all"
+  std::vector<std::string> gpus;          ///< GPU names measured
+  std::vector<std::string> variants;      ///< architecture variants measured
+  std::vector<std::string> versions;      ///< "engine version" measured
+  int max_gpus = 0;                       ///< largest launch measured (GPUs)
+};
+
+/// The architecture class of a model for bands: "hybrid" (linear attention), "mla", "moe-swa" (sliding
+/// window MoE, gpt-oss), "moe", "dense".
+std::string architecture_class(const model::ModelSpec& model);
+
+/// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
+/// (widened by half for each level it falls back), plus the outside-the-corpus warnings. With no data at
+/// all the band is +-50% and says so.
+ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+                     const BandTable& table);
+
+/// The band table embedded in calibration.json.
+const BandTable& embedded_bands();
+
+/// "±12% tok/s, ±25% TTFT, ±18% TPOT (vllm/hopper/moe, 31 held-out points)" and the warnings, one line.
+std::string format_band(const ErrorBand& band);
+
+}  // namespace servelab::sim
