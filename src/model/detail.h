@@ -67,6 +67,9 @@ std::vector<LayerGroup> group_layers(const std::vector<Layer>& layers);
 
 /// Chat-template overheads per model family (source and derivation in chat_templates.cc).
 ChatTemplate chat_template_qwen3();       ///< Qwen3 / Qwen3-2507 ChatML, thinking mode default
+ChatTemplate chat_template_qwen3_thinking();  ///< Qwen3 *-Thinking-2507 / Qwen3-Next-Thinking: opens <think>
+/// Qwen3 ChatML for `id`: the thinking-only template when the id names a "Thinking" model, else Qwen3's.
+ChatTemplate chat_template_qwen3_for(const std::string& id);
 ChatTemplate chat_template_qwen3_5();     ///< Qwen3.5 / Qwen3-Next ChatML with the generation prompt's <think>
 ChatTemplate chat_template_qwen2();       ///< Qwen2.5 ChatML with its default system message
 ChatTemplate chat_template_gpt_oss();     ///< harmony with the default system message
