@@ -47,7 +47,13 @@ struct WeightFormat {
   bool block_scaled = false; ///< FP8 128x128 block scales (DeepSeek style): needs DeepGEMM / CUTLASS
                              ///< block-scaled kernels (Hopper+) or a weight-only fallback
   double bytes_per_param() const;
+  bool operator==(const WeightFormat&) const = default;
 };
+
+/// Which class of weights a linear belongs to (decides its WeightFormat and its kernel). kRouter also
+/// covers the other small gating projections kept in the model dtype (DSA indexer weights_proj, gpt-oss
+/// router).
+enum class LinearClass { kAttention, kDenseFfn, kSharedExpert, kExpert, kRouter, kLmHead };
 
 /// The quantization scheme of the checkpoint, from config.json `quantization_config` (or an engine flag
 /// such as vLLM `--quantization fp8` applied with with_engine_quantization()).
@@ -73,9 +79,13 @@ struct Quantization {
   WeightFormat experts;            ///< routed experts
   WeightFormat embedding;          ///< token embedding (gathered, never a GEMM)
   WeightFormat lm_head;            ///< LM head
+  WeightFormat router;             ///< MoE routers and other small gating projections (DSA indexer
+                                   ///< weights_proj): always the model dtype, never quantized
   DType activation = DType::kBf16; ///< GEMM input format: kFp8 (W8A8 FP8), kInt8 (W8A8), kBf16
   std::string source;              ///< where it came from: "quantization_config: fp8, weight_block_size
                                    ///< [128, 128]" or "engine flag --quantization fp8"
+  /// The format of a linear of class `cls` (kSharedExpert uses dense_ffn).
+  const WeightFormat& format(LinearClass cls) const;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -92,7 +102,9 @@ struct GqaAttention {
   int window = 0;            ///< sliding window in tokens (0 = full causal attention)
   bool sinks = false;        ///< learned per-head attention sinks (kernels must support them)
   bool output_gate = false;  ///< q_proj also produces a sigmoid gate of heads*head_dim (doubles q_proj)
-  bool qkv_bias = false;     ///< bias on q/k/v (and o for gpt-oss)
+  bool qkv_bias = false;     ///< bias on q/k/v (Qwen2, GLM-4.x attention_bias, gpt-oss)
+  bool o_bias = false;       ///< bias on o_proj (gpt-oss)
+  bool operator==(const GqaAttention&) const = default;
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3, GLM-5), optionally with DeepSeek Sparse Attention: a
@@ -109,8 +121,12 @@ struct MlaAttention {
   int index_topk = 0;        ///< DSA keys per query (0 = dense MLA)
   bool indexer = false;      ///< this layer runs the indexer (GLM-5.2: every index_topk_freq-th layer;
                              ///< the others reuse the previous selection)
-  int index_heads = 0;       ///< indexer heads (DeepSeek-V3.2: 64)
-  int index_head_dim = 0;    ///< indexer head dim (128); its key cache is FP8 + an fp32 scale per 128
+  /// The model's indexer dims (DeepSeek-V3.2: 64 heads x 128). Set on every layer of a DSA model, its
+  /// dense layers too (GLM-5.2 below index_skip_topk_offset): engines then use the sparse FlashMLA FP8
+  /// cache layout (656 B) model-wide. The indexer key cache is FP8 + an fp32 scale per 128 elements.
+  int index_heads = 0;
+  int index_head_dim = 0;
+  bool operator==(const MlaAttention&) const = default;
 };
 
 /// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): a fixed-size recurrent state per request and
@@ -122,6 +138,7 @@ struct LinearAttention {
   int value_heads = 0;
   int value_head_dim = 0;
   int conv_kernel = 0;       ///< causal conv1d width (4)
+  bool operator==(const LinearAttention&) const = default;
 };
 
 using Attention = std::variant<GqaAttention, MlaAttention, LinearAttention>;
@@ -130,6 +147,7 @@ using Attention = std::variant<GqaAttention, MlaAttention, LinearAttention>;
 struct DenseFfn {
   int intermediate = 0;
   bool bias = false;
+  bool operator==(const DenseFfn&) const = default;
 };
 
 /// Mixture of experts: a router (hidden -> experts, BF16), `experts` SwiGLU experts of which `top_k` run
@@ -141,6 +159,7 @@ struct MoeFfn {
   int shared_experts = 0;        ///< shared experts (DeepSeek/GLM n_shared_experts; Qwen3.5 1)
   int shared_intermediate = 0;   ///< intermediate of one shared expert
   bool expert_bias = false;      ///< gpt-oss: biases on expert projections
+  bool operator==(const MoeFfn&) const = default;
 };
 
 using Ffn = std::variant<DenseFfn, MoeFfn>;
@@ -149,6 +168,7 @@ using Ffn = std::variant<DenseFfn, MoeFfn>;
 struct Layer {
   Attention attention;
   Ffn ffn;
+  bool operator==(const Layer&) const = default;
 };
 
 /// `count` consecutive identical layers starting at layer index `first`.
@@ -156,6 +176,7 @@ struct LayerGroup {
   int first = 0;
   int count = 0;
   Layer layer;
+  bool operator==(const LayerGroup&) const = default;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -168,9 +189,6 @@ enum class Split {
   kReplicated,  ///< every rank holds all of it (router, MLA down-projections, indexer)
 };
 
-/// Which class of weights a linear belongs to (decides its WeightFormat and its kernel).
-enum class LinearClass { kAttention, kDenseFfn, kSharedExpert, kExpert, kRouter, kLmHead };
-
 /// One linear layer of a decoder layer (or the LM head). For experts, `copies` = experts and each token
 /// runs `top_k` of them.
 struct Linear {
@@ -179,6 +197,7 @@ struct Linear {
   std::int64_t out = 0;      ///< output features (unsharded)
   int copies = 1;            ///< identical linears (routed experts); tokens spread over them
   Split split = Split::kColumn;
+  bool bias = false;         ///< a bias of `out` elements per copy (model dtype; counted in parameters)
   /// Units the split dimension is made of (attention heads, KV heads); a rank holds ceil(units / tp) of
   /// them, so a linear with fewer units than ranks is replicated. 0 = split freely by elements.
   int split_units = 0;
@@ -243,6 +262,7 @@ double indexer_flops_per_pair(const Attention& a);
 struct ChatTemplate {
   int overhead_tokens = 0;
   std::string source;
+  bool operator==(const ChatTemplate&) const = default;
 };
 
 /// A served model.

@@ -1,0 +1,185 @@
+// The architecture registry, config.json field access, from_config and load_config.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "common/paths.h"
+#include "model/detail.h"
+#include "model/model.h"
+
+namespace servelab::model {
+namespace {
+
+std::vector<ArchitectureVariant>& registry() {
+  static std::vector<ArchitectureVariant> variants;
+  return variants;
+}
+
+DType parse_dtype(const detail::ConfigReader& c) {
+  const char* key = c.has("torch_dtype") ? "torch_dtype" : "dtype";
+  const std::string d = c.string_or(key, "bfloat16");
+  if (d == "bfloat16") return DType::kBf16;
+  if (d == "float16" || d == "half") return DType::kFp16;
+  if (d == "float32" || d == "float") return DType::kFp32;
+  c.fail(fmt::format("\"{}\" is \"{}\" (expected bfloat16, float16 or float32)", key, d));
+}
+
+/// config with the text model of a multimodal wrapper (text_config) lifted to the top level: the text
+/// model's keys win; the wrapper's quantization_config, _name_or_path, architectures and dtype fill in.
+nlohmann::json text_model(const nlohmann::json& config) {
+  if (!config.contains("text_config") || !config["text_config"].is_object()) return config;
+  nlohmann::json text = config["text_config"];
+  for (const char* key : {"quantization_config", "_name_or_path", "architectures", "torch_dtype", "dtype",
+                          "tie_word_embeddings"}) {
+    if (config.contains(key) && !text.contains(key)) text[key] = config[key];
+  }
+  return text;
+}
+
+}  // namespace
+
+namespace detail {
+
+void ConfigReader::fail(const std::string& what) const { throw std::runtime_error(source_ + ": " + what); }
+
+bool ConfigReader::has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+
+int ConfigReader::integer(const char* key) const {
+  if (!has(key)) fail(fmt::format("missing key \"{}\"", key));
+  if (!j_[key].is_number_integer()) fail(fmt::format("\"{}\" is not an integer ({})", key, j_[key].dump()));
+  return j_[key].get<int>();
+}
+
+int ConfigReader::integer_or(const char* key, int fallback) const { return has(key) ? integer(key) : fallback; }
+
+int ConfigReader::positive(const char* key) const {
+  const int v = integer(key);
+  if (v <= 0) fail(fmt::format("\"{}\" is {} (must be positive)", key, v));
+  return v;
+}
+
+double ConfigReader::number_or(const char* key, double fallback) const {
+  if (!has(key)) return fallback;
+  if (!j_[key].is_number()) fail(fmt::format("\"{}\" is not a number ({})", key, j_[key].dump()));
+  return j_[key].get<double>();
+}
+
+bool ConfigReader::boolean_or(const char* key, bool fallback) const {
+  if (!has(key)) return fallback;
+  if (!j_[key].is_boolean()) fail(fmt::format("\"{}\" is not a boolean ({})", key, j_[key].dump()));
+  return j_[key].get<bool>();
+}
+
+std::string ConfigReader::string_or(const char* key, const std::string& fallback) const {
+  if (!has(key)) return fallback;
+  if (!j_[key].is_string()) fail(fmt::format("\"{}\" is not a string ({})", key, j_[key].dump()));
+  return j_[key].get<std::string>();
+}
+
+std::vector<std::string> ConfigReader::strings(const char* key) const {
+  std::vector<std::string> out;
+  if (!has(key)) return out;
+  if (!j_[key].is_array()) fail(fmt::format("\"{}\" is not an array", key));
+  for (const auto& e : j_[key]) {
+    if (!e.is_string()) fail(fmt::format("\"{}\" holds a non-string ({})", key, e.dump()));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<int> ConfigReader::integers(const char* key) const {
+  std::vector<int> out;
+  if (!has(key)) return out;
+  if (!j_[key].is_array()) fail(fmt::format("\"{}\" is not an array", key));
+  for (const auto& e : j_[key]) {
+    if (!e.is_number_integer()) fail(fmt::format("\"{}\" holds a non-integer ({})", key, e.dump()));
+    out.push_back(e.get<int>());
+  }
+  return out;
+}
+
+ModelSpec common_fields(const ConfigReader& c, const char* variant) {
+  ModelSpec m;
+  m.id = c.string_or("_name_or_path", c.source());
+  m.model_type = c.string_or("model_type", "");
+  const auto archs = c.strings("architectures");
+  m.architecture = archs.empty() ? "" : archs.front();
+  m.variant = variant;
+  m.hidden_size = c.positive("hidden_size");
+  m.vocab_size = c.positive("vocab_size");
+  m.max_position_embeddings = c.positive("max_position_embeddings");
+  m.tie_word_embeddings = c.boolean_or("tie_word_embeddings", false);
+  m.dtype = parse_dtype(c);
+  m.quantization = parse_quantization(c.json(), c.source(), m.dtype);
+  m.config_source = c.source();
+  return m;
+}
+
+GqaAttention parse_gqa(const ConfigReader& c) {
+  GqaAttention a;
+  a.heads = c.positive("num_attention_heads");
+  a.kv_heads = c.has("num_key_value_heads") ? c.positive("num_key_value_heads") : a.heads;
+  if (a.heads % a.kv_heads != 0)
+    c.fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", a.heads, a.kv_heads));
+  a.head_dim = c.has("head_dim") ? c.positive("head_dim") : c.positive("hidden_size") / a.heads;
+  a.qkv_bias = c.boolean_or("attention_bias", false);
+  return a;
+}
+
+std::vector<std::string> layer_types(const ConfigReader& c, int num_layers, const std::vector<std::string>& allowed) {
+  auto types = c.strings("layer_types");
+  if (types.empty()) return types;
+  if (static_cast<int>(types.size()) != num_layers)
+    c.fail(fmt::format("\"layer_types\" has {} entries for num_hidden_layers {}", types.size(), num_layers));
+  for (std::size_t i = 0; i < types.size(); ++i)
+    if (std::find(allowed.begin(), allowed.end(), types[i]) == allowed.end())
+      c.fail(fmt::format("layer_types[{}] is \"{}\" (expected one of: {})", i, types[i], fmt::join(allowed, ", ")));
+  return types;
+}
+
+}  // namespace detail
+
+bool register_architecture(ArchitectureVariant variant) {
+  auto& r = registry();
+  for (const auto& v : r)
+    for (const auto& t : variant.model_types)
+      if (std::find(v.model_types.begin(), v.model_types.end(), t) != v.model_types.end())
+        throw std::logic_error(fmt::format("model_type \"{}\" registered by both {} and {}", t, v.name, variant.name));
+  r.push_back(std::move(variant));
+  std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return std::string(a.name) < b.name; });
+  return true;
+}
+
+std::vector<ArchitectureVariant> architectures() { return registry(); }
+
+ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
+  if (!raw.is_object()) throw std::runtime_error(source + ": config is not a JSON object");
+  const nlohmann::json config = text_model(raw);
+  if (!config.contains("model_type") || !config["model_type"].is_string())
+    throw std::runtime_error(source + ": missing key \"model_type\"");
+  const std::string type = config["model_type"].get<std::string>();
+  std::vector<std::string> known;
+  for (const auto& v : registry()) {
+    if (std::find(v.model_types.begin(), v.model_types.end(), type) != v.model_types.end())
+      return v.parse(config, source);
+    known.insert(known.end(), v.model_types.begin(), v.model_types.end());
+  }
+  std::sort(known.begin(), known.end());
+  throw std::runtime_error(
+      fmt::format("{}: unknown model_type \"{}\" (known: {})", source, type, fmt::join(known, ", ")));
+}
+
+ModelSpec load_config(const std::filesystem::path& config_json) {
+  const std::string text = common::read_file(config_json);  // throws naming the path
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("model config " + config_json.string() + ": invalid JSON: " + e.what());
+  }
+  return from_config(j, config_json.string());
+}
+
+}  // namespace servelab::model

@@ -1,0 +1,142 @@
+// resolve_model: a launch's model argument -> ModelSpec (path, built-in DeepSeek-V3.2, HF cache, data dir).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "common/paths.h"
+#include "model/model.h"
+
+namespace servelab::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string last_component(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && t.back() == '/') t.pop_back();
+  const auto slash = t.rfind('/');
+  return slash == std::string::npos ? t : t.substr(slash + 1);
+}
+
+/// DeepSeek-V3.2 spellings: the HF id, the -Exp name, local directories such as /workspace/DeepSeek-v3.2.
+bool names_deepseek_v32(const std::string& model) {
+  const std::string l = lower(model);
+  return l.find("deepseek-v3.2") != std::string::npos || lower(last_component(model)) == "deepseek-v32";
+}
+
+/// Hugging Face hub cache roots, in the order huggingface_hub uses them.
+std::vector<fs::path> hf_hub_dirs() {
+  std::vector<fs::path> dirs;
+  auto env = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (const char* hub = env("HF_HUB_CACHE")) dirs.emplace_back(hub);
+  if (const char* home = env("HF_HOME")) dirs.push_back(fs::path(home) / "hub");
+  if (const char* xdg = env("XDG_CACHE_HOME")) dirs.push_back(fs::path(xdg) / "huggingface" / "hub");
+  if (const char* home = env("HOME")) dirs.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
+  return dirs;
+}
+
+/// config.json of `org/name` in one hub cache: the snapshot refs/main names, else the newest one.
+std::optional<fs::path> hf_cache_config(const fs::path& hub, const std::string& repo) {
+  std::error_code ec;
+  const fs::path snapshots = hub / repo / "snapshots";
+  std::vector<fs::path> found;
+  if (fs::is_directory(snapshots, ec))
+    for (const auto& e : fs::directory_iterator(snapshots, ec))
+      if (fs::is_regular_file(e.path() / "config.json", ec)) found.push_back(e.path() / "config.json");
+  if (found.empty()) return std::nullopt;
+  std::string main_ref;
+  try {
+    main_ref = common::read_file(hub / repo / "refs" / "main");
+  } catch (const std::exception&) {
+  }
+  while (!main_ref.empty() && std::isspace(static_cast<unsigned char>(main_ref.back()))) main_ref.pop_back();
+  for (const fs::path& f : found)
+    if (!main_ref.empty() && f.parent_path().filename() == main_ref) return f;
+  return *std::max_element(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
+    std::error_code e1, e2;
+    return fs::last_write_time(a, e1) < fs::last_write_time(b, e2);
+  });
+}
+
+/// The config in `dir` (<data dir>/model-configs) whose _name_or_path equals `model` or whose last
+/// component equals `model`'s last component, case-insensitively. The full id wins over a last-component
+/// match. Files that fail to parse as JSON are skipped here (load_config reports them when named).
+std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& model) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return std::nullopt;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  const std::string want = lower(model);
+  const std::string want_last = lower(last_component(model));
+  std::optional<fs::path> by_last;
+  for (const auto& f : files) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(common::read_file(f));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!j.is_object() || !j.contains("_name_or_path") || !j["_name_or_path"].is_string()) continue;
+    const std::string name = lower(j["_name_or_path"].get<std::string>());
+    if (name == want) return f;
+    if (!by_last && lower(last_component(name)) == want_last) by_last = f;
+  }
+  return by_last;
+}
+
+}  // namespace
+
+ModelSpec resolve_model(const std::string& model) {
+  std::vector<std::string> tried;
+  std::error_code ec;
+  const fs::path as_path(model);
+  if (fs::is_directory(as_path, ec)) {
+    if (fs::is_regular_file(as_path / "config.json", ec)) return load_config(as_path / "config.json");
+    tried.push_back("directory " + as_path.string() + " (exists, but holds no config.json)");
+  } else if (fs::is_regular_file(as_path, ec)) {
+    return load_config(as_path);
+  } else {
+    tried.push_back("path " + as_path.string() + " (does not exist)");
+  }
+  if (names_deepseek_v32(model)) {
+    ModelSpec m = deepseek_v32();
+    if (lower(model) != lower(m.id)) m.config_source += ", resolved from \"" + model + "\"";
+    return m;
+  }
+  tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");
+  const auto slash = model.find('/');
+  if (slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos) {
+    const std::string repo = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
+    for (const fs::path& hub : hf_hub_dirs()) {
+      if (auto f = hf_cache_config(hub, repo)) return load_config(*f);
+      tried.push_back("Hugging Face cache " + (hub / repo / "snapshots" / "*" / "config.json").string());
+    }
+  }
+  const fs::path configs = common::data_dir() / "model-configs";
+  if (auto f = data_dir_config(configs, model)) return load_config(*f);
+  tried.push_back(fs::is_directory(configs, ec)
+                      ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
+                            "\" or ends in \"" + last_component(model) + "\")"
+                      : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
+  std::string message = "unknown model \"" + model + "\"; searched:";
+  for (const auto& t : tried) message += "\n  - " + t;
+  throw std::runtime_error(message);
+}
+
+}  // namespace servelab::model
