@@ -93,8 +93,10 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     double act = 0;
     if (pol.profile_activations) {
       const double tokens = double(pol.profile_tokens) * (lay.moe_gathered ? lay.dp_ranks : 1);
-      const double sampler = 3.0 * 4.0 * m.vocab_size / lay.dense_tp * std::min(pol.profile_sequences, 1024);
-      act = tokens * transient + (s == lay.pp - 1 ? sampler : 0.0);
+      // The forward and the sampler's dummy run (FP32 logits and probabilities of profile_sequences
+      // rows over the rank's vocabulary slice) run one after the other: the peak is the larger.
+      const double sampler = 2.0 * 4.0 * m.vocab_size / lay.dense_tp * std::min(pol.profile_sequences, 1024);
+      act = std::max(tokens * transient, s == lay.pp - 1 ? sampler : 0.0);
     }
     double budget = 0;
     if (pol.basis == MemoryPolicy::Basis::kOfTotal)

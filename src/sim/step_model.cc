@@ -15,19 +15,6 @@ namespace {
 
 using model::LinearClass;
 
-const model::WeightFormat& format_of(const model::Quantization& q, LinearClass cls) {
-  static const model::WeightFormat kBf16{};
-  switch (cls) {
-    case LinearClass::kAttention: return q.attention;
-    case LinearClass::kDenseFfn:
-    case LinearClass::kSharedExpert: return q.dense_ffn;
-    case LinearClass::kExpert: return q.experts;
-    case LinearClass::kLmHead: return q.lm_head;
-    case LinearClass::kRouter: return kBf16;
-  }
-  return kBf16;
-}
-
 // Kernels one decoder layer launches (norms, projections, rope, attention, activation, collectives):
 // 12 for a dense GQA layer, more for MoE (router, top-k, permute, two grouped GEMMs, un-permute), MLA
 // (down/up projections, norms), the DSA indexer and gated DeltaNet [estimate from engine model code].
@@ -99,18 +86,23 @@ int layers_in_stage(const model::LayerGroup& g, const StageRange& st) {
 
 namespace {
 
+// Weights of one layer on one GPU: each linear at its format, sharded by its split rule; biases in the
+// model's dtype, split with a column-parallel output and whole on every rank otherwise.
 double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, const engines::ParallelLayout& p) {
   double bytes = 0;
+  const double bias_b = model::dtype_bytes(m.dtype);
   for (const auto& l : model::linears(layer, m.hidden_size)) {
-    const auto& fmt = format_of(m.quantization, l.cls);
+    const auto& fmt = m.quantization.format(l.cls);
     if (l.cls == LinearClass::kExpert) {
       const double local = std::ceil(double(l.copies) / std::max(1, p.moe_ep));
       bytes += double(l.in) * l.out * local / std::max(1, p.moe_tp) * fmt.bytes_per_param();
-    } else if (l.cls == LinearClass::kRouter) {
-      bytes += double(l.in) * l.out * l.copies * 2.0;
-    } else {
-      bytes += model::shard_params(l, static_cast<int>(tp_for(l.cls, p))) * fmt.bytes_per_param();
+      if (l.bias) bytes += double(l.out) * local / (l.split == model::Split::kColumn ? std::max(1, p.moe_tp) : 1) * bias_b;
+      continue;
     }
+    const int tp = static_cast<int>(tp_for(l.cls, p));
+    const double shard = model::shard_params(l, tp);
+    bytes += shard * fmt.bytes_per_param();
+    if (l.bias) bytes += (l.split == model::Split::kColumn ? shard / std::max<double>(1, l.in) : double(l.out) * l.copies) * bias_b;
   }
   return bytes;
 }
@@ -235,7 +227,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     if (l.split == model::Split::kColumn) g.n = shard / std::max<double>(1, l.in), g.k = double(l.in);
     else if (l.split == model::Split::kRow) g.n = double(l.out), g.k = shard / std::max<double>(1, l.out);
     else g.n = double(l.out) * l.copies, g.k = double(l.in);
-    g.weight_bytes = shard * format_of(m.quantization, l.cls).bytes_per_param();
+    g.weight_bytes = shard * m.quantization.format(l.cls).bytes_per_param();
     g.eff = gemm_efficiency(kernel, gen);
     g.peak = gemm_peak_flops(kernel, cluster_.gpu);
     return g;
@@ -485,13 +477,26 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     tokens_max = std::max<double>(tokens_max, r.query_tokens);
     decode_max = std::max<double>(decode_max, r.decode_requests);
   }
+  // Stages: all of them in sequence, or (pipeline ticks) the slowest one.
+  double slowest = -1;
   for (const auto& st : stages_) {
-    const double t = stage_time(st, loads, out);
-    gpu = stage_only ? std::max(gpu, t) : gpu + t;
+    StepCost sc;
+    const double t = stage_time(st, loads, sc);
     int k = 0, n = 0;
     for (const auto& c : st.classes) k += c.count * c.kernels, n += c.count;
-    if (stage_only) kernels = std::max(kernels, k), layers = std::max(layers, n);
-    else kernels += k, layers += n;
+    if (stage_only) {
+      if (t + sc.comm_s <= slowest) continue;
+      slowest = t + sc.comm_s;
+      gpu = t;
+      kernels = k, layers = n;
+      out.attention_s = sc.attention_s, out.linear_s = sc.linear_s, out.moe_s = sc.moe_s;
+      out.lm_head_s = sc.lm_head_s, out.comm_s = sc.comm_s;
+    } else {
+      gpu += t;
+      kernels += k, layers += n;
+      out.attention_s += sc.attention_s, out.linear_s += sc.linear_s, out.moe_s += sc.moe_s;
+      out.lm_head_s += sc.lm_head_s, out.comm_s += sc.comm_s;
+    }
   }
   if (lay.pp > 1) {
     const double bytes = tokens_max * launch_.model.hidden_size * 2.0;

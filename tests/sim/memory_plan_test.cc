@@ -1,115 +1,198 @@
-// Memory plan vs hand calculations (DeepSeek-V3.2 dims from perf-facts §1, H200 143771 MiB).
+// The twin's memory plan against hand calculations, one model of each kind (dense GQA, MoE, MXFP4 +
+// sliding window, hybrid linear attention, MLA + DSA) on A100 / H100 / H200, and the multi-node PP / TP
+// arithmetic. Launch policies are set by hand (test_launch.h) so the arithmetic is the test's own.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/memory_plan.h"
+#include "sim/sim_detail.h"
+#include "test_launch.h"
 
 namespace servelab::sim {
 namespace {
 
-using engines::EngineConfig;
-using engines::EngineKind;
+using testing::corpus_model;
+using testing::test_launch;
+constexpr double kMiB = 1024.0 * 1024.0;
 
-EngineConfig vllm(int tp, int dp = 1) {
-  EngineConfig e;
-  e.kind = EngineKind::kVllm;
-  e.tp = tp;
-  e.dp = dp;
-  return e;
+// Qwen3-32B, BF16, one H100 (81,559 MiB). Per layer: q 5120x8192 + kv 5120x2048 + o 8192x5120 +
+// gate_up 5120x51200 + down 25600x5120 = 487,587,840 params; x64 + embedding and LM head 2 x
+// 151,936 x 5120 = 32,761,446,400 params = 65,522,892,800 B. KV: 64 layers x 2 x 8 heads x 128 x 2 B
+// = 262,144 B/token. Profile run (8192 tokens): transient 210,944 B/token (gate_up + activation
+// 3 x 25,600 x 2 B, q_proj output 8192 x 2 B, four hidden buffers 4 x 5120 x 2 B) = 1,728,053,248 B,
+// above the sampler's 2 x 4 B x 151,936 x 256 rows. Budget 0.9 x 85,520,809,984 - weights - activations
+// = 9,717,782,937.6 B -> 37,056 tokens in blocks of 16.
+TEST(MemoryPlan, Qwen3_32bDenseOnH100) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.max_model_len = 32768;
+  const auto p = plan_memory(l, c);
+  EXPECT_DOUBLE_EQ(p.weight_bytes, 65522892800.0);
+  EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 262144.0);
+  EXPECT_DOUBLE_EQ(p.activation_bytes, 1728053248.0);
+  EXPECT_NEAR(p.kv_budget_bytes, 9717782937.6, 1.0);
+  EXPECT_EQ(p.kv_tokens_per_rank, 37056);
+  EXPECT_TRUE(p.fits) << p.failure;
 }
 
-TEST(ModelConfig, ParameterCountsMatchHandCalculation) {
-  const ModelConfig m = deepseek_v32();
-  // MLA: 7168*1536 + 1536*128*192 + 7168*576 + 512*128*256 + 128*128*7168
-  //    = 11,010,048 + 37,748,736 + 4,128,768 + 16,777,216 + 117,440,512 = 187,105,280
-  EXPECT_DOUBLE_EQ(m.mla_params_per_layer(), 187105280.0);
-  // Indexer: 1536*64*128 + 7168*128 + 7168*64 = 12,582,912 + 917,504 + 458,752 = 13,959,168
-  EXPECT_DOUBLE_EQ(m.indexer_params_per_layer(), 13959168.0);
-  EXPECT_DOUBLE_EQ(m.expert_params(), 44040192.0);       // 3*7168*2048
-  EXPECT_DOUBLE_EQ(m.dense_ffn_params(), 396361728.0);   // 3*7168*18432
-  EXPECT_DOUBLE_EQ(m.embedding_params(), 926679040.0);   // 129280*7168
+// The same launch on an A100 80GB (81,920 MiB): budget 0.9 x 85,899,345,920 - the same weights and
+// activations = 10,058,465,280 B -> 38,368 tokens.
+TEST(MemoryPlan, Qwen3_32bDenseOnA100) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xA100");
+  auto l = test_launch(m, c, 1);
+  l.max_model_len = 32768;
+  const auto p = plan_memory(l, c);
+  EXPECT_NEAR(p.kv_budget_bytes, 10058465280.0, 1.0);
+  EXPECT_EQ(p.kv_tokens_per_rank, 38368);
 }
 
-TEST(MemoryPlan, KvBytesPerToken) {
-  const ModelConfig m = deepseek_v32();
-  EXPECT_DOUBLE_EQ(kv_latent_bytes_per_layer(m, false), 1152.0);  // 576 * 2
-  EXPECT_DOUBLE_EQ(kv_latent_bytes_per_layer(m, true), 656.0);    // 512 + 4*4 + 64*2
-  EXPECT_DOUBLE_EQ(kv_indexer_bytes_per_layer(m), 132.0);         // 128 + 4
-  const Hardware h200 = hardware_by_name("H200");
-  // 61 * (1152 + 132) = 78,324 B; FP8: 61 * (656 + 132) = 48,068 B.
-  EXPECT_DOUBLE_EQ(plan_memory(vllm(8), h200, m).kv_bytes_per_token, 78324.0);
-  EngineConfig fp8 = vllm(8);
-  fp8.kv_cache_dtype = "fp8";
-  EXPECT_DOUBLE_EQ(plan_memory(fp8, h200, m).kv_bytes_per_token, 48068.0);
+// vLLM refuses a context whose one request does not fit: 40,960 x 262,144 B = 10 GiB > 9.05 GiB.
+TEST(MemoryPlan, VllmRefusesAContextThatDoesNotFit) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  const auto p = plan_memory(test_launch(m, c, 1), c);
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.failure.find("max seq len (40960)"), std::string::npos) << p.failure;
+  EXPECT_NE(p.failure.find("10.00 GiB KV cache is needed"), std::string::npos) << p.failure;
 }
 
-TEST(MemoryPlan, WeightsTp8) {
-  // (attn 12,264,931,328 + routed 653,908,770,816 + shared 2,554,331,136 + dense 1,189,085,184
-  //  + embedding/head 3,706,716,160) / 8 + gates 212,860,928 (bf16, replicated) = 84,415,840,256 B.
-  const MemoryPlan p = plan_memory(vllm(8), hardware_by_name("H200"), deepseek_v32());
-  EXPECT_DOUBLE_EQ(p.weight_bytes, 84415840256.0);
-  EXPECT_EQ(p.par.dp_ranks, 1);
-  EXPECT_EQ(p.par.attn_tp, 8);
+// Tensor parallelism: TP2 halves every linear (32 of 64 query heads, 4 of 8 KV heads) and the
+// vocabulary: 32,761,446,400 B per GPU, KV 131,072 B/token. TP16 over two nodes: 4 query heads per GPU
+// but one whole KV head (8 KV heads cannot split 16 ways: replicated), so per layer q 5120x512 + kv
+// 5120x256 + o 512x5120 + gate_up 5120x3200 + down 1600x5120 = 31,129,600 params; x64 + 2 x 9,496 x
+// 5120 = 2,089,533,440 params = 4,179,066,880 B; KV 64 x 2 x 1 x 128 x 2 = 32,768 B/token (as TP8).
+TEST(MemoryPlan, TensorParallelSplitsHeadsAndReplicatesKvHeads) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c2 = hardware::parse_cluster("2xH100");
+  const auto p2 = plan_memory(test_launch(m, c2, 2), c2);
+  EXPECT_DOUBLE_EQ(p2.weight_bytes, 32761446400.0);
+  EXPECT_DOUBLE_EQ(p2.kv_bytes_per_token, 131072.0);
+  const auto c16 = hardware::parse_cluster("16xH100");
+  ASSERT_EQ(c16.nodes, 2);
+  const auto l16 = test_launch(m, c16, 16);
+  EXPECT_TRUE(l16.layout.tp_crosses_nodes);
+  const auto p16 = plan_memory(l16, c16);
+  EXPECT_DOUBLE_EQ(p16.weight_bytes, 4179066880.0);
+  EXPECT_DOUBLE_EQ(p16.kv_bytes_per_token, 32768.0);
 }
 
-TEST(MemoryPlan, WeightsSglangDpAttentionReplicateAttention) {
-  EngineConfig e;
-  e.kind = EngineKind::kSglang;
-  e.tp = 8;
-  e.dp = 8;
-  e.enable_dp_attention = true;
-  const MemoryPlan p = plan_memory(e, hardware_by_name("H200"), deepseek_v32());
-  // attention whole on every GPU: 12,264,931,328 + (653,908,770,816 + 2,554,331,136 + 1,189,085,184
-  // + 3,706,716,160) / 8 + 212,860,928 = 95,147,655,168 B (perf-facts: ~95 GB/GPU).
-  EXPECT_DOUBLE_EQ(p.weight_bytes, 95147655168.0);
-  EXPECT_EQ(p.par.dp_ranks, 8);
-  EXPECT_EQ(p.par.attn_tp, 1);
-  // mem_fraction_static: reserved = 512 + 8192*1.5 + 512*2 + 8*1/8*1024 + 512*8*3 + 512*8*1.5
-  // = 33,280 MiB; (143771 - 33280) / 143771 = 0.768521...
-  EXPECT_NEAR(p.memory_fraction, (143771.0 - 33280.0) / 143771.0, 1e-12);
-  // KV per rank: (0.768521 * 143771 MiB - weights) / 78,324 B, whole 64-token pages.
-  const double budget = p.memory_fraction * 143771.0 * 1048576.0 - 95147655168.0;
-  EXPECT_EQ(p.kv_tokens_per_rank, static_cast<long long>(budget / 78324.0 / 64) * 64);
-  EXPECT_GT(p.kv_tokens_per_rank, 250000);  // perf-facts: ~267 K/rank bf16 (upper bound)
-  EXPECT_LT(p.kv_tokens_per_rank, 270000);
+// Qwen3-235B-A22B-FP8 (block 128x128: 1 + 4/16384 B per param) on 4 x H100, TP4. Per GPU and layer: q
+// 4096x8192/4, kv one of 4 KV heads 4096x1024/4, o 8192x4096/4, experts (4096x3072 + 1536x4096) x 128 / 4
+// = 621,805,568 params x 1.000244140625 B, router 4096x128 in BF16: 623,005,952 B; x94 + embedding and
+// LM head 2 x 37,984 x 4096 x 2 B = 59,184,889,344 B.
+TEST(MemoryPlan, Qwen3_235bMoeFp8Tp4) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507-fp8");
+  const auto c = hardware::parse_cluster("4xH100");
+  auto l = test_launch(m, c, 4);
+  l.max_model_len = 32768;
+  const auto p = plan_memory(l, c);
+  EXPECT_NEAR(p.weight_bytes, 59184889344.0, 1.0);
+  // 94 layers x 2 x 1 KV head x 128 x 2 B.
+  EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 94 * 2 * 1 * 128 * 2.0);
+  // Expert parallelism keeps the bytes: 32 whole experts per GPU instead of 128 quarter-experts.
+  auto ep = l;
+  ep.layout.moe_tp = 1;
+  ep.layout.moe_ep = 4;
+  EXPECT_NEAR(plan_memory(ep, c).weight_bytes, 59184889344.0, 1.0);
 }
 
-TEST(MemoryPlan, SglangAutoMemFractionTp8) {
-  EngineConfig e;
-  e.kind = EngineKind::kSglang;
-  e.tp = 8;
-  // reserved = 512 + 12288 + 1024 + 1024 = 14,848 MiB -> (143771 - 14848) / 143771 = 0.89672
-  EXPECT_NEAR(sglang_auto_mem_fraction(e, hardware_by_name("H200")), 0.896725, 1e-6);
+// Multi-node: Qwen3-235B (BF16) on 16 x H100. PP2 x TP8: 47 layers per stage, per GPU and layer q/8,
+// one of 4 KV heads, o/8, experts/8, router: 311,951,360 params x 2 B = 623,902,720 B; stage 0 holds
+// the embedding (18,992 x 4096 x 2 B): 29,479,010,304 B; stage 1 the LM head: the same. TP16: every
+// linear /16 but the KV projection (one whole head: replicated): 313,524,224 B per layer x 94 +
+// embedding and head 2 x 9,496 x 4096 x 2 B = 29,626,859,520 B.
+TEST(MemoryPlan, PipelineAndTensorParallelAcrossTwoNodes) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const auto c = hardware::parse_cluster("16xH100");
+  const auto stages = detail::pipeline_stages(m, 2);
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].end - stages[0].first, 47);
+  EXPECT_EQ(stages[1].end - stages[1].first, 47);
+  auto pp = test_launch(m, c, 8, 2);
+  EXPECT_TRUE(pp.layout.pp_crosses_nodes);
+  EXPECT_FALSE(pp.layout.tp_crosses_nodes);
+  EXPECT_DOUBLE_EQ(plan_memory(pp, c).weight_bytes, 29479010304.0);
+  auto tp = test_launch(m, c, 16);
+  EXPECT_DOUBLE_EQ(plan_memory(tp, c).weight_bytes, 29626859520.0);
+  // 95 layers over 2 stages: the first stage takes the extra one.
+  model::ModelSpec odd = m;
+  odd.layers.back().count += 1;
+  const auto s = detail::pipeline_stages(odd, 2);
+  EXPECT_EQ(s[0].end - s[0].first, 48);
+  EXPECT_EQ(s[1].end - s[1].first, 47);
 }
 
-TEST(MemoryPlan, VllmDp8NeedsMaxModelLen81920) {
-  // The study: `vllm serve -tp 1 -dp 8 --enable-expert-parallel` ran out of memory at the full 163840
-  // context and ran with --max-model-len 81920. Weights per GPU (tp 1: everything but the routed experts
-  // replicated): 653,908,770,816/8 + 12,264,931,328 + 2,554,331,136 + 1,189,085,184 + 3,706,716,160
-  // + 212,860,928 = 101,666,521,088 B.
-  EngineConfig e = vllm(1, 8);
-  e.enable_expert_parallel = true;
-  const ModelConfig m = deepseek_v32();
-  const Hardware h = hardware_by_name("H200");
-  const MemoryPlan full = plan_memory(e, h, m);
-  EXPECT_DOUBLE_EQ(full.weight_bytes, 101666521088.0);
-  EXPECT_FALSE(full.fits);
-  EXPECT_NE(full.failure.find("max seq len (163840)"), std::string::npos) << full.failure;
-  e.max_model_len = 81920;
-  const MemoryPlan half = plan_memory(e, h, m);
-  EXPECT_TRUE(half.fits) << half.failure;
-  EXPECT_GE(half.kv_tokens_per_rank, 81920);
-  // TP8 keeps the full context.
-  EXPECT_TRUE(plan_memory(vllm(8), h, m).fits);
+// gpt-oss-120b on one H100: attention (q 2880x4096, kv 2880x1024, o 4096x2880, biases) in BF16 =
+// 53,100,160 B per layer, router 2880x128 + bias in BF16 = 737,536 B, experts MXFP4 (0.5 B + one E8M0
+// scale per 32 = 0.53125 B/param) (2880x5760 + 2880x2880) x 128 + BF16 biases = 1,694,269,440 B; x36
+// + embedding and LM head 2 x 201,088 x 2880 x 2 B = 65,248,390,656 B (60.8 GiB, the published
+// checkpoint's ~65 GB). KV: 18 full layers x 2 x 8 x 64 x 2 B = 36,864 B/token without bound, and 18
+// sliding layers with as much per token but at most 128 tokens per request (window-only allocator).
+TEST(MemoryPlan, GptOssMxfp4AndSlidingWindow) {
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.memory.kv_window_only = true;
+  l.max_model_len = 32768;
+  const auto p = plan_memory(l, c);
+  EXPECT_NEAR(p.weight_bytes, 65248390656.0, 1.0);
+  EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 36864.0);
+  EXPECT_DOUBLE_EQ(p.kv_window_bytes_per_token, 36864.0);
+  EXPECT_EQ(p.window_tokens, 128);
+  // A 1000-token request: 1008 tokens in blocks of 16 of the full layers, 128 of the sliding ones.
+  EXPECT_DOUBLE_EQ(request_kv_bytes(p, 1000), 1008 * 36864.0 + 128 * 36864.0);
+  // Without the window-only allocator every layer keeps the whole context.
+  l.memory.kv_window_only = false;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).kv_bytes_per_token, 73728.0);
 }
 
-TEST(Hardware, TableAndClusterSpec) {
-  const Cluster c = parse_cluster("8xH200");
-  EXPECT_EQ(c.num_gpus, 8);
-  EXPECT_EQ(c.gpu.name, "H200");
-  EXPECT_DOUBLE_EQ(c.gpu.hbm_bandwidth_bps, 4.8e12);
-  EXPECT_DOUBLE_EQ(c.gpu.fp8_dense_flops, 1979e12);
-  EXPECT_EQ(parse_cluster("4xb200-sxm").gpu.compute_capability, 100);
-  EXPECT_THROW(parse_cluster("8xA100"), std::invalid_argument);
+// Qwen3.5-35B-A3B on one H200: 10 full-attention layers x 2 x 2 KV heads x 256 x 2 B = 20,480 B/token;
+// 30 gated-DeltaNet layers hold per request 32 x 128 x 128 x 2 B (BF16 state) + 3 x (2 x 16 x 128 +
+// 32 x 128) x 2 B (conv) = 1,097,728 B each: 32,931,840 B per request, whatever its length.
+TEST(MemoryPlan, Qwen3_5HybridRecurrentState) {
+  const auto m = corpus_model("qwen3.5-35b-a3b");
+  const auto c = hardware::parse_cluster("1xH200");
+  auto l = test_launch(m, c, 1);
+  l.max_model_len = 32768;
+  const auto p = plan_memory(l, c);
+  EXPECT_DOUBLE_EQ(p.kv_bytes_per_token, 20480.0);
+  EXPECT_DOUBLE_EQ(p.state_bytes_per_request, 32931840.0);
+  EXPECT_DOUBLE_EQ(request_kv_bytes(p, 100), 112 * 20480.0 + 32931840.0);
+}
+
+// GLM-5.2-FP8 on 8 x H200 with DP-attention (attention TP 1): the latent KV (512 + 64) x 2 B = 1152 B
+// on every layer, plus the indexer key (128 FP8 + one fp32 scale = 132 B) on the layers that run the
+// indexer; the FP8 cache uses FlashMLA's 656 B layout.
+TEST(MemoryPlan, Glm52MlaDsaKv) {
+  const auto m = corpus_model("glm-5.2-fp8");
+  int layers = 0, indexer_layers = 0;
+  for (const auto& g : m.layers) {
+    layers += g.count;
+    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention); a && a->indexer) indexer_layers += g.count;
+  }
+  ASSERT_EQ(layers, 78);
+  ASSERT_GT(indexer_layers, 0);
+  const auto c = hardware::parse_cluster("8xH200");
+  auto l = test_launch(m, c, 1);
+  l.layout.gpus = 8;
+  l.layout.dp_ranks = 8;
+  l.layout.dense_tp = l.layout.moe_tp = 8;
+  l.layout.moe_gathered = true;
+  l.max_model_len = 32768;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).kv_bytes_per_token, 78 * 1152.0 + indexer_layers * 132.0);
+  l.kv_dtype = model::DType::kFp8;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).kv_bytes_per_token, 78 * 656.0 + indexer_layers * 132.0);
+}
+
+TEST(MemoryPlan, WeightsLargerThanTheGpuFailAtLoad) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const auto c = hardware::parse_cluster("1xH100");
+  const auto p = plan_memory(test_launch(m, c, 1), c);
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.failure.find("CUDA out of memory while loading weights"), std::string::npos) << p.failure;
 }
 
 }  // namespace

@@ -1,0 +1,140 @@
+// Step times against hand calculations (roofline per operator with the kernel efficiencies of
+// physics.cc): a memory-bound decode, a compute-bound prefill, A100 vs H100, MoE expert touching, and
+// the collectives of TP16 across two nodes vs PP2 x TP8.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/physics.h"
+#include "sim/sim_detail.h"
+#include "test_launch.h"
+
+namespace servelab::sim {
+namespace {
+
+using detail::RankLoad;
+using detail::StepModel;
+using testing::corpus_model;
+using testing::test_launch;
+
+RankLoad decode_one(double context) {
+  RankLoad r;
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = 1;
+  r.decode_pairs[0] = context;
+  r.decode_kv_tokens[0] = context;
+  return r;
+}
+
+// One memory-bound GEMM: max(2 x ceil(M/64)*64 x N x K / (peak x eff), (N x K x B + 2 M (N + K)) / (bw x
+// eff_mem)), cuBLAS BF16 on Hopper: 0.70 / 0.80.
+double bf16_gemm(double m, double n, double k, double peak, double bw) {
+  const double rows = std::ceil(m / 64) * 64;
+  return std::max(2 * rows * n * k / (peak * 0.70), (n * k * 2 + 2 * m * (n + k)) / (bw * 0.80));
+}
+
+// Qwen3-32B, one H100, one request decoding at context 1000. Per layer: q (N 8192, K 5120), kv (2048,
+// 5120), o (5120, 8192), gate_up (51200, 5120), down (5120, 25600), all weight-read bound; attention
+// reads 1000 x 4096 B of KV at FA3's 0.80 of 3.35 TB/s. LM head: 151,936 x 5120 BF16 weights plus the
+// sampler's 3 passes over 151,936 FP32 logits at 0.8 of HBM. Sum over 64 layers: ~24 ms, the weight
+// read 65.5 GB / (0.8 x 3.35 TB/s).
+TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  const StepModel sm(test_launch(m, c, 1), c);
+  const RankLoad load = decode_one(1000);
+  const auto cost = sm.cost({&load, 1}, 1, true, false);
+  const double P = 989e12, B = 3.35e12;
+  const double layer = bf16_gemm(1, 8192, 5120, P, B) + bf16_gemm(1, 2048, 5120, P, B) +
+                       bf16_gemm(1, 5120, 8192, P, B) + bf16_gemm(1, 51200, 5120, P, B) +
+                       bf16_gemm(1, 5120, 25600, P, B) +
+                       std::max(1000 * 2.0 * 64 * 256 / (P * 0.60), 1000 * 4096.0 / (B * 0.80));
+  const double head = bf16_gemm(1, 151936, 5120, P, B) + 3.0 * 151936 * 4 / (B * 0.8);
+  EXPECT_NEAR(cost.gpu_s, 64 * layer + head, 1e-9);
+  EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.001);  // ~24.4 ms
+  EXPECT_DOUBLE_EQ(cost.comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(cost.floor_s, 64 * 12 * 2.5e-6);  // 12 graphed kernels per dense layer
+  EXPECT_DOUBLE_EQ(cost.launch_s, 0.0);
+  // The same step eagerly: every kernel launched from Python at 12 us.
+  const auto eager = StepModel(test_launch(m, c, 1), c).cost({&load, 1}, 1, false, false);
+  EXPECT_GT(eager.launch_s, 0.0);
+}
+
+// On an A100 the same decode is bandwidth-bound too: the step scales with 3.35 / 2.039 TB/s.
+TEST(StepModel, DecodeScalesWithHbmBandwidth) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto h = hardware::parse_cluster("1xH100"), a = hardware::parse_cluster("1xA100");
+  const RankLoad load = decode_one(1000);
+  const double th = StepModel(test_launch(m, h, 1), h).cost({&load, 1}, 1, true, false).gpu_s;
+  const double ta = StepModel(test_launch(m, a, 1), a).cost({&load, 1}, 1, true, false).gpu_s;
+  EXPECT_NEAR(ta / th, 3.35 / 2.039, 0.01);
+}
+
+// A 4096-token prefill of Qwen3-32B on an H100 is compute-bound: 2 x 487,587,840 params x 4096 tokens
+// per layer at 0.70 x 989 TFLOPS, plus the causal attention 4096 x 4097 / 2 pairs x 2 x 64 x 256 FLOPs
+// at FA3's 0.60.
+TEST(StepModel, Qwen3_32bPrefillIsTheGemmFlops) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  const StepModel sm(test_launch(m, c, 1), c);
+  RankLoad r;
+  r.requests = r.prefill_requests = r.sampled_tokens = 1;
+  r.query_tokens = r.prefill_tokens = 4096;
+  r.prefill_pairs[0] = 4096.0 * 4097 / 2;
+  const auto cost = sm.cost({&r, 1}, 1, false, false);
+  const double P = 989e12;
+  const double gemm = 2.0 * 487587840 * 4096 / (P * 0.70);
+  const double attn = 4096.0 * 4097 / 2 * 2 * 64 * 256 / (P * 0.60);
+  const double lm = bf16_gemm(1, 151936, 5120, P, 3.35e12) + 3.0 * 151936 * 4 / (3.35e12 * 0.8);
+  EXPECT_NEAR(cost.gpu_s, 64 * (gemm + attn) + lm, 1e-6);
+}
+
+// Routed experts: with T tokens a layer touches 1 - (1 - k/E)^T of its experts and reads only those.
+// Qwen3-235B-A22B-FP8 (128 experts, top-8) at TP4, fused Triton MoE (0.70 of HBM): per layer the touched
+// experts' FP8 slices (768 x 4096 + 4096 x 384 params x 1.000244 B each), the routed rows' activations
+// (8T x (768 + 4096 + 2 x 4096) x 2 B) and the BF16 router (128 x 4096 x 2 B + its activations at 0.80).
+TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507-fp8");
+  const auto c = hardware::parse_cluster("4xH100");
+  const StepModel sm(test_launch(m, c, 4), c);
+  const double B = 3.35e12, blk = 1 + 4.0 / 16384;
+  for (int T : {1, 4, 64}) {
+    RankLoad r = decode_one(1000);
+    r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
+    r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
+    const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
+    const double experts = touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
+    const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
+    EXPECT_NEAR(sm.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + router), 1e-9) << T;
+  }
+}
+
+// Collectives of one decode step of 64 tokens of Qwen3-235B on 16 x H100 (two nodes):
+//  TP16 crosses the nodes: 2 all-reduces per layer of 64 x 4096 x 2 B over InfiniBand (50 GB/s x 0.85
+//  per GPU, 15 us latency): 15e-6 + 2 x 15/16 x 524,288 / 42.5e9, x 2 x 94 layers.
+//  PP2 x TP8: one stage's 47 layers of all-reduces inside a node (NVLS busbw 480 GB/s, 10 us) plus one
+//  stage boundary over InfiniBand: 15e-6 + 524,288 / 42.5e9.
+TEST(StepModel, TensorParallelAcrossNodesPaysTheNetwork) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const auto c = hardware::parse_cluster("16xH100");
+  RankLoad r = decode_one(1000);
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = 64;
+  r.decode_pairs[0] = r.decode_kv_tokens[0] = 64000;
+  const double bytes = 64 * 4096 * 2.0;
+  const double ib = 50e9 * 0.85;
+  const double tp16 = StepModel(test_launch(m, c, 16), c).cost({&r, 1}, 64, true, false).comm_s;
+  EXPECT_NEAR(tp16, 94 * 2 * (15e-6 + 2.0 * 15 / 16 * bytes / ib), 1e-9);
+  const double pp = StepModel(test_launch(m, c, 8, 2), c).cost({&r, 1}, 64, true, true).comm_s;
+  EXPECT_NEAR(pp, 47 * 2 * (10e-6 + 2.0 * 7 / 8 * bytes / 480e9) + (15e-6 + bytes / ib), 1e-9);
+  EXPECT_GT(tp16, 5 * pp);
+}
+
+// The per-kernel physics: DeepEP low-latency dispatch+combine reproduces its documented 128-token EP8
+// figure (77 + 114 us for 7168-wide FP8 dispatch / BF16 combine) up to the fixed launch cost.
+TEST(Physics, DeepEpLowLatencyMatchesItsDocumentedPoint) {
+  const auto c = hardware::parse_cluster("8xH200");
+  const double t = detail::deepep_s(128, 8, 8, 7168, true, false, c);
+  EXPECT_NEAR(t - 2 * 15e-6, (77e-6 + 114e-6) * 7.0 / 8, 2e-6);  // 7/8 of the copies leave the GPU
+}
+
+}  // namespace
+}  // namespace servelab::sim
