@@ -53,7 +53,19 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+/// Points every Hugging Face cache root at an empty directory, so a developer's own cache cannot change
+/// what the corpus ids resolve to.
+struct NoHfCache {
+  fs::path dir = temp_dir("no_hf");
+  ScopedEnv hub{"HF_HUB_CACHE", dir.string()};
+  ScopedEnv hf_home{"HF_HOME", dir.string()};
+  ScopedEnv xdg{"XDG_CACHE_HOME", dir.string()};
+  ScopedEnv home{"HOME", dir.string()};
+  ~NoHfCache() { fs::remove_all(dir); }
+};
+
 TEST(Resolve, EveryCorpusModelId) {
+  const NoHfCache no_cache;
   struct Case {
     const char* id;
     const char* file;  // in <data dir>/model-configs, "" = built in
@@ -125,6 +137,10 @@ TEST(Resolve, HuggingFaceCachePrefersRefsMain) {
   const ModelSpec m = resolve_model("Acme/Tiny");
   EXPECT_EQ(m.num_layers(), 40);
   EXPECT_EQ(m.config_source, (hub / "models--Acme--Tiny" / "snapshots" / "bbb" / "config.json").string());
+  // A real node's cached DeepSeek-V3.2 config wins over the built-in one.
+  write(hub / "models--deepseek-ai--DeepSeek-V3.2" / "snapshots" / "ccc" / "config.json",
+        common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-V3.2").model_type, "glm_moe_dsa");
   fs::remove_all(hub);
 }
 
