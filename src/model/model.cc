@@ -41,7 +41,8 @@ constexpr LinearClass kAttn = LinearClass::kAttention;
 void append_attention(std::vector<Linear>& out, const GqaAttention& a, int hidden) {
   const std::int64_t q = std::int64_t(a.heads) * a.head_dim;
   const std::int64_t kv = std::int64_t(a.kv_heads) * a.head_dim;
-  out.push_back(make("q_proj", hidden, a.output_gate ? 2 * q : q, Split::kColumn, a.heads, kAttn, a.qkv_bias));
+  out.push_back(
+      make("q_proj", hidden, a.output_gate ? 2 * q : q, Split::kColumn, a.heads, kAttn, a.qkv_bias));
   out.push_back(make("kv_proj", hidden, 2 * kv, Split::kColumn, a.kv_heads, kAttn, a.qkv_bias));
   out.push_back(make("o_proj", q, hidden, Split::kRow, a.heads, kAttn, a.o_bias));
 }
@@ -54,16 +55,19 @@ void append_attention(std::vector<Linear>& out, const MlaAttention& a, int hidde
   } else {
     out.push_back(make("q_proj", hidden, a.heads * qk_head, Split::kColumn, a.heads, kAttn));
   }
-  out.push_back(make("kv_a_proj_with_mqa", hidden, a.kv_lora_rank + a.qk_rope_head_dim, Split::kReplicated, 0, kAttn));
+  out.push_back(
+      make("kv_a_proj_with_mqa", hidden, a.kv_lora_rank + a.qk_rope_head_dim, Split::kReplicated, 0, kAttn));
   out.push_back(make("kv_b_proj", a.kv_lora_rank, std::int64_t(a.heads) * (a.qk_nope_head_dim + a.v_head_dim),
                      Split::kColumn, a.heads, kAttn));
   if (a.indexer) {
     // DeepSeek-V3.2-Exp inference/model.py class Indexer: wq_b from the q-LoRA latent, one shared key
     // head wk, per-head weights_proj (bf16); not TP-split (perf-facts §1).
     const std::int64_t q_in = a.q_lora_rank > 0 ? a.q_lora_rank : hidden;
-    out.push_back(make("indexer.wq_b", q_in, std::int64_t(a.index_heads) * a.index_head_dim, Split::kReplicated, 0, kAttn));
+    out.push_back(make("indexer.wq_b", q_in, std::int64_t(a.index_heads) * a.index_head_dim,
+                       Split::kReplicated, 0, kAttn));
     out.push_back(make("indexer.wk", hidden, a.index_head_dim, Split::kReplicated, 0, kAttn));
-    out.push_back(make("indexer.weights_proj", hidden, a.index_heads, Split::kReplicated, 0, LinearClass::kRouter));
+    out.push_back(
+        make("indexer.weights_proj", hidden, a.index_heads, Split::kReplicated, 0, LinearClass::kRouter));
   }
   out.push_back(make("o_proj", std::int64_t(a.heads) * a.v_head_dim, hidden, Split::kRow, a.heads, kAttn));
 }
@@ -86,15 +90,18 @@ void append_ffn(std::vector<Linear>& out, const DenseFfn& f, int hidden) {
 }
 
 void append_ffn(std::vector<Linear>& out, const MoeFfn& f, int hidden) {
-  out.push_back(make("router", hidden, f.experts, Split::kReplicated, 0, LinearClass::kRouter, f.expert_bias));
+  out.push_back(
+      make("router", hidden, f.experts, Split::kReplicated, 0, LinearClass::kRouter, f.expert_bias));
   out.push_back(make("experts.w13", hidden, 2 * std::int64_t(f.expert_intermediate), Split::kColumn, 0,
                      LinearClass::kExpert, f.expert_bias, f.experts));
-  out.push_back(make("experts.w2", f.expert_intermediate, hidden, Split::kRow, 0, LinearClass::kExpert, f.expert_bias,
-                     f.experts));
+  out.push_back(make("experts.w2", f.expert_intermediate, hidden, Split::kRow, 0, LinearClass::kExpert,
+                     f.expert_bias, f.experts));
   if (f.shared_experts > 0) {
     const std::int64_t inter = std::int64_t(f.shared_experts) * f.shared_intermediate;
-    out.push_back(make("shared_experts.gate_up_proj", hidden, 2 * inter, Split::kColumn, 0, LinearClass::kSharedExpert));
-    out.push_back(make("shared_experts.down_proj", inter, hidden, Split::kRow, 0, LinearClass::kSharedExpert));
+    out.push_back(make("shared_experts.gate_up_proj", hidden, 2 * inter, Split::kColumn, 0,
+                       LinearClass::kSharedExpert));
+    out.push_back(
+        make("shared_experts.down_proj", inter, hidden, Split::kRow, 0, LinearClass::kSharedExpert));
   }
 }
 
@@ -139,28 +146,40 @@ double layer_weight_bytes(const Layer& layer, int hidden, const Quantization& q,
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::kFp32: return "fp32";
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kFp8: return "fp8";
-    case DType::kInt8: return "int8";
-    case DType::kInt4: return "int4";
-    case DType::kMxfp4: return "mxfp4";
-    case DType::kNvfp4: return "nvfp4";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp8:
+      return "fp8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt4:
+      return "int4";
+    case DType::kMxfp4:
+      return "mxfp4";
+    case DType::kNvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 double dtype_bytes(DType d) {
   switch (d) {
-    case DType::kFp32: return 4;
+    case DType::kFp32:
+      return 4;
     case DType::kBf16:
-    case DType::kFp16: return 2;
+    case DType::kFp16:
+      return 2;
     case DType::kFp8:
-    case DType::kInt8: return 1;
+    case DType::kInt8:
+      return 1;
     case DType::kInt4:
     case DType::kMxfp4:
-    case DType::kNvfp4: return 0.5;
+    case DType::kNvfp4:
+      return 0.5;
   }
   return 0;
 }
@@ -171,26 +190,39 @@ double WeightFormat::bytes_per_param() const {
 
 const char* quant_method_name(QuantMethod m) {
   switch (m) {
-    case QuantMethod::kNone: return "none";
-    case QuantMethod::kFp8PerTensor: return "fp8";
-    case QuantMethod::kFp8Block: return "fp8-block";
-    case QuantMethod::kW8A8Int8: return "w8a8-int8";
-    case QuantMethod::kAwq: return "awq";
-    case QuantMethod::kGptq: return "gptq";
-    case QuantMethod::kMxfp4: return "mxfp4";
-    case QuantMethod::kNvfp4: return "nvfp4";
+    case QuantMethod::kNone:
+      return "none";
+    case QuantMethod::kFp8PerTensor:
+      return "fp8";
+    case QuantMethod::kFp8Block:
+      return "fp8-block";
+    case QuantMethod::kW8A8Int8:
+      return "w8a8-int8";
+    case QuantMethod::kAwq:
+      return "awq";
+    case QuantMethod::kGptq:
+      return "gptq";
+    case QuantMethod::kMxfp4:
+      return "mxfp4";
+    case QuantMethod::kNvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 const WeightFormat& Quantization::format(LinearClass cls) const {
   switch (cls) {
-    case LinearClass::kAttention: return attention;
+    case LinearClass::kAttention:
+      return attention;
     case LinearClass::kDenseFfn:
-    case LinearClass::kSharedExpert: return dense_ffn;
-    case LinearClass::kExpert: return experts;
-    case LinearClass::kRouter: return router;
-    case LinearClass::kLmHead: return lm_head;
+    case LinearClass::kSharedExpert:
+      return dense_ffn;
+    case LinearClass::kExpert:
+      return experts;
+    case LinearClass::kRouter:
+      return router;
+    case LinearClass::kLmHead:
+      return lm_head;
   }
   return attention;
 }
@@ -211,20 +243,21 @@ double shard_params(const Linear& l, int tp) {
 }
 
 double keys_per_query(const Attention& a, double pos) {
-  return std::visit(Overloaded{
-                        [&](const GqaAttention& g) { return g.window > 0 ? std::min(pos, double(g.window)) : pos; },
-                        [&](const MlaAttention& m) {
-                          return m.index_topk > 0 ? std::min(pos, double(m.index_topk)) : pos;
-                        },
-                        [](const LinearAttention&) { return 0.0; },
-                    },
-                    a);
+  return std::visit(
+      Overloaded{
+          [&](const GqaAttention& g) { return g.window > 0 ? std::min(pos, double(g.window)) : pos; },
+          [&](const MlaAttention& m) { return m.index_topk > 0 ? std::min(pos, double(m.index_topk)) : pos; },
+          [](const LinearAttention&) { return 0.0; },
+      },
+      a);
 }
 
 double kv_bytes_per_token(const Attention& a, int attn_tp, DType kv_dtype) {
   return std::visit(
       Overloaded{
-          [&](const GqaAttention& g) { return 2.0 * units_per_rank(g.kv_heads, attn_tp) * g.head_dim * dtype_bytes(kv_dtype); },
+          [&](const GqaAttention& g) {
+            return 2.0 * units_per_rank(g.kv_heads, attn_tp) * g.head_dim * dtype_bytes(kv_dtype);
+          },
           [&](const MlaAttention& m) {
             double latent = 0;
             if (kv_dtype == DType::kFp8 && m.index_heads > 0) {
@@ -342,7 +375,8 @@ bool ModelSpec::has_dsa() const {
   });
 }
 bool ModelSpec::has_linear_attention() const {
-  return any_layer(layers, [](const Layer& l) { return std::holds_alternative<LinearAttention>(l.attention); });
+  return any_layer(layers,
+                   [](const Layer& l) { return std::holds_alternative<LinearAttention>(l.attention); });
 }
 bool ModelSpec::has_sliding_window() const {
   return any_layer(layers, [](const Layer& l) { return kv_window_tokens(l.attention) > 0; });
