@@ -32,8 +32,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -42,7 +44,8 @@ class ScopedEnv {
 };
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("servelab_model_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("servelab_model_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -53,7 +56,19 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+/// Points every Hugging Face cache root at an empty directory, so a developer's own cache cannot change
+/// what the corpus ids resolve to.
+struct NoHfCache {
+  fs::path dir = temp_dir("no_hf");
+  ScopedEnv hub{"HF_HUB_CACHE", dir.string()};
+  ScopedEnv hf_home{"HF_HOME", dir.string()};
+  ScopedEnv xdg{"XDG_CACHE_HOME", dir.string()};
+  ScopedEnv home{"HOME", dir.string()};
+  ~NoHfCache() { fs::remove_all(dir); }
+};
+
 TEST(Resolve, EveryCorpusModelId) {
+  const NoHfCache no_cache;
   struct Case {
     const char* id;
     const char* file;  // in <data dir>/model-configs, "" = built in
@@ -108,7 +123,8 @@ TEST(Resolve, PathsToADirectoryOrAFile) {
   EXPECT_EQ(resolve_model((d / "config.json").string()).id, "Qwen/Qwen3-8B");
   // A local directory named like DeepSeek-V3.2 with its own config.json is read, not the built-in.
   fs::create_directories(d / "DeepSeek-v3.2");
-  fs::copy_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json", d / "DeepSeek-v3.2" / "config.json");
+  fs::copy_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json",
+                d / "DeepSeek-v3.2" / "config.json");
   EXPECT_EQ(resolve_model((d / "DeepSeek-v3.2").string()).model_type, "glm_moe_dsa");
   fs::remove_all(d);
 }
@@ -125,6 +141,10 @@ TEST(Resolve, HuggingFaceCachePrefersRefsMain) {
   const ModelSpec m = resolve_model("Acme/Tiny");
   EXPECT_EQ(m.num_layers(), 40);
   EXPECT_EQ(m.config_source, (hub / "models--Acme--Tiny" / "snapshots" / "bbb" / "config.json").string());
+  // A real node's cached DeepSeek-V3.2 config wins over the built-in one.
+  write(hub / "models--deepseek-ai--DeepSeek-V3.2" / "snapshots" / "ccc" / "config.json",
+        common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-V3.2").model_type, "glm_moe_dsa");
   fs::remove_all(hub);
 }
 
@@ -136,7 +156,8 @@ TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
   EXPECT_EQ(msg.rfind("unknown model \"Acme/NoSuchModel\"; searched:", 0), 0u) << msg;
   EXPECT_NE(msg.find("path Acme/NoSuchModel (does not exist)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("built-in models (DeepSeek-V3.2"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("Hugging Face cache " + (hub / "models--Acme--NoSuchModel" / "snapshots" / "*" / "config.json").string()),
+  EXPECT_NE(msg.find("Hugging Face cache " +
+                     (hub / "models--Acme--NoSuchModel" / "snapshots" / "*" / "config.json").string()),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("Hugging Face cache " + (hub / "home" / "hub" / "models--Acme--NoSuchModel").string()),
@@ -149,8 +170,10 @@ TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
   // A directory without config.json, and a data dir that does not exist.
   const ScopedEnv data("SERVELAB_DATA_DIR", (hub / "nowhere").string());
   const std::string msg2 = message_of([&] { resolve_model(hub.string()); });
-  EXPECT_NE(msg2.find("directory " + hub.string() + " (exists, but holds no config.json)"), std::string::npos) << msg2;
-  EXPECT_NE(msg2.find("data dir " + (hub / "nowhere" / "model-configs").string() + " (does not exist; set SERVELAB_DATA_DIR)"),
+  EXPECT_NE(msg2.find("directory " + hub.string() + " (exists, but holds no config.json)"), std::string::npos)
+      << msg2;
+  EXPECT_NE(msg2.find("data dir " + (hub / "nowhere" / "model-configs").string() +
+                      " (does not exist; set SERVELAB_DATA_DIR)"),
             std::string::npos)
       << msg2;
   fs::remove_all(hub);
@@ -158,29 +181,40 @@ TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
 
 TEST(LoadConfig, FileErrors) {
   const fs::path d = temp_dir("load");
-  EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()), std::string::npos);
+  EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),
+            std::string::npos);
   write(d / "bad.json", "{\"model_type\": ");
-  EXPECT_EQ(message_of([&] { load_config(d / "bad.json"); }).rfind("model config " + (d / "bad.json").string() + ": invalid JSON", 0), 0u);
+  EXPECT_EQ(message_of([&] {
+              load_config(d / "bad.json");
+            }).rfind("model config " + (d / "bad.json").string() + ": invalid JSON", 0),
+            0u);
   write(d / "notype.json", "{\"hidden_size\": 1}");
-  EXPECT_EQ(message_of([&] { load_config(d / "notype.json"); }), (d / "notype.json").string() + ": missing key \"model_type\"");
+  EXPECT_EQ(message_of([&] { load_config(d / "notype.json"); }),
+            (d / "notype.json").string() + ": missing key \"model_type\"");
   write(d / "array.json", "[1, 2]");
-  EXPECT_EQ(message_of([&] { load_config(d / "array.json"); }), (d / "array.json").string() + ": config is not a JSON object");
+  EXPECT_EQ(message_of([&] { load_config(d / "array.json"); }),
+            (d / "array.json").string() + ": config is not a JSON object");
   fs::remove_all(d);
 }
 
 TEST(Registry, VariantsAndUnknownModelType) {
   std::vector<std::string> names;
   for (const auto& v : architectures()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "qwen3", "qwen3_5", "qwen3_moe"}));
-  EXPECT_EQ(message_of([] { from_config({{"model_type", "mamba"}}, "m.json"); }),
-            "m.json: unknown model_type \"mamba\" (known: deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, gpt_oss, "
+  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "qwen3", "qwen3_5",
+                                             "qwen3_moe"}));
+  EXPECT_EQ(message_of([] {
+              from_config({{"model_type", "mamba"}}, "m.json");
+            }),
+            "m.json: unknown model_type \"mamba\" (known: deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, "
+            "gpt_oss, "
             "llama, mistral, qwen2, qwen3, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next)");
   // A model_type registered twice is a programming error caught at registration.
   EXPECT_THROW(register_architecture({"dup", {"qwen3"}, nullptr}), std::logic_error);
 }
 
 TEST(FromConfig, CommonFieldErrors) {
-  nlohmann::json c = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3-8b.json"));
+  nlohmann::json c =
+      nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3-8b.json"));
   c["torch_dtype"] = "int8";
   EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }),
             "q.json: \"torch_dtype\" is \"int8\" (expected bfloat16, float16 or float32)");
@@ -190,7 +224,8 @@ TEST(FromConfig, CommonFieldErrors) {
   EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }), "q.json: \"hidden_size\" is 0 (must be positive)");
   c["hidden_size"] = 4096;
   c["tie_word_embeddings"] = "yes";
-  EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }), "q.json: \"tie_word_embeddings\" is not a boolean (\"yes\")");
+  EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }),
+            "q.json: \"tie_word_embeddings\" is not a boolean (\"yes\")");
   // Tied embeddings: the LM head is the embedding, counted once in total, still run by every token.
   c["tie_word_embeddings"] = true;
   const ModelSpec tied = from_config(c, "q.json");
