@@ -1,22 +1,23 @@
-// The engine twin's speed (issue 4 §5):
-//  (1) predicting the study's 1000-prompt ShareGPT run (vLLM -tp 8 baseline): target <= 50 ms;
-//  (2) every distinct launch of the study (seed-measurements.json) x its six scenarios: target <= 10 s.
+// The engine twin's speed (issue 8 §7):
+//  (1) predicting a 1000-prompt ShareGPT run: target <= 20 ms, for DeepSeek-V3.2 on vLLM TP8 (8 x H200,
+//      the reference study's baseline) and Qwen3-32B on vLLM (1 x H100, a dense model with many steps);
+//  (2) leave-one-study-out over the whole released corpus (shared/reference): target <= 60 s.
 // Reference measured in the same run: metrics::compute_metrics over the predicted ShareGPT outputs (what
-// `bench serve` itself spends to summarise the same run). Prints times, the ratio to the reference and to
-// the targets, and the speed-up over the real benchmark's measured 72.75 s.
+// `bench serve` itself spends to summarise the same run). Prints times and the ratios to the reference
+// and to the targets.
 // Reproduce: cmake --build <build> --target sim_bench && <build>/benchmarks/sim_bench
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <set>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/paths.h"
+#include "engines/engines.h"
+#include "hardware/hardware.h"
 #include "metrics/metrics.h"
+#include "model/model.h"
+#include "sim/corpus.h"
 #include "sim/sim.h"
 #include "sim/validate.h"
 
@@ -26,21 +27,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-int main() {
+int time_prediction(const char* name, const std::string& command, const std::string& hardware) {
   using namespace servelab;
-  const sim::Cluster cluster = sim::parse_cluster("8xH200");
-  const auto baseline = std::get<engines::EngineConfig>(
-      sim::parse_study_launch("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32 "
-                              "--reasoning-parser deepseek_v3", {}));
-  // (1) best of 5 predictions of sharegpt-1000.
+  const auto cluster = hardware::parse_cluster(hardware);
+  const auto engine = engines::parse_launch_command(engines::split_command_line(command), {});
+  const auto model = model::resolve_model(engine.model);
+  const auto workload = sim::sharegpt_workload(model, 1000);
   double best = 1e9;
   sim::Prediction last;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = sim::predict(baseline, cluster, sim::sharegpt_1000(), {});
+    auto r = sim::predict(engine, cluster, model, workload, {});
     best = std::min(best, seconds_since(t0));
+    if (auto* f = std::get_if<sim::Failure>(&r)) {
+      std::printf("%s: predicted failure %s\n", name, f->reason.c_str());
+      return 1;
+    }
     last = std::get<sim::Prediction>(std::move(r));
   }
   double ref = 1e9;
@@ -50,42 +52,24 @@ int main() {
     ref = std::min(ref, seconds_since(t0));
     if (m.completed != 1000) return 1;
   }
-  std::printf("sharegpt-1000, vLLM -tp 8: predict %.1f ms (target <= 50 ms: %.2fx of budget); "
-              "compute_metrics on its outputs %.2f ms (ratio %.1fx); real run 72.75 s -> %.0fx faster than real time\n",
-              best * 1e3, best / 0.050, ref * 1e3, best / ref, 72.75 / best);
-
-  // (2) every distinct study launch x six scenarios.
-  nlohmann::json j;
-  std::ifstream(common::source_dir().parent_path() / "shared/reference/seed-measurements.json") >> j;
-  std::set<std::pair<std::string, std::string>> launches;
-  for (const auto& e : j) {
-    std::string env;
-    for (const auto& v : e.value("env", nlohmann::json::array())) env += v.get<std::string>() + " ";
-    launches.insert({e.at("command").get<std::string>(), env});
-  }
-  const char* scenarios[] = {"sharegpt-1000",        "random-128in-4out",     "random-2000in-100out",
-                             "random-4000in-200out", "random-32000in-100out", "random-1000in-2000out"};
-  int runs = 0, failures = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& [cmd, env_line] : launches) {
-    std::vector<std::string> env;
-    std::string cur;
-    for (char c : env_line) {
-      if (c == ' ') {
-        if (!cur.empty()) env.push_back(cur), cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    for (const char* s : scenarios) {
-      const auto r = sim::predict_study_entry(cmd, env, s, cluster);
-      ++runs;
-      failures += std::holds_alternative<sim::Failure>(r);
-    }
-  }
-  const double all = seconds_since(t0);
-  std::printf("study: %zu distinct launches x 6 scenarios = %d predictions (%d predicted failures) in %.2f s "
-              "(target <= 10 s: %.2fx of budget)\n",
-              launches.size(), runs, failures, all, all / 10.0);
+  std::printf("%s: 1000-prompt ShareGPT prediction %.1f ms (target <= 20 ms: %.2fx of budget), %lld steps; "
+              "compute_metrics on its outputs %.2f ms (ratio %.1fx)\n",
+              name, best * 1e3, best / 0.020, last.twin.steps, ref * 1e3, best / ref);
   return 0;
+}
+
+}  // namespace
+
+int main() {
+  using namespace servelab;
+  int rc = time_prediction("DeepSeek-V3.2, vLLM -tp 8, 8xH200",
+                           "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32", "8xH200");
+  rc |= time_prediction("Qwen3-32B, vLLM, 1xH100", "vllm serve Qwen/Qwen3-32B --max-model-len 16384", "1xH100");
+  const auto corpus = sim::load_corpus(common::source_dir().parent_path() / "shared" / "reference");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto v = sim::validate_corpus(corpus, 0);
+  const double s = seconds_since(t0);
+  std::printf("leave-one-study-out over %zu points of %zu studies: %.1f s (target <= 60 s: %.2fx of budget)\n",
+              corpus.points.size(), corpus.studies.size(), s, s / 60.0);
+  return rc;
 }

@@ -1,123 +1,218 @@
-// The twin's discrete-event simulation: workload definition, determinism, scheduler invariants.
+// The twin's discrete-event simulation on hand-built launches: timing identities, the schedulers'
+// invariants (vLLM preemption, SGLang admission, TRT-LLM no-evict), pipeline micro-batches, DP routing,
+// speculative decoding, client concurrency caps and arrivals, and the trace replay used by the fit.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <numeric>
-#include <string>
 
 #include "metrics/metrics.h"
-#include "engines/engines.h"
 #include "sim/sim.h"
+#include "sim/sim_detail.h"
+#include "test_launch.h"
 
 namespace servelab::sim {
 namespace {
 
-using engines::EngineConfig;
-using engines::EngineKind;
+using testing::corpus_model;
+using testing::test_launch;
 
-EngineConfig parse(const std::string& command) {
-  return engines::parse_launch_command(engines::split_command_line(command), {});
-}
-
-EngineConfig vllm_tp8() { return parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8"); }
-
-TEST(Workload, ShareGpt1000MatchesStudyTotals) {
-  const auto w = sharegpt_1000();
-  ASSERT_EQ(w.size(), 1000u);
-  long long in = 0, out = 0;
-  for (const auto& r : w) {
-    in += r.prompt_len;
-    out += r.output_len;
-    EXPECT_GE(r.prompt_len, 4);
-    EXPECT_LE(r.prompt_len + r.output_len, 2048);  // vLLM's ShareGPT filter
+struct Case {
+  model::ModelSpec model = corpus_model("qwen3-8b");
+  hardware::ClusterSpec cluster = hardware::parse_cluster("1xH100");
+  engines::ResolvedLaunch launch;
+  Case() {
+    launch = test_launch(model, cluster, 1);
+    launch.max_model_len = 32768;
   }
-  EXPECT_EQ(in, 219111);   // the study's "Total input tokens"
-  EXPECT_EQ(out, 197162);  // mean generated total of the released full-success runs
+};
+
+const Prediction& ok(const PredictResult& r) {
+  if (const auto* f = std::get_if<Failure>(&r)) ADD_FAILURE() << f->reason;
+  return std::get<Prediction>(r);
 }
 
-TEST(Simulate, DeterministicAndComplete) {
-  const Cluster c = parse_cluster("8xH200");
-  const auto a = predict(vllm_tp8(), c, sharegpt_1000(), {});
-  const auto b = predict(vllm_tp8(), c, sharegpt_1000(), {});
-  ASSERT_TRUE(std::holds_alternative<Prediction>(a)) << std::get<Failure>(a).reason;
-  const auto& pa = std::get<Prediction>(a);
-  const auto& pb = std::get<Prediction>(b);
-  ASSERT_EQ(pa.outputs.size(), 1000u);
-  EXPECT_EQ(pa.twin.duration_s, pb.twin.duration_s);
-  for (std::size_t i = 0; i < pa.outputs.size(); ++i) {
-    const auto& o = pa.outputs[i];
-    ASSERT_TRUE(o.success);
-    EXPECT_EQ(o.output_tokens, sharegpt_1000()[i].output_len);
-    EXPECT_EQ(o.itl_s.size() + 1, static_cast<std::size_t>(o.output_tokens));  // one token per chunk
-    EXPECT_EQ(o.ttft_s, pb.outputs[i].ttft_s);
-    const double sum_itl = std::accumulate(o.itl_s.begin(), o.itl_s.end(), 0.0);
-    EXPECT_NEAR(o.ttft_s + sum_itl, o.latency_s, 1e-9);
-  }
-  const auto m = metrics::compute_metrics(pa.outputs, pa.twin.duration_s, {});
-  EXPECT_EQ(m.completed, 1000);
-  EXPECT_EQ(m.total_input, 219111);
+// One request alone: its TTFT is one prefill step, every later token one decode step; the run is their
+// sum. The step times are the step model's at the calibration the prediction used.
+TEST(Simulate, OneRequestIsPrefillThenDecodeSteps) {
+  Case c;
+  const std::vector<WorkloadRequest> w = {{1000, 10}};
+  WorkloadOptions o;
+  o.chat_template_tokens = 0;
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+  ASSERT_EQ(p.outputs.size(), 1u);
+  const auto& out = p.outputs[0];
+  ASSERT_TRUE(out.success);
+  EXPECT_EQ(out.output_tokens, 10);
+  EXPECT_EQ(out.itl_s.size(), 9u);
+  EXPECT_EQ(p.twin.steps, 10);
+  const double sum = std::accumulate(out.itl_s.begin(), out.itl_s.end(), out.ttft_s);
+  EXPECT_NEAR(sum, out.latency_s, 1e-12);
+  EXPECT_NEAR(out.latency_s, p.twin.duration_s, 1e-12);
+  // The decode steps grow with the context by the KV read only: nearly equal.
+  EXPECT_NEAR(out.itl_s.front(), out.itl_s.back(), 1e-4);
+  EXPECT_GT(out.ttft_s, out.itl_s.front());
+  EXPECT_EQ(p.twin.graphed_steps, 9);  // decode steps replay graphs, the prefill does not
 }
 
-TEST(Simulate, ReleasedFailuresReproduced) {
-  // The study's refusals (engines rules) and the vLLM -dp 8 OOM at full context (memory plan).
-  const Cluster c = parse_cluster("8xH200");
-  const auto w = random_fixed(4, 100, 10);
-  auto fails = [&](const std::string& cmd, std::map<std::string, std::string> env = {}) {
-    const auto r = predict(engines::parse_launch_command(engines::split_command_line(cmd), env), c, w, {});
-    return std::holds_alternative<Failure>(r) ? std::get<Failure>(r).reason : std::string();
-  };
-  const std::string base = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8";
-  EXPECT_EQ(fails(base, {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}),
-            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
-            "Reason: ['sparse not supported']");
-  EXPECT_NE(fails(base + " -dcp 8").find("log-sum-exp"), std::string::npos);
-  EXPECT_NE(fails("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8",
-                  {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}).find("DeepGEMM"), std::string::npos);
-  const std::string dp8 = "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 1 -dp 8 --enable-expert-parallel";
-  EXPECT_NE(fails(dp8).find("max seq len (163840)"), std::string::npos);
-  EXPECT_EQ(fails(dp8 + " --max-model-len 81920"), "");
-  EXPECT_EQ(fails(base), "");
+TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
+  Case c;
+  std::vector<WorkloadRequest> w;
+  for (int i = 0; i < 300; ++i) w.push_back({100 + (i * 37) % 900, 20 + (i * 11) % 200});
+  Trace trace;
+  WorkloadOptions o;
+  o.trace = &trace;
+  const auto& a = ok(predict_resolved(c.launch, c.cluster, w, o));
+  o.trace = nullptr;
+  const auto& b = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_EQ(a.twin.duration_s, b.twin.duration_s);
+  const HeadlineMetrics h = headline(a);
+  const HeadlineMetrics r = replay(trace, a.context.calibration);
+  EXPECT_EQ(r.completed, h.completed);
+  EXPECT_NEAR(r.duration_s, h.duration_s, 1e-6 * h.duration_s);
+  EXPECT_NEAR(r.total_tok_s, h.total_tok_s, 1e-6 * h.total_tok_s);
+  EXPECT_NEAR(r.mean_ttft_ms, h.mean_ttft_ms, 1e-6 * h.mean_ttft_ms);
+  EXPECT_NEAR(r.mean_tpot_ms, h.mean_tpot_ms, 1e-6 * h.mean_tpot_ms);
+  // Re-timed with a slower CPU, the run is longer by about steps x the extra time.
+  Calibration slow = a.context.calibration;
+  slow.cpu_step_ms += 1.0;
+  EXPECT_NEAR(replay(trace, slow).duration_s - h.duration_s, a.twin.steps * 1e-3, 0.02 * h.duration_s);
 }
 
-TEST(Simulate, RequestLongerThanContextFailsLikeVllm) {
-  EngineConfig e = vllm_tp8();
-  e.max_model_len = 4096;
-  const std::vector<WorkloadRequest> w{{4000, 200}, {100, 10}};
-  const auto r = predict(e, parse_cluster("8xH200"), w, {});
-  const auto& p = std::get<Prediction>(r);
-  EXPECT_FALSE(p.outputs[0].success);
-  EXPECT_EQ(p.outputs[0].http_status, 400);
-  EXPECT_NE(p.outputs[0].error.find("maximum context length is 4096"), std::string::npos);
-  EXPECT_TRUE(p.outputs[1].success);
-}
-
-TEST(Simulate, SglangSpeculativeCapsRunningRequestsAt48) {
-  const EngineConfig e = parse(
-      "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp-size 8 "
-      "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
-      "--speculative-num-draft-tokens 2");
-  const auto w = random_fixed(200, 100, 50);
-  const auto& p = std::get<Prediction>(predict(e, parse_cluster("8xH200"), w, {}));
-  EXPECT_EQ(p.twin.max_batch_requests, 48);
-  EXPECT_GT(p.twin.mtp_acceptance, 0.0);
-  long long chunks = 0, tokens = 0;
-  for (const auto& o : p.outputs) {
-    chunks += static_cast<long long>(o.itl_s.size()) + 1;
-    tokens += o.output_tokens;
-  }
-  EXPECT_LT(chunks, tokens);  // accepted draft tokens arrive two to a chunk
-}
-
-TEST(Simulate, KvExhaustionPreemptsInVllm) {
-  EngineConfig e = vllm_tp8();
-  e.gpu_memory_fraction = 0.62;  // leaves a KV pool of ~45 K tokens
-  e.max_model_len = 8192;
-  const auto w = random_fixed(256, 1000, 400);
-  const auto r = predict(e, parse_cluster("8xH200"), w, {});
-  ASSERT_TRUE(std::holds_alternative<Prediction>(r)) << std::get<Failure>(r).reason;
-  const auto& p = std::get<Prediction>(r);
+// vLLM preempts (recompute) when the pool runs out while decoding; nothing is lost and every request
+// finishes with all its tokens.
+TEST(Simulate, VllmPreemptsAndRecomputesWhenKvRunsOut) {
+  Case c;
+  c.launch.memory.fraction = 0.865;  // a small pool: weights 16.4 GB, ~4 GB of KV
+  std::vector<WorkloadRequest> w(400, WorkloadRequest{1500, 600});
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
   EXPECT_GT(p.twin.preemptions, 0);
-  for (const auto& o : p.outputs) EXPECT_TRUE(o.success);
+  EXPECT_LE(p.twin.kv_peak_fraction, 1.0);
+  for (const auto& o : p.outputs) {
+    ASSERT_TRUE(o.success);
+    EXPECT_EQ(o.output_tokens, 600);
+  }
+}
+
+// TensorRT-LLM's GUARANTEED_NO_EVICT reserves prompt + max output at admission: no preemption ever.
+TEST(Simulate, TrtllmNeverEvicts) {
+  Case c;
+  c.launch.memory.fraction = 0.865;
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kTrtllmInflight;
+  c.launch.scheduler.chunked_prefill = false;
+  std::vector<WorkloadRequest> w(400, WorkloadRequest{1500, 600});
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
+  EXPECT_EQ(p.twin.preemptions, 0);
+  EXPECT_LE(p.twin.kv_peak_fraction, 1.0);
+}
+
+// SGLang runs prefill batches apart from decode (no mixing): with a long queue its first tokens come
+// in prefill steps of up to the chunk size.
+TEST(Simulate, SglangPrefillsBeforeDecoding) {
+  Case c;
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kSglang;
+  c.launch.scheduler.mixed_prefill_decode = false;
+  c.launch.scheduler.token_budget = 8192;
+  c.launch.scheduler.max_num_seqs = 0;
+  c.launch.scheduler.max_num_seqs_from_pool = true;
+  c.launch.memory.profile_activations = false;
+  std::vector<WorkloadRequest> w(64, WorkloadRequest{1024, 32});
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
+  // 64 x (1024 + 8 template tokens) prompt tokens in chunks of 8192 per prefill batch.
+  EXPECT_GT(p.twin.prefill_time_s, 0);
+  int first_step_finishers = 0;
+  for (const auto& o : p.outputs) first_step_finishers += o.ttft_s == p.outputs[0].ttft_s;
+  EXPECT_EQ(first_step_finishers, 7);  // 8192 / 1032 = 7.9: seven whole prompts in the first batch
+}
+
+// Pipeline parallelism: two micro-batches in flight, each through both stages. With enough requests
+// the throughput nearly doubles over one micro-batch at a time, and each token takes two ticks.
+TEST(Simulate, PipelineKeepsTwoMicroBatchesInFlight) {
+  Case c;
+  c.cluster = hardware::parse_cluster("2xH100");
+  auto pp = test_launch(c.model, c.cluster, 1, 2);
+  pp.max_model_len = 32768;
+  std::vector<WorkloadRequest> w(256, WorkloadRequest{200, 200});
+  const auto& p = ok(predict_resolved(pp, c.cluster, w, {}));
+  for (const auto& o : p.outputs) ASSERT_TRUE(o.success);
+  // One request alone: every token needs both stages (two ticks of half the model each).
+  const std::vector<WorkloadRequest> one = {{200, 5}};
+  const auto& q = ok(predict_resolved(pp, c.cluster, one, {}));
+  EXPECT_EQ(q.twin.steps, 2 * 5);
+}
+
+// DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
+TEST(Simulate, DataParallelRanksShareTheLoad) {
+  Case c;
+  c.cluster = hardware::parse_cluster("2xH100");
+  auto dp = test_launch(c.model, c.cluster, 1);
+  dp.layout.dp = dp.layout.dp_ranks = 2;
+  dp.layout.gpus = 2;
+  dp.routing = engines::Routing::kLeastLoaded;
+  dp.max_model_len = 32768;
+  std::vector<WorkloadRequest> w(8, WorkloadRequest{500, 50});
+  const auto& p = ok(predict_resolved(dp, c.cluster, w, {}));
+  EXPECT_EQ(p.twin.max_batch_requests, 4);
+}
+
+// Speculative decoding: with acceptance a, a chain of k drafts yields 1 + a + ... + a^k tokens per step
+// on average; the twin draws each acceptance deterministically.
+TEST(Simulate, SpeculativeDecodingAcceptsDraftTokens) {
+  Case c;
+  engines::SpeculativePolicy s;
+  s.method = engines::SpeculativePolicy::Method::kEagle3;
+  s.num_speculative_tokens = 3;
+  s.num_steps = 3;
+  s.topk = 1;
+  s.acceptance = 0.8;
+  c.launch.speculative = s;
+  std::vector<WorkloadRequest> w(20, WorkloadRequest{300, 400});
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
+  long long tokens = 0, chunks = 0;
+  for (const auto& o : p.outputs) {
+    ASSERT_TRUE(o.success);
+    tokens += o.output_tokens - 1;
+    chunks += static_cast<long long>(o.itl_s.size());
+  }
+  // Expected tokens per decode step 1 + 0.8 + 0.64 + 0.512 = 2.95 (minus the clipping at each end).
+  EXPECT_NEAR(double(tokens) / chunks, 2.95, 0.12);
+  EXPECT_GT(p.twin.draft_s, 0);
+}
+
+// A client cap of 4 concurrent requests: never more than 4 running; each request is sent when one
+// before it finishes.
+TEST(Simulate, ClientConcurrencyCap) {
+  Case c;
+  std::vector<WorkloadRequest> w(32, WorkloadRequest{200, 50});
+  WorkloadOptions o;
+  o.max_concurrency = 4;
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_EQ(p.twin.max_batch_requests, 4);
+  int in_flight_max = 0;
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+    int n = 0;
+    const double t = p.outputs[i].send_time_s;
+    for (const auto& q : p.outputs) n += q.send_time_s <= t && q.send_time_s + q.latency_s > t;
+    in_flight_max = std::max(in_flight_max, n);
+  }
+  EXPECT_LE(in_flight_max, 4);
+}
+
+// guidellm's constant profile: request i is sent at i / rate.
+TEST(Simulate, ConstantArrivals) {
+  Case c;
+  std::vector<WorkloadRequest> w(10, WorkloadRequest{100, 10});
+  WorkloadOptions o;
+  o.request_rate = 2.0;
+  o.constant_arrivals = true;
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+  for (int i = 0; i < 10; ++i) EXPECT_DOUBLE_EQ(p.outputs[i].send_time_s, i / 2.0);
+  EXPECT_GT(p.twin.idle_time_s, 0);
+}
+
+TEST(Simulate, BadWorkloadThrows) {
+  Case c;
+  const std::vector<WorkloadRequest> w = {{0, 10}};
+  EXPECT_THROW(predict_resolved(c.launch, c.cluster, w, {}), std::invalid_argument);
 }
 
 }  // namespace
