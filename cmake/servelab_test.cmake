@@ -1,8 +1,9 @@
-# servelab_add_test(NAME <name> SOURCES a.cc b.cc LIBS servelab_x ... [LABELS l])
+# servelab_add_test(NAME <name> SOURCES a.cc b.cc LIBS servelab_x ... [LABELS l] [PREFIX p.])
+# PREFIX is put before every discovered test name (`ctest -R p` then selects the module's tests).
 # One GoogleTest executable per test file group, registered with ctest through gtest_discover_tests.
 include(GoogleTest)
 function(servelab_add_test)
-  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;PREFIX" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
   # Property list built conditionally: an empty LABELS value would shift the key/value pairs.
@@ -10,5 +11,5 @@ function(servelab_add_test)
   if(T_LABELS)
     list(APPEND props LABELS "${T_LABELS}")
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 120 TEST_PREFIX "${T_PREFIX}" PROPERTIES ${props})
 endfunction()
