@@ -1,4 +1,5 @@
 # servelab_add_test(NAME <name> SOURCES a.cc b.cc LIBS servelab_x ... [LABELS l] [PREFIX p.])
+# PREFIX is put before every discovered test name (`ctest -R p` then selects the module's tests).
 # One GoogleTest executable per test file group, registered with ctest through gtest_discover_tests.
 include(GoogleTest)
 function(servelab_add_test)

@@ -324,6 +324,14 @@ bool to_bool(const std::string& text) {
   return text == "true";
 }
 
+std::vector<FlagSpec> specs_in(const std::vector<FlagSpec>& specs, const EngineVersion& version) {
+  std::vector<FlagSpec> out;
+  out.reserve(specs.size());
+  for (const auto& s : specs)
+    if (s.versions.contains(version)) out.push_back(s);
+  return out;
+}
+
 ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<std::string>& args,
                           const ArgparseSettings& s) {
   std::vector<OptionEntry> entries;  // declaration order (Python dict order)

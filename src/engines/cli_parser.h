@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engines/engine_config.h"
+#include "engines/version.h"
 
 namespace servelab::engines::detail {
 
@@ -33,7 +34,14 @@ struct FlagSpec {
   ValueKind kind = ValueKind::kString;
   std::vector<std::string> choices;  ///< allowed values (empty = any)
   ApplyFn apply = nullptr;           ///< nullptr = real option, not modelled (recorded in unmodelled_options)
+  /// Releases that have the option; outside it the engine's CLI rejects it as unknown.
+  VersionRange versions = {};
+  /// Where the range comes from ("" when the option exists in every modelled release).
+  const char* versions_source = "";
 };
+
+/// The specs of `specs` that exist in `version` (declaration order kept).
+std::vector<FlagSpec> specs_in(const std::vector<FlagSpec>& specs, const EngineVersion& version);
 
 /// One option occurrence after parsing.
 struct ParsedFlag {

@@ -95,6 +95,10 @@ EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
       c.enable_chunked_prefill = as_bool(v, key);
     else if (key == "trust_remote_code")
       c.trust_remote_code = as_bool(v, key);
+    else if (key == "disable_overlap_scheduler")
+      c.disable_overlap_schedule = as_bool(v, key);
+    else if (key == "stream_interval")
+      c.stream_interval = as_int(v, key);
     else if (key == "kv_cache_config" && v.is_object()) {
       for (const auto& [k, x] : v.items()) {
         std::string full = key + "." + k;
@@ -120,11 +124,13 @@ EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
         std::string full = key + "." + k;
         if (k == "max_batch_size")
           c.cuda_graph_max_bs = as_int(x, full);
+        else if (k == "enable_padding")
+          c.cuda_graph_padding = as_bool(x, full);
         else if (k == "batch_sizes" && x.is_array() && !x.empty()) {
-          int mx = 0;
-          for (const auto& b : x) mx = std::max(mx, as_int(b, full));
-          c.cuda_graph_max_bs = mx;
-          flatten(x, full, c.config_file_options);
+          c.cuda_graph_sizes.clear();
+          for (const auto& b : x) c.cuda_graph_sizes.push_back(as_int(b, full));
+          std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
+          c.cuda_graph_max_bs = c.cuda_graph_sizes.back();
         } else {
           flatten(x, full, c.config_file_options);
         }
@@ -185,7 +191,7 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
               config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())),
               config.argv.end());
   argv.insert(argv.end(), lists.begin(), lists.end());
-  EngineConfig out = parse_launch_command(argv, config.env);
+  EngineConfig out = parse_launch_command(argv, config.env, config.engine_version);
   out.argv = config.argv;
   return out;
 }
@@ -193,10 +199,17 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
 std::string render_extra_llm_api_options(const EngineConfig& c) {
   json t = json::object();
   if (c.enable_dp_attention) t["enable_attention_dp"] = true;
-  if (c.enforce_eager)
+  if (c.enforce_eager) {
     t["cuda_graph_config"] = nullptr;
-  else if (c.cuda_graph_max_bs)
-    t["cuda_graph_config"]["max_batch_size"] = *c.cuda_graph_max_bs;
+  } else {
+    if (!c.cuda_graph_sizes.empty())
+      t["cuda_graph_config"]["batch_sizes"] = c.cuda_graph_sizes;
+    else if (c.cuda_graph_max_bs)
+      t["cuda_graph_config"]["max_batch_size"] = *c.cuda_graph_max_bs;
+    if (c.cuda_graph_padding) t["cuda_graph_config"]["enable_padding"] = *c.cuda_graph_padding;
+  }
+  if (c.disable_overlap_schedule) t["disable_overlap_scheduler"] = true;
+  if (c.stream_interval) t["stream_interval"] = *c.stream_interval;
   if (c.kv_cache_dtype != "auto" && !c.kv_cache_dtype.empty())
     t["kv_cache_config"]["dtype"] = c.kv_cache_dtype;
   if (!c.enable_prefix_caching) t["kv_cache_config"]["enable_block_reuse"] = false;

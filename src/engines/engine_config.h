@@ -103,9 +103,38 @@ struct EngineConfig {
   std::string quantization;               ///< vLLM -q/--quantization, SGLang --quantization ("" = from model)
   std::optional<int> max_prefill_tokens;  ///< SGLang --max-prefill-tokens (tokens per prefill batch)
   std::optional<int> max_total_tokens;    ///< SGLang --max-total-tokens (KV pool size override, tokens)
-  std::string moe_a2a_backend;        ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
-  std::string moe_runner_backend;     ///< SGLang --moe-runner-backend ("" = auto)
-  std::string trtllm_backend;         ///< TRT --backend ("pytorch", "trt", "_autodeploy")
+  std::string moe_a2a_backend;     ///< SGLang --moe-a2a-backend / vLLM --all2all-backend ("" = default)
+  std::string moe_runner_backend;  ///< SGLang --moe-runner-backend ("" = auto)
+  std::string trtllm_backend;      ///< TRT --backend ("pytorch", "trt", "_autodeploy")
+  std::string deepep_mode;         ///< SGLang --deepep-mode ("normal", "low_latency", "auto"; "" = auto)
+  std::optional<int> moe_dense_tp_size;  ///< SGLang --moe-dense-tp-size (dense FFN TP under DP-attention)
+
+  // Execution (CUDA graphs, compilation, overlap).
+  std::optional<bool> async_scheduling;  ///< vLLM --async-scheduling / --no-async-scheduling (unset: the
+                                         ///< version's default)
+  std::string performance_mode;          ///< vLLM >= 0.17 --performance-mode ("" = balanced)
+  bool language_model_only = false;      ///< vLLM >= 0.17 --language-model-only (no vision encoder)
+  std::string cudagraph_mode;            ///< vLLM compilation_config.cudagraph_mode ("" = version default)
+  /// Explicit CUDA-graph capture sizes (vLLM --cuda-graph-sizes / cudagraph_capture_sizes, SGLang
+  /// --cuda-graph-bs, TRT cuda_graph_config.batch_sizes); empty = the engine's list.
+  std::vector<int> cuda_graph_sizes;
+  std::optional<bool> cuda_graph_padding;   ///< TRT cuda_graph_config.enable_padding; SGLang
+                                            ///< --disable-cuda-graph-padding (false)
+  bool enable_torch_compile = false;        ///< SGLang --enable-torch-compile
+  std::optional<int> torch_compile_max_bs;  ///< SGLang --torch-compile-max-bs
+  bool disable_overlap_schedule = false;    ///< SGLang --disable-overlap-schedule / TRT
+                                            ///< disable_overlap_scheduler (YAML)
+  bool enable_mixed_chunk = false;          ///< SGLang --enable-mixed-chunk
+  std::optional<int> stream_interval;       ///< tokens per streamed chunk (vLLM/SGLang --stream-interval,
+                                            ///< TRT stream_interval YAML)
+  std::optional<int> api_server_count;      ///< vLLM --api-server-count
+  std::string load_balance_method;          ///< SGLang --load-balance-method ("" = round_robin)
+  std::string mamba_ssm_cache_dtype;        ///< vLLM --mamba-ssm-cache-dtype / SGLang --mamba-ssm-dtype
+                                            ///< (linear-attention recurrent state; "" = engine default)
+  bool disable_hybrid_kv_cache_manager = false;  ///< vLLM --disable-hybrid-kv-cache-manager
+  std::optional<double> swa_full_tokens_ratio;   ///< SGLang --swa-full-tokens-ratio
+  bool disable_hybrid_swa_memory = false;        ///< SGLang --disable-hybrid-swa-memory
+  bool enable_piecewise_cuda_graph = false;      ///< SGLang --enable-piecewise-cuda-graph
   std::string extra_llm_api_options;  ///< TRT --extra_llm_api_options YAML path (recorded, not read)
   std::string config_file;            ///< vLLM/SGLang --config YAML path (recorded, not read)
   std::string program;  ///< how it was launched: "vllm serve", "python3 -m sglang.launch_server",

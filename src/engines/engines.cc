@@ -5,6 +5,8 @@
 
 #include "engines/engines.h"
 #include "engines/engines_detail.h"
+#include "engines/launch.h"
+#include "engines/version.h"
 
 namespace servelab::engines {
 namespace {
@@ -88,7 +90,8 @@ void record_env(const std::map<std::string, std::string>& env, EngineConfig& con
 }  // namespace detail
 
 EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
-                                  const std::map<std::string, std::string>& env_in) {
+                                  const std::map<std::string, std::string>& env_in,
+                                  const std::string& version) {
   // Leading `NAME=value` words (and an `env` program) set environment variables, as in a shell
   // command line or render_command(); they override `env_in`.
   std::map<std::string, std::string> env = env_in;
@@ -104,29 +107,34 @@ EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
   if (argv.empty()) throw std::invalid_argument("empty launch command");
   EngineConfig c;
   c.argv = argv;
+  if (!version.empty()) {
+    EngineVersion::parse(version);  // throws std::invalid_argument naming a malformed version
+    c.engine_version = version;
+  }
   detail::record_env(env, c);
+  auto parse_with = [&](EngineKind kind, const std::vector<std::string>& args) {
+    c.kind = kind;
+    engine_module(kind).parse(args, env, c);
+  };
   const std::string prog = basename_of(argv[0]);
   static const std::regex kPython("python[0-9.]*");
   std::vector<std::string> rest;
   if (prog == "vllm") {
     if (argv.size() < 2 || argv[1] != "serve") not_a_launch(argv);
-    c.kind = EngineKind::kVllm;
     c.program = "vllm serve";
     rest.assign(argv.begin() + 2, argv.end());
-    detail::parse_vllm(rest, env, c);
+    parse_with(EngineKind::kVllm, rest);
   } else if (prog == "sglang") {
     if (argv.size() < 2 || argv[1] != "serve") not_a_launch(argv);
-    c.kind = EngineKind::kSglang;
     c.program = "sglang serve";
     rest.assign(argv.begin() + 2, argv.end());
-    detail::parse_sglang(rest, env, c);
+    parse_with(EngineKind::kSglang, rest);
   } else if (prog == "trtllm-serve") {
     std::size_t start = 1;
     if (argv.size() > 1 && argv[1] == "serve") start = 2;
-    c.kind = EngineKind::kTrtllm;
     c.program = "trtllm-serve";
     rest.assign(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end());
-    detail::parse_trtllm(rest, env, c);
+    parse_with(EngineKind::kTrtllm, rest);
   } else if (std::regex_match(prog, kPython)) {
     // python [interpreter options] -m MODULE args...
     std::size_t i = 1;
@@ -155,13 +163,11 @@ EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
     }
     rest.assign(argv.begin() + static_cast<std::ptrdiff_t>(std::min(i, argv.size())), argv.end());
     if (module == "sglang.launch_server") {
-      c.kind = EngineKind::kSglang;
       c.program = "python3 -m sglang.launch_server";
-      detail::parse_sglang(rest, env, c);
+      parse_with(EngineKind::kSglang, rest);
     } else if (module == "vllm.entrypoints.openai.api_server") {
-      c.kind = EngineKind::kVllm;
       c.program = "python3 -m vllm.entrypoints.openai.api_server";
-      detail::parse_vllm(rest, env, c);
+      parse_with(EngineKind::kVllm, rest);
     } else {
       not_a_launch(argv);
     }
@@ -241,6 +247,10 @@ std::map<std::string, std::string> to_env(const EngineConfig& c) {
     env[dg_key] = "0";
   else if (env.count(dg_key) || (c.kind == EngineKind::kSglang && env.count("SGL_ENABLE_JIT_DEEPGEMM")))
     env[dg_key] = "1";
+  // vLLM before 0.11.1 has no --all2all-backend: the all-to-all travels in the environment.
+  if (c.kind == EngineKind::kVllm && !c.moe_a2a_backend.empty() && !c.engine_version.empty() &&
+      !version_at_least(c.engine_version, "0.11.1"))
+    env["VLLM_ALL2ALL_BACKEND"] = c.moe_a2a_backend;
   if (c.kind == EngineKind::kVllm && !c.is_explicit("--attention-backend")) {
     if (c.attention_backend.empty())
       env.erase("VLLM_ATTENTION_BACKEND");
@@ -254,7 +264,7 @@ std::vector<std::string> to_argv(const EngineConfig& c) {
   std::vector<std::string> argv = program_words(c);
   std::vector<std::string> model = model_words(c);
   argv.insert(argv.end(), model.begin(), model.end());
-  EngineConfig bare = parse_launch_command(argv);
+  EngineConfig bare = parse_launch_command(argv, {}, c.engine_version);
   std::vector<std::string> rest = c.kind == EngineKind::kVllm     ? detail::render_vllm(c, bare)
                                   : c.kind == EngineKind::kSglang ? detail::render_sglang(c, bare)
                                                                   : detail::render_trtllm(c, bare);

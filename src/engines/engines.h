@@ -1,6 +1,7 @@
-// servelab/engines: real engine launch commands (vLLM 0.13, SGLang 0.5.6.post2, TensorRT-LLM 1.2.0rc5)
-// parsed into EngineConfig, rendered back to argv, completed with the engine's defaults, and checked
-// against the engine's start-up refusal rules.
+// servelab/engines: real engine launch commands (vLLM 0.10.2-0.24.0, SGLang 0.5.3-0.5.14, TensorRT-LLM
+// 1.0.0-1.2.0rc5; flags per release) parsed into EngineConfig and rendered back to argv. The resolution of a
+// launch for a model and a cluster (defaults by version, refusals, layout, scheduler, kernels) is
+// launch.h's resolve_launch; check_launch / resolve_defaults below are its legacy predecessors.
 //
 // Thread-safety: every function here is pure (no shared state); call from any thread.
 #pragma once
@@ -34,9 +35,9 @@ struct EngineArgError : std::runtime_error {
 ///
 /// `argv` is the command exactly as a shell would pass it (argv[0] = program), optionally preceded by
 /// `env` and/or `NAME=value` words (as render_command() writes them; they override `env`). Recognised forms:
-///   vllm serve [MODEL] ...                                     (vLLM 0.13, FlexibleArgumentParser)
-///   python[3[.x]] -m sglang.launch_server ... / sglang serve ...  (SGLang 0.5.6.post2, argparse)
-///   trtllm-serve [serve] MODEL ...                             (TensorRT-LLM 1.2.0rc5, click)
+///   vllm serve [MODEL] ...                                     (vLLM, FlexibleArgumentParser)
+///   python[3[.x]] -m sglang.launch_server ... / sglang serve ...  (SGLang, argparse)
+///   trtllm-serve [serve] MODEL ...                             (TensorRT-LLM, click)
 /// argv[0] may be a path (/usr/bin/python3, ./venv/bin/vllm). Argparse engines accept aliases,
 /// `--flag=value`, unique-prefix abbreviations (allow_abbrev=True), vLLM's `--no-<flag>`, `--snake_case`
 /// keys, `--json-arg.key value` and `-O3`; click (TRT-LLM) accepts exact names and `--flag=value` only.
@@ -51,8 +52,16 @@ struct EngineArgError : std::runtime_error {
 /// or GPU stay unset/0 until resolve_defaults().
 /// Throws EngineArgError (unknown flag, bad value, bad choice, missing value) with the engine's own message
 /// format; std::invalid_argument when argv is not one of the launch forms above.
+///
+/// `version` is the engine release the command is for ("0.11.0", "0.5.3.post3", "1.2.0rc1"; "" = the
+/// module's default version, engine_module(kind).default_version). Each flag exists in the releases its
+/// spec names (cli_parser.h FlagSpec::versions): a flag the release lacks fails as that release's CLI
+/// would (argparse "unrecognized arguments", click "No such option"). Releases between or beyond the
+/// modelled ones use the flags of their position in the order (EngineVersion). Throws
+/// std::invalid_argument for a malformed version.
 EngineConfig parse_launch_command(const std::vector<std::string>& argv,
-                                  const std::map<std::string, std::string>& env = {});
+                                  const std::map<std::string, std::string>& env = {},
+                                  const std::string& version = "");
 
 /// Splits a shell command line into argv (POSIX sh word splitting: whitespace, '...', "...", \ escapes;
 /// no expansion). Throws std::invalid_argument on an unterminated quote.
@@ -89,9 +98,10 @@ std::string render_command(const EngineConfig& config);
 ///   TRT-LLM `--extra_llm_api_options FILE.yaml`: LLM API arguments that override the CLI —
 ///     tensor/pipeline/moe_expert_parallel_size, enable_attention_dp (dp = tp), max_batch_size,
 ///     max_num_tokens, max_seq_len, enable_chunked_prefill, kv_cache_config.{free_gpu_memory_fraction,
-///     dtype, enable_block_reuse, tokens_per_block}, cuda_graph_config.{max_batch_size, batch_sizes}
-///     (null disables CUDA graphs), moe_config.backend, speculative_config.{decoding_type,
-///     num_nextn_predict_layers}; other keys go to config_file_options.
+///     dtype, enable_block_reuse, tokens_per_block}, cuda_graph_config.{max_batch_size, batch_sizes,
+///     enable_padding} (null disables CUDA graphs), moe_config.backend, speculative_config.{decoding_type,
+///     num_nextn_predict_layers}, disable_overlap_scheduler, stream_interval; other keys go to
+///     config_file_options.
 /// YAML: the subset engine files use (block mappings, scalars, [flow] and block lists of scalars).
 /// Throws std::invalid_argument naming the YAML line or key on anything else.
 EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& yaml_text);
@@ -102,8 +112,8 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
 /// extra_llm_api_options to the path; apply_config_yaml(config, text) reproduces those fields.
 std::string render_extra_llm_api_options(const EngineConfig& config);
 
-/// What the engine needs to know about the model for defaults and refusal rules (filled by sim from the
-/// model table / HF config.json).
+/// Legacy (until src/sim uses resolve_launch): what the engine needs to know about the model for defaults
+/// and refusal rules (filled by sim from the model table / HF config.json).
 struct ModelTraits {
   std::string display_name = "DeepSeek-V3.2";  ///< used in messages
   bool mla = true;                             ///< multi-head latent attention (kv head dim 576)
@@ -113,7 +123,7 @@ struct ModelTraits {
   bool fp8_block_weights = true;               ///< FP8 128x128 block-scaled weights (DeepGEMM path)
 };
 
-/// What the engine needs to know about the GPU node (filled by sim from the hardware table).
+/// Legacy (until src/sim uses resolve_launch): what the engine needs to know about the GPU node.
 struct HardwareTraits {
   std::string name = "H200";
   int compute_capability_major = 9;  ///< H100/H200: 9.0 (sm90); B200: 10.0 (sm100)
@@ -139,7 +149,8 @@ struct LaunchFailure {
   std::string rule;  ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
 };
 
-/// Start-up / run-time refusals that depend only on the config, model and GPU (not on memory: the
+/// Legacy (until src/sim uses resolve_launch, which holds the same rules and more, per version):
+/// start-up / run-time refusals that depend only on the config, model and GPU (not on memory: the
 /// memory plan is sim's). Rules (first match wins, in engine order):
 ///   vLLM:   attention backend (VLLM_ATTENTION_BACKEND / --attention-backend) invalid for the model (MLA,
 ///           sparse, block size, KV dtype, compute capability) -> vLLM's ValueError text; no valid backend;
@@ -153,7 +164,8 @@ struct LaunchFailure {
 std::optional<LaunchFailure> check_launch(const EngineConfig& config, const ModelTraits& model,
                                           const HardwareTraits& hardware);
 
-/// Fills the defaults that depend on the model and GPU as the engine does at start-up, returning the
+/// Legacy (until src/sim uses resolve_launch; same tables and formulas, default versions only):
+/// fills the defaults that depend on the model and GPU as the engine does at start-up, returning the
 /// effective config (explicit values are kept, except where the engine itself overrides them):
 ///   vLLM:   max_num_seqs / max_num_batched_tokens by GPU memory tier, block size 64 for sparse MLA,
 ///           kv_cache_dtype fp8* -> fp8_ds_mla for sparse MLA, max_model_len = model max, attention backend

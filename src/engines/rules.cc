@@ -1,11 +1,14 @@
-// Engine defaults that depend on the model and GPU (resolve_defaults) and start-up / run-time refusal
-// rules (check_launch). Sources: the per-engine defaults tables and the reference study's failures
+// Legacy API (ModelTraits / HardwareTraits, kept until src/sim switches to resolve_launch): engine defaults
+// that depend on the model and GPU (resolve_defaults) and start-up / run-time refusal rules
+// (check_launch). The tables and formulas are the engine modules' (launch_detail.h); see launch.h. Sources:
+// the per-engine defaults tables and the reference study's failures
 // (../shared/reference/seed-measurements.json).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "engines/engines.h"
+#include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
@@ -30,61 +33,9 @@ std::string cc_name(const HardwareTraits& hw) {
   return "sm" + std::to_string(hw.compute_capability_major) + std::to_string(hw.compute_capability_minor);
 }
 
-// --- vLLM attention backends (vllm/v1/attention/backends/*, AttentionBackend.validate_configuration,
-// vLLM 0.13). Only the properties the study's model and GPUs exercise are modelled.
-struct VllmBackend {
-  const char* name;
-  bool mla;
-  bool sparse;
-  std::vector<int> cc_majors;          ///< supported compute-capability majors (empty = any)
-  std::vector<int> block_sizes;        ///< supported block sizes (empty = any)
-  std::vector<std::string> kv_dtypes;  ///< supported kv_cache_dtype values (empty = any)
-};
-
-const std::vector<VllmBackend>& vllm_backends() {
-  static const std::vector<VllmBackend> kBackends = {
-      {"FLASHMLA_SPARSE", true, true, {9, 10}, {64}, {"auto", "bfloat16", "fp8_ds_mla"}},
-      {"FLASHMLA", true, false, {9, 10}, {64}, {"auto", "bfloat16", "fp8", "fp8_e4m3"}},
-      // SM100-only kernels (study: "compute capability not supported" on H200).
-      {"CUTLASS_MLA", true, false, {10}, {128}, {"auto", "bfloat16", "fp8", "fp8_e4m3"}},
-      {"FLASHINFER_MLA", true, false, {10}, {32, 64}, {"auto", "bfloat16", "fp8", "fp8_e4m3"}},
-      {"FLASH_ATTN_MLA", true, false, {9}, {}, {"auto", "bfloat16"}},
-      {"TRITON_MLA", true, false, {}, {}, {}},
-      {"FLASH_ATTN", false, false, {8, 9, 10, 12}, {}, {}},
-      {"FLASHINFER", false, false, {}, {}, {}},
-      {"TRITON_ATTN", false, false, {}, {}, {}},
-      {"FLEX_ATTENTION", false, false, {}, {}, {}},
-      {"TREE_ATTN", false, false, {}, {}, {}},
-  };
-  return kBackends;
-}
-
-const VllmBackend* find_vllm_backend(const std::string& name) {
-  for (const auto& b : vllm_backends())
-    if (name == b.name) return &b;
-  return nullptr;
-}
-
-template <class T>
-bool allowed(const std::vector<T>& list, const T& v) {
-  return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
-}
-
-// validate_configuration's reasons, in vLLM's order.
-std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const EngineConfig& c,
-                                              const ModelTraits& m, const HardwareTraits& hw) {
-  std::vector<std::string> r;
-  if (!allowed(b.kv_dtypes, c.kv_cache_dtype)) r.push_back("kv_cache_dtype not supported");
-  // Before the engine fixes the block size it passes None (always accepted); an explicit --block-size
-  // is validated. [unverified: block size at selection time]
-  if (c.is_explicit("--block-size") && !allowed(b.block_sizes, c.block_size))
-    r.push_back("block_size not supported");
-  if (m.mla != b.mla) r.push_back(m.mla ? "MLA not supported" : "non-MLA not supported");
-  if (m.sparse_attention != b.sparse)
-    r.push_back(m.sparse_attention ? "sparse not supported" : "non-sparse not supported");
-  if (!allowed(b.cc_majors, hw.compute_capability_major)) r.push_back("compute capability not supported");
-  return r;
-}
+using detail::fail;
+using detail::find_vllm_backend;
+using detail::range_checks;
 
 std::string python_list(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -92,32 +43,10 @@ std::string python_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bool verbatim) {
-  return LaunchFailure{phase, std::move(message), verbatim, std::move(rule)};
-}
-
-std::optional<LaunchFailure> range_checks(const EngineConfig& c) {
-  if (c.tp < 1 || c.dp < 1 || c.pp < 1 || c.ep < 1 || c.dcp < 1)
-    return fail(FailurePhase::kStartup, "parallel.sizes",
-                "parallel sizes must be >= 1 (tp " + std::to_string(c.tp) + ", dp " + std::to_string(c.dp) +
-                    ", pp " + std::to_string(c.pp) + ", ep " + std::to_string(c.ep) + ")",
-                false);
-  // Engine-side validation of value ranges (vLLM: pydantic Field(gt=0, le=1) on gpu_memory_utilization,
-  // ge=1 on counts; SGLang/TRT-LLM: asserts at start-up). Messages are servelab's.
-  if (!(c.gpu_memory_fraction >= 0.0 && c.gpu_memory_fraction <= 1.0) ||
-      (c.gpu_memory_fraction == 0.0 && c.kind != EngineKind::kSglang))
-    return fail(FailurePhase::kStartup, "memory.fraction_range",
-                "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
-  const std::pair<const char*, const std::optional<int>*> counts[] = {
-      {"max_num_seqs", &c.max_num_seqs},
-      {"max_num_batched_tokens", &c.max_num_batched_tokens},
-      {"max_model_len", &c.max_model_len},
-      {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
-  for (const auto& [name, value] : counts)
-    if (*value && **value < 1 && !(c.kind == EngineKind::kSglang && std::string(name) == "cuda_graph_max_bs"))
-      return fail(FailurePhase::kStartup, "limits.positive",
-                  std::string(name) + " must be >= 1 (got " + std::to_string(**value) + ")", false);
-  return std::nullopt;
+std::vector<std::string> vllm_invalid_reasons(const detail::VllmBackend& b, const EngineConfig& c,
+                                              const ModelTraits& m, const HardwareTraits& hw) {
+  return detail::vllm_invalid_reasons(b, c.kv_cache_dtype, c.is_explicit("--block-size") ? c.block_size : 0,
+                                      m.mla, m.sparse_attention, hw.compute_capability_major);
 }
 
 std::optional<LaunchFailure> gpu_count_check(const EngineConfig& c, const HardwareTraits& hw) {
@@ -133,7 +62,7 @@ std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits
                                         const HardwareTraits& hw) {
   // Attention backend selection (vllm/platforms/cuda.py get_attn_backend_cls, vLLM 0.13).
   if (!c.attention_backend.empty()) {
-    const VllmBackend* b = find_vllm_backend(c.attention_backend);
+    const detail::VllmBackend* b = find_vllm_backend(c.attention_backend);
     if (!b)
       return fail(FailurePhase::kStartup, "vllm.attention_backend.unknown",
                   "vLLM does not know attention backend '" + c.attention_backend + "'", false);
@@ -188,19 +117,6 @@ std::optional<LaunchFailure> check_vllm(const EngineConfig& c, const ModelTraits
   return std::nullopt;
 }
 
-// SGLang kernels with compute-capability limits (Hopper-only FA3; Blackwell-only TRT-LLM / CUTLASS MLA,
-// FA4; FlashMLA on Hopper and Blackwell).
-std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
-  if (backend == "fa3") return std::vector<int>{9};
-  if (backend == "trtllm_mla" || backend == "trtllm_mha" || backend == "cutlass_mla" || backend == "fa4" ||
-      backend == "trtllm")
-    return std::vector<int>{10};
-  if (backend == "flashmla" || backend == "flashmla_sparse" || backend == "flashmla_kv" ||
-      backend == "flashmla_auto")
-    return std::vector<int>{9, 10};
-  return std::nullopt;
-}
-
 std::optional<LaunchFailure> check_sglang(const EngineConfig& c, const ModelTraits& m,
                                           const HardwareTraits& hw) {
   // The NSA indexer's FP8 logits kernels come from DeepGEMM; without it the server does not start
@@ -218,7 +134,7 @@ std::optional<LaunchFailure> check_sglang(const EngineConfig& c, const ModelTrai
       {"--nsa-prefill-backend", &c.nsa_prefill_backend},
       {"--nsa-decode-backend", &c.nsa_decode_backend}};
   for (const auto& [flag, value] : kernels) {
-    auto ccs = sglang_backend_cc(*value);
+    auto ccs = detail::sglang_backend_cc(*value);
     if (ccs && std::find(ccs->begin(), ccs->end(), hw.compute_capability_major) == ccs->end())
       return fail(
           FailurePhase::kStartup, "sglang.backend.compute_capability",
@@ -244,13 +160,6 @@ std::optional<LaunchFailure> check_trtllm(const EngineConfig& c, const ModelTrai
                     " (MoE TP = tp_size / ep_size)",
                 false);
   return std::nullopt;
-}
-
-int sglang_tier_index(double gpu_gib) {
-  const auto& tiers = kSglangDefaults.tiers;
-  for (int i = 0; i < 6; ++i)
-    if (gpu_gib < tiers[i].max_gpu_memory_gib) return i;
-  return 5;
 }
 
 }  // namespace
@@ -282,14 +191,14 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
       c.speculative->num_speculative_tokens = m.num_nextn_predict_layers;
     if (!c.cuda_graph_max_bs && !c.enforce_eager) {
       int k = c.speculative ? c.speculative->num_speculative_tokens : 0;
-      int size = std::min(*c.max_num_seqs * (1 + k) * d.max_cudagraph_capture_size_seq_factor.value,
-                          d.max_cudagraph_capture_size_cap.value);
-      c.cuda_graph_max_bs = std::min(size, *c.max_num_batched_tokens);
+      c.cuda_graph_max_bs = detail::vllm_default_capture_max(
+          EngineVersion::parse(c.engine_version.empty() ? d.version.value : c.engine_version),
+          *c.max_num_seqs, k, *c.max_num_batched_tokens);
     }
   } else if (c.kind == EngineKind::kSglang) {
     const auto& d = kSglangDefaults;
     double gpu_gib = gib(hw.gpu_memory_bytes);
-    const auto& tier = d.tiers[sglang_tier_index(gpu_gib)];
+    const auto& tier = d.tiers[detail::sglang_tier_index(gpu_gib)];
     if (!c.chunked_prefill_size) c.chunked_prefill_size = tier.chunked_prefill_size;
     if (!c.cuda_graph_max_bs)
       c.cuda_graph_max_bs = c.tp < 4 ? tier.cuda_graph_max_bs_tp_lt4 : tier.cuda_graph_max_bs_tp_ge4;
@@ -303,21 +212,15 @@ EngineConfig resolve_defaults(const EngineConfig& in, const ModelTraits& m, cons
       if (!c.max_num_seqs) c.max_num_seqs = d.max_running_requests_speculative.value;
     }
     if (c.gpu_memory_fraction <= 0.0) {
-      double gpu_mib = static_cast<double>(hw.gpu_memory_bytes) / (1024.0 * 1024.0);
-      double chunk = std::max(*c.chunked_prefill_size, d.chunked_prefill_min_for_reserve.value);
-      double bs = *c.cuda_graph_max_bs;
-      double reserved = d.reserved_base_mib.value + chunk * d.reserved_per_chunk_token_mib.value +
-                        bs * d.reserved_per_graph_bs_mib.value +
-                        c.tp * c.pp / 8.0 * d.reserved_per_tp_eighth_mib.value;
-      if (c.enable_dp_attention) {
-        reserved += bs * c.dp * d.reserved_dp_attention_per_graph_bs_dp_mib.value;
-        if (bs > 300) reserved += bs * c.dp * d.reserved_dp_attention_large_graph_mib.value;
-      }
-      if (gpu_gib > 60) reserved = std::max(reserved, d.reserved_floor_mib.value);
-      if (c.speculative) reserved += d.reserved_speculative_mib.value;
-      double frac = (gpu_mib - reserved) / gpu_mib;
-      double scale = std::pow(10.0, d.mem_fraction_decimals.value);
-      c.gpu_memory_fraction = std::round(frac * scale) / scale;
+      detail::SglangReserveInputs r;
+      r.gpu_mib = static_cast<double>(hw.gpu_memory_bytes) / (1024.0 * 1024.0);
+      r.chunked_prefill_size = *c.chunked_prefill_size;
+      r.cuda_graph_max_bs = *c.cuda_graph_max_bs;
+      r.tp = c.tp, r.pp = c.pp, r.dp = c.dp;
+      r.dp_attention = c.enable_dp_attention;
+      r.speculative_algorithm =
+          c.speculative ? (c.speculative->method.empty() ? "EAGLE" : c.speculative->method) : "";
+      c.gpu_memory_fraction = detail::sglang_mem_fraction_static(r);
     }
     if (c.enable_dp_attention) {
       if (*c.chunked_prefill_size > 0 && c.dp > 0) c.chunked_prefill_size = *c.chunked_prefill_size / c.dp;

@@ -7,6 +7,7 @@
 #include "engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/sglang_defaults.h"
+#include "engines/version.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -86,8 +87,14 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(
         F({"--page-size"}, K::kInt, [](EngineConfig& c, const V& v) { c.block_size = to_int(v[0]); }));
     s.push_back(F({"--hybrid-kvcache-ratio"}, K::kFloat));
-    s.push_back(F({"--swa-full-tokens-ratio"}, K::kFloat));
-    s.push_back(F({"--disable-hybrid-swa-memory"}, K::kStoreTrue));
+    s.push_back(F({"--swa-full-tokens-ratio"}, K::kFloat,
+                  [](EngineConfig& c, const V& v) { c.swa_full_tokens_ratio = to_double(v[0]); }));
+    // [recalled: hybrid linear-attention state dtype, default float32]
+    s.push_back(F({"--mamba-ssm-dtype"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; },
+                  {"float32", "bfloat16"}));
+    s.push_back(F({"--disable-hybrid-swa-memory"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.disable_hybrid_swa_memory = to_bool(v[0]); }));
     s.push_back(F({"--radix-eviction-policy"}, K::kString, nullptr, {"lru", "lfu"}));
     // Runtime. (`--tp` / `--dp` work through argparse's unique-prefix abbreviation, not as aliases;
     // `--pp` is ambiguous with --pp-max-micro-batch-size.)
@@ -97,7 +104,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--pipeline-parallel-size", "--pp-size"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--pp-max-micro-batch-size"}, K::kInt));
-    s.push_back(F({"--stream-interval"}, K::kInt));
+    s.push_back(F({"--stream-interval"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
     s.push_back(F({"--stream-output"}, K::kStoreTrue));
     s.push_back(F({"--random-seed"}, K::kInt));
     s.push_back(F({"--constrained-json-whitespace-pattern"}, K::kString));
@@ -146,7 +154,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     // Data parallelism.
     s.push_back(F({"--data-parallel-size", "--dp-size"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
-    s.push_back(F({"--load-balance-method"}, K::kString, nullptr,
+    s.push_back(F({"--load-balance-method"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.load_balance_method = v[0]; },
                   {"round_robin", "shortest_queue", "minimum_tokens"}));
     // Multi-node.
     s.push_back(F({"--dist-init-addr", "--nccl-init-addr"}, K::kString));
@@ -218,7 +227,8 @@ const std::vector<FlagSpec>& sglang_specs() {
                    "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass"}));
     s.push_back(F({"--flashinfer-mxfp4-moe-precision"}, K::kString, nullptr, {"default", "bf16"}));
     s.push_back(F({"--enable-flashinfer-allreduce-fusion"}, K::kStoreTrue));
-    s.push_back(F({"--deepep-mode"}, K::kString, nullptr, {"normal", "low_latency", "auto"}));
+    s.push_back(F({"--deepep-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.deepep_mode = v[0]; },
+                  {"normal", "low_latency", "auto"}));
     s.push_back(F({"--ep-num-redundant-experts"}, K::kInt));
     s.push_back(F({"--ep-dispatch-algorithm"}, K::kString));
     s.push_back(F({"--init-expert-location"}, K::kString));
@@ -230,7 +240,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--expert-distribution-recorder-buffer-size"}, K::kInt));
     s.push_back(F({"--enable-expert-distribution-metrics"}, K::kStoreTrue));
     s.push_back(F({"--deepep-config"}, K::kString));
-    s.push_back(F({"--moe-dense-tp-size"}, K::kInt));
+    s.push_back(F({"--moe-dense-tp-size"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.moe_dense_tp_size = to_int(v[0]); }));
     // Hierarchical cache.
     s.push_back(F({"--enable-hierarchical-cache"}, K::kStoreTrue));
     s.push_back(F({"--hicache-ratio"}, K::kFloat));
@@ -251,10 +262,15 @@ const std::vector<FlagSpec>& sglang_specs() {
                   [](EngineConfig& c, const V& v) { c.enable_prefix_caching = !to_bool(v[0]); }));
     s.push_back(F({"--cuda-graph-max-bs"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
-    s.push_back(F({"--cuda-graph-bs"}, K::kIntList));
+    s.push_back(F({"--cuda-graph-bs"}, K::kIntList, [](EngineConfig& c, const V& v) {
+      c.cuda_graph_sizes.clear();
+      for (const auto& x : v) c.cuda_graph_sizes.push_back(to_int(x));
+      std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
+    }));
     s.push_back(F({"--disable-cuda-graph"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
-    s.push_back(F({"--disable-cuda-graph-padding"}, K::kStoreTrue));
+    s.push_back(F({"--disable-cuda-graph-padding"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.cuda_graph_padding = !to_bool(v[0]); }));
     s.push_back(F({"--enable-profile-cuda-graph"}, K::kStoreTrue));
     s.push_back(F({"--enable-cudagraph-gc"}, K::kStoreTrue));
     s.push_back(F({"--enable-nccl-nvls"}, K::kStoreTrue));
@@ -265,17 +281,22 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--disable-custom-all-reduce"}, K::kStoreTrue));
     s.push_back(F({"--enable-mscclpp"}, K::kStoreTrue));
     s.push_back(F({"--enable-torch-symm-mem"}, K::kStoreTrue));
-    s.push_back(F({"--disable-overlap-schedule"}, K::kStoreTrue));
-    s.push_back(F({"--enable-mixed-chunk"}, K::kStoreTrue));
+    s.push_back(F({"--disable-overlap-schedule"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.disable_overlap_schedule = to_bool(v[0]); }));
+    s.push_back(F({"--enable-mixed-chunk"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.enable_mixed_chunk = to_bool(v[0]); }));
     s.push_back(F({"--enable-dp-attention"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enable_dp_attention = to_bool(v[0]); }));
     s.push_back(F({"--enable-dp-lm-head"}, K::kStoreTrue));
     s.push_back(F({"--enable-two-batch-overlap"}, K::kStoreTrue));
     s.push_back(F({"--enable-single-batch-overlap"}, K::kStoreTrue));
     s.push_back(F({"--tbo-token-distribution-threshold"}, K::kFloat));
-    s.push_back(F({"--enable-torch-compile"}, K::kStoreTrue));
-    s.push_back(F({"--enable-piecewise-cuda-graph"}, K::kStoreTrue));
-    s.push_back(F({"--torch-compile-max-bs"}, K::kInt));
+    s.push_back(F({"--enable-torch-compile"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.enable_torch_compile = to_bool(v[0]); }));
+    s.push_back(F({"--enable-piecewise-cuda-graph"}, K::kStoreTrue,
+                  [](EngineConfig& c, const V& v) { c.enable_piecewise_cuda_graph = to_bool(v[0]); }));
+    s.push_back(F({"--torch-compile-max-bs"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.torch_compile_max_bs = to_int(v[0]); }));
     s.push_back(F({"--torchao-config"}, K::kString));
     s.push_back(F({"--enable-nan-detection"}, K::kStoreTrue));
     s.push_back(F({"--enable-p2p-check"}, K::kStoreTrue));
@@ -325,7 +346,8 @@ bool env_true(const std::string& value, bool fallback) {
 void parse_sglang(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                   EngineConfig& c) {
   const auto& d = kSglangDefaults;
-  c.engine_version = d.version.value;
+  if (c.engine_version.empty()) c.engine_version = d.version.value;
+  const EngineVersion version = EngineVersion::parse(c.engine_version);
   c.host = d.host.value;
   c.port = d.port.value;
   c.gpu_memory_fraction = 0.0;  // auto: resolve_defaults applies SGLang's formula
@@ -339,7 +361,9 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   // `sglang serve` hands its remaining argv to prepare_server_args, whose parser's prog is "sglang".
   // [unverified: the `sglang` CLI entry point in 0.5.6.post2]
   const std::string prog = c.program == "sglang serve" ? "sglang" : "launch_server.py";
-  const auto& specs = sglang_specs();
+  // Every flag of the table exists in every modelled 0.5.x release [unverified: the table is the
+  // 0.5.6.post2 one; no release boundary is known for its flags].
+  const std::vector<FlagSpec> specs = specs_in(sglang_specs(), version);
   ArgparseSettings settings{prog, EngineKind::kSglang, 0, true, &specs[0], ""};
   ParsedArgs parsed = parse_argparse(specs, args, settings);
   apply_parsed(c, parsed);
@@ -414,6 +438,25 @@ std::vector<std::string> render_sglang(const EngineConfig& c, const EngineConfig
   if (c.block_size != b.block_size && c.block_size > 0) add("--page-size", std::to_string(c.block_size));
   add_opt("--cuda-graph-max-bs", c.cuda_graph_max_bs, b.cuda_graph_max_bs);
   add_flag("--disable-cuda-graph", c.enforce_eager, b.enforce_eager);
+  if (!c.cuda_graph_sizes.empty() && c.cuda_graph_sizes != b.cuda_graph_sizes) {
+    a.push_back("--cuda-graph-bs");
+    for (int x : c.cuda_graph_sizes) a.push_back(std::to_string(x));
+  }
+  if (c.cuda_graph_padding == false && b.cuda_graph_padding != false)
+    a.push_back("--disable-cuda-graph-padding");
+  add_flag("--enable-torch-compile", c.enable_torch_compile, b.enable_torch_compile);
+  add_opt("--torch-compile-max-bs", c.torch_compile_max_bs, b.torch_compile_max_bs);
+  add_flag("--disable-overlap-schedule", c.disable_overlap_schedule, b.disable_overlap_schedule);
+  add_flag("--enable-mixed-chunk", c.enable_mixed_chunk, b.enable_mixed_chunk);
+  add_opt("--stream-interval", c.stream_interval, b.stream_interval);
+  if (c.deepep_mode != b.deepep_mode) add("--deepep-mode", c.deepep_mode);
+  add_opt("--moe-dense-tp-size", c.moe_dense_tp_size, b.moe_dense_tp_size);
+  if (c.load_balance_method != b.load_balance_method) add("--load-balance-method", c.load_balance_method);
+  if (c.mamba_ssm_cache_dtype != b.mamba_ssm_cache_dtype) add("--mamba-ssm-dtype", c.mamba_ssm_cache_dtype);
+  if (c.swa_full_tokens_ratio && c.swa_full_tokens_ratio != b.swa_full_tokens_ratio)
+    add("--swa-full-tokens-ratio", format_number(*c.swa_full_tokens_ratio));
+  add_flag("--disable-hybrid-swa-memory", c.disable_hybrid_swa_memory, b.disable_hybrid_swa_memory);
+  add_flag("--enable-piecewise-cuda-graph", c.enable_piecewise_cuda_graph, b.enable_piecewise_cuda_graph);
   add_flag("--disable-radix-cache", !c.enable_prefix_caching, !b.enable_prefix_caching);
   add_flag("--trust-remote-code", c.trust_remote_code, b.trust_remote_code);
   if (c.quantization != b.quantization) add("--quantization", c.quantization);

@@ -20,6 +20,7 @@ struct SglangMemoryTier {
 
 /// SGLang 0.5.6.post2 defaults. Units: tokens, sequences, MB (SGLang's memory arithmetic is in MiB).
 struct SglangDefaults {
+  /// The version used when neither the study nor --engine-version names one.
   Sourced<const char*> version{"0.5.6.post2", "study engine version (seed-study.md)"};
   Sourced<const char*> host{"127.0.0.1", "server_args.py ServerArgs.host"};
   Sourced<int> port{30000, "server_args.py ServerArgs.port"};
@@ -81,6 +82,37 @@ struct SglangDefaults {
   Sourced<int> speculative_num_draft_tokens{4, "server_args.py auto_choose_speculative_params (DeepseekV3)",
                                             false};
   Sourced<bool> deep_gemm{true, "sglang/srt/environ.py SGLANG_ENABLE_JIT_DEEPGEMM default true"};
+  Sourced<double> reserved_speculative_standalone_mib{6144,
+                                                      "server_args.py: + 6 GiB for STANDALONE speculative "
+                                                      "decoding (Jan 2026 file)",
+                                                      false};
+  /// Piecewise CUDA graphs (--enable-piecewise-cuda-graph) add 8 MiB per captured token size.
+  Sourced<double> reserved_per_piecewise_size_mib{8, "server_args.py (Jan 2026 file)", false};
+  /// auto_choose_speculative_params when --speculative-num-steps is unset: (steps, topk, draft tokens).
+  Sourced<int> speculative_default_llama[3] = {{5,
+                                                "server_args.py auto_choose_speculative_params "
+                                                "(LlamaForCausalLM and the fallback for other models)",
+                                                false},
+                                               {4, "same", false},
+                                               {8, "same", false}};
+  /// CUDA-graph capture list without speculative decoding: [1, 2, 4, 8, 12] + 16..256 step 8 + 272..496
+  /// step 16 + 512..max step 32 (engine-versions.md §2.1).
+  Sourced<const char*> capture_list{
+      "[1, 2, 4, 8, 12] + 16..256/8 + 272..496/16 + 512..max/32",
+      "server_args.py / cuda_graph_runner.py get_batch_sizes_to_capture (Jan 2026 "
+      "file; assumed for every 0.5.x)",
+      false};
+  Sourced<int> torch_compile_max_bs{32, "server_args.py ServerArgs.torch_compile_max_bs = 32"};
+  Sourced<int> clip_max_new_tokens{4096,
+                                   "sglang/srt/managers/schedule_policy.py CLIP_MAX_NEW_TOKENS "
+                                   "(SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION default 4096)"};
+  Sourced<const char*> deepep_mode{"auto", "server_args.py ServerArgs.deepep_mode = \"auto\""};
+  Sourced<double> swa_full_tokens_ratio{0.8, "server_args.py ServerArgs.swa_full_tokens_ratio = 0.8", false};
+  Sourced<const char*> mamba_ssm_dtype{"float32", "server_args.py ServerArgs.mamba_ssm_dtype = \"float32\"",
+                                       false};
+  Sourced<int> req_to_token_pool_min{2048,
+                                     "model_runner.py: max_num_reqs = clamp(max_total_tokens / context_len * "
+                                     "512, 2048, 4096)"};
 };
 
 inline constexpr SglangDefaults kSglangDefaults{};

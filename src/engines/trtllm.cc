@@ -4,6 +4,7 @@
 #include "engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/trtllm_defaults.h"
+#include "engines/version.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -14,6 +15,14 @@ using K = ValueKind;
 FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
            std::vector<std::string> choices = {}) {
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
+}
+
+// Options that trtllm-serve gained after 1.0 [recalled: absent from the 1.0.0 serve.py; first release
+// with them not pinned, taken as 1.1.0].
+constexpr const char* kAfter10 = "1.1.0";
+void after_1_0(std::vector<FlagSpec>& s) {
+  s.back().versions = VersionRange{kAfter10, ""};
+  s.back().versions_source = "commands/serve.py options added after 1.0.0 [recalled]";
 }
 
 // Options of the `serve` command in declaration order. [unverified for 1.2.0rc5: --tool_parser,
@@ -27,6 +36,7 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--backend"}, K::kString, [](EngineConfig& c, const V& v) { c.trtllm_backend = v[0]; },
                   {"pytorch", "trt", "_autodeploy"}));
     s.push_back(F({"--custom_module_dirs"}, K::kString));
+    after_1_0(s);
     s.push_back(F({"--log_level"}, K::kString, nullptr,
                   {"internal_error", "error", "warning", "info", "verbose", "debug", "trace"}));
     s.push_back(F({"--max_beam_width"}, K::kInt));
@@ -52,16 +62,21 @@ const std::vector<FlagSpec>& trtllm_specs() {
                   [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(
         F({"--tool_parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+    after_1_0(s);
     s.push_back(F({"--metadata_server_config_file"}, K::kString));
     s.push_back(F({"--server_role"}, K::kString));
     s.push_back(F({"--fail_fast_on_attention_window_too_large"}, K::kStoreTrue));
     s.push_back(F({"--otlp_traces_endpoint"}, K::kString));
+    after_1_0(s);
     s.push_back(F({"--disagg_cluster_uri"}, K::kString));
+    after_1_0(s);
     s.push_back(F({"--enable_chunked_prefill"}, K::kStoreTrue,
                   [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--media_io_kwargs"}, K::kString));
+    after_1_0(s);
     s.push_back(
         F({"--chat_template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+    after_1_0(s);
     return s;
   }();
   return specs;
@@ -72,7 +87,8 @@ const std::vector<FlagSpec>& trtllm_specs() {
 void parse_trtllm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                   EngineConfig& c) {
   const auto& d = kTrtllmDefaults;
-  c.engine_version = d.version.value;
+  if (c.engine_version.empty()) c.engine_version = d.version.value;
+  const EngineVersion version = EngineVersion::parse(c.engine_version);
   c.host = d.host.value;
   c.port = d.port.value;
   c.trtllm_backend = d.backend.value;
@@ -83,7 +99,8 @@ void parse_trtllm(const std::vector<std::string>& args, const std::map<std::stri
   c.enable_prefix_caching = d.enable_block_reuse.value;
   c.ep = d.ep_size.value;
   c.kv_cache_dtype = "auto";
-  ParsedArgs parsed = parse_click(trtllm_specs(), args, "MODEL", EngineKind::kTrtllm);
+  const std::vector<FlagSpec> specs = specs_in(trtllm_specs(), version);
+  ParsedArgs parsed = parse_click(specs, args, "MODEL", EngineKind::kTrtllm);
   apply_parsed(c, parsed);
   c.model = parsed.positionals.at(0);
   c.served_model_name = c.model;

@@ -10,6 +10,7 @@ namespace servelab::engines {
 /// TensorRT-LLM 1.2.0rc5 trtllm-serve defaults. Units: sequences, tokens, fraction of memory FREE after
 /// weights and buffers.
 struct TrtllmDefaults {
+  /// The version used when neither the study nor --engine-version names one.
   Sourced<const char*> version{"1.2.0rc5", "study engine version (seed-study.md)"};
   Sourced<const char*> host{"localhost", "commands/serve.py --host default"};
   Sourced<int> port{8000, "commands/serve.py --port default"};
@@ -28,6 +29,14 @@ struct TrtllmDefaults {
   Sourced<int> ep_size{1, "mapping: moe_ep_size = 1, moe_tp_size = tp_size when --ep_size is unset", false};
   Sourced<bool> deep_gemm{true, "TRTLLM_DG_ENABLED default on for FP8 block-scaled GEMMs on Hopper", false};
   Sourced<bool> enable_block_reuse{true, "llmapi/llm_args.py KvCacheConfig.enable_block_reuse"};
+  Sourced<bool> cuda_graph_padding{false, "llmapi/llm_args.py CudaGraphConfig.enable_padding = False"};
+  Sourced<bool> overlap_scheduler{true, "llmapi/llm_args.py disable_overlap_scheduler = False"};
+  Sourced<int> stream_interval{1, "llmapi/llm_args.py stream_interval = 1"};
+  /// Runtime memory outside the KV pool and the weights (CUDA context, NCCL, CUDA graphs up to ~200 MB
+  /// each), bytes.
+  Sourced<double> reserved_bytes{3.5e9, "aiconfigurator other_mem 3.5 GB (servelab's choice)", false};
+  /// Token blocks of the KV cache manager.
+  Sourced<int> tokens_per_block{32, "llmapi/llm_args.py KvCacheConfig.tokens_per_block = 32", false};
 };
 
 inline constexpr TrtllmDefaults kTrtllmDefaults{};

@@ -8,6 +8,7 @@
 #include "engines/cli_parser.h"
 #include "engines/engines.h"
 #include "engines/engines_detail.h"
+#include "engines/version.h"
 #include "engines/vllm_defaults.h"
 
 namespace servelab::engines::detail {
@@ -19,6 +20,20 @@ using K = ValueKind;
 FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
            std::vector<std::string> choices = {}) {
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
+}
+
+// Restricts the last spec to releases [since, until).
+void gate(std::vector<FlagSpec>& s, const char* since, const char* until, const char* source) {
+  s.back().versions = VersionRange{since, until};
+  s.back().versions_source = source;
+}
+
+std::vector<int> int_list(const nlohmann::json& a) {
+  std::vector<int> out;
+  for (const auto& x : a)
+    if (x.is_number_integer()) out.push_back(x.get<int>());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void apply_speculative(EngineConfig& c, const V& v) {
@@ -41,16 +56,23 @@ void apply_speculative(EngineConfig& c, const V& v) {
 void apply_compilation(EngineConfig& c, const V& v) {
   auto j = nlohmann::json::parse(v[0]);
   c.cuda_graph_max_bs.reset();
+  c.cuda_graph_sizes.clear();
+  c.cudagraph_mode.clear();
   if (j.is_object()) {
     if (j.contains("max_cudagraph_capture_size") && j["max_cudagraph_capture_size"].is_number_integer()) {
       c.cuda_graph_max_bs = j["max_cudagraph_capture_size"].get<int>();
     } else if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array() &&
                !j["cudagraph_capture_sizes"].empty()) {
-      int mx = 0;
-      for (const auto& x : j["cudagraph_capture_sizes"])
-        if (x.is_number_integer()) mx = std::max(mx, x.get<int>());
-      c.cuda_graph_max_bs = mx;
+      c.cuda_graph_sizes = int_list(j["cudagraph_capture_sizes"]);
+      if (!c.cuda_graph_sizes.empty()) c.cuda_graph_max_bs = c.cuda_graph_sizes.back();
     }
+    // vllm/config/compilation.py CUDAGraphMode names; 0.10's boolean full_cuda_graph meant FULL graphs
+    // for the batches attention supports [unverified: FULL vs FULL_AND_PIECEWISE in 0.10.2].
+    if (j.contains("cudagraph_mode") && j["cudagraph_mode"].is_string())
+      c.cudagraph_mode = j["cudagraph_mode"].get<std::string>();
+    else if (j.contains("full_cuda_graph") && j["full_cuda_graph"].is_boolean() &&
+             j["full_cuda_graph"].get<bool>())
+      c.cudagraph_mode = "FULL";
   }
   // Kept verbatim too (it holds more than the capture size), replacing an earlier occurrence.
   auto& u = c.unmodelled_options;
@@ -113,7 +135,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--h11-max-header-count"}, K::kInt));
     s.push_back(F({"--log-error-stack"}, K::kBoolOptional));
     s.push_back(F({"--headless"}, K::kStoreTrue));
-    s.push_back(F({"--api-server-count", "-asc"}, K::kInt));
+    s.push_back(F({"--api-server-count", "-asc"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.api_server_count = to_int(v[0]); }));
     s.push_back(F({"--config"}, K::kString, [](EngineConfig& c, const V& v) { c.config_file = v[0]; }));
     s.push_back(F({"--disable-log-stats"}, K::kStoreTrue));
     s.push_back(F({"--enable-log-requests"}, K::kBoolOptional));
@@ -186,6 +209,7 @@ const std::vector<FlagSpec>& vllm_specs() {
                   [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
     s.push_back(F({"--decode-context-parallel-size", "-dcp"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.dcp = to_int(v[0]); }));
+    gate(s, "0.11.0", "", "decode context parallel for MLA (PR #23734, Sept 2025) [recalled]");
     s.push_back(F({"--dcp-kv-cache-interleave-size"}, K::kInt));
     s.push_back(F({"--data-parallel-size", "-dp"}, K::kInt,
                   [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
@@ -203,9 +227,14 @@ const std::vector<FlagSpec>& vllm_specs() {
                   [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
                   {"allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
                    "flashinfer_all2allv", "naive", "pplx"}));
+    gate(s, "0.11.1", "",
+         "ParallelConfig.all2all_backend replaced VLLM_ALL2ALL_BACKEND (Oct 2025) [recalled]");
     s.push_back(F({"--enable-dbo"}, K::kBoolOptional));
+    gate(s, "0.11.0", "", "dual-batch overlap (Sept 2025) [recalled]");
     s.push_back(F({"--dbo-decode-token-threshold"}, K::kInt));
+    gate(s, "0.11.0", "", "dual-batch overlap (Sept 2025) [recalled]");
     s.push_back(F({"--dbo-prefill-token-threshold"}, K::kInt));
+    gate(s, "0.11.0", "", "dual-batch overlap (Sept 2025) [recalled]");
     s.push_back(F({"--disable-nccl-for-dp-synchronization"}, K::kBoolOptional));
     s.push_back(F({"--enable-eplb"}, K::kBoolOptional));
     s.push_back(F({"--eplb-config"}, K::kJson));
@@ -234,7 +263,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--calculate-kv-scales"}, K::kBoolOptional));
     s.push_back(F({"--kv-sharing-fast-prefill"}, K::kBoolOptional));
     s.push_back(F({"--mamba-cache-dtype"}, K::kString));
-    s.push_back(F({"--mamba-ssm-cache-dtype"}, K::kString));
+    s.push_back(F({"--mamba-ssm-cache-dtype"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; }));
     s.push_back(F({"--mamba-block-size"}, K::kInt));
     s.push_back(F({"--kv-offloading-size"}, K::kFloat));
     s.push_back(F({"--kv-offloading-backend"}, K::kString));
@@ -276,26 +306,54 @@ const std::vector<FlagSpec>& vllm_specs() {
                   [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--disable-chunked-mm-input"}, K::kBoolOptional));
     s.push_back(F({"--scheduler-cls"}, K::kString));
-    s.push_back(F({"--disable-hybrid-kv-cache-manager"}, K::kBoolOptional));
-    s.push_back(F({"--async-scheduling"}, K::kBoolOptional));
-    s.push_back(F({"--stream-interval"}, K::kInt));
+    s.push_back(F({"--disable-hybrid-kv-cache-manager"}, K::kBoolOptional,
+                  [](EngineConfig& c, const V& v) { c.disable_hybrid_kv_cache_manager = to_bool(v[0]); }));
+    s.push_back(F({"--async-scheduling"}, K::kBoolOptional,
+                  [](EngineConfig& c, const V& v) { c.async_scheduling = to_bool(v[0]); }));
+    gate(s, kVllmDefaults.async_scheduling_flag_since.value, "",
+         kVllmDefaults.async_scheduling_flag_since.source);
+    // SchedulerConfig.cuda_graph_sizes: one value N -> [1, 2, 4] + range(8, N + 1, 8); several -> the list.
+    s.push_back(F({"--cuda-graph-sizes"}, K::kIntList, [](EngineConfig& c, const V& v) {
+      std::vector<int> sizes;
+      for (const auto& x : v) sizes.push_back(to_int(x));
+      std::sort(sizes.begin(), sizes.end());
+      c.cuda_graph_sizes = sizes.size() > 1 ? sizes : std::vector<int>{};
+      c.cuda_graph_max_bs = sizes.back();
+    }));
+    s.push_back(F({"--stream-interval"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
+    s.push_back(F({"--performance-mode"}, K::kString,
+                  [](EngineConfig& c, const V& v) { c.performance_mode = v[0]; },
+                  {"balanced", "interactivity", "throughput"}));
+    gate(s, kVllmDefaults.performance_mode_since.value, "", kVllmDefaults.performance_mode_since.source);
+    s.push_back(F({"--language-model-only"}, K::kBoolOptional,
+                  [](EngineConfig& c, const V& v) { c.language_model_only = to_bool(v[0]); }));
+    gate(s, "0.17.0", "", "vLLM PR #34120 (Feb 2026; release recalled)");
     // VllmConfig JSON groups.
     s.push_back(F({"--speculative-config"}, K::kJson, apply_speculative));
     s.push_back(F({"--kv-transfer-config"}, K::kJson));
     s.push_back(F({"--kv-events-config"}, K::kJson));
     s.push_back(F({"--ec-transfer-config"}, K::kJson));
     s.push_back(F({"--compilation-config", "-O"}, K::kJson, apply_compilation));
-    // [unverified for 0.13: top-level CompilationConfig shortcuts (added in the 0.11 line)]
+    // Top-level CompilationConfig shortcuts [recalled: added with max_cudagraph_capture_size, 0.11.1].
     s.push_back(F({"--cudagraph-capture-sizes"}, K::kIntList, [](EngineConfig& c, const V& v) {
-      int mx = 0;
-      for (const auto& x : v) mx = std::max(mx, to_int(x));
-      c.cuda_graph_max_bs = mx;
+      c.cuda_graph_sizes.clear();
+      for (const auto& x : v) c.cuda_graph_sizes.push_back(to_int(x));
+      std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
+      c.cuda_graph_max_bs = c.cuda_graph_sizes.back();
     }));
-    s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
+    gate(s, kVllmDefaults.capture_size_formula_since.value, "",
+         kVllmDefaults.capture_size_formula_since.source);
+    s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt, [](EngineConfig& c, const V& v) {
+      c.cuda_graph_max_bs = to_int(v[0]);
+      c.cuda_graph_sizes.clear();
+    }));
+    gate(s, kVllmDefaults.capture_size_formula_since.value, "",
+         kVllmDefaults.capture_size_formula_since.source);
     // [unverified for 0.13: --attention-backend (AttentionConfig) superseding VLLM_ATTENTION_BACKEND]
     s.push_back(F({"--attention-backend"}, K::kString,
                   [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; }));
+    gate(s, "0.13.0", "", "AttentionConfig --attention-backend [unverified: first release]");
     s.push_back(F({"--additional-config"}, K::kJson));
     return s;
   }();
@@ -376,7 +434,8 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
   const bool api_server = c.program.find("api_server") != std::string::npos;
   // `vllm serve --model X`: 0.8-0.9 refused it (ValueError); later versions warn and treat X as the
   // positional model. [unverified for 0.13: accepted, model = X]
-  c.engine_version = d.version.value;
+  if (c.engine_version.empty()) c.engine_version = d.version.value;
+  const EngineVersion version = EngineVersion::parse(c.engine_version);
   c.host = d.host.value;
   c.port = d.port.value;
   c.model = d.default_model.value;
@@ -394,7 +453,8 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
                             true,
                             nullptr,
                             api_server ? "" : "vllm"};
-  ParsedArgs parsed = parse_argparse(vllm_specs(), preprocess(args_in), settings);
+  const std::vector<FlagSpec> specs = specs_in(vllm_specs(), version);
+  ParsedArgs parsed = parse_argparse(specs, preprocess(args_in), settings);
   apply_parsed(c, parsed);
   if (!parsed.positionals.empty()) c.model = parsed.positionals[0];
   if (c.served_model_name.empty()) c.served_model_name = c.model;
@@ -408,6 +468,9 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
                            "ValueError: invalid literal for int() with base 10: " + python_repr(it->second));
     c.deep_gemm = *n != 0;
   }
+  // Before --all2all-backend (vllm_specs gate) the all-to-all was chosen by VLLM_ALL2ALL_BACKEND.
+  if (auto it = env.find("VLLM_ALL2ALL_BACKEND"); it != env.end() && !c.is_explicit("--all2all-backend"))
+    c.moe_a2a_backend = it->second;
   if (auto it = env.find("VLLM_ATTENTION_BACKEND");
       it != env.end() && !c.is_explicit("--attention-backend")) {
     c.attention_backend = it->second;
@@ -453,7 +516,19 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   add_bool("--enforce-eager", c.enforce_eager, b.enforce_eager);
   if (c.schedule_policy != b.schedule_policy) add("--scheduling-policy", c.schedule_policy);
   if (c.quantization != b.quantization) add("--quantization", c.quantization);
-  if (c.moe_a2a_backend != b.moe_a2a_backend) add("--all2all-backend", c.moe_a2a_backend);
+  // Before 0.11.1 the all-to-all travels in VLLM_ALL2ALL_BACKEND (to_env).
+  if (c.moe_a2a_backend != b.moe_a2a_backend && version_at_least(c.engine_version, "0.11.1"))
+    add("--all2all-backend", c.moe_a2a_backend);
+  if (c.async_scheduling != b.async_scheduling && c.async_scheduling)
+    a.push_back(*c.async_scheduling ? "--async-scheduling" : "--no-async-scheduling");
+  if (c.performance_mode != b.performance_mode) add("--performance-mode", c.performance_mode);
+  add_bool("--language-model-only", c.language_model_only, b.language_model_only);
+  add_opt("--stream-interval", c.stream_interval, b.stream_interval);
+  add_opt("--api-server-count", c.api_server_count, b.api_server_count);
+  if (c.mamba_ssm_cache_dtype != b.mamba_ssm_cache_dtype)
+    add("--mamba-ssm-cache-dtype", c.mamba_ssm_cache_dtype);
+  add_bool("--disable-hybrid-kv-cache-manager", c.disable_hybrid_kv_cache_manager,
+           b.disable_hybrid_kv_cache_manager);
   if (c.speculative) {
     nlohmann::json j = nlohmann::json::accept(c.speculative->json)
                            ? nlohmann::json::parse(c.speculative->json)
@@ -492,6 +567,14 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
           j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
         }
       }
+      if (j.is_object()) {
+        if (!c.cudagraph_mode.empty()) {
+          j["cudagraph_mode"] = c.cudagraph_mode;
+        } else {
+          j.erase("cudagraph_mode");
+          j.erase("full_cuda_graph");
+        }
+      }
       add("--compilation-config", j.dump());
       compilation_done = true;
       continue;
@@ -499,8 +582,26 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
     a.push_back(o.flag);
     for (const auto& v : o.values) a.push_back(v);
   }
-  if (!compilation_done && c.cuda_graph_max_bs && c.cuda_graph_max_bs != b.cuda_graph_max_bs)
-    add("--compilation-config", nlohmann::json{{"max_cudagraph_capture_size", *c.cuda_graph_max_bs}}.dump());
+  if (!compilation_done) {
+    nlohmann::json j = nlohmann::json::object();
+    const bool old = !version_at_least(c.engine_version, kVllmDefaults.capture_size_formula_since.value);
+    if (!c.cuda_graph_sizes.empty() && c.cuda_graph_sizes != b.cuda_graph_sizes) {
+      if (old) {
+        a.push_back("--cuda-graph-sizes");
+        for (int x : c.cuda_graph_sizes) a.push_back(std::to_string(x));
+      } else {
+        j["cudagraph_capture_sizes"] = c.cuda_graph_sizes;
+      }
+    } else if (c.cuda_graph_max_bs && c.cuda_graph_max_bs != b.cuda_graph_max_bs) {
+      if (old)
+        add("--cuda-graph-sizes", std::to_string(*c.cuda_graph_max_bs));
+      else
+        j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
+    }
+    if (!c.cudagraph_mode.empty() && c.cudagraph_mode != b.cudagraph_mode)
+      j["cudagraph_mode"] = c.cudagraph_mode;
+    if (!j.empty()) add("--compilation-config", j.dump());
+  }
   return a;
 }
 

@@ -9,6 +9,7 @@ namespace servelab::engines {
 
 /// vLLM 0.13 `vllm serve` defaults. Units: tokens, sequences, fractions of total GPU memory.
 struct VllmDefaults {
+  /// The version used when neither the study nor --engine-version names one.
   Sourced<const char*> version{"0.13.0", "study engine version (seed-study.md)"};
   Sourced<const char*> host{"0.0.0.0",
                             "vllm/entrypoints/openai/cli_args.py --host default None -> bind \"\" (all "
@@ -54,6 +55,50 @@ struct VllmDefaults {
                                                      "vllm/config/vllm.py _set_cudagraph_sizes: "
                                                      "max_num_seqs * (1 + k) * 2"};
   Sourced<int> tensor_parallel_size{1, "vllm/config/parallel.py ParallelConfig.tensor_parallel_size"};
+
+  // --- What changed across releases (engine-versions.md §1.2). Version bounds are release numbers.
+  /// cudagraph_mode default: PIECEWISE before, FULL_AND_PIECEWISE from this release.
+  Sourced<const char*> full_and_piecewise_since{"0.11.0",
+                                                "PR #25444 (FULL_AND_PIECEWISE default, merged Sept 2025, "
+                                                "just before 0.11.0)"};
+  /// Before this release the capture list is SchedulerConfig.cuda_graph_sizes = [512] -> [1, 2, 4] +
+  /// range(8, 513, 8) (67 graphs), filtered to <= max_num_batched_tokens; from it the max is
+  /// min(max_num_seqs * (1 + k) * 2, 512) with sizes [1, 2, 4] + range(8, 256, 8) + range(256, max+1, 16).
+  Sourced<const char*> capture_size_formula_since{
+      "0.11.1",
+      "vllm/config/vllm.py _set_cudagraph_sizes (max_cudagraph_capture_size replaces cuda_graph_sizes; "
+      "seen in 0.13, release of the change recalled)",
+      false};
+  Sourced<int> fixed_capture_max{512, "vllm/config/scheduler.py SchedulerConfig.cuda_graph_sizes = [512]"};
+  /// gpt-oss raises the maximum capture size to 992 (FA3 full-graph limit), sizes stepping by 16 above 256.
+  Sourced<int> gpt_oss_capture_max{
+      992,
+      "vllm/model_executor/models/config.py GptOssForCausalLMConfig (\"from 67 to "
+      "81\" graphs; InferenceX issue #117)"};
+  Sourced<const char*> gpt_oss_capture_since{"0.11.0", "engine-versions.md §1.2 (0.11.0 column)"};
+  Sourced<const char*> async_scheduling_flag_since{"0.10.0",
+                                                   "PR #19970 (--async-scheduling, June 2025; first release "
+                                                   "0.10.0)"};
+  Sourced<const char*> async_scheduling_default_since{
+      "0.14.0", "PR #27614 (async scheduling on by default; the release, ~0.14, is recalled)", false};
+  Sourced<const char*> performance_mode_since{"0.17.0", "PR #34936 (--performance-mode, merged 2026-02-20)"};
+  Sourced<int> throughput_mode_factor{2,
+                                      "PR #34936: --performance-mode throughput doubles the max_num_seqs and "
+                                      "max_num_batched_tokens defaults"};
+  Sourced<int> interactivity_dense_capture_max{32,
+                                               "PR #34936: --performance-mode interactivity captures every "
+                                               "size 1..32"};
+  Sourced<const char*> deep_gemm_default_since{"0.11.0",
+                                               "vllm/envs.py VLLM_USE_DEEP_GEMM default \"1\" (was \"0\"; "
+                                               "release of the switch recalled)",
+                                               false};
+  /// Memory outside torch's accounting that the KV sizing does not see (NCCL buffers ~392 MB at 8 GPUs,
+  /// cuBLAS / DeepGEMM workspaces), bytes.
+  Sourced<double> reserved_bytes{
+      2.0 * 1024 * 1024 * 1024,
+      "servelab estimate (NCCL buffers + GEMM workspaces; aiconfigurator other_mem "
+      "3.5 GB includes the CUDA context vLLM's profile already sees)",
+      false};
 };
 
 inline constexpr VllmDefaults kVllmDefaults{};

@@ -10,6 +10,9 @@
 
 #include "common/paths.h"
 #include "engines/engines.h"
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 
 namespace se = servelab::engines;
 
@@ -132,6 +135,40 @@ TEST(SeedStudy, EveryEntryParsesChecksAndRoundTrips) {
     // The rendered shell line (env assignments first, JSON quoted) parses back to the same config.
     se::EngineConfig line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
     expect_same(c, line, "rendered line: " + se::render_command(c));
+  }
+  EXPECT_EQ(failures, 5);
+}
+
+// The same through the engine modules (resolve_launch on DeepSeek-V3.2 and 8 x H200): the five recorded
+// failures with the study's text, every other launch resolved.
+TEST(SeedStudy, EveryEntryResolvesOrFailsAsRecorded) {
+  const auto model = servelab::model::deepseek_v32();
+  const auto cluster = servelab::hardware::parse_cluster("8xH200");
+  int failures = 0;
+  for (const auto& e : load_entries()) {
+    SCOPED_TRACE(e.engine + "/" + e.config + ": " + e.command);
+    auto r = se::resolve_launch(parse_entry(e), model, cluster);
+    if (e.failure) {
+      ++failures;
+      ASSERT_TRUE(std::holds_alternative<se::LaunchFailure>(r));
+      const auto& f = std::get<se::LaunchFailure>(r);
+      EXPECT_TRUE(f.verbatim);
+      EXPECT_EQ(f.message, *e.failure);
+      EXPECT_EQ(f.phase, e.failure->rfind("runtime error:", 0) == 0 ? se::FailurePhase::kRuntime
+                                                                    : se::FailurePhase::kStartup);
+    } else {
+      ASSERT_TRUE(std::holds_alternative<se::ResolvedLaunch>(r)) << std::get<se::LaunchFailure>(r).message;
+      const auto& l = std::get<se::ResolvedLaunch>(r);
+      EXPECT_EQ(l.layout.gpus, 8);
+      EXPECT_EQ(l.version, e.engine == "vllm" ? "0.13.0" : e.engine == "sglang" ? "0.5.6.post2" : "1.2.0rc5");
+      if (e.engine == "vllm") {
+        EXPECT_EQ(l.execution.attention, se::AttentionKernel::kFlashMlaSparse);
+        EXPECT_EQ(l.block_size, 64);
+      }
+      if (e.engine == "sglang") {
+        EXPECT_EQ(l.block_size, 64);
+      }
+    }
   }
   EXPECT_EQ(failures, 5);
 }

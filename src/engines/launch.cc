@@ -1,0 +1,411 @@
+// The engine table, resolve_launch dispatch, the per-request context-length refusal, and helpers shared
+// by the engine modules (launch_detail.h).
+#include "engines/launch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
+#include "engines/sglang_defaults.h"
+#include "engines/trtllm_defaults.h"
+#include "engines/vllm_defaults.h"
+
+namespace servelab::engines {
+
+namespace detail {
+Resolved resolve_vllm(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+Resolved resolve_sglang(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+Resolved resolve_trtllm(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+}  // namespace detail
+
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlashAttn2:
+      return "fa2";
+    case AttentionKernel::kFlashAttn3:
+      return "fa3";
+    case AttentionKernel::kFlashInfer:
+      return "flashinfer";
+    case AttentionKernel::kTriton:
+      return "triton";
+    case AttentionKernel::kTrtllmGen:
+      return "trtllm";
+    case AttentionKernel::kXformers:
+      return "xformers";
+    case AttentionKernel::kFlexAttention:
+      return "flex-attention";
+    case AttentionKernel::kFlashMla:
+      return "flashmla";
+    case AttentionKernel::kFlashMlaSparse:
+      return "flashmla-sparse";
+    case AttentionKernel::kCutlassMla:
+      return "cutlass-mla";
+    case AttentionKernel::kFlashInferMla:
+      return "flashinfer-mla";
+    case AttentionKernel::kTritonMla:
+      return "triton-mla";
+    case AttentionKernel::kTrtllmMla:
+      return "trtllm-mla";
+  }
+  return "unknown";
+}
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::kCublasBf16:
+      return "cublas-bf16";
+    case GemmKernel::kFp8Native:
+      return "fp8-native";
+    case GemmKernel::kFp8BlockDeepGemm:
+      return "fp8-block-deepgemm";
+    case GemmKernel::kFp8BlockCutlass:
+      return "fp8-block-cutlass";
+    case GemmKernel::kInt8Native:
+      return "int8-native";
+    case GemmKernel::kMarlinW8A16:
+      return "marlin-w8a16";
+    case GemmKernel::kMarlinW4A16:
+      return "marlin-w4a16";
+    case GemmKernel::kAwqTrtllm:
+      return "awq-trtllm";
+    case GemmKernel::kFp4Native:
+      return "fp4-native";
+  }
+  return "unknown";
+}
+
+const char* moe_kernel_name(MoeKernel k) {
+  switch (k) {
+    case MoeKernel::kTritonFused:
+      return "triton-fused";
+    case MoeKernel::kDeepGemmGrouped:
+      return "deepgemm-grouped";
+    case MoeKernel::kCutlassGrouped:
+      return "cutlass-grouped";
+    case MoeKernel::kMarlinMoe:
+      return "marlin-moe";
+    case MoeKernel::kTritonKernels:
+      return "triton-kernels";
+    case MoeKernel::kFlashInferTrtllm:
+      return "flashinfer-trtllm";
+  }
+  return "unknown";
+}
+
+const char* moe_a2a_name(MoeA2a a) {
+  switch (a) {
+    case MoeA2a::kNone:
+      return "none";
+    case MoeA2a::kAllgatherReduceScatter:
+      return "allgather-reducescatter";
+    case MoeA2a::kDeepepNormal:
+      return "deepep-normal";
+    case MoeA2a::kDeepepLowLatency:
+      return "deepep-low-latency";
+    case MoeA2a::kPplx:
+      return "pplx";
+    case MoeA2a::kFlashinferAllToAllV:
+      return "flashinfer-all2allv";
+  }
+  return "unknown";
+}
+
+const char* graph_mode_name(GraphMode g) {
+  switch (g) {
+    case GraphMode::kNone:
+      return "none";
+    case GraphMode::kPiecewise:
+      return "piecewise";
+    case GraphMode::kFullAndPiecewise:
+      return "full-and-piecewise";
+    case GraphMode::kFull:
+      return "full";
+    case GraphMode::kDecodeOnly:
+      return "decode-only";
+  }
+  return "unknown";
+}
+
+const std::vector<EngineModule>& engine_modules() {
+  static const std::vector<EngineModule> kModules = [] {
+    std::vector<EngineModule> m;
+    auto versions = [](EngineKind k) {
+      std::vector<std::string> out;
+      for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
+      return out;
+    };
+    m.push_back({EngineKind::kVllm, "vllm", versions(EngineKind::kVllm), kVllmDefaults.version.value,
+                 detail::parse_vllm, detail::resolve_vllm});
+    m.push_back({EngineKind::kSglang, "sglang", versions(EngineKind::kSglang), kSglangDefaults.version.value,
+                 detail::parse_sglang, detail::resolve_sglang});
+    m.push_back({EngineKind::kTrtllm, "trtllm", versions(EngineKind::kTrtllm), kTrtllmDefaults.version.value,
+                 detail::parse_trtllm, detail::resolve_trtllm});
+    return m;
+  }();
+  return kModules;
+}
+
+const EngineModule& engine_module(EngineKind kind) {
+  for (const auto& m : engine_modules())
+    if (m.kind == kind) return m;
+  throw std::logic_error("no engine module registered for this engine kind");
+}
+
+std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const EngineConfig& config,
+                                                           const model::ModelSpec& model,
+                                                           const hardware::ClusterSpec& cluster) {
+  return engine_module(config.kind).resolve(config, model, cluster);
+}
+
+std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens) {
+  const int len = launch.max_model_len;
+  const std::string p = std::to_string(prompt_tokens), m = std::to_string(max_tokens);
+  switch (launch.config.kind) {
+    case EngineKind::kVllm:
+      // vllm/entrypoints/openai/serving_engine.py _validate_input (HTTP 400).
+      if (prompt_tokens + max_tokens > len)
+        return "This model's maximum context length is " + std::to_string(len) +
+               " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) + " tokens (" +
+               p + " in the messages, " + m +
+               " in the completion). Please reduce the length of the messages "
+               "or completion.";
+      return std::nullopt;
+    case EngineKind::kSglang:
+      // sglang/srt/managers/tokenizer_manager.py _validate_one_request [recalled for 0.5.x: both checks and
+      // their text].
+      if (prompt_tokens >= len)
+        return "The input (" + p + " tokens) is longer than the model's context length (" +
+               std::to_string(len) + " tokens).";
+      if (prompt_tokens + max_tokens >= len)
+        return "Requested token count exceeds the model's maximum context length of " + std::to_string(len) +
+               " tokens. You requested a total of " + std::to_string(prompt_tokens + max_tokens) +
+               " tokens: " + p + " tokens from the input messages and " + m +
+               " tokens for the completion. Please reduce the number of tokens in the input messages or the "
+               "completion to fit within the limit.";
+      return std::nullopt;
+    case EngineKind::kTrtllm:
+      // tensorrt_llm/llmapi/llm.py _check_arguments (PyTorch backend): without chunked prefill a prompt
+      // must fit max_num_tokens (prompt_len / cp_size is a Python float).
+      if (!launch.scheduler.chunked_prefill && prompt_tokens > launch.scheduler.token_budget)
+        return "The sum of prompt length (" + p + ".0), query length (0) should not exceed max_num_tokens (" +
+               std::to_string(launch.scheduler.token_budget) + ")";
+      if (prompt_tokens >= len)
+        return "prompt of " + p + " tokens does not fit max_seq_len " + std::to_string(len) +
+               " (servelab's text: the engine's message for this case is not recorded)";
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+const std::vector<ModelledVersion>& modelled_versions(EngineKind kind) {
+  // The releases of the reference study and the perflab corpus (engine_version of each point).
+  static const std::vector<ModelledVersion> kVllm = {{"0.10.2", "vllm-0.10"},
+                                                     {"0.11.0", "vllm-0.11"},
+                                                     {"0.13.0", "vllm-0.11"},
+                                                     {"0.17.1", "vllm-0.17"},
+                                                     {"0.24.0", "vllm-0.17"}};
+  static const std::vector<ModelledVersion> kSglang = {
+      {"0.5.3rc0", "sglang-0.5.3"},    {"0.5.3", "sglang-0.5.3"},       {"0.5.3.post3", "sglang-0.5.3"},
+      {"0.5.4.post2", "sglang-0.5.3"}, {"0.5.5.post1", "sglang-0.5.3"}, {"0.5.6.post2", "sglang-0.5.3"},
+      {"0.5.9", "sglang-0.5.9"},       {"0.5.14", "sglang-0.5.9"}};
+  static const std::vector<ModelledVersion> kTrtllm = {
+      {"1.0.0", "trtllm-1.0"}, {"1.2.0rc1", "trtllm-1.2"}, {"1.2.0rc5", "trtllm-1.2"}};
+  switch (kind) {
+    case EngineKind::kVllm:
+      return kVllm;
+    case EngineKind::kSglang:
+      return kSglang;
+    case EngineKind::kTrtllm:
+      return kTrtllm;
+  }
+  return kVllm;
+}
+
+std::string version_family(EngineKind kind, const EngineVersion& version) {
+  const auto& list = modelled_versions(kind);
+  std::string family = list.front().family;
+  for (const auto& m : list)
+    if (EngineVersion::parse(m.version) <= version) family = m.family;
+  return family;
+}
+
+EngineVersion apply_version(ResolvedLaunch& launch) {
+  const EngineKind kind = launch.config.kind;
+  if (launch.config.engine_version.empty())
+    launch.config.engine_version = engine_module(kind).default_version;
+  EngineVersion v = EngineVersion::parse(launch.config.engine_version);
+  launch.version = launch.config.engine_version;
+  launch.version_family = version_family(kind, v);
+  bool modelled = false;
+  for (const auto& m : modelled_versions(kind)) modelled = modelled || EngineVersion::parse(m.version) == v;
+  launch.notes.push_back(std::string("engine ") + engine_kind_name(kind) + " " + launch.version +
+                         " (fitted-parameter family " + launch.version_family + ")" +
+                         (modelled
+                              ? ""
+                              : "; not a modelled release: the flags and defaults of its place among the "
+                                "modelled ones apply [unverified]"));
+  return v;
+}
+
+LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bool verbatim) {
+  return LaunchFailure{phase, std::move(message), verbatim, std::move(rule)};
+}
+
+std::optional<LaunchFailure> range_checks(const EngineConfig& c) {
+  if (c.tp < 1 || c.dp < 1 || c.pp < 1 || c.ep < 1 || c.dcp < 1)
+    return fail(FailurePhase::kStartup, "parallel.sizes",
+                "parallel sizes must be >= 1 (tp " + std::to_string(c.tp) + ", dp " + std::to_string(c.dp) +
+                    ", pp " + std::to_string(c.pp) + ", ep " + std::to_string(c.ep) + ")",
+                false);
+  // vLLM: pydantic Field(gt=0, le=1) on gpu_memory_utilization, ge=1 on counts; SGLang / TRT-LLM
+  // asserts at start-up. Messages are servelab's.
+  if (!(c.gpu_memory_fraction >= 0.0 && c.gpu_memory_fraction <= 1.0) ||
+      (c.gpu_memory_fraction == 0.0 && c.kind != EngineKind::kSglang))
+    return fail(FailurePhase::kStartup, "memory.fraction_range",
+                "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
+  const std::pair<const char*, const std::optional<int>*> counts[] = {
+      {"max_num_seqs", &c.max_num_seqs},
+      {"max_num_batched_tokens", &c.max_num_batched_tokens},
+      {"max_model_len", &c.max_model_len},
+      {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
+  for (const auto& [name, value] : counts)
+    if (*value && **value < 1 && !(c.kind == EngineKind::kSglang && std::string(name) == "cuda_graph_max_bs"))
+      return fail(FailurePhase::kStartup, "limits.positive",
+                  std::string(name) + " must be >= 1 (got " + std::to_string(**value) + ")", false);
+  return std::nullopt;
+}
+
+std::optional<LaunchFailure> hardware_check(const hardware::ClusterSpec& cluster) {
+  if (cluster.gpu.modelled) return std::nullopt;
+  return fail(FailurePhase::kStartup, "hardware.unmodelled",
+              cluster.gpu.name + ": " +
+                  (cluster.gpu.unsupported_reason.empty() ? std::string("not modelled by the twin")
+                                                          : cluster.gpu.unsupported_reason),
+              false);
+}
+
+bool is_ampere(const hardware::ClusterSpec& c) {
+  return c.gpu.generation == hardware::Generation::kAmpere;
+}
+bool is_hopper(const hardware::ClusterSpec& c) {
+  return c.gpu.generation == hardware::Generation::kHopper;
+}
+bool is_blackwell(const hardware::ClusterSpec& c) {
+  return c.gpu.generation == hardware::Generation::kBlackwell;
+}
+bool has_fp8_tensor_cores(const hardware::ClusterSpec& c) {
+  return c.gpu.compute_capability >= 89;
+}
+
+std::string sm_name(const hardware::ClusterSpec& c) {
+  return "sm" + std::to_string(c.gpu.compute_capability);
+}
+
+std::optional<LaunchFailure> place_layout(ParallelLayout& l, const hardware::ClusterSpec& cluster,
+                                          EngineKind kind) {
+  const int per_node = std::max(1, cluster.gpus_per_node);
+  if (l.gpus > cluster.total_gpus())
+    return fail(FailurePhase::kStartup, "parallel.gpu_count",
+                std::string(engine_kind_name(kind)) + " needs " + std::to_string(l.gpus) + " GPUs but " +
+                    hardware::cluster_name(cluster) + " has " + std::to_string(cluster.total_gpus()),
+                false);
+  l.nodes = (l.gpus + per_node - 1) / per_node;
+  // Ranks: TP innermost, then PP, then DP (vLLM/SGLang/TRT-LLM rank order); a group of `size`
+  // consecutive ranks crosses nodes when its first and last rank sit on different nodes.
+  auto crosses = [&](int size) {
+    for (int first = 0; first + size <= l.gpus; first += size)
+      if (first / per_node != (first + size - 1) / per_node) return true;
+    return false;
+  };
+  l.tp_crosses_nodes = l.tp > 1 && crosses(l.tp);
+  l.pp_crosses_nodes = l.pp > 1 && crosses(l.tp * l.pp);
+  return std::nullopt;
+}
+
+std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const EngineConfig& c,
+                                                               const model::ModelSpec& m) {
+  if (c.quantization.empty()) return m;
+  try {
+    return model::with_engine_quantization(m, c.quantization);
+  } catch (const std::invalid_argument& e) {
+    return fail(FailurePhase::kStartup, "quantization.unmodelled",
+                std::string("--quantization ") + c.quantization + ": " + e.what(), false);
+  }
+}
+
+model::DType kv_dtype_of(const std::string& d, const model::ModelSpec& m) {
+  if (d.rfind("fp8", 0) == 0) return model::DType::kFp8;
+  if (d == "bfloat16" || d == "bf16") return model::DType::kBf16;
+  if (d == "float16" || d == "fp16" || d == "half") return model::DType::kFp16;
+  if (d == "fp4_e2m1" || d == "nvfp4") return model::DType::kNvfp4;
+  return m.dtype == model::DType::kFp16 ? model::DType::kFp16 : model::DType::kBf16;
+}
+
+std::string display_name(const model::ModelSpec& m) {
+  const std::string& id = m.id.empty() ? m.architecture : m.id;
+  const auto slash = id.find_last_of('/');
+  return slash == std::string::npos ? id : id.substr(slash + 1);
+}
+
+bool is_multimodal(const model::ModelSpec& m) {
+  const std::string suffix = "ForConditionalGeneration";
+  return m.architecture.size() > suffix.size() &&
+         m.architecture.compare(m.architecture.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> inert_flags_of(const EngineConfig& c, const std::vector<std::string>& effective,
+                                        const std::vector<std::string>& modelled_env) {
+  std::vector<std::string> out;
+  const std::set<std::string> eff(effective.begin(), effective.end());
+  for (const auto& f : c.explicit_flags)
+    if (!eff.count(f)) out.push_back(f);
+  for (const auto& o : c.config_file_options) out.push_back(o.flag + " (extra_llm_api_options)");
+  const std::set<std::string> env(modelled_env.begin(), modelled_env.end());
+  for (const auto& [k, v] : c.env)
+    if (!env.count(k)) out.push_back(k + " (environment)");
+  return out;
+}
+
+int sglang_tier_index(double gpu_gib) {
+  const auto& tiers = kSglangDefaults.tiers;
+  for (int i = 0; i < 6; ++i)
+    if (gpu_gib < tiers[i].max_gpu_memory_gib) return i;
+  return 5;
+}
+
+double sglang_mem_fraction_static(const SglangReserveInputs& in) {
+  const auto& d = kSglangDefaults;
+  const double chunk = std::max(in.chunked_prefill_size, d.chunked_prefill_min_for_reserve.value);
+  const double bs = in.cuda_graph_max_bs;
+  double reserved = d.reserved_base_mib.value + chunk * d.reserved_per_chunk_token_mib.value +
+                    bs * d.reserved_per_graph_bs_mib.value +
+                    in.tp * in.pp / 8.0 * d.reserved_per_tp_eighth_mib.value;
+  if (in.dp_attention) {
+    reserved += bs * in.dp * d.reserved_dp_attention_per_graph_bs_dp_mib.value;
+    if (bs > 300) reserved += bs * in.dp * d.reserved_dp_attention_large_graph_mib.value;
+  }
+  reserved += in.piecewise_sizes * d.reserved_per_piecewise_size_mib.value;
+  if (in.gpu_mib > 60 * 1024) reserved = std::max(reserved, d.reserved_floor_mib.value);
+  const std::string& a = in.speculative_algorithm;
+  if (a == "EAGLE" || a == "EAGLE3" || a == "NEXTN") reserved += d.reserved_speculative_mib.value;
+  if (a == "STANDALONE") reserved += d.reserved_speculative_standalone_mib.value;
+  const double frac = (in.gpu_mib - reserved) / in.gpu_mib;
+  const double scale = std::pow(10.0, d.mem_fraction_decimals.value);
+  return std::round(frac * scale) / scale;
+}
+
+int vllm_default_capture_max(const EngineVersion& v, int max_num_seqs, int spec_tokens, int token_budget) {
+  const auto& d = kVllmDefaults;
+  if (v < EngineVersion::parse(d.capture_size_formula_since.value))
+    return std::min(d.fixed_capture_max.value, token_budget);
+  const int size = std::min(max_num_seqs * (1 + spec_tokens) * d.max_cudagraph_capture_size_seq_factor.value,
+                            d.max_cudagraph_capture_size_cap.value);
+  return std::min(size, token_budget);
+}
+
+}  // namespace detail
+}  // namespace servelab::engines

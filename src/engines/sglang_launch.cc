@@ -1,0 +1,257 @@
+// The SGLang module's resolution: layout (DP-attention, EP, DeepEP modes, dense TP), memory tier and
+// mem_fraction_static, chunk // dp, max_running_requests, speculative defaults, attention backend per GPU
+// generation and model (gpt-oss, DSA), kernels, CUDA graphs and torch.compile, overlap scheduler.
+// Sources: sglang_defaults.h, engine-versions.md §2, gpu-kernel-facts.md §1.3, the reference study.
+#include <algorithm>
+#include <cctype>
+
+#include "engines/launch_detail.h"
+#include "engines/sglang_defaults.h"
+
+namespace servelab::engines::detail {
+
+std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
+                                             const EngineVersion& v);
+
+namespace {
+
+bool starts_with(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+AttentionKernel kernel_of(const std::string& b, bool mla) {
+  if (b == "fa3") return AttentionKernel::kFlashAttn3;
+  if (b == "flashinfer") return mla ? AttentionKernel::kFlashInferMla : AttentionKernel::kFlashInfer;
+  if (b == "triton") return mla ? AttentionKernel::kTritonMla : AttentionKernel::kTriton;
+  if (b == "trtllm_mha" || b == "trtllm") return AttentionKernel::kTrtllmGen;
+  if (b == "trtllm_mla") return AttentionKernel::kTrtllmMla;
+  if (b == "cutlass_mla") return AttentionKernel::kCutlassMla;
+  if (b == "flashmla" || b == "flashmla_kv") return AttentionKernel::kFlashMla;
+  if (b == "flashmla_sparse" || b == "flashmla_auto") return AttentionKernel::kFlashMlaSparse;
+  if (b == "flex_attention") return AttentionKernel::kFlexAttention;
+  return AttentionKernel::kTriton;  // torch_native, fa4, wave, ... (no own efficiency table)
+}
+
+// DSA (DeepSeek-V3.2, GLM-5.x): page 64, nsa backends, KV dtype by generation (_set_default_nsa_*).
+void dsa_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+  const auto& d = kSglangDefaults;
+  EngineConfig& c = r.config;
+  c.block_size = d.page_size_dsa.value;
+  c.attention_backend = d.attention_backend_dsa.value;
+  if (c.kv_cache_dtype == "auto")
+    c.kv_cache_dtype = is_blackwell(cl) ? d.kv_cache_dtype_dsa_sm100.value : d.kv_cache_dtype_dsa_sm90.value;
+  const bool fp8 = starts_with(c.kv_cache_dtype, "fp8");
+  if (c.nsa_prefill_backend.empty())
+    c.nsa_prefill_backend = fp8 ? d.nsa_prefill_backend_fp8.value : d.nsa_prefill_backend_sm90_bf16.value;
+  if (c.nsa_decode_backend.empty())
+    c.nsa_decode_backend = fp8                ? d.nsa_decode_backend_fp8.value
+                           : is_blackwell(cl) ? "trtllm"
+                                              : d.nsa_decode_backend_sm90_bf16.value;
+  r.execution.attention = kernel_of(c.nsa_prefill_backend, true);
+  r.execution.decode_attention = kernel_of(c.nsa_decode_backend, true);
+  if (c.nsa_prefill_backend == "fa3") r.execution.attention = AttentionKernel::kFlashAttn3;
+  if (c.nsa_decode_backend == "fa3") r.execution.decode_attention = AttentionKernel::kFlashAttn3;
+  r.notes.push_back("DSA: page 64, attention nsa (prefill " + c.nsa_prefill_backend + ", decode " +
+                    c.nsa_decode_backend + "), KV " + c.kv_cache_dtype +
+                    " (server_args.py _set_default_nsa_backends / _set_default_nsa_kv_cache_dtype)");
+}
+
+// Attention backend: forced (validated against the GPU) or SGLang's default per generation and model
+// (docs attention_backend; server_args model-specific overrides for gpt-oss).
+std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+  EngineConfig& c = r.config;
+  const model::ModelSpec& m = r.model;
+  const std::pair<const char*, const std::string*> kernels[] = {
+      {"--attention-backend", &c.attention_backend},
+      {"--nsa-prefill-backend", &c.nsa_prefill_backend},
+      {"--nsa-decode-backend", &c.nsa_decode_backend}};
+  const int major = cl.gpu.compute_capability / 10;
+  for (const auto& [flag, value] : kernels) {
+    auto ccs = sglang_backend_cc(*value);
+    if (ccs && std::find(ccs->begin(), ccs->end(), major) == ccs->end())
+      return fail(
+          FailurePhase::kStartup, "sglang.backend.compute_capability",
+          std::string(flag) + " " + *value + " has no kernel for " + sm_name(cl) + " (" + cl.gpu.name + ")",
+          false);
+  }
+  if (m.has_dsa()) {
+    dsa_defaults(r, cl);
+    return std::nullopt;
+  }
+  const bool forced = !c.attention_backend.empty();
+  if (!forced) {
+    const bool gpt_oss = m.model_type == "gpt_oss";
+    if (is_hopper(cl))
+      c.attention_backend = "fa3";
+    else if (is_blackwell(cl))
+      c.attention_backend = m.has_mla() ? "trtllm_mla" : "trtllm_mha";
+    else
+      c.attention_backend = gpt_oss || m.has_mla() ? "triton" : "flashinfer";
+    r.notes.push_back(
+        "attention backend " + c.attention_backend + ": SGLang's default for " +
+        (gpt_oss       ? "gpt-oss"
+         : m.has_mla() ? "MLA"
+                       : "MHA/GQA") +
+        " on " + sm_name(cl) +
+        " (docs attention_backend; server_args gpt-oss override; flashinfer assumed installed)");
+  } else {
+    r.notes.push_back("attention backend " + c.attention_backend + " (--attention-backend)");
+  }
+  r.execution.attention = r.execution.decode_attention = kernel_of(c.attention_backend, m.has_mla());
+  return std::nullopt;
+}
+
+MoeKernel moe_runner(const std::string& b, MoeKernel fallback) {
+  if (b == "deep_gemm") return MoeKernel::kDeepGemmGrouped;
+  if (b == "triton") return MoeKernel::kTritonFused;
+  if (b == "triton_kernel") return MoeKernel::kTritonKernels;
+  if (b == "flashinfer_trtllm" || b == "flashinfer_mxfp4") return MoeKernel::kFlashInferTrtllm;
+  if (b == "flashinfer_cutlass" || b == "cutlass" || b == "flashinfer_cutedsl")
+    return MoeKernel::kCutlassGrouped;
+  return fallback;
+}
+
+void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+  using Q = model::QuantMethod;
+  const model::ModelSpec& m = r.model;
+  auto& e = r.execution;
+  const bool deepep = r.layout.a2a == MoeA2a::kDeepepNormal || r.layout.a2a == MoeA2a::kDeepepLowLatency;
+  MoeKernel moe = MoeKernel::kTritonFused;
+  switch (m.quantization.method) {
+    case Q::kNone:
+      e.gemm = GemmKernel::kCublasBf16;
+      break;
+    case Q::kFp8PerTensor:
+    case Q::kFp8Block:
+      if (!has_fp8_tensor_cores(cl)) {
+        e.gemm = GemmKernel::kMarlinW8A16;
+        moe = MoeKernel::kMarlinMoe;
+        r.notes.push_back("FP8 weights on " + sm_name(cl) +
+                          ": FP8 Marlin W8A16 fallback [unverified for SGLang]");
+        break;
+      }
+      e.gemm = m.quantization.method == Q::kFp8PerTensor ? GemmKernel::kFp8Native
+               : r.config.deep_gemm                      ? GemmKernel::kFp8BlockDeepGemm
+                                                         : GemmKernel::kFp8BlockCutlass;
+      moe = deepep && m.quantization.method == Q::kFp8Block ? MoeKernel::kDeepGemmGrouped
+                                                            : MoeKernel::kTritonFused;
+      break;
+    case Q::kW8A8Int8:
+      e.gemm = GemmKernel::kInt8Native;
+      break;
+    case Q::kAwq:
+    case Q::kGptq:
+      e.gemm = GemmKernel::kMarlinW4A16;
+      moe = MoeKernel::kMarlinMoe;
+      break;
+    case Q::kMxfp4:
+      e.gemm = GemmKernel::kCublasBf16;
+      moe = is_blackwell(cl) ? MoeKernel::kFlashInferTrtllm : MoeKernel::kTritonKernels;
+      r.notes.push_back(std::string("MXFP4 MoE: ") + moe_kernel_name(moe) +
+                        " (server_args gpt-oss: flashinfer_mxfp4 on Blackwell, triton_kernel otherwise; bf16 "
+                        "activations)");
+      break;
+    case Q::kNvfp4:
+      e.gemm = is_blackwell(cl) ? GemmKernel::kFp4Native : GemmKernel::kMarlinW4A16;
+      moe = is_blackwell(cl) ? MoeKernel::kFlashInferTrtllm : MoeKernel::kMarlinMoe;
+      break;
+  }
+  e.moe = moe_runner(r.config.moe_runner_backend, moe);
+  if (!r.config.moe_runner_backend.empty() && r.config.moe_runner_backend != "auto")
+    r.notes.push_back("MoE runner " + r.config.moe_runner_backend + " (--moe-runner-backend)");
+  e.attention_gemm = m.quantization.attention.dtype == model::DType::kBf16 ||
+                             m.quantization.attention.dtype == model::DType::kFp16
+                         ? GemmKernel::kCublasBf16
+                         : e.gemm;
+}
+
+// Layout: plain DP = replicas; DP-attention splits one TP group into dp attention ranks whose tokens meet
+// at the MoE (and the dense FFN, at --moe-dense-tp-size); DeepEP sets ep = tp (server_args.py
+// _handle_a2a_moe) and picks the all-to-all kernels per --deepep-mode.
+std::optional<LaunchFailure> sglang_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+  EngineConfig& c = r.config;
+  ParallelLayout& l = r.layout;
+  const bool moe = r.model.has_moe();
+  if (c.moe_a2a_backend == "deepep") {
+    if (c.ep != c.tp)
+      r.notes.push_back("DeepEP MoE: the expert parallel size is adjusted to the tensor parallel size (" +
+                        std::to_string(c.tp) + ") (server_args.py _handle_a2a_moe)");
+    c.ep = c.tp;
+  }
+  l.tp = c.tp, l.pp = c.pp, l.dp = c.dp, l.ep = c.ep;
+  if (c.enable_dp_attention) {
+    if (c.tp % c.dp != 0)
+      return fail(FailurePhase::kStartup, "sglang.dp_attention.divides_tp",
+                  "DP-attention needs tp_size divisible by dp_size (tp " + std::to_string(c.tp) + ", dp " +
+                      std::to_string(c.dp) + ")",
+                  false);
+    l.gpus = c.tp * c.pp;
+    l.dp_ranks = c.dp;
+    l.attn_tp = c.tp / c.dp;
+    l.dense_tp = c.moe_dense_tp_size.value_or(c.tp);
+    l.moe_gathered = moe;
+    r.notes.push_back("DP-attention: " + std::to_string(c.dp) + " attention ranks of TP " +
+                      std::to_string(l.attn_tp) + " in one TP-" + std::to_string(c.tp) +
+                      " group; dense FFN TP " + std::to_string(l.dense_tp) +
+                      (c.moe_dense_tp_size ? " (--moe-dense-tp-size)" : ""));
+  } else {
+    l.gpus = c.tp * c.pp * c.dp;
+    l.dp_ranks = c.dp;
+    l.attn_tp = l.dense_tp = c.tp;
+  }
+  if (moe && c.tp % c.ep != 0)
+    return fail(FailurePhase::kStartup, "sglang.ep.divides_tp",
+                "ep_size " + std::to_string(c.ep) + " must divide tp_size " + std::to_string(c.tp), false);
+  l.moe_ep = moe ? c.ep : 1;
+  l.moe_tp = moe ? c.tp / c.ep : c.tp;
+  l.a2a = l.a2a_decode = l.moe_gathered ? MoeA2a::kAllgatherReduceScatter : MoeA2a::kNone;
+  if (moe && c.moe_a2a_backend == "deepep") {
+    const std::string mode = c.deepep_mode.empty() ? kSglangDefaults.deepep_mode.value : c.deepep_mode;
+    l.a2a = mode == "low_latency" ? MoeA2a::kDeepepLowLatency : MoeA2a::kDeepepNormal;
+    l.a2a_decode = mode == "normal" ? MoeA2a::kDeepepNormal : MoeA2a::kDeepepLowLatency;
+    r.notes.push_back("DeepEP " + mode + ": prefill " + moe_a2a_name(l.a2a) + ", decode " +
+                      moe_a2a_name(l.a2a_decode) +
+                      (mode == "auto" ? " (auto: normal kernels for prefill, low-latency for decode)" : ""));
+  }
+  if (moe)
+    r.notes.push_back("experts: EP " + std::to_string(l.moe_ep) + " x MoE-TP " + std::to_string(l.moe_tp) +
+                      " (--ep-size; MoE TP = tp / ep)");
+  return place_layout(l, cl, EngineKind::kSglang);
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
+  if (backend == "fa3") return std::vector<int>{9};
+  if (backend == "trtllm_mla" || backend == "trtllm_mha" || backend == "cutlass_mla" || backend == "fa4" ||
+      backend == "trtllm")
+    return std::vector<int>{10};
+  if (backend == "flashmla" || backend == "flashmla_sparse" || backend == "flashmla_kv" ||
+      backend == "flashmla_auto")
+    return std::vector<int>{9, 10};
+  return std::nullopt;
+}
+
+Resolved resolve_sglang(const EngineConfig& in, const model::ModelSpec& model,
+                        const hardware::ClusterSpec& cl) {
+  ResolvedLaunch r;
+  r.config = in;
+  const EngineVersion v = apply_version(r);
+  if (auto f = hardware_check(cl)) return *f;
+  if (auto f = range_checks(r.config)) return *f;
+  auto quantized = engine_quantized(r.config, model);
+  if (auto* f = std::get_if<LaunchFailure>(&quantized)) return *f;
+  r.model = std::get<model::ModelSpec>(std::move(quantized));
+  // The NSA indexer's FP8 logits kernels come from DeepGEMM; without it the server does not start
+  // (reference study, sglang deepgemm-off).
+  if (!r.config.deep_gemm && r.model.has_dsa())
+    return fail(FailurePhase::kStartup, "sglang.deepgemm.required",
+                "server fails to start when DeepGEMM is disabled (SGLANG_ENABLE_JIT_DEEPGEMM=0)", true);
+  if (auto f = sglang_layout(r, cl)) return *f;
+  if (auto f = choose_attention(r, cl)) return *f;
+  choose_kernels(r, cl);
+  if (auto f = sglang_policies(r, cl, v)) return *f;
+  return r;
+}
+
+}  // namespace servelab::engines::detail

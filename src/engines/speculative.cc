@@ -1,0 +1,62 @@
+// Speculative decoding acceptance: P(draft token i accepted | the ones before it accepted) at batch 1,
+// per method and draft, each with its source. The twin lowers it at large batch (sim's model).
+#include <algorithm>
+#include <cctype>
+
+#include "engines/launch_detail.h"
+
+namespace servelab::engines::detail {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+}  // namespace
+
+AcceptanceRow acceptance_for(SpeculativePolicy::Method method, const model::ModelSpec& m,
+                             const std::string& draft_model) {
+  using M = SpeculativePolicy::Method;
+  switch (method) {
+    case M::kMtp:
+      if (m.model_type.rfind("deepseek", 0) == 0)
+        return {0.85,
+                "DeepSeek-V3 technical report (arXiv 2412.19437) §5.4.3: MTP second-token acceptance 85-90%; "
+                "the lower end",
+                true};
+      return {0.85,
+              "DeepSeek-V3 report's MTP acceptance (85-90%) transferred to this model's own MTP head "
+              "[unverified for non-DeepSeek models]",
+              false};
+    case M::kEagle3: {
+      const std::string d = lower(draft_model);
+      const bool third_party =
+          d.find("tengyunw") != std::string::npos || d.find("angelslim") != std::string::npos;
+      return {
+          third_party ? 0.7 : 0.8,
+          third_party
+              ? "EAGLE-3 paper (arXiv 2503.01840) reports acceptance lengths of about 6 tokens on 8B "
+                "targets with its own heads and a depth-8 tree (chain-equivalent ~0.9); community-trained "
+                "heads assumed lower [unverified]"
+              : "EAGLE-3 paper (arXiv 2503.01840): acceptance lengths of about 6 tokens on 8B targets "
+                "(depth-8 tree); chain-equivalent per-token acceptance taken as 0.8 [unverified]",
+          false};
+    }
+    case M::kEagle:
+      return {0.7,
+              "EAGLE paper (arXiv 2401.15077): acceptance lengths ~3.5-4 on 7-13B targets (depth-5 tree); "
+              "chain-equivalent per-token acceptance taken as 0.7 [unverified]",
+              false};
+    case M::kNgram:
+      return {0.3,
+              "n-gram prompt lookup: acceptance depends on how much the output copies the prompt; 0.3 for "
+              "chat workloads [unverified]",
+              false};
+    case M::kDraftModel:
+      return {0.6, "separate draft model: 0.6 [unverified; depends on the draft/target pair]", false};
+  }
+  return {0.5, "unknown method [unverified]", false};
+}
+
+}  // namespace servelab::engines::detail

@@ -1,0 +1,566 @@
+// Engine modules (resolve_launch): per-version defaults with hand-computed values, refusals with their
+// messages, parallel layouts incl. multi-node, flags that change the resolved launch, inert flags, the
+// per-request context-length refusal, versions and the module table.
+#include <gtest/gtest.h>
+
+#include "engines/engines.h"
+#include "engines/launch.h"
+#include "engines/version.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
+
+namespace se = servelab::engines;
+namespace hw = servelab::hardware;
+namespace md = servelab::model;
+
+namespace {
+
+const md::ModelSpec& model(const std::string& id) {
+  static std::map<std::string, md::ModelSpec> cache;
+  auto it = cache.find(id);
+  if (it == cache.end()) it = cache.emplace(id, md::resolve_model(id)).first;
+  return it->second;
+}
+
+se::EngineConfig parse(const std::string& cmd, const std::string& version = "",
+                       const std::map<std::string, std::string>& env = {}) {
+  return se::parse_launch_command(se::split_command_line(cmd), env, version);
+}
+
+std::variant<se::ResolvedLaunch, se::LaunchFailure> run(const std::string& cmd, const std::string& version,
+                                                        const std::string& model_id,
+                                                        const std::string& cluster,
+                                                        const std::map<std::string, std::string>& env = {}) {
+  auto c = parse(cmd, version, env);
+  return se::resolve_launch(c, model(model_id), hw::parse_cluster(cluster));
+}
+
+se::ResolvedLaunch ok(const std::string& cmd, const std::string& version, const std::string& model_id,
+                      const std::string& cluster, const std::map<std::string, std::string>& env = {}) {
+  auto r = run(cmd, version, model_id, cluster, env);
+  if (auto* f = std::get_if<se::LaunchFailure>(&r)) throw std::runtime_error(cmd + ": " + f->message);
+  return std::get<se::ResolvedLaunch>(r);
+}
+
+se::LaunchFailure refused(const std::string& cmd, const std::string& version, const std::string& model_id,
+                          const std::string& cluster, const std::map<std::string, std::string>& env = {}) {
+  auto r = run(cmd, version, model_id, cluster, env);
+  if (!std::holds_alternative<se::LaunchFailure>(r)) throw std::runtime_error(cmd + ": resolved");
+  return std::get<se::LaunchFailure>(r);
+}
+
+std::string arg_error(const std::string& cmd, const std::string& version) {
+  try {
+    parse(cmd, version);
+  } catch (const se::EngineArgError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has_inert(const se::ResolvedLaunch& l, const std::string& flag) {
+  for (const auto& f : l.inert_flags)
+    if (f.rfind(flag, 0) == 0) return true;
+  return false;
+}
+
+const char* kQwen8 = "Qwen/Qwen3-8B";
+const char* kQwen8Fp8 = "Qwen/Qwen3-8B-FP8";
+const char* kGptOss = "openai/gpt-oss-120b";
+const char* kGlm52 = "zai-org/GLM-5.2-FP8";
+const char* kQwen235Fp8 = "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8";
+const char* kQwen35 = "Qwen/Qwen3.5-9B";
+
+}  // namespace
+
+TEST(Versions, OrderAndFamilies) {
+  using V = se::EngineVersion;
+  EXPECT_TRUE(V::parse("0.5.3rc0") < V::parse("0.5.3"));
+  EXPECT_TRUE(V::parse("0.5.3") < V::parse("0.5.3.post3"));
+  EXPECT_TRUE(V::parse("0.5.3.post3") < V::parse("0.5.4.post2"));
+  EXPECT_TRUE(V::parse("0.5.9") < V::parse("0.5.14"));
+  EXPECT_TRUE(V::parse("1.2.0rc1") < V::parse("1.2.0rc5"));
+  EXPECT_TRUE(V::parse("1.2.0rc5") < V::parse("1.2.0"));
+  EXPECT_TRUE(V::parse("0.17") == V::parse("0.17.0"));
+  EXPECT_THROW(V::parse("latest"), std::invalid_argument);
+  EXPECT_THROW(parse("vllm serve m", "0.x"), std::invalid_argument);
+  const auto& mods = se::engine_modules();
+  ASSERT_EQ(mods.size(), 3u);
+  EXPECT_EQ(se::engine_module(se::EngineKind::kVllm).versions,
+            (std::vector<std::string>{"0.10.2", "0.11.0", "0.13.0", "0.17.1", "0.24.0"}));
+  EXPECT_EQ(se::engine_module(se::EngineKind::kSglang).versions.size(), 8u);
+  EXPECT_EQ(se::engine_module(se::EngineKind::kTrtllm).versions,
+            (std::vector<std::string>{"1.0.0", "1.2.0rc1", "1.2.0rc5"}));
+  EXPECT_EQ(parse("vllm serve m").engine_version, "0.13.0");  // the module's default
+  EXPECT_EQ(ok("vllm serve m", "0.24.0", kQwen8, "H100").version_family, "vllm-0.17");
+  EXPECT_EQ(ok("vllm serve m", "0.10.2", kQwen8, "H100").version_family, "vllm-0.10");
+  EXPECT_EQ(ok("python3 -m sglang.launch_server --model-path m", "0.5.14", kQwen8, "H100").version_family,
+            "sglang-0.5.9");
+  EXPECT_EQ(ok("trtllm-serve m", "1.0.0", kQwen8, "H100").version_family, "trtllm-1.0");
+  // A release between modelled ones resolves with the rules of its place, and says so.
+  auto between = ok("vllm serve m", "0.12.0", kQwen8, "H100");
+  EXPECT_EQ(between.version_family, "vllm-0.11");
+  EXPECT_NE(between.notes[0].find("not a modelled release"), std::string::npos);
+}
+
+TEST(Versions, FlagsExistOnlyInTheirReleases) {
+  // vLLM: --performance-mode and --language-model-only from 0.17, --async-scheduling from 0.10,
+  // --max-cudagraph-capture-size / --all2all-backend from 0.11.1, --attention-backend from 0.13.
+  EXPECT_EQ(arg_error("vllm serve m --performance-mode throughput", "0.13.0"),
+            "vllm: error: unrecognized arguments: --performance-mode throughput");
+  EXPECT_EQ(arg_error("vllm serve m --performance-mode throughput", "0.17.1"), "");
+  EXPECT_EQ(arg_error("vllm serve m --language-model-only", "0.11.0"),
+            "vllm: error: unrecognized arguments: --language-model-only");
+  EXPECT_EQ(arg_error("vllm serve m --async-scheduling", "0.9.1"),
+            "vllm: error: unrecognized arguments: --async-scheduling");
+  EXPECT_EQ(arg_error("vllm serve m --async-scheduling", "0.10.2"), "");
+  EXPECT_EQ(arg_error("vllm serve m --max-cudagraph-capture-size=256", "0.11.0"),
+            "vllm: error: unrecognized arguments: --max-cudagraph-capture-size=256");
+  EXPECT_EQ(arg_error("vllm serve m --all2all-backend pplx", "0.11.0"),
+            "vllm: error: unrecognized arguments: --all2all-backend pplx");
+  EXPECT_EQ(arg_error("vllm serve m --attention-backend FLASHINFER", "0.11.0"),
+            "vllm: error: unrecognized arguments: --attention-backend FLASHINFER");
+  EXPECT_EQ(arg_error("vllm serve m -dcp 2", "0.10.2"), "vllm: error: unrecognized arguments: -dcp 2");
+  EXPECT_EQ(arg_error("vllm serve m --performance-mode fast", "0.17.1"),
+            "vllm serve: error: argument --performance-mode: invalid choice: 'fast' (choose from 'balanced', "
+            "'interactivity', 'throughput')");
+  // TensorRT-LLM 1.0 has no --chat_template / --tool_parser (click suggests the close one).
+  EXPECT_EQ(arg_error("trtllm-serve m --tool_parser qwen3", "1.0.0")
+                .rfind("Error: No such option: --tool_parser", 0),
+            0u);
+  EXPECT_EQ(arg_error("trtllm-serve m --tool_parser qwen3", "1.2.0rc1"), "");
+  // Rendering keeps the release: the old releases get --cuda-graph-sizes and VLLM_ALL2ALL_BACKEND.
+  auto old = parse("vllm serve m --cuda-graph-sizes 256", "0.11.0");
+  EXPECT_EQ(old.cuda_graph_max_bs, 256);
+  auto back = se::parse_launch_command(se::to_argv(old), se::to_env(old), "0.11.0");
+  EXPECT_EQ(back.cuda_graph_max_bs, 256);
+  auto env =
+      parse("vllm serve m -dp 2 --enable-expert-parallel", "0.11.0", {{"VLLM_ALL2ALL_BACKEND", "pplx"}});
+  EXPECT_EQ(env.moe_a2a_backend, "pplx");
+  EXPECT_EQ(se::to_env(env).at("VLLM_ALL2ALL_BACKEND"), "pplx");
+}
+
+TEST(VllmDefaults, PerVersionAndGpuClass) {
+  // 0.10.2: PIECEWISE, [1, 2, 4] + 8..512 step 8 = 67 sizes, async opt-in.
+  auto v10 = ok("vllm serve m", "0.10.2", kQwen8, "H100");
+  EXPECT_EQ(v10.execution.graphs, se::GraphMode::kPiecewise);
+  EXPECT_EQ(v10.execution.graph_sizes.size(), 67u);
+  EXPECT_FALSE(v10.execution.async_scheduling);
+  // 0.11.0: FULL_AND_PIECEWISE, still the fixed 512 list.
+  auto v11 = ok("vllm serve m", "0.11.0", kQwen8, "H100");
+  EXPECT_EQ(v11.execution.graphs, se::GraphMode::kFullAndPiecewise);
+  EXPECT_EQ(v11.execution.graph_sizes.size(), 67u);
+  // 0.13.0: max = min(1024 * 2, 512) = 512, [1, 2, 4] + 8..248/8 (31) + 256..512/16 (17) = 51 sizes.
+  auto v13 = ok("vllm serve m", "0.13.0", kQwen8, "H100");
+  EXPECT_EQ(v13.scheduler.max_num_seqs, 1024);
+  EXPECT_EQ(v13.scheduler.token_budget, 8192);
+  EXPECT_EQ(v13.execution.graph_sizes.size(), 51u);
+  EXPECT_EQ(v13.execution.graph_max_batch, 512);
+  EXPECT_FALSE(v13.execution.async_scheduling);
+  EXPECT_EQ(v13.memory.profile_tokens, 8192);
+  EXPECT_DOUBLE_EQ(v13.memory.fraction, 0.9);
+  EXPECT_EQ(v13.block_size, 16);
+  EXPECT_EQ(v13.max_model_len, 40960);
+  // --max-num-seqs 64: min(128, 512) = 128 -> [1, 2, 4] + 8..128/8 = 19 sizes.
+  EXPECT_EQ(ok("vllm serve m --max-num-seqs 64", "0.13.0", kQwen8, "H100").execution.graph_sizes.size(), 19u);
+  // 0.17.1: async scheduling on by default; --no-async-scheduling turns it off.
+  EXPECT_TRUE(ok("vllm serve m", "0.17.1", kQwen8, "H100").execution.async_scheduling);
+  EXPECT_FALSE(ok("vllm serve m --no-async-scheduling", "0.17.1", kQwen8, "H100").execution.async_scheduling);
+  EXPECT_TRUE(ok("vllm serve m --async-scheduling", "0.13.0", kQwen8, "H100").execution.async_scheduling);
+  // A100: excluded from the large tier (PR #17885) -> 256 / 2048; H200 is large.
+  auto a100 = ok("vllm serve m", "0.13.0", kQwen8, "A100");
+  EXPECT_EQ(a100.scheduler.max_num_seqs, 256);
+  EXPECT_EQ(a100.scheduler.token_budget, 2048);
+  EXPECT_EQ(a100.execution.graph_max_batch, 512);
+  EXPECT_EQ(a100.execution.attention, se::AttentionKernel::kFlashAttn2);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8, "A100-40GB").scheduler.max_num_seqs, 256);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8, "H200").scheduler.max_num_seqs, 1024);
+  // --performance-mode: throughput doubles the defaults, interactivity adds every size 1..32
+  // (51 - 7 sizes <= 32 + 32 = 76).
+  auto thr = ok("vllm serve m --performance-mode throughput", "0.17.1", kQwen8, "H100");
+  EXPECT_EQ(thr.scheduler.max_num_seqs, 2048);
+  EXPECT_EQ(thr.scheduler.token_budget, 16384);
+  EXPECT_EQ(ok("vllm serve m --performance-mode throughput", "0.17.1", kQwen8, "A100").scheduler.token_budget,
+            4096);
+  auto inter = ok("vllm serve m --performance-mode interactivity", "0.17.1", kQwen8, "H100");
+  EXPECT_EQ(inter.execution.graph_sizes.size(), 76u);
+  EXPECT_EQ(inter.scheduler.max_num_seqs, 1024);
+  // --max-cudagraph-capture-size 256: [1, 2, 4] + 8..248 + 256 = 35 sizes; --enforce-eager: none.
+  auto cap = ok("vllm serve m --max-cudagraph-capture-size 256", "0.17.1", kQwen8, "H100");
+  EXPECT_EQ(cap.execution.graph_max_batch, 256);
+  EXPECT_EQ(cap.execution.graph_sizes.size(), 35u);
+  EXPECT_EQ(ok("vllm serve m --enforce-eager", "0.13.0", kQwen8, "H100").execution.graphs,
+            se::GraphMode::kNone);
+  EXPECT_EQ(
+      ok(R"(vllm serve m -O '{"cudagraph_mode":"PIECEWISE"}')", "0.13.0", kQwen8, "H100").execution.graphs,
+      se::GraphMode::kPiecewise);
+  // --language-model-only: the vision encoder of a multimodal checkpoint is not loaded.
+  EXPECT_TRUE(ok("vllm serve m", "0.17.1", kQwen35, "H100").memory.mm_encoder);
+  EXPECT_FALSE(ok("vllm serve m --language-model-only", "0.17.1", kQwen35, "H100").memory.mm_encoder);
+  EXPECT_FALSE(ok("vllm serve m", "0.17.1", kQwen8, "H100").memory.mm_encoder);
+}
+
+TEST(VllmDefaults, KernelsPerGeneration) {
+  // FP8 block: DeepGEMM on Hopper, FP8-Marlin W8A16 on A100; MXFP4: triton_kernels / Marlin / FlashInfer.
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100").execution.gemm,
+            se::GemmKernel::kFp8BlockDeepGemm);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100", {{"VLLM_USE_DEEP_GEMM", "0"}}).execution.gemm,
+            se::GemmKernel::kFp8BlockCutlass);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "A100").execution.gemm, se::GemmKernel::kMarlinW8A16);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "H100").execution.moe, se::MoeKernel::kTritonKernels);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.moe, se::MoeKernel::kMarlinMoe);
+  auto b200 = ok("vllm serve m", "0.13.0", kGptOss, "B200");
+  EXPECT_EQ(b200.execution.moe, se::MoeKernel::kFlashInferTrtllm);
+  EXPECT_EQ(b200.execution.attention, se::AttentionKernel::kTrtllmGen);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.attention, se::AttentionKernel::kTriton);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "H100").execution.attention,
+            se::AttentionKernel::kFlashAttn3);
+  EXPECT_EQ(ok("vllm serve m --attention-backend FLASHINFER", "0.13.0", kQwen8, "H100").execution.attention,
+            se::AttentionKernel::kFlashInfer);
+  EXPECT_EQ(ok("vllm serve m", "0.11.0", kQwen8, "H100", {{"VLLM_ATTENTION_BACKEND", "TRITON_ATTN"}})
+                .execution.attention,
+            se::AttentionKernel::kTriton);
+  // gpt-oss on vLLM 0.11: the capture maximum rises to 992 (81 sizes), capped by the token budget.
+  EXPECT_EQ(ok("vllm serve m", "0.11.0", kGptOss, "H100").execution.graph_max_batch, 992);
+  EXPECT_EQ(ok("vllm serve m", "0.10.2", kGptOss, "H100").execution.graph_max_batch, 512);
+}
+
+TEST(VllmRefusals, EngineMessages) {
+  // gpt-oss (attention sinks) on H100 with the backends the corpus tried (vLLM 0.10.2).
+  auto fi = refused("vllm serve m", "0.10.2", kGptOss, "H100", {{"VLLM_ATTENTION_BACKEND", "FLASHINFER"}});
+  EXPECT_EQ(
+      fi.message,
+      "RuntimeError: Worker failed with error 'FlashInfer backend currently does not support attention "
+      "sinks, "
+      "please use trtllm on blackwell or flash attention on earlier GPUs.', please check the stack trace "
+      "above for the root cause");
+  EXPECT_TRUE(fi.verbatim);
+  auto xf = refused("vllm serve m", "0.10.2", kGptOss, "H100", {{"VLLM_ATTENTION_BACKEND", "XFORMERS"}});
+  EXPECT_EQ(xf.message, "TypeError: XFormersImpl.__init__() got an unexpected keyword argument 'sinks'");
+  EXPECT_EQ(ok("vllm serve m", "0.10.2", kGptOss, "B200", {{"VLLM_ATTENTION_BACKEND", "FLASHINFER"}})
+                .execution.attention,
+            se::AttentionKernel::kTrtllmGen);
+  // Qwen3-235B with XFORMERS crashed without a recorded cause: it resolves (left unexplained).
+  EXPECT_EQ(
+      ok("vllm serve m -tp 4", "0.11.0", kQwen235Fp8, "8xH100", {{"VLLM_ATTENTION_BACKEND", "XFORMERS"}})
+          .execution.attention,
+      se::AttentionKernel::kXformers);
+  // DeepSeek-V3.2 on A100: no sparse MLA backend.
+  EXPECT_EQ(refused("vllm serve m -tp 8", "0.13.0", "DeepSeek-V3.2", "8xA100").rule,
+            "vllm.attention_backend.none_valid");
+  auto len = refused("vllm serve m --max-model-len 65536", "0.13.0", kQwen8, "H100");
+  EXPECT_EQ(len.message,
+            "ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len "
+            "(max_position_embeddings=40960)");
+  EXPECT_EQ(refused("vllm serve m -tp 16", "0.13.0", kQwen8, "8xH100").rule, "parallel.gpu_count");
+  EXPECT_EQ(refused("vllm serve m", "0.13.0", kQwen8, "Ascend-910B").rule, "hardware.unmodelled");
+  EXPECT_EQ(refused(R"(vllm serve m --speculative-config '{"method":"mtp","num_speculative_tokens":1}')",
+                    "0.13.0", kQwen8, "H100")
+                .rule,
+            "vllm.speculative.no_mtp_head");
+}
+
+TEST(SglangDefaults, MemoryTiersAndFraction) {
+  const char* cmd = "python3 -m sglang.launch_server --model-path m";
+  // H100 (81559 MiB): 8192 / 256; reserved 512 + 12288 + 512 + 128 = 13440 -> 0.835 (engine-versions.md).
+  auto h100 = ok(cmd, "0.5.3.post3", kQwen8, "H100");
+  EXPECT_EQ(h100.scheduler.token_budget, 8192);
+  EXPECT_EQ(h100.execution.graph_max_batch, 256);
+  EXPECT_DOUBLE_EQ(h100.memory.fraction, 0.835);
+  EXPECT_EQ(h100.execution.attention, se::AttentionKernel::kFlashAttn3);
+  EXPECT_EQ(h100.block_size, 1);
+  EXPECT_TRUE(h100.execution.async_scheduling);
+  EXPECT_EQ(h100.scheduler.max_prefill_tokens, 16384);
+  EXPECT_TRUE(h100.scheduler.max_num_seqs_from_pool);
+  EXPECT_FALSE(h100.scheduler.mixed_prefill_decode);
+  EXPECT_EQ(h100.state_dtype, md::DType::kFp32);
+  // A100-80GB (81920 MiB): same tier, (81920 - 13440) / 81920 = 0.836; A100-40GB: 4096 / 32, reserved
+  // 512 + 6144 + 64 + 128 = 6848, no floor -> 0.833; H200: 0.907; B200 (>= 160 GiB): 16384 / 512,
+  // reserved 26240 -> 0.857.
+  auto a100 = ok(cmd, "0.5.5.post1", kQwen8, "A100");
+  EXPECT_DOUBLE_EQ(a100.memory.fraction, 0.836);
+  EXPECT_EQ(a100.execution.attention, se::AttentionKernel::kFlashInfer);
+  auto a40 = ok(cmd, "0.5.5.post1", kQwen8, "A100-40GB");
+  EXPECT_EQ(a40.scheduler.token_budget, 4096);
+  EXPECT_EQ(a40.execution.graph_max_batch, 32);
+  EXPECT_DOUBLE_EQ(a40.memory.fraction, 0.833);
+  EXPECT_DOUBLE_EQ(ok(cmd, "0.5.9", kQwen8, "H200").memory.fraction, 0.907);
+  auto b200 = ok(cmd, "0.5.9", kQwen8, "B200");
+  EXPECT_EQ(b200.scheduler.token_budget, 16384);
+  EXPECT_EQ(b200.execution.graph_max_batch, 512);
+  EXPECT_DOUBLE_EQ(b200.memory.fraction, 0.857);
+  EXPECT_EQ(b200.execution.attention, se::AttentionKernel::kTrtllmGen);
+  // gpt-oss: triton attention on A100, triton_kernels MXFP4 MoE, SWA pool at ratio 0.8.
+  auto oss = ok(cmd, "0.5.4.post2", kGptOss, "A100");
+  EXPECT_EQ(oss.execution.attention, se::AttentionKernel::kTriton);
+  EXPECT_EQ(oss.execution.moe, se::MoeKernel::kTritonKernels);
+  EXPECT_TRUE(oss.memory.kv_window_only);
+  EXPECT_DOUBLE_EQ(oss.memory.swa_full_tokens_ratio, 0.8);
+  // Explicit values win; --max-running-requests is global under DP-attention.
+  auto dpa =
+      ok("python3 -m sglang.launch_server --model-path m --tp 8 --dp 8 --enable-dp-attention "
+         "--max-running-requests 256 --mem-fraction-static 0.85",
+         "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(dpa.scheduler.max_num_seqs, 32);
+  EXPECT_DOUBLE_EQ(dpa.memory.fraction, 0.85);
+  EXPECT_EQ(dpa.scheduler.token_budget, 1024);  // 8192 // 8
+  EXPECT_DOUBLE_EQ(dpa.scheduler.conservativeness, 0.3);
+  EXPECT_EQ(dpa.block_size, 64);
+  EXPECT_EQ(dpa.execution.attention, se::AttentionKernel::kFlashMlaSparse);
+  EXPECT_EQ(dpa.execution.decode_attention, se::AttentionKernel::kFlashAttn3);
+  EXPECT_EQ(dpa.max_model_len, 1048576);
+}
+
+TEST(SglangDefaults, SpeculativeAndTorchCompile) {
+  const char* base = "python3 -m sglang.launch_server --model-path m ";
+  auto e3 = ok(std::string(base) +
+                   "--speculative-algorithm EAGLE3 --speculative-draft-model-path d/e3 "
+                   "--speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+               "0.5.3.post3", kQwen8Fp8, "H100");
+  ASSERT_TRUE(e3.speculative);
+  EXPECT_EQ(e3.speculative->method, se::SpeculativePolicy::Method::kEagle3);
+  EXPECT_EQ(e3.speculative->num_draft_tokens, 16);
+  EXPECT_EQ(e3.speculative->num_speculative_tokens, 15);
+  EXPECT_EQ(e3.scheduler.max_num_seqs, 48);
+  EXPECT_FALSE(e3.execution.async_scheduling);  // no overlap scheduler with speculative decoding
+  // + 2 GiB for EAGLE: (81559 - 15488) / 81559 = 0.810.
+  EXPECT_DOUBLE_EQ(e3.memory.fraction, 0.810);
+  // topk 1 forces draft tokens = steps + 1.
+  auto t1 = ok(std::string(base) +
+                   "--speculative-algorithm EAGLE3 --speculative-draft-model-path d/e3 "
+                   "--speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+               "0.5.3.post3", kQwen8Fp8, "H100");
+  EXPECT_EQ(t1.speculative->num_draft_tokens, 3);
+  EXPECT_EQ(
+      refused(std::string(base) + "--speculative-algorithm EAGLE3", "0.5.3.post3", kQwen8Fp8, "H100").rule,
+      "sglang.speculative.draft_model");
+  // DeepSeek-style MTP (NEXTN) defaults 3 / 1 / 4.
+  auto nextn = ok(std::string(base) + "--tp 8 --speculative-algorithm NEXTN", "0.5.6.post2", "DeepSeek-V3.2",
+                  "8xH200");
+  EXPECT_EQ(nextn.speculative->method, se::SpeculativePolicy::Method::kMtp);
+  EXPECT_EQ(nextn.speculative->num_steps, 3);
+  EXPECT_EQ(nextn.speculative->num_draft_tokens, 4);
+  EXPECT_TRUE(nextn.speculative->acceptance_verified);
+  EXPECT_DOUBLE_EQ(nextn.speculative->acceptance, 0.85);
+  auto tc = ok(std::string(base) + "--enable-torch-compile --torch-compile-max-bs 16", "0.5.3.post3", kQwen8,
+               "H100");
+  EXPECT_TRUE(tc.execution.torch_compile);
+  EXPECT_EQ(tc.execution.torch_compile_max_batch, 16);
+  EXPECT_FALSE(ok(base, "0.5.3.post3", kQwen8, "H100").execution.torch_compile);
+  EXPECT_EQ(ok(std::string(base) + "--cuda-graph-max-bs 64", "0.5.3.post3", kQwen8, "H100")
+                .execution.graph_max_batch,
+            64);
+  EXPECT_EQ(ok(std::string(base) + "--disable-cuda-graph", "0.5.3.post3", kQwen8, "H100").execution.graphs,
+            se::GraphMode::kNone);
+  EXPECT_FALSE(ok(std::string(base) + "--disable-overlap-schedule", "0.5.3.post3", kQwen8, "H100")
+                   .execution.async_scheduling);
+  EXPECT_TRUE(ok(std::string(base) + "--enable-mixed-chunk", "0.5.3.post3", kQwen8, "H100")
+                  .scheduler.mixed_prefill_decode);
+  EXPECT_EQ(refused(std::string(base) + "--attention-backend fa3", "0.5.5.post1", kQwen8, "A100").rule,
+            "sglang.backend.compute_capability");
+}
+
+TEST(Layouts, DeepepModesAndExpertParallel) {
+  const std::string base =
+      "python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention ";
+  auto plain = ok(base, "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(plain.layout.dp_ranks, 8);
+  EXPECT_EQ(plain.layout.attn_tp, 1);
+  EXPECT_EQ(plain.layout.dense_tp, 8);
+  EXPECT_TRUE(plain.layout.moe_gathered);
+  EXPECT_EQ(plain.layout.moe_ep, 1);
+  EXPECT_EQ(plain.layout.moe_tp, 8);
+  EXPECT_EQ(plain.layout.a2a, se::MoeA2a::kAllgatherReduceScatter);
+  // --moe-a2a-backend deepep: ep = tp; auto = normal for prefill, low-latency for decode, graphs kept.
+  auto autom = ok(base + "--moe-a2a-backend deepep", "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(autom.layout.moe_ep, 8);
+  EXPECT_EQ(autom.layout.moe_tp, 1);
+  EXPECT_EQ(autom.layout.a2a, se::MoeA2a::kDeepepNormal);
+  EXPECT_EQ(autom.layout.a2a_decode, se::MoeA2a::kDeepepLowLatency);
+  EXPECT_EQ(autom.execution.graphs, se::GraphMode::kDecodeOnly);
+  EXPECT_EQ(autom.execution.moe, se::MoeKernel::kDeepGemmGrouped);
+  // normal: no CUDA graphs at all; low_latency: low-latency kernels for both, graphs kept.
+  auto normal = ok(base + "--moe-a2a-backend deepep --deepep-mode normal", "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(normal.layout.a2a_decode, se::MoeA2a::kDeepepNormal);
+  EXPECT_EQ(normal.execution.graphs, se::GraphMode::kNone);
+  auto ll = ok(base + "--moe-a2a-backend deepep --deepep-mode low_latency", "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(ll.layout.a2a, se::MoeA2a::kDeepepLowLatency);
+  EXPECT_EQ(ll.execution.graphs, se::GraphMode::kDecodeOnly);
+  // --deepep-mode without the DeepEP backend changes nothing and is listed inert.
+  auto inert = ok(base + "--deepep-mode normal", "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(inert.execution.graphs, se::GraphMode::kDecodeOnly);
+  EXPECT_TRUE(has_inert(inert, "--deepep-mode"));
+  // --ep-size: experts spread whole over 4 GPUs of the TP-4 group.
+  auto ep = ok("python3 -m sglang.launch_server --model-path m --tp-size 4 --ep-size 4", "0.5.4.post2",
+               "zai-org/GLM-4.5-Air", "4xH100");
+  EXPECT_EQ(ep.layout.moe_ep, 4);
+  EXPECT_EQ(ep.layout.moe_tp, 1);
+  EXPECT_EQ(ep.layout.a2a, se::MoeA2a::kNone);
+  EXPECT_EQ(ok("python3 -m sglang.launch_server --model-path m --tp-size 4", "0.5.4.post2",
+               "zai-org/GLM-4.5-Air", "4xH100")
+                .layout.moe_tp,
+            4);
+  auto dense =
+      ok("python3 -m sglang.launch_server --model-path m --tp 4 --dp 4 --enable-dp-attention "
+         "--moe-dense-tp-size 1",
+         "0.5.14", kGlm52, "4xH200");
+  EXPECT_EQ(dense.layout.dense_tp, 1);
+  // vLLM DP + EP: experts whole over tp * dp GPUs; tokens all-gathered; DeepEP high-throughput drops
+  // CUDA graphs, low-latency keeps them.
+  const std::string v = "vllm serve m -tp 4 -dp 2 --enable-expert-parallel";
+  auto agrs = ok(v, "0.13.0", kQwen235Fp8, "8xH100");
+  EXPECT_EQ(agrs.layout.moe_ep, 8);
+  EXPECT_EQ(agrs.layout.ep, 8);
+  EXPECT_EQ(agrs.layout.a2a, se::MoeA2a::kAllgatherReduceScatter);
+  EXPECT_EQ(agrs.routing, se::Routing::kLeastLoaded);
+  auto ht = ok(v + " --all2all-backend deepep_high_throughput", "0.13.0", kQwen235Fp8, "8xH100");
+  EXPECT_EQ(ht.layout.a2a, se::MoeA2a::kDeepepNormal);
+  EXPECT_EQ(ht.execution.graphs, se::GraphMode::kNone);
+  auto vll = ok(v + " --all2all-backend deepep_low_latency", "0.13.0", kQwen235Fp8, "8xH100");
+  EXPECT_EQ(vll.layout.a2a, se::MoeA2a::kDeepepLowLatency);
+  EXPECT_EQ(vll.execution.graphs, se::GraphMode::kFullAndPiecewise);
+  EXPECT_EQ(ok(v, "0.11.0", kQwen235Fp8, "8xH100", {{"VLLM_ALL2ALL_BACKEND", "pplx"}}).layout.a2a,
+            se::MoeA2a::kPplx);
+  auto tp_only = ok("vllm serve m -tp 4 -dp 2", "0.13.0", kQwen235Fp8, "8xH100");
+  EXPECT_EQ(tp_only.layout.moe_tp, 8);
+  EXPECT_EQ(tp_only.layout.moe_ep, 1);
+  // TensorRT-LLM: MoE TP = tp / ep; attention DP from the YAML; tp % ep refused.
+  auto trt = ok("trtllm-serve m --tp_size 4 --ep_size 2", "1.2.0rc5", kQwen235Fp8, "4xH100");
+  EXPECT_EQ(trt.layout.moe_ep, 2);
+  EXPECT_EQ(trt.layout.moe_tp, 2);
+  auto adp_cfg = se::apply_config_yaml(parse("trtllm-serve m --tp_size 4 --ep_size 4", "1.2.0rc5"),
+                                       "enable_attention_dp: true\n");
+  auto adp = std::get<se::ResolvedLaunch>(
+      se::resolve_launch(adp_cfg, model(kQwen235Fp8), hw::parse_cluster("4xH100")));
+  EXPECT_EQ(adp.layout.dp_ranks, 4);
+  EXPECT_EQ(adp.layout.attn_tp, 1);
+  EXPECT_TRUE(adp.layout.moe_gathered);
+  EXPECT_EQ(refused("trtllm-serve m --tp_size 4 --ep_size 3", "1.2.0rc5", kQwen235Fp8, "4xH100").rule,
+            "trtllm.ep.divides_tp");
+}
+
+TEST(Layouts, MultiNode) {
+  // 16 x H100 = two nodes of eight: TP 16 crosses nodes; PP 2 x TP 8 keeps TP inside a node and puts
+  // the two stages on different nodes.
+  auto tp16 = ok("vllm serve m -tp 16", "0.13.0", kQwen235Fp8, "16xH100");
+  EXPECT_EQ(tp16.layout.gpus, 16);
+  EXPECT_EQ(tp16.layout.nodes, 2);
+  EXPECT_TRUE(tp16.layout.tp_crosses_nodes);
+  auto pp2 = ok("vllm serve m -tp 8 -pp 2", "0.13.0", kQwen235Fp8, "16xH100");
+  EXPECT_EQ(pp2.layout.nodes, 2);
+  EXPECT_FALSE(pp2.layout.tp_crosses_nodes);
+  EXPECT_TRUE(pp2.layout.pp_crosses_nodes);
+  EXPECT_EQ(pp2.scheduler.pp_micro_batches, 2);
+  auto one = ok("vllm serve m -tp 8", "0.13.0", kQwen235Fp8, "2x8xH100");
+  EXPECT_EQ(one.layout.nodes, 1);
+  EXPECT_FALSE(one.layout.tp_crosses_nodes);
+  auto pp4 = ok("vllm serve m -tp 2 -pp 4", "0.13.0", kQwen235Fp8, "8xH100");
+  EXPECT_FALSE(pp4.layout.pp_crosses_nodes);
+  auto dp2 = ok("vllm serve m -tp 8 -dp 2 --enable-expert-parallel", "0.13.0", kQwen235Fp8, "16xH100");
+  EXPECT_EQ(dp2.layout.nodes, 2);
+  EXPECT_FALSE(dp2.layout.tp_crosses_nodes);
+  EXPECT_EQ(dp2.layout.moe_ep, 16);
+  auto sg = ok("python3 -m sglang.launch_server --model-path m --tp 16 --dp 16 --enable-dp-attention",
+               "0.5.14", kGlm52, "2x8xH200");
+  EXPECT_EQ(sg.layout.gpus, 16);
+  EXPECT_TRUE(sg.layout.tp_crosses_nodes);
+  EXPECT_EQ(sg.layout.attn_tp, 1);
+  // SGLang's overlap scheduler is off with PP [recalled].
+  EXPECT_FALSE(ok("python3 -m sglang.launch_server --model-path m --pp-size 4", "0.5.4.post2",
+                  "zai-org/GLM-4.5-Air", "4xH100")
+                   .execution.async_scheduling);
+}
+
+TEST(TrtllmDefaults, PyTorchBackend) {
+  auto t = ok("trtllm-serve m", "1.0.0", kQwen8, "H100");
+  EXPECT_EQ(t.scheduler.max_num_seqs, 2048);
+  EXPECT_EQ(t.scheduler.token_budget, 8192);
+  EXPECT_FALSE(t.scheduler.chunked_prefill);
+  EXPECT_EQ(t.execution.graphs, se::GraphMode::kDecodeOnly);
+  EXPECT_EQ(t.execution.graph_max_batch, 128);
+  EXPECT_FALSE(t.execution.graph_padding);
+  EXPECT_TRUE(t.execution.async_scheduling);
+  EXPECT_DOUBLE_EQ(t.memory.fraction, 0.9);
+  EXPECT_EQ(t.memory.basis, se::MemoryPolicy::Basis::kOfFree);
+  EXPECT_EQ(t.scheduler.kind, se::SchedulerPolicy::Kind::kTrtllmInflight);
+  // Padding on: [1, 2, 4] + 8..128 step 8 = 19 sizes.
+  auto padded = se::apply_config_yaml(parse("trtllm-serve m", "1.2.0rc5"),
+                                      "cuda_graph_config:\n  enable_padding: true\n");
+  auto p = std::get<se::ResolvedLaunch>(se::resolve_launch(padded, model(kQwen8), hw::parse_cluster("H100")));
+  EXPECT_TRUE(p.execution.graph_padding);
+  EXPECT_EQ(p.execution.graph_sizes.size(), 19u);
+  auto off = se::apply_config_yaml(parse("trtllm-serve m", "1.2.0rc5"), "disable_overlap_scheduler: true\n");
+  EXPECT_FALSE(std::get<se::ResolvedLaunch>(se::resolve_launch(off, model(kQwen8), hw::parse_cluster("H100")))
+                   .execution.async_scheduling);
+  EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc5", kGptOss, "H100").execution.moe, se::MoeKernel::kCutlassGrouped);
+}
+
+TEST(TrtllmRefusals, CorpusMessages) {
+  EXPECT_EQ(refused("trtllm-serve m --max_seq_len 32768", "1.2.0rc1", kGptOss, "A100").message,
+            "NotImplementedError: WFP4A16 MoE is unsupported on SM80.");
+  EXPECT_EQ(refused("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "A100").message,
+            "RuntimeError: Unsupported SM version for FP8 block scaling GEMM");
+  EXPECT_EQ(refused("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-AWQ", "A100").message,
+            "KeyError: 'weight'");
+  EXPECT_EQ(refused("trtllm-serve m --tp_size 4", "1.2.0rc1", "zai-org/GLM-4.5-Air", "4xH100").rule,
+            "trtllm.model.glm4_moe");
+  EXPECT_EQ(refused("trtllm-serve m --tp_size 8", "1.0.0", "zai-org/GLM-4.6", "8xH200").rule,
+            "trtllm.model.glm4_moe");
+  // Where the corpus has no record the launch resolves: GLM on 1.2.0rc5, FP8 block and MXFP4 on Hopper.
+  EXPECT_NO_THROW(ok("trtllm-serve m --tp_size 4", "1.2.0rc5", "zai-org/GLM-4.5-Air", "4xH100"));
+  EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "H100").execution.gemm,
+            se::GemmKernel::kFp8BlockDeepGemm);
+  EXPECT_NO_THROW(ok("trtllm-serve m", "1.2.0rc1", kGptOss, "H100"));
+}
+
+TEST(InertFlags, ListedAndNotModelled) {
+  auto v = ok("vllm serve m --reasoning-parser qwen3 --disable-log-stats -tp 1", "0.17.1", kQwen8, "H100");
+  EXPECT_TRUE(has_inert(v, "--reasoning-parser"));
+  EXPECT_TRUE(has_inert(v, "--disable-log-stats"));
+  EXPECT_FALSE(has_inert(v, "--tensor-parallel-size"));
+  EXPECT_TRUE(has_inert(ok("vllm serve m --enable-expert-parallel", "0.13.0", kQwen8, "H100"),
+                        "--enable-expert-parallel (no MoE)"));
+  auto s = ok("python3 -m sglang.launch_server --model-path m --tool-call-parser glm --enable-torch-compile",
+              "0.5.4.post2", "zai-org/GLM-4.5-Air", "4xH100");
+  EXPECT_TRUE(has_inert(s, "--tool-call-parser"));
+  EXPECT_FALSE(has_inert(s, "--enable-torch-compile"));
+  EXPECT_FALSE(has_inert(s, "--model-path"));
+  auto t = ok("trtllm-serve m --log_level info", "1.2.0rc5", kQwen8, "H100", {{"NCCL_DEBUG", "INFO"}});
+  EXPECT_TRUE(has_inert(t, "--log_level"));
+  EXPECT_TRUE(has_inert(t, "NCCL_DEBUG (environment)"));
+}
+
+TEST(CheckRequest, ContextLengthPerEngine) {
+  auto v = ok("vllm serve m --max-model-len 4096", "0.13.0", kQwen8, "H100");
+  EXPECT_EQ(se::check_request(v, 4000, 96), std::nullopt);
+  EXPECT_EQ(
+      *se::check_request(v, 4000, 97),
+      "This model's maximum context length is 4096 tokens. However, you requested 4097 tokens (4000 in the "
+      "messages, 97 in the completion). Please reduce the length of the messages or completion.");
+  auto s =
+      ok("python3 -m sglang.launch_server --model-path m --context-length 4096", "0.5.9", kQwen8, "H100");
+  EXPECT_EQ(*se::check_request(s, 4096, 1),
+            "The input (4096 tokens) is longer than the model's context length (4096 tokens).");
+  EXPECT_NE(se::check_request(s, 4000, 96), std::nullopt);  // input + max_new_tokens >= context length
+  EXPECT_EQ(se::check_request(s, 4000, 95), std::nullopt);
+  auto t = ok("trtllm-serve m", "1.2.0rc5", kQwen8, "H100");
+  EXPECT_EQ(*se::check_request(t, 8193, 10),
+            "The sum of prompt length (8193.0), query length (0) should not exceed max_num_tokens (8192)");
+  EXPECT_EQ(se::check_request(t, 8192, 10), std::nullopt);
+  auto tc = ok("trtllm-serve m --enable_chunked_prefill", "1.2.0rc5", kQwen8, "H100");
+  EXPECT_EQ(se::check_request(tc, 20000, 10), std::nullopt);
+}
+
+TEST(Notes, EveryDecisionHasASource) {
+  auto l = ok("vllm serve m", "0.11.0", kGptOss, "A100");
+  auto has = [&](const std::string& needle) {
+    for (const auto& n : l.notes)
+      if (n.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("PR #17885"));          // the A100 exclusion
+  EXPECT_TRUE(has("PR #25444"));          // FULL_AND_PIECEWISE
+  EXPECT_TRUE(has("vLLM issue #31085"));  // Marlin MXFP4
+  EXPECT_TRUE(has("PR #19970"));          // async opt-in
+  EXPECT_TRUE(has("max_position_embeddings"));
+}
