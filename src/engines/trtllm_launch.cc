@@ -54,6 +54,11 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const model::ModelSpec& m = r.model;
   auto& e = r.execution;
   e.attention = e.decode_attention = m.has_mla() ? AttentionKernel::kTrtllmMla : AttentionKernel::kTrtllmGen;
+  if (m.has_dsa()) {
+    e.dsa_dense_short_prefill = true;
+    r.notes.push_back("DSA prompts of at most index_topk tokens prefill as dense MHA without the indexer "
+                      "(DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs)");
+  }
   switch (m.quantization.method) {
     case Q::kNone:
       e.gemm = GemmKernel::kCublasBf16;

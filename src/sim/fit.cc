@@ -43,7 +43,7 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
     }
     engines::EngineConfig config;
     try {
-      config = engines::parse_launch_command(c.argv, c.env /*TEMP*/);
+      config = engines::parse_launch_command(c.argv, c.env, c.engine_version);
     } catch (const engines::EngineArgError& e) {
       q.predicted_failure = e.what();
       continue;

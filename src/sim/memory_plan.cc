@@ -69,8 +69,22 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
   for (int s = 0; s < lay.pp; ++s) {
     const auto& st = stages[s];
     detail::StageWeights w = detail::stage_weights(launch, st, s == 0, s == lay.pp - 1);
+    if (pol.mm_encoder && s == 0) {
+      // The vision encoder of a multimodal checkpoint, loaded beside the language model: ~0.6 B BF16
+      // params for Qwen3-VL-class towers [estimate, unverified: the tower is not in the text config].
+      w.total += 0.6e9 * 2.0;
+    }
     double kv_full = 0, kv_win = 0, state = 0;
     int window = 0;
+    // vLLM's hybrid allocator gives each linear-attention layer one block of the shared pool, an
+    // attention page of block_size tokens of one full-attention layer (launch.h state_page_padded).
+    double page = 0;
+    if (pol.state_page_padded)
+      for (const auto& g : m.layers)
+        if (!std::holds_alternative<model::LinearAttention>(g.layer.attention)) {
+          page = plan.block_size * model::kv_bytes_per_token(g.layer.attention, lay.attn_tp, launch.kv_dtype);
+          break;
+        }
     for (const auto& g : m.layers) {
       const int n = detail::layers_in_stage(g, st);
       if (n == 0) continue;
@@ -83,7 +97,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       } else {
         kv_full += n * kv;
       }
-      state += n * model::state_bytes_per_request(g.layer.attention, lay.attn_tp, launch.state_dtype);
+      const double st_bytes = model::state_bytes_per_request(g.layer.attention, lay.attn_tp, launch.state_dtype);
+      state += n * (st_bytes > 0 ? std::max(st_bytes, page) : 0.0);
     }
     if (s == lay.pp - 1) {
       // Draft KV: MTP layers (the model's own head) or one layer of an EAGLE draft model.

@@ -111,6 +111,20 @@ void Simulator::route(int id) {
         const long long s = 4LL * ranks_[i].waiting.size() + ranks_[i].running.size();
         if (best_score < 0 || s < best_score) best_score = s, best = static_cast<int>(i);
       }
+    } else if (launch_.routing == engines::Routing::kShortestQueue) {
+      // Fewest requests (waiting + running) on the rank.
+      std::size_t best_n = 0;
+      for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        const std::size_t n = ranks_[i].waiting.size() + ranks_[i].running.size();
+        if (i == 0 || n < best_n) best_n = n, best = static_cast<int>(i);
+      }
+    } else if (launch_.routing == engines::Routing::kMinimumTokens) {
+      // Fewest KV bytes in use on the rank.
+      double best_used = 0;
+      for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        const double used = ranks_[i].total_bytes - ranks_[i].free_bytes;
+        if (i == 0 || used < best_used) best_used = used, best = static_cast<int>(i);
+      }
     } else {  // SGLang data_parallel_controller: round robin
       best = rr_next_;
       rr_next_ = (rr_next_ + 1) % static_cast<int>(ranks_.size());
