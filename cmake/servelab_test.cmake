@@ -1,5 +1,4 @@
 # servelab_add_test(NAME <name> SOURCES a.cc b.cc LIBS servelab_x ... [LABELS l] [PREFIX p.])
-# PREFIX is put before every discovered test name (`ctest -R p` then selects the module's tests).
 # One GoogleTest executable per test file group, registered with ctest through gtest_discover_tests.
 include(GoogleTest)
 function(servelab_add_test)
@@ -11,5 +10,10 @@ function(servelab_add_test)
   if(T_LABELS)
     list(APPEND props LABELS "${T_LABELS}")
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 120 TEST_PREFIX "${T_PREFIX}" PROPERTIES ${props})
+  # PREFIX names the ctest entries "<prefix>Suite.Test" (e.g. "model." so that `ctest -R model` selects them).
+  set(prefix "")
+  if(T_PREFIX)
+    set(prefix TEST_PREFIX "${T_PREFIX}")
+  endif()
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 120 ${prefix} PROPERTIES ${props})
 endfunction()

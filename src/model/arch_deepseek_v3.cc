@@ -59,7 +59,8 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
     dsa.offset = c.integer_or("index_skip_topk_offset", 0);
     dsa.freq = c.has("index_topk_freq") ? c.positive("index_topk_freq") : 1;
     if (dsa.offset < 0 || dsa.offset > num_layers)
-      c.fail(fmt::format("\"index_skip_topk_offset\" is {} (must be in 0..num_hidden_layers {})", dsa.offset, num_layers));
+      c.fail(fmt::format("\"index_skip_topk_offset\" is {} (must be in 0..num_hidden_layers {})", dsa.offset,
+                         num_layers));
   }
 
   const DenseFfn dense{c.positive("intermediate_size"), false};
@@ -69,7 +70,8 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
   moe.expert_intermediate = c.positive("moe_intermediate_size");
   moe.shared_experts = c.integer_or("n_shared_experts", 0);
   moe.shared_intermediate = moe.shared_experts > 0 ? moe.expert_intermediate : 0;
-  if (moe.top_k > moe.experts) c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
   const int first_dense = c.integer_or("first_k_dense_replace", 0);
   const int moe_freq = c.has("moe_layer_freq") ? c.positive("moe_layer_freq") : 1;
 
@@ -97,8 +99,9 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(deepseek_v3, (ArchitectureVariant{"deepseek_v3", {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"},
-                                                                 parse_mla_moe}));
+SERVELAB_REGISTER_ARCHITECTURE(
+    deepseek_v3,
+    (ArchitectureVariant{"deepseek_v3", {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}, parse_mla_moe}));
 
 ModelSpec deepseek_v32() {
   // shared/data/SOURCES.md "Not available here" and deepseek-v32-perf-facts.md §1 (HF config.json as
@@ -138,10 +141,14 @@ ModelSpec deepseek_v32() {
       {"eos_token_id", 1},
       {"torch_dtype", "bfloat16"},
       {"quantization_config",
-       {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"}, {"scale_fmt", "ue8m0"},
+       {{"quant_method", "fp8"},
+        {"fmt", "e4m3"},
+        {"activation_scheme", "dynamic"},
+        {"scale_fmt", "ue8m0"},
         {"weight_block_size", {128, 128}}}},
   };
-  return parse_mla_moe(config, "built-in DeepSeek-V3.2 (shared/data/SOURCES.md, deepseek-v32-perf-facts.md §1)");
+  return parse_mla_moe(config,
+                       "built-in DeepSeek-V3.2 (shared/data/SOURCES.md, deepseek-v32-perf-facts.md §1)");
 }
 
 }  // namespace servelab::model

@@ -25,10 +25,12 @@ ModelSpec parse_glm4_moe(const nlohmann::json& config, const std::string& source
   moe.expert_intermediate = c.positive("moe_intermediate_size");
   moe.shared_experts = c.integer_or("n_shared_experts", 0);
   moe.shared_intermediate = moe.shared_experts > 0 ? moe.expert_intermediate : 0;
-  if (moe.top_k > moe.experts) c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
   const int first_dense = c.integer_or("first_k_dense_replace", 0);
   std::vector<Layer> layers;
-  for (int i = 0; i < num_layers; ++i) layers.push_back({attention, i >= first_dense ? Ffn{moe} : Ffn{dense}});
+  for (int i = 0; i < num_layers; ++i)
+    layers.push_back({attention, i >= first_dense ? Ffn{moe} : Ffn{dense}});
   m.layers = detail::group_layers(layers);
   m.mtp_layers = c.integer_or("num_nextn_predict_layers", 0);
   if (m.mtp_layers > 0) m.mtp_layer = Layer{attention, moe};

@@ -25,13 +25,16 @@ ModelSpec parse_gpt_oss(const nlohmann::json& config, const std::string& source)
   attention.sinks = true;
   MoeFfn moe;
   moe.experts = c.positive("num_local_experts");
-  moe.top_k = c.has("experts_per_token") ? c.positive("experts_per_token") : c.positive("num_experts_per_tok");
+  moe.top_k =
+      c.has("experts_per_token") ? c.positive("experts_per_token") : c.positive("num_experts_per_tok");
   moe.expert_intermediate = c.positive("intermediate_size");
   moe.expert_bias = true;
-  if (moe.top_k > moe.experts) c.fail(fmt::format("experts_per_token {} > num_local_experts {}", moe.top_k, moe.experts));
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("experts_per_token {} > num_local_experts {}", moe.top_k, moe.experts));
   auto types = detail::layer_types(c, num_layers, {"sliding_attention", "full_attention"});
   if (types.empty())
-    for (int i = 0; i < num_layers; ++i) types.push_back((i + 1) % 2 ? "sliding_attention" : "full_attention");
+    for (int i = 0; i < num_layers; ++i)
+      types.push_back((i + 1) % 2 ? "sliding_attention" : "full_attention");
   const bool any_sliding = std::find(types.begin(), types.end(), "sliding_attention") != types.end();
   const int window = any_sliding ? c.positive("sliding_window") : 0;
   std::vector<Layer> layers;

@@ -57,6 +57,7 @@ ModelSpec parse_dense(const nlohmann::json& config, const std::string& source) {
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(qwen3, (ArchitectureVariant{"qwen3", {"qwen3", "qwen2", "llama", "mistral"}, parse_dense}));
+SERVELAB_REGISTER_ARCHITECTURE(qwen3, (ArchitectureVariant{
+                                          "qwen3", {"qwen3", "qwen2", "llama", "mistral"}, parse_dense}));
 
 }  // namespace servelab::model

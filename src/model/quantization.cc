@@ -20,11 +20,21 @@ namespace servelab::model {
 namespace detail {
 namespace {
 
-WeightFormat plain(DType d) { return WeightFormat{d, 0, 0, false}; }
-WeightFormat fp8_block() { return WeightFormat{DType::kFp8, 128 * 128, 4, true}; }
-WeightFormat int4_group(int group_size) { return WeightFormat{DType::kInt4, group_size > 0 ? group_size : 0, 2.5, false}; }
-WeightFormat mxfp4() { return WeightFormat{DType::kMxfp4, 32, 1, false}; }
-WeightFormat nvfp4(int group_size) { return WeightFormat{DType::kNvfp4, group_size > 0 ? group_size : 16, 1, false}; }
+WeightFormat plain(DType d) {
+  return WeightFormat{d, 0, 0, false};
+}
+WeightFormat fp8_block() {
+  return WeightFormat{DType::kFp8, 128 * 128, 4, true};
+}
+WeightFormat int4_group(int group_size) {
+  return WeightFormat{DType::kInt4, group_size > 0 ? group_size : 0, 2.5, false};
+}
+WeightFormat mxfp4() {
+  return WeightFormat{DType::kMxfp4, 32, 1, false};
+}
+WeightFormat nvfp4(int group_size) {
+  return WeightFormat{DType::kNvfp4, group_size > 0 ? group_size : 16, 1, false};
+}
 
 /// Sets attention, dense FFN and experts to `w` (the rest stays in the model dtype).
 void quantize_linears(Quantization& q, const WeightFormat& w) {
@@ -92,11 +102,14 @@ Quantization parse_fp8(const nlohmann::json& qc, const std::string& where, DType
 
 Quantization parse_int4(const nlohmann::json& qc, const std::string& where, DType dtype, QuantMethod method) {
   const char* name = method == QuantMethod::kAwq ? "awq" : "gptq";
-  const int bits = int_or(qc, method == QuantMethod::kAwq && qc.contains("w_bit") ? "w_bit" : "bits", 4, where);
+  const int bits =
+      int_or(qc, method == QuantMethod::kAwq && qc.contains("w_bit") ? "w_bit" : "bits", 4, where);
   if (bits != 4)
-    throw std::runtime_error(fmt::format("{}: {} with bits {} is not modelled (only 4-bit W4A16)", where, name, bits));
-  const int group = int_or(qc, method == QuantMethod::kAwq && qc.contains("q_group_size") ? "q_group_size" : "group_size",
-                           128, where);
+    throw std::runtime_error(
+        fmt::format("{}: {} with bits {} is not modelled (only 4-bit W4A16)", where, name, bits));
+  const int group =
+      int_or(qc, method == QuantMethod::kAwq && qc.contains("q_group_size") ? "q_group_size" : "group_size",
+             128, where);
   Quantization q = unquantized(dtype);
   quantize_linears(q, int4_group(group));
   q.method = method;
@@ -112,7 +125,8 @@ Quantization parse_mxfp4(const nlohmann::json& qc, const std::string& where, DTy
   q.experts = mxfp4();
   q.method = QuantMethod::kMxfp4;
   const auto keep = string_list(qc, "modules_to_not_convert", where);
-  q.source = fmt::format("quantization_config: mxfp4 experts, modules_to_not_convert [{}]", fmt::join(keep, ", "));
+  q.source =
+      fmt::format("quantization_config: mxfp4 experts, modules_to_not_convert [{}]", fmt::join(keep, ", "));
   return q;
 }
 
@@ -124,17 +138,22 @@ Quantization parse_compressed_tensors(const nlohmann::json& qc, const std::strin
   if (qc.contains("config_groups") && qc["config_groups"].is_object()) {
     for (const auto& [name, group] : qc["config_groups"].items()) {
       if (group.contains("weights") && group["weights"].is_object()) weights = &group["weights"];
-      if (group.contains("input_activations") && group["input_activations"].is_object()) acts = &group["input_activations"];
+      if (group.contains("input_activations") && group["input_activations"].is_object())
+        acts = &group["input_activations"];
       break;  // one group in every checkpoint of the corpus; the first group decides
     }
   }
   if (weights == nullptr && qc.contains("weights") && qc["weights"].is_object()) weights = &qc["weights"];
   if (acts == nullptr && qc.contains("input_activations") && qc["input_activations"].is_object())
     acts = &qc["input_activations"];
-  if (weights == nullptr) throw std::runtime_error(where + ": compressed-tensors without a \"weights\" scheme");
+  if (weights == nullptr)
+    throw std::runtime_error(where + ": compressed-tensors without a \"weights\" scheme");
   const std::string format = str_or(qc, "format", "");
   std::string type = str_or(*weights, "type", "");
-  if (type.empty()) type = format.rfind("float", 0) == 0 ? "float" : format.find("nvfp4") != std::string::npos ? "float" : "int";
+  if (type.empty())
+    type = format.rfind("float", 0) == 0               ? "float"
+           : format.find("nvfp4") != std::string::npos ? "float"
+                                                       : "int";
   const int w_bits = int_or(*weights, "num_bits", 0, where + ": weights");
   const int a_bits = acts != nullptr ? int_or(*acts, "num_bits", 0, where + ": input_activations") : 16;
   const std::string strategy = str_or(*weights, "strategy", "");
@@ -160,15 +179,17 @@ Quantization parse_compressed_tensors(const nlohmann::json& qc, const std::strin
         "int8 W8A8, fp8 W8A8/W8A16, int4 W4A16, nvfp4)",
         where, type, w_bits, a_bits));
   }
-  q.source = fmt::format("quantization_config: compressed-tensors {} (weights {} {} bits, activations {} bits)",
-                         format.empty() ? "(no format)" : format, type, w_bits, a_bits);
+  q.source =
+      fmt::format("quantization_config: compressed-tensors {} (weights {} {} bits, activations {} bits)",
+                  format.empty() ? "(no format)" : format, type, w_bits, a_bits);
   keep_unconverted(q, string_list(qc, "ignore", where), dtype);
   return q;
 }
 
 Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, DType dtype) {
   // The algo sits at the top level (config.json) or under "quantization" (hf_quant_config.json layout).
-  const nlohmann::json& body = qc.contains("quantization") && qc["quantization"].is_object() ? qc["quantization"] : qc;
+  const nlohmann::json& body =
+      qc.contains("quantization") && qc["quantization"].is_object() ? qc["quantization"] : qc;
   const std::string algo = str_or(body, "quant_algo", "");
   Quantization q = unquantized(dtype);
   if (algo == "NVFP4") {
@@ -180,8 +201,8 @@ Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, 
     q.activation = DType::kFp8;
     q.method = QuantMethod::kFp8PerTensor;
   } else {
-    throw std::runtime_error(fmt::format("{}: modelopt quant_algo \"{}\" is not modelled (modelled: NVFP4, FP8)",
-                                         where, algo));
+    throw std::runtime_error(
+        fmt::format("{}: modelopt quant_algo \"{}\" is not modelled (modelled: NVFP4, FP8)", where, algo));
   }
   q.source = "quantization_config: modelopt " + algo;
   keep_unconverted(q, string_list(body, "exclude_modules", where), dtype);
@@ -200,18 +221,21 @@ Quantization unquantized(DType dtype) {
 }
 
 Quantization parse_quantization(const nlohmann::json& config, const std::string& source, DType dtype) {
-  if (!config.contains("quantization_config") || config["quantization_config"].is_null()) return unquantized(dtype);
+  if (!config.contains("quantization_config") || config["quantization_config"].is_null())
+    return unquantized(dtype);
   const auto& qc = config["quantization_config"];
   const std::string where = source + ": quantization_config";
   if (!qc.is_object()) throw std::runtime_error(where + " is not an object");
   if (!qc.contains("quant_method") || !qc["quant_method"].is_string())
     throw std::runtime_error(where + ": missing key \"quant_method\"");
   std::string method = qc["quant_method"].get<std::string>();
-  std::transform(method.begin(), method.end(), method.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(method.begin(), method.end(), method.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (method == "fp8") return parse_fp8(qc, where, dtype);
   if (method == "awq") return parse_int4(qc, where, dtype, QuantMethod::kAwq);
   if (method == "gptq") return parse_int4(qc, where, dtype, QuantMethod::kGptq);
-  if (method == "compressed-tensors" || method == "compressed_tensors") return parse_compressed_tensors(qc, where, dtype);
+  if (method == "compressed-tensors" || method == "compressed_tensors")
+    return parse_compressed_tensors(qc, where, dtype);
   if (method == "mxfp4") return parse_mxfp4(qc, where, dtype);
   if (method == "modelopt") return parse_modelopt(qc, where, dtype);
   throw std::runtime_error(fmt::format(
@@ -234,7 +258,8 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
       (is({"awq", "awq_marlin"}) && have == QuantMethod::kAwq) ||
       (is({"gptq", "gptq_marlin"}) && have == QuantMethod::kGptq) ||
       (is({"mxfp4"}) && have == QuantMethod::kMxfp4) ||
-      (is({"modelopt", "modelopt_fp4"}) && (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
+      (is({"modelopt", "modelopt_fp4"}) &&
+       (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
       (is({"compressed-tensors", "w8a8_int8"}) && have == QuantMethod::kW8A8Int8);
   if (matches) return spec;
   if (method == "fp8" && have == QuantMethod::kNone) {
@@ -245,8 +270,8 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
     q.method = QuantMethod::kFp8PerTensor;
     q.attention = q.dense_ffn = q.experts = WeightFormat{DType::kFp8, 0, 0, false};
     q.activation = DType::kFp8;
-    q.source = "engine flag --quantization fp8 (online per-tensor FP8 of a " + std::string(dtype_name(spec.dtype)) +
-               " checkpoint)";
+    q.source = "engine flag --quantization fp8 (online per-tensor FP8 of a " +
+               std::string(dtype_name(spec.dtype)) + " checkpoint)";
     return out;
   }
   if (is({"fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "mxfp4", "modelopt", "modelopt_fp4",

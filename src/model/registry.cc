@@ -42,9 +42,13 @@ nlohmann::json text_model(const nlohmann::json& config) {
 
 namespace detail {
 
-void ConfigReader::fail(const std::string& what) const { throw std::runtime_error(source_ + ": " + what); }
+void ConfigReader::fail(const std::string& what) const {
+  throw std::runtime_error(source_ + ": " + what);
+}
 
-bool ConfigReader::has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+bool ConfigReader::has(const char* key) const {
+  return j_.contains(key) && !j_[key].is_null();
+}
 
 int ConfigReader::integer(const char* key) const {
   if (!has(key)) fail(fmt::format("missing key \"{}\"", key));
@@ -52,7 +56,9 @@ int ConfigReader::integer(const char* key) const {
   return j_[key].get<int>();
 }
 
-int ConfigReader::integer_or(const char* key, int fallback) const { return has(key) ? integer(key) : fallback; }
+int ConfigReader::integer_or(const char* key, int fallback) const {
+  return has(key) ? integer(key) : fallback;
+}
 
 int ConfigReader::positive(const char* key) const {
   const int v = integer(key);
@@ -122,20 +128,23 @@ GqaAttention parse_gqa(const ConfigReader& c) {
   a.heads = c.positive("num_attention_heads");
   a.kv_heads = c.has("num_key_value_heads") ? c.positive("num_key_value_heads") : a.heads;
   if (a.heads % a.kv_heads != 0)
-    c.fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", a.heads, a.kv_heads));
+    c.fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", a.heads,
+                       a.kv_heads));
   a.head_dim = c.has("head_dim") ? c.positive("head_dim") : c.positive("hidden_size") / a.heads;
   a.qkv_bias = c.boolean_or("attention_bias", false);
   return a;
 }
 
-std::vector<std::string> layer_types(const ConfigReader& c, int num_layers, const std::vector<std::string>& allowed) {
+std::vector<std::string> layer_types(const ConfigReader& c, int num_layers,
+                                     const std::vector<std::string>& allowed) {
   auto types = c.strings("layer_types");
   if (types.empty()) return types;
   if (static_cast<int>(types.size()) != num_layers)
     c.fail(fmt::format("\"layer_types\" has {} entries for num_hidden_layers {}", types.size(), num_layers));
   for (std::size_t i = 0; i < types.size(); ++i)
     if (std::find(allowed.begin(), allowed.end(), types[i]) == allowed.end())
-      c.fail(fmt::format("layer_types[{}] is \"{}\" (expected one of: {})", i, types[i], fmt::join(allowed, ", ")));
+      c.fail(fmt::format("layer_types[{}] is \"{}\" (expected one of: {})", i, types[i],
+                         fmt::join(allowed, ", ")));
   return types;
 }
 
@@ -146,13 +155,16 @@ bool register_architecture(ArchitectureVariant variant) {
   for (const auto& v : r)
     for (const auto& t : variant.model_types)
       if (std::find(v.model_types.begin(), v.model_types.end(), t) != v.model_types.end())
-        throw std::logic_error(fmt::format("model_type \"{}\" registered by both {} and {}", t, v.name, variant.name));
+        throw std::logic_error(
+            fmt::format("model_type \"{}\" registered by both {} and {}", t, v.name, variant.name));
   r.push_back(std::move(variant));
   std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return std::string(a.name) < b.name; });
   return true;
 }
 
-std::vector<ArchitectureVariant> architectures() { return registry(); }
+std::vector<ArchitectureVariant> architectures() {
+  return registry();
+}
 
 ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
   if (!raw.is_object()) throw std::runtime_error(source + ": config is not a JSON object");

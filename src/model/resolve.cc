@@ -1,4 +1,4 @@
-// resolve_model: a launch's model argument -> ModelSpec (path, built-in DeepSeek-V3.2, HF cache, data dir).
+// resolve_model: a launch's model argument -> ModelSpec (path, HF cache, built-in DeepSeek-V3.2, data dir).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -114,12 +114,7 @@ ModelSpec resolve_model(const std::string& model) {
   } else {
     tried.push_back("path " + as_path.string() + " (does not exist)");
   }
-  if (names_deepseek_v32(model)) {
-    ModelSpec m = deepseek_v32();
-    if (lower(model) != lower(m.id)) m.config_source += ", resolved from \"" + model + "\"";
-    return m;
-  }
-  tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");
+  // A real node's Hugging Face cache first: its config.json is the model's own file.
   const auto slash = model.find('/');
   if (slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos) {
     const std::string repo = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
@@ -128,6 +123,12 @@ ModelSpec resolve_model(const std::string& model) {
       tried.push_back("Hugging Face cache " + (hub / repo / "snapshots" / "*" / "config.json").string());
     }
   }
+  if (names_deepseek_v32(model)) {
+    ModelSpec m = deepseek_v32();
+    if (lower(model) != lower(m.id)) m.config_source += ", resolved from \"" + model + "\"";
+    return m;
+  }
+  tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");
   const fs::path configs = common::data_dir() / "model-configs";
   if (auto f = data_dir_config(configs, model)) return load_config(*f);
   tried.push_back(fs::is_directory(configs, ec)

@@ -100,8 +100,10 @@ TEST(DeepseekV3, Glm52IndexerLayers) {
       const auto& a = std::get<MlaAttention>(g.layer.attention);
       EXPECT_EQ(a.index_heads, 32);
       if (a.indexer) indexer_layers.push_back(layer);
-      if (a.index_topk == 0) dense_layers.push_back(layer);
-      else EXPECT_EQ(a.index_topk, 2048);
+      if (a.index_topk == 0)
+        dense_layers.push_back(layer);
+      else
+        EXPECT_EQ(a.index_topk, 2048);
     }
   EXPECT_EQ(dense_layers, (std::vector<int>{0, 1, 2}));
   ASSERT_EQ(indexer_layers.size(), 19u);
@@ -137,7 +139,8 @@ TEST(DeepseekV3, Glm52IndexerLayers) {
 }
 
 TEST(DeepseekV3, DsaModelTypesRequireIndexerKeys) {
-  nlohmann::json c = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
+  nlohmann::json c =
+      nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
   c.erase("index_topk");
   try {
     from_config(c, "glm5.json");
@@ -151,12 +154,14 @@ TEST(DeepseekV3, DsaModelTypesRequireIndexerKeys) {
     from_config(c, "glm5.json");
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "glm5.json: \"index_skip_topk_offset\" is 100 (must be in 0..num_hidden_layers 78)");
+    EXPECT_STREQ(e.what(),
+                 "glm5.json: \"index_skip_topk_offset\" is 100 (must be in 0..num_hidden_layers 78)");
   }
   // A deepseek_v3 config (V3 / R1) without indexer keys is dense MLA.
   c = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
   c["model_type"] = "deepseek_v3";
-  for (const char* k : {"index_topk", "index_topk_freq", "index_skip_topk_offset", "index_n_heads", "index_head_dim"})
+  for (const char* k :
+       {"index_topk", "index_topk_freq", "index_skip_topk_offset", "index_n_heads", "index_head_dim"})
     c.erase(k);
   const ModelSpec dense = from_config(c, "v3.json");
   EXPECT_TRUE(dense.has_mla());

@@ -37,7 +37,9 @@ TEST(Formats, BytesPerParamIncludeGroupScales) {
 }
 
 // Qwen3-32B's dims: hidden 5120, 64 query heads, 8 KV heads, head_dim 128, intermediate 25600.
-Layer qwen3_32b_layer() { return Layer{GqaAttention{64, 8, 128}, DenseFfn{25600}}; }
+Layer qwen3_32b_layer() {
+  return Layer{GqaAttention{64, 8, 128}, DenseFfn{25600}};
+}
 
 TEST(ShardParams, ColumnRowUnitSplitAndReplicated) {
   const auto ls = linears(qwen3_32b_layer(), 5120);
@@ -89,7 +91,8 @@ TEST(ShardParams, MlaDownProjectionsAndIndexerAreReplicated) {
   const auto ls = linears(Layer{a, DenseFfn{18432}}, 7168);
   // q_a, q_b, kv_a, kv_b, indexer wq_b / wk / weights_proj, o, gate_up, down.
   ASSERT_EQ(ls.size(), 10u);
-  for (const char* replicated : {"q_a_proj", "kv_a_proj_with_mqa", "indexer.wq_b", "indexer.wk", "indexer.weights_proj"}) {
+  for (const char* replicated :
+       {"q_a_proj", "kv_a_proj_with_mqa", "indexer.wq_b", "indexer.wk", "indexer.weights_proj"}) {
     bool found = false;
     for (const auto& l : ls) {
       if (std::string(l.name) != replicated) continue;
@@ -138,8 +141,10 @@ TEST(CoreFlops, PerPairByKindAndMode) {
   EXPECT_DOUBLE_EQ(indexer_flops_per_pair(reuse), 0);
   EXPECT_DOUBLE_EQ(indexer_flops_per_pair(GqaAttention{64, 8, 128}), 0);
   // Gated DeltaNet (Qwen3.5): 6 x 32 value heads x 128 x 128 = 3,145,728 per token; TP2 halves it.
-  EXPECT_DOUBLE_EQ(core_flops_per_pair(LinearAttention{16, 128, 32, 128, 4}, 1, AttentionMode::kDense), 3145728);
-  EXPECT_DOUBLE_EQ(core_flops_per_pair(LinearAttention{16, 128, 32, 128, 4}, 2, AttentionMode::kDense), 1572864);
+  EXPECT_DOUBLE_EQ(core_flops_per_pair(LinearAttention{16, 128, 32, 128, 4}, 1, AttentionMode::kDense),
+                   3145728);
+  EXPECT_DOUBLE_EQ(core_flops_per_pair(LinearAttention{16, 128, 32, 128, 4}, 2, AttentionMode::kDense),
+                   1572864);
 }
 
 TEST(KvBytes, GqaShardsKvHeadsAndReplicatesPastThem) {

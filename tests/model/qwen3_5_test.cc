@@ -93,7 +93,8 @@ TEST(Qwen3_5, Qwen3_5_9B_Dense) {
 }
 
 TEST(Qwen3_5, MultimodalWrapperUsesTextConfig) {
-  nlohmann::json text = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3.5-35b-a3b-fp8.json"));
+  nlohmann::json text = nlohmann::json::parse(
+      common::read_file(common::data_dir() / "model-configs" / "qwen3.5-35b-a3b-fp8.json"));
   const nlohmann::json quant = text["quantization_config"];
   text.erase("quantization_config");
   text.erase("_name_or_path");
@@ -113,7 +114,8 @@ TEST(Qwen3_5, MultimodalWrapperUsesTextConfig) {
 }
 
 TEST(Qwen3_5, Qwen3NextDefaultsToEveryFourthLayerFull) {
-  nlohmann::json c = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3.5-35b-a3b.json"));
+  nlohmann::json c =
+      nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3.5-35b-a3b.json"));
   c["model_type"] = "qwen3_next";
   c["vocab_size"] = 151936;
   c.erase("layer_types");

@@ -56,7 +56,7 @@ TEST(Qwen3Moe, Fp8BlockExpertsKeepBf16RouterAndHead) {
 }
 
 nlohmann::json small_moe() {
-  return {{"model_type", "qwen3_moe"}, {"hidden_size", 1024},     {"intermediate_size", 4096},
+  return {{"model_type", "qwen3_moe"},    {"hidden_size", 1024},    {"intermediate_size", 4096},
           {"moe_intermediate_size", 512}, {"num_hidden_layers", 6}, {"num_attention_heads", 16},
           {"num_key_value_heads", 4},     {"head_dim", 64},         {"num_experts", 16},
           {"num_experts_per_tok", 2},     {"vocab_size", 1000},     {"max_position_embeddings", 4096}};
@@ -64,8 +64,8 @@ nlohmann::json small_moe() {
 
 TEST(Qwen3Moe, DecoderSparseStepAndMlpOnlyLayers) {
   nlohmann::json c = small_moe();
-  c["decoder_sparse_step"] = 2;        // layers 1, 3, 5 sparse
-  c["mlp_only_layers"] = {3};          // ... except 3
+  c["decoder_sparse_step"] = 2;  // layers 1, 3, 5 sparse
+  c["mlp_only_layers"] = {3};    // ... except 3
   const ModelSpec m = from_config(c, "small");
   std::vector<bool> sparse;
   for (const auto& g : m.layers)

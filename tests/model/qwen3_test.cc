@@ -85,12 +85,18 @@ TEST(Qwen3, WeightBytesBf16Fp8BlockAwq) {
 }
 
 nlohmann::json llama3_8b() {
-  return {{"model_type", "llama"},         {"architectures", nlohmann::json::array({"LlamaForCausalLM"})},
-          {"hidden_size", 4096},           {"intermediate_size", 14336},
-          {"num_hidden_layers", 32},       {"num_attention_heads", 32},
-          {"num_key_value_heads", 8},      {"vocab_size", 128256},
-          {"max_position_embeddings", 131072}, {"torch_dtype", "bfloat16"},
-          {"attention_bias", false},       {"mlp_bias", false}};
+  return {{"model_type", "llama"},
+          {"architectures", nlohmann::json::array({"LlamaForCausalLM"})},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 8},
+          {"vocab_size", 128256},
+          {"max_position_embeddings", 131072},
+          {"torch_dtype", "bfloat16"},
+          {"attention_bias", false},
+          {"mlp_bias", false}};
 }
 
 TEST(Qwen3, LlamaParsesAsDenseGqa) {

@@ -1,0 +1,237 @@
+// resolve_model / load_config / from_config / the registry: every model id of the corpus, the HF cache
+// layout, and each error message.
+#include "model/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/paths.h"
+
+namespace servelab::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// Sets an environment variable for the scope of a test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("servelab_model_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+/// Points every Hugging Face cache root at an empty directory, so a developer's own cache cannot change
+/// what the corpus ids resolve to.
+struct NoHfCache {
+  fs::path dir = temp_dir("no_hf");
+  ScopedEnv hub{"HF_HUB_CACHE", dir.string()};
+  ScopedEnv hf_home{"HF_HOME", dir.string()};
+  ScopedEnv xdg{"XDG_CACHE_HOME", dir.string()};
+  ScopedEnv home{"HOME", dir.string()};
+  ~NoHfCache() { fs::remove_all(dir); }
+};
+
+TEST(Resolve, EveryCorpusModelId) {
+  const NoHfCache no_cache;
+  struct Case {
+    const char* id;
+    const char* file;  // in <data dir>/model-configs, "" = built in
+    const char* variant;
+  };
+  const Case cases[] = {
+      {"zai-org/GLM-4.5-Air", "glm-4.5-air.json", "glm4_moe"},
+      {"zai-org/GLM-4.5-Air-FP8", "glm-4.5-air-fp8.json", "glm4_moe"},
+      {"GLM-4.5-Air", "glm-4.5-air.json", "glm4_moe"},
+      {"zai-org/GLM-4.6", "glm-4.6.json", "glm4_moe"},
+      {"zai-org/GLM-4.6-FP8", "glm-4.6-fp8.json", "glm4_moe"},
+      {"zai-org/GLM-5.2-FP8", "glm-5.2-fp8.json", "deepseek_v3"},
+      {"openai/gpt-oss-120b", "gpt-oss-120b.json", "gpt_oss"},
+      {"openai/gpt-oss-20b", "gpt-oss-20b.json", "gpt_oss"},
+      {"Qwen/Qwen3-8B", "qwen3-8b.json", "qwen3"},
+      {"Qwen/Qwen3-8B-FP8", "qwen3-8b-fp8.json", "qwen3"},
+      {"vllm-ascend/Qwen3-8B-W8A8", "qwen3-8b-w8a8.json", "qwen3"},
+      {"Qwen/Qwen3-14B", "qwen3-14b.json", "qwen3"},
+      {"Qwen/Qwen3-14B-FP8", "qwen3-14b-fp8.json", "qwen3"},
+      {"Qwen/Qwen3-14B-AWQ", "qwen3-14b-awq.json", "qwen3"},
+      {"Qwen/Qwen3-32B", "qwen3-32b.json", "qwen3"},
+      {"Qwen/Qwen3-32B-FP8", "qwen3-32b-fp8.json", "qwen3"},
+      {"Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b-instruct-2507.json", "qwen3_moe"},
+      {"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "qwen3-235b-a22b-instruct-2507-fp8.json", "qwen3_moe"},
+      {"Qwen/Qwen3.5-9B", "qwen3.5-9b.json", "qwen3_5"},
+      {"Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b.json", "qwen3_5"},
+      {"Qwen/Qwen3.5-35B-A3B-FP8", "qwen3.5-35b-a3b-fp8.json", "qwen3_5"},
+      {"deepseek-ai/DeepSeek-V3.2", "", "deepseek_v3"},
+      {"/workspace/DeepSeek-v3.2", "", "deepseek_v3"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.id);
+    const ModelSpec m = resolve_model(c.id);
+    EXPECT_EQ(m.variant, c.variant);
+    if (*c.file != '\0') {
+      EXPECT_EQ(fs::path(m.config_source).filename(), c.file);
+    } else {
+      EXPECT_EQ(m.id, "deepseek-ai/DeepSeek-V3.2");
+      EXPECT_EQ(m.config_source.rfind("built-in DeepSeek-V3.2", 0), 0u) << m.config_source;
+    }
+  }
+  // Bare names and case: the last component, case-insensitively; the exact id wins over the FP8 sibling.
+  EXPECT_EQ(resolve_model("qwen/qwen3-8b").id, "Qwen/Qwen3-8B");
+  EXPECT_EQ(resolve_model("Qwen3-8B").id, "Qwen/Qwen3-8B");
+  EXPECT_EQ(resolve_model("DEEPSEEK-AI/DEEPSEEK-V3.2").id, "deepseek-ai/DeepSeek-V3.2");
+}
+
+TEST(Resolve, PathsToADirectoryOrAFile) {
+  const fs::path d = temp_dir("paths");
+  fs::copy_file(common::data_dir() / "model-configs" / "qwen3-8b.json", d / "config.json");
+  EXPECT_EQ(resolve_model(d.string()).config_source, (d / "config.json").string());
+  EXPECT_EQ(resolve_model((d / "config.json").string()).id, "Qwen/Qwen3-8B");
+  // A local directory named like DeepSeek-V3.2 with its own config.json is read, not the built-in.
+  fs::create_directories(d / "DeepSeek-v3.2");
+  fs::copy_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json",
+                d / "DeepSeek-v3.2" / "config.json");
+  EXPECT_EQ(resolve_model((d / "DeepSeek-v3.2").string()).model_type, "glm_moe_dsa");
+  fs::remove_all(d);
+}
+
+TEST(Resolve, HuggingFaceCachePrefersRefsMain) {
+  const fs::path hub = temp_dir("hub");
+  const std::string cfg = common::read_file(common::data_dir() / "model-configs" / "qwen3-14b.json");
+  nlohmann::json other = nlohmann::json::parse(cfg);
+  other["num_hidden_layers"] = 2;
+  write(hub / "models--Acme--Tiny" / "snapshots" / "aaa" / "config.json", other.dump());
+  write(hub / "models--Acme--Tiny" / "snapshots" / "bbb" / "config.json", cfg);
+  write(hub / "models--Acme--Tiny" / "refs" / "main", "bbb\n");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ModelSpec m = resolve_model("Acme/Tiny");
+  EXPECT_EQ(m.num_layers(), 40);
+  EXPECT_EQ(m.config_source, (hub / "models--Acme--Tiny" / "snapshots" / "bbb" / "config.json").string());
+  // A real node's cached DeepSeek-V3.2 config wins over the built-in one.
+  write(hub / "models--deepseek-ai--DeepSeek-V3.2" / "snapshots" / "ccc" / "config.json",
+        common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-V3.2").model_type, "glm_moe_dsa");
+  fs::remove_all(hub);
+}
+
+TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
+  const fs::path hub = temp_dir("empty_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const std::string msg = message_of([] { resolve_model("Acme/NoSuchModel"); });
+  EXPECT_EQ(msg.rfind("unknown model \"Acme/NoSuchModel\"; searched:", 0), 0u) << msg;
+  EXPECT_NE(msg.find("path Acme/NoSuchModel (does not exist)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("built-in models (DeepSeek-V3.2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Hugging Face cache " +
+                     (hub / "models--Acme--NoSuchModel" / "snapshots" / "*" / "config.json").string()),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Hugging Face cache " + (hub / "home" / "hub" / "models--Acme--NoSuchModel").string()),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("data dir " + (common::data_dir() / "model-configs").string() +
+                     " (no config whose _name_or_path is \"Acme/NoSuchModel\" or ends in \"NoSuchModel\")"),
+            std::string::npos)
+      << msg;
+  // A directory without config.json, and a data dir that does not exist.
+  const ScopedEnv data("SERVELAB_DATA_DIR", (hub / "nowhere").string());
+  const std::string msg2 = message_of([&] { resolve_model(hub.string()); });
+  EXPECT_NE(msg2.find("directory " + hub.string() + " (exists, but holds no config.json)"), std::string::npos)
+      << msg2;
+  EXPECT_NE(msg2.find("data dir " + (hub / "nowhere" / "model-configs").string() +
+                      " (does not exist; set SERVELAB_DATA_DIR)"),
+            std::string::npos)
+      << msg2;
+  fs::remove_all(hub);
+}
+
+TEST(LoadConfig, FileErrors) {
+  const fs::path d = temp_dir("load");
+  EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),
+            std::string::npos);
+  write(d / "bad.json", "{\"model_type\": ");
+  EXPECT_EQ(message_of([&] {
+              load_config(d / "bad.json");
+            }).rfind("model config " + (d / "bad.json").string() + ": invalid JSON", 0),
+            0u);
+  write(d / "notype.json", "{\"hidden_size\": 1}");
+  EXPECT_EQ(message_of([&] { load_config(d / "notype.json"); }),
+            (d / "notype.json").string() + ": missing key \"model_type\"");
+  write(d / "array.json", "[1, 2]");
+  EXPECT_EQ(message_of([&] { load_config(d / "array.json"); }),
+            (d / "array.json").string() + ": config is not a JSON object");
+  fs::remove_all(d);
+}
+
+TEST(Registry, VariantsAndUnknownModelType) {
+  std::vector<std::string> names;
+  for (const auto& v : architectures()) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "qwen3", "qwen3_5",
+                                             "qwen3_moe"}));
+  EXPECT_EQ(message_of([] {
+              from_config({{"model_type", "mamba"}}, "m.json");
+            }),
+            "m.json: unknown model_type \"mamba\" (known: deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, "
+            "gpt_oss, "
+            "llama, mistral, qwen2, qwen3, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next)");
+  // A model_type registered twice is a programming error caught at registration.
+  EXPECT_THROW(register_architecture({"dup", {"qwen3"}, nullptr}), std::logic_error);
+}
+
+TEST(FromConfig, CommonFieldErrors) {
+  nlohmann::json c =
+      nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3-8b.json"));
+  c["torch_dtype"] = "int8";
+  EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }),
+            "q.json: \"torch_dtype\" is \"int8\" (expected bfloat16, float16 or float32)");
+  c["torch_dtype"] = "float16";
+  EXPECT_EQ(from_config(c, "q.json").dtype, DType::kFp16);
+  c["hidden_size"] = 0;
+  EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }), "q.json: \"hidden_size\" is 0 (must be positive)");
+  c["hidden_size"] = 4096;
+  c["tie_word_embeddings"] = "yes";
+  EXPECT_EQ(message_of([&] { from_config(c, "q.json"); }),
+            "q.json: \"tie_word_embeddings\" is not a boolean (\"yes\")");
+  // Tied embeddings: the LM head is the embedding, counted once in total, still run by every token.
+  c["tie_word_embeddings"] = true;
+  const ModelSpec tied = from_config(c, "q.json");
+  EXPECT_DOUBLE_EQ(tied.total_params(), 8190427136.0 - 622329856.0);
+  EXPECT_DOUBLE_EQ(tied.active_params(), 8190427136.0 - 622329856.0);
+}
+
+}  // namespace
+}  // namespace servelab::model
