@@ -400,8 +400,14 @@ double sglang_mem_fraction_static(const SglangReserveInputs& in) {
 
 int vllm_default_capture_max(const EngineVersion& v, int max_num_seqs, int spec_tokens, int token_budget) {
   const auto& d = kVllmDefaults;
-  if (v < EngineVersion::parse(d.capture_size_formula_since.value))
-    return std::min(d.fixed_capture_max.value, token_budget);
+  // Before the max_cudagraph_capture_size rework: SchedulerConfig.cuda_graph_sizes unset ->
+  // [min(max_num_seqs * 2, 512)] from 0.10 (docstring of vllm/config/scheduler.py [recalled]; 0.9 used
+  // [512]).
+  if (v < EngineVersion::parse(d.capture_size_formula_since.value)) {
+    const int mx = v < EngineVersion::parse("0.10.0") ? d.fixed_capture_max.value
+                                                      : std::min(max_num_seqs * 2, d.fixed_capture_max.value);
+    return std::min(mx, token_budget);
+  }
   const int size = std::min(max_num_seqs * (1 + spec_tokens) * d.max_cudagraph_capture_size_seq_factor.value,
                             d.max_cudagraph_capture_size_cap.value);
   return std::min(size, token_budget);

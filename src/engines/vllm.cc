@@ -482,6 +482,66 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
   }
 }
 
+namespace {
+
+// A --compilation-config given on the command line, with the config's capture size and cudagraph_mode.
+nlohmann::json recorded_compilation(const EngineConfig& c, const EngineOption& o) {
+  nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0])
+                         ? nlohmann::json::parse(o.values[0])
+                         : nlohmann::json::object();
+  if (!j.is_object()) return j;
+  if (c.cuda_graph_max_bs) {
+    bool sizes_agree = false;
+    if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array()) {
+      int mx = 0;
+      for (const auto& x : j["cudagraph_capture_sizes"])
+        if (x.is_number_integer()) mx = std::max(mx, x.get<int>());
+      sizes_agree = mx == *c.cuda_graph_max_bs;
+    }
+    if (!sizes_agree) {
+      j.erase("cudagraph_capture_sizes");
+      j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
+    }
+  }
+  if (!c.cudagraph_mode.empty()) {
+    j["cudagraph_mode"] = c.cudagraph_mode;
+  } else {
+    j.erase("cudagraph_mode");
+    j.erase("full_cuda_graph");
+  }
+  return j;
+}
+
+// Capture sizes and cudagraph_mode without a recorded --compilation-config: --cuda-graph-sizes before
+// the release of max_cudagraph_capture_size, a compilation config from it on.
+void render_capture(const EngineConfig& c, const EngineConfig& b, std::vector<std::string>& a) {
+  nlohmann::json j = nlohmann::json::object();
+  const bool old = !version_at_least(c.engine_version, kVllmDefaults.capture_size_formula_since.value);
+  if (!c.cuda_graph_sizes.empty() && c.cuda_graph_sizes != b.cuda_graph_sizes) {
+    if (old) {
+      a.push_back("--cuda-graph-sizes");
+      for (int x : c.cuda_graph_sizes) a.push_back(std::to_string(x));
+    } else {
+      j["cudagraph_capture_sizes"] = c.cuda_graph_sizes;
+    }
+  } else if (c.cuda_graph_max_bs && c.cuda_graph_max_bs != b.cuda_graph_max_bs) {
+    if (old) {
+      a.push_back("--cuda-graph-sizes");
+      a.push_back(std::to_string(*c.cuda_graph_max_bs));
+    } else {
+      j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
+    }
+  }
+  if (!c.cudagraph_mode.empty() && c.cudagraph_mode != b.cudagraph_mode)
+    j["cudagraph_mode"] = c.cudagraph_mode;
+  if (!j.empty()) {
+    a.push_back("--compilation-config");
+    a.push_back(j.dump());
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& b) {
   std::vector<std::string> a;
   auto add = [&](const std::string& flag, const std::string& value) {
@@ -551,57 +611,14 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   bool compilation_done = false;
   for (const auto& o : c.unmodelled_options) {
     if (o.flag == "--compilation-config") {
-      nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0])
-                             ? nlohmann::json::parse(o.values[0])
-                             : nlohmann::json::object();
-      if (c.cuda_graph_max_bs && j.is_object()) {
-        bool sizes_agree = false;
-        if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array()) {
-          int mx = 0;
-          for (const auto& x : j["cudagraph_capture_sizes"])
-            if (x.is_number_integer()) mx = std::max(mx, x.get<int>());
-          sizes_agree = mx == *c.cuda_graph_max_bs;
-        }
-        if (!sizes_agree) {
-          j.erase("cudagraph_capture_sizes");
-          j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
-        }
-      }
-      if (j.is_object()) {
-        if (!c.cudagraph_mode.empty()) {
-          j["cudagraph_mode"] = c.cudagraph_mode;
-        } else {
-          j.erase("cudagraph_mode");
-          j.erase("full_cuda_graph");
-        }
-      }
-      add("--compilation-config", j.dump());
+      add("--compilation-config", recorded_compilation(c, o).dump());
       compilation_done = true;
       continue;
     }
     a.push_back(o.flag);
     for (const auto& v : o.values) a.push_back(v);
   }
-  if (!compilation_done) {
-    nlohmann::json j = nlohmann::json::object();
-    const bool old = !version_at_least(c.engine_version, kVllmDefaults.capture_size_formula_since.value);
-    if (!c.cuda_graph_sizes.empty() && c.cuda_graph_sizes != b.cuda_graph_sizes) {
-      if (old) {
-        a.push_back("--cuda-graph-sizes");
-        for (int x : c.cuda_graph_sizes) a.push_back(std::to_string(x));
-      } else {
-        j["cudagraph_capture_sizes"] = c.cuda_graph_sizes;
-      }
-    } else if (c.cuda_graph_max_bs && c.cuda_graph_max_bs != b.cuda_graph_max_bs) {
-      if (old)
-        add("--cuda-graph-sizes", std::to_string(*c.cuda_graph_max_bs));
-      else
-        j["max_cudagraph_capture_size"] = *c.cuda_graph_max_bs;
-    }
-    if (!c.cudagraph_mode.empty() && c.cudagraph_mode != b.cudagraph_mode)
-      j["cudagraph_mode"] = c.cudagraph_mode;
-    if (!j.empty()) add("--compilation-config", j.dump());
-  }
+  if (!compilation_done) render_capture(c, b, a);
   return a;
 }
 

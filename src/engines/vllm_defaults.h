@@ -61,9 +61,11 @@ struct VllmDefaults {
   Sourced<const char*> full_and_piecewise_since{"0.11.0",
                                                 "PR #25444 (FULL_AND_PIECEWISE default, merged Sept 2025, "
                                                 "just before 0.11.0)"};
-  /// Before this release the capture list is SchedulerConfig.cuda_graph_sizes = [512] -> [1, 2, 4] +
-  /// range(8, 513, 8) (67 graphs), filtered to <= max_num_batched_tokens; from it the max is
-  /// min(max_num_seqs * (1 + k) * 2, 512) with sizes [1, 2, 4] + range(8, 256, 8) + range(256, max+1, 16).
+  /// Before this release the capture list is SchedulerConfig.cuda_graph_sizes = [N] -> [1, 2, 4] +
+  /// range(8, N + 1, 8), N = min(max_num_seqs * 2, 512) when unset (67 graphs at the default batch sizes;
+  /// engine-versions.md gives [512], the same N there), filtered to <= max_num_batched_tokens; from it the
+  /// max is min(max_num_seqs * (1 + k) * 2, 512) with sizes [1, 2, 4] + range(8, 256, 8) + range(256,
+  /// max+1, 16).
   Sourced<const char*> capture_size_formula_since{
       "0.11.1",
       "vllm/config/vllm.py _set_cudagraph_sizes (max_cudagraph_capture_size replaces cuda_graph_sizes; "

@@ -564,3 +564,78 @@ TEST(Notes, EveryDecisionHasASource) {
   EXPECT_TRUE(has("PR #19970"));          // async opt-in
   EXPECT_TRUE(has("max_position_embeddings"));
 }
+
+TEST(Speculative, VllmMethods) {
+  auto e3 = ok(
+      R"(vllm serve m --speculative-config '{"method":"eagle3","model":"d/e3","num_speculative_tokens":3}')",
+      "0.13.0", kQwen8, "H100");
+  ASSERT_TRUE(e3.speculative);
+  EXPECT_EQ(e3.speculative->method, se::SpeculativePolicy::Method::kEagle3);
+  EXPECT_EQ(e3.speculative->draft_model, "d/e3");
+  EXPECT_EQ(e3.speculative->num_draft_tokens, 4);
+  EXPECT_FALSE(e3.speculative->acceptance_verified);
+  EXPECT_FALSE(e3.speculative->acceptance_source.empty());
+  // min(1024 * (1 + 3) * 2, 512) = 512.
+  EXPECT_EQ(e3.execution.graph_max_batch, 512);
+  auto ng = ok(
+      R"(vllm serve m --speculative-config '{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":4}')",
+      "0.13.0", kQwen8, "H100");
+  EXPECT_EQ(ng.speculative->method, se::SpeculativePolicy::Method::kNgram);
+  EXPECT_LT(ng.speculative->acceptance, e3.speculative->acceptance);
+  EXPECT_EQ(refused(R"(vllm serve m --speculative-config '{"method":"eagle3","num_speculative_tokens":3}')",
+                    "0.13.0", kQwen8, "H100")
+                .rule,
+            "vllm.speculative.draft_model");
+  // DeepSeek-V3.2's own MTP head: k from num_nextn_predict_layers, acceptance from the V3 report.
+  auto mtp = ok(R"(vllm serve m -tp 8 --speculative-config '{"method":"mtp"}')", "0.13.0", "DeepSeek-V3.2",
+                "8xH200");
+  EXPECT_EQ(mtp.speculative->num_speculative_tokens, 1);
+  EXPECT_TRUE(mtp.speculative->acceptance_verified);
+  EXPECT_NE(mtp.speculative->acceptance_source.find("2412.19437"), std::string::npos);
+}
+
+TEST(RoundTrip, NewlyModelledFlags) {
+  auto same = [](const std::string& cmd, const std::string& version) {
+    auto c = parse(cmd, version);
+    auto b = se::parse_launch_command(se::to_argv(c), se::to_env(c), version);
+    EXPECT_EQ(b.async_scheduling, c.async_scheduling) << cmd;
+    EXPECT_EQ(b.performance_mode, c.performance_mode) << cmd;
+    EXPECT_EQ(b.language_model_only, c.language_model_only) << cmd;
+    EXPECT_EQ(b.cuda_graph_max_bs, c.cuda_graph_max_bs) << cmd;
+    EXPECT_EQ(b.cuda_graph_sizes, c.cuda_graph_sizes) << cmd;
+    EXPECT_EQ(b.cudagraph_mode, c.cudagraph_mode) << cmd;
+    EXPECT_EQ(b.deepep_mode, c.deepep_mode) << cmd;
+    EXPECT_EQ(b.moe_a2a_backend, c.moe_a2a_backend) << cmd;
+    EXPECT_EQ(b.moe_dense_tp_size, c.moe_dense_tp_size) << cmd;
+    EXPECT_EQ(b.enable_torch_compile, c.enable_torch_compile) << cmd;
+    EXPECT_EQ(b.torch_compile_max_bs, c.torch_compile_max_bs) << cmd;
+    EXPECT_EQ(b.disable_overlap_schedule, c.disable_overlap_schedule) << cmd;
+    EXPECT_EQ(b.enable_mixed_chunk, c.enable_mixed_chunk) << cmd;
+    EXPECT_EQ(b.stream_interval, c.stream_interval) << cmd;
+    EXPECT_EQ(b.engine_version, version) << cmd;
+  };
+  same(
+      "vllm serve m --no-async-scheduling --performance-mode interactivity --language-model-only "
+      "--max-cudagraph-capture-size 256 --stream-interval 4",
+      "0.17.1");
+  same(R"(vllm serve m -O '{"cudagraph_mode":"FULL_DECODE_ONLY"}' --async-scheduling)", "0.13.0");
+  same("vllm serve m --cudagraph-capture-sizes 1 2 4 8", "0.13.0");
+  same("vllm serve m --cuda-graph-sizes 1 2 4 8", "0.11.0");
+  same("vllm serve m -tp 2 --enable-expert-parallel --all2all-backend deepep_low_latency", "0.13.0");
+  same(
+      "python3 -m sglang.launch_server --model-path m --tp 8 --moe-a2a-backend deepep --deepep-mode normal "
+      "--moe-dense-tp-size 1 --enable-torch-compile --torch-compile-max-bs 16 --disable-overlap-schedule "
+      "--enable-mixed-chunk --stream-interval 2 --cuda-graph-bs 1 2 4",
+      "0.5.14");
+}
+
+TEST(VllmDefaults, CaptureListBeforeTheRework) {
+  // 0.10/0.11: N = min(max_num_seqs * 2, 512) with a step of 8: --max-num-seqs 64 -> [1, 2, 4] + 8..128.
+  auto small = ok("vllm serve m --max-num-seqs 64", "0.11.0", kQwen8, "H100");
+  EXPECT_EQ(small.execution.graph_max_batch, 128);
+  EXPECT_EQ(small.execution.graph_sizes.size(), 19u);
+  // A budget below the list filters it: --max-num-batched-tokens 100 -> [1, 2, 4] + 8..96.
+  EXPECT_EQ(
+      ok("vllm serve m --max-num-batched-tokens 100", "0.10.2", kQwen8, "H100").execution.graph_max_batch,
+      96);
+}
