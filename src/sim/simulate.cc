@@ -148,7 +148,6 @@ int Simulator::accepted_tokens(int id, int scheduled) const {
 
 void Simulator::finish_batch(const Batch& b, double t) {
   ++step_index_;
-  ++view_.steps;
   const double s = b.stage_s;
   (b.any_prefill ? view_.prefill_time_s : view_.decode_time_s) += s;
   view_.attention_s += b.cost.attention_s;
@@ -318,6 +317,7 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
     send_ready(t, false);  // arrivals during the tick that found a free slot
     not_before = 0;
     ++last_step;
+    count_tick();
     for (auto& b : pipe) --b.stages_left;
     while (!pipe.empty() && pipe.front().stages_left <= 0) {
       finish_batch(pipe.front(), t);
@@ -543,6 +543,7 @@ void OnlineTwin::advance_to(double t_s, const std::function<void(std::uint64_t, 
     flush();
     if (!im.tick_planned || im.tick_end_s > t_s) return;
     const double t = im.tick_end_s;
+    im.sim.count_tick();
     for (auto& b : im.pipe) --b.stages_left;
     while (!im.pipe.empty() && im.pipe.front().stages_left <= 0) {
       im.sim.finish_batch(im.pipe.front(), t);

@@ -80,6 +80,8 @@ class Simulator {
   void finish_batch(const Batch& b, double t);
   /// Aborts requests that can never be scheduled (need more KV than a rank holds); returns how many.
   int drop_unschedulable();
+  /// One pipeline tick (an engine step) has passed.
+  void count_tick() { ++view_.steps; }
   /// Pipeline depth (micro-batches in flight at most).
   int pipeline_depth() const { return std::max(1, launch_.layout.pp); }
 

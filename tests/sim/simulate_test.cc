@@ -26,9 +26,12 @@ struct Case {
   }
 };
 
-const Prediction& ok(const PredictResult& r) {
-  if (const auto* f = std::get_if<Failure>(&r)) ADD_FAILURE() << f->reason;
-  return std::get<Prediction>(r);
+Prediction ok(PredictResult r) {
+  if (const auto* f = std::get_if<Failure>(&r)) {
+    ADD_FAILURE() << f->reason;
+    return Prediction{};
+  }
+  return std::get<Prediction>(std::move(r));
 }
 
 // One request alone: its TTFT is one prefill step, every later token one decode step; the run is their
