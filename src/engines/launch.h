@@ -130,6 +130,10 @@ struct MemoryPolicy {
   /// The vision encoder of a multimodal checkpoint is loaded (its weights and profile-run budget take GPU
   /// memory); false for text-only models and with vLLM --language-model-only.
   bool mm_encoder = false;
+  /// When the KV pool cannot hold one request of the default context, the engine lowers max_model_len to
+  /// what fits instead of refusing to start (vLLM >= 0.17 without --max-model-len [unverified release;
+  /// the corpus's GLM-5.2 at its 1,048,576 default started on vLLM 0.24]).
+  bool auto_fit_max_model_len = false;
 };
 
 /// The scheduler the engine runs per DP rank.

@@ -96,11 +96,14 @@ struct VllmDefaults {
                                                false};
   /// Memory outside torch's accounting that the KV sizing does not see (NCCL buffers ~392 MB at 8 GPUs,
   /// cuBLAS / DeepGEMM workspaces), bytes.
-  Sourced<double> reserved_bytes{
-      2.0 * 1024 * 1024 * 1024,
-      "servelab estimate (NCCL buffers + GEMM workspaces; aiconfigurator other_mem "
-      "3.5 GB includes the CUDA context vLLM's profile already sees)",
-      false};
+  /// Non-torch memory outside the KV pool: CUDA context share vLLM's profile sees, cuBLAS/DeepGEMM
+  /// workspaces, and with several GPUs the NCCL and custom all-reduce buffers. [servelab estimate, bounded
+  /// by the corpus: `vllm serve Qwen/Qwen3-32B` (BF16, 40,960 context) started on one H100 with vLLM 0.11,
+  /// which leaves at most ~0.7 GiB beside weights and KV; the reference study's -dp 8 OOM at 163,840]
+  Sourced<double> reserved_bytes_single_gpu{0.5 * 1024.0 * 1024.0 * 1024.0,
+                                            "servelab estimate: one GPU, no collective buffers", false};
+  Sourced<double> reserved_bytes{1.5 * 1024.0 * 1024.0 * 1024.0,
+                                 "servelab estimate: + NCCL and custom all-reduce buffers with TP/DP/EP", false};
 };
 
 inline constexpr VllmDefaults kVllmDefaults{};

@@ -253,13 +253,14 @@ void scheduler_memory_routing(ResolvedLaunch& r, const hardware::ClusterSpec& cl
   mem.profile_activations = true;
   mem.profile_tokens = s.token_budget;
   mem.profile_sequences = s.max_num_seqs;
-  mem.reserved_bytes = d.reserved_bytes.value;
+  const bool single = c.tp * c.pp * c.dp == 1;
+  mem.reserved_bytes = single ? d.reserved_bytes_single_gpu.value : d.reserved_bytes.value;
   mem.mm_encoder = is_multimodal(r.model) && !c.language_model_only;
   r.notes.push_back("KV pool = " + std::to_string(mem.fraction).substr(0, 5) +
                     " x total memory - weights - profiled activations (" +
                     std::to_string(mem.profile_tokens) + " tokens) - " +
                     std::to_string(mem.reserved_bytes / kGiB).substr(0, 4) + " GiB non-torch [" +
-                    d.reserved_bytes.source + "]");
+                    (single ? d.reserved_bytes_single_gpu.source : d.reserved_bytes.source) + "]");
   if (is_multimodal(r.model))
     r.notes.push_back(mem.mm_encoder
                           ? "vision encoder loaded (multimodal checkpoint; --language-model-only skips it)"
@@ -293,6 +294,9 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   if (auto f = batch_defaults(r, cl)) return f;
   cache_layout(r);
   scheduler_memory_routing(r, cl);
+  // Without --max-model-len, recent releases lower the context to what the KV pool holds instead of
+  // refusing to start [unverified release: the corpus's GLM-5.2 at its 1,048,576 default started on 0.24].
+  r.memory.auto_fit_max_model_len = !c.is_explicit("--max-model-len") && EngineVersion::parse("0.17.0") <= v;
   execution(r, v);
   // Flags whose effect the resolution above models; everything else given explicitly is inert.
   static const std::vector<std::string> kEffective = {"--model",

@@ -10,35 +10,43 @@
 
 namespace servelab::sim {
 
-const char* const kCalibrationFieldNames[kCalibrationFields] = {"kernel_scale", "cpu_step_ms", "cpu_request_us"};
+const char* const kCalibrationFieldNames[kCalibrationFields] = {"kernel_scale", "cpu_step_ms", "cpu_request_us",
+                                                                  "api_request_ms", "first_token_ms"};
 
 // kernel_scale: public kernel figures are peaks of tuned kernels; an engine's real kernels sit within
 // 0.4x-1.4x of them. cpu_step_ms: an engine step costs 0.2-40 ms of CPU (Python scheduling, input
-// preparation, sampling). cpu_request_us: 1-600 us per running request per step.
-const FieldBounds kCalibrationBounds[kCalibrationFields] = {{0.4, 1.4}, {0.2, 40.0}, {1.0, 600.0}};
+// preparation, sampling). cpu_request_us: 1-2000 us per running request per step (TensorRT-LLM's PyTorch
+// backend in eager mode prepares attention metadata per request in Python). api_request_ms: 0.05-60 ms
+// of serial API-server work per request. first_token_ms: 0-150 ms.
+const FieldBounds kCalibrationBounds[kCalibrationFields] = {
+    {0.4, 1.4}, {0.2, 40.0}, {1.0, 2000.0}, {0.05, 60.0}, {0.5, 150.0}};
 
-std::vector<double> calibration_vector(const Calibration& c) { return {c.kernel_scale, c.cpu_step_ms, c.cpu_request_us}; }
+std::vector<double> calibration_vector(const Calibration& c) {
+  return {c.kernel_scale, c.cpu_step_ms, c.cpu_request_us, c.api_request_ms, c.first_token_ms};
+}
 
 Calibration calibration_from_vector(const std::vector<double>& v) {
   Calibration c;
-  if (v.size() > 0) c.kernel_scale = v[0];
-  if (v.size() > 1) c.cpu_step_ms = v[1];
-  if (v.size() > 2) c.cpu_request_us = v[2];
+  double* f[] = {&c.kernel_scale, &c.cpu_step_ms, &c.cpu_request_us, &c.api_request_ms, &c.first_token_ms};
+  for (std::size_t i = 0; i < std::size(f) && i < v.size(); ++i) *f[i] = v[i];
   return c;
 }
 
 Calibration calibration_prior(const std::string& engine) {
   // Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit).
-  if (engine == "sglang") return {1.0, 2.0, 20.0};
-  if (engine == "trtllm") return {1.0, 1.5, 15.0};
-  return {1.0, 2.5, 20.0};
+  if (engine == "sglang") return {1.0, 2.0, 20.0, 5.0, 10.0};
+  if (engine == "trtllm") return {1.0, 1.5, 20.0, 5.0, 10.0};
+  return {1.0, 2.5, 20.0, 10.0, 10.0};
 }
 
 std::string calibration_prior_source(const std::string& engine) {
   (void)engine;
   return "prior: kernel_scale 1 (the public kernel figures of physics.cc as they are); CPU per step 1.5-2.5 ms and "
          "20 us per running request [recalled: Python engine loops of vLLM V1 / SGLang / TRT-LLM PyTorch take ~1-3 "
-         "ms per step at a few hundred requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure]";
+         "ms per step at a few hundred requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure]; API server "
+         "10 ms per request for vLLM, 5 ms for SGLang / TRT-LLM [recalled: one vLLM API-server process handles on the "
+         "order of 100 chat requests/s, the reason for --api-server-count (PR #17546)]; first token 10 ms [no source "
+         "found: HTTP, hand-off and the first SSE chunk]";
 }
 
 Calibration CalibrationTable::lookup(const CalibrationKey& key, CalibrationLevel* level) const {

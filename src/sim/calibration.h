@@ -6,6 +6,11 @@
 //                   kernels use that GPU generation relative to the public kernel figures)
 //   cpu_step_ms     CPU time per engine step: scheduling, input preparation, sampling, output processing
 //   cpu_request_us  CPU time per running request per step (bookkeeping, detokenisation, streaming)
+//   api_request_ms  the API server's serial CPU time per request (HTTP, chat template, tokenisation,
+//                   hand-off to the engine): requests reach the engine one after another, and tokens
+//                   queued behind that work reach the client when it is done
+//   first_token_ms  latency of a request's first token outside the engine step (hand-off, detokeniser
+//                   set-up, first SSE chunk), added to TTFT
 // A class without fitted data falls back to its engine's pooled value, then to the prior.
 #pragma once
 
@@ -23,10 +28,12 @@ struct Calibration {
   double kernel_scale = 1.0;
   double cpu_step_ms = 2.0;
   double cpu_request_us = 20.0;
+  double api_request_ms = 5.0;
+  double first_token_ms = 10.0;
 };
 
 /// Number of fitted fields, their names (calibration.json keys), bounds and priors.
-inline constexpr int kCalibrationFields = 3;
+inline constexpr int kCalibrationFields = 5;
 extern const char* const kCalibrationFieldNames[kCalibrationFields];
 /// Physical bounds of each field (a fit that ends on one is a defect of the model, see fit.h).
 struct FieldBounds {

@@ -113,7 +113,8 @@ PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& tabl
 namespace {
 
 constexpr double kHuberDelta = 0.6931471805599453;  // ln 2
-constexpr double kLambdaClass = 1.0, kLambdaEngine = 0.5;
+constexpr double kLambdaPrior = 1.0;                // shrinkage of a class towards its engine's prior
+constexpr double kPriorPseudoPoints = 2.0;          // weight of the prior in an engine's pooled value
 constexpr double kWeightThroughput = 4.0;
 
 double huber(double d) {
@@ -127,24 +128,6 @@ double point_loss(const PreparedPoint& p, const HeadlineMetrics& h) {
   if (p.meas_ttft_ms && *p.meas_ttft_ms > 0 && h.mean_ttft_ms > 0) l += huber(std::log(h.mean_ttft_ms / *p.meas_ttft_ms));
   if (p.meas_tpot_ms && *p.meas_tpot_ms > 0 && h.mean_tpot_ms > 0) l += huber(std::log(h.mean_tpot_ms / *p.meas_tpot_ms));
   return l;
-}
-
-// Runs f(i) for i in [0, n) on `threads` threads.
-template <class F>
-void parallel_for(int n, int threads, F f) {
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max(1, n));
-  if (threads <= 1) {
-    for (int i = 0; i < n; ++i) f(i);
-    return;
-  }
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) f(i);
-    });
-  for (auto& th : pool) th.join();
 }
 
 std::vector<double> logv(const Calibration& c) {
@@ -161,140 +144,154 @@ Calibration from_log(const std::vector<double>& x) {
 
 }  // namespace
 
-FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const FitOptions& opt) {
-  FitResult res;
-  res.points = static_cast<int>(points.size());
-  const int n = static_cast<int>(points.size());
-  // Study weights: 1/sqrt(points of the study in this training set).
+void parallel_for(int n, int threads, const std::function<void(int)>& f) {
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, std::max(1, n));
+  if (threads <= 1) {
+    for (int i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) f(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
+                   const std::vector<const Trace*>& traces) {
+  ClassFit fit;
+  fit.key = key;
+  fit.points = static_cast<int>(points.size());
   std::map<std::string, int> per_study;
   for (const auto* p : points) ++per_study[p->point->study];
-  std::vector<double> weight(n);
-  for (int i = 0; i < n; ++i) weight[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
-  // Classes and engines.
-  std::map<std::string, std::vector<int>> by_class;
-  std::map<std::string, std::set<std::string>> engine_classes;
-  std::map<std::string, CalibrationKey> keys;
-  for (int i = 0; i < n; ++i) {
-    const auto& k = points[i]->key;
-    by_class[k.name()].push_back(i);
-    engine_classes[k.engine].insert(k.name());
-    keys[k.name()] = k;
-  }
-  std::map<std::string, std::vector<double>> theta_class, theta_engine;
-  for (const auto& [e, _] : engine_classes) theta_engine[e] = logv(calibration_prior(e));
-  for (const auto& [c, _] : by_class) theta_class[c] = theta_engine[keys[c].engine];
-
-  auto table_of = [&] {
-    CalibrationTable t;
-    for (const auto& [e, x] : theta_engine) {
-      auto& entry = t.engines[e];
-      entry.cal = from_log(x);
-      std::set<std::string> studies;
-      for (const auto& c : engine_classes[e])
-        for (int i : by_class[c]) studies.insert(points[i]->point->study), ++entry.points;
-      entry.studies = static_cast<int>(studies.size());
-    }
-    for (const auto& [c, x] : theta_class) {
-      auto& entry = t.classes[c];
-      entry.cal = from_log(x);
-      std::set<std::string> studies;
-      for (int i : by_class[c]) studies.insert(points[i]->point->study);
-      entry.studies = static_cast<int>(studies.size());
-      entry.points = static_cast<int>(by_class[c].size());
-    }
-    return t;
-  };
+  fit.studies = static_cast<int>(per_study.size());
+  std::vector<double> weight(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) weight[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
+  const std::vector<double> prior = logv(calibration_prior(key.engine));
   std::vector<double> lo(kCalibrationFields), hi(kCalibrationFields);
-  for (int f = 0; f < kCalibrationFields; ++f) lo[f] = std::log(kCalibrationBounds[f].lo), hi[f] = std::log(kCalibrationBounds[f].hi);
-
-  std::vector<Trace> traces(n);
-  auto objective_of_class = [&](const std::string& c, const std::vector<double>& x) {
+  for (int f = 0; f < kCalibrationFields; ++f)
+    lo[f] = std::log(kCalibrationBounds[f].lo), hi[f] = std::log(kCalibrationBounds[f].hi);
+  auto objective = [&](const std::vector<double>& x) {
     const Calibration cal = from_log(x);
     double f = 0;
-    for (int i : by_class[c]) {
-      f += weight[i] * point_loss(*points[i], replay(traces[i], cal));
-      ++res.replays;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      f += weight[i] * point_loss(*points[i], replay(*traces[i], cal));
+      ++fit.replays;
     }
-    const auto& e = theta_engine[keys[c].engine];
-    for (int k = 0; k < kCalibrationFields; ++k) f += kLambdaClass * (x[k] - e[k]) * (x[k] - e[k]);
+    for (int k = 0; k < kCalibrationFields; ++k) f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
     return f;
   };
-  auto total_objective = [&] {
-    double f = 0;
-    for (const auto& [c, x] : theta_class) f += objective_of_class(c, x);
-    for (const auto& [e, x] : theta_engine) {
-      const auto p = logv(calibration_prior(e));
-      for (int k = 0; k < kCalibrationFields; ++k) f += kLambdaEngine * (x[k] - p[k]) * (x[k] - p[k]);
-    }
-    return f;
-  };
-
-  for (int round = 0; round < std::max(1, opt.rounds); ++round) {
-    // Traces at the current parameters.
-    if (round == 0 && opt.prior_traces && static_cast<int>(opt.prior_traces->size()) == n) {
-      traces = *opt.prior_traces;
-    } else {
-      const CalibrationTable table = table_of();
-      parallel_for(n, opt.threads, [&](int i) {
-        Trace t;
-        predict_point(*points[i], table, &t);
-        traces[i] = std::move(t);
-      });
-    }
-    if (round == 0) res.objective_prior = total_objective();
-    for (int sweep = 0; sweep < std::max(1, opt.sweeps); ++sweep) {
-      // Each class: coordinate pattern search in log space within the bounds.
-      for (auto& [c, x] : theta_class) {
-        double best = objective_of_class(c, x);
-        std::vector<double> step(kCalibrationFields, 0.5);
-        for (int iter = 0; iter < 60; ++iter) {
-          bool improved = false;
-          for (int k = 0; k < kCalibrationFields; ++k) {
-            for (double dir : {1.0, -1.0}) {
-              std::vector<double> y = x;
-              y[k] = std::clamp(y[k] + dir * step[k], lo[k], hi[k]);
-              if (y[k] == x[k]) continue;
-              const double f = objective_of_class(c, y);
-              if (f < best - 1e-12) {
-                best = f;
-                x = y;
-                improved = true;
-                break;
-              }
-            }
-          }
-          if (!improved) {
-            bool done = true;
-            for (auto& s : step) {
-              s *= 0.5;
-              done = done && s < 0.01;
-            }
-            if (done) break;
-          }
+  std::vector<double> x = prior;
+  double best = objective(x);
+  fit.objective_prior = best;
+  std::vector<double> step(kCalibrationFields, 0.5);
+  for (int iter = 0; iter < 80; ++iter) {
+    bool improved = false;
+    for (int k = 0; k < kCalibrationFields; ++k) {
+      for (double dir : {1.0, -1.0}) {
+        std::vector<double> y = x;
+        y[k] = std::clamp(y[k] + dir * step[k], lo[k], hi[k]);
+        if (y[k] == x[k]) continue;
+        const double f = objective(y);
+        if (f < best - 1e-12) {
+          best = f;
+          x = y;
+          improved = true;
+          break;
         }
       }
-      // Each engine: the closed-form pooled value between its classes and its prior.
-      for (auto& [e, x] : theta_engine) {
-        const auto p = logv(calibration_prior(e));
-        const auto& cls = engine_classes[e];
-        for (int k = 0; k < kCalibrationFields; ++k) {
-          double s = kLambdaEngine * p[k];
-          for (const auto& c : cls) s += kLambdaClass * theta_class[c][k];
-          x[k] = s / (kLambdaEngine + kLambdaClass * cls.size());
-        }
+    }
+    if (!improved) {
+      bool done = true;
+      for (auto& s : step) {
+        s *= 0.5;
+        done = done && s < 0.01;
       }
+      if (done) break;
     }
   }
-  res.objective = total_objective();
-  res.table = table_of();
-  for (const auto& [c, x] : theta_class)
-    for (int k = 0; k < kCalibrationFields; ++k) {
-      const double v = std::exp(x[k]);
-      const auto& b = kCalibrationBounds[k];
-      if (v <= b.lo * 1.01 || v >= b.hi * 0.99)
-        res.on_bound.push_back(fmt::format("{}.{} = {:.4g} ({} bound)", c, kCalibrationFieldNames[k], v,
-                                           v <= b.lo * 1.01 ? "lower" : "upper"));
+  fit.cal = from_log(x);
+  fit.objective = best;
+  return fit;
+}
+
+CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
+  CalibrationTable t;
+  std::map<std::string, std::vector<const ClassFit*>> by_engine;
+  for (const auto& f : fits) {
+    auto& e = t.classes[f.key.name()];
+    e.cal = f.cal;
+    e.points = f.points;
+    e.studies = f.studies;
+    by_engine[f.key.engine].push_back(&f);
+  }
+  for (const auto& [engine, list] : by_engine) {
+    const auto prior = logv(calibration_prior(engine));
+    std::vector<double> x(kCalibrationFields);
+    double w = kPriorPseudoPoints;
+    for (int k = 0; k < kCalibrationFields; ++k) x[k] = kPriorPseudoPoints * prior[k];
+    auto& e = t.engines[engine];
+    for (const auto* f : list) {
+      const auto v = logv(f->cal);
+      for (int k = 0; k < kCalibrationFields; ++k) x[k] += f->points * v[k];
+      w += f->points;
+      e.points += f->points;
+      e.studies += f->studies;
     }
+    for (auto& v : x) v /= w;
+    e.cal = from_log(x);
+  }
+  return t;
+}
+
+std::vector<std::string> fits_on_bound(const std::vector<ClassFit>& fits) {
+  std::vector<std::string> out;
+  for (const auto& f : fits) {
+    const auto v = calibration_vector(f.cal);
+    for (int k = 0; k < kCalibrationFields; ++k) {
+      const auto& b = kCalibrationBounds[k];
+      if (v[k] <= b.lo * 1.01 || v[k] >= b.hi * 0.99)
+        out.push_back(fmt::format("{}.{} = {:.4g} ({} bound)", f.key.name(), kCalibrationFieldNames[k], v[k],
+                                  v[k] <= b.lo * 1.01 ? "lower" : "upper"));
+    }
+  }
+  return out;
+}
+
+FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const FitOptions& opt) {
+  FitResult res;
+  const int n = static_cast<int>(points.size());
+  res.points = n;
+  std::map<std::string, std::vector<int>> by_class;
+  for (int i = 0; i < n; ++i) by_class[points[i]->key.name()].push_back(i);
+  auto simulate_all = [&](const CalibrationTable& table, std::vector<Trace>& out) {
+    out.assign(n, Trace{});
+    parallel_for(n, opt.threads, [&](int i) { predict_point(*points[i], table, &out[i]); });
+  };
+  auto fit_all = [&](const std::vector<Trace>& traces) {
+    std::vector<ClassFit> fits(by_class.size());
+    std::vector<std::pair<std::string, std::vector<int>>> classes(by_class.begin(), by_class.end());
+    parallel_for(static_cast<int>(classes.size()), opt.threads, [&](int c) {
+      std::vector<const PreparedPoint*> pts;
+      std::vector<const Trace*> trs;
+      for (int i : classes[c].second) pts.push_back(points[i]), trs.push_back(&traces[i]);
+      fits[c] = fit_class(points[classes[c].second.front()]->key, pts, trs);
+    });
+    return fits;
+  };
+  std::vector<Trace> prior;
+  if (opt.prior_traces && static_cast<int>(opt.prior_traces->size()) == n) prior = *opt.prior_traces;
+  else simulate_all(CalibrationTable{}, prior);
+  const auto round1 = fit_all(prior);
+  for (const auto& f : round1) res.objective_prior += f.objective_prior;
+  simulate_all(assemble_table(round1), res.traces);
+  res.classes = fit_all(res.traces);
+  for (const auto& f : res.classes) res.objective += f.objective;
+  res.table = assemble_table(res.classes);
+  res.on_bound = fits_on_bound(res.classes);
   return res;
 }
 

@@ -9,6 +9,7 @@
 // values). Every fit starts from the priors, never from an earlier fit. Deterministic.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,27 +47,56 @@ bool trainable(const PreparedPoint& p);
 /// Predicts a prepared point with `table`; the trace is written to `trace` when given.
 PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& table, Trace* trace = nullptr);
 
+/// The fit of one class (CalibrationKey::name()).
+struct ClassFit {
+  CalibrationKey key;
+  Calibration cal;
+  int points = 0;
+  int studies = 0;
+  double objective_prior = 0;  ///< the class's objective at its engine's prior
+  double objective = 0;        ///< at the fit
+  int replays = 0;             ///< trace re-timings performed
+};
+
+/// Fits one class's parameters to its points, re-timing their traces (one per point, same order) with
+/// replay(). Objective: see the top of this file; shrinkage towards the class's engine prior only, so
+/// classes are fitted independently. Pattern search in log space within kCalibrationBounds.
+ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
+                   const std::vector<const Trace*>& traces);
+
+/// A table from class fits: the classes themselves, and per engine the pooled value used for classes
+/// without data (log-space mean of its classes weighted by points, with the prior counted as 2 points).
+CalibrationTable assemble_table(const std::vector<ClassFit>& fits);
+
+/// The fits of a table's classes that ended on a bound ("vllm-0.11/hopper.kernel_scale = 0.4 (lower
+/// bound)"): a defect of the model, never written to calibration.json.
+std::vector<std::string> fits_on_bound(const std::vector<ClassFit>& fits);
+
 /// A finished fit.
 struct FitResult {
   CalibrationTable table;
-  std::vector<std::string> on_bound;  ///< "vllm-0.11/hopper.kernel_scale = 0.4 (lower bound)"
+  std::vector<ClassFit> classes;
+  std::vector<std::string> on_bound;
   double objective_prior = 0;         ///< objective at the priors
   double objective = 0;               ///< objective at the fit
   int points = 0;
-  int replays = 0;                    ///< trace re-timings performed
+  /// Traces of every point simulated at the first round's parameters (same order as the points): the
+  /// second round fitted on them, and leave-one-out folds refit on them without re-simulating.
+  std::vector<Trace> traces;
 };
 
 /// Fitting options.
 struct FitOptions {
-  int rounds = 2;          ///< simulate / optimise rounds
-  int sweeps = 3;          ///< alternations of class search and engine pooling per round
-  int threads = 0;         ///< parallel simulations (0 = hardware concurrency)
-  /// Traces at the priors, when the caller already has them (same order as `points`); saves round 1's
-  /// simulations across leave-one-out folds.
+  int threads = 0;  ///< parallel simulations (0 = hardware concurrency)
+  /// Traces at the priors, when the caller already has them (same order as `points`).
   const std::vector<Trace>* prior_traces = nullptr;
 };
 
-/// Fits the parameters to `points` (each trainable). Thread-safety: pure apart from its own threads.
+/// Fits every class of `points` (each trainable) in two rounds: on traces at the priors, then on traces
+/// re-simulated at the first round's parameters. Deterministic; every fit starts from the priors.
 FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const FitOptions& options);
+
+/// Runs f(i) for i in [0, n) on `threads` threads (0 = hardware concurrency).
+void parallel_for(int n, int threads, const std::function<void(int)>& f);
 
 }  // namespace servelab::sim

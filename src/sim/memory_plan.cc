@@ -172,8 +172,28 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
         plan.weight_bytes / kGiB, plan.activation_bytes / kGiB, usable / kGiB, pol.fraction);
     return plan;
   }
-  const double need = request_kv_bytes(plan, plan.max_model_len);
-  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need) {
+  double need = request_kv_bytes(plan, plan.max_model_len);
+  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need && pol.auto_fit_max_model_len) {
+    // The engine lowers the context to the longest request the pool holds.
+    long long fit = plan.kv_bytes_per_token > 0
+                        ? static_cast<long long>((plan.kv_budget_bytes - plan.state_bytes_per_request -
+                                                  plan.kv_window_bytes_per_token * plan.window_tokens) /
+                                                 plan.kv_bytes_per_token) / bs * bs
+                        : 0;
+    if (fit >= bs) {
+      plan.notes.push_back(fmt::format("max_model_len lowered from {} to {} to fit the KV pool (engine auto-fit)",
+                                       plan.max_model_len, fit));
+      plan.max_model_len = static_cast<int>(std::min<long long>(fit, plan.max_model_len));
+      need = request_kv_bytes(plan, plan.max_model_len);
+    }
+  }
+  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need &&
+      need - plan.kv_budget_bytes <= kMemoryPlanToleranceBytes) {
+    plan.notes.push_back(fmt::format(
+        "one {}-token request needs {:.2f} GiB of KV, {:.2f} GiB more than the plan leaves: within the plan's "
+        "uncertainty ({:.1f} GiB), so the twin predicts the engine starts",
+        plan.max_model_len, need / kGiB, (need - plan.kv_budget_bytes) / kGiB, kMemoryPlanToleranceBytes / kGiB));
+  } else if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need) {
     // vLLM kv_cache_utils.check_enough_kv_cache_memory.
     const long long est = plan.kv_bytes_per_token > 0
                               ? static_cast<long long>(plan.kv_budget_bytes / plan.kv_bytes_per_token) / bs * bs

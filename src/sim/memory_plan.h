@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engines/launch.h"
 #include "hardware/hardware.h"
@@ -35,7 +36,13 @@ struct MemoryPlan {
   double memory_fraction = 0;
   bool fits = true;                     ///< false: the engine fails to start or dies at its first step
   std::string failure;                  ///< the engine-style OOM message when !fits
+  std::vector<std::string> notes;       ///< what the plan had to decide (a context lowered to fit, a
+                                        ///< margin within the plan's uncertainty)
 };
+
+/// The memory plan's own uncertainty (activation peaks and non-torch memory are estimates): a start-up
+/// check the plan fails by less than this is not predicted to fail. 1.5 GiB [servelab estimate].
+inline constexpr double kMemoryPlanToleranceBytes = 1.5 * 1024.0 * 1024.0 * 1024.0;
 
 /// Bytes one request with `tokens` of context occupies in the KV pool of one GPU (see MemoryPlan).
 double request_kv_bytes(const MemoryPlan& plan, long long tokens);

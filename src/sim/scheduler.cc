@@ -27,6 +27,7 @@ bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
   const double delta = need - q.kv_bytes;
   if (delta > r.free_bytes) return false;
   r.free_bytes -= delta;
+  r.allocated += delta;
   q.kv_bytes = need;
   r.peak_used = std::max(r.peak_used, r.total_bytes - r.free_bytes);
   return true;
@@ -44,6 +45,13 @@ double Simulator::tokens_of_bytes(double bytes) const {
 
 void Simulator::preempt(Rank& r, int id) {
   Req& q = reqs_[id];
+  if (launch_.prefix_caching) {
+    // The blocks go to the back of the free queue (vLLM FreeKVCacheBlockQueue; SGLang's radix cache):
+    // evicted only once every block freed before them has been reused.
+    q.cached_bytes = q.kv_bytes;
+    q.cached_tokens = q.computed;
+    q.evict_after = r.allocated + r.free_bytes;
+  }
   release(r, q);
   q.computed = 0;
   q.prefill_target = q.prompt + q.generated;  // recompute prompt + generated tokens
@@ -52,6 +60,21 @@ void Simulator::preempt(Rank& r, int id) {
   r.running.erase(std::find(r.running.begin(), r.running.end(), id));
   r.waiting.push_front(id);
   ++view_.preemptions;
+}
+
+void Simulator::restore_cached_prefix(Rank& r, Req& q) {
+  if (q.cached_bytes <= 0) return;
+  const double evicted = std::max(0.0, r.allocated - q.evict_after);
+  const double surviving = std::max(0.0, q.cached_bytes - evicted) / q.cached_bytes;
+  // Cached blocks are prefix blocks (a request's tail blocks are evicted first); one token is always
+  // recomputed so that the step samples.
+  const long long bs = plan_.block_size;
+  long long tokens = static_cast<long long>(q.cached_tokens * surviving) / bs * bs;
+  tokens = std::min<long long>(tokens, q.prefill_target - 1);
+  q.cached_bytes = 0;
+  if (tokens <= 0) return;
+  q.computed = static_cast<int>(tokens);  // allocated with the request's next chunk by the caller
+  view_.cached_tokens_reused += tokens;
 }
 
 int Simulator::verify_tokens() const {
@@ -176,6 +199,7 @@ void Simulator::schedule_vllm(Rank& r, int) {
   while (!r.waiting.empty() && budget > 0 && static_cast<int>(r.running.size()) < max_running_) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
+    restore_cached_prefix(r, q);
     int n = q.prefill_target - q.computed;
     if (!sch.chunked_prefill && n > budget) break;
     n = std::min(n, budget);
@@ -222,6 +246,7 @@ void Simulator::schedule_sglang(Rank& r, int) {
          static_cast<int>(r.running.size()) < max_running_) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
+    restore_cached_prefix(r, q);
     const int remaining = q.prefill_target - q.computed;
     const double need = remaining + std::min(q.target - q.generated, sch.clip_max_new_tokens) * ratio;
     if (need > rem_total && any) break;

@@ -67,6 +67,7 @@ struct TwinView {
   double mean_step_tokens = 0.0;     ///< query tokens per rank per step, averaged over steps
   double kv_peak_fraction = 0.0;     ///< peak KV bytes in use / pool (max over ranks)
   long long preemptions = 0;         ///< requests preempted (vLLM recompute / SGLang retract)
+  long long cached_tokens_reused = 0;///< tokens a preempted request found still in the prefix cache
   double mean_step_ms = 0.0;         ///< average step time (ms)
   long long graphed_steps = 0;       ///< steps that replayed a CUDA graph
   /// Roofline time per operator class summed over steps (s, before the kernel scale), communication and

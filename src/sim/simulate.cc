@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <queue>
 #include <stdexcept>
 
 #include "client/client.h"
@@ -31,6 +32,7 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
       seed_(seed),
       plan_(plan_memory(launch, cluster)),
       model_(launch, cluster) {
+  launch_.max_model_len = plan_.max_model_len;  // the engine may have lowered it to fit (memory_plan.cc)
   ranks_.assign(std::max(1, launch_.layout.dp_ranks), Rank{});
   for (auto& r : ranks_) {
     r.free_bytes = r.total_bytes = std::max(0.0, plan_.kv_budget_bytes);
@@ -78,13 +80,47 @@ std::optional<std::string> Simulator::send(int id, double t) {
     o.error = *refusal;
     return o.error;
   }
-  route(id);
+  // The API server's serial work on the request, then the hand-off to the engine.
+  const double start = std::max(api_free_s_, t);
+  api_free_s_ = start + cal_.api_request_ms * 1e-3;
+  if (!api_busy_.empty() && start <= api_busy_.back().second) api_busy_.back().second = api_free_s_;
+  else api_busy_.emplace_back(start, api_free_s_);
+  api_queue_.emplace_back(api_free_s_, id);
   ++in_flight_;
   return std::nullopt;
 }
 
+void Simulator::deliver(double t) {
+  while (!api_queue_.empty() && api_queue_.front().first <= t) {
+    const int id = api_queue_.front().second;
+    api_queue_.pop_front();
+    if (reqs_[id].state == ReqState::kNotArrived) route(id);
+  }
+}
+
+double Simulator::stream_time(double t) const {
+  // The busy period containing t (periods are disjoint and in order).
+  auto it = std::upper_bound(api_busy_.begin(), api_busy_.end(), t,
+                             [](double x, const std::pair<double, double>& b) { return x < b.first; });
+  if (it == api_busy_.begin()) return t;
+  --it;
+  return t < it->second ? it->second : t;
+}
+
 void Simulator::cancel(int id) {
   Req& q = reqs_[id];
+  if (q.state == ReqState::kNotArrived) {
+    // Still at the API server: never handed off.
+    auto it = std::find_if(api_queue_.begin(), api_queue_.end(), [id](const auto& a) { return a.second == id; });
+    if (it == api_queue_.end()) return;
+    api_queue_.erase(it);
+    q.state = ReqState::kFailed;
+    out_[id].success = false;
+    out_[id].failure = metrics::FailureKind::kCancelled;
+    ++finished_;
+    --in_flight_;
+    return;
+  }
   if (q.state != ReqState::kWaiting && q.state != ReqState::kRunning) return;
   Rank& r = ranks_[q.rank];
   if (auto it = std::find(r.waiting.begin(), r.waiting.end(), id); it != r.waiting.end()) r.waiting.erase(it);
@@ -190,7 +226,8 @@ void Simulator::finish_batch(const Batch& b, double t) {
       o.output_tokens = q.generated;
       o.usage_completion_tokens = q.generated;
       o.usage_prompt_tokens = q.prompt;
-      o.latency_s = t - q.send_s;
+      o.latency_s = q.last_emit_s - q.send_s;
+      client_done_.emplace_back(q.last_emit_s, step_trace_index());
       release(r, q);
       r.running.erase(std::find(r.running.begin(), r.running.end(), id));
       ++finished_;
@@ -220,6 +257,7 @@ int Simulator::drop_unschedulable() {
     o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.target,
                           plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
+    client_done_.emplace_back(now_s_, step_trace_index());
     ++finished_;
     --in_flight_;
     ++dropped;
@@ -227,11 +265,16 @@ int Simulator::drop_unschedulable() {
   return dropped;
 }
 
-void Simulator::emit(int id, int tokens, double t) {
+void Simulator::emit(int id, int tokens, double engine_t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
   tokens = std::min(tokens, q.target - q.generated);
   if (tokens <= 0) return;
+  // What the client sees: after the API server's queued work, the first token after its extra latency,
+  // never before an earlier token.
+  double t = stream_time(engine_t);
+  if (q.generated == 0) t += cal_.first_token_ms * 1e-3;
+  else t = std::max(t, q.last_emit_s);
   if (sink_ != nullptr) sink_->push_back({id, q.generated, tokens, t});
   if (q.generated == 0) {
     o.ttft_s = t - q.send_s;
@@ -264,24 +307,46 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
   double not_before = 0;
   int last_step = -1;
   std::deque<Batch> pipe;
-  // Sends arrivals up to `now` while the client's concurrency cap allows. `blocked`: these requests
-  // waited for a slot that the batches finishing at `now` freed (sent at `now`, after that step).
-  auto send_ready = [&](double now, bool blocked) {
-    while (next < n && arrival[next] <= now && (cap <= 0 || in_flight_ < cap)) {
-      const bool delayed = blocked && cap > 0 && arrival[next] < now && last_step >= 0;
+  // The client's --max-concurrency slots: free times of the slots nobody holds (a slot is held from a
+  // request's send until the client has its last token or its error).
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> slots;
+  for (int k = 0; k < cap; ++k) slots.emplace(0.0, -1);
+  std::size_t done_seen = 0;
+  auto collect = [&] {
+    for (; done_seen < client_done_.size(); ++done_seen) slots.push(client_done_[done_seen]);
+  };
+  // Sends every request whose time has come by `now`: at its arrival, or when a slot frees.
+  auto send_ready = [&](double now) {
+    if (cap > 0) collect();
+    while (next < n && arrival[next] <= now) {
+      double at = arrival[next];
+      int after = -1;
+      if (cap > 0) {
+        if (slots.empty() || slots.top().first > now) break;
+        if (slots.top().first > at) at = slots.top().first, after = slots.top().second;
+        slots.pop();
+      }
       out_[next].dispatch_time_s = arrival[next];
       out_[next].intended_send_time_s = arrival[next];
       if (trace_) {
         trace_->requests[next].arrival_s = arrival[next];
-        trace_->requests[next].send_after_step = delayed ? last_step : -1;
+        trace_->requests[next].send_after_step = after;
       }
-      send(next, delayed ? now : arrival[next]);
+      if (send(next, at)) client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
       ++next;
     }
   };
+  auto next_send = [&] {
+    if (next >= n) return std::numeric_limits<double>::infinity();
+    if (cap <= 0) return arrival[next];
+    collect();
+    return slots.empty() ? std::numeric_limits<double>::infinity() : std::max(arrival[next], slots.top().first);
+  };
+  int wake = -1;  // the request whose hand-off ended the engine's idle wait
   while (true) {
     now_s_ = t;
-    send_ready(t, true);
+    send_ready(t);
+    deliver(t);
     while (static_cast<int>(pipe.size()) < pipeline_depth()) {
       auto b = plan_batch();
       if (!b) break;
@@ -289,9 +354,14 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
     }
     if (pipe.empty()) {
       if (next >= n && in_flight_ == 0) break;
-      if (next < n && (cap <= 0 || in_flight_ < cap)) {
-        view_.idle_time_s += std::max(0.0, arrival[next] - t);
-        t = std::max(t, arrival[next]);
+      // Idle: wait for the API server's next hand-off or the client's next send, whichever is first.
+      const double send_at = next_send();
+      const double hand_off = next_delivery();
+      if (std::isfinite(send_at) || std::isfinite(hand_off)) {
+        const double to = std::max(t, std::min(send_at, hand_off));
+        view_.idle_time_s += to - t;
+        if (hand_off <= send_at) wake = next_delivery_id();
+        t = to;
         not_before = t;
         continue;
       }
@@ -312,9 +382,11 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
       s.running = slow->cost.running;
       s.overlap = slow->cost.overlap;
       s.not_before_s = not_before;
+      s.wake_request = not_before > 0 ? wake : -1;
       trace_->steps.push_back(s);
     }
-    send_ready(t, false);  // arrivals during the tick that found a free slot
+    wake = -1;
+    send_ready(t);  // arrivals during the tick (sent at their own times when a slot was free)
     not_before = 0;
     ++last_step;
     count_tick();
@@ -449,6 +521,7 @@ struct OnlineTwin::Impl {
 
   void fill(double start) {
     admit_until(start);
+    sim.deliver(start);
     while (static_cast<int>(pipe.size()) < sim.pipeline_depth()) {
       auto b = sim.plan_batch();
       if (!b) break;
@@ -460,8 +533,10 @@ struct OnlineTwin::Impl {
     while (!tick_planned) {
       double start = free_at_s;
       fill(start);
-      if (pipe.empty() && !arrivals.empty()) {  // idle until the next arrival
-        start = std::max(free_at_s, arrivals.front().second);
+      while (pipe.empty() && (!arrivals.empty() || std::isfinite(sim.next_delivery()))) {
+        // Idle until the next client arrival or API-server hand-off.
+        const double next_arrival = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.front().second;
+        start = std::max(start, std::min(next_arrival, sim.next_delivery()));
         fill(start);
       }
       if (pipe.empty()) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct Req {
   int rank = 0;
   int sched = 0;           ///< tokens scheduled in the micro-batch in flight (0 = not scheduled)
   bool in_flight = false;  ///< part of a micro-batch still in the pipeline
+  // Prefix cache after a preemption: the freed blocks stay cached (evictable) until the pool's LRU
+  // reaches them; a request re-admitted before that recomputes only what was evicted.
+  double cached_bytes = 0;    ///< bytes of its KV left in the cache when it was preempted
+  double cached_tokens = 0;   ///< tokens those bytes held
+  double evict_after = 0;     ///< the rank's allocation counter beyond which they start to be evicted
   ReqState state = ReqState::kNotArrived;
   double send_s = 0, last_emit_s = 0;
 };
@@ -42,6 +48,7 @@ struct Rank {
   double total_bytes = 0;
   double peak_used = 0;
   double new_token_ratio = 0.7;  ///< SGLang's future-token reservation ratio
+  double allocated = 0;          ///< bytes allocated so far (the LRU position of freed cached blocks)
   RankLoad load;
 };
 
@@ -69,8 +76,18 @@ class Simulator {
   /// Registers a request (not yet sent). `engine_prompt` counts the chat template; `reported_prompt` is
   /// what the benchmark counts. Returns its id.
   int add_request(int engine_prompt, int output_tokens, int reported_prompt);
-  /// The request reaches the engine at `t`: refused (context length: engines::check_request) or queued.
+  /// The client sends the request at `t`: refused (context length: engines::check_request) or queued at
+  /// the API server, which hands requests to the engine one after another (Calibration::api_request_ms).
   std::optional<std::string> send(int id, double t);
+  /// Hands every request the API server has finished by `t` to the engine's router.
+  void deliver(double t);
+  /// When the API server hands its next request to the engine (+inf when none is queued).
+  double next_delivery() const { return api_queue_.empty() ? std::numeric_limits<double>::infinity() : api_queue_.front().first; }
+  /// The request the next delivery is for (-1 when none).
+  int next_delivery_id() const { return api_queue_.empty() ? -1 : api_queue_.front().second; }
+  /// When a token the engine emits at `t` reaches the client: the API server streams it once the
+  /// request work it is busy with at `t` is done.
+  double stream_time(double t) const;
   /// Drops a request (client gone); frees its KV unless it is in a micro-batch in flight (then on exit).
   void cancel(int id);
 
@@ -112,6 +129,7 @@ class Simulator {
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
+  void restore_cached_prefix(Rank& r, Req& q);
   void account(Rank& r, int id, int n);
   void emit(int id, int tokens, double t);
   int verify_tokens() const;
@@ -135,6 +153,14 @@ class Simulator {
   double sum_batch_ = 0, sum_tokens_ = 0;
   double now_s_ = 0;
   std::vector<int> scratch_ids_;
+  // API server: FIFO of (engine hand-off time, request) and its busy periods (start, end), in order.
+  double api_free_s_ = 0;
+  std::deque<std::pair<double, int>> api_queue_;
+  std::vector<std::pair<double, double>> api_busy_;
+  /// Client-visible completions (time, trace step that produced them), in order: the client's
+  /// concurrency slots free at these times.
+  std::vector<std::pair<double, int>> client_done_;
+  int step_trace_index() const { return trace_ ? static_cast<int>(trace_->steps.size()) - 1 : -1; }
   std::vector<Emission>* sink_ = nullptr;
   bool record_ = true;
   Trace* trace_ = nullptr;

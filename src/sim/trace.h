@@ -17,6 +17,7 @@ struct TraceStep {
   int running = 0;
   bool overlap = false;
   double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
+  int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
 };
 
 /// One request of a traced run.

@@ -1,5 +1,7 @@
 #include "sim/validate.h"
 
+#include "sim/fit.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,19 +15,6 @@
 
 namespace servelab::sim {
 namespace {
-
-template <class F>
-void parallel_for(int n, int threads, F f) {
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max(1, n));
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) f(i);
-    });
-  for (auto& th : pool) th.join();
-}
 
 double rel_err(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
 
@@ -181,27 +170,17 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
   std::vector<int> train;
   for (int i = 0; i < n; ++i)
     if (trainable(prepared[i])) train.push_back(i);
-  // Traces at the priors, shared by every fold's first round.
-  std::vector<Trace> prior(train.size());
-  const CalibrationTable empty;
-  parallel_for(static_cast<int>(train.size()), threads, [&](int k) { predict_point(prepared[train[k]], empty, &prior[k]); });
+  std::vector<const PreparedPoint*> train_points;
+  for (int i : train) train_points.push_back(&prepared[i]);
+  // The in-sample fit (two rounds). Its second-round traces serve every fold: a fold refits the classes
+  // the held-out study touches on the other studies' traces, re-timed, without re-simulating them (the
+  // batch compositions of time-dependent runs came from a simulation at the first round's parameters).
+  FitOptions fo;
+  fo.threads = threads;
+  v.full_fit = fit_calibration(train_points, fo);
+  std::map<std::string, std::vector<int>> class_points;  // class -> indices into train
+  for (std::size_t k = 0; k < train.size(); ++k) class_points[prepared[train[k]].key.name()].push_back(static_cast<int>(k));
 
-  auto fit_on = [&](const std::string& exclude_study) {
-    std::vector<const PreparedPoint*> pts;
-    std::vector<Trace> traces;
-    for (std::size_t k = 0; k < train.size(); ++k) {
-      const auto& p = prepared[train[k]];
-      if (p.point->study == exclude_study) continue;
-      pts.push_back(&p);
-      traces.push_back(prior[k]);
-    }
-    FitOptions o;
-    o.threads = threads;
-    o.prior_traces = &traces;
-    return fit_calibration(pts, o);
-  };
-
-  v.full_fit = fit_on("");
   v.rows.resize(n);
   for (int i = 0; i < n; ++i) {
     v.rows[i].point = prepared[i].point;
@@ -209,27 +188,42 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
     v.rows[i].predicted_failure = prepared[i].predicted_failure;
     if (prepared[i].launch) v.rows[i].calibration_class = prepared[i].key.name();
   }
-  // In-sample predictions.
-  parallel_for(n, threads, [&](int i) {
-    if (!prepared[i].launch || prepared[i].predicted_failure) return;
-    std::optional<std::string> f;
-    v.rows[i].in_sample = metrics_of(predict_point(prepared[i], v.full_fit.table), &f);
-    if (f) v.rows[i].predicted_failure = f;
-  });
-  // Leave one study out.
+  // Leave one study out: the fold's table.
+  std::map<std::string, CalibrationTable> fold_table;
   for (const auto& study : corpus.studies) {
-    const FitResult fit = fit_on(study);
-    std::vector<int> idx;
+    std::set<std::string> touched;
     for (int i = 0; i < n; ++i)
-      if (prepared[i].point->study == study && prepared[i].launch && !prepared[i].predicted_failure) idx.push_back(i);
-    parallel_for(static_cast<int>(idx.size()), threads, [&](int k) {
-      const int i = idx[k];
-      v.rows[i].predicted = metrics_of(predict_point(prepared[i], fit.table), nullptr);
-      CalibrationLevel level;
-      fit.table.lookup(prepared[i].key, &level);
-      v.rows[i].calibration_level = level_name(level);
-    });
+      if (prepared[i].point->study == study && prepared[i].launch) touched.insert(prepared[i].key.name());
+    std::vector<ClassFit> fits;
+    for (const auto& f : v.full_fit.classes) {
+      if (!touched.count(f.key.name())) {
+        fits.push_back(f);  // no point of the study in this class: the same data, the same fit
+        continue;
+      }
+      std::vector<const PreparedPoint*> pts;
+      std::vector<const Trace*> trs;
+      for (int k : class_points[f.key.name()]) {
+        if (train_points[k]->point->study == study) continue;
+        pts.push_back(train_points[k]);
+        trs.push_back(&v.full_fit.traces[k]);
+      }
+      if (!pts.empty()) fits.push_back(fit_class(f.key, pts, trs));
+    }
+    fold_table[study] = assemble_table(fits);
   }
+  // Held-out and in-sample predictions.
+  parallel_for(n, threads, [&](int i) {
+    const auto& p = prepared[i];
+    if (!p.launch || p.predicted_failure) return;
+    std::optional<std::string> f;
+    v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
+    if (f) v.rows[i].predicted_failure = f;
+    const CalibrationTable& table = fold_table.at(p.point->study);
+    v.rows[i].predicted = metrics_of(predict_point(p, table), nullptr);
+    CalibrationLevel level;
+    table.lookup(p.key, &level);
+    v.rows[i].calibration_level = level_name(level);
+  });
   // Errors, failures, notes.
   for (auto& r : v.rows) {
     const CorpusPoint& c = *r.point;

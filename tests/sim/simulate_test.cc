@@ -26,6 +26,16 @@ struct Case {
   }
 };
 
+// Options whose calibration has no API-server delay and no first-token latency: the engine's own
+// timing identities hold at the client.
+WorkloadOptions engine_only() {
+  WorkloadOptions o;
+  CalibrationTable t;
+  t.engines["vllm"].cal = Calibration{1.0, 2.5, 20.0, 0.0, 0.0};
+  o.calibration = t;
+  return o;
+}
+
 Prediction ok(PredictResult r) {
   if (const auto* f = std::get_if<Failure>(&r)) {
     ADD_FAILURE() << f->reason;
@@ -39,7 +49,7 @@ Prediction ok(PredictResult r) {
 TEST(Simulate, OneRequestIsPrefillThenDecodeSteps) {
   Case c;
   const std::vector<WorkloadRequest> w = {{1000, 10}};
-  WorkloadOptions o;
+  WorkloadOptions o = engine_only();
   o.chat_template_tokens = 0;
   const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
   ASSERT_EQ(p.outputs.size(), 1u);
@@ -119,7 +129,7 @@ TEST(Simulate, SglangPrefillsBeforeDecoding) {
   c.launch.scheduler.max_num_seqs_from_pool = true;
   c.launch.memory.profile_activations = false;
   std::vector<WorkloadRequest> w(64, WorkloadRequest{1024, 32});
-  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
   // 64 x (1024 + 8 template tokens) prompt tokens in chunks of 8192 per prefill batch.
   EXPECT_GT(p.twin.prefill_time_s, 0);
   int first_step_finishers = 0;
@@ -181,8 +191,8 @@ TEST(Simulate, SpeculativeDecodingAcceptsDraftTokens) {
   EXPECT_GT(p.twin.draft_s, 0);
 }
 
-// A client cap of 4 concurrent requests: never more than 4 running; each request is sent when one
-// before it finishes.
+// A client cap of 4 concurrent requests: never more than 4 in flight as the client sees them (a slot
+// frees when the client has the last token); each request is sent when one before it finishes.
 TEST(Simulate, ClientConcurrencyCap) {
   Case c;
   std::vector<WorkloadRequest> w(32, WorkloadRequest{200, 50});
