@@ -157,6 +157,7 @@ void run_sim_run(SimRunArgs& a) {
   std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
               ctx.key.name().c_str(),
               ctx.level == sim::CalibrationLevel::kClass    ? "fitted"
+              : ctx.level == sim::CalibrationLevel::kFamily ? "no data for this GPU generation: the release's pooled value"
               : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
                                                             : "no data: the prior");
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());

@@ -54,6 +54,10 @@ Calibration CalibrationTable::lookup(const CalibrationKey& key, CalibrationLevel
     if (level) *level = CalibrationLevel::kClass;
     return it->second.cal;
   }
+  if (auto it = families.find(key.version_family); it != families.end()) {
+    if (level) *level = CalibrationLevel::kFamily;
+    return it->second.cal;
+  }
   if (auto it = engines.find(key.engine); it != engines.end()) {
     if (level) *level = CalibrationLevel::kEngine;
     return it->second.cal;
@@ -111,6 +115,10 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
     if (!j["classes"].is_object()) throw std::runtime_error("calibration.json: \"classes\" is not an object");
     for (const auto& [k, v] : j["classes"].items()) t.classes[k] = parse_entry(v, "classes." + k);
   }
+  if (j.contains("families")) {
+    if (!j["families"].is_object()) throw std::runtime_error("calibration.json: \"families\" is not an object");
+    for (const auto& [k, v] : j["families"].items()) t.families[k] = parse_entry(v, "families." + k);
+  }
   if (j.contains("engines")) {
     if (!j["engines"].is_object()) throw std::runtime_error("calibration.json: \"engines\" is not an object");
     for (const auto& [k, v] : j["engines"].items()) t.engines[k] = parse_entry(v, "engines." + k);
@@ -121,10 +129,13 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
 std::string calibration_table_to_json(const CalibrationTable& t, const std::string& comment) {
   nlohmann::ordered_json j;
   j["_comment"] = comment;
-  nlohmann::ordered_json engines = nlohmann::ordered_json::object(), classes = nlohmann::ordered_json::object();
+  nlohmann::ordered_json engines = nlohmann::ordered_json::object(), classes = nlohmann::ordered_json::object(),
+                         families = nlohmann::ordered_json::object();
   for (const auto& [k, e] : t.engines) engines[k] = entry_json(e);
+  for (const auto& [k, e] : t.families) families[k] = entry_json(e);
   for (const auto& [k, e] : t.classes) classes[k] = entry_json(e);
   j["engines"] = engines;
+  j["families"] = families;
   j["classes"] = classes;
   return j.dump(1) + "\n";
 }

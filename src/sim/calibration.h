@@ -56,7 +56,7 @@ struct CalibrationKey {
 };
 
 /// Where a looked-up calibration came from.
-enum class CalibrationLevel { kClass, kEngine, kPrior };
+enum class CalibrationLevel { kClass, kFamily, kEngine, kPrior };
 
 /// The fitted parameters by class and by engine, with how many studies / points each was fitted on.
 struct CalibrationTable {
@@ -65,10 +65,12 @@ struct CalibrationTable {
     int studies = 0;
     int points = 0;
   };
-  std::map<std::string, Entry> classes;  ///< CalibrationKey::name() -> entry
-  std::map<std::string, Entry> engines;  ///< engine -> pooled entry
+  std::map<std::string, Entry> classes;   ///< CalibrationKey::name() -> entry
+  std::map<std::string, Entry> families;  ///< version family (any GPU generation) -> pooled entry
+  std::map<std::string, Entry> engines;   ///< engine -> pooled entry
 
-  /// The most specific calibration for `key`: its class, else its engine's pooled value, else the prior.
+  /// The most specific calibration for `key`: its class, else its version family's pooled value (the
+  /// same engine release on other GPU generations), else its engine's, else the prior.
   Calibration lookup(const CalibrationKey& key, CalibrationLevel* level = nullptr) const;
 };
 

@@ -160,44 +160,26 @@ void parallel_for(int n, int threads, const std::function<void(int)>& f) {
   for (auto& th : pool) th.join();
 }
 
-ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
-                   const std::vector<const Trace*>& traces) {
-  ClassFit fit;
-  fit.key = key;
-  fit.points = static_cast<int>(points.size());
-  std::map<std::string, int> per_study;
-  for (const auto* p : points) ++per_study[p->point->study];
-  fit.studies = static_cast<int>(per_study.size());
-  std::vector<double> weight(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) weight[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
-  const std::vector<double> prior = logv(calibration_prior(key.engine));
+namespace {
+
+// Pattern search in log space over the fields `fields` of `x`, minimising f within the bounds.
+std::vector<double> pattern_search(std::vector<double> x, const std::vector<int>& fields,
+                                   const std::function<double(const std::vector<double>&)>& f, double* best_out) {
   std::vector<double> lo(kCalibrationFields), hi(kCalibrationFields);
-  for (int f = 0; f < kCalibrationFields; ++f)
-    lo[f] = std::log(kCalibrationBounds[f].lo), hi[f] = std::log(kCalibrationBounds[f].hi);
-  auto objective = [&](const std::vector<double>& x) {
-    const Calibration cal = from_log(x);
-    double f = 0;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      f += weight[i] * point_loss(*points[i], replay(*traces[i], cal));
-      ++fit.replays;
-    }
-    for (int k = 0; k < kCalibrationFields; ++k) f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
-    return f;
-  };
-  std::vector<double> x = prior;
-  double best = objective(x);
-  fit.objective_prior = best;
+  for (int k = 0; k < kCalibrationFields; ++k)
+    lo[k] = std::log(kCalibrationBounds[k].lo), hi[k] = std::log(kCalibrationBounds[k].hi);
+  double best = f(x);
   std::vector<double> step(kCalibrationFields, 0.5);
   for (int iter = 0; iter < 80; ++iter) {
     bool improved = false;
-    for (int k = 0; k < kCalibrationFields; ++k) {
+    for (int k : fields) {
       for (double dir : {1.0, -1.0}) {
         std::vector<double> y = x;
         y[k] = std::clamp(y[k] + dir * step[k], lo[k], hi[k]);
         if (y[k] == x[k]) continue;
-        const double f = objective(y);
-        if (f < best - 1e-12) {
-          best = f;
+        const double v = f(y);
+        if (v < best - 1e-12) {
+          best = v;
           x = y;
           improved = true;
           break;
@@ -206,16 +188,97 @@ ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPo
     }
     if (!improved) {
       bool done = true;
-      for (auto& s : step) {
-        s *= 0.5;
-        done = done && s < 0.01;
+      for (int k : fields) {
+        step[k] *= 0.5;
+        done = done && step[k] < 0.03;
       }
       if (done) break;
     }
   }
+  if (best_out) *best_out = best;
+  return x;
+}
+
+std::vector<double> study_weights(const std::vector<const PreparedPoint*>& points) {
+  std::map<std::string, int> per_study;
+  for (const auto* p : points) ++per_study[p->point->study];
+  std::vector<double> w(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) w[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
+  return w;
+}
+
+}  // namespace
+
+ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
+                   const std::vector<const Trace*>& traces, const Calibration& engine_fields) {
+  ClassFit fit;
+  fit.key = key;
+  fit.points = static_cast<int>(points.size());
+  std::set<std::string> studies;
+  for (const auto* p : points) studies.insert(p->point->study);
+  fit.studies = static_cast<int>(studies.size());
+  const std::vector<double> weight = study_weights(points);
+  const std::vector<double> prior = logv(calibration_prior(key.engine));
+  std::vector<double> start = logv(engine_fields);
+  for (int k = 0; k < kClassFields; ++k) start[k] = prior[k];
+  auto objective = [&](const std::vector<double>& x) {
+    const Calibration cal = from_log(x);
+    double f = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      f += weight[i] * point_loss(*points[i], replay(*traces[i], cal));
+      ++fit.replays;
+    }
+    for (int k = 0; k < kClassFields; ++k) f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
+    return f;
+  };
+  fit.objective_prior = objective(start);
+  const auto x = pattern_search(start, {0, 1, 2}, objective, &fit.objective);
   fit.cal = from_log(x);
-  fit.objective = best;
   return fit;
+}
+
+std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
+                                 const std::vector<const Trace*>& traces, int threads) {
+  std::map<std::string, std::vector<int>> by_class;
+  for (std::size_t i = 0; i < points.size(); ++i) by_class[points[i]->key.name()].push_back(static_cast<int>(i));
+  std::vector<std::pair<std::string, std::vector<int>>> classes(by_class.begin(), by_class.end());
+  Calibration engine_fields = calibration_prior(engine);
+  std::vector<ClassFit> fits(classes.size());
+  const std::vector<double> weight = study_weights(points);
+  const std::vector<double> prior = logv(calibration_prior(engine));
+  for (int round = 0; round < 2; ++round) {
+    parallel_for(static_cast<int>(classes.size()), threads, [&](int c) {
+      std::vector<const PreparedPoint*> pts;
+      std::vector<const Trace*> trs;
+      for (int i : classes[c].second) pts.push_back(points[i]), trs.push_back(traces[i]);
+      fits[c] = fit_class(points[classes[c].second.front()]->key, pts, trs, engine_fields);
+    });
+    // The engine's fields over all its points, each with its class's fields.
+    std::vector<int> class_of(points.size());
+    for (std::size_t c = 0; c < classes.size(); ++c)
+      for (int i : classes[c].second) class_of[i] = static_cast<int>(c);
+    auto objective = [&](const std::vector<double>& x) {
+      std::vector<double> partial(points.size());
+      parallel_for(static_cast<int>(points.size()), threads, [&](int i) {
+        std::vector<double> y = logv(fits[class_of[i]].cal);
+        for (int k = kClassFields; k < kCalibrationFields; ++k) y[k] = x[k];
+        partial[i] = weight[i] * point_loss(*points[i], replay(*traces[i], from_log(y)));
+      });
+      double f = 0;
+      for (double v : partial) f += v;
+      for (int k = kClassFields; k < kCalibrationFields; ++k) f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
+      return f;
+    };
+    const auto x = pattern_search(logv(engine_fields), {3, 4}, objective, nullptr);
+    engine_fields = from_log(x);
+  }
+  for (auto& f : fits) {
+    auto v = logv(f.cal);
+    const auto e = logv(engine_fields);
+    for (int k = kClassFields; k < kCalibrationFields; ++k) v[k] = e[k];
+    f.cal = from_log(v);
+  }
+  return fits;
 }
 
 CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
@@ -228,12 +291,12 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
     e.studies = f.studies;
     by_engine[f.key.engine].push_back(&f);
   }
-  for (const auto& [engine, list] : by_engine) {
+  // Pools: log-space mean of the classes weighted by points, the engine's prior counted as 2 points.
+  auto pool = [](const std::string& engine, const std::vector<const ClassFit*>& list, CalibrationTable::Entry& e) {
     const auto prior = logv(calibration_prior(engine));
     std::vector<double> x(kCalibrationFields);
     double w = kPriorPseudoPoints;
     for (int k = 0; k < kCalibrationFields; ++k) x[k] = kPriorPseudoPoints * prior[k];
-    auto& e = t.engines[engine];
     for (const auto* f : list) {
       const auto v = logv(f->cal);
       for (int k = 0; k < kCalibrationFields; ++k) x[k] += f->points * v[k];
@@ -243,7 +306,11 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
     }
     for (auto& v : x) v /= w;
     e.cal = from_log(x);
-  }
+  };
+  std::map<std::string, std::vector<const ClassFit*>> by_family;
+  for (const auto& f : fits) by_family[f.key.version_family].push_back(&f);
+  for (const auto& [family, list] : by_family) pool(list.front()->key.engine, list, t.families[family]);
+  for (const auto& [engine, list] : by_engine) pool(engine, list, t.engines[engine]);
   return t;
 }
 
@@ -272,14 +339,15 @@ FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const
     parallel_for(n, opt.threads, [&](int i) { predict_point(*points[i], table, &out[i]); });
   };
   auto fit_all = [&](const std::vector<Trace>& traces) {
-    std::vector<ClassFit> fits(by_class.size());
-    std::vector<std::pair<std::string, std::vector<int>>> classes(by_class.begin(), by_class.end());
-    parallel_for(static_cast<int>(classes.size()), opt.threads, [&](int c) {
+    std::map<std::string, std::vector<int>> by_engine;
+    for (int i = 0; i < n; ++i) by_engine[points[i]->key.engine].push_back(i);
+    std::vector<ClassFit> fits;
+    for (const auto& [engine, idx] : by_engine) {
       std::vector<const PreparedPoint*> pts;
       std::vector<const Trace*> trs;
-      for (int i : classes[c].second) pts.push_back(points[i]), trs.push_back(&traces[i]);
-      fits[c] = fit_class(points[classes[c].second.front()]->key, pts, trs);
-    });
+      for (int i : idx) pts.push_back(points[i]), trs.push_back(&traces[i]);
+      for (auto& f : fit_engine(engine, pts, trs, opt.threads)) fits.push_back(std::move(f));
+    }
     return fits;
   };
   std::vector<Trace> prior;

@@ -58,11 +58,23 @@ struct ClassFit {
   int replays = 0;             ///< trace re-timings performed
 };
 
-/// Fits one class's parameters to its points, re-timing their traces (one per point, same order) with
-/// replay(). Objective: see the top of this file; shrinkage towards the class's engine prior only, so
-/// classes are fitted independently. Pattern search in log space within kCalibrationBounds.
+/// The fields fitted per class (kernel_scale, cpu_step_ms, cpu_request_us) and per engine
+/// (api_request_ms, first_token_ms: the API server is the engine's whatever its release or GPU, and a
+/// latency-only study cannot tell its serial work from its fixed latency, a throughput study can).
+inline constexpr int kClassFields = 3;
+
+/// Fits one class's per-class fields to its points, re-timing their traces (one per point, same order)
+/// with replay(); the engine-level fields are `engine_fields`' and stay fixed. Shrinkage towards the
+/// engine's prior only, so classes are fitted independently. Pattern search in log space within
+/// kCalibrationBounds.
 ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
-                   const std::vector<const Trace*>& traces);
+                   const std::vector<const Trace*>& traces, const Calibration& engine_fields);
+
+/// Fits every class of one engine and the engine's own fields: alternating, twice, the classes (given
+/// the engine's fields) and the engine's fields over all its points (given the classes). `points` and
+/// `traces` are parallel; every point belongs to `engine`.
+std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
+                                 const std::vector<const Trace*>& traces, int threads);
 
 /// A table from class fits: the classes themselves, and per engine the pooled value used for classes
 /// without data (log-space mean of its classes weighted by points, with the prior counted as 2 points).

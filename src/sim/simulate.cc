@@ -31,7 +31,8 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
       cal_(cal),
       seed_(seed),
       plan_(plan_memory(launch, cluster)),
-      model_(launch, cluster) {
+      model_(launch, cluster),
+      api_(cal.api_request_ms * 1e-3) {
   launch_.max_model_len = plan_.max_model_len;  // the engine may have lowered it to fit (memory_plan.cc)
   ranks_.assign(std::max(1, launch_.layout.dp_ranks), Rank{});
   for (auto& r : ranks_) {
@@ -80,40 +81,24 @@ std::optional<std::string> Simulator::send(int id, double t) {
     o.error = *refusal;
     return o.error;
   }
-  // The API server's serial work on the request, then the hand-off to the engine.
-  const double start = std::max(api_free_s_, t);
-  api_free_s_ = start + cal_.api_request_ms * 1e-3;
-  if (!api_busy_.empty() && start <= api_busy_.back().second) api_busy_.back().second = api_free_s_;
-  else api_busy_.emplace_back(start, api_free_s_);
-  api_queue_.emplace_back(api_free_s_, id);
+  // The API server's work on the request (processor sharing), then the hand-off to the engine.
+  api_.arrive(id, t, handed_off_);
   ++in_flight_;
   return std::nullopt;
 }
 
 void Simulator::deliver(double t) {
-  while (!api_queue_.empty() && api_queue_.front().first <= t) {
-    const int id = api_queue_.front().second;
-    api_queue_.pop_front();
+  api_.advance(t, handed_off_);
+  for (const auto& [at, id] : handed_off_)
     if (reqs_[id].state == ReqState::kNotArrived) route(id);
-  }
-}
-
-double Simulator::stream_time(double t) const {
-  // The busy period containing t (periods are disjoint and in order).
-  auto it = std::upper_bound(api_busy_.begin(), api_busy_.end(), t,
-                             [](double x, const std::pair<double, double>& b) { return x < b.first; });
-  if (it == api_busy_.begin()) return t;
-  --it;
-  return t < it->second ? it->second : t;
+  handed_off_.clear();
 }
 
 void Simulator::cancel(int id) {
   Req& q = reqs_[id];
   if (q.state == ReqState::kNotArrived) {
     // Still at the API server: never handed off.
-    auto it = std::find_if(api_queue_.begin(), api_queue_.end(), [id](const auto& a) { return a.second == id; });
-    if (it == api_queue_.end()) return;
-    api_queue_.erase(it);
+    if (!api_.remove(id)) return;
     q.state = ReqState::kFailed;
     out_[id].success = false;
     out_[id].failure = metrics::FailureKind::kCancelled;
@@ -270,9 +255,8 @@ void Simulator::emit(int id, int tokens, double engine_t) {
   auto& o = out_[id];
   tokens = std::min(tokens, q.target - q.generated);
   if (tokens <= 0) return;
-  // What the client sees: after the API server's queued work, the first token after its extra latency,
-  // never before an earlier token.
-  double t = stream_time(engine_t);
+  // What the client sees: the first token after its extra latency, never a token before an earlier one.
+  double t = engine_t;
   if (q.generated == 0) t += cal_.first_token_ms * 1e-3;
   else t = std::max(t, q.last_emit_s);
   if (sink_ != nullptr) sink_->push_back({id, q.generated, tokens, t});

@@ -13,6 +13,7 @@
 
 #include "engines/launch.h"
 #include "metrics/request_output.h"
+#include "sim/api_server.h"
 #include "sim/memory_plan.h"
 #include "sim/sim.h"
 #include "sim/sim_detail.h"
@@ -81,13 +82,10 @@ class Simulator {
   std::optional<std::string> send(int id, double t);
   /// Hands every request the API server has finished by `t` to the engine's router.
   void deliver(double t);
-  /// When the API server hands its next request to the engine (+inf when none is queued).
-  double next_delivery() const { return api_queue_.empty() ? std::numeric_limits<double>::infinity() : api_queue_.front().first; }
+  /// When the API server hands its next request to the engine (+inf when none is inside).
+  double next_delivery() const { return api_.next_completion(); }
   /// The request the next delivery is for (-1 when none).
-  int next_delivery_id() const { return api_queue_.empty() ? -1 : api_queue_.front().second; }
-  /// When a token the engine emits at `t` reaches the client: the API server streams it once the
-  /// request work it is busy with at `t` is done.
-  double stream_time(double t) const;
+  int next_delivery_id() const { return api_.next_completion_id(); }
   /// Drops a request (client gone); frees its KV unless it is in a micro-batch in flight (then on exit).
   void cancel(int id);
 
@@ -153,10 +151,8 @@ class Simulator {
   double sum_batch_ = 0, sum_tokens_ = 0;
   double now_s_ = 0;
   std::vector<int> scratch_ids_;
-  // API server: FIFO of (engine hand-off time, request) and its busy periods (start, end), in order.
-  double api_free_s_ = 0;
-  std::deque<std::pair<double, int>> api_queue_;
-  std::vector<std::pair<double, double>> api_busy_;
+  ApiServer api_;                                 ///< the engine's API server (api_server.h)
+  std::vector<std::pair<double, int>> handed_off_; ///< (time, id) finished by the API, not yet routed
   /// Client-visible completions (time, trace step that produced them), in order: the client's
   /// concurrency slots free at these times.
   std::vector<std::pair<double, int>> client_done_;

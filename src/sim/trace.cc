@@ -1,49 +1,50 @@
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "sim/api_server.h"
 #include "sim/sim_detail.h"
 
 namespace servelab::sim {
 
 HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
   const std::size_t nreq = trace.requests.size(), nstep = trace.steps.size();
-  std::vector<double> end(nstep), send(nreq, 0.0), hand_off(nreq, 0.0);
-  // Steps, with the API server's hand-offs re-timed (requests reach it in index order).
-  double api_free = 0, t = 0;
-  std::vector<std::pair<double, double>> busy;
+  std::vector<double> end(nstep, 0.0), send(nreq, 0.0), hand_off(nreq, -1.0);
+  // The API server re-timed (processor sharing, requests in index order, as the run sent them).
+  detail::ApiServer api(cal.api_request_ms * 1e-3);
+  std::vector<std::pair<double, int>> done;
   std::size_t next_req = 0;
-  auto stream_of = [&](double x) {
-    auto it = std::upper_bound(busy.begin(), busy.end(), x, [](double v, const auto& b) { return v < b.first; });
-    if (it == busy.begin()) return x;
-    --it;
-    return x < it->second ? it->second : x;
+  auto record = [&] {
+    for (const auto& [t, id] : done) hand_off[id] = t;
+    done.clear();
   };
-  auto hand_off_until = [&](std::size_t upto) {
-    for (; next_req < upto && next_req < nreq; ++next_req) {
+  // Sends every request whose send time is known by step `i` (at arrival, or after its slot's step).
+  auto send_until = [&](std::size_t i) {
+    for (; next_req < nreq; ++next_req) {
       const TraceRequest& r = trace.requests[next_req];
       double s = r.arrival_s;
-      if (r.send_after_step >= 0 && static_cast<std::size_t>(r.send_after_step) < nstep)
-        s = std::max(s, stream_of(end[r.send_after_step]));
+      if (r.send_after_step >= 0) {
+        if (static_cast<std::size_t>(r.send_after_step) >= i) break;
+        s = std::max(s, end[r.send_after_step]);
+      }
       send[next_req] = s;
-      const double start = std::max(api_free, s);
-      api_free = start + cal.api_request_ms * 1e-3;
-      if (!busy.empty() && start <= busy.back().second) busy.back().second = api_free;
-      else busy.emplace_back(start, api_free);
-      hand_off[next_req] = api_free;
+      api.arrive(static_cast<int>(next_req), s, done);
     }
+    record();
   };
+  double t = 0;
   for (std::size_t i = 0; i < nstep; ++i) {
     const TraceStep& s = trace.steps[i];
-    // Requests sent before this step's end can be handed off (their send time is known by then).
-    while (next_req < nreq && (trace.requests[next_req].send_after_step < 0 ||
-                               trace.requests[next_req].send_after_step < static_cast<int>(i)))
-      hand_off_until(next_req + 1);
+    send_until(i);
     double not_before = s.not_before_s;
     if (s.wake_request >= 0 && static_cast<std::size_t>(s.wake_request) < nreq) {
-      hand_off_until(s.wake_request + 1);
-      not_before = hand_off[s.wake_request];
+      while (hand_off[s.wake_request] < 0 && std::isfinite(api.next_completion())) {
+        api.advance(api.next_completion(), done);
+        record();
+      }
+      not_before = std::max(0.0, hand_off[s.wake_request]);
     }
     detail::StepCost c;
     c.gpu_s = s.gpu_s;
@@ -55,20 +56,19 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     t = std::max(t, not_before) + detail::step_seconds(c, cal);
     end[i] = t;
   }
-  hand_off_until(nreq);
-  const auto& stream = stream_of;
+  send_until(nstep);
   HeadlineMetrics h;
   double last = 0, ttft = 0, tpot = 0, in = 0, out = 0;
   int n_tpot = 0;
   for (std::size_t i = 0; i < nreq; ++i) {
     const auto& r = trace.requests[i];
     if (!r.success || r.first_step < 0 || r.last_step < 0) continue;
-    const double first = stream(end[r.first_step]) + cal.first_token_ms * 1e-3;
-    const double done = std::max(stream(end[r.last_step]), first);
-    last = std::max(last, done);
+    const double first = end[r.first_step] + cal.first_token_ms * 1e-3;
+    const double last_token = std::max(end[r.last_step], first);
+    last = std::max(last, last_token);
     ttft += first - send[i];
     if (r.output_tokens > 1) {
-      tpot += (done - first) / (r.output_tokens - 1);
+      tpot += (last_token - first) / (r.output_tokens - 1);
       ++n_tpot;
     }
     in += r.prompt_tokens;

@@ -146,6 +146,7 @@ std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<
 const char* level_name(CalibrationLevel l) {
   switch (l) {
     case CalibrationLevel::kClass: return "class";
+    case CalibrationLevel::kFamily: return "family";
     case CalibrationLevel::kEngine: return "engine";
     case CalibrationLevel::kPrior: return "prior";
   }
@@ -188,26 +189,26 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
     v.rows[i].predicted_failure = prepared[i].predicted_failure;
     if (prepared[i].launch) v.rows[i].calibration_class = prepared[i].key.name();
   }
-  // Leave one study out: the fold's table.
+  // Leave one study out: the fold's table. The engines the study uses are refitted without it (their
+  // engine-level fields are shared by all their classes); the other engines' fits are the same data.
   std::map<std::string, CalibrationTable> fold_table;
   for (const auto& study : corpus.studies) {
-    std::set<std::string> touched;
+    std::set<std::string> engines_touched;
     for (int i = 0; i < n; ++i)
-      if (prepared[i].point->study == study && prepared[i].launch) touched.insert(prepared[i].key.name());
+      if (prepared[i].point->study == study && prepared[i].launch) engines_touched.insert(prepared[i].key.engine);
     std::vector<ClassFit> fits;
-    for (const auto& f : v.full_fit.classes) {
-      if (!touched.count(f.key.name())) {
-        fits.push_back(f);  // no point of the study in this class: the same data, the same fit
-        continue;
-      }
+    for (const auto& f : v.full_fit.classes)
+      if (!engines_touched.count(f.key.engine)) fits.push_back(f);
+    for (const auto& engine : engines_touched) {
       std::vector<const PreparedPoint*> pts;
       std::vector<const Trace*> trs;
-      for (int k : class_points[f.key.name()]) {
-        if (train_points[k]->point->study == study) continue;
+      for (std::size_t k = 0; k < train_points.size(); ++k) {
+        if (train_points[k]->key.engine != engine || train_points[k]->point->study == study) continue;
         pts.push_back(train_points[k]);
         trs.push_back(&v.full_fit.traces[k]);
       }
-      if (!pts.empty()) fits.push_back(fit_class(f.key, pts, trs));
+      if (pts.empty()) continue;
+      for (auto& f : fit_engine(engine, pts, trs, threads)) fits.push_back(std::move(f));
     }
     fold_table[study] = assemble_table(fits);
   }
@@ -368,10 +369,13 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
       auto cell = [](const std::optional<double>& m, double pr, const std::optional<double>& e) {
         return m ? fmt::format("{:.4g}/{:.4g} {:+.0f}%", *m, pr, e.value_or(0)) : fmt::format("-/{:.4g}", pr);
       };
-      s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]\n", cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
+      std::string in_sample;
+      if (r.in_sample && c.measured.total_tok_s && *c.measured.total_tok_s > 0)
+        in_sample = fmt::format(" (in-sample {:+.0f}%)", rel_err(r.in_sample->total_tok_s, *c.measured.total_tok_s));
+      s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]{}\n", cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
                        cell(c.measured.mean_ttft_ms, p.mean_ttft_ms, r.err_ttft),
                        cell(c.measured.mean_tpot_ms, p.mean_tpot_ms, r.err_tpot), r.calibration_class,
-                       r.calibration_level);
+                       r.calibration_level, in_sample);
       for (const auto& nc : c.not_comparable) s += "      not comparable: " + nc + "\n";
     }
   }
