@@ -22,6 +22,7 @@ struct TuneArgs {
   std::string target;
   std::string out;
   bool resume = false;
+  bool fresh = false;
   bool quiet = false;
 };
 
@@ -39,6 +40,7 @@ void run(const TuneArgs& a) {
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
   opt.resume = a.resume;
+  opt.fresh = a.fresh;
   opt.progress = a.quiet ? nullptr : &std::cerr;
   opt.stop = &g_stop;
   std::signal(SIGINT, on_sigint);
@@ -59,6 +61,9 @@ void run(const TuneArgs& a) {
     std::cout << "recommended: " << o.recommended_command.shell() << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);
+  } catch (const TuneSetupError& e) {
+    std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    throw servelab::cli::ExitRequest{2};
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "servelab tune: %s (results so far in %s/results.sqlite)\n", e.what(),
                  opt.out_dir.c_str());
@@ -77,7 +82,11 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local"}));
   cmd->add_option("--out", args->out, "output directory (default out/<study name>)");
-  cmd->add_flag("--resume", args->resume, "keep finished trials of the output directory's results.sqlite");
+  auto* resume = cmd->add_flag("--resume", args->resume,
+                               "continue the study in the output directory: finished trials are kept and skipped");
+  cmd->add_flag("--fresh", args->fresh,
+                "move an output directory that holds results aside (DIR.<date>) and start over")
+      ->excludes(resume);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
   cmd->callback([args] { run(*args); });
 });

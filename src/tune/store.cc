@@ -250,6 +250,17 @@ std::vector<TrialRecord> Store::trials() const {
   return out;
 }
 
+std::int64_t Store::trial_count() const {
+  Stmt q(db_, "SELECT count(*) FROM trials");
+  return q.step() ? q.integer(0) : 0;
+}
+
+std::optional<std::string> Store::study_name() const {
+  Stmt q(db_, "SELECT name FROM study WHERE id = 1");
+  if (!q.step()) return std::nullopt;
+  return q.text(0);
+}
+
 void Store::clear_trials() { exec("DELETE FROM trials"); }
 
 }  // namespace servelab::tune

@@ -8,6 +8,7 @@
 
 #include "common/paths.h"
 #include "tune/local_runner.h"
+#include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
 
@@ -72,9 +73,13 @@ std::map<std::string, std::string> environment(const Study& study, Target target
 TuneResult run_study(const Study& study, const TuneOptions& opt) {
   TuneResult res;
   res.dir = opt.out_dir;
-  std::filesystem::create_directories(opt.out_dir);
+  std::filesystem::path moved_to;
+  const detail::DirLock lock =
+      detail::prepare_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh}, &moved_to);
+  if (opt.progress && !moved_to.empty())
+    *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(), moved_to.string());
   Store store(opt.out_dir / "results.sqlite");
-  if (!opt.resume) store.clear_trials();
+  if (!opt.resume) store.clear_trials();  // only an empty study row can be left here (see prepare_study_dir)
   store.write_study(study.name, study.source_text, target_name(study.target), environment(study, study.target));
   std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
   if (opt.progress && opt.resume)

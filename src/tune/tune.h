@@ -16,9 +16,16 @@
 
 namespace servelab::tune {
 
+/// The study cannot start in this setup (its directory is in use or holds results, a pre-flight check
+/// failed): what() names the problem and the fix. Nothing was launched and nothing was changed.
+struct TuneSetupError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct TuneOptions {
   std::filesystem::path out_dir;        ///< results.sqlite, report.*, logs/ go here (created)
   bool resume = false;                  ///< keep finished trials of results.sqlite and skip them
+  bool fresh = false;                   ///< move an existing out_dir aside (out_dir.<date>) and start over
   std::ostream* progress = nullptr;     ///< progress lines (trial k of n, best so far, time left)
   const std::atomic<bool>* stop = nullptr;  ///< set by Ctrl-C: the trial in flight is abandoned
   TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
@@ -32,10 +39,11 @@ struct TuneResult {
   int trials_launched = 0;
 };
 
-/// Runs a study end to end: opens (or, without resume, resets) out_dir/results.sqlite, records the study
-/// and environment, runs the search, writes the report files. Throws Interrupted when stopped (the
-/// database then holds every finished trial), StudyError / std::runtime_error for unusable setups (e.g.
-/// the target's runner is not available in this build).
+/// Runs a study end to end: locks out_dir (one tune per directory), opens out_dir/results.sqlite, records
+/// the study and environment, runs the search, writes the report files. A directory holding trials is used
+/// only with `resume` (same study file) or moved aside with `fresh`. Throws TuneSetupError for a directory
+/// in use or holding results, Interrupted when stopped (the database then holds every finished trial),
+/// StudyError / std::runtime_error for unusable setups (e.g. the target's runner is not in this build).
 TuneResult run_study(const Study& study, const TuneOptions& options);
 
 /// Rebuilds the report of the study in `dir` (its results.sqlite) without running anything: the search is
