@@ -13,8 +13,10 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+// First Ctrl-C: the trial in flight is stopped (engine stopped with its grace period), finished trials are
+// kept. Second: leave at once; the engine's supervisor sees tune gone and stops the engine (engine_process.h).
 extern "C" void on_sigint(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // second Ctrl-C: leave at once
+  if (g_stop.exchange(true)) std::_Exit(130);
 }
 
 struct TuneArgs {
@@ -61,6 +63,10 @@ void run(const TuneArgs& a) {
     std::cout << "recommended: " << o.recommended_command.shell() << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);
+  } catch (const StudyAbort& e) {
+    std::fprintf(stderr, "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
+                 "rerun with --resume)\n", e.what(), opt.out_dir.c_str());
+    throw servelab::cli::ExitRequest{1};
   } catch (const TuneSetupError& e) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
     throw servelab::cli::ExitRequest{2};

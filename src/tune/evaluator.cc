@@ -199,6 +199,8 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         TrialOutcome out;
         try {
           out = runner_(req);
+        } catch (const StudyAbort&) {
+          throw;  // nothing else can run here: stop the study (finished trials are in the store)
         } catch (const std::exception& e) {
           // A runner bug or an unexpected error is recorded like any failure: the study goes on.
           out = TrialOutcome{};

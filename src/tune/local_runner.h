@@ -1,7 +1,9 @@
-// servelab/tune: running trials on real engines on this machine. The engine starts in its own process
-// group with its output in a log file; readiness is polled over HTTP; each scenario runs through a
-// scenario function (bench's library in-process); the engine is stopped with SIGTERM, a grace period and
-// SIGKILL; failures are classified from the exit status and the log.
+// servelab/tune: running trials on real engines on this machine. The engine starts under a supervisor
+// process, in its own process group, with its output in a log file, and dies with tune however tune ends
+// (kill -9 included; see engine_process.h). Before each launch the port must be free; after readiness
+// (polled over HTTP) the server that answers must be the engine this trial started. Each scenario runs
+// through a scenario function (bench's library in-process); the engine is stopped with SIGTERM, a grace
+// period and SIGKILL; failures are classified from the exit status and the log.
 #pragma once
 
 #include <atomic>
@@ -37,7 +39,10 @@ struct LocalRunnerOptions {
 ///   engine exits before ready: log has an out-of-memory pattern → kOutOfMemory, else kStartupRefused with
 ///   the engine's last error line; not ready within ready_timeout_s → kNotReady; engine dies during a
 ///   scenario → kCrashed (or kOutOfMemory by log); a scenario with zero successful requests →
-///   kRequestsFailed. Thread-safety: the returned runner must be called from one thread at a time.
+///   kRequestsFailed. Throws StudyAbort (no trial can run here) when the engine executable is missing, when
+///   the port is still in use `port_free_timeout_s` after the previous trial, or when the server answering
+///   on the port is not the engine this trial started (its PID and command are in the message).
+///   Thread-safety: the returned runner must be called from one thread at a time.
 TrialRunner make_local_runner(LocalRunnerOptions options);
 
 /// GET http://host:port/path with a timeout; returns the HTTP status, or 0 if no response.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -65,8 +66,17 @@ struct TrialOutcome {
   double wall_s = 0.0;                     ///< wall-clock duration of the trial, s
 };
 
-/// Runs one trial. Must not throw for engine failures (they are outcomes); may throw for programming
-/// errors. Thread-safety: called from one thread at a time.
+/// Thrown by a runner when no further trial can succeed on this machine — the engine's executable is
+/// missing, the port is held by a process tune did not start — so repeating the launch would only repeat
+/// the failure: the study stops at once with this reason (every finished trial is kept; fix it and rerun
+/// with --resume).
+struct StudyAbort : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs one trial. Must not throw for engine failures (they are outcomes); throws StudyAbort when the
+/// machine cannot run any trial, and may throw for programming errors. Thread-safety: called from one
+/// thread at a time.
 using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
 
 }  // namespace servelab::tune

@@ -1,7 +1,9 @@
 // Failure classification of the local runner, with small scripts as fake engines (timeouts ~1 s).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +39,16 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 s = http.server.HTTPServer(('127.0.0.1', port), H)
 print('INFO: Application startup complete.', flush=True)
+if mode == 'workers':
+    # An engine with worker processes, one of which leaves the process group, that ignores SIGTERM: only
+    # the supervisor's SIGKILL of the group and of re-parented processes ends them all.
+    import signal, subprocess
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    w1 = subprocess.Popen(['sleep', '1000'])
+    w2 = subprocess.Popen(['sleep', '1000'], start_new_session=True)
+    with open(sys.argv[3] + '.tmp', 'w') as f:
+        f.write('%d %d %d\n' % (os.getpid(), w1.pid, w2.pid))
+    os.rename(sys.argv[3] + '.tmp', sys.argv[3])
 if mode == 'crash':
     def die():
         time.sleep(0.4)
@@ -146,6 +158,121 @@ TEST_F(LocalFixture, HealthyEngineRunsEveryScenarioAndIsStopped) {
   EXPECT_EQ(o.scenarios[1].scenario_id, "s2");
   EXPECT_EQ(o.scenarios[0].result_block, "http://127.0.0.1:" + std::to_string(port));
   EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);
+}
+
+/// Is the process running (present and not a zombie)?
+bool running(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+/// Issue 9 §3: after kill -9 of tune, the engine (and its workers, even one that left the process group)
+/// kept running and holding the port. Now the supervisor ends them all within the grace period.
+TEST_F(LocalFixture, EngineAndItsWorkersDieWithTuneAfterSigkill) {
+  const fs::path pids = dir / "pids";
+  std::vector<std::string> argv = server("workers");
+  argv.push_back(pids.string());
+  pid_t tune = fork();
+  ASSERT_GE(tune, 0);
+  if (tune == 0) {
+    LocalRunnerOptions o = options(60.0);  // the scenario "runs" for a minute
+    o.ready_timeout_s = 10;
+    make_local_runner(o)(request(argv));
+    _exit(0);
+  }
+  pid_t engine = 0, w1 = 0, w2 = 0;
+  for (int i = 0; i < 200 && !fs::exists(pids); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(pids)) << "the fake engine did not start";
+  std::ifstream(pids) >> engine >> w1 >> w2;
+  for (int i = 0; i < 200 && http_get_status("127.0.0.1", port, "/health", 0.5) != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(running(engine) && running(w1) && running(w2));
+  kill(tune, SIGKILL);
+  waitpid(tune, nullptr, 0);
+  // Grace period 1 s (options()), then SIGKILL of the group and of the re-parented worker.
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((running(engine) || running(w1) || running(w2)) &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  EXPECT_FALSE(running(engine)) << "engine " << engine << " outlived tune";
+  EXPECT_FALSE(running(w1)) << "worker " << w1 << " outlived tune";
+  EXPECT_FALSE(running(w2)) << "worker " << w2 << " (own session) outlived tune";
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);  // the port is free again
+}
+
+/// A process listening on the port before launch (an engine left behind, another user's server) stops the
+/// study instead of being measured, and names the holder.
+TEST_F(LocalFixture, PortInUseBeforeLaunchStopsTheStudy) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  LocalRunnerOptions o = options();
+  o.port_free_timeout_s = 0.3;
+  try {
+    make_local_runner(o)(request(server("ok")));
+    FAIL() << "measured with the port taken";
+  } catch (const StudyAbort& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("port " + std::to_string(port) + " on 127.0.0.1 is still in use after 0.3 s by pid " +
+                            std::to_string(getpid()) + " (",
+                        0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("which this tune did not start; stop it or set [study] port to a free port"), std::string::npos)
+        << msg;
+  }
+  close(fd);
+  EXPECT_FALSE(fs::exists(dir / "engine.log"));  // nothing was launched
+}
+
+/// A server that appears on the port after the check, not started by the trial, is refused at readiness.
+TEST_F(LocalFixture, ServerNotStartedByTheTrialIsNotMeasured) {
+  auto engine = script("sleepy.sh", "echo loading weights\nexec sleep 30\n");
+  pid_t stranger = -1;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stranger = fork();
+    if (stranger == 0) {
+      execl("/usr/bin/python3", "python3", (dir / "server.py").c_str(), std::to_string(port).c_str(), "ok",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  });
+  LocalRunnerOptions o = options();
+  o.ready_timeout_s = 10;
+  std::string msg;
+  try {
+    make_local_runner(o)(request({engine.string()}));
+  } catch (const StudyAbort& e) {
+    msg = e.what();
+  }
+  starter.join();
+  EXPECT_NE(msg.find("port " + std::to_string(port) + " is served by pid " + std::to_string(stranger)),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("which this tune did not start"), std::string::npos) << msg;
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 200);  // the stranger was left alone
+  kill(stranger, SIGKILL);
+  waitpid(stranger, nullptr, 0);
+}
+
+/// A missing engine executable stops the study at once (it used to be retried for every planned trial).
+TEST_F(LocalFixture, MissingExecutableStopsTheStudy) {
+  try {
+    make_local_runner(options())(request({"servelab-no-such-engine", "serve"}));
+    FAIL();
+  } catch (const StudyAbort& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("engine executable 'servelab-no-such-engine' not found on PATH (", 0), 0u)
+        << e.what();
+  }
 }
 
 TEST(LogPatterns, ErrorLineAndOom) {

@@ -115,5 +115,26 @@ TEST_F(StudyDirFixture, SecondTuneOnTheDirectoryIsRefusedWithTheHoldersPid) {
   EXPECT_NO_THROW(run_study(study, after));
 }
 
+/// A runner that finds the machine unusable (engine missing, port taken) stops the study at once; the
+/// finished trials stay in the database.
+TEST_F(StudyDirFixture, StudyAbortStopsTheStudyAndKeepsFinishedTrials) {
+  int launches = 0;
+  TrialRunner runner = [&](const TrialRequest& r) {
+    if (++launches == 3) throw StudyAbort("engine executable 'vllm' not found on PATH (/usr/bin)");
+    return testing::fake_runner()(r);
+  };
+  try {
+    run_study(study, options(runner));
+    FAIL() << "the study went on";
+  } catch (const StudyAbort& e) {
+    EXPECT_EQ(std::string(e.what()), "engine executable 'vllm' not found on PATH (/usr/bin)");
+  }
+  EXPECT_EQ(launches, 3);
+  std::int64_t measured = 0;
+  for (const auto& t : Store(dir / "results.sqlite").trials())
+    if (t.outcome.status == TrialStatus::kOk) ++measured;
+  EXPECT_EQ(measured, 2);
+}
+
 }  // namespace
 }  // namespace servelab::tune
