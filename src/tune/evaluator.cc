@@ -60,6 +60,12 @@ bool significantly_better(const Study& study, const Evaluation& inc, const Evalu
 
 namespace {
 
+/// Failures that the next repeat would only repeat (the launch is refused or does not fit in memory): one
+/// launch decides them for every repeat. A not-ready engine may be the machine's fault, so it is retried.
+bool same_for_every_repeat(TrialStatus s) {
+  return s == TrialStatus::kRejected || s == TrialStatus::kStartupRefused || s == TrialStatus::kOutOfMemory;
+}
+
 bool config_level(TrialStatus s) {
   return s == TrialStatus::kRejected || s == TrialStatus::kStartupRefused || s == TrialStatus::kNotReady ||
          s == TrialStatus::kOutOfMemory;
@@ -109,7 +115,7 @@ const TrialRecord* Evaluator::find(const std::string& key, const std::string& sc
 const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
   for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-    if ((it->repeat == repeat || it->outcome.status == TrialStatus::kRejected) &&
+    if ((it->repeat == repeat || same_for_every_repeat(it->outcome.status)) &&
         it->trial_key.rfind(prefix, 0) == 0 && config_level(it->outcome.status))
       return &*it;
   return nullptr;
