@@ -88,8 +88,22 @@ struct Active {
   std::string finish_reason = "length";
 };
 
+/// How late tokens leave relative to the twin's schedule, in engine (virtual) ms. A host too slow for the
+/// time scale shows up here: every measured time is then inflated and the run is not valid.
+struct ScheduleLag {
+  std::uint64_t tokens = 0;
+  double sum_ms = 0, max_ms = 0;
+  void add(double lag_ms) {
+    ++tokens;
+    sum_ms += lag_ms;
+    max_ms = std::max(max_ms, lag_ms);
+  }
+};
+
 struct Server::Impl {
   ServerOptions options;
+  ScheduleLag lag_total, lag_window;  // since start / since the last GET /servelab/schedule
+  Clock::time_point last_behind_log{};
   Timeline timeline;
   tokenizer::Tokenizer tok;
   std::vector<tokenizer::TokenId> words;
@@ -110,6 +124,13 @@ struct Server::Impl {
   void schedule();
   void on_timer();
   void emit(std::uint64_t id, int index);
+  void record_lag(double t_emit_s);
+  std::string schedule_json();
+  std::string time_scale_text() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", options.time_scale);
+    return buf;
+  }
   void accept();
   // Handles a generation request; returns an error or registers the request with the twin.
   std::optional<ApiError> generate(const std::shared_ptr<Session>& s, Endpoint ep, const std::string& body,
@@ -141,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   void begin_stream() {
     write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
-          "transfer-encoding: chunked\r\n\r\n");
+          "x-servelab-time-scale: " + server_.time_scale_text() + "\r\ntransfer-encoding: chunked\r\n\r\n");
   }
   void stream_event(const std::string& event) {
     char size[32];
@@ -155,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void respond(int status, const std::string& content_type, std::string body) {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "servelab-twin");
+    res.set("x-servelab-time-scale", server_.time_scale_text());
     res.set(http::field::content_type, content_type);
     res.keep_alive(keep_alive_);
     res.body() = std::move(body);
@@ -201,7 +223,10 @@ class Session : public std::enable_shared_from_this<Session> {
       std::vector<std::string> names = server_.options.served_models;
       respond(200, "application/json",
               models_json(names, server_.options.root_model, server_.options.max_model_len,
-                          static_cast<std::int64_t>(std::time(nullptr))));
+                          static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
+    } else if (path == "/servelab/schedule") {
+      if (!get) return method_not_allowed(path), read_next();
+      respond(200, "application/json", server_.schedule_json());
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!post) return method_not_allowed(path), read_next();
       const auto ep = path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
@@ -397,8 +422,42 @@ void Server::Impl::schedule() {
 }
 
 void Server::Impl::on_timer() {
-  timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double) { emit(id, index); });
+  timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double t_emit) {
+    if (index >= 0 && active.count(id)) record_lag(t_emit);
+    emit(id, index);
+  });
   schedule();
+}
+
+void Server::Impl::record_lag(double t_emit_s) {
+  const double lag_ms = std::max(0.0, virtual_now() - t_emit_s) * 1e3;
+  lag_total.add(lag_ms);
+  lag_window.add(lag_ms);
+  // Say so when the host cannot keep up: a token 50 ms of wall time late is far outside timer jitter.
+  const double wall_lag_ms = lag_ms / options.time_scale;
+  const auto now = Clock::now();
+  if (wall_lag_ms > options.behind_warn_wall_ms && now - last_behind_log > std::chrono::seconds(10)) {
+    last_behind_log = now;
+    std::fprintf(stderr,
+                 "servelab sim serve: falling behind the twin's schedule: a token left %.1f ms late in engine time "
+                 "(%.1f ms wall) at time scale %g; the host is too slow for this scale and measured times are "
+                 "inflated (bench marks such runs invalid)\n",
+                 lag_ms, wall_lag_ms, options.time_scale);
+    std::fflush(stderr);
+  }
+}
+
+std::string Server::Impl::schedule_json() {
+  auto one = [](const ScheduleLag& l) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "{\"tokens\":%llu,\"lag_sum_ms\":%.6f,\"lag_max_ms\":%.6f}",
+                  static_cast<unsigned long long>(l.tokens), l.sum_ms, l.max_ms);
+    return std::string(buf);
+  };
+  std::string out = "{\"time_scale\":" + time_scale_text() + ",\"total\":" + one(lag_total) +
+                    ",\"window\":" + one(lag_window) + "}";
+  lag_window = {};
+  return out;
 }
 
 void Server::Impl::accept() {
