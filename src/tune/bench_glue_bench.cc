@@ -47,7 +47,10 @@ ScenarioFn bench_scenario_fn(const Study& study) {
     io.quiet = true;
     bench::BenchResult r = bench::run(cfg, source.get_token(), io);
     watch.request_stop();
-    return scenario_result(sc.id, r.metrics, r.outputs, r.console_report);
+    ScenarioResult out = scenario_result(sc.id, r.metrics, r.outputs, r.console_report);
+    out.invalid_reason = r.invalid_reason;
+    if (r.server_time_scale != 1.0) out.metrics[kTimeScaleMetric] = r.server_time_scale;
+    return out;
   };
 }
 

@@ -17,6 +17,7 @@ const char* trial_status_name(TrialStatus s) {
     case TrialStatus::kNotReady: return "not_ready";
     case TrialStatus::kCrashed: return "crashed";
     case TrialStatus::kRequestsFailed: return "requests_failed";
+    case TrialStatus::kInvalid: return "invalid";
     case TrialStatus::kInterrupted: return "interrupted";
     case TrialStatus::kError: return "error";
   }
@@ -26,7 +27,7 @@ const char* trial_status_name(TrialStatus s) {
 TrialStatus trial_status_from_name(const std::string& n) {
   for (auto s : {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
                  TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed,
-                 TrialStatus::kInterrupted, TrialStatus::kError})
+                 TrialStatus::kInvalid, TrialStatus::kInterrupted, TrialStatus::kError})
     if (n == trial_status_name(s)) return s;
   throw std::invalid_argument("unknown trial status '" + n + "'");
 }

@@ -275,6 +275,8 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);
         r.scenario_id = sc.id;
+        if (!r.invalid_reason.empty())
+          return finish(TrialStatus::kInvalid, fmt::format("scenario {}: {}", sc.id, r.invalid_reason));
         auto ok = r.metrics.find("Successful requests");
         if (ok != r.metrics.end() && ok->second <= 0) {
           auto failed = r.metrics.find("Failed requests");

@@ -39,9 +39,10 @@ struct LocalRunnerOptions {
 ///   engine exits before ready: log has an out-of-memory pattern → kOutOfMemory, else kStartupRefused with
 ///   the engine's last error line; not ready within ready_timeout_s → kNotReady; engine dies during a
 ///   scenario → kCrashed (or kOutOfMemory by log); a scenario with zero successful requests →
-///   kRequestsFailed. Throws StudyAbort (no trial can run here) when the engine executable is missing, when
-///   the port is still in use `port_free_timeout_s` after the previous trial, or when the server answering
-///   on the port is not the engine this trial started (its PID and command are in the message).
+///   kRequestsFailed; a scenario whose timing cannot be trusted (ScenarioResult::invalid_reason) → kInvalid.
+///   Throws StudyAbort (no trial can run here) when the engine executable is missing, when the port is
+///   still in use `port_free_timeout_s` after the previous trial, or when the server answering on the port
+///   is not the engine this trial started (its PID and command are in the message).
 ///   Thread-safety: the returned runner must be called from one thread at a time.
 TrialRunner make_local_runner(LocalRunnerOptions options);
 

@@ -255,6 +255,7 @@ TEST(SimServe, AdvertisesItsTimeScaleAndScheduleLag) {
   EXPECT_EQ(after["window"]["tokens"], 8);
   const double mean_ms = after["window"]["lag_sum_ms"].get<double>() / 8;
   EXPECT_GE(after["window"]["lag_max_ms"].get<double>(), mean_ms);
+  EXPECT_LE(after["window"]["lag_last_ms"].get<double>(), after["window"]["lag_max_ms"].get<double>());
   EXPECT_GE(mean_ms, 0.0);
   EXPECT_LT(after["window"]["lag_max_ms"].get<double>(), 4 * 500.0);  // engine ms: < 0.5 s of wall time late
   // Reading starts a new window; the total keeps counting.

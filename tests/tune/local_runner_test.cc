@@ -275,6 +275,23 @@ TEST_F(LocalFixture, MissingExecutableStopsTheStudy) {
   }
 }
 
+/// A scenario measured on a twin that fell behind (bench's invalid_reason) makes the trial invalid: it is
+/// recorded with the reason and never ranked.
+TEST_F(LocalFixture, UntrustedTimingIsAnInvalidTrial) {
+  LocalRunnerOptions o = options();
+  o.run_scenario = [](const Scenario&, const std::string&, const std::atomic<bool>&) {
+    ScenarioResult r;
+    r.metrics["Successful requests"] = 10;
+    r.invalid_reason = "the timing cannot be trusted at time scale 20: ...";
+    return r;
+  };
+  TrialOutcome out = make_local_runner(o)(request(server("ok")));
+  EXPECT_EQ(out.status, TrialStatus::kInvalid);
+  EXPECT_EQ(out.reason, "scenario s1: the timing cannot be trusted at time scale 20: ...");
+  EXPECT_TRUE(out.scenarios.empty());
+  EXPECT_EQ(trial_status_from_name("invalid"), TrialStatus::kInvalid);
+}
+
 TEST(LogPatterns, ErrorLineAndOom) {
   EXPECT_EQ(error_line("a\nTraceback:\n  File x\nValueError: bad thing\n\nINFO done\n"), "ValueError: bad thing");
   EXPECT_EQ(error_line("Usage: trtllm-serve\nError: No such option: --foo\n"), "Error: No such option: --foo");
