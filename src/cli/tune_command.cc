@@ -26,6 +26,7 @@ struct TuneArgs {
   bool resume = false;
   bool fresh = false;
   bool quiet = false;
+  double prompts_scale = 1.0;
 };
 
 void run(const TuneArgs& a) {
@@ -37,6 +38,7 @@ void run(const TuneArgs& a) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
     throw servelab::cli::ExitRequest{2};
   }
+  study = scale_prompts(std::move(study), a.prompts_scale);
   if (a.target == "twin") study.target = Target::kTwin;
   else if (a.target == "local") study.target = Target::kLocal;
   TuneOptions opt;
@@ -47,9 +49,12 @@ void run(const TuneArgs& a) {
   opt.stop = &g_stop;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
-  std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point) -> {}\n",
+  std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point{}) -> {}\n",
                            study.name, target_name(study.target), strategy_name(study.search.strategy),
-                           study.repeats, opt.out_dir.string());
+                           study.repeats,
+                           study.prompts_scale == 1 ? ""
+                                                    : fmt::format(", rehearsal: --num-prompts x {:g}", study.prompts_scale),
+                           opt.out_dir.string());
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
@@ -94,5 +99,8 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
                 "move an output directory that holds results aside (DIR.<date>) and start over")
       ->excludes(resume);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
+  cmd->add_option("--prompts-scale", args->prompts_scale,
+                  "rehearsal: multiply every scenario's --num-prompts by this (0 < F <= 1); recorded and labelled")
+      ->check(CLI::Range(1e-6, 1.0));
   cmd->callback([args] { run(*args); });
 });

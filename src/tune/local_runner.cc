@@ -158,7 +158,7 @@ std::string file_tail(const std::string& path, std::size_t lines) {
 bool log_shows_oom(const std::string& text) {
   static const std::regex kOom(
       R"(CUDA out of memory|OutOfMemoryError|out of memory|OOM|Not enough memory|insufficient memory|)"
-      R"(No available memory for the cache blocks|cudaErrorMemoryAllocation)",
+      R"(No available memory for the cache blocks|cudaErrorMemoryAllocation|larger than the available KV cache memory)",
       std::regex::icase);
   return std::regex_search(text, kOom);
 }
@@ -264,14 +264,38 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       throw StudyAbort(*stranger);
     }
     const std::string base_url = fmt::format("http://{}:{}", opt.host, opt.port);
+    // A scenario stops early on Ctrl-C or when the engine dies (bench would otherwise retry its ready check
+    // against a dead server for --ready-check-timeout-sec).
+    auto run_watched = [&](const Scenario& sc) {
+      std::atomic<bool> scenario_stop{false}, done{false};
+      std::thread watcher([&] {
+        while (!done.load()) {
+          if (stop.load() || engine.exited()) {
+            scenario_stop = true;
+            return;
+          }
+          sleep_s(0.1);
+        }
+      });
+      struct Join {
+        std::atomic<bool>& done;
+        std::thread& t;
+        ~Join() {
+          done = true;
+          t.join();
+        }
+      } join{done, watcher};
+      return opt.run_scenario(sc, base_url, scenario_stop);
+    };
     try {
       if (!opt.warmup_args.empty()) {
         Scenario warm{"warmup", "warm-up run (discarded)", opt.warmup_args, 1.0};
-        opt.run_scenario(warm, base_url, stop);
+        run_watched(warm);
+        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);
       }
       for (const auto& sc : req.scenarios) {
-        ScenarioResult r = opt.run_scenario(sc, base_url, stop);
+        ScenarioResult r = run_watched(sc);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);
         r.scenario_id = sc.id;

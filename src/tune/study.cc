@@ -568,6 +568,44 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   return s;
 }
 
+namespace {
+
+std::vector<std::string> scale_num_prompts(std::vector<std::string> args, double scale) {
+  auto scaled = [scale](const std::string& v) {
+    long n = 0;
+    try {
+      n = std::stol(v);
+    } catch (const std::exception&) {
+      return v;  // bench reports the bad value itself
+    }
+    return std::to_string(std::max(1L, static_cast<long>(std::ceil(static_cast<double>(n) * scale - 1e-9))));
+  };
+  bool found = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--num-prompts" && i + 1 < args.size()) {
+      args[i + 1] = scaled(args[i + 1]);
+      found = true;
+    } else if (args[i].rfind("--num-prompts=", 0) == 0) {
+      args[i] = "--num-prompts=" + scaled(args[i].substr(14));
+      found = true;
+    }
+  }
+  if (!found) args.insert(args.end(), {"--num-prompts", scaled("1000")});  // bench serve's default
+  return args;
+}
+
+}  // namespace
+
+Study scale_prompts(Study study, double scale) {
+  if (!(scale > 0 && scale <= 1))
+    throw std::invalid_argument(fmt::format("--prompts-scale {} must be in (0, 1]", scale));
+  if (scale == 1) return study;
+  for (auto& sc : study.scenarios) sc.args = scale_num_prompts(sc.args, scale);
+  if (!study.warmup_args.empty()) study.warmup_args = scale_num_prompts(study.warmup_args, scale);
+  study.prompts_scale = scale;
+  return study;
+}
+
 Study load_study(const std::filesystem::path& path, const std::filesystem::path& data_dir) {
   std::string text;
   try {

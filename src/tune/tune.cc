@@ -65,6 +65,7 @@ std::map<std::string, std::string> environment(const Study& study, Target target
       {"wall_started", when},
   };
   for (const auto& e : study.engines) env["engine." + e.name] = e.version;
+  env["prompts_scale"] = fmt::format("{:g}", study.prompts_scale);
   return env;
 }
 
@@ -80,6 +81,14 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
     *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(), moved_to.string());
   Store store(opt.out_dir / "results.sqlite");
   if (!opt.resume) store.clear_trials();  // only an empty study row can be left here (see prepare_study_dir)
+  if (opt.resume && store.trial_count() > 0) {
+    const auto before = store.environment();
+    const std::string stored = before.count("prompts_scale") ? before.at("prompts_scale") : "1";
+    if (stored != fmt::format("{:g}", study.prompts_scale))
+      throw TuneSetupError(fmt::format("--resume: {} was measured with --prompts-scale {}, not {:g}; use the same "
+                                       "value, or --fresh to start over",
+                                       (opt.out_dir / "results.sqlite").string(), stored, study.prompts_scale));
+  }
   store.write_study(study.name, study.source_text, target_name(study.target), environment(study, study.target));
   std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
   if (opt.progress && opt.resume)

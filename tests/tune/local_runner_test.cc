@@ -142,6 +142,21 @@ TEST_F(LocalFixture, CrashMidRun) {
   EXPECT_NE(o.reason.find("exit status 1"), std::string::npos) << o.reason;
 }
 
+// A scenario waiting on a dead engine (bench retrying its ready check for 600 s) is stopped when the
+// engine dies: the trial ends as crashed at once.
+TEST_F(LocalFixture, ScenarioIsStoppedWhenTheEngineDies) {
+  LocalRunnerOptions o = options();
+  o.run_scenario = [](const Scenario&, const std::string&, const std::atomic<bool>& stop) {
+    for (int i = 0; i < 3000 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (stop.load()) throw std::runtime_error("interrupted during the endpoint ready check; nothing was measured");
+    return ScenarioResult{};
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  TrialOutcome out = make_local_runner(o)(request(server("crash")));
+  EXPECT_EQ(out.status, TrialStatus::kCrashed) << out.reason;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
 TEST_F(LocalFixture, RequestsFailing) {
   TrialOutcome o = make_local_runner(options(0.0, 0))(request(server("ok")));
   EXPECT_EQ(o.status, TrialStatus::kRequestsFailed);
@@ -298,6 +313,10 @@ TEST(LogPatterns, ErrorLineAndOom) {
   EXPECT_EQ(error_line("just text\nlast line\n"), "last line");
   EXPECT_TRUE(log_shows_oom("torch.OutOfMemoryError: CUDA out of memory."));
   EXPECT_FALSE(log_shows_oom("ValueError: Selected backend"));
+  // vLLM's check_enough_kv_cache_memory: the KV cache cannot hold one max-length request (an OOM class).
+  EXPECT_TRUE(log_shows_oom("ValueError: To serve at least one request with the models's max seq len (163840), "
+                            "(11.95 GiB KV cache is needed, which is larger than the available KV cache memory "
+                            "(11.70 GiB)."));
 }
 
 }  // namespace

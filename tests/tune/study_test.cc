@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/paths.h"
 #include "test_study.h"
 #include "tune/space.h"
 #include "tune/study.h"
@@ -172,6 +173,24 @@ TEST(Space, ConditionsAndKeys) {
   EXPECT_EQ(config_label(s, normalize(s, c)), "ctx=32768");
   EXPECT_EQ(knobs_for_engine(s, "a"), (std::vector<std::string>{"layout", "ctx"}));
   EXPECT_EQ(enumerate_grid(s).size(), 3u * 2u + 3u * 2u * 2u);
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(Study, ScalePromptsForARehearsal) {
+  Study s = scale_prompts(parse_study(testing::kSmallStudy, "small.toml", "/data"), 0.05);
+  EXPECT_EQ(s.prompts_scale, 0.05);
+  EXPECT_EQ(s.scenarios[0].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  EXPECT_EQ(s.scenarios[1].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  Study ref = scale_prompts(load_study(common::source_dir() / "studies/deepseek-v3.2-h200x8.toml", "/data"), 0.05);
+  EXPECT_EQ(ref.scenarios[0].args.back(), "50");   // sharegpt-1000: 1000 x 0.05
+  EXPECT_EQ(ref.scenarios[4].args[7], "5");        // random-32000in-100out: 100 x 0.05
+  EXPECT_THROW(scale_prompts(ref, 0), std::invalid_argument);
+  EXPECT_THROW(scale_prompts(ref, 1.5), std::invalid_argument);
 }
 
 }  // namespace
