@@ -1,5 +1,7 @@
 #include "tune/datasets.h"
 
+#include <algorithm>
+
 #include "common/paths.h"
 
 namespace servelab::tune::detail {
@@ -14,7 +16,8 @@ std::optional<fs::path> resolve_dataset_file(const std::string& given, std::vect
   std::error_code ec;
   for (const auto& c : candidates) {
     if (fs::is_regular_file(c, ec)) return c;
-    if (tried) tried->push_back(c.string());
+    if (tried && std::find(tried->begin(), tried->end(), c.lexically_normal().string()) == tried->end())
+      tried->push_back(c.lexically_normal().string());
   }
   return std::nullopt;
 }

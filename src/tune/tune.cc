@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include <chrono>
 #include <ctime>
 
 #include "common/paths.h"
+#include "servelab_git_version.h"
 #include "tune/local_runner.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
@@ -48,6 +51,40 @@ std::string runner_data_note(const Study& study, Target target) {
   return "scenarios as given to bench serve (data directory " + common::data_dir().string() + ")";
 }
 
+std::string servelab_version() { return std::string("servelab 0.1.0 (") + SERVELAB_GIT_COMMIT + ")"; }
+
+std::string study_hash(const Study& study) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(study.source_text.data(), study.source_text.size(), md, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+StudyPlan plan_study(const Study& study) {
+  TrialRunner twin = default_runner(study, Target::kTwin, nullptr);
+  Evaluator ev(study, twin, "twin", nullptr, {}, nullptr, nullptr, {});
+  run_search(study, ev, &ev);
+  StudyPlan plan;
+  for (const auto& r : ev.records()) {
+    ++plan.trials;
+    if (r.outcome.status == TrialStatus::kRejected) {
+      ++plan.pruned;
+      continue;
+    }
+    ++plan.launches;
+    if (r.outcome.status == TrialStatus::kStartupRefused || r.outcome.status == TrialStatus::kOutOfMemory ||
+        r.outcome.status == TrialStatus::kCrashed)
+      ++plan.refused;
+    for (const auto& sc : r.outcome.scenarios) {
+      auto d = sc.metrics.find("Benchmark duration (s)");
+      if (d != sc.metrics.end()) plan.benchmark_s += d->second;
+    }
+  }
+  return plan;
+}
+
 namespace {
 
 std::map<std::string, std::string> environment(const Study& study, Target target) {
@@ -58,7 +95,9 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
   std::map<std::string, std::string> env = {
       {"host", host},
-      {"servelab", "servelab 0.1.0"},
+      {"servelab", servelab_version()},
+      {"study_file", study.source_path.string()},
+      {"study_sha256", study_hash(study)},
       {"target", target_name(target)},
       {"data", runner_data_note(study, target)},
       {"data_dir", common::data_dir().string()},
@@ -89,7 +128,9 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
                                        "value, or --fresh to start over",
                                        (opt.out_dir / "results.sqlite").string(), stored, study.prompts_scale));
   }
-  store.write_study(study.name, study.source_text, target_name(study.target), environment(study, study.target));
+  auto env = environment(study, study.target);
+  for (const auto& [k, v] : opt.environment) env[k] = v;
+  store.write_study(study.name, study.source_text, target_name(study.target), env);
   std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
   if (opt.progress && opt.resume)
     *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
+#include <string>
 #include <optional>
 #include <ostream>
 
@@ -31,6 +33,8 @@ struct TuneOptions {
   TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
   TrialRunner twin_runner;              ///< overrides the twin used by twin-guided ranking
   bool write_report = true;
+  /// Added to the recorded environment (pre-flight's findings: engine versions, GPU model, driver, CUDA).
+  std::map<std::string, std::string> environment;
 };
 
 struct TuneResult {
@@ -56,5 +60,28 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
 
 /// One line per data source the target's runner uses (for the report's "which data" line).
 std::string runner_data_note(const Study& study, Target target);
+
+/// What a study will launch, as the twin plays it through (`tune --dry-run`).
+struct StudyPlan {
+  int trials = 0;            ///< trials the search asks for (pruned configs included)
+  int pruned = 0;            ///< rejected before launch (no engine time)
+  int launches = 0;          ///< engine launches
+  int refused = 0;           ///< launches the twin predicts the engine refuses, runs out of memory or crashes
+  double benchmark_s = 0.0;  ///< predicted benchmark time of every scenario run (engine time), s
+  /// Node-hours × GPUs: (launches × startup_s + benchmark_s) × hardware.gpu_count / 3600.
+  double gpu_hours(double startup_s, int gpu_count) const {
+    return (launches * startup_s + benchmark_s) * gpu_count / 3600.0;
+  }
+};
+
+/// Plays the study's search on the engine twin (nothing launched, nothing written) and counts what the
+/// target would run. Throws std::runtime_error when the twin is not in this build.
+StudyPlan plan_study(const Study& study);
+
+/// The servelab version and git commit this binary was built from ("servelab 0.1.0 (abc123def456)").
+std::string servelab_version();
+
+/// SHA-256 of the study file as read (hex).
+std::string study_hash(const Study& study);
 
 }  // namespace servelab::tune
