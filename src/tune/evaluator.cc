@@ -227,6 +227,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         rec.argv = cmd.argv;
         rec.env = cmd.env;
         rec.shell = ev.shell;
+        rec.log_path = req.log_path.string();
         rec.outcome = std::move(out);
         rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
         rec.wall_started_s = t0;

@@ -28,6 +28,7 @@ struct TrialRecord {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::string shell;                       ///< the command as a shell line
+  std::string log_path;                    ///< the engine's stdout+stderr of this trial ("" on the twin)
   TrialOutcome outcome;
   double wall_started_s = 0.0;             ///< system clock, seconds since the Unix epoch
 };
