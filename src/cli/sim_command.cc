@@ -134,6 +134,19 @@ void run_sim_run(SimRunArgs& a) {
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m, selected).c_str());
   std::printf("%s", twin_view_block(p.twin).c_str());
+  // --save-result / --append-result: the same JSON as bench serve, marked as the twin's prediction.
+  if (a.bench.save_result || a.bench.append_result) {
+    run.date = report::current_date_string();
+    report::ReportOptions ro;
+    ro.percentile_metrics = selected;
+    ro.save_detailed = a.bench.save_detailed;
+    auto j = report::make_result_json(run, m, p.outputs, ro);
+    j["servelab_engine_twin_prediction"] = true;
+    j["servelab_launch"] = engines::render_command(engine);
+    const auto path = report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
+    report::write_result_file(path, j, a.bench.append_result);
+    std::printf("Result saved to %s\n", path.string().c_str());
+  }
 }
 
 void setup(CLI::App& root) {
@@ -149,11 +162,25 @@ void setup(CLI::App& root) {
   run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");
   bench::add_bench_flags(*run, run_args->bench);
   run->add_option("launch", run_args->launch, "the engine's launch command, after --");
-  run->callback([run_args] { run_sim_run(*run_args); });
+  run->allow_extras();  // to say what to do about engine flags given without `--` (below)
+  run->callback([run_args, run] {
+    std::string extra;
+    for (const auto& x : run->remaining())
+      if (x != "--") extra += (extra.empty() ? "" : " ") + x;  // CLI11 keeps the separator itself
+    if (!extra.empty()) {
+      std::fprintf(stderr,
+                   "servelab sim run: unexpected argument(s): %s\n  If they belong to the engine, put `--` before "
+                   "its launch command:\n  servelab sim run [workload flags] -- vllm serve "
+                   "deepseek-ai/DeepSeek-V3.2 -tp 8\n",
+                   extra.c_str());
+      throw ExitRequest{2};
+    }
+    run_sim_run(*run_args);
+  });
 
   auto hardware = std::make_shared<std::string>("8xH200");
   auto measurements = std::make_shared<std::string>(
-      (common::source_dir().parent_path() / "shared/reference/seed-measurements.json").string());
+      (common::data_dir().parent_path() / "reference" / "seed-measurements.json").string());
   auto* val = sim->add_subcommand("validate", "Every released measurement of the reference study vs the twin");
   val->add_option("--hardware", *hardware, "GPU node")->capture_default_str();
   val->add_option("--measurements", *measurements, "seed-measurements.json")->capture_default_str();

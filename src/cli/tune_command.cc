@@ -31,6 +31,7 @@ struct TuneArgs {
   bool dry_run = false;
   bool skip_preflight = false;
   double startup_estimate_min = 15;
+  int port = 0;
 };
 
 /// Pre-flight for the local target: prints what it found; false when a check failed.
@@ -76,6 +77,7 @@ void run(const TuneArgs& a) {
     throw servelab::cli::ExitRequest{2};
   }
   study = scale_prompts(std::move(study), a.prompts_scale);
+  if (a.port > 0) study.port = a.port;
   if (a.target == "twin") study.target = Target::kTwin;
   else if (a.target == "local") study.target = Target::kLocal;
   TuneOptions opt;
@@ -85,6 +87,12 @@ void run(const TuneArgs& a) {
   opt.progress = a.quiet ? nullptr : &std::cerr;
   opt.stop = &g_stop;
   if (a.dry_run) return dry_run(study, a, opt);
+  try {
+    check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
+  } catch (const TuneSetupError& e) {
+    std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    throw servelab::cli::ExitRequest{2};
+  }
   if (study.target == Target::kLocal && !a.skip_preflight && !preflight(study, opt, a.quiet)) {
     std::fprintf(stderr, "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
                          "--skip-preflight to launch anyway)\n");
@@ -145,6 +153,8 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
   cmd->add_option("--prompts-scale", args->prompts_scale,
                   "rehearsal: multiply every scenario's --num-prompts by this (0 < F <= 1); recorded and labelled")
       ->check(CLI::Range(1e-6, 1.0));
+  cmd->add_option("--port", args->port, "serve engines on this port instead of the study's [study] port")
+      ->check(CLI::Range(1, 65535));
   cmd->add_flag("--dry-run", args->dry_run,
                 "print the plan (trials, launches, the twin's estimate of GPU-hours) and, for the local target, "
                 "what pre-flight finds; launch nothing");

@@ -81,23 +81,10 @@ fs::path aside_name(const fs::path& dir) {
 
 }  // namespace
 
-DirLock prepare_study_dir(const fs::path& dir, const std::string& study_toml, const DirPolicy& policy,
-                          fs::path* moved_to) {
+void check_study_dir(const fs::path& dir, const std::string& study_toml, const DirPolicy& policy) {
   const fs::path db = dir / "results.sqlite";
-  if (policy.fresh && fs::exists(dir) && !fs::is_empty(dir)) {
-    fs::path target = aside_name(dir);
-    {
-      DirLock old(dir);  // never move a directory another tune is using
-      std::error_code ec;
-      fs::rename(dir, target, ec);
-      if (ec)
-        throw TuneSetupError(fmt::format("--fresh: cannot move {} aside to {}: {}", dir.string(), target.string(),
-                                         ec.message()));
-    }
-    if (moved_to) *moved_to = target;
-  }
-  DirLock lock(dir);
-  if (!fs::exists(db)) return lock;
+  if (policy.fresh) return;
+  if (!fs::exists(db)) return;
   Store store(db);
   const std::int64_t trials = store.trial_count();
   if (!policy.resume && trials > 0) {
@@ -115,6 +102,24 @@ DirLock prepare_study_dir(const fs::path& dir, const std::string& study_toml, co
           "to start over with the new one",
           db.string(), trials, db.string()));
   }
+}
+
+DirLock prepare_study_dir(const fs::path& dir, const std::string& study_toml, const DirPolicy& policy,
+                          fs::path* moved_to) {
+  if (policy.fresh && fs::exists(dir) && !fs::is_empty(dir)) {
+    fs::path target = aside_name(dir);
+    {
+      DirLock old(dir);  // never move a directory another tune is using
+      std::error_code ec;
+      fs::rename(dir, target, ec);
+      if (ec)
+        throw TuneSetupError(fmt::format("--fresh: cannot move {} aside to {}: {}", dir.string(), target.string(),
+                                         ec.message()));
+    }
+    if (moved_to) *moved_to = target;
+  }
+  DirLock lock(dir);
+  check_study_dir(dir, study_toml, policy);
   return lock;
 }
 

@@ -159,6 +159,10 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   return res;
 }
 
+void check_out_dir(const Study& study, const TuneOptions& opt) {
+  detail::check_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh});
+}
+
 SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log) {
   const auto db = dir / "results.sqlite";
   if (!std::filesystem::exists(db)) throw std::runtime_error("no results database at " + db.string());

@@ -50,6 +50,10 @@ struct TuneResult {
 /// StudyError / std::runtime_error for unusable setups (e.g. the target's runner is not in this build).
 TuneResult run_study(const Study& study, const TuneOptions& options);
 
+/// Refuses early (before pre-flight) what run_study would refuse about out_dir: results there without
+/// `resume`/`fresh`, or a different study file with `resume`. Throws TuneSetupError; changes nothing.
+void check_out_dir(const Study& study, const TuneOptions& options);
+
 /// Rebuilds the report of the study in `dir` (its results.sqlite) without running anything: the search is
 /// replayed over the stored trials; missing trials make a partial report. Returns the outcome.
 SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log);
