@@ -111,10 +111,37 @@ std::string read_all(const std::filesystem::path& p) {
 
 }  // namespace
 
+namespace {
+int http_status(const std::string& method, const std::string& host, int port, const std::string& path,
+                double timeout_s);
+}  // namespace
+
 int http_get_status(const std::string& host, int port, const std::string& path, double timeout_s) {
+  return http_status("GET", host, port, path, timeout_s);
+}
+
+int http_post_status(const std::string& host, int port, const std::string& path, double timeout_s) {
+  return http_status("POST", host, port, path, timeout_s);
+}
+
+std::optional<double> nvidia_smi_memory_used_mib() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (!p) return std::nullopt;
+  double sum = 0, v = 0;
+  int n = 0;
+  while (std::fscanf(p, "%lf", &v) == 1) sum += v, ++n;
+  const int rc = pclose(p);
+  if (rc != 0 || n == 0) return std::nullopt;
+  return sum;
+}
+
+namespace {
+int http_status(const std::string& method, const std::string& host, int port, const std::string& path,
+                double timeout_s) {
   int fd = connect_to(host, port, timeout_s);
   if (fd < 0) return 0;
-  std::string req = fmt::format("GET {} HTTP/1.0\r\nHost: {}:{}\r\nConnection: close\r\n\r\n", path, host, port);
+  std::string req = fmt::format("{} {} HTTP/1.0\r\nHost: {}:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                                method, path, host, port);
   std::string resp;
   auto t0 = Clock::now();
   size_t sent = 0;
@@ -140,6 +167,7 @@ int http_get_status(const std::string& host, int port, const std::string& path, 
   if (std::regex_search(resp, m, kStatus)) return std::stoi(m[1]);
   return 0;
 }
+}  // namespace
 
 std::string file_tail(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
@@ -187,7 +215,12 @@ std::string error_line(const std::string& text) {
 
 TrialRunner make_local_runner(LocalRunnerOptions opt) {
   if (!opt.run_scenario) throw std::invalid_argument("local runner needs a scenario function (bench)");
-  return [opt](const TrialRequest& req) -> TrialOutcome {
+  struct GpuBaseline {
+    bool read = false;
+    std::optional<double> baseline_mib;
+  };
+  auto gpu = std::make_shared<GpuBaseline>();
+  return [opt, gpu](const TrialRequest& req) -> TrialOutcome {
     TrialOutcome out;
     const auto t0 = Clock::now();
     const std::filesystem::path log =
@@ -203,12 +236,28 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       }
       return true;
     };
+    // GPU memory in use before this runner's first launch: each trial ends only when it is back to that.
+    if (!gpu->read && opt.gpu_memory_used_mib) {
+      gpu->baseline_mib = opt.gpu_memory_used_mib();
+      gpu->read = true;
+    }
+    auto wait_gpus_free = [&] {
+      const std::optional<double>& baseline_mib = gpu->baseline_mib;
+      if (!baseline_mib || !opt.gpu_memory_used_mib) return;
+      const auto tg = Clock::now();
+      while (since_s(tg) < opt.port_free_timeout_s) {
+        const auto used = opt.gpu_memory_used_mib();
+        if (!used || *used <= *baseline_mib + 1024) return;
+        sleep_s(0.5);
+      }
+    };
     auto finish = [&](TrialStatus s, std::string reason) {
       engine.stop(opt.stop_grace_s);
       out.status = s;
       out.reason = std::move(reason);
       out.log_tail = file_tail(log.string(), opt.log_tail_lines);
       wait_port_free(opt.port_free_timeout_s);  // so that the next trial can bind it
+      wait_gpus_free();
       out.wall_s = since_s(t0);
       return out;
     };
@@ -294,7 +343,9 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);
       }
-      for (const auto& sc : req.scenarios) {
+      for (size_t i = 0; i < req.scenarios.size(); ++i) {
+        const Scenario& sc = req.scenarios[i];
+        if (i > 0 && !opt.reset_cache_path.empty()) http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
         ScenarioResult r = run_watched(sc);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);

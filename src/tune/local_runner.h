@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,20 @@ struct LocalRunnerOptions {
   std::vector<std::string> warmup_args;  ///< if non-empty: one warm-up scenario run first (discarded)
   std::size_t log_tail_lines = 40;
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C
+  /// POSTed between two scenarios of a trial so that one scenario's prefix cache does not serve the next
+  /// (vLLM /reset_prefix_cache, SGLang /flush_cache); "" when the engine offers none. Failures are ignored.
+  std::string reset_cache_path;
+  /// GPU memory in use on this node, MiB (sum over GPUs), or nullopt when unknown (no nvidia-smi). After a
+  /// trial the runner waits (up to port_free_timeout_s) until it is back to what it was before the first
+  /// launch + 1 GiB, so that the next engine does not start beside the last one's memory.
+  std::function<std::optional<double>()> gpu_memory_used_mib;
 };
+
+/// nvidia-smi's total memory.used over GPUs (MiB), or nullopt when nvidia-smi is missing or fails.
+std::optional<double> nvidia_smi_memory_used_mib();
+
+/// POST http://host:port/path with an empty body; returns the HTTP status, or 0 if no response.
+int http_post_status(const std::string& host, int port, const std::string& path, double timeout_s);
 
 /// A TrialRunner for real engines. Classification (first match):
 ///   engine exits before ready: log has an out-of-memory pattern → kOutOfMemory, else kStartupRefused with

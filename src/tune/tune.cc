@@ -41,6 +41,10 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
     o.ready_paths = e.ready_paths;
     o.ready_timeout_s = e.ready_timeout_s;
     o.stop_grace_s = e.stop_grace_s;
+    // Prefix-cache reset between scenarios where the engine offers one (vLLM needs VLLM_SERVER_DEV_MODE=1
+    // for it; without it the POST gets 404 and nothing changes).
+    o.reset_cache_path = e.kind == "vllm" ? "/reset_prefix_cache" : e.kind == "sglang" ? "/flush_cache" : "";
+    o.gpu_memory_used_mib = nvidia_smi_memory_used_mib;
     per_engine[e.name] = make_local_runner(o);
   }
   return [per_engine](const TrialRequest& req) { return per_engine.at(req.engine)(req); };

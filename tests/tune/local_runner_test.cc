@@ -36,6 +36,10 @@ port, mode = int(sys.argv[1]), sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def do_POST(self):
+        with open(os.environ.get('FAKE_POST_LOG', '/dev/null'), 'a') as f:
+            f.write(self.path + '\n')
+        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()
     def log_message(self, *a): pass
 s = http.server.HTTPServer(('127.0.0.1', port), H)
 print('INFO: Application startup complete.', flush=True)
@@ -305,6 +309,32 @@ TEST_F(LocalFixture, UntrustedTimingIsAnInvalidTrial) {
   EXPECT_EQ(out.reason, "scenario s1: the timing cannot be trusted at time scale 20: ...");
   EXPECT_TRUE(out.scenarios.empty());
   EXPECT_EQ(trial_status_from_name("invalid"), TrialStatus::kInvalid);
+}
+
+// Between two scenarios the engine's prefix cache is reset (its endpoint, POST), not before the first.
+TEST_F(LocalFixture, PrefixCacheIsResetBetweenScenarios) {
+  LocalRunnerOptions o = options();
+  o.reset_cache_path = "/flush_cache";
+  TrialRequest req = request(server("ok"));
+  req.scenarios.push_back(Scenario{"s2", "", {}, 1.0});
+  req.scenarios.push_back(Scenario{"s3", "", {}, 1.0});
+  req.env["FAKE_POST_LOG"] = (dir / "posts").string();
+  ASSERT_EQ(make_local_runner(o)(req).status, TrialStatus::kOk);
+  std::ifstream in(dir / "posts");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(all, "/flush_cache\n/flush_cache\n");
+}
+
+// A trial ends only when the GPUs' memory is back to its level before the first launch (+1 GiB).
+TEST_F(LocalFixture, WaitsUntilGpuMemoryIsBackToBaseline) {
+  LocalRunnerOptions o = options();
+  std::vector<double> readings = {2000, 90000, 90000, 2500};  // baseline, then after the stop
+  size_t calls = 0;
+  o.gpu_memory_used_mib = [&]() -> std::optional<double> {
+    return readings[std::min(calls++, readings.size() - 1)];
+  };
+  ASSERT_EQ(make_local_runner(o)(request(server("ok"))).status, TrialStatus::kOk);
+  EXPECT_EQ(calls, 4u);
 }
 
 TEST(LogPatterns, ErrorLineAndOom) {
