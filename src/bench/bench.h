@@ -83,10 +83,11 @@ BenchResult run(const BenchConfig& config, std::stop_token stop = {}, const RunI
 
 /// vLLM's model discovery: GET `{base_url}/v1/models` and return (id, root) of the first entry: the
 /// request model name and the model/tokenizer id (`root` falls back to `id` when the server has none).
-/// Throws BenchError naming the URL and the problem (HTTP status, malformed JSON, empty list).
+/// Throws BenchError naming the URL and the problem (HTTP status, malformed JSON, empty list). `body`, when
+/// given, receives the response (bench reads a twin's time scale from it instead of asking again).
 std::pair<std::string, std::string> discover_first_model(
     const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
-    bool insecure);
+    bool insecure, std::string* body = nullptr);
 
 /// The sampling part of every request body, vLLM 0.13's order: top_p, top_k, min_p, temperature,
 /// frequency_penalty, presence_penalty, repetition_penalty (only the flags given), then

@@ -51,7 +51,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 std::pair<std::string, std::string> discover_first_model(
     const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
-    bool insecure) {
+    bool insecure, std::string* body) {
   const std::string url = base_url + "/v1/models";
   auto all_headers = headers;
   bool has_auth = false;
@@ -71,6 +71,7 @@ std::pair<std::string, std::string> discover_first_model(
   if (res.status != 200)
     throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", url,
                                  res.status, res.reason));
+  if (body) *body = res.body;
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw BenchError(fmt::format("model discovery: GET {} did not return a JSON object", url));
@@ -126,9 +127,10 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   Urls urls = build_urls(config);
 
   // 3. Model discovery.
+  std::optional<std::string> models_body;  // GET /v1/models, when discovery fetched it
   if (!config.model) {
     print.line("Model not specified, fetching first model from server...");
-    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure);
+    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure, &models_body.emplace());
     result.model_name = name;
     result.model_id = id;
     print.line("First model name: {}, first model id: {}", name, id);
@@ -233,9 +235,10 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
 
   // A time-scaled engine twin runs K times faster than real time: send at K × the rate so that the engine
   // sees the requested rate in its own time, and report engine time (server_clock.h).
-  const detail::ServerClock clock = stop.stop_requested()
-                                        ? detail::ServerClock{}
-                                        : detail::probe_server_clock(urls.base_url, r.headers, config.insecure);
+  const detail::ServerClock clock = stop.stop_requested() ? detail::ServerClock{}
+                                    : models_body     ? detail::server_clock_from_models(*models_body)
+                                                      : detail::probe_server_clock(urls.base_url, r.headers,
+                                                                                   config.insecure);
   result.server_time_scale = clock.time_scale;
   result.engine_twin = clock.engine_twin;
   if (clock.time_scale != 1.0)

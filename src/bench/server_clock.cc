@@ -13,27 +13,31 @@
 
 namespace servelab::bench::detail {
 
+ServerClock server_clock_from_models(const std::string& body) {
+  ServerClock clock;
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
+    return clock;
+  const auto& first = j["data"][0];
+  if (!first.is_object() || !first.contains("servelab") || !first["servelab"].is_object()) return clock;
+  const auto& s = first["servelab"];
+  if (s.contains("engine_twin") && s["engine_twin"].is_boolean()) clock.engine_twin = s["engine_twin"].get<bool>();
+  if (s.contains("time_scale") && s["time_scale"].is_number()) {
+    const double k = s["time_scale"].get<double>();
+    if (k > 0 && std::isfinite(k)) clock.time_scale = k;
+  }
+  return clock;
+}
+
 ServerClock probe_server_clock(const std::string& base_url,
                                const std::vector<std::pair<std::string, std::string>>& headers, bool insecure) {
-  ServerClock clock;
   try {
     const HttpGetResult res = http_get(base_url + "/v1/models", headers, insecure, 5.0);
-    if (res.status != 200) return clock;
-    const auto j = nlohmann::json::parse(res.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
-      return clock;
-    const auto& first = j["data"][0];
-    if (!first.is_object() || !first.contains("servelab") || !first["servelab"].is_object()) return clock;
-    const auto& s = first["servelab"];
-    clock.engine_twin = s.value("engine_twin", false);
-    if (s.contains("time_scale") && s["time_scale"].is_number()) {
-      const double k = s["time_scale"].get<double>();
-      if (k > 0 && std::isfinite(k)) clock.time_scale = k;
-    }
+    if (res.status != 200) return ServerClock{};
+    return server_clock_from_models(res.body);
   } catch (const std::exception&) {
     return ServerClock{};
   }
-  return clock;
 }
 
 std::optional<ScheduleWindow> read_schedule_window(const std::string& base_url,

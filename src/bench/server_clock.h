@@ -29,6 +29,9 @@ struct ServerClock {
 ServerClock probe_server_clock(const std::string& base_url,
                                const std::vector<std::pair<std::string, std::string>>& headers, bool insecure);
 
+/// The clock advertised in a /v1/models response body ({1, false} when it holds none). Never throws.
+ServerClock server_clock_from_models(const std::string& body);
+
 /// Tokens emitted and their lag behind the twin's schedule over a window, engine ms.
 struct ScheduleWindow {
   std::uint64_t tokens = 0;

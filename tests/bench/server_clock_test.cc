@@ -60,6 +60,18 @@ TEST(ServerClock, RunsTheHostCouldNotKeepUpWithAreInvalid) {
   EXPECT_EQ(schedule_invalid_reason(ScheduleWindow{}, 10.0, m, 10, 6.0), "");  // nothing emitted: no verdict
 }
 
+TEST(ServerClock, ReadFromTheModelsList) {
+  const ServerClock twin = server_clock_from_models(
+      R"({"object":"list","data":[{"id":"m","servelab":{"engine_twin":true,"time_scale":20}}]})");
+  EXPECT_TRUE(twin.engine_twin);
+  EXPECT_EQ(twin.time_scale, 20.0);
+  const ServerClock vllm = server_clock_from_models(R"({"object":"list","data":[{"id":"m","owned_by":"vllm"}]})");
+  EXPECT_FALSE(vllm.engine_twin);
+  EXPECT_EQ(vllm.time_scale, 1.0);
+  EXPECT_EQ(server_clock_from_models("not json").time_scale, 1.0);
+  EXPECT_EQ(server_clock_from_models(R"({"data":[{"servelab":{"time_scale":-3}}]})").time_scale, 1.0);
+}
+
 TEST(ServerClock, ARealEngineAdvertisesNothing) {
   // Nothing listens on port 1: the probe says "real engine, time scale 1" instead of failing.
   const ServerClock c = probe_server_clock("http://127.0.0.1:1", {}, false);
