@@ -2,8 +2,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+PREFIX ?= /usr/local
 
-.PHONY: all deps build test demo bench clean format
+.PHONY: all deps build test demo demo-local bench install clean format
 
 all: build
 
@@ -21,6 +22,15 @@ test: build
 
 demo: build
 	./scripts/demo.sh $(BUILD)
+
+# The reference study through --target local on the engine stand-ins (the GPU-node path, no GPU needed).
+demo-local: build
+	./scripts/demo_local.sh $(BUILD)
+
+# The binary into $(PREFIX)/bin; studies and engine stand-ins into $(PREFIX)/share/servelab; docs into
+# $(PREFIX)/share/doc/servelab.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	./scripts/benchmarks.sh $(BUILD)

@@ -4,6 +4,7 @@
 // Spec: shared/reference/vllm-bench-serve.md §1 (flags, startup order), §3.2 (pre-run steps).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -31,6 +32,13 @@ struct RunIo {
   bool quiet = false;  ///< print nothing at all (tune's in-process runs)
 };
 
+/// How late a time-scaled engine twin's tokens left relative to its own schedule, engine ms.
+struct ScheduleLag {
+  std::uint64_t tokens = 0;  ///< tokens emitted during the timed run
+  double mean_ms = 0.0;
+  double max_ms = 0.0;
+};
+
 /// Everything a finished (or interrupted) run produced.
 struct BenchResult {
   report::RunInfo run;                          ///< the run description heading the JSON (date, model, rate)
@@ -43,7 +51,16 @@ struct BenchResult {
   std::string model_id;                         ///< --model or the discovered `root`
   std::string tokenizer_id;                     ///< --tokenizer or the model id
   bool interrupted = false;                     ///< stopped before every request finished
-  double duration_s = 0.0;                      ///< vLLM benchmark_duration, s
+  double duration_s = 0.0;                      ///< vLLM benchmark_duration, s (engine time, see below)
+  /// Engine seconds per wall second of the server (servelab's engine twin advertises it; 1 for real engines).
+  /// Every time, rate and throughput above is engine time: wall × server_time_scale.
+  double server_time_scale = 1.0;
+  bool engine_twin = false;                     ///< the server is servelab's engine twin (sim serve)
+  /// Twin only: tokens' lag behind its schedule during the timed run (engine ms), when the server reports it.
+  std::optional<ScheduleLag> schedule_lag;
+  /// Non-empty when the numbers cannot be trusted: the twin fell behind its schedule (host too slow for the
+  /// time scale). Such a run is reported, marked INVALID, and tune does not rank it.
+  std::string invalid_reason;
 };
 
 /// Thrown when the run cannot start or cannot go on (bad flag value, no model on the server, tokenizer not
@@ -66,10 +83,11 @@ BenchResult run(const BenchConfig& config, std::stop_token stop = {}, const RunI
 
 /// vLLM's model discovery: GET `{base_url}/v1/models` and return (id, root) of the first entry: the
 /// request model name and the model/tokenizer id (`root` falls back to `id` when the server has none).
-/// Throws BenchError naming the URL and the problem (HTTP status, malformed JSON, empty list).
+/// Throws BenchError naming the URL and the problem (HTTP status, malformed JSON, empty list). `body`, when
+/// given, receives the response (bench reads a twin's time scale from it instead of asking again).
 std::pair<std::string, std::string> discover_first_model(
     const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
-    bool insecure);
+    bool insecure, std::string* body = nullptr);
 
 /// The sampling part of every request body, vLLM 0.13's order: top_p, top_k, min_p, temperature,
 /// frequency_penalty, presence_penalty, repetition_penalty (only the flags given), then

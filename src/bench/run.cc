@@ -11,6 +11,7 @@
 #include "bench/bench.h"
 #include "bench/http_get.h"
 #include "bench/progress.h"
+#include "bench/server_clock.h"
 #include "client/client.h"
 #include "dataset/dataset.h"
 #include "report/python_json.h"
@@ -50,7 +51,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 std::pair<std::string, std::string> discover_first_model(
     const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
-    bool insecure) {
+    bool insecure, std::string* body) {
   const std::string url = base_url + "/v1/models";
   auto all_headers = headers;
   bool has_auth = false;
@@ -70,6 +71,7 @@ std::pair<std::string, std::string> discover_first_model(
   if (res.status != 200)
     throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", url,
                                  res.status, res.reason));
+  if (body) *body = res.body;
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw BenchError(fmt::format("model discovery: GET {} did not return a JSON object", url));
@@ -125,9 +127,10 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   Urls urls = build_urls(config);
 
   // 3. Model discovery.
+  std::optional<std::string> models_body;  // GET /v1/models, when discovery fetched it
   if (!config.model) {
     print.line("Model not specified, fetching first model from server...");
-    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure);
+    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure, &models_body.emplace());
     result.model_name = name;
     result.model_id = id;
     print.line("First model name: {}, first model id: {}", name, id);
@@ -230,14 +233,27 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   print.line("Maximum request concurrency: {}",
              config.max_concurrency ? std::to_string(*config.max_concurrency) : std::string("None"));
 
+  // A time-scaled engine twin runs K times faster than real time: send at K × the rate so that the engine
+  // sees the requested rate in its own time, and report engine time (server_clock.h).
+  const detail::ServerClock clock = stop.stop_requested() ? detail::ServerClock{}
+                                    : models_body     ? detail::server_clock_from_models(*models_body)
+                                                      : detail::probe_server_clock(urls.base_url, r.headers,
+                                                                                   config.insecure);
+  result.server_time_scale = clock.time_scale;
+  result.engine_twin = clock.engine_twin;
+  if (clock.time_scale != 1.0)
+    print.line("Server time scale: {:g} (servelab engine twin): requests are sent at {:g} x the rate and every "
+               "time below is engine time (wall x {:g})",
+               clock.time_scale, clock.time_scale, clock.time_scale);
+  const double k = clock.time_scale;
   client::ArrivalOptions arrival;
   arrival.num_requests = planned.size();
-  arrival.request_rate = r.request_rate;
+  arrival.request_rate = r.request_rate * k;
   arrival.burstiness = config.burstiness;
   arrival.seed = static_cast<std::uint32_t>(config.seed);
   arrival.ramp_up = ramp_up_kind(config);
-  arrival.ramp_up_start_rps = config.ramp_up_start_rps.value_or(0);
-  arrival.ramp_up_end_rps = config.ramp_up_end_rps.value_or(0);
+  arrival.ramp_up_start_rps = config.ramp_up_start_rps.value_or(0) * k;
+  arrival.ramp_up_end_rps = config.ramp_up_end_rps.value_or(0) * k;
   std::vector<double> schedule;
   try {
     schedule = client::arrival_schedule(arrival);
@@ -251,7 +267,13 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   client::ProgressCallback progress;
   if (bar) progress = [&bar](std::size_t done, std::size_t) { bar->update(done); };
 
+  std::optional<detail::StallMonitor> stalls;
+  if (clock.engine_twin) {
+    detail::read_schedule_window(urls.base_url, r.headers, config.insecure);  // starts a new window
+    stalls.emplace();
+  }
   client::LoadResult load = client::run_load(opts, planned, schedule, progress, stop);
+  const double client_stall_ms = stalls ? stalls->stop() : 0.0;
   if (bar) bar->finish();
   result.interrupted = load.interrupted;
   result.duration_s = load.duration_s;
@@ -259,7 +281,12 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     // Nothing completed (e.g. stopped before the first send): the wall time of the attempt.
     result.duration_s = std::max(seconds_since(load.start), 1e-9);
   }
+  result.duration_s *= k;
   result.outputs = std::move(load.outputs);
+  detail::to_engine_time(result.outputs, k);
+  std::optional<detail::ScheduleWindow> lag;
+  if (clock.engine_twin) lag = detail::read_schedule_window(urls.base_url, r.headers, config.insecure);
+  if (lag) result.schedule_lag = ScheduleLag{lag->tokens, lag->mean_ms(), lag->lag_max_ms};
 
   // 11. Failed requests (capped), metrics, report.
   std::vector<const metrics::RequestOutput*> failed;
@@ -288,12 +315,38 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
 
   result.console_report = report::format_console_block(result.run, result.metrics, selected) +
                           report::format_console_extras(result.run, result.metrics, selected);
+  if (lag)
+    result.invalid_reason =
+        detail::schedule_invalid_reason(*lag, result.duration_s, result.metrics, k, client_stall_ms);
+  if (clock.engine_twin) {
+    result.console_report += fmt::format(
+        "Engine twin (servelab sim serve) at time scale {:g}: times, rates and throughputs are engine time "
+        "(wall x {:g})\n",
+        k, k);
+    if (result.schedule_lag)
+      result.console_report += fmt::format(
+          "Twin schedule lag (engine ms): mean {:.2f}, max {:.2f}, last {:.2f} over {} tokens; admission wait "
+          "max {:.2f}; client oversleep mean {:.3f} wall ms\n",
+          result.schedule_lag->mean_ms, result.schedule_lag->max_ms, lag->lag_last_ms, result.schedule_lag->tokens,
+          lag->admission_wait_max_ms, client_stall_ms);
+    if (!result.invalid_reason.empty()) result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
+  }
   print.raw(result.console_report);
 
   report::ReportOptions report_options;
   report_options.percentile_metrics = selected;
   report_options.save_detailed = config.save_detailed;
   result.result_json = report::make_result_json(result.run, result.metrics, result.outputs, report_options);
+  if (clock.engine_twin && result.result_json.contains("servelab")) {
+    auto& x = result.result_json["servelab"];
+    x["server_time_scale"] = k;
+    if (result.schedule_lag)
+      x["twin_schedule_lag_ms"] = {{"mean", result.schedule_lag->mean_ms},
+                                   {"max", result.schedule_lag->max_ms},
+                                   {"tokens", result.schedule_lag->tokens}};
+    x["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json(result.invalid_reason);
+  }
 
   // 12. JSON result.
   if (config.save_result || config.append_result) {

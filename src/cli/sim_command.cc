@@ -164,9 +164,23 @@ void run_sim_run(SimRunArgs& a) {
   if (a.explain)
     for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
   std::printf("%s", twin_view_block(p.twin).c_str());
+  // --save-result / --append-result: the same JSON as bench serve, marked as the twin's prediction.
+  if (a.bench.save_result || a.bench.append_result) {
+    run.date = report::current_date_string();
+    report::ReportOptions ro;
+    ro.percentile_metrics = selected;
+    ro.save_detailed = a.bench.save_detailed;
+    auto j = report::make_result_json(run, m, p.outputs, ro);
+    j["servelab_engine_twin_prediction"] = true;
+    j["servelab_launch"] = engines::render_command(engine);
+    const auto path = report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
+    report::write_result_file(path, j, a.bench.append_result);
+    std::printf("Result saved to %s\n", path.string().c_str());
+  }
 }
 
-std::string default_corpus() { return (common::source_dir().parent_path() / "shared" / "reference").string(); }
+// The corpus beside the data directory (shared/reference next to shared/data), as the data is found.
+std::string default_corpus() { return (common::data_dir().parent_path() / "reference").string(); }
 
 void setup(CLI::App& root) {
   auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
@@ -186,7 +200,21 @@ void setup(CLI::App& root) {
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
   bench::add_bench_flags(*run, run_args->bench);
   run->add_option("launch", run_args->launch, "the engine's launch command, after --");
-  run->callback([run_args] { run_sim_run(*run_args); });
+  run->allow_extras();  // to say what to do about engine flags given without `--` (below)
+  run->callback([run_args, run] {
+    std::string extra;
+    for (const auto& x : run->remaining())
+      if (x != "--") extra += (extra.empty() ? "" : " ") + x;  // CLI11 keeps the separator itself
+    if (!extra.empty()) {
+      std::fprintf(stderr,
+                   "servelab sim run: unexpected argument(s): %s\n  If they belong to the engine, put `--` before "
+                   "its launch command:\n  servelab sim run [workload flags] -- vllm serve "
+                   "deepseek-ai/DeepSeek-V3.2 -tp 8\n",
+                   extra.c_str());
+      throw ExitRequest{2};
+    }
+    run_sim_run(*run_args);
+  });
 
   auto corpus = std::make_shared<std::string>(default_corpus());
   auto per_point = std::make_shared<bool>(false);

@@ -3,6 +3,7 @@
 // step-time model predict for the launch (the same OnlineTwin/Simulator as `sim run`).
 #include <fmt/format.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <limits>
@@ -34,13 +35,31 @@ struct SimServeArgs {
   std::string model_config;
   double reasoning_fraction = 0.5;
   int default_max_tokens = 0;
+  double startup_delay_s = 0.0;
+  std::string ready_lines;
+  double crash_after_s = 0.0;
+  std::string crash_message = "RuntimeError: CUDA error: an illegal memory access was encountered";
   std::vector<std::string> launch;
 };
 
 simserve::Server* g_server = nullptr;
+volatile std::sig_atomic_t g_stop = 0;
 
 void on_signal(int) {
+  g_stop = 1;
   if (g_server != nullptr) g_server->stop();
+}
+
+/// Does the twin's refusal of this launch happen at run time (the engine starts, then dies on its first
+/// steps) rather than at start-up? The engines module's rules say which phase a refusal belongs to.
+/// Sleeps `s` seconds in small steps; false if a signal asked to stop meanwhile.
+bool sleep_unless_stopped(double s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (g_stop) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return !g_stop;
 }
 
 void run_serve(const SimServeArgs& a) {
@@ -54,19 +73,27 @@ void run_serve(const SimServeArgs& a) {
   const model::ModelSpec model =
       a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
   auto created = sim::OnlineTwin::create(engine, cluster, model);
+  std::unique_ptr<sim::OnlineTwin> twin;
+  std::string runtime_failure;  // the twin's reason when the engine starts and then dies on its first step
   if (auto* f = std::get_if<sim::Failure>(&created)) {
-    // The engine would not come up: say so as it would, and exit non-zero like the engine.
-    std::fprintf(stderr, "%s\n", f->reason.c_str());
-    throw ExitRequest{1};
+    if (f->kind != sim::Failure::Kind::kRuntime) {
+      // The engine would not come up: say so as it would, and exit non-zero like the engine.
+      std::fprintf(stderr, "%s\n", f->reason.c_str());
+      throw ExitRequest{1};
+    }
+    runtime_failure = f->reason;
+  } else {
+    twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
   }
-  auto twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
 
   simserve::ServerOptions o;
   o.host = a.host;
   o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
   o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
   o.root_model = engine.model;
-  o.max_model_len = twin->max_model_len();
+  o.max_model_len = twin ? twin->max_model_len()
+                         : engines::resolve_defaults(engine, sim::model_traits(model), sim::hardware_traits(cluster))
+                               .max_model_len.value_or(model.max_position_embeddings);
   o.time_scale = a.time_scale;
   o.seed = a.seed;
   o.reasoning_parser = !engine.reasoning_parser.empty();
@@ -79,23 +106,50 @@ void run_serve(const SimServeArgs& a) {
       [t](std::uint64_t id) { t->cancel(id); },
       [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
       [t] { return t->next_event_s(); }};
+  if (!twin) {
+    // A run-time failure: the server comes up, and the first request's first step kills the engine, with the
+    // twin's reason as its last words (as vLLM -dcp with FlashMLA sparse dies at its first decode step).
+    timeline = simserve::Timeline{[reason = runtime_failure](std::uint64_t, int, int, double) {
+                                    std::fprintf(stderr, "%s\n", reason.c_str());
+                                    std::fflush(stderr);
+                                    std::_Exit(1);
+                                  },
+                                  [](std::uint64_t) {},
+                                  [](double, const std::function<void(std::uint64_t, int, double)>&) {},
+                                  [] { return std::numeric_limits<double>::infinity(); }};
+  }
 
   const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer);
   simserve::Server server(o, std::move(timeline), tok);
   const unsigned short port = server.start();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  // Start-up delay: the port is bound (connections wait in the backlog, /health gets no answer) as a real
+  // engine holds its port while it loads weights.
+  if (a.startup_delay_s > 0 && !sleep_unless_stopped(a.startup_delay_s)) return;
   std::fprintf(stderr,
                "servelab sim serve: twin of `%s` (%s, %d GPUs) on %s; max_model_len %d; time scale %g\n"
                "  listening on http://%s:%u  (model \"%s\"; Ctrl-C stops)\n",
                engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
                engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
                o.served_models[0].c_str());
+  if (twin)
   std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
                sim::format_band(twin->context().band).c_str());
+  if (!a.ready_lines.empty()) std::fprintf(stderr, "%s\n", a.ready_lines.c_str());
+  std::fflush(stderr);
+  if (a.crash_after_s > 0) {
+    std::thread([s = a.crash_after_s, msg = a.crash_message] {
+      if (!sleep_unless_stopped(s)) return;
+      std::fprintf(stderr, "%s\n", msg.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }).detach();
+  }
   g_server = &server;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  server.run();
+  if (!g_stop) server.run();
   g_server = nullptr;
+  if (!twin) return;
   const auto v = twin->view();
   std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
                v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
@@ -131,6 +185,16 @@ void setup(CLI::App& root) {
   serve->add_option("--default-max-tokens", args->default_max_tokens,
                     "Output tokens when a request sets no max_tokens (0: up to the end of the context). The "
                     "twin has no language model to emit EOS, so a request always runs to its budget")
+      ->capture_default_str();
+  serve->add_option("--startup-delay-s", args->startup_delay_s,
+                    "Hold the port this many seconds before answering, as an engine loading its weights (stand-ins)")
+      ->check(CLI::Range(0.0, 86400.0));
+  serve->add_option("--ready-lines", args->ready_lines,
+                    "Text to print on stderr once serving, e.g. an engine's start-up lines (newlines allowed)");
+  serve->add_option("--crash-after-s", args->crash_after_s,
+                    "Crash injection: exit 1 this many seconds after becoming ready, printing --crash-message")
+      ->check(CLI::Range(0.0, 1e9));
+  serve->add_option("--crash-message", args->crash_message, "Last line printed by --crash-after-s")
       ->capture_default_str();
   serve->add_option("launch", args->launch, "the engine's launch command, after --");
   serve->callback([args] { run_serve(*args); });

@@ -7,14 +7,17 @@
 
 #include "cli/command_registry.h"
 #include "common/paths.h"
+#include "tune/preflight.h"
 #include "tune/tune.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 
+// First Ctrl-C: the trial in flight is stopped (engine stopped with its grace period), finished trials are
+// kept. Second: leave at once; the engine's supervisor sees tune gone and stops the engine (engine_process.h).
 extern "C" void on_sigint(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // second Ctrl-C: leave at once
+  if (g_stop.exchange(true)) std::_Exit(130);
 }
 
 struct TuneArgs {
@@ -22,8 +25,47 @@ struct TuneArgs {
   std::string target;
   std::string out;
   bool resume = false;
+  bool fresh = false;
   bool quiet = false;
+  double prompts_scale = 1.0;
+  bool dry_run = false;
+  bool skip_preflight = false;
+  double startup_estimate_min = 15;
+  int port = 0;
 };
+
+/// Pre-flight for the local target: prints what it found; false when a check failed.
+bool preflight(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt, bool quiet) {
+  using namespace servelab::tune;
+  const PreflightReport r = run_preflight(study, PreflightOptions::from_process());
+  if (!quiet || !r.ok()) std::cerr << "servelab tune: pre-flight (" << (r.ok() ? "ok" : "FAILED") << ")\n" << r.text();
+  for (const auto& [engine, version] : r.engine_versions)
+    opt.environment["engine." + engine + ".reported"] = version + (r.standins ? " (servelab stand-in)" : "");
+  for (const auto& [k, v] : r.gpu) opt.environment[k] = v;
+  opt.environment["preflight"] = r.ok() ? "ok" : "failed";
+  return r.ok();
+}
+
+void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tune::TuneOptions& opt) {
+  using namespace servelab::tune;
+  bool ok = true;
+  if (study.target == Target::kLocal) ok = preflight(study, opt, false);
+  const StudyPlan plan = plan_study(study);
+  const double startup_s = a.startup_estimate_min * 60;
+  std::cout << fmt::format(
+      "plan (the twin's play of the {} search; nothing launched):\n"
+      "  trials: {} ({} pruned before launch)\n"
+      "  launches: {} (the twin predicts {} refused at start-up, out of memory or crashed)\n"
+      "  benchmark time: {:.2f} h predicted; start-up assumed {:g} min per launch (--startup-estimate-min)\n"
+      "  GPU-hours: {:.1f} ({} GPUs x {:.2f} h){}\n",
+      strategy_name(study.search.strategy), plan.trials, plan.pruned, plan.launches, plan.refused,
+      plan.benchmark_s / 3600, a.startup_estimate_min, plan.gpu_hours(startup_s, study.hardware.gpu_count),
+      study.hardware.gpu_count, plan.gpu_hours(startup_s, 1),
+      study.prompts_scale == 1 ? "" : fmt::format(" (rehearsal: --num-prompts x {:g})", study.prompts_scale));
+  if (study.target == Target::kLocal)
+    std::cout << (ok ? "pre-flight: ok\n" : "pre-flight: FAILED (see above); fix it before booking GPUs\n");
+  if (!ok) throw servelab::cli::ExitRequest{2};
+}
 
 void run(const TuneArgs& a) {
   using namespace servelab::tune;
@@ -34,18 +76,36 @@ void run(const TuneArgs& a) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
     throw servelab::cli::ExitRequest{2};
   }
+  study = scale_prompts(std::move(study), a.prompts_scale);
+  if (a.port > 0) study.port = a.port;
   if (a.target == "twin") study.target = Target::kTwin;
   else if (a.target == "local") study.target = Target::kLocal;
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
   opt.resume = a.resume;
+  opt.fresh = a.fresh;
   opt.progress = a.quiet ? nullptr : &std::cerr;
   opt.stop = &g_stop;
+  if (a.dry_run) return dry_run(study, a, opt);
+  try {
+    check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
+  } catch (const TuneSetupError& e) {
+    std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    throw servelab::cli::ExitRequest{2};
+  }
+  if (study.target == Target::kLocal && !a.skip_preflight && !preflight(study, opt, a.quiet)) {
+    std::fprintf(stderr, "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
+                         "--skip-preflight to launch anyway)\n");
+    throw servelab::cli::ExitRequest{2};
+  }
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
-  std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point) -> {}\n",
+  std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point{}) -> {}\n",
                            study.name, target_name(study.target), strategy_name(study.search.strategy),
-                           study.repeats, opt.out_dir.string());
+                           study.repeats,
+                           study.prompts_scale == 1 ? ""
+                                                    : fmt::format(", rehearsal: --num-prompts x {:g}", study.prompts_scale),
+                           opt.out_dir.string());
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
@@ -59,6 +119,13 @@ void run(const TuneArgs& a) {
     std::cout << "recommended: " << o.recommended_command.shell() << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);
+  } catch (const StudyAbort& e) {
+    std::fprintf(stderr, "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
+                 "rerun with --resume)\n", e.what(), opt.out_dir.c_str());
+    throw servelab::cli::ExitRequest{1};
+  } catch (const TuneSetupError& e) {
+    std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    throw servelab::cli::ExitRequest{2};
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "servelab tune: %s (results so far in %s/results.sqlite)\n", e.what(),
                  opt.out_dir.c_str());
@@ -77,7 +144,24 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local"}));
   cmd->add_option("--out", args->out, "output directory (default out/<study name>)");
-  cmd->add_flag("--resume", args->resume, "keep finished trials of the output directory's results.sqlite");
+  auto* resume = cmd->add_flag("--resume", args->resume,
+                               "continue the study in the output directory: finished trials are kept and skipped");
+  cmd->add_flag("--fresh", args->fresh,
+                "move an output directory that holds results aside (DIR.<date>) and start over")
+      ->excludes(resume);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
+  cmd->add_option("--prompts-scale", args->prompts_scale,
+                  "rehearsal: multiply every scenario's --num-prompts by this (0 < F <= 1); recorded and labelled")
+      ->check(CLI::Range(1e-6, 1.0));
+  cmd->add_option("--port", args->port, "serve engines on this port instead of the study's [study] port")
+      ->check(CLI::Range(1, 65535));
+  cmd->add_flag("--dry-run", args->dry_run,
+                "print the plan (trials, launches, the twin's estimate of GPU-hours) and, for the local target, "
+                "what pre-flight finds; launch nothing");
+  cmd->add_flag("--skip-preflight", args->skip_preflight, "local target: launch without the pre-flight checks");
+  cmd->add_option("--startup-estimate-min", args->startup_estimate_min,
+                  "dry run: minutes one engine start-up takes on this node (GPU-hours estimate)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1440.0));
   cmd->callback([args] { run(*args); });
 });

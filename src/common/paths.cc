@@ -17,17 +17,36 @@ const char* env_or_null(const char* name) {
 }
 }  // namespace
 
+std::filesystem::path executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
 std::filesystem::path source_dir() {
   if (const char* v = env_or_null("SERVELAB_SOURCE_DIR")) return v;
-#ifdef SERVELAB_SOURCE_DIR
-  return SERVELAB_SOURCE_DIR;
-#else
-  return std::filesystem::current_path();
-#endif
+  // A build inside a checkout (build/servelab, build/tests/x/y_test): the nearest ancestor of the executable
+  // that holds servelab's sources. Nothing of the build tree is compiled in.
+  std::error_code ec;
+  for (auto d = executable_dir(); !d.empty(); d = d.parent_path()) {
+    if (std::filesystem::is_regular_file(d / "src" / "common" / "paths.h", ec) &&
+        std::filesystem::is_regular_file(d / "STYLE.md", ec))
+      return d;
+    if (d == d.parent_path()) break;
+  }
+  return std::filesystem::current_path(ec);
+}
+
+std::filesystem::path installed_data_dir() {
+  const auto dir = executable_dir();
+  return dir.empty() ? dir : (dir / ".." / "share" / "servelab").lexically_normal();
 }
 
 std::filesystem::path data_dir() {
   if (const char* v = env_or_null("SERVELAB_DATA_DIR")) return v;
+  std::error_code ec;
+  const auto installed = installed_data_dir() / "data";
+  if (!installed_data_dir().empty() && std::filesystem::is_directory(installed, ec)) return installed;
   return (source_dir() / ".." / "shared" / "data").lexically_normal();
 }
 

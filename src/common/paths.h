@@ -8,16 +8,26 @@
 namespace servelab::common {
 
 /// Directory of real datasets (ShareGPT-form conversations, the GPT-2 tokenizer, ...).
-/// Resolution: $SERVELAB_DATA_DIR if set, else `<source dir>/../shared/data` (the project layout in
-/// development and CI). Never throws; the directory may not exist (callers report the path they tried).
+/// Resolution: $SERVELAB_DATA_DIR if set, else `<prefix>/share/servelab/data` when it exists (an installed
+/// binary at <prefix>/bin; `make install` does not create it: point it, or SERVELAB_DATA_DIR, at your data),
+/// else `<checkout>/../shared/data` (the project layout in development and CI; see source_dir()). Never
+/// throws; the directory may not exist (callers report the path they tried).
 std::filesystem::path data_dir();
+
+/// `<prefix>/share/servelab` for a binary installed at `<prefix>/bin` (studies, engine stand-ins); derived
+/// from the executable's location, never compiled in.
+std::filesystem::path installed_data_dir();
+
+/// Directory of the running executable (/proc/self/exe); empty if unknown.
+std::filesystem::path executable_dir();
 
 /// Cache directory for artefacts fetched by `make deps` (npm tokenizers, oracle packages).
 /// Resolution: $SERVELAB_CACHE_DIR, else $XDG_CACHE_HOME/servelab, else $HOME/.cache/servelab.
 std::filesystem::path cache_dir();
 
-/// The repository root this binary was built from (compile-time SERVELAB_SOURCE_DIR, overridable by the
-/// environment variable of the same name). Used by tests to find fixtures.
+/// The servelab checkout this binary runs from: $SERVELAB_SOURCE_DIR, else the nearest ancestor directory of
+/// the executable holding servelab's sources (a build dir inside a checkout), else the working directory.
+/// Nothing of the build tree is compiled in. Used by tests and development runs to find fixtures.
 std::filesystem::path source_dir();
 
 /// Reads a whole file into a string. Throws std::runtime_error naming the path when it cannot be opened

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -52,7 +53,9 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     c.engine = p.at("engine").get<std::string>();
     c.engine_version = p.value("engine_version", "");
     c.gpu = p.at("gpu").get<std::string>();
-    c.gpu_count = p.value("gpu_count_stated", 1);
+    // The node as the study states it, or larger when a launch of the study used more GPUs than stated
+    // (gpt-oss-120b on "2 x H100" also measured a TP4 launch).
+    c.gpu_count = std::max(p.value("gpu_count_stated", 1), p.value("gpus_used_by_launch", 1));
     for (const auto& a : p.at("launch_argv")) c.argv.push_back(a.get<std::string>());
     if (p.contains("env") && p["env"].is_object())
       for (const auto& [k, v] : p["env"].items()) c.env[k] = v.get<std::string>();

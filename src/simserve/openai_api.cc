@@ -200,7 +200,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
 }
 
 std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,
-                        int max_model_len, std::int64_t created) {
+                        int max_model_len, std::int64_t created, double time_scale) {
   json data = json::array();
   for (const auto& m : served_models) {
     data.push_back({{"id", m},
@@ -209,7 +209,8 @@ std::string models_json(const std::vector<std::string>& served_models, const std
                     {"owned_by", "servelab-twin"},
                     {"root", root_model},
                     {"parent", nullptr},
-                    {"max_model_len", max_model_len}});
+                    {"max_model_len", max_model_len},
+                    {"servelab", {{"engine_twin", true}, {"time_scale", time_scale}}}});
   }
   return json{{"object", "list"}, {"data", data}}.dump();
 }

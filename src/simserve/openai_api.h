@@ -49,9 +49,11 @@ struct GenerationRequest {
 std::variant<GenerationRequest, ApiError> parse_generation_request(
     const std::string& body, Endpoint endpoint, const std::vector<std::string>& served_models);
 
-/// Body of GET /v1/models listing `served_models` (root = `root_model`, max_model_len in tokens).
+/// Body of GET /v1/models listing `served_models` (root = `root_model`, max_model_len in tokens). Each entry
+/// also carries `"servelab": {"engine_twin": true, "time_scale": time_scale}` (the server runs time_scale
+/// times faster than real time; clients multiply wall times by it to report engine time).
 std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,
-                        int max_model_len, std::int64_t created_unix_s);
+                        int max_model_len, std::int64_t created, double time_scale = 1.0);
 
 /// Identity of one response: id ("cmpl-..."/"chatcmpl-..."), model and creation time (unix seconds).
 struct ResponseIdentity {

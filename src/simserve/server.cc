@@ -88,8 +88,28 @@ struct Active {
   std::string finish_reason = "length";
 };
 
+/// How late tokens leave relative to the twin's schedule, in engine (virtual) ms. A host too slow for the
+/// time scale shows up here: every measured time is then inflated and the run is not valid.
+struct ScheduleLag {
+  std::uint64_t tokens = 0;
+  double sum_ms = 0, max_ms = 0, last_ms = 0;  // last: the latest token (at the end of a run: its duration error)
+  void add(double lag_ms) {
+    ++tokens;
+    sum_ms += lag_ms;
+    max_ms = std::max(max_ms, lag_ms);
+    last_ms = lag_ms;
+  }
+};
+
 struct Server::Impl {
   ServerOptions options;
+  ScheduleLag lag_total, lag_window;  // since start / since the last GET /servelab/schedule
+  // Admission: a request read while the event loop has been busy for a while (tokenizing a burst of other
+  // requests, emitting tokens) may have waited that long in the socket; its arrival is then late in the
+  // twin's time. The busy period's length is an upper bound on that wait, tight for a burst sent at once.
+  ScheduleLag admission_total, admission_window;
+  Clock::time_point busy_since{}, last_work_end{};
+  Clock::time_point last_behind_log{};
   Timeline timeline;
   tokenizer::Tokenizer tok;
   std::vector<tokenizer::TokenId> words;
@@ -110,10 +130,25 @@ struct Server::Impl {
   void schedule();
   void on_timer();
   void emit(std::uint64_t id, int index);
+  void record_lag(double t_emit_s);
+  /// At the start of a handler: engine ms the loop has been continuously busy (gaps < 0.2 ms) until now.
+  double busy_for_ms() {
+    const auto now = Clock::now();
+    if (now - last_work_end > std::chrono::microseconds(200)) busy_since = now;
+    return std::chrono::duration<double>(now - busy_since).count() * options.time_scale * 1e3;
+  }
+  void work_done() { last_work_end = Clock::now(); }
+  std::string schedule_json();
+  std::string time_scale_text() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", options.time_scale);
+    return buf;
+  }
   void accept();
   // Handles a generation request; returns an error or registers the request with the twin.
+  // `received_s`: virtual time the request was read (before tokenizing it), its arrival in the twin.
   std::optional<ApiError> generate(const std::shared_ptr<Session>& s, Endpoint ep, const std::string& body,
-                                   const std::string& request_id);
+                                   const std::string& request_id, double received_s);
   void cancel_all(const std::set<std::uint64_t>& ids) {
     for (auto id : ids) {
       if (active.erase(id) > 0) timeline.cancel(id);
@@ -141,7 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   void begin_stream() {
     write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
-          "transfer-encoding: chunked\r\n\r\n");
+          "x-servelab-time-scale: " + server_.time_scale_text() + "\r\ntransfer-encoding: chunked\r\n\r\n");
   }
   void stream_event(const std::string& event) {
     char size[32];
@@ -155,6 +190,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void respond(int status, const std::string& content_type, std::string body) {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "servelab-twin");
+    res.set("x-servelab-time-scale", server_.time_scale_text());
     res.set(http::field::content_type, content_type);
     res.keep_alive(keep_alive_);
     res.body() = std::move(body);
@@ -180,6 +216,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read(beast::error_code ec) {
+    struct Done {
+      Server::Impl& im;
+      ~Done() { im.work_done(); }
+    } done{server_};
+    const double busy_ms = server_.busy_for_ms();
+    const double received_s = server_.virtual_now();
     if (ec == http::error::body_limit) {
       keep_alive_ = false;
       respond_error({413, "RequestEntityTooLarge",
@@ -201,15 +243,20 @@ class Session : public std::enable_shared_from_this<Session> {
       std::vector<std::string> names = server_.options.served_models;
       respond(200, "application/json",
               models_json(names, server_.options.root_model, server_.options.max_model_len,
-                          static_cast<std::int64_t>(std::time(nullptr))));
+                          static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
+    } else if (path == "/servelab/schedule") {
+      if (!get) return method_not_allowed(path), read_next();
+      respond(200, "application/json", server_.schedule_json());
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!post) return method_not_allowed(path), read_next();
       const auto ep = path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
       std::string rid;
       if (auto it = req.find("x-request-id"); it != req.end()) rid = std::string(it->value());
-      if (auto err = server_.generate(shared_from_this(), ep, req.body(), rid)) {
+      if (auto err = server_.generate(shared_from_this(), ep, req.body(), rid, received_s)) {
         respond_error(*err);
       } else {
+        server_.admission_total.add(busy_ms);
+        server_.admission_window.add(busy_ms);
         return;  // the response is produced by the twin's token events; next read after it finishes
       }
     } else {
@@ -263,7 +310,8 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s, Endpoint ep,
-                                               const std::string& body, const std::string& request_id) {
+                                               const std::string& body, const std::string& request_id,
+                                               double received_s) {
   auto parsed = parse_generation_request(body, ep, options.served_models);
   if (auto* err = std::get_if<ApiError>(&parsed)) return *err;
   auto& req = std::get<GenerationRequest>(parsed);
@@ -317,7 +365,7 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   active.emplace(id, std::move(a));
   s->track(id);
   if (stream) s->begin_stream();
-  timeline.submit(id, prompt_tokens, output_tokens, virtual_now());
+  timeline.submit(id, prompt_tokens, output_tokens, received_s);
   schedule();
   return std::nullopt;
 }
@@ -397,8 +445,52 @@ void Server::Impl::schedule() {
 }
 
 void Server::Impl::on_timer() {
-  timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double) { emit(id, index); });
+  busy_for_ms();
+  timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double t_emit) {
+    if (index >= 0 && active.count(id)) record_lag(t_emit);
+    emit(id, index);
+  });
   schedule();
+  work_done();
+}
+
+void Server::Impl::record_lag(double t_emit_s) {
+  const double lag_ms = std::max(0.0, virtual_now() - t_emit_s) * 1e3;
+  lag_total.add(lag_ms);
+  lag_window.add(lag_ms);
+  // Say so when the host cannot keep up: a token 50 ms of wall time late is far outside timer jitter.
+  const double wall_lag_ms = lag_ms / options.time_scale;
+  const auto now = Clock::now();
+  if (wall_lag_ms > options.behind_warn_wall_ms && now - last_behind_log > std::chrono::seconds(10)) {
+    last_behind_log = now;
+    std::fprintf(stderr,
+                 "servelab sim serve: falling behind the twin's schedule: a token left %.1f ms late in engine time "
+                 "(%.1f ms wall) at time scale %g; the host is too slow for this scale and measured times are "
+                 "inflated (bench marks such runs invalid)\n",
+                 lag_ms, wall_lag_ms, options.time_scale);
+    std::fflush(stderr);
+  }
+}
+
+std::string Server::Impl::schedule_json() {
+  auto one = [](const ScheduleLag& l) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "{\"tokens\":%llu,\"lag_sum_ms\":%.6f,\"lag_max_ms\":%.6f,\"lag_last_ms\":%.6f}",
+                  static_cast<unsigned long long>(l.tokens), l.sum_ms, l.max_ms, l.last_ms);
+    return std::string(buf);
+  };
+  auto admission = [](const ScheduleLag& l) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "{\"requests\":%llu,\"wait_sum_ms\":%.6f,\"wait_max_ms\":%.6f}",
+                  static_cast<unsigned long long>(l.tokens), l.sum_ms, l.max_ms);
+    return std::string(buf);
+  };
+  std::string out = "{\"time_scale\":" + time_scale_text() + ",\"total\":" + one(lag_total) +
+                    ",\"window\":" + one(lag_window) + ",\"admission_total\":" + admission(admission_total) +
+                    ",\"admission_window\":" + admission(admission_window) + "}";
+  lag_window = {};
+  admission_window = {};
+  return out;
 }
 
 void Server::Impl::accept() {

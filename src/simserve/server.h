@@ -42,9 +42,20 @@ struct ServerOptions {
   bool chat_bos = true;                     ///< chat prompts start with BOS (DeepSeek encoding)
   int default_max_tokens = 0;               ///< output length when the request gives none (0 = to context end)
   std::size_t max_body_bytes = 64u << 20;   ///< larger bodies get 413
+  /// A token leaving this many wall ms after its scheduled time logs "falling behind" (at most every 10 s).
+  double behind_warn_wall_ms = 50.0;
 };
 
 /// The server. Construct, `start()` (binds and returns the port), then `run()` blocks until `stop()`.
+///
+/// Time: every response carries `x-servelab-time-scale: K` and /v1/models entries carry
+/// `"servelab": {"engine_twin": true, "time_scale": K}`, so that clients report engine time (wall × K).
+/// GET /servelab/schedule returns how late tokens left relative to the twin's schedule, in engine ms:
+/// `{"time_scale": K, "total": {"tokens", "lag_sum_ms", "lag_max_ms", "lag_last_ms"}, "window": {...}}` where
+/// `lag_last_ms` is the latest token's lag (read right after a run: the error on its duration) and `window`
+/// covers the time since the previous GET of this path (the read starts a new window). `admission_total` /
+/// `admission_window` `{"requests", "wait_sum_ms", "wait_max_ms"}` bound how long requests may have waited
+/// unread while the event loop was busy (engine ms; their arrival in the twin is late by up to that).
 /// Thread-safety: `stop()` may be called from any thread (e.g. a signal handler's watcher thread);
 /// everything else from the owning thread.
 class Server {

@@ -10,6 +10,7 @@
 
 #include "bench/bench.h"
 #include "bench/config.h"
+#include "tune/datasets.h"
 #include "tune/metrics_convert.h"
 #include "tune/twin_runner.h"
 
@@ -24,7 +25,10 @@ ScenarioFn bench_scenario_fn(const Study& study) {
     CLI::App app{"bench serve (tune)"};
     bench::add_bench_flags(app, cfg);
     std::vector<std::string> args = common;
-    args.insert(args.end(), sc.args.begin(), sc.args.end());
+    // The dataset as the twin and pre-flight find it (given path, data dir, cache): issue 10 found the
+    // ShareGPT file of `make deps` used by the twin but not by local runs.
+    const std::vector<std::string> scenario_args = detail::with_resolved_dataset(sc.args);
+    args.insert(args.end(), scenario_args.begin(), scenario_args.end());
     args.insert(args.end(), {"--base-url", base_url});
     std::reverse(args.begin(), args.end());  // CLI11 takes the argument vector in reverse order
     try {
@@ -47,7 +51,10 @@ ScenarioFn bench_scenario_fn(const Study& study) {
     io.quiet = true;
     bench::BenchResult r = bench::run(cfg, source.get_token(), io);
     watch.request_stop();
-    return scenario_result(sc.id, r.metrics, r.outputs, r.console_report);
+    ScenarioResult out = scenario_result(sc.id, r.metrics, r.outputs, r.console_report);
+    out.invalid_reason = r.invalid_reason;
+    if (r.server_time_scale != 1.0) out.metrics[kTimeScaleMetric] = r.server_time_scale;
+    return out;
   };
 }
 

@@ -17,6 +17,7 @@ const char* trial_status_name(TrialStatus s) {
     case TrialStatus::kNotReady: return "not_ready";
     case TrialStatus::kCrashed: return "crashed";
     case TrialStatus::kRequestsFailed: return "requests_failed";
+    case TrialStatus::kInvalid: return "invalid";
     case TrialStatus::kInterrupted: return "interrupted";
     case TrialStatus::kError: return "error";
   }
@@ -26,7 +27,7 @@ const char* trial_status_name(TrialStatus s) {
 TrialStatus trial_status_from_name(const std::string& n) {
   for (auto s : {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
                  TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed,
-                 TrialStatus::kInterrupted, TrialStatus::kError})
+                 TrialStatus::kInvalid, TrialStatus::kInterrupted, TrialStatus::kError})
     if (n == trial_status_name(s)) return s;
   throw std::invalid_argument("unknown trial status '" + n + "'");
 }
@@ -59,6 +60,12 @@ bool significantly_better(const Study& study, const Evaluation& inc, const Evalu
 }
 
 namespace {
+
+/// Failures that the next repeat would only repeat (the launch is refused or does not fit in memory): one
+/// launch decides them for every repeat. A not-ready engine may be the machine's fault, so it is retried.
+bool same_for_every_repeat(TrialStatus s) {
+  return s == TrialStatus::kRejected || s == TrialStatus::kStartupRefused || s == TrialStatus::kOutOfMemory;
+}
 
 bool config_level(TrialStatus s) {
   return s == TrialStatus::kRejected || s == TrialStatus::kStartupRefused || s == TrialStatus::kNotReady ||
@@ -109,7 +116,7 @@ const TrialRecord* Evaluator::find(const std::string& key, const std::string& sc
 const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
   for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-    if ((it->repeat == repeat || it->outcome.status == TrialStatus::kRejected) &&
+    if ((it->repeat == repeat || same_for_every_repeat(it->outcome.status)) &&
         it->trial_key.rfind(prefix, 0) == 0 && config_level(it->outcome.status))
       return &*it;
   return nullptr;
@@ -199,6 +206,8 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         TrialOutcome out;
         try {
           out = runner_(req);
+        } catch (const StudyAbort&) {
+          throw;  // nothing else can run here: stop the study (finished trials are in the store)
         } catch (const std::exception& e) {
           // A runner bug or an unexpected error is recorded like any failure: the study goes on.
           out = TrialOutcome{};
@@ -218,6 +227,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         rec.argv = cmd.argv;
         rec.env = cmd.env;
         rec.shell = ev.shell;
+        rec.log_path = req.log_path.string();
         rec.outcome = std::move(out);
         rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
         rec.wall_started_s = t0;

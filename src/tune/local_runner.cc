@@ -14,8 +14,13 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 #include <thread>
+
+#include "tune/engine_process.h"
+#include "tune/study_dir.h"
 
 extern char** environ;
 
@@ -57,77 +62,46 @@ int connect_to(const std::string& host, int port, double timeout_s) {
   return fd;
 }
 
-struct Child {
-  pid_t pid = -1;
-  bool reaped = false;
-  int wait_status = 0;
-  /// Non-blocking check; true if the process has exited (and was reaped).
-  bool exited() {
-    if (reaped) return true;
-    if (waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
-    return reaped;
+/// The process environment with the trial's variables on top.
+std::map<std::string, std::string> child_environment(const std::map<std::string, std::string>& overrides) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  std::string describe_exit() const {
-    if (WIFEXITED(wait_status)) return fmt::format("exit status {}", WEXITSTATUS(wait_status));
-    if (WIFSIGNALED(wait_status)) return fmt::format("killed by signal {} ({})", WTERMSIG(wait_status),
-                                                     strsignal(WTERMSIG(wait_status)));
-    return "ended";
-  }
-};
-
-/// SIGTERM to the group, grace period, SIGKILL; reaps the leader.
-void stop_group(Child& c, double grace_s) {
-  if (c.pid <= 0) return;
-  if (!c.exited()) {
-    kill(-c.pid, SIGTERM);
-    auto t0 = Clock::now();
-    while (!c.exited() && since_s(t0) < grace_s) sleep_s(0.05);
-  }
-  kill(-c.pid, SIGKILL);  // the group may outlive its leader (worker processes)
-  if (!c.reaped) {
-    waitpid(c.pid, &c.wait_status, 0);
-    c.reaped = true;
-  }
+  for (const auto& [k, v] : overrides) env[k] = v;
+  return env;
 }
 
-Child spawn(const TrialRequest& req, const std::filesystem::path& log) {
-  // Everything the child needs is prepared before fork (only async-signal-safe calls after it).
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    std::string key = kv.substr(0, kv.find('='));
-    if (!req.env.count(key)) env_store.push_back(kv);
-  }
-  for (const auto& [k, v] : req.env) env_store.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = req.argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  if (log.has_parent_path()) std::filesystem::create_directories(log.parent_path());
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot open engine log " + log.string() + ": " + std::strerror(errno));
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::string exec_fail = fmt::format("servelab: cannot execute '{}': ", req.argv.empty() ? "" : req.argv[0]);
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(devnull, 0);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execvpe(argv[0], argv.data(), envp.data());
-    const char* msg = std::strerror(errno);
-    (void)!write(2, exec_fail.data(), exec_fail.size());
-    (void)!write(2, msg, std::strlen(msg));
-    (void)!write(2, "\n", 1);
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+/// Is something listening on (or answering at) host:port?
+bool port_busy(const std::string& host, int port) {
+  if (!detail::listening_socket_inodes(port).empty()) return true;
+  const int fd = connect_to(host, port, 0.2);
+  if (fd < 0) return false;
   close(fd);
-  close(devnull);
-  return Child{pid};
+  return true;
+}
+
+/// nullopt when every process listening on `port` belongs to `engine`; else why the server that answered
+/// is not ours.
+std::optional<std::string> foreign_listener(const detail::EngineProcess& engine, int port) {
+  const auto inodes = detail::listening_socket_inodes(port);
+  if (inodes.empty())
+    return fmt::format("a server answered on port {} but no listening socket for it is visible in /proc/net/tcp; "
+                       "refusing to measure a server this tune cannot tell it started",
+                       port);
+  const auto holders = detail::socket_holders(inodes);
+  if (holders.empty())
+    return fmt::format("port {} is listened on by a process not visible to this user; refusing to measure a "
+                       "server this tune did not start (stop it or set [study] port)",
+                       port);
+  for (pid_t p : holders)
+    if (!engine.owns(p))
+      return fmt::format("port {} is served by pid {} ({}), which this tune did not start (its engine is pid {}); "
+                         "refusing to measure it. Stop that server or set [study] port to a free port",
+                         port, p, detail::process_command_line(p), engine.pid());
+  return std::nullopt;
 }
 
 std::string read_all(const std::filesystem::path& p) {
@@ -137,10 +111,37 @@ std::string read_all(const std::filesystem::path& p) {
 
 }  // namespace
 
+namespace {
+int http_status(const std::string& method, const std::string& host, int port, const std::string& path,
+                double timeout_s);
+}  // namespace
+
 int http_get_status(const std::string& host, int port, const std::string& path, double timeout_s) {
+  return http_status("GET", host, port, path, timeout_s);
+}
+
+int http_post_status(const std::string& host, int port, const std::string& path, double timeout_s) {
+  return http_status("POST", host, port, path, timeout_s);
+}
+
+std::optional<double> nvidia_smi_memory_used_mib() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (!p) return std::nullopt;
+  double sum = 0, v = 0;
+  int n = 0;
+  while (std::fscanf(p, "%lf", &v) == 1) sum += v, ++n;
+  const int rc = pclose(p);
+  if (rc != 0 || n == 0) return std::nullopt;
+  return sum;
+}
+
+namespace {
+int http_status(const std::string& method, const std::string& host, int port, const std::string& path,
+                double timeout_s) {
   int fd = connect_to(host, port, timeout_s);
   if (fd < 0) return 0;
-  std::string req = fmt::format("GET {} HTTP/1.0\r\nHost: {}:{}\r\nConnection: close\r\n\r\n", path, host, port);
+  std::string req = fmt::format("{} {} HTTP/1.0\r\nHost: {}:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                                method, path, host, port);
   std::string resp;
   auto t0 = Clock::now();
   size_t sent = 0;
@@ -166,6 +167,7 @@ int http_get_status(const std::string& host, int port, const std::string& path, 
   if (std::regex_search(resp, m, kStatus)) return std::stoi(m[1]);
   return 0;
 }
+}  // namespace
 
 std::string file_tail(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
@@ -184,7 +186,7 @@ std::string file_tail(const std::string& path, std::size_t lines) {
 bool log_shows_oom(const std::string& text) {
   static const std::regex kOom(
       R"(CUDA out of memory|OutOfMemoryError|out of memory|OOM|Not enough memory|insufficient memory|)"
-      R"(No available memory for the cache blocks|cudaErrorMemoryAllocation)",
+      R"(No available memory for the cache blocks|cudaErrorMemoryAllocation|larger than the available KV cache memory)",
       std::regex::icase);
   return std::regex_search(text, kOom);
 }
@@ -213,34 +215,56 @@ std::string error_line(const std::string& text) {
 
 TrialRunner make_local_runner(LocalRunnerOptions opt) {
   if (!opt.run_scenario) throw std::invalid_argument("local runner needs a scenario function (bench)");
-  return [opt](const TrialRequest& req) -> TrialOutcome {
+  struct GpuBaseline {
+    bool read = false;
+    std::optional<double> baseline_mib;
+  };
+  auto gpu = std::make_shared<GpuBaseline>();
+  return [opt, gpu](const TrialRequest& req) -> TrialOutcome {
     TrialOutcome out;
     const auto t0 = Clock::now();
     const std::filesystem::path log =
         req.log_path.empty() ? std::filesystem::temp_directory_path() / "servelab-engine.log" : req.log_path;
     const std::atomic<bool> never{false};
     const std::atomic<bool>& stop = opt.stop ? *opt.stop : never;
-    Child child;
+    detail::EngineProcess engine;
+    auto wait_port_free = [&](double timeout_s) {
+      const auto tp = Clock::now();
+      while (port_busy(opt.host, opt.port)) {
+        if (since_s(tp) >= timeout_s || stop.load()) return false;
+        sleep_s(opt.poll_interval_s);
+      }
+      return true;
+    };
+    // GPU memory in use before this runner's first launch: each trial ends only when it is back to that.
+    if (!gpu->read && opt.gpu_memory_used_mib) {
+      gpu->baseline_mib = opt.gpu_memory_used_mib();
+      gpu->read = true;
+    }
+    auto wait_gpus_free = [&] {
+      const std::optional<double>& baseline_mib = gpu->baseline_mib;
+      if (!baseline_mib || !opt.gpu_memory_used_mib) return;
+      const auto tg = Clock::now();
+      while (since_s(tg) < opt.port_free_timeout_s) {
+        const auto used = opt.gpu_memory_used_mib();
+        if (!used || *used <= *baseline_mib + 1024) return;
+        sleep_s(0.5);
+      }
+    };
     auto finish = [&](TrialStatus s, std::string reason) {
-      stop_group(child, opt.stop_grace_s);
+      engine.stop(opt.stop_grace_s);
       out.status = s;
       out.reason = std::move(reason);
       out.log_tail = file_tail(log.string(), opt.log_tail_lines);
-      // Wait for the port to be released so the next trial can bind it.
-      auto tp = Clock::now();
-      while (since_s(tp) < opt.port_free_timeout_s) {
-        int fd = connect_to(opt.host, opt.port, 0.2);
-        if (fd < 0) break;
-        close(fd);
-        sleep_s(opt.poll_interval_s);
-      }
+      wait_port_free(opt.port_free_timeout_s);  // so that the next trial can bind it
+      wait_gpus_free();
       out.wall_s = since_s(t0);
       return out;
     };
     auto died = [&](bool during_run) {
       const std::string text = read_all(log);
       const std::string line = error_line(text);
-      const std::string how = child.describe_exit();
+      const std::string how = engine.describe_exit();
       if (log_shows_oom(text))
         return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
       if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));
@@ -248,8 +272,20 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
                     line.empty() ? fmt::format("exited at start-up ({})", how) : line);
     };
 
+    // The port must be free before launch: a server still answering there (an engine left by a killed
+    // tune, another user's server) would be measured instead of ours.
+    if (!wait_port_free(opt.port_free_timeout_s)) {
+      if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+      const std::string who = detail::describe_port_holders(opt.port);
+      throw StudyAbort(fmt::format(
+          "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
+          "[study] port to a free port",
+          opt.port, opt.host, opt.port_free_timeout_s, who.empty() ? "a process that accepts connections" : who));
+    }
     try {
-      child = spawn(req, log);
+      engine = detail::EngineProcess::start(req.argv, child_environment(req.env), log, opt.stop_grace_s);
+    } catch (const detail::EngineMissing& e) {
+      throw StudyAbort(e.what());
     } catch (const std::exception& e) {
       return finish(TrialStatus::kError, e.what());
     }
@@ -257,32 +293,65 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
     const auto tr = Clock::now();
     while (true) {
       if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-      if (child.exited()) return died(false);
+      if (engine.exited()) return died(false);
       bool ready = true;
       for (const auto& p : opt.ready_paths)
         if (http_get_status(opt.host, opt.port, p, 2.0) != 200) {
           ready = false;
           break;
         }
-      if (ready && !child.exited()) break;
+      if (ready && !engine.exited()) break;
       if (since_s(tr) > opt.ready_timeout_s)
         return finish(TrialStatus::kNotReady,
                       fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})", opt.ready_timeout_s,
                                   fmt::join(opt.ready_paths, ", "), opt.port));
       sleep_s(opt.poll_interval_s);
     }
+    // Whoever answered must be our engine: never measure a server this tune did not start.
+    if (auto stranger = foreign_listener(engine, opt.port)) {
+      finish(TrialStatus::kError, *stranger);
+      throw StudyAbort(*stranger);
+    }
     const std::string base_url = fmt::format("http://{}:{}", opt.host, opt.port);
+    // A scenario stops early on Ctrl-C or when the engine dies (bench would otherwise retry its ready check
+    // against a dead server for --ready-check-timeout-sec).
+    auto run_watched = [&](const Scenario& sc) {
+      std::atomic<bool> scenario_stop{false}, done{false};
+      std::thread watcher([&] {
+        while (!done.load()) {
+          if (stop.load() || engine.exited()) {
+            scenario_stop = true;
+            return;
+          }
+          sleep_s(0.1);
+        }
+      });
+      struct Join {
+        std::atomic<bool>& done;
+        std::thread& t;
+        ~Join() {
+          done = true;
+          t.join();
+        }
+      } join{done, watcher};
+      return opt.run_scenario(sc, base_url, scenario_stop);
+    };
     try {
       if (!opt.warmup_args.empty()) {
         Scenario warm{"warmup", "warm-up run (discarded)", opt.warmup_args, 1.0};
-        opt.run_scenario(warm, base_url, stop);
-        if (child.exited()) return died(true);
-      }
-      for (const auto& sc : req.scenarios) {
-        ScenarioResult r = opt.run_scenario(sc, base_url, stop);
+        run_watched(warm);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-        if (child.exited()) return died(true);
+        if (engine.exited()) return died(true);
+      }
+      for (size_t i = 0; i < req.scenarios.size(); ++i) {
+        const Scenario& sc = req.scenarios[i];
+        if (i > 0 && !opt.reset_cache_path.empty()) http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
+        ScenarioResult r = run_watched(sc);
+        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        if (engine.exited()) return died(true);
         r.scenario_id = sc.id;
+        if (!r.invalid_reason.empty())
+          return finish(TrialStatus::kInvalid, fmt::format("scenario {}: {}", sc.id, r.invalid_reason));
         auto ok = r.metrics.find("Successful requests");
         if (ok != r.metrics.end() && ok->second <= 0) {
           auto failed = r.metrics.find("Failed requests");
@@ -293,7 +362,7 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
         out.scenarios.push_back(std::move(r));
       }
     } catch (const std::exception& e) {
-      if (child.exited()) return died(true);
+      if (engine.exited()) return died(true);
       return finish(TrialStatus::kError, std::string("scenario could not run: ") + e.what());
     }
     return finish(TrialStatus::kOk, "");

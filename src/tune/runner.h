@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,14 @@ enum class TrialStatus {
   kNotReady,        ///< did not answer the readiness checks in time
   kCrashed,         ///< the engine died while a scenario ran
   kRequestsFailed,  ///< the engine stayed up but no request of a scenario succeeded
+  kInvalid,         ///< measured, but the timing cannot be trusted (a time-scaled twin or the client fell
+                    ///< behind on a loaded host): reported, never ranked
   kInterrupted,     ///< stopped by Ctrl-C (not recorded as finished; re-run on --resume)
   kError,           ///< any other failure (runner error, bad scenario arguments)
 };
 
 /// Stable name ("ok", "rejected", "startup_refused", "oom", "not_ready", "crashed", "requests_failed",
-/// "interrupted", "error").
+/// "invalid", "interrupted", "error").
 const char* trial_status_name(TrialStatus status);
 /// Inverse of trial_status_name; throws std::invalid_argument for an unknown name.
 TrialStatus trial_status_from_name(const std::string& name);
@@ -41,7 +44,14 @@ struct ScenarioResult {
   std::vector<double> ttft_ms;   ///< per-request TTFT samples, ms (may be empty)
   std::vector<double> tpot_ms;   ///< per-request TPOT samples, ms (may be empty)
   std::string result_block;      ///< the vLLM-style console block, as printed
+  /// Non-empty when the run's timing cannot be trusted (bench::BenchResult::invalid_reason): the trial is
+  /// then kInvalid and this result is not used.
+  std::string invalid_reason;
 };
+
+/// Metric key holding the server's time scale (engine s per wall s) when it is not 1: the scenario's times
+/// and throughputs are then engine time of a time-scaled engine twin (stand-ins), not wall time.
+inline constexpr const char* kTimeScaleMetric = "servelab: server time scale";
 
 /// What the search asks for: launch `argv`/`env` for `config_key` and run `scenarios` in order.
 struct TrialRequest {
@@ -65,8 +75,17 @@ struct TrialOutcome {
   double wall_s = 0.0;                     ///< wall-clock duration of the trial, s
 };
 
-/// Runs one trial. Must not throw for engine failures (they are outcomes); may throw for programming
-/// errors. Thread-safety: called from one thread at a time.
+/// Thrown by a runner when no further trial can succeed on this machine — the engine's executable is
+/// missing, the port is held by a process tune did not start — so repeating the launch would only repeat
+/// the failure: the study stops at once with this reason (every finished trial is kept; fix it and rerun
+/// with --resume).
+struct StudyAbort : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs one trial. Must not throw for engine failures (they are outcomes); throws StudyAbort when the
+/// machine cannot run any trial, and may throw for programming errors. Thread-safety: called from one
+/// thread at a time.
 using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
 
 }  // namespace servelab::tune

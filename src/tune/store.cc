@@ -104,6 +104,12 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     have_schema = q.step() && q.integer(0) == 1;
   }
   if (!have_schema) exec(kSchema);  // no write (and no lock) when another process already created it
+  bool have_log_path = false;
+  {
+    Stmt q(db_, "SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'log_path'");
+    have_log_path = q.step() && q.integer(0) == 1;
+  }
+  if (!have_log_path) exec("ALTER TABLE trials ADD COLUMN log_path TEXT NOT NULL DEFAULT ''");
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -172,10 +178,11 @@ void Store::record_trial(const TrialRecord& r) {
     }
     Stmt t(db_,
            "INSERT INTO trials (trial_key, engine, config_key, config_label, phase, repeat, status, reason, "
-           "predicted, wall_started_s, wall_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+           "predicted, wall_started_s, wall_s, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     t.bind(1, r.trial_key).bind(2, r.engine).bind(3, r.config_key).bind(4, r.config_label).bind(5, r.phase);
     t.bind(6, r.repeat).bind(7, std::string(trial_status_name(r.outcome.status))).bind(8, r.outcome.reason);
-    t.bind(9, r.outcome.predicted ? 1 : 0).bind(10, r.wall_started_s).bind(11, r.outcome.wall_s).run();
+    t.bind(9, r.outcome.predicted ? 1 : 0).bind(10, r.wall_started_s).bind(11, r.outcome.wall_s).bind(12, r.log_path);
+    t.run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_);
     Stmt c(db_, "INSERT INTO commands (trial_id, argv_json, env_json, shell) VALUES (?,?,?,?)");
     c.bind(1, id).bind(2, nlohmann::json(r.argv).dump()).bind(3, nlohmann::json(r.env).dump()).bind(4, r.shell);
@@ -208,7 +215,8 @@ std::vector<TrialRecord> Store::trials() const {
   Stmt q(db_,
          "SELECT t.id, t.trial_key, t.engine, t.config_key, t.config_label, t.phase, t.repeat, t.status, t.reason, "
          "t.predicted, "
-         "t.wall_started_s, t.wall_s, c.argv_json, c.env_json, c.shell, COALESCE(f.log_tail, '') FROM trials t "
+         "t.wall_started_s, t.wall_s, c.argv_json, c.env_json, c.shell, COALESCE(f.log_tail, ''), t.log_path "
+         "FROM trials t "
          "JOIN commands c ON c.trial_id = t.id LEFT JOIN failures f ON f.trial_id = t.id ORDER BY t.id");
   while (q.step()) {
     TrialRecord r;
@@ -228,6 +236,7 @@ std::vector<TrialRecord> Store::trials() const {
     r.env = nlohmann::json::parse(q.text(13)).get<std::map<std::string, std::string>>();
     r.shell = q.text(14);
     r.outcome.log_tail = q.text(15);
+    r.log_path = q.text(16);
     index[r.id] = out.size();
     out.push_back(std::move(r));
   }
@@ -248,6 +257,17 @@ std::vector<TrialRecord> Store::trials() const {
       if (sr.scenario_id == m.text(1)) sr.metrics[m.text(2)] = m.real(3);
   }
   return out;
+}
+
+std::int64_t Store::trial_count() const {
+  Stmt q(db_, "SELECT count(*) FROM trials");
+  return q.step() ? q.integer(0) : 0;
+}
+
+std::optional<std::string> Store::study_name() const {
+  Stmt q(db_, "SELECT name FROM study WHERE id = 1");
+  if (!q.step()) return std::nullopt;
+  return q.text(0);
 }
 
 void Store::clear_trials() { exec("DELETE FROM trials"); }

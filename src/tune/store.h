@@ -28,6 +28,7 @@ struct TrialRecord {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::string shell;                       ///< the command as a shell line
+  std::string log_path;                    ///< the engine's stdout+stderr of this trial ("" on the twin)
   TrialOutcome outcome;
   double wall_started_s = 0.0;             ///< system clock, seconds since the Unix epoch
 };
@@ -56,6 +57,10 @@ class Store {
   /// Inserts a trial with its command, per-scenario metrics and failure in one transaction. A trial with
   /// the same key replaces the old one. Throws std::runtime_error on SQLite errors.
   void record_trial(const TrialRecord& record);
+  /// Number of trials stored.
+  std::int64_t trial_count() const;
+  /// The stored study's name, or nullopt for an empty database.
+  std::optional<std::string> study_name() const;
   /// All trials in insertion order, with their scenarios and metrics.
   std::vector<TrialRecord> trials() const;
   /// Deletes every trial (a fresh run without --resume).

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <regex>
 #include <set>
 #include <toml++/toml.h>
 
@@ -108,20 +111,39 @@ std::string get_string(const Ctx& c, const toml::table& t, const std::string& ke
   return *n->value<std::string>();
 }
 
+/// An inclusive range a number key must fall in (checked at load, so a bad value never reaches a launch).
+struct Range {
+  double lo, hi;
+  bool lo_open = false;  ///< lo itself is excluded ("> 0" rather than "≥ 0")
+};
+
+std::string range_text(const Range& r) {
+  if (r.lo_open) return fmt::format("> {} and ≤ {}", r.lo, r.hi);
+  return fmt::format("in {}..{}", r.lo, r.hi);
+}
+
 double get_number(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
-                  double fallback) {
+                  double fallback, std::optional<Range> range = std::nullopt) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (!n->is_number()) c.fail(n, path + "." + key, "must be a number");
-  return *n->value<double>();
+  const double v = *n->value<double>();
+  if (!std::isfinite(v)) c.fail(n, path + "." + key, "must be a finite number");
+  if (range && (v < range->lo || v > range->hi || (range->lo_open && v == range->lo)))
+    c.fail(n, path + "." + key, fmt::format("{} is out of range (must be {})", v, range_text(*range)));
+  return v;
 }
 
 int get_int(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
-            int fallback) {
+            int fallback, std::optional<Range> range = std::nullopt) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (!n->is_integer()) c.fail(n, path + "." + key, "must be an integer");
-  return static_cast<int>(*n->value<int64_t>());
+  const int64_t v = *n->value<int64_t>();
+  const Range r = range.value_or(Range{double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max())});
+  if (double(v) < r.lo || double(v) > r.hi || (r.lo_open && double(v) == r.lo))
+    c.fail(n, path + "." + key, fmt::format("{} is out of range (must be {})", v, range_text(r)));
+  return static_cast<int>(v);
 }
 
 bool get_bool(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
@@ -172,6 +194,45 @@ void check_keys(const Ctx& c, const toml::table& t, const std::string& path, std
   }
 }
 
+/// `{name}` placeholders in a text (JSON braces such as `{"method": ...}` are not placeholders).
+std::vector<std::string> placeholders(const std::string& text) {
+  static const std::regex kPlaceholder(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kPlaceholder); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+/// Rejects a placeholder that nothing defines (e.g. `{tpp}` for `{tp}`): it would reach the engine verbatim.
+void check_placeholders(const Ctx& c, const toml::node& n, const std::string& path,
+                        const std::set<std::string>& defined) {
+  const auto check_text = [&](const toml::node& e, const std::string& p) {
+    if (!e.is_string()) return;
+    for (const auto& name : placeholders(*e.value<std::string>())) {
+      if (defined.count(name)) continue;
+      std::string list;
+      for (const auto& d : defined) list += (list.empty() ? "{" : ", {") + d + "}";
+      c.fail(&e, p, fmt::format("undefined placeholder {{{}}} (defined here: {})", name, list.empty() ? "none" : list));
+    }
+  };
+  if (const auto* a = n.as_array()) {
+    for (size_t i = 0; i < a->size(); ++i) check_text(*a->get(i), fmt::format("{}[{}]", path, i));
+  } else if (const auto* t = n.as_table()) {
+    for (const auto& [k, v] : *t) check_text(v, path + "." + std::string(k.str()));
+  } else {
+    check_text(n, path);
+  }
+}
+
+/// Checks the placeholders of `t[key]` (if present) against `defined`.
+void check_key_placeholders(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
+                            const std::set<std::string>& defined) {
+  if (const toml::node* n = t.get(key)) check_placeholders(c, *n, path + "." + key, defined);
+}
+
+const std::set<std::string> kStudyPlaceholders = {"model", "port", "host"};
+const std::set<std::string> kScenarioPlaceholders = {"data_dir"};
+
 std::string substitute(std::string s, const std::string& key, const std::string& value) {
   const std::string pat = "{" + key + "}";
   for (size_t pos = s.find(pat); pos != std::string::npos; pos = s.find(pat, pos + value.size()))
@@ -211,8 +272,10 @@ KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const
     if (!n.is_table()) c.fail(&n, path, "a layout value must be a table like {tp = 8, dp = 1, ep = 1}");
     const auto& t = *n.as_table();
     check_keys(c, t, path, {"label", "tp", "dp", "ep", "dp_attention", "dcp", "pp"});
-    int tp = get_int(c, t, "tp", path, 1), dp = get_int(c, t, "dp", path, 1), ep = get_int(c, t, "ep", path, 1);
-    int dcp = get_int(c, t, "dcp", path, 1), pp = get_int(c, t, "pp", path, 1);
+    const Range ways{1, 4096};
+    int tp = get_int(c, t, "tp", path, 1, ways), dp = get_int(c, t, "dp", path, 1, ways);
+    int ep = get_int(c, t, "ep", path, 1, ways), dcp = get_int(c, t, "dcp", path, 1, ways);
+    int pp = get_int(c, t, "pp", path, 1, ways);
     bool dpa = get_bool(c, t, "dp_attention", path, false);
     for (auto [name, x] : {std::pair{"tp", tp}, {"dp", dp}, {"ep", ep}, {"dcp", dcp}, {"pp", pp}})
       if (x < 1) c.fail(&n, path + "." + name, "must be ≥ 1");
@@ -244,7 +307,8 @@ KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const
   return v;
 }
 
-std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const std::string& path) {
+std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const std::string& path,
+                                     const std::set<std::string>& defined) {
   std::vector<RenderPart> parts;
   auto one = [&](const toml::node& p, const std::string& pp) {
     if (!p.is_table()) c.fail(&p, pp, "a rendering part must be a table {when, flags, env, reject}");
@@ -255,6 +319,8 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
     r.flags = get_strings(c, t, "flags", pp);
     r.env = get_string_map(c, t, "env", pp);
     r.reject = get_string(c, t, "reject", pp, std::string());
+    check_key_placeholders(c, t, "flags", pp, defined);
+    check_key_placeholders(c, t, "env", pp, defined);
     parts.push_back(std::move(r));
   };
   if (n.is_array()) {
@@ -292,10 +358,11 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   if (target == "twin") s.target = Target::kTwin;
   else if (target == "local") s.target = Target::kLocal;
   else c.fail(st->get("target"), "study.target", "must be \"twin\" or \"local\"");
-  s.repeats = get_int(c, *st, "repeats", "study", 1);
-  if (s.repeats < 1 || s.repeats > 100) c.fail(st->get("repeats"), "study.repeats", "must be in 1..100");
+  s.repeats = get_int(c, *st, "repeats", "study", 1, Range{1, 100});
   s.host = get_string(c, *st, "host", "study", std::string("127.0.0.1"));
-  s.port = get_int(c, *st, "port", "study", 8000);
+  if (s.host.empty() || s.host.find_first_of(" /") != std::string::npos)
+    c.fail(st->get("host"), "study.host", "must be a host name or address (e.g. \"127.0.0.1\")");
+  s.port = get_int(c, *st, "port", "study", 8000, Range{1, 65535});
 
   const toml::table* mt = sub_table(c, root, "model", "model", true);
   check_keys(c, *mt, "model", {"id"});
@@ -304,9 +371,9 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", false)) {
     check_keys(c, *ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect"});
     s.hardware.gpu = get_string(c, *ht, "gpu", "hardware", s.hardware.gpu);
-    s.hardware.gpu_count = get_int(c, *ht, "gpu_count", "hardware", s.hardware.gpu_count);
-    if (s.hardware.gpu_count < 1) c.fail(ht->get("gpu_count"), "hardware.gpu_count", "must be ≥ 1");
-    s.hardware.gpu_memory_gb = get_number(c, *ht, "gpu_memory_gb", "hardware", s.hardware.gpu_memory_gb);
+    s.hardware.gpu_count = get_int(c, *ht, "gpu_count", "hardware", s.hardware.gpu_count, Range{1, 4096});
+    s.hardware.gpu_memory_gb =
+        get_number(c, *ht, "gpu_memory_gb", "hardware", s.hardware.gpu_memory_gb, Range{0, 10000, true});
     s.hardware.interconnect = get_string(c, *ht, "interconnect", "hardware", s.hardware.interconnect);
   }
 
@@ -315,6 +382,8 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     check_keys(c, *bt, "bench", {"common_args", "warmup_args"});
     s.bench_common_args = get_strings(c, *bt, "common_args", "bench");
     s.warmup_args = get_strings(c, *bt, "warmup_args", "bench");
+    check_key_placeholders(c, *bt, "common_args", "bench", {});
+    check_key_placeholders(c, *bt, "warmup_args", "bench", kScenarioPlaceholders);
     for (auto& a : s.warmup_args) a = substitute(a, "data_dir", data);
   }
 
@@ -338,9 +407,15 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     spec.base_flags = get_strings(c, t, "base_flags", p);
     spec.env = get_string_map(c, t, "env", p);
     if (t.get("ready_paths")) spec.ready_paths = get_strings(c, t, "ready_paths", p);
-    spec.ready_timeout_s = get_number(c, t, "ready_timeout_s", p, spec.ready_timeout_s);
-    spec.stop_grace_s = get_number(c, t, "stop_grace_s", p, spec.stop_grace_s);
+    // A start-up budget beyond a day and a grace period beyond an hour are typing mistakes, not settings.
+    spec.ready_timeout_s = get_number(c, t, "ready_timeout_s", p, spec.ready_timeout_s, Range{0, 86400, true});
+    spec.stop_grace_s = get_number(c, t, "stop_grace_s", p, spec.stop_grace_s, Range{0, 3600});
     spec.check_flags = get_bool(c, t, "check_flags", p, spec.check_flags);
+    for (const char* key : {"command", "base_flags", "env"}) check_key_placeholders(c, t, key, p, kStudyPlaceholders);
+    for (size_t i = 0; i < spec.ready_paths.size(); ++i)
+      if (spec.ready_paths[i].empty() || spec.ready_paths[i][0] != '/')
+        c.fail(t.get("ready_paths"), fmt::format("{}.ready_paths[{}]", p, i),
+               "must be an HTTP path starting with '/' (e.g. \"/health\")");
     for (const auto& other : s.engines)
       if (other.name == spec.name) c.fail(&t, p + ".name", "duplicate engine name '" + spec.name + "'");
     s.engines.push_back(std::move(spec));
@@ -378,7 +453,11 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
           if (std::none_of(s.engines.begin(), s.engines.end(),
                            [&](const EngineSpec& es) { return es.name == en_name; }))
             c.fail(&parts, p + ".render." + en_name, "no engine named '" + en_name + "'");
-          knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name);
+          std::set<std::string> defined = kStudyPlaceholders;
+          for (const auto& v : knob.values)
+            for (const auto& [field, text] : v.fields) defined.insert(field);
+          if (knob.type == KnobType::kLayout) defined.insert({"tp", "dp", "ep", "dcp", "pp", "dp_attention"});
+          knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name, defined);
         }
       }
       for (const auto& o : s.knobs)
@@ -399,9 +478,9 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     sc.id = get_string(c, t, "id", p, std::nullopt);
     sc.description = get_string(c, t, "description", p, std::string());
     sc.args = get_strings(c, t, "args", p);
+    check_key_placeholders(c, t, "args", p, kScenarioPlaceholders);
     for (auto& a : sc.args) a = substitute(a, "data_dir", data);
-    sc.weight = get_number(c, t, "weight", p, 1.0);
-    if (!(sc.weight > 0)) c.fail(t.get("weight"), p + ".weight", "must be > 0");
+    sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});
     for (const auto& o : s.scenarios)
       if (o.id == sc.id) c.fail(&t, p + ".id", "duplicate scenario id '" + sc.id + "'");
     s.scenarios.push_back(std::move(sc));
@@ -423,10 +502,13 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
       c.fail(ot->get("metric"), "objective.metric", e.what());
     }
     if (s.objective.kind == Objective::Kind::kGoodput) s.objective.metric = "Request goodput (req/s)";
-    for (const auto& [k, v] : get_string_map(c, *ot, "slo_ms", "objective")) {
-      if (k != "ttft" && k != "tpot" && k != "e2el")
-        c.fail(ot->get("slo_ms"), "objective.slo_ms." + k, "SLO must be ttft, tpot or e2el");
-      s.objective.slo_ms[k] = std::stod(v);
+    if (const toml::table* slo = sub_table(c, *ot, "slo_ms", "objective", false)) {
+      for (const auto& [key, node] : *slo) {
+        const std::string k(key.str());
+        if (k != "ttft" && k != "tpot" && k != "e2el")
+          c.fail(&node, "objective.slo_ms." + k, "SLO must be ttft, tpot or e2el");
+        s.objective.slo_ms[k] = get_number(c, *slo, k, "objective.slo_ms", 0, Range{0, 1e9, true});
+      }
     }
     if (s.objective.kind == Objective::Kind::kGoodput && s.objective.slo_ms.empty())
       c.fail(ot, "objective.slo_ms", "goodput needs at least one SLO, e.g. slo_ms = { ttft = 20000 }");
@@ -458,6 +540,8 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
       if (t.get("min")) k.min = get_number(c, t, "min", p, 0);
       if (t.get("max")) k.max = get_number(c, t, "max", p, 0);
       if (!k.min && !k.max) c.fail(&t, p, "a constraint needs min and/or max");
+      if (k.min && k.max && *k.min > *k.max)
+        c.fail(t.get("min"), p + ".min", fmt::format("min {} is above max {}", *k.min, *k.max));
       s.constraints.push_back(k);
     }
   }
@@ -473,15 +557,53 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     for (const auto& k : s.search.knob_order)
       if (std::none_of(s.knobs.begin(), s.knobs.end(), [&](const Knob& x) { return x.name == k; }))
         c.fail(qt->get("knob_order"), "search.knob_order", "no knob named '" + k + "'");
-    s.search.top_k = get_int(c, *qt, "top_k", "search", s.search.top_k);
+    s.search.top_k = get_int(c, *qt, "top_k", "search", s.search.top_k, Range{1, 100000});
     if (s.search.top_k < 2) c.fail(qt->get("top_k"), "search.top_k", "must be ≥ 2 (a ranking needs two points)");
-    s.search.max_trials = get_int(c, *qt, "max_trials", "search", s.search.max_trials);
-    s.search.min_gain_pct = get_number(c, *qt, "min_gain_pct", "search", s.search.min_gain_pct);
+    s.search.max_trials = get_int(c, *qt, "max_trials", "search", s.search.max_trials, Range{1, 1000000});
+    s.search.min_gain_pct = get_number(c, *qt, "min_gain_pct", "search", s.search.min_gain_pct, Range{0, 100});
     s.search.ablation = get_bool(c, *qt, "ablation", "search", s.search.ablation);
   }
   if (s.search.knob_order.empty())
     for (const auto& k : s.knobs) s.search.knob_order.push_back(k.name);
   return s;
+}
+
+namespace {
+
+std::vector<std::string> scale_num_prompts(std::vector<std::string> args, double scale) {
+  auto scaled = [scale](const std::string& v) {
+    long n = 0;
+    try {
+      n = std::stol(v);
+    } catch (const std::exception&) {
+      return v;  // bench reports the bad value itself
+    }
+    return std::to_string(std::max(1L, static_cast<long>(std::ceil(static_cast<double>(n) * scale - 1e-9))));
+  };
+  bool found = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--num-prompts" && i + 1 < args.size()) {
+      args[i + 1] = scaled(args[i + 1]);
+      found = true;
+    } else if (args[i].rfind("--num-prompts=", 0) == 0) {
+      args[i] = "--num-prompts=" + scaled(args[i].substr(14));
+      found = true;
+    }
+  }
+  if (!found) args.insert(args.end(), {"--num-prompts", scaled("1000")});  // bench serve's default
+  return args;
+}
+
+}  // namespace
+
+Study scale_prompts(Study study, double scale) {
+  if (!(scale > 0 && scale <= 1))
+    throw std::invalid_argument(fmt::format("--prompts-scale {} must be in (0, 1]", scale));
+  if (scale == 1) return study;
+  for (auto& sc : study.scenarios) sc.args = scale_num_prompts(sc.args, scale);
+  if (!study.warmup_args.empty()) study.warmup_args = scale_num_prompts(study.warmup_args, scale);
+  study.prompts_scale = scale;
+  return study;
 }
 
 Study load_study(const std::filesystem::path& path, const std::filesystem::path& data_dir) {

@@ -131,6 +131,9 @@ struct Study {
   Target target = Target::kTwin;
   std::string host = "127.0.0.1";
   int port = 8000;
+  /// Rehearsal: every scenario's --num-prompts was multiplied by this (scale_prompts); 1 = the study as
+  /// written. Recorded with the results, shown in the report, and a resumed run must use the same value.
+  double prompts_scale = 1.0;
   std::string source_text;      ///< the TOML as read (stored in the results database)
   std::filesystem::path source_path;
 
@@ -146,6 +149,12 @@ Study parse_study(const std::string& toml_text, const std::string& origin,
 
 /// Reads and parses a study file. Throws StudyError (also when the file cannot be read).
 Study load_study(const std::filesystem::path& path, const std::filesystem::path& data_dir);
+
+/// The study with every scenario's (and the warm-up's) `--num-prompts N` replaced by max(1, ceil(N ×
+/// scale)) and `prompts_scale` set: a smaller rehearsal of the same study (engines, knobs, phases,
+/// scenarios) whose numbers are labelled as such. A scenario without --num-prompts gets bench's default
+/// (1000) scaled. Throws std::invalid_argument unless 0 < scale ≤ 1.
+Study scale_prompts(Study study, double scale);
 
 /// Maps a short metric name ("total_token_throughput", "ttft_p99_ms", ...) or a vLLM console label to the
 /// console label. Throws StudyError naming the unknown metric.

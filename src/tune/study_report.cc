@@ -137,6 +137,25 @@ std::string render_markdown(const ReportInput& in) {
           "(`sim`), not measured on GPUs.\n\n";
   if (!o.complete)
     md << "> **Partial report**: some trials of the study have not run yet (`servelab tune --resume`).\n\n";
+  // What the numbers are: stand-ins, time-scaled engine time, a reduced rehearsal.
+  bool standins = false;
+  for (const auto& [k, v] : in.environment)
+    standins = standins || (k.rfind("engine.", 0) == 0 && v.find("stand-in") != std::string::npos);
+  double time_scale = 1;
+  for (const auto& t : in.trials)
+    for (const auto& sc : t.outcome.scenarios)
+      if (auto it = sc.metrics.find(kTimeScaleMetric); it != sc.metrics.end()) time_scale = it->second;
+  if (standins)
+    md << "> **Rehearsal on engine stand-ins** (tools/standins): the engines were servelab's twin behind the "
+          "engines' command lines; every number is the twin's prediction, served over HTTP and measured by bench.\n\n";
+  if (time_scale != 1)
+    md << fmt::format("> **Time scale {:g}**: the servers ran {:g} times faster than real time; every time, rate and "
+                      "throughput below is engine time (wall × {:g}).\n\n",
+                      time_scale, time_scale, time_scale);
+  if (s.prompts_scale != 1)
+    md << fmt::format("> **Reduced workload**: every scenario's --num-prompts × {:g} (`--prompts-scale`); numbers are "
+                      "not comparable with the full study.\n\n",
+                      s.prompts_scale);
 
   md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
   md << "Objective: maximise **" << metric << "**";
@@ -163,7 +182,10 @@ std::string render_markdown(const ReportInput& in) {
   else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
   md << "\n";
   for (const auto& [k, v] : in.environment)
-    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab") md << "- " << k << ": " << v << "\n";
+    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" || k == "gpu_model" ||
+        k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 || k == "prompts_scale" ||
+        k == "wall_started")
+      md << "- " << k << ": " << v << "\n";
 
   md << "\n### Workload scenarios\n\n| id | description | bench serve arguments |\n|---|---|---|\n";
   for (const auto& sc : s.scenarios)
@@ -277,12 +299,24 @@ std::string render_markdown(const ReportInput& in) {
   bool any = false;
   for (const auto& t : in.trials) {
     if (t.outcome.status == TrialStatus::kOk) continue;
-    if (!any) md << "| engine | config | kind | reason |\n|---|---|---|---|\n";
+    if (!any) md << "| engine | config | kind | reason | engine log |\n|---|---|---|---|---|\n";
     any = true;
     md << "| " << t.engine << " | " << md_escape(t.config_label) << " | " << trial_status_name(t.outcome.status)
-       << " | " << md_escape(t.outcome.reason) << " |\n";
+       << " | " << md_escape(t.outcome.reason) << " | " << (t.log_path.empty() ? "" : "`" + md_escape(t.log_path) + "`")
+       << " |\n";
   }
   if (!any) md << "None.\n";
+  // The last lines of each failed engine's log: what the engine said, without opening the files.
+  for (const auto& t : in.trials) {
+    if (t.outcome.status == TrialStatus::kOk || t.outcome.log_tail.empty()) continue;
+    std::string tail = t.outcome.log_tail;  // the last 12 lines
+    size_t cut = tail.size();
+    for (int n = 0; n < 13 && cut != std::string::npos && cut > 0; ++n) cut = tail.rfind('\n', cut - 1);
+    if (cut != std::string::npos && cut > 0) tail = tail.substr(cut + 1);
+    md << "\n<details><summary>" << t.engine << " " << md_escape(t.config_label) << " ("
+       << trial_status_name(t.outcome.status) << "): last lines of the engine log</summary>\n\n```\n"
+       << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "```\n</details>\n";
+  }
   md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";
   return md.str();
 }

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include <chrono>
 #include <ctime>
 
 #include "common/paths.h"
+#include "servelab_git_version.h"
 #include "tune/local_runner.h"
+#include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
 
@@ -37,6 +41,10 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
     o.ready_paths = e.ready_paths;
     o.ready_timeout_s = e.ready_timeout_s;
     o.stop_grace_s = e.stop_grace_s;
+    // Prefix-cache reset between scenarios where the engine offers one (vLLM needs VLLM_SERVER_DEV_MODE=1
+    // for it; without it the POST gets 404 and nothing changes).
+    o.reset_cache_path = e.kind == "vllm" ? "/reset_prefix_cache" : e.kind == "sglang" ? "/flush_cache" : "";
+    o.gpu_memory_used_mib = nvidia_smi_memory_used_mib;
     per_engine[e.name] = make_local_runner(o);
   }
   return [per_engine](const TrialRequest& req) { return per_engine.at(req.engine)(req); };
@@ -45,6 +53,40 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
 std::string runner_data_note(const Study& study, Target target) {
   if (target == Target::kTwin) return twin_data_note(study);
   return "scenarios as given to bench serve (data directory " + common::data_dir().string() + ")";
+}
+
+std::string servelab_version() { return std::string("servelab 0.1.0 (") + SERVELAB_GIT_COMMIT + ")"; }
+
+std::string study_hash(const Study& study) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(study.source_text.data(), study.source_text.size(), md, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+StudyPlan plan_study(const Study& study) {
+  TrialRunner twin = default_runner(study, Target::kTwin, nullptr);
+  Evaluator ev(study, twin, "twin", nullptr, {}, nullptr, nullptr, {});
+  run_search(study, ev, &ev);
+  StudyPlan plan;
+  for (const auto& r : ev.records()) {
+    ++plan.trials;
+    if (r.outcome.status == TrialStatus::kRejected) {
+      ++plan.pruned;
+      continue;
+    }
+    ++plan.launches;
+    if (r.outcome.status == TrialStatus::kStartupRefused || r.outcome.status == TrialStatus::kOutOfMemory ||
+        r.outcome.status == TrialStatus::kCrashed)
+      ++plan.refused;
+    for (const auto& sc : r.outcome.scenarios) {
+      auto d = sc.metrics.find("Benchmark duration (s)");
+      if (d != sc.metrics.end()) plan.benchmark_s += d->second;
+    }
+  }
+  return plan;
 }
 
 namespace {
@@ -57,13 +99,16 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
   std::map<std::string, std::string> env = {
       {"host", host},
-      {"servelab", "servelab 0.1.0"},
+      {"servelab", servelab_version()},
+      {"study_file", study.source_path.string()},
+      {"study_sha256", study_hash(study)},
       {"target", target_name(target)},
       {"data", runner_data_note(study, target)},
       {"data_dir", common::data_dir().string()},
       {"wall_started", when},
   };
   for (const auto& e : study.engines) env["engine." + e.name] = e.version;
+  env["prompts_scale"] = fmt::format("{:g}", study.prompts_scale);
   return env;
 }
 
@@ -72,10 +117,24 @@ std::map<std::string, std::string> environment(const Study& study, Target target
 TuneResult run_study(const Study& study, const TuneOptions& opt) {
   TuneResult res;
   res.dir = opt.out_dir;
-  std::filesystem::create_directories(opt.out_dir);
+  std::filesystem::path moved_to;
+  const detail::DirLock lock =
+      detail::prepare_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh}, &moved_to);
+  if (opt.progress && !moved_to.empty())
+    *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(), moved_to.string());
   Store store(opt.out_dir / "results.sqlite");
-  if (!opt.resume) store.clear_trials();
-  store.write_study(study.name, study.source_text, target_name(study.target), environment(study, study.target));
+  if (!opt.resume) store.clear_trials();  // only an empty study row can be left here (see prepare_study_dir)
+  if (opt.resume && store.trial_count() > 0) {
+    const auto before = store.environment();
+    const std::string stored = before.count("prompts_scale") ? before.at("prompts_scale") : "1";
+    if (stored != fmt::format("{:g}", study.prompts_scale))
+      throw TuneSetupError(fmt::format("--resume: {} was measured with --prompts-scale {}, not {:g}; use the same "
+                                       "value, or --fresh to start over",
+                                       (opt.out_dir / "results.sqlite").string(), stored, study.prompts_scale));
+  }
+  auto env = environment(study, study.target);
+  for (const auto& [k, v] : opt.environment) env[k] = v;
+  store.write_study(study.name, study.source_text, target_name(study.target), env);
   std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
   if (opt.progress && opt.resume)
     *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),
@@ -102,6 +161,10 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
     write_report_files(in, opt.out_dir);
   }
   return res;
+}
+
+void check_out_dir(const Study& study, const TuneOptions& opt) {
+  detail::check_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh});
 }
 
 SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log) {

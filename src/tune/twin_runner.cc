@@ -20,6 +20,7 @@
 #include "hardware/hardware.h"
 #include "model/model.h"
 #include "sim/sim.h"
+#include "tune/datasets.h"
 #include "tune/metrics_convert.h"
 
 namespace servelab::tune {
@@ -69,15 +70,10 @@ ScenarioArgs parse_args(const std::vector<std::string>& args) {
 }
 
 // The ShareGPT file of a scenario when it is present: the --dataset-path as given, else the same file name
-// in the data cache (<cache>/data/, where `make deps` downloads ShareGPT_V3 when the network allows).
+// in the data directory or the cache (<cache>/data/, where `make deps` downloads ShareGPT_V3).
 std::optional<std::filesystem::path> sharegpt_file(const ScenarioArgs& a) {
   if (a.dataset != "sharegpt" || a.dataset_path.empty()) return std::nullopt;
-  const std::filesystem::path given(a.dataset_path);
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(given, ec)) return given;
-  const auto cached = common::cache_dir() / "data" / given.filename();
-  if (std::filesystem::is_regular_file(cached, ec)) return cached;
-  return std::nullopt;
+  return detail::resolve_dataset_file(a.dataset_path, nullptr);
 }
 
 // vLLM's sharegpt sampling of a real file (first two turns, BOS-inclusive lengths, filters, shuffle) with

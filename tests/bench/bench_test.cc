@@ -141,8 +141,11 @@ TEST_F(RunInProcess, QuietRunFillsResult) {
   EXPECT_FALSE(r.result_json.contains("mean_tpot_ms"));  // not selected
   EXPECT_NE(r.console_report.find("Mean E2EL (ms):"), std::string::npos);
   EXPECT_GE(r.metrics.ttft.mean_ms, 5.0);
-  // Random dataset: ignore_eos forced on; temperature 0.0 injected.
-  EXPECT_EQ(server.requests_received(), 8u);
+  // Random dataset: ignore_eos forced on; temperature 0.0 injected. The 9th request is the GET /v1/models
+  // that asks a server for its time scale (a servelab twin advertises one; this server is "real").
+  EXPECT_EQ(server.requests_received(), 9u);
+  EXPECT_EQ(r.server_time_scale, 1.0);
+  EXPECT_FALSE(r.engine_twin);
 }
 
 TEST_F(RunInProcess, StoppedBeforeStartReportsEveryRequestCancelled) {

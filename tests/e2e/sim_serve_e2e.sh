@@ -17,7 +17,11 @@ CACHE="${SERVELAB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servelab}"
 TMP="$(mktemp -d)"
 PORT=$((20000 + RANDOM % 20000))
 LAUNCH=(vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3)
-cleanup() { [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+cleanup() {
+  [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null
+  [ -n "${SERVER2:-}" ] && kill "$SERVER2" 2>/dev/null
+  wait 2>/dev/null; rm -rf "$TMP"
+}
 trap cleanup EXIT
 
 "$BIN" sim serve --port "$PORT" -- "${LAUNCH[@]}" > "$TMP/server.log" 2>&1 &
@@ -59,4 +63,33 @@ check "Mean TPOT (ms)" "$(value "$TMP/bench.txt" "Mean TPOT")" "$(value "$TMP/si
 if [ "$fail" -ne 0 ]; then
   echo "--- bench serve ---"; cat "$TMP/bench.txt"; echo "--- sim run ---"; cat "$TMP/sim.txt"; exit 1
 fi
+
+# 3. One meaning of time (issue 10 §2): against a server 5x faster than real time, bench reports engine time,
+#    labelled, and (unless it marked the run invalid because the host could not keep up) agrees with sim run.
+PORT2=$((PORT + 1))
+"$BIN" sim serve --port "$PORT2" --time-scale 5 -- "${LAUNCH[@]}" > "$TMP/server2.log" 2>&1 &
+SERVER2=$!
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT2/health" > /dev/null 2>&1 && break; sleep 0.1; done
+curl -sfi "http://127.0.0.1:$PORT2/v1/models" | grep -qi '^x-servelab-time-scale: 5' || { echo "FAIL: no time-scale header"; exit 1; }
+"$BIN" bench serve --backend openai-chat --endpoint /v1/chat/completions --port "$PORT2" \
+  --model deepseek-ai/DeepSeek-V3.2 "${WORK[@]}" --disable-tqdm --ready-check-timeout-sec 0 > "$TMP/bench5.txt" 2>&1 ||
+  { cat "$TMP/bench5.txt"; exit 1; }
+grep -q "^Engine twin (servelab sim serve) at time scale 5: times, rates and throughputs are engine time" "$TMP/bench5.txt" ||
+  { cat "$TMP/bench5.txt"; echo "FAIL: engine time not labelled"; exit 1; }
+if grep -q "^INVALID RUN: " "$TMP/bench5.txt"; then
+  echo "time scale 5: marked invalid by bench ($(grep '^INVALID RUN' "$TMP/bench5.txt" | cut -c1-120)...)"
+else
+  check "Total Token throughput (x5)" "$(value "$TMP/bench5.txt" "Total Token throughput")" "$(value "$TMP/sim.txt" "Total Token throughput")" 0.05 0
+  check "Mean TPOT (ms) (x5)" "$(value "$TMP/bench5.txt" "Mean TPOT")" "$(value "$TMP/sim.txt" "Mean TPOT")" 0.10 20
+  [ "$fail" -eq 0 ] || { cat "$TMP/bench5.txt"; exit 1; }
+fi
+
+# 4. sim run: engine flags without `--` get the fix; --save-result writes the prediction as bench's JSON.
+set +e
+"$BIN" sim run --num-prompts 5 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 > "$TMP/nodash.txt" 2>&1; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "If they belong to the engine, put \`--\` before its launch command" "$TMP/nodash.txt" ||
+  { cat "$TMP/nodash.txt"; echo "FAIL: sim run without --"; exit 1; }
+"$BIN" sim run "${WORK[@]}" --save-result --result-dir "$TMP/res" --result-filename twin.json -- "${LAUNCH[@]}" > /dev/null
+grep -q '"servelab_engine_twin_prediction": true' "$TMP/res/twin.json" || { echo "FAIL: sim run --save-result"; exit 1; }
 echo "sim serve e2e: ok"

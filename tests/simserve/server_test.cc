@@ -105,6 +105,24 @@ Reply request(unsigned short port, http::verb verb, const std::string& target, c
   return {static_cast<int>(parser.get().result_int()), parser.get().body()};
 }
 
+/// GET/POST returning the whole response (headers included).
+http::response<http::string_body> exchange(unsigned short port, http::verb verb, const std::string& target,
+                                           const std::string& body = "") {
+  net::io_context ioc;
+  net::ip::tcp::socket s(ioc);
+  s.connect({net::ip::make_address("127.0.0.1"), port});
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  http::write(s, req);
+  boost::beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(s, buf, res);
+  return res;
+}
+
 std::vector<json> sse_events(const std::string& body, bool* done) {
   std::vector<json> out;
   *done = false;
@@ -207,4 +225,41 @@ TEST(SimServe, DeterministicBySeed) {
   auto b = json::parse(request(r.port, http::verb::post, "/v1/completions", body).body);
   EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
   EXPECT_FALSE(a["choices"][0]["text"].get<std::string>().empty());
+}
+
+// Issue 10 §2: the server says how much faster than real time it runs (header on every response, and
+// /v1/models metadata), and how late its tokens left relative to the twin's schedule.
+TEST(SimServe, AdvertisesItsTimeScaleAndScheduleLag) {
+  simserve::ServerOptions o;
+  o.time_scale = 4;
+  Running r(o);
+  auto models = exchange(r.port, http::verb::get, "/v1/models");
+  EXPECT_EQ(models["x-servelab-time-scale"], "4");
+  const json m = json::parse(models.body());
+  EXPECT_EQ(m["data"][0]["servelab"]["time_scale"], 4.0);
+  EXPECT_EQ(m["data"][0]["servelab"]["engine_twin"], true);
+  json first = json::parse(exchange(r.port, http::verb::get, "/servelab/schedule").body());
+  EXPECT_EQ(first["time_scale"], 4.0);
+  EXPECT_EQ(first["total"]["tokens"], 0);
+
+  auto done = exchange(r.port, http::verb::post, "/v1/completions",
+                       R"({"model": "twin", "prompt": "hello world", "max_tokens": 5})");
+  EXPECT_EQ(done.result_int(), 200u);
+  EXPECT_EQ(done["x-servelab-time-scale"], "4");
+  auto streamed = exchange(r.port, http::verb::post, "/v1/completions",
+                           R"({"model": "twin", "prompt": "hello", "max_tokens": 3, "stream": true})");
+  EXPECT_EQ(streamed["x-servelab-time-scale"], "4");
+
+  const json after = json::parse(exchange(r.port, http::verb::get, "/servelab/schedule").body());
+  EXPECT_EQ(after["total"]["tokens"], 8);
+  EXPECT_EQ(after["window"]["tokens"], 8);
+  const double mean_ms = after["window"]["lag_sum_ms"].get<double>() / 8;
+  EXPECT_GE(after["window"]["lag_max_ms"].get<double>(), mean_ms);
+  EXPECT_LE(after["window"]["lag_last_ms"].get<double>(), after["window"]["lag_max_ms"].get<double>());
+  EXPECT_GE(mean_ms, 0.0);
+  EXPECT_LT(after["window"]["lag_max_ms"].get<double>(), 4 * 500.0);  // engine ms: < 0.5 s of wall time late
+  // Reading starts a new window; the total keeps counting.
+  const json again = json::parse(exchange(r.port, http::verb::get, "/servelab/schedule").body());
+  EXPECT_EQ(again["window"]["tokens"], 0);
+  EXPECT_EQ(again["total"]["tokens"], 8);
 }

@@ -1,7 +1,9 @@
 // Failure classification of the local runner, with small scripts as fake engines (timeouts ~1 s).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -34,9 +36,23 @@ port, mode = int(sys.argv[1]), sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def do_POST(self):
+        with open(os.environ.get('FAKE_POST_LOG', '/dev/null'), 'a') as f:
+            f.write(self.path + '\n')
+        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()
     def log_message(self, *a): pass
 s = http.server.HTTPServer(('127.0.0.1', port), H)
 print('INFO: Application startup complete.', flush=True)
+if mode == 'workers':
+    # An engine with worker processes, one of which leaves the process group, that ignores SIGTERM: only
+    # the supervisor's SIGKILL of the group and of re-parented processes ends them all.
+    import signal, subprocess
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    w1 = subprocess.Popen(['sleep', '1000'])
+    w2 = subprocess.Popen(['sleep', '1000'], start_new_session=True)
+    with open(sys.argv[3] + '.tmp', 'w') as f:
+        f.write('%d %d %d\n' % (os.getpid(), w1.pid, w2.pid))
+    os.rename(sys.argv[3] + '.tmp', sys.argv[3])
 if mode == 'crash':
     def die():
         time.sleep(0.4)
@@ -130,6 +146,21 @@ TEST_F(LocalFixture, CrashMidRun) {
   EXPECT_NE(o.reason.find("exit status 1"), std::string::npos) << o.reason;
 }
 
+// A scenario waiting on a dead engine (bench retrying its ready check for 600 s) is stopped when the
+// engine dies: the trial ends as crashed at once.
+TEST_F(LocalFixture, ScenarioIsStoppedWhenTheEngineDies) {
+  LocalRunnerOptions o = options();
+  o.run_scenario = [](const Scenario&, const std::string&, const std::atomic<bool>& stop) {
+    for (int i = 0; i < 3000 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (stop.load()) throw std::runtime_error("interrupted during the endpoint ready check; nothing was measured");
+    return ScenarioResult{};
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  TrialOutcome out = make_local_runner(o)(request(server("crash")));
+  EXPECT_EQ(out.status, TrialStatus::kCrashed) << out.reason;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
 TEST_F(LocalFixture, RequestsFailing) {
   TrialOutcome o = make_local_runner(options(0.0, 0))(request(server("ok")));
   EXPECT_EQ(o.status, TrialStatus::kRequestsFailed);
@@ -148,12 +179,174 @@ TEST_F(LocalFixture, HealthyEngineRunsEveryScenarioAndIsStopped) {
   EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);
 }
 
+/// Is the process running (present and not a zombie)?
+bool running(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+/// Issue 9 §3: after kill -9 of tune, the engine (and its workers, even one that left the process group)
+/// kept running and holding the port. Now the supervisor ends them all within the grace period.
+TEST_F(LocalFixture, EngineAndItsWorkersDieWithTuneAfterSigkill) {
+  const fs::path pids = dir / "pids";
+  std::vector<std::string> argv = server("workers");
+  argv.push_back(pids.string());
+  pid_t tune = fork();
+  ASSERT_GE(tune, 0);
+  if (tune == 0) {
+    LocalRunnerOptions o = options(60.0);  // the scenario "runs" for a minute
+    o.ready_timeout_s = 10;
+    make_local_runner(o)(request(argv));
+    _exit(0);
+  }
+  pid_t engine = 0, w1 = 0, w2 = 0;
+  for (int i = 0; i < 200 && !fs::exists(pids); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(pids)) << "the fake engine did not start";
+  std::ifstream(pids) >> engine >> w1 >> w2;
+  for (int i = 0; i < 200 && http_get_status("127.0.0.1", port, "/health", 0.5) != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(running(engine) && running(w1) && running(w2));
+  kill(tune, SIGKILL);
+  waitpid(tune, nullptr, 0);
+  // Grace period 1 s (options()), then SIGKILL of the group and of the re-parented worker.
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((running(engine) || running(w1) || running(w2)) &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  EXPECT_FALSE(running(engine)) << "engine " << engine << " outlived tune";
+  EXPECT_FALSE(running(w1)) << "worker " << w1 << " outlived tune";
+  EXPECT_FALSE(running(w2)) << "worker " << w2 << " (own session) outlived tune";
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 0);  // the port is free again
+}
+
+/// A process listening on the port before launch (an engine left behind, another user's server) stops the
+/// study instead of being measured, and names the holder.
+TEST_F(LocalFixture, PortInUseBeforeLaunchStopsTheStudy) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  LocalRunnerOptions o = options();
+  o.port_free_timeout_s = 0.3;
+  try {
+    make_local_runner(o)(request(server("ok")));
+    FAIL() << "measured with the port taken";
+  } catch (const StudyAbort& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("port " + std::to_string(port) + " on 127.0.0.1 is still in use after 0.3 s by pid " +
+                            std::to_string(getpid()) + " (",
+                        0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("which this tune did not start; stop it or set [study] port to a free port"), std::string::npos)
+        << msg;
+  }
+  close(fd);
+  EXPECT_FALSE(fs::exists(dir / "engine.log"));  // nothing was launched
+}
+
+/// A server that appears on the port after the check, not started by the trial, is refused at readiness.
+TEST_F(LocalFixture, ServerNotStartedByTheTrialIsNotMeasured) {
+  auto engine = script("sleepy.sh", "echo loading weights\nexec sleep 30\n");
+  pid_t stranger = -1;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stranger = fork();
+    if (stranger == 0) {
+      execl("/usr/bin/python3", "python3", (dir / "server.py").c_str(), std::to_string(port).c_str(), "ok",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  });
+  LocalRunnerOptions o = options();
+  o.ready_timeout_s = 10;
+  std::string msg;
+  try {
+    make_local_runner(o)(request({engine.string()}));
+  } catch (const StudyAbort& e) {
+    msg = e.what();
+  }
+  starter.join();
+  EXPECT_NE(msg.find("port " + std::to_string(port) + " is served by pid " + std::to_string(stranger)),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("which this tune did not start"), std::string::npos) << msg;
+  EXPECT_EQ(http_get_status("127.0.0.1", port, "/health", 0.5), 200);  // the stranger was left alone
+  kill(stranger, SIGKILL);
+  waitpid(stranger, nullptr, 0);
+}
+
+/// A missing engine executable stops the study at once (it used to be retried for every planned trial).
+TEST_F(LocalFixture, MissingExecutableStopsTheStudy) {
+  try {
+    make_local_runner(options())(request({"servelab-no-such-engine", "serve"}));
+    FAIL();
+  } catch (const StudyAbort& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("engine executable 'servelab-no-such-engine' not found on PATH (", 0), 0u)
+        << e.what();
+  }
+}
+
+/// A scenario measured on a twin that fell behind (bench's invalid_reason) makes the trial invalid: it is
+/// recorded with the reason and never ranked.
+TEST_F(LocalFixture, UntrustedTimingIsAnInvalidTrial) {
+  LocalRunnerOptions o = options();
+  o.run_scenario = [](const Scenario&, const std::string&, const std::atomic<bool>&) {
+    ScenarioResult r;
+    r.metrics["Successful requests"] = 10;
+    r.invalid_reason = "the timing cannot be trusted at time scale 20: ...";
+    return r;
+  };
+  TrialOutcome out = make_local_runner(o)(request(server("ok")));
+  EXPECT_EQ(out.status, TrialStatus::kInvalid);
+  EXPECT_EQ(out.reason, "scenario s1: the timing cannot be trusted at time scale 20: ...");
+  EXPECT_TRUE(out.scenarios.empty());
+  EXPECT_EQ(trial_status_from_name("invalid"), TrialStatus::kInvalid);
+}
+
+// Between two scenarios the engine's prefix cache is reset (its endpoint, POST), not before the first.
+TEST_F(LocalFixture, PrefixCacheIsResetBetweenScenarios) {
+  LocalRunnerOptions o = options();
+  o.reset_cache_path = "/flush_cache";
+  TrialRequest req = request(server("ok"));
+  req.scenarios.push_back(Scenario{"s2", "", {}, 1.0});
+  req.scenarios.push_back(Scenario{"s3", "", {}, 1.0});
+  req.env["FAKE_POST_LOG"] = (dir / "posts").string();
+  ASSERT_EQ(make_local_runner(o)(req).status, TrialStatus::kOk);
+  std::ifstream in(dir / "posts");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(all, "/flush_cache\n/flush_cache\n");
+}
+
+// A trial ends only when the GPUs' memory is back to its level before the first launch (+1 GiB).
+TEST_F(LocalFixture, WaitsUntilGpuMemoryIsBackToBaseline) {
+  LocalRunnerOptions o = options();
+  std::vector<double> readings = {2000, 90000, 90000, 2500};  // baseline, then after the stop
+  size_t calls = 0;
+  o.gpu_memory_used_mib = [&]() -> std::optional<double> {
+    return readings[std::min(calls++, readings.size() - 1)];
+  };
+  ASSERT_EQ(make_local_runner(o)(request(server("ok"))).status, TrialStatus::kOk);
+  EXPECT_EQ(calls, 4u);
+}
+
 TEST(LogPatterns, ErrorLineAndOom) {
   EXPECT_EQ(error_line("a\nTraceback:\n  File x\nValueError: bad thing\n\nINFO done\n"), "ValueError: bad thing");
   EXPECT_EQ(error_line("Usage: trtllm-serve\nError: No such option: --foo\n"), "Error: No such option: --foo");
   EXPECT_EQ(error_line("just text\nlast line\n"), "last line");
   EXPECT_TRUE(log_shows_oom("torch.OutOfMemoryError: CUDA out of memory."));
   EXPECT_FALSE(log_shows_oom("ValueError: Selected backend"));
+  // vLLM's check_enough_kv_cache_memory: the KV cache cannot hold one max-length request (an OOM class).
+  EXPECT_TRUE(log_shows_oom("ValueError: To serve at least one request with the models's max seq len (163840), "
+                            "(11.95 GiB KV cache is needed, which is larger than the available KV cache memory "
+                            "(11.70 GiB)."));
 }
 
 }  // namespace

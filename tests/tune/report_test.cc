@@ -46,6 +46,29 @@ TEST(Report, MarkdownHasTheStudyShape) {
   EXPECT_NE(trials_json(in.trials).find("\"status\": \"rejected\""), std::string::npos);
 }
 
+// Issue 10 §4-5: a failed trial shows its engine log path and last lines; stand-ins, a time scale and a
+// reduced workload are said at the top.
+TEST(Report, FailuresShowTheEngineLogAndTheLabelsSayWhatTheNumbersAre) {
+  Fixture f;
+  f.study.prompts_scale = 0.05;
+  std::vector<TrialRecord> trials = f.ev.records();
+  TrialRecord failed = trials.back();
+  failed.outcome.status = TrialStatus::kStartupRefused;
+  failed.outcome.reason = "ValueError: Selected backend is not valid";
+  failed.outcome.log_tail = "line 1\nline 2\nValueError: Selected backend is not valid\n";
+  failed.log_path = "/out/logs/x.log";
+  trials.push_back(failed);
+  trials.front().outcome.scenarios.at(0).metrics[kTimeScaleMetric] = 20;
+  ReportInput in{&f.study, &f.outcome, trials, {{"engine.a.reported", "1.0 (servelab stand-in)"}}};
+  const std::string md = render_markdown(in);
+  for (const char* s : {"| startup_refused | ValueError: Selected backend is not valid | `/out/logs/x.log` |",
+                        "last lines of the engine log</summary>\n\n```\nline 1\nline 2\nValueError: Selected backend "
+                        "is not valid\n```",
+                        "> **Rehearsal on engine stand-ins**", "> **Time scale 20**: the servers ran 20 times faster",
+                        "> **Reduced workload**: every scenario's --num-prompts × 0.05"})
+    EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
+}
+
 TEST(Report, ParetoFront) {
   // (tpot, throughput): (10,100) (20,150) (15,90) (30,140) (5,50) → front by TPOT: 5/50, 10/100, 20/150.
   auto f = pareto_front({{10, 100}, {20, 150}, {15, 90}, {30, 140}, {5, 50}});

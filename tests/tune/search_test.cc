@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 
 #include "test_study.h"
@@ -125,6 +127,32 @@ TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
       << a.steps[2].decision;
   EXPECT_FALSE(a.steps[2].kept);
   EXPECT_TRUE(a.steps[0].kept);  // +20% is well outside it
+}
+
+// Issue 10 §4: a start-up refusal or OOM is launched once for all repeats (each launch may wait
+// ready_timeout_s); a not-ready engine is retried on the next repeat.
+TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
+  Study s = small();
+  s.repeats = 3;
+  std::map<std::string, int> launches;
+  TrialRunner r = [&](const TrialRequest& req) {
+    ++launches[req.config_key];
+    TrialOutcome out;
+    if (req.config_key == "a{layout=tp4-dp2}") out.status = TrialStatus::kStartupRefused;
+    else if (req.config_key == "b{layout=tp4-dp2}") out.status = TrialStatus::kOutOfMemory;
+    else if (req.config_key == "a{ctx=32768}") out.status = TrialStatus::kNotReady;
+    else return testing::fake_runner()(req);
+    out.reason = trial_status_name(out.status);
+    return out;
+  };
+  Evaluator ev = make(s, r);
+  SearchOutcome o = run_search(s, ev, nullptr);
+  EXPECT_EQ(launches["a{layout=tp4-dp2}"], 1);
+  EXPECT_EQ(launches["b{layout=tp4-dp2}"], 1);
+  EXPECT_EQ(launches["a{ctx=32768}"], 3);
+  EXPECT_EQ(launches["a{}"], 6);  // 3 repeats on s1, then 3 on s2 for the generalization table
+  EXPECT_EQ(o.engines[0].steps[0].eval.status, TrialStatus::kStartupRefused);
+  EXPECT_EQ(o.engines[1].steps[0].eval.status, TrialStatus::kOutOfMemory);
 }
 
 TEST(Greedy, ARunnerExceptionIsAFailedTrialAndTheStudyGoesOn) {

@@ -1,5 +1,9 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "common/paths.h"
 #include "test_study.h"
 #include "tune/space.h"
 #include "tune/study.h"
@@ -49,6 +53,72 @@ TEST(Study, ErrorsNameTomlPathAndLine) {
   } catch (const StudyError& e) {
     EXPECT_NE(std::string(e.what()).find("syn.toml:1:"), std::string::npos) << e.what();
   }
+}
+
+// Issue 9 §3: out-of-range values are rejected at load with the file, line and key (they used to be
+// accepted and fail only after launching an engine).
+std::string load_error(const std::string& toml) {
+  try {
+    parse_study(toml, "range.toml", "/data");
+  } catch (const StudyError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = testing::kSmallStudy;
+  const auto at = s.find(from);
+  if (at == std::string::npos) throw std::logic_error("fixture lacks " + from);
+  return s.replace(at, from.size(), to);
+}
+
+/// 1-based line of the first occurrence of `needle` in `text`.
+int line_of(const std::string& text, const std::string& needle) {
+  const auto at = text.find(needle);
+  if (at == std::string::npos) throw std::logic_error("no " + needle);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
+/// The error for the study with `from` replaced by `to`, expected as "range.toml:<line of marker>: <rest>".
+void expect_error(const std::string& from, const std::string& to, const std::string& marker,
+                  const std::string& rest) {
+  const std::string toml = with(from, to);
+  EXPECT_EQ(load_error(toml), fmt::format("range.toml:{}: {}", line_of(toml, marker), rest)) << to;
+}
+
+TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
+  const std::string v = "version = \"1.0\"\n", t = "target = \"twin\"\n";
+  expect_error(v, v + "stop_grace_s = 1e308\n", "stop_grace_s",
+               "engines[0].stop_grace_s: 1e+308 is out of range (must be in 0..3600)");
+  expect_error(v, v + "ready_timeout_s = -5\n", "ready_timeout_s",
+               "engines[0].ready_timeout_s: -5 is out of range (must be > 0 and ≤ 86400)");
+  expect_error(v, v + "ready_timeout_s = nan\n", "ready_timeout_s", "engines[0].ready_timeout_s: must be a finite number");
+  expect_error(t, t + "port = 99999\n", "port =", "study.port: 99999 is out of range (must be in 1..65535)");
+  expect_error(t, t + "port = 0\n", "port =", "study.port: 0 is out of range (must be in 1..65535)");
+  expect_error(t, t + "repeats = 5000000000\n", "repeats", "study.repeats: 5000000000 is out of range (must be in 1..100)");
+  expect_error("gpu_count = 8\n", "gpu_count = 8\ngpu_memory_gb = 0\n", "gpu_memory_gb",
+               "hardware.gpu_memory_gb: 0 is out of range (must be > 0 and ≤ 10000)");
+  expect_error("gpu_count = 8\n", "gpu_count = 8\n[search]\nmin_gain_pct = -1\n", "min_gain_pct",
+               "search.min_gain_pct: -1 is out of range (must be in 0..100)");
+  expect_error("[objective]\n", "[objective]\nkind = \"goodput\"\nslo_ms = { ttft = \"x\" }\n", "slo_ms",
+               "objective.slo_ms.ttft: must be a number");
+  expect_error("[objective]\n", "[objective]\nkind = \"goodput\"\nslo_ms = { ttft = -3 }\n", "slo_ms",
+               "objective.slo_ms.ttft: -3 is out of range (must be > 0 and ≤ 1000000000)");
+  expect_error(v, v + "ready_paths = [\"health\"]\n", "ready_paths",
+               "engines[0].ready_paths[0]: must be an HTTP path starting with '/' (e.g. \"/health\")");
+}
+
+TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
+  expect_error("render.a = [{flags = [\"-tp\", \"{tp}\"]}", "render.a = [{flags = [\"-tp\", \"{tpp}\"]}", "{tpp}",
+               "knobs[0] (layout).render.a[0].flags[1]: undefined placeholder {tpp} (defined here: {dcp}, {dp}, "
+               "{dp_attention}, {ep}, {host}, {model}, {port}, {pp}, {tp})");
+  expect_error("\"--port\", \"{port}\"]", "\"--port\", \"{prot}\"]", "{prot}",
+               "engines[0].command[4]: undefined placeholder {prot} (defined here: {host}, {model}, {port})");
+  // JSON braces are not placeholders; {value} of a knob is.
+  EXPECT_EQ(load_error(with("render.a = [{flags = [\"--max-model-len\", \"{value}\"]}]",
+                            "render.a = [{flags = [\"--x\", '{\"n\":{value}}']}]")),
+            "(accepted)");
 }
 
 TEST(Space, RendersCommandAndEnv) {
@@ -103,6 +173,24 @@ TEST(Space, ConditionsAndKeys) {
   EXPECT_EQ(config_label(s, normalize(s, c)), "ctx=32768");
   EXPECT_EQ(knobs_for_engine(s, "a"), (std::vector<std::string>{"layout", "ctx"}));
   EXPECT_EQ(enumerate_grid(s).size(), 3u * 2u + 3u * 2u * 2u);
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(Study, ScalePromptsForARehearsal) {
+  Study s = scale_prompts(parse_study(testing::kSmallStudy, "small.toml", "/data"), 0.05);
+  EXPECT_EQ(s.prompts_scale, 0.05);
+  EXPECT_EQ(s.scenarios[0].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  EXPECT_EQ(s.scenarios[1].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  Study ref = scale_prompts(load_study(common::source_dir() / "studies/deepseek-v3.2-h200x8.toml", "/data"), 0.05);
+  EXPECT_EQ(ref.scenarios[0].args.back(), "50");   // sharegpt-1000: 1000 x 0.05
+  EXPECT_EQ(ref.scenarios[4].args[7], "5");        // random-32000in-100out: 100 x 0.05
+  EXPECT_THROW(scale_prompts(ref, 0), std::invalid_argument);
+  EXPECT_THROW(scale_prompts(ref, 1.5), std::invalid_argument);
 }
 
 }  // namespace

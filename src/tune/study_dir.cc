@@ -1,0 +1,126 @@
+#include "tune/study_dir.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "tune/store.h"
+#include "tune/tune.h"
+
+namespace servelab::tune::detail {
+
+namespace fs = std::filesystem;
+
+std::string process_command_line(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), {});
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  return raw;
+}
+
+DirLock::DirLock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create study directory {}: {}", dir.string(), ec.message()));
+  const fs::path file = dir / kLockFile;
+  fd_ = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {0};
+    const ssize_t n = pread(fd_, buf, sizeof buf - 1, 0);
+    close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK)
+      throw std::runtime_error(fmt::format("cannot lock {}: {}", file.string(), std::strerror(err)));
+    const int pid = n > 0 ? std::atoi(buf) : 0;
+    const std::string cmd = pid > 0 ? process_command_line(pid) : "";
+    throw TuneSetupError(fmt::format(
+        "{} is in use by another servelab tune (pid {}{}); two tunes on one directory would measure each "
+        "other's engines. Wait for it to finish or stop it (kill -INT {}), or use another --out directory",
+        dir.string(), pid > 0 ? std::to_string(pid) : "unknown", cmd.empty() ? "" : ": " + cmd,
+        pid > 0 ? std::to_string(pid) : "PID"));
+  }
+  const std::string me = fmt::format("{}\n", getpid());
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(), std::strerror(errno)));
+}
+
+DirLock::~DirLock() {
+  if (fd_ < 0) return;
+  if (ftruncate(fd_, 0) != 0) {
+    // Nothing to do: the lock itself is released by close.
+  }
+  close(fd_);
+}
+
+namespace {
+
+std::string stamp_now() {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return buf;
+}
+
+fs::path aside_name(const fs::path& dir) {
+  const fs::path clean = dir.lexically_normal().string().back() == '/' ? dir.lexically_normal().parent_path()
+                                                                     : dir.lexically_normal();
+  fs::path target = clean.string() + "." + stamp_now();
+  for (int i = 1; fs::exists(target); ++i) target = clean.string() + "." + stamp_now() + "-" + std::to_string(i);
+  return target;
+}
+
+}  // namespace
+
+void check_study_dir(const fs::path& dir, const std::string& study_toml, const DirPolicy& policy) {
+  const fs::path db = dir / "results.sqlite";
+  if (policy.fresh) return;
+  if (!fs::exists(db)) return;
+  Store store(db);
+  const std::int64_t trials = store.trial_count();
+  if (!policy.resume && trials > 0) {
+    throw TuneSetupError(fmt::format(
+        "{} already holds {} trial(s) of study '{}'; refusing to overwrite them. Use --resume to continue that "
+        "study, --fresh to move the directory aside ({}.<date>) and start over, or --out DIR for another directory",
+        db.string(), trials, store.study_name().value_or("?"), dir.string()));
+  }
+  if (policy.resume && trials > 0) {
+    const auto stored = store.study_toml();
+    if (stored && *stored != study_toml)
+      throw TuneSetupError(fmt::format(
+          "--resume: the study file differs from the one {} was started with (its {} trial(s) were measured "
+          "with the stored version, `sqlite3 {} 'select toml from study'`); restore the file, or use --fresh "
+          "to start over with the new one",
+          db.string(), trials, db.string()));
+  }
+}
+
+DirLock prepare_study_dir(const fs::path& dir, const std::string& study_toml, const DirPolicy& policy,
+                          fs::path* moved_to) {
+  if (policy.fresh && fs::exists(dir) && !fs::is_empty(dir)) {
+    fs::path target = aside_name(dir);
+    {
+      DirLock old(dir);  // never move a directory another tune is using
+      std::error_code ec;
+      fs::rename(dir, target, ec);
+      if (ec)
+        throw TuneSetupError(fmt::format("--fresh: cannot move {} aside to {}: {}", dir.string(), target.string(),
+                                         ec.message()));
+    }
+    if (moved_to) *moved_to = target;
+  }
+  DirLock lock(dir);
+  check_study_dir(dir, study_toml, policy);
+  return lock;
+}
+
+}  // namespace servelab::tune::detail
