@@ -33,6 +33,7 @@ struct SimRunArgs {
   std::string hardware = "8xH200";
   std::string network;
   std::string engine_version;
+  std::string calibration;
   std::string scenario;
   std::string model_config;
   bool explain = false;
@@ -123,6 +124,7 @@ void run_sim_run(SimRunArgs& a) {
   opt.max_concurrency = a.bench.max_concurrency;
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
   if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
+  if (!a.calibration.empty()) opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
 
   std::printf("Prediction of the servelab engine twin (virtual time, not a measurement)\n");
   std::printf("Launch:   %s\nHardware: %s   Model: %s (%s)   Workload: %s (%zu requests)\n",
@@ -194,6 +196,8 @@ void setup(CLI::App& root) {
   run->add_option("--network", run_args->network, "network between nodes, e.g. 8x400G (NICs per node x Gb/s)");
   run->add_option("--engine-version", run_args->engine_version,
                   "engine version whose flags and defaults apply (default: the engine module's default)");
+  run->add_option("--calibration", run_args->calibration,
+                  "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
   run->add_option("--scenario", run_args->scenario,
                   "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>]");
   run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");

@@ -27,6 +27,7 @@ namespace {
 struct SimServeArgs {
   std::string hardware = "8xH200";
   std::string engine_version;
+  std::string calibration;
   std::string host = "127.0.0.1";
   int port = -1;  // -1: the launch command's port (its --port, else the engine's default)
   double time_scale = 1.0;
@@ -72,7 +73,9 @@ void run_serve(const SimServeArgs& a) {
   const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
   const model::ModelSpec model =
       a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
-  auto created = sim::OnlineTwin::create(engine, cluster, model);
+  std::optional<sim::CalibrationTable> calibration;
+  if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
+  auto created = sim::OnlineTwin::create(engine, cluster, model, calibration);
   std::unique_ptr<sim::OnlineTwin> twin;
   std::string runtime_failure;  // the twin's reason when the engine starts and then dies on its first step
   if (auto* f = std::get_if<sim::Failure>(&created)) {
@@ -91,9 +94,8 @@ void run_serve(const SimServeArgs& a) {
   o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
   o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
   o.root_model = engine.model;
-  o.max_model_len = twin ? twin->max_model_len()
-                         : engines::resolve_defaults(engine, sim::model_traits(model), sim::hardware_traits(cluster))
-                               .max_model_len.value_or(model.max_position_embeddings);
+  // A launch that dies on its first step has no resolved context; the server advertises the configured one.
+  o.max_model_len = twin ? twin->max_model_len() : engine.max_model_len.value_or(model.max_position_embeddings);
   o.time_scale = a.time_scale;
   o.seed = a.seed;
   o.reasoning_parser = !engine.reasoning_parser.empty();
@@ -163,6 +165,8 @@ void setup(CLI::App& root) {
       "Serve an OpenAI-compatible API (/health, /v1/models, /v1/completions, /v1/chat/completions) whose "
       "tokens leave when the twin of the launch command predicts");
   serve->add_option("--hardware", args->hardware, "GPU node, e.g. 8xH200")->capture_default_str();
+  serve->add_option("--calibration", args->calibration,
+                    "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
   serve->add_option("--engine-version", args->engine_version,
                     "engine version whose flags and defaults apply (default: the engine module's default)");
   serve->add_option("--host", args->host,

@@ -128,9 +128,10 @@ class OnlineTwin {
  public:
   /// Builds the twin of `engine` on `cluster`; returns a Failure (start-up refusal, OOM, too few GPUs)
   /// exactly as predict() would for that launch.
-  static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(const engines::EngineConfig& engine,
-                                                                   const hardware::ClusterSpec& cluster,
-                                                                   const model::ModelSpec& model);
+  /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
+  static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(
+      const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+      const std::optional<CalibrationTable>& calibration = std::nullopt);
   ~OnlineTwin();
   OnlineTwin(const OnlineTwin&) = delete;
   OnlineTwin& operator=(const OnlineTwin&) = delete;

@@ -538,14 +538,16 @@ struct OnlineTwin::Impl {
 OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnlineTwin::~OnlineTwin() = default;
 
-std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(const engines::EngineConfig& engine,
-                                                                      const hardware::ClusterSpec& cluster,
-                                                                      const model::ModelSpec& model) {
+std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(
+    const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+    const std::optional<CalibrationTable>& calibration) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
   if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return Failure{f->message, failure_kind(*f)};
   const auto& launch = std::get<engines::ResolvedLaunch>(resolved);
-  auto impl = std::make_unique<Impl>(launch, cluster, make_context(launch, cluster, WorkloadOptions{}));
+  WorkloadOptions options;
+  options.calibration = calibration;
+  auto impl = std::make_unique<Impl>(launch, cluster, make_context(launch, cluster, options));
   if (!impl->sim.plan().fits) return Failure{impl->sim.plan().failure, Failure::Kind::kOutOfMemory};
   impl->sim.set_sink(&impl->sink, /*record_timings=*/false);
   return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
