@@ -3,8 +3,14 @@
 // step-time model predict for the launch (the same OnlineTwin/Simulator as `sim run`).
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <limits>
 #include <memory>
 #include <string>
@@ -34,13 +40,55 @@ struct SimServeArgs {
   std::vector<std::string> launch;
 };
 
-simserve::Server* g_server = nullptr;
+/// SIGINT/SIGTERM for the lifetime of the object go to a watcher thread (they are blocked in this thread and
+/// so in the threads it starts), never to a signal handler: the server is stopped from that thread, once
+/// attached; a signal before that (while the twin and tokenizer load) stops it as soon as it is attached.
+/// A second signal exits at once (status 130).
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] { watch(); });
+  }
+  ~StopOnSignals() {
+    done_ = true;
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
 
-void on_signal(int) {
-  if (g_server != nullptr) g_server->stop();
-}
+  void attach(simserve::Server* server) {
+    std::lock_guard lock(mu_);
+    server_ = server;
+    if (server_ && requested_) server_->stop();
+  }
+
+ private:
+  void watch() {
+    const timespec tick{0, 50 * 1000 * 1000};
+    while (!done_) {
+      if (sigtimedwait(&set_, nullptr, &tick) < 0) continue;  // EAGAIN (tick) or EINTR
+      std::lock_guard lock(mu_);
+      if (requested_) _exit(130);
+      requested_ = true;
+      if (server_) server_->stop();
+    }
+  }
+
+  sigset_t set_{}, old_{};
+  std::mutex mu_;
+  simserve::Server* server_ = nullptr;
+  bool requested_ = false;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 void run_serve(const SimServeArgs& a) {
+  StopOnSignals signals;  // first, so that Ctrl-C while the twin loads is not lost (destroyed last)
   if (a.launch.empty()) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
@@ -85,11 +133,9 @@ void run_serve(const SimServeArgs& a) {
                engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
                engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
                o.served_models[0].c_str());
-  g_server = &server;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  signals.attach(&server);
   server.run();
-  g_server = nullptr;
+  signals.attach(nullptr);
   const auto v = twin->view();
   std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
                v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
