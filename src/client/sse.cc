@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 namespace servelab::client::detail {
 namespace {
@@ -19,19 +21,29 @@ std::string excerpt(const char* data, std::size_t size) {
   return s;
 }
 
-// Reads an integer field that may be null/absent; returns -1 when not a number.
-int to_int(od::value v) {
-  std::int64_t i;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<int>(i);
-  return -1;
-}
-
 // What one `usage` object holds.
 struct Usage {
   int prompt_tokens = -1;
   int completion_tokens = -1;
   int reasoning_tokens = -1;
+  std::optional<std::int64_t> rejected;  // a count outside [0, 2^31 - 1]: never truncated into a plausible one
 };
+
+// Reads a token count that may be null/absent; -1 when not a number, and -1 with `u.rejected` set when it
+// does not fit a token count (negative, or 2^40 that int truncation would turn into 0).
+int to_int(od::value v, Usage& u) {
+  std::int64_t i;
+  if (v.get_int64().get(i) != simdjson::SUCCESS) {
+    std::uint64_t big;
+    if (v.get_uint64().get(big) == simdjson::SUCCESS) u.rejected = std::numeric_limits<std::int64_t>::max();
+    return -1;
+  }
+  if (i < 0 || i > std::numeric_limits<std::int32_t>::max()) {
+    u.rejected = i;
+    return -1;
+  }
+  return static_cast<int>(i);
+}
 
 simdjson::error_code read_usage(od::value v, Usage& u) {
   if (v.is_null()) return simdjson::SUCCESS;
@@ -43,9 +55,9 @@ simdjson::error_code read_usage(od::value v, Usage& u) {
     od::value val;
     if (auto e = field.value().get(val)) return e;
     if (key == "prompt_tokens") {
-      u.prompt_tokens = to_int(val);
+      u.prompt_tokens = to_int(val, u);
     } else if (key == "completion_tokens") {
-      u.completion_tokens = to_int(val);
+      u.completion_tokens = to_int(val, u);
     } else if (key == "completion_tokens_details") {
       od::object details;
       if (val.get_object().get(details) == simdjson::SUCCESS) {
@@ -54,7 +66,7 @@ simdjson::error_code read_usage(od::value v, Usage& u) {
           if (d.unescaped_key().get(dk)) break;
           if (dk == "reasoning_tokens") {
             od::value dv;
-            if (d.value().get(dv) == simdjson::SUCCESS) u.reasoning_tokens = to_int(dv);
+            if (d.value().get(dv) == simdjson::SUCCESS) u.reasoning_tokens = to_int(dv, u);
           }
         }
       }
@@ -168,6 +180,7 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
     } else if (key == "usage") {
       if (auto e = read_usage(val, usage)) return parse_error(e);
       has_usage = usage.completion_tokens >= 0 || usage.prompt_tokens >= 0;
+      if (usage.rejected) state.out->usage_rejected = usage.rejected;
     } else if (key == "error") {
       std::string message;
       od::object err;
