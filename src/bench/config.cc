@@ -515,6 +515,8 @@ Urls build_urls(const BenchConfig& c) {
 std::string namespace_repr(const BenchConfig& c) {
   std::vector<std::string> headers;
   for (const auto& item : c.header) headers.push_back(common::redact_header_item(item));
+  std::vector<std::string> metadata;  // KEY=VALUE too: a credential-named key hides its value
+  for (const auto& item : c.metadata) metadata.push_back(common::redact_header_item(item));
   const std::optional<std::string> base_url =
       c.base_url ? std::optional<std::string>(common::redact_url(*c.base_url)) : std::nullopt;
   std::string request_rate;  // argparse type=float: printed as a float when it parses
@@ -545,7 +547,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"label", py_opt(c.label)},
       {"logprobs", py_opt(c.logprobs)},
       {"max_concurrency", py_opt(c.max_concurrency)},
-      {"metadata", py_list(c.metadata)},
+      {"metadata", py_list(metadata)},
       {"metric_percentiles", py_str(c.metric_percentiles)},
       {"min_p", py_opt(c.min_p)},
       {"model", py_opt(c.model)},
