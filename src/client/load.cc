@@ -717,27 +717,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
                     std::stop_token stop) {
   using namespace detail;
   namespace asio = boost::asio;
-  if (schedule_s.size() != requests.size()) {
-    throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
-                                " send times for " + std::to_string(requests.size()) + " requests");
-  }
-  for (std::size_t i = 0; i < schedule_s.size(); ++i) {
-    if (!(schedule_s[i] >= 0.0) || schedule_s[i] > 1e9) {
-      throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
-                                  std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
-    }
-  }
-  if (options.realtime_priority < 0 || options.realtime_priority > 99) {
-    throw std::invalid_argument("run_load: realtime_priority must be 0..99, got " +
-                                std::to_string(options.realtime_priority));
-  }
-  if (options.max_concurrency < 0) {
-    throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
-                                std::to_string(options.max_concurrency));
-  }
-  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0)) {
-    throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be > 0");
-  }
+  validate_load(options, requests.size(), schedule_s);
   const ParsedUrl url = parse_url(options.api_url);
   validate_endpoint_url(url, options.endpoint);
   const std::string api_key = resolve_api_key(options);

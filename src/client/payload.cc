@@ -251,6 +251,32 @@ void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint) {
   }
 }
 
+void validate_load(const ClientOptions& options, std::size_t num_requests, std::span<const double> schedule_s) {
+  if (schedule_s.size() != num_requests) {
+    throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
+                                " send times for " + std::to_string(num_requests) + " requests");
+  }
+  for (std::size_t i = 0; i < schedule_s.size(); ++i) {
+    if (!(schedule_s[i] >= 0.0) || schedule_s[i] > 1e9) {
+      throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
+                                  std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
+    }
+  }
+  if (options.realtime_priority < 0 || options.realtime_priority > 99) {
+    throw std::invalid_argument("run_load: realtime_priority must be 0..99, got " +
+                                std::to_string(options.realtime_priority));
+  }
+  if (options.max_concurrency < 0) {
+    throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
+                                std::to_string(options.max_concurrency));
+  }
+  // Bounded so that the deadline arithmetic on the steady clock cannot overflow.
+  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0) || options.request_timeout_s > 1e9 ||
+      options.connect_timeout_s > 1e9) {
+    throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be in (0, 1e9] s");
+  }
+}
+
 std::string resolve_api_key(const ClientOptions& options) {
   if (options.api_key) return *options.api_key;
   const char* env = std::getenv("OPENAI_API_KEY");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stop_token>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,10 @@ std::string python_json_dumps(const nlohmann::ordered_json& value);
 /// name, else the URL's userinfo (Basic), else the API key (Bearer).
 std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
                                const std::string& api_key, const PlannedRequest& request);
+
+/// run_load's argument checks (schedule size and values, priority, concurrency, timeouts). Throws
+/// std::invalid_argument naming the field and the offending value.
+void validate_load(const ClientOptions& options, std::size_t num_requests, std::span<const double> schedule_s);
 
 /// Resolves ClientOptions::api_key (nullopt → $OPENAI_API_KEY or "").
 std::string resolve_api_key(const ClientOptions& options);
