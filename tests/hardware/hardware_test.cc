@@ -1,0 +1,113 @@
+#include "hardware/hardware.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace servelab::hardware {
+namespace {
+
+TEST(GpuTable, EveryRowHasItsPeaksAndSources) {
+  for (const auto& g : gpu_table()) {
+    SCOPED_TRACE(g.name);
+    EXPECT_GT(g.memory_bytes, 0);
+    EXPECT_GT(g.hbm_bandwidth_Bps, 0);
+    EXPECT_GT(g.bf16_flops, 0);
+    EXPECT_EQ(g.sources.size(), 4u);
+    for (const auto& [field, source] : g.sources) EXPECT_FALSE(source.empty()) << field;
+    if (!g.modelled) {
+      EXPECT_FALSE(g.unsupported_reason.empty());
+    }
+  }
+}
+
+TEST(GpuTable, DatasheetValues) {
+  const auto& a100 = gpu_by_name("A100");
+  EXPECT_EQ(a100.name, "A100-SXM-80GB");
+  EXPECT_EQ(a100.compute_capability, 80);
+  EXPECT_DOUBLE_EQ(a100.fp8_flops, 0);  // no FP8 tensor cores on SM80
+  EXPECT_DOUBLE_EQ(a100.bf16_flops, 312e12);
+  EXPECT_DOUBLE_EQ(a100.memory_bytes, 81920.0 * 1024 * 1024);
+  const auto& h100 = gpu_by_name("nvidia h100 sxm5");
+  EXPECT_EQ(h100.name, "H100-SXM");
+  EXPECT_DOUBLE_EQ(h100.fp8_flops, 1979e12);
+  EXPECT_DOUBLE_EQ(h100.hbm_bandwidth_Bps, 3.35e12);
+  EXPECT_EQ(gpu_by_name("H200").memory_bytes, 143771.0 * 1024 * 1024);
+  EXPECT_EQ(gpu_by_name("A100-40GB").hbm_bandwidth_Bps, 1.555e12);
+  EXPECT_EQ(gpu_by_name("H100-PCIe").intra_node_link, LinkKind::kNvLinkBridge);
+  EXPECT_EQ(gpu_by_name("L40S").intra_node_link, LinkKind::kPcie);
+  EXPECT_DOUBLE_EQ(gpu_by_name("B200").fp4_flops, 9000e12);
+  EXPECT_FALSE(gpu_by_name("910B").modelled);
+  EXPECT_FALSE(gpu_by_name("MI300X").modelled);
+}
+
+TEST(GpuTable, UnknownGpuListsTheKnownOnes) {
+  try {
+    gpu_by_name("V100");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown GPU \"V100\""), std::string::npos) << m;
+    EXPECT_NE(m.find("A100-SXM-80GB"), std::string::npos) << m;
+    EXPECT_NE(m.find("L40S"), std::string::npos) << m;
+  }
+}
+
+TEST(Cluster, CountsSplitIntoNodesOfEight) {
+  auto c = parse_cluster("16xH100");
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_EQ(c.gpus_per_node, 8);
+  EXPECT_EQ(c.total_gpus(), 16);
+  EXPECT_EQ(cluster_name(c), "2x8xH100-SXM");
+  c = parse_cluster("2x8xH100");
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_EQ(c.gpus_per_node, 8);
+  c = parse_cluster("4xA100");
+  EXPECT_EQ(c.nodes, 1);
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(c.network.nic_Bps, 25e9);  // HDR 200 Gb/s on A100 clusters
+  c = parse_cluster("H200");
+  EXPECT_EQ(c.total_gpus(), 8);
+  c = parse_cluster("8*MI300X");
+  EXPECT_EQ(c.gpu.name, "MI300X");
+  EXPECT_EQ(c.total_gpus(), 8);
+  c = parse_cluster("1xH100");
+  EXPECT_EQ(c.total_gpus(), 1);
+  EXPECT_DOUBLE_EQ(c.network.nic_Bps, 50e9);
+}
+
+TEST(Cluster, BadSpecsNameTheProblem) {
+  auto message = [](const std::string& spec) {
+    try {
+      parse_cluster(spec);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message("12xH100").find("do not split into nodes of 8"), std::string::npos);
+  EXPECT_NE(message("12xH100").find("2x6xH100-SXM"), std::string::npos);
+  EXPECT_NE(message("0xH100").find("counts must be 1..1024"), std::string::npos);
+  EXPECT_NE(message("2x16xH100").find("at most 8"), std::string::npos);
+  EXPECT_NE(message("8x").find("no GPU name"), std::string::npos);
+  EXPECT_NE(message("8xV100").find("unknown GPU"), std::string::npos);
+  EXPECT_NE(message("200x8xH100").find("more than 1024"), std::string::npos);
+}
+
+TEST(Network, ParsesNicsAndRate) {
+  auto n = parse_network("8x400G");
+  EXPECT_EQ(n.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(n.nic_Bps, 50e9);
+  EXPECT_EQ(n.kind, "InfiniBand");
+  n = parse_network("4x200Gb/s RoCE");
+  EXPECT_EQ(n.nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(n.nic_Bps, 25e9);
+  EXPECT_EQ(n.kind, "RoCE");
+  EXPECT_THROW(parse_network("400G"), std::invalid_argument);
+  EXPECT_THROW(parse_network("8x50GB/s"), std::invalid_argument);
+  EXPECT_THROW(parse_network("8x400G token-ring"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace servelab::hardware
