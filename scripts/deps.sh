@@ -18,7 +18,8 @@ CHARTJS_VERSION="4.5.1"      # npm `chart.js` (UMD build inlined into tune's HTM
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
-      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl)
+      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl
+      clang libclang-rt-14-dev llvm)  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
 
 missing=()
 for p in "${PKGS[@]}"; do
