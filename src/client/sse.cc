@@ -21,6 +21,10 @@ std::string excerpt(const char* data, std::size_t size) {
   return s;
 }
 
+// Whether `v` is JSON null, as an error code: simdjson_result<bool>'s conversion to bool throws on a malformed
+// value (`"content":nde`), and an exception on an I/O thread would end the whole run.
+simdjson::error_code null_value(od::value& v, bool& null) { return v.is_null().get(null); }
+
 // What one `usage` object holds.
 struct Usage {
   int prompt_tokens = -1;
@@ -46,7 +50,9 @@ int to_int(od::value v, Usage& u) {
 }
 
 simdjson::error_code read_usage(od::value v, Usage& u) {
-  if (v.is_null()) return simdjson::SUCCESS;
+  bool null = false;
+  if (auto e = null_value(v, null)) return e;
+  if (null) return simdjson::SUCCESS;
   od::object obj;
   if (auto e = v.get_object().get(obj)) return e;
   for (auto field : obj) {
@@ -82,7 +88,9 @@ struct Choice {
 };
 
 simdjson::error_code read_string_or_null(od::value v, std::string_view& out) {
-  if (v.is_null()) return simdjson::SUCCESS;
+  bool null = false;
+  if (auto e = null_value(v, null)) return e;
+  if (null) return simdjson::SUCCESS;
   return v.get_string().get(out);
 }
 
@@ -164,7 +172,9 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
     od::value val;
     if (auto e = field.value().get(val)) return parse_error(e);
     if (key == "choices") {
-      if (val.is_null()) continue;
+      bool null = false;
+      if (auto e = null_value(val, null)) return parse_error(e);
+      if (null) continue;
       od::array arr;
       if (auto e = val.get_array().get(arr)) return parse_error(e);
       bool first = true;
