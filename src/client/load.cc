@@ -670,6 +670,8 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   std::mutex done_mu;
   std::condition_variable done_cv;
   std::size_t running = num_threads;
+  // A stop requested before the run: no worker may dispatch (the callback below then marks all not sent).
+  if (stop.stop_requested()) run.stop_requested = true;
   run.t0 = Clock::now();
   std::vector<std::thread> threads;
   std::atomic<int> priority_error{0};
