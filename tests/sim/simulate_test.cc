@@ -97,7 +97,8 @@ TEST(Simulate, SglangSpeculativeCapsRunningRequestsAt48) {
       "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
       "--speculative-num-draft-tokens 2");
   const auto w = random_fixed(200, 100, 50);
-  const auto& p = std::get<Prediction>(predict(e, parse_cluster("8xH200"), w, {}));
+  const auto predicted = predict(e, parse_cluster("8xH200"), w, {});  // a reference into the temporary dangled
+  const auto& p = std::get<Prediction>(predicted);
   EXPECT_EQ(p.twin.max_batch_requests, 48);
   EXPECT_GT(p.twin.mtp_acceptance, 0.0);
   long long chunks = 0, tokens = 0;
