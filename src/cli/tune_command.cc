@@ -7,6 +7,7 @@
 
 #include "cli/command_registry.h"
 #include "common/paths.h"
+#include "common/redact.h"
 #include "tune/preflight.h"
 #include "tune/tune.h"
 
@@ -73,7 +74,7 @@ void run(const TuneArgs& a) {
   try {
     study = load_study(a.study, servelab::common::data_dir());
   } catch (const StudyError& e) {
-    std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    std::fprintf(stderr, "servelab tune: %s\n", servelab::common::redact_text(e.what()).c_str());
     throw servelab::cli::ExitRequest{2};
   }
   study = scale_prompts(std::move(study), a.prompts_scale);
@@ -111,12 +112,12 @@ void run(const TuneArgs& a) {
     const auto& o = r.outcome;
     if (!o.best.feasible) {
       std::fprintf(stderr, "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
-                   o.best.reason.c_str(), r.dir.c_str());
+                   servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
       throw servelab::cli::ExitRequest{1};
     }
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
                              o.best.objective.mean, study.objective.metric, o.best.predicted ? " (predicted)" : "");
-    std::cout << "recommended: " << o.recommended_command.shell() << "\n";
+    std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);
   } catch (const StudyAbort& e) {

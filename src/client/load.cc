@@ -23,6 +23,7 @@
 #include "client/http_response.h"
 #include "client/request.h"
 #include "client/sse.h"
+#include "common/redact.h"
 
 namespace servelab::client {
 namespace detail {
@@ -426,6 +427,11 @@ class Worker {
       if (!c.got_bytes && c.reused && !c.retried && (is_eof(ec) || ec == asio::error::connection_reset)) {
         return retry_on_new_connection(c);
       }
+      if (is_eof(ec) && !c.parser->got_some()) {
+        // Closed before a single response byte: a reset, never "HTTP 0" (and no parser call: Beast asserts
+        // that put_eof follows some input).
+        return fail_request(c, FailureKind::kReset, "connection closed before any response byte");
+      }
       if (is_eof(ec)) {
         error_code pec;
         c.parser->put_eof(pec);
@@ -462,7 +468,18 @@ class Worker {
         break;
       }
       if (pec) return fail_request(c, FailureKind::kSseParse, "malformed HTTP response: " + pec.message());
-      if (c.parser->is_done()) return complete_message(c, c.parser->keep_alive());
+      if (c.parser->is_done()) {
+        // 1xx (100 Continue, 103 Early Hints) is an interim response: the real one follows on the stream.
+        if (c.status / 100 == 1 && c.status != 101) {
+          c.status = 0;
+          c.status_reason.clear();
+          c.parser.emplace(&c);
+          continue;
+        }
+        // Bytes after the response (an unasked-for second response) make the connection unusable: reusing it
+        // would credit them to the next request.
+        return complete_message(c, c.parser->keep_alive() && c.used == 0);
+      }
       if (c.used == 0 || consumed == 0) break;
     }
     read(c);
@@ -478,7 +495,7 @@ class Worker {
     } else {
       std::string msg = "HTTP " + std::to_string(c.status);
       if (!c.status_reason.empty()) msg += " " + c.status_reason;
-      if (!c.error_body.empty()) msg += ": " + c.error_body;
+      if (!c.error_body.empty()) msg += ": " + common::redact_text(c.error_body);  // a server may echo headers
       c.st.out->http_status = c.status;
       fail(c.st, FailureKind::kHttpStatus, std::move(msg));
       finish_stream(c.st);
@@ -495,6 +512,8 @@ class Worker {
   void finish_request(ConnT& c, bool reuse) {
     const std::size_t idx = c.idx;
     RequestOutput& out = run_.outputs[idx];
+    // The run's duration ends at the last request the server finished, not at a Ctrl-C's cancellations.
+    const bool completed = out.failure != FailureKind::kCancelled;
     if (c.status != 0) out.http_status = c.status;
     if (!out.success && out.failure == FailureKind::kNone) {  // failed parse path without a kind
       out.failure = FailureKind::kReset;
@@ -509,14 +528,14 @@ class Worker {
     } else {
       close(c);
     }
-    on_request_done();
+    on_request_done(completed);
   }
 
-  void on_request_done() {
+  void on_request_done(bool completed) {
     ++finished_;
     const auto now = Clock::now().time_since_epoch().count();
     auto prev = run_.last_completion.load(std::memory_order_relaxed);
-    while (prev < now && !run_.last_completion.compare_exchange_weak(prev, now)) {
+    while (completed && prev < now && !run_.last_completion.compare_exchange_weak(prev, now)) {
     }
     run_.completed.fetch_add(1, std::memory_order_relaxed);
     release_slot();
@@ -651,6 +670,8 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   std::mutex done_mu;
   std::condition_variable done_cv;
   std::size_t running = num_threads;
+  // A stop requested before the run: no worker may dispatch (the callback below then marks all not sent).
+  if (stop.stop_requested()) run.stop_requested = true;
   run.t0 = Clock::now();
   std::vector<std::thread> threads;
   std::atomic<int> priority_error{0};
@@ -698,27 +719,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
                     std::stop_token stop) {
   using namespace detail;
   namespace asio = boost::asio;
-  if (schedule_s.size() != requests.size()) {
-    throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
-                                " send times for " + std::to_string(requests.size()) + " requests");
-  }
-  for (std::size_t i = 0; i < schedule_s.size(); ++i) {
-    if (!(schedule_s[i] >= 0.0) || schedule_s[i] > 1e9) {
-      throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
-                                  std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
-    }
-  }
-  if (options.realtime_priority < 0 || options.realtime_priority > 99) {
-    throw std::invalid_argument("run_load: realtime_priority must be 0..99, got " +
-                                std::to_string(options.realtime_priority));
-  }
-  if (options.max_concurrency < 0) {
-    throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
-                                std::to_string(options.max_concurrency));
-  }
-  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0)) {
-    throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be > 0");
-  }
+  validate_load(options, requests.size(), schedule_s);
   const ParsedUrl url = parse_url(options.api_url);
   validate_endpoint_url(url, options.endpoint);
   const std::string api_key = resolve_api_key(options);
@@ -794,7 +795,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
   result.interrupted = interrupted.load();
   result.num_not_sent = not_sent;
 
-  detail::count_output_tokens(options, reasoning, result);
+  detail::count_output_tokens(options, reasoning, result, stop);
   return result;
 }
 

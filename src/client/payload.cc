@@ -6,6 +6,12 @@
 
 #include "client/request.h"
 
+#include <openssl/evp.h>
+
+#include <cctype>
+
+#include "common/redact.h"
+
 namespace servelab::client {
 namespace detail {
 namespace {
@@ -145,20 +151,53 @@ std::string python_json_dumps(const nlohmann::ordered_json& value) {
   return out;
 }
 
-ParsedUrl parse_url(std::string_view url) {
+namespace {
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string base64(std::string_view s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+ParsedUrl parse_url(std::string_view url_text) {
   ParsedUrl u;
+  const std::string shown = common::redact_url(url_text);  // errors never print the credentials
+  const std::string_view url = shown;
   std::string_view rest;
-  if (url.substr(0, 7) == "http://") {
-    rest = url.substr(7);
-  } else if (url.substr(0, 8) == "https://") {
+  if (url_text.substr(0, 7) == "http://") {
+    rest = url_text.substr(7);
+  } else if (url_text.substr(0, 8) == "https://") {
     u.tls = true;
-    rest = url.substr(8);
+    rest = url_text.substr(8);
   } else {
     throw std::invalid_argument("api URL '" + std::string(url) + "' must start with http:// or https://");
   }
-  const std::size_t slash = rest.find('/');
+  const std::size_t slash = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, slash);
   u.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (!u.target.empty() && u.target.front() != '/') u.target.insert(0, "/");
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    u.basic_authorization = "Basic " + base64(percent_decode(authority.substr(0, at)));
+    authority.remove_prefix(at + 1);
+  }
   if (authority.empty()) throw std::invalid_argument("api URL '" + std::string(url) + "' has no host");
   std::string_view port;
   if (authority.front() == '[') {
@@ -212,6 +251,32 @@ void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint) {
   }
 }
 
+void validate_load(const ClientOptions& options, std::size_t num_requests, std::span<const double> schedule_s) {
+  if (schedule_s.size() != num_requests) {
+    throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
+                                " send times for " + std::to_string(num_requests) + " requests");
+  }
+  for (std::size_t i = 0; i < schedule_s.size(); ++i) {
+    if (!(schedule_s[i] >= 0.0) || schedule_s[i] > 1e9) {
+      throw std::invalid_argument("run_load: send time of request " + std::to_string(i) + " is " +
+                                  std::to_string(schedule_s[i]) + " s (must be finite and >= 0)");
+    }
+  }
+  if (options.realtime_priority < 0 || options.realtime_priority > 99) {
+    throw std::invalid_argument("run_load: realtime_priority must be 0..99, got " +
+                                std::to_string(options.realtime_priority));
+  }
+  if (options.max_concurrency < 0) {
+    throw std::invalid_argument("run_load: max_concurrency must be >= 0, got " +
+                                std::to_string(options.max_concurrency));
+  }
+  // Bounded so that the deadline arithmetic on the steady clock cannot overflow.
+  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0) || options.request_timeout_s > 1e9 ||
+      options.connect_timeout_s > 1e9) {
+    throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be in (0, 1e9] s");
+  }
+}
+
 std::string resolve_api_key(const ClientOptions& options) {
   if (options.api_key) return *options.api_key;
   const char* env = std::getenv("OPENAI_API_KEY");
@@ -224,7 +289,11 @@ std::string build_http_request(const ClientOptions& options, const ParsedUrl& ur
   // Header list: defaults, then --header extras replacing same-named ones, then x-request-id.
   std::vector<std::pair<std::string, std::string>> headers;
   headers.emplace_back("Content-Type", "application/json");
-  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  if (!url.basic_authorization.empty()) {
+    headers.emplace_back("Authorization", url.basic_authorization);
+  } else if (!api_key.empty()) {
+    headers.emplace_back("Authorization", "Bearer " + api_key);
+  }
   auto set = [&headers](const std::string& k, const std::string& v) {
     for (auto& h : headers) {
       if (strcasecmp(h.first.c_str(), k.c_str()) == 0) {
@@ -236,7 +305,9 @@ std::string build_http_request(const ClientOptions& options, const ParsedUrl& ur
   };
   for (const auto& [k, v] : options.headers) {
     for (char c : k + v) {
-      if (c == '\r' || c == '\n') throw std::invalid_argument("header '" + k + "': contains CR/LF");
+      if (c == '\r' || c == '\n') {
+        throw std::invalid_argument("header '" + common::redact_header_item(k + ": " + v) + "': contains CR/LF");
+      }
     }
     set(k, v);
   }

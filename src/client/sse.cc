@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 namespace servelab::client::detail {
 namespace {
@@ -19,22 +21,38 @@ std::string excerpt(const char* data, std::size_t size) {
   return s;
 }
 
-// Reads an integer field that may be null/absent; returns -1 when not a number.
-int to_int(od::value v) {
-  std::int64_t i;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<int>(i);
-  return -1;
-}
+// Whether `v` is JSON null, as an error code: simdjson_result<bool>'s conversion to bool throws on a malformed
+// value (`"content":nde`), and an exception on an I/O thread would end the whole run.
+simdjson::error_code null_value(od::value& v, bool& null) { return v.is_null().get(null); }
 
 // What one `usage` object holds.
 struct Usage {
   int prompt_tokens = -1;
   int completion_tokens = -1;
   int reasoning_tokens = -1;
+  std::optional<std::int64_t> rejected;  // a count outside [0, 2^31 - 1]: never truncated into a plausible one
 };
 
+// Reads a token count that may be null/absent; -1 when not a number, and -1 with `u.rejected` set when it
+// does not fit a token count (negative, or 2^40 that int truncation would turn into 0).
+int to_int(od::value v, Usage& u) {
+  std::int64_t i;
+  if (v.get_int64().get(i) != simdjson::SUCCESS) {
+    std::uint64_t big;
+    if (v.get_uint64().get(big) == simdjson::SUCCESS) u.rejected = std::numeric_limits<std::int64_t>::max();
+    return -1;
+  }
+  if (i < 0 || i > std::numeric_limits<std::int32_t>::max()) {
+    u.rejected = i;
+    return -1;
+  }
+  return static_cast<int>(i);
+}
+
 simdjson::error_code read_usage(od::value v, Usage& u) {
-  if (v.is_null()) return simdjson::SUCCESS;
+  bool null = false;
+  if (auto e = null_value(v, null)) return e;
+  if (null) return simdjson::SUCCESS;
   od::object obj;
   if (auto e = v.get_object().get(obj)) return e;
   for (auto field : obj) {
@@ -43,9 +61,9 @@ simdjson::error_code read_usage(od::value v, Usage& u) {
     od::value val;
     if (auto e = field.value().get(val)) return e;
     if (key == "prompt_tokens") {
-      u.prompt_tokens = to_int(val);
+      u.prompt_tokens = to_int(val, u);
     } else if (key == "completion_tokens") {
-      u.completion_tokens = to_int(val);
+      u.completion_tokens = to_int(val, u);
     } else if (key == "completion_tokens_details") {
       od::object details;
       if (val.get_object().get(details) == simdjson::SUCCESS) {
@@ -54,7 +72,7 @@ simdjson::error_code read_usage(od::value v, Usage& u) {
           if (d.unescaped_key().get(dk)) break;
           if (dk == "reasoning_tokens") {
             od::value dv;
-            if (d.value().get(dv) == simdjson::SUCCESS) u.reasoning_tokens = to_int(dv);
+            if (d.value().get(dv) == simdjson::SUCCESS) u.reasoning_tokens = to_int(dv, u);
           }
         }
       }
@@ -70,7 +88,9 @@ struct Choice {
 };
 
 simdjson::error_code read_string_or_null(od::value v, std::string_view& out) {
-  if (v.is_null()) return simdjson::SUCCESS;
+  bool null = false;
+  if (auto e = null_value(v, null)) return e;
+  if (null) return simdjson::SUCCESS;
   return v.get_string().get(out);
 }
 
@@ -152,7 +172,9 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
     od::value val;
     if (auto e = field.value().get(val)) return parse_error(e);
     if (key == "choices") {
-      if (val.is_null()) continue;
+      bool null = false;
+      if (auto e = null_value(val, null)) return parse_error(e);
+      if (null) continue;
       od::array arr;
       if (auto e = val.get_array().get(arr)) return parse_error(e);
       bool first = true;
@@ -168,6 +190,7 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
     } else if (key == "usage") {
       if (auto e = read_usage(val, usage)) return parse_error(e);
       has_usage = usage.completion_tokens >= 0 || usage.prompt_tokens >= 0;
+      if (usage.rejected) state.out->usage_rejected = usage.rejected;
     } else if (key == "error") {
       std::string message;
       od::object err;

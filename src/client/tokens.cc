@@ -1,6 +1,8 @@
 // Output-token counting after a run (off the hot path): vLLM's re-tokenization fallback, reasoning
 // tokens, and the server-usage vs tokenizer cross-check; plus vLLM's ready check.
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -16,25 +18,61 @@ namespace detail {
 using Clock = std::chrono::steady_clock;
 
 void count_output_tokens(const ClientOptions& options, const std::vector<std::string>& reasoning,
-                         LoadResult& result) {
+                         LoadResult& result, std::stop_token stop) {
   const std::size_t n = result.outputs.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    metrics::RequestOutput& out = result.outputs[i];
-    if (options.retokenize && out.success) {
+  // Re-tokenization is the slow part after a run (a hostile server's 10 MB events): it runs on the client's
+  // I/O thread count (the tokenizer is thread-safe) and stops at a stop request between outputs.
+  std::atomic<std::size_t> next{0}, counted{0}, to_count{0};
+  for (const auto& out : result.outputs) to_count += options.retokenize && out.success;
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      metrics::RequestOutput& out = result.outputs[i];
+      if (!options.retokenize || !out.success) continue;
+      if (stop.stop_requested()) continue;
       out.tokenizer_output_tokens = options.retokenize(out.generated_text);
       if (out.usage_completion_tokens < 0 || out.output_tokens == 0) out.output_tokens = out.tokenizer_output_tokens;
       if (out.reasoning_tokens == 0 && !reasoning[i].empty()) out.reasoning_tokens = options.retokenize(reasoning[i]);
+      ++counted;
     }
+  };
+  if (options.retokenize) {
+    std::size_t threads = options.num_threads > 0 ? static_cast<std::size_t>(options.num_threads)
+                                                  : std::max(1u, std::thread::hardware_concurrency());
+    threads = std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(1, to_count.load()));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+  if (counted < to_count) {
+    result.interrupted = true;
+    result.warnings.push_back("output tokens: re-tokenization interrupted: " + std::to_string(to_count - counted) +
+                              " of " + std::to_string(to_count.load()) +
+                              " successful requests not counted by the tokenizer (their output tokens are the "
+                              "server's usage, 0 where it sent none)");
+  }
+  for (auto& out : result.outputs) {
     if (!options.keep_generated_text) std::string().swap(out.generated_text);
   }
-  std::size_t compared = 0, differ = 0;
+  std::size_t compared = 0, differ = 0, rejected = 0;
   long long usage_total = 0, tokenizer_total = 0;
+  std::int64_t rejected_example = 0;
   for (const metrics::RequestOutput& out : result.outputs) {
-    if (!out.success || out.usage_completion_tokens < 0 || out.tokenizer_output_tokens < 0) continue;
+    if (out.success && out.usage_rejected) {
+      ++rejected;
+      rejected_example = *out.usage_rejected;
+    }
+    if (!out.success || out.tokenizer_output_tokens < 0) continue;
+    if (out.usage_completion_tokens < 0 && !out.usage_rejected) continue;
     ++compared;
-    differ += out.usage_completion_tokens != out.tokenizer_output_tokens;
-    usage_total += out.usage_completion_tokens;
+    differ += out.usage_rejected || out.usage_completion_tokens != out.tokenizer_output_tokens;
+    usage_total += std::max(out.usage_completion_tokens, 0);
     tokenizer_total += out.tokenizer_output_tokens;
+  }
+  if (rejected > 0) {
+    result.warnings.push_back("output tokens: the server's usage holds token counts out of range (e.g. " +
+                              std::to_string(rejected_example) + ") for " + std::to_string(rejected) +
+                              " requests; they were rejected and those requests counted with the tokenizer");
   }
   if (differ > 0) {
     result.warnings.push_back("output tokens: the server's usage.completion_tokens and the tokenizer's count of the "

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct RequestOutput {
   int usage_prompt_tokens = -1;        ///< server usage.prompt_tokens (-1 = not reported)
   int usage_completion_tokens = -1;    ///< server usage.completion_tokens (-1 = not reported)
   int tokenizer_output_tokens = -1;    ///< client re-tokenization of generated_text (-1 = not computed)
+  /// A usage count the server sent outside [0, 2^31 - 1] (e.g. 2^40; beyond 2^63 - 1 saturated), rejected:
+  /// output_tokens then comes from the tokenizer and the run's usage-vs-tokenizer warning counts it as a
+  /// mismatch. Empty when none was.
+  std::optional<std::int64_t> usage_rejected;
   std::string generated_text;          ///< concatenated content (only kept with --save-detailed)
   std::string request_id;              ///< x-request-id sent
 };

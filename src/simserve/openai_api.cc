@@ -3,10 +3,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <tuple>
+
 namespace servelab::simserve {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// Serialises a response JSON. Text that is not valid UTF-8 (a client's bytes echoed in an error message or
+// an id) is written with U+FFFD instead of throwing, so no request can make a writer fail.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ApiError bad_request(std::string message, std::string param = {}) {
   return {400, "BadRequestError", std::move(message), std::move(param)};
@@ -26,8 +32,13 @@ std::optional<ApiError> read_int(const json& body, const char* key, std::optiona
   if (!it->is_number_integer()) {
     return validation(std::string(key) + " must be an integer, got " + json_type_name(*it), key);
   }
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX)) {
+    return bad_request(std::string(key) + " = " + it->dump() + " is out of range (at most 2147483647)", key);
+  }
   const auto v = it->get<std::int64_t>();
-  if (v < INT32_MIN || v > INT32_MAX) return bad_request(std::string(key) + " is out of range", key);
+  if (v < INT32_MIN || v > INT32_MAX) {
+    return bad_request(std::string(key) + " = " + std::to_string(v) + " is out of range", key);
+  }
   out = static_cast<int>(v);
   return std::nullopt;
 }
@@ -77,7 +88,7 @@ std::string error_json(const ApiError& e) {
               {"type", e.type},
               {"param", e.param.empty() ? json(nullptr) : json(e.param)},
               {"code", e.status}};
-  return json{{"error", err}}.dump();
+  return dump(json{{"error", err}});
 }
 
 std::variant<GenerationRequest, ApiError> parse_generation_request(
@@ -85,7 +96,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   json body;
   try {
     body = json::parse(body_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers such as 1e400
     return bad_request(std::string("request body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) return bad_request("request body must be a JSON object");
@@ -137,15 +148,26 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
         msg.reasoning_content = m["reasoning_content"].get<std::string>();
       }
       if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
-        for (const auto& tc : m["tool_calls"]) {
+        const auto& calls = m["tool_calls"];
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          const auto& tc = calls[k];
+          const std::string at = where + ".tool_calls[" + std::to_string(k) + "]";
           if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object()) {
-            return validation(where + ".tool_calls entries must have a function object", where);
+            return validation(at + " must have a function object", at);
           }
           const auto& f = tc["function"];
+          // OpenAI's schema: id, function.name and function.arguments (a JSON text) are strings.
+          for (const auto& [obj, key, name] : {std::tuple{&tc, "id", "id"}, std::tuple{&f, "name", "function.name"},
+                                               std::tuple{&f, "arguments", "function.arguments"}}) {
+            if (auto v = obj->find(key); v != obj->end() && !v->is_null() && !v->is_string()) {
+              return validation(at + "." + name + " must be a string, got " + json_type_name(*v), at + "." + name);
+            }
+          }
           chat::ToolCall call;
-          call.id = tc.value("id", "");
-          call.name = f.value("name", "");
-          call.arguments_json = f.value("arguments", "{}");
+          if (auto v = tc.find("id"); v != tc.end() && v->is_string()) call.id = v->get<std::string>();
+          if (auto v = f.find("name"); v != f.end() && v->is_string()) call.name = v->get<std::string>();
+          call.arguments_json = "{}";
+          if (auto v = f.find("arguments"); v != f.end() && v->is_string()) call.arguments_json = v->get<std::string>();
           msg.tool_calls.push_back(std::move(call));
         }
       }
@@ -188,7 +210,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   }
   if (auto s = body.find("seed"); s != body.end() && !s->is_null()) {
     if (!s->is_number_integer()) return validation("seed must be an integer", "seed");
-    r.seed = static_cast<std::uint64_t>(s->get<std::int64_t>());
+    r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>() : static_cast<std::uint64_t>(s->get<std::int64_t>());
   }
   for (const char* key : {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
                           "min_p"}) {
@@ -212,7 +234,7 @@ std::string models_json(const std::vector<std::string>& served_models, const std
                     {"max_model_len", max_model_len},
                     {"servelab", {{"engine_twin", true}, {"time_scale", time_scale}}}});
   }
-  return json{{"object", "list"}, {"data", data}}.dump();
+  return dump(json{{"object", "list"}, {"data", data}});
 }
 
 std::string stream_chunk(Endpoint endpoint, const ResponseIdentity& id, const StreamDelta& d) {
@@ -237,7 +259,7 @@ std::string stream_chunk(Endpoint endpoint, const ResponseIdentity& id, const St
     chunk = {{"id", id.id}, {"object", "chat.completion.chunk"}, {"created", id.created}, {"model", id.model},
              {"choices", json::array({choice})}};
   }
-  return "data: " + chunk.dump() + "\n\n";
+  return "data: " + dump(chunk) + "\n\n";
 }
 
 std::string stream_usage_chunk(Endpoint endpoint, const ResponseIdentity& id, const Usage& u) {
@@ -250,7 +272,7 @@ std::string stream_usage_chunk(Endpoint endpoint, const ResponseIdentity& id, co
                  {{"prompt_tokens", u.prompt_tokens},
                   {"total_tokens", u.prompt_tokens + u.completion_tokens},
                   {"completion_tokens", u.completion_tokens}}}};
-  return "data: " + chunk.dump() + "\n\n";
+  return "data: " + dump(chunk) + "\n\n";
 }
 
 std::string stream_done() { return "data: [DONE]\n\n"; }
@@ -274,7 +296,7 @@ std::string full_response(Endpoint endpoint, const ResponseIdentity& id, const s
     body = {{"id", id.id}, {"object", "chat.completion"}, {"created", id.created}, {"model", id.model},
             {"choices", json::array({choice})}, {"usage", usage}};
   }
-  return body.dump();
+  return dump(body);
 }
 
 }  // namespace servelab::simserve

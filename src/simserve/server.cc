@@ -8,6 +8,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -116,10 +119,16 @@ struct Server::Impl {
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
   net::steady_timer timer{ioc};
+  net::steady_timer accept_timer{ioc};
+  Clock::duration accept_backoff{};
+  bool accept_failing = false;     // an accept error was logged and accepting has not recovered yet
+  bool stopped = false;
   Clock::time_point t0 = Clock::now();
   std::uint64_t next_id = 1;
   std::unordered_map<std::uint64_t, Active> active;
   std::set<std::shared_ptr<Session>> sessions;
+  std::atomic<std::size_t> stat_sessions{0}, stat_in_flight{0};
+  std::atomic<std::uint64_t> stat_accept_errors{0}, stat_handler_errors{0};
 
   Impl(ServerOptions o, Timeline t, tokenizer::Tokenizer k)
       : options(std::move(o)), timeline(std::move(t)), tok(std::move(k)) {}
@@ -130,6 +139,7 @@ struct Server::Impl {
   void schedule();
   void on_timer();
   void emit(std::uint64_t id, int index);
+  void emit_token(Active& a, Session& s, std::uint64_t id, int index);
   void record_lag(double t_emit_s);
   /// At the start of a handler: engine ms the loop has been continuously busy (gaps < 0.2 ms) until now.
   double busy_for_ms() {
@@ -145,50 +155,124 @@ struct Server::Impl {
     return buf;
   }
   void accept();
+  void on_accept_error(const beast::error_code& ec);
   // Handles a generation request; returns an error or registers the request with the twin.
   // `received_s`: virtual time the request was read (before tokenizing it), its arrival in the twin.
   std::optional<ApiError> generate(const std::shared_ptr<Session>& s, Endpoint ep, const std::string& body,
                                    const std::string& request_id, double received_s);
+  void erase_active(std::unordered_map<std::uint64_t, Active>::iterator it) {
+    active.erase(it);
+    stat_in_flight = active.size();
+  }
   void cancel_all(const std::set<std::uint64_t>& ids) {
     for (auto id : ids) {
       if (active.erase(id) > 0) timeline.cancel(id);
     }
+    stat_in_flight = active.size();
     schedule();
+  }
+  void add_session(const std::shared_ptr<Session>& s) {
+    sessions.insert(s);
+    stat_sessions = sessions.size();
+  }
+  void remove_session(const std::shared_ptr<Session>& s) {
+    sessions.erase(s);
+    stat_sessions = sessions.size();
   }
 };
 
-// One HTTP/1.1 connection. Responses are written from an output queue so token chunks never interleave.
+namespace {
+
+// Header bytes are ISO-8859-1 as Starlette decodes them (vLLM echoes x-request-id so): each byte becomes
+// one code point, written as UTF-8, so the id is valid JSON text whatever the client sent.
+std::string latin1_to_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
+
+// A request path for an error message: printable ASCII kept, any other byte as %XX, at most 200 bytes.
+std::string printable_path(std::string_view path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path.substr(0, 200)) {
+    if (c >= 0x21 && c < 0x7F && c != '%') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+constexpr std::size_t kMaxQueuedRequests = 16;  // pipelined requests waiting for the one in progress
+constexpr double kLingerS = 1.0;                // after a final response: how long unread input is drained
+
+}  // namespace
+
+// One HTTP/1.x connection. Requests are read continuously (so a client that hangs up is noticed while its
+// request is in flight) and answered one at a time in arrival order; responses are written from an output
+// queue so token chunks never interleave.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Server::Impl& server) : socket_(std::move(socket)), server_(server) {}
+  Session(tcp::socket socket, Server::Impl& server)
+      : socket_(std::move(socket)), server_(server), read_timer_(socket_.get_executor()) {}
 
-  void start() { read(); }
-  void close() {
+  void start() { read_request(); }
+  /// Closes the connection and forgets it: in-flight requests are cancelled in the twin.
+  void drop() {
+    if (dropped_) return;
+    dropped_ = true;
     beast::error_code ec;
+    read_timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
+    auto ids = in_flight_;
+    in_flight_.clear();
+    server_.cancel_all(ids);
+    server_.remove_session(shared_from_this());
   }
 
   // Raw bytes onto the wire, in order.
   void write(std::string bytes) {
+    if (dropped_) return;
     out_.push_back(std::move(bytes));
     if (!writing_) flush();
   }
   void begin_stream() {
-    write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
-          "x-servelab-time-scale: " + server_.time_scale_text() + "\r\ntransfer-encoding: chunked\r\n\r\n");
+    // HTTP/1.0 has no chunked encoding: the body ends when the connection closes.
+    chunked_ = version_ >= 11;
+    if (!chunked_) keep_alive_ = false;
+    std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+    head += "server: servelab-twin\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n";
+    head += "x-servelab-time-scale: " + server_.time_scale_text() + "\r\n";
+    if (chunked_) head += "transfer-encoding: chunked\r\n";
+    if (!keep_alive_) head += "connection: close\r\n";
+    write(head + "\r\n");
   }
   void stream_event(const std::string& event) {
+    if (!chunked_) return write(event);
     char size[32];
     std::snprintf(size, sizeof size, "%zx\r\n", event.size());
     write(size + event + "\r\n");
   }
   void end_stream(std::uint64_t id) {
-    write("0\r\n\r\n");
+    if (chunked_) write("0\r\n\r\n");
+    if (!keep_alive_) close_after_write_ = true;
     finish(id);
   }
   void respond(int status, const std::string& content_type, std::string body) {
-    http::response<http::string_body> res{static_cast<http::status>(status), 11};
+    http::response<http::string_body> res{static_cast<http::status>(status), version_ >= 11 ? 11u : 10u};
     res.set(http::field::server, "servelab-twin");
     res.set("x-servelab-time-scale", server_.time_scale_text());
     res.set(http::field::content_type, content_type);
@@ -201,111 +285,236 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!keep_alive_) close_after_write_ = true;
   }
   void respond_error(const ApiError& e) { respond(e.status, "application/json", error_json(e)); }
+  /// The response in progress is complete (immediate ones too): the next queued request may start.
   void finish(std::uint64_t id) {
     in_flight_.erase(id);
-    if (!close_after_write_) read();
+    busy_ = false;
+    if (close_after_write_) {
+      queue_.clear();
+      if (!writing_) flush();
+      return;
+    }
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->process_queue(); });
   }
   void track(std::uint64_t id) { in_flight_.insert(id); }
+  bool dropped() const { return dropped_; }
 
  private:
-  void read() {
+  enum class Phase { kHead, kBody };
+  /// A request read and waiting its turn. `received_s`: virtual time its body was read, its arrival in the
+  /// twin; `busy_ms`: engine ms the event loop had been busy before reading it (a bound on how long it
+  /// waited unread in the socket).
+  struct Pending {
+    http::request<http::string_body> request;
+    double received_s = 0;
+    double busy_ms = 0;
+  };
+
+  void read_request() {
+    if (stop_reading_ && !reading_ && !watching_ && !dropped_) return watch();
+    if (reading_ || dropped_ || close_after_write_ || stop_reading_ || queue_.size() >= kMaxQueuedRequests) return;
+    reading_ = true;
     parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     parser_->body_limit(server_.options.max_body_bytes);
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    phase_ = Phase::kHead;
+    arm_read_timer();
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
   }
 
-  void on_read(beast::error_code ec) {
+  // Deadlines: the head of a request must arrive within header_timeout_s while nothing is in progress
+  // (an idle keep-alive connection included); its body within body_timeout_s after the head.
+  void arm_read_timer() {
+    if (!reading_) return;
+    if (phase_ == Phase::kHead && (busy_ || !queue_.empty())) {
+      read_timer_.cancel();  // a response is streaming: waiting for the next request is not a stall
+      return;
+    }
+    const double s = phase_ == Phase::kHead ? server_.options.header_timeout_s : server_.options.body_timeout_s;
+    read_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
+    read_timer_.async_wait([w = weak_from_this()](beast::error_code ec) {
+      if (auto self = w.lock(); self && !ec && self->reading_) self->drop();
+    });
+  }
+
+  void on_head(beast::error_code ec) {
+    if (dropped_) return;
+    if (ec) return on_read_error(ec);
+    auto& head = parser_->get();
+    if (head.version() >= 11 && beast::iequals(head[http::field::expect], "100-continue")) {
+      write("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    phase_ = Phase::kBody;
+    arm_read_timer();
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (dropped_) return;
     struct Done {
       Server::Impl& im;
       ~Done() { im.work_done(); }
     } done{server_};
     const double busy_ms = server_.busy_for_ms();
-    const double received_s = server_.virtual_now();
-    if (ec == http::error::body_limit) {
-      keep_alive_ = false;
+    reading_ = false;
+    read_timer_.cancel();
+    if (ec) return on_read_error(ec);
+    queue_.push_back({parser_->release(), server_.virtual_now(), busy_ms});
+    if (!queue_.back().request.keep_alive()) stop_reading_ = true;  // the last request this connection sends
+    process_queue();
+    read_request();
+  }
+
+  // The client hung up (its requests in flight are cancelled), or sent what is not HTTP.
+  void on_read_error(const beast::error_code& ec) {
+    reading_ = false;
+    read_timer_.cancel();
+    const bool too_large = ec == http::error::body_limit;
+    const bool bad_head = ec == http::error::header_limit;
+    const bool hung_up = ec == http::error::end_of_stream || ec == net::error::eof ||
+                         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+                         ec == http::error::partial_message;
+    if (hung_up || busy_ || !queue_.empty()) return drop();
+    keep_alive_ = false;
+    version_ = 11;
+    if (too_large) {
       respond_error({413, "RequestEntityTooLarge",
                      "request body exceeds " + std::to_string(server_.options.max_body_bytes) + " bytes", ""});
-      return;
+    } else if (bad_head) {
+      respond_error({431, "RequestHeaderFieldsTooLarge",
+                     "request head exceeds " + std::to_string(server_.options.max_header_bytes) + " bytes", ""});
+    } else {
+      respond_error({400, "BadRequestError", "malformed HTTP request: " + ec.message(), ""});
     }
-    if (ec) return drop();
-    auto req = parser_->release();
-    keep_alive_ = req.keep_alive();
+    finish(0);
+  }
+
+  void process_queue() {
+    while (!busy_ && !queue_.empty() && !dropped_ && !close_after_write_) {
+      Pending pending = std::move(queue_.front());
+      queue_.pop_front();
+      keep_alive_ = pending.request.keep_alive();
+      version_ = pending.request.version();
+      busy_ = true;
+      try {
+        handle(pending);
+      } catch (const std::exception& e) {
+        // No request may end the server: whatever escaped is this request's 500.
+        ++server_.stat_handler_errors;
+        if (busy_ && in_flight_.empty()) {
+          respond_error({500, "InternalServerError", std::string("internal error: ") + e.what(), ""});
+          finish(0);
+        }
+      }
+    }
+    arm_read_timer();
+    read_request();  // resumes reading if the queue had been full
+  }
+
+  void handle(const Pending& pending) {
+    const auto& req = pending.request;
     const std::string target(req.target());
     const auto path = target.substr(0, target.find('?'));
     const bool get = req.method() == http::verb::get;
     const bool post = req.method() == http::verb::post;
     if (path == "/health") {
-      if (!get) return method_not_allowed(path), read_next();
+      if (!get) return method_not_allowed(path);
       respond(200, "application/json", "");
     } else if (path == "/v1/models") {
-      if (!get) return method_not_allowed(path), read_next();
-      std::vector<std::string> names = server_.options.served_models;
+      if (!get) return method_not_allowed(path);
       respond(200, "application/json",
-              models_json(names, server_.options.root_model, server_.options.max_model_len,
+              models_json(server_.options.served_models, server_.options.root_model, server_.options.max_model_len,
                           static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
     } else if (path == "/servelab/schedule") {
-      if (!get) return method_not_allowed(path), read_next();
+      if (!get) return method_not_allowed(path);
       respond(200, "application/json", server_.schedule_json());
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
-      if (!post) return method_not_allowed(path), read_next();
+      if (!post) return method_not_allowed(path);
       const auto ep = path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
       std::string rid;
-      if (auto it = req.find("x-request-id"); it != req.end()) rid = std::string(it->value());
-      if (auto err = server_.generate(shared_from_this(), ep, req.body(), rid, received_s)) {
+      if (auto it = req.find("x-request-id"); it != req.end()) rid = latin1_to_utf8(std::string_view(it->value().data(), it->value().size()));
+      if (auto err = server_.generate(shared_from_this(), ep, req.body(), rid, pending.received_s)) {
         respond_error(*err);
       } else {
-        server_.admission_total.add(busy_ms);
-        server_.admission_window.add(busy_ms);
-        return;  // the response is produced by the twin's token events; next read after it finishes
+        server_.admission_total.add(pending.busy_ms);
+        server_.admission_window.add(pending.busy_ms);
+        return;  // the twin's token events produce the response; finish() ends it
       }
     } else {
-      respond_error({404, "NotFoundError", "no route for " + path, ""});
+      respond_error({404, "NotFoundError", "no route for " + printable_path(path), ""});
     }
-    read_next();
+    finish(0);
   }
 
   void method_not_allowed(const std::string& path) {
-    respond_error({405, "MethodNotAllowed", "method not allowed on " + path, ""});
-  }
-  void read_next() {
-    if (!close_after_write_) read();
+    respond_error({405, "MethodNotAllowed", "method not allowed on " + printable_path(path), ""});
+    finish(0);
   }
 
   void flush() {
+    if (dropped_) return;
     if (out_.empty()) {
       writing_ = false;
-      if (close_after_write_) close();
+      if (close_after_write_ && !busy_) linger_close();
       return;
     }
     writing_ = true;
     net::async_write(socket_, net::buffer(out_.front()),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (self->dropped_) return;
                        if (ec) return self->drop();
                        self->out_.pop_front();
                        self->flush();
                      });
   }
 
-  void drop() {
-    if (dropped_) return;
-    dropped_ = true;
-    close();
-    auto ids = in_flight_;
-    in_flight_.clear();
-    server_.cancel_all(ids);
-    server_.sessions.erase(shared_from_this());
+  // After the last response: stop sending, drain what the client still sends (a rejected body) for at most
+  // kLingerS so it reads the response instead of a reset, then close.
+  void linger_close() {
+    if (lingering_) return;
+    lingering_ = true;
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    if (reading_) return drop();
+    read_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kLingerS)));
+    read_timer_.async_wait([w = weak_from_this()](beast::error_code ec) {
+      if (auto self = w.lock(); self && !ec) self->drop();
+    });
+    if (!watching_) watch();
+  }
+  // Reads and discards: on a connection that sends no further request, notices the client hanging up
+  // (its request is cancelled in the twin) and drains a rejected body while lingering.
+  void watch() {
+    watching_ = true;
+    socket_.async_read_some(net::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (self->dropped_) return;
+      if (ec) return self->drop();
+      self->watch();
+    });
   }
 
   tcp::socket socket_;
   Server::Impl& server_;
+  net::steady_timer read_timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::deque<Pending> queue_;
   std::deque<std::string> out_;
   std::set<std::uint64_t> in_flight_;
+  std::array<char, 4096> drain_buf_{};
+  Phase phase_ = Phase::kHead;
+  unsigned version_ = 11;
+  bool reading_ = false;
+  bool busy_ = false;               // a response is in progress
   bool writing_ = false;
   bool keep_alive_ = true;
+  bool chunked_ = true;
+  bool stop_reading_ = false;       // the client said Connection: close (or HTTP/1.0)
   bool close_after_write_ = false;
+  bool lingering_ = false;
+  bool watching_ = false;
   bool dropped_ = false;
 };
 
@@ -333,7 +542,7 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   }
   const int room = options.max_model_len - prompt_tokens;
   if (room < 1 || (req.max_tokens && *req.max_tokens > room)) {
-    const int asked = prompt_tokens + req.max_tokens.value_or(0);
+    const std::int64_t asked = std::int64_t{prompt_tokens} + req.max_tokens.value_or(0);  // 2^31 - 1 + prompt
     return ApiError{400, "BadRequestError",
                     "This model's maximum context length is " + std::to_string(options.max_model_len) +
                         " tokens. However, you requested " + std::to_string(asked) + " tokens (" +
@@ -362,10 +571,12 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   a.draw_seed = req.seed ? splitmix64(*req.seed) : splitmix64(options.seed * 0x100000001B3ull + id);
   a.request = std::move(req);
   const bool stream = a.request.stream;
+  // The twin first: if it throws, nothing was registered and the request gets a 500.
+  timeline.submit(id, prompt_tokens, output_tokens, received_s);
   active.emplace(id, std::move(a));
+  stat_in_flight = active.size();
   s->track(id);
   if (stream) s->begin_stream();
-  timeline.submit(id, prompt_tokens, output_tokens, received_s);
   schedule();
   return std::nullopt;
 }
@@ -373,25 +584,36 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
 void Server::Impl::emit(std::uint64_t id, int index) {
   auto it = active.find(id);
   if (it == active.end()) return;
-  Active& a = it->second;
-  auto s = a.session.lock();
-  if (!s) {
-    active.erase(it);
+  auto s = it->second.session.lock();
+  if (!s || s->dropped()) {
+    erase_active(it);
     timeline.cancel(id);
     return;
   }
+  try {
+    emit_token(it->second, *s, id, index);
+  } catch (const std::exception& e) {
+    // A response that cannot be written ends its own connection, never the server.
+    ++stat_handler_errors;
+    std::fprintf(stderr, "sim serve: request %llu dropped: %s\n", static_cast<unsigned long long>(id), e.what());
+    if (auto again = active.find(id); again != active.end()) erase_active(again);
+    s->drop();
+  }
+}
+
+void Server::Impl::emit_token(Active& a, Session& s, std::uint64_t id, int index) {
   if (index < 0) {  // the engine aborted the request (it needs more KV than one rank holds)
     const ApiError err{500, "InternalServerError",
                        "the engine aborted the request: it needs more KV cache than one rank holds", ""};
-    if (a.request.stream) {
-      s->stream_event("data: " + error_json(err) + "\n\n");
-      s->stream_event(stream_done());
-      active.erase(it);
-      s->end_stream(id);
+    const bool stream = a.request.stream;
+    erase_active(active.find(id));
+    if (stream) {
+      s.stream_event("data: " + error_json(err) + "\n\n");
+      s.stream_event(stream_done());
+      s.end_stream(id);
     } else {
-      s->respond_error(err);
-      active.erase(it);
-      s->finish(id);
+      s.respond_error(err);
+      s.finish(id);
     }
     return;
   }
@@ -406,38 +628,40 @@ void Server::Impl::emit(std::uint64_t id, int index) {
     if (index == 0 && ep == Endpoint::kChatCompletions) {
       StreamDelta role;
       role.role_only = true;
-      s->stream_event(stream_chunk(ep, a.identity, role));
+      s.stream_event(stream_chunk(ep, a.identity, role));
     }
     StreamDelta d;
     d.text = piece;
     d.reasoning = reasoning;
     if (last) d.finish_reason = a.finish_reason;
-    s->stream_event(stream_chunk(ep, a.identity, d));
+    s.stream_event(stream_chunk(ep, a.identity, d));
     if (last) {
-      if (a.request.include_usage) s->stream_event(stream_usage_chunk(ep, a.identity, a.usage));
-      s->stream_event(stream_done());
-      active.erase(it);
-      s->end_stream(id);
+      if (a.request.include_usage) s.stream_event(stream_usage_chunk(ep, a.identity, a.usage));
+      s.stream_event(stream_done());
+      erase_active(active.find(id));
+      s.end_stream(id);
     }
   } else {
     (reasoning ? a.reasoning : a.text) += piece;
     if (last) {
-      s->respond(200, "application/json",
-                 full_response(ep, a.identity, a.text, a.reasoning, a.finish_reason, a.usage));
-      active.erase(it);
-      s->finish(id);
+      std::string body = full_response(ep, a.identity, a.text, a.reasoning, a.finish_reason, a.usage);
+      erase_active(active.find(id));
+      s.respond(200, "application/json", std::move(body));
+      s.finish(id);
     }
   }
 }
 
 void Server::Impl::schedule() {
+  if (stopped) return;
   const double next = timeline.next_event_s();
   if (!std::isfinite(next)) {
     timer.cancel();
     return;
   }
-  const auto when = t0 + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(next / options.time_scale));
+  // Wall seconds from t0, bounded so that the clock arithmetic cannot overflow (~31 years ahead).
+  const double wall_s = std::clamp(next / options.time_scale, 0.0, 1e9);
+  const auto when = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wall_s));
   timer.expires_at(when);
   timer.async_wait([this](beast::error_code ec) {
     if (!ec) on_timer();
@@ -446,10 +670,15 @@ void Server::Impl::schedule() {
 
 void Server::Impl::on_timer() {
   busy_for_ms();
-  timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double t_emit) {
-    if (index >= 0 && active.count(id)) record_lag(t_emit);
-    emit(id, index);
-  });
+  try {
+    timeline.advance_to(virtual_now(), [this](std::uint64_t id, int index, double t_emit) {
+      if (index >= 0 && active.count(id)) record_lag(t_emit);
+      emit(id, index);
+    });
+  } catch (const std::exception& e) {
+    ++stat_handler_errors;
+    std::fprintf(stderr, "sim serve: engine model error: %s\n", e.what());
+  }
   schedule();
   work_done();
 }
@@ -495,15 +724,37 @@ std::string Server::Impl::schedule_json() {
 
 void Server::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
-    if (ec) {
-      if (ec == net::error::operation_aborted) return;
-    } else {
-      socket.set_option(tcp::no_delay(true));
-      auto s = std::make_shared<Session>(std::move(socket), *this);
-      sessions.insert(s);
-      s->start();
+    if (stopped || ec == net::error::operation_aborted) return;
+    if (ec) return on_accept_error(ec);
+    if (accept_failing) {
+      std::fprintf(stderr, "sim serve: accepting connections again\n");
+      accept_failing = false;
     }
+    accept_backoff = {};
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto s = std::make_shared<Session>(std::move(socket), *this);
+    add_session(s);
+    s->start();
     accept();
+  });
+}
+
+// accept() failing (EMFILE at the descriptor limit, ENOBUFS, ...) would fail again at once: wait 10 ms,
+// doubling up to 1 s while it keeps failing, and say so once per episode.
+void Server::Impl::on_accept_error(const beast::error_code& ec) {
+  ++stat_accept_errors;
+  if (!accept_failing) {
+    std::fprintf(stderr, "sim serve: accept failed (%s); retrying with back-off while it fails\n",
+                 ec.message().c_str());
+    accept_failing = true;
+  }
+  accept_backoff = std::min<Clock::duration>(std::chrono::seconds(1),
+                                             accept_backoff == Clock::duration{} ? std::chrono::milliseconds(10)
+                                                                                 : accept_backoff * 2);
+  accept_timer.expires_after(accept_backoff);
+  accept_timer.async_wait([this](beast::error_code e) {
+    if (!e && !stopped) accept();
   });
 }
 
@@ -511,6 +762,13 @@ Server::Server(ServerOptions options, Timeline timeline, tokenizer::Tokenizer to
     : impl_(std::make_unique<Impl>(std::move(options), std::move(timeline), std::move(tokenizer))) {
   if (impl_->options.served_models.empty()) throw std::invalid_argument("sim serve: no served model name");
   if (!(impl_->options.time_scale > 0)) throw std::invalid_argument("sim serve: --time-scale must be > 0");
+  auto& o = impl_->options;
+  if (o.max_body_bytes == 0) {
+    o.max_body_bytes = std::max<std::size_t>(1u << 20, 32u * static_cast<std::size_t>(std::max(o.max_model_len, 0)));
+  }
+  if (!(o.header_timeout_s > 0) || !(o.body_timeout_s > 0)) {
+    throw std::invalid_argument("sim serve: header and body timeouts must be > 0");
+  }
   impl_->words = standalone_word_tokens(impl_->tok);
   if (impl_->words.empty()) throw std::runtime_error("sim serve: the tokenizer has no standalone word tokens");
 }
@@ -540,13 +798,24 @@ void Server::run() { impl_->ioc.run(); }
 
 void Server::stop() {
   net::post(impl_->ioc, [im = impl_.get()] {
+    im->stopped = true;
     beast::error_code ec;
     im->acceptor.close(ec);
     im->timer.cancel();
-    for (auto& s : im->sessions) s->close();
-    im->sessions.clear();
+    im->accept_timer.cancel();
+    auto sessions = im->sessions;  // drop() removes each from the set
+    for (auto& s : sessions) s->drop();
     im->ioc.stop();
   });
+}
+
+ServerStats Server::stats() const {
+  ServerStats st;
+  st.sessions = impl_->stat_sessions.load();
+  st.requests_in_flight = impl_->stat_in_flight.load();
+  st.accept_errors = impl_->stat_accept_errors.load();
+  st.handler_errors = impl_->stat_handler_errors.load();
+  return st;
 }
 
 }  // namespace servelab::simserve

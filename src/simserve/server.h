@@ -41,9 +41,27 @@ struct ServerOptions {
   double reasoning_fraction = 0.5;          ///< share of output tokens streamed as reasoning when thinking
   bool chat_bos = true;                     ///< chat prompts start with BOS (DeepSeek encoding)
   int default_max_tokens = 0;               ///< output length when the request gives none (0 = to context end)
-  std::size_t max_body_bytes = 64u << 20;   ///< larger bodies get 413
+  /// Larger request bodies get 413 (by Content-Length before the body is read, else once the streamed body
+  /// passes it). 0 = 32 bytes per token of max_model_len, at least 1 MiB: a prompt that fits the context is
+  /// far below it (JSON-escaped CJK text is ~9 bytes per token), and tokenizing a body that large takes
+  /// the event loop ~0.1 s, not the ~10 s a 50 MB body took.
+  std::size_t max_body_bytes = 0;
+  std::size_t max_header_bytes = 64u << 10; ///< larger request heads get 431
+  /// An idle connection (no request in flight) must deliver a whole request head within this time, and a
+  /// body within body_timeout_s after its head; else it is closed (slowloris).
+  double header_timeout_s = 30.0;
+  double body_timeout_s = 60.0;
   /// A token leaving this many wall ms after its scheduled time logs "falling behind" (at most every 10 s).
   double behind_warn_wall_ms = 50.0;
+};
+
+/// Counters of a running server, for tests and diagnostics. Thread-safety: Server::stats() may be called
+/// from any thread.
+struct ServerStats {
+  std::size_t sessions = 0;            ///< open client connections
+  std::size_t requests_in_flight = 0;  ///< generation requests handed to the twin and not finished
+  std::uint64_t accept_errors = 0;     ///< failed accept() calls (e.g. at the file-descriptor limit)
+  std::uint64_t handler_errors = 0;    ///< exceptions turned into 500 responses or dropped streams
 };
 
 /// The server. Construct, `start()` (binds and returns the port), then `run()` blocks until `stop()`.
@@ -67,10 +85,14 @@ class Server {
 
   /// Binds the listening socket. Returns the bound port. Throws std::runtime_error naming host:port.
   unsigned short start();
-  /// Serves until stop(). 
+  /// Serves until stop(). No request can end it: every exception of a request handler becomes an
+  /// OpenAI-style error response (or ends that one stream) and is counted in ServerStats::handler_errors.
   void run();
-  /// Stops accepting and closes all connections; run() returns.
+  /// Stops accepting and closes all connections; run() returns (at once if it has not started yet).
+  /// Thread-safe; not async-signal-safe (call it from a thread that waits for signals).
   void stop();
+  /// Current counters (thread-safe).
+  ServerStats stats() const;
 
   struct Impl;
 

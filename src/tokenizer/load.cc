@@ -553,7 +553,8 @@ void load_impl(Tokenizer::Impl& impl, const std::string& text, const std::string
     }
   }
   for (const auto& [id, content] : options.extra_added_tokens) {
-    auto it = std::find_if(tokens.begin(), tokens.end(), [&](const detail::AddedToken& t) { return t.id == id; });
+    const Id wanted = id;  // clang 14 cannot capture a structured binding
+    auto it = std::find_if(tokens.begin(), tokens.end(), [&](const detail::AddedToken& t) { return t.id == wanted; });
     detail::AddedToken t;
     t.content = content;
     t.id = id;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/redact.h"
 #include "tune/search.h"
 
 namespace servelab::tune {
@@ -246,6 +247,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
           }
           const int total = std::max(planned_, done_);
           const double left = launched_ ? launched_wall_s_ / launched_ * (total - done_) : 0;
+          result = common::redact_text(result);  // a failure reason may quote the engine's command or log
           *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}", done_, total, ev.config.engine, ev.label,
                                     phase, rep, result, rec.outcome.predicted ? " [predicted]" : "");
           if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "common/redact.h"
+
 namespace servelab::tune {
 
 namespace {
@@ -135,7 +137,7 @@ void Store::write_study(const std::string& name, const std::string& toml_text, c
     Stmt s(db_,
            "INSERT INTO study (id, name, toml, target, wall_started_s) VALUES (1, ?, ?, ?, ?) "
            "ON CONFLICT(id) DO UPDATE SET toml = excluded.toml, target = excluded.target");
-    s.bind(1, name).bind(2, toml_text).bind(3, target).bind(4, wall_now_s()).run();
+    s.bind(1, name).bind(2, common::redact_text(toml_text)).bind(3, target).bind(4, wall_now_s()).run();
     Stmt e(db_, "INSERT OR REPLACE INTO environment (key, value) VALUES (?, ?)");
     for (const auto& [k, v] : environment) e.bind(1, k).bind(2, v).run();
     exec("COMMIT");
@@ -180,12 +182,15 @@ void Store::record_trial(const TrialRecord& r) {
            "INSERT INTO trials (trial_key, engine, config_key, config_label, phase, repeat, status, reason, "
            "predicted, wall_started_s, wall_s, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     t.bind(1, r.trial_key).bind(2, r.engine).bind(3, r.config_key).bind(4, r.config_label).bind(5, r.phase);
-    t.bind(6, r.repeat).bind(7, std::string(trial_status_name(r.outcome.status))).bind(8, r.outcome.reason);
+    // Stored redacted (common/redact.h): the database is shared and read by `servelab report`.
+    t.bind(6, r.repeat).bind(7, std::string(trial_status_name(r.outcome.status)));
+    t.bind(8, common::redact_text(r.outcome.reason));
     t.bind(9, r.outcome.predicted ? 1 : 0).bind(10, r.wall_started_s).bind(11, r.outcome.wall_s).bind(12, r.log_path);
     t.run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_);
     Stmt c(db_, "INSERT INTO commands (trial_id, argv_json, env_json, shell) VALUES (?,?,?,?)");
-    c.bind(1, id).bind(2, nlohmann::json(r.argv).dump()).bind(3, nlohmann::json(r.env).dump()).bind(4, r.shell);
+    c.bind(1, id).bind(2, nlohmann::json(common::redact_args(r.argv)).dump());
+    c.bind(3, nlohmann::json(common::redact_env(r.env)).dump()).bind(4, common::redact_text(r.shell));
     c.run();
     Stmt sr(db_,
             "INSERT INTO scenario_results (trial_id, ord, scenario, result_block, ttft_ms_json, tpot_ms_json) "
@@ -193,14 +198,14 @@ void Store::record_trial(const TrialRecord& r) {
     Stmt m(db_, "INSERT INTO metrics (trial_id, scenario, metric, value) VALUES (?,?,?,?)");
     int ord = 0;
     for (const auto& s : r.outcome.scenarios) {
-      sr.bind(1, id).bind(2, ord++).bind(3, s.scenario_id).bind(4, s.result_block);
+      sr.bind(1, id).bind(2, ord++).bind(3, s.scenario_id).bind(4, common::redact_text(s.result_block));
       sr.bind(5, nlohmann::json(s.ttft_ms).dump()).bind(6, nlohmann::json(s.tpot_ms).dump()).run();
       for (const auto& [k, v] : s.metrics) m.bind(1, id).bind(2, s.scenario_id).bind(3, k).bind(4, v).run();
     }
     if (r.outcome.status != TrialStatus::kOk) {
       Stmt f(db_, "INSERT INTO failures (trial_id, kind, reason, log_tail) VALUES (?,?,?,?)");
-      f.bind(1, id).bind(2, std::string(trial_status_name(r.outcome.status))).bind(3, r.outcome.reason);
-      f.bind(4, r.outcome.log_tail).run();
+      f.bind(1, id).bind(2, std::string(trial_status_name(r.outcome.status)));
+      f.bind(3, common::redact_text(r.outcome.reason)).bind(4, common::redact_text(r.outcome.log_tail)).run();
     }
     exec("COMMIT");
   } catch (...) {

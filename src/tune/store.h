@@ -44,7 +44,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   /// Records the study (its TOML text, target) and the environment (host, versions, data used). If a
-  /// study is already stored with a different name, throws std::runtime_error.
+  /// study is already stored with a different name, throws std::runtime_error. Every text is stored
+  /// through common::redact_text / redact_args / redact_env: the database never holds a credential.
   void write_study(const std::string& name, const std::string& toml_text, const std::string& target,
                    const std::map<std::string, std::string>& environment);
   /// Marks the study finished (wall clock now).
@@ -54,8 +55,9 @@ class Store {
   std::optional<std::string> study_target() const;
   std::map<std::string, std::string> environment() const;
 
-  /// Inserts a trial with its command, per-scenario metrics and failure in one transaction. A trial with
-  /// the same key replaces the old one. Throws std::runtime_error on SQLite errors.
+  /// Inserts a trial with its command, per-scenario metrics and failure in one transaction (command, reason,
+  /// log tail and result block redacted). A trial with the same key replaces the old one. Throws
+  /// std::runtime_error on SQLite errors.
   void record_trial(const TrialRecord& record);
   /// Number of trials stored.
   std::int64_t trial_count() const;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "common/redact.h"
 
 namespace servelab::tune {
 
@@ -194,7 +195,8 @@ std::string render_markdown(const ReportInput& in) {
   md << "\nBench commands:\n\n";
   for (const auto& sc : s.scenarios)
     md << "- `servelab bench serve --model " << s.model << " "
-       << fmt::format("{}", fmt::join(s.bench_common_args, " ")) << " " << fmt::format("{}", fmt::join(sc.args, " "))
+       << fmt::format("{}", fmt::join(common::redact_args(s.bench_common_args), " ")) << " "
+       << fmt::format("{}", fmt::join(common::redact_args(sc.args), " "))
        << "`\n";
 
   md << "\n## Baselines\n\n";
@@ -385,7 +387,9 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
     f << text;
     if (!f) throw std::runtime_error("cannot write " + p.string());
   };
-  const std::string md = render_markdown(in);
+  // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench
+  // arguments, engine commands, failure reasons and log tails.
+  const std::string md = common::redact_text(render_markdown(in));
   write("report.md", md);
   std::string chart;
   try {
@@ -394,8 +398,8 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
     chart.clear();
   }
   write("report.html", render_html(in, md, chart));
-  write("trials.csv", trials_csv(in.trials));
-  write("trials.json", trials_json(in.trials));
+  write("trials.csv", common::redact_text(trials_csv(in.trials)));
+  write("trials.json", common::redact_text(trials_json(in.trials)));
 }
 
 }  // namespace servelab::tune

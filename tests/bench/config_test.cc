@@ -251,3 +251,59 @@ TEST(BenchConfig, UrlsAndNamespace) {
 
 }  // namespace
 }  // namespace servelab::bench
+
+namespace servelab::bench {
+namespace {
+
+// Issue 9 section 4: every credential form is absent from the Namespace line and the flag errors.
+TEST(BenchConfig, NamespaceAndErrorsNeverPrintCredentials) {
+  BenchConfig c;
+  c.base_url = "https://alice:SECRET1@api.example.com:8443/x?api_key=SECRET2";
+  c.header = {"Proxy-Authorization=Basic SECRET3", "X-Auth-Token=SECRET4", "x-api-key=SECRET5",
+              "Cookie=SECRET6", "x-info=7"};
+  const std::string ns = namespace_repr(c);
+  for (int i = 1; i <= 6; ++i) EXPECT_EQ(ns.find("SECRET" + std::to_string(i)), std::string::npos) << ns;
+  EXPECT_NE(ns.find("base_url='https://<redacted>@api.example.com:8443/x?api_key=<redacted>'"), std::string::npos)
+      << ns;
+  EXPECT_NE(ns.find("'Proxy-Authorization=<redacted>', 'X-Auth-Token=<redacted>', 'x-api-key=<redacted>', "
+                    "'Cookie=<redacted>', 'x-info=7'"),
+            std::string::npos)
+      << ns;
+  // A malformed --header (colon instead of '=', or a bad name): the error names the item, not the secret.
+  for (const char* bad : {"Authorization: Bearer SECRET7", "Authorization Bearer SECRET7"}) {
+    c.header = {bad};
+    EXPECT_EQ(namespace_repr(c).find("SECRET7"), std::string::npos) << namespace_repr(c);
+    try {
+      resolve(c);
+      FAIL() << "malformed header accepted: " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()).find("SECRET7"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--header 'Authorization"), std::string::npos) << e.what();
+    }
+  }
+  c.header = {"Authorization: Bearer x=SECRET8"};  // '=' inside the value: an invalid header name
+  try {
+    resolve(c);
+    FAIL() << "header name with ': ' accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find("SECRET8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Invalid header name"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BenchConfig, RequestTimeoutFlag) {
+  BenchConfig c;
+  EXPECT_EQ(c.request_timeout_s, 21600.0);  // vLLM's aiohttp 6 h
+  CLI::App app;
+  add_bench_flags(app, c);
+  app.parse(std::vector<std::string>{"2.5", "--request-timeout-s"});
+  EXPECT_EQ(c.request_timeout_s, 2.5);
+  EXPECT_NE(namespace_repr(c).find("request_timeout_s=2.5,"), std::string::npos);
+  for (double bad : {0.0, -1.0, 1e308}) {
+    c.request_timeout_s = bad;
+    EXPECT_THROW(resolve(c), ConfigError) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace servelab::bench

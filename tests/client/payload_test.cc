@@ -127,3 +127,33 @@ TEST(Payload, ApiKeyFromEnvironmentUnlessGiven) {
 
 }  // namespace
 }  // namespace servelab::client
+
+namespace servelab::client {
+namespace {
+
+TEST(Payload, UrlUserinfoBecomesBasicAuthAndIsNeverPrinted) {
+  const auto u = detail::parse_url("http://al%40ice:s3cr%3At@127.0.0.1:8000/v1/completions");
+  EXPECT_EQ(u.host, "127.0.0.1");
+  EXPECT_EQ(u.port, "8000");
+  EXPECT_EQ(u.host_header, "127.0.0.1:8000");
+  EXPECT_EQ(u.target, "/v1/completions");
+  EXPECT_EQ(u.basic_authorization, "Basic YWxAaWNlOnMzY3I6dA==");  // base64("al@ice:s3cr:t")
+  ClientOptions o;
+  o.api_url = "http://al%40ice:s3cr%3At@127.0.0.1:8000/v1/completions";
+  o.model = "m";
+  PlannedRequest r;
+  r.prompt = "x";
+  const std::string head = detail::build_http_request(o, u, "", r);
+  EXPECT_NE(head.find("\r\nAuthorization: Basic YWxAaWNlOnMzY3I6dA==\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.find("s3cr"), std::string::npos);
+  try {
+    detail::parse_url("http://user:s3cret@host:99999/v1/completions");
+    FAIL() << "a bad port must throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("<redacted>@host"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace servelab::client

@@ -192,5 +192,31 @@ TEST(Sse, FailureKinds) {
   EXPECT_EQ(out.failure, FailureKind::kNoValidChunk);
 }
 
+// Found by fuzz/sse_fuzz: a malformed literal where null/string/array is read made simdjson throw (an
+// exception on an I/O thread ends the run); now it is this request's kJsonParse.
+TEST(Sse, MalformedLiteralsAreJsonParseFailuresNotExceptions) {
+  // {event, endpoint that reads the broken value}. On-demand parsing validates what it reads; a broken value
+  // in a field the endpoint does not read is skipped, as before.
+  const std::vector<std::pair<std::string, Endpoint>> cases = {
+      {"data: {\"choices\":[{\"delta\":{\"content\":nde}}]}\n\n", Endpoint::kChatCompletions},
+      {"data: {\"choices\":[{\"text\":nul}]}\n\n", Endpoint::kCompletions},
+      {"data: {\"choices\":nx}\n\n", Endpoint::kCompletions},
+      {"data: {\"choices\":nx}\n\n", Endpoint::kChatCompletions},
+      {"data: {\"choices\":[],\"usage\":nulL}\n\n", Endpoint::kCompletions}};
+  for (const auto& [event, ep] : cases) {
+    RequestOutput out;
+    EXPECT_NO_THROW(out = stream({{event, 10}}, ep)) << event;
+    EXPECT_FALSE(out.success) << event;
+    EXPECT_EQ(out.failure, FailureKind::kJsonParse) << event;
+  }
+  // The fuzzer's input itself (a chat stream with a broken "content" value).
+  RequestOutput out;
+  EXPECT_NO_THROW(out = stream({{"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                                 "\"content\":ndex\":0}}]}\n\n",
+                                 10}},
+                               Endpoint::kChatCompletions));
+  EXPECT_EQ(out.failure, FailureKind::kJsonParse);
+}
+
 }  // namespace
 }  // namespace servelab::client::detail

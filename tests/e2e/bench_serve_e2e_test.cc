@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -261,6 +262,58 @@ TEST_F(BenchServeE2E, FailureKindsSurfaceInSummary) {
       }
     EXPECT_TRUE(found) << fault << "\n" << p.out;
   }
+}
+
+TEST_F(BenchServeE2E, StalledServerFailsAfterRequestTimeout) {
+  StreamServerOptions so;
+  so.fault = test_support::Fault::kStall;
+  StreamServer server(so);
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4",
+                        "--num-prompts", "3", "--ready-check-timeout-sec", "0", "--request-timeout-s", "0.5"})
+    args.push_back(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProcessResult p = run_process(args);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_LT(wall, 20.0) << "a stalled server held the run";
+  EXPECT_NE(p.out.find("Error 0: [timeout] request timed out after 0.5"), std::string::npos) << p.out;
+  EXPECT_EQ(row_value(report_block(p.out), "Successful requests:"), "0") << p.out;
+}
+
+TEST_F(BenchServeE2E, CredentialsAreNeverPrintedOrSaved) {
+  StreamServerOptions so;
+  so.num_tokens = 4;
+  StreamServer server(so);
+  const fs::path dir = temp_dir("secrets");
+  std::vector<std::string> args = {kBinary, "bench", "serve", "--backend", "openai", "--base-url",
+                                   "http://user:SECRET1@127.0.0.1:" + std::to_string(server.port()),
+                                   "--model", "gpt2", "--tokenizer", gpt2_path().string(),
+                                   "--dataset-name", "random", "--random-input-len", "16", "--random-output-len",
+                                   "4", "--num-prompts", "3", "--ready-check-timeout-sec", "0",
+                                   "--header", "Authorization=Bearer sk-SECRET2", "--header",
+                                   "Proxy-Authorization=Basic SECRET3", "--header", "X-Auth-Token=SECRET4",
+                                   "--metadata", "api_key=SECRET5", "--save-result", "--save-detailed",
+                                   "--result-dir", dir.string(), "--result-filename", "r.json"};
+  ProcessResult p = run_process(args);
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_EQ(row_value(report_block(p.out), "Successful requests:"), "3") << p.out;
+  const std::string saved = common::read_file(dir / "r.json");
+  for (int i = 1; i <= 5; ++i) {
+    const std::string s = "SECRET" + std::to_string(i);
+    EXPECT_EQ(p.out.find(s), std::string::npos) << s << " printed:\n" << p.out;
+    EXPECT_EQ(p.err.find(s), std::string::npos) << s << " printed:\n" << p.err;
+    EXPECT_EQ(saved.find(s), std::string::npos) << s << " saved";
+  }
+  EXPECT_NE(p.out.find("base_url='http://<redacted>@127.0.0.1:"), std::string::npos) << p.out;
+  // A malformed --header is an error naming the item, without its value.
+  args.push_back("--header");
+  args.push_back("Authorization: Bearer SECRET6");
+  ProcessResult bad = run_process(args);
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("Invalid header format"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out.find("SECRET6") + bad.err.find("SECRET6"), 2 * std::string::npos) << bad.out << bad.err;
+  fs::remove_all(dir);
 }
 
 TEST_F(BenchServeE2E, ChatBackendCountsReasoningSeparately) {

@@ -14,8 +14,8 @@
 #include <map>
 #include <thread>
 
-#include "common/paths.h"
 #include "simserve/server.h"
+#include "test_server.h"
 
 using namespace servelab;
 namespace net = boost::asio;
@@ -24,64 +24,8 @@ using nlohmann::json;
 
 namespace {
 
-// Independent requests: token k of a request that arrived at a leaves at a + ttft + k * itl.
-struct FixedTimeline {
-  double ttft_s = 0.02, itl_s = 0.005;
-  struct Req {
-    double start;
-    int n, next = 0;
-  };
-  std::map<std::uint64_t, Req> reqs;
-  int submitted_prompt_tokens = 0;
-
-  simserve::Timeline make() {
-    return {[this](std::uint64_t id, int p, int n, double now) {
-              submitted_prompt_tokens = p;
-              reqs[id] = {now, n};
-            },
-            [this](std::uint64_t id) { reqs.erase(id); },
-            [this](double t, const std::function<void(std::uint64_t, int, double)>& emit) {
-              for (;;) {
-                std::uint64_t best = 0;
-                double when = std::numeric_limits<double>::infinity();
-                for (auto& [id, r] : reqs) {
-                  const double w = r.start + ttft_s + r.next * itl_s;
-                  if (w < when) when = w, best = id;
-                }
-                if (when > t) return;
-                auto& r = reqs[best];
-                const int k = r.next++;
-                if (r.next >= r.n) reqs.erase(best);
-                emit(best, k, when);
-              }
-            },
-            [this] {
-              double when = std::numeric_limits<double>::infinity();
-              for (auto& [id, r] : reqs) when = std::min(when, r.start + ttft_s + r.next * itl_s);
-              return when;
-            }};
-  }
-};
-
-tokenizer::Tokenizer gpt2() { return tokenizer::Tokenizer::from_file(common::data_dir() / "gpt2-tokenizer.json"); }
-
-struct Running {
-  FixedTimeline tl;
-  std::unique_ptr<simserve::Server> server;
-  std::thread thread;
-  unsigned short port = 0;
-  explicit Running(simserve::ServerOptions o = {}) {
-    if (o.served_models.empty()) o.served_models = {"twin"};
-    o.port = 0;
-    server = std::make_unique<simserve::Server>(o, tl.make(), gpt2());
-    port = server->start();
-    thread = std::thread([this] { server->run(); });
-  }
-  ~Running() {
-    server->stop();
-    thread.join();
-  }
-};
+using simserve::testing::gpt2;
+using simserve::testing::Running;
 
 struct Reply {
   int status;

@@ -1,0 +1,76 @@
+// common::redact: the one rule for what servelab never prints. Each case is a credential form seen in the
+// hardening review (issue 9 section 4) or a near miss that must stay readable.
+#include <gtest/gtest.h>
+
+#include "common/redact.h"
+
+using namespace servelab::common;
+
+TEST(Redact, CredentialNames) {
+  for (const char* n : {"Authorization", "proxy-authorization", "Proxy-Authorization", "X-Auth", "X-Auth-Token",
+                        "x-api-key", "api_key", "apiKey", "X-ApiKey", "Ocp-Apim-Subscription-Key", "HF_TOKEN",
+                        "OPENAI_API_KEY", "X-Amz-Security-Token", "Cookie", "Set-Cookie", "client_secret",
+                        "DB_PASSWORD", "--api-key", "--hf-token", "x-goog-api-key", "AWS_SECRET_ACCESS_KEY"})
+    EXPECT_TRUE(is_credential_name(n)) << n;
+  for (const char* n : {"Content-Type", "x-request-id", "max_tokens", "--tokenizer", "tokenizer_mode", "author",
+                        "key", "monkey", "x-test-tokens", "--max-num-batched-tokens", "User-Agent", "Accept"})
+    EXPECT_FALSE(is_credential_name(n)) << n;
+}
+
+TEST(Redact, Urls) {
+  EXPECT_EQ(redact_url("https://alice:s3cret@api.example.com:8443/v1"), "https://<redacted>@api.example.com:8443/v1");
+  EXPECT_EQ(redact_url("http://tok@h/v1/completions"), "http://<redacted>@h/v1/completions");
+  EXPECT_EQ(redact_url("http://h:8000/v1?api_key=abc&x=1"), "http://h:8000/v1?api_key=<redacted>&x=1");
+  EXPECT_EQ(redact_url("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
+  EXPECT_EQ(redact_url(redact_url("https://a:b@h/")), "https://<redacted>@h/");
+}
+
+TEST(Redact, HeaderItems) {
+  EXPECT_EQ(redact_header_item("Authorization=Bearer sk-123"), "Authorization=<redacted>");
+  EXPECT_EQ(redact_header_item("Proxy-Authorization=Basic dXNlcjpwdw=="), "Proxy-Authorization=<redacted>");
+  EXPECT_EQ(redact_header_item("X-Auth-Token=abc"), "X-Auth-Token=<redacted>");
+  // Malformed items (a colon instead of '=', no separator at all) are redacted too.
+  EXPECT_EQ(redact_header_item("Authorization: Bearer sk-123"), "Authorization: <redacted>");
+  EXPECT_EQ(redact_header_item("Authorization Bearer sk-123"), "Authorization <redacted>");
+  EXPECT_EQ(redact_header_item("Bearer sk-123"), "Bearer <redacted>");
+  EXPECT_EQ(redact_header_item("x-additional-info=0.3.3"), "x-additional-info=0.3.3");
+}
+
+TEST(Redact, CommandLines) {
+  const std::vector<std::string> args = {"vllm", "serve", "m", "--api-key", "sk-1", "--hf-token=hf_2",
+                                         "--header", "X-Api-Key: k3", "-H", "Cookie=c4",
+                                         "--base-url", "http://u:p5@h:1", "HF_TOKEN=hf_6", "--port", "8000"};
+  const std::vector<std::string> want = {"vllm", "serve", "m", "--api-key", "<redacted>", "--hf-token=<redacted>",
+                                         "--header", "X-Api-Key: <redacted>", "-H", "Cookie=<redacted>",
+                                         "--base-url", "http://<redacted>@h:1", "HF_TOKEN=<redacted>", "--port",
+                                         "8000"};
+  EXPECT_EQ(redact_args(args), want);
+  EXPECT_EQ(redact_env({{"HF_TOKEN", "hf_x"}, {"VLLM_USE_V1", "1"}}),
+            (std::map<std::string, std::string>{{"HF_TOKEN", "<redacted>"}, {"VLLM_USE_V1", "1"}}));
+}
+
+TEST(Redact, FreeText) {
+  // bench error message echoing a malformed --header
+  EXPECT_EQ(redact_text("Invalid header format. (--header 'Authorization: Bearer sk-1')"),
+            "Invalid header format. (--header 'Authorization: <redacted>')");
+  // an unquoted shell line / Markdown code span
+  EXPECT_EQ(redact_text("servelab bench serve --header Authorization=Bearer sk-1 --num-prompts 5"),
+            "servelab bench serve --header Authorization=Bearer <redacted> --num-prompts 5");
+  // a study's TOML
+  EXPECT_EQ(redact_text("common_args = [\"--header\", \"Authorization=Bearer sk-1\", \"--api-key\", \"k2\"]\n"
+                        "api_key = \"k3\"\nname = \"x\"\n"),
+            "common_args = [\"--header\", \"Authorization=<redacted>\", \"--api-key\", \"<redacted>\"]\n"
+            "api_key = \"<redacted>\"\nname = \"x\"\n");
+  // JSON
+  EXPECT_EQ(redact_text(R"({"env":{"HF_TOKEN":"hf_1","A":"b"},"argv":["--api-key","k"]})"),
+            R"({"env":{"HF_TOKEN":"<redacted>","A":"b"},"argv":["--api-key","<redacted>"]})");
+  EXPECT_EQ(redact_text("GET https://u:pw@h/v1/models failed"), "GET https://<redacted>@h/v1/models failed");
+  EXPECT_EQ(redact_text("Proxy-Authorization: Basic dXNlcjpwdw== and X-Auth: s"),
+            "Proxy-Authorization: Basic <redacted> and X-Auth: <redacted>");
+  // Nothing credential-like: unchanged.
+  const std::string report = "Mean TTFT (ms): 12.5\nmax_tokens: 10\nmodel: m\nhttp://h:1/v1\n";
+  EXPECT_EQ(redact_text(report), report);
+  // Idempotent.
+  const std::string once = redact_text("Authorization: Bearer x y 'X-Api-Key=k' https://a:b@h");
+  EXPECT_EQ(redact_text(once), once);
+}

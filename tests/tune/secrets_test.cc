@@ -1,0 +1,82 @@
+// No credential of a study reaches what tune writes (issue 9 section 4): secret headers in the study's bench
+// common_args, an engine's --api-key and HF_TOKEN, a base URL with userinfo and a failure reason quoting them
+// are absent from report.md, report.html, trials.csv, trials.json, results.sqlite and the progress lines.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/paths.h"
+#include "test_study.h"
+#include "tune/store.h"
+#include "tune/tune.h"
+
+namespace servelab::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string with_secrets() {
+  std::string s = testing::kSmallStudy;
+  auto put = [&s](const std::string& what, const std::string& with) {
+    const auto p = s.find(what);
+    ASSERT_NE(p, std::string::npos) << what;
+    s.replace(p, what.size(), with);
+  };
+  put(R"(common_args = ["--backend", "openai-chat"])",
+      R"(common_args = ["--backend", "openai-chat", "--header", "Authorization=Bearer sk-SECRET1",)"
+      R"( "--header", "Proxy-Authorization=Basic SECRET2", "--header", "X-Auth-Token=SECRET3",)"
+      R"( "--header", "X-Api-Key: SECRET4", "--base-url", "http://user:SECRET5@127.0.0.1:9"])");
+  put(R"(base_flags = ["--chat-template", "x.jinja"])",
+      R"(base_flags = ["--chat-template", "x.jinja", "--api-key", "SECRET6"])"
+      "\nenv = {HF_TOKEN = \"SECRET7\"}");
+  return s;
+}
+
+TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
+  const fs::path dir = fs::temp_directory_path() / ("servelab-tune-secrets-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const Study study = parse_study(with_secrets(), "secrets.toml", "/data");
+  ASSERT_EQ(study.bench_common_args.size(), 12u);
+  std::ostringstream progress;
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.progress = &progress;
+  opt.runner = [](const TrialRequest& r) {
+    if (r.engine == "b" && r.config_key.find("flag=true") != std::string::npos) {
+      TrialOutcome out;  // a failure whose reason and log quote the command, as an engine's stderr would
+      out.status = TrialStatus::kCrashed;
+      out.reason = "engine exited: usage: --api-key SECRET6 Authorization: Bearer sk-SECRET1";
+      out.log_tail = "HF_TOKEN=SECRET7 python3 -m sglang.launch_server --api-key 'SECRET6'\n";
+      return out;
+    }
+    return testing::fake_runner()(r);
+  };
+  run_study(study, opt);
+
+  // The report still shows the commands, with the values replaced.
+  const std::string md = common::read_file(dir / "report.md");
+  EXPECT_NE(md.find("Authorization=<redacted>"), std::string::npos);
+  EXPECT_NE(md.find("--api-key"), std::string::npos);
+  for (const char* file : {"report.md", "report.html", "trials.csv", "trials.json", "results.sqlite",
+                           "results.sqlite-wal"}) {
+    if (!fs::exists(dir / file)) continue;
+    const std::string text = common::read_file(dir / file);
+    for (int i = 1; i <= 7; ++i) {
+      EXPECT_EQ(text.find("SECRET" + std::to_string(i)), std::string::npos) << file << " holds SECRET" << i;
+    }
+  }
+  for (int i = 1; i <= 7; ++i)
+    EXPECT_EQ(progress.str().find("SECRET" + std::to_string(i)), std::string::npos) << "progress: SECRET" << i;
+  // The stored study still parses (servelab report re-reads it).
+  const auto toml = Store(dir / "results.sqlite").study_toml();
+  ASSERT_TRUE(toml.has_value());
+  EXPECT_NO_THROW(parse_study(*toml, "stored", "/data"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace servelab::tune
