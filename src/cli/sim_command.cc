@@ -163,6 +163,8 @@ void run_sim_run(SimRunArgs& a) {
               : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
                                                             : "no data: the prior");
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
+  for (const auto& u : ctx.launch.unmodelled)
+    std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
   if (a.explain)
     for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
   std::printf("%s", twin_view_block(p.twin).c_str());

@@ -185,6 +185,8 @@ void run_serve(const SimServeArgs& a) {
   if (twin) {
     std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
                  sim::format_band(twin->context().band).c_str());
+    for (const auto& u : twin->context().launch.unmodelled)
+      std::fprintf(stderr, "  warning: not modelled, predictions can be far off: %s\n", u.c_str());
   }
   if (!a.ready_lines.empty()) std::fprintf(stderr, "%s\n", a.ready_lines.c_str());
   std::fflush(stderr);

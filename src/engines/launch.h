@@ -235,6 +235,11 @@ struct ResolvedLaunch {
   std::vector<std::string> notes;
   /// Flags that were parsed but have no modelled effect on this launch (printed as a warning).
   std::vector<std::string> inert_flags;
+  /// Kernel paths of this launch whose speed the twin has no figure for, each with its reason and the
+  /// evidence. The prediction is then the physics at the class's parameters and can be far off: `sim run`
+  /// and `sim serve` warn, and the fit leaves such points out (listed by `sim validate`) rather than
+  /// bending a class's parameters to them.
+  std::vector<std::string> unmodelled;
 };
 
 /// Resolves `config` for `model` on `cluster` with the module of config.kind and the release in

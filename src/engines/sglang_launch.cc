@@ -157,6 +157,11 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
       break;
   }
   e.moe = moe_runner(r.config.moe_runner_backend, moe);
+  if (is_ampere(cl) && m.quantization.method == Q::kMxfp4 && e.moe == MoeKernel::kTritonKernels)
+    r.unmodelled.push_back(
+        "MXFP4 MoE on Ampere through triton_kernels (no FP4 or FP8 tensor cores on SM80: the MXFP4 weights "
+        "are upcast in Triton): the twin has no efficiency figure for this path; the one corpus run of it "
+        "(gpt-oss-20b, 1xA100, SGLang 0.5.3) measured 20x below the physics (TPOT 6.2 s)");
   if (!r.config.moe_runner_backend.empty() && r.config.moe_runner_backend != "auto")
     r.notes.push_back("MoE runner " + r.config.moe_runner_backend + " (--moe-runner-backend)");
   e.attention_gemm = m.quantization.attention.dtype == model::DType::kBf16 ||

@@ -90,6 +90,12 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
           : b == "TRTLLM"                                          ? MoeKernel::kFlashInferTrtllm
           : is_blackwell(cl) && m.quantization.method == Q::kMxfp4 ? MoeKernel::kFlashInferTrtllm
                                                                    : MoeKernel::kCutlassGrouped;
+  if (is_hopper(cl) && m.quantization.method == Q::kMxfp4 && e.moe == MoeKernel::kCutlassGrouped)
+    r.unmodelled.push_back(
+        "MXFP4 MoE on Hopper through TensorRT-LLM's default CUTLASS WFP4A16 backend: the twin has no "
+        "efficiency figure for this mixed-input kernel (NVIDIA's gpt-oss guide points Hopper at "
+        "moe_config.backend TRITON [recalled]); the one corpus run of it (gpt-oss-120b, 1xH100, 1.0.0) "
+        "measured 4x below the physics");
   e.attention_gemm = m.quantization.attention.dtype == model::DType::kBf16 ||
                              m.quantization.attention.dtype == model::DType::kFp16
                          ? GemmKernel::kCublasBf16

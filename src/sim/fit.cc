@@ -98,7 +98,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
 }
 
 bool trainable(const PreparedPoint& p) {
-  return p.launch && !p.refusal && !p.predicted_failure && p.meas_tok_s && *p.meas_tok_s > 0;
+  return p.launch && !p.refusal && !p.predicted_failure && p.launch->unmodelled.empty() && p.meas_tok_s &&
+         *p.meas_tok_s > 0;
 }
 
 PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& table, Trace* trace) {

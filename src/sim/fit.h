@@ -41,7 +41,8 @@ struct PreparedPoint {
 /// Prepares every point of `corpus` (never throws for a point: problems become refusal / failure).
 std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus);
 
-/// Whether a prepared point can train the fit: a success with a measured throughput, not suspect.
+/// Whether a prepared point can train the fit: a success with a measured throughput, not suspect, and
+/// no kernel path the twin has no figure for (ResolvedLaunch::unmodelled).
 bool trainable(const PreparedPoint& p);
 
 /// Predicts a prepared point with `table`; the trace is written to `trace` when given.

@@ -26,6 +26,8 @@ struct ValidationRow {
   std::optional<double> err_total_tok_s, err_ttft, err_tpot;
   bool failure_reproduced = false;               ///< measured failure and predicted failure
   std::string note;                              ///< why a measured failure is not reproduced, etc.
+  /// Kernel paths the twin has no figure for (ResolvedLaunch::unmodelled): predicted and scored, never fitted.
+  std::vector<std::string> unmodelled;
 };
 
 /// Accuracy over a set of rows. MAPE in %.
@@ -56,6 +58,9 @@ struct CorpusValidation {
   std::vector<StudyValidation> studies;
   ValidationSummary held_out;              ///< all studies, leave-one-study-out
   ValidationSummary in_sample;             ///< all studies, fit on everything (labelled as such)
+  /// Held out, over the rows without an unmodelled kernel path (ValidationRow::unmodelled); printed beside
+  /// `held_out`, never instead of it.
+  ValidationSummary held_out_modelled;
   FitResult full_fit;                      ///< the in-sample fit (what `sim calibrate` writes)
   BandTable bands;                         ///< residual bands per class from the held-out errors
   double seconds = 0;                      ///< wall time of the validation

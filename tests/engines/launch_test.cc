@@ -513,6 +513,25 @@ TEST(TrtllmRefusals, CorpusMessages) {
   EXPECT_NO_THROW(ok("trtllm-serve m", "1.2.0rc1", kGptOss, "H100"));
 }
 
+// Kernel paths the twin has no figure for are flagged (sim run warns, the fit leaves them out), only there.
+TEST(Unmodelled, KernelPathsWithoutAFigure) {
+  // TensorRT-LLM's default CUTLASS WFP4A16 MoE for MXFP4 on Hopper; the TRITON backend is modelled.
+  auto trt = ok("trtllm-serve m --max_seq_len 32768", "1.0.0", kGptOss, "H100");
+  ASSERT_EQ(trt.unmodelled.size(), 1u);
+  EXPECT_NE(trt.unmodelled[0].find("CUTLASS WFP4A16"), std::string::npos);
+  auto triton = se::apply_config_yaml(parse("trtllm-serve m", "1.0.0"), "moe_config:\n  backend: TRITON\n");
+  auto t = std::get<se::ResolvedLaunch>(se::resolve_launch(triton, model(kGptOss), hw::parse_cluster("H100")));
+  EXPECT_EQ(t.execution.moe, se::MoeKernel::kTritonKernels);
+  EXPECT_TRUE(t.unmodelled.empty());
+  // SGLang's triton_kernels MXFP4 MoE on Ampere; the same launch on Hopper is modelled.
+  const std::string sg = "python3 -m sglang.launch_server --model-path m";
+  EXPECT_EQ(ok(sg, "0.5.3", kGptOss, "A100").unmodelled.size(), 1u);
+  EXPECT_TRUE(ok(sg, "0.5.3", kGptOss, "H100").unmodelled.empty());
+  // vLLM's Marlin W4A16 MXFP4 on Ampere has a figure (Marlin's), as do dense BF16 launches.
+  EXPECT_TRUE(ok("vllm serve m", "0.11.0", kGptOss, "A100").unmodelled.empty());
+  EXPECT_TRUE(ok("trtllm-serve m", "1.0.0", kQwen8, "H100").unmodelled.empty());
+}
+
 TEST(InertFlags, ListedAndNotModelled) {
   auto v = ok("vllm serve m --reasoning-parser qwen3 --disable-log-stats -tp 1", "0.17.1", kQwen8, "H100");
   EXPECT_TRUE(has_inert(v, "--reasoning-parser"));
