@@ -1,0 +1,53 @@
+// Leave-one-study-out on two studies of the released corpus (38 points): small enough for the sanitizer
+// run, so the fit, the folds, the bands and the report run under ASan too (the whole corpus is
+// validate_test.cc, label `corpus`). Values are this subset's own, held out: each study predicted by a
+// fit on the other alone.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "common/paths.h"
+#include "sim/corpus.h"
+#include "sim/validate.h"
+
+namespace sim = servelab::sim;
+
+namespace {
+
+sim::Corpus subset(const std::set<std::string>& studies) {
+  const auto all = sim::load_corpus(servelab::common::data_dir().parent_path() / "reference");
+  sim::Corpus c;
+  c.sources = all.sources;
+  for (const auto& p : all.points)
+    if (studies.count(p.study)) c.points.push_back(p);
+  for (const auto& s : all.studies)
+    if (studies.count(s)) c.studies.push_back(s);
+  return c;
+}
+
+TEST(CorpusValidationSubset, TwoStudiesEachHeldOut) {
+  const auto corpus = subset({"qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  ASSERT_EQ(corpus.points.size(), 38u);
+  const auto v = sim::validate_corpus(corpus, 2);
+  const auto& h = v.held_out;
+  EXPECT_EQ(h.points, 38);
+  EXPECT_EQ(h.refused, 0);
+  EXPECT_EQ(h.predicted, 38);
+  ASSERT_EQ(v.studies.size(), 2u);
+  // Each study is predicted by a fit that never saw it: worse than in-sample, still a prediction.
+  EXPECT_GT(h.mape_total_tok_s, 0.0);
+  EXPECT_LT(h.mape_total_tok_s, 60.0);
+  EXPECT_LE(v.in_sample.mape_total_tok_s, h.mape_total_tok_s + 1e-9);
+  EXPECT_TRUE(v.full_fit.on_bound.empty());
+  // Every row is scored against a class and has its held-out error when it has a measured throughput.
+  for (const auto& r : v.rows) {
+    EXPECT_FALSE(r.calibration_class.empty()) << r.point->id;
+    if (r.point->measured.total_tok_s && r.predicted) EXPECT_TRUE(r.err_total_tok_s) << r.point->id;
+  }
+  const std::string report = sim::format_corpus_validation(v, true);
+  EXPECT_NE(report.find("qwen3-32b__h100"), std::string::npos);
+  EXPECT_NE(report.find("NOT a held-out figure"), std::string::npos);
+}
+
+}  // namespace
