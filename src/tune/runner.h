@@ -53,6 +53,15 @@ struct ScenarioResult {
 /// and throughputs are then engine time of a time-scaled engine twin (stand-ins), not wall time.
 inline constexpr const char* kTimeScaleMetric = "servelab: server time scale";
 
+/// Metric keys of a twin prediction's error band: the leave-one-study-out relative error of its class
+/// (sim::ErrorBand, ± percent on total tok/s, mean TTFT, mean TPOT), and how many warnings the twin gave
+/// for the launch (outside the validation corpus, a kernel path it has no figure for; `sim run` prints
+/// them). Set by the twin target only.
+inline constexpr const char* kBandTokSMetric = "servelab: twin error band total tok/s (+-%)";
+inline constexpr const char* kBandTtftMetric = "servelab: twin error band mean TTFT (+-%)";
+inline constexpr const char* kBandTpotMetric = "servelab: twin error band mean TPOT (+-%)";
+inline constexpr const char* kTwinWarningsMetric = "servelab: twin warnings";
+
 /// What the search asks for: launch `argv`/`env` for `config_key` and run `scenarios` in order.
 struct TrialRequest {
   std::string trial_key;                   ///< unique per (config, scenarios, repeat)

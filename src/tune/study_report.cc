@@ -126,6 +126,29 @@ std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& p
   return front;
 }
 
+// The twin's error band of an evaluation (its first scenario's band metrics), one paragraph; "" when the
+// numbers are not the twin's.
+static std::string band_text(const Evaluation& e) {
+  for (const auto& [id, r] : e.first) {
+    const auto tok = r.metrics.find(kBandTokSMetric);
+    if (tok == r.metrics.end()) continue;
+    auto get = [&](const char* k) {
+      const auto it = r.metrics.find(k);
+      return it == r.metrics.end() ? 0.0 : it->second;
+    };
+    std::string s = fmt::format(
+        "Twin error band (leave-one-study-out residuals of this launch's class): ±{:.0f}% total tok/s, ±{:.0f}% "
+        "mean TTFT, ±{:.0f}% mean TPOT.",
+        tok->second, get(kBandTtftMetric), get(kBandTpotMetric));
+    if (const double w = get(kTwinWarningsMetric); w > 0)
+      s += fmt::format(" **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
+                       "kernel path it has no figure for): `servelab sim run` on the command prints them.",
+                       w);
+    return s + "\n\n";
+  }
+  return "";
+}
+
 std::string render_markdown(const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
@@ -262,7 +285,8 @@ std::string render_markdown(const ReportInput& in) {
           "recommendation. See the failures below.\n\n";
   } else {
   md << "## Best configuration\n\n" << o.best.config.engine << " " << o.best.label << ": **"
-     << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n";
+     << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n"
+     << band_text(o.best);
 
   md << "## Generalization: baseline vs best on every scenario\n\n"
      << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}.\n\n", o.best_baseline.config.engine,
@@ -294,7 +318,7 @@ std::string render_markdown(const ReportInput& in) {
   md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
   if (o.recommended_eval.feasible)
     md << metric << " of the recommended command: **" << est_text(o.recommended_eval.objective, o.recommended_eval.predicted)
-       << "**\n\n";
+       << "**\n\n" << band_text(o.recommended_eval);
   }
 
   md << "## Failures\n\n";

@@ -229,8 +229,14 @@ TrialRunner make_twin_runner(const Study& study) {
       run.request_rate = a.request_rate;
       run.burstiness = a.burstiness;
       run.max_concurrency = a.max_concurrency;
-      out.scenarios.push_back(
-          scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{})));
+      auto result =
+          scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{}));
+      const auto& band = p.context.band;
+      result.metrics[kBandTokSMetric] = band.total_tok_s_pct;
+      result.metrics[kBandTtftMetric] = band.ttft_pct;
+      result.metrics[kBandTpotMetric] = band.tpot_pct;
+      result.metrics[kTwinWarningsMetric] = double(band.warnings.size() + p.context.launch.unmodelled.size());
+      out.scenarios.push_back(std::move(result));
     }
     out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;

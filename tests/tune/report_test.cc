@@ -69,6 +69,32 @@ TEST(Report, FailuresShowTheEngineLogAndTheLabelsSayWhatTheNumbersAre) {
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
 }
 
+// Issue 8 §6: the best and the recommended configuration show the twin's error band, and say when the twin
+// warned about the launch.
+TEST(Report, TwinPredictionsShowTheirErrorBand) {
+  Fixture f;
+  ASSERT_TRUE(f.outcome.best.feasible);
+  for (auto* e : {&f.outcome.best, &f.outcome.recommended_eval})
+    for (auto& [id, r] : e->first) {
+      r.metrics[kBandTokSMetric] = 32.4;
+      r.metrics[kBandTtftMetric] = 30.0;
+      r.metrics[kBandTpotMetric] = 49.6;
+      r.metrics[kTwinWarningsMetric] = e == &f.outcome.best ? 0 : 2;
+    }
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string md = render_markdown(in);
+  const std::string band = "Twin error band (leave-one-study-out residuals of this launch's class): ±32% total "
+                           "tok/s, ±30% mean TTFT, ±50% mean TPOT.";
+  const auto first = md.find(band);
+  ASSERT_NE(first, std::string::npos) << md;
+  EXPECT_NE(md.find(band, first + 1), std::string::npos) << "the recommended command's band";
+  EXPECT_NE(md.find("**The twin gave 2 warning(s) for this launch**"), std::string::npos) << md;
+  // Without band metrics (a measured study) there is no band line.
+  Fixture measured;
+  EXPECT_EQ(render_markdown({&measured.study, &measured.outcome, measured.ev.records(), {}}).find("Twin error band"),
+            std::string::npos);
+}
+
 TEST(Report, ParetoFront) {
   // (tpot, throughput): (10,100) (20,150) (15,90) (30,140) (5,50) → front by TPOT: 5/50, 10/100, 20/150.
   auto f = pareto_front({{10, 100}, {20, 150}, {15, 90}, {30, 140}, {5, 50}});
