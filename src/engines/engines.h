@@ -1,7 +1,7 @@
 // servelab/engines: real engine launch commands (vLLM 0.10.2-0.24.0, SGLang 0.5.3-0.5.14, TensorRT-LLM
 // 1.0.0-1.2.0rc5; flags per release) parsed into EngineConfig and rendered back to argv. The resolution of a
 // launch for a model and a cluster (defaults by version, refusals, layout, scheduler, kernels) is
-// launch.h's resolve_launch; check_launch / resolve_defaults below are its legacy predecessors.
+// launch.h's resolve_launch, the one implementation of every engine rule.
 //
 // Thread-safety: every function here is pure (no shared state); call from any thread.
 #pragma once
@@ -112,27 +112,6 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
 /// extra_llm_api_options to the path; apply_config_yaml(config, text) reproduces those fields.
 std::string render_extra_llm_api_options(const EngineConfig& config);
 
-/// Legacy (until src/sim uses resolve_launch): what the engine needs to know about the model for defaults
-/// and refusal rules (filled by sim from the model table / HF config.json).
-struct ModelTraits {
-  std::string display_name = "DeepSeek-V3.2";  ///< used in messages
-  bool mla = true;                             ///< multi-head latent attention (kv head dim 576)
-  bool sparse_attention = true;                ///< DeepSeek Sparse Attention (lightning indexer + top-k)
-  int max_position_embeddings = 163840;        ///< tokens; default context length
-  int num_nextn_predict_layers = 1;            ///< MTP layers (0 = no MTP head)
-  bool fp8_block_weights = true;               ///< FP8 128x128 block-scaled weights (DeepGEMM path)
-};
-
-/// Legacy (until src/sim uses resolve_launch): what the engine needs to know about the GPU node.
-struct HardwareTraits {
-  std::string name = "H200";
-  int compute_capability_major = 9;  ///< H100/H200: 9.0 (sm90); B200: 10.0 (sm100)
-  int compute_capability_minor = 0;
-  /// Per-GPU memory as torch/nvidia-smi report it, bytes. H200: 143771 MiB (nvidia-smi) [unverified].
-  std::int64_t gpu_memory_bytes = 143771LL * 1024 * 1024;
-  int gpu_count = 8;  ///< GPUs in the node
-};
-
 /// When a launch fails.
 enum class FailurePhase { kStartup, kRuntime };
 
@@ -148,35 +127,5 @@ struct LaunchFailure {
   bool verbatim = false;
   std::string rule;  ///< short id of the rule that fired, e.g. "vllm.attention_backend.invalid"
 };
-
-/// Legacy (until src/sim uses resolve_launch, which holds the same rules and more, per version):
-/// start-up / run-time refusals that depend only on the config, model and GPU (not on memory: the
-/// memory plan is sim's). Rules (first match wins, in engine order):
-///   vLLM:   attention backend (VLLM_ATTENTION_BACKEND / --attention-backend) invalid for the model (MLA,
-///           sparse, block size, KV dtype, compute capability) -> vLLM's ValueError text; no valid backend;
-///           -dcp > 1 with the sparse FlashMLA backend -> run-time error; tp % dcp; MTP on a model without
-///           an MTP head; max_model_len above the model's; more GPUs than the node has.
-///   SGLang: DeepGEMM off (SGLANG_ENABLE_JIT_DEEPGEMM=0) with a sparse-attention FP8 model; Blackwell-only
-///           / Hopper-only backends on the wrong compute capability; tp % dp with DP-attention;
-///           context length above the model's; more GPUs than the node has.
-///   TRT-LLM: tp % ep; more GPUs than the node has.
-/// Returns std::nullopt when the launch is expected to start and run.
-std::optional<LaunchFailure> check_launch(const EngineConfig& config, const ModelTraits& model,
-                                          const HardwareTraits& hardware);
-
-/// Legacy (until src/sim uses resolve_launch; same tables and formulas, default versions only):
-/// fills the defaults that depend on the model and GPU as the engine does at start-up, returning the
-/// effective config (explicit values are kept, except where the engine itself overrides them):
-///   vLLM:   max_num_seqs / max_num_batched_tokens by GPU memory tier, block size 64 for sparse MLA,
-///           kv_cache_dtype fp8* -> fp8_ds_mla for sparse MLA, max_model_len = model max, attention backend
-///           FLASHMLA_SPARSE for sparse MLA, cuda_graph_max_bs by vLLM's capture-size formula.
-///   SGLang: chunked_prefill_size / cuda_graph_max_bs by GPU memory tier, chunked_prefill_size // dp and
-///           schedule_conservativeness * 0.3 under DP-attention, mem_fraction_static formula, page size 64 +
-///           nsa backends + kv dtype for DSA, max_running_requests 48 with speculative decoding, EAGLE
-///           topk/steps/draft defaults, context_length = model max.
-///   TRT-LLM: max_seq_len = model max, cuda_graph_max_bs 128.
-/// Sources: the per-engine defaults tables. Does not throw.
-EngineConfig resolve_defaults(const EngineConfig& config, const ModelTraits& model,
-                              const HardwareTraits& hardware);
 
 }  // namespace servelab::engines

@@ -1,6 +1,6 @@
 // servelab/engines private: helpers shared by the engine modules (vllm_launch.cc, sglang_launch.cc,
-// trtllm_launch.cc) and the legacy rules (rules.cc): version lookup, notes, refusals, GPU generation
-// tests, the parallel layout's node placement, and the formulas both code paths use.
+// trtllm_launch.cc): version lookup, notes, refusals, GPU generation tests, the parallel layout's node
+// placement, and the formulas the modules share.
 #pragma once
 
 #include <optional>

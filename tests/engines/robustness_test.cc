@@ -1,11 +1,14 @@
 // Robustness: random token soups per engine either parse or fail with the engine's error type — never a
 // crash or a stray exception — and every successful parse round-trips through to_argv/to_env and goes
-// through resolve_defaults/check_launch without throwing.
+// through resolve_launch (DeepSeek-V3.2 on 8xH200, the engine's default release) without throwing.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
 #include "engines/engines.h"
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 
 namespace se = servelab::engines;
 
@@ -154,8 +157,8 @@ const std::vector<std::string> kTrtFlags = {"--tp_size",
 void soak(const std::vector<std::string>& prefix, const std::vector<std::string>& flags, std::uint64_t seed,
           int iterations, int* parsed_ok, int* refused) {
   Lcg rng{seed};
-  se::ModelTraits model;
-  se::HardwareTraits hardware;
+  static const auto model = servelab::model::deepseek_v32();
+  static const auto cluster = servelab::hardware::parse_cluster("8xH200");
   for (int it = 0; it < iterations; ++it) {
     std::vector<std::string> argv = prefix;
     std::size_t n = rng.next(7);
@@ -198,8 +201,7 @@ void soak(const std::vector<std::string>& prefix, const std::vector<std::string>
     EXPECT_EQ(back.gpu_memory_fraction, c.gpu_memory_fraction);
     EXPECT_EQ(back.speculative.has_value(), c.speculative.has_value());
     EXPECT_EQ(back.unmodelled_options.size(), c.unmodelled_options.size()) << se::render_command(c);
-    EXPECT_NO_THROW(se::resolve_defaults(c, model, hardware));
-    EXPECT_NO_THROW(se::check_launch(c, model, hardware));
+    EXPECT_NO_THROW(se::resolve_launch(c, model, cluster)) << se::render_command(c);
   }
 }
 

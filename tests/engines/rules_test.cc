@@ -1,12 +1,19 @@
-// Engine defaults (tables and resolve_defaults), start-up/run-time refusal rules, gpus_used, rendering.
+// Engine defaults tables, the start-up/run-time refusal rules and defaults of the seed study's releases
+// through resolve_launch (the one implementation: vLLM 0.13.0, SGLang 0.5.6.post2, TensorRT-LLM 1.2.0rc5 on
+// DeepSeek-V3.2), gpus_used, rendering.
 #include <gtest/gtest.h>
 
 #include "engines/engines.h"
+#include "engines/launch.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 
 namespace se = servelab::engines;
+namespace md = servelab::model;
+namespace hw = servelab::hardware;
 
 namespace {
 
@@ -14,15 +21,49 @@ se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::
   return se::parse_launch_command(se::split_command_line(cmd), env);
 }
 
-const se::ModelTraits kV32;      // DeepSeek-V3.2 defaults
-const se::HardwareTraits kH200;  // 8x H200, sm90, 143771 MiB
+const md::ModelSpec kV32 = md::deepseek_v32();
+const std::string kH200 = "8xH200";
+std::string b200() { return "8xB200"; }
 
-se::HardwareTraits b200() {
-  se::HardwareTraits hw;
-  hw.name = "B200";
-  hw.compute_capability_major = 10;
-  hw.gpu_memory_bytes = 183359LL * 1024 * 1024;
-  return hw;
+// DeepSeek-V3.2 without its sparse indexer: a dense MLA model (DeepSeek-V3 shape).
+md::ModelSpec dense_mla() {
+  md::ModelSpec m = kV32;
+  for (auto& g : m.layers)
+    if (auto* a = std::get_if<md::MlaAttention>(&g.layer.attention)) {
+      a->index_topk = 0;
+      a->indexer = false;
+    }
+  return m;
+}
+
+md::ModelSpec no_mtp() {
+  md::ModelSpec m = kV32;
+  m.mtp_layers = 0;
+  return m;
+}
+
+// The launch resolved for the seed study's release of its engine.
+std::variant<se::ResolvedLaunch, se::LaunchFailure> resolve(se::EngineConfig c, const md::ModelSpec& m,
+                                                            const std::string& cluster) {
+  c.engine_version = c.kind == se::EngineKind::kVllm     ? "0.13.0"
+                     : c.kind == se::EngineKind::kSglang ? "0.5.6.post2"
+                                                         : "1.2.0rc5";
+  return se::resolve_launch(c, m, hw::parse_cluster(cluster));
+}
+
+// The refusal of a launch, or nullopt when it resolves.
+std::optional<se::LaunchFailure> refusal(const se::EngineConfig& c, const md::ModelSpec& m,
+                                         const std::string& cluster) {
+  auto r = resolve(c, m, cluster);
+  if (auto* f = std::get_if<se::LaunchFailure>(&r)) return *f;
+  return std::nullopt;
+}
+
+// The effective config (defaults filled) of a launch that resolves; throws with the refusal otherwise.
+se::EngineConfig resolved_config(const se::EngineConfig& c, const md::ModelSpec& m, const std::string& cluster) {
+  auto r = resolve(c, m, cluster);
+  if (auto* f = std::get_if<se::LaunchFailure>(&r)) throw std::runtime_error(f->message);
+  return std::get<se::ResolvedLaunch>(r).config;
 }
 
 }  // namespace
@@ -42,8 +83,8 @@ TEST(DefaultsTables, ValuesAndSources) {
   EXPECT_NE(std::string(se::kVllmDefaults.gpu_memory_utilization.source).find("cache.py"), std::string::npos);
 }
 
-TEST(ResolveDefaults, VllmOnH200) {
-  auto c = se::resolve_defaults(parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8"), kV32, kH200);
+TEST(SeedReleaseDefaults, VllmOnH200) {
+  auto c = resolved_config(parse("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8"), kV32, kH200);
   EXPECT_EQ(c.max_num_seqs, 1024);
   EXPECT_EQ(c.max_num_batched_tokens, 8192);
   EXPECT_EQ(c.block_size, 64);
@@ -52,26 +93,23 @@ TEST(ResolveDefaults, VllmOnH200) {
   EXPECT_EQ(c.kv_cache_dtype, "auto");
   // min(1024 * (1 + 0) * 2, 512) = 512, below 8192.
   EXPECT_EQ(c.cuda_graph_max_bs, 512);
-  auto fp8 = se::resolve_defaults(parse("vllm serve m --kv-cache-dtype fp8 --max-num-seqs 64"), kV32, kH200);
+  auto fp8 = resolved_config(parse("vllm serve m --kv-cache-dtype fp8 --max-num-seqs 64"), kV32, kH200);
   EXPECT_EQ(fp8.kv_cache_dtype, "fp8_ds_mla");
   EXPECT_EQ(fp8.cuda_graph_max_bs, 128);  // 64 * 2
-  auto mtp = se::resolve_defaults(
-      parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"), kV32, kH200);
+  auto mtp = resolved_config(parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"), kV32, kH200);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 1);  // from num_nextn_predict_layers
   EXPECT_EQ(mtp.cuda_graph_max_bs, 400);                  // 100 * 2 * 2
-  se::HardwareTraits a100;
-  a100.name = "A100-SXM4-80GB";
-  a100.compute_capability_major = 8;
-  a100.gpu_memory_bytes = 81920LL * 1024 * 1024;
-  auto small = se::resolve_defaults(parse("vllm serve m"), kV32, a100);
+  const std::string a100 = "8xA100";
+  // (DeepSeek-V3.2 itself has no attention backend on sm80: the dense MLA shape takes the A100 tier.)
+  auto small = resolved_config(parse("vllm serve m"), dense_mla(), a100);
   EXPECT_EQ(small.max_num_seqs, 256);
   EXPECT_EQ(small.max_num_batched_tokens, 2048);
 }
 
-TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
+TEST(SeedReleaseDefaults, SglangMemFractionMatchesPerfFacts) {
   // deepseek-v32-perf-facts.md §4: TP8 0.897, TP8+MTP 0.882, DP8-attention 0.769, DP8-attention+MTP 0.754.
   auto tp8 =
-      se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m --tp-size 8"), kV32, kH200);
+      resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8"), kV32, kH200);
   EXPECT_DOUBLE_EQ(tp8.gpu_memory_fraction, 0.897);
   EXPECT_EQ(tp8.chunked_prefill_size, 8192);
   EXPECT_EQ(tp8.cuda_graph_max_bs, 512);
@@ -82,48 +120,45 @@ TEST(ResolveDefaults, SglangMemFractionMatchesPerfFacts) {
   EXPECT_EQ(tp8.nsa_decode_backend, "fa3");
   EXPECT_EQ(tp8.schedule_conservativeness, 1.0);
   EXPECT_FALSE(tp8.max_num_seqs.has_value());  // derived from the KV pool by the twin
-  auto mtp = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32,
+  auto mtp = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32,
       kH200);
   EXPECT_DOUBLE_EQ(mtp.gpu_memory_fraction, 0.882);
   EXPECT_EQ(mtp.max_num_seqs, 48);
   EXPECT_EQ(mtp.speculative->num_steps, 3);
   EXPECT_EQ(mtp.speculative->num_draft_tokens, 4);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 3);
-  auto dp8 = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"),
+  auto dp8 = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"),
       kV32, kH200);
   EXPECT_DOUBLE_EQ(dp8.gpu_memory_fraction, 0.769);
   EXPECT_EQ(dp8.chunked_prefill_size, 1024);  // 8192 // 8
   EXPECT_DOUBLE_EQ(*dp8.schedule_conservativeness, 0.3);
-  auto dp8mtp = se::resolve_defaults(
-      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention "
+  auto dp8mtp = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention "
             "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
             "--speculative-num-draft-tokens 2"),
       kV32, kH200);
   EXPECT_DOUBLE_EQ(dp8mtp.gpu_memory_fraction, 0.754);
   EXPECT_EQ(dp8mtp.speculative->num_draft_tokens, 2);
   // An explicit fraction is kept; FP8 KV switches the NSA kernels.
-  auto fp8 = se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m "
+  auto fp8 = resolved_config(parse("python3 -m sglang.launch_server --model-path m "
                                         "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
                                   kV32, kH200);
   EXPECT_DOUBLE_EQ(fp8.gpu_memory_fraction, 0.85);
   EXPECT_EQ(fp8.nsa_decode_backend, "flashmla_kv");
-  EXPECT_EQ(se::resolve_defaults(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200())
+  EXPECT_EQ(resolved_config(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200())
                 .kv_cache_dtype,
             "fp8_e4m3");
 }
 
-TEST(ResolveDefaults, Trtllm) {
-  auto c = se::resolve_defaults(parse("trtllm-serve m --tp_size 8"), kV32, kH200);
+TEST(SeedReleaseDefaults, Trtllm) {
+  auto c = resolved_config(parse("trtllm-serve m --tp_size 8"), kV32, kH200);
   EXPECT_EQ(c.cuda_graph_max_bs, 128);
   EXPECT_EQ(c.max_model_len, 163840);
   EXPECT_EQ(c.max_num_seqs, 2048);
 }
 
-TEST(CheckLaunch, VllmAttentionBackends) {
-  auto msg = [](const char* backend, const se::HardwareTraits& hw, const std::string& extra = "") {
-    auto f = se::check_launch(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}),
+TEST(SeedReleaseRules, VllmAttentionBackends) {
+  auto msg = [](const char* backend, const std::string& hw, const std::string& extra = "") {
+    auto f = refusal(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}),
                               kV32, hw);
     return f ? f->message : std::string("<starts>");
   };
@@ -142,77 +177,69 @@ TEST(CheckLaunch, VllmAttentionBackends) {
       "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
       "Reason: ['MLA not supported', 'sparse not supported']");
   // A dense MLA model is fine on FLASHMLA but not on a Blackwell-only kernel on Hopper.
-  se::ModelTraits dense;
-  dense.display_name = "DeepSeek-V3";
-  dense.sparse_attention = false;
+  const md::ModelSpec dense = dense_mla();
   auto f =
-      se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
+      refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
   EXPECT_FALSE(f.has_value());
-  f = se::check_launch(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense,
+  f = refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense,
                        kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(
       f->message,
       "ValueError: Selected backend AttentionBackendEnum.CUTLASS_MLA is not valid for this configuration. "
       "Reason: ['compute capability not supported']");
-  se::HardwareTraits a100;
-  a100.name = "A100";
-  a100.compute_capability_major = 8;
-  f = se::check_launch(parse("vllm serve m"), kV32, a100);
+  const std::string a100 = "8xA100";
+  f = refusal(parse("vllm serve m"), kV32, a100);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->rule, "vllm.attention_backend.none_valid");
-  EXPECT_FALSE(se::check_launch(parse("vllm serve m"), dense, a100));  // dense MLA: TRITON_MLA etc.
-  f = se::check_launch(parse("vllm serve m", {{"VLLM_ATTENTION_BACKEND", "NOT_A_BACKEND"}}), kV32, kH200);
+  EXPECT_FALSE(refusal(parse("vllm serve m"), dense, a100));  // dense MLA: TRITON_MLA etc.
+  f = refusal(parse("vllm serve m", {{"VLLM_ATTENTION_BACKEND", "NOT_A_BACKEND"}}), kV32, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->rule, "vllm.attention_backend.unknown");
   EXPECT_FALSE(f->verbatim);
 }
 
-TEST(CheckLaunch, VllmDcpAndLimits) {
-  auto f = se::check_launch(parse("vllm serve m -tp 8 -dcp 8"), kV32, kH200);
+TEST(SeedReleaseRules, VllmDcpAndLimits) {
+  auto f = refusal(parse("vllm serve m -tp 8 -dcp 8"), kV32, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->phase, se::FailurePhase::kRuntime);
   EXPECT_EQ(f->rule, "vllm.dcp.sparse_flashmla");
-  se::ModelTraits dense;
-  dense.sparse_attention = false;
-  EXPECT_FALSE(se::check_launch(parse("vllm serve m -tp 8 -dcp 8"), dense, kH200).has_value());
-  EXPECT_EQ(se::check_launch(parse("vllm serve m -tp 8 -dcp 3"), dense, kH200)->rule, "vllm.dcp.divides_tp");
-  EXPECT_EQ(se::check_launch(parse("vllm serve m -tp 8 -dp 2"), kV32, kH200)->rule, "parallel.gpu_count");
-  EXPECT_EQ(se::check_launch(parse("vllm serve m --max-model-len 200000"), kV32, kH200)->rule,
+  const md::ModelSpec dense = dense_mla();
+  EXPECT_FALSE(refusal(parse("vllm serve m -tp 8 -dcp 8"), dense, kH200).has_value());
+  EXPECT_EQ(refusal(parse("vllm serve m -tp 8 -dcp 3"), dense, kH200)->rule, "vllm.dcp.divides_tp");
+  EXPECT_EQ(refusal(parse("vllm serve m -tp 8 -dp 2"), kV32, kH200)->rule, "parallel.gpu_count");
+  EXPECT_EQ(refusal(parse("vllm serve m --max-model-len 200000"), kV32, kH200)->rule,
             "vllm.max_model_len.too_long");
-  EXPECT_FALSE(se::check_launch(
-      parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}), kV32, kH200));
-  se::ModelTraits no_mtp;
-  no_mtp.num_nextn_predict_layers = 0;
+  EXPECT_FALSE(refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}), kV32, kH200));
+  const md::ModelSpec no_mtp_model = no_mtp();
   EXPECT_EQ(
-      se::check_launch(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp, kH200)->rule,
+      refusal(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp_model, kH200)->rule,
       "vllm.speculative.no_mtp_head");
 }
 
-TEST(CheckLaunch, SglangRules) {
+TEST(SeedReleaseRules, SglangRules) {
   const std::string base = "python3 -m sglang.launch_server --model-path m --tp-size 8";
-  auto f = se::check_launch(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), kV32, kH200);
+  auto f = refusal(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), kV32, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->message, "server fails to start when DeepGEMM is disabled (SGLANG_ENABLE_JIT_DEEPGEMM=0)");
-  se::ModelTraits dense;
-  dense.sparse_attention = false;
-  EXPECT_FALSE(se::check_launch(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), dense, kH200));
+  const md::ModelSpec dense = dense_mla();
+  EXPECT_FALSE(refusal(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), dense, kH200));
   // FA3 is Hopper-only; the Blackwell-only TRT-LLM MLA kernel has nothing for sm90.
-  EXPECT_FALSE(se::check_launch(parse(base + " --nsa-decode-backend fa3"), kV32, kH200));
-  EXPECT_EQ(se::check_launch(parse(base + " --nsa-decode-backend fa3"), kV32, b200())->rule,
+  EXPECT_FALSE(refusal(parse(base + " --nsa-decode-backend fa3"), kV32, kH200));
+  EXPECT_EQ(refusal(parse(base + " --nsa-decode-backend fa3"), kV32, b200())->rule,
             "sglang.backend.compute_capability");
-  EXPECT_EQ(se::check_launch(parse(base + " --attention-backend trtllm_mla"), dense, kH200)->message,
+  EXPECT_EQ(refusal(parse(base + " --attention-backend trtllm_mla"), dense, kH200)->message,
             "--attention-backend trtllm_mla has no kernel for sm90 (H200)");
-  EXPECT_EQ(se::check_launch(parse(base + " --dp-size 3 --enable-dp-attention"), kV32, kH200)->rule,
+  EXPECT_EQ(refusal(parse(base + " --dp-size 3 --enable-dp-attention"), kV32, kH200)->rule,
             "sglang.dp_attention.divides_tp");
-  EXPECT_EQ(se::check_launch(parse(base + " --dp-size 2"), kV32, kH200)->rule, "parallel.gpu_count");
+  EXPECT_EQ(refusal(parse(base + " --dp-size 2"), kV32, kH200)->rule, "parallel.gpu_count");
 }
 
-TEST(CheckLaunch, TrtllmRules) {
-  EXPECT_FALSE(se::check_launch(parse("trtllm-serve m --tp_size 8 --ep_size 8"), kV32, kH200));
-  EXPECT_EQ(se::check_launch(parse("trtllm-serve m --tp_size 8 --ep_size 3"), kV32, kH200)->rule,
+TEST(SeedReleaseRules, TrtllmRules) {
+  EXPECT_FALSE(refusal(parse("trtllm-serve m --tp_size 8 --ep_size 8"), kV32, kH200));
+  EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 8 --ep_size 3"), kV32, kH200)->rule,
             "trtllm.ep.divides_tp");
-  EXPECT_EQ(se::check_launch(parse("trtllm-serve m --tp_size 16"), kV32, kH200)->rule, "parallel.gpu_count");
+  EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 16"), kV32, kH200)->rule, "parallel.gpu_count");
 }
 
 TEST(GpusUsed, PerEngine) {
