@@ -39,7 +39,7 @@ struct EngineOption {
 
 /// A parsed engine launch. parse_launch_command() fills explicit values plus the defaults that depend
 /// only on the engine (version in `engine_version`; see vllm_defaults.h, sglang_defaults.h,
-/// trtllm_defaults.h); resolve_defaults() adds the ones that depend on the model and GPU (optionals left
+/// trtllm_defaults.h); resolve_launch() adds the ones that depend on the model and GPU (optionals left
 /// unset, 0 block size, SGLang's auto memory fraction) and the engine's own adjustments (e.g. SGLang's
 /// chunked_prefill_size // dp under DP-attention). Units: lengths in tokens, memory fractions in [0, 1].
 struct EngineConfig {
@@ -66,7 +66,7 @@ struct EngineConfig {
   double gpu_memory_fraction = 0.0;  ///< vLLM --gpu-memory-utilization, SGLang --mem-fraction-static,
                                      ///< TRT --kv_cache_free_gpu_memory_fraction (vLLM/SGLang: of total GPU
                                      ///< memory; TRT: of memory free after weights). SGLang: 0 = auto until
-                                     ///< resolve_defaults() applies SGLang's formula.
+                                     ///< resolve_launch() applies SGLang's formula.
   std::string kv_cache_dtype = "auto";  ///< "auto", "fp8", "fp8_e4m3", "bf16", ...
   int block_size = 0;                   ///< KV block/page size in tokens (0 = engine default)
 

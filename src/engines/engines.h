@@ -49,7 +49,7 @@ struct EngineArgError : std::runtime_error {
 ///
 /// The result holds explicit values plus the engine defaults that depend on nothing but the engine
 /// (see vllm_defaults.h, sglang_defaults.h, trtllm_defaults.h); knobs whose default depends on the model
-/// or GPU stay unset/0 until resolve_defaults().
+/// or GPU stay unset/0 until resolve_launch().
 /// Throws EngineArgError (unknown flag, bad value, bad choice, missing value) with the engine's own message
 /// format; std::invalid_argument when argv is not one of the launch forms above.
 ///

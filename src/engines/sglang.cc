@@ -350,7 +350,7 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   const EngineVersion version = EngineVersion::parse(c.engine_version);
   c.host = d.host.value;
   c.port = d.port.value;
-  c.gpu_memory_fraction = 0.0;  // auto: resolve_defaults applies SGLang's formula
+  c.gpu_memory_fraction = 0.0;  // auto: resolve_launch applies SGLang's formula
   c.enable_chunked_prefill = true;
   c.enable_prefix_caching = true;
   c.schedule_policy = d.schedule_policy.value;
