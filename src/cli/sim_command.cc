@@ -94,7 +94,8 @@ void run_sim_run(SimRunArgs& a) {
   if (!a.network.empty()) cluster.network = hardware::parse_network(a.network);
   engines::EngineConfig engine;
   try {
-    engine = engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version);
+    engine = engines::apply_config_files(
+        engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   } catch (const engines::EngineArgError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     throw ExitRequest{2};
@@ -113,7 +114,16 @@ void run_sim_run(SimRunArgs& a) {
     workload_name = "sharegpt";
   } else {
     const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(engine.model));
-    const auto tok = tokenizer::load_tokenizer(tok_id);
+    std::optional<tokenizer::Tokenizer> loaded;
+    try {
+      loaded.emplace(tokenizer::load_tokenizer(tok_id));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string(e.what()) +
+                               "\nThe --dataset-name " + a.bench.dataset_name +
+                               " workload is drawn with the model's tokenizer: pass --tokenizer FILE, or use "
+                               "--scenario (e.g. random-1024in-128out, sharegpt-1000), which needs none.");
+    }
+    const auto& tok = *loaded;
     for (const auto& s : dataset::sample_requests(dataset_options(a.bench, r), tok))
       workload.push_back({s.prompt_len, s.expected_output_len});
     workload_name = a.bench.dataset_name;
@@ -131,6 +141,14 @@ void run_sim_run(SimRunArgs& a) {
               engines::render_command(engine).c_str(), hardware::cluster_name(cluster).c_str(), model.id.c_str(),
               model.variant.c_str(), workload_name.c_str(), workload.size());
   if (!workload_note.empty()) std::printf("          %s\n", workload_note.c_str());
+  if (cluster.nodes > 1)
+    std::printf("Network:  %d nodes, %d x %.0f Gb/s %s per node, %.0f%% of line rate for collectives%s\n",
+                cluster.nodes, cluster.network.nics_per_node, cluster.network.nic_Bps * 8 / 1e9,
+                cluster.network.kind.c_str(), cluster.network.efficiency * 100,
+                a.network.empty() ? " (default; --network changes it)" : "");
+  if (engine.gpus_used() < cluster.total_gpus())
+    std::printf("Note: the launch uses %d of the %d GPUs of --hardware %s (the others stay idle)\n",
+                engine.gpus_used(), cluster.total_gpus(), a.hardware.c_str());
   const auto result = sim::predict(engine, cluster, model, workload, opt);
   if (const auto* f = std::get_if<sim::Failure>(&result)) {
     std::printf("Predicted failure: %s\n", f->reason.c_str());

@@ -117,8 +117,8 @@ void run_serve(const SimServeArgs& a) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
   }
-  const engines::EngineConfig engine =
-      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version);
+  const engines::EngineConfig engine = engines::apply_config_files(
+      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
   const model::ModelSpec model =
       a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);

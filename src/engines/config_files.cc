@@ -1,6 +1,9 @@
 // Engine option files: vLLM/SGLang `--config FILE.yaml` (YAML keys are CLI options) and TensorRT-LLM
 // `--extra_llm_api_options FILE.yaml` (LLM API arguments that override the CLI).
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 #include "engines/cli_parser.h"
 #include "engines/engines.h"
@@ -241,6 +244,24 @@ std::string render_extra_llm_api_options(const EngineConfig& c) {
   };
   emit(emit, t, 0);
   return y;
+}
+
+EngineConfig apply_config_files(const EngineConfig& config) {
+  const bool trt = config.kind == EngineKind::kTrtllm;
+  const std::string& path = trt ? config.extra_llm_api_options : config.config_file;
+  if (path.empty()) return config;
+  const char* flag = trt ? "--extra_llm_api_options" : "--config";
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(std::string(flag) + " " + path +
+                             ": cannot read the file (the engine would not start without it)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return apply_config_yaml(config, text.str());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string(flag) + " " + path + ": " + e.what());
+  }
 }
 
 }  // namespace servelab::engines

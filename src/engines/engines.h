@@ -106,6 +106,12 @@ std::string render_command(const EngineConfig& config);
 /// Throws std::invalid_argument naming the YAML line or key on anything else.
 EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& yaml_text);
 
+/// Reads the option file the launch names (vLLM/SGLang --config, TRT-LLM --extra_llm_api_options) and
+/// applies it with apply_config_yaml; `config` unchanged when it names none. Throws std::runtime_error
+/// naming the flag and path when the file cannot be read or its YAML is not understood, EngineArgError when
+/// a key is not an option of that engine release. Reads the file system; otherwise pure.
+EngineConfig apply_config_files(const EngineConfig& config);
+
 /// YAML text for TRT-LLM's --extra_llm_api_options holding the knobs its CLI cannot express
 /// (enable_attention_dp, cuda_graph_config, kv_cache_config.dtype/enable_block_reuse/tokens_per_block,
 /// moe_config.backend, speculative_config) plus config_file_options. tune writes it to a file and sets

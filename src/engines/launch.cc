@@ -153,10 +153,47 @@ const EngineModule& engine_module(EngineKind kind) {
   throw std::logic_error("no engine module registered for this engine kind");
 }
 
+namespace {
+
+// Every engine shards the attention heads over its attention TP group. vLLM refuses at start-up
+// (config/model.py verify_with_parallel_config: "Total number of attention heads (64) must be divisible by
+// tensor parallel size (3)."); SGLang and TensorRT-LLM fail while loading the sharded weights (servelab's
+// text). Linear-attention (gated DeltaNet) heads are sharded the same way.
+std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
+  const int tp = r.layout.attn_tp;
+  if (tp <= 1) return std::nullopt;
+  int heads = 0, linear_heads = 0;
+  for (const auto& g : r.model.layers) {
+    if (const auto* a = std::get_if<model::GqaAttention>(&g.layer.attention)) heads = std::max(heads, a->heads);
+    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention)) heads = std::max(heads, a->heads);
+    if (const auto* a = std::get_if<model::LinearAttention>(&g.layer.attention))
+      linear_heads = a->key_heads % tp != 0 ? a->key_heads : a->value_heads % tp != 0 ? a->value_heads : linear_heads;
+  }
+  const bool verbatim = r.config.kind == EngineKind::kVllm;
+  if (heads > 0 && heads % tp != 0)
+    return detail::fail(FailurePhase::kStartup, "parallel.heads_divisible",
+                verbatim ? "ValueError: Total number of attention heads (" + std::to_string(heads) +
+                               ") must be divisible by tensor parallel size (" + std::to_string(tp) + ")."
+                         : "the model's " + std::to_string(heads) + " attention heads cannot be split over " +
+                               std::to_string(tp) + " tensor-parallel ranks (attention TP must divide them)",
+                verbatim);
+  if (linear_heads > 0)
+    return detail::fail(FailurePhase::kStartup, "parallel.linear_heads_divisible",
+                "the model's " + std::to_string(linear_heads) + " linear-attention heads cannot be split over " +
+                    std::to_string(tp) + " tensor-parallel ranks",
+                false);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const EngineConfig& config,
                                                            const model::ModelSpec& model,
                                                            const hardware::ClusterSpec& cluster) {
-  return engine_module(config.kind).resolve(config, model, cluster);
+  auto r = engine_module(config.kind).resolve(config, model, cluster);
+  if (const auto* l = std::get_if<ResolvedLaunch>(&r))
+    if (auto f = heads_check(*l)) return *f;
+  return r;
 }
 
 std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens) {
@@ -227,10 +264,20 @@ const std::vector<ModelledVersion>& modelled_versions(EngineKind kind) {
 
 std::string version_family(EngineKind kind, const EngineVersion& version) {
   const auto& list = modelled_versions(kind);
-  std::string family = list.front().family;
+  // The family of the newest modelled release at or before `version`; but when that release is of another
+  // major.minor and one of `version`'s own major.minor is modelled, that one's (0.17.0 is vllm-0.17 although
+  // the modelled 0.17 release is 0.17.1; 1.2.0rc0 is trtllm-1.2).
+  auto part = [](const EngineVersion& v, std::size_t i) { return i < v.release.size() ? v.release[i] : 0; };
+  auto same_minor = [&](const EngineVersion& a, const EngineVersion& b) {
+    return part(a, 0) == part(b, 0) && part(a, 1) == part(b, 1);
+  };
+  const ModelledVersion* at_or_before = nullptr;
   for (const auto& m : list)
-    if (EngineVersion::parse(m.version) <= version) family = m.family;
-  return family;
+    if (EngineVersion::parse(m.version) <= version) at_or_before = &m;
+  if (at_or_before && same_minor(EngineVersion::parse(at_or_before->version), version)) return at_or_before->family;
+  for (const auto& m : list)
+    if (same_minor(EngineVersion::parse(m.version), version)) return m.family;
+  return at_or_before ? at_or_before->family : list.front().family;
 }
 
 EngineVersion apply_version(ResolvedLaunch& launch) {

@@ -137,6 +137,7 @@ ModelSpec resolve_model(const std::string& model) {
                       : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
+  message += "\nPass the model's config.json with --model-config FILE, or put it in the Hugging Face cache.";
   throw std::runtime_error(message);
 }
 

@@ -38,18 +38,25 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
   double widen = 1.0;
   bool found = false;
-  for (const auto& key : levels) {
-    auto it = table.classes.find(key);
-    if (it != table.classes.end() && it->second.points >= 3) {
-      b.class_name = key;
-      b.total_tok_s_pct = it->second.total_tok_s_pct * widen;
-      b.ttft_pct = it->second.ttft_pct * widen;
-      b.tpot_pct = it->second.tpot_pct * widen;
-      b.points = it->second.points;
-      found = true;
-      break;
-    }
-    widen *= 1.5;
+  for (std::size_t i = 0; i < std::size(levels); ++i, widen *= 1.5) {
+    auto it = table.classes.find(levels[i]);
+    if (it == table.classes.end() || it->second.points < 3) continue;
+    b.class_name = levels[i];
+    b.total_tok_s_pct = it->second.total_tok_s_pct * widen;
+    b.points = it->second.points;
+    // A latency the class has no measurement of (< 0) comes from the first coarser class that has it.
+    auto latency = [&](double BandTable::Entry::*field) {
+      double w = widen;
+      for (std::size_t j = i; j < std::size(levels); ++j, w *= 1.5) {
+        auto c = table.classes.find(levels[j]);
+        if (c != table.classes.end() && c->second.points >= 3 && c->second.*field >= 0) return c->second.*field * w;
+      }
+      return 50.0;
+    };
+    b.ttft_pct = latency(&BandTable::Entry::ttft_pct);
+    b.tpot_pct = latency(&BandTable::Entry::tpot_pct);
+    found = true;
+    break;
   }
   if (!found) {
     b.class_name = "none";

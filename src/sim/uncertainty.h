@@ -35,6 +35,7 @@ struct ErrorBand {
 /// under "bands", with what the corpus covers under "coverage").
 struct BandTable {
   struct Entry {
+    /// RMS % errors; a latency field is -1 when the class has no measurement of it.
     double total_tok_s_pct = 0, ttft_pct = 0, tpot_pct = 0;
     int points = 0;
   };

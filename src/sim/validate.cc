@@ -153,12 +153,15 @@ const char* level_name(CalibrationLevel l) {
   return "?";
 }
 
-void add_band(BandTable& t, const std::string& key, const ValidationRow& r) {
+// Points behind each class's TTFT and TPOT sums (a class may have throughputs without latencies).
+using LatencyCounts = std::map<std::string, std::pair<int, int>>;
+
+void add_band(BandTable& t, LatencyCounts& n, const std::string& key, const ValidationRow& r) {
   auto& e = t.classes[key];
   // Accumulate squared errors in the fields; converted to RMS at the end.
   if (r.err_total_tok_s) e.total_tok_s_pct += *r.err_total_tok_s * *r.err_total_tok_s, ++e.points;
-  if (r.err_ttft) e.ttft_pct += *r.err_ttft * *r.err_ttft;
-  if (r.err_tpot) e.tpot_pct += *r.err_tpot * *r.err_tpot;
+  if (r.err_ttft) e.ttft_pct += *r.err_ttft * *r.err_ttft, ++n[key].first;
+  if (r.err_tpot) e.tpot_pct += *r.err_tpot * *r.err_tpot, ++n[key].second;
 }
 
 }  // namespace
@@ -267,6 +270,7 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
   }
   // Bands from the held-out errors, and what the corpus covers.
   std::set<std::string> gpus, variants, versions;
+  LatencyCounts latency_points;
   for (int i = 0; i < n; ++i) {
     const auto& p = prepared[i];
     const auto& r = v.rows[i];
@@ -280,16 +284,19 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
     }
     if (!r.err_total_tok_s) continue;
     const std::string eg = p.key.engine + "/" + p.key.generation;
-    add_band(v.bands, eg + "/" + architecture_class(p.launch->model), r);
-    add_band(v.bands, eg, r);
-    add_band(v.bands, p.key.engine, r);
-    add_band(v.bands, "all", r);
+    add_band(v.bands, latency_points, eg + "/" + architecture_class(p.launch->model), r);
+    add_band(v.bands, latency_points, eg, r);
+    add_band(v.bands, latency_points, p.key.engine, r);
+    add_band(v.bands, latency_points, "all", r);
   }
+  // RMS per metric over the points that have it; -1 where a class has none (error_band then takes that
+  // metric from a coarser class).
   for (auto& [k, e] : v.bands.classes) {
     if (e.points == 0) continue;
+    const auto [n_ttft, n_tpot] = latency_points[k];
     e.total_tok_s_pct = std::sqrt(e.total_tok_s_pct / e.points);
-    e.ttft_pct = std::sqrt(e.ttft_pct / e.points);
-    e.tpot_pct = std::sqrt(e.tpot_pct / e.points);
+    e.ttft_pct = n_ttft > 0 ? std::sqrt(e.ttft_pct / n_ttft) : -1.0;
+    e.tpot_pct = n_tpot > 0 ? std::sqrt(e.tpot_pct / n_tpot) : -1.0;
   }
   v.bands.gpus.assign(gpus.begin(), gpus.end());
   v.bands.variants.assign(variants.begin(), variants.end());

@@ -168,7 +168,8 @@ TrialRunner make_twin_runner(const Study& study) {
     engines::EngineConfig cfg;
     try {
       const auto v = versions.find(req.engine);
-      cfg = engines::parse_launch_command(req.argv, req.env, v == versions.end() ? std::string() : v->second);
+      cfg = engines::apply_config_files(
+          engines::parse_launch_command(req.argv, req.env, v == versions.end() ? std::string() : v->second));
     } catch (const std::exception& e) {
       out.status = TrialStatus::kStartupRefused;
       out.reason = e.what();

@@ -1,5 +1,9 @@
 // Engine option files: the YAML subset, vLLM/SGLang --config, TRT-LLM --extra_llm_api_options.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "engines/engines.h"
 #include "engines/yaml_subset.h"
@@ -131,4 +135,32 @@ TEST(ConfigFiles, VllmAndSglangConfig) {
   EXPECT_EQ(rs.tp, 8);
   EXPECT_EQ(rs.dp, 8);
   EXPECT_TRUE(rs.enable_dp_attention);
+}
+
+// The files a launch names are read and applied (sim run, sim serve and tune's twin use this); a missing
+// or malformed file is an error naming the flag and the path.
+TEST(ConfigFiles, ApplyConfigFilesReadsTheNamedFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("servelab-cfg-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto yaml = dir / "extra.yaml";
+  std::ofstream(yaml) << "moe_config:\n  backend: TRITON\nmax_batch_size: 256\n";
+  auto t = se::apply_config_files(parse("trtllm-serve m --extra_llm_api_options " + yaml.string()));
+  EXPECT_EQ(t.moe_runner_backend, "TRITON");
+  EXPECT_EQ(t.max_num_seqs, 256);
+  const auto cfg = dir / "cfg.yaml";
+  std::ofstream(cfg) << "max_num_seqs: 64\n";
+  EXPECT_EQ(se::apply_config_files(parse("vllm serve m --config " + cfg.string())).max_num_seqs, 64);
+  // Nothing named: unchanged.
+  EXPECT_EQ(se::apply_config_files(parse("vllm serve m -tp 2")).tp, 2);
+  try {
+    se::apply_config_files(parse("trtllm-serve m --extra_llm_api_options " + (dir / "missing.yaml").string()));
+    ADD_FAILURE() << "a missing file was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--extra_llm_api_options"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing.yaml"), std::string::npos) << e.what();
+  }
+  std::ofstream(yaml) << "max_batch_size: lots\n";
+  EXPECT_THROW(se::apply_config_files(parse("trtllm-serve m --extra_llm_api_options " + yaml.string())),
+               std::runtime_error);
+  std::filesystem::remove_all(dir);
 }

@@ -100,6 +100,13 @@ TEST(Versions, OrderAndFamilies) {
   // A release between modelled ones resolves with the rules of its place, and says so.
   auto between = ok("vllm serve m", "0.12.0", kQwen8, "H100");
   EXPECT_EQ(between.version_family, "vllm-0.11");
+  // A release before the modelled one of its own major.minor takes that family, not the previous minor's.
+  EXPECT_EQ(ok("vllm serve m", "0.17.0", kQwen8, "H100").version_family, "vllm-0.17");
+  EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc0", kQwen8, "H100").version_family, "trtllm-1.2");
+  EXPECT_EQ(ok("python3 -m sglang.launch_server --model-path m", "0.5.12", kQwen8, "H100").version_family,
+            "sglang-0.5.9");
+  EXPECT_EQ(ok("python3 -m sglang.launch_server --model-path m", "0.5.7", kQwen8, "H100").version_family,
+            "sglang-0.5.3");
   EXPECT_NE(between.notes[0].find("not a modelled release"), std::string::npos);
 }
 
@@ -511,6 +518,22 @@ TEST(TrtllmRefusals, CorpusMessages) {
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "H100").execution.gemm,
             se::GemmKernel::kFp8BlockDeepGemm);
   EXPECT_NO_THROW(ok("trtllm-serve m", "1.2.0rc1", kGptOss, "H100"));
+}
+
+// Attention heads are split over the attention TP group: a TP size that does not divide them is refused.
+TEST(Layouts, TensorParallelSizeMustDivideTheHeads) {
+  const auto v = refused("vllm serve m -tp 3", "0.11.0", "Qwen/Qwen3-32B", "4xH100");
+  EXPECT_EQ(v.message, "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3).");
+  EXPECT_TRUE(v.verbatim);
+  EXPECT_EQ(refused("python3 -m sglang.launch_server --model-path m --tp-size 3", "0.5.9", "Qwen/Qwen3-32B", "4xH100")
+                .rule,
+            "parallel.heads_divisible");
+  EXPECT_EQ(refused("trtllm-serve m --tp_size 3", "1.2.0rc5", "Qwen/Qwen3-32B", "4xH100").rule,
+            "parallel.heads_divisible");
+  EXPECT_NO_THROW(ok("vllm serve m -tp 4", "0.11.0", "Qwen/Qwen3-32B", "4xH100"));
+  // DP-attention: each DP rank holds all heads (attention TP 1), so tp 8 / dp 8 is fine for any head count.
+  EXPECT_NO_THROW(ok("python3 -m sglang.launch_server --model-path m --tp 8 --dp 8 --enable-dp-attention", "0.5.9",
+                     "zai-org/GLM-4.5-Air", "8xH100"));
 }
 
 // Kernel paths the twin has no figure for are flagged (sim run warns, the fit leaves them out), only there.
