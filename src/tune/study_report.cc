@@ -129,7 +129,8 @@ std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& p
 // The twin's error band of an evaluation (its first scenario's band metrics), one paragraph; "" when the
 // numbers are not the twin's.
 static std::string band_text(const Evaluation& e) {
-  for (const auto& [id, r] : e.first) {
+  for (const auto& scenario : e.first) {
+    const ScenarioResult& r = scenario.second;  // (not a structured binding: clang 14 cannot capture one)
     const auto tok = r.metrics.find(kBandTokSMetric);
     if (tok == r.metrics.end()) continue;
     auto get = [&](const char* k) {
