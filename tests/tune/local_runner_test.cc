@@ -12,23 +12,14 @@
 #include <thread>
 
 #include "tune/local_runner.h"
+#include "test_ports.h"
 
 namespace servelab::tune {
 namespace {
 
 namespace fs = std::filesystem;
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+using testing::free_port;
 
 const char* kServer = R"py(
 import http.server, os, sys, threading, time

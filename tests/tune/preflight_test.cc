@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "tune/preflight.h"
+#include "test_ports.h"
 
 namespace servelab::tune {
 namespace {
@@ -48,17 +49,7 @@ id = "short"
 args = ["--dataset-name", "random", "--num-prompts", "10"]
 )toml";
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+using testing::free_port;
 
 struct Preflight : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("servelab-preflight-" + std::to_string(getpid()));
