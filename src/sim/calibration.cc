@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -20,6 +21,10 @@ const char* const kCalibrationFieldNames[kCalibrationFields] = {"kernel_scale", 
 // of serial API-server work per request. first_token_ms: 0-150 ms.
 const FieldBounds kCalibrationBounds[kCalibrationFields] = {
     {0.4, 1.4}, {0.2, 40.0}, {1.0, 2000.0}, {0.05, 60.0}, {0.5, 150.0}};
+
+// A generation's sustained kernel speed against its datasheet figures: 0.5x-2x (H100 SXM's 989 BF16
+// TFLOPS are at its 1,980 MHz boost; under the 700 W limit GEMMs run at ~1.4-1.75 GHz [recalled]).
+const FieldBounds kGenerationFactorBounds = {0.5, 2.0};
 
 std::vector<double> calibration_vector(const Calibration& c) {
   return {c.kernel_scale, c.cpu_step_ms, c.cpu_request_us, c.api_request_ms, c.first_token_ms};
@@ -54,13 +59,19 @@ Calibration CalibrationTable::lookup(const CalibrationKey& key, CalibrationLevel
     if (level) *level = CalibrationLevel::kClass;
     return it->second.cal;
   }
+  const auto with_generation = [&](Calibration c) {
+    if (auto g = generations.find(key.generation); g != generations.end())
+      c.kernel_scale = std::clamp(c.kernel_scale * g->second.kernel_scale_factor, kCalibrationBounds[0].lo,
+                                  kCalibrationBounds[0].hi);
+    return c;
+  };
   if (auto it = families.find(key.version_family); it != families.end()) {
     if (level) *level = CalibrationLevel::kFamily;
-    return it->second.cal;
+    return with_generation(it->second.cal);
   }
   if (auto it = engines.find(key.engine); it != engines.end()) {
     if (level) *level = CalibrationLevel::kEngine;
-    return it->second.cal;
+    return with_generation(it->second.cal);
   }
   if (level) *level = CalibrationLevel::kPrior;
   return calibration_prior(key.engine);
@@ -123,6 +134,19 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
     if (!j["engines"].is_object()) throw std::runtime_error("calibration.json: \"engines\" is not an object");
     for (const auto& [k, v] : j["engines"].items()) t.engines[k] = parse_entry(v, "engines." + k);
   }
+  if (j.contains("generations")) {
+    if (!j["generations"].is_object()) throw std::runtime_error("calibration.json: \"generations\" is not an object");
+    for (const auto& [k, v] : j["generations"].items()) {
+      const std::string where = "generations." + k;
+      if (!v.is_object() || !v.contains("kernel_scale_factor") || !v["kernel_scale_factor"].is_number())
+        throw std::runtime_error("calibration.json: " + where + " lacks a numeric \"kernel_scale_factor\"");
+      const double f = v["kernel_scale_factor"].get<double>();
+      if (!(f >= kGenerationFactorBounds.lo && f <= kGenerationFactorBounds.hi))
+        throw std::runtime_error(fmt::format("calibration.json: {}.kernel_scale_factor = {} is outside its bounds [{}, {}]",
+                                             where, f, kGenerationFactorBounds.lo, kGenerationFactorBounds.hi));
+      t.generations[k] = {f, v.value("points", 0)};
+    }
+  }
   return t;
 }
 
@@ -137,6 +161,10 @@ std::string calibration_table_to_json(const CalibrationTable& t, const std::stri
   j["engines"] = engines;
   j["families"] = families;
   j["classes"] = classes;
+  nlohmann::ordered_json gens = nlohmann::ordered_json::object();
+  for (const auto& [k, g] : t.generations)
+    gens[k] = {{"kernel_scale_factor", std::round(g.kernel_scale_factor * 1e4) / 1e4}, {"points", g.points}};
+  j["generations"] = gens;
   return j.dump(1) + "\n";
 }
 

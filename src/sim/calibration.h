@@ -11,7 +11,18 @@
 //                   queued behind that work reach the client when it is done
 //   first_token_ms  latency of a request's first token outside the engine step (hand-off, detokeniser
 //                   set-up, first SSE chunk), added to TTFT
-// A class without fitted data falls back to its engine's pooled value, then to the prior.
+// A class without fitted data falls back to its version family's pooled value, then its engine's, then
+// the prior; on a fallback its kernel_scale is multiplied by its GPU generation's factor (below).
+//
+// GPU-generation factor. The kernel figures of physics.cc are datasheet peaks times public efficiencies
+// that were measured at boost clocks on tuned shapes; how far a generation's real kernels sit from them
+// is a property of the GPU (sustained clocks under the power limit, the cuBLAS/FlashAttention builds the
+// engines share), not of one engine. The fitted classes show it: every engine's Ampere class sits well
+// above its Hopper class (in-sample kernel_scale ampere/hopper: vLLM 0.11 0.83/0.65, SGLang 0.5.3
+// 1.13/0.67, TensorRT-LLM 1.2 1.10/0.45). So the pooled values are a two-way model in log space,
+// ln kernel_scale(class) = a(family or engine) + g(generation), fitted by alternating weighted means
+// over the classes (weights: points), each term shrunk towards 0 (the prior) with kPriorPseudoPoints;
+// an engine release never measured on a generation borrows g from the engines that were.
 #pragma once
 
 #include <map>
@@ -40,6 +51,8 @@ struct FieldBounds {
   double lo, hi;
 };
 extern const FieldBounds kCalibrationBounds[kCalibrationFields];
+/// Bounds of a GPU generation's kernel_scale factor (CalibrationTable::generations).
+extern const FieldBounds kGenerationFactorBounds;
 std::vector<double> calibration_vector(const Calibration& c);
 Calibration calibration_from_vector(const std::vector<double>& v);
 
@@ -67,10 +80,18 @@ struct CalibrationTable {
   };
   std::map<std::string, Entry> classes;   ///< CalibrationKey::name() -> entry
   std::map<std::string, Entry> families;  ///< version family (any GPU generation) -> pooled entry
-  std::map<std::string, Entry> engines;   ///< engine -> pooled entry
+  std::map<std::string, Entry> engines;   ///< engine -> pooled entry (kernel_scale generation-neutral)
+  /// GPU generation (hardware::generation_name) -> kernel_scale factor applied on a family / engine
+  /// fallback (dimensionless; 1 when absent), with the points it was estimated from.
+  struct GenerationFactor {
+    double kernel_scale_factor = 1.0;
+    int points = 0;
+  };
+  std::map<std::string, GenerationFactor> generations;
 
   /// The most specific calibration for `key`: its class, else its version family's pooled value (the
-  /// same engine release on other GPU generations), else its engine's, else the prior.
+  /// same engine release on other GPU generations), else its engine's, else the prior; a family or
+  /// engine fallback has its kernel_scale multiplied by the generation's factor (clamped to the bounds).
   Calibration lookup(const CalibrationKey& key, CalibrationLevel* level = nullptr) const;
 };
 

@@ -282,6 +282,36 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
   return fits;
 }
 
+namespace {
+
+/// The two-way model of the pooled kernel_scale (calibration.h, "GPU-generation factor"):
+/// ln ks(class) = a(group) + g(generation), by alternating weighted means (weights: points), each term
+/// shrunk towards 0 with kPriorPseudoPoints. `group_of` names a class's group (its family or engine).
+/// Returns (a by group, g by generation).
+std::pair<std::map<std::string, double>, std::map<std::string, double>> kernel_scale_two_way(
+    const std::vector<ClassFit>& fits, const std::function<std::string(const ClassFit&)>& group_of) {
+  std::map<std::string, double> a, g;
+  for (const auto& f : fits) a[group_of(f)] = 0, g[f.key.generation] = 0;
+  for (int iter = 0; iter < 50; ++iter) {
+    std::map<std::string, std::pair<double, double>> sa, sg;  // (weighted sum, weight)
+    for (const auto& f : fits) {
+      auto& s = sa[group_of(f)];
+      s.first += f.points * (std::log(f.cal.kernel_scale) - g[f.key.generation]);
+      s.second += f.points;
+    }
+    for (auto& [k, s] : sa) a[k] = s.first / (s.second + kPriorPseudoPoints);
+    for (const auto& f : fits) {
+      auto& s = sg[f.key.generation];
+      s.first += f.points * (std::log(f.cal.kernel_scale) - a[group_of(f)]);
+      s.second += f.points;
+    }
+    for (auto& [k, s] : sg) g[k] = s.first / (s.second + kPriorPseudoPoints);
+  }
+  return {a, g};
+}
+
+}  // namespace
+
 CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
   CalibrationTable t;
   std::map<std::string, std::vector<const ClassFit*>> by_engine;
@@ -292,8 +322,11 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
     e.studies = f.studies;
     by_engine[f.key.engine].push_back(&f);
   }
-  // Pools: log-space mean of the classes weighted by points, the engine's prior counted as 2 points.
-  auto pool = [](const std::string& engine, const std::vector<const ClassFit*>& list, CalibrationTable::Entry& e) {
+  // Pools: log-space mean of the classes weighted by points, the engine's prior counted as 2 points;
+  // kernel_scale from the two-way model instead (generation-neutral, the generation's factor applied at
+  // lookup).
+  auto pool = [](const std::string& engine, const std::vector<const ClassFit*>& list, double ln_kernel_scale,
+                 CalibrationTable::Entry& e) {
     const auto prior = logv(calibration_prior(engine));
     std::vector<double> x(kCalibrationFields);
     double w = kPriorPseudoPoints;
@@ -306,12 +339,24 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
       e.studies += f->studies;
     }
     for (auto& v : x) v /= w;
+    // Generation-neutral, kept within the field's bounds like every stored value (calibration.json is
+    // checked against them on load).
+    x[0] = std::clamp(ln_kernel_scale, std::log(kCalibrationBounds[0].lo), std::log(kCalibrationBounds[0].hi));
     e.cal = from_log(x);
   };
+  const auto [by_family_a, gen_g] = kernel_scale_two_way(fits, [](const ClassFit& f) { return f.key.version_family; });
+  const auto by_engine_a = kernel_scale_two_way(fits, [](const ClassFit& f) { return f.key.engine; }).first;
   std::map<std::string, std::vector<const ClassFit*>> by_family;
   for (const auto& f : fits) by_family[f.key.version_family].push_back(&f);
-  for (const auto& [family, list] : by_family) pool(list.front()->key.engine, list, t.families[family]);
-  for (const auto& [engine, list] : by_engine) pool(engine, list, t.engines[engine]);
+  for (const auto& [family, list] : by_family)
+    pool(list.front()->key.engine, list, by_family_a.at(family), t.families[family]);
+  for (const auto& [engine, list] : by_engine) pool(engine, list, by_engine_a.at(engine), t.engines[engine]);
+  for (const auto& [gen, g] : gen_g) {
+    auto& out = t.generations[gen];
+    out.kernel_scale_factor = std::clamp(std::exp(g), kGenerationFactorBounds.lo, kGenerationFactorBounds.hi);
+    for (const auto& f : fits)
+      if (f.key.generation == gen) out.points += f.points;
+  }
   return t;
 }
 
