@@ -58,6 +58,13 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
     e.dsa_dense_short_prefill = true;
     r.notes.push_back("DSA prompts of at most index_topk tokens prefill as dense MHA without the indexer "
                       "(DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs)");
+    if (!is_blackwell(cl))
+      r.unmodelled.push_back(
+          "DeepSeek Sparse Attention through TensorRT-LLM before Blackwell: the twin has no figure for this "
+          "path (TensorRT-LLM's DSA kernels targeted Blackwell first [recalled, unverified]); the corpus runs "
+          "of it (DeepSeek-V3.2, 8xH200, 1.2.0rc5) decode 5-12x slower than the physics (mean TPOT 1.39 s at "
+          "TP8, 0.56 s at TP8+EP8): fitted, they drive the release's Hopper kernel scale below its 0.4 bound, "
+          "where its Qwen3-8B/32B runs put it at 0.44");
   }
   switch (m.quantization.method) {
     case Q::kNone:

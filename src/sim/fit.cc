@@ -116,6 +116,10 @@ namespace {
 constexpr double kHuberDelta = 0.6931471805599453;  // ln 2
 constexpr double kLambdaPrior = 1.0;                // shrinkage of a class towards its engine's prior
 constexpr double kPriorPseudoPoints = 2.0;          // weight of the prior in an engine's pooled value
+// A class fitted on fewer points is not used on its own: its few points (often one latency run, which says
+// nothing of the compute-bound kernel scale) go into the pools, and lookups fall back to the family with its
+// generation's factor.
+constexpr int kMinClassPoints = 3;
 constexpr double kWeightThroughput = 4.0;
 
 double huber(double d) {
@@ -316,11 +320,12 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
   CalibrationTable t;
   std::map<std::string, std::vector<const ClassFit*>> by_engine;
   for (const auto& f : fits) {
+    by_engine[f.key.engine].push_back(&f);
+    if (f.points < kMinClassPoints) continue;
     auto& e = t.classes[f.key.name()];
     e.cal = f.cal;
     e.points = f.points;
     e.studies = f.studies;
-    by_engine[f.key.engine].push_back(&f);
   }
   // Pools: log-space mean of the classes weighted by points, the engine's prior counted as 2 points;
   // kernel_scale from the two-way model instead (generation-neutral, the generation's factor applied at

@@ -77,8 +77,9 @@ ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPo
 std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
                                  const std::vector<const Trace*>& traces, int threads);
 
-/// A table from class fits: the classes themselves, and per engine the pooled value used for classes
-/// without data (log-space mean of its classes weighted by points, with the prior counted as 2 points).
+/// A table from class fits: the classes fitted on at least 3 points, and per version family and engine the
+/// pooled value used for the other classes (log-space mean of its classes weighted by points, with the prior
+/// counted as 2 points; kernel_scale from the two-way release x generation model, calibration.h).
 CalibrationTable assemble_table(const std::vector<ClassFit>& fits);
 
 /// The fits of a table's classes that ended on a bound ("vllm-0.11/hopper.kernel_scale = 0.4 (lower

@@ -125,13 +125,13 @@ double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {
 }
 
 double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
-                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
+                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu, double* memory_bound_s) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double rows = std::ceil(m / eff.min_rows) * eff.min_rows;
   const double compute = 2.0 * rows * n * k / (peak_flops * eff.compute);
   const double bytes = weight_bytes + 2.0 * m * (n + k);  // BF16 activations in and out
   const double memory = bytes / (gpu.hbm_bandwidth_Bps * eff.memory);
-  return std::max(compute, memory);
+  return roofline_s(compute, memory, memory_bound_s);
 }
 
 double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-6; }

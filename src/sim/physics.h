@@ -35,10 +35,22 @@ KernelEfficiency attention_efficiency(engines::AttentionKernel k, hardware::Gene
 /// FP4 for native FP4, else BF16 (weight-only kernels dequantise to BF16 and run BF16 MMAs).
 double gemm_peak_flops(engines::GemmKernel k, const hardware::GpuSpec& gpu);
 
+/// Roofline time max(compute_s, memory_s) of one kernel, seconds; when the kernel is memory-bound its time
+/// is also added to `*memory_bound_s` (if given): that part runs at the measured bandwidth fraction and is
+/// not divided by the kernel scale (calibration.h), the rest is compute time that is.
+inline double roofline_s(double compute_s, double memory_s, double* memory_bound_s) {
+  if (memory_s >= compute_s) {
+    if (memory_bound_s) *memory_bound_s += memory_s;
+    return memory_s;
+  }
+  return compute_s;
+}
+
 /// Roofline time of a GEMM [M x K] x [K x N] with `weight_bytes` of weights and BF16 activations in and out,
-/// rows padded to the kernel's tile. Seconds, before the kernel scale.
+/// rows padded to the kernel's tile. Seconds, before the kernel scale; the memory-bound part is added to
+/// `*memory_bound_s` (see roofline_s).
 double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
-                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
+                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu, double* memory_bound_s = nullptr);
 
 /// Fixed time of one dependent kernel inside a CUDA graph (launch-to-launch gap plus tail), seconds:
 /// 2.5 us on Hopper/Blackwell, 3.5 us on Ampere/Ada [derived: typical kernel-to-kernel gaps in graph

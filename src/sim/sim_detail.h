@@ -68,7 +68,13 @@ struct RankLoad {
 
 /// The cost of one step, split into what the fitted parameters scale and what they do not. Seconds.
 struct StepCost {
-  double gpu_s = 0;     ///< roofline time of the kernels (divided by kernel_scale)
+  double gpu_s = 0;     ///< roofline time of the kernels
+  /// The part of gpu_s spent in memory-bound dense GEMMs (weight streaming through cuBLAS / Marlin at small
+  /// M, the LM head and the sampler's passes): it runs at the measured bandwidth fraction of those kernels
+  /// (gpu-kernel-facts.md §2.4: 80-90% of HBM) whatever the engine, so it is not divided by kernel_scale.
+  /// Attention, MoE and indexer kernels are the engine's own (FlashMLA, FA3 split-KV, fused_moe, DeepGEMM
+  /// masked) and their achieved bandwidth at small batch varies with it: they stay in the scaled part.
+  double memory_s = 0;
   double comm_s = 0;    ///< collectives
   double floor_s = 0;   ///< per-kernel floors of graphed kernels
   double launch_s = 0;  ///< CPU time to launch the kernels that run eagerly
@@ -79,7 +85,8 @@ struct StepCost {
 };
 
 /// Step time (s) of `c` under calibration `cal`:
-///   gpu  = graphed part: gpu_s / kernel_scale + comm_s + floor_s, max'ed with launch_s for the eager part
+///   gpu  = graphed part: (gpu_s - memory_s) / kernel_scale + memory_s + comm_s + floor_s, max'ed with
+///          launch_s for the eager part
 ///   cpu  = cpu_step_ms + cpu_request_us x running
 ///   step = gpu + (overlap ? max(0, cpu - gpu) : cpu).
 double step_seconds(const StepCost& c, const Calibration& cal);

@@ -177,7 +177,8 @@ void Simulator::finish_batch(const Batch& b, double t) {
   view_.lm_head_s += b.cost.lm_head_s;
   view_.draft_s += b.cost.draft_s;
   view_.comm_s += b.cost.comm_s;
-  view_.overhead_s += std::max(0.0, s - b.cost.gpu_s / cal_.kernel_scale - b.cost.comm_s);
+  view_.overhead_s += std::max(
+      0.0, s - (b.cost.gpu_s - b.cost.memory_s) / cal_.kernel_scale - b.cost.memory_s - b.cost.comm_s);
   sum_batch_ += b.max_running;
   sum_tokens_ += b.max_tokens;
   view_.max_batch_requests = std::max(view_.max_batch_requests, b.max_running);
@@ -360,6 +361,7 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
     if (trace_) {
       TraceStep s;
       s.gpu_s = static_cast<float>(slow->cost.gpu_s);
+      s.memory_s = static_cast<float>(slow->cost.memory_s);
       s.comm_s = static_cast<float>(slow->cost.comm_s);
       s.floor_s = static_cast<float>(slow->cost.floor_s);
       s.launch_s = static_cast<float>(slow->cost.launch_s);

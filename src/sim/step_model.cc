@@ -171,7 +171,7 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
 }
 
 double step_seconds(const StepCost& c, const Calibration& cal) {
-  const double graphed = c.gpu_s / cal.kernel_scale + c.comm_s + c.floor_s;
+  const double graphed = (c.gpu_s - c.memory_s) / cal.kernel_scale + c.memory_s + c.comm_s + c.floor_s;
   const double gpu = std::max(graphed, c.launch_s);
   const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * c.running;
   return gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
@@ -358,13 +358,14 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   const double fp8 = gpu.fp8_flops > 0 ? gpu.fp8_flops : gpu.bf16_flops;
   double tokens_total = 0, tokens_max = 0;
   double attn_max = 0, linear_max = 0;
+  double attn_mem = 0;  // memory-bound part of the slowest rank's attention (roofline_s)
   for (const auto& r : loads) {
     tokens_total += r.query_tokens;
     tokens_max = std::max<double>(tokens_max, r.query_tokens);
     if (r.query_tokens == 0) continue;
     const double T = r.query_tokens;
-    double proj = 0;
-    for (const auto& g : c.attn_gemms) proj += gemm_time_s(T, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu);
+    double proj = 0, mem = 0;
+    for (const auto& g : c.attn_gemms) proj += gemm_time_s(T, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu, &mem);
     double core = 0;
     if (c.linear_attention) {
       const double compute = T * c.linear_flops_per_token / (bf16 * prefill_attn_eff_.compute);
@@ -388,7 +389,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
         core += std::max(idx_flops / (fp8 * 0.6), idx_bytes / (bw * 0.8));
       }
     }
-    attn_max = std::max(attn_max, proj + core);
+    if (proj + core > attn_max) attn_max = proj + core, attn_mem = mem;
     linear_max = std::max(linear_max, proj);
   }
   if (tokens_total == 0) return 0;
@@ -398,8 +399,9 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   // FFN: gathered over the DP ranks when its TP group spans them (SGLang DP-attention).
   const bool dense_gathered = lay.dense_tp > lay.attn_tp && loads.size() > 1;
   const double t_dense_tokens = dense_gathered ? tokens_total : tokens_max;
-  double ffn = 0;
-  for (const auto& g : c.dense_gemms) ffn += gemm_time_s(t_dense_tokens, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu);
+  double ffn = 0, mem = attn_mem;
+  for (const auto& g : c.dense_gemms)
+    ffn += gemm_time_s(t_dense_tokens, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu, &mem);
   double moe = 0;
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
@@ -412,7 +414,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     moe = std::max(flops / (moe_peak_ * moe_eff_.compute), bytes / (bw * moe_eff_.memory));
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
-                         gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu);
+                         gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);
   }
   out.moe_s += c.count * moe;
   out.linear_s += c.count * ffn;
@@ -446,6 +448,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
                        cluster_);
   }
   out.comm_s += c.count * comm;
+  out.memory_s += c.count * mem;
   return c.count * (attn_max + ffn + moe);
 }
 
@@ -460,9 +463,11 @@ double StepModel::stage_time(const Stage& s, std::span<const RankLoad> loads, St
     for (const auto& r : loads) rows = gathered ? rows + r.sampled_tokens : std::max<double>(rows, r.sampled_tokens);
     if (rows > 0) {
       const auto& gpu = cluster_.gpu;
+      const double sampler = 3.0 * rows * lm_head_.n * 4.0 / (gpu.hbm_bandwidth_Bps * 0.8);  // memory-bound
       const double head = gemm_time_s(rows, lm_head_.n, lm_head_.k, lm_head_.weight_bytes, lm_head_.peak,
-                                      lm_head_.eff, gpu) +
-                          3.0 * rows * lm_head_.n * 4.0 / (gpu.hbm_bandwidth_Bps * 0.8);
+                                      lm_head_.eff, gpu, &out.memory_s) +
+                          sampler;
+      out.memory_s += sampler;
       out.lm_head_s += head;
       t += head;
     }
@@ -495,9 +500,10 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
       gpu = t;
       kernels = k, layers = n;
       out.attention_s = sc.attention_s, out.linear_s = sc.linear_s, out.moe_s = sc.moe_s;
-      out.lm_head_s = sc.lm_head_s, out.comm_s = sc.comm_s;
+      out.lm_head_s = sc.lm_head_s, out.comm_s = sc.comm_s, out.memory_s = sc.memory_s;
     } else {
       gpu += t;
+      out.memory_s += sc.memory_s;
       kernels += k, layers += n;
       out.attention_s += sc.attention_s, out.linear_s += sc.linear_s, out.moe_s += sc.moe_s;
       out.lm_head_s += sc.lm_head_s, out.comm_s += sc.comm_s;
@@ -535,6 +541,7 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     gpu += out.draft_s;
     kernels += steps * 20;
     out.comm_s += steps * scratch.comm_s;
+    out.memory_s += steps * scratch.memory_s;
   }
   out.gpu_s = gpu;
   // SGLang --enable-torch-compile: decode batches up to torch_compile_max_batch run Inductor-fused

@@ -48,6 +48,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     }
     detail::StepCost c;
     c.gpu_s = s.gpu_s;
+    c.memory_s = s.memory_s;
     c.comm_s = s.comm_s;
     c.floor_s = s.floor_s;
     c.launch_s = s.launch_s;

@@ -13,7 +13,7 @@ namespace servelab::sim {
 
 /// One step (pipeline tick) of a traced run. Seconds.
 struct TraceStep {
-  float gpu_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;
+  float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;  ///< detail::StepCost's fields
   int running = 0;
   bool overlap = false;
   double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)

@@ -553,6 +553,12 @@ TEST(Unmodelled, KernelPathsWithoutAFigure) {
   // vLLM's Marlin W4A16 MXFP4 on Ampere has a figure (Marlin's), as do dense BF16 launches.
   EXPECT_TRUE(ok("vllm serve m", "0.11.0", kGptOss, "A100").unmodelled.empty());
   EXPECT_TRUE(ok("trtllm-serve m", "1.0.0", kQwen8, "H100").unmodelled.empty());
+  // TensorRT-LLM's DSA path before Blackwell (the seed study's TRT-LLM runs); SGLang's is modelled.
+  auto dsa = ok("trtllm-serve m --tp_size 8", "1.2.0rc5", "DeepSeek-V3.2", "8xH200");
+  ASSERT_EQ(dsa.unmodelled.size(), 1u);
+  EXPECT_NE(dsa.unmodelled[0].find("DeepSeek Sparse Attention"), std::string::npos);
+  EXPECT_TRUE(ok("python3 -m sglang.launch_server --model-path m --tp 8", "0.5.6.post2", "DeepSeek-V3.2", "8xH200")
+                  .unmodelled.empty());
 }
 
 TEST(InertFlags, ListedAndNotModelled) {

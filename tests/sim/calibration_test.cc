@@ -44,12 +44,17 @@ TEST(Calibration, AReleaseNeverMeasuredOnAGenerationBorrowsTheGenerationFactor) 
 // With few points each term is shrunk towards the prior (ln 1 = 0) by kPriorPseudoPoints = 2 points.
 // One class, 2 points at ks = e^-1: the alternating means converge to a = g = -1/3 (a = (2/4)(-1 - g),
 // g = (2/4)(-1 - a)), so the family's generation-neutral value is e^(-1/3) and a lookup on the same
-// generation through the family gives e^(-2/3).
+// generation through the family gives e^(-2/3). Classes need 3 points to be used on their own.
 TEST(Calibration, PooledTermsAreShrunkTowardsThePrior) {
   const auto t = assemble_table({fit_of("sglang", "sglang-X", "hopper", std::exp(-1.0), 2)});
   EXPECT_NEAR(t.families.at("sglang-X").cal.kernel_scale, std::exp(-1.0 / 3), 1e-6);
   EXPECT_NEAR(t.generations.at("hopper").kernel_scale_factor, std::exp(-1.0 / 3), 1e-6);
   EXPECT_NEAR(t.lookup({"sglang", "sglang-Y", "hopper"}).kernel_scale, std::exp(-2.0 / 3), 1e-6);  // engine pool
+  // Fitted on 2 points (< 3), the class itself is not used: its own key falls back to the family.
+  CalibrationLevel level{};
+  EXPECT_NEAR(t.lookup({"sglang", "sglang-X", "hopper"}, &level).kernel_scale, std::exp(-2.0 / 3), 1e-6);
+  EXPECT_EQ(level, CalibrationLevel::kFamily);
+  EXPECT_EQ(t.classes.count("sglang-X/hopper"), 0u);
   // A generation with no class at all: no factor.
   EXPECT_NEAR(t.lookup({"sglang", "sglang-X", "blackwell"}).kernel_scale, std::exp(-1.0 / 3), 1e-6);
 }

@@ -51,6 +51,10 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   const double head = bf16_gemm(1, 151936, 5120, P, B) + 3.0 * 151936 * 4 / (B * 0.8);
   EXPECT_NEAR(cost.gpu_s, 64 * layer + head, 1e-9);
   EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.001);  // ~24.4 ms
+  // Every dense GEMM of this step streams its weights: all of it but the attention core is the
+  // memory-bound part that kernel_scale does not touch.
+  const double attn = 64 * std::max(1000 * 2.0 * 64 * 256 / (P * 0.60), 1000 * 4096.0 / (B * 0.80));
+  EXPECT_NEAR(cost.memory_s, 64 * layer + head - attn, 1e-9);
   EXPECT_DOUBLE_EQ(cost.comm_s, 0.0);
   EXPECT_DOUBLE_EQ(cost.floor_s, 64 * 12 * 2.5e-6);  // 12 graphed kernels per dense layer
   EXPECT_DOUBLE_EQ(cost.launch_s, 0.0);
@@ -60,6 +64,22 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
 }
 
 // On an A100 the same decode is bandwidth-bound too: the step scales with 3.35 / 2.039 TB/s.
+// step_seconds: kernel_scale divides the compute-bound part only. 10 ms of kernels of which 6 ms stream
+// weights, kernel_scale 0.5, no collectives, 1 ms CPU: 6 + 4 / 0.5 + 0.5 (floors) + 1 = 15.5 ms.
+TEST(StepModel, KernelScaleLeavesMemoryBoundGemmsAlone) {
+  detail::StepCost c;
+  c.gpu_s = 10e-3;
+  c.memory_s = 6e-3;
+  c.floor_s = 0.5e-3;
+  Calibration cal;
+  cal.kernel_scale = 0.5;
+  cal.cpu_step_ms = 1.0;
+  cal.cpu_request_us = 0;
+  EXPECT_NEAR(detail::step_seconds(c, cal), 15.5e-3, 1e-12);
+  c.memory_s = 0;  // all compute-bound: 10 / 0.5 + 0.5 + 1
+  EXPECT_NEAR(detail::step_seconds(c, cal), 21.5e-3, 1e-12);
+}
+
 TEST(StepModel, DecodeScalesWithHbmBandwidth) {
   const auto m = corpus_model("qwen3-32b");
   const auto h = hardware::parse_cluster("1xH100"), a = hardware::parse_cluster("1xA100");
@@ -86,6 +106,8 @@ TEST(StepModel, Qwen3_32bPrefillIsTheGemmFlops) {
   const double attn = 4096.0 * 4097 / 2 * 2 * 64 * 256 / (P * 0.60);
   const double lm = bf16_gemm(1, 151936, 5120, P, 3.35e12) + 3.0 * 151936 * 4 / (3.35e12 * 0.8);
   EXPECT_NEAR(cost.gpu_s, 64 * (gemm + attn) + lm, 1e-6);
+  // A 4096-token prefill is compute-bound in every layer: only the one-row LM head streams weights.
+  EXPECT_NEAR(cost.memory_s, lm, 1e-9);
 }
 
 // Routed experts: with T tokens a layer touches 1 - (1 - k/E)^T of its experts and reads only those.

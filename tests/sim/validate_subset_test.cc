@@ -43,7 +43,9 @@ TEST(CorpusValidationSubset, TwoStudiesEachHeldOut) {
   // Every row is scored against a class and has its held-out error when it has a measured throughput.
   for (const auto& r : v.rows) {
     EXPECT_FALSE(r.calibration_class.empty()) << r.point->id;
-    if (r.point->measured.total_tok_s && r.predicted) EXPECT_TRUE(r.err_total_tok_s) << r.point->id;
+    if (r.point->measured.total_tok_s && r.predicted) {
+      EXPECT_TRUE(r.err_total_tok_s) << r.point->id;
+    }
   }
   const std::string report = sim::format_corpus_validation(v, true);
   EXPECT_NE(report.find("qwen3-32b__h100"), std::string::npos);
