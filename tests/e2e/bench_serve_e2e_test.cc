@@ -418,11 +418,29 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
 }
 
 TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
-  ProcessResult p = run_process({kBinary, "bench", "serve", "--num-prompt", "5"});
+  ProcessResult p = run_process({kBinary, "bench", "serve", "--num-promptz", "5"});
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("error: unrecognized arguments: --num-prompt 5 (did you mean --num-prompts?)"),
+  EXPECT_NE(p.err.find("error: unrecognized arguments: --num-promptz 5 (did you mean --num-prompts?)"),
             std::string::npos)
       << p.err;
+  // vLLM's parser: '_' as '-', unambiguous prefixes (the run then stops at the refused tokenizer mode, before
+  // any network), ambiguous ones refused with argparse's message.
+  p = run_process({kBinary, "bench", "serve", "--num_prompts", "5", "--num-prompt=6", "--tokenizer_mode", "mistral"});
+  EXPECT_EQ(p.exit_code, 2) << p.out << p.err;
+  EXPECT_NE(p.out.find("num_prompts=6,"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("tokenizer_mode='mistral'"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("error: --tokenizer-mode mistral is not supported: it loads Mistral's mistral_common"),
+            std::string::npos)
+      << p.err;
+  p = run_process({kBinary, "bench", "serve", "--random", "5"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("error: ambiguous option: --random could match --random-input-len, --random-output-len, "),
+            std::string::npos)
+      << p.err;
+  p = run_process({kBinary, "bench", "serve", "--hel"});  // "--he" could also be --header
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("--tokenizer-mode"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("--num-prompts"), std::string::npos) << p.out;
   p = run_process({kBinary, "bench", "serve", "--request-rate", "fast"});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.err.find("argument --request-rate: invalid float value: 'fast'"), std::string::npos) << p.err;
