@@ -379,6 +379,13 @@ ResolvedConfig resolve(const BenchConfig& c) {
           "OpenAI Chat Completions API URL must end with 'chat/completions'. (--endpoint '{}'; the "
           "openai-chat backend needs --endpoint /v1/chat/completions)",
           c.endpoint));
+  } else if (ends_with(c.endpoint, "chat/completions")) {
+    // vLLM accepts this and every request then fails (a "prompt" body on the chat API); say so up front, as
+    // for the reverse case above.
+    throw ConfigError(fmt::format(
+        "--backend {} sends completions requests (a \"prompt\" body), but --endpoint '{}' is the chat "
+        "completions API: use --backend openai-chat for it (or --endpoint /v1/completions)",
+        c.backend, c.endpoint));
   } else if (!ends_with(c.endpoint, "completions") && !ends_with(c.endpoint, "profile")) {
     throw ConfigError(fmt::format(
         "OpenAI Completions API URL must end with 'completions' or 'profile'. (--endpoint '{}')", c.endpoint));

@@ -1,6 +1,7 @@
 // `servelab bench serve ...`: the drop-in `vllm bench serve` (flags of vLLM 0.13; see docs/bench.md).
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
-// interrupted, exit 130. A second Ctrl-C exits at once.
+// interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
+// its report, then exits 1 with the reason.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "bench/argparse_compat.h"
 #include "bench/bench.h"
+#include "bench/status.h"
 #include "cli/command_registry.h"
 
 namespace {
@@ -126,6 +128,12 @@ void run_bench_serve(const BenchConfig& config) {
     }
   }
   if (result.interrupted) throw servelab::cli::ExitRequest{130};
+  // The report was printed (and saved): a run in which nothing succeeded still fails the command.
+  const std::string all_failed = servelab::bench::all_failed_message(config, result.outputs, result.interrupted);
+  if (!all_failed.empty()) {
+    std::fprintf(stderr, "servelab bench serve: error: %s\n", all_failed.c_str());
+    throw servelab::cli::ExitRequest{1};
+  }
 }
 
 }  // namespace
