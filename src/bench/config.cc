@@ -178,6 +178,14 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
                "id in the local cache, or a DeepSeek-V3 id), if not using the default (the model id).");
   app.add_flag("--trust-remote-code", c.trust_remote_code,
                "Accepted for drop-in compatibility; servelab runs no Python tokenizer code.");
+  app.add_option("--tokenizer-mode", c.tokenizer_mode,
+                 "The tokenizer mode (vLLM 0.13). auto and slow are the same here: servelab reads the "
+                 "tokenizer.json (Hugging Face's fast-tokenizer file; there is no slow variant of it). "
+                 "deepseek_v32 renders chat prompts (custom dataset) with DeepSeek-V3.2's encoding. mistral "
+                 "(mistral_common: tekken.json / SentencePiece) and custom (a Python tokenizer class) are "
+                 "refused: servelab cannot run them.")
+      ->check(CLI::IsMember(kTokenizerModes))
+      ->capture_default_str();
 
   // Workload.
   app.add_option("--dataset-name", c.dataset_name,
@@ -371,10 +379,30 @@ ResolvedConfig resolve(const BenchConfig& c) {
           "OpenAI Chat Completions API URL must end with 'chat/completions'. (--endpoint '{}'; the "
           "openai-chat backend needs --endpoint /v1/chat/completions)",
           c.endpoint));
+  } else if (ends_with(c.endpoint, "chat/completions")) {
+    // vLLM accepts this and every request then fails (a "prompt" body on the chat API); say so up front, as
+    // for the reverse case above.
+    throw ConfigError(fmt::format(
+        "--backend {} sends completions requests (a \"prompt\" body), but --endpoint '{}' is the chat "
+        "completions API: use --backend openai-chat for it (or --endpoint /v1/completions)",
+        c.backend, c.endpoint));
   } else if (!ends_with(c.endpoint, "completions") && !ends_with(c.endpoint, "profile")) {
     throw ConfigError(fmt::format(
         "OpenAI Completions API URL must end with 'completions' or 'profile'. (--endpoint '{}')", c.endpoint));
   }
+  if (!contains(kTokenizerModes, c.tokenizer_mode))
+    throw ConfigError(fmt::format("--tokenizer-mode: '{}' is not one of {}", c.tokenizer_mode,
+                                  join(kTokenizerModes, ", ")));
+  if (c.tokenizer_mode == "mistral")
+    throw ConfigError(
+        "--tokenizer-mode mistral is not supported: it loads Mistral's mistral_common tokenizer (tekken.json or a "
+        "SentencePiece tokenizer.model.v*), which servelab does not implement. servelab reads a Hugging Face "
+        "tokenizer.json (most Mistral repositories ship one): use --tokenizer-mode auto");
+  if (c.tokenizer_mode == "custom")
+    throw ConfigError(
+        "--tokenizer-mode custom is not supported: it instantiates a Python tokenizer class registered in "
+        "vLLM's TokenizerRegistry under the --tokenizer name, and servelab runs no Python. Use --tokenizer-mode "
+        "auto with a tokenizer.json");
   if (c.port <= 0 || c.port > 65535) throw ConfigError(fmt::format("--port {} is not a TCP port", c.port));
   r.headers = parse_headers(c.header);
   for (const auto& item : c.metadata) {
@@ -584,6 +612,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"skip_chat_template", py_bool(c.skip_chat_template)},
       {"temperature", py_opt(c.temperature)},
       {"tokenizer", py_opt(c.tokenizer)},
+      {"tokenizer_mode", py_str(c.tokenizer_mode)},
       {"top_k", py_opt(c.top_k)},
       {"top_p", py_opt(c.top_p)},
       {"trust_remote_code", py_bool(c.trust_remote_code)},
@@ -611,6 +640,7 @@ dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConf
   d.sharegpt_output_len = c.sharegpt_output_len;
   d.custom_output_len = c.custom_output_len;
   d.skip_chat_template = c.skip_chat_template;
+  d.tokenizer_mode = c.tokenizer_mode;
   d.prefix_repetition_prefix_len = c.prefix_repetition_prefix_len;
   d.prefix_repetition_suffix_len = c.prefix_repetition_suffix_len;
   d.prefix_repetition_num_prefixes = c.prefix_repetition_num_prefixes;

@@ -28,6 +28,8 @@ inline const std::vector<std::string> kDatasets = {"sharegpt", "random", "prefix
 inline const std::vector<std::string> kDatasetsNotSupported = {
     "burstgpt", "sonnet", "random-mm", "random-rerank", "hf", "custom_audio", "custom_image",
     "spec_bench", "speed_bench", "timed_trace"};
+/// vLLM 0.13's `--tokenizer-mode` choices (vllm/config/model.py TokenizerMode).
+inline const std::vector<std::string> kTokenizerModes = {"auto", "slow", "mistral", "deepseek_v32", "custom"};
 /// Metric names accepted by `--percentile-metrics` (vLLM 0.13: ttft, tpot, itl, e2el).
 inline const std::vector<std::string> kPercentileMetrics = {"ttft", "tpot", "itl", "e2el"};
 /// SLO names accepted by `--goodput` (vLLM `check_goodput_args` VALID_NAMES).
@@ -49,6 +51,10 @@ struct BenchConfig {
   std::optional<std::string> served_model_name;  ///< request `model` field (default: --model)
   std::optional<std::string> tokenizer;          ///< default: the model id
   bool trust_remote_code = false;                ///< accepted for drop-in compatibility; no effect
+  /// --tokenizer-mode (vLLM 0.13 choices, kTokenizerModes): auto and slow are the same here (servelab reads
+  /// tokenizer.json, which has no slow/fast variants); deepseek_v32 renders chat prompts with DeepSeek-V3.2's
+  /// encoding; mistral and custom are refused by resolve() (they need Python tokenizers servelab lacks).
+  std::string tokenizer_mode = "auto";
 
   // --- workload
   std::string dataset_name = "random";

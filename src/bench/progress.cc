@@ -58,4 +58,45 @@ void ProgressBar::finish() {
   std::fflush(stream_);
 }
 
+std::string format_progress_log(std::size_t done, std::size_t total, double elapsed_s) {
+  const double pct = total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
+  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
+  const std::string rate_text = rate > 0 ? fmt::format("{:.2f} req/s", rate) : "? req/s";
+  const std::string eta =
+      rate > 0 && done <= total ? clock_text(static_cast<double>(total - done) / rate) : std::string("?");
+  return fmt::format("Progress: {}/{} requests done ({:.1f}%), {}, elapsed {}, ETA {}", done, total, pct, rate_text,
+                     clock_text(elapsed_s), eta);
+}
+
+ProgressLog::ProgressLog(std::FILE* stream, std::size_t total, double interval_s)
+    : stream_(stream), total_(total), interval_s_(interval_s), start_(std::chrono::steady_clock::now()) {}
+
+void ProgressLog::update(std::size_t done) {
+  update_at(done, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+}
+
+void ProgressLog::update_at(std::size_t done, double elapsed_s) {
+  if (finished_) return;
+  done_ = done;
+  if (elapsed_s - printed_at_s_ >= interval_s_) write(elapsed_s);
+}
+
+void ProgressLog::finish() {
+  finish_at(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+}
+
+void ProgressLog::finish_at(double elapsed_s) {
+  if (finished_) return;
+  if (!printed_ || printed_done_ != done_) write(elapsed_s);
+  finished_ = true;
+}
+
+void ProgressLog::write(double elapsed_s) {
+  std::fputs((format_progress_log(done_, total_, elapsed_s) + "\n").c_str(), stream_);
+  std::fflush(stream_);
+  printed_ = true;
+  printed_done_ = done_;
+  printed_at_s_ = elapsed_s;
+}
+
 }  // namespace servelab::bench::detail

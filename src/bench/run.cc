@@ -11,6 +11,8 @@
 #include "bench/bench.h"
 #include "bench/http_get.h"
 #include "bench/progress.h"
+#include "bench/ramp_up.h"
+#include "bench/status.h"
 #include "bench/server_clock.h"
 #include "client/client.h"
 #include "common/redact.h"
@@ -200,13 +202,24 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   // 8. Ready check with request 0.
   print.line("Starting initial single prompt test run...");
   if (config.ready_check_timeout_sec > 0) {
-    metrics::RequestOutput test =
-        client::wait_until_ready(opts, test_input, config.ready_check_timeout_sec, 5.0, stop);
+    print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_sec);
+    int attempts = 0;
+    // vLLM shows this wait as a tqdm bar on stderr; servelab says why each attempt failed and the time left.
+    auto on_failed_attempt = [&](const client::ReadyAttempt& a) {
+      attempts = a.attempt;
+      if (io.quiet) return;
+      std::fputs((ready_attempt_line(a) + "\n").c_str(), io.progress);
+      std::fflush(io.progress);
+    };
+    metrics::RequestOutput test = client::wait_until_ready(opts, test_input, config.ready_check_timeout_sec, 5.0,
+                                                           stop, on_failed_attempt);
     if (stop.stop_requested()) throw BenchError("interrupted during the endpoint ready check; nothing was measured");
     if (!test.success)
-      throw BenchError(
-          "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: " +
-          test.error);
+      throw BenchError(fmt::format(
+          "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {} "
+          "({} attempt{} in {} s, --ready-check-timeout-sec){}",
+          test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_sec,
+          backend_hint(config, test)));
     print.line("Initial test run completed.");
   } else {
     print.line("Skipping endpoint ready check.");
@@ -264,11 +277,16 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     throw ConfigError(e.what());
   }
 
-  bool show_progress = !io.quiet && (io.force_progress || (!config.disable_tqdm && isatty(fileno(io.progress))));
+  // Progress: tqdm's bar on a terminal; otherwise (CI logs, nohup) a log line every 5 s.
+  const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
+  const bool on_terminal = io.force_progress || isatty(fileno(io.progress));
   std::unique_ptr<detail::ProgressBar> bar;
-  if (show_progress) bar = std::make_unique<detail::ProgressBar>(io.progress, planned.size());
+  std::unique_ptr<detail::ProgressLog> log;
+  if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, planned.size());
+  if (show_progress && !on_terminal) log = std::make_unique<detail::ProgressLog>(io.progress, planned.size());
   client::ProgressCallback progress;
   if (bar) progress = [&bar](std::size_t done, std::size_t) { bar->update(done); };
+  if (log) progress = [&log](std::size_t done, std::size_t) { log->update(done); };
 
   std::optional<detail::StallMonitor> stalls;
   if (clock.engine_twin) {
@@ -278,6 +296,21 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   client::LoadResult load = client::run_load(opts, planned, schedule, progress, stop);
   const double client_stall_ms = stalls ? stalls->stop() : 0.0;
   if (bar) bar->finish();
+  if (log) log->finish();
+  if (config.ramp_up_strategy) {
+    // vLLM stamps its events with datetime.now(): map the steady clock of the run onto the wall clock.
+    const double wall_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double start_wall = wall_now - seconds_since(load.start);
+    std::vector<double> dispatched;  // the requests sent before a stop (a never-sent one has dispatch time 0)
+    for (const auto& o : load.outputs) {
+      if (o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0) break;
+      dispatched.push_back(start_wall + o.dispatch_time_s);
+    }
+    client::ArrivalOptions user_rates = arrival;  // the user's rates, not a twin's scaled ones
+    user_rates.ramp_up_start_rps = *config.ramp_up_start_rps;
+    user_rates.ramp_up_end_rps = *config.ramp_up_end_rps;
+    result.run.rps_change_events = rps_change_events(user_rates, start_wall, dispatched);
+  }
   result.interrupted = load.interrupted;
   result.duration_s = load.duration_s;
   if (!(result.duration_s > 0) || !std::isfinite(result.duration_s)) {

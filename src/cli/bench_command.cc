@@ -1,6 +1,7 @@
 // `servelab bench serve ...`: the drop-in `vllm bench serve` (flags of vLLM 0.13; see docs/bench.md).
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
-// interrupted, exit 130. A second Ctrl-C exits at once.
+// interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
+// its report, then exits 1 with the reason.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/argparse_compat.h"
 #include "bench/bench.h"
+#include "bench/status.h"
 #include "cli/command_registry.h"
 
 namespace {
@@ -125,6 +128,12 @@ void run_bench_serve(const BenchConfig& config) {
     }
   }
   if (result.interrupted) throw servelab::cli::ExitRequest{130};
+  // The report was printed (and saved): a run in which nothing succeeded still fails the command.
+  const std::string all_failed = servelab::bench::all_failed_message(config, result.outputs, result.interrupted);
+  if (!all_failed.empty()) {
+    std::fprintf(stderr, "servelab bench serve: error: %s\n", all_failed.c_str());
+    throw servelab::cli::ExitRequest{1};
+  }
 }
 
 }  // namespace
@@ -132,15 +141,31 @@ void run_bench_serve(const BenchConfig& config) {
 SERVELAB_REGISTER_COMMAND("bench", 20, [](CLI::App& root) {
   auto* bench = root.add_subcommand("bench", "Benchmark a running OpenAI-compatible server (vllm bench).");
   bench->require_subcommand(1);
-  auto* serve = bench->add_subcommand(
-      "serve",
+  static constexpr const char* kServeHelp =
       "Drop-in `vllm bench serve` (vLLM 0.13 flags, defaults and report). Where newer vLLM changed a "
-      "default, the flag's help says so. See docs/bench.md.");
-  auto config = std::make_shared<BenchConfig>();
-  servelab::bench::add_bench_flags(*serve, *config);
-  serve->allow_extras();  // unknown flags reach the callback, which names them (argparse's wording)
-  serve->callback([config, serve] {
-    if (!serve->remaining().empty()) reject_unrecognized(*serve, serve->remaining());
-    run_bench_serve(*config);
+      "default, the flag's help says so. Flags are read as vLLM reads them: '_' as '-' (--num_prompts), "
+      "unambiguous prefixes (--num-prompt), --flag=value. See docs/bench.md.";
+  auto* serve = bench->add_subcommand("serve", kServeHelp);
+  // CLI11 only collects the arguments (in order); they are read by a parser holding the flags, after
+  // vLLM's '_' -> '-' and argparse's prefix matching (bench/argparse_compat.h). --help goes there too.
+  serve->set_help_flag();
+  serve->allow_extras();
+  serve->prefix_command();
+  serve->callback([serve] {
+    BenchConfig config;
+    CLI::App parser{kServeHelp, "servelab bench serve"};
+    servelab::bench::add_bench_flags(parser, config);
+    parser.allow_extras();  // unknown flags are named below, in argparse's wording
+    std::vector<std::string> extras;
+    try {
+      extras = servelab::bench::parse_bench_args(parser, serve->remaining());
+    } catch (const servelab::bench::ConfigError& e) {
+      std::fprintf(stderr, "servelab bench serve: error: %s\n", e.what());
+      throw servelab::cli::ExitRequest{2};
+    } catch (const CLI::ParseError& e) {
+      throw servelab::cli::ExitRequest{parser.exit(e)};
+    }
+    if (!extras.empty()) reject_unrecognized(parser, extras);
+    run_bench_serve(config);
   });
 });

@@ -86,8 +86,9 @@ class LegacyRandomState {
   double gauss_ = 0.0;
 };
 
-// serve.py _get_current_request_rate.
-double current_rate(const ArrivalOptions& o, std::size_t i) {
+}  // namespace
+
+double arrival_rate(const ArrivalOptions& o, std::size_t i) {
   if (o.ramp_up == RampUp::kNone) return o.request_rate;
   const double denom = static_cast<double>(o.num_requests > 1 ? o.num_requests - 1 : 1);
   const double progress = static_cast<double>(i) / denom;
@@ -99,7 +100,6 @@ double current_rate(const ArrivalOptions& o, std::size_t i) {
   return o.ramp_up_start_rps * std::pow(ratio, progress);
 }
 
-}  // namespace
 
 std::vector<double> arrival_schedule(const ArrivalOptions& o) {
   if (!(o.burstiness > 0.0)) {
@@ -130,7 +130,7 @@ std::vector<double> arrival_schedule(const ArrivalOptions& o) {
   LegacyRandomState rng(o.seed);
   std::vector<double> t(o.num_requests, 0.0);
   for (std::size_t i = 0; i < o.num_requests; ++i) {
-    const double rate = current_rate(o, i);
+    const double rate = arrival_rate(o, i);
     if (!(rate > 0.0)) {
       // vLLM asserts; linear ramp-up from 0 hits this for request 0.
       throw std::invalid_argument("arrival schedule: request rate of request " + std::to_string(i) +

@@ -103,6 +103,11 @@ struct ArrivalOptions {
   int ramp_up_end_rps = 0;
 };
 
+/// The request rate λ_i (req/s) at which request `i` of `options.num_requests` is scheduled (vLLM serve.py
+/// `_get_current_request_rate`): `request_rate` without ramp-up; with it progress = i / max(N-1, 1), linear
+/// start + (end-start)·progress, exponential start·(end/start)^progress. Pure; no validation.
+double arrival_rate(const ArrivalOptions& options, std::size_t i);
+
 /// Intended send times, seconds from the benchmark start, one per request, non-decreasing.
 /// Exactly vLLM 0.13's precomputed schedule: per-request rate λ_i (ramp-up: progress = i/max(N-1,1),
 /// linear s+(e-s)·p, exponential s·(e/s)^p), gap 0 (λ=inf), 1/λ (burstiness=inf) or
@@ -149,12 +154,23 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
                     std::span<const double> schedule_s, const ProgressCallback& progress = {},
                     std::stop_token stop = {});
 
+/// One failed attempt of the ready check, as reported to its caller (bench prints a line per attempt).
+struct ReadyAttempt {
+  int attempt = 0;                                 ///< 1-based attempt number
+  const metrics::RequestOutput* output = nullptr;  ///< that attempt's (failed) output
+  double remaining_s = 0.0;                        ///< seconds left before the deadline, after it
+  double retry_in_s = 0.0;                         ///< sleep before the next attempt, s; 0 = no next one
+};
+/// Called after each failed ready-check attempt, from the thread that called wait_until_ready.
+using ReadyAttemptFn = std::function<void(const ReadyAttempt&)>;
+
 /// vLLM's ready check: sends `request` (normally request 0 without request id) until one succeeds,
 /// sleeping `retry_interval_s` (vLLM: 5 s) after a failure, each try bounded by the remaining time.
+/// `on_failed_attempt` (optional) hears of every failed attempt before the sleep.
 /// Returns the last attempt's output (success or the last failure). Never throws for failures.
 metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
                                         double timeout_s, double retry_interval_s = 5.0,
-                                        std::stop_token stop = {});
+                                        std::stop_token stop = {}, const ReadyAttemptFn& on_failed_attempt = {});
 
 /// The JSON body vLLM sends for `request` (Python `json.dumps` bytes: ", " and ": " separators,
 /// non-ASCII as \uXXXX), with the key order of vLLM 0.13's request functions.

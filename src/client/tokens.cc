@@ -88,30 +88,37 @@ void count_output_tokens(const ClientOptions& options, const std::vector<std::st
 using detail::Clock;
 
 metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
-                                        double timeout_s, double retry_interval_s, std::stop_token stop) {
+                                        double timeout_s, double retry_interval_s, std::stop_token stop,
+                                        const ReadyAttemptFn& on_failed_attempt) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                    std::chrono::duration<double>(timeout_s));
   metrics::RequestOutput last;
   last.failure = metrics::FailureKind::kTimeout;
   last.error = "ready check timed out before any attempt";
   const double zero = 0.0;
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     const double remaining = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (remaining <= 0 || stop.stop_requested()) return last;
-    ClientOptions attempt = options;
-    attempt.request_timeout_s = std::min(options.request_timeout_s, remaining);
-    attempt.connect_timeout_s = std::min(options.connect_timeout_s, remaining);
-    attempt.num_threads = 1;
-    LoadResult r = run_load(attempt, std::span<const PlannedRequest>(&request, 1),
+    ClientOptions once = options;
+    once.request_timeout_s = std::min(options.request_timeout_s, remaining);
+    once.connect_timeout_s = std::min(options.connect_timeout_s, remaining);
+    once.num_threads = 1;
+    LoadResult r = run_load(once, std::span<const PlannedRequest>(&request, 1),
                             std::span<const double>(&zero, 1), {}, stop);
     last = std::move(r.outputs[0]);
     if (last.success) return last;
     // Sleep min(retry interval, remaining), waking early on a stop request.
+    const auto now = Clock::now();
+    const auto wake = std::min(deadline, now + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(retry_interval_s)));
+    if (on_failed_attempt && !stop.stop_requested()) {
+      const double left = std::max(0.0, std::chrono::duration<double>(deadline - now).count());
+      on_failed_attempt(ReadyAttempt{attempt, &last, left,
+                                     left > 0 ? std::chrono::duration<double>(wake - now).count() : 0.0});
+    }
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
-    const auto wake = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                                    std::chrono::duration<double>(retry_interval_s)));
     cv.wait_until(lock, stop, wake, [] { return false; });
   }
 }

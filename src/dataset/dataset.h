@@ -61,6 +61,10 @@ struct DatasetOptions {
   std::optional<int> sharegpt_output_len;  ///< fixed output length (disables the output≥4 filter)
   int custom_output_len = 256;             ///< tokens; -1 = per-row "output_tokens"
   bool skip_chat_template = false;         ///< custom: send the raw prompt (no chat template)
+  /// --tokenizer-mode (vLLM 0.13): "deepseek_v32" renders chat prompts with DeepSeek-V3.2's encoding
+  /// (chat/chat.h, vLLM's DeepseekV32Tokenizer) instead of tokenizer_config.json's chat_template;
+  /// "auto"/"slow" use the template (one tokenizer.json either way).
+  std::string tokenizer_mode = "auto";
   int prefix_repetition_prefix_len = 256;  ///< tokens
   int prefix_repetition_suffix_len = 256;  ///< tokens
   int prefix_repetition_num_prefixes = 10;

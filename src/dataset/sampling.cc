@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "chat/chat.h"
 #include "dataset/dataset.h"
 #include "dataset/synthetic.h"
 #include "tokenizer/tokenizer.h"
@@ -23,13 +24,17 @@ detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
 }
 
 /// transformers apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-/// tokenize=False) for the templates servelab can render without a Jinja engine.
-std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string_view prompt) {
+/// tokenize=False) for the templates servelab can render without a Jinja engine; with --tokenizer-mode
+/// deepseek_v32, vLLM's DeepseekV32Tokenizer.apply_chat_template (DeepSeek-V3.2 encoding, non-thinking).
+std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string_view prompt,
+                                    const std::string& tokenizer_mode) {
+  if (tokenizer_mode == "deepseek_v32") return chat::render_deepseek_v32({chat::Message{"user", std::string(prompt)}});
   const std::string& tmpl = tok.chat_template();
   if (tmpl.empty()) {
     throw std::runtime_error(
         "custom dataset: the tokenizer has no chat_template (tokenizer_config.json), so the prompt cannot be "
-        "rendered as a chat; pass --skip-chat-template to send the raw prompt");
+        "rendered as a chat; pass --skip-chat-template to send the raw prompt (DeepSeek-V3.2 ships no "
+        "template: pass --tokenizer-mode deepseek_v32 for its encoding)");
   }
   // DeepSeek-V3 template (tokenizer_config.json of deepseek-ai/DeepSeek-V3*): for one user message with
   // add_generation_prompt it renders {bos_token}<｜User｜>{content}<｜Assistant｜>.
@@ -95,7 +100,7 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
   if (o.dataset_name == "custom") {
     const auto rows = detail::load_custom_rows(*o.dataset_path);
     return detail::sample_custom(
-        rows, o, count_tokens, [&tok](std::string_view p) { return render_single_user_chat(tok, p); },
+        rows, o, count_tokens, [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, o.tokenizer_mode); },
         *o.dataset_path);
   }
   throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));

@@ -112,6 +112,7 @@ std::string format_console_block(const RunInfo& run, const BenchmarkMetrics& m,
   std::string out;
   banner(out, " Serving Benchmark Result ", '=');
   row(out, "Successful requests:", m.completed);
+  row(out, "Failed requests:", m.failed);  // vLLM 0.13 (PR #26478): always printed, right here
   if (run.max_concurrency) row(out, "Maximum request concurrency:", *run.max_concurrency);
   if (std::isfinite(run.request_rate)) row_f(out, "Request rate configured (RPS):", run.request_rate);
   row_f(out, "Benchmark duration (s):", m.duration_s);
@@ -137,7 +138,6 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
                                   const metrics::PercentileMetrics& selected) {
   std::string out;
   banner(out, " servelab extras ", '-');
-  row(out, "Failed requests:", m.failed);
   for (std::size_t k = 1; k < m.failures_by_kind.size(); ++k) {
     if (m.failures_by_kind[k] == 0) continue;
     row(out, fmt::format("  failed ({}):", metrics::failure_kind_name(static_cast<metrics::FailureKind>(k))),

@@ -65,13 +65,14 @@ std::string current_date_string();
 
 /// The vLLM 0.13 console block, from the "==== Serving Benchmark Result ====" banner to the closing
 /// 50 '=' line, '\n'-terminated lines. Rows are Python `"{:<40} {:<10}"` / `"{:<40} {:<10.2f}"` (trailing
-/// spaces included); percentile labels `P99`, `P99.9`. Conditional rows as vLLM: maximum request
+/// spaces included); percentile labels `P99`, `P99.9`. `Failed requests:` always follows `Successful
+/// requests:` (vLLM 0.13, PR #26478; the reference study's blocks leave it out). Conditional rows as vLLM: maximum request
 /// concurrency (if set), configured rate (if finite), goodput (if SLOs given), E2EL (if selected).
 /// Thread-safety: pure.
 std::string format_console_block(const RunInfo& run, const metrics::BenchmarkMetrics& m,
                                  const metrics::PercentileMetrics& selected);
 
-/// servelab's extra lines, printed after the block: failed requests and their kinds, exact peak
+/// servelab's extra lines, printed after the block: failed requests by kind, exact peak
 /// concurrency, token-based peak throughput, schedule lag, TTFCT, reasoning tokens, usage-vs-tokenizer
 /// mismatch warning, interrupted marker. Same row format, under a "servelab extras" banner. `selected` is
 /// accepted for symmetry with format_console_block (not used today).

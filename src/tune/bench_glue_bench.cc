@@ -8,6 +8,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "bench/argparse_compat.h"
 #include "bench/bench.h"
 #include "bench/config.h"
 #include "tune/datasets.h"
@@ -30,10 +31,11 @@ ScenarioFn bench_scenario_fn(const Study& study) {
     const std::vector<std::string> scenario_args = detail::with_resolved_dataset(sc.args);
     args.insert(args.end(), scenario_args.begin(), scenario_args.end());
     args.insert(args.end(), {"--base-url", base_url});
-    std::reverse(args.begin(), args.end());  // CLI11 takes the argument vector in reverse order
     try {
-      app.parse(args);
+      bench::parse_bench_args(app, args);  // as `bench serve` reads them ('_' as '-', unambiguous prefixes)
     } catch (const CLI::ParseError& e) {
+      throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
+    } catch (const bench::ConfigError& e) {
       throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
     }
     // Forward Ctrl-C to bench's stop token while it runs.

@@ -183,5 +183,90 @@ TEST_F(RunInProcess, ReadyCheckFailureNamesTheError) {
   }
 }
 
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
+
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(pos, prefix.size(), prefix) == 0) out.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// Nothing listening: one line per attempt on the progress stream, with the error and the time left; the
+// time left shrinks from one attempt to the next (attempts 5 s apart, vLLM's retry interval).
+TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
+  std::uint16_t port;
+  {
+    e2e::ModelsServer s;
+    port = s.port();
+  }
+  BenchConfig c = config(port);
+  c.ready_check_timeout_sec = 6;
+  RunIo io;
+  io.out = std::tmpfile();
+  io.progress = std::tmpfile();
+  ASSERT_TRUE(io.out && io.progress);
+  std::string error;
+  try {
+    run(c, {}, io);
+  } catch (const BenchError& e) {
+    error = e.what();
+  }
+  const std::string refused = "connect to 127.0.0.1:" + std::to_string(port) + " failed: Connection refused";
+  EXPECT_NE(error.find("Error: " + refused + " (2 attempts in 6 s, --ready-check-timeout-sec)"), std::string::npos)
+      << error;
+  const auto lines = lines_starting(contents(io.progress), "Endpoint not ready");
+  ASSERT_EQ(lines.size(), 2u) << contents(io.progress);
+  double left[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string head = "Endpoint not ready (attempt " + std::to_string(i + 1) + "): " + refused + "; ";
+    ASSERT_EQ(lines[static_cast<std::size_t>(i)].rfind(head, 0), 0u) << lines[static_cast<std::size_t>(i)];
+    left[i] = std::stod(lines[static_cast<std::size_t>(i)].substr(head.size()));
+  }
+  EXPECT_GT(left[0], 5.0);  // 6 s minus a refused connect
+  EXPECT_LE(left[0], 6.0);
+  EXPECT_LT(left[1], left[0] - 4.0);  // the second attempt came about 5 s later
+  EXPECT_NE(lines[0].find(" s left, next attempt in 5.0 s"), std::string::npos) << lines[0];
+  EXPECT_NE(contents(io.out).find("Waiting for endpoint to become up in 6 seconds\n"), std::string::npos);
+  std::fclose(io.out);
+  std::fclose(io.progress);
+}
+
+// stderr not a terminal (here: a file): log lines instead of the bar; none with --disable-tqdm.
+TEST_F(RunInProcess, ProgressLogWhenNotATerminal) {
+  test_support::StreamServer server(test_support::StreamServerOptions{});
+  for (bool disable : {false, true}) {
+    BenchConfig c = config(server.port());
+    c.disable_tqdm = disable;
+    RunIo io;
+    io.out = std::tmpfile();
+    io.progress = std::tmpfile();
+    ASSERT_TRUE(io.out && io.progress);
+    BenchResult r = run(c, {}, io);
+    EXPECT_EQ(r.metrics.completed, 8);
+    const std::string progress = contents(io.progress);
+    if (disable) {
+      EXPECT_EQ(progress, "");
+    } else {
+      EXPECT_EQ(progress.find("it/s"), std::string::npos) << progress;
+      EXPECT_NE(progress.find("Progress: 8/8 requests done (100.0%), "), std::string::npos) << progress;
+    }
+    std::fclose(io.out);
+    std::fclose(io.progress);
+  }
+}
+
 }  // namespace
 }  // namespace servelab::bench

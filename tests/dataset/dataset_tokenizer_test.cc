@@ -150,6 +150,38 @@ TEST(CustomWithTokenizer, DeepSeekChatTemplateAndDoubleBos) {
   EXPECT_EQ(sample_requests(o, gpt2())[0].prompt, "Hello there");
 }
 
+// --tokenizer-mode deepseek_v32: vLLM's DeepseekV32Tokenizer renders with DeepSeek-V3.2's encoding (non-thinking
+// chat: BOS <｜User｜>{prompt}<｜Assistant｜></think>) instead of the tokenizer_config.json template, and works for
+// a tokenizer without one.
+TEST(CustomWithTokenizer, DeepSeekV32TokenizerModeRendersItsEncoding) {
+  const auto path = std::filesystem::temp_directory_path() / "servelab_dataset_custom_v32.jsonl";
+  std::ofstream(path) << "{\"prompt\": \"Hello there\", \"output_tokens\": 9}\n";
+  DatasetOptions o;
+  o.dataset_name = "custom";
+  o.dataset_path = path.string();
+  o.num_prompts = 1;
+  o.custom_output_len = -1;
+  o.tokenizer_mode = "deepseek_v32";
+  const std::string expected =
+      "<\xEF\xBD\x9C"
+      "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C><\xEF\xBD\x9CUser\xEF\xBD\x9C>Hello "
+      "there<\xEF\xBD\x9C"
+      "Assistant\xEF\xBD\x9C></think>";
+  const auto got = sample_requests(o, deepseek());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].prompt, expected);
+  EXPECT_EQ(got[0].prompt_len, static_cast<int>(deepseek().encode(expected, true).size()));
+  EXPECT_EQ(sample_requests(o, gpt2())[0].prompt, expected);  // no template needed
+  o.tokenizer_mode = "auto";
+  try {
+    sample_requests(o, gpt2());
+    FAIL() << "GPT-2 has no chat template";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --tokenizer-mode deepseek_v32"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(PrefixRepetitionWithTokenizer, SharedPrefixesExactLengths) {
   DatasetOptions o;
   o.dataset_name = "prefix_repetition";

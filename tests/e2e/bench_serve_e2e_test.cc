@@ -130,11 +130,13 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
     pos = at;
   }
   EXPECT_EQ(p.err.find("it/s"), std::string::npos) << "no progress bar when stderr is not a terminal";
+  // ... but a log line instead (every 5 s, and the last one).
+  EXPECT_NE(p.err.find("Progress: 40/40 requests done (100.0%), "), std::string::npos) << p.err;
 
   // Layout: the labels of vLLM 0.13's block (seed-report-blocks.txt) in order, then our E2EL/P50 rows.
   auto block = report_block(p.out);
   std::vector<std::string> expected_labels = {
-      "Successful requests:", "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
+      "Successful requests:", "Failed requests:", "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
       "Request throughput (req/s):", "Request goodput (req/s):", "Output token throughput (tok/s):", "Peak output token throughput (tok/s):",
       "Peak concurrent requests:", "Total Token throughput (tok/s):", "-TTFT-", "Mean TTFT (ms):",
       "Median TTFT (ms):", "P50 TTFT (ms):", "P99 TTFT (ms):", "-TPOT-", "Mean TPOT (ms):", "Median TPOT (ms):",
@@ -170,6 +172,7 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   long long total_input = 0;
   for (const auto& s : samples) total_input += s.prompt_len;
   EXPECT_EQ(row_value(block, "Successful requests:"), std::to_string(kN));
+  EXPECT_EQ(row_value(block, "Failed requests:"), "0");
   EXPECT_EQ(row_value(block, "Total input tokens:"), std::to_string(total_input));
   EXPECT_EQ(row_value(block, "Total generated tokens:"), std::to_string(8 * kN));
   // Every request meets 60 s SLOs: goodput = throughput.
@@ -245,13 +248,19 @@ TEST_F(BenchServeE2E, FailureKindsSurfaceInSummary) {
       args.push_back(a);
     args.push_back("x-test-fault=" + fault);
     ProcessResult p = run_process(args);
-    ASSERT_EQ(p.exit_code, 0) << fault << "\n" << p.out << p.err;
+    // Every request failed: the report is printed, then the command fails with the reason.
+    ASSERT_EQ(p.exit_code, 1) << fault << "\n" << p.out << p.err;
+    EXPECT_NE(p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
+                         "arguments. (5 of 5 failed: " + kind + " 5; first error: "),
+              std::string::npos)
+        << p.err;
     EXPECT_NE(p.out.find("Skipping endpoint ready check."), std::string::npos);
     EXPECT_NE(p.out.find("Failed requests during benchmark run detected (capping to 10):"), std::string::npos);
     EXPECT_NE(p.out.find("Error 0: [" + kind + "]"), std::string::npos) << p.out;
     EXPECT_EQ(p.out.find("Error 5:"), std::string::npos);
     auto block = report_block(p.out);
     EXPECT_EQ(row_value(block, "Successful requests:"), "0") << p.out;
+    EXPECT_EQ(row_value(block, "Failed requests:"), "5") << p.out;
     // servelab's extra lines: the failures by kind.
     auto lines = lines_of(p.out);
     bool found = false;
@@ -275,10 +284,61 @@ TEST_F(BenchServeE2E, StalledServerFailsAfterRequestTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
   ProcessResult p = run_process(args);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  ASSERT_EQ(p.exit_code, 1) << p.out << p.err;  // nothing succeeded
   EXPECT_LT(wall, 20.0) << "a stalled server held the run";
   EXPECT_NE(p.out.find("Error 0: [timeout] request timed out after 0.5"), std::string::npos) << p.out;
   EXPECT_EQ(row_value(report_block(p.out), "Successful requests:"), "0") << p.out;
+}
+
+// A port nothing listens on (a server's ephemeral port, after the server is gone).
+std::uint16_t closed_port() {
+  ModelsServer s;
+  return s.port();
+}
+
+TEST_F(BenchServeE2E, UnreachableServerReportsEachAttemptAndFails) {
+  const std::uint16_t port = closed_port();
+  auto args = base_args(port);
+  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4",
+                        "--num-prompts", "3", "--ready-check-timeout-sec", "1"})
+    args.push_back(a);
+  ProcessResult p = run_process(args);
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.out.find("Starting initial single prompt test run...\nWaiting for endpoint to become up in 1 seconds\n"),
+            std::string::npos)
+      << p.out;
+  const std::string refused = "connect to 127.0.0.1:" + std::to_string(port) + " failed: Connection refused";
+  EXPECT_NE(p.err.find("Endpoint not ready (attempt 1): " + refused + "; "), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("error: Initial test run failed - Please make sure benchmark arguments are correctly "
+                       "specified. Error: " + refused + " (1 attempt in 1 s, --ready-check-timeout-sec)"),
+            std::string::npos)
+      << p.err;
+  // Without the ready check every request fails: the report is still printed, then exit 1 with the reason.
+  args.back() = "0";
+  p = run_process(args);
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  auto block = report_block(p.out);
+  EXPECT_EQ(row_value(block, "Successful requests:"), "0") << p.out;
+  EXPECT_EQ(row_value(block, "Failed requests:"), "3") << p.out;
+  EXPECT_NE(p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
+                       "arguments. (3 of 3 failed: connect 3; first error: " + refused + ")"),
+            std::string::npos)
+      << p.err;
+}
+
+TEST_F(BenchServeE2E, ServerAnswering500ReportsEachAttempt) {
+  StreamServerOptions so;
+  so.fault = test_support::Fault::kHttp500;
+  StreamServer server(so);
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "4",
+                        "--num-prompts", "3", "--ready-check-timeout-sec", "1"})
+    args.push_back(a);
+  ProcessResult p = run_process(args);
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.err.find("Endpoint not ready (attempt 1): HTTP 500"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("s left, next attempt in "), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("error: Initial test run failed"), std::string::npos) << p.err;
 }
 
 TEST_F(BenchServeE2E, CredentialsAreNeverPrintedOrSaved) {
@@ -414,15 +474,54 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
   EXPECT_EQ(j["ramp_up_end_rps"], 200);
   EXPECT_EQ(j["completed"], 10);
   EXPECT_EQ(j["total_output_tokens"], 30);
+  // vLLM 0.13 rps_change_events: λ_i = 50 + 150·i/9 crosses every integer from 51 to 200 once; 50 is the
+  // start. Requests 1..9 carry int(λ_i) - int(λ_{i-1}) events each, stamped with their dispatch time.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  auto at = std::find(keys.begin(), keys.end(), "rps_change_events");
+  ASSERT_NE(at, keys.end()) << j.dump();
+  EXPECT_EQ(*(at - 1), "max_concurrent_requests");
+  EXPECT_EQ(*(at + 1), "mean_ttft_ms");
+  const auto& ev = j["rps_change_events"];
+  ASSERT_EQ(ev.size(), 151u) << ev.dump();
+  const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?)");
+  for (std::size_t k = 0; k < ev.size(); ++k) {
+    EXPECT_EQ(ev[k]["rps"], 50 + static_cast<int>(k));
+    EXPECT_TRUE(std::regex_match(ev[k]["timestamp"].get<std::string>(), iso)) << ev[k];
+  }
+  // int(λ_i) = 50, 66, 83, 100, 116, 133, 150, 166, 183, 200: the events a request crosses share its stamp.
+  const std::vector<int> last_of_request = {50, 66, 83, 100, 116, 133, 150, 166, 183, 200};
+  for (std::size_t r = 1; r < last_of_request.size(); ++r)
+    for (int rps = last_of_request[r - 1] + 2; rps <= last_of_request[r]; ++rps)
+      EXPECT_EQ(ev[static_cast<std::size_t>(rps - 50)]["timestamp"], ev[static_cast<std::size_t>(rps - 51)]["timestamp"])
+          << "rps " << rps;
   fs::remove_all(dir);
 }
 
 TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
-  ProcessResult p = run_process({kBinary, "bench", "serve", "--num-prompt", "5"});
+  ProcessResult p = run_process({kBinary, "bench", "serve", "--num-promptz", "5"});
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("error: unrecognized arguments: --num-prompt 5 (did you mean --num-prompts?)"),
+  EXPECT_NE(p.err.find("error: unrecognized arguments: --num-promptz 5 (did you mean --num-prompts?)"),
             std::string::npos)
       << p.err;
+  // vLLM's parser: '_' as '-', unambiguous prefixes (the run then stops at the refused tokenizer mode, before
+  // any network), ambiguous ones refused with argparse's message.
+  p = run_process({kBinary, "bench", "serve", "--num_prompts", "5", "--num-prompt=6", "--tokenizer_mode", "mistral"});
+  EXPECT_EQ(p.exit_code, 2) << p.out << p.err;
+  EXPECT_NE(p.out.find("num_prompts=6,"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("tokenizer_mode='mistral'"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("error: --tokenizer-mode mistral is not supported: it loads Mistral's mistral_common"),
+            std::string::npos)
+      << p.err;
+  p = run_process({kBinary, "bench", "serve", "--random", "5"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("error: ambiguous option: --random could match --random-input-len, --random-output-len, "),
+            std::string::npos)
+      << p.err;
+  p = run_process({kBinary, "bench", "serve", "--hel"});  // "--he" could also be --header
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("--tokenizer-mode"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("--num-prompts"), std::string::npos) << p.out;
   p = run_process({kBinary, "bench", "serve", "--request-rate", "fast"});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.err.find("argument --request-rate: invalid float value: 'fast'"), std::string::npos) << p.err;
@@ -441,7 +540,13 @@ TEST_F(BenchServeE2E, ModelDiscoveryUsesFirstServerModel) {
       {kBinary, "bench", "serve", "--base-url", "http://127.0.0.1:" + std::to_string(server.port()), "--tokenizer",
        gpt2_path().string(), "--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "2",
        "--num-prompts", "2", "--ready-check-timeout-sec", "0", "--save-result", "--result-dir", dir.string()});
-  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  // The server answers 404 to POST /v1/completions: every request fails, and the message points at the chat
+  // backend (a server that serves only chat completions looks like this).
+  ASSERT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.err.find(" Hint: the server has no /v1/completions (HTTP 404); if it serves only the chat "
+                       "completions API, use --backend openai-chat --endpoint /v1/chat/completions."),
+            std::string::npos)
+      << p.err;
   EXPECT_EQ(server.models_requests(), 1);
   EXPECT_NE(p.out.find("Model not specified, fetching first model from server...\n"
                        "First model name: served-name, first model id: org/gpt2-root\n"),

@@ -1,0 +1,58 @@
+// servelab/bench: vLLM FlexibleArgumentParser + argparse long-flag reading (see argparse_compat.h).
+#include "bench/argparse_compat.h"
+
+#include <algorithm>
+
+#include "bench/config.h"
+
+namespace servelab::bench {
+
+std::vector<std::string> normalize_long_flags(const std::vector<std::string>& args,
+                                              const std::vector<std::string>& long_flags) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  bool positional_only = false;
+  for (const std::string& arg : args) {
+    if (positional_only || arg.size() <= 2 || arg.compare(0, 2, "--") != 0) {
+      positional_only = positional_only || arg == "--";
+      out.push_back(arg);
+      continue;
+    }
+    // vLLM: `--key=value` -> key with '_' -> '-'; `--key` -> the whole token.
+    const std::size_t eq = arg.find('=');
+    std::string key = arg.substr(0, eq);
+    std::replace(key.begin(), key.end(), '_', '-');
+    const std::string rest = eq == std::string::npos ? std::string() : arg.substr(eq);
+    const std::string token = key + rest;
+    // argparse: the exact token, or the exact option before '=', wins over prefixes.
+    const auto is_flag = [&long_flags](const std::string& s) {
+      return std::find(long_flags.begin(), long_flags.end(), s) != long_flags.end();
+    };
+    if (is_flag(token) || is_flag(key)) {
+      out.push_back(token);
+      continue;
+    }
+    std::vector<std::string> matches;
+    for (const std::string& flag : long_flags)
+      if (flag.compare(0, key.size(), key) == 0) matches.push_back(flag);
+    if (matches.size() > 1) {
+      std::string list;
+      for (const std::string& m : matches) list += (list.empty() ? "" : ", ") + m;
+      throw ConfigError("ambiguous option: " + token + " could match " + list);
+    }
+    out.push_back(matches.size() == 1 ? matches.front() + rest : token);
+  }
+  return out;
+}
+
+std::vector<std::string> parse_bench_args(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& name : o->get_lnames()) flags.push_back("--" + name);
+  std::vector<std::string> reversed = normalize_long_flags(args, flags);
+  std::reverse(reversed.begin(), reversed.end());  // CLI11 takes the argument vector in reverse order
+  app.parse(reversed);
+  return app.remaining();
+}
+
+}  // namespace servelab::bench

@@ -1,0 +1,53 @@
+// servelab/bench: status lines at the edges (see status.h).
+#include "bench/status.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace servelab::bench {
+
+std::string ready_attempt_line(const client::ReadyAttempt& a) {
+  std::string error = a.output ? a.output->error : std::string("unknown failure");
+  if (error.empty() && a.output) error = metrics::failure_kind_name(a.output->failure);
+  std::string line = fmt::format("Endpoint not ready (attempt {}): {}; ", a.attempt, error);
+  if (a.retry_in_s > 0)
+    line += fmt::format("{:.1f} s left, next attempt in {:.1f} s", a.remaining_s, a.retry_in_s);
+  else
+    line += "no time left";
+  return line;
+}
+
+std::string backend_hint(const BenchConfig& c, const metrics::RequestOutput& failure) {
+  if (failure.failure != metrics::FailureKind::kHttpStatus) return {};
+  if (failure.http_status != 404 && failure.http_status != 405) return {};
+  if (c.backend == "openai-chat")
+    return fmt::format(
+        " Hint: the server has no {} (HTTP {}); if it serves only the completions API, use --backend openai "
+        "--endpoint /v1/completions.",
+        c.endpoint, failure.http_status);
+  return fmt::format(
+      " Hint: the server has no {} (HTTP {}); if it serves only the chat completions API, use --backend "
+      "openai-chat --endpoint /v1/chat/completions.",
+      c.endpoint, failure.http_status);
+}
+
+std::string all_failed_message(const BenchConfig& c, std::span<const metrics::RequestOutput> outputs,
+                               bool interrupted) {
+  if (outputs.empty() || interrupted) return {};
+  std::map<metrics::FailureKind, std::size_t> by_kind;  // ordered by kind, as the report's table
+  for (const auto& o : outputs) {
+    if (o.success) return {};
+    ++by_kind[o.failure];
+  }
+  const metrics::RequestOutput* first = &outputs.front();
+  std::string kinds;
+  for (const auto& [kind, n] : by_kind)
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", metrics::failure_kind_name(kind), n);
+  return fmt::format(
+      "All requests failed. This is likely due to a misconfiguration on the benchmark arguments. ({} of {} "
+      "failed: {}; first error: {}){}",
+      outputs.size(), outputs.size(), kinds, first->error, backend_hint(c, *first));
+}
+
+}  // namespace servelab::bench
