@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/config.h"
+#include "bench/server_metrics.h"
 #include "metrics/metrics.h"
 #include "metrics/request_output.h"
 #include "report/report.h"
@@ -58,6 +59,8 @@ struct BenchResult {
   bool engine_twin = false;                     ///< the server is servelab's engine twin (sim serve)
   /// Twin only: tokens' lag behind its schedule during the timed run (engine ms), when the server reports it.
   std::optional<ScheduleLag> schedule_lag;
+  /// The server's /metrics over the run (absent with --no-server-metrics or when stopped before the run).
+  std::optional<ServerMetrics> server_metrics;
   /// Non-empty when the numbers cannot be trusted: the twin fell behind its schedule (host too slow for the
   /// time scale). Such a run is reported, marked INVALID, and tune does not rank it.
   std::string invalid_reason;
@@ -73,7 +76,8 @@ struct BenchError : std::runtime_error {
 /// discovery (GET {base_url}/v1/models when --model is absent), tokenizer, dataset, ignore_eos forcing
 /// (random dataset), goodput, sampling parameters (temperature 0.0 injected when not given, as 0.13),
 /// ready check (request 0, every 5 s up to --ready-check-timeout-sec), warm-ups, the timed run on the
-/// arrival schedule, metrics, console report, JSON result (--save-result / --append-result).
+/// arrival schedule (the server's /metrics scraped before, during and after it on a thread of its own,
+/// unless --no-server-metrics), metrics, console report, JSON result (--save-result / --append-result).
 /// `stop`: a stop request (Ctrl-C) stops issuing, cancels in-flight requests and still computes, prints
 /// and saves the report, marked interrupted. A stop before the timed run throws BenchError.
 /// Per-request failures never throw: they are counted by kind in the report.

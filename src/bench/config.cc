@@ -269,6 +269,17 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
          "Per-request deadline in seconds from send (connect included); a request still streaming then "
          "fails as a timeout. Default 21600 (6 h), vLLM's fixed aiohttp timeout (servelab extension).")
       ->default_str("21600.0");
+  app.add_option_function<std::string>(
+         "--server-metrics-interval-s",
+         [&c](const std::string& v) {
+           c.server_metrics_interval_s = parse_python_float(v, "--server-metrics-interval-s");
+         },
+         "Scrape the server's Prometheus /metrics (KV-cache usage, running/waiting requests, preemptions, "
+         "prefix-cache hits, spec-decode acceptance; vLLM, SGLang and TensorRT-LLM names) before the run, "
+         "every this many seconds during it and after it (servelab extension).")
+      ->default_str("1.0");
+  app.add_flag("--no-server-metrics", c.no_server_metrics,
+               "Do not scrape the server's /metrics (servelab extension).");
 
   // Sampling / request body.
   app.add_flag("--ignore-eos", c.ignore_eos,
@@ -495,6 +506,9 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
   if (c.ready_check_timeout_sec < 0)
     throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_sec));
+  if (!(c.server_metrics_interval_s > 0) || c.server_metrics_interval_s > 1e6)
+    throw ConfigError(fmt::format("--server-metrics-interval-s must be > 0 and at most 1e6 s (got {})",
+                                  python_float_repr(c.server_metrics_interval_s)));
   if (!(c.request_timeout_s > 0) || c.request_timeout_s > 1e9)
     throw ConfigError(fmt::format("--request-timeout-s must be > 0 and at most 1e9 s (got {})",
                                   python_float_repr(c.request_timeout_s)));
@@ -580,6 +594,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"min_p", py_opt(c.min_p)},
       {"model", py_opt(c.model)},
       {"no_oversample", py_bool(c.no_oversample)},
+      {"no_server_metrics", py_bool(c.no_server_metrics)},
       {"num_prompts", std::to_string(c.num_prompts)},
       {"num_warmups", std::to_string(c.num_warmups)},
       {"output_len", py_opt(c.output_len)},
@@ -608,6 +623,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"save_result", py_bool(c.save_result)},
       {"seed", std::to_string(c.seed)},
       {"served_model_name", py_opt(c.served_model_name)},
+      {"server_metrics_interval_s", python_float_repr(c.server_metrics_interval_s)},
       {"sharegpt_output_len", py_opt(c.sharegpt_output_len)},
       {"skip_chat_template", py_bool(c.skip_chat_template)},
       {"temperature", py_opt(c.temperature)},

@@ -90,6 +90,10 @@ struct BenchConfig {
   /// Per-request deadline from send, seconds (vLLM: aiohttp's fixed total timeout of 6 h); a stalled
   /// stream fails as kTimeout after it instead of holding the run.
   double request_timeout_s = 6 * 3600.0;
+  /// Server metrics (servelab): GET {base_url}/metrics before the timed run, every this many wall seconds
+  /// during it and after it (bench/server_metrics.h); > 0.
+  double server_metrics_interval_s = 1.0;
+  bool no_server_metrics = false;                ///< --no-server-metrics: do not scrape /metrics at all
 
   // --- sampling / request body
   bool ignore_eos = false;

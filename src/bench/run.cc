@@ -293,8 +293,15 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     detail::read_schedule_window(urls.base_url, r.headers, config.insecure);  // starts a new window
     stalls.emplace();
   }
+  // Server metrics: one scrape now, then a thread of its own every interval, one more after the run.
+  std::optional<detail::ServerMetricsScraper> scraper;
+  if (!config.no_server_metrics && !stop.stop_requested()) {
+    scraper.emplace(urls.base_url, r.headers, config.insecure, config.server_metrics_interval_s, k);
+    scraper->start_run();
+  }
   client::LoadResult load = client::run_load(opts, planned, schedule, progress, stop);
   const double client_stall_ms = stalls ? stalls->stop() : 0.0;
+  if (scraper) result.server_metrics = scraper->stop();
   if (bar) bar->finish();
   if (log) log->finish();
   if (config.ramp_up_strategy) {
@@ -369,6 +376,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
           lag->admission_wait_max_ms, client_stall_ms);
     if (!result.invalid_reason.empty()) result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
   }
+  if (result.server_metrics) result.console_report += format_server_metrics(*result.server_metrics);
   print.raw(result.console_report);
 
   report::ReportOptions report_options;
@@ -385,6 +393,9 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     x["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json(result.invalid_reason);
   }
+
+  if (result.server_metrics && result.result_json.contains("servelab"))
+    result.result_json["servelab"]["server_metrics"] = server_metrics_json(*result.server_metrics);
 
   // 12. JSON result.
   if (config.save_result || config.append_result) {

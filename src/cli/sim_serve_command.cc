@@ -102,6 +102,25 @@ class StopOnSignals {
 };
 
 /// Sleeps `s` seconds in small steps; false if a signal asked to stop meanwhile.
+// The twin's per-rank live state as /metrics serves it (vLLM names; simserve/metrics_text.h).
+std::vector<simserve::EngineMetrics> engine_metrics(const sim::OnlineTwin& twin) {
+  std::vector<simserve::EngineMetrics> out;
+  for (const auto& e : twin.live_metrics()) {
+    simserve::EngineMetrics m;
+    m.kv_cache_usage = e.kv_cache_usage;
+    m.num_requests_running = e.num_requests_running;
+    m.num_requests_waiting = e.num_requests_waiting;
+    m.num_preemptions = e.num_preemptions;
+    m.prefix_cache_queries = e.prefix_cache_queries;
+    m.prefix_cache_hits = e.prefix_cache_hits;
+    m.spec_decode_num_drafts = e.spec_decode_num_drafts;
+    m.spec_decode_num_draft_tokens = e.spec_decode_num_draft_tokens;
+    m.spec_decode_num_accepted_tokens = e.spec_decode_num_accepted_tokens;
+    out.push_back(m);
+  }
+  return out;
+}
+
 bool sleep_unless_stopped(double s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
   while (std::chrono::steady_clock::now() < end) {
@@ -157,6 +176,10 @@ void run_serve(const SimServeArgs& a) {
       [t](std::uint64_t id) { t->cancel(id); },
       [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
       [t] { return t->next_event_s(); }};
+  if (twin) {
+    timeline.engine_metrics = [t] { return engine_metrics(*t); };
+    timeline.spec_decode = twin->speculative();
+  }
   if (!twin) {
     // A run-time failure: the server comes up, and the first request's first step kills the engine, with the
     // twin's reason as its last words (as vLLM -dcp with FlashMLA sparse dies at its first decode step).

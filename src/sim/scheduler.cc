@@ -60,6 +60,7 @@ void Simulator::preempt(Rank& r, int id) {
   r.running.erase(std::find(r.running.begin(), r.running.end(), id));
   r.waiting.push_front(id);
   ++view_.preemptions;
+  ++r.preemptions;
 }
 
 void Simulator::restore_cached_prefix(Rank& r, Req& q) {
@@ -75,6 +76,12 @@ void Simulator::restore_cached_prefix(Rank& r, Req& q) {
   if (tokens <= 0) return;
   q.computed = static_cast<int>(tokens);  // allocated with the request's next chunk by the caller
   view_.cached_tokens_reused += tokens;
+}
+
+void Simulator::count_prefix_lookup(Rank& r, const Req& q) {
+  if (!launch_.prefix_caching) return;
+  r.prefix_cache_queries += q.prefill_target;
+  r.prefix_cache_hits += q.computed;  // restore_cached_prefix left the tokens found cached there
 }
 
 int Simulator::verify_tokens() const {
@@ -205,6 +212,7 @@ void Simulator::schedule_vllm(Rank& r, int) {
     n = std::min(n, budget);
     if (!alloc(r, q, q.computed + n)) break;
     r.waiting.pop_front();
+    count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;
     r.running.push_back(id);
     account(r, id, n);
@@ -254,6 +262,7 @@ void Simulator::schedule_sglang(Rank& r, int) {
     const int n = sch.chunked_prefill ? std::min(remaining, rem_chunk) : remaining;
     if (!alloc(r, q, q.computed + n)) break;
     r.waiting.pop_front();
+    count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;
     r.running.push_back(id);
     account(r, id, n);
@@ -321,6 +330,7 @@ void Simulator::schedule_trtllm(Rank& r, int) {
     if (n > budget && !sch.chunked_prefill) break;
     if (!alloc(r, q, q.prompt + q.target)) break;
     r.waiting.pop_front();
+    count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;
     r.running.push_back(id);
     const int take = std::min(n, budget);

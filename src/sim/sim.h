@@ -119,6 +119,22 @@ CalibrationKey calibration_key(const engines::ResolvedLaunch& launch, const hard
 /// Headline metrics of a prediction, through the same metrics::compute_metrics bench uses.
 HeadlineMetrics headline(const Prediction& p);
 
+/// One engine's (DP rank's) live state in the names of vLLM's Prometheus metrics (vllm/v1/metrics/loggers.py,
+/// 0.13), for `sim serve`'s GET /metrics. Counters count since the twin started.
+struct EngineLiveMetrics {
+  double kv_cache_usage = 0.0;    ///< vllm:kv_cache_usage_perc: KV bytes in use / pool of the rank, [0, 1]
+  int num_requests_running = 0;   ///< vllm:num_requests_running: requests in the running batch
+  int num_requests_waiting = 0;   ///< vllm:num_requests_waiting: requests queued at the scheduler
+  long long num_preemptions = 0;  ///< vllm:num_preemptions_total (vLLM recompute / SGLang retract)
+  /// vllm:prefix_cache_queries_total / _hits_total, tokens: counted when a waiting request is admitted with
+  /// prefix caching on (queries += tokens to hold, hits += tokens found cached; the twin caches only the
+  /// blocks of preempted requests, not prefixes shared between requests).
+  long long prefix_cache_queries = 0, prefix_cache_hits = 0;
+  /// vllm:spec_decode_num_drafts_total / num_draft_tokens_total / num_accepted_tokens_total: per decode
+  /// step of a request with speculative decoding, one draft of (verify tokens - 1) draft tokens.
+  long long spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
+};
+
 /// The twin run online, for `sim serve`: requests are submitted as they arrive (virtual time, seconds
 /// since the server started) and the same schedulers and step model as predict() decide when each output
 /// token leaves. A step starts when the previous one ends (or, when idle, when a request arrives) and
@@ -152,6 +168,11 @@ class OnlineTwin {
   int max_model_len() const;
   /// The twin's view so far (steps, batch sizes, KV peak, preemptions).
   TwinView view();
+  /// The live state of each DP rank now (the last applied step), for GET /metrics.
+  std::vector<EngineLiveMetrics> live_metrics() const;
+  /// Whether the launch caches prefixes / decodes speculatively (which /metrics families exist).
+  bool prefix_caching() const;
+  bool speculative() const;
   /// The launch's context (resolution notes, calibration class, error band).
   const PredictionContext& context() const;
 

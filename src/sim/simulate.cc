@@ -152,11 +152,16 @@ std::optional<Batch> Simulator::plan_batch() {
   return b;
 }
 
+int Simulator::draft_tokens(int scheduled) const {
+  if (!launch_.speculative || scheduled <= 1) return 0;
+  return launch_.speculative->topk > 1 ? launch_.speculative->num_steps : scheduled - 1;
+}
+
 int Simulator::accepted_tokens(int id, int scheduled) const {
   if (!launch_.speculative || scheduled <= 1) return 1;
   const double a = launch_.speculative->acceptance;
   // A chain of drafts: draft d counts only if every draft before it was accepted. Deterministic draws.
-  const int drafts = launch_.speculative->topk > 1 ? launch_.speculative->num_steps : scheduled - 1;
+  const int drafts = draft_tokens(scheduled);
   int tokens = 1;
   for (int d = 0; d < drafts; ++d) {
     const std::uint64_t h =
@@ -196,6 +201,12 @@ void Simulator::finish_batch(const Batch& b, double t) {
       if (q.computed >= q.prefill_target) emit(id, 1, t);
     } else {
       const int tokens = accepted_tokens(id, n);
+      if (const int drafts = draft_tokens(n); drafts > 0) {
+        Rank& rk = ranks_[q.rank];
+        ++rk.spec_drafts;
+        rk.spec_draft_tokens += drafts;
+        rk.spec_accepted_tokens += tokens - 1;
+      }
       q.computed += tokens;
       emit(id, tokens, t);
     }
@@ -282,6 +293,25 @@ TwinView Simulator::view() {
   view_.memory = plan_;
   view_.spec_acceptance = launch_.speculative ? launch_.speculative->acceptance : 0.0;
   return view_;
+}
+
+std::vector<EngineLiveMetrics> Simulator::live_metrics() const {
+  std::vector<EngineLiveMetrics> out;
+  out.reserve(ranks_.size());
+  for (const auto& r : ranks_) {
+    EngineLiveMetrics e;
+    e.kv_cache_usage = r.total_bytes > 0 ? std::clamp((r.total_bytes - r.free_bytes) / r.total_bytes, 0.0, 1.0) : 0.0;
+    e.num_requests_running = static_cast<int>(r.running.size());
+    e.num_requests_waiting = static_cast<int>(r.waiting.size());
+    e.num_preemptions = r.preemptions;
+    e.prefix_cache_queries = r.prefix_cache_queries;
+    e.prefix_cache_hits = r.prefix_cache_hits;
+    e.spec_decode_num_drafts = r.spec_drafts;
+    e.spec_decode_num_draft_tokens = r.spec_draft_tokens;
+    e.spec_decode_num_accepted_tokens = r.spec_accepted_tokens;
+    out.push_back(e);
+  }
+  return out;
 }
 
 void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_concurrency) {
@@ -630,6 +660,12 @@ double OnlineTwin::next_event_s() {
 int OnlineTwin::max_model_len() const { return impl_->sim.launch().max_model_len; }
 
 TwinView OnlineTwin::view() { return impl_->sim.view(); }
+
+std::vector<EngineLiveMetrics> OnlineTwin::live_metrics() const { return impl_->sim.live_metrics(); }
+
+bool OnlineTwin::prefix_caching() const { return impl_->sim.launch().prefix_caching; }
+
+bool OnlineTwin::speculative() const { return impl_->sim.launch().speculative.has_value(); }
 
 const PredictionContext& OnlineTwin::context() const { return impl_->context; }
 

@@ -51,6 +51,10 @@ struct Rank {
   double new_token_ratio = 0.7;  ///< SGLang's future-token reservation ratio
   double allocated = 0;          ///< bytes allocated so far (the LRU position of freed cached blocks)
   RankLoad load;
+  // Counters of this rank since start, as vLLM's Prometheus metrics count them (EngineLiveMetrics).
+  long long preemptions = 0;
+  long long prefix_cache_queries = 0, prefix_cache_hits = 0;  ///< tokens, with prefix caching on
+  long long spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
 };
 
 /// A micro-batch chosen by the schedulers of all ranks: its requests and scheduled token counts, and
@@ -114,6 +118,8 @@ class Simulator {
   void set_trace(Trace* trace) { trace_ = trace; }
   std::vector<metrics::RequestOutput>& outputs() { return out_; }
   TwinView view();
+  /// The live state of each DP rank (sim serve's /metrics).
+  std::vector<EngineLiveMetrics> live_metrics() const;
 
   /// The full offline run: arrivals from `arrival` (s), optional client concurrency cap.
   void run(const std::vector<double>& arrival, std::optional<int> max_concurrency);
@@ -128,6 +134,8 @@ class Simulator {
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
   void restore_cached_prefix(Rank& r, Req& q);
+  void count_prefix_lookup(Rank& r, const Req& q);
+  int draft_tokens(int scheduled) const;
   void account(Rank& r, int id, int n);
   void emit(int id, int tokens, double t);
   int verify_tokens() const;

@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "chat/chat.h"
+#include "simserve/metrics_text.h"
 #include "simserve/openai_api.h"
 
 namespace servelab::simserve {
@@ -427,6 +428,13 @@ class Session : public std::enable_shared_from_this<Session> {
       respond(200, "application/json",
               models_json(server_.options.served_models, server_.options.root_model, server_.options.max_model_len,
                           static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
+    } else if (path == "/metrics" && server_.timeline.engine_metrics) {
+      if (!get) return method_not_allowed(path);
+      respond(200, std::string(kPrometheusContentType),
+              render_vllm_metrics(server_.timeline.engine_metrics(), server_.options.served_models.empty()
+                                                                        ? std::string()
+                                                                        : server_.options.served_models[0],
+                                  server_.timeline.spec_decode));
     } else if (path == "/servelab/schedule") {
       if (!get) return method_not_allowed(path);
       respond(200, "application/json", server_.schedule_json());

@@ -13,6 +13,17 @@
 
 namespace servelab::simserve {
 
+/// One engine's (DP rank's) live state, served by GET /metrics under vLLM 0.13's Prometheus names
+/// (vllm/v1/metrics/loggers.py; see metrics_text.h).
+struct EngineMetrics {
+  double kv_cache_usage = 0.0;   ///< vllm:kv_cache_usage_perc, fraction [0, 1]
+  int num_requests_running = 0;  ///< vllm:num_requests_running
+  int num_requests_waiting = 0;  ///< vllm:num_requests_waiting
+  long long num_preemptions = 0; ///< vllm:num_preemptions_total
+  long long prefix_cache_queries = 0, prefix_cache_hits = 0;  ///< vllm:prefix_cache_{queries,hits}_total, tokens
+  long long spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
+};
+
 /// The online engine model behind the server, in virtual time (seconds since the server started).
 /// Thread-safety: the server calls these from its single event-loop thread only.
 struct Timeline {
@@ -26,6 +37,9 @@ struct Timeline {
   std::function<void(double t_s, const std::function<void(std::uint64_t, int, double)>& emit)> advance_to;
   /// Virtual time (s) of the next token emission; +infinity when idle.
   std::function<double()> next_event_s;
+  /// The engines' live state for GET /metrics, one entry per DP rank; empty function: /metrics is a 404.
+  std::function<std::vector<EngineMetrics>()> engine_metrics;
+  bool spec_decode = false;  ///< the engine decodes speculatively: /metrics has the spec_decode families
 };
 
 /// Options of `sim serve`.
@@ -74,6 +88,8 @@ struct ServerStats {
 /// covers the time since the previous GET of this path (the read starts a new window). `admission_total` /
 /// `admission_window` `{"requests", "wait_sum_ms", "wait_max_ms"}` bound how long requests may have waited
 /// unread while the event loop was busy (engine ms; their arrival in the twin is late by up to that).
+/// GET /metrics answers the Prometheus text format (0.0.4) with vLLM's metric names and the twin's live
+/// values (Timeline::engine_metrics; metrics_text.h).
 /// Thread-safety: `stop()` may be called from any thread (e.g. a signal handler's watcher thread);
 /// everything else from the owning thread.
 class Server {

@@ -142,8 +142,13 @@ TEST_F(RunInProcess, QuietRunFillsResult) {
   EXPECT_NE(r.console_report.find("Mean E2EL (ms):"), std::string::npos);
   EXPECT_GE(r.metrics.ttft.mean_ms, 5.0);
   // Random dataset: ignore_eos forced on; temperature 0.0 injected. The 9th request is the GET /v1/models
-  // that asks a server for its time scale (a servelab twin advertises one; this server is "real").
-  EXPECT_EQ(server.requests_received(), 9u);
+  // that asks a server for its time scale (a servelab twin advertises one; this server is "real"), the 10th
+  // the GET /metrics before the run: this server answers it HTTP 500, so no other scrape follows.
+  EXPECT_EQ(server.requests_received(), 10u);
+  ASSERT_TRUE(r.server_metrics);
+  EXPECT_FALSE(r.server_metrics->available);
+  EXPECT_NE(r.console_report.find("Server metrics not available: GET http://127.0.0.1:"), std::string::npos);
+  EXPECT_EQ(r.result_json["servelab"]["server_metrics"]["available"], false);
   EXPECT_EQ(r.server_time_scale, 1.0);
   EXPECT_FALSE(r.engine_twin);
 }

@@ -249,6 +249,41 @@ TEST(BenchConfig, UrlsAndNamespace) {
   EXPECT_NE(ns.find("max_concurrency=None"), std::string::npos);
 }
 
+TEST(BenchConfig, ServerMetricsFlags) {
+  BenchConfig c;
+  EXPECT_EQ(c.server_metrics_interval_s, 1.0);
+  EXPECT_FALSE(c.no_server_metrics);
+  EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, num_prompts=1000,"), std::string::npos);
+  CLI::App app;
+  add_bench_flags(app, c);
+  app.parse(std::vector<std::string>{"--no-server-metrics", "0.25", "--server-metrics-interval-s"});
+  EXPECT_EQ(c.server_metrics_interval_s, 0.25);
+  EXPECT_TRUE(c.no_server_metrics);
+  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, sharegpt"),
+            std::string::npos);
+  EXPECT_NE(namespace_repr(c).find("no_server_metrics=True,"), std::string::npos);
+  for (double bad : {0.0, -1.0, 1e7}) {
+    c.server_metrics_interval_s = bad;
+    try {
+      resolve(c);
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--server-metrics-interval-s must be > 0 and at most 1e6 s (got "),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  CLI::App app2;
+  BenchConfig c2;
+  add_bench_flags(app2, c2);
+  try {
+    app2.parse(std::vector<std::string>{"often", "--server-metrics-interval-s"});
+    ADD_FAILURE() << "accepted 'often'";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--server-metrics-interval-s"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace servelab::bench
 

@@ -180,16 +180,17 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   EXPECT_GE(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0);
   EXPECT_LT(std::stod(row_value(block, "Mean TTFT (ms):")), 30.0 + 2000.0);
 
-  // Server log: 1 ready-check + 2 warm-ups + the GET /v1/models asking for a time scale (this test server
-  // streams to any request), all without id, then e2e-0..e2e-39.
+  // Server log: 1 ready-check + 2 warm-ups + the GET /v1/models asking for a time scale + the GET /metrics
+  // before the run (this test server answers any request; the scrape stops at its non-Prometheus answer),
+  // all without id, then e2e-0..e2e-39.
   auto emissions = server.emissions();
-  ASSERT_EQ(emissions.size(), static_cast<std::size_t>(kN + 4));
+  ASSERT_EQ(emissions.size(), static_cast<std::size_t>(kN + 5));
   std::map<std::string, test_support::Emission> by_id;
   int without_id = 0;
   for (const auto& e : emissions) {
     if (e.request_id.empty()) ++without_id; else by_id[e.request_id] = e;
   }
-  EXPECT_EQ(without_id, 4);
+  EXPECT_EQ(without_id, 5);
 
   // JSON: vLLM keys in vLLM order, values equal to the console's, per-request causal bounds.
   auto j = read_json(dir / "r.json");
