@@ -29,7 +29,9 @@ LatencySummary summarize_s(std::vector<double> values_s, const std::vector<doubl
   return s;
 }
 
-double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : metrics::numpy_mean(v); }
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : metrics::numpy_mean(v);
+}
 
 // "99" for 99.0, "99.9" otherwise (vLLM's percentile labels).
 std::string pct_word(double p) {
@@ -42,12 +44,14 @@ ordered_json summary(const LatencySummary& s) {
   j["mean_ms"] = s.mean_ms;
   j["median_ms"] = s.median_ms;
   j["std_ms"] = s.std_ms;
-  for (const auto& pv : s.percentiles_ms) j["p" + pct_word(pv.p) + "_ms"] = pv.value_ms;
+  for (const auto& pv : s.percentiles_ms) j[fmt::format("p{}_ms", pct_word(pv.p))] = pv.value_ms;
   j["count"] = s.count;
   return j;
 }
 
-const char* history_name(HistoryMode h) { return h == HistoryMode::kServer ? "server" : "dataset"; }
+const char* history_name(HistoryMode h) {
+  return h == HistoryMode::kServer ? "server" : "dataset";
+}
 
 // Answers so far, per conversation (server history), written by the conversation's I/O thread only.
 struct Answers {
@@ -141,8 +145,8 @@ MultiTurnWorkload make_multi_turn(std::vector<dataset::ChatConversation> convers
 SessionMetrics session_metrics(const MultiTurnWorkload& w, const std::vector<RequestOutput>& outputs,
                                double duration_s, const std::vector<double>& percentiles) {
   if (outputs.size() != w.requests.size())
-    throw std::invalid_argument(fmt::format("session_metrics: {} records for {} turns", outputs.size(),
-                                            w.requests.size()));
+    throw std::invalid_argument(
+        fmt::format("session_metrics: {} records for {} turns", outputs.size(), w.requests.size()));
   SessionMetrics m;
   m.conversations = static_cast<int>(w.plan.sessions.size());
   m.turns_total = static_cast<int>(w.requests.size());
@@ -233,17 +237,20 @@ std::string format_session_metrics(const SessionMetrics& m, HistoryMode history,
   for (const auto& pv : m.turn_wait.percentiles_ms)
     row_f(fmt::format("P{} next-turn wait (ms):", pct_word(pv.p)), pv.value_ms);
   std::string p_head;
-  for (const auto& pv : m.duration.percentiles_ms) p_head += fmt::format(" {:>10}", "P" + pct_word(pv.p) + " TTFT");
-  fmt::format_to(std::back_inserter(out), "{:>4} {:>6} {:>6} {:>9}{} {:>10} {:>9} {:>9}\n", "turn", "sent", "ok",
-                 "mean TTFT", p_head, "mean E2EL", "mean in", "mean out");
+  for (const auto& pv : m.duration.percentiles_ms)
+    p_head += fmt::format(" {:>10}", fmt::format("P{} TTFT", pct_word(pv.p)));
+  fmt::format_to(std::back_inserter(out), "{:>4} {:>6} {:>6} {:>9}{} {:>10} {:>9} {:>9}\n", "turn", "sent",
+                 "ok", "mean TTFT", p_head, "mean E2EL", "mean in", "mean out");
   for (const auto& t : m.per_turn) {
     std::string p_vals;
     for (const auto& pv : t.ttft.percentiles_ms) p_vals += fmt::format(" {:>10.2f}", pv.value_ms);
     fmt::format_to(std::back_inserter(out), "{:>4} {:>6} {:>6} {:>9.2f}{} {:>10.2f} {:>9.1f} {:>9.1f}\n",
-                   t.turn + 1, t.sent, t.completed, t.ttft.mean_ms, p_vals, t.e2el.mean_ms, t.mean_input_tokens,
-                   t.mean_output_tokens);
+                   t.turn + 1, t.sent, t.completed, t.ttft.mean_ms, p_vals, t.e2el.mean_ms,
+                   t.mean_input_tokens, t.mean_output_tokens);
   }
-  out.append("(turn times in ms; turn 1 is the first user turn; in/out: mean input/output tokens of its successes)\n");
+  out.append(
+      "(turn times in ms; turn 1 is the first user turn; in/out: mean input/output tokens of its "
+      "successes)\n");
   out.append(50, '=');
   out.push_back('\n');
   return out;
@@ -253,7 +260,8 @@ ordered_json session_metrics_json(const SessionMetrics& m, HistoryMode history, 
                                   int session_concurrency) {
   ordered_json j;
   j["history"] = history_name(history);
-  j["session_concurrency"] = session_concurrency > 0 ? ordered_json(session_concurrency) : ordered_json(nullptr);
+  j["session_concurrency"] =
+      session_concurrency > 0 ? ordered_json(session_concurrency) : ordered_json(nullptr);
   j["think_time_ms"] = think_time_ms;
   j["conversations"] = m.conversations;
   j["completed_conversations"] = m.completed;

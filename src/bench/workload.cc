@@ -21,10 +21,10 @@ Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tok
       return static_cast<int>(tok.encode(text, /*add_special_tokens=*/false).size());
     };
     auto conversations = dataset::sample_conversations(*c.dataset_path, o, count, &w.warnings);
-    w.multi_turn = make_multi_turn(std::move(conversations),
-                                   c.multi_turn_history == "dataset" ? HistoryMode::kDataset : HistoryMode::kServer,
-                                   r.request_id_prefix, c.session_concurrency.value_or(0),
-                                   c.multi_turn_think_time_ms / 1000.0);
+    w.multi_turn = make_multi_turn(
+        std::move(conversations),
+        c.multi_turn_history == "dataset" ? HistoryMode::kDataset : HistoryMode::kServer, r.request_id_prefix,
+        c.session_concurrency.value_or(0), c.multi_turn_think_time_ms / 1000.0);
     return w;
   }
   if (c.dataset_name == "timed_trace") {

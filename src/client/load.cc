@@ -773,9 +773,8 @@ class Worker {
   std::vector<std::size_t> mine_;
   std::size_t owned_ = 0;
   // Released session turns by intended send time (earliest first).
-  std::priority_queue<std::pair<Clock::time_point, std::size_t>, std::vector<std::pair<Clock::time_point, std::size_t>>,
-                      std::greater<>>
-      followups_;
+  using Due = std::pair<Clock::time_point, std::size_t>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> followups_;
   asio::io_context io_{1};
   asio::steady_timer dispatch_timer_;
   asio::steady_timer grace_timer_;

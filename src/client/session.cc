@@ -11,8 +11,8 @@ std::vector<double> session_schedule(std::size_t num_requests, const SessionPlan
                                      std::span<const double> session_start_s) {
   const std::size_t num_sessions = plan.sessions.size();
   if (session_start_s.size() != num_sessions) {
-    throw std::invalid_argument("run_sessions: " + std::to_string(session_start_s.size()) + " start times for " +
-                                std::to_string(num_sessions) + " sessions");
+    throw std::invalid_argument("run_sessions: " + std::to_string(session_start_s.size()) +
+                                " start times for " + std::to_string(num_sessions) + " sessions");
   }
   if (!(plan.think_time_s >= 0.0) || plan.think_time_s > 1e6) {
     throw std::invalid_argument("run_sessions: think time must be in [0, 1e6] s, got " +
@@ -26,7 +26,8 @@ std::vector<double> session_schedule(std::size_t num_requests, const SessionPlan
   std::vector<char> seen(num_requests, 0);
   for (std::size_t s = 0; s < num_sessions; ++s) {
     const auto& turns = plan.sessions[s];
-    if (turns.empty()) throw std::invalid_argument("run_sessions: session " + std::to_string(s) + " has no turns");
+    if (turns.empty())
+      throw std::invalid_argument("run_sessions: session " + std::to_string(s) + " has no turns");
     if (turns.size() > 1 && !plan.next_turn) {
       throw std::invalid_argument("run_sessions: session " + std::to_string(s) +
                                   " has several turns but the plan has no next_turn function");
@@ -47,7 +48,8 @@ std::vector<double> session_schedule(std::size_t num_requests, const SessionPlan
     schedule[turns.front()] = start;
   }
   for (std::size_t i = 0; i < num_requests; ++i) {
-    if (!seen[i]) throw std::invalid_argument("run_sessions: request " + std::to_string(i) + " is in no session");
+    if (!seen[i])
+      throw std::invalid_argument("run_sessions: request " + std::to_string(i) + " is in no session");
   }
   return schedule;
 }

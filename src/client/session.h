@@ -19,8 +19,8 @@ namespace servelab::client {
 /// request to send. Called on an I/O thread: calls for one session come from one thread, in turn order, but
 /// different sessions may be built concurrently. May throw: the session's remaining turns are then not sent
 /// (recorded as failures carrying the exception's text).
-using NextTurnFn =
-    std::function<PlannedRequest(std::size_t session, std::size_t turn, const metrics::RequestOutput& previous)>;
+using NextTurnFn = std::function<PlannedRequest(std::size_t session, std::size_t turn,
+                                                const metrics::RequestOutput& previous)>;
 
 /// How requests form sessions (run_sessions).
 struct SessionPlan {

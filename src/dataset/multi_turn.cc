@@ -28,13 +28,13 @@ Role role_of(std::string_view from) {
 
 // Counts of what the conversion had to drop (for the warning).
 struct Dropped {
-  std::size_t cut = 0;       // conversations cut at a turn breaking the alternation
+  std::size_t cut = 0;         // conversations cut at a turn breaking the alternation
   std::size_t unanswered = 0;  // trailing user turns without an answer (no fixed output length)
-  std::size_t empty = 0;     // records left without any turn
+  std::size_t empty = 0;       // records left without any turn
 };
 
-std::optional<ChatConversation> to_chat(const Conversation& c, const MultiTurnOptions& o, const TokenCountFn& count,
-                                        Dropped& dropped) {
+std::optional<ChatConversation> to_chat(const Conversation& c, const MultiTurnOptions& o,
+                                        const TokenCountFn& count, Dropped& dropped) {
   ChatConversation out;
   out.id = c.id;
   std::size_t i = 0;
@@ -79,7 +79,8 @@ std::optional<ChatConversation> to_chat(const Conversation& c, const MultiTurnOp
 
 }  // namespace
 
-std::vector<ChatConversation> sample_conversations(const std::filesystem::path& path, const MultiTurnOptions& o,
+std::vector<ChatConversation> sample_conversations(const std::filesystem::path& path,
+                                                   const MultiTurnOptions& o,
                                                    const TokenCountFn& count_tokens,
                                                    std::vector<std::string>* warnings) {
   if (o.num_conversations < 1)
@@ -99,7 +100,8 @@ std::vector<ChatConversation> sample_conversations(const std::filesystem::path& 
         path.string(), records.size()));
   if (warnings && (dropped.cut || dropped.unanswered || dropped.empty))
     warnings->push_back(fmt::format(
-        "multi-turn: of {} records, {} cut where the turns stop alternating user/assistant, {} with a last user "
+        "multi-turn: of {} records, {} cut where the turns stop alternating user/assistant, {} with a last "
+        "user "
         "turn left out (no recorded answer to size it; give --sharegpt-output-len to keep it), {} dropped "
         "without any turn",
         records.size(), dropped.cut, dropped.unanswered, dropped.empty));
@@ -112,8 +114,8 @@ std::vector<ChatConversation> sample_conversations(const std::filesystem::path& 
   if (usable.size() < n) {
     if (o.no_oversample) {
       if (warnings)
-        warnings->push_back(fmt::format("multi-turn: only {} conversations for --num-prompts {} (--no-oversample)",
-                                        usable.size(), n));
+        warnings->push_back(fmt::format(
+            "multi-turn: only {} conversations for --num-prompts {} (--no-oversample)", usable.size(), n));
     } else {
       PythonRandom rng(o.seed);  // vLLM maybe_oversample_requests: re-seed, then random.choice
       const std::size_t base = usable.size();
@@ -164,7 +166,8 @@ std::int32_t trace_block_token(std::int64_t seed, std::uint64_t hash_id, int j,
 
 std::vector<TraceRequest> load_trace(const std::filesystem::path& path, const TraceOptions& o,
                                      std::vector<std::string>* warnings) {
-  if (o.num_prompts < 1) throw std::runtime_error(fmt::format("--num-prompts must be >= 1 (got {})", o.num_prompts));
+  if (o.num_prompts < 1)
+    throw std::runtime_error(fmt::format("--num-prompts must be >= 1 (got {})", o.num_prompts));
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open the trace file", path.string()));
   std::vector<std::int32_t> allowed;
@@ -176,7 +179,8 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& path, const Tr
       if (!std::binary_search(special.begin(), special.end(), t)) allowed.push_back(t);
     }
   }
-  if (allowed.empty()) throw std::runtime_error("timed_trace: the tokenizer has no non-special token to build prompts");
+  if (allowed.empty())
+    throw std::runtime_error("timed_trace: the tokenizer has no non-special token to build prompts");
   std::vector<TraceRequest> out;
   std::string text;
   std::size_t line = 0;
@@ -192,15 +196,17 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& path, const Tr
     r.line = line;
     r.timestamp_ms = j["timestamp"].get<double>();
     const std::int64_t input_len = positive_int(j, "input_length", path, line);
-    r.output_len = o.output_len ? *o.output_len : static_cast<int>(positive_int(j, "output_length", path, line));
+    r.output_len =
+        o.output_len ? *o.output_len : static_cast<int>(positive_int(j, "output_length", path, line));
     if (!j.contains("hash_ids") || !j["hash_ids"].is_array())
       trace_error(path, line, "\"hash_ids\" must be an array of integers");
     const auto& ids = j["hash_ids"];
     const std::int64_t k = static_cast<std::int64_t>(ids.size());
     if (!(kTraceBlockTokens * (k - 1) < input_len && input_len <= kTraceBlockTokens * k))
-      trace_error(path, line,
-                  fmt::format("input_length {} does not fit {} hash ids of {} tokens (needs {} < input_length <= {})",
-                              input_len, k, kTraceBlockTokens, kTraceBlockTokens * (k - 1), kTraceBlockTokens * k));
+      trace_error(
+          path, line,
+          fmt::format("input_length {} does not fit {} hash ids of {} tokens (needs {} < input_length <= {})",
+                      input_len, k, kTraceBlockTokens, kTraceBlockTokens * (k - 1), kTraceBlockTokens * k));
     r.prompt_token_ids.reserve(static_cast<std::size_t>(input_len));
     for (std::int64_t b = 0; b < k; ++b) {
       const auto& id = ids[static_cast<std::size_t>(b)];
@@ -213,15 +219,19 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& path, const Tr
     out.push_back(std::move(r));
   }
   if (out.empty()) throw std::runtime_error(fmt::format("{}: the trace has no record", path.string()));
-  if (!std::is_sorted(out.begin(), out.end(),
-                      [](const TraceRequest& a, const TraceRequest& b) { return a.timestamp_ms < b.timestamp_ms; })) {
-    std::stable_sort(out.begin(), out.end(),
-                     [](const TraceRequest& a, const TraceRequest& b) { return a.timestamp_ms < b.timestamp_ms; });
-    if (warnings) warnings->push_back("timed_trace: records were not in timestamp order; sent in timestamp order");
+  if (!std::is_sorted(out.begin(), out.end(), [](const TraceRequest& a, const TraceRequest& b) {
+        return a.timestamp_ms < b.timestamp_ms;
+      })) {
+    std::stable_sort(out.begin(), out.end(), [](const TraceRequest& a, const TraceRequest& b) {
+      return a.timestamp_ms < b.timestamp_ms;
+    });
+    if (warnings)
+      warnings->push_back("timed_trace: records were not in timestamp order; sent in timestamp order");
   }
   if (warnings && static_cast<int>(out.size()) < o.num_prompts)
-    warnings->push_back(fmt::format("timed_trace: the trace has {} records, fewer than --num-prompts {}; all are sent",
-                                    out.size(), o.num_prompts));
+    warnings->push_back(
+        fmt::format("timed_trace: the trace has {} records, fewer than --num-prompts {}; all are sent",
+                    out.size(), o.num_prompts));
   for (std::size_t i = 0; i < out.size(); ++i) out[i].request_id = o.request_id_prefix + std::to_string(i);
   return out;
 }

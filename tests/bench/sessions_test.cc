@@ -1,6 +1,6 @@
-// bench::run with --multi-turn (the real multi-turn ShareGPT record) and --dataset-name timed_trace, in process
-// against the scheduled-emission test server: the message arrays sent, turn order, per-turn counts, the trace's
-// arrival times scaled, and the flag checks.
+// bench::run with --multi-turn (the real multi-turn ShareGPT record) and --dataset-name timed_trace, in
+// process against the scheduled-emission test server: the message arrays sent, turn order, per-turn counts,
+// the trace's arrival times scaled, and the flag checks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -69,9 +69,13 @@ std::map<std::string, Emission> by_id(const StreamServer& server) {
 }
 
 // What the test server reports as usage.prompt_tokens of a chat request: the size of its messages JSON.
-std::size_t t2_size(const std::string& body) { return nlohmann::json::parse(body)["messages"].dump().size(); }
+std::size_t t2_size(const std::string& body) {
+  return nlohmann::json::parse(body)["messages"].dump().size();
+}
 
-nlohmann::json msg(const char* role, const std::string& content) { return {{"role", role}, {"content", content}}; }
+nlohmann::json msg(const char* role, const std::string& content) {
+  return {{"role", role}, {"content", content}};
+}
 
 TEST_F(Sessions, EveryTurnCarriesTheServersAnswersAndTheNextWaitsForThePrevious) {
   StreamServerOptions so;
@@ -92,9 +96,11 @@ TEST_F(Sessions, EveryTurnCarriesTheServersAnswersAndTheNextWaitsForThePrevious)
     const auto t1 = nlohmann::json::parse(seen.at(id + "1").body);
     const auto t2 = nlohmann::json::parse(seen.at(id + "2").body);
     EXPECT_EQ(t0["messages"], nlohmann::json::array({msg("user", user(0))}));
-    EXPECT_EQ(t1["messages"], nlohmann::json::array({msg("user", user(0)), msg("assistant", answer), msg("user", user(1))}));
-    EXPECT_EQ(t2["messages"], nlohmann::json::array({msg("user", user(0)), msg("assistant", answer), msg("user", user(1)),
-                                                     msg("assistant", answer), msg("user", user(2))}));
+    EXPECT_EQ(t1["messages"],
+              nlohmann::json::array({msg("user", user(0)), msg("assistant", answer), msg("user", user(1))}));
+    EXPECT_EQ(t2["messages"],
+              nlohmann::json::array({msg("user", user(0)), msg("assistant", answer), msg("user", user(1)),
+                                     msg("assistant", answer), msg("user", user(2))}));
     EXPECT_EQ(t2["max_completion_tokens"], 4);
     EXPECT_GE(seen.at(id + "1").received, seen.at(id + "0").chunk_times.back());
     EXPECT_GE(seen.at(id + "2").received, seen.at(id + "1").chunk_times.back());
@@ -104,7 +110,8 @@ TEST_F(Sessions, EveryTurnCarriesTheServersAnswersAndTheNextWaitsForThePrevious)
   const std::string first = zero_first ? "mt-0-" : "mt-1-", second = zero_first ? "mt-1-" : "mt-0-";
   EXPECT_GE(seen.at(second + "0").received, seen.at(first + "2").chunk_times.back());
 
-  // Client-side input count of turn 2: the user turns 0-2 (GPT-2 tokens, no special tokens) + two answers of 4.
+  // Client-side input count of turn 2: the user turns 0-2 (GPT-2 tokens, no special tokens) + two answers
+  // of 4.
   const auto tok = tokenizer::load_tokenizer(tokenizer_.string());
   int expected = 8;
   for (int t = 0; t < 3; ++t) expected += static_cast<int>(tok.encode(user(t), false).size());
@@ -137,7 +144,8 @@ TEST_F(Sessions, EveryTurnCarriesTheServersAnswersAndTheNextWaitsForThePrevious)
   EXPECT_NE(r.console_report.find("-------------- multi-turn sessions ---------------\n"), std::string::npos)
       << r.console_report;
   EXPECT_NE(r.console_report.find("Completed conversations:                 2"), std::string::npos);
-  EXPECT_NE(r.console_report.find("History sent with each turn:             server answers"), std::string::npos);
+  EXPECT_NE(r.console_report.find("History sent with each turn:             server answers"),
+            std::string::npos);
 }
 
 TEST_F(Sessions, DatasetHistorySendsTheRecordedAnswers) {
@@ -152,7 +160,8 @@ TEST_F(Sessions, DatasetHistorySendsTheRecordedAnswers) {
   const BenchResult r = run(c, {}, io);
   const auto seen = by_id(server);
   const auto t1 = nlohmann::json::parse(seen.at("mt-0-1").body);
-  EXPECT_EQ(t1["messages"], nlohmann::json::array({msg("user", user(0)), msg("assistant", recorded(0)), msg("user", user(1))}));
+  EXPECT_EQ(t1["messages"], nlohmann::json::array(
+                                {msg("user", user(0)), msg("assistant", recorded(0)), msg("user", user(1))}));
   const auto tok = tokenizer::load_tokenizer(tokenizer_.string());
   EXPECT_EQ(t1["max_completion_tokens"], static_cast<int>(tok.encode(recorded(1), false).size()));
   EXPECT_EQ(r.outputs[1].dataset_prompt_len,
@@ -162,10 +171,12 @@ TEST_F(Sessions, DatasetHistorySendsTheRecordedAnswers) {
 }
 
 TEST_F(Sessions, SelfTimedTraceIsSentAtTheScaledTimestampsWithSharedPrefixes) {
-  const auto trace = std::filesystem::temp_directory_path() / ("servelab_trace_" + std::to_string(::getpid()) + ".jsonl");
-  std::ofstream(trace) << "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 3, \"hash_ids\": [11, 12]}\n"
-                          "{\"timestamp\": 40, \"input_length\": 520, \"output_length\": 2, \"hash_ids\": [11, 13]}\n"
-                          "{\"timestamp\": 20, \"input_length\": 7, \"output_length\": 5, \"hash_ids\": [14]}\n";
+  const auto trace =
+      std::filesystem::temp_directory_path() / ("servelab_trace_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(trace)
+      << "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 3, \"hash_ids\": [11, 12]}\n"
+         "{\"timestamp\": 40, \"input_length\": 520, \"output_length\": 2, \"hash_ids\": [11, 13]}\n"
+         "{\"timestamp\": 20, \"input_length\": 7, \"output_length\": 5, \"hash_ids\": [14]}\n";
   StreamServer server(StreamServerOptions{});
   BenchConfig c;
   c.port = server.port();
@@ -221,10 +232,12 @@ TEST(SessionMetrics, HandComputedFromRecords) {
   EXPECT_EQ(w.requests[3].request_id, "x-1-1");
   EXPECT_EQ(w.requests[1].prompt_len, 3);  // q0 + r0 + q1
   std::vector<metrics::RequestOutput> out(4);
-  // a: turn 0 sent at 1.0 s (arrived at 0), TTFT 0.1, E2EL 0.5; turn 1 intended 1.7, sent 1.75, TTFT 0.2, E2EL 1.0.
+  // a: turn 0 sent at 1.0 s (arrived at 0), TTFT 0.1, E2EL 0.5; turn 1 intended 1.7, sent 1.75, TTFT 0.2,
+  // E2EL 1.0.
   out[0].success = true, out[0].send_time_s = 1.0, out[0].ttft_s = 0.1, out[0].latency_s = 0.5;
   out[0].prompt_len = 10, out[0].output_tokens = 4;
-  out[1].success = true, out[1].intended_send_time_s = 1.7, out[1].dispatch_time_s = 1.7, out[1].send_time_s = 1.75;
+  out[1].success = true, out[1].intended_send_time_s = 1.7, out[1].dispatch_time_s = 1.7,
+  out[1].send_time_s = 1.75;
   out[1].ttft_s = 0.2, out[1].latency_s = 1.0, out[1].prompt_len = 20, out[1].output_tokens = 6;
   // b: turn 0 sent at 2.0 s and failed; turn 1 never sent.
   out[2].failure = metrics::FailureKind::kHttpStatus, out[2].send_time_s = 2.0, out[2].dispatch_time_s = 2.0;
@@ -234,7 +247,7 @@ TEST(SessionMetrics, HandComputedFromRecords) {
   EXPECT_EQ(m.completed, 1);
   EXPECT_EQ(m.turns_total, 4);
   EXPECT_EQ(m.turns_completed, 2);
-  EXPECT_DOUBLE_EQ(m.conversation_throughput, 0.25);        // 1 conversation / 4 s
+  EXPECT_DOUBLE_EQ(m.conversation_throughput, 0.25);                // 1 conversation / 4 s
   EXPECT_DOUBLE_EQ(m.duration.mean_ms, (1.75 + 1.0 - 1.0) * 1000);  // last end - first send
   EXPECT_DOUBLE_EQ(m.session_wait.mean_ms, (1.0 + 2.0) / 2 * 1000);
   EXPECT_DOUBLE_EQ(m.turn_wait.mean_ms, (1.75 - 1.7) * 1000);
@@ -282,12 +295,14 @@ TEST(SessionFlags, CombinationsAreChecked) {
   EXPECT_EQ(config_error(c), "--multi-turn-think-time-ms must be in [0, 1e9] (got -1.0)");
   c.multi_turn_think_time_ms = 500;
   c.dataset_name = "custom";
-  EXPECT_EQ(config_error(c), "--multi-turn reads ShareGPT conversations: use --dataset-name sharegpt (got custom)");
+  EXPECT_EQ(config_error(c),
+            "--multi-turn reads ShareGPT conversations: use --dataset-name sharegpt (got custom)");
   c.dataset_name = "sharegpt";
   c.multi_turn = false;
-  EXPECT_EQ(config_error(c),
-            "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and --session-concurrency "
-            "need --multi-turn");
+  EXPECT_EQ(
+      config_error(c),
+      "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and --session-concurrency "
+      "need --multi-turn");
 
   BenchConfig t;
   t.dataset_name = "timed_trace";
@@ -299,7 +314,8 @@ TEST(SessionFlags, CombinationsAreChecked) {
   t.backend = "openai-chat";
   t.endpoint = "/v1/chat/completions";
   EXPECT_EQ(config_error(t),
-            "--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm (the completions API), "
+            "--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm (the "
+            "completions API), "
             "not openai-chat");
   BenchConfig s;
   s.self_timed = true;

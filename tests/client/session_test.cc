@@ -25,7 +25,9 @@ using test_support::Fault;
 using test_support::StreamServer;
 using test_support::StreamServerOptions;
 
-std::string id_of(std::size_t s, std::size_t t) { return "s" + std::to_string(s) + "-t" + std::to_string(t); }
+std::string id_of(std::size_t s, std::size_t t) {
+  return "s" + std::to_string(s) + "-t" + std::to_string(t);
+}
 std::string repeat(const std::string& x, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += x;
@@ -43,7 +45,8 @@ nlohmann::json messages(std::size_t s, std::size_t t, const std::vector<std::str
   return m;
 }
 
-// `sessions` sessions of `turns` turns; turn t asks for t + 2 tokens; turn t's request index is s * turns + t.
+// `sessions` sessions of `turns` turns; turn t asks for t + 2 tokens; turn t's request index is s * turns +
+// t.
 struct Chats {
   std::vector<PlannedRequest> requests;
   SessionPlan plan;
@@ -112,7 +115,8 @@ TEST(Sessions, TurnsGoInOrderEachWithTheAnswersReceivedSoFar) {
       const RequestOutput& o = r.outputs[s * 3 + t];
       ASSERT_TRUE(o.success) << id_of(s, t) << ": " << o.error;
       EXPECT_EQ(o.request_id, id_of(s, t));
-      EXPECT_EQ(o.generated_text, repeat("tok", static_cast<int>(t) + 2));  // the server sends max_tokens tokens
+      EXPECT_EQ(o.generated_text,
+                repeat("tok", static_cast<int>(t) + 2));  // the server sends max_tokens tokens
       EXPECT_EQ(o.expected_output_len, static_cast<int>(t) + 2);
       // The history sent: the answers of the earlier turns, "toktok" then "toktoktok".
       std::vector<std::string> answers;
@@ -146,7 +150,8 @@ TEST(Sessions, SessionConcurrencyOneRunsConversationsOneAfterAnotherWithThinkTim
   // overlap: the server sees t0, t1 of one conversation, then t0, t1 of the next.
   std::vector<Emission> order = server.emissions();
   ASSERT_EQ(order.size(), 6u);
-  std::sort(order.begin(), order.end(), [](const Emission& a, const Emission& b) { return a.received < b.received; });
+  std::sort(order.begin(), order.end(),
+            [](const Emission& a, const Emission& b) { return a.received < b.received; });
   std::vector<std::size_t> session_order;
   for (std::size_t k = 0; k < 6; k += 2) {
     const std::string s = order[k].request_id.substr(0, 2);
@@ -161,7 +166,8 @@ TEST(Sessions, SessionConcurrencyOneRunsConversationsOneAfterAnotherWithThinkTim
   for (std::size_t k = 0; k < 3; ++k) {
     const std::size_t s = session_order[k];
     // The think time separates the end of turn 0 from turn 1 (a lower bound: never early).
-    EXPECT_GE(seen.at(id_of(s, 1)).received - seen.at(id_of(s, 0)).chunk_times.back(), std::chrono::milliseconds(20));
+    EXPECT_GE(seen.at(id_of(s, 1)).received - seen.at(id_of(s, 0)).chunk_times.back(),
+              std::chrono::milliseconds(20));
     const RequestOutput& t0 = r.outputs[s * 2];
     const RequestOutput& t1 = r.outputs[s * 2 + 1];
     EXPECT_GE(t1.intended_send_time_s, t0.send_time_s + t0.latency_s + 0.020);
@@ -222,7 +228,8 @@ TEST(Sessions, StopCancelsTheTurnInFlightAndTheRest) {
     stop.request_stop();
   });
   const std::vector<double> starts = {0.0, 0.0};
-  const LoadResult r = run_sessions(chat_options(server), chats.requests, chats.plan, starts, {}, stop.get_token());
+  const LoadResult r =
+      run_sessions(chat_options(server), chats.requests, chats.plan, starts, {}, stop.get_token());
   stopper.join();
   EXPECT_TRUE(r.interrupted);
   for (std::size_t i = 0; i < 6; ++i) {

@@ -1,5 +1,6 @@
-// Multi-turn conversations (sample_conversations) and Mooncake-style traces (load_trace), against hand-written
-// files and the real multi-turn ShareGPT record in ../shared/data, with hand-computed expectations.
+// Multi-turn conversations (sample_conversations) and Mooncake-style traces (load_trace), against
+// hand-written files and the real multi-turn ShareGPT record in ../shared/data, with hand-computed
+// expectations.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,12 +29,15 @@ int words(std::string_view text) {
 }
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("servelab_mt_" + std::to_string(::getpid()) + "_" + name);
+  const auto path =
+      std::filesystem::temp_directory_path() / ("servelab_mt_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(path) << text;
   return path;
 }
 
-std::filesystem::path tiny_multiturn() { return common::data_dir() / "sharegpt_v4.3_tiny_multiturn.json"; }
+std::filesystem::path tiny_multiturn() {
+  return common::data_dir() / "sharegpt_v4.3_tiny_multiturn.json";
+}
 
 TEST(MultiTurn, RealShareGptConversationBecomesSixUserTurnsWithTheirAnswers) {
   MultiTurnOptions o;
@@ -86,10 +90,11 @@ TEST(MultiTurn, SystemPromptBrokenAlternationAndUnansweredTurns) {
   EXPECT_EQ(convs[1].id, "r1");
   ASSERT_EQ(convs[1].turns.size(), 1u);  // the unanswered "z z z" is left out without a fixed output length
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0],
-            "multi-turn: of 3 records, 2 cut where the turns stop alternating user/assistant, 2 with a last user "
-            "turn left out (no recorded answer to size it; give --sharegpt-output-len to keep it), 1 dropped "
-            "without any turn");
+  EXPECT_EQ(
+      warnings[0],
+      "multi-turn: of 3 records, 2 cut where the turns stop alternating user/assistant, 2 with a last user "
+      "turn left out (no recorded answer to size it; give --sharegpt-output-len to keep it), 1 dropped "
+      "without any turn");
 
   o.output_len = 7;  // now the unanswered turns are kept
   convs = sample_conversations(path, o, words);
@@ -168,12 +173,13 @@ TEST(Trace, BlockTokensAreSplitMix64OverSeedHashAndPosition) {
 }
 
 TEST(Trace, SharedHashIdsAreSharedPrefixesAndRecordsGoInTimeOrder) {
-  const auto path = write_file("trace.jsonl",
-                               "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 10, \"hash_ids\": [0, 1]}\n"
-                               "{\"timestamp\": 1500, \"input_length\": 1024, \"output_length\": 20, \"hash_ids\": [0, 1]}\n"
-                               "\n"
-                               "{\"timestamp\": 700.5, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [7]}\n"
-                               "{\"timestamp\": 2000, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [9]}\n");
+  const auto path = write_file(
+      "trace.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 10, \"hash_ids\": [0, 1]}\n"
+      "{\"timestamp\": 1500, \"input_length\": 1024, \"output_length\": 20, \"hash_ids\": [0, 1]}\n"
+      "\n"
+      "{\"timestamp\": 700.5, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [7]}\n"
+      "{\"timestamp\": 2000, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [9]}\n");
   TraceOptions o = trace_options();
   o.num_prompts = 3;  // the first three records of the file
   std::vector<std::string> warnings;
@@ -196,7 +202,8 @@ TEST(Trace, SharedHashIdsAreSharedPrefixesAndRecordsGoInTimeOrder) {
                          reqs[2].prompt_token_ids.begin()));
   const std::vector<std::int32_t> allowed = {2, 3, 4, 5, 6, 7, 8, 9};
   for (int j = 0; j < 512; ++j) ASSERT_EQ(reqs[2].prompt_token_ids[j], trace_block_token(0, 0, j, allowed));
-  for (int j = 0; j < 512; ++j) ASSERT_EQ(reqs[2].prompt_token_ids[512 + j], trace_block_token(0, 1, j, allowed));
+  for (int j = 0; j < 512; ++j)
+    ASSERT_EQ(reqs[2].prompt_token_ids[512 + j], trace_block_token(0, 1, j, allowed));
   for (int j = 0; j < 100; ++j) ASSERT_EQ(reqs[1].prompt_token_ids[j], trace_block_token(0, 7, j, allowed));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], "timed_trace: records were not in timestamp order; sent in timestamp order");
@@ -207,12 +214,15 @@ TEST(Trace, SharedHashIdsAreSharedPrefixesAndRecordsGoInTimeOrder) {
   const auto all = load_trace(path, o, &warnings);
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[3].output_len, 3);
-  EXPECT_EQ(warnings.back(), "timed_trace: the trace has 4 records, fewer than --num-prompts 10; all are sent");
+  EXPECT_EQ(warnings.back(),
+            "timed_trace: the trace has 4 records, fewer than --num-prompts 10; all are sent");
   std::filesystem::remove(path);
 }
 
 std::string trace_error(const std::string& line) {
-  const auto path = write_file("bad.jsonl", "{\"timestamp\": 0, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": [1]}\n" + line + "\n");
+  const auto path = write_file(
+      "bad.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": [1]}\n" + line + "\n");
   std::string what = "no error";
   try {
     TraceOptions o = trace_options();
@@ -231,7 +241,8 @@ TEST(Trace, MalformedRecordsNameTheLineAndField) {
             "2: \"timestamp\" (ms) must be a finite number >= 0");
   EXPECT_EQ(trace_error(R"({"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": [1]})"),
             "2: \"input_length\" must be an integer in [1, 2^30], got 0");
-  EXPECT_EQ(trace_error(R"({"timestamp": 1, "input_length": 3, "hash_ids": [1]})"), "2: missing \"output_length\"");
+  EXPECT_EQ(trace_error(R"({"timestamp": 1, "input_length": 3, "hash_ids": [1]})"),
+            "2: missing \"output_length\"");
   EXPECT_EQ(trace_error(R"({"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [1]})"),
             "2: input_length 513 does not fit 1 hash ids of 512 tokens (needs 0 < input_length <= 512)");
   EXPECT_EQ(trace_error(R"({"timestamp": 1, "input_length": 3, "output_length": 1, "hash_ids": [-4]})"),
