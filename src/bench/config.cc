@@ -189,7 +189,7 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
 
   // Workload.
   app.add_option("--dataset-name", c.dataset_name,
-                 "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom "
+                 "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom, timed_trace "
                  "(other vLLM dataset names are reported as not supported).")
       ->capture_default_str();
   add_optional(app, "--dataset-path", c.dataset_path,
@@ -235,6 +235,37 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
   app.add_flag("--disable-shuffle", c.disable_shuffle, "Disable shuffling of dataset samples for deterministic ordering.");
   app.add_option("--request-id-prefix", c.request_id_prefix,
                  "Prefix of the x-request-id header (default: bench-<8 random hex>-); id = prefix + index.");
+  app.add_flag("--self-timed", c.self_timed,
+               "timed_trace: send each request at its trace timestamp (x --timed-trace-sec-multiplier) "
+               "instead of on the --request-rate schedule.");
+  app.add_option_function<std::string>(
+         "--timed-trace-sec-multiplier",
+         [&c](const std::string& v) {
+           c.timed_trace_sec_multiplier = parse_python_float(v, "--timed-trace-sec-multiplier");
+         },
+         "timed_trace with --self-timed: seconds per trace timestamp unit (0.001 = Mooncake milliseconds in "
+         "real time; 0.0005 replays twice as fast, 0.002 twice as slow).")
+      ->default_str("0.001");
+  app.add_flag("--multi-turn", c.multi_turn,
+               "sharegpt + openai-chat: benchmark whole conversations (servelab): every user turn is sent with "
+               "its history, the next turn once the previous one finished; --num-prompts counts conversations.");
+  app.add_option("--multi-turn-history", c.multi_turn_history,
+                 "Assistant messages of a turn's history: server (the server's actual answers, as vLLM's "
+                 "benchmarks/multi_turn) or dataset (the recorded answers).")
+      ->check(CLI::IsMember({"server", "dataset"}))
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--multi-turn-think-time-ms",
+         [&c](const std::string& v) {
+           c.multi_turn_think_time_ms = parse_python_float(v, "--multi-turn-think-time-ms");
+         },
+         "Think time between the end of a turn and the intended send of the next one, ms.")
+      ->default_str("0.0");
+  add_optional(app, "--multi-turn-max-turns", c.multi_turn_max_turns,
+               "Keep only the first N user turns of every conversation.");
+  add_optional(app, "--session-concurrency", c.session_concurrency,
+               "Conversations in progress at once (--multi-turn); a conversation waits for a free session before "
+               "its first turn. Default: no limit.");
 
   // Traffic shaping.
   app.add_option("--request-rate", c.request_rate,
@@ -379,6 +410,45 @@ std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector
   return out;
 }
 
+namespace {
+// timed_trace and --multi-turn flag combinations.
+void validate_session_flags(const BenchConfig& c) {
+  if (c.dataset_name == "timed_trace" && c.backend == "openai-chat")
+    throw ConfigError("--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm "
+                      "(the completions API), not openai-chat");
+  if (c.self_timed && c.dataset_name != "timed_trace")
+    throw ConfigError("--self-timed is only for --dataset-name timed_trace");
+  if (!(c.timed_trace_sec_multiplier > 0) || c.timed_trace_sec_multiplier > 1e6)
+    throw ConfigError(fmt::format("--timed-trace-sec-multiplier must be > 0 and at most 1e6 (got {})",
+                                  python_float_repr(c.timed_trace_sec_multiplier)));
+  if (c.self_timed && c.ramp_up_strategy)
+    throw ConfigError("--self-timed sends at the trace's times: it cannot be combined with --ramp-up-strategy");
+  const bool session_flags = c.multi_turn_history != "server" || c.multi_turn_think_time_ms != 0.0 ||
+                             c.multi_turn_max_turns || c.session_concurrency;
+  if (!c.multi_turn) {
+    if (session_flags)
+      throw ConfigError(
+          "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and --session-concurrency "
+          "need --multi-turn");
+    return;
+  }
+  if (c.dataset_name != "sharegpt")
+    throw ConfigError(fmt::format("--multi-turn reads ShareGPT conversations: use --dataset-name sharegpt (got {})",
+                                  c.dataset_name));
+  if (c.backend != "openai-chat")
+    throw ConfigError("--multi-turn sends chat messages: use --backend openai-chat --endpoint /v1/chat/completions");
+  if (c.multi_turn_history != "server" && c.multi_turn_history != "dataset")
+    throw ConfigError("--multi-turn-history: '" + c.multi_turn_history + "' not in {server, dataset}");
+  if (!(c.multi_turn_think_time_ms >= 0) || c.multi_turn_think_time_ms > 1e9)
+    throw ConfigError(fmt::format("--multi-turn-think-time-ms must be in [0, 1e9] (got {})",
+                                  python_float_repr(c.multi_turn_think_time_ms)));
+  if (c.multi_turn_max_turns && *c.multi_turn_max_turns < 1)
+    throw ConfigError(fmt::format("--multi-turn-max-turns must be >= 1 (got {})", *c.multi_turn_max_turns));
+  if (c.session_concurrency && *c.session_concurrency < 1)
+    throw ConfigError(fmt::format("--session-concurrency must be >= 1 (got {})", *c.session_concurrency));
+}
+}  // namespace
+
 ResolvedConfig resolve(const BenchConfig& c) {
   ResolvedConfig r;
   if (!contains(kBackends, c.backend))
@@ -442,6 +512,7 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (c.seed < 0 || c.seed > 4294967295LL)  // numpy np.random.seed's range (legacy MT19937)
     throw ConfigError(fmt::format("--seed {}: Seed must be between 0 and 2**32 - 1", c.seed));
   if (c.num_prompts < 1) throw ConfigError(fmt::format("--num-prompts must be >= 1 (got {})", c.num_prompts));
+  validate_session_flags(c);
   r.random_input_len = c.input_len.value_or(c.random_input_len);
   r.random_output_len = c.output_len.value_or(c.random_output_len);
   r.sharegpt_output_len = c.output_len ? c.output_len : c.sharegpt_output_len;
@@ -593,6 +664,10 @@ std::string namespace_repr(const BenchConfig& c) {
       {"metric_percentiles", py_str(c.metric_percentiles)},
       {"min_p", py_opt(c.min_p)},
       {"model", py_opt(c.model)},
+      {"multi_turn", py_bool(c.multi_turn)},
+      {"multi_turn_history", py_str(c.multi_turn_history)},
+      {"multi_turn_max_turns", py_opt(c.multi_turn_max_turns)},
+      {"multi_turn_think_time_ms", python_float_repr(c.multi_turn_think_time_ms)},
       {"no_oversample", py_bool(c.no_oversample)},
       {"no_server_metrics", py_bool(c.no_server_metrics)},
       {"num_prompts", std::to_string(c.num_prompts)},
@@ -622,11 +697,14 @@ std::string namespace_repr(const BenchConfig& c) {
       {"save_detailed", py_bool(c.save_detailed)},
       {"save_result", py_bool(c.save_result)},
       {"seed", std::to_string(c.seed)},
+      {"self_timed", py_bool(c.self_timed)},
       {"served_model_name", py_opt(c.served_model_name)},
       {"server_metrics_interval_s", python_float_repr(c.server_metrics_interval_s)},
+      {"session_concurrency", py_opt(c.session_concurrency)},
       {"sharegpt_output_len", py_opt(c.sharegpt_output_len)},
       {"skip_chat_template", py_bool(c.skip_chat_template)},
       {"temperature", py_opt(c.temperature)},
+      {"timed_trace_sec_multiplier", python_float_repr(c.timed_trace_sec_multiplier)},
       {"tokenizer", py_opt(c.tokenizer)},
       {"tokenizer_mode", py_str(c.tokenizer_mode)},
       {"top_k", py_opt(c.top_k)},

@@ -23,11 +23,12 @@ namespace servelab::bench {
 /// /v1/chat/completions (vLLM's OPENAI_COMPATIBLE_BACKENDS).
 inline const std::vector<std::string> kBackends = {"openai", "openai-chat", "vllm"};
 /// Datasets servelab implements (vLLM names). Other vLLM dataset names are rejected with a clear message.
-inline const std::vector<std::string> kDatasets = {"sharegpt", "random", "prefix_repetition", "custom"};
+inline const std::vector<std::string> kDatasets = {"sharegpt", "random", "prefix_repetition", "custom",
+                                                   "timed_trace"};
 /// vLLM 0.13's other `--dataset-name` choices (recognised only to say they are not supported yet).
 inline const std::vector<std::string> kDatasetsNotSupported = {
     "burstgpt", "sonnet", "random-mm", "random-rerank", "hf", "custom_audio", "custom_image",
-    "spec_bench", "speed_bench", "timed_trace"};
+    "spec_bench", "speed_bench"};
 /// vLLM 0.13's `--tokenizer-mode` choices (vllm/config/model.py TokenizerMode).
 inline const std::vector<std::string> kTokenizerModes = {"auto", "slow", "mistral", "deepseek_v32", "custom"};
 /// Metric names accepted by `--percentile-metrics` (vLLM 0.13: ttft, tpot, itl, e2el).
@@ -77,6 +78,17 @@ struct BenchConfig {
   bool no_oversample = false;
   bool disable_shuffle = false;
   std::string request_id_prefix;                 ///< empty: "bench-<8 random hex>-" chosen by resolve()
+  // timed_trace (newer vLLM's names): Mooncake-style JSONL replay.
+  bool self_timed = false;                       ///< send at the trace's timestamps (else --request-rate)
+  /// Seconds per trace timestamp unit: intended send time = timestamp × this (0.001: Mooncake's ms in real
+  /// time; 0.0005 replays twice as fast).
+  double timed_trace_sec_multiplier = 0.001;
+  // Multi-turn conversations (servelab; vLLM has them only in benchmarks/multi_turn).
+  bool multi_turn = false;                       ///< sharegpt: every user turn sent with its history
+  std::string multi_turn_history = "server";     ///< "server" (actual answers) | "dataset" (recorded ones)
+  double multi_turn_think_time_ms = 0.0;         ///< ms from a turn's end to the next turn's intended send
+  std::optional<int> multi_turn_max_turns;       ///< keep the first N user turns of a conversation
+  std::optional<int> session_concurrency;        ///< conversations in progress at once (default: no limit)
 
   // --- traffic shaping
   std::string request_rate = "inf";              ///< req/s, Python float syntax ("inf", "10", "2.5")

@@ -14,9 +14,12 @@
 #include "bench/ramp_up.h"
 #include "bench/status.h"
 #include "bench/server_clock.h"
+#include "bench/workload.h"
 #include "client/client.h"
+#include "client/session.h"
 #include "common/redact.h"
 #include "dataset/dataset.h"
+#include "dataset/multi_turn.h"
 #include "report/python_json.h"
 #include "tokenizer/tokenizer.h"
 
@@ -153,19 +156,28 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   }
 
   // 5. Dataset.
-  std::vector<dataset::SampleRequest> samples;
+  detail::Workload work;
   try {
-    samples = dataset::sample_requests(dataset_options(config, r), *tok);
+    work = detail::build_workload(config, r, *tok);
   } catch (const std::exception& e) {
     throw BenchError(fmt::format("dataset {}: {}", config.dataset_name, e.what()));
   }
-  if (samples.empty()) throw BenchError(fmt::format("dataset {} produced no requests", config.dataset_name));
+  std::vector<client::PlannedRequest>& planned = work.requests();
+  if (planned.empty()) throw BenchError(fmt::format("dataset {} produced no requests", config.dataset_name));
+  for (const auto& w : work.warnings) print.line("WARNING: {}", w);
+  if (work.multi_turn) {
+    print.line("Multi-turn: {} conversations, {} turns", work.multi_turn->plan.sessions.size(), planned.size());
+    // Turns carry chat templates and histories the client does not count: report the server's prompt tokens.
+    metrics_options.input_tokens = metrics::InputTokenSource::kServerUsage;
+  }
 
-  // 6. ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227).
+  // 6. ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227), and for
+  // timed_trace (newer vLLM), whose output lengths are the trace's.
   bool ignore_eos = config.ignore_eos;
-  if (config.dataset_name == "random" && !ignore_eos) {
+  if ((config.dataset_name == "random" || config.dataset_name == "timed_trace") && !ignore_eos) {
     ignore_eos = true;
-    print.line("ignore_eos is forced on for the random dataset (as vLLM 0.13 does).");
+    print.line("ignore_eos is forced on for the {} dataset (as vLLM {}does).", config.dataset_name,
+               config.dataset_name == "random" ? "0.13 " : "");
   }
 
   // 7. Client options: sampling parameters (+ temperature 0.0 default), headers, endpoint.
@@ -186,16 +198,6 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     return static_cast<int>(tok->encode(text, /*add_special_tokens=*/false).size());
   };
 
-  std::vector<client::PlannedRequest> planned;
-  planned.reserve(samples.size());
-  for (auto& s : samples) {
-    client::PlannedRequest p;
-    p.prompt = std::move(s.prompt);
-    p.prompt_len = s.prompt_len;
-    p.max_tokens = s.expected_output_len;
-    p.request_id = std::move(s.request_id);
-    planned.push_back(std::move(p));
-  }
   client::PlannedRequest test_input = planned.front();
   test_input.request_id.clear();  // vLLM: the test/warm-up input carries no request id
 
@@ -263,7 +265,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
                clock.time_scale, clock.time_scale, clock.time_scale);
   const double k = clock.time_scale;
   client::ArrivalOptions arrival;
-  arrival.num_requests = planned.size();
+  arrival.num_requests = work.multi_turn ? work.multi_turn->plan.sessions.size() : planned.size();
   arrival.request_rate = r.request_rate * k;
   arrival.burstiness = config.burstiness;
   arrival.seed = static_cast<std::uint32_t>(config.seed);
@@ -276,6 +278,14 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
+  if (config.self_timed) {  // trace times are engine time: a twin K times faster gets them K times sooner
+    schedule = work.trace_send_s;
+    for (double& t : schedule) t /= k;
+    print.line("Self-timed: requests are sent at their trace timestamps x {} s ({} requests, the last at {:.3f} s)",
+               report::python_float_repr(config.timed_trace_sec_multiplier), schedule.size(),
+               work.trace_send_s.back());
+  }
+  if (work.multi_turn) work.multi_turn->plan.think_time_s /= k;
 
   // Progress: tqdm's bar on a terminal; otherwise (CI logs, nohup) a log line every 5 s.
   const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
@@ -299,7 +309,9 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     scraper.emplace(urls.base_url, r.headers, config.insecure, config.server_metrics_interval_s, k);
     scraper->start_run();
   }
-  client::LoadResult load = client::run_load(opts, planned, schedule, progress, stop);
+  client::LoadResult load =
+      work.multi_turn ? client::run_sessions(opts, planned, work.multi_turn->plan, schedule, progress, stop)
+                      : client::run_load(opts, planned, schedule, progress, stop);
   const double client_stall_ms = stalls ? stalls->stop() : 0.0;
   if (scraper) result.server_metrics = scraper->stop();
   if (bar) bar->finish();
@@ -360,6 +372,13 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
 
   result.console_report = report::format_console_block(result.run, result.metrics, selected) +
                           report::format_console_extras(result.run, result.metrics, selected);
+  std::optional<detail::SessionMetrics> sessions;
+  if (work.multi_turn) {
+    sessions = detail::session_metrics(*work.multi_turn, result.outputs, result.duration_s, r.metric_percentiles);
+    result.console_report += detail::format_session_metrics(*sessions, work.multi_turn->history,
+                                                            config.multi_turn_think_time_ms,
+                                                            config.session_concurrency.value_or(0));
+  }
   if (lag)
     result.invalid_reason =
         detail::schedule_invalid_reason(*lag, result.duration_s, result.metrics, k, client_stall_ms);
@@ -394,8 +413,18 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
                                                  : nlohmann::ordered_json(result.invalid_reason);
   }
 
-  if (result.server_metrics && result.result_json.contains("servelab"))
-    result.result_json["servelab"]["server_metrics"] = server_metrics_json(*result.server_metrics);
+  if (result.result_json.contains("servelab")) {
+    auto& x = result.result_json["servelab"];
+    if (result.server_metrics) x["server_metrics"] = server_metrics_json(*result.server_metrics);
+    if (sessions)
+      x["multi_turn"] = detail::session_metrics_json(*sessions, work.multi_turn->history,
+                                                     config.multi_turn_think_time_ms,
+                                                     config.session_concurrency.value_or(0));
+    if (config.dataset_name == "timed_trace")
+      x["timed_trace"] = {{"self_timed", config.self_timed},
+                          {"sec_multiplier", config.timed_trace_sec_multiplier},
+                          {"block_tokens", dataset::kTraceBlockTokens}};
+  }
 
   // 12. JSON result.
   if (config.save_result || config.append_result) {

@@ -103,6 +103,12 @@ void run_sim_run(SimRunArgs& a) {
   const model::ModelSpec model =
       a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
   const bench::ResolvedConfig r = bench::resolve(a.bench);
+  if (a.bench.multi_turn)
+    throw std::runtime_error(
+        "sim run does not predict --multi-turn workloads (each turn's prompt holds the server's earlier answers); "
+        "run them against the twin with `servelab sim serve` and `servelab bench serve --multi-turn`");
+  if (a.bench.dataset_name == "timed_trace")
+    throw std::runtime_error("sim run does not predict --dataset-name timed_trace workloads yet");
 
   std::vector<sim::WorkloadRequest> workload;
   std::string workload_name, workload_note;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <stdexcept>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "client/client.h"
 #include "client/http_response.h"
 #include "client/request.h"
+#include "client/session.h"
 #include "client/sse.h"
 #include "common/redact.h"
 
@@ -57,7 +59,7 @@ class Worker;
 template <class Stream>
 struct Run {
   const ClientOptions& options;
-  std::span<const double> schedule;
+  std::vector<double> schedule;  // intended send times; a later session turn's is set when it is released
   std::vector<std::string> http;
   std::vector<RequestOutput>& outputs;
   std::vector<std::string>& reasoning;   // per request; used only with a re-tokenizer
@@ -76,10 +78,19 @@ struct Run {
   int available = 0;
   std::deque<std::pair<Worker<Stream>*, std::size_t>> waiters;
   std::vector<std::string> warnings;
+  // Sessions (run_sessions; null for run_load): turn k+1 is built by the owning worker when turn k ended.
+  const SessionPlan* plan = nullptr;
+  std::vector<std::size_t> session_of, turn_of;  // per request
+  std::vector<char> holds_session_slot;          // per session; written by its owning worker only
+  const ParsedUrl* url = nullptr;
+  std::string api_key;
+  bool sessions_limited = false;  // session concurrency semaphore, FIFO, guarded by mu
+  int sessions_available = 0;
+  std::deque<std::pair<Worker<Stream>*, std::size_t>> session_waiters;
 
   Run(const ClientOptions& o, std::span<const double> s, std::vector<RequestOutput>& out,
       std::vector<std::string>& r)
-      : options(o), schedule(s), outputs(out), reasoning(r) {}
+      : options(o), schedule(s.begin(), s.end()), outputs(out), reasoning(r) {}
 
   double rel(Clock::time_point tp) const { return std::chrono::duration<double>(tp - t0).count(); }
 };
@@ -123,8 +134,10 @@ struct Conn {
 template <class Stream>
 class Worker {
  public:
-  Worker(Run<Stream>& run, std::vector<std::size_t> mine)
-      : run_(run), mine_(std::move(mine)), dispatch_timer_(io_), grace_timer_(io_),
+  /// `mine`: the requests this worker dispatches on the schedule, in order; `owned`: those plus the later
+  /// turns of their sessions (all of which this worker sends).
+  Worker(Run<Stream>& run, std::vector<std::size_t> mine, std::size_t owned)
+      : run_(run), mine_(std::move(mine)), owned_(owned), dispatch_timer_(io_), grace_timer_(io_),
         guard_(asio::make_work_guard(io_)) {}
 
   void run_loop() {
@@ -142,6 +155,11 @@ class Worker {
   /// Thread-safe: a slot of the semaphore was handed to request `idx` of this worker.
   void post_start(std::size_t idx) {
     asio::post(io_, [this, idx] { start(idx); });
+  }
+
+  /// Thread-safe: a session slot was handed to the session whose first turn is request `idx`.
+  void post_session_start(std::size_t idx) {
+    asio::post(io_, [this, idx] { on_session_slot(idx); });
   }
 
   simdjson::ondemand::parser& json() { return json_; }
@@ -172,9 +190,25 @@ class Worker {
   }
 
   // ---- schedule ----
+  // Earliest due request: the next one on the schedule, or a released session turn.
+  Clock::time_point next_due_time() const {
+    Clock::time_point at = next_ < mine_.size() ? due(mine_[next_]) : Clock::time_point::max();
+    if (!followups_.empty()) at = std::min(at, followups_.top().first);
+    return at;
+  }
+
+  std::size_t pop_due() {
+    if (!followups_.empty() && (next_ >= mine_.size() || followups_.top().first < due(mine_[next_]))) {
+      const std::size_t idx = followups_.top().second;
+      followups_.pop();
+      return idx;
+    }
+    return mine_[next_++];
+  }
+
   void arm_dispatch() {
-    if (stopping_ || next_ >= mine_.size()) return;
-    dispatch_timer_.expires_at(due(mine_[next_]));
+    if (stopping_ || (next_ >= mine_.size() && followups_.empty())) return;
+    dispatch_timer_.expires_at(next_due_time());
     dispatch_timer_.async_wait([this](const error_code& ec) {
       if (ec || stopping_) return;
       dispatch_due();
@@ -187,12 +221,12 @@ class Worker {
     if (stopping_ || run_.stop_requested.load(std::memory_order_relaxed)) return;
     Clock::time_point now = Clock::now();
     int batch = 0;
-    while (next_ < mine_.size() && due(mine_[next_]) <= now) {
+    while ((next_ < mine_.size() || !followups_.empty()) && next_due_time() <= now) {
       if (batch++ == kDispatchBatch) {
         asio::post(io_, [this] { dispatch_due(); });
         return;
       }
-      dispatch(mine_[next_++], now);
+      dispatch(pop_due(), now);
       now = Clock::now();
     }
     arm_dispatch();
@@ -201,6 +235,29 @@ class Worker {
   void dispatch(std::size_t idx, Clock::time_point now) {
     RequestOutput& out = run_.outputs[idx];
     out.dispatch_time_s = run_.rel(now);
+    if (run_.plan && run_.turn_of[idx] == 0 && run_.sessions_limited) {
+      std::lock_guard lock(run_.mu);
+      if (run_.sessions_available == 0) {
+        run_.session_waiters.emplace_back(this, idx);
+        return;
+      }
+      --run_.sessions_available;
+    }
+    if (run_.plan && run_.turn_of[idx] == 0) run_.holds_session_slot[run_.session_of[idx]] = 1;
+    acquire_slot(idx);
+  }
+
+  void on_session_slot(std::size_t idx) {
+    run_.holds_session_slot[run_.session_of[idx]] = 1;
+    if (stopping_ || run_.stop_requested.load(std::memory_order_relaxed)) {
+      mark_not_sent(idx, "not sent: run interrupted while waiting for a session slot");
+      return check_done();
+    }
+    acquire_slot(idx);
+  }
+
+  // The --max-concurrency semaphore, then start.
+  void acquire_slot(std::size_t idx) {
     if (run_.limited) {
       std::lock_guard lock(run_.mu);
       if (run_.available == 0) {
@@ -230,6 +287,66 @@ class Worker {
     } else {
       w->post_start(j);
     }
+  }
+
+  // ---- sessions ----
+  // Turn `idx` ended (any outcome): release the next turn of its session, or end the session.
+  void after_turn(std::size_t idx) {
+    const std::size_t s = run_.session_of[idx];
+    const std::size_t t = run_.turn_of[idx];
+    const auto& turns = run_.plan->sessions[s];
+    const RequestOutput& out = run_.outputs[idx];
+    if (t + 1 == turns.size()) return end_session(s);
+    if (stopping_ || run_.stop_requested.load(std::memory_order_relaxed)) {
+      return abandon(s, t + 1, "not sent: run interrupted before this turn");
+    }
+    if (!out.success) {
+      return abandon(s, t + 1,
+                     "not sent: turn " + std::to_string(t) + " of its session failed (" +
+                         metrics::failure_kind_name(out.failure) + ")");
+    }
+    const std::size_t next = turns[t + 1];
+    PlannedRequest req;
+    try {
+      req = run_.plan->next_turn(s, t + 1, out);
+      run_.http[next] = build_http_request(run_.options, *run_.url, run_.api_key, req);
+    } catch (const std::exception& e) {
+      return abandon(s, t + 1, std::string("not sent: building this turn failed: ") + e.what());
+    }
+    RequestOutput& n = run_.outputs[next];
+    n.prompt_len = req.prompt_len;
+    n.dataset_prompt_len = req.prompt_len;
+    n.expected_output_len = req.max_tokens;
+    n.request_id = std::move(req.request_id);
+    n.intended_send_time_s = run_.rel(Clock::now()) + run_.plan->think_time_s;
+    run_.schedule[next] = n.intended_send_time_s;
+    followups_.emplace(due(next), next);
+    arm_dispatch();
+  }
+
+  // Turns `from`.. of session `s` are never sent; the session ends.
+  void abandon(std::size_t s, std::size_t from, const std::string& why) {
+    const auto& turns = run_.plan->sessions[s];
+    for (std::size_t k = from; k < turns.size(); ++k) mark_one_not_sent(turns[k], why);
+    end_session(s);
+  }
+
+  void end_session(std::size_t s) {
+    if (!run_.holds_session_slot[s]) return;
+    run_.holds_session_slot[s] = 0;
+    if (!run_.sessions_limited) return;
+    Worker* w = nullptr;
+    std::size_t j = 0;
+    {
+      std::lock_guard lock(run_.mu);
+      if (run_.session_waiters.empty()) {
+        ++run_.sessions_available;
+        return;
+      }
+      std::tie(w, j) = run_.session_waiters.front();
+      run_.session_waiters.pop_front();
+    }
+    w->post_session_start(j);
   }
 
   // ---- request lifecycle ----
@@ -269,7 +386,8 @@ class Worker {
     c.sse.reset();
     c.st.begin(&run_.outputs[idx], send);
     c.st.endpoint = run_.options.endpoint;
-    c.st.keep_text = run_.options.keep_generated_text || static_cast<bool>(run_.options.retokenize);
+    c.st.keep_text = run_.options.keep_generated_text || static_cast<bool>(run_.options.retokenize) ||
+                     run_.plan != nullptr;  // a session's next turn may carry this answer
     c.st.reasoning_text = run_.options.retokenize ? &run_.reasoning[idx] : nullptr;
   }
 
@@ -528,6 +646,7 @@ class Worker {
     } else {
       close(c);
     }
+    if (run_.plan) after_turn(idx);
     on_request_done(completed);
   }
 
@@ -543,7 +662,7 @@ class Worker {
   }
 
   void check_done() {
-    if (finished_ == mine_.size()) {
+    if (finished_ == owned_) {
       for (ConnT* c : idle_) close(*c);
       idle_.clear();
       grace_timer_.cancel();  // nothing left to cancel: do not wait for the grace period
@@ -575,7 +694,13 @@ class Worker {
     }
   }
 
-  void mark_not_sent(std::size_t idx, const char* why) {
+  // Request `idx` is never sent; for a session turn, neither are the later turns of its session.
+  void mark_not_sent(std::size_t idx, const std::string& why) {
+    mark_one_not_sent(idx, why);
+    if (run_.plan) abandon(run_.session_of[idx], run_.turn_of[idx] + 1, why);
+  }
+
+  void mark_one_not_sent(std::size_t idx, const std::string& why) {
     RequestOutput& out = run_.outputs[idx];
     out.success = false;
     out.failure = FailureKind::kCancelled;
@@ -595,21 +720,17 @@ class Worker {
     for (; next_ < mine_.size(); ++next_) {
       mark_not_sent(mine_[next_], "not sent: run interrupted before its send time");
     }
+    for (; !followups_.empty(); followups_.pop()) {
+      mark_not_sent(followups_.top().second, "not sent: run interrupted before its send time");
+    }
     if (run_.limited) {
-      std::vector<std::size_t> mine_waiting;
-      {
-        std::lock_guard lock(run_.mu);
-        for (auto it = run_.waiters.begin(); it != run_.waiters.end();) {
-          if (it->first == this) {
-            mine_waiting.push_back(it->second);
-            it = run_.waiters.erase(it);
-          } else {
-            ++it;
-          }
-        }
-      }
-      for (std::size_t idx : mine_waiting) {
+      for (std::size_t idx : take_waiters(run_.waiters)) {
         mark_not_sent(idx, "not sent: run interrupted while waiting for a --max-concurrency slot");
+      }
+    }
+    if (run_.sessions_limited) {
+      for (std::size_t idx : take_waiters(run_.session_waiters)) {
+        mark_not_sent(idx, "not sent: run interrupted while waiting for a session slot");
       }
     }
     for (ConnT* c : idle_) close(*c);
@@ -626,6 +747,21 @@ class Worker {
     check_done();
   }
 
+  // Removes this worker's entries from a semaphore's wait queue.
+  std::vector<std::size_t> take_waiters(std::deque<std::pair<Worker*, std::size_t>>& queue) {
+    std::vector<std::size_t> mine_waiting;
+    std::lock_guard lock(run_.mu);
+    for (auto it = queue.begin(); it != queue.end();) {
+      if (it->first == this) {
+        mine_waiting.push_back(it->second);
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return mine_waiting;
+  }
+
   void abort_in_flight() {
     for (auto& c : conns_) {
       if (c->idx != kNoRequest) fail_request(*c, FailureKind::kCancelled, "cancelled: run interrupted");
@@ -635,6 +771,10 @@ class Worker {
 
   Run<Stream>& run_;
   std::vector<std::size_t> mine_;
+  std::size_t owned_ = 0;
+  // Released session turns by intended send time (earliest first).
+  using Due = std::pair<Clock::time_point, std::size_t>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> followups_;
   asio::io_context io_{1};
   asio::steady_timer dispatch_timer_;
   asio::steady_timer grace_timer_;
@@ -663,9 +803,19 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
              std::stop_token stop, std::atomic<bool>& interrupted) {
   const std::size_t n = run.outputs.size();
   std::vector<std::vector<std::size_t>> parts(num_threads);
-  for (std::size_t i = 0; i < n; ++i) parts[i % num_threads].push_back(i);
+  std::vector<std::size_t> owned(num_threads, 0);
+  if (run.plan) {  // a session's turns all go to one worker (its next turn is built where the last one ended)
+    for (std::size_t s = 0; s < run.plan->sessions.size(); ++s) {
+      parts[s % num_threads].push_back(run.plan->sessions[s].front());
+      owned[s % num_threads] += run.plan->sessions[s].size();
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) parts[i % num_threads].push_back(i);
+    for (std::size_t w = 0; w < num_threads; ++w) owned[w] = parts[w].size();
+  }
   std::vector<std::unique_ptr<Worker<Stream>>> workers;
-  for (auto& p : parts) workers.push_back(std::make_unique<Worker<Stream>>(run, std::move(p)));
+  for (std::size_t w = 0; w < num_threads; ++w)
+    workers.push_back(std::make_unique<Worker<Stream>>(run, std::move(parts[w]), owned[w]));
 
   std::mutex done_mu;
   std::condition_variable done_cv;
@@ -714,9 +864,12 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
 }  // namespace
 }  // namespace detail
 
-LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest> requests,
-                    std::span<const double> schedule_s, const ProgressCallback& progress,
-                    std::stop_token stop) {
+namespace {
+
+// run_load and run_sessions: `plan` null for independent requests.
+LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                    std::span<const double> schedule_s, const SessionPlan* plan,
+                    const ProgressCallback& progress, std::stop_token stop) {
   using namespace detail;
   namespace asio = boost::asio;
   validate_load(options, requests.size(), schedule_s);
@@ -741,7 +894,7 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
 
   std::size_t num_threads = options.num_threads > 0 ? static_cast<std::size_t>(options.num_threads)
                                                      : std::max(1u, std::thread::hardware_concurrency());
-  num_threads = std::max<std::size_t>(1, std::min(num_threads, n));
+  num_threads = std::max<std::size_t>(1, std::min(num_threads, plan ? plan->sessions.size() : n));
 
   asio::io_context resolver_io;
   asio::ip::tcp::resolver resolver(resolver_io);
@@ -765,6 +918,22 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
     run.authority = url.host_header;
     run.limited = options.max_concurrency > 0;
     run.available = options.max_concurrency;
+    if (plan) {
+      run.plan = plan;
+      run.url = &url;
+      run.api_key = api_key;
+      run.session_of.assign(n, 0);
+      run.turn_of.assign(n, 0);
+      for (std::size_t s = 0; s < plan->sessions.size(); ++s) {
+        for (std::size_t t = 0; t < plan->sessions[s].size(); ++t) {
+          run.session_of[plan->sessions[s][t]] = s;
+          run.turn_of[plan->sessions[s][t]] = t;
+        }
+      }
+      run.holds_session_slot.assign(plan->sessions.size(), 0);
+      run.sessions_limited = plan->session_concurrency > 0;
+      run.sessions_available = plan->session_concurrency;
+    }
   };
   Clock::time_point t0;
   Clock::rep last = 0;
@@ -797,6 +966,21 @@ LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest
 
   detail::count_output_tokens(options, reasoning, result, stop);
   return result;
+}
+
+}  // namespace
+
+LoadResult run_load(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                    std::span<const double> schedule_s, const ProgressCallback& progress,
+                    std::stop_token stop) {
+  return run_impl(options, requests, schedule_s, nullptr, progress, stop);
+}
+
+LoadResult run_sessions(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                        const SessionPlan& plan, std::span<const double> session_start_s,
+                        const ProgressCallback& progress, std::stop_token stop) {
+  const std::vector<double> schedule = detail::session_schedule(requests.size(), plan, session_start_s);
+  return run_impl(options, requests, schedule, &plan, progress, stop);
 }
 
 }  // namespace servelab::client

@@ -101,6 +101,7 @@ struct Plan {
   int prompt_tokens = 0;
   bool usage = true;
   std::string id;
+  std::string body;
 };
 
 template <class Stream>
@@ -184,6 +185,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     plan.ttft_s = ttft_ms.empty() ? o.ttft_s : std::stod(ttft_ms) / 1000.0;
     plan.itl_s = itl_ms.empty() ? o.itl_s : std::stod(itl_ms) / 1000.0;
     plan.id = request_id;
+    plan.body = body;
     int max_tokens = 16;
     try {
       const auto j = nlohmann::json::parse(body);
@@ -249,7 +251,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void begin_response(const Plan& plan) {
     plan_ = plan;
-    emission_ = Emission{plan.id, Clock::now(), {}};
+    emission_ = Emission{plan.id, Clock::now(), {}, plan.body};
     logging_ = true;
     const Clock::time_point t0 = emission_.received;
     pieces_.clear();

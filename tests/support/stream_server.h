@@ -68,6 +68,7 @@ struct Emission {
   std::string request_id;              ///< x-request-id received ("" if none)
   SteadyTime received;                 ///< end of the request read
   std::vector<SteadyTime> chunk_times; ///< right before writing each choices event, in order
+  std::string body;                    ///< the request body received
 };
 
 /// The server: listens on construction, serves until destruction/stop().
