@@ -261,6 +261,12 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
          "Per-request deadline in seconds from send (connect included); a request still streaming then "
          "fails as a timeout. Default 21600 (6 h), vLLM's fixed aiohttp timeout (servelab extension).")
       ->default_str("21600.0");
+  app.add_flag(
+      "--preconnect", c.preconnect,
+      "Open the connections the timed run needs (min(--max-concurrency, --num-prompts)) right before it "
+      "starts, after the warm-ups, so that a burst (--request-rate inf) finds them open instead of "
+      "opening thousands at once inside the measured run; TTFT then excludes the TCP/TLS connect, "
+      "as on a kept-alive connection (servelab extension).");
 
   // Sampling / request body.
   app.add_flag("--ignore-eos", c.ignore_eos,
@@ -557,6 +563,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"output_len", py_opt(c.output_len)},
       {"percentile_metrics", py_opt(c.percentile_metrics)},
       {"port", std::to_string(c.port)},
+      {"preconnect", py_bool(c.preconnect)},
       {"prefix_repetition_num_prefixes", std::to_string(c.prefix_repetition_num_prefixes)},
       {"prefix_repetition_output_len", std::to_string(c.prefix_repetition_output_len)},
       {"prefix_repetition_prefix_len", std::to_string(c.prefix_repetition_prefix_len)},

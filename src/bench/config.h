@@ -84,6 +84,10 @@ struct BenchConfig {
   /// Per-request deadline from send, seconds (vLLM: aiohttp's fixed total timeout of 6 h); a stalled
   /// stream fails as kTimeout after it instead of holding the run.
   double request_timeout_s = 6 * 3600.0;
+  /// servelab: open the connections the timed run needs (min(--max-concurrency, requests), or all requests
+  /// without a limit) right before its clock starts, after the warm-ups, so that a burst does not open
+  /// them inside the measured run (client::ClientOptions::preconnect).
+  bool preconnect = false;
 
   // --- sampling / request body
   bool ignore_eos = false;
