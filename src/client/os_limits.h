@@ -20,7 +20,7 @@ inline constexpr std::uint64_t kFdMargin = 64;
 /// The most connections run_load can hold at once for this run: the requests due at the first send time (a
 /// burst: every one of them is in flight together), capped by `max_concurrency` (0 = none), at least
 /// `preconnect`. For a schedule without a burst it is the burst at t = first send (a lower bound: how many
-/// a finite rate keeps in flight depends on the server). Connections.
+/// a finite rate keeps in flight depends on the server). Connections. Thread-safety: pure.
 std::size_t burst_connections(std::span<const double> schedule_s, int max_concurrency,
                               std::size_t preconnect);
 
@@ -41,11 +41,11 @@ void raise_fd_limit(std::uint64_t& soft, std::uint64_t& hard);
 /// cannot be held. Thread-safety: as raise_fd_limit.
 void check_connection_limits(std::span<const double> schedule_s, int max_concurrency, std::size_t preconnect);
 
-/// Size of /proc/sys/net/ipv4/ip_local_port_range (hi - lo + 1), 0 when it cannot be read.
+/// Size of /proc/sys/net/ipv4/ip_local_port_range (hi - lo + 1), 0 when it cannot be read. Thread-safe.
 std::uint64_t local_port_count();
 
 /// A hint for a connect error that a burst causes: EMFILE/ENFILE (descriptor limit) and EADDRNOTAVAIL (no
-/// free local port); "" for other errors. Appended to the request's error message.
+/// free local port); "" for other errors. Appended to the request's error message. Thread-safe.
 std::string connect_error_hint(const boost::system::error_code& ec);
 
 }  // namespace servelab::client::detail

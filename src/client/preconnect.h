@@ -40,13 +40,14 @@ inline void prepare_tls(boost::asio::ssl::stream<boost::asio::ip::tcp::socket>& 
 }
 
 /// A worker's share of `total` pre-opened connections: in proportion to the `mine` of `all` requests it
-/// sends, rounded up, at most `mine`. Connections.
+/// sends, rounded up, at most `mine`. Connections. Thread-safety: pure.
 inline std::size_t preconnect_share(std::size_t total, std::size_t mine, std::size_t all) {
   return all == 0 ? 0 : std::min(mine, (total * mine + all - 1) / all);
 }
 
 /// After the phase: connections opened over all workers (share[k] asked, failed[k] not opened, error[k] the
-/// first failure of worker k); adds a warning to `warnings` when some could not be opened.
+/// first failure of worker k); adds a warning to `warnings` when some could not be opened. Thread-safety:
+/// call after the workers joined (reads their results).
 inline std::size_t preconnect_summary(const std::vector<std::size_t>& share,
                                       const std::vector<std::size_t>& failed,
                                       const std::vector<std::string>& error,
