@@ -112,7 +112,8 @@ class ChildServer {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
 
-  /// Stops the child and returns its emission log: request id → chunk write times.
+  /// Stops the child and returns its emission log: request id → chunk write times (the receipt time of
+  /// each request, the end of its read, is kept in received()).
   std::map<std::string, std::vector<Clock::time_point>> finish() {
     close(stop_fd_);
     stop_fd_ = -1;
@@ -124,6 +125,7 @@ class ChildServer {
     long long received;
     std::size_t n;
     while (in >> id >> received >> n) {
+      received_[id] = Clock::time_point(Clock::duration(received));
       auto& v = log[id];
       v.resize(n);
       for (auto& t : v) {
@@ -135,7 +137,11 @@ class ChildServer {
     return log;
   }
 
+  /// Request id → when the server had read the whole request (steady clock); filled by finish().
+  const std::map<std::string, Clock::time_point>& received() const { return received_; }
+
  private:
+  std::map<std::string, Clock::time_point> received_;
   pid_t pid_ = -1;
   int stop_fd_ = -1;
   std::uint16_t port_ = 0;

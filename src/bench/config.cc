@@ -311,6 +311,12 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
       ->default_str("1.0");
   app.add_flag("--no-server-metrics", c.no_server_metrics,
                "Do not scrape the server's /metrics (servelab extension).");
+  app.add_flag(
+      "--preconnect", c.preconnect,
+      "Open the connections the timed run needs (min(--max-concurrency, --num-prompts)) right before it "
+      "starts, after the warm-ups, so that a burst (--request-rate inf) finds them open instead of "
+      "opening thousands at once inside the measured run; TTFT then excludes the TCP/TLS connect, "
+      "as on a kept-alive connection (servelab extension).");
 
   // Sampling / request body.
   app.add_flag("--ignore-eos", c.ignore_eos,
@@ -675,6 +681,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"output_len", py_opt(c.output_len)},
       {"percentile_metrics", py_opt(c.percentile_metrics)},
       {"port", std::to_string(c.port)},
+      {"preconnect", py_bool(c.preconnect)},
       {"prefix_repetition_num_prefixes", std::to_string(c.prefix_repetition_num_prefixes)},
       {"prefix_repetition_output_len", std::to_string(c.prefix_repetition_output_len)},
       {"prefix_repetition_prefix_len", std::to_string(c.prefix_repetition_prefix_len)},

@@ -106,6 +106,10 @@ struct BenchConfig {
   /// during it and after it (bench/server_metrics.h); > 0.
   double server_metrics_interval_s = 1.0;
   bool no_server_metrics = false;                ///< --no-server-metrics: do not scrape /metrics at all
+  /// servelab: open the connections the timed run needs (min(--max-concurrency, requests), or all requests
+  /// without a limit) right before its clock starts, after the warm-ups, so that a burst does not open
+  /// them inside the measured run (client::ClientOptions::preconnect).
+  bool preconnect = false;
 
   // --- sampling / request body
   bool ignore_eos = false;

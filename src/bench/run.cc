@@ -309,9 +309,25 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     scraper.emplace(urls.base_url, r.headers, config.insecure, config.server_metrics_interval_s, k);
     scraper->start_run();
   }
-  client::LoadResult load =
-      work.multi_turn ? client::run_sessions(opts, planned, work.multi_turn->plan, schedule, progress, stop)
-                      : client::run_load(opts, planned, schedule, progress, stop);
+  client::ClientOptions timed_opts = opts;  // the warm-ups and the ready check connect on demand
+  if (config.preconnect) {
+    const std::size_t limit = config.max_concurrency ? static_cast<std::size_t>(*config.max_concurrency) : 0;
+    timed_opts.preconnect = limit > 0 ? std::min(limit, planned.size()) : planned.size();
+  }
+  client::LoadResult load;
+  try {
+    load = work.multi_turn
+               ? client::run_sessions(timed_opts, planned, work.multi_turn->plan, schedule, progress, stop)
+               : client::run_load(timed_opts, planned, schedule, progress, stop);
+  } catch (const std::invalid_argument& e) {  // an OS limit the run cannot fit in (descriptors, ports)
+    throw BenchError(e.what());
+  }
+  if (config.preconnect) {
+    print.line("Pre-opened {} of {} connections in {:.2f} s before the run.", load.preconnected,
+               timed_opts.preconnect, load.preconnect_s);
+    for (const auto& w : load.warnings)
+      if (w.starts_with("pre-opened")) print.line("WARNING: {}", w);
+  }
   const double client_stall_ms = stalls ? stalls->stop() : 0.0;
   if (scraper) result.server_metrics = scraper->stop();
   if (bar) bar->finish();
@@ -412,6 +428,10 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     x["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json(result.invalid_reason);
   }
+  if (config.preconnect && result.result_json.contains("servelab"))
+    result.result_json["servelab"]["preconnect"] = {{"connections", timed_opts.preconnect},
+                                                    {"opened", load.preconnected},
+                                                    {"seconds", load.preconnect_s}};
 
   if (result.result_json.contains("servelab")) {
     auto& x = result.result_json["servelab"];

@@ -68,6 +68,7 @@ void to_engine_time(std::span<metrics::RequestOutput> outputs, double k) {
     o.intended_send_time_s *= k;
     o.dispatch_time_s *= k;
     o.send_time_s *= k;
+    if (o.wire_time_s >= 0) o.wire_time_s *= k;
     o.ttft_s *= k;
     if (o.ttfct_s >= 0) o.ttfct_s *= k;
     for (auto& x : o.itl_s) x *= k;

@@ -73,6 +73,15 @@ struct ClientOptions {
   /// not delay the timestamps (needs root or CAP_SYS_NICE); 0 = normal scheduling. If it cannot be
   /// set the run continues and LoadResult::warnings says so. Measured effect: benchmarks/README.md.
   int realtime_priority = 0;
+  /// Connections to open before the run's clock starts (t = 0), spread over the I/O threads in proportion
+  /// to the requests each sends (at most that many per thread; ≤ 128 connecting at once per thread); 0 =
+  /// connect on demand. A burst at t = 0 then writes on open connections instead of opening them inside
+  /// the measured run (the connect storm: ~0.1 ms of client CPU per connection, and SYN retransmits of
+  /// 1 s and more once a server's accept backlog overflows). Each is used as a kept-alive connection: one
+  /// that the server closed meanwhile (e.g. uvicorn's 5 s idle timeout) costs a retry on a fresh one.
+  /// Connections that cannot be opened are no request failure: LoadResult::warnings says how many and why.
+  /// Measured effect: benchmarks/README.md ("Offered load").
+  std::size_t preconnect = 0;
 };
 
 /// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).
@@ -128,9 +137,12 @@ struct LoadResult {
   double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
   bool interrupted = false;     ///< a stop was requested before every request finished
   std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
-  /// Non-fatal problems: realtime priority refused; server usage vs tokenizer count mismatch (with
-  /// a re-tokenizer: how many requests differ and both totals).
+  /// Non-fatal problems: realtime priority refused; connections of ClientOptions::preconnect that could not
+  /// be opened; server usage vs tokenizer count mismatch (with a re-tokenizer: how many requests differ and
+  /// both totals).
   std::vector<std::string> warnings;
+  std::size_t preconnected = 0;  ///< connections opened before t = 0 (ClientOptions::preconnect)
+  double preconnect_s = 0.0;     ///< time spent opening them, before t = 0, s
 };
 
 /// Sends `requests[i]` at `start + schedule_s[i]` (open loop, wrk2-style: the intended time never
@@ -144,8 +156,16 @@ struct LoadResult {
 /// no kept-alive connection was free (vLLM's `st`, so TTFT includes connection setup as in vLLM);
 /// every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
 /// so events that arrive in one read get (nearly) the same time, as in vLLM.
+/// wire_time_s when its write completed (the request left; send lag = wire − intended − client queue).
 /// Connections: keep-alive pool per I/O thread (≤ max_concurrency × threads connections); a kept-alive
-/// connection the server had closed is retried once on a fresh one.
+/// connection the server had closed is retried once on a fresh one. ClientOptions::preconnect opens some
+/// before t = 0. Each I/O thread owns its requests (round-robin share) and their connections, so connects
+/// and sends of a burst run on every thread at once.
+/// Limits: raises RLIMIT_NOFILE's soft limit to the hard one (process-wide), then throws
+/// std::invalid_argument naming the limit when the connections this run needs at once (the requests due at
+/// the first send time, capped by max_concurrency, at least preconnect) exceed the descriptors (+64) or
+/// the ephemeral ports of net.ipv4.ip_local_port_range. A connect that still fails on a descriptor or port
+/// limit (finite-rate runs are not checked ahead) says so in its error.
 /// `stop`: a stop request stops dispatching; in-flight requests get `cancel_grace_s` to finish, then
 /// are cancelled (kCancelled). Thread-safety: run_load may be called from any thread; the stop
 /// source may be triggered from any thread (not from a signal handler: use a signal-waiting thread

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -22,6 +23,8 @@
 
 #include "client/client.h"
 #include "client/http_response.h"
+#include "client/os_limits.h"
+#include "client/preconnect.h"
 #include "client/request.h"
 #include "client/session.h"
 #include "client/sse.h"
@@ -72,6 +75,8 @@ struct Run {
   std::atomic<std::size_t> not_sent{0};
   std::atomic<bool> stop_requested{false};  // set before any worker sees its stop
   std::atomic<Clock::rep> last_completion{0};
+  std::size_t preconnected = 0;  // connections opened before t = 0 (ClientOptions::preconnect)
+  double preconnect_s = 0.0;     // how long opening them took, s
   // --max-concurrency semaphore, FIFO across threads.
   bool limited = false;
   std::mutex mu;
@@ -146,6 +151,9 @@ class Worker {
     io_.run();
   }
 
+  /// Requests this worker sends (its share of the run).
+  std::size_t num_requests() const { return owned_; }
+
   /// Thread-safe.
   void request_stop() {
     run_.stop_requested = true;
@@ -163,6 +171,28 @@ class Worker {
   }
 
   simdjson::ondemand::parser& json() { return json_; }
+
+  /// Before t = 0, on this worker's thread: opens `count` connections into its keep-alive pool (they are
+  /// then used as kept-alive ones: a server that closed one meanwhile costs one retry on a fresh one).
+  /// Returns how many failed, with the first error in `error`.
+  std::size_t preconnect(std::size_t count, std::string& error) {
+    auto opened = detail::preconnect<Stream>(
+        io_, run_.endpoints, count, run_.options.connect_timeout_s, [this] { return make_stream(); },
+        run_.host, run_.options.insecure,
+        [this] { return stopping_ || run_.stop_requested.load(std::memory_order_relaxed); });
+    for (Stream& s : opened.streams) {
+      ConnT* c = new_conn();
+      c->stream.emplace(std::move(s));
+      c->open = true;
+      if (stopping_) {
+        close(*c);
+      } else {
+        idle_.push_back(c);
+      }
+    }
+    error = std::move(opened.first_error);
+    return opened.failed;
+  }
 
   // Called by Conn::on_body.
   void on_events(Conn<Stream>& c, std::string_view bytes) {
@@ -462,7 +492,8 @@ class Worker {
                           if (gen != c.gen) return recycle_if_idle(c);
                           if (ec) {
                             return fail_request(c, FailureKind::kConnect,
-                                                "connect to " + run_.authority + " failed: " + ec.message());
+                                                "connect to " + run_.authority + " failed: " + ec.message() +
+                                                    connect_error_hint(ec));
                           }
                           error_code ignored;
                           lowest(*c.stream).set_option(tcp::no_delay(true), ignored);
@@ -472,13 +503,7 @@ class Worker {
 
   void handshake(ConnT& c) {
     if constexpr (std::is_same_v<Stream, SslStream>) {
-      if (!run_.options.insecure) {
-        c.stream->set_verify_mode(asio::ssl::verify_peer);
-        c.stream->set_verify_callback(asio::ssl::host_name_verification(run_.host));
-      } else {
-        c.stream->set_verify_mode(asio::ssl::verify_none);
-      }
-      SSL_set_tlsext_host_name(c.stream->native_handle(), run_.host.c_str());
+      prepare_tls(*c.stream, run_.host, run_.options.insecure);
       ++c.pending;
       c.stream->async_handshake(asio::ssl::stream_base::client,
                                 [this, &c, gen = c.gen](const error_code& ec) {
@@ -515,6 +540,7 @@ class Worker {
                           return fail_request(c, FailureKind::kReset,
                                               "connection lost while sending the request: " + ec.message());
                         }
+                        c.st.out->wire_time_s = run_.rel(Clock::now());
                         read(c);
                       });
   }
@@ -822,16 +848,26 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   std::size_t running = num_threads;
   // A stop requested before the run: no worker may dispatch (the callback below then marks all not sent).
   if (stop.stop_requested()) run.stop_requested = true;
-  run.t0 = Clock::now();
+  // Pre-opened connections: each worker's share in proportion to the requests it sends (at most that many).
+  // t = 0 is when every worker has finished its share (a std::barrier: no worker dispatches before).
+  std::vector<std::size_t> pre_share(num_threads, 0), pre_failed(num_threads, 0);
+  std::vector<std::string> pre_error(num_threads);
+  for (std::size_t w = 0; w < num_threads; ++w)
+    pre_share[w] = preconnect_share(run.options.preconnect, workers[w]->num_requests(), n);
+  const Clock::time_point pre_begin = Clock::now();
+  std::barrier start_line(static_cast<std::ptrdiff_t>(num_threads),
+                          [&run]() noexcept { run.t0 = Clock::now(); });
   std::vector<std::thread> threads;
   std::atomic<int> priority_error{0};
-  for (auto& w : workers) {
-    threads.emplace_back([&, wp = w.get()] {
+  for (std::size_t k = 0; k < num_threads; ++k) {
+    threads.emplace_back([&, k, wp = workers[k].get()] {
       if (run.options.realtime_priority > 0) {
         sched_param sp{};
         sp.sched_priority = run.options.realtime_priority;
         if (const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) priority_error = err;
       }
+      if (pre_share[k] > 0) pre_failed[k] = wp->preconnect(pre_share[k], pre_error[k]);
+      start_line.arrive_and_wait();
       wp->run_loop();
       std::lock_guard lock(done_mu);
       --running;
@@ -855,6 +891,9 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   }
   for (auto& t : threads) t.join();
   if (progress) progress(run.completed.load(), n);
+  run.preconnected = preconnect_summary(pre_share, pre_failed, pre_error, run.warnings);
+  run.preconnect_s =
+      run.options.preconnect > 0 ? std::chrono::duration<double>(run.t0 - pre_begin).count() : 0.0;
   if (const int err = priority_error.load()) {
     run.warnings.push_back("realtime priority " + std::to_string(run.options.realtime_priority) +
                            " (SCHED_FIFO) not set for the client I/O threads: " + std::strerror(err));
@@ -876,6 +915,7 @@ LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest
   const ParsedUrl url = parse_url(options.api_url);
   validate_endpoint_url(url, options.endpoint);
   const std::string api_key = resolve_api_key(options);
+  check_connection_limits(schedule_s, options.max_concurrency, options.preconnect);
 
   LoadResult result;
   const std::size_t n = requests.size();
@@ -949,6 +989,8 @@ LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest
     last = run.last_completion.load();
     not_sent = run.not_sent.load();
     result.warnings = std::move(run.warnings);
+    result.preconnected = run.preconnected;
+    result.preconnect_s = run.preconnect_s;
   } else {
     Run<asio::ip::tcp::socket> run(options, schedule_s, result.outputs, reasoning);
     fill(run);
@@ -957,6 +999,8 @@ LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest
     last = run.last_completion.load();
     not_sent = run.not_sent.load();
     result.warnings = std::move(run.warnings);
+    result.preconnected = run.preconnected;
+    result.preconnect_s = run.preconnect_s;
   }
   result.start = t0;
   result.duration_s =

@@ -135,6 +135,24 @@ int input_len(const RequestOutput& out, InputTokenSource source) {
   return out.prompt_len;
 }
 
+namespace {
+
+// Sweep line over [wire, send + latency) of successful requests with a wire time; departures first.
+int peak_on_wire(std::span<const RequestOutput> outputs) {
+  std::vector<std::pair<double, int>> events;
+  for (const RequestOutput& out : outputs) {
+    if (!out.success || out.wire_time_s < 0.0) continue;
+    events.emplace_back(out.wire_time_s, +1);
+    events.emplace_back(std::max(out.wire_time_s, out.send_time_s + out.latency_s), -1);
+  }
+  std::sort(events.begin(), events.end());
+  int active = 0, peak = 0;
+  for (const auto& e : events) peak = std::max(peak, active += e.second);
+  return peak;
+}
+
+}  // namespace
+
 BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double duration_s,
                                  const MetricsOptions& opts) {
   if (!(std::isfinite(duration_s) && duration_s > 0.0)) {
@@ -161,11 +179,15 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
   m.input_lens.reserve(outputs.size());
   m.output_lens.reserve(outputs.size());
 
-  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts, queue_times;
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts, queue_times, send_lags;
   for (const RequestOutput& out : outputs) {
     m.input_lens.push_back(input_len(out, opts.input_tokens));
     if (out.failure != FailureKind::kCancelled || out.dispatch_time_s != 0.0) {
       lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
+    }
+    if (out.wire_time_s >= 0.0) {
+      send_lags.push_back(out.wire_time_s - out.intended_send_time_s -
+                          (out.send_time_s - out.dispatch_time_s));
     }
     if (!out.success) {
       m.output_lens.push_back(0);
@@ -227,6 +249,12 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
   if (!lags.empty()) m.schedule_lag_max_ms = *std::max_element(lags.begin(), lags.end()) * 1000;
   m.schedule_lag = summarize_s(std::move(lags), opts.percentiles);
   m.client_queue = summarize_s(std::move(queue_times), opts.percentiles);
+  if (!send_lags.empty()) {
+    m.send_lag_max_ms = *std::max_element(send_lags.begin(), send_lags.end()) * 1000;
+    m.send_lag_p99_ms = summarize_s(send_lags, {99.0}).percentiles_ms.front().value_ms;
+  }
+  m.send_lag = summarize_s(std::move(send_lags), opts.percentiles);
+  m.peak_concurrency_reached = peak_on_wire(outputs);
 
   // Peaks (vLLM 0.13: per-second buckets relative to the first successful send).
   if (m.completed > 0) {

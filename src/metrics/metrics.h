@@ -118,6 +118,17 @@ struct BenchmarkMetrics {
   /// Client-side queueing under `--max-concurrency`: send_time_s - dispatch_time_s over successes, ms
   /// (newer vLLM's client_queue_time; excluded from TTFT/E2EL as in vLLM).
   LatencySummary client_queue;
+  /// Send lag: when a request left (wire_time_s) minus when it should have (intended_send_time_s, moved
+  /// by its --max-concurrency wait, send_time_s - dispatch_time_s), over every request with a wire time,
+  /// ms: schedule lag + connect + write. The client's own lateness (wrk2's "coordinated omission" check);
+  /// count 0 when no producer measured it (the offline twin).
+  LatencySummary send_lag;
+  double send_lag_p99_ms = 0.0;  ///< numpy-linear p99 of the send lag, whatever --metric-percentiles asks
+  double send_lag_max_ms = 0.0;
+  /// Peak concurrency reached at the server: sweep line over [wire_time_s, send_time_s + latency_s) of
+  /// successful requests with a wire time (departures first at equal times): requests that had left the
+  /// client and not yet finished. Compare with the concurrency asked for (report::requested_concurrency).
+  int peak_concurrency_reached = 0;
   LatencySummary ttfct;                     ///< time to first content/reasoning text, successes having one
   std::int64_t total_reasoning_tokens = 0;  ///< sum of reasoning_tokens over successes
   int reasoning_requests = 0;               ///< successes with reasoning_tokens > 0

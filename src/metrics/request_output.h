@@ -45,7 +45,12 @@ struct RequestOutput {
   double dispatch_time_s = 0.0;        ///< when the client dispatched it (before the --max-concurrency
                                        ///< semaphore; vLLM request_arrival_time). Schedule lag =
                                        ///< dispatch - intended; client queue time = send - dispatch.
-  double send_time_s = 0.0;            ///< when the request bytes were actually written (vLLM start_time)
+  double send_time_s = 0.0;            ///< when the request started: it held its --max-concurrency slot,
+                                       ///< before any connect (vLLM start_time: TTFT includes the connect)
+  /// When the whole request had been handed to the kernel (its write completed, after any connect and TLS
+  /// handshake): the moment it left. -1 = not measured (e.g. the engine twin's offline simulation).
+  /// Send lag = wire - intended - client queue (= schedule lag + wire - send).
+  double wire_time_s = -1.0;
   double ttft_s = 0.0;                 ///< first chunk with non-empty `choices` minus send_time_s (vLLM TTFT)
   double ttfct_s = -1.0;               ///< time to first non-empty content/reasoning text (servelab extra); -1 = none
   std::vector<double> itl_s;           ///< gaps between successive `choices` chunks (vLLM ITL), seconds

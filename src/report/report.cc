@@ -1,5 +1,6 @@
 #include "report/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -134,6 +135,12 @@ std::string format_console_block(const RunInfo& run, const BenchmarkMetrics& m,
   return out;
 }
 
+std::optional<int> requested_concurrency(const RunInfo& run, int num_requests) {
+  if (std::isfinite(run.request_rate) || run.ramp_up) return std::nullopt;
+  return run.max_concurrency && *run.max_concurrency > 0 ? std::min(*run.max_concurrency, num_requests)
+                                                         : num_requests;
+}
+
 std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
                                   const metrics::PercentileMetrics& selected) {
   std::string out;
@@ -147,6 +154,14 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
   row_f(out, "Peak output tokens/s (by tokens):", m.max_output_tokens_per_s_by_tokens);
   summary_rows(out, "schedule lag", m.schedule_lag);
   row_f(out, "Max schedule lag (ms):", m.schedule_lag_max_ms);
+  const auto requested = requested_concurrency(run, static_cast<int>(m.input_lens.size()));
+  if (m.send_lag.count > 0) {
+    row_f(out, "Median send lag (ms):", m.send_lag.median_ms);
+    row_f(out, "P99 send lag (ms):", m.send_lag_p99_ms);
+    row_f(out, "Max send lag (ms):", m.send_lag_max_ms);
+    row(out, "Peak concurrency reached:", m.peak_concurrency_reached);
+    if (requested) row(out, "Requested concurrency:", *requested);
+  }
   if (run.max_concurrency) summary_rows(out, "client queue", m.client_queue);
   if (m.ttfct.count > 0) summary_rows(out, "TTFCT", m.ttfct);
   if (m.total_reasoning_tokens > 0) {
@@ -159,6 +174,16 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
   if (run.interrupted) out.append("Run interrupted (Ctrl-C): results cover the finished requests only\n");
   out.append(50, '=');
   out.push_back('\n');
+  if (m.send_lag.count > 0 && requested && m.peak_concurrency_reached < *requested) {
+    out.append(
+        fmt::format("WARNING: the requested concurrency was not reached: at most {} of {} requests were in "
+                    "flight at once "
+                    "(send lag P99 {:.2f} ms, max {:.2f} ms: {}).\n",
+                    m.peak_concurrency_reached, *requested, m.send_lag_p99_ms, m.send_lag_max_ms,
+                    m.send_lag_p99_ms > 100.0
+                        ? "the client sent late; --preconnect opens the connections before the run"
+                        : "the requests left on time; the server finished some before the last arrived"));
+  }
   if (m.usage_mismatches > 0) {
     out.append(fmt::format(
         "WARNING: server usage.completion_tokens and the tokenizer's count differ for {} of {} requests "
@@ -241,6 +266,17 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     lag["max_ms"] = m.schedule_lag_max_ms;
     x["schedule_lag"] = std::move(lag);
     x["client_queue"] = summary_json(m.client_queue);
+    ordered_json send_lag = summary_json(m.send_lag);
+    send_lag["p99_ms"] = m.send_lag_p99_ms;  // always, whatever --metric-percentiles asks
+    send_lag["max_ms"] = m.send_lag_max_ms;
+    x["send_lag"] = std::move(send_lag);
+    const auto requested = requested_concurrency(run, static_cast<int>(m.input_lens.size()));
+    const bool measured = m.send_lag.count > 0;
+    x["concurrency"] = {
+        {"requested", requested ? ordered_json(*requested) : ordered_json(nullptr)},
+        {"peak_reached", measured ? ordered_json(m.peak_concurrency_reached) : ordered_json(nullptr)},
+        {"reached", measured && requested ? ordered_json(m.peak_concurrency_reached >= *requested)
+                                          : ordered_json(nullptr)}};
     x["ttfct"] = summary_json(m.ttfct);
     x["total_reasoning_tokens"] = m.total_reasoning_tokens;
     x["reasoning_requests"] = m.reasoning_requests;

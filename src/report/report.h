@@ -72,9 +72,16 @@ std::string current_date_string();
 std::string format_console_block(const RunInfo& run, const metrics::BenchmarkMetrics& m,
                                  const metrics::PercentileMetrics& selected);
 
+/// The concurrency a run asks for: with `--request-rate inf` and no ramp-up every one of `num_requests` is
+/// due at t = 0, so min(--max-concurrency, num_requests) (num_requests without a limit); nullopt for a finite
+/// rate or a ramp-up (the arrival rate, not the client, then sets the concurrency). Thread-safety: pure.
+std::optional<int> requested_concurrency(const RunInfo& run, int num_requests);
+
 /// servelab's extra lines, printed after the block: failed requests by kind, exact peak
-/// concurrency, token-based peak throughput, schedule lag, TTFCT, reasoning tokens, usage-vs-tokenizer
-/// mismatch warning, interrupted marker. Same row format, under a "servelab extras" banner. `selected` is
+/// concurrency, token-based peak throughput, schedule lag, send lag (median, P99, max) with the peak
+/// concurrency reached and the requested one (requested_concurrency), TTFCT, reasoning tokens,
+/// usage-vs-tokenizer mismatch warning, a warning when the requested concurrency was not reached,
+/// interrupted marker. Same row format, under a "servelab extras" banner. `selected` is
 /// accepted for symmetry with format_console_block (not used today).
 /// Thread-safety: pure.
 std::string format_console_extras(const RunInfo& run, const metrics::BenchmarkMetrics& m,

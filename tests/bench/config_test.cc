@@ -340,5 +340,17 @@ TEST(BenchConfig, RequestTimeoutFlag) {
   }
 }
 
+TEST(BenchConfig, PreconnectFlag) {
+  BenchConfig c;
+  EXPECT_FALSE(c.preconnect);
+  EXPECT_NE(namespace_repr(c).find(", port=8000, preconnect=False, prefix_repetition_num_prefixes="),
+            std::string::npos);
+  CLI::App app;
+  add_bench_flags(app, c);
+  app.parse(std::vector<std::string>{"--preconnect"});
+  EXPECT_TRUE(c.preconnect);
+  EXPECT_NE(namespace_repr(c).find(", preconnect=True, "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace servelab::bench

@@ -499,6 +499,43 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
   fs::remove_all(dir);
 }
 
+// --preconnect: 8 requests at once through --max-concurrency 4 on the 4 pre-opened connections; the extras
+// and the JSON say the send lag and that the 4 asked for were reached (the server holds each stream 200 ms).
+TEST_F(BenchServeE2E, PreconnectBurstReachesTheRequestedConcurrency) {
+  StreamServerOptions so;
+  so.ttft_s = 0.200;
+  so.num_tokens = 2;
+  StreamServer server(so);
+  fs::path dir = temp_dir("preconnect");
+  auto args = base_args(server.port());
+  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "2",
+                        "--num-prompts", "4", "--ready-check-timeout-sec", "0", "--max-concurrency", "4",
+                        "--preconnect", "--save-result", "--result-filename", "p.json", "--result-dir"})
+    args.push_back(a);
+  args.push_back(dir.string());
+  ProcessResult p = run_process(args);
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("Pre-opened 4 of 4 connections in "), std::string::npos) << p.out;
+  EXPECT_LE(server.connections_accepted(), 5u);  // the 4, and bench's one time-scale probe (GET /v1/models)
+  std::string reached, requested;
+  for (const auto& l : lines_of(p.out)) {
+    if (l.rfind("Peak concurrency reached:", 0) == 0) reached = l.substr(41, l.find_last_not_of(' ') - 40);
+    if (l.rfind("Requested concurrency:", 0) == 0) requested = l.substr(41, l.find_last_not_of(' ') - 40);
+  }
+  EXPECT_EQ(reached, "4") << p.out;
+  EXPECT_EQ(requested, "4") << p.out;
+  EXPECT_NE(p.out.find("P99 send lag (ms):"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("WARNING: the requested concurrency was not reached"), std::string::npos) << p.out;
+  auto j = read_json(dir / "p.json");
+  EXPECT_EQ(j["servelab"]["concurrency"]["requested"], 4);
+  EXPECT_EQ(j["servelab"]["concurrency"]["peak_reached"], 4);
+  EXPECT_EQ(j["servelab"]["concurrency"]["reached"], true);
+  EXPECT_EQ(j["servelab"]["send_lag"]["count"], 4);
+  EXPECT_EQ(j["servelab"]["preconnect"]["connections"], 4);
+  EXPECT_EQ(j["servelab"]["preconnect"]["opened"], 4);
+  fs::remove_all(dir);
+}
+
 TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
   ProcessResult p = run_process({kBinary, "bench", "serve", "--num-promptz", "5"});
   EXPECT_EQ(p.exit_code, 2);

@@ -273,5 +273,46 @@ TEST(FailureKindName, StableNames) {
   EXPECT_STREQ(failure_kind_name(FailureKind::kCancelled), "cancelled");
 }
 
+// Send lag (wire - intended - client queue) and the peak concurrency reached (sweep over [wire,
+// send+latency)), by hand:
+//  R1: intended 0,   dispatch 0,   send 0,   wire 0.25, latency 1.0 -> lag 0.25, on the wire [0.25, 1.0)
+//  R2: intended 0,   dispatch 0.5, send 1.0, wire 1.0,  latency 0.5 -> lag 1.0 - 0 - 0.5 = 0.5, [1.0, 1.5)
+//  R3: intended 0.5, dispatch 0.5, send 0.5, wire 0.5,  latency 2.0 -> lag 0, [0.5, 2.5)
+//  R4: connect failure, never left (wire -1): no lag.  R5: success without a wire time (twin): ignored.
+// Lags sorted 0, 0.25, 0.5: mean 250 ms, median 250, p99 = 0.25 + 0.98 * 0.25 = 0.495 s, max 500 ms.
+// Peak: R1 ends at 1.0 where R2 starts (departure first) -> at most R3 + one of R1/R2 = 2.
+TEST(ComputeMetrics, SendLagAndPeakConcurrencyReached) {
+  std::vector<RequestOutput> v;
+  v.push_back(success(1, 1, 1, 0.0, 0.0, 1.0, {}));
+  v.back().wire_time_s = 0.25;
+  v.push_back(success(1, 1, 1, 0.5, 1.0, 0.5, {}));
+  v.back().intended_send_time_s = 0.0;
+  v.back().wire_time_s = 1.0;
+  v.push_back(success(1, 1, 1, 0.5, 0.5, 2.0, {}));
+  v.back().wire_time_s = 0.5;
+  v.push_back(failure(FailureKind::kConnect, 1, 0.0, 0.0));
+  v.push_back(success(1, 1, 1, 0.0, 0.0, 3.0, {}));  // wire_time_s stays -1
+  MetricsOptions o;
+  o.percentiles = {50, 99};
+  const BenchmarkMetrics m = compute_metrics(v, 3.0, o);
+  EXPECT_EQ(m.send_lag.count, 3u);
+  EXPECT_DOUBLE_EQ(m.send_lag.mean_ms, 250.0);
+  EXPECT_DOUBLE_EQ(m.send_lag.median_ms, 250.0);
+  EXPECT_NEAR(m.send_lag_p99_ms, 495.0, 1e-9);
+  EXPECT_NEAR(m.send_lag.percentiles_ms[1].value_ms, 495.0, 1e-9);
+  EXPECT_DOUBLE_EQ(m.send_lag_max_ms, 500.0);
+  EXPECT_EQ(m.peak_concurrency_reached, 2);
+  // The sweep from send (the vLLM-style exact peak) counts R5 too and overlaps R1/R2 differently: 3.
+  EXPECT_EQ(m.max_concurrent_requests_exact, 3);
+}
+
+TEST(ComputeMetrics, NoWireTimesMeansNoSendLag) {
+  std::vector<RequestOutput> v = {success(1, 1, 1, 0.0, 0.0, 1.0, {})};
+  const BenchmarkMetrics m = compute_metrics(v, 1.0, MetricsOptions{});
+  EXPECT_EQ(m.send_lag.count, 0u);
+  EXPECT_EQ(m.send_lag_p99_ms, 0.0);
+  EXPECT_EQ(m.peak_concurrency_reached, 0);
+}
+
 }  // namespace
 }  // namespace servelab::metrics

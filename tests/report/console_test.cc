@@ -226,5 +226,65 @@ TEST(ConsoleExtras, FailuresLagReasoningAndMismatchWarning) {
   EXPECT_EQ(text, expected);
 }
 
+TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
+  BenchmarkMetrics m;
+  m.input_lens.assign(5000, 10);  // 5,000 requests
+  m.send_lag = summary(300, 250, 999);
+  m.send_lag.count = 5000;
+  m.send_lag_p99_ms = 1172.5;
+  m.send_lag_max_ms = 1174.25;
+  m.peak_concurrency_reached = 2941;
+  RunInfo run;  // --request-rate inf, no limit: all 5,000 asked at once
+  std::string text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  EXPECT_NE(text.find("Max schedule lag (ms):                   0.00      \n"
+                      "Median send lag (ms):                    250.00    \n"
+                      "P99 send lag (ms):                       1172.50   \n"
+                      "Max send lag (ms):                       1174.25   \n"
+                      "Peak concurrency reached:                2941      \n"
+                      "Requested concurrency:                   5000      \n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("==================================================\n"
+                "WARNING: the requested concurrency was not reached: at most 2941 of 5000 requests were in "
+                "flight at once (send lag P99 1172.50 ms, max 1174.25 ms: the client sent late; --preconnect "
+                "opens the connections before the run).\n"),
+      std::string::npos)
+      << text;
+  // With --max-concurrency 2000 the run asks for 2,000, which it reached: no warning.
+  run.max_concurrency = 2000;
+  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  EXPECT_NE(text.find("Requested concurrency:                   2000      \n"), std::string::npos);
+  EXPECT_EQ(text.find("WARNING"), std::string::npos);
+  // On time but not reached: the server was faster than the burst.
+  run.max_concurrency = 3000;
+  m.send_lag_p99_ms = 40;
+  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  EXPECT_NE(
+      text.find("at most 2941 of 3000 requests were in flight at once (send lag P99 40.00 ms, max 1174.25 "
+                "ms: the requests left on time; the server finished some before the last arrived).\n"),
+      std::string::npos)
+      << text;
+  // A finite rate asks for no concurrency: the rows without "Requested concurrency", no warning.
+  run.request_rate = 10;
+  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  EXPECT_NE(text.find("Peak concurrency reached:                2941      \n"), std::string::npos);
+  EXPECT_EQ(text.find("Requested concurrency"), std::string::npos);
+  EXPECT_EQ(text.find("WARNING"), std::string::npos);
+}
+
+TEST(RequestedConcurrency, OnlyForABurst) {
+  RunInfo run;
+  EXPECT_EQ(requested_concurrency(run, 100), 100);
+  run.max_concurrency = 64;
+  EXPECT_EQ(requested_concurrency(run, 100), 64);
+  EXPECT_EQ(requested_concurrency(run, 10), 10);
+  run.ramp_up = RampUp{"linear", 1, 10};
+  EXPECT_EQ(requested_concurrency(run, 100), std::nullopt);
+  run.ramp_up.reset();
+  run.request_rate = 5;
+  EXPECT_EQ(requested_concurrency(run, 100), std::nullopt);
+}
+
 }  // namespace
 }  // namespace servelab::report

@@ -298,5 +298,35 @@ TEST(RunInfoHelpers, MetadataAndDate) {
   EXPECT_EQ(date.substr(0, 2), "20");
 }
 
+TEST(ResultJson, SendLagAndConcurrencyInTheServelabSection) {
+  BenchmarkMetrics m = study_metrics();
+  m.input_lens.assign(1000, 1);
+  m.send_lag = summary(12.5, 10.0, 2.0, {{99, 90.0}, {99.9, 95.0}});
+  m.send_lag.count = 1000;
+  m.send_lag_p99_ms = 90.0;
+  m.send_lag_max_ms = 97.5;
+  m.peak_concurrency_reached = 1000;
+  RunInfo run = study_run();  // --request-rate inf, 1,000 requests, no limit
+  ordered_json x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
+  EXPECT_EQ(python_json_dumps(x["send_lag"]),
+            R"({"mean_ms": 12.5, "median_ms": 10.0, "std_ms": 2.0, "p99_ms": 90.0, "p99.9_ms": 95.0, )"
+            R"("count": 1000, "max_ms": 97.5})");
+  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+            R"({"requested": 1000, "peak_reached": 1000, "reached": true})");
+  run.max_concurrency = 2000;  // capped at the 1,000 requests
+  m.peak_concurrency_reached = 999;
+  x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
+  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+            R"({"requested": 1000, "peak_reached": 999, "reached": false})");
+  run.request_rate = 4;
+  x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
+  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+            R"({"requested": null, "peak_reached": 999, "reached": null})");
+  m.send_lag.count = 0;  // nothing measured (the offline twin)
+  x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
+  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+            R"({"requested": null, "peak_reached": null, "reached": null})");
+}
+
 }  // namespace
 }  // namespace servelab::report
