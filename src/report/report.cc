@@ -79,7 +79,7 @@ ordered_json summary_json(const LatencySummary& s) {
   j["mean_ms"] = s.mean_ms;
   j["median_ms"] = s.median_ms;
   j["std_ms"] = s.std_ms;
-  for (const auto& pv : s.percentiles_ms) j["p" + percentile_word(pv.p) + "_ms"] = pv.value_ms;
+  for (const auto& pv : s.percentiles_ms) j[fmt::format("p{}_ms", percentile_word(pv.p))] = pv.value_ms;
   j["count"] = s.count;
   return j;
 }
@@ -254,7 +254,7 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     j["median_" + key + "_ms"] = s.summary->median_ms;
     j["std_" + key + "_ms"] = s.summary->std_ms;
     for (const auto& pv : s.summary->percentiles_ms)
-      j["p" + percentile_word(pv.p) + "_" + key + "_ms"] = pv.value_ms;
+      j[fmt::format("p{}_{}_ms", percentile_word(pv.p), key)] = pv.value_ms;
   }
 
   if (opts.servelab_extras) {
