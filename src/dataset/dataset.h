@@ -39,7 +39,8 @@ struct SampleRequest {
 
 /// The openai-chat `messages` JSON of a request with multimodal items, as vLLM's chat request builds it:
 /// `[{"role": "user", "content": [{"type": "text", "text": prompt}, {"type": "image_url", "image_url":
-/// {"url": ...}}, ...]}]` (compact JSON). Empty when the request has no items.
+/// {"url": ...}}, ...]}]` (compact JSON). Empty when the request has no items. Throws
+/// std::invalid_argument for a URL holding a character JSON must escape (a base64 data URL never does).
 std::string multimodal_messages_json(const SampleRequest& request);
 
 /// One `--random-mm-bucket-config` entry: an item shape and its probability (vLLM RandomMultiModalDataset;
