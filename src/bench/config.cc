@@ -189,11 +189,13 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
 
   // Workload.
   app.add_option("--dataset-name", c.dataset_name,
-                 "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom, timed_trace "
-                 "(other vLLM dataset names are reported as not supported).")
+                 "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom, sonnet, "
+                 "burstgpt, spec_bench, random-mm, hf, timed_trace (other vLLM dataset names are reported as not "
+                 "supported).")
       ->capture_default_str();
   add_optional(app, "--dataset-path", c.dataset_path,
-               "Path to the dataset file (sharegpt: JSON list of conversations; custom: JSONL).");
+               "Path to the dataset file (sharegpt: JSON list of conversations; custom, spec_bench: JSONL; "
+               "sonnet: text; burstgpt: CSV; hf: a dataset id in the local HF cache, or its folder).");
   app.add_option("--num-prompts", c.num_prompts, "Number of prompts to process.")->capture_default_str();
   app.add_option("--seed", c.seed, "Seed of the dataset sampling and arrival-time RNGs.")->capture_default_str();
   add_optional(app, "--input-len", c.input_len, "General input length for datasets (maps to --random-input-len).");
@@ -231,6 +233,40 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
   app.add_option("--prefix-repetition-output-len", c.prefix_repetition_output_len,
                  "Number of output tokens per request (prefix_repetition dataset).")
       ->capture_default_str();
+  app.add_option("--sonnet-input-len", c.sonnet_input_len,
+                 "Number of input tokens per request, used only for sonnet dataset.")
+      ->capture_default_str();
+  app.add_option("--sonnet-output-len", c.sonnet_output_len,
+                 "Number of output tokens per request, used only for sonnet dataset.")
+      ->capture_default_str();
+  app.add_option("--sonnet-prefix-len", c.sonnet_prefix_len,
+                 "Number of prefix tokens per request, used only for sonnet dataset.")
+      ->capture_default_str();
+  app.add_option("--spec-bench-output-len", c.spec_bench_output_len,
+                 "Num of output tokens per request, used only for spec bench dataset.")
+      ->capture_default_str();
+  add_optional(app, "--spec-bench-category", c.spec_bench_category,
+               "Category for spec bench dataset. If None, use all categories.");
+  app.add_option("--random-mm-base-items-per-request", c.random_mm_base_items_per_request,
+                 "Base number of multimodal items per request for random-mm.")
+      ->capture_default_str();
+  app.add_option("--random-mm-num-mm-items-range-ratio", c.random_mm_num_mm_items_range_ratio,
+                 "Range ratio r in [0, 1] for sampling items per request: uniform in [floor(n*(1-r)), "
+                 "ceil(n*(1+r))], capped by the sum of the per-modality limits.")
+      ->capture_default_str();
+  add_optional(app, "--random-mm-limit-mm-per-prompt", c.random_mm_limit_mm_per_prompt,
+               "Per-modality hard caps for items per request, JSON (default {\"image\": 255, \"video\": 1}).");
+  add_optional(app, "--random-mm-bucket-config", c.random_mm_bucket_config,
+               "The bucket config: a dict (H, W, T) -> probability, e.g. {(256, 256, 1): 0.5, (720, 1280, 1): "
+               "0.5, (720, 1280, 16): 0.0} (the default); T = 1 is an image (video is not supported).");
+  add_optional(app, "--hf-subset", c.hf_subset, "Subset of the HF dataset (a folder of that name).");
+  add_optional(app, "--hf-split", c.hf_split, "Split of the HF dataset.");
+  add_optional(app, "--hf-name", c.hf_name,
+               "Name of the dataset on HuggingFace (e.g., 'philschmid/mt-bench'). Specify this if your "
+               "dataset-path is a local path.");
+  add_optional(app, "--hf-output-len", c.hf_output_len,
+               "Output length for each request. Overrides the output lengths from the sampled HF dataset.");
+  app.add_flag("--no-stream", c.no_stream, "Do not load the dataset in streaming mode.");
   app.add_flag("--no-oversample", c.no_oversample, "Do not oversample if the dataset has fewer samples than --num-prompts.");
   app.add_flag("--disable-shuffle", c.disable_shuffle, "Disable shuffling of dataset samples for deterministic ordering.");
   app.add_option("--request-id-prefix", c.request_id_prefix,
@@ -507,7 +543,8 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (!contains(kDatasets, c.dataset_name))
     throw ConfigError(fmt::format("--dataset-name: unknown dataset '{}' (choose from {})", c.dataset_name,
                                   join(kDatasets, ", ")));
-  bool synthetic = c.dataset_name == "random" || c.dataset_name == "prefix_repetition";
+  bool synthetic = c.dataset_name == "random" || c.dataset_name == "prefix_repetition" ||
+                   c.dataset_name == "random-mm";
   if (synthetic && c.dataset_path)
     throw ConfigError(fmt::format("--dataset-path is not used with --dataset-name {} (got '{}')",
                                   c.dataset_name, *c.dataset_path));
@@ -546,6 +583,20 @@ ResolvedConfig resolve(const BenchConfig& c) {
   } catch (const std::exception& e) {
     throw ConfigError(e.what());
   }
+  try {
+    const dataset::DatasetOptions defaults;
+    r.random_mm_limit_mm_per_prompt = c.random_mm_limit_mm_per_prompt
+                                          ? dataset::parse_mm_limit_per_prompt(*c.random_mm_limit_mm_per_prompt)
+                                          : defaults.random_mm_limit_mm_per_prompt;
+    r.random_mm_bucket_config = c.random_mm_bucket_config ? dataset::parse_mm_bucket_config(*c.random_mm_bucket_config)
+                                                          : defaults.random_mm_bucket_config;
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());
+  }
+  if (c.dataset_name == "random-mm" && c.backend != "openai-chat")
+    throw ConfigError(fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' "
+                                  "backends. (--dataset-name random-mm with --backend {})",
+                                  c.backend));
   r.request_id_prefix = c.request_id_prefix.empty() ? "bench-" + random_hex8() + "-" : c.request_id_prefix;
 
   // Traffic.
@@ -631,6 +682,45 @@ Urls build_urls(const BenchConfig& c) {
   return u;
 }
 
+namespace {
+
+/// repr() of the parsed --random-mm-bucket-config dict (vLLM's argparse type returns the dict).
+std::string mm_bucket_repr(const std::optional<std::string>& text) {
+  std::vector<dataset::MultiModalBucket> buckets = dataset::DatasetOptions{}.random_mm_bucket_config;
+  if (text) {
+    try {
+      buckets = dataset::parse_mm_bucket_config(*text);
+    } catch (const std::exception&) {
+      return py_str(*text);
+    }
+  }
+  std::string out = "{";
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const auto& b = buckets[i];
+    out += fmt::format("{}({}, {}, {}): {}", i ? ", " : "", b.height, b.width, b.num_frames,
+                       python_float_repr(b.probability));
+  }
+  return out + "}";
+}
+
+/// repr() of the parsed --random-mm-limit-mm-per-prompt dict.
+std::string mm_limit_repr(const std::optional<std::string>& text) {
+  std::vector<std::pair<std::string, int>> limits = dataset::DatasetOptions{}.random_mm_limit_mm_per_prompt;
+  if (text) {
+    try {
+      limits = dataset::parse_mm_limit_per_prompt(*text);
+    } catch (const std::exception&) {
+      return py_str(*text);
+    }
+  }
+  std::string out = "{";
+  for (std::size_t i = 0; i < limits.size(); ++i)
+    out += fmt::format("{}{}: {}", i ? ", " : "", py_str(limits[i].first), limits[i].second);
+  return out + "}";
+}
+
+}  // namespace
+
 std::string namespace_repr(const BenchConfig& c) {
   std::vector<std::string> headers;
   for (const auto& item : c.header) headers.push_back(common::redact_header_item(item));
@@ -659,6 +749,10 @@ std::string namespace_repr(const BenchConfig& c) {
       {"frequency_penalty", py_opt(c.frequency_penalty)},
       {"goodput", py_list(c.goodput)},
       {"header", py_list(headers)},
+      {"hf_name", py_opt(c.hf_name)},
+      {"hf_output_len", py_opt(c.hf_output_len)},
+      {"hf_split", py_opt(c.hf_split)},
+      {"hf_subset", py_opt(c.hf_subset)},
       {"host", py_str(c.host)},
       {"ignore_eos", py_bool(c.ignore_eos)},
       {"input_len", py_opt(c.input_len)},
@@ -676,6 +770,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"multi_turn_think_time_ms", python_float_repr(c.multi_turn_think_time_ms)},
       {"no_oversample", py_bool(c.no_oversample)},
       {"no_server_metrics", py_bool(c.no_server_metrics)},
+      {"no_stream", py_bool(c.no_stream)},
       {"num_prompts", std::to_string(c.num_prompts)},
       {"num_warmups", std::to_string(c.num_warmups)},
       {"output_len", py_opt(c.output_len)},
@@ -691,6 +786,10 @@ std::string namespace_repr(const BenchConfig& c) {
       {"ramp_up_start_rps", py_opt(c.ramp_up_start_rps)},
       {"ramp_up_strategy", py_opt(c.ramp_up_strategy)},
       {"random_input_len", std::to_string(c.random_input_len)},
+      {"random_mm_base_items_per_request", std::to_string(c.random_mm_base_items_per_request)},
+      {"random_mm_bucket_config", mm_bucket_repr(c.random_mm_bucket_config)},
+      {"random_mm_limit_mm_per_prompt", mm_limit_repr(c.random_mm_limit_mm_per_prompt)},
+      {"random_mm_num_mm_items_range_ratio", python_float_repr(c.random_mm_num_mm_items_range_ratio)},
       {"random_output_len", std::to_string(c.random_output_len)},
       {"random_prefix_len", std::to_string(c.random_prefix_len)},
       {"random_range_ratio", py_str(c.random_range_ratio)},
@@ -710,6 +809,11 @@ std::string namespace_repr(const BenchConfig& c) {
       {"session_concurrency", py_opt(c.session_concurrency)},
       {"sharegpt_output_len", py_opt(c.sharegpt_output_len)},
       {"skip_chat_template", py_bool(c.skip_chat_template)},
+      {"sonnet_input_len", std::to_string(c.sonnet_input_len)},
+      {"sonnet_output_len", std::to_string(c.sonnet_output_len)},
+      {"sonnet_prefix_len", std::to_string(c.sonnet_prefix_len)},
+      {"spec_bench_category", py_opt(c.spec_bench_category)},
+      {"spec_bench_output_len", std::to_string(c.spec_bench_output_len)},
       {"temperature", py_opt(c.temperature)},
       {"timed_trace_sec_multiplier", python_float_repr(c.timed_trace_sec_multiplier)},
       {"tokenizer", py_opt(c.tokenizer)},
@@ -746,6 +850,21 @@ dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConf
   d.prefix_repetition_suffix_len = c.prefix_repetition_suffix_len;
   d.prefix_repetition_num_prefixes = c.prefix_repetition_num_prefixes;
   d.prefix_repetition_output_len = c.prefix_repetition_output_len;
+  d.sonnet_input_len = c.sonnet_input_len;
+  d.sonnet_output_len = c.sonnet_output_len;
+  d.sonnet_prefix_len = c.sonnet_prefix_len;
+  d.spec_bench_output_len = c.spec_bench_output_len;
+  d.spec_bench_category = c.spec_bench_category;
+  d.random_mm_base_items_per_request = c.random_mm_base_items_per_request;
+  d.random_mm_num_mm_items_range_ratio = c.random_mm_num_mm_items_range_ratio;
+  d.random_mm_limit_mm_per_prompt = r.random_mm_limit_mm_per_prompt;
+  d.random_mm_bucket_config = r.random_mm_bucket_config;
+  d.hf_subset = c.hf_subset;
+  d.hf_split = c.hf_split;
+  d.hf_name = c.hf_name;
+  d.hf_output_len = c.hf_output_len;
+  d.no_stream = c.no_stream;
+  d.backend = c.backend;
   d.no_oversample = c.no_oversample;
   d.disable_shuffle = c.disable_shuffle;
   d.request_id_prefix = r.request_id_prefix;

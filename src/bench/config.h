@@ -23,12 +23,11 @@ namespace servelab::bench {
 /// /v1/chat/completions (vLLM's OPENAI_COMPATIBLE_BACKENDS).
 inline const std::vector<std::string> kBackends = {"openai", "openai-chat", "vllm"};
 /// Datasets servelab implements (vLLM names). Other vLLM dataset names are rejected with a clear message.
-inline const std::vector<std::string> kDatasets = {"sharegpt", "random", "prefix_repetition", "custom",
-                                                   "timed_trace"};
+inline const std::vector<std::string> kDatasets = {"sharegpt", "random",   "prefix_repetition", "custom", "sonnet",
+                                                   "burstgpt", "spec_bench", "random-mm",      "hf",     "timed_trace"};
 /// vLLM 0.13's other `--dataset-name` choices (recognised only to say they are not supported yet).
-inline const std::vector<std::string> kDatasetsNotSupported = {
-    "burstgpt", "sonnet", "random-mm", "random-rerank", "hf", "custom_audio", "custom_image",
-    "spec_bench", "speed_bench"};
+inline const std::vector<std::string> kDatasetsNotSupported = {"random-rerank", "custom_audio", "custom_image",
+                                                               "speed_bench"};
 /// vLLM 0.13's `--tokenizer-mode` choices (vllm/config/model.py TokenizerMode).
 inline const std::vector<std::string> kTokenizerModes = {"auto", "slow", "mistral", "deepseek_v32", "custom"};
 /// Metric names accepted by `--percentile-metrics` (vLLM 0.13: ttft, tpot, itl, e2el).
@@ -75,6 +74,20 @@ struct BenchConfig {
   int prefix_repetition_suffix_len = 256;        ///< tokens
   int prefix_repetition_num_prefixes = 10;
   int prefix_repetition_output_len = 128;        ///< tokens
+  int sonnet_input_len = 550;                    ///< tokens (chat-formatted prompt, upper bound)
+  int sonnet_output_len = 150;                   ///< tokens
+  int sonnet_prefix_len = 200;                   ///< tokens
+  int spec_bench_output_len = 256;               ///< tokens
+  std::optional<std::string> spec_bench_category;
+  int random_mm_base_items_per_request = 1;
+  double random_mm_num_mm_items_range_ratio = 0.0;
+  std::optional<std::string> random_mm_limit_mm_per_prompt;  ///< JSON; None = {"image": 255, "video": 1}
+  std::optional<std::string> random_mm_bucket_config;        ///< Python dict literal; None = vLLM's default
+  std::optional<std::string> hf_subset;          ///< hf: a folder of that name in the dataset
+  std::optional<std::string> hf_split;
+  std::optional<std::string> hf_name;            ///< hf: the dataset id when --dataset-path is a folder
+  std::optional<int> hf_output_len;              ///< tokens
+  bool no_stream = false;                        ///< hf: full-permutation shuffle instead of HF's buffer
   bool no_oversample = false;
   bool disable_shuffle = false;
   std::string request_id_prefix;                 ///< empty: "bench-<8 random hex>-" chosen by resolve()
@@ -147,6 +160,8 @@ struct ResolvedConfig {
   std::optional<int> sharegpt_output_len;
   int custom_output_len = 256;
   int prefix_repetition_output_len = 128;
+  std::vector<std::pair<std::string, int>> random_mm_limit_mm_per_prompt;  ///< parsed (default vLLM's)
+  std::vector<dataset::MultiModalBucket> random_mm_bucket_config;          ///< parsed (default vLLM's)
   std::string request_id_prefix;     ///< as sent (generated when the flag was not given)
 };
 

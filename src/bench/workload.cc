@@ -54,6 +54,11 @@ Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tok
     p.prompt_len = s.prompt_len;
     p.max_tokens = s.expected_output_len;
     p.request_id = std::move(s.request_id);
+    if (!s.image_urls.empty()) {  // random-mm: text then images, as vLLM's openai-chat request
+      s.prompt = p.prompt;
+      p.messages_json = dataset::multimodal_messages_json(s);
+      s.image_urls.clear();
+    }
     w.planned.push_back(std::move(p));
   }
   return w;

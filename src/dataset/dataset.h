@@ -1,5 +1,6 @@
 // servelab/dataset: the workload datasets of `servelab bench serve` — vLLM `vllm bench serve` datasets
-// (`--dataset-name sharegpt | random | prefix_repetition | custom`) with vLLM 0.13's sampling rules.
+// (`--dataset-name sharegpt | random | prefix_repetition | custom | sonnet | burstgpt | spec_bench |
+// random-mm | hf`) with vLLM 0.13's sampling rules (docs/bench.md "Datasets" writes them down).
 // Spec: shared/reference/vllm-bench-serve.md §2 (vLLM vllm/benchmarks/datasets.py). Where the newest vLLM
 // differs from 0.13 the doc comment says which one is followed and why.
 #pragma once
@@ -31,7 +32,34 @@ struct SampleRequest {
   /// `--request-id-prefix` + index (sent as x-request-id). Empty means "no request id" (vLLM gives
   /// prefix_repetition requests none).
   std::string request_id;
+  /// Multimodal items (random-mm): `data:image/jpeg;base64,...` URLs, sent after the text part of the
+  /// chat message as `{"type": "image_url", "image_url": {"url": ...}}` (vLLM's openai-chat request).
+  std::vector<std::string> image_urls;
 };
+
+/// The openai-chat `messages` JSON of a request with multimodal items, as vLLM's chat request builds it:
+/// `[{"role": "user", "content": [{"type": "text", "text": prompt}, {"type": "image_url", "image_url":
+/// {"url": ...}}, ...]}]` (compact JSON). Empty when the request has no items. Throws
+/// std::invalid_argument for a URL holding a character JSON must escape (a base64 data URL never does).
+std::string multimodal_messages_json(const SampleRequest& request);
+
+/// One `--random-mm-bucket-config` entry: an item shape and its probability (vLLM RandomMultiModalDataset;
+/// num_frames 1 = image, > 1 = video).
+struct MultiModalBucket {
+  int height = 0;      ///< pixels
+  int width = 0;       ///< pixels
+  int num_frames = 1;  ///< 1 = image
+  double probability = 0.0;
+};
+
+/// Parses `--random-mm-bucket-config`: a Python dict literal with (H, W, T) tuple keys, e.g.
+/// `{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}` (keys may also be quoted, "(256, 256, 1)", as JSON allows).
+/// Entries keep their order. Throws std::runtime_error naming the flag and the problem.
+std::vector<MultiModalBucket> parse_mm_bucket_config(std::string_view text);
+
+/// Parses `--random-mm-limit-mm-per-prompt`: a JSON object modality → max items, e.g.
+/// `{"image": 255, "video": 1}`. Throws std::runtime_error naming the flag and the problem.
+std::vector<std::pair<std::string, int>> parse_mm_limit_per_prompt(std::string_view text);
 
 /// `--random-range-ratio`: a float r (both ranges) or JSON `{"input": a, "output": b}`; each in [0, 1).
 struct RangeRatio {
@@ -69,6 +97,26 @@ struct DatasetOptions {
   int prefix_repetition_suffix_len = 256;  ///< tokens
   int prefix_repetition_num_prefixes = 10;
   int prefix_repetition_output_len = 128;  ///< tokens
+  int sonnet_input_len = 550;              ///< tokens of the chat-formatted prompt (upper bound)
+  int sonnet_output_len = 150;             ///< tokens
+  int sonnet_prefix_len = 200;             ///< tokens of the shared prefix (base prompt + first lines)
+  int spec_bench_output_len = 256;         ///< tokens
+  std::optional<std::string> spec_bench_category;  ///< only rows of this "category"
+  int random_mm_base_items_per_request = 1;
+  double random_mm_num_mm_items_range_ratio = 0.0;  ///< in [0, 1]
+  /// modality → max items per prompt (vLLM default {"image": 255, "video": 1}), in the given order.
+  std::vector<std::pair<std::string, int>> random_mm_limit_mm_per_prompt = {{"image", 255}, {"video", 1}};
+  /// vLLM default {(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}.
+  std::vector<MultiModalBucket> random_mm_bucket_config = {
+      {256, 256, 1, 0.5}, {720, 1280, 1, 0.5}, {720, 1280, 16, 0.0}};
+  std::optional<std::string> hf_subset;    ///< --hf-subset (a folder of that name in the dataset)
+  std::optional<std::string> hf_split;     ///< --hf-split
+  std::optional<std::string> hf_name;      ///< --hf-name: the HF id when --dataset-path is a local folder
+  std::optional<int> hf_output_len;        ///< --hf-output-len (tokens)
+  bool no_stream = false;                  ///< --no-stream (hf: full-permutation shuffle, not HF's buffer)
+  /// --backend: sonnet sends the raw prompt to openai-chat and the chat-formatted one otherwise;
+  /// random-mm needs openai-chat.
+  std::string backend = "openai";
   bool no_oversample = false;              ///< --no-oversample
   bool disable_shuffle = false;            ///< --disable-shuffle
   /// --request-id-prefix. vLLM's default is "bench-<8 random hex>-"; see default_request_id_prefix().

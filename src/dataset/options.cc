@@ -24,7 +24,8 @@ void check_ratio(double r, std::string_view which, std::string_view text) {
 }
 
 bool is_file_dataset(std::string_view name) {
-  return name == "sharegpt" || name == "custom";
+  return name == "sharegpt" || name == "custom" || name == "sonnet" || name == "burstgpt" ||
+         name == "spec_bench" || name == "hf";
 }
 
 }  // namespace
@@ -71,7 +72,9 @@ RangeRatio parse_range_ratio(std::string_view text) {
 }
 
 const std::vector<std::string>& supported_dataset_names() {
-  static const std::vector<std::string> names = {"sharegpt", "random", "prefix_repetition", "custom"};
+  static const std::vector<std::string> names = {"sharegpt",   "random",   "prefix_repetition", "custom",
+                                                 "sonnet",     "burstgpt", "spec_bench",        "random-mm",
+                                                 "hf"};
   return names;
 }
 
@@ -84,9 +87,15 @@ std::string default_request_id_prefix() {
 DatasetOptions resolve_length_aliases(DatasetOptions o) {
   // vLLM 0.13 vllm/benchmarks/serve.py main(): --input-len → random (and sonnet) input length;
   // --output-len → random, sonnet, sharegpt, custom, hf, spec_bench, prefix_repetition output lengths.
-  if (o.input_len) o.random_input_len = *o.input_len;
+  if (o.input_len) {
+    o.random_input_len = *o.input_len;
+    o.sonnet_input_len = *o.input_len;
+  }
   if (o.output_len) {
     o.random_output_len = *o.output_len;
+    o.sonnet_output_len = *o.output_len;
+    o.spec_bench_output_len = *o.output_len;
+    o.hf_output_len = *o.output_len;
     o.sharegpt_output_len = *o.output_len;
     o.custom_output_len = *o.output_len;
     o.prefix_repetition_output_len = *o.output_len;
@@ -98,8 +107,7 @@ void validate_options(const DatasetOptions& o) {
   const auto& names = supported_dataset_names();
   if (std::find(names.begin(), names.end(), o.dataset_name) == names.end()) {
     static const std::set<std::string> known_vllm = {
-        "burstgpt",     "sonnet",       "random-mm",  "random-rerank", "hf",
-        "custom_audio", "custom_image", "spec_bench", "speed_bench",   "timed_trace"};
+        "random-rerank", "custom_audio", "custom_image", "speed_bench", "timed_trace"};
     if (known_vllm.count(o.dataset_name)) {
       throw std::runtime_error(fmt::format(
           "--dataset-name {}: a vLLM dataset that servelab does not implement yet (supported: {})",
@@ -111,7 +119,7 @@ void validate_options(const DatasetOptions& o) {
   if (o.dataset_path && !is_file_dataset(o.dataset_name)) {
     throw std::runtime_error(fmt::format(
         "--dataset-path {} cannot be used with --dataset-name {} (it generates synthetic prompts); use "
-        "--dataset-name sharegpt or custom for a dataset file",
+        "a file dataset (sharegpt, custom, sonnet, burstgpt, spec_bench, hf) for a dataset file",
         *o.dataset_path, o.dataset_name));
   }
   if (!o.dataset_path && is_file_dataset(o.dataset_name)) {
@@ -123,7 +131,7 @@ void validate_options(const DatasetOptions& o) {
   auto non_negative = [](int v, std::string_view flag) {
     if (v < 0) throw std::runtime_error(fmt::format("{} {} must be >= 0", flag, v));
   };
-  if (o.dataset_name == "random") {
+  if (o.dataset_name == "random" || o.dataset_name == "random-mm") {
     non_negative(o.random_input_len, "--random-input-len");
     non_negative(o.random_output_len, "--random-output-len");
     non_negative(o.random_prefix_len, "--random-prefix-len");
@@ -131,6 +139,27 @@ void validate_options(const DatasetOptions& o) {
     check_ratio(o.random_range_ratio.output, "output", "(--random-range-ratio)");
     if (o.seed < 0)
       throw std::runtime_error(fmt::format("--seed {}: numpy default_rng needs a seed >= 0", o.seed));
+  }
+  if (o.dataset_name == "sonnet") {
+    non_negative(o.sonnet_input_len, "--sonnet-input-len");
+    non_negative(o.sonnet_output_len, "--sonnet-output-len");
+    non_negative(o.sonnet_prefix_len, "--sonnet-prefix-len");
+  }
+  if (o.dataset_name == "hf" && o.hf_output_len && *o.hf_output_len < 1)
+    throw std::runtime_error(fmt::format("--hf-output-len {} must be >= 1", *o.hf_output_len));
+  if (o.dataset_name == "spec_bench") non_negative(o.spec_bench_output_len, "--spec-bench-output-len");
+  if (o.dataset_name == "random-mm") {
+    if (o.backend != "openai-chat") {
+      throw std::runtime_error(fmt::format(
+          "Multi-modal content is only supported on 'openai-chat' and 'openai-audio' backends. "
+          "(--dataset-name random-mm with --backend {}; servelab implements openai-chat)",
+          o.backend));
+    }
+    non_negative(o.random_mm_base_items_per_request, "--random-mm-base-items-per-request");
+    if (!(o.random_mm_num_mm_items_range_ratio >= 0.0 && o.random_mm_num_mm_items_range_ratio <= 1.0)) {
+      throw std::runtime_error(fmt::format("--random-mm-num-mm-items-range-ratio {}: must be in [0, 1]",
+                                           o.random_mm_num_mm_items_range_ratio));
+    }
   }
   if (o.dataset_name == "sharegpt" && o.sharegpt_output_len) {
     non_negative(*o.sharegpt_output_len, "--sharegpt-output-len");

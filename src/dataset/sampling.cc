@@ -2,10 +2,15 @@
 // exchange lengths of real conversations.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "chat/chat.h"
 #include "dataset/dataset.h"
+#include "dataset/file_datasets.h"
+#include "dataset/hf.h"
+#include "dataset/random_mm.h"
 #include "dataset/synthetic.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,15 +31,17 @@ detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
 /// transformers apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
 /// tokenize=False) for the templates servelab can render without a Jinja engine; with --tokenizer-mode
 /// deepseek_v32, vLLM's DeepseekV32Tokenizer.apply_chat_template (DeepSeek-V3.2 encoding, non-thinking).
+/// `dataset` names the dataset in errors.
 std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string_view prompt,
-                                    const std::string& tokenizer_mode) {
+                                    std::string_view dataset, const std::string& tokenizer_mode) {
   if (tokenizer_mode == "deepseek_v32") return chat::render_deepseek_v32({chat::Message{"user", std::string(prompt)}});
   const std::string& tmpl = tok.chat_template();
   if (tmpl.empty()) {
-    throw std::runtime_error(
-        "custom dataset: the tokenizer has no chat_template (tokenizer_config.json), so the prompt cannot be "
-        "rendered as a chat; pass --skip-chat-template to send the raw prompt (DeepSeek-V3.2 ships no "
-        "template: pass --tokenizer-mode deepseek_v32 for its encoding)");
+    throw std::runtime_error(fmt::format(
+        "{} dataset: the tokenizer has no chat_template (tokenizer_config.json), so the prompt cannot be "
+        "rendered as a chat{}; DeepSeek-V3.2 ships no template: pass --tokenizer-mode deepseek_v32 for its "
+        "encoding",
+        dataset, dataset == "sonnet" ? "" : "; pass --skip-chat-template to send the raw prompt"));
   }
   // DeepSeek-V3 template (tokenizer_config.json of deepseek-ai/DeepSeek-V3*): for one user message with
   // add_generation_prompt it renders {bos_token}<｜User｜>{content}<｜Assistant｜>.
@@ -53,9 +60,12 @@ std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string
            "<\xEF\xBD\x9C"
            "Assistant\xEF\xBD\x9C>";
   }
-  throw std::runtime_error(
-      "custom dataset: servelab renders only the DeepSeek-V3 chat template without a Jinja engine; this "
-      "tokenizer's chat_template is different. Pass --skip-chat-template to send the raw prompt");
+  throw std::runtime_error(fmt::format(
+      "{} dataset: servelab renders only the DeepSeek-V3 chat template without a Jinja engine; this "
+      "tokenizer's chat_template is different{}",
+      dataset,
+      dataset == "sonnet" ? " (sonnet always needs the template: vLLM counts the formatted prompt)"
+                          : ". Pass --skip-chat-template to send the raw prompt"));
 }
 
 }  // namespace
@@ -97,13 +107,75 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
     warn_mismatch(mismatch, "prefix_repetition");
     return out;
   }
+  if (o.dataset_name == "random-mm") {
+    // vLLM: prohibited ids = added tokens with special=True (not all_special_ids: image placeholders too).
+    detail::TokenizerOps ops = make_ops(tok);
+    ops.special_ids = tok.special_ids();
+    long long mismatch = 0;
+    auto out = detail::sample_random_mm(o, ops, &mismatch);
+    warn_mismatch(mismatch, "random-mm");
+    return out;
+  }
   if (o.dataset_name == "custom") {
     const auto rows = detail::load_custom_rows(*o.dataset_path);
     return detail::sample_custom(
-        rows, o, count_tokens, [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, o.tokenizer_mode); },
+        rows, o, count_tokens,
+        [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "custom", o.tokenizer_mode); },
         *o.dataset_path);
   }
+  if (o.dataset_name == "sonnet") {
+    const auto lines = detail::load_sonnet_lines(*o.dataset_path);
+    return detail::sample_sonnet(
+        lines, o, count_tokens, [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "sonnet", o.tokenizer_mode); },
+        *o.dataset_path);
+  }
+  if (o.dataset_name == "burstgpt") {
+    return detail::sample_burstgpt(detail::load_burstgpt_rows(*o.dataset_path), o, make_ops(tok), *o.dataset_path);
+  }
+  if (o.dataset_name == "hf") {
+    return detail::sample_hf(o, count_tokens,
+                             [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "hf", o.tokenizer_mode); });
+  }
+  if (o.dataset_name == "spec_bench") {
+    const auto rows = detail::load_spec_bench_rows(*o.dataset_path, o.spec_bench_category);
+    if (rows.empty()) {
+      throw std::runtime_error(fmt::format("{}: no spec_bench row{}", *o.dataset_path,
+                                           o.spec_bench_category
+                                               ? fmt::format(" has category \"{}\"", *o.spec_bench_category)
+                                               : std::string()));
+    }
+    DatasetOptions spec = o;  // vLLM SpecBench is a CustomDataset (seed 0) with --spec-bench-output-len
+    spec.custom_output_len = o.spec_bench_output_len;
+    return detail::sample_custom(
+        rows, spec, count_tokens,
+        [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "spec_bench", o.tokenizer_mode); }, *o.dataset_path);
+  }
   throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));
+}
+
+std::string multimodal_messages_json(const SampleRequest& r) {
+  if (r.image_urls.empty()) return {};
+  // Concatenated rather than dumped from a JSON tree: the data URLs are megabytes of base64, which needs no
+  // escaping (nlohmann's dump of them was most of random-mm's set-up time).
+  std::size_t size = r.prompt.size() + 96;
+  for (const std::string& url : r.image_urls) size += url.size() + 48;
+  std::string out;
+  out.reserve(size);
+  out += R"([{"role":"user","content":[{"type":"text","text":)";
+  out += nlohmann::json(r.prompt).dump();
+  out += '}';
+  for (const std::string& url : r.image_urls) {
+    const bool plain = std::all_of(url.begin(), url.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\';
+    });
+    if (!plain)
+      throw std::invalid_argument("multimodal_messages_json: an image URL holds a character JSON must escape");
+    out += R"(,{"type":"image_url","image_url":{"url":")";
+    out += url;
+    out += R"("}})";
+  }
+  out += "]}]";
+  return out;
 }
 
 std::vector<ExchangeLengths> exchange_lengths(const std::vector<Conversation>& conversations,

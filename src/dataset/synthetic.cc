@@ -89,7 +89,8 @@ DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int
 }
 
 std::vector<SampleRequest> sample_random(const DatasetOptions& o, const TokenizerOps& tok,
-                                         long long* token_mismatch_total) {
+                                         long long* token_mismatch_total,
+                                         const AfterRandomRequestFn& after_request) {
   const int num_special = static_cast<int>(tok.num_special_tokens_to_add);
   const RandomLengthRanges ranges = random_length_ranges(
       o.random_input_len, o.random_output_len, o.random_range_ratio, num_special, o.random_prefix_len);
@@ -158,6 +159,7 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
     r.prompt_len = static_cast<int>(fixed.tokens.size());
     r.expected_output_len = static_cast<int>(output_lens[i]);
     r.request_id = fmt::format("{}{}", o.request_id_prefix, i);
+    if (after_request) after_request(i, rng, r);
     requests.push_back(std::move(r));
   }
   if (token_mismatch_total) *token_mismatch_total = mismatch;

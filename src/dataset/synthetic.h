@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dataset/dataset.h"
+#include "dataset/rng.h"
 
 namespace servelab::dataset::detail {
 
@@ -40,10 +41,16 @@ DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int
                                    const std::function<std::vector<std::int32_t>(std::size_t)>& draw_extra,
                                    int max_retry = 10);
 
+/// Called by sample_random right after request i's prompt is final, with the dataset's generator (vLLM
+/// RandomMultiModalDataset draws request i's multimodal items there, before request i + 1's fix-up).
+using AfterRandomRequestFn = std::function<void(std::size_t index, NumpyGenerator& rng, SampleRequest& request)>;
+
 /// vLLM RandomDataset.sample (numpy default_rng(seed) reproduced bit-exactly; see rng.h).
-/// `token_mismatch_total` receives the sum of fixer mismatches (vLLM's warning).
+/// `token_mismatch_total` receives the sum of fixer mismatches (vLLM's warning). The excluded ids are
+/// `tok.special_ids` (random: transformers all_special_ids; random-mm: the special added tokens).
 std::vector<SampleRequest> sample_random(const DatasetOptions& options, const TokenizerOps& tok,
-                                         long long* token_mismatch_total);
+                                         long long* token_mismatch_total,
+                                         const AfterRandomRequestFn& after_request = {});
 
 /// vLLM PrefixRepetitionRandomDataset.sample (legacy np.random + Python random seeded with `seed`).
 /// Request i of prefix p: N/P requests per prefix plus one for the first N%P prefixes (the newest vLLM;

@@ -153,6 +153,23 @@ TEST_F(RunInProcess, QuietRunFillsResult) {
   EXPECT_FALSE(r.engine_twin);
 }
 
+TEST_F(RunInProcess, RandomMmRunsOnOpenAiChat) {
+  test_support::StreamServerOptions so;
+  test_support::StreamServer server(so);
+  BenchConfig c = config(server.port());
+  c.dataset_name = "random-mm";
+  c.backend = "openai-chat";
+  c.endpoint = "/v1/chat/completions";
+  c.random_mm_bucket_config = "{(8, 8, 1): 1.0}";
+  c.random_mm_base_items_per_request = 2;
+  RunIo io;
+  io.quiet = true;
+  BenchResult r = run(c, {}, io);
+  EXPECT_EQ(r.metrics.completed, 8);
+  EXPECT_EQ(r.metrics.failed, 0);
+  EXPECT_EQ(r.metrics.total_output, 8 * 6);
+}
+
 TEST_F(RunInProcess, StoppedBeforeStartReportsEveryRequestCancelled) {
   test_support::StreamServer server(test_support::StreamServerOptions{});
   std::stop_source stop;

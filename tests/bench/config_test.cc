@@ -179,6 +179,46 @@ TEST(BenchConfig, VllmValidationMessages) {
   EXPECT_NE(resolve_error(mc).find("--max-concurrency"), std::string::npos);
 }
 
+TEST(BenchConfig, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
+  const BenchConfig d = parse({});
+  EXPECT_EQ(d.sonnet_input_len, 550);  // vLLM defaults
+  EXPECT_EQ(d.sonnet_output_len, 150);
+  EXPECT_EQ(d.sonnet_prefix_len, 200);
+  EXPECT_EQ(d.spec_bench_output_len, 256);
+  EXPECT_EQ(d.random_mm_base_items_per_request, 1);
+  EXPECT_FALSE(d.no_stream);
+  const BenchConfig c =
+      parse({"--dataset-name", "hf", "--dataset-path", "philschmid/mt-bench", "--sonnet-input-len", "300",
+             "--sonnet-prefix-len", "50", "--sonnet-output-len", "20", "--spec-bench-output-len", "64",
+             "--spec-bench-category", "math", "--random-mm-base-items-per-request", "2",
+             "--random-mm-num-mm-items-range-ratio", "0.5", "--random-mm-limit-mm-per-prompt", R"({"image": 4})",
+             "--random-mm-bucket-config", "{(64, 64, 1): 1.0}", "--hf-subset", "s", "--hf-split", "test",
+             "--hf-name", "x/y", "--hf-output-len", "33", "--no-stream"});
+  const dataset::DatasetOptions o = dataset_options(c, resolve(c));
+  EXPECT_EQ(o.dataset_name, "hf");
+  EXPECT_EQ(o.sonnet_input_len, 300);
+  EXPECT_EQ(o.sonnet_prefix_len, 50);
+  EXPECT_EQ(o.sonnet_output_len, 20);
+  EXPECT_EQ(o.spec_bench_output_len, 64);
+  EXPECT_EQ(o.spec_bench_category, "math");
+  EXPECT_EQ(o.random_mm_base_items_per_request, 2);
+  EXPECT_EQ(o.random_mm_num_mm_items_range_ratio, 0.5);
+  EXPECT_EQ(o.random_mm_limit_mm_per_prompt, (std::vector<std::pair<std::string, int>>{{"image", 4}}));
+  ASSERT_EQ(o.random_mm_bucket_config.size(), 1u);
+  EXPECT_EQ(o.random_mm_bucket_config[0].height, 64);
+  EXPECT_EQ(o.hf_subset, "s");
+  EXPECT_EQ(o.hf_split, "test");
+  EXPECT_EQ(o.hf_name, "x/y");
+  EXPECT_EQ(o.hf_output_len, 33);
+  EXPECT_TRUE(o.no_stream);
+  EXPECT_NE(namespace_repr(c).find("hf_name='x/y', hf_output_len=33, hf_split='test', hf_subset='s', host="),
+            std::string::npos);
+  EXPECT_NE(namespace_repr(c).find("sonnet_input_len=300, sonnet_output_len=20, sonnet_prefix_len=50, "
+                                   "spec_bench_category='math', spec_bench_output_len=64, temperature=None"),
+            std::string::npos)
+      << namespace_repr(c);
+}
+
 TEST(BenchConfig, DatasetChecks) {
   BenchConfig s;
   s.dataset_name = "sharegpt";
@@ -187,8 +227,32 @@ TEST(BenchConfig, DatasetChecks) {
   r.dataset_path = "/x.json";
   EXPECT_NE(resolve_error(r).find("--dataset-path is not used with --dataset-name random"), std::string::npos);
   BenchConfig u;
-  u.dataset_name = "sonnet";
-  EXPECT_NE(resolve_error(u).find("sonnet is a vLLM dataset servelab does not support"), std::string::npos);
+  u.dataset_name = "speed_bench";
+  EXPECT_NE(resolve_error(u).find("speed_bench is a vLLM dataset servelab does not support"), std::string::npos);
+  BenchConfig so;  // sonnet, burstgpt, spec_bench read a file; random-mm generates (and needs openai-chat)
+  so.dataset_name = "sonnet";
+  EXPECT_NE(resolve_error(so).find("--dataset-name sonnet needs --dataset-path"), std::string::npos);
+  BenchConfig mm;
+  mm.dataset_name = "random-mm";
+  EXPECT_NE(resolve_error(mm).find("Multi-modal content is only supported on 'openai-chat'"), std::string::npos);
+  mm.backend = "openai-chat";
+  mm.endpoint = "/v1/chat/completions";
+  mm.random_mm_bucket_config = "{(64, 32, 1): 1.0}";
+  mm.random_mm_limit_mm_per_prompt = R"({"image": 3})";
+  const ResolvedConfig mres = resolve(mm);
+  ASSERT_EQ(mres.random_mm_bucket_config.size(), 1u);
+  EXPECT_EQ(mres.random_mm_bucket_config[0].height, 64);
+  EXPECT_EQ(mres.random_mm_limit_mm_per_prompt.at(0).second, 3);
+  const dataset::DatasetOptions md = dataset_options(mm, mres);
+  EXPECT_EQ(md.random_mm_bucket_config[0].width, 32);
+  EXPECT_EQ(md.backend, "openai-chat");
+  EXPECT_NE(namespace_repr(mm).find("random_mm_bucket_config={(64, 32, 1): 1.0}, "
+                                    "random_mm_limit_mm_per_prompt={'image': 3}, "
+                                    "random_mm_num_mm_items_range_ratio=0.0"),
+            std::string::npos)
+      << namespace_repr(mm);
+  mm.random_mm_bucket_config = "{(64, 32): 1.0}";
+  EXPECT_NE(resolve_error(mm).find("--random-mm-bucket-config {(64, 32): 1.0}"), std::string::npos);
   BenchConfig rr;
   rr.random_range_ratio = "1.0";
   EXPECT_NE(resolve_error(rr).find("--random-range-ratio 1.0: input ratio 1 must be in [0, 1)"), std::string::npos) << resolve_error(rr);

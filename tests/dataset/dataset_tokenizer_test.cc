@@ -182,6 +182,56 @@ TEST(CustomWithTokenizer, DeepSeekV32TokenizerModeRendersItsEncoding) {
   std::filesystem::remove(path);
 }
 
+TEST(SonnetWithTokenizer, DeepSeekTemplateAndLengths) {
+  const auto path = std::filesystem::temp_directory_path() / "servelab_dataset_sonnet_ds.txt";
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 40; ++i) f << "Line " << i << " of a small test poem, written for this test\n";
+  }
+  DatasetOptions o;
+  o.dataset_name = "sonnet";
+  o.dataset_path = path.string();
+  o.num_prompts = 5;
+  o.sonnet_input_len = 120;
+  o.sonnet_prefix_len = 60;
+  o.request_id_prefix = "s";
+  const std::string bos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string user = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>";
+  const std::string assistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+  const auto got = sample_requests(o, deepseek());
+  ASSERT_EQ(got.size(), 5u);
+  for (const auto& r : got) {
+    // Completions backend: the formatted prompt; its length counted with the tokenizer's BOS on top.
+    ASSERT_EQ(r.prompt.rfind(bos + user + "Pick as many lines as you can from these poem lines:\nLine 0 of", 0), 0u);
+    EXPECT_EQ(r.prompt.substr(r.prompt.size() - assistant.size()), assistant);
+    EXPECT_EQ(r.prompt_len, static_cast<int>(deepseek().encode(r.prompt, true).size()));
+    EXPECT_LE(r.prompt_len, 120);
+    EXPECT_EQ(r.expected_output_len, 150);
+  }
+  o.backend = "openai-chat";  // the raw prompt, same draws and lengths
+  const auto chat = sample_requests(o, deepseek());
+  EXPECT_EQ(bos + user + chat[0].prompt + assistant, got[0].prompt);
+  EXPECT_EQ(chat[0].prompt_len, got[0].prompt_len);
+  EXPECT_THROW(sample_requests(o, gpt2()), std::runtime_error);  // no chat template
+}
+
+TEST(BurstGptWithTokenizer, PromptsDecodeTheIdSequence) {
+  const auto path = std::filesystem::temp_directory_path() / "servelab_dataset_burstgpt.csv";
+  std::ofstream(path) << "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                         "1,GPT-4,20,5,25,Conversation log\n2,GPT-4,3,0,3,API log\n";
+  DatasetOptions o;
+  o.dataset_name = "burstgpt";
+  o.dataset_path = path.string();
+  o.num_prompts = 2;  // one usable row: sampled with replacement
+  const auto got = sample_requests(o, gpt2());
+  ASSERT_EQ(got.size(), 2u);
+  std::vector<tokenizer::TokenId> ids;
+  for (int j = 0; j < 20; ++j) ids.push_back(1 + j);
+  EXPECT_EQ(got[1].prompt, gpt2().decode(ids));  // request 1: ids 1..20
+  EXPECT_EQ(got[1].prompt_len, 20);
+  EXPECT_EQ(got[1].expected_output_len, 5);
+}
+
 TEST(PrefixRepetitionWithTokenizer, SharedPrefixesExactLengths) {
   DatasetOptions o;
   o.dataset_name = "prefix_repetition";

@@ -46,7 +46,7 @@ TEST(Options, ValidateNamesFlagsAndCombinations) {
   EXPECT_NO_THROW(validate_options(o));
   o.dataset_path.reset();
   EXPECT_NE(error_of([&] { validate_options(o); }).find("needs --dataset-path"), std::string::npos);
-  o.dataset_name = "sonnet";
+  o.dataset_name = "speed_bench";
   EXPECT_NE(error_of([&] { validate_options(o); }).find("does not implement yet"), std::string::npos);
   o.dataset_name = "bogus";
   EXPECT_NE(error_of([&] { validate_options(o); }).find("unknown dataset"), std::string::npos);

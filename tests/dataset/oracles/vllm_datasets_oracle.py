@@ -84,6 +84,76 @@ def prefix_repetition(seed, n, prefix_len, suffix_len, num_prefixes, output_len)
     return out
 
 
+def random_mm(seed, n, input_len, output_len, base_items, items_ratio, limit, buckets):
+    """vLLM RandomMultiModalDataset.sample (images only): random text, then per request the item count
+    (rng.integers), rng.choice over the normalized buckets and rng.integers(0, 256, (h, w, 3), uint8) pixels.
+    Each image is reported as [h, w, sum of the pixel bytes, first 8 bytes]."""
+    import math
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    real = max(0, input_len - 1)
+    input_lens = rng.integers(real, real + 1, size=n)
+    output_lens = rng.integers(output_len, output_len + 1, size=n)
+    offsets = rng.integers(0, VOCAB, size=n)
+    buckets = {k: v / sum(v for v in buckets.values() if v > 0) for k, v in buckets.items() if v > 0}
+    lim = sum(v for k, v in limit.items() if k == "image")  # images only: no video bucket has p > 0
+    mx = min(lim, math.ceil(base_items * (1 + items_ratio)))
+    mn = max(0, math.floor(base_items * (1 - items_ratio)))
+    allowed = np.array(sorted(set(range(VOCAB)) - set(SPECIAL)))
+    draw = lambda k: rng.integers(0, VOCAB, size=k).tolist()
+    out = []
+    for i in range(n):
+        inner = allowed[(offsets[i] + i + np.arange(input_lens[i])) % len(allowed)].tolist()
+        prompt, toks, _ = fixer(inner, int(input_lens[i]), draw)
+        images = []
+        k = int(rng.integers(mn, mx + 1))
+        while len(images) < k:
+            cfg = rng.choice(list(buckets.keys()), p=list(buckets.values()))
+            px = rng.integers(0, 256, (int(cfg[0]), int(cfg[1]), 3), dtype=np.uint8)
+            images.append([int(cfg[0]), int(cfg[1]), int(px.astype(np.int64).sum()), px.reshape(-1)[:8].tolist()])
+        out.append([prompt, len(toks), int(output_lens[i]), images])
+    return out
+
+
+def hf_order(seed, streaming, rows_per_file):
+    """Row order after HF datasets' load_dataset(...).shuffle(seed) (datasets 2.x/3.x): streaming =
+    _shuffle_gen_kwargs (shard list shuffled by a copy of default_rng(seed)) then
+    BufferShuffledExamplesIterable.__iter__ (buffer 1000, another copy), transcribed verbatim; map-style =
+    default_rng(seed).permutation(n)."""
+    import numpy as np
+    offsets = [sum(rows_per_file[:f]) for f in range(len(rows_per_file))]
+    total = sum(rows_per_file)
+    if not streaming:
+        return np.random.default_rng(seed).permutation(total).tolist()
+    shards = list(range(len(rows_per_file)))
+    np.random.default_rng(seed).shuffle(shards)
+
+    def examples():
+        for f in shards:
+            for k in range(rows_per_file[f]):
+                yield offsets[f] + k
+
+    def _iter_random_indices(rng, buffer_size, random_batch_size=1000):
+        while True:
+            yield from (int(i) for i in rng.integers(0, buffer_size, size=random_batch_size))
+
+    buffer_size = 1000
+    rng = np.random.default_rng(seed)
+    indices_iterator = _iter_random_indices(rng, buffer_size)
+    mem_buffer = []
+    out = []
+    for x in examples():
+        if len(mem_buffer) == buffer_size:
+            i = next(indices_iterator)
+            out.append(mem_buffer[i])
+            mem_buffer[i] = x
+        else:
+            mem_buffer.append(x)
+    rng.shuffle(mem_buffer)
+    out.extend(mem_buffer)
+    return out
+
+
 def count(text):
     return len(text.encode("utf-8")) // 4 + 1
 
@@ -154,6 +224,12 @@ def main():
         print(json.dumps(random_dataset(int(a[0]), int(a[1]), int(a[2]), int(a[3]), float(a[4]), float(a[5]), int(a[6]))))
     elif kind == "prefix_repetition":
         print(json.dumps(prefix_repetition(*map(int, a))))
+    elif kind == "random_mm":  # seed n input_len output_len base ratio limit_json buckets_json([[h,w,t,p],...])
+        buckets = {(b[0], b[1], b[2]): b[3] for b in json.loads(a[7])}
+        print(json.dumps(random_mm(int(a[0]), int(a[1]), int(a[2]), int(a[3]), int(a[4]), float(a[5]),
+                                   json.loads(a[6]), buckets)))
+    elif kind == "hf_order":  # seed streaming(0/1) rows_per_file(comma list)
+        print(json.dumps(hf_order(int(a[0]), a[1] == "1", [int(x) for x in a[2].split(",")])))
     elif kind == "sharegpt":
         fixed = None if a[3] == "none" else int(a[3])
         print(json.dumps(sharegpt(a[0], int(a[1]), int(a[2]), fixed)))
