@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <tuple>
 
 namespace servelab::simserve {
@@ -118,9 +120,13 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
       r.prompt = it->get<std::string>();
     } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
       r.prompt = (*it)[0].get<std::string>();
+    } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const json& t) {
+                 return t.is_number_integer() && t.get<std::int64_t>() >= 0;
+               })) {
+      r.prompt_token_ids = it->get<std::vector<std::int64_t>>();  // one prompt as token ids
     } else if (it->is_array()) {
-      return bad_request("prompt: batched or token-id prompts are not supported by the engine twin; send one "
-                         "string",
+      return bad_request("prompt: batched prompts (a list of strings or of token-id lists) are not supported by "
+                         "the engine twin; send one string or one list of non-negative token ids",
                          "prompt");
     } else {
       return validation(std::string("prompt must be a string, got ") + json_type_name(*it), "prompt");

@@ -32,6 +32,9 @@ struct GenerationRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;
   std::string prompt;                         ///< completions: the prompt text
+  /// completions: the prompt as token ids (`"prompt": [int, ...]`, as vLLM accepts it; what
+  /// `bench serve --dataset-name timed_trace` sends); then `prompt` is empty and these are the prompt.
+  std::optional<std::vector<std::int64_t>> prompt_token_ids;
   std::vector<chat::Message> messages;        ///< chat: the conversation
   bool thinking = false;                      ///< chat_template_kwargs.thinking / enable_thinking
   std::optional<int> max_tokens;              ///< max_tokens or max_completion_tokens (tokens)

@@ -534,7 +534,9 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   auto& req = std::get<GenerationRequest>(parsed);
 
   int prompt_tokens = 0;
-  if (ep == Endpoint::kCompletions) {
+  if (ep == Endpoint::kCompletions && req.prompt_token_ids) {
+    prompt_tokens = static_cast<int>(req.prompt_token_ids->size());  // token ids: the prompt as sent
+  } else if (ep == Endpoint::kCompletions) {
     prompt_tokens = static_cast<int>(tok.encode(req.prompt, true).size());
   } else {
     chat::RenderOptions ro;

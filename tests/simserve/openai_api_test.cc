@@ -31,6 +31,19 @@ TEST(OpenAiApi, CompletionsRequestAsVllmBenchSendsIt) {
   EXPECT_TRUE(r.ignore_eos);
 }
 
+// One prompt as token ids (what bench serve --dataset-name timed_trace sends); batches are refused by name.
+TEST(OpenAiApi, CompletionsPromptAsTokenIds) {
+  const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":[1,2,3,50256],"max_tokens":2})");
+  ASSERT_TRUE(r.prompt_token_ids);
+  EXPECT_EQ(*r.prompt_token_ids, (std::vector<std::int64_t>{1, 2, 3, 50256}));
+  EXPECT_TRUE(r.prompt.empty());
+  for (const char* bad : {R"([[1,2],[3]])", R"(["a","b"])", R"([1,-2])", R"([])", R"([1,"x"])"}) {
+    const auto e = error_of(std::string(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":)") + bad + "}");
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_NE(e.message.find("batched prompts"), std::string::npos) << e.message;
+  }
+}
+
 TEST(OpenAiApi, ChatRequestWithListContentAndThinking) {
   const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":[{"type":"text","text":"a"},
     {"type":"text","text":"b"}]}],"max_completion_tokens":3,"max_tokens":99,"chat_template_kwargs":{"thinking":true}})",

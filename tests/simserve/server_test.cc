@@ -116,6 +116,16 @@ TEST(SimServe, StreamingCompletionHasExactTokensUsageAndTiming) {
   EXPECT_LT(elapsed, 1.0);
 }
 
+// A token-id prompt counts as sent: usage.prompt_tokens is its length, not a re-tokenisation.
+TEST(SimServe, TokenIdPromptCountsItsTokens) {
+  Running r;
+  auto rep = request(r.port, http::verb::post, "/v1/completions",
+                     R"({"model":"twin","prompt":[464,2068,7586,21831,11687],"max_tokens":2,"ignore_eos":true})");
+  ASSERT_EQ(rep.status, 200) << rep.body;
+  EXPECT_EQ(json::parse(rep.body)["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(json::parse(rep.body)["usage"]["completion_tokens"], 2);
+}
+
 TEST(SimServe, TimeScaleRunsFaster) {
   simserve::ServerOptions o;
   o.time_scale = 100.0;
