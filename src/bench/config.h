@@ -48,6 +48,9 @@ struct BenchConfig {
   std::optional<std::string> model;              ///< absent: GET {base_url}/v1/models, first entry
   std::optional<std::string> served_model_name;  ///< request `model` field (default: --model)
   std::optional<std::string> tokenizer;          ///< default: the model id
+  /// Hugging Face Hub revision (branch, tag or commit) of the tokenizer fetched for a repository id
+  /// (servelab; vLLM's bench serve has none, `vllm serve` has --revision); absent: "main".
+  std::optional<std::string> revision;
   bool trust_remote_code = false;                ///< accepted for drop-in compatibility; no effect
 
   // --- workload
