@@ -174,8 +174,11 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
   add_optional(app, "--served-model-name", c.served_model_name,
                "The model name used in the API. If not specified, the model name is the same as --model.");
   add_optional(app, "--tokenizer", c.tokenizer,
-               "Name or path of the tokenizer (tokenizer.json file, a directory holding it, a Hugging Face "
-               "id in the local cache, or a DeepSeek-V3 id), if not using the default (the model id).");
+               "Name or path of the tokenizer (tokenizer.json file, a directory holding it, or a Hugging Face "
+               "id: from the local cache, else downloaded from the Hub into it), if not using the default "
+               "(the model id).");
+  add_optional(app, "--revision", c.revision,
+               "Hugging Face Hub revision (branch, tag or commit) of the tokenizer of a Hub id (default: main).");
   app.add_flag("--trust-remote-code", c.trust_remote_code,
                "Accepted for drop-in compatibility; servelab runs no Python tokenizer code.");
   app.add_option("--tokenizer-mode", c.tokenizer_mode,
@@ -800,6 +803,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"request_timeout_s", python_float_repr(c.request_timeout_s)},
       {"result_dir", py_opt(c.result_dir)},
       {"result_filename", py_opt(c.result_filename)},
+      {"revision", py_opt(c.revision)},
       {"save_detailed", py_bool(c.save_detailed)},
       {"save_result", py_bool(c.save_result)},
       {"seed", std::to_string(c.seed)},

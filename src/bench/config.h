@@ -50,6 +50,9 @@ struct BenchConfig {
   std::optional<std::string> model;              ///< absent: GET {base_url}/v1/models, first entry
   std::optional<std::string> served_model_name;  ///< request `model` field (default: --model)
   std::optional<std::string> tokenizer;          ///< default: the model id
+  /// Hugging Face Hub revision (branch, tag or commit) of the tokenizer fetched for a repository id
+  /// (servelab; vLLM's bench serve has none, `vllm serve` has --revision); absent: "main".
+  std::optional<std::string> revision;
   bool trust_remote_code = false;                ///< accepted for drop-in compatibility; no effect
   /// --tokenizer-mode (vLLM 0.13 choices, kTokenizerModes): auto and slow are the same here (servelab reads
   /// tokenizer.json, which has no slow/fast variants); deepseek_v32 renders chat prompts with DeepSeek-V3.2's

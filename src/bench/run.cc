@@ -150,7 +150,11 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   result.tokenizer_id = config.tokenizer.value_or(result.model_id);
   std::shared_ptr<const tokenizer::Tokenizer> tok;
   try {
-    tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(result.tokenizer_id));
+    hub::FetchRequest fetch;  // a Hub id not in the cache is downloaded into it, as vLLM would
+    fetch.revision = config.revision.value_or("");
+    fetch.download = true;
+    if (!io.quiet) fetch.log = [&io](const std::string& line) { std::fprintf(io.progress, "%s\n", line.c_str()); };
+    tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(result.tokenizer_id, fetch));
   } catch (const std::exception& e) {
     throw BenchError(fmt::format("--tokenizer {}: {}", result.tokenizer_id, e.what()));
   }

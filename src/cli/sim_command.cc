@@ -12,6 +12,7 @@
 
 #include "bench/config.h"
 #include "cli/command_registry.h"
+#include "cli/hub_fetch.h"
 #include "common/paths.h"
 #include "dataset/dataset.h"
 #include "engines/engines.h"
@@ -100,8 +101,9 @@ void run_sim_run(SimRunArgs& a) {
     std::fprintf(stderr, "%s\n", e.what());
     throw ExitRequest{2};
   }
-  const model::ModelSpec model =
-      a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
+  const std::string model_revision = launch_flag_value(a.launch, "--revision");
+  const model::ModelSpec model = a.model_config.empty() ? model::resolve_model(engine.model, hub_fetch(model_revision))
+                                                        : model::load_config(a.model_config);
   const bench::ResolvedConfig r = bench::resolve(a.bench);
   if (a.bench.multi_turn)
     throw std::runtime_error(
@@ -122,7 +124,9 @@ void run_sim_run(SimRunArgs& a) {
     const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(engine.model));
     std::optional<tokenizer::Tokenizer> loaded;
     try {
-      loaded.emplace(tokenizer::load_tokenizer(tok_id));
+      std::string tok_revision = a.bench.revision.value_or(launch_flag_value(a.launch, "--tokenizer-revision"));
+      if (tok_revision.empty() && !a.bench.tokenizer) tok_revision = model_revision;
+      loaded.emplace(tokenizer::load_tokenizer(tok_id, hub_fetch(tok_revision)));
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string(e.what()) +
                                "\nThe --dataset-name " + a.bench.dataset_name +

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/command_registry.h"
+#include "cli/hub_fetch.h"
 #include "common/paths.h"
 #include "engines/engines.h"
 #include "hardware/hardware.h"
@@ -139,8 +140,9 @@ void run_serve(const SimServeArgs& a) {
   const engines::EngineConfig engine = engines::apply_config_files(
       engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
-  const model::ModelSpec model =
-      a.model_config.empty() ? model::resolve_model(engine.model) : model::load_config(a.model_config);
+  const std::string model_revision = launch_flag_value(a.launch, "--revision");
+  const model::ModelSpec model = a.model_config.empty() ? model::resolve_model(engine.model, hub_fetch(model_revision))
+                                                        : model::load_config(a.model_config);
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
   auto created = sim::OnlineTwin::create(engine, cluster, model, calibration);
@@ -193,7 +195,9 @@ void run_serve(const SimServeArgs& a) {
                                   [] { return std::numeric_limits<double>::infinity(); }};
   }
 
-  const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer);
+  std::string tok_revision = launch_flag_value(a.launch, "--tokenizer-revision");
+  if (tok_revision.empty() && a.tokenizer.empty()) tok_revision = model_revision;
+  const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer, hub_fetch(tok_revision));
   simserve::Server server(o, std::move(timeline), tok);
   const unsigned short port = server.start();
   // Start-up delay: the port is bound (connections wait in the backlog, /health gets no answer) as a real

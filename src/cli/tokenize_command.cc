@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/command_registry.h"
+#include "cli/hub_fetch.h"
 #include "common/paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,6 +21,7 @@ struct TokenizeArgs {
   std::string file;
   std::string texts_json;
   std::string ids_json;
+  std::string revision;
   bool no_special = false;
 };
 
@@ -33,7 +35,7 @@ void run_tokenize(const TokenizeArgs& a, bool has_text) {
     std::fprintf(stderr, "servelab tokenize: --ids-json needs --texts-json\n");
     throw ExitRequest{2};
   }
-  const tokenizer::Tokenizer tok = tokenizer::load_tokenizer(a.tokenizer);
+  const tokenizer::Tokenizer tok = tokenizer::load_tokenizer(a.tokenizer, hub_fetch(a.revision));
   const bool add_special = !a.no_special;
   if (!a.texts_json.empty()) {
     nlohmann::json texts;
@@ -81,8 +83,10 @@ SERVELAB_REGISTER_COMMAND("tokenize", 10, [](CLI::App& root) {
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = root.add_subcommand("tokenize", "Count tokens exactly as the model's Hugging Face tokenizer");
   cmd->add_option("--tokenizer", args->tokenizer,
-                  "tokenizer.json file, directory, Hugging Face id in the local cache, or a DeepSeek-V3.x id")
+                  "tokenizer.json file, directory, or Hugging Face id (from the local cache, else downloaded "
+                  "from the Hub into it)")
       ->capture_default_str();
+  cmd->add_option("--revision", args->revision, "Hub revision (branch, tag or commit) of a Hub id (default: main)");
   auto* text_opt = cmd->add_option("--text", args->text, "text to encode");
   cmd->add_option("--file", args->file, "encode the whole content of this file");
   cmd->add_option("--texts-json", args->texts_json, "JSON array of strings to encode (batch)");

@@ -22,6 +22,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "hub/hub.h"
+
 namespace servelab::model {
 
 // ---------------------------------------------------------------------------------------------------
@@ -360,9 +362,12 @@ ModelSpec load_config(const std::filesystem::path& config_json);
 ///   - DeepSeek-V3.2 (built in from shared/data/SOURCES.md "Not available here"; names containing
 ///     "DeepSeek-V3.2", case-insensitive, or whose last component is "DeepSeek-V32");
 ///   - an id matching the `_name_or_path` of a config in `<data dir>/model-configs/` (common::data_dir()),
-///     case-insensitively, else one whose last component matches the id's last component ("GLM-4.5-Air").
-/// Throws std::runtime_error naming the model and every place searched.
-ModelSpec resolve_model(const std::string& model);
+///     case-insensitively, else one whose last component matches the id's last component ("GLM-4.5-Air");
+///   - with `fetch.download`, config.json from the Hugging Face Hub, downloaded into its cache
+///     (hub::fetch_files: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).
+/// With `fetch.revision` only the cache at that revision (refs/<revision> or the commit) and then the Hub
+/// are used. Throws std::runtime_error naming the model and every place searched (the Hub's error among them).
+ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch = {});
 
 /// DeepSeek-V3.2 (671B MoE, MLA + DSA, FP8 block weights).
 ModelSpec deepseek_v32();

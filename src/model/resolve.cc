@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/paths.h"
+#include "hub/hub.h"
 #include "model/model.h"
 
 namespace servelab::model {
@@ -66,6 +67,9 @@ std::optional<fs::path> hf_cache_config(const fs::path& hub, const std::string& 
   while (!main_ref.empty() && std::isspace(static_cast<unsigned char>(main_ref.back()))) main_ref.pop_back();
   for (const fs::path& f : found)
     if (!main_ref.empty() && f.parent_path().filename() == main_ref) return f;
+  // With refs, the other snapshots are other revisions (a pinned --revision): not main's config. The newest
+  // snapshot stands in for main only in a cache without any refs.
+  if (!fs::is_empty(hub / repo / "refs", ec) && !ec) return std::nullopt;
   return *std::max_element(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
     std::error_code e1, e2;
     return fs::last_write_time(a, e1) < fs::last_write_time(b, e2);
@@ -102,9 +106,22 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
 
 }  // namespace
 
-ModelSpec resolve_model(const std::string& model) {
+ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch) {
   std::vector<std::string> tried;
   std::error_code ec;
+  const bool pinned = !fetch.revision.empty();
+  hub::HubOptions hub_options = hub::options_from_environment();
+  hub_options.log = fetch.log;
+  auto from_hub = [&]() -> std::optional<ModelSpec> {
+    if (!fetch.download || !hub::is_repo_id(model)) return std::nullopt;
+    try {
+      const hub::Snapshot snap = hub::fetch_files(model, {{"config.json", true}}, fetch.revision, hub_options);
+      return load_config(*snap.files.at("config.json"));
+    } catch (const hub::HubError& e) {
+      tried.push_back(std::string("Hugging Face Hub: ") + e.what());
+      return std::nullopt;
+    }
+  };
   const fs::path as_path(model);
   if (fs::is_directory(as_path, ec)) {
     if (fs::is_regular_file(as_path / "config.json", ec)) return load_config(as_path / "config.json");
@@ -113,6 +130,18 @@ ModelSpec resolve_model(const std::string& model) {
     return load_config(as_path);
   } else {
     tried.push_back("path " + as_path.string() + " (does not exist)");
+  }
+  if (pinned) {  // that revision only: its snapshot in the cache, else the Hub
+    if (hub::is_repo_id(model)) {
+      if (auto f = hub::cached_file(model, "config.json", fetch.revision, hub_options)) return load_config(*f);
+      tried.push_back("Hugging Face cache " +
+                      (hub_options.cache_dir / hub::repo_folder_name(model) / "snapshots" / "*" / "config.json").string() +
+                      " at revision " + fetch.revision);
+    }
+    if (auto m = from_hub()) return *m;
+    std::string message = "unknown model \"" + model + "\" at revision " + fetch.revision + "; searched:";
+    for (const auto& t : tried) message += "\n  - " + t;
+    throw std::runtime_error(message);
   }
   // A real node's Hugging Face cache first: its config.json is the model's own file.
   const auto slash = model.find('/');
@@ -135,6 +164,7 @@ ModelSpec resolve_model(const std::string& model) {
                       ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
                             "\" or ends in \"" + last_component(model) + "\")"
                       : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
+  if (auto m = from_hub()) return *m;
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
   message += "\nPass the model's config.json with --model-config FILE, or put it in the Hugging Face cache.";

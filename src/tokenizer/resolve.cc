@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/paths.h"
+#include "hub/hub.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer {
@@ -50,9 +51,10 @@ std::filesystem::path deepseek_cache_file() {
 
 }  // namespace
 
-std::filesystem::path resolve_tokenizer_path(std::string_view spec) {
+std::filesystem::path resolve_tokenizer_path(std::string_view spec, const hub::FetchRequest& fetch) {
   namespace fs = std::filesystem;
   std::vector<std::string> tried;
+  const bool pinned = !fetch.revision.empty();
   std::error_code ec;
   const fs::path as_path(spec);
   if (fs::is_regular_file(as_path, ec)) return as_path;
@@ -62,9 +64,17 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec) {
   } else {
     tried.push_back("file " + as_path.string() + " (does not exist)");
   }
+  hub::HubOptions hub_options = hub::options_from_environment();
+  hub_options.log = fetch.log;
+  if (pinned && hub::is_repo_id(spec)) {  // that revision's snapshot only (refs/<revision>, or the commit)
+    if (auto f = hub::cached_file(spec, "tokenizer.json", fetch.revision, hub_options)) return *f;
+    tried.push_back("Hugging Face cache " +
+                    (hub_options.cache_dir / hub::repo_folder_name(spec) / "snapshots" / "*" / "tokenizer.json").string() +
+                    " at revision " + fetch.revision);
+  }
   // A Hugging Face id ORG/NAME in the local hub cache.
   const auto slash = spec.find('/');
-  if (slash != std::string_view::npos && slash > 0 && spec.find('/', slash + 1) == std::string_view::npos) {
+  if (!pinned && slash != std::string_view::npos && slash > 0 && spec.find('/', slash + 1) == std::string_view::npos) {
     const std::string repo = "models--" + std::string(spec.substr(0, slash)) + "--" + std::string(spec.substr(slash + 1));
     for (const fs::path& hub : hf_hub_dirs()) {
       const fs::path snapshots = hub / repo / "snapshots";
@@ -75,7 +85,7 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec) {
         }
       }
       if (!found.empty()) {
-        // Prefer the snapshot that refs/main points at, else the newest.
+        // The snapshot that refs/main points at.
         std::string main_ref;
         try {
           main_ref = common::read_file(hub / repo / "refs" / "main");
@@ -85,6 +95,13 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec) {
         for (const fs::path& f : found) {
           if (!main_ref.empty() && f.parent_path().filename() == main_ref) return f;
         }
+        // With refs, the other snapshots are other revisions (a pinned --revision): not main's file.
+        // The newest snapshot stands in for main only in a cache without any refs.
+        if (!fs::is_empty(hub / repo / "refs", ec) && !ec) {
+          tried.push_back("Hugging Face cache " + (snapshots / (main_ref.empty() ? "<no refs/main>" : main_ref) /
+                                                   "tokenizer.json").string());
+          continue;
+        }
         return *std::max_element(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
           std::error_code e1, e2;
           return fs::last_write_time(a, e1) < fs::last_write_time(b, e2);
@@ -93,18 +110,28 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec) {
       tried.push_back("Hugging Face cache " + (snapshots / "*" / "tokenizer.json").string());
     }
   }
-  if (is_deepseek_v3_family(spec)) {
+  if (!pinned && is_deepseek_v3_family(spec)) {
     const fs::path f = deepseek_cache_file();
     if (fs::is_regular_file(f, ec)) return f;
     tried.push_back("DeepSeek tokenizer " + f.string() + " (run `make deps` to fetch it)");
+  }
+  // Nothing local: the Hub, into its cache (tokenizer_config.json beside it when the repository has one).
+  if (fetch.download && hub::is_repo_id(spec)) {
+    try {
+      const hub::Snapshot snap = hub::fetch_files(
+          spec, {{"tokenizer.json", true}, {"tokenizer_config.json", false}}, fetch.revision, hub_options);
+      return *snap.files.at("tokenizer.json");
+    } catch (const hub::HubError& e) {
+      tried.push_back(std::string("Hugging Face Hub: ") + e.what());
+    }
   }
   std::string message = "no tokenizer.json found for --tokenizer \"" + std::string(spec) + "\"; tried:";
   for (const std::string& t : tried) message += "\n  - " + t;
   throw std::runtime_error(message);
 }
 
-Tokenizer load_tokenizer(std::string_view spec) {
-  const std::filesystem::path path = resolve_tokenizer_path(spec);
+Tokenizer load_tokenizer(std::string_view spec, const hub::FetchRequest& fetch) {
+  const std::filesystem::path path = resolve_tokenizer_path(spec, fetch);
   LoadOptions options;
   // DeepSeek-V3.1/V3.2 served from DeepSeek-V3's file: register <think>/</think> at the ids of the
   // V3.1+ vocabulary (128798/128799, replacing V3's <｜place▁holder▁no▁798/799｜>). See docs/tokenizer.md.

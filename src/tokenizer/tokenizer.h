@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "hub/hub.h"
+
 namespace servelab::tokenizer {
 
 /// A token id (index into the vocabulary including added tokens).
@@ -91,14 +93,18 @@ class Tokenizer {
 /// ~/.cache/huggingface/hub/models--ORG--NAME/snapshots/*/, the snapshot refs/main names, else the newest;
 /// $HF_HUB_CACHE and $XDG_CACHE_HOME/huggingface/hub are also searched); for DeepSeek ids
 /// (deepseek-ai/DeepSeek-V3, -V3.1, -V3.2, -V3.2-Exp, -V3-Base, -V3.1-Base, -V3.1-Terminus, any case) the
-/// DeepSeek tokenizer fetched by `make deps` into servelab::common::cache_dir()/tokenizers/deepseek-v3/.
-/// Throws std::runtime_error listing every place it tried when nothing is found.
-std::filesystem::path resolve_tokenizer_path(std::string_view spec);
+/// DeepSeek tokenizer fetched by `make deps` into servelab::common::cache_dir()/tokenizers/deepseek-v3/;
+/// then, with `fetch.download`, the Hugging Face Hub: tokenizer.json (and tokenizer_config.json when the
+/// repository has one) downloaded into the cache (hub::fetch_files; HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).
+/// With `fetch.revision` the cache is read at that revision only (refs/<revision> or the commit) and the
+/// DeepSeek copy is not used. Throws std::runtime_error listing every place it tried (the Hub's error among
+/// them) when nothing is found.
+std::filesystem::path resolve_tokenizer_path(std::string_view spec, const hub::FetchRequest& fetch = {});
 
 /// resolve_tokenizer_path + Tokenizer::from_file. For deepseek-ai/DeepSeek-V3.1(-Base, -Terminus), -V3.2, -V3.2-Exp (any
 /// case) resolved to the `make deps` DeepSeek-V3 file, registers `<think>` = 128798 and `</think>` = 128799
 /// (non-special added tokens, as in the V3.1/V3.2/R1 tokenizer.json, replacing V3's placeholders
 /// `<｜place▁holder▁no▁798｜>`/`799`). Throws std::runtime_error as the two functions do.
-Tokenizer load_tokenizer(std::string_view spec);
+Tokenizer load_tokenizer(std::string_view spec, const hub::FetchRequest& fetch = {});
 
 }  // namespace servelab::tokenizer

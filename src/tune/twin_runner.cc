@@ -147,7 +147,9 @@ TrialRunner make_twin_runner(const Study& study) {
   std::optional<model::ModelSpec> spec;
   std::string model_error;
   try {
-    spec = model::resolve_model(study.model);
+    hub::FetchRequest fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
+    fetch.download = true;
+    spec = model::resolve_model(study.model, fetch);
   } catch (const std::exception& e) {
     model_error = e.what();
   }
