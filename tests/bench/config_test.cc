@@ -317,13 +317,13 @@ TEST(BenchConfig, ServerMetricsFlags) {
   BenchConfig c;
   EXPECT_EQ(c.server_metrics_interval_s, 1.0);
   EXPECT_FALSE(c.no_server_metrics);
-  EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, num_prompts=1000,"), std::string::npos);
+  EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, no_stream=False, num_prompts=1000,"), std::string::npos);
   CLI::App app;
   add_bench_flags(app, c);
   app.parse(std::vector<std::string>{"--no-server-metrics", "0.25", "--server-metrics-interval-s"});
   EXPECT_EQ(c.server_metrics_interval_s, 0.25);
   EXPECT_TRUE(c.no_server_metrics);
-  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, sharegpt"),
+  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, session_concurrency=None, sharegpt"),
             std::string::npos);
   EXPECT_NE(namespace_repr(c).find("no_server_metrics=True,"), std::string::npos);
   for (double bad : {0.0, -1.0, 1e7}) {
