@@ -1,0 +1,130 @@
+// servelab/client private: the shared state of one run_load / run_sessions run (Run) and a connection (Conn).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+
+#include "client/client.h"
+#include "client/http_response.h"
+#include "client/request.h"
+#include "client/session.h"
+#include "client/sse.h"
+
+namespace servelab::client::detail {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using SslStream = asio::ssl::stream<tcp::socket>;
+using metrics::FailureKind;
+using metrics::RequestOutput;
+
+inline constexpr std::size_t kNoRequest = static_cast<std::size_t>(-1);
+inline constexpr std::size_t kReadBufferBytes = 4096;       // grows (×2) only for larger HTTP headers
+inline constexpr std::size_t kMaxReadBufferBytes = 1 << 20;
+inline constexpr std::size_t kErrorExcerptBytes = 512;
+inline constexpr int kDispatchBatch = 16;  // sends per event-loop turn during a burst
+
+inline tcp::socket& lowest(tcp::socket& s) { return s; }
+inline tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
+
+inline bool is_eof(const error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+template <class Stream>
+class Worker;
+
+// Shared state of one run. Thread-safety: immutable after construction except the atomics and the
+// limiter (guarded by mu); outputs[i] is written only by the worker owning request i.
+template <class Stream>
+struct Run {
+  const ClientOptions& options;
+  std::vector<double> schedule;  // intended send times; a later session turn's is set when it is released
+  std::vector<std::string> http;
+  std::vector<RequestOutput>& outputs;
+  std::vector<std::string>& reasoning;   // per request; used only with a re-tokenizer
+  tcp::resolver::results_type endpoints;
+  asio::ssl::context* ssl = nullptr;
+  std::string host;
+  std::string authority;
+  Clock::time_point t0;
+  std::atomic<std::size_t> completed{0};
+  std::atomic<std::size_t> not_sent{0};
+  std::atomic<bool> stop_requested{false};  // set before any worker sees its stop
+  std::atomic<Clock::rep> last_completion{0};
+  std::size_t preconnected = 0;  // connections opened before t = 0 (ClientOptions::preconnect)
+  double preconnect_s = 0.0;     // how long opening them took, s
+  // --max-concurrency semaphore, FIFO across threads.
+  bool limited = false;
+  std::mutex mu;
+  int available = 0;
+  std::deque<std::pair<Worker<Stream>*, std::size_t>> waiters;
+  std::vector<std::string> warnings;
+  // Sessions (run_sessions; null for run_load): turn k+1 is built by the owning worker when turn k ended.
+  const SessionPlan* plan = nullptr;
+  std::vector<std::size_t> session_of, turn_of;  // per request
+  std::vector<char> holds_session_slot;          // per session; written by its owning worker only
+  const ParsedUrl* url = nullptr;
+  std::string api_key;
+  bool sessions_limited = false;  // session concurrency semaphore, FIFO, guarded by mu
+  int sessions_available = 0;
+  std::deque<std::pair<Worker<Stream>*, std::size_t>> session_waiters;
+
+  Run(const ClientOptions& o, std::span<const double> s, std::vector<RequestOutput>& out,
+      std::vector<std::string>& r)
+      : options(o), schedule(s.begin(), s.end()), outputs(out), reasoning(r) {}
+
+  double rel(Clock::time_point tp) const { return std::chrono::duration<double>(tp - t0).count(); }
+};
+
+// One connection and the request it currently carries.
+template <class Stream>
+struct Conn {
+  Worker<Stream>* worker = nullptr;
+  std::optional<Stream> stream;
+  asio::steady_timer timer;
+  std::unique_ptr<char[]> buf;
+  std::size_t cap = kReadBufferBytes;
+  std::size_t used = 0;
+  std::optional<ResponseParser<Conn>> parser;
+  SseParser sse;
+  StreamState st;
+  std::uint32_t gen = 0;      // bumped on every close / new request: stale handlers compare it
+  int pending = 0;            // async operations in flight on this object
+  std::size_t idx = kNoRequest;
+  bool open = false;          // socket connected (and TLS handshaken)
+  bool closed = false;        // closed; recycled once pending == 0
+  bool in_free = false;
+  bool reused = false;        // this request went on a kept-alive connection
+  bool retried = false;
+  bool connecting = false;
+  bool got_bytes = false;
+  int status = 0;
+  std::string status_reason;
+  std::string error_body;
+
+  Conn(Worker<Stream>* w, asio::io_context& io)
+      : worker(w), timer(io), buf(new char[kReadBufferBytes]) {}
+
+  void on_status(int code, std::string_view reason) {
+    status = code;
+    status_reason.assign(reason);
+  }
+  void on_body(std::string_view bytes);
+};
+
+}  // namespace servelab::client::detail
