@@ -126,7 +126,9 @@ TEST(ServerMetricsTwin, BenchScrapesWhatTheTwinReports) {
       std::accumulate(r.outputs.begin(), r.outputs.end(), 0LL,
                       [](long long a, const metrics::RequestOutput& o) { return a + o.usage_prompt_tokens; });
   EXPECT_EQ(m.prefix_cache_queries, static_cast<double>(prompt_tokens));
-  if (view.preemptions == 0) EXPECT_EQ(m.prefix_cache_hits, 0.0);
+  if (view.preemptions == 0) {
+    EXPECT_EQ(m.prefix_cache_hits, 0.0);
+  }
   EXPECT_FALSE(m.spec_decode_acceptance_rate);  // no speculative decoding in this launch
 
   // Console and JSON.
