@@ -384,6 +384,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   for (auto& [k, v] : result.run.metadata)
     if (common::is_credential_name(k)) v = std::string(common::kRedacted);
   result.run.request_rate = r.request_rate;
+  result.run.arrivals_from_data = config.self_timed || config.multi_turn;
   result.run.burstiness = config.burstiness;
   result.run.max_concurrency = config.max_concurrency;
   if (config.ramp_up_strategy)

@@ -136,7 +136,7 @@ std::string format_console_block(const RunInfo& run, const BenchmarkMetrics& m,
 }
 
 std::optional<int> requested_concurrency(const RunInfo& run, int num_requests) {
-  if (std::isfinite(run.request_rate) || run.ramp_up) return std::nullopt;
+  if (std::isfinite(run.request_rate) || run.ramp_up || run.arrivals_from_data) return std::nullopt;
   return run.max_concurrency && *run.max_concurrency > 0 ? std::min(*run.max_concurrency, num_requests)
                                                          : num_requests;
 }

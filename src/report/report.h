@@ -45,6 +45,9 @@ struct RunInfo {
   double burstiness = 1.0;                                        ///< --burstiness
   std::optional<int> max_concurrency;                             ///< --max-concurrency
   std::optional<RampUp> ramp_up;                                  ///< --ramp-up-strategy/-start-rps/-end-rps
+  /// servelab: the send times come from the data, not from --request-rate (a --self-timed trace, or the
+  /// later turns of --multi-turn sessions): the run asks for no burst concurrency.
+  bool arrivals_from_data = false;
   std::vector<RpsChangeEvent> rps_change_events;
   bool interrupted = false;  ///< servelab: the run was stopped by Ctrl-C (report is partial)
 };
@@ -74,7 +77,8 @@ std::string format_console_block(const RunInfo& run, const metrics::BenchmarkMet
 
 /// The concurrency a run asks for: with `--request-rate inf` and no ramp-up every one of `num_requests` is
 /// due at t = 0, so min(--max-concurrency, num_requests) (num_requests without a limit); nullopt for a finite
-/// rate or a ramp-up (the arrival rate, not the client, then sets the concurrency). Thread-safety: pure.
+/// rate, a ramp-up or arrivals from the data (the arrival times, not the client, then set the concurrency).
+/// Thread-safety: pure.
 std::optional<int> requested_concurrency(const RunInfo& run, int num_requests);
 
 /// servelab's extra lines, printed after the block: failed requests by kind, exact peak

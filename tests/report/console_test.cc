@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "common/paths.h"
 #include "report/report.h"
 
@@ -283,6 +285,10 @@ TEST(RequestedConcurrency, OnlyForABurst) {
   EXPECT_EQ(requested_concurrency(run, 100), std::nullopt);
   run.ramp_up.reset();
   run.request_rate = 5;
+  EXPECT_EQ(requested_concurrency(run, 100), std::nullopt);
+  // A --self-timed trace or multi-turn sessions at --request-rate inf: the data sets the send times.
+  run.request_rate = std::numeric_limits<double>::infinity();
+  run.arrivals_from_data = true;
   EXPECT_EQ(requested_concurrency(run, 100), std::nullopt);
 }
 
