@@ -1,6 +1,8 @@
 // sonnet, burstgpt and spec_bench datasets (see file_datasets.h).
 #include "dataset/file_datasets.h"
 
+#include "dataset/jsonl.h"
+
 #include <csv.h>
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -259,22 +261,8 @@ std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows,
 
 std::vector<CustomRow> load_spec_bench_rows(const std::filesystem::path& path,
                                             const std::optional<std::string>& category) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open the spec_bench file", path.string()));
   std::vector<CustomRow> rows;
-  std::string line;
-  std::size_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
-    }
-    if (!j.is_object())
-      throw std::runtime_error(fmt::format("{}: line {}: expected a JSON object", path.string(), line_no));
+  for_each_jsonl_object(path, "spec_bench file", [&](const nlohmann::json& j, std::size_t line_no) {
     if (category) {
       const auto c = j.find("category");
       if (c == j.end() || !c->is_string()) {
@@ -282,7 +270,7 @@ std::vector<CustomRow> load_spec_bench_rows(const std::filesystem::path& path,
             "{}: line {}: --spec-bench-category is given but the row has no string \"category\"", path.string(),
             line_no));
       }
-      if (c->get<std::string>() != *category) continue;
+      if (c->get<std::string>() != *category) return;
     }
     const auto t = j.find("turns");
     if (t == j.end() || !t->is_array() || t->empty() || !(*t)[0].is_string()) {
@@ -294,8 +282,7 @@ std::vector<CustomRow> load_spec_bench_rows(const std::filesystem::path& path,
     row.prompt = (*t)[0].get<std::string>();
     row.line = line_no;
     rows.push_back(std::move(row));
-  }
-  if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path.string()));
+  });
   return rows;
 }
 

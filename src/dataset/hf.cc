@@ -1,6 +1,8 @@
 // --dataset-name hf: local HF cache lookup, split files, JSON/JSONL rows, HF shuffle order, vLLM's classes.
 #include "dataset/hf.h"
 
+#include "dataset/jsonl.h"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -227,23 +229,10 @@ void load_json_array(const fs::path& path, HfKind kind, std::vector<HfRow>& rows
 }
 
 void load_jsonl(const fs::path& path, HfKind kind, std::vector<HfRow>& rows) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open the dataset file", path.string()));
-  std::string line;
-  for (std::size_t line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    const std::string where = fmt::format("{}: line {}", path.string(), line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}: invalid JSON: {}", where, e.what()));
-    }
-    rows.push_back(row_of(j, kind, where));
-  }
-  if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path.string()));
+  for_each_jsonl_object(path, "dataset file", [&](const nlohmann::json& j, std::size_t line_no) {
+    rows.push_back(row_of(j, kind, fmt::format("{}: line {}", path.string(), line_no)));
+  });
 }
-
 }  // namespace
 
 std::optional<HfKind> hf_kind(std::string_view id) {

@@ -1,6 +1,8 @@
 // random, prefix_repetition and custom datasets over a TokenizerOps (see synthetic.h).
 #include "dataset/synthetic.h"
 
+#include "dataset/jsonl.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -216,24 +218,8 @@ std::vector<SampleRequest> sample_prefix_repetition(const DatasetOptions& o, con
 }
 
 std::vector<CustomRow> load_custom_rows(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open the custom dataset file", path.string()));
   std::vector<CustomRow> rows;
-  std::string line;
-  std::size_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(
-          fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
-    }
-    if (!j.is_object()) {
-      throw std::runtime_error(fmt::format("{}: line {}: expected a JSON object", path.string(), line_no));
-    }
+  for_each_jsonl_object(path, "custom dataset file", [&](const nlohmann::json& j, std::size_t line_no) {
     auto it = j.find("prompt");
     if (it == j.end() || !it->is_string()) {
       throw std::runtime_error(fmt::format(
@@ -268,8 +254,7 @@ std::vector<CustomRow> load_custom_rows(const std::filesystem::path& path) {
       }
     }
     rows.push_back(std::move(row));
-  }
-  if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path.string()));
+  });
   return rows;
 }
 
