@@ -102,7 +102,6 @@ class StopOnSignals {
   std::thread thread_;
 };
 
-/// Sleeps `s` seconds in small steps; false if a signal asked to stop meanwhile.
 // The twin's per-rank live state as /metrics serves it (vLLM names; simserve/metrics_text.h).
 std::vector<simserve::EngineMetrics> engine_metrics(const sim::OnlineTwin& twin) {
   std::vector<simserve::EngineMetrics> out;
@@ -122,6 +121,7 @@ std::vector<simserve::EngineMetrics> engine_metrics(const sim::OnlineTwin& twin)
   return out;
 }
 
+/// Sleeps `s` seconds in small steps; false if a signal asked to stop meanwhile.
 bool sleep_unless_stopped(double s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
   while (std::chrono::steady_clock::now() < end) {
