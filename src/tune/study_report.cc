@@ -422,7 +422,7 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   } catch (const std::exception&) {
     chart.clear();
   }
-  write("report.html", render_html(in, md, chart));
+  write("report.html", render_html(in, md, chart, dir));
   write("trials.csv", common::redact_text(trials_csv(in.trials)));
   write("trials.json", common::redact_text(trials_json(in.trials)));
 }

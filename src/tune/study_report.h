@@ -45,9 +45,14 @@ std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& p
 /// The Markdown report.
 std::string render_markdown(const ReportInput& in);
 
-/// The HTML page: the Markdown's content plus charts; `chart_js` is the Chart.js UMD source inlined into
-/// the page (if empty, the page says the charts are unavailable and where to get the library).
-std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js);
+/// The HTML page (study_html.cc): summary first (recommended command(s), objective value with CI or twin
+/// band, gain chain, generalization), charts, a sortable table of every trial, then the Markdown's content
+/// with its raw bench blocks folded. `chart_js` is the Chart.js UMD source inlined into the page (if empty,
+/// the page says the charts are unavailable and where to get the library). Links to engine logs are
+/// relative to `report_dir` when the log lies under it. Every text but the library passes
+/// common::redact_text.
+std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js,
+                        const std::filesystem::path& report_dir = {});
 
 /// CSV: one row per (trial, scenario); trials without scenarios get one row with an empty scenario.
 std::string trials_csv(const std::vector<TrialRecord>& trials);

@@ -1,0 +1,157 @@
+// The tune HTML report in a real browser (issue 14 §6): runs the demo study on the twin, loads its
+// report.html in headless Chromium (Debian's `chromium`) through Playwright (`playwright-core`, both installed
+// by scripts/deps.sh), and checks: no console error, no page error, no network request (the page is offline:
+// Chart.js is inlined) and no failed request; the summary (recommended command) is in the first screen; every
+// canvas holds a Chart.js chart with data points and titled axes; every failed trial of the objective
+// scenario is marked in the per-trial chart; the trial table sorts when a header is clicked (both
+// directions, numbers and text); the copy button answers. Writes report.png next to the report.
+//
+// Usage: node report_browser_test.mjs SERVELAB_BINARY SOURCE_DIR WORK_DIR
+import assert from 'node:assert/strict';
+import {execFileSync} from 'node:child_process';
+import fs from 'node:fs';
+import {createRequire} from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const [binary, sourceDir, workDir] = process.argv.slice(2);
+if (!binary || !sourceDir || !workDir) {
+  console.error('usage: node report_browser_test.mjs SERVELAB_BINARY SOURCE_DIR WORK_DIR');
+  process.exit(2);
+}
+// playwright-core lives in servelab's npm cache (scripts/deps.sh), as the other npm test tools.
+const cache = process.env.SERVELAB_CACHE_DIR ||
+              path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'servelab');
+const require = createRequire(path.join(cache, 'npm', 'package.json'));
+const {chromium} = require('playwright-core');
+const chromiumPath = '/usr/bin/chromium';
+assert.ok(fs.existsSync(chromiumPath), `${chromiumPath} is missing: run make deps (scripts/deps.sh installs chromium)`);
+
+const t0 = Date.now();
+const out = path.join(workDir, 'demo');
+fs.rmSync(out, {recursive: true, force: true});
+execFileSync(binary, ['tune', path.join(sourceDir, 'studies', 'deepseek-v3.2-h200x8.toml'), '--target', 'twin',
+                      '--out', out], {cwd: sourceDir, stdio: ['ignore', 'ignore', 'pipe']});
+const report = path.join(out, 'report.html');
+assert.ok(fs.existsSync(report), 'tune wrote no report.html');
+const trials = JSON.parse(fs.readFileSync(path.join(out, 'trials.json'), 'utf8'));
+const objectiveScenario = 'sharegpt-1000';
+const failedTrials = trials.filter(t => t.status !== 'ok').length;
+assert.ok(failedTrials > 0, 'the demo study is expected to have failed trials (the chart must mark them)');
+
+const browser = await chromium.launch({executablePath: chromiumPath, headless: true,
+                                       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']});
+let checks = 0;
+try {
+  const page = await browser.newPage({viewport: {width: 1280, height: 900}});
+  const consoleErrors = [], pageErrors = [], failedRequests = [], networkRequests = [];
+  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', e => pageErrors.push(String(e)));
+  page.on('requestfailed', r => failedRequests.push(`${r.url()}: ${r.failure()?.errorText}`));
+  page.on('request', r => { if (!r.url().startsWith('file://')) networkRequests.push(r.url()); });
+  await page.goto('file://' + path.resolve(report), {waitUntil: 'load'});
+
+  // 1. The summary comes first: the recommended command is on the first screen.
+  const firstH2 = await page.locator('h2').first().textContent();
+  assert.equal(firstH2, 'Summary'); checks++;
+  const cmdBox = await page.locator('#cmd-recommended').boundingBox();
+  assert.ok(cmdBox && cmdBox.y < 900, `recommended command at y=${cmdBox?.y}, below the first screen`); checks++;
+  const cmdText = await page.locator('#cmd-recommended').textContent();
+  assert.match(cmdText, /sglang\.launch_server|vllm serve|trtllm-serve/); checks++;
+
+  // 2. Every canvas holds a chart with data points and titled axes.
+  const charts = await page.evaluate(() => [...document.querySelectorAll('canvas')].map(c => {
+    const ch = Chart.getChart(c);
+    if (!ch) return {id: c.id, chart: false};
+    const count = ds => ds.data.filter(v => v !== null && v !== undefined).length;
+    return {id: c.id, chart: true, type: ch.config.type, title: ch.options.plugins.title.text,
+            points: ch.data.datasets.reduce((n, ds) => n + count(ds), 0),
+            datasets: ch.data.datasets.map(ds => ({label: ds.label, points: count(ds)})),
+            xTitle: ch.options.scales.x.title.display ? ch.options.scales.x.title.text : '',
+            yTitle: ch.options.scales.y.title.display ? ch.options.scales.y.title.text : ''};
+  }));
+  assert.ok(charts.length >= 4, `expected at least 4 charts, found ${charts.length}`); checks++;
+  for (const c of charts) {
+    assert.ok(c.chart, `canvas ${c.id} has no chart`);
+    assert.ok(c.points > 0, `chart ${c.id} (${c.title}) has no data point`);
+    assert.ok(c.xTitle && c.yTitle, `chart ${c.id} (${c.title}) has an untitled axis`);
+    checks++;
+  }
+  // 3. The per-trial chart marks every failed trial (one cross each) next to the bars of the others.
+  const perTrial = charts.find(c => c.title.includes('per trial'));
+  assert.ok(perTrial, 'no per-trial chart');
+  const marks = perTrial.datasets.find(d => d.label.startsWith('failed trial'));
+  assert.ok(marks, 'the per-trial chart has no failure series');
+  assert.equal(marks.points, failedTrials, 'every failed trial is marked once'); checks++;
+  const okBars = trials.filter(t => t.status === 'ok' && t.scenarios[objectiveScenario]).length;
+  assert.equal(perTrial.points - marks.points, okBars, 'one bar per successful trial of the objective scenario'); checks++;
+  const failTicks = await page.evaluate(() => {
+    const ch = Chart.getChart(document.querySelector('canvas'));
+    return ch.data.labels.filter(l => / (oom|rejected|startup_refused|crashed|requests_failed|not_ready|error|invalid)$/.test(l)).length;
+  });
+  assert.equal(failTicks, failedTrials, 'every failure tick names its class'); checks++;
+
+  // 4. The trial table sorts on a header click, both ways; empty cells stay last.
+  const table = page.locator('#trial-table');
+  const header = name => table.locator('thead th', {hasText: name}).first();
+  const column = async (index, numeric) => page.evaluate(([i, n]) =>
+      [...document.querySelectorAll('#trial-table tbody tr')].map(tr => {
+        const c = tr.cells[i];
+        return n ? (c.dataset.v === undefined ? null : Number(c.dataset.v)) : c.textContent;
+      }), [index, numeric]);
+  const heads = await table.locator('thead th').allTextContents();
+  const metricCol = heads.indexOf('Total Token throughput (tok/s)');
+  assert.ok(metricCol > 0, `no objective column in ${heads}`);
+  const rows = (await column(0, true)).length;
+  assert.ok(rows >= trials.length, `table has ${rows} rows for ${trials.length} trials`); checks++;
+  const sortedBy = (xs, dir) => {
+    const vals = xs.filter(v => v !== null);
+    const firstNull = xs.indexOf(null);
+    if (firstNull >= 0) assert.ok(xs.slice(firstNull).every(v => v === null), 'empty cells are not last');
+    for (let i = 1; i < vals.length; ++i) assert.ok(dir * (vals[i] - vals[i - 1]) >= 0, `not sorted at ${i}: ${vals}`);
+    return vals.length;
+  };
+  await header('Total Token throughput (tok/s)').click();
+  const asc = await column(metricCol, true);
+  assert.ok(sortedBy(asc, +1) > 10); checks++;
+  await header('Total Token throughput (tok/s)').click();
+  const desc = await column(metricCol, true);
+  sortedBy(desc, -1); checks++;
+  assert.equal(desc[0], Math.max(...asc.filter(v => v !== null))); checks++;
+  assert.equal(await header('Total Token throughput (tok/s)').getAttribute('aria-sort'), 'descending'); checks++;
+  await header('engine').click();
+  const engines = await column(heads.indexOf('engine'), false);
+  for (let i = 1; i < engines.length; ++i) assert.ok(engines[i - 1].localeCompare(engines[i]) <= 0, 'engine column not sorted');
+  assert.notEqual(engines[0], engines[engines.length - 1], 'more than one engine'); checks++;
+  await header('#').click();
+  await header('#').click();
+  const ids = await column(0, true);
+  assert.deepEqual(ids, [...ids].sort((a, b) => b - a)); checks++;
+
+  // 5. The copy button answers (clipboard or the textarea fallback), without an error.
+  await page.locator('button.copy').first().click();
+  await page.waitForFunction(() => document.querySelector('button.copy').textContent !== 'copy', null,
+                             {timeout: 10000});  // the clipboard answers asynchronously
+  const answer = await page.locator('button.copy').first().textContent();
+  assert.ok(answer === 'copied' || answer.startsWith('copy failed'), `copy button says ${answer}`); checks++;
+
+  // 6. Raw bench blocks are folded.
+  const folded = await page.locator('details.raw').count();
+  const openPre = await page.evaluate(() => [...document.querySelectorAll('pre')].filter(p =>
+      !p.closest('details') && p.textContent.includes('Serving Benchmark Result')).length);
+  assert.ok(folded > 0 && openPre === 0, `bench blocks: ${folded} folded, ${openPre} open`); checks++;
+
+  await page.screenshot({path: path.join(out, 'report.png'), fullPage: true});
+  assert.ok(fs.statSync(path.join(out, 'report.png')).size > 10000, 'screenshot is empty'); checks++;
+
+  assert.deepEqual(consoleErrors, [], 'console errors'); checks++;
+  assert.deepEqual(pageErrors, [], 'page errors'); checks++;
+  assert.deepEqual(failedRequests, [], 'failed requests'); checks++;
+  assert.deepEqual(networkRequests, [], 'network requests (the page must work offline)'); checks++;
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  console.log(`report_browser_test: ${checks} checks passed; ${charts.length} charts, ${rows} table rows, ` +
+              `${failedTrials} failures marked, page ${height} px high, ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
+              `screenshot ${path.join(out, 'report.png')}`);
+} finally {
+  await browser.close();
+}
