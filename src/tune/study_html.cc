@@ -110,9 +110,13 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
          "failure with its reason.</p>\n";
   } else {
     const std::string rec = o.recommended_command.shell();
-    const Evaluation& re = o.recommended_eval.feasible ? o.recommended_eval : o.best;
+    const Evaluation& re = o.recommended_eval;
     command_card(h, "cmd-recommended", "Recommended launch command", rec,
-                 esc(metric) + ": <b>" + esc(value_text(re, metric)) + "</b>");
+                 esc(metric) + ": <b>" +
+                     esc(re.feasible ? value_text(re, metric)
+                                     : fmt::format("{}: {}", re.status == TrialStatus::kOk ? "infeasible"
+                                                                      : trial_status_name(re.status), re.reason)) +
+                     "</b>");
     if (o.best.shell != rec)
       command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
                    o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
@@ -191,7 +195,7 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   }
   for (size_t i : pareto_front(pts)) sc.front.push_back({pts[i].first, pts[i].second, pts_labels[i]});
 
-  const Evaluation& rec = o.recommended_eval.feasible ? o.recommended_eval : o.best;
+  const Evaluation& rec = o.recommended_eval;  // (an infeasible one has no point and no distribution)
   if (auto it = rec.first.find(scen); it != rec.first.end() && rec.feasible) {
     const double* m = metric_of(&it->second, metric);
     const double* tp = metric_of(&it->second, "Mean TPOT (ms)");

@@ -84,6 +84,21 @@ TEST(HtmlReport, ObjectiveValueShowsTheTwinBandOrTheConfidenceInterval) {
   EXPECT_NE(render_html(in, "", "x").find("<b>135.00 ± 12.42 (95% CI, Student t, 3 runs)</b>"), std::string::npos);
 }
 
+TEST(HtmlReport, AFailedRecommendedCommandSaysWhyAndIsNotCharted) {
+  Fixture f;
+  f.outcome.recommended_eval.feasible = false;
+  f.outcome.recommended_eval.status = TrialStatus::kOutOfMemory;
+  f.outcome.recommended_eval.reason = "CUDA out of memory";
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string page = render_html(in, "", "/*chartjs*/");
+  EXPECT_NE(page.find("Total Token throughput (tok/s): <b>oom: CUDA out of memory</b>"), std::string::npos);
+  const nlohmann::json specs = chart_specs(page);
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_TRUE(specs[1]["marked"].is_null());  // no recommended point
+  for (const auto& s : specs[2]["series"])
+    EXPECT_EQ(s["name"].get<std::string>().rfind("recommended", 0), std::string::npos) << s["name"];
+}
+
 TEST(HtmlReport, ChartsCarryTheTrialsFailuresAndDistributions) {
   Fixture f;
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
