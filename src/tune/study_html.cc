@@ -246,7 +246,7 @@ std::string log_link(const std::string& log_path, const std::filesystem::path& r
 void trial_table(std::ostringstream& h, const ReportInput& in, const std::filesystem::path& report_dir) {
   const std::string& metric = in.study->objective.metric;
   h << "<section id=\"trials\"><h2>Every trial</h2>\n<p>One row per trial and scenario; click a column header to "
-       "sort (again to reverse).</p>\n<table class=\"sortable\" id=\"trial-table\"><thead><tr>";
+       "sort (again to reverse).</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"trial-table\"><thead><tr>";
   for (const std::string& col : std::vector<std::string>{"#", "engine", "config", "phase", "run", "scenario", metric, "mean TTFT (ms)",
                                 "P99 TTFT (ms)", "mean TPOT (ms)", "P99 TPOT (ms)", "status", "failure reason", "log"})
     h << "<th>" << esc(col) << "</th>";
@@ -267,7 +267,7 @@ void trial_table(std::ostringstream& h, const ReportInput& in, const std::filesy
         << log_link(t.log_path, report_dir) << "</td></tr>\n";
     }
   }
-  h << "</tbody></table></section>\n";
+  h << "</tbody></table></div></section>\n";
 }
 
 constexpr const char* kStyle =
@@ -282,7 +282,8 @@ constexpr const char* kStyle =
     "background:#fff4f4}.chart{position:relative;height:380px;margin:1em 0 2em}"
     ".cmd{border:1px solid #9bc;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#f5faff}"
     ".cmd pre{background:#fff;margin:.4em 0}.warn{color:#b00;font-weight:bold}"
-    "details.raw>summary{cursor:pointer;color:#456}#trial-table{font-size:90%}";
+    "details.raw>summary{cursor:pointer;color:#456}#trial-table{font-size:90%}.scroll{overflow-x:auto}"
+    "#trial-table td:nth-child(13){min-width:16em;max-width:32em}";
 
 // Copy buttons and the sortable table; no library, no network.
 constexpr const char* kPageScript = R"js(
