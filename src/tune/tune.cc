@@ -11,6 +11,7 @@
 #include "common/paths.h"
 #include "servelab_git_version.h"
 #include "tune/local_runner.h"
+#include "tune/search_space.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
@@ -64,6 +65,16 @@ std::string study_hash(const Study& study) {
   std::string hex;
   for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
   return hex;
+}
+
+void set_target(Study& study, Target target) {
+  study.target = target;
+  if (study.search.strategy_set) return;
+  study.search.strategy = default_strategy(target);
+  // Twin-guided ranks the whole grid on the twin: without a twin, or above max_trials, greedy it is.
+  if (study.search.strategy == Strategy::kTwinGuided &&
+      (!twin_available() || SearchSpace(study).grid_size() > static_cast<size_t>(study.search.max_trials)))
+    study.search.strategy = Strategy::kGreedy;
 }
 
 StudyPlan plan_study(const Study& study) {
