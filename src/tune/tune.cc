@@ -83,6 +83,8 @@ StudyPlan plan_study(const Study& study) {
   run_search(study, ev, &ev);
   StudyPlan plan;
   for (const auto& r : ev.records()) {
+    // The grid check runs on the twin only: a plan for the local target does not launch it.
+    if (study.target == Target::kLocal && r.phase == "grid-check") continue;
     ++plan.trials;
     if (r.outcome.status == TrialStatus::kRejected) {
       ++plan.pruned;
