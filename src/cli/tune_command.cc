@@ -79,8 +79,7 @@ void run(const TuneArgs& a) {
   }
   study = scale_prompts(std::move(study), a.prompts_scale);
   if (a.port > 0) study.port = a.port;
-  if (a.target == "twin") study.target = Target::kTwin;
-  else if (a.target == "local") study.target = Target::kLocal;
+  set_target(study, a.target == "twin" ? Target::kTwin : a.target == "local" ? Target::kLocal : study.target);
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
   opt.resume = a.resume;

@@ -53,11 +53,15 @@ std::optional<double> objective_value(const Study& study, const std::vector<std:
 double change_pct(double a, double b) { return a == 0 ? 0.0 : (b - a) / a * 100.0; }
 
 bool significantly_better(const Study& study, const Evaluation& inc, const Evaluation& cand) {
+  return significantly_better(study.search.min_gain_pct, inc, cand);
+}
+
+bool significantly_better(double min_gain_pct, const Evaluation& inc, const Evaluation& cand) {
   if (!cand.feasible) return false;
   if (!inc.feasible) return true;
   if (cand.objective.mean <= inc.objective.mean) return false;
   if (inc.objective.n >= 2 && cand.objective.n >= 2) return welch_significant(inc.objective, cand.objective);
-  return change_pct(inc.objective.mean, cand.objective.mean) > study.search.min_gain_pct;
+  return change_pct(inc.objective.mean, cand.objective.mean) > min_gain_pct;
 }
 
 namespace {
@@ -103,6 +107,8 @@ Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, St
       progress_(progress),
       stop_(stop),
       log_dir_(std::move(log_dir)) {}
+
+int Evaluator::repeats() const { return tag_ == "twin" ? 1 : study_.repeats; }
 
 const TrialRecord* Evaluator::find(const std::string& key, const std::string& scenario, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
@@ -169,8 +175,9 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
     return ev;
   }
 
-  std::vector<std::map<std::string, ScenarioResult>> per_repeat(study_.repeats);
-  for (int rep = 0; rep < study_.repeats; ++rep) {
+  const int runs = repeats();
+  std::vector<std::map<std::string, ScenarioResult>> per_repeat(runs);
+  for (int rep = 0; rep < runs; ++rep) {
     if (const TrialRecord* cf = find_config_failure(ev.key, rep)) {
       ev.trial_keys.push_back(cf->trial_key);
       fail(cf->outcome.status, cf->outcome.reason);
@@ -284,7 +291,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
   std::vector<double> objective;
   std::map<std::string, std::vector<double>> per_scn;
   std::map<std::string, std::map<std::string, std::vector<double>>> all_metrics;
-  for (int rep = 0; rep < study_.repeats; ++rep) {
+  for (int rep = 0; rep < runs; ++rep) {
     for (const auto& [id, r] : per_repeat[rep]) {
       auto m = r.metrics.find(study_.objective.metric);
       if (m != r.metrics.end()) per_scn[id].push_back(m->second);

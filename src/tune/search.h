@@ -52,6 +52,8 @@ double change_pct(double a, double b);
 /// infeasible incumbent. With ≥ 2 repeats on both: Welch's t-test at 5% and a higher mean; with one run:
 /// a gain above `study.search.min_gain_pct`.
 bool significantly_better(const Study& study, const Evaluation& incumbent, const Evaluation& candidate);
+/// The same test with the one-run threshold given (percent).
+bool significantly_better(double min_gain_pct, const Evaluation& incumbent, const Evaluation& candidate);
 
 /// Runs (or replays) trials: expands repeats, reuses finished results by (runner tag, config, scenario,
 /// repeat), prunes invalid configs before launch, records every trial in the store, shows progress.
@@ -75,6 +77,9 @@ class Evaluator {
   /// Every trial this evaluator ran or reused, in order (for reports and exports).
   const std::vector<TrialRecord>& records() const { return records_; }
   const std::string& tag() const { return tag_; }
+  /// Runs per point: study.repeats, except 1 on the twin (its predictions are deterministic, so a repeat
+  /// would only copy the first run and report a ± 0.00 confidence interval).
+  int repeats() const;
   /// Reports a new best objective value to the progress display.
   void note_best(const std::string& label, double value) { best_label_ = label, best_value_ = value; }
 
@@ -104,6 +109,11 @@ struct Step {
   double gain_pct = 0.0;       ///< vs the incumbent at the time
   std::string decision;        ///< "kept", "no gain", "not significant", "failed: ...", "rejected: ..."
   bool kept = false;
+  /// A retry (non-empty): `knob=value` failed alone (out of memory or refused at start-up) and was tried
+  /// once more with these other knobs changed (knob → value): the best-so-far's values, and one value lower
+  /// on each knob marked lower_saves_memory.
+  std::map<std::string, std::string> retried_with;
+  std::string retry_why;       ///< what failed alone and why these values were chosen
 };
 
 /// One engine's search: its baseline, every step tried, and where it ended.
@@ -130,8 +140,41 @@ struct KnobVerdict {
   bool significant = false;
   std::map<std::string, double> scenario_change_pct;  ///< per scenario, best vs without
   bool holds_everywhere = false;
-  bool recommended = false;
+  bool recommended = false;                  ///< kept in the recommended command (by the study's rule)
+  bool loses_nowhere = false;                ///< kept in the command that loses on no scenario
   std::string why;
+};
+
+/// A second command shown beside the recommended one when they differ: "best for the objective" (when the
+/// rule is no_regression) or "best that loses nowhere" (otherwise).
+struct AlternativeCommand {
+  std::string title;
+  Config config;
+  Rendered command;
+  Evaluation eval;  ///< on every scenario
+};
+
+/// What twin-guided search spent and saved against a grid on the target.
+struct TwinGuidedSummary {
+  int grid_points = 0;          ///< every combination of the space
+  int launchable = 0;           ///< those that pass check_config: what a grid would launch on the target
+  int predicted_failures = 0;   ///< launchable configs the twin predicts to fail (not measured)
+  int measured = 0;             ///< distinct configs launched on the target by the search (with baselines)
+  int launches_saved = 0;       ///< (launchable − measured) × repeats
+  std::string stop;             ///< why the search stopped measuring
+};
+
+/// On the twin, greedy's answer checked against the full grid (cheap there).
+struct GridCheck {
+  int points = 0;               ///< grid size
+  /// > 0 when the grid is above search.max_trials: the number of configs one or two knob changes away from
+  /// each engine's best that were predicted instead (the neighbourhood greedy's one-knob steps can miss).
+  int neighbourhood = 0;
+  bool run = false;
+  std::string not_run;          ///< why nothing was run (grid and neighbourhood above search.max_trials)
+  Evaluation grid_best;
+  double gap_pct = 0.0;         ///< grid best over greedy best, percent
+  bool disagrees = false;       ///< the grid's best beats greedy's by more than the noise (min_gain_pct)
 };
 
 /// How the twin's ranking held on the target (twin-guided).
@@ -153,7 +196,11 @@ struct SearchOutcome {
   Config recommended;
   Rendered recommended_command;
   Evaluation recommended_eval;         ///< objective scenarios
+  RecommendationRule rule = RecommendationRule::kTradeOff;
+  std::optional<AlternativeCommand> alternative;
   std::optional<RankingCheck> ranking;
+  std::optional<TwinGuidedSummary> twin_guided;
+  std::optional<GridCheck> grid_check;
   bool complete = true;                ///< false when some trial was not run (partial report)
 };
 

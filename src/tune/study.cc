@@ -25,6 +25,19 @@ const char* strategy_name(Strategy strategy) {
   return "?";
 }
 
+Strategy default_strategy(Target target) {
+  return target == Target::kLocal ? Strategy::kTwinGuided : Strategy::kGreedy;
+}
+
+const char* recommendation_rule_name(RecommendationRule rule) {
+  switch (rule) {
+    case RecommendationRule::kTradeOff: return "trade_off";
+    case RecommendationRule::kObjective: return "objective";
+    case RecommendationRule::kNoRegression: return "no_regression";
+  }
+  return "?";
+}
+
 const EngineSpec& Study::engine(const std::string& n) const {
   for (const auto& e : engines)
     if (e.name == n) return e;
@@ -344,7 +357,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
                                  e.source().begin.column, e.description()));
   }
   check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
-                           "constraints", "search"});
+                           "constraints", "search", "recommendation"});
   Study s;
   s.source_text = text;
 
@@ -430,8 +443,11 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
       Knob knob;
       knob.name = get_string(c, t, "name", fmt::format("knobs[{}]", ki), std::nullopt);
       const std::string p = fmt::format("knobs[{}] ({})", ki++, knob.name);
-      check_keys(c, t, p, {"name", "type", "description", "values", "baseline", "render"});
+      check_keys(c, t, p, {"name", "type", "description", "values", "baseline", "render", "lower_saves_memory"});
       knob.type = parse_knob_type(c, t, p);
+      knob.lower_saves_memory = get_bool(c, t, "lower_saves_memory", p, false);
+      if (knob.lower_saves_memory && knob.type != KnobType::kInt && knob.type != KnobType::kFloat)
+        c.fail(t.get("lower_saves_memory"), p + ".lower_saves_memory", "applies to int and float knobs only");
       knob.description = get_string(c, t, "description", p, std::string());
       const toml::node* vn = t.get("values");
       if (!vn || !vn->is_array() || vn->as_array()->empty())
@@ -547,7 +563,9 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   }
 
   if (const toml::table* qt = sub_table(c, root, "search", "search", false)) {
-    check_keys(c, *qt, "search", {"strategy", "knob_order", "top_k", "max_trials", "min_gain_pct", "ablation"});
+    check_keys(c, *qt, "search",
+               {"strategy", "knob_order", "top_k", "max_trials", "min_gain_pct", "ablation", "twin_band_pct"});
+    s.search.strategy_set = qt->get("strategy") != nullptr;
     std::string strat = get_string(c, *qt, "strategy", "search", std::string("greedy"));
     if (strat == "greedy") s.search.strategy = Strategy::kGreedy;
     else if (strat == "grid") s.search.strategy = Strategy::kGrid;
@@ -562,6 +580,18 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     s.search.max_trials = get_int(c, *qt, "max_trials", "search", s.search.max_trials, Range{1, 1000000});
     s.search.min_gain_pct = get_number(c, *qt, "min_gain_pct", "search", s.search.min_gain_pct, Range{0, 100});
     s.search.ablation = get_bool(c, *qt, "ablation", "search", s.search.ablation);
+    s.search.twin_band_pct = get_number(c, *qt, "twin_band_pct", "search", 0.0, Range{0, 1000});
+  }
+  if (!s.search.strategy_set) s.search.strategy = default_strategy(s.target);
+  if (const toml::table* rt = sub_table(c, root, "recommendation", "recommendation", false)) {
+    check_keys(c, *rt, "recommendation", {"rule", "threshold_pct"});
+    const std::string rule = get_string(c, *rt, "rule", "recommendation", std::string("trade_off"));
+    if (rule == "trade_off") s.recommendation.rule = RecommendationRule::kTradeOff;
+    else if (rule == "objective") s.recommendation.rule = RecommendationRule::kObjective;
+    else if (rule == "no_regression") s.recommendation.rule = RecommendationRule::kNoRegression;
+    else c.fail(rt->get("rule"), "recommendation.rule", "must be trade_off, objective or no_regression");
+    s.recommendation.threshold_pct =
+        get_number(c, *rt, "threshold_pct", "recommendation", s.recommendation.threshold_pct, Range{0, 1e6});
   }
   if (s.search.knob_order.empty())
     for (const auto& k : s.knobs) s.search.knob_order.push_back(k.name);

@@ -69,6 +69,10 @@ struct Knob {
   std::vector<KnobValue> values;   ///< values[0] is the baseline value unless `baseline` names another
   std::string baseline;            ///< label of the baseline value
   std::map<std::string, std::vector<RenderPart>> render;  ///< engine name → parts
+  /// Lower values of this (int/float) knob need less GPU memory (a smaller chunked-prefill size, a lower
+  /// memory fraction, fewer running requests): when a value of another knob runs out of memory or is refused
+  /// at start-up, greedy retries it once with this knob one value lower than the best-so-far's.
+  bool lower_saves_memory = false;
 };
 
 /// A `bench serve` argument set: one workload.
@@ -96,6 +100,9 @@ struct Constraint {
 
 enum class Strategy { kGreedy, kGrid, kTwinGuided };
 const char* strategy_name(Strategy strategy);
+/// The strategy of a study that names none: twin-guided on the local target (the twin ranks, the node
+/// measures only what can win), greedy on the twin (predictions are cheap and greedy's path explains the gains).
+Strategy default_strategy(Target target);
 
 struct SearchSpec {
   Strategy strategy = Strategy::kGreedy;
@@ -104,6 +111,25 @@ struct SearchSpec {
   int max_trials = 2000;                ///< grid/twin-guided refuse bigger spaces
   double min_gain_pct = 0.5;            ///< with one run per point, a gain must exceed this to count
   bool ablation = true;                 ///< check each kept knob on every scenario (recommendation rule)
+  bool strategy_set = false;            ///< the study file names `strategy` (else default_strategy(target))
+  /// Twin-guided: the twin's error band on the objective, ± percent, used for configs whose prediction
+  /// carries no band of its own (kBandTokSMetric); 0 = none stated (then only the top_k are measured).
+  double twin_band_pct = 0.0;
+};
+
+/// How the recommended command is chosen from the ablation of the best config (see docs/study.md).
+enum class RecommendationRule {
+  kTradeOff,     ///< keep every significant knob, unless it loses on a scenario and gains < threshold_pct
+  kObjective,    ///< keep every knob that is significant on the objective
+  kNoRegression, ///< keep a knob only if it is significant and loses on no scenario
+};
+const char* recommendation_rule_name(RecommendationRule rule);
+
+struct RecommendationSpec {
+  RecommendationRule rule = RecommendationRule::kTradeOff;
+  /// trade_off: a knob whose removal costs at least this much on the objective (percent) is kept even when
+  /// it loses on a secondary scenario; both commands are then shown.
+  double threshold_pct = 5.0;
 };
 
 struct Hardware {
@@ -127,6 +153,7 @@ struct Study {
   Objective objective;
   std::vector<Constraint> constraints;
   SearchSpec search;
+  RecommendationSpec recommendation;
   int repeats = 1;
   Target target = Target::kTwin;
   std::string host = "127.0.0.1";

@@ -150,6 +150,142 @@ static std::string band_text(const Evaluation& e) {
   return "";
 }
 
+static std::string failure_decision_text(const Evaluation& e) {
+  if (e.status == TrialStatus::kOk) return "infeasible: " + e.reason;
+  return std::string(trial_status_name(e.status)) + ": " + e.reason;
+}
+
+// "knob=value" of a step, with the other knobs a retry changed.
+static std::string step_change(const Step& st) {
+  std::string out = st.knob + "=" + st.value;
+  for (const auto& kv : st.retried_with) out += " + " + kv.first + "=" + kv.second;
+  return st.retried_with.empty() ? out : out + " (retry)";
+}
+
+// Greedy's retries of values that failed alone: what was retried, with what, and why.
+static void retries_text(std::ostringstream& md, const EnginePath& p) {
+  bool any = false;
+  for (const auto& st : p.steps) {
+    if (st.retried_with.empty()) continue;
+    if (!any) md << "Retried together (knobs interact: a value that fails alone may fit with other settings):\n\n";
+    any = true;
+    md << "- " << md_escape(st.retry_why) << ": " << md_escape(step_change(st)) << " → " << md_escape(st.decision)
+       << "\n";
+  }
+  if (any) md << "\n";
+}
+
+// Twin-guided: what it measured and the real launches it saved against a grid.
+static void twin_guided_text(std::ostringstream& md, const Study& s, const TwinGuidedSummary& t) {
+  md << fmt::format("Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
+                    "to fail); {} were launched on the target, so it saved **{} real launches** against a grid "
+                    "({} launchable × {} run(s) − what it ran). Stopped: {}.\n\n",
+                    t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
+                    s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
+}
+
+// On the twin: greedy's best against the grid's.
+static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, const std::string& metric) {
+  const GridCheck& g = *o.grid_check;
+  md << "## Greedy vs grid (twin)\n\n";
+  if (!g.run) {
+    md << "The grid was not run to check greedy's answer: " << g.not_run
+       << ". Greedy may have missed a combination of knobs that only wins together.\n\n";
+    return;
+  }
+  const std::string what =
+      g.neighbourhood > 0
+          ? fmt::format("the {} configurations one or two knob changes from each engine's best (the full grid has {} "
+                        "points, more than search.max_trials)",
+                        g.neighbourhood, g.points)
+          : fmt::format("the full grid ({} points)", g.points);
+  if (!g.disagrees) {
+    md << fmt::format("Checked on the twin: {} hold no better configuration than greedy's beyond the noise "
+                      "(best {} {}, {:+.2f}%).\n\n",
+                      what, g.grid_best.config.engine, g.grid_best.label, g.gap_pct);
+    return;
+  }
+  md << fmt::format("**Greedy and the grid disagree**: {} finds {} {} at **{:.2f}** {}, "
+                    "{:+.2f}% over greedy's {} {} ({:.2f}). Greedy changes one knob at a time, so a combination "
+                    "that only wins together can escape it; the grid's command:\n\n```\n{}\n```\n\n",
+                    what, g.grid_best.config.engine, g.grid_best.label, g.grid_best.objective.mean, metric,
+                    g.gap_pct, o.best.config.engine, o.best.label, o.best.objective.mean, g.grid_best.shell);
+}
+
+// The rule that chose the recommended command, in words.
+static std::string rule_text(const Study& s) {
+  switch (s.recommendation.rule) {
+    case RecommendationRule::kNoRegression:
+      return "Rule `no_regression`: a knob of the best configuration is kept only if removing it costs a "
+             "significant amount on the objective (more than the noise) **and** it does not lose on any scenario; "
+             "a knob without which the configuration fails is kept.";
+    case RecommendationRule::kObjective:
+      return "Rule `objective`: every knob whose removal costs a significant amount on the objective (more than "
+             "the noise) is kept, whatever it does on the other scenarios; a knob without which the configuration "
+             "fails is kept.";
+    case RecommendationRule::kTradeOff: break;
+  }
+  return fmt::format(
+      "Rule `trade_off` (default): every knob whose removal costs a significant amount on the objective is kept, "
+      "unless it loses on some scenario and gains less than {:g}% on the objective; a knob without which the "
+      "configuration fails is kept. When a knob is kept despite a loss, the command that loses on no scenario is "
+      "shown too.",
+      s.recommendation.threshold_pct);
+}
+
+// One command with its objective value (CI when measured with repeats, the twin's band when predicted).
+static void command_text(std::ostringstream& md, const std::string& title, const Rendered& cmd, const Evaluation& e,
+                         const std::string& metric) {
+  md << "**" << title << "**";
+  if (e.feasible) md << ": " << metric << " **" << est_text(e.objective, e.predicted) << "**";
+  else if (e.status != TrialStatus::kOk || !e.reason.empty()) md << ": " << md_escape(failure_decision_text(e));
+  md << "\n\n```\n" << cmd.shell() << "\n```\n\n";
+  if (e.feasible) md << band_text(e);
+}
+
+// The failures table: one row per (engine, config, kind, reason) with how many trials ended so (a
+// not-ready engine retried on every repeat is one row, not three), then each failure's last log lines once.
+static void failures_text(std::ostringstream& md, const ReportInput& in) {
+  md << "## Failures\n\n";
+  std::vector<std::pair<const TrialRecord*, int>> rows;
+  int check_failures = 0;  // of the configurations predicted only to check greedy against the grid
+  for (const auto& t : in.trials) {
+    if (t.outcome.status == TrialStatus::kOk) continue;
+    if (t.phase == "grid-check") {
+      ++check_failures;
+      continue;
+    }
+    auto same = std::find_if(rows.begin(), rows.end(), [&](const std::pair<const TrialRecord*, int>& r) {
+      return r.first->engine == t.engine && r.first->config_key == t.config_key &&
+             r.first->outcome.status == t.outcome.status && r.first->outcome.reason == t.outcome.reason;
+    });
+    if (same == rows.end()) rows.emplace_back(&t, 1);
+    else ++same->second;
+  }
+  if (rows.empty()) md << "None.\n";
+  else md << "| engine | config | kind | reason | trials | engine log |\n|---|---|---|---|---|---|\n";
+  for (const auto& [t, count] : rows)
+    md << "| " << t->engine << " | " << md_escape(t->config_label) << " | " << trial_status_name(t->outcome.status)
+       << " | " << md_escape(t->outcome.reason) << " | " << count << " | "
+       << (t->log_path.empty() ? "" : "`" + md_escape(t->log_path) + "`") << " |\n";
+  if (check_failures > 0)
+    md << fmt::format("\n{} more predicted failure(s) among the configurations run only to check greedy against the "
+                      "grid (phase `grid-check` in trials.csv).\n",
+                      check_failures);
+  // The last lines of each failed engine's log: what the engine said, without opening the files.
+  for (const auto& row : rows) {
+    const TrialRecord& t = *row.first;
+    if (t.outcome.log_tail.empty()) continue;
+    std::string tail = t.outcome.log_tail;  // the last 12 lines
+    size_t cut = tail.size();
+    for (int n = 0; n < 13 && cut != std::string::npos && cut > 0; ++n) cut = tail.rfind('\n', cut - 1);
+    if (cut != std::string::npos && cut > 0) tail = tail.substr(cut + 1);
+    md << "\n<details><summary>" << t.engine << " " << md_escape(t.config_label) << " ("
+       << trial_status_name(t.outcome.status) << "): last lines of the engine log</summary>\n\n```\n"
+       << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "```\n</details>\n";
+  }
+}
+
 std::string render_markdown(const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
@@ -202,8 +338,14 @@ std::string render_markdown(const ReportInput& in) {
   md << "\n";
   md << "- Target: " << target_name(s.target) << (twin ? " (servelab's engine twin, predictions)" : " (real engines)")
      << "\n";
-  md << "- Search: " << strategy_name(s.search.strategy) << ", " << s.repeats << " run(s) per point";
-  if (s.repeats >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
+  md << "- Search: " << strategy_name(s.search.strategy)
+     << (s.search.strategy_set ? "" : fmt::format(" (the default on the {} target)", target_name(s.target)));
+  const int runs = twin ? 1 : s.repeats;
+  md << ", " << runs << " run(s) per point";
+  if (twin && s.repeats > 1)
+    md << fmt::format(" (the twin's predictions are deterministic: repeats = {} applies to measured targets)",
+                      s.repeats);
+  else if (runs >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
   else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
   md << "\n";
   for (const auto& [k, v] : in.environment)
@@ -242,13 +384,14 @@ std::string render_markdown(const ReportInput& in) {
       md << "### " << p.engine << "\n\n| # | change | " << metric << " | vs best so far | decision |\n|---|---|---|---|---|\n";
       int i = 1;
       for (const auto& st : p.steps)
-        md << "| " << i++ << " | " << st.knob << "=" << st.value << " | "
+        md << "| " << i++ << " | " << md_escape(step_change(st)) << " | "
            << (st.eval.feasible ? est_text(st.eval.objective, st.eval.predicted) : "failed") << " | "
            << (st.eval.feasible ? pct(st.gain_pct) : "—") << " | " << md_escape(st.decision) << " |\n";
       md << "\n";
+      retries_text(md, p);
       i = 1;
       for (const auto& st : p.steps) {
-        md << "#### " << p.engine << " #" << i++ << ": " << st.knob << "=" << st.value << "\n\n```\n"
+        md << "#### " << p.engine << " #" << i++ << ": " << step_change(st) << "\n\n```\n"
            << st.eval.shell << "\n```\n\n";
         if (st.eval.feasible) result_block(md, st.eval, s.objective.scenarios.front());
         else failure_text(md, in, st.eval);
@@ -261,6 +404,7 @@ std::string render_markdown(const ReportInput& in) {
     for (const auto& r : g.rows) md << "| " << md_escape(r.optimization) << " | " << pct(r.gain_pct) << " |\n";
     if (!g.no_gain.empty()) md << "| " << fmt::format("{}", fmt::join(g.no_gain, ", ")) << " | no gain |\n";
     md << "| total over the baseline | " << pct(g.total_pct) << " |\n\n";
+    if (o.grid_check) grid_check_text(md, o, metric);
   } else {
     md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | " << metric
        << " |\n|---|---|---|---|\n";
@@ -269,6 +413,7 @@ std::string render_markdown(const ReportInput& in) {
       md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
          << (e.feasible ? est_text(e.objective, e.predicted) : "failed: " + md_escape(e.reason)) << " |\n";
     md << "\n";
+    if (o.twin_guided) twin_guided_text(md, s, *o.twin_guided);
   }
 
   if (o.ranking) {
@@ -300,10 +445,7 @@ std::string render_markdown(const ReportInput& in) {
        << " | " << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << " |\n";
   }
 
-  md << "\n## Recommended launch command\n\n"
-     << "Rule: a knob of the best configuration is kept only if removing it costs a significant amount on the "
-        "objective (more than the noise) **and** it does not lose on any scenario; a knob without which the "
-        "configuration fails is kept.\n\n";
+  md << "\n## Recommended launch command\n\n" << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
   if (!o.verdicts.empty()) {
     md << "| knob | objective gain | per scenario | significant | holds everywhere | kept | why |\n"
           "|---|---|---|---|---|---|---|\n";
@@ -316,34 +458,21 @@ std::string render_markdown(const ReportInput& in) {
     }
     md << "\n";
   }
-  md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
-  if (o.recommended_eval.feasible)
-    md << metric << " of the recommended command: **" << est_text(o.recommended_eval.objective, o.recommended_eval.predicted)
-       << "**\n\n" << band_text(o.recommended_eval);
+  if (o.alternative) {
+    md << "The rule's command and the other side of the trade-off:\n\n";
+    command_text(md, "Recommended (" + std::string(recommendation_rule_name(o.rule)) + ")", o.recommended_command,
+                 o.recommended_eval, metric);
+    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval, metric);
+  } else {
+    md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
+    if (o.recommended_eval.feasible)
+      md << metric << " of the recommended command: **"
+         << est_text(o.recommended_eval.objective, o.recommended_eval.predicted) << "**\n\n"
+         << band_text(o.recommended_eval);
+  }
   }
 
-  md << "## Failures\n\n";
-  bool any = false;
-  for (const auto& t : in.trials) {
-    if (t.outcome.status == TrialStatus::kOk) continue;
-    if (!any) md << "| engine | config | kind | reason | engine log |\n|---|---|---|---|---|\n";
-    any = true;
-    md << "| " << t.engine << " | " << md_escape(t.config_label) << " | " << trial_status_name(t.outcome.status)
-       << " | " << md_escape(t.outcome.reason) << " | " << (t.log_path.empty() ? "" : "`" + md_escape(t.log_path) + "`")
-       << " |\n";
-  }
-  if (!any) md << "None.\n";
-  // The last lines of each failed engine's log: what the engine said, without opening the files.
-  for (const auto& t : in.trials) {
-    if (t.outcome.status == TrialStatus::kOk || t.outcome.log_tail.empty()) continue;
-    std::string tail = t.outcome.log_tail;  // the last 12 lines
-    size_t cut = tail.size();
-    for (int n = 0; n < 13 && cut != std::string::npos && cut > 0; ++n) cut = tail.rfind('\n', cut - 1);
-    if (cut != std::string::npos && cut > 0) tail = tail.substr(cut + 1);
-    md << "\n<details><summary>" << t.engine << " " << md_escape(t.config_label) << " ("
-       << trial_status_name(t.outcome.status) << "): last lines of the engine log</summary>\n\n```\n"
-       << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "```\n</details>\n";
-  }
+  failures_text(md, in);
   md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";
   return md.str();
 }

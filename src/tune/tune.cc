@@ -11,6 +11,7 @@
 #include "common/paths.h"
 #include "servelab_git_version.h"
 #include "tune/local_runner.h"
+#include "tune/search_space.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
@@ -66,12 +67,24 @@ std::string study_hash(const Study& study) {
   return hex;
 }
 
+void set_target(Study& study, Target target) {
+  study.target = target;
+  if (study.search.strategy_set) return;
+  study.search.strategy = default_strategy(target);
+  // Twin-guided ranks the whole grid on the twin: without a twin, or above max_trials, greedy it is.
+  if (study.search.strategy == Strategy::kTwinGuided &&
+      (!twin_available() || SearchSpace(study).grid_size() > static_cast<size_t>(study.search.max_trials)))
+    study.search.strategy = Strategy::kGreedy;
+}
+
 StudyPlan plan_study(const Study& study) {
   TrialRunner twin = default_runner(study, Target::kTwin, nullptr);
   Evaluator ev(study, twin, "twin", nullptr, {}, nullptr, nullptr, {});
   run_search(study, ev, &ev);
   StudyPlan plan;
   for (const auto& r : ev.records()) {
+    // The grid check runs on the twin only: a plan for the local target does not launch it.
+    if (study.target == Target::kLocal && r.phase == "grid-check") continue;
     ++plan.trials;
     if (r.outcome.status == TrialStatus::kRejected) {
       ++plan.pruned;

@@ -43,6 +43,11 @@ struct TuneResult {
   int trials_launched = 0;
 };
 
+/// Sets the study's target (the file's, or `--target`'s) and, when the study names no strategy, the
+/// default for that target (default_strategy; greedy where this build has no twin to guide the search or the
+/// grid the twin would rank is above search.max_trials).
+void set_target(Study& study, Target target);
+
 /// Runs a study end to end: locks out_dir (one tune per directory), opens out_dir/results.sqlite, records
 /// the study and environment, runs the search, writes the report files. A directory holding trials is used
 /// only with `resume` (same study file) or moved aside with `fresh`. Throws TuneSetupError for a directory

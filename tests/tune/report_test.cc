@@ -61,7 +61,7 @@ TEST(Report, FailuresShowTheEngineLogAndTheLabelsSayWhatTheNumbersAre) {
   trials.front().outcome.scenarios.at(0).metrics[kTimeScaleMetric] = 20;
   ReportInput in{&f.study, &f.outcome, trials, {{"engine.a.reported", "1.0 (servelab stand-in)"}}};
   const std::string md = render_markdown(in);
-  for (const char* s : {"| startup_refused | ValueError: Selected backend is not valid | `/out/logs/x.log` |",
+  for (const char* s : {"| startup_refused | ValueError: Selected backend is not valid | 1 | `/out/logs/x.log` |",
                         "last lines of the engine log</summary>\n\n```\nline 1\nline 2\nValueError: Selected backend "
                         "is not valid\n```",
                         "> **Rehearsal on engine stand-ins**", "> **Time scale 20**: the servers ran 20 times faster",

@@ -49,7 +49,8 @@ TEST(Greedy, FollowsTheHandComputedPath) {
   EXPECT_NEAR(o.generalization[1].baseline.mean, 50, 1e-9);
   EXPECT_NEAR(o.generalization[1].best.mean, 64.125, 1e-9);
   EXPECT_NEAR(o.generalization[1].change_pct, 28.25, 1e-9);
-  // Verdicts: layout recommended; ctx loses 5% on s2, dropped.
+  // Verdicts: layout recommended; ctx loses 5% on s2 but gains +10% ≥ the 5% threshold on the objective:
+  // kept by the default trade_off rule, dropped from the command that loses nowhere.
   ASSERT_EQ(o.verdicts.size(), 2u);
   EXPECT_EQ(o.verdicts[0].knob, "layout");
   EXPECT_TRUE(o.verdicts[0].recommended);
@@ -58,12 +59,24 @@ TEST(Greedy, FollowsTheHandComputedPath) {
   EXPECT_TRUE(o.verdicts[1].significant);
   EXPECT_FALSE(o.verdicts[1].holds_everywhere);
   EXPECT_NEAR(o.verdicts[1].scenario_change_pct.at("s2"), -5.0, 1e-9);
-  EXPECT_FALSE(o.verdicts[1].recommended);
-  EXPECT_EQ(o.recommended.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}}));
-  EXPECT_EQ(o.recommended_command.shell(),
+  EXPECT_TRUE(o.verdicts[1].recommended);
+  EXPECT_FALSE(o.verdicts[1].loses_nowhere);
+  EXPECT_EQ(o.recommended.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}, {"ctx", "32768"}}));
+  ASSERT_TRUE(o.alternative);
+  EXPECT_EQ(o.alternative->title, "best that loses on no scenario");
+  EXPECT_EQ(o.alternative->config.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}}));
+  EXPECT_EQ(o.alternative->command.shell(),
             "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 --dp-size 2");
-  // 7 search launches + 2 generalization + 2 ablation; rejected configs never launch.
-  EXPECT_EQ(launches, 11);
+  EXPECT_NEAR(o.alternative->eval.objective.mean, 135, 1e-9);
+  // 7 search launches + 2 generalization + 2 ablation; rejected configs never launch. On the twin the grid
+  // check then runs the 5 launchable grid points greedy did not try (a{ctx}, b{ctx}, b{flag}, b{ctx,flag},
+  // b{layout,flag}): 12 launchable points, 7 already measured.
+  EXPECT_EQ(launches, 11 + 5);
+  ASSERT_TRUE(o.grid_check);
+  EXPECT_TRUE(o.grid_check->run);
+  EXPECT_EQ(o.grid_check->points, 18);
+  EXPECT_FALSE(o.grid_check->disagrees);
+  EXPECT_EQ(o.grid_check->grid_best.key, o.best.key);
   EXPECT_TRUE(o.complete);
 }
 
@@ -117,7 +130,7 @@ TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
     for (auto& sc : out.scenarios) sc.metrics["Total Token throughput (tok/s)"] *= f;
     return out;
   };
-  Evaluator ev = make(s, noisy);
+  Evaluator ev = make(s, noisy, "local");  // measured: the twin is never repeated
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& a = o.engines[0];
   EXPECT_EQ(a.baseline.objective.n, 3);
@@ -145,7 +158,7 @@ TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
     out.reason = trial_status_name(out.status);
     return out;
   };
-  Evaluator ev = make(s, r);
+  Evaluator ev = make(s, r, "local");
   SearchOutcome o = run_search(s, ev, nullptr);
   EXPECT_EQ(launches["a{layout=tp4-dp2}"], 1);
   EXPECT_EQ(launches["b{layout=tp4-dp2}"], 1);
