@@ -104,6 +104,15 @@ std::string redact_urls(std::string_view s) {
   return out;
 }
 
+/// Words before "key" that make an identifier, not a credential (tune's trial records, store columns).
+bool is_identifier_key_word(const std::string& w) {
+  static constexpr std::array<std::string_view, 8> kIds = {"config", "trial", "cache", "sort",
+                                                           "primary", "foreign", "scenario", "row"};
+  for (auto k : kIds)
+    if (w == k) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_credential_name(std::string_view name) {
@@ -117,7 +126,9 @@ bool is_credential_name(std::string_view name) {
     if (starts_with(w, "auth") && w != "author" && w != "authors") return true;
     if (w.find("oauth") != std::string::npos) return true;
     if (ends_with(w, "token")) return true;
-    if (w == "key" && i > 0) return true;
+    // "key" after another word is a credential (X-Api-Key, api_key) unless that word names an identifier
+    // servelab itself writes: tune's config_key / trial_key, a cache or sort key are not secrets.
+    if (w == "key" && i > 0 && !is_identifier_key_word(words[i - 1])) return true;
     if (w == "pwd") return true;
     for (auto k : kKeyCompounds)
       if (w == k) return true;

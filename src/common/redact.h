@@ -17,7 +17,8 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 /// the name is split into words at any non-alphanumeric character and at lower→upper case changes. A name
 /// is a credential when one of its words starts with "auth" (Authorization, Proxy-Authorization, X-Auth,
 /// X-Auth-Token; not "author"), ends with "token" (HF_TOKEN, X-Amz-Security-Token; not "max_tokens"), is
-/// "key" after another word (X-Api-Key, api_key, Ocp-Apim-Subscription-Key) or a known *key compound
+/// "key" after another word (X-Api-Key, api_key, Ocp-Apim-Subscription-Key; not an identifier such as
+/// config_key, trial_key, cache_key, sort_key) or a known *key compound
 /// (apikey, accesskey, secretkey, privatekey, subscriptionkey), holds "secret", "password", "passwd",
 /// "passphrase", "credential", "cookie", or is "pwd"/"session"/"signature".
 bool is_credential_name(std::string_view name);

@@ -13,7 +13,7 @@ TEST(Redact, CredentialNames) {
                         "DB_PASSWORD", "--api-key", "--hf-token", "x-goog-api-key", "AWS_SECRET_ACCESS_KEY"})
     EXPECT_TRUE(is_credential_name(n)) << n;
   for (const char* n : {"Content-Type", "x-request-id", "max_tokens", "--tokenizer", "tokenizer_mode", "author",
-                        "key", "monkey", "x-test-tokens", "--max-num-batched-tokens", "User-Agent", "Accept"})
+                        "key", "monkey", "config_key", "trial_key", "cache-key", "x-test-tokens", "--max-num-batched-tokens", "User-Agent", "Accept"})
     EXPECT_FALSE(is_credential_name(n)) << n;
 }
 
