@@ -19,15 +19,9 @@ namespace servelab::tune {
 
 TrialRunner default_runner(const Study& study, Target target, const std::atomic<bool>* stop) {
   if (target == Target::kTwin) {
-    if (!twin_available())
-      throw std::runtime_error("the twin target needs servelab's engine twin (src/sim), which is not part of this build");
     return make_twin_runner(study);
   }
   ScenarioFn fn = bench_scenario_fn(study);
-  if (!fn)
-    throw std::runtime_error(
-        "the local target needs bench's in-process run API (src/bench), which is not part of this build yet; "
-        "use --target twin");
   LocalRunnerOptions opt;
   opt.host = study.host;
   opt.port = study.port;
