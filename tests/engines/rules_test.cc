@@ -3,9 +3,7 @@
 // DeepSeek-V3.2), gpus_used, rendering.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,12 +79,8 @@ namespace {
 // The defaults tables against the research notes they cite (../shared/reference/engine-versions.md), read
 // and parsed here: a table entry that drifts from the notes (or notes that change) fails.
 std::string engine_versions_md() {
-  const auto path = servelab::common::source_dir() / ".." / "shared" / "reference" / "engine-versions.md";
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot read " + path.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  namespace sc = servelab::common;
+  return sc::read_file(sc::source_dir() / ".." / "shared" / "reference" / "engine-versions.md");
 }
 
 // The submatches of the first match of `pattern` in `text` (fails the test when there is none).

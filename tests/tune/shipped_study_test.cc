@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,12 +36,7 @@ TEST(ShippedStudy, ParsesWithTheStudysSixScenarios) {
 // side (issue 12: running both through parse_launch_command could hide a renderer and parser that agree on
 // something the study never ran).
 std::string seed_study_md() {
-  const auto path = common::source_dir() / ".." / "shared" / "reference" / "seed-study.md";
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot read " + path.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return common::read_file(common::source_dir() / ".." / "shared" / "reference" / "seed-study.md");
 }
 
 // The backticked fragment of seed-study.md that starts with `prefix` (shell words), or a failure.
