@@ -3,7 +3,7 @@
 #include "bench/config.h"
 
 #include "common/redact.h"
-#include "report/python_json.h"
+#include "common/python_json.h"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@
 namespace servelab::bench {
 namespace {
 
-using report::python_float_repr;
+using common::python_float_repr;
 
 std::string strip(std::string_view s) {
   std::size_t b = 0, e = s.size();

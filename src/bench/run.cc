@@ -20,7 +20,7 @@
 #include "common/redact.h"
 #include "dataset/dataset.h"
 #include "dataset/multi_turn.h"
-#include "report/python_json.h"
+#include "common/python_json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::bench {
@@ -248,9 +248,9 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     print.line("Will increase RPS from {} to {} RPS over the duration of the benchmark.",
                *config.ramp_up_start_rps, *config.ramp_up_end_rps);
   } else {
-    print.line("Traffic request rate: {}", report::python_float_repr(r.request_rate));
+    print.line("Traffic request rate: {}", common::python_float_repr(r.request_rate));
   }
-  print.line("Burstiness factor: {} ({})", report::python_float_repr(config.burstiness),
+  print.line("Burstiness factor: {} ({})", common::python_float_repr(config.burstiness),
              config.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
   print.line("Maximum request concurrency: {}",
              config.max_concurrency ? std::to_string(*config.max_concurrency) : std::string("None"));
@@ -286,7 +286,7 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     schedule = work.trace_send_s;
     for (double& t : schedule) t /= k;
     print.line("Self-timed: requests are sent at their trace timestamps x {} s ({} requests, the last at {:.3f} s)",
-               report::python_float_repr(config.timed_trace_sec_multiplier), schedule.size(),
+               common::python_float_repr(config.timed_trace_sec_multiplier), schedule.size(),
                work.trace_send_s.back());
   }
   if (work.multi_turn) work.multi_turn->plan.think_time_s /= k;

@@ -2,10 +2,6 @@
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
 // interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
 // its report, then exits 1 with the reason.
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -21,58 +17,11 @@
 #include "bench/bench.h"
 #include "bench/status.h"
 #include "cli/command_registry.h"
+#include "common/stop_signals.h"
 
 namespace {
 
 using servelab::bench::BenchConfig;
-
-/// Routes SIGINT/SIGTERM to a watcher thread for the lifetime of the object: the signals are blocked in
-/// this thread (and so in every thread started afterwards, e.g. the client's I/O threads) and taken with
-/// sigtimedwait. First signal: request_stop on `source`. Second: _exit(130) at once.
-class InterruptWatcher {
- public:
-  explicit InterruptWatcher(std::stop_source source) : source_(std::move(source)) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    thread_ = std::thread([this] { watch(); });
-  }
-  ~InterruptWatcher() {
-    done_.store(true);
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  InterruptWatcher(const InterruptWatcher&) = delete;
-  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
-
- private:
-  void watch() {
-    int count = 0;
-    timespec tick{0, 50 * 1000 * 1000};
-    while (!done_.load()) {
-      int sig = sigtimedwait(&set_, nullptr, &tick);
-      if (sig < 0) continue;  // EAGAIN (tick) or EINTR
-      if (++count == 1) {
-        static const char kMsg[] =
-            "\nInterrupted: stopping new requests and cancelling in-flight ones; the report will be marked "
-            "interrupted. Press Ctrl-C again to exit immediately.\n";
-        [[maybe_unused]] auto n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-        source_.request_stop();
-      } else {
-        static const char kMsg[] = "\nInterrupted twice: exiting now.\n";
-        [[maybe_unused]] auto n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-        _exit(130);
-      }
-    }
-  }
-
-  std::stop_source source_;
-  sigset_t set_{};
-  sigset_t old_{};
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // Levenshtein distance, for "did you mean" suggestions on a mistyped flag.
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -116,7 +65,12 @@ void run_bench_serve(const BenchConfig& config) {
   std::stop_source stop;
   servelab::bench::BenchResult result;
   {
-    InterruptWatcher watcher(stop);
+    // Ctrl-C/SIGTERM on a watcher thread (created before the client's I/O threads, which inherit the mask).
+    servelab::common::StopOnSignals signals(
+        [&stop] { stop.request_stop(); },
+        "\nInterrupted: stopping new requests and cancelling in-flight ones; the report will be marked "
+        "interrupted. Press Ctrl-C again to exit immediately.\n",
+        "\nInterrupted twice: exiting now.\n");
     try {
       result = servelab::bench::run(config, stop.get_token());
     } catch (const servelab::bench::ConfigError& e) {

@@ -3,13 +3,8 @@
 // step-time model predict for the launch (the same OnlineTwin/Simulator as `sim run`).
 #include <fmt/format.h>
 
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <mutex>
 #include <limits>
@@ -21,6 +16,7 @@
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
 #include "common/paths.h"
+#include "common/stop_signals.h"
 #include "engines/engines.h"
 #include "hardware/hardware.h"
 #include "model/model.h"
@@ -50,31 +46,22 @@ struct SimServeArgs {
   std::vector<std::string> launch;
 };
 
-/// Set once SIGINT/SIGTERM arrived (by StopOnSignals' watcher thread); read by the start-up delay and the
-/// crash-injection timer, which may outlive the watcher.
+/// Set once SIGINT/SIGTERM arrived (by the StopOnSignals watcher thread); read by the start-up delay and
+/// the crash-injection timer, which may outlive the watcher.
 std::atomic<bool> g_stop_requested{false};
 
-/// SIGINT/SIGTERM for the lifetime of the object go to a watcher thread (they are blocked in this thread and
-/// so in the threads it starts), never to a signal handler: the server is stopped from that thread, once
-/// attached; a signal before that (while the twin and tokenizer load) stops it as soon as it is attached.
-/// A second signal exits at once (status 130).
-class StopOnSignals {
+/// The server a signal stops, once attached; a signal before that (while the twin and tokenizer load)
+/// stops it as soon as it is attached.
+class StopTarget {
  public:
-  StopOnSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    thread_ = std::thread([this] { watch(); });
+  /// From the signal watcher: stop the attached server (Server::stop locks and allocates: never from a
+  /// signal handler).
+  void stop() {
+    std::lock_guard lock(mu_);
+    requested_ = true;
+    g_stop_requested = true;
+    if (server_) server_->stop();
   }
-  ~StopOnSignals() {
-    done_ = true;
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  StopOnSignals(const StopOnSignals&) = delete;
-  StopOnSignals& operator=(const StopOnSignals&) = delete;
-
   void attach(simserve::Server* server) {
     std::lock_guard lock(mu_);
     server_ = server;
@@ -82,24 +69,9 @@ class StopOnSignals {
   }
 
  private:
-  void watch() {
-    const timespec tick{0, 50 * 1000 * 1000};
-    while (!done_) {
-      if (sigtimedwait(&set_, nullptr, &tick) < 0) continue;  // EAGAIN (tick) or EINTR
-      std::lock_guard lock(mu_);
-      if (requested_) _exit(130);
-      requested_ = true;
-      g_stop_requested = true;
-      if (server_) server_->stop();
-    }
-  }
-
-  sigset_t set_{}, old_{};
   std::mutex mu_;
   simserve::Server* server_ = nullptr;
-  bool requested_ = false;  // also published in g_stop_requested
-  std::atomic<bool> done_{false};
-  std::thread thread_;
+  bool requested_ = false;
 };
 
 // The twin's per-rank live state as /metrics serves it (vLLM names; simserve/metrics_text.h).
@@ -132,7 +104,9 @@ bool sleep_unless_stopped(double s) {
 }
 
 void run_serve(const SimServeArgs& a) {
-  StopOnSignals signals;  // first, so that Ctrl-C while the twin loads is not lost (destroyed last)
+  StopTarget target;
+  // First, so that Ctrl-C while the twin loads is not lost (destroyed last); a second signal exits (130).
+  common::StopOnSignals signals([&target] { target.stop(); });
   if (a.launch.empty()) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
@@ -225,9 +199,9 @@ void run_serve(const SimServeArgs& a) {
       std::_Exit(1);
     }).detach();
   }
-  signals.attach(&server);
+  target.attach(&server);
   server.run();
-  signals.attach(nullptr);
+  target.attach(nullptr);
   if (!twin) return;
   const auto v = twin->view();
   std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",

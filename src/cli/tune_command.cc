@@ -2,12 +2,12 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <csignal>
 #include <iostream>
 
 #include "cli/command_registry.h"
 #include "common/paths.h"
 #include "common/redact.h"
+#include "common/stop_signals.h"
 #include "tune/preflight.h"
 #include "tune/tune.h"
 
@@ -15,11 +15,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-// First Ctrl-C: the trial in flight is stopped (engine stopped with its grace period), finished trials are
-// kept. Second: leave at once; the engine's supervisor sees tune gone and stops the engine (engine_process.h).
-extern "C" void on_sigint(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);
-}
 
 struct TuneArgs {
   std::string study;
@@ -98,8 +93,10 @@ void run(const TuneArgs& a) {
                          "--skip-preflight to launch anyway)\n");
     throw servelab::cli::ExitRequest{2};
   }
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGTERM, on_sigint);
+  // First Ctrl-C/SIGTERM: the trial in flight is stopped (engine stopped with its grace period), finished
+  // trials are kept. Second: leave at once (130); the engine's supervisor sees tune gone and stops the
+  // engine (engine_process.h).
+  servelab::common::StopOnSignals signals([] { g_stop = true; });
   std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point{}) -> {}\n",
                            study.name, target_name(study.target), strategy_name(study.search.strategy),
                            study.repeats,

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics/request_output.h"
+#include "schedule/schedule.h"
 
 namespace servelab::client {
 
@@ -98,35 +99,12 @@ struct PlannedRequest {
   nlohmann::ordered_json extra_body;
 };
 
-/// Ramp-up of the request rate across requests (vLLM --ramp-up-strategy).
-enum class RampUp : std::uint8_t { kNone, kLinear, kExponential };
-
-/// Parameters of vLLM's arrival process (serve.py `get_request`, §3.3).
-struct ArrivalOptions {
-  std::size_t num_requests = 0;
-  double request_rate = 1.0 / 0.0;  ///< req/s; +inf → every send at t = 0
-  double burstiness = 1.0;          ///< gamma shape (1 = Poisson); +inf → constant gaps 1/rate
-  std::uint32_t seed = 0;           ///< numpy `np.random.seed(seed)` (legacy MT19937)
-  RampUp ramp_up = RampUp::kNone;
-  int ramp_up_start_rps = 0;        ///< integer req/s, as vLLM's argparse type=int
-  int ramp_up_end_rps = 0;
-};
-
-/// The request rate λ_i (req/s) at which request `i` of `options.num_requests` is scheduled (vLLM serve.py
-/// `_get_current_request_rate`): `request_rate` without ramp-up; with it progress = i / max(N-1, 1), linear
-/// start + (end-start)·progress, exponential start·(end/start)^progress. Pure; no validation.
-double arrival_rate(const ArrivalOptions& options, std::size_t i);
-
-/// Intended send times, seconds from the benchmark start, one per request, non-decreasing.
-/// Exactly vLLM 0.13's precomputed schedule: per-request rate λ_i (ramp-up: progress = i/max(N-1,1),
-/// linear s+(e-s)·p, exponential s·(e/s)^p), gap 0 (λ=inf), 1/λ (burstiness=inf) or
-/// numpy legacy `RandomState.gamma(shape=b, scale=1/(λ·b))` (MT19937 init_genrand(seed), legacy
-/// Marsaglia–Tsang with polar Gaussian for b>1, Johnk-style branch for b<1, -log(1-U) for b=1),
-/// cumulative sum, and without ramp-up rescaled so the last send is at N/rate. Matches numpy to
-/// ~1 ulp (tested against numpy 1.24 to 1e-12).
-/// Throws std::invalid_argument: burstiness ≤ 0, rate ≤ 0, ramp-up with start > end, exponential with
-/// start ≤ 0, ramp-up with end ≤ 0.
-std::vector<double> arrival_schedule(const ArrivalOptions& options);
+/// The arrival schedule lives in servelab_schedule (no I/O: the twin uses it without linking the client);
+/// these names keep `client::arrival_schedule(...)` callers of the load generator working.
+using schedule::ArrivalOptions;
+using schedule::RampUp;
+using schedule::arrival_rate;
+using schedule::arrival_schedule;
 
 /// What run_load returns.
 struct LoadResult {
@@ -193,7 +171,9 @@ metrics::RequestOutput wait_until_ready(const ClientOptions& options, const Plan
                                         std::stop_token stop = {}, const ReadyAttemptFn& on_failed_attempt = {});
 
 /// The JSON body vLLM sends for `request` (Python `json.dumps` bytes: ", " and ": " separators,
-/// non-ASCII as \uXXXX), with the key order of vLLM 0.13's request functions.
+/// non-ASCII as \uXXXX; common::python_json_dumps), with the key order of vLLM 0.13's request functions.
+/// Throws std::invalid_argument on a prompt or extra body that is not well-formed UTF-8 (vLLM could not have
+/// read it) and on messages_json that is not a JSON array.
 std::string request_body_json(const ClientOptions& options, const PlannedRequest& request);
 
 /// Stable name of an endpoint ("completions", "chat_completions").

@@ -10,125 +10,12 @@
 
 #include <cctype>
 
+#include "common/python_json.h"
 #include "common/redact.h"
 
 namespace servelab::client {
 namespace detail {
 namespace {
-
-void dump_string(std::string& out, const std::string& s) {
-  out.push_back('"');
-  std::size_t i = 0;
-  char buf[16];
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c < 0x20 || c == 0x7f) {  // Python ensure_ascii escapes all but ' '..'~'
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-          } else {
-            out.push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // Decode one UTF-8 sequence (input is valid UTF-8: nlohmann validated it on parse/assign).
-    std::uint32_t cp = 0;
-    int extra = 0;
-    if ((c & 0xE0) == 0xC0) {
-      cp = c & 0x1F;
-      extra = 1;
-    } else if ((c & 0xF0) == 0xE0) {
-      cp = c & 0x0F;
-      extra = 2;
-    } else if ((c & 0xF8) == 0xF0) {
-      cp = c & 0x07;
-      extra = 3;
-    } else {
-      throw std::invalid_argument("request body: invalid UTF-8 byte in string");
-    }
-    if (i + extra >= s.size()) {
-      throw std::invalid_argument("request body: truncated UTF-8 sequence in string");
-    }
-    for (int k = 1; k <= extra; ++k) {
-      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    }
-    i += extra + 1;
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
-    } else {
-      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-    }
-    out += buf;
-  }
-  out.push_back('"');
-}
-
-void dump(std::string& out, const nlohmann::ordered_json& v) {
-  using V = nlohmann::ordered_json::value_t;
-  switch (v.type()) {
-    case V::object: {
-      out.push_back('{');
-      bool first = true;
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first) out += ", ";
-        first = false;
-        dump_string(out, it.key());
-        out += ": ";
-        dump(out, it.value());
-      }
-      out.push_back('}');
-      break;
-    }
-    case V::array: {
-      out.push_back('[');
-      bool first = true;
-      for (const auto& e : v) {
-        if (!first) out += ", ";
-        first = false;
-        dump(out, e);
-      }
-      out.push_back(']');
-      break;
-    }
-    case V::string:
-      dump_string(out, v.get_ref<const std::string&>());
-      break;
-    case V::boolean:
-      out += v.get<bool>() ? "true" : "false";
-      break;
-    case V::null:
-    case V::discarded:
-      out += "null";
-      break;
-    case V::number_float: {
-      const double d = v.get<double>();
-      if (d != d) {
-        out += "NaN";
-      } else if (d == 1.0 / 0.0) {
-        out += "Infinity";
-      } else if (d == -1.0 / 0.0) {
-        out += "-Infinity";
-      } else {
-        out += v.dump();  // shortest round-trip, "1.0" for integral values, as Python repr
-      }
-      break;
-    }
-    default:
-      out += v.dump();  // integers
-  }
-}
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -144,12 +31,6 @@ void update(nlohmann::ordered_json& payload, const nlohmann::ordered_json& extra
 }
 
 }  // namespace
-
-std::string python_json_dumps(const nlohmann::ordered_json& value) {
-  std::string out;
-  dump(out, value);
-  return out;
-}
 
 namespace {
 
@@ -376,7 +257,7 @@ std::string request_body_json(const ClientOptions& options, const PlannedRequest
   if (options.ignore_eos) p["ignore_eos"] = options.ignore_eos;
   detail::update(p, options.extra_body, "extra_body");
   detail::update(p, request.extra_body, "per-request extra_body");
-  return detail::python_json_dumps(p);
+  return common::python_json_dumps(p, common::InvalidUtf8::kThrow);
 }
 
 const char* endpoint_name(Endpoint endpoint) {

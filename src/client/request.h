@@ -34,9 +34,6 @@ ParsedUrl parse_url(std::string_view url);
 /// std::invalid_argument with vLLM's message otherwise.
 void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint);
 
-/// Python `json.dumps(value)` bytes (default separators ", " / ": ", ensure_ascii=True, float repr).
-std::string python_json_dumps(const nlohmann::ordered_json& value);
-
 /// The complete HTTP/1.1 request (head + body) for one planned request. Authorization: a --header of that
 /// name, else the URL's userinfo (Basic), else the API key (Bearer).
 std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset::detail {
 
@@ -81,7 +81,7 @@ std::vector<SampleRequest> sample_sonnet(const std::vector<std::string>& lines, 
   std::string prefix(kBasePrompt);
   for (long long k = 0; k < num_prefix_lines && k < static_cast<long long>(lines.size()); ++k) prefix += lines[k];
   const long long num_extra = std::max(0LL, num_input_lines - num_prefix_lines);
-  PythonRandom rng(o.seed);  // vLLM: the global random, seeded by random.seed(args.seed) in main
+  schedule::PythonRandom rng(o.seed);  // vLLM: the global random, seeded by random.seed(args.seed) in main
   const double n = static_cast<double>(lines.size());
   const bool raw_prompt = o.backend == "openai-chat";
   const long long max_draws = std::max(10000LL, 100LL * o.num_prompts);
@@ -225,7 +225,7 @@ std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows,
   const auto n = static_cast<std::size_t>(o.num_prompts);
   const auto len = static_cast<std::int64_t>(rows.size());
   // pandas DataFrame.sample(n, random_state=seed): np.random.RandomState(seed).choice(len, n, replace).
-  NumpyRandomState rs(static_cast<std::uint32_t>(o.seed));
+  schedule::NumpyRandomState rs(static_cast<std::uint32_t>(o.seed));
   std::vector<std::size_t> picks;
   if (static_cast<std::int64_t>(n) <= len) {
     std::vector<std::size_t> perm(rows.size());

@@ -17,7 +17,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset::detail {
 
@@ -125,7 +125,7 @@ FileType file_type(const std::string& name, std::string* format) {
 }
 
 /// numpy random_interval(max): smallest bit mask >= max, 32-bit draws (64-bit above 2^32 - 1), rejection.
-std::uint64_t random_interval(NumpyGenerator& rng, std::uint64_t max) {
+std::uint64_t random_interval(schedule::NumpyGenerator& rng, std::uint64_t max) {
   if (max == 0) return 0;
   std::uint64_t mask = max;
   for (int s = 1; s <= 32; s *= 2) mask |= mask >> s;
@@ -141,7 +141,7 @@ std::uint64_t random_interval(NumpyGenerator& rng, std::uint64_t max) {
 }
 
 template <class T>
-void generator_shuffle(NumpyGenerator& rng, std::vector<T>& v) {
+void generator_shuffle(schedule::NumpyGenerator& rng, std::vector<T>& v) {
   for (std::size_t i = v.size(); i-- > 1;) std::swap(v[i], v[static_cast<std::size_t>(random_interval(rng, i))]);
 }
 
@@ -409,15 +409,15 @@ std::vector<std::size_t> hf_shuffled_order(const std::vector<std::size_t>& rows_
   if (!streaming) {  // Dataset.shuffle: default_rng(seed).permutation(len)
     out.resize(total);
     for (std::size_t i = 0; i < total; ++i) out[i] = i;
-    NumpyGenerator rng(seed);
+    schedule::NumpyGenerator rng(seed);
     generator_shuffle(rng, out);
     return out;
   }
   std::vector<std::size_t> shards(rows_per_file.size());
   for (std::size_t f = 0; f < shards.size(); ++f) shards[f] = f;
-  NumpyGenerator shard_rng(seed);  // _shuffle_gen_kwargs on a copy of the generator
+  schedule::NumpyGenerator shard_rng(seed);  // _shuffle_gen_kwargs on a copy of the generator
   generator_shuffle(shard_rng, shards);
-  NumpyGenerator rng(seed);  // BufferShuffledExamplesIterable's own copy
+  schedule::NumpyGenerator rng(seed);  // BufferShuffledExamplesIterable's own copy
   constexpr std::size_t kBuffer = 1000;
   std::vector<std::size_t> buffer;
   buffer.reserve(kBuffer);

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset {
 namespace {
@@ -106,7 +106,7 @@ std::vector<ChatConversation> sample_conversations(const std::filesystem::path& 
         "without any turn",
         records.size(), dropped.cut, dropped.unanswered, dropped.empty));
   if (!o.disable_shuffle) {
-    PythonRandom rng(o.seed);
+    schedule::PythonRandom rng(o.seed);
     rng.shuffle(usable);
   }
   const auto n = static_cast<std::size_t>(o.num_conversations);
@@ -117,7 +117,7 @@ std::vector<ChatConversation> sample_conversations(const std::filesystem::path& 
         warnings->push_back(fmt::format(
             "multi-turn: only {} conversations for --num-prompts {} (--no-oversample)", usable.size(), n));
     } else {
-      PythonRandom rng(o.seed);  // vLLM maybe_oversample_requests: re-seed, then random.choice
+      schedule::PythonRandom rng(o.seed);  // vLLM maybe_oversample_requests: re-seed, then random.choice
       const std::size_t base = usable.size();
       std::vector<std::size_t> copies(base, 0);
       while (usable.size() < n) {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "dataset/dataset.h"
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset {
 
@@ -205,7 +205,7 @@ void oversample(std::vector<SampleRequest>& requests, int num_prompts, std::int6
       throw std::runtime_error(
           fmt::format("{}: no usable request to sample from (0 of {} requested)", source, num_prompts));
     }
-    PythonRandom rng(seed);  // vLLM re-seeds Python's global RNG before random.choice
+    schedule::PythonRandom rng(seed);  // vLLM re-seeds Python's global RNG before random.choice
     const std::size_t base = requests.size();
     const std::size_t needed = static_cast<std::size_t>(num_prompts) - base;
     requests.reserve(base + needed);

@@ -239,7 +239,7 @@ MultiModalSampling mm_sampling(const DatasetOptions& o) {
   return s;
 }
 
-void draw_mm_items(const MultiModalSampling& s, NumpyGenerator& rng,
+void draw_mm_items(const MultiModalSampling& s, schedule::NumpyGenerator& rng,
                    const std::function<void(const MultiModalBucket&)>& on_item) {
   const int n = static_cast<int>(rng.integers(s.min_items, s.max_items + 1LL));
   if (n == 0) return;
@@ -277,7 +277,7 @@ void draw_mm_items(const MultiModalSampling& s, NumpyGenerator& rng,
   }
 }
 
-std::vector<std::uint8_t> synthetic_image_pixels(NumpyGenerator& rng, int width, int height) {
+std::vector<std::uint8_t> synthetic_image_pixels(schedule::NumpyGenerator& rng, int width, int height) {
   const std::size_t count = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3;
   std::vector<std::uint8_t> px(count);
   std::size_t i = 0;
@@ -362,7 +362,7 @@ std::string jpeg_data_url(const std::vector<std::uint8_t>& rgb, int width, int h
 std::vector<SampleRequest> sample_random_mm(const DatasetOptions& o, const TokenizerOps& tok,
                                             long long* token_mismatch_total) {
   const MultiModalSampling s = mm_sampling(o);
-  return sample_random(o, tok, token_mismatch_total, [&](std::size_t, NumpyGenerator& rng, SampleRequest& r) {
+  return sample_random(o, tok, token_mismatch_total, [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest& r) {
     draw_mm_items(s, rng, [&](const MultiModalBucket& b) {
       const std::vector<std::uint8_t> px = synthetic_image_pixels(rng, b.width, b.height);
       r.image_urls.push_back(jpeg_data_url(px, b.width, b.height));

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "dataset/dataset.h"
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 #include "dataset/synthetic.h"
 
 namespace servelab::dataset::detail {
@@ -33,13 +33,13 @@ MultiModalSampling mm_sampling(const DatasetOptions& options);
 /// side="right"); if its modality is under its limit, the item is taken and `on_item` called at once (vLLM
 /// draws the image's pixels before the next choice); otherwise that modality's buckets get p = 0 and the
 /// rest are renormalized (stop when none is left).
-void draw_mm_items(const MultiModalSampling& sampling, NumpyGenerator& rng,
+void draw_mm_items(const MultiModalSampling& sampling, schedule::NumpyGenerator& rng,
                    const std::function<void(const MultiModalBucket&)>& on_item);
 
 /// vLLM generate_synthetic_image: rng.integers(0, 256, (height, width, 3), dtype=uint8) — numpy's
 /// buffered_uint8 path: each 32-bit draw gives 4 bytes, lowest first; leftover bytes of the last draw are
 /// dropped. Row-major RGB, height * width * 3 bytes.
-std::vector<std::uint8_t> synthetic_image_pixels(NumpyGenerator& rng, int width, int height);
+std::vector<std::uint8_t> synthetic_image_pixels(schedule::NumpyGenerator& rng, int width, int height);
 
 /// PIL `Image.fromarray(pixels).save(buf, format="JPEG")` (quality 75, 4:2:0, baseline, JFIF, no
 /// optimization) through libjpeg-turbo, as base64 `data:image/jpeg;base64,...` (vLLM process_image).

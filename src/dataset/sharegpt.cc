@@ -17,7 +17,7 @@
 #include "common/paths.h"
 #include "common/utf8.h"
 #include "dataset/dataset.h"
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset {
 
@@ -331,7 +331,7 @@ std::vector<SampleRequest> sample_sharegpt(const ShareGptFile& file, const Datas
   std::vector<std::uint32_t> order(file.size());
   std::iota(order.begin(), order.end(), 0u);
   if (!options.disable_shuffle) {
-    PythonRandom rng(options.seed);  // vLLM: random.seed(seed); random.shuffle(data)
+    schedule::PythonRandom rng(options.seed);  // vLLM: random.seed(seed); random.shuffle(data)
     rng.shuffle(order);
   }
   const bool fixed_output = options.sharegpt_output_len.has_value();

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
 namespace servelab::dataset::detail {
 
@@ -98,7 +98,7 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
       o.random_input_len, o.random_output_len, o.random_range_ratio, num_special, o.random_prefix_len);
   if (tok.vocab_size == 0) throw std::runtime_error("random dataset: the tokenizer has an empty vocabulary");
   const auto n = static_cast<std::size_t>(o.num_prompts);
-  NumpyGenerator rng(static_cast<std::uint64_t>(o.seed));
+  schedule::NumpyGenerator rng(static_cast<std::uint64_t>(o.seed));
   const auto vocab = static_cast<std::int64_t>(tok.vocab_size);
   const std::vector<std::int64_t> input_lens = rng.integers(ranges.input_low, ranges.input_high + 1LL, n);
   const std::vector<std::int64_t> output_lens = rng.integers(ranges.output_low, ranges.output_high + 1LL, n);
@@ -179,8 +179,8 @@ std::vector<SampleRequest> sample_prefix_repetition(const DatasetOptions& o, con
   if (tok.vocab_size == 0)
     throw std::runtime_error("prefix_repetition: the tokenizer has an empty vocabulary");
   // vLLM: random.seed(seed); np.random.seed(seed) in the dataset's constructor.
-  NumpyRandomState np_rng(static_cast<std::uint32_t>(o.seed));
-  PythonRandom py_rng(o.seed);
+  schedule::NumpyRandomState np_rng(static_cast<std::uint32_t>(o.seed));
+  schedule::PythonRandom py_rng(o.seed);
   const auto vocab = static_cast<std::int64_t>(tok.vocab_size);
   auto draw = [&](std::size_t count) {
     std::vector<std::int32_t> v;
@@ -266,7 +266,7 @@ std::vector<SampleRequest> sample_custom(const std::vector<CustomRow>& rows, con
   std::vector<std::size_t> order(rows.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   if (!o.disable_shuffle) {
-    PythonRandom rng(kCustomSeed);
+    schedule::PythonRandom rng(kCustomSeed);
     rng.shuffle(order);
   }
   const std::size_t wanted = o.num_prompts <= 0 ? rows.size() : static_cast<std::size_t>(o.num_prompts);

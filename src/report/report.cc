@@ -9,9 +9,12 @@
 
 #include <fmt/format.h>
 
-#include "report/python_json.h"
+#include "common/python_json.h"
 
 namespace servelab::report {
+
+using common::python_float_repr;
+
 namespace {
 
 using metrics::BenchmarkMetrics;
@@ -355,7 +358,7 @@ void write_result_file(const std::filesystem::path& path, const ordered_json& re
   std::ofstream f(path, append ? std::ios::binary | std::ios::app : std::ios::binary | std::ios::trunc);
   if (!f) throw std::runtime_error("cannot open result file " + path.string() + " for writing");
   if (needs_newline) f << '\n';
-  f << python_json_dumps(result);
+  f << common::python_json_dumps(result, common::InvalidUtf8::kReplace);  // a run is never lost to bytes
   f.flush();
   if (!f) throw std::runtime_error("error writing result file " + path.string());
 }

@@ -7,7 +7,7 @@
 #include <queue>
 #include <stdexcept>
 
-#include "client/client.h"
+#include "schedule/schedule.h"
 #include "metrics/metrics.h"
 #include "sim/simulator.h"
 
@@ -463,12 +463,12 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
     if (options.constant_arrivals) {
       for (int i = 0; i < n; ++i) arrival[i] = i / options.request_rate;
     } else {
-      client::ArrivalOptions a;
+      schedule::ArrivalOptions a;
       a.num_requests = static_cast<std::size_t>(n);
       a.request_rate = options.request_rate;
       a.burstiness = options.burstiness;
       a.seed = static_cast<std::uint32_t>(options.seed);
-      arrival = client::arrival_schedule(a);
+      arrival = schedule::arrival_schedule(a);
     }
   }
   const int template_tokens = options.chat_template_tokens.value_or(launch.model.chat_template.overhead_tokens);

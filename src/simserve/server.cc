@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "chat/chat.h"
+#include "common/utf8.h"
 #include "simserve/metrics_text.h"
 #include "simserve/openai_api.h"
 
@@ -189,14 +190,7 @@ namespace {
 std::string latin1_to_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
-  for (unsigned char c : bytes) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
+  for (unsigned char c : bytes) common::utf8_append(out, c);
   return out;
 }
 

@@ -20,15 +20,9 @@ namespace servelab::tune {
 
 TrialRunner default_runner(const Study& study, Target target, const std::atomic<bool>* stop) {
   if (target == Target::kTwin) {
-    if (!twin_available())
-      throw std::runtime_error("the twin target needs servelab's engine twin (src/sim), which is not part of this build");
     return make_twin_runner(study);
   }
   ScenarioFn fn = bench_scenario_fn(study);
-  if (!fn)
-    throw std::runtime_error(
-        "the local target needs bench's in-process run API (src/bench), which is not part of this build yet; "
-        "use --target twin");
   LocalRunnerOptions opt;
   opt.host = study.host;
   opt.port = study.port;
@@ -71,9 +65,9 @@ void set_target(Study& study, Target target) {
   study.target = target;
   if (study.search.strategy_set) return;
   study.search.strategy = default_strategy(target);
-  // Twin-guided ranks the whole grid on the twin: without a twin, or above max_trials, greedy it is.
+  // Twin-guided ranks the whole grid on the twin: above max_trials, greedy it is.
   if (study.search.strategy == Strategy::kTwinGuided &&
-      (!twin_available() || SearchSpace(study).grid_size() > static_cast<size_t>(study.search.max_trials)))
+      SearchSpace(study).grid_size() > static_cast<size_t>(study.search.max_trials))
     study.search.strategy = Strategy::kGreedy;
 }
 

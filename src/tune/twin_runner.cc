@@ -118,8 +118,6 @@ TrialStatus classify(const std::string& reason) {
 
 }  // namespace
 
-bool twin_available() { return true; }
-
 std::string twin_data_note(const Study& study) {
   std::string out;
   for (const auto& sc : study.scenarios) {

@@ -1,6 +1,5 @@
-// servelab/tune (private): the runners that depend on other modules being built — the engine twin
-// (src/sim) and bench's in-process run API (src/bench). When a module is absent from the build, the
-// *_available() functions say so and tune reports it instead of failing to link.
+// servelab/tune (private): the runners on the other modules — the engine twin (src/sim, target twin) and
+// bench's in-process run API (src/bench, target local).
 #pragma once
 
 #include <string>
@@ -11,23 +10,20 @@
 
 namespace servelab::tune {
 
-/// True when this binary contains the engine twin.
-bool twin_available();
-
 /// A TrialRunner on the engine twin, in-process: the rendered launch is parsed like the real engine does
 /// (engines::parse_launch_command; sim::predict then applies the engines' refusal rules and the memory
 /// plan), each scenario's workload is built from its bench args (random: fixed
 /// lengths; sharegpt: the twin's ShareGPT workload from shared/data), sim::predict runs it, and the
 /// per-request outputs go through metrics::compute_metrics and the vLLM console block. Every outcome has
 /// predicted = true. Twin failures map to statuses: memory → kOutOfMemory, run-time → kCrashed, other →
-/// kStartupRefused. Throws std::runtime_error when the twin is not built.
+/// kStartupRefused.
 TrialRunner make_twin_runner(const Study& study);
 
 /// Which data the twin uses for the study's scenarios (one line for the report).
 std::string twin_data_note(const Study& study);
 
-/// bench's in-process scenario runner for the local target, or an empty function when bench's run API
-/// is not part of this build.
+/// bench's in-process scenario runner for the local target: the scenario's args after the study's common
+/// bench args, parsed as `bench serve` parses them.
 ScenarioFn bench_scenario_fn(const Study& study);
 
 }  // namespace servelab::tune

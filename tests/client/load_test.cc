@@ -264,10 +264,12 @@ TEST(Load, OpenLoopScheduleIsFollowed) {
     const auto& out = r.outputs[i];
     ASSERT_TRUE(out.success) << out.error;
     EXPECT_DOUBLE_EQ(out.intended_send_time_s, schedule[i]);
-    EXPECT_GE(out.dispatch_time_s, schedule[i]);
-    EXPECT_LT(out.dispatch_time_s - schedule[i], 0.150);  // lag: only a loaded box makes it > 1 ms
+    EXPECT_GE(out.dispatch_time_s, schedule[i]);  // never early, whatever the load
+    // Late only by scheduling delay (< 1 ms idle): 1 s holds on a loaded 2-core machine and still catches a
+    // client that waits for the previous request (the schedule's gaps are ~10 ms, 20 of them).
+    EXPECT_LT(out.dispatch_time_s - schedule[i], 1.0);
   }
-  EXPECT_GE(r.duration_s, 0.2);
+  EXPECT_GE(r.duration_s, schedule.back());
 }
 
 TEST(Load, StopCancelsInFlightAndUnsentRequests) {
@@ -322,20 +324,28 @@ TEST(Load, StopWithMaxConcurrencyCancelsQueuedRequestsToo) {
 
 TEST(Load, StopWithGraceLetsInFlightRequestsFinish) {
   StreamServerOptions so;
-  so.ttft_s = 0.150;
+  so.ttft_s = 1.0;
   StreamServer server(so);
   ClientOptions o = options_for(server);
-  o.cancel_grace_s = 2.0;
+  o.cancel_grace_s = 30.0;
   std::stop_source stop;
+  // Stop once all 4 requests are in flight (the server has them), not after a fixed sleep: on a loaded
+  // machine a sleep could fire before the sends, and the test would check nothing.
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (server.requests_received() < 4 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     stop.request_stop();
   });
   const auto t0 = std::chrono::steady_clock::now();
   const LoadResult r = run(o, plan(4, 2), {}, stop.get_token());
   stopper.join();
-  for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << out.error;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));  // no wait for the unused grace
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r.interrupted);
+  for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << out.error;  // finished within the grace
+  EXPECT_GE(elapsed_s, 1.0);   // waited for the 1 s TTFT after the stop
+  EXPECT_LT(elapsed_s, 15.0);  // and not for the unused 30 s grace (half of it: any load stays below)
 }
 
 TEST(Load, HttpsWithKeepAliveAndCertificateVerification) {

@@ -42,6 +42,27 @@ TEST(Payload, CompletionsIgnoreEosLogprobsAndExtraBodyMergeLikeDictUpdate) {
             "\"ignore_eos\": true, \"temperature\": 1e-05, \"top_k\": -1, \"top_p\": 0.95}");
 }
 
+// Bugs of the old payload writer (issue 12): "\xC3(" (Latin-1 "é(" read as UTF-8) became "\u00e8" and the
+// '(' was lost; 1e15 was written "1e+15". Now: an error naming the byte, and Python's repr.
+TEST(Payload, InvalidUtf8PromptIsAnErrorAndFloatsArePythonRepr) {
+  ClientOptions o;
+  o.model = "m";
+  PlannedRequest r;
+  r.prompt = "caf\xc3(";
+  r.max_tokens = 1;
+  try {
+    request_body_json(o, r);
+    ADD_FAILURE() << "no exception for invalid UTF-8";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "JSON string: invalid UTF-8 at byte 3 of 5");
+  }
+  r.prompt = "x";
+  r.extra_body = nlohmann::ordered_json::parse(R"({"seed_scale": 1e15})");
+  // json.dumps({..., "seed_scale": 1e15}) ends with "1000000000000000.0}"
+  const std::string body = request_body_json(o, r);
+  EXPECT_EQ(body.substr(body.size() - 33), "\"seed_scale\": 1000000000000000.0}");
+}
+
 TEST(Payload, ChatBodyUsesListContentAndMaxCompletionTokens) {
   ClientOptions o;
   o.model = "m";

@@ -8,7 +8,7 @@
 
 #include "common/paths.h"
 #include "dataset/dataset.h"
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::dataset {
@@ -39,7 +39,7 @@ TEST(RandomWithTokenizer, DeepSeekPromptsReEncodeToExactlyTheirTargetLength) {
   const auto got = sample_requests(o, deepseek(), &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings.front();
   // The target lengths are numpy's draws: real input 299 → [149, 449]; output [48, 80].
-  NumpyGenerator rng(0);
+  schedule::NumpyGenerator rng(0);
   const auto input_lens = rng.integers(149, 450, 40);
   const auto output_lens = rng.integers(48, 81, 40);
   ASSERT_EQ(got.size(), 40u);

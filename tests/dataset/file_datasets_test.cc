@@ -318,7 +318,7 @@ TEST(RandomMm, JpegIsPilsBytes) {
       "/9oADAMBAAIRAxEAPwCj4kubjRLe0/syeW08whX8pyu4LBBgfhuP5miiiumjhqNWlGdSCbaV20m9jjWJrQ92M2l6s//Z"));
   // numpy default_rng(7).integers(0, 256, (64, 48, 3), dtype=uint8) through PIL: 2457 bytes, base64 sha256
   // 046a87be...; this also checks the uint8 draws (4 bytes per 32-bit output, lowest first).
-  NumpyGenerator rng(7);
+  schedule::NumpyGenerator rng(7);
   const auto noise = detail::synthetic_image_pixels(rng, 48, 64);
   EXPECT_EQ(sha256_hex(detail::jpeg_data_url(noise, 48, 64).substr(23)),
             "046a87bec836e993ecd1ee71925b04a83518e3192b782f3b01fcbdf49490453f");
@@ -345,7 +345,7 @@ TEST(RandomMm, MatchesNumpyOracle) {
   std::vector<std::vector<std::vector<std::uint8_t>>> pixels;
   std::vector<std::vector<std::pair<int, int>>> shapes;
   const auto out = detail::sample_random(o, testing::fake_tokenizer(), nullptr,
-                                         [&](std::size_t, NumpyGenerator& rng, SampleRequest&) {
+                                         [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest&) {
                                            pixels.emplace_back();
                                            shapes.emplace_back();
                                            detail::draw_mm_items(s, rng, [&](const MultiModalBucket& b) {

@@ -1,6 +1,6 @@
 // Bit-exactness of the CPython/numpy RNG re-implementations. Expected values were computed with CPython
 // 3.11 (`random`) and numpy 1.24 (/usr/bin/python3); the subprocess tests re-run the oracles when present.
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace {
 std::vector<int> shuffled(std::int64_t seed, int n) {
   std::vector<int> v(n);
   std::iota(v.begin(), v.end(), 0);
-  PythonRandom rng(seed);
+  schedule::PythonRandom rng(seed);
   rng.shuffle(v);
   return v;
 }
@@ -33,28 +33,28 @@ TEST(PythonRandom, ShuffleMatchesHardCodedCPythonPermutations) {
 }
 
 TEST(PythonRandom, ChoiceGetrandbitsRandomMatchCPython) {
-  PythonRandom rng(0);
+  schedule::PythonRandom rng(0);
   std::vector<std::size_t> picks;
   for (int i = 0; i < 8; ++i) picks.push_back(rng.choice_index(50));
   EXPECT_EQ(picks, (std::vector<std::size_t>{24, 48, 26, 2, 16, 32, 31, 25}));
-  PythonRandom r2(0);
+  schedule::PythonRandom r2(0);
   EXPECT_EQ(r2.getrandbits(40), 424533559245ull);
   EXPECT_DOUBLE_EQ(r2.random(), 0.7579544029403025);
 }
 
 TEST(NumpyGenerator, SeedSequenceMatchesNumpy) {
-  EXPECT_EQ(NumpyGenerator::seed_sequence_state(0, 4),
+  EXPECT_EQ(schedule::NumpyGenerator::seed_sequence_state(0, 4),
             (std::vector<std::uint32_t>{2968811710u, 3677149159u, 745650761u, 2884920346u}));
-  EXPECT_EQ(NumpyGenerator::seed_sequence_state((std::uint64_t{1} << 40) + 3, 4),
+  EXPECT_EQ(schedule::NumpyGenerator::seed_sequence_state((std::uint64_t{1} << 40) + 3, 4),
             (std::vector<std::uint32_t>{2789635316u, 1410910647u, 811316306u, 1804054328u}));
 }
 
 TEST(NumpyGenerator, Pcg64AndIntegersMatchNumpy) {
-  NumpyGenerator raw(0);
+  schedule::NumpyGenerator raw(0);
   EXPECT_EQ(raw.next_u64(), 11749869230777074271ull);
   EXPECT_EQ(raw.next_u64(), 4976686463289251617ull);
   // r = np.random.default_rng(0); r.integers(0,129280,5); r.integers(1000,1001,3); r.integers(5,100,4)
-  NumpyGenerator rng(0);
+  schedule::NumpyGenerator rng(0);
   EXPECT_EQ(rng.integers(0, 129280, 5), (std::vector<std::int64_t>{109968, 82346, 66079, 34878, 39796}));
   EXPECT_EQ(rng.integers(1000, 1001, 3), (std::vector<std::int64_t>{1000, 1000, 1000}));  // no draws
   EXPECT_EQ(rng.integers(5, 100, 4), (std::vector<std::int64_t>{8, 12, 6, 21}));
@@ -62,7 +62,7 @@ TEST(NumpyGenerator, Pcg64AndIntegersMatchNumpy) {
 
 TEST(NumpyRandomState, LegacyRandintAndRandomSampleMatchNumpy) {
   // np.random.seed(0); np.random.randint(0,129280,5); np.random.random_sample()
-  NumpyRandomState rng(0);
+  schedule::NumpyRandomState rng(0);
   std::vector<std::int64_t> got;
   for (int i = 0; i < 5; ++i) got.push_back(rng.randint(0, 129280));
   EXPECT_EQ(got, (std::vector<std::int64_t>{68268, 43567, 42613, 117952, 45891}));
@@ -84,7 +84,7 @@ TEST(PythonRandom, ShuffleAndChoiceMatchCPythonSubprocess) {
     for (int n : sizes) {
       ASSERT_EQ(shuffled(seed, n), (*want)[k++].get<std::vector<int>>()) << "seed " << seed << " n " << n;
     }
-    PythonRandom rng(seed);
+    schedule::PythonRandom rng(seed);
     std::vector<std::size_t> got;
     for (int i = 0; i < 200; ++i) got.push_back(rng.choice_index(94145));
     EXPECT_EQ(got, (*want)[k++].get<std::vector<std::size_t>>()) << "seed " << seed;
@@ -107,8 +107,8 @@ TEST(NumpyGenerator, IntegersMatchNumpySubprocessOnEveryRangePath) {
   if (!want) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
   ASSERT_EQ(want->size(), 2 * seeds.size());
   for (std::size_t s = 0; s < seeds.size(); ++s) {
-    NumpyGenerator gen(seeds[s]);
-    NumpyRandomState legacy(static_cast<std::uint32_t>(seeds[s]));
+    schedule::NumpyGenerator gen(seeds[s]);
+    schedule::NumpyRandomState legacy(static_cast<std::uint32_t>(seeds[s]));
     for (std::size_t r = 0; r < ranges.size(); ++r) {
       const auto [lo, hi] = ranges[r];
       EXPECT_EQ(gen.integers(lo, hi, 7), (*want)[2 * s][r].get<std::vector<std::int64_t>>())

@@ -3,6 +3,12 @@
 // DeepSeek-V3.2), gpus_used, rendering.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/paths.h"
 #include "engines/engines.h"
 #include "engines/launch.h"
 #include "engines/sglang_defaults.h"
@@ -68,18 +74,57 @@ se::EngineConfig resolved_config(const se::EngineConfig& c, const md::ModelSpec&
 
 }  // namespace
 
+namespace {
+
+// The defaults tables against the research notes they cite (../shared/reference/engine-versions.md), read
+// and parsed here: a table entry that drifts from the notes (or notes that change) fails.
+std::string engine_versions_md() {
+  namespace sc = servelab::common;
+  return sc::read_file(sc::source_dir() / ".." / "shared" / "reference" / "engine-versions.md");
+}
+
+// The submatches of the first match of `pattern` in `text` (fails the test when there is none).
+std::vector<std::string> find_in_notes(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(pattern))) {
+    ADD_FAILURE() << "engine-versions.md: no match for " << pattern;
+    return std::vector<std::string>(8);
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < m.size(); ++i) out.push_back(m[i].str());
+  out.resize(8);
+  return out;
+}
+
+}  // namespace
+
 TEST(DefaultsTables, ValuesAndSources) {
-  EXPECT_DOUBLE_EQ(se::kVllmDefaults.gpu_memory_utilization.value, 0.9);
-  EXPECT_EQ(se::kVllmDefaults.max_num_seqs_large_gpu.value, 1024);
-  EXPECT_EQ(se::kVllmDefaults.max_num_batched_tokens_large_gpu.value, 8192);
-  EXPECT_EQ(se::kVllmDefaults.block_size_sparse_mla.value, 64);
-  EXPECT_EQ(se::kSglangDefaults.tiers[4].chunked_prefill_size, 8192);
-  EXPECT_EQ(se::kSglangDefaults.tiers[4].cuda_graph_max_bs_tp_ge4, 512);
-  EXPECT_EQ(se::kSglangDefaults.max_running_requests_speculative.value, 48);
-  EXPECT_EQ(se::kTrtllmDefaults.max_batch_size.value, 2048);
-  EXPECT_EQ(se::kTrtllmDefaults.max_num_tokens.value, 8192);
-  EXPECT_DOUBLE_EQ(se::kTrtllmDefaults.kv_cache_free_gpu_memory_fraction.value, 0.9);
-  EXPECT_FALSE(se::kTrtllmDefaults.max_batch_size.verified);  // 2048 is unverified for 1.2 (perf-facts §4)
+  const std::string md = engine_versions_md();
+  // vLLM get_batch_defaults, serve on a >= 70 GiB non-A100 GPU: "max_num_batched_tokens **8192**, max_num_seqs **1024**".
+  auto v = find_in_notes(md, R"(`vllm serve`: max_num_batched_tokens \*\*(\d+)\*\*, max_num_seqs \*\*(\d+)\*\*)");
+  EXPECT_EQ(std::to_string(se::kVllmDefaults.max_num_batched_tokens_large_gpu.value), v[0]);
+  EXPECT_EQ(std::to_string(se::kVllmDefaults.max_num_seqs_large_gpu.value), v[1]);
+  // The per-version table's gpu_memory_utilization row, column 0.13.0 (the 4th release column).
+  v = find_in_notes(md, R"(\| gpu_memory_utilization \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
+  EXPECT_DOUBLE_EQ(se::kVllmDefaults.gpu_memory_utilization.value, std::stod(v[3]));
+  // "MLA and DSA backends force 64 (FlashMLA)".
+  v = find_in_notes(md, R"(MLA and DSA backends force (\d+)\s+\(FlashMLA\))");
+  EXPECT_EQ(std::to_string(se::kVllmDefaults.block_size_sparse_mla.value), v[0]);
+  // SGLang's memory tiers: the H200 row "| < 160 GiB | **H20, H200** | 8192 | 256 / 512 |" is tier 4.
+  v = find_in_notes(md, R"(\| < 160 GiB \| \*\*H20, H200\*\* \| (\d+) \| (\d+) / (\d+) \|)");
+  EXPECT_EQ(std::to_string(se::kSglangDefaults.tiers[4].chunked_prefill_size), v[0]);
+  EXPECT_EQ(std::to_string(se::kSglangDefaults.tiers[4].cuda_graph_max_bs_tp_ge4), v[2]);
+  // "With EAGLE/MTP it resets to **48**".
+  v = find_in_notes(md, R"(With EAGLE/MTP it resets to \*\*(\d+)\*\*)");
+  EXPECT_EQ(std::to_string(se::kSglangDefaults.max_running_requests_speculative.value), v[0]);
+  // TensorRT-LLM: "builder.py gives **2048 / 8192** [unverified for 1.0]" and the free-memory fraction row.
+  v = find_in_notes(md, R"(builder\.py gives \*\*(\d+) / (\d+)\*\* \[(unverified)?)");
+  EXPECT_EQ(std::to_string(se::kTrtllmDefaults.max_batch_size.value), v[0]);
+  EXPECT_EQ(std::to_string(se::kTrtllmDefaults.max_num_tokens.value), v[1]);
+  EXPECT_EQ(se::kTrtllmDefaults.max_batch_size.verified, v[2].empty());  // the notes' [unverified] mark
+  v = find_in_notes(md, R"(\| kv_cache free_gpu_memory_fraction \| ([0-9.]+) of memory)");
+  EXPECT_DOUBLE_EQ(se::kTrtllmDefaults.kv_cache_free_gpu_memory_fraction.value, std::stod(v[0]));
+  // Each vLLM default names the engine file it comes from.
   EXPECT_NE(std::string(se::kVllmDefaults.gpu_memory_utilization.source).find("cache.py"), std::string::npos);
 }
 

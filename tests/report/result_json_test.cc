@@ -10,7 +10,7 @@
 
 #include "common/paths.h"
 #include "metrics/metrics.h"
-#include "report/python_json.h"
+#include "common/python_json.h"
 #include "report/report.h"
 
 namespace servelab::report {
@@ -19,6 +19,9 @@ namespace {
 using metrics::BenchmarkMetrics;
 using metrics::LatencySummary;
 using nlohmann::ordered_json;
+
+// The writer of result files (report.cc): invalid UTF-8 replaced.
+std::string dumps(const ordered_json& j) { return common::python_json_dumps(j, common::InvalidUtf8::kReplace); }
 
 std::vector<std::string> keys_of(const ordered_json& j) {
   std::vector<std::string> keys;
@@ -66,7 +69,7 @@ BenchmarkMetrics study_metrics() {
 TEST(ResultJson, ExactTextOfADefaultRun) {
   ReportOptions opts;
   opts.servelab_extras = false;
-  const std::string text = python_json_dumps(make_result_json(study_run(), study_metrics(), {}, opts));
+  const std::string text = dumps(make_result_json(study_run(), study_metrics(), {}, opts));
   const std::string expected =
       R"({"date": "20261130-160000", "endpoint_type": "openai-chat", "backend": "openai-chat", "label": null, )"
       R"("model_id": "deepseek-ai/DeepSeek-V3.2", "tokenizer_id": "deepseek-ai/DeepSeek-V3.2", )"
@@ -166,7 +169,7 @@ TEST(ResultJson, DetailedRampUpConcurrencyGoodputAndExtras) {
   EXPECT_EQ(j["max_concurrency"], 64);
   EXPECT_EQ(j["ramp_up_start_rps"], 1);
   EXPECT_EQ(j["request_goodput"].get<double>(), 0.5);
-  const std::string text = python_json_dumps(j);
+  const std::string text = dumps(j);
   EXPECT_NE(text.find(R"("input_lens": [10, 20], "output_lens": [3, 0], "ttfts": [0.25, 0.0], )"
                       R"("itls": [[0.5, 0.125], []], "generated_texts": ["hi\n", ""], )"
                       R"("errors": ["", "Service Unavailable"], )"),
@@ -179,7 +182,7 @@ TEST(ResultJson, DetailedRampUpConcurrencyGoodputAndExtras) {
   EXPECT_EQ(x["http_statuses"], ordered_json::array({0, 503}));
   EXPECT_TRUE(x.contains("schedule_lag"));
   EXPECT_EQ(
-      python_json_dumps(x["schedule_lag"]),
+      dumps(x["schedule_lag"]),
       R"({"mean_ms": 0.5, "median_ms": 0.25, "std_ms": 0.1, "p99_ms": 2.0, "p99.9_ms": 2.5, "count": 0, )"
       R"("max_ms": 3.0})");
   EXPECT_EQ(x["interrupted"], false);
@@ -189,7 +192,7 @@ TEST(ResultJson, RequestRateIsANumberWhenFinite) {
   RunInfo run = study_run();
   run.request_rate = 10;
   const auto j = make_result_json(run, study_metrics(), {}, ReportOptions{});
-  EXPECT_EQ(python_json_dumps(j["request_rate"]), "10.0");
+  EXPECT_EQ(dumps(j["request_rate"]), "10.0");
   EXPECT_FALSE(j.contains("ttfts"));
   EXPECT_FALSE(j.contains("input_lens"));
 }
@@ -243,7 +246,7 @@ TEST(ResultJson, ReconstructsARealVllmResultFileByteForByte) {
       if (src.contains(key)) filtered[key] = it.value();
     }
     EXPECT_EQ(keys_of(filtered), keys_of(src)) << "line " << count + 1;
-    EXPECT_EQ(python_json_dumps(filtered), line) << "line " << count + 1;
+    EXPECT_EQ(dumps(filtered), line) << "line " << count + 1;
     ++count;
   }
   EXPECT_EQ(count, 9);
@@ -308,23 +311,23 @@ TEST(ResultJson, SendLagAndConcurrencyInTheServelabSection) {
   m.peak_concurrency_reached = 1000;
   RunInfo run = study_run();  // --request-rate inf, 1,000 requests, no limit
   ordered_json x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(python_json_dumps(x["send_lag"]),
+  EXPECT_EQ(dumps(x["send_lag"]),
             R"({"mean_ms": 12.5, "median_ms": 10.0, "std_ms": 2.0, "p99_ms": 90.0, "p99.9_ms": 95.0, )"
             R"("count": 1000, "max_ms": 97.5})");
-  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+  EXPECT_EQ(dumps(x["concurrency"]),
             R"({"requested": 1000, "peak_reached": 1000, "reached": true})");
   run.max_concurrency = 2000;  // capped at the 1,000 requests
   m.peak_concurrency_reached = 999;
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+  EXPECT_EQ(dumps(x["concurrency"]),
             R"({"requested": 1000, "peak_reached": 999, "reached": false})");
   run.request_rate = 4;
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+  EXPECT_EQ(dumps(x["concurrency"]),
             R"({"requested": null, "peak_reached": 999, "reached": null})");
   m.send_lag.count = 0;  // nothing measured (the offline twin)
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(python_json_dumps(x["concurrency"]),
+  EXPECT_EQ(dumps(x["concurrency"]),
             R"({"requested": null, "peak_reached": null, "reached": null})");
 }
 

@@ -3,6 +3,8 @@
 // speculative decoding, client concurrency caps and arrivals, and the trace replay used by the fit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <numeric>
 
 #include "metrics/metrics.h"
@@ -92,13 +94,29 @@ TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
 }
 
 // vLLM preempts (recompute) when the pool runs out while decoding; nothing is lost and every request
-// finishes with all its tokens.
+// finishes with all its tokens. The count is checked against the work it costs: a request preempted after
+// k of its 600 tokens is prefilled again over its 1500 prompt tokens + k outputs (vLLM recompute), so the
+// query tokens beyond the no-preemption total 400 × (1500 + 599) lie in [1499, 2100] per preemption (less
+// what the prefix cache still held).
 TEST(Simulate, VllmPreemptsAndRecomputesWhenKvRunsOut) {
   Case c;
   c.launch.memory.fraction = 0.865;  // a small pool: weights 16.4 GB, ~4 GB of KV
   std::vector<WorkloadRequest> w(400, WorkloadRequest{1500, 600});
-  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, {}));
-  EXPECT_GT(p.twin.preemptions, 0);
+  WorkloadOptions opts;
+  opts.chat_template_tokens = 0;  // prompts of exactly 1500 tokens
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, opts));
+  // 400 × 2100 tokens at once cannot fit the pool: the peak run holds more than the pool fits at full length.
+  const long long pool_tokens = p.twin.memory.kv_tokens_per_rank;
+  ASSERT_GT(pool_tokens, 0);
+  EXPECT_LT(pool_tokens, 400LL * 2100);
+  EXPECT_GT(static_cast<long long>(p.twin.max_batch_requests) * 2100, pool_tokens);
+  const long long query_tokens = std::llround(p.twin.mean_step_tokens * static_cast<double>(p.twin.steps));
+  const long long recomputed = query_tokens - 400LL * (1500 + 599) + p.twin.cached_tokens_reused;
+  ASSERT_GT(p.twin.preemptions, 0);
+  EXPECT_GE(recomputed, p.twin.preemptions * 1499)
+      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool " << pool_tokens;
+  EXPECT_LE(recomputed, p.twin.preemptions * 2100)
+      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool " << pool_tokens;
   EXPECT_LE(p.twin.kv_peak_fraction, 1.0);
   for (const auto& o : p.outputs) {
     ASSERT_TRUE(o.success);

@@ -269,7 +269,7 @@ TEST(DefaultStrategy, TwinGuidedOnTheLocalTargetGreedyOnTheTwin) {
   EXPECT_TRUE(named.search.strategy_set);
   // `--target local` on a twin study: the local default; an 18-point grid above max_trials = 10: greedy.
   set_target(twin, Target::kLocal);
-  EXPECT_EQ(twin.search.strategy, twin_available() ? Strategy::kTwinGuided : Strategy::kGreedy);
+  EXPECT_EQ(twin.search.strategy, Strategy::kTwinGuided);
   Study small_cap = parse_study(std::string(testing::kSmallStudy) + "\n[search]\nmax_trials = 10\n", "s.toml", "/d");
   set_target(small_cap, Target::kLocal);
   EXPECT_EQ(small_cap.search.strategy, Strategy::kGreedy);

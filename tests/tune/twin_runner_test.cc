@@ -25,7 +25,6 @@ TrialRequest request(const Study& s, const Config& c, const std::vector<std::str
 }
 
 TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
-  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out", "random-2000in-100out"}));
   ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
@@ -50,7 +49,6 @@ TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
 }
 
 TEST(TwinRunner, StartupRefusalIsAFailureResult) {
-  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   TrialOutcome o = make_twin_runner(s)(request(s, {"vllm", {{"attention_backend", "FLASHMLA"}}}, {"random-128in-4out"}));
   EXPECT_NE(o.status, TrialStatus::kOk);
@@ -63,7 +61,6 @@ TEST(TwinRunner, StartupRefusalIsAFailureResult) {
 // tokenizer (the same lengths `bench serve` would send) and the data note names the file; without it the
 // built-in sharegpt-1000 workload is used and the note says so.
 TEST(TwinRunner, UsesTheRealShareGptFileWhenPresent) {
-  if (!twin_available()) GTEST_SKIP() << "engine twin not built";
   const auto dir = std::filesystem::temp_directory_path() / "servelab_twin_sharegpt_test";
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(common::data_dir() / "sharegpt_pairs_sample.json",

@@ -1,10 +1,11 @@
 // Bit-exact CPython/numpy random number generators (see rng.h for sources).
-#include "dataset/rng.h"
+#include "schedule/rng.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
-namespace servelab::dataset {
+namespace servelab::schedule {
 
 namespace {
 constexpr int kN = 624;
@@ -171,6 +172,59 @@ double NumpyRandomState::random_sample() {
   return (a * 67108864.0 + b) / 9007199254740992.0;
 }
 
+double NumpyRandomState::standard_exponential() { return -std::log(1.0 - random_sample()); }
+
+double NumpyRandomState::gauss() {
+  if (has_gauss_) {
+    has_gauss_ = false;
+    const double g = gauss_;
+    gauss_ = 0.0;
+    return g;
+  }
+  double x1, x2, r2;
+  do {
+    x1 = 2.0 * random_sample() - 1.0;
+    x2 = 2.0 * random_sample() - 1.0;
+    r2 = x1 * x1 + x2 * x2;
+  } while (r2 >= 1.0 || r2 == 0.0);
+  const double f = std::sqrt(-2.0 * std::log(r2) / r2);
+  gauss_ = f * x1;
+  has_gauss_ = true;
+  return f * x2;
+}
+
+double NumpyRandomState::standard_gamma(double shape) {
+  if (shape == 1.0) return standard_exponential();
+  if (shape == 0.0) return 0.0;
+  if (shape < 1.0) {
+    for (;;) {
+      const double u = random_sample();
+      const double v = standard_exponential();
+      if (u <= 1.0 - shape) {
+        const double x = std::pow(u, 1.0 / shape);
+        if (x <= v) return x;
+      } else {
+        const double y = -std::log((1 - u) / shape);
+        const double x = std::pow(1.0 - shape + shape * y, 1.0 / shape);
+        if (x <= (v + y)) return x;
+      }
+    }
+  }
+  const double b = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9 * b);
+  for (;;) {
+    double x, v;
+    do {
+      x = gauss();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = random_sample();
+    if (u < 1.0 - 0.0331 * (x * x) * (x * x)) return b * v;
+    if (std::log(u) < 0.5 * x * x + b * (1.0 - v + std::log(v))) return b * v;
+  }
+}
+
 // --------------------------------------------------------------------------------------- NumpyGenerator
 
 namespace {
@@ -314,4 +368,4 @@ std::vector<std::int64_t> NumpyGenerator::integers(std::int64_t low, std::int64_
   return out;
 }
 
-}  // namespace servelab::dataset
+}  // namespace servelab::schedule

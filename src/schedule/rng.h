@@ -1,13 +1,14 @@
-// servelab/dataset: bit-exact re-implementations of the random number generators vLLM's benchmark uses,
-// so that the same seed selects the same requests (and arrival times) as vLLM:
+// servelab/schedule: bit-exact re-implementations of the random number generators vLLM's benchmark uses,
+// so that the same seed selects the same requests (dataset sampling) and arrival times (schedule.h) as vLLM:
 //   - CPython `random` (MT19937, init_by_array seeding, getrandbits, _randbelow, shuffle, choice, random);
 //   - numpy legacy `np.random.seed(int)` / RandomState (MT19937 init_genrand, masked `randint`,
-//     `random_sample`);
+//     `random_sample`, and the legacy distributions `standard_exponential`, `gauss`, `gamma`);
 //   - numpy `default_rng(seed)` = SeedSequence + PCG64 (XSL-RR 128/64) with `Generator.integers`
 //     (Lemire bounded integers, 32-bit draws buffered by PCG64 for ranges < 2^32).
 // Sources: CPython Modules/_randommodule.c and Lib/random.py (3.2+); numpy/random/_mt19937.pyx,
 // src/mt19937/*, bit_generator.pyx (SeedSequence), src/pcg64/pcg64.h, src/distributions/
-// random_uint*.c (numpy 1.17+). Checked against CPython 3.11 and numpy 1.24 in tests/dataset/rng_test.cc.
+// random_uint*.c (numpy 1.17+), src/legacy/legacy-distributions.c. Checked against CPython 3.11 and numpy
+// 1.24 in tests/dataset/rng_test.cc and tests/schedule/arrival_test.cc.
 // Thread-safety: instances are not synchronised; use one per thread.
 #pragma once
 
@@ -18,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace servelab::dataset {
+namespace servelab::schedule {
 
 /// The Mersenne Twister MT19937 (Matsumoto & Nishimura 1998), 32-bit output.
 class Mt19937 {
@@ -76,9 +77,20 @@ class NumpyRandomState {
   double random_sample();
   /// The raw 32-bit output (mt19937_next32).
   std::uint32_t next_u32() { return mt_.next_u32(); }
+  /// legacy_standard_exponential: -log(1 - random_sample()).
+  double standard_exponential();
+  /// legacy_gauss: polar Box–Muller (Marsaglia), the second value of each pair cached for the next call.
+  double gauss();
+  /// legacy_standard_gamma(shape), shape ≥ 0: Marsaglia–Tsang (shape > 1, with gauss()), Johnk-style
+  /// rejection (shape < 1), standard_exponential (shape = 1), 0 (shape = 0).
+  double standard_gamma(double shape);
+  /// RandomState.gamma(shape, scale) = scale · standard_gamma(shape).
+  double gamma(double shape, double scale) { return scale * standard_gamma(shape); }
 
  private:
   Mt19937 mt_;
+  bool has_gauss_ = false;  ///< legacy state: a cached second Gaussian
+  double gauss_ = 0.0;
 };
 
 /// numpy `np.random.default_rng(seed)`: SeedSequence(seed) → PCG64, with `Generator.integers`.
@@ -105,4 +117,4 @@ class NumpyGenerator {
   std::uint32_t u32_ = 0;
 };
 
-}  // namespace servelab::dataset
+}  // namespace servelab::schedule

@@ -1,6 +1,6 @@
 // Python `repr(float)` / `json.dumps` formatting: fixed cases, a bulk comparison with CPython, and a
 // byte-exact round trip of a real `vllm bench serve` result file.
-#include "report/python_json.h"
+#include "common/python_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@
 
 #include "common/paths.h"
 
-namespace servelab::report {
+namespace servelab::common {
 namespace {
 
 TEST(PythonFloatRepr, FixedCases) {
@@ -108,17 +109,50 @@ TEST(PythonJsonDumps, SeparatorsAndTypes) {
   j["neg"] = -7;
   j["big"] = 18446744073709551615ull;
   EXPECT_EQ(
-      python_json_dumps(j),
+      python_json_dumps(j, InvalidUtf8::kThrow),
       R"({"b": [1, 2.0, null, true, {}], "a": [], "inf": Infinity, "neg": -7, "big": 18446744073709551615})");
 }
 
 TEST(PythonJsonDumps, StringEscapesAsEnsureAscii) {
   // json.dumps('a"b\\c\n\t\x01\x7f é 😀 /')
   const std::string s = "a\"b\\c\n\t\x01\x7f \xc3\xa9 \xf0\x9f\x98\x80 /";
-  EXPECT_EQ(python_json_dumps(s), R"("a\"b\\c\n\t\u0001\u007f \u00e9 \ud83d\ude00 /")");
-  EXPECT_EQ(python_json_dumps(std::string("\r\b\f")), R"("\r\b\f")");
-  // Invalid UTF-8 (a lone continuation byte, a truncated sequence) becomes U+FFFD, never a crash.
-  EXPECT_EQ(python_json_dumps(std::string("x\x80y\xe2\x82")), R"("x\ufffdy\ufffd\ufffd")");
+  for (InvalidUtf8 mode : {InvalidUtf8::kThrow, InvalidUtf8::kReplace}) {
+    EXPECT_EQ(python_json_dumps(s, mode), R"("a\"b\\c\n\t\u0001\u007f \u00e9 \ud83d\ude00 /")");
+    EXPECT_EQ(python_json_dumps(std::string("\r\b\f"), mode), R"("\r\b\f")");
+  }
+}
+
+// Bug (issue 12): the result-file writer replaced each invalid byte by U+FFFD, the payload writer decoded
+// "\xC3(" as U+00E8 and lost the '('. Python: json.dumps(b.decode("utf-8", "replace")) replaces each maximal
+// subpart once (a truncated "\xe2\x82" is one U+FFFD; a surrogate "\xed\xa0\x80" and "\xf0\x9f\x98" at the
+// end are 3 and 1), and a strict decode fails.
+TEST(PythonJsonDumps, InvalidUtf8ReplacedAsPythonOrRejected) {
+  // python3 -c 'import json; print(json.dumps(b"x\x80y\xe2\x82".decode("utf-8", "replace")))'
+  EXPECT_EQ(python_json_dumps(std::string("x\x80y\xe2\x82"), InvalidUtf8::kReplace), R"("x\ufffdy\ufffd")");
+  // b"\xc3\x28\xed\xa0\x80\xf0\x9f\x98" → "\ufffd(\ufffd\ufffd\ufffd\ufffd"
+  EXPECT_EQ(python_json_dumps(std::string("\xc3\x28\xed\xa0\x80\xf0\x9f\x98"), InvalidUtf8::kReplace),
+            R"("\ufffd(\ufffd\ufffd\ufffd\ufffd")");
+  // Overlong "/" (C0 AF) and above U+10FFFF (F4 90 80 80): invalid, as in Python.
+  EXPECT_EQ(python_json_dumps(std::string("\xc0\xaf\xf4\x90\x80\x80"), InvalidUtf8::kReplace),
+            R"("\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd")");
+  // Keys too.
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j[std::string("k\xff")] = 1;
+  EXPECT_EQ(python_json_dumps(j, InvalidUtf8::kReplace), R"({"k\ufffd": 1})");
+  try {
+    python_json_dumps(std::string("ab\xc3\x28"), InvalidUtf8::kThrow);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "JSON string: invalid UTF-8 at byte 2 of 4");
+  }
+  EXPECT_THROW(python_json_dumps(j, InvalidUtf8::kThrow), std::invalid_argument);
+}
+
+// Bug (issue 12): the payload writer printed 1e15 as nlohmann does ("1e+15"); Python writes repr(1e15).
+TEST(PythonJsonDumps, FloatsAsPythonRepr) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array({1e15, 1e16, 0.1, 100.0, 1e-05});
+  // python3 -c 'import json; print(json.dumps([1e15, 1e16, 0.1, 100.0, 1e-05]))'
+  EXPECT_EQ(python_json_dumps(j, InvalidUtf8::kThrow), "[1000000000000000.0, 1e+16, 0.1, 100.0, 1e-05]");
 }
 
 // CPython's json.dumps(json.loads(ours)) must give back our exact bytes: random doubles (incl. inf),
@@ -160,7 +194,7 @@ TEST(PythonJsonDumps, CPythonReserialisesIdentically) {
         {x, static_cast<double>(i), text, nlohmann::ordered_json{{"n", 9223372036854775807LL - i}}, nullptr});
   }
   doc["inf"] = std::numeric_limits<double>::infinity();
-  const std::string ours = python_json_dumps(doc);
+  const std::string ours = python_json_dumps(doc, InvalidUtf8::kThrow);
   const auto path =
       std::filesystem::temp_directory_path() / ("servelab_json_" + std::to_string(::getpid()) + ".json");
   {
@@ -195,11 +229,11 @@ TEST(PythonJsonDumps, RealResultFileRoundTripsByteForByte) {
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
     const auto j = nlohmann::ordered_json::parse(line);
-    EXPECT_EQ(python_json_dumps(j), line) << path << " line " << count + 1;
+    EXPECT_EQ(python_json_dumps(j, InvalidUtf8::kThrow), line) << path << " line " << count + 1;
     ++count;
   }
   EXPECT_EQ(count, 9);
 }
 
 }  // namespace
-}  // namespace servelab::report
+}  // namespace servelab::common

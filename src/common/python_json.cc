@@ -1,12 +1,16 @@
-#include "report/python_json.h"
+// The Python-json writer (see python_json.h).
+#include "common/python_json.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string_view>
 
-namespace servelab::report {
+#include "common/utf8.h"
+
+namespace servelab::common {
 namespace {
 
 // Shortest round-trip digits of a finite non-zero |value|: digits without dot, decimal exponent `decpt`
@@ -70,49 +74,7 @@ void append_hex4(std::string& out, unsigned v) {
   for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(v >> shift) & 0xF]);
 }
 
-// Decodes one UTF-8 code point at s[i]; returns 0xFFFD and advances one byte on invalid input.
-char32_t decode_utf8(std::string_view s, std::size_t& i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  int len = 0;
-  char32_t cp = 0;
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b0 & 0x07;
-  } else {
-    ++i;
-    return 0xFFFD;
-  }
-  if (i + static_cast<std::size_t>(len) > s.size()) {
-    ++i;
-    return 0xFFFD;
-  }
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-    if ((b & 0xC0) != 0x80) {
-      ++i;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  static constexpr char32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++i;
-    return 0xFFFD;
-  }
-  i += static_cast<std::size_t>(len);
-  return cp;
-}
-
-void append_string(std::string& out, std::string_view s) {
+void append_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
   out.push_back('"');
   for (std::size_t i = 0; i < s.size();) {
     const char c = s[i];
@@ -154,7 +116,17 @@ void append_string(std::string& out, std::string_view s) {
       default:
         break;
     }
-    const char32_t cp = decode_utf8(s, i);
+    std::size_t subpart = 0;
+    if (utf8_well_formed_length(s, i, subpart) == 0) {
+      if (invalid == InvalidUtf8::kThrow) {
+        throw std::invalid_argument("JSON string: invalid UTF-8 at byte " + std::to_string(i) + " of " +
+                                    std::to_string(s.size()));
+      }
+      append_hex4(out, 0xFFFD);
+      i += subpart;
+      continue;
+    }
+    const char32_t cp = utf8_next(s, i);
     if (cp >= 0x10000) {
       const char32_t v = cp - 0x10000;
       append_hex4(out, 0xD800 | static_cast<unsigned>(v >> 10));
@@ -166,7 +138,7 @@ void append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-void dump(std::string& out, const nlohmann::ordered_json& v) {
+void dump(std::string& out, const nlohmann::ordered_json& v, InvalidUtf8 invalid) {
   using value_t = nlohmann::ordered_json::value_t;
   switch (v.type()) {
     case value_t::null:
@@ -186,7 +158,7 @@ void dump(std::string& out, const nlohmann::ordered_json& v) {
       out.append(python_json_float(v.get<double>()));
       return;
     case value_t::string:
-      append_string(out, v.get_ref<const std::string&>());
+      append_string(out, v.get_ref<const std::string&>(), invalid);
       return;
     case value_t::array: {
       out.push_back('[');
@@ -194,7 +166,7 @@ void dump(std::string& out, const nlohmann::ordered_json& v) {
       for (const auto& item : v) {
         if (!first) out.append(", ");
         first = false;
-        dump(out, item);
+        dump(out, item, invalid);
       }
       out.push_back(']');
       return;
@@ -205,9 +177,9 @@ void dump(std::string& out, const nlohmann::ordered_json& v) {
       for (auto it = v.begin(); it != v.end(); ++it) {
         if (!first) out.append(", ");
         first = false;
-        append_string(out, it.key());
+        append_string(out, it.key(), invalid);
         out.append(": ");
-        dump(out, it.value());
+        dump(out, it.value(), invalid);
       }
       out.push_back('}');
       return;
@@ -232,10 +204,10 @@ std::string python_json_float(double value) {
   return finite_repr(value);
 }
 
-std::string python_json_dumps(const nlohmann::ordered_json& value) {
+std::string python_json_dumps(const nlohmann::ordered_json& value, InvalidUtf8 invalid) {
   std::string out;
-  dump(out, value);
+  dump(out, value, invalid);
   return out;
 }
 
-}  // namespace servelab::report
+}  // namespace servelab::common

@@ -1,4 +1,4 @@
-// arrival_schedule vs numpy: vLLM 0.13's get_request schedule computed by tests/client/arrival_oracle.py
+// arrival_schedule vs numpy: vLLM 0.13's get_request schedule computed by tests/schedule/arrival_oracle.py
 // with numpy's legacy RandomState (values pasted below), plus the argument checks.
 #include <cmath>
 #include <limits>
@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "client/client.h"
+#include "schedule/schedule.h"
 
-namespace servelab::client {
+namespace servelab::schedule {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -97,4 +97,4 @@ TEST(ArrivalSchedule, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace servelab::client
+}  // namespace servelab::schedule

@@ -1,10 +1,11 @@
-#include "tokenizer/utf8.h"
+// The UTF-8 validator and lossy decoder (see utf8.h).
+#include "common/utf8.h"
 
-namespace servelab::tokenizer::detail {
-namespace {
+#include <cstdint>
 
-// Length of the well-formed sequence at s[i], or 0 with `consumed` = the maximal subpart length.
-std::size_t well_formed_at(std::string_view s, std::size_t i, std::size_t& consumed) {
+namespace servelab::common {
+
+std::size_t utf8_well_formed_length(std::string_view s, std::size_t i, std::size_t& consumed) {
   const auto b = static_cast<unsigned char>(s[i]);
   std::size_t need;
   unsigned lo = 0x80, hi = 0xBF;
@@ -44,8 +45,6 @@ std::size_t well_formed_at(std::string_view s, std::size_t i, std::size_t& consu
   return need + 1;
 }
 
-}  // namespace
-
 bool utf8_valid(std::string_view s) {
   std::size_t i = 0;
   const std::size_t n = s.size();
@@ -63,7 +62,7 @@ bool utf8_valid(std::string_view s) {
       continue;
     }
     std::size_t consumed = 0;
-    const std::size_t len = well_formed_at(s, i, consumed);
+    const std::size_t len = utf8_well_formed_length(s, i, consumed);
     if (len == 0) return false;
     i += len;
   }
@@ -74,7 +73,7 @@ void utf8_append_lossy(std::string& out, std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     std::size_t consumed = 0;
-    const std::size_t len = well_formed_at(s, i, consumed);
+    const std::size_t len = utf8_well_formed_length(s, i, consumed);
     if (len > 0) {
       out.append(s.data() + i, len);
       i += len;
@@ -85,4 +84,4 @@ void utf8_append_lossy(std::string& out, std::string_view s) {
   }
 }
 
-}  // namespace servelab::tokenizer::detail
+}  // namespace servelab::common

@@ -1,0 +1,51 @@
+// SIGINT/SIGTERM on a watcher thread (see stop_signals.h).
+#include "common/stop_signals.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <utility>
+
+namespace servelab::common {
+namespace {
+
+void write_stderr(const std::string& text) {
+  if (text.empty()) return;
+  [[maybe_unused]] auto n = write(STDERR_FILENO, text.data(), text.size());
+}
+
+}  // namespace
+
+StopOnSignals::StopOnSignals(std::function<void()> on_first, std::string first_message,
+                             std::string second_message)
+    : on_first_(std::move(on_first)),
+      first_message_(std::move(first_message)),
+      second_message_(std::move(second_message)) {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGINT);
+  sigaddset(&set_, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  thread_ = std::thread([this] { watch(); });
+}
+
+StopOnSignals::~StopOnSignals() {
+  done_ = true;
+  thread_.join();
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+void StopOnSignals::watch() {
+  const timespec tick{0, 50 * 1000 * 1000};
+  while (!done_) {
+    if (sigtimedwait(&set_, nullptr, &tick) < 0) continue;  // EAGAIN (tick) or EINTR
+    if (requested_.exchange(true)) {
+      write_stderr(second_message_);
+      _exit(130);
+    }
+    write_stderr(first_message_);
+    if (on_first_) on_first_();
+  }
+}
+
+}  // namespace servelab::common
