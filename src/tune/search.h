@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/load_result.h"
 #include "tune/runner.h"
 #include "tune/space.h"
 #include "tune/stats.h"
@@ -77,6 +78,9 @@ class Evaluator {
   const std::string& tag() const { return tag_; }
   /// Reports a new best objective value to the progress display.
   void note_best(const std::string& label, double value) { best_label_ = label, best_value_ = value; }
+  /// The twin evaluator whose SLO search brackets this one's (--target local; tune/load.h). May be null.
+  void set_load_guide(Evaluator* twin) { load_guide_ = twin; }
+  Evaluator* load_guide() const { return load_guide_; }
 
  private:
   const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
@@ -95,6 +99,7 @@ class Evaluator {
   double launched_wall_s_ = 0;
   std::string best_label_;
   double best_value_ = 0;
+  Evaluator* load_guide_ = nullptr;
 };
 
 /// One candidate tried along a greedy path.
@@ -155,6 +160,7 @@ struct SearchOutcome {
   Evaluation recommended_eval;         ///< objective scenarios
   std::optional<RankingCheck> ranking;
   bool complete = true;                ///< false when some trial was not run (partial report)
+  LoadOutcome load;                    ///< load curves, SLO search, Pareto front, objectives (tune/load.h)
 };
 
 /// Runs the study's strategy. `twin` is used by twin-guided to rank (may be the same evaluator as

@@ -45,6 +45,10 @@ std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& p
 /// The Markdown report.
 std::string render_markdown(const ReportInput& in);
 
+/// The load sections of the Markdown report (load curves, SLO search, Pareto front, objectives, cost per 1M
+/// tokens) from `in.outcome->load`; "" for a study without a load analysis. (tune/load_report.cc)
+std::string render_load_markdown(const ReportInput& in);
+
 /// The HTML page: the Markdown's content plus charts; `chart_js` is the Chart.js UMD source inlined into
 /// the page (if empty, the page says the charts are unavailable and where to get the library).
 std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js);
