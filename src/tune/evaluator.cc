@@ -43,7 +43,7 @@ std::optional<double> objective_value(const Study& study, const std::vector<std:
     auto m = it->second.metrics.find(study.objective.metric);
     if (m == it->second.metrics.end() || !(m->second > 0)) return std::nullopt;
     if (ids.size() == 1) return m->second;
-    const double w = study.scenario(id).weight;
+    const double w = load_scenario(study, id).weight;  // a load point ("id@c16") weighs as its scenario
     num += w * std::log(m->second);
     den += w;
   }

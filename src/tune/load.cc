@@ -85,19 +85,25 @@ double round_value(LoadKind kind, double x) {
   return std::stod(fmt::format("{:.4g}", x));
 }
 
-/// Mean over the evaluation's repeats of every metric of scenario `id`.
-std::map<std::string, double> mean_metrics(const Evaluator& evaluator, const Evaluation& e, const std::string& id) {
+/// Mean over repeats of every metric of scenario `id` of the evaluation's config: per repeat the latest
+/// result the evaluator holds (as Evaluator::evaluate finds it, whichever trial produced it).
+std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& evaluator, const Evaluation& e,
+                                           const std::string& id) {
+  const std::string prefix = evaluator.tag() + "|" + e.key + "|";
   std::map<std::string, std::pair<double, int>> acc;
-  for (const auto& key : e.trial_keys)
-    for (const auto& r : evaluator.records())
-      if (r.trial_key == key)
-        for (const auto& sc : r.outcome.scenarios)
-          if (sc.scenario_id == id)
-            for (const auto& [k, v] : sc.metrics) acc[k].first += v, acc[k].second += 1;
+  const auto& records = evaluator.records();
+  for (int rep = 0; rep < study.repeats; ++rep) {
+    const ScenarioResult* found = nullptr;
+    for (auto it = records.rbegin(); it != records.rend() && !found; ++it) {
+      if (it->repeat != rep || it->trial_key.rfind(prefix, 0) != 0) continue;
+      for (const auto& sc : it->outcome.scenarios)
+        if (sc.scenario_id == id) found = &sc;
+    }
+    if (found)
+      for (const auto& [k, v] : found->metrics) acc[k].first += v, acc[k].second += 1;
+  }
   std::map<std::string, double> out;
   for (const auto& [k, s] : acc) out[k] = s.first / s.second;
-  if (out.empty())  // a result reused from another evaluation's trial: repeat 0's copy
-    if (auto it = e.first.find(id); it != e.first.end()) out = it->second.metrics;
   return out;
 }
 
@@ -151,16 +157,25 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Config& 
   curve.config_key = config_key(study, normalize(study, config));
   curve.label = config_label(study, normalize(study, config));
   curve.scenario = scenario;
-  for (const LoadPoint& lp : load_points(study, study.scenario(scenario))) {
+  const std::vector<LoadPoint> points = load_points(study, study.scenario(scenario));
+  if (points.empty()) return curve;
+  std::vector<std::string> ids;
+  for (const LoadPoint& lp : points) ids.push_back(load_scenario_id(scenario, lp));
+  // One evaluation of every point: the points a cache lacks run as one trial (one engine launch).
+  const Evaluation e = evaluator.evaluate(config, ids, "load");
+  for (size_t i = 0; i < points.size(); ++i) {
     LoadPointResult p;
-    p.load = lp;
-    p.scenario_id = load_scenario_id(scenario, lp);
-    const Evaluation e = evaluator.evaluate(config, {p.scenario_id}, "load");
-    p.status = e.status;
-    p.reason = e.reason;
+    p.load = points[i];
+    p.scenario_id = ids[i];
     p.predicted = e.predicted;
-    if (e.status == TrialStatus::kOk) {
-      p.metrics = mean_metrics(evaluator, e, p.scenario_id);
+    const LoadPoint& lp = p.load;
+    if (auto f = e.scenario_failure.find(p.scenario_id); f != e.scenario_failure.end()) {
+      p.status = e.status == TrialStatus::kOk ? TrialStatus::kError : e.status;
+      p.reason = f->second;
+    } else if (p.metrics = mean_metrics(study, evaluator, e, p.scenario_id); p.metrics.empty()) {
+      p.status = e.status == TrialStatus::kOk ? TrialStatus::kError : e.status;  // e.g. rejected before launch
+      p.reason = e.reason.empty() ? "no result" : e.reason;
+    } else {
       const double out = p.metrics.count("Output token throughput (tok/s)") ? p.metrics.at("Output token throughput (tok/s)") : 0;
       p.output_tok_s_per_gpu = out / study.hardware.gpu_count;
       if (lp.kind == LoadKind::kConcurrency) p.output_tok_s_per_user = out / lp.value;
@@ -195,7 +210,7 @@ struct SloRun {
     if (e.status != TrialStatus::kOk) {
       p.failure = std::string(trial_status_name(e.status)) + ": " + e.reason;
     } else {
-      const auto m = mean_metrics(evaluator, e, id);
+      const auto m = mean_metrics(study, evaluator, e, id);
       for (const auto& t : study.slo.targets) {
         const auto it = m.find(t.label);
         if (it == m.end()) {
@@ -224,9 +239,71 @@ struct SloRun {
     return worst;
   }
   bool budget_left() const { return r.runs < study.slo.max_runs && !aborted; }
-};
 
-bool passes(const std::optional<double>& m) { return m && *m <= 0; }
+  double lo = 0, hi = 0;  ///< highest passing, lowest failing value so far (0: none yet)
+  std::optional<double> m_lo, m_hi;
+
+  static bool passes(const std::optional<double>& m) { return m && *m <= 0; }
+
+  /// From `x0`: ×`factor` (then ×2) while runs pass, ÷ while they fail, until [lo, hi] brackets the answer.
+  /// Returns false when the search is over (answer found at max_value, nothing passes, or out of runs).
+  bool bracket(double x0, double factor) {
+    const SloSpec& spec = study.slo;
+    const LoadKind var = spec.variable;
+    const std::optional<double> m0 = probe(x0, "start");
+    if (aborted) return false;
+    if (passes(m0)) {
+      lo = x0, m_lo = m0;
+      for (;; factor = 2.0) {
+        const double x = round_value(var, std::min(lo * factor, spec.max_value));
+        if (x <= lo) {
+          r.note = fmt::format("meets every SLO up to max_value = {:g}", spec.max_value);
+          return false;
+        }
+        if (!budget_left()) return false;
+        const auto m = probe(x, "bracket");
+        if (!passes(m)) return hi = x, m_hi = m, true;
+        lo = x, m_lo = m;
+      }
+    }
+    hi = x0, m_hi = m0;
+    for (;; factor = 2.0) {
+      const double x = round_value(var, std::max(hi / factor, spec.min_value));
+      if (x >= hi) {
+        r.note = fmt::format("no {} down to min_value = {:g} meets the SLOs",
+                             var == LoadKind::kConcurrency ? "concurrency" : "request rate", spec.min_value);
+        return false;
+      }
+      if (!budget_left()) return false;
+      const auto m = probe(x, "bracket");
+      if (passes(m)) return lo = x, m_lo = m, true;
+      hi = x, m_hi = m;
+    }
+  }
+
+  /// Inside (lo, hi): the root of the margin's chord, kept a tolerance off both ends, to the tolerance.
+  void refine() {
+    const SloSpec& spec = study.slo;
+    const LoadKind var = spec.variable;
+    const double tol = 1 + spec.tolerance_pct / 100;
+    while (hi / lo > tol * (1 + 1e-9) && !(var == LoadKind::kConcurrency && hi - lo <= 1)) {
+      if (!budget_left()) {
+        r.note = aborted ? r.probes.back().failure
+                         : fmt::format("stopped at max_runs = {} with the answer in [{:g}, {:g})", spec.max_runs, lo, hi);
+        return;
+      }
+      const double a = lo * tol, b = hi / tol;
+      double x = std::sqrt(lo * hi);
+      if (m_lo && m_hi && *m_hi > *m_lo) x = lo + (hi - lo) * (-*m_lo) / (*m_hi - *m_lo);
+      x = round_value(var, a < b ? std::clamp(x, a, b) : std::sqrt(lo * hi));
+      if (var == LoadKind::kConcurrency) x = std::clamp(x, lo + 1, hi - 1);  // rounding must not reach an end
+      if (x <= lo || x >= hi) return;
+      const auto m = probe(x, "refine");
+      if (passes(m)) lo = x, m_lo = m;
+      else hi = x, m_hi = m;
+    }
+  }
+};
 
 }  // namespace
 
@@ -240,7 +317,6 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const Config& con
   r.variable = study.slo.variable;
   const SloSpec& spec = study.slo;
   if (spec.targets.empty()) return r;
-  const LoadKind var = spec.variable;
   double x0 = spec.start.value_or(1.0);
   bool guided = false;
   if (!spec.start && evaluator.tag() != "twin" && evaluator.load_guide()) {
@@ -252,89 +328,20 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const Config& con
       guided = true;
     }
   }
-  x0 = round_value(var, std::clamp(x0, spec.min_value, spec.max_value));
+  x0 = round_value(spec.variable, std::clamp(x0, spec.min_value, spec.max_value));
   SloRun run{study, evaluator, cfg, r, {}, false};
-  const double tol = 1 + spec.tolerance_pct / 100;
-  double factor = guided ? 1.25 : 2.0;
-  double lo = 0, hi = 0;
-  std::optional<double> m_lo, m_hi;
-  const std::optional<double> m0 = run.probe(x0, "start");
-  if (run.aborted) {
-    r.note = r.probes.back().failure;
+  if (run.bracket(x0, guided ? 1.25 : 2.0)) run.refine();
+  if (run.aborted) r.note = r.probes.back().failure;
+  if (run.lo == 0) {
+    if (r.note.empty()) r.note = fmt::format("no bracket within max_runs = {}", spec.max_runs);
     return r;
   }
-  if (passes(m0)) {
-    lo = x0, m_lo = m0;
-    while (true) {
-      const double x = round_value(var, std::min(lo * factor, spec.max_value));
-      if (x <= lo) {
-        r.found = true;
-        r.max_passing = lo;
-        r.note = fmt::format("meets every SLO up to max_value = {:g}", spec.max_value);
-        break;
-      }
-      if (!run.budget_left()) break;
-      const auto m = run.probe(x, "bracket");
-      factor = 2.0;
-      if (passes(m)) lo = x, m_lo = m;
-      else {
-        hi = x, m_hi = m;
-        break;
-      }
-    }
-  } else {
-    hi = x0, m_hi = m0;
-    while (true) {
-      const double x = round_value(var, std::max(hi / factor, spec.min_value));
-      if (x >= hi) {
-        r.note = fmt::format("no {} down to min_value = {:g} meets the SLOs",
-                             var == LoadKind::kConcurrency ? "concurrency" : "request rate", spec.min_value);
-        return r;
-      }
-      if (!run.budget_left()) break;
-      const auto m = run.probe(x, "bracket");
-      factor = 2.0;
-      if (passes(m)) {
-        lo = x, m_lo = m;
-        break;
-      }
-      hi = x, m_hi = m;
-    }
-  }
-  if (r.found) {  // met up to max_value
-    r.metrics = run.metrics_at[lo];
-  } else if (lo == 0) {
-    r.note = run.aborted ? r.probes.back().failure : fmt::format("no bracket within max_runs = {}", spec.max_runs);
-    return r;
-  } else if (hi == 0) {
-    r.found = true;
-    r.max_passing = lo;
-    r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs, lo);
-    r.metrics = run.metrics_at[lo];
-  } else {
-    // Refine inside (lo, hi): the root of the margin's chord, kept off the ends by the tolerance.
-    while (hi / lo > tol * (1 + 1e-9) && !(var == LoadKind::kConcurrency && hi - lo <= 1)) {
-      if (!run.budget_left()) {
-        r.note = run.aborted ? r.probes.back().failure
-                             : fmt::format("stopped at max_runs = {} with the answer in [{:g}, {:g})", spec.max_runs, lo, hi);
-        break;
-      }
-      const double a = lo * tol, b = hi / tol;
-      double x = std::sqrt(lo * hi);
-      if (m_lo && m_hi && *m_hi > *m_lo) x = lo + (hi - lo) * (-*m_lo) / (*m_hi - *m_lo);
-      x = a < b ? std::clamp(x, a, b) : std::sqrt(lo * hi);
-      x = round_value(var, x);
-      if (var == LoadKind::kConcurrency) x = std::clamp(x, lo + 1, hi - 1);  // rounding must not reach an end
-      if (x <= lo || x >= hi) break;
-      const auto m = run.probe(x, "refine");
-      if (passes(m)) lo = x, m_lo = m;
-      else hi = x, m_hi = m;
-    }
-    r.found = true;
-    r.max_passing = lo;
-    r.min_failing = hi;
-    r.metrics = run.metrics_at[lo];
-  }
+  r.found = true;
+  r.max_passing = run.lo;
+  if (run.hi > 0) r.min_failing = run.hi;
+  else if (r.note.empty())
+    r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs, run.lo);
+  r.metrics = run.metrics_at[run.lo];
   const auto get = [&](const char* k) { return r.metrics.count(k) ? r.metrics.at(k) : 0.0; };
   r.request_goodput_req_s = r.metrics.count("Request goodput (req/s)") ? get("Request goodput (req/s)")
                                                                         : get("Request throughput (req/s)");

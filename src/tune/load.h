@@ -43,7 +43,9 @@ bool load_objective_is_primary(const Study& study);
 /// user"). Per-scenario values (Evaluation::per_scenario) stay [objective].metric.
 std::string primary_objective_label(const Study& study);
 
-/// Measures `config` at every load point of `scenario` (one evaluate per point: cached results are reused).
+/// Measures `config` at every load point of `scenario`: one evaluate of them all, so the points without a
+/// cached result run as one trial (one engine launch on --target local). A failed point has its status and
+/// reason and no metrics.
 LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Config& config, const std::string& scenario);
 
 /// Finds the highest [slo].variable value at which `config` meets every [slo] target on [slo].scenario:

@@ -164,11 +164,10 @@ TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
                nullptr, {}, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
   ASSERT_EQ(c.points.size(), 3u);
-  EXPECT_EQ(launches, 3);
-  EXPECT_EQ(seen[0].trial_key, "twin|a{}|s1@c1|r0");
-  EXPECT_EQ(seen[1].trial_key, "twin|a{}|s1@c4|r0");
-  EXPECT_EQ(seen[2].trial_key, "twin|a{}|s1@r2.5|r0");
-  EXPECT_DOUBLE_EQ(arg_value(seen[2].scenarios[0].args, "--request-rate"), 2.5);
+  EXPECT_EQ(launches, 1);  // every point in one trial: one engine launch
+  EXPECT_EQ(seen[0].trial_key, "twin|a{}|s1@c1+s1@c4+s1@r2.5|r0");
+  ASSERT_EQ(seen[0].scenarios.size(), 3u);
+  EXPECT_DOUBLE_EQ(arg_value(seen[0].scenarios[2].args, "--request-rate"), 2.5);
   // Concurrency 4: 40 output tok/s → 5 tok/s/GPU (8 GPUs), 10 tok/s per user; rate points have no per-user.
   EXPECT_DOUBLE_EQ(c.points[1].output_tok_s_per_gpu, 5);
   EXPECT_DOUBLE_EQ(c.points[1].output_tok_s_per_user, 10);
@@ -188,15 +187,16 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
                  nullptr, nullptr, {});
     measure_curve(s, ev, Config{"a", {}}, "s1");
   }
-  EXPECT_EQ(launches, 2);
+  EXPECT_EQ(launches, 1);
   Store store(db);
   const auto trials = store.trials();
-  ASSERT_EQ(trials.size(), 2u);
-  EXPECT_EQ(trials[1].outcome.scenarios.at(0).scenario_id, "s1@c4");
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].trial_key, "twin|a{}|s1@c1+s1@c4|r0");
+  EXPECT_EQ(trials[0].outcome.scenarios.at(1).scenario_id, "s1@c4");
   Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, trials,
                     nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, resumed, Config{"a", {}}, "s1");
-  EXPECT_EQ(launches, 2);  // both points come from the database
+  EXPECT_EQ(launches, 1);  // both points come from the database
   EXPECT_DOUBLE_EQ(c.points[1].metrics.at("Output token throughput (tok/s)"), 40);
   // The exports carry the load point.
   const std::string csv = trials_csv(trials);
@@ -204,6 +204,24 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   EXPECT_NE(csv.find(",s1@c4,concurrency 4,"), std::string::npos);
   EXPECT_NE(trials_json(trials).find("\"kind\": \"concurrency\""), std::string::npos);
   std::filesystem::remove(db);
+}
+
+TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
+  // Repeat r measures P99 TTFT = 10 ms × concurrency + 100 ms × r: at concurrency 4, (40 + 140) / 2 = 90.
+  Study s = small("\n[load]\nconcurrency = [4]\n");
+  s.repeats = 2;
+  int launches = 0;
+  TrialRunner base = curve_runner([](const std::string&, double l) { return 10 * l; }, &launches);
+  TrialRunner runner = [base](const TrialRequest& req) {
+    TrialOutcome out = base(req);
+    for (auto& sc : out.scenarios) sc.metrics["P99 TTFT (ms)"] += 100 * req.repeat;
+    return out;
+  };
+  Evaluator ev(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
+  EXPECT_EQ(launches, 2);
+  ASSERT_EQ(c.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.points[0].metrics.at("P99 TTFT (ms)"), 90);
 }
 
 TEST(Pareto, HandComputedFront) {
