@@ -413,3 +413,35 @@ TEST(ShippedSloStudy, RunsOnTheTwinWithCurvesSloSearchAndAFront) {
 
 }  // namespace
 }  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(RunStudy, LocalSloSearchesStartFromTheTwin) {
+  // run_study wires the twin in as the guide of --target local's SLO searches: the real search of each
+  // configuration starts at the twin's answer (20 req/s) and takes 3 runs (see LocalSearchStartsAtTheTwinsAnswer).
+  Study s = small(std::string(kSlo) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  s.target = Target::kLocal;
+  s.knobs.clear();
+  s.search.knob_order.clear();
+  int twin_launches = 0, real_launches = 0;
+  const auto dir = std::filesystem::temp_directory_path() / ("servelab_local_slo_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.runner = curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches);
+  opt.twin_runner = curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches);
+  const TuneResult r = run_study(s, opt);
+  ASSERT_EQ(r.outcome.load.slo.size(), 2u);
+  for (const auto& slo : r.outcome.load.slo) {
+    ASSERT_TRUE(slo.twin_start) << slo.label;
+    EXPECT_DOUBLE_EQ(*slo.twin_start, 20);
+    EXPECT_EQ(probe_values(slo), (std::vector<double>{20, 16, 16.8}));
+    EXPECT_DOUBLE_EQ(slo.max_passing, 16);
+  }
+  EXPECT_EQ(twin_launches, 2 * 8);  // the twin's searches, one per engine
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace servelab::tune
