@@ -2,7 +2,8 @@
 # make demo: the reference study (studies/deepseek-v3.2-h200x8.toml) as one command, on the engine twin,
 # with real conversations from $SERVELAB_DATA_DIR (default ../shared/data). Writes out/<study>/report.md,
 # report.html, results.sqlite, trials.csv and trials.json, then shows the twin reproducing the study's
-# vLLM baseline with `sim run` and the released-measurement check with `sim validate`.
+# vLLM baseline with `sim run` and the released-measurement check with `sim validate`. Then a load study
+# (studies/deepseek-v3.2-h200x8-slo.toml): load curves, the SLO search, the Pareto front and the cost per 1M tokens.
 set -euo pipefail
 BUILD="${1:-build}"
 BIN="$BUILD/servelab"
@@ -19,6 +20,20 @@ echo "== report: $OUT/report.md (also report.html, results.sqlite, trials.csv, t
 sed -n '/^## Gains along the greedy path/,/^## Best configuration/p' "$OUT/report.md" | sed '$d'
 sed -n '/^## Generalization/,/^## Recommended/p' "$OUT/report.md" | sed '$d'
 sed -n '/^## Recommended launch command/,/^## Failures/p' "$OUT/report.md" | sed '$d' | grep -v '^| knob\|^|---\|^| [a-z_]*=' || true
+
+echo
+SLO_STUDY="studies/deepseek-v3.2-h200x8-slo.toml"
+SLO_OUT="out/deepseek-v3.2-h200x8-slo"
+echo "== servelab tune $SLO_STUDY --target twin: load curves, SLO search, Pareto front, cost (predicted) =="
+rm -rf "$SLO_OUT"
+"$BIN" tune "$SLO_STUDY" --target twin --out "$SLO_OUT" | tail -3
+echo
+echo "== report: $SLO_OUT/report.md — SLO search, Pareto front (front points), objectives, cost =="
+sed -n '/^## SLO search/,/^Runs of each search/p' "$SLO_OUT/report.md" | sed '$d'
+sed -n '/^## Pareto front/,/^## Objectives/p' "$SLO_OUT/report.md" | sed '$d' | grep -v '| *|$' || true
+sed -n '/^## Objectives/,/^## Cost per 1M tokens/p' "$SLO_OUT/report.md" | grep '^### \|^Best' || true
+sed -n '/^## Cost per 1M tokens/,/^## Failures/p' "$SLO_OUT/report.md" | sed '$d'
+echo "(load curves of every configuration: the \"Load curves\" section of $SLO_OUT/report.md)"
 
 echo
 echo "== servelab sim run: the study's vLLM TP8 baseline on the sharegpt-1000 workload =="

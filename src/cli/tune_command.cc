@@ -8,6 +8,7 @@
 #include "common/paths.h"
 #include "common/redact.h"
 #include "common/stop_signals.h"
+#include "tune/load.h"
 #include "tune/preflight.h"
 #include "tune/tune.h"
 
@@ -112,7 +113,7 @@ void run(const TuneArgs& a) {
       throw servelab::cli::ExitRequest{1};
     }
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
-                             o.best.objective.mean, study.objective.metric, o.best.predicted ? " (predicted)" : "");
+                             o.best.objective.mean, servelab::tune::primary_objective_label(study), o.best.predicted ? " (predicted)" : "");
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);

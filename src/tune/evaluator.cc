@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/redact.h"
+#include "tune/load.h"
 #include "tune/search.h"
 
 namespace servelab::tune {
@@ -42,7 +43,7 @@ std::optional<double> objective_value(const Study& study, const std::vector<std:
     auto m = it->second.metrics.find(study.objective.metric);
     if (m == it->second.metrics.end() || !(m->second > 0)) return std::nullopt;
     if (ids.size() == 1) return m->second;
-    const double w = study.scenario(id).weight;
+    const double w = load_scenario(study, id).weight;  // a load point ("id@c16") weighs as its scenario
     num += w * std::log(m->second);
     den += w;
   }
@@ -206,7 +207,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         req.config_key = ev.key;
         req.argv = cmd.argv;
         req.env = cmd.env;
-        for (const auto& id : missing) req.scenarios.push_back(study_.scenario(id));
+        for (const auto& id : missing) req.scenarios.push_back(load_scenario(study_, id));  // "id@c16" too
         req.repeat = rep;
         if (!log_dir_.empty()) req.log_path = log_dir_ / (sanitize(tk) + ".log");
         const double t0 = wall_now_s();
@@ -323,6 +324,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         }
       }
   }
+  apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
   return ev;
 }
 

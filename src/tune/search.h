@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/load_result.h"
 #include "tune/runner.h"
 #include "tune/space.h"
 #include "tune/stats.h"
@@ -82,6 +83,9 @@ class Evaluator {
   int repeats() const;
   /// Reports a new best objective value to the progress display.
   void note_best(const std::string& label, double value) { best_label_ = label, best_value_ = value; }
+  /// The twin evaluator whose SLO search brackets this one's (--target local; tune/load.h). May be null.
+  void set_load_guide(Evaluator* twin) { load_guide_ = twin; }
+  Evaluator* load_guide() const { return load_guide_; }
 
  private:
   const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
@@ -100,6 +104,7 @@ class Evaluator {
   double launched_wall_s_ = 0;
   std::string best_label_;
   double best_value_ = 0;
+  Evaluator* load_guide_ = nullptr;
 };
 
 /// One candidate tried along a greedy path.
@@ -202,6 +207,7 @@ struct SearchOutcome {
   std::optional<TwinGuidedSummary> twin_guided;
   std::optional<GridCheck> grid_check;
   bool complete = true;                ///< false when some trial was not run (partial report)
+  LoadOutcome load;                    ///< load curves, SLO search, Pareto front, objectives (tune/load.h)
 };
 
 /// Runs the study's strategy. `twin` is used by twin-guided to rank (may be the same evaluator as

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "common/paths.h"
+#include "tune/load_parse.h"
 
 namespace servelab::tune {
 
@@ -357,7 +358,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
                                  e.source().begin.column, e.description()));
   }
   check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
-                           "constraints", "search", "recommendation"});
+                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives"});
   Study s;
   s.source_text = text;
 
@@ -489,7 +490,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   for (const auto& e : *sn->as_array()) {
     const std::string p = fmt::format("scenarios[{}]", si++);
     const auto& t = *e.as_table();
-    check_keys(c, t, p, {"id", "description", "args", "weight"});
+    check_keys(c, t, p, {"id", "description", "args", "weight", "load"});
     Scenario sc;
     sc.id = get_string(c, t, "id", p, std::nullopt);
     sc.description = get_string(c, t, "description", p, std::string());
@@ -497,6 +498,9 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
     check_key_placeholders(c, t, "args", p, kScenarioPlaceholders);
     for (auto& a : sc.args) a = substitute(a, "data_dir", data);
     sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});
+    if (sc.id.find('@') != std::string::npos)  // '@' marks a load point in trial keys ("sharegpt@c16")
+      c.fail(t.get("id"), p + ".id", "must not contain '@' (it marks a load point: sharegpt@c16)");
+    sc.load = detail::parse_load_table(t, "load", p, origin);
     for (const auto& o : s.scenarios)
       if (o.id == sc.id) c.fail(&t, p + ".id", "duplicate scenario id '" + sc.id + "'");
     s.scenarios.push_back(std::move(sc));
@@ -595,6 +599,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   }
   if (s.search.knob_order.empty())
     for (const auto& k : s.knobs) s.search.knob_order.push_back(k.name);
+  detail::parse_load_sections(root, origin, s);
   return s;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tune/load_spec.h"
+
 namespace servelab::tune {
 
 /// A study file that cannot be used. `what()` names the file, the TOML path (e.g. `knobs.layout.values[2]`)
@@ -81,6 +83,9 @@ struct Scenario {
   std::string description;
   std::vector<std::string> args;      ///< bench serve flags, after substituting {data_dir}
   double weight = 1.0;                ///< weight in the geometric-mean objective
+  /// `load = {concurrency = [...], request_rate = [...]}`: this scenario's load sweep instead of [load]
+  /// (`load = {}` sweeps nothing on it).
+  std::optional<LoadSpec> load;
 };
 
 /// What "better" means.
@@ -152,6 +157,12 @@ struct Study {
   std::vector<std::string> warmup_args;        ///< bench args of the warm-up run (local target)
   Objective objective;
   std::vector<Constraint> constraints;
+  LoadSpec load;                             ///< [load]: load points of every scenario without its own
+  SloSpec slo;                               ///< [slo]: targets of the SLO search (empty: none)
+  std::optional<CostSpec> cost;              ///< [cost]
+  /// [[objectives]]: what the report shows, the first one optimised by the search; empty = the [objective]
+  /// table alone (max of its metric).
+  std::vector<ObjectiveSpec> objectives;
   SearchSpec search;
   RecommendationSpec recommendation;
   int repeats = 1;

@@ -10,6 +10,7 @@
 
 #include "common/paths.h"
 #include "common/redact.h"
+#include "tune/load.h"
 
 namespace servelab::tune {
 
@@ -290,7 +291,7 @@ std::string render_markdown(const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
   const bool twin = s.target == Target::kTwin;
-  const std::string& metric = s.objective.metric;
+  const std::string metric = primary_objective_label(s);  // what Evaluation::objective holds (tune/load.h)
   std::ostringstream md;
   md << "# " << s.name << "\n\n";
   if (twin)
@@ -436,7 +437,7 @@ std::string render_markdown(const ReportInput& in) {
 
   md << "## Generalization: baseline vs best on every scenario\n\n"
      << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}.\n\n", o.best_baseline.config.engine,
-                    o.best_baseline.label, o.best.config.engine, o.best.label, metric)
+                    o.best_baseline.label, o.best.config.engine, o.best.label, s.objective.metric)
      << "| scenario | baseline | best | change |\n|---|---|---|---|\n";
   for (const auto& r : o.generalization) {
     md << "| " << r.scenario << " | "
@@ -472,6 +473,7 @@ std::string render_markdown(const ReportInput& in) {
   }
   }
 
+  md << render_load_markdown(in);  // load curves, SLO search, Pareto front, objectives, cost (load_report.cc)
   failures_text(md, in);
   md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";
   return md.str();
@@ -489,7 +491,8 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
     for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
     return o + "\"";
   };
-  std::string out = "trial_key,engine,config,phase,repeat,status,reason,predicted,wall_s,command,scenario";
+  // `load`: the load point of a load-sweep / SLO-search trial ("concurrency 16", "2.5 req/s"), else empty.
+  std::string out = "trial_key,engine,config,phase,repeat,status,reason,predicted,wall_s,command,scenario,load";
   for (const auto& c : kCols) out += "," + q(c);
   out += "\n";
   for (const auto& t : trials) {
@@ -497,12 +500,13 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
                                    q(t.phase), t.repeat, trial_status_name(t.outcome.status), q(t.outcome.reason),
                                    t.outcome.predicted ? 1 : 0, t.outcome.wall_s, q(t.shell));
     if (t.outcome.scenarios.empty()) {
-      out += head + ",";
+      out += head + ",,";
       for (size_t i = 0; i < kCols.size(); ++i) out += ",";
       out += "\n";
     }
     for (const auto& s : t.outcome.scenarios) {
-      out += head + "," + q(s.scenario_id);
+      const auto load = split_load_scenario_id(s.scenario_id);
+      out += head + "," + q(s.scenario_id) + "," + (load ? load->second.text() : "");
       for (const auto& c : kCols) {
         auto it = s.metrics.find(c);
         out += it == s.metrics.end() ? "," : fmt::format(",{}", it->second);
@@ -522,8 +526,16 @@ std::string trials_json(const std::vector<TrialRecord>& trials) {
                         {"predicted", t.outcome.predicted}, {"wall_s", t.outcome.wall_s}, {"argv", t.argv},
                         {"env", t.env}, {"command", t.shell}};
     nlohmann::json sc = nlohmann::json::object();
-    for (const auto& s : t.outcome.scenarios) sc[s.scenario_id] = s.metrics;
+    nlohmann::json load = nlohmann::json::object();  // scenario id → its load point (load-sweep trials)
+    for (const auto& s : t.outcome.scenarios) {
+      sc[s.scenario_id] = s.metrics;
+      if (const auto lp = split_load_scenario_id(s.scenario_id))
+        load[s.scenario_id] = {{"scenario", lp->first},
+                               {"kind", lp->second.kind == LoadKind::kConcurrency ? "concurrency" : "request_rate"},
+                               {"value", lp->second.value}};
+    }
     j["scenarios"] = sc;
+    j["load"] = load;
     arr.push_back(j);
   }
   return arr.dump(1);

@@ -45,6 +45,10 @@ std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& p
 /// The Markdown report.
 std::string render_markdown(const ReportInput& in);
 
+/// The load sections of the Markdown report (load curves, SLO search, Pareto front, objectives, cost per 1M
+/// tokens) from `in.outcome->load`; "" for a study without a load analysis. (tune/load_report.cc)
+std::string render_load_markdown(const ReportInput& in);
+
 /// The HTML page (study_html.cc): summary first (recommended command(s), objective value with CI or twin
 /// band, gain chain, generalization), charts, a sortable table of every trial, then the Markdown's content
 /// with its raw bench blocks folded. `chart_js` is the Chart.js UMD source inlined into the page (if empty,

@@ -10,6 +10,7 @@
 
 #include "common/paths.h"
 #include "servelab_git_version.h"
+#include "tune/load.h"
 #include "tune/local_runner.h"
 #include "tune/search_space.h"
 #include "tune/study_dir.h"
@@ -74,7 +75,8 @@ void set_target(Study& study, Target target) {
 StudyPlan plan_study(const Study& study) {
   TrialRunner twin = default_runner(study, Target::kTwin, nullptr);
   Evaluator ev(study, twin, "twin", nullptr, {}, nullptr, nullptr, {});
-  run_search(study, ev, &ev);
+  SearchOutcome outcome = run_search(study, ev, &ev);
+  analyze_load(study, ev, outcome);  // the load sweep and SLO search runs count too
   StudyPlan plan;
   for (const auto& r : ev.records()) {
     // The grid check runs on the twin only: a plan for the local target does not launch it.
@@ -160,7 +162,15 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
       twin_ptr = &*twin;
     }
   }
+  // --target local with [slo]: the twin predicts each SLO search's bracket first (tune/load.h).
+  if (study.target != Target::kTwin && !study.slo.targets.empty() && !twin_ptr &&
+      (opt.twin_runner || (!opt.runner && twin_available()))) {
+    TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
+    twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, opt.out_dir / "logs");
+  }
+  if (study.target != Target::kTwin && twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
   res.outcome = run_search(study, target, twin_ptr);
+  analyze_load(study, target, res.outcome);
   res.trials_launched = target.launched() + (twin ? twin->launched() : 0);
   store.mark_finished();
   if (opt.write_report) {
@@ -189,7 +199,13 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
     if (study.target == Target::kTwin) twin_ptr = &target;
     else twin_ptr = &twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
   }
+  if (study.target != Target::kTwin && !study.slo.targets.empty()) {  // the SLO searches started from the twin
+    if (!twin) twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+    target.set_load_guide(&*twin);
+  }
   SearchOutcome out = run_search(study, target, twin_ptr);
+  analyze_load(study, target, out);
+  out.complete = out.complete && target.missing() == 0;
   ReportInput in{&study, &out, trials, store.environment()};
   write_report_files(in, dir);
   if (log)

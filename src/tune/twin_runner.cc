@@ -36,6 +36,7 @@ struct ScenarioArgs {
   std::optional<int> max_concurrency;
   std::uint64_t seed = 0;
   std::string dataset_path;
+  std::map<std::string, double> goodput;  ///< --goodput KEY:VALUE ... (ttft, tpot, e2el → ms)
 };
 
 ScenarioArgs parse_args(const std::vector<std::string>& args) {
@@ -52,6 +53,18 @@ ScenarioArgs parse_args(const std::vector<std::string>& args) {
       if (args[i].find('=') == std::string::npos) ++i;
       return v;
     };
+    if (k == "--goodput") {  // bench's list option: KEY:VALUE pairs up to the next flag
+      for (; i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; ++i) {
+        const auto colon = args[i + 1].find(':');
+        try {
+          if (colon == std::string::npos) throw std::invalid_argument("no ':'");
+          a.goodput[args[i + 1].substr(0, colon)] = std::stod(args[i + 1].substr(colon + 1));
+        } catch (const std::exception&) {
+          throw std::invalid_argument(fmt::format("bad value '{}' for --goodput (KEY:VALUE)", args[i + 1]));
+        }
+      }
+      continue;
+    }
     try {
       if (k == "--dataset-name") a.dataset = take();
       else if (k == "--dataset-path") a.dataset_path = take();
@@ -217,7 +230,11 @@ TrialRunner make_twin_runner(const Study& study) {
         fail(TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id);
         continue;
       }
-      metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, mopt);
+      metrics::MetricsOptions scenario_mopt = mopt;  // a scenario's own --goodput wins, as in bench
+      if (a.goodput.count("ttft")) scenario_mopt.goodput.ttft_ms = a.goodput.at("ttft");
+      if (a.goodput.count("tpot")) scenario_mopt.goodput.tpot_ms = a.goodput.at("tpot");
+      if (a.goodput.count("e2el")) scenario_mopt.goodput.e2el_ms = a.goodput.at("e2el");
+      metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, scenario_mopt);
       if (m.completed == 0) {
         fail(TrialStatus::kRequestsFailed,
              fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed));

@@ -1,0 +1,447 @@
+// The load dimension: load points as scenarios (trial keys, resume), the SLO search against hand-built
+// curves, the Pareto front, cost per 1M tokens, the objectives and the parse errors of the new sections.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <unistd.h>
+
+#include "common/paths.h"
+#include "test_study.h"
+#include "tune/load.h"
+#include "tune/study_report.h"
+#include "tune/tune.h"
+
+namespace servelab::tune {
+namespace {
+
+Study small(const std::string& extra) { return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data"); }
+
+/// Value of `flag` in a scenario's args (0 when absent).
+double arg_value(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == flag) return std::stod(args[i + 1]);
+  return 0;
+}
+
+/// A fake engine whose P99 TTFT is `ttft_ms_of(config key, load)` and whose output tok/s is 10 × load
+/// (load = the request rate or the concurrency of the scenario's args, 1 when neither).
+TrialRunner curve_runner(std::function<double(const std::string&, double)> ttft_ms_of, int* launches,
+                         std::vector<TrialRequest>* seen = nullptr) {
+  return [=](const TrialRequest& req) {
+    ++*launches;
+    if (seen) seen->push_back(req);
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) {
+      double load = arg_value(sc.args, "--request-rate");
+      if (load == 0) load = arg_value(sc.args, "--max-concurrency");
+      if (load == 0) load = 1;
+      ScenarioResult r;
+      r.scenario_id = sc.id;
+      r.metrics["P99 TTFT (ms)"] = ttft_ms_of(req.config_key, load);
+      r.metrics["Mean TPOT (ms)"] = 10;
+      r.metrics["Output token throughput (tok/s)"] = 10 * load;
+      r.metrics["Total Token throughput (tok/s)"] = 30 * load;
+      r.metrics["Request throughput (req/s)"] = load;
+      r.metrics["Request goodput (req/s)"] = 0.9 * load;
+      r.metrics["Successful requests"] = 10;
+      r.metrics["Total generated tokens"] = 1000;
+      out.scenarios.push_back(r);
+    }
+    return out;
+  };
+}
+
+std::vector<double> probe_values(const SloResult& r) {
+  std::vector<double> v;
+  for (const auto& p : r.probes) v.push_back(p.value);
+  return v;
+}
+
+const char* kSlo = "\n[slo]\np99_ttft_ms = 2000\nmean_tpot_ms = 50\ntolerance_pct = 5\n";
+
+TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
+  // P99 TTFT = 100 ms × rate: the SLO (≤ 2000 ms) holds up to 20 req/s. From 1 req/s: ×2 up to 32 (fails,
+  // margin +0.6; 16 has −0.2), the chord's root 16 + 16 × 0.2/0.8 = 20 passes (margin 0), then the root is
+  // kept off the end at 20 × 1.05 = 21, which fails: 21/20 = 1.05 is within the tolerance. 8 runs.
+  Study s = small(kSlo);
+  int launches = 0;
+  Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches), "twin", nullptr, {},
+               nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  ASSERT_TRUE(r.found) << r.note;
+  EXPECT_DOUBLE_EQ(r.max_passing, 20);
+  ASSERT_TRUE(r.min_failing);
+  EXPECT_DOUBLE_EQ(*r.min_failing, 21);
+  EXPECT_LE(*r.min_failing / r.max_passing, 1.05 + 1e-12);
+  EXPECT_EQ(r.runs, 8);
+  EXPECT_EQ(launches, 8);
+  EXPECT_EQ(probe_values(r), (std::vector<double>{1, 2, 4, 8, 16, 32, 20, 21}));
+  EXPECT_EQ(r.probes[6].step, "refine");
+  EXPECT_TRUE(r.probes[6].passed);
+  EXPECT_FALSE(r.probes[7].passed);
+  EXPECT_DOUBLE_EQ(r.probes[5].slo_values_ms.at("p99_ttft_ms"), 3200);
+  // Goodput at 20 req/s: 0.9 × 20 = 18 req/s; token goodput 18 × 1000 tokens / 10 requests = 1800 tok/s.
+  EXPECT_DOUBLE_EQ(r.request_goodput_req_s, 18);
+  EXPECT_DOUBLE_EQ(r.token_goodput_tok_s, 1800);
+  // The same search again reuses every result.
+  const SloResult again = slo_search(s, ev, Config{"a", {}});
+  EXPECT_EQ(launches, 8);
+  EXPECT_DOUBLE_EQ(again.max_passing, 20);
+}
+
+TEST(SloSearch, ConcurrencyStopsAtAdjacentIntegers) {
+  // P99 TTFT = 300 ms × concurrency: 6 passes (1800), 7 fails (2100). 1, 2, 4 pass, 8 fails; the root
+  // 4 + 4 × 0.4/0.6 = 6.67 rounds to 7 (fails); the next root rounds to 7 again, so the search takes 6 (the
+  // integer below the failing end), which passes: hi − lo = 1. 6 runs.
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\nsearch = \"concurrency\"\n");
+  int launches = 0;
+  Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches), "twin", nullptr, {},
+               nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.variable, LoadKind::kConcurrency);
+  EXPECT_DOUBLE_EQ(r.max_passing, 6);
+  EXPECT_DOUBLE_EQ(*r.min_failing, 7);
+  EXPECT_EQ(probe_values(r), (std::vector<double>{1, 2, 4, 8, 7, 6}));
+}
+
+TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
+  // The twin says 20 req/s (100 ms × rate); the real engine is slower (125 ms × rate: 16 req/s). The real
+  // search starts at 20 (fails), steps down ×1.25 to 16 (passes, margin 0), then 16 × 1.05 = 16.8 fails:
+  // 3 real runs instead of 8 from 1 req/s.
+  Study s = small(kSlo);
+  int twin_launches = 0, real_launches = 0;
+  Evaluator twin(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches), "twin",
+                 nullptr, {}, nullptr, nullptr, {});
+  Evaluator real(s, curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches), "local",
+                 nullptr, {}, nullptr, nullptr, {});
+  real.set_load_guide(&twin);
+  const SloResult r = slo_search(s, real, Config{"a", {}});
+  ASSERT_TRUE(r.twin_start);
+  EXPECT_DOUBLE_EQ(*r.twin_start, 20);
+  EXPECT_EQ(r.twin_runs, 8);
+  EXPECT_EQ(probe_values(r), (std::vector<double>{20, 16, 16.8}));
+  EXPECT_EQ(real_launches, 3);
+  EXPECT_DOUBLE_EQ(r.max_passing, 16);
+  EXPECT_FALSE(r.predicted);
+}
+
+TEST(SloSearch, ReportsWhenNothingMeetsTheSlos) {
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\nmin_value = 0.5\n");
+  int launches = 0;
+  Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), "twin", nullptr, {},
+               nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  EXPECT_FALSE(r.found);
+  EXPECT_EQ(probe_values(r), (std::vector<double>{1, 0.5}));
+  EXPECT_EQ(r.note, "no request rate down to min_value = 0.5 meets the SLOs");
+}
+
+TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
+  Study s = small("\n[load]\nconcurrency = [1, 4]\nrequest_rate = [2.5]\n");
+  const auto split = split_load_scenario_id("s1@r2.5");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->first, "s1");
+  EXPECT_EQ(split->second.kind, LoadKind::kRequestRate);
+  EXPECT_DOUBLE_EQ(split->second.value, 2.5);
+  EXPECT_FALSE(split_load_scenario_id("s1"));
+  EXPECT_FALSE(split_load_scenario_id("s1@x3"));
+  // A scenario's own --max-concurrency/--request-rate are replaced, not duplicated.
+  s.scenarios[0].args.insert(s.scenarios[0].args.end(), {"--max-concurrency", "99", "--request-rate=7"});
+  const Scenario c4 = load_scenario(s, "s1@c4");
+  EXPECT_EQ(c4.id, "s1@c4");
+  EXPECT_EQ(c4.args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "10", "--max-concurrency", "4"}));
+  EXPECT_THROW(load_scenario(s, "nope@c4"), std::out_of_range);
+
+  int launches = 0;
+  std::vector<TrialRequest> seen;
+  Evaluator ev(s, curve_runner([](const std::string&, double l) { return 10 * l; }, &launches, &seen), "twin",
+               nullptr, {}, nullptr, nullptr, {});
+  const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
+  ASSERT_EQ(c.points.size(), 3u);
+  EXPECT_EQ(launches, 1);  // every point in one trial: one engine launch
+  EXPECT_EQ(seen[0].trial_key, "twin|a{}|s1@c1+s1@c4+s1@r2.5|r0");
+  ASSERT_EQ(seen[0].scenarios.size(), 3u);
+  EXPECT_DOUBLE_EQ(arg_value(seen[0].scenarios[2].args, "--request-rate"), 2.5);
+  // Concurrency 4: 40 output tok/s → 5 tok/s/GPU (8 GPUs), 10 tok/s per user; rate points have no per-user.
+  EXPECT_DOUBLE_EQ(c.points[1].output_tok_s_per_gpu, 5);
+  EXPECT_DOUBLE_EQ(c.points[1].output_tok_s_per_user, 10);
+  EXPECT_DOUBLE_EQ(c.points[2].output_tok_s_per_user, 0);
+  EXPECT_DOUBLE_EQ(c.points[1].metrics.at("P99 TTFT (ms)"), 40);
+}
+
+TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
+  Study s = small("\n[load]\nconcurrency = [1, 4]\n");
+  const auto db = std::filesystem::temp_directory_path() / ("servelab_load_test_" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::remove(db);
+  int launches = 0;
+  {
+    Store store(db);
+    store.write_study(s.name, s.source_text, "twin", {});
+    Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, {},
+                 nullptr, nullptr, {});
+    measure_curve(s, ev, Config{"a", {}}, "s1");
+  }
+  EXPECT_EQ(launches, 1);
+  Store store(db);
+  const auto trials = store.trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].trial_key, "twin|a{}|s1@c1+s1@c4|r0");
+  EXPECT_EQ(trials[0].outcome.scenarios.at(1).scenario_id, "s1@c4");
+  Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, trials,
+                    nullptr, nullptr, {});
+  const LoadCurve c = measure_curve(s, resumed, Config{"a", {}}, "s1");
+  EXPECT_EQ(launches, 1);  // both points come from the database
+  EXPECT_DOUBLE_EQ(c.points[1].metrics.at("Output token throughput (tok/s)"), 40);
+  // The exports carry the load point.
+  const std::string csv = trials_csv(trials);
+  EXPECT_NE(csv.find(",scenario,load,"), std::string::npos);
+  EXPECT_NE(csv.find(",s1@c4,concurrency 4,"), std::string::npos);
+  EXPECT_NE(trials_json(trials).find("\"kind\": \"concurrency\""), std::string::npos);
+  std::filesystem::remove(db);
+}
+
+TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
+  // Repeat r measures P99 TTFT = 10 ms × concurrency + 100 ms × r: at concurrency 4, (40 + 140) / 2 = 90.
+  Study s = small("\n[load]\nconcurrency = [4]\n");
+  s.repeats = 2;
+  int launches = 0;
+  TrialRunner base = curve_runner([](const std::string&, double l) { return 10 * l; }, &launches);
+  TrialRunner runner = [base](const TrialRequest& req) {
+    TrialOutcome out = base(req);
+    for (auto& sc : out.scenarios) sc.metrics["P99 TTFT (ms)"] += 100 * req.repeat;
+    return out;
+  };
+  Evaluator ev(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
+  EXPECT_EQ(launches, 2);
+  ASSERT_EQ(c.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.points[0].metrics.at("P99 TTFT (ms)"), 90);
+}
+
+TEST(Pareto, HandComputedFront) {
+  // (per user, per GPU): (10,100) front; (20,80) twice, both on it; (15,70) below (20,80); (30,30) front
+  // (highest per user); (5,100) below (10,100).
+  const std::vector<std::pair<double, double>> pts = {{10, 100}, {20, 80}, {15, 70}, {30, 30}, {5, 100}, {20, 80}};
+  EXPECT_EQ(pareto_front_max(pts), (std::vector<bool>{true, true, false, true, false, true}));
+  EXPECT_TRUE(pareto_front_max({}).empty());
+}
+
+TEST(Cost, PerMillionTokens) {
+  // $2.50/GPU-h × 8 GPUs = $20/h; 10,000 tok/s = 36 M tok/h → $0.5556 per 1M tokens.
+  EXPECT_NEAR(usd_per_million_tokens(2.5, 8, 10000), 20.0 / 36.0, 1e-12);
+  EXPECT_DOUBLE_EQ(usd_per_million_tokens(2.5, 8, 0), 0);
+}
+
+const char* kObjectives = R"toml(
+[load]
+concurrency = [1, 4, 16]
+
+[slo]
+p99_ttft_ms = 2000
+
+[cost]
+usd_per_gpu_hour = 2.5
+
+[[objectives]]
+kind = "slo_goodput"
+
+[[objectives]]
+kind = "tokens_per_gpu"
+min_tokens_per_s_per_user = 10
+
+[[objectives]]
+kind = "min_latency"
+metric = "ttft_p99_ms"
+max_concurrency = 8
+
+[[objectives]]
+kind = "cost"
+)toml";
+
+TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
+  // Engine b's TTFT slope is half of a's: it meets the SLO up to twice the rate, so the goodput objective
+  // ranks b first although both engines have the same throughput at the scenario as written.
+  Study s = small(std::string(kObjectives) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  s.knobs.clear();  // one config per engine
+  s.search.knob_order.clear();
+  int launches = 0;
+  auto slope = [](const std::string& key, double load) { return (key.rfind("b{", 0) == 0 ? 50 : 100) * load; };
+  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, nullptr, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  analyze_load(s, ev, o);
+  EXPECT_EQ(o.best.key, "b{}");
+  EXPECT_DOUBLE_EQ(o.best.objective.mean, 0.9 * 40);  // b meets 2000 ms up to 40 req/s
+  EXPECT_EQ(primary_objective_label(s), "Request goodput under the SLOs (req/s)");
+  const LoadOutcome& L = o.load;
+  ASSERT_TRUE(L.enabled);
+  ASSERT_EQ(L.curves.size(), 2u);
+  ASSERT_EQ(L.slo.size(), 2u);
+  EXPECT_EQ(L.curves[0].config_key, "b{}");
+  EXPECT_DOUBLE_EQ(L.slo[0].max_passing, 40);
+  EXPECT_DOUBLE_EQ(L.slo[1].max_passing, 20);
+  ASSERT_EQ(L.objectives.size(), 4u);
+  EXPECT_EQ(L.objectives[0].best, 0);
+  // tokens_per_gpu at ≥ 10 tok/s/user: 10 × c / c = 10 per user at every c, best c = 16 → 160/8 = 20.
+  EXPECT_DOUBLE_EQ(L.objectives[1].values[0].value, 20);
+  EXPECT_EQ(L.objectives[1].values[0].at, "concurrency 16");
+  // min_latency at concurrency ≤ 8 reads c = 4: a 400 ms, b 200 ms; b wins (minimised).
+  EXPECT_DOUBLE_EQ(L.objectives[2].values[1].value, 400);
+  EXPECT_EQ(L.objectives[2].best, 0);
+  // Cost at the highest-throughput point (c = 16: 160 output tok/s): 2.5 × 8 / 3600 / 160 × 1e6 = 34.72 $.
+  ASSERT_EQ(L.cost.size(), 2u);
+  EXPECT_NEAR(L.cost[0].usd_per_1m_output_tokens, 2.5 * 8 / 3600.0 / 160 * 1e6, 1e-9);
+  EXPECT_EQ(L.cost[0].at, "concurrency 16");
+  // Pareto: every point has 10 tok/s per user, so only c = 16 (20 tok/s/GPU) of each engine is on the front.
+  EXPECT_EQ(L.pareto.size(), 6u);
+  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }), 2);
+  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
+  ReportInput in{&s, &o, ev.records(), {}};
+  const std::string md = render_markdown(in);
+  for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "## Objectives", "## Cost per 1M tokens",
+                              "| rank | engine | config | Request goodput under the SLOs (req/s) |"})
+    EXPECT_NE(md.find(section), std::string::npos) << section;
+}
+
+/// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.
+std::string parse_error(const std::string& extra) {
+  const int base = static_cast<int>(std::count(testing::kSmallStudy, testing::kSmallStudy + std::strlen(testing::kSmallStudy), '\n'));
+  try {
+    small(extra);
+  } catch (const StudyError& e) {
+    std::string m = e.what();
+    const auto colon = m.find(':', std::string("small.toml:").size());
+    if (m.rfind("small.toml:", 0) == 0 && colon != std::string::npos) {
+      const int line = std::stoi(m.substr(11, colon - 11));
+      return fmt::format("+{}{}", line - base, m.substr(colon));
+    }
+    return m;
+  }
+  return "no error";
+}
+
+TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
+  EXPECT_EQ(parse_error("[load]\nconcurrency = [1, 0]\n"),
+            "+2: load.concurrency[1]: a concurrency must be an integer in 1..1000000");
+  EXPECT_EQ(parse_error("[load]\nrequest_rate = [1, 1]\n"), "+2: load.request_rate[1]: duplicate request rate 1");
+  EXPECT_EQ(parse_error("[load]\nqps = [1]\n"), "+2: load.qps: unknown key (allowed: concurrency, request_rate)");
+  EXPECT_EQ(parse_error("[slo]\np99_tfft_ms = 2000\n").substr(0, 40), "+2: slo.p99_tfft_ms: unknown key: an SLO");
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = -1\n"), "+2: slo.p99_ttft_ms: -1 must be > 0");
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nsearch = \"qps\"\n"),
+            "+3: slo.search: must be \"request_rate\" or \"concurrency\"");
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nscenario = \"s9\"\n"), "+3: slo.scenario: no scenario with id 's9'");
+  EXPECT_EQ(parse_error("[cost]\nusd_per_gpu_hour = \"3\"\n"), "+2: cost.usd_per_gpu_hour: must be a number");
+  EXPECT_EQ(parse_error("[[objectives]]\nkind = \"slo_goodput\"\n"),
+            "+1: objectives[0]: slo_goodput needs an [slo] table with targets (e.g. p99_ttft_ms = 2000)");
+  EXPECT_EQ(parse_error("[[objectives]]\nkind = \"fastest\"\n"),
+            "+2: objectives[0].kind: must be throughput, slo_goodput, tokens_per_gpu, min_latency or cost");
+  EXPECT_EQ(parse_error("[load]\nconcurrency = [1]\n[[objectives]]\nkind = \"min_latency\"\nmax_concurrency = 4\n")
+                .substr(0, 63),
+            "+3: objectives[0]: 'min_latency' is minimised and cannot be the");
+  EXPECT_EQ(parse_error("[[objectives]]\nkind = \"throughput\"\n[[objectives]]\nkind = \"tokens_per_gpu\"\n"
+                        "min_tokens_per_s_per_user = 30\n"),
+            "+3: objectives[1]: 'tokens_per_gpu' needs concurrency load points ([load] concurrency = [...])");
+}
+
+TEST(LoadSections, ScenarioOverrideAndValues) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + "\n[load]\nconcurrency = [1, 64]\n" +
+                            "\n[slo]\np90_e2el_ms = 900\nmedian_itl_ms = 20\nstart = 4\n",
+                        "x.toml", "/d");
+  EXPECT_EQ(s.load.concurrency, (std::vector<int>{1, 64}));
+  ASSERT_EQ(s.slo.targets.size(), 2u);
+  EXPECT_EQ(s.slo.targets[0].label, "Median ITL (ms)");  // in key order
+  EXPECT_EQ(s.slo.targets[1].label, "P90 E2EL (ms)");
+  EXPECT_DOUBLE_EQ(*s.slo.start, 4);
+  EXPECT_EQ(s.slo.scenario, "s1");
+  // --goodput gets the per-request targets vLLM knows (e2el here; ITL has none).
+  const Scenario p = load_scenario(s, "s1@r3");
+  EXPECT_EQ(std::vector<std::string>(p.args.end() - 4, p.args.end()),
+            (std::vector<std::string>{"--request-rate", "3", "--goodput", "e2el:900"}));
+  std::string with_override = testing::kSmallStudy;
+  with_override.replace(with_override.find("id = \"s2\""), 9, "id = \"s2\"\nload = {request_rate = [8]}");
+  Study o = parse_study(with_override + "\n[load]\nconcurrency = [2]\n", "x.toml", "/d");
+  EXPECT_EQ(load_points(o, o.scenario("s1")).size(), 1u);
+  ASSERT_EQ(load_points(o, o.scenario("s2")).size(), 1u);
+  EXPECT_EQ(load_points(o, o.scenario("s2"))[0].tag(), "r8");
+  EXPECT_THROW(parse_study(std::string(testing::kSmallStudy) + "\n[[scenarios]]\nid = \"a@b\"\n", "x.toml", "/d"),
+               StudyError);
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(ShippedSloStudy, RunsOnTheTwinWithCurvesSloSearchAndAFront) {
+  // studies/deepseek-v3.2-h200x8-slo.toml as `make demo` runs it (a few hundred twin predictions).
+  const Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8-slo.toml", common::data_dir());
+  EXPECT_EQ(s.load.concurrency, (std::vector<int>{1, 4, 16, 64, 256}));
+  ASSERT_EQ(s.objectives.size(), 5u);
+  EXPECT_EQ(s.objectives[0].kind, ObjectiveSpec::Kind::kSloGoodput);
+  const auto dir = std::filesystem::temp_directory_path() / ("servelab_slo_study_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  const TuneResult r = run_study(s, opt);
+  const LoadOutcome& L = r.outcome.load;
+  ASSERT_TRUE(L.enabled);
+  ASSERT_GE(L.curves.size(), 4u);
+  EXPECT_EQ(L.curves[0].points.size(), 8u);  // 5 concurrencies + 3 rates
+  ASSERT_EQ(L.slo.size(), L.curves.size());
+  for (const auto& slo : L.slo) {
+    EXPECT_TRUE(slo.found) << slo.label << ": " << slo.note;
+    EXPECT_LE(slo.runs, s.slo.max_runs);
+    ASSERT_TRUE(slo.min_failing) << slo.label;
+    EXPECT_LE(*slo.min_failing / slo.max_passing, 1.05 + 1e-9) << slo.label;
+  }
+  EXPECT_GT(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }), 1);
+  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
+  EXPECT_GE(r.outcome.load.objectives[0].best, 0);
+  const std::string md = common::read_file(dir / "report.md");
+  for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "**yes (recommended)**",
+                              "## Cost per 1M tokens"})
+    EXPECT_NE(md.find(section), std::string::npos) << section;
+  EXPECT_LT(r.trials_launched, 300);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(RunStudy, LocalSloSearchesStartFromTheTwin) {
+  // run_study wires the twin in as the guide of --target local's SLO searches: the real search of each
+  // configuration starts at the twin's answer (20 req/s) and takes 3 runs (see LocalSearchStartsAtTheTwinsAnswer).
+  Study s = small(std::string(kSlo) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  s.target = Target::kLocal;
+  s.knobs.clear();
+  s.search.knob_order.clear();
+  int twin_launches = 0, real_launches = 0;
+  const auto dir = std::filesystem::temp_directory_path() / ("servelab_local_slo_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.runner = curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches);
+  opt.twin_runner = curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches);
+  const TuneResult r = run_study(s, opt);
+  ASSERT_EQ(r.outcome.load.slo.size(), 2u);
+  for (const auto& slo : r.outcome.load.slo) {
+    ASSERT_TRUE(slo.twin_start) << slo.label;
+    EXPECT_DOUBLE_EQ(*slo.twin_start, 20);
+    EXPECT_EQ(probe_values(slo), (std::vector<double>{20, 16, 16.8}));
+    EXPECT_DOUBLE_EQ(slo.max_passing, 16);
+  }
+  EXPECT_EQ(twin_launches, 2 * 8);  // the twin's searches, one per engine
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace servelab::tune
