@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "engines/engines.h"
+#include "engines/launch.h"
+#include "hardware/hardware.h"
+#include "model/model.h"
 
 namespace se = servelab::engines;
 
@@ -178,6 +181,81 @@ TEST(MultiNode, AllocationChecks) {
   EXPECT_EQ(se::nodes_for_gpus(16, 8), 2);
   EXPECT_EQ(se::nodes_for_gpus(9, 8), 2);
   EXPECT_EQ(se::nodes_for_gpus(8, 8), 1);
+}
+
+}  // namespace
+
+// The twin's side: a launch that states its nodes is placed (and checked) as it says.
+namespace {
+
+namespace hw = servelab::hardware;
+
+std::variant<se::ResolvedLaunch, se::LaunchFailure> resolve(const std::string& cmd,
+                                                            const std::string& version,
+                                                            const std::string& cluster) {
+  static const auto spec = servelab::model::resolve_model("deepseek-ai/DeepSeek-V3.2");
+  return se::resolve_launch(se::parse_launch_command(se::split_command_line(cmd), {}, version), spec,
+                            hw::parse_cluster(cluster));
+}
+
+se::ParallelLayout layout(const std::string& cmd, const std::string& version, const std::string& cluster) {
+  auto r = resolve(cmd, version, cluster);
+  if (auto* f = std::get_if<se::LaunchFailure>(&r)) throw std::runtime_error(cmd + ": " + f->message);
+  return std::get<se::ResolvedLaunch>(r).layout;
+}
+
+se::LaunchFailure refusal(const std::string& cmd, const std::string& version, const std::string& cluster) {
+  auto r = resolve(cmd, version, cluster);
+  if (!std::holds_alternative<se::LaunchFailure>(r)) throw std::runtime_error(cmd + ": resolved");
+  return std::get<se::LaunchFailure>(r);
+}
+
+const char* kSg = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 ";
+
+TEST(MultiNodeTwin, SglangNnodesPlacesTheRanks) {
+  // TP 16 over 2 x 8: the TP group crosses the nodes (its all-reduces run over the network).
+  auto l = layout(std::string(kSg) + "--tp 16 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:20000",
+                  "0.5.6.post2", "16xH100");
+  EXPECT_EQ(l.nodes, 2);
+  EXPECT_TRUE(l.tp_crosses_nodes);
+  // TP 8 with --nnodes 2 on 2 x 8: SGLang puts 4 GPUs on each node, so even TP 8 crosses them.
+  auto half = layout(std::string(kSg) + "--tp 8 --nnodes 2", "0.5.6.post2", "16xH100");
+  EXPECT_EQ(half.nodes, 2);
+  EXPECT_TRUE(half.tp_crosses_nodes);
+  EXPECT_FALSE(layout(std::string(kSg) + "--tp 8", "0.5.6.post2", "16xH100").tp_crosses_nodes);
+}
+
+TEST(MultiNodeTwin, StatedNodesTheHardwareLacks) {
+  auto f = refusal(std::string(kSg) + "--tp 8 --nnodes 2", "0.5.6.post2", "8xH100");
+  EXPECT_EQ(f.rule, "parallel.nodes");
+  EXPECT_EQ(
+      f.message,
+      "sglang --nnodes 2 spans 2 nodes of 4 GPUs but 8xH100-SXM is 1 node(s) of 8: give the hardware as "
+      "2x8xH100-SXM");
+  EXPECT_EQ(refusal(std::string(kSg) + "--tp 2 --pp-size 3 --nnodes 4", "0.5.6.post2", "4x8xH100").message,
+            "sglang --nnodes 4 does not split the launch's 6 GPUs evenly over the nodes");
+  // vLLM: --data-parallel-size-local 1 with TP 4 = 4 nodes of 4 GPUs; 2 x 8 has two.
+  EXPECT_EQ(
+      refusal("vllm serve m -tp 4 -dp 4 -dpl 1", "0.13.0", "16xH100").message,
+      "vllm --data-parallel-size-local 1 spans 4 nodes of 4 GPUs but 2x8xH100-SXM is 2 node(s) of 8: give "
+      "the hardware as 4x8xH100-SXM");
+  auto dp = layout("vllm serve m -tp 4 -dp 4 -dpl 2 --enable-expert-parallel", "0.13.0", "16xH100");
+  EXPECT_EQ(dp.nodes, 2);
+  EXPECT_FALSE(dp.tp_crosses_nodes);
+  // TensorRT-LLM: --gpus_per_node larger than the node.
+  EXPECT_EQ(refusal("trtllm-serve m --tp_size 16 --gpus_per_node 16", "1.2.0rc5", "16xH100").message,
+            "trtllm --gpus_per_node 16 puts 16 GPUs on each node but 2x8xH100-SXM has 8 per node");
+  EXPECT_EQ(layout("trtllm-serve m --tp_size 16 --gpus_per_node 8", "1.2.0rc5", "16xH100").nodes, 2);
+}
+
+TEST(MultiNodeTwin, FlagsRoundTrip) {
+  auto round = [](const std::string& cmd, const std::string& version) {
+    auto c = se::parse_launch_command(se::split_command_line(cmd), {}, version);
+    return se::parse_launch_command(se::to_argv(c), {}, version);
+  };
+  EXPECT_EQ(round(std::string(kSg) + "--tp 16 --nnodes 2", "0.5.6.post2").nnodes, 2);
+  EXPECT_EQ(round("vllm serve m -tp 4 -dp 4 -dpl 2", "0.13.0").dp_size_local, 2);
+  EXPECT_EQ(round("trtllm-serve m --tp_size 16 --gpus_per_node 8", "1.2.0rc5").gpus_per_node, 8);
 }
 
 }  // namespace
