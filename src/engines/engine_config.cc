@@ -25,6 +25,20 @@ int EngineConfig::gpus_used() const {
   return tp * pp * dp;
 }
 
+std::optional<EngineConfig::NodePlacement> EngineConfig::stated_node_placement() const {
+  const int world = gpus_used();
+  auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
+  if (kind == EngineKind::kSglang && nnodes > 1)
+    return NodePlacement{nnodes, ceil_div(world, nnodes), "--nnodes " + std::to_string(nnodes)};
+  if (kind == EngineKind::kVllm && dp_size_local && *dp_size_local > 0)
+    return NodePlacement{ceil_div(dp, *dp_size_local), *dp_size_local * tp * pp,
+                         "--data-parallel-size-local " + std::to_string(*dp_size_local)};
+  if (kind == EngineKind::kTrtllm && gpus_per_node && *gpus_per_node > 0)
+    return NodePlacement{ceil_div(world, *gpus_per_node), *gpus_per_node,
+                         "--gpus_per_node " + std::to_string(*gpus_per_node)};
+  return std::nullopt;
+}
+
 const char* failure_phase_name(FailurePhase phase) {
   return phase == FailurePhase::kStartup ? "startup" : "runtime";
 }

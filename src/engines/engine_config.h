@@ -60,6 +60,10 @@ struct EngineConfig {
   bool enable_expert_parallel = false;  ///< vLLM --enable-expert-parallel (EP = TP*DP)
   bool enable_dp_attention = false;     ///< SGLang --enable-dp-attention / TRT enable_attention_dp (YAML):
                                         ///< attention DP inside one TP group (TRT: dp = tp)
+  // Multi-node, as the launch states it (multinode.h renders these flags per node).
+  int nnodes = 1;  ///< SGLang --nnodes: nodes the launch spans (gpus_used() / nnodes GPUs on each)
+  std::optional<int> dp_size_local;  ///< vLLM --data-parallel-size-local: DP ranks on this node
+  std::optional<int> gpus_per_node;  ///< TRT-LLM --gpus_per_node (default: the node's device count)
 
   // Memory and context.
   std::optional<int> max_model_len;  ///< vLLM --max-model-len / SGLang --context-length / TRT --max_seq_len
@@ -156,6 +160,17 @@ struct EngineConfig {
   /// Number of GPUs the launch occupies (tp * pp * dp, except with DP-attention — SGLang
   /// --enable-dp-attention, TRT-LLM enable_attention_dp — where dp lives inside the tp group: tp * pp).
   int gpus_used() const;
+
+  /// Nodes and GPUs per node the launch itself states: SGLang --nnodes N > 1 (gpus_used() / N GPUs per
+  /// node, rounded up), vLLM --data-parallel-size-local K (K * tp * pp GPUs per node, ceil(dp / K) nodes),
+  /// TRT-LLM --gpus_per_node G (ceil(gpus_used() / G) nodes). nullopt when it states none (the cluster's
+  /// node size then places the ranks). `flag` names the flag that states it (for messages).
+  struct NodePlacement {
+    int nodes = 1;
+    int gpus_per_node = 1;
+    std::string flag;
+  };
+  std::optional<NodePlacement> stated_node_placement() const;
 };
 
 }  // namespace servelab::engines

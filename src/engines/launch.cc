@@ -352,14 +352,46 @@ std::string sm_name(const hardware::ClusterSpec& c) {
   return "sm" + std::to_string(c.gpu.compute_capability);
 }
 
+namespace {
+
+/// The refusal of a launch whose stated nodes (`p`) the cluster cannot hold, or nullopt.
+std::optional<LaunchFailure> check_stated_nodes(const EngineConfig::NodePlacement& p, const EngineConfig& c,
+                                                const hardware::ClusterSpec& cluster) {
+  const std::string who = std::string(engine_kind_name(c.kind)) + " " + p.flag;
+  const std::string hw = hardware::cluster_name(cluster);
+  auto refuse = [](const std::string& message) {
+    return fail(FailurePhase::kStartup, "parallel.nodes", message, false);
+  };
+  // SGLang splits tp * pp over --nnodes nodes (tp_size_per_node = tp_size // nnodes, server_args.py).
+  if (c.kind == EngineKind::kSglang && c.gpus_used() % p.nodes != 0)
+    return refuse(who + " does not split the launch's " + std::to_string(c.gpus_used()) +
+                  " GPUs evenly over the nodes");
+  if (p.nodes > cluster.nodes)
+    return refuse(who + " spans " + std::to_string(p.nodes) + " nodes of " + std::to_string(p.gpus_per_node) +
+                  " GPUs but " + hw + " is " + std::to_string(cluster.nodes) + " node(s) of " +
+                  std::to_string(cluster.gpus_per_node) + ": give the hardware as " + std::to_string(p.nodes) +
+                  "x" + std::to_string(cluster.gpus_per_node) + "x" + cluster.gpu.name);
+  if (p.gpus_per_node > cluster.gpus_per_node)
+    return refuse(who + " puts " + std::to_string(p.gpus_per_node) + " GPUs on each node but " + hw +
+                  " has " + std::to_string(cluster.gpus_per_node) + " per node");
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<LaunchFailure> place_layout(ParallelLayout& l, const hardware::ClusterSpec& cluster,
-                                          EngineKind kind) {
-  const int per_node = std::max(1, cluster.gpus_per_node);
+                                          const EngineConfig& config) {
+  const EngineKind kind = config.kind;
+  int per_node = std::max(1, cluster.gpus_per_node);
   if (l.gpus > cluster.total_gpus())
     return fail(FailurePhase::kStartup, "parallel.gpu_count",
                 std::string(engine_kind_name(kind)) + " needs " + std::to_string(l.gpus) + " GPUs but " +
                     hardware::cluster_name(cluster) + " has " + std::to_string(cluster.total_gpus()),
                 false);
+  if (const auto stated = config.stated_node_placement()) {
+    if (auto refused = check_stated_nodes(*stated, config, cluster)) return refused;
+    per_node = stated->gpus_per_node;
+  }
   l.nodes = (l.gpus + per_node - 1) / per_node;
   // Ranks: TP innermost, then PP, then DP (vLLM/SGLang/TRT-LLM rank order); a group of `size`
   // consecutive ranks crosses nodes when its first and last rank sit on different nodes.

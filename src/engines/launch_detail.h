@@ -53,8 +53,12 @@ std::string sm_name(const hardware::ClusterSpec& c);
 
 /// Fills layout.gpus-derived placement: nodes spanned and whether the TP group / the pipeline stages
 /// cross nodes, ranks laid out TP innermost, then PP, then DP. Refuses more GPUs than the cluster has.
+/// A launch that states its nodes (EngineConfig::stated_node_placement: SGLang --nnodes, vLLM
+/// --data-parallel-size-local, TRT-LLM --gpus_per_node) is placed that many GPUs per node, and refused
+/// ("parallel.nodes") when the cluster has fewer nodes or fewer GPUs per node than it states, or (SGLang)
+/// when --nnodes does not split the GPUs evenly.
 std::optional<LaunchFailure> place_layout(ParallelLayout& layout, const hardware::ClusterSpec& cluster,
-                                          EngineKind kind);
+                                          const EngineConfig& config);
 
 /// The served model after an engine --quantization flag (model::with_engine_quantization), or a
 /// refusal naming the flag.

@@ -159,7 +159,7 @@ const std::vector<FlagSpec>& sglang_specs() {
                   {"round_robin", "shortest_queue", "minimum_tokens"}));
     // Multi-node.
     s.push_back(F({"--dist-init-addr", "--nccl-init-addr"}, K::kString));
-    s.push_back(F({"--nnodes"}, K::kInt));
+    s.push_back(F({"--nnodes"}, K::kInt, [](EngineConfig& c, const V& v) { c.nnodes = to_int(v[0]); }));
     s.push_back(F({"--node-rank"}, K::kInt));
     // Model override.
     s.push_back(F({"--json-model-override-args"}, K::kString));
@@ -413,6 +413,7 @@ std::vector<std::string> render_sglang(const EngineConfig& c, const EngineConfig
   if (c.tp != b.tp) add("--tp-size", std::to_string(c.tp));
   if (c.dp != b.dp) add("--dp-size", std::to_string(c.dp));
   if (c.pp != b.pp) add("--pp-size", std::to_string(c.pp));
+  if (c.nnodes != b.nnodes) add("--nnodes", std::to_string(c.nnodes));
   add_flag("--enable-dp-attention", c.enable_dp_attention, b.enable_dp_attention);
   if (c.ep != b.ep) add("--ep-size", std::to_string(c.ep));
   if (c.reasoning_parser != b.reasoning_parser) add("--reasoning-parser", c.reasoning_parser);

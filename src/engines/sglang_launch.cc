@@ -221,7 +221,7 @@ std::optional<LaunchFailure> sglang_layout(ResolvedLaunch& r, const hardware::Cl
   if (moe)
     r.notes.push_back("experts: EP " + std::to_string(l.moe_ep) + " x MoE-TP " + std::to_string(l.moe_tp) +
                       " (--ep-size; MoE TP = tp / ep)");
-  return place_layout(l, cl, EngineKind::kSglang);
+  return place_layout(l, cl, c);
 }
 
 }  // namespace

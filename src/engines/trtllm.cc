@@ -50,7 +50,8 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--pp_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--ep_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.ep = to_int(v[0]); }));
     s.push_back(F({"--cluster_size"}, K::kInt));
-    s.push_back(F({"--gpus_per_node"}, K::kInt));
+    s.push_back(F({"--gpus_per_node"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.gpus_per_node = to_int(v[0]); }));
     s.push_back(F({"--kv_cache_free_gpu_memory_fraction"}, K::kFloat,
                   [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--num_postprocess_workers"}, K::kInt));
@@ -122,6 +123,7 @@ std::vector<std::string> render_trtllm(const EngineConfig& c, const EngineConfig
   if (c.tp != b.tp) add("--tp_size", std::to_string(c.tp));
   if (c.ep != b.ep || c.is_explicit("--ep_size")) add("--ep_size", std::to_string(c.ep));
   if (c.pp != b.pp || c.is_explicit("--pp_size")) add("--pp_size", std::to_string(c.pp));
+  add_opt("--gpus_per_node", c.gpus_per_node, b.gpus_per_node);
   add_opt("--max_batch_size", c.max_num_seqs, b.max_num_seqs);
   add_opt("--max_num_tokens", c.max_num_batched_tokens, b.max_num_batched_tokens);
   add_opt("--max_seq_len", c.max_model_len, b.max_model_len);

@@ -137,7 +137,7 @@ std::optional<LaunchFailure> trtllm_layout(ResolvedLaunch& r, const hardware::Cl
     r.notes.push_back("experts: EP " + std::to_string(l.moe_ep) + " x MoE-TP " + std::to_string(l.moe_tp) +
                       " (Mapping: moe_tp = tp / ep; --ep_size default 1 " +
                       (kTrtllmDefaults.ep_size.verified ? "" : "[unverified]") + ")");
-  return place_layout(l, cl, EngineKind::kTrtllm);
+  return place_layout(l, cl, c);
 }
 
 // llmapi/llm_args.py _generate_cuda_graph_batch_sizes [recalled]: without padding 1..31, 32, 64, 128;

@@ -215,7 +215,8 @@ const std::vector<FlagSpec>& vllm_specs() {
                   [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
     s.push_back(F({"--data-parallel-rank", "-dpn"}, K::kInt));
     s.push_back(F({"--data-parallel-start-rank", "-dpr"}, K::kInt));
-    s.push_back(F({"--data-parallel-size-local", "-dpl"}, K::kInt));
+    s.push_back(F({"--data-parallel-size-local", "-dpl"}, K::kInt,
+                  [](EngineConfig& c, const V& v) { c.dp_size_local = to_int(v[0]); }));
     s.push_back(F({"--data-parallel-address", "-dpa"}, K::kString));
     s.push_back(F({"--data-parallel-rpc-port", "-dpp"}, K::kInt));
     s.push_back(F({"--data-parallel-backend", "-dpb"}, K::kString));
@@ -557,6 +558,7 @@ std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& 
   if (c.tp != b.tp) add("-tp", std::to_string(c.tp));
   if (c.pp != b.pp) add("-pp", std::to_string(c.pp));
   if (c.dp != b.dp) add("-dp", std::to_string(c.dp));
+  add_opt("-dpl", c.dp_size_local, b.dp_size_local);
   if (c.dcp != b.dcp) add("-dcp", std::to_string(c.dcp));
   add_bool("--enable-expert-parallel", c.enable_expert_parallel, b.enable_expert_parallel);
   if (c.tokenizer_mode != b.tokenizer_mode) add("--tokenizer-mode", c.tokenizer_mode);

@@ -205,7 +205,7 @@ std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::Clus
                                      : "TP-sliced over " + std::to_string(l.moe_tp) + " GPUs") +
                       " (FusedMoEParallelConfig.make)");
   (void)v;
-  return place_layout(l, cl, EngineKind::kVllm);
+  return place_layout(l, cl, c);
 }
 
 // CUDA-graph capture sizes (vllm/config/vllm.py _set_cudagraph_sizes; see vllm_defaults.h).

@@ -161,10 +161,11 @@ std::optional<std::string> check_config(const Study& study, const Config& config
       const int tp = f("tp"), dp = f("dp"), ep = f("ep"), pp = f("pp"), dcp = f("dcp");
       const bool dpa = v.fields.at("dp_attention") == "true";
       const int used = dpa ? tp * pp : tp * pp * dp;
-      if (used > gpus)
-        return fmt::format("layout {} needs {} GPUs, the node has {}", v.label, used, gpus);
+      const std::string where = study.hardware.nodes == 1 ? "the node" : fmt::format(
+          "the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
+      if (used > gpus) return fmt::format("layout {} needs {} GPUs, {} has {}", v.label, used, where, gpus);
       if (gpus % used != 0)
-        return fmt::format("layout {} uses {} GPUs, which does not divide the node's {}", v.label, used, gpus);
+        return fmt::format("layout {} uses {} GPUs, which does not divide {}'s {}", v.label, used, where, gpus);
       if (used % ep != 0)
         return fmt::format("layout {}: ep={} does not divide the {} GPUs used", v.label, ep, used);
       if (dpa && tp % dp != 0)

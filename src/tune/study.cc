@@ -12,6 +12,7 @@
 
 #include "common/paths.h"
 #include "tune/load_parse.h"
+#include "hardware/hardware.h"
 
 namespace servelab::tune {
 
@@ -346,6 +347,49 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
   return parts;
 }
 
+/// [hardware] nodes / gpus_per_node against gpu_count (study.h Hardware): any two give the third; gpu_count
+/// alone splits as the twin's COUNTxGPU (hardware::parse_cluster), one node for a GPU the twin lacks.
+void read_hardware_nodes(const Ctx& c, const toml::table& t, Hardware& h) {
+  const bool count = t.contains("gpu_count"), nodes = t.contains("nodes"), per = t.contains("gpus_per_node");
+  h.nodes = get_int(c, t, "nodes", "hardware", 1, Range{1, 1024});
+  h.gpus_per_node = get_int(c, t, "gpus_per_node", "hardware", 8, Range{1, 1024});
+  if (!nodes && !per) {
+    try {
+      const hardware::ClusterSpec cl = hardware::parse_cluster(fmt::format("{}x{}", h.gpu_count, h.gpu));
+      h.nodes = cl.nodes, h.gpus_per_node = cl.gpus_per_node;
+    } catch (const std::invalid_argument&) {
+      h.nodes = 1, h.gpus_per_node = h.gpu_count;
+    }
+    return;
+  }
+  if (count && (!nodes || !per)) {
+    const int given = nodes ? h.nodes : h.gpus_per_node;
+    if (h.gpu_count % given != 0)
+      c.fail(t.get(nodes ? "nodes" : "gpus_per_node"), nodes ? "hardware.nodes" : "hardware.gpus_per_node",
+             fmt::format("{} does not divide gpu_count = {}", given, h.gpu_count));
+    (nodes ? h.gpus_per_node : h.nodes) = h.gpu_count / given;
+  }
+  if (count && h.gpu_count != h.nodes * h.gpus_per_node)
+    c.fail(t.get("gpu_count"), "hardware.gpu_count",
+           fmt::format("{} is not nodes x gpus_per_node = {} x {}", h.gpu_count, h.nodes, h.gpus_per_node));
+  h.gpu_count = h.nodes * h.gpus_per_node;
+}
+
+/// [k8s] (tune/k8s_spec.h); images are checked against the engines when manifests are rendered.
+void read_k8s(const Ctx& c, const toml::table& t, K8sSpec& k) {
+  check_keys(c, t, "k8s", {"namespace", "bench_image", "images", "gpu_resource", "results_claim",
+                           "model_cache_claim", "shm_gb", "credentials_secret", "rendezvous_port"});
+  k.ns = get_string(c, t, "namespace", "k8s", k.ns);
+  k.bench_image = get_string(c, t, "bench_image", "k8s", k.bench_image);
+  k.images = get_string_map(c, t, "images", "k8s");
+  k.gpu_resource = get_string(c, t, "gpu_resource", "k8s", k.gpu_resource);
+  k.results_claim = get_string(c, t, "results_claim", "k8s", k.results_claim);
+  k.model_cache_claim = get_string(c, t, "model_cache_claim", "k8s", k.model_cache_claim);
+  k.shm_gb = get_int(c, t, "shm_gb", "k8s", k.shm_gb, Range{1, 4096});
+  k.credentials_secret = get_string(c, t, "credentials_secret", "k8s", k.credentials_secret);
+  k.rendezvous_port = get_int(c, t, "rendezvous_port", "k8s", k.rendezvous_port, Range{1, 65535});
+}
+
 }  // namespace
 
 Study parse_study(const std::string& text, const std::string& origin, const std::filesystem::path& data_dir) {
@@ -358,7 +402,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
                                  e.source().begin.column, e.description()));
   }
   check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
-                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives"});
+                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives", "k8s"});
   Study s;
   s.source_text = text;
 
@@ -383,13 +427,16 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   s.model = get_string(c, *mt, "id", "model", std::nullopt);
 
   if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", false)) {
-    check_keys(c, *ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect"});
+    check_keys(c, *ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect", "nodes", "gpus_per_node"});
     s.hardware.gpu = get_string(c, *ht, "gpu", "hardware", s.hardware.gpu);
     s.hardware.gpu_count = get_int(c, *ht, "gpu_count", "hardware", s.hardware.gpu_count, Range{1, 4096});
+    read_hardware_nodes(c, *ht, s.hardware);
     s.hardware.gpu_memory_gb =
         get_number(c, *ht, "gpu_memory_gb", "hardware", s.hardware.gpu_memory_gb, Range{0, 10000, true});
     s.hardware.interconnect = get_string(c, *ht, "interconnect", "hardware", s.hardware.interconnect);
   }
+
+  if (const toml::table* kt = sub_table(c, root, "k8s", "k8s", false)) read_k8s(c, *kt, s.k8s);
 
   const std::string data = data_dir.string();
   if (const toml::table* bt = sub_table(c, root, "bench", "bench", false)) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tune/load_spec.h"
+#include "tune/k8s_spec.h"
 
 namespace servelab::tune {
 
@@ -139,7 +140,13 @@ struct RecommendationSpec {
 
 struct Hardware {
   std::string gpu = "H200";       ///< GPU model name as the twin knows it
-  int gpu_count = 8;
+  int gpu_count = 8;              ///< GPUs in all: nodes x gpus_per_node
+  /// Nodes of gpus_per_node GPUs: a layout using more GPUs than one node holds spans
+  /// ceil(used / gpus_per_node) nodes (the twin's NxMxGPU form; tune --target k8s renders a
+  /// LeaderWorkerSet for it). [hardware] may give any two of gpu_count, nodes, gpus_per_node; gpu_count
+  /// alone splits as the twin's --hardware COUNTxGPU does (16 x H100 = 2 nodes of 8).
+  int nodes = 1;
+  int gpus_per_node = 8;
   double gpu_memory_gb = 141.0;   ///< HBM per GPU, GB (10^9 bytes)
   std::string interconnect = "NVLink";
 };
@@ -172,6 +179,7 @@ struct Study {
   /// Rehearsal: every scenario's --num-prompts was multiplied by this (scale_prompts); 1 = the study as
   /// written. Recorded with the results, shown in the report, and a resumed run must use the same value.
   double prompts_scale = 1.0;
+  K8sSpec k8s;                  ///< [k8s]: images and volumes of `tune --target k8s --render DIR`
   std::string source_text;      ///< the TOML as read (stored in the results database)
   std::filesystem::path source_path;
 

@@ -151,7 +151,7 @@ std::string twin_data_note(const Study& study) {
 
 TrialRunner make_twin_runner(const Study& study) {
   const hardware::ClusterSpec cluster =
-      hardware::parse_cluster(fmt::format("{}x{}", study.hardware.gpu_count, study.hardware.gpu));
+      hardware::parse_cluster(fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
   std::map<std::string, std::string> versions;  // study engine name -> engine version
   for (const auto& e : study.engines) versions[e.name] = e.version;
   // The served model, once: a model the twin cannot resolve fails every trial with the reason.
