@@ -164,7 +164,7 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   }
   // --target local with [slo]: the twin predicts each SLO search's bracket first (tune/load.h).
   if (study.target != Target::kTwin && !study.slo.targets.empty() && !twin_ptr &&
-      (opt.twin_runner || (!opt.runner && twin_available()))) {
+      (opt.twin_runner || !opt.runner)) {
     TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
     twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, opt.out_dir / "logs");
   }
