@@ -2,7 +2,9 @@
 // command(s) with a copy button, the objective value with its CI or twin error band, the gain chain, the
 // generalization table), then charts with labelled axes (throughput per trial with every failure marked by
 // its class, TTFT/TPOT distributions of baseline vs recommended, objective vs TPOT with the recommended
-// point), a sortable table of every trial, and the full Markdown report with its raw bench blocks folded.
+// point; for studies with [load] / [slo]: throughput, TTFT and TPOT p50/p99 against load per configuration
+// and the output tok/s per GPU vs per user plane with its Pareto front and the recommended point), a
+// sortable table of every trial, and the full Markdown report with its raw bench blocks folded.
 // Works offline: Chart.js is inlined (scripts/deps.sh CHARTJS_VERSION), no network URL.
 //
 // To add a chart: build an html::LineChart / ScatterChart / BarChart in charts_section() and append
@@ -225,6 +227,66 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   return h.str();
 }
 
+// Latency and throughput against load per configuration, and the tok/s/GPU vs tok/s/user plane with its
+// Pareto front (SearchOutcome::load, filled by analyze_load). One chart per (metric, load kind) present.
+std::string load_charts(const ReportInput& in, html::ChartSet& charts) {
+  const LoadOutcome& lo = in.outcome->load;
+  if (!lo.enabled) return "";
+  const std::string tag = in.study->target == Target::kTwin ? " (predicted)" : "";
+  std::ostringstream h;
+  struct Metric {
+    std::string title, y_title;
+    std::vector<std::pair<std::string, std::string>> series;  // (suffix, console label)
+  };
+  const std::vector<Metric> metrics = {
+      {"Output token throughput", "output tok/s", {{"", "Output token throughput (tok/s)"}}},
+      {"TTFT", "TTFT (ms)", {{" p50", "Median TTFT (ms)"}, {" p99", "P99 TTFT (ms)"}}},
+      {"TPOT", "TPOT (ms)", {{" p50", "Median TPOT (ms)"}, {" p99", "P99 TPOT (ms)"}}}};
+  for (LoadKind kind : {LoadKind::kConcurrency, LoadKind::kRequestRate}) {
+    const bool conc = kind == LoadKind::kConcurrency;
+    for (const Metric& m : metrics) {
+      html::LineChart c;
+      c.title = m.title + tag + " against " + (conc ? "concurrency" : "request rate") + " on " + lo.scenario;
+      c.x_title = conc ? "concurrency (requests in flight)" : "request rate (req/s)";
+      c.y_title = m.y_title;
+      c.log_x = true;
+      for (const LoadCurve& curve : lo.curves)
+        for (const auto& [suffix, label] : m.series) {
+          html::Series ser{curve.engine + " " + curve.label + suffix, {}};
+          for (const LoadPointResult& p : curve.points) {
+            auto it = p.metrics.find(label);
+            if (p.load.kind != kind || p.status != TrialStatus::kOk || it == p.metrics.end()) continue;
+            ser.points.push_back({p.load.value, it->second, p.load.text()});
+          }
+          if (!ser.points.empty()) c.series.push_back(std::move(ser));
+        }
+      if (!c.series.empty()) h << charts.add(c);
+    }
+  }
+  html::ScatterChart p;
+  p.title = "Output tok/s per GPU against output tok/s per user" + tag + " on " + lo.scenario;
+  p.x_title = "output tok/s per user (output tok/s ÷ concurrency)";
+  p.y_title = "output tok/s per GPU";
+  p.front_name = "Pareto front";
+  std::map<std::string, size_t> series_of;
+  std::vector<const ParetoPoint*> front;
+  for (const ParetoPoint& pt : lo.pareto) {
+    const std::string what = pt.engine + " " + pt.label + " at " + pt.load.text();
+    auto slot = series_of.try_emplace(pt.engine, p.series.size());
+    if (slot.second) p.series.push_back({pt.engine, {}});
+    p.series[slot.first->second].points.push_back({pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what});
+    if (pt.on_front) front.push_back(&pt);
+    if (pt.recommended) p.marked = html::Point{pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what}, p.marked_name = "recommended";
+  }
+  std::sort(front.begin(), front.end(), [](const ParetoPoint* a, const ParetoPoint* b) {
+    return a->output_tok_s_per_user < b->output_tok_s_per_user;
+  });
+  for (const ParetoPoint* pt : front)
+    p.front.push_back({pt->output_tok_s_per_user, pt->output_tok_s_per_gpu, pt->engine + " " + pt->label + " at " + pt->load.text()});
+  if (!p.series.empty()) h << charts.add(p);
+  return h.str();
+}
+
 std::string td_num(const std::map<std::string, double>* m, const std::string& key) {
   if (!m) return "<td class=\"n\"></td>";
   auto it = m->find(key);
@@ -347,6 +409,7 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
       << "again.</p>\n";
   } else {
     h << charts_section(in, charts);
+    h << load_charts(in, charts);  // load curves and the Pareto front (studies with [load] / [slo])
   }
   h << "</section>\n";
   trial_table(h, in, report_dir);

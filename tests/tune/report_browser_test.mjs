@@ -148,6 +148,41 @@ try {
   assert.deepEqual(pageErrors, [], 'page errors'); checks++;
   assert.deepEqual(failedRequests, [], 'failed requests'); checks++;
   assert.deepEqual(networkRequests, [], 'network requests (the page must work offline)'); checks++;
+
+  // 7. The load study (studies/deepseek-v3.2-h200x8-slo.toml: [load] sweep, [slo], Pareto objective): its
+  // page charts throughput / TTFT / TPOT against concurrency per configuration and the tok/s/GPU vs
+  // tok/s/user plane with the Pareto front and the recommended point; still no console error.
+  const sloOut = path.join(workDir, 'slo');
+  fs.rmSync(sloOut, {recursive: true, force: true});
+  execFileSync(binary, ['tune', path.join(sourceDir, 'studies', 'deepseek-v3.2-h200x8-slo.toml'), '--target', 'twin',
+                        '--out', sloOut], {cwd: sourceDir, stdio: ['ignore', 'ignore', 'pipe']});
+  const sloPage = await browser.newPage({viewport: {width: 1280, height: 900}});
+  sloPage.on('console', m => { if (m.type() === 'error') consoleErrors.push('slo: ' + m.text()); });
+  sloPage.on('pageerror', e => pageErrors.push('slo: ' + String(e)));
+  sloPage.on('request', r => { if (!r.url().startsWith('file://')) networkRequests.push(r.url()); });
+  await sloPage.goto('file://' + path.resolve(path.join(sloOut, 'report.html')), {waitUntil: 'load'});
+  const loadCharts = await sloPage.evaluate(() => [...document.querySelectorAll('canvas')].map(c => {
+    const ch = Chart.getChart(c);
+    if (!ch) return {id: c.id, chart: false, title: ''};
+    const count = ds => ds.data.filter(v => v !== null && v !== undefined).length;
+    return {id: c.id, chart: true, title: ch.options.plugins.title.text,
+            datasets: ch.data.datasets.map(ds => ({label: ds.label, points: count(ds)})),
+            xTitle: ch.options.scales.x.title.text, yTitle: ch.options.scales.y.title.text};
+  }));
+  for (const c of loadCharts) {
+    assert.ok(c.chart && c.datasets.some(d => d.points > 0), `slo report: chart ${c.id} (${c.title}) has no data`);
+  }
+  for (const what of ['Output token throughput', 'TTFT', 'TPOT']) {
+    const c = loadCharts.find(x => x.title.startsWith(what) && x.title.includes('against concurrency'));
+    assert.ok(c, `slo report: no ${what} against concurrency chart in ${loadCharts.map(x => x.title)}`);
+    const lines = c.datasets.filter(d => d.points >= 2);
+    assert.ok(lines.length >= 2, `${c.title}: ${lines.length} curves with >= 2 load points`); checks++;
+  }
+  const pareto = loadCharts.find(x => x.title.startsWith('Output tok/s per GPU against output tok/s per user'));
+  assert.ok(pareto, 'slo report: no Pareto chart');
+  assert.ok(pareto.datasets.find(d => d.label === 'Pareto front')?.points >= 2, 'Pareto front has < 2 points'); checks++;
+  assert.equal(pareto.datasets.find(d => d.label === 'recommended')?.points, 1, 'recommended point not marked'); checks++;
+
   const height = await page.evaluate(() => document.documentElement.scrollHeight);
   console.log(`report_browser_test: ${checks} checks passed; ${charts.length} charts, ${rows} table rows, ` +
               `${failedTrials} failures marked, page ${height} px high, ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
