@@ -37,6 +37,9 @@ std::string failure_decision(const Evaluation& e) {
 void greedy(const Study& study, Evaluator& target, SearchOutcome& out) {
   const auto& obj = study.objective.scenarios;
   const Evaluation* best_seen = nullptr;
+  std::vector<Config> baselines;
+  for (const auto& e : study.engines) baselines.push_back(Config{e.name, {}});
+  target.prefetch(baselines, obj, "baseline");  // independent trials: in parallel where the target can
   for (const auto& e : study.engines) {
     EnginePath p;
     p.engine = e.name;
@@ -53,6 +56,13 @@ void greedy(const Study& study, Evaluator& target, SearchOutcome& out) {
       const std::string cur = cur_it == incumbent.config.knobs.end() ? k.baseline : cur_it->second;
       const size_t first = p.steps.size();
       int winner = -1;
+      std::vector<Config> candidates;
+      for (const auto& v : k.values) {
+        if (v.label == cur) continue;
+        candidates.push_back(incumbent.config);
+        candidates.back().knobs[kname] = v.label;
+      }
+      target.prefetch(candidates, obj, "greedy");
       for (const auto& v : k.values) {
         if (v.label == cur) continue;
         Config cfg = incumbent.config;
@@ -122,6 +132,7 @@ void grid(const Study& study, Evaluator& target, SearchOutcome& out) {
   std::vector<Evaluation> evals;
   auto configs = grid_configs(study);
   evals.reserve(configs.size());
+  target.prefetch(configs, study.objective.scenarios, "grid");
   for (const auto& c : configs) {
     evals.push_back(target.evaluate(c, study.objective.scenarios, "grid"));
     track_best(target, evals.back(), best_seen);
@@ -147,6 +158,10 @@ void twin_guided(const Study& study, Evaluator& target, Evaluator& twin, SearchO
   std::stable_sort(predicted.begin(), predicted.end(), ranks_above);
   RankingCheck rc;
   std::vector<Evaluation> measured;
+  std::vector<Config> top;
+  for (const auto& p : predicted)
+    if (p.feasible && static_cast<int>(top.size()) < study.search.top_k) top.push_back(p.config);
+  target.prefetch(top, study.objective.scenarios, "measure");
   for (const auto& p : predicted) {
     if (!p.feasible || static_cast<int>(measured.size()) >= study.search.top_k) continue;
     measured.push_back(target.evaluate(p.config, study.objective.scenarios, "measure"));
@@ -170,6 +185,7 @@ void twin_guided(const Study& study, Evaluator& target, Evaluator& twin, SearchO
 /// Baseline vs best on every scenario; per kept knob, best vs best-without-it; the recommendation.
 void finish(const Study& study, Evaluator& target, SearchOutcome& out) {
   const auto ids = all_scenarios(study);
+  target.prefetch({out.best_baseline.config, out.best.config}, ids, "generalize");
   Evaluation base = target.evaluate(out.best_baseline.config, ids, "generalize");
   Evaluation best = target.evaluate(out.best.config, ids, "generalize");
   for (const auto& id : ids) {
@@ -184,6 +200,13 @@ void finish(const Study& study, Evaluator& target, SearchOutcome& out) {
   }
   out.recommended = out.best.config;
   if (study.search.ablation && best.objective.n > 0) {
+    std::vector<Config> withouts;
+    for (const auto& k : study.knobs) {
+      if (!out.best.config.knobs.count(k.name)) continue;
+      withouts.push_back(out.best.config);
+      withouts.back().knobs.erase(k.name);
+    }
+    target.prefetch(withouts, ids, "ablation");
     for (const auto& k : study.knobs) {
       auto it = out.best.config.knobs.find(k.name);
       if (it == out.best.config.knobs.end()) continue;

@@ -11,6 +11,7 @@
 #include "common/paths.h"
 #include "servelab_git_version.h"
 #include "tune/local_runner.h"
+#include "tune/slurm.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
@@ -23,6 +24,9 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
       throw std::runtime_error("the twin target needs servelab's engine twin (src/sim), which is not part of this build");
     return make_twin_runner(study);
   }
+  if (target == Target::kSlurm)
+    throw std::runtime_error("the slurm target's runner submits into the study's output directory: run_study "
+                             "makes it (make_slurm_runner)");
   ScenarioFn fn = bench_scenario_fn(study);
   if (!fn)
     throw std::runtime_error(
@@ -139,9 +143,27 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   if (opt.progress && opt.resume)
     *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),
                                  (opt.out_dir / "results.sqlite").string());
-  TrialRunner runner = opt.runner ? opt.runner : default_runner(study, study.target, opt.stop);
+  BatchTrialRunner batch = opt.batch_runner;
+  if (!batch && !opt.runner && study.target == Target::kSlurm) {
+    SlurmRunnerOptions so;
+    so.out_dir = opt.out_dir;
+    so.store_path = opt.out_dir / "results.sqlite";
+    so.stop = opt.stop;
+    so.progress = opt.progress;
+    batch = make_slurm_runner(study, so);
+  }
+  TrialRunner runner = opt.runner;
+  if (!runner && batch) {
+    runner = [batch](const TrialRequest& req) {  // one trial: a batch of one
+      TrialOutcome out;
+      batch({req}, [&out](std::size_t, TrialOutcome o) { out = std::move(o); });
+      return out;
+    };
+  }
+  if (!runner) runner = default_runner(study, study.target, opt.stop);
   Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
                    opt.out_dir / "logs");
+  target.set_batch_runner(batch);
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {
