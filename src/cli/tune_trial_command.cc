@@ -36,7 +36,7 @@ SERVELAB_REGISTER_COMMAND("tune-trial", 41, [](CLI::App& root) {
     try {
       const int rc = servelab::tune::run_trial_file(args->request, args->out, &g_trial_stop);
       if (rc != 0) throw servelab::cli::ExitRequest{rc};
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {  // a worker node's failure (the head writes every outcome)
       std::fprintf(stderr, "servelab tune-trial: %s\n", servelab::common::redact_text(e.what()).c_str());
       throw servelab::cli::ExitRequest{2};
     }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/multinode.h"
 #include "tune/preflight.h"
 #include "tune/runner.h"
 #include "tune/study.h"
@@ -129,6 +130,37 @@ struct CommandResult {
 /// process group) after `timeout_s`.
 CommandResult run_command(const std::vector<std::string>& argv, double timeout_s);
 }  // namespace detail
+
+/// Where this task of a trial's allocation is (from SLURM_JOB_NUM_NODES, SLURM_NODEID, SLURM_JOB_ID, and
+/// the first host of `scontrol show hostnames $SLURM_JOB_NODELIST` as the head when nodes > 1).
+struct SlurmNodeContext {
+  int nodes = 1;
+  int node_rank = 0;      ///< 0 = the head: it serves HTTP and runs the scenarios
+  std::string head;       ///< head node's host name ("" on one node)
+  std::string job_id = "0";
+  /// Reads the Slurm environment; throws std::runtime_error when the head cannot be named.
+  static SlurmNodeContext from_environment();
+};
+
+/// The rendezvous port of a multi-node trial on its head (SGLang --dist-init-addr, vLLM DP RPC, Ray GCS):
+/// 20000 + job id mod 20000, the same on every node without talking.
+int slurm_rendezvous_port(const std::string& job_id);
+
+/// This node's part of a trial's launch (`argv`/`env` as rendered for one node, parallel sizes the totals):
+/// engines::render_node_launch with [slurm] gpus_per_node and the head from `node`. Throws
+/// std::invalid_argument for a launch the engine cannot spread over these nodes, and for multi-node
+/// TensorRT-LLM (its MPI job would have to own the allocation's tasks; not launched by target slurm).
+engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& engine,
+                                      const std::vector<std::string>& argv,
+                                      const std::map<std::string, std::string>& env, const SlurmNodeContext& node);
+
+/// A worker node (rank > 0) of a multi-node trial: its setup commands, then its engine process under a
+/// supervisor (output to `log`) until the engine ends, `stop` is set (Slurm's SIGTERM), or the head's
+/// RESULT.json (`head_result`) appears; then its teardown commands. Ray workers first wait (up to 10 min)
+/// for the head's port. Returns 0; throws std::runtime_error when a setup command fails.
+int run_worker_node(const engines::NodeLaunch& launch, const std::filesystem::path& log,
+                    const std::filesystem::path& head_result, const SlurmNodeContext& node, double grace_s,
+                    const std::atomic<bool>* stop);
 
 /// `servelab tune-trial`: runs the trial of REQUEST.json on this node with the local target's runner and
 /// writes RESULT.json (also for engine failures). On a multi-node allocation only the head (SLURM_NODEID

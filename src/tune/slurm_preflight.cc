@@ -128,6 +128,12 @@ PreflightReport run_slurm_preflight(const Study& study, const SlurmPreflightOpti
   if (p.empty()) return r;
   check_partition(study, p, r);
   check_gres(study, p.at("PartitionName"), o, r);
+  if (study.slurm.nodes(study.hardware.gpu_count) > 1)
+    for (const auto& e : study.engines)
+      if (e.kind == "trtllm")
+        r.checks.push_back({"engine " + e.name, Result::kFailed,
+                            "multi-node TensorRT-LLM (one MPI job owning the allocation's tasks) is not launched by "
+                            "target slurm: use one node per trial, or leave this engine out"});
   return r;
 }
 

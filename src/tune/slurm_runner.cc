@@ -403,7 +403,6 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot read trial request " + request_path.string() + ": " + e.what());
   }
-  if (const char* node = std::getenv("SLURM_NODEID"); node && std::string(node) != "0") return 0;  // not the head
   const auto t0 = std::chrono::steady_clock::now();
   TrialOutcome out;
   try {
@@ -426,9 +425,26 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
     req.argv = cmd.argv;
     req.env = cmd.env;
     if (!req.log_path.empty()) fs::create_directories(req.log_path.parent_path());
+    const SlurmNodeContext node = SlurmNodeContext::from_environment();
+    std::optional<engines::NodeLaunch> launch;
+    if (node.nodes > 1) {  // this node's part of the engine's multi-node launch
+      launch = slurm_node_launch(study, req.engine, cmd.argv, cmd.env, node);
+      if (node.node_rank > 0) {
+        const fs::path log = req.log_path.string() + fmt::format(".node{}", node.node_rank);
+        return run_worker_node(*launch, log, result_path, node, study.engine(req.engine).stop_grace_s, stop);
+      }
+      for (const auto& c : launch->setup)
+        if (const auto r = run_command(c, 600); r.exit_code != 0)
+          throw std::runtime_error(fmt::format("head setup `{}` failed: {}", c.at(0), one_line(r.err + r.out)));
+      req.argv = launch->argv;
+      req.env = launch->env;
+    }
     TrialRunner local = default_runner(study, Target::kLocal, stop);
     out = local(req);
+    if (launch)
+      for (const auto& c : launch->teardown) run_command(c, 120);
   } catch (const std::exception& e) {
+    if (std::getenv("SLURM_NODEID") && std::string(std::getenv("SLURM_NODEID")) != "0") throw;  // a worker: no result
     out = TrialOutcome{};
     char host[256] = {0};
     gethostname(host, sizeof host - 1);

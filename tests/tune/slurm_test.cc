@@ -381,3 +381,45 @@ TEST(SlurmBatch, GridTrialsComeInOneBatch) {
 
 }  // namespace
 }  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+// Section 2: a 16-GPU SGLang trial on 2 nodes of 8: every node runs the same server with its rank and the
+// head's rendezvous address (engines::render_node_launch), the port from the job id.
+TEST(SlurmMultiNode, SglangOnTwoNodes) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\n",
+                        "s.toml", "/data");
+  EXPECT_EQ(s.slurm.nodes(s.hardware.gpu_count), 2);
+  EXPECT_EQ(slurm_rendezvous_port("12345"), 32345);
+  EXPECT_EQ(slurm_rendezvous_port("45678"), 25678);
+  const std::vector<std::string> argv = {"python3", "-m", "sglang.launch_server", "--model-path", "org/model",
+                                         "--tp-size", "16"};
+  SlurmNodeContext node;
+  node.nodes = 2;
+  node.head = "gpu-a17";
+  node.job_id = "12345";
+  for (int rank : {0, 1}) {
+    node.node_rank = rank;
+    const engines::NodeLaunch l = slurm_node_launch(s, "b", argv, {}, node);
+    EXPECT_EQ(l.method, engines::MultiNodeMethod::kSglangNnodes);
+    EXPECT_EQ(l.serves_http, rank == 0);
+    std::vector<std::string> want = argv;
+    want.insert(want.end(), {"--nnodes", "2", "--node-rank", std::to_string(rank), "--dist-init-addr",
+                             "gpu-a17:32345"});
+    EXPECT_EQ(l.argv, want) << "rank " << rank;
+  }
+  // TensorRT-LLM's MPI job would have to own the allocation's tasks: refused with the reason.
+  Study t = s;
+  t.engines[0].kind = "trtllm";
+  node.node_rank = 0;
+  try {
+    slurm_node_launch(t, "a", {"trtllm-serve", "org/model", "--tp_size", "16"}, {}, node);
+    FAIL() << "no refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-node TensorRT-LLM runs as one MPI job"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace servelab::tune
