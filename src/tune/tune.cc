@@ -113,6 +113,13 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   };
   for (const auto& e : study.engines) env["engine." + e.name] = e.version;
   env["prompts_scale"] = fmt::format("{:g}", study.prompts_scale);
+  if (target == Target::kSlurm) {
+    const SlurmSpec& sl = study.slurm;
+    env["slurm"] = fmt::format("partition {}, --gres={}:{} on {} node(s) per trial, --time {}, up to {} jobs at once",
+                               sl.partition.empty() ? "(default)" : sl.partition, sl.gres_name,
+                               std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node),
+                               sl.nodes(study.hardware.gpu_count), slurm_time(sl.time_limit_min), sl.max_parallel);
+  }
   return env;
 }
 

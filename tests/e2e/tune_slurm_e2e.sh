@@ -129,6 +129,9 @@ for v in (None, "seqs64", "seqs128"):
     tok = con.execute("select m.value from metrics m join trials t on t.id = m.trial_id where t.config_key = ? "
                       "and m.metric = 'Total Token throughput (tok/s)'", ("vllm{}" if v is None else "vllm{variant=%s}" % v,)).fetchone()
     assert tok and tok[0] > 0, (v, tok)
+env = dict(con.execute("select key, value from environment"))
+assert env["target"] == "slurm", env["target"]
+assert env["slurm"] == "partition servelab, --gres=gpu:2 on 1 node(s) per trial, --time 0-00:01:00, up to 4 jobs at once", env["slurm"]
 print("classified: 3 ok, slow-limit time_limit (job %s), slow-cancel cancelled (job %s)" % (sys.argv[2], sys.argv[3]))
 PY
 grep -q "^best: vllm " run2.txt || fail "no best config"
