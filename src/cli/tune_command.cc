@@ -11,6 +11,7 @@
 #include "tune/load.h"
 #include "tune/k8s.h"
 #include "tune/preflight.h"
+#include "tune/slurm.h"
 #include "tune/tune.h"
 
 namespace {
@@ -45,10 +46,21 @@ bool preflight(const servelab::tune::Study& study, servelab::tune::TuneOptions& 
   return r.ok();
 }
 
+/// Pre-flight for the Slurm target: the partition, the GRES and the time limit against the plan.
+bool slurm_preflight(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt, bool quiet) {
+  using namespace servelab::tune;
+  const PreflightReport r = run_slurm_preflight(study, SlurmPreflightOptions{});
+  if (!quiet || !r.ok())
+    std::cerr << "servelab tune: Slurm pre-flight (" << (r.ok() ? "ok" : "FAILED") << ")\n" << r.text();
+  opt.environment["preflight"] = r.ok() ? "ok" : "failed";
+  return r.ok();
+}
+
 void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tune::TuneOptions& opt) {
   using namespace servelab::tune;
   bool ok = true;
   if (study.target == Target::kLocal) ok = preflight(study, opt, false);
+  if (study.target == Target::kSlurm) ok = slurm_preflight(study, opt, false);
   const StudyPlan plan = plan_study(study);
   const double startup_s = a.startup_estimate_min * 60;
   std::cout << fmt::format(
@@ -61,7 +73,7 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
       plan.benchmark_s / 3600, a.startup_estimate_min, plan.gpu_hours(startup_s, study.hardware.gpu_count),
       study.hardware.gpu_count, plan.gpu_hours(startup_s, 1),
       study.prompts_scale == 1 ? "" : fmt::format(" (rehearsal: --num-prompts x {:g})", study.prompts_scale));
-  if (study.target == Target::kLocal)
+  if (study.target != Target::kTwin)
     std::cout << (ok ? "pre-flight: ok\n" : "pre-flight: FAILED (see above); fix it before booking GPUs\n");
   if (!ok) throw servelab::cli::ExitRequest{2};
 }
@@ -106,7 +118,13 @@ void run(const TuneArgs& a) {
     std::fprintf(stderr, "servelab tune: --render DIR writes Kubernetes manifests: it needs --target k8s\n");
     throw servelab::cli::ExitRequest{2};
   }
-  set_target(study, a.target == "twin" ? Target::kTwin : a.target == "local" ? Target::kLocal : study.target);
+  set_target(study, a.target == "twin" ? Target::kTwin : a.target == "local" ? Target::kLocal
+                    : a.target == "slurm" ? Target::kSlurm : study.target);
+  if (study.target == Target::kSlurm && !study.slurm.configured) {
+    std::fprintf(stderr, "servelab tune: --target slurm: %s has no [slurm] section (partition, time_limit_min, "
+                         "...; docs/cluster.md)\n", a.study.c_str());
+    throw servelab::cli::ExitRequest{2};
+  }
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
   opt.resume = a.resume;
@@ -118,6 +136,11 @@ void run(const TuneArgs& a) {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
+    throw servelab::cli::ExitRequest{2};
+  }
+  if (study.target == Target::kSlurm && !a.skip_preflight && !slurm_preflight(study, opt, a.quiet)) {
+    std::fprintf(stderr, "servelab tune: Slurm pre-flight failed: nothing was submitted (fix the checks above, or "
+                         "--skip-preflight to submit anyway)\n");
     throw servelab::cli::ExitRequest{2};
   }
   if (study.target == Target::kLocal && !a.skip_preflight && !preflight(study, opt, a.quiet)) {
@@ -171,7 +194,7 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
               "trial in SQLite, write the report and a recommended launch command");
   cmd->add_option("study", args->study, "study file (TOML), e.g. studies/deepseek-v3.2-h200x8.toml")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local", "k8s"}));
+  cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local", "slurm", "k8s"}));
   cmd->add_option("--render", args->render,
                   "with --target k8s: write one Kubernetes Job (LeaderWorkerSet for a multi-node trial) per trial "
                   "into this directory, plus trials.tsv; nothing is applied");
@@ -190,7 +213,8 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
   cmd->add_flag("--dry-run", args->dry_run,
                 "print the plan (trials, launches, the twin's estimate of GPU-hours) and, for the local target, "
                 "what pre-flight finds; launch nothing");
-  cmd->add_flag("--skip-preflight", args->skip_preflight, "local target: launch without the pre-flight checks");
+  cmd->add_flag("--skip-preflight", args->skip_preflight,
+                "local and slurm targets: launch without the pre-flight checks");
   cmd->add_option("--startup-estimate-min", args->startup_estimate_min,
                   "dry run: minutes one engine start-up takes on this node (GPU-hours estimate)")
       ->capture_default_str()

@@ -22,6 +22,11 @@ const char* trial_status_name(TrialStatus s) {
     case TrialStatus::kInvalid: return "invalid";
     case TrialStatus::kInterrupted: return "interrupted";
     case TrialStatus::kError: return "error";
+    case TrialStatus::kJobTimeLimit: return "time_limit";
+    case TrialStatus::kJobNodeFail: return "node_fail";
+    case TrialStatus::kJobPreempted: return "preempted";
+    case TrialStatus::kJobOutOfMemory: return "job_oom";
+    case TrialStatus::kJobCancelled: return "cancelled";
   }
   return "error";
 }
@@ -29,7 +34,9 @@ const char* trial_status_name(TrialStatus s) {
 TrialStatus trial_status_from_name(const std::string& n) {
   for (auto s : {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
                  TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed,
-                 TrialStatus::kInvalid, TrialStatus::kInterrupted, TrialStatus::kError})
+                 TrialStatus::kInvalid, TrialStatus::kInterrupted, TrialStatus::kError, TrialStatus::kJobTimeLimit,
+                 TrialStatus::kJobNodeFail, TrialStatus::kJobPreempted, TrialStatus::kJobOutOfMemory,
+                 TrialStatus::kJobCancelled})
     if (n == trial_status_name(s)) return s;
   throw std::invalid_argument("unknown trial status '" + n + "'");
 }
@@ -201,15 +208,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         for (const auto& id : missing) ev.scenario_failure[id] = "not run";
       } else {
         if (stop_ && stop_->load()) throw Interrupted();
-        TrialRequest req;
-        req.trial_key = tk;
-        req.engine = ev.config.engine;
-        req.config_key = ev.key;
-        req.argv = cmd.argv;
-        req.env = cmd.env;
-        for (const auto& id : missing) req.scenarios.push_back(load_scenario(study_, id));  // "id@c16" too
-        req.repeat = rep;
-        if (!log_dir_.empty()) req.log_path = log_dir_ / (sanitize(tk) + ".log");
+        const TrialRequest req = make_request(ev, cmd, missing, rep, tk);
         const double t0 = wall_now_s();
         const auto steady0 = std::chrono::steady_clock::now();
         TrialOutcome out;
@@ -226,43 +225,7 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         if (out.status == TrialStatus::kInterrupted) throw Interrupted();
         if (out.wall_s == 0)
           out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
-        TrialRecord rec;
-        rec.trial_key = tk;
-        rec.engine = ev.config.engine;
-        rec.config_key = ev.key;
-        rec.config_label = ev.label;
-        rec.phase = phase;
-        rec.repeat = rep;
-        rec.argv = cmd.argv;
-        rec.env = cmd.env;
-        rec.shell = ev.shell;
-        rec.log_path = req.log_path.string();
-        rec.outcome = std::move(out);
-        rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
-        rec.wall_started_s = t0;
-        ++launched_;
-        launched_wall_s_ += rec.outcome.wall_s;
-        ++done_;
-        if (progress_) {
-          std::string result;
-          if (rec.outcome.status != TrialStatus::kOk) {
-            result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
-                                 rec.outcome.reason.substr(0, 100));
-          } else if (!rec.outcome.scenarios.empty()) {
-            auto& m = rec.outcome.scenarios.front().metrics;
-            auto it = m.find(study_.objective.metric);
-            result = it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study_.objective.metric);
-          }
-          const int total = std::max(planned_, done_);
-          const double left = launched_ ? launched_wall_s_ / launched_ * (total - done_) : 0;
-          result = common::redact_text(result);  // a failure reason may quote the engine's command or log
-          *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}", done_, total, ev.config.engine, ev.label,
-                                    phase, rep, result, rec.outcome.predicted ? " [predicted]" : "");
-          if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);
-          *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
-          progress_->flush();
-        }
-        remember(std::move(rec));
+        finish_trial(ev, cmd, phase, req, std::move(out), t0);
       }
     }
     if (done_before || (!missing.empty() && !records_.empty() && records_.back().trial_key == tk))
@@ -326,6 +289,110 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
   }
   apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
   return ev;
+}
+
+TrialRequest Evaluator::make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
+                                     int rep, const std::string& tk) const {
+  TrialRequest req;
+  req.trial_key = tk;
+  req.engine = ev.config.engine;
+  req.config_key = ev.key;
+  req.argv = cmd.argv;
+  req.env = cmd.env;
+  for (const auto& id : missing) req.scenarios.push_back(load_scenario(study_, id));  // "id@c16" too
+  req.repeat = rep;
+  req.knobs = ev.config.knobs;
+  if (!log_dir_.empty()) req.log_path = log_dir_ / (sanitize(tk) + ".log");
+  return req;
+}
+
+void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                             const TrialRequest& req, TrialOutcome out, double t0) {
+  const std::string& tk = req.trial_key;
+  const int rep = req.repeat;
+  TrialRecord rec;
+  rec.trial_key = tk;
+  rec.engine = ev.config.engine;
+  rec.config_key = ev.key;
+  rec.config_label = ev.label;
+  rec.phase = phase;
+  rec.repeat = rep;
+  rec.argv = cmd.argv;
+  rec.env = cmd.env;
+  rec.shell = ev.shell;
+  rec.log_path = req.log_path.string();
+  rec.outcome = std::move(out);
+  rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
+  rec.wall_started_s = t0;
+  ++launched_;
+  launched_wall_s_ += rec.outcome.wall_s;
+  ++done_;
+  if (progress_) {
+    std::string result;
+    if (rec.outcome.status != TrialStatus::kOk) {
+      result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
+                           rec.outcome.reason.substr(0, 100));
+    } else if (!rec.outcome.scenarios.empty()) {
+      auto& m = rec.outcome.scenarios.front().metrics;
+      auto it = m.find(study_.objective.metric);
+      result = it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study_.objective.metric);
+    }
+    const int total = std::max(planned_, done_);
+    const double left = launched_ ? launched_wall_s_ / launched_ * (total - done_) : 0;
+    result = common::redact_text(result);  // a failure reason may quote the engine's command or log
+    *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}", done_, total, ev.config.engine, ev.label,
+                              phase, rep, result, rec.outcome.predicted ? " [predicted]" : "");
+    if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);
+    *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
+    progress_->flush();
+  }
+  remember(std::move(rec));
+}
+
+void Evaluator::prefetch(const std::vector<Config>& configs, const std::vector<std::string>& ids,
+                         const std::string& phase) {
+  if (!batch_runner_) return;
+  for (int rep = 0; rep < repeats(); ++rep) {
+    // The trials evaluate() would launch for this repeat, each once; rejected configs and configs whose
+    // launch already failed for good are left to evaluate() (no launch).
+    std::vector<TrialRequest> requests;
+    std::vector<std::pair<Evaluation, Rendered>> meta;
+    for (const auto& c : configs) {
+      Evaluation ev;
+      ev.config = normalize(study_, c);
+      ev.key = config_key(study_, ev.config);
+      ev.label = config_label(study_, ev.config);
+      ev.predicted = tag_ == "twin";
+      if (check_config(study_, ev.config) || find_config_failure(ev.key, rep)) continue;
+      std::vector<std::string> missing;
+      for (const auto& id : ids)
+        if (!find(ev.key, id, rep)) missing.push_back(id);
+      if (missing.empty()) continue;
+      std::string tk = fmt::format("{}|{}|", tag_, ev.key);
+      for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
+      tk += fmt::format("|r{}", rep);
+      bool known = false;
+      for (const auto& r : records_) known = known || r.trial_key == tk;
+      for (const auto& r : requests) known = known || r.trial_key == tk;
+      if (known) continue;
+      Rendered cmd = render(study_, ev.config);
+      ev.shell = cmd.shell();
+      requests.push_back(make_request(ev, cmd, missing, rep, tk));
+      meta.emplace_back(std::move(ev), std::move(cmd));
+    }
+    if (requests.empty()) continue;
+    if (stop_ && stop_->load()) throw Interrupted();
+    bool interrupted = false;
+    batch_runner_(requests, [&](std::size_t i, TrialOutcome out) {
+      if (out.status == TrialStatus::kInterrupted) {
+        interrupted = true;
+        return;
+      }
+      const double started_s = wall_now_s() - out.wall_s;
+      finish_trial(meta.at(i).first, meta.at(i).second, phase, requests.at(i), std::move(out), started_s);
+    });
+    if (interrupted || (stop_ && stop_->load())) throw Interrupted();
+  }
 }
 
 }  // namespace servelab::tune

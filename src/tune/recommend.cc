@@ -127,6 +127,7 @@ Evaluation restore_until_feasible(const Study& study, Evaluator& target, const s
 
 void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutcome& out) {
   const auto ids = all_scenarios(study);
+  target.prefetch({out.best_baseline.config, out.best.config}, ids, "generalize");
   const Evaluation base = target.evaluate(out.best_baseline.config, ids, "generalize");
   const Evaluation best = target.evaluate(out.best.config, ids, "generalize");
   out.generalization = generalization(ids, base, best);
@@ -134,6 +135,13 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
   out.recommended = out.best.config;
   Config safe = out.best.config, for_objective = out.best.config;
   if (study.search.ablation && best.objective.n > 0) {
+    std::vector<Config> withouts;  // every ablation at once where the target runs trials in parallel
+    for (const auto& k : study.knobs)
+      if (out.best.config.knobs.count(k.name)) {
+        withouts.push_back(out.best.config);
+        withouts.back().knobs.erase(k.name);
+      }
+    target.prefetch(withouts, ids, "ablation");
     for (const auto& k : study.knobs) {
       auto it = out.best.config.knobs.find(k.name);
       if (it == out.best.config.knobs.end()) continue;

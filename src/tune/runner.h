@@ -27,10 +27,16 @@ enum class TrialStatus {
                     ///< behind on a loaded host): reported, never ranked
   kInterrupted,     ///< stopped by Ctrl-C (not recorded as finished; re-run on --resume)
   kError,           ///< any other failure (runner error, bad scenario arguments)
+  // How a Slurm job ended when the scheduler ended it (target slurm; Slurm's job states, `man squeue`):
+  kJobTimeLimit,    ///< TIMEOUT / DEADLINE: the job ran past [slurm] time_limit_min
+  kJobNodeFail,     ///< NODE_FAIL / BOOT_FAIL: a node of the allocation failed
+  kJobPreempted,    ///< PREEMPTED and not requeued
+  kJobOutOfMemory,  ///< OUT_OF_MEMORY: the job's host-memory limit killed it (not GPU memory: that is kOutOfMemory)
+  kJobCancelled,    ///< CANCELLED by someone other than this tune (scancel, an administrator)
 };
 
 /// Stable name ("ok", "rejected", "startup_refused", "oom", "not_ready", "crashed", "requests_failed",
-/// "invalid", "interrupted", "error").
+/// "invalid", "interrupted", "error", "time_limit", "node_fail", "preempted", "job_oom", "cancelled").
 const char* trial_status_name(TrialStatus status);
 /// Inverse of trial_status_name; throws std::invalid_argument for an unknown name.
 TrialStatus trial_status_from_name(const std::string& name);
@@ -72,6 +78,9 @@ struct TrialRequest {
   std::vector<Scenario> scenarios;
   int repeat = 0;                          ///< 0-based repeat index
   std::filesystem::path log_path;          ///< where the engine's stdout+stderr go (local target)
+  /// The config's knob values (knob → value label, non-baseline only), so that a runner on another host can
+  /// render the launch again for that host (its own port: target slurm).
+  std::map<std::string, std::string> knobs;
 };
 
 /// What a runner returns. On failure `scenarios` holds the scenarios that finished before it.
@@ -96,5 +105,17 @@ struct StudyAbort : std::runtime_error {
 /// machine cannot run any trial, and may throw for programming errors. Thread-safety: called from one
 /// thread at a time.
 using TrialRunner = std::function<TrialOutcome(const TrialRequest&)>;
+
+/// Called by a BatchTrialRunner as trial `index` of the batch ends, in the thread that called the batch
+/// runner, so that the caller records it at once (a killed tune loses no finished trial).
+using TrialDone = std::function<void(std::size_t index, TrialOutcome outcome)>;
+
+/// Runs independent trials, as many at once as the runner allows (target slurm: [slurm] max_parallel
+/// jobs), calling `done` once per request as each ends, in any order. On Ctrl-C (the runner's stop flag) it
+/// stops what is in flight and reports each unfinished trial as kInterrupted. Throws StudyAbort like a
+/// TrialRunner. The search hands it the trials that do not depend on each other (the grid, the twin's
+/// top-k, greedy's candidates for one knob, the ablation's configs: Evaluator::prefetch).
+/// Thread-safety: called from one thread at a time.
+using BatchTrialRunner = std::function<void(const std::vector<TrialRequest>& requests, const TrialDone& done)>;
 
 }  // namespace servelab::tune

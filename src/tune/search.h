@@ -71,6 +71,16 @@ class Evaluator {
   Evaluation evaluate(const Config& config, const std::vector<std::string>& scenario_ids,
                       const std::string& phase);
 
+  /// Runs the trials that evaluating each of `configs` on `scenario_ids` needs and that are not known yet,
+  /// all at once through the batch runner (set_batch_runner), recording each as it ends; evaluate() then
+  /// finds them. Without a batch runner it does nothing (evaluate() runs them one by one). The strategies
+  /// call it where the trials are independent: the grid, the twin's top-k, greedy's candidates for one
+  /// knob, the ablation. Throws Interrupted when stopped (finished trials are recorded).
+  void prefetch(const std::vector<Config>& configs, const std::vector<std::string>& scenario_ids,
+                const std::string& phase);
+  /// Lets prefetch run independent trials in parallel (target slurm); empty = one at a time.
+  void set_batch_runner(BatchTrialRunner runner) { batch_runner_ = std::move(runner); }
+
   void set_planned(int trials) { planned_ = trials; }
   int launched() const { return launched_; }
   /// Evaluations that lacked a stored result in replay mode (0 = the study is complete).
@@ -91,9 +101,15 @@ class Evaluator {
   const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
   const TrialRecord* find_config_failure(const std::string& config_key, int repeat) const;
   void remember(TrialRecord record);
+  TrialRequest make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
+                            int rep, const std::string& trial_key) const;
+  /// Records a launched trial's outcome (progress line, store) as evaluate() and prefetch() do.
+  void finish_trial(const Evaluation& ev, const Rendered& cmd, const std::string& phase, const TrialRequest& req,
+                    TrialOutcome out, double wall_started_s);
 
   const Study& study_;
   TrialRunner runner_;
+  BatchTrialRunner batch_runner_;
   std::string tag_;
   Store* store_;
   std::vector<TrialRecord> records_;  ///< finished trials known to this evaluator

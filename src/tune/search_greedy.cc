@@ -25,6 +25,13 @@ void try_knob(const SearchSpace& space, Evaluator& target, const KnobAxis& axis,
   const std::string cur = space.value_of(incumbent.config, axis);
   const size_t first = p.steps.size();
   int winner = -1;
+  std::vector<Config> candidates;  // independent trials: in parallel where the target can (Slurm)
+  for (const auto& v : axis.values) {
+    if (v == cur) continue;
+    candidates.push_back(incumbent.config);
+    candidates.back().knobs[axis.name] = v;
+  }
+  target.prefetch(candidates, space.objective_scenarios(), "greedy");
   for (const auto& v : axis.values) {
     if (v == cur) continue;
     Config cfg = incumbent.config;

@@ -16,6 +16,7 @@ std::vector<Evaluation> evaluate_grid(const SearchSpace& space, Evaluator& ev, c
   std::vector<Evaluation> evals;
   const auto configs = space.grid();
   evals.reserve(configs.size());
+  ev.prefetch(configs, space.objective_scenarios(), phase);  // independent: in parallel where the target can
   for (const auto& c : configs) {
     evals.push_back(ev.evaluate(c, space.objective_scenarios(), phase));
     track_best(ev, evals.back(), best_seen);

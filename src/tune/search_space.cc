@@ -134,6 +134,9 @@ void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best) {
 }
 
 void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out, const std::string& phase) {
+  std::vector<Config> baselines;
+  for (const auto& e : space.engines()) baselines.push_back(Config{e, {}});
+  target.prefetch(baselines, space.objective_scenarios(), phase);  // independent: in parallel where the target can
   for (const auto& e : space.engines()) {
     EnginePath p;
     p.engine = e;

@@ -112,6 +112,14 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     have_log_path = q.step() && q.integer(0) == 1;
   }
   if (!have_log_path) exec("ALTER TABLE trials ADD COLUMN log_path TEXT NOT NULL DEFAULT ''");
+  bool have_jobs = false;
+  {
+    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'slurm_jobs'");
+    have_jobs = q.step() && q.integer(0) == 1;
+  }
+  if (!have_jobs)
+    exec("CREATE TABLE IF NOT EXISTS slurm_jobs (trial_key TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
+         "state TEXT NOT NULL, wall_submitted_s REAL NOT NULL)");
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -276,5 +284,22 @@ std::optional<std::string> Store::study_name() const {
 }
 
 void Store::clear_trials() { exec("DELETE FROM trials"); }
+
+void Store::record_slurm_job(const SlurmJobRecord& j) {
+  Stmt s(db_, "INSERT OR REPLACE INTO slurm_jobs (trial_key, job_id, state, wall_submitted_s) VALUES (?, ?, ?, ?)");
+  s.bind(1, j.trial_key).bind(2, j.job_id).bind(3, j.state).bind(4, j.wall_submitted_s).run();
+}
+
+std::map<std::string, SlurmJobRecord> Store::slurm_jobs() const {
+  std::map<std::string, SlurmJobRecord> out;
+  Stmt q(db_, "SELECT trial_key, job_id, state, wall_submitted_s FROM slurm_jobs");
+  while (q.step()) out[q.text(0)] = SlurmJobRecord{q.text(0), q.text(1), q.text(2), q.real(3)};
+  return out;
+}
+
+void Store::forget_slurm_job(const std::string& trial_key) {
+  Stmt s(db_, "DELETE FROM slurm_jobs WHERE trial_key = ?");
+  s.bind(1, trial_key).run();
+}
 
 }  // namespace servelab::tune

@@ -33,6 +33,15 @@ struct TrialRecord {
   double wall_started_s = 0.0;             ///< system clock, seconds since the Unix epoch
 };
 
+/// The Slurm job of a trial (target slurm): written at submission, so that --resume finds jobs that are
+/// still queued or running and waits for them instead of submitting them again.
+struct SlurmJobRecord {
+  std::string trial_key;
+  std::string job_id;              ///< sbatch's job id ("1234")
+  std::string state;               ///< last Slurm state seen ("PENDING", "RUNNING", "COMPLETED", ...)
+  double wall_submitted_s = 0.0;   ///< system clock, seconds since the Unix epoch
+};
+
 /// The results database. Not copyable; Thread-safety: one thread at a time.
 class Store {
  public:
@@ -67,6 +76,13 @@ class Store {
   std::vector<TrialRecord> trials() const;
   /// Deletes every trial (a fresh run without --resume).
   void clear_trials();
+
+  /// Inserts or replaces the Slurm job of `job.trial_key`. Throws std::runtime_error on SQLite errors.
+  void record_slurm_job(const SlurmJobRecord& job);
+  /// Every stored Slurm job, by trial key.
+  std::map<std::string, SlurmJobRecord> slurm_jobs() const;
+  /// Forgets the job of `trial_key` (cancelled by this tune: --resume submits the trial again).
+  void forget_slurm_job(const std::string& trial_key);
 
  private:
   void exec(const std::string& sql) const;

@@ -16,7 +16,14 @@
 
 namespace servelab::tune {
 
-const char* target_name(Target target) { return target == Target::kTwin ? "twin" : "local"; }
+const char* target_name(Target target) {
+  switch (target) {
+    case Target::kTwin: return "twin";
+    case Target::kLocal: return "local";
+    case Target::kSlurm: return "slurm";
+  }
+  return "?";
+}
 
 const char* strategy_name(Strategy strategy) {
   switch (strategy) {
@@ -28,7 +35,9 @@ const char* strategy_name(Strategy strategy) {
 }
 
 Strategy default_strategy(Target target) {
-  return target == Target::kLocal ? Strategy::kTwinGuided : Strategy::kGreedy;
+  // Real GPUs (local or Slurm) cost money per launch: the twin ranks first. On the twin itself, greedy
+  // explains each gain (and the grid check covers what it misses).
+  return target == Target::kTwin ? Strategy::kGreedy : Strategy::kTwinGuided;
 }
 
 const char* recommendation_rule_name(RecommendationRule rule) {
@@ -402,7 +411,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
                                  e.source().begin.column, e.description()));
   }
   check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
-                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives", "k8s"});
+                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives", "k8s", "slurm"});
   Study s;
   s.source_text = text;
 
@@ -415,7 +424,8 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   std::string target = get_string(c, *st, "target", "study", std::string("twin"));
   if (target == "twin") s.target = Target::kTwin;
   else if (target == "local") s.target = Target::kLocal;
-  else c.fail(st->get("target"), "study.target", "must be \"twin\" or \"local\"");
+  else if (target == "slurm") s.target = Target::kSlurm;
+  else c.fail(st->get("target"), "study.target", "must be \"twin\", \"local\" or \"slurm\"");
   s.repeats = get_int(c, *st, "repeats", "study", 1, Range{1, 100});
   s.host = get_string(c, *st, "host", "study", std::string("127.0.0.1"));
   if (s.host.empty() || s.host.find_first_of(" /") != std::string::npos)
@@ -437,6 +447,43 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   }
 
   if (const toml::table* kt = sub_table(c, root, "k8s", "k8s", false)) read_k8s(c, *kt, s.k8s);
+  if (const toml::table* lt = sub_table(c, root, "slurm", "slurm", false)) {
+    check_keys(c, *lt, "slurm", {"partition", "account", "qos", "gres_name", "gpus_per_trial", "gpus_per_node",
+                                 "time_limit_min", "max_parallel", "setup", "sbatch_args", "servelab",
+                                 "poll_interval_s", "requeue"});
+    SlurmSpec& sl = s.slurm;
+    sl.configured = true;
+    sl.partition = get_string(c, *lt, "partition", "slurm", sl.partition);
+    sl.account = get_string(c, *lt, "account", "slurm", sl.account);
+    sl.qos = get_string(c, *lt, "qos", "slurm", sl.qos);
+    sl.gres_name = get_string(c, *lt, "gres_name", "slurm", sl.gres_name);
+    if (sl.gres_name.empty() || sl.gres_name.find_first_of(" :,") != std::string::npos)
+      c.fail(lt->get("gres_name"), "slurm.gres_name", "must be a GRES name such as \"gpu\"");
+    sl.gpus_per_trial = get_int(c, *lt, "gpus_per_trial", "slurm", s.hardware.gpu_count, Range{1, 4096});
+    sl.gpus_per_node = get_int(c, *lt, "gpus_per_node", "slurm", std::min(s.hardware.gpus_per_node, sl.gpus_per_trial),
+                               Range{1, 64});
+    if (sl.gpus_per_trial > sl.gpus_per_node && sl.gpus_per_trial % sl.gpus_per_node != 0)
+      c.fail(lt->get("gpus_per_trial"), "slurm.gpus_per_trial",
+             fmt::format("{} GPUs do not fill whole nodes of {} (slurm.gpus_per_node)", sl.gpus_per_trial,
+                         sl.gpus_per_node));
+    // A week is the longest any cluster we know allows; more is a typing mistake.
+    sl.time_limit_min = get_number(c, *lt, "time_limit_min", "slurm", sl.time_limit_min, Range{0, 10080, true});
+    sl.max_parallel = get_int(c, *lt, "max_parallel", "slurm", sl.max_parallel, Range{1, 1000});
+    sl.setup = get_strings(c, *lt, "setup", "slurm");
+    sl.sbatch_args = get_strings(c, *lt, "sbatch_args", "slurm");
+    for (size_t i = 0; i < sl.sbatch_args.size(); ++i)
+      if (sl.sbatch_args[i].rfind("-", 0) != 0 || sl.sbatch_args[i].find('\n') != std::string::npos)
+        c.fail(lt->get("sbatch_args"), fmt::format("slurm.sbatch_args[{}]", i),
+               "must be one sbatch option starting with '-' (e.g. \"--constraint=h100\")");
+    sl.servelab = get_string(c, *lt, "servelab", "slurm", sl.servelab);
+    sl.poll_interval_s = get_number(c, *lt, "poll_interval_s", "slurm", sl.poll_interval_s, Range{0, 3600, true});
+    sl.requeue = get_bool(c, *lt, "requeue", "slurm", sl.requeue);
+  } else {
+    s.slurm.gpus_per_trial = s.hardware.gpu_count;
+    s.slurm.gpus_per_node = std::min(s.hardware.gpus_per_node, s.hardware.gpu_count);
+  }
+  if (s.target == Target::kSlurm && !root.get("slurm"))
+    c.fail(&root, "slurm", "target \"slurm\" needs a [slurm] section (partition, time_limit_min, ...)");
 
   const std::string data = data_dir.string();
   if (const toml::table* bt = sub_table(c, root, "bench", "bench", false)) {

@@ -21,9 +21,9 @@ struct StudyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Where trials run: the engine twin in-process (`twin`, every number "predicted") or real engines on
-/// this machine (`local`).
-enum class Target { kTwin, kLocal };
+/// Where trials run: the engine twin in-process (`twin`, every number "predicted"), real engines on
+/// this machine (`local`), or real engines in Slurm jobs, one job per trial (`slurm`, docs/cluster.md).
+enum class Target { kTwin, kLocal, kSlurm };
 const char* target_name(Target target);
 
 /// How one engine is launched and checked.
@@ -151,6 +151,29 @@ struct Hardware {
   std::string interconnect = "NVLink";
 };
 
+/// The `[slurm]` section: how each trial becomes a Slurm job (target `slurm`, docs/cluster.md). A trial
+/// that needs more GPUs than `gpus_per_node` gets ceil(gpus / gpus_per_node) nodes.
+struct SlurmSpec {
+  std::string partition;               ///< sbatch --partition ("" = the cluster's default partition)
+  std::string account;                 ///< sbatch --account ("" = none)
+  std::string qos;                     ///< sbatch --qos ("" = none)
+  std::string gres_name = "gpu";       ///< the GRES the GPUs are requested as: --gres=<gres_name>:<per node>
+  int gpus_per_trial = 0;              ///< GPUs one trial uses (0 = hardware.gpu_count)
+  int gpus_per_node = 8;               ///< GPUs of one node of the partition
+  double time_limit_min = 60;          ///< sbatch --time of every trial, minutes (a job past it: "time_limit")
+  int max_parallel = 4;                ///< most trial jobs queued or running at once
+  std::vector<std::string> setup;      ///< shell lines run in the batch script first (module load, conda, ...)
+  std::vector<std::string> sbatch_args;  ///< extra sbatch options, one per element ("--constraint=h100")
+  std::string servelab;                ///< servelab executable on the nodes ("" = this tune's own binary)
+  double poll_interval_s = 10;         ///< how often tune asks squeue about its jobs, s
+  bool requeue = true;                 ///< sbatch --requeue: a preempted or failed-node job runs again
+  bool configured = false;             ///< the study has a [slurm] section
+
+  int gpus(int hardware_gpu_count) const { return gpus_per_trial > 0 ? gpus_per_trial : hardware_gpu_count; }
+  /// Nodes one trial allocates: ceil(gpus / gpus_per_node).
+  int nodes(int hardware_gpu_count) const { return (gpus(hardware_gpu_count) + gpus_per_node - 1) / gpus_per_node; }
+};
+
 /// The whole study.
 struct Study {
   std::string name;             ///< also the output directory name under out/
@@ -176,6 +199,7 @@ struct Study {
   Target target = Target::kTwin;
   std::string host = "127.0.0.1";
   int port = 8000;
+  SlurmSpec slurm;              ///< the [slurm] section (target slurm)
   /// Rehearsal: every scenario's --num-prompts was multiplied by this (scale_prompts); 1 = the study as
   /// written. Recorded with the results, shown in the report, and a resumed run must use the same value.
   double prompts_scale = 1.0;

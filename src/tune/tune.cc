@@ -13,6 +13,7 @@
 #include "tune/load.h"
 #include "tune/local_runner.h"
 #include "tune/search_space.h"
+#include "tune/slurm.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
@@ -23,6 +24,9 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
   if (target == Target::kTwin) {
     return make_twin_runner(study);
   }
+  if (target == Target::kSlurm)
+    throw std::runtime_error("the slurm target's runner submits into the study's output directory: run_study "
+                             "makes it (make_slurm_runner)");
   ScenarioFn fn = bench_scenario_fn(study);
   LocalRunnerOptions opt;
   opt.host = study.host;
@@ -118,6 +122,13 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   };
   for (const auto& e : study.engines) env["engine." + e.name] = e.version;
   env["prompts_scale"] = fmt::format("{:g}", study.prompts_scale);
+  if (target == Target::kSlurm) {
+    const SlurmSpec& sl = study.slurm;
+    env["slurm"] = fmt::format("partition {}, --gres={}:{} on {} node(s) per trial, --time {}, up to {} jobs at once",
+                               sl.partition.empty() ? "(default)" : sl.partition, sl.gres_name,
+                               std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node),
+                               sl.nodes(study.hardware.gpu_count), slurm_time(sl.time_limit_min), sl.max_parallel);
+  }
   return env;
 }
 
@@ -148,9 +159,27 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   if (opt.progress && opt.resume)
     *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),
                                  (opt.out_dir / "results.sqlite").string());
-  TrialRunner runner = opt.runner ? opt.runner : default_runner(study, study.target, opt.stop);
+  BatchTrialRunner batch = opt.batch_runner;
+  if (!batch && !opt.runner && study.target == Target::kSlurm) {
+    SlurmRunnerOptions so;
+    so.out_dir = opt.out_dir;
+    so.store_path = opt.out_dir / "results.sqlite";
+    so.stop = opt.stop;
+    so.progress = opt.progress;
+    batch = make_slurm_runner(study, so);
+  }
+  TrialRunner runner = opt.runner;
+  if (!runner && batch) {
+    runner = [batch](const TrialRequest& req) {  // one trial: a batch of one
+      TrialOutcome out;
+      batch({req}, [&out](std::size_t, TrialOutcome o) { out = std::move(o); });
+      return out;
+    };
+  }
+  if (!runner) runner = default_runner(study, study.target, opt.stop);
   Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
                    opt.out_dir / "logs");
+  target.set_batch_runner(batch);
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {

@@ -32,6 +32,9 @@ struct TuneOptions {
   const std::atomic<bool>* stop = nullptr;  ///< set by Ctrl-C: the trial in flight is abandoned
   TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
   TrialRunner twin_runner;              ///< overrides the twin used by twin-guided ranking
+  /// Runs independent trials at once (Evaluator::prefetch); target slurm makes one (make_slurm_runner)
+  /// unless `runner` is set. Also serves single trials when `runner` is empty.
+  BatchTrialRunner batch_runner;
   bool write_report = true;
   /// Added to the recorded environment (pre-flight's findings: engine versions, GPU model, driver, CUDA).
   std::map<std::string, std::string> environment;

@@ -1,0 +1,425 @@
+// The Slurm target without a cluster: job states and their classes, Slurm's time and GRES texts, the batch
+// script, the [slurm] section, RESULT.json, the runner against fake sbatch/squeue/scancel, and the
+// strategies' batches (Evaluator::prefetch). tests/e2e/tune_slurm_e2e.sh runs it on a real Slurm.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "common/paths.h"
+#include "test_study.h"
+#include "tune/slurm.h"
+#include "tune/store.h"
+#include "tune/tune.h"
+
+namespace servelab::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(SlurmStates, LiveAndFailureClasses) {
+  for (const char* s : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED", "COMPLETING+"})
+    EXPECT_TRUE(slurm_state_live(s)) << s;
+  for (const char* s : {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY"})
+    EXPECT_FALSE(slurm_state_live(s)) << s;
+  EXPECT_EQ(slurm_state_failure("TIMEOUT"), TrialStatus::kJobTimeLimit);
+  EXPECT_EQ(slurm_state_failure("DEADLINE"), TrialStatus::kJobTimeLimit);
+  EXPECT_EQ(slurm_state_failure("NODE_FAIL"), TrialStatus::kJobNodeFail);
+  EXPECT_EQ(slurm_state_failure("BOOT_FAIL"), TrialStatus::kJobNodeFail);
+  EXPECT_EQ(slurm_state_failure("PREEMPTED"), TrialStatus::kJobPreempted);
+  EXPECT_EQ(slurm_state_failure("OUT_OF_MEMORY"), TrialStatus::kJobOutOfMemory);
+  EXPECT_EQ(slurm_state_failure("CANCELLED by 1000"), TrialStatus::kJobCancelled);
+  EXPECT_EQ(slurm_state_failure("COMPLETED"), std::nullopt);
+  EXPECT_EQ(slurm_state_failure("FAILED"), std::nullopt);
+  EXPECT_EQ(slurm_state_failure("RUNNING"), std::nullopt);
+  EXPECT_STREQ(trial_status_name(TrialStatus::kJobOutOfMemory), "job_oom");
+  EXPECT_EQ(trial_status_from_name("time_limit"), TrialStatus::kJobTimeLimit);
+  EXPECT_EQ(trial_status_from_name("cancelled"), TrialStatus::kJobCancelled);
+}
+
+TEST(SlurmStates, ParsesSqueueAndSacct) {
+  // squeue -h -t all -o "%i|%T|%r", then sacct -n -P -X -o JobID,State.
+  const auto st = parse_slurm_states("12|RUNNING|None\n13|PENDING|Resources\n\n14|TIMEOUT|TimeLimit\n15|CANCELLED by 0\n");
+  ASSERT_EQ(st.size(), 4u);
+  EXPECT_EQ(st.at("12").state, "RUNNING");
+  EXPECT_EQ(st.at("13").reason, "Resources");
+  EXPECT_EQ(st.at("14").state, "TIMEOUT");
+  EXPECT_EQ(st.at("15").state, "CANCELLED");
+  EXPECT_EQ(st.at("15").reason, "");
+}
+
+TEST(SlurmTime, FormatsAndParses) {
+  EXPECT_EQ(slurm_time(1), "0-00:01:00");
+  EXPECT_EQ(slurm_time(90.5), "0-01:30:30");
+  EXPECT_EQ(slurm_time(2881), "2-00:01:00");
+  EXPECT_EQ(slurm_time(0.01), "0-00:00:01");  // 0.6 s rounds up to a whole second
+  EXPECT_THROW(slurm_time(0), std::invalid_argument);
+  EXPECT_EQ(parse_slurm_minutes("30"), 30.0);
+  EXPECT_EQ(parse_slurm_minutes("45:30"), 45.5);         // M:S
+  EXPECT_EQ(parse_slurm_minutes("1:30:00"), 90.0);       // H:M:S
+  EXPECT_EQ(parse_slurm_minutes("2-00:00:00"), 2880.0);  // D-H:M:S
+  EXPECT_EQ(parse_slurm_minutes("1-12"), 2160.0);        // D-H
+  EXPECT_EQ(parse_slurm_minutes("UNLIMITED"), std::nullopt);
+  EXPECT_THROW(parse_slurm_minutes("soon"), std::invalid_argument);
+}
+
+TEST(SlurmGres, CountsPerName) {
+  EXPECT_EQ(gres_count("gpu:8", "gpu"), 8);
+  EXPECT_EQ(gres_count("gpu:h100:8(S:0-1)", "gpu"), 8);
+  EXPECT_EQ(gres_count("gpu:a100:4,gpu:h100:4,shard:16", "gpu"), 8);
+  EXPECT_EQ(gres_count("shard:16", "gpu"), 0);
+  EXPECT_EQ(gres_count("(null)", "gpu"), 0);
+  const auto kv = parse_scontrol_line("PartitionName=gpu AllowGroups=ALL MaxTime=2-00:00:00 State=UP Default=YES");
+  EXPECT_EQ(kv.at("MaxTime"), "2-00:00:00");
+  EXPECT_EQ(kv.at("State"), "UP");
+}
+
+const char* kSlurmSection = R"toml(
+[slurm]
+partition = "h100"
+account = "inference"
+qos = "high"
+gpus_per_trial = 16
+gpus_per_node = 8
+time_limit_min = 30
+max_parallel = 2
+setup = ["module load cuda/12.8", "source /opt/venv/bin/activate"]
+sbatch_args = ["--constraint=h100", "--exclusive"]
+servelab = "/opt/servelab/bin/servelab"
+)toml";
+
+TEST(SlurmStudy, ParsesTheSection) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
+  EXPECT_TRUE(s.slurm.configured);
+  EXPECT_EQ(s.slurm.partition, "h100");
+  EXPECT_EQ(s.slurm.nodes(s.hardware.gpu_count), 2);
+  EXPECT_EQ(s.slurm.max_parallel, 2);
+  EXPECT_EQ(s.slurm.setup.size(), 2u);
+  // Without the section: one node with the study's GPUs.
+  Study d = parse_study(testing::kSmallStudy, "s.toml", "/data");
+  EXPECT_FALSE(d.slurm.configured);
+  EXPECT_EQ(d.slurm.gpus(d.hardware.gpu_count), 8);
+  EXPECT_EQ(d.slurm.nodes(d.hardware.gpu_count), 1);
+}
+
+std::string study_error(const std::string& text) {
+  try {
+    parse_study(text, "s.toml", "/data");
+  } catch (const StudyError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SlurmStudy, RejectsBadValues) {
+  std::string base = testing::kSmallStudy;
+  EXPECT_EQ(study_error(base + "[slurm]\ngpus_per_trial = 12\ngpus_per_node = 8\n"),
+            "s.toml:61: slurm.gpus_per_trial: 12 GPUs do not fill whole nodes of 8 (slurm.gpus_per_node)");
+  EXPECT_EQ(study_error(base + "[slurm]\nsbatch_args = [\"constraint=h100\"]\n"),
+            "s.toml:61: slurm.sbatch_args[0]: must be one sbatch option starting with '-' (e.g. \"--constraint=h100\")");
+  EXPECT_NE(study_error(base + "[slurm]\npartiton = \"x\"\n").find("slurm.partiton: unknown key"), std::string::npos);
+  EXPECT_NE(study_error(base + "[slurm]\ntime_limit_min = 0\n").find("slurm.time_limit_min: 0 is out of range"),
+            std::string::npos);
+  std::string slurm_target = base;
+  slurm_target.replace(slurm_target.find("target = \"twin\""), 15, "target = \"slurm\"");
+  EXPECT_NE(study_error(slurm_target).find("target \"slurm\" needs a [slurm] section"), std::string::npos);
+}
+
+TEST(SlurmScript, TwoNodeTrial) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
+  const SlurmJobFiles f = slurm_job_files("/scratch/out/slurm", "slurm|a{}|s1|r0");
+  EXPECT_EQ(f.dir, "/scratch/out/slurm/slurm_a___s1_r0");
+  EXPECT_EQ(slurm_batch_script(s, f, "/opt/servelab/bin/servelab", "servelab-small"),
+            "#!/bin/bash\n"
+            "#SBATCH --job-name=servelab-small\n"
+            "#SBATCH --partition=h100\n"
+            "#SBATCH --account=inference\n"
+            "#SBATCH --qos=high\n"
+            "#SBATCH --nodes=2\n"
+            "#SBATCH --ntasks-per-node=1\n"
+            "#SBATCH --gres=gpu:8\n"
+            "#SBATCH --time=0-00:30:00\n"
+            "#SBATCH --output=/scratch/out/slurm/slurm_a___s1_r0/slurm-%j.out\n"
+            "#SBATCH --requeue\n"
+            "#SBATCH --constraint=h100\n"
+            "#SBATCH --exclusive\n"
+            "# Written by servelab tune (target slurm, docs/cluster.md): one trial of study small.\n"
+            "set -e\n"
+            "rm -f /scratch/out/slurm/slurm_a___s1_r0/RESULT.json\n"
+            "module load cuda/12.8\n"
+            "source /opt/venv/bin/activate\n"
+            "srun --nodes=2 --ntasks-per-node=1 --wait=30 /opt/servelab/bin/servelab tune-trial "
+            "/scratch/out/slurm/slurm_a___s1_r0/REQUEST.json --out /scratch/out/slurm/slurm_a___s1_r0/RESULT.json\n");
+  const SlurmJobFiles spaced = slurm_job_files("/my out/slurm", "k");
+  EXPECT_THROW(slurm_batch_script(s, spaced, "/bin/servelab", "j"), std::invalid_argument);
+}
+
+TEST(SlurmResult, RoundTrips) {
+  TrialOutcome o;
+  o.status = TrialStatus::kCrashed;
+  o.reason = "engine died";
+  o.log_tail = "line 1\nline 2";
+  o.wall_s = 12.5;
+  ScenarioResult r;
+  r.scenario_id = "s1";
+  r.metrics = {{"Total Token throughput (tok/s)", 1234.5}, {"Successful requests", 10}};
+  r.ttft_ms = {1.5, 2.5};
+  r.result_block = "=== block ===";
+  o.scenarios.push_back(r);
+  const fs::path p = fs::temp_directory_path() / ("servelab-result-" + std::to_string(getpid()) + ".json");
+  std::ofstream(p) << trial_outcome_json(o);
+  const TrialOutcome back = read_trial_outcome(p);
+  EXPECT_EQ(back.status, TrialStatus::kCrashed);
+  EXPECT_EQ(back.reason, "engine died");
+  EXPECT_EQ(back.log_tail, "line 1\nline 2");
+  EXPECT_EQ(back.wall_s, 12.5);
+  ASSERT_EQ(back.scenarios.size(), 1u);
+  EXPECT_EQ(back.scenarios[0].metrics.at("Total Token throughput (tok/s)"), 1234.5);
+  EXPECT_EQ(back.scenarios[0].ttft_ms, (std::vector<double>{1.5, 2.5}));
+  EXPECT_EQ(back.scenarios[0].result_block, "=== block ===");
+  std::ofstream(p) << "{\"servelab_trial_result\": 1}";
+  EXPECT_THROW(read_trial_outcome(p), std::runtime_error);
+  fs::remove(p);
+  EXPECT_THROW(read_trial_outcome(p), std::runtime_error);
+}
+
+/// A directory with fake sbatch/squeue/scancel: sbatch numbers jobs 1, 2, ... and, when RESULT_OK is set,
+/// writes an ok RESULT.json for the job; squeue prints each asked id with the state in state.<id> (default
+/// COMPLETED) and logs the ids it was asked about; scancel logs its arguments.
+struct FakeSlurm {
+  fs::path dir = fs::temp_directory_path() / ("servelab-fake-slurm-" + std::to_string(getpid()));
+  FakeSlurm() {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "out");
+    tool("sbatch", "n=$(($(cat \"$D/counter\" 2>/dev/null || echo 0) + 1)); echo $n > \"$D/counter\"\n"
+                   "script=\"${@: -1}\"; echo \"$n $script\" >> \"$D/sbatch.log\"\n"
+                   "[ -f \"$D/result.json\" ] && cp \"$D/result.json\" \"$(dirname \"$script\")/RESULT.json\"\n"
+                   "echo $n");
+    tool("squeue", "ids=\"${@: -1}\"; echo \"$ids\" >> \"$D/squeue.log\"\n"
+                   "for i in ${ids//,/ }; do echo \"$i|$(cat \"$D/state.$i\" 2>/dev/null || echo COMPLETED)|None\"; done");
+    tool("scancel", "echo \"$@\" >> \"$D/scancel.log\"");
+    tool("sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1");
+  }
+  ~FakeSlurm() { fs::remove_all(dir); }
+  void tool(const std::string& name, const std::string& body) {
+    std::ofstream(dir / name) << "#!/bin/bash\nD=" << dir.string() << "\n" << body << "\n";
+    fs::permissions(dir / name, fs::perms::owner_all);
+  }
+  std::string read(const std::string& name) const {
+    try {
+      return common::read_file(dir / name);
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
+  SlurmRunnerOptions options(const std::atomic<bool>* stop = nullptr) const {
+    SlurmRunnerOptions o;
+    o.out_dir = dir / "out";
+    o.store_path = dir / "out" / "results.sqlite";
+    o.servelab = "/bin/servelab";
+    o.sbatch = (dir / "sbatch").string();
+    o.squeue = (dir / "squeue").string();
+    o.scancel = (dir / "scancel").string();
+    o.sacct = (dir / "sacct").string();
+    o.stop = stop;
+    return o;
+  }
+};
+
+Study slurm_study(int max_parallel) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + "[slurm]\ntime_limit_min = 5\npoll_interval_s = 0.05\n" +
+                            "max_parallel = " + std::to_string(max_parallel) + "\n",
+                        "s.toml", "/data");
+  return s;
+}
+
+std::vector<TrialRequest> requests(int n) {
+  std::vector<TrialRequest> out;
+  for (int i = 0; i < n; ++i) {
+    TrialRequest r;
+    r.trial_key = "slurm|a{k=" + std::to_string(i) + "}|s1|r0";
+    r.engine = "a";
+    r.config_key = "a{k=" + std::to_string(i) + "}";
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(SlurmRunner, SubmitsUpToTheLimitAndClassifiesEndings) {
+  FakeSlurm fake;
+  TrialOutcome ok;
+  ok.reason = "";
+  ok.wall_s = 3;
+  std::ofstream(fake.dir / "result.json") << trial_outcome_json(ok);
+  std::ofstream(fake.dir / "state.2") << "TIMEOUT";
+  std::ofstream(fake.dir / "state.4") << "OUT_OF_MEMORY";
+  const Study study = slurm_study(2);
+  { Store init(fake.dir / "out" / "results.sqlite"); }
+  BatchTrialRunner run = make_slurm_runner(study, fake.options());
+  std::map<std::size_t, TrialOutcome> got;
+  run(requests(5), [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].status, TrialStatus::kOk);
+  EXPECT_EQ(got[1].status, TrialStatus::kJobTimeLimit);
+  EXPECT_EQ(got[1].reason.substr(0, 62), "Slurm job 2 hit its time limit (0-00:05:00, [slurm] time_limit");
+  EXPECT_EQ(got[3].status, TrialStatus::kJobOutOfMemory);
+  EXPECT_EQ(got[4].status, TrialStatus::kOk);
+  // Never more than max_parallel = 2 jobs asked about at once; five submissions, one per trial.
+  std::istringstream polls(fake.read("squeue.log"));
+  int most = 0;
+  for (std::string line; std::getline(polls, line);)
+    most = std::max(most, 1 + static_cast<int>(std::count(line.begin(), line.end(), ',')));
+  EXPECT_EQ(most, 2);
+  EXPECT_EQ(fake.read("counter"), "5\n");
+  Store store(fake.dir / "out" / "results.sqlite");
+  const auto jobs = store.slurm_jobs();
+  ASSERT_EQ(jobs.size(), 5u);
+  EXPECT_EQ(jobs.at("slurm|a{k=1}|s1|r0").job_id, "2");
+  EXPECT_EQ(jobs.at("slurm|a{k=1}|s1|r0").state, "TIMEOUT");
+}
+
+TEST(SlurmRunner, ResumeWaitsForStoredJobsInsteadOfSubmitting) {
+  FakeSlurm fake;
+  const Study study = slurm_study(4);
+  const auto reqs = requests(2);
+  {
+    Store store(fake.dir / "out" / "results.sqlite");
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "77", "RUNNING", 1.0});
+  }
+  // Job 77 ran while no tune watched and wrote its result; the other trial is submitted (as job 1).
+  const SlurmJobFiles f = slurm_job_files(fake.dir / "out" / "slurm", reqs[0].trial_key);
+  fs::create_directories(f.dir);
+  TrialOutcome crashed;
+  crashed.status = TrialStatus::kCrashed;
+  crashed.reason = "died";
+  std::ofstream(f.result) << trial_outcome_json(crashed);
+  std::ofstream(fake.dir / "state.1") << "CANCELLED";
+  std::map<std::size_t, TrialOutcome> got;
+  make_slurm_runner(study, fake.options())(reqs, [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
+  EXPECT_EQ(got.at(0).status, TrialStatus::kCrashed);
+  EXPECT_EQ(got.at(0).reason, "died; job output: " + (f.dir / "slurm-77.out").string());
+  EXPECT_EQ(got.at(1).status, TrialStatus::kJobCancelled);
+  EXPECT_EQ(fake.read("counter"), "1\n");  // only the trial without a stored job was submitted
+  EXPECT_EQ(fake.read("squeue.log").substr(0, 5), "77,1\n");
+}
+
+TEST(SlurmRunner, StopCancelsTheJobsAndForgetsThem) {
+  FakeSlurm fake;
+  std::ofstream(fake.dir / "state.1") << "RUNNING";
+  std::ofstream(fake.dir / "state.2") << "PENDING";
+  std::atomic<bool> stop{false};
+  const Study study = slurm_study(2);
+  { Store init(fake.dir / "out" / "results.sqlite"); }
+  std::thread ctrl_c([&] {
+    while (fake.read("squeue.log").empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stop = true;
+  });
+  std::vector<TrialStatus> got(3, TrialStatus::kOk);
+  make_slurm_runner(study, fake.options(&stop))(requests(3), [&](std::size_t i, TrialOutcome o) { got[i] = o.status; });
+  ctrl_c.join();
+  EXPECT_EQ(got, std::vector<TrialStatus>(3, TrialStatus::kInterrupted));
+  EXPECT_EQ(fake.read("scancel.log"), "1 2\n");
+  EXPECT_EQ(fake.read("counter"), "2\n");  // the third trial was never submitted
+  Store store(fake.dir / "out" / "results.sqlite");
+  EXPECT_TRUE(store.slurm_jobs().empty());  // --resume submits them again
+}
+
+TEST(SlurmRunner, SbatchRefusalStopsTheStudy) {
+  FakeSlurm fake;
+  fake.tool("sbatch", "echo 'sbatch: error: invalid partition specified: h100' >&2; exit 1");
+  { Store init(fake.dir / "out" / "results.sqlite"); }
+  try {
+    make_slurm_runner(slurm_study(2), fake.options())(requests(1), [](std::size_t, TrialOutcome) {});
+    FAIL() << "no StudyAbort";
+  } catch (const StudyAbort& e) {
+    EXPECT_NE(std::string(e.what()).find("sbatch refused the job of trial slurm|a{k=0}|s1|r0"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("sbatch: error: invalid partition specified: h100"), std::string::npos);
+  }
+}
+
+// The strategies hand independent trials to the batch runner: the same study with and without it gives
+// the same trials and the same best config; with it, the grid's launchable points come in one batch.
+TEST(SlurmBatch, GridTrialsComeInOneBatch) {
+  const Study study = parse_study(std::string(testing::kSmallStudy) + "[search]\nstrategy = \"grid\"\n", "s.toml", "/data");
+  const fs::path base = fs::temp_directory_path() / ("servelab-batch-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  TuneOptions one;
+  one.out_dir = base / "one";
+  one.runner = testing::fake_runner();
+  one.write_report = false;
+  const TuneResult a = run_study(study, one);
+  std::vector<std::size_t> batches;
+  int singles = 0;
+  TuneOptions many;
+  many.out_dir = base / "many";
+  many.write_report = false;
+  many.runner = [&singles](const TrialRequest& r) { return ++singles, testing::fake_runner()(r); };
+  many.batch_runner = [&batches](const std::vector<TrialRequest>& reqs, const TrialDone& done) {
+    batches.push_back(reqs.size());
+    for (std::size_t i = reqs.size(); i-- > 0;) done(i, testing::fake_runner()(reqs[i]));  // any order
+  };
+  const TuneResult b = run_study(study, many);
+  EXPECT_EQ(a.outcome.best.key, b.outcome.best.key);
+  EXPECT_EQ(a.outcome.best.objective.mean, b.outcome.best.objective.mean);
+  EXPECT_EQ(a.trials_launched, b.trials_launched);
+  int grid_launches = 0;
+  for (const auto& r : Store(base / "one" / "results.sqlite").trials())
+    grid_launches += r.phase == "grid" && r.outcome.status != TrialStatus::kRejected;
+  ASSERT_FALSE(batches.empty());
+  EXPECT_EQ(static_cast<int>(batches.front()), grid_launches);
+  EXPECT_GT(grid_launches, 4);
+  EXPECT_EQ(singles + static_cast<int>(std::accumulate(batches.begin(), batches.end(), std::size_t{0})),
+            b.trials_launched);
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+// Section 2: a 16-GPU SGLang trial on 2 nodes of 8: every node runs the same server with its rank and the
+// head's rendezvous address (engines::render_node_launch), the port from the job id.
+TEST(SlurmMultiNode, SglangOnTwoNodes) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\n",
+                        "s.toml", "/data");
+  EXPECT_EQ(s.slurm.nodes(s.hardware.gpu_count), 2);
+  EXPECT_EQ(slurm_rendezvous_port("12345"), 32345);
+  EXPECT_EQ(slurm_rendezvous_port("45678"), 25678);
+  const std::vector<std::string> argv = {"python3", "-m", "sglang.launch_server", "--model-path", "org/model",
+                                         "--tp-size", "16"};
+  SlurmNodeContext node;
+  node.nodes = 2;
+  node.head = "gpu-a17";
+  node.job_id = "12345";
+  for (int rank : {0, 1}) {
+    node.node_rank = rank;
+    const engines::NodeLaunch l = slurm_node_launch(s, "b", argv, {}, node);
+    EXPECT_EQ(l.method, engines::MultiNodeMethod::kSglangNnodes);
+    EXPECT_EQ(l.serves_http, rank == 0);
+    std::vector<std::string> want = argv;
+    want.insert(want.end(), {"--nnodes", "2", "--node-rank", std::to_string(rank), "--dist-init-addr",
+                             "gpu-a17:32345"});
+    EXPECT_EQ(l.argv, want) << "rank " << rank;
+  }
+  // TensorRT-LLM's MPI job would have to own the allocation's tasks: refused with the reason.
+  Study t = s;
+  t.engines[0].kind = "trtllm";
+  node.node_rank = 0;
+  try {
+    slurm_node_launch(t, "a", {"trtllm-serve", "org/model", "--tp_size", "16"}, {}, node);
+    FAIL() << "no refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-node TensorRT-LLM runs as one MPI job"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace servelab::tune
