@@ -113,13 +113,21 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
   } else {
     const std::string rec = o.recommended_command.shell();
     const Evaluation& re = o.recommended_eval;
-    command_card(h, "cmd-recommended", "Recommended launch command", rec,
+    command_card(h, "cmd-recommended",
+                 fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
                  esc(metric) + ": <b>" +
                      esc(re.feasible ? value_text(re, metric)
                                      : fmt::format("{}: {}", re.status == TrialStatus::kOk ? "infeasible"
                                                                       : trial_status_name(re.status), re.reason)) +
                      "</b>");
-    if (o.best.shell != rec)
+    if (o.alternative) {  // the other side of the trade-off the rule made (search.h AlternativeCommand)
+      const Evaluation& ae = o.alternative->eval;
+      command_card(h, "cmd-alternative", "Alternative: " + o.alternative->title, o.alternative->command.shell(),
+                   esc(metric) + ": <b>" +
+                       esc(ae.feasible ? value_text(ae, metric)
+                                       : fmt::format("{}: {}", trial_status_name(ae.status), ae.reason)) +
+                       "</b> (the trade-off: “Recommended launch command” below).");
+    } else if (o.best.shell != rec)
       command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
                    o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
                    "the recommendation rule dropped a knob (see “Recommended launch command” below).");

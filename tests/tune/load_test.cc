@@ -217,7 +217,8 @@ TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
     for (auto& sc : out.scenarios) sc.metrics["P99 TTFT (ms)"] += 100 * req.repeat;
     return out;
   };
-  Evaluator ev(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  // A measuring target ("local"): the twin's predictions are deterministic and run once whatever repeats says.
+  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
   EXPECT_EQ(launches, 2);
   ASSERT_EQ(c.points.size(), 1u);

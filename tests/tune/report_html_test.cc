@@ -18,8 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The small study under the strict rule (a knob that loses on any scenario is dropped), so the recommended
+/// command (135) and the best on the objective (148.5, with ctx) differ.
 struct Fixture {
-  Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
+  Study study = parse_study(std::string(testing::kSmallStudy) + "\n[recommendation]\nrule = \"no_regression\"\n",
+                            "small.toml", "/data");
   Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
   SearchOutcome outcome = run_search(study, ev, nullptr);
 };
@@ -56,7 +59,8 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
                       "--chat-template x.jinja --tp-size 4 --dp-size 2</pre>"),
             std::string::npos);
   EXPECT_NE(page.find("<b>135.00 (predicted; the twin gave no error band for this launch)</b>"), std::string::npos);
-  EXPECT_NE(page.find("<pre id=\"cmd-best\">python3 -m sglang.launch_server --model-path org/model --chat-template "
+  EXPECT_NE(page.find("<b>Alternative: best for the objective</b>"), std::string::npos);
+  EXPECT_NE(page.find("<pre id=\"cmd-alternative\">python3 -m sglang.launch_server --model-path org/model --chat-template "
                       "x.jinja --tp-size 4 --dp-size 2 --context-length=32768</pre>"),
             std::string::npos);
   EXPECT_NE(page.find("<b>148.50 (predicted"), std::string::npos);
@@ -69,6 +73,27 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
   EXPECT_NE(page.find("<tr><td>s2</td><td class=\"n\">50.00</td><td class=\"n\">64.12</td><td class=\"n pos\">"
                       "+28.25%</td></tr>"),
             std::string::npos);
+}
+
+TEST(HtmlReport, TheDefaultRuleKeepsTheLargeGainAndShowsTheCommandThatLosesNowhere) {
+  // trade_off (default): ctx gains +10% on the objective (above the 5% threshold) and loses on s2, so it is
+  // kept (148.5) and the command without it (135) is the alternative.
+  Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
+  Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
+  SearchOutcome outcome = run_search(study, ev, nullptr);
+  ReportInput in{&study, &outcome, ev.records(), {}};
+  const std::string page = render_html(in, render_markdown(in), "/*chartjs*/");
+  EXPECT_NE(page.find("<b>Recommended launch command (rule: trade_off)</b>"), std::string::npos);
+  EXPECT_NE(page.find("<pre id=\"cmd-recommended\">python3 -m sglang.launch_server --model-path org/model "
+                      "--chat-template x.jinja --tp-size 4 --dp-size 2 --context-length=32768</pre>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<b>148.50 (predicted"), std::string::npos);
+  EXPECT_NE(page.find("<b>Alternative: best that loses on no scenario</b>"), std::string::npos);
+  EXPECT_NE(page.find("<pre id=\"cmd-alternative\">python3 -m sglang.launch_server --model-path org/model "
+                      "--chat-template x.jinja --tp-size 4 --dp-size 2</pre>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<b>135.00 (predicted"), std::string::npos);
+  EXPECT_EQ(page.find("id=\"cmd-best\""), std::string::npos);  // best = recommended: no third card
 }
 
 TEST(HtmlReport, ObjectiveValueShowsTheTwinBandOrTheConfidenceInterval) {
