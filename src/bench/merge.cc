@@ -218,13 +218,10 @@ ShardInput read_shard_file(const std::filesystem::path& path) {
   return s;
 }
 
-MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
-  if (shards.empty()) throw MergeError("no shard results given");
-  const std::size_t num_requests = check_together(shards);
-  MergeResult m;
-  const json& first = shard_of(shards.front());
-  m.server_time_scale = first["server_time_scale"].get<double>();
-  m.engine_twin = first.value("engine_twin", false);
+namespace {
+
+// Every shard's per-request records, shard order.
+std::vector<std::vector<metrics::RequestOutput>> read_records(const std::vector<ShardInput>& shards) {
   std::vector<std::vector<metrics::RequestOutput>> records;
   for (const auto& s : shards) {
     auto& rs = records.emplace_back();
@@ -237,29 +234,22 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
       }
     }
   }
-  m.clocks = applied_clocks(shards);
-  std::vector<double> offsets;
-  for (const auto& a : m.clocks) offsets.push_back(a.applied_offset_ms);
-  const auto [lo, hi] = std::minmax_element(offsets.begin(), offsets.end());
-  m.skew_ms = *hi - *lo;
+  return records;
+}
 
-  const json& c = first["config"];
+// What the shards share and what the recomputations need.
+struct MergeInputs {
+  const std::vector<ShardInput>& shards;
+  const std::vector<std::vector<metrics::RequestOutput>>& records;
+  std::size_t num_requests = 0;
   metrics::MetricsOptions options;
-  try {
-    options.percentiles = metrics::parse_metric_percentiles(c["metric_percentiles"].get<std::string>());
-    options.goodput = metrics::parse_goodput(c["goodput"].get<std::vector<std::string>>());
-    m.selected = metrics::parse_percentile_metrics(c["percentile_metrics"].get<std::string>());
-  } catch (const std::exception& e) {
-    throw MergeError(fmt::format("{}: servelab.shard.config: {}", shards.front().name, e.what()));
-  }
-  options.input_tokens = metrics::InputTokenSource::kDataset;
-  m.run = run_info(shards);
-  Placed placed = place(shards, records, offsets, num_requests, m.server_time_scale);
-  m.outputs = std::move(placed.outputs);
-  m.metrics = metrics::compute_metrics(m.outputs, placed.duration_s, options);
-  const std::string block = report::format_console_block(m.run, m.metrics, m.selected);
+};
 
-  // Clock sensitivity: move one clock group by ± its uncertainty and see which printed rows change.
+// Sets m.skew_uncertainty_ms (the two largest group uncertainties) and m.clock_sensitive_rows: the rows of
+// the vLLM block `block` that change when one clock group moves by ± its uncertainty. Returns the group
+// count.
+std::size_t clock_sensitivity(const MergeInputs& in, const std::vector<double>& offsets,
+                              const std::string& block, MergeResult& m) {
   std::set<std::string> groups, sensitive;
   for (const auto& a : m.clocks) groups.insert(group_of(a));
   double u_max = 0.0, u_second = 0.0;
@@ -273,73 +263,117 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
       u_second = u;
   }
   m.skew_uncertainty_ms = groups.size() > 1 ? u_max + u_second : 0.0;
-  if (groups.size() > 1) {
-    const auto base = block_lines(block);
-    for (const auto& g : groups) {
-      for (double sign : {-1.0, 1.0}) {
-        std::vector<double> moved = offsets;
-        for (std::size_t s = 0; s < m.clocks.size(); ++s)
-          if (group_of(m.clocks[s]) == g) moved[s] += sign * m.clocks[s].applied_uncertainty_ms;
-        Placed p = place(shards, records, moved, num_requests, m.server_time_scale);
-        const auto lines = block_lines(report::format_console_block(
-            m.run, metrics::compute_metrics(p.outputs, p.duration_s, options), m.selected));
-        for (std::size_t i = 0; i < base.size() && i < lines.size(); ++i)
-          if (lines[i] != base[i]) sensitive.insert(base[i].substr(0, base[i].find(':') + 1));
-      }
+  if (groups.size() < 2) return groups.size();  // one clock: a common shift changes nothing
+  const auto base = block_lines(block);
+  for (const auto& g : groups) {
+    for (double sign : {-1.0, 1.0}) {
+      std::vector<double> moved = offsets;
+      for (std::size_t s = 0; s < m.clocks.size(); ++s)
+        if (group_of(m.clocks[s]) == g) moved[s] += sign * m.clocks[s].applied_uncertainty_ms;
+      Placed p = place(in.shards, in.records, moved, in.num_requests, m.server_time_scale);
+      const auto lines = block_lines(report::format_console_block(
+          m.run, metrics::compute_metrics(p.outputs, p.duration_s, in.options), m.selected));
+      for (std::size_t i = 0; i < base.size() && i < lines.size(); ++i)
+        if (lines[i] != base[i]) sensitive.insert(base[i].substr(0, base[i].find(':') + 1));
     }
   }
   m.clock_sensitive_rows.assign(sensitive.begin(), sensitive.end());
+  return groups.size();
+}
 
-  std::string merge_lines;
-  if (m.engine_twin)  // as bench serve labels a run against the twin
-    merge_lines += fmt::format(
+// The lines after servelab's extras: the twin label (as bench serve prints it), each shard's clock, the skew.
+std::string merge_lines(const MergeInputs& in, const MergeResult& m, double max_offset_ms,
+                        std::size_t groups) {
+  std::string out;
+  if (m.engine_twin)
+    out += fmt::format(
         "Engine twin (servelab sim serve) at time scale {:g}: times, rates and throughputs are engine time "
         "(wall x {:g})\n",
         m.server_time_scale, m.server_time_scale);
-  merge_lines += fmt::format("{:=^50}\n", " Merged shards ");
-  merge_lines += fmt::format("{:<40} {:<10}\n", "Shards:", shards.size());
+  out += fmt::format("{:=^50}\n", " Merged shards ");
+  out += fmt::format("{:<40} {:<10}\n", "Shards:", in.shards.size());
   for (std::size_t s = 0; s < m.clocks.size(); ++s) {
     const auto& a = m.clocks[s];
-    merge_lines += fmt::format(
-        "Shard {}/{} ({}): {} requests, clock offset {:+.3f} ms +/- {:.3f} ms ({}{}{}), shifted "
-        "{:+.3f} ms\n",
-        a.shard, shards.size(), a.name, records[s].size(), a.applied_offset_ms, a.applied_uncertainty_ms,
-        a.clock.method, a.clock.reference.empty() ? "" : " against " + a.clock.reference,
+    out += fmt::format(
+        "Shard {}/{} ({}): {} requests, clock offset {:+.3f} ms +/- {:.3f} ms ({}{}{}), shifted {:+.3f} ms\n",
+        a.shard, in.shards.size(), a.name, in.records[s].size(), a.applied_offset_ms,
+        a.applied_uncertainty_ms, a.clock.method,
+        a.clock.reference.empty() ? "" : " against " + a.clock.reference,
         a.clock.method == "kernel" && !a.clock.synchronized ? ", not synchronized" : "",
-        *hi - a.applied_offset_ms);
+        max_offset_ms - a.applied_offset_ms);
   }
-  merge_lines += fmt::format("{:<40} {:<10.3f}\n", "Clock skew corrected (ms):", m.skew_ms);
-  merge_lines += fmt::format("{:<40} {:<10.3f}\n", "Clock skew uncertainty (ms):", m.skew_uncertainty_ms);
-  if (groups.size() == 1)
-    merge_lines += "All shards ran on one host clock: their times are exactly comparable.\n";
+  out += fmt::format("{:<40} {:<10.3f}\n", "Clock skew corrected (ms):", m.skew_ms);
+  out += fmt::format("{:<40} {:<10.3f}\n", "Clock skew uncertainty (ms):", m.skew_uncertainty_ms);
+  if (groups == 1) out += "All shards ran on one host clock: their times are exactly comparable.\n";
   if (!m.clock_sensitive_rows.empty())
-    merge_lines += fmt::format(
+    out += fmt::format(
         "WARNING: the clock uncertainty can change these printed rows: {}; measure each shard's offset "
         "against "
         "a closer NTP server (--clock-reference) for exact values.\n",
         fmt::join(m.clock_sensitive_rows, " "));
-  m.console_report = block + report::format_console_extras(m.run, m.metrics, m.selected) + merge_lines;
+  return out;
+}
+
+// servelab.merge of the merged result JSON.
+ordered_json merge_json(const MergeResult& m, const json& first, double max_offset_ms) {
+  ordered_json shards = ordered_json::array();
+  for (const auto& a : m.clocks)
+    shards.push_back({{"index", a.shard},
+                      {"file", a.name},
+                      {"offset_ms", a.applied_offset_ms},
+                      {"uncertainty_ms", a.applied_uncertainty_ms},
+                      {"method", a.clock.method},
+                      {"clock_id", a.clock.clock_id},
+                      {"shift_ms", max_offset_ms - a.applied_offset_ms}});
+  return {{"start_at_s", first["start_at_s"]},
+          {"shards", std::move(shards)},
+          {"skew_ms", m.skew_ms},
+          {"skew_uncertainty_ms", m.skew_uncertainty_ms},
+          {"clock_sensitive_rows", m.clock_sensitive_rows}};
+}
+
+}  // namespace
+
+MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
+  if (shards.empty()) throw MergeError("no shard results given");
+  const std::vector<std::vector<metrics::RequestOutput>> records = read_records(shards);
+  MergeInputs in{shards, records, check_together(shards), {}};
+  MergeResult m;
+  const json& first = shard_of(shards.front());
+  m.server_time_scale = first["server_time_scale"].get<double>();
+  m.engine_twin = first.value("engine_twin", false);
+  m.clocks = applied_clocks(shards);
+  std::vector<double> offsets;
+  for (const auto& a : m.clocks) offsets.push_back(a.applied_offset_ms);
+  const double max_offset_ms = *std::max_element(offsets.begin(), offsets.end());
+  m.skew_ms = max_offset_ms - *std::min_element(offsets.begin(), offsets.end());
+
+  const json& c = first["config"];
+  try {
+    in.options.percentiles = metrics::parse_metric_percentiles(c["metric_percentiles"].get<std::string>());
+    in.options.goodput = metrics::parse_goodput(c["goodput"].get<std::vector<std::string>>());
+    m.selected = metrics::parse_percentile_metrics(c["percentile_metrics"].get<std::string>());
+  } catch (const std::exception& e) {
+    throw MergeError(fmt::format("{}: servelab.shard.config: {}", shards.front().name, e.what()));
+  }
+  in.options.input_tokens =
+      metrics::InputTokenSource::kDataset;  // as bench serve (multi-turn is not sharded)
+  m.run = run_info(shards);
+  Placed placed = place(shards, records, offsets, in.num_requests, m.server_time_scale);
+  m.outputs = std::move(placed.outputs);
+  m.metrics = metrics::compute_metrics(m.outputs, placed.duration_s, in.options);
+  const std::string block = report::format_console_block(m.run, m.metrics, m.selected);
+  const std::size_t groups = clock_sensitivity(in, offsets, block, m);
+  m.console_report = block + report::format_console_extras(m.run, m.metrics, m.selected) +
+                     merge_lines(in, m, max_offset_ms, groups);
 
   report::ReportOptions ro;
   ro.percentile_metrics = m.selected;
   ro.save_detailed = save_detailed;
   m.result_json = report::make_result_json(m.run, m.metrics, m.outputs, ro);
-  ordered_json shards_json = ordered_json::array();
-  for (const auto& a : m.clocks)
-    shards_json.push_back({{"index", a.shard},
-                           {"file", a.name},
-                           {"offset_ms", a.applied_offset_ms},
-                           {"uncertainty_ms", a.applied_uncertainty_ms},
-                           {"method", a.clock.method},
-                           {"clock_id", a.clock.clock_id},
-                           {"shift_ms", *hi - a.applied_offset_ms}});
   auto& x = m.result_json["servelab"];
   if (m.server_time_scale != 1.0) x["server_time_scale"] = m.server_time_scale;
-  x["merge"] = {{"start_at_s", first["start_at_s"]},
-                {"shards", std::move(shards_json)},
-                {"skew_ms", m.skew_ms},
-                {"skew_uncertainty_ms", m.skew_uncertainty_ms},
-                {"clock_sensitive_rows", m.clock_sensitive_rows}};
+  x["merge"] = merge_json(m, first, max_offset_ms);
   return m;
 }
 

@@ -54,6 +54,34 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// --shard: this host's part of (planned, schedule), its clock offset measured (and printed); then sleeps
+// until 1 s before --start-at. Throws BenchError when the clock reference fails or a stop comes first.
+ShardPlan plan_shard(const BenchConfig& config, const ShardSpec& spec,
+                     std::span<const client::PlannedRequest> planned, std::span<const double> schedule,
+                     int max_concurrency, const Printer& print, std::stop_token stop) {
+  ShardPlan shard = make_shard_plan(spec, *config.start_at, planned, schedule);
+  print.line(
+      "Shard {}/{} (0-based): {} of {} requests (index mod {} == {}), schedule t = 0 at {:.3f} (Unix s); "
+      "maximum request concurrency of this shard: {}",
+      spec.index, spec.count, shard.requests.size(), planned.size(), spec.count, spec.index, *config.start_at,
+      max_concurrency > 0 ? std::to_string(max_concurrency) : std::string("None"));
+  try {
+    shard.record.clock =
+        config.clock_reference ? measure_ntp_offset(*config.clock_reference) : kernel_clock_estimate();
+  } catch (const std::exception& e) {
+    throw BenchError(e.what());
+  }
+  const ClockOffset& c = shard.record.clock;
+  print.line("Clock offset: {:+.3f} ms +/- {:.3f} ms ({}{}{})", c.offset_ms, c.uncertainty_ms, c.method,
+             c.reference.empty() ? "" : " against " + c.reference,
+             c.method != "kernel" ? ""
+             : c.synchronized     ? ", synchronized, offset assumed 0"
+                                  : ", NOT synchronized, offset assumed 0");
+  if (!sleep_until_before(*config.start_at, 1.0, stop))
+    throw BenchError("interrupted while waiting for --start-at; nothing was measured");
+  return shard;
+}
+
 }  // namespace
 
 std::pair<std::string, std::string> discover_first_model(
@@ -300,30 +328,10 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
                work.trace_send_s.back());
   }
   if (work.multi_turn) work.multi_turn->plan.think_time_s /= k;
-  std::optional<ShardPlan> shard;
-  if (shard_spec) {
-    shard = make_shard_plan(*shard_spec, *config.start_at, planned, schedule);
-    print.line(
-        "Shard {}/{} (0-based): {} of {} requests (index mod {} == {}), schedule t = 0 at {:.3f} (Unix s); "
-        "maximum request concurrency of this shard: {}",
-        shard_spec->index, shard_spec->count, shard->requests.size(), planned.size(), shard_spec->count,
-        shard_spec->index, *config.start_at,
-        opts.max_concurrency > 0 ? std::to_string(opts.max_concurrency) : std::string("None"));
-    try {
-      shard->record.clock =
-          config.clock_reference ? measure_ntp_offset(*config.clock_reference) : kernel_clock_estimate();
-    } catch (const std::exception& e) {
-      throw BenchError(e.what());
-    }
-    const ClockOffset& c = shard->record.clock;
-    print.line("Clock offset: {:+.3f} ms +/- {:.3f} ms ({}{}{})", c.offset_ms, c.uncertainty_ms, c.method,
-               c.reference.empty() ? "" : " against " + c.reference,
-               c.method == "kernel" ? (c.synchronized ? ", synchronized, offset assumed 0"
-                                                      : ", NOT synchronized, offset assumed 0")
-                                    : "");
-    if (!sleep_until_before(*config.start_at, 1.0, stop))
-      throw BenchError("interrupted while waiting for --start-at; nothing was measured");
-  }
+  std::optional<ShardPlan>
+      shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
+  if (shard_spec)
+    shard = plan_shard(config, *shard_spec, planned, schedule, opts.max_concurrency, print, stop);
   std::vector<client::PlannedRequest>& sent = shard ? shard->requests : planned;
   const std::vector<double>& sent_schedule = shard ? shard->schedule_s : schedule;
 
