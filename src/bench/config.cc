@@ -1,6 +1,7 @@
 // servelab/bench: `bench serve` flag parsing helpers, validation (resolve), the Namespace(...) repr and the
 // dataset options; the flag registration (add_bench_flags) is in config_flags.cc.
 #include "bench/config.h"
+#include "bench/shard.h"
 
 #include "common/redact.h"
 #include "common/python_json.h"
@@ -233,6 +234,35 @@ void validate_session_flags(const BenchConfig& c) {
   if (c.session_concurrency && *c.session_concurrency < 1)
     throw ConfigError(fmt::format("--session-concurrency must be >= 1 (got {})", *c.session_concurrency));
 }
+
+// --shard / --start-at / --clock-reference (bench/shard.h): what a shard needs and what it cannot do yet.
+void check_shard_flags(const BenchConfig& c) {
+  if (!c.shard) {
+    if (c.start_at) throw ConfigError("--start-at needs --shard I/N (for one host: --shard 0/1)");
+    if (c.clock_reference) throw ConfigError("--clock-reference needs --shard I/N");
+    return;
+  }
+  const ShardSpec spec = parse_shard_spec(*c.shard);
+  if (!c.start_at)
+    throw ConfigError(
+        fmt::format("--shard {} needs --start-at EPOCH_S, the common start time of every shard", *c.shard));
+  if (!c.save_result || !c.save_detailed)
+    throw ConfigError(
+        fmt::format("--shard {} needs --save-result and --save-detailed: bench merge joins the "
+                    "shards' per-request records",
+                    *c.shard));
+  if (c.append_result)
+    throw ConfigError(
+        "--shard with --append-result: a shard result must be a file of its own (bench merge "
+        "reads one result per file)");
+  if (c.multi_turn)
+    throw ConfigError("--shard with --multi-turn is not supported (sessions are not sharded yet)");
+  if (c.ramp_up_strategy)
+    throw ConfigError(
+        "--shard with --ramp-up-strategy is not supported (the merged report's rps_change_events "
+        "are not rebuilt yet)");
+  if (c.max_concurrency && *c.max_concurrency > 0) shard_max_concurrency(*c.max_concurrency, spec);
+}
 }  // namespace
 
 ResolvedConfig resolve(const BenchConfig& c) {
@@ -341,7 +371,11 @@ ResolvedConfig resolve(const BenchConfig& c) {
     throw ConfigError(fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' "
                                   "backends. (--dataset-name random-mm with --backend {})",
                                   c.backend));
-  r.request_id_prefix = c.request_id_prefix.empty() ? "bench-" + random_hex8() + "-" : c.request_id_prefix;
+  r.request_id_prefix = !c.request_id_prefix.empty() ? c.request_id_prefix
+                        : c.shard && c.start_at
+                            ? shard_request_id_prefix(c.seed, *c.start_at)  // same on every shard
+                            : "bench-" + random_hex8() + "-";
+  check_shard_flags(c);
 
   // Traffic.
   r.request_rate = parse_python_float(c.request_rate, "--request-rate");
@@ -483,6 +517,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"backend", py_str(c.backend)},
       {"base_url", py_opt(base_url)},
       {"burstiness", python_float_repr(c.burstiness)},
+      {"clock_reference", py_opt(c.clock_reference)},
       {"custom_output_len", std::to_string(c.custom_output_len)},
       {"dataset_name", py_str(c.dataset_name)},
       {"dataset_path", py_opt(c.dataset_path)},
@@ -552,6 +587,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"served_model_name", py_opt(c.served_model_name)},
       {"server_metrics_interval_s", python_float_repr(c.server_metrics_interval_s)},
       {"session_concurrency", py_opt(c.session_concurrency)},
+      {"shard", py_opt(c.shard)},
       {"sharegpt_output_len", py_opt(c.sharegpt_output_len)},
       {"skip_chat_template", py_bool(c.skip_chat_template)},
       {"sonnet_input_len", std::to_string(c.sonnet_input_len)},
@@ -559,6 +595,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"sonnet_prefix_len", std::to_string(c.sonnet_prefix_len)},
       {"spec_bench_category", py_opt(c.spec_bench_category)},
       {"spec_bench_output_len", std::to_string(c.spec_bench_output_len)},
+      {"start_at", py_opt(c.start_at)},
       {"temperature", py_opt(c.temperature)},
       {"timed_trace_sec_multiplier", python_float_repr(c.timed_trace_sec_multiplier)},
       {"tokenizer", py_opt(c.tokenizer)},

@@ -126,6 +126,10 @@ struct BenchConfig {
   /// without a limit) right before its clock starts, after the warm-ups, so that a burst does not open
   /// them inside the measured run (client::ClientOptions::preconnect).
   bool preconnect = false;
+  // --- load from several hosts (servelab; bench/shard.h, docs/bench.md "Load from several hosts")
+  std::optional<std::string> shard;  ///< --shard I/N: send shard I (0-based) of N of the schedule
+  std::optional<double> start_at;    ///< --start-at: Unix s at which the schedule's t = 0 is, every shard
+  std::optional<std::string> clock_reference;  ///< --clock-reference HOST[:PORT]: NTP server for the offset
 
   // --- sampling / request body
   bool ignore_eos = false;

@@ -222,6 +222,19 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
       "starts, after the warm-ups, so that a burst (--request-rate inf) finds them open instead of "
       "opening thousands at once inside the measured run; TTFT then excludes the TCP/TLS connect, "
       "as on a kept-alive connection (servelab extension).");
+  add_optional(app, "--shard", c.shard,
+               "I/N: send shard I (0-based, as SLURM_PROCID) of N of the schedule one client would send: the "
+               "same seed, data set and arrival times, the requests with index mod N == I; --max-concurrency "
+               "is split between the shards. Needs --start-at, --save-result and --save-detailed; join the "
+               "shards with `servelab bench merge` (servelab extension).");
+  app.add_option_function<std::string>(
+      "--start-at", [&c](const std::string& v) { c.start_at = parse_python_float(v, "--start-at"); },
+      "With --shard: the wall-clock time (Unix seconds, e.g. $(($(date +%s) + 60))) at which the schedule's "
+      "t = 0 is on every shard; refused when past or more than 24 h ahead (servelab extension).");
+  add_optional(app, "--clock-reference", c.clock_reference,
+               "With --shard: NTP server (HOST or HOST:PORT) this host's clock offset is measured against "
+               "before the run; bench merge applies it. Without it the kernel's own error estimate is "
+               "recorded and the offset taken as 0 (servelab extension).");
 
   // Sampling / request body.
   app.add_flag("--ignore-eos", c.ignore_eos,

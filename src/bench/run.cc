@@ -12,8 +12,9 @@
 #include "bench/http_get.h"
 #include "bench/progress.h"
 #include "bench/ramp_up.h"
-#include "bench/status.h"
 #include "bench/server_clock.h"
+#include "bench/shard.h"
+#include "bench/status.h"
 #include "bench/workload.h"
 #include "client/client.h"
 #include "client/session.h"
@@ -51,6 +52,34 @@ client::RampUp ramp_up_kind(const BenchConfig& c) {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// --shard: this host's part of (planned, schedule), its clock offset measured (and printed); then sleeps
+// until 1 s before --start-at. Throws BenchError when the clock reference fails or a stop comes first.
+ShardPlan plan_shard(const BenchConfig& config, const ShardSpec& spec,
+                     std::span<const client::PlannedRequest> planned, std::span<const double> schedule,
+                     int max_concurrency, const Printer& print, std::stop_token stop) {
+  ShardPlan shard = make_shard_plan(spec, *config.start_at, planned, schedule);
+  print.line(
+      "Shard {}/{} (0-based): {} of {} requests (index mod {} == {}), schedule t = 0 at {:.3f} (Unix s); "
+      "maximum request concurrency of this shard: {}",
+      spec.index, spec.count, shard.requests.size(), planned.size(), spec.count, spec.index, *config.start_at,
+      max_concurrency > 0 ? std::to_string(max_concurrency) : std::string("None"));
+  try {
+    shard.record.clock =
+        config.clock_reference ? measure_ntp_offset(*config.clock_reference) : kernel_clock_estimate();
+  } catch (const std::exception& e) {
+    throw BenchError(e.what());
+  }
+  const ClockOffset& c = shard.record.clock;
+  print.line("Clock offset: {:+.3f} ms +/- {:.3f} ms ({}{}{})", c.offset_ms, c.uncertainty_ms, c.method,
+             c.reference.empty() ? "" : " against " + c.reference,
+             c.method != "kernel" ? ""
+             : c.synchronized     ? ", synchronized, offset assumed 0"
+                                  : ", NOT synchronized, offset assumed 0");
+  if (!sleep_until_before(*config.start_at, 1.0, stop))
+    throw BenchError("interrupted while waiting for --start-at; nothing was measured");
+  return shard;
 }
 
 }  // namespace
@@ -129,6 +158,13 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     throw ConfigError(e.what());
   }
   metrics_options.input_tokens = metrics::InputTokenSource::kDataset;  // vLLM 0.13 sums the dataset count
+  std::optional<ShardSpec> shard_spec;  // --shard: this host sends one shard of the schedule (bench/shard.h)
+  if (config.shard) {
+    shard_spec = parse_shard_spec(*config.shard);
+    check_start_at(
+        *config.start_at,
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
 
   // 2. URLs and headers.
   Urls urls = build_urls(config);
@@ -195,6 +231,8 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   opts.logprobs = config.logprobs;
   opts.extra_body = sampling_body(config);
   opts.max_concurrency = config.max_concurrency.value_or(0);
+  if (shard_spec && opts.max_concurrency > 0)
+    opts.max_concurrency = shard_max_concurrency(opts.max_concurrency, *shard_spec);
   opts.request_timeout_s = config.request_timeout_s;
   opts.insecure = config.insecure;
   opts.keep_generated_text = config.save_detailed;
@@ -290,14 +328,20 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
                work.trace_send_s.back());
   }
   if (work.multi_turn) work.multi_turn->plan.think_time_s /= k;
+  std::optional<ShardPlan>
+      shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
+  if (shard_spec)
+    shard = plan_shard(config, *shard_spec, planned, schedule, opts.max_concurrency, print, stop);
+  std::vector<client::PlannedRequest>& sent = shard ? shard->requests : planned;
+  const std::vector<double>& sent_schedule = shard ? shard->schedule_s : schedule;
 
   // Progress: tqdm's bar on a terminal; otherwise (CI logs, nohup) a log line every 5 s.
   const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
   const bool on_terminal = io.force_progress || isatty(fileno(io.progress));
   std::unique_ptr<detail::ProgressBar> bar;
   std::unique_ptr<detail::ProgressLog> log;
-  if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, planned.size());
-  if (show_progress && !on_terminal) log = std::make_unique<detail::ProgressLog>(io.progress, planned.size());
+  if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, sent.size());
+  if (show_progress && !on_terminal) log = std::make_unique<detail::ProgressLog>(io.progress, sent.size());
   client::ProgressCallback progress;
   if (bar) progress = [&bar](std::size_t done, std::size_t) { bar->update(done); };
   if (log) progress = [&log](std::size_t done, std::size_t) { log->update(done); };
@@ -315,14 +359,23 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   }
   client::ClientOptions timed_opts = opts;  // the warm-ups and the ready check connect on demand
   if (config.preconnect) {
-    const std::size_t limit = config.max_concurrency ? static_cast<std::size_t>(*config.max_concurrency) : 0;
-    timed_opts.preconnect = limit > 0 ? std::min(limit, planned.size()) : planned.size();
+    const std::size_t limit = static_cast<std::size_t>(opts.max_concurrency);
+    timed_opts.preconnect = limit > 0 ? std::min(limit, sent.size()) : sent.size();
+  }
+  if (shard) {
+    if (std::chrono::system_clock::now().time_since_epoch() >=
+        std::chrono::duration<double>(*config.start_at))
+      throw BenchError(
+          fmt::format("shard {}: the ready check and warm-ups ended after --start-at {:.3f}; nothing "
+                      "was measured (give a later start time)",
+                      *config.shard, *config.start_at));
+    timed_opts.start_at = steady_at_wall(*config.start_at);
   }
   client::LoadResult load;
   try {
     load = work.multi_turn
                ? client::run_sessions(timed_opts, planned, work.multi_turn->plan, schedule, progress, stop)
-               : client::run_load(timed_opts, planned, schedule, progress, stop);
+               : client::run_load(timed_opts, sent, sent_schedule, progress, stop);
   } catch (const std::invalid_argument& e) {  // an OS limit the run cannot fit in (descriptors, ports)
     throw BenchError(e.what());
   }
@@ -432,6 +485,14 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
                                    {"tokens", result.schedule_lag->tokens}};
     x["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
                                                  : nlohmann::ordered_json(result.invalid_reason);
+  }
+  if (shard && result.result_json.contains("servelab")) {
+    shard->record.duration_s = result.duration_s;
+    shard->record.server_time_scale = k;
+    shard->record.engine_twin = clock.engine_twin;
+    shard->record.shard_max_concurrency = opts.max_concurrency;
+    result.result_json["servelab"]["shard"] =
+        shard_json(shard->record, config, r, result.model_id, result.tokenizer_id, result.outputs);
   }
   if (config.preconnect && result.result_json.contains("servelab"))
     result.result_json["servelab"]["preconnect"] = {{"connections", timed_opts.preconnect},

@@ -83,6 +83,10 @@ struct ClientOptions {
   /// Connections that cannot be opened are no request failure: LoadResult::warnings says how many and why.
   /// Measured effect: benchmarks/README.md ("Offered load").
   std::size_t preconnect = 0;
+  /// t = 0 of the run (steady clock): when set, the schedule starts at this instant instead of when the I/O
+  /// threads are ready (`bench serve --start-at`: one common start on several hosts). An instant already
+  /// past when the threads are ready keeps t = 0 there: the late requests show as schedule lag.
+  std::optional<std::chrono::steady_clock::time_point> start_at;
 };
 
 /// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).

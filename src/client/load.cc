@@ -64,8 +64,11 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   for (std::size_t w = 0; w < num_threads; ++w)
     pre_share[w] = preconnect_share(run.options.preconnect, workers[w]->num_requests(), n);
   const Clock::time_point pre_begin = Clock::now();
-  std::barrier start_line(static_cast<std::ptrdiff_t>(num_threads),
-                          [&run]() noexcept { run.t0 = Clock::now(); });
+  Clock::time_point ready;  // every worker has finished its preconnect share
+  std::barrier start_line(static_cast<std::ptrdiff_t>(num_threads), [&run, &ready]() noexcept {
+    ready = Clock::now();
+    run.t0 = run.options.start_at.value_or(ready);
+  });
   std::vector<std::thread> threads;
   std::atomic<int> priority_error{0};
   for (std::size_t k = 0; k < num_threads; ++k) {
@@ -102,7 +105,7 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
   if (progress) progress(run.completed.load(), n);
   run.preconnected = preconnect_summary(pre_share, pre_failed, pre_error, run.warnings);
   run.preconnect_s =
-      run.options.preconnect > 0 ? std::chrono::duration<double>(run.t0 - pre_begin).count() : 0.0;
+      run.options.preconnect > 0 ? std::chrono::duration<double>(ready - pre_begin).count() : 0.0;
   if (const int err = priority_error.load()) {
     run.warnings.push_back("realtime priority " + std::to_string(run.options.realtime_priority) +
                            " (SCHED_FIFO) not set for the client I/O threads: " + std::strerror(err));

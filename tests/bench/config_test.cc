@@ -214,7 +214,7 @@ TEST(BenchConfig, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
   EXPECT_NE(namespace_repr(c).find("hf_name='x/y', hf_output_len=33, hf_split='test', hf_subset='s', host="),
             std::string::npos);
   EXPECT_NE(namespace_repr(c).find("sonnet_input_len=300, sonnet_output_len=20, sonnet_prefix_len=50, "
-                                   "spec_bench_category='math', spec_bench_output_len=64, temperature=None"),
+                                   "spec_bench_category='math', spec_bench_output_len=64, start_at=None, temperature=None"),
             std::string::npos)
       << namespace_repr(c);
 }
@@ -323,7 +323,7 @@ TEST(BenchConfig, ServerMetricsFlags) {
   app.parse(std::vector<std::string>{"--no-server-metrics", "0.25", "--server-metrics-interval-s"});
   EXPECT_EQ(c.server_metrics_interval_s, 0.25);
   EXPECT_TRUE(c.no_server_metrics);
-  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, session_concurrency=None, sharegpt"),
+  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, session_concurrency=None, shard=None, sharegpt"),
             std::string::npos);
   EXPECT_NE(namespace_repr(c).find("no_server_metrics=True,"), std::string::npos);
   for (double bad : {0.0, -1.0, 1e7}) {
