@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "common/redact.h"
-#include "report/python_json.h"
+#include "common/python_json.h"
 
 namespace servelab::bench {
 namespace {
@@ -242,7 +242,7 @@ nlohmann::ordered_json shard_json(const ShardRecord& rec, const BenchConfig& c, 
   config["seed"] = c.seed;
   config["dataset_name"] = c.dataset_name;
   config["num_prompts"] = c.num_prompts;
-  config["request_rate"] = report::python_float_repr(r.request_rate);  // "40" and "40.0" are one rate
+  config["request_rate"] = common::python_float_repr(r.request_rate);  // "40" and "40.0" are one rate
   config["burstiness"] = c.burstiness;
   config["max_concurrency"] = opt(c.max_concurrency);
   config["ramp_up_strategy"] = opt(c.ramp_up_strategy);

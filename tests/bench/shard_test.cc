@@ -13,7 +13,7 @@
 
 #include "bench/clock_offset.h"
 #include "bench/shard.h"
-#include "report/python_json.h"
+#include "common/python_json.h"
 
 namespace servelab::bench {
 namespace {
@@ -187,7 +187,7 @@ TEST(RequestRecord, RoundTripsEveryFieldExactly) {
   o.generated_text = "héllo";
   o.request_id = "bench-00000000-7";
   // As the result file writes it (Python json.dumps float repr).
-  const nlohmann::json j = nlohmann::json::parse(report::python_json_dumps(request_to_json(o)));
+  const nlohmann::json j = nlohmann::json::parse(common::python_json_dumps(request_to_json(o), common::InvalidUtf8::kReplace));
   const metrics::RequestOutput b = request_from_json(j);
   EXPECT_EQ(b.failure, o.failure);
   EXPECT_EQ(b.error, o.error);
