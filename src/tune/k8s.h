@@ -2,7 +2,7 @@
 // a trial that fits one node (the engine as a native sidecar, the benchmark as the main container, so the
 // Job ends when the benchmark ends), a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) for a trial whose
 // layout spans nodes (engines/multinode.h renders each node's launch). Nothing is applied to a cluster:
-// running against a live cluster is a later step. See docs/cluster-k8s.md.
+// running against a live cluster is a later step. See docs/cluster.md.
 #pragma once
 
 #include <filesystem>

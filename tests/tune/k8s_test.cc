@@ -125,7 +125,7 @@ TEST(K8sRender, JobAndLeaderWorkerSetForTwoConfigs) {
   EXPECT_EQ(r.manifests[1].nodes, 2);
   EXPECT_EQ(r.manifests[1].gpus_per_pod, 8);
 
-  // The Job, exactly (reviewed by hand: see docs/cluster-k8s.md for each field's meaning).
+  // The Job, exactly (reviewed by hand: see docs/cluster.md for each field's meaning).
   EXPECT_EQ(read(dir / "k8s-small-001-sglang.yaml"),
             read(source_dir() / "tests" / "tune" / "data" / "k8s-small-001-sglang.yaml"));
 
