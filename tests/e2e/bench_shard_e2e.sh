@@ -4,7 +4,7 @@
 # run of the same schedule against the same server:
 #   - exact: request count, successful requests, total input and generated tokens, the per-request input and
 #     output lengths in dataset order, and the set of request ids (= request indices);
-#   - within a tolerance: mean/median TTFT, mean TPOT, mean ITL (15% + 3 ms) and the request throughput (5%).
+#   - within a tolerance: median TTFT, TPOT and ITL (15% + 3 ms) and the request throughput (5%).
 #     Why: the server is servelab's engine twin in real time; both runs send the same requests at the same
 #     intended times, so the twin's simulated engine makes the same batches, but each step starts on a
 #     wall-clock timer (0.1-1 ms late per step on a loaded 2-core box) and each client's sends and reads are
@@ -112,7 +112,10 @@ ids = sorted(r["request_id"] for s in shards for r in s["servelab"]["shard"]["re
 want = sorted(f"shard-e2e-{i}" for i in range(single["num_prompts"]))
 check("request ids (union of shards)", ids, want)
 check("request ids (no duplicate)", len(ids), len(set(ids)))
-for key in ["mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "mean_itl_ms"]:
+# Medians, not means: one scheduling hiccup of a loaded host (a 350 ms P99 TTFT in one run under the sanitizer
+# build with other tests running: mean 187.55 vs 134.80 ms, median 143.89 vs 137.18) moves a mean of 96
+# requests by tens of percent; the merge itself is exact (tests/bench/merge_test.cc on hand-built shards).
+for key in ["median_ttft_ms", "median_tpot_ms", "median_itl_ms"]:
     check(key, round(merged[key], 2), round(single[key], 2), 0.15, 3.0)
 check("request_throughput", round(merged["request_throughput"], 2), round(single["request_throughput"], 2), 0.05)
 sys.exit(1 if fail else 0)
