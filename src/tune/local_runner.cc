@@ -408,7 +408,9 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       }
       for (size_t i = 0; i < req.scenarios.size(); ++i) {
         const Scenario& sc = req.scenarios[i];
-        if (i > 0 && !opt.reset_cache_path.empty()) http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
+        // A kept engine still holds the last probe's prefixes: reset before its first scenario too.
+        if ((i > 0 || out.engine_reused) && !opt.reset_cache_path.empty())
+          http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
         ScenarioResult r = run_watched(sc);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);

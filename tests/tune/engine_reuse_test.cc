@@ -29,6 +29,10 @@ port, start_log = int(sys.argv[1]), sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def do_POST(self):
+        with open(start_log + '.posts', 'a') as f:
+            f.write(self.path + '\n')
+        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()
     def log_message(self, *a): pass
 s = http.server.HTTPServer(('127.0.0.1', port), H)
 with open(start_log, 'a') as f:
@@ -81,6 +85,7 @@ struct EngineReuse : ::testing::Test {
     o.stop_grace_s = 1.0;
     o.poll_interval_s = 0.05;
     o.port_free_timeout_s = 5.0;
+    o.reset_cache_path = "/reset_prefix_cache";
     o.run_scenario = [](const Scenario& sc, const std::string&, const std::atomic<bool>&) {
       const double rate = arg_value(sc.args, "--request-rate");
       ScenarioResult r;
@@ -123,6 +128,11 @@ TEST_F(EngineReuse, OneLaunchForEveryProbeOfTheSearchThenStopped) {
   ASSERT_EQ(ev.records().size(), 8u);
   EXPECT_FALSE(ev.records()[0].outcome.engine_reused);
   for (size_t i = 1; i < 8; ++i) EXPECT_TRUE(ev.records()[i].outcome.engine_reused) << i;
+  // Each probe on the kept engine first resets its prefix cache (the last probe's prompts): 7 POSTs.
+  std::ifstream posts(dir / "starts.log.posts");
+  std::vector<std::string> paths;
+  for (std::string p; std::getline(posts, p);) paths.push_back(p);
+  EXPECT_EQ(paths, std::vector<std::string>(7, "/reset_prefix_cache"));
   // A reused probe's own log names the engine's log.
   std::ifstream note(ev.records()[3].log_path);
   std::string line;
