@@ -169,7 +169,7 @@ void run(const TuneArgs& a) {
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
                              o.best.objective.mean, servelab::tune::primary_objective_label(study), o.best.predicted ? " (predicted)" : "");
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
-    std::cout << fmt::format("report: {}/report.md, {}/report.html ({} trials launched)\n", r.dir.string(),
+    std::cout << fmt::format("report: {}/report.md, {}/report.html ({} launches)\n", r.dir.string(),
                              r.dir.string(), r.trials_launched);
   } catch (const StudyAbort& e) {
     std::fprintf(stderr, "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "

@@ -208,7 +208,9 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
         for (const auto& id : missing) ev.scenario_failure[id] = "not run";
       } else {
         if (stop_ && stop_->load()) throw Interrupted();
-        const TrialRequest req = make_request(ev, cmd, missing, rep, tk);
+        TrialRequest req = make_request(ev, cmd, missing, rep, tk);
+        req.keep_engine = keep_engine_ && runs == 1;
+        if (!kept_config_.empty() && (!req.keep_engine || kept_config_ != req.config_key)) release_engine();
         const double t0 = wall_now_s();
         const auto steady0 = std::chrono::steady_clock::now();
         TrialOutcome out;
@@ -222,6 +224,8 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
           out.status = TrialStatus::kError;
           out.reason = std::string("trial runner error: ") + e.what();
         }
+        if (out.engine_kept) kept_engine_ = req.engine, kept_config_ = req.config_key;
+        else kept_engine_.clear(), kept_config_.clear();
         if (out.status == TrialStatus::kInterrupted) throw Interrupted();
         if (out.wall_s == 0)
           out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
@@ -291,6 +295,22 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
   return ev;
 }
 
+void Evaluator::set_keep_engine(bool on) {
+  keep_engine_ = on;
+  if (!on) release_engine();
+}
+
+void Evaluator::release_engine() {
+  if (kept_config_.empty() || !runner_) return;
+  TrialRequest req;
+  req.trial_key = tag_ + "|" + kept_config_ + "|release";
+  req.engine = kept_engine_;
+  req.config_key = kept_config_;
+  req.release_engine = true;
+  kept_engine_.clear(), kept_config_.clear();
+  runner_(req);  // stops the engine; an error here is the runner's (StudyAbort) and propagates
+}
+
 TrialRequest Evaluator::make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
                                      int rep, const std::string& tk) const {
   TrialRequest req;
@@ -324,7 +344,8 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
   rec.outcome = std::move(out);
   rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
   rec.wall_started_s = t0;
-  ++launched_;
+  if (!rec.outcome.engine_reused) ++launched_;
+  ++trials_run_;
   launched_wall_s_ += rec.outcome.wall_s;
   ++done_;
   if (progress_) {
@@ -338,10 +359,11 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
       result = it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study_.objective.metric);
     }
     const int total = std::max(planned_, done_);
-    const double left = launched_ ? launched_wall_s_ / launched_ * (total - done_) : 0;
+    const double left = trials_run_ ? launched_wall_s_ / trials_run_ * (total - done_) : 0;
     result = common::redact_text(result);  // a failure reason may quote the engine's command or log
-    *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}", done_, total, ev.config.engine, ev.label,
-                              phase, rep, result, rec.outcome.predicted ? " [predicted]" : "");
+    *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}{}", done_, total, ev.config.engine, ev.label,
+                              phase, rep, result, rec.outcome.predicted ? " [predicted]" : "",
+                              rec.outcome.engine_reused ? " [engine kept up]" : "");
     if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);
     *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
     progress_->flush();

@@ -329,6 +329,18 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const Config& con
     }
   }
   x0 = round_value(spec.variable, std::clamp(x0, spec.min_value, spec.max_value));
+  // The engine stays up between the probes of this search (--target local) and is stopped when it ends,
+  // however it ends (Interrupted included).
+  struct KeepEngine {
+    Evaluator& ev;
+    ~KeepEngine() {
+      try {
+        ev.set_keep_engine(false);
+      } catch (...) {  // a destructor must not throw; the runner's own destructor still stops the engine
+      }
+    }
+  } keep{evaluator};
+  evaluator.set_keep_engine(true);
   SloRun run{study, evaluator, cfg, r, {}, false};
   if (run.bracket(x0, guided ? 1.25 : 2.0)) run.refine();
   if (run.aborted) r.note = r.probes.back().failure;

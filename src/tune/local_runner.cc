@@ -109,6 +109,43 @@ std::string read_all(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// The engine a keep_engine trial left running, for the next trial of the same launch (TrialRequest::
+/// keep_engine). Stopped (SIGTERM, grace, SIGKILL) by the next trial that does not reuse it, by a
+/// release_engine request, or when the runner goes away; the supervisor's lifeline covers tune dying.
+struct KeptEngine {
+  detail::EngineProcess engine;
+  bool held = false;
+  std::string engine_name, config_key, trial_key;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::filesystem::path log;
+  double grace_s = 0;
+
+  bool same_launch(const TrialRequest& req) const {
+    return held && engine_name == req.engine && config_key == req.config_key && argv == req.argv &&
+           env == req.env;
+  }
+  void hold(detail::EngineProcess e, const TrialRequest& req, const std::filesystem::path& log_path,
+            double grace) {
+    engine = std::move(e);
+    held = true;
+    engine_name = req.engine, config_key = req.config_key, trial_key = req.trial_key;
+    argv = req.argv, env = req.env, log = log_path, grace_s = grace;
+  }
+  void stop() {
+    if (held) engine.stop(grace_s);
+    held = false;
+  }
+  ~KeptEngine() { stop(); }
+};
+
+/// Do all `paths` answer HTTP 200 on host:port now?
+bool answers_ready(const std::string& host, int port, const std::vector<std::string>& paths) {
+  for (const auto& p : paths)
+    if (http_get_status(host, port, p, 2.0) != 200) return false;
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -220,10 +257,11 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
     std::optional<double> baseline_mib;
   };
   auto gpu = std::make_shared<GpuBaseline>();
-  return [opt, gpu](const TrialRequest& req) -> TrialOutcome {
+  auto kept = std::make_shared<KeptEngine>();
+  return [opt, gpu, kept](const TrialRequest& req) -> TrialOutcome {
     TrialOutcome out;
     const auto t0 = Clock::now();
-    const std::filesystem::path log =
+    std::filesystem::path log =
         req.log_path.empty() ? std::filesystem::temp_directory_path() / "servelab-engine.log" : req.log_path;
     const std::atomic<bool> never{false};
     const std::atomic<bool>& stop = opt.stop ? *opt.stop : never;
@@ -252,12 +290,19 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       }
     };
     auto finish = [&](TrialStatus s, std::string reason) {
-      engine.stop(opt.stop_grace_s);
       out.status = s;
       out.reason = std::move(reason);
+      if (s == TrialStatus::kOk && req.keep_engine && !engine.exited()) {
+        kept->hold(std::move(engine), req, log, opt.stop_grace_s);  // up for the next probe
+        out.engine_kept = true;
+      } else {
+        engine.stop(opt.stop_grace_s);
+      }
       out.log_tail = file_tail(log.string(), opt.log_tail_lines);
-      wait_port_free(opt.port_free_timeout_s);  // so that the next trial can bind it
-      wait_gpus_free();
+      if (!out.engine_kept) {
+        wait_port_free(opt.port_free_timeout_s);  // so that the next trial can bind it
+        wait_gpus_free();
+      }
       out.wall_s = since_s(t0);
       return out;
     };
@@ -272,46 +317,64 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
                     line.empty() ? fmt::format("exited at start-up ({})", how) : line);
     };
 
-    // The port must be free before launch: a server still answering there (an engine left by a killed
-    // tune, another user's server) would be measured instead of ours.
-    if (!wait_port_free(opt.port_free_timeout_s)) {
-      if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-      const std::string who = detail::describe_port_holders(opt.port);
-      throw StudyAbort(fmt::format(
-          "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
-          "[study] port to a free port",
-          opt.port, opt.host, opt.port_free_timeout_s, who.empty() ? "a process that accepts connections" : who));
+    if (req.release_engine) {
+      kept->stop();
+      return finish(TrialStatus::kOk, "");
     }
-    try {
-      engine = detail::EngineProcess::start(req.argv, child_environment(req.env), log, opt.stop_grace_s);
-    } catch (const detail::EngineMissing& e) {
-      throw StudyAbort(e.what());
-    } catch (const std::exception& e) {
-      return finish(TrialStatus::kError, e.what());
+    // A kept engine of the same launch is reused if it is alive, ready and still the one on the port
+    // (an engine that crashed after the last probe is not); any other kept engine is stopped first.
+    if (kept->held && req.keep_engine && kept->same_launch(req) && !kept->engine.exited() &&
+        answers_ready(opt.host, opt.port, opt.ready_paths) && !foreign_listener(kept->engine, opt.port)) {
+      engine = std::move(kept->engine);
+      kept->held = false;
+      if (!req.log_path.empty() && req.log_path != kept->log)
+        std::ofstream(req.log_path) << fmt::format(
+            "servelab: trial {} ran on the engine (pid {}) that trial {} launched and kept up; its output is "
+            "in {}\n",
+            req.trial_key, engine.pid(), kept->trial_key, kept->log.string());
+      log = kept->log;
+      out.engine_reused = true;
+    } else if (kept->held) {
+      kept->stop();
+      wait_gpus_free();
     }
-    // Readiness.
-    const auto tr = Clock::now();
-    while (true) {
-      if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-      if (engine.exited()) return died(false);
-      bool ready = true;
-      for (const auto& p : opt.ready_paths)
-        if (http_get_status(opt.host, opt.port, p, 2.0) != 200) {
-          ready = false;
-          break;
-        }
-      if (ready && !engine.exited()) break;
-      if (since_s(tr) > opt.ready_timeout_s)
-        return finish(TrialStatus::kNotReady,
-                      fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})", opt.ready_timeout_s,
-                                  fmt::join(opt.ready_paths, ", "), opt.port));
-      sleep_s(opt.poll_interval_s);
-    }
-    // Whoever answered must be our engine: never measure a server this tune did not start.
-    if (auto stranger = foreign_listener(engine, opt.port)) {
-      finish(TrialStatus::kError, *stranger);
-      throw StudyAbort(*stranger);
-    }
+    if (!out.engine_reused) {
+      // The port must be free before launch: a server still answering there (an engine left by a killed
+      // tune, another user's server) would be measured instead of ours.
+      if (!wait_port_free(opt.port_free_timeout_s)) {
+        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        const std::string who = detail::describe_port_holders(opt.port);
+        throw StudyAbort(fmt::format(
+            "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
+            "[study] port to a free port",
+            opt.port, opt.host, opt.port_free_timeout_s,
+            who.empty() ? "a process that accepts connections" : who));
+      }
+      try {
+        engine = detail::EngineProcess::start(req.argv, child_environment(req.env), log, opt.stop_grace_s);
+      } catch (const detail::EngineMissing& e) {
+        throw StudyAbort(e.what());
+      } catch (const std::exception& e) {
+        return finish(TrialStatus::kError, e.what());
+      }
+      // Readiness.
+      const auto tr = Clock::now();
+      while (true) {
+        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        if (engine.exited()) return died(false);
+        if (answers_ready(opt.host, opt.port, opt.ready_paths) && !engine.exited()) break;
+        if (since_s(tr) > opt.ready_timeout_s)
+          return finish(TrialStatus::kNotReady,
+                        fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})",
+                                    opt.ready_timeout_s, fmt::join(opt.ready_paths, ", "), opt.port));
+        sleep_s(opt.poll_interval_s);
+      }
+      // Whoever answered must be our engine: never measure a server this tune did not start.
+      if (auto stranger = foreign_listener(engine, opt.port)) {
+        finish(TrialStatus::kError, *stranger);
+        throw StudyAbort(*stranger);
+      }
+    }  // launched
     const std::string base_url = fmt::format("http://{}:{}", opt.host, opt.port);
     // A scenario stops early on Ctrl-C or when the engine dies (bench would otherwise retry its ready check
     // against a dead server for --ready-check-timeout-sec).
@@ -337,7 +400,7 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       return opt.run_scenario(sc, base_url, scenario_stop);
     };
     try {
-      if (!opt.warmup_args.empty()) {
+      if (!opt.warmup_args.empty() && !out.engine_reused) {  // a kept engine is warm
         Scenario warm{"warmup", "warm-up run (discarded)", opt.warmup_args, 1.0};
         run_watched(warm);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
@@ -345,7 +408,9 @@ TrialRunner make_local_runner(LocalRunnerOptions opt) {
       }
       for (size_t i = 0; i < req.scenarios.size(); ++i) {
         const Scenario& sc = req.scenarios[i];
-        if (i > 0 && !opt.reset_cache_path.empty()) http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
+        // A kept engine still holds the last probe's prefixes: reset before its first scenario too.
+        if ((i > 0 || out.engine_reused) && !opt.reset_cache_path.empty())
+          http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
         ScenarioResult r = run_watched(sc);
         if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
         if (engine.exited()) return died(true);

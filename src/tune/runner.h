@@ -81,6 +81,14 @@ struct TrialRequest {
   /// The config's knob values (knob → value label, non-baseline only), so that a runner on another host can
   /// render the launch again for that host (its own port: target slurm).
   std::map<std::string, std::string> knobs;
+  /// Leave the engine running after this trial when it ends ok, for the next trial of the same engine,
+  /// config, argv and env, which then reuses it if it is still alive and answers the ready checks (else it
+  /// launches fresh). Set by the SLO search for its probes (tune/load.h: the server stays up between probes,
+  /// as `vllm bench sweep serve_sla` does); honoured by the local runner, ignored by the twin and Slurm.
+  bool keep_engine = false;
+  /// Only stop the engine a runner kept up (TrialOutcome::engine_kept): no launch, no scenario. The
+  /// evaluator sends it only to a runner that reported a kept engine.
+  bool release_engine = false;
 };
 
 /// What a runner returns. On failure `scenarios` holds the scenarios that finished before it.
@@ -91,6 +99,11 @@ struct TrialOutcome {
   std::vector<ScenarioResult> scenarios;
   bool predicted = false;                  ///< true when the numbers come from the twin
   double wall_s = 0.0;                     ///< wall-clock duration of the trial, s
+  /// The trial ran on an engine that an earlier trial launched and kept up (keep_engine): no launch.
+  bool engine_reused = false;
+  /// The engine is still running after this trial, kept for the next one (keep_engine); the runner stops it
+  /// on the next trial that does not reuse it, on a release_engine request, or when it is destroyed.
+  bool engine_kept = false;
 };
 
 /// Thrown by a runner when no further trial can succeed on this machine — the engine's executable is

@@ -82,7 +82,14 @@ class Evaluator {
   void set_batch_runner(BatchTrialRunner runner) { batch_runner_ = std::move(runner); }
 
   void set_planned(int trials) { planned_ = trials; }
+  /// Engine launches: trials run, less those that reused an engine kept up (TrialOutcome::engine_reused).
   int launched() const { return launched_; }
+  /// While on, trials ask the runner to keep their engine up for the next trial of the same config
+  /// (TrialRequest::keep_engine): the SLO search's probes. Only with one run per point (repeats() == 1: a
+  /// repeat measures launch-to-launch variance, so it launches fresh). Turning it off stops a kept engine.
+  void set_keep_engine(bool on);
+  /// Asks the runner to stop the engine it keeps up (TrialRequest::release_engine); nothing when none.
+  /// Called by set_keep_engine(false) and before any trial that cannot reuse the kept engine.
   /// Evaluations that lacked a stored result in replay mode (0 = the study is complete).
   int missing() const { return missing_; }
   /// Every trial this evaluator ran or reused, in order (for reports and exports).
@@ -96,6 +103,7 @@ class Evaluator {
   /// The twin evaluator whose SLO search brackets this one's (--target local; tune/load.h). May be null.
   void set_load_guide(Evaluator* twin) { load_guide_ = twin; }
   Evaluator* load_guide() const { return load_guide_; }
+  void release_engine();
 
  private:
   const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
@@ -121,6 +129,9 @@ class Evaluator {
   std::string best_label_;
   double best_value_ = 0;
   Evaluator* load_guide_ = nullptr;
+  bool keep_engine_ = false;
+  std::string kept_engine_, kept_config_;  ///< engine and config of the engine the runner keeps ("" = none)
+  int trials_run_ = 0;                     ///< trials run by the runner (the ETA's average)
 };
 
 /// One candidate tried along a greedy path.

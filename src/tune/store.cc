@@ -112,6 +112,12 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     have_log_path = q.step() && q.integer(0) == 1;
   }
   if (!have_log_path) exec("ALTER TABLE trials ADD COLUMN log_path TEXT NOT NULL DEFAULT ''");
+  bool have_reused = false;  // TrialOutcome::engine_reused (an SLO probe on a kept engine)
+  {
+    Stmt q(db_, "SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'engine_reused'");
+    have_reused = q.step() && q.integer(0) == 1;
+  }
+  if (!have_reused) exec("ALTER TABLE trials ADD COLUMN engine_reused INTEGER NOT NULL DEFAULT 0");
   bool have_jobs = false;
   {
     Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'slurm_jobs'");
@@ -188,12 +194,13 @@ void Store::record_trial(const TrialRecord& r) {
     }
     Stmt t(db_,
            "INSERT INTO trials (trial_key, engine, config_key, config_label, phase, repeat, status, reason, "
-           "predicted, wall_started_s, wall_s, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+           "predicted, wall_started_s, wall_s, log_path, engine_reused) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     t.bind(1, r.trial_key).bind(2, r.engine).bind(3, r.config_key).bind(4, r.config_label).bind(5, r.phase);
     // Stored redacted (common/redact.h): the database is shared and read by `servelab report`.
     t.bind(6, r.repeat).bind(7, std::string(trial_status_name(r.outcome.status)));
     t.bind(8, common::redact_text(r.outcome.reason));
     t.bind(9, r.outcome.predicted ? 1 : 0).bind(10, r.wall_started_s).bind(11, r.outcome.wall_s).bind(12, r.log_path);
+    t.bind(13, r.outcome.engine_reused ? 1 : 0);
     t.run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_);
     Stmt c(db_, "INSERT INTO commands (trial_id, argv_json, env_json, shell) VALUES (?,?,?,?)");
@@ -228,7 +235,8 @@ std::vector<TrialRecord> Store::trials() const {
   Stmt q(db_,
          "SELECT t.id, t.trial_key, t.engine, t.config_key, t.config_label, t.phase, t.repeat, t.status, t.reason, "
          "t.predicted, "
-         "t.wall_started_s, t.wall_s, c.argv_json, c.env_json, c.shell, COALESCE(f.log_tail, ''), t.log_path "
+         "t.wall_started_s, t.wall_s, c.argv_json, c.env_json, c.shell, COALESCE(f.log_tail, ''), t.log_path"
+         ", t.engine_reused "
          "FROM trials t "
          "JOIN commands c ON c.trial_id = t.id LEFT JOIN failures f ON f.trial_id = t.id ORDER BY t.id");
   while (q.step()) {
@@ -250,6 +258,7 @@ std::vector<TrialRecord> Store::trials() const {
     r.shell = q.text(14);
     r.outcome.log_tail = q.text(15);
     r.log_path = q.text(16);
+    r.outcome.engine_reused = q.integer(17) != 0;
     index[r.id] = out.size();
     out.push_back(std::move(r));
   }

@@ -523,7 +523,8 @@ std::string trials_json(const std::vector<TrialRecord>& trials) {
     nlohmann::json j = {{"trial_key", t.trial_key}, {"engine", t.engine}, {"config_key", t.config_key},
                         {"config", t.config_label}, {"phase", t.phase}, {"repeat", t.repeat},
                         {"status", trial_status_name(t.outcome.status)}, {"reason", t.outcome.reason},
-                        {"predicted", t.outcome.predicted}, {"wall_s", t.outcome.wall_s}, {"argv", t.argv},
+                        {"predicted", t.outcome.predicted}, {"engine_reused", t.outcome.engine_reused},
+                        {"wall_s", t.outcome.wall_s}, {"argv", t.argv},
                         {"env", t.env}, {"command", t.shell}};
     nlohmann::json sc = nlohmann::json::object();
     nlohmann::json load = nlohmann::json::object();  // scenario id → its load point (load-sweep trials)

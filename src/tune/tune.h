@@ -43,6 +43,7 @@ struct TuneOptions {
 struct TuneResult {
   SearchOutcome outcome;
   std::filesystem::path dir;
+  /// Engine launches on the target (an SLO probe on a kept engine is none) plus the twin's trials.
   int trials_launched = 0;
 };
 
