@@ -142,13 +142,43 @@ void Evaluator::remember(TrialRecord record) {
   records_.push_back(std::move(record));
 }
 
-Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
-                               const std::string& phase) {
+Evaluation Evaluator::describe(const Config& config) const {
   Evaluation ev;
-  ev.config = normalize(study_, config_in);
+  ev.config = normalize(study_, config);
   ev.key = config_key(study_, ev.config);
   ev.label = config_label(study_, ev.config);
   ev.predicted = tag_ == "twin";
+  return ev;
+}
+
+std::string Evaluator::trial_key(const std::string& key, const std::vector<std::string>& missing, int rep) const {
+  std::string tk = fmt::format("{}|{}|", tag_, key);
+  for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
+  return tk + fmt::format("|r{}", rep);
+}
+
+const TrialRecord* Evaluator::find_trial(const std::string& tk) const {
+  const TrialRecord* last = nullptr;
+  for (const auto& r : records_)
+    if (r.trial_key == tk) last = &r;
+  return last;
+}
+
+TrialRecord Evaluator::base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const {
+  TrialRecord rec;
+  rec.engine = ev.config.engine;
+  rec.config_key = ev.key;
+  rec.config_label = ev.label;
+  rec.phase = phase;
+  rec.argv = cmd.argv;
+  rec.env = cmd.env;
+  rec.shell = ev.shell;
+  return rec;
+}
+
+Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
+                               const std::string& phase) {
+  Evaluation ev = describe(config_in);
   Rendered cmd = render(study_, ev.config);
   ev.shell = cmd.shell();
   auto fail = [&](TrialStatus s, const std::string& why) {
@@ -160,18 +190,9 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
 
   if (auto why = check_config(study_, ev.config)) {
     const std::string tk = tag_ + "|" + ev.key + "|rejected";
-    bool known = false;
-    for (const auto& r : records_) known = known || r.trial_key == tk;
-    if (!known) {
-      TrialRecord rec;
+    if (!find_trial(tk)) {
+      TrialRecord rec = base_record(ev, cmd, phase);
       rec.trial_key = tk;
-      rec.engine = ev.config.engine;
-      rec.config_key = ev.key;
-      rec.config_label = ev.label;
-      rec.phase = phase;
-      rec.argv = cmd.argv;
-      rec.env = cmd.env;
-      rec.shell = ev.shell;
       rec.outcome.status = TrialStatus::kRejected;
       rec.outcome.reason = *why;
       rec.outcome.predicted = ev.predicted;
@@ -195,12 +216,8 @@ Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::s
     std::vector<std::string> missing;
     for (const auto& id : ids)
       if (!find(ev.key, id, rep)) missing.push_back(id);
-    std::string tk = fmt::format("{}|{}|", tag_, ev.key);
-    for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
-    tk += fmt::format("|r{}", rep);
-    const TrialRecord* done_before = nullptr;
-    for (const auto& r : records_)
-      if (r.trial_key == tk) done_before = &r;
+    const std::string tk = trial_key(ev.key, missing, rep);
+    const TrialRecord* done_before = find_trial(tk);
     if (!missing.empty() && !done_before) {
       if (!runner_) {
         ++missing_;
@@ -330,16 +347,9 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
                              const TrialRequest& req, TrialOutcome out, double t0) {
   const std::string& tk = req.trial_key;
   const int rep = req.repeat;
-  TrialRecord rec;
+  TrialRecord rec = base_record(ev, cmd, phase);
   rec.trial_key = tk;
-  rec.engine = ev.config.engine;
-  rec.config_key = ev.key;
-  rec.config_label = ev.label;
-  rec.phase = phase;
   rec.repeat = rep;
-  rec.argv = cmd.argv;
-  rec.env = cmd.env;
-  rec.shell = ev.shell;
   rec.log_path = req.log_path.string();
   rec.outcome = std::move(out);
   rec.outcome.predicted = rec.outcome.predicted || ev.predicted;
@@ -380,23 +390,16 @@ void Evaluator::prefetch(const std::vector<Config>& configs, const std::vector<s
     std::vector<TrialRequest> requests;
     std::vector<std::pair<Evaluation, Rendered>> meta;
     for (const auto& c : configs) {
-      Evaluation ev;
-      ev.config = normalize(study_, c);
-      ev.key = config_key(study_, ev.config);
-      ev.label = config_label(study_, ev.config);
-      ev.predicted = tag_ == "twin";
+      Evaluation ev = describe(c);
       if (check_config(study_, ev.config) || find_config_failure(ev.key, rep)) continue;
       std::vector<std::string> missing;
       for (const auto& id : ids)
         if (!find(ev.key, id, rep)) missing.push_back(id);
       if (missing.empty()) continue;
-      std::string tk = fmt::format("{}|{}|", tag_, ev.key);
-      for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
-      tk += fmt::format("|r{}", rep);
-      bool known = false;
-      for (const auto& r : records_) known = known || r.trial_key == tk;
-      for (const auto& r : requests) known = known || r.trial_key == tk;
-      if (known) continue;
+      const std::string tk = trial_key(ev.key, missing, rep);
+      bool queued = false;
+      for (const auto& r : requests) queued = queued || r.trial_key == tk;
+      if (queued || find_trial(tk)) continue;
       Rendered cmd = render(study_, ev.config);
       ev.shell = cmd.shell();
       requests.push_back(make_request(ev, cmd, missing, rep, tk));

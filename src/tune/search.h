@@ -109,6 +109,14 @@ class Evaluator {
   const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
   const TrialRecord* find_config_failure(const std::string& config_key, int repeat) const;
   void remember(TrialRecord record);
+  /// `config` normalized, with its key, label and `predicted` (what evaluate() and prefetch() start from).
+  Evaluation describe(const Config& config) const;
+  /// Key of the trial running `missing` scenarios of `config_key` in repeat `rep`: "tag|key|s1+s2|rN".
+  std::string trial_key(const std::string& config_key, const std::vector<std::string>& missing, int rep) const;
+  /// The last record with this trial key, or null.
+  const TrialRecord* find_trial(const std::string& trial_key) const;
+  /// A record of `ev` launched as `cmd` in `phase`: engine, keys, label, command; no outcome yet.
+  TrialRecord base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const;
   TrialRequest make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
                             int rep, const std::string& trial_key) const;
   /// Records a launched trial's outcome (progress line, store) as evaluate() and prefetch() do.

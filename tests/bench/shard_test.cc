@@ -228,18 +228,24 @@ TEST(NtpSample, OffsetAndDelayOfOneExchange) {
   EXPECT_NEAR(a.delay_ms, 4.0, 1e-9);
 }
 
+// A UDP socket bound to 127.0.0.1 on a free port (written to `port`); the caller closes it.
+int bind_loopback_udp(int& port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A one-shot SNTP server on 127.0.0.1 whose clock is `ahead_s` ahead of this host's.
 class FakeNtpServer {
  public:
   explicit FakeNtpServer(double ahead_s) : ahead_s_(ahead_s) {
-    fd_ = socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = bind_loopback_udp(port_);
     timeval tv{2, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     thread_ = std::thread([this] { serve(); });
@@ -298,14 +304,9 @@ TEST(MeasureNtpOffset, MeasuresAKnownOffsetOverUdp) {
 
 TEST(MeasureNtpOffset, NamesTheReferenceWhenNothingAnswers) {
   // A bound UDP port that never answers.
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string ref = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  int port = 0;
+  const int fd = bind_loopback_udp(port);
+  const std::string ref = "127.0.0.1:" + std::to_string(port);
   try {
     measure_ntp_offset(ref, 2, 0.05);
     FAIL();
