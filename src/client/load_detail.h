@@ -91,6 +91,27 @@ struct Run {
   double rel(Clock::time_point tp) const { return std::chrono::duration<double>(tp - t0).count(); }
 };
 
+/// Lifecycle of a Conn's socket. Transitions (all in Worker, on the worker's thread):
+///   (new) / kFree --new_conn--> kUnconnected --connect--> kConnecting --on_connected--> kOpen
+///   kUnconnected --preconnect (socket handed over already connected)--> kOpen
+///   any but kFree --close--> kClosed --recycle_if_idle (no handler pending, no request)--> kFree
+/// Whether an open connection is idle (in the keep-alive pool) or carries a request is `Conn::idx`.
+enum class ConnState : std::uint8_t {
+  kUnconnected,  // no socket yet (a fresh or recycled object about to connect)
+  kConnecting,   // TCP connect (and TLS handshake) in flight; a deadline now is a connect timeout
+  kOpen,         // connected (and TLS handshaken): carries a request or waits in the keep-alive pool
+  kClosed,       // socket closed; handlers may still be pending, then the object is recycled
+  kFree,         // in the worker's free list: no socket, no request, no handler pending
+};
+
+/// How the current request reached its connection; decides whether a failure before any response byte
+/// is resent once on a fresh connection (only on a kept-alive one: the server may have closed it idle).
+enum class Attempt : std::uint8_t {
+  kFresh,      // first attempt, on a connection opened for it
+  kKeptAlive,  // first attempt, on a kept-alive (or pre-opened) connection: may be retried once
+  kRetry,      // the one resend on a fresh connection after the kept-alive one failed: no further retry
+};
+
 // One connection and the request it currently carries.
 template <class Stream>
 struct Conn {
@@ -106,13 +127,9 @@ struct Conn {
   std::uint32_t gen = 0;      // bumped on every close / new request: stale handlers compare it
   int pending = 0;            // async operations in flight on this object
   std::size_t idx = kNoRequest;
-  bool open = false;          // socket connected (and TLS handshaken)
-  bool closed = false;        // closed; recycled once pending == 0
-  bool in_free = false;
-  bool reused = false;        // this request went on a kept-alive connection
-  bool retried = false;
-  bool connecting = false;
-  bool got_bytes = false;
+  ConnState state = ConnState::kUnconnected;
+  Attempt attempt = Attempt::kFresh;  // of the current request
+  bool got_bytes = false;             // the current request has received a response byte
   int status = 0;
   std::string status_reason;
   std::string error_body;

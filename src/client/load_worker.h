@@ -81,7 +81,7 @@ class Worker {
     for (Stream& s : opened.streams) {
       ConnT* c = new_conn();
       c->stream.emplace(std::move(s));
-      c->open = true;
+      c->state = ConnState::kOpen;
       if (stopping_) {
         close(*c);
       } else {
@@ -291,8 +291,8 @@ class Worker {
     out.itl_s.reserve(static_cast<std::size_t>(std::clamp(out.expected_output_len, 1, 4096)));
     ConnT* c = acquire_conn();
     begin_request(*c, idx, now);
-    if (c->open) {
-      c->reused = true;
+    if (c->state == ConnState::kOpen) {
+      c->attempt = Attempt::kKeptAlive;
       arm_deadline(*c, request_deadline(*c));
       write(*c);
     } else {
@@ -305,8 +305,7 @@ class Worker {
     c.idx = idx;
     c.used = 0;
     c.got_bytes = false;
-    c.retried = false;
-    c.reused = false;
+    c.attempt = Attempt::kFresh;
     c.status = 0;
     c.status_reason.clear();
     c.error_body.clear();
@@ -331,7 +330,7 @@ class Worker {
     c.timer.async_wait([this, &c, gen = c.gen](const error_code& ec) {
       --c.pending;
       if (ec || gen != c.gen || c.idx == kNoRequest) return recycle_if_idle(c);
-      if (c.connecting) {
+      if (c.state == ConnState::kConnecting) {
         fail_request(c, FailureKind::kConnect,
                      "connect to " + run_.authority + " timed out after " +
                          std::to_string(run_.options.connect_timeout_s) + " s");
@@ -346,7 +345,7 @@ class Worker {
     while (!idle_.empty()) {
       ConnT* c = idle_.back();
       idle_.pop_back();
-      if (c->open) return c;
+      if (c->state == ConnState::kOpen) return c;
     }
     return new_conn();
   }
@@ -357,13 +356,11 @@ class Worker {
     if (!free_.empty()) {
       c = free_.back();
       free_.pop_back();
-      c->in_free = false;
     } else {
       conns_.push_back(std::make_unique<ConnT>(this, io_));
       c = conns_.back().get();
     }
-    c->closed = false;
-    c->open = false;
+    c->state = ConnState::kUnconnected;
     return c;
   }
 
@@ -376,8 +373,7 @@ class Worker {
   }
 
   void connect(ConnT& c) {
-    c.connecting = true;
-    c.open = false;
+    c.state = ConnState::kConnecting;
     c.stream.emplace(make_stream());
     const auto connect_deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -420,8 +416,7 @@ class Worker {
   }
 
   void on_connected(ConnT& c) {
-    c.connecting = false;
-    c.open = true;
+    c.state = ConnState::kOpen;
     // The request deadline counts from send (connect time included, as vLLM's timer).
     arm_deadline(c, request_deadline(c));
     write(c);
@@ -434,7 +429,7 @@ class Worker {
                         --c.pending;
                         if (gen != c.gen) return recycle_if_idle(c);
                         if (ec) {
-                          if (c.reused && !c.retried) return retry_on_new_connection(c);
+                          if (c.attempt == Attempt::kKeptAlive) return retry_on_new_connection(c);
                           return fail_request(c, FailureKind::kReset,
                                               "connection lost while sending the request: " + ec.message());
                         }
@@ -450,7 +445,7 @@ class Worker {
     close(c);
     ConnT* fresh = new_conn();
     begin_request(*fresh, idx, send);
-    fresh->retried = true;
+    fresh->attempt = Attempt::kRetry;
     connect(*fresh);
   }
 
@@ -466,7 +461,7 @@ class Worker {
 
   void on_read(ConnT& c, const error_code& ec, std::size_t n) {
     if (ec) {
-      if (!c.got_bytes && c.reused && !c.retried && (is_eof(ec) || ec == asio::error::connection_reset)) {
+      if (!c.got_bytes && c.attempt == Attempt::kKeptAlive && (is_eof(ec) || ec == asio::error::connection_reset)) {
         return retry_on_new_connection(c);
       }
       if (is_eof(ec) && !c.parser->got_some()) {
@@ -597,9 +592,7 @@ class Worker {
 
   void close(ConnT& c) {
     ++c.gen;
-    c.open = false;
-    c.connecting = false;
-    c.closed = true;
+    if (c.state != ConnState::kFree) c.state = ConnState::kClosed;
     c.idx = kNoRequest;
     c.timer.cancel();
     if (c.stream) {
@@ -610,10 +603,10 @@ class Worker {
   }
 
   void recycle_if_idle(ConnT& c) {
-    if (c.closed && c.pending == 0 && !c.in_free && c.idx == kNoRequest) {
+    if (c.state == ConnState::kClosed && c.pending == 0 && c.idx == kNoRequest) {
       c.stream.reset();
       c.parser.reset();
-      c.in_free = true;
+      c.state = ConnState::kFree;
       free_.push_back(&c);
     }
   }
