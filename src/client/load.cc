@@ -117,22 +117,19 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
 
 namespace {
 
-// run_load and run_sessions: `plan` null for independent requests.
-LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest> requests,
-                    std::span<const double> schedule_s, const SessionPlan* plan,
-                    const ProgressCallback& progress, std::stop_token stop) {
-  using namespace detail;
-  namespace asio = boost::asio;
-  validate_load(options, requests.size(), schedule_s);
-  const ParsedUrl url = parse_url(options.api_url);
-  validate_endpoint_url(url, options.endpoint);
-  const std::string api_key = resolve_api_key(options);
-  check_connection_limits(schedule_s, options.max_concurrency, options.preconnect);
+namespace asio = boost::asio;
+using detail::build_http_request;
+using detail::Clock;
+using detail::ParsedUrl;
+using metrics::FailureKind;
+using metrics::RequestOutput;
 
-  LoadResult result;
+// Each request's HTTP bytes, and its output record's fields known before it is sent.
+std::vector<std::string> prepare_requests(const ClientOptions& options, const ParsedUrl& url,
+                                          const std::string& api_key, std::span<const PlannedRequest> requests,
+                                          std::span<const double> schedule_s, LoadResult& result) {
   const std::size_t n = requests.size();
   result.outputs.resize(n);
-  std::vector<std::string> reasoning(options.retokenize ? n : 0);
   std::vector<std::string> http(n);
   for (std::size_t i = 0; i < n; ++i) {
     http[i] = build_http_request(options, url, api_key, requests[i]);
@@ -143,83 +140,113 @@ LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest
     out.request_id = requests[i].request_id;
     out.intended_send_time_s = schedule_s[i];
   }
+  return http;
+}
 
+// I/O threads: ClientOptions::num_threads (0: one per core), at most one per request (per session).
+std::size_t io_thread_count(const ClientOptions& options, std::size_t num_requests, const SessionPlan* plan) {
   std::size_t num_threads = options.num_threads > 0 ? static_cast<std::size_t>(options.num_threads)
                                                      : std::max(1u, std::thread::hardware_concurrency());
-  num_threads = std::max<std::size_t>(1, std::min(num_threads, plan ? plan->sessions.size() : n));
+  return std::max<std::size_t>(1, std::min(num_threads, plan ? plan->sessions.size() : num_requests));
+}
+
+// Every request failed to connect: the host did not resolve (or there is nothing to send).
+LoadResult unresolved(LoadResult result, const ParsedUrl& url, const boost::system::error_code& ec,
+                      const ProgressCallback& progress) {
+  for (auto& out : result.outputs) {
+    out.failure = FailureKind::kConnect;
+    out.error = "cannot resolve host '" + url.host + "': " + ec.message();
+  }
+  result.start = Clock::now();
+  const std::size_t n = result.outputs.size();
+  if (progress) progress(n, n);
+  return result;
+}
+
+// The shared state of one run before it starts: requests, endpoints, the --max-concurrency semaphore and,
+// for sessions, each request's session and turn and the session semaphore.
+template <class Stream>
+void configure_run(detail::Run<Stream>& run, std::vector<std::string> http,
+                   const asio::ip::tcp::resolver::results_type& endpoints, const ParsedUrl& url,
+                   const std::string& api_key, const SessionPlan* plan) {
+  const ClientOptions& options = run.options;
+  run.http = std::move(http);
+  run.endpoints = endpoints;
+  run.host = url.host;
+  run.authority = url.host_header;
+  run.limited = options.max_concurrency > 0;
+  run.available = options.max_concurrency;
+  if (!plan) return;
+  const std::size_t n = run.http.size();
+  run.plan = plan;
+  run.url = &url;
+  run.api_key = api_key;
+  run.session_of.assign(n, 0);
+  run.turn_of.assign(n, 0);
+  for (std::size_t s = 0; s < plan->sessions.size(); ++s) {
+    for (std::size_t t = 0; t < plan->sessions[s].size(); ++t) {
+      run.session_of[plan->sessions[s][t]] = s;
+      run.turn_of[plan->sessions[s][t]] = t;
+    }
+  }
+  run.holds_session_slot.assign(plan->sessions.size(), 0);
+  run.sessions_limited = plan->session_concurrency > 0;
+  run.sessions_available = plan->session_concurrency;
+}
+
+// After the run: t = 0, the duration to the last completion (s), what was not sent, warnings, preconnect.
+template <class Stream>
+void collect_run(detail::Run<Stream>& run, const std::atomic<bool>& interrupted, LoadResult& result) {
+  const Clock::rep last = run.last_completion.load();
+  result.warnings = std::move(run.warnings);
+  result.preconnected = run.preconnected;
+  result.preconnect_s = run.preconnect_s;
+  result.start = run.t0;
+  result.duration_s = last == 0 ? 0.0
+                                : std::chrono::duration<double>(Clock::time_point(Clock::duration(last)) - run.t0)
+                                      .count();
+  result.interrupted = interrupted.load();
+  result.num_not_sent = run.not_sent.load();
+}
+
+// run_load and run_sessions: `plan` null for independent requests.
+LoadResult run_impl(const ClientOptions& options, std::span<const PlannedRequest> requests,
+                    std::span<const double> schedule_s, const SessionPlan* plan,
+                    const ProgressCallback& progress, std::stop_token stop) {
+  using namespace detail;
+  validate_load(options, requests.size(), schedule_s);
+  const ParsedUrl url = parse_url(options.api_url);
+  validate_endpoint_url(url, options.endpoint);
+  const std::string api_key = resolve_api_key(options);
+  check_connection_limits(schedule_s, options.max_concurrency, options.preconnect);
+
+  LoadResult result;
+  const std::size_t n = requests.size();
+  std::vector<std::string> http = prepare_requests(options, url, api_key, requests, schedule_s, result);
+  std::vector<std::string> reasoning(options.retokenize ? n : 0);
+  const std::size_t num_threads = io_thread_count(options, n, plan);
 
   asio::io_context resolver_io;
   asio::ip::tcp::resolver resolver(resolver_io);
   boost::system::error_code rec;
   auto endpoints = resolver.resolve(url.host, url.port, rec);
-  if (rec || n == 0) {
-    for (auto& out : result.outputs) {
-      out.failure = FailureKind::kConnect;
-      out.error = "cannot resolve host '" + url.host + "': " + rec.message();
-    }
-    result.start = Clock::now();
-    if (progress) progress(n, n);
-    return result;
-  }
+  if (rec || n == 0) return unresolved(std::move(result), url, rec, progress);
 
   std::atomic<bool> interrupted{false};
-  auto fill = [&](auto& run) {
-    run.http = std::move(http);
-    run.endpoints = endpoints;
-    run.host = url.host;
-    run.authority = url.host_header;
-    run.limited = options.max_concurrency > 0;
-    run.available = options.max_concurrency;
-    if (plan) {
-      run.plan = plan;
-      run.url = &url;
-      run.api_key = api_key;
-      run.session_of.assign(n, 0);
-      run.turn_of.assign(n, 0);
-      for (std::size_t s = 0; s < plan->sessions.size(); ++s) {
-        for (std::size_t t = 0; t < plan->sessions[s].size(); ++t) {
-          run.session_of[plan->sessions[s][t]] = s;
-          run.turn_of[plan->sessions[s][t]] = t;
-        }
-      }
-      run.holds_session_slot.assign(plan->sessions.size(), 0);
-      run.sessions_limited = plan->session_concurrency > 0;
-      run.sessions_available = plan->session_concurrency;
-    }
-  };
-  Clock::time_point t0;
-  Clock::rep last = 0;
-  std::size_t not_sent = 0;
   if (url.tls) {
     asio::ssl::context ssl(asio::ssl::context::tls_client);
     if (!options.insecure) ssl.set_default_verify_paths();
     Run<SslStream> run(options, schedule_s, result.outputs, reasoning);
-    fill(run);
+    configure_run(run, std::move(http), endpoints, url, api_key, plan);
     run.ssl = &ssl;
     execute(run, num_threads, progress, stop, interrupted);
-    t0 = run.t0;
-    last = run.last_completion.load();
-    not_sent = run.not_sent.load();
-    result.warnings = std::move(run.warnings);
-    result.preconnected = run.preconnected;
-    result.preconnect_s = run.preconnect_s;
+    collect_run(run, interrupted, result);
   } else {
     Run<asio::ip::tcp::socket> run(options, schedule_s, result.outputs, reasoning);
-    fill(run);
+    configure_run(run, std::move(http), endpoints, url, api_key, plan);
     execute(run, num_threads, progress, stop, interrupted);
-    t0 = run.t0;
-    last = run.last_completion.load();
-    not_sent = run.not_sent.load();
-    result.warnings = std::move(run.warnings);
-    result.preconnected = run.preconnected;
-    result.preconnect_s = run.preconnect_s;
+    collect_run(run, interrupted, result);
   }
-  result.start = t0;
-  result.duration_s =
-      last == 0 ? 0.0 : std::chrono::duration<double>(Clock::time_point(Clock::duration(last)) - t0).count();
-  result.interrupted = interrupted.load();
-  result.num_not_sent = not_sent;
-
   detail::count_output_tokens(options, reasoning, result, stop);
   return result;
 }

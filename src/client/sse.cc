@@ -137,6 +137,117 @@ void fail(StreamState& state, metrics::FailureKind kind, std::string message) {
   state.out->error = std::move(message);
 }
 
+namespace {
+
+// One chunk's fields as vLLM reads them: choices[0], usage and a server's error object.
+struct Chunk {
+  bool has_choices = false;  // a non-null, non-empty "choices" array
+  Choice choice;             // of choices[0]
+  Usage usage;
+  bool has_usage = false;  // "usage" carries completion or prompt tokens
+  bool has_error = false;  // an "error" field: the fields after it are not read
+  std::string error_message;  // its "message" string, empty when absent
+};
+
+// An "error" value's message: error.message when it is an object with a string message, else empty.
+std::string server_error_message(od::value& val) {
+  std::string message;
+  od::object err;
+  if (val.get_object().get(err) == simdjson::SUCCESS) {
+    for (auto ef : err) {
+      std::string_view ek;
+      if (ef.unescaped_key().get(ek)) break;
+      if (ek == "message") {
+        std::string_view m;
+        if (ef.value().get_string().get(m) == simdjson::SUCCESS) message.assign(m);
+      }
+    }
+  }
+  return message;
+}
+
+// Reads the fields of one chunk's root object into `chunk` (a usage object's rejected fields go to the
+// request's output at once). Returns the first JSON error; stops at an "error" field.
+simdjson::error_code read_chunk(od::object& root, StreamState& state, Chunk& chunk) {
+  for (auto field : root) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value val;
+    if (auto e = field.value().get(val)) return e;
+    if (key == "choices") {
+      bool null = false;
+      if (auto e = null_value(val, null)) return e;
+      if (null) continue;
+      od::array arr;
+      if (auto e = val.get_array().get(arr)) return e;
+      bool first = true;
+      for (auto elem : arr) {
+        od::value ev;
+        if (auto e = elem.get(ev)) return e;
+        if (first) {
+          if (auto e = read_choice(ev, state.endpoint, chunk.choice)) return e;
+          first = false;
+        }
+        chunk.has_choices = true;
+      }
+    } else if (key == "usage") {
+      if (auto e = read_usage(val, chunk.usage)) return e;
+      chunk.has_usage = chunk.usage.completion_tokens >= 0 || chunk.usage.prompt_tokens >= 0;
+      if (chunk.usage.rejected) state.out->usage_rejected = chunk.usage.rejected;
+    } else if (key == "error") {
+      chunk.has_error = true;
+      chunk.error_message = server_error_message(val);
+      return simdjson::SUCCESS;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+// A chunk with choices, received at `ts`: TTFT (first) or one ITL gap, the text kept, TTFCT, and the
+// per-chunk token count from continuous usage stats (cumulative completion_tokens).
+void record_token_chunk(StreamState& state, const Chunk& chunk, Clock::time_point ts) {
+  metrics::RequestOutput& out = *state.out;
+  const Choice& choice = chunk.choice;
+  if (state.events == 0) {
+    out.ttft_s = seconds(ts - state.send);
+  } else {
+    out.itl_s.push_back(seconds(ts - state.last));
+  }
+  state.last = ts;
+  ++state.events;
+  if (state.keep_text && !choice.text.empty()) out.generated_text.append(choice.text);
+  if (!choice.reasoning.empty() && state.reasoning_text) state.reasoning_text->append(choice.reasoning);
+  if (out.ttfct_s < 0 && (!choice.text.empty() || !choice.reasoning.empty())) {
+    out.ttfct_s = seconds(ts - state.send);
+  }
+  if (chunk.usage.completion_tokens >= 0) {
+    const int prev = state.usage_completion_running < 0 ? 0 : state.usage_completion_running;
+    const int delta = chunk.usage.completion_tokens - prev;
+    out.chunk_tokens.push_back(delta);
+    if (!choice.reasoning.empty() && choice.text.empty()) state.reasoning_chunk_tokens += delta;
+    state.usage_completion_running = chunk.usage.completion_tokens;
+  } else {
+    state.chunk_tokens_complete = false;
+  }
+}
+
+// vLLM reads usage only from choice-less chunks; servelab also accepts usage on the last chunk that
+// still has choices (llama.cpp style, spec §7 pitfall 18): the latest usage seen wins.
+void record_usage(StreamState& state, const Usage& usage) {
+  metrics::RequestOutput& out = *state.out;
+  if (usage.completion_tokens >= 0) {
+    out.usage_completion_tokens = usage.completion_tokens;
+    out.output_tokens = usage.completion_tokens;
+  }
+  if (usage.prompt_tokens >= 0) {
+    out.usage_prompt_tokens = usage.prompt_tokens;
+    out.prompt_len = usage.prompt_tokens;
+  }
+  if (usage.reasoning_tokens >= 0) state.usage_reasoning_tokens = usage.reasoning_tokens;
+}
+
+}  // namespace
+
 bool apply_event(StreamState& state, od::parser& parser, const char* data, std::size_t size,
                  std::size_t capacity, Clock::time_point ts) {
   if (state.failed) return false;
@@ -152,102 +263,24 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
   }
   if (payload.empty()) return true;
 
-  od::document doc;
-  od::object root;
   auto parse_error = [&](simdjson::error_code e) {
     fail(state, FailureKind::kJsonParse,
          std::string("invalid JSON in SSE data (") + simdjson::error_message(e) + "): " + excerpt(data, size));
     return false;
   };
+  od::document doc;
+  od::object root;
   if (auto e = parser.iterate(data, size, capacity).get(doc)) return parse_error(e);
   if (auto e = doc.get_object().get(root)) return parse_error(e);
-
-  bool has_choices = false;
-  Choice choice;
-  Usage usage;
-  bool has_usage = false;
-  for (auto field : root) {
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return parse_error(e);
-    od::value val;
-    if (auto e = field.value().get(val)) return parse_error(e);
-    if (key == "choices") {
-      bool null = false;
-      if (auto e = null_value(val, null)) return parse_error(e);
-      if (null) continue;
-      od::array arr;
-      if (auto e = val.get_array().get(arr)) return parse_error(e);
-      bool first = true;
-      for (auto elem : arr) {
-        od::value ev;
-        if (auto e = elem.get(ev)) return parse_error(e);
-        if (first) {
-          if (auto e = read_choice(ev, state.endpoint, choice)) return parse_error(e);
-          first = false;
-        }
-        has_choices = true;
-      }
-    } else if (key == "usage") {
-      if (auto e = read_usage(val, usage)) return parse_error(e);
-      has_usage = usage.completion_tokens >= 0 || usage.prompt_tokens >= 0;
-      if (usage.rejected) state.out->usage_rejected = usage.rejected;
-    } else if (key == "error") {
-      std::string message;
-      od::object err;
-      if (val.get_object().get(err) == simdjson::SUCCESS) {
-        for (auto ef : err) {
-          std::string_view ek;
-          if (ef.unescaped_key().get(ek)) break;
-          if (ek == "message") {
-            std::string_view m;
-            if (ef.value().get_string().get(m) == simdjson::SUCCESS) message.assign(m);
-          }
-        }
-      }
-      if (message.empty()) message = excerpt(data, size);
-      fail(state, FailureKind::kServerError, "server error in stream: " + message);
-      return false;
-    }
+  Chunk chunk;
+  if (auto e = read_chunk(root, state, chunk)) return parse_error(e);
+  if (chunk.has_error) {
+    fail(state, FailureKind::kServerError,
+         "server error in stream: " + (chunk.error_message.empty() ? excerpt(data, size) : chunk.error_message));
+    return false;
   }
-
-  metrics::RequestOutput& out = *state.out;
-  if (has_choices) {
-    if (state.events == 0) {
-      out.ttft_s = seconds(ts - state.send);
-    } else {
-      out.itl_s.push_back(seconds(ts - state.last));
-    }
-    state.last = ts;
-    ++state.events;
-    if (state.keep_text && !choice.text.empty()) out.generated_text.append(choice.text);
-    if (!choice.reasoning.empty() && state.reasoning_text) state.reasoning_text->append(choice.reasoning);
-    if (out.ttfct_s < 0 && (!choice.text.empty() || !choice.reasoning.empty())) {
-      out.ttfct_s = seconds(ts - state.send);
-    }
-    // Per-chunk token counts from continuous usage stats (cumulative completion_tokens).
-    if (usage.completion_tokens >= 0) {
-      const int prev = state.usage_completion_running < 0 ? 0 : state.usage_completion_running;
-      const int delta = usage.completion_tokens - prev;
-      out.chunk_tokens.push_back(delta);
-      if (!choice.reasoning.empty() && choice.text.empty()) state.reasoning_chunk_tokens += delta;
-      state.usage_completion_running = usage.completion_tokens;
-    } else {
-      state.chunk_tokens_complete = false;
-    }
-  }
-  // vLLM reads usage only from choice-less chunks; servelab also accepts usage on the last chunk that
-  // still has choices (llama.cpp style, spec §7 pitfall 18): the latest usage seen wins.
-  if (has_usage) {
-    if (usage.completion_tokens >= 0) {
-      out.usage_completion_tokens = usage.completion_tokens;
-      out.output_tokens = usage.completion_tokens;
-    }
-    if (usage.prompt_tokens >= 0) {
-      out.usage_prompt_tokens = usage.prompt_tokens;
-      out.prompt_len = usage.prompt_tokens;
-    }
-    if (usage.reasoning_tokens >= 0) state.usage_reasoning_tokens = usage.reasoning_tokens;
-  }
+  if (chunk.has_choices) record_token_chunk(state, chunk, ts);
+  if (chunk.has_usage) record_usage(state, chunk.usage);
   return true;
 }
 
