@@ -142,111 +142,157 @@ nlohmann::ordered_json sampling_body(const BenchConfig& c) {
   return body;
 }
 
-BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io) {
-  Printer print{io};
-  BenchResult result;
-  // 1. print(args), then validate.
-  print.line("{}", namespace_repr(config));
-  ResolvedConfig r = resolve(config);
+namespace {
+
+// What the stages of one `bench serve` run hand each other, in the order they fill it.
+struct RunContext {
+  const BenchConfig& config;
+  const RunIo& io;
+  std::stop_token stop;
+  Printer print;
+  BenchResult& result;
+  // validate_arguments
+  ResolvedConfig r;
   metrics::MetricsOptions metrics_options;
   metrics::PercentileMetrics selected;
+  std::optional<ShardSpec> shard_spec;  // --shard: this host sends one shard of the schedule (bench/shard.h)
+  // identify_model
+  Urls urls;
+  std::optional<std::string> models_body;  // GET /v1/models, when discovery fetched it
+  // load_run_tokenizer, prepare_workload, make_client_options
+  std::shared_ptr<const tokenizer::Tokenizer> tok;
+  detail::Workload work;
+  client::ClientOptions opts;
+  client::PlannedRequest test_input;
+  // plan_schedule
+  detail::ServerClock clock;
+  double k = 1.0;  // server time scale (engine time = wall time × k)
+  client::ArrivalOptions arrival;
+  std::vector<double> schedule;
+  std::optional<ShardPlan> shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
+  // run_timed_load
+  client::ClientOptions timed_opts;
+  client::LoadResult load;
+  double client_stall_ms = 0.0;
+  std::optional<detail::ScheduleWindow> lag;
+  // report_metrics
+  std::optional<detail::SessionMetrics> sessions;
+};
+
+// Stage 1: print(args), then validate: resolved flags, metric options, the --shard spec and --start-at.
+void validate_arguments(RunContext& x) {
+  const BenchConfig& config = x.config;
+  x.print.line("{}", namespace_repr(config));
+  x.r = resolve(config);
   try {
-    metrics_options.percentiles = r.metric_percentiles;
-    metrics_options.goodput = metrics::parse_goodput(config.goodput);
-    selected = metrics::parse_percentile_metrics(config.percentile_metrics.value_or("ttft,tpot,itl"));
+    x.metrics_options.percentiles = x.r.metric_percentiles;
+    x.metrics_options.goodput = metrics::parse_goodput(config.goodput);
+    x.selected = metrics::parse_percentile_metrics(config.percentile_metrics.value_or("ttft,tpot,itl"));
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  metrics_options.input_tokens = metrics::InputTokenSource::kDataset;  // vLLM 0.13 sums the dataset count
-  std::optional<ShardSpec> shard_spec;  // --shard: this host sends one shard of the schedule (bench/shard.h)
+  x.metrics_options.input_tokens = metrics::InputTokenSource::kDataset;  // vLLM 0.13 sums the dataset count
   if (config.shard) {
-    shard_spec = parse_shard_spec(*config.shard);
+    x.shard_spec = parse_shard_spec(*config.shard);
     check_start_at(
         *config.start_at,
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
+}
 
-  // 2. URLs and headers.
-  Urls urls = build_urls(config);
-
-  // 3. Model discovery.
-  std::optional<std::string> models_body;  // GET /v1/models, when discovery fetched it
+// Stage 2: URLs and headers, then the model: --model, or the server's first model (GET /v1/models).
+void identify_model(RunContext& x) {
+  const BenchConfig& config = x.config;
+  x.urls = build_urls(config);
   if (!config.model) {
-    print.line("Model not specified, fetching first model from server...");
-    auto [name, id] = discover_first_model(urls.base_url, r.headers, config.insecure, &models_body.emplace());
-    result.model_name = name;
-    result.model_id = id;
-    print.line("First model name: {}, first model id: {}", name, id);
+    x.print.line("Model not specified, fetching first model from server...");
+    auto [name, id] =
+        discover_first_model(x.urls.base_url, x.r.headers, config.insecure, &x.models_body.emplace());
+    x.result.model_name = name;
+    x.result.model_id = id;
+    x.print.line("First model name: {}, first model id: {}", name, id);
   } else {
-    result.model_id = *config.model;
-    result.model_name = config.served_model_name.value_or(*config.model);
+    x.result.model_id = *config.model;
+    x.result.model_name = config.served_model_name.value_or(*config.model);
   }
+}
 
-  // 4. Tokenizer.
-  result.tokenizer_id = config.tokenizer.value_or(result.model_id);
-  std::shared_ptr<const tokenizer::Tokenizer> tok;
+// Stage 3: the tokenizer (--tokenizer, else the model id); a Hub id not in the cache is downloaded.
+void load_run_tokenizer(RunContext& x) {
+  x.result.tokenizer_id = x.config.tokenizer.value_or(x.result.model_id);
   try {
     hub::FetchRequest fetch;  // a Hub id not in the cache is downloaded into it, as vLLM would
-    fetch.revision = config.revision.value_or("");
+    fetch.revision = x.config.revision.value_or("");
     fetch.download = true;
+    const RunIo& io = x.io;
     if (!io.quiet) fetch.log = [&io](const std::string& line) { std::fprintf(io.progress, "%s\n", line.c_str()); };
-    tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(result.tokenizer_id, fetch));
+    x.tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(x.result.tokenizer_id, fetch));
   } catch (const std::exception& e) {
-    throw BenchError(fmt::format("--tokenizer {}: {}", result.tokenizer_id, e.what()));
+    throw BenchError(fmt::format("--tokenizer {}: {}", x.result.tokenizer_id, e.what()));
   }
+}
 
-  // 5. Dataset.
-  detail::Workload work;
+// Stage 4: the dataset's requests (and, for multi-turn, its conversations and the server-usage prompt count).
+void prepare_workload(RunContext& x) {
+  const BenchConfig& config = x.config;
   try {
-    work = detail::build_workload(config, r, *tok);
+    x.work = detail::build_workload(config, x.r, *x.tok);
   } catch (const std::exception& e) {
     throw BenchError(fmt::format("dataset {}: {}", config.dataset_name, e.what()));
   }
-  std::vector<client::PlannedRequest>& planned = work.requests();
+  const std::vector<client::PlannedRequest>& planned = x.work.requests();
   if (planned.empty()) throw BenchError(fmt::format("dataset {} produced no requests", config.dataset_name));
-  for (const auto& w : work.warnings) print.line("WARNING: {}", w);
-  if (work.multi_turn) {
-    print.line("Multi-turn: {} conversations, {} turns", work.multi_turn->plan.sessions.size(), planned.size());
+  for (const auto& w : x.work.warnings) x.print.line("WARNING: {}", w);
+  if (x.work.multi_turn) {
+    x.print.line("Multi-turn: {} conversations, {} turns", x.work.multi_turn->plan.sessions.size(),
+                 planned.size());
     // Turns carry chat templates and histories the client does not count: report the server's prompt tokens.
-    metrics_options.input_tokens = metrics::InputTokenSource::kServerUsage;
+    x.metrics_options.input_tokens = metrics::InputTokenSource::kServerUsage;
   }
+}
 
-  // 6. ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227), and for
+// Stage 5: client options (sampling parameters + temperature 0.0 default, headers, endpoint, ignore_eos,
+// the shard's share of --max-concurrency) and the test input (request 0 without its id).
+void make_client_options(RunContext& x) {
+  const BenchConfig& config = x.config;
+  // ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227), and for
   // timed_trace (newer vLLM), whose output lengths are the trace's.
   bool ignore_eos = config.ignore_eos;
   if ((config.dataset_name == "random" || config.dataset_name == "timed_trace") && !ignore_eos) {
     ignore_eos = true;
-    print.line("ignore_eos is forced on for the {} dataset (as vLLM {}does).", config.dataset_name,
-               config.dataset_name == "random" ? "0.13 " : "");
+    x.print.line("ignore_eos is forced on for the {} dataset (as vLLM {}does).", config.dataset_name,
+                 config.dataset_name == "random" ? "0.13 " : "");
   }
-
-  // 7. Client options: sampling parameters (+ temperature 0.0 default), headers, endpoint.
-  client::ClientOptions opts;
-  opts.api_url = urls.api_url;
+  client::ClientOptions& opts = x.opts;
+  opts.api_url = x.urls.api_url;
   opts.endpoint = config.backend == "openai-chat" ? client::Endpoint::kChatCompletions
                                                   : client::Endpoint::kCompletions;
-  opts.model = result.model_name;
-  opts.headers = r.headers;
+  opts.model = x.result.model_name;
+  opts.headers = x.r.headers;
   opts.ignore_eos = ignore_eos;
   opts.logprobs = config.logprobs;
   opts.extra_body = sampling_body(config);
   opts.max_concurrency = config.max_concurrency.value_or(0);
-  if (shard_spec && opts.max_concurrency > 0)
-    opts.max_concurrency = shard_max_concurrency(opts.max_concurrency, *shard_spec);
+  if (x.shard_spec && opts.max_concurrency > 0)
+    opts.max_concurrency = shard_max_concurrency(opts.max_concurrency, *x.shard_spec);
   opts.request_timeout_s = config.request_timeout_s;
   opts.insecure = config.insecure;
   opts.keep_generated_text = config.save_detailed;
-  opts.retokenize = [tok](std::string_view text) {
+  opts.retokenize = [tok = x.tok](std::string_view text) {
     return static_cast<int>(tok->encode(text, /*add_special_tokens=*/false).size());
   };
+  x.test_input = x.work.requests().front();
+  x.test_input.request_id.clear();  // vLLM: the test/warm-up input carries no request id
+}
 
-  client::PlannedRequest test_input = planned.front();
-  test_input.request_id.clear();  // vLLM: the test/warm-up input carries no request id
-
-  // 8. Ready check with request 0.
-  print.line("Starting initial single prompt test run...");
+// Stage 6: the ready check with request 0 (retried until --ready-check-timeout-sec), then the warm-ups:
+// copies of request 0, all at t = 0, through the same concurrency limit. Throws BenchError on failure/stop.
+void check_ready_and_warm_up(RunContext& x) {
+  const BenchConfig& config = x.config;
+  const RunIo& io = x.io;
+  x.print.line("Starting initial single prompt test run...");
   if (config.ready_check_timeout_sec > 0) {
-    print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_sec);
+    x.print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_sec);
     int attempts = 0;
     // vLLM shows this wait as a tqdm bar on stderr; servelab says why each attempt failed and the time left.
     auto on_failed_attempt = [&](const client::ReadyAttempt& a) {
@@ -255,150 +301,175 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
       std::fputs((ready_attempt_line(a) + "\n").c_str(), io.progress);
       std::fflush(io.progress);
     };
-    metrics::RequestOutput test = client::wait_until_ready(opts, test_input, config.ready_check_timeout_sec, 5.0,
-                                                           stop, on_failed_attempt);
-    if (stop.stop_requested()) throw BenchError("interrupted during the endpoint ready check; nothing was measured");
+    metrics::RequestOutput test = client::wait_until_ready(x.opts, x.test_input, config.ready_check_timeout_sec,
+                                                           5.0, x.stop, on_failed_attempt);
+    if (x.stop.stop_requested())
+      throw BenchError("interrupted during the endpoint ready check; nothing was measured");
     if (!test.success)
       throw BenchError(fmt::format(
           "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {} "
           "({} attempt{} in {} s, --ready-check-timeout-sec){}",
           test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_sec,
           backend_hint(config, test)));
-    print.line("Initial test run completed.");
+    x.print.line("Initial test run completed.");
   } else {
-    print.line("Skipping endpoint ready check.");
+    x.print.line("Skipping endpoint ready check.");
   }
-
-  // 9. Warm-ups: copies of request 0, all at t = 0, through the same concurrency limit.
   if (config.num_warmups > 0) {
-    print.line("Warming up with {} requests...", config.num_warmups);
-    std::vector<client::PlannedRequest> warm(static_cast<std::size_t>(config.num_warmups), test_input);
+    x.print.line("Warming up with {} requests...", config.num_warmups);
+    std::vector<client::PlannedRequest> warm(static_cast<std::size_t>(config.num_warmups), x.test_input);
     std::vector<double> zeros(warm.size(), 0.0);
-    client::run_load(opts, warm, zeros, {}, stop);
-    if (stop.stop_requested()) throw BenchError("interrupted during warm-up; nothing was measured");
-    print.line("Warmup run completed.");
+    client::run_load(x.opts, warm, zeros, {}, x.stop);
+    if (x.stop.stop_requested()) throw BenchError("interrupted during warm-up; nothing was measured");
+    x.print.line("Warmup run completed.");
   }
+}
 
-  // 10. The timed run.
-  print.line("Starting main benchmark run...");
+// Stage 7: the arrival schedule (s from t = 0): prints the traffic parameters, detects a time-scaled engine
+// twin (send at K × the rate so that the engine sees the requested rate in its own time; server_clock.h),
+// draws the arrivals (or takes the trace's times), then, with --shard, this host's part of it.
+void plan_schedule(RunContext& x) {
+  const BenchConfig& config = x.config;
+  x.print.line("Starting main benchmark run...");
   if (config.ramp_up_strategy) {
-    print.line("Traffic ramp-up strategy: {}.", *config.ramp_up_strategy);
-    print.line("Will increase RPS from {} to {} RPS over the duration of the benchmark.",
-               *config.ramp_up_start_rps, *config.ramp_up_end_rps);
+    x.print.line("Traffic ramp-up strategy: {}.", *config.ramp_up_strategy);
+    x.print.line("Will increase RPS from {} to {} RPS over the duration of the benchmark.",
+                 *config.ramp_up_start_rps, *config.ramp_up_end_rps);
   } else {
-    print.line("Traffic request rate: {}", common::python_float_repr(r.request_rate));
+    x.print.line("Traffic request rate: {}", common::python_float_repr(x.r.request_rate));
   }
-  print.line("Burstiness factor: {} ({})", common::python_float_repr(config.burstiness),
-             config.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
-  print.line("Maximum request concurrency: {}",
-             config.max_concurrency ? std::to_string(*config.max_concurrency) : std::string("None"));
+  x.print.line("Burstiness factor: {} ({})", common::python_float_repr(config.burstiness),
+               config.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
+  x.print.line("Maximum request concurrency: {}",
+               config.max_concurrency ? std::to_string(*config.max_concurrency) : std::string("None"));
 
-  // A time-scaled engine twin runs K times faster than real time: send at K × the rate so that the engine
-  // sees the requested rate in its own time, and report engine time (server_clock.h).
-  const detail::ServerClock clock = stop.stop_requested() ? detail::ServerClock{}
-                                    : models_body     ? detail::server_clock_from_models(*models_body)
-                                                      : detail::probe_server_clock(urls.base_url, r.headers,
-                                                                                   config.insecure);
-  result.server_time_scale = clock.time_scale;
-  result.engine_twin = clock.engine_twin;
-  if (clock.time_scale != 1.0)
-    print.line("Server time scale: {:g} (servelab engine twin): requests are sent at {:g} x the rate and every "
-               "time below is engine time (wall x {:g})",
-               clock.time_scale, clock.time_scale, clock.time_scale);
-  const double k = clock.time_scale;
-  client::ArrivalOptions arrival;
-  arrival.num_requests = work.multi_turn ? work.multi_turn->plan.sessions.size() : planned.size();
-  arrival.request_rate = r.request_rate * k;
+  x.clock = x.stop.stop_requested() ? detail::ServerClock{}
+            : x.models_body         ? detail::server_clock_from_models(*x.models_body)
+                                    : detail::probe_server_clock(x.urls.base_url, x.r.headers, config.insecure);
+  x.result.server_time_scale = x.clock.time_scale;
+  x.result.engine_twin = x.clock.engine_twin;
+  if (x.clock.time_scale != 1.0)
+    x.print.line(
+        "Server time scale: {:g} (servelab engine twin): requests are sent at {:g} x the rate and every "
+        "time below is engine time (wall x {:g})",
+        x.clock.time_scale, x.clock.time_scale, x.clock.time_scale);
+  const double k = x.k = x.clock.time_scale;
+  std::vector<client::PlannedRequest>& planned = x.work.requests();
+  client::ArrivalOptions& arrival = x.arrival;
+  arrival.num_requests = x.work.multi_turn ? x.work.multi_turn->plan.sessions.size() : planned.size();
+  arrival.request_rate = x.r.request_rate * k;
   arrival.burstiness = config.burstiness;
   arrival.seed = static_cast<std::uint32_t>(config.seed);
   arrival.ramp_up = ramp_up_kind(config);
   arrival.ramp_up_start_rps = config.ramp_up_start_rps.value_or(0) * k;
   arrival.ramp_up_end_rps = config.ramp_up_end_rps.value_or(0) * k;
-  std::vector<double> schedule;
   try {
-    schedule = client::arrival_schedule(arrival);
+    x.schedule = client::arrival_schedule(arrival);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
   if (config.self_timed) {  // trace times are engine time: a twin K times faster gets them K times sooner
-    schedule = work.trace_send_s;
-    for (double& t : schedule) t /= k;
-    print.line("Self-timed: requests are sent at their trace timestamps x {} s ({} requests, the last at {:.3f} s)",
-               common::python_float_repr(config.timed_trace_sec_multiplier), schedule.size(),
-               work.trace_send_s.back());
+    x.schedule = x.work.trace_send_s;
+    for (double& t : x.schedule) t /= k;
+    x.print.line(
+        "Self-timed: requests are sent at their trace timestamps x {} s ({} requests, the last at {:.3f} s)",
+        common::python_float_repr(config.timed_trace_sec_multiplier), x.schedule.size(),
+        x.work.trace_send_s.back());
   }
-  if (work.multi_turn) work.multi_turn->plan.think_time_s /= k;
-  std::optional<ShardPlan>
-      shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
-  if (shard_spec)
-    shard = plan_shard(config, *shard_spec, planned, schedule, opts.max_concurrency, print, stop);
-  std::vector<client::PlannedRequest>& sent = shard ? shard->requests : planned;
-  const std::vector<double>& sent_schedule = shard ? shard->schedule_s : schedule;
+  if (x.work.multi_turn) x.work.multi_turn->plan.think_time_s /= k;
+  if (x.shard_spec)
+    x.shard = plan_shard(config, *x.shard_spec, planned, x.schedule, x.opts.max_concurrency, x.print, x.stop);
+}
 
-  // Progress: tqdm's bar on a terminal; otherwise (CI logs, nohup) a log line every 5 s.
-  const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
-  const bool on_terminal = io.force_progress || isatty(fileno(io.progress));
+// Progress of the timed run: tqdm's bar on a terminal; otherwise (CI logs, nohup) a log line every 5 s.
+struct RunProgress {
   std::unique_ptr<detail::ProgressBar> bar;
   std::unique_ptr<detail::ProgressLog> log;
-  if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, sent.size());
-  if (show_progress && !on_terminal) log = std::make_unique<detail::ProgressLog>(io.progress, sent.size());
-  client::ProgressCallback progress;
-  if (bar) progress = [&bar](std::size_t done, std::size_t) { bar->update(done); };
-  if (log) progress = [&log](std::size_t done, std::size_t) { log->update(done); };
+  client::ProgressCallback callback;  // empty when neither is shown
 
-  std::optional<detail::StallMonitor> stalls;
-  if (clock.engine_twin) {
-    detail::read_schedule_window(urls.base_url, r.headers, config.insecure);  // starts a new window
-    stalls.emplace();
+  RunProgress(const BenchConfig& config, const RunIo& io, std::size_t num_requests) {
+    const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
+    const bool on_terminal = io.force_progress || isatty(fileno(io.progress));
+    if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, num_requests);
+    if (show_progress && !on_terminal) log = std::make_unique<detail::ProgressLog>(io.progress, num_requests);
+    if (bar) callback = [b = bar.get()](std::size_t done, std::size_t) { b->update(done); };
+    if (log) callback = [l = log.get()](std::size_t done, std::size_t) { l->update(done); };
   }
-  // Server metrics: one scrape now, then a thread of its own every interval, one more after the run.
-  std::optional<detail::ServerMetricsScraper> scraper;
-  if (!config.no_server_metrics && !stop.stop_requested()) {
-    scraper.emplace(urls.base_url, r.headers, config.insecure, config.server_metrics_interval_s, k);
-    scraper->start_run();
+  void finish() {
+    if (bar) bar->finish();
+    if (log) log->finish();
   }
-  client::ClientOptions timed_opts = opts;  // the warm-ups and the ready check connect on demand
+};
+
+// The timed run's client options: pre-opened connections (--preconnect: up to --max-concurrency, at most
+// one per request) and, with --shard, t = 0 at --start-at (BenchError when that has already passed).
+client::ClientOptions timed_options(const RunContext& x, std::size_t num_requests) {
+  const BenchConfig& config = x.config;
+  client::ClientOptions timed_opts = x.opts;  // the warm-ups and the ready check connect on demand
   if (config.preconnect) {
-    const std::size_t limit = static_cast<std::size_t>(opts.max_concurrency);
-    timed_opts.preconnect = limit > 0 ? std::min(limit, sent.size()) : sent.size();
+    const std::size_t limit = static_cast<std::size_t>(x.opts.max_concurrency);
+    timed_opts.preconnect = limit > 0 ? std::min(limit, num_requests) : num_requests;
   }
-  if (shard) {
-    if (std::chrono::system_clock::now().time_since_epoch() >=
-        std::chrono::duration<double>(*config.start_at))
+  if (x.shard) {
+    if (std::chrono::system_clock::now().time_since_epoch() >= std::chrono::duration<double>(*config.start_at))
       throw BenchError(
           fmt::format("shard {}: the ready check and warm-ups ended after --start-at {:.3f}; nothing "
                       "was measured (give a later start time)",
                       *config.shard, *config.start_at));
     timed_opts.start_at = steady_at_wall(*config.start_at);
   }
-  client::LoadResult load;
+  return timed_opts;
+}
+
+// Stage 8: the timed run, with the twin's stall monitor and schedule window and the server-metrics scraper
+// around it; fills the result's outputs (engine time), duration (s, engine time) and ramp-up events.
+void run_timed_load(RunContext& x) {
+  const BenchConfig& config = x.config;
+  BenchResult& result = x.result;
+  std::vector<client::PlannedRequest>& planned = x.work.requests();
+  std::vector<client::PlannedRequest>& sent = x.shard ? x.shard->requests : planned;
+  const std::vector<double>& sent_schedule = x.shard ? x.shard->schedule_s : x.schedule;
+  RunProgress progress(config, x.io, sent.size());
+  std::optional<detail::StallMonitor> stalls;
+  if (x.clock.engine_twin) {
+    detail::read_schedule_window(x.urls.base_url, x.r.headers, config.insecure);  // starts a new window
+    stalls.emplace();
+  }
+  // Server metrics: one scrape now, then a thread of its own every interval, one more after the run.
+  std::optional<detail::ServerMetricsScraper> scraper;
+  if (!config.no_server_metrics && !x.stop.stop_requested()) {
+    scraper.emplace(x.urls.base_url, x.r.headers, config.insecure, config.server_metrics_interval_s, x.k);
+    scraper->start_run();
+  }
+  x.timed_opts = timed_options(x, sent.size());
   try {
-    load = work.multi_turn
-               ? client::run_sessions(timed_opts, planned, work.multi_turn->plan, schedule, progress, stop)
-               : client::run_load(timed_opts, sent, sent_schedule, progress, stop);
+    x.load = x.work.multi_turn ? client::run_sessions(x.timed_opts, planned, x.work.multi_turn->plan, x.schedule,
+                                                      progress.callback, x.stop)
+                               : client::run_load(x.timed_opts, sent, sent_schedule, progress.callback, x.stop);
   } catch (const std::invalid_argument& e) {  // an OS limit the run cannot fit in (descriptors, ports)
     throw BenchError(e.what());
   }
+  client::LoadResult& load = x.load;
   if (config.preconnect) {
-    print.line("Pre-opened {} of {} connections in {:.2f} s before the run.", load.preconnected,
-               timed_opts.preconnect, load.preconnect_s);
+    x.print.line("Pre-opened {} of {} connections in {:.2f} s before the run.", load.preconnected,
+                 x.timed_opts.preconnect, load.preconnect_s);
     for (const auto& w : load.warnings)
-      if (w.starts_with("pre-opened")) print.line("WARNING: {}", w);
+      if (w.starts_with("pre-opened")) x.print.line("WARNING: {}", w);
   }
-  const double client_stall_ms = stalls ? stalls->stop() : 0.0;
+  x.client_stall_ms = stalls ? stalls->stop() : 0.0;
   if (scraper) result.server_metrics = scraper->stop();
-  if (bar) bar->finish();
-  if (log) log->finish();
+  progress.finish();
   if (config.ramp_up_strategy) {
     // vLLM stamps its events with datetime.now(): map the steady clock of the run onto the wall clock.
-    const double wall_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double wall_now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const double start_wall = wall_now - seconds_since(load.start);
     std::vector<double> dispatched;  // the requests sent before a stop (a never-sent one has dispatch time 0)
     for (const auto& o : load.outputs) {
       if (o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0) break;
       dispatched.push_back(start_wall + o.dispatch_time_s);
     }
-    client::ArrivalOptions user_rates = arrival;  // the user's rates, not a twin's scaled ones
+    client::ArrivalOptions user_rates = x.arrival;  // the user's rates, not a twin's scaled ones
     user_rates.ramp_up_start_rps = *config.ramp_up_start_rps;
     user_rates.ramp_up_end_rps = *config.ramp_up_end_rps;
     result.run.rps_change_events = rps_change_events(user_rates, start_wall, dispatched);
@@ -409,23 +480,27 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
     // Nothing completed (e.g. stopped before the first send): the wall time of the attempt.
     result.duration_s = std::max(seconds_since(load.start), 1e-9);
   }
-  result.duration_s *= k;
+  result.duration_s *= x.k;
   result.outputs = std::move(load.outputs);
-  detail::to_engine_time(result.outputs, k);
-  std::optional<detail::ScheduleWindow> lag;
-  if (clock.engine_twin) lag = detail::read_schedule_window(urls.base_url, r.headers, config.insecure);
-  if (lag) result.schedule_lag = ScheduleLag{lag->tokens, lag->mean_ms(), lag->lag_max_ms};
+  detail::to_engine_time(result.outputs, x.k);
+  if (x.clock.engine_twin) x.lag = detail::read_schedule_window(x.urls.base_url, x.r.headers, config.insecure);
+  if (x.lag) result.schedule_lag = ScheduleLag{x.lag->tokens, x.lag->mean_ms(), x.lag->lag_max_ms};
+}
 
-  // 11. Failed requests (capped), metrics, report.
+// Stage 9: the failed requests (capped to 10), the metrics, the run's description and the console report
+// (vLLM's block + servelab's extras, sessions, the twin's schedule validity, server metrics), printed.
+void report_metrics(RunContext& x) {
+  const BenchConfig& config = x.config;
+  BenchResult& result = x.result;
   std::vector<const metrics::RequestOutput*> failed;
   for (const auto& o : result.outputs)
     if (!o.success) failed.push_back(&o);
   if (!failed.empty()) {
-    print.line("Failed requests during benchmark run detected (capping to 10):");
+    x.print.line("Failed requests during benchmark run detected (capping to 10):");
     for (std::size_t i = 0; i < failed.size() && i < 10; ++i)
-      print.line("Error {}: [{}] {}", i, metrics::failure_kind_name(failed[i]->failure), failed[i]->error);
+      x.print.line("Error {}: [{}] {}", i, metrics::failure_kind_name(failed[i]->failure), failed[i]->error);
   }
-  result.metrics = metrics::compute_metrics(result.outputs, result.duration_s, metrics_options);
+  result.metrics = metrics::compute_metrics(result.outputs, result.duration_s, x.metrics_options);
 
   result.run.date = report::current_date_string();
   result.run.backend = config.backend;
@@ -433,30 +508,32 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
   result.run.model_id = result.model_id;
   result.run.tokenizer_id = result.tokenizer_id;
   result.run.num_prompts = config.num_prompts;
-  result.run.metadata = r.metadata;
-  for (auto& [k, v] : result.run.metadata)
-    if (common::is_credential_name(k)) v = std::string(common::kRedacted);
-  result.run.request_rate = r.request_rate;
+  result.run.metadata = x.r.metadata;
+  for (auto& [key, v] : result.run.metadata)
+    if (common::is_credential_name(key)) v = std::string(common::kRedacted);
+  result.run.request_rate = x.r.request_rate;
   result.run.arrivals_from_data = config.self_timed || config.multi_turn;
   result.run.burstiness = config.burstiness;
   result.run.max_concurrency = config.max_concurrency;
   if (config.ramp_up_strategy)
-    result.run.ramp_up = report::RampUp{*config.ramp_up_strategy, *config.ramp_up_start_rps, *config.ramp_up_end_rps};
+    result.run.ramp_up =
+        report::RampUp{*config.ramp_up_strategy, *config.ramp_up_start_rps, *config.ramp_up_end_rps};
   result.run.interrupted = result.interrupted;
 
-  result.console_report = report::format_console_block(result.run, result.metrics, selected) +
-                          report::format_console_extras(result.run, result.metrics, selected);
-  std::optional<detail::SessionMetrics> sessions;
-  if (work.multi_turn) {
-    sessions = detail::session_metrics(*work.multi_turn, result.outputs, result.duration_s, r.metric_percentiles);
-    result.console_report += detail::format_session_metrics(*sessions, work.multi_turn->history,
+  result.console_report = report::format_console_block(result.run, result.metrics, x.selected) +
+                          report::format_console_extras(result.run, result.metrics, x.selected);
+  if (x.work.multi_turn) {
+    x.sessions =
+        detail::session_metrics(*x.work.multi_turn, result.outputs, result.duration_s, x.r.metric_percentiles);
+    result.console_report += detail::format_session_metrics(*x.sessions, x.work.multi_turn->history,
                                                             config.multi_turn_think_time_ms,
                                                             config.session_concurrency.value_or(0));
   }
-  if (lag)
+  const double k = x.k;
+  if (x.lag)
     result.invalid_reason =
-        detail::schedule_invalid_reason(*lag, result.duration_s, result.metrics, k, client_stall_ms);
-  if (clock.engine_twin) {
+        detail::schedule_invalid_reason(*x.lag, result.duration_s, result.metrics, k, x.client_stall_ms);
+  if (x.clock.engine_twin) {
     result.console_report += fmt::format(
         "Engine twin (servelab sim serve) at time scale {:g}: times, rates and throughputs are engine time "
         "(wall x {:g})\n",
@@ -465,60 +542,84 @@ BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io
       result.console_report += fmt::format(
           "Twin schedule lag (engine ms): mean {:.2f}, max {:.2f}, last {:.2f} over {} tokens; admission wait "
           "max {:.2f}; client oversleep mean {:.3f} wall ms\n",
-          result.schedule_lag->mean_ms, result.schedule_lag->max_ms, lag->lag_last_ms, result.schedule_lag->tokens,
-          lag->admission_wait_max_ms, client_stall_ms);
+          result.schedule_lag->mean_ms, result.schedule_lag->max_ms, x.lag->lag_last_ms,
+          result.schedule_lag->tokens, x.lag->admission_wait_max_ms, x.client_stall_ms);
     if (!result.invalid_reason.empty()) result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
   }
   if (result.server_metrics) result.console_report += format_server_metrics(*result.server_metrics);
-  print.raw(result.console_report);
+  x.print.raw(result.console_report);
+}
 
+// Stage 10: the result JSON (vLLM's fields + the "servelab" object: twin, shard, preconnect, server metrics,
+// sessions, timed trace).
+void build_result_json(RunContext& x) {
+  const BenchConfig& config = x.config;
+  BenchResult& result = x.result;
+  const double k = x.k;
   report::ReportOptions report_options;
-  report_options.percentile_metrics = selected;
+  report_options.percentile_metrics = x.selected;
   report_options.save_detailed = config.save_detailed;
   result.result_json = report::make_result_json(result.run, result.metrics, result.outputs, report_options);
-  if (clock.engine_twin && result.result_json.contains("servelab")) {
-    auto& x = result.result_json["servelab"];
-    x["server_time_scale"] = k;
+  if (!result.result_json.contains("servelab")) return;
+  auto& ext = result.result_json["servelab"];
+  if (x.clock.engine_twin) {
+    ext["server_time_scale"] = k;
     if (result.schedule_lag)
-      x["twin_schedule_lag_ms"] = {{"mean", result.schedule_lag->mean_ms},
-                                   {"max", result.schedule_lag->max_ms},
-                                   {"tokens", result.schedule_lag->tokens}};
-    x["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
-                                                 : nlohmann::ordered_json(result.invalid_reason);
+      ext["twin_schedule_lag_ms"] = {{"mean", result.schedule_lag->mean_ms},
+                                     {"max", result.schedule_lag->max_ms},
+                                     {"tokens", result.schedule_lag->tokens}};
+    ext["invalid"] = result.invalid_reason.empty() ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json(result.invalid_reason);
   }
-  if (shard && result.result_json.contains("servelab")) {
-    shard->record.duration_s = result.duration_s;
-    shard->record.server_time_scale = k;
-    shard->record.engine_twin = clock.engine_twin;
-    shard->record.shard_max_concurrency = opts.max_concurrency;
-    result.result_json["servelab"]["shard"] =
-        shard_json(shard->record, config, r, result.model_id, result.tokenizer_id, result.outputs);
+  if (x.shard) {
+    x.shard->record.duration_s = result.duration_s;
+    x.shard->record.server_time_scale = k;
+    x.shard->record.engine_twin = x.clock.engine_twin;
+    x.shard->record.shard_max_concurrency = x.opts.max_concurrency;
+    ext["shard"] = shard_json(x.shard->record, config, x.r, result.model_id, result.tokenizer_id, result.outputs);
   }
-  if (config.preconnect && result.result_json.contains("servelab"))
-    result.result_json["servelab"]["preconnect"] = {{"connections", timed_opts.preconnect},
-                                                    {"opened", load.preconnected},
-                                                    {"seconds", load.preconnect_s}};
-
-  if (result.result_json.contains("servelab")) {
-    auto& x = result.result_json["servelab"];
-    if (result.server_metrics) x["server_metrics"] = server_metrics_json(*result.server_metrics);
-    if (sessions)
-      x["multi_turn"] = detail::session_metrics_json(*sessions, work.multi_turn->history,
-                                                     config.multi_turn_think_time_ms,
-                                                     config.session_concurrency.value_or(0));
-    if (config.dataset_name == "timed_trace")
-      x["timed_trace"] = {{"self_timed", config.self_timed},
+  if (config.preconnect)
+    ext["preconnect"] = {{"connections", x.timed_opts.preconnect},
+                         {"opened", x.load.preconnected},
+                         {"seconds", x.load.preconnect_s}};
+  if (result.server_metrics) ext["server_metrics"] = server_metrics_json(*result.server_metrics);
+  if (x.sessions)
+    ext["multi_turn"] =
+        detail::session_metrics_json(*x.sessions, x.work.multi_turn->history, config.multi_turn_think_time_ms,
+                                     config.session_concurrency.value_or(0));
+  if (config.dataset_name == "timed_trace")
+    ext["timed_trace"] = {{"self_timed", config.self_timed},
                           {"sec_multiplier", config.timed_trace_sec_multiplier},
                           {"block_tokens", dataset::kTraceBlockTokens}};
-  }
+}
 
-  // 12. JSON result.
-  if (config.save_result || config.append_result) {
-    auto path = report::result_path(result.run, config.result_dir.value_or(""), config.result_filename.value_or(""));
-    report::write_result_file(path, result.result_json, config.append_result);
-    result.result_path = path;
-    print.line("Result saved to {}", path.string());
-  }
+// Stage 11: --save-result / --append-result: the JSON result file (vLLM's file name unless given).
+void save_result(RunContext& x) {
+  const BenchConfig& config = x.config;
+  if (!config.save_result && !config.append_result) return;
+  auto path =
+      report::result_path(x.result.run, config.result_dir.value_or(""), config.result_filename.value_or(""));
+  report::write_result_file(path, x.result.result_json, config.append_result);
+  x.result.result_path = path;
+  x.print.line("Result saved to {}", path.string());
+}
+
+}  // namespace
+
+BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io) {
+  BenchResult result;
+  RunContext x{.config = config, .io = io, .stop = stop, .print = Printer{io}, .result = result};
+  validate_arguments(x);
+  identify_model(x);
+  load_run_tokenizer(x);
+  prepare_workload(x);
+  make_client_options(x);
+  check_ready_and_warm_up(x);
+  plan_schedule(x);
+  run_timed_load(x);
+  report_metrics(x);
+  build_result_json(x);
+  save_result(x);
   return result;
 }
 
