@@ -265,8 +265,10 @@ void check_shard_flags(const BenchConfig& c) {
 }
 }  // namespace
 
-ResolvedConfig resolve(const BenchConfig& c) {
-  ResolvedConfig r;
+namespace {
+
+// --backend and --endpoint: a supported backend whose API the endpoint is (chat vs completions).
+void check_backend_and_endpoint(const BenchConfig& c) {
   if (!contains(kBackends, c.backend))
     throw ConfigError(fmt::format("--backend: '{}' is not supported (choose from {})", c.backend,
                                   join(kBackends, ", ")));
@@ -287,6 +289,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
     throw ConfigError(fmt::format(
         "OpenAI Completions API URL must end with 'completions' or 'profile'. (--endpoint '{}')", c.endpoint));
   }
+}
+
+// --tokenizer-mode: one of vLLM's modes, and one servelab implements (a Hugging Face tokenizer.json).
+void check_tokenizer_mode(const BenchConfig& c) {
   if (!contains(kTokenizerModes, c.tokenizer_mode))
     throw ConfigError(fmt::format("--tokenizer-mode: '{}' is not one of {}", c.tokenizer_mode,
                                   join(kTokenizerModes, ", ")));
@@ -300,6 +306,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
         "--tokenizer-mode custom is not supported: it instantiates a Python tokenizer class registered in "
         "vLLM's TokenizerRegistry under the --tokenizer name, and servelab runs no Python. Use --tokenizer-mode "
         "auto with a tokenizer.json");
+}
+
+// --port, --header and --metadata (KEY=VALUE, stripped).
+void resolve_connection(const BenchConfig& c, ResolvedConfig& r) {
   if (c.port <= 0 || c.port > 65535) throw ConfigError(fmt::format("--port {} is not a TCP port", c.port));
   r.headers = parse_headers(c.header);
   for (const auto& item : c.metadata) {
@@ -309,7 +319,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
     r.metadata.emplace_back(strip(item.substr(0, eq)), strip(item.substr(eq + 1)));
   }
 
-  // Dataset.
+}
+
+// --dataset-name, --dataset-path, --seed, --num-prompts and the multi-turn flags.
+void check_dataset_choice(const BenchConfig& c) {
   if (contains(kDatasetsNotSupported, c.dataset_name))
     throw ConfigError(fmt::format("--dataset-name {} is a vLLM dataset servelab does not support yet "
                                   "(supported: {})",
@@ -330,6 +343,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
     throw ConfigError(fmt::format("--seed {}: Seed must be between 0 and 2**32 - 1", c.seed));
   if (c.num_prompts < 1) throw ConfigError(fmt::format("--num-prompts must be >= 1 (got {})", c.num_prompts));
   validate_session_flags(c);
+}
+
+// The per-dataset input/output lengths (tokens; --input-len/--output-len override each dataset's own flag).
+void resolve_lengths(const BenchConfig& c, ResolvedConfig& r) {
   r.random_input_len = c.input_len.value_or(c.random_input_len);
   r.random_output_len = c.output_len.value_or(c.random_output_len);
   r.sharegpt_output_len = c.output_len ? c.output_len : c.sharegpt_output_len;
@@ -352,6 +369,11 @@ ResolvedConfig resolve(const BenchConfig& c) {
   if (c.dataset_name == "prefix_repetition" && c.num_prompts < c.prefix_repetition_num_prefixes)
     throw ConfigError(fmt::format("num_requests ({}) must be greater than or equal to num_prefixes ({})",
                                   c.num_prompts, c.prefix_repetition_num_prefixes));
+}
+
+// The synthetic datasets' distributions: --random-range-ratio and random-mm's items per prompt and buckets
+// (random-mm needs the openai-chat backend).
+void resolve_synthetic(const BenchConfig& c, ResolvedConfig& r) {
   try {
     r.random_range_ratio = dataset::parse_range_ratio(c.random_range_ratio);
   } catch (const std::exception& e) {
@@ -371,13 +393,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
     throw ConfigError(fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' "
                                   "backends. (--dataset-name random-mm with --backend {})",
                                   c.backend));
-  r.request_id_prefix = !c.request_id_prefix.empty() ? c.request_id_prefix
-                        : c.shard && c.start_at
-                            ? shard_request_id_prefix(c.seed, *c.start_at)  // same on every shard
-                            : "bench-" + random_hex8() + "-";
-  check_shard_flags(c);
+}
 
-  // Traffic.
+// Traffic: --request-rate (req/s, inf = all at t = 0), --burstiness, --max-concurrency and the ramp-up.
+void resolve_traffic(const BenchConfig& c, ResolvedConfig& r) {
   r.request_rate = parse_python_float(c.request_rate, "--request-rate");
   if (!(r.request_rate > 0))
     throw ConfigError(fmt::format("--request-rate must be > 0 or inf (got {})", c.request_rate));
@@ -407,6 +426,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
   } else if (c.ramp_up_start_rps || c.ramp_up_end_rps) {
     throw ConfigError("--ramp-up-start-rps/--ramp-up-end-rps need --ramp-up-strategy linear|exponential");
   }
+}
+
+// --logprobs, --num-warmups and the time limits (s): ready check, server-metrics interval, request timeout.
+void check_request_limits(const BenchConfig& c) {
   if (c.logprobs && c.backend == "openai-chat")
     throw ConfigError("--logprobs is only supported by the completions backends (openai, vllm)");
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
@@ -419,15 +442,10 @@ ResolvedConfig resolve(const BenchConfig& c) {
     throw ConfigError(fmt::format("--request-timeout-s must be > 0 and at most 1e9 s (got {})",
                                   python_float_repr(c.request_timeout_s)));
 
-  // Request body.
-  if (c.extra_body) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
-    r.extra_body = std::move(j);
-  }
+}
 
-  // Reporting.
+// Reporting: --percentile-metrics (deduplicated, in order), --metric-percentiles and --goodput (ms).
+void resolve_reporting(const BenchConfig& c, ResolvedConfig& r) {
   for (const auto& m : split(c.percentile_metrics.value_or("ttft,tpot,itl"), ',')) {
     std::string name = strip(m);
     if (!contains(kPercentileMetrics, name))
@@ -443,6 +461,33 @@ ResolvedConfig resolve(const BenchConfig& c) {
     r.metric_percentiles.push_back(v);
   }
   r.goodput_slo_ms = parse_goodput(c.goodput);
+}
+
+}  // namespace
+
+ResolvedConfig resolve(const BenchConfig& c) {
+  ResolvedConfig r;
+  check_backend_and_endpoint(c);
+  check_tokenizer_mode(c);
+  resolve_connection(c, r);
+  check_dataset_choice(c);
+  resolve_lengths(c, r);
+  resolve_synthetic(c, r);
+  r.request_id_prefix = !c.request_id_prefix.empty() ? c.request_id_prefix
+                        : c.shard && c.start_at
+                            ? shard_request_id_prefix(c.seed, *c.start_at)  // same on every shard
+                            : "bench-" + random_hex8() + "-";
+  check_shard_flags(c);
+  resolve_traffic(c, r);
+  check_request_limits(c);
+  // Request body: --extra-body must be a JSON object.
+  if (c.extra_body) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
+    r.extra_body = std::move(j);
+  }
+  resolve_reporting(c, r);
   return r;
 }
 
@@ -499,23 +544,36 @@ std::string mm_limit_repr(const std::optional<std::string>& text) {
 
 }  // namespace
 
-std::string namespace_repr(const BenchConfig& c) {
-  std::vector<std::string> headers;
-  for (const auto& item : c.header) headers.push_back(common::redact_header_item(item));
-  std::vector<std::string> metadata;  // KEY=VALUE too: a credential-named key hides its value
-  for (const auto& item : c.metadata) metadata.push_back(common::redact_header_item(item));
-  const std::optional<std::string> base_url =
-      c.base_url ? std::optional<std::string>(common::redact_url(*c.base_url)) : std::nullopt;
-  std::string request_rate;  // argparse type=float: printed as a float when it parses
+namespace {
+
+// The values namespace_repr prints differently from the flag's own: secrets redacted, the rate as a float.
+struct PrintedValues {
+  std::vector<std::string> headers;   // --header KEY=VALUE, credential values hidden
+  std::vector<std::string> metadata;  // --metadata KEY=VALUE too: a credential-named key hides its value
+  std::optional<std::string> base_url;  // URL credentials hidden
+  std::string request_rate;             // argparse type=float: printed as a float when it parses
+};
+
+PrintedValues printed_values(const BenchConfig& c) {
+  PrintedValues p;
+  for (const auto& item : c.header) p.headers.push_back(common::redact_header_item(item));
+  for (const auto& item : c.metadata) p.metadata.push_back(common::redact_header_item(item));
+  if (c.base_url) p.base_url = common::redact_url(*c.base_url);
   try {
-    request_rate = python_float_repr(parse_python_float(c.request_rate, "--request-rate"));
+    p.request_rate = python_float_repr(parse_python_float(c.request_rate, "--request-rate"));
   } catch (const ConfigError&) {
-    request_rate = py_str(c.request_rate);
+    p.request_rate = py_str(c.request_rate);
   }
-  std::vector<std::pair<std::string, std::string>> kv = {
+  return p;
+}
+
+// argparse's Namespace fields of `bench serve`, sorted by name, each as Python's repr (a table).
+std::vector<std::pair<std::string, std::string>> namespace_fields(const BenchConfig& c) {
+  const PrintedValues p = printed_values(c);
+  return {
       {"append_result", py_bool(c.append_result)},
       {"backend", py_str(c.backend)},
-      {"base_url", py_opt(base_url)},
+      {"base_url", py_opt(p.base_url)},
       {"burstiness", python_float_repr(c.burstiness)},
       {"clock_reference", py_opt(c.clock_reference)},
       {"custom_output_len", std::to_string(c.custom_output_len)},
@@ -527,7 +585,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"extra_body", py_opt(c.extra_body)},
       {"frequency_penalty", py_opt(c.frequency_penalty)},
       {"goodput", py_list(c.goodput)},
-      {"header", py_list(headers)},
+      {"header", py_list(p.headers)},
       {"hf_name", py_opt(c.hf_name)},
       {"hf_output_len", py_opt(c.hf_output_len)},
       {"hf_split", py_opt(c.hf_split)},
@@ -539,7 +597,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"label", py_opt(c.label)},
       {"logprobs", py_opt(c.logprobs)},
       {"max_concurrency", py_opt(c.max_concurrency)},
-      {"metadata", py_list(metadata)},
+      {"metadata", py_list(p.metadata)},
       {"metric_percentiles", py_str(c.metric_percentiles)},
       {"min_p", py_opt(c.min_p)},
       {"model", py_opt(c.model)},
@@ -575,7 +633,7 @@ std::string namespace_repr(const BenchConfig& c) {
       {"ready_check_timeout_sec", std::to_string(c.ready_check_timeout_sec)},
       {"repetition_penalty", py_opt(c.repetition_penalty)},
       {"request_id_prefix", c.request_id_prefix.empty() ? "None" : py_str(c.request_id_prefix)},
-      {"request_rate", request_rate},
+      {"request_rate", p.request_rate},
       {"request_timeout_s", python_float_repr(c.request_timeout_s)},
       {"result_dir", py_opt(c.result_dir)},
       {"result_filename", py_opt(c.result_filename)},
@@ -604,6 +662,12 @@ std::string namespace_repr(const BenchConfig& c) {
       {"top_p", py_opt(c.top_p)},
       {"trust_remote_code", py_bool(c.trust_remote_code)},
   };
+}
+
+}  // namespace
+
+std::string namespace_repr(const BenchConfig& c) {
+  const std::vector<std::pair<std::string, std::string>> kv = namespace_fields(c);
   std::string out = "Namespace(";
   for (std::size_t i = 0; i < kv.size(); ++i) {
     if (i) out += ", ";
