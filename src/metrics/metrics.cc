@@ -153,8 +153,11 @@ int peak_on_wire(std::span<const RequestOutput> outputs) {
 
 }  // namespace
 
-BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double duration_s,
-                                 const MetricsOptions& opts) {
+namespace {
+
+// compute_metrics' preconditions: a finite duration > 0 s, percentiles in [0, 100], finite times of the
+// successful requests. Throws std::invalid_argument naming the offending value (and request).
+void check_inputs(std::span<const RequestOutput> outputs, double duration_s, const MetricsOptions& opts) {
   if (!(std::isfinite(duration_s) && duration_s > 0.0)) {
     throw std::invalid_argument("compute_metrics: benchmark duration must be finite and > 0 s, got " +
                                 std::to_string(duration_s));
@@ -174,20 +177,43 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
                                   out.request_id + "') has a non-finite send time, TTFT, ITL or latency");
     }
   }
-  BenchmarkMetrics m;
-  m.duration_s = duration_s;
+}
+
+// Per-request samples (s) the percentile summaries are computed from, in request order.
+struct Samples {
+  std::vector<double> ttfts, tpots, itls, e2els, ttfcts;  // successful requests (tpots: output_len > 1)
+  std::vector<double> all_tpots;    // one per successful request, 0 when output_len <= 1 (vLLM's goodput)
+  std::vector<double> queue_times;  // successful requests: send − dispatch (waiting for a client slot)
+  std::vector<double> lags;         // dispatched requests: dispatch − intended send time
+  std::vector<double> send_lags;    // requests with a wire time: wire − intended − client queue
+};
+
+// Reasoning tokens and the server's usage.completion_tokens against the client's own count.
+void count_reasoning_and_usage(const RequestOutput& out, BenchmarkMetrics& m) {
+  m.total_reasoning_tokens += out.reasoning_tokens;
+  if (out.reasoning_tokens > 0) ++m.reasoning_requests;
+  if (out.usage_completion_tokens >= 0 && out.tokenizer_output_tokens >= 0) {
+    ++m.usage_compared;
+    if (out.usage_completion_tokens != out.tokenizer_output_tokens) {
+      ++m.usage_mismatches;
+      m.usage_mismatch_tokens += std::abs(out.usage_completion_tokens - out.tokenizer_output_tokens);
+    }
+  }
+}
+
+// One pass over the requests: the counts, lengths and token totals into `m`, the latency samples returned.
+// TPOT = (E2EL − TTFT) / (output_len − 1) (vLLM 0.13 benchmarks/serve.py).
+Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOptions& opts, BenchmarkMetrics& m) {
+  Samples s;
   m.input_lens.reserve(outputs.size());
   m.output_lens.reserve(outputs.size());
-
-  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, lags, ttfcts, queue_times, send_lags;
   for (const RequestOutput& out : outputs) {
     m.input_lens.push_back(input_len(out, opts.input_tokens));
     if (out.failure != FailureKind::kCancelled || out.dispatch_time_s != 0.0) {
-      lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
+      s.lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
     }
     if (out.wire_time_s >= 0.0) {
-      send_lags.push_back(out.wire_time_s - out.intended_send_time_s -
-                          (out.send_time_s - out.dispatch_time_s));
+      s.send_lags.push_back(out.wire_time_s - out.intended_send_time_s - (out.send_time_s - out.dispatch_time_s));
     }
     if (!out.success) {
       m.output_lens.push_back(0);
@@ -203,115 +229,145 @@ BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double 
     if (output_len > 1) {
       const double latency_minus_ttft = out.latency_s - out.ttft_s;
       tpot = latency_minus_ttft / (output_len - 1);
-      tpots.push_back(tpot);
+      s.tpots.push_back(tpot);
     }
-    all_tpots.push_back(tpot);
-    itls.insert(itls.end(), out.itl_s.begin(), out.itl_s.end());
-    ttfts.push_back(out.ttft_s);
-    e2els.push_back(out.latency_s);
-    queue_times.push_back(out.send_time_s - out.dispatch_time_s);
+    s.all_tpots.push_back(tpot);
+    s.itls.insert(s.itls.end(), out.itl_s.begin(), out.itl_s.end());
+    s.ttfts.push_back(out.ttft_s);
+    s.e2els.push_back(out.latency_s);
+    s.queue_times.push_back(out.send_time_s - out.dispatch_time_s);
     ++m.completed;
-
-    if (out.ttfct_s >= 0.0) ttfcts.push_back(out.ttfct_s);
-    m.total_reasoning_tokens += out.reasoning_tokens;
-    if (out.reasoning_tokens > 0) ++m.reasoning_requests;
-    if (out.usage_completion_tokens >= 0 && out.tokenizer_output_tokens >= 0) {
-      ++m.usage_compared;
-      if (out.usage_completion_tokens != out.tokenizer_output_tokens) {
-        ++m.usage_mismatches;
-        m.usage_mismatch_tokens += std::abs(out.usage_completion_tokens - out.tokenizer_output_tokens);
-      }
-    }
+    if (out.ttfct_s >= 0.0) s.ttfcts.push_back(out.ttfct_s);
+    count_reasoning_and_usage(out, m);
   }
+  return s;
+}
 
+// Request, output and total token throughput (req/s, tok/s) over the benchmark duration.
+void compute_throughput(double duration_s, BenchmarkMetrics& m) {
   m.request_throughput = m.completed / duration_s;
   m.output_throughput = static_cast<double>(m.total_output) / duration_s;
   m.total_token_throughput = static_cast<double>(m.total_input + m.total_output) / duration_s;
+}
 
-  if (!opts.goodput.empty()) {
-    // vLLM: slo_values in seconds (ms / 1000), request good iff every `slo >= value`.
-    int good = 0;
-    for (std::size_t i = 0; i < ttfts.size(); ++i) {
-      bool ok = true;
-      if (opts.goodput.ttft_ms) ok = ok && (*opts.goodput.ttft_ms / 1000 >= ttfts[i]);
-      if (opts.goodput.tpot_ms) ok = ok && (*opts.goodput.tpot_ms / 1000 >= all_tpots[i]);
-      if (opts.goodput.e2el_ms) ok = ok && (*opts.goodput.e2el_ms / 1000 >= e2els[i]);
-      if (ok) ++good;
-    }
-    m.request_goodput = good / duration_s;
+// Goodput (req/s): vLLM's slo_values in seconds (ms / 1000), a request good iff every `slo >= value`.
+double compute_goodput(const Samples& s, const GoodputSlos& slo, double duration_s) {
+  int good = 0;
+  for (std::size_t i = 0; i < s.ttfts.size(); ++i) {
+    bool ok = true;
+    if (slo.ttft_ms) ok = ok && (*slo.ttft_ms / 1000 >= s.ttfts[i]);
+    if (slo.tpot_ms) ok = ok && (*slo.tpot_ms / 1000 >= s.all_tpots[i]);
+    if (slo.e2el_ms) ok = ok && (*slo.e2el_ms / 1000 >= s.e2els[i]);
+    if (ok) ++good;
   }
+  return good / duration_s;
+}
 
-  m.ttft = summarize_s(std::move(ttfts), opts.percentiles);
-  m.tpot = summarize_s(std::move(tpots), opts.percentiles);
-  m.itl = summarize_s(std::move(itls), opts.percentiles);
-  m.e2el = summarize_s(e2els, opts.percentiles);
-  m.ttfct = summarize_s(std::move(ttfcts), opts.percentiles);
-  if (!lags.empty()) m.schedule_lag_max_ms = *std::max_element(lags.begin(), lags.end()) * 1000;
-  m.schedule_lag = summarize_s(std::move(lags), opts.percentiles);
-  m.client_queue = summarize_s(std::move(queue_times), opts.percentiles);
-  if (!send_lags.empty()) {
-    m.send_lag_max_ms = *std::max_element(send_lags.begin(), send_lags.end()) * 1000;
-    m.send_lag_p99_ms = summarize_s(send_lags, {99.0}).percentiles_ms.front().value_ms;
+// TTFT, TPOT, ITL, E2EL and TTFCT summaries (mean, median, std, percentiles; ms).
+void summarize_latencies(Samples& s, const std::vector<double>& percentiles, BenchmarkMetrics& m) {
+  m.ttft = summarize_s(std::move(s.ttfts), percentiles);
+  m.tpot = summarize_s(std::move(s.tpots), percentiles);
+  m.itl = summarize_s(std::move(s.itls), percentiles);
+  m.e2el = summarize_s(s.e2els, percentiles);
+  m.ttfct = summarize_s(std::move(s.ttfcts), percentiles);
+}
+
+// The client's own lateness: schedule lag (dispatch vs intended), client queue, send lag (bytes on the wire
+// vs intended, minus the queue); maxima and the send lag's p99 in ms.
+void summarize_schedule_lag(Samples& s, const std::vector<double>& percentiles, BenchmarkMetrics& m) {
+  if (!s.lags.empty()) m.schedule_lag_max_ms = *std::max_element(s.lags.begin(), s.lags.end()) * 1000;
+  m.schedule_lag = summarize_s(std::move(s.lags), percentiles);
+  m.client_queue = summarize_s(std::move(s.queue_times), percentiles);
+  if (!s.send_lags.empty()) {
+    m.send_lag_max_ms = *std::max_element(s.send_lags.begin(), s.send_lags.end()) * 1000;
+    m.send_lag_p99_ms = summarize_s(s.send_lags, {99.0}).percentiles_ms.front().value_ms;
   }
-  m.send_lag = summarize_s(std::move(send_lags), opts.percentiles);
-  m.peak_concurrency_reached = peak_on_wire(outputs);
+  m.send_lag = summarize_s(std::move(s.send_lags), percentiles);
+}
 
-  // Peaks (vLLM 0.13: per-second buckets relative to the first successful send).
-  if (m.completed > 0) {
-    double min_start = std::numeric_limits<double>::infinity();
-    double max_end = -std::numeric_limits<double>::infinity();
-    for (const RequestOutput& out : outputs) {
-      if (!out.success) continue;
-      min_start = std::min(min_start, out.send_time_s);
-      max_end = std::max(max_end, out.send_time_s + out.latency_s);
-    }
-    const double span_s = std::ceil(max_end - min_start);
-    if (span_s > kMaxPeakSpanS) {
-      throw std::invalid_argument("compute_metrics: successful requests span " + std::to_string(span_s) +
-                                  " s from first send to last completion; send times must share one clock "
-                                  "(seconds since the benchmark start)");
-    }
-    const auto buckets = static_cast<std::size_t>(std::max(0.0, span_s)) + 1;
-    std::vector<double> chunks_per_s(buckets, 0.0), tokens_per_s(buckets, 0.0);
-    std::vector<int> active_per_s(buckets, 0);
-    std::vector<std::pair<double, int>> events;
-    events.reserve(2 * static_cast<std::size_t>(m.completed));
-    const auto bucket_of = [&](double t) -> std::ptrdiff_t {
-      const double rel = t - min_start;
-      return std::isfinite(rel) ? static_cast<std::ptrdiff_t>(std::trunc(rel)) : -1;  // Python int()
-    };
-    for (std::size_t r = 0; r < outputs.size(); ++r) {
-      const RequestOutput& out = outputs[r];
-      if (!out.success) continue;
-      const std::size_t chunks = out.itl_s.size() + 1;
-      const bool exact_tokens = out.chunk_tokens.size() == chunks;
-      const double even_tokens = static_cast<double>(m.output_lens[r]) / static_cast<double>(chunks);
-      double t = out.send_time_s + out.ttft_s;
-      for (std::size_t k = 0; k < chunks; ++k) {
-        if (k > 0) t += out.itl_s[k - 1];
-        const std::ptrdiff_t b = bucket_of(t);
-        if (b >= 0 && static_cast<std::size_t>(b) < buckets) {
-          chunks_per_s[b] += 1;
-          tokens_per_s[b] += exact_tokens ? out.chunk_tokens[k] : even_tokens;
-        }
+// Exact peak of concurrent successful requests over [send, send + latency): a sweep line, departures first.
+int peak_in_flight(std::span<const RequestOutput> outputs, std::size_t completed) {
+  std::vector<std::pair<double, int>> events;
+  events.reserve(2 * completed);
+  for (const RequestOutput& out : outputs) {
+    if (!out.success) continue;
+    events.emplace_back(out.send_time_s, +1);
+    events.emplace_back(out.send_time_s + out.latency_s, -1);
+  }
+  std::sort(events.begin(), events.end());  // (time, delta): departures (-1) first at equal times
+  int active = 0, peak = 0;
+  for (const auto& [time, delta] : events) {
+    active += delta;
+    peak = std::max(peak, active);
+  }
+  return peak;
+}
+
+// Peaks per one-second bucket (vLLM 0.13: buckets relative to the first successful send): output chunks/s,
+// output tokens/s (per-chunk token counts when known, else spread evenly) and concurrent requests; then the
+// exact concurrency peak. Requires m.completed > 0; throws std::invalid_argument when the successful
+// requests span more than kMaxPeakSpanS (send times on different clocks).
+void compute_peaks(std::span<const RequestOutput> outputs, BenchmarkMetrics& m) {
+  double min_start = std::numeric_limits<double>::infinity();
+  double max_end = -std::numeric_limits<double>::infinity();
+  for (const RequestOutput& out : outputs) {
+    if (!out.success) continue;
+    min_start = std::min(min_start, out.send_time_s);
+    max_end = std::max(max_end, out.send_time_s + out.latency_s);
+  }
+  const double span_s = std::ceil(max_end - min_start);
+  if (span_s > kMaxPeakSpanS) {
+    throw std::invalid_argument("compute_metrics: successful requests span " + std::to_string(span_s) +
+                                " s from first send to last completion; send times must share one clock "
+                                "(seconds since the benchmark start)");
+  }
+  const auto buckets = static_cast<std::size_t>(std::max(0.0, span_s)) + 1;
+  std::vector<double> chunks_per_s(buckets, 0.0), tokens_per_s(buckets, 0.0);
+  std::vector<int> active_per_s(buckets, 0);
+  const auto bucket_of = [&](double t) -> std::ptrdiff_t {
+    const double rel = t - min_start;
+    return std::isfinite(rel) ? static_cast<std::ptrdiff_t>(std::trunc(rel)) : -1;  // Python int()
+  };
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    const RequestOutput& out = outputs[r];
+    if (!out.success) continue;
+    const std::size_t chunks = out.itl_s.size() + 1;
+    const bool exact_tokens = out.chunk_tokens.size() == chunks;
+    const double even_tokens = static_cast<double>(m.output_lens[r]) / static_cast<double>(chunks);
+    double t = out.send_time_s + out.ttft_s;
+    for (std::size_t k = 0; k < chunks; ++k) {
+      if (k > 0) t += out.itl_s[k - 1];
+      const std::ptrdiff_t b = bucket_of(t);
+      if (b >= 0 && static_cast<std::size_t>(b) < buckets) {
+        chunks_per_s[b] += 1;
+        tokens_per_s[b] += exact_tokens ? out.chunk_tokens[k] : even_tokens;
       }
-      const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, bucket_of(out.send_time_s));
-      const std::ptrdiff_t last = std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(buckets) - 1,
-                                                           bucket_of(out.send_time_s + out.latency_s));
-      for (std::ptrdiff_t s = first; s <= last; ++s) ++active_per_s[s];
-      events.emplace_back(out.send_time_s, +1);
-      events.emplace_back(out.send_time_s + out.latency_s, -1);
     }
-    m.max_output_tokens_per_s = *std::max_element(chunks_per_s.begin(), chunks_per_s.end());
-    m.max_output_tokens_per_s_by_tokens = *std::max_element(tokens_per_s.begin(), tokens_per_s.end());
-    m.max_concurrent_requests = *std::max_element(active_per_s.begin(), active_per_s.end());
-    std::sort(events.begin(), events.end());  // (time, delta): departures (-1) first at equal times
-    int active = 0;
-    for (const auto& [time, delta] : events) {
-      active += delta;
-      m.max_concurrent_requests_exact = std::max(m.max_concurrent_requests_exact, active);
-    }
+    const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, bucket_of(out.send_time_s));
+    const std::ptrdiff_t last = std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(buckets) - 1,
+                                                         bucket_of(out.send_time_s + out.latency_s));
+    for (std::ptrdiff_t sec = first; sec <= last; ++sec) ++active_per_s[sec];
   }
+  m.max_output_tokens_per_s = *std::max_element(chunks_per_s.begin(), chunks_per_s.end());
+  m.max_output_tokens_per_s_by_tokens = *std::max_element(tokens_per_s.begin(), tokens_per_s.end());
+  m.max_concurrent_requests = *std::max_element(active_per_s.begin(), active_per_s.end());
+  m.max_concurrent_requests_exact = peak_in_flight(outputs, static_cast<std::size_t>(m.completed));
+}
+
+}  // namespace
+
+BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double duration_s,
+                                 const MetricsOptions& opts) {
+  check_inputs(outputs, duration_s, opts);
+  BenchmarkMetrics m;
+  m.duration_s = duration_s;
+  Samples samples = collect_samples(outputs, opts, m);
+  compute_throughput(duration_s, m);
+  if (!opts.goodput.empty()) m.request_goodput = compute_goodput(samples, opts.goodput, duration_s);
+  summarize_latencies(samples, opts.percentiles, m);
+  summarize_schedule_lag(samples, opts.percentiles, m);
+  m.peak_concurrency_reached = peak_on_wire(outputs);
+  if (m.completed > 0) compute_peaks(outputs, m);
   return m;
 }
 
