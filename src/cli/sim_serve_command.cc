@@ -21,7 +21,7 @@
 #include "hardware/hardware.h"
 #include "model/model.h"
 #include "sim/sim.h"
-#include "simserve/server.h"
+#include "simserve/simserve.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::cli {
