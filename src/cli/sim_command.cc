@@ -85,47 +85,67 @@ std::string twin_view_block(const sim::TwinView& v) {
   return s;
 }
 
-void run_sim_run(SimRunArgs& a) {
-  if (a.launch.empty()) {
-    std::fprintf(stderr, "servelab sim run: give the engine launch command after --, e.g.\n"
-                         "  servelab sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8\n");
-    throw ExitRequest{2};
-  }
-  hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
-  if (!a.network.empty()) cluster.network = hardware::parse_network(a.network);
+/// What `sim run` predicts for: the cluster, the engine launch resolved with its config files, the served
+/// model and the resolved bench serve workload flags.
+struct SimRunInputs {
+  hardware::ClusterSpec cluster;
   engines::EngineConfig engine;
+  std::string model_revision;  ///< the launch's --revision ("" = default branch)
+  model::ModelSpec model;
+  bench::ResolvedConfig resolved;
+};
+
+/// Parses --hardware/--network and the launch command (an engine argument error exits with status 2),
+/// loads the model's config and resolves the workload flags. Throws for workloads the twin cannot predict
+/// offline (--multi-turn, timed_trace).
+SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
+  SimRunInputs in;
+  in.cluster = hardware::parse_cluster(a.hardware);
+  if (!a.network.empty()) in.cluster.network = hardware::parse_network(a.network);
   try {
-    engine = engines::apply_config_files(
+    in.engine = engines::apply_config_files(
         engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   } catch (const engines::EngineArgError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     throw ExitRequest{2};
   }
-  const std::string model_revision = launch_flag_value(a.launch, "--revision");
-  const model::ModelSpec model = a.model_config.empty() ? model::resolve_model(engine.model, hub_fetch(model_revision))
-                                                        : model::load_config(a.model_config);
-  const bench::ResolvedConfig r = bench::resolve(a.bench);
+  in.model_revision = launch_flag_value(a.launch, "--revision");
+  in.model = a.model_config.empty() ? model::resolve_model(in.engine.model, hub_fetch(in.model_revision))
+                                    : model::load_config(a.model_config);
+  in.resolved = bench::resolve(a.bench);
   if (a.bench.multi_turn)
     throw std::runtime_error(
         "sim run does not predict --multi-turn workloads (each turn's prompt holds the server's earlier answers); "
         "run them against the twin with `servelab sim serve` and `servelab bench serve --multi-turn`");
   if (a.bench.dataset_name == "timed_trace")
     throw std::runtime_error("sim run does not predict --dataset-name timed_trace workloads yet");
+  return in;
+}
 
-  std::vector<sim::WorkloadRequest> workload;
-  std::string workload_name, workload_note;
+/// The requests (prompt and output lengths, tokens) of the predicted benchmark, with the name printed for
+/// it and an optional note on how it was drawn.
+struct SimWorkload {
+  std::vector<sim::WorkloadRequest> requests;
+  std::string name, note;
+};
+
+/// The workload: a --scenario, the built-in ShareGPT length distribution (sharegpt without a dataset
+/// file), or the bench serve dataset sampled with the model's tokenizer (a tokenizer that cannot be loaded
+/// is an error that says how to do without one).
+SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
+  SimWorkload w;
   if (!a.scenario.empty()) {
-    workload = sim::scenario_workload(a.scenario, model);
-    workload_name = a.scenario;
+    w.requests = sim::scenario_workload(a.scenario, in.model);
+    w.name = a.scenario;
   } else if (a.bench.dataset_name == "sharegpt" && !a.bench.dataset_path) {
-    workload = sim::sharegpt_workload(model, a.bench.num_prompts, &workload_note);
-    workload_name = "sharegpt";
+    w.requests = sim::sharegpt_workload(in.model, a.bench.num_prompts, &w.note);
+    w.name = "sharegpt";
   } else {
-    const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(engine.model));
+    const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(in.engine.model));
     std::optional<tokenizer::Tokenizer> loaded;
     try {
       std::string tok_revision = a.bench.revision.value_or(launch_flag_value(a.launch, "--tokenizer-revision"));
-      if (tok_revision.empty() && !a.bench.tokenizer) tok_revision = model_revision;
+      if (tok_revision.empty() && !a.bench.tokenizer) tok_revision = in.model_revision;
       loaded.emplace(tokenizer::load_tokenizer(tok_id, hub_fetch(tok_revision)));
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string(e.what()) +
@@ -134,10 +154,16 @@ void run_sim_run(SimRunArgs& a) {
                                "--scenario (e.g. random-1024in-128out, sharegpt-1000), which needs none.");
     }
     const auto& tok = *loaded;
-    for (const auto& s : dataset::sample_requests(dataset_options(a.bench, r), tok))
-      workload.push_back({s.prompt_len, s.expected_output_len});
-    workload_name = a.bench.dataset_name;
+    for (const auto& s : dataset::sample_requests(dataset_options(a.bench, in.resolved), tok))
+      w.requests.push_back({s.prompt_len, s.expected_output_len});
+    w.name = a.bench.dataset_name;
   }
+  return w;
+}
+
+/// The twin's workload options: arrivals (rate, burstiness, concurrency cap, seed), the chat template's
+/// tokens (none on /v1/completions) and an optional --calibration table.
+sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::ResolvedConfig& r) {
   sim::WorkloadOptions opt;
   opt.request_rate = r.request_rate;
   opt.burstiness = a.bench.burstiness;
@@ -145,21 +171,58 @@ void run_sim_run(SimRunArgs& a) {
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
   if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
   if (!a.calibration.empty()) opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
+  return opt;
+}
 
+/// The lines before the prediction: launch, hardware, model, workload, the network of a multi-node cluster
+/// and GPUs the launch leaves idle.
+void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const SimWorkload& w) {
+  const auto& cluster = in.cluster;
   std::printf("Prediction of the servelab engine twin (virtual time, not a measurement)\n");
   std::printf("Launch:   %s\nHardware: %s   Model: %s (%s)   Workload: %s (%zu requests)\n",
-              engines::render_command(engine).c_str(), hardware::cluster_name(cluster).c_str(), model.id.c_str(),
-              model.variant.c_str(), workload_name.c_str(), workload.size());
-  if (!workload_note.empty()) std::printf("          %s\n", workload_note.c_str());
+              engines::render_command(in.engine).c_str(), hardware::cluster_name(cluster).c_str(),
+              in.model.id.c_str(), in.model.variant.c_str(), w.name.c_str(), w.requests.size());
+  if (!w.note.empty()) std::printf("          %s\n", w.note.c_str());
   if (cluster.nodes > 1)
     std::printf("Network:  %d nodes, %d x %.0f Gb/s %s per node, %.0f%% of line rate for collectives%s\n",
                 cluster.nodes, cluster.network.nics_per_node, cluster.network.nic_Bps * 8 / 1e9,
                 cluster.network.kind.c_str(), cluster.network.efficiency * 100,
                 a.network.empty() ? " (default; --network changes it)" : "");
-  if (engine.gpus_used() < cluster.total_gpus())
+  if (in.engine.gpus_used() < cluster.total_gpus())
     std::printf("Note: the launch uses %d of the %d GPUs of --hardware %s (the others stay idle)\n",
-                engine.gpus_used(), cluster.total_gpus(), a.hardware.c_str());
-  const auto result = sim::predict(engine, cluster, model, workload, opt);
+                in.engine.gpus_used(), cluster.total_gpus(), a.hardware.c_str());
+}
+
+/// The calibration behind a prediction: error band, engine version, fitted class and its fallback level,
+/// the launch's inert and unmodelled flags (and with --explain every resolved default).
+void print_prediction_context(const SimRunArgs& a, const engines::EngineConfig& engine,
+                              const sim::PredictionContext& ctx) {
+  std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
+  std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
+              ctx.key.name().c_str(),
+              ctx.level == sim::CalibrationLevel::kClass    ? "fitted"
+              : ctx.level == sim::CalibrationLevel::kFamily ? "no data for this GPU generation: the release's pooled value"
+              : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
+                                                            : "no data: the prior");
+  for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
+  for (const auto& u : ctx.launch.unmodelled)
+    std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
+  if (a.explain)
+    for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
+}
+
+void run_sim_run(SimRunArgs& a) {
+  if (a.launch.empty()) {
+    std::fprintf(stderr, "servelab sim run: give the engine launch command after --, e.g.\n"
+                         "  servelab sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8\n");
+    throw ExitRequest{2};
+  }
+  const SimRunInputs in = load_sim_run_inputs(a);
+  const auto& r = in.resolved;
+  const SimWorkload w = load_sim_workload(a, in);
+  const sim::WorkloadOptions opt = sim_workload_options(a, r);
+  print_sim_run_header(a, in, w);
+  const auto result = sim::predict(in.engine, in.cluster, in.model, w.requests, opt);
   if (const auto* f = std::get_if<sim::Failure>(&result)) {
     std::printf("Predicted failure: %s\n", f->reason.c_str());
     throw ExitRequest{1};
@@ -174,27 +237,15 @@ void run_sim_run(SimRunArgs& a) {
   report::RunInfo run;
   run.backend = a.bench.backend;
   run.label = a.bench.label;
-  run.model_id = engine.model;
-  run.num_prompts = static_cast<int>(workload.size());
+  run.model_id = in.engine.model;
+  run.num_prompts = static_cast<int>(w.requests.size());
   run.request_rate = r.request_rate;
   run.burstiness = a.bench.burstiness;
   run.max_concurrency = a.bench.max_concurrency;
   const auto selected = metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m, selected).c_str());
-  const auto& ctx = p.context;
-  std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
-  std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
-              ctx.key.name().c_str(),
-              ctx.level == sim::CalibrationLevel::kClass    ? "fitted"
-              : ctx.level == sim::CalibrationLevel::kFamily ? "no data for this GPU generation: the release's pooled value"
-              : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
-                                                            : "no data: the prior");
-  for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
-  for (const auto& u : ctx.launch.unmodelled)
-    std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
-  if (a.explain)
-    for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
+  print_prediction_context(a, in.engine, p.context);
   std::printf("%s", twin_view_block(p.twin).c_str());
   // --save-result / --append-result: the same JSON as bench serve, marked as the twin's prediction.
   if (a.bench.save_result || a.bench.append_result) {
@@ -204,7 +255,7 @@ void run_sim_run(SimRunArgs& a) {
     ro.save_detailed = a.bench.save_detailed;
     auto j = report::make_result_json(run, m, p.outputs, ro);
     j["servelab_engine_twin_prediction"] = true;
-    j["servelab_launch"] = engines::render_command(engine);
+    j["servelab_launch"] = engines::render_command(in.engine);
     const auto path = report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
     report::write_result_file(path, j, a.bench.append_result);
     std::printf("Result saved to %s\n", path.string().c_str());

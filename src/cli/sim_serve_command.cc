@@ -21,7 +21,7 @@
 #include "hardware/hardware.h"
 #include "model/model.h"
 #include "sim/sim.h"
-#include "simserve/server.h"
+#include "simserve/simserve.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::cli {
@@ -103,6 +103,108 @@ bool sleep_unless_stopped(double s) {
   return !g_stop_requested;
 }
 
+/// The engine `sim serve` stands in for: its launch (with config files), the GPUs, the served model, and
+/// the online twin, or, when the launch starts and then dies on its first step, the twin's reason for that.
+struct ServedEngine {
+  engines::EngineConfig engine;
+  hardware::ClusterSpec cluster;
+  std::string model_revision;  ///< the launch's --revision ("" = default branch)
+  model::ModelSpec model;
+  std::unique_ptr<sim::OnlineTwin> twin;  ///< null: a run-time failure (runtime_failure says why)
+  std::string runtime_failure;
+};
+
+/// Parses the launch and --hardware, loads the model's config and builds the online twin (with an
+/// optional --calibration table). A launch that would not come up prints the engine's reason and exits 1.
+ServedEngine load_served_engine(const SimServeArgs& a) {
+  ServedEngine s;
+  s.engine = engines::apply_config_files(
+      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
+  s.cluster = hardware::parse_cluster(a.hardware);
+  s.model_revision = launch_flag_value(a.launch, "--revision");
+  s.model = a.model_config.empty() ? model::resolve_model(s.engine.model, hub_fetch(s.model_revision))
+                                   : model::load_config(a.model_config);
+  std::optional<sim::CalibrationTable> calibration;
+  if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
+  auto created = sim::OnlineTwin::create(s.engine, s.cluster, s.model, calibration);
+  if (auto* f = std::get_if<sim::Failure>(&created)) {
+    if (f->kind != sim::Failure::Kind::kRuntime) {
+      // The engine would not come up: say so as it would, and exit non-zero like the engine.
+      std::fprintf(stderr, "%s\n", f->reason.c_str());
+      throw ExitRequest{1};
+    }
+    s.runtime_failure = f->reason;
+  } else {
+    s.twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
+  }
+  return s;
+}
+
+/// The server's options: address (the launch's port unless --port), served model names, context limit
+/// (tokens), time scale, output draw and reasoning split.
+simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine& s) {
+  const auto& engine = s.engine;
+  simserve::ServerOptions o;
+  o.host = a.host;
+  o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
+  o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
+  o.root_model = engine.model;
+  // A launch that dies on its first step has no resolved context; the server advertises the configured one.
+  o.max_model_len = s.twin ? s.twin->max_model_len() : engine.max_model_len.value_or(s.model.max_position_embeddings);
+  o.time_scale = a.time_scale;
+  o.seed = a.seed;
+  o.reasoning_parser = !engine.reasoning_parser.empty();
+  o.reasoning_fraction = a.reasoning_fraction;
+  o.default_max_tokens = a.default_max_tokens;
+  return o;
+}
+
+/// The server's engine model: the online twin, or, after a run-time failure, an engine that dies on the
+/// first request with the twin's reason as its last words (as vLLM -dcp with FlashMLA sparse dies at its
+/// first decode step).
+simserve::Timeline serve_timeline(const ServedEngine& s) {
+  if (!s.twin) {
+    return simserve::Timeline{[reason = s.runtime_failure](std::uint64_t, int, int, double) {
+                                std::fprintf(stderr, "%s\n", reason.c_str());
+                                std::fflush(stderr);
+                                std::_Exit(1);
+                              },
+                              [](std::uint64_t) {},
+                              [](double, const std::function<void(std::uint64_t, int, double)>&) {},
+                              [] { return std::numeric_limits<double>::infinity(); }};
+  }
+  sim::OnlineTwin* t = s.twin.get();
+  simserve::Timeline timeline{
+      [t](std::uint64_t id, int prompt, int output, double now) { t->submit(id, prompt, output, now); },
+      [t](std::uint64_t id) { t->cancel(id); },
+      [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
+      [t] { return t->next_event_s(); }};
+  timeline.engine_metrics = [t] { return engine_metrics(*t); };
+  timeline.spec_decode = s.twin->speculative();
+  return timeline;
+}
+
+/// The lines on stderr once the server listens: what it twins, where, the error band and unmodelled
+/// flags, then --ready-lines (what a launcher waits for).
+void print_serve_banner(const SimServeArgs& a, const ServedEngine& s, const simserve::ServerOptions& o,
+                        unsigned short port) {
+  const auto& engine = s.engine;
+  std::fprintf(stderr,
+               "servelab sim serve: twin of `%s` (%s, %d GPUs) on %s; max_model_len %d; time scale %g\n"
+               "  listening on http://%s:%u  (model \"%s\"; Ctrl-C stops)\n",
+               engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
+               engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
+               o.served_models[0].c_str());
+  if (s.twin) {
+    std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
+                 sim::format_band(s.twin->context().band).c_str());
+    for (const auto& u : s.twin->context().launch.unmodelled)
+      std::fprintf(stderr, "  warning: not modelled, predictions can be far off: %s\n", u.c_str());
+  }
+  if (!a.ready_lines.empty()) std::fprintf(stderr, "%s\n", a.ready_lines.c_str());
+  std::fflush(stderr);
+}
+
 void run_serve(const SimServeArgs& a) {
   StopTarget target;
   // First, so that Ctrl-C while the twin loads is not lost (destroyed last); a second signal exits (130).
@@ -111,87 +213,21 @@ void run_serve(const SimServeArgs& a) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
   }
-  const engines::EngineConfig engine = engines::apply_config_files(
-      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
-  const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
-  const std::string model_revision = launch_flag_value(a.launch, "--revision");
-  const model::ModelSpec model = a.model_config.empty() ? model::resolve_model(engine.model, hub_fetch(model_revision))
-                                                        : model::load_config(a.model_config);
-  std::optional<sim::CalibrationTable> calibration;
-  if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
-  auto created = sim::OnlineTwin::create(engine, cluster, model, calibration);
-  std::unique_ptr<sim::OnlineTwin> twin;
-  std::string runtime_failure;  // the twin's reason when the engine starts and then dies on its first step
-  if (auto* f = std::get_if<sim::Failure>(&created)) {
-    if (f->kind != sim::Failure::Kind::kRuntime) {
-      // The engine would not come up: say so as it would, and exit non-zero like the engine.
-      std::fprintf(stderr, "%s\n", f->reason.c_str());
-      throw ExitRequest{1};
-    }
-    runtime_failure = f->reason;
-  } else {
-    twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
-  }
-
-  simserve::ServerOptions o;
-  o.host = a.host;
-  o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
-  o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
-  o.root_model = engine.model;
-  // A launch that dies on its first step has no resolved context; the server advertises the configured one.
-  o.max_model_len = twin ? twin->max_model_len() : engine.max_model_len.value_or(model.max_position_embeddings);
-  o.time_scale = a.time_scale;
-  o.seed = a.seed;
-  o.reasoning_parser = !engine.reasoning_parser.empty();
-  o.reasoning_fraction = a.reasoning_fraction;
-  o.default_max_tokens = a.default_max_tokens;
-
-  sim::OnlineTwin* t = twin.get();
-  simserve::Timeline timeline{
-      [t](std::uint64_t id, int prompt, int output, double now) { t->submit(id, prompt, output, now); },
-      [t](std::uint64_t id) { t->cancel(id); },
-      [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
-      [t] { return t->next_event_s(); }};
-  if (twin) {
-    timeline.engine_metrics = [t] { return engine_metrics(*t); };
-    timeline.spec_decode = twin->speculative();
-  }
-  if (!twin) {
-    // A run-time failure: the server comes up, and the first request's first step kills the engine, with the
-    // twin's reason as its last words (as vLLM -dcp with FlashMLA sparse dies at its first decode step).
-    timeline = simserve::Timeline{[reason = runtime_failure](std::uint64_t, int, int, double) {
-                                    std::fprintf(stderr, "%s\n", reason.c_str());
-                                    std::fflush(stderr);
-                                    std::_Exit(1);
-                                  },
-                                  [](std::uint64_t) {},
-                                  [](double, const std::function<void(std::uint64_t, int, double)>&) {},
-                                  [] { return std::numeric_limits<double>::infinity(); }};
-  }
+  const ServedEngine served = load_served_engine(a);
+  const simserve::ServerOptions o = serve_options(a, served);
+  simserve::Timeline timeline = serve_timeline(served);
 
   std::string tok_revision = launch_flag_value(a.launch, "--tokenizer-revision");
-  if (tok_revision.empty() && a.tokenizer.empty()) tok_revision = model_revision;
-  const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? engine.model : a.tokenizer, hub_fetch(tok_revision));
+  if (tok_revision.empty() && a.tokenizer.empty()) tok_revision = served.model_revision;
+  const auto tok =
+      tokenizer::load_tokenizer(a.tokenizer.empty() ? served.engine.model : a.tokenizer, hub_fetch(tok_revision));
   simserve::Server server(o, std::move(timeline), tok);
   const unsigned short port = server.start();
   // Start-up delay: the port is bound (connections wait in the backlog, /health gets no answer) as a real
   // engine holds its port while it loads weights.
   if (a.startup_delay_s > 0 && !sleep_unless_stopped(a.startup_delay_s)) return;
-  std::fprintf(stderr,
-               "servelab sim serve: twin of `%s` (%s, %d GPUs) on %s; max_model_len %d; time scale %g\n"
-               "  listening on http://%s:%u  (model \"%s\"; Ctrl-C stops)\n",
-               engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
-               engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
-               o.served_models[0].c_str());
-  if (twin) {
-    std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
-                 sim::format_band(twin->context().band).c_str());
-    for (const auto& u : twin->context().launch.unmodelled)
-      std::fprintf(stderr, "  warning: not modelled, predictions can be far off: %s\n", u.c_str());
-  }
-  if (!a.ready_lines.empty()) std::fprintf(stderr, "%s\n", a.ready_lines.c_str());
-  std::fflush(stderr);
-  if (a.crash_after_s > 0) {
+  print_serve_banner(a, served, o, port);
+  if (a.crash_after_s > 0) {  // --crash-after-s: the engine dies mid-run with --crash-message
     std::thread([s = a.crash_after_s, msg = a.crash_message] {
       if (!sleep_unless_stopped(s)) return;
       std::fprintf(stderr, "%s\n", msg.c_str());
@@ -202,8 +238,8 @@ void run_serve(const SimServeArgs& a) {
   target.attach(&server);
   server.run();
   target.attach(nullptr);
-  if (!twin) return;
-  const auto v = twin->view();
+  if (!served.twin) return;
+  const auto v = served.twin->view();
   std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
                v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
 }

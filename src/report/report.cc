@@ -197,9 +197,10 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
   return out;
 }
 
-ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
-                              std::span<const metrics::RequestOutput> outputs, const ReportOptions& opts) {
-  ordered_json j = ordered_json::object();
+namespace {
+
+// The run's parameters, as vLLM's benchmark_serving writes them (date, backend, model, workload, arrivals).
+void add_run_fields(ordered_json& j, const RunInfo& run) {
   j["date"] = run.date;
   j["endpoint_type"] = run.backend;  // legacy key, = backend
   j["backend"] = run.backend;
@@ -216,7 +217,10 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     j["ramp_up_start_rps"] = run.ramp_up->start_rps;
     j["ramp_up_end_rps"] = run.ramp_up->end_rps;
   }
+}
 
+// Totals and throughputs (s, tokens, requests/s, tokens/s).
+void add_throughput_fields(ordered_json& j, const BenchmarkMetrics& m) {
   j["duration"] = m.duration_s;
   j["completed"] = m.completed;
   j["failed"] = m.failed;
@@ -226,22 +230,29 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
   j["request_goodput"] = m.request_goodput ? ordered_json(*m.request_goodput) : ordered_json(nullptr);
   j["output_throughput"] = m.output_throughput;
   j["total_token_throughput"] = m.total_token_throughput;
-  if (opts.save_detailed) {
-    j["input_lens"] = m.input_lens;
-    j["output_lens"] = m.output_lens;
-    ordered_json ttfts = ordered_json::array(), itls = ordered_json::array();
-    ordered_json texts = ordered_json::array(), errors = ordered_json::array();
-    for (const auto& out : outputs) {
-      ttfts.push_back(out.ttft_s);
-      itls.push_back(out.itl_s);
-      texts.push_back(out.generated_text);
-      errors.push_back(out.error);
-    }
-    j["ttfts"] = std::move(ttfts);
-    j["itls"] = std::move(itls);
-    j["generated_texts"] = std::move(texts);
-    j["errors"] = std::move(errors);
+}
+
+// --save-detailed: the per-request lists of vLLM's result (lengths, TTFTs and ITLs in s, texts, errors).
+void add_detailed_fields(ordered_json& j, const BenchmarkMetrics& m,
+                         std::span<const metrics::RequestOutput> outputs) {
+  j["input_lens"] = m.input_lens;
+  j["output_lens"] = m.output_lens;
+  ordered_json ttfts = ordered_json::array(), itls = ordered_json::array();
+  ordered_json texts = ordered_json::array(), errors = ordered_json::array();
+  for (const auto& out : outputs) {
+    ttfts.push_back(out.ttft_s);
+    itls.push_back(out.itl_s);
+    texts.push_back(out.generated_text);
+    errors.push_back(out.error);
   }
+  j["ttfts"] = std::move(ttfts);
+  j["itls"] = std::move(itls);
+  j["generated_texts"] = std::move(texts);
+  j["errors"] = std::move(errors);
+}
+
+// Peak output tokens/s and concurrency (vLLM's 1-s bins), and the ramp-up's rate changes.
+void add_peak_fields(ordered_json& j, const RunInfo& run, const BenchmarkMetrics& m) {
   j["max_output_tokens_per_s"] = m.max_output_tokens_per_s;
   j["max_concurrent_requests"] = m.max_concurrent_requests;
   if (!run.rps_change_events.empty()) {
@@ -250,7 +261,12 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
       events.push_back({{"rps", e.rps}, {"timestamp", e.timestamp}});
     j["rps_change_events"] = std::move(events);
   }
-  for (const MetricSection& s : sections(m, opts.percentile_metrics)) {
+}
+
+// mean/median/std and the chosen percentiles (ms) of each selected metric (ttft, tpot, itl, e2el).
+void add_percentile_fields(ordered_json& j, const BenchmarkMetrics& m,
+                           const metrics::PercentileMetrics& selected) {
+  for (const MetricSection& s : sections(m, selected)) {
     if (!s.selected) continue;
     const std::string key = s.key;
     j["mean_" + key + "_ms"] = s.summary->mean_ms;
@@ -259,64 +275,84 @@ ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
     for (const auto& pv : s.summary->percentiles_ms)
       j[fmt::format("p{}_{}_ms", percentile_word(pv.p), key)] = pv.value_ms;
   }
+}
 
-  if (opts.servelab_extras) {
-    ordered_json x = ordered_json::object();
-    x["interrupted"] = run.interrupted;
-    x["max_concurrent_requests_exact"] = m.max_concurrent_requests_exact;
-    x["max_output_tokens_per_s_by_tokens"] = m.max_output_tokens_per_s_by_tokens;
-    ordered_json lag = summary_json(m.schedule_lag);
-    lag["max_ms"] = m.schedule_lag_max_ms;
-    x["schedule_lag"] = std::move(lag);
-    x["client_queue"] = summary_json(m.client_queue);
-    ordered_json send_lag = summary_json(m.send_lag);
-    send_lag["p99_ms"] = m.send_lag_p99_ms;  // always, whatever --metric-percentiles asks
-    send_lag["max_ms"] = m.send_lag_max_ms;
-    x["send_lag"] = std::move(send_lag);
-    const auto requested = requested_concurrency(run, static_cast<int>(m.input_lens.size()));
-    const bool measured = m.send_lag.count > 0;
-    x["concurrency"] = {
-        {"requested", requested ? ordered_json(*requested) : ordered_json(nullptr)},
-        {"peak_reached", measured ? ordered_json(m.peak_concurrency_reached) : ordered_json(nullptr)},
-        {"reached", measured && requested ? ordered_json(m.peak_concurrency_reached >= *requested)
-                                          : ordered_json(nullptr)}};
-    x["ttfct"] = summary_json(m.ttfct);
-    x["total_reasoning_tokens"] = m.total_reasoning_tokens;
-    x["reasoning_requests"] = m.reasoning_requests;
-    ordered_json kinds = ordered_json::object();
-    for (std::size_t k = 1; k < m.failures_by_kind.size(); ++k) {
-      if (m.failures_by_kind[k] > 0) {
-        kinds[metrics::failure_kind_name(static_cast<metrics::FailureKind>(k))] = m.failures_by_kind[k];
-      }
-    }
-    x["failures_by_kind"] = std::move(kinds);
-    x["usage_compared"] = m.usage_compared;
-    x["usage_mismatches"] = m.usage_mismatches;
-    x["usage_mismatch_tokens"] = m.usage_mismatch_tokens;
-    if (opts.save_detailed) {
-      ordered_json intended = ordered_json::array(), dispatched = ordered_json::array();
-      ordered_json sent = ordered_json::array();
-      ordered_json ttfcts = ordered_json::array(), kinds_per_request = ordered_json::array();
-      ordered_json statuses = ordered_json::array(), reasoning = ordered_json::array();
-      for (const auto& out : outputs) {
-        intended.push_back(out.intended_send_time_s);
-        dispatched.push_back(out.dispatch_time_s);
-        sent.push_back(out.send_time_s);
-        ttfcts.push_back(out.ttfct_s);
-        kinds_per_request.push_back(metrics::failure_kind_name(out.failure));
-        statuses.push_back(out.http_status);
-        reasoning.push_back(out.reasoning_tokens);
-      }
-      x["intended_send_times"] = std::move(intended);
-      x["dispatch_times"] = std::move(dispatched);
-      x["send_times"] = std::move(sent);
-      x["ttfcts"] = std::move(ttfcts);
-      x["failure_kinds"] = std::move(kinds_per_request);
-      x["http_statuses"] = std::move(statuses);
-      x["reasoning_tokens"] = std::move(reasoning);
-    }
-    j["servelab"] = std::move(x);
+// --save-detailed in the servelab block: per-request send times (s), TTFCT (s), failure kinds, HTTP
+// statuses and reasoning tokens.
+void add_detailed_extras(ordered_json& x, std::span<const metrics::RequestOutput> outputs) {
+  ordered_json intended = ordered_json::array(), dispatched = ordered_json::array();
+  ordered_json sent = ordered_json::array();
+  ordered_json ttfcts = ordered_json::array(), kinds_per_request = ordered_json::array();
+  ordered_json statuses = ordered_json::array(), reasoning = ordered_json::array();
+  for (const auto& out : outputs) {
+    intended.push_back(out.intended_send_time_s);
+    dispatched.push_back(out.dispatch_time_s);
+    sent.push_back(out.send_time_s);
+    ttfcts.push_back(out.ttfct_s);
+    kinds_per_request.push_back(metrics::failure_kind_name(out.failure));
+    statuses.push_back(out.http_status);
+    reasoning.push_back(out.reasoning_tokens);
   }
+  x["intended_send_times"] = std::move(intended);
+  x["dispatch_times"] = std::move(dispatched);
+  x["send_times"] = std::move(sent);
+  x["ttfcts"] = std::move(ttfcts);
+  x["failure_kinds"] = std::move(kinds_per_request);
+  x["http_statuses"] = std::move(statuses);
+  x["reasoning_tokens"] = std::move(reasoning);
+}
+
+// The "servelab" block: what vLLM's result does not have (exact peaks, schedule and send lag, client queue,
+// concurrency reached, TTFCT, reasoning, failures by kind, usage checks).
+ordered_json servelab_extras_json(const RunInfo& run, const BenchmarkMetrics& m,
+                                  std::span<const metrics::RequestOutput> outputs, bool save_detailed) {
+  ordered_json x = ordered_json::object();
+  x["interrupted"] = run.interrupted;
+  x["max_concurrent_requests_exact"] = m.max_concurrent_requests_exact;
+  x["max_output_tokens_per_s_by_tokens"] = m.max_output_tokens_per_s_by_tokens;
+  ordered_json lag = summary_json(m.schedule_lag);
+  lag["max_ms"] = m.schedule_lag_max_ms;
+  x["schedule_lag"] = std::move(lag);
+  x["client_queue"] = summary_json(m.client_queue);
+  ordered_json send_lag = summary_json(m.send_lag);
+  send_lag["p99_ms"] = m.send_lag_p99_ms;  // always, whatever --metric-percentiles asks
+  send_lag["max_ms"] = m.send_lag_max_ms;
+  x["send_lag"] = std::move(send_lag);
+  const auto requested = requested_concurrency(run, static_cast<int>(m.input_lens.size()));
+  const bool measured = m.send_lag.count > 0;
+  x["concurrency"] = {
+      {"requested", requested ? ordered_json(*requested) : ordered_json(nullptr)},
+      {"peak_reached", measured ? ordered_json(m.peak_concurrency_reached) : ordered_json(nullptr)},
+      {"reached", measured && requested ? ordered_json(m.peak_concurrency_reached >= *requested)
+                                        : ordered_json(nullptr)}};
+  x["ttfct"] = summary_json(m.ttfct);
+  x["total_reasoning_tokens"] = m.total_reasoning_tokens;
+  x["reasoning_requests"] = m.reasoning_requests;
+  ordered_json kinds = ordered_json::object();
+  for (std::size_t k = 1; k < m.failures_by_kind.size(); ++k) {
+    if (m.failures_by_kind[k] > 0) {
+      kinds[metrics::failure_kind_name(static_cast<metrics::FailureKind>(k))] = m.failures_by_kind[k];
+    }
+  }
+  x["failures_by_kind"] = std::move(kinds);
+  x["usage_compared"] = m.usage_compared;
+  x["usage_mismatches"] = m.usage_mismatches;
+  x["usage_mismatch_tokens"] = m.usage_mismatch_tokens;
+  if (save_detailed) add_detailed_extras(x, outputs);
+  return x;
+}
+
+}  // namespace
+
+ordered_json make_result_json(const RunInfo& run, const BenchmarkMetrics& m,
+                              std::span<const metrics::RequestOutput> outputs, const ReportOptions& opts) {
+  ordered_json j = ordered_json::object();
+  add_run_fields(j, run);
+  add_throughput_fields(j, m);
+  if (opts.save_detailed) add_detailed_fields(j, m, outputs);
+  add_peak_fields(j, run, m);
+  add_percentile_fields(j, m, opts.percentile_metrics);
+  if (opts.servelab_extras) j["servelab"] = servelab_extras_json(run, m, outputs, opts.save_detailed);
   return j;
 }
 

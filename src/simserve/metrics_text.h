@@ -1,14 +1,15 @@
-// servelab/simserve: the Prometheus text exposition (format 0.0.4) of `sim serve`'s GET /metrics, with the
-// metric names, HELP texts, types and labels (`engine`, `model_name`) of vLLM 0.13's V1 engine
-// (vllm/v1/metrics/loggers.py, written by prometheus_client: counters as `name_total`, values as Python floats),
-// so that `servelab bench serve` and any vLLM dashboard read the twin as they read vLLM.
+// servelab/simserve (private to the module; see simserve.h): the Prometheus text exposition (format 0.0.4) of
+// `sim serve`'s GET /metrics, with the metric names, HELP texts, types and labels (`engine`, `model_name`) of
+// vLLM 0.13's V1 engine (vllm/v1/metrics/loggers.py, written by prometheus_client: counters as `name_total`,
+// values as Python floats), so that `servelab bench serve` and any vLLM dashboard read the twin as they read
+// vLLM.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "simserve/server.h"
+#include "simserve/simserve.h"
 
 namespace servelab::simserve {
 

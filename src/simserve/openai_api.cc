@@ -93,6 +93,153 @@ std::string error_json(const ApiError& e) {
   return dump(json{{"error", err}});
 }
 
+namespace {
+
+// The completions prompt: one string, a one-string list, or one list of non-negative token ids. Batched
+// prompts are a 400 (the twin answers one choice per request); any other type a 422.
+std::optional<ApiError> read_completions_prompt(const json& body, GenerationRequest& r) {
+  auto it = body.find("prompt");
+  if (it == body.end()) return validation("prompt is required", "prompt");
+  if (it->is_string()) {
+    r.prompt = it->get<std::string>();
+  } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+    r.prompt = (*it)[0].get<std::string>();
+  } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const json& t) {
+               return t.is_number_integer() && t.get<std::int64_t>() >= 0;
+             })) {
+    r.prompt_token_ids = it->get<std::vector<std::int64_t>>();  // one prompt as token ids
+  } else if (it->is_array()) {
+    return bad_request("prompt: batched prompts (a list of strings or of token-id lists) are not supported by "
+                       "the engine twin; send one string or one list of non-negative token ids",
+                       "prompt");
+  } else {
+    return validation(std::string("prompt must be a string, got ") + json_type_name(*it), "prompt");
+  }
+  return std::nullopt;
+}
+
+// An assistant message's `tool_calls` (OpenAI's schema: id, function.name and function.arguments, a JSON
+// text, are strings), appended to `msg`. `where` names the message in errors ("messages[i]").
+std::optional<ApiError> read_tool_calls(const json& calls, const std::string& where, chat::Message& msg) {
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const auto& tc = calls[k];
+    const std::string at = where + ".tool_calls[" + std::to_string(k) + "]";
+    if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object()) {
+      return validation(at + " must have a function object", at);
+    }
+    const auto& f = tc["function"];
+    for (const auto& [obj, key, name] : {std::tuple{&tc, "id", "id"}, std::tuple{&f, "name", "function.name"},
+                                         std::tuple{&f, "arguments", "function.arguments"}}) {
+      if (auto v = obj->find(key); v != obj->end() && !v->is_null() && !v->is_string()) {
+        return validation(at + "." + name + " must be a string, got " + json_type_name(*v), at + "." + name);
+      }
+    }
+    chat::ToolCall call;
+    if (auto v = tc.find("id"); v != tc.end() && v->is_string()) call.id = v->get<std::string>();
+    if (auto v = f.find("name"); v != f.end() && v->is_string()) call.name = v->get<std::string>();
+    call.arguments_json = "{}";
+    if (auto v = f.find("arguments"); v != f.end() && v->is_string()) call.arguments_json = v->get<std::string>();
+    msg.tool_calls.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+// One chat message `messages[index]`: role (system, user, assistant, tool, developer), content,
+// reasoning_content, tool_calls and tool_call_id.
+std::variant<chat::Message, ApiError> read_message(const json& m, std::size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "]";
+  if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+    return validation(where + " must be an object with a string role", where);
+  }
+  chat::Message msg;
+  msg.role = m["role"].get<std::string>();
+  if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
+      msg.role != "developer") {
+    return bad_request(where + ".role = \"" + msg.role + "\" is not a valid role", where + ".role");
+  }
+  auto content = read_content(m.contains("content") ? m["content"] : json(nullptr), index);
+  if (auto* err = std::get_if<ApiError>(&content)) return *err;
+  msg.content = std::get<std::string>(content);
+  if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+    msg.reasoning_content = m["reasoning_content"].get<std::string>();
+  }
+  if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
+    if (auto err = read_tool_calls(m["tool_calls"], where, msg)) return *err;
+  }
+  if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
+    msg.tool_call_id = m["tool_call_id"].get<std::string>();
+  }
+  return msg;
+}
+
+// The chat conversation (a non-empty list of messages) and chat_template_kwargs.thinking /
+// enable_thinking (the later key wins).
+std::optional<ApiError> read_chat_messages(const json& body, GenerationRequest& r) {
+  auto it = body.find("messages");
+  if (it == body.end() || !it->is_array()) return validation("messages must be a list", "messages");
+  if (it->empty()) return bad_request("messages must not be empty", "messages");
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    auto msg = read_message((*it)[i], i);
+    if (auto* err = std::get_if<ApiError>(&msg)) return *err;
+    r.messages.push_back(std::move(std::get<chat::Message>(msg)));
+  }
+  if (auto kw = body.find("chat_template_kwargs"); kw != body.end() && kw->is_object()) {
+    for (const char* key : {"thinking", "enable_thinking"}) {
+      if (kw->contains(key) && (*kw)[key].is_boolean()) r.thinking = (*kw)[key].get<bool>();
+    }
+  }
+  return std::nullopt;
+}
+
+// Output length (tokens): max_completion_tokens over max_tokens, at least 1; min_tokens in [0, max_tokens];
+// n must be 1.
+std::optional<ApiError> read_output_length(const json& body, GenerationRequest& r) {
+  std::optional<int> max_tokens, max_completion_tokens, min_tokens, n;
+  if (auto e = read_int(body, "max_tokens", max_tokens)) return *e;
+  if (auto e = read_int(body, "max_completion_tokens", max_completion_tokens)) return *e;
+  if (auto e = read_int(body, "min_tokens", min_tokens)) return *e;
+  if (auto e = read_int(body, "n", n)) return *e;
+  r.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  if (r.max_tokens && *r.max_tokens < 1) {
+    return bad_request("max_tokens must be at least 1, got " + std::to_string(*r.max_tokens) + ".",
+                       max_completion_tokens ? "max_completion_tokens" : "max_tokens");
+  }
+  r.min_tokens = min_tokens.value_or(0);
+  if (r.min_tokens < 0) return bad_request("min_tokens must be greater than or equal to 0", "min_tokens");
+  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
+    return bad_request("min_tokens must be less than or equal to max_tokens=" + std::to_string(*r.max_tokens) +
+                           ", got " + std::to_string(r.min_tokens) + ".",
+                       "min_tokens");
+  }
+  if (n && *n != 1) return bad_request("n = " + std::to_string(*n) + ": the engine twin generates one choice", "n");
+  return std::nullopt;
+}
+
+// ignore_eos, stream, stream_options.include_usage (only with stream), seed, and the type of the sampling
+// parameters the twin accepts but does not use (temperature, top_p, penalties, min_p: numbers).
+std::optional<ApiError> read_sampling_options(const json& body, GenerationRequest& r) {
+  if (auto e = read_bool(body, "ignore_eos", r.ignore_eos)) return *e;
+  if (auto e = read_bool(body, "stream", r.stream)) return *e;
+  if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
+    if (!so->is_object()) return validation("stream_options must be an object", "stream_options");
+    if (auto e = read_bool(*so, "include_usage", r.include_usage)) return *e;
+    if (!r.stream) return bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
+  }
+  if (auto s = body.find("seed"); s != body.end() && !s->is_null()) {
+    if (!s->is_number_integer()) return validation("seed must be an integer", "seed");
+    r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>() : static_cast<std::uint64_t>(s->get<std::int64_t>());
+  }
+  for (const char* key : {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
+                          "min_p"}) {
+    if (auto it = body.find(key); it != body.end() && !it->is_null() && !it->is_number()) {
+      return validation(std::string(key) + " must be a number", key);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::variant<GenerationRequest, ApiError> parse_generation_request(
     const std::string& body_text, Endpoint endpoint, const std::vector<std::string>& served_models) {
   json body;
@@ -113,120 +260,13 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   for (const auto& m : served_models) known = known || m == r.model;
   if (!known) return ApiError{404, "NotFoundError", "The model `" + r.model + "` does not exist.", "model"};
 
-  if (endpoint == Endpoint::kCompletions) {
-    auto it = body.find("prompt");
-    if (it == body.end()) return validation("prompt is required", "prompt");
-    if (it->is_string()) {
-      r.prompt = it->get<std::string>();
-    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-      r.prompt = (*it)[0].get<std::string>();
-    } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const json& t) {
-                 return t.is_number_integer() && t.get<std::int64_t>() >= 0;
-               })) {
-      r.prompt_token_ids = it->get<std::vector<std::int64_t>>();  // one prompt as token ids
-    } else if (it->is_array()) {
-      return bad_request("prompt: batched prompts (a list of strings or of token-id lists) are not supported by "
-                         "the engine twin; send one string or one list of non-negative token ids",
-                         "prompt");
-    } else {
-      return validation(std::string("prompt must be a string, got ") + json_type_name(*it), "prompt");
-    }
-  } else {
-    auto it = body.find("messages");
-    if (it == body.end() || !it->is_array()) return validation("messages must be a list", "messages");
-    if (it->empty()) return bad_request("messages must not be empty", "messages");
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const auto& m = (*it)[i];
-      const std::string where = "messages[" + std::to_string(i) + "]";
-      if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-        return validation(where + " must be an object with a string role", where);
-      }
-      chat::Message msg;
-      msg.role = m["role"].get<std::string>();
-      if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
-          msg.role != "developer") {
-        return bad_request(where + ".role = \"" + msg.role + "\" is not a valid role", where + ".role");
-      }
-      auto content = read_content(m.contains("content") ? m["content"] : json(nullptr), i);
-      if (auto* err = std::get_if<ApiError>(&content)) return *err;
-      msg.content = std::get<std::string>(content);
-      if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
-        msg.reasoning_content = m["reasoning_content"].get<std::string>();
-      }
-      if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
-        const auto& calls = m["tool_calls"];
-        for (std::size_t k = 0; k < calls.size(); ++k) {
-          const auto& tc = calls[k];
-          const std::string at = where + ".tool_calls[" + std::to_string(k) + "]";
-          if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object()) {
-            return validation(at + " must have a function object", at);
-          }
-          const auto& f = tc["function"];
-          // OpenAI's schema: id, function.name and function.arguments (a JSON text) are strings.
-          for (const auto& [obj, key, name] : {std::tuple{&tc, "id", "id"}, std::tuple{&f, "name", "function.name"},
-                                               std::tuple{&f, "arguments", "function.arguments"}}) {
-            if (auto v = obj->find(key); v != obj->end() && !v->is_null() && !v->is_string()) {
-              return validation(at + "." + name + " must be a string, got " + json_type_name(*v), at + "." + name);
-            }
-          }
-          chat::ToolCall call;
-          if (auto v = tc.find("id"); v != tc.end() && v->is_string()) call.id = v->get<std::string>();
-          if (auto v = f.find("name"); v != f.end() && v->is_string()) call.name = v->get<std::string>();
-          call.arguments_json = "{}";
-          if (auto v = f.find("arguments"); v != f.end() && v->is_string()) call.arguments_json = v->get<std::string>();
-          msg.tool_calls.push_back(std::move(call));
-        }
-      }
-      if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
-        msg.tool_call_id = m["tool_call_id"].get<std::string>();
-      }
-      r.messages.push_back(std::move(msg));
-    }
-    if (auto kw = body.find("chat_template_kwargs"); kw != body.end() && kw->is_object()) {
-      for (const char* key : {"thinking", "enable_thinking"}) {
-        if (kw->contains(key) && (*kw)[key].is_boolean()) r.thinking = (*kw)[key].get<bool>();
-      }
-    }
-  }
-
-  std::optional<int> max_tokens, max_completion_tokens, min_tokens, n;
-  if (auto e = read_int(body, "max_tokens", max_tokens)) return *e;
-  if (auto e = read_int(body, "max_completion_tokens", max_completion_tokens)) return *e;
-  if (auto e = read_int(body, "min_tokens", min_tokens)) return *e;
-  if (auto e = read_int(body, "n", n)) return *e;
-  r.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
-  if (r.max_tokens && *r.max_tokens < 1) {
-    return bad_request("max_tokens must be at least 1, got " + std::to_string(*r.max_tokens) + ".",
-                       max_completion_tokens ? "max_completion_tokens" : "max_tokens");
-  }
-  r.min_tokens = min_tokens.value_or(0);
-  if (r.min_tokens < 0) return bad_request("min_tokens must be greater than or equal to 0", "min_tokens");
-  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
-    return bad_request("min_tokens must be less than or equal to max_tokens=" + std::to_string(*r.max_tokens) +
-                           ", got " + std::to_string(r.min_tokens) + ".",
-                       "min_tokens");
-  }
-  if (n && *n != 1) return bad_request("n = " + std::to_string(*n) + ": the engine twin generates one choice", "n");
-  if (auto e = read_bool(body, "ignore_eos", r.ignore_eos)) return *e;
-  if (auto e = read_bool(body, "stream", r.stream)) return *e;
-  if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
-    if (!so->is_object()) return validation("stream_options must be an object", "stream_options");
-    if (auto e = read_bool(*so, "include_usage", r.include_usage)) return *e;
-    if (!r.stream) return bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
-  }
-  if (auto s = body.find("seed"); s != body.end() && !s->is_null()) {
-    if (!s->is_number_integer()) return validation("seed must be an integer", "seed");
-    r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>() : static_cast<std::uint64_t>(s->get<std::int64_t>());
-  }
-  for (const char* key : {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
-                          "min_p"}) {
-    if (auto it = body.find(key); it != body.end() && !it->is_null() && !it->is_number()) {
-      return validation(std::string(key) + " must be a number", key);
-    }
-  }
+  auto prompt_error = endpoint == Endpoint::kCompletions ? read_completions_prompt(body, r)
+                                                         : read_chat_messages(body, r);
+  if (prompt_error) return *prompt_error;
+  if (auto e = read_output_length(body, r)) return *e;
+  if (auto e = read_sampling_options(body, r)) return *e;
   return r;
 }
-
 std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,
                         int max_model_len, std::int64_t created, double time_scale) {
   json data = json::array();

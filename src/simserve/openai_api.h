@@ -1,6 +1,7 @@
-// servelab/simserve: the OpenAI-compatible surface of `servelab sim serve` — request validation and the
-// JSON of responses and stream chunks, shaped as vLLM 0.13's OpenAI server writes them
-// (vllm/entrypoints/openai/protocol.py, serving_completion.py, serving_chat.py). Pure functions: no I/O.
+// servelab/simserve (private to the module; see simserve.h): the OpenAI-compatible surface of `servelab sim
+// serve` — request validation and the JSON of responses and stream chunks, shaped as vLLM 0.13's OpenAI
+// server writes them (vllm/entrypoints/openai/protocol.py, serving_completion.py, serving_chat.py). Pure
+// functions: no I/O.
 #pragma once
 
 #include <cstdint>

@@ -16,7 +16,7 @@
 #include "model/model.h"
 #include "sim/sim.h"
 #include "simserve/metrics_text.h"
-#include "simserve/server.h"
+#include "simserve/simserve.h"
 #include "tokenizer/tokenizer.h"
 
 namespace servelab::bench {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/paths.h"
-#include "simserve/server.h"
+#include "simserve/simserve.h"
 
 namespace servelab::simserve::testing {
 

@@ -1,6 +1,9 @@
-// servelab/simserve: the HTTP server of `servelab sim serve` — an OpenAI-compatible API whose tokens
-// leave at the times the engine twin predicts. The twin's scheduler is driven online through `Timeline`
-// in virtual time; wall time = virtual time / time_scale.
+// servelab/simserve: the public header of the module, all that the CLI and other modules include. The HTTP
+// server of `servelab sim serve`: an OpenAI-compatible API whose tokens leave at the times the engine twin
+// predicts. The twin's scheduler is driven online through `Timeline` in virtual time; wall time = virtual
+// time / time_scale. Everything else in src/simserve is private to the module: openai_api.h (request
+// validation, response JSON), metrics_text.h (GET /metrics), server_impl.h and http_session.h (the event
+// loop and the connections); only simserve's own .cc files and tests of those internals include them.
 #pragma once
 
 #include <cstdint>
@@ -115,9 +118,5 @@ class Server {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/// Token ids whose text stands alone: decode([id]) is a space followed by ASCII letters and re-encodes to
-/// exactly [id], so a streamed completion re-tokenizes to the count the server reports. Ascending ids.
-std::vector<tokenizer::TokenId> standalone_word_tokens(const tokenizer::Tokenizer& tokenizer);
 
 }  // namespace servelab::simserve
