@@ -102,7 +102,8 @@ void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
   if (r.manifests.empty()) throw servelab::cli::ExitRequest{1};
 }
 
-void run(const TuneArgs& a) {
+/// The study file `a.study` with --prompts-scale and --port applied; a bad file exits 2 with its error.
+servelab::tune::Study load_cli_study(const TuneArgs& a) {
   using namespace servelab::tune;
   Study study;
   try {
@@ -113,7 +114,12 @@ void run(const TuneArgs& a) {
   }
   study = scale_prompts(std::move(study), a.prompts_scale);
   if (a.port > 0) study.port = a.port;
-  if (a.target == "k8s") return render_k8s(study, a);
+  return study;
+}
+
+/// --target (twin, local, slurm) over the study's [study] target; exits 2 on a flag that does not fit it.
+void apply_target_flag(servelab::tune::Study& study, const TuneArgs& a) {
+  using namespace servelab::tune;
   if (!a.render.empty()) {
     std::fprintf(stderr, "servelab tune: --render DIR writes Kubernetes manifests: it needs --target k8s\n");
     throw servelab::cli::ExitRequest{2};
@@ -125,13 +131,13 @@ void run(const TuneArgs& a) {
                          "...; docs/cluster.md)\n", a.study.c_str());
     throw servelab::cli::ExitRequest{2};
   }
-  TuneOptions opt;
-  opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
-  opt.resume = a.resume;
-  opt.fresh = a.fresh;
-  opt.progress = a.quiet ? nullptr : &std::cerr;
-  opt.stop = &g_stop;
-  if (a.dry_run) return dry_run(study, a, opt);
+}
+
+/// What must hold before anything launches: an output directory without others' results, then the local or
+/// Slurm pre-flight checks (unless --skip-preflight; what they find is kept in `opt`). Exits 2 on a failure.
+void check_before_launch(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt,
+                         const TuneArgs& a) {
+  using namespace servelab::tune;
   try {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {
@@ -148,6 +154,12 @@ void run(const TuneArgs& a) {
                          "--skip-preflight to launch anyway)\n");
     throw servelab::cli::ExitRequest{2};
   }
+}
+
+/// Runs the study (Ctrl-C stops it cleanly) and prints the best config, the recommended command and where
+/// the report is; a failed study exits 1 (2 for a setup error, 130 on Ctrl-C).
+void run_and_print(const servelab::tune::Study& study, const servelab::tune::TuneOptions& opt) {
+  using namespace servelab::tune;
   // First Ctrl-C/SIGTERM: the trial in flight is stopped (engine stopped with its grace period), finished
   // trials are kept. Second: leave at once (130); the engine's supervisor sees tune gone and stops the
   // engine (engine_process.h).
@@ -183,6 +195,22 @@ void run(const TuneArgs& a) {
                  opt.out_dir.c_str());
     throw servelab::cli::ExitRequest{130};
   }
+}
+
+void run(const TuneArgs& a) {
+  using namespace servelab::tune;
+  Study study = load_cli_study(a);
+  if (a.target == "k8s") return render_k8s(study, a);
+  apply_target_flag(study, a);
+  TuneOptions opt;
+  opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);
+  opt.resume = a.resume;
+  opt.fresh = a.fresh;
+  opt.progress = a.quiet ? nullptr : &std::cerr;
+  opt.stop = &g_stop;
+  if (a.dry_run) return dry_run(study, a, opt);
+  check_before_launch(study, opt, a);
+  run_and_print(study, opt);
 }
 
 }  // namespace

@@ -176,140 +176,175 @@ TrialRecord Evaluator::base_record(const Evaluation& ev, const Rendered& cmd, co
   return rec;
 }
 
-Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
-                               const std::string& phase) {
-  Evaluation ev = describe(config_in);
-  Rendered cmd = render(study_, ev.config);
-  ev.shell = cmd.shell();
-  auto fail = [&](TrialStatus s, const std::string& why) {
-    if (ev.status == TrialStatus::kOk) {
-      ev.status = s;
-      ev.reason = why;
-    }
-  };
+namespace {
 
-  if (auto why = check_config(study_, ev.config)) {
-    const std::string tk = tag_ + "|" + ev.key + "|rejected";
-    if (!find_trial(tk)) {
-      TrialRecord rec = base_record(ev, cmd, phase);
-      rec.trial_key = tk;
-      rec.outcome.status = TrialStatus::kRejected;
-      rec.outcome.reason = *why;
-      rec.outcome.predicted = ev.predicted;
-      rec.wall_started_s = wall_now_s();
-      remember(std::move(rec));
-    }
-    ev.trial_keys.push_back(tk);
-    fail(TrialStatus::kRejected, *why);
-    return ev;
+/// Marks `ev` failed with `s` and `why` unless an earlier failure already did (the first reason is kept).
+void note_failure(Evaluation& ev, TrialStatus s, const std::string& why) {
+  if (ev.status == TrialStatus::kOk) {
+    ev.status = s;
+    ev.reason = why;
   }
+}
 
-  const int runs = repeats();
-  std::vector<std::map<std::string, ScenarioResult>> per_repeat(runs);
-  for (int rep = 0; rep < runs; ++rep) {
-    if (const TrialRecord* cf = find_config_failure(ev.key, rep)) {
-      ev.trial_keys.push_back(cf->trial_key);
-      fail(cf->outcome.status, cf->outcome.reason);
-      for (const auto& id : ids) ev.scenario_failure[id] = cf->outcome.reason;
-      continue;
-    }
-    std::vector<std::string> missing;
-    for (const auto& id : ids)
-      if (!find(ev.key, id, rep)) missing.push_back(id);
-    const std::string tk = trial_key(ev.key, missing, rep);
-    const TrialRecord* done_before = find_trial(tk);
-    if (!missing.empty() && !done_before) {
-      if (!runner_) {
-        ++missing_;
-        fail(TrialStatus::kError, "not run (the study is incomplete)");
-        for (const auto& id : missing) ev.scenario_failure[id] = "not run";
-      } else {
-        if (stop_ && stop_->load()) throw Interrupted();
-        TrialRequest req = make_request(ev, cmd, missing, rep, tk);
-        req.keep_engine = keep_engine_ && runs == 1;
-        if (!kept_config_.empty() && (!req.keep_engine || kept_config_ != req.config_key)) release_engine();
-        const double t0 = wall_now_s();
-        const auto steady0 = std::chrono::steady_clock::now();
-        TrialOutcome out;
-        try {
-          out = runner_(req);
-        } catch (const StudyAbort&) {
-          throw;  // nothing else can run here: stop the study (finished trials are in the store)
-        } catch (const std::exception& e) {
-          // A runner bug or an unexpected error is recorded like any failure: the study goes on.
-          out = TrialOutcome{};
-          out.status = TrialStatus::kError;
-          out.reason = std::string("trial runner error: ") + e.what();
-        }
-        if (out.engine_kept) kept_engine_ = req.engine, kept_config_ = req.config_key;
-        else kept_engine_.clear(), kept_config_.clear();
-        if (out.status == TrialStatus::kInterrupted) throw Interrupted();
-        if (out.wall_s == 0)
-          out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
-        finish_trial(ev, cmd, phase, req, std::move(out), t0);
-      }
-    }
-    if (done_before || (!missing.empty() && !records_.empty() && records_.back().trial_key == tk))
-      ev.trial_keys.push_back(tk);
-    for (const auto& id : ids) {
-      if (const TrialRecord* r = find(ev.key, id, rep)) {
-        for (const auto& s : r->outcome.scenarios)
-          if (s.scenario_id == id) per_repeat[rep][id] = s;
-        if (r->outcome.predicted) ev.predicted = true;
-        continue;
-      }
-      // The scenario has no result: the trial that should have produced it failed.
-      for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-        if (it->trial_key == tk && it->outcome.status != TrialStatus::kOk) {
-          fail(it->outcome.status, it->outcome.reason);
-          ev.scenario_failure[id] = std::string(trial_status_name(it->outcome.status)) + ": " + it->outcome.reason;
-          break;
-        }
-      if (!ev.scenario_failure.count(id)) {
-        fail(TrialStatus::kError, "no result for scenario " + id);
-        ev.scenario_failure[id] = "no result";
-      }
-    }
-  }
+/// Per scenario, per metric name: the values of the repeats.
+using RepeatMetrics = std::map<std::string, std::map<std::string, std::vector<double>>>;
 
-  // Aggregate repeats.
+/// Fills `ev`'s objective (over the objective's scenarios among `ids`, or all of `ids`), per-scenario
+/// objective metric and first-repeat results from the results of each repeat; returns every metric's
+/// values per scenario (for the constraints).
+RepeatMetrics aggregate_repeats(const Study& study, const std::vector<std::string>& ids,
+                                const std::vector<std::map<std::string, ScenarioResult>>& per_repeat,
+                                Evaluation& ev) {
   std::vector<double> objective;
   std::map<std::string, std::vector<double>> per_scn;
-  std::map<std::string, std::map<std::string, std::vector<double>>> all_metrics;
-  for (int rep = 0; rep < runs; ++rep) {
+  RepeatMetrics all_metrics;
+  for (size_t rep = 0; rep < per_repeat.size(); ++rep) {
     for (const auto& [id, r] : per_repeat[rep]) {
-      auto m = r.metrics.find(study_.objective.metric);
+      auto m = r.metrics.find(study.objective.metric);
       if (m != r.metrics.end()) per_scn[id].push_back(m->second);
       for (const auto& [k, v] : r.metrics) all_metrics[id][k].push_back(v);
       if (rep == 0) ev.first[id] = r;
     }
     std::vector<std::string> obj_ids;
-    for (const auto& id : study_.objective.scenarios)
+    for (const auto& id : study.objective.scenarios)
       if (std::find(ids.begin(), ids.end(), id) != ids.end()) obj_ids.push_back(id);
     if (obj_ids.empty()) obj_ids = ids;
-    if (auto v = objective_value(study_, obj_ids, per_repeat[rep])) objective.push_back(*v);
+    if (auto v = objective_value(study, obj_ids, per_repeat[rep])) objective.push_back(*v);
   }
   for (const auto& [id, xs] : per_scn) ev.per_scenario[id] = estimate(xs);
   ev.objective = estimate(objective);
-  if (ev.status == TrialStatus::kOk && ev.objective.n == 0)
-    fail(TrialStatus::kError, "objective metric '" + study_.objective.metric + "' missing from the results");
+  return all_metrics;
+}
+
+/// Sets `ev.feasible`: no failure and every [[constraints]] bound met by the mean over the repeats.
+void check_constraints(const Study& study, const std::vector<std::string>& ids, RepeatMetrics& all_metrics,
+                       Evaluation& ev) {
   ev.feasible = ev.status == TrialStatus::kOk;
-  if (ev.feasible) {
-    for (const auto& c : study_.constraints)
-      for (const auto& id : ids) {
-        auto it = all_metrics[id].find(c.metric);
-        if (it == all_metrics[id].end()) continue;
-        const double mean = estimate(it->second).mean;
-        if ((c.max && mean > *c.max) || (c.min && mean < *c.min)) {
-          ev.feasible = false;
-          if (ev.reason.empty())
-            ev.reason = fmt::format("constraint violated on {}: {} = {:.2f} (bound {} {})", id, c.metric, mean,
-                                    c.max ? "≤" : "≥", c.max ? *c.max : *c.min);
-        }
+  if (!ev.feasible) return;
+  for (const auto& c : study.constraints)
+    for (const auto& id : ids) {
+      auto it = all_metrics[id].find(c.metric);
+      if (it == all_metrics[id].end()) continue;
+      const double mean = estimate(it->second).mean;
+      if ((c.max && mean > *c.max) || (c.min && mean < *c.min)) {
+        ev.feasible = false;
+        if (ev.reason.empty())
+          ev.reason = fmt::format("constraint violated on {}: {} = {:.2f} (bound {} {})", id, c.metric, mean,
+                                  c.max ? "≤" : "≥", c.max ? *c.max : *c.min);
       }
+    }
+}
+
+}  // namespace
+
+Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
+                               const std::string& phase) {
+  Evaluation ev = describe(config_in);
+  Rendered cmd = render(study_, ev.config);
+  ev.shell = cmd.shell();
+  if (auto why = check_config(study_, ev.config)) {
+    record_rejection(ev, cmd, phase, *why);
+    return ev;
   }
+  const int runs = repeats();
+  std::vector<std::map<std::string, ScenarioResult>> per_repeat(runs);
+  for (int rep = 0; rep < runs; ++rep) evaluate_repeat(ev, cmd, ids, phase, rep, per_repeat[rep]);
+  RepeatMetrics all_metrics = aggregate_repeats(study_, ids, per_repeat, ev);
+  if (ev.status == TrialStatus::kOk && ev.objective.n == 0)
+    note_failure(ev, TrialStatus::kError, "objective metric '" + study_.objective.metric + "' missing from the results");
+  check_constraints(study_, ids, all_metrics, ev);
   apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
   return ev;
+}
+
+void Evaluator::record_rejection(Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                                 const std::string& why) {
+  const std::string tk = tag_ + "|" + ev.key + "|rejected";
+  if (!find_trial(tk)) {
+    TrialRecord rec = base_record(ev, cmd, phase);
+    rec.trial_key = tk;
+    rec.outcome.status = TrialStatus::kRejected;
+    rec.outcome.reason = why;
+    rec.outcome.predicted = ev.predicted;
+    rec.wall_started_s = wall_now_s();
+    remember(std::move(rec));
+  }
+  ev.trial_keys.push_back(tk);
+  note_failure(ev, TrialStatus::kRejected, why);
+}
+
+void Evaluator::evaluate_repeat(Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& ids,
+                                const std::string& phase, int rep, std::map<std::string, ScenarioResult>& results) {
+  if (const TrialRecord* cf = find_config_failure(ev.key, rep)) {
+    ev.trial_keys.push_back(cf->trial_key);
+    note_failure(ev, cf->outcome.status, cf->outcome.reason);
+    for (const auto& id : ids) ev.scenario_failure[id] = cf->outcome.reason;
+    return;
+  }
+  std::vector<std::string> missing;
+  for (const auto& id : ids)
+    if (!find(ev.key, id, rep)) missing.push_back(id);
+  const std::string tk = trial_key(ev.key, missing, rep);
+  const TrialRecord* done_before = find_trial(tk);
+  if (!missing.empty() && !done_before) run_trial(ev, cmd, phase, missing, rep, tk);
+  if (done_before || (!missing.empty() && !records_.empty() && records_.back().trial_key == tk))
+    ev.trial_keys.push_back(tk);
+  collect_results(ev, ids, rep, tk, results);
+}
+
+void Evaluator::run_trial(Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                          const std::vector<std::string>& missing, int rep, const std::string& tk) {
+  if (!runner_) {
+    ++missing_;
+    note_failure(ev, TrialStatus::kError, "not run (the study is incomplete)");
+    for (const auto& id : missing) ev.scenario_failure[id] = "not run";
+    return;
+  }
+  if (stop_ && stop_->load()) throw Interrupted();
+  TrialRequest req = make_request(ev, cmd, missing, rep, tk);
+  req.keep_engine = keep_engine_ && repeats() == 1;
+  if (!kept_config_.empty() && (!req.keep_engine || kept_config_ != req.config_key)) release_engine();
+  const double t0 = wall_now_s();
+  const auto steady0 = std::chrono::steady_clock::now();
+  TrialOutcome out;
+  try {
+    out = runner_(req);
+  } catch (const StudyAbort&) {
+    throw;  // nothing else can run here: stop the study (finished trials are in the store)
+  } catch (const std::exception& e) {
+    // A runner bug or an unexpected error is recorded like any failure: the study goes on.
+    out = TrialOutcome{};
+    out.status = TrialStatus::kError;
+    out.reason = std::string("trial runner error: ") + e.what();
+  }
+  if (out.engine_kept) kept_engine_ = req.engine, kept_config_ = req.config_key;
+  else kept_engine_.clear(), kept_config_.clear();
+  if (out.status == TrialStatus::kInterrupted) throw Interrupted();
+  if (out.wall_s == 0) out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
+  finish_trial(ev, cmd, phase, req, std::move(out), t0);
+}
+
+void Evaluator::collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep, const std::string& tk,
+                                std::map<std::string, ScenarioResult>& results) const {
+  for (const auto& id : ids) {
+    if (const TrialRecord* r = find(ev.key, id, rep)) {
+      for (const auto& s : r->outcome.scenarios)
+        if (s.scenario_id == id) results[id] = s;
+      if (r->outcome.predicted) ev.predicted = true;
+      continue;
+    }
+    // The scenario has no result: the trial that should have produced it failed.
+    for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+      if (it->trial_key == tk && it->outcome.status != TrialStatus::kOk) {
+        note_failure(ev, it->outcome.status, it->outcome.reason);
+        ev.scenario_failure[id] = std::string(trial_status_name(it->outcome.status)) + ": " + it->outcome.reason;
+        break;
+      }
+    if (!ev.scenario_failure.count(id)) {
+      note_failure(ev, TrialStatus::kError, "no result for scenario " + id);
+      ev.scenario_failure[id] = "no result";
+    }
+  }
 }
 
 void Evaluator::set_keep_engine(bool on) {

@@ -250,187 +250,245 @@ std::string error_line(const std::string& text) {
   return trim(last_err.empty() ? last_nonempty : last_err);
 }
 
-TrialRunner make_local_runner(LocalRunnerOptions opt) {
-  if (!opt.run_scenario) throw std::invalid_argument("local runner needs a scenario function (bench)");
-  struct GpuBaseline {
-    bool read = false;
-    std::optional<double> baseline_mib;
-  };
-  auto gpu = std::make_shared<GpuBaseline>();
-  auto kept = std::make_shared<KeptEngine>();
-  return [opt, gpu, kept](const TrialRequest& req) -> TrialOutcome {
-    TrialOutcome out;
-    const auto t0 = Clock::now();
-    std::filesystem::path log =
-        req.log_path.empty() ? std::filesystem::temp_directory_path() / "servelab-engine.log" : req.log_path;
-    const std::atomic<bool> never{false};
-    const std::atomic<bool>& stop = opt.stop ? *opt.stop : never;
-    detail::EngineProcess engine;
-    auto wait_port_free = [&](double timeout_s) {
-      const auto tp = Clock::now();
-      while (port_busy(opt.host, opt.port)) {
-        if (since_s(tp) >= timeout_s || stop.load()) return false;
-        sleep_s(opt.poll_interval_s);
-      }
-      return true;
-    };
-    // GPU memory in use before this runner's first launch: each trial ends only when it is back to that.
-    if (!gpu->read && opt.gpu_memory_used_mib) {
-      gpu->baseline_mib = opt.gpu_memory_used_mib();
-      gpu->read = true;
-    }
-    auto wait_gpus_free = [&] {
-      const std::optional<double>& baseline_mib = gpu->baseline_mib;
-      if (!baseline_mib || !opt.gpu_memory_used_mib) return;
-      const auto tg = Clock::now();
-      while (since_s(tg) < opt.port_free_timeout_s) {
-        const auto used = opt.gpu_memory_used_mib();
-        if (!used || *used <= *baseline_mib + 1024) return;
-        sleep_s(0.5);
-      }
-    };
-    auto finish = [&](TrialStatus s, std::string reason) {
-      out.status = s;
-      out.reason = std::move(reason);
-      if (s == TrialStatus::kOk && req.keep_engine && !engine.exited()) {
-        kept->hold(std::move(engine), req, log, opt.stop_grace_s);  // up for the next probe
-        out.engine_kept = true;
-      } else {
-        engine.stop(opt.stop_grace_s);
-      }
-      out.log_tail = file_tail(log.string(), opt.log_tail_lines);
-      if (!out.engine_kept) {
-        wait_port_free(opt.port_free_timeout_s);  // so that the next trial can bind it
-        wait_gpus_free();
-      }
-      out.wall_s = since_s(t0);
-      return out;
-    };
-    auto died = [&](bool during_run) {
-      const std::string text = read_all(log);
-      const std::string line = error_line(text);
-      const std::string how = engine.describe_exit();
-      if (log_shows_oom(text))
-        return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
-      if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));
-      return finish(TrialStatus::kStartupRefused,
-                    line.empty() ? fmt::format("exited at start-up ({})", how) : line);
-    };
+namespace {
 
-    if (req.release_engine) {
-      kept->stop();
+/// GPU memory in use before the runner's first launch (MiB): each trial ends only when it is back to that.
+struct GpuBaseline {
+  bool read = false;
+  std::optional<double> baseline_mib;
+};
+
+/// One trial on a local engine, step by step: reuse the kept engine or launch one, wait until it is ready,
+/// run the warm-up and the scenarios (bench), classify a failure from the engine's log, stop it (or keep
+/// it up for the next probe) and collect the log tail. Lives for one call of the runner.
+class LocalTrial {
+ public:
+  LocalTrial(const LocalRunnerOptions& opt, GpuBaseline& gpu, KeptEngine& kept, const TrialRequest& req)
+      : opt_(opt),
+        gpu_(gpu),
+        kept_(kept),
+        req_(req),
+        t0_(Clock::now()),
+        log_(req.log_path.empty() ? std::filesystem::temp_directory_path() / "servelab-engine.log"
+                                  : req.log_path),
+        stop_(opt.stop ? *opt.stop : never_) {}
+
+  /// The whole trial: its outcome (status, reason, scenario results, log tail, wall time in s).
+  TrialOutcome run() {
+    if (!gpu_.read && opt_.gpu_memory_used_mib) {
+      gpu_.baseline_mib = opt_.gpu_memory_used_mib();
+      gpu_.read = true;
+    }
+    if (req_.release_engine) {
+      kept_.stop();
       return finish(TrialStatus::kOk, "");
     }
-    // A kept engine of the same launch is reused if it is alive, ready and still the one on the port
-    // (an engine that crashed after the last probe is not); any other kept engine is stopped first.
-    if (kept->held && req.keep_engine && kept->same_launch(req) && !kept->engine.exited() &&
-        answers_ready(opt.host, opt.port, opt.ready_paths) && !foreign_listener(kept->engine, opt.port)) {
-      engine = std::move(kept->engine);
-      kept->held = false;
-      if (!req.log_path.empty() && req.log_path != kept->log)
-        std::ofstream(req.log_path) << fmt::format(
-            "servelab: trial {} ran on the engine (pid {}) that trial {} launched and kept up; its output is "
-            "in {}\n",
-            req.trial_key, engine.pid(), kept->trial_key, kept->log.string());
-      log = kept->log;
-      out.engine_reused = true;
-    } else if (kept->held) {
-      kept->stop();
+    reuse_or_stop_kept_engine();
+    if (!out_.engine_reused)
+      if (auto failed = launch_and_wait_ready()) return *failed;
+    return run_bench();
+  }
+
+ private:
+  /// Waits up to `timeout_s` until nothing listens on the port; false on timeout or Ctrl-C.
+  bool wait_port_free(double timeout_s) {
+    const auto tp = Clock::now();
+    while (port_busy(opt_.host, opt_.port)) {
+      if (since_s(tp) >= timeout_s || stop_.load()) return false;
+      sleep_s(opt_.poll_interval_s);
+    }
+    return true;
+  }
+
+  /// Waits (up to port_free_timeout_s) until GPU memory in use is back within 1 GiB of the baseline.
+  void wait_gpus_free() {
+    const std::optional<double>& baseline_mib = gpu_.baseline_mib;
+    if (!baseline_mib || !opt_.gpu_memory_used_mib) return;
+    const auto tg = Clock::now();
+    while (since_s(tg) < opt_.port_free_timeout_s) {
+      const auto used = opt_.gpu_memory_used_mib();
+      if (!used || *used <= *baseline_mib + 1024) return;
+      sleep_s(0.5);
+    }
+  }
+
+  /// Ends the trial with `s`: keeps a healthy engine up when the request asks for it, else stops it and
+  /// waits for its port and GPUs; adds the log tail and the wall time.
+  TrialOutcome finish(TrialStatus s, std::string reason) {
+    out_.status = s;
+    out_.reason = std::move(reason);
+    if (s == TrialStatus::kOk && req_.keep_engine && !engine_.exited()) {
+      kept_.hold(std::move(engine_), req_, log_, opt_.stop_grace_s);  // up for the next probe
+      out_.engine_kept = true;
+    } else {
+      engine_.stop(opt_.stop_grace_s);
+    }
+    out_.log_tail = file_tail(log_.string(), opt_.log_tail_lines);
+    if (!out_.engine_kept) {
+      wait_port_free(opt_.port_free_timeout_s);  // so that the next trial can bind it
       wait_gpus_free();
     }
-    if (!out.engine_reused) {
-      // The port must be free before launch: a server still answering there (an engine left by a killed
-      // tune, another user's server) would be measured instead of ours.
-      if (!wait_port_free(opt.port_free_timeout_s)) {
-        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-        const std::string who = detail::describe_port_holders(opt.port);
-        throw StudyAbort(fmt::format(
-            "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
-            "[study] port to a free port",
-            opt.port, opt.host, opt.port_free_timeout_s,
-            who.empty() ? "a process that accepts connections" : who));
-      }
-      try {
-        engine = detail::EngineProcess::start(req.argv, child_environment(req.env), log, opt.stop_grace_s);
-      } catch (const detail::EngineMissing& e) {
-        throw StudyAbort(e.what());
-      } catch (const std::exception& e) {
-        return finish(TrialStatus::kError, e.what());
-      }
-      // Readiness.
-      const auto tr = Clock::now();
-      while (true) {
-        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-        if (engine.exited()) return died(false);
-        if (answers_ready(opt.host, opt.port, opt.ready_paths) && !engine.exited()) break;
-        if (since_s(tr) > opt.ready_timeout_s)
-          return finish(TrialStatus::kNotReady,
-                        fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})",
-                                    opt.ready_timeout_s, fmt::join(opt.ready_paths, ", "), opt.port));
-        sleep_s(opt.poll_interval_s);
-      }
-      // Whoever answered must be our engine: never measure a server this tune did not start.
-      if (auto stranger = foreign_listener(engine, opt.port)) {
-        finish(TrialStatus::kError, *stranger);
-        throw StudyAbort(*stranger);
-      }
-    }  // launched
-    const std::string base_url = fmt::format("http://{}:{}", opt.host, opt.port);
-    // A scenario stops early on Ctrl-C or when the engine dies (bench would otherwise retry its ready check
-    // against a dead server for --ready-check-timeout-sec).
-    auto run_watched = [&](const Scenario& sc) {
-      std::atomic<bool> scenario_stop{false}, done{false};
-      std::thread watcher([&] {
-        while (!done.load()) {
-          if (stop.load() || engine.exited()) {
-            scenario_stop = true;
-            return;
-          }
-          sleep_s(0.1);
-        }
-      });
-      struct Join {
-        std::atomic<bool>& done;
-        std::thread& t;
-        ~Join() {
-          done = true;
-          t.join();
-        }
-      } join{done, watcher};
-      return opt.run_scenario(sc, base_url, scenario_stop);
-    };
+    out_.wall_s = since_s(t0_);
+    return out_;
+  }
+
+  /// The engine exited: out of memory, a crash mid-run or a refused start-up, told apart by its log.
+  TrialOutcome died(bool during_run) {
+    const std::string text = read_all(log_);
+    const std::string line = error_line(text);
+    const std::string how = engine_.describe_exit();
+    if (log_shows_oom(text))
+      return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
+    if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));
+    return finish(TrialStatus::kStartupRefused, line.empty() ? fmt::format("exited at start-up ({})", how) : line);
+  }
+
+  /// A kept engine of the same launch is reused if it is alive, ready and still the one on the port (an
+  /// engine that crashed after the last probe is not); any other kept engine is stopped first.
+  void reuse_or_stop_kept_engine() {
+    if (kept_.held && req_.keep_engine && kept_.same_launch(req_) && !kept_.engine.exited() &&
+        answers_ready(opt_.host, opt_.port, opt_.ready_paths) && !foreign_listener(kept_.engine, opt_.port)) {
+      engine_ = std::move(kept_.engine);
+      kept_.held = false;
+      if (!req_.log_path.empty() && req_.log_path != kept_.log)
+        std::ofstream(req_.log_path) << fmt::format(
+            "servelab: trial {} ran on the engine (pid {}) that trial {} launched and kept up; its output is "
+            "in {}\n",
+            req_.trial_key, engine_.pid(), kept_.trial_key, kept_.log.string());
+      log_ = kept_.log;
+      out_.engine_reused = true;
+    } else if (kept_.held) {
+      kept_.stop();
+      wait_gpus_free();
+    }
+  }
+
+  /// Launches the engine on a free port and waits for its ready check; the failed outcome if it does not
+  /// come up. Throws StudyAbort when nothing can run (port held by a stranger, engine binary missing).
+  std::optional<TrialOutcome> launch_and_wait_ready() {
+    // The port must be free before launch: a server still answering there (an engine left by a killed
+    // tune, another user's server) would be measured instead of ours.
+    if (!wait_port_free(opt_.port_free_timeout_s)) {
+      if (stop_.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+      const std::string who = detail::describe_port_holders(opt_.port);
+      throw StudyAbort(fmt::format(
+          "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
+          "[study] port to a free port",
+          opt_.port, opt_.host, opt_.port_free_timeout_s, who.empty() ? "a process that accepts connections" : who));
+    }
     try {
-      if (!opt.warmup_args.empty() && !out.engine_reused) {  // a kept engine is warm
-        Scenario warm{"warmup", "warm-up run (discarded)", opt.warmup_args, 1.0};
-        run_watched(warm);
-        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-        if (engine.exited()) return died(true);
-      }
-      for (size_t i = 0; i < req.scenarios.size(); ++i) {
-        const Scenario& sc = req.scenarios[i];
-        // A kept engine still holds the last probe's prefixes: reset before its first scenario too.
-        if ((i > 0 || out.engine_reused) && !opt.reset_cache_path.empty())
-          http_post_status(opt.host, opt.port, opt.reset_cache_path, 30.0);
-        ScenarioResult r = run_watched(sc);
-        if (stop.load()) return finish(TrialStatus::kInterrupted, "interrupted");
-        if (engine.exited()) return died(true);
-        r.scenario_id = sc.id;
-        if (!r.invalid_reason.empty())
-          return finish(TrialStatus::kInvalid, fmt::format("scenario {}: {}", sc.id, r.invalid_reason));
-        auto ok = r.metrics.find("Successful requests");
-        if (ok != r.metrics.end() && ok->second <= 0) {
-          auto failed = r.metrics.find("Failed requests");
-          return finish(TrialStatus::kRequestsFailed,
-                        fmt::format("no request of scenario {} succeeded ({} failed)", sc.id,
-                                    failed == r.metrics.end() ? 0.0 : failed->second));
+      engine_ = detail::EngineProcess::start(req_.argv, child_environment(req_.env), log_, opt_.stop_grace_s);
+    } catch (const detail::EngineMissing& e) {
+      throw StudyAbort(e.what());
+    } catch (const std::exception& e) {
+      return finish(TrialStatus::kError, e.what());
+    }
+    const auto tr = Clock::now();
+    while (true) {
+      if (stop_.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+      if (engine_.exited()) return died(false);
+      if (answers_ready(opt_.host, opt_.port, opt_.ready_paths) && !engine_.exited()) break;
+      if (since_s(tr) > opt_.ready_timeout_s)
+        return finish(TrialStatus::kNotReady, fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})",
+                                                          opt_.ready_timeout_s, fmt::join(opt_.ready_paths, ", "),
+                                                          opt_.port));
+      sleep_s(opt_.poll_interval_s);
+    }
+    // Whoever answered must be our engine: never measure a server this tune did not start.
+    if (auto stranger = foreign_listener(engine_, opt_.port)) {
+      finish(TrialStatus::kError, *stranger);
+      throw StudyAbort(*stranger);
+    }
+    return std::nullopt;
+  }
+
+  /// Runs one scenario through bench; it stops early on Ctrl-C or when the engine dies (bench would
+  /// otherwise retry its ready check against a dead server for --ready-check-timeout-sec).
+  ScenarioResult run_watched(const Scenario& sc, const std::string& base_url) {
+    std::atomic<bool> scenario_stop{false}, done{false};
+    std::thread watcher([&] {
+      while (!done.load()) {
+        if (stop_.load() || engine_.exited()) {
+          scenario_stop = true;
+          return;
         }
-        out.scenarios.push_back(std::move(r));
+        sleep_s(0.1);
+      }
+    });
+    struct Join {
+      std::atomic<bool>& done;
+      std::thread& t;
+      ~Join() {
+        done = true;
+        t.join();
+      }
+    } join{done, watcher};
+    return opt_.run_scenario(sc, base_url, scenario_stop);
+  }
+
+  /// The warm-up (on a fresh engine) and the requested scenarios; the first failure ends the trial.
+  TrialOutcome run_bench() {
+    const std::string base_url = fmt::format("http://{}:{}", opt_.host, opt_.port);
+    try {
+      if (!opt_.warmup_args.empty() && !out_.engine_reused) {  // a kept engine is warm
+        Scenario warm{"warmup", "warm-up run (discarded)", opt_.warmup_args, 1.0};
+        run_watched(warm, base_url);
+        if (stop_.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        if (engine_.exited()) return died(true);
+      }
+      for (size_t i = 0; i < req_.scenarios.size(); ++i) {
+        const Scenario& sc = req_.scenarios[i];
+        // A kept engine still holds the last probe's prefixes: reset before its first scenario too.
+        if ((i > 0 || out_.engine_reused) && !opt_.reset_cache_path.empty())
+          http_post_status(opt_.host, opt_.port, opt_.reset_cache_path, 30.0);
+        ScenarioResult r = run_watched(sc, base_url);
+        if (stop_.load()) return finish(TrialStatus::kInterrupted, "interrupted");
+        if (engine_.exited()) return died(true);
+        r.scenario_id = sc.id;
+        if (auto failed = scenario_failure(r)) return *failed;
+        out_.scenarios.push_back(std::move(r));
       }
     } catch (const std::exception& e) {
-      if (engine.exited()) return died(true);
+      if (engine_.exited()) return died(true);
       return finish(TrialStatus::kError, std::string("scenario could not run: ") + e.what());
     }
     return finish(TrialStatus::kOk, "");
+  }
+
+  /// The trial's end when scenario result `r` is invalid or had no successful request; nothing otherwise.
+  std::optional<TrialOutcome> scenario_failure(const ScenarioResult& r) {
+    if (!r.invalid_reason.empty())
+      return finish(TrialStatus::kInvalid, fmt::format("scenario {}: {}", r.scenario_id, r.invalid_reason));
+    auto ok = r.metrics.find("Successful requests");
+    if (ok != r.metrics.end() && ok->second <= 0) {
+      auto failed = r.metrics.find("Failed requests");
+      return finish(TrialStatus::kRequestsFailed,
+                    fmt::format("no request of scenario {} succeeded ({} failed)", r.scenario_id,
+                                failed == r.metrics.end() ? 0.0 : failed->second));
+    }
+    return std::nullopt;
+  }
+
+  const LocalRunnerOptions& opt_;
+  GpuBaseline& gpu_;
+  KeptEngine& kept_;
+  const TrialRequest& req_;
+  TrialOutcome out_;
+  const Clock::time_point t0_;
+  std::filesystem::path log_;  ///< the engine's output (the kept engine's when it is reused)
+  const std::atomic<bool> never_{false};
+  const std::atomic<bool>& stop_;
+  detail::EngineProcess engine_;
+};
+
+}  // namespace
+
+TrialRunner make_local_runner(LocalRunnerOptions opt) {
+  if (!opt.run_scenario) throw std::invalid_argument("local runner needs a scenario function (bench)");
+  auto gpu = std::make_shared<GpuBaseline>();
+  auto kept = std::make_shared<KeptEngine>();
+  return [opt, gpu, kept](const TrialRequest& req) -> TrialOutcome {
+    return LocalTrial(opt, *gpu, *kept, req).run();
   };
 }
 

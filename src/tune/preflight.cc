@@ -210,6 +210,53 @@ int largest_launch_gpus(const Study& study) {
   return most;
 }
 
+/// One GPU as `nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version` lists it (MiB).
+struct SmiGpu {
+  std::string index, name, driver;
+  double total_mib = 0, used_mib = 0;
+};
+
+/// The GPUs of nvidia-smi's CSV output (noheader, nounits); lines it cannot read are skipped.
+std::vector<SmiGpu> parse_smi_gpus(const std::string& csv) {
+  std::vector<SmiGpu> gpus;
+  std::istringstream lines(csv);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) {
+      const auto a = cell.find_first_not_of(' ');
+      f.push_back(a == std::string::npos ? "" : cell.substr(a));
+    }
+    if (f.size() < 5) continue;
+    try {
+      gpus.push_back({f[0], f[1], f[4], std::stod(f[2]), std::stod(f[3])});
+    } catch (const std::exception&) {
+    }
+  }
+  return gpus;
+}
+
+/// Why `gpus` cannot run the study: fewer than `need`, less memory than 90% of [hardware] gpu_memory_gb,
+/// more than 5% of a GPU's memory already in use. Empty when they can.
+std::vector<std::string> gpu_problems(const Study& study, const std::vector<SmiGpu>& gpus, int need) {
+  std::vector<std::string> problems;
+  if (static_cast<int>(gpus.size()) < need)
+    problems.push_back(fmt::format("{} GPU(s) here, the largest launch needs {}", gpus.size(), need));
+  for (const auto& g : gpus) {
+    const double gb = g.total_mib * 1048576.0 / 1e9;
+    if (gb < 0.9 * study.hardware.gpu_memory_gb)
+      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:g} GB", g.index, gb,
+                                     study.hardware.gpu_memory_gb));
+    if (g.used_mib > 0.05 * g.total_mib)
+      problems.push_back(fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "
+                                     "stop it first)",
+                                     g.index, g.used_mib / 1024));
+  }
+  return problems;
+}
+
 void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& r) {
   if (r.standins) {
     r.checks.push_back({"GPUs", Result::kSkipped, "every engine is a servelab stand-in (the twin needs no GPU)"});
@@ -233,27 +280,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
     r.checks.push_back({"GPUs", Result::kFailed, fmt::format("nvidia-smi failed: {}", one_line(q.output))});
     return;
   }
-  struct Gpu {
-    std::string index, name, driver;
-    double total_mib = 0, used_mib = 0;
-  };
-  std::vector<Gpu> gpus;
-  std::istringstream lines(q.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) {
-      const auto a = cell.find_first_not_of(' ');
-      f.push_back(a == std::string::npos ? "" : cell.substr(a));
-    }
-    if (f.size() < 5) continue;
-    try {
-      gpus.push_back({f[0], f[1], f[4], std::stod(f[2]), std::stod(f[3])});
-    } catch (const std::exception&) {
-    }
-  }
+  const std::vector<SmiGpu> gpus = parse_smi_gpus(q.output);
   const Captured header = run_capture({smi}, o.env, o.command_timeout_s);
   std::smatch m;
   if (std::regex_search(header.output, m, std::regex(R"(CUDA Version:\s*([0-9.]+))"))) r.gpu["cuda"] = m[1];
@@ -265,19 +292,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
   r.gpu["gpu_count"] = std::to_string(gpus.size());
   r.gpu["gpu_memory_mib"] = fmt::format("{:.0f}", gpus[0].total_mib);
   r.gpu["driver"] = gpus[0].driver;
-  std::vector<std::string> problems;
-  if (static_cast<int>(gpus.size()) < need)
-    problems.push_back(fmt::format("{} GPU(s) here, the largest launch needs {}", gpus.size(), need));
-  for (const auto& g : gpus) {
-    const double gb = g.total_mib * 1048576.0 / 1e9;
-    if (gb < 0.9 * study.hardware.gpu_memory_gb)
-      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:g} GB", g.index, gb,
-                                     study.hardware.gpu_memory_gb));
-    if (g.used_mib > 0.05 * g.total_mib)
-      problems.push_back(fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "
-                                     "stop it first)",
-                                     g.index, g.used_mib / 1024));
-  }
+  const std::vector<std::string> problems = gpu_problems(study, gpus, need);
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;

@@ -119,6 +119,20 @@ class Evaluator {
   TrialRecord base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const;
   TrialRequest make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
                             int rep, const std::string& trial_key) const;
+  /// Records `ev` rejected by check_config (once per config) and marks it failed.
+  void record_rejection(Evaluation& ev, const Rendered& cmd, const std::string& phase, const std::string& why);
+  /// Repeat `rep` of evaluate(): a known config-level failure, else the trial of the scenarios not yet
+  /// measured (run_trial), then `ids`' results of this repeat into `results` (collect_results).
+  void evaluate_repeat(Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& ids,
+                       const std::string& phase, int rep, std::map<std::string, ScenarioResult>& results);
+  /// Launches the trial `trial_key` of the `missing` scenarios through the runner and records it; without a
+  /// runner, marks them "not run". Throws Interrupted on Ctrl-C, lets StudyAbort through.
+  void run_trial(Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                 const std::vector<std::string>& missing, int rep, const std::string& trial_key);
+  /// `ids`' results of repeat `rep` into `results`; a scenario without one gets the failure of the trial
+  /// `trial_key` that should have produced it.
+  void collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep, const std::string& trial_key,
+                       std::map<std::string, ScenarioResult>& results) const;
   /// Records a launched trial's outcome (progress line, store) as evaluate() and prefetch() do.
   void finish_trial(const Evaluation& ev, const Rendered& cmd, const std::string& phase, const TrialRequest& req,
                     TrialOutcome out, double wall_started_s);

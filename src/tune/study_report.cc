@@ -287,13 +287,12 @@ static void failures_text(std::ostringstream& md, const ReportInput& in) {
   }
 }
 
-std::string render_markdown(const ReportInput& in) {
+/// The notes above everything: predicted numbers (twin), a partial study, stand-ins, a time scale, a reduced
+/// workload.
+static void notices_text(std::ostringstream& md, const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
   const bool twin = s.target == Target::kTwin;
-  const std::string metric = primary_objective_label(s);  // what Evaluation::objective holds (tune/load.h)
-  std::ostringstream md;
-  md << "# " << s.name << "\n\n";
   if (twin)
     md << "> **Target: twin.** Every number in this report is **predicted** by servelab's engine twin "
           "(`sim`), not measured on GPUs.\n\n";
@@ -318,7 +317,10 @@ std::string render_markdown(const ReportInput& in) {
     md << fmt::format("> **Reduced workload**: every scenario's --num-prompts × {:g} (`--prompts-scale`); numbers are "
                       "not comparable with the full study.\n\n",
                       s.prompts_scale);
+}
 
+/// "Goal": the study's goal, the objective (`metric`, SLOs, scenarios) and the constraints.
+static void goal_text(std::ostringstream& md, const Study& s, const std::string& metric) {
   md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
   md << "Objective: maximise **" << metric << "**";
   if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
@@ -328,7 +330,12 @@ std::string render_markdown(const ReportInput& in) {
   for (const auto& c : s.constraints)
     md << "Constraint: " << c.metric << (c.max ? fmt::format(" ≤ {}", *c.max) : "")
        << (c.min ? fmt::format(" ≥ {}", *c.min) : "") << ".\n";
+}
 
+/// "Setup": model, hardware, engines, target, search, runs per point, the recorded environment.
+static void setup_text(std::ostringstream& md, const ReportInput& in) {
+  const Study& s = *in.study;
+  const bool twin = s.target == Target::kTwin;
   md << "\n## Setup\n\n";
   md << "- Model: " << s.model << "\n";
   md << fmt::format("- Hardware: {} × {} ({} GB each), {}\n", s.hardware.gpu_count, s.hardware.gpu,
@@ -354,7 +361,10 @@ std::string render_markdown(const ReportInput& in) {
         k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 || k == "prompts_scale" ||
         k == "wall_started")
       md << "- " << k << ": " << v << "\n";
+}
 
+/// "Workload scenarios": the scenarios' bench arguments and the full bench commands (secrets redacted).
+static void scenarios_text(std::ostringstream& md, const Study& s) {
   md << "\n### Workload scenarios\n\n| id | description | bench serve arguments |\n|---|---|---|\n";
   for (const auto& sc : s.scenarios)
     md << "| " << sc.id << " | " << md_escape(sc.description) << " | `" << md_escape(fmt::format("{}", fmt::join(sc.args, " ")))
@@ -365,7 +375,12 @@ std::string render_markdown(const ReportInput& in) {
        << fmt::format("{}", fmt::join(common::redact_args(s.bench_common_args), " ")) << " "
        << fmt::format("{}", fmt::join(common::redact_args(sc.args), " "))
        << "`\n";
+}
 
+/// "Baselines": each engine's baseline command and result (or failure).
+static void baselines_text(std::ostringstream& md, const ReportInput& in, const std::string& metric) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
   md << "\n## Baselines\n\n";
   for (const auto& p : o.engines) {
     md << "### " << p.engine << " " << s.engine(p.engine).version << " — baseline\n\n";
@@ -378,59 +393,67 @@ std::string render_markdown(const ReportInput& in) {
     }
     md << "\n";
   }
+}
 
-  if (o.strategy == Strategy::kGreedy) {
-    md << "## Optimizations tried (greedy, one knob at a time on top of the best so far)\n\n";
-    for (const auto& p : o.engines) {
-      md << "### " << p.engine << "\n\n| # | change | " << metric << " | vs best so far | decision |\n|---|---|---|---|---|\n";
-      int i = 1;
-      for (const auto& st : p.steps)
-        md << "| " << i++ << " | " << md_escape(step_change(st)) << " | "
-           << (st.eval.feasible ? est_text(st.eval.objective, st.eval.predicted) : "failed") << " | "
-           << (st.eval.feasible ? pct(st.gain_pct) : "—") << " | " << md_escape(st.decision) << " |\n";
-      md << "\n";
-      retries_text(md, p);
-      i = 1;
-      for (const auto& st : p.steps) {
-        md << "#### " << p.engine << " #" << i++ << ": " << step_change(st) << "\n\n```\n"
-           << st.eval.shell << "\n```\n\n";
-        if (st.eval.feasible) result_block(md, st.eval, s.objective.scenarios.front());
-        else failure_text(md, in, st.eval);
-        md << "\n";
-      }
-    }
-    GainTable g = gain_table(o);
-    md << "## Gains along the greedy path\n\nEach step relative to the step before it.\n\n"
-       << "| optimization | " << metric << " gain |\n|---|---|\n";
-    for (const auto& r : g.rows) md << "| " << md_escape(r.optimization) << " | " << pct(r.gain_pct) << " |\n";
-    if (!g.no_gain.empty()) md << "| " << fmt::format("{}", fmt::join(g.no_gain, ", ")) << " | no gain |\n";
-    md << "| total over the baseline | " << pct(g.total_pct) << " |\n\n";
-    if (o.grid_check) grid_check_text(md, o, metric);
-  } else {
-    md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | " << metric
-       << " |\n|---|---|---|---|\n";
+/// The greedy search: each engine's steps, every step's command and result, the gains along the path and
+/// the grid check.
+static void greedy_text(std::ostringstream& md, const ReportInput& in, const std::string& metric) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  md << "## Optimizations tried (greedy, one knob at a time on top of the best so far)\n\n";
+  for (const auto& p : o.engines) {
+    md << "### " << p.engine << "\n\n| # | change | " << metric << " | vs best so far | decision |\n|---|---|---|---|---|\n";
     int i = 1;
-    for (const auto& e : o.ranked)
-      md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
-         << (e.feasible ? est_text(e.objective, e.predicted) : "failed: " + md_escape(e.reason)) << " |\n";
+    for (const auto& st : p.steps)
+      md << "| " << i++ << " | " << md_escape(step_change(st)) << " | "
+         << (st.eval.feasible ? est_text(st.eval.objective, st.eval.predicted) : "failed") << " | "
+         << (st.eval.feasible ? pct(st.gain_pct) : "—") << " | " << md_escape(st.decision) << " |\n";
     md << "\n";
-    if (o.twin_guided) twin_guided_text(md, s, *o.twin_guided);
+    retries_text(md, p);
+    i = 1;
+    for (const auto& st : p.steps) {
+      md << "#### " << p.engine << " #" << i++ << ": " << step_change(st) << "\n\n```\n"
+         << st.eval.shell << "\n```\n\n";
+      if (st.eval.feasible) result_block(md, st.eval, s.objective.scenarios.front());
+      else failure_text(md, in, st.eval);
+      md << "\n";
+    }
   }
+  GainTable g = gain_table(o);
+  md << "## Gains along the greedy path\n\nEach step relative to the step before it.\n\n"
+     << "| optimization | " << metric << " gain |\n|---|---|\n";
+  for (const auto& r : g.rows) md << "| " << md_escape(r.optimization) << " | " << pct(r.gain_pct) << " |\n";
+  if (!g.no_gain.empty()) md << "| " << fmt::format("{}", fmt::join(g.no_gain, ", ")) << " | no gain |\n";
+  md << "| total over the baseline | " << pct(g.total_pct) << " |\n\n";
+  if (o.grid_check) grid_check_text(md, o, metric);
+}
 
-  if (o.ranking) {
-    const auto& r = *o.ranking;
-    md << "## How the twin's ranking held on the target\n\n| config | predicted | measured |\n|---|---|---|\n";
-    for (size_t i = 0; i < r.keys.size(); ++i)
-      md << "| " << md_escape(r.keys[i]) << " | " << fmt::format("{:.2f}", r.predicted[i]) << " | "
-         << fmt::format("{:.2f}", r.measured[i]) << " |\n";
-    md << fmt::format("\nSpearman ρ = {:.3f}, Kendall τ = {:.3f} over the top {}.\n\n", r.spearman, r.kendall,
-                      r.keys.size());
-  }
+/// The ranked configurations of the grid or twin-guided search (and the twin-guided details).
+static void ranked_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
+  md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | " << metric
+     << " |\n|---|---|---|---|\n";
+  int i = 1;
+  for (const auto& e : o.ranked)
+    md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
+       << (e.feasible ? est_text(e.objective, e.predicted) : "failed: " + md_escape(e.reason)) << " |\n";
+  md << "\n";
+  if (o.twin_guided) twin_guided_text(md, s, *o.twin_guided);
+}
 
-  if (!o.best.feasible) {
-    md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
-          "recommendation. See the failures below.\n\n";
-  } else {
+/// "How the twin's ranking held on the target": predicted vs measured, Spearman ρ and Kendall τ.
+static void ranking_text(std::ostringstream& md, const RankingCheck& r) {
+  md << "## How the twin's ranking held on the target\n\n| config | predicted | measured |\n|---|---|---|\n";
+  for (size_t i = 0; i < r.keys.size(); ++i)
+    md << "| " << md_escape(r.keys[i]) << " | " << fmt::format("{:.2f}", r.predicted[i]) << " | "
+       << fmt::format("{:.2f}", r.measured[i]) << " |\n";
+  md << fmt::format("\nSpearman ρ = {:.3f}, Kendall τ = {:.3f} over the top {}.\n\n", r.spearman, r.kendall,
+                    r.keys.size());
+}
+
+/// "Best configuration" and "Generalization": the best config's command and result, baseline vs best on
+/// every scenario.
+static void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
+  const bool twin = s.target == Target::kTwin;
   md << "## Best configuration\n\n" << o.best.config.engine << " " << o.best.label << ": **"
      << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n"
      << band_text(o.best);
@@ -445,7 +468,10 @@ std::string render_markdown(const ReportInput& in) {
        << " | " << (r.best_failure.empty() ? est_text(r.best, twin) : "failed: " + md_escape(r.best_failure))
        << " | " << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << " |\n";
   }
+}
 
+/// "Recommended launch command": the rule, the per-knob verdicts, the command (and the trade-off's other side).
+static void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
   md << "\n## Recommended launch command\n\n" << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
   if (!o.verdicts.empty()) {
     md << "| knob | objective gain | per scenario | significant | holds everywhere | kept | why |\n"
@@ -471,8 +497,29 @@ std::string render_markdown(const ReportInput& in) {
          << est_text(o.recommended_eval.objective, o.recommended_eval.predicted) << "**\n\n"
          << band_text(o.recommended_eval);
   }
-  }
+}
 
+std::string render_markdown(const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const std::string metric = primary_objective_label(s);  // what Evaluation::objective holds (tune/load.h)
+  std::ostringstream md;
+  md << "# " << s.name << "\n\n";
+  notices_text(md, in);
+  goal_text(md, s, metric);
+  setup_text(md, in);
+  scenarios_text(md, s);
+  baselines_text(md, in, metric);
+  if (o.strategy == Strategy::kGreedy) greedy_text(md, in, metric);
+  else ranked_text(md, s, o, metric);
+  if (o.ranking) ranking_text(md, *o.ranking);
+  if (!o.best.feasible) {
+    md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
+          "recommendation. See the failures below.\n\n";
+  } else {
+    best_text(md, s, o, metric);
+    recommendation_text(md, s, o, metric);
+  }
   md << render_load_markdown(in);  // load curves, SLO search, Pareto front, objectives, cost (load_report.cc)
   failures_text(md, in);
   md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";

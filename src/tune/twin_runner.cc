@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <variant>
 
 #include "common/paths.h"
 #include "dataset/dataset.h"
@@ -149,116 +151,145 @@ std::string twin_data_note(const Study& study) {
   return out;
 }
 
-TrialRunner make_twin_runner(const Study& study) {
-  const hardware::ClusterSpec cluster =
-      hardware::parse_cluster(fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
-  std::map<std::string, std::string> versions;  // study engine name -> engine version
-  for (const auto& e : study.engines) versions[e.name] = e.version;
-  // The served model, once: a model the twin cannot resolve fails every trial with the reason.
+namespace {
+
+/// What every twin trial of a study shares: the cluster, the study's goodput SLOs, the served model (or
+/// why it could not be resolved) and each engine's version.
+struct TwinSetup {
+  hardware::ClusterSpec cluster;
+  metrics::MetricsOptions mopt;
+  std::string model;
+  std::map<std::string, std::string> versions;  ///< study engine name -> engine version
   std::optional<model::ModelSpec> spec;
   std::string model_error;
+};
+
+/// A scenario the twin could not predict: the trial status it stands for and why.
+struct ScenarioFailure {
+  TrialStatus status;
+  std::string reason;
+};
+
+TwinSetup twin_setup(const Study& study) {
+  TwinSetup t{hardware::parse_cluster(
+      fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu))};
+  for (const auto& e : study.engines) t.versions[e.name] = e.version;
+  // The served model, once: a model the twin cannot resolve fails every trial with the reason.
   try {
     hub::FetchRequest fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
     fetch.download = true;
-    spec = model::resolve_model(study.model, fetch);
+    t.spec = model::resolve_model(study.model, fetch);
   } catch (const std::exception& e) {
-    model_error = e.what();
+    t.model_error = e.what();
   }
-  metrics::MetricsOptions mopt;
-  if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end()) mopt.goodput.ttft_ms = it->second;
-  if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) mopt.goodput.tpot_ms = it->second;
-  if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) mopt.goodput.e2el_ms = it->second;
-  const std::string model = study.model;
-  return [cluster, mopt, model, versions, spec, model_error](const TrialRequest& req) -> TrialOutcome {
-    TrialOutcome out;
-    out.predicted = true;
-    const auto t0 = std::chrono::steady_clock::now();
-    if (!spec) {
-      out.status = TrialStatus::kError;
-      out.reason = "engine twin: " + model_error;
-      return out;
-    }
-    engines::EngineConfig cfg;
-    try {
-      const auto v = versions.find(req.engine);
-      cfg = engines::apply_config_files(
-          engines::parse_launch_command(req.argv, req.env, v == versions.end() ? std::string() : v->second));
-    } catch (const std::exception& e) {
-      out.status = TrialStatus::kStartupRefused;
-      out.reason = e.what();
-      return out;
-    }
-    // Each scenario is an independent prediction: a failure on one is recorded (the first one is the
-    // trial's status) and the others still run.
-    auto fail = [&out](TrialStatus s, std::string reason) {
-      if (out.status == TrialStatus::kOk) {
-        out.status = s;
-        out.reason = std::move(reason);
-      }
-    };
-    for (const auto& sc : req.scenarios) {
-      ScenarioArgs a;
-      std::vector<sim::WorkloadRequest> reqs;
-      try {
-        a = parse_args(sc.args);
-        reqs = workload(sc, a, *spec, model);
-      } catch (const std::exception& e) {
-        fail(TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what()));
-        continue;
-      }
-      sim::WorkloadOptions wo;
-      wo.request_rate = a.request_rate;
-      wo.burstiness = a.burstiness;
-      wo.max_concurrency = a.max_concurrency;
-      wo.seed = a.seed;
-      sim::PredictResult pr;
-      try {
-        pr = sim::predict(cfg, cluster, *spec, reqs, wo);
-      } catch (const std::exception& e) {
-        fail(TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what()));
-        continue;
-      }
-      if (auto* f = std::get_if<sim::Failure>(&pr)) {
-        fail(classify(f->reason), f->reason);
-        continue;
-      }
-      const auto& p = std::get<sim::Prediction>(pr);
-      double duration = p.twin.duration_s;
-      if (!(duration > 0))
-        for (const auto& o : p.outputs) duration = std::max(duration, o.send_time_s + o.latency_s);
-      if (!(duration > 0)) {
-        fail(TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id);
-        continue;
-      }
-      metrics::MetricsOptions scenario_mopt = mopt;  // a scenario's own --goodput wins, as in bench
-      if (a.goodput.count("ttft")) scenario_mopt.goodput.ttft_ms = a.goodput.at("ttft");
-      if (a.goodput.count("tpot")) scenario_mopt.goodput.tpot_ms = a.goodput.at("tpot");
-      if (a.goodput.count("e2el")) scenario_mopt.goodput.e2el_ms = a.goodput.at("e2el");
-      metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, scenario_mopt);
-      if (m.completed == 0) {
-        fail(TrialStatus::kRequestsFailed,
-             fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed));
-        continue;
-      }
-      report::RunInfo run;
-      run.backend = "openai-chat";
-      run.model_id = model;
-      run.num_prompts = static_cast<int>(reqs.size());
-      run.request_rate = a.request_rate;
-      run.burstiness = a.burstiness;
-      run.max_concurrency = a.max_concurrency;
-      auto result =
-          scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{}));
-      const auto& band = p.context.band;
-      result.metrics[kBandTokSMetric] = band.total_tok_s_pct;
-      result.metrics[kBandTtftMetric] = band.ttft_pct;
-      result.metrics[kBandTpotMetric] = band.tpot_pct;
-      result.metrics[kTwinWarningsMetric] = double(band.warnings.size() + p.context.launch.unmodelled.size());
-      out.scenarios.push_back(std::move(result));
-    }
-    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end()) t.mopt.goodput.ttft_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) t.mopt.goodput.tpot_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) t.mopt.goodput.e2el_ms = it->second;
+  t.model = study.model;
+  return t;
+}
+
+/// Scenario `sc`'s result from the twin's prediction `p` with metrics `m`: bench's console block, the
+/// prediction's error band (%) and warning count.
+ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const ScenarioArgs& a, std::size_t num_prompts,
+                                const sim::Prediction& p, const metrics::BenchmarkMetrics& m) {
+  report::RunInfo run;
+  run.backend = "openai-chat";
+  run.model_id = t.model;
+  run.num_prompts = static_cast<int>(num_prompts);
+  run.request_rate = a.request_rate;
+  run.burstiness = a.burstiness;
+  run.max_concurrency = a.max_concurrency;
+  auto result = scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{}));
+  const auto& band = p.context.band;
+  result.metrics[kBandTokSMetric] = band.total_tok_s_pct;
+  result.metrics[kBandTtftMetric] = band.ttft_pct;
+  result.metrics[kBandTpotMetric] = band.tpot_pct;
+  result.metrics[kTwinWarningsMetric] = double(band.warnings.size() + p.context.launch.unmodelled.size());
+  return result;
+}
+
+/// The twin's prediction of scenario `sc` on the engine launched as `cfg`: its result, or why there is none.
+std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t, const engines::EngineConfig& cfg,
+                                                               const Scenario& sc) {
+  ScenarioArgs a;
+  std::vector<sim::WorkloadRequest> reqs;
+  try {
+    a = parse_args(sc.args);
+    reqs = workload(sc, a, *t.spec, t.model);
+  } catch (const std::exception& e) {
+    return ScenarioFailure{TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what())};
+  }
+  sim::WorkloadOptions wo;
+  wo.request_rate = a.request_rate;
+  wo.burstiness = a.burstiness;
+  wo.max_concurrency = a.max_concurrency;
+  wo.seed = a.seed;
+  sim::PredictResult pr;
+  try {
+    pr = sim::predict(cfg, t.cluster, *t.spec, reqs, wo);
+  } catch (const std::exception& e) {
+    return ScenarioFailure{TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what())};
+  }
+  if (auto* f = std::get_if<sim::Failure>(&pr)) return ScenarioFailure{classify(f->reason), f->reason};
+  const auto& p = std::get<sim::Prediction>(pr);
+  double duration = p.twin.duration_s;
+  if (!(duration > 0))
+    for (const auto& o : p.outputs) duration = std::max(duration, o.send_time_s + o.latency_s);
+  if (!(duration > 0))
+    return ScenarioFailure{TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id};
+  metrics::MetricsOptions scenario_mopt = t.mopt;  // a scenario's own --goodput wins, as in bench
+  if (a.goodput.count("ttft")) scenario_mopt.goodput.ttft_ms = a.goodput.at("ttft");
+  if (a.goodput.count("tpot")) scenario_mopt.goodput.tpot_ms = a.goodput.at("tpot");
+  if (a.goodput.count("e2el")) scenario_mopt.goodput.e2el_ms = a.goodput.at("e2el");
+  metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, scenario_mopt);
+  if (m.completed == 0)
+    return ScenarioFailure{TrialStatus::kRequestsFailed,
+                           fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed)};
+  return predicted_result(t, sc, a, reqs.size(), p, m);
+}
+
+/// One twin trial: the launch command parsed as the engine would, then each scenario predicted on its own
+/// (a failure on one is recorded, the first one is the trial's status, and the others still run).
+TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
+  TrialOutcome out;
+  out.predicted = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!t.spec) {
+    out.status = TrialStatus::kError;
+    out.reason = "engine twin: " + t.model_error;
     return out;
-  };
+  }
+  engines::EngineConfig cfg;
+  try {
+    const auto v = t.versions.find(req.engine);
+    cfg = engines::apply_config_files(
+        engines::parse_launch_command(req.argv, req.env, v == t.versions.end() ? std::string() : v->second));
+  } catch (const std::exception& e) {
+    out.status = TrialStatus::kStartupRefused;
+    out.reason = e.what();
+    return out;
+  }
+  for (const auto& sc : req.scenarios) {
+    auto r = predict_scenario(t, cfg, sc);
+    if (auto* f = std::get_if<ScenarioFailure>(&r)) {
+      if (out.status == TrialStatus::kOk) {
+        out.status = f->status;
+        out.reason = std::move(f->reason);
+      }
+      continue;
+    }
+    out.scenarios.push_back(std::move(std::get<ScenarioResult>(r)));
+  }
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
+TrialRunner make_twin_runner(const Study& study) {
+  const TwinSetup setup = twin_setup(study);
+  return [setup](const TrialRequest& req) -> TrialOutcome { return predict_trial(setup, req); };
 }
 
 }  // namespace servelab::tune
