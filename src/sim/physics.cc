@@ -109,6 +109,14 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
   return {};
 }
 
+KernelEfficiency linear_attention_efficiency(Generation g) {
+  // Same class as the Triton attention row above (Triton on Hopper lacks wgmma/TMA pipelining that
+  // FlashAttention-3 uses; the recurrent decode kernel is one program per (request, value head) that streams
+  // its dk x dv state through registers) [derived from the Triton attention row, unverified].
+  return ampere_like(g) ? KernelEfficiency{0.40, 0.60, 16, "FLA Triton gated DeltaNet on Ampere [derived, unverified]"}
+                        : KernelEfficiency{0.30, 0.60, 64, "FLA Triton gated DeltaNet on Hopper [derived, unverified]"};
+}
+
 double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {
   switch (k) {
     case GemmKernel::kFp8Native:

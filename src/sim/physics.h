@@ -31,6 +31,14 @@ KernelEfficiency moe_efficiency(engines::MoeKernel k, hardware::Generation gen);
 /// memory for decode (KV reads).
 KernelEfficiency attention_efficiency(engines::AttentionKernel k, hardware::Generation gen);
 
+/// The efficiency of the gated-DeltaNet linear-attention kernels (Qwen3-Next / Qwen3.5) on `gen`: vLLM and
+/// SGLang both run flash-linear-attention's Triton kernels for these layers (chunk_gated_delta_rule for
+/// prefill, fused_recurrent_gated_delta_rule / fused_sigmoid_gating_delta_rule_update for decode) whatever
+/// the attention backend of the full-attention layers is [recalled: vllm/model_executor/layers/fla/ops,
+/// sglang/srt/layers/attention/fla; unverified]. compute: the chunked prefill's share of the BF16 peak;
+/// memory: the fraction of HBM bandwidth of the decode kernel's recurrent-state read + write.
+KernelEfficiency linear_attention_efficiency(hardware::Generation gen);
+
 /// The tensor peak (FLOP/s) a GEMM kernel runs at: the FP8 peak for FP8 W8A8 kernels, INT8 for INT8,
 /// FP4 for native FP4, else BF16 (weight-only kernels dequantise to BF16 and run BF16 MMAs).
 double gemm_peak_flops(engines::GemmKernel k, const hardware::GpuSpec& gpu);

@@ -207,6 +207,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   // FlashMLA's sparse kernels pad the query heads of a rank to 64 on SM90 and 128 on SM100 (FlashMLA
   // README; vLLM flashmla_sparse.py).
   const double pad = cluster_.gpu.compute_capability >= 100 ? 128 : 64;
+  linear_eff_ = linear_attention_efficiency(gen);
   moe_eff_ = moe_efficiency(ex.moe, gen);
   moe_peak_ = gemm_peak_flops(ex.moe == engines::MoeKernel::kDeepGemmGrouped ? engines::GemmKernel::kFp8BlockDeepGemm
                               : m.quantization.activation == model::DType::kFp8 &&
@@ -368,8 +369,10 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     for (const auto& g : c.attn_gemms) proj += gemm_time_s(T, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu, &mem);
     double core = 0;
     if (c.linear_attention) {
-      const double compute = T * c.linear_flops_per_token / (bf16 * prefill_attn_eff_.compute);
-      const double memory = 2.0 * r.requests * c.state_bytes / (bw * decode_attn_eff_.memory);
+      // Gated DeltaNet: the state-update FLOPs of every query token, and each request's recurrent state
+      // read and written once per step, at the FLA kernels' efficiency (not the attention backend's).
+      const double compute = T * c.linear_flops_per_token / (bf16 * linear_eff_.compute);
+      const double memory = 2.0 * r.requests * c.state_bytes / (bw * linear_eff_.memory);
       core = std::max(compute, memory);
     } else {
       const int p = c.pattern;

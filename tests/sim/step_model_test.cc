@@ -63,6 +63,35 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   EXPECT_GT(eager.launch_s, 0.0);
 }
 
+// Qwen3.5-9B (24 gated-DeltaNet layers of 32 value heads x 128 x 128, conv kernel 4; 8 full-attention
+// layers) on one H100: the linear-attention core runs flash-linear-attention's Triton kernels at 0.30 of
+// the BF16 peak and 0.60 of HBM (linear_attention_efficiency), not FlashAttention-3's 0.60 / 0.80.
+//  Decode of 256 requests (no full-attention KV, to isolate the DeltaNet layers): each request's BF16 state
+//  32 x 128 x 128 x 2 B + 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 1,097,728 B is read and written once:
+//  24 x 2 x 256 x 1,097,728 / (0.60 x 3.35e12) = 6.711 ms (the 256 x 6 x 32 x 128 x 128 state FLOPs,
+//  2.7 us per layer, are far below it).
+//  Prefill of 4096 tokens of one request: 24 x 4096 x 3,145,728 / (0.30 x 989e12) = 1.0423 ms.
+TEST(StepModel, GatedDeltaNetRunsAtTheFlaKernelsEfficiency) {
+  const auto m = corpus_model("qwen3.5-9b");
+  const auto c = hardware::parse_cluster("1xH100");
+  const StepModel sm(test_launch(m, c, 1), c);
+  RankLoad d;
+  d.requests = d.decode_requests = d.query_tokens = d.sampled_tokens = 256;
+  const double state = 32.0 * 128 * 128 * 2 + 3.0 * (2 * 16 * 128 + 32 * 128) * 2;
+  EXPECT_DOUBLE_EQ(state, 1097728.0);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s, 24 * 2 * 256 * state / (0.60 * 3.35e12), 1e-12);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s, 6.711e-3, 1e-6);
+  RankLoad p;
+  p.requests = p.prefill_requests = p.sampled_tokens = 1;
+  p.query_tokens = p.prefill_tokens = 4096;
+  const double flops = 6.0 * 32 * 128 * 128;
+  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).attention_s, 24 * 4096 * flops / (0.30 * 989e12), 1e-12);
+  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).attention_s, 1.0423e-3, 1e-6);
+  const auto eff = detail::linear_attention_efficiency(hardware::Generation::kHopper);
+  EXPECT_DOUBLE_EQ(eff.compute, 0.30);
+  EXPECT_DOUBLE_EQ(eff.memory, 0.60);
+}
+
 // On an A100 the same decode is bandwidth-bound too: the step scales with 3.35 / 2.039 TB/s.
 // step_seconds: kernel_scale divides the compute-bound part only. 10 ms of kernels of which 6 ms stream
 // weights, kernel_scale 0.5, no collectives, 1 ms CPU: 6 + 4 / 0.5 + 0.5 (floors) + 1 = 15.5 ms.
