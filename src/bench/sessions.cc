@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "metrics/stats.h"
+#include "report/report.h"
 
 namespace servelab::bench::detail {
 namespace {
@@ -33,21 +34,6 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : metrics::numpy_mean(v);
 }
 
-// "99" for 99.0, "99.9" otherwise (vLLM's percentile labels).
-std::string pct_word(double p) {
-  return p == static_cast<double>(static_cast<long long>(p)) ? fmt::format("{}", static_cast<long long>(p))
-                                                             : fmt::format("{}", p);
-}
-
-ordered_json summary(const LatencySummary& s) {
-  ordered_json j;
-  j["mean_ms"] = s.mean_ms;
-  j["median_ms"] = s.median_ms;
-  j["std_ms"] = s.std_ms;
-  for (const auto& pv : s.percentiles_ms) j[fmt::format("p{}_ms", pct_word(pv.p))] = pv.value_ms;
-  j["count"] = s.count;
-  return j;
-}
 
 const char* history_name(HistoryMode h) {
   return h == HistoryMode::kServer ? "server" : "dataset";
@@ -229,16 +215,16 @@ std::string format_session_metrics(const SessionMetrics& m, HistoryMode history,
   row_f("Mean conversation duration (ms):", m.duration.mean_ms);
   row_f("Median conversation duration (ms):", m.duration.median_ms);
   for (const auto& pv : m.duration.percentiles_ms)
-    row_f(fmt::format("P{} conversation duration (ms):", pct_word(pv.p)), pv.value_ms);
+    row_f(fmt::format("P{} conversation duration (ms):", report::percentile_word(pv.p)), pv.value_ms);
   row_f("Mean session wait (ms):", m.session_wait.mean_ms);
   for (const auto& pv : m.session_wait.percentiles_ms)
-    row_f(fmt::format("P{} session wait (ms):", pct_word(pv.p)), pv.value_ms);
+    row_f(fmt::format("P{} session wait (ms):", report::percentile_word(pv.p)), pv.value_ms);
   row_f("Mean next-turn wait (ms):", m.turn_wait.mean_ms);
   for (const auto& pv : m.turn_wait.percentiles_ms)
-    row_f(fmt::format("P{} next-turn wait (ms):", pct_word(pv.p)), pv.value_ms);
+    row_f(fmt::format("P{} next-turn wait (ms):", report::percentile_word(pv.p)), pv.value_ms);
   std::string p_head;
   for (const auto& pv : m.duration.percentiles_ms)
-    p_head += fmt::format(" {:>10}", fmt::format("P{} TTFT", pct_word(pv.p)));
+    p_head += fmt::format(" {:>10}", fmt::format("P{} TTFT", report::percentile_word(pv.p)));
   fmt::format_to(std::back_inserter(out), "{:>4} {:>6} {:>6} {:>9}{} {:>10} {:>9} {:>9}\n", "turn", "sent",
                  "ok", "mean TTFT", p_head, "mean E2EL", "mean in", "mean out");
   for (const auto& t : m.per_turn) {
@@ -268,9 +254,9 @@ ordered_json session_metrics_json(const SessionMetrics& m, HistoryMode history, 
   j["turns_total"] = m.turns_total;
   j["turns_completed"] = m.turns_completed;
   j["conversation_throughput"] = m.conversation_throughput;
-  j["conversation_duration"] = summary(m.duration);
-  j["session_wait"] = summary(m.session_wait);
-  j["next_turn_wait"] = summary(m.turn_wait);
+  j["conversation_duration"] = report::summary_json(m.duration);
+  j["session_wait"] = report::summary_json(m.session_wait);
+  j["next_turn_wait"] = report::summary_json(m.turn_wait);
   ordered_json turns = ordered_json::array();
   for (const auto& t : m.per_turn) {
     ordered_json x;
@@ -278,8 +264,8 @@ ordered_json session_metrics_json(const SessionMetrics& m, HistoryMode history, 
     x["sent"] = t.sent;
     x["completed"] = t.completed;
     x["not_sent"] = t.not_sent;
-    x["ttft"] = summary(t.ttft);
-    x["e2el"] = summary(t.e2el);
+    x["ttft"] = report::summary_json(t.ttft);
+    x["e2el"] = report::summary_json(t.e2el);
     x["mean_input_tokens"] = t.mean_input_tokens;
     x["mean_output_tokens"] = t.mean_output_tokens;
     turns.push_back(std::move(x));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedule/rng.h"
+#include "common/hash.h"
 
 namespace servelab::dataset {
 namespace {
@@ -135,12 +136,7 @@ std::vector<ChatConversation> sample_conversations(const std::filesystem::path& 
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using common::splitmix64;
 
 [[noreturn]] void trace_error(const std::filesystem::path& path, std::size_t line, const std::string& what) {
   throw std::runtime_error(fmt::format("{}:{}: {}", path.string(), line, what));

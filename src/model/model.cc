@@ -4,16 +4,12 @@
 
 #include "model/detail.h"
 #include "model/model.h"
+#include "common/hash.h"
 
 namespace servelab::model {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using common::Overloaded;
 
 /// Units (heads) of `units` one of `tp` ranks holds: ceil(units / tp), at least 1.
 double units_per_rank(int units, int tp) {

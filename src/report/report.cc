@@ -46,12 +46,6 @@ void banner(std::string& out, std::string_view title, char fill) {
   out.push_back('\n');
 }
 
-// vLLM p_word: str(int(p)) if int(p) == p else str(p).
-std::string percentile_word(double p) {
-  if (std::trunc(p) == p) return std::to_string(static_cast<long long>(p));
-  return python_float_repr(p);
-}
-
 struct MetricSection {
   const char* key;     // "ttft"
   const char* name;    // "TTFT"
@@ -77,6 +71,13 @@ void summary_rows(std::string& out, std::string_view name, const LatencySummary&
   }
 }
 
+}  // namespace
+
+std::string percentile_word(double p) {
+  if (std::trunc(p) == p) return std::to_string(static_cast<long long>(p));
+  return python_float_repr(p);
+}
+
 ordered_json summary_json(const LatencySummary& s) {
   ordered_json j;
   j["mean_ms"] = s.mean_ms;
@@ -86,8 +87,6 @@ ordered_json summary_json(const LatencySummary& s) {
   j["count"] = s.count;
   return j;
 }
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> parse_metadata(std::span<const std::string> items) {
   std::vector<std::pair<std::string, std::string>> out;

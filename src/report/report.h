@@ -66,6 +66,15 @@ std::vector<std::pair<std::string, std::string>> parse_metadata(std::span<const 
 /// Current local time as "YYYYmmdd-HHMMSS" (vLLM's `datetime.now().strftime("%Y%m%d-%H%M%S")`).
 std::string current_date_string();
 
+/// vLLM's percentile label (benchmarks/serve.py p_word: str(int(p)) if int(p) == p else str(p)): "99"
+/// for 99.0, "99.9" for 99.9 — the key of `p{word}_ms` fields and the `P{word}` report rows.
+std::string percentile_word(double p);
+
+/// A latency summary as JSON, in this order: mean_ms, median_ms, std_ms, p{word}_ms for each selected
+/// percentile, count (servelab's extra sections of the result file: schedule lag, sessions, ...).
+nlohmann::ordered_json summary_json(const metrics::LatencySummary& s);
+
+
 /// The vLLM 0.13 console block, from the "==== Serving Benchmark Result ====" banner to the closing
 /// 50 '=' line, '\n'-terminated lines. Rows are Python `"{:<40} {:<10}"` / `"{:<40} {:<10.2f}"` (trailing
 /// spaces included); percentile labels `P99`, `P99.9`. `Failed requests:` always follows `Successful

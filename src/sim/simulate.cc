@@ -10,17 +10,13 @@
 #include "schedule/schedule.h"
 #include "metrics/metrics.h"
 #include "sim/simulator.h"
+#include "common/hash.h"
 
 namespace servelab::sim {
 namespace detail {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using common::splitmix64;
 
 }  // namespace
 

@@ -10,17 +10,12 @@
 #include "chat/chat.h"
 #include "simserve/http_session.h"
 #include "simserve/server_impl.h"
+#include "common/hash.h"
 
 namespace servelab::simserve {
 namespace {
 
-// splitmix64 (Steele, Lea & Flood 2014): the hash behind generated request ids and output-token draws.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using common::splitmix64;
 
 std::string hex_id(std::uint64_t v) {
   static const char* digits = "0123456789abcdef";

@@ -7,16 +7,12 @@
 #include <stdexcept>
 
 #include "tokenizer/utf8.h"
+#include "common/hash.h"
 
 namespace servelab::tokenizer::detail {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using common::Overloaded;
 
 // ---- normalizers ----
 
