@@ -9,8 +9,18 @@ ASAN_BUILD ?= build-asan
 ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++ -DSERVELAB_FUZZ=ON -DSERVELAB_BUILD_BENCHMARKS=OFF \
                     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only"
 FUZZ_SECONDS ?= 60
+# The CI subset of the sanitizer build (`make test-asan-input`, .ci/run): only the code that parses hostile
+# input — five fuzz targets of fuzz/ and the unit tests labelled `hostile_input` (tokenizer, SSE, payload,
+# HTTP response, simserve bad requests, dataset loaders): 52 of the 237 TUs. study_toml_fuzz is left out:
+# it links servelab_tune and with it 146 TUs (the study file is the user's own, not a peer's). The full
+# `make test-asan` and `make fuzz` (a second cold build of everything) run before a landing, not in CI.
+ASAN_INPUT_FUZZERS ?= sse_fuzz http_response_fuzz simserve_request_fuzz tokenizer_json_fuzz dataset_fuzz
+ASAN_INPUT_TARGETS ?= tokenizer_test client_unit_test client_hostile_server_test simserve_bad_request_test \
+                      dataset_test dataset_file_test $(ASAN_INPUT_FUZZERS)
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build test test-asan build-asan fuzz demo demo-local bench install clean format
+.PHONY: all deps build test test-asan build-asan test-asan-input fuzz fuzz-input demo demo-local bench install clean format
 
 all: build
 
@@ -37,12 +47,21 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 # under ASan) runs in `make test` only; the same simulator, fit and validation code runs under ASan in
 # sim_validate_subset_test (two studies) and sim_model_test.
 test-asan: build-asan
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 900 -LE corpus
+	cd $(ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) --timeout 900 -LE corpus
+
+# The hostile-input subset (ASAN_INPUT_TARGETS) built and tested under the sanitizers; the executables not
+# built here are not selected (-L hostile_input).
+test-asan-input: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(ASAN_INPUT_TARGETS)
+	cd $(ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) --timeout 900 -L '^hostile_input$$'
 
 # Every fuzz target for FUZZ_SECONDS each (scripts/fuzz.sh runs two at a time).
 fuzz: build-asan
 	./scripts/fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
+
+# The fuzz targets of test-asan-input's build, FUZZ_SECONDS each (CI: 20).
+fuzz-input: test-asan-input
+	FUZZ_TARGETS="$(ASAN_INPUT_FUZZERS)" ./scripts/fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 demo: build
 	./scripts/demo.sh $(BUILD)
