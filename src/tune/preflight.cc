@@ -137,11 +137,11 @@ std::string env_get(const std::map<std::string, std::string>& env, const std::st
 /// carry every flag the study can render for that engine.
 std::vector<Rendered> single_knob_configs(const Study& study, const std::string& engine) {
   std::vector<Rendered> out;
-  out.push_back(render(study, Config{engine, {}}));
+  out.push_back(render(study, CandidateConfig{engine, {}}));
   for (const auto& k : study.knobs)
     for (const auto& v : k.values) {
       if (v.label == k.baseline) continue;
-      Config c{engine, {{k.name, v.label}}};
+      CandidateConfig c{engine, {{k.name, v.label}}};
       if (!check_config(study, c)) out.push_back(render(study, c));
     }
   return out;
@@ -150,7 +150,7 @@ std::vector<Rendered> single_knob_configs(const Study& study, const std::string&
 void check_engine(const Study& study, const EngineSpec& spec, const PreflightOptions& o, PreflightReport& r,
                   int* standins) {
   const std::string name = "engine " + spec.name;
-  const Rendered base = render(study, Config{spec.name, {}});
+  const Rendered base = render(study, CandidateConfig{spec.name, {}});
   std::string exe;
   try {
     exe = detail::find_executable(base.argv.at(0), env_get(o.env, "PATH"));
