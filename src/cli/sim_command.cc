@@ -93,7 +93,7 @@ void run_sim_run(SimRunArgs& a) {
   }
   hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
   if (!a.network.empty()) cluster.network = hardware::parse_network(a.network);
-  engines::EngineConfig engine;
+  engines::LaunchConfig engine;
   try {
     engine = engines::apply_config_files(
         engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));

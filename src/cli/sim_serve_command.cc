@@ -111,7 +111,7 @@ void run_serve(const SimServeArgs& a) {
     throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
                              "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
   }
-  const engines::EngineConfig engine = engines::apply_config_files(
+  const engines::LaunchConfig engine = engines::apply_config_files(
       engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   const hardware::ClusterSpec cluster = hardware::parse_cluster(a.hardware);
   const std::string model_revision = launch_flag_value(a.launch, "--revision");

@@ -42,7 +42,7 @@ struct EngineOption {
 /// trtllm_defaults.h); resolve_launch() adds the ones that depend on the model and GPU (optionals left
 /// unset, 0 block size, SGLang's auto memory fraction) and the engine's own adjustments (e.g. SGLang's
 /// chunked_prefill_size // dp under DP-attention). Units: lengths in tokens, memory fractions in [0, 1].
-struct EngineConfig {
+struct LaunchConfig {
   EngineKind kind = EngineKind::kVllm;
   std::string engine_version;      ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
   std::string model;               ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")

@@ -41,7 +41,7 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       q.refusal = fmt::format("the twin does not model {}: {}", q.cluster.gpu.name, q.cluster.gpu.unsupported_reason);
       continue;
     }
-    engines::EngineConfig config;
+    engines::LaunchConfig config;
     try {
       config = engines::parse_launch_command(c.argv, c.env, c.engine_version);
     } catch (const engines::EngineArgError& e) {

@@ -105,7 +105,7 @@ using PredictResult = std::variant<Prediction, Failure>;
 /// (refusals come back as Failure), the memory plan (OOM as Failure), then the simulation.
 /// Deterministic: same inputs -> bit-identical outputs. Thread-safety: pure function, reentrant.
 /// Throws std::invalid_argument for inputs that are not a workload (a prompt or output length < 1).
-PredictResult predict(const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster,
+PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options);
 
@@ -146,7 +146,7 @@ class OnlineTwin {
   /// exactly as predict() would for that launch.
   /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
   static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(
-      const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+      const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
       const std::optional<CalibrationTable>& calibration = std::nullopt);
   ~OnlineTwin();
   OnlineTwin(const OnlineTwin&) = delete;

@@ -488,7 +488,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   return p;
 }
 
-PredictResult predict(const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster,
+PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options) {
   if (auto f = unsupported(cluster)) return *f;
@@ -571,7 +571,7 @@ OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnlineTwin::~OnlineTwin() = default;
 
 std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(
-    const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+    const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
     const std::optional<CalibrationTable>& calibration) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);

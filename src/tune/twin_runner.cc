@@ -178,7 +178,7 @@ TrialRunner make_twin_runner(const Study& study) {
       out.reason = "engine twin: " + model_error;
       return out;
     }
-    engines::EngineConfig cfg;
+    engines::LaunchConfig cfg;
     try {
       const auto v = versions.find(req.engine);
       cfg = engines::apply_config_files(
