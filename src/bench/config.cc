@@ -199,7 +199,7 @@ std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector
 
 namespace {
 // timed_trace and --multi-turn flag combinations.
-void validate_session_flags(const BenchConfig& c) {
+void validate_session_flags(const RunOptions& c) {
   if (c.dataset_name == "timed_trace" && c.backend == "openai-chat")
     throw ConfigError("--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm "
                       "(the completions API), not openai-chat");
@@ -236,7 +236,7 @@ void validate_session_flags(const BenchConfig& c) {
 }
 
 // --shard / --start-at / --clock-reference (bench/shard.h): what a shard needs and what it cannot do yet.
-void check_shard_flags(const BenchConfig& c) {
+void check_shard_flags(const RunOptions& c) {
   if (!c.shard) {
     if (c.start_at) throw ConfigError("--start-at needs --shard I/N (for one host: --shard 0/1)");
     if (c.clock_reference) throw ConfigError("--clock-reference needs --shard I/N");
@@ -265,7 +265,7 @@ void check_shard_flags(const BenchConfig& c) {
 }
 }  // namespace
 
-ResolvedConfig resolve(const BenchConfig& c) {
+ResolvedConfig resolve(const RunOptions& c) {
   ResolvedConfig r;
   if (!contains(kBackends, c.backend))
     throw ConfigError(fmt::format("--backend: '{}' is not supported (choose from {})", c.backend,
@@ -446,7 +446,7 @@ ResolvedConfig resolve(const BenchConfig& c) {
   return r;
 }
 
-Urls build_urls(const BenchConfig& c) {
+Urls build_urls(const RunOptions& c) {
   Urls u;
   if (c.base_url) {
     u.base_url = *c.base_url;
@@ -499,7 +499,7 @@ std::string mm_limit_repr(const std::optional<std::string>& text) {
 
 }  // namespace
 
-std::string namespace_repr(const BenchConfig& c) {
+std::string namespace_repr(const RunOptions& c) {
   std::vector<std::string> headers;
   for (const auto& item : c.header) headers.push_back(common::redact_header_item(item));
   std::vector<std::string> metadata;  // KEY=VALUE too: a credential-named key hides its value
@@ -612,7 +612,7 @@ std::string namespace_repr(const BenchConfig& c) {
   return out + ")";
 }
 
-dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConfig& r) {
+dataset::DatasetOptions dataset_options(const RunOptions& c, const ResolvedConfig& r) {
   dataset::DatasetOptions d;
   d.dataset_name = c.dataset_name;
   d.dataset_path = c.dataset_path;

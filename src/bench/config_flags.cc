@@ -17,7 +17,7 @@ CLI::Option* add_optional(CLI::App& app, const std::string& name, std::optional<
 
 }  // namespace
 
-void add_bench_flags(CLI::App& app, BenchConfig& c) {
+void add_bench_flags(CLI::App& app, RunOptions& c) {
   // Connection / target.
   app.add_option("--backend", c.backend,
                  "Request function: openai and vllm post to the completions API, openai-chat to the "

@@ -45,7 +45,7 @@ struct Printer {
   }
 };
 
-client::RampUp ramp_up_kind(const BenchConfig& c) {
+client::RampUp ramp_up_kind(const RunOptions& c) {
   if (!c.ramp_up_strategy) return client::RampUp::kNone;
   return *c.ramp_up_strategy == "linear" ? client::RampUp::kLinear : client::RampUp::kExponential;
 }
@@ -56,7 +56,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // --shard: this host's part of (planned, schedule), its clock offset measured (and printed); then sleeps
 // until 1 s before --start-at. Throws BenchError when the clock reference fails or a stop comes first.
-ShardPlan plan_shard(const BenchConfig& config, const ShardSpec& spec,
+ShardPlan plan_shard(const RunOptions& config, const ShardSpec& spec,
                      std::span<const client::PlannedRequest> planned, std::span<const double> schedule,
                      int max_concurrency, const Printer& print, std::stop_token stop) {
   ShardPlan shard = make_shard_plan(spec, *config.start_at, planned, schedule);
@@ -123,7 +123,7 @@ std::pair<std::string, std::string> discover_first_model(
   return {id, root};
 }
 
-nlohmann::ordered_json sampling_body(const BenchConfig& c) {
+nlohmann::ordered_json sampling_body(const RunOptions& c) {
   nlohmann::ordered_json body = nlohmann::ordered_json::object();
   if (c.top_p) body["top_p"] = *c.top_p;
   if (c.top_k) body["top_k"] = *c.top_k;
@@ -142,7 +142,7 @@ nlohmann::ordered_json sampling_body(const BenchConfig& c) {
   return body;
 }
 
-BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io) {
+BenchResult run(const RunOptions& config, std::stop_token stop, const RunIo& io) {
   Printer print{io};
   BenchResult result;
   // 1. print(args), then validate.

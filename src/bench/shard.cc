@@ -233,7 +233,7 @@ metrics::RequestOutput request_from_json(const nlohmann::json& j) {
   return o;
 }
 
-nlohmann::ordered_json shard_json(const ShardRecord& rec, const BenchConfig& c, const ResolvedConfig& r,
+nlohmann::ordered_json shard_json(const ShardRecord& rec, const RunOptions& c, const ResolvedConfig& r,
                                   const std::string& model_id, const std::string& tokenizer_id,
                                   std::span<const metrics::RequestOutput> outputs) {
   using nlohmann::ordered_json;

@@ -7,7 +7,7 @@
 
 namespace servelab::bench::detail {
 
-Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tokenizer::Tokenizer& tok) {
+Workload build_workload(const RunOptions& c, const ResolvedConfig& r, const tokenizer::Tokenizer& tok) {
   Workload w;
   if (c.multi_turn) {
     dataset::MultiTurnOptions o;

@@ -39,7 +39,7 @@ struct SimRunArgs {
   std::string model_config;
   bool explain = false;
   std::vector<std::string> launch;
-  bench::BenchConfig bench;
+  bench::RunOptions bench;
 };
 
 std::string twin_view_block(const sim::TwinView& v) {

@@ -69,7 +69,7 @@ TEST(ArgparseCompat, OtherTokensAreUntouched) {
 
 // The real `bench serve` flags, through CLI11, as the command parses them.
 struct Parsed {
-  BenchConfig config;
+  RunOptions config;
   Args extras;
 };
 Parsed parse(const Args& args) {

@@ -37,7 +37,7 @@ constexpr std::size_t kN = 6;
 const double kDuration = 0.5001 + 0.030;
 
 struct Fixture {
-  BenchConfig config;
+  RunOptions config;
   ResolvedConfig resolved;
   Fixture() {
     config.seed = 7;

@@ -79,7 +79,7 @@ struct TwinServer {
 
 TEST(ServerMetricsTwin, BenchScrapesWhatTheTwinReports) {
   TwinServer ts({"vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "4"});
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();
@@ -149,7 +149,7 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
                  R"({"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":4})"});
   ASSERT_TRUE(ts.twin->speculative());
   const double a = ts.twin->context().launch.speculative->acceptance;
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();
@@ -179,7 +179,7 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
 
 TEST(ServerMetricsTwin, NoServerMetricsFlagScrapesNothing) {
   TwinServer ts({"vllm", "serve", "Qwen/Qwen3-8B"});
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();

@@ -83,7 +83,7 @@ TEST(StartAt, RefusesThePastAndTheFarFuture) {
   EXPECT_THROW(check_start_at(std::numeric_limits<double>::infinity(), now), ConfigError);
 }
 
-std::string resolve_error(const BenchConfig& c) {
+std::string resolve_error(const RunOptions& c) {
   try {
     resolve(c);
   } catch (const ConfigError& e) {
@@ -93,7 +93,7 @@ std::string resolve_error(const BenchConfig& c) {
 }
 
 TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
-  BenchConfig c;
+  RunOptions c;
   c.shard = "1/2";
   EXPECT_NE(resolve_error(c).find("--shard 1/2 needs --start-at"), std::string::npos) << resolve_error(c);
   c.start_at = 1.7e9;
@@ -107,7 +107,7 @@ TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
   c.max_concurrency = 1;
   EXPECT_NE(resolve_error(c).find("each shard needs at least one slot"), std::string::npos);
   c.max_concurrency.reset();
-  BenchConfig turns = c;  // a valid multi-turn run otherwise
+  RunOptions turns = c;  // a valid multi-turn run otherwise
   turns.multi_turn = true;
   turns.dataset_name = "sharegpt";
   turns.dataset_path = "conversations.json";
@@ -117,7 +117,7 @@ TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
       << resolve_error(turns);
   c.append_result = true;
   EXPECT_NE(resolve_error(c).find("--append-result"), std::string::npos);
-  BenchConfig plain;
+  RunOptions plain;
   plain.start_at = 1.7e9;
   EXPECT_NE(resolve_error(plain).find("--start-at needs --shard"), std::string::npos);
   plain.start_at.reset();
