@@ -135,7 +135,7 @@ void run_sim_run(SimRunArgs& a) {
     }
     const auto& tok = *loaded;
     for (const auto& s : dataset::sample_requests(dataset_options(a.bench, r), tok))
-      workload.push_back({s.prompt_len, s.expected_output_len});
+      workload.push_back({s.prompt_len, s.output_len});
     workload_name = a.bench.dataset_name;
   }
   sim::WorkloadOptions opt;

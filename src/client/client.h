@@ -97,7 +97,7 @@ struct PlannedRequest {
   /// otherwise messages = [{"role":"user","content":[{"type":"text","text":prompt}]}].
   std::string messages_json;
   int prompt_len = 0;                       ///< client-side prompt token count (dataset)
-  int max_tokens = 0;                       ///< expected output length → max_tokens / max_completion_tokens
+  int output_len = 0;                       ///< expected output length → max_tokens / max_completion_tokens
   std::string request_id;                   ///< x-request-id ("" = no header)
   /// Per-request body overrides, merged last (vLLM per-request extra body); may be null.
   nlohmann::ordered_json extra_body;

@@ -21,7 +21,7 @@ struct ChatTurn {
   std::string answer;  ///< the recorded assistant answer ("" when the file has none after the last user turn)
   int user_tokens = 0;    ///< tokens of `user` (the caller's counter)
   int answer_tokens = 0;  ///< tokens of `answer`
-  int max_tokens = 0;     ///< requested output length: --sharegpt-output-len, else answer_tokens (≥ 1)
+  int output_len = 0;     ///< requested output length: --sharegpt-output-len, else answer_tokens (≥ 1)
 };
 
 /// A conversation of the multi-turn benchmark.

@@ -39,7 +39,7 @@ struct RequestOutput {
   int dataset_prompt_len = -1;         ///< client-side (dataset) prompt length; -1 = not set (then prompt_len
                                        ///< is used). vLLM 0.13 sums this one into total_input.
   int output_tokens = 0;               ///< server usage.completion_tokens, else re-tokenized text count
-  int expected_output_len = 0;         ///< requested max tokens
+  int output_len = 0;         ///< requested max tokens
 
   double intended_send_time_s = 0.0;   ///< when the schedule wanted it sent (open-loop arrival time)
   double dispatch_time_s = 0.0;        ///< when the client dispatched it (before the --max-concurrency

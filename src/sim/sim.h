@@ -153,9 +153,9 @@ class OnlineTwin {
   OnlineTwin& operator=(const OnlineTwin&) = delete;
 
   /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
-  /// `output_tokens` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
+  /// `output_len` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
   /// engines::check_request) or nullopt when admitted. Ids are the caller's and must be unique.
-  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s);
+  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
   /// Drops a request (its client went away); frees its KV after the step in flight.
   void cancel(std::uint64_t id);
   /// Applies every step that ends at or before `t_s`, calling emit(id, output_index, t_emit_s) for each

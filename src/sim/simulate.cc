@@ -52,16 +52,16 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
   view_.memory = plan_;
 }
 
-int Simulator::add_request(int engine_prompt, int output_tokens, int reported_prompt) {
+int Simulator::add_request(int engine_prompt, int output_len, int reported_prompt) {
   const int id = static_cast<int>(reqs_.size());
   Req q;
   q.prompt = engine_prompt;
-  q.target = output_tokens;
+  q.output_len = output_len;
   q.prefill_target = q.prompt;
   reqs_.push_back(q);
   metrics::RequestOutput o;
   o.prompt_len = reported_prompt;
-  o.expected_output_len = output_tokens;
+  o.output_len = output_len;
   o.request_id = fmt::format("sim-{}", id);
   out_.push_back(std::move(o));
   if (trace_) trace_->requests.push_back(TraceRequest{0.0, -1, -1, -1, reported_prompt, 0, false});
@@ -73,7 +73,7 @@ std::optional<std::string> Simulator::send(int id, double t) {
   auto& o = out_[id];
   q.send_s = t;
   o.send_time_s = t;
-  if (auto refusal = engines::check_request(launch_, q.prompt, q.target)) {
+  if (auto refusal = engines::check_request(launch_, q.prompt, q.output_len)) {
     q.state = ReqState::kFailed;
     o.success = false;
     o.failure = metrics::FailureKind::kHttpStatus;
@@ -215,7 +215,7 @@ void Simulator::finish_batch(const Batch& b, double t) {
       if (tr.first_step < 0) tr.first_step = trace_step;
       tr.last_step = trace_step;
     }
-    if (q.generated >= q.target) {
+    if (q.generated >= q.output_len) {
       Rank& r = ranks_[q.rank];
       q.state = ReqState::kDone;
       auto& o = out_[id];
@@ -251,7 +251,7 @@ int Simulator::drop_unschedulable() {
     auto& o = out_[id];
     o.success = false;
     o.failure = metrics::FailureKind::kServerError;
-    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.target,
+    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.output_len,
                           plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
     client_done_.emplace_back(now_s_, step_trace_index());
@@ -265,7 +265,7 @@ int Simulator::drop_unschedulable() {
 void Simulator::emit(int id, int tokens, double engine_t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
-  tokens = std::min(tokens, q.target - q.generated);
+  tokens = std::min(tokens, q.output_len - q.generated);
   if (tokens <= 0) return;
   // What the client sees: the first token after its extra latency, never a token before an earlier one.
   double t = engine_t;
@@ -585,14 +585,14 @@ std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(
   return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
 }
 
-std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s) {
-  if (prompt_tokens < 1 || output_tokens < 1)
+std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s) {
+  if (prompt_tokens < 1 || output_len < 1)
     throw std::invalid_argument(fmt::format("request {}: prompt and output tokens must be >= 1", id));
   auto& im = *impl_;
-  const int internal = im.sim.add_request(prompt_tokens, output_tokens, prompt_tokens);
+  const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
   // Refusals (context length) are decided at arrival, as the engine's API server does.
-  if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_tokens))
+  if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_len))
     return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
   im.arrivals.emplace_back(internal, now_s);

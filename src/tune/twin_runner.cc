@@ -105,7 +105,7 @@ std::vector<sim::WorkloadRequest> sample_sharegpt(const std::filesystem::path& f
   o.seed = a.seed;
   const auto tok = tokenizer::load_tokenizer(model);
   std::vector<sim::WorkloadRequest> out;
-  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.expected_output_len});
+  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.output_len});
   return cache.emplace(key, std::move(out)).first->second;
 }
 

@@ -138,7 +138,7 @@ TEST(ShardPlan, TakesTheShardsRequestsAndTimesAndFingerprintsTheWholeSchedule) {
   for (int i = 0; i < 5; ++i) {
     reqs[i].prompt = "p" + std::to_string(i);
     reqs[i].prompt_len = 10 + i;
-    reqs[i].max_tokens = 20 + i;
+    reqs[i].output_len = 20 + i;
   }
   const std::vector<double> sched = {0.1, 0.2, 0.3, 0.4, 0.5};
   const ShardPlan p = make_shard_plan({1, 2}, 123.0, reqs, sched);
@@ -152,7 +152,7 @@ TEST(ShardPlan, TakesTheShardsRequestsAndTimesAndFingerprintsTheWholeSchedule) {
   other[4] = std::nextafter(0.5, 1.0);  // one send time one ulp later: another schedule
   EXPECT_NE(p.record.fingerprint, workload_fingerprint(reqs, other));
   auto longer = reqs;
-  longer[0].max_tokens = 21;
+  longer[0].output_len = 21;
   EXPECT_NE(p.record.fingerprint, workload_fingerprint(longer, sched));
   auto renamed = reqs;
   renamed[0].request_id = "other-0";  // ids are not the schedule
@@ -169,7 +169,7 @@ TEST(RequestRecord, RoundTripsEveryFieldExactly) {
   o.prompt_len = 1001;
   o.dataset_prompt_len = 1000;
   o.output_tokens = 3;
-  o.expected_output_len = 50;
+  o.output_len = 50;
   o.intended_send_time_s = 0.1 + 0.2;  // 0.30000000000000004: shortest repr must round-trip
   o.dispatch_time_s = 1.0 / 3.0;
   o.send_time_s = 0.5000001;

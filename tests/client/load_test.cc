@@ -26,7 +26,7 @@ std::vector<PlannedRequest> plan(std::size_t n, int max_tokens) {
   for (std::size_t i = 0; i < n; ++i) {
     r[i].prompt = "prompt " + std::to_string(i);
     r[i].prompt_len = 3;
-    r[i].max_tokens = max_tokens;
+    r[i].output_len = max_tokens;
     r[i].request_id = "req-" + std::to_string(i);
   }
   return r;
