@@ -160,8 +160,8 @@ void run_sim_run(SimRunArgs& a) {
     std::printf("Note: the launch uses %d of the %d GPUs of --hardware %s (the others stay idle)\n",
                 engine.gpus_used(), cluster.total_gpus(), a.hardware.c_str());
   const auto result = sim::predict(engine, cluster, model, workload, opt);
-  if (const auto* f = std::get_if<sim::Failure>(&result)) {
-    std::printf("Predicted failure: %s\n", f->reason.c_str());
+  if (const auto* f = std::get_if<sim::PredictedFailure>(&result)) {
+    std::printf("Predicted failure: %s\n", f->message.c_str());
     throw ExitRequest{1};
   }
   const auto& p = std::get<sim::Prediction>(result);

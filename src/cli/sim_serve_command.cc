@@ -122,13 +122,13 @@ void run_serve(const SimServeArgs& a) {
   auto created = sim::OnlineTwin::create(engine, cluster, model, calibration);
   std::unique_ptr<sim::OnlineTwin> twin;
   std::string runtime_failure;  // the twin's reason when the engine starts and then dies on its first step
-  if (auto* f = std::get_if<sim::Failure>(&created)) {
-    if (f->kind != sim::Failure::Kind::kRuntime) {
+  if (auto* f = std::get_if<sim::PredictedFailure>(&created)) {
+    if (f->kind != sim::PredictedFailure::Kind::kRuntime) {
       // The engine would not come up: say so as it would, and exit non-zero like the engine.
-      std::fprintf(stderr, "%s\n", f->reason.c_str());
+      std::fprintf(stderr, "%s\n", f->message.c_str());
       throw ExitRequest{1};
     }
-    runtime_failure = f->reason;
+    runtime_failure = f->message;
   } else {
     twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
   }

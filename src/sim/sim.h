@@ -93,16 +93,16 @@ struct Prediction {
 };
 
 /// A launch the twin predicts will not serve the workload: start-up refusal, run-time error or OOM.
-/// `reason` is the engine's own message format where one is known.
-struct Failure {
-  std::string reason;
+/// `message` is the engine's own message format where one is known.
+struct PredictedFailure {
+  std::string message;
   enum class Kind { kStartup, kRuntime, kOutOfMemory, kUnsupported } kind = Kind::kStartup;
 };
 
-using PredictResult = std::variant<Prediction, Failure>;
+using PredictResult = std::variant<Prediction, PredictedFailure>;
 
 /// Predicts `requests` served by the launch `engine` of `model` on `cluster`: engines::resolve_launch
-/// (refusals come back as Failure), the memory plan (OOM as Failure), then the simulation.
+/// (refusals come back as PredictedFailure), the memory plan (OOM as PredictedFailure), then the simulation.
 /// Deterministic: same inputs -> bit-identical outputs. Thread-safety: pure function, reentrant.
 /// Throws std::invalid_argument for inputs that are not a workload (a prompt or output length < 1).
 PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
@@ -142,10 +142,10 @@ struct EngineLiveMetrics {
 /// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
 class OnlineTwin {
  public:
-  /// Builds the twin of `engine` on `cluster`; returns a Failure (start-up refusal, OOM, too few GPUs)
+  /// Builds the twin of `engine` on `cluster`; returns a PredictedFailure (start-up refusal, OOM, too few GPUs)
   /// exactly as predict() would for that launch.
   /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
-  static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(
+  static std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> create(
       const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
       const std::optional<CalibrationTable>& calibration = std::nullopt);
   ~OnlineTwin();

@@ -438,15 +438,15 @@ PredictionContext make_context(const engines::ResolvedLaunch& launch, const hard
   return ctx;
 }
 
-std::optional<Failure> unsupported(const hardware::ClusterSpec& cluster) {
+std::optional<PredictedFailure> unsupported(const hardware::ClusterSpec& cluster) {
   if (!cluster.gpu.modelled)
-    return Failure{fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
-                   Failure::Kind::kUnsupported};
+    return PredictedFailure{fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
+                   PredictedFailure::Kind::kUnsupported};
   return std::nullopt;
 }
 
-Failure::Kind failure_kind(const engines::LaunchFailure& f) {
-  return f.phase == engines::FailurePhase::kRuntime ? Failure::Kind::kRuntime : Failure::Kind::kStartup;
+PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f) {
+  return f.phase == engines::FailurePhase::kRuntime ? PredictedFailure::Kind::kRuntime : PredictedFailure::Kind::kStartup;
 }
 
 }  // namespace
@@ -456,7 +456,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   if (auto f = unsupported(cluster)) return *f;
   PredictionContext ctx = make_context(launch, cluster, options);
   detail::Simulator sim(launch, cluster, ctx.calibration, options.seed);
-  if (!sim.plan().fits) return Failure{sim.plan().failure, Failure::Kind::kOutOfMemory};
+  if (!sim.plan().fits) return PredictedFailure{sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   const int n = static_cast<int>(requests.size());
   std::vector<double> arrival(n, 0.0);
   if (std::isfinite(options.request_rate) && n > 0) {
@@ -493,7 +493,7 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
                       const WorkloadOptions& options) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return Failure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
   return predict_resolved(std::get<engines::ResolvedLaunch>(resolved), cluster, requests, options);
 }
 
@@ -570,17 +570,17 @@ struct OnlineTwin::Impl {
 OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnlineTwin::~OnlineTwin() = default;
 
-std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(
+std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> OnlineTwin::create(
     const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
     const std::optional<CalibrationTable>& calibration) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return Failure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
   const auto& launch = std::get<engines::ResolvedLaunch>(resolved);
   WorkloadOptions options;
   options.calibration = calibration;
   auto impl = std::make_unique<Impl>(launch, cluster, make_context(launch, cluster, options));
-  if (!impl->sim.plan().fits) return Failure{impl->sim.plan().failure, Failure::Kind::kOutOfMemory};
+  if (!impl->sim.plan().fits) return PredictedFailure{impl->sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   impl->sim.set_sink(&impl->sink, /*record_timings=*/false);
   return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
 }

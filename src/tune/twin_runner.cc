@@ -218,8 +218,8 @@ TrialRunner make_twin_runner(const Study& study) {
         fail(TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what()));
         continue;
       }
-      if (auto* f = std::get_if<sim::Failure>(&pr)) {
-        fail(classify(f->reason), f->reason);
+      if (auto* f = std::get_if<sim::PredictedFailure>(&pr)) {
+        fail(classify(f->message), f->message);
         continue;
       }
       const auto& p = std::get<sim::Prediction>(pr);

@@ -33,7 +33,7 @@ struct TwinServer {
     const auto engine = engines::parse_launch_command(launch);
     const auto model = model::load_config(common::data_dir() / "model-configs" / "qwen3-8b.json");
     auto created = sim::OnlineTwin::create(engine, hardware::parse_cluster("1xH100"), model);
-    if (auto* f = std::get_if<sim::Failure>(&created)) throw std::runtime_error(f->reason);
+    if (auto* f = std::get_if<sim::PredictedFailure>(&created)) throw std::runtime_error(f->message);
     twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
     sim::OnlineTwin* t = twin.get();
     simserve::Timeline timeline{
