@@ -410,8 +410,8 @@ ResolvedConfig resolve(const RunOptions& c) {
   if (c.logprobs && c.backend == "openai-chat")
     throw ConfigError("--logprobs is only supported by the completions backends (openai, vllm)");
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
-  if (c.ready_check_timeout_sec < 0)
-    throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_sec));
+  if (c.ready_check_timeout_s < 0)
+    throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_s));
   if (!(c.server_metrics_interval_s > 0) || c.server_metrics_interval_s > 1e6)
     throw ConfigError(fmt::format("--server-metrics-interval-s must be > 0 and at most 1e6 s (got {})",
                                   python_float_repr(c.server_metrics_interval_s)));
@@ -572,7 +572,7 @@ std::string namespace_repr(const RunOptions& c) {
       {"random_output_len", std::to_string(c.random_output_len)},
       {"random_prefix_len", std::to_string(c.random_prefix_len)},
       {"random_range_ratio", py_str(c.random_range_ratio)},
-      {"ready_check_timeout_sec", std::to_string(c.ready_check_timeout_sec)},
+      {"ready_check_timeout_sec", std::to_string(c.ready_check_timeout_s)},
       {"repetition_penalty", py_opt(c.repetition_penalty)},
       {"request_id_prefix", c.request_id_prefix.empty() ? "None" : py_str(c.request_id_prefix)},
       {"request_rate", request_rate},

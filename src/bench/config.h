@@ -114,7 +114,7 @@ struct RunOptions {
   std::optional<int> ramp_up_start_rps;
   std::optional<int> ramp_up_end_rps;
   int num_warmups = 0;
-  int ready_check_timeout_sec = 600;             ///< vLLM 0.13 default; 0 skips the test request
+  int ready_check_timeout_s = 600;               ///< vLLM 0.13 default; 0 skips the test request
   /// Per-request deadline from send, seconds (vLLM: aiohttp's fixed total timeout of 6 h); a stalled
   /// stream fails as kTimeout after it instead of holding the run.
   double request_timeout_s = 6 * 3600.0;

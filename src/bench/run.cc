@@ -245,8 +245,8 @@ BenchResult run(const RunOptions& config, std::stop_token stop, const RunIo& io)
 
   // 8. Ready check with request 0.
   print.line("Starting initial single prompt test run...");
-  if (config.ready_check_timeout_sec > 0) {
-    print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_sec);
+  if (config.ready_check_timeout_s > 0) {
+    print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_s);
     int attempts = 0;
     // vLLM shows this wait as a tqdm bar on stderr; servelab says why each attempt failed and the time left.
     auto on_failed_attempt = [&](const client::ReadyAttempt& a) {
@@ -255,14 +255,14 @@ BenchResult run(const RunOptions& config, std::stop_token stop, const RunIo& io)
       std::fputs((ready_attempt_line(a) + "\n").c_str(), io.progress);
       std::fflush(io.progress);
     };
-    metrics::RequestOutput test = client::wait_until_ready(opts, test_input, config.ready_check_timeout_sec, 5.0,
+    metrics::RequestOutput test = client::wait_until_ready(opts, test_input, config.ready_check_timeout_s, 5.0,
                                                            stop, on_failed_attempt);
     if (stop.stop_requested()) throw BenchError("interrupted during the endpoint ready check; nothing was measured");
     if (!test.success)
       throw BenchError(fmt::format(
           "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {} "
           "({} attempt{} in {} s, --ready-check-timeout-sec){}",
-          test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_sec,
+          test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_s,
           backend_hint(config, test)));
     print.line("Initial test run completed.");
   } else {

@@ -114,7 +114,7 @@ class RunInProcess : public ::testing::Test {
     c.random_input_len = 32;
     c.random_output_len = 6;
     c.num_prompts = 8;
-    c.ready_check_timeout_sec = 0;
+    c.ready_check_timeout_s = 0;
     c.percentile_metrics = "ttft,e2el";
     return c;
   }
@@ -191,7 +191,7 @@ TEST_F(RunInProcess, ReadyCheckFailureNamesTheError) {
   so.fault = test_support::Fault::kHttp500;
   test_support::StreamServer server(so);
   RunOptions c = config(server.port());
-  c.ready_check_timeout_sec = 1;
+  c.ready_check_timeout_s = 1;
   RunIo io;
   io.quiet = true;
   try {
@@ -235,7 +235,7 @@ TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
     port = s.port();
   }
   RunOptions c = config(port);
-  c.ready_check_timeout_sec = 6;
+  c.ready_check_timeout_s = 6;
   RunIo io;
   io.out = std::tmpfile();
   io.progress = std::tmpfile();

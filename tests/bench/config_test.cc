@@ -43,7 +43,7 @@ TEST(RunOptions, DefaultsAreVllm013) {
   EXPECT_EQ(c.prefix_repetition_suffix_len, 256);
   EXPECT_EQ(c.prefix_repetition_num_prefixes, 10);
   EXPECT_EQ(c.prefix_repetition_output_len, 128);
-  EXPECT_EQ(c.ready_check_timeout_sec, 600);  // 0.13 (newer vLLM: 0)
+  EXPECT_EQ(c.ready_check_timeout_s, 600);  // 0.13 (newer vLLM: 0)
   EXPECT_EQ(c.burstiness, 1.0);
   EXPECT_FALSE(c.model.has_value());
   EXPECT_FALSE(c.max_concurrency.has_value());

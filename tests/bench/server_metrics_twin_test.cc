@@ -86,7 +86,7 @@ TEST(ServerMetricsTwin, BenchScrapesWhatTheTwinReports) {
   c.num_prompts = 24;
   c.random_input_len = 64;
   c.random_output_len = 64;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.server_metrics_interval_s = 0.1;
   RunIo io;
   io.quiet = true;
@@ -156,7 +156,7 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
   c.num_prompts = 16;
   c.random_input_len = 32;
   c.random_output_len = 64;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.server_metrics_interval_s = 0.2;
   RunIo io;
   io.quiet = true;
@@ -186,7 +186,7 @@ TEST(ServerMetricsTwin, NoServerMetricsFlagScrapesNothing) {
   c.num_prompts = 2;
   c.random_input_len = 16;
   c.random_output_len = 4;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.no_server_metrics = true;
   RunIo io;
   io.quiet = true;

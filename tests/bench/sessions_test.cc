@@ -50,7 +50,7 @@ class Sessions : public ::testing::Test {
     c.num_prompts = 2;  // the one conversation and its oversampled copy
     c.session_concurrency = 1;
     c.request_id_prefix = "mt-";
-    c.ready_check_timeout_sec = 0;
+    c.ready_check_timeout_s = 0;
     c.percentile_metrics = "ttft,e2el";
     return c;
   }
@@ -187,7 +187,7 @@ TEST_F(Sessions, SelfTimedTraceIsSentAtTheScaledTimestampsWithSharedPrefixes) {
   c.self_timed = true;
   c.timed_trace_sec_multiplier = 0.002;  // twice as slow as the trace's milliseconds
   c.request_id_prefix = "tr-";
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   RunIo io;
   io.quiet = true;
   const BenchResult r = run(c, {}, io);
