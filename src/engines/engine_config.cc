@@ -17,6 +17,12 @@ const char* engine_kind_name(EngineKind kind) {
   return "unknown";
 }
 
+std::optional<EngineKind> engine_kind_from_name(const std::string& name) {
+  for (EngineKind k : {EngineKind::kVllm, EngineKind::kSglang, EngineKind::kTrtllm})
+    if (name == engine_kind_name(k)) return k;
+  return std::nullopt;
+}
+
 int LaunchConfig::gpus_used() const {
   // SGLang's DP-attention splits one TP group's GPUs into dp attention ranks (tp % dp == 0), so dp adds
   // no GPUs; TRT-LLM's enable_attention_dp likewise (dp = tp). vLLM's -dp adds replicas; its dcp reuses

@@ -17,6 +17,9 @@ enum class EngineKind { kVllm, kSglang, kTrtllm };
 /// "vllm", "sglang", "trtllm".
 const char* engine_kind_name(EngineKind kind);
 
+/// The kind named "vllm", "sglang" or "trtllm" (engine_kind_name's inverse); nullopt for any other name.
+std::optional<EngineKind> engine_kind_from_name(const std::string& name);
+
 /// Speculative decoding configuration (MTP / EAGLE with the model's MTP head).
 struct SpeculativeConfig {
   std::string method;  ///< "mtp" (vLLM), "EAGLE"/"NEXTN" (SGLang), "MTP" (TRT-LLM)

@@ -163,7 +163,7 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   std::vector<std::string> ask;
   std::string how;
   const bool python_module = base.argv.size() >= 3 && base.argv[1] == "-m";
-  if (spec.kind == "sglang" && python_module) {
+  if (spec.kind == engines::EngineKind::kSglang && python_module) {
     ask = {exe, "-c",
            "import sglang; print(sglang.__version__); "
            "print('servelab stand-in' if getattr(sglang, '__servelab_standin__', False) else '')"};
@@ -186,10 +186,11 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   const bool standin = c.output.find("servelab stand-in") != std::string::npos;
   if (standin) ++*standins;
   if (version != spec.version) {
+    const char* kind = engines::engine_kind_name(spec.kind);
     r.checks.push_back({name, Result::kFailed,
                         fmt::format("the study says {} {} but `{}` reports {} ({}); install {} {} or set the "
                                     "engine's version in the study to what is installed",
-                                    spec.kind, spec.version, how, version, exe, spec.kind, spec.version)});
+                                    kind, spec.version, how, version, exe, kind, spec.version)});
     return;
   }
   r.checks.push_back(

@@ -506,9 +506,9 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
                          "ready_timeout_s", "stop_grace_s", "check_flags"});
     EngineSpec spec;
     spec.name = get_string(c, t, "name", p, std::nullopt);
-    spec.kind = get_string(c, t, "kind", p, spec.name);
-    if (spec.kind != "vllm" && spec.kind != "sglang" && spec.kind != "trtllm")
-      c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+    const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
+    if (!kind) c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+    spec.kind = *kind;
     spec.version = get_string(c, t, "version", p, std::nullopt);
     spec.command = get_strings(c, t, "command", p);
     if (spec.command.empty()) c.fail(&t, p + ".command", "missing launch command template (array of strings)");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/engine_config.h"
 #include "tune/load_spec.h"
 #include "tune/k8s_spec.h"
 
@@ -29,7 +30,7 @@ const char* target_name(Target target);
 /// How one engine is launched and checked.
 struct EngineSpec {
   std::string name;                       ///< study-wide id ("vllm", "sglang", "trtllm")
-  std::string kind;                       ///< engine family for parsing: "vllm" | "sglang" | "trtllm"
+  engines::EngineKind kind = engines::EngineKind::kVllm;  ///< engine family (TOML: "vllm" | "sglang" | "trtllm")
   std::string version;                    ///< e.g. "0.13.0"
   std::vector<std::string> command;       ///< launch template; placeholders {model} {port} {host}
   std::vector<std::string> base_flags;    ///< flags every config of this engine carries
