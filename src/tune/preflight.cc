@@ -217,7 +217,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
     return;
   }
   const int need = largest_launch_gpus(study);
-  const std::string want = fmt::format("{} x {} with {:g} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
+  const std::string want = fmt::format("{} x {} with {:.0f} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
   std::string smi;
   try {
     smi = detail::find_executable(o.nvidia_smi, env_get(o.env, "PATH"));
@@ -272,7 +272,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
   for (const auto& g : gpus) {
     const double gb = g.total_mib * 1048576.0 / 1e9;
     if (gb < 0.9 * study.hardware.gpu_memory_gb)
-      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:g} GB", g.index, gb,
+      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:.0f} GB", g.index, gb,
                                      study.hardware.gpu_memory_gb));
     if (g.used_mib > 0.05 * g.total_mib)
       problems.push_back(fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "

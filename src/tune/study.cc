@@ -356,6 +356,33 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
   return parts;
 }
 
+/// [hardware] gpu_memory_gb: the GPU table's memory (hardware::GpuSpec::memory_bytes, as nvidia-smi reports it)
+/// is the one source. A study may still give the key (older studies wrote the datasheet's figure): it must agree
+/// with the table within 1.5 %, read as GB (10^9 bytes) or as GiB (the H200 datasheet's "141 GB" is 143771 MiB =
+/// 140.4 GiB = 150.8 GB), else it is an error naming both values. Required for a GPU the table lacks.
+void read_gpu_memory(const Ctx& c, const toml::table& t, Hardware& h) {
+  const toml::node* given = t.get("gpu_memory_gb");
+  const double study_gb = given ? get_number(c, t, "gpu_memory_gb", "hardware", 0.0, Range{0, 10000, true}) : 0.0;
+  const hardware::GpuSpec* gpu = nullptr;
+  try {
+    gpu = &hardware::gpu_by_name(h.gpu);
+  } catch (const std::invalid_argument& e) {
+    if (!given)
+      c.fail(t.get("gpu"), "hardware.gpu",
+             fmt::format("{}; for a GPU the table lacks, give hardware.gpu_memory_gb (GB per GPU)", e.what()));
+    h.gpu_memory_gb = study_gb;
+    return;
+  }
+  h.gpu_memory_gb = gpu->memory_bytes / 1e9;
+  const double gib = gpu->memory_bytes / 1073741824.0;
+  const auto near = [study_gb](double v) { return std::abs(study_gb - v) <= 0.015 * v; };
+  if (given && !near(h.gpu_memory_gb) && !near(gib))
+    c.fail(given, "hardware.gpu_memory_gb",
+           fmt::format("{:g} contradicts the GPU table: {} has {:.0f} MiB = {:.1f} GB = {:.1f} GiB (src/hardware); "
+                       "remove the key (the table is the one source) or fix hardware.gpu",
+                       study_gb, gpu->name, gpu->memory_bytes / 1048576.0, h.gpu_memory_gb, gib));
+}
+
 /// [hardware] nodes / gpus_per_node against gpu_count (study.h Hardware): any two give the third; gpu_count
 /// alone splits as the twin's COUNTxGPU (hardware::parse_cluster), one node for a GPU the twin lacks.
 void read_hardware_nodes(const Ctx& c, const toml::table& t, Hardware& h) {
@@ -436,13 +463,12 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   check_keys(c, *mt, "model", {"id"});
   s.model = get_string(c, *mt, "id", "model", std::nullopt);
 
-  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", false)) {
+  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", true)) {
     check_keys(c, *ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect", "nodes", "gpus_per_node"});
-    s.hardware.gpu = get_string(c, *ht, "gpu", "hardware", s.hardware.gpu);
+    s.hardware.gpu = get_string(c, *ht, "gpu", "hardware", std::nullopt);
     s.hardware.gpu_count = get_int(c, *ht, "gpu_count", "hardware", s.hardware.gpu_count, Range{1, 4096});
     read_hardware_nodes(c, *ht, s.hardware);
-    s.hardware.gpu_memory_gb =
-        get_number(c, *ht, "gpu_memory_gb", "hardware", s.hardware.gpu_memory_gb, Range{0, 10000, true});
+    read_gpu_memory(c, *ht, s.hardware);
     s.hardware.interconnect = get_string(c, *ht, "interconnect", "hardware", s.hardware.interconnect);
   }
 

@@ -109,6 +109,27 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
                "engines[0].ready_paths[0]: must be an HTTP path starting with '/' (e.g. \"/health\")");
 }
 
+TEST(Study, GpuMemoryComesFromTheGpuTable) {
+  const std::string hw = "gpu = \"H200\"\ngpu_count = 8\n";
+  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.755639296 GB; the datasheet's "141 GB" is 140.4 GiB.
+  EXPECT_DOUBLE_EQ(parse_study(testing::kSmallStudy, "s.toml", "/d").hardware.gpu_memory_gb, 150.755639296);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 141\n"), "s.toml", "/d").hardware.gpu_memory_gb,
+                   150.755639296);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 150.8\n"), "s.toml", "/d").hardware.gpu_memory_gb,
+                   150.755639296);
+  expect_error(hw, hw + "gpu_memory_gb = 80\n", "gpu_memory_gb",
+               "hardware.gpu_memory_gb: 80 contradicts the GPU table: H200 has 143771 MiB = 150.8 GB = 140.4 GiB "
+               "(src/hardware); remove the key (the table is the one source) or fix hardware.gpu");
+  // A GPU the table lacks needs its memory; with it, the study's value is used.
+  const std::string other = "gpu = \"RTX-9999\"\ngpu_count = 8\n";
+  EXPECT_NE(load_error(with(hw, other)).find("hardware.gpu: "), std::string::npos);
+  EXPECT_NE(load_error(with(hw, other)).find("give hardware.gpu_memory_gb"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, other + "gpu_memory_gb = 96\n"), "s.toml", "/d").hardware.gpu_memory_gb, 96);
+  // No silent H200: [hardware] and its gpu are required.
+  EXPECT_NE(load_error(with("[hardware]\n" + hw, "")).find("missing table [hardware]"), std::string::npos);
+  EXPECT_NE(load_error(with(hw, "gpu_count = 8\n")).find("missing key 'gpu'"), std::string::npos);
+}
+
 TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
   expect_error("render.a = [{flags = [\"-tp\", \"{tp}\"]}", "render.a = [{flags = [\"-tp\", \"{tpp}\"]}", "{tpp}",
                "knobs[0] (layout).render.a[0].flags[1]: undefined placeholder {tpp} (defined here: {dcp}, {dp}, "
