@@ -115,7 +115,7 @@ struct LoadResult {
   /// One per planned request, same order. Times are relative to `start`. Requests never sent because
   /// of a stop are kCancelled with send_time_s = dispatch_time_s = 0 and error "not sent: ...".
   std::vector<metrics::RequestOutput> outputs;
-  std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (steady clock)
+  std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (metrics/request_output.h), steady clock
   double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
   bool interrupted = false;     ///< a stop was requested before every request finished
   std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
@@ -133,10 +133,9 @@ struct LoadResult {
 /// finished or were cancelled. Never throws for per-request failures (recorded as
 /// RequestOutput::failure); throws std::invalid_argument for bad options (URL, endpoint mismatch,
 /// schedule size ≠ requests size) before anything is sent.
-/// Clocks (steady, seconds from `start`): dispatch_time_s when the schedule fired it (schedule lag =
-/// dispatch − intended); send_time_s when it got a semaphore slot and started, before connecting if
-/// no kept-alive connection was free (vLLM's `st`, so TTFT includes connection setup as in vLLM);
-/// every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
+/// Clocks: metrics/request_output.h defines t = 0 (here `start`) and every time field (intended, dispatch,
+/// send, wire); a send before connecting if no kept-alive connection was free makes TTFT include the connect,
+/// as vLLM's. Every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
 /// so events that arrive in one read get (nearly) the same time, as in vLLM.
 /// wire_time_s when its write completed (the request left; send lag = wire − intended − client queue).
 /// Connections: keep-alive pool per I/O thread (≤ max_concurrency × threads connections); a kept-alive

@@ -57,7 +57,7 @@ struct WorkloadOptions {
 /// The twin's own view of a run (what a benchmark client cannot see).
 struct TwinView {
   MemoryPlan memory;                 ///< per-GPU memory plan of the launch
-  double duration_s = 0.0;           ///< virtual time from first send to last token
+  double duration_s = 0.0;           ///< virtual time from t = 0 (metrics/request_output.h) to the last token
   long long steps = 0;               ///< engine steps (pipeline ticks; lock-stepped DP ranks counted once)
   double prefill_time_s = 0.0;       ///< time in steps that carried prefill tokens
   double decode_time_s = 0.0;        ///< time in pure-decode steps
@@ -85,7 +85,8 @@ struct PredictionContext {
   ErrorBand band;                    ///< from leave-one-study-out residuals of the prediction's class
 };
 
-/// A successful prediction: per-request outputs (virtual clock, t = 0 at the first send) and the twin's view.
+/// A successful prediction: per-request outputs (virtual clock; t = 0 as metrics/request_output.h) and the
+/// twin's view.
 struct Prediction {
   std::vector<metrics::RequestOutput> outputs;
   TwinView twin;
