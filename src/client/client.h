@@ -135,8 +135,8 @@ struct LoadResult {
 /// schedule size ≠ requests size) before anything is sent.
 /// Clocks: metrics/request_output.h defines t = 0 (here `start`) and every time field (intended, dispatch,
 /// send, wire); a send before connecting if no kept-alive connection was free makes TTFT include the connect,
-/// as vLLM's. Every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
-/// so events that arrive in one read get (nearly) the same time, as in vLLM.
+/// as vLLM's. Every SSE event is stamped with the steady clock when its blank line is parsed (before its
+/// JSON), so events that arrive in one read get (nearly) the same time, as in vLLM.
 /// wire_time_s when its write completed (the request left; send lag = wire − intended − client queue).
 /// Connections: keep-alive pool per I/O thread (≤ max_concurrency × threads connections); a kept-alive
 /// connection the server had closed is retried once on a fresh one. ClientOptions::preconnect opens some
