@@ -89,7 +89,7 @@ struct ClientOptions {
   std::optional<std::chrono::steady_clock::time_point> start_at;
 };
 
-/// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).
+/// One request to send. prompt_len and output_len are the dataset's values (vLLM SampleRequest).
 struct PlannedRequest {
   std::string prompt;                       ///< text prompt (completions "prompt", chat user text)
   std::vector<std::int32_t> prompt_token_ids;  ///< completions only: if non-empty, sent as a token list

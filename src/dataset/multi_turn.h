@@ -38,7 +38,7 @@ struct MultiTurnOptions {
   std::int64_t seed = 0;         ///< Python random.seed for the shuffle and the oversampling
   bool disable_shuffle = false;
   bool no_oversample = false;
-  std::optional<int> output_len;  ///< --sharegpt-output-len / --output-len: fixed max_tokens per turn
+  std::optional<int> output_len;  ///< --sharegpt-output-len / --output-len: fixed output_len per turn
   std::optional<int> max_turns;   ///< --multi-turn-max-turns: keep the first N user turns
 };
 
