@@ -111,12 +111,12 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
 
 TEST(Study, GpuMemoryComesFromTheGpuTable) {
   const std::string hw = "gpu = \"H200\"\ngpu_count = 8\n";
-  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.755639296 GB; the datasheet's "141 GB" is 140.4 GiB.
-  EXPECT_DOUBLE_EQ(parse_study(testing::kSmallStudy, "s.toml", "/d").hardware.gpu_memory_gb, 150.755639296);
+  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.754820096 GB; the datasheet's "141 GB" is 140.4 GiB.
+  EXPECT_DOUBLE_EQ(parse_study(testing::kSmallStudy, "s.toml", "/d").hardware.gpu_memory_gb, 150.754820096);
   EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 141\n"), "s.toml", "/d").hardware.gpu_memory_gb,
-                   150.755639296);
+                   150.754820096);
   EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 150.8\n"), "s.toml", "/d").hardware.gpu_memory_gb,
-                   150.755639296);
+                   150.754820096);
   expect_error(hw, hw + "gpu_memory_gb = 80\n", "gpu_memory_gb",
                "hardware.gpu_memory_gb: 80 contradicts the GPU table: H200 has 143771 MiB = 150.8 GB = 140.4 GiB "
                "(src/hardware); remove the key (the table is the one source) or fix hardware.gpu");
