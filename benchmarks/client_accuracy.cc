@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     std::vector<client::PlannedRequest> reqs(n);
     for (int i = 0; i < n; ++i) {
       reqs[i].prompt = "benchmark prompt";
-      reqs[i].max_tokens = tokens;
+      reqs[i].output_len = tokens;
       reqs[i].request_id = "r" + std::to_string(i);
     }
     // Starts spread evenly over max(one ITL, n / connects_per_s); streams last ttft + (tokens-1)·ITL

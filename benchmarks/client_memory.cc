@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     std::vector<client::PlannedRequest> reqs(n);
     for (int i = 0; i < n; ++i) {
       reqs[i].prompt = "a short benchmark prompt of a few words";
-      reqs[i].max_tokens = 128;
+      reqs[i].output_len = 128;
       reqs[i].request_id = "bench-0123abcd-" + std::to_string(i);
     }
     const std::vector<double> schedule(n, 0.0);

@@ -69,7 +69,7 @@ Figures run_once(const Options& opt, bool reference) {
   std::vector<client::PlannedRequest> reqs(opt.streams);
   for (int i = 0; i < opt.streams; ++i) {
     reqs[i].prompt = "benchmark prompt";
-    reqs[i].max_tokens = opt.tokens;
+    reqs[i].output_len = opt.tokens;
     reqs[i].request_id = "r" + std::to_string(i);
   }
   const std::vector<double> schedule(opt.streams, 0.0);

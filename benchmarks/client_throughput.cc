@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     std::vector<client::PlannedRequest> reqs(streams);
     for (int i = 0; i < streams; ++i) {
       reqs[i].prompt = "p";
-      reqs[i].max_tokens = tokens;
+      reqs[i].output_len = tokens;
       reqs[i].request_id = "r" + std::to_string(i);
     }
     client::ArrivalOptions a;

@@ -39,8 +39,8 @@ int time_prediction(const char* name, const std::string& command, const std::str
     const auto t0 = std::chrono::steady_clock::now();
     auto r = sim::predict(engine, cluster, model, workload, {});
     best = std::min(best, seconds_since(t0));
-    if (auto* f = std::get_if<sim::Failure>(&r)) {
-      std::printf("%s: predicted failure %s\n", name, f->reason.c_str());
+    if (auto* f = std::get_if<sim::PredictedFailure>(&r)) {
+      std::printf("%s: predicted failure %s\n", name, f->message.c_str());
       return 1;
     }
     last = std::get<sim::Prediction>(std::move(r));

@@ -83,7 +83,7 @@ struct BenchError : std::runtime_error {
 /// Per-request failures never throw: they are counted by kind in the report.
 /// Throws ConfigError (invalid flags) or BenchError (see above).
 /// Thread-safety: independent calls may run concurrently (no global state besides `io`'s streams).
-BenchResult run(const BenchConfig& config, std::stop_token stop = {}, const RunIo& io = {});
+BenchResult run(const RunOptions& config, std::stop_token stop = {}, const RunIo& io = {});
 
 /// vLLM's model discovery: GET `{base_url}/v1/models` and return (id, root) of the first entry: the
 /// request model name and the model/tokenizer id (`root` falls back to `id` when the server has none).
@@ -97,6 +97,6 @@ std::pair<std::string, std::string> discover_first_model(
 /// frequency_penalty, presence_penalty, repetition_penalty (only the flags given), then
 /// "temperature": 0.0 when not given (0.13 default: greedy), then --extra-body merged on top (its keys
 /// win; Python `{**sampling, **extra}`).
-nlohmann::ordered_json sampling_body(const BenchConfig& config);
+nlohmann::ordered_json sampling_body(const RunOptions& config);
 
 }  // namespace servelab::bench

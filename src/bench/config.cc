@@ -199,7 +199,7 @@ std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector
 
 namespace {
 // timed_trace and --multi-turn flag combinations.
-void validate_session_flags(const BenchConfig& c) {
+void validate_session_flags(const RunOptions& c) {
   if (c.dataset_name == "timed_trace" && c.backend == "openai-chat")
     throw ConfigError("--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm "
                       "(the completions API), not openai-chat");
@@ -236,7 +236,7 @@ void validate_session_flags(const BenchConfig& c) {
 }
 
 // --shard / --start-at / --clock-reference (bench/shard.h): what a shard needs and what it cannot do yet.
-void check_shard_flags(const BenchConfig& c) {
+void check_shard_flags(const RunOptions& c) {
   if (!c.shard) {
     if (c.start_at) throw ConfigError("--start-at needs --shard I/N (for one host: --shard 0/1)");
     if (c.clock_reference) throw ConfigError("--clock-reference needs --shard I/N");
@@ -268,7 +268,7 @@ void check_shard_flags(const BenchConfig& c) {
 namespace {
 
 // --backend and --endpoint: a supported backend whose API the endpoint is (chat vs completions).
-void check_backend_and_endpoint(const BenchConfig& c) {
+void check_backend_and_endpoint(const RunOptions& c) {
   if (!contains(kBackends, c.backend))
     throw ConfigError(fmt::format("--backend: '{}' is not supported (choose from {})", c.backend,
                                   join(kBackends, ", ")));
@@ -292,7 +292,7 @@ void check_backend_and_endpoint(const BenchConfig& c) {
 }
 
 // --tokenizer-mode: one of vLLM's modes, and one servelab implements (a Hugging Face tokenizer.json).
-void check_tokenizer_mode(const BenchConfig& c) {
+void check_tokenizer_mode(const RunOptions& c) {
   if (!contains(kTokenizerModes, c.tokenizer_mode))
     throw ConfigError(fmt::format("--tokenizer-mode: '{}' is not one of {}", c.tokenizer_mode,
                                   join(kTokenizerModes, ", ")));
@@ -309,7 +309,7 @@ void check_tokenizer_mode(const BenchConfig& c) {
 }
 
 // --port, --header and --metadata (KEY=VALUE, stripped).
-void resolve_connection(const BenchConfig& c, ResolvedConfig& r) {
+void resolve_connection(const RunOptions& c, ResolvedConfig& r) {
   if (c.port <= 0 || c.port > 65535) throw ConfigError(fmt::format("--port {} is not a TCP port", c.port));
   r.headers = parse_headers(c.header);
   for (const auto& item : c.metadata) {
@@ -322,7 +322,7 @@ void resolve_connection(const BenchConfig& c, ResolvedConfig& r) {
 }
 
 // --dataset-name, --dataset-path, --seed, --num-prompts and the multi-turn flags.
-void check_dataset_choice(const BenchConfig& c) {
+void check_dataset_choice(const RunOptions& c) {
   if (contains(kDatasetsNotSupported, c.dataset_name))
     throw ConfigError(fmt::format("--dataset-name {} is a vLLM dataset servelab does not support yet "
                                   "(supported: {})",
@@ -346,7 +346,7 @@ void check_dataset_choice(const BenchConfig& c) {
 }
 
 // The per-dataset input/output lengths (tokens; --input-len/--output-len override each dataset's own flag).
-void resolve_lengths(const BenchConfig& c, ResolvedConfig& r) {
+void resolve_lengths(const RunOptions& c, ResolvedConfig& r) {
   r.random_input_len = c.input_len.value_or(c.random_input_len);
   r.random_output_len = c.output_len.value_or(c.random_output_len);
   r.sharegpt_output_len = c.output_len ? c.output_len : c.sharegpt_output_len;
@@ -373,7 +373,7 @@ void resolve_lengths(const BenchConfig& c, ResolvedConfig& r) {
 
 // The synthetic datasets' distributions: --random-range-ratio and random-mm's items per prompt and buckets
 // (random-mm needs the openai-chat backend).
-void resolve_synthetic(const BenchConfig& c, ResolvedConfig& r) {
+void resolve_synthetic(const RunOptions& c, ResolvedConfig& r) {
   try {
     r.random_range_ratio = dataset::parse_range_ratio(c.random_range_ratio);
   } catch (const std::exception& e) {
@@ -396,7 +396,7 @@ void resolve_synthetic(const BenchConfig& c, ResolvedConfig& r) {
 }
 
 // Traffic: --request-rate (req/s, inf = all at t = 0), --burstiness, --max-concurrency and the ramp-up.
-void resolve_traffic(const BenchConfig& c, ResolvedConfig& r) {
+void resolve_traffic(const RunOptions& c, ResolvedConfig& r) {
   r.request_rate = parse_python_float(c.request_rate, "--request-rate");
   if (!(r.request_rate > 0))
     throw ConfigError(fmt::format("--request-rate must be > 0 or inf (got {})", c.request_rate));
@@ -429,12 +429,12 @@ void resolve_traffic(const BenchConfig& c, ResolvedConfig& r) {
 }
 
 // --logprobs, --num-warmups and the time limits (s): ready check, server-metrics interval, request timeout.
-void check_request_limits(const BenchConfig& c) {
+void check_request_limits(const RunOptions& c) {
   if (c.logprobs && c.backend == "openai-chat")
     throw ConfigError("--logprobs is only supported by the completions backends (openai, vllm)");
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
-  if (c.ready_check_timeout_sec < 0)
-    throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_sec));
+  if (c.ready_check_timeout_s < 0)
+    throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_s));
   if (!(c.server_metrics_interval_s > 0) || c.server_metrics_interval_s > 1e6)
     throw ConfigError(fmt::format("--server-metrics-interval-s must be > 0 and at most 1e6 s (got {})",
                                   python_float_repr(c.server_metrics_interval_s)));
@@ -445,7 +445,7 @@ void check_request_limits(const BenchConfig& c) {
 }
 
 // Reporting: --percentile-metrics (deduplicated, in order), --metric-percentiles and --goodput (ms).
-void resolve_reporting(const BenchConfig& c, ResolvedConfig& r) {
+void resolve_reporting(const RunOptions& c, ResolvedConfig& r) {
   for (const auto& m : split(c.percentile_metrics.value_or("ttft,tpot,itl"), ',')) {
     std::string name = strip(m);
     if (!contains(kPercentileMetrics, name))
@@ -465,7 +465,7 @@ void resolve_reporting(const BenchConfig& c, ResolvedConfig& r) {
 
 }  // namespace
 
-ResolvedConfig resolve(const BenchConfig& c) {
+ResolvedConfig resolve(const RunOptions& c) {
   ResolvedConfig r;
   check_backend_and_endpoint(c);
   check_tokenizer_mode(c);
@@ -491,7 +491,7 @@ ResolvedConfig resolve(const BenchConfig& c) {
   return r;
 }
 
-Urls build_urls(const BenchConfig& c) {
+Urls build_urls(const RunOptions& c) {
   Urls u;
   if (c.base_url) {
     u.base_url = *c.base_url;
@@ -554,7 +554,7 @@ struct PrintedValues {
   std::string request_rate;             // argparse type=float: printed as a float when it parses
 };
 
-PrintedValues printed_values(const BenchConfig& c) {
+PrintedValues printed_values(const RunOptions& c) {
   PrintedValues p;
   for (const auto& item : c.header) p.headers.push_back(common::redact_header_item(item));
   for (const auto& item : c.metadata) p.metadata.push_back(common::redact_header_item(item));
@@ -568,7 +568,7 @@ PrintedValues printed_values(const BenchConfig& c) {
 }
 
 // argparse's Namespace fields of `bench serve`, sorted by name, each as Python's repr (a table).
-std::vector<std::pair<std::string, std::string>> namespace_fields(const BenchConfig& c) {
+std::vector<std::pair<std::string, std::string>> namespace_fields(const RunOptions& c) {
   const PrintedValues p = printed_values(c);
   return {
       {"append_result", py_bool(c.append_result)},
@@ -630,7 +630,7 @@ std::vector<std::pair<std::string, std::string>> namespace_fields(const BenchCon
       {"random_output_len", std::to_string(c.random_output_len)},
       {"random_prefix_len", std::to_string(c.random_prefix_len)},
       {"random_range_ratio", py_str(c.random_range_ratio)},
-      {"ready_check_timeout_sec", std::to_string(c.ready_check_timeout_sec)},
+      {"ready_check_timeout_sec", std::to_string(c.ready_check_timeout_s)},
       {"repetition_penalty", py_opt(c.repetition_penalty)},
       {"request_id_prefix", c.request_id_prefix.empty() ? "None" : py_str(c.request_id_prefix)},
       {"request_rate", p.request_rate},
@@ -666,7 +666,7 @@ std::vector<std::pair<std::string, std::string>> namespace_fields(const BenchCon
 
 }  // namespace
 
-std::string namespace_repr(const BenchConfig& c) {
+std::string namespace_repr(const RunOptions& c) {
   const std::vector<std::pair<std::string, std::string>> kv = namespace_fields(c);
   std::string out = "Namespace(";
   for (std::size_t i = 0; i < kv.size(); ++i) {
@@ -676,7 +676,7 @@ std::string namespace_repr(const BenchConfig& c) {
   return out + ")";
 }
 
-dataset::DatasetOptions dataset_options(const BenchConfig& c, const ResolvedConfig& r) {
+dataset::DatasetOptions dataset_options(const RunOptions& c, const ResolvedConfig& r) {
   dataset::DatasetOptions d;
   d.dataset_name = c.dataset_name;
   d.dataset_path = c.dataset_path;

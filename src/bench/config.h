@@ -38,7 +38,7 @@ inline const std::vector<std::string> kGoodputMetrics = {"ttft", "tpot", "e2el"}
 /// Every `servelab bench serve` flag, as the user gave it (vLLM's argparse namespace). `std::nullopt`
 /// is Python's `None`. Fill with `add_bench_flags` + CLI11, or directly (tune builds one in-process), then
 /// call `resolve()` to validate and derive the typed values.
-struct BenchConfig {
+struct RunOptions {
   // --- connection / target
   std::string backend = "openai";
   std::optional<std::string> base_url;           ///< if set: api_url = base_url + endpoint
@@ -114,7 +114,7 @@ struct BenchConfig {
   std::optional<int> ramp_up_start_rps;
   std::optional<int> ramp_up_end_rps;
   int num_warmups = 0;
-  int ready_check_timeout_sec = 600;             ///< vLLM 0.13 default; 0 skips the test request
+  int ready_check_timeout_s = 600;               ///< vLLM 0.13 default; 0 skips the test request
   /// Per-request deadline from send, seconds (vLLM: aiohttp's fixed total timeout of 6 h); a stalled
   /// stream fails as kTimeout after it instead of holding the run.
   double request_timeout_s = 6 * 3600.0;
@@ -152,7 +152,7 @@ struct BenchConfig {
   bool disable_tqdm = false;
 };
 
-/// The validated, typed view of a BenchConfig (everything that does not need the network).
+/// The validated, typed view of a RunOptions (everything that does not need the network).
 struct ResolvedConfig {
   double request_rate = std::numeric_limits<double>::infinity();  ///< req/s; inf = all at t = 0
   std::vector<std::pair<std::string, std::string>> headers;       ///< in the order given
@@ -179,15 +179,15 @@ struct ConfigError : std::invalid_argument {
 
 /// Registers every `bench serve` flag on `app`, bound to `config` (which must outlive parsing).
 /// Choices are checked by CLI11 (its message names the flag and the allowed values).
-void add_bench_flags(CLI::App& app, BenchConfig& config);
+void add_bench_flags(CLI::App& app, RunOptions& config);
 
 /// Validates `config` (ranges, combinations, KEY=VALUE lists, JSON values) and returns the typed view.
 /// Throws ConfigError naming the flag and the offending value. Does no I/O.
-ResolvedConfig resolve(const BenchConfig& config);
+ResolvedConfig resolve(const RunOptions& config);
 
 /// The dataset flags of `config` (with the resolved range ratio and request-id prefix) as the dataset
 /// module's options. One mapping for bench serve, sim run and anything else taking bench's workload flags.
-dataset::DatasetOptions dataset_options(const BenchConfig& config, const ResolvedConfig& resolved);
+dataset::DatasetOptions dataset_options(const RunOptions& config, const ResolvedConfig& resolved);
 
 /// Python `float(text)` for flag values: decimal/scientific, "inf"/"infinity"/"nan" in any case,
 /// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.
@@ -205,11 +205,11 @@ struct Urls {
   std::string api_url;
   std::string base_url;
 };
-Urls build_urls(const BenchConfig& config);
+Urls build_urls(const RunOptions& config);
 
 /// argparse's `print(args)` line: `Namespace(append_result=False, backend='openai', ...)`, keys sorted,
 /// values in Python repr; credentials redacted (common/redact.h: credential-named header values, malformed
 /// --header items, userinfo and credential query values of --base-url).
-std::string namespace_repr(const BenchConfig& config);
+std::string namespace_repr(const RunOptions& config);
 
 }  // namespace servelab::bench

@@ -17,7 +17,7 @@ CLI::Option* add_optional(CLI::App& app, const std::string& name, std::optional<
 
 }  // namespace
 
-void add_bench_flags(CLI::App& app, BenchConfig& c) {
+void add_bench_flags(CLI::App& app, RunOptions& c) {
   // Connection / target.
   app.add_option("--backend", c.backend,
                  "Request function: openai and vllm post to the completions API, openai-chat to the "
@@ -194,7 +194,7 @@ void add_bench_flags(CLI::App& app, BenchConfig& c) {
   add_optional(app, "--ramp-up-end-rps", c.ramp_up_end_rps, "Ending request rate for ramp-up (RPS).");
   app.add_option("--num-warmups", c.num_warmups, "Number of warmup requests (copies of request 0).")
       ->capture_default_str();
-  app.add_option("--ready-check-timeout-sec", c.ready_check_timeout_sec,
+  app.add_option("--ready-check-timeout-sec", c.ready_check_timeout_s,
                  "Maximum time to wait for the endpoint to become ready, in seconds: request 0 is sent every "
                  "5 s until it succeeds. Default 600 as in vLLM 0.13; newer vLLM defaults to 0 (no test "
                  "request); pass 0 for that.")

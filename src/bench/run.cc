@@ -45,7 +45,7 @@ struct Printer {
   }
 };
 
-client::RampUp ramp_up_kind(const BenchConfig& c) {
+client::RampUp ramp_up_kind(const RunOptions& c) {
   if (!c.ramp_up_strategy) return client::RampUp::kNone;
   return *c.ramp_up_strategy == "linear" ? client::RampUp::kLinear : client::RampUp::kExponential;
 }
@@ -56,7 +56,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // --shard: this host's part of (planned, schedule), its clock offset measured (and printed); then sleeps
 // until 1 s before --start-at. Throws BenchError when the clock reference fails or a stop comes first.
-ShardPlan plan_shard(const BenchConfig& config, const ShardSpec& spec,
+ShardPlan plan_shard(const RunOptions& config, const ShardSpec& spec,
                      std::span<const client::PlannedRequest> planned, std::span<const double> schedule,
                      int max_concurrency, const Printer& print, std::stop_token stop) {
   ShardPlan shard = make_shard_plan(spec, *config.start_at, planned, schedule);
@@ -123,7 +123,7 @@ std::pair<std::string, std::string> discover_first_model(
   return {id, root};
 }
 
-nlohmann::ordered_json sampling_body(const BenchConfig& c) {
+nlohmann::ordered_json sampling_body(const RunOptions& c) {
   nlohmann::ordered_json body = nlohmann::ordered_json::object();
   if (c.top_p) body["top_p"] = *c.top_p;
   if (c.top_k) body["top_k"] = *c.top_k;
@@ -146,7 +146,7 @@ namespace {
 
 // What the stages of one `bench serve` run hand each other, in the order they fill it.
 struct RunContext {
-  const BenchConfig& config;
+  const RunOptions& config;
   const RunIo& io;
   std::stop_token stop;
   Printer print;
@@ -181,7 +181,7 @@ struct RunContext {
 
 // Stage 1: print(args), then validate: resolved flags, metric options, the --shard spec and --start-at.
 void validate_arguments(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   x.print.line("{}", namespace_repr(config));
   x.r = resolve(config);
   try {
@@ -202,7 +202,7 @@ void validate_arguments(RunContext& x) {
 
 // Stage 2: URLs and headers, then the model: --model, or the server's first model (GET /v1/models).
 void identify_model(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   x.urls = build_urls(config);
   if (!config.model) {
     x.print.line("Model not specified, fetching first model from server...");
@@ -234,7 +234,7 @@ void load_run_tokenizer(RunContext& x) {
 
 // Stage 4: the dataset's requests (and, for multi-turn, its conversations and the server-usage prompt count).
 void prepare_workload(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   try {
     x.work = detail::build_workload(config, x.r, *x.tok);
   } catch (const std::exception& e) {
@@ -254,7 +254,7 @@ void prepare_workload(RunContext& x) {
 // Stage 5: client options (sampling parameters + temperature 0.0 default, headers, endpoint, ignore_eos,
 // the shard's share of --max-concurrency) and the test input (request 0 without its id).
 void make_client_options(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   // ignore_eos forced for the random dataset on OpenAI-compatible backends (vLLM 0.13, PR #28227), and for
   // timed_trace (newer vLLM), whose output lengths are the trace's.
   bool ignore_eos = config.ignore_eos;
@@ -288,11 +288,11 @@ void make_client_options(RunContext& x) {
 // Stage 6: the ready check with request 0 (retried until --ready-check-timeout-sec), then the warm-ups:
 // copies of request 0, all at t = 0, through the same concurrency limit. Throws BenchError on failure/stop.
 void check_ready_and_warm_up(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   const RunIo& io = x.io;
   x.print.line("Starting initial single prompt test run...");
-  if (config.ready_check_timeout_sec > 0) {
-    x.print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_sec);
+  if (config.ready_check_timeout_s > 0) {
+    x.print.line("Waiting for endpoint to become up in {} seconds", config.ready_check_timeout_s);
     int attempts = 0;
     // vLLM shows this wait as a tqdm bar on stderr; servelab says why each attempt failed and the time left.
     auto on_failed_attempt = [&](const client::ReadyAttempt& a) {
@@ -301,7 +301,7 @@ void check_ready_and_warm_up(RunContext& x) {
       std::fputs((ready_attempt_line(a) + "\n").c_str(), io.progress);
       std::fflush(io.progress);
     };
-    metrics::RequestOutput test = client::wait_until_ready(x.opts, x.test_input, config.ready_check_timeout_sec,
+    metrics::RequestOutput test = client::wait_until_ready(x.opts, x.test_input, config.ready_check_timeout_s,
                                                            5.0, x.stop, on_failed_attempt);
     if (x.stop.stop_requested())
       throw BenchError("interrupted during the endpoint ready check; nothing was measured");
@@ -309,7 +309,7 @@ void check_ready_and_warm_up(RunContext& x) {
       throw BenchError(fmt::format(
           "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {} "
           "({} attempt{} in {} s, --ready-check-timeout-sec){}",
-          test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_sec,
+          test.error, attempts, attempts == 1 ? "" : "s", config.ready_check_timeout_s,
           backend_hint(config, test)));
     x.print.line("Initial test run completed.");
   } else {
@@ -329,7 +329,7 @@ void check_ready_and_warm_up(RunContext& x) {
 // twin (send at K × the rate so that the engine sees the requested rate in its own time; server_clock.h),
 // draws the arrivals (or takes the trace's times), then, with --shard, this host's part of it.
 void plan_schedule(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   x.print.line("Starting main benchmark run...");
   if (config.ramp_up_strategy) {
     x.print.line("Traffic ramp-up strategy: {}.", *config.ramp_up_strategy);
@@ -387,7 +387,7 @@ struct RunProgress {
   std::unique_ptr<detail::ProgressLog> log;
   client::ProgressCallback callback;  // empty when neither is shown
 
-  RunProgress(const BenchConfig& config, const RunIo& io, std::size_t num_requests) {
+  RunProgress(const RunOptions& config, const RunIo& io, std::size_t num_requests) {
     const bool show_progress = !io.quiet && (io.force_progress || !config.disable_tqdm);
     const bool on_terminal = io.force_progress || isatty(fileno(io.progress));
     if (show_progress && on_terminal) bar = std::make_unique<detail::ProgressBar>(io.progress, num_requests);
@@ -404,7 +404,7 @@ struct RunProgress {
 // The timed run's client options: pre-opened connections (--preconnect: up to --max-concurrency, at most
 // one per request) and, with --shard, t = 0 at --start-at (BenchError when that has already passed).
 client::ClientOptions timed_options(const RunContext& x, std::size_t num_requests) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   client::ClientOptions timed_opts = x.opts;  // the warm-ups and the ready check connect on demand
   if (config.preconnect) {
     const std::size_t limit = static_cast<std::size_t>(x.opts.max_concurrency);
@@ -424,7 +424,7 @@ client::ClientOptions timed_options(const RunContext& x, std::size_t num_request
 // Stage 8: the timed run, with the twin's stall monitor and schedule window and the server-metrics scraper
 // around it; fills the result's outputs (engine time), duration (s, engine time) and ramp-up events.
 void run_timed_load(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   BenchResult& result = x.result;
   std::vector<client::PlannedRequest>& planned = x.work.requests();
   std::vector<client::PlannedRequest>& sent = x.shard ? x.shard->requests : planned;
@@ -490,7 +490,7 @@ void run_timed_load(RunContext& x) {
 // Stage 9: the failed requests (capped to 10), the metrics, the run's description and the console report
 // (vLLM's block + servelab's extras, sessions, the twin's schedule validity, server metrics), printed.
 void report_metrics(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   BenchResult& result = x.result;
   std::vector<const metrics::RequestOutput*> failed;
   for (const auto& o : result.outputs)
@@ -553,7 +553,7 @@ void report_metrics(RunContext& x) {
 // Stage 10: the result JSON (vLLM's fields + the "servelab" object: twin, shard, preconnect, server metrics,
 // sessions, timed trace).
 void build_result_json(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   BenchResult& result = x.result;
   const double k = x.k;
   report::ReportOptions report_options;
@@ -595,7 +595,7 @@ void build_result_json(RunContext& x) {
 
 // Stage 11: --save-result / --append-result: the JSON result file (vLLM's file name unless given).
 void save_result(RunContext& x) {
-  const BenchConfig& config = x.config;
+  const RunOptions& config = x.config;
   if (!config.save_result && !config.append_result) return;
   auto path =
       report::result_path(x.result.run, config.result_dir.value_or(""), config.result_filename.value_or(""));
@@ -606,7 +606,7 @@ void save_result(RunContext& x) {
 
 }  // namespace
 
-BenchResult run(const BenchConfig& config, std::stop_token stop, const RunIo& io) {
+BenchResult run(const RunOptions& config, std::stop_token stop, const RunIo& io) {
   BenchResult result;
   RunContext x{.config = config, .io = io, .stop = stop, .print = Printer{io}, .result = result};
   validate_arguments(x);

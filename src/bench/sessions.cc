@@ -86,7 +86,7 @@ MultiTurnWorkload make_multi_turn(std::vector<dataset::ChatConversation> convers
       input += conv.turns[t].user_tokens;
       p.prompt_len = input;
       input += conv.turns[t].answer_tokens;
-      p.max_tokens = conv.turns[t].max_tokens;
+      p.output_len = conv.turns[t].output_len;
       p.request_id = fmt::format("{}{}-{}", request_id_prefix, c, t);
       if (t == 0) p.messages_json = turn_messages_json(conv, 0, {});
       turns.push_back(w.requests.size());
@@ -102,7 +102,7 @@ MultiTurnWorkload make_multi_turn(std::vector<dataset::ChatConversation> convers
     const auto& conv = (*convs)[c];
     client::PlannedRequest p;
     p.prompt = conv.turns[t].user;
-    p.max_tokens = conv.turns[t].max_tokens;
+    p.output_len = conv.turns[t].output_len;
     p.request_id = fmt::format("{}{}-{}", request_id_prefix, c, t);
     int input = conv.system_tokens;
     if (history == HistoryMode::kServer) {

@@ -132,7 +132,7 @@ std::string workload_fingerprint(std::span<const client::PlannedRequest> request
     f.bytes(r.prompt_token_ids.data(), r.prompt_token_ids.size() * sizeof(std::int32_t));
     f.str(r.messages_json);
     f.value(r.prompt_len);
-    f.value(r.max_tokens);
+    f.value(r.output_len);
   }
   for (double t : schedule_s) f.value(std::bit_cast<std::uint64_t>(t));
   return fmt::format("{:016x}", f.h);
@@ -175,7 +175,7 @@ nlohmann::ordered_json request_to_json(const metrics::RequestOutput& o) {
   j["prompt_len"] = o.prompt_len;
   j["dataset_prompt_len"] = o.dataset_prompt_len;
   j["output_tokens"] = o.output_tokens;
-  j["expected_output_len"] = o.expected_output_len;
+  j["expected_output_len"] = o.output_len;
   j["intended_send_time_s"] = o.intended_send_time_s;
   j["dispatch_time_s"] = o.dispatch_time_s;
   j["send_time_s"] = o.send_time_s;
@@ -212,7 +212,7 @@ metrics::RequestOutput request_from_json(const nlohmann::json& j) {
   o.prompt_len = get<int>(j, "prompt_len");
   o.dataset_prompt_len = get<int>(j, "dataset_prompt_len");
   o.output_tokens = get<int>(j, "output_tokens");
-  o.expected_output_len = get<int>(j, "expected_output_len");
+  o.output_len = get<int>(j, "expected_output_len");
   o.intended_send_time_s = get<double>(j, "intended_send_time_s");
   o.dispatch_time_s = get<double>(j, "dispatch_time_s");
   o.send_time_s = get<double>(j, "send_time_s");
@@ -233,7 +233,7 @@ metrics::RequestOutput request_from_json(const nlohmann::json& j) {
   return o;
 }
 
-nlohmann::ordered_json shard_json(const ShardRecord& rec, const BenchConfig& c, const ResolvedConfig& r,
+nlohmann::ordered_json shard_json(const ShardRecord& rec, const RunOptions& c, const ResolvedConfig& r,
                                   const std::string& model_id, const std::string& tokenizer_id,
                                   std::span<const metrics::RequestOutput> outputs) {
   using nlohmann::ordered_json;

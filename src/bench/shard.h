@@ -102,7 +102,7 @@ bool sleep_until_before(double start_wall_s, double lead_s, std::stop_token stop
 /// The "shard" object: the record, the run's flags that define the schedule and the report (seed, dataset,
 /// num_prompts, rate, burstiness, --max-concurrency, ramp-up, percentiles, goodput, backend, model,
 /// tokenizer, label, metadata), and one request_to_json per request of the shard in `indices` order.
-nlohmann::ordered_json shard_json(const ShardRecord& record, const BenchConfig& config,
+nlohmann::ordered_json shard_json(const ShardRecord& record, const RunOptions& config,
                                   const ResolvedConfig& resolved, const std::string& model_id,
                                   const std::string& tokenizer_id,
                                   std::span<const metrics::RequestOutput> outputs);

@@ -18,7 +18,7 @@ std::string ready_attempt_line(const client::ReadyAttempt& a) {
   return line;
 }
 
-std::string backend_hint(const BenchConfig& c, const metrics::RequestOutput& failure) {
+std::string backend_hint(const RunOptions& c, const metrics::RequestOutput& failure) {
   if (failure.failure != metrics::FailureKind::kHttpStatus) return {};
   if (failure.http_status != 404 && failure.http_status != 405) return {};
   if (c.backend == "openai-chat")
@@ -32,7 +32,7 @@ std::string backend_hint(const BenchConfig& c, const metrics::RequestOutput& fai
       c.endpoint, failure.http_status);
 }
 
-std::string all_failed_message(const BenchConfig& c, std::span<const metrics::RequestOutput> outputs,
+std::string all_failed_message(const RunOptions& c, std::span<const metrics::RequestOutput> outputs,
                                bool interrupted) {
   if (outputs.empty() || interrupted) return {};
   std::map<metrics::FailureKind, std::size_t> by_kind;  // ordered by kind, as the report's table

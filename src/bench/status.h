@@ -21,13 +21,13 @@ std::string ready_attempt_line(const client::ReadyAttempt& attempt);
 /// server's API: a completions backend (openai, vllm) whose endpoint answered HTTP 404/405 (a server that
 /// serves only chat completions) is pointed at `--backend openai-chat --endpoint /v1/chat/completions`, and
 /// the chat backend getting 404/405 at `--backend openai --endpoint /v1/completions`.
-std::string backend_hint(const BenchConfig& config, const metrics::RequestOutput& failure);
+std::string backend_hint(const RunOptions& config, const metrics::RequestOutput& failure);
 
 /// The error message of a finished run in which no request succeeded (empty when one did, when there were no
 /// requests, or when the run was interrupted): vLLM's "All requests failed. This is likely due to a
 /// misconfiguration on the benchmark arguments." followed by the count by failure kind, the first error and
 /// backend_hint. `bench serve` prints it after the report and exits 1.
-std::string all_failed_message(const BenchConfig& config, std::span<const metrics::RequestOutput> outputs,
+std::string all_failed_message(const RunOptions& config, std::span<const metrics::RequestOutput> outputs,
                                bool interrupted);
 
 }  // namespace servelab::bench

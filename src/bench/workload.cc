@@ -7,7 +7,7 @@
 
 namespace servelab::bench::detail {
 
-Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tokenizer::Tokenizer& tok) {
+Workload build_workload(const RunOptions& c, const ResolvedConfig& r, const tokenizer::Tokenizer& tok) {
   Workload w;
   if (c.multi_turn) {
     dataset::MultiTurnOptions o;
@@ -39,7 +39,7 @@ Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tok
       client::PlannedRequest p;
       p.prompt_len = static_cast<int>(t.prompt_token_ids.size());
       p.prompt_token_ids = std::move(t.prompt_token_ids);
-      p.max_tokens = t.output_len;
+      p.output_len = t.output_len;
       p.request_id = std::move(t.request_id);
       if (c.self_timed) w.trace_send_s.push_back(t.timestamp_ms * c.timed_trace_sec_multiplier);
       w.planned.push_back(std::move(p));
@@ -52,7 +52,7 @@ Workload build_workload(const BenchConfig& c, const ResolvedConfig& r, const tok
     client::PlannedRequest p;
     p.prompt = std::move(s.prompt);
     p.prompt_len = s.prompt_len;
-    p.max_tokens = s.expected_output_len;
+    p.output_len = s.output_len;
     p.request_id = std::move(s.request_id);
     if (!s.image_urls.empty()) {  // random-mm: text then images, as vLLM's openai-chat request
       s.prompt = p.prompt;

@@ -33,7 +33,7 @@ struct Workload {
 /// `output_length` (or --output-len). --multi-turn: dataset::sample_conversations (tokens counted without
 /// special tokens) and make_multi_turn (think time in wall seconds, divide by a twin's time scale before the
 /// run). Throws std::runtime_error from the dataset (file, record, problem).
-Workload build_workload(const BenchConfig& config, const ResolvedConfig& resolved,
+Workload build_workload(const RunOptions& config, const ResolvedConfig& resolved,
                         const tokenizer::Tokenizer& tok);
 
 }  // namespace servelab::bench::detail

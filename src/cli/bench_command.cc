@@ -21,7 +21,7 @@
 
 namespace {
 
-using servelab::bench::BenchConfig;
+using servelab::bench::RunOptions;
 
 // Levenshtein distance, for "did you mean" suggestions on a mistyped flag.
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -61,7 +61,7 @@ void reject_unrecognized(const CLI::App& serve, const std::vector<std::string>& 
   throw servelab::cli::ExitRequest{2};
 }
 
-void run_bench_serve(const BenchConfig& config) {
+void run_bench_serve(const RunOptions& config) {
   std::stop_source stop;
   servelab::bench::BenchResult result;
   {
@@ -106,7 +106,7 @@ SERVELAB_REGISTER_COMMAND("bench", 20, [](CLI::App& root) {
   serve->allow_extras();
   serve->prefix_command();
   serve->callback([serve] {
-    BenchConfig config;
+    RunOptions config;
     CLI::App parser{kServeHelp, "servelab bench serve"};
     servelab::bench::add_bench_flags(parser, config);
     parser.allow_extras();  // unknown flags are named below, in argparse's wording

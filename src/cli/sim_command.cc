@@ -39,7 +39,7 @@ struct SimRunArgs {
   std::string model_config;
   bool explain = false;
   std::vector<std::string> launch;
-  bench::BenchConfig bench;
+  bench::RunOptions bench;
 };
 
 std::string twin_view_block(const sim::TwinView& v) {
@@ -89,7 +89,7 @@ std::string twin_view_block(const sim::TwinView& v) {
 /// model and the resolved bench serve workload flags.
 struct SimRunInputs {
   hardware::ClusterSpec cluster;
-  engines::EngineConfig engine;
+  engines::LaunchConfig engine;
   std::string model_revision;  ///< the launch's --revision ("" = default branch)
   model::ModelSpec model;
   bench::ResolvedConfig resolved;
@@ -155,7 +155,7 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
     }
     const auto& tok = *loaded;
     for (const auto& s : dataset::sample_requests(dataset_options(a.bench, in.resolved), tok))
-      w.requests.push_back({s.prompt_len, s.expected_output_len});
+      w.requests.push_back({s.prompt_len, s.output_len});
     w.name = a.bench.dataset_name;
   }
   return w;
@@ -195,7 +195,7 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
 
 /// The calibration behind a prediction: error band, engine version, fitted class and its fallback level,
 /// the launch's inert and unmodelled flags (and with --explain every resolved default).
-void print_prediction_context(const SimRunArgs& a, const engines::EngineConfig& engine,
+void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& engine,
                               const sim::PredictionContext& ctx) {
   std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
   std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
@@ -223,8 +223,8 @@ void run_sim_run(SimRunArgs& a) {
   const sim::WorkloadOptions opt = sim_workload_options(a, r);
   print_sim_run_header(a, in, w);
   const auto result = sim::predict(in.engine, in.cluster, in.model, w.requests, opt);
-  if (const auto* f = std::get_if<sim::Failure>(&result)) {
-    std::printf("Predicted failure: %s\n", f->reason.c_str());
+  if (const auto* f = std::get_if<sim::PredictedFailure>(&result)) {
+    std::printf("Predicted failure: %s\n", f->message.c_str());
     throw ExitRequest{1};
   }
   const auto& p = std::get<sim::Prediction>(result);

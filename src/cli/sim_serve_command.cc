@@ -106,7 +106,7 @@ bool sleep_unless_stopped(double s) {
 /// The engine `sim serve` stands in for: its launch (with config files), the GPUs, the served model, and
 /// the online twin, or, when the launch starts and then dies on its first step, the twin's reason for that.
 struct ServedEngine {
-  engines::EngineConfig engine;
+  engines::LaunchConfig engine;
   hardware::ClusterSpec cluster;
   std::string model_revision;  ///< the launch's --revision ("" = default branch)
   model::ModelSpec model;
@@ -127,13 +127,13 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
   auto created = sim::OnlineTwin::create(s.engine, s.cluster, s.model, calibration);
-  if (auto* f = std::get_if<sim::Failure>(&created)) {
-    if (f->kind != sim::Failure::Kind::kRuntime) {
+  if (auto* f = std::get_if<sim::PredictedFailure>(&created)) {
+    if (f->kind != sim::PredictedFailure::Kind::kRuntime) {
       // The engine would not come up: say so as it would, and exit non-zero like the engine.
-      std::fprintf(stderr, "%s\n", f->reason.c_str());
+      std::fprintf(stderr, "%s\n", f->message.c_str());
       throw ExitRequest{1};
     }
-    s.runtime_failure = f->reason;
+    s.runtime_failure = f->message;
   } else {
     s.twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
   }

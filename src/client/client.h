@@ -89,7 +89,7 @@ struct ClientOptions {
   std::optional<std::chrono::steady_clock::time_point> start_at;
 };
 
-/// One request to send. prompt_len and max_tokens are the dataset's values (vLLM SampleRequest).
+/// One request to send. prompt_len and output_len are the dataset's values (vLLM SampleRequest).
 struct PlannedRequest {
   std::string prompt;                       ///< text prompt (completions "prompt", chat user text)
   std::vector<std::int32_t> prompt_token_ids;  ///< completions only: if non-empty, sent as a token list
@@ -97,7 +97,7 @@ struct PlannedRequest {
   /// otherwise messages = [{"role":"user","content":[{"type":"text","text":prompt}]}].
   std::string messages_json;
   int prompt_len = 0;                       ///< client-side prompt token count (dataset)
-  int max_tokens = 0;                       ///< expected output length → max_tokens / max_completion_tokens
+  int output_len = 0;                       ///< expected output length → max_tokens / max_completion_tokens
   std::string request_id;                   ///< x-request-id ("" = no header)
   /// Per-request body overrides, merged last (vLLM per-request extra body); may be null.
   nlohmann::ordered_json extra_body;
@@ -115,7 +115,7 @@ struct LoadResult {
   /// One per planned request, same order. Times are relative to `start`. Requests never sent because
   /// of a stop are kCancelled with send_time_s = dispatch_time_s = 0 and error "not sent: ...".
   std::vector<metrics::RequestOutput> outputs;
-  std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (steady clock)
+  std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (metrics/request_output.h), steady clock
   double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
   bool interrupted = false;     ///< a stop was requested before every request finished
   std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
@@ -133,11 +133,10 @@ struct LoadResult {
 /// finished or were cancelled. Never throws for per-request failures (recorded as
 /// RequestOutput::failure); throws std::invalid_argument for bad options (URL, endpoint mismatch,
 /// schedule size ≠ requests size) before anything is sent.
-/// Clocks (steady, seconds from `start`): dispatch_time_s when the schedule fired it (schedule lag =
-/// dispatch − intended); send_time_s when it got a semaphore slot and started, before connecting if
-/// no kept-alive connection was free (vLLM's `st`, so TTFT includes connection setup as in vLLM);
-/// every SSE event is stamped with the steady clock when its blank line is parsed (before its JSON),
-/// so events that arrive in one read get (nearly) the same time, as in vLLM.
+/// Clocks: metrics/request_output.h defines t = 0 (here `start`) and every time field (intended, dispatch,
+/// send, wire); a send before connecting if no kept-alive connection was free makes TTFT include the connect,
+/// as vLLM's. Every SSE event is stamped with the steady clock when its blank line is parsed (before its
+/// JSON), so events that arrive in one read get (nearly) the same time, as in vLLM.
 /// wire_time_s when its write completed (the request left; send lag = wire − intended − client queue).
 /// Connections: keep-alive pool per I/O thread (≤ max_concurrency × threads connections); a kept-alive
 /// connection the server had closed is retried once on a fresh one. ClientOptions::preconnect opens some

@@ -136,7 +136,7 @@ std::vector<std::string> prepare_requests(const ClientOptions& options, const Pa
     RequestOutput& out = result.outputs[i];
     out.prompt_len = requests[i].prompt_len;
     out.dataset_prompt_len = requests[i].prompt_len;
-    out.expected_output_len = requests[i].max_tokens;
+    out.output_len = requests[i].output_len;
     out.request_id = requests[i].request_id;
     out.intended_send_time_s = schedule_s[i];
   }

@@ -244,7 +244,7 @@ class Worker {
     RequestOutput& n = run_.outputs[next];
     n.prompt_len = req.prompt_len;
     n.dataset_prompt_len = req.prompt_len;
-    n.expected_output_len = req.max_tokens;
+    n.output_len = req.output_len;
     n.request_id = std::move(req.request_id);
     n.intended_send_time_s = run_.rel(Clock::now()) + run_.plan->think_time_s;
     run_.schedule[next] = n.intended_send_time_s;
@@ -288,7 +288,7 @@ class Worker {
     RequestOutput& out = run_.outputs[idx];
     const Clock::time_point now = Clock::now();
     out.send_time_s = run_.rel(now);
-    out.itl_s.reserve(static_cast<std::size_t>(std::clamp(out.expected_output_len, 1, 4096)));
+    out.itl_s.reserve(static_cast<std::size_t>(std::clamp(out.output_len, 1, 4096)));
     ConnT* c = acquire_conn();
     begin_request(*c, idx, now);
     if (c->state == ConnState::kOpen) {

@@ -227,7 +227,7 @@ std::string request_body_json(const ClientOptions& options, const PlannedRequest
       p["prompt"] = request.prompt;
     }
     p["repetition_penalty"] = 1.0;
-    p["max_tokens"] = request.max_tokens;
+    p["max_tokens"] = request.output_len;
     p["logprobs"] = options.logprobs ? nlohmann::ordered_json(*options.logprobs) : nlohmann::ordered_json();
   } else {
     if (!request.messages_json.empty()) {
@@ -250,7 +250,7 @@ std::string request_body_json(const ClientOptions& options, const PlannedRequest
       message["content"] = nlohmann::ordered_json::array({part});
       p["messages"] = nlohmann::ordered_json::array({message});
     }
-    p["max_completion_tokens"] = request.max_tokens;
+    p["max_completion_tokens"] = request.output_len;
   }
   p["stream"] = true;
   p["stream_options"] = nlohmann::ordered_json::object({{"include_usage", true}});

@@ -26,7 +26,7 @@ using NextTurnFn = std::function<PlannedRequest(std::size_t session, std::size_t
 struct SessionPlan {
   /// Per session, the indexes (into run_sessions' `requests`) of its turns in sending order. Each request
   /// belongs to exactly one session. The first turn of each session is sent on `session_start_s`; a later
-  /// turn's entry in `requests` is a placeholder replaced by `next_turn` (its prompt_len, max_tokens and
+  /// turn's entry in `requests` is a placeholder replaced by `next_turn` (its prompt_len, output_len and
   /// request_id are still used when the turn is never sent).
   std::vector<std::vector<std::size_t>> sessions;
   /// Sessions in progress at once: a session's first turn waits (FIFO) for a slot and keeps it until its last

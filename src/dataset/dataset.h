@@ -28,7 +28,7 @@ struct SampleRequest {
   /// random/prefix_repetition: the text tokens without BOS, as vLLM counts them).
   int prompt_len = 0;
   /// Requested output length in tokens (sent as max_tokens / max_completion_tokens).
-  int expected_output_len = 0;
+  int output_len = 0;
   /// `--request-id-prefix` + index (sent as x-request-id). Empty means "no request id" (vLLM gives
   /// prefix_repetition requests none).
   std::string request_id;

@@ -107,7 +107,7 @@ std::vector<SampleRequest> sample_sonnet(const std::vector<std::string>& lines, 
     SampleRequest r;
     r.prompt = raw_prompt ? std::move(prompt) : std::move(formatted);
     r.prompt_len = prompt_len;
-    r.expected_output_len = o.sonnet_output_len;
+    r.output_len = o.sonnet_output_len;
     r.request_id = fmt::format("{}{}", o.request_id_prefix, out.size());
     out.push_back(std::move(r));
   }
@@ -249,7 +249,7 @@ std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows,
     SampleRequest r;
     r.prompt = tok.decode(ids);
     r.prompt_len = row.request_tokens;
-    r.expected_output_len = row.response_tokens;
+    r.output_len = row.response_tokens;
     r.request_id = fmt::format("{}{}", o.request_id_prefix, i);
     out.push_back(std::move(r));
   }

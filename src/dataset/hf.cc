@@ -454,7 +454,7 @@ std::vector<SampleRequest> sample_hf_rows(const std::vector<const HfRow*>& rows,
     SampleRequest r;
     r.prompt = std::move(prompt);
     r.prompt_len = prompt_len;
-    r.expected_output_len = output_len;
+    r.output_len = output_len;
     r.request_id = fmt::format("{}{}", o.request_id_prefix, id);
     out.push_back(std::move(r));
   };

@@ -64,7 +64,7 @@ std::optional<ChatConversation> to_chat(const Conversation& c, const MultiTurnOp
       t.answer_tokens = count(t.answer);
     }
     t.user_tokens = count(t.user);
-    t.max_tokens = o.output_len ? *o.output_len : std::max(1, t.answer_tokens);
+    t.output_len = o.output_len ? *o.output_len : std::max(1, t.answer_tokens);
     out.turns.push_back(std::move(t));
     if (!answered) break;
     i += 2;

@@ -21,7 +21,7 @@ struct ChatTurn {
   std::string answer;  ///< the recorded assistant answer ("" when the file has none after the last user turn)
   int user_tokens = 0;    ///< tokens of `user` (the caller's counter)
   int answer_tokens = 0;  ///< tokens of `answer`
-  int max_tokens = 0;     ///< requested output length: --sharegpt-output-len, else answer_tokens (≥ 1)
+  int output_len = 0;     ///< requested output length: --sharegpt-output-len, else answer_tokens (≥ 1)
 };
 
 /// A conversation of the multi-turn benchmark.
@@ -38,7 +38,7 @@ struct MultiTurnOptions {
   std::int64_t seed = 0;         ///< Python random.seed for the shuffle and the oversampling
   bool disable_shuffle = false;
   bool no_oversample = false;
-  std::optional<int> output_len;  ///< --sharegpt-output-len / --output-len: fixed max_tokens per turn
+  std::optional<int> output_len;  ///< --sharegpt-output-len / --output-len: fixed output_len per turn
   std::optional<int> max_turns;   ///< --multi-turn-max-turns: keep the first N user turns
 };
 

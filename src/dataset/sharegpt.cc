@@ -347,7 +347,7 @@ std::vector<SampleRequest> sample_sharegpt(const ShareGptFile& file, const Datas
     SampleRequest r;
     r.prompt = std::move(prompt);
     r.prompt_len = prompt_len;
-    r.expected_output_len = output_len;
+    r.output_len = output_len;
     r.request_id = fmt::format("{}{}", options.request_id_prefix, samples.size());
     samples.push_back(std::move(r));
   }

@@ -159,7 +159,7 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
     SampleRequest r;
     r.prompt = std::move(fixed.text);
     r.prompt_len = static_cast<int>(fixed.tokens.size());
-    r.expected_output_len = static_cast<int>(output_lens[i]);
+    r.output_len = static_cast<int>(output_lens[i]);
     r.request_id = fmt::format("{}{}", o.request_id_prefix, i);
     if (after_request) after_request(i, rng, r);
     requests.push_back(std::move(r));
@@ -208,7 +208,7 @@ std::vector<SampleRequest> sample_prefix_repetition(const DatasetOptions& o, con
       SampleRequest r;
       r.prompt = tok.decode(combined);
       r.prompt_len = static_cast<int>(combined.size());
-      r.expected_output_len = o.prefix_repetition_output_len;
+      r.output_len = o.prefix_repetition_output_len;
       requests.push_back(std::move(r));
     }
   }
@@ -288,7 +288,7 @@ std::vector<SampleRequest> sample_custom(const std::vector<CustomRow>& rows, con
     SampleRequest r;
     r.prompt = o.skip_chat_template ? row.prompt : render_chat(row.prompt);
     r.prompt_len = count_tokens(r.prompt);
-    r.expected_output_len = output_len;
+    r.output_len = output_len;
     r.request_id = fmt::format("{}{}", o.request_id_prefix, i);
     out.push_back(std::move(r));
   }

@@ -585,7 +585,7 @@ ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std
   return out;
 }
 
-void apply_parsed(EngineConfig& config, const ParsedArgs& parsed) {
+void apply_parsed(LaunchConfig& config, const ParsedArgs& parsed) {
   for (const auto& pf : parsed.flags) {
     const FlagSpec& spec = *pf.spec;
     config.explicit_flags.insert(spec.names[0]);

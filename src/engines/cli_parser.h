@@ -26,7 +26,7 @@ enum class ValueKind {
 };
 
 /// Applies parsed, validated values to a config. Booleans receive {"true"} or {"false"}.
-using ApplyFn = void (*)(EngineConfig&, const std::vector<std::string>& values);
+using ApplyFn = void (*)(LaunchConfig&, const std::vector<std::string>& values);
 
 /// One option of an engine CLI.
 struct FlagSpec {
@@ -80,7 +80,7 @@ ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std
 
 /// Applies parsed flags: modelled ones through their ApplyFn, the others appended to
 /// config.unmodelled_options; every flag's canonical name goes to config.explicit_flags.
-void apply_parsed(EngineConfig& config, const ParsedArgs& parsed);
+void apply_parsed(LaunchConfig& config, const ParsedArgs& parsed);
 
 /// Python int(text) (whitespace, sign, '_' between digits); nullopt when Python would raise.
 std::optional<long long> python_int(const std::string& text);

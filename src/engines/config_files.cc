@@ -76,8 +76,8 @@ bool as_bool(const json& v, const std::string& key) {
   return v.get<bool>();
 }
 
-EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
-  EngineConfig c = in;
+LaunchConfig apply_trtllm_options(const LaunchConfig& in, const json& doc) {
+  LaunchConfig c = in;
   if (!doc.is_object()) throw std::invalid_argument("extra_llm_api_options: the document must be a mapping");
   for (const auto& [key, v] : doc.items()) {
     if (key == "tensor_parallel_size")
@@ -168,7 +168,7 @@ EngineConfig apply_trtllm_options(const EngineConfig& in, const json& doc) {
 
 }  // namespace
 
-EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& yaml_text) {
+LaunchConfig apply_config_yaml(const LaunchConfig& config, const std::string& yaml_text) {
   json doc = detail::parse_yaml_subset(yaml_text);
   if (config.kind == EngineKind::kTrtllm) return apply_trtllm_options(config, doc);
   if (!doc.is_object()) throw std::invalid_argument("--config: the YAML document must be a mapping");
@@ -194,12 +194,12 @@ EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& ya
               config.argv.begin() + static_cast<std::ptrdiff_t>(std::min(program_words, config.argv.size())),
               config.argv.end());
   argv.insert(argv.end(), lists.begin(), lists.end());
-  EngineConfig out = parse_launch_command(argv, config.env, config.engine_version);
+  LaunchConfig out = parse_launch_command(argv, config.env, config.engine_version);
   out.argv = config.argv;
   return out;
 }
 
-std::string render_extra_llm_api_options(const EngineConfig& c) {
+std::string render_extra_llm_api_options(const LaunchConfig& c) {
   json t = json::object();
   if (c.enable_dp_attention) t["enable_attention_dp"] = true;
   if (c.enforce_eager) {
@@ -246,7 +246,7 @@ std::string render_extra_llm_api_options(const EngineConfig& c) {
   return y;
 }
 
-EngineConfig apply_config_files(const EngineConfig& config) {
+LaunchConfig apply_config_files(const LaunchConfig& config) {
   const bool trt = config.kind == EngineKind::kTrtllm;
   const std::string& path = trt ? config.extra_llm_api_options : config.config_file;
   if (path.empty()) return config;

@@ -1,4 +1,4 @@
-// EngineConfig helpers.
+// LaunchConfig helpers.
 #include "engines/engine_config.h"
 
 #include "engines/engines.h"
@@ -17,7 +17,13 @@ const char* engine_kind_name(EngineKind kind) {
   return "unknown";
 }
 
-int EngineConfig::gpus_used() const {
+std::optional<EngineKind> engine_kind_from_name(const std::string& name) {
+  for (EngineKind k : {EngineKind::kVllm, EngineKind::kSglang, EngineKind::kTrtllm})
+    if (name == engine_kind_name(k)) return k;
+  return std::nullopt;
+}
+
+int LaunchConfig::gpus_used() const {
   // SGLang's DP-attention splits one TP group's GPUs into dp attention ranks (tp % dp == 0), so dp adds
   // no GPUs; TRT-LLM's enable_attention_dp likewise (dp = tp). vLLM's -dp adds replicas; its dcp reuses
   // the TP GPUs.
@@ -25,7 +31,7 @@ int EngineConfig::gpus_used() const {
   return tp * pp * dp;
 }
 
-std::optional<EngineConfig::NodePlacement> EngineConfig::stated_node_placement() const {
+std::optional<LaunchConfig::NodePlacement> LaunchConfig::stated_node_placement() const {
   const int world = gpus_used();
   auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
   if (kind == EngineKind::kSglang && nnodes > 1)

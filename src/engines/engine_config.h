@@ -17,6 +17,9 @@ enum class EngineKind { kVllm, kSglang, kTrtllm };
 /// "vllm", "sglang", "trtllm".
 const char* engine_kind_name(EngineKind kind);
 
+/// The kind named "vllm", "sglang" or "trtllm" (engine_kind_name's inverse); nullopt for any other name.
+std::optional<EngineKind> engine_kind_from_name(const std::string& name);
+
 /// Speculative decoding configuration (MTP / EAGLE with the model's MTP head).
 struct SpeculativeConfig {
   std::string method;  ///< "mtp" (vLLM), "EAGLE"/"NEXTN" (SGLang), "MTP" (TRT-LLM)
@@ -42,7 +45,7 @@ struct EngineOption {
 /// trtllm_defaults.h); resolve_launch() adds the ones that depend on the model and GPU (optionals left
 /// unset, 0 block size, SGLang's auto memory fraction) and the engine's own adjustments (e.g. SGLang's
 /// chunked_prefill_size // dp under DP-attention). Units: lengths in tokens, memory fractions in [0, 1].
-struct EngineConfig {
+struct LaunchConfig {
   EngineKind kind = EngineKind::kVllm;
   std::string engine_version;      ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
   std::string model;               ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")

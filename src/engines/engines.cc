@@ -41,7 +41,7 @@ std::string shell_quote(const std::string& s) {
 }
 
 // Program words for a config (its recorded program, else the canonical one for its engine).
-std::vector<std::string> program_words(const EngineConfig& c) {
+std::vector<std::string> program_words(const LaunchConfig& c) {
   std::string program = c.program;
   if (program.empty()) {
     program = c.kind == EngineKind::kVllm     ? "vllm serve"
@@ -60,7 +60,7 @@ std::vector<std::string> program_words(const EngineConfig& c) {
 }
 
 // How the model is passed for a program.
-std::vector<std::string> model_words(const EngineConfig& c) {
+std::vector<std::string> model_words(const LaunchConfig& c) {
   if (c.kind == EngineKind::kSglang) return {"--model-path", c.model};
   if (c.program.find("api_server") != std::string::npos) return {"--model", c.model};
   return {c.model};
@@ -78,7 +78,7 @@ std::string format_number(double value) {
   return s;
 }
 
-void record_env(const std::map<std::string, std::string>& env, EngineConfig& config) {
+void record_env(const std::map<std::string, std::string>& env, LaunchConfig& config) {
   static const char* kPrefixes[] = {"VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_", "NCCL_"};
   for (const auto& [k, v] : env) {
     bool keep = k == "CUDA_VISIBLE_DEVICES";
@@ -89,7 +89,7 @@ void record_env(const std::map<std::string, std::string>& env, EngineConfig& con
 
 }  // namespace detail
 
-EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
+LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
                                   const std::map<std::string, std::string>& env_in,
                                   const std::string& version) {
   // Leading `NAME=value` words (and an `env` program) set environment variables, as in a shell
@@ -105,7 +105,7 @@ EngineConfig parse_launch_command(const std::vector<std::string>& argv_in,
   }
   const std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(first), argv_in.end());
   if (argv.empty()) throw std::invalid_argument("empty launch command");
-  EngineConfig c;
+  LaunchConfig c;
   c.argv = argv;
   if (!version.empty()) {
     EngineVersion::parse(version);  // throws std::invalid_argument naming a malformed version
@@ -238,7 +238,7 @@ std::map<std::string, std::string> parse_env_assignments(const std::vector<std::
   return env;
 }
 
-std::map<std::string, std::string> to_env(const EngineConfig& c) {
+std::map<std::string, std::string> to_env(const LaunchConfig& c) {
   std::map<std::string, std::string> env = c.env;
   const char* dg_key = c.kind == EngineKind::kVllm     ? "VLLM_USE_DEEP_GEMM"
                        : c.kind == EngineKind::kSglang ? "SGLANG_ENABLE_JIT_DEEPGEMM"
@@ -260,11 +260,11 @@ std::map<std::string, std::string> to_env(const EngineConfig& c) {
   return env;
 }
 
-std::vector<std::string> to_argv(const EngineConfig& c) {
+std::vector<std::string> to_argv(const LaunchConfig& c) {
   std::vector<std::string> argv = program_words(c);
   std::vector<std::string> model = model_words(c);
   argv.insert(argv.end(), model.begin(), model.end());
-  EngineConfig bare = parse_launch_command(argv, {}, c.engine_version);
+  LaunchConfig bare = parse_launch_command(argv, {}, c.engine_version);
   std::vector<std::string> rest = c.kind == EngineKind::kVllm     ? detail::render_vllm(c, bare)
                                   : c.kind == EngineKind::kSglang ? detail::render_sglang(c, bare)
                                                                   : detail::render_trtllm(c, bare);
@@ -272,7 +272,7 @@ std::vector<std::string> to_argv(const EngineConfig& c) {
   return argv;
 }
 
-std::string render_command(const EngineConfig& c) {
+std::string render_command(const LaunchConfig& c) {
   std::string out;
   for (const auto& [k, v] : to_env(c)) out += k + "=" + shell_quote(v) + " ";
   std::vector<std::string> argv = to_argv(c);

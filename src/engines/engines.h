@@ -1,5 +1,5 @@
 // servelab/engines: real engine launch commands (vLLM 0.10.2-0.24.0, SGLang 0.5.3-0.5.14, TensorRT-LLM
-// 1.0.0-1.2.0rc5; flags per release) parsed into EngineConfig and rendered back to argv. The resolution of a
+// 1.0.0-1.2.0rc5; flags per release) parsed into LaunchConfig and rendered back to argv. The resolution of a
 // launch for a model and a cluster (defaults by version, refusals, layout, scheduler, kernels) is
 // launch.h's resolve_launch, the one implementation of every engine rule.
 //
@@ -42,9 +42,9 @@ struct EngineArgError : std::runtime_error {
 /// `--flag=value`, unique-prefix abbreviations (allow_abbrev=True), vLLM's `--no-<flag>`, `--snake_case`
 /// keys, `--json-arg.key value` and `-O3`; click (TRT-LLM) accepts exact names and `--flag=value` only.
 /// JSON values (--speculative-config, --compilation-config) are parsed. Real flags servelab does not
-/// model are accepted and listed in EngineConfig::unmodelled_options.
+/// model are accepted and listed in LaunchConfig::unmodelled_options.
 /// `env` is the process environment; every VLLM_*, SGLANG_*, SGL_*, TRTLLM_*, TLLM_*, NCCL_*,
-/// CUDA_VISIBLE_DEVICES entry is copied to EngineConfig::env and the modelled ones are applied
+/// CUDA_VISIBLE_DEVICES entry is copied to LaunchConfig::env and the modelled ones are applied
 /// (VLLM_USE_DEEP_GEMM, VLLM_ATTENTION_BACKEND, SGLANG_ENABLE_JIT_DEEPGEMM, TRTLLM_DG_ENABLED).
 ///
 /// The result holds explicit values plus the engine defaults that depend on nothing but the engine
@@ -59,7 +59,7 @@ struct EngineArgError : std::runtime_error {
 /// would (argparse "unrecognized arguments", click "No such option"). Releases between or beyond the
 /// modelled ones use the flags of their position in the order (EngineVersion). Throws
 /// std::invalid_argument for a malformed version.
-EngineConfig parse_launch_command(const std::vector<std::string>& argv,
+LaunchConfig parse_launch_command(const std::vector<std::string>& argv,
                                   const std::map<std::string, std::string>& env = {},
                                   const std::string& version = "");
 
@@ -72,24 +72,24 @@ std::vector<std::string> split_command_line(const std::string& command);
 std::map<std::string, std::string> parse_env_assignments(const std::vector<std::string>& assignments);
 
 /// Renders a config back to a launch argv that parse_launch_command() maps to an equal config
-/// (modelled fields, unmodelled options and model; env is not part of argv: see EngineConfig::env).
+/// (modelled fields, unmodelled options and model; env is not part of argv: see LaunchConfig::env).
 /// Emits the engine's canonical spelling, only for values that differ from what a bare
 /// `<program> MODEL` parses to, so tune can change a field and render the command.
 /// Program: config.program (as launched), else "vllm serve", "python3 -m sglang.launch_server",
 /// "trtllm-serve". Throws EngineArgError only if the config holds a value the engine rejects.
-std::vector<std::string> to_argv(const EngineConfig& config);
+std::vector<std::string> to_argv(const LaunchConfig& config);
 
 /// The environment to launch `config` with: config.env plus the modelled engine variables set to the
 /// config's values (VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED = "0" when
 /// deep_gemm is false; vLLM's VLLM_ATTENTION_BACKEND = attention_backend unless --attention-backend was
 /// used). parse_launch_command(to_argv(c), to_env(c)) reproduces c.
-std::map<std::string, std::string> to_env(const EngineConfig& config);
+std::map<std::string, std::string> to_env(const LaunchConfig& config);
 
 /// to_argv() joined into one shell-safe line (arguments quoted with '...' where needed), env assignments
 /// (sorted) first: `VLLM_USE_DEEP_GEMM=0 vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8`.
-std::string render_command(const EngineConfig& config);
+std::string render_command(const LaunchConfig& config);
 
-/// Applies an engine option file (the caller reads it: EngineConfig::config_file /
+/// Applies an engine option file (the caller reads it: LaunchConfig::config_file /
 /// extra_llm_api_options name the path):
 ///   vLLM/SGLang `--config FILE.yaml`: each key is a CLI option (`tensor_parallel_size: 8` ->
 ///     `--tensor-parallel-size 8`; true -> bare flag; false -> `--no-` (vLLM); lists -> several values;
@@ -104,19 +104,19 @@ std::string render_command(const EngineConfig& config);
 ///     config_file_options.
 /// YAML: the subset engine files use (block mappings, scalars, [flow] and block lists of scalars).
 /// Throws std::invalid_argument naming the YAML line or key on anything else.
-EngineConfig apply_config_yaml(const EngineConfig& config, const std::string& yaml_text);
+LaunchConfig apply_config_yaml(const LaunchConfig& config, const std::string& yaml_text);
 
 /// Reads the option file the launch names (vLLM/SGLang --config, TRT-LLM --extra_llm_api_options) and
 /// applies it with apply_config_yaml; `config` unchanged when it names none. Throws std::runtime_error
 /// naming the flag and path when the file cannot be read or its YAML is not understood, EngineArgError when
 /// a key is not an option of that engine release. Reads the file system; otherwise pure.
-EngineConfig apply_config_files(const EngineConfig& config);
+LaunchConfig apply_config_files(const LaunchConfig& config);
 
 /// YAML text for TRT-LLM's --extra_llm_api_options holding the knobs its CLI cannot express
 /// (enable_attention_dp, cuda_graph_config, kv_cache_config.dtype/enable_block_reuse/tokens_per_block,
 /// moe_config.backend, speculative_config) plus config_file_options. tune writes it to a file and sets
 /// extra_llm_api_options to the path; apply_config_yaml(config, text) reproduces those fields.
-std::string render_extra_llm_api_options(const EngineConfig& config);
+std::string render_extra_llm_api_options(const LaunchConfig& config);
 
 /// When a launch fails.
 enum class FailurePhase { kStartup, kRuntime };

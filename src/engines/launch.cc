@@ -15,9 +15,9 @@
 namespace servelab::engines {
 
 namespace detail {
-Resolved resolve_vllm(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
-Resolved resolve_sglang(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
-Resolved resolve_trtllm(const EngineConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+Resolved resolve_vllm(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+Resolved resolve_sglang(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
+Resolved resolve_trtllm(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
 }  // namespace detail
 
 const char* attention_kernel_name(AttentionKernel k) {
@@ -187,7 +187,7 @@ std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
 
 }  // namespace
 
-std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const EngineConfig& config,
+std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& config,
                                                            const model::ModelSpec& model,
                                                            const hardware::ClusterSpec& cluster) {
   auto r = engine_module(config.kind).resolve(config, model, cluster);
@@ -302,7 +302,7 @@ LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bo
   return LaunchFailure{phase, std::move(message), verbatim, std::move(rule)};
 }
 
-std::optional<LaunchFailure> range_checks(const EngineConfig& c) {
+std::optional<LaunchFailure> range_checks(const LaunchConfig& c) {
   if (c.tp < 1 || c.dp < 1 || c.pp < 1 || c.ep < 1 || c.dcp < 1)
     return fail(FailurePhase::kStartup, "parallel.sizes",
                 "parallel sizes must be >= 1 (tp " + std::to_string(c.tp) + ", dp " + std::to_string(c.dp) +
@@ -355,7 +355,7 @@ std::string sm_name(const hardware::ClusterSpec& c) {
 namespace {
 
 /// The refusal of a launch whose stated nodes (`p`) the cluster cannot hold, or nullopt.
-std::optional<LaunchFailure> check_stated_nodes(const EngineConfig::NodePlacement& p, const EngineConfig& c,
+std::optional<LaunchFailure> check_stated_nodes(const LaunchConfig::NodePlacement& p, const LaunchConfig& c,
                                                 const hardware::ClusterSpec& cluster) {
   const std::string who = std::string(engine_kind_name(c.kind)) + " " + p.flag;
   const std::string hw = hardware::cluster_name(cluster);
@@ -380,7 +380,7 @@ std::optional<LaunchFailure> check_stated_nodes(const EngineConfig::NodePlacemen
 }  // namespace
 
 std::optional<LaunchFailure> place_layout(ParallelLayout& l, const hardware::ClusterSpec& cluster,
-                                          const EngineConfig& config) {
+                                          const LaunchConfig& config) {
   const EngineKind kind = config.kind;
   int per_node = std::max(1, cluster.gpus_per_node);
   if (l.gpus > cluster.total_gpus())
@@ -405,7 +405,7 @@ std::optional<LaunchFailure> place_layout(ParallelLayout& l, const hardware::Clu
   return std::nullopt;
 }
 
-std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const EngineConfig& c,
+std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const LaunchConfig& c,
                                                                const model::ModelSpec& m) {
   if (c.quantization.empty()) return m;
   try {
@@ -436,7 +436,7 @@ bool is_multimodal(const model::ModelSpec& m) {
          m.architecture.compare(m.architecture.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::vector<std::string> inert_flags_of(const EngineConfig& c, const std::vector<std::string>& effective,
+std::vector<std::string> inert_flags_of(const LaunchConfig& c, const std::vector<std::string>& effective,
                                         const std::vector<std::string>& modelled_env) {
   std::vector<std::string> out;
   const std::set<std::string> eff(effective.begin(), effective.end());

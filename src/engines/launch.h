@@ -214,7 +214,7 @@ struct SpeculativePolicy {
 
 /// A launch resolved for a model and a cluster.
 struct ResolvedLaunch {
-  EngineConfig config;         ///< the parsed config with its defaults filled
+  LaunchConfig config;         ///< the parsed config with its defaults filled
   std::string version;         ///< engine version it was resolved for ("0.11.0")
   std::string version_family;  ///< fitted-parameter key part: "vllm-0.10", "vllm-0.11", "vllm-0.17",
                                ///< "sglang-0.5.3", "sglang-0.5.9", "trtllm-1.0", "trtllm-1.2", ...
@@ -249,7 +249,7 @@ struct ResolvedLaunch {
 /// a config-only reason) comes back as LaunchFailure with the engine's own message where known (verbatim
 /// = true). Memory (OOM) is not decided here: the twin's memory plan does that. Does not throw for any
 /// config parse_launch_command returned.
-std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const EngineConfig& config,
+std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& config,
                                                            const model::ModelSpec& model,
                                                            const hardware::ClusterSpec& cluster);
 
@@ -271,8 +271,8 @@ struct EngineModule {
   /// Parses the arguments after the program words into `config` (kind, program, argv and
   /// engine_version already set) with that version's flags. Throws EngineArgError.
   void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                EngineConfig& config);
-  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const EngineConfig&, const model::ModelSpec&,
+                LaunchConfig& config);
+  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const LaunchConfig&, const model::ModelSpec&,
                                                          const hardware::ClusterSpec&);
 };
 

@@ -37,7 +37,7 @@ LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bo
 
 /// Config-only range checks shared by every engine (parallel sizes >= 1, memory fraction in (0, 1],
 /// positive limits).
-std::optional<LaunchFailure> range_checks(const EngineConfig& c);
+std::optional<LaunchFailure> range_checks(const LaunchConfig& c);
 
 /// Refuses a GPU the twin does not model (hardware::GpuSpec::modelled == false).
 std::optional<LaunchFailure> hardware_check(const hardware::ClusterSpec& cluster);
@@ -53,16 +53,16 @@ std::string sm_name(const hardware::ClusterSpec& c);
 
 /// Fills layout.gpus-derived placement: nodes spanned and whether the TP group / the pipeline stages
 /// cross nodes, ranks laid out TP innermost, then PP, then DP. Refuses more GPUs than the cluster has.
-/// A launch that states its nodes (EngineConfig::stated_node_placement: SGLang --nnodes, vLLM
+/// A launch that states its nodes (LaunchConfig::stated_node_placement: SGLang --nnodes, vLLM
 /// --data-parallel-size-local, TRT-LLM --gpus_per_node) is placed that many GPUs per node, and refused
 /// ("parallel.nodes") when the cluster has fewer nodes or fewer GPUs per node than it states, or (SGLang)
 /// when --nnodes does not split the GPUs evenly.
 std::optional<LaunchFailure> place_layout(ParallelLayout& layout, const hardware::ClusterSpec& cluster,
-                                          const EngineConfig& config);
+                                          const LaunchConfig& config);
 
 /// The served model after an engine --quantization flag (model::with_engine_quantization), or a
 /// refusal naming the flag.
-std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const EngineConfig& c,
+std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const LaunchConfig& c,
                                                                const model::ModelSpec& m);
 
 /// KV cache element type for a kv_cache_dtype value ("auto" = the model dtype).
@@ -86,7 +86,7 @@ bool is_multimodal(const model::ModelSpec& m);
 
 /// Flags of `c` given explicitly that are not in `effective` (each engine's list of flags that change
 /// the resolved launch), plus every unmodelled option and environment variable not in `modelled_env`.
-std::vector<std::string> inert_flags_of(const EngineConfig& c, const std::vector<std::string>& effective,
+std::vector<std::string> inert_flags_of(const LaunchConfig& c, const std::vector<std::string>& effective,
                                         const std::vector<std::string>& modelled_env);
 
 /// A vLLM attention backend's support matrix (vllm/v1/attention/backends/*, AttentionBackend.

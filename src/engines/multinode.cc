@@ -73,7 +73,7 @@ void split_env_words(const MultiNodeRequest& r, Argv& argv, std::map<std::string
   argv.assign(r.argv.begin() + static_cast<std::ptrdiff_t>(i), r.argv.end());
 }
 
-void refuse_flags(const EngineConfig& c, const std::vector<const char*>& flags) {
+void refuse_flags(const LaunchConfig& c, const std::vector<const char*>& flags) {
   for (const char* f : flags)
     if (c.is_explicit(f))
       fail(std::string("the single-node command already has ") + f +
@@ -86,7 +86,7 @@ void check_rendezvous(const MultiNodeRequest& r) {
 }
 
 /// GPUs per node when the world splits evenly over the nodes.
-int even_share(const EngineConfig& c, const MultiNodeRequest& r, const char* engine) {
+int even_share(const LaunchConfig& c, const MultiNodeRequest& r, const char* engine) {
   const int world = c.gpus_used();
   if (world % r.nodes != 0)
     fail(std::string(engine) + " spreads its " + std::to_string(world) + " GPUs evenly over the nodes: " +
@@ -94,7 +94,7 @@ int even_share(const EngineConfig& c, const MultiNodeRequest& r, const char* eng
   return world / r.nodes;
 }
 
-NodeLaunch sglang(const EngineConfig& c, const MultiNodeRequest& r, Argv argv) {
+NodeLaunch sglang(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv) {
   refuse_flags(c, {"--nnodes", "--node-rank", "--dist-init-addr"});
   check_rendezvous(r);
   NodeLaunch n;
@@ -107,7 +107,7 @@ NodeLaunch sglang(const EngineConfig& c, const MultiNodeRequest& r, Argv argv) {
   return n;
 }
 
-NodeLaunch vllm_data_parallel(const EngineConfig& c, const MultiNodeRequest& r, Argv argv, int replica) {
+NodeLaunch vllm_data_parallel(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv, int replica) {
   const int per_node = r.gpus_per_node / replica;  // DP ranks one node holds
   const int start = r.node_rank * per_node;
   const int local = std::min(per_node, c.dp - start);
@@ -123,7 +123,7 @@ NodeLaunch vllm_data_parallel(const EngineConfig& c, const MultiNodeRequest& r, 
   return n;
 }
 
-NodeLaunch vllm_ray(const EngineConfig& c, const MultiNodeRequest& r, Argv argv) {
+NodeLaunch vllm_ray(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv) {
   const int world = c.gpus_used();
   NodeLaunch n;
   n.method = MultiNodeMethod::kVllmRay;
@@ -143,7 +143,7 @@ NodeLaunch vllm_ray(const EngineConfig& c, const MultiNodeRequest& r, Argv argv)
   return n;
 }
 
-NodeLaunch vllm(const EngineConfig& c, const MultiNodeRequest& r, Argv argv) {
+NodeLaunch vllm(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv) {
   refuse_flags(c, {"--data-parallel-size-local", "--data-parallel-start-rank", "--data-parallel-rank",
                    "--data-parallel-address", "--data-parallel-rpc-port", "--distributed-executor-backend",
                    "--headless"});
@@ -166,7 +166,7 @@ NodeLaunch vllm(const EngineConfig& c, const MultiNodeRequest& r, Argv argv) {
   return vllm_ray(c, r, std::move(argv));
 }
 
-NodeLaunch trtllm(const EngineConfig& c, const MultiNodeRequest& r, const Argv& argv,
+NodeLaunch trtllm(const LaunchConfig& c, const MultiNodeRequest& r, const Argv& argv,
                   const std::map<std::string, std::string>& env) {
   NodeLaunch n;
   n.method = MultiNodeMethod::kTrtllmMpi;
@@ -206,7 +206,7 @@ NodeLaunch render_node_launch(const MultiNodeRequest& r) {
   Argv argv;
   std::map<std::string, std::string> env;
   split_env_words(r, argv, env);
-  const EngineConfig c = parse_launch_command(argv, env, r.engine_version);
+  const LaunchConfig c = parse_launch_command(argv, env, r.engine_version);
   if (c.kind != r.kind)
     fail(std::string("the command launches ") + engine_kind_name(c.kind) + ", the request says " +
          engine_kind_name(r.kind));

@@ -46,7 +46,7 @@ enum class MpiLauncher {
 };
 
 /// One trial's launch on a multi-node allocation. `argv`/`env` are the single-node launch exactly as tune
-/// renders it (to_argv/to_env of the trial's EngineConfig): parallel sizes are the totals over all nodes
+/// renders it (to_argv/to_env of the trial's LaunchConfig): parallel sizes are the totals over all nodes
 /// (e.g. SGLang `--tp 16` on 2 x 8 GPUs) and must not already hold multi-node flags.
 struct MultiNodeRequest {
   EngineKind kind = EngineKind::kVllm;
@@ -79,7 +79,7 @@ struct NodeLaunch {
 
 /// Renders node `request.node_rank`'s part of the multi-node launch (see the file comment for each
 /// engine's method). The argv is parsed with parse_launch_command (so a flag the release lacks fails as the
-/// engine would, EngineArgError) to read TP/PP/DP and the world size (EngineConfig::gpus_used()).
+/// engine would, EngineArgError) to read TP/PP/DP and the world size (LaunchConfig::gpus_used()).
 /// Throws std::invalid_argument naming the problem when: nodes, gpus_per_node or node_rank are out of
 /// range; head_address is empty or port outside 1..65535 (when the method uses them); the launch needs
 /// more GPUs than the nodes hold, or leaves a whole node idle (gpus_used <= (nodes-1) * gpus_per_node);

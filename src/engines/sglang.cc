@@ -20,7 +20,7 @@ FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
   return FlagSpec{std::move(names), kind, std::move(choices), apply};
 }
 
-SpeculativeConfig& spec_of(EngineConfig& c) {
+SpeculativeConfig& spec_of(LaunchConfig& c) {
   if (!c.speculative) c.speculative = SpeculativeConfig{};
   return *c.speculative;
 }
@@ -31,25 +31,25 @@ const std::vector<FlagSpec>& sglang_specs() {
     std::vector<FlagSpec> s;
     // Model and tokenizer.
     s.push_back(
-        F({"--model-path", "--model"}, K::kString, [](EngineConfig& c, const V& v) { c.model = v[0]; }));
+        F({"--model-path", "--model"}, K::kString, [](LaunchConfig& c, const V& v) { c.model = v[0]; }));
     s.push_back(F({"--tokenizer-path"}, K::kString));
     s.push_back(F({"--tokenizer-mode"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; }, {"auto", "slow"}));
+                  [](LaunchConfig& c, const V& v) { c.tokenizer_mode = v[0]; }, {"auto", "slow"}));
     s.push_back(F({"--tokenizer-worker-num"}, K::kInt));
     s.push_back(F({"--skip-tokenizer-init"}, K::kStoreTrue));
     s.push_back(F({"--load-format"}, K::kString));
     s.push_back(F({"--model-loader-extra-config"}, K::kString));
     s.push_back(F({"--trust-remote-code"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
     s.push_back(F({"--context-length"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
     s.push_back(F({"--is-embedding"}, K::kStoreTrue));
     s.push_back(F({"--enable-multimodal"}, K::kStoreTrue));
     s.push_back(F({"--revision"}, K::kString));
     s.push_back(F({"--model-impl"}, K::kString));
     // HTTP server.
-    s.push_back(F({"--host"}, K::kString, [](EngineConfig& c, const V& v) { c.host = v[0]; }));
-    s.push_back(F({"--port"}, K::kInt, [](EngineConfig& c, const V& v) { c.port = to_int(v[0]); }));
+    s.push_back(F({"--host"}, K::kString, [](LaunchConfig& c, const V& v) { c.host = v[0]; }));
+    s.push_back(F({"--port"}, K::kInt, [](LaunchConfig& c, const V& v) { c.port = to_int(v[0]); }));
     s.push_back(F({"--skip-server-warmup"}, K::kStoreTrue));
     s.push_back(F({"--warmups"}, K::kString));
     s.push_back(F({"--nccl-port"}, K::kInt));
@@ -57,55 +57,55 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(
         F({"--dtype"}, K::kString, nullptr, {"auto", "half", "float16", "bfloat16", "float", "float32"}));
     s.push_back(
-        F({"--quantization"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
+        F({"--quantization"}, K::kString, [](LaunchConfig& c, const V& v) { c.quantization = v[0]; }));
     s.push_back(F({"--quantization-param-path"}, K::kString));
     // [unverified for 0.5.6.post2: "bf16"/"bfloat16"/"fp4_e2m1" in the choices]
     s.push_back(F({"--kv-cache-dtype"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
                   {"auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"}));
     s.push_back(F({"--enable-fp32-lm-head"}, K::kStoreTrue));
     // Memory and scheduling.
     s.push_back(F({"--mem-fraction-static"}, K::kFloat,
-                  [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--max-running-requests"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max-queued-requests"}, K::kInt));
     s.push_back(F({"--max-total-tokens"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.max_total_tokens = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_total_tokens = to_int(v[0]); }));
     s.push_back(F({"--chunked-prefill-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.chunked_prefill_size = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.chunked_prefill_size = to_int(v[0]); }));
     s.push_back(F({"--max-prefill-tokens"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.max_prefill_tokens = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_prefill_tokens = to_int(v[0]); }));
     s.push_back(F({"--schedule-policy"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.schedule_policy = v[0]; },
                   {"lpm", "random", "fcfs", "dfs-weight", "lof", "priority"}));
     s.push_back(F({"--enable-priority-scheduling"}, K::kStoreTrue));
     s.push_back(F({"--schedule-low-priority-values-first"}, K::kStoreTrue));
     s.push_back(F({"--priority-scheduling-preemption-threshold"}, K::kInt));
     s.push_back(F({"--schedule-conservativeness"}, K::kFloat,
-                  [](EngineConfig& c, const V& v) { c.schedule_conservativeness = to_double(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.schedule_conservativeness = to_double(v[0]); }));
     s.push_back(
-        F({"--page-size"}, K::kInt, [](EngineConfig& c, const V& v) { c.block_size = to_int(v[0]); }));
+        F({"--page-size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.block_size = to_int(v[0]); }));
     s.push_back(F({"--hybrid-kvcache-ratio"}, K::kFloat));
     s.push_back(F({"--swa-full-tokens-ratio"}, K::kFloat,
-                  [](EngineConfig& c, const V& v) { c.swa_full_tokens_ratio = to_double(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.swa_full_tokens_ratio = to_double(v[0]); }));
     // [recalled: hybrid linear-attention state dtype, default float32]
     s.push_back(F({"--mamba-ssm-dtype"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; },
                   {"float32", "bfloat16"}));
     s.push_back(F({"--disable-hybrid-swa-memory"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.disable_hybrid_swa_memory = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.disable_hybrid_swa_memory = to_bool(v[0]); }));
     s.push_back(F({"--radix-eviction-policy"}, K::kString, nullptr, {"lru", "lfu"}));
     // Runtime. (`--tp` / `--dp` work through argparse's unique-prefix abbreviation, not as aliases;
     // `--pp` is ambiguous with --pp-max-micro-batch-size.)
     s.push_back(F({"--device"}, K::kString));
     s.push_back(F({"--tensor-parallel-size", "--tp-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.tp = to_int(v[0]); }));
     s.push_back(F({"--pipeline-parallel-size", "--pp-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--pp-max-micro-batch-size"}, K::kInt));
     s.push_back(F({"--stream-interval"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
     s.push_back(F({"--stream-output"}, K::kStoreTrue));
     s.push_back(F({"--random-seed"}, K::kInt));
     s.push_back(F({"--constrained-json-whitespace-pattern"}, K::kString));
@@ -137,29 +137,29 @@ const std::vector<FlagSpec>& sglang_specs() {
     // API related.
     s.push_back(F({"--api-key"}, K::kString));
     s.push_back(F({"--served-model-name"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.served_model_name = v[0]; }));
     s.push_back(F({"--weight-version"}, K::kString));
     s.push_back(
-        F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+        F({"--chat-template"}, K::kString, [](LaunchConfig& c, const V& v) { c.chat_template = v[0]; }));
     s.push_back(F({"--completion-template"}, K::kString));
     s.push_back(F({"--file-storage-path"}, K::kString));
     s.push_back(F({"--enable-cache-report"}, K::kStoreTrue));
     // [unverified: parser choices are registries; not validated]
     s.push_back(F({"--reasoning-parser"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(F({"--tool-call-parser"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     s.push_back(F({"--sampling-defaults"}, K::kString, nullptr, {"openai", "model"}));
     s.push_back(F({"--tool-server"}, K::kString));
     // Data parallelism.
     s.push_back(F({"--data-parallel-size", "--dp-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.dp = to_int(v[0]); }));
     s.push_back(F({"--load-balance-method"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.load_balance_method = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.load_balance_method = v[0]; },
                   {"round_robin", "shortest_queue", "minimum_tokens"}));
     // Multi-node.
     s.push_back(F({"--dist-init-addr", "--nccl-init-addr"}, K::kString));
-    s.push_back(F({"--nnodes"}, K::kInt, [](EngineConfig& c, const V& v) { c.nnodes = to_int(v[0]); }));
+    s.push_back(F({"--nnodes"}, K::kInt, [](LaunchConfig& c, const V& v) { c.nnodes = to_int(v[0]); }));
     s.push_back(F({"--node-rank"}, K::kInt));
     // Model override.
     s.push_back(F({"--json-model-override-args"}, K::kString));
@@ -174,7 +174,7 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--lora-backend"}, K::kString));
     // Kernel backends.
     s.push_back(F({"--attention-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.attention_backend = v[0]; },
                   {"triton", "torch_native", "flex_attention", "nsa", "cutlass_mla", "fa3", "fa4",
                    "flashinfer", "flashmla", "trtllm_mla", "trtllm_mha", "dual_chunk_flash_attn", "aiter",
                    "wave", "intel_amx", "ascend"}));
@@ -186,24 +186,24 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--mm-attention-backend"}, K::kString));
     // [unverified for 0.5.6.post2: flashmla_auto and trtllm in the NSA choices]
     s.push_back(F({"--nsa-prefill-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.nsa_prefill_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.nsa_prefill_backend = v[0]; },
                   {"flashmla_sparse", "flashmla_kv", "flashmla_auto", "fa3", "tilelang", "aiter", "trtllm"}));
     s.push_back(F({"--nsa-decode-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.nsa_decode_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.nsa_decode_backend = v[0]; },
                   {"flashmla_sparse", "flashmla_kv", "flashmla_auto", "fa3", "tilelang", "aiter", "trtllm"}));
     // Speculative decoding.
     s.push_back(F({"--speculative-algorithm"}, K::kString,
-                  [](EngineConfig& c, const V& v) { spec_of(c).method = v[0]; },
+                  [](LaunchConfig& c, const V& v) { spec_of(c).method = v[0]; },
                   {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"}));
     s.push_back(F({"--speculative-draft-model-path", "--speculative-draft-model"}, K::kString,
-                  [](EngineConfig& c, const V& v) { spec_of(c).draft_model = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { spec_of(c).draft_model = v[0]; }));
     s.push_back(F({"--speculative-draft-model-revision"}, K::kString));
     s.push_back(F({"--speculative-num-steps"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { spec_of(c).num_steps = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { spec_of(c).num_steps = to_int(v[0]); }));
     s.push_back(F({"--speculative-eagle-topk"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { spec_of(c).eagle_topk = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { spec_of(c).eagle_topk = to_int(v[0]); }));
     s.push_back(F({"--speculative-num-draft-tokens"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { spec_of(c).num_draft_tokens = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { spec_of(c).num_draft_tokens = to_int(v[0]); }));
     s.push_back(F({"--speculative-accept-threshold-single"}, K::kFloat));
     s.push_back(F({"--speculative-accept-threshold-acc"}, K::kFloat));
     s.push_back(F({"--speculative-token-map"}, K::kString));
@@ -217,17 +217,17 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--speculative-ngram-capacity"}, K::kInt));
     // Expert parallelism.
     s.push_back(F({"--expert-parallel-size", "--ep-size", "--ep"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.ep = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.ep = to_int(v[0]); }));
     s.push_back(F({"--moe-a2a-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
                   {"none", "deepep", "mooncake", "ascend_fuseep"}));
     s.push_back(F({"--moe-runner-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.moe_runner_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.moe_runner_backend = v[0]; },
                   {"auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm", "flashinfer_cutlass",
                    "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass"}));
     s.push_back(F({"--flashinfer-mxfp4-moe-precision"}, K::kString, nullptr, {"default", "bf16"}));
     s.push_back(F({"--enable-flashinfer-allreduce-fusion"}, K::kStoreTrue));
-    s.push_back(F({"--deepep-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.deepep_mode = v[0]; },
+    s.push_back(F({"--deepep-mode"}, K::kString, [](LaunchConfig& c, const V& v) { c.deepep_mode = v[0]; },
                   {"normal", "low_latency", "auto"}));
     s.push_back(F({"--ep-num-redundant-experts"}, K::kInt));
     s.push_back(F({"--ep-dispatch-algorithm"}, K::kString));
@@ -241,7 +241,7 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--enable-expert-distribution-metrics"}, K::kStoreTrue));
     s.push_back(F({"--deepep-config"}, K::kString));
     s.push_back(F({"--moe-dense-tp-size"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.moe_dense_tp_size = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.moe_dense_tp_size = to_int(v[0]); }));
     // Hierarchical cache.
     s.push_back(F({"--enable-hierarchical-cache"}, K::kStoreTrue));
     s.push_back(F({"--hicache-ratio"}, K::kFloat));
@@ -259,18 +259,18 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--offload-mode"}, K::kString));
     // Optimization / debug.
     s.push_back(F({"--disable-radix-cache"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_prefix_caching = !to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_prefix_caching = !to_bool(v[0]); }));
     s.push_back(F({"--cuda-graph-max-bs"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
-    s.push_back(F({"--cuda-graph-bs"}, K::kIntList, [](EngineConfig& c, const V& v) {
+                  [](LaunchConfig& c, const V& v) { c.cuda_graph_max_bs = to_int(v[0]); }));
+    s.push_back(F({"--cuda-graph-bs"}, K::kIntList, [](LaunchConfig& c, const V& v) {
       c.cuda_graph_sizes.clear();
       for (const auto& x : v) c.cuda_graph_sizes.push_back(to_int(x));
       std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
     }));
     s.push_back(F({"--disable-cuda-graph"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
     s.push_back(F({"--disable-cuda-graph-padding"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.cuda_graph_padding = !to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.cuda_graph_padding = !to_bool(v[0]); }));
     s.push_back(F({"--enable-profile-cuda-graph"}, K::kStoreTrue));
     s.push_back(F({"--enable-cudagraph-gc"}, K::kStoreTrue));
     s.push_back(F({"--enable-nccl-nvls"}, K::kStoreTrue));
@@ -282,21 +282,21 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--enable-mscclpp"}, K::kStoreTrue));
     s.push_back(F({"--enable-torch-symm-mem"}, K::kStoreTrue));
     s.push_back(F({"--disable-overlap-schedule"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.disable_overlap_schedule = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.disable_overlap_schedule = to_bool(v[0]); }));
     s.push_back(F({"--enable-mixed-chunk"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_mixed_chunk = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_mixed_chunk = to_bool(v[0]); }));
     s.push_back(F({"--enable-dp-attention"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_dp_attention = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_dp_attention = to_bool(v[0]); }));
     s.push_back(F({"--enable-dp-lm-head"}, K::kStoreTrue));
     s.push_back(F({"--enable-two-batch-overlap"}, K::kStoreTrue));
     s.push_back(F({"--enable-single-batch-overlap"}, K::kStoreTrue));
     s.push_back(F({"--tbo-token-distribution-threshold"}, K::kFloat));
     s.push_back(F({"--enable-torch-compile"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_torch_compile = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_torch_compile = to_bool(v[0]); }));
     s.push_back(F({"--enable-piecewise-cuda-graph"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_piecewise_cuda_graph = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_piecewise_cuda_graph = to_bool(v[0]); }));
     s.push_back(F({"--torch-compile-max-bs"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.torch_compile_max_bs = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.torch_compile_max_bs = to_int(v[0]); }));
     s.push_back(F({"--torchao-config"}, K::kString));
     s.push_back(F({"--enable-nan-detection"}, K::kStoreTrue));
     s.push_back(F({"--enable-p2p-check"}, K::kStoreTrue));
@@ -325,7 +325,7 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--custom-weight-loader"}, K::kStringList));
     s.push_back(F({"--weight-loader-disable-mmap"}, K::kStoreTrue));
     s.push_back(F({"--enable-pdmux"}, K::kStoreTrue));
-    s.push_back(F({"--config"}, K::kString, [](EngineConfig& c, const V& v) { c.config_file = v[0]; }));
+    s.push_back(F({"--config"}, K::kString, [](LaunchConfig& c, const V& v) { c.config_file = v[0]; }));
     return s;
   }();
   return specs;
@@ -344,7 +344,7 @@ bool env_true(const std::string& value, bool fallback) {
 }  // namespace
 
 void parse_sglang(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                  EngineConfig& c) {
+                  LaunchConfig& c) {
   const auto& d = kSglangDefaults;
   if (c.engine_version.empty()) c.engine_version = d.version.value;
   const EngineVersion version = EngineVersion::parse(c.engine_version);
@@ -395,7 +395,7 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
     c.deep_gemm = env_true(it->second, c.deep_gemm);
 }
 
-std::vector<std::string> render_sglang(const EngineConfig& c, const EngineConfig& b) {
+std::vector<std::string> render_sglang(const LaunchConfig& c, const LaunchConfig& b) {
   std::vector<std::string> a;
   auto add = [&](const std::string& flag, const std::string& value) {
     a.push_back(flag);

@@ -35,7 +35,7 @@ AttentionKernel kernel_of(const std::string& b, bool mla) {
 // DSA (DeepSeek-V3.2, GLM-5.x): page 64, nsa backends, KV dtype by generation (_set_default_nsa_*).
 void dsa_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const auto& d = kSglangDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   c.block_size = d.page_size_dsa.value;
   c.attention_backend = d.attention_backend_dsa.value;
   if (c.kv_cache_dtype == "auto")
@@ -59,7 +59,7 @@ void dsa_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
 // Attention backend: forced (validated against the GPU) or SGLang's default per generation and model
 // (docs attention_backend; server_args model-specific overrides for gpt-oss).
 std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const std::pair<const char*, const std::string*> kernels[] = {
       {"--attention-backend", &c.attention_backend},
@@ -174,7 +174,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
 // at the MoE (and the dense FFN, at --moe-dense-tp-size); DeepEP sets ep = tp (server_args.py
 // _handle_a2a_moe) and picks the all-to-all kernels per --deepep-mode.
 std::optional<LaunchFailure> sglang_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   ParallelLayout& l = r.layout;
   const bool moe = r.model.has_moe();
   if (c.moe_a2a_backend == "deepep") {
@@ -237,7 +237,7 @@ std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
   return std::nullopt;
 }
 
-Resolved resolve_sglang(const EngineConfig& in, const model::ModelSpec& model,
+Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
                         const hardware::ClusterSpec& cl) {
   ResolvedLaunch r;
   r.config = in;

@@ -22,7 +22,7 @@ std::string fixed3(double x) {
 // the steps are unset; topk 1 forces draft tokens = steps + 1; max_running_requests 48.
 std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
   auto& s = *c.speculative;
   const model::ModelSpec& m = r.model;
@@ -112,7 +112,7 @@ std::vector<int> capture_list(int max_bs, bool spec) {
 // _handle_data_parallelism).
 void memory_settings(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const auto& d = kSglangDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const double gpu_gib = cl.gpu.memory_bytes / kGiB;
   const auto& tier = d.tiers[sglang_tier_index(gpu_gib)];
   if (!c.chunked_prefill_size) {
@@ -166,7 +166,7 @@ void memory_settings(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
 
 void execution(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   auto& e = r.execution;
   const bool deepep_normal =
       r.layout.a2a == MoeA2a::kDeepepNormal && r.layout.a2a_decode == MoeA2a::kDeepepNormal;
@@ -208,7 +208,7 @@ void execution(ResolvedLaunch& r) {
 
 void scheduler_memory_routing(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
-  const EngineConfig& c = r.config;
+  const LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   auto& s = r.scheduler;
   s.kind = SchedulerPolicy::Kind::kSglang;
@@ -260,7 +260,7 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
 
 std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
                                              const EngineVersion& v) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const int derived = m.max_position_embeddings;
   if (c.max_model_len && *c.max_model_len > derived &&

@@ -31,9 +31,9 @@ const std::vector<FlagSpec>& trtllm_specs() {
   static const std::vector<FlagSpec> specs = [] {
     std::vector<FlagSpec> s;
     s.push_back(F({"--tokenizer"}, K::kString));
-    s.push_back(F({"--host"}, K::kString, [](EngineConfig& c, const V& v) { c.host = v[0]; }));
-    s.push_back(F({"--port"}, K::kInt, [](EngineConfig& c, const V& v) { c.port = to_int(v[0]); }));
-    s.push_back(F({"--backend"}, K::kString, [](EngineConfig& c, const V& v) { c.trtllm_backend = v[0]; },
+    s.push_back(F({"--host"}, K::kString, [](LaunchConfig& c, const V& v) { c.host = v[0]; }));
+    s.push_back(F({"--port"}, K::kInt, [](LaunchConfig& c, const V& v) { c.port = to_int(v[0]); }));
+    s.push_back(F({"--backend"}, K::kString, [](LaunchConfig& c, const V& v) { c.trtllm_backend = v[0]; },
                   {"pytorch", "trt", "_autodeploy"}));
     s.push_back(F({"--custom_module_dirs"}, K::kString));
     after_1_0(s);
@@ -41,28 +41,28 @@ const std::vector<FlagSpec>& trtllm_specs() {
                   {"internal_error", "error", "warning", "info", "verbose", "debug", "trace"}));
     s.push_back(F({"--max_beam_width"}, K::kInt));
     s.push_back(
-        F({"--max_batch_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+        F({"--max_batch_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max_num_tokens"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
     s.push_back(
-        F({"--max_seq_len"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
-    s.push_back(F({"--tp_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
-    s.push_back(F({"--pp_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
-    s.push_back(F({"--ep_size"}, K::kInt, [](EngineConfig& c, const V& v) { c.ep = to_int(v[0]); }));
+        F({"--max_seq_len"}, K::kInt, [](LaunchConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+    s.push_back(F({"--tp_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.tp = to_int(v[0]); }));
+    s.push_back(F({"--pp_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.pp = to_int(v[0]); }));
+    s.push_back(F({"--ep_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.ep = to_int(v[0]); }));
     s.push_back(F({"--cluster_size"}, K::kInt));
     s.push_back(F({"--gpus_per_node"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.gpus_per_node = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.gpus_per_node = to_int(v[0]); }));
     s.push_back(F({"--kv_cache_free_gpu_memory_fraction"}, K::kFloat,
-                  [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--num_postprocess_workers"}, K::kInt));
     s.push_back(F({"--trust_remote_code"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
     s.push_back(F({"--extra_llm_api_options"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
     s.push_back(F({"--reasoning_parser"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(
-        F({"--tool_parser"}, K::kString, [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+        F({"--tool_parser"}, K::kString, [](LaunchConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     after_1_0(s);
     s.push_back(F({"--metadata_server_config_file"}, K::kString));
     s.push_back(F({"--server_role"}, K::kString));
@@ -72,11 +72,11 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--disagg_cluster_uri"}, K::kString));
     after_1_0(s);
     s.push_back(F({"--enable_chunked_prefill"}, K::kStoreTrue,
-                  [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--media_io_kwargs"}, K::kString));
     after_1_0(s);
     s.push_back(
-        F({"--chat_template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+        F({"--chat_template"}, K::kString, [](LaunchConfig& c, const V& v) { c.chat_template = v[0]; }));
     after_1_0(s);
     return s;
   }();
@@ -86,7 +86,7 @@ const std::vector<FlagSpec>& trtllm_specs() {
 }  // namespace
 
 void parse_trtllm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                  EngineConfig& c) {
+                  LaunchConfig& c) {
   const auto& d = kTrtllmDefaults;
   if (c.engine_version.empty()) c.engine_version = d.version.value;
   const EngineVersion version = EngineVersion::parse(c.engine_version);
@@ -111,7 +111,7 @@ void parse_trtllm(const std::vector<std::string>& args, const std::map<std::stri
     c.deep_gemm = !(it->second == "0" || it->second == "false" || it->second == "False");
 }
 
-std::vector<std::string> render_trtllm(const EngineConfig& c, const EngineConfig& b) {
+std::vector<std::string> render_trtllm(const LaunchConfig& c, const LaunchConfig& b) {
   std::vector<std::string> a;
   auto add = [&](const std::string& flag, const std::string& value) {
     a.push_back(flag);

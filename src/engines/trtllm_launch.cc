@@ -114,7 +114,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
 
 // TP x PP, MoE TP = tp / ep (Mapping), attention DP: every TP rank its own attention rank.
 std::optional<LaunchFailure> trtllm_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
-  const EngineConfig& c = r.config;
+  const LaunchConfig& c = r.config;
   if (c.ep > c.tp || c.tp % c.ep != 0)
     return fail(FailurePhase::kStartup, "trtllm.ep.divides_tp",
                 "ep_size " + std::to_string(c.ep) + " must divide tp_size " + std::to_string(c.tp) +
@@ -162,7 +162,7 @@ std::vector<int> capture_sizes(int max_bs, bool padding) {
 }
 
 std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
   const auto& s = *c.speculative;
   using M = SpeculativePolicy::Method;
@@ -191,7 +191,7 @@ std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
 
 void policies(ResolvedLaunch& r) {
   const auto& d = kTrtllmDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   if (!c.max_model_len) c.max_model_len = r.model.max_position_embeddings;
   r.max_model_len = *c.max_model_len;
   if (!c.max_num_seqs) c.max_num_seqs = d.max_batch_size.value;
@@ -252,7 +252,7 @@ void policies(ResolvedLaunch& r) {
 
 }  // namespace
 
-Resolved resolve_trtllm(const EngineConfig& in, const model::ModelSpec& model,
+Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
                         const hardware::ClusterSpec& cl) {
   ResolvedLaunch r;
   r.config = in;

@@ -36,7 +36,7 @@ std::vector<int> int_list(const nlohmann::json& a) {
   return out;
 }
 
-void apply_speculative(EngineConfig& c, const V& v) {
+void apply_speculative(LaunchConfig& c, const V& v) {
   auto j = nlohmann::json::parse(v[0]);
   if (j.is_null()) {
     c.speculative.reset();
@@ -53,7 +53,7 @@ void apply_speculative(EngineConfig& c, const V& v) {
   c.speculative = s;
 }
 
-void apply_compilation(EngineConfig& c, const V& v) {
+void apply_compilation(LaunchConfig& c, const V& v) {
   auto j = nlohmann::json::parse(v[0]);
   c.cuda_graph_max_bs.reset();
   c.cuda_graph_sizes.clear();
@@ -89,8 +89,8 @@ const std::vector<FlagSpec>& vllm_specs() {
   static const std::vector<FlagSpec> specs = [] {
     std::vector<FlagSpec> s;
     // Frontend (vllm/entrypoints/openai/cli_args.py FrontendArgs).
-    s.push_back(F({"--host"}, K::kString, [](EngineConfig& c, const V& v) { c.host = v[0]; }));
-    s.push_back(F({"--port"}, K::kInt, [](EngineConfig& c, const V& v) { c.port = to_int(v[0]); }));
+    s.push_back(F({"--host"}, K::kString, [](LaunchConfig& c, const V& v) { c.host = v[0]; }));
+    s.push_back(F({"--port"}, K::kInt, [](LaunchConfig& c, const V& v) { c.port = to_int(v[0]); }));
     s.push_back(F({"--uds"}, K::kString));
     s.push_back(F({"--uvicorn-log-level"}, K::kString, nullptr,
                   {"critical", "debug", "error", "info", "trace", "warning"}));
@@ -102,7 +102,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--api-key"}, K::kStringList));
     s.push_back(F({"--lora-modules"}, K::kStringList));
     s.push_back(
-        F({"--chat-template"}, K::kString, [](EngineConfig& c, const V& v) { c.chat_template = v[0]; }));
+        F({"--chat-template"}, K::kString, [](LaunchConfig& c, const V& v) { c.chat_template = v[0]; }));
     s.push_back(F({"--chat-template-content-format"}, K::kString, nullptr, {"auto", "openai", "string"}));
     s.push_back(F({"--trust-request-chat-template"}, K::kBoolOptional));
     s.push_back(F({"--response-role"}, K::kString));
@@ -117,10 +117,10 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--disable-frontend-multiprocessing"}, K::kBoolOptional));
     s.push_back(F({"--enable-request-id-headers"}, K::kBoolOptional));
     s.push_back(F({"--enable-auto-tool-choice"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.enable_auto_tool_choice = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_auto_tool_choice = to_bool(v[0]); }));
     s.push_back(F({"--exclude-tools-when-tool-choice-none"}, K::kBoolOptional));
     s.push_back(F({"--tool-call-parser"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.tool_call_parser = v[0]; }));
     s.push_back(F({"--tool-parser-plugin"}, K::kString));
     s.push_back(F({"--tool-server"}, K::kString));
     s.push_back(F({"--log-config-file"}, K::kString));
@@ -136,21 +136,21 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--log-error-stack"}, K::kBoolOptional));
     s.push_back(F({"--headless"}, K::kStoreTrue));
     s.push_back(F({"--api-server-count", "-asc"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.api_server_count = to_int(v[0]); }));
-    s.push_back(F({"--config"}, K::kString, [](EngineConfig& c, const V& v) { c.config_file = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.api_server_count = to_int(v[0]); }));
+    s.push_back(F({"--config"}, K::kString, [](LaunchConfig& c, const V& v) { c.config_file = v[0]; }));
     s.push_back(F({"--disable-log-stats"}, K::kStoreTrue));
     s.push_back(F({"--enable-log-requests"}, K::kBoolOptional));
     s.push_back(F({"--disable-log-requests"}, K::kBoolOptional));
     // ModelConfig.
-    s.push_back(F({"--model"}, K::kString, [](EngineConfig& c, const V& v) { c.model = v[0]; }));
+    s.push_back(F({"--model"}, K::kString, [](LaunchConfig& c, const V& v) { c.model = v[0]; }));
     s.push_back(F({"--runner"}, K::kString, nullptr, {"auto", "draft", "generate", "pooling"}));
     s.push_back(F({"--convert"}, K::kString, nullptr, {"auto", "classify", "embed", "none", "reward"}));
     s.push_back(F({"--tokenizer"}, K::kString));
     // [unverified: 0.13 tokenizer modes are a registry; no choices validation]
     s.push_back(
-        F({"--tokenizer-mode"}, K::kString, [](EngineConfig& c, const V& v) { c.tokenizer_mode = v[0]; }));
+        F({"--tokenizer-mode"}, K::kString, [](LaunchConfig& c, const V& v) { c.tokenizer_mode = v[0]; }));
     s.push_back(F({"--trust-remote-code"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
     s.push_back(
         F({"--dtype"}, K::kString, nullptr, {"auto", "bfloat16", "float", "float16", "float32", "half"}));
     s.push_back(F({"--seed"}, K::kInt));
@@ -161,11 +161,11 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--code-revision"}, K::kString));
     s.push_back(F({"--tokenizer-revision"}, K::kString));
     s.push_back(F({"--max-model-len"}, K::kHumanInt,
-                  [](EngineConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_model_len = to_int(v[0]); }));
     s.push_back(
-        F({"--quantization", "-q"}, K::kString, [](EngineConfig& c, const V& v) { c.quantization = v[0]; }));
+        F({"--quantization", "-q"}, K::kString, [](LaunchConfig& c, const V& v) { c.quantization = v[0]; }));
     s.push_back(F({"--enforce-eager"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
     s.push_back(F({"--max-logprobs"}, K::kInt));
     s.push_back(F({"--logprobs-mode"}, K::kString, nullptr,
                   {"processed_logits", "processed_logprobs", "raw_logits", "raw_logprobs"}));
@@ -174,7 +174,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--skip-tokenizer-init"}, K::kBoolOptional));
     s.push_back(F({"--enable-prompt-embeds"}, K::kBoolOptional));
     s.push_back(F({"--served-model-name"}, K::kStringList,
-                  [](EngineConfig& c, const V& v) { c.served_model_name = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.served_model_name = v[0]; }));
     s.push_back(F({"--config-format"}, K::kString, nullptr, {"auto", "hf", "mistral"}));
     s.push_back(F({"--hf-token"}, K::kString));
     s.push_back(F({"--hf-overrides"}, K::kJson));
@@ -197,35 +197,35 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--pt-load-map-location"}, K::kString));
     // StructuredOutputsConfig / reasoning.
     s.push_back(F({"--reasoning-parser"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(F({"--reasoning-parser-plugin"}, K::kString));
     s.push_back(F({"--structured-outputs-config"}, K::kJson));
     // ParallelConfig.
     s.push_back(F({"--distributed-executor-backend"}, K::kString, nullptr,
                   {"external_launcher", "mp", "ray", "uni"}));
     s.push_back(F({"--pipeline-parallel-size", "-pp"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.pp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--tensor-parallel-size", "-tp"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.tp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.tp = to_int(v[0]); }));
     s.push_back(F({"--decode-context-parallel-size", "-dcp"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.dcp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.dcp = to_int(v[0]); }));
     gate(s, "0.11.0", "", "decode context parallel for MLA (PR #23734, Sept 2025) [recalled]");
     s.push_back(F({"--dcp-kv-cache-interleave-size"}, K::kInt));
     s.push_back(F({"--data-parallel-size", "-dp"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.dp = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.dp = to_int(v[0]); }));
     s.push_back(F({"--data-parallel-rank", "-dpn"}, K::kInt));
     s.push_back(F({"--data-parallel-start-rank", "-dpr"}, K::kInt));
     s.push_back(F({"--data-parallel-size-local", "-dpl"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.dp_size_local = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.dp_size_local = to_int(v[0]); }));
     s.push_back(F({"--data-parallel-address", "-dpa"}, K::kString));
     s.push_back(F({"--data-parallel-rpc-port", "-dpp"}, K::kInt));
     s.push_back(F({"--data-parallel-backend", "-dpb"}, K::kString));
     s.push_back(F({"--data-parallel-hybrid-lb", "-dph"}, K::kBoolOptional));
     s.push_back(F({"--data-parallel-external-lb", "-dpe"}, K::kBoolOptional));
     s.push_back(F({"--enable-expert-parallel"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.enable_expert_parallel = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_expert_parallel = to_bool(v[0]); }));
     s.push_back(F({"--all2all-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.moe_a2a_backend = v[0]; },
                   {"allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
                    "flashinfer_all2allv", "naive", "pplx"}));
     gate(s, "0.11.1", "",
@@ -246,18 +246,18 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--worker-cls"}, K::kString));
     s.push_back(F({"--worker-extension-cls"}, K::kString));
     // CacheConfig.
-    s.push_back(F({"--block-size"}, K::kInt, [](EngineConfig& c, const V& v) { c.block_size = to_int(v[0]); },
+    s.push_back(F({"--block-size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.block_size = to_int(v[0]); },
                   {"1", "8", "16", "32", "64", "128", "256"}));
     s.push_back(F({"--gpu-memory-utilization"}, K::kFloat,
-                  [](EngineConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--kv-cache-memory-bytes"}, K::kHumanInt));
     s.push_back(F({"--swap-space"}, K::kFloat));
     s.push_back(F({"--kv-cache-dtype"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.kv_cache_dtype = v[0]; },
                   {"auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}));
     s.push_back(F({"--num-gpu-blocks-override"}, K::kInt));
     s.push_back(F({"--enable-prefix-caching"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.enable_prefix_caching = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_prefix_caching = to_bool(v[0]); }));
     s.push_back(F({"--prefix-caching-hash-algo"}, K::kString, nullptr,
                   {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"}));
     s.push_back(F({"--cpu-offload-gb"}, K::kFloat));
@@ -265,7 +265,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--kv-sharing-fast-prefill"}, K::kBoolOptional));
     s.push_back(F({"--mamba-cache-dtype"}, K::kString));
     s.push_back(F({"--mamba-ssm-cache-dtype"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; }));
     s.push_back(F({"--mamba-block-size"}, K::kInt));
     s.push_back(F({"--kv-offloading-size"}, K::kFloat));
     s.push_back(F({"--kv-offloading-backend"}, K::kString));
@@ -295,26 +295,26 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--collect-detailed-traces"}, K::kStringList));
     // SchedulerConfig.
     s.push_back(F({"--max-num-batched-tokens"}, K::kHumanInt,
-                  [](EngineConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.max_num_batched_tokens = to_int(v[0]); }));
     s.push_back(
-        F({"--max-num-seqs"}, K::kInt, [](EngineConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
+        F({"--max-num-seqs"}, K::kInt, [](LaunchConfig& c, const V& v) { c.max_num_seqs = to_int(v[0]); }));
     s.push_back(F({"--max-num-partial-prefills"}, K::kInt));
     s.push_back(F({"--max-long-partial-prefills"}, K::kInt));
     s.push_back(F({"--long-prefill-token-threshold"}, K::kInt));
     s.push_back(F({"--scheduling-policy"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.schedule_policy = v[0]; }, {"fcfs", "priority"}));
+                  [](LaunchConfig& c, const V& v) { c.schedule_policy = v[0]; }, {"fcfs", "priority"}));
     s.push_back(F({"--enable-chunked-prefill"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.enable_chunked_prefill = to_bool(v[0]); }));
     s.push_back(F({"--disable-chunked-mm-input"}, K::kBoolOptional));
     s.push_back(F({"--scheduler-cls"}, K::kString));
     s.push_back(F({"--disable-hybrid-kv-cache-manager"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.disable_hybrid_kv_cache_manager = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.disable_hybrid_kv_cache_manager = to_bool(v[0]); }));
     s.push_back(F({"--async-scheduling"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.async_scheduling = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.async_scheduling = to_bool(v[0]); }));
     gate(s, kVllmDefaults.async_scheduling_flag_since.value, "",
          kVllmDefaults.async_scheduling_flag_since.source);
     // SchedulerConfig.cuda_graph_sizes: one value N -> [1, 2, 4] + range(8, N + 1, 8); several -> the list.
-    s.push_back(F({"--cuda-graph-sizes"}, K::kIntList, [](EngineConfig& c, const V& v) {
+    s.push_back(F({"--cuda-graph-sizes"}, K::kIntList, [](LaunchConfig& c, const V& v) {
       std::vector<int> sizes;
       for (const auto& x : v) sizes.push_back(to_int(x));
       std::sort(sizes.begin(), sizes.end());
@@ -322,13 +322,13 @@ const std::vector<FlagSpec>& vllm_specs() {
       c.cuda_graph_max_bs = sizes.back();
     }));
     s.push_back(F({"--stream-interval"}, K::kInt,
-                  [](EngineConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.stream_interval = to_int(v[0]); }));
     s.push_back(F({"--performance-mode"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.performance_mode = v[0]; },
+                  [](LaunchConfig& c, const V& v) { c.performance_mode = v[0]; },
                   {"balanced", "interactivity", "throughput"}));
     gate(s, kVllmDefaults.performance_mode_since.value, "", kVllmDefaults.performance_mode_since.source);
     s.push_back(F({"--language-model-only"}, K::kBoolOptional,
-                  [](EngineConfig& c, const V& v) { c.language_model_only = to_bool(v[0]); }));
+                  [](LaunchConfig& c, const V& v) { c.language_model_only = to_bool(v[0]); }));
     gate(s, "0.17.0", "", "vLLM PR #34120 (Feb 2026; release recalled)");
     // VllmConfig JSON groups.
     s.push_back(F({"--speculative-config"}, K::kJson, apply_speculative));
@@ -337,7 +337,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--ec-transfer-config"}, K::kJson));
     s.push_back(F({"--compilation-config", "-O"}, K::kJson, apply_compilation));
     // Top-level CompilationConfig shortcuts [recalled: added with max_cudagraph_capture_size, 0.11.1].
-    s.push_back(F({"--cudagraph-capture-sizes"}, K::kIntList, [](EngineConfig& c, const V& v) {
+    s.push_back(F({"--cudagraph-capture-sizes"}, K::kIntList, [](LaunchConfig& c, const V& v) {
       c.cuda_graph_sizes.clear();
       for (const auto& x : v) c.cuda_graph_sizes.push_back(to_int(x));
       std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
@@ -345,7 +345,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     }));
     gate(s, kVllmDefaults.capture_size_formula_since.value, "",
          kVllmDefaults.capture_size_formula_since.source);
-    s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt, [](EngineConfig& c, const V& v) {
+    s.push_back(F({"--max-cudagraph-capture-size"}, K::kInt, [](LaunchConfig& c, const V& v) {
       c.cuda_graph_max_bs = to_int(v[0]);
       c.cuda_graph_sizes.clear();
     }));
@@ -353,7 +353,7 @@ const std::vector<FlagSpec>& vllm_specs() {
          kVllmDefaults.capture_size_formula_since.source);
     // [unverified for 0.13: --attention-backend (AttentionConfig) superseding VLLM_ATTENTION_BACKEND]
     s.push_back(F({"--attention-backend"}, K::kString,
-                  [](EngineConfig& c, const V& v) { c.attention_backend = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.attention_backend = v[0]; }));
     gate(s, "0.13.0", "", "AttentionConfig --attention-backend [unverified: first release]");
     s.push_back(F({"--additional-config"}, K::kJson));
     return s;
@@ -430,7 +430,7 @@ std::vector<std::string> preprocess(const std::vector<std::string>& in) {
 }  // namespace
 
 void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::string, std::string>& env,
-                EngineConfig& c) {
+                LaunchConfig& c) {
   const auto& d = kVllmDefaults;
   const bool api_server = c.program.find("api_server") != std::string::npos;
   // `vllm serve --model X`: 0.8-0.9 refused it (ValueError); later versions warn and treat X as the
@@ -486,7 +486,7 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
 namespace {
 
 // A --compilation-config given on the command line, with the config's capture size and cudagraph_mode.
-nlohmann::json recorded_compilation(const EngineConfig& c, const EngineOption& o) {
+nlohmann::json recorded_compilation(const LaunchConfig& c, const EngineOption& o) {
   nlohmann::json j = !o.values.empty() && nlohmann::json::accept(o.values[0])
                          ? nlohmann::json::parse(o.values[0])
                          : nlohmann::json::object();
@@ -515,7 +515,7 @@ nlohmann::json recorded_compilation(const EngineConfig& c, const EngineOption& o
 
 // Capture sizes and cudagraph_mode without a recorded --compilation-config: --cuda-graph-sizes before
 // the release of max_cudagraph_capture_size, a compilation config from it on.
-void render_capture(const EngineConfig& c, const EngineConfig& b, std::vector<std::string>& a) {
+void render_capture(const LaunchConfig& c, const LaunchConfig& b, std::vector<std::string>& a) {
   nlohmann::json j = nlohmann::json::object();
   const bool old = !version_at_least(c.engine_version, kVllmDefaults.capture_size_formula_since.value);
   if (!c.cuda_graph_sizes.empty() && c.cuda_graph_sizes != b.cuda_graph_sizes) {
@@ -543,7 +543,7 @@ void render_capture(const EngineConfig& c, const EngineConfig& b, std::vector<st
 
 }  // namespace
 
-std::vector<std::string> render_vllm(const EngineConfig& c, const EngineConfig& b) {
+std::vector<std::string> render_vllm(const LaunchConfig& c, const LaunchConfig& b) {
   std::vector<std::string> a;
   auto add = [&](const std::string& flag, const std::string& value) {
     a.push_back(flag);

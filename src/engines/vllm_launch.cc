@@ -49,7 +49,7 @@ std::string default_backend(const model::ModelSpec& m, const hardware::ClusterSp
 // Attention backend: the forced or default one, validated as vLLM does, with the corpus' refusals.
 std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
                                               const EngineVersion& v) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const bool forced = !c.attention_backend.empty();
   if (!forced) {
@@ -171,7 +171,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
 // TP-sliced over tp * dp ranks, with --enable-expert-parallel spread whole over them).
 std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
                                          const EngineVersion& v) {
-  const EngineConfig& c = r.config;
+  const LaunchConfig& c = r.config;
   ParallelLayout& l = r.layout;
   l.tp = c.tp, l.pp = c.pp, l.dp = c.dp, l.dcp = c.dcp;
   l.gpus = c.tp * c.pp * c.dp;
@@ -211,7 +211,7 @@ std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::Clus
 // CUDA-graph capture sizes (vllm/config/vllm.py _set_cudagraph_sizes; see vllm_defaults.h).
 std::vector<int> capture_sizes(const ResolvedLaunch& r, const EngineVersion& v, int spec_tokens) {
   const auto& d = kVllmDefaults;
-  const EngineConfig& c = r.config;
+  const LaunchConfig& c = r.config;
   const int budget = *c.max_num_batched_tokens;
   if (!c.cuda_graph_sizes.empty()) return c.cuda_graph_sizes;
   const bool formula = EngineVersion::parse(d.capture_size_formula_since.value) <= v;
@@ -279,7 +279,7 @@ std::vector<int> vllm_capture_sizes(const ResolvedLaunch& r, const EngineVersion
   return capture_sizes(r, v, spec_tokens);
 }
 
-Resolved resolve_vllm(const EngineConfig& in, const model::ModelSpec& model,
+Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
                       const hardware::ClusterSpec& cl) {
   ResolvedLaunch r;
   r.config = in;

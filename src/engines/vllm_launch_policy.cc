@@ -25,7 +25,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // (EngineArgs.get_batch_defaults; --performance-mode throughput doubles them).
 std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const auto& d = kVllmDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const int derived = m.max_position_embeddings;
   if (c.max_model_len && *c.max_model_len > derived &&
@@ -78,7 +78,7 @@ std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::C
 // page holds a linear-attention state), prefix caching, sliding windows.
 void cache_layout(ResolvedLaunch& r) {
   const auto& d = kVllmDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   if (m.has_dsa() && c.kv_cache_dtype.rfind("fp8", 0) == 0) {
     c.kv_cache_dtype = d.kv_cache_dtype_fp8_sparse_mla.value;
@@ -128,7 +128,7 @@ void cache_layout(ResolvedLaunch& r) {
 }
 
 std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
   auto& s = *c.speculative;
   const model::ModelSpec& m = r.model;
@@ -183,7 +183,7 @@ std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
 // CUDA graphs (cudagraph_mode by version, DeepEP high-throughput off), capture sizes, async scheduling.
 void execution(ResolvedLaunch& r, const EngineVersion& v) {
   const auto& d = kVllmDefaults;
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   auto& e = r.execution;
   const std::string mode = c.cudagraph_mode;
   if (c.enforce_eager || mode == "NONE") {
@@ -237,7 +237,7 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
 
 void scheduler_memory_routing(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const auto& d = kVllmDefaults;
-  const EngineConfig& c = r.config;
+  const LaunchConfig& c = r.config;
   auto& s = r.scheduler;
   s.kind = SchedulerPolicy::Kind::kVllmV1;
   s.max_num_seqs = *c.max_num_seqs;
@@ -276,7 +276,7 @@ void scheduler_memory_routing(ResolvedLaunch& r, const hardware::ClusterSpec& cl
 
 std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
                                            const EngineVersion& v) {
-  EngineConfig& c = r.config;
+  LaunchConfig& c = r.config;
   if (c.tp % c.dcp != 0)
     return fail(FailurePhase::kStartup, "vllm.dcp.divides_tp",
                 "tensor parallel size " + std::to_string(c.tp) +

@@ -27,8 +27,16 @@ enum class FailureKind : std::uint8_t {
 const char* failure_kind_name(FailureKind kind);
 
 /// Outcome and timings of one benchmark request, as vLLM's `RequestFuncOutput` plus servelab extras.
-/// Clock: all `*_s` times are seconds on the steady (monotonic) clock; absolute ones are relative to the
-/// benchmark's start (t = 0 at the first dispatch), durations are differences.
+///
+/// The run's clock (the one definition; other headers refer here). Every `*_time_s` field is an instant in
+/// seconds on the steady (monotonic) clock since t = 0; the other `*_s` fields are durations.
+/// t = 0 is the run's start: the instant the arrival schedule's time 0 falls on (vLLM's
+/// benchmark_start_time). bench's client: when every I/O thread is ready (after any preconnect), or the
+/// --start-at instant (client::LoadResult::start); the engine twin: virtual time 0. It is not the first
+/// dispatch: a request the schedule puts at 0.2 s has intended_send_time_s = 0.2 whatever the client does.
+/// A request's instants, in order: intended send (the schedule) <= dispatch (the client fired it) <= send (it
+/// holds its --max-concurrency slot and starts: vLLM's `st`, TTFT and latency count from here) <= wire (its
+/// bytes left); send_time_s has this one meaning in every producer (the twin takes the same slot).
 struct RequestOutput {
   bool success = false;
   FailureKind failure = FailureKind::kNone;
@@ -39,14 +47,15 @@ struct RequestOutput {
   int dataset_prompt_len = -1;         ///< client-side (dataset) prompt length; -1 = not set (then prompt_len
                                        ///< is used). vLLM 0.13 sums this one into total_input.
   int output_tokens = 0;               ///< server usage.completion_tokens, else re-tokenized text count
-  int expected_output_len = 0;         ///< requested max tokens
+  int output_len = 0;         ///< requested max tokens
 
   double intended_send_time_s = 0.0;   ///< when the schedule wanted it sent (open-loop arrival time)
   double dispatch_time_s = 0.0;        ///< when the client dispatched it (before the --max-concurrency
                                        ///< semaphore; vLLM request_arrival_time). Schedule lag =
                                        ///< dispatch - intended; client queue time = send - dispatch.
-  double send_time_s = 0.0;            ///< when the request started: it held its --max-concurrency slot,
-                                       ///< before any connect (vLLM start_time: TTFT includes the connect)
+  double send_time_s = 0.0;            ///< the send (see the clock above): it held its
+                                       ///< --max-concurrency slot, before any connect (vLLM start_time: TTFT
+                                       ///< includes the connect)
   /// When the whole request had been handed to the kernel (its write completed, after any connect and TLS
   /// handshake): the moment it left. -1 = not measured (e.g. the engine twin's offline simulation).
   /// Send lag = wire - intended - client queue (= schedule lag + wire - send).

@@ -41,7 +41,7 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       q.refusal = fmt::format("the twin does not model {}: {}", q.cluster.gpu.name, q.cluster.gpu.unsupported_reason);
       continue;
     }
-    engines::EngineConfig config;
+    engines::LaunchConfig config;
     try {
       config = engines::parse_launch_command(c.argv, c.env, c.engine_version);
     } catch (const engines::EngineArgError& e) {
@@ -103,8 +103,8 @@ bool trainable(const PreparedPoint& p) {
 }
 
 PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& table, Trace* trace) {
-  if (p.refusal) return Failure{*p.refusal, Failure::Kind::kUnsupported};
-  if (p.predicted_failure) return Failure{*p.predicted_failure, Failure::Kind::kStartup};
+  if (p.refusal) return PredictedFailure{*p.refusal, PredictedFailure::Kind::kUnsupported};
+  if (p.predicted_failure) return PredictedFailure{*p.predicted_failure, PredictedFailure::Kind::kStartup};
   WorkloadOptions o = p.options;
   o.calibration = table;
   o.trace = trace;

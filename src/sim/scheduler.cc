@@ -234,7 +234,7 @@ void Simulator::schedule_sglang(Rank& r, int) {
   for (int id : r.running) {
     const Req& q = reqs_[id];
     if (q.computed < q.prefill_target) prefilling = id;
-    reserved += std::min(q.target - q.generated, sch.clip_max_new_tokens) * ratio;
+    reserved += std::min(q.output_len - q.generated, sch.clip_max_new_tokens) * ratio;
   }
   double rem_total = tokens_of_bytes(r.free_bytes) - reserved;
   int rem_chunk = sch.token_budget;
@@ -256,7 +256,7 @@ void Simulator::schedule_sglang(Rank& r, int) {
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
     const int remaining = q.prefill_target - q.computed;
-    const double need = remaining + std::min(q.target - q.generated, sch.clip_max_new_tokens) * ratio;
+    const double need = remaining + std::min(q.output_len - q.generated, sch.clip_max_new_tokens) * ratio;
     if (need > rem_total && any) break;
     if (!sch.chunked_prefill && remaining > rem_chunk && any) break;
     const int n = sch.chunked_prefill ? std::min(remaining, rem_chunk) : remaining;
@@ -328,7 +328,7 @@ void Simulator::schedule_trtllm(Rank& r, int) {
     Req& q = reqs_[id];
     const int n = q.prefill_target - q.computed;
     if (n > budget && !sch.chunked_prefill) break;
-    if (!alloc(r, q, q.prompt + q.target)) break;
+    if (!alloc(r, q, q.prompt + q.output_len)) break;
     r.waiting.pop_front();
     count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;

@@ -57,7 +57,7 @@ struct WorkloadOptions {
 /// The twin's own view of a run (what a benchmark client cannot see).
 struct TwinView {
   MemoryPlan memory;                 ///< per-GPU memory plan of the launch
-  double duration_s = 0.0;           ///< virtual time from first send to last token
+  double duration_s = 0.0;           ///< virtual time from t = 0 (metrics/request_output.h) to the last token
   long long steps = 0;               ///< engine steps (pipeline ticks; lock-stepped DP ranks counted once)
   double prefill_time_s = 0.0;       ///< time in steps that carried prefill tokens
   double decode_time_s = 0.0;        ///< time in pure-decode steps
@@ -85,7 +85,8 @@ struct PredictionContext {
   ErrorBand band;                    ///< from leave-one-study-out residuals of the prediction's class
 };
 
-/// A successful prediction: per-request outputs (virtual clock, t = 0 at the first send) and the twin's view.
+/// A successful prediction: per-request outputs (virtual clock; t = 0 as metrics/request_output.h) and the
+/// twin's view.
 struct Prediction {
   std::vector<metrics::RequestOutput> outputs;
   TwinView twin;
@@ -93,19 +94,19 @@ struct Prediction {
 };
 
 /// A launch the twin predicts will not serve the workload: start-up refusal, run-time error or OOM.
-/// `reason` is the engine's own message format where one is known.
-struct Failure {
-  std::string reason;
+/// `message` is the engine's own message format where one is known.
+struct PredictedFailure {
+  std::string message;
   enum class Kind { kStartup, kRuntime, kOutOfMemory, kUnsupported } kind = Kind::kStartup;
 };
 
-using PredictResult = std::variant<Prediction, Failure>;
+using PredictResult = std::variant<Prediction, PredictedFailure>;
 
 /// Predicts `requests` served by the launch `engine` of `model` on `cluster`: engines::resolve_launch
-/// (refusals come back as Failure), the memory plan (OOM as Failure), then the simulation.
+/// (refusals come back as PredictedFailure), the memory plan (OOM as PredictedFailure), then the simulation.
 /// Deterministic: same inputs -> bit-identical outputs. Thread-safety: pure function, reentrant.
 /// Throws std::invalid_argument for inputs that are not a workload (a prompt or output length < 1).
-PredictResult predict(const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster,
+PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options);
 
@@ -142,20 +143,20 @@ struct EngineLiveMetrics {
 /// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
 class OnlineTwin {
  public:
-  /// Builds the twin of `engine` on `cluster`; returns a Failure (start-up refusal, OOM, too few GPUs)
+  /// Builds the twin of `engine` on `cluster`; returns a PredictedFailure (start-up refusal, OOM, too few GPUs)
   /// exactly as predict() would for that launch.
   /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
-  static std::variant<std::unique_ptr<OnlineTwin>, Failure> create(
-      const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+  static std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> create(
+      const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
       const std::optional<CalibrationTable>& calibration = std::nullopt);
   ~OnlineTwin();
   OnlineTwin(const OnlineTwin&) = delete;
   OnlineTwin& operator=(const OnlineTwin&) = delete;
 
   /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
-  /// `output_tokens` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
+  /// `output_len` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
   /// engines::check_request) or nullopt when admitted. Ids are the caller's and must be unique.
-  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s);
+  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
   /// Drops a request (its client went away); frees its KV after the step in flight.
   void cancel(std::uint64_t id);
   /// Applies every step that ends at or before `t_s`, calling emit(id, output_index, t_emit_s) for each

@@ -48,16 +48,16 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
   view_.memory = plan_;
 }
 
-int Simulator::add_request(int engine_prompt, int output_tokens, int reported_prompt) {
+int Simulator::add_request(int engine_prompt, int output_len, int reported_prompt) {
   const int id = static_cast<int>(reqs_.size());
   Req q;
   q.prompt = engine_prompt;
-  q.target = output_tokens;
+  q.output_len = output_len;
   q.prefill_target = q.prompt;
   reqs_.push_back(q);
   metrics::RequestOutput o;
   o.prompt_len = reported_prompt;
-  o.expected_output_len = output_tokens;
+  o.output_len = output_len;
   o.request_id = fmt::format("sim-{}", id);
   out_.push_back(std::move(o));
   if (trace_) trace_->requests.push_back(TraceRequest{0.0, -1, -1, -1, reported_prompt, 0, false});
@@ -69,7 +69,7 @@ std::optional<std::string> Simulator::send(int id, double t) {
   auto& o = out_[id];
   q.send_s = t;
   o.send_time_s = t;
-  if (auto refusal = engines::check_request(launch_, q.prompt, q.target)) {
+  if (auto refusal = engines::check_request(launch_, q.prompt, q.output_len)) {
     q.state = ReqState::kFailed;
     o.success = false;
     o.failure = metrics::FailureKind::kHttpStatus;
@@ -211,7 +211,7 @@ void Simulator::finish_batch(const Batch& b, double t) {
       if (tr.first_step < 0) tr.first_step = trace_step;
       tr.last_step = trace_step;
     }
-    if (q.generated >= q.target) {
+    if (q.generated >= q.output_len) {
       Rank& r = ranks_[q.rank];
       q.state = ReqState::kDone;
       auto& o = out_[id];
@@ -247,7 +247,7 @@ int Simulator::drop_unschedulable() {
     auto& o = out_[id];
     o.success = false;
     o.failure = metrics::FailureKind::kServerError;
-    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.target,
+    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.output_len,
                           plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
     client_done_.emplace_back(now_s_, step_trace_index());
@@ -261,7 +261,7 @@ int Simulator::drop_unschedulable() {
 void Simulator::emit(int id, int tokens, double engine_t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
-  tokens = std::min(tokens, q.target - q.generated);
+  tokens = std::min(tokens, q.output_len - q.generated);
   if (tokens <= 0) return;
   // What the client sees: the first token after its extra latency, never a token before an earlier one.
   double t = engine_t;
@@ -434,15 +434,15 @@ PredictionContext make_context(const engines::ResolvedLaunch& launch, const hard
   return ctx;
 }
 
-std::optional<Failure> unsupported(const hardware::ClusterSpec& cluster) {
+std::optional<PredictedFailure> unsupported(const hardware::ClusterSpec& cluster) {
   if (!cluster.gpu.modelled)
-    return Failure{fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
-                   Failure::Kind::kUnsupported};
+    return PredictedFailure{fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
+                   PredictedFailure::Kind::kUnsupported};
   return std::nullopt;
 }
 
-Failure::Kind failure_kind(const engines::LaunchFailure& f) {
-  return f.phase == engines::FailurePhase::kRuntime ? Failure::Kind::kRuntime : Failure::Kind::kStartup;
+PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f) {
+  return f.phase == engines::FailurePhase::kRuntime ? PredictedFailure::Kind::kRuntime : PredictedFailure::Kind::kStartup;
 }
 
 }  // namespace
@@ -452,7 +452,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   if (auto f = unsupported(cluster)) return *f;
   PredictionContext ctx = make_context(launch, cluster, options);
   detail::Simulator sim(launch, cluster, ctx.calibration, options.seed);
-  if (!sim.plan().fits) return Failure{sim.plan().failure, Failure::Kind::kOutOfMemory};
+  if (!sim.plan().fits) return PredictedFailure{sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   const int n = static_cast<int>(requests.size());
   std::vector<double> arrival(n, 0.0);
   if (std::isfinite(options.request_rate) && n > 0) {
@@ -484,12 +484,12 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   return p;
 }
 
-PredictResult predict(const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster,
+PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return Failure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
   return predict_resolved(std::get<engines::ResolvedLaunch>(resolved), cluster, requests, options);
 }
 
@@ -566,29 +566,29 @@ struct OnlineTwin::Impl {
 OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnlineTwin::~OnlineTwin() = default;
 
-std::variant<std::unique_ptr<OnlineTwin>, Failure> OnlineTwin::create(
-    const engines::EngineConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> OnlineTwin::create(
+    const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
     const std::optional<CalibrationTable>& calibration) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return Failure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
   const auto& launch = std::get<engines::ResolvedLaunch>(resolved);
   WorkloadOptions options;
   options.calibration = calibration;
   auto impl = std::make_unique<Impl>(launch, cluster, make_context(launch, cluster, options));
-  if (!impl->sim.plan().fits) return Failure{impl->sim.plan().failure, Failure::Kind::kOutOfMemory};
+  if (!impl->sim.plan().fits) return PredictedFailure{impl->sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   impl->sim.set_sink(&impl->sink, /*record_timings=*/false);
   return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
 }
 
-std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s) {
-  if (prompt_tokens < 1 || output_tokens < 1)
+std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s) {
+  if (prompt_tokens < 1 || output_len < 1)
     throw std::invalid_argument(fmt::format("request {}: prompt and output tokens must be >= 1", id));
   auto& im = *impl_;
-  const int internal = im.sim.add_request(prompt_tokens, output_tokens, prompt_tokens);
+  const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
   // Refusals (context length) are decided at arrival, as the engine's API server does.
-  if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_tokens))
+  if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_len))
     return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
   im.arrivals.emplace_back(internal, now_s);

@@ -25,7 +25,7 @@ enum class ReqState : std::uint8_t { kNotArrived, kWaiting, kRunning, kDone, kFa
 
 struct Req {
   int prompt = 0;          ///< engine-side prompt tokens (chat template included)
-  int target = 0;          ///< output tokens to generate
+  int output_len = 0;      ///< output tokens to generate
   int prefill_target = 0;  ///< tokens to hold in KV before the next token (prompt, + generated after preemption)
   int computed = 0;        ///< tokens in the KV cache
   int generated = 0;       ///< output tokens emitted
@@ -80,7 +80,7 @@ class Simulator {
 
   /// Registers a request (not yet sent). `engine_prompt` counts the chat template; `reported_prompt` is
   /// what the benchmark counts. Returns its id.
-  int add_request(int engine_prompt, int output_tokens, int reported_prompt);
+  int add_request(int engine_prompt, int output_len, int reported_prompt);
   /// The client sends the request at `t`: refused (context length: engines::check_request) or queued at
   /// the API server, which hands requests to the engine one after another (Calibration::api_request_ms).
   std::optional<std::string> send(int id, double t);

@@ -136,8 +136,8 @@ ValidationSummary summarize(const std::vector<const ValidationRow*>& rows, bool 
 }
 
 std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<std::string>* failure) {
-  if (const auto* f = std::get_if<Failure>(&r)) {
-    if (failure) *failure = f->reason;
+  if (const auto* f = std::get_if<PredictedFailure>(&r)) {
+    if (failure) *failure = f->message;
     return std::nullopt;
   }
   return headline(std::get<Prediction>(r));

@@ -30,8 +30,8 @@ struct EngineMetrics {
 /// The online engine model behind the server, in virtual time (seconds since the server started).
 /// Thread-safety: the server calls these from its single event-loop thread only.
 struct Timeline {
-  /// A request arrives at virtual time `now_s` with `prompt_tokens` to prefill and `output_tokens` to decode.
-  std::function<void(std::uint64_t id, int prompt_tokens, int output_tokens, double now_s)> submit;
+  /// A request arrives at virtual time `now_s` with `prompt_tokens` to prefill and `output_len` to decode.
+  std::function<void(std::uint64_t id, int prompt_tokens, int output_len, double now_s)> submit;
   /// The client went away: drop the request (frees its KV cache in the model).
   std::function<void(std::uint64_t id)> cancel;
   /// Advances to virtual time `t_s`, calling `emit(id, token_index, t_emit_s)` for every output token

@@ -22,7 +22,7 @@ ScenarioFn bench_scenario_fn(const Study& study) {
   common.insert(common.end(), {"--model", study.model});
   for (const auto& [k, v] : study.objective.slo_ms) common.insert(common.end(), {"--goodput", fmt::format("{}:{}", k, v)});
   return [common](const Scenario& sc, const std::string& base_url, const std::atomic<bool>& stop) {
-    bench::BenchConfig cfg;
+    bench::RunOptions cfg;
     CLI::App app{"bench serve (tune)"};
     bench::add_bench_flags(app, cfg);
     std::vector<std::string> args = common;

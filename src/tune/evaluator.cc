@@ -142,7 +142,7 @@ void Evaluator::remember(TrialRecord record) {
   records_.push_back(std::move(record));
 }
 
-Evaluation Evaluator::describe(const Config& config) const {
+Evaluation Evaluator::describe(const CandidateConfig& config) const {
   Evaluation ev;
   ev.config = normalize(study_, config);
   ev.key = config_key(study_, ev.config);
@@ -237,7 +237,7 @@ void check_constraints(const Study& study, const std::vector<std::string>& ids, 
 
 }  // namespace
 
-Evaluation Evaluator::evaluate(const Config& config_in, const std::vector<std::string>& ids,
+Evaluation Evaluator::evaluate(const CandidateConfig& config_in, const std::vector<std::string>& ids,
                                const std::string& phase) {
   Evaluation ev = describe(config_in);
   Rendered cmd = render(study_, ev.config);
@@ -416,7 +416,7 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
   remember(std::move(rec));
 }
 
-void Evaluator::prefetch(const std::vector<Config>& configs, const std::vector<std::string>& ids,
+void Evaluator::prefetch(const std::vector<CandidateConfig>& configs, const std::vector<std::string>& ids,
                          const std::string& phase) {
   if (!batch_runner_) return;
   for (int rep = 0; rep < repeats(); ++rep) {

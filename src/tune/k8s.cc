@@ -348,7 +348,7 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
   if (img == k8s.images.end() || img->second.empty())
     throw refuse(
         fmt::format("no image for engine {}: set [k8s.images] {} = \"...\"", engine.name, engine.name));
-  engines::EngineConfig parsed;
+  engines::LaunchConfig parsed;
   try {
     parsed = engines::parse_launch_command(trial.argv, trial.env, engine.version);
   } catch (const std::exception& e) {

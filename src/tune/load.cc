@@ -151,7 +151,7 @@ std::string primary_objective_label(const Study& study) {
   return fmt::format("Output tok/s per GPU at ≥ {:g} tok/s per user", o.min_tokens_per_s_per_user);
 }
 
-LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Config& config, const std::string& scenario) {
+LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config, const std::string& scenario) {
   LoadCurve curve;
   curve.engine = config.engine;
   curve.config_key = config_key(study, normalize(study, config));
@@ -191,7 +191,7 @@ namespace {
 struct SloRun {
   const Study& study;
   Evaluator& evaluator;
-  const Config& config;
+  const CandidateConfig& config;
   SloResult& r;
   std::map<double, std::map<std::string, double>> metrics_at;  ///< value → metrics of passing runs
   bool aborted = false;
@@ -307,9 +307,9 @@ struct SloRun {
 
 }  // namespace
 
-SloResult slo_search(const Study& study, Evaluator& evaluator, const Config& config) {
+SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
   SloResult r;
-  const Config cfg = normalize(study, config);
+  const CandidateConfig cfg = normalize(study, config);
   r.engine = cfg.engine;
   r.config_key = config_key(study, cfg);
   r.label = config_label(study, cfg);

@@ -46,7 +46,7 @@ std::string primary_objective_label(const Study& study);
 /// Measures `config` at every load point of `scenario`: one evaluate of them all, so the points without a
 /// cached result run as one trial (one engine launch on --target local). A failed point has its status and
 /// reason and no metrics.
-LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Config& config, const std::string& scenario);
+LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config, const std::string& scenario);
 
 /// Finds the highest [slo].variable value at which `config` meets every [slo] target on [slo].scenario:
 /// start at [slo].start (else the guide's answer: evaluator.load_guide(), the twin on --target local; else
@@ -54,7 +54,7 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Config& 
 /// then try the root of the straight line through the SLO margins of the bracket's ends, kept inside
 /// [lo·(1+tol), hi/(1+tol)], until max failing / max passing ≤ 1 + tolerance (concurrency: or hi − lo ≤ 1),
 /// or [slo].max_runs. The margin of a run is max over targets of value/target − 1 (≤ 0 passes).
-SloResult slo_search(const Study& study, Evaluator& evaluator, const Config& config);
+SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
 /// Flags of the points on the Pareto front when both coordinates are maximised: a point is on the front
 /// when no other point is ≥ on both and > on one. Equal points are both on it.

@@ -137,11 +137,11 @@ std::string env_get(const std::map<std::string, std::string>& env, const std::st
 /// carry every flag the study can render for that engine.
 std::vector<Rendered> single_knob_configs(const Study& study, const std::string& engine) {
   std::vector<Rendered> out;
-  out.push_back(render(study, Config{engine, {}}));
+  out.push_back(render(study, CandidateConfig{engine, {}}));
   for (const auto& k : study.knobs)
     for (const auto& v : k.values) {
       if (v.label == k.baseline) continue;
-      Config c{engine, {{k.name, v.label}}};
+      CandidateConfig c{engine, {{k.name, v.label}}};
       if (!check_config(study, c)) out.push_back(render(study, c));
     }
   return out;
@@ -150,7 +150,7 @@ std::vector<Rendered> single_knob_configs(const Study& study, const std::string&
 void check_engine(const Study& study, const EngineSpec& spec, const PreflightOptions& o, PreflightReport& r,
                   int* standins) {
   const std::string name = "engine " + spec.name;
-  const Rendered base = render(study, Config{spec.name, {}});
+  const Rendered base = render(study, CandidateConfig{spec.name, {}});
   std::string exe;
   try {
     exe = detail::find_executable(base.argv.at(0), env_get(o.env, "PATH"));
@@ -163,7 +163,7 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   std::vector<std::string> ask;
   std::string how;
   const bool python_module = base.argv.size() >= 3 && base.argv[1] == "-m";
-  if (spec.kind == "sglang" && python_module) {
+  if (spec.kind == engines::EngineKind::kSglang && python_module) {
     ask = {exe, "-c",
            "import sglang; print(sglang.__version__); "
            "print('servelab stand-in' if getattr(sglang, '__servelab_standin__', False) else '')"};
@@ -186,10 +186,11 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   const bool standin = c.output.find("servelab stand-in") != std::string::npos;
   if (standin) ++*standins;
   if (version != spec.version) {
+    const char* kind = engines::engine_kind_name(spec.kind);
     r.checks.push_back({name, Result::kFailed,
                         fmt::format("the study says {} {} but `{}` reports {} ({}); install {} {} or set the "
                                     "engine's version in the study to what is installed",
-                                    spec.kind, spec.version, how, version, exe, spec.kind, spec.version)});
+                                    kind, spec.version, how, version, exe, kind, spec.version)});
     return;
   }
   r.checks.push_back(
@@ -247,7 +248,7 @@ std::vector<std::string> gpu_problems(const Study& study, const std::vector<SmiG
   for (const auto& g : gpus) {
     const double gb = g.total_mib * 1048576.0 / 1e9;
     if (gb < 0.9 * study.hardware.gpu_memory_gb)
-      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:g} GB", g.index, gb,
+      problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:.0f} GB", g.index, gb,
                                      study.hardware.gpu_memory_gb));
     if (g.used_mib > 0.05 * g.total_mib)
       problems.push_back(fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "
@@ -263,7 +264,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
     return;
   }
   const int need = largest_launch_gpus(study);
-  const std::string want = fmt::format("{} x {} with {:g} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
+  const std::string want = fmt::format("{} x {} with {:.0f} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
   std::string smi;
   try {
     smi = detail::find_executable(o.nvidia_smi, env_get(o.env, "PATH"));

@@ -68,7 +68,7 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
   KnobVerdict v;
   v.knob = k.name;
   v.value = value;
-  Config without = best.config;
+  CandidateConfig without = best.config;
   without.knobs.erase(k.name);
   const Evaluation w = target.evaluate(without, ids, "ablation");
   if (!w.feasible) {
@@ -99,7 +99,7 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
 }
 
 Evaluation evaluate_config(const Study& study, Evaluator& target, const std::vector<std::string>& ids,
-                           const Evaluation& best, const Config& config, const std::string& phase) {
+                           const Evaluation& best, const CandidateConfig& config, const std::string& phase) {
   return config_key(study, config) == best.key ? best : target.evaluate(config, ids, phase);
 }
 
@@ -108,7 +108,7 @@ Evaluation evaluate_config(const Study& study, Evaluator& target, const std::vec
 /// as within the noise (`verdicts`; study order) until it runs — never one dropped for losing somewhere. `restored` gets the knobs put back and `failure` how the command failed
 /// without them ("oom", ...). Returns the command's evaluation.
 Evaluation restore_until_feasible(const Study& study, Evaluator& target, const std::vector<std::string>& ids,
-                                  const Evaluation& best, const std::vector<KnobVerdict>& verdicts, Config& config,
+                                  const Evaluation& best, const std::vector<KnobVerdict>& verdicts, CandidateConfig& config,
                                   std::vector<std::string>& restored, std::string& failure) {
   Evaluation e = evaluate_config(study, target, ids, best, config, "recommend");
   if (!e.feasible) failure = e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status);
@@ -133,9 +133,9 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
   out.generalization = generalization(ids, base, best);
   out.rule = study.recommendation.rule;
   out.recommended = out.best.config;
-  Config safe = out.best.config, for_objective = out.best.config;
+  CandidateConfig safe = out.best.config, for_objective = out.best.config;
   if (study.search.ablation && best.objective.n > 0) {
-    std::vector<Config> withouts;  // every ablation at once where the target runs trials in parallel
+    std::vector<CandidateConfig> withouts;  // every ablation at once where the target runs trials in parallel
     for (const auto& k : study.knobs)
       if (out.best.config.knobs.count(k.name)) {
         withouts.push_back(out.best.config);
@@ -163,7 +163,7 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
   out.recommended_command = render(study, out.recommended);
   // The other side of the trade-off, when it is a different command.
   const bool strict = study.recommendation.rule == RecommendationRule::kNoRegression;
-  Config other = strict ? for_objective : safe;
+  CandidateConfig other = strict ? for_objective : safe;
   if (config_key(study, other) != config_key(study, out.recommended)) {
     AlternativeCommand alt;
     std::vector<std::string> other_restored;

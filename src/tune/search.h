@@ -26,7 +26,7 @@ struct Interrupted : std::runtime_error {
 
 /// A config measured on some scenarios, `repeats` times.
 struct Evaluation {
-  Config config;
+  CandidateConfig config;
   std::string key;                 ///< config_key
   std::string label;               ///< config_label
   TrialStatus status = TrialStatus::kOk;  ///< first failure among its trials, else kOk
@@ -68,7 +68,7 @@ class Evaluator {
             std::filesystem::path log_dir);
 
   /// Measures `config` on `scenario_ids` (study.repeats times). Throws Interrupted when stopped.
-  Evaluation evaluate(const Config& config, const std::vector<std::string>& scenario_ids,
+  Evaluation evaluate(const CandidateConfig& config, const std::vector<std::string>& scenario_ids,
                       const std::string& phase);
 
   /// Runs the trials that evaluating each of `configs` on `scenario_ids` needs and that are not known yet,
@@ -76,7 +76,7 @@ class Evaluator {
   /// finds them. Without a batch runner it does nothing (evaluate() runs them one by one). The strategies
   /// call it where the trials are independent: the grid, the twin's top-k, greedy's candidates for one
   /// knob, the ablation. Throws Interrupted when stopped (finished trials are recorded).
-  void prefetch(const std::vector<Config>& configs, const std::vector<std::string>& scenario_ids,
+  void prefetch(const std::vector<CandidateConfig>& configs, const std::vector<std::string>& scenario_ids,
                 const std::string& phase);
   /// Lets prefetch run independent trials in parallel (target slurm); empty = one at a time.
   void set_batch_runner(BatchTrialRunner runner) { batch_runner_ = std::move(runner); }
@@ -110,7 +110,7 @@ class Evaluator {
   const TrialRecord* find_config_failure(const std::string& config_key, int repeat) const;
   void remember(TrialRecord record);
   /// `config` normalized, with its key, label and `predicted` (what evaluate() and prefetch() start from).
-  Evaluation describe(const Config& config) const;
+  Evaluation describe(const CandidateConfig& config) const;
   /// Key of the trial running `missing` scenarios of `config_key` in repeat `rep`: "tag|key|s1+s2|rN".
   std::string trial_key(const std::string& config_key, const std::vector<std::string>& missing, int rep) const;
   /// The last record with this trial key, or null.
@@ -203,7 +203,7 @@ struct KnobVerdict {
 /// rule is no_regression) or "best that loses nowhere" (otherwise).
 struct AlternativeCommand {
   std::string title;
-  Config config;
+  CandidateConfig config;
   Rendered command;
   Evaluation eval;  ///< on every scenario
 };
@@ -247,7 +247,7 @@ struct SearchOutcome {
   Evaluation best;                     ///< best config found
   std::vector<GeneralizationRow> generalization;
   std::vector<KnobVerdict> verdicts;
-  Config recommended;
+  CandidateConfig recommended;
   Rendered recommended_command;
   Evaluation recommended_eval;         ///< objective scenarios
   RecommendationRule rule = RecommendationRule::kTradeOff;

@@ -25,7 +25,7 @@ void try_knob(const SearchSpace& space, Evaluator& target, const KnobAxis& axis,
   const std::string cur = space.value_of(incumbent.config, axis);
   const size_t first = p.steps.size();
   int winner = -1;
-  std::vector<Config> candidates;  // independent trials: in parallel where the target can (Slurm)
+  std::vector<CandidateConfig> candidates;  // independent trials: in parallel where the target can (Slurm)
   for (const auto& v : axis.values) {
     if (v == cur) continue;
     candidates.push_back(incumbent.config);
@@ -34,7 +34,7 @@ void try_knob(const SearchSpace& space, Evaluator& target, const KnobAxis& axis,
   target.prefetch(candidates, space.objective_scenarios(), "greedy");
   for (const auto& v : axis.values) {
     if (v == cur) continue;
-    Config cfg = incumbent.config;
+    CandidateConfig cfg = incumbent.config;
     cfg.knobs[axis.name] = v;
     Step s;
     s.knob = axis.name;
@@ -65,7 +65,7 @@ bool fails_for_memory_or_refusal(const Step& s) {
 /// lower on each lower_saves_memory knob. nullopt when it would be the failed config again.
 std::optional<Step> retry_step(const SearchSpace& space, const std::vector<KnobAxis>& axes, const Step& failed,
                                const Evaluation& incumbent) {
-  Config cfg = incumbent.config;
+  CandidateConfig cfg = incumbent.config;
   cfg.knobs[failed.knob] = failed.value;
   std::vector<std::string> lowered;
   for (const auto& a : axes) {

@@ -41,19 +41,19 @@ namespace {
 
 /// Every config of `center`'s engine one or two knob changes away from it: where greedy, changing one knob
 /// at a time, can miss a pair of values that only wins together.
-std::vector<Config> two_changes_away(const SearchSpace& space, const Config& center) {
+std::vector<CandidateConfig> two_changes_away(const SearchSpace& space, const CandidateConfig& center) {
   const auto& axes = space.axes(center.engine);
-  std::vector<Config> out;
+  std::vector<CandidateConfig> out;
   for (size_t i = 0; i < axes.size(); ++i)
     for (const auto& vi : axes[i].values) {
       if (vi == space.value_of(center, axes[i])) continue;
-      Config one = center;
+      CandidateConfig one = center;
       one.knobs[axes[i].name] = vi;
       out.push_back(one);
       for (size_t j = i + 1; j < axes.size(); ++j)
         for (const auto& vj : axes[j].values) {
           if (vj == space.value_of(center, axes[j])) continue;
-          Config two = one;
+          CandidateConfig two = one;
           two.knobs[axes[j].name] = vj;
           out.push_back(std::move(two));
         }
@@ -69,7 +69,7 @@ void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome
   const size_t cap = static_cast<size_t>(space.options().max_trials);
   g.points = n > static_cast<size_t>(std::numeric_limits<int>::max()) ? std::numeric_limits<int>::max()
                                                                       : static_cast<int>(n);
-  std::vector<Config> configs;
+  std::vector<CandidateConfig> configs;
   if (n <= cap) {
     configs = space.grid();
   } else {

@@ -79,20 +79,20 @@ size_t SearchSpace::grid_size() const {
   return total;
 }
 
-std::vector<Config> SearchSpace::grid() const {
+std::vector<CandidateConfig> SearchSpace::grid() const {
   const size_t n = grid_size();
   if (n > static_cast<size_t>(study_.search.max_trials))
     throw std::runtime_error(fmt::format(
         "the grid has {} points, more than search.max_trials = {}: narrow the knob space or raise max_trials", n,
         study_.search.max_trials));
-  std::vector<Config> out;
+  std::vector<CandidateConfig> out;
   for (const auto& e : engines_) {
-    std::vector<Config> acc{Config{e, {}}};
+    std::vector<CandidateConfig> acc{CandidateConfig{e, {}}};
     for (const auto& a : axes(e)) {
-      std::vector<Config> next;
+      std::vector<CandidateConfig> next;
       for (const auto& c : acc)
         for (const auto& v : a.values) {
-          Config c2 = c;
+          CandidateConfig c2 = c;
           if (v != a.baseline) c2.knobs[a.name] = v;
           next.push_back(std::move(c2));
         }
@@ -103,13 +103,13 @@ std::vector<Config> SearchSpace::grid() const {
   return out;
 }
 
-std::optional<std::string> SearchSpace::invalid(const Config& config) const { return check_config(study_, config); }
+std::optional<std::string> SearchSpace::invalid(const CandidateConfig& config) const { return check_config(study_, config); }
 
 bool SearchSpace::beats(const Evaluation& incumbent, const Evaluation& candidate) const {
   return significantly_better(study_.search.min_gain_pct, incumbent, candidate);
 }
 
-std::string SearchSpace::value_of(const Config& config, const KnobAxis& axis) const {
+std::string SearchSpace::value_of(const CandidateConfig& config, const KnobAxis& axis) const {
   auto it = config.knobs.find(axis.name);
   return it == config.knobs.end() ? axis.baseline : it->second;
 }
@@ -134,13 +134,13 @@ void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best) {
 }
 
 void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out, const std::string& phase) {
-  std::vector<Config> baselines;
-  for (const auto& e : space.engines()) baselines.push_back(Config{e, {}});
+  std::vector<CandidateConfig> baselines;
+  for (const auto& e : space.engines()) baselines.push_back(CandidateConfig{e, {}});
   target.prefetch(baselines, space.objective_scenarios(), phase);  // independent: in parallel where the target can
   for (const auto& e : space.engines()) {
     EnginePath p;
     p.engine = e;
-    p.baseline = target.evaluate(Config{e, {}}, space.objective_scenarios(), phase);
+    p.baseline = target.evaluate(CandidateConfig{e, {}}, space.objective_scenarios(), phase);
     p.best = p.baseline;
     out.engines.push_back(std::move(p));
   }

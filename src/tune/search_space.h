@@ -41,15 +41,15 @@ class SearchSpace {
 
   /// Every combination of each engine's axes (baselines included). Throws std::runtime_error naming
   /// search.max_trials when there are more points.
-  std::vector<Config> grid() const;
+  std::vector<CandidateConfig> grid() const;
   /// Number of grid points (without building them; saturates at SIZE_MAX).
   size_t grid_size() const;
   /// Why `config` cannot be launched (check_config), or nullopt.
-  std::optional<std::string> invalid(const Config& config) const;
+  std::optional<std::string> invalid(const CandidateConfig& config) const;
   /// Is `candidate` better than `incumbent` by more than the noise (significantly_better)?
   bool beats(const Evaluation& incumbent, const Evaluation& candidate) const;
   /// The config's value of knob `name` (its baseline when unset).
-  std::string value_of(const Config& config, const KnobAxis& axis) const;
+  std::string value_of(const CandidateConfig& config, const KnobAxis& axis) const;
 
  private:
   const Study& study_;

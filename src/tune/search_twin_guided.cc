@@ -99,7 +99,7 @@ void search_twin_guided(const SearchSpace& space, Evaluator& target, Evaluator& 
   }
   RankingCheck rc;
   std::vector<Evaluation> measured;
-  std::vector<Config> top;  // the top k at once where the target runs trials in parallel (Slurm)
+  std::vector<CandidateConfig> top;  // the top k at once where the target runs trials in parallel (Slurm)
   for (const auto& c : first) top.push_back(c.predicted->config);
   target.prefetch(top, space.objective_scenarios(), "measure");
   for (const auto& c : first) measure(space, target, c, measured, rc);

@@ -19,12 +19,6 @@ namespace servelab::tune {
 
 namespace {
 
-engines::EngineKind engine_kind(const std::string& kind) {
-  if (kind == "sglang") return engines::EngineKind::kSglang;
-  if (kind == "trtllm") return engines::EngineKind::kTrtllm;
-  return engines::EngineKind::kVllm;
-}
-
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
@@ -75,7 +69,7 @@ engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& eng
                                       const std::map<std::string, std::string>& env, const SlurmNodeContext& node) {
   const EngineSpec& spec = study.engine(engine);
   engines::MultiNodeRequest r;
-  r.kind = engine_kind(spec.kind);
+  r.kind = spec.kind;
   r.engine_version = spec.version;
   r.argv = argv;
   r.env = env;

@@ -130,7 +130,7 @@ PreflightReport run_slurm_preflight(const Study& study, const SlurmPreflightOpti
   check_gres(study, p.at("PartitionName"), o, r);
   if (study.slurm.nodes(study.hardware.gpu_count) > 1)
     for (const auto& e : study.engines)
-      if (e.kind == "trtllm")
+      if (e.kind == engines::EngineKind::kTrtllm)
         r.checks.push_back({"engine " + e.name, Result::kFailed,
                             "multi-node TensorRT-LLM (one MPI job owning the allocation's tasks) is not launched by "
                             "target slurm: use one node per trial, or leave this engine out"});

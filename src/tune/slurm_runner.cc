@@ -421,7 +421,7 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
     for (const auto& s : j.at("scenarios"))
       req.scenarios.push_back(Scenario{s.at("id").get<std::string>(), s.at("description").get<std::string>(),
                                        s.at("args").get<std::vector<std::string>>(), s.at("weight").get<double>()});
-    const Rendered cmd = render(study, Config{req.engine, req.knobs});
+    const Rendered cmd = render(study, CandidateConfig{req.engine, req.knobs});
     req.argv = cmd.argv;
     req.env = cmd.env;
     if (!req.log_path.empty()) fs::create_directories(req.log_path.parent_path());

@@ -82,7 +82,7 @@ bool eval_condition(const std::string& when_raw, const std::map<std::string, std
   return truthy(field(when));
 }
 
-Config normalize(const Study& study, Config config) {
+CandidateConfig normalize(const Study& study, CandidateConfig config) {
   for (auto it = config.knobs.begin(); it != config.knobs.end();) {
     const Knob& k = study.knob(it->first);
     find_value(k, it->second);
@@ -91,7 +91,7 @@ Config normalize(const Study& study, Config config) {
   return config;
 }
 
-std::string config_key(const Study& study, const Config& config) {
+std::string config_key(const Study& study, const CandidateConfig& config) {
   std::string out = config.engine + "{";
   bool first = true;
   for (const auto& k : study.knobs) {
@@ -103,7 +103,7 @@ std::string config_key(const Study& study, const Config& config) {
   return out + "}";
 }
 
-std::string config_label(const Study& study, const Config& config) {
+std::string config_label(const Study& study, const CandidateConfig& config) {
   std::string out;
   for (const auto& k : study.knobs) {
     auto it = config.knobs.find(k.name);
@@ -120,7 +120,7 @@ std::string Rendered::shell() const {
   return out;
 }
 
-Rendered render(const Study& study, const Config& config) {
+Rendered render(const Study& study, const CandidateConfig& config) {
   const EngineSpec& engine = study.engine(config.engine);
   Rendered r;
   for (const auto& a : engine.command) r.argv.push_back(subst_study(a, study));
@@ -141,7 +141,7 @@ Rendered render(const Study& study, const Config& config) {
   return r;
 }
 
-std::optional<std::string> check_config(const Study& study, const Config& config) {
+std::optional<std::string> check_config(const Study& study, const CandidateConfig& config) {
   const int gpus = study.hardware.gpu_count;
   for (const auto& k : study.knobs) {
     auto it = config.knobs.find(k.name);
@@ -192,16 +192,16 @@ std::vector<std::string> knobs_for_engine(const Study& study, const std::string&
   return out;
 }
 
-std::vector<Config> enumerate_grid(const Study& study) {
-  std::vector<Config> out;
+std::vector<CandidateConfig> enumerate_grid(const Study& study) {
+  std::vector<CandidateConfig> out;
   for (const auto& e : study.engines) {
-    std::vector<Config> acc{Config{e.name, {}}};
+    std::vector<CandidateConfig> acc{CandidateConfig{e.name, {}}};
     for (const auto& kname : knobs_for_engine(study, e.name)) {
       const Knob& k = study.knob(kname);
-      std::vector<Config> next;
+      std::vector<CandidateConfig> next;
       for (const auto& c : acc)
         for (const auto& v : k.values) {
-          Config n = c;
+          CandidateConfig n = c;
           if (v.label != k.baseline) n.knobs[kname] = v.label;
           next.push_back(std::move(n));
         }

@@ -13,20 +13,20 @@ namespace servelab::tune {
 
 /// One point of the space: an engine and a value label per knob. Knobs absent from `knobs` take their
 /// baseline value. Value semantics; compare by key().
-struct Config {
+struct CandidateConfig {
   std::string engine;
   std::map<std::string, std::string> knobs;  ///< knob name → value label (non-baseline only after normalize)
 };
 
 /// Drops knobs set to their baseline value so equal configs have equal keys.
-Config normalize(const Study& study, Config config);
+CandidateConfig normalize(const Study& study, CandidateConfig config);
 
 /// Stable identity, e.g. "sglang{parallelism=tp8-dp8-dpattn,context_length=32768}" (knobs in study
 /// order; baseline values omitted, so a baseline is "vllm{}").
-std::string config_key(const Study& study, const Config& config);
+std::string config_key(const Study& study, const CandidateConfig& config);
 
 /// Human label: "baseline" or "parallelism=tp8-dp8-dpattn + context_length=32768".
-std::string config_label(const Study& study, const Config& config);
+std::string config_label(const Study& study, const CandidateConfig& config);
 
 /// A config rendered into what gets executed.
 struct Rendered {
@@ -37,7 +37,7 @@ struct Rendered {
 };
 
 /// Renders a config (does not validate; see check_config). Unknown knob values throw std::out_of_range.
-Rendered render(const Study& study, const Config& config);
+Rendered render(const Study& study, const CandidateConfig& config);
 
 /// Why a config cannot be launched, or nullopt if it can. Checks, in order: every non-default knob value
 /// has a rendering for the engine; no rendering part rejects it (engine-specific reasons from the study);
@@ -45,7 +45,7 @@ Rendered render(const Study& study, const Config& config);
 /// hardware.gpu_count; ep must divide the GPUs used; with DP-attention dp must divide tp; dcp must divide tp);
 /// the engine's own CLI accepts the rendered command (engines::parse_launch_command, unless the engine
 /// sets check_flags = false), else its message.
-std::optional<std::string> check_config(const Study& study, const Config& config);
+std::optional<std::string> check_config(const Study& study, const CandidateConfig& config);
 
 /// Evaluates a RenderPart `when` condition against a value's fields (grammar in study.h). Throws
 /// StudyError for a malformed condition or an unknown field.
@@ -55,6 +55,6 @@ bool eval_condition(const std::string& when, const std::map<std::string, std::st
 std::vector<std::string> knobs_for_engine(const Study& study, const std::string& engine);
 
 /// The full product of the knobs applicable to each engine (grid), before pruning.
-std::vector<Config> enumerate_grid(const Study& study);
+std::vector<CandidateConfig> enumerate_grid(const Study& study);
 
 }  // namespace servelab::tune

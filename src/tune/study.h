@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/engine_config.h"
 #include "tune/load_spec.h"
 #include "tune/k8s_spec.h"
 
@@ -29,7 +30,7 @@ const char* target_name(Target target);
 /// How one engine is launched and checked.
 struct EngineSpec {
   std::string name;                       ///< study-wide id ("vllm", "sglang", "trtllm")
-  std::string kind;                       ///< engine family for parsing: "vllm" | "sglang" | "trtllm"
+  engines::EngineKind kind = engines::EngineKind::kVllm;  ///< engine family (TOML: "vllm" | "sglang" | "trtllm")
   std::string version;                    ///< e.g. "0.13.0"
   std::vector<std::string> command;       ///< launch template; placeholders {model} {port} {host}
   std::vector<std::string> base_flags;    ///< flags every config of this engine carries
@@ -139,7 +140,9 @@ struct RecommendationSpec {
 };
 
 struct Hardware {
-  std::string gpu = "H200";       ///< GPU model name as the twin knows it
+  /// GPU model (required, no default): a row of the GPU table (hardware::gpu_by_name) or, for a GPU the table
+  /// lacks (local/Slurm targets only), any name with gpu_memory_gb given.
+  std::string gpu;
   int gpu_count = 8;              ///< GPUs in all: nodes x gpus_per_node
   /// Nodes of gpus_per_node GPUs: a layout using more GPUs than one node holds spans
   /// ceil(used / gpus_per_node) nodes (the twin's NxMxGPU form; tune --target k8s renders a
@@ -147,7 +150,9 @@ struct Hardware {
   /// alone splits as the twin's --hardware COUNTxGPU does (16 x H100 = 2 nodes of 8).
   int nodes = 1;
   int gpus_per_node = 8;
-  double gpu_memory_gb = 141.0;   ///< HBM per GPU, GB (10^9 bytes)
+  /// Memory per GPU, GB (10^9 bytes): derived from the GPU table (GpuSpec::memory_bytes / 1e9, the one
+  /// source; H200: 150.8); the study's own value only for a GPU the table lacks.
+  double gpu_memory_gb = 0.0;
   std::string interconnect = "NVLink";
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <regex>
 #include <set>
@@ -342,13 +343,40 @@ void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   s.port = get_int(c, *st, "port", "study", 8000, Range{1, 65535});
 }
 
-/// [hardware] (optional): the GPU, how many, on how many nodes, memory per GPU (GB) and interconnect.
+/// [hardware] gpu_memory_gb: the GPU table's memory (hardware::GpuSpec::memory_bytes, as nvidia-smi reports it)
+/// is the one source. A study may still give the key (older studies wrote the datasheet's figure): it must agree
+/// with the table within 1.5 %, read as GB (10^9 bytes) or as GiB (the H200 datasheet's "141 GB" is 143771 MiB =
+/// 140.4 GiB = 150.8 GB), else it is an error naming both values. Required for a GPU the table lacks.
+void read_gpu_memory(const Ctx& c, const toml::table& t, Hardware& h) {
+  const toml::node* given = t.get("gpu_memory_gb");
+  const double study_gb = given ? get_number(c, t, "gpu_memory_gb", "hardware", 0.0, Range{0, 10000, true}) : 0.0;
+  const hardware::GpuSpec* gpu = nullptr;
+  try {
+    gpu = &hardware::gpu_by_name(h.gpu);
+  } catch (const std::invalid_argument& e) {
+    if (!given)
+      c.fail(t.get("gpu"), "hardware.gpu",
+             fmt::format("{}; for a GPU the table lacks, give hardware.gpu_memory_gb (GB per GPU)", e.what()));
+    h.gpu_memory_gb = study_gb;
+    return;
+  }
+  h.gpu_memory_gb = gpu->memory_bytes / 1e9;
+  const double gib = gpu->memory_bytes / 1073741824.0;
+  const auto near = [study_gb](double v) { return std::abs(study_gb - v) <= 0.015 * v; };
+  if (given && !near(h.gpu_memory_gb) && !near(gib))
+    c.fail(given, "hardware.gpu_memory_gb",
+           fmt::format("{:g} contradicts the GPU table: {} has {:.0f} MiB = {:.1f} GB = {:.1f} GiB (src/hardware); "
+                       "remove the key (the table is the one source) or fix hardware.gpu",
+                       study_gb, gpu->name, gpu->memory_bytes / 1048576.0, h.gpu_memory_gb, gib));
+}
+
+/// [hardware] (required): the GPU, how many, on how many nodes, memory per GPU (GB) and interconnect.
 void read_hardware(const Ctx& c, const toml::table& ht, Hardware& h) {
   check_keys(c, ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect", "nodes", "gpus_per_node"});
-  h.gpu = get_string(c, ht, "gpu", "hardware", h.gpu);
+  h.gpu = get_string(c, ht, "gpu", "hardware", std::nullopt);
   h.gpu_count = get_int(c, ht, "gpu_count", "hardware", h.gpu_count, Range{1, 4096});
   read_hardware_nodes(c, ht, h);
-  h.gpu_memory_gb = get_number(c, ht, "gpu_memory_gb", "hardware", h.gpu_memory_gb, Range{0, 10000, true});
+  read_gpu_memory(c, ht, h);
   h.interconnect = get_string(c, ht, "interconnect", "hardware", h.interconnect);
 }
 
@@ -402,9 +430,9 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
                        "ready_timeout_s", "stop_grace_s", "check_flags"});
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
-  spec.kind = get_string(c, t, "kind", p, spec.name);
-  if (spec.kind != "vllm" && spec.kind != "sglang" && spec.kind != "trtllm")
-    c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+  const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
+  if (!kind) c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+  spec.kind = *kind;
   spec.version = get_string(c, t, "version", p, std::nullopt);
   spec.command = get_strings(c, t, "command", p);
   if (spec.command.empty()) c.fail(&t, p + ".command", "missing launch command template (array of strings)");
@@ -646,7 +674,7 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   const toml::table* mt = sub_table(c, root, "model", "model", true);
   check_keys(c, *mt, "model", {"id"});
   s.model = get_string(c, *mt, "id", "model", std::nullopt);
-  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", false)) read_hardware(c, *ht, s.hardware);
+  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", true)) read_hardware(c, *ht, s.hardware);
   if (const toml::table* kt = sub_table(c, root, "k8s", "k8s", false)) read_k8s(c, *kt, s.k8s);
   if (const toml::table* lt = sub_table(c, root, "slurm", "slurm", false)) {
     read_slurm(c, *lt, s.hardware, s.slurm);

@@ -338,7 +338,7 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   const bool twin = s.target == Target::kTwin;
   md << "\n## Setup\n\n";
   md << "- Model: " << s.model << "\n";
-  md << fmt::format("- Hardware: {} × {} ({} GB each), {}\n", s.hardware.gpu_count, s.hardware.gpu,
+  md << fmt::format("- Hardware: {} × {} ({:.0f} GB each), {}\n", s.hardware.gpu_count, s.hardware.gpu,
                     s.hardware.gpu_memory_gb, s.hardware.interconnect);
   md << "- Engines:";
   for (size_t i = 0; i < s.engines.size(); ++i)

@@ -43,7 +43,9 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
     o.stop_grace_s = e.stop_grace_s;
     // Prefix-cache reset between scenarios where the engine offers one (vLLM needs VLLM_SERVER_DEV_MODE=1
     // for it; without it the POST gets 404 and nothing changes).
-    o.reset_cache_path = e.kind == "vllm" ? "/reset_prefix_cache" : e.kind == "sglang" ? "/flush_cache" : "";
+    o.reset_cache_path = e.kind == engines::EngineKind::kVllm     ? "/reset_prefix_cache"
+                         : e.kind == engines::EngineKind::kSglang ? "/flush_cache"
+                                                                  : "";
     o.gpu_memory_used_mib = nvidia_smi_memory_used_mib;
     per_engine[e.name] = make_local_runner(o);
   }

@@ -107,7 +107,7 @@ std::vector<sim::WorkloadRequest> sample_sharegpt(const std::filesystem::path& f
   o.seed = a.seed;
   const auto tok = tokenizer::load_tokenizer(model);
   std::vector<sim::WorkloadRequest> out;
-  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.expected_output_len});
+  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.output_len});
   return cache.emplace(key, std::move(out)).first->second;
 }
 
@@ -210,7 +210,7 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Sc
 }
 
 /// The twin's prediction of scenario `sc` on the engine launched as `cfg`: its result, or why there is none.
-std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t, const engines::EngineConfig& cfg,
+std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t, const engines::LaunchConfig& cfg,
                                                                const Scenario& sc) {
   ScenarioArgs a;
   std::vector<sim::WorkloadRequest> reqs;
@@ -231,7 +231,7 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   } catch (const std::exception& e) {
     return ScenarioFailure{TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what())};
   }
-  if (auto* f = std::get_if<sim::Failure>(&pr)) return ScenarioFailure{classify(f->reason), f->reason};
+  if (auto* f = std::get_if<sim::PredictedFailure>(&pr)) return ScenarioFailure{classify(f->message), f->message};
   const auto& p = std::get<sim::Prediction>(pr);
   double duration = p.twin.duration_s;
   if (!(duration > 0))
@@ -260,7 +260,7 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
     out.reason = "engine twin: " + t.model_error;
     return out;
   }
-  engines::EngineConfig cfg;
+  engines::LaunchConfig cfg;
   try {
     const auto v = t.versions.find(req.engine);
     cfg = engines::apply_config_files(
@@ -275,7 +275,7 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
     if (auto* f = std::get_if<ScenarioFailure>(&r)) {
       if (out.status == TrialStatus::kOk) {
         out.status = f->status;
-        out.reason = std::move(f->reason);
+        out.reason = std::move(f->message);
       }
       continue;
     }

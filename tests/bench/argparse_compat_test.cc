@@ -69,7 +69,7 @@ TEST(ArgparseCompat, OtherTokensAreUntouched) {
 
 // The real `bench serve` flags, through CLI11, as the command parses them.
 struct Parsed {
-  BenchConfig config;
+  RunOptions config;
   Args extras;
 };
 Parsed parse(const Args& args) {
@@ -85,7 +85,7 @@ TEST(ArgparseCompat, BenchServeFlags) {
   EXPECT_EQ(parse({"--num_prompts", "10"}).config.num_prompts, 10);
   EXPECT_EQ(parse({"--num-prompt", "11"}).config.num_prompts, 11);
   EXPECT_EQ(parse({"--num-prompt=12"}).config.num_prompts, 12);
-  EXPECT_EQ(parse({"--ready_check_timeout_sec", "0"}).config.ready_check_timeout_sec, 0);
+  EXPECT_EQ(parse({"--ready_check_timeout_sec", "0"}).config.ready_check_timeout_s, 0);
   EXPECT_EQ(parse({"--percentile_metrics=ttft,e2el"}).config.percentile_metrics, "ttft,e2el");
   Parsed p = parse({"--tokenizer", "gpt2", "--tokenizer_mode", "slow", "--dataset_name=sharegpt"});
   EXPECT_EQ(p.config.tokenizer, "gpt2");

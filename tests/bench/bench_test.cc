@@ -21,7 +21,7 @@ std::vector<std::string> keys(const nlohmann::ordered_json& j) {
 }
 
 TEST(SamplingBody, TemperatureZeroInjectedAsVllm013) {
-  BenchConfig c;
+  RunOptions c;
   EXPECT_EQ(sampling_body(c).dump(), R"({"temperature":0.0})");
   c.top_p = 0.9;
   c.repetition_penalty = 1.05;
@@ -32,7 +32,7 @@ TEST(SamplingBody, TemperatureZeroInjectedAsVllm013) {
 }
 
 TEST(SamplingBody, FlagsInVllmOrderAndExtraBodyWins) {
-  BenchConfig c;
+  RunOptions c;
   c.repetition_penalty = 1.1;
   c.temperature = 0.7;
   c.top_k = 20;
@@ -106,15 +106,15 @@ class RunInProcess : public ::testing::Test {
     tokenizer_ = common::data_dir() / "gpt2-tokenizer.json";
     if (!std::filesystem::exists(tokenizer_)) GTEST_SKIP() << "missing " << tokenizer_;
   }
-  BenchConfig config(std::uint16_t port) {
-    BenchConfig c;
+  RunOptions config(std::uint16_t port) {
+    RunOptions c;
     c.port = port;
     c.model = "gpt2";
     c.tokenizer = tokenizer_.string();
     c.random_input_len = 32;
     c.random_output_len = 6;
     c.num_prompts = 8;
-    c.ready_check_timeout_sec = 0;
+    c.ready_check_timeout_s = 0;
     c.percentile_metrics = "ttft,e2el";
     return c;
   }
@@ -156,7 +156,7 @@ TEST_F(RunInProcess, QuietRunFillsResult) {
 TEST_F(RunInProcess, RandomMmRunsOnOpenAiChat) {
   test_support::StreamServerOptions so;
   test_support::StreamServer server(so);
-  BenchConfig c = config(server.port());
+  RunOptions c = config(server.port());
   c.dataset_name = "random-mm";
   c.backend = "openai-chat";
   c.endpoint = "/v1/chat/completions";
@@ -190,8 +190,8 @@ TEST_F(RunInProcess, ReadyCheckFailureNamesTheError) {
   test_support::StreamServerOptions so;
   so.fault = test_support::Fault::kHttp500;
   test_support::StreamServer server(so);
-  BenchConfig c = config(server.port());
-  c.ready_check_timeout_sec = 1;
+  RunOptions c = config(server.port());
+  c.ready_check_timeout_s = 1;
   RunIo io;
   io.quiet = true;
   try {
@@ -234,8 +234,8 @@ TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
     e2e::ModelsServer s;
     port = s.port();
   }
-  BenchConfig c = config(port);
-  c.ready_check_timeout_sec = 6;
+  RunOptions c = config(port);
+  c.ready_check_timeout_s = 6;
   RunIo io;
   io.out = std::tmpfile();
   io.progress = std::tmpfile();
@@ -270,7 +270,7 @@ TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
 TEST_F(RunInProcess, ProgressLogWhenNotATerminal) {
   test_support::StreamServer server(test_support::StreamServerOptions{});
   for (bool disable : {false, true}) {
-    BenchConfig c = config(server.port());
+    RunOptions c = config(server.port());
     c.disable_tqdm = disable;
     RunIo io;
     io.out = std::tmpfile();

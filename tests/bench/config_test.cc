@@ -8,17 +8,17 @@
 namespace servelab::bench {
 namespace {
 
-// Parses `args` (without the program name) into a BenchConfig the way the CLI does.
-BenchConfig parse(std::vector<std::string> args) {
+// Parses `args` (without the program name) into a RunOptions the way the CLI does.
+RunOptions parse(std::vector<std::string> args) {
   CLI::App app{"test", "serve"};
-  BenchConfig config;
+  RunOptions config;
   add_bench_flags(app, config);
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector reversed
   app.parse(args);
   return config;
 }
 
-std::string resolve_error(const BenchConfig& c) {
+std::string resolve_error(const RunOptions& c) {
   try {
     resolve(c);
   } catch (const ConfigError& e) {
@@ -27,8 +27,8 @@ std::string resolve_error(const BenchConfig& c) {
   return "";
 }
 
-TEST(BenchConfig, DefaultsAreVllm013) {
-  BenchConfig c = parse({});
+TEST(RunOptions, DefaultsAreVllm013) {
+  RunOptions c = parse({});
   EXPECT_EQ(c.backend, "openai");
   EXPECT_EQ(c.host, "127.0.0.1");
   EXPECT_EQ(c.port, 8000);
@@ -43,7 +43,7 @@ TEST(BenchConfig, DefaultsAreVllm013) {
   EXPECT_EQ(c.prefix_repetition_suffix_len, 256);
   EXPECT_EQ(c.prefix_repetition_num_prefixes, 10);
   EXPECT_EQ(c.prefix_repetition_output_len, 128);
-  EXPECT_EQ(c.ready_check_timeout_sec, 600);  // 0.13 (newer vLLM: 0)
+  EXPECT_EQ(c.ready_check_timeout_s, 600);  // 0.13 (newer vLLM: 0)
   EXPECT_EQ(c.burstiness, 1.0);
   EXPECT_FALSE(c.model.has_value());
   EXPECT_FALSE(c.max_concurrency.has_value());
@@ -56,8 +56,8 @@ TEST(BenchConfig, DefaultsAreVllm013) {
   EXPECT_EQ(r.request_id_prefix.substr(0, 6), "bench-");
 }
 
-TEST(BenchConfig, ParsesEveryFlagFamily) {
-  BenchConfig c = parse({"--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--base-url",
+TEST(RunOptions, ParsesEveryFlagFamily) {
+  RunOptions c = parse({"--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--base-url",
                          "http://h:1", "--header", "a=1", "b = x=y ", "--model", "m/x", "--served-model-name",
                          "srv", "--tokenizer", "/t.json", "--dataset-name", "sharegpt", "--dataset-path",
                          "/d.json", "--num-prompts", "7", "--seed", "3", "--request-rate", "2.5",
@@ -92,7 +92,7 @@ TEST(BenchConfig, ParsesEveryFlagFamily) {
   EXPECT_EQ(r.metadata[0], (std::pair<std::string, std::string>{"tp", "8"}));
 }
 
-TEST(BenchConfig, UnknownFlagIsNamed) {
+TEST(RunOptions, UnknownFlagIsNamed) {
   try {
     parse({"--num-prompt", "5"});
     FAIL() << "expected a parse error";
@@ -101,8 +101,8 @@ TEST(BenchConfig, UnknownFlagIsNamed) {
   }
 }
 
-TEST(BenchConfig, RepeatedFlagKeepsLastValueAsArgparse) {
-  BenchConfig c = parse({"--backend", "openai", "--num-prompts", "5", "--backend", "openai-chat", "--model", "a",
+TEST(RunOptions, RepeatedFlagKeepsLastValueAsArgparse) {
+  RunOptions c = parse({"--backend", "openai", "--num-prompts", "5", "--backend", "openai-chat", "--model", "a",
                          "--model", "b", "--ignore-eos", "--ignore-eos", "--header", "a=1", "b=2"});
   EXPECT_EQ(c.backend, "openai-chat");
   EXPECT_EQ(*c.model, "b");
@@ -110,14 +110,14 @@ TEST(BenchConfig, RepeatedFlagKeepsLastValueAsArgparse) {
   EXPECT_EQ(c.header.size(), 2u);
 }
 
-TEST(BenchConfig, ChoicesAreChecked) {
+TEST(RunOptions, ChoicesAreChecked) {
   EXPECT_THROW(parse({"--backend", "tgi"}), CLI::ValidationError);
   EXPECT_THROW(parse({"--ramp-up-strategy", "cubic"}), CLI::ValidationError);
   EXPECT_THROW(parse({"--num-prompts", "1.5"}), CLI::ParseError);
 }
 
-TEST(BenchConfig, InputOutputLenMapping) {
-  BenchConfig c = parse({"--input-len", "100", "--output-len", "20"});
+TEST(RunOptions, InputOutputLenMapping) {
+  RunOptions c = parse({"--input-len", "100", "--output-len", "20"});
   ResolvedConfig r = resolve(c);
   EXPECT_EQ(r.random_input_len, 100);
   EXPECT_EQ(r.random_output_len, 20);
@@ -126,8 +126,8 @@ TEST(BenchConfig, InputOutputLenMapping) {
   EXPECT_EQ(r.prefix_repetition_output_len, 20);
 }
 
-TEST(BenchConfig, VllmValidationMessages) {
-  BenchConfig c;
+TEST(RunOptions, VllmValidationMessages) {
+  RunOptions c;
   c.ramp_up_strategy = "linear";
   c.request_rate = "5";
   EXPECT_EQ(resolve_error(c),
@@ -145,7 +145,7 @@ TEST(BenchConfig, VllmValidationMessages) {
   c.ramp_up_start_rps = 1;
   EXPECT_EQ(resolve_error(c), "");
 
-  BenchConfig g;
+  RunOptions g;
   g.goodput = {"ttft=5"};
   EXPECT_NE(resolve_error(g).find("Invalid format found for service level objectives."), std::string::npos);
   g.goodput = {"itl:5"};
@@ -156,38 +156,38 @@ TEST(BenchConfig, VllmValidationMessages) {
   EXPECT_EQ(resolve_error(g),
             "Invalid value found, tpot: -1.0. The service level objective value should be non-negative.");
 
-  BenchConfig b;
+  RunOptions b;
   b.burstiness = 0;
   EXPECT_EQ(resolve_error(b), "A positive burstiness factor is expected, but given 0.0.");
-  BenchConfig h;
+  RunOptions h;
   h.header = {"noequals"};
   EXPECT_NE(resolve_error(h).find("Invalid header format. Please use KEY=VALUE format."), std::string::npos);
-  BenchConfig m;
+  RunOptions m;
   m.metadata = {"x"};
   EXPECT_NE(resolve_error(m).find("Invalid metadata format. Please use KEY=VALUE format."), std::string::npos);
-  BenchConfig chat;
+  RunOptions chat;
   chat.backend = "openai-chat";
   EXPECT_NE(resolve_error(chat).find("OpenAI Chat Completions API URL must end with 'chat/completions'."),
             std::string::npos);
-  BenchConfig seed;
+  RunOptions seed;
   seed.seed = -1;
   EXPECT_NE(resolve_error(seed).find("Seed must be between 0 and 2**32 - 1"), std::string::npos);
   seed.seed = 4294967295LL;
   EXPECT_EQ(resolve_error(seed), "");
-  BenchConfig mc;
+  RunOptions mc;
   mc.max_concurrency = 0;
   EXPECT_NE(resolve_error(mc).find("--max-concurrency"), std::string::npos);
 }
 
-TEST(BenchConfig, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
-  const BenchConfig d = parse({});
+TEST(RunOptions, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
+  const RunOptions d = parse({});
   EXPECT_EQ(d.sonnet_input_len, 550);  // vLLM defaults
   EXPECT_EQ(d.sonnet_output_len, 150);
   EXPECT_EQ(d.sonnet_prefix_len, 200);
   EXPECT_EQ(d.spec_bench_output_len, 256);
   EXPECT_EQ(d.random_mm_base_items_per_request, 1);
   EXPECT_FALSE(d.no_stream);
-  const BenchConfig c =
+  const RunOptions c =
       parse({"--dataset-name", "hf", "--dataset-path", "philschmid/mt-bench", "--sonnet-input-len", "300",
              "--sonnet-prefix-len", "50", "--sonnet-output-len", "20", "--spec-bench-output-len", "64",
              "--spec-bench-category", "math", "--random-mm-base-items-per-request", "2",
@@ -219,20 +219,20 @@ TEST(BenchConfig, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
       << namespace_repr(c);
 }
 
-TEST(BenchConfig, DatasetChecks) {
-  BenchConfig s;
+TEST(RunOptions, DatasetChecks) {
+  RunOptions s;
   s.dataset_name = "sharegpt";
   EXPECT_NE(resolve_error(s).find("dataset_path must be provided"), std::string::npos);
-  BenchConfig r;
+  RunOptions r;
   r.dataset_path = "/x.json";
   EXPECT_NE(resolve_error(r).find("--dataset-path is not used with --dataset-name random"), std::string::npos);
-  BenchConfig u;
+  RunOptions u;
   u.dataset_name = "speed_bench";
   EXPECT_NE(resolve_error(u).find("speed_bench is a vLLM dataset servelab does not support"), std::string::npos);
-  BenchConfig so;  // sonnet, burstgpt, spec_bench read a file; random-mm generates (and needs openai-chat)
+  RunOptions so;  // sonnet, burstgpt, spec_bench read a file; random-mm generates (and needs openai-chat)
   so.dataset_name = "sonnet";
   EXPECT_NE(resolve_error(so).find("--dataset-name sonnet needs --dataset-path"), std::string::npos);
-  BenchConfig mm;
+  RunOptions mm;
   mm.dataset_name = "random-mm";
   EXPECT_NE(resolve_error(mm).find("Multi-modal content is only supported on 'openai-chat'"), std::string::npos);
   mm.backend = "openai-chat";
@@ -253,37 +253,37 @@ TEST(BenchConfig, DatasetChecks) {
       << namespace_repr(mm);
   mm.random_mm_bucket_config = "{(64, 32): 1.0}";
   EXPECT_NE(resolve_error(mm).find("--random-mm-bucket-config {(64, 32): 1.0}"), std::string::npos);
-  BenchConfig rr;
+  RunOptions rr;
   rr.random_range_ratio = "1.0";
   EXPECT_NE(resolve_error(rr).find("--random-range-ratio 1.0: input ratio 1 must be in [0, 1)"), std::string::npos) << resolve_error(rr);
   rr.random_range_ratio = R"({"input": 0.25, "output": 0.5})";
   ResolvedConfig res = resolve(rr);
   EXPECT_EQ(res.random_range_ratio.input, 0.25);
   EXPECT_EQ(res.random_range_ratio.output, 0.5);
-  BenchConfig pr;
+  RunOptions pr;
   pr.dataset_name = "prefix_repetition";
   pr.num_prompts = 5;
   EXPECT_NE(resolve_error(pr).find("must be greater than or equal to num_prefixes"), std::string::npos);
 }
 
-TEST(BenchConfig, ReportingChecks) {
-  BenchConfig c;
+TEST(RunOptions, ReportingChecks) {
+  RunOptions c;
   c.percentile_metrics = "ttft,ttlt";
   EXPECT_NE(resolve_error(c).find("unknown metric 'ttlt'"), std::string::npos);
-  BenchConfig p;
+  RunOptions p;
   p.metric_percentiles = "50,101";
   EXPECT_NE(resolve_error(p).find("[0, 100]"), std::string::npos);
-  BenchConfig e;
+  RunOptions e;
   e.extra_body = "[1,2]";
   EXPECT_NE(resolve_error(e).find("--extra-body"), std::string::npos);
-  BenchConfig rate;
+  RunOptions rate;
   rate.request_rate = "fast";
   EXPECT_EQ(resolve_error(rate), "argument --request-rate: invalid float value: 'fast'");
   rate.request_rate = "0";
   EXPECT_NE(resolve_error(rate).find("--request-rate must be > 0"), std::string::npos);
 }
 
-TEST(BenchConfig, PythonFloats) {
+TEST(RunOptions, PythonFloats) {
   EXPECT_TRUE(std::isinf(parse_python_float("inf", "x")));
   EXPECT_TRUE(std::isinf(parse_python_float(" Infinity ", "x")));
   EXPECT_EQ(parse_python_float("1e3", "x"), 1000.0);
@@ -294,8 +294,8 @@ TEST(BenchConfig, PythonFloats) {
   EXPECT_THROW(parse_python_float("0x10", "x"), ConfigError);
 }
 
-TEST(BenchConfig, UrlsAndNamespace) {
-  BenchConfig c;
+TEST(RunOptions, UrlsAndNamespace) {
+  RunOptions c;
   EXPECT_EQ(build_urls(c).api_url, "http://127.0.0.1:8000/v1/completions");
   EXPECT_EQ(build_urls(c).base_url, "http://127.0.0.1:8000");
   c.host = "::1";
@@ -313,8 +313,8 @@ TEST(BenchConfig, UrlsAndNamespace) {
   EXPECT_NE(ns.find("max_concurrency=None"), std::string::npos);
 }
 
-TEST(BenchConfig, ServerMetricsFlags) {
-  BenchConfig c;
+TEST(RunOptions, ServerMetricsFlags) {
+  RunOptions c;
   EXPECT_EQ(c.server_metrics_interval_s, 1.0);
   EXPECT_FALSE(c.no_server_metrics);
   EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, no_stream=False, num_prompts=1000,"), std::string::npos);
@@ -338,7 +338,7 @@ TEST(BenchConfig, ServerMetricsFlags) {
     }
   }
   CLI::App app2;
-  BenchConfig c2;
+  RunOptions c2;
   add_bench_flags(app2, c2);
   try {
     app2.parse(std::vector<std::string>{"often", "--server-metrics-interval-s"});
@@ -355,8 +355,8 @@ namespace servelab::bench {
 namespace {
 
 // Issue 9 section 4: every credential form is absent from the Namespace line and the flag errors.
-TEST(BenchConfig, NamespaceAndErrorsNeverPrintCredentials) {
-  BenchConfig c;
+TEST(RunOptions, NamespaceAndErrorsNeverPrintCredentials) {
+  RunOptions c;
   c.base_url = "https://alice:SECRET1@api.example.com:8443/x?api_key=SECRET2";
   c.header = {"Proxy-Authorization=Basic SECRET3", "X-Auth-Token=SECRET4", "x-api-key=SECRET5",
               "Cookie=SECRET6", "x-info=7"};
@@ -390,8 +390,8 @@ TEST(BenchConfig, NamespaceAndErrorsNeverPrintCredentials) {
   }
 }
 
-TEST(BenchConfig, RequestTimeoutFlag) {
-  BenchConfig c;
+TEST(RunOptions, RequestTimeoutFlag) {
+  RunOptions c;
   EXPECT_EQ(c.request_timeout_s, 21600.0);  // vLLM's aiohttp 6 h
   CLI::App app;
   add_bench_flags(app, c);
@@ -404,8 +404,8 @@ TEST(BenchConfig, RequestTimeoutFlag) {
   }
 }
 
-TEST(BenchConfig, PreconnectFlag) {
-  BenchConfig c;
+TEST(RunOptions, PreconnectFlag) {
+  RunOptions c;
   EXPECT_FALSE(c.preconnect);
   EXPECT_NE(namespace_repr(c).find(", port=8000, preconnect=False, prefix_repetition_num_prefixes="),
             std::string::npos);

@@ -20,7 +20,7 @@ metrics::RequestOutput request(int i) {
   o.failure = o.success ? metrics::FailureKind::kNone : metrics::FailureKind::kHttpStatus;
   o.http_status = o.success ? 200 : 500;
   o.prompt_len = o.dataset_prompt_len = 100 + i;
-  o.expected_output_len = 4;
+  o.output_len = 4;
   o.output_tokens = o.success ? 4 : 0;
   o.intended_send_time_s = 0.1 * i;
   o.dispatch_time_s = o.send_time_s = 0.1 * i + 0.0001;
@@ -37,7 +37,7 @@ constexpr std::size_t kN = 6;
 const double kDuration = 0.5001 + 0.030;
 
 struct Fixture {
-  BenchConfig config;
+  RunOptions config;
   ResolvedConfig resolved;
   Fixture() {
     config.seed = 7;

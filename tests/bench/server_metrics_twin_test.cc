@@ -33,7 +33,7 @@ struct TwinServer {
     const auto engine = engines::parse_launch_command(launch);
     const auto model = model::load_config(common::data_dir() / "model-configs" / "qwen3-8b.json");
     auto created = sim::OnlineTwin::create(engine, hardware::parse_cluster("1xH100"), model);
-    if (auto* f = std::get_if<sim::Failure>(&created)) throw std::runtime_error(f->reason);
+    if (auto* f = std::get_if<sim::PredictedFailure>(&created)) throw std::runtime_error(f->message);
     twin = std::move(std::get<std::unique_ptr<sim::OnlineTwin>>(created));
     sim::OnlineTwin* t = twin.get();
     simserve::Timeline timeline{
@@ -79,14 +79,14 @@ struct TwinServer {
 
 TEST(ServerMetricsTwin, BenchScrapesWhatTheTwinReports) {
   TwinServer ts({"vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "4"});
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();
   c.num_prompts = 24;
   c.random_input_len = 64;
   c.random_output_len = 64;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.server_metrics_interval_s = 0.1;
   RunIo io;
   io.quiet = true;
@@ -149,14 +149,14 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
                  R"({"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":4})"});
   ASSERT_TRUE(ts.twin->speculative());
   const double a = ts.twin->context().launch.speculative->acceptance;
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();
   c.num_prompts = 16;
   c.random_input_len = 32;
   c.random_output_len = 64;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.server_metrics_interval_s = 0.2;
   RunIo io;
   io.quiet = true;
@@ -179,14 +179,14 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
 
 TEST(ServerMetricsTwin, NoServerMetricsFlagScrapesNothing) {
   TwinServer ts({"vllm", "serve", "Qwen/Qwen3-8B"});
-  BenchConfig c;
+  RunOptions c;
   c.port = ts.port;
   c.model = "Qwen/Qwen3-8B";
   c.tokenizer = (common::data_dir() / "gpt2-tokenizer.json").string();
   c.num_prompts = 2;
   c.random_input_len = 16;
   c.random_output_len = 4;
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   c.no_server_metrics = true;
   RunIo io;
   io.quiet = true;

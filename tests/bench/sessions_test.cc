@@ -35,8 +35,8 @@ class Sessions : public ::testing::Test {
     std::ifstream in(conversation_);
     turns_ = nlohmann::json::parse(in)[0]["conversations"];  // the oracle: the file's own turns
   }
-  BenchConfig multi_turn_config(std::uint16_t port) {
-    BenchConfig c;
+  RunOptions multi_turn_config(std::uint16_t port) {
+    RunOptions c;
     c.port = port;
     c.model = "gpt2";
     c.tokenizer = tokenizer_.string();
@@ -50,7 +50,7 @@ class Sessions : public ::testing::Test {
     c.num_prompts = 2;  // the one conversation and its oversampled copy
     c.session_concurrency = 1;
     c.request_id_prefix = "mt-";
-    c.ready_check_timeout_sec = 0;
+    c.ready_check_timeout_s = 0;
     c.percentile_metrics = "ttft,e2el";
     return c;
   }
@@ -150,7 +150,7 @@ TEST_F(Sessions, EveryTurnCarriesTheServersAnswersAndTheNextWaitsForThePrevious)
 
 TEST_F(Sessions, DatasetHistorySendsTheRecordedAnswers) {
   StreamServer server(StreamServerOptions{});
-  BenchConfig c = multi_turn_config(server.port());
+  RunOptions c = multi_turn_config(server.port());
   c.multi_turn_history = "dataset";
   c.num_prompts = 1;
   c.multi_turn_max_turns = 2;
@@ -178,7 +178,7 @@ TEST_F(Sessions, SelfTimedTraceIsSentAtTheScaledTimestampsWithSharedPrefixes) {
          "{\"timestamp\": 40, \"input_length\": 520, \"output_length\": 2, \"hash_ids\": [11, 13]}\n"
          "{\"timestamp\": 20, \"input_length\": 7, \"output_length\": 5, \"hash_ids\": [14]}\n";
   StreamServer server(StreamServerOptions{});
-  BenchConfig c;
+  RunOptions c;
   c.port = server.port();
   c.model = "gpt2";
   c.tokenizer = tokenizer_.string();
@@ -187,7 +187,7 @@ TEST_F(Sessions, SelfTimedTraceIsSentAtTheScaledTimestampsWithSharedPrefixes) {
   c.self_timed = true;
   c.timed_trace_sec_multiplier = 0.002;  // twice as slow as the trace's milliseconds
   c.request_id_prefix = "tr-";
-  c.ready_check_timeout_sec = 0;
+  c.ready_check_timeout_s = 0;
   RunIo io;
   io.quiet = true;
   const BenchResult r = run(c, {}, io);
@@ -269,7 +269,7 @@ TEST(SessionMetrics, HandComputedFromRecords) {
   EXPECT_EQ(j["conversation_duration"]["p50_ms"], 1750.0);
 }
 
-std::string config_error(BenchConfig c) {
+std::string config_error(RunOptions c) {
   try {
     resolve(c);
   } catch (const ConfigError& e) {
@@ -279,7 +279,7 @@ std::string config_error(BenchConfig c) {
 }
 
 TEST(SessionFlags, CombinationsAreChecked) {
-  BenchConfig c;
+  RunOptions c;
   c.dataset_name = "sharegpt";
   c.dataset_path = "x.json";
   c.multi_turn = true;
@@ -304,7 +304,7 @@ TEST(SessionFlags, CombinationsAreChecked) {
       "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and --session-concurrency "
       "need --multi-turn");
 
-  BenchConfig t;
+  RunOptions t;
   t.dataset_name = "timed_trace";
   t.dataset_path = "trace.jsonl";
   EXPECT_EQ(config_error(t), "no error");
@@ -317,7 +317,7 @@ TEST(SessionFlags, CombinationsAreChecked) {
             "--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm (the "
             "completions API), "
             "not openai-chat");
-  BenchConfig s;
+  RunOptions s;
   s.self_timed = true;
   EXPECT_EQ(config_error(s), "--self-timed is only for --dataset-name timed_trace");
 }

@@ -83,7 +83,7 @@ TEST(StartAt, RefusesThePastAndTheFarFuture) {
   EXPECT_THROW(check_start_at(std::numeric_limits<double>::infinity(), now), ConfigError);
 }
 
-std::string resolve_error(const BenchConfig& c) {
+std::string resolve_error(const RunOptions& c) {
   try {
     resolve(c);
   } catch (const ConfigError& e) {
@@ -93,7 +93,7 @@ std::string resolve_error(const BenchConfig& c) {
 }
 
 TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
-  BenchConfig c;
+  RunOptions c;
   c.shard = "1/2";
   EXPECT_NE(resolve_error(c).find("--shard 1/2 needs --start-at"), std::string::npos) << resolve_error(c);
   c.start_at = 1.7e9;
@@ -107,7 +107,7 @@ TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
   c.max_concurrency = 1;
   EXPECT_NE(resolve_error(c).find("each shard needs at least one slot"), std::string::npos);
   c.max_concurrency.reset();
-  BenchConfig turns = c;  // a valid multi-turn run otherwise
+  RunOptions turns = c;  // a valid multi-turn run otherwise
   turns.multi_turn = true;
   turns.dataset_name = "sharegpt";
   turns.dataset_path = "conversations.json";
@@ -117,7 +117,7 @@ TEST(ShardFlags, ResolveChecksWhatAShardNeeds) {
       << resolve_error(turns);
   c.append_result = true;
   EXPECT_NE(resolve_error(c).find("--append-result"), std::string::npos);
-  BenchConfig plain;
+  RunOptions plain;
   plain.start_at = 1.7e9;
   EXPECT_NE(resolve_error(plain).find("--start-at needs --shard"), std::string::npos);
   plain.start_at.reset();
@@ -138,7 +138,7 @@ TEST(ShardPlan, TakesTheShardsRequestsAndTimesAndFingerprintsTheWholeSchedule) {
   for (int i = 0; i < 5; ++i) {
     reqs[i].prompt = "p" + std::to_string(i);
     reqs[i].prompt_len = 10 + i;
-    reqs[i].max_tokens = 20 + i;
+    reqs[i].output_len = 20 + i;
   }
   const std::vector<double> sched = {0.1, 0.2, 0.3, 0.4, 0.5};
   const ShardPlan p = make_shard_plan({1, 2}, 123.0, reqs, sched);
@@ -152,7 +152,7 @@ TEST(ShardPlan, TakesTheShardsRequestsAndTimesAndFingerprintsTheWholeSchedule) {
   other[4] = std::nextafter(0.5, 1.0);  // one send time one ulp later: another schedule
   EXPECT_NE(p.record.fingerprint, workload_fingerprint(reqs, other));
   auto longer = reqs;
-  longer[0].max_tokens = 21;
+  longer[0].output_len = 21;
   EXPECT_NE(p.record.fingerprint, workload_fingerprint(longer, sched));
   auto renamed = reqs;
   renamed[0].request_id = "other-0";  // ids are not the schedule
@@ -169,7 +169,7 @@ TEST(RequestRecord, RoundTripsEveryFieldExactly) {
   o.prompt_len = 1001;
   o.dataset_prompt_len = 1000;
   o.output_tokens = 3;
-  o.expected_output_len = 50;
+  o.output_len = 50;
   o.intended_send_time_s = 0.1 + 0.2;  // 0.30000000000000004: shortest repr must round-trip
   o.dispatch_time_s = 1.0 / 3.0;
   o.send_time_s = 0.5000001;

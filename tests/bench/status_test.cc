@@ -33,7 +33,7 @@ TEST(BenchStatus, ReadyAttemptLineSaysWhyAndTimeLeft) {
 }
 
 TEST(BenchStatus, BackendHintForChatOnlyAndCompletionsOnlyServers) {
-  BenchConfig c;  // openai, /v1/completions
+  RunOptions c;  // openai, /v1/completions
   RequestOutput not_found = failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404);
   EXPECT_EQ(backend_hint(c, not_found),
             " Hint: the server has no /v1/completions (HTTP 404); if it serves only the chat completions API, use "
@@ -50,7 +50,7 @@ TEST(BenchStatus, BackendHintForChatOnlyAndCompletionsOnlyServers) {
 }
 
 TEST(BenchStatus, ChatEndpointWithCompletionsBackendIsRefusedUpFront) {
-  BenchConfig c;
+  RunOptions c;
   c.endpoint = "/v1/chat/completions";
   try {
     resolve(c);
@@ -67,7 +67,7 @@ TEST(BenchStatus, ChatEndpointWithCompletionsBackendIsRefusedUpFront) {
 }
 
 TEST(BenchStatus, AllFailedMessageCountsKindsAndHints) {
-  BenchConfig c;
+  RunOptions c;
   std::vector<RequestOutput> outs = {
       failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404),
       failed(FailureKind::kConnect, "connect to 127.0.0.1:1 failed: Connection refused"),

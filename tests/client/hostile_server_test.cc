@@ -165,7 +165,7 @@ std::vector<PlannedRequest> plan(const std::vector<std::string>& faults) {
   for (std::size_t i = 0; i < faults.size(); ++i) {
     r[i].prompt = "r" + std::to_string(i) + " " + faults[i];
     r[i].prompt_len = 2;
-    r[i].max_tokens = 3;
+    r[i].output_len = 3;
     r[i].request_id = "req-" + std::to_string(i);
   }
   return r;

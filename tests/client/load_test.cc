@@ -21,12 +21,12 @@ using test_support::Fault;
 using test_support::StreamServer;
 using test_support::StreamServerOptions;
 
-std::vector<PlannedRequest> plan(std::size_t n, int max_tokens) {
+std::vector<PlannedRequest> plan(std::size_t n, int output_len) {
   std::vector<PlannedRequest> r(n);
   for (std::size_t i = 0; i < n; ++i) {
     r[i].prompt = "prompt " + std::to_string(i);
     r[i].prompt_len = 3;
-    r[i].max_tokens = max_tokens;
+    r[i].output_len = output_len;
     r[i].request_id = "req-" + std::to_string(i);
   }
   return r;

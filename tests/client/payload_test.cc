@@ -16,7 +16,7 @@ TEST(Payload, CompletionsBodyMatchesVllmBytes) {
   o.model = "deepseek-ai/DeepSeek-V3.2";
   PlannedRequest r;
   r.prompt = "Hello \"world\"\n\u00e9\u4e16\U0001F642\x7f";
-  r.max_tokens = 128;
+  r.output_len = 128;
   // json.dumps({"model": m, "prompt": p, "repetition_penalty": 1.0, "max_tokens": 128, "logprobs": None,
   //             "stream": True, "stream_options": {"include_usage": True}})
   EXPECT_EQ(request_body_json(o, r),
@@ -33,7 +33,7 @@ TEST(Payload, CompletionsIgnoreEosLogprobsAndExtraBodyMergeLikeDictUpdate) {
   o.extra_body = nlohmann::ordered_json::parse(R"({"temperature": 0.0, "max_tokens": 7, "top_k": -1})");
   PlannedRequest r;
   r.prompt_token_ids = {1, 2, 3};
-  r.max_tokens = 10;
+  r.output_len = 10;
   r.extra_body = nlohmann::ordered_json::parse(R"({"top_p": 0.95, "temperature": 1e-05})");
   // payload.update(extra): existing keys keep their place, values replaced; new keys appended.
   EXPECT_EQ(request_body_json(o, r),
@@ -49,7 +49,7 @@ TEST(Payload, InvalidUtf8PromptIsAnErrorAndFloatsArePythonRepr) {
   o.model = "m";
   PlannedRequest r;
   r.prompt = "caf\xc3(";
-  r.max_tokens = 1;
+  r.output_len = 1;
   try {
     request_body_json(o, r);
     ADD_FAILURE() << "no exception for invalid UTF-8";
@@ -69,7 +69,7 @@ TEST(Payload, ChatBodyUsesListContentAndMaxCompletionTokens) {
   o.endpoint = Endpoint::kChatCompletions;
   PlannedRequest r;
   r.prompt = "hi";
-  r.max_tokens = 3;
+  r.output_len = 3;
   EXPECT_EQ(request_body_json(o, r),
             "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
             "\"text\": \"hi\"}]}], \"max_completion_tokens\": 3, \"stream\": true, "
@@ -121,7 +121,7 @@ TEST(Payload, HttpHeadHasAuthorizationExtrasAndRequestIdLast) {
   o.headers = {{"X-Team", "a"}, {"x-request-id", "user"}, {"content-type", "application/json; x=1"}};
   PlannedRequest r;
   r.prompt = "p";
-  r.max_tokens = 1;
+  r.output_len = 1;
   r.request_id = "bench-1234abcd-0";
   const auto url = detail::parse_url("http://localhost:8000/v1/completions");
   const std::string req = detail::build_http_request(o, url, "sk-test", r);

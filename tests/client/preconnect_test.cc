@@ -28,7 +28,7 @@ std::vector<PlannedRequest> plan(std::size_t n) {
   std::vector<PlannedRequest> r(n);
   for (std::size_t i = 0; i < n; ++i) {
     r[i].prompt = "prompt " + std::to_string(i);
-    r[i].max_tokens = 3;
+    r[i].output_len = 3;
     r[i].request_id = "req-" + std::to_string(i);
   }
   return r;

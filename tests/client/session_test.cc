@@ -60,7 +60,7 @@ Chats make_chats(std::size_t sessions, std::size_t turns) {
     std::vector<std::size_t> idx;
     for (std::size_t t = 0; t < turns; ++t) {
       PlannedRequest p;
-      p.max_tokens = static_cast<int>(t) + 2;
+      p.output_len = static_cast<int>(t) + 2;
       p.prompt_len = 1;
       p.request_id = id_of(s, t);
       if (t == 0) p.messages_json = messages(s, 0, {}).dump();
@@ -72,7 +72,7 @@ Chats make_chats(std::size_t sessions, std::size_t turns) {
   c.plan.next_turn = [&c](std::size_t s, std::size_t t, const RequestOutput& previous) {
     c.answers[s].push_back(previous.generated_text);
     PlannedRequest p;
-    p.max_tokens = static_cast<int>(t) + 2;
+    p.output_len = static_cast<int>(t) + 2;
     p.prompt_len = static_cast<int>(t) + 1;
     p.request_id = id_of(s, t);
     p.messages_json = messages(s, t, c.answers[s]).dump();
@@ -117,7 +117,7 @@ TEST(Sessions, TurnsGoInOrderEachWithTheAnswersReceivedSoFar) {
       EXPECT_EQ(o.request_id, id_of(s, t));
       EXPECT_EQ(o.generated_text,
                 repeat("tok", static_cast<int>(t) + 2));  // the server sends max_tokens tokens
-      EXPECT_EQ(o.expected_output_len, static_cast<int>(t) + 2);
+      EXPECT_EQ(o.output_len, static_cast<int>(t) + 2);
       // The history sent: the answers of the earlier turns, "toktok" then "toktoktok".
       std::vector<std::string> answers;
       for (std::size_t j = 0; j < t; ++j) answers.push_back(repeat("tok", static_cast<int>(j) + 2));

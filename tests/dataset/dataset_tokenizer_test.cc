@@ -47,7 +47,7 @@ TEST(RandomWithTokenizer, DeepSeekPromptsReEncodeToExactlyTheirTargetLength) {
     const auto ids = deepseek().encode(got[i].prompt, false);
     EXPECT_EQ(static_cast<std::int64_t>(ids.size()), 20 + input_lens[i]) << i;
     EXPECT_EQ(got[i].prompt_len, static_cast<int>(ids.size())) << i;
-    EXPECT_EQ(got[i].expected_output_len, output_lens[i]) << i;
+    EXPECT_EQ(got[i].output_len, output_lens[i]) << i;
     EXPECT_EQ(got[i].request_id, "bench-1234abcd-" + std::to_string(i));
   }
   // Same seed, same prompts; another seed, other prompts.
@@ -67,7 +67,7 @@ TEST(RandomWithTokenizer, Gpt2HasNoSpecialTokensToAddAndExcludesEndOfText) {
     const auto ids = gpt2().encode(r.prompt, false);
     EXPECT_EQ(ids.size(), 128u);  // no BOS to subtract, range ratio 0
     EXPECT_EQ(r.prompt_len, 128);
-    EXPECT_EQ(r.expected_output_len, 16);
+    EXPECT_EQ(r.output_len, 16);
   }
 }
 
@@ -86,12 +86,12 @@ TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
     EXPECT_EQ(ids.front(), 0);  // <｜begin▁of▁sentence｜>
     EXPECT_EQ(r.prompt_len, static_cast<int>(ids.size()));
     EXPECT_EQ(r.prompt_len, static_cast<int>(deepseek().encode(r.prompt, false).size()) + 1);
-    EXPECT_TRUE(is_valid_sharegpt_sequence(r.prompt_len, r.expected_output_len, false));
+    EXPECT_TRUE(is_valid_sharegpt_sequence(r.prompt_len, r.output_len, false));
     bool found = false;
     for (std::size_t i = 0; i < file.size() && !found; ++i) {
       if (file.prompt(i) == r.prompt) {
         found = true;
-        EXPECT_EQ(r.expected_output_len,
+        EXPECT_EQ(r.output_len,
                   static_cast<int>(deepseek().encode(file.completion(i), true).size()));
       }
     }
@@ -106,7 +106,7 @@ TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
   for (std::size_t i = 0; i < std::size(want); ++i) {
     EXPECT_EQ(got[i].prompt, file.prompt(static_cast<std::size_t>(want[i][0]))) << i;
     EXPECT_EQ(got[i].prompt_len, want[i][1]) << i;
-    EXPECT_EQ(got[i].expected_output_len, want[i][2]) << i;
+    EXPECT_EQ(got[i].output_len, want[i][2]) << i;
   }
   EXPECT_EQ(got.size(), 30u);  // 35 of the 50 pass the filters
 }
@@ -143,7 +143,7 @@ TEST(CustomWithTokenizer, DeepSeekChatTemplateAndDoubleBos) {
   EXPECT_EQ(ids[0], 0);  // BOS added by the tokenizer ...
   EXPECT_EQ(ids[1], 0);  // ... and the template's own BOS text, as vLLM counts it
   EXPECT_EQ(got[0].prompt_len, static_cast<int>(ids.size()));
-  EXPECT_EQ(got[0].expected_output_len, 9);
+  EXPECT_EQ(got[0].output_len, 9);
   // GPT-2 has no chat template: a clear error unless --skip-chat-template.
   EXPECT_THROW(sample_requests(o, gpt2()), std::runtime_error);
   o.skip_chat_template = true;
@@ -206,7 +206,7 @@ TEST(SonnetWithTokenizer, DeepSeekTemplateAndLengths) {
     EXPECT_EQ(r.prompt.substr(r.prompt.size() - assistant.size()), assistant);
     EXPECT_EQ(r.prompt_len, static_cast<int>(deepseek().encode(r.prompt, true).size()));
     EXPECT_LE(r.prompt_len, 120);
-    EXPECT_EQ(r.expected_output_len, 150);
+    EXPECT_EQ(r.output_len, 150);
   }
   o.backend = "openai-chat";  // the raw prompt, same draws and lengths
   const auto chat = sample_requests(o, deepseek());
@@ -229,7 +229,7 @@ TEST(BurstGptWithTokenizer, PromptsDecodeTheIdSequence) {
   for (int j = 0; j < 20; ++j) ids.push_back(1 + j);
   EXPECT_EQ(got[1].prompt, gpt2().decode(ids));  // request 1: ids 1..20
   EXPECT_EQ(got[1].prompt_len, 20);
-  EXPECT_EQ(got[1].expected_output_len, 5);
+  EXPECT_EQ(got[1].output_len, 5);
 }
 
 TEST(PrefixRepetitionWithTokenizer, SharedPrefixesExactLengths) {

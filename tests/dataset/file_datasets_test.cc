@@ -85,7 +85,7 @@ TEST(Sonnet, PrefixAndSampledLinesMatchPythonRandom) {
     for (int k : picks[i]) prompt += kPoem[static_cast<std::size_t>(k)];
     EXPECT_EQ(out[i].prompt, wrap_chat(prompt)) << i;  // completions backends get the formatted prompt
     EXPECT_EQ(out[i].prompt_len, lens[i]) << i;
-    EXPECT_EQ(out[i].expected_output_len, 150);
+    EXPECT_EQ(out[i].output_len, 150);
     EXPECT_EQ(out[i].request_id, "s-" + std::to_string(i));
   }
 }
@@ -109,7 +109,7 @@ TEST(Sonnet, RejectsTooLongDrawsAndSendsTheRawPromptToChat) {
   EXPECT_EQ(out[1].prompt_len, 18);
   EXPECT_EQ(out[2].prompt_len, 18);
   EXPECT_EQ(out[2].request_id, "c2");
-  EXPECT_EQ(out[2].expected_output_len, 7);
+  EXPECT_EQ(out[2].output_len, 7);
 }
 
 TEST(Sonnet, ErrorsNameTheLengths) {
@@ -163,7 +163,7 @@ TEST(BurstGpt, SamplesAsPandasDataFrameSample) {
     o.seed = seed;
     std::vector<std::pair<int, int>> v;
     for (const auto& r : detail::sample_burstgpt(rows, o, tok, "burst.csv"))
-      v.emplace_back(r.prompt_len, r.expected_output_len);
+      v.emplace_back(r.prompt_len, r.output_len);
     return v;
   };
   // pandas 1.5: df.sample(n, random_state=seed) (replace=True when n > 5 rows), [Request, Response] tokens.
@@ -359,7 +359,7 @@ TEST(RandomMm, MatchesNumpyOracle) {
     const auto& want = (*oracle)[i];
     EXPECT_EQ(out[i].prompt, want[0].get<std::string>()) << i;
     EXPECT_EQ(out[i].prompt_len, want[1].get<int>()) << i;
-    EXPECT_EQ(out[i].expected_output_len, want[2].get<int>()) << i;
+    EXPECT_EQ(out[i].output_len, want[2].get<int>()) << i;
     ASSERT_EQ(pixels[i].size(), want[3].size()) << i;
     ASSERT_EQ(mm[i].image_urls.size(), want[3].size()) << i;
     EXPECT_EQ(mm[i].prompt, out[i].prompt);

@@ -154,7 +154,7 @@ TEST_F(HfCache, MtBenchFromTheHubCache) {
   EXPECT_EQ(out[1].prompt, "<U>q2 words here<A>");
   EXPECT_EQ(out[3].prompt, "<U>q4 words here<A>");
   EXPECT_EQ(out[0].prompt_len, 4);
-  EXPECT_EQ(out[0].expected_output_len, 256);
+  EXPECT_EQ(out[0].output_len, 256);
   EXPECT_EQ(out[3].request_id, "m3");
   o.skip_chat_template = true;
   o.hf_output_len = 9;
@@ -163,7 +163,7 @@ TEST_F(HfCache, MtBenchFromTheHubCache) {
   const auto raw = detail::sample_hf(o, words_plus_bos, wrap_chat);
   ASSERT_EQ(raw.size(), 8u);
   EXPECT_EQ(raw[0].prompt, "q0 words here");
-  EXPECT_EQ(raw[0].expected_output_len, 9);
+  EXPECT_EQ(raw[0].output_len, 9);
   EXPECT_EQ(raw[7].request_id, "m7");
 }
 
@@ -208,7 +208,7 @@ TEST_F(HfCache, ConversationsAndAimoFilters) {
   const auto fixed = detail::sample_hf(o, words_plus_bos, wrap_chat);
   ASSERT_EQ(fixed.size(), 4u);
   EXPECT_EQ(fixed[1].prompt, "short");
-  EXPECT_EQ(fixed[1].expected_output_len, 3);
+  EXPECT_EQ(fixed[1].output_len, 3);
 
   // AIMO: problem / solution, prompt <= 2048 and total <= 32000 (min 4 each); split forced to train.
   const fs::path aimo = snapshot("datasets--AI-MO--aimo-validation-aime", "r2");
@@ -222,7 +222,7 @@ TEST_F(HfCache, ConversationsAndAimoFilters) {
   const auto am = detail::sample_hf(a, words_plus_bos, wrap_chat);
   ASSERT_EQ(am.size(), 1u);
   EXPECT_EQ(am[0].prompt, "p q r s");
-  EXPECT_EQ(am[0].expected_output_len, 5);  // row 0's solution has 3 tokens (< 4): skipped
+  EXPECT_EQ(am[0].output_len, 5);  // row 0's solution has 3 tokens (< 4): skipped
 }
 
 TEST_F(HfCache, InstructCoderPromptAndErrors) {
@@ -239,7 +239,7 @@ TEST_F(HfCache, InstructCoderPromptAndErrors) {
   const auto out = detail::sample_hf(o, words_plus_bos, wrap_chat);
   EXPECT_EQ(out[0].prompt,
             "<U>def f(): pass\n\nAdd a docstring. Just output the code, do not include any explanation.<A>");
-  EXPECT_EQ(out[0].expected_output_len, 200);
+  EXPECT_EQ(out[0].output_len, 200);
 
   DatasetOptions u = o;
   u.dataset_path = "lmarena-ai/VisionArena-Chat";

@@ -54,7 +54,7 @@ TEST(MultiTurn, RealShareGptConversationBecomesSixUserTurnsWithTheirAnswers) {
   for (std::size_t t = 0; t < 6; ++t) {
     EXPECT_EQ(c.turns[t].user_tokens, user_words[t]) << t;
     EXPECT_EQ(c.turns[t].answer_tokens, answer_words[t]) << t;
-    EXPECT_EQ(c.turns[t].max_tokens, answer_words[t]) << t;
+    EXPECT_EQ(c.turns[t].output_len, answer_words[t]) << t;
   }
   EXPECT_EQ(c.turns[0].user.rfind("Summarize the main ideas of Jeff Walker's Product", 0), 0u);
   EXPECT_EQ(c.turns[4].user.rfind("Summarize Russell Brunson's Perfect Webinar Script", 0), 0u);
@@ -64,7 +64,7 @@ TEST(MultiTurn, RealShareGptConversationBecomesSixUserTurnsWithTheirAnswers) {
   o.output_len = 50;
   const auto cut = sample_conversations(tiny_multiturn(), o, words);
   ASSERT_EQ(cut[0].turns.size(), 2u);
-  EXPECT_EQ(cut[0].turns[1].max_tokens, 50);
+  EXPECT_EQ(cut[0].turns[1].output_len, 50);
   EXPECT_EQ(cut[0].turns[1].answer_tokens, 260);
 }
 
@@ -101,7 +101,7 @@ TEST(MultiTurn, SystemPromptBrokenAlternationAndUnansweredTurns) {
   ASSERT_EQ(convs[0].turns.size(), 2u);
   EXPECT_EQ(convs[0].turns[1].user, "q two");
   EXPECT_EQ(convs[0].turns[1].answer, "");
-  EXPECT_EQ(convs[0].turns[1].max_tokens, 7);
+  EXPECT_EQ(convs[0].turns[1].output_len, 7);
   ASSERT_EQ(convs[1].turns.size(), 2u);
   EXPECT_EQ(convs[1].turns[1].user_tokens, 3);
   std::filesystem::remove(path);

@@ -145,7 +145,7 @@ TEST(ShareGptSample, MatchesVllmOnPairsSeed0HardCoded) {
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].prompt, f.prompt(static_cast<std::size_t>(want[i][0]))) << i;
     EXPECT_EQ(got[i].prompt_len, want[i][1]) << i;
-    EXPECT_EQ(got[i].expected_output_len, want[i][2]) << i;
+    EXPECT_EQ(got[i].output_len, want[i][2]) << i;
     EXPECT_EQ(got[i].request_id, "bench-x-" + std::to_string(i));
   }
 }
@@ -157,7 +157,7 @@ TEST(ShareGptSample, OversamplesWithRandomChoiceAfterReseeding) {
   const auto got = sample_sharegpt(f, o, testing::fake_count);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0].prompt_len, 48);
-  EXPECT_EQ(got[0].expected_output_len, 325);
+  EXPECT_EQ(got[0].output_len, 325);
   EXPECT_EQ(got[2].prompt, got[0].prompt);
   EXPECT_EQ(got[1].request_id, "1");
   EXPECT_EQ(got[2].request_id, "2");
@@ -171,7 +171,7 @@ TEST(ShareGptSample, FixedOutputLenSkipsMinOutputCheckAndFiltersTotal) {
   o.sharegpt_output_len = 1;
   o.no_oversample = true;
   for (const auto& r : sample_sharegpt(f, o, testing::fake_count)) {
-    EXPECT_EQ(r.expected_output_len, 1);
+    EXPECT_EQ(r.output_len, 1);
     EXPECT_TRUE(r.prompt_len >= 4 && r.prompt_len <= 1024);
   }
   o.sharegpt_output_len = 2045;  // prompt_len >= 4 always: nothing passes prompt + output <= 2048
@@ -203,7 +203,7 @@ TEST(ShareGptSample, MatchesPythonOracleAcrossSeedsAndFiles) {
       const auto& w = (*oracle)[i];
       ASSERT_EQ(got[i].prompt, f.prompt(w[0].get<std::size_t>())) << c.file << " #" << i;
       ASSERT_EQ(got[i].prompt_len, w[1].get<int>()) << c.file << " #" << i;
-      ASSERT_EQ(got[i].expected_output_len, w[2].get<int>()) << c.file << " #" << i;
+      ASSERT_EQ(got[i].output_len, w[2].get<int>()) << c.file << " #" << i;
       ASSERT_EQ(got[i].request_id, w[3].get<std::string>()) << c.file << " #" << i;
     }
   }
@@ -231,7 +231,7 @@ TEST(ShareGptSample, GeneratedLargeFormatFileMatchesPythonOracle) {
     while (f.record_index(usable_index_of_record) != record) ++usable_index_of_record;
     ASSERT_EQ(got[i].prompt, f.prompt(usable_index_of_record)) << i;
     ASSERT_EQ(got[i].prompt_len, (*oracle)[i][1].get<int>()) << i;
-    ASSERT_EQ(got[i].expected_output_len, (*oracle)[i][2].get<int>()) << i;
+    ASSERT_EQ(got[i].output_len, (*oracle)[i][2].get<int>()) << i;
   }
 }
 

@@ -150,7 +150,7 @@ TEST(RandomDataset, MatchesNumpyHardCoded) {
   const int want_out[] = {4, 7, 7, 6};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(got[i].prompt_len, 8);
-    EXPECT_EQ(got[i].expected_output_len, want_out[i]);
+    EXPECT_EQ(got[i].output_len, want_out[i]);
     EXPECT_EQ(got[i].request_id, std::to_string(i));
   }
 }
@@ -177,7 +177,7 @@ TEST(RandomDataset, MatchesNumpyOracle) {
     for (std::size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i].prompt, (*oracle)[i][0].get<std::string>()) << args << " #" << i;
       ASSERT_EQ(got[i].prompt_len, (*oracle)[i][1].get<int>()) << args << " #" << i;
-      ASSERT_EQ(got[i].expected_output_len, (*oracle)[i][2].get<int>()) << args << " #" << i;
+      ASSERT_EQ(got[i].output_len, (*oracle)[i][2].get<int>()) << args << " #" << i;
     }
   }
 }
@@ -218,7 +218,7 @@ TEST(PrefixRepetition, MatchesNumpyOracle) {
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(got[i].prompt, want[i]);
     EXPECT_EQ(got[i].prompt_len, 5);
-    EXPECT_EQ(got[i].expected_output_len, 16);
+    EXPECT_EQ(got[i].output_len, 16);
     EXPECT_EQ(got[i].request_id, "");  // vLLM sends no request id for prefix_repetition
   }
   o.seed = 31;
@@ -266,7 +266,7 @@ TEST(CustomDataset, ShufflesWithSeed0RendersAndUsesOutputTokens) {
   const int want_out[] = {14, 12, 11, 10};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(got[i].prompt, want_prompt[i]);
-    EXPECT_EQ(got[i].expected_output_len, want_out[i]);
+    EXPECT_EQ(got[i].output_len, want_out[i]);
     EXPECT_EQ(got[i].prompt_len, 3);  // 8 bytes / 4 + 1
     EXPECT_EQ(got[i].request_id, std::to_string(i));
   }
@@ -277,7 +277,7 @@ TEST(CustomDataset, ShufflesWithSeed0RendersAndUsesOutputTokens) {
   const auto all = detail::sample_custom(rows, o, testing::fake_count, render, path.string());
   ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all[0].prompt, "p0");
-  EXPECT_EQ(all[5].expected_output_len, 7);
+  EXPECT_EQ(all[5].output_len, 7);
 }
 
 TEST(CustomDataset, ErrorsNameFileLineAndProblem) {

@@ -12,7 +12,7 @@ namespace se = servelab::engines;
 using servelab::engines::detail::parse_yaml_subset;
 
 namespace {
-se::EngineConfig parse(const std::string& cmd) {
+se::LaunchConfig parse(const std::string& cmd) {
   return se::parse_launch_command(se::split_command_line(cmd));
 }
 }  // namespace

@@ -83,7 +83,7 @@ TEST(Corpus, EveryLaunchParsesAndResolvesOrGivesTheRecordedRefusal) {
       ++not_engines;
       continue;
     }
-    se::EngineConfig c;
+    se::LaunchConfig c;
     ASSERT_NO_THROW(c = se::parse_launch_command(argv, env, version));
     EXPECT_EQ(se::engine_kind_name(c.kind), engine);
     EXPECT_EQ(c.engine_version, version);

@@ -22,7 +22,7 @@ const md::ModelSpec& model(const std::string& id) {
   return it->second;
 }
 
-se::EngineConfig parse(const std::string& cmd, const std::string& version = "",
+se::LaunchConfig parse(const std::string& cmd, const std::string& version = "",
                        const std::map<std::string, std::string>& env = {}) {
   return se::parse_launch_command(se::split_command_line(cmd), env, version);
 }

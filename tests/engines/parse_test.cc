@@ -11,7 +11,7 @@ using se::EngineKind;
 
 namespace {
 
-se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
+se::LaunchConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
   return se::parse_launch_command(se::split_command_line(cmd), env);
 }
 

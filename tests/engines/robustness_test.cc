@@ -173,7 +173,7 @@ void soak(const std::vector<std::string>& prefix, const std::vector<std::string>
     std::string cmd;
     for (const auto& a : argv) cmd += "[" + a + "]";
     SCOPED_TRACE(cmd);
-    se::EngineConfig c;
+    se::LaunchConfig c;
     try {
       c = se::parse_launch_command(argv, env);
     } catch (const se::EngineArgError&) {
@@ -184,7 +184,7 @@ void soak(const std::vector<std::string>& prefix, const std::vector<std::string>
       continue;
     }
     ++*parsed_ok;
-    se::EngineConfig back;
+    se::LaunchConfig back;
     ASSERT_NO_THROW(back = se::parse_launch_command(se::to_argv(c), se::to_env(c))) << se::render_command(c);
     EXPECT_EQ(back.tp, c.tp);
     EXPECT_EQ(back.dp, c.dp);

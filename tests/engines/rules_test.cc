@@ -23,7 +23,7 @@ namespace hw = servelab::hardware;
 
 namespace {
 
-se::EngineConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
+se::LaunchConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
   return se::parse_launch_command(se::split_command_line(cmd), env);
 }
 
@@ -49,7 +49,7 @@ md::ModelSpec no_mtp() {
 }
 
 // The launch resolved for the seed study's release of its engine.
-std::variant<se::ResolvedLaunch, se::LaunchFailure> resolve(se::EngineConfig c, const md::ModelSpec& m,
+std::variant<se::ResolvedLaunch, se::LaunchFailure> resolve(se::LaunchConfig c, const md::ModelSpec& m,
                                                             const std::string& cluster) {
   c.engine_version = c.kind == se::EngineKind::kVllm     ? "0.13.0"
                      : c.kind == se::EngineKind::kSglang ? "0.5.6.post2"
@@ -58,7 +58,7 @@ std::variant<se::ResolvedLaunch, se::LaunchFailure> resolve(se::EngineConfig c, 
 }
 
 // The refusal of a launch, or nullopt when it resolves.
-std::optional<se::LaunchFailure> refusal(const se::EngineConfig& c, const md::ModelSpec& m,
+std::optional<se::LaunchFailure> refusal(const se::LaunchConfig& c, const md::ModelSpec& m,
                                          const std::string& cluster) {
   auto r = resolve(c, m, cluster);
   if (auto* f = std::get_if<se::LaunchFailure>(&r)) return *f;
@@ -66,7 +66,7 @@ std::optional<se::LaunchFailure> refusal(const se::EngineConfig& c, const md::Mo
 }
 
 // The effective config (defaults filled) of a launch that resolves; throws with the refusal otherwise.
-se::EngineConfig resolved_config(const se::EngineConfig& c, const md::ModelSpec& m, const std::string& cluster) {
+se::LaunchConfig resolved_config(const se::LaunchConfig& c, const md::ModelSpec& m, const std::string& cluster) {
   auto r = resolve(c, m, cluster);
   if (auto* f = std::get_if<se::LaunchFailure>(&r)) throw std::runtime_error(f->message);
   return std::get<se::ResolvedLaunch>(r).config;

@@ -1,5 +1,5 @@
 // Every launch command of the reference study (../shared/reference/seed-measurements.json) parses to the
-// right EngineConfig, every released failure is reproduced by resolve_launch with the same reason, every
+// right LaunchConfig, every released failure is reproduced by resolve_launch with the same reason, every
 // successful launch resolves, and every config round-trips through to_argv/to_env.
 #include <gtest/gtest.h>
 
@@ -46,7 +46,7 @@ std::vector<std::string> words(const std::string& s) {
   return out;
 }
 
-se::EngineConfig parse_entry(const Entry& e) {
+se::LaunchConfig parse_entry(const Entry& e) {
   return se::parse_launch_command(words(e.command), se::parse_env_assignments(e.env));
 }
 
@@ -57,7 +57,7 @@ const Entry& find(const std::vector<Entry>& all, const std::string& engine, cons
 }
 
 // Modelled fields compared for round trips.
-void expect_same(const se::EngineConfig& a, const se::EngineConfig& b, const std::string& ctx) {
+void expect_same(const se::LaunchConfig& a, const se::LaunchConfig& b, const std::string& ctx) {
   SCOPED_TRACE(ctx);
   EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.model, b.model);
@@ -112,13 +112,13 @@ TEST(SeedStudy, EveryEntryParsesAndRoundTrips) {
   ASSERT_EQ(all.size(), 34u);
   for (const auto& e : all) {
     SCOPED_TRACE(e.engine + "/" + e.config + "/" + e.scenario + ": " + e.command);
-    se::EngineConfig c = parse_entry(e);
+    se::LaunchConfig c = parse_entry(e);
     EXPECT_EQ(se::engine_kind_name(c.kind), e.engine);
     EXPECT_EQ(c.gpus_used(), 8);
-    se::EngineConfig back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
+    se::LaunchConfig back = se::parse_launch_command(se::to_argv(c), se::to_env(c));
     expect_same(c, back, "round trip: " + se::render_command(c));
     // The rendered shell line (env assignments first, JSON quoted) parses back to the same config.
-    se::EngineConfig line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
+    se::LaunchConfig line = se::parse_launch_command(se::split_command_line(se::render_command(c)));
     expect_same(c, line, "rendered line: " + se::render_command(c));
   }
 }

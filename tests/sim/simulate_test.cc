@@ -39,8 +39,8 @@ WorkloadOptions engine_only() {
 }
 
 Prediction ok(PredictResult r) {
-  if (const auto* f = std::get_if<Failure>(&r)) {
-    ADD_FAILURE() << f->reason;
+  if (const auto* f = std::get_if<PredictedFailure>(&r)) {
+    ADD_FAILURE() << f->message;
     return Prediction{};
   }
   return std::get<Prediction>(std::move(r));

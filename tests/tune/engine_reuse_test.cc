@@ -118,7 +118,7 @@ TEST_F(EngineReuse, OneLaunchForEveryProbeOfTheSearchThenStopped) {
   // 20, 21 req/s, 8 trials on one engine; 32 and 21 miss the SLO but the trials are ok, so it stays up.
   Evaluator ev(study, runner(), "local", nullptr, {}, nullptr, nullptr, dir / "logs");
   fs::create_directories(dir / "logs");
-  const SloResult r = slo_search(study, ev, Config{"a", {}});
+  const SloResult r = slo_search(study, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
   EXPECT_EQ(r.runs, 8);
@@ -151,7 +151,7 @@ TEST_F(EngineReuse, EngineThatDiedBetweenProbesIsLaunchedAgain) {
     ASSERT_TRUE(gone_within_10_s(pids[0]));
   };
   Evaluator ev(study, runner(kill_engine_after_second), "local", nullptr, {}, nullptr, nullptr, {});
-  const SloResult r = slo_search(study, ev, Config{"a", {}});
+  const SloResult r = slo_search(study, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
   const auto pids = starts();
@@ -172,12 +172,12 @@ TEST_F(EngineReuse, OrdinaryTrialsAndAnotherConfigLaunchFresh) {
   const auto at = [&](double rate) {
     return std::vector<std::string>{load_scenario_id(study.slo.scenario, LoadPoint{LoadKind::kRequestRate, rate})};
   };
-  ev.evaluate(Config{"a", {}}, at(3), "x");
-  ev.evaluate(Config{"a", {}}, at(5), "x");
+  ev.evaluate(CandidateConfig{"a", {}}, at(3), "x");
+  ev.evaluate(CandidateConfig{"a", {}}, at(5), "x");
   ASSERT_EQ(starts().size(), 2u);
   ev.set_keep_engine(true);
-  ev.evaluate(Config{"a", {}}, at(7), "slo");
-  const Evaluation b = ev.evaluate(Config{"b", {}}, at(7), "slo");
+  ev.evaluate(CandidateConfig{"a", {}}, at(7), "slo");
+  const Evaluation b = ev.evaluate(CandidateConfig{"b", {}}, at(7), "slo");
   EXPECT_EQ(b.status, TrialStatus::kOk) << b.reason;
   ev.set_keep_engine(false);
   const auto pids = starts();

@@ -72,7 +72,7 @@ TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
   int launches = 0;
   Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches), "twin", nullptr, {},
                nullptr, nullptr, {});
-  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
   ASSERT_TRUE(r.min_failing);
@@ -89,7 +89,7 @@ TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
   EXPECT_DOUBLE_EQ(r.request_goodput_req_s, 18);
   EXPECT_DOUBLE_EQ(r.token_goodput_tok_s, 1800);
   // The same search again reuses every result.
-  const SloResult again = slo_search(s, ev, Config{"a", {}});
+  const SloResult again = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_EQ(launches, 8);
   EXPECT_DOUBLE_EQ(again.max_passing, 20);
 }
@@ -102,7 +102,7 @@ TEST(SloSearch, ConcurrencyStopsAtAdjacentIntegers) {
   int launches = 0;
   Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches), "twin", nullptr, {},
                nullptr, nullptr, {});
-  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.variable, LoadKind::kConcurrency);
   EXPECT_DOUBLE_EQ(r.max_passing, 6);
@@ -121,7 +121,7 @@ TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
   Evaluator real(s, curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches), "local",
                  nullptr, {}, nullptr, nullptr, {});
   real.set_load_guide(&twin);
-  const SloResult r = slo_search(s, real, Config{"a", {}});
+  const SloResult r = slo_search(s, real, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.twin_start);
   EXPECT_DOUBLE_EQ(*r.twin_start, 20);
   EXPECT_EQ(r.twin_runs, 8);
@@ -136,7 +136,7 @@ TEST(SloSearch, ReportsWhenNothingMeetsTheSlos) {
   int launches = 0;
   Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), "twin", nullptr, {},
                nullptr, nullptr, {});
-  const SloResult r = slo_search(s, ev, Config{"a", {}});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_FALSE(r.found);
   EXPECT_EQ(probe_values(r), (std::vector<double>{1, 0.5}));
   EXPECT_EQ(r.note, "no request rate down to min_value = 0.5 meets the SLOs");
@@ -162,7 +162,7 @@ TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
   std::vector<TrialRequest> seen;
   Evaluator ev(s, curve_runner([](const std::string&, double l) { return 10 * l; }, &launches, &seen), "twin",
                nullptr, {}, nullptr, nullptr, {});
-  const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
+  const LoadCurve c = measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   ASSERT_EQ(c.points.size(), 3u);
   EXPECT_EQ(launches, 1);  // every point in one trial: one engine launch
   EXPECT_EQ(seen[0].trial_key, "twin|a{}|s1@c1+s1@c4+s1@r2.5|r0");
@@ -185,7 +185,7 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
     store.write_study(s.name, s.source_text, "twin", {});
     Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, {},
                  nullptr, nullptr, {});
-    measure_curve(s, ev, Config{"a", {}}, "s1");
+    measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   }
   EXPECT_EQ(launches, 1);
   Store store(db);
@@ -195,7 +195,7 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   EXPECT_EQ(trials[0].outcome.scenarios.at(1).scenario_id, "s1@c4");
   Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, trials,
                     nullptr, nullptr, {});
-  const LoadCurve c = measure_curve(s, resumed, Config{"a", {}}, "s1");
+  const LoadCurve c = measure_curve(s, resumed, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 1);  // both points come from the database
   EXPECT_DOUBLE_EQ(c.points[1].metrics.at("Output token throughput (tok/s)"), 40);
   // The exports carry the load point.
@@ -219,7 +219,7 @@ TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
   };
   // A measuring target ("local"): the twin's predictions are deterministic and run once whatever repeats says.
   Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
-  const LoadCurve c = measure_curve(s, ev, Config{"a", {}}, "s1");
+  const LoadCurve c = measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 2);
   ASSERT_EQ(c.points.size(), 1u);
   EXPECT_DOUBLE_EQ(c.points[0].metrics.at("P99 TTFT (ms)"), 90);

@@ -150,15 +150,15 @@ TEST_F(Preflight, EngineThatCannotRun) {
 TEST_F(Preflight, TooFewOrTooSmallOrBusyGpus) {
   nvidia_smi(4, 81559, 0, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(check(run(), "GPUs"),
-            "FAILED: 4 GPU(s) here, the largest launch needs 8; GPU 0 has 86 GB, the study assumes 141 GB; GPU 1 has "
-            "86 GB, the study assumes 141 GB; GPU 2 has 86 GB, the study assumes 141 GB; GPU 3 has 86 GB, the study "
-            "assumes 141 GB");
+            "FAILED: 4 GPU(s) here, the largest launch needs 8; GPU 0 has 86 GB, the study assumes 151 GB; GPU 1 has "
+            "86 GB, the study assumes 151 GB; GPU 2 has 86 GB, the study assumes 151 GB; GPU 3 has 86 GB, the study "
+            "assumes 151 GB");
   nvidia_smi(8, 143771, 40960);
   EXPECT_NE(check(run(), "GPUs").find("FAILED: GPU 0 already has 40.0 GiB in use (another process"), std::string::npos);
   fs::remove(bin / "nvidia-smi");
   EXPECT_EQ(check(run(), "GPUs"),
             "FAILED: nvidia-smi not found on PATH: no NVIDIA driver here; the study's largest launch needs 8 x H200 "
-            "with 141 GB each");
+            "with 151 GB each");
 }
 
 TEST_F(Preflight, PortInUse) {

@@ -18,6 +18,9 @@ repeats = 2
 [model]
 id = "org/model"
 
+[hardware]
+gpu = "H200"
+
 [[engines]]
 name = "e"
 kind = "vllm"

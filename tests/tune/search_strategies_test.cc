@@ -29,6 +29,9 @@ target = "twin"
 [model]
 id = "org/model"
 
+[hardware]
+gpu = "H200"
+
 [[engines]]
 name = "e"
 kind = "sglang"

@@ -79,7 +79,7 @@ TEST(ShippedStudy, RendersTheReferenceCommands) {
   Study s = shipped();
   const std::string md = seed_study_md();
   struct Case {
-    Config config;
+    CandidateConfig config;
     std::string literal;  // the start of the study's fragment
   };
   const std::vector<Case> cases = {

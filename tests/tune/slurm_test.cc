@@ -411,7 +411,7 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
   }
   // TensorRT-LLM's MPI job would have to own the allocation's tasks: refused with the reason.
   Study t = s;
-  t.engines[0].kind = "trtllm";
+  t.engines[0].kind = engines::EngineKind::kTrtllm;
   node.node_rank = 0;
   try {
     slurm_node_launch(t, "a", {"trtllm-serve", "org/model", "--tp_size", "16"}, {}, node);

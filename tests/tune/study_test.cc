@@ -109,6 +109,27 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
                "engines[0].ready_paths[0]: must be an HTTP path starting with '/' (e.g. \"/health\")");
 }
 
+TEST(Study, GpuMemoryComesFromTheGpuTable) {
+  const std::string hw = "gpu = \"H200\"\ngpu_count = 8\n";
+  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.754820096 GB; the datasheet's "141 GB" is 140.4 GiB.
+  EXPECT_DOUBLE_EQ(parse_study(testing::kSmallStudy, "s.toml", "/d").hardware.gpu_memory_gb, 150.754820096);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 141\n"), "s.toml", "/d").hardware.gpu_memory_gb,
+                   150.754820096);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 150.8\n"), "s.toml", "/d").hardware.gpu_memory_gb,
+                   150.754820096);
+  expect_error(hw, hw + "gpu_memory_gb = 80\n", "gpu_memory_gb",
+               "hardware.gpu_memory_gb: 80 contradicts the GPU table: H200 has 143771 MiB = 150.8 GB = 140.4 GiB "
+               "(src/hardware); remove the key (the table is the one source) or fix hardware.gpu");
+  // A GPU the table lacks needs its memory; with it, the study's value is used.
+  const std::string other = "gpu = \"RTX-9999\"\ngpu_count = 8\n";
+  EXPECT_NE(load_error(with(hw, other)).find("hardware.gpu: "), std::string::npos);
+  EXPECT_NE(load_error(with(hw, other)).find("give hardware.gpu_memory_gb"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_study(with(hw, other + "gpu_memory_gb = 96\n"), "s.toml", "/d").hardware.gpu_memory_gb, 96);
+  // No silent H200: [hardware] and its gpu are required.
+  EXPECT_NE(load_error(with("[hardware]\n" + hw, "")).find("missing table [hardware]"), std::string::npos);
+  EXPECT_NE(load_error(with(hw, "gpu_count = 8\n")).find("missing key 'gpu'"), std::string::npos);
+}
+
 TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
   expect_error("render.a = [{flags = [\"-tp\", \"{tp}\"]}", "render.a = [{flags = [\"-tp\", \"{tpp}\"]}", "{tpp}",
                "knobs[0] (layout).render.a[0].flags[1]: undefined placeholder {tpp} (defined here: {dcp}, {dp}, "
@@ -123,7 +144,7 @@ TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
 
 TEST(Space, RendersCommandAndEnv) {
   Study s = small();
-  Rendered r = render(s, Config{"b", {{"layout", "tp4-dp2"}, {"ctx", "32768"}, {"flag", "true"}}});
+  Rendered r = render(s, CandidateConfig{"b", {{"layout", "tp4-dp2"}, {"ctx", "32768"}, {"flag", "true"}}});
   EXPECT_EQ(r.argv, (std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--model-path", "org/model",
                                               "--chat-template", "x.jinja", "--tp-size", "4", "--dp-size", "2",
                                               "--context-length=32768"}));
@@ -131,34 +152,34 @@ TEST(Space, RendersCommandAndEnv) {
   EXPECT_EQ(r.shell(),
             "B_FLAG=1 python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
             "--dp-size 2 --context-length=32768");
-  Rendered a = render(s, Config{"a", {}});
+  Rendered a = render(s, CandidateConfig{"a", {}});
   EXPECT_EQ(a.shell(), "vllm serve org/model --port 8000 -tp 8");
 }
 
 TEST(Space, PrunesInvalidCombinations) {
   Study s = small();
-  auto why = check_config(s, Config{"a", {{"layout", "tp3"}}});
+  auto why = check_config(s, CandidateConfig{"a", {{"layout", "tp3"}}});
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "layout tp3 uses 3 GPUs, which does not divide the node's 8");
-  why = check_config(s, Config{"a", {{"flag", "true"}}});
+  why = check_config(s, CandidateConfig{"a", {{"flag", "true"}}});
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "a has no setting for knob flag (value true)");
-  EXPECT_FALSE(check_config(s, Config{"b", {{"flag", "true"}, {"layout", "tp4-dp2"}}}));
+  EXPECT_FALSE(check_config(s, CandidateConfig{"b", {{"flag", "true"}, {"layout", "tp4-dp2"}}}));
   // Study-level rejection rules.
   std::string t = testing::kSmallStudy;
   t.replace(t.find("render.b = [{flags = [\"--tp-size\""), std::string("render.b = [").size(),
             "render.b = [{when = \"dp > 1\", reject = \"no dp here\"}, ");
   Study s2 = parse_study(t, "r.toml", "/d");
-  why = check_config(s2, Config{"b", {{"layout", "tp4-dp2"}}});
+  why = check_config(s2, CandidateConfig{"b", {{"layout", "tp4-dp2"}}});
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "b rejects layout=tp4-dp2: no dp here");
   // Layout arithmetic.
   std::string l = testing::kSmallStudy;
   l.replace(l.find("{tp = 3}"), 8, "{tp = 8, dp = 2}, {tp = 8, dp = 2, dp_attention = true}, {tp = 4, ep = 3}");
   Study s3 = parse_study(l, "l.toml", "/d");
-  EXPECT_EQ(*check_config(s3, Config{"a", {{"layout", "tp8-dp2"}}}), "layout tp8-dp2 needs 16 GPUs, the node has 8");
-  EXPECT_FALSE(check_config(s3, Config{"b", {{"layout", "tp8-dp2-dpattn"}}}));
-  EXPECT_EQ(*check_config(s3, Config{"a", {{"layout", "tp4-ep3"}}}), "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
+  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp8-dp2"}}}), "layout tp8-dp2 needs 16 GPUs, the node has 8");
+  EXPECT_FALSE(check_config(s3, CandidateConfig{"b", {{"layout", "tp8-dp2-dpattn"}}}));
+  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp4-ep3"}}}), "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
 }
 
 TEST(Space, ConditionsAndKeys) {
@@ -168,7 +189,7 @@ TEST(Space, ConditionsAndKeys) {
   EXPECT_TRUE(eval_condition("engine == 'x'", {{"engine", "x"}}));
   EXPECT_THROW(eval_condition("nope", {{"dp", "1"}}), StudyError);
   Study s = small();
-  Config c{"b", {{"ctx", "32768"}, {"layout", "tp8"}}};
+  CandidateConfig c{"b", {{"ctx", "32768"}, {"layout", "tp8"}}};
   EXPECT_EQ(config_key(s, c), "b{ctx=32768}");
   EXPECT_EQ(config_label(s, normalize(s, c)), "ctx=32768");
   EXPECT_EQ(knobs_for_engine(s, "a"), (std::vector<std::string>{"layout", "ctx"}));

@@ -13,7 +13,7 @@
 namespace servelab::tune {
 namespace {
 
-TrialRequest request(const Study& s, const Config& c, const std::vector<std::string>& scenarios) {
+TrialRequest request(const Study& s, const CandidateConfig& c, const std::vector<std::string>& scenarios) {
   Rendered r = render(s, c);
   TrialRequest req;
   req.trial_key = "t";
