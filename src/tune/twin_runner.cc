@@ -275,7 +275,7 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
     if (auto* f = std::get_if<ScenarioFailure>(&r)) {
       if (out.status == TrialStatus::kOk) {
         out.status = f->status;
-        out.reason = std::move(f->message);
+        out.reason = std::move(f->reason);
       }
       continue;
     }
