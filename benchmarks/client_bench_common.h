@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 #include "support/stream_server.h"
 
 namespace servelab::bench_client {

@@ -19,7 +19,7 @@
 #include <cstring>
 
 #include "client_bench_common.h"
-#include "metrics/metrics.h"
+#include "servelab/metrics/metrics.h"
 
 using namespace servelab;
 using namespace servelab::bench_client;

@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <string>
 
-#include "dataset/dataset.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "metrics/metrics.h"
+#include "servelab/metrics/metrics.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
-#include "client/request.h"
-#include "common/paths.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/client/client.h"
+#include "servelab/client/request.h"
+#include "servelab/common/paths.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 using namespace servelab;
 

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "hardware/hardware.h"
-#include "metrics/metrics.h"
-#include "model/model.h"
-#include "sim/corpus.h"
-#include "sim/sim.h"
-#include "sim/validate.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/corpus.h"
+#include "servelab/sim/sim.h"
+#include "servelab/sim/validate.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "common/paths.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace {
 

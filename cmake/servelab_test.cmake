@@ -6,6 +6,9 @@ function(servelab_add_test)
   cmake_parse_arguments(T "" "NAME;PREFIX" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  # A module's tests are white-box: tests/<module>/ sees src/<module>/'s private headers.
+  get_filename_component(module ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  servelab_white_box(${T_NAME} ${module})
   # Property list built conditionally: an empty LABELS value would shift the key/value pairs.
   set(props ENVIRONMENT "SERVELAB_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
   if(T_LABELS)

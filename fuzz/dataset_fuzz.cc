@@ -3,7 +3,7 @@
 // byte picks the loader.
 #include <cstdint>
 
-#include "dataset/dataset.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
 #include "fuzz_input.h"
 

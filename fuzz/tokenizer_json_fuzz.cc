@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "fuzz_input.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto path = servelab::fuzz::write_input("tokenizer.json", data, size);

@@ -2,9 +2,12 @@
 """The one-way data flow of STYLE.md, checked against the code.
 
 STYLE.md's "Layering" block lists, per module of src/, the modules it may use. This script reads every
-`#include "<module>/..."` of src/<module>/ (headers and sources) and every `servelab_<module>` target named in
-src/<module>/CMakeLists.txt (outside comments), and fails on:
+`#include "servelab/<module>/..."` (public) and `#include "<module>/..."` (private) of src/<module>/ and
+include/servelab/<module>/, and every `servelab_<module>` target named in src/<module>/CMakeLists.txt
+(outside comments), and fails on:
   - an include or link of a module that the block does not allow (an edge against the flow);
+  - an include of another module's private header (the build refuses it too: cmake/servelab_module.cmake);
+  - a public header that includes a private one (its users could not compile it);
   - a module directory of src/ that the block does not list (a new module must say where it sits);
   - a cycle in the block itself (the flow must be one-way).
 
@@ -20,7 +23,8 @@ import tempfile
 
 BLOCK_START = "<!-- layering:begin -->"
 BLOCK_END = "<!-- layering:end -->"
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
+# "servelab/<module>/x.h" is a public header (include/servelab/<module>/), "<module>/x.h" a private one.
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(servelab/)?([A-Za-z0-9_]+)/')
 LINK_RE = re.compile(r"\bservelab_([A-Za-z0-9_]+)\b")
 # Targets of a module that are not module names (servelab_model_objects is model's archive).
 TARGET_ALIASES = {"model_objects": "model"}
@@ -92,17 +96,29 @@ def check(root):
         def bad(dep):
             return dep != mod and dep in modules and "*" not in allowed and dep not in allowed
 
-        for dirpath, _, files in os.walk(os.path.join(src, mod)):
+        public_dir = os.path.join(root, "include", "servelab", mod)
+        walked = [(d, fs) for top in (os.path.join(src, mod), public_dir) for d, _, fs in os.walk(top)]
+        for dirpath, files in walked:
             for name in sorted(files):
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, root)
+                in_public = os.path.abspath(path).startswith(os.path.abspath(public_dir) + os.sep)
                 if name.endswith((".h", ".cc", ".in")):
                     with open(path, encoding="utf-8", errors="replace") as f:
                         for n, line in enumerate(f, 1):
                             m = INCLUDE_RE.match(line)
-                            if m and bad(m.group(1)):
-                                problems.append(f"{rel}:{n}: {mod} includes {m.group(1)} "
+                            if not m or m.group(2) not in modules:
+                                continue
+                            dep, private = m.group(2), not m.group(1)
+                            if bad(dep):
+                                problems.append(f"{rel}:{n}: {mod} includes {dep} "
                                                 f"(against the flow: {mod} → {', '.join(sorted(allowed)) or 'nothing'})")
+                            elif private and dep != mod:
+                                problems.append(f"{rel}:{n}: {mod} includes a private header of {dep} "
+                                                f"(use include/servelab/{dep}/, or make the header public)")
+                            elif private and in_public:
+                                problems.append(f"{rel}:{n}: public header includes the private header "
+                                                f"{line.strip()[len('#include '):]} (move it to include/servelab/{dep}/)")
                 elif name == "CMakeLists.txt":
                     with open(path, encoding="utf-8") as f:
                         for n, line in enumerate(f, 1):
@@ -129,16 +145,25 @@ def self_test():
 
     rules = ["top → low", "low → (nothing)"]
     good = {"src/top/CMakeLists.txt": "add_library(servelab_top a.cc)\ntarget_link_libraries(servelab_top PUBLIC servelab_low)\n",
-            "src/top/a.cc": '#include "low/low.h"\n#include "top/a.h"\n#include <vector>\n',
+            "src/top/a.cc": '#include "servelab/low/low.h"\n#include "top/a.h"\n#include <vector>\n',
             "src/low/CMakeLists.txt": "add_library(servelab_low b.cc)\n",
-            "src/low/low.h": "#pragma once\n"}
+            "src/low/b.h": "#pragma once\n",
+            "include/servelab/low/low.h": "#pragma once\n"}
     failures = []
     if check(tree(rules, good)):
         failures.append("a tree that follows its flow was reported: " + "; ".join(check(tree(rules, good))))
-    bad_include = dict(good, **{"src/low/low.h": '#pragma once\n#include "top/a.h"\n'})
+    bad_include = dict(good, **{"include/servelab/low/low.h": '#pragma once\n#include "servelab/top/a.h"\n'})
     got = check(tree(rules, bad_include))
-    if not any("src/low/low.h:2: low includes top" in p for p in got):
+    if not any("include/servelab/low/low.h:2: low includes top" in p for p in got):
         failures.append(f"an include against the flow was not found: {got}")
+    private_include = dict(good, **{"src/top/a.cc": '#include "low/b.h"\n'})
+    got = check(tree(rules, private_include))
+    if not any("src/top/a.cc:1: top includes a private header of low" in p for p in got):
+        failures.append(f"an include of another module's private header was not found: {got}")
+    public_to_private = dict(good, **{"include/servelab/low/low.h": '#pragma once\n#include "low/b.h"\n'})
+    got = check(tree(rules, public_to_private))
+    if not any("include/servelab/low/low.h:2: public header includes the private header" in p for p in got):
+        failures.append(f"a public header including a private one was not found: {got}")
     bad_link = dict(good, **{"src/low/CMakeLists.txt": "add_library(servelab_low b.cc)\n"
                                                         "target_link_libraries(servelab_low PRIVATE\n  servelab_top)\n"})
     got = check(tree(rules, bad_link))
@@ -151,7 +176,7 @@ def self_test():
         failures.append("a cycle in the flow was not reported")
     for f in failures:
         print("self-test:", f)
-    print("self-test:", "FAILED" if failures else "ok (5 cases)")
+    print("self-test:", "FAILED" if failures else "ok (7 cases)")
     return 1 if failures else 0
 
 

@@ -1,9 +1,9 @@
 // servelab/bench: vLLM FlexibleArgumentParser + argparse long-flag reading (see argparse_compat.h).
-#include "bench/argparse_compat.h"
+#include "servelab/bench/argparse_compat.h"
 
 #include <algorithm>
 
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 
 namespace servelab::bench {
 

@@ -1,6 +1,6 @@
 // Clock offset against an NTP server (SNTP client, RFC 5905 §7.3 packet, §8 on-wire protocol) or the
 // kernel's own estimate (ntp_adjtime).
-#include "bench/clock_offset.h"
+#include "servelab/bench/clock_offset.h"
 
 #include <netdb.h>
 #include <sys/socket.h>

@@ -1,10 +1,10 @@
 // servelab/bench: `bench serve` flag parsing helpers, validation (resolve), the Namespace(...) repr and the
 // dataset options; the flag registration (add_bench_flags) is in config_flags.cc.
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 #include "bench/shard.h"
 
-#include "common/redact.h"
-#include "common/python_json.h"
+#include "servelab/common/redact.h"
+#include "servelab/common/python_json.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // servelab/bench: `bench serve` flag registration (add_bench_flags: vLLM 0.13 names, defaults, help).
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 
 #include <optional>
 #include <string>

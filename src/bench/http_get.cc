@@ -12,8 +12,8 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "client/request.h"
-#include "common/redact.h"
+#include "servelab/client/request.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::bench::detail {
 namespace {

@@ -1,5 +1,5 @@
 // bench merge: shard results → the one-client report (bench/merge.h).
-#include "bench/merge.h"
+#include "servelab/bench/merge.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 #include "bench/shard.h"
 
 namespace servelab::bench {

@@ -1,4 +1,4 @@
-#include "bench/prometheus.h"
+#include "servelab/bench/prometheus.h"
 
 #include <cctype>
 #include <charconv>

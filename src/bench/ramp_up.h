@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
-#include "report/report.h"
+#include "servelab/client/client.h"
+#include "servelab/report/report.h"
 
 namespace servelab::bench {
 

@@ -8,21 +8,21 @@
 #include <exception>
 #include <memory>
 
-#include "bench/bench.h"
+#include "servelab/bench/bench.h"
 #include "bench/http_get.h"
 #include "bench/progress.h"
 #include "bench/ramp_up.h"
 #include "bench/server_clock.h"
 #include "bench/shard.h"
-#include "bench/status.h"
+#include "servelab/bench/status.h"
 #include "bench/workload.h"
-#include "client/client.h"
-#include "client/session.h"
-#include "common/redact.h"
-#include "dataset/dataset.h"
-#include "dataset/multi_turn.h"
-#include "common/python_json.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/client/client.h"
+#include "servelab/client/session.h"
+#include "servelab/common/redact.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/dataset/multi_turn.h"
+#include "servelab/common/python_json.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::bench {
 namespace {

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "metrics/metrics.h"
-#include "metrics/request_output.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/metrics/request_output.h"
 
 namespace servelab::bench::detail {
 

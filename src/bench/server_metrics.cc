@@ -1,4 +1,4 @@
-#include "bench/server_metrics.h"
+#include "servelab/bench/server_metrics.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "bench/http_get.h"
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::bench {
 namespace {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "metrics/stats.h"
-#include "report/report.h"
+#include "servelab/metrics/stats.h"
+#include "servelab/report/report.h"
 
 namespace servelab::bench::detail {
 namespace {

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/session.h"
-#include "dataset/multi_turn.h"
-#include "metrics/metrics.h"
-#include "metrics/request_output.h"
+#include "servelab/client/session.h"
+#include "servelab/dataset/multi_turn.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/metrics/request_output.h"
 
 namespace servelab::bench::detail {
 

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "common/redact.h"
-#include "common/python_json.h"
+#include "servelab/common/redact.h"
+#include "servelab/common/python_json.h"
 
 namespace servelab::bench {
 namespace {

@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/clock_offset.h"
-#include "bench/config.h"
-#include "client/client.h"
-#include "metrics/request_output.h"
+#include "servelab/bench/clock_offset.h"
+#include "servelab/bench/config.h"
+#include "servelab/client/client.h"
+#include "servelab/metrics/request_output.h"
 
 namespace servelab::bench {
 

@@ -1,5 +1,5 @@
 // servelab/bench: status lines at the edges (see status.h).
-#include "bench/status.h"
+#include "servelab/bench/status.h"
 
 #include <fmt/format.h>
 

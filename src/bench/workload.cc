@@ -1,9 +1,9 @@
 // The requests of a run: vLLM datasets, timed_trace, multi-turn conversations.
 #include "bench/workload.h"
 
-#include "dataset/dataset.h"
-#include "dataset/multi_turn.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/dataset/multi_turn.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::bench::detail {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 #include "bench/sessions.h"
-#include "client/client.h"
+#include "servelab/client/client.h"
 
 namespace servelab::tokenizer {
 class Tokenizer;

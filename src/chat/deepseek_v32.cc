@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "chat/chat.h"
+#include "servelab/chat/chat.h"
 
 namespace servelab::chat {
 namespace {

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/argparse_compat.h"
-#include "bench/bench.h"
-#include "bench/status.h"
+#include "servelab/bench/argparse_compat.h"
+#include "servelab/bench/bench.h"
+#include "servelab/bench/status.h"
 #include "cli/command_registry.h"
-#include "common/stop_signals.h"
+#include "servelab/common/stop_signals.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/merge.h"
+#include "servelab/bench/merge.h"
 #include "cli/command_registry.h"
-#include "report/report.h"
+#include "servelab/report/report.h"
 
 namespace {
 

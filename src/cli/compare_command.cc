@@ -1,6 +1,6 @@
 // `servelab compare A.json B.json ...`: `bench serve --save-result` files side by side, the change in %
 // against the first run, and a Mann-Whitney U verdict on per-request latency when the files were saved with
-// --save-detailed (src/report/compare.h says why that test).
+// --save-detailed (include/servelab/report/compare.h says why that test).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/command_registry.h"
-#include "report/compare.h"
+#include "servelab/report/compare.h"
 
 namespace servelab::cli {
 namespace {

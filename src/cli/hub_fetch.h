@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hub/hub.h"
+#include "servelab/hub/hub.h"
 
 namespace servelab::cli {
 

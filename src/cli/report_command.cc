@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/command_registry.h"
-#include "tune/tune.h"
+#include "servelab/tune/tune.h"
 
 SERVELAB_REGISTER_COMMAND("report", 45, [](CLI::App& root) {
   auto dir = std::make_shared<std::string>();

@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
-#include "common/paths.h"
-#include "dataset/dataset.h"
-#include "engines/engines.h"
-#include "hardware/hardware.h"
-#include "metrics/metrics.h"
-#include "model/model.h"
-#include "report/report.h"
-#include "sim/corpus.h"
-#include "sim/sim.h"
-#include "sim/validate.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/engines/engines.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/model/model.h"
+#include "servelab/report/report.h"
+#include "servelab/sim/corpus.h"
+#include "servelab/sim/sim.h"
+#include "servelab/sim/validate.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::cli {
 namespace {

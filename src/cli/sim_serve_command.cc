@@ -15,14 +15,14 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
-#include "common/paths.h"
-#include "common/stop_signals.h"
-#include "engines/engines.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
-#include "sim/sim.h"
-#include "simserve/simserve.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/common/stop_signals.h"
+#include "servelab/engines/engines.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/sim.h"
+#include "servelab/simserve/simserve.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::cli {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
-#include "common/paths.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::cli {
 namespace {

@@ -5,14 +5,14 @@
 #include <iostream>
 
 #include "cli/command_registry.h"
-#include "common/paths.h"
-#include "common/redact.h"
-#include "common/stop_signals.h"
-#include "tune/load.h"
-#include "tune/k8s.h"
-#include "tune/preflight.h"
-#include "tune/slurm.h"
-#include "tune/tune.h"
+#include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
+#include "servelab/common/stop_signals.h"
+#include "servelab/tune/load.h"
+#include "servelab/tune/k8s.h"
+#include "servelab/tune/preflight.h"
+#include "servelab/tune/slurm.h"
+#include "servelab/tune/tune.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "cli/command_registry.h"
-#include "common/redact.h"
-#include "tune/slurm.h"
+#include "servelab/common/redact.h"
+#include "servelab/tune/slurm.h"
 
 namespace {
 

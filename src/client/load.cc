@@ -21,13 +21,13 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 #include "client/load_detail.h"
 #include "client/load_worker.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
-#include "client/request.h"
-#include "client/session.h"
+#include "servelab/client/request.h"
+#include "servelab/client/session.h"
 
 namespace servelab::client {
 namespace detail {

@@ -17,10 +17,10 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 #include "client/http_response.h"
-#include "client/request.h"
-#include "client/session.h"
+#include "servelab/client/request.h"
+#include "servelab/client/session.h"
 #include "client/sse.h"
 
 namespace servelab::client::detail {

@@ -28,9 +28,9 @@
 #include "client/load_detail.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
-#include "client/request.h"
+#include "servelab/client/request.h"
 #include "client/sse.h"
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::client::detail {
 

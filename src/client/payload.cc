@@ -4,14 +4,14 @@
 #include <stdexcept>
 #include <strings.h>
 
-#include "client/request.h"
+#include "servelab/client/request.h"
 
 #include <openssl/evp.h>
 
 #include <cctype>
 
-#include "common/python_json.h"
-#include "common/redact.h"
+#include "servelab/common/python_json.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::client {
 namespace detail {

@@ -1,5 +1,5 @@
 // run_sessions' argument checks (the session logic itself runs in load.cc's workers).
-#include "client/session.h"
+#include "servelab/client/session.h"
 
 #include <cmath>
 #include <stdexcept>

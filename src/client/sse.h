@@ -10,8 +10,8 @@
 
 #include <simdjson.h>
 
-#include "client/client.h"
-#include "metrics/request_output.h"
+#include "servelab/client/client.h"
+#include "servelab/metrics/request_output.h"
 
 namespace servelab::client::detail {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
-#include "client/request.h"
+#include "servelab/client/client.h"
+#include "servelab/client/request.h"
 
 namespace servelab::client {
 namespace detail {

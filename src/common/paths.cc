@@ -1,4 +1,4 @@
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -29,7 +29,7 @@ std::filesystem::path source_dir() {
   // that holds servelab's sources. Nothing of the build tree is compiled in.
   std::error_code ec;
   for (auto d = executable_dir(); !d.empty(); d = d.parent_path()) {
-    if (std::filesystem::is_regular_file(d / "src" / "common" / "paths.h", ec) &&
+    if (std::filesystem::is_regular_file(d / "src" / "common" / "paths.cc", ec) &&
         std::filesystem::is_regular_file(d / "STYLE.md", ec))
       return d;
     if (d == d.parent_path()) break;

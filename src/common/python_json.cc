@@ -1,5 +1,5 @@
 // The Python-json writer (see python_json.h).
-#include "common/python_json.h"
+#include "servelab/common/python_json.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "common/utf8.h"
+#include "servelab/common/utf8.h"
 
 namespace servelab::common {
 namespace {

@@ -1,5 +1,5 @@
 // Secret redaction: see redact.h.
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 #include <array>
 #include <cctype>

@@ -1,5 +1,5 @@
 // SIGINT/SIGTERM on a watcher thread (see stop_signals.h).
-#include "common/stop_signals.h"
+#include "servelab/common/stop_signals.h"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // The UTF-8 validator and lossy decoder (see utf8.h).
-#include "common/utf8.h"
+#include "servelab/common/utf8.h"
 
 #include <cstdint>
 

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "schedule/rng.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset::detail {
 

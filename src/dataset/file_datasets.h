@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dataset/dataset.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
 
 namespace servelab::dataset::detail {

@@ -17,7 +17,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "schedule/rng.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset::detail {
 

@@ -1,5 +1,5 @@
 // Multi-turn conversations (ShareGPT form → alternating user/assistant chats) and Mooncake-style traces.
-#include "dataset/multi_turn.h"
+#include "servelab/dataset/multi_turn.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedule/rng.h"
-#include "common/hash.h"
+#include "servelab/schedule/rng.h"
+#include "servelab/common/hash.h"
 
 namespace servelab::dataset {
 namespace {

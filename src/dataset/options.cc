@@ -9,8 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "dataset/dataset.h"
-#include "schedule/rng.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset {
 

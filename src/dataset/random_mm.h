@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "dataset/dataset.h"
-#include "schedule/rng.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/schedule/rng.h"
 #include "dataset/synthetic.h"
 
 namespace servelab::dataset::detail {

@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "chat/chat.h"
-#include "dataset/dataset.h"
+#include "servelab/chat/chat.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/file_datasets.h"
 #include "dataset/hf.h"
 #include "dataset/random_mm.h"
 #include "dataset/synthetic.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::dataset {
 

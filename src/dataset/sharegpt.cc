@@ -14,10 +14,10 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "common/paths.h"
-#include "common/utf8.h"
-#include "dataset/dataset.h"
-#include "schedule/rng.h"
+#include "servelab/common/paths.h"
+#include "servelab/common/utf8.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset {
 

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "schedule/rng.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset::detail {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "dataset/dataset.h"
-#include "schedule/rng.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset::detail {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/engine_config.h"
+#include "servelab/engines/engine_config.h"
 #include "engines/version.h"
 
 namespace servelab::engines::detail {

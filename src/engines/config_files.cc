@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "engines/cli_parser.h"
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/yaml_subset.h"
 

@@ -1,7 +1,7 @@
 // LaunchConfig helpers.
-#include "engines/engine_config.h"
+#include "servelab/engines/engine_config.h"
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines {
 

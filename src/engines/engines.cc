@@ -3,9 +3,9 @@
 #include <charconv>
 #include <regex>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
-#include "engines/launch.h"
+#include "servelab/engines/launch.h"
 #include "engines/version.h"
 
 namespace servelab::engines {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/engine_config.h"
+#include "servelab/engines/engine_config.h"
 
 namespace servelab::engines::detail {
 

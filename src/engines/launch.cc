@@ -1,6 +1,6 @@
 // The engine table, resolve_launch dispatch, the per-request context-length refusal, and helpers shared
 // by the engine modules (launch_detail.h).
-#include "engines/launch.h"
+#include "servelab/engines/launch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "engines/launch.h"
+#include "servelab/engines/launch.h"
 #include "engines/version.h"
 
 namespace servelab::engines::detail {

@@ -17,14 +17,14 @@
 //            `srun -N 2 --ntasks-per-node=8 --mpi=pmix ... trtllm-llmapi-launch trtllm-serve MODEL
 //            --tp_size 16 ...` — one MPI world of tp*pp ranks; trtllm-llmapi-launch runs the server on rank 0
 //            and MPI workers on the others. [recalled]
-#include "engines/multinode.h"
+#include "servelab/engines/multinode.h"
 
 #include <algorithm>
 #include <regex>
 #include <stdexcept>
 #include <string>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines {
 

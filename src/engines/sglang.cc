@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engines/cli_parser.h"
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/version.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/cli_parser.h"
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/version.h"
 #include "engines/vllm_defaults.h"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "hub/hub.h"
+#include "servelab/hub/hub.h"
 
 namespace servelab::hub {
 namespace {

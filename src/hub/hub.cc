@@ -1,5 +1,5 @@
 // fetch_files / cached_file: huggingface_hub's hf_hub_download into its cache layout (see hub.h).
-#include "hub/hub.h"
+#include "servelab/hub/hub.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

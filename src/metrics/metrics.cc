@@ -1,4 +1,4 @@
-#include "metrics/metrics.h"
+#include "servelab/metrics/metrics.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "metrics/stats.h"
+#include "servelab/metrics/stats.h"
 
 namespace servelab::metrics {
 namespace {

@@ -1,4 +1,4 @@
-#include "metrics/request_output.h"
+#include "servelab/metrics/request_output.h"
 
 namespace servelab::metrics {
 

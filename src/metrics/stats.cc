@@ -1,4 +1,4 @@
-#include "metrics/stats.h"
+#include "servelab/metrics/stats.h"
 
 #include <algorithm>
 #include <cmath>

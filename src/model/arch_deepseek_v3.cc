@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/detail.h"
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

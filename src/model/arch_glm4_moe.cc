@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/detail.h"
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "model/detail.h"
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model::detail {
 

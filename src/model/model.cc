@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "model/detail.h"
-#include "model/model.h"
-#include "common/hash.h"
+#include "servelab/model/model.h"
+#include "servelab/common/hash.h"
 
 namespace servelab::model {
 namespace {

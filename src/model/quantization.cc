@@ -14,7 +14,7 @@
 #include <stdexcept>
 
 #include "model/detail.h"
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace detail {

@@ -5,9 +5,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "model/detail.h"
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

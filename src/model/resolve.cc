@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "hub/hub.h"
-#include "model/model.h"
+#include "servelab/common/paths.h"
+#include "servelab/hub/hub.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

@@ -1,5 +1,5 @@
 // `servelab compare`: reading bench result files back, the Mann-Whitney U test, and the side-by-side text.
-#include "report/compare.h"
+#include "servelab/report/compare.h"
 
 #include <fmt/format.h>
 

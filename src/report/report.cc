@@ -1,4 +1,4 @@
-#include "report/report.h"
+#include "servelab/report/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "common/python_json.h"
+#include "servelab/common/python_json.h"
 
 namespace servelab::report {
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "schedule/schedule.h"
-#include "schedule/rng.h"
+#include "servelab/schedule/schedule.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::schedule {
 

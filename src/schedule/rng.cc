@@ -1,5 +1,5 @@
 // Bit-exact CPython/numpy random number generators (see rng.h for sources).
-#include "schedule/rng.h"
+#include "servelab/schedule/rng.h"
 
 #include <cmath>
 #include <stdexcept>

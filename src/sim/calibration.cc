@@ -1,4 +1,4 @@
-#include "sim/calibration.h"
+#include "servelab/sim/calibration.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

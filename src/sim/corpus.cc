@@ -1,4 +1,4 @@
-#include "sim/corpus.h"
+#include "servelab/sim/corpus.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +11,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::sim {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim/fit.h"
+#include "servelab/sim/fit.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
-#include "engines/engines.h"
-#include "model/model.h"
+#include "servelab/engines/engines.h"
+#include "servelab/model/model.h"
 
 namespace servelab::sim {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim/memory_plan.h"
+#include "servelab/sim/memory_plan.h"
 
 #include <fmt/format.h>
 

@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace servelab::sim::detail {
 

@@ -1,4 +1,4 @@
-// The engines' schedulers, per DP rank, over a KV pool in bytes (src/sim/memory_plan.h): vLLM V1,
+// The engines' schedulers, per DP rank, over a KV pool in bytes (include/servelab/sim/memory_plan.h): vLLM V1,
 // SGLang, TensorRT-LLM in-flight batching. Which one runs, and its limits, come from the resolved
 // launch (engines::SchedulerPolicy); this file holds the algorithms only.
 #include <algorithm>

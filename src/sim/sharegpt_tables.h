@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "sim/sim.h"
+#include "servelab/sim/sim.h"
 
 namespace servelab::sim {
 

@@ -7,10 +7,10 @@
 #include <span>
 #include <vector>
 
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
-#include "sim/calibration.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/calibration.h"
 #include "sim/physics.h"
 
 namespace servelab::sim::detail {

@@ -7,10 +7,10 @@
 #include <queue>
 #include <stdexcept>
 
-#include "schedule/schedule.h"
-#include "metrics/metrics.h"
+#include "servelab/schedule/schedule.h"
+#include "servelab/metrics/metrics.h"
 #include "sim/simulator.h"
-#include "common/hash.h"
+#include "servelab/common/hash.h"
 
 namespace servelab::sim {
 namespace detail {

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "engines/launch.h"
-#include "metrics/request_output.h"
+#include "servelab/engines/launch.h"
+#include "servelab/metrics/request_output.h"
 #include "sim/api_server.h"
-#include "sim/memory_plan.h"
-#include "sim/sim.h"
+#include "servelab/sim/memory_plan.h"
+#include "servelab/sim/sim.h"
 #include "sim/sim_detail.h"
-#include "sim/trace.h"
+#include "servelab/sim/trace.h"
 
 namespace servelab::sim::detail {
 

@@ -1,4 +1,4 @@
-#include "sim/trace.h"
+#include "servelab/sim/trace.h"
 
 #include <algorithm>
 #include <cmath>

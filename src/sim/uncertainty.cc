@@ -1,4 +1,4 @@
-#include "sim/uncertainty.h"
+#include "servelab/sim/uncertainty.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
-#include "sim/calibration.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/calibration.h"
 
 namespace servelab::sim {
 

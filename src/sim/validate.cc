@@ -1,6 +1,6 @@
-#include "sim/validate.h"
+#include "servelab/sim/validate.h"
 
-#include "sim/fit.h"
+#include "servelab/sim/fit.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -415,7 +415,7 @@ std::string calibration_json_of(const CorpusValidation& v) {
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(calibration_table_to_json(
       v.full_fit.table,
-      "Fitted parameters of the engine twin (src/sim/calibration.h), in-sample fit on the released corpus "
+      "Fitted parameters of the engine twin (include/servelab/sim/calibration.h), in-sample fit on the released corpus "
       "(shared/reference: seed-measurements.json + perflab/measurements.json). Written by `servelab sim calibrate "
       "--corpus ../shared/reference --write src/sim/calibration.json`; bands are the leave-one-study-out RMS "
       "errors per class."));

@@ -7,9 +7,9 @@
 #include <regex>
 #include <stdexcept>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "sim/sharegpt_tables.h"
-#include "sim/sim.h"
+#include "servelab/sim/sim.h"
 
 namespace servelab::sim {
 namespace {

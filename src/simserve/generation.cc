@@ -7,10 +7,10 @@
 #include <exception>
 #include <string>
 
-#include "chat/chat.h"
+#include "servelab/chat/chat.h"
 #include "simserve/http_session.h"
 #include "simserve/server_impl.h"
-#include "common/hash.h"
+#include "servelab/common/hash.h"
 
 namespace servelab::simserve {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "common/utf8.h"
+#include "servelab/common/utf8.h"
 #include "simserve/metrics_text.h"
 
 namespace servelab::simserve::detail {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "simserve/simserve.h"
+#include "servelab/simserve/simserve.h"
 
 namespace servelab::simserve {
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "chat/chat.h"
+#include "servelab/chat/chat.h"
 
 namespace servelab::simserve {
 

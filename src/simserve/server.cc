@@ -3,7 +3,7 @@
 // predicted token emission and streams each token as an SSE chunk at that moment. This file: the event loop
 // (listening with accept back-off, the emission timer, the schedule-lag report) and the Server interface;
 // http_session.cc: one connection.
-#include "simserve/simserve.h"
+#include "servelab/simserve/simserve.h"
 
 #include <algorithm>
 #include <chrono>

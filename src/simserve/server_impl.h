@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "simserve/openai_api.h"
-#include "simserve/simserve.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/simserve/simserve.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::simserve::detail {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "tokenizer/utf8.h"
-#include "common/hash.h"
+#include "servelab/common/hash.h"
 
 namespace servelab::tokenizer::detail {
 namespace {

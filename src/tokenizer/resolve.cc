@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "common/paths.h"
-#include "hub/hub.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/hub/hub.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer {
 namespace {

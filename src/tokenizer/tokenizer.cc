@@ -1,6 +1,6 @@
 // Tokenizer: the encode/decode pipeline of Hugging Face `tokenizers` (tokenizer/mod.rs
 // encode_single_sequence, decode) over the components parsed by load.cc.
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 #include <utf8proc.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 

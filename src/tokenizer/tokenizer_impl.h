@@ -11,7 +11,7 @@
 
 #include "tokenizer/bpe.h"
 #include "tokenizer/components.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer::detail {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/utf8.h"
+#include "servelab/common/utf8.h"
 
 namespace servelab::tokenizer::detail {
 

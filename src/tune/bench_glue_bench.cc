@@ -8,9 +8,9 @@
 #include <stop_token>
 #include <thread>
 
-#include "bench/argparse_compat.h"
-#include "bench/bench.h"
-#include "bench/config.h"
+#include "servelab/bench/argparse_compat.h"
+#include "servelab/bench/bench.h"
+#include "servelab/bench/config.h"
 #include "tune/datasets.h"
 #include "tune/metrics_convert.h"
 #include "tune/twin_runner.h"

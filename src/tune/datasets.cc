@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::tune::detail {
 

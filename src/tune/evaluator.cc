@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "common/redact.h"
-#include "tune/load.h"
-#include "tune/search.h"
+#include "servelab/common/redact.h"
+#include "servelab/tune/load.h"
+#include "servelab/tune/search.h"
 
 namespace servelab::tune {
 

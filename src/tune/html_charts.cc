@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::tune::html {
 

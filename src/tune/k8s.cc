@@ -5,7 +5,7 @@
 // v1 (spec.replicas, leaderWorkerTemplate.{size, restartPolicy, leaderTemplate, workerTemplate}; its pods
 // get LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX: lws.sigs.k8s.io docs, "Environment
 // variables"), GPUs as the NVIDIA device plugin's extended resource (resources.limits nvidia.com/gpu).
-#include "tune/k8s.h"
+#include "servelab/tune/k8s.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -15,11 +15,11 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/redact.h"
-#include "engines/engines.h"
-#include "engines/multinode.h"
-#include "tune/search.h"
-#include "tune/study.h"
+#include "servelab/common/redact.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/multinode.h"
+#include "servelab/tune/search.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 

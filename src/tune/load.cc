@@ -1,5 +1,5 @@
 // Load points as scenarios, load curves and the SLO search (see load.h).
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 
 namespace servelab::tune {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <toml++/toml.h>
 
-#include "tune/study.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune::detail {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 #include "tune/study_report.h"
 
 namespace servelab::tune {

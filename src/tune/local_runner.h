@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/runner.h"
+#include "servelab/tune/runner.h"
 
 namespace servelab::tune {
 

@@ -4,9 +4,9 @@
 #include <span>
 #include <string>
 
-#include "metrics/metrics.h"
-#include "metrics/request_output.h"
-#include "tune/runner.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/metrics/request_output.h"
+#include "servelab/tune/runner.h"
 
 namespace servelab::tune {
 

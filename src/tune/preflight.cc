@@ -1,4 +1,4 @@
-#include "tune/preflight.h"
+#include "servelab/tune/preflight.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,12 +14,12 @@
 #include <set>
 #include <sstream>
 
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/tokenizer/tokenizer.h"
 #include "tune/datasets.h"
 #include "tune/engine_process.h"
-#include "tune/space.h"
+#include "servelab/tune/space.h"
 
 namespace servelab::tune {
 

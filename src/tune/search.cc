@@ -1,7 +1,7 @@
 // run_search: builds the search space once, runs the study's strategy on it (one file each:
 // search_greedy.cc, search_grid.cc, search_twin_guided.cc), checks greedy against the grid on the twin, then
 // generalizes and recommends (recommend.cc).
-#include "tune/search.h"
+#include "servelab/tune/search.h"
 
 #include "tune/search_space.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/search.h"
+#include "servelab/tune/search.h"
 
 namespace servelab::tune {
 

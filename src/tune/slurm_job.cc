@@ -9,8 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/paths.h"
-#include "tune/slurm.h"
+#include "servelab/common/paths.h"
+#include "servelab/tune/slurm.h"
 
 namespace servelab::tune {
 

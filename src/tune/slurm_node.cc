@@ -1,6 +1,6 @@
 // The node side of a multi-node Slurm trial: what each task of `srun --nodes=N --ntasks-per-node=1
 // servelab tune-trial` runs, from the allocation (SLURM_NODEID, SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST,
-// SLURM_JOB_ID) and the engine's own multi-node method (engines::render_node_launch, src/engines/multinode.h).
+// SLURM_JOB_ID) and the engine's own multi-node method (engines::render_node_launch, include/servelab/engines/multinode.h).
 #include <fmt/format.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-#include "engines/multinode.h"
+#include "servelab/engines/multinode.h"
 #include "tune/engine_process.h"
-#include "tune/slurm.h"
+#include "servelab/tune/slurm.h"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "tune/slurm.h"
+#include "servelab/tune/slurm.h"
 
 namespace servelab::tune {
 

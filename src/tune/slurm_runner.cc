@@ -17,12 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "tune/local_runner.h"
-#include "tune/slurm.h"
-#include "tune/space.h"
-#include "tune/store.h"
-#include "tune/tune.h"
+#include "servelab/tune/slurm.h"
+#include "servelab/tune/space.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune {
 

@@ -1,10 +1,10 @@
-#include "tune/space.h"
+#include "servelab/tune/space.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::tune {
 

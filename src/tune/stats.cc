@@ -1,4 +1,4 @@
-#include "tune/stats.h"
+#include "servelab/tune/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tune/store.h"
+#include "servelab/tune/store.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::tune {
 

@@ -1,6 +1,6 @@
 // The study's names (targets, strategies, rules, metrics), lookups, --prompts-scale and load_study; the
 // STUDY.toml parser itself is study_parse.cc.
-#include "tune/study.h"
+#include "servelab/tune/study.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::tune {
 

@@ -10,8 +10,8 @@
 #include <ctime>
 #include <fstream>
 
-#include "tune/store.h"
-#include "tune/tune.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune::detail {
 

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 #include "tune/html_charts.h"
 #include "tune/html_markdown.h"
 #include "tune/study_report.h"

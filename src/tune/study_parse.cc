@@ -11,9 +11,9 @@
 #include <set>
 #include <toml++/toml.h>
 
-#include "hardware/hardware.h"
+#include "servelab/hardware/hardware.h"
 #include "tune/load_parse.h"
-#include "tune/study.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 

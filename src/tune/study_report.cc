@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/paths.h"
-#include "common/redact.h"
-#include "tune/load.h"
+#include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
+#include "servelab/tune/load.h"
 
 namespace servelab::tune {
 

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "tune/search.h"
-#include "tune/store.h"
-#include "tune/study.h"
+#include "servelab/tune/search.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 

@@ -1,4 +1,4 @@
-#include "tune/tune.h"
+#include "servelab/tune/tune.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,12 +8,12 @@
 #include <chrono>
 #include <ctime>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "servelab_git_version.h"
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 #include "tune/local_runner.h"
 #include "tune/search_space.h"
-#include "tune/slurm.h"
+#include "servelab/tune/slurm.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"

@@ -13,15 +13,15 @@
 #include <optional>
 #include <variant>
 
-#include "common/paths.h"
-#include "dataset/dataset.h"
-#include "engines/engines.h"
-#include "tokenizer/tokenizer.h"
-#include "metrics/metrics.h"
-#include "report/report.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
-#include "sim/sim.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/engines/engines.h"
+#include "servelab/tokenizer/tokenizer.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/report/report.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/sim.h"
 #include "tune/datasets.h"
 #include "tune/metrics_convert.h"
 

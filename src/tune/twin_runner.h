@@ -5,8 +5,8 @@
 #include <string>
 
 #include "tune/local_runner.h"
-#include "tune/runner.h"
-#include "tune/study.h"
+#include "servelab/tune/runner.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 

@@ -1,10 +1,10 @@
 // `bench serve` reads its flags as vLLM 0.13 does: FlexibleArgumentParser's '_' -> '-' and Python argparse's
 // unambiguous-prefix matching (allow_abbrev), with argparse's ambiguity message and exact-match precedence.
-#include "bench/argparse_compat.h"
+#include "servelab/bench/argparse_compat.h"
 
 #include <gtest/gtest.h>
 
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 
 namespace servelab::bench {
 namespace {

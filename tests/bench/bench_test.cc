@@ -1,13 +1,13 @@
 // Tests of the bench orchestration pieces: sampling body (vLLM 0.13 key order and temperature default),
 // model discovery, the progress line, and bench::run in-process (tune's path) including a pre-stopped run.
-#include "bench/bench.h"
+#include "servelab/bench/bench.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "bench/progress.h"
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "e2e/models_server.h"
 #include "support/stream_server.h"
 

@@ -1,5 +1,5 @@
 // Tests of `bench serve` flag parsing and validation against vLLM 0.13's argparse/main_async behaviour.
-#include "bench/config.h"
+#include "servelab/bench/config.h"
 
 #include <gtest/gtest.h>
 

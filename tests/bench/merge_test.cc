@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/merge.h"
+#include "servelab/bench/merge.h"
 #include "bench/shard.h"
-#include "metrics/metrics.h"
+#include "servelab/metrics/metrics.h"
 
 namespace servelab::bench {
 namespace {

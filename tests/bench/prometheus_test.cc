@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "bench/prometheus.h"
+#include "servelab/bench/prometheus.h"
 
 namespace servelab::bench::prometheus {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "bench/metrics_server.h"
-#include "bench/server_metrics.h"
+#include "servelab/bench/server_metrics.h"
 
 namespace servelab::bench {
 namespace {

@@ -9,15 +9,15 @@
 #include <numeric>
 #include <thread>
 
-#include "bench/bench.h"
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
-#include "sim/sim.h"
+#include "servelab/bench/bench.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/sim.h"
 #include "simserve/metrics_text.h"
-#include "simserve/simserve.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/simserve/simserve.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::bench {
 namespace {

@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench.h"
+#include "servelab/bench/bench.h"
 #include "bench/sessions.h"
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "support/stream_server.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::bench {
 namespace {

@@ -11,9 +11,9 @@
 #include <set>
 #include <thread>
 
-#include "bench/clock_offset.h"
+#include "servelab/bench/clock_offset.h"
 #include "bench/shard.h"
-#include "common/python_json.h"
+#include "servelab/common/python_json.h"
 
 namespace servelab::bench {
 namespace {

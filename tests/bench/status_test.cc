@@ -1,5 +1,5 @@
 // Status lines at the edges of a run: failed ready-check attempts, backend hints, the all-failed message.
-#include "bench/status.h"
+#include "servelab/bench/status.h"
 
 #include <gtest/gtest.h>
 

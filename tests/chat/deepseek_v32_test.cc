@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "chat/chat.h"
+#include "servelab/chat/chat.h"
 
 using namespace servelab::chat;
 

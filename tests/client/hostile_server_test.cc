@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 
 namespace servelab::client {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 #include "support/stream_server.h"
 
 namespace servelab::client {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "client/client.h"
-#include "client/request.h"
+#include "servelab/client/client.h"
+#include "servelab/client/request.h"
 
 namespace servelab::client {
 namespace {

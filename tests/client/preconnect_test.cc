@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/error.hpp>
 
-#include "client/client.h"
+#include "servelab/client/client.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
 #include "support/stream_server.h"

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "client/session.h"
+#include "servelab/client/session.h"
 #include "support/stream_server.h"
 
 namespace servelab::client {

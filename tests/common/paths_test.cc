@@ -1,4 +1,4 @@
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Python `repr(float)` / `json.dumps` formatting: fixed cases, a bulk comparison with CPython, and a
 // byte-exact round trip of a real `vllm bench serve` result file.
-#include "common/python_json.h"
+#include "servelab/common/python_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::common {
 namespace {

@@ -2,7 +2,7 @@
 // hardening review (issue 9 section 4) or a near miss that must stay readable.
 #include <gtest/gtest.h>
 
-#include "common/redact.h"
+#include "servelab/common/redact.h"
 
 using namespace servelab::common;
 

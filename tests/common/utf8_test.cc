@@ -1,6 +1,6 @@
 // The one UTF-8 codec (common/utf8.h): well-formedness per Unicode 15 Table 3-7 and the U+FFFD
 // replacement of maximal subparts. Expected values: Python 3.11, bytes.decode("utf-8", errors="replace").
-#include "common/utf8.h"
+#include "servelab/common/utf8.h"
 
 #include <gtest/gtest.h>
 

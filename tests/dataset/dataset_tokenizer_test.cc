@@ -6,10 +6,10 @@
 #include <fstream>
 #include <map>
 
-#include "common/paths.h"
-#include "dataset/dataset.h"
-#include "schedule/rng.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/schedule/rng.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::dataset {
 namespace {

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dataset/dataset.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/file_datasets.h"
 #include "dataset/random_mm.h"
 #include "dataset/synthetic.h"

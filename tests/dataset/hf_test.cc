@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dataset/dataset.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/hf.h"
 #include "test_util.h"
 

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/paths.h"
-#include "dataset/multi_turn.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/multi_turn.h"
 
 namespace servelab::dataset {
 namespace {

@@ -1,6 +1,6 @@
 // Bit-exactness of the CPython/numpy RNG re-implementations. Expected values were computed with CPython
 // 3.11 (`random`) and numpy 1.24 (/usr/bin/python3); the subprocess tests re-run the oracles when present.
-#include "schedule/rng.h"
+#include "servelab/schedule/rng.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

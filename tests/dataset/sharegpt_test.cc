@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "dataset/dataset.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
 #include "test_util.h"
 
 namespace servelab::dataset {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "dataset/dataset.h"
+#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
 #include "test_util.h"
 

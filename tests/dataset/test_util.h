@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "dataset/synthetic.h"
 
 namespace servelab::dataset::testing {

@@ -16,12 +16,12 @@
 #include <sstream>
 #include <thread>
 
-#include "common/paths.h"
-#include "dataset/dataset.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
 #include "e2e/models_server.h"
 #include "e2e/subprocess.h"
 #include "support/stream_server.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::e2e {
 namespace {

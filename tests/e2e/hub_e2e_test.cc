@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "e2e/subprocess.h"
 #include "support/fake_hub.h"
 #include "support/stream_server.h"

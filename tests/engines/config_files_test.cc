@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 #include "engines/yaml_subset.h"
 
 namespace se = servelab::engines;

@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace se = servelab::engines;
 namespace hw = servelab::hardware;

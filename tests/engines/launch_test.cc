@@ -3,11 +3,11 @@
 // per-request context-length refusal, versions and the module table.
 #include <gtest/gtest.h>
 
-#include "engines/engines.h"
-#include "engines/launch.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
 #include "engines/version.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace se = servelab::engines;
 namespace hw = servelab::hardware;

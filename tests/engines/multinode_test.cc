@@ -1,13 +1,13 @@
 // Multi-node launch rendering (engines/multinode.h): SGLang --nnodes, vLLM multi-node DP and Ray,
 // TensorRT-LLM srun/mpirun, per node rank, with every refusal's message.
-#include "engines/multinode.h"
+#include "servelab/engines/multinode.h"
 
 #include <gtest/gtest.h>
 
-#include "engines/engines.h"
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace se = servelab::engines;
 

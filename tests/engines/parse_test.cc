@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engines/cli_parser.h"
-#include "engines/engines.h"
+#include "servelab/engines/engines.h"
 
 namespace se = servelab::engines;
 using se::EngineKind;

@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "engines/engines.h"
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace se = servelab::engines;
 

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "engines/launch.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace se = servelab::engines;
 namespace md = servelab::model;

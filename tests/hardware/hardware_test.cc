@@ -1,4 +1,4 @@
-#include "hardware/hardware.h"
+#include "servelab/hardware/hardware.h"
 
 #include <gtest/gtest.h>
 

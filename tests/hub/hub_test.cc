@@ -9,7 +9,7 @@
 #include <fstream>
 #include <map>
 
-#include "hub/hub.h"
+#include "servelab/hub/hub.h"
 #include "support/fake_hub.h"
 
 namespace servelab::hub {

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "model/model.h"
+#include "servelab/common/paths.h"
+#include "servelab/model/model.h"
 #include "support/fake_hub.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab {
 namespace {

@@ -1,5 +1,5 @@
 // compute_metrics against hand-computed per-request timings (every reported number), plus the flag parsers.
-#include "metrics/metrics.h"
+#include "servelab/metrics/metrics.h"
 
 #include <limits>
 #include <stdexcept>

@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "metrics/metrics.h"
-#include "metrics/stats.h"
+#include "servelab/common/paths.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/metrics/stats.h"
 
 namespace servelab::metrics {
 namespace {

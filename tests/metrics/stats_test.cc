@@ -1,5 +1,5 @@
 // numpy-exact statistics: hand-computed values and numpy's summation order.
-#include "metrics/stats.h"
+#include "servelab/metrics/stats.h"
 
 #include <cmath>
 #include <stdexcept>

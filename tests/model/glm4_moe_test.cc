@@ -4,7 +4,7 @@
 // 32 B. Totals are checked within 1%: the main model excludes the MTP layer (2.4 B / 4.0 B here), which
 // public parameter counts partly include, and norms. Zhipu's activated counts exclude the LM head:
 // active_params() - LM head is checked within 2% (12.18 B vs 12 B, 32.08 B vs 32 B).
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 

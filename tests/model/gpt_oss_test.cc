@@ -2,7 +2,7 @@
 //
 // Tolerance: the model card gives 116.83 B total / 5.13 B active (120b) and 20.91 B / 3.61 B (20b) to
 // 0.01 B; the computed counts (biases and sinks' neighbours included, norms excluded) must match to 0.01 B.
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Layer kinds: formats, shard_params, keys per query, core FLOPs — every value computed by hand.
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 

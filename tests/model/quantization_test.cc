@@ -1,11 +1,11 @@
 // quantization_config parsing per method, engine --quantization, and their errors.
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::model {
 namespace {

@@ -4,13 +4,13 @@
 // Tolerance: Qwen publishes "35B total, 3B activated" and "9B" (rounded to the unit): totals and the
 // activated count must be within 5% (a rounding of "~35 B / ~3 B"; the depthwise conv, A_log, dt_bias,
 // norms and the shared-expert gate, < 0.1%, are not counted).
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::model {
 namespace {

@@ -4,7 +4,7 @@
 // Tolerance: Qwen publishes 235 B total / 22 B activated (rounded to the unit); computed totals must be
 // within 0.5 B of them. The activated figure here includes the LM head (0.62 B), as ModelSpec's contract
 // says; without it the count is 20.95 B, so Qwen's 22 B also counts the head (or rounds up).
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 

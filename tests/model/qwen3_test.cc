@@ -4,13 +4,13 @@
 // Tolerance against published sizes: the model cards round to three significant figures (8.2 B, 14.8 B,
 // 32.8 B), and norms (2 x hidden + 2 x head_dim per layer, < 0.01%) are not counted, so computed totals
 // must fall within half a unit of the last published digit (0.05 B).
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::model {
 namespace {

@@ -1,6 +1,6 @@
 // resolve_model / load_config / from_config / the registry: every model id of the corpus, the HF cache
 // layout, and each error message.
-#include "model/model.h"
+#include "servelab/model/model.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::model {
 namespace {

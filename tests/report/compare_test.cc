@@ -1,7 +1,7 @@
-// `servelab compare` (src/report/compare.h): reading result files back (a real vLLM JSON Lines file from
+// `servelab compare` (include/servelab/report/compare.h): reading result files back (a real vLLM JSON Lines file from
 // ../shared/data, hand-built --save-detailed objects), the Mann-Whitney U test against hand-computed values
 // (scipy.stats.mannwhitneyu(method="asymptotic") gives the same), and the side-by-side text.
-#include "report/compare.h"
+#include "servelab/report/compare.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::report {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <limits>
 
-#include "common/paths.h"
-#include "report/report.h"
+#include "servelab/common/paths.h"
+#include "servelab/report/report.h"
 
 namespace servelab::report {
 namespace {

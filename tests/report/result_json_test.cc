@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "common/paths.h"
-#include "metrics/metrics.h"
-#include "common/python_json.h"
-#include "report/report.h"
+#include "servelab/common/paths.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/common/python_json.h"
+#include "servelab/report/report.h"
 
 namespace servelab::report {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "schedule/schedule.h"
+#include "servelab/schedule/schedule.h"
 
 namespace servelab::schedule {
 namespace {

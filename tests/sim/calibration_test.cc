@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/calibration.h"
-#include "sim/fit.h"
+#include "servelab/sim/calibration.h"
+#include "servelab/sim/fit.h"
 
 namespace servelab::sim {
 namespace {

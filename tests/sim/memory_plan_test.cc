@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "sim/memory_plan.h"
+#include "servelab/sim/memory_plan.h"
 #include "sim/sim_detail.h"
 #include "test_launch.h"
 

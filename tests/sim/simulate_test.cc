@@ -7,8 +7,8 @@
 
 #include <numeric>
 
-#include "metrics/metrics.h"
-#include "sim/sim.h"
+#include "servelab/metrics/metrics.h"
+#include "servelab/sim/sim.h"
 #include "sim/sim_detail.h"
 #include "test_launch.h"
 

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "common/paths.h"
-#include "engines/launch.h"
-#include "hardware/hardware.h"
-#include "model/model.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 
 namespace servelab::sim::testing {
 

@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
-#include "common/paths.h"
-#include "sim/corpus.h"
-#include "sim/validate.h"
+#include "servelab/common/paths.h"
+#include "servelab/sim/corpus.h"
+#include "servelab/sim/validate.h"
 
 namespace sim = servelab::sim;
 

@@ -14,7 +14,7 @@
 #include <map>
 #include <thread>
 
-#include "simserve/simserve.h"
+#include "servelab/simserve/simserve.h"
 #include "test_server.h"
 
 using namespace servelab;

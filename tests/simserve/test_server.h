@@ -10,8 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "common/paths.h"
-#include "simserve/simserve.h"
+#include "servelab/common/paths.h"
+#include "servelab/simserve/simserve.h"
 
 namespace servelab::simserve::testing {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/paths.h"
-#include "tokenizer/tokenizer.h"
+#include "servelab/common/paths.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer {
 namespace {

@@ -1,6 +1,6 @@
 // Unit tests of servelab::tokenizer that need no oracle at run time: API values (ids checked against npm
 // tokenizers 0.23.2 when written), loading errors with JSON paths, path resolution.
-#include "tokenizer/tokenizer.h"
+#include "servelab/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::tokenizer {
 namespace {

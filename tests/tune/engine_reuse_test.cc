@@ -14,9 +14,9 @@
 
 #include "test_ports.h"
 #include "test_study.h"
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 #include "tune/local_runner.h"
-#include "tune/search.h"
+#include "servelab/tune/search.h"
 
 namespace servelab::tune {
 namespace {

@@ -2,7 +2,7 @@
 // engine as a native sidecar with its GPUs and startup probe, the benchmark main container) and one
 // LeaderWorkerSet (TP 16 over two nodes: --nnodes/--node-rank/--dist-init-addr from LWS_LEADER_ADDRESS),
 // parsed back with yaml-cpp and compared with a literal expected Job; vLLM Ray and TensorRT-LLM cases.
-#include "tune/k8s.h"
+#include "servelab/tune/k8s.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "test_study.h"
-#include "tune/study.h"
+#include "servelab/tune/study.h"
 
 namespace fs = std::filesystem;
 namespace st = servelab::tune;

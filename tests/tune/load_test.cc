@@ -10,11 +10,11 @@
 #include <functional>
 #include <unistd.h>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "test_study.h"
-#include "tune/load.h"
+#include "servelab/tune/load.h"
 #include "tune/study_report.h"
-#include "tune/tune.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune {
 namespace {

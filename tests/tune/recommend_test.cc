@@ -3,7 +3,7 @@
 // secondary scenario).
 #include <gtest/gtest.h>
 
-#include "tune/search.h"
+#include "servelab/tune/search.h"
 #include "tune/study_report.h"
 
 namespace servelab::tune {

@@ -7,10 +7,10 @@
 #include <map>
 
 #include "test_study.h"
-#include "tune/search.h"
+#include "servelab/tune/search.h"
 #include "tune/search_space.h"
 #include "tune/study_report.h"
-#include "tune/tune.h"
+#include "servelab/tune/tune.h"
 #include "tune/twin_runner.h"
 
 namespace servelab::tune {

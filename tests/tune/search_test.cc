@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "test_study.h"
-#include "tune/search.h"
-#include "tune/stats.h"
+#include "servelab/tune/search.h"
+#include "servelab/tune/stats.h"
 
 namespace servelab::tune {
 namespace {

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "test_study.h"
-#include "tune/store.h"
-#include "tune/tune.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune {
 namespace {

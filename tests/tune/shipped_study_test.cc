@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "common/paths.h"
-#include "engines/engines.h"
-#include "tune/space.h"
-#include "tune/study.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/tune/space.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 namespace {

@@ -12,11 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "test_study.h"
-#include "tune/slurm.h"
-#include "tune/store.h"
-#include "tune/tune.h"
+#include "servelab/tune/slurm.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune {
 namespace {

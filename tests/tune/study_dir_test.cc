@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "test_study.h"
-#include "tune/store.h"
-#include "tune/tune.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 
 namespace servelab::tune {
 namespace {

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 
-#include "common/paths.h"
+#include "servelab/common/paths.h"
 #include "test_study.h"
-#include "tune/space.h"
-#include "tune/study.h"
+#include "servelab/tune/space.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 namespace {

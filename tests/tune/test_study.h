@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "tune/runner.h"
-#include "tune/study.h"
+#include "servelab/tune/runner.h"
+#include "servelab/tune/study.h"
 
 namespace servelab::tune::testing {
 

@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "common/paths.h"
-#include "dataset/dataset.h"
-#include "tokenizer/tokenizer.h"
-#include "tune/space.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
+#include "servelab/tokenizer/tokenizer.h"
+#include "servelab/tune/space.h"
 #include "tune/twin_runner.h"
 
 namespace servelab::tune {

@@ -1,0 +1,152 @@
+// servelab/bench: the server side of a benchmark — the engine's Prometheus `/metrics` scraped before the
+// timed run, every `--server-metrics-interval-s` during it and after it, reduced to engine-neutral
+// quantities (KV-cache usage, running/waiting requests, preemptions, prefix-cache hits/queries, spec-decode
+// drafts/acceptance) and summarised over the run.
+//
+// Metric names read (the first present wins; series of one name, e.g. one per DP engine, are summed, and
+// KV-cache usage takes the most-used engine):
+//   quantity              vLLM (V1 0.8-0.13: vllm/v1/metrics/loggers.py)             SGLang (srt/metrics/collector.py)
+//   KV-cache usage [0,1]  vllm:kv_cache_usage_perc, older vllm:gpu_cache_usage_perc    sglang:token_usage
+//   running requests      vllm:num_requests_running                                   sglang:num_running_reqs
+//   waiting requests      vllm:num_requests_waiting                                   sglang:num_queue_reqs
+//   preemptions (counter) vllm:num_preemptions_total (or vllm:num_preemptions)        —
+//   prefix-cache queries  vllm:prefix_cache_queries[_total], vllm:gpu_prefix_cache_queries[_total]
+//                                                                                      sglang:prompt_tokens_total
+//   prefix-cache hits     vllm:prefix_cache_hits[_total], vllm:gpu_prefix_cache_hits[_total]
+//                                                                                      sglang:cached_tokens_total
+//   prefix hit rate gauge —                                                           sglang:cache_hit_rate
+//   spec-decode drafts    vllm:spec_decode_num_drafts_total                           —
+//   draft tokens          vllm:spec_decode_num_draft_tokens_total                     —
+//   accepted tokens       vllm:spec_decode_num_accepted_tokens_total                  —
+//   acceptance length     —                                                           sglang:spec_accept_length
+// TensorRT-LLM's `trtllm-serve` answers `/metrics` with JSON iteration statistics (a list of
+// `{"numActiveRequests", "numQueuedRequests", "kvCacheStats": {"usedNumBlocks", "maxNumBlocks",
+// "reusedBlocks", "missedBlocks", ...}, "specDecodingStats": {"numDraftTokens", "numAcceptedTokens",
+// "numRequestsWithDraftTokens"}, ...}` since the previous GET; tensorrt_llm/serve/openai_server.py
+// `get_iteration_stats`, executor IterationStats): read by `reduce_trtllm_iteration_stats`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "servelab/bench/prometheus.h"
+
+namespace servelab::bench {
+
+/// One scrape reduced to the quantities bench reports. Absent fields: the server does not expose them.
+struct ServerSample {
+  enum class Phase { kBefore, kDuring, kAfter };
+  Phase phase = Phase::kDuring;
+  double t_s = 0.0;  ///< since the timed run started, benchmark time (engine time against a time-scaled twin)
+  std::optional<double> kv_cache_usage;              ///< fraction of KV-cache blocks in use, [0, 1]
+  std::optional<double> num_requests_running;
+  std::optional<double> num_requests_waiting;
+  std::optional<double> preemptions_total;           ///< counter since server start
+  std::optional<double> prefix_cache_queries_total;  ///< tokens looked up in the prefix cache (counter)
+  std::optional<double> prefix_cache_hits_total;     ///< tokens found there (counter)
+  std::optional<double> prefix_cache_hit_rate;       ///< a hit-rate gauge [0, 1] (SGLang), not a counter
+  std::optional<double> spec_decode_num_drafts_total;
+  std::optional<double> spec_decode_draft_tokens_total;
+  std::optional<double> spec_decode_accepted_tokens_total;
+  std::optional<double> spec_decode_acceptance_length;  ///< a gauge (SGLang): tokens per verify step
+};
+
+/// Reduces a Prometheus exposition (names in the table above). `engine` receives "vllm", "sglang" or ""
+/// (no known name), by the metric names present. Never throws.
+ServerSample reduce_exposition(const prometheus::Exposition& exposition, std::string* engine = nullptr);
+
+/// Reduces TensorRT-LLM's `/metrics` JSON (an array of iteration-stats objects since the previous GET,
+/// newest last): running/waiting/KV usage from the newest entry, prefix-cache hits/queries in blocks from
+/// its cumulative kvCacheStats (reusedBlocks, reusedBlocks + missedBlocks), and the per-iteration
+/// specDecodingStats (numRequestsWithDraftTokens, numDraftTokens, numAcceptedTokens) added to `totals`,
+/// whose running sums the sample carries. nullopt when `body` is not such an array. Never throws.
+std::optional<ServerSample> reduce_trtllm_iteration_stats(std::string_view body, ServerSample& totals);
+
+/// Max and mean of a gauge over the samples taken during the run.
+struct GaugeStats {
+  double max = 0.0;
+  double mean = 0.0;
+  std::size_t samples = 0;
+};
+
+/// The server-side view of one run.
+struct ServerMetrics {
+  std::string url;              ///< the scraped URL (credentials redacted)
+  std::string engine;           ///< "vllm", "sglang", "trtllm", "" when the names are none of these
+  double interval_s = 1.0;      ///< scrape period, wall seconds
+  bool available = false;       ///< the scrape before the run worked
+  std::string note;             ///< one line: why nothing was scraped, or what went wrong on the way
+  std::size_t scrapes_failed = 0;
+  std::size_t skipped_lines = 0;     ///< malformed exposition lines over all scrapes (skipped)
+  std::vector<ServerSample> samples; ///< before (first), during, after (last)
+
+  // Over the run: gauges over the samples during it, counters as (last - first).
+  std::optional<GaugeStats> kv_cache_usage, num_requests_running, num_requests_waiting;
+  std::optional<double> preemptions;
+  std::optional<double> prefix_cache_queries, prefix_cache_hits;
+  std::optional<double> prefix_cache_hit_rate;  ///< hits / queries, else the mean of a hit-rate gauge
+  std::optional<double> spec_decode_num_drafts, spec_decode_draft_tokens, spec_decode_accepted_tokens;
+  std::optional<double> spec_decode_acceptance_rate;    ///< accepted / draft tokens, [0, 1]
+  std::optional<double> spec_decode_acceptance_length;  ///< 1 + accepted / drafts (vLLM bench), else the gauge
+};
+
+/// Fills the run summary of `m` from `m.samples` (counter deltas from the first to the last sample that has
+/// the counter; a counter that went backwards, e.g. a restarted server, gives no delta and a note).
+void summarize_server_metrics(ServerMetrics& m);
+
+/// The console lines (after servelab's extras). Empty when the scrape was turned off.
+std::string format_server_metrics(const ServerMetrics& m);
+
+/// The `servelab.server_metrics` object of the result JSON: summary, then the samples as columns
+/// (`samples.t_s`, `samples.kv_cache_usage`, ...; null where a scrape lacked the value).
+nlohmann::ordered_json server_metrics_json(const ServerMetrics& m);
+
+namespace detail {
+
+/// One GET of a metrics URL reduced to a sample; `error` non-empty (one line) when the answer is not usable.
+struct ScrapeResult {
+  std::optional<ServerSample> sample;
+  std::string engine;
+  std::size_t skipped_lines = 0;
+  std::string error;
+};
+
+/// GET `url` (5 s timeout) and reduce the answer: Prometheus text, or TensorRT-LLM's JSON (its counters
+/// accumulated into `trtllm_totals`). HTTP errors, HTML/JSON of another kind and text without any sample
+/// come back as `error`. Never throws.
+ScrapeResult scrape_metrics(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
+                            bool insecure, ServerSample* trtllm_totals);
+
+/// Scrapes a server on its own thread (own connection per scrape, lowered CPU priority) so that the load
+/// generator's timing is not disturbed. Construct with the scrape before the run; stop() takes the one
+/// after it. Thread-safety: construct, stop() and result() from one thread.
+class ServerMetricsScraper {
+ public:
+  /// Scrapes `base_url + "/metrics"` once now (the "before" sample). When that fails, the note says why and
+  /// no thread is started. `time_scale` converts wall seconds to benchmark time in the samples' `t_s`.
+  ServerMetricsScraper(const std::string& base_url, std::vector<std::pair<std::string, std::string>> headers,
+                       bool insecure, double interval_s, double time_scale);
+  ~ServerMetricsScraper();
+  ServerMetricsScraper(const ServerMetricsScraper&) = delete;
+  ServerMetricsScraper& operator=(const ServerMetricsScraper&) = delete;
+
+  /// Marks t = 0 of the timed run and starts the periodic scrape.
+  void start_run();
+  /// Stops the thread and takes the "after" sample; returns the summarised result.
+  ServerMetrics stop();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace detail
+}  // namespace servelab::bench

@@ -1,0 +1,285 @@
+// servelab/engines: a launch resolved for the model and the GPUs it runs on — every engine default, rule
+// and choice applied (parallel layout, memory policy, scheduler, routing, CUDA-graph rule, kernels,
+// speculative decoding). The engine twin (src/sim) reads engine behaviour only from here: it keeps no
+// copy of an engine rule of its own.
+//
+// Each engine is one module (src/engines/vllm*.cc, sglang*.cc, trtllm*.cc) registered in one table
+// (engine_modules()); versions are data inside the module (flags added/removed per version, defaults by
+// version). Thread-safety: every function is pure.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "servelab/engines/engine_config.h"
+#include "servelab/engines/engines.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
+
+namespace servelab::engines {
+
+/// How the routed experts' tokens move between GPUs.
+enum class MoeA2a {
+  kNone,                    ///< experts TP-sliced (or one GPU): an all-reduce after the layer suffices
+  kAllgatherReduceScatter,  ///< tokens all-gathered to every expert rank, results reduce-scattered
+                            ///< (vLLM DP+EP default; SGLang DP-attention with TP/EP MoE)
+  kDeepepNormal,            ///< DeepEP normal (high-throughput) kernels: no CUDA graphs
+  kDeepepLowLatency,        ///< DeepEP low-latency kernels (RDMA-style, graph-capturable, decode)
+  kPplx,                    ///< pplx-kernels all-to-all
+  kFlashinferAllToAllV,     ///< FlashInfer all2allv (vLLM --all2all-backend flashinfer_all2allv)
+};
+
+/// How a decode or mixed batch is launched.
+enum class GraphMode {
+  kNone,              ///< eager: every kernel launched from Python (vLLM --enforce-eager)
+  kPiecewise,         ///< torch.compile piecewise graphs: layers graphed, attention eager (vLLM PIECEWISE)
+  kFullAndPiecewise,  ///< full graphs for decode-only batches, piecewise for mixed (vLLM >= 0.11 default)
+  kFull,              ///< full graphs for every batch up to the max size (vLLM cudagraph_mode FULL)
+  kDecodeOnly,        ///< full graphs for decode-only batches up to the max size, eager otherwise
+                      ///< (SGLang, TensorRT-LLM)
+};
+
+/// Attention kernel families (efficiencies differ; the twin's tables are keyed by these).
+enum class AttentionKernel {
+  kFlashAttn2,
+  kFlashAttn3,
+  kFlashInfer,
+  kTriton,
+  kTrtllmGen,
+  kXformers,
+  kFlexAttention,
+  kFlashMla,
+  kFlashMlaSparse,
+  kCutlassMla,
+  kFlashInferMla,
+  kTritonMla,
+  kTrtllmMla,
+};
+
+/// GEMM kernel families for the dense linears.
+enum class GemmKernel {
+  kCublasBf16,        ///< BF16/FP16 tensor-core GEMM (cuBLAS/CUTLASS)
+  kFp8Native,         ///< FP8 W8A8, per-tensor / per-channel scales (CUTLASS scaled_mm, cuBLASLt)
+  kFp8BlockDeepGemm,  ///< FP8 W8A8 block-scaled, DeepGEMM
+  kFp8BlockCutlass,   ///< FP8 W8A8 block-scaled without DeepGEMM (CUTLASS / Triton w8a8 block)
+  kInt8Native,        ///< INT8 W8A8 (CUTLASS)
+  kMarlinW8A16,       ///< FP8 weights dequantised in the GEMM (Ampere: no FP8 tensor cores)
+  kMarlinW4A16,       ///< INT4 / FP4 weights dequantised in the GEMM (AWQ/GPTQ Marlin, MXFP4 Marlin)
+  kAwqTrtllm,         ///< TensorRT-LLM's W4A16 AWQ kernels
+  kFp4Native,         ///< NVFP4/MXFP4 tensor cores (Blackwell)
+};
+
+/// Fused-MoE kernel families for the routed experts.
+enum class MoeKernel {
+  kTritonFused,       ///< vLLM/SGLang fused_moe Triton kernel (BF16, FP8)
+  kDeepGemmGrouped,   ///< DeepGEMM grouped FP8 GEMM (contiguous prefill / masked decode)
+  kCutlassGrouped,    ///< CUTLASS grouped GEMM (TensorRT-LLM CUTLASS MoE, FlashInfer CUTLASS)
+  kMarlinMoe,         ///< weight-only Marlin MoE (W4A16 / W8A16 on Ampere)
+  kTritonKernels,     ///< OpenAI triton_kernels matmul_ogs (gpt-oss MXFP4 on Hopper)
+  kFlashInferTrtllm,  ///< FlashInfer / TRT-LLM-gen MoE (Blackwell)
+};
+
+/// "fa2", "fa3", ... / "cublas-bf16", ... / "triton-fused", ... (stable, used as table keys).
+const char* attention_kernel_name(AttentionKernel k);
+const char* gemm_kernel_name(GemmKernel k);
+const char* moe_kernel_name(MoeKernel k);
+const char* moe_a2a_name(MoeA2a a);
+const char* graph_mode_name(GraphMode g);
+
+/// The GPUs of a launch and how the model is split over them.
+struct ParallelLayout {
+  int gpus = 1;                                 ///< GPUs used (tp * pp * dp, or tp * pp with DP-attention)
+  int nodes = 1;                                ///< nodes those GPUs span (from the cluster's GPUs per node)
+  int tp = 1, pp = 1, dp = 1, ep = 1, dcp = 1;  ///< as launched (after the engine's own adjustments)
+  int dp_ranks = 1;                             ///< independent schedulers, each with its own KV pool
+  int attn_tp = 1;                              ///< TP degree of attention inside one DP rank
+  int dense_tp = 1;            ///< TP degree of dense FFN, shared experts, embedding and LM head
+  int moe_tp = 1;              ///< routed experts sliced over this many GPUs ...
+  int moe_ep = 1;              ///< ... and spread whole over this many (moe_tp * moe_ep GPUs hold experts)
+  bool moe_gathered = false;   ///< tokens of all DP ranks go through each expert rank in one step
+  MoeA2a a2a = MoeA2a::kNone;  ///< prefill and mixed steps
+  MoeA2a a2a_decode = MoeA2a::kNone;  ///< decode-only steps (SGLang --deepep-mode auto: low-latency
+                                      ///< kernels for decode, normal ones for prefill)
+  bool tp_crosses_nodes = false;      ///< a TP group spans nodes (its all-reduces run over the network)
+  bool pp_crosses_nodes = false;      ///< pipeline stages on different nodes
+};
+
+/// How the engine sizes its KV pool. bytes_for_kv = fraction * basis - (weights + activations +
+/// reserved) for kOfTotal (vLLM: activations from its profile run; SGLang: mem_fraction_static covers
+/// weights and KV, activations 0, reserved 0), fraction * (free after weights, activations and reserved)
+/// for kOfFree (TensorRT-LLM kv_cache_free_gpu_memory_fraction).
+struct MemoryPolicy {
+  enum class Basis { kOfTotal, kOfFree } basis = Basis::kOfTotal;
+  double fraction = 0.9;            ///< as resolved (SGLang's automatic mem_fraction_static included)
+  bool profile_activations = true;  ///< the engine measures peak activations at `profile_tokens` first
+  int profile_tokens = 0;           ///< tokens of the profile run (vLLM max_num_batched_tokens)
+  int profile_sequences = 0;        ///< sequences of the profile run's sampler (vLLM max_num_seqs)
+  double reserved_bytes = 0;        ///< non-torch / runtime memory outside the pool (CUDA context, NCCL,
+                                    ///< graphs), bytes, with its source in `notes`
+  std::optional<long long> max_total_tokens;  ///< SGLang --max-total-tokens cap on the pool (tokens)
+  bool kv_window_only = false;                ///< sliding-window layers keep only their window (vLLM hybrid
+                                              ///< allocator, SGLang SWA pool, TRT variable window)
+  double swa_full_tokens_ratio = 1.0;         ///< SGLang: SWA-layer pool size / full-layer pool size
+  /// vLLM hybrid models: each linear-attention layer's recurrent state takes one KV block, padded to the
+  /// attention page (block_size tokens of one attention layer); block_size is raised until that page
+  /// holds the state (HybridAttentionMambaModelConfig). false: state stored unpadded in its own pool.
+  bool state_page_padded = false;
+  /// The vision encoder of a multimodal checkpoint is loaded (its weights and profile-run budget take GPU
+  /// memory); false for text-only models and with vLLM --language-model-only.
+  bool mm_encoder = false;
+  /// When the KV pool cannot hold one request of the default context, the engine lowers max_model_len to
+  /// what fits instead of refusing to start (vLLM >= 0.17 without --max-model-len [unverified release;
+  /// the corpus's GLM-5.2 at its 1,048,576 default started on vLLM 0.24]).
+  bool auto_fit_max_model_len = false;
+};
+
+/// The scheduler the engine runs per DP rank.
+struct SchedulerPolicy {
+  enum class Kind {
+    kVllmV1,          ///< vllm/v1/core/sched/scheduler.py: running first, chunked prefill mixed with
+                      ///< decode under one token budget, recompute preemption from the back
+    kSglang,          ///< SGLang: prefill batches (with future-token reservation) before decode, retract
+    kTrtllmInflight,  ///< TensorRT-LLM in-flight batching, GUARANTEED_NO_EVICT capacity scheduler
+  } kind = Kind::kVllmV1;
+  int max_num_seqs = 256;   ///< running requests per DP rank
+  int token_budget = 8192;  ///< tokens per step (vLLM max_num_batched_tokens, SGLang chunk per
+                            ///< rank, TRT max_num_tokens)
+  bool chunked_prefill = true;
+  int max_prefill_tokens = 16384;       ///< SGLang prompt tokens admitted per prefill batch
+  double conservativeness = 1.0;        ///< SGLang schedule_conservativeness (x0.3 under DP-attention)
+  int clip_max_new_tokens = 4096;       ///< SGLang CLIP_MAX_NEW_TOKENS for the reservation
+  bool mixed_prefill_decode = true;     ///< prefill chunks share steps with decodes (vLLM; SGLang only with
+                                        ///< --enable-mixed-chunk)
+  int pp_micro_batches = 1;             ///< micro-batches in flight with pipeline parallelism (vLLM: pp
+                                        ///< virtual engines; SGLang pp_max_micro_batch_size rule)
+  bool max_num_seqs_from_pool = false;  ///< SGLang: max_running_requests derived from the KV pool at
+                                        ///< start-up (min(pool/2, req_to_token pool)); sim computes it
+};
+
+/// How requests are spread over DP ranks.
+enum class Routing {
+  kRoundRobin,     ///< SGLang data_parallel_controller default
+  kLeastLoaded,    ///< vLLM DP load balancing: score = waiting * 4 + running, lowest wins
+  kShortestQueue,  ///< SGLang --load-balance-method shortest_queue; TRT-LLM attention-DP balancing
+                   ///< (fewest active requests)
+  kMinimumTokens,  ///< SGLang --load-balance-method minimum_tokens
+};
+
+/// How steps are executed.
+struct ExecutionPolicy {
+  GraphMode graphs = GraphMode::kFullAndPiecewise;
+  int graph_max_batch = 512;        ///< largest captured size (tokens for vLLM, requests otherwise)
+  bool graph_padding = true;        ///< batches are padded up to the next captured size (TRT: padding off
+                                    ///< by default, so only exact captured sizes replay)
+  std::vector<int> graph_sizes;     ///< captured sizes when the engine captures a sparse list
+  bool async_scheduling = false;    ///< CPU scheduling of step n+1 overlaps GPU step n (vLLM
+                                    ///< --async-scheduling / default-on versions, SGLang overlap scheduler,
+                                    ///< TRT overlap scheduler)
+  bool torch_compile = false;       ///< SGLang --enable-torch-compile (vLLM compiles always)
+  int torch_compile_max_batch = 0;  ///< SGLang: decode batches up to this size run torch.compile'd
+                                    ///< graphs (--torch-compile-max-bs, default 32)
+  AttentionKernel attention = AttentionKernel::kFlashAttn3;  ///< prefill attention kernel
+  AttentionKernel decode_attention = AttentionKernel::kFlashAttn3;
+  GemmKernel gemm = GemmKernel::kCublasBf16;            ///< dense linears
+  MoeKernel moe = MoeKernel::kTritonFused;              ///< routed experts
+  GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
+  int api_server_count = 1;
+  int stream_interval = 1;         ///< tokens per streamed chunk
+  /// DSA models: prompts of at most index_topk tokens are prefilled as dense MHA without the indexer
+  /// (TensorRT-LLM DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs); other engines run the
+  /// sparse path for every prompt.
+  bool dsa_dense_short_prefill = false;
+};
+
+/// Speculative decoding as the engine runs it.
+struct SpeculativePolicy {
+  enum class Method { kMtp, kEagle, kEagle3, kNgram, kDraftModel } method = Method::kMtp;
+  int num_speculative_tokens = 1;  ///< draft tokens verified per step (chain length)
+  int num_steps = 1;               ///< draft forward passes per step
+  int topk = 1;                    ///< branching of the draft tree (SGLang eagle topk)
+  int num_draft_tokens = 2;        ///< tokens verified per step incl. the bonus token (SGLang tree size)
+  std::string draft_model;         ///< "" = the model's own MTP head
+  /// P(draft token i accepted | all before accepted) at batch 1, and its source; the twin lowers it at
+  /// large batch (sim's acceptance model).
+  double acceptance = 0.7;
+  std::string acceptance_source;
+  bool acceptance_verified = false;  ///< false: the value is an estimate (its source says why)
+  /// The engine runs the draft with the overlap / async scheduler (vLLM >= 0.15 with EAGLE/MTP; SGLang
+  /// spec v2); false: scheduling is serial with speculative decoding.
+  bool overlap = false;
+};
+
+/// A launch resolved for a model and a cluster.
+struct ResolvedLaunch {
+  LaunchConfig config;         ///< the parsed config with its defaults filled
+  std::string version;         ///< engine version it was resolved for ("0.11.0")
+  std::string version_family;  ///< fitted-parameter key part: "vllm-0.10", "vllm-0.11", "vllm-0.17",
+                               ///< "sglang-0.5.3", "sglang-0.5.9", "trtllm-1.0", "trtllm-1.2", ...
+  ParallelLayout layout;
+  MemoryPolicy memory;
+  SchedulerPolicy scheduler;
+  Routing routing = Routing::kRoundRobin;
+  ExecutionPolicy execution;
+  std::optional<SpeculativePolicy> speculative;
+  int max_model_len = 0;  ///< context limit (tokens)
+  model::DType kv_dtype = model::DType::kBf16;
+  model::DType state_dtype = model::DType::kBf16;  ///< linear-attention recurrent state
+  int block_size = 16;                             ///< KV block / page (tokens)
+  bool prefix_caching = true;
+  model::ModelSpec model;  ///< the served model after engine quantization flags
+  /// Each decision with its reason and source, in order ("max_num_seqs 256: vLLM get_batch_defaults,
+  /// A100 excluded from the large tier (PR #17885)"). `sim run --explain` prints them.
+  std::vector<std::string> notes;
+  /// Flags that were parsed but have no modelled effect on this launch (printed as a warning).
+  std::vector<std::string> inert_flags;
+  /// Kernel paths of this launch whose speed the twin has no figure for, each with its reason and the
+  /// evidence. The prediction is then the physics at the class's parameters and can be far off: `sim run`
+  /// and `sim serve` warn, and the fit leaves such points out (listed by `sim validate`) rather than
+  /// bending a class's parameters to them.
+  std::vector<std::string> unmodelled;
+};
+
+/// Resolves `config` for `model` on `cluster` with the module of config.kind and the release in
+/// config.engine_version ("" = the module's default): defaults by engine version, start-up rules (kernel
+/// support per GPU generation, flag combinations, GPU count, a GPU the twin does not model), memory
+/// policy, scheduler, routing, graphs, kernels. A launch the engine refuses (or that fails at run time for
+/// a config-only reason) comes back as LaunchFailure with the engine's own message where known (verbatim
+/// = true). Memory (OOM) is not decided here: the twin's memory plan does that. Does not throw for any
+/// config parse_launch_command returned.
+std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& config,
+                                                           const model::ModelSpec& model,
+                                                           const hardware::ClusterSpec& cluster);
+
+/// The engine's refusal of one request, or nullopt when it is admitted (the one implementation used by
+/// `sim run` and `sim serve`):
+///   vLLM:    prompt + max_tokens > max_model_len -> HTTP 400 with serving_engine.py's message;
+///   SGLang:  prompt >= context length, or prompt + max_tokens >= context length (tokenizer_manager.py
+///            _validate_one_request; both texts [recalled for 0.5.x]);
+///   TRT-LLM: without chunked prefill, prompt > max_num_tokens (llm.py _check_arguments' message);
+///            prompt >= max_seq_len (servelab's text).
+std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens);
+
+/// One engine module: its CLI parser, versions and resolution (see resolve_launch).
+struct EngineModule {
+  EngineKind kind;
+  const char* name;                   ///< "vllm", "sglang", "trtllm"
+  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
+  const char* default_version;        ///< used when neither the study nor --engine-version says
+  /// Parses the arguments after the program words into `config` (kind, program, argv and
+  /// engine_version already set) with that version's flags. Throws EngineArgError.
+  void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                LaunchConfig& config);
+  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const LaunchConfig&, const model::ModelSpec&,
+                                                         const hardware::ClusterSpec&);
+};
+
+/// The engine table.
+const std::vector<EngineModule>& engine_modules();
+
+/// The module of `kind`.
+const EngineModule& engine_module(EngineKind kind);
+
+}  // namespace servelab::engines

@@ -1,0 +1,212 @@
+// servelab/sim: the engine twin. Predicts, in virtual time and from first principles, how a real engine
+// launch (vLLM, SGLang, TensorRT-LLM, by version) serves a model (any architecture src/model knows) on a
+// cluster of GPUs (src/hardware): the engine's resolved behaviour (src/engines) -> memory plan -> the
+// engine's scheduler per DP rank -> per-operator step times -> per-request timings. The output is the
+// same std::vector<metrics::RequestOutput> that bench's HTTP client produces, so the same metrics and
+// report code apply; every prediction carries an error band from leave-one-study-out validation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "servelab/engines/engine_config.h"
+#include "servelab/engines/launch.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/metrics/request_output.h"
+#include "servelab/model/model.h"
+#include "servelab/sim/calibration.h"
+#include "servelab/sim/memory_plan.h"
+#include "servelab/sim/trace.h"
+#include "servelab/sim/uncertainty.h"
+
+namespace servelab::sim {
+
+/// One request of a workload: lengths only (the twin never looks at text). `prompt_len` counts tokens as
+/// the benchmark reports them (tokenizer(prompt), no chat template); `output_len` is the number of tokens
+/// the request generates (max_tokens; the twin cannot predict an early EOS).
+struct WorkloadRequest {
+  int prompt_len = 0;  ///< tokens
+  int output_len = 0;  ///< tokens
+};
+
+/// How requests are released, as `bench serve`: --request-rate (req/s, inf = all at t = 0),
+/// --burstiness (gamma shape; 1 = Poisson), or evenly spaced (guidellm --profile constant);
+/// --max-concurrency (client-side cap); --seed (arrival draws).
+struct WorkloadOptions {
+  double request_rate = std::numeric_limits<double>::infinity();  ///< req/s
+  double burstiness = 1.0;
+  bool constant_arrivals = false;  ///< evenly spaced sends at 1/rate
+  std::optional<int> max_concurrency;
+  std::uint64_t seed = 0;
+  /// Tokens the chat template adds around each prompt; nullopt = the model's own (openai-chat), 0 for
+  /// the completions endpoint.
+  std::optional<int> chat_template_tokens;
+  /// Replaces the embedded calibration table (the fit, what-ifs).
+  std::optional<CalibrationTable> calibration;
+  /// When set, the run's trace is written here (fit.cc re-times it).
+  Trace* trace = nullptr;
+};
+
+/// The twin's own view of a run (what a benchmark client cannot see).
+struct TwinView {
+  MemoryPlan memory;                 ///< per-GPU memory plan of the launch
+  double duration_s = 0.0;           ///< virtual time from t = 0 (metrics/request_output.h) to the last token
+  long long steps = 0;               ///< engine steps (pipeline ticks; lock-stepped DP ranks counted once)
+  double prefill_time_s = 0.0;       ///< time in steps that carried prefill tokens
+  double decode_time_s = 0.0;        ///< time in pure-decode steps
+  double idle_time_s = 0.0;          ///< time with nothing to run
+  double mean_batch_requests = 0.0;  ///< running requests per rank, averaged over steps
+  int max_batch_requests = 0;        ///< most running requests on one rank
+  double mean_step_tokens = 0.0;     ///< query tokens per rank per step, averaged over steps
+  double kv_peak_fraction = 0.0;     ///< peak KV bytes in use / pool (max over ranks)
+  long long preemptions = 0;         ///< requests preempted (vLLM recompute / SGLang retract)
+  long long cached_tokens_reused = 0;///< tokens a preempted request found still in the prefix cache
+  double mean_step_ms = 0.0;         ///< average step time (ms)
+  long long graphed_steps = 0;       ///< steps that replayed a CUDA graph
+  /// Roofline time per operator class summed over steps (s, before the kernel scale), communication and
+  /// CPU / launch overhead.
+  double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0, comm_s = 0, overhead_s = 0;
+  double spec_acceptance = 0.0;      ///< draft-token acceptance used (0 without speculative decoding)
+};
+
+/// Which fitted parameters a prediction used and how far to trust it.
+struct PredictionContext {
+  engines::ResolvedLaunch launch;    ///< the launch as the engine resolves it (notes, inert flags)
+  CalibrationKey key;
+  CalibrationLevel level = CalibrationLevel::kPrior;
+  Calibration calibration;
+  ErrorBand band;                    ///< from leave-one-study-out residuals of the prediction's class
+};
+
+/// A successful prediction: per-request outputs (virtual clock; t = 0 as metrics/request_output.h) and the
+/// twin's view.
+struct Prediction {
+  std::vector<metrics::RequestOutput> outputs;
+  TwinView twin;
+  PredictionContext context;
+};
+
+/// A launch the twin predicts will not serve the workload: start-up refusal, run-time error or OOM.
+/// `message` is the engine's own message format where one is known.
+struct PredictedFailure {
+  std::string message;
+  enum class Kind { kStartup, kRuntime, kOutOfMemory, kUnsupported } kind = Kind::kStartup;
+};
+
+using PredictResult = std::variant<Prediction, PredictedFailure>;
+
+/// Predicts `requests` served by the launch `engine` of `model` on `cluster`: engines::resolve_launch
+/// (refusals come back as PredictedFailure), the memory plan (OOM as PredictedFailure), then the simulation.
+/// Deterministic: same inputs -> bit-identical outputs. Thread-safety: pure function, reentrant.
+/// Throws std::invalid_argument for inputs that are not a workload (a prompt or output length < 1).
+PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
+                      const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
+                      const WorkloadOptions& options);
+
+/// predict() for a launch already resolved for `cluster`.
+PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+                               std::span<const WorkloadRequest> requests, const WorkloadOptions& options);
+
+/// The fitted class of a resolved launch on a cluster.
+CalibrationKey calibration_key(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster);
+
+/// Headline metrics of a prediction, through the same metrics::compute_metrics bench uses.
+HeadlineMetrics headline(const Prediction& p);
+
+/// One engine's (DP rank's) live state in the names of vLLM's Prometheus metrics (vllm/v1/metrics/loggers.py,
+/// 0.13), for `sim serve`'s GET /metrics. Counters count since the twin started.
+struct EngineLiveMetrics {
+  double kv_cache_usage = 0.0;    ///< vllm:kv_cache_usage_perc: KV bytes in use / pool of the rank, [0, 1]
+  int num_requests_running = 0;   ///< vllm:num_requests_running: requests in the running batch
+  int num_requests_waiting = 0;   ///< vllm:num_requests_waiting: requests queued at the scheduler
+  long long num_preemptions = 0;  ///< vllm:num_preemptions_total (vLLM recompute / SGLang retract)
+  /// vllm:prefix_cache_queries_total / _hits_total, tokens: counted when a waiting request is admitted with
+  /// prefix caching on (queries += tokens to hold, hits += tokens found cached; the twin caches only the
+  /// blocks of preempted requests, not prefixes shared between requests).
+  long long prefix_cache_queries = 0, prefix_cache_hits = 0;
+  /// vllm:spec_decode_num_drafts_total / num_draft_tokens_total / num_accepted_tokens_total: per decode
+  /// step of a request with speculative decoding, one draft of (verify tokens - 1) draft tokens.
+  long long spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
+};
+
+/// The twin run online, for `sim serve`: requests are submitted as they arrive (virtual time, seconds
+/// since the server started) and the same schedulers and step model as predict() decide when each output
+/// token leaves. A step starts when the previous one ends (or, when idle, when a request arrives) and
+/// takes the requests that arrived by its start; its tokens leave at its end.
+/// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
+class OnlineTwin {
+ public:
+  /// Builds the twin of `engine` on `cluster`; returns a PredictedFailure (start-up refusal, OOM, too few GPUs)
+  /// exactly as predict() would for that launch.
+  /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
+  static std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> create(
+      const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
+      const std::optional<CalibrationTable>& calibration = std::nullopt);
+  ~OnlineTwin();
+  OnlineTwin(const OnlineTwin&) = delete;
+  OnlineTwin& operator=(const OnlineTwin&) = delete;
+
+  /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
+  /// `output_len` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
+  /// engines::check_request) or nullopt when admitted. Ids are the caller's and must be unique.
+  std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
+  /// Drops a request (its client went away); frees its KV after the step in flight.
+  void cancel(std::uint64_t id);
+  /// Applies every step that ends at or before `t_s`, calling emit(id, output_index, t_emit_s) for each
+  /// token in time order. A request the engine aborts (more KV than a rank holds) is reported with
+  /// output_index = -1.
+  void advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit);
+  /// End time (virtual s) of the step in flight, planning it if the engine has work; +inf when idle.
+  double next_event_s();
+  /// The engine's context limit (tokens) after its defaults.
+  int max_model_len() const;
+  /// The twin's view so far (steps, batch sizes, KV peak, preemptions).
+  TwinView view();
+  /// The live state of each DP rank now (the last applied step), for GET /metrics.
+  std::vector<EngineLiveMetrics> live_metrics() const;
+  /// Whether the launch caches prefixes / decodes speculatively (which /metrics families exist).
+  bool prefix_caching() const;
+  bool speculative() const;
+  /// The launch's context (resolution notes, calibration class, error band).
+  const PredictionContext& context() const;
+
+  struct Impl;
+
+ private:
+  explicit OnlineTwin(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A fixed-length random scenario as `vllm bench serve --dataset-name random --random-range-ratio 0`:
+/// `num_prompts` requests of exactly `input_len` / `output_len` tokens. Throws std::invalid_argument for
+/// a count or length < 1.
+std::vector<WorkloadRequest> random_fixed(int num_prompts, int input_len, int output_len);
+
+/// The twin's ShareGPT workload: `num_prompts` requests (cycled from the 1000 of the reference study's
+/// sharegpt-1000 construction, see scripts/calibrate_sharegpt1000.js) with prompt and output lengths
+/// counted for `model`: the DeepSeek-V3 token counts scaled by the model's tokens per character relative
+/// to DeepSeek's, when the model's tokenizer is resolvable (else DeepSeek's counts, said in `note`).
+std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, int num_prompts,
+                                               std::string* note = nullptr);
+
+/// The reference study's `sharegpt-1000` workload (DeepSeek-V3 counts): 219,111 prompt tokens,
+/// 197,162 output tokens.
+std::span<const WorkloadRequest> sharegpt_1000();
+
+/// Scales a workload so that its prompt and output token totals match `total_prompt` / `total_output`
+/// (largest-remainder rounding, every length >= 1). 0 leaves that side unchanged.
+std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long long total_prompt,
+                                            long long total_output);
+
+/// The workload of a study scenario id ("sharegpt-1000", "random-2000in-100out", ...) for `model`.
+/// Throws std::invalid_argument naming the id when unknown.
+std::vector<WorkloadRequest> scenario_workload(const std::string& scenario_id, const model::ModelSpec& model);
+
+}  // namespace servelab::sim

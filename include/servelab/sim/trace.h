@@ -1,0 +1,54 @@
+// servelab/sim: the trace of a simulated run — each step's cost split by what the fitted parameters
+// scale, and when each request's tokens left — so that a run can be re-timed under another calibration
+// in microseconds instead of re-simulated (fit.cc). The batch compositions are those of the traced run:
+// exact when arrivals do not depend on timing (request rate inf, no concurrency cap), an approximation
+// otherwise (the fit re-simulates between rounds).
+#pragma once
+
+#include <vector>
+
+#include "servelab/sim/calibration.h"
+
+namespace servelab::sim {
+
+/// One step (pipeline tick) of a traced run. Seconds.
+struct TraceStep {
+  float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;  ///< detail::StepCost's fields
+  int running = 0;
+  bool overlap = false;
+  double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
+  int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
+};
+
+/// One request of a traced run.
+struct TraceRequest {
+  double arrival_s = 0;     ///< intended send time
+  int send_after_step = -1; ///< sent when this step ended (client concurrency cap), -1 = at arrival
+  int first_step = -1;      ///< step whose end emitted the first token (-1 = none)
+  int last_step = -1;       ///< step whose end emitted the last token
+  int prompt_tokens = 0;    ///< as the benchmark counts them
+  int output_tokens = 0;    ///< tokens emitted
+  bool success = false;
+};
+
+/// A traced run.
+struct Trace {
+  std::vector<TraceStep> steps;
+  std::vector<TraceRequest> requests;
+};
+
+/// The headline numbers of a run (tok/s, ms, s).
+struct HeadlineMetrics {
+  double total_tok_s = 0;
+  double output_tok_s = 0;
+  double mean_ttft_ms = 0;
+  double mean_tpot_ms = 0;
+  double duration_s = 0;
+  int completed = 0;
+};
+
+/// Re-times `trace` under `cal` and returns its headline metrics, computed as vLLM bench serve does
+/// (duration to the last completion; TPOT over requests with more than one output token). Pure.
+HeadlineMetrics replay(const Trace& trace, const Calibration& cal);
+
+}  // namespace servelab::sim

@@ -1,0 +1,78 @@
+// servelab/tune: the load dimension. A load point of a scenario is a scenario of its own, id
+// "<scenario>@<tag>" ("sharegpt-1000@c16", "sharegpt-1000@r2.5"), whose bench args are the scenario's with
+// `--max-concurrency N` or `--request-rate R` set; so trial keys, the results cache, --resume and the
+// database carry the load point without a schema change. On top: the load curve of a configuration, the SLO
+// search (bracket, then interpolate, as `vllm bench sweep serve_sla`), the Pareto front, cost per 1M tokens,
+// and the objectives of [[objectives]].
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "servelab/tune/search.h"
+
+namespace servelab::tune {
+
+/// "<scenario>@<tag>" for a load point of `scenario`.
+std::string load_scenario_id(const std::string& scenario, const LoadPoint& load);
+
+/// Splits "<scenario>@<tag>" into the scenario id and its load point; nullopt for an id without a load tag
+/// (or a malformed tag).
+std::optional<std::pair<std::string, LoadPoint>> split_load_scenario_id(const std::string& id);
+
+/// The scenario behind `id`: a study scenario, or a load point of one. A load point's args are the
+/// scenario's without --max-concurrency / --request-rate, plus the load flag, plus `--goodput` pairs from
+/// [slo] (ttft/tpot/e2el targets; the strictest per metric) unless the scenario or [objective] sets SLOs.
+/// Throws std::out_of_range for an unknown scenario.
+Scenario load_scenario(const Study& study, const std::string& id);
+
+/// Load points swept on `scenario`: its own `load`, else [load].
+std::vector<LoadPoint> load_points(const Study& study, const Scenario& scenario);
+
+/// The scenario of the load analysis: [slo].scenario if set, else the first objective scenario.
+std::string load_analysis_scenario(const Study& study);
+
+/// Does the primary objective ([[objectives]][0]) need the load analysis per configuration (slo_goodput,
+/// tokens_per_gpu)? Then the search compares configurations on it (apply_primary_objective).
+bool load_objective_is_primary(const Study& study);
+
+/// The name of what Evaluation::objective holds: [objective].metric, or the primary [[objectives]] entry when
+/// it is a load objective ("Request goodput under the SLOs (req/s)", "Output tok/s per GPU at ≥ 30 tok/s per
+/// user"). Per-scenario values (Evaluation::per_scenario) stay [objective].metric.
+std::string primary_objective_label(const Study& study);
+
+/// Measures `config` at every load point of `scenario`: one evaluate of them all, so the points without a
+/// cached result run as one trial (one engine launch on --target local). A failed point has its status and
+/// reason and no metrics.
+LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config, const std::string& scenario);
+
+/// Finds the highest [slo].variable value at which `config` meets every [slo] target on [slo].scenario:
+/// start at [slo].start (else the guide's answer: evaluator.load_guide(), the twin on --target local; else
+/// 1), multiply by 2 (1.25 first when started from the twin) until a run fails, or divide until one passes,
+/// then try the root of the straight line through the SLO margins of the bracket's ends, kept inside
+/// [lo·(1+tol), hi/(1+tol)], until max failing / max passing ≤ 1 + tolerance (concurrency: or hi − lo ≤ 1),
+/// or [slo].max_runs. The margin of a run is max over targets of value/target − 1 (≤ 0 passes).
+SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
+
+/// Flags of the points on the Pareto front when both coordinates are maximised: a point is on the front
+/// when no other point is ≥ on both and > on one. Equal points are both on it.
+std::vector<bool> pareto_front_max(const std::vector<std::pair<double, double>>& points);
+
+/// $ per 10⁶ tokens: usd_per_gpu_hour × gpus / 3600 / tok_s × 10⁶. 0 when tok_s ≤ 0.
+double usd_per_million_tokens(double usd_per_gpu_hour, int gpus, double tok_s);
+
+/// The search's hook (Evaluator::evaluate): when load_objective_is_primary, replaces `evaluation.objective`
+/// with the primary objective of its config (SLO goodput or tok/s per GPU at the per-user floor, from its
+/// own load runs), or makes it infeasible with the reason. Does nothing for a load-point evaluation.
+void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluation& evaluation,
+                             const std::vector<std::string>& scenario_ids);
+
+/// The load analysis after the search: curves (and SLO searches) of the engine baselines, the best and
+/// recommended configs and the top of the ranking (at most 8 configs), the Pareto front, the objectives and
+/// the cost, into `outcome.load`. Nothing for a study without [load], [slo] and [[objectives]]. Throws
+/// Interrupted when stopped.
+void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome);
+
+}  // namespace servelab::tune

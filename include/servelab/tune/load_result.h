@@ -1,0 +1,121 @@
+// servelab/tune: what a study's load analysis found, in a plain shape for the Markdown and HTML reports:
+// per configuration its load curve (every load point with its metrics), its SLO search (the highest load
+// meeting [slo], the goodput there, every run it took), the Pareto front of output tok/s per GPU against
+// output tok/s per user over every concurrency point, the objectives and the cost per 1M tokens.
+// Filled by analyze_load (tune/load.h) into SearchOutcome::load.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "servelab/tune/load_spec.h"
+#include "servelab/tune/runner.h"
+
+namespace servelab::tune {
+
+/// One configuration measured (or predicted) at one load point.
+struct LoadPointResult {
+  LoadPoint load;
+  std::string scenario_id;                ///< the load point's scenario id, e.g. "sharegpt-1000@c16"
+  TrialStatus status = TrialStatus::kOk;  ///< kOk when metrics are present
+  std::string reason;                     ///< failure reason when status != kOk
+  bool predicted = false;                 ///< from the twin
+  /// Mean over repeats of every metric, keyed by vLLM console label ("Output token throughput (tok/s)",
+  /// "P99 TTFT (ms)", "Mean TPOT (ms)", "Median ITL (ms)", ...). Empty on failure.
+  std::map<std::string, double> metrics;
+  double output_tok_s_per_gpu = 0;   ///< output tok/s ÷ GPUs of the node (tok/s)
+  /// Output tok/s ÷ concurrency (tok/s per user), as vLLM's `bench sweep plot_pareto`; 0 for request-rate points.
+  double output_tok_s_per_user = 0;
+};
+
+/// A configuration's load curve on one scenario, points in sweep order ([load] order).
+struct LoadCurve {
+  std::string config_key, engine, label;  ///< config_key / engine / config_label of the configuration
+  std::string scenario;                   ///< the scenario as written (without the load tag)
+  std::vector<LoadPointResult> points;
+};
+
+/// One run of an SLO search.
+struct SloProbe {
+  double value = 0;        ///< request rate (req/s) or concurrency tried
+  bool passed = false;     ///< every SLO target met (and the run succeeded)
+  std::string step;        ///< "start", "bracket" or "refine"
+  std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
+  std::string failure;     ///< the run failed: why (no SLO values then)
+};
+
+/// The SLO search of one configuration: the highest load meeting every [slo] target.
+struct SloResult {
+  std::string config_key, engine, label, scenario;
+  LoadKind variable = LoadKind::kRequestRate;
+  bool predicted = false;
+  bool found = false;             ///< some tried value met every target
+  double max_passing = 0;         ///< the highest value that met every target (the answer)
+  std::optional<double> min_failing;  ///< the lowest value that failed above it (none: met up to max_value)
+  int runs = 0;                   ///< runs this search launched or reused (probes.size())
+  std::vector<SloProbe> probes;   ///< in the order they ran
+  std::optional<double> twin_start;  ///< --target local: the twin's answer the real search started from
+  int twin_runs = 0;              ///< runs the twin's search took (predicted, seconds of CPU)
+  std::string note;               ///< why the search stopped when it did not converge to the tolerance
+  /// At max_passing: request goodput (req/s: requests meeting every per-request SLO per second, vLLM's
+  /// --goodput over ttft/tpot/e2el targets) and token goodput (output tok/s of those requests, estimated as
+  /// request goodput × mean output tokens per request), plus every metric there (console labels).
+  double request_goodput_req_s = 0;
+  double token_goodput_tok_s = 0;
+  std::map<std::string, double> metrics;
+};
+
+/// A point of the throughput-per-GPU vs throughput-per-user plane (one config at one concurrency).
+struct ParetoPoint {
+  std::string config_key, engine, label;
+  LoadPoint load;
+  double output_tok_s_per_user = 0;  ///< x: output tok/s ÷ concurrency
+  double output_tok_s_per_gpu = 0;   ///< y: output tok/s ÷ GPUs
+  bool on_front = false;             ///< no other point is ≥ on both axes and > on one
+  bool recommended = false;          ///< the point the tokens_per_gpu objective (else the best config) picks
+};
+
+/// One configuration's value of an objective.
+struct ObjectiveValue {
+  std::string config_key, engine, label;
+  bool feasible = false;   ///< the objective is defined for it (e.g. some point reaches the per-user floor)
+  double value = 0;        ///< in ObjectiveResult::unit
+  std::string at;          ///< where it was read: "concurrency 64", "2.5 req/s", "scenario as written"
+  std::string why;         ///< when infeasible
+};
+
+/// An objective over every analysed configuration.
+struct ObjectiveResult {
+  ObjectiveSpec spec;
+  std::string title;   ///< "max request goodput under the SLOs"
+  std::string unit;    ///< "req/s", "tok/s/GPU", "ms", "$/1M output tokens", "tok/s"
+  std::vector<ObjectiveValue> values;  ///< one per configuration, LoadOutcome::curves order
+  int best = -1;                       ///< index into values of the winner (-1: none feasible)
+};
+
+/// Cost of one configuration at its highest-throughput load point.
+struct CostRow {
+  std::string config_key, engine, label;
+  std::string at;                        ///< load point text, or "scenario as written"
+  double output_tok_s = 0, total_tok_s = 0;
+  double usd_per_1m_output_tokens = 0;   ///< usd_per_gpu_hour × GPUs / 3600 / output tok/s × 10⁶
+  double usd_per_1m_total_tokens = 0;    ///< same with total (input + output) tok/s
+};
+
+/// Everything the load analysis found. `enabled` is false for a study without [load], [slo] and
+/// [[objectives]] (then every vector is empty).
+struct LoadOutcome {
+  bool enabled = false;
+  std::string scenario;   ///< the scenario the curves, the front and the SLO search use
+  int gpus = 0;           ///< GPUs per configuration (the node: hardware.gpu_count)
+  std::vector<LoadCurve> curves;       ///< one per analysed configuration (baselines, best, recommended, top)
+  std::vector<SloResult> slo;          ///< one per analysed configuration when [slo] is set
+  std::vector<ParetoPoint> pareto;     ///< every successful concurrency point of every curve
+  std::vector<ObjectiveResult> objectives;  ///< [[objectives]] in file order
+  std::vector<CostRow> cost;           ///< one per configuration when [cost] is set
+  std::optional<double> usd_per_gpu_hour;
+};
+
+}  // namespace servelab::tune

@@ -1,0 +1,100 @@
+// servelab/tune: the public entry points behind `servelab tune STUDY.toml` and `servelab report DIR`.
+//
+//   Study study = load_study("studies/deepseek-v3.2-h200x8.toml", common::data_dir());
+//   TuneOptions opt;  opt.out_dir = "out/" + study.name;
+//   TuneResult r = run_study(study, opt);   // writes results.sqlite, report.md, report.html, trials.*
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <optional>
+#include <ostream>
+
+#include "servelab/tune/runner.h"
+#include "servelab/tune/search.h"
+#include "servelab/tune/study.h"
+
+namespace servelab::tune {
+
+/// The study cannot start in this setup (its directory is in use or holds results, a pre-flight check
+/// failed): what() names the problem and the fix. Nothing was launched and nothing was changed.
+struct TuneSetupError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TuneOptions {
+  std::filesystem::path out_dir;        ///< results.sqlite, report.*, logs/ go here (created)
+  bool resume = false;                  ///< keep finished trials of results.sqlite and skip them
+  bool fresh = false;                   ///< move an existing out_dir aside (out_dir.<date>) and start over
+  std::ostream* progress = nullptr;     ///< progress lines (trial k of n, best so far, time left)
+  const std::atomic<bool>* stop = nullptr;  ///< set by Ctrl-C: the trial in flight is abandoned
+  TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
+  TrialRunner twin_runner;              ///< overrides the twin used by twin-guided ranking
+  /// Runs independent trials at once (Evaluator::prefetch); target slurm makes one (make_slurm_runner)
+  /// unless `runner` is set. Also serves single trials when `runner` is empty.
+  BatchTrialRunner batch_runner;
+  bool write_report = true;
+  /// Added to the recorded environment (pre-flight's findings: engine versions, GPU model, driver, CUDA).
+  std::map<std::string, std::string> environment;
+};
+
+struct TuneResult {
+  SearchOutcome outcome;
+  std::filesystem::path dir;
+  /// Engine launches on the target (an SLO probe on a kept engine is none) plus the twin's trials.
+  int trials_launched = 0;
+};
+
+/// Sets the study's target (the file's, or `--target`'s) and, when the study names no strategy, the
+/// default for that target (default_strategy; greedy where this build has no twin to guide the search or the
+/// grid the twin would rank is above search.max_trials).
+void set_target(Study& study, Target target);
+
+/// Runs a study end to end: locks out_dir (one tune per directory), opens out_dir/results.sqlite, records
+/// the study and environment, runs the search, writes the report files. A directory holding trials is used
+/// only with `resume` (same study file) or moved aside with `fresh`. Throws TuneSetupError for a directory
+/// in use or holding results, Interrupted when stopped (the database then holds every finished trial),
+/// StudyError / std::runtime_error for unusable setups (e.g. the target's runner is not in this build).
+TuneResult run_study(const Study& study, const TuneOptions& options);
+
+/// Refuses early (before pre-flight) what run_study would refuse about out_dir: results there without
+/// `resume`/`fresh`, or a different study file with `resume`. Throws TuneSetupError; changes nothing.
+void check_out_dir(const Study& study, const TuneOptions& options);
+
+/// Rebuilds the report of the study in `dir` (its results.sqlite) without running anything: the search is
+/// replayed over the stored trials; missing trials make a partial report. Returns the outcome.
+SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log);
+
+/// The runner for a target built into this binary: the twin (sim::predict in-process) or real engines
+/// (bench's library). Throws std::runtime_error naming what is missing from this build.
+TrialRunner default_runner(const Study& study, Target target, const std::atomic<bool>* stop);
+
+/// One line per data source the target's runner uses (for the report's "which data" line).
+std::string runner_data_note(const Study& study, Target target);
+
+/// What a study will launch, as the twin plays it through (`tune --dry-run`).
+struct StudyPlan {
+  int trials = 0;            ///< trials the search asks for (pruned configs included)
+  int pruned = 0;            ///< rejected before launch (no engine time)
+  int launches = 0;          ///< engine launches
+  int refused = 0;           ///< launches the twin predicts the engine refuses, runs out of memory or crashes
+  double benchmark_s = 0.0;  ///< predicted benchmark time of every scenario run (engine time), s
+  /// Node-hours × GPUs: (launches × startup_s + benchmark_s) × hardware.gpu_count / 3600.
+  double gpu_hours(double startup_s, int gpu_count) const {
+    return (launches * startup_s + benchmark_s) * gpu_count / 3600.0;
+  }
+};
+
+/// Plays the study's search on the engine twin (nothing launched, nothing written) and counts what the
+/// target would run. Throws std::runtime_error when the twin is not in this build.
+StudyPlan plan_study(const Study& study);
+
+/// The servelab version and git commit this binary was built from ("servelab 0.1.0 (abc123def456)").
+std::string servelab_version();
+
+/// SHA-256 of the study file as read (hex).
+std::string study_hash(const Study& study);
+
+}  // namespace servelab::tune
