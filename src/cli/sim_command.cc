@@ -62,6 +62,8 @@ std::string twin_view_block(const sim::TwinView& v) {
         fmt::format("{:.0f} (window {})", m.kv_window_bytes_per_token, m.window_tokens));
   if (m.state_bytes_per_request > 0)
     row("Recurrent state per request (MiB):", fmt::format("{:.2f}", m.state_bytes_per_request / (1 << 20)));
+  if (m.state_slots > 0)
+    row("State-pool slots / running cap:", fmt::format("{} / {}", m.state_slots, m.max_running_from_states));
   row("KV tokens per DP rank:", fmt::format("{}", m.kv_tokens_per_rank));
   row("Peak KV use (fraction of pool):", fmt::format("{:.3f}", v.kv_peak_fraction));
   row("Engine steps / with CUDA graphs:", fmt::format("{} / {}", v.steps, v.graphed_steps));

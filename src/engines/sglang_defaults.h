@@ -110,6 +110,22 @@ struct SglangDefaults {
   Sourced<double> swa_full_tokens_ratio{0.8, "server_args.py ServerArgs.swa_full_tokens_ratio = 0.8", false};
   Sourced<const char*> mamba_ssm_dtype{"float32", "server_args.py ServerArgs.mamba_ssm_dtype = \"float32\"",
                                        false};
+  // Hybrid linear-attention (GDN / Mamba) models: the MambaPool beside the KV pool. [recalled: SGLang
+  // server_args.py --mamba-full-memory-ratio default 0.9, --max-mamba-cache-size; model_runner.py
+  // handle_max_mamba_cache ("solve the equations: mamba_state_memory + full_kv_cache_memory ==
+  // total_rest_memory, mamba_state_memory / full_kv_cache_memory == mamba_full_memory_ratio"; without the
+  // radix cache max_mamba_cache_size = max_running_requests or 512) and init_memory_pool (max_num_reqs =
+  // min(max_num_reqs, max_mamba_cache_size // MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3) with the
+  // radix cache, whose MambaRadixCache keeps states of finished prefixes in the same pool); the corpus
+  // agrees: SGLang 0.5.9 ran ~130 requests on Qwen3.5-9B / H100 and -35B-A3B / H200 (output tok/s x ITL)
+  // with 512 / 246 in flight, TTFT 26 s / 6.5 s]
+  Sourced<double> mamba_full_memory_ratio{0.9, "server_args.py ServerArgs.mamba_full_memory_ratio = 0.9 [recalled]",
+                                          false};
+  Sourced<int> mamba_cache_per_running_request{
+      3, "model_runner.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 (radix cache on) [recalled]", false};
+  Sourced<int> mamba_cache_size_no_radix{
+      512, "model_runner.py handle_max_mamba_cache: max_mamba_cache_size = 512 without the radix cache and "
+           "--max-running-requests [recalled]", false};
   Sourced<int> req_to_token_pool_min{2048,
                                      "model_runner.py: max_num_reqs = clamp(max_total_tokens / context_len * "
                                      "512, 2048, 4096)"};

@@ -206,6 +206,31 @@ void execution(ResolvedLaunch& r) {
   e.api_server_count = 1;
 }
 
+// Hybrid linear-attention models keep their recurrent states in a MambaPool of their own: with the radix
+// cache it takes mamba_full_memory_ratio / (1 + ratio) of the pool memory and caps the running requests
+// at a third of its slots; without it, it holds max_running_requests (else 512) states. Each slot holds
+// 1 + draft-token states under speculative decoding. (sglang_defaults.h, model_runner.py [recalled])
+void state_pool(ResolvedLaunch& r) {
+  const auto& d = kSglangDefaults;
+  const LaunchConfig& c = r.config;
+  if (!r.model.has_linear_attention()) return;
+  auto& mem = r.memory;
+  mem.state_copies_per_slot = 1 + (r.speculative ? std::max(0, r.speculative->num_draft_tokens) : 0);
+  if (c.enable_prefix_caching) {
+    mem.state_pool_ratio = d.mamba_full_memory_ratio.value;
+    mem.state_slots_per_running = d.mamba_cache_per_running_request.value;
+    r.notes.push_back("recurrent-state pool: " + fixed3(mem.state_pool_ratio) +
+                      " / (1 + ratio) of the pool memory, running requests <= its slots / " +
+                      std::to_string(mem.state_slots_per_running) + " (" + d.mamba_full_memory_ratio.source +
+                      "; " + d.mamba_cache_per_running_request.source + ")");
+  } else {
+    mem.state_slots = c.max_num_seqs ? *c.max_num_seqs : d.mamba_cache_size_no_radix.value;
+    mem.state_slots_per_running = 1;
+    r.notes.push_back("recurrent-state pool: " + std::to_string(mem.state_slots) + " states (" +
+                      d.mamba_cache_size_no_radix.source + ")");
+  }
+}
+
 void scheduler_memory_routing(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
   const LaunchConfig& c = r.config;
@@ -243,6 +268,7 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
   mem.swa_full_tokens_ratio =
       mem.kv_window_only ? c.swa_full_tokens_ratio.value_or(d.swa_full_tokens_ratio.value) : 1.0;
   mem.mm_encoder = is_multimodal(m);
+  state_pool(r);
   if (mem.kv_window_only)
     r.notes.push_back("SWA pool: sliding-window layers keep their window, pool ratio " +
                       fixed3(mem.swa_full_tokens_ratio) + " (--swa-full-tokens-ratio)");

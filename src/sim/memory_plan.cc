@@ -34,12 +34,25 @@ double layer_transient_bytes(const model::Layer& layer, int hidden, const engine
   return ffn + attn + 4.0 * hidden * 2;
 }
 
+// States of a separate recurrent-state pool (MemoryPolicy::state_pool_ratio): SGLang's
+// handle_max_mamba_cache solves mamba + full KV = budget, mamba / full KV = r, so the pool holds
+// floor(budget x r / (1 + r) / per-slot bytes) states; without the radix cache it holds state_slots.
+long long state_pool_slots(const engines::MemoryPolicy& pol, double state_bytes, double budget) {
+  if (state_bytes <= 0 || (pol.state_pool_ratio <= 0 && pol.state_slots <= 0)) return 0;
+  const double per_slot = state_bytes * std::max(1, pol.state_copies_per_slot);
+  if (pol.state_pool_ratio <= 0) return pol.state_slots;
+  const double pool = std::max(0.0, budget) * pol.state_pool_ratio / (1.0 + pol.state_pool_ratio);
+  return static_cast<long long>(std::floor(pool / per_slot));
+}
+
 }  // namespace
 
 double request_kv_bytes(const MemoryPlan& p, long long tokens) {
   const long long bs = std::max(1, p.block_size);
   const long long blocks = (tokens + bs - 1) / bs;
-  double bytes = double(blocks * bs) * p.kv_bytes_per_token + p.state_bytes_per_request;
+  // A separate state pool (SGLang MambaPool) holds the recurrent state outside the KV pool.
+  const double state = p.state_slots > 0 ? 0.0 : p.state_bytes_per_request;
+  double bytes = double(blocks * bs) * p.kv_bytes_per_token + state;
   if (p.kv_window_bytes_per_token > 0) {
     const long long w = std::min<long long>(tokens, p.window_tokens > 0 ? p.window_tokens : tokens);
     bytes += double((w + bs - 1) / bs * bs) * p.kv_window_bytes_per_token;
@@ -118,6 +131,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       budget = pol.fraction * cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes;
     else
       budget = pol.fraction * (cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes);
+    const long long slots = state_pool_slots(pol, state, budget);
+    budget -= double(slots) * state * std::max(1, pol.state_copies_per_slot);
     MemoryPlan probe = plan;
     probe.kv_bytes_per_token = kv_full;
     probe.kv_window_bytes_per_token = kv_win;
@@ -138,8 +153,12 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       plan.kv_window_bytes_per_token = kv_win;
       plan.window_tokens = window;
       plan.state_bytes_per_request = state;
+      plan.state_slots = slots;
     }
   }
+  if (plan.state_slots > 0)
+    plan.max_running_from_states =
+        static_cast<int>(std::min<long long>(plan.state_slots / std::max(1, pol.state_slots_per_running), 1 << 30));
   plan.weight_bytes = worst_weights;
   plan.draft_weight_bytes = worst_draft;
   plan.reserved_bytes = pol.basis == MemoryPolicy::Basis::kOfTotal && !pol.profile_activations

@@ -45,6 +45,9 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
     const int from_pool = static_cast<int>(std::max<long long>(1, std::min<long long>(pool, tokens / 2)));
     max_running_ = max_running_ > 0 ? std::min(max_running_, from_pool) : from_pool;
   }
+  // A separate recurrent-state pool (SGLang MambaPool) caps the running requests (memory_plan.h).
+  if (plan_.max_running_from_states > 0)
+    max_running_ = std::max(1, std::min(max_running_, plan_.max_running_from_states));
   view_.memory = plan_;
 }
 

@@ -199,6 +199,15 @@ TEST(Corpus, PerPointDefaults) {
   EXPECT_EQ(inter.execution.graph_sizes[0], 1);
   EXPECT_EQ(inter.execution.graph_sizes[31], 32);  // 1..32 step 1
   EXPECT_EQ(resolve("qwen3.5-35b-a3b__h200-latency#003").execution.graph_max_batch, 256);
+  EXPECT_EQ(q.memory.state_pool_ratio, 0.0);  // vLLM: states in the KV pool's blocks
+  // SGLang 0.5.9 on a hybrid model: radix cache on, so the MambaPool takes 0.9 / 1.9 of the pool memory
+  // and the running requests are capped at a third of its slots; FP32 recurrent state.
+  auto sgh = resolve("qwen3.5-9b__h100#001");
+  EXPECT_DOUBLE_EQ(sgh.memory.state_pool_ratio, 0.9);
+  EXPECT_EQ(sgh.memory.state_slots_per_running, 3);
+  EXPECT_EQ(sgh.memory.state_copies_per_slot, 1);
+  EXPECT_EQ(sgh.state_dtype, md::DType::kFp32);
+  EXPECT_EQ(resolve("qwen3-8b__h100-latency#001").memory.state_pool_ratio, 0.0);  // no linear attention
   // SGLang 0.5.3.post3 on H100 (Qwen3-8B): tier 8192 / 256; --cuda-graph-max-bs 8; EAGLE3 draft model;
   // --enable-torch-compile.
   auto sg = resolve("qwen3-8b__h100-latency#001");

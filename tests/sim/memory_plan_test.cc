@@ -176,6 +176,47 @@ TEST(MemoryPlan, Qwen3_5HybridRecurrentState) {
   EXPECT_DOUBLE_EQ(request_kv_bytes(p, 100), 112 * 20480.0 + 32931840.0);
 }
 
+// SGLang's MambaPool on the same model: FP32 recurrent state, 30 x (32 x 128 x 128 x 4 B + 3 x 8192 x 2 B)
+// = 30 x 2,146,304 = 64,389,120 B per request. With the radix cache the pool takes 0.9 / 1.9 of the
+// budget B (mamba / full KV = 0.9): floor(B x 0.9 / 1.9 / 64,389,120) states, a third of them running;
+// the KV pool keeps B - slots x 64,389,120 and a request's KV bytes no longer include its state. Without
+// the radix cache: 512 states, one per running request; under speculative decoding a slot holds 1 + draft
+// tokens' states (64 slots x 3 here).
+TEST(MemoryPlan, SglangHybridStatePool) {
+  const auto m = corpus_model("qwen3.5-35b-a3b");
+  const auto c = hardware::parse_cluster("1xH200");
+  auto l = test_launch(m, c, 1);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.memory.profile_activations = false;
+  l.state_dtype = model::DType::kFp32;
+  l.max_model_len = 32768;
+  const auto shared = plan_memory(l, c);
+  ASSERT_DOUBLE_EQ(shared.state_bytes_per_request, 64389120.0);
+  EXPECT_EQ(shared.state_slots, 0);
+  EXPECT_EQ(shared.max_running_from_states, 0);
+  const double budget = shared.kv_budget_bytes;
+  l.memory.state_pool_ratio = 0.9;
+  l.memory.state_slots_per_running = 3;
+  const auto p = plan_memory(l, c);
+  const auto slots = static_cast<long long>(std::floor(budget * 0.9 / 1.9 / 64389120.0));
+  EXPECT_GT(slots, 100);
+  EXPECT_EQ(p.state_slots, slots);
+  EXPECT_EQ(p.max_running_from_states, slots / 3);
+  EXPECT_NEAR(p.kv_budget_bytes, budget - double(slots) * 64389120.0, 1.0);
+  EXPECT_DOUBLE_EQ(request_kv_bytes(p, 100), 112 * 20480.0);
+  l.memory.state_pool_ratio = 0;
+  l.memory.state_slots = 512;
+  l.memory.state_slots_per_running = 1;
+  const auto off = plan_memory(l, c);
+  EXPECT_EQ(off.state_slots, 512);
+  EXPECT_EQ(off.max_running_from_states, 512);
+  EXPECT_NEAR(off.kv_budget_bytes, budget - 512 * 64389120.0, 1.0);
+  // Speculative decoding: each slot holds 1 + draft-token states.
+  l.memory.state_slots = 64;
+  l.memory.state_copies_per_slot = 3;
+  EXPECT_NEAR(plan_memory(l, c).kv_budget_bytes, budget - 64 * 3 * 64389120.0, 1.0);
+}
+
 // GLM-5.2-FP8 on 8 x H200 with DP-attention (attention TP 1): the latent KV (512 + 64) x 2 B = 1152 B
 // on every layer, plus the indexer key (128 FP8 + one fp32 scale = 132 B) on the layers that run the
 // indexer; the FP8 cache uses FlashMLA's 656 B layout.

@@ -127,6 +127,17 @@ struct MemoryPolicy {
   /// attention page (block_size tokens of one attention layer); block_size is raised until that page
   /// holds the state (HybridAttentionMambaModelConfig). false: state stored unpadded in its own pool.
   bool state_page_padded = false;
+  /// SGLang hybrid linear-attention models: the recurrent states live in their own pool (MambaPool) beside
+  /// the KV pool. With the radix cache on, the state pool takes r / (1 + r) of the budget, r =
+  /// `state_pool_ratio` (--mamba-full-memory-ratio), and running requests are capped at its slots /
+  /// `state_slots_per_running`; with the radix cache off it holds `state_slots` states. Each slot holds
+  /// `state_copies_per_slot` states (1 + speculative draft tokens). Source: SGLang model_runner.py
+  /// handle_max_mamba_cache / init_memory_pool [recalled, see sglang_defaults.h]. All 0: the states share
+  /// the KV pool (vLLM, TensorRT-LLM).
+  double state_pool_ratio = 0;
+  int state_slots = 0;
+  int state_slots_per_running = 0;
+  int state_copies_per_slot = 1;
   /// The vision encoder of a multimodal checkpoint is loaded (its weights and profile-run budget take GPU
   /// memory); false for text-only models and with vLLM --language-model-only.
   bool mm_encoder = false;

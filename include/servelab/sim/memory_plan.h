@@ -31,6 +31,10 @@ struct MemoryPlan {
   int window_tokens = 0;                ///< the sliding window (tokens)
   double state_bytes_per_request = 0;   ///< linear-attention state per request
   long long kv_tokens_per_rank = 0;     ///< full-attention KV tokens the budget holds (no states, no windows)
+  /// Requests a separate recurrent-state pool holds (SGLang MambaPool, MemoryPolicy::state_pool_ratio);
+  /// 0 = states are charged to the KV pool per request (request_kv_bytes).
+  long long state_slots = 0;
+  int max_running_from_states = 0;      ///< the cap the state pool puts on running requests (0 = none)
   int block_size = 16;
   int max_model_len = 0;
   double memory_fraction = 0;
@@ -44,7 +48,8 @@ struct MemoryPlan {
 /// check the plan fails by less than this is not predicted to fail. 1.5 GiB [servelab estimate].
 inline constexpr double kMemoryPlanToleranceBytes = 1.5 * 1024.0 * 1024.0 * 1024.0;
 
-/// Bytes one request with `tokens` of context occupies in the KV pool of one GPU (see MemoryPlan).
+/// Bytes one request with `tokens` of context occupies in the KV pool of one GPU (see MemoryPlan); its
+/// recurrent state is included unless a separate state pool holds it (MemoryPlan::state_slots > 0).
 double request_kv_bytes(const MemoryPlan& plan, long long tokens);
 
 /// Computes the plan. Weights: each linear sharded by its split rule (model::shard_params) over the
