@@ -146,6 +146,8 @@ double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-
 
 double eager_launch_s() { return 12e-6; }
 
+double api_work_share(const engines::ExecutionPolicy& ex) { return ex.harmony_chat ? kHarmonyApiShare : 1.0; }
+
 CollectiveLink collective_link(const hardware::ClusterSpec& c, int group, bool crosses_nodes) {
   CollectiveLink l;
   if (crosses_nodes) {
