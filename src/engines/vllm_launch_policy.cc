@@ -233,6 +233,11 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
     r.speculative->overlap = e.async_scheduling && r.speculative->method != SpeculativePolicy::Method::kNgram;
   e.api_server_count = c.api_server_count.value_or(1);
   e.stream_interval = c.stream_interval.value_or(1);
+  e.harmony_chat = r.model.model_type == "gpt_oss";
+  if (e.harmony_chat)
+    r.notes.push_back(
+        "chat requests rendered by openai_harmony, not the Jinja chat template (serving_chat.py use_harmony "
+        "for gpt_oss) [recalled]");
 }
 
 void scheduler_memory_routing(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {

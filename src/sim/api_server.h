@@ -3,7 +3,8 @@
 // chat template, tokenisation, the hand-off to the engine): with n requests inside, each progresses at
 // 1/n of the CPU, so a burst of N requests reaches the engine together after N x the per-request work
 // (what the corpus shows: `vllm bench serve` bursts of 1000 requests see nearly equal TTFTs, mean ~ median,
-// of 10-16 s). Work per request: Calibration::api_request_ms.
+// of 10-16 s). Work per request: Calibration::api_request_ms x physics.h api_work_share (a launch that
+// renders chat requests with openai_harmony does a tenth of it).
 #pragma once
 
 #include <deque>

@@ -66,7 +66,20 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
     case MoeKernel::kMarlinMoe:
       return {0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"};
     case MoeKernel::kTritonKernels:
-      return {0.45, 0.70, 64, "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"};
+      // Hopper: the MXFP4 values and E8M0 scales are upcast to BF16 inside the mainloop (no FP4 MMA on
+      // SM90), which the corpus shows costing more than half the BF16 wgmma rate at prefill shapes: an
+      // 8,192-token chunk of gpt-oss-120b (74 TFLOP, 59 of them in the experts) takes 0.35-0.45 s on one
+      // H100 under vLLM 0.10.2 (gpt-oss-120b__h100#013: median ITL 353 ms, 7.7 s for 16 such chunks;
+      // TP2 #018 268 ms), ~20% of 989 TFLOPS after the Hopper kernel scale, against 46% that Marlin
+      // W4A16 reaches on A100 for the same experts (gpt-oss-20b__a100#009: 2,048-token chunks in
+      // ~85 ms); SGLang's triton_kernel MoE on the same GPU is slower still (gpt-oss-120b__h100#001).
+      // [derived from the corpus; no public matmul_ogs Hopper figure found]
+      // Rows: matmul_ogs picks BLOCK_M = clamp(next_pow2(rows per expert), 16, 128) (triton_kernels
+      // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
+      return {amp ? 0.45 : 0.28, 0.70, 16,
+              amp ? "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"
+                  : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: ~20% of peak at "
+                    "prefill shapes in the corpus (gpt-oss-120b on H100) [derived]"};
     case MoeKernel::kFlashInferTrtllm:
       return {0.55, 0.80, 128, "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]"};
   }
@@ -86,7 +99,16 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
     case AttentionKernel::kFlashInfer:
       return {amp ? 0.55 : 0.50, 0.80, 64, "FlashInfer (FA2-style prefill, split-KV decode) [recalled, unverified]"};
     case AttentionKernel::kTriton:
-      return {amp ? 0.40 : 0.30, 0.60, 64, "Triton attention: below FlashAttention-2 [derived, unverified]"};
+      // Ampere: vLLM's TRITON_ATTN (triton_unified_attention, the only backend with attention sinks on
+      // SM80) walks the paged KV cache in tiles of one KV block (16 keys) per iteration, so long prefills
+      // run far below FlashAttention-2 [recalled, unverified]. The corpus: gpt-oss-20b on one A100 under
+      // vLLM 0.11 takes 275 ms per 2,048-token chunk at ~16k average context (gpt-oss-20b__a100#006,
+      // median ITL 274 ms, every step a chunk) against ~85 ms at 128 (#009): ~6.4 TFLOP of attention in
+      // ~190 ms, 34 TFLOPS = 11% of 312. [derived from the corpus]
+      return amp ? KernelEfficiency{0.12, 0.60, 64,
+                                    "vLLM triton_unified_attention on A100: ~11% of peak on long prefills in the "
+                                    "corpus (gpt-oss-20b, 32k prompts) [derived]"}
+                 : KernelEfficiency{0.30, 0.60, 64, "Triton attention: below FlashAttention-2 [derived, unverified]"};
     case AttentionKernel::kTrtllmGen:
       return {amp ? 0.50 : 0.60, 0.80, 64, "TensorRT-LLM fmha / XQA [recalled, unverified]"};
     case AttentionKernel::kXformers:
@@ -147,6 +169,8 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
 double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-6; }
 
 double eager_launch_s() { return 12e-6; }
+
+double api_work_share(const engines::ExecutionPolicy& ex) { return ex.harmony_chat ? kHarmonyApiShare : 1.0; }
 
 CollectiveLink collective_link(const hardware::ClusterSpec& c, int group, bool crosses_nodes) {
   CollectiveLink l;

@@ -69,6 +69,20 @@ double kernel_floor_s(hardware::Generation gen);
 /// per-op dispatch 10-20 us; gpu-kernel-facts.md §2.7 "piecewise graphs leave kernel-launch gaps"].
 double eager_launch_s();
 
+/// The share of Calibration::api_request_ms (the fitted serial API-server work per request, measured on
+/// the Jinja chat-template path: HTTP, request validation, template render, tokenisation, hand-off) that a
+/// launch's API server spends per request: 1, or kHarmonyApiShare when chat requests are rendered by
+/// openai_harmony (ExecutionPolicy::harmony_chat), which replaces the Python Jinja render and the
+/// tokenizer call with one Rust call returning token ids; HTTP, validation and the hand-off remain.
+double api_work_share(const engines::ExecutionPolicy& ex);
+
+/// kHarmonyApiShare = 0.1 [estimate], bounded by the corpus: gpt-oss bursts of 1000 chat requests show
+/// no hand-off plateau (gpt-oss-20b__a100#009: TTFT median 1.97 s, p99 5.30 s, while the burst's own
+/// prefill spans ~5 s, so at most ~1 ms per request is serial), where Jinja-rendered models show one of
+/// 5.5-16 s (qwen3-235b-a22b__h100#016: TTFT mean 5.62 s, median 5.53, p99 5.80; glm-4.5-air__h100#011
+/// mean 16.6 s): <= ~0.2 of the fitted ~5.4 ms.
+inline constexpr double kHarmonyApiShare = 0.1;
+
 /// Where a collective runs.
 struct CollectiveLink {
   double bandwidth_Bps = 0;  ///< achieved algorithm-independent bus bandwidth per GPU, bytes/s

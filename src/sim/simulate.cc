@@ -28,7 +28,7 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
       seed_(seed),
       plan_(plan_memory(launch, cluster)),
       model_(launch, cluster),
-      api_(cal.api_request_ms * 1e-3) {
+      api_(cal.api_request_ms * 1e-3 * detail::api_work_share(launch.execution)) {
   launch_.max_model_len = plan_.max_model_len;  // the engine may have lowered it to fit (memory_plan.cc)
   ranks_.assign(std::max(1, launch_.layout.dp_ranks), Rank{});
   for (auto& r : ranks_) {
@@ -471,7 +471,10 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
     }
   }
   const int template_tokens = options.chat_template_tokens.value_or(launch.model.chat_template.overhead_tokens);
-  if (options.trace) *options.trace = Trace{};
+  if (options.trace) {
+    *options.trace = Trace{};
+    options.trace->api_work_share = detail::api_work_share(launch.execution);
+  }
   sim.set_trace(options.trace);
   for (int i = 0; i < n; ++i) {
     const auto& w = requests[i];

@@ -232,6 +232,15 @@ TEST(VllmDefaults, KernelsPerGeneration) {
   EXPECT_EQ(ok("vllm serve m", "0.10.2", kGptOss, "H100").execution.graph_max_batch, 512);
 }
 
+// vLLM renders gpt-oss chat requests with openai_harmony (serving_chat.py use_harmony), every other model
+// with its Jinja chat template; SGLang renders gpt-oss with the template too.
+TEST(VllmDefaults, HarmonyChatForGptOssOnly) {
+  EXPECT_TRUE(ok("vllm serve m", "0.10.2", kGptOss, "H100").execution.harmony_chat);
+  EXPECT_TRUE(ok("vllm serve m", "0.11.0", "openai/gpt-oss-20b", "A100").execution.harmony_chat);
+  EXPECT_FALSE(ok("vllm serve m", "0.11.0", kQwen8, "H100").execution.harmony_chat);
+  EXPECT_FALSE(ok("python3 -m sglang.launch_server --model-path m", "0.5.3", kGptOss, "H100").execution.harmony_chat);
+}
+
 TEST(VllmRefusals, EngineMessages) {
   // gpt-oss (attention sinks) on H100 with the backends the corpus tried (vLLM 0.10.2).
   auto fi = refused("vllm serve m", "0.10.2", kGptOss, "H100", {{"VLLM_ATTENTION_BACKEND", "FLASHINFER"}});

@@ -93,6 +93,32 @@ TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
   EXPECT_NEAR(replay(trace, slow).duration_s - h.duration_s, a.twin.steps * 1e-3, 0.02 * h.duration_s);
 }
 
+// The API server is processor-shared: a burst of N requests reaches the engine together after N x the
+// work per request. With api_request_ms 5 and 200 requests that is 1.0 s on the Jinja chat-template path
+// and 200 x 0.1 x 5 ms = 0.1 s when the launch renders with openai_harmony; the engine's run behind it is
+// the same, so every TTFT is 0.9 s shorter, and the trace replays the harmony run exactly.
+TEST(Simulate, HarmonyChatSkipsMostOfTheApiServerWork) {
+  Case c;
+  std::vector<WorkloadRequest> w(200, WorkloadRequest{100, 2});
+  WorkloadOptions o = engine_only();
+  o.chat_template_tokens = 0;
+  o.calibration->engines["vllm"].cal.api_request_ms = 5.0;
+  const auto& jinja = ok(predict_resolved(c.launch, c.cluster, w, o));
+  c.launch.execution.harmony_chat = true;
+  Trace trace;
+  o.trace = &trace;
+  const auto& harmony = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_DOUBLE_EQ(detail::api_work_share(c.launch.execution), 0.1);
+  const HeadlineMetrics hj = headline(jinja), hh = headline(harmony);
+  EXPECT_NEAR(hj.mean_ttft_ms - hh.mean_ttft_ms, 900.0, 1e-6);
+  EXPECT_NEAR(hj.duration_s - hh.duration_s, 0.9, 1e-9);
+  EXPECT_NEAR(hh.mean_tpot_ms, hj.mean_tpot_ms, 1e-9);
+  EXPECT_DOUBLE_EQ(trace.api_work_share, 0.1);
+  const HeadlineMetrics r = replay(trace, harmony.context.calibration);
+  EXPECT_NEAR(r.mean_ttft_ms, hh.mean_ttft_ms, 1e-6 * hh.mean_ttft_ms);
+  EXPECT_NEAR(r.duration_s, hh.duration_s, 1e-6 * hh.duration_s);
+}
+
 // vLLM preempts (recompute) when the pool runs out while decoding; nothing is lost and every request
 // finishes with all its tokens. The count is checked against the work it costs: a request preempted after
 // k of its 600 tokens is prefilled again over its 1500 prompt tokens + k outputs (vLLM recompute), so the

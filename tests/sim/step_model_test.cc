@@ -159,6 +159,48 @@ TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
   }
 }
 
+// gpt-oss-120b's experts on one H100 through triton_kernels (MXFP4 upcast to BF16 wgmma, 0.28 of 989
+// TFLOPS): an 8192-token prefill chunk routes 8192 x 4 = 32,768 rows through all 128 experts of a layer,
+// 2 x 32,768 x (5760 x 2880 + 2880 x 2880) = 1.631 TFLOP = 5.89 ms per layer, compute-bound (the expert
+// read, 128 x 24.9 M params x 0.53125 B + the rows' activations, is 1.12 ms at 0.70 of 3.35 TB/s); the
+// BF16 router (128 x 2880) is memory-bound: (128 x 2880 x 2 + 2 x 8192 x (128 + 2880)) B at 0.80 of HBM.
+// 36 layers: ~213 ms.
+TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto launch = test_launch(m, c, 1);
+  launch.execution.moe = engines::MoeKernel::kTritonKernels;
+  const StepModel sm(launch, c);
+  RankLoad r;
+  r.requests = r.prefill_requests = r.sampled_tokens = 1;
+  r.query_tokens = r.prefill_tokens = 8192;
+  const double P = 989e12, B = 3.35e12;
+  const double experts = 2.0 * 32768 * (5760.0 * 2880 + 2880.0 * 2880) / (P * 0.28);
+  const double router = (128.0 * 2880 * 2 + 2.0 * 8192 * (128 + 2880)) / (B * 0.80);
+  EXPECT_NEAR(sm.cost({&r, 1}, 1, false, false).moe_s, 36 * (experts + router), 1e-9);
+  EXPECT_NEAR(36 * (experts + router), 0.2127, 0.0005);
+}
+
+// vLLM's TRITON_ATTN on A100 (gpt-oss' only backend with sinks on SM80) at 0.12 of 312 TFLOPS: a
+// 2048-token chunk of gpt-oss-20b at context 16,000 has 2048 x 16,000 + 2048 x 2049 / 2 key pairs in
+// each of its 12 full-attention layers, 4 x 64 heads x 64 dims = 16,384 FLOPs each: 12 x 5.71e11 FLOP /
+// 37.4 TFLOPS = 183 ms (the sliding layers get no pairs here).
+TEST(StepModel, TritonAttentionOnAmpereIsSlowOnLongPrefills) {
+  const auto m = corpus_model("gpt-oss-20b");
+  const auto c = hardware::parse_cluster("1xA100");
+  auto launch = test_launch(m, c, 1);
+  launch.execution.attention = launch.execution.decode_attention = engines::AttentionKernel::kTriton;
+  const StepModel sm(launch, c);
+  RankLoad r;
+  r.requests = r.prefill_requests = r.sampled_tokens = 1;
+  r.query_tokens = r.prefill_tokens = 2048;
+  const double pairs = 2048.0 * 16000 + 2048.0 * 2049 / 2;
+  r.prefill_pairs[0] = pairs;  // pattern 0: unbounded keys (the full-attention layers)
+  const double core = 12 * pairs * 4 * 64 * 64 / (312e12 * 0.12);
+  EXPECT_NEAR(sm.cost({&r, 1}, 1, false, false).attention_s, core, 1e-9);
+  EXPECT_NEAR(core, 0.183, 0.001);
+}
+
 // Collectives of one decode step of 64 tokens of Qwen3-235B on 16 x H100 (two nodes):
 //  TP16 crosses the nodes: 2 all-reduces per layer of 64 x 4096 x 2 B over InfiniBand (50 GB/s x 0.85
 //  per GPU, 15 us latency): 15e-6 + 2 x 15/16 x 524,288 / 42.5e9, x 2 x 94 layers.

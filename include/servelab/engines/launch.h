@@ -199,6 +199,10 @@ struct ExecutionPolicy {
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   int api_server_count = 1;
   int stream_interval = 1;         ///< tokens per streamed chunk
+  /// The API server renders chat requests with OpenAI's `openai_harmony` library (Rust, straight to token
+  /// ids) instead of the model's Jinja chat template and the tokenizer: vLLM for gpt-oss
+  /// (entrypoints/openai/serving_chat.py `use_harmony` = model_type "gpt_oss", from 0.10.1) [recalled].
+  bool harmony_chat = false;
   /// DSA models: prompts of at most index_topk tokens are prefilled as dense MHA without the indexer
   /// (TensorRT-LLM DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs); other engines run the
   /// sparse path for every prompt.

@@ -35,6 +35,9 @@ struct TraceRequest {
 struct Trace {
   std::vector<TraceStep> steps;
   std::vector<TraceRequest> requests;
+  /// The launch's API-server work per request as a share of Calibration::api_request_ms (physics.h
+  /// api_work_share: 1 on the Jinja chat-template path).
+  double api_work_share = 1.0;
 };
 
 /// The headline numbers of a run (tok/s, ms, s).
