@@ -39,14 +39,14 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
 
   // Accuracy, held out (current levels; targets in the comment above).
   EXPECT_EQ(h.compared_tok_s, 211);
-  EXPECT_LE(h.mape_total_tok_s, 39.5) << "held-out total tok/s MAPE regressed (target 15%)";
-  EXPECT_LE(h.mape_ttft, 44.5) << "held-out mean TTFT MAPE regressed (target 30%)";
-  EXPECT_LE(h.mape_tpot, 37.5) << "held-out mean TPOT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_total_tok_s, 38.5) << "held-out total tok/s MAPE regressed (target 15%)";
+  EXPECT_LE(h.mape_ttft, 43.5) << "held-out mean TTFT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_tpot, 36.0) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
-  EXPECT_GE(h.groups_same_winner, 34) << "winner right in fewer groups (target 80%)";
+  EXPECT_GE(h.groups_same_winner, 35) << "winner right in fewer groups (target 80%)";
   const auto& hm = v.held_out_modelled;
   EXPECT_EQ(h.points - hm.points, 5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
-  EXPECT_LE(hm.mape_total_tok_s, 29.0);
+  EXPECT_LE(hm.mape_total_tok_s, 28.0);
   EXPECT_LT(hm.mape_total_tok_s, h.mape_total_tok_s);
 
   // In-sample is computed apart and is better than held out (it saw the points).
