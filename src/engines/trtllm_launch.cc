@@ -74,7 +74,16 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
       e.gemm = GemmKernel::kFp8Native;
       break;
     case Q::kFp8Block:
-      e.gemm = r.config.deep_gemm ? GemmKernel::kFp8BlockDeepGemm : GemmKernel::kFp8BlockCutlass;
+      // FP8BlockScalesLinearMethod (_torch/modules/linear.py, 1.0-1.2): DeepGEMM's fp8_gemm_nt on
+      // Blackwell only; on Hopper the activations go through fp8_quantize_1x128 and the GEMM through
+      // torch.ops.trtllm.fp8_block_scaling_gemm, the engine's own block-scaled kernel [recalled]. The
+      // corpus agrees: on qwen3-32b__h100 TensorRT-LLM 1.2's FP8 runs sit 1.3-1.5x further below the
+      // DeepGEMM figure than its BF16 run and than SGLang's DeepGEMM FP8 run on the same GPU.
+      e.gemm = r.config.deep_gemm && !is_hopper(cl) ? GemmKernel::kFp8BlockDeepGemm
+                                                    : GemmKernel::kFp8BlockCutlass;
+      if (is_hopper(cl))
+        r.notes.push_back("FP8 block-scaled linears on Hopper: fp8_block_scaling_gemm, not DeepGEMM "
+                          "(linear.py calls deep_gemm on SM100 only) [recalled]");
       break;
     case Q::kW8A8Int8:
       e.gemm = GemmKernel::kInt8Native;
