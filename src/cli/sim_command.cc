@@ -267,7 +267,7 @@ void run_sim_run(SimRunArgs& a) {
 // The corpus beside the data directory (shared/reference next to shared/data), as the data is found.
 std::string default_corpus() { return (common::data_dir().parent_path() / "reference").string(); }
 
-void setup(CLI::App& root) {
+void setup_sim(CLI::App& root) {
   auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
   sim->require_subcommand(1);
 
@@ -343,6 +343,6 @@ void setup(CLI::App& root) {
 
 }  // namespace
 
-SERVELAB_REGISTER_COMMAND("sim", 40, setup);
+SERVELAB_REGISTER_COMMAND("sim", 40, setup_sim);
 
 }  // namespace servelab::cli

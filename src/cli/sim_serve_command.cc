@@ -244,7 +244,7 @@ void run_serve(const SimServeArgs& a) {
                v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
 }
 
-void setup(CLI::App& root) {
+void setup_sim_serve(CLI::App& root) {
   CLI::App* sim = root.get_subcommand("sim");
   auto args = std::make_shared<SimServeArgs>();
   auto* serve = sim->add_subcommand(
@@ -293,6 +293,6 @@ void setup(CLI::App& root) {
 
 }  // namespace
 
-SERVELAB_REGISTER_COMMAND("sim serve", 41, setup);  // after "sim" (order 40), which creates the group
+SERVELAB_REGISTER_COMMAND("sim serve", 41, setup_sim_serve);  // after "sim" (order 40), which creates the group
 
 }  // namespace servelab::cli

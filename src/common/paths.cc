@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-extern char** environ;
+#include <unistd.h>  // environ (declared with _GNU_SOURCE, which g++ defines)
 
 namespace servelab::common {
 namespace {

@@ -40,6 +40,13 @@ struct FlagSpec {
   const char* versions_source = "";
 };
 
+/// One row of an engine's flag table: option strings, value kind, how it applies (nullptr: a real option
+/// the twin does not model) and the allowed values (empty: any).
+inline FlagSpec F(std::vector<std::string> names, ValueKind kind, ApplyFn apply = nullptr,
+                  std::vector<std::string> choices = {}) {
+  return FlagSpec{std::move(names), kind, std::move(choices), apply};
+}
+
 /// The specs of `specs` that exist in `version` (declaration order kept).
 std::vector<FlagSpec> specs_in(const std::vector<FlagSpec>& specs, const EngineVersion& version);
 

@@ -15,10 +15,6 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
-           std::vector<std::string> choices = {}) {
-  return FlagSpec{std::move(names), kind, std::move(choices), apply};
-}
 
 SpeculativeConfig& spec_of(LaunchConfig& c) {
   if (!c.speculative) c.speculative = SpeculativeConfig{};

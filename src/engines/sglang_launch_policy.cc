@@ -10,7 +10,6 @@
 namespace servelab::engines::detail {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string fixed3(double x) {
   char buf[32];
@@ -20,7 +19,7 @@ std::string fixed3(double x) {
 
 // Speculative decoding: NEXTN is EAGLE with the model's MTP head; auto_choose_speculative_params when
 // the steps are unset; topk 1 forces draft tokens = steps + 1; max_running_requests 48.
-std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
+std::optional<LaunchFailure> sglang_speculative(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
   LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
@@ -298,7 +297,7 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
                 false);
   if (!c.max_model_len) c.max_model_len = derived;
   r.max_model_len = *c.max_model_len;
-  if (auto f = speculative(r)) return f;
+  if (auto f = sglang_speculative(r)) return f;
   memory_settings(r, cl);
   r.kv_dtype = kv_dtype_of(c.kv_cache_dtype, m);
   r.state_dtype = c.mamba_ssm_cache_dtype == "bfloat16" ? model::DType::kBf16 : model::DType::kFp32;

@@ -8,10 +8,6 @@
 namespace servelab::engines::detail {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 }  // namespace
 

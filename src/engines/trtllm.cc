@@ -12,10 +12,6 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
-           std::vector<std::string> choices = {}) {
-  return FlagSpec{std::move(names), kind, std::move(choices), apply};
-}
 
 // Options that trtllm-serve gained after 1.0 [recalled: absent from the 1.0.0 serve.py; first release
 // with them not pinned, taken as 1.1.0].

@@ -170,7 +170,7 @@ std::vector<int> capture_sizes(int max_bs, bool padding) {
   return out;
 }
 
-std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
+std::optional<LaunchFailure> trtllm_speculative(ResolvedLaunch& r) {
   LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
   const auto& s = *c.speculative;
@@ -277,7 +277,7 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = trtllm_layout(r, cl)) return *f;
   if (auto f = support_rules(r, cl, v)) return *f;
   choose_kernels(r, cl);
-  if (auto f = speculative(r)) return *f;
+  if (auto f = trtllm_speculative(r)) return *f;
   policies(r);
   static const std::vector<std::string> kEffective = {"--tp_size",
                                                       "--pp_size",

@@ -17,10 +17,6 @@ namespace {
 using V = std::vector<std::string>;
 using K = ValueKind;
 
-FlagSpec F(std::vector<std::string> names, K kind, ApplyFn apply = nullptr,
-           std::vector<std::string> choices = {}) {
-  return FlagSpec{std::move(names), kind, std::move(choices), apply};
-}
 
 // Restricts the last spec to releases [since, until).
 void gate(std::vector<FlagSpec>& s, const char* since, const char* until, const char* source) {

@@ -14,13 +14,6 @@ std::vector<int> vllm_capture_sizes(const ResolvedLaunch& r, const EngineVersion
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // Context length, the start-up rules that depend on it, and the batch defaults
 // (EngineArgs.get_batch_defaults; --performance-mode throughput doubles them).
 std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
@@ -127,7 +120,7 @@ void cache_layout(ResolvedLaunch& r) {
     r.notes.push_back("sliding-window layers keep only their window (V1 hybrid KV cache manager)");
 }
 
-std::optional<LaunchFailure> speculative(ResolvedLaunch& r) {
+std::optional<LaunchFailure> vllm_speculative(ResolvedLaunch& r) {
   LaunchConfig& c = r.config;
   if (!c.speculative) return std::nullopt;
   auto& s = *c.speculative;
@@ -295,7 +288,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
                 "attention kernel, which the FlashMLA sparse decode backend used by " +
                     display_name(r.model) + " does not return (vLLM issue #27544)",
                 true);
-  if (auto f = speculative(r)) return f;
+  if (auto f = vllm_speculative(r)) return f;
   if (auto f = batch_defaults(r, cl)) return f;
   cache_layout(r);
   scheduler_memory_routing(r, cl);

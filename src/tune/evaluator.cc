@@ -7,6 +7,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/tune/load.h"
 #include "servelab/tune/search.h"
+#include "tune/wall_clock.h"
 
 namespace servelab::tune {
 
@@ -98,9 +99,6 @@ std::string fmt_duration(double s) {
   return fmt::format("{:.1f}h", s / 3600);
 }
 
-double wall_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

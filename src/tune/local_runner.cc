@@ -22,8 +22,6 @@
 #include "tune/engine_process.h"
 #include "tune/study_dir.h"
 
-extern char** environ;
-
 namespace servelab::tune {
 
 namespace {

@@ -121,7 +121,7 @@ std::string first_version(const std::string& text) {
   return std::regex_search(text, m, kVersion) ? m[1].str() : "";
 }
 
-std::string one_line(std::string s) {
+std::string clipped_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   for (char& ch : s)
     if (ch == '\n') ch = ' ';
@@ -179,7 +179,7 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
                         fmt::format("`{}` {} ({}); the engine is not usable as installed", how,
                                     c.timed_out ? fmt::format("did not answer in {:g} s", o.command_timeout_s)
                                                 : "failed",
-                                    one_line(c.output).empty() ? "no output" : one_line(c.output))});
+                                    clipped_line(c.output).empty() ? "no output" : clipped_line(c.output))});
     return;
   }
   r.engine_versions[spec.name] = version;
@@ -278,7 +278,7 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
       {smi, "--query-gpu=index,name,memory.total,memory.used,driver_version", "--format=csv,noheader,nounits"}, o.env,
       o.command_timeout_s);
   if (q.timed_out || !WIFEXITED(q.status) || WEXITSTATUS(q.status) != 0) {
-    r.checks.push_back({"GPUs", Result::kFailed, fmt::format("nvidia-smi failed: {}", one_line(q.output))});
+    r.checks.push_back({"GPUs", Result::kFailed, fmt::format("nvidia-smi failed: {}", clipped_line(q.output))});
     return;
   }
   const std::vector<SmiGpu> gpus = parse_smi_gpus(q.output);
@@ -497,7 +497,7 @@ void check_tokenizer(const Study& study, PreflightReport& r) {
     r.checks.push_back({"tokenizer", Result::kFailed,
                         fmt::format("{} (bench serve counts tokens with it; `make deps` fetches DeepSeek's, or "
                                     "`hf download {}`)",
-                                    one_line(e.what()), spec)});
+                                    clipped_line(e.what()), spec)});
   }
 }
 

@@ -13,8 +13,6 @@
 #include "tune/engine_process.h"
 #include "servelab/tune/slurm.h"
 
-extern char** environ;
-
 namespace servelab::tune {
 
 namespace {

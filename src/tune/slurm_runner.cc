@@ -23,6 +23,7 @@
 #include "servelab/tune/space.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "tune/wall_clock.h"
 
 namespace servelab::tune {
 
@@ -121,7 +122,6 @@ std::string one_line(std::string s) {
 double steady_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-double wall_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 /// A job this runner waits for.
 struct Active {
@@ -163,7 +163,7 @@ class SlurmRunner {
       a.wall_submitted_s = it->second.wall_submitted_s;
       a.files = slurm_job_files(out_dir_ / "slurm", reqs[i].trial_key);
       a.state = it->second.state;
-      a.steady_started_s = steady_s() - std::max(0.0, wall_s() - it->second.wall_submitted_s);
+      a.steady_started_s = steady_s() - std::max(0.0, wall_now_s() - it->second.wall_submitted_s);
       say(fmt::format("slurm: job {} of {} from the earlier run ({}): waiting for it, not submitting again",
                       a.job_id, reqs[i].config_key, a.state));
       active.push_back(std::move(a));
@@ -229,7 +229,7 @@ class SlurmRunner {
     a.job_id = id;
     a.state = "PENDING";
     a.steady_started_s = steady_s();
-    a.wall_submitted_s = wall_s();
+    a.wall_submitted_s = wall_now_s();
     store_.record_slurm_job(SlurmJobRecord{a.trial_key, id, a.state, a.wall_submitted_s});
     ++pending_;
     say(fmt::format("slurm: submitted job {} for {} ({})", id, req.config_key, a.files.script.string()));

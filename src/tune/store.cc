@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "servelab/common/redact.h"
+#include "tune/wall_clock.h"
 
 namespace servelab::tune {
 
@@ -60,9 +61,6 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
-double wall_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS study (

@@ -62,7 +62,6 @@ std::string est_cell(const Estimate& e, bool predicted) {
   return num(e.mean);
 }
 
-std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
 
 void command_card(std::ostringstream& h, const std::string& id, const std::string& title, const std::string& shell,
                   const std::string& value_line) {

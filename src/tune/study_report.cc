@@ -16,7 +16,6 @@ namespace servelab::tune {
 
 namespace {
 
-std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
 
 std::string est_text(const Estimate& e, bool predicted) {
   if (e.n == 0) return "—";
@@ -615,5 +614,7 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   write("trials.csv", common::redact_text(trials_csv(in.trials)));
   write("trials.json", common::redact_text(trials_json(in.trials)));
 }
+
+std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
 
 }  // namespace servelab::tune

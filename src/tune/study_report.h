@@ -66,6 +66,9 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).
 std::filesystem::path chart_js_path();
 
+/// A signed percentage with two decimals ("+1.23%"), the report's gain figures (markdown and HTML alike).
+std::string pct(double v);
+
 /// Writes report.md, report.html, trials.csv and trials.json into `dir`. Throws std::runtime_error naming
 /// the file on I/O errors.
 void write_report_files(const ReportInput& in, const std::filesystem::path& dir);

@@ -72,7 +72,7 @@ struct Parsed {
   RunOptions config;
   Args extras;
 };
-Parsed parse(const Args& args) {
+Parsed parse_argv(const Args& args) {
   Parsed p;
   CLI::App app{"test", "servelab bench serve"};
   add_bench_flags(app, p.config);
@@ -82,35 +82,35 @@ Parsed parse(const Args& args) {
 }
 
 TEST(ArgparseCompat, BenchServeFlags) {
-  EXPECT_EQ(parse({"--num_prompts", "10"}).config.num_prompts, 10);
-  EXPECT_EQ(parse({"--num-prompt", "11"}).config.num_prompts, 11);
-  EXPECT_EQ(parse({"--num-prompt=12"}).config.num_prompts, 12);
-  EXPECT_EQ(parse({"--ready_check_timeout_sec", "0"}).config.ready_check_timeout_s, 0);
-  EXPECT_EQ(parse({"--percentile_metrics=ttft,e2el"}).config.percentile_metrics, "ttft,e2el");
-  Parsed p = parse({"--tokenizer", "gpt2", "--tokenizer_mode", "slow", "--dataset_name=sharegpt"});
+  EXPECT_EQ(parse_argv({"--num_prompts", "10"}).config.num_prompts, 10);
+  EXPECT_EQ(parse_argv({"--num-prompt", "11"}).config.num_prompts, 11);
+  EXPECT_EQ(parse_argv({"--num-prompt=12"}).config.num_prompts, 12);
+  EXPECT_EQ(parse_argv({"--ready_check_timeout_sec", "0"}).config.ready_check_timeout_s, 0);
+  EXPECT_EQ(parse_argv({"--percentile_metrics=ttft,e2el"}).config.percentile_metrics, "ttft,e2el");
+  Parsed p = parse_argv({"--tokenizer", "gpt2", "--tokenizer_mode", "slow", "--dataset_name=sharegpt"});
   EXPECT_EQ(p.config.tokenizer, "gpt2");
   EXPECT_EQ(p.config.tokenizer_mode, "slow");
   EXPECT_EQ(p.config.dataset_name, "sharegpt");
   // A repeated flag keeps its last value whatever spelling each occurrence used (argparse).
-  EXPECT_EQ(parse({"--num-prompt", "5", "--num_prompts", "9"}).config.num_prompts, 9);
-  EXPECT_EQ(parse({"--num_prompts", "9", "--num-p", "5"}).config.num_prompts, 5);
+  EXPECT_EQ(parse_argv({"--num-prompt", "5", "--num_prompts", "9"}).config.num_prompts, 9);
+  EXPECT_EQ(parse_argv({"--num_prompts", "9", "--num-p", "5"}).config.num_prompts, 5);
   // Unknown flags come back in order, with their values, for the "unrecognized arguments" message.
-  EXPECT_EQ(parse({"--num-promptz", "5", "--seed", "1"}).extras, (Args{"--num-promptz", "5"}));
+  EXPECT_EQ(parse_argv({"--num-promptz", "5", "--seed", "1"}).extras, (Args{"--num-promptz", "5"}));
   try {
-    parse({"--random", "5"});
+    parse_argv({"--random", "5"});
     FAIL() << "--random accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("ambiguous option: --random could match --random-input-len, ", 0), 0u)
         << e.what();
   }
   try {
-    parse({"--he"});
+    parse_argv({"--he"});
     FAIL() << "--he accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), "ambiguous option: --he could match --help, --header");
   }
-  EXPECT_THROW(parse({"--hel"}), CLI::CallForHelp);
-  EXPECT_THROW(parse({"--tokenizer-mode", "fast"}), CLI::ValidationError);
+  EXPECT_THROW(parse_argv({"--hel"}), CLI::CallForHelp);
+  EXPECT_THROW(parse_argv({"--tokenizer-mode", "fast"}), CLI::ValidationError);
 }
 
 }  // namespace

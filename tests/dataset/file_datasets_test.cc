@@ -18,14 +18,9 @@
 namespace servelab::dataset {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
+using testing::words_plus_bos;
+using testing::wrap_chat;
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / ("servelab_file_datasets_" + std::to_string(::getpid()));
@@ -36,19 +31,6 @@ std::filesystem::path write_file(const std::string& name, const std::string& tex
 }
 
 // ----- sonnet ------------------------------------------------------------------------------------------
-// Fake tokenizer: a token per whitespace-separated word plus a BOS; the "chat template" wraps the prompt in
-// <U>...<A> (so it adds one word: "<U>Pick" is one, "<A>" after the last newline another).
-int words_plus_bos(std::string_view text) {
-  int n = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
-    if (!space && !in_word) ++n;
-    in_word = !space;
-  }
-  return n + 1;
-}
-std::string wrap_chat(std::string_view p) { return "<U>" + std::string(p) + "<A>"; }
 
 const std::vector<std::string> kPoem = {"one two three\n", "four five\n", "six seven eight nine\n",
                                         "ten\n", "eleven twelve thirteen\n",

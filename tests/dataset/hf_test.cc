@@ -14,16 +14,11 @@
 namespace servelab::dataset {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::error_of;
+using testing::words_plus_bos;
+using testing::wrap_chat;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+namespace fs = std::filesystem;
 
 fs::path temp_root(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("servelab_hf_" + std::to_string(::getpid())) / name;
@@ -43,17 +38,6 @@ std::vector<std::string> rel(const std::vector<fs::path>& files, const fs::path&
   return out;
 }
 
-int words_plus_bos(std::string_view text) {
-  int n = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = c == ' ' || c == '\n';
-    if (!space && !in_word) ++n;
-    in_word = !space;
-  }
-  return n + 1;
-}
-std::string wrap_chat(std::string_view p) { return "<U>" + std::string(p) + "<A>"; }
 
 using V = std::vector<std::string>;
 

@@ -11,14 +11,7 @@
 namespace servelab::dataset {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Options, ParseRangeRatio) {
   EXPECT_DOUBLE_EQ(parse_range_ratio("0.25").input, 0.25);

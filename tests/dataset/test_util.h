@@ -3,9 +3,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "servelab/common/paths.h"
 #include "dataset/synthetic.h"
@@ -62,5 +65,29 @@ inline std::optional<nlohmann::json> run_oracle(const std::string& python, const
   if (rc != 0 || out.empty()) return std::nullopt;
   return nlohmann::json::parse(out);
 }
+
+/// The message of the std::runtime_error `f` throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Fake tokenizer count: a token per whitespace-separated word plus a BOS. The matching fake "chat
+/// template" wraps the prompt in <U>...<A> (wrap_chat: one word more, "<A>" after the last newline).
+inline int words_plus_bos(std::string_view text) {
+  int n = 0;
+  bool in_word = false;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n + 1;
+}
+inline std::string wrap_chat(std::string_view p) { return "<U>" + std::string(p) + "<A>"; }
 
 }  // namespace servelab::dataset::testing

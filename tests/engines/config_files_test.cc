@@ -6,15 +6,14 @@
 #include <fstream>
 
 #include "servelab/engines/engines.h"
+#include "test_parse.h"
 #include "engines/yaml_subset.h"
 
 namespace se = servelab::engines;
 using servelab::engines::detail::parse_yaml_subset;
 
 namespace {
-se::LaunchConfig parse(const std::string& cmd) {
-  return se::parse_launch_command(se::split_command_line(cmd));
-}
+using servelab::engines::testing::parse;
 }  // namespace
 
 TEST(YamlSubset, MappingsScalarsLists) {

@@ -22,8 +22,8 @@ const md::ModelSpec& model(const std::string& id) {
   return it->second;
 }
 
-se::LaunchConfig parse(const std::string& cmd, const std::string& version = "",
-                       const std::map<std::string, std::string>& env = {}) {
+se::LaunchConfig parse_at(const std::string& cmd, const std::string& version = "",
+                          const std::map<std::string, std::string>& env = {}) {
   return se::parse_launch_command(se::split_command_line(cmd), env, version);
 }
 
@@ -31,7 +31,7 @@ std::variant<se::ResolvedLaunch, se::LaunchFailure> run(const std::string& cmd, 
                                                         const std::string& model_id,
                                                         const std::string& cluster,
                                                         const std::map<std::string, std::string>& env = {}) {
-  auto c = parse(cmd, version, env);
+  auto c = parse_at(cmd, version, env);
   return se::resolve_launch(c, model(model_id), hw::parse_cluster(cluster));
 }
 
@@ -51,7 +51,7 @@ se::LaunchFailure refused(const std::string& cmd, const std::string& version, co
 
 std::string arg_error(const std::string& cmd, const std::string& version) {
   try {
-    parse(cmd, version);
+    parse_at(cmd, version);
   } catch (const se::EngineArgError& e) {
     return e.what();
   }
@@ -83,7 +83,7 @@ TEST(Versions, OrderAndFamilies) {
   EXPECT_TRUE(V::parse("1.2.0rc5") < V::parse("1.2.0"));
   EXPECT_TRUE(V::parse("0.17") == V::parse("0.17.0"));
   EXPECT_THROW(V::parse("latest"), std::invalid_argument);
-  EXPECT_THROW(parse("vllm serve m", "0.x"), std::invalid_argument);
+  EXPECT_THROW(parse_at("vllm serve m", "0.x"), std::invalid_argument);
   const auto& mods = se::engine_modules();
   ASSERT_EQ(mods.size(), 3u);
   EXPECT_EQ(se::engine_module(se::EngineKind::kVllm).versions,
@@ -91,7 +91,7 @@ TEST(Versions, OrderAndFamilies) {
   EXPECT_EQ(se::engine_module(se::EngineKind::kSglang).versions.size(), 8u);
   EXPECT_EQ(se::engine_module(se::EngineKind::kTrtllm).versions,
             (std::vector<std::string>{"1.0.0", "1.2.0rc1", "1.2.0rc5"}));
-  EXPECT_EQ(parse("vllm serve m").engine_version, "0.13.0");  // the module's default
+  EXPECT_EQ(parse_at("vllm serve m").engine_version, "0.13.0");  // the module's default
   EXPECT_EQ(ok("vllm serve m", "0.24.0", kQwen8, "H100").version_family, "vllm-0.17");
   EXPECT_EQ(ok("vllm serve m", "0.10.2", kQwen8, "H100").version_family, "vllm-0.10");
   EXPECT_EQ(ok("python3 -m sglang.launch_server --model-path m", "0.5.14", kQwen8, "H100").version_family,
@@ -137,12 +137,12 @@ TEST(Versions, FlagsExistOnlyInTheirReleases) {
             0u);
   EXPECT_EQ(arg_error("trtllm-serve m --tool_parser qwen3", "1.2.0rc1"), "");
   // Rendering keeps the release: the old releases get --cuda-graph-sizes and VLLM_ALL2ALL_BACKEND.
-  auto old = parse("vllm serve m --cuda-graph-sizes 256", "0.11.0");
+  auto old = parse_at("vllm serve m --cuda-graph-sizes 256", "0.11.0");
   EXPECT_EQ(old.cuda_graph_max_bs, 256);
   auto back = se::parse_launch_command(se::to_argv(old), se::to_env(old), "0.11.0");
   EXPECT_EQ(back.cuda_graph_max_bs, 256);
   auto env =
-      parse("vllm serve m -dp 2 --enable-expert-parallel", "0.11.0", {{"VLLM_ALL2ALL_BACKEND", "pplx"}});
+      parse_at("vllm serve m -dp 2 --enable-expert-parallel", "0.11.0", {{"VLLM_ALL2ALL_BACKEND", "pplx"}});
   EXPECT_EQ(env.moe_a2a_backend, "pplx");
   EXPECT_EQ(se::to_env(env).at("VLLM_ALL2ALL_BACKEND"), "pplx");
 }
@@ -444,7 +444,7 @@ TEST(Layouts, DeepepModesAndExpertParallel) {
   auto trt = ok("trtllm-serve m --tp_size 4 --ep_size 2", "1.2.0rc5", kQwen235Fp8, "4xH100");
   EXPECT_EQ(trt.layout.moe_ep, 2);
   EXPECT_EQ(trt.layout.moe_tp, 2);
-  auto adp_cfg = se::apply_config_yaml(parse("trtllm-serve m --tp_size 4 --ep_size 4", "1.2.0rc5"),
+  auto adp_cfg = se::apply_config_yaml(parse_at("trtllm-serve m --tp_size 4 --ep_size 4", "1.2.0rc5"),
                                        "enable_attention_dp: true\n");
   auto adp = std::get<se::ResolvedLaunch>(
       se::resolve_launch(adp_cfg, model(kQwen235Fp8), hw::parse_cluster("4xH100")));
@@ -500,12 +500,12 @@ TEST(TrtllmDefaults, PyTorchBackend) {
   EXPECT_EQ(t.memory.basis, se::MemoryPolicy::Basis::kOfFree);
   EXPECT_EQ(t.scheduler.kind, se::SchedulerPolicy::Kind::kTrtllmInflight);
   // Padding on: [1, 2, 4] + 8..128 step 8 = 19 sizes.
-  auto padded = se::apply_config_yaml(parse("trtllm-serve m", "1.2.0rc5"),
+  auto padded = se::apply_config_yaml(parse_at("trtllm-serve m", "1.2.0rc5"),
                                       "cuda_graph_config:\n  enable_padding: true\n");
   auto p = std::get<se::ResolvedLaunch>(se::resolve_launch(padded, model(kQwen8), hw::parse_cluster("H100")));
   EXPECT_TRUE(p.execution.graph_padding);
   EXPECT_EQ(p.execution.graph_sizes.size(), 19u);
-  auto off = se::apply_config_yaml(parse("trtllm-serve m", "1.2.0rc5"), "disable_overlap_scheduler: true\n");
+  auto off = se::apply_config_yaml(parse_at("trtllm-serve m", "1.2.0rc5"), "disable_overlap_scheduler: true\n");
   EXPECT_FALSE(std::get<se::ResolvedLaunch>(se::resolve_launch(off, model(kQwen8), hw::parse_cluster("H100")))
                    .execution.async_scheduling);
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc5", kGptOss, "H100").execution.moe, se::MoeKernel::kCutlassGrouped);
@@ -558,7 +558,7 @@ TEST(Unmodelled, KernelPathsWithoutAFigure) {
   auto trt = ok("trtllm-serve m --max_seq_len 32768", "1.0.0", kGptOss, "H100");
   ASSERT_EQ(trt.unmodelled.size(), 1u);
   EXPECT_NE(trt.unmodelled[0].find("CUTLASS WFP4A16"), std::string::npos);
-  auto triton = se::apply_config_yaml(parse("trtllm-serve m", "1.0.0"), "moe_config:\n  backend: TRITON\n");
+  auto triton = se::apply_config_yaml(parse_at("trtllm-serve m", "1.0.0"), "moe_config:\n  backend: TRITON\n");
   auto t = std::get<se::ResolvedLaunch>(se::resolve_launch(triton, model(kGptOss), hw::parse_cluster("H100")));
   EXPECT_EQ(t.execution.moe, se::MoeKernel::kTritonKernels);
   EXPECT_TRUE(t.unmodelled.empty());
@@ -660,7 +660,7 @@ TEST(Speculative, VllmMethods) {
 
 TEST(RoundTrip, NewlyModelledFlags) {
   auto same = [](const std::string& cmd, const std::string& version) {
-    auto c = parse(cmd, version);
+    auto c = parse_at(cmd, version);
     auto b = se::parse_launch_command(se::to_argv(c), se::to_env(c), version);
     EXPECT_EQ(b.async_scheduling, c.async_scheduling) << cmd;
     EXPECT_EQ(b.performance_mode, c.performance_mode) << cmd;

@@ -5,15 +5,14 @@
 
 #include "engines/cli_parser.h"
 #include "servelab/engines/engines.h"
+#include "test_parse.h"
 
 namespace se = servelab::engines;
 using se::EngineKind;
 
 namespace {
 
-se::LaunchConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
-  return se::parse_launch_command(se::split_command_line(cmd), env);
-}
+using servelab::engines::testing::parse;
 
 std::string error_of(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
   try {

@@ -10,6 +10,7 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/engines/engines.h"
+#include "test_parse.h"
 #include "servelab/engines/launch.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
@@ -23,9 +24,7 @@ namespace hw = servelab::hardware;
 
 namespace {
 
-se::LaunchConfig parse(const std::string& cmd, const std::map<std::string, std::string>& env = {}) {
-  return se::parse_launch_command(se::split_command_line(cmd), env);
-}
+using servelab::engines::testing::parse;
 
 const md::ModelSpec kV32 = md::deepseek_v32();
 const std::string kH200 = "8xH200";

@@ -11,7 +11,7 @@
 namespace servelab::tune {
 namespace {
 
-Study small(const std::string& extra = "") {
+Study small_study(const std::string& extra = "") {
   return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data");
 }
 
@@ -20,7 +20,7 @@ Evaluator make(const Study& s, TrialRunner r, const std::string& tag = "twin") {
 }
 
 TEST(Greedy, FollowsTheHandComputedPath) {
-  Study s = small();
+  Study s = small_study();
   int launches = 0;
   Evaluator ev = make(s, testing::fake_runner(&launches));
   SearchOutcome o = run_search(s, ev, nullptr);
@@ -81,7 +81,7 @@ TEST(Greedy, FollowsTheHandComputedPath) {
 }
 
 TEST(Grid, EvaluatesThePrunedProductAndPicksTheBest) {
-  Study s = small("\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  Study s = small_study("\n[search]\nstrategy = \"grid\"\nablation = false\n");
   int launches = 0;
   Evaluator ev = make(s, testing::fake_runner(&launches));
   SearchOutcome o = run_search(s, ev, nullptr);
@@ -93,7 +93,7 @@ TEST(Grid, EvaluatesThePrunedProductAndPicksTheBest) {
 }
 
 TEST(TwinGuided, MeasuresTopKAndReportsRankAgreement) {
-  Study s = small("\n[search]\nstrategy = \"twin-guided\"\ntop_k = 3\nablation = false\n");
+  Study s = small_study("\n[search]\nstrategy = \"twin-guided\"\ntop_k = 3\nablation = false\n");
   s.target = Target::kLocal;
   Evaluator twin = make(s, testing::fake_runner(), "twin");
   // The "real" engine disagrees with the twin: flag=true helps b by 30% instead of costing 10%.
@@ -120,7 +120,7 @@ TEST(TwinGuided, MeasuresTopKAndReportsRankAgreement) {
 }
 
 TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
-  Study s = small();
+  Study s = small_study();
   s.repeats = 3;
   // ±5% alternating noise on every run: b's ctx gain (+10%) stays significant only if the t-test says so.
   int call = 0;
@@ -145,7 +145,7 @@ TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
 // Issue 10 §4: a start-up refusal or OOM is launched once for all repeats (each launch may wait
 // ready_timeout_s); a not-ready engine is retried on the next repeat.
 TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
-  Study s = small();
+  Study s = small_study();
   s.repeats = 3;
   std::map<std::string, int> launches;
   TrialRunner r = [&](const TrialRequest& req) {
@@ -169,7 +169,7 @@ TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
 }
 
 TEST(Greedy, ARunnerExceptionIsAFailedTrialAndTheStudyGoesOn) {
-  Study s = small();
+  Study s = small_study();
   TrialRunner r = [](const TrialRequest& req) {
     if (req.config_key == "b{layout=tp4-dp2,ctx=32768}") throw std::runtime_error("scheduler stalled");
     return testing::fake_runner()(req);
