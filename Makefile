@@ -1,12 +1,15 @@
 # servelab — `make demo` (the main job) and `make test`; both install what is missing first.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+# Unity build (STYLE.md "Build"): a target's .cc files compiled in batches of 8, one compile each, which cuts
+# the cold build's CPU time by ~40% (servelab_engines + engines_test, 25 TUs: 191 -> 115 CPU s) — what CI and
+# a fresh machine pay. A plain `cmake -B build` is not a unity build.
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON
 PREFIX ?= /usr/local
 # The sanitizer build: clang, ASan + UBSan (every finding fatal) and libFuzzer coverage, so `make test-asan`
 # and `make fuzz` share one build. -O1 with line tables: symbolised reports, tests faster than at -O0.
 ASAN_BUILD ?= build-asan
-ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++ -DSERVELAB_FUZZ=ON -DSERVELAB_BUILD_BENCHMARKS=OFF \
+ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++ -DSERVELAB_FUZZ=ON -DSERVELAB_BUILD_BENCHMARKS=OFF -DCMAKE_UNITY_BUILD=ON \
                     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only"
 FUZZ_SECONDS ?= 60
 # The CI subset of the sanitizer build (`make test-asan-input`, .ci/run): only the code that parses hostile
