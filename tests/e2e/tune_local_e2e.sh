@@ -34,7 +34,9 @@ mkdir -p "$TMP/data" "$TMP/run"
 python3 "$SRC/scripts/gen_large_sharegpt.py" --data "$SHARED_DATA" --size-mb 8 \
   --out "$TMP/data/ShareGPT_V3_unfiltered_cleaned_split.json" > /dev/null
 cd "$TMP/run"
-export SERVELAB_DATA_DIR="$TMP/data" SERVELAB_STANDIN_TIME_SCALE=20 SERVELAB_STANDIN_STARTUP_S=0.3
+# The stand-in engines serve with the binary under test (as tune_slurm_e2e.sh), not with whatever
+# build/servelab of the checkout they would find first.
+export SERVELAB_DATA_DIR="$TMP/data" SERVELAB_STANDIN_TIME_SCALE=20 SERVELAB_STANDIN_STARTUP_S=0.3 SERVELAB_BIN="$BIN"
 STANDIN_PATH="$SRC/tools/standins/bin:$PATH"
 export PYTHONPATH="$SRC/tools/standins/python"
 TUNE=("$BIN" tune "$STUDY" --target local --prompts-scale "$SCALE" --port "$PORT" --out out)
