@@ -10,7 +10,6 @@
 namespace servelab::engines::detail {
 namespace {
 
-
 std::string fixed3(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", x);

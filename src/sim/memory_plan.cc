@@ -34,15 +34,19 @@ double layer_transient_bytes(const model::Layer& layer, int hidden, const engine
   return ffn + attn + 4.0 * hidden * 2;
 }
 
+// Bytes of one slot of a separate recurrent-state pool: the request's state and its speculative copies.
+double state_slot_bytes(const engines::MemoryPolicy& pol, double state_bytes) {
+  return state_bytes * std::max(1, pol.state_copies_per_slot);
+}
+
 // States of a separate recurrent-state pool (MemoryPolicy::state_pool_ratio): SGLang's
 // handle_max_mamba_cache solves mamba + full KV = budget, mamba / full KV = r, so the pool holds
 // floor(budget x r / (1 + r) / per-slot bytes) states; without the radix cache it holds state_slots.
 long long state_pool_slots(const engines::MemoryPolicy& pol, double state_bytes, double budget) {
   if (state_bytes <= 0 || (pol.state_pool_ratio <= 0 && pol.state_slots <= 0)) return 0;
-  const double per_slot = state_bytes * std::max(1, pol.state_copies_per_slot);
   if (pol.state_pool_ratio <= 0) return pol.state_slots;
   const double pool = std::max(0.0, budget) * pol.state_pool_ratio / (1.0 + pol.state_pool_ratio);
-  return static_cast<long long>(std::floor(pool / per_slot));
+  return static_cast<long long>(std::floor(pool / state_slot_bytes(pol, state_bytes)));
 }
 
 }  // namespace
@@ -132,7 +136,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     else
       budget = pol.fraction * (cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes);
     const long long slots = state_pool_slots(pol, state, budget);
-    budget -= double(slots) * state * std::max(1, pol.state_copies_per_slot);
+    budget -= double(slots) * state_slot_bytes(pol, state);
     MemoryPlan probe = plan;
     probe.kv_bytes_per_token = kv_full;
     probe.kv_window_bytes_per_token = kv_win;

@@ -12,21 +12,12 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/multi_turn.h"
+#include "test_util.h"
 
 namespace servelab::dataset {
 namespace {
 
-// Words (maximal runs of non-whitespace), as Python's len(text.split()).
-int words(std::string_view text) {
-  int n = 0;
-  bool in_word = false;
-  for (char ch : text) {
-    const bool space = ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r';
-    if (!space && !in_word) ++n;
-    in_word = !space;
-  }
-  return n;
-}
+using testing::words;
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
   const auto path =

@@ -76,9 +76,8 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-/// Fake tokenizer count: a token per whitespace-separated word plus a BOS. The matching fake "chat
-/// template" wraps the prompt in <U>...<A> (wrap_chat: one word more, "<A>" after the last newline).
-inline int words_plus_bos(std::string_view text) {
+/// Words (maximal runs of non-whitespace: space, tab, CR, LF), as Python's len(text.split()) on ASCII.
+inline int words(std::string_view text) {
   int n = 0;
   bool in_word = false;
   for (char c : text) {
@@ -86,8 +85,12 @@ inline int words_plus_bos(std::string_view text) {
     if (!space && !in_word) ++n;
     in_word = !space;
   }
-  return n + 1;
+  return n;
 }
+
+/// Fake tokenizer count: a token per whitespace-separated word plus a BOS. The matching fake "chat
+/// template" wraps the prompt in <U>...<A> (wrap_chat: one word more, "<A>" after the last newline).
+inline int words_plus_bos(std::string_view text) { return words(text) + 1; }
 inline std::string wrap_chat(std::string_view p) { return "<U>" + std::string(p) + "<A>"; }
 
 }  // namespace servelab::dataset::testing
