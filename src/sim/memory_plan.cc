@@ -49,6 +49,22 @@ long long state_pool_slots(const engines::MemoryPolicy& pol, double state_bytes,
   return static_cast<long long>(std::floor(pool / state_slot_bytes(pol, state_bytes)));
 }
 
+// SGLang's ReqToTokenPool (model_runner.py init_memory_pool: ReqToTokenPool(size=max_num_reqs,
+// max_context_len=context_len + 4), int32 entries): (slots + 1) x (context + 4) x 4 bytes per rank, slots
+// from the pool's tokens (clamp(tokens / context x 512, 2048, 4096)) unless --max-running-requests sets
+// them. Charged to the KV budget: where SGLang takes it from is [unverified]; the corpus measures it
+// (GLM-5.2, 1,048,576-token context, 8 GiB per rank): SGLang 0.5.14 on 8 x H200 decodes ~26 requests at
+// once at its default DP-attention memory fraction, ~78 at 0.80, ~104 at 0.85 and ~38 at TP8 (output
+// tokens x ITL / duration), where the pool without the table holds ~90 / 122 / 167 / 41 and with it ~22 /
+// 62 / 119 / 33 (sim run of those launches).
+double request_table_bytes(const engines::MemoryPolicy& pol, double pool_tokens, int context) {
+  if (!pol.request_table || context <= 0) return 0;
+  long long slots = pol.request_table_slots;
+  if (slots <= 0)
+    slots = std::clamp<long long>(static_cast<long long>(pool_tokens / context * 512), 2048, 4096);
+  return double(slots + 1) * (double(context) + 4) * 4.0;
+}
+
 }  // namespace
 
 double request_kv_bytes(const MemoryPlan& p, long long tokens) {
@@ -137,6 +153,10 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       budget = pol.fraction * (cluster.gpu.memory_bytes - w.total - act - pol.reserved_bytes);
     const long long slots = state_pool_slots(pol, state, budget);
     budget -= double(slots) * state_slot_bytes(pol, state);
+    const double table =
+        request_table_bytes(pol, std::max(0.0, budget) / std::max(kv_full, 1.0), launch.max_model_len);
+    budget -= table;
+    plan.request_table_bytes = std::max(plan.request_table_bytes, table);
     MemoryPlan probe = plan;
     probe.kv_bytes_per_token = kv_full;
     probe.kv_window_bytes_per_token = kv_win;

@@ -35,6 +35,7 @@ struct MemoryPlan {
   /// 0 = states are charged to the KV pool per request (request_kv_bytes).
   long long state_slots = 0;
   int max_running_from_states = 0;      ///< the cap the state pool puts on running requests (0 = none)
+  double request_table_bytes = 0;       ///< SGLang's req_to_token table charged to the budget (bytes)
   int block_size = 16;
   int max_model_len = 0;
   double memory_fraction = 0;
