@@ -262,9 +262,8 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
   mem.profile_activations = false;
   mem.reserved_bytes = 0;
   if (c.max_total_tokens) mem.max_total_tokens = *c.max_total_tokens;
-  // The req_to_token table (model_runner.py ReqToTokenPool): sized by the per-rank running cap when given.
+  // The req_to_token table (model_runner.py ReqToTokenPool), sized from the pool (memory_plan.cc).
   mem.request_table = true;
-  mem.request_table_slots = s.max_num_seqs_from_pool ? 0 : s.max_num_seqs;
   r.notes.push_back("req_to_token table: (slots + 1) x (context_len + 4) int32 per rank, charged to the KV "
                     "budget (model_runner.py ReqToTokenPool; the charge is corpus evidence, memory_plan.cc)");
   mem.kv_window_only = m.has_sliding_window() && !c.disable_hybrid_swa_memory;

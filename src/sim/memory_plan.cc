@@ -50,18 +50,18 @@ long long state_pool_slots(const engines::MemoryPolicy& pol, double state_bytes,
 }
 
 // SGLang's ReqToTokenPool (model_runner.py init_memory_pool: ReqToTokenPool(size=max_num_reqs,
-// max_context_len=context_len + 4), int32 entries): (slots + 1) x (context + 4) x 4 bytes per rank, slots
-// from the pool's tokens (clamp(tokens / context x 512, 2048, 4096)) unless --max-running-requests sets
-// them. Charged to the KV budget: where SGLang takes it from is [unverified]; the corpus measures it
-// (GLM-5.2, 1,048,576-token context, 8 GiB per rank): SGLang 0.5.14 on 8 x H200 decodes ~26 requests at
-// once at its default DP-attention memory fraction, ~78 at 0.80, ~104 at 0.85 and ~38 at TP8 (output
-// tokens x ITL / duration), where the pool without the table holds ~90 / 122 / 167 / 41 and with it ~22 /
-// 62 / 119 / 33 (sim run of those launches).
+// max_context_len=context_len + 4), int32 entries, max_num_reqs = clamp(tokens / context_len x 512, 2048,
+// 4096)): (slots + 1) x (context + 4) x 4 bytes per rank, charged to the KV budget. [unverified in the
+// engine's code: where SGLang takes it from, and whether --max-running-requests shrinks it.] Corpus
+// evidence (GLM-5.2, 1,048,576-token context, 8 GiB per rank; requests decoding at once = output tokens x
+// ITL / duration): SGLang 0.5.14 on 8 x H200 decodes ~26 / 78 / 104 at once at its default DP-attention
+// memory fraction / 0.80 / 0.85 and ~38 at TP8, where the pool without the table holds ~90 / 122 / 167 /
+// 41 and with it ~22 / 62 / 119 / 33; with --max-running-requests 256 (32 per rank, not binding) it
+// decodes ~93 at 0.85, fewer than without the flag, so the charge does not shrink with the flag.
 double request_table_bytes(const engines::MemoryPolicy& pol, double pool_tokens, int context) {
   if (!pol.request_table || context <= 0) return 0;
-  long long slots = pol.request_table_slots;
-  if (slots <= 0)
-    slots = std::clamp<long long>(static_cast<long long>(pool_tokens / context * 512), 2048, 4096);
+  const long long slots =
+      std::clamp<long long>(static_cast<long long>(pool_tokens / context * 512), 2048, 4096);
   return double(slots + 1) * (double(context) + 4) * 4.0;
 }
 

@@ -145,12 +145,10 @@ struct MemoryPolicy {
   /// what fits instead of refusing to start (vLLM >= 0.17 without --max-model-len [unverified release;
   /// the corpus's GLM-5.2 at its 1,048,576 default started on vLLM 0.24]).
   bool auto_fit_max_model_len = false;
-  /// SGLang's ReqToTokenPool, an int32 table of (slots + 1) x (context_len + 4) entries per rank, charged
-  /// to the KV budget (memory_plan.cc request_table_bytes, with the corpus evidence). slots =
-  /// `request_table_slots` when > 0 (--max-running-requests per rank), else clamp(pool tokens /
-  /// context_len x 512, 2048, 4096) (model_runner.py). false: vLLM, TensorRT-LLM.
+  /// SGLang's ReqToTokenPool, an int32 table of (slots + 1) x (context_len + 4) entries per rank, slots =
+  /// clamp(pool tokens / context_len x 512, 2048, 4096) (model_runner.py), charged to the KV budget
+  /// (memory_plan.cc request_table_bytes, with the corpus evidence). false: vLLM, TensorRT-LLM.
   bool request_table = false;
-  int request_table_slots = 0;
 };
 
 /// The scheduler the engine runs per DP rank.
