@@ -100,6 +100,15 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     if (tpot && *tpot > 0) mm.mean_tpot_ms = tpot;
     if (c.status != CorpusPoint::Status::kFailed) {
       if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported (the study's conclusion table only)");
+      // A time to first token is at least a network round trip and a prefill step, never 0: a median of 0 ms
+      // means no first token was timed for half of the requests or more (qwen3.5-9b__h100#003, a partial MTP
+      // run: median TTFT and every ITL figure 0 ms, 45 input tokens per request counted), so the mean is
+      // not a TTFT either.
+      if (const auto median_ttft = number(m, "median_ttft_ms"); mm.mean_ttft_ms && median_ttft && *median_ttft <= 0) {
+        c.not_comparable.push_back("TTFT: the run reports a median TTFT of 0 ms (no first token timed for half "
+                                   "of the requests), so its mean is not a time to first token");
+        mm.mean_ttft_ms.reset();
+      }
       if (!tpot) {
         c.not_comparable.push_back("TPOT: not reported");
       } else if (*tpot <= 0) {

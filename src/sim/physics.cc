@@ -29,12 +29,14 @@ KernelEfficiency gemm_efficiency(GemmKernel k, Generation g) {
       return {0.60, 0.75, 64, "FP8 GEMM M=4096: 775-1,520 of 1,979 TFLOPS (39-77%) (gpu-kernel-facts.md §2.1)"};
     case GemmKernel::kFp8BlockDeepGemm:
       return {0.65, 0.80, 64,
-              "DeepGEMM FP8: grouped contiguous 61-68% of peak; M=64 memory-bound at 1.7-2.7 TB/s (50-80%) "
-              "(gpu-kernel-facts.md §2.1)"};
+              "DeepGEMM FP8: grouped contiguous 61-68% of peak; M=64 memory-bound at 1.7-2.7 TB/s (50-80%, "
+              "the low end on the small weight shapes) (gpu-kernel-facts.md §2.1)",
+              0.50};
     case GemmKernel::kFp8BlockCutlass:
       return {0.50, 0.70, 64,
-              "FP8 block-scaled GEMM without DeepGEMM (CUTLASS / Triton w8a8): below DeepGEMM [derived, "
-              "unverified]"};
+              "FP8 block-scaled GEMM without DeepGEMM (CUTLASS / Triton w8a8): below DeepGEMM, the same "
+              "fall on small shapes (x 0.7 / 0.8) [derived, unverified]",
+              0.44};
     case GemmKernel::kInt8Native:
       return {amp ? 0.65 : 0.55, 0.80, 64, "CUTLASS INT8 W8A8 [recalled, unverified]"};
     case GemmKernel::kMarlinW8A16:
@@ -162,8 +164,16 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
   const double rows = std::ceil(m / eff.min_rows) * eff.min_rows;
   const double compute = 2.0 * rows * n * k / (peak_flops * eff.compute);
   const double bytes = weight_bytes + 2.0 * m * (n + k);  // BF16 activations in and out
-  const double memory = bytes / (gpu.hbm_bandwidth_Bps * eff.memory);
+  const double memory = bytes / (gpu.hbm_bandwidth_Bps * gemm_memory_efficiency(eff, weight_bytes));
   return roofline_s(compute, memory, memory_bound_s);
+}
+
+double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes) {
+  if (e.memory_small <= 0 || weight_bytes >= kLargeGemmWeightBytes) return e.memory;
+  if (weight_bytes <= kSmallGemmWeightBytes) return e.memory_small;
+  const double x =
+      std::log(weight_bytes / kSmallGemmWeightBytes) / std::log(kLargeGemmWeightBytes / kSmallGemmWeightBytes);
+  return e.memory_small + x * (e.memory - e.memory_small);
 }
 
 double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-6; }

@@ -21,7 +21,21 @@ struct KernelEfficiency {
   double memory = 0.8;   ///< fraction of HBM bandwidth reached when memory-bound
   int min_rows = 64;     ///< rows (M) are padded to this tile (wgmma m64 on Hopper, 16 on Ampere mma)
   const char* source = "";
+  /// Memory-bound efficiency of a small weight matrix: reached at <= kSmallGemmWeightBytes, rising
+  /// log-linearly to `memory` at >= kLargeGemmWeightBytes (gemm_memory_efficiency); 0 = `memory` at any size.
+  double memory_small = 0;
 };
+
+/// The weight sizes between which a block-scaled FP8 GEMM's memory-bound bandwidth rises from its low to
+/// its high end. DeepGEMM's M = 64 rows (gpu-kernel-facts.md §2.1: 1.7-2.7 TB/s, 50-80% of HBM) span
+/// N x K = 2112 x 7168 (15 MB of FP8 weights, ~1.7 TB/s) to 7168 x 16384 (117 MB, ~2.7 TB/s) [recalled:
+/// the rows of DeepGEMM's README table at commit a77009c]: a small GEMM is too short to hide its prologue,
+/// scale loads and tail wave.
+inline constexpr double kSmallGemmWeightBytes = 15e6;
+inline constexpr double kLargeGemmWeightBytes = 117e6;
+
+/// The memory-bound efficiency of `e` on a GEMM of `weight_bytes` (see KernelEfficiency::memory_small).
+double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes);
 
 /// The efficiency of a dense-GEMM kernel family on `gen`.
 KernelEfficiency gemm_efficiency(engines::GemmKernel k, hardware::Generation gen);

@@ -86,11 +86,17 @@ std::optional<std::string> Simulator::send(int id, double t) {
   return std::nullopt;
 }
 
-void Simulator::deliver(double t) {
+void Simulator::deliver(double t, double cut) {
   api_.advance(t, handed_off_);
-  for (const auto& [at, id] : handed_off_)
+  std::size_t kept = 0;
+  for (const auto& [at, id] : handed_off_) {
+    if (at > cut) {
+      handed_off_[kept++] = {at, id};
+      continue;
+    }
     if (reqs_[id].state == ReqState::kNotArrived) route(id);
-  handed_off_.clear();
+  }
+  handed_off_.resize(kept);
 }
 
 void Simulator::cancel(int id) {
@@ -149,6 +155,18 @@ std::optional<Batch> Simulator::plan_batch() {
   b.stages_left = pipeline_depth();
   if (graph) ++view_.graphed_steps;
   return b;
+}
+
+void Simulator::plan_into(std::deque<Batch>& pipe, double t) {
+  for (int pass = 0; pass < 2; ++pass) {
+    while (static_cast<int>(pipe.size()) < pipeline_depth()) {
+      auto b = plan_batch();
+      if (!b) break;
+      pipe.push_back(std::move(*b));
+    }
+    if (!pipe.empty() || handed_off_.empty()) return;
+    deliver(t);  // nothing to run: the idle engine takes the requests held back by deliver's cut now
+  }
 }
 
 int Simulator::draft_tokens(int scheduled) const {
@@ -357,15 +375,18 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
     return slots.empty() ? std::numeric_limits<double>::infinity() : std::max(arrival[next], slots.top().first);
   };
   int wake = -1;  // the request whose hand-off ended the engine's idle wait
+  // An overlapped scheduler (vLLM async scheduling, SGLang's overlap loop, TensorRT-LLM's overlap
+  // scheduler) forms step k+1 while step k runs: a request handed off after step k began joins step k+2
+  // (one step more TTFT under load; the "TTFT rises slightly" of vLLM PR #19970, gpu-kernel-facts.md
+  // §2.7). An idle engine schedules it at once. `cut`: when the step about to be formed was scheduled.
+  const bool overlapped = launch_.execution.async_scheduling && pipeline_depth() == 1;
+  double cut = std::numeric_limits<double>::infinity();
   while (true) {
     now_s_ = t;
     send_ready(t);
-    deliver(t);
-    while (static_cast<int>(pipe.size()) < pipeline_depth()) {
-      auto b = plan_batch();
-      if (!b) break;
-      pipe.push_back(std::move(*b));
-    }
+    deliver(t, cut);
+    cut = std::numeric_limits<double>::infinity();
+    plan_into(pipe, t);
     if (pipe.empty()) {
       if (next >= n && in_flight_ == 0) break;
       // Idle: wait for the API server's next hand-off or the client's next send, whichever is first.
@@ -386,6 +407,7 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
     const Batch* slow = &pipe.front();
     for (const auto& b : pipe)
       if (b.stage_s > slow->stage_s) slow = &b;
+    if (overlapped) cut = t;  // the next step is formed as this one starts
     t += slow->stage_s;
     if (trace_) {
       TraceStep s;
@@ -522,6 +544,9 @@ struct OnlineTwin::Impl {
   double tick_end_s = 0;                    // end of the tick in flight (valid when !pipe.empty())
   bool tick_planned = false;
   double free_at_s = 0;                     // end of the last applied tick
+  // Overlapped schedulers: hand-offs after `cut_s` (the last tick's start) wait one more step.
+  double cut_s = std::numeric_limits<double>::infinity();
+  double next_cut_s = std::numeric_limits<double>::infinity();
   std::deque<std::pair<int, double>> arrivals;  // (internal id, arrival time) not yet sent to a rank
   std::unordered_map<std::uint64_t, int> by_external;
   std::vector<std::uint64_t> external;      // internal id -> caller's id
@@ -537,20 +562,17 @@ struct OnlineTwin::Impl {
     }
   }
 
-  void fill(double start) {
+  void fill(double start, double cut = std::numeric_limits<double>::infinity()) {
     admit_until(start);
-    sim.deliver(start);
-    while (static_cast<int>(pipe.size()) < sim.pipeline_depth()) {
-      auto b = sim.plan_batch();
-      if (!b) break;
-      pipe.push_back(std::move(*b));
-    }
+    sim.deliver(start, cut);
+    sim.plan_into(pipe, start);
   }
 
   void ensure_planned() {
     while (!tick_planned) {
       double start = free_at_s;
-      fill(start);
+      fill(start, cut_s);
+      cut_s = std::numeric_limits<double>::infinity();
       while (pipe.empty() && (!arrivals.empty() || std::isfinite(sim.next_delivery()))) {
         // Idle until the next client arrival or API-server hand-off.
         const double next_arrival = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.front().second;
@@ -565,6 +587,8 @@ struct OnlineTwin::Impl {
       for (const auto& b : pipe) slow = std::max(slow, b.stage_s);
       tick_end_s = start + slow;
       tick_planned = true;
+      // An overlapped scheduler formed the next step when this one started (Simulator::run).
+      if (sim.launch().execution.async_scheduling && sim.pipeline_depth() == 1) next_cut_s = start;
     }
   }
 };
@@ -645,6 +669,8 @@ void OnlineTwin::advance_to(double t_s, const std::function<void(std::uint64_t, 
       im.pipe.pop_front();
     }
     im.free_at_s = t;
+    im.cut_s = im.next_cut_s;
+    im.next_cut_s = std::numeric_limits<double>::infinity();
     im.tick_planned = false;
     cancelled.swap(im.deferred_cancels);
     im.deferred_cancels.clear();

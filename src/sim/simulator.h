@@ -84,8 +84,11 @@ class Simulator {
   /// The client sends the request at `t`: refused (context length: engines::check_request) or queued at
   /// the API server, which hands requests to the engine one after another (Calibration::api_request_ms).
   std::optional<std::string> send(int id, double t);
-  /// Hands every request the API server has finished by `t` to the engine's router.
-  void deliver(double t);
+  /// Advances the API server to `t` and hands to the engine's router every request it finished by `cut`
+  /// (<= t; default t); later ones wait for the next call. With an overlapped scheduler the step that
+  /// follows `t` was formed when the step ending at `t` began, so run() passes that start as `cut`.
+  void deliver(double t, double cut = std::numeric_limits<double>::infinity());
+
   /// When the API server hands its next request to the engine (+inf when none is inside).
   double next_delivery() const { return api_.next_completion(); }
   /// The request the next delivery is for (-1 when none).
@@ -95,6 +98,9 @@ class Simulator {
 
   /// Forms the next micro-batch from requests that are not in flight; nullopt when nothing is schedulable.
   std::optional<Batch> plan_batch();
+  /// plan_batch() until `pipe` holds pipeline_depth() micro-batches; when nothing is schedulable while
+  /// hand-offs are held back by deliver's `cut`, the idle engine takes them at `t` and plans again.
+  void plan_into(std::deque<Batch>& pipe, double t);
   /// A micro-batch leaves the pipeline at `t`: KV grows, tokens are emitted, finished requests leave.
   void finish_batch(const Batch& b, double t);
   /// Aborts requests that can never be scheduled (need more KV than a rank holds); returns how many.

@@ -229,5 +229,26 @@ TEST(Physics, DeepEpLowLatencyMatchesItsDocumentedPoint) {
   EXPECT_NEAR(t - 2 * 15e-6, (77e-6 + 114e-6) * 7.0 / 8, 2e-6);  // 7/8 of the copies leave the GPU
 }
 
+// Block-scaled FP8 GEMMs stream small weight matrices at a lower share of HBM (DeepGEMM's M = 64 rows:
+// 1.7 TB/s at 15 MB, 2.7 TB/s at 117 MB). DeepGEMM: 0.50 at <= 15 MB, 0.80 at >= 117 MB, log-linear in
+// between: Qwen3-8B's 25.2 MB FP8 qkv (6144 x 4096) gets 0.50 + 0.30 x ln(25.2/15) / ln(117/15) =
+// 0.50 + 0.30 x 0.519 / 2.054 = 0.576; its decode GEMM at M = 4 then takes (25.17e6 weight bytes +
+// 2 x 4 x 10240 BF16 activation bytes) / (0.576 x 3.35e12 B/s) = 13.1 us, where the large-shape 0.80
+// gave 9.4 us. BF16 cuBLAS keeps 0.80 at every size.
+TEST(Physics, SmallBlockFp8GemmsStreamWeightsSlower) {
+  using engines::GemmKernel;
+  const auto dg = detail::gemm_efficiency(GemmKernel::kFp8BlockDeepGemm, hardware::Generation::kHopper);
+  EXPECT_DOUBLE_EQ(detail::gemm_memory_efficiency(dg, 10e6), 0.50);
+  EXPECT_DOUBLE_EQ(detail::gemm_memory_efficiency(dg, 200e6), 0.80);
+  const double w = 6144.0 * 4096.0;  // FP8: one byte per weight
+  EXPECT_NEAR(detail::gemm_memory_efficiency(dg, w), 0.576, 0.001);
+  const auto gpu = hardware::parse_cluster("1xH100").gpu;
+  const double t = detail::gemm_time_s(4, 6144, 4096, w, gpu.fp8_flops, dg, gpu, nullptr);
+  EXPECT_NEAR(t, (w + 2.0 * 4 * (6144 + 4096)) / (0.576 * gpu.hbm_bandwidth_Bps), 0.02e-6);
+  EXPECT_NEAR(t, 13.1e-6, 0.1e-6);
+  const auto bf16 = detail::gemm_efficiency(GemmKernel::kCublasBf16, hardware::Generation::kHopper);
+  EXPECT_DOUBLE_EQ(detail::gemm_memory_efficiency(bf16, 10e6), bf16.memory);
+}
+
 }  // namespace
 }  // namespace servelab::sim

@@ -52,4 +52,23 @@ TEST(CorpusValidationSubset, TwoStudiesEachHeldOut) {
   EXPECT_NE(report.find("NOT a held-out figure"), std::string::npos);
 }
 
+// A median TTFT of 0 ms is no TTFT: qwen3.5-9b__h100#003 (guidellm, a partial MTP run) reports mean 268.95 ms
+// and median 0 ms; its TTFT is left out of the scoring and the fit, with the reason, its tok/s is kept.
+TEST(CorpusLoad, ZeroMedianTtftIsNotComparable) {
+  const auto all = sim::load_corpus(servelab::common::data_dir().parent_path() / "reference");
+  int seen = 0;
+  for (const auto& p : all.points) {
+    if (p.id != "qwen3.5-9b__h100#003") {
+      continue;
+    }
+    ++seen;
+    EXPECT_FALSE(p.measured.mean_ttft_ms) << *p.measured.mean_ttft_ms;
+    EXPECT_TRUE(p.measured.total_tok_s);
+    bool noted = false;
+    for (const auto& n : p.not_comparable) noted |= n.find("median TTFT of 0 ms") != std::string::npos;
+    EXPECT_TRUE(noted);
+  }
+  EXPECT_EQ(seen, 1);
+}
+
 }  // namespace
