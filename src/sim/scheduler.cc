@@ -226,16 +226,26 @@ void Simulator::schedule_vllm(Rank& r, int) {
 // max_new_tokens (clipped) x new_token_ratio for every running and admitted request; new_token_ratio
 // starts at 0.7 x conservativeness and decays to 0.1 x conservativeness over 600 decode steps; a decode
 // step that runs out of KV retracts requests.
+//
+// Pipeline parallelism (slot_ >= 0): the running batch is the slot's (decode steps take only its
+// requests, admitted requests join it) and holds at most pp_max_micro_batch_size requests, by default
+// max_running_requests / pp (scheduler.py get_num_allocatable_reqs) [recalled]; the KV pool is shared.
 void Simulator::schedule_sglang(Rank& r, int) {
   const auto& sch = launch_.scheduler;
   const double ratio = r.new_token_ratio;
   double reserved = 0;
-  int prefilling = -1;
+  int prefilling = -1, in_slot = 0;
   for (int id : r.running) {
     const Req& q = reqs_[id];
-    if (q.computed < q.prefill_target) prefilling = id;
+    // With PP slots a chunk in flight does not hold back the next micro-batch's prefill: the stages run
+    // the micro-batches in order, so later chunks and requests pipeline behind it [recalled].
+    if (q.computed < q.prefill_target && !(slot_ >= 0 && q.in_flight)) prefilling = id;
     reserved += std::min(q.output_len - q.generated, sch.clip_max_new_tokens) * ratio;
+    in_slot += q.micro_batch == slot_ ? 1 : 0;
   }
+  const int slots = std::max<int>(1, static_cast<int>(slot_busy_.size()));
+  const int cap = slot_ >= 0 ? std::max(1, max_running_ / slots) : max_running_;
+  const int held = slot_ >= 0 ? in_slot : static_cast<int>(r.running.size());
   double rem_total = tokens_of_bytes(r.free_bytes) - reserved;
   int rem_chunk = sch.token_budget;
   int rem_input = sch.max_prefill_tokens;
@@ -245,13 +255,14 @@ void Simulator::schedule_sglang(Rank& r, int) {
     const int n = std::min(q.prefill_target - q.computed, rem_chunk);
     if (alloc(r, q, q.computed + n)) {
       account(r, prefilling, n);
+      q.micro_batch = slot_;
       rem_chunk -= n;
       rem_input -= n;
       any = true;
     }
   }
-  while (prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 &&
-         static_cast<int>(r.running.size()) < max_running_) {
+  int admitted = 0;
+  while (prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 && held + admitted < cap) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
@@ -264,8 +275,10 @@ void Simulator::schedule_sglang(Rank& r, int) {
     r.waiting.pop_front();
     count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;
+    q.micro_batch = slot_;
     r.running.push_back(id);
     account(r, id, n);
+    ++admitted;
     rem_total -= need;
     rem_chunk -= n;
     rem_input -= n;
@@ -273,12 +286,18 @@ void Simulator::schedule_sglang(Rank& r, int) {
     if (n < remaining) break;  // chunked: the rest continues next prefill batch
   }
   if (any && !sch.mixed_prefill_decode) return;
-  // Decode step: every running request that finished its prefill.
+  decode_sglang(r);
+}
+
+// SGLang's decode step (update_running_batch): every running request of the batch that finished its
+// prefill; a step that runs out of KV retracts requests; new_token_ratio decays.
+void Simulator::decode_sglang(Rank& r) {
+  const auto& sch = launch_.scheduler;
   const int n = verify_tokens();
   for (std::size_t i = 0; i < r.running.size();) {
     const int id = r.running[i];
     Req& q = reqs_[id];
-    if (q.computed < q.prefill_target || q.in_flight || q.sched > 0) {
+    if (q.computed < q.prefill_target || q.in_flight || q.sched > 0 || (slot_ >= 0 && q.micro_batch != slot_)) {
       ++i;
       continue;
     }

@@ -49,6 +49,11 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
   if (plan_.max_running_from_states > 0)
     max_running_ = std::max(1, std::min(max_running_, plan_.max_running_from_states));
   view_.memory = plan_;
+  // SGLang runs pp micro-batches, each a running batch of its own (managers/scheduler.py event_loop_pp:
+  // running_mbs[mb_id], one get_next_batch_to_run per slot) [recalled]; vLLM's batch queue instead
+  // schedules every request not in flight into the next batch.
+  if (launch_.scheduler.kind == engines::SchedulerPolicy::Kind::kSglang && launch_.scheduler.pp_micro_batches > 1)
+    slot_busy_.assign(launch_.scheduler.pp_micro_batches, 0);
 }
 
 int Simulator::add_request(int engine_prompt, int output_len, int reported_prompt) {
@@ -125,6 +130,25 @@ void Simulator::cancel(int id) {
 }
 
 std::optional<Batch> Simulator::plan_batch() {
+  if (slot_busy_.empty()) return plan_slot();
+  // SGLang PP: the next free slot (in ring order) that has work forms the batch.
+  const int n = static_cast<int>(slot_busy_.size());
+  for (int k = 0; k < n; ++k) {
+    const int s = (next_slot_ + k) % n;
+    if (slot_busy_[s]) continue;
+    slot_ = s;
+    auto b = plan_slot();
+    slot_ = -1;
+    if (!b) continue;
+    b->slot = s;
+    slot_busy_[s] = 1;
+    next_slot_ = (s + 1) % n;
+    return b;
+  }
+  return std::nullopt;
+}
+
+std::optional<Batch> Simulator::plan_slot() {
   Batch b;
   bool any = false;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
@@ -143,7 +167,12 @@ std::optional<Batch> Simulator::plan_batch() {
       }
     }
     b.loads.push_back(r.load);
-    b.max_running = std::max<int>(b.max_running, static_cast<int>(r.running.size()));
+    // The CPU handles the running batch of this micro-batch (SGLang PP: the slot's requests only).
+    int held = static_cast<int>(r.running.size());
+    if (slot_ >= 0) held = static_cast<int>(std::count_if(r.running.begin(), r.running.end(), [&](int id) {
+                      return reqs_[id].micro_batch == slot_;
+                    }));
+    b.max_running = std::max(b.max_running, held);
     b.max_tokens = std::max(b.max_tokens, r.load.query_tokens);
     b.any_prefill |= r.load.prefill_tokens > 0;
     any |= r.load.query_tokens > 0;
@@ -190,6 +219,7 @@ int Simulator::accepted_tokens(int id, int scheduled) const {
 }
 
 void Simulator::finish_batch(const Batch& b, double t) {
+  if (b.slot >= 0 && b.slot < static_cast<int>(slot_busy_.size())) slot_busy_[b.slot] = 0;
   ++step_index_;
   const double s = b.stage_s;
   (b.any_prefill ? view_.prefill_time_s : view_.decode_time_s) += s;

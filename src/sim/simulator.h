@@ -33,6 +33,7 @@ struct Req {
   int rank = 0;
   int sched = 0;           ///< tokens scheduled in the micro-batch in flight (0 = not scheduled)
   bool in_flight = false;  ///< part of a micro-batch still in the pipeline
+  int micro_batch = -1;    ///< SGLang pipeline parallelism: the micro-batch whose running batch holds it
   // Prefix cache after a preemption: the freed blocks stay cached (evictable) until the pool's LRU
   // reaches them; a request re-admitted before that recomputes only what was evicted.
   double cached_bytes = 0;    ///< bytes of its KV left in the cache when it was preempted
@@ -67,6 +68,7 @@ struct Batch {
   bool any_prefill = false;
   int max_running = 0, max_tokens = 0;
   int stages_left = 1;
+  int slot = -1;  ///< SGLang pipeline parallelism: the micro-batch slot it runs in (-1: none)
 };
 
 class Simulator {
@@ -135,6 +137,7 @@ class Simulator {
   void route(int id);
   void schedule_vllm(Rank& r, int rank);
   void schedule_sglang(Rank& r, int rank);
+  void decode_sglang(Rank& r);
   void schedule_trtllm(Rank& r, int rank);
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
@@ -155,6 +158,11 @@ class Simulator {
   MemoryPlan plan_;
   StepModel model_;
   int max_running_ = 0;
+  // SGLang pipeline parallelism (scheduler event_loop_pp): pp micro-batch slots, each with its own
+  // running batch; slot_ is the one being scheduled (-1 outside plan_batch or without PP slots).
+  std::vector<char> slot_busy_;
+  int next_slot_ = 0, slot_ = -1;
+  std::optional<Batch> plan_slot();
   std::vector<Req> reqs_;
   std::vector<Rank> ranks_;
   std::vector<metrics::RequestOutput> out_;

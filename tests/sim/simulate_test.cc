@@ -197,6 +197,32 @@ TEST(Simulate, PipelineKeepsTwoMicroBatchesInFlight) {
   EXPECT_EQ(q.twin.steps, 2 * 5);
 }
 
+// SGLang pipeline parallelism: each of the pp micro-batches keeps a running batch of its own, of at most
+// max_running_requests / pp requests. 8 requests of 208 engine tokens (200 + 8 template) fit one 8192-token
+// prefill, but with max_running_requests 8 and pp 2 a micro-batch takes 8 / 2 = 4 of them: slot 0 prefills
+// 4, slot 1 the other 4, and each decode batch carries 4 requests (vLLM's batch queue would put all 8 in
+// one batch). Ticks: both prefills end at tick 2 (first tokens), then 19 more tokens of 2 ticks: 40.
+TEST(Simulate, SglangPipelineMicroBatchesKeepTheirOwnRunningBatch) {
+  Case c;
+  c.cluster = hardware::parse_cluster("2xH100");
+  auto pp = test_launch(c.model, c.cluster, 1, 2);
+  pp.max_model_len = 32768;
+  pp.scheduler.kind = engines::SchedulerPolicy::Kind::kSglang;
+  pp.scheduler.mixed_prefill_decode = false;
+  pp.scheduler.max_num_seqs = 8;
+  pp.scheduler.pp_micro_batches = 2;
+  std::vector<WorkloadRequest> w(8, WorkloadRequest{200, 20});
+  const auto& p = ok(predict_resolved(pp, c.cluster, w, engine_only()));
+  for (const auto& out : p.outputs) ASSERT_TRUE(out.success);
+  EXPECT_EQ(p.twin.max_batch_requests, 4);
+  EXPECT_EQ(p.twin.steps, 40);
+  // The same launch as vLLM schedules every request not in flight into one batch.
+  pp.scheduler.kind = engines::SchedulerPolicy::Kind::kVllmV1;
+  pp.scheduler.mixed_prefill_decode = true;
+  const auto& v = ok(predict_resolved(pp, c.cluster, w, engine_only()));
+  EXPECT_EQ(v.twin.max_batch_requests, 8);
+}
+
 // DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
 TEST(Simulate, DataParallelRanksShareTheLoad) {
   Case c;
