@@ -128,6 +128,12 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
                : dg   ? GemmKernel::kFp8BlockDeepGemm
                       : GemmKernel::kFp8BlockCutlass;
       e.moe = block && dg && is_hopper(cl) ? MoeKernel::kDeepGemmGrouped : MoeKernel::kTritonFused;
+      if (e.moe == MoeKernel::kDeepGemmGrouped) {
+        // TritonOrDeepGemmExperts: DeepGEMM needs M >= 128 (its contiguous-layout M alignment), so decode
+        // steps of fewer than 128 tokens run fused_moe Triton (_valid_deep_gemm_shape) [recalled].
+        e.moe_small = MoeKernel::kTritonFused;
+        e.moe_small_below = 128;
+      }
       if (block)
         r.notes.push_back(std::string("FP8 block-scaled GEMMs: ") +
                           (dg ? "DeepGEMM" : "CUTLASS/Triton w8a8 block") + " (VLLM_USE_DEEP_GEMM " +

@@ -158,8 +158,10 @@ class StepModel {
   bool prefill_fixed_topk_ = false, decode_fixed_topk_ = false;
   int topk_pattern_ = -1;
   KernelEfficiency prefill_attn_eff_, decode_attn_eff_, moe_eff_;
+  KernelEfficiency moe_small_eff_;  ///< MoE kernel of steps below ExecutionPolicy::moe_small_below tokens
   KernelEfficiency linear_eff_;  ///< gated-DeltaNet kernels (linear_attention_efficiency)
   double moe_peak_ = 0;
+  double moe_small_peak_ = 0;
   Gemm lm_head_;
   CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
 };

@@ -208,13 +208,17 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   // README; vLLM flashmla_sparse.py).
   const double pad = cluster_.gpu.compute_capability >= 100 ? 128 : 64;
   linear_eff_ = linear_attention_efficiency(gen);
+  auto moe_peak = [&](engines::MoeKernel k) {
+    return gemm_peak_flops(k == engines::MoeKernel::kDeepGemmGrouped ? engines::GemmKernel::kFp8BlockDeepGemm
+                           : m.quantization.activation == model::DType::kFp8 && cluster_.gpu.fp8_flops > 0
+                               ? engines::GemmKernel::kFp8Native
+                               : engines::GemmKernel::kCublasBf16,
+                           cluster_.gpu);
+  };
   moe_eff_ = moe_efficiency(ex.moe, gen);
-  moe_peak_ = gemm_peak_flops(ex.moe == engines::MoeKernel::kDeepGemmGrouped ? engines::GemmKernel::kFp8BlockDeepGemm
-                              : m.quantization.activation == model::DType::kFp8 &&
-                                      cluster_.gpu.fp8_flops > 0
-                                  ? engines::GemmKernel::kFp8Native
-                                  : engines::GemmKernel::kCublasBf16,
-                              cluster_.gpu);
+  moe_peak_ = moe_peak(ex.moe);
+  moe_small_eff_ = moe_efficiency(ex.moe_small, gen);
+  moe_small_peak_ = moe_peak(ex.moe_small);
 
   const int per_node = std::max(1, cluster_.gpus_per_node);
   attn_link_ = collective_link(cluster_, lay.attn_tp, lay.attn_tp > per_node);
@@ -410,11 +414,16 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
     const double rows = tokens * c.top_k / std::max(1, lay.moe_ep);
     const double touched = c.experts_local * (1.0 - std::pow(1.0 - c.top_k / std::max(1.0, c.experts), tokens));
-    const double rows_eff = std::max(rows, touched * moe_eff_.min_rows);
+    // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
+    // fallback kernel; M is the tokens entering the MoE layer on this rank.
+    const bool small = tokens < launch_.execution.moe_small_below;
+    const KernelEfficiency& eff = small ? moe_small_eff_ : moe_eff_;
+    const double peak = small ? moe_small_peak_ : moe_peak_;
+    const double rows_eff = std::max(rows, touched * eff.min_rows);
     const double flops = 2.0 * rows_eff * (c.expert_up.n * c.expert_up.k + c.expert_down.n * c.expert_down.k);
     const double bytes = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes) +
                          rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
-    moe = std::max(flops / (moe_peak_ * moe_eff_.compute), bytes / (bw * moe_eff_.memory));
+    moe = std::max(flops / (peak * eff.compute), bytes / (bw * eff.memory));
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
                          gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);

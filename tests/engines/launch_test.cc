@@ -214,6 +214,12 @@ TEST(VllmDefaults, KernelsPerGeneration) {
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100", {{"VLLM_USE_DEEP_GEMM", "0"}}).execution.gemm,
             se::GemmKernel::kFp8BlockCutlass);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "A100").execution.gemm, se::GemmKernel::kMarlinW8A16);
+  // TritonOrDeepGemmExperts: DeepGEMM experts from M = 128 tokens, fused_moe Triton below.
+  const auto dg = ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100").execution;
+  EXPECT_EQ(dg.moe, se::MoeKernel::kDeepGemmGrouped);
+  EXPECT_EQ(dg.moe_small, se::MoeKernel::kTritonFused);
+  EXPECT_EQ(dg.moe_small_below, 128);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100", {{"VLLM_USE_DEEP_GEMM", "0"}}).execution.moe_small_below, 0);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "H100").execution.moe, se::MoeKernel::kTritonKernels);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.moe, se::MoeKernel::kMarlinMoe);
   auto b200 = ok("vllm serve m", "0.13.0", kGptOss, "B200");

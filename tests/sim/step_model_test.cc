@@ -159,6 +159,38 @@ TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
   }
 }
 
+// vLLM's TritonOrDeepGemmExperts: a 64-token decode step of Qwen3-235B FP8 on 4xH100 is below DeepGEMM's
+// 128-row M alignment, so its experts run fused_moe Triton (0.70 of HBM) rather than DeepGEMM (0.80).
+// Both are weight-read bound here: the touched experts, 128 x (1 - (1 - 8/128)^64) = 126.7 of them, each
+// (768 x 4096 + 4096 x 384) FP8 weights with a 4/16384 block-scale overhead, plus the rows' activations.
+// DeepGEMM's compute (2 x 126.7 x 64 rows x 4.72 M params = 76.6 GFLOP at 0.62 of 1,979 TFLOPS = 62 us)
+// stays under its 219 us read.
+TEST(StepModel, VllmSmallDecodeStepsRunTheTritonExperts) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507-fp8");
+  const auto c = hardware::parse_cluster("4xH100");
+  auto launch = test_launch(m, c, 4);
+  launch.execution.moe = engines::MoeKernel::kDeepGemmGrouped;
+  const StepModel deepgemm(launch, c);
+  launch.execution.moe_small = engines::MoeKernel::kTritonFused;
+  launch.execution.moe_small_below = 128;
+  const StepModel fallback(launch, c);
+  const double B = 3.35e12, blk = 1 + 4.0 / 16384;
+  const int T = 64;
+  RankLoad r = decode_one(1000);
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
+  r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
+  const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
+  const double experts = touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
+  const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
+  EXPECT_NEAR(fallback.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + router), 1e-9);
+  EXPECT_NEAR(deepgemm.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.80) + router), 1e-9);
+  // At 128 tokens the fallback launch runs DeepGEMM too.
+  RankLoad big = r;
+  big.requests = big.decode_requests = big.query_tokens = big.sampled_tokens = 128;
+  EXPECT_DOUBLE_EQ(fallback.cost({&big, 1}, 128, true, false).moe_s,
+                   deepgemm.cost({&big, 1}, 128, true, false).moe_s);
+}
+
 // gpt-oss-120b's experts on one H100 through triton_kernels (MXFP4 upcast to BF16 wgmma, 0.28 of 989
 // TFLOPS): an 8192-token prefill chunk routes 8192 x 4 = 32,768 rows through all 128 experts of a layer,
 // 2 x 32,768 x (5760 x 2880 + 2880 x 2880) = 1.631 TFLOP = 5.89 ms per layer, compute-bound (the expert

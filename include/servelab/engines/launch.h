@@ -200,6 +200,12 @@ struct ExecutionPolicy {
   AttentionKernel decode_attention = AttentionKernel::kFlashAttn3;
   GemmKernel gemm = GemmKernel::kCublasBf16;            ///< dense linears
   MoeKernel moe = MoeKernel::kTritonFused;              ///< routed experts
+  /// Routed-expert kernel of steps with fewer than `moe_small_below` tokens (0: `moe` for every step).
+  /// vLLM's TritonOrDeepGemmExperts runs DeepGEMM only when M (the step's tokens) is at least the 128-row
+  /// M alignment of DeepGEMM's contiguous layout and falls back to fused_moe Triton below it
+  /// (fused_moe/deep_gemm_moe.py _valid_deep_gemm_shape; triton_deep_gemm_moe.py) [recalled].
+  MoeKernel moe_small = MoeKernel::kTritonFused;
+  int moe_small_below = 0;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   int api_server_count = 1;
   int stream_interval = 1;         ///< tokens per streamed chunk
