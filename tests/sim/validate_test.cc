@@ -40,7 +40,7 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   // Accuracy, held out (current levels; targets in the comment above).
   EXPECT_EQ(h.compared_tok_s, 211);
   EXPECT_LE(h.mape_total_tok_s, 34.3) << "held-out total tok/s MAPE regressed (target 15%)";
-  EXPECT_LE(h.mape_ttft, 32.8) << "held-out mean TTFT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_ttft, 32.5) << "held-out mean TTFT MAPE regressed (target 30%)";
   EXPECT_LE(h.mape_tpot, 32.5) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
   // 34 of 50; one of them is near a tie: the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
