@@ -246,6 +246,12 @@ void Simulator::schedule_sglang(Rank& r, int) {
   const int slots = std::max<int>(1, static_cast<int>(slot_busy_.size()));
   const int cap = slot_ >= 0 ? std::max(1, max_running_ / slots) : max_running_;
   const int held = slot_ >= 0 ? in_slot : static_cast<int>(r.running.size());
+  // batch_is_full: an admission that ran out of KV (AddReqResult.NO_TOKEN) stops prefill batches of this
+  // running batch until it shrinks (a request finished or was retracted: update_running_batch) [recalled].
+  const std::size_t fs = static_cast<std::size_t>(std::max(0, slot_));
+  if (r.full_at.size() <= fs) r.full_at.resize(fs + 1, 0);
+  if (r.full_at[fs] > 0 && held < r.full_at[fs]) r.full_at[fs] = 0;
+  const bool full = r.full_at[fs] > 0;
   double rem_total = tokens_of_bytes(r.free_bytes) - reserved;
   int rem_chunk = sch.token_budget;
   int rem_input = sch.max_prefill_tokens;
@@ -262,16 +268,25 @@ void Simulator::schedule_sglang(Rank& r, int) {
     }
   }
   int admitted = 0;
-  while (prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 && held + admitted < cap) {
+  auto set_full = [&] {
+    if (held + admitted > 0) r.full_at[fs] = held + admitted;
+  };
+  while (!full && prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 && held + admitted < cap) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
     const int remaining = q.prefill_target - q.computed;
     const double need = remaining + std::min(q.output_len - q.generated, sch.clip_max_new_tokens) * ratio;
-    if (need > rem_total && any) break;
+    if (need > rem_total && any) {
+      set_full();
+      break;
+    }
     if (!sch.chunked_prefill && remaining > rem_chunk && any) break;
     const int n = sch.chunked_prefill ? std::min(remaining, rem_chunk) : remaining;
-    if (!alloc(r, q, q.computed + n)) break;
+    if (!alloc(r, q, q.computed + n)) {
+      set_full();
+      break;
+    }
     r.waiting.pop_front();
     count_prefix_lookup(r, q);
     q.state = ReqState::kRunning;

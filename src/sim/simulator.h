@@ -50,6 +50,9 @@ struct Rank {
   double total_bytes = 0;
   double peak_used = 0;
   double new_token_ratio = 0.7;  ///< SGLang's future-token reservation ratio
+  /// SGLang running_batch.batch_is_full, per micro-batch slot (one without PP): the slot's running count
+  /// when an admission ran out of KV, 0 when not full.
+  std::vector<int> full_at;
   double allocated = 0;          ///< bytes allocated so far (the LRU position of freed cached blocks)
   RankLoad load;
   // Counters of this rank since start, as vLLM's Prometheus metrics count them (EngineLiveMetrics).

@@ -223,6 +223,30 @@ TEST(Simulate, SglangPipelineMicroBatchesKeepTheirOwnRunningBatch) {
   EXPECT_EQ(v.twin.max_batch_requests, 8);
 }
 
+// SGLang batch_is_full: an admission that runs out of KV stops prefill batches until the running batch
+// shrinks. Pool of 2500 tokens, requests of 1008 engine tokens (1000 + 8 template) and 500 outputs: r0
+// reserves 1008 + 500 x 0.7 = 1358, leaving 1142 < 1358 for r1 (NO_TOKEN). Without the flag the next call
+// would admit r1 alone (the first request of a batch is admitted when its blocks fit: 1492 free tokens
+// hold its 1008) and stall r0's decode; with it r0 decodes alone and r1, r2 start only when r0 has left.
+TEST(Simulate, SglangBatchFullWaitsForTheRunningBatchToShrink) {
+  Case c;
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kSglang;
+  c.launch.scheduler.mixed_prefill_decode = false;
+  c.launch.scheduler.max_num_seqs = 8;
+  c.launch.memory.max_total_tokens = 2500;
+  c.launch.max_model_len = 2048;
+  std::vector<WorkloadRequest> w(3, WorkloadRequest{1000, 500});
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
+  ASSERT_EQ(p.outputs.size(), 3u);
+  for (const auto& o : p.outputs) ASSERT_TRUE(o.success);
+  const double r0_end = p.outputs[0].send_time_s + p.outputs[0].latency_s;
+  for (int i = 1; i < 3; ++i) EXPECT_GT(p.outputs[i].send_time_s + p.outputs[i].ttft_s, r0_end) << i;
+  // Once r0 is gone the ratio has decayed (0.7 - 499 x 0.63 / 600 = 0.18): r1 and r2 are admitted together
+  // (1008 + 500 x 0.18 = 1098 each) and their growth to 2 x 1508 = 3016 > 2500 tokens retracts one of them.
+  EXPECT_EQ(p.twin.max_batch_requests, 2);
+  EXPECT_EQ(p.twin.preemptions, 1);
+}
+
 // DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
 TEST(Simulate, DataParallelRanksShareTheLoad) {
   Case c;
