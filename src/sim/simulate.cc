@@ -409,7 +409,7 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
   // scheduler) forms step k+1 while step k runs: a request handed off after step k began joins step k+2
   // (one step more TTFT under load; the "TTFT rises slightly" of vLLM PR #19970, gpu-kernel-facts.md
   // §2.7). An idle engine schedules it at once. `cut`: when the step about to be formed was scheduled.
-  const bool overlapped = launch_.execution.async_scheduling && pipeline_depth() == 1;
+  const bool overlapped = overlapped_scheduler();
   double cut = std::numeric_limits<double>::infinity();
   while (true) {
     now_s_ = t;
@@ -618,7 +618,7 @@ struct OnlineTwin::Impl {
       tick_end_s = start + slow;
       tick_planned = true;
       // An overlapped scheduler formed the next step when this one started (Simulator::run).
-      if (sim.launch().execution.async_scheduling && sim.pipeline_depth() == 1) next_cut_s = start;
+      if (sim.overlapped_scheduler()) next_cut_s = start;
     }
   }
 };

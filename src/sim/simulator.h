@@ -114,6 +114,10 @@ class Simulator {
   void count_tick() { ++view_.steps; }
   /// Pipeline depth (micro-batches in flight at most).
   int pipeline_depth() const { return std::max(1, launch_.layout.pp); }
+  /// An overlapped scheduler (vLLM async scheduling, SGLang's overlap loop, TensorRT-LLM's overlap
+  /// scheduler) forms step k+1 while step k runs, so a hand-off after step k began joins step k+2
+  /// (vLLM PR #19970). Only without pipeline stages: PP runs its own micro-batch queue.
+  bool overlapped_scheduler() const { return launch_.execution.async_scheduling && pipeline_depth() == 1; }
 
   /// Emitted tokens (online mode) and per-request outputs.
   struct Emission {
