@@ -361,49 +361,81 @@ std::vector<EngineLiveMetrics> Simulator::live_metrics() const {
   return out;
 }
 
+/// The benchmark client of an offline run (Simulator::run): sends each request at its arrival time or,
+/// under --max-concurrency, when one of the client's slots frees (a slot is held from a request's send
+/// until the client has its last token or its error: Simulator::client_done_). Not thread-safe; one run.
+class Simulator::Client {
+ public:
+  Client(Simulator& sim, const std::vector<double>& arrival, std::optional<int> max_concurrency)
+      : sim_(sim), arrival_(arrival), n_(static_cast<int>(sim.reqs_.size())), cap_(max_concurrency.value_or(0)) {
+    for (int k = 0; k < cap_; ++k) slots_.emplace(0.0, -1);
+  }
+  bool all_sent() const { return next_ >= n_; }
+
+  /// Sends every request whose time has come by `now` (s); `last_step` is the trace index of the engine
+  /// step that ended last (-1 before the first).
+  void send_ready(double now, int last_step) {
+    if (cap_ > 0) collect();
+    while (next_ < n_ && arrival_[next_] <= now) {
+      double at = arrival_[next_];
+      int after = -1;
+      if (cap_ > 0) {
+        if (slots_.empty() || slots_.top().first > now) break;
+        if (slots_.top().first > at) at = slots_.top().first, after = slots_.top().second;
+        slots_.pop();
+      }
+      sim_.out_[next_].dispatch_time_s = arrival_[next_];
+      sim_.out_[next_].intended_send_time_s = arrival_[next_];
+      if (sim_.trace_) {
+        sim_.trace_->requests[next_].arrival_s = arrival_[next_];
+        sim_.trace_->requests[next_].send_after_step = after;
+      }
+      if (sim_.send(next_, at)) sim_.client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
+      ++next_;
+    }
+  }
+  /// When the client sends its next request (s; +inf when it has none left or every slot is held).
+  double next_send() {
+    if (next_ >= n_) return std::numeric_limits<double>::infinity();
+    if (cap_ <= 0) return arrival_[next_];
+    collect();
+    return slots_.empty() ? std::numeric_limits<double>::infinity() : std::max(arrival_[next_], slots_.top().first);
+  }
+
+ private:
+  void collect() {
+    for (; done_seen_ < sim_.client_done_.size(); ++done_seen_) slots_.push(sim_.client_done_[done_seen_]);
+  }
+  Simulator& sim_;
+  const std::vector<double>& arrival_;
+  const int n_;
+  const int cap_;
+  int next_ = 0;
+  /// Free times of the slots nobody holds, with the trace step that freed each.
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> slots_;
+  std::size_t done_seen_ = 0;
+};
+
+void Simulator::record_step(const Batch& slow, double not_before, int wake) {
+  TraceStep s;
+  s.gpu_s = static_cast<float>(slow.cost.gpu_s);
+  s.memory_s = static_cast<float>(slow.cost.memory_s);
+  s.comm_s = static_cast<float>(slow.cost.comm_s);
+  s.floor_s = static_cast<float>(slow.cost.floor_s);
+  s.launch_s = static_cast<float>(slow.cost.launch_s);
+  s.running = slow.cost.running;
+  s.overlap = slow.cost.overlap;
+  s.not_before_s = not_before;
+  s.wake_request = not_before > 0 ? wake : -1;
+  trace_->steps.push_back(s);
+}
+
 void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_concurrency) {
-  const int n = static_cast<int>(reqs_.size());
-  const int cap = max_concurrency.value_or(0);
-  int next = 0;
+  Client client(*this, arrival, max_concurrency);
   double t = 0;
   double not_before = 0;
   int last_step = -1;
   std::deque<Batch> pipe;
-  // The client's --max-concurrency slots: free times of the slots nobody holds (a slot is held from a
-  // request's send until the client has its last token or its error).
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> slots;
-  for (int k = 0; k < cap; ++k) slots.emplace(0.0, -1);
-  std::size_t done_seen = 0;
-  auto collect = [&] {
-    for (; done_seen < client_done_.size(); ++done_seen) slots.push(client_done_[done_seen]);
-  };
-  // Sends every request whose time has come by `now`: at its arrival, or when a slot frees.
-  auto send_ready = [&](double now) {
-    if (cap > 0) collect();
-    while (next < n && arrival[next] <= now) {
-      double at = arrival[next];
-      int after = -1;
-      if (cap > 0) {
-        if (slots.empty() || slots.top().first > now) break;
-        if (slots.top().first > at) at = slots.top().first, after = slots.top().second;
-        slots.pop();
-      }
-      out_[next].dispatch_time_s = arrival[next];
-      out_[next].intended_send_time_s = arrival[next];
-      if (trace_) {
-        trace_->requests[next].arrival_s = arrival[next];
-        trace_->requests[next].send_after_step = after;
-      }
-      if (send(next, at)) client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
-      ++next;
-    }
-  };
-  auto next_send = [&] {
-    if (next >= n) return std::numeric_limits<double>::infinity();
-    if (cap <= 0) return arrival[next];
-    collect();
-    return slots.empty() ? std::numeric_limits<double>::infinity() : std::max(arrival[next], slots.top().first);
-  };
   int wake = -1;  // the request whose hand-off ended the engine's idle wait
   // An overlapped scheduler (vLLM async scheduling, SGLang's overlap loop, TensorRT-LLM's overlap
   // scheduler) forms step k+1 while step k runs: a request handed off after step k began joins step k+2
@@ -413,14 +445,14 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
   double cut = std::numeric_limits<double>::infinity();
   while (true) {
     now_s_ = t;
-    send_ready(t);
+    client.send_ready(t, last_step);
     deliver(t, cut);
     cut = std::numeric_limits<double>::infinity();
     plan_into(pipe, t);
     if (pipe.empty()) {
-      if (next >= n && in_flight_ == 0) break;
+      if (client.all_sent() && in_flight_ == 0) break;
       // Idle: wait for the API server's next hand-off or the client's next send, whichever is first.
-      const double send_at = next_send();
+      const double send_at = client.next_send();
       const double hand_off = next_delivery();
       if (std::isfinite(send_at) || std::isfinite(hand_off)) {
         const double to = std::max(t, std::min(send_at, hand_off));
@@ -439,21 +471,9 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
       if (b.stage_s > slow->stage_s) slow = &b;
     if (overlapped) cut = t;  // the next step is formed as this one starts
     t += slow->stage_s;
-    if (trace_) {
-      TraceStep s;
-      s.gpu_s = static_cast<float>(slow->cost.gpu_s);
-      s.memory_s = static_cast<float>(slow->cost.memory_s);
-      s.comm_s = static_cast<float>(slow->cost.comm_s);
-      s.floor_s = static_cast<float>(slow->cost.floor_s);
-      s.launch_s = static_cast<float>(slow->cost.launch_s);
-      s.running = slow->cost.running;
-      s.overlap = slow->cost.overlap;
-      s.not_before_s = not_before;
-      s.wake_request = not_before > 0 ? wake : -1;
-      trace_->steps.push_back(s);
-    }
+    if (trace_) record_step(*slow, not_before, wake);
     wake = -1;
-    send_ready(t);  // arrivals during the tick (sent at their own times when a slot was free)
+    client.send_ready(t, last_step);  // arrivals during the tick (sent at their own times when a slot was free)
     not_before = 0;
     ++last_step;
     count_tick();

@@ -141,6 +141,9 @@ class Simulator {
   double now() const { return now_s_; }
 
  private:
+  class Client;  // the benchmark client of run() (simulate.cc)
+  /// Appends the step that `slow` (the pipeline's slowest micro-batch) set to the trace.
+  void record_step(const Batch& slow, double not_before, int wake);
   void route(int id);
   void schedule_vllm(Rank& r, int rank);
   void schedule_sglang(Rank& r, int rank);
