@@ -15,15 +15,22 @@ namespace {
 
 using model::LinearClass;
 
+constexpr int kDsaIndexerKernels = 20;  // see kernels_of
+
 // Kernels one decoder layer launches (norms, projections, rope, attention, activation, collectives):
 // 12 for a dense GQA layer, more for MoE (router, top-k, permute, two grouped GEMMs, un-permute), MLA
 // (down/up projections, norms), the DSA indexer and gated DeltaNet [estimate from engine model code].
+// The DSA indexer (SGLang layers/attention/nsa/nsa_indexer.py Indexer, vLLM's sparse_attn_indexer)
+// launches about 20: wq_b (activation quantisation + FP8 GEMM), wk, its LayerNorm, weights_proj, RoPE on
+// q and k, the Hadamard rotation of q and k, FP8 quantisation of q and k, the indexer-key cache write,
+// the head-weight scaling, the paged-logits schedule metadata and DeepGEMM fp8_(paged_)mqa_logits, the
+// top-k and its page-index transform [estimate from engine model code].
 int kernels_of(const model::Layer& l) {
   int k = 12;
   if (std::holds_alternative<model::MoeFfn>(l.ffn)) k += 6;
   if (const auto* mla = std::get_if<model::MlaAttention>(&l.attention)) {
     k += 6;
-    if (mla->indexer) k += 8;
+    if (mla->indexer) k += kDsaIndexerKernels;
   }
   if (std::holds_alternative<model::LinearAttention>(l.attention)) k += 8;
   return k;
@@ -566,12 +573,14 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     const bool piecewise = (ex.graphs == engines::GraphMode::kPiecewise ||
                             ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
                            tokens_max <= ex.graph_max_batch;
+    // The engine's CPU time per eagerly issued kernel (SGLang: its Python forward), else the generic one.
+    const double per_kernel = ex.eager_launch_s > 0 ? ex.eager_launch_s : eager_launch_s();
     if (piecewise) {
       // torch.compile piecewise graphs: every layer's graph replays, its attention launches eagerly.
       out.floor_s = kernels * floor;
-      out.launch_s = layers * 3 * eager_launch_s();
+      out.launch_s = layers * 3 * per_kernel;
     } else {
-      out.launch_s = kernels * eager_launch_s();
+      out.launch_s = kernels * per_kernel;
     }
   }
   return out;

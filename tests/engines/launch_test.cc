@@ -153,6 +153,7 @@ TEST(VllmDefaults, PerVersionAndGpuClass) {
   EXPECT_EQ(v10.execution.graphs, se::GraphMode::kPiecewise);
   EXPECT_EQ(v10.execution.graph_sizes.size(), 67u);
   EXPECT_FALSE(v10.execution.async_scheduling);
+  EXPECT_DOUBLE_EQ(v10.execution.eager_launch_s, 0.0);  // the twin's generic launch figure
   // 0.11.0: FULL_AND_PIECEWISE, still the fixed 512 list.
   auto v11 = ok("vllm serve m", "0.11.0", kQwen8, "H100");
   EXPECT_EQ(v11.execution.graphs, se::GraphMode::kFullAndPiecewise);
@@ -292,6 +293,7 @@ TEST(SglangDefaults, MemoryTiersAndFraction) {
   EXPECT_EQ(h100.execution.attention, se::AttentionKernel::kFlashAttn3);
   EXPECT_EQ(h100.block_size, 1);
   EXPECT_TRUE(h100.execution.async_scheduling);
+  EXPECT_DOUBLE_EQ(h100.execution.eager_launch_s, 60e-6);  // Python forward per eager kernel
   EXPECT_EQ(h100.scheduler.max_prefill_tokens, 16384);
   EXPECT_TRUE(h100.scheduler.max_num_seqs_from_pool);
   EXPECT_FALSE(h100.scheduler.mixed_prefill_decode);

@@ -63,6 +63,34 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   EXPECT_GT(eager.launch_s, 0.0);
 }
 
+// Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs under an engine
+// whose Python forward costs 60 us per kernel (SGLang, sglang_defaults.h eager_launch_us): 64 x 12 x 60 us
+// = 46.08 ms of launch time; the generic figure (engine value 0) is 12 us a kernel, 9.216 ms.
+TEST(StepModel, EagerLaunchTimeIsTheEnginesPerKernelCost) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.execution.graphs = engines::GraphMode::kNone;
+  const RankLoad load = decode_one(1000);
+  EXPECT_NEAR(StepModel(l, c).cost({&load, 1}, 1, false, false).launch_s, 64 * 12 * 12e-6, 1e-12);
+  l.execution.eager_launch_s = 60e-6;
+  EXPECT_NEAR(StepModel(l, c).cost({&load, 1}, 1, false, false).launch_s, 46.08e-3, 1e-12);
+}
+
+// DeepSeek-V3.2's layers: MLA (+6) and the DSA indexer (+20) on all 61, MoE (+6) on the 58 after the 3
+// dense ones: 3 x (12 + 6 + 20) + 58 x (12 + 6 + 6 + 20) = 114 + 2552 = 2666 kernels a step; graphed at
+// 2.5 us each on Hopper (6.665 ms), eager at SGLang's 60 us (159.96 ms).
+TEST(StepModel, DeepseekV32KernelsPerStep) {
+  const auto m = model::deepseek_v32();
+  const auto c = hardware::parse_cluster("8xH200");
+  auto l = test_launch(m, c, 8);
+  const RankLoad load = decode_one(1000);
+  EXPECT_NEAR(StepModel(l, c).cost({&load, 1}, 1, true, false).floor_s, 2666 * 2.5e-6, 1e-12);
+  l.execution.graphs = engines::GraphMode::kNone;
+  l.execution.eager_launch_s = 60e-6;
+  EXPECT_NEAR(StepModel(l, c).cost({&load, 1}, 1, false, false).launch_s, 2666 * 60e-6, 1e-12);
+}
+
 // Qwen3.5-9B (24 gated-DeltaNet layers of 32 value heads x 128 x 128, conv kernel 4; 8 full-attention
 // layers) on one H100: the linear-attention core runs flash-linear-attention's Triton kernels at 0.30 of
 // the BF16 peak and 0.60 of HBM (linear_attention_efficiency), not FlashAttention-3's 0.60 / 0.80.

@@ -196,6 +196,10 @@ struct ExecutionPolicy {
   bool torch_compile = false;       ///< SGLang --enable-torch-compile (vLLM compiles always)
   int torch_compile_max_batch = 0;  ///< SGLang: decode batches up to this size run torch.compile'd
                                     ///< graphs (--torch-compile-max-bs, default 32)
+  /// CPU time (s) to issue one kernel of a step that runs without CUDA graphs: the engine's Python forward
+  /// (op dispatch, Triton / JIT launchers) per launched kernel. 0: the twin's generic launch figure
+  /// (sim/physics.cc eager_launch_s, 12 us).
+  double eager_launch_s = 0;
   AttentionKernel attention = AttentionKernel::kFlashAttn3;  ///< prefill attention kernel
   AttentionKernel decode_attention = AttentionKernel::kFlashAttn3;
   GemmKernel gemm = GemmKernel::kCublasBf16;            ///< dense linears
