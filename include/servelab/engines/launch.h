@@ -65,6 +65,7 @@ enum class GemmKernel {
   kFp8Native,         ///< FP8 W8A8, per-tensor / per-channel scales (CUTLASS scaled_mm, cuBLASLt)
   kFp8BlockDeepGemm,  ///< FP8 W8A8 block-scaled, DeepGEMM
   kFp8BlockCutlass,   ///< FP8 W8A8 block-scaled without DeepGEMM (CUTLASS / Triton w8a8 block)
+  kFp8BlockTrtllm,    ///< FP8 W8A8 block-scaled, TensorRT-LLM's own fp8_block_scaling_gemm (+ fp8_quantize_1x128)
   kInt8Native,        ///< INT8 W8A8 (CUTLASS)
   kMarlinW8A16,       ///< FP8 weights dequantised in the GEMM (Ampere: no FP8 tensor cores)
   kMarlinW4A16,       ///< INT4 / FP4 weights dequantised in the GEMM (AWQ/GPTQ Marlin, MXFP4 Marlin)
