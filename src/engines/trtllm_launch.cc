@@ -238,6 +238,7 @@ void policies(ResolvedLaunch& r) {
                     (e.async_scheduling ? "on (" + std::string(d.overlap_scheduler.source) + ")"
                                         : "off (disable_overlap_scheduler)"));
   e.stream_interval = c.stream_interval.value_or(d.stream_interval.value);
+  e.api_fifo = true;  // trtllm-serve's chat handler runs each request to its hand-off (ExecutionPolicy::api_fifo)
   auto& mem = r.memory;
   mem.basis = MemoryPolicy::Basis::kOfFree;
   mem.fraction = c.gpu_memory_fraction;
