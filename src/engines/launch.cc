@@ -62,6 +62,8 @@ const char* gemm_kernel_name(GemmKernel k) {
       return "fp8-block-deepgemm";
     case GemmKernel::kFp8BlockCutlass:
       return "fp8-block-cutlass";
+    case GemmKernel::kFp8BlockTrtllm:
+      return "fp8-block-trtllm";
     case GemmKernel::kInt8Native:
       return "int8-native";
     case GemmKernel::kMarlinW8A16:

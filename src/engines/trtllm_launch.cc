@@ -80,7 +80,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
       // corpus agrees: on qwen3-32b__h100 TensorRT-LLM 1.2's FP8 runs sit 1.3-1.5x further below the
       // DeepGEMM figure than its BF16 run and than SGLang's DeepGEMM FP8 run on the same GPU.
       e.gemm = r.config.deep_gemm && !is_hopper(cl) ? GemmKernel::kFp8BlockDeepGemm
-                                                    : GemmKernel::kFp8BlockCutlass;
+                                                    : GemmKernel::kFp8BlockTrtllm;
       if (is_hopper(cl))
         r.notes.push_back("FP8 block-scaled linears on Hopper: fp8_block_scaling_gemm, not DeepGEMM "
                           "(linear.py calls deep_gemm on SM100 only) [recalled]");
@@ -238,6 +238,7 @@ void policies(ResolvedLaunch& r) {
                     (e.async_scheduling ? "on (" + std::string(d.overlap_scheduler.source) + ")"
                                         : "off (disable_overlap_scheduler)"));
   e.stream_interval = c.stream_interval.value_or(d.stream_interval.value);
+  e.api_fifo = true;  // trtllm-serve's chat handler runs each request to its hand-off (ExecutionPolicy::api_fifo)
   auto& mem = r.memory;
   mem.basis = MemoryPolicy::Basis::kOfFree;
   mem.fraction = c.gpu_memory_fraction;

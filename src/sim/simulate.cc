@@ -28,7 +28,7 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
       seed_(seed),
       plan_(plan_memory(launch, cluster)),
       model_(launch, cluster),
-      api_(cal.api_request_ms * 1e-3 * detail::api_work_share(launch.execution)) {
+      api_(cal.api_request_ms * 1e-3 * detail::api_work_share(launch.execution), launch.execution.api_fifo) {
   launch_.max_model_len = plan_.max_model_len;  // the engine may have lowered it to fit (memory_plan.cc)
   ranks_.assign(std::max(1, launch_.layout.dp_ranks), Rank{});
   for (auto& r : ranks_) {
@@ -85,7 +85,7 @@ std::optional<std::string> Simulator::send(int id, double t) {
     o.error = *refusal;
     return o.error;
   }
-  // The API server's work on the request (processor sharing), then the hand-off to the engine.
+  // The API server's work on the request (processor sharing, or FIFO: api_server.h), then the hand-off.
   api_.arrive(id, t, handed_off_);
   ++in_flight_;
   return std::nullopt;
@@ -546,6 +546,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   if (options.trace) {
     *options.trace = Trace{};
     options.trace->api_work_share = detail::api_work_share(launch.execution);
+    options.trace->api_fifo = launch.execution.api_fifo;
   }
   sim.set_trace(options.trace);
   for (int i = 0; i < n; ++i) {

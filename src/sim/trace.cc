@@ -12,8 +12,8 @@ namespace servelab::sim {
 HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
   const std::size_t nreq = trace.requests.size(), nstep = trace.steps.size();
   std::vector<double> end(nstep, 0.0), send(nreq, 0.0), hand_off(nreq, -1.0);
-  // The API server re-timed (processor sharing, requests in index order, as the run sent them).
-  detail::ApiServer api(cal.api_request_ms * 1e-3 * trace.api_work_share);
+  // The API server re-timed (processor sharing or FIFO, requests in index order, as the run sent them).
+  detail::ApiServer api(cal.api_request_ms * 1e-3 * trace.api_work_share, trace.api_fifo);
   std::vector<std::pair<double, int>> done;
   std::size_t next_req = 0;
   auto record = [&] {

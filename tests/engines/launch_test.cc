@@ -535,12 +535,15 @@ TEST(TrtllmRefusals, CorpusMessages) {
   // FP8 block linears: TensorRT-LLM's own fp8_block_scaling_gemm on Hopper whatever TRTLLM_DG_ENABLED says,
   // DeepGEMM on Blackwell unless TRTLLM_DG_ENABLED=0.
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "H100").execution.gemm,
-            se::GemmKernel::kFp8BlockCutlass);
+            se::GemmKernel::kFp8BlockTrtllm);
+  // trtllm-serve's API server runs each request to its hand-off (FIFO); vLLM's interleaves them.
+  EXPECT_TRUE(ok("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "H100").execution.api_fifo);
+  EXPECT_FALSE(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100").execution.api_fifo);
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc5", "Qwen/Qwen3-14B-FP8", "B200").execution.gemm,
             se::GemmKernel::kFp8BlockDeepGemm);
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc5", "Qwen/Qwen3-14B-FP8", "B200", {{"TRTLLM_DG_ENABLED", "0"}})
                 .execution.gemm,
-            se::GemmKernel::kFp8BlockCutlass);
+            se::GemmKernel::kFp8BlockTrtllm);
   EXPECT_NO_THROW(ok("trtllm-serve m", "1.2.0rc1", kGptOss, "H100"));
 }
 

@@ -9,6 +9,7 @@
 
 #include "servelab/metrics/metrics.h"
 #include "servelab/sim/sim.h"
+#include "sim/api_server.h"
 #include "sim/sim_detail.h"
 #include "test_launch.h"
 
@@ -91,6 +92,64 @@ TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
   Calibration slow = a.context.calibration;
   slow.cpu_step_ms += 1.0;
   EXPECT_NEAR(replay(trace, slow).duration_s - h.duration_s, a.twin.steps * 1e-3, 0.02 * h.duration_s);
+}
+
+// Three requests arrive together, 1 ms of API-server work each. Processor sharing hands all three off
+// at 3 ms; FIFO (TensorRT-LLM's trtllm-serve) at 1, 2 and 3 ms. Dropping the second at 0.5 ms moves
+// the third to 2 ms.
+TEST(Simulate, FifoApiServerHandsOffOneAfterAnother) {
+  std::vector<std::pair<double, int>> done;
+  detail::ApiServer ps(1e-3);
+  for (int i = 0; i < 3; ++i) ps.arrive(i, 0.0, done);
+  ps.advance(1.0, done);
+  ASSERT_EQ(done.size(), 3u);
+  for (const auto& [t, id] : done) EXPECT_NEAR(t, 3e-3, 1e-12);
+  done.clear();
+  detail::ApiServer fifo(1e-3, true);
+  for (int i = 0; i < 3; ++i) fifo.arrive(i, 0.0, done);
+  EXPECT_NEAR(fifo.next_completion(), 1e-3, 1e-12);
+  fifo.advance(1.0, done);
+  ASSERT_EQ(done.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(done[i].second, i);
+    EXPECT_NEAR(done[i].first, (i + 1) * 1e-3, 1e-12);
+  }
+  done.clear();
+  detail::ApiServer drop(1e-3, true);
+  for (int i = 0; i < 3; ++i) drop.arrive(i, 0.0, done);
+  drop.advance(0.5e-3, done);
+  EXPECT_TRUE(drop.remove(1));
+  drop.advance(1.0, done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_NEAR(done[0].first, 1e-3, 1e-12);
+  EXPECT_EQ(done[1].second, 2);
+  EXPECT_NEAR(done[1].first, 2e-3, 1e-12);
+}
+
+// A FIFO API server in a run: 200 requests, 5 ms each, reach the engine at 5, 10, ..., 1000 ms instead
+// of all at 1000 ms, so the first TTFT is about 5 ms of hand-off plus its step, not 1 s; the trace
+// records the mode and replays the run exactly.
+TEST(Simulate, FifoApiServerStartsTheEngineAtOnce) {
+  Case c;
+  std::vector<WorkloadRequest> w(200, WorkloadRequest{100, 2});
+  WorkloadOptions o = engine_only();
+  o.chat_template_tokens = 0;
+  o.calibration->engines["vllm"].cal.api_request_ms = 5.0;
+  const auto& ps = ok(predict_resolved(c.launch, c.cluster, w, o));
+  c.launch.execution.api_fifo = true;
+  Trace trace;
+  o.trace = &trace;
+  const auto& fifo = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_TRUE(trace.api_fifo);
+  double first_ps = 1e9, first_fifo = 1e9;
+  for (const auto& r : ps.outputs) first_ps = std::min(first_ps, r.ttft_s);
+  for (const auto& r : fifo.outputs) first_fifo = std::min(first_fifo, r.ttft_s);
+  EXPECT_GE(first_ps, 1.0);
+  EXPECT_LT(first_fifo, 0.1);
+  const HeadlineMetrics hf = headline(fifo), r = replay(trace, fifo.context.calibration);
+  EXPECT_LT(hf.mean_ttft_ms, headline(ps).mean_ttft_ms);
+  EXPECT_NEAR(r.mean_ttft_ms, hf.mean_ttft_ms, 1e-6 * hf.mean_ttft_ms);
+  EXPECT_NEAR(r.duration_s, hf.duration_s, 1e-6 * hf.duration_s);
 }
 
 // The API server is processor-shared: a burst of N requests reaches the engine together after N x the

@@ -65,6 +65,7 @@ enum class GemmKernel {
   kFp8Native,         ///< FP8 W8A8, per-tensor / per-channel scales (CUTLASS scaled_mm, cuBLASLt)
   kFp8BlockDeepGemm,  ///< FP8 W8A8 block-scaled, DeepGEMM
   kFp8BlockCutlass,   ///< FP8 W8A8 block-scaled without DeepGEMM (CUTLASS / Triton w8a8 block)
+  kFp8BlockTrtllm,    ///< FP8 W8A8 block-scaled, TensorRT-LLM's own fp8_block_scaling_gemm (+ fp8_quantize_1x128)
   kInt8Native,        ///< INT8 W8A8 (CUTLASS)
   kMarlinW8A16,       ///< FP8 weights dequantised in the GEMM (Ampere: no FP8 tensor cores)
   kMarlinW4A16,       ///< INT4 / FP4 weights dequantised in the GEMM (AWQ/GPTQ Marlin, MXFP4 Marlin)
@@ -217,6 +218,15 @@ struct ExecutionPolicy {
   /// ids) instead of the model's Jinja chat template and the tokenizer: vLLM for gpt-oss
   /// (entrypoints/openai/serving_chat.py `use_harmony` = model_type "gpt_oss", from 0.10.1) [recalled].
   bool harmony_chat = false;
+  /// The API server runs each request's CPU work (chat template, tokenisation, hand-off) to completion
+  /// before the next one, in arrival order, instead of interleaving them: TensorRT-LLM's trtllm-serve,
+  /// whose chat handler renders the template and calls LLM.generate_async (a plain method that
+  /// tokenises and submits to the executor) with no await in between (serve/openai_server.py,
+  /// llmapi/llm.py) [recalled]. Corpus evidence: its bursts of 1000 short requests show no hand-off
+  /// plateau: TTFT spread uniformly over the run (qwen3-14b__a100#016: 15.0 s run, TTFT median 7.9 s,
+  /// p99 14.9 s; qwen3-32b__h100#012: 19.3 s, 10.5 / 19.1 s) where vLLM's sit on one (qwen3-32b__h100#008:
+  /// 32.9 s, median 21.3 s, p99 32.7 s; qwen3-14b__a100#012: 26.8 s, 19.2 / 26.5 s).
+  bool api_fifo = false;
   /// DSA models: prompts of at most index_topk tokens are prefilled as dense MHA without the indexer
   /// (TensorRT-LLM DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs); other engines run the
   /// sparse path for every prompt.

@@ -38,6 +38,7 @@ struct Trace {
   /// The launch's API-server work per request as a share of Calibration::api_request_ms (physics.h
   /// api_work_share: 1 on the Jinja chat-template path).
   double api_work_share = 1.0;
+  bool api_fifo = false;  ///< ExecutionPolicy::api_fifo: the API server serves requests one at a time
 };
 
 /// The headline numbers of a run (tok/s, ms, s).
