@@ -152,15 +152,28 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
       e.moe = MoeKernel::kMarlinMoe;
       r.notes.push_back("INT4 weight-only: awq_marlin / gptq_marlin W4A16 kernels (SM80+) [recalled]");
       break;
-    case Q::kMxfp4:
+    case Q::kMxfp4: {
       e.gemm = GemmKernel::kCublasBf16;  // attention, router, embeddings and head stay BF16
-      e.moe = is_blackwell(cl) ? MoeKernel::kFlashInferTrtllm
-              : is_hopper(cl)  ? MoeKernel::kTritonKernels
-                               : MoeKernel::kMarlinMoe;
+      // get_mxfp4_backend picks triton_kernels on SM90 only where the separately packaged triton_kernels
+      // is importable (has_triton_kernels()), Marlin otherwise ("Using Marlin backend"). The 0.10.x wheels
+      // and images did not install it (only the 0.10.1+gptoss wheel did; later releases vendor it)
+      // [recalled, unverified]. Corpus evidence (gpt-oss-120b, 1xH100, 0.10.2): the KV pool holds ~70k
+      // tokens (#010: 32k-token requests decode two at a time, median ITL 7.3 ms, 4 of 99 steps carry a
+      // prefill chunk; #011/#012: 15/29 requests decoding at 4k/2k context), which Marlin's padded
+      // experts (+5 GiB) explain and triton_kernels' unpadded ones (258k tokens) do not.
+      const bool marlin_on_hopper = is_hopper(cl) && v < EngineVersion::parse("0.11.0");
+      e.moe = is_blackwell(cl)                     ? MoeKernel::kFlashInferTrtllm
+              : is_hopper(cl) && !marlin_on_hopper ? MoeKernel::kTritonKernels
+                                                   : MoeKernel::kMarlinMoe;
+      if (e.moe == MoeKernel::kMarlinMoe) e.expert_pad_hidden = 256, e.expert_pad_intermediate = 128;
       r.notes.push_back(std::string("MXFP4 MoE: ") + moe_kernel_name(e.moe) + " on " + sm_name(cl) +
                         " (quantization/mxfp4.py get_mxfp4_backend: FlashInfer on SM100, triton_kernels on "
-                        "SM90-SM10x, Marlin W4A16 otherwise; vLLM issue #31085)");
+                        "SM90-SM10x where installed (not in 0.10.x [recalled]), Marlin W4A16 otherwise; vLLM "
+                        "issue #31085)" +
+                        (e.moe == MoeKernel::kMarlinMoe ? "; Marlin pads experts to hidden % 256, intermediate % 128"
+                                                         : ""));
       break;
+    }
     case Q::kNvfp4:
       e.gemm = is_blackwell(cl) ? GemmKernel::kFp4Native : GemmKernel::kMarlinW4A16;
       e.moe = is_blackwell(cl) ? MoeKernel::kFlashInferTrtllm : MoeKernel::kMarlinMoe;
@@ -170,7 +183,6 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
                              m.quantization.attention.dtype == model::DType::kFp16
                          ? GemmKernel::kCublasBf16
                          : e.gemm;
-  (void)v;
 }
 
 // ParallelLayout (vllm/config/parallel.py; FusedMoEParallelConfig.make: without EP the experts are

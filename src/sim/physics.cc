@@ -80,16 +80,22 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
     case MoeKernel::kCutlassGrouped:
       return {0.55, 0.75, 64, "CUTLASS grouped GEMM (TensorRT-LLM MoE) [recalled, unverified]"};
     case MoeKernel::kMarlinMoe:
-      return {0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"};
+      // Hopper: Marlin is an Ampere kernel (mma.sync, cp.async; no wgmma or TMA), so its MMAs run well
+      // below the SM90 peak the roofline divides by [recalled]. Corpus: vLLM 0.10.2 runs gpt-oss-120b's
+      // MXFP4 experts through Marlin on one H100 (see vllm_launch.cc choose_kernels): an 8,192-token chunk
+      // (74 TFLOP, 59 of them in the experts, +9% for Marlin's padding) takes 0.35-0.45 s
+      // (gpt-oss-120b__h100#013: median ITL 353 ms, 7.7 s for 16 such chunks; TP2 #018 268 ms), ~20% of
+      // 989 TFLOPS after the Hopper kernel scale. [derived from the corpus]
+      return amp ? KernelEfficiency{0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"}
+                 : KernelEfficiency{0.28, 0.75, 16,
+                                    "Marlin MoE on Hopper (mma.sync, no wgmma): ~20% of peak at prefill shapes in "
+                                    "the corpus (gpt-oss-120b on H100, vLLM 0.10.2) [derived]"};
     case MoeKernel::kTritonKernels:
       // Hopper: the MXFP4 values and E8M0 scales are upcast to BF16 inside the mainloop (no FP4 MMA on
-      // SM90), which the corpus shows costing more than half the BF16 wgmma rate at prefill shapes: an
-      // 8,192-token chunk of gpt-oss-120b (74 TFLOP, 59 of them in the experts) takes 0.35-0.45 s on one
-      // H100 under vLLM 0.10.2 (gpt-oss-120b__h100#013: median ITL 353 ms, 7.7 s for 16 such chunks;
-      // TP2 #018 268 ms), ~20% of 989 TFLOPS after the Hopper kernel scale, against 46% that Marlin
-      // W4A16 reaches on A100 for the same experts (gpt-oss-20b__a100#009: 2,048-token chunks in
-      // ~85 ms); SGLang's triton_kernel MoE on the same GPU is slower still (gpt-oss-120b__h100#001).
-      // [derived from the corpus; no public matmul_ogs Hopper figure found]
+      // SM90). No public matmul_ogs Hopper figure was found; the value is the one the corpus gives Marlin
+      // on Hopper (the kMarlinMoe row: vLLM 0.10.2's gpt-oss-120b runs, first read as triton_kernels),
+      // and SGLang's triton_kernel MoE on the same GPU is slower still (gpt-oss-120b__h100#001).
+      // [unverified]
       // Rows: matmul_ogs picks BLOCK_M = clamp(next_pow2(rows per expert), 16, 128) (triton_kernels
       // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
       return {amp ? 0.45 : 0.28, 0.70, 16,

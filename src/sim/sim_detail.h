@@ -35,6 +35,16 @@ struct StageWeights {
   double draft_kv_bytes_per_token = 0; ///< KV of the draft layers per token
 };
 
+/// One routed expert's weight shape on one rank: `n` outputs x `k` inputs of the expert linear `l`
+/// TP-sliced over `moe_tp` (w13 column-split on its gate and up halves, w2 row-split), each side padded as
+/// the engine allocates it (ExecutionPolicy::expert_pad_hidden / expert_pad_intermediate; 1 = unpadded).
+/// Example: gpt-oss w13 (2880 -> 2 x 2880) at pads 256 / 128 and moe_tp 1 is 5888 x 3072.
+struct ExpertShape {
+  double n = 0;
+  double k = 0;
+};
+ExpertShape expert_shape(const model::Linear& l, int moe_tp, const engines::ExecutionPolicy& ex);
+
 /// Per-GPU weights of stage `stage` (first: + embedding; last: + LM head, + MTP / draft model when the
 /// launch speculates). Each linear at its WeightFormat, sharded by model::shard_params over attention TP
 /// (attention), dense TP (dense FFN, shared experts, LM head, vocab-parallel embedding), and routed

@@ -91,18 +91,28 @@ int layers_in_stage(const model::LayerGroup& g, const StageRange& st) {
   return std::max(0, hi - lo);
 }
 
+ExpertShape expert_shape(const model::Linear& l, int moe_tp, const engines::ExecutionPolicy& ex) {
+  const double tp = std::max(1, moe_tp);
+  auto pad = [](double x, int to) { return to > 1 ? std::ceil(x / to) * to : x; };
+  if (l.split == model::Split::kColumn)  // w13: hidden -> gate | up, each half of out sliced and padded
+    return {2.0 * pad(double(l.out) / 2.0 / tp, ex.expert_pad_intermediate), pad(double(l.in), ex.expert_pad_hidden)};
+  return {pad(double(l.out), ex.expert_pad_hidden), pad(double(l.in) / tp, ex.expert_pad_intermediate)};
+}
+
 namespace {
 
 // Weights of one layer on one GPU: each linear at its format, sharded by its split rule; biases in the
 // model's dtype, split with a column-parallel output and whole on every rank otherwise.
-double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, const engines::ParallelLayout& p) {
+double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, const engines::ParallelLayout& p,
+                          const engines::ExecutionPolicy& ex) {
   double bytes = 0;
   const double bias_b = model::dtype_bytes(m.dtype);
   for (const auto& l : model::linears(layer, m.hidden_size)) {
     const auto& fmt = m.quantization.format(l.cls);
     if (l.cls == LinearClass::kExpert) {
       const double local = std::ceil(double(l.copies) / std::max(1, p.moe_ep));
-      bytes += double(l.in) * l.out * local / std::max(1, p.moe_tp) * fmt.bytes_per_param();
+      const ExpertShape e = expert_shape(l, p.moe_tp, ex);
+      bytes += e.n * e.k * local * fmt.bytes_per_param();
       if (l.bias) bytes += double(l.out) * local / (l.split == model::Split::kColumn ? std::max(1, p.moe_tp) : 1) * bias_b;
       continue;
     }
@@ -147,7 +157,7 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
   StageWeights w;
   for (const auto& g : m.layers) {
     const int n = layers_in_stage(g, st);
-    if (n > 0) w.total += n * layer_weight_bytes(g.layer, m, p);
+    if (n > 0) w.total += n * layer_weight_bytes(g.layer, m, p, launch.execution);
   }
   const double vocab_local = double(m.vocab_size) / std::max(1, p.dense_tp);
   if (first) w.total += vocab_local * m.hidden_size * m.quantization.embedding.bytes_per_param();
@@ -157,7 +167,7 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
     using Method = engines::SpeculativePolicy::Method;
     const auto& sp = *launch.speculative;
     if (sp.method == Method::kMtp && m.mtp_layers > 0) {
-      const double per = layer_weight_bytes(m.mtp_layer, m, p) +
+      const double per = layer_weight_bytes(m.mtp_layer, m, p, launch.execution) +
                          2.0 * m.hidden_size * m.hidden_size / std::max(1, p.dense_tp) *
                              m.quantization.dense_ffn.bytes_per_param();
       w.draft = m.mtp_layers * per;
@@ -169,7 +179,7 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
       const double fc = (sp.method == Method::kEagle3 ? 3.0 : 2.0) * m.hidden_size * m.hidden_size;
       model::ModelSpec bf16 = m;
       bf16.quantization = model::Quantization{};
-      w.draft = layer_weight_bytes(d, bf16, p) + (fc + 32000.0 * m.hidden_size) / std::max(1, p.dense_tp) * 2.0;
+      w.draft = layer_weight_bytes(d, bf16, p, launch.execution) + (fc + 32000.0 * m.hidden_size) / std::max(1, p.dense_tp) * 2.0;
       w.draft_kv_bytes_per_token = model::kv_bytes_per_token(d.attention, p.attn_tp, model::DType::kBf16);
     }
     w.total += w.draft;
@@ -266,8 +276,8 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
         case LinearClass::kExpert: {
           c.moe = true;
           Gemm g;
-          if (l.split == model::Split::kColumn) g.n = double(l.out) / std::max(1, lay.moe_tp), g.k = double(l.in);
-          else g.n = double(l.out), g.k = double(l.in) / std::max(1, lay.moe_tp);
+          const ExpertShape e = expert_shape(l, lay.moe_tp, ex);
+          g.n = e.n, g.k = e.k;
           g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
           (l.split == model::Split::kColumn ? c.expert_up : c.expert_down) = g;
           c.experts = l.copies;

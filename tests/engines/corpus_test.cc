@@ -162,7 +162,7 @@ TEST(Corpus, PerPointDefaults) {
   EXPECT_FALSE(a100.execution.async_scheduling);
   EXPECT_TRUE(resolve("gpt-oss-20b__a100#003").execution.async_scheduling);  // --async-scheduling
   // vLLM 0.10.2 on H100 (gpt-oss-120b): 1024 / 8192, PIECEWISE, [1, 2, 4] + 8..512 step 8 = 67 sizes,
-  // FA3 with sinks, triton_kernels MoE.
+  // FA3 with sinks, Marlin MXFP4 MoE (no triton_kernels in 0.10.x) with its 256 / 128 padding.
   auto h100 = resolve("gpt-oss-120b__h100#000");
   EXPECT_EQ(h100.scheduler.max_num_seqs, 1024);
   EXPECT_EQ(h100.scheduler.token_budget, 8192);
@@ -170,7 +170,9 @@ TEST(Corpus, PerPointDefaults) {
   EXPECT_EQ(h100.execution.graph_sizes.size(), 67u);
   EXPECT_EQ(h100.execution.graph_max_batch, 512);
   EXPECT_EQ(h100.execution.attention, se::AttentionKernel::kFlashAttn3);
-  EXPECT_EQ(h100.execution.moe, se::MoeKernel::kTritonKernels);
+  EXPECT_EQ(h100.execution.moe, se::MoeKernel::kMarlinMoe);
+  EXPECT_EQ(h100.execution.expert_pad_hidden, 256);
+  EXPECT_EQ(h100.execution.expert_pad_intermediate, 128);
   EXPECT_EQ(h100.max_model_len, 32768);
   EXPECT_TRUE(h100.memory.kv_window_only);
   auto pp = resolve("gpt-oss-120b__h100#006");  // -pp 2

@@ -37,6 +37,25 @@ double bf16_gemm(double m, double n, double k, double peak, double bw) {
 // reads 1000 x 4096 B of KV at FA3's 0.80 of 3.35 TB/s. LM head: 151,936 x 5120 BF16 weights plus the
 // sampler's 3 passes over 151,936 FP32 logits at 0.8 of HBM. Sum over 64 layers: ~24 ms, the weight
 // read 65.5 GB / (0.8 x 3.35 TB/s).
+// Marlin's MXFP4 MoE pads hidden to 256 and the intermediate slice to 128 (vllm_launch.cc): gpt-oss's
+// 2880 x 2 x 2880 w13 becomes 3072 x 2 x 2944 = 5888 x 3072; w2 at moe_tp 2: 3072 x round_up(1440, 128)
+// = 3072 x 1536. Unpadded policies keep the shapes.
+TEST(StepModel, MarlinPadsTheExpertShapes) {
+  engines::ExecutionPolicy ex;
+  model::Linear w13{"experts.w13", 2880, 5760, 128, model::Split::kColumn};
+  model::Linear w2{"experts.w2", 2880, 2880, 128, model::Split::kRow};
+  auto e = detail::expert_shape(w13, 1, ex);
+  EXPECT_DOUBLE_EQ(e.n, 5760);
+  EXPECT_DOUBLE_EQ(e.k, 2880);
+  ex.expert_pad_hidden = 256, ex.expert_pad_intermediate = 128;
+  e = detail::expert_shape(w13, 1, ex);
+  EXPECT_DOUBLE_EQ(e.n, 5888);
+  EXPECT_DOUBLE_EQ(e.k, 3072);
+  e = detail::expert_shape(w2, 2, ex);
+  EXPECT_DOUBLE_EQ(e.n, 3072);
+  EXPECT_DOUBLE_EQ(e.k, 1536);
+}
+
 TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   const auto m = corpus_model("qwen3-32b");
   const auto c = hardware::parse_cluster("1xH100");

@@ -211,6 +211,13 @@ struct ExecutionPolicy {
   /// (fused_moe/deep_gemm_moe.py _valid_deep_gemm_shape; triton_deep_gemm_moe.py) [recalled].
   MoeKernel moe_small = MoeKernel::kTritonFused;
   int moe_small_below = 0;
+  /// The routed experts' weights are allocated padded: each expert's hidden dimension up to a multiple
+  /// of `expert_pad_hidden` and its intermediate slice (per MoE TP rank) up to `expert_pad_intermediate`
+  /// (1: no padding). vLLM's Marlin MXFP4 MoE pads 256 / 128 ("the moe marlin kernel requires that for
+  /// each linear n % 256 == 0 and k % 128 == 0", quantization/mxfp4.py Mxfp4MoEMethod.create_weights)
+  /// [recalled]. The padded weights are stored, read and multiplied.
+  int expert_pad_hidden = 1;
+  int expert_pad_intermediate = 1;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   int api_server_count = 1;
   int stream_interval = 1;         ///< tokens per streamed chunk
