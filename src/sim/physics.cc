@@ -98,10 +98,10 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
       // [unverified]
       // Rows: matmul_ogs picks BLOCK_M = clamp(next_pow2(rows per expert), 16, 128) (triton_kernels
       // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
-      return {amp ? 0.45 : 0.28, 0.70, 16,
+      return {amp ? 0.45 : moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
               amp ? "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"
-                  : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: ~20% of peak at "
-                    "prefill shapes in the corpus (gpt-oss-120b on H100) [derived]"};
+                  : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure found, "
+                    "Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
     case MoeKernel::kFlashInferTrtllm:
       return {0.55, 0.80, 128, "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]"};
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include <numeric>
 
@@ -126,20 +127,36 @@ TEST(Simulate, FifoApiServerHandsOffOneAfterAnother) {
   EXPECT_NEAR(done[1].first, 2e-3, 1e-12);
 }
 
-// A FIFO API server in a run: 200 requests, 5 ms each, reach the engine at 5, 10, ..., 1000 ms instead
-// of all at 1000 ms, so the first TTFT is about 5 ms of hand-off plus its step, not 1 s; the trace
-// records the mode and replays the run exactly.
-TEST(Simulate, FifoApiServerStartsTheEngineAtOnce) {
+// A burst of 200 requests (100 prompt tokens, 2 outputs) through an API server of 5 ms per request, run
+// twice on the engine-only calibration: the launch as it is, then after `change` to its execution policy,
+// traced. The API-server tests below compare the two runs.
+struct ApiBurst {
+  Prediction before, after;
+  Trace trace;                              ///< of the `after` run
+  engines::ExecutionPolicy after_execution;  ///< the changed policy
+};
+ApiBurst api_burst(const std::function<void(engines::ExecutionPolicy&)>& change) {
   Case c;
   std::vector<WorkloadRequest> w(200, WorkloadRequest{100, 2});
   WorkloadOptions o = engine_only();
   o.chat_template_tokens = 0;
   o.calibration->engines["vllm"].cal.api_request_ms = 5.0;
-  const auto& ps = ok(predict_resolved(c.launch, c.cluster, w, o));
-  c.launch.execution.api_fifo = true;
-  Trace trace;
-  o.trace = &trace;
-  const auto& fifo = ok(predict_resolved(c.launch, c.cluster, w, o));
+  ApiBurst b;
+  b.before = ok(predict_resolved(c.launch, c.cluster, w, o));
+  change(c.launch.execution);
+  b.after_execution = c.launch.execution;
+  o.trace = &b.trace;
+  b.after = ok(predict_resolved(c.launch, c.cluster, w, o));
+  return b;
+}
+
+// A FIFO API server in a run: 200 requests, 5 ms each, reach the engine at 5, 10, ..., 1000 ms instead
+// of all at 1000 ms, so the first TTFT is about 5 ms of hand-off plus its step, not 1 s; the trace
+// records the mode and replays the run exactly.
+TEST(Simulate, FifoApiServerStartsTheEngineAtOnce) {
+  const ApiBurst b = api_burst([](engines::ExecutionPolicy& ex) { ex.api_fifo = true; });
+  const Prediction &ps = b.before, &fifo = b.after;
+  const Trace& trace = b.trace;
   EXPECT_TRUE(trace.api_fifo);
   double first_ps = 1e9, first_fifo = 1e9;
   for (const auto& r : ps.outputs) first_ps = std::min(first_ps, r.ttft_s);
@@ -157,17 +174,10 @@ TEST(Simulate, FifoApiServerStartsTheEngineAtOnce) {
 // and 200 x 0.1 x 5 ms = 0.1 s when the launch renders with openai_harmony; the engine's run behind it is
 // the same, so every TTFT is 0.9 s shorter, and the trace replays the harmony run exactly.
 TEST(Simulate, HarmonyChatSkipsMostOfTheApiServerWork) {
-  Case c;
-  std::vector<WorkloadRequest> w(200, WorkloadRequest{100, 2});
-  WorkloadOptions o = engine_only();
-  o.chat_template_tokens = 0;
-  o.calibration->engines["vllm"].cal.api_request_ms = 5.0;
-  const auto& jinja = ok(predict_resolved(c.launch, c.cluster, w, o));
-  c.launch.execution.harmony_chat = true;
-  Trace trace;
-  o.trace = &trace;
-  const auto& harmony = ok(predict_resolved(c.launch, c.cluster, w, o));
-  EXPECT_DOUBLE_EQ(detail::api_work_share(c.launch.execution), 0.1);
+  const ApiBurst b = api_burst([](engines::ExecutionPolicy& ex) { ex.harmony_chat = true; });
+  const Prediction &jinja = b.before, &harmony = b.after;
+  const Trace& trace = b.trace;
+  EXPECT_DOUBLE_EQ(detail::api_work_share(b.after_execution), 0.1);
   const HeadlineMetrics hj = headline(jinja), hh = headline(harmony);
   EXPECT_NEAR(hj.mean_ttft_ms - hh.mean_ttft_ms, 900.0, 1e-6);
   EXPECT_NEAR(hj.duration_s - hh.duration_s, 0.9, 1e-9);
