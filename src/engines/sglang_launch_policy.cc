@@ -270,11 +270,13 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
   mem.kv_window_only = m.has_sliding_window() && !c.disable_hybrid_swa_memory;
   mem.swa_full_tokens_ratio =
       mem.kv_window_only ? c.swa_full_tokens_ratio.value_or(d.swa_full_tokens_ratio.value) : 1.0;
+  mem.swa_split_pool = mem.kv_window_only;
   mem.mm_encoder = is_multimodal(m);
   state_pool(r);
   if (mem.kv_window_only)
-    r.notes.push_back("SWA pool: sliding-window layers keep their window, pool ratio " +
-                      fixed3(mem.swa_full_tokens_ratio) + " (--swa-full-tokens-ratio)");
+    r.notes.push_back("SWA pool: sliding-window layers get " + fixed3(mem.swa_full_tokens_ratio) +
+                      " x the full layers' tokens from the same memory (--swa-full-tokens-ratio; "
+                      "model_runner.py set_num_token_hybrid)");
   const std::string& lb = c.load_balance_method;
   r.routing = lb == "shortest_queue"   ? Routing::kShortestQueue
               : lb == "minimum_tokens" ? Routing::kMinimumTokens

@@ -124,7 +124,11 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       transient = std::max(transient, layer_transient_bytes(g.layer, m.hidden_size, lay));
       const double kv = model::kv_bytes_per_token(g.layer.attention, lay.attn_tp, launch.kv_dtype);
       const int win = model::kv_window_tokens(g.layer.attention);
-      if (win > 0 && pol.kv_window_only) {
+      if (win > 0 && pol.kv_window_only && pol.swa_split_pool) {
+        // SGLang SWAKVPool: every full-layer token is matched by ratio tokens in each window layer's
+        // own pool, carved from the same budget (launch.h swa_split_pool).
+        kv_full += n * kv * pol.swa_full_tokens_ratio;
+      } else if (win > 0 && pol.kv_window_only) {
         kv_win += n * kv;
         window = std::max(window, win);
       } else {

@@ -320,6 +320,7 @@ TEST(SglangDefaults, MemoryTiersAndFraction) {
   EXPECT_EQ(oss.execution.moe, se::MoeKernel::kTritonKernels);
   EXPECT_TRUE(oss.memory.kv_window_only);
   EXPECT_DOUBLE_EQ(oss.memory.swa_full_tokens_ratio, 0.8);
+  EXPECT_TRUE(oss.memory.swa_split_pool);
   // Explicit values win; --max-running-requests is global under DP-attention.
   auto dpa =
       ok("python3 -m sglang.launch_server --model-path m --tp 8 --dp 8 --enable-dp-attention "

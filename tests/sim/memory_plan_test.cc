@@ -160,6 +160,17 @@ TEST(MemoryPlan, GptOssMxfp4AndSlidingWindow) {
   // Without the window-only allocator every layer keeps the whole context.
   l.memory.kv_window_only = false;
   EXPECT_DOUBLE_EQ(plan_memory(l, c).kv_bytes_per_token, 73728.0);
+  // SGLang's SWAKVPool at --swa-full-tokens-ratio 0.8: each full-layer token is matched by 0.8 tokens in
+  // every sliding layer's pool, so a full token costs 18 x 2048 + 0.8 x 18 x 2048 = 66,355.2 B and the
+  // pool holds budget / 66,355.2 full tokens (model_runner.py set_num_token_hybrid), 1.8x fewer than
+  // the window-only allocator's budget / 36,864.
+  l.memory.kv_window_only = true;
+  l.memory.swa_split_pool = true;
+  l.memory.swa_full_tokens_ratio = 0.8;
+  const auto sg = plan_memory(l, c);
+  EXPECT_NEAR(sg.kv_bytes_per_token, 66355.2, 1e-6);
+  EXPECT_DOUBLE_EQ(sg.kv_window_bytes_per_token, 0.0);
+  EXPECT_NEAR(double(sg.kv_tokens_per_rank), std::floor(sg.kv_budget_bytes / 66355.2 / 16) * 16, 16.0);
 }
 
 // Qwen3.5-35B-A3B on one H200: 10 full-attention layers x 2 x 2 KV heads x 256 x 2 B = 20,480 B/token;

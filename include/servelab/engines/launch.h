@@ -124,6 +124,12 @@ struct MemoryPolicy {
   bool kv_window_only = false;                ///< sliding-window layers keep only their window (vLLM hybrid
                                               ///< allocator, SGLang SWA pool, TRT variable window)
   double swa_full_tokens_ratio = 1.0;         ///< SGLang: SWA-layer pool size / full-layer pool size
+  /// SGLang's hybrid SWA pool (SWAKVPool): the sliding-window layers get their own token pool of
+  /// swa_full_tokens_ratio x the full layers' tokens, split from the same memory, and the full-layer
+  /// pool bounds admission: full tokens = budget / (full-layer bytes + ratio x window-layer bytes per
+  /// token) (model_runner.py set_num_token_hybrid) [recalled]. false: window layers hold only their
+  /// window of each request in the shared pool (vLLM hybrid allocator, TensorRT-LLM variable window).
+  bool swa_split_pool = false;
   /// vLLM hybrid models: each linear-attention layer's recurrent state takes one KV block, padded to the
   /// attention page (block_size tokens of one attention layer); block_size is raised until that page
   /// holds the state (HybridAttentionMambaModelConfig). false: state stored unpadded in its own pool.
