@@ -223,7 +223,8 @@ void Simulator::schedule_vllm(Rank& r, int) {
 // SGLang scheduler (managers/scheduler.py get_next_batch_to_run + schedule_policy.PrefillAdder): a prefill
 // batch when requests can be admitted (prefill first, no mixing with decode unless --enable-mixed-chunk),
 // else one decode step for all running requests. Admission reserves future tokens: remaining
-// max_new_tokens (clipped) x new_token_ratio for every running and admitted request; new_token_ratio
+// max_new_tokens (clipped) x new_token_ratio for every running request, the whole remaining
+// max_new_tokens (clipped) for every request admitted into this prefill batch; new_token_ratio
 // starts at 0.7 x conservativeness and decays to 0.1 x conservativeness over 600 decode steps; a decode
 // step that runs out of KV retracts requests.
 //
@@ -276,7 +277,11 @@ void Simulator::schedule_sglang(Rank& r, int) {
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
     const int remaining = q.prefill_target - q.computed;
-    const double need = remaining + std::min(q.output_len - q.generated, sch.clip_max_new_tokens) * ratio;
+    // The candidate reserves its whole remaining max_new_tokens (clipped), not x new_token_ratio: the ratio
+    // scales only the running batch's reservation (schedule_policy.py PrefillAdder.add_one_req: total_tokens
+    // = extend_input_len + min(max_new_tokens - output, CLIP_MAX_NEW_TOKENS); _update_prefill_budget adds
+    // max_new_tokens unscaled) [recalled].
+    const double need = remaining + std::min(q.output_len - q.generated, sch.clip_max_new_tokens);
     if (need > rem_total && any) {
       set_full();
       break;

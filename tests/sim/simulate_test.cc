@@ -293,8 +293,9 @@ TEST(Simulate, SglangPipelineMicroBatchesKeepTheirOwnRunningBatch) {
 }
 
 // SGLang batch_is_full: an admission that runs out of KV stops prefill batches until the running batch
-// shrinks. Pool of 2500 tokens, requests of 1008 engine tokens (1000 + 8 template) and 500 outputs: r0
-// reserves 1008 + 500 x 0.7 = 1358, leaving 1142 < 1358 for r1 (NO_TOKEN). Without the flag the next call
+// shrinks. Pool of 2500 tokens, requests of 1008 engine tokens (1000 + 8 template) and 500 outputs: a
+// request joining a prefill batch reserves its whole max_new_tokens (PrefillAdder.add_one_req), so r0
+// takes 1008 + 500 = 1508, leaving 992 < 1508 for r1 (NO_TOKEN). Without the flag the next call
 // would admit r1 alone (the first request of a batch is admitted when its blocks fit: 1492 free tokens
 // hold its 1008) and stall r0's decode; with it r0 decodes alone and r1, r2 start only when r0 has left.
 TEST(Simulate, SglangBatchFullWaitsForTheRunningBatchToShrink) {
@@ -310,10 +311,11 @@ TEST(Simulate, SglangBatchFullWaitsForTheRunningBatchToShrink) {
   for (const auto& o : p.outputs) ASSERT_TRUE(o.success);
   const double r0_end = p.outputs[0].send_time_s + p.outputs[0].latency_s;
   for (int i = 1; i < 3; ++i) EXPECT_GT(p.outputs[i].send_time_s + p.outputs[i].ttft_s, r0_end) << i;
-  // Once r0 is gone the ratio has decayed (0.7 - 499 x 0.63 / 600 = 0.18): r1 and r2 are admitted together
-  // (1008 + 500 x 0.18 = 1098 each) and their growth to 2 x 1508 = 3016 > 2500 tokens retracts one of them.
-  EXPECT_EQ(p.twin.max_batch_requests, 2);
-  EXPECT_EQ(p.twin.preemptions, 1);
+  // Once r0 is gone r1 is admitted and again reserves 1508 of the 2500 tokens: r2 (1508 > 992) waits for
+  // r1 too (with new_token_ratio 0.18 for the candidate, 1008 + 500 x 0.18 = 1098 would have admitted both
+  // and their growth to 2 x 1508 = 3016 > 2500 tokens would have retracted one). No retraction.
+  EXPECT_EQ(p.twin.max_batch_requests, 1);
+  EXPECT_EQ(p.twin.preemptions, 0);
 }
 
 // DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
