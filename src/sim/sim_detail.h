@@ -90,6 +90,9 @@ struct StepCost {
   double launch_s = 0;  ///< CPU time to launch the kernels that run eagerly
   int running = 0;      ///< requests the CPU handles this step
   bool overlap = false; ///< CPU work of the next step overlaps this one (async / overlap scheduler)
+  /// Serial seconds of a stage beside the engine for this step's streamed outputs: the decoding requests x
+  /// ExecutionPolicy::api_stream_request_s / (api_server_count x stream_interval); the step takes at least this.
+  double api_stage_s = 0;
   // Breakdown (unscaled roofline, for TwinView).
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
 };
@@ -98,7 +101,7 @@ struct StepCost {
 ///   gpu  = graphed part: (gpu_s - memory_s) / kernel_scale + memory_s + comm_s + floor_s, max'ed with
 ///          launch_s for the eager part
 ///   cpu  = cpu_step_ms + cpu_request_us x running
-///   step = gpu + (overlap ? max(0, cpu - gpu) : cpu).
+///   step = max(gpu + (overlap ? max(0, cpu - gpu) : cpu), api_stage_s).
 double step_seconds(const StepCost& c, const Calibration& cal);
 
 /// The cost model of one resolved launch on one cluster. Built once per simulation (precomputes every

@@ -425,6 +425,7 @@ void Simulator::record_step(const Batch& slow, double not_before, int wake) {
   s.launch_s = static_cast<float>(slow.cost.launch_s);
   s.running = slow.cost.running;
   s.overlap = slow.cost.overlap;
+  s.api_stage_s = static_cast<float>(slow.cost.api_stage_s);
   s.not_before_s = not_before;
   s.wake_request = not_before > 0 ? wake : -1;
   trace_->steps.push_back(s);

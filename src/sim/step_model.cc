@@ -191,7 +191,8 @@ double step_seconds(const StepCost& c, const Calibration& cal) {
   const double graphed = (c.gpu_s - c.memory_s) / cal.kernel_scale + c.memory_s + c.comm_s + c.floor_s;
   const double gpu = std::max(graphed, c.launch_s);
   const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * c.running;
-  return gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
+  const double step = gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
+  return std::max(step, c.api_stage_s);
 }
 
 StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster)
@@ -508,6 +509,12 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
   StepCost out;
   out.running = running;
   out.overlap = launch_.execution.async_scheduling;
+  if (launch_.execution.api_stream_request_s > 0) {
+    double streamed = 0;
+    for (const auto& r : loads) streamed += r.decode_requests;
+    out.api_stage_s = streamed * launch_.execution.api_stream_request_s /
+                  (std::max(1, launch_.execution.api_server_count) * std::max(1, launch_.execution.stream_interval));
+  }
   const auto& lay = launch_.layout;
   const auto& ex = launch_.execution;
   double gpu = 0, tokens_max = 0, decode_max = 0;

@@ -54,6 +54,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     c.launch_s = s.launch_s;
     c.running = s.running;
     c.overlap = s.overlap;
+    c.api_stage_s = s.api_stage_s;
     t = std::max(t, not_before) + detail::step_seconds(c, cal);
     end[i] = t;
   }

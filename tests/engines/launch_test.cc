@@ -241,6 +241,14 @@ TEST(VllmDefaults, KernelsPerGeneration) {
 
 // vLLM renders gpt-oss chat requests with openai_harmony (serving_chat.py use_harmony), every other model
 // with its Jinja chat template; SGLang renders gpt-oss with the template too.
+// vLLM with --reasoning-parser: the streamed chat reply's API-server stage, 80 us per decoding request per
+// step (vllm_launch_policy.cc kVllmReasoningStreamRequestS); none without the flag.
+TEST(VllmDefaults, ReasoningParserSetsTheApiStreamStage) {
+  EXPECT_DOUBLE_EQ(ok("vllm serve m --reasoning-parser=qwen3", "0.17.1", kQwen8, "H100").execution.api_stream_request_s,
+                   80e-6);
+  EXPECT_DOUBLE_EQ(ok("vllm serve m", "0.17.1", kQwen8, "H100").execution.api_stream_request_s, 0.0);
+}
+
 TEST(VllmDefaults, HarmonyChatForGptOssOnly) {
   EXPECT_TRUE(ok("vllm serve m", "0.10.2", kGptOss, "H100").execution.harmony_chat);
   EXPECT_TRUE(ok("vllm serve m", "0.11.0", "openai/gpt-oss-20b", "A100").execution.harmony_chat);
@@ -591,7 +599,7 @@ TEST(Unmodelled, KernelPathsWithoutAFigure) {
 
 TEST(InertFlags, ListedAndNotModelled) {
   auto v = ok("vllm serve m --reasoning-parser qwen3 --disable-log-stats -tp 1", "0.17.1", kQwen8, "H100");
-  EXPECT_TRUE(has_inert(v, "--reasoning-parser"));
+  EXPECT_FALSE(has_inert(v, "--reasoning-parser"));  // the API server's streamed-reply stage
   EXPECT_TRUE(has_inert(v, "--disable-log-stats"));
   EXPECT_FALSE(has_inert(v, "--tensor-parallel-size"));
   EXPECT_TRUE(has_inert(ok("vllm serve m --enable-expert-parallel", "0.13.0", kQwen8, "H100"),

@@ -156,6 +156,39 @@ TEST(StepModel, KernelScaleLeavesMemoryBoundGemmsAlone) {
   EXPECT_NEAR(detail::step_seconds(c, cal), 21.5e-3, 1e-12);
 }
 
+// The API server's streamed-reply stage (ExecutionPolicy::api_stream_request_s) is a floor beside the
+// engine, not an addition: 10 ms of memory-bound kernels with async scheduling (1 ms CPU hidden) and 512
+// decoding requests x 80 us = 40.96 ms -> 40.96 ms; 64 requests -> 5.12 ms < 10 ms -> 10 ms.
+TEST(StepModel, ApiStreamStageIsAFloorOnTheStep) {
+  detail::StepCost c;
+  c.gpu_s = c.memory_s = 10e-3;
+  c.overlap = true;
+  Calibration cal;
+  cal.kernel_scale = 1.0;
+  cal.cpu_step_ms = 1.0;
+  cal.cpu_request_us = 0;
+  c.api_stage_s = 512 * 80e-6;
+  EXPECT_NEAR(detail::step_seconds(c, cal), 40.96e-3, 1e-12);
+  c.api_stage_s = 64 * 80e-6;
+  EXPECT_NEAR(detail::step_seconds(c, cal), 10e-3, 1e-12);
+}
+
+// StepModel::cost fills the stage from the decoding requests of all ranks: 2 ranks x 100 decoding x 80 us
+// over 2 API servers x stream interval 2 = 4 ms; none without api_stream_request_s.
+TEST(StepModel, ApiStreamStageCountsDecodingRequests) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  RankLoad r = decode_one(1000);
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = 100;
+  const RankLoad loads[2] = {r, r};
+  EXPECT_DOUBLE_EQ(StepModel(l, c).cost({loads, 1}, 100, true, false).api_stage_s, 0.0);
+  l.execution.api_stream_request_s = 80e-6;
+  l.execution.api_server_count = 2;
+  l.execution.stream_interval = 2;
+  EXPECT_NEAR(StepModel(l, c).cost({loads, 2}, 200, true, false).api_stage_s, 4e-3, 1e-12);
+}
+
 TEST(StepModel, DecodeScalesWithHbmBandwidth) {
   const auto m = corpus_model("qwen3-32b");
   const auto h = hardware::parse_cluster("1xH100"), a = hardware::parse_cluster("1xA100");

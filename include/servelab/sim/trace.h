@@ -16,6 +16,7 @@ struct TraceStep {
   float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;  ///< detail::StepCost's fields
   int running = 0;
   bool overlap = false;
+  float api_stage_s = 0;  ///< detail::StepCost::api_stage_s
   double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
   int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
 };
