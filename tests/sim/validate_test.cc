@@ -37,21 +37,22 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_EQ(h.failures_measured, 17);
   EXPECT_GE(h.failures_reproduced, 12);
 
-  // Accuracy, held out (current levels; targets in the comment above).
+  // Accuracy, held out (just above the current levels: tok/s 29.5%, TTFT 28.3%, TPOT 21.3%, without the
+  // unmodelled points tok/s 16.3%; targets in the comment above).
   EXPECT_EQ(h.compared_tok_s, 211);
-  EXPECT_LE(h.mape_total_tok_s, 33.9) << "held-out total tok/s MAPE regressed (target 15%)";
-  EXPECT_LE(h.mape_ttft, 32.5) << "held-out mean TTFT MAPE regressed (target 30%)";
-  EXPECT_LE(h.mape_tpot, 29.4) << "held-out mean TPOT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_total_tok_s, 31.0) << "held-out total tok/s MAPE regressed (target 15%)";
+  EXPECT_LE(h.mape_ttft, 30.0) << "held-out mean TTFT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_tpot, 23.0) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
-  // 34 of 50; one of them is near a tie: the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
+  // 37 of 50 (the bound leaves one flip of slack); one of them is near a tie: the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
   // --performance-mode throughput) within 0.1% of each other, so that group's pick can flip with any change.
   // SGLang's batch_is_full (scheduler.cc) lets qwen3-32b__h100#003 (SGLang FP8, already +31% tok/s) overtake
   // TensorRT-LLM #004 in its ShareGPT group (the twin's SGLang on that study is too fast, not the rule); vLLM's
   // Triton experts below 128 rows win qwen3-235b-a22b's random-4000in-200out group (#010 over #014).
-  EXPECT_GE(h.groups_same_winner, 34) << "winner right in fewer groups (target 80%)";
+  EXPECT_GE(h.groups_same_winner, 36) << "winner right in fewer groups (target 80%)";
   const auto& hm = v.held_out_modelled;
   EXPECT_EQ(h.points - hm.points, 5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
-  EXPECT_LE(hm.mape_total_tok_s, 21.9);
+  EXPECT_LE(hm.mape_total_tok_s, 18.0);
   EXPECT_LT(hm.mape_total_tok_s, h.mape_total_tok_s);
 
   // In-sample is computed apart and is better than held out (it saw the points).
