@@ -248,7 +248,7 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
     e.api_stream_request_s = kVllmReasoningStreamRequestS;
     r.notes.push_back("--reasoning-parser: the API server's streamed chat reply costs " +
                       std::to_string(static_cast<int>(kVllmReasoningStreamRequestS * 1e6)) +
-                      " us per running request per step (serial, beside the engine core; / api-server-count x "
+                      " us per decoding request per step (serial, beside the engine core; / api-server-count x "
                       "stream-interval) [corpus evidence: qwen3.5-9b__h100#000-#017, "
                       "qwen3.5-35b-a3b__h200-latency#016/#017]");
   }

@@ -509,20 +509,18 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
   StepCost out;
   out.running = running;
   out.overlap = launch_.execution.async_scheduling;
-  if (launch_.execution.api_stream_request_s > 0) {
-    double streamed = 0;
-    for (const auto& r : loads) streamed += r.decode_requests;
-    out.api_stage_s = streamed * launch_.execution.api_stream_request_s /
-                  (std::max(1, launch_.execution.api_server_count) * std::max(1, launch_.execution.stream_interval));
-  }
   const auto& lay = launch_.layout;
   const auto& ex = launch_.execution;
-  double gpu = 0, tokens_max = 0, decode_max = 0;
+  double gpu = 0, tokens_max = 0, decode_max = 0, decoding = 0;
   int kernels = 0, layers = 0;
   for (const auto& r : loads) {
     tokens_max = std::max<double>(tokens_max, r.query_tokens);
     decode_max = std::max<double>(decode_max, r.decode_requests);
+    decoding += r.decode_requests;
   }
+  // Each decoding request streams one chunk through the API server (ExecutionPolicy::api_stream_request_s).
+  out.api_stage_s = decoding * ex.api_stream_request_s /
+                    (std::max(1, ex.api_server_count) * std::max(1, ex.stream_interval));
   // Stages: all of them in sequence, or (pipeline ticks) the slowest one.
   double slowest = -1;
   for (const auto& st : stages_) {

@@ -231,7 +231,7 @@ struct ExecutionPolicy {
   /// ids) instead of the model's Jinja chat template and the tokenizer: vLLM for gpt-oss
   /// (entrypoints/openai/serving_chat.py `use_harmony` = model_type "gpt_oss", from 0.10.1) [recalled].
   bool harmony_chat = false;
-  /// Serial API-server CPU seconds per running request per engine step for the streamed reply (output
+  /// Serial API-server CPU seconds per decoding request per engine step for the streamed reply (output
   /// processing + one SSE chunk), before dividing by api_server_count x stream_interval; 0 = not modelled
   /// (hidden behind the engine). Set by vLLM for launches with --reasoning-parser (vllm_launch_policy.cc,
   /// kVllmReasoningStreamRequestS): the API process is a pipeline stage beside the engine core, so it
