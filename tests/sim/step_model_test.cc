@@ -7,6 +7,8 @@
 
 #include "sim/physics.h"
 #include "sim/sim_detail.h"
+#include "servelab/ops/op_store.h"
+#include "servelab/sim/sim.h"
 #include "test_launch.h"
 
 namespace servelab::sim {
@@ -80,6 +82,54 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   // The same step eagerly: every kernel launched from Python at 12 us.
   const auto eager = StepModel(test_launch(m, c, 1), c).cost({&load, 1}, 1, false, false);
   EXPECT_GT(eager.launch_s, 0.0);
+}
+
+// The same decode step with GEMM times from the measured tables (use_measured_operators; H100 vLLM
+// 0.19.0's gemm_perf, BF16, M = 1): q 8192 x 5120 0.03117155697610643 ms, kv 2048 x 5120
+// 0.012287110918098025, o 5120 x 8192 0.031735999716652766, gate_up 51200 x 5120 0.19412710931566027
+// (rows of the table), down 5120 x 25600 interpolated in K, the LM head 151,936 x 5120 beyond the largest
+// measured N (65,536: scaled linearly). The attention core and the sampler stay the roofline. A
+// measurement is not divided by the kernel scale: all of the GEMM time is in memory_s.
+TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
+  struct Reset {
+    ~Reset() { use_measured_operators({}); }
+  } reset;
+  const auto store = ops::OpStore::open(ops::OpStore::default_dir());
+  use_measured_operators(store.dir());
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.version = "0.19.0";
+  const StepModel sm(l, c);
+  const RankLoad load = decode_one(1000);
+  const auto cost = sm.cost({&load, 1}, 1, true, false);
+  const auto table = store.table("h100_sxm", "vllm", "0.19.0", "gemm_perf");
+  ASSERT_TRUE(table);
+  auto ms = [&](double n, double k) {
+    const auto r = table->lookup({{"gemm_dtype", std::string("bfloat16")}, {"m", 1.0}, {"n", n}, {"k", k}});
+    EXPECT_TRUE(r.ok) << r.detail;
+    return r.latency_ms;
+  };
+  EXPECT_NEAR(ms(8192, 5120), 0.03117155697610643, 1e-7);
+  EXPECT_NEAR(ms(51200, 5120), 0.19412710931566027, 1e-7);
+  const double gemms = 1e-3 * (0.03117155697610643 + 0.012287110918098025 + 0.031735999716652766 +
+                               0.19412710931566027 + ms(5120, 25600));
+  const double P = 989e12, B = 3.35e12;
+  const double attn = std::max(1000 * 2.0 * 64 * 256 / (P * 0.60), 1000 * 4096.0 / (B * 0.80));
+  const double head = 1e-3 * ms(151936, 5120);
+  const double sampler = 3.0 * 151936 * 4 / (B * 0.8);
+  EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + head + sampler, 1e-7);
+  EXPECT_NEAR(cost.memory_s, 64 * gemms + head + sampler, 1e-7);
+  // Measured and roofline agree on this weight-bound step within a few per cent (both ~24 ms).
+  EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.002);
+  // A release older than any measured one takes the oldest (vLLM 0.14.0); a GPU without tables (H20)
+  // stays the roofline.
+  l.version = "0.10.1";
+  const auto src = detail::op_source(store, l, c.gpu);
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->release, "0.14.0");
+  EXPECT_FALSE(src->exact_release);
+  EXPECT_FALSE(detail::op_source(store, l, hardware::gpu_by_name("H20")));
 }
 
 // Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs under an engine

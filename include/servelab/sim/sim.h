@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -183,6 +184,15 @@ class OnlineTwin {
   explicit OnlineTwin(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// Switches the step model to measured operator tables (the ops module: NVIDIA AIConfigurator's silicon
+/// data, imported by make deps) for every simulation started afterwards: a GEMM's time comes from the
+/// gemm_perf table of the launch's GPU, engine and nearest measured release (ms per call, interpolated
+/// along its shape; not divided by the fitted kernel scale, it is a measurement), the roofline where no
+/// table measures it. An empty path switches back to the roofline (the default while the measured step
+/// model is validated: `sim validate --op-data`). Throws std::runtime_error if the store cannot be opened.
+/// Thread-safety: call before simulations start; one already running keeps the store it began with.
+void use_measured_operators(const std::filesystem::path& store_dir);
 
 /// A fixed-length random scenario as `vllm bench serve --dataset-name random --random-range-ratio 0`:
 /// `num_prompts` requests of exactly `input_len` / `output_len` tokens. Throws std::invalid_argument for
