@@ -4,6 +4,8 @@
 // fit on the other alone.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -72,3 +74,30 @@ TEST(CorpusLoad, ZeroMedianTtftIsNotComparable) {
 }
 
 }  // namespace
+
+// A group's objective comes from its runs, never a study's name: a client capped at 16 streams or fewer
+// measures latency (lowest TPOT); so does a finite request rate that every configuration served (>= 90% of
+// it completed per second: the throughput only restates the arrivals); a burst (rate inf) or a rate some
+// configuration could not keep up with measures throughput.
+TEST(CorpusValidationObjective, LatencyOrThroughputFromTheRuns) {
+  auto point = [](std::optional<int> cap, double rate, int done, double seconds) {
+    sim::CorpusPoint p;
+    p.id = "a-study-named-latency#1";
+    p.workload.max_concurrency = cap;
+    p.workload.request_rate = rate;
+    p.measured.successful = done;
+    p.measured.duration_s = seconds;
+    return p;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  auto a = point(4, inf, 100, 50), b = point(4, inf, 100, 80);
+  EXPECT_TRUE(sim::latency_objective({&a, &b}));
+  a = point(std::nullopt, inf, 1000, 50), b = point(std::nullopt, inf, 1000, 60);
+  EXPECT_FALSE(sim::latency_objective({&a, &b}));  // the name says latency, the runs say throughput
+  a = point(std::nullopt, 1.0, 200, 205), b = point(std::nullopt, 1.0, 200, 215);  // 0.98 and 0.93 req/s
+  EXPECT_TRUE(sim::latency_objective({&a, &b}));
+  b = point(std::nullopt, 1.0, 200, 250);  // 0.8 req/s: this one fell behind
+  EXPECT_FALSE(sim::latency_objective({&a, &b}));
+  a = point(32, inf, 100, 10), b = point(32, inf, 100, 11);
+  EXPECT_FALSE(sim::latency_objective({&a, &b}));
+}

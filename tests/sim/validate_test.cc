@@ -50,6 +50,12 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   // TensorRT-LLM #004 in its ShareGPT group (the twin's SGLang on that study is too fast, not the rule); vLLM's
   // Triton experts below 128 rows win qwen3-235b-a22b's random-4000in-200out group (#010 over #014).
   EXPECT_GE(h.groups_same_winner, 36) << "winner right in fewer groups (target 80%)";
+  // Groups of 3+ configurations (what twin-guided search acts on): the measured best in the twin's top 3 in
+  // 8 of 12, mean regret 17.2% (deepseek-v3.2's ShareGPT group 67.9%: the unmodelled TRT-LLM DSA pick;
+  // gpt-oss-20b's 94.9%: SGLang on Ampere, unmodelled). Targets 90% and 5%.
+  EXPECT_EQ(h.spearman_groups, 12);
+  EXPECT_GE(h.groups_best_in_top3, 8);
+  EXPECT_LE(h.mean_regret, 18.0);
   const auto& hm = v.held_out_modelled;
   EXPECT_EQ(h.points - hm.points, 5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
   EXPECT_LE(hm.mape_total_tok_s, 18.0);

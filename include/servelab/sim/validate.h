@@ -41,8 +41,25 @@ struct ValidationSummary {
   double mape_total_tok_s = 0, mape_ttft = 0, mape_tpot = 0;
   int groups = 0, groups_same_winner = 0;  ///< (study, workload) groups with >= 2 measured configs
   double mean_spearman = 0;                ///< over groups with >= 3 configs
-  int spearman_groups = 0;
+  int spearman_groups = 0;                 ///< groups with >= 3 configs (also the base of the two below)
+  /// Groups of >= 3 configs whose measured best is among the twin's 3 best predictions (twin-guided search
+  /// measures its top 3: this is how often that finds the best).
+  int groups_best_in_top3 = 0;
+  /// Mean regret over groups of >= 3 configs, %: the share of the measured best objective lost by taking
+  /// the twin's pick (throughput: 1 - measured(pick) / measured(best); TPOT: 1 - TPOT(best) / TPOT(pick)).
+  double mean_regret = 0;
 };
+
+/// A group's objective, from its runs (never from a study's name): lowest mean TPOT when the runs are
+/// latency runs — the client caps concurrency at kLatencyConcurrency or below, or it offers a finite request
+/// rate that every configuration served (completed request rate within kServedShare of the offered: the
+/// throughput then only restates the arrival rate) — else highest total token throughput.
+/// `runs` are the group's points (same study and workload).
+bool latency_objective(const std::vector<const CorpusPoint*>& runs);
+/// Client concurrency at or below which a run measures latency (a few users, not a saturated server).
+inline constexpr int kLatencyConcurrency = 16;
+/// Completed / offered request rate above which a run "kept up" with its arrivals.
+inline constexpr double kServedShare = 0.9;
 
 /// The validation of one study (held out).
 struct StudyValidation {
