@@ -25,7 +25,8 @@ std::string joined(const std::vector<std::string>& argv) {
 [[noreturn]] void not_a_launch(const std::vector<std::string>& argv) {
   throw std::invalid_argument("not an engine launch command: '" + joined(argv) +
                               "' (expected `vllm serve`, `python3 -m sglang.launch_server`, `sglang serve`, "
-                              "`python3 -m vllm.entrypoints.openai.api_server` or `trtllm-serve`)");
+                              "`python3 -m vllm.entrypoints.openai.api_server` or `trtllm-serve`, optionally after `env`, NAME=value, "
+                              "`mpirun ...`, `srun ...` or `docker run ... IMAGE`)");
 }
 
 std::string shell_quote(const std::string& s) {
@@ -93,20 +94,20 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
                                   const std::map<std::string, std::string>& env_in,
                                   const std::string& version) {
   // Leading `NAME=value` words (and an `env` program) set environment variables, as in a shell
-  // command line or render_command(); they override `env_in`.
+  // command line or render_command(); they override `env_in`. A launcher in front (mpirun, srun, docker
+  // run) is kept as the config's wrapper, and the environment it passes is recorded too.
   std::map<std::string, std::string> env = env_in;
-  std::size_t first = 0;
-  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
-  if (first < argv_in.size() && basename_of(argv_in[first]) == "env") ++first;
-  while (first < argv_in.size() && std::regex_match(argv_in[first], kAssignment)) {
-    auto eq = argv_in[first].find('=');
-    env[argv_in[first].substr(0, eq)] = argv_in[first].substr(eq + 1);
-    ++first;
+  const detail::LaunchWrapper wrap = detail::strip_launch_wrappers(argv_in, env);
+  std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(wrap.first), argv_in.end());
+  if (wrap.supplies_program) argv.insert(argv.begin(), {"vllm", "serve"});
+  if (argv.empty()) {
+    if (!wrap.words.empty()) not_a_launch(argv_in);
+    throw std::invalid_argument("empty launch command");
   }
-  const std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(first), argv_in.end());
-  if (argv.empty()) throw std::invalid_argument("empty launch command");
   LaunchConfig c;
   c.argv = argv;
+  c.wrapper = wrap.words;
+  c.wrapper_supplies_program = wrap.supplies_program;
   if (!version.empty()) {
     EngineVersion::parse(version);  // throws std::invalid_argument naming a malformed version
     c.engine_version = version;
@@ -261,10 +262,16 @@ std::map<std::string, std::string> to_env(const LaunchConfig& c) {
 }
 
 std::vector<std::string> to_argv(const LaunchConfig& c) {
-  std::vector<std::string> argv = program_words(c);
+  std::vector<std::string> argv = c.wrapper;
+  if (!c.wrapper_supplies_program) {
+    const auto prog = program_words(c);
+    argv.insert(argv.end(), prog.begin(), prog.end());
+  }
   std::vector<std::string> model = model_words(c);
   argv.insert(argv.end(), model.begin(), model.end());
-  LaunchConfig bare = parse_launch_command(argv, {}, c.engine_version);
+  std::vector<std::string> bare_argv = program_words(c);
+  bare_argv.insert(bare_argv.end(), model.begin(), model.end());
+  LaunchConfig bare = parse_launch_command(bare_argv, {}, c.engine_version);
   std::vector<std::string> rest = c.kind == EngineKind::kVllm     ? detail::render_vllm(c, bare)
                                   : c.kind == EngineKind::kSglang ? detail::render_sglang(c, bare)
                                                                   : detail::render_trtllm(c, bare);

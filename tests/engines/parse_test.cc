@@ -331,3 +331,56 @@ TEST(PythonHelpers, Conversions) {
             (std::vector<std::string>{"--tp_size", "--pp_size", "--ep_size"}));
   EXPECT_TRUE(close_matches("--foo", opts).empty());
 }
+
+// Launch wrappers, as InferenceMAX and TensorRT-LLM's docs start engines: the engine command after them is
+// parsed, the environment they pass is recorded, and to_argv launches through the same wrapper.
+TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
+  auto t = se::parse_launch_command(se::split_command_line(
+      "mpirun -n 1 --oversubscribe --allow-run-as-root -x TRTLLM_ENABLE_PDL=1 trtllm-serve openai/gpt-oss-120b "
+      "--port=8888 --tp_size=8 --max_batch_size 512"));
+  EXPECT_EQ(t.kind, se::EngineKind::kTrtllm);
+  EXPECT_EQ(t.model, "openai/gpt-oss-120b");
+  EXPECT_EQ(t.tp, 8);
+  EXPECT_EQ(t.env.at("TRTLLM_ENABLE_PDL"), "1");
+  EXPECT_EQ(t.wrapper, (std::vector<std::string>{"mpirun", "-n", "1", "--oversubscribe", "--allow-run-as-root", "-x",
+                                                 "TRTLLM_ENABLE_PDL=1"}));
+  const auto argv = se::to_argv(t);
+  ASSERT_GE(argv.size(), 9u);
+  EXPECT_EQ(argv[0], "mpirun");
+  EXPECT_EQ(argv[7], "trtllm-serve");
+  EXPECT_EQ(se::parse_launch_command(argv).tp, 8);
+
+  auto s = se::parse_launch_command(se::split_command_line(
+      "srun --mpi=pmix --export=ALL,SGLANG_TORCH_PROFILER_DIR=/tmp -N 1 python3 -m sglang.launch_server "
+      "--model-path Qwen/Qwen3-32B --tp 4"));
+  EXPECT_EQ(s.kind, se::EngineKind::kSglang);
+  EXPECT_EQ(s.tp, 4);
+  EXPECT_EQ(s.env.at("SGLANG_TORCH_PROFILER_DIR"), "/tmp");
+
+  auto d = se::parse_launch_command(se::split_command_line(
+      "docker run --gpus all --ipc=host -e VLLM_USE_DEEP_GEMM=0 -p 8000:8000 vllm/vllm-openai:v0.11.0 "
+      "--model Qwen/Qwen3-32B -tp 2"));
+  EXPECT_EQ(d.kind, se::EngineKind::kVllm);
+  EXPECT_EQ(d.model, "Qwen/Qwen3-32B");
+  EXPECT_EQ(d.tp, 2);
+  EXPECT_FALSE(d.deep_gemm);  // from the container's -e
+  EXPECT_TRUE(d.wrapper_supplies_program);
+  const auto dargv = se::to_argv(d);
+  EXPECT_EQ(dargv[0], "docker");
+  EXPECT_EQ(std::find(dargv.begin(), dargv.end(), "serve"), dargv.end());  // the image's entrypoint runs it
+
+  auto e = se::parse_launch_command(se::split_command_line(
+      "docker run --rm lmsysorg/sglang:v0.5.3 env SGLANG_ENABLE_JIT_DEEPGEMM=0 python3 -m sglang.launch_server "
+      "--model-path m --tp 8"));
+  EXPECT_EQ(e.kind, se::EngineKind::kSglang);
+  EXPECT_FALSE(e.deep_gemm);
+  EXPECT_EQ(e.tp, 8);
+
+  // A wrapper with no engine command after it is still not a launch, and says which forms are.
+  try {
+    se::parse_launch_command({"mpirun", "-n", "1", "hostname"});
+    ADD_FAILURE() << "accepted a wrapper without an engine";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("mpirun"), std::string::npos) << err.what();
+  }
+}

@@ -147,7 +147,12 @@ struct LaunchConfig {
   std::string program;  ///< how it was launched: "vllm serve", "python3 -m sglang.launch_server",
                         ///< "sglang serve", "trtllm-serve" (to_argv reuses it)
 
-  std::vector<std::string> argv;           ///< the command as given (argv[0] = program)
+  /// The launcher in front of the engine command, kept so that to_argv launches as written: "mpirun -n 1
+  /// --oversubscribe --allow-run-as-root", "srun --mpi=pmix", "docker run --gpus all ... IMAGE"; empty when
+  /// the engine is started directly.
+  std::vector<std::string> wrapper;
+  bool wrapper_supplies_program = false;  ///< the wrapper's image runs `vllm serve` itself (vllm/vllm-openai)
+  std::vector<std::string> argv;           ///< the engine command as given, after any wrapper (argv[0] = program)
   std::map<std::string, std::string> env;  ///< engine-relevant environment variables that were set
   /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").
   std::set<std::string> explicit_flags;

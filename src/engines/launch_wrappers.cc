@@ -1,0 +1,104 @@
+// Launch wrappers in front of an engine command: `env`, NAME=value words, `mpirun`/`mpiexec` (TensorRT-LLM's
+// documented start and InferenceMAX's: `mpirun -n 1 --oversubscribe --allow-run-as-root trtllm-serve ...`),
+// `srun`, and `docker|podman run ... IMAGE <engine command>`.
+#include <regex>
+
+#include "engines/engines_detail.h"
+
+namespace servelab::engines::detail {
+namespace {
+
+std::string wrapper_basename(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/// `K=V` into env (a bare `K` is a name to pass through: nothing to record).
+void assign(const std::string& kv, std::map<std::string, std::string>& env) {
+  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
+  if (!std::regex_match(kv, kAssignment)) return;
+  const auto eq = kv.find('=');
+  env[kv.substr(0, eq)] = kv.substr(eq + 1);
+}
+
+/// The option value of `--name=value` or `name value` forms: `a` is argv[i]; advances i past a separate
+/// value. Empty when `a` is not `name`.
+bool option_value(const std::vector<std::string>& argv, std::size_t& i, const std::string& name, std::string& value) {
+  const std::string& a = argv[i];
+  if (a == name && i + 1 < argv.size()) {
+    value = argv[++i];
+    return true;
+  }
+  if (a.rfind(name + "=", 0) == 0) {
+    value = a.substr(name.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_engine_program(const std::string& word) {
+  static const std::regex kPython("python[0-9.]*");
+  const std::string b = wrapper_basename(word);
+  return b == "vllm" || b == "sglang" || b == "trtllm-serve" || std::regex_match(b, kPython);
+}
+
+LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::map<std::string, std::string>& env) {
+  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
+  LaunchWrapper w;
+  std::size_t i = 0;
+  while (i < argv.size()) {
+    const std::string prog = wrapper_basename(argv[i]);
+    if (std::regex_match(argv[i], kAssignment)) {
+      assign(argv[i++], env);
+      continue;
+    }
+    if (prog == "env") {
+      ++i;
+      while (i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-') i += argv[i] == "-u" ? 2 : 1;
+      continue;
+    }
+    const bool mpi = prog == "mpirun" || prog == "mpiexec" || prog == "orterun";
+    const bool slurm = prog == "srun";
+    const bool container = (prog == "docker" || prog == "podman") && i + 1 < argv.size() && argv[i + 1] == "run";
+    if (!mpi && !slurm && !container) break;
+    const std::size_t start = i;
+    i += container ? 2 : 1;
+    // The wrapper's options up to the engine program; the environment they give the engine is recorded
+    // (mpirun -x K=V, srun --export=K=V,..., docker -e/--env K=V).
+    bool vllm_image = false;
+    while (i < argv.size() && !is_engine_program(argv[i]) && wrapper_basename(argv[i]) != "env") {
+      std::string v;
+      if ((mpi && option_value(argv, i, "-x", v)) ||
+          (container && (option_value(argv, i, "-e", v) || option_value(argv, i, "--env", v)))) {
+        assign(v, env);
+      } else if (slurm && option_value(argv, i, "--export", v)) {
+        std::size_t from = 0;
+        while (true) {
+          const auto comma = v.find(',', from);
+          assign(v.substr(from, comma == std::string::npos ? std::string::npos : comma - from), env);
+          if (comma == std::string::npos) break;
+          from = comma + 1;
+        }
+      } else if (container && argv[i][0] != '-' && argv[i].find("vllm-openai") != std::string::npos) {
+        // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT]: the
+        // words after the image are its arguments.
+        vllm_image = true;
+        ++i;
+        break;
+      }
+      ++i;
+    }
+    w.words.insert(w.words.end(), argv.begin() + static_cast<std::ptrdiff_t>(start),
+                   argv.begin() + static_cast<std::ptrdiff_t>(i));
+    if (vllm_image && (i >= argv.size() || (!is_engine_program(argv[i]) && wrapper_basename(argv[i]) != "env"))) {
+      w.supplies_program = true;
+      break;
+    }
+  }
+  w.first = i;
+  return w;
+}
+
+}  // namespace servelab::engines::detail
