@@ -113,6 +113,17 @@ bool is_identifier_key_word(const std::string& w) {
   return false;
 }
 
+/// Words before "token" that make it a text token, not a credential: bench's "Inter-token Latency",
+/// "per-token", a tokenizer's bos_token / eos_token / pad_token, "first_token", "output_token".
+bool is_text_token_word(const std::string& w) {
+  static constexpr std::array<std::string_view, 20> kText = {
+      "inter", "per", "first", "last", "next", "output", "input", "total", "prompt", "special",
+      "bos",   "eos", "pad",   "unk",  "sep",  "cls",    "mask",  "stop",  "max",    "num"};
+  for (auto k : kText)
+    if (w == k) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_credential_name(std::string_view name) {
@@ -125,7 +136,8 @@ bool is_credential_name(std::string_view name) {
     const std::string& w = words[i];
     if (starts_with(w, "auth") && w != "author" && w != "authors") return true;
     if (w.find("oauth") != std::string::npos) return true;
-    if (ends_with(w, "token")) return true;
+    // "token" after a word that makes it a text token ("Inter-token", "bos_token") is not a credential.
+    if (ends_with(w, "token") && !(w == "token" && i > 0 && is_text_token_word(words[i - 1]))) return true;
     // "key" after another word is a credential (X-Api-Key, api_key) unless that word names an identifier
     // servelab itself writes: tune's config_key / trial_key, a cache or sort key are not secrets.
     if (w == "key" && i > 0 && !is_identifier_key_word(words[i - 1])) return true;
@@ -214,6 +226,15 @@ std::string redact_text(std::string_view text) {
     }
     std::size_t j = i;
     while (j < n && is_name_char(s[j])) ++j;
+    // A run of three or more dashes is a rule (bench's "-----Inter-token Latency-----" banner), not a flag:
+    // the name starts after it.
+    std::size_t dashes = 0;
+    while (i + dashes < j && s[i + dashes] == '-') ++dashes;
+    if (dashes > 2) {
+      out.append(s, i, dashes);
+      i += dashes;
+      if (i == j) continue;
+    }
     const std::string_view name(s.data() + i, j - i);
     out.append(name);
     if (!is_credential_name(name)) {

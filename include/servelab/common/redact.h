@@ -16,8 +16,9 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 /// True when a header, flag, variable or key name looks like it carries a credential. Case-insensitive;
 /// the name is split into words at any non-alphanumeric character and at lower→upper case changes. A name
 /// is a credential when one of its words starts with "auth" (Authorization, Proxy-Authorization, X-Auth,
-/// X-Auth-Token; not "author"), ends with "token" (HF_TOKEN, X-Amz-Security-Token; not "max_tokens"), is
-/// "key" after another word (X-Api-Key, api_key, Ocp-Apim-Subscription-Key; not an identifier such as
+/// X-Auth-Token; not "author"), ends with "token" (HF_TOKEN, X-Amz-Security-Token; not "max_tokens", nor
+/// "token" after a word that makes it a text token: "Inter-token", "per-token", "bos_token", "first_token"),
+/// is "key" after another word (X-Api-Key, api_key, Ocp-Apim-Subscription-Key; not an identifier such as
 /// config_key, trial_key, cache_key, sort_key) or a known *key compound
 /// (apikey, accesskey, secretkey, privatekey, subscriptionkey), holds "secret", "password", "passwd",
 /// "passphrase", "credential", "cookie", or is "pwd"/"session"/"signature".
@@ -45,8 +46,9 @@ std::map<std::string, std::string> redact_env(const std::map<std::string, std::s
 /// credential-named `name=value`, `name: value`, `"name": "value"`, `name = "value"` and credential flags
 /// followed by their value (`--api-key X`, `"--api-key", "X"`). A quoted value is redacted up to its closing
 /// quote; an unquoted one is its next word (with a leading auth scheme such as "Bearer" kept and the word
-/// after it redacted). Idempotent. Does not parse the text: it is a last line of defence after the
-/// structured redactions above.
+/// after it redacted). A run of three or more dashes is a rule, not a flag: bench's result block
+/// ("---------------Inter-token Latency----------------") passes unchanged. Idempotent. Does not parse the
+/// text: it is a last line of defence after the structured redactions above.
 std::string redact_text(std::string_view text);
 
 }  // namespace servelab::common
