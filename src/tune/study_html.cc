@@ -426,7 +426,7 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   h << "<h2>Export</h2><p>Every trial: <a href=\"trials.csv\">trials.csv</a>, <a href=\"trials.json\">trials.json"
        "</a>, <code>results.sqlite</code>.</p>\n";
   // Every text of the page through the one redaction rule (the library is not user text).
-  std::string page = common::redact_text(h.str());
+  std::string page = in.study ? redact_study_secrets(*in.study, h.str()) : common::redact_text(h.str());
   page += "<script>" + std::string(kPageScript) + "</script>\n";
   if (!chart_js.empty()) page += charts.script(chart_js);
   page += "</body></html>\n";

@@ -602,7 +602,10 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   };
   // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench
   // arguments, engine commands, failure reasons and log tails.
-  const std::string md = common::redact_text(render_markdown(in));
+  const auto redact = [&](const std::string& text) {
+    return in.study ? redact_study_secrets(*in.study, text) : common::redact_text(text);
+  };
+  const std::string md = redact(render_markdown(in));
   write("report.md", md);
   std::string chart;
   try {
@@ -611,8 +614,8 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
     chart.clear();
   }
   write("report.html", render_html(in, md, chart, dir));
-  write("trials.csv", common::redact_text(trials_csv(in.trials)));
-  write("trials.json", common::redact_text(trials_json(in.trials)));
+  write("trials.csv", redact(trials_csv(in.trials)));
+  write("trials.json", redact(trials_json(in.trials)));
 }
 
 std::string pct(double v) { return fmt::format("{:+.2f}%", v); }

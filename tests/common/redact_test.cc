@@ -2,6 +2,8 @@
 // hardening review (issue 9 section 4) or a near miss that must stay readable.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "servelab/common/redact.h"
 
 using namespace servelab::common;
@@ -121,4 +123,37 @@ TEST(Redact, BenchResultBlockPassesUnchanged) {
                 "{\"api_key\": \"<redacted>\"}\ntoken: <redacted>\n--token <redacted>\n");
   EXPECT_EQ(redact_args({"--hf-token", "k", "--api-key=k"}),
             (std::vector<std::string>{"--hf-token", "<redacted>", "--api-key=<redacted>"}));
+}
+
+// Issue 31: redaction by key name inside JSON (bench's --extra-body) and by value in text a server echoes.
+TEST(Redact, JsonBodiesByKeyName) {
+  EXPECT_EQ(
+      redact_json_text(R"({"temperature": 0.5, "api_key": "sk-1", "nested": {"hf_token": 7, "top_k": 3}})"),
+      R"({"temperature":0.5,"api_key":"<redacted>","nested":{"hf_token":"<redacted>","top_k":3}})");
+  // Nothing credential-named: the text as written (its formatting kept).
+  EXPECT_EQ(redact_json_text(R"({"temperature": 0.5, "max_tokens": 10})"),
+            R"({"temperature": 0.5, "max_tokens": 10})");
+  // Not JSON: the free-text rule.
+  EXPECT_EQ(redact_json_text("api_key=sk-1 {"), "api_key=<redacted> {");
+  EXPECT_EQ(
+      json_secret_values(nlohmann::ordered_json::parse(R"({"a": {"api_key": "sk-1"}, "secret": [1, "x2"]})")),
+      (std::vector<std::string>{"sk-1", "1", "x2"}));
+  // A command line: the JSON argument of --extra-body, in both spellings; a non-credential JSON unchanged.
+  EXPECT_EQ(redact_args({"--extra-body", R"({"top_k": 1, "api_key": "sk-2"})",
+                         R"(--extra-body={"api_key": "sk-3"})", "--extra-body", R"({"top_k": 1})"}),
+            (std::vector<std::string>{"--extra-body", R"({"top_k":1,"api_key":"<redacted>"})",
+                                      R"(--extra-body={"api_key":"<redacted>"})", "--extra-body",
+                                      R"({"top_k": 1})"}));
+}
+
+TEST(Redact, EchoedValues) {
+  // OpenAI's answer to a wrong key names neither a header nor a key=value: only the value we sent finds it.
+  EXPECT_EQ(redact_values(R"({"error": {"message": "Incorrect API key provided: sk-abc123. See ..."}})",
+                          {"sk-abc123"}),
+            R"({"error": {"message": "Incorrect API key provided: <redacted>. See ..."}})");
+  // Longer secrets first (a value containing another); too-short ones skipped; the name rule still applies.
+  EXPECT_EQ(
+      redact_values("u:pass1234 pass1234 abc Authorization: Bearer zz", {"pass1234", "u:pass1234", "abc"}),
+      "<redacted> <redacted> abc Authorization: Bearer <redacted>");
+  EXPECT_EQ(redact_values("nothing here", {}), "nothing here");
 }

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace servelab::common {
 
 /// What a secret is replaced with.
@@ -36,7 +38,9 @@ std::string redact_header_item(std::string_view item);
 
 /// A command line (engine launch, bench flags): values of `--header`/`-H`, of credential-named flags
 /// (`--api-key X`, `--hf-token=X`), of `NAME=VALUE` / `Name: value` items with a credential NAME, and the
-/// userinfo of every URL are replaced. The vector keeps its length (the flag stays, its value goes).
+/// userinfo of every URL, and the values of credential-named keys of a JSON argument (`--extra-body
+/// '{"api_key": "sk"}'`, `--extra-body={...}`; redact_json_text) are replaced. The vector keeps its length
+/// (the flag stays, its value goes).
 std::vector<std::string> redact_args(const std::vector<std::string>& args);
 
 /// Environment of a launch: values of credential-named variables (HF_TOKEN, OPENAI_API_KEY) replaced.
@@ -50,5 +54,28 @@ std::map<std::string, std::string> redact_env(const std::map<std::string, std::s
 /// ("---------------Inter-token Latency----------------") passes unchanged. Idempotent. Does not parse the
 /// text: it is a last line of defence after the structured redactions above.
 std::string redact_text(std::string_view text);
+
+/// A JSON document (an `--extra-body`, a request body) with the values of credential-named keys (any
+/// depth, any type: `{"api_key": "sk"}`, `{"auth": {"token": 1}}`) replaced by kRedacted. Other values
+/// are kept as they are.
+nlohmann::ordered_json redact_json(const nlohmann::ordered_json& doc);
+
+/// `text` read as JSON and passed through redact_json: returned unchanged when no key is a credential
+/// (the caller's formatting kept), else the redacted document dumped compactly. Text that is not JSON goes
+/// through redact_text.
+std::string redact_json_text(std::string_view text);
+
+/// The values of credential-named keys of a JSON document, at any depth: strings as they are, other
+/// scalars dumped ("12345"). For redact_values.
+std::vector<std::string> json_secret_values(const nlohmann::ordered_json& doc);
+
+/// Shortest secret redact_values replaces, bytes: a shorter value would hit ordinary text.
+inline constexpr std::size_t kMinSecretBytes = 4;
+
+/// `text` (e.g. an error body a server echoed back: "Incorrect API key provided: sk-abc") with every
+/// occurrence of each of `secrets` (values the caller sent: an API key, credential header values, URL
+/// userinfo, credential keys of the request body) replaced by kRedacted, then through redact_text.
+/// Secrets shorter than kMinSecretBytes are skipped; longer ones are replaced first.
+std::string redact_values(std::string_view text, const std::vector<std::string>& secrets);
 
 }  // namespace servelab::common
