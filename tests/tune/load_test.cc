@@ -389,6 +389,27 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "## Objectives", "## Cost per 1M tokens",
                               "| rank | engine | config | Request goodput under the SLOs (req/s) |"})
     EXPECT_NE(md.find(section), std::string::npos) << section;
+  // Issue 30 item 4: the summaries name what was measured, by the objective's own name and unit, not the
+  // [objective] metric (Total Token throughput) beside a goodput value.
+  EXPECT_EQ(md.find("## Summary\n\nObjective: maximise **Request goodput under the SLOs (req/s)**."),
+            md.find("## Summary"))
+      << md;
+  EXPECT_NE(md.find("## Goal"), std::string::npos);
+  EXPECT_NE(
+      md.find(
+          "Objective: maximise **Request goodput under the SLOs (req/s)** (SLOs: P99 TTFT (ms) ≤ 2000 ms) "
+          "on scenario `s1`."),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | b | baseline | 36.00"), std::string::npos) << md;
+  const std::string html = render_html(in, md, "");
+  EXPECT_NE(html.find("Objective: maximise <b>Request goodput under the SLOs (req/s)</b> on s1"),
+            std::string::npos)
+      << html.substr(0, 3000);
+  EXPECT_NE(html.find("Request goodput under the SLOs (req/s): <b>36.00"), std::string::npos)
+      << html.substr(0, 3000);
+  EXPECT_EQ(html.find("Total Token throughput (tok/s): <b>"), std::string::npos);
+  EXPECT_EQ(html.find("maximise <b>Total Token throughput"), std::string::npos);
 }
 
 /// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.
