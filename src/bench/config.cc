@@ -484,7 +484,8 @@ ResolvedConfig resolve(const RunOptions& c) {
   if (c.extra_body) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
     if (j.is_discarded() || !j.is_object())
-      throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
+      throw ConfigError("argument --extra-body: not a JSON object: '" +
+                        common::redact_json_text(*c.extra_body) + "'");
     r.extra_body = std::move(j);
   }
   resolve_reporting(c, r);
@@ -551,6 +552,7 @@ struct PrintedValues {
   std::vector<std::string> headers;   // --header KEY=VALUE, credential values hidden
   std::vector<std::string> metadata;  // --metadata KEY=VALUE too: a credential-named key hides its value
   std::optional<std::string> base_url;  // URL credentials hidden
+  std::optional<std::string> extra_body;  // --extra-body JSON, values of credential-named keys hidden
   std::string request_rate;             // argparse type=float: printed as a float when it parses
 };
 
@@ -559,6 +561,7 @@ PrintedValues printed_values(const RunOptions& c) {
   for (const auto& item : c.header) p.headers.push_back(common::redact_header_item(item));
   for (const auto& item : c.metadata) p.metadata.push_back(common::redact_header_item(item));
   if (c.base_url) p.base_url = common::redact_url(*c.base_url);
+  if (c.extra_body) p.extra_body = common::redact_json_text(*c.extra_body);
   try {
     p.request_rate = python_float_repr(parse_python_float(c.request_rate, "--request-rate"));
   } catch (const ConfigError&) {
@@ -582,7 +585,7 @@ std::vector<std::pair<std::string, std::string>> namespace_fields(const RunOptio
       {"disable_shuffle", py_bool(c.disable_shuffle)},
       {"disable_tqdm", py_bool(c.disable_tqdm)},
       {"endpoint", py_str(c.endpoint)},
-      {"extra_body", py_opt(c.extra_body)},
+      {"extra_body", py_opt(p.extra_body)},
       {"frequency_penalty", py_opt(c.frequency_penalty)},
       {"goodput", py_list(c.goodput)},
       {"header", py_list(p.headers)},

@@ -136,7 +136,8 @@ nlohmann::ordered_json sampling_body(const RunOptions& c) {
   if (c.extra_body) {
     auto extra = nlohmann::ordered_json::parse(*c.extra_body, nullptr, false);
     if (extra.is_discarded() || !extra.is_object())
-      throw ConfigError("argument --extra-body: not a JSON object: '" + *c.extra_body + "'");
+      throw ConfigError("argument --extra-body: not a JSON object: '" +
+                        common::redact_json_text(*c.extra_body) + "'");
     for (const auto& [k, v] : extra.items()) body[k] = v;
   }
   return body;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/command_registry.h"
 
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
       "servelab: find the highest-throughput way to serve an LLM on your GPUs, and prove it.\n"
       "  servelab tokenize    count tokens exactly as the server's Hugging Face tokenizer does\n"
       "  servelab bench serve drop-in `vllm bench serve`\n"
-      "  servelab sim         the engine twin (DeepSeek-V3.2 on H200s)\n"
+      "  servelab sim         the engine twin: predict or serve an engine launch, any supported model and "
+      "GPU\n"
       "  servelab tune        run a study (STUDY.toml) on real engines or the twin",
       "servelab"};
   app.require_subcommand(1);
@@ -31,6 +33,18 @@ int main(int argc, char** argv) {
   std::stable_sort(commands.begin(), commands.end(),
                    [](const Command& a, const Command& b) { return a.order < b.order; });
   for (auto& c : commands) c.setup(app);
+  // An unknown first word is named as such (CLI11 alone says "A subcommand is required").
+  const auto subs = app.get_subcommands([](CLI::App*) { return true; });
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(subs.begin(), subs.end(), [&](CLI::App* sub) { return sub->check_name(argv[1]); })) {
+    std::string valid;
+    for (const CLI::App* sub : subs)
+      if (!sub->get_group().empty())
+        valid += (valid.empty() ? "" : ", ") + sub->get_name();  // not the hidden
+    std::fprintf(stderr, "servelab: unknown subcommand '%s'; valid subcommands: %s (servelab --help)\n",
+                 argv[1], valid.c_str());
+    return static_cast<int>(CLI::ExitCodes::ExtrasError);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -176,6 +176,7 @@ void configure_run(detail::Run<Stream>& run, std::vector<std::string> http,
   run.authority = url.host_header;
   run.limited = options.max_concurrency > 0;
   run.available = options.max_concurrency;
+  run.secrets = detail::request_secrets(options, api_key);
   if (!plan) return;
   const std::size_t n = run.http.size();
   run.plan = plan;

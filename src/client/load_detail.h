@@ -80,6 +80,7 @@ struct Run {
   std::vector<char> holds_session_slot;          // per session; written by its owning worker only
   const ParsedUrl* url = nullptr;
   std::string api_key;
+  std::vector<std::string> secrets;  // request_secrets: redacted from the error bodies a server echoes
   bool sessions_limited = false;  // session concurrency semaphore, FIFO, guarded by mu
   int sessions_available = 0;
   std::deque<std::pair<Worker<Stream>*, std::size_t>> session_waiters;

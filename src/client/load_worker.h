@@ -532,7 +532,9 @@ class Worker {
     } else {
       std::string msg = "HTTP " + std::to_string(c.status);
       if (!c.status_reason.empty()) msg += " " + c.status_reason;
-      if (!c.error_body.empty()) msg += ": " + common::redact_text(c.error_body);  // a server may echo headers
+      // A server may echo a header or the key it refused ("Incorrect API key provided: sk-..."): what this
+      // run sent as a credential is redacted by value, the rest by name.
+      if (!c.error_body.empty()) msg += ": " + common::redact_values(c.error_body, run_.secrets);
       c.st.out->http_status = c.status;
       fail(c.st, FailureKind::kHttpStatus, std::move(msg));
       finish_stream(c.st);

@@ -164,6 +164,29 @@ std::string resolve_api_key(const ClientOptions& options) {
   return env ? std::string(env) : std::string();
 }
 
+std::vector<std::string> request_secrets(const ClientOptions& options, const std::string& api_key) {
+  std::vector<std::string> out;
+  if (!api_key.empty()) out.push_back(api_key);
+  for (const auto& [k, v] : options.headers) {
+    if (!common::is_credential_name(k)) continue;
+    out.push_back(v);
+    if (const auto space = v.find(' '); space != std::string::npos) out.push_back(v.substr(space + 1));
+  }
+  const std::string_view url = options.api_url;
+  if (const auto scheme = url.find("://"); scheme != std::string_view::npos) {
+    const std::string_view rest = url.substr(scheme + 3);
+    const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+      const std::string_view userinfo = authority.substr(0, at);
+      out.emplace_back(userinfo);
+      if (const auto colon = userinfo.find(':'); colon != std::string_view::npos)
+        out.emplace_back(userinfo.substr(colon + 1));
+    }
+  }
+  for (auto& s : common::json_secret_values(options.extra_body)) out.push_back(std::move(s));
+  return out;
+}
+
 std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
                                const std::string& api_key, const PlannedRequest& request) {
   const std::string body = request_body_json(options, request);

@@ -1,8 +1,11 @@
 // Secret redaction: see redact.h.
 #include "servelab/common/redact.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+
+#include <nlohmann/json.hpp>
 
 namespace servelab::common {
 namespace {
@@ -113,6 +116,17 @@ bool is_identifier_key_word(const std::string& w) {
   return false;
 }
 
+/// Words before "token" that make it a text token, not a credential: bench's "Inter-token Latency",
+/// "per-token", a tokenizer's bos_token / eos_token / pad_token, "first_token", "output_token".
+bool is_text_token_word(const std::string& w) {
+  static constexpr std::array<std::string_view, 20> kText = {
+      "inter", "per", "first", "last", "next", "output", "input", "total", "prompt", "special",
+      "bos",   "eos", "pad",   "unk",  "sep",  "cls",    "mask",  "stop",  "max",    "num"};
+  for (auto k : kText)
+    if (w == k) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_credential_name(std::string_view name) {
@@ -125,7 +139,8 @@ bool is_credential_name(std::string_view name) {
     const std::string& w = words[i];
     if (starts_with(w, "auth") && w != "author" && w != "authors") return true;
     if (w.find("oauth") != std::string::npos) return true;
-    if (ends_with(w, "token")) return true;
+    // "token" after a word that makes it a text token ("Inter-token", "bos_token") is not a credential.
+    if (ends_with(w, "token") && !(w == "token" && i > 0 && is_text_token_word(words[i - 1]))) return true;
     // "key" after another word is a credential (X-Api-Key, api_key) unless that word names an identifier
     // servelab itself writes: tune's config_key / trial_key, a cache or sort key are not secrets.
     if (w == "key" && i > 0 && !is_identifier_key_word(words[i - 1])) return true;
@@ -187,7 +202,17 @@ std::vector<std::string> redact_args(const std::vector<std::string>& args) {
         }
         continue;
       }
+      if (eq != std::string_view::npos && eq + 1 < flag.size() &&
+          (flag[eq + 1] == '{' || flag[eq + 1] == '[')) {
+        out[i] = a.substr(0, a.size() - flag.size() + eq + 1) + redact_json_text(flag.substr(eq + 1));
+        continue;
+      }
       out[i] = redact_urls(a);
+      continue;
+    }
+    if (!a.empty() &&
+        (a.front() == '{' || a.front() == '[')) {  // a JSON value (--extra-body '{"api_key": ...}')
+      out[i] = redact_json_text(a);
       continue;
     }
     out[i] = a.find_first_of("=:") != std::string::npos ? redact_header_item(a) : redact_urls(a);
@@ -214,6 +239,15 @@ std::string redact_text(std::string_view text) {
     }
     std::size_t j = i;
     while (j < n && is_name_char(s[j])) ++j;
+    // A run of three or more dashes is a rule (bench's "-----Inter-token Latency-----" banner), not a flag:
+    // the name starts after it.
+    std::size_t dashes = 0;
+    while (i + dashes < j && s[i + dashes] == '-') ++dashes;
+    if (dashes > 2) {
+      out.append(s, i, dashes);
+      i += dashes;
+      if (i == j) continue;
+    }
     const std::string_view name(s.data() + i, j - i);
     out.append(name);
     if (!is_credential_name(name)) {
@@ -269,6 +303,74 @@ std::string redact_text(std::string_view text) {
     i = end;
   }
   return out;
+}
+
+namespace {
+
+/// redact_json's walk; sets `*changed` when a value was replaced.
+nlohmann::ordered_json redact_json_walk(const nlohmann::ordered_json& j, bool* changed) {
+  if (j.is_object()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : j.items()) {
+      if (is_credential_name(k)) {
+        out[k] = std::string(kRedacted);
+        *changed = *changed || v != std::string(kRedacted);
+      } else {
+        out[k] = redact_json_walk(v, changed);
+      }
+    }
+    return out;
+  }
+  if (j.is_array()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& v : j) out.push_back(redact_json_walk(v, changed));
+    return out;
+  }
+  return j;
+}
+
+void json_secrets_walk(const nlohmann::ordered_json& j, bool under_credential,
+                       std::vector<std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) json_secrets_walk(v, under_credential || is_credential_name(k), out);
+  } else if (j.is_array()) {
+    for (const auto& v : j) json_secrets_walk(v, under_credential, out);
+  } else if (under_credential && !j.is_null()) {
+    out.push_back(j.is_string() ? j.get<std::string>() : j.dump());
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json redact_json(const nlohmann::ordered_json& doc) {
+  bool changed = false;
+  return redact_json_walk(doc, &changed);
+}
+
+std::string redact_json_text(std::string_view text) {
+  const auto doc = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return redact_text(text);
+  bool changed = false;
+  const auto out = redact_json_walk(doc, &changed);
+  return changed ? out.dump() : redact_text(text);
+}
+
+std::vector<std::string> json_secret_values(const nlohmann::ordered_json& doc) {
+  std::vector<std::string> out;
+  json_secrets_walk(doc, false, out);
+  return out;
+}
+
+std::string redact_values(std::string_view text, const std::vector<std::string>& secrets) {
+  std::vector<std::string> sorted;
+  for (const auto& s : secrets)
+    if (s.size() >= kMinSecretBytes && s != kRedacted) sorted.push_back(s);
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  std::string out(text);
+  for (const auto& s : sorted)
+    for (std::size_t at = out.find(s); at != std::string::npos; at = out.find(s, at + kRedacted.size()))
+      out.replace(at, s.size(), kRedacted);
+  return redact_text(out);
 }
 
 }  // namespace servelab::common

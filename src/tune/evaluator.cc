@@ -403,7 +403,7 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
     }
     const int total = std::max(planned_, done_);
     const double left = trials_run_ ? launched_wall_s_ / trials_run_ * (total - done_) : 0;
-    result = common::redact_text(result);  // a failure reason may quote the engine's command or log
+    result = redact_study_secrets(study_, result);  // a failure reason may quote the engine's command or log
     *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}{}", done_, total, ev.config.engine, ev.label,
                               phase, rep, result, rec.outcome.predicted ? " [predicted]" : "",
                               rec.outcome.engine_reused ? " [engine kept up]" : "");

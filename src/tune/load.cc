@@ -187,6 +187,14 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 
 namespace {
 
+/// Request goodput of a run (req/s): "Request goodput (req/s)", else the request throughput (no per-request
+/// SLO, e.g. only ITL targets), else 0.
+double goodput_of(const std::map<std::string, double>& m) {
+  if (auto it = m.find("Request goodput (req/s)"); it != m.end()) return it->second;
+  if (auto it = m.find("Request throughput (req/s)"); it != m.end()) return it->second;
+  return 0;
+}
+
 /// State of one SLO search: the probes so far and the bracket.
 struct SloRun {
   const Study& study;
@@ -225,6 +233,10 @@ struct SloRun {
       if (p.failure.empty()) {
         margin = margin_of(p);
         metrics_at[x] = m;
+        p.goodput_req_s = goodput_of(m);
+        const auto achieved = m.find("Request throughput (req/s)");
+        p.saturated = r.variable == LoadKind::kRequestRate && achieved != m.end() &&
+                      achieved->second < kSaturatedAchievedFraction * x;
       }
     }
     p.passed = margin && *margin <= 0;
@@ -353,13 +365,42 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   if (run.hi > 0) r.min_failing = run.hi;
   else if (r.note.empty())
     r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs, run.lo);
-  r.metrics = run.metrics_at[run.lo];
-  const auto get = [&](const char* k) { return r.metrics.count(k) ? r.metrics.at(k) : 0.0; };
-  r.request_goodput_req_s = r.metrics.count("Request goodput (req/s)") ? get("Request goodput (req/s)")
-                                                                        : get("Request throughput (req/s)");
-  const double completed = get("Successful requests");
-  r.token_goodput_tok_s = completed > 0 ? r.request_goodput_req_s * get("Total generated tokens") / completed : 0;
+  choose_goodput_point(r, run.metrics_at);
   return r;
+}
+
+void choose_goodput_point(SloResult& r, const std::map<double, std::map<std::string, double>>& metrics_at) {
+  r.goodput_found = false;
+  r.goodput_at = r.request_goodput_req_s = r.token_goodput_tok_s = 0;
+  r.metrics.clear();
+  const SloProbe* best = nullptr;
+  int saturated = 0;
+  for (const auto& p : r.probes) {
+    if (!p.passed || !metrics_at.count(p.value)) continue;
+    if (p.saturated) {
+      ++saturated;
+      continue;
+    }
+    if (!best || p.goodput_req_s > best->goodput_req_s) best = &p;  // ties: the first tried
+  }
+  if (!best) {
+    if (saturated > 0) {
+      const std::string why = fmt::format(
+          "every load meeting the SLOs was saturated (achieved request rate < {:g} × offered): no goodput to "
+          "report",
+          kSaturatedAchievedFraction);
+      r.note = r.note.empty() ? why : r.note + "; " + why;
+    }
+    return;
+  }
+  r.goodput_found = true;
+  r.goodput_at = best->value;
+  r.metrics = metrics_at.at(best->value);
+  r.request_goodput_req_s = best->goodput_req_s;
+  const auto get = [&](const char* k) { return r.metrics.count(k) ? r.metrics.at(k) : 0.0; };
+  const double completed = get("Successful requests");
+  r.token_goodput_tok_s =
+      completed > 0 ? r.request_goodput_req_s * get("Total generated tokens") / completed : 0;
 }
 
 }  // namespace servelab::tune

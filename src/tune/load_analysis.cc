@@ -69,10 +69,10 @@ ObjectiveValue objective_value_of(const Study& study, const ObjectiveSpec& o, co
       break;
     }
     case K::kSloGoodput:
-      v.feasible = slo && slo->found;
+      v.feasible = slo && slo->goodput_found;
       if (v.feasible) {
         v.value = slo->request_goodput_req_s;
-        v.at = LoadPoint{slo->variable, slo->max_passing}.text();
+        v.at = LoadPoint{slo->variable, slo->goodput_at}.text();
       } else {
         v.why = slo ? (slo->note.empty() ? "no load meets the SLOs" : slo->note) : "no SLO search";
       }
@@ -160,7 +160,7 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
   const ObjectiveSpec& o = study.objectives.front();
   if (o.kind == ObjectiveSpec::Kind::kSloGoodput) {
     const SloResult r = slo_search(study, evaluator, ev.config);
-    if (r.found) {
+    if (r.goodput_found) {
       ev.objective = Estimate{1, r.request_goodput_req_s, 0, 0};
       return;
     }

@@ -63,26 +63,38 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
      << "SLOs on `" << s.slo.scenario << "`:";
   for (const auto& t : s.slo.targets) md << fmt::format(" {} ≤ {:g} ms;", t.label, t.max_ms);
   md << fmt::format(
-      " bracket (×2 from the start value, ×1.25 first when the twin gave it), then the root of the SLO margin's "
-      "chord, to {:g}% (at most {} runs). Request goodput: requests meeting every per-request SLO (ttft, tpot, "
-      "e2el targets, as vLLM's --goodput) per second; token goodput: request goodput × mean output tokens per "
-      "request.\n\n",
-      s.slo.tolerance_pct, s.slo.max_runs);
+      " bracket (×2 from the start value, ×1.25 first when the twin gave it), then the root of the SLO "
+      "margin's "
+      "chord, to {:g}% (at most {} runs). Request goodput: requests meeting every per-request SLO (ttft, "
+      "tpot, "
+      "e2el targets, as vLLM's --goodput) per second; a configuration's goodput is the maximum over the runs "
+      "that met every SLO{}, at the load shown (past the knee a higher load only queues); token goodput: "
+      "request goodput × mean output tokens per request.\n\n",
+      s.slo.tolerance_pct, s.slo.max_runs,
+      rate ? fmt::format(" and were not saturated (achieved request rate ≥ {:g} × offered)",
+                         kSaturatedAchievedFraction)
+           : "");
   md << "| config | max " << (rate ? "req/s" : "concurrency") << " meeting SLOs | lowest failing | runs | "
-     << "request goodput (req/s) | token goodput (tok/s) | note |\n|---|---|---|---|---|---|---|\n";
+     << "request goodput (req/s) | goodput at | token goodput (tok/s) | note "
+        "|\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : L.slo) {
     std::string runs = std::to_string(r.runs);
     if (r.twin_start) runs += fmt::format(" (started at the twin's {:g}, {} twin runs)", *r.twin_start, r.twin_runs);
-    md << "| " << escape(config_name(r.engine, r.label)) << " | " << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none")
-       << " | " << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
-       << (r.found ? fmt::format("{:.2f}", r.request_goodput_req_s) : "—") << " | "
-       << (r.found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | " << escape(r.note) << " |\n";
+    md << "| " << escape(config_name(r.engine, r.label)) << " | "
+       << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | "
+       << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
+       << (r.goodput_found ? fmt::format("{:.2f}", r.request_goodput_req_s) : "—") << " | "
+       << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—") << " | "
+       << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | " << escape(r.note)
+       << " |\n";
   }
-  md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not):\n\n";
+  md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not; goodput served, req/s):\n\n";
   for (const auto& r : L.slo) {
     std::vector<std::string> runs;
     for (const auto& p : r.probes) {
       std::string one = fmt::format("{:g} {}", p.value, p.passed ? "✓" : "✗");
+      if (p.failure.empty()) one += fmt::format(" {:.2f}", p.goodput_req_s);
+      if (p.saturated) one += " (saturated)";
       if (!p.failure.empty()) one += " (" + escape(p.failure.substr(0, 80)) + ")";
       else if (!p.passed)
         for (const auto& [k, v] : p.slo_values_ms) one += fmt::format(" ({} {:.0f})", k, v);

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::tune {
 
@@ -55,6 +56,20 @@ const Knob& Study::knob(const std::string& n) const {
     if (k.name == n) return k;
   throw std::out_of_range("study has no knob '" + n + "'");
 }
+std::string redact_study_secrets(const Study& study, std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> secrets;
+  for (const auto& k : study.knobs)
+    for (const auto& sv : k.secret_values)
+      if (sv.first.size() >= common::kMinSecretBytes) secrets.push_back(sv);
+  std::sort(secrets.begin(), secrets.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::string out(text);
+  for (const auto& [value, label] : secrets)
+    for (size_t at = out.find(value); at != std::string::npos; at = out.find(value, at + label.size()))
+      out.replace(at, value.size(), label);
+  return common::redact_text(out);
+}
+
 const Scenario& Study::scenario(const std::string& id) const {
   for (const auto& s : scenarios)
     if (s.id == id) return s;

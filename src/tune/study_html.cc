@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "servelab/common/redact.h"
+#include "servelab/tune/load.h"
 #include "tune/html_charts.h"
 #include "tune/html_markdown.h"
 #include "tune/study_report.h"
@@ -101,11 +102,15 @@ void generalization(std::ostringstream& h, const SearchOutcome& o, const std::st
 void summary_section(std::ostringstream& h, const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
-  const std::string& metric = s.objective.metric;
+  // What Evaluation::objective holds, by its own name and unit ("Request goodput under the SLOs (req/s)" for
+  // a goodput study, tune/load.h); per-scenario figures (generalization) stay [objective].metric.
+  const std::string metric = primary_objective_label(s);
+  const std::string on = load_objective_is_primary(s)
+                             ? load_analysis_scenario(s)
+                             : fmt::format("{}", fmt::join(s.objective.scenarios, ", "));
   h << "<section id=\"summary\"><h2>Summary</h2>\n<p>Objective: maximise <b>" << esc(metric) << "</b> on "
-    << esc(fmt::format("{}", fmt::join(s.objective.scenarios, ", "))) << " — " << esc(s.model) << " on "
-    << s.hardware.gpu_count << " × " << esc(s.hardware.gpu) << ", " << in.trials.size() << " trials ("
-    << strategy_name(o.strategy) << " search).</p>\n";
+    << esc(on) << " — " << esc(s.model) << " on " << s.hardware.gpu_count << " × " << esc(s.hardware.gpu)
+    << ", " << in.trials.size() << " trials (" << strategy_name(o.strategy) << " search).</p>\n";
   if (!o.best.feasible) {
     h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below lists every "
          "failure with its reason.</p>\n";
@@ -131,7 +136,7 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                    o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
                    "the recommendation rule dropped a knob (see “Recommended launch command” below).");
     gain_chain(h, o, metric);
-    generalization(h, o, metric, s.target == Target::kTwin);
+    generalization(h, o, s.objective.metric, s.target == Target::kTwin);
   }
   h << "</section>\n";
 }
@@ -426,7 +431,7 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   h << "<h2>Export</h2><p>Every trial: <a href=\"trials.csv\">trials.csv</a>, <a href=\"trials.json\">trials.json"
        "</a>, <code>results.sqlite</code>.</p>\n";
   // Every text of the page through the one redaction rule (the library is not user text).
-  std::string page = common::redact_text(h.str());
+  std::string page = in.study ? redact_study_secrets(*in.study, h.str()) : common::redact_text(h.str());
   page += "<script>" + std::string(kPageScript) + "</script>\n";
   if (!chart_js.empty()) page += charts.script(chart_js);
   page += "</body></html>\n";

@@ -11,9 +11,10 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "servelab/common/redact.h"
 #include "servelab/hardware/hardware.h"
-#include "tune/load_parse.h"
 #include "servelab/tune/study.h"
+#include "tune/load_parse.h"
 
 namespace servelab::tune {
 
@@ -495,14 +496,26 @@ Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<
   const toml::node* vn = t.get("values");
   if (!vn || !vn->is_array() || vn->as_array()->empty())
     c.fail(vn ? vn : &t, p + ".values", "needs a non-empty array of values");
+  // A credential-named knob (api_key, hf_token) shows no value: its labels are "<redacted-N>" (N from 1 in
+  // file order) and its values are kept for rendering only (Knob::secret_values).
+  const bool secret = common::is_credential_name(knob.name);
+  std::vector<std::string> written;  // labels as written, for `baseline`
   size_t vi = 0;
   for (const auto& v : *vn->as_array()) {
     KnobValue kv = parse_value(c, knob, v, fmt::format("{}.values[{}]", p, vi++));
+    written.push_back(kv.label);
+    if (secret && !kv.is_default) {
+      if (auto f = kv.fields.find("value"); f != kv.fields.end())
+        knob.secret_values.push_back({f->second, fmt::format("<redacted-{}>", vi)});
+      kv.label = fmt::format("<redacted-{}>", vi);
+    }
     for (const auto& o : knob.values)
       if (o.label == kv.label) c.fail(&v, p + ".values", "duplicate value label '" + kv.label + "'");
     knob.values.push_back(std::move(kv));
   }
   knob.baseline = get_string(c, t, "baseline", p, knob.values.front().label);
+  for (size_t i = 0; secret && i < written.size(); ++i)
+    if (written[i] == knob.baseline) knob.baseline = knob.values[i].label;
   if (std::none_of(knob.values.begin(), knob.values.end(),
                    [&](const KnobValue& v) { return v.label == knob.baseline; }))
     c.fail(t.get("baseline"), p + ".baseline", "names no value of this knob: '" + knob.baseline + "'");

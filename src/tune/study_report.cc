@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "servelab/common/paths.h"
@@ -323,7 +324,14 @@ static void goal_text(std::ostringstream& md, const Study& s, const std::string&
   md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
   md << "Objective: maximise **" << metric << "**";
   if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
-  if (s.objective.scenarios.size() == 1) md << " on scenario `" << s.objective.scenarios[0] << "`";
+  if (load_objective_is_primary(s)) {  // the first [[objectives]] entry, on the load analysis' scenario
+    std::string slos;
+    for (const auto& t : s.slo.targets)
+      slos += fmt::format("{}{} ≤ {:g} ms", slos.empty() ? "" : ", ", t.label, t.max_ms);
+    if (!slos.empty()) md << " (SLOs: " << slos << ")";
+    md << " on scenario `" << load_analysis_scenario(s) << "`";
+  } else if (s.objective.scenarios.size() == 1)
+    md << " on scenario `" << s.objective.scenarios[0] << "`";
   else md << ", weighted geometric mean over scenarios " << fmt::format("`{}`", fmt::join(s.objective.scenarios, "`, `"));
   md << ".\n";
   for (const auto& c : s.constraints)
@@ -498,6 +506,57 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
   }
 }
 
+/// The finalists: the best distinct configurations evaluated on the objective (the ranking's top, or every
+/// engine's baseline, greedy steps and best), best first, at most `limit`.
+static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t limit) {
+  std::vector<const Evaluation*> all;
+  for (const auto& e : o.ranked) all.push_back(&e);
+  for (const auto& p : o.engines) {
+    all.push_back(&p.best);
+    all.push_back(&p.baseline);
+    for (const auto& st : p.steps) all.push_back(&st.eval);
+  }
+  std::vector<const Evaluation*> out;
+  std::set<std::string> seen;
+  for (const Evaluation* e : all)
+    if (e->feasible && e->objective.n > 0 && !e->key.empty() && seen.insert(e->key).second) out.push_back(e);
+  std::stable_sort(out.begin(), out.end(), [](const Evaluation* a, const Evaluation* b) {
+    return a->objective.mean > b->objective.mean;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+/// "Summary", first in the report: the recommended command with its objective value (and the trade-off's
+/// other side), then the finalists; the sections after it are the detail.
+static void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                         const std::string& metric) {
+  md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
+  if (!o.best.feasible) {
+    md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
+    return;
+  }
+  md << "Recommended launch command (rule `" << recommendation_rule_name(o.rule)
+     << "`; why each knob is kept: \"Recommended launch command\" below):\n\n";
+  command_text(md, "Recommended: " + o.recommended_eval.config.engine + " " + o.recommended_eval.label,
+               o.recommended_command, o.recommended_eval, metric);
+  if (o.alternative)
+    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
+                 metric);
+  const auto top = finalists(o, 5);
+  md << "Finalists (best first):\n\n| # | engine | config | " << metric << " | |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < top.size(); ++i) {
+    const Evaluation& e = *top[i];
+    const std::string mark = e.key == o.recommended_eval.key ? "recommended"
+                             : e.key == o.best.key           ? "best"
+                                                             : "";
+    md << "| " << i + 1 << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
+       << est_text(e.objective, e.predicted) << " | " << mark << " |\n";
+  }
+  md << "\nThe detail follows: the goal and setup, baselines, the search, the best configuration, the "
+     << (s.objectives.empty() ? "" : "load analysis, the ") << "recommendation's rule, failures.\n\n";
+}
+
 std::string render_markdown(const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
@@ -505,6 +564,7 @@ std::string render_markdown(const ReportInput& in) {
   std::ostringstream md;
   md << "# " << s.name << "\n\n";
   notices_text(md, in);
+  summary_text(md, s, o, metric);
   goal_text(md, s, metric);
   setup_text(md, in);
   scenarios_text(md, s);
@@ -602,7 +662,10 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   };
   // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench
   // arguments, engine commands, failure reasons and log tails.
-  const std::string md = common::redact_text(render_markdown(in));
+  const auto redact = [&](const std::string& text) {
+    return in.study ? redact_study_secrets(*in.study, text) : common::redact_text(text);
+  };
+  const std::string md = redact(render_markdown(in));
   write("report.md", md);
   std::string chart;
   try {
@@ -611,8 +674,8 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
     chart.clear();
   }
   write("report.html", render_html(in, md, chart, dir));
-  write("trials.csv", common::redact_text(trials_csv(in.trials)));
-  write("trials.json", common::redact_text(trials_json(in.trials)));
+  write("trials.csv", redact(trials_csv(in.trials)));
+  write("trials.json", redact(trials_json(in.trials)));
 }
 
 std::string pct(double v) { return fmt::format("{:+.2f}%", v); }

@@ -156,7 +156,9 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   }
   auto env = environment(study, study.target);
   for (const auto& [k, v] : opt.environment) env[k] = v;
-  store.write_study(study.name, study.source_text, target_name(study.target), env);
+  // The stored TOML shows a credential-named knob's values as their labels (it parses back to them).
+  store.write_study(study.name, redact_study_secrets(study, study.source_text), target_name(study.target),
+                    env);
   std::vector<TrialRecord> finished = opt.resume ? store.trials() : std::vector<TrialRecord>{};
   if (opt.progress && opt.resume)
     *opt.progress << fmt::format("resuming: {} finished trial(s) in {}\n", finished.size(),

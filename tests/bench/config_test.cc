@@ -311,6 +311,14 @@ TEST(RunOptions, UrlsAndNamespace) {
   EXPECT_NE(ns.find("request_rate=10.0,"), std::string::npos) << ns;
   EXPECT_EQ(ns.substr(0, 34), "Namespace(append_result=False, bac");
   EXPECT_NE(ns.find("max_concurrency=None"), std::string::npos);
+  // Issue 31: --extra-body's credential-named keys are redacted in the settings line; other bodies as
+  // written.
+  c.extra_body = R"({"top_k": 1, "api_key": "sk-body-9"})";
+  ns = namespace_repr(c);
+  EXPECT_EQ(ns.find("sk-body-9"), std::string::npos) << ns;
+  EXPECT_NE(ns.find(R"(extra_body='{"top_k":1,"api_key":"<redacted>"}',)"), std::string::npos) << ns;
+  c.extra_body = R"({"top_k": 1})";
+  EXPECT_NE(namespace_repr(c).find(R"(extra_body='{"top_k": 1}',)"), std::string::npos) << namespace_repr(c);
 }
 
 TEST(RunOptions, ServerMetricsFlags) {

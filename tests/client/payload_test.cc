@@ -7,6 +7,7 @@
 
 #include "servelab/client/client.h"
 #include "servelab/client/request.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::client {
 namespace {
@@ -174,6 +175,24 @@ TEST(Payload, UrlUserinfoBecomesBasicAuthAndIsNeverPrinted) {
     EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("<redacted>@host"), std::string::npos) << e.what();
   }
+}
+
+// Issue 31: a key a server echoes back in its error body ("Incorrect API key provided: sk-...") is printed
+// by nobody: the run's credentials are collected once (api key, credential-named headers, URL userinfo,
+// credential keys of --extra-body) and redacted by value from the HTTP error message.
+TEST(Payload, EchoedCredentialsAreRedactedByValue) {
+  ClientOptions o;
+  o.api_url = "http://bob:pw-4567@127.0.0.1:8000/v1/completions";
+  o.headers = {{"X-Api-Key", "hdr-key-1"}, {"Authorization", "Bearer tok-2222"}, {"x-info", "7777"}};
+  o.extra_body = nlohmann::ordered_json::parse(R"({"top_k": 1, "api_key": "body-key-3"})");
+  const auto secrets = detail::request_secrets(o, "sk-abc123");
+  EXPECT_EQ(secrets, (std::vector<std::string>{"sk-abc123", "hdr-key-1", "Bearer tok-2222", "tok-2222",
+                                               "bob:pw-4567", "pw-4567", "body-key-3"}));
+  const std::string echoed =
+      R"({"error": "Incorrect API key provided: sk-abc123; got hdr-key-1, tok-2222, body-key-3 as bob:pw-4567; id 7777"})";
+  EXPECT_EQ(
+      common::redact_values(echoed, secrets),
+      R"({"error": "Incorrect API key provided: <redacted>; got <redacted>, <redacted>, <redacted> as <redacted>; id 7777"})");
 }
 
 }  // namespace

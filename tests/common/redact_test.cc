@@ -2,6 +2,8 @@
 // hardening review (issue 9 section 4) or a near miss that must stay readable.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "servelab/common/redact.h"
 
 using namespace servelab::common;
@@ -73,4 +75,85 @@ TEST(Redact, FreeText) {
   // Idempotent.
   const std::string once = redact_text("Authorization: Bearer x y 'X-Api-Key=k' https://a:b@h");
   EXPECT_EQ(redact_text(once), once);
+}
+
+// Issue 30/31: every benchmark block of report.md and report.html read "Inter-token <redacted>": the banner's
+// dash run made "---------------Inter-token" a flag and "token" made it a credential. A result block as
+// report::format_console_block prints it passes unchanged; each credential form beside it is still redacted.
+TEST(Redact, BenchResultBlockPassesUnchanged) {
+  const std::string block =
+      "============ Serving Benchmark Result ============\n"
+      "Successful requests:                     200       \n"
+      "Failed requests:                         0         \n"
+      "Request rate configured (RPS):           64.00     \n"
+      "Benchmark duration (s):                  12.16     \n"
+      "Total input tokens:                      204800    \n"
+      "Total generated tokens:                  25600     \n"
+      "Request throughput (req/s):              16.45     \n"
+      "Request goodput (req/s):                 16.45     \n"
+      "Output token throughput (tok/s):         2105.60   \n"
+      "Peak output token throughput (tok/s):    3300.00   \n"
+      "Peak concurrent requests:                180.00    \n"
+      "Total Token throughput (tok/s):          18950.40  \n"
+      "---------------Time to First Token----------------\n"
+      "Mean TTFT (ms):                          812.50    \n"
+      "P99 TTFT (ms):                           1990.10   \n"
+      "-----Time per Output Token (excl. 1st token)------\n"
+      "Mean TPOT (ms):                          41.20     \n"
+      "---------------Inter-token Latency----------------\n"
+      "Mean ITL (ms):                           40.90     \n"
+      "P99 ITL (ms):                            95.00     \n"
+      "==================================================\n";
+  EXPECT_EQ(redact_text(block), block);
+  // The same labels in other shapes the reports use.
+  for (const char* t : {"Inter-token Latency: 40.9 ms", "| Inter-token Latency | 40.9 |", "inter_token: 3",
+                        "per-token: 2", "\"bos_token\": \"<s>\"", "Output token throughput (tok/s): 2105.60"})
+    EXPECT_EQ(redact_text(t), t) << t;
+  EXPECT_FALSE(is_credential_name("Inter-token"));
+  EXPECT_FALSE(is_credential_name("---------------Inter-token"));
+  // Credentials around the block are still redacted: header values, URL userinfo, flags, variables, keys.
+  const std::string with_secrets = block +
+                                   "Authorization: Bearer sk-1\nx-api-key: k2\nhttp://u:p3@h:1/v1\n"
+                                   "--api-key k4 --hf-token k5\nHF_TOKEN=k6\napi_key = \"k7\"\n"
+                                   "{\"api_key\": \"k8\"}\ntoken: k9\n--token k10\n";
+  EXPECT_EQ(redact_text(with_secrets),
+            block +
+                "Authorization: Bearer <redacted>\nx-api-key: <redacted>\nhttp://<redacted>@h:1/v1\n"
+                "--api-key <redacted> --hf-token <redacted>\nHF_TOKEN=<redacted>\napi_key = \"<redacted>\"\n"
+                "{\"api_key\": \"<redacted>\"}\ntoken: <redacted>\n--token <redacted>\n");
+  EXPECT_EQ(redact_args({"--hf-token", "k", "--api-key=k"}),
+            (std::vector<std::string>{"--hf-token", "<redacted>", "--api-key=<redacted>"}));
+}
+
+// Issue 31: redaction by key name inside JSON (bench's --extra-body) and by value in text a server echoes.
+TEST(Redact, JsonBodiesByKeyName) {
+  EXPECT_EQ(
+      redact_json_text(R"({"temperature": 0.5, "api_key": "sk-1", "nested": {"hf_token": 7, "top_k": 3}})"),
+      R"({"temperature":0.5,"api_key":"<redacted>","nested":{"hf_token":"<redacted>","top_k":3}})");
+  // Nothing credential-named: the text as written (its formatting kept).
+  EXPECT_EQ(redact_json_text(R"({"temperature": 0.5, "max_tokens": 10})"),
+            R"({"temperature": 0.5, "max_tokens": 10})");
+  // Not JSON: the free-text rule.
+  EXPECT_EQ(redact_json_text("api_key=sk-1 {"), "api_key=<redacted> {");
+  EXPECT_EQ(
+      json_secret_values(nlohmann::ordered_json::parse(R"({"a": {"api_key": "sk-1"}, "secret": [1, "x2"]})")),
+      (std::vector<std::string>{"sk-1", "1", "x2"}));
+  // A command line: the JSON argument of --extra-body, in both spellings; a non-credential JSON unchanged.
+  EXPECT_EQ(redact_args({"--extra-body", R"({"top_k": 1, "api_key": "sk-2"})",
+                         R"(--extra-body={"api_key": "sk-3"})", "--extra-body", R"({"top_k": 1})"}),
+            (std::vector<std::string>{"--extra-body", R"({"top_k":1,"api_key":"<redacted>"})",
+                                      R"(--extra-body={"api_key":"<redacted>"})", "--extra-body",
+                                      R"({"top_k": 1})"}));
+}
+
+TEST(Redact, EchoedValues) {
+  // OpenAI's answer to a wrong key names neither a header nor a key=value: only the value we sent finds it.
+  EXPECT_EQ(redact_values(R"({"error": {"message": "Incorrect API key provided: sk-abc123. See ..."}})",
+                          {"sk-abc123"}),
+            R"({"error": {"message": "Incorrect API key provided: <redacted>. See ..."}})");
+  // Longer secrets first (a value containing another); too-short ones skipped; the name rule still applies.
+  EXPECT_EQ(
+      redact_values("u:pass1234 pass1234 abc Authorization: Bearer zz", {"pass1234", "u:pass1234", "abc"}),
+      "<redacted> <redacted> abc Authorization: Bearer <redacted>");
+  EXPECT_EQ(redact_values("nothing here", {}), "nothing here");
 }

@@ -142,6 +142,88 @@ TEST(SloSearch, ReportsWhenNothingMeetsTheSlos) {
   EXPECT_EQ(r.note, "no request rate down to min_value = 0.5 meets the SLOs");
 }
 
+/// A fake engine with a knee (issue 30): capacity 17 req/s, so the achieved request rate is min(offered, 17);
+/// P99 TTFT = 10 ms × offered (the SLO ≤ 2000 ms holds up to 200 req/s offered, long past the knee) and the
+/// goodput served is `goodput(offered)`.
+TrialRunner knee_runner(std::function<double(double)> goodput) {
+  return [=](const TrialRequest& req) {
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) {
+      const double x = arg_value(sc.args, "--request-rate");
+      ScenarioResult r;
+      r.scenario_id = sc.id;
+      r.metrics["P99 TTFT (ms)"] = 10 * x;
+      r.metrics["Request throughput (req/s)"] = std::min(x, 17.0);
+      r.metrics["Request goodput (req/s)"] = goodput(x);
+      r.metrics["Total Token throughput (tok/s)"] = 300 * std::min(x, 17.0);
+      r.metrics["Successful requests"] = 10;
+      r.metrics["Total generated tokens"] = 1000;
+      out.scenarios.push_back(r);
+    }
+    return out;
+  };
+}
+
+TEST(SloSearch, GoodputIsTheMaximumOverUnsaturatedPassingLoads) {
+  // From 1 req/s: ×2 passes up to 128, 256 fails; the chord's root 128 + 128 × 0.36/0.64 = 200 passes
+  // (margin 0), 200 × 1.05 = 210 fails. The highest passing rate is 200 req/s, where the server serves 17
+  // of 200 and 13.62 req/s of goodput: the old answer. Goodput peaks at 64 req/s (16.45, but 17 of 64 is
+  // < 0.5 × offered: saturated), so the configuration's goodput is 15.5 req/s at 32 req/s (17 of 32 served).
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\n");
+  const std::map<double, double> g = {{1, 0.95},    {2, 1.9},    {4, 3.8},    {8, 7.6},
+                                      {16, 15.2},   {32, 15.5},  {64, 16.45}, {128, 14.1},
+                                      {200, 13.62}, {210, 13.5}, {256, 13}};
+  Evaluator ev(s, knee_runner([&](double x) { return g.at(x); }), "twin", nullptr, {}, nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
+  ASSERT_TRUE(r.found) << r.note;
+  EXPECT_EQ(probe_values(r), (std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 200, 210}));
+  EXPECT_DOUBLE_EQ(r.max_passing, 200);
+  ASSERT_TRUE(r.goodput_found) << r.note;
+  EXPECT_DOUBLE_EQ(r.goodput_at, 32);
+  EXPECT_DOUBLE_EQ(r.request_goodput_req_s, 15.5);
+  EXPECT_DOUBLE_EQ(r.token_goodput_tok_s, 15.5 * 1000 / 10);
+  EXPECT_DOUBLE_EQ(r.metrics.at("Request throughput (req/s)"), 17);
+  EXPECT_FALSE(r.probes[5].saturated);  // 32: 17 ≥ 16
+  EXPECT_TRUE(r.probes[6].saturated);   // 64: 17 < 32
+  EXPECT_TRUE(r.probes[9].saturated);   // 200
+  EXPECT_DOUBLE_EQ(r.probes[6].goodput_req_s, 16.45);
+  // The report names the load of the maximum beside the highest passing rate.
+  SearchOutcome o;
+  o.load.enabled = true;
+  o.load.slo = {r};
+  ReportInput in{&s, &o, {}, {}};
+  const std::string md = render_load_markdown(in);
+  EXPECT_NE(md.find("| **200** | 210 | 11 | 15.50 | 32 req/s | 1550.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("64 ✓ 16.45 (saturated)"), std::string::npos) << md;
+}
+
+TEST(SloSearch, GoodputSelectionOnSyntheticProbes) {
+  // Goodput 5 at 10 (passed), 9 at 20 (passed), 12 at 40 (failed the SLOs), 11 at 80 (passed, saturated).
+  SloResult r;
+  r.variable = LoadKind::kRequestRate;
+  auto probe = [](double v, bool passed, double g, bool saturated) {
+    SloProbe p;
+    p.value = v, p.passed = passed, p.goodput_req_s = g, p.saturated = saturated;
+    return p;
+  };
+  r.probes = {probe(10, true, 5, false), probe(20, true, 9, false), probe(40, false, 12, false),
+              probe(80, true, 11, true)};
+  std::map<double, std::map<std::string, double>> m;
+  for (double v : {10.0, 20.0, 40.0, 80.0})
+    m[v] = {{"Successful requests", 4}, {"Total generated tokens", 400}};
+  choose_goodput_point(r, m);
+  ASSERT_TRUE(r.goodput_found);
+  EXPECT_DOUBLE_EQ(r.goodput_at, 20);
+  EXPECT_DOUBLE_EQ(r.request_goodput_req_s, 9);
+  EXPECT_DOUBLE_EQ(r.token_goodput_tok_s, 900);
+  // Only a saturated load passed: no operating point, and the note says why.
+  r.probes = {probe(40, false, 12, false), probe(80, true, 11, true)};
+  choose_goodput_point(r, m);
+  EXPECT_FALSE(r.goodput_found);
+  EXPECT_DOUBLE_EQ(r.request_goodput_req_s, 0);
+  EXPECT_NE(r.note.find("every load meeting the SLOs was saturated"), std::string::npos) << r.note;
+}
+
 TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
   Study s = small("\n[load]\nconcurrency = [1, 4]\nrequest_rate = [2.5]\n");
   const auto split = split_load_scenario_id("s1@r2.5");
@@ -307,6 +389,27 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "## Objectives", "## Cost per 1M tokens",
                               "| rank | engine | config | Request goodput under the SLOs (req/s) |"})
     EXPECT_NE(md.find(section), std::string::npos) << section;
+  // Issue 30 item 4: the summaries name what was measured, by the objective's own name and unit, not the
+  // [objective] metric (Total Token throughput) beside a goodput value.
+  EXPECT_EQ(md.find("## Summary\n\nObjective: maximise **Request goodput under the SLOs (req/s)**."),
+            md.find("## Summary"))
+      << md;
+  EXPECT_NE(md.find("## Goal"), std::string::npos);
+  EXPECT_NE(
+      md.find(
+          "Objective: maximise **Request goodput under the SLOs (req/s)** (SLOs: P99 TTFT (ms) ≤ 2000 ms) "
+          "on scenario `s1`."),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | b | baseline | 36.00"), std::string::npos) << md;
+  const std::string html = render_html(in, md, "");
+  EXPECT_NE(html.find("Objective: maximise <b>Request goodput under the SLOs (req/s)</b> on s1"),
+            std::string::npos)
+      << html.substr(0, 3000);
+  EXPECT_NE(html.find("Request goodput under the SLOs (req/s): <b>36.00"), std::string::npos)
+      << html.substr(0, 3000);
+  EXPECT_EQ(html.find("Total Token throughput (tok/s): <b>"), std::string::npos);
+  EXPECT_EQ(html.find("maximise <b>Total Token throughput"), std::string::npos);
 }
 
 /// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.

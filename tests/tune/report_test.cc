@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_study.h"
 #include "tune/study_report.h"
 
@@ -44,6 +46,32 @@ TEST(Report, MarkdownHasTheStudyShape) {
   EXPECT_EQ(csv.rfind("trial_key,engine,config,phase", 0), 0u);
   EXPECT_NE(csv.find("\"twin|b{layout=tp4-dp2,ctx=32768}|s1|r0\",b,layout=tp4-dp2 + ctx=32768,greedy,0,ok,,1,"), std::string::npos) << csv;
   EXPECT_NE(trials_json(in.trials).find("\"status\": \"rejected\""), std::string::npos);
+}
+
+// Issue 30 item 4: report.md opens with the answer: the recommended command and its value, then the
+// finalists; the goal, setup, baselines and search come after it (the command sat ~40 lines from the end).
+TEST(Report, SummaryComesFirstWithTheRecommendedCommandAndTheFinalists) {
+  Fixture f;
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string md = render_markdown(in);
+  const size_t summary = md.find("## Summary\n\nObjective: maximise **Total Token throughput (tok/s)**.");
+  const size_t goal = md.find("## Goal"), baselines = md.find("## Baselines");
+  ASSERT_NE(summary, std::string::npos) << md;
+  ASSERT_NE(goal, std::string::npos);
+  EXPECT_EQ(md.find("## "), summary) << "the first section";
+  EXPECT_LT(goal, baselines);
+  const std::string cmd = f.outcome.recommended_command.shell();
+  EXPECT_GT(md.find(cmd), summary);
+  EXPECT_LT(md.find(cmd), goal) << cmd;
+  const size_t finalists = md.find("Finalists (best first):");
+  EXPECT_GT(finalists, md.find(cmd));
+  EXPECT_LT(finalists, goal);
+  // Best first: b tp4-dp2 + ctx 32768 at 148.5 (a baseline 100 × 1.35 × 1.1), then b tp4-dp2 at 135.
+  EXPECT_NE(md.find("| 1 | b | layout=tp4-dp2 + ctx=32768 | 148.50 (predicted) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | b | layout=tp4-dp2 | 135.00 (predicted) |"), std::string::npos) << md;
+  EXPECT_LT(md.find("| 1 | b | layout=tp4-dp2 + ctx=32768"), goal);
+  // The summary is short: the command within the first 20 lines.
+  EXPECT_LT(std::count(md.begin(), md.begin() + static_cast<long>(md.find(cmd)), '\n'), 20);
 }
 
 // Issue 10 §4-5: a failed trial shows its engine log path and last lines; stand-ins, a time scale and a

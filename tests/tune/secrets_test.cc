@@ -10,9 +10,10 @@
 #include <string>
 
 #include "servelab/common/paths.h"
-#include "test_study.h"
+#include "servelab/tune/space.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "test_study.h"
 
 namespace servelab::tune {
 namespace {
@@ -75,6 +76,54 @@ TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
   const auto toml = Store(dir / "results.sqlite").study_toml();
   ASSERT_TRUE(toml.has_value());
   EXPECT_NO_THROW(parse_study(*toml, "stored", "/data"));
+  fs::remove_all(dir);
+}
+
+// Issue 31: a knob named like a credential (api_key) shows no value: its labels are "<redacted-N>" in config
+// keys and labels, the progress lines, the reports and the database, and the stored study parses back to
+// them.
+TEST(Secrets, CredentialNamedKnobShowsNoValue) {
+  const fs::path dir = fs::temp_directory_path() / ("servelab-tune-secret-knob-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::string toml = testing::kSmallStudy;
+  const std::string scen = "[[scenarios]]";
+  toml.insert(toml.find(scen),
+              "[[knobs]]\nname = \"api_key\"\ntype = \"string\"\n"
+              "values = [\"KNOBSECRET1\", \"KNOBSECRET2\"]\nbaseline = \"KNOBSECRET1\"\n"
+              "render.a = [{flags = [\"--api-key\", \"{value}\"]}]\n\n");
+  const Study study = parse_study(toml, "knob.toml", "/data");
+  const Knob& k = study.knob("api_key");
+  ASSERT_EQ(k.values.size(), 2u);
+  EXPECT_EQ(k.values[0].label, "<redacted-1>");
+  EXPECT_EQ(k.values[1].label, "<redacted-2>");
+  EXPECT_EQ(k.baseline, "<redacted-1>");
+  EXPECT_EQ(k.values[1].fields.at("value"), "KNOBSECRET2");  // still rendered as written
+  const CandidateConfig c{"a", {{"api_key", "<redacted-2>"}}};
+  EXPECT_EQ(config_key(study, c), "a{api_key=<redacted-2>}");
+  EXPECT_EQ(config_label(study, c), "api_key=<redacted-2>");
+  const auto argv = render(study, c).argv;
+  EXPECT_EQ(argv.back(), "KNOBSECRET2");
+  EXPECT_EQ(redact_study_secrets(study, "x KNOBSECRET2 y"), "x <redacted-2> y");
+
+  std::ostringstream progress;
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.progress = &progress;
+  opt.runner = testing::fake_runner();
+  run_study(study, opt);
+  for (const char* file :
+       {"report.md", "report.html", "trials.csv", "trials.json", "results.sqlite", "results.sqlite-wal"}) {
+    if (!fs::exists(dir / file)) continue;
+    const std::string text = common::read_file(dir / file);
+    EXPECT_EQ(text.find("KNOBSECRET"), std::string::npos) << file;
+  }
+  EXPECT_EQ(progress.str().find("KNOBSECRET"), std::string::npos) << progress.str();
+  EXPECT_NE(progress.str().find("api_key=<redacted-2>"), std::string::npos) << progress.str();
+  const auto stored = Store(dir / "results.sqlite").study_toml();
+  ASSERT_TRUE(stored.has_value());
+  const Study back = parse_study(*stored, "stored", "/data");
+  EXPECT_EQ(back.knob("api_key").values[1].label, "<redacted-2>");
+  EXPECT_EQ(back.knob("api_key").baseline, "<redacted-1>");
   fs::remove_all(dir);
 }
 

@@ -46,6 +46,12 @@ void validate_load(const ClientOptions& options, std::size_t num_requests, std::
 /// Resolves ClientOptions::api_key (nullopt → $OPENAI_API_KEY or "").
 std::string resolve_api_key(const ClientOptions& options);
 
+/// What a server may echo back in an error body that must not be printed (for common::redact_values):
+/// `api_key`, the values of credential-named headers (and the word after an auth scheme: "Bearer sk" →
+/// "sk" too), the userinfo of options.api_url (and its password), and the values of credential-named keys
+/// of options.extra_body.
+std::vector<std::string> request_secrets(const ClientOptions& options, const std::string& api_key);
+
 /// After a run: re-tokenizes successful outputs with options.retokenize (tokenizer_output_tokens;
 /// output_tokens when the server sent no usage or an out-of-range one; reasoning_tokens from `reasoning[i]`
 /// when unknown) on options.num_threads threads, drops generated_text unless kept, and adds the

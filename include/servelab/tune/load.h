@@ -6,6 +6,7 @@
 // and the objectives of [[objectives]].
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,8 +54,16 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// 1), multiply by 2 (1.25 first when started from the twin) until a run fails, or divide until one passes,
 /// then try the root of the straight line through the SLO margins of the bracket's ends, kept inside
 /// [lo·(1+tol), hi/(1+tol)], until max failing / max passing ≤ 1 + tolerance (concurrency: or hi − lo ≤ 1),
-/// or [slo].max_runs. The margin of a run is max over targets of value/target − 1 (≤ 0 passes).
+/// or [slo].max_runs. The margin of a run is max over targets of value/target − 1 (≤ 0 passes). The
+/// configuration's goodput is then chosen over the probes by choose_goodput_point (not read at max_passing).
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
+
+/// The goodput of an SLO search (issue 30): over `r.probes` that passed, were not saturated
+/// (SloProbe::saturated) and have metrics in `metrics_at` (load → metrics), the one with the highest
+/// SloProbe::goodput_req_s (the first tried on a tie) sets goodput_found, goodput_at, request_goodput_req_s,
+/// token_goodput_tok_s and metrics. None: those stay false / 0 / empty, and when only saturated probes
+/// passed `note` says so. The highest passing load (max_passing) is not changed.
+void choose_goodput_point(SloResult& r, const std::map<double, std::map<std::string, double>>& metrics_at);
 
 /// Flags of the points on the Pareto front when both coordinates are maximised: a point is on the front
 /// when no other point is ≥ on both and > on one. Equal points are both on it.

@@ -44,9 +44,24 @@ struct SloProbe {
   std::string step;        ///< "start", "bracket" or "refine"
   std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
   std::string failure;     ///< the run failed: why (no SLO values then)
+  /// Request goodput served (req/s: "Request goodput (req/s)", else the request throughput when no
+  /// per-request SLO applies); 0 for a failed run.
+  double goodput_req_s = 0;
+  /// Request rate search only: the achieved request throughput fell below kSaturatedAchievedFraction of the
+  /// offered rate (the server was saturated; the run's figures depend on its length, not a rate it sustains).
+  bool saturated = false;
 };
 
-/// The SLO search of one configuration: the highest load meeting every [slo] target.
+/// A request-rate run is saturated when its achieved request throughput is below this fraction of the
+/// offered rate. 0.5: the tail of a finite run alone (the last requests finishing after the arrivals stop)
+/// keeps an unsaturated run near 1 (200 prompts at 10 req/s with 5 s E2EL: 0.8); issue 30's run that
+/// "met the SLOs" at 133.6 req/s offered served 17.0 (0.13).
+inline constexpr double kSaturatedAchievedFraction = 0.5;
+
+/// The SLO search of one configuration: the highest load meeting every [slo] target, and the goodput of the
+/// configuration (issue 30): the maximum over the tried loads that met every target and were not saturated
+/// of the request goodput served there, with the load it was reached at. The two loads differ when goodput
+/// peaks below the highest passing load (past the knee more arrivals only queue).
 struct SloResult {
   std::string config_key, engine, label, scenario;
   LoadKind variable = LoadKind::kRequestRate;
@@ -59,9 +74,13 @@ struct SloResult {
   std::optional<double> twin_start;  ///< --target local: the twin's answer the real search started from
   int twin_runs = 0;              ///< runs the twin's search took (predicted, seconds of CPU)
   std::string note;               ///< why the search stopped when it did not converge to the tolerance
-  /// At max_passing: request goodput (req/s: requests meeting every per-request SLO per second, vLLM's
-  /// --goodput over ttft/tpot/e2el targets) and token goodput (output tok/s of those requests, estimated as
-  /// request goodput × mean output tokens per request), plus every metric there (console labels).
+  /// The configuration's goodput: the highest request goodput (req/s: requests meeting every per-request
+  /// SLO per second, vLLM's --goodput over ttft/tpot/e2el targets) over the probes that passed and were not
+  /// saturated, at `goodput_at`; token goodput (output tok/s of those requests, estimated as request goodput
+  /// × mean output tokens per request) and every metric (console labels) at the same probe. All 0 / empty
+  /// and goodput_found false when no probe qualifies (`note` says why).
+  bool goodput_found = false;
+  double goodput_at = 0;  ///< the load (req/s or concurrency) of the goodput maximum
   double request_goodput_req_s = 0;
   double token_goodput_tok_s = 0;
   std::map<std::string, double> metrics;

@@ -62,7 +62,7 @@ struct CostSpec {
 struct ObjectiveSpec {
   enum class Kind {
     kThroughput,    ///< max total token throughput (the [objective] metric at the scenario as written)
-    kSloGoodput,    ///< max request goodput at the highest load meeting [slo]
+    kSloGoodput,    ///< max request goodput over the unsaturated loads meeting [slo] (SloResult)
     kTokensPerGpu,  ///< max output tok/s per GPU at ≥ min_tokens_per_s_per_user (Pareto front)
     kMinLatency,    ///< min `metric` at the highest swept concurrency ≤ max_concurrency
     kCost,          ///< min $ per 1M output tokens at the highest-throughput load point ([cost])

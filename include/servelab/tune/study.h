@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "servelab/engines/engine_config.h"
@@ -77,6 +79,11 @@ struct Knob {
   /// memory fraction, fewer running requests): when a value of another knob runs out of memory or is refused
   /// at start-up, greedy retries it once with this knob one value lower than the best-so-far's.
   bool lower_saves_memory = false;
+  /// A knob whose name is a credential (common::is_credential_name: api_key, hf_token): its value labels
+  /// are "<redacted-N>" (N = the value's 1-based position; `baseline` may name either form) and this holds
+  /// each value's field text with its label, so that redact_study_secrets can hide them where they are
+  /// rendered. Empty for any other knob.
+  std::vector<std::pair<std::string, std::string>> secret_values;
 };
 
 /// A `bench serve` argument set: one workload.
@@ -216,6 +223,11 @@ struct Study {
   const Knob& knob(const std::string& name) const;               ///< throws std::out_of_range
   const Scenario& scenario(const std::string& id) const;         ///< throws std::out_of_range
 };
+
+/// `text` with every value of a credential-named knob (Knob::secret_values, ≥ common::kMinSecretBytes
+/// bytes) replaced by its "<redacted-N>" label, then through common::redact_text. The study's TOML stored
+/// this way parses back to the same labels.
+std::string redact_study_secrets(const Study& study, std::string_view text);
 
 /// Parses a study from TOML text. `origin` names the source in errors. `{data_dir}` in scenario args is
 /// replaced by `data_dir`. Throws StudyError ("<origin>:<line>: <toml.path>: problem").
