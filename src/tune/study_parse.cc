@@ -13,6 +13,7 @@
 
 #include "servelab/hardware/hardware.h"
 #include "tune/load_parse.h"
+#include "tune/toml_guard.h"
 #include "servelab/tune/study.h"
 
 namespace servelab::tune {
@@ -653,6 +654,7 @@ void read_recommendation(const Ctx& c, const toml::table& rt, RecommendationSpec
 
 /// The TOML document `text`, or a StudyError with line and column.
 toml::table parse_toml(const std::string& text, const std::string& origin) {
+  detail::check_toml_shape(text, origin);  // before toml++ recurses into it
   try {
     return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {

@@ -142,6 +142,34 @@ TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
             "(accepted)");
 }
 
+// Issue 31: a dotted key or table header of 50,000 parts made toml++ recurse until SIGSEGV; it is refused
+// before parsing, naming the file and line.
+TEST(Study, DeepTomlIsRefusedBeforeParsing) {
+  std::string parts = "a";
+  for (int i = 0; i < 50000; ++i) parts += ".a";
+  const std::string header = std::string(testing::kSmallStudy) + "\n[" + parts + "]\nx = 1\n";
+  EXPECT_EQ(load_error(header), fmt::format("range.toml:{}: a dotted key or table header of more than 128 parts: "
+                                            "refused (a study nests its tables 2 or 3 deep)",
+                                            line_of(header, "[a.a.a")));
+  const std::string key = std::string(testing::kSmallStudy) + "\n[extra]\n" + parts + " = 1\n";
+  EXPECT_EQ(load_error(key).rfind(fmt::format("range.toml:{}: a dotted key", line_of(key, "a.a.a")), 0), 0u);
+  const std::string arrays = std::string(testing::kSmallStudy) + "\nx = " + std::string(50000, '[') + "\n";
+  EXPECT_EQ(load_error(arrays), fmt::format("range.toml:{}: arrays or inline tables nested more than 128 deep: "
+                                            "refused",
+                                            line_of(arrays, "x = [[")));
+  // Dots in strings, comments and numbers are not key parts; 127 parts still reach toml++.
+  std::string ok = std::string(testing::kSmallStudy);
+  ok.replace(ok.find("goal = \"test study\""), 19,
+             "goal = \"" + std::string(300, '.') + "\" # " + std::string(300, '.') + "\nrepeats = 1");
+  EXPECT_EQ(load_error(ok), "(accepted)");
+  std::string p127 = "a";
+  for (int i = 0; i < 126; ++i) p127 += ".a";
+  const std::string deep_ok = std::string(testing::kSmallStudy) + "\n[" + p127 + "]\n";
+  EXPECT_EQ(load_error(deep_ok),
+            "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) + ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
+            "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
+}
+
 TEST(Space, RendersCommandAndEnv) {
   Study s = small();
   Rendered r = render(s, CandidateConfig{"b", {{"layout", "tp4-dp2"}, {"ctx", "32768"}, {"flag", "true"}}});
