@@ -499,13 +499,13 @@ Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<
   size_t vi = 0;
   for (const auto& v : *vn->as_array()) {
     KnobValue kv = parse_value(c, knob, v, fmt::format("{}.values[{}]", p, vi++));
-    for (const auto& o : knob.values)
-      if (o.label == kv.label) c.fail(&v, p + ".values", "duplicate value label '" + kv.label + "'");
+    // Duplicates found through the index (a pairwise scan took seconds at 30,000 values).
+    if (!knob.value_index.emplace(kv.label, knob.values.size()).second)
+      c.fail(&v, p + ".values", "duplicate value label '" + kv.label + "'");
     knob.values.push_back(std::move(kv));
   }
   knob.baseline = get_string(c, t, "baseline", p, knob.values.front().label);
-  if (std::none_of(knob.values.begin(), knob.values.end(),
-                   [&](const KnobValue& v) { return v.label == knob.baseline; }))
+  if (!knob.value_index.count(knob.baseline))
     c.fail(t.get("baseline"), p + ".baseline", "names no value of this knob: '" + knob.baseline + "'");
   if (const toml::table* rt = sub_table(c, t, "render", p, false)) read_knob_render(c, *rt, p, engines, knob);
   return knob;

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "servelab/common/paths.h"
 #include "test_study.h"
+#include "servelab/tune/search.h"
 #include "servelab/tune/space.h"
 #include "servelab/tune/study.h"
 
@@ -168,6 +170,65 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
   EXPECT_EQ(load_error(deep_ok),
             "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) + ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
             "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
+}
+
+/// The small study with `knobs` knobs of `values` int values each, all rendered for engine a.
+std::string wide_study(int knobs, int values) {
+  std::string t = testing::kSmallStudy;
+  std::string extra;
+  for (int k = 0; k < knobs; ++k) {
+    extra += fmt::format("[[knobs]]\nname = \"k{}\"\ntype = \"int\"\nvalues = [", k);
+    for (int v = 0; v < values; ++v) extra += fmt::format("{}{}", v ? ", " : "", v + 1);
+    extra += fmt::format("]\nrender.a = [{{flags = [\"--k{}\", \"{{value}}\"]}}]\n\n", k);
+  }
+  return t.replace(t.find("[[scenarios]]"), 0, extra);
+}
+
+// Issue 31: a 9 x 10 knob grid built 10^7 configurations before the "over a million" guard (OOM): the
+// product is counted first (saturating, never overflowing) and nothing is built over the limit.
+TEST(Space, GridLimitIsCheckedBeforeAnythingIsBuilt) {
+  const Study s = parse_study(wide_study(9, 10), "wide.toml", "/d");
+  // Engine a: layout 3 x ctx 2 x 10^9; engine b: layout 3 x ctx 2 x flag 2.
+  EXPECT_EQ(grid_points(s), 6000000000u + 12u);
+  try {
+    enumerate_grid(s);
+    FAIL() << "built a grid of 6 x 10^9 points";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "the grid has 6000000012 points, over a million: narrow the knob space");
+  }
+  Study grid = s;
+  grid.search.strategy = Strategy::kGrid;
+  EXPECT_THROW(planned_trials(grid), std::runtime_error);
+  const Study huge = parse_study(wide_study(25, 10), "huge.toml", "/d");  // 10^25 > 2^64
+  EXPECT_EQ(grid_points(huge), std::numeric_limits<std::size_t>::max());
+  EXPECT_THROW(grid_points_within_limit(huge), std::runtime_error);
+  EXPECT_EQ(grid_points(small()), 3u * 2u + 3u * 2u * 2u);
+}
+
+// Issue 31: a knob of 30,000 values made planning quadratic (pairwise duplicate check, a scan of every
+// value per config): values are indexed; the index answers exactly as the scan did.
+TEST(Space, ManyValuesOfOneKnobAreIndexed) {
+  const Study s = parse_study(wide_study(1, 30000), "many.toml", "/d");
+  const Knob& k = s.knob("k0");
+  ASSERT_EQ(k.values.size(), 30000u);
+  ASSERT_EQ(k.value_index.size(), 30000u);
+  EXPECT_EQ(k.value_index.at("29999"), 29998u);
+  EXPECT_EQ(config_key(s, normalize(s, CandidateConfig{"a", {{"k0", "29999"}}})), "a{k0=29999}");
+  EXPECT_EQ(render(s, CandidateConfig{"a", {{"k0", "29999"}}}).argv.back(), "29999");
+  EXPECT_THROW(normalize(s, CandidateConfig{"a", {{"k0", "30001"}}}), std::out_of_range);
+  // A hand-built knob without an index still answers (by a scan).
+  Study copy = s;
+  copy.knobs.back().value_index.clear();
+  EXPECT_EQ(render(copy, CandidateConfig{"a", {{"k0", "17"}}}).argv.back(), "17");
+  // The duplicate check, now through the index, still names the value.
+  std::string dup = wide_study(1, 3);
+  dup.replace(dup.find("values = [1, 2, 3]"), 18, "values = [1, 2, 3, 2]");
+  try {
+    parse_study(dup, "dup.toml", "/d");
+    FAIL();
+  } catch (const StudyError& e) {
+    EXPECT_NE(std::string(e.what()).find("duplicate value label '2'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Space, RendersCommandAndEnv) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "servelab/engines/engine_config.h"
@@ -77,6 +78,10 @@ struct Knob {
   /// memory fraction, fewer running requests): when a value of another knob runs out of memory or is refused
   /// at start-up, greedy retries it once with this knob one value lower than the best-so-far's.
   bool lower_saves_memory = false;
+  /// Label → index in `values`, filled by the study parser (a lookup per config was a scan of every value:
+  /// planning 30,000 values of one knob was quadratic). May be empty or stale (a hand-built Knob): users
+  /// check values[i].label and fall back to a scan.
+  std::unordered_map<std::string, std::size_t> value_index;
 };
 
 /// A `bench serve` argument set: one workload.
