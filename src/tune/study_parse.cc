@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <regex>
 #include <set>
 #include <toml++/toml.h>
 
+#include "servelab/common/printable.h"
 #include "servelab/hardware/hardware.h"
 #include "tune/load_parse.h"
 #include "tune/toml_guard.h"
@@ -25,8 +27,10 @@ struct Ctx {
   std::string origin;
   [[noreturn]] void fail(const toml::node* node, const std::string& path, const std::string& msg) const {
     int line = node ? static_cast<int>(node->source().begin.line) : 0;
-    if (line > 0) throw StudyError(fmt::format("{}:{}: {}: {}", origin, line, path, msg));
-    throw StudyError(fmt::format("{}: {}: {}", origin, path, msg));
+    // Keys and values come from the file: bounded and escaped (a key may hold ESC, NUL or 50,000 bytes).
+    const std::string p = common::printable(path, 200), m = common::printable(msg, 2000);
+    if (line > 0) throw StudyError(fmt::format("{}:{}: {}: {}", origin, line, p, m));
+    throw StudyError(fmt::format("{}: {}: {}", origin, p, m));
   }
 };
 
@@ -329,8 +333,17 @@ void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   const toml::table* st = sub_table(c, root, "study", "study", true);
   check_keys(c, *st, "study", {"name", "goal", "target", "repeats", "host", "port"});
   s.name = get_string(c, *st, "name", "study", std::nullopt);
-  if (s.name.empty() || s.name.find_first_of("/\\ ") != std::string::npos)
-    c.fail(st->get("name"), "study.name", "must be a non-empty name without '/', '\\' or spaces");
+  // It names the output directory (out/<name>), the store and the k8s objects: one safe path component.
+  const bool safe_name =
+      !s.name.empty() && s.name.size() <= 128 && std::isalnum(static_cast<unsigned char>(s.name[0])) &&
+      std::all_of(s.name.begin(), s.name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+      });
+  if (!safe_name)
+    c.fail(st->get("name"), "study.name",
+           fmt::format("\"{}\" is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a "
+                       "letter or digit (it names the output directory out/<name>)",
+                       s.name.size() > 60 ? s.name.substr(0, 60) + "..." : s.name));  // fail() escapes it
   s.goal = get_string(c, *st, "goal", "study", std::string());
   std::string target = get_string(c, *st, "target", "study", std::string("twin"));
   if (target == "twin") s.target = Target::kTwin;
@@ -659,7 +672,7 @@ toml::table parse_toml(const std::string& text, const std::string& origin) {
     return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     throw StudyError(fmt::format("{}:{}:{}: TOML syntax error: {}", origin, e.source().begin.line,
-                                 e.source().begin.column, e.description()));
+                                 e.source().begin.column, common::printable(e.description(), 300)));
   }
 }
 

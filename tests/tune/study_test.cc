@@ -172,6 +172,23 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
             "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
 }
 
+// Issue 31: a study named ".." wrote its results into the working directory (out/..); a name holding ESC
+// or NUL was printed raw.
+TEST(Study, NameMustBeOneSafePathComponent) {
+  const std::string rule =
+      " is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (it "
+      "names the output directory out/<name>)";
+  const std::string line = std::to_string(line_of(testing::kSmallStudy, "name = \"small\""));
+  expect_error("name = \"small\"", "name = \"..\"", "name = ", "study.name: \"..\"" + rule);
+  expect_error("name = \"small\"", "name = \".hidden\"", "name = ", "study.name: \".hidden\"" + rule);
+  expect_error("name = \"small\"", "name = \"a/../../etc\"", "name = ", "study.name: \"a/../../etc\"" + rule);
+  expect_error("name = \"small\"", "name = \"x\\u001b[2J\\u0000y\"", "name = ",
+               "study.name: \"x\\x1b[2J\\0y\"" + rule);
+  EXPECT_EQ(load_error(with("name = \"small\"", "name = \"" + std::string(5000, 'n') + "\"")),
+            "range.toml:" + line + ": study.name: \"" + std::string(60, 'n') + "...\"" + rule);
+  EXPECT_EQ(load_error(with("name = \"small\"", "name = \"v1.2_run-3\"")), "(accepted)");
+}
+
 /// The small study with `knobs` knobs of `values` int values each, all rendered for engine a.
 std::string wide_study(int knobs, int values) {
   std::string t = testing::kSmallStudy;
