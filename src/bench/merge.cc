@@ -227,7 +227,11 @@ report::RunInfo run_info(const std::vector<ShardInput>& shards) {
   if (!c["max_concurrency"].is_null()) run.max_concurrency = c["max_concurrency"].get<int>();
   run.arrivals_from_data = c["self_timed"].get<bool>();
   for (const auto& s : shards)
-    run.interrupted = run.interrupted || s.result["servelab"].value("interrupted", false);
+    if (s.result["servelab"].contains("interrupted")) {
+      const json& v = s.result["servelab"]["interrupted"];
+      if (!v.is_boolean()) throw MergeError(fmt::format("{}: servelab.interrupted must be true or false", s.name));
+      run.interrupted = run.interrupted || v.get<bool>();
+    }
   return run;
 }
 
@@ -378,8 +382,28 @@ ordered_json merge_json(const MergeResult& m, const json& first, double max_offs
 
 }  // namespace
 
+namespace {
+
+MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool save_detailed);
+
+}  // namespace
+
 MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
   if (shards.empty()) throw MergeError("no shard results given");
+  try {
+    return merge_checked_shards(shards, save_detailed);
+  } catch (const json::exception&) {
+    // Every field is read through a check that names it; this is the net under one that is not, so that
+    // nlohmann's internal message ("[json.exception.type_error.302] ...") never reaches the user.
+    std::vector<std::string> names;
+    for (const auto& s : shards) names.push_back(s.name);
+    throw MergeError(fmt::format("{}: a servelab.shard value has the wrong type", fmt::join(names, ", ")));
+  }
+}
+
+namespace {
+
+MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
   const std::vector<std::vector<metrics::RequestOutput>> records = read_records(shards);
   MergeInputs in{shards, records, check_together(shards), {}};
   MergeResult m;
@@ -387,7 +411,7 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
   m.server_time_scale = shard_number(shards.front(), first, "", "server_time_scale", true);
   if (m.server_time_scale == 0)
     throw MergeError(fmt::format("{}: servelab.shard.server_time_scale is 0, must be > 0", shards.front().name));
-  m.engine_twin = first.value("engine_twin", false);
+  m.engine_twin = first.contains("engine_twin") && field<bool>(shards.front(), first, "engine_twin");
   m.clocks = applied_clocks(shards);
   std::vector<double> offsets;
   for (const auto& a : m.clocks) offsets.push_back(a.applied_offset_ms);
@@ -432,5 +456,7 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
   x["merge"] = merge_json(m, first, max_offset_ms);
   return m;
 }
+
+}  // namespace
 
 }  // namespace servelab::bench

@@ -273,6 +273,18 @@ TEST(BenchMerge, RefusesNegativeTimesNamingTheFileAndField) {
       << merge_error({a7, b});
 }
 
+// Issue 31: nlohmann's type errors ("[json.exception.type_error.302] ...") reached the user.
+TEST(BenchMerge, WrongTypesAreNamedNotNlohmannErrors) {
+  Fixture f;
+  ShardInput a = f.shard({0, 2}), b = f.shard({1, 2});
+  a.result["servelab"]["shard"]["engine_twin"] = "yes";
+  b.result["servelab"]["shard"]["engine_twin"] = "yes";
+  EXPECT_EQ(merge_error({a, b}), "shard0.json: servelab.shard \"engine_twin\" has the wrong type");
+  a = f.shard({0, 2}), b = f.shard({1, 2});
+  b.result["servelab"]["interrupted"] = 1;
+  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.interrupted must be true or false");
+}
+
 TEST(BenchMerge, ReadShardFileNamesAFileWithoutDetailedShardResults) {
   const auto dir = std::filesystem::temp_directory_path() / ("merge_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
