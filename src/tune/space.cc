@@ -164,7 +164,8 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
       auto f = [&](const char* n) { return std::stoi(v.fields.at(n)); };
       const int tp = f("tp"), dp = f("dp"), ep = f("ep"), pp = f("pp"), dcp = f("dcp");
       const bool dpa = v.fields.at("dp_attention") == "true";
-      const int used = dpa ? tp * pp : tp * pp * dp;
+      // In 64 bits: each way is at most 4096, so tp x pp x dp overflowed an int (2^36).
+      const long long used = dpa ? 1LL * tp * pp : 1LL * tp * pp * dp;
       const std::string where = study.hardware.nodes == 1 ? "the node" : fmt::format(
           "the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
       if (used > gpus) return fmt::format("layout {} needs {} GPUs, {} has {}", v.label, used, where, gpus);

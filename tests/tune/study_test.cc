@@ -286,6 +286,12 @@ TEST(Space, PrunesInvalidCombinations) {
   EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp8-dp2"}}}), "layout tp8-dp2 needs 16 GPUs, the node has 8");
   EXPECT_FALSE(check_config(s3, CandidateConfig{"b", {{"layout", "tp8-dp2-dpattn"}}}));
   EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp4-ep3"}}}), "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
+  // Issue 31: the GPU count of the largest layout the parser accepts (4096 each way) overflowed an int.
+  std::string big = testing::kSmallStudy;
+  big.replace(big.find("{tp = 3}"), 8, "{tp = 4096, dp = 4096, pp = 4096}");
+  const Study s4 = parse_study(big, "big.toml", "/d");
+  EXPECT_EQ(*check_config(s4, CandidateConfig{"a", {{"layout", "tp4096-dp4096-pp4096"}}}),
+            "layout tp4096-dp4096-pp4096 needs 68719476736 GPUs, the node has 8");
 }
 
 TEST(Space, ConditionsAndKeys) {
