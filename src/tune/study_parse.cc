@@ -665,6 +665,24 @@ void read_recommendation(const Ctx& c, const toml::table& rt, RecommendationSpec
   r.threshold_pct = get_number(c, rt, "threshold_pct", "recommendation", r.threshold_pct, Range{0, 1e6});
 }
 
+/// `text` with every run of more than 16 digits cut to its first 6 and its length ("123456... (100
+/// digits)"): toml++ quotes a value it cannot represent whole, up to 126 characters of it.
+std::string shorten_digit_runs(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    if (j - i > 16) {
+      out += text.substr(i, 6) + fmt::format("... ({} digits)", j - i);
+    } else {
+      out.append(text, i, std::max<size_t>(j - i, 1));
+      if (j == i) ++j;
+    }
+    i = j;
+  }
+  return out;
+}
+
 /// The TOML document `text`, or a StudyError with line and column.
 toml::table parse_toml(const std::string& text, const std::string& origin) {
   detail::check_toml_shape(text, origin);  // before toml++ recurses into it
@@ -672,7 +690,7 @@ toml::table parse_toml(const std::string& text, const std::string& origin) {
     return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     throw StudyError(fmt::format("{}:{}:{}: TOML syntax error: {}", origin, e.source().begin.line,
-                                 e.source().begin.column, common::printable(e.description(), 300)));
+                                 e.source().begin.column, common::printable(shorten_digit_runs(std::string(e.description())), 300)));
   }
 }
 

@@ -174,6 +174,13 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
 
 // Issue 31: a study named ".." wrote its results into the working directory (out/..); a name holding ESC
 // or NUL was printed raw.
+TEST(Study, LongNumbersAreNotEchoedWhole) {
+  const std::string toml = with("target = \"twin\"\n", "target = \"twin\"\nrepeats = " + std::string(100, '9') + "\n");
+  EXPECT_EQ(load_error(toml), fmt::format("range.toml:{}:111: TOML syntax error: Error while parsing decimal "
+                                          "integer: '999999... (100 digits)' is not representable in 64 bits",
+                                          line_of(toml, "repeats")));
+}
+
 TEST(Study, NameMustBeOneSafePathComponent) {
   const std::string rule =
       " is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (it "
