@@ -4,6 +4,7 @@
 #include "bench/shard.h"
 
 #include "servelab/common/redact.h"
+#include "servelab/common/printable.h"
 #include "servelab/common/python_json.h"
 
 #include <fmt/format.h>
@@ -141,7 +142,7 @@ double parse_python_float(const std::string& text, const std::string& flag) {
     auto [ptr, ec] = std::from_chars(begin, digits.c_str() + digits.size(), value);
     ok = ec == std::errc() && ptr == digits.c_str() + digits.size();
   }
-  if (!ok) throw ConfigError(fmt::format("argument {}: invalid float value: '{}'", flag, text));
+  if (!ok) throw ConfigError(fmt::format("argument {}: invalid float value: '{}'", flag, common::printable(text)));
   return value;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "servelab/bench/config.h"
+#include "servelab/common/printable.h"
 #include "bench/shard.h"
 
 namespace servelab::bench {
@@ -18,6 +19,9 @@ namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
+
+constexpr std::int64_t kMaxShards = 4096;           // as --shard I/N accepts (parse_shard_spec)
+constexpr std::int64_t kMaxRequests = 1LL << 31;    // requests of one schedule (--num-prompts is an int)
 
 // The config keys every shard must agree on (they define the schedule and the report).
 constexpr const char* kSameConfig[] = {"seed",
@@ -51,16 +55,44 @@ T field(const ShardInput& s, const json& obj, const char* key) {
   }
 }
 
+// An integer of servelab.shard in [lo, hi], checked before anything is sized by it (a shard count of 0
+// divides by zero, 2^31 shards or requests would be allocated; get<int> would wrap 2^31 or truncate 1.5).
+std::int64_t shard_int(const ShardInput& s, const json& obj, const char* key, std::int64_t lo,
+                       std::int64_t hi) {
+  if (!obj.contains(key)) throw MergeError(fmt::format("{}: servelab.shard has no \"{}\"", s.name, key));
+  const json& v = obj.at(key);
+  const auto refuse = [&](const std::string& got) {
+    return MergeError(
+        fmt::format("{}: servelab.shard \"{}\" must be an integer in [{}, {}]{}", s.name, key, lo, hi, got));
+  };
+  if (!v.is_number_integer()) throw refuse("");
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    throw refuse(fmt::format(", got {}", v.get<std::uint64_t>()));
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < lo || x > hi) throw refuse(fmt::format(", got {}", x));
+  return x;
+}
+
+// A number of servelab.shard (ms or s): finite and >= 0 when `non_negative`.
+double shard_number(const ShardInput& s, const json& obj, const char* path, const char* key,
+                    bool non_negative) {
+  const double v = field<double>(s, obj, key);
+  if (!std::isfinite(v) || (non_negative && v < 0))
+    throw MergeError(fmt::format("{}: servelab.shard.{}{} is {:.6g}, must be {}", s.name, path, key, v,
+                                 non_negative ? "a finite number >= 0" : "a finite number"));
+  return v;
+}
+
 // Each shard's clock group: shards with one clock_id share one offset (the best-measured one).
 std::vector<AppliedClock> applied_clocks(const std::vector<ShardInput>& shards) {
   std::vector<AppliedClock> out;
   for (const auto& s : shards) {
     const json& c = field<json>(s, shard_of(s), "clock");
     AppliedClock a;
-    a.shard = field<int>(s, shard_of(s), "index");
+    a.shard = static_cast<int>(shard_int(s, shard_of(s), "index", 0, kMaxShards - 1));
     a.name = s.name;
-    a.clock.offset_ms = field<double>(s, c, "offset_ms");
-    a.clock.uncertainty_ms = field<double>(s, c, "uncertainty_ms");
+    a.clock.offset_ms = shard_number(s, c, "clock.", "offset_ms", false);
+    a.clock.uncertainty_ms = shard_number(s, c, "clock.", "uncertainty_ms", true);
     a.clock.method = field<std::string>(s, c, "method");
     a.clock.reference = field<std::string>(s, c, "reference");
     a.clock.clock_id = field<std::string>(s, c, "clock_id");
@@ -100,8 +132,8 @@ Placed place(const std::vector<ShardInput>& shards,
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const double shift_s = (max_offset_ms - offsets_ms[s]) / 1000.0 * time_scale;
     const auto indices = field<std::vector<std::size_t>>(shards[s], shard_of(shards[s]), "indices");
-    p.duration_s =
-        std::max(p.duration_s, field<double>(shards[s], shard_of(shards[s]), "duration_s") + shift_s);
+    p.duration_s = std::max(
+        p.duration_s, shard_number(shards[s], shard_of(shards[s]), "", "duration_s", true) + shift_s);
     for (std::size_t j = 0; j < indices.size(); ++j) {
       metrics::RequestOutput o = records[s][j];
       const bool never_sent = o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0;
@@ -120,28 +152,33 @@ Placed place(const std::vector<ShardInput>& shards,
 std::size_t check_together(const std::vector<ShardInput>& shards) {
   const ShardInput& first = shards.front();
   const json& f = shard_of(first);
-  const int count = field<int>(first, f, "count");
-  const auto num_requests = field<std::size_t>(first, f, "num_requests");
+  const int count = static_cast<int>(shard_int(first, f, "count", 1, kMaxShards));
+  const auto num_requests = static_cast<std::size_t>(shard_int(first, f, "num_requests", 0, kMaxRequests));
   std::map<int, std::string> seen;
   for (const auto& s : shards) {
     const json& x = shard_of(s);
-    const int index = field<int>(s, x, "index");
-    if (field<int>(s, x, "count") != count)
+    const int index = static_cast<int>(shard_int(s, x, "index", 0, kMaxShards - 1));
+    const auto own_count = shard_int(s, x, "count", 1, kMaxShards);
+    if (own_count != count)
       throw MergeError(fmt::format("{}: shard {}/{} does not belong with {} (a shard of {})", s.name, index,
-                                   field<int>(s, x, "count"), first.name, count));
+                                   own_count, first.name, count));
+    if (index >= count)
+      throw MergeError(fmt::format("{}: servelab.shard \"index\" {} is not below its \"count\" {}", s.name,
+                                   index, count));
     const json& c0 = field<json>(first, f, "config");
     const json& c = field<json>(s, x, "config");
     for (const char* key : kSameConfig) {
       if (!c.contains(key) || !c0.contains(key) || c[key] != c0[key])
         throw MergeError(fmt::format("{}: --{} {} differs from {}'s {}: not shards of one schedule", s.name,
                                      std::string(key) == "model_id" ? "model" : key,
-                                     c.contains(key) ? c[key].dump() : "(missing)", first.name,
-                                     c0[key].dump()));
+                                     c.contains(key) ? common::printable(c[key].dump()) : "(missing)",
+                                     first.name, c0.contains(key) ? common::printable(c0[key].dump()) : "(missing)"));
     }
     for (const char* key : {"start_at_s", "server_time_scale", "engine_twin"})
       if (x.value(key, json()) != f.value(key, json()))
         throw MergeError(fmt::format("{}: {} {} differs from {}'s {}", s.name, key,
-                                     x.value(key, json()).dump(), first.name, f.value(key, json()).dump()));
+                                     common::printable(x.value(key, json()).dump()), first.name,
+                                     common::printable(f.value(key, json()).dump())));
     if (field<std::string>(s, x, "fingerprint") != field<std::string>(first, f, "fingerprint"))
       throw MergeError(
           fmt::format("{}: its schedule (prompts, lengths, send times) differs from {}'s although "
@@ -149,6 +186,13 @@ std::size_t check_together(const std::vector<ShardInput>& shards) {
                       s.name, first.name));
     if (auto [it, fresh] = seen.emplace(index, s.name); !fresh)
       throw MergeError(fmt::format("{} and {} are both shard {}/{}", it->second, s.name, index, count));
+    // Its share of the partition, counted before anything of that size is built.
+    const std::size_t own = static_cast<std::size_t>(index) < num_requests
+                                ? (num_requests - static_cast<std::size_t>(index) - 1) / static_cast<std::size_t>(count) + 1
+                                : 0;
+    if (!x.contains("indices") || !x["indices"].is_array() || x["indices"].size() != own)
+      throw MergeError(fmt::format("{}: its request indices are not shard {}/{} of {} requests ({} expected)",
+                                   s.name, index, count, num_requests, own));
     const auto indices = field<std::vector<std::size_t>>(s, x, "indices");
     if (indices != shard_indices(num_requests, ShardSpec{index, count}))
       throw MergeError(fmt::format("{}: its request indices are not shard {}/{} of {} requests", s.name,
@@ -183,7 +227,11 @@ report::RunInfo run_info(const std::vector<ShardInput>& shards) {
   if (!c["max_concurrency"].is_null()) run.max_concurrency = c["max_concurrency"].get<int>();
   run.arrivals_from_data = c["self_timed"].get<bool>();
   for (const auto& s : shards)
-    run.interrupted = run.interrupted || s.result["servelab"].value("interrupted", false);
+    if (s.result["servelab"].contains("interrupted")) {
+      const json& v = s.result["servelab"]["interrupted"];
+      if (!v.is_boolean()) throw MergeError(fmt::format("{}: servelab.interrupted must be true or false", s.name));
+      run.interrupted = run.interrupted || v.get<bool>();
+    }
   return run;
 }
 
@@ -334,14 +382,36 @@ ordered_json merge_json(const MergeResult& m, const json& first, double max_offs
 
 }  // namespace
 
+namespace {
+
+MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool save_detailed);
+
+}  // namespace
+
 MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
   if (shards.empty()) throw MergeError("no shard results given");
+  try {
+    return merge_checked_shards(shards, save_detailed);
+  } catch (const json::exception&) {
+    // Every field is read through a check that names it; this is the net under one that is not, so that
+    // nlohmann's internal message ("[json.exception.type_error.302] ...") never reaches the user.
+    std::vector<std::string> names;
+    for (const auto& s : shards) names.push_back(s.name);
+    throw MergeError(fmt::format("{}: a servelab.shard value has the wrong type", fmt::join(names, ", ")));
+  }
+}
+
+namespace {
+
+MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool save_detailed) {
   const std::vector<std::vector<metrics::RequestOutput>> records = read_records(shards);
   MergeInputs in{shards, records, check_together(shards), {}};
   MergeResult m;
   const json& first = shard_of(shards.front());
-  m.server_time_scale = first["server_time_scale"].get<double>();
-  m.engine_twin = first.value("engine_twin", false);
+  m.server_time_scale = shard_number(shards.front(), first, "", "server_time_scale", true);
+  if (m.server_time_scale == 0)
+    throw MergeError(fmt::format("{}: servelab.shard.server_time_scale is 0, must be > 0", shards.front().name));
+  m.engine_twin = first.contains("engine_twin") && field<bool>(shards.front(), first, "engine_twin");
   m.clocks = applied_clocks(shards);
   std::vector<double> offsets;
   for (const auto& a : m.clocks) offsets.push_back(a.applied_offset_ms);
@@ -358,7 +428,17 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
   }
   in.options.input_tokens =
       metrics::InputTokenSource::kDataset;  // as bench serve (multi-turn is not sharded)
-  m.run = run_info(shards);
+  try {
+    m.run = run_info(shards);
+  } catch (const json::exception&) {  // a type error's text names nlohmann's internals, not the file
+    throw MergeError(fmt::format("{}: servelab.shard.config: backend, model_id and tokenizer_id must be strings, "
+                                 "label a string or null, num_prompts an integer, request_rate a string, "
+                                 "burstiness a number, max_concurrency an integer or null, metadata [key, "
+                                 "value] string pairs",
+                                 shards.front().name));
+  } catch (const ConfigError& e) {
+    throw MergeError(fmt::format("{}: servelab.shard.config: {}", shards.front().name, e.what()));
+  }
   Placed placed = place(shards, records, offsets, in.num_requests, m.server_time_scale);
   m.outputs = std::move(placed.outputs);
   m.metrics = metrics::compute_metrics(m.outputs, placed.duration_s, in.options);
@@ -376,5 +456,7 @@ MergeResult merge_shards(const std::vector<ShardInput>& shards, bool save_detail
   x["merge"] = merge_json(m, first, max_offset_ms);
   return m;
 }
+
+}  // namespace
 
 }  // namespace servelab::bench

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 
@@ -53,6 +54,27 @@ T get(const nlohmann::json& j, const char* key) {
   } catch (const nlohmann::json::exception&) {
     throw std::runtime_error(fmt::format("request record: \"{}\" has the wrong type", key));
   }
+}
+
+// An integer field of a request record, in [lo, hi] (nlohmann's get<int> would wrap 2^31 or truncate 1.5).
+std::int64_t record_int(const nlohmann::json& j, const char* key, std::int64_t lo, std::int64_t hi) {
+  if (!j.contains(key)) throw std::runtime_error(fmt::format("request record: missing \"{}\"", key));
+  const auto& v = j.at(key);
+  const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(hi));
+  const std::int64_t x = fits ? v.get<std::int64_t>() : 0;
+  if (!fits || x < lo || x > hi)
+    throw std::runtime_error(fmt::format("request record: \"{}\" must be an integer in [{}, {}]", key, lo, hi));
+  return x;
+}
+
+// A time field of a request record, s: finite and >= 0, or exactly -1 ("not measured") when
+// `unset_allowed`. A negative TTFT or latency would be averaged into the report as if measured.
+double record_seconds(const nlohmann::json& j, const char* key, bool unset_allowed) {
+  const double v = get<double>(j, key);
+  if (!std::isfinite(v) || (v < 0 && !(unset_allowed && v == -1.0)))
+    throw std::runtime_error(fmt::format("request record: \"{}\" is {:.6g} s, must be {}", key, v,
+                                         unset_allowed ? "-1 (not measured) or >= 0" : ">= 0"));
+  return v;
 }
 
 }  // namespace
@@ -207,25 +229,30 @@ metrics::RequestOutput request_from_json(const nlohmann::json& j) {
     if (failure == metrics::failure_kind_name(kind)) o.failure = kind, known = true;
   }
   if (!known) throw std::runtime_error(fmt::format("request record: unknown \"failure\" '{}'", failure));
-  o.http_status = get<int>(j, "http_status");
+  constexpr std::int64_t kIntMax = std::numeric_limits<std::int32_t>::max();
+  o.http_status = static_cast<int>(record_int(j, "http_status", 0, 999));
   o.error = get<std::string>(j, "error");
-  o.prompt_len = get<int>(j, "prompt_len");
-  o.dataset_prompt_len = get<int>(j, "dataset_prompt_len");
-  o.output_tokens = get<int>(j, "output_tokens");
-  o.output_len = get<int>(j, "expected_output_len");
-  o.intended_send_time_s = get<double>(j, "intended_send_time_s");
-  o.dispatch_time_s = get<double>(j, "dispatch_time_s");
-  o.send_time_s = get<double>(j, "send_time_s");
-  o.wire_time_s = get<double>(j, "wire_time_s");
-  o.ttft_s = get<double>(j, "ttft_s");
-  o.ttfct_s = get<double>(j, "ttfct_s");
+  o.prompt_len = static_cast<int>(record_int(j, "prompt_len", -1, kIntMax));
+  o.dataset_prompt_len = static_cast<int>(record_int(j, "dataset_prompt_len", -1, kIntMax));
+  o.output_tokens = static_cast<int>(record_int(j, "output_tokens", 0, kIntMax));
+  o.output_len = static_cast<int>(record_int(j, "expected_output_len", -1, kIntMax));
+  o.intended_send_time_s = record_seconds(j, "intended_send_time_s", false);
+  o.dispatch_time_s = record_seconds(j, "dispatch_time_s", false);
+  o.send_time_s = record_seconds(j, "send_time_s", false);
+  o.wire_time_s = record_seconds(j, "wire_time_s", true);
+  o.ttft_s = record_seconds(j, "ttft_s", false);
+  o.ttfct_s = record_seconds(j, "ttfct_s", true);
   o.itl_s = get<std::vector<double>>(j, "itl_s");
+  for (std::size_t k = 0; k < o.itl_s.size(); ++k)
+    if (!std::isfinite(o.itl_s[k]) || o.itl_s[k] < 0)
+      throw std::runtime_error(
+          fmt::format("request record: \"itl_s\"[{}] is {:.6g} s, must be >= 0", k, o.itl_s[k]));
   o.chunk_tokens = get<std::vector<std::int32_t>>(j, "chunk_tokens");
-  o.latency_s = get<double>(j, "latency_s");
-  o.reasoning_tokens = get<int>(j, "reasoning_tokens");
-  o.usage_prompt_tokens = get<int>(j, "usage_prompt_tokens");
-  o.usage_completion_tokens = get<int>(j, "usage_completion_tokens");
-  o.tokenizer_output_tokens = get<int>(j, "tokenizer_output_tokens");
+  o.latency_s = record_seconds(j, "latency_s", false);
+  o.reasoning_tokens = static_cast<int>(record_int(j, "reasoning_tokens", -1, kIntMax));
+  o.usage_prompt_tokens = static_cast<int>(record_int(j, "usage_prompt_tokens", -1, kIntMax));
+  o.usage_completion_tokens = static_cast<int>(record_int(j, "usage_completion_tokens", -1, kIntMax));
+  o.tokenizer_output_tokens = static_cast<int>(record_int(j, "tokenizer_output_tokens", -1, kIntMax));
   if (j.contains("usage_rejected") && !j["usage_rejected"].is_null())
     o.usage_rejected = get<std::int64_t>(j, "usage_rejected");
   o.generated_text = get<std::string>(j, "generated_text");

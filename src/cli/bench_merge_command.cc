@@ -3,6 +3,7 @@
 // (bench/merge.h; docs/bench.md "Load from several hosts"). Exit 2 for shards that do not belong together.
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ void run_merge(const MergeFlags& f) {
   } catch (const bench::MergeError& e) {
     std::fprintf(stderr, "servelab bench merge: error: %s\n", e.what());
     throw cli::ExitRequest{2};
+  } catch (const std::bad_alloc&) {  // not "std::bad_alloc": say what ran out
+    std::fprintf(stderr, "servelab bench merge: error: out of memory reading or merging %zu shard file(s)\n",
+                 f.files.size());
+    throw cli::ExitRequest{1};
   }
   std::fputs(m.console_report.c_str(), stdout);
   if (f.save_result) {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,13 @@ void run_compare(const std::vector<std::string>& files) {
   std::map<std::string, int> names;
   for (const auto& f : files) names[std::filesystem::path(f).filename().string()]++;
   for (const auto& f : files) {
-    auto loaded = report::load_saved_runs(f);
+    std::vector<report::SavedRun> loaded;
+    try {
+      loaded = report::load_saved_runs(f);
+    } catch (const std::bad_alloc&) {  // not "std::bad_alloc": say which file
+      std::cerr << "servelab compare: " << f << ": out of memory reading it\n";
+      throw ExitRequest{1};
+    }
     // Two files of the same name (different directories) are told apart by their path.
     if (names[std::filesystem::path(f).filename().string()] > 1)
       for (auto& r : loaded) r.name = f + r.name.substr(std::filesystem::path(f).filename().string().size());

@@ -94,6 +94,7 @@ class Worker {
 
   // Called by Conn::on_body.
   void on_events(Conn<Stream>& c, std::string_view bytes) {
+    if (c.st.done) return;  // bytes after `data: [DONE]`: not part of the stream
     auto on_event = [this, &c](const char* data, std::size_t size, std::size_t capacity) {
       return apply_event(c.st, json_, data, size, capacity, Clock::now());
     };
@@ -504,7 +505,12 @@ class Worker {
         }
         break;
       }
-      if (pec) return fail_request(c, FailureKind::kSseParse, "malformed HTTP response: " + pec.message());
+      if (pec) {
+        // Garbage before any status line on a kept-alive connection is the previous response's trailing
+        // bytes, not this request's answer: resend it once on a fresh connection.
+        if (c.status == 0 && c.attempt == Attempt::kKeptAlive) return retry_on_new_connection(c);
+        return fail_request(c, FailureKind::kSseParse, "malformed HTTP response: " + pec.message());
+      }
       if (c.parser->is_done()) {
         // 1xx (100 Continue, 103 Early Hints) is an interim response: the real one follows on the stream.
         if (c.status / 100 == 1 && c.status != 101) {
@@ -527,7 +533,7 @@ class Worker {
       auto on_event = [this, &c](const char* data, std::size_t size, std::size_t capacity) {
         return apply_event(c.st, json_, data, size, capacity, Clock::now());
       };
-      report_sse_status(c, c.sse.finish(on_event));
+      if (!c.st.done) report_sse_status(c, c.sse.finish(on_event));  // a leftover line after [DONE]: ignored
       finish_stream(c.st);
     } else {
       std::string msg = "HTTP " + std::to_string(c.status);

@@ -250,7 +250,9 @@ void record_usage(StreamState& state, const Usage& usage) {
 
 bool apply_event(StreamState& state, od::parser& parser, const char* data, std::size_t size,
                  std::size_t capacity, Clock::time_point ts) {
-  if (state.failed) return false;
+  // After [DONE] the stream has ended: whatever a server sends behind it (trailing garbage) is not part of
+  // it and must not fail a request that completed.
+  if (state.failed || state.done) return false;
   std::string_view payload(data, size);
   // vLLM strips each message; tolerate surrounding whitespace the same way.
   while (!payload.empty() && (payload.front() == ' ' || payload.front() == '\t')) payload.remove_prefix(1);
@@ -259,7 +261,7 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
   }
   if (payload == "[DONE]") {
     state.done = true;
-    return true;
+    return false;  // stop feeding: the stream is complete
   }
   if (payload.empty()) return true;
 

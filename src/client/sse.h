@@ -185,12 +185,14 @@ struct StreamState {
   }
 };
 
-/// Applies one SSE data payload received at `ts`, with vLLM's rules: `[DONE]` ignored; a JSON object
+/// Applies one SSE data payload received at `ts`, with vLLM's rules: `[DONE]` ends the stream (sets
+/// `done`; every later event and byte is ignored, so trailing garbage never fails a completed request); a JSON object
 /// with non-empty `choices` is a token event (TTFT on the first, ITL gaps after, text from
 /// choices[0].text or choices[0].delta.content, reasoning from delta.reasoning_content/reasoning);
 /// a choice-less chunk with `usage` sets output_tokens/prompt_len; an `error` object fails the
 /// request (kServerError); invalid JSON fails it (kJsonParse). `data` must have `capacity` ≥
-/// size + kJsonPadding readable bytes. Returns false once the request has failed.
+/// size + kJsonPadding readable bytes. Returns false (stop feeding) once the request has failed or the
+/// stream has ended.
 bool apply_event(StreamState& state, simdjson::ondemand::parser& parser, const char* data,
                  std::size_t size, std::size_t capacity, Clock::time_point ts);
 

@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -100,12 +102,36 @@ std::string file_digest(const fs::path& path, const char* md, bool git_blob) {
   return hex;
 }
 
+/// Writes `text` to `p` through a new temporary file renamed over it: a symlink planted at `p` (refs/main
+/// pointing at a file of the user's) is replaced, never written through.
 void write_text(const fs::path& p, const std::string& text) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw HubError(Kind::kCache, fmt::format("cannot write {} (check the permissions of HF_HUB_CACHE)", p.string()));
+  std::string tmp = p.string() + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(tmp.data());  // O_CREAT | O_EXCL: never an existing file or link
+  bool ok = fd >= 0;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
+  }
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
+  if (ok) ok = ::fchmodat(AT_FDCWD, tmp.c_str(), 0644, 0) == 0 && ::rename(tmp.c_str(), p.c_str()) == 0;
+  if (!ok) {
+    if (fd >= 0) ::unlink(tmp.c_str());
+    throw HubError(Kind::kCache, fmt::format("cannot write {} (check the permissions of HF_HUB_CACHE)", p.string()));
+  }
+}
+
+/// Opens the partial download `part` for writing (appending, or truncated), never through a symlink
+/// (O_NOFOLLOW). Null when it cannot be opened.
+std::FILE* open_partial(const fs::path& part, bool append) {
+  const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd < 0) return nullptr;
+  std::FILE* f = ::fdopen(fd, append ? "ab" : "wb");
+  if (!f) ::close(fd);
+  return f;
 }
 
 /// An exclusive flock() on the lock file huggingface_hub's filelock uses; released on destruction.
@@ -258,8 +284,13 @@ class Fetcher {
     m.lfs = !linked.empty();
     m.etag = normalize_etag(m.lfs ? linked : r.header("etag"));
     const std::string size = !r.header("x-linked-size").empty() ? r.header("x-linked-size") : r.header("content-length");
-    if (!size.empty() && std::all_of(size.begin(), size.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      m.size = std::stoll(size);
+    if (!size.empty() && std::all_of(size.begin(), size.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      // from_chars, not stoll: a 300-digit size must be a clear error, not std::out_of_range("stoll").
+      const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), m.size);
+      if (ec != std::errc() || end != size.data() + size.size())
+        throw HubError(Kind::kProtocol, fmt::format("{}: {} announced a size of {} digits, more than a file can have",
+                                                    s.text(), o_.endpoint, size.size()));
+    }
     m.location = location;
     if (!is_commit_hash(m.commit) || !token_chars(m.etag))
       throw HubError(Kind::kProtocol,
@@ -308,6 +339,8 @@ class Fetcher {
     std::error_code ec;
     fs::create_directories(blob.parent_path(), ec);
     for (int attempt = 0;; ++attempt) {
+      // A symlink planted at the partial file would be resumed into (and its target written): removed.
+      if (fs::is_symlink(fs::symlink_status(part, ec))) fs::remove(part, ec);
       long long have = fs::exists(part, ec) ? static_cast<long long>(fs::file_size(part, ec)) : 0;
       if (m.size >= 0 && have > m.size) {  // longer than the file: cannot be a prefix of it
         fs::remove(part, ec);
@@ -317,6 +350,10 @@ class Fetcher {
         o_.log(fmt::format("Downloading {} from {}{}", s.text(), o_.endpoint,
                            m.size >= 0 ? fmt::format(" ({} bytes{})", m.size, have > 0 ? fmt::format(", resuming at {}", have) : "") : ""));
       if (m.size < 0 || have < m.size) get_into(m, part, have, s);
+      if (m.size == 0) {  // nothing to GET: the empty file itself (its hash is still checked)
+        std::unique_ptr<std::FILE, decltype(&std::fclose)> empty(open_partial(part, false), &std::fclose);
+        if (!empty) throw HubError(Kind::kCache, fmt::format("cannot write {}", part.string()));
+      }
       const long long got = static_cast<long long>(fs::file_size(part, ec));
       std::string problem;
       if (m.size >= 0 && got != m.size) problem = fmt::format("{} bytes arrived, the Hub announced {}", got, m.size);
@@ -358,12 +395,17 @@ class Fetcher {
         const bool append = r.status == 206 && r.header("content-range").rfind(fmt::format("bytes {}-", have), 0) == 0;
         if (r.status == 200 || append) {
           if (!append) have = 0;
-          f.reset(std::fopen(part.c_str(), append ? "ab" : "wb"));
+          f.reset(open_partial(part, append));
           write_failed = !f;
         }
       };
+      bool too_long = false;
       auto sink = [&](const char* data, std::size_t n) {
         if (!f) return false;
+        if (m.size >= 0 && have + written + static_cast<long long>(n) > m.size) {  // bounded by the announced size
+          too_long = true;
+          return false;
+        }
         if (std::fwrite(data, 1, n, f.get()) != n) {
           write_failed = true;
           return false;
@@ -382,6 +424,15 @@ class Fetcher {
                                    m.size >= 0 ? std::to_string(m.size) : "?", e.what(), part.string()));
       }
       if (write_failed) throw HubError(Kind::kCache, fmt::format("cannot write {} (disk full?)", part.string()));
+      if (too_long) {
+        f.reset();
+        std::error_code ec;
+        fs::remove(part, ec);
+        throw HubError(Kind::kCorrupt,
+                       fmt::format("{} from {}: more than the {} bytes the Hub announced arrived; the download was "
+                                   "discarded, run again",
+                                   s.text(), detail::parse_url(url).host_header, m.size));
+      }
       if (f) return;  // 200, or a 206 appended
       if (r.status >= 300 && r.status < 400 && !r.header("location").empty()) {
         url = detail::resolve_location(detail::parse_url(url), r.header("location"));

@@ -9,6 +9,9 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+
+#include "servelab/common/printable.h"
 
 namespace servelab::report {
 
@@ -39,16 +42,30 @@ const std::regex& latency_key() {
   return re;
 }
 
+/// Longest key the latency pattern is tried on: std::regex matches recursively, so a 50,000-character key
+/// overflowed the stack; the longest real key ("p99.99_ttft_ms" and the like) is far shorter.
+constexpr size_t kMaxMetricKeyBytes = 64;
+
 bool is_numeric_key(const std::string& key) {
   for (const auto& r : kCountRows)
     if (key == r.key) return true;
-  return key == "num_prompts" || std::regex_match(key, latency_key());
+  return key == "num_prompts" || (key.size() <= kMaxMetricKeyBytes && std::regex_match(key, latency_key()));
+}
+
+/// A JSON value for a message: its text, bounded and escaped.
+std::string shown(const nlohmann::json& v) { return common::printable(v.dump()); }
+
+/// Per-request times (s) and benchmark values are durations, counts and rates: never negative.
+double non_negative(double x, const std::string& name, const std::string& what) {
+  if (!std::isfinite(x) || x < 0)
+    throw std::runtime_error(fmt::format("{}: {} is {:.6g}, must be a finite number >= 0", name, what, x));
+  return x;
 }
 
 double number_at(const nlohmann::json& arr, size_t i, const std::string& name, const char* key) {
   const auto& v = arr[i];
-  if (!v.is_number()) throw std::runtime_error(fmt::format("{}: {}[{}] is not a number: {}", name, key, i, v.dump()));
-  return v.get<double>();
+  if (!v.is_number()) throw std::runtime_error(fmt::format("{}: {}[{}] is not a number: {}", name, key, i, shown(v)));
+  return non_negative(v.get<double>(), name, fmt::format("{}[{}]", key, i));
 }
 
 const nlohmann::json& array_of(const nlohmann::json& j, const char* key, size_t n, const std::string& name) {
@@ -80,10 +97,17 @@ void read_detailed(const nlohmann::json& j, const std::string& name, SavedRun& r
     for (size_t k = 0; k < itls[i].size(); ++k) {
       const auto& g = itls[i][k];
       if (!g.is_number()) throw std::runtime_error(fmt::format("{}: itls[{}][{}] is not a number", name, i, k));
+      non_negative(g.get<double>(), name, fmt::format("itls[{}][{}]", i, k));
       decode_s += g.get<double>();
       run.itl_ms.push_back(g.get<double>() * 1000.0);
     }
-    if (latencies) decode_s = number_at(*latencies, i, name, "latencies") - ttft_s;
+    if (latencies) {
+      const double latency_s = number_at(*latencies, i, name, "latencies");
+      if (latency_s < ttft_s)
+        throw std::runtime_error(fmt::format("{}: latencies[{}] ({:.6g} s) is below ttfts[{}] ({:.6g} s)", name, i,
+                                             latency_s, i, ttft_s));
+      decode_s = latency_s - ttft_s;
+    }
     const double out_len = number_at(lens, i, name, "output_lens");
     run.ttft_ms.push_back(ttft_s * 1000.0);
     if (out_len > 1) run.tpot_ms.push_back(decode_s * 1000.0 / (out_len - 1));
@@ -203,6 +227,22 @@ void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
          "the runs to test it, see docs/bench.md).\n";
 }
 
+/// What is wrong with JSON `text` that nlohmann refused, in words and bounded: its messages carry an
+/// internal id ("[json.exception.parse_error.101]") and echo the last token read (a 300-digit number whole).
+/// `text` is one line of a JSON Lines file when `one_line` (then only the column is given).
+std::string json_problem(const nlohmann::json::exception& e, std::string_view text, bool one_line) {
+  if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+    const size_t at = std::min<size_t>(p->byte > 0 ? p->byte - 1 : 0, text.size());
+    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const size_t newline = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+    const size_t column = newline == std::string_view::npos ? at + 1 : at - newline;
+    return one_line ? fmt::format("syntax error at column {}", column)
+                    : fmt::format("syntax error at line {}, column {}", line, column);
+  }
+  if (e.id == 406) return "a number too large for a double";
+  return "unreadable JSON";
+}
+
 }  // namespace
 
 SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
@@ -219,8 +259,8 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
       if (v.is_string()) run.texts[key] = v.get<std::string>();
     } else if (is_numeric_key(key)) {
       if (v.is_null()) run.numbers[key] = std::nullopt;
-      else if (v.is_number()) run.numbers[key] = v.get<double>();
-      else throw std::runtime_error(fmt::format("{}: '{}' is not a number: {}", name, raw_key, v.dump()));
+      else if (v.is_number()) run.numbers[key] = non_negative(v.get<double>(), name, "'" + raw_key + "'");
+      else throw std::runtime_error(fmt::format("{}: '{}' is not a number: {}", name, raw_key, shown(v)));
     }
   }
   if (j.contains("ttfts")) read_detailed(j, name, run);
@@ -244,7 +284,7 @@ std::vector<SavedRun> load_saved_runs(const std::filesystem::path& path) {
     SavedRun run = parse_saved_run(nlohmann::json::parse(text), file);
     run.name = name;
     return {run};
-  } catch (const nlohmann::json::parse_error& whole) {
+  } catch (const nlohmann::json::exception& whole) {  // parse_error, or out_of_range for a 400-digit number
     // JSON Lines: one result object per line (--append-result).
     std::vector<nlohmann::json> objects;
     std::istringstream lines(text);
@@ -253,9 +293,9 @@ std::vector<SavedRun> load_saved_runs(const std::filesystem::path& path) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       try {
         objects.push_back(nlohmann::json::parse(line));
-      } catch (const nlohmann::json::parse_error& e) {
-        if (no == 1) throw std::runtime_error(fmt::format("{}: not JSON: {}", file, whole.what()));
-        throw std::runtime_error(fmt::format("{}:{}: not JSON: {}", file, no, e.what()));
+      } catch (const nlohmann::json::exception& e) {
+        if (no == 1) throw std::runtime_error(fmt::format("{}: not JSON: {}", file, json_problem(whole, text, false)));
+        throw std::runtime_error(fmt::format("{}:{}: not JSON: {}", file, no, json_problem(e, line, true)));
       }
     }
     std::vector<SavedRun> runs;

@@ -112,32 +112,67 @@ Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, St
       records_(std::move(finished)),
       progress_(progress),
       stop_(stop),
-      log_dir_(std::move(log_dir)) {}
+      log_dir_(std::move(log_dir)) {
+  for (std::size_t i = 0; i < records_.size(); ++i) index_record(i);
+}
+
+void Evaluator::index_record(std::size_t i) {
+  const TrialRecord& r = records_[i];
+  last_record_by_trial_key_[r.trial_key] = i;
+  const std::string prefix = tag_ + "|" + r.config_key + "|";
+  if (r.trial_key.rfind(prefix, 0) == 0) records_by_config_[r.config_key].push_back(i);
+  else if (r.trial_key.rfind(tag_ + "|", 0) == 0) records_unindexed_ = true;
+}
 
 int Evaluator::repeats() const { return tag_ == "twin" ? 1 : study_.repeats; }
 
+namespace {
+
+/// The last record of `records` (among `indexes` when not null, else all) that `match` accepts.
+template <class Match>
+const TrialRecord* last_record_matching(const std::vector<TrialRecord>& records,
+                                        const std::vector<std::size_t>* indexes, Match match) {
+  if (indexes) {
+    for (auto it = indexes->rbegin(); it != indexes->rend(); ++it)
+      if (match(records[*it])) return &records[*it];
+    return nullptr;
+  }
+  for (auto it = records.rbegin(); it != records.rend(); ++it)
+    if (match(*it)) return &*it;
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<std::size_t>* Evaluator::records_of_config(const std::string& key) const {
+  static const std::vector<std::size_t> kNone;
+  if (records_unindexed_) return nullptr;
+  const auto it = records_by_config_.find(key);
+  return it == records_by_config_.end() ? &kNone : &it->second;
+}
+
 const TrialRecord* Evaluator::find(const std::string& key, const std::string& scenario, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
-  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
-    if (it->repeat != repeat || it->trial_key.rfind(prefix, 0) != 0) continue;
-    for (const auto& s : it->outcome.scenarios)
-      if (s.scenario_id == scenario) return &*it;
-  }
-  return nullptr;
+  return last_record_matching(records_, records_of_config(key), [&](const TrialRecord& r) {
+    if (r.repeat != repeat || r.trial_key.rfind(prefix, 0) != 0) return false;
+    for (const auto& s : r.outcome.scenarios)
+      if (s.scenario_id == scenario) return true;
+    return false;
+  });
 }
 
 const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
-  for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-    if ((it->repeat == repeat || same_for_every_repeat(it->outcome.status)) &&
-        it->trial_key.rfind(prefix, 0) == 0 && config_level(it->outcome.status))
-      return &*it;
-  return nullptr;
+  return last_record_matching(records_, records_of_config(key), [&](const TrialRecord& r) {
+    return (r.repeat == repeat || same_for_every_repeat(r.outcome.status)) && r.trial_key.rfind(prefix, 0) == 0 &&
+           config_level(r.outcome.status);
+  });
 }
 
 void Evaluator::remember(TrialRecord record) {
   if (store_) store_->record_trial(record);
   records_.push_back(std::move(record));
+  index_record(records_.size() - 1);
 }
 
 Evaluation Evaluator::describe(const CandidateConfig& config) const {
@@ -156,10 +191,8 @@ std::string Evaluator::trial_key(const std::string& key, const std::vector<std::
 }
 
 const TrialRecord* Evaluator::find_trial(const std::string& tk) const {
-  const TrialRecord* last = nullptr;
-  for (const auto& r : records_)
-    if (r.trial_key == tk) last = &r;
-  return last;
+  const auto it = last_record_by_trial_key_.find(tk);
+  return it == last_record_by_trial_key_.end() ? nullptr : &records_[it->second];
 }
 
 TrialRecord Evaluator::base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const {
@@ -332,12 +365,12 @@ void Evaluator::collect_results(Evaluation& ev, const std::vector<std::string>& 
       continue;
     }
     // The scenario has no result: the trial that should have produced it failed.
-    for (auto it = records_.rbegin(); it != records_.rend(); ++it)
-      if (it->trial_key == tk && it->outcome.status != TrialStatus::kOk) {
-        note_failure(ev, it->outcome.status, it->outcome.reason);
-        ev.scenario_failure[id] = std::string(trial_status_name(it->outcome.status)) + ": " + it->outcome.reason;
-        break;
-      }
+    if (const TrialRecord* failed = last_record_matching(records_, records_of_config(ev.key), [&](const TrialRecord& r) {
+          return r.trial_key == tk && r.outcome.status != TrialStatus::kOk;
+        })) {
+      note_failure(ev, failed->outcome.status, failed->outcome.reason);
+      ev.scenario_failure[id] = std::string(trial_status_name(failed->outcome.status)) + ": " + failed->outcome.reason;
+    }
     if (!ev.scenario_failure.count(id)) {
       note_failure(ev, TrialStatus::kError, "no result for scenario " + id);
       ev.scenario_failure[id] = "no result";

@@ -156,7 +156,9 @@ std::string ChartSet::script(const std::string& chart_js) const {
   std::string lib = chart_js;  // "</script" can only occur inside a string of the library
   for (size_t p = lib.find("</script"); p != std::string::npos; p = lib.find("</script", p + 3))
     lib.replace(p, 2, "<\\/");
-  return "<script>\n" + lib + "\n</script>\n<script>\nconst SL_CHARTS = " + script_safe_json(common::redact_text(specs_.dump())) +
+  // A failure reason quoting an engine's log may hold invalid UTF-8: replaced (U+FFFD), never a throw.
+  const std::string specs = specs_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return "<script>\n" + lib + "\n</script>\n<script>\nconst SL_CHARTS = " + script_safe_json(common::redact_text(specs)) +
          ";\n" + kChartRuntime + "</script>\n";
 }
 

@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
+#include "servelab/common/printable.h"
 #include "servelab/common/redact.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/multinode.h"
@@ -397,15 +399,39 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
   return m;
 }
 
+namespace {
+
+/// The files an earlier render_k8s_study wrote into `dir`: trials.tsv and each manifest it lists (its first
+/// column + ".yaml"); empty when `dir` has no trials.tsv.
+std::set<std::string> rendered_files(const std::filesystem::path& dir) {
+  std::set<std::string> owned;
+  std::ifstream tsv(dir / "trials.tsv");
+  std::string line;
+  if (!tsv || !std::getline(tsv, line) || line.rfind("name\tkind\t", 0) != 0) return owned;
+  owned.insert("trials.tsv");
+  while (std::getline(tsv, line)) {
+    const std::string name = line.substr(0, line.find('\t'));
+    if (!name.empty() && name.find('/') == std::string::npos) owned.insert(name + ".yaml");
+  }
+  return owned;
+}
+
+}  // namespace
+
 K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path& dir, TrialRunner planner) {
   namespace fs = std::filesystem;
   if (fs::exists(dir)) {
+    if (!fs::is_directory(dir))
+      throw std::invalid_argument(fmt::format("{} exists and is not a directory", dir.string()));
+    // Only what an earlier render wrote is replaced: its trials.tsv and the manifests that file lists. Any
+    // other file, a .yaml of the user's own included, makes the directory foreign: refused, nothing deleted.
+    const std::set<std::string> owned = rendered_files(dir);
     for (const auto& f : fs::directory_iterator(dir))
-      if (f.path().extension() != ".yaml" && f.path().filename() != "trials.tsv")
-        throw std::invalid_argument(
-            fmt::format("{} holds {}, which tune --render did not write: use an empty or "
-                        "new directory",
-                        dir.string(), f.path().filename().string()));
+      if (!owned.count(f.path().filename().string()))
+        throw std::invalid_argument(fmt::format(
+            "{} holds {}, which tune --render did not write{}: use an empty or new directory", dir.string(),
+            common::printable(f.path().filename().string()),
+            owned.empty() ? " (no trials.tsv of an earlier render)" : " (not listed in its trials.tsv)"));
     for (const auto& f : fs::directory_iterator(dir)) fs::remove(f.path());
   }
   fs::create_directories(dir);

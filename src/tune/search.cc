@@ -14,7 +14,7 @@ int planned_trials(const Study& study) {
     for (const auto& e : study.engines)
       for (const auto& k : knobs_for_engine(study, e.name)) n += static_cast<int>(study.knob(k).values.size()) - 1;
   } else if (study.search.strategy == Strategy::kGrid || study.target == Target::kTwin) {
-    n = static_cast<int>(enumerate_grid(study).size());
+    n = static_cast<int>(grid_points_within_limit(study));  // counted, not built
     if (study.search.strategy == Strategy::kTwinGuided) n += study.search.top_k + 1;
   } else {
     n = study.search.top_k + static_cast<int>(study.engines.size());  // the target's share of twin-guided

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "servelab/engines/engines.h"
 
@@ -11,6 +12,9 @@ namespace servelab::tune {
 namespace {
 
 const KnobValue& find_value(const Knob& knob, const std::string& label) {
+  if (const auto it = knob.value_index.find(label);
+      it != knob.value_index.end() && it->second < knob.values.size() && knob.values[it->second].label == label)
+    return knob.values[it->second];
   for (const auto& v : knob.values)
     if (v.label == label) return v;
   throw std::out_of_range("knob '" + knob.name + "' has no value '" + label + "'");
@@ -160,7 +164,8 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
       auto f = [&](const char* n) { return std::stoi(v.fields.at(n)); };
       const int tp = f("tp"), dp = f("dp"), ep = f("ep"), pp = f("pp"), dcp = f("dcp");
       const bool dpa = v.fields.at("dp_attention") == "true";
-      const int used = dpa ? tp * pp : tp * pp * dp;
+      // In 64 bits: each way is at most 4096, so tp x pp x dp overflowed an int (2^36).
+      const long long used = dpa ? 1LL * tp * pp : 1LL * tp * pp * dp;
       const std::string where = study.hardware.nodes == 1 ? "the node" : fmt::format(
           "the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
       if (used > gpus) return fmt::format("layout {} needs {} GPUs, {} has {}", v.label, used, where, gpus);
@@ -192,7 +197,32 @@ std::vector<std::string> knobs_for_engine(const Study& study, const std::string&
   return out;
 }
 
+std::size_t grid_points(const Study& study) {
+  constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+  std::size_t total = 0;
+  for (const auto& e : study.engines) {
+    std::size_t n = 1;
+    for (const auto& kname : knobs_for_engine(study, e.name)) {
+      const std::size_t values = std::max<std::size_t>(1, study.knob(kname).values.size());
+      n = n > kSaturated / values ? kSaturated : n * values;
+    }
+    total = n > kSaturated - total ? kSaturated : total + n;
+  }
+  return total;
+}
+
+std::size_t grid_points_within_limit(const Study& study) {
+  const std::size_t n = grid_points(study);
+  if (n > kMaxGridPoints)
+    throw std::runtime_error(fmt::format("the grid has {} points, over a million: narrow the knob space",
+                                         n == std::numeric_limits<std::size_t>::max() ? std::string("2^64 or more")
+                                                                                      : std::to_string(n)));
+  return n;
+}
+
 std::vector<CandidateConfig> enumerate_grid(const Study& study) {
+  // Counted before anything is built: a 9 x 10 grid used to materialise 10^7 configurations first.
+  grid_points_within_limit(study);
   std::vector<CandidateConfig> out;
   for (const auto& e : study.engines) {
     std::vector<CandidateConfig> acc{CandidateConfig{e.name, {}}};
@@ -206,7 +236,6 @@ std::vector<CandidateConfig> enumerate_grid(const Study& study) {
           next.push_back(std::move(n));
         }
       acc = std::move(next);
-      if (acc.size() > 1000000) throw std::runtime_error("grid over a million points: narrow the knob space");
     }
     out.insert(out.end(), acc.begin(), acc.end());
   }

@@ -11,6 +11,7 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
+#include "servelab/common/utf8.h"
 #include "servelab/tune/load.h"
 
 namespace servelab::tune {
@@ -645,7 +646,8 @@ std::string trials_json(const std::vector<TrialRecord>& trials) {
     j["load"] = load;
     arr.push_back(j);
   }
-  return arr.dump(1);
+  // An engine's log can put invalid UTF-8 into a reason: replaced (U+FFFD), never a failed report.
+  return arr.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::filesystem::path chart_js_path() {
@@ -657,7 +659,13 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   auto write = [&](const std::string& name, const std::string& text) {
     const auto p = dir / name;
     std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f << text;
+    if (common::utf8_valid(text)) {
+      f << text;
+    } else {  // bytes of an engine's log that are not UTF-8: each ill-formed part as U+FFFD
+      std::string clean;
+      common::utf8_append_lossy(clean, text);
+      f << clean;
+    }
     if (!f) throw std::runtime_error("cannot write " + p.string());
   };
   // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench

@@ -203,6 +203,88 @@ TEST(BenchMerge, RefusesShardsThatDoNotBelongTogether) {
   EXPECT_NE(merge_error({}).find("no shard results"), std::string::npos);
 }
 
+// Issue 31: a shard count of 0 divided by zero (SIGFPE); 2^31 shards or requests were allocated before any
+// check; negative TTFT, latency and clock uncertainty were merged as if measured.
+TEST(BenchMerge, RefusesOutOfRangeCountsBeforeSizingAnything) {
+  Fixture f;
+  const ShardInput a = f.shard({0, 2});
+  ShardInput b = f.shard({1, 2});
+  ShardInput zero = a;
+  zero.result["servelab"]["shard"]["count"] = 0;
+  EXPECT_EQ(merge_error({zero, b}), "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096], got 0");
+  ShardInput huge = a;
+  huge.result["servelab"]["shard"]["count"] = 2147483648u;  // 2^31: get<int> would wrap it
+  EXPECT_EQ(merge_error({huge, b}),
+            "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096], got 2147483648");
+  ShardInput many = a;
+  many.result["servelab"]["shard"]["count"] = 2147483647;
+  EXPECT_EQ(merge_error({many}),
+            "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096], got 2147483647");
+  ShardInput frac = a;
+  frac.result["servelab"]["shard"]["count"] = 1.5;
+  EXPECT_EQ(merge_error({frac, b}), "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096]");
+  ShardInput index = b;
+  index.result["servelab"]["shard"]["index"] = 2;
+  EXPECT_EQ(merge_error({a, index}), "shard1.json: servelab.shard \"index\" 2 is not below its \"count\" 2");
+  ShardInput requests = a;
+  requests.result["servelab"]["shard"]["num_requests"] = 1ULL << 40;
+  EXPECT_EQ(merge_error({requests, b}),
+            "shard0.json: servelab.shard \"num_requests\" must be an integer in [0, 2147483648], got 1099511627776");
+  requests.result["servelab"]["shard"]["num_requests"] = 2000000000;  // claims 10^9 indices, holds 3
+  EXPECT_EQ(merge_error({requests, b}),
+            "shard0.json: its request indices are not shard 0/2 of 2000000000 requests (1000000000 expected)");
+}
+
+TEST(BenchMerge, RefusesNegativeTimesNamingTheFileAndField) {
+  Fixture f;
+  const ShardInput a = f.shard({0, 2});
+  ShardInput b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["requests"][0]["ttft_s"] = -0.5;
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.requests[0]: request record: \"ttft_s\" is -0.5 s, must be >= 0");
+  b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["requests"][2]["latency_s"] = -1.0;
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.requests[2]: request record: \"latency_s\" is -1 s, must be >= 0");
+  b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["requests"][0]["itl_s"][1] = -0.005;
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.requests[0]: request record: \"itl_s\"[1] is -0.005 s, must be >= 0");
+  b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["requests"][0]["wire_time_s"] = -2.0;  // -1 means "not measured"; -2 nothing
+  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.shard.requests[0]: request record: \"wire_time_s\" is -2 "
+                                 "s, must be -1 (not measured) or >= 0");
+  b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["requests"][0]["output_tokens"] = 2147483648u;
+  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.shard.requests[0]: request record: \"output_tokens\" "
+                                 "must be an integer in [0, 2147483647]");
+  b = f.shard({1, 2}, 0.0, "host-b", 0.01);
+  b.result["servelab"]["shard"]["clock"]["uncertainty_ms"] = -3.0;
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.clock.uncertainty_ms is -3, must be a finite number >= 0");
+  b = f.shard({1, 2});
+  b.result["servelab"]["shard"]["config"]["backend"] = 7;  // equal on both: caught by its type, not raw
+  ShardInput a7 = a;
+  a7.result["servelab"]["shard"]["config"]["backend"] = 7;
+  EXPECT_EQ(merge_error({a7, b}).rfind("shard0.json: servelab.shard.config: backend, model_id and tokenizer_id "
+                                       "must be strings",
+                                       0),
+            0u)
+      << merge_error({a7, b});
+}
+
+// Issue 31: nlohmann's type errors ("[json.exception.type_error.302] ...") reached the user.
+TEST(BenchMerge, WrongTypesAreNamedNotNlohmannErrors) {
+  Fixture f;
+  ShardInput a = f.shard({0, 2}), b = f.shard({1, 2});
+  a.result["servelab"]["shard"]["engine_twin"] = "yes";
+  b.result["servelab"]["shard"]["engine_twin"] = "yes";
+  EXPECT_EQ(merge_error({a, b}), "shard0.json: servelab.shard \"engine_twin\" has the wrong type");
+  a = f.shard({0, 2}), b = f.shard({1, 2});
+  b.result["servelab"]["interrupted"] = 1;
+  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.interrupted must be true or false");
+}
+
 TEST(BenchMerge, ReadShardFileNamesAFileWithoutDetailedShardResults) {
   const auto dir = std::filesystem::temp_directory_path() / ("merge_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

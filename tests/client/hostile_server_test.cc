@@ -144,6 +144,21 @@ class HostileServer {
         return;
       } else if (fault == "extra_response") {  // a second, unasked-for response right behind the first
         send_all(c, good_response(tag) + good_response("stale"));
+      } else if (fault == "junk_after_done") {  // a non-SSE line behind [DONE], in the body
+        std::string r = good_response(tag);
+        r.insert(r.rfind("0\r\n\r\n"), chunk("trailing garbage\n"));
+        send_all(c, r);
+      } else if (fault == "junk_after_done_close") {  // body delimited by close, garbage without newline last
+        std::string r = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        for (int k = 0; k < 3; ++k) r += token_event(tag + "-" + std::to_string(k) + " ");
+        r += "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":3}}\n\n";
+        send_all(c, r + "data: [DONE]\n\n<html>oops");
+        ::shutdown(c, SHUT_RDWR);
+        return;
+      } else if (fault == "junk_after_body") {  // a complete keep-alive response, then stray bytes later
+        send_all(c, good_response(tag));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        send_all(c, "\r\nstray bytes\r\n");
       } else if (fault == "huge_usage") {
         send_all(c, good_response(tag, "1099511627776"));
       }
@@ -235,6 +250,20 @@ TEST(HostileServer, MalformedSseResetAndEarlyCloseFailOnlyTheirRequest) {
 TEST(HostileServer, UnaskedSecondResponseIsNeverCreditedToTheNextRequest) {
   HostileServer s;
   const auto reqs = plan({"extra_response", "good", "extra_response", "good"});
+  const LoadResult r = run(options(s), reqs);
+  for (std::size_t i = 0; i < reqs.size(); ++i) expect_good(r.outputs[i], i);
+}
+
+// Issue 31: trailing garbage after the SSE stream ended ([DONE], or the whole HTTP response) failed requests
+// that had completed (9 of 50): they count as complete, and a kept-alive connection's stray bytes are never
+// read as the next request's answer.
+TEST(HostileServer, TrailingGarbageAfterTheStreamNeverFailsACompletedRequest) {
+  HostileServer s;
+  std::vector<std::string> faults;
+  for (int i = 0; i < 10; ++i)
+    for (const char* f : {"junk_after_done", "good", "junk_after_done_close", "junk_after_body", "good"})
+      faults.push_back(f);
+  const auto reqs = plan(faults);
   const LoadResult r = run(options(s), reqs);
   for (std::size_t i = 0; i < reqs.size(); ++i) expect_good(r.outputs[i], i);
 }

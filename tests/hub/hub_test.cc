@@ -281,6 +281,57 @@ TEST_F(Hub, CorruptTransferIsDiscardedNotCached) {
   EXPECT_EQ(cached_file("org/model", "config.json", "", opts), std::nullopt);
 }
 
+// Issue 31: the cache wrote through symlinks planted at refs/main and blobs/<etag>.incomplete (a file of the
+// user's overwritten or appended to); both are replaced instead.
+TEST_F(Hub, NeverWritesThroughSymlinksPlantedInTheCache) {
+  const fs::path victim = cache / "victim.txt", victim2 = cache / "victim2.txt";
+  fs::create_directories(storage() / "refs");
+  fs::create_directories(storage() / "blobs");
+  std::ofstream(victim) << "precious";
+  std::ofstream(victim2) << "zz";
+  fs::create_symlink(victim, storage() / "refs" / "main");
+  fs::create_symlink(victim2, storage() / "blobs" / (git_blob_sha1(kConfigJson) + ".incomplete"));
+  const Snapshot s = fetch_files("org/model", {{"config.json"}}, "", opts);
+  EXPECT_EQ(slurp(*s.files.at("config.json")), kConfigJson);
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_EQ(slurp(victim2), "zz");
+  EXPECT_FALSE(fs::is_symlink(storage() / "refs" / "main"));
+  EXPECT_EQ(slurp(storage() / "refs" / "main"), kCommitB);
+  EXPECT_EQ(hub.requests().back().range, "");  // not resumed from the planted file's 2 bytes
+}
+
+// Issue 31: a 0-byte file could never be downloaded (no GET, then "-1 bytes arrived").
+TEST_F(Hub, EmptyFileDownloads) {
+  FakeHubRepo repo;
+  repo.refs = {{"main", kCommitA}};
+  repo.commits[kCommitA] = {{"empty.txt", {""}}};
+  hub.add_repo("org/empty", repo);
+  const Snapshot s = fetch_files("org/empty", {{"empty.txt"}}, "", opts);
+  ASSERT_TRUE(s.files.at("empty.txt"));
+  EXPECT_TRUE(fs::is_regular_file(*s.files.at("empty.txt")));
+  EXPECT_EQ(fs::file_size(*s.files.at("empty.txt")), 0u);
+  EXPECT_TRUE(fs::exists(storage("models--org--empty") / "blobs" / git_blob_sha1("")));
+}
+
+// Issue 31: a file announced at 300 KiB was written to whatever length the server sent (64 MiB); the write
+// stops at the announced size and the transfer is discarded.
+TEST_F(Hub, DownloadIsBoundedByTheAnnouncedSize) {
+  const std::string content = big_content();
+  hub.corrupt_body(content, std::string(4 << 20, 'x'));
+  try {
+    fetch_files("org/model", {{"model.safetensors"}}, "", opts);
+    FAIL() << "an over-long transfer must throw";
+  } catch (const HubError& e) {
+    EXPECT_EQ(e.kind(), HubError::Kind::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("more than the 307200 bytes the Hub announced arrived; the download was "
+                                         "discarded"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(storage() / "blobs" / (sha256_hex(content) + ".incomplete")));
+  EXPECT_EQ(cached_file("org/model", "model.safetensors", "", opts), std::nullopt);
+}
+
 TEST_F(Hub, RevisionPinByTagAndByCommit) {
   const Snapshot tag = fetch_files("org/model", {{"config.json"}}, "v1.0", opts);
   EXPECT_EQ(tag.commit, kCommitA);

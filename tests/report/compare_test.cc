@@ -104,6 +104,40 @@ TEST(CompareRead, MalformedResultsNameTheProblem) {
   EXPECT_EQ(message(j), "x.json: ttfts[1] is not a number: \"0.2\"");
 }
 
+// Issue 31: a 50,000-character metric key overflowed std::regex's recursion (SIGSEGV); negative times
+// were averaged as if measured; a long value was echoed whole.
+TEST(CompareRead, HostileKeysAndNegativeTimesAreRefusedOrIgnored) {
+  auto message = [](const nlohmann::json& j) {
+    try {
+      parse_saved_run(j, "x.json");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string long_key = "p" + std::string(50000, '9') + "_ttft_ms";
+  const SavedRun r = parse_saved_run({{"completed", 3}, {long_key, 1.0}, {"mean_ttft_ms", 4.0}}, "x.json");
+  EXPECT_EQ(r.numbers.count(long_key), 0u);  // not a metric key: ignored like any other unknown key
+  EXPECT_DOUBLE_EQ(*r.numbers.at("mean_ttft_ms"), 4.0);
+  EXPECT_EQ(message({{"completed", 3}, {"mean_ttft_ms", -5.0}}),
+            "x.json: 'mean_ttft_ms' is -5, must be a finite number >= 0");
+  EXPECT_EQ(message({{"completed", 3}, {"p99_e2el_ms", -0.5}}),
+            "x.json: 'p99_e2el_ms' is -0.5, must be a finite number >= 0");
+  nlohmann::json j = detailed_run();
+  j["ttfts"][0] = -0.1;
+  EXPECT_EQ(message(j), "x.json: ttfts[0] is -0.1, must be a finite number >= 0");
+  j = detailed_run();
+  j["itls"][0][1] = -0.03;
+  EXPECT_EQ(message(j), "x.json: itls[0][1] is -0.03, must be a finite number >= 0");
+  j = detailed_run();
+  j["latencies"] = {0.05, 0.25, 0.0};  // request 0 ends before its first token
+  EXPECT_EQ(message(j), "x.json: latencies[0] (0.05 s) is below ttfts[0] (0.1 s)");
+  // A long non-number is shown bounded, not echoed whole.
+  const std::string m = message({{"completed", 3}, {"mean_ttft_ms", std::string(100000, 'x')}});
+  EXPECT_LT(m.size(), 200u);
+  EXPECT_NE(m.find("... (100002 bytes)"), std::string::npos) << m;
+}
+
 struct TempDir {
   fs::path dir = fs::temp_directory_path() / ("servelab-compare-" + std::to_string(getpid()));
   TempDir() { fs::create_directories(dir); }
@@ -130,6 +164,12 @@ TEST(CompareRead, FilesJsonLinesAndTheirErrors) {
   const auto bad = t.write("bad.jsonl", "{\"completed\": 1}\n{\"completed\": x}\n");
   EXPECT_EQ(load_error(bad).rfind(bad.string() + ":2: not JSON: ", 0), 0u) << load_error(bad);
   EXPECT_EQ(load_error(t.write("notjson.json", "hello")).rfind((t.dir / "notjson.json").string() + ": not JSON: ", 0), 0u);
+  // Issue 31: nlohmann's own messages (an internal id, the last token echoed whole) never reach the user.
+  EXPECT_EQ(load_error(t.write("notjson2.json", "hello")), (t.dir / "notjson2.json").string() +
+                                                               ": not JSON: syntax error at line 1, column 1");
+  EXPECT_EQ(load_error(bad), bad.string() + ":2: not JSON: syntax error at column 15");
+  const auto huge = t.write("huge.json", "{\"completed\": 1" + std::string(400, '0') + "}");
+  EXPECT_EQ(load_error(huge), huge.string() + ": not JSON: a number too large for a double");
   // The real vLLM sweep file (9 runs, one per line): the first is rate 10, 300 prompts.
   const auto runs = load_saved_runs(common::data_dir() / "vllm_bench_serve_results_llmd_l40s.jsonl");
   ASSERT_EQ(runs.size(), 9u);

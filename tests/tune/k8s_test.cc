@@ -178,6 +178,43 @@ TEST(K8sRender, JobAndLeaderWorkerSetForTwoConfigs) {
   fs::remove_all(dir);
 }
 
+// Issue 31: --render DIR deleted every .yaml in DIR, the user's own included. Now only the files an earlier
+// render listed in its trials.tsv are replaced; a foreign file refuses the directory and nothing is deleted.
+TEST(K8sRender, NeverDeletesFilesItDidNotWrite) {
+  const st::Study s = study();
+  const fs::path dir = fresh_dir("foreign");
+  fs::create_directories(dir);
+  std::ofstream(dir / "deployment.yaml") << "kind: Deployment\n";
+  try {
+    st::render_k8s_study(s, dir, st::testing::fake_runner());
+    FAIL() << "rendered into a foreign directory";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), dir.string() + " holds deployment.yaml, which tune --render did not write "
+                                                    "(no trials.tsv of an earlier render): use an empty or new "
+                                                    "directory");
+  }
+  EXPECT_EQ(read(dir / "deployment.yaml"), "kind: Deployment\n");
+  fs::remove(dir / "deployment.yaml");
+  // A directory of an earlier render with one of the user's manifests added: refused, both kept.
+  ASSERT_EQ(st::render_k8s_study(s, dir, st::testing::fake_runner()).manifests.size(), 2u);
+  std::ofstream(dir / "mine.yaml") << "kind: Service\n";
+  try {
+    st::render_k8s_study(s, dir, st::testing::fake_runner());
+    FAIL() << "deleted mine.yaml";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds mine.yaml, which tune --render did not write (not listed in its "
+                                         "trials.tsv)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read(dir / "mine.yaml"), "kind: Service\n");
+  EXPECT_TRUE(fs::exists(dir / "k8s-small-001-sglang.yaml"));
+  fs::remove(dir / "mine.yaml");
+  // Its own files only: rendered again, in place.
+  EXPECT_EQ(st::render_k8s_study(s, dir, st::testing::fake_runner()).manifests.size(), 2u);
+  fs::remove_all(dir);
+}
+
 st::TrialRequest trial(const std::string& engine, std::vector<std::string> argv) {
   st::TrialRequest t;
   t.engine = engine;

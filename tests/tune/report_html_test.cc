@@ -197,6 +197,38 @@ TEST(HtmlReport, TrialTableLinksLogsAndRedactsReasons) {
   fs::remove_all(dir);
 }
 
+// Issue 31: an engine that printed invalid UTF-8 into its log (quoted in a failure reason) made
+// nlohmann::json throw: report.html, trials.csv and trials.json were never written.
+TEST(HtmlReport, InvalidUtf8InAReasonIsReplacedAndEveryFileWritten) {
+  Fixture f;
+  std::vector<TrialRecord> trials = f.ev.records();
+  TrialRecord failed = trials.back();
+  failed.trial_key += "-bad-bytes";
+  failed.outcome.status = TrialStatus::kCrashed;
+  failed.outcome.reason = "engine log: caf\xc3 \xff\xfe end";
+  failed.outcome.scenarios.clear();
+  trials.push_back(failed);
+  ReportInput in{&f.study, &f.outcome, trials, {}};
+  const fs::path dir = fs::temp_directory_path() / ("servelab-utf8-report-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  ASSERT_NO_THROW(write_report_files(in, dir));
+  auto read = [&](const std::string& name) {
+    std::ifstream in_file(dir / name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in_file)), std::istreambuf_iterator<char>());
+  };
+  // Python's bytes.decode("utf-8", errors="replace") of the reason: one U+FFFD per maximal subpart.
+  const std::string want = "engine log: caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd end";
+  const nlohmann::json json = nlohmann::json::parse(read("trials.json"));
+  ASSERT_EQ(json.size(), trials.size());
+  EXPECT_EQ(json.back()["reason"], want);
+  EXPECT_NE(read("trials.csv").find(want), std::string::npos);
+  const std::string page = read("report.html");
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  EXPECT_EQ(page.find("\xff"), std::string::npos);
+  EXPECT_NE(read("report.md").size(), 0u);
+  fs::remove_all(dir);
+}
+
 TEST(HtmlReport, WithoutChartJsThePageSaysSoAndDrawsNothing) {
   Fixture f;
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "servelab/common/paths.h"
 #include "test_study.h"
+#include "servelab/tune/search.h"
 #include "servelab/tune/space.h"
 #include "servelab/tune/study.h"
 
@@ -142,6 +144,117 @@ TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
             "(accepted)");
 }
 
+// Issue 31: a dotted key or table header of 50,000 parts made toml++ recurse until SIGSEGV; it is refused
+// before parsing, naming the file and line.
+TEST(Study, DeepTomlIsRefusedBeforeParsing) {
+  std::string parts = "a";
+  for (int i = 0; i < 50000; ++i) parts += ".a";
+  const std::string header = std::string(testing::kSmallStudy) + "\n[" + parts + "]\nx = 1\n";
+  EXPECT_EQ(load_error(header), fmt::format("range.toml:{}: a dotted key or table header of more than 128 parts: "
+                                            "refused (a study nests its tables 2 or 3 deep)",
+                                            line_of(header, "[a.a.a")));
+  const std::string key = std::string(testing::kSmallStudy) + "\n[extra]\n" + parts + " = 1\n";
+  EXPECT_EQ(load_error(key).rfind(fmt::format("range.toml:{}: a dotted key", line_of(key, "a.a.a")), 0), 0u);
+  const std::string arrays = std::string(testing::kSmallStudy) + "\nx = " + std::string(50000, '[') + "\n";
+  EXPECT_EQ(load_error(arrays), fmt::format("range.toml:{}: arrays or inline tables nested more than 128 deep: "
+                                            "refused",
+                                            line_of(arrays, "x = [[")));
+  // Dots in strings, comments and numbers are not key parts; 127 parts still reach toml++.
+  std::string ok = std::string(testing::kSmallStudy);
+  ok.replace(ok.find("goal = \"test study\""), 19,
+             "goal = \"" + std::string(300, '.') + "\" # " + std::string(300, '.') + "\nrepeats = 1");
+  EXPECT_EQ(load_error(ok), "(accepted)");
+  std::string p127 = "a";
+  for (int i = 0; i < 126; ++i) p127 += ".a";
+  const std::string deep_ok = std::string(testing::kSmallStudy) + "\n[" + p127 + "]\n";
+  EXPECT_EQ(load_error(deep_ok),
+            "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) + ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
+            "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
+}
+
+// Issue 31: a study named ".." wrote its results into the working directory (out/..); a name holding ESC
+// or NUL was printed raw.
+TEST(Study, LongNumbersAreNotEchoedWhole) {
+  const std::string toml = with("target = \"twin\"\n", "target = \"twin\"\nrepeats = " + std::string(100, '9') + "\n");
+  EXPECT_EQ(load_error(toml), fmt::format("range.toml:{}:111: TOML syntax error: Error while parsing decimal "
+                                          "integer: '999999... (100 digits)' is not representable in 64 bits",
+                                          line_of(toml, "repeats")));
+}
+
+TEST(Study, NameMustBeOneSafePathComponent) {
+  const std::string rule =
+      " is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit (it "
+      "names the output directory out/<name>)";
+  const std::string line = std::to_string(line_of(testing::kSmallStudy, "name = \"small\""));
+  expect_error("name = \"small\"", "name = \"..\"", "name = ", "study.name: \"..\"" + rule);
+  expect_error("name = \"small\"", "name = \".hidden\"", "name = ", "study.name: \".hidden\"" + rule);
+  expect_error("name = \"small\"", "name = \"a/../../etc\"", "name = ", "study.name: \"a/../../etc\"" + rule);
+  expect_error("name = \"small\"", "name = \"x\\u001b[2J\\u0000y\"", "name = ",
+               "study.name: \"x\\x1b[2J\\0y\"" + rule);
+  EXPECT_EQ(load_error(with("name = \"small\"", "name = \"" + std::string(5000, 'n') + "\"")),
+            "range.toml:" + line + ": study.name: \"" + std::string(60, 'n') + "...\"" + rule);
+  EXPECT_EQ(load_error(with("name = \"small\"", "name = \"v1.2_run-3\"")), "(accepted)");
+}
+
+/// The small study with `knobs` knobs of `values` int values each, all rendered for engine a.
+std::string wide_study(int knobs, int values) {
+  std::string t = testing::kSmallStudy;
+  std::string extra;
+  for (int k = 0; k < knobs; ++k) {
+    extra += fmt::format("[[knobs]]\nname = \"k{}\"\ntype = \"int\"\nvalues = [", k);
+    for (int v = 0; v < values; ++v) extra += fmt::format("{}{}", v ? ", " : "", v + 1);
+    extra += fmt::format("]\nrender.a = [{{flags = [\"--k{}\", \"{{value}}\"]}}]\n\n", k);
+  }
+  return t.replace(t.find("[[scenarios]]"), 0, extra);
+}
+
+// Issue 31: a 9 x 10 knob grid built 10^7 configurations before the "over a million" guard (OOM): the
+// product is counted first (saturating, never overflowing) and nothing is built over the limit.
+TEST(Space, GridLimitIsCheckedBeforeAnythingIsBuilt) {
+  const Study s = parse_study(wide_study(9, 10), "wide.toml", "/d");
+  // Engine a: layout 3 x ctx 2 x 10^9; engine b: layout 3 x ctx 2 x flag 2.
+  EXPECT_EQ(grid_points(s), 6000000000u + 12u);
+  try {
+    enumerate_grid(s);
+    FAIL() << "built a grid of 6 x 10^9 points";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "the grid has 6000000012 points, over a million: narrow the knob space");
+  }
+  Study grid = s;
+  grid.search.strategy = Strategy::kGrid;
+  EXPECT_THROW(planned_trials(grid), std::runtime_error);
+  const Study huge = parse_study(wide_study(25, 10), "huge.toml", "/d");  // 10^25 > 2^64
+  EXPECT_EQ(grid_points(huge), std::numeric_limits<std::size_t>::max());
+  EXPECT_THROW(grid_points_within_limit(huge), std::runtime_error);
+  EXPECT_EQ(grid_points(small()), 3u * 2u + 3u * 2u * 2u);
+}
+
+// Issue 31: a knob of 30,000 values made planning quadratic (pairwise duplicate check, a scan of every
+// value per config): values are indexed; the index answers exactly as the scan did.
+TEST(Space, ManyValuesOfOneKnobAreIndexed) {
+  const Study s = parse_study(wide_study(1, 30000), "many.toml", "/d");
+  const Knob& k = s.knob("k0");
+  ASSERT_EQ(k.values.size(), 30000u);
+  ASSERT_EQ(k.value_index.size(), 30000u);
+  EXPECT_EQ(k.value_index.at("29999"), 29998u);
+  EXPECT_EQ(config_key(s, normalize(s, CandidateConfig{"a", {{"k0", "29999"}}})), "a{k0=29999}");
+  EXPECT_EQ(render(s, CandidateConfig{"a", {{"k0", "29999"}}}).argv.back(), "29999");
+  EXPECT_THROW(normalize(s, CandidateConfig{"a", {{"k0", "30001"}}}), std::out_of_range);
+  // A hand-built knob without an index still answers (by a scan).
+  Study copy = s;
+  copy.knobs.back().value_index.clear();
+  EXPECT_EQ(render(copy, CandidateConfig{"a", {{"k0", "17"}}}).argv.back(), "17");
+  // The duplicate check, now through the index, still names the value.
+  std::string dup = wide_study(1, 3);
+  dup.replace(dup.find("values = [1, 2, 3]"), 18, "values = [1, 2, 3, 2]");
+  try {
+    parse_study(dup, "dup.toml", "/d");
+    FAIL();
+  } catch (const StudyError& e) {
+    EXPECT_NE(std::string(e.what()).find("duplicate value label '2'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Space, RendersCommandAndEnv) {
   Study s = small();
   Rendered r = render(s, CandidateConfig{"b", {{"layout", "tp4-dp2"}, {"ctx", "32768"}, {"flag", "true"}}});
@@ -180,6 +293,12 @@ TEST(Space, PrunesInvalidCombinations) {
   EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp8-dp2"}}}), "layout tp8-dp2 needs 16 GPUs, the node has 8");
   EXPECT_FALSE(check_config(s3, CandidateConfig{"b", {{"layout", "tp8-dp2-dpattn"}}}));
   EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp4-ep3"}}}), "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
+  // Issue 31: the GPU count of the largest layout the parser accepts (4096 each way) overflowed an int.
+  std::string big = testing::kSmallStudy;
+  big.replace(big.find("{tp = 3}"), 8, "{tp = 4096, dp = 4096, pp = 4096}");
+  const Study s4 = parse_study(big, "big.toml", "/d");
+  EXPECT_EQ(*check_config(s4, CandidateConfig{"a", {{"layout", "tp4096-dp4096-pp4096"}}}),
+            "layout tp4096-dp4096-pp4096 needs 68719476736 GPUs, the node has 8");
 }
 
 TEST(Space, ConditionsAndKeys) {

@@ -41,8 +41,10 @@ struct K8sRenderResult {
 
 /// Renders every trial the search asks for when `planner` plays it (as `tune --dry-run` counts them; the
 /// twin by default, see tune.h default_runner; pruned configs are not trials) into `dir`/<name>.yaml, one
-/// manifest per file, and `dir`/trials.tsv (name, kind, nodes, GPUs per pod, config key). Creates `dir`;
-/// refuses (std::invalid_argument) a `dir` that holds files other than ones it wrote (*.yaml, trials.tsv).
+/// manifest per file, and `dir`/trials.tsv (name, kind, nodes, GPUs per pod, config key). Creates `dir`.
+/// An existing `dir` must be empty or hold only what an earlier render wrote (its trials.tsv and the
+/// manifests listed there, which are replaced); anything else, a .yaml of the user's own included, is
+/// refused (std::invalid_argument naming the file) and nothing is deleted.
 /// A trial that cannot be rendered is listed in `skipped` with its reason.
 K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path& dir, TrialRunner planner);
 

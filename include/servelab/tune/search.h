@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "servelab/tune/load_result.h"
@@ -143,6 +144,16 @@ class Evaluator {
   std::string tag_;
   Store* store_;
   std::vector<TrialRecord> records_;  ///< finished trials known to this evaluator
+  /// Indexes of records_ (so that a lookup is not a scan of every trial: planning 30,000 values of one knob
+  /// was quadratic): this tag's records by config key, in order; the last record of each trial key.
+  std::unordered_map<std::string, std::vector<std::size_t>> records_by_config_;
+  std::unordered_map<std::string, std::size_t> last_record_by_trial_key_;
+  /// A record of this tag whose trial key does not start with "tag|<its config_key>|" (never written by
+  /// servelab; possible in a hand-edited store): then lookups scan records_ as they always did.
+  bool records_unindexed_ = false;
+  void index_record(std::size_t i);
+  /// Indexes (into records_) of the records that can belong to `config_key`, in order; null: scan them all.
+  const std::vector<std::size_t>* records_of_config(const std::string& config_key) const;
   std::ostream* progress_;
   const std::atomic<bool>* stop_;
   std::filesystem::path log_dir_;

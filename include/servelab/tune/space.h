@@ -2,6 +2,7 @@
 // pruning of invalid combinations before anything is launched.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,7 +55,19 @@ bool eval_condition(const std::string& when, const std::map<std::string, std::st
 /// Knobs that have a rendering for `engine` (greedy tries only these), in search order.
 std::vector<std::string> knobs_for_engine(const Study& study, const std::string& engine);
 
-/// The full product of the knobs applicable to each engine (grid), before pruning.
+/// Most configurations enumerate_grid builds.
+inline constexpr std::size_t kMaxGridPoints = 1000000;
+
+/// Number of configurations of the grid (the product of each engine's knob value counts, summed over the
+/// engines), computed without building them; saturates at SIZE_MAX instead of overflowing.
+std::size_t grid_points(const Study& study);
+
+/// grid_points(study), or std::runtime_error ("the grid has N points, over a million: narrow the knob
+/// space") when that is more than kMaxGridPoints.
+std::size_t grid_points_within_limit(const Study& study);
+
+/// The full product of the knobs applicable to each engine (grid), before pruning. Throws
+/// std::runtime_error when it has more than kMaxGridPoints points (counted first: nothing is built then).
 std::vector<CandidateConfig> enumerate_grid(const Study& study);
 
 }  // namespace servelab::tune

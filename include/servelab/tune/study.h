@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "servelab/engines/engine_config.h"
@@ -84,6 +85,10 @@ struct Knob {
   /// each value's field text with its label, so that redact_study_secrets can hide them where they are
   /// rendered. Empty for any other knob.
   std::vector<std::pair<std::string, std::string>> secret_values;
+  /// Label → index in `values`, filled by the study parser (a lookup per config was a scan of every value:
+  /// planning 30,000 values of one knob was quadratic). May be empty or stale (a hand-built Knob): users
+  /// check values[i].label and fall back to a scan.
+  std::unordered_map<std::string, std::size_t> value_index;
 };
 
 /// A `bench serve` argument set: one workload.
