@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <map>
 #include <stdexcept>
+
+#include "hardware_generated/gpus_json.h"
 
 namespace servelab::hardware {
 namespace {
@@ -13,238 +19,100 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double T = 1e12;  // TFLOP/s, TB/s
 constexpr double G = 1e9;   // GB/s
 
-// Sources: shared/reference/gpu-kernel-facts.md §1 (datasheet table, interconnect table) and §2.5 (NCCL).
-// Memory sizes are the totals nvidia-smi prints (MiB) [recalled]; vLLM's gpu_memory_utilization and
-// SGLang's tiers apply to this figure.
-const char* const kFactsDatasheet = "gpu-kernel-facts.md §1.1";
-const char* const kFactsLinks = "gpu-kernel-facts.md §1.2";
+template <typename E, std::size_t N>
+E enum_by_name(const std::string& name, const E (&values)[N], const char* (*name_of)(E), const std::string& where) {
+  std::string known;
+  for (E v : values) {
+    if (name == name_of(v)) return v;
+    known += std::string(known.empty() ? "" : ", ") + name_of(v);
+  }
+  throw std::invalid_argument(where + ": unknown value '" + name + "' (known: " + known + ")");
+}
 
-std::vector<GpuSpec> build_table() {
-  std::vector<GpuSpec> t;
-  auto common_sources = [](GpuSpec& g, const std::string& peaks, const std::string& memory,
-                           const std::string& link, const std::string& nccl) {
-    g.sources = {{"bf16_flops/fp8_flops/int8_ops/hbm_bandwidth_Bps", peaks},
-                 {"memory_bytes", memory},
-                 {"link_Bps", link},
-                 {"allreduce_busbw_Bps", nccl}};
+// One row of gpus.json (see parse_gpu_table for the rules it must follow).
+GpuSpec parse_row(const nlohmann::json& r, std::size_t index) {
+  const std::string where = fmt::format("gpus.json row {} ({})", index,
+                                        r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "?");
+  GpuSpec g;
+  static const Generation kGenerations[] = {Generation::kAmpere, Generation::kAda, Generation::kHopper,
+                                            Generation::kBlackwell, Generation::kCdna3, Generation::kAscend};
+  static const LinkKind kLinks[] = {LinkKind::kNvSwitch, LinkKind::kNvLinkBridge, LinkKind::kPcie,
+                                    LinkKind::kInfinityFabric, LinkKind::kHccs};
+  const nlohmann::json& sources = r.at("sources");
+  if (!sources.is_object()) throw std::invalid_argument(where + ": sources must be an object (field -> citation)");
+  // A number of the row: non-negative, finite; a non-zero one must cite its source.
+  auto number = [&](const char* field) {
+    if (!r.contains(field) || !r[field].is_number())
+      throw std::invalid_argument(where + ": field " + field + " missing or not a number");
+    const double v = r[field].get<double>();
+    if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(where + ": field " + field + " must be >= 0");
+    if (v > 0 && (!sources.contains(field) || !sources[field].is_string() || sources[field].get<std::string>().empty()))
+      throw std::invalid_argument(where + ": field " + field + " has no source");
+    return v;
   };
-  {
-    GpuSpec g;
-    g.name = "A100-SXM-40GB";
-    g.aliases = {"A100-40GB", "A100-SXM4-40GB", "A100 40GB"};
-    g.vendor = "NVIDIA";
-    g.generation = Generation::kAmpere;
-    g.compute_capability = 80;
-    g.sm_count = 108;
-    g.memory_bytes = 40960 * kMiB;
-    g.hbm_bandwidth_Bps = 1.555 * T;
-    g.l2_bytes = 40 * kMiB;
-    g.bf16_flops = 312 * T;
-    g.int8_ops = 624 * T;
-    g.intra_node_link = LinkKind::kNvSwitch;
-    g.link_Bps = 300 * G;
-    g.allreduce_busbw_Bps = 200 * G;
-    g.pcie_Bps = 32 * G;
-    g.tdp_watts = 400;
-    common_sources(g, std::string(kFactsDatasheet) + " A100 SXM 40GB [recalled, NVIDIA A100 datasheet]",
-                   "nvidia-smi 40960 MiB [recalled]", std::string(kFactsLinks) + " NVLink 3, 600 GB/s bidir",
-                   "gpu-kernel-facts.md §2.5: A100 8-GPU all-reduce ~200 GB/s [src: nccl-tests #149]");
-    t.push_back(g);
+  g.name = r.at("name").get<std::string>();
+  g.aliases = r.at("aliases").get<std::vector<std::string>>();
+  g.vendor = r.at("vendor").get<std::string>();
+  g.generation = enum_by_name(r.at("generation").get<std::string>(), kGenerations, generation_name, where);
+  g.compute_capability = static_cast<int>(number("compute_capability"));
+  g.sm_count = static_cast<int>(number("sm_count"));
+  g.memory_bytes = number("memory_mib") * kMiB;
+  g.hbm_bandwidth_Bps = number("hbm_bandwidth_TBps") * T;
+  g.l2_bytes = number("l2_mib") * kMiB;
+  g.bf16_flops = number("bf16_tflops") * T;
+  g.fp8_flops = number("fp8_tflops") * T;
+  g.fp4_flops = number("fp4_tflops") * T;
+  g.int8_ops = number("int8_tops") * T;
+  g.intra_node_link = enum_by_name(r.at("intra_node_link").get<std::string>(), kLinks, link_kind_name, where);
+  g.link_Bps = number("link_GBps") * G;
+  g.allreduce_busbw_Bps = number("allreduce_busbw_GBps") * G;
+  g.pcie_Bps = number("pcie_GBps") * G;
+  g.max_gpus_per_node = static_cast<int>(number("max_gpus_per_node"));
+  g.tdp_watts = number("tdp_watts");
+  g.modelled = r.at("modelled").get<bool>();
+  if (r.contains("unsupported_reason")) g.unsupported_reason = r["unsupported_reason"].get<std::string>();
+  if (!g.modelled && g.unsupported_reason.empty())
+    throw std::invalid_argument(where + ": a row that is not modelled must say why (unsupported_reason)");
+  if (g.memory_bytes <= 0 || g.hbm_bandwidth_Bps <= 0 || g.bf16_flops <= 0 || g.max_gpus_per_node < 1)
+    throw std::invalid_argument(where + ": memory, bandwidth, BF16 peak and max_gpus_per_node must be > 0");
+  for (auto it = sources.begin(); it != sources.end(); ++it) g.sources.emplace_back(it.key(), it.value().get<std::string>());
+  return g;
+}
+
+std::string normalize(std::string s);
+
+}  // namespace
+
+std::vector<GpuSpec> parse_gpu_table(const std::string& json_text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(std::string("gpus.json: invalid JSON: ") + e.what());
   }
-  {
-    GpuSpec g = t.back();
-    g.name = "A100-SXM-80GB";
-    g.aliases = {"A100", "A100-80GB", "A100-SXM4-80GB", "A100 80GB", "A100-SXM"};
-    g.memory_bytes = 81920 * kMiB;
-    g.hbm_bandwidth_Bps = 2.039 * T;
-    common_sources(g, std::string(kFactsDatasheet) + " A100 SXM 80GB [recalled]", "nvidia-smi 81920 MiB [recalled]",
-                   std::string(kFactsLinks) + " NVLink 3, 600 GB/s bidir",
-                   "gpu-kernel-facts.md §2.5: A100-SXM4-80GB 8-GPU all-reduce ~200 GB/s [src: nccl-tests #149]");
-    t.push_back(g);
+  std::vector<GpuSpec> t;
+  std::map<std::string, std::string> names;  // normalized name or alias -> row (spellings may repeat in a row)
+  try {
+    const auto& rows = doc.at("gpus");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      GpuSpec g = parse_row(rows[i], i);
+      std::vector<std::string> all = g.aliases;
+      all.push_back(g.name);
+      for (const auto& n : all) {
+        auto [it, fresh] = names.emplace(normalize(n), g.name);
+        if (!fresh && it->second != g.name)
+          throw std::invalid_argument(fmt::format("gpus.json: '{}' of {} is already a name of {}", n, g.name, it->second));
+      }
+      t.push_back(std::move(g));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("gpus.json: ") + e.what());
   }
-  {
-    GpuSpec g = t.back();
-    g.name = "A100-PCIE-80GB";
-    g.aliases = {"A100-PCIE", "A100 PCIe", "A100-PCIe-80GB"};
-    g.hbm_bandwidth_Bps = 1.935 * T;
-    g.intra_node_link = LinkKind::kNvLinkBridge;  // pairs bridged; beyond a pair traffic goes over PCIe
-    g.link_Bps = 300 * G;
-    g.allreduce_busbw_Bps = 0;
-    g.tdp_watts = 300;
-    common_sources(g, "NVIDIA A100 PCIe datasheet: 312 TF BF16, 1,935 GB/s [recalled]",
-                   "nvidia-smi 81920 MiB [recalled]", "NVLink bridge 600 GB/s bidir per pair [recalled]",
-                   "not found");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "H100-SXM";
-    g.aliases = {"H100", "H100-SXM5", "H100-80GB", "H100 SXM"};
-    g.vendor = "NVIDIA";
-    g.generation = Generation::kHopper;
-    g.compute_capability = 90;
-    g.sm_count = 132;
-    g.memory_bytes = 81559 * kMiB;
-    g.hbm_bandwidth_Bps = 3.35 * T;
-    g.l2_bytes = 50 * kMiB;
-    g.bf16_flops = 989 * T;
-    g.fp8_flops = 1979 * T;
-    g.int8_ops = 1979 * T;
-    g.intra_node_link = LinkKind::kNvSwitch;
-    g.link_Bps = 450 * G;
-    g.allreduce_busbw_Bps = 480 * G;
-    g.pcie_Bps = 64 * G;
-    g.tdp_watts = 700;
-    common_sources(g,
-                   std::string(kFactsDatasheet) +
-                       " H100 SXM [src: glennklockwood.com/garden/processors/h100; hpctech.co.jp]",
-                   "nvidia-smi 81559 MiB [recalled]", std::string(kFactsLinks) + " NVLink 4, 900 GB/s bidir [src]",
-                   "gpu-kernel-facts.md §2.5: H100 8-GPU all-reduce NVLS ~480 GB/s [src: nccl-tests #212]");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g = t.back();
-    g.name = "H100-PCIE";
-    g.aliases = {"H100 PCIe", "H100-PCIe"};
-    g.sm_count = 114;
-    g.hbm_bandwidth_Bps = 2.0 * T;
-    g.bf16_flops = 756 * T;
-    g.fp8_flops = 1513 * T;
-    g.int8_ops = 1513 * T;
-    g.intra_node_link = LinkKind::kNvLinkBridge;
-    g.link_Bps = 300 * G;
-    g.allreduce_busbw_Bps = 116 * G;
-    g.tdp_watts = 350;
-    common_sources(g, std::string(kFactsDatasheet) + " H100 PCIe [src: archive-lib.hpctech.co.jp]",
-                   "nvidia-smi 81559 MiB [recalled]", std::string(kFactsLinks) + " NVLink bridge 600 GB/s (pairs) [src]",
-                   "gpu-kernel-facts.md §2.5: H100 PCIe pair ~116 GB/s [src: nccl-tests #194]");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g = t[3];  // H100-SXM layout
-    g.name = "H20";
-    g.aliases = {"H20-96GB"};
-    g.sm_count = 78;
-    g.memory_bytes = 97871 * kMiB;
-    g.hbm_bandwidth_Bps = 4.0 * T;
-    g.l2_bytes = 60 * kMiB;
-    g.bf16_flops = 148 * T;
-    g.fp8_flops = 296 * T;
-    g.int8_ops = 296 * T;
-    g.allreduce_busbw_Bps = 0;
-    g.tdp_watts = 400;
-    common_sources(g, std::string(kFactsDatasheet) + " H20 [src: willitrunai.com/gpus/h20-96gb; zangshuxian.com]",
-                   "nvidia-smi 97871 MiB [recalled]", std::string(kFactsLinks) + " keeps NVLink 900 GB/s [src]",
-                   "not found");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g = t[3];
-    g.name = "H200";
-    g.aliases = {"H200-SXM", "H200 SXM", "H200-141GB"};
-    g.memory_bytes = 143771 * kMiB;
-    g.hbm_bandwidth_Bps = 4.8 * T;
-    g.allreduce_busbw_Bps = 475 * G;
-    common_sources(g, std::string(kFactsDatasheet) + " H200 SXM [src: lzwjava.github.io nvidia-h200; saulelectric.com]",
-                   "nvidia-smi 143771 MiB [recalled; deepseek-v32-perf-facts.md §2 unverified]",
-                   std::string(kFactsLinks) + " NVLink 4, 900 GB/s bidir [src]",
-                   "gpu-kernel-facts.md §2.5: H200 8-GPU all-reduce 475 GB/s [src: nccl-tests #272]");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "B200";
-    g.aliases = {"B200-SXM", "HGX-B200"};
-    g.vendor = "NVIDIA";
-    g.generation = Generation::kBlackwell;
-    g.compute_capability = 100;
-    g.sm_count = 148;
-    g.memory_bytes = 183359 * kMiB;
-    g.hbm_bandwidth_Bps = 8.0 * T;
-    g.l2_bytes = 126 * kMiB;
-    g.bf16_flops = 2250 * T;
-    g.fp8_flops = 4500 * T;
-    g.fp4_flops = 9000 * T;
-    g.int8_ops = 4500 * T;
-    g.intra_node_link = LinkKind::kNvSwitch;
-    g.link_Bps = 900 * G;
-    g.allreduce_busbw_Bps = 0;
-    g.pcie_Bps = 64 * G;
-    g.tdp_watts = 1000;
-    common_sources(g, std::string(kFactsDatasheet) + " B200 HGX [src: glennklockwood.com/garden/processors/B200]",
-                   "179 GB visible (nvidia-smi 183359 MiB) [src: docs.vultr.com hardware-overview]",
-                   std::string(kFactsLinks) + " NVLink 5, 1.8 TB/s bidir [src: docs.vultr.com]", "not found");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "L40S";
-    g.aliases = {"L40S-48GB"};
-    g.vendor = "NVIDIA";
-    g.generation = Generation::kAda;
-    g.compute_capability = 89;
-    g.sm_count = 142;
-    g.memory_bytes = 46068 * kMiB;
-    g.hbm_bandwidth_Bps = 0.864 * T;
-    g.l2_bytes = 96 * kMiB;
-    g.bf16_flops = 362 * T;
-    g.fp8_flops = 733 * T;
-    g.int8_ops = 733 * T;
-    g.intra_node_link = LinkKind::kPcie;  // no NVLink: TP traffic goes over PCIe Gen4 x16
-    g.link_Bps = 32 * G;
-    g.allreduce_busbw_Bps = 0;
-    g.pcie_Bps = 32 * G;
-    g.tdp_watts = 350;
-    common_sources(g, std::string(kFactsDatasheet) + " L40S [src: mullet.se; itcreations.com]",
-                   "nvidia-smi 46068 MiB [recalled]", std::string(kFactsLinks) + " no NVLink, PCIe Gen4 x16 [src]",
-                   "not found");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "MI300X";
-    g.vendor = "AMD";
-    g.generation = Generation::kCdna3;
-    g.sm_count = 304;
-    g.memory_bytes = 196592 * kMiB;
-    g.hbm_bandwidth_Bps = 5.3 * T;
-    g.bf16_flops = 1307 * T;
-    g.fp8_flops = 2615 * T;
-    g.int8_ops = 2615 * T;
-    g.intra_node_link = LinkKind::kInfinityFabric;
-    g.link_Bps = 448 * G;
-    g.pcie_Bps = 64 * G;
-    g.tdp_watts = 750;
-    g.modelled = false;
-    g.unsupported_reason =
-        "the twin models the engines' CUDA kernels only; ROCm kernel efficiencies (hipBLASLt, AITER, CK "
-        "attention) are not in its tables or its validation corpus";
-    common_sources(g, std::string(kFactsDatasheet) + " MI300X [src: jaredwatkins.com; awesomeagents.ai]",
-                   "192 GB HBM3 [src]", std::string(kFactsLinks) + " xGMI 896 GB/s aggregate [src: gpu.blog]",
-                   "not found");
-    t.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "Ascend-910B";
-    g.aliases = {"910B", "Ascend910B", "Ascend 910B"};
-    g.vendor = "Huawei";
-    g.generation = Generation::kAscend;
-    g.memory_bytes = 65536 * kMiB;
-    g.hbm_bandwidth_Bps = 1.6 * T;
-    g.bf16_flops = 320 * T;
-    g.int8_ops = 640 * T;
-    g.intra_node_link = LinkKind::kHccs;
-    g.modelled = false;
-    g.unsupported_reason =
-        "Ascend 910B NPUs run CANN kernels (vllm-ascend, MindIE) whose efficiencies are not known to the twin; "
-        "its bandwidth figure is low-confidence and its HCCS bandwidth was not found (gpu-kernel-facts.md §1)";
-    common_sources(g, "gpu-kernel-facts.md §1.1 Ascend 910B (low confidence)", "64 GB HBM2e [src: boardor.com]",
-                   "not found", "not found");
-    t.push_back(g);
-  }
+  if (t.empty()) throw std::invalid_argument("gpus.json: no GPU rows");
   return t;
 }
+
+namespace {
 
 std::string normalize(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
@@ -293,7 +161,7 @@ const char* link_kind_name(LinkKind k) {
 }
 
 const std::vector<GpuSpec>& gpu_table() {
-  static const std::vector<GpuSpec> table = build_table();
+  static const std::vector<GpuSpec> table = parse_gpu_table(detail::kGpusJson);
   return table;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -14,8 +15,15 @@ TEST(GpuTable, EveryRowHasItsPeaksAndSources) {
     EXPECT_GT(g.memory_bytes, 0);
     EXPECT_GT(g.hbm_bandwidth_Bps, 0);
     EXPECT_GT(g.bf16_flops, 0);
-    EXPECT_EQ(g.sources.size(), 4u);
-    for (const auto& [field, source] : g.sources) EXPECT_FALSE(source.empty()) << field;
+    // One source per field: every non-zero number cites its own (parse_gpu_table enforces it).
+    std::set<std::string> cited;
+    for (const auto& [field, source] : g.sources) {
+      EXPECT_FALSE(source.empty()) << field;
+      cited.insert(field);
+    }
+    for (const char* f : {"memory_mib", "hbm_bandwidth_TBps", "bf16_tflops"}) EXPECT_TRUE(cited.count(f)) << f;
+    if (g.fp8_flops > 0) EXPECT_TRUE(cited.count("fp8_tflops"));
+    if (g.link_Bps > 0) EXPECT_TRUE(cited.count("link_GBps"));  // Ascend 910B's HCCS figure was not found
     if (!g.modelled) {
       EXPECT_FALSE(g.unsupported_reason.empty());
     }
@@ -107,6 +115,64 @@ TEST(Network, ParsesNicsAndRate) {
   EXPECT_THROW(parse_network("400G"), std::invalid_argument);
   EXPECT_THROW(parse_network("8x50GB/s"), std::invalid_argument);
   EXPECT_THROW(parse_network("8x400G token-ring"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace servelab::hardware
+
+namespace servelab::hardware {
+namespace {
+
+// B300 is one row (gpus.json) with its figures from NVIDIA's AIConfigurator system spec (aic-ops/b300_sxm.yaml),
+// found by the name the collector recorded for it.
+TEST(GpuTable, B300IsOneDataRow) {
+  const auto& b300 = gpu_by_name("NVIDIA B300 SXM6 AC");
+  EXPECT_EQ(b300.name, "B300");
+  EXPECT_EQ(b300.generation, Generation::kBlackwell);
+  EXPECT_EQ(b300.compute_capability, 103);
+  EXPECT_DOUBLE_EQ(b300.memory_bytes, 275040.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(b300.hbm_bandwidth_Bps, 7.75e12);
+  EXPECT_DOUBLE_EQ(b300.fp4_flops, 14000e12);
+  EXPECT_TRUE(b300.modelled);
+  EXPECT_EQ(parse_cluster("8xB300").total_gpus(), 8);
+}
+
+std::string table_error(const std::string& json) {
+  try {
+    parse_gpu_table(json);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A row that is not self-contained, unsourced or ambiguous is refused with its row and field named.
+TEST(GpuTable, BadRowsAreRefusedNamingTheField) {
+  const std::string row =
+      R"({"name":"X1","aliases":["X-1"],"vendor":"NVIDIA","generation":"hopper","compute_capability":90,"sm_count":1,)"
+      R"("memory_mib":1024,"hbm_bandwidth_TBps":1,"l2_mib":0,"bf16_tflops":100,"fp8_tflops":0,"fp4_tflops":0,)"
+      R"("int8_tops":0,"intra_node_link":"NVSwitch","link_GBps":100,"allreduce_busbw_GBps":0,"pcie_GBps":0,)"
+      R"("max_gpus_per_node":8,"tdp_watts":0,"modelled":true,"sources":{"compute_capability":"a","sm_count":"a",)"
+      R"("memory_mib":"a","hbm_bandwidth_TBps":"a","bf16_tflops":"a","link_GBps":"a","max_gpus_per_node":"a"}})";
+  auto table = [](const std::string& rows) { return R"({"gpus":[)" + rows + "]}"; };
+  ASSERT_EQ(parse_gpu_table(table(row)).size(), 1u);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string r = row;
+    r.replace(r.find(from), from.size(), to);
+    return r;
+  };
+  EXPECT_NE(table_error(table(with(R"("fp8_tflops":0)", R"("fp8_tflops":200)"))).find("fp8_tflops has no source"),
+            std::string::npos);
+  EXPECT_NE(table_error(table(with(R"("bf16_tflops":100)", R"("bf16_tflops":-1)"))).find("bf16_tflops must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(table_error(table(with(R"("generation":"hopper")", R"("generation":"volta")"))).find("unknown value 'volta'"),
+            std::string::npos);
+  EXPECT_NE(table_error(table(with(R"("modelled":true)", R"("modelled":false)"))).find("unsupported_reason"),
+            std::string::npos);
+  EXPECT_NE(table_error(table(row + "," + with(R"("name":"X1")", R"("name":"X2")"))).find("'X-1' of X2 is already a name of X1"),
+            std::string::npos);
+  EXPECT_NE(table_error(table(with(R"("memory_mib":1024,)", ""))).find("row 0 (X1): field memory_mib missing"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // servelab/hardware: the GPU table (datasheet peaks, memory, interconnect, with the source of every value)
 // and the cluster a launch runs on (nodes x GPUs per node, the network between nodes).
 //
-// A new GPU is one row of the table in hardware.cc. Values are dense (no 2:4 sparsity) peaks; the
-// engine twin applies kernel efficiencies on top (src/sim). Thread-safety: every function is pure.
+// A new GPU is one row of src/hardware/gpus.json (embedded at build time, validated at start-up; units in
+// the field names, one source per field). Values are dense (no 2:4 sparsity) peaks; the engine twin applies
+// kernel efficiencies on top (src/sim). Thread-safety: every function is pure.
 #pragma once
 
 #include <optional>
@@ -76,7 +77,17 @@ struct ClusterSpec {
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 
-/// All rows of the table, in table order.
+/// Parses and validates a GPU table in the form of src/hardware/gpus.json: {"gpus": [row, ...]}, each row
+/// with name, aliases, vendor, generation (generation_name), compute_capability, sm_count, memory_mib,
+/// hbm_bandwidth_TBps, l2_mib, bf16_tflops, fp8_tflops, fp4_tflops, int8_tops, intra_node_link
+/// (link_kind_name), link_GBps, allreduce_busbw_GBps, pcie_GBps, max_gpus_per_node, tdp_watts, modelled,
+/// unsupported_reason (required when not modelled) and sources (field -> citation, required for every
+/// non-zero number). No row inherits from another. Throws std::invalid_argument naming the row and field
+/// (a missing or negative number, a number without a source, an unknown generation or link, a name or alias
+/// used twice).
+std::vector<GpuSpec> parse_gpu_table(const std::string& json_text);
+
+/// All rows of the table (the embedded gpus.json), in table order.
 const std::vector<GpuSpec>& gpu_table();
 
 /// The row whose name or alias matches `name` (case-insensitive; "-SXM", "SXM5", " SXM" suffixes and a
