@@ -373,9 +373,12 @@ std::optional<LaunchFailure> check_stated_nodes(const LaunchConfig::NodePlacemen
                   " GPUs but " + hw + " is " + std::to_string(cluster.nodes) + " node(s) of " +
                   std::to_string(cluster.gpus_per_node) + ": give the hardware as " + std::to_string(p.nodes) +
                   "x" + std::to_string(cluster.gpus_per_node) + "x" + cluster.gpu.name);
-  if (p.gpus_per_node > cluster.gpus_per_node)
-    return refuse(who + " puts " + std::to_string(p.gpus_per_node) + " GPUs on each node but " + hw +
-                  " has " + std::to_string(cluster.gpus_per_node) + " per node");
+  // A node holds min(stated per node, the launch's GPUs): `trtllm-serve --gpus_per_node 8 --tp_size 1`
+  // on one GPU runs (the flag sizes the MPI layout, one rank here).
+  const int placed = std::min(p.gpus_per_node, std::max(1, c.gpus_used()));
+  if (placed > cluster.gpus_per_node)
+    return refuse(who + " puts " + std::to_string(placed) + " GPUs on each node but " + hw + " has " +
+                  std::to_string(cluster.gpus_per_node) + " per node");
   return std::nullopt;
 }
 

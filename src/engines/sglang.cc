@@ -291,6 +291,17 @@ const std::vector<FlagSpec>& sglang_specs() {
                   [](LaunchConfig& c, const V& v) { c.enable_torch_compile = to_bool(v[0]); }));
     s.push_back(F({"--enable-piecewise-cuda-graph"}, K::kStoreTrue,
                   [](LaunchConfig& c, const V& v) { c.enable_piecewise_cuda_graph = to_bool(v[0]); }));
+    // Releases where piecewise CUDA graphs are on by default turn them off with this [recalled]; the twin's
+    // SGLang default is off already, so it confirms that.
+    s.push_back(F({"--disable-piecewise-cuda-graph"}, K::kStoreTrue,
+                  [](LaunchConfig& c, const V& v) {
+                    if (to_bool(v[0])) c.enable_piecewise_cuda_graph = false;
+                  }));
+    // Kernel and expert-parallel switches InferenceX passes (recorded, not modelled): the FP8 GEMM backend,
+    // FlashInfer's TRT-LLM MoE, and the older spelling of expert parallelism over the TP group [recalled].
+    s.push_back(F({"--fp8-gemm-backend"}, K::kString));
+    s.push_back(F({"--enable-flashinfer-trtllm-moe"}, K::kStoreTrue));
+    s.push_back(F({"--enable-ep-moe"}, K::kStoreTrue));
     s.push_back(F({"--torch-compile-max-bs"}, K::kInt,
                   [](LaunchConfig& c, const V& v) { c.torch_compile_max_bs = to_int(v[0]); }));
     s.push_back(F({"--torchao-config"}, K::kString));

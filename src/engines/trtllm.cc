@@ -55,6 +55,10 @@ const std::vector<FlagSpec>& trtllm_specs() {
                   [](LaunchConfig& c, const V& v) { c.trust_remote_code = to_bool(v[0]); }));
     s.push_back(F({"--extra_llm_api_options"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
+    // The newer spelling of the same YAML file [recalled: trtllm-serve --config; first release not pinned,
+    // taken as the options added after 1.0].
+    s.push_back(F({"--config"}, K::kString, [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
+    after_1_0(s);
     s.push_back(F({"--reasoning_parser"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.reasoning_parser = v[0]; }));
     s.push_back(

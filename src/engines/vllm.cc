@@ -351,6 +351,18 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--attention-backend"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.attention_backend = v[0]; }));
     gate(s, "0.13.0", "", "AttentionConfig --attention-backend [unverified: first release]");
+    // Kernel-choice options of the 2026 releases, accepted and recorded as not modelled (the twin keeps the
+    // release's default kernels): the AttentionConfig JSON group, the MoE and linear-layer backends and
+    // FlashInfer's autotuner [unverified: first release taken as AttentionConfig's, 0.13.0; InferenceX
+    // launches pass them to releases after it].
+    s.push_back(F({"--attention-config"}, K::kJson));
+    gate(s, "0.13.0", "", "AttentionConfig JSON group [unverified: first release]");
+    s.push_back(F({"--moe-backend"}, K::kString));
+    gate(s, "0.13.0", "", "MoE kernel backend option [unverified: first release]");
+    s.push_back(F({"--linear-backend"}, K::kString));
+    gate(s, "0.13.0", "", "linear-layer kernel backend option [unverified: first release]");
+    s.push_back(F({"--enable-flashinfer-autotune"}, K::kBoolOptional));
+    gate(s, "0.13.0", "", "FlashInfer autotuner switch [unverified: first release]");
     s.push_back(F({"--additional-config"}, K::kJson));
     return s;
   }();

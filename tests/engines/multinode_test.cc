@@ -246,6 +246,10 @@ TEST(MultiNodeTwin, StatedNodesTheHardwareLacks) {
   EXPECT_EQ(refusal("trtllm-serve m --tp_size 16 --gpus_per_node 16", "1.2.0rc5", "16xH100").message,
             "trtllm --gpus_per_node 16 puts 16 GPUs on each node but 2x8xH100-SXM has 8 per node");
   EXPECT_EQ(layout("trtllm-serve m --tp_size 16 --gpus_per_node 8", "1.2.0rc5", "16xH100").nodes, 2);
+  // One rank with --gpus_per_node 8 (InferenceX's single-GPU runs) uses one GPU of one node: it runs.
+  EXPECT_EQ(layout("trtllm-serve m --tp_size 1 --gpus_per_node 8", "1.2.0rc5", "1xH100").nodes, 1);
+  EXPECT_EQ(refusal("trtllm-serve m --tp_size 2 --gpus_per_node 8", "1.2.0rc5", "2x1xH100").message,
+            "trtllm --gpus_per_node 8 puts 2 GPUs on each node but 2x1xH100-SXM has 1 per node");
 }
 
 TEST(MultiNodeTwin, FlagsRoundTrip) {

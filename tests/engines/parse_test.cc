@@ -384,3 +384,22 @@ TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
     EXPECT_NE(std::string(err.what()).find("mpirun"), std::string::npos) << err.what();
   }
 }
+
+// Options of the 2026 releases that InferenceX launches pass: accepted (recorded as not modelled, or
+// applied where the twin has the knob), not refused as unknown.
+TEST(CurrentReleaseFlags, AcceptedAndRecorded) {
+  auto v = se::parse_launch_command(
+      se::split_command_line("vllm serve m --attention-config '{\"backend\": \"FLASHINFER\"}' --moe-backend "
+                             "flashinfer_cutlass --linear-backend cutlass --enable-flashinfer-autotune"),
+      {}, "0.15.0");
+  EXPECT_EQ(v.unmodelled_options.size(), 4u);
+  EXPECT_THROW(se::parse_launch_command({"vllm", "serve", "m", "--moe-backend", "x"}, {}, "0.11.0"), se::EngineArgError);
+  auto s = se::parse_launch_command(
+      se::split_command_line("python3 -m sglang.launch_server --model-path m --fp8-gemm-backend deep_gemm "
+                             "--enable-ep-moe --enable-flashinfer-trtllm-moe --disable-piecewise-cuda-graph"),
+      {}, "0.5.9");
+  EXPECT_FALSE(s.enable_piecewise_cuda_graph);
+  EXPECT_EQ(s.unmodelled_options.size(), 3u);
+  auto t = se::parse_launch_command(se::split_command_line("trtllm-serve m --config extra.yaml"), {}, "1.2.0rc5");
+  EXPECT_EQ(t.extra_llm_api_options, "extra.yaml");
+}
