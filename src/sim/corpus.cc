@@ -142,15 +142,17 @@ bool inferencemax_amd_gpu(const std::string& gpu) {
 std::string inferencemax_refusal(const CorpusPoint& c) {
   std::vector<std::string> why;
   if (c.multinode || c.disaggregated)
-    why.push_back(fmt::format("{}{} ({}, {} GPUs) is not modelled: the twin models one engine replica on one node{}",
-                              c.multinode ? "multi-node " : "", c.disaggregated ? "disaggregated serving" : "serving",
-                              c.engine, c.gpu_count,
-                              c.argv.empty() ? ", and the engine flags come from an external recipe (no launch argv)"
-                                             : ""));
+    why.push_back(fmt::format(
+        "{}{} ({}, {} GPUs) is not modelled: the twin models one engine replica on one node{}",
+        c.multinode ? "multi-node " : "", c.disaggregated ? "disaggregated serving" : "serving", c.engine,
+        c.gpu_count,
+        c.argv.empty() ? ", and the engine flags come from an external recipe (no launch argv)" : ""));
   if (inferencemax_amd_gpu(c.gpu))
-    why.push_back(fmt::format("AMD {} (ROCm kernels) is not modelled: the twin models NVIDIA GPUs only", c.gpu));
+    why.push_back(
+        fmt::format("AMD {} (ROCm kernels) is not modelled: the twin models NVIDIA GPUs only", c.gpu));
   if (c.engine == "atom")
-    why.push_back("engine \"atom\" (AMD's ATOM) is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)");
+    why.push_back(
+        "engine \"atom\" (AMD's ATOM) is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)");
   std::string s;
   for (const auto& w : why) s += (s.empty() ? "" : "; ") + w;
   return s;
@@ -216,19 +218,21 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
       const std::string recipe = p.value("recipe", "");
       const json& cand = w["num_prompts_candidates"];
       if (!cand.contains(recipe))
-        throw std::runtime_error("workload.num_prompts is null and num_prompts_candidates has no entry for recipe \"" +
-                                 recipe + "\"");
+        throw std::runtime_error(
+            "workload.num_prompts is null and num_prompts_candidates has no entry for recipe \"" + recipe +
+            "\"");
       wl.num_prompts = cand[recipe].get<int>();
       std::string others;
       for (const auto& [k, v] : cand.items())
         if (k != recipe) others += fmt::format("{}{} ({})", others.empty() ? "" : ", ", v.get<int>(), k);
-      c.assumed.push_back(fmt::format("num_prompts {} of the assumed runner's {}; other runners: {}", wl.num_prompts,
-                                      recipe, others));
+      c.assumed.push_back(fmt::format("num_prompts {} of the assumed runner's {}; other runners: {}",
+                                      wl.num_prompts, recipe, others));
     }
     const json& rate = w.at("request_rate");
     wl.request_rate = rate.is_string() ? std::numeric_limits<double>::infinity() : rate.get<double>();
     if (rate.is_string() && rate.get<std::string>() != "inf")
-      throw std::runtime_error("workload.request_rate \"" + rate.get<std::string>() + "\" is neither a number nor \"inf\"");
+      throw std::runtime_error("workload.request_rate \"" + rate.get<std::string>() +
+                               "\" is neither a number nor \"inf\"");
     if (w.contains("max_concurrency") && w["max_concurrency"].is_number_integer())
       wl.max_concurrency = w["max_concurrency"].get<int>();
 
@@ -388,14 +392,16 @@ Corpus load_corpus(const std::filesystem::path& path) {
   Corpus corpus;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    const std::filesystem::path candidates[] = {path / "seed-measurements.json", path / "perflab" / "measurements.json",
+    const std::filesystem::path candidates[] = {path / "seed-measurements.json",
+                                                path / "perflab" / "measurements.json",
                                                 path / "measurements.json", path / "points.json"};
     for (const auto& f : candidates)
       if (std::filesystem::is_regular_file(f, ec)) add_points(corpus, f);
     if (corpus.sources.empty())
-      throw std::runtime_error("corpus directory " + path.string() +
-                               " holds none of seed-measurements.json, perflab/measurements.json, measurements.json, "
-                           "points.json");
+      throw std::runtime_error(
+          "corpus directory " + path.string() +
+          " holds none of seed-measurements.json, perflab/measurements.json, measurements.json, "
+          "points.json");
   } else if (std::filesystem::is_regular_file(path, ec)) {
     add_points(corpus, path);
   } else {

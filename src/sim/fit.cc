@@ -49,7 +49,8 @@ engines::LaunchConfig corpus_apply_config_file(const engines::LaunchConfig& conf
 std::vector<WorkloadRequest> corpus_random_range(int n, int input_len, int output_len, double ratio) {
   schedule::NumpyRandomState rng(0);
   std::vector<WorkloadRequest> w(n);
-  const auto lo_in = static_cast<std::int64_t>(input_len * ratio), lo_out = static_cast<std::int64_t>(output_len * ratio);
+  const auto lo_in = static_cast<std::int64_t>(input_len * ratio),
+             lo_out = static_cast<std::int64_t>(output_len * ratio);
   for (auto& r : w) r.prompt_len = std::max<int>(1, static_cast<int>(rng.randint(lo_in, input_len + 1)));
   for (auto& r : w) r.output_len = std::max<int>(1, static_cast<int>(rng.randint(lo_out, output_len + 1)));
   return w;
@@ -121,7 +122,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       continue;
     }
     if (w.dataset == "random" && w.random_range_ratio && *w.random_range_ratio < 1.0) {
-      q.workload = corpus_random_range(n, std::max(1, w.input_len), std::max(1, w.output_len), *w.random_range_ratio);
+      q.workload =
+          corpus_random_range(n, std::max(1, w.input_len), std::max(1, w.output_len), *w.random_range_ratio);
     } else if (w.dataset == "random") {
       q.workload = random_fixed(n, std::max(1, w.input_len), std::max(1, w.output_len));
     } else {

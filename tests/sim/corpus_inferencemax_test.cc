@@ -80,7 +80,8 @@ constexpr const char* kFixture = R"({
 })";
 
 std::filesystem::path write_fixture() {
-  const auto dir = std::filesystem::temp_directory_path() / ("servelab_inferencemax_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_inferencemax_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "points.json") << kFixture;
   return dir;
@@ -152,9 +153,10 @@ TEST(CorpusInferenceMax, FixtureFieldsAndStatuses) {
   EXPECT_EQ(mn.command, "sbatch --nodes=13 job.sh");
   EXPECT_EQ(mn.gpu_count, 52);
   EXPECT_EQ(mn.label, "0.5.1-rc0.pre3 52 GPUs mtp");
-  EXPECT_EQ(mn.refusal,
-            "multi-node disaggregated serving (dynamo-trt, 52 GPUs) is not modelled: the twin models one engine "
-            "replica on one node, and the engine flags come from an external recipe (no launch argv)");
+  EXPECT_EQ(
+      mn.refusal,
+      "multi-node disaggregated serving (dynamo-trt, 52 GPUs) is not modelled: the twin models one engine "
+      "replica on one node, and the engine flags come from an external recipe (no launch argv)");
   EXPECT_EQ(mn.workload.num_prompts, 0);
   EXPECT_FALSE(mn.workload.random_range_ratio);
 }
@@ -211,7 +213,8 @@ TEST(CorpusInferenceMax, ConfigFileTheLaunchNamesMustBeGiven) {
   c.points.push_back(p);
   const auto prepared = sim::prepare_corpus(c);
   ASSERT_TRUE(prepared[0].refusal);
-  EXPECT_EQ(*prepared[0].refusal, "launch: --config missing.yaml: the corpus point gives no text for this file");
+  EXPECT_EQ(*prepared[0].refusal,
+            "launch: --config missing.yaml: the corpus point gives no text for this file");
 }
 
 // The released file: 1,622 points (README.md "Coverage"): 915 vLLM / SGLang / TRT-LLM on H100/H200/B200
