@@ -330,7 +330,9 @@ void setup_sim(CLI::App& root) {
   auto threads = std::make_shared<int>(0);
   auto* val = sim->add_subcommand(
       "validate", "Leave-one-study-out validation of the twin on a corpus of measured studies");
-  val->add_option("--corpus", *corpus, "directory with seed-measurements.json and/or perflab/measurements.json, or one file")
+  val->add_option("--corpus", *corpus,
+                  "directory with seed-measurements.json and/or perflab/measurements.json, or with an "
+                  "InferenceMAX points.json (../shared/reference/inferencemax), or one such file")
       ->capture_default_str();
   val->add_flag("--per-point", *per_point, "print every point (measured / predicted / error)");
   val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();

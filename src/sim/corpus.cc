@@ -4,9 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -131,6 +133,133 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
   return c;
 }
 
+// InferenceMAX (shared/reference/inferencemax/README.md): the GPUs of AMD's Instinct line in the corpus.
+bool inferencemax_amd_gpu(const std::string& gpu) {
+  return gpu.size() > 2 && gpu.compare(0, 2, "MI") == 0 && std::isdigit(static_cast<unsigned char>(gpu[2]));
+}
+
+// Why the twin cannot model an InferenceMAX point ("" when it can): every reason that applies, joined.
+std::string inferencemax_refusal(const CorpusPoint& c) {
+  std::vector<std::string> why;
+  if (c.multinode || c.disaggregated)
+    why.push_back(fmt::format(
+        "{}{} ({}, {} GPUs) is not modelled: the twin models one engine replica on one node{}",
+        c.multinode ? "multi-node " : "", c.disaggregated ? "disaggregated serving" : "serving", c.engine,
+        c.gpu_count,
+        c.argv.empty() ? ", and the engine flags come from an external recipe (no launch argv)" : ""));
+  if (inferencemax_amd_gpu(c.gpu))
+    why.push_back(
+        fmt::format("AMD {} (ROCm kernels) is not modelled: the twin models NVIDIA GPUs only", c.gpu));
+  if (c.engine == "atom")
+    why.push_back(
+        "engine \"atom\" (AMD's ATOM) is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)");
+  std::string s;
+  for (const auto& w : why) s += (s.empty() ? "" : "; ") + w;
+  return s;
+}
+
+std::map<std::string, std::string> inferencemax_strings(const json& j, const char* key) {
+  std::map<std::string, std::string> out;
+  if (j.contains(key) && j[key].is_object())
+    for (const auto& [k, v] : j[key].items()) out[k] = v.get<std::string>();
+  return out;
+}
+
+CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size_t index) {
+  CorpusPoint c;
+  const std::string where = fmt::format("{}: points[{}]", file, index);
+  try {
+    c.id = p.at("id").get<std::string>();
+    c.study = p.at("study").get<std::string>();
+    c.engine = p.at("engine").get<std::string>();
+    c.engine_version = p.value("engine_version", "");
+    c.gpu = p.at("gpu").get<std::string>();
+    c.gpu_count = p.at("gpu_count").get<int>();
+    c.disaggregated = p.value("disagg", false);
+    c.multinode = p.value("multinode", false);
+    if (p.at("launch_argv").is_array()) {
+      for (const auto& a : p["launch_argv"]) c.argv.push_back(a.get<std::string>());
+      c.command = join(c.argv);
+    } else if (p.contains("launch_wrapper_argv") && p["launch_wrapper_argv"].is_array()) {
+      std::vector<std::string> wrapper;
+      for (const auto& a : p["launch_wrapper_argv"]) wrapper.push_back(a.get<std::string>());
+      c.command = join(wrapper);
+    }
+    // The engine sees the launcher's variables and the script's exports over them.
+    c.env = inferencemax_strings(p, "launcher_env");
+    for (auto& [k, v] : inferencemax_strings(p, "env")) c.env[k] = std::move(v);
+    c.config_files = inferencemax_strings(p, "config_files");
+    for (const auto& a : p.value("assumed", json::array())) c.assumed.push_back(a.get<std::string>());
+    if (p.contains("parallelism") && p["parallelism"].is_object()) {
+      const json& par = p["parallelism"];
+      c.label = fmt::format("{} tp{}", c.engine_version, par.value("tp", 1));
+      if (par.value("ep", 1) > 1) c.label += fmt::format(" ep{}", par.value("ep", 1));
+      if (par.value("dp_attention", false)) c.label += " dp-attn";
+    } else {
+      c.label = fmt::format("{} {} GPUs", c.engine_version, c.gpu_count);
+    }
+    if (p.value("spec_decoding", "none") != "none") c.label += " " + p["spec_decoding"].get<std::string>();
+    const std::string status = p.at("status").get<std::string>();
+    if (status != "ok") throw std::runtime_error("status \"" + status + "\" is not ok");
+
+    const json& w = p.at("workload");
+    CorpusWorkload& wl = c.workload;
+    wl.key = w.at("key").get<std::string>();
+    wl.tool = w.value("tool", "benchmark_serving.py");
+    wl.dataset = w.at("dataset").get<std::string>();
+    wl.input_len = w.at("input_len").get<int>();
+    wl.output_len = w.at("output_len").get<int>();
+    if (w.contains("random_range_ratio") && w["random_range_ratio"].is_number())
+      wl.random_range_ratio = w["random_range_ratio"].get<double>();
+    if (w.at("num_prompts").is_number_integer()) {
+      wl.num_prompts = w["num_prompts"].get<int>();
+    } else if (w.contains("num_prompts_candidates") && w["num_prompts_candidates"].is_object()) {
+      // The count depends on the runner that ran the point; the record assumes its `recipe`'s runner.
+      const std::string recipe = p.value("recipe", "");
+      const json& cand = w["num_prompts_candidates"];
+      if (!cand.contains(recipe))
+        throw std::runtime_error(
+            "workload.num_prompts is null and num_prompts_candidates has no entry for recipe \"" + recipe +
+            "\"");
+      wl.num_prompts = cand[recipe].get<int>();
+      std::string others;
+      for (const auto& [k, v] : cand.items())
+        if (k != recipe) others += fmt::format("{}{} ({})", others.empty() ? "" : ", ", v.get<int>(), k);
+      c.assumed.push_back(fmt::format("num_prompts {} of the assumed runner's {}; other runners: {}",
+                                      wl.num_prompts, recipe, others));
+    }
+    const json& rate = w.at("request_rate");
+    wl.request_rate = rate.is_string() ? std::numeric_limits<double>::infinity() : rate.get<double>();
+    if (rate.is_string() && rate.get<std::string>() != "inf")
+      throw std::runtime_error("workload.request_rate \"" + rate.get<std::string>() +
+                               "\" is neither a number nor \"inf\"");
+    if (w.contains("max_concurrency") && w["max_concurrency"].is_number_integer())
+      wl.max_concurrency = w["max_concurrency"].get<int>();
+
+    const json& me = p.at("measured");
+    CorpusMeasurement& mm = c.measured;
+    mm.total_tok_s = number(me, "total_token_throughput");
+    mm.output_tok_s = number(me, "output_token_throughput");
+    mm.input_tok_s = number(me, "input_token_throughput");
+    mm.mean_ttft_ms = number(me, "mean_ttft_ms");
+    mm.mean_tpot_ms = number(me, "mean_tpot_ms");
+    mm.mean_e2el_ms = number(me, "mean_e2el_ms");
+
+    c.refusal = inferencemax_refusal(c);
+    if (!c.refusal.empty()) {
+      c.status = CorpusPoint::Status::kUnsupported;
+    } else {
+      if (c.argv.empty()) throw std::runtime_error("launch_argv is null on a single-node point");
+      if (wl.num_prompts < 1) throw std::runtime_error("workload.num_prompts is missing");
+      if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported");
+      if (!mm.mean_tpot_ms) c.not_comparable.push_back("TPOT: not reported");
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + ": " + e.what());
+  }
+  return c;
+}
+
 // The reference study (seed-study.md): 8 x H200, DeepSeek-V3.2, one version per engine.
 constexpr const char* kSeedStudy = "deepseek-v3.2__h200";
 
@@ -232,6 +361,10 @@ void add_points(Corpus& corpus, const std::filesystem::path& file) {
   const std::string name = file.string();
   if (j.is_array()) {  // seed-measurements.json layout
     for (std::size_t i = 0; i < j.size(); ++i) corpus.points.push_back(seed_point(j[i], name, i));
+  } else if (j.is_object() && j.contains("points") && j["points"].is_array() && j.contains("recipes")) {
+    // inferencemax/points.json layout (its launch recipes beside the points)
+    const json& pts = j["points"];
+    for (std::size_t i = 0; i < pts.size(); ++i) corpus.points.push_back(inferencemax_point(pts[i], name, i));
   } else if (j.is_object() && j.contains("points") && j["points"].is_array()) {
     const json& pts = j["points"];
     for (std::size_t i = 0; i < pts.size(); ++i) corpus.points.push_back(perflab_point(pts[i], name, i));
@@ -250,6 +383,7 @@ const char* corpus_status_name(CorpusPoint::Status s) {
     case CorpusPoint::Status::kPartial: return "partial";
     case CorpusPoint::Status::kFailed: return "failed";
     case CorpusPoint::Status::kWithheld: return "withheld";
+    case CorpusPoint::Status::kUnsupported: return "unsupported";
   }
   return "?";
 }
@@ -258,13 +392,16 @@ Corpus load_corpus(const std::filesystem::path& path) {
   Corpus corpus;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    const std::filesystem::path candidates[] = {path / "seed-measurements.json", path / "perflab" / "measurements.json",
-                                                path / "measurements.json"};
+    const std::filesystem::path candidates[] = {path / "seed-measurements.json",
+                                                path / "perflab" / "measurements.json",
+                                                path / "measurements.json", path / "points.json"};
     for (const auto& f : candidates)
       if (std::filesystem::is_regular_file(f, ec)) add_points(corpus, f);
     if (corpus.sources.empty())
-      throw std::runtime_error("corpus directory " + path.string() +
-                               " holds neither seed-measurements.json nor perflab/measurements.json");
+      throw std::runtime_error(
+          "corpus directory " + path.string() +
+          " holds none of seed-measurements.json, perflab/measurements.json, measurements.json, "
+          "points.json");
   } else if (std::filesystem::is_regular_file(path, ec)) {
     add_points(corpus, path);
   } else {

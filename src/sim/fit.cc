@@ -5,17 +5,56 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "servelab/engines/engines.h"
 #include "servelab/model/model.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::sim {
 namespace {
 
 bool modelled_engine(const std::string& e) { return e == "vllm" || e == "sglang" || e == "trtllm"; }
+
+// Applies the option file the launch names (vLLM/SGLang --config, TRT-LLM --extra_llm_api_options) from the
+// point's own config_files (by the name in the argv, else by its file name), as engines::apply_config_files
+// does from disk. Throws std::runtime_error naming the flag when the point has no text for it or its YAML is
+// not understood; engines::EngineArgError when a key is not an option of that release.
+engines::LaunchConfig corpus_apply_config_file(const engines::LaunchConfig& config, const CorpusPoint& c) {
+  const bool trt = config.kind == engines::EngineKind::kTrtllm;
+  const std::string& path = trt ? config.extra_llm_api_options : config.config_file;
+  if (path.empty()) return config;
+  const char* flag = trt ? "--extra_llm_api_options" : "--config";
+  auto it = c.config_files.find(path);
+  if (it == c.config_files.end()) it = c.config_files.find(std::filesystem::path(path).filename().string());
+  if (it == c.config_files.end())
+    throw std::runtime_error(fmt::format("{} {}: the corpus point gives no text for this file", flag, path));
+  try {
+    return engines::apply_config_yaml(config, it->second);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("{} {}: {}", flag, path, e.what()));
+  }
+}
+
+// A random dataset with per-request lengths drawn as benchmark_serving.py's sample_random_requests draws
+// them (vLLM benchmarks/benchmark_serving.py, the copy InferenceMAX runs): np.random.seed(0) (its default
+// --seed), then np.random.randint(int(input_len * ratio), input_len + 1, size=n) for the inputs and the
+// same for the outputs [recalled; the client's commit is not recorded, so the draws are its distribution,
+// not necessarily its exact requests].
+std::vector<WorkloadRequest> corpus_random_range(int n, int input_len, int output_len, double ratio) {
+  schedule::NumpyRandomState rng(0);
+  std::vector<WorkloadRequest> w(n);
+  const auto lo_in = static_cast<std::int64_t>(input_len * ratio),
+             lo_out = static_cast<std::int64_t>(output_len * ratio);
+  for (auto& r : w) r.prompt_len = std::max<int>(1, static_cast<int>(rng.randint(lo_in, input_len + 1)));
+  for (auto& r : w) r.output_len = std::max<int>(1, static_cast<int>(rng.randint(lo_out, output_len + 1)));
+  return w;
+}
 
 }  // namespace
 
@@ -27,6 +66,10 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
     p.point = &c;
     out.push_back(std::move(p));
     PreparedPoint& q = out.back();
+    if (c.status == CorpusPoint::Status::kUnsupported) {
+      q.refusal = c.refusal;
+      continue;
+    }
     if (!modelled_engine(c.engine)) {
       q.refusal = fmt::format("engine \"{}\" is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)", c.engine);
       continue;
@@ -43,7 +86,7 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
     }
     engines::LaunchConfig config;
     try {
-      config = engines::parse_launch_command(c.argv, c.env, c.engine_version);
+      config = corpus_apply_config_file(engines::parse_launch_command(c.argv, c.env, c.engine_version), c);
     } catch (const engines::EngineArgError& e) {
       q.predicted_failure = e.what();
       continue;
@@ -78,7 +121,10 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       q.refusal = "workload: no requests";
       continue;
     }
-    if (w.dataset == "random") {
+    if (w.dataset == "random" && w.random_range_ratio && *w.random_range_ratio < 1.0) {
+      q.workload =
+          corpus_random_range(n, std::max(1, w.input_len), std::max(1, w.output_len), *w.random_range_ratio);
+    } else if (w.dataset == "random") {
       q.workload = random_fixed(n, std::max(1, w.input_len), std::max(1, w.output_len));
     } else {
       q.workload = sharegpt_workload(q.launch->model, n);

@@ -1,6 +1,7 @@
 // servelab/sim: the validation corpus — measured serving benchmarks (the reference study's
-// seed-measurements.json and the performance lab's perflab/measurements.json) as one list of points, each
-// a launch, its hardware, the benchmark run that was measured and what was measured.
+// seed-measurements.json, the performance lab's perflab/measurements.json, and on request InferenceMAX's
+// inferencemax/points.json) as one list of points, each a launch, its hardware, the benchmark run that was
+// measured and what was measured.
 #pragma once
 
 #include <filesystem>
@@ -16,13 +17,17 @@ namespace servelab::sim {
 /// them as the workload, never the run's timings.
 struct CorpusWorkload {
   std::string key;                    ///< "sharegpt-n1000", "random-4000in-200out-n500", ...
-  std::string tool = "vllm bench serve";  ///< or "guidellm"
+  std::string tool = "vllm bench serve";  ///< or "guidellm", "benchmark_serving.py" (InferenceMAX)
   std::string dataset = "sharegpt";   ///< "sharegpt" | "random"
   int num_prompts = 0;
   double request_rate = 0;            ///< req/s; +inf = all at once
   bool constant_arrivals = false;     ///< guidellm --profile constant: evenly spaced sends (else Poisson)
   std::optional<int> max_concurrency; ///< client cap (vLLM --max-concurrency; guidellm's default 512)
   int input_len = 0, output_len = 0;  ///< random dataset lengths (tokens)
+  /// Random dataset with lengths drawn per request uniformly from [int(len x ratio), len] (the
+  /// benchmark_serving.py client of InferenceMAX, --random-range-ratio 0.8); absent = every request has
+  /// input_len / output_len (scaled to the totals when known).
+  std::optional<double> random_range_ratio;
   long long total_input_tokens = 0;   ///< as the run counted them (0 = unknown)
   long long total_output_tokens = 0;  ///< generated tokens of the run (0 = unknown)
 };
@@ -31,8 +36,10 @@ struct CorpusWorkload {
 struct CorpusMeasurement {
   std::optional<double> total_tok_s;   ///< total token throughput, tok/s
   std::optional<double> output_tok_s;  ///< output token throughput, tok/s
+  std::optional<double> input_tok_s;   ///< input token throughput, tok/s (InferenceMAX)
   std::optional<double> mean_ttft_ms;
   std::optional<double> mean_tpot_ms;  ///< vLLM-style TPOT (first token excluded)
+  std::optional<double> mean_e2el_ms;  ///< mean end-to-end request latency, ms (InferenceMAX)
   std::optional<double> duration_s;
   std::optional<int> successful;       ///< successful requests
 };
@@ -44,15 +51,29 @@ struct CorpusPoint {
   std::string label;                   ///< the study's name for the configuration
   std::string engine;                  ///< "vllm", "sglang", "trtllm", or another engine name (mindie)
   std::string engine_version;
-  std::string gpu;                     ///< "H100", "A100", "H200", "Ascend-910B"
-  int gpu_count = 1;                   ///< GPUs of the node as the study states them
-  std::vector<std::string> argv;       ///< launch argv (may start with NAME=value words)
+  std::string gpu;                     ///< "H100", "A100", "H200", "Ascend-910B", "MI355X", "GB200"
+  int gpu_count = 1;                   ///< GPUs of the node as the study states them (InferenceMAX: TP on
+                                       ///< one node; prefill + decode GPUs when disaggregated)
+  std::vector<std::string> argv;       ///< launch argv (may start with NAME=value words); empty when the
+                                       ///< engine flags are not known (InferenceMAX multi-node recipes)
+  /// The engine's environment. InferenceMAX: the runner's launcher_env (passed into the container) with
+  /// the script's env over it.
   std::map<std::string, std::string> env;
+  /// Option files the launch names, file name -> text (vLLM/SGLang `--config NAME`, TRT-LLM
+  /// `--extra_llm_api_options NAME`): prepare_corpus applies the text with engines::apply_config_yaml.
+  std::map<std::string, std::string> config_files;
   std::string command;                 ///< the launch as one line (for tables)
   CorpusWorkload workload;
-  enum class Status { kOk, kPartial, kFailed, kWithheld } status = Status::kOk;
+  /// kUnsupported: measured, but on something the twin does not model (an AMD GPU, the ATOM engine,
+  /// multi-node disaggregated serving); validate reports it as refused with `refusal`, never predicts it.
+  enum class Status { kOk, kPartial, kFailed, kWithheld, kUnsupported } status = Status::kOk;
   CorpusMeasurement measured;
   std::string failure;                 ///< the study's failure message (kFailed)
+  std::string refusal;                 ///< why the twin does not model the point (kUnsupported)
+  bool disaggregated = false;          ///< prefill and decode on separate workers (InferenceMAX `disagg`)
+  bool multinode = false;              ///< the deployment spans several nodes (InferenceMAX `multinode`)
+  /// What the source inferred rather than read (InferenceMAX `assumed`, plus the loader's own choices).
+  std::vector<std::string> assumed;
   bool suspect = false;                ///< repeats another study's block: never scored or fitted
   /// Metrics of this point that are not comparable, with the reason ("TPOT: guidellm reported ITL 0").
   std::vector<std::string> not_comparable;
@@ -66,12 +87,17 @@ struct Corpus {
 };
 
 /// Loads a corpus from `path`: a directory holding seed-measurements.json and/or perflab/measurements.json
-/// (shared/reference), or one of those files. The seed study becomes study "deepseek-v3.2__h200" (8 x
-/// H200, its engine versions from seed-study.md). Throws std::runtime_error naming the file and the JSON
-/// path of anything malformed, or when no file is found.
+/// (shared/reference) and/or points.json (shared/reference/inferencemax), or one of those files. The seed
+/// study becomes study "deepseek-v3.2__h200" (8 x H200, its engine versions from seed-study.md).
+/// InferenceMAX points (an object with "points" and "recipes"; shared/reference/inferencemax/README.md):
+/// measured totals as given; points on AMD GPUs (MI300X/MI325X/MI355X), on the ATOM engine or multi-node
+/// disaggregated (Dynamo-TRT, Dynamo-SGLang, SGLang PD) get Status::kUnsupported with the reason; a
+/// num_prompts that depends on the runner takes the value of the point's own recipe (said in `assumed`).
+/// Throws std::runtime_error naming the file and the JSON path of anything malformed, or when no file is
+/// found.
 Corpus load_corpus(const std::filesystem::path& path);
 
-/// "ok", "partial", "failed", "withheld".
+/// "ok", "partial", "failed", "withheld", "unsupported".
 const char* corpus_status_name(CorpusPoint::Status s);
 
 }  // namespace servelab::sim

@@ -1,0 +1,266 @@
+// The InferenceMAX corpus loader (shared/reference/inferencemax): a small fixture written here (a vLLM point
+// with its --config file, a SGLang point whose prompt count depends on the runner, an AMD point and a
+// multi-node Dynamo point), then the real points.json: counts per status and one point against its JSON.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <string>
+
+#include <unistd.h>
+
+#include "servelab/common/paths.h"
+#include "servelab/sim/corpus.h"
+#include "servelab/sim/fit.h"
+
+namespace sim = servelab::sim;
+
+namespace {
+
+// Four points in the layout of inferencemax/points.json (fields trimmed to what the loader reads, values
+// taken from real points: inferencemax/20218553330/0, .../20613446912/1, an MI355X SGLang and a GB200
+// Dynamo-TRT point).
+constexpr const char* kFixture = R"({
+ "about": "fixture", "recipes": {},
+ "points": [
+  {"id": "inferencemax/20218553330/0", "study": "inferencemax-gpt-oss-120b-h100-vllm",
+   "model": "openai/gpt-oss-120b", "gpu": "H100", "engine": "vllm", "engine_version": "0.11.2",
+   "spec_decoding": "none", "disagg": false, "multinode": false, "status": "ok", "gpu_count": 4,
+   "parallelism": {"tp": 4, "ep": 1, "dp_attention": false, "dp": 1},
+   "launch_argv": ["vllm", "serve", "openai/gpt-oss-120b", "--host=0.0.0.0", "--port=8888", "--config",
+                   "config.yaml", "--gpu-memory-utilization=0.9", "--tensor-parallel-size=4", "--max-num-seqs=64"],
+   "env": {"PYTHONNOUSERSITE": "1", "CUDA_DEVICE_ORDER": "FASTEST_FIRST"},
+   "launcher_env": {"TORCH_CUDA_ARCH_LIST": "9.0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+   "config_files": {"config.yaml": "async-scheduling: true\nno-enable-prefix-caching: true\nmax-cudagraph-capture-size: 2048\nmax-num-batched-tokens: 8192\nmax-model-len: 10240\n"},
+   "recipe": "gptoss_fp4_h100_docker.sh@e4892b85",
+   "workload": {"tool": "benchmark_serving.py", "dataset": "random", "input_len": 8192, "output_len": 1024,
+                "random_range_ratio": 0.8, "num_prompts": 640, "max_concurrency": 64, "request_rate": "inf",
+                "ignore_eos": true, "backend": "vllm", "key": "random-8192in-1024out-c64"},
+   "measured": {"total_token_throughput": 32023.0621, "output_token_throughput": 3552.6793,
+                "input_token_throughput": 28470.3828, "mean_ttft_ms": 613.6513, "mean_tpot_ms": 17.0855,
+                "mean_e2el_ms": 16376.1243, "mean_itl_ms": 17.1381},
+   "assumed": ["run date estimated from the run id"]},
+  {"id": "inferencemax/20613446912/1", "study": "inferencemax-deepseek-r1-0528-b200-sglang",
+   "gpu": "B200", "engine": "sglang", "engine_version": "0.5.6", "spec_decoding": "none", "disagg": false,
+   "multinode": false, "status": "ok", "gpu_count": 8,
+   "parallelism": {"tp": 8, "ep": 8, "dp_attention": true, "dp": 1},
+   "launch_argv": ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-R1-0528", "--tp", "8"],
+   "env": {}, "launcher_env": {}, "config_files": {},
+   "recipe": "dsr1_fp8_b200_docker.sh@4d8a9ff1",
+   "workload": {"tool": "benchmark_serving.py", "dataset": "random", "input_len": 1024, "output_len": 1024,
+                "random_range_ratio": 0.8, "num_prompts": null, "max_concurrency": 32, "request_rate": "inf",
+                "key": "random-1024in-1024out-c32",
+                "num_prompts_candidates": {"dsr1_fp8_b200_docker.sh@4d8a9ff1": 1600, "dsr1_fp8_b200_slurm.sh@71532f81": 320}},
+   "measured": {"total_token_throughput": 5000.5, "output_token_throughput": 2500.25, "mean_ttft_ms": 100.0,
+                "mean_tpot_ms": 12.5},
+   "assumed": []},
+  {"id": "inferencemax/20248091324/3", "study": "inferencemax-deepseek-r1-0528-mxfp4-preview-mi355x-sglang",
+   "gpu": "MI355X", "engine": "sglang", "engine_version": "0.5.6.post1", "spec_decoding": "none",
+   "disagg": false, "multinode": false, "status": "ok", "gpu_count": 8,
+   "parallelism": {"tp": 8, "ep": 1, "dp_attention": false, "dp": 1},
+   "launch_argv": ["python3", "-m", "sglang.launch_server", "--model-path", "amd/DeepSeek-R1-0528-MXFP4-Preview", "--tp", "8"],
+   "env": {}, "launcher_env": {}, "config_files": {}, "recipe": "dsr1_fp4_mi355x_docker.sh@0",
+   "workload": {"tool": "benchmark_serving.py", "dataset": "random", "input_len": 1024, "output_len": 8192,
+                "random_range_ratio": 0.8, "num_prompts": 80, "max_concurrency": 4, "request_rate": "inf",
+                "key": "random-1024in-8192out-c4"},
+   "measured": {"total_token_throughput": 900.0, "mean_ttft_ms": 80.0, "mean_tpot_ms": 20.0}},
+  {"id": "inferencemax/20321908209/0", "study": "inferencemax-deepseek-r1-0528-fp4-v2-gb200-dynamo-trt",
+   "gpu": "GB200", "engine": "dynamo-trt", "engine_version": "0.5.1-rc0.pre3", "spec_decoding": "mtp",
+   "disagg": true, "multinode": true, "status": "ok", "gpu_count": 52, "launch_argv": null,
+   "launch_wrapper_argv": ["sbatch", "--nodes=13", "job.sh"],
+   "env": {"DECODE_MTP_SIZE": "3"}, "config_files": {},
+   "workload": {"tool": "external: the recipe's own benchmark client", "dataset": "random", "input_len": 8192,
+                "output_len": 1024, "random_range_ratio": null, "num_prompts": null, "max_concurrency": 269,
+                "request_rate": "inf", "key": "random-8192in-1024out-c269"},
+   "measured": {"total_token_throughput": 250000.0, "mean_ttft_ms": 3000.0, "mean_tpot_ms": 30.0}}
+ ]
+})";
+
+std::filesystem::path write_fixture() {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_inferencemax_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "points.json") << kFixture;
+  return dir;
+}
+
+TEST(CorpusInferenceMax, FixtureFieldsAndStatuses) {
+  const auto dir = write_fixture();
+  const auto c = sim::load_corpus(dir);  // the directory: its points.json
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(c.points.size(), 4u);
+  ASSERT_EQ(c.sources.size(), 1u);
+  EXPECT_EQ(c.studies.size(), 4u);
+
+  const auto& v = c.points[0];
+  EXPECT_EQ(v.id, "inferencemax/20218553330/0");
+  EXPECT_EQ(v.study, "inferencemax-gpt-oss-120b-h100-vllm");
+  EXPECT_EQ(v.engine, "vllm");
+  EXPECT_EQ(v.engine_version, "0.11.2");
+  EXPECT_EQ(v.gpu, "H100");
+  EXPECT_EQ(v.gpu_count, 4);
+  EXPECT_EQ(v.status, sim::CorpusPoint::Status::kOk);
+  EXPECT_TRUE(v.refusal.empty());
+  EXPECT_EQ(v.label, "0.11.2 tp4");
+  ASSERT_EQ(v.argv.size(), 10u);
+  EXPECT_EQ(v.argv[6], "config.yaml");
+  // launcher_env under env: the script's export wins.
+  EXPECT_EQ(v.env.at("TORCH_CUDA_ARCH_LIST"), "9.0");
+  EXPECT_EQ(v.env.at("CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
+  EXPECT_EQ(v.env.at("PYTHONNOUSERSITE"), "1");
+  ASSERT_EQ(v.config_files.count("config.yaml"), 1u);
+  EXPECT_EQ(v.workload.tool, "benchmark_serving.py");
+  EXPECT_EQ(v.workload.dataset, "random");
+  EXPECT_EQ(v.workload.input_len, 8192);
+  EXPECT_EQ(v.workload.output_len, 1024);
+  ASSERT_TRUE(v.workload.random_range_ratio);
+  EXPECT_DOUBLE_EQ(*v.workload.random_range_ratio, 0.8);
+  EXPECT_EQ(v.workload.num_prompts, 640);
+  EXPECT_EQ(v.workload.max_concurrency, 64);
+  EXPECT_TRUE(std::isinf(v.workload.request_rate));
+  EXPECT_EQ(v.workload.key, "random-8192in-1024out-c64");
+  EXPECT_DOUBLE_EQ(*v.measured.total_tok_s, 32023.0621);
+  EXPECT_DOUBLE_EQ(*v.measured.output_tok_s, 3552.6793);
+  EXPECT_DOUBLE_EQ(*v.measured.input_tok_s, 28470.3828);
+  EXPECT_DOUBLE_EQ(*v.measured.mean_ttft_ms, 613.6513);
+  EXPECT_DOUBLE_EQ(*v.measured.mean_tpot_ms, 17.0855);
+  EXPECT_DOUBLE_EQ(*v.measured.mean_e2el_ms, 16376.1243);
+  EXPECT_FALSE(v.measured.duration_s);
+  EXPECT_FALSE(v.measured.successful);
+
+  // num_prompts null: the candidate of the point's own recipe (docker: 50 x CONC), said in `assumed`.
+  const auto& s = c.points[1];
+  EXPECT_EQ(s.status, sim::CorpusPoint::Status::kOk);
+  EXPECT_EQ(s.workload.num_prompts, 1600);
+  ASSERT_EQ(s.assumed.size(), 1u);
+  EXPECT_NE(s.assumed[0].find("320 (dsr1_fp8_b200_slurm.sh@71532f81)"), std::string::npos) << s.assumed[0];
+  EXPECT_EQ(s.label, "0.5.6 tp8 ep8 dp-attn");
+
+  const auto& amd = c.points[2];
+  EXPECT_EQ(amd.status, sim::CorpusPoint::Status::kUnsupported);
+  EXPECT_STREQ(sim::corpus_status_name(amd.status), "unsupported");
+  EXPECT_EQ(amd.refusal, "AMD MI355X (ROCm kernels) is not modelled: the twin models NVIDIA GPUs only");
+  EXPECT_DOUBLE_EQ(*amd.measured.total_tok_s, 900.0);
+
+  const auto& mn = c.points[3];
+  EXPECT_EQ(mn.status, sim::CorpusPoint::Status::kUnsupported);
+  EXPECT_TRUE(mn.multinode);
+  EXPECT_TRUE(mn.disaggregated);
+  EXPECT_TRUE(mn.argv.empty());
+  EXPECT_EQ(mn.command, "sbatch --nodes=13 job.sh");
+  EXPECT_EQ(mn.gpu_count, 52);
+  EXPECT_EQ(mn.label, "0.5.1-rc0.pre3 52 GPUs mtp");
+  EXPECT_EQ(
+      mn.refusal,
+      "multi-node disaggregated serving (dynamo-trt, 52 GPUs) is not modelled: the twin models one engine "
+      "replica on one node, and the engine flags come from an external recipe (no launch argv)");
+  EXPECT_EQ(mn.workload.num_prompts, 0);
+  EXPECT_FALSE(mn.workload.random_range_ratio);
+}
+
+// The unsupported points become refusals with their reason; the vLLM point's config.yaml is applied
+// (max-num-batched-tokens 8192, max-model-len 10240, prefix caching off) and its lengths are drawn from
+// [int(0.8 x len), len].
+TEST(CorpusInferenceMax, PreparedWithConfigFileAndRefusals) {
+  const auto dir = write_fixture();
+  const auto c = sim::load_corpus(dir / "points.json");  // the file itself
+  std::filesystem::remove_all(dir);
+  const auto prepared = sim::prepare_corpus(c);
+  ASSERT_EQ(prepared.size(), 4u);
+  const auto& v = prepared[0];
+  ASSERT_FALSE(v.refusal) << *v.refusal;
+  ASSERT_FALSE(v.predicted_failure) << *v.predicted_failure;
+  ASSERT_TRUE(v.launch);
+  EXPECT_EQ(v.launch->config.max_num_batched_tokens, 8192);
+  EXPECT_EQ(v.launch->config.max_model_len, 10240);
+  EXPECT_EQ(v.launch->max_model_len, 10240);
+  EXPECT_FALSE(v.launch->config.enable_prefix_caching);
+  EXPECT_EQ(v.launch->config.async_scheduling, true);
+  ASSERT_EQ(v.workload.size(), 640u);
+  int min_in = 1 << 30, max_in = 0, min_out = 1 << 30, max_out = 0;
+  for (const auto& r : v.workload) {
+    min_in = std::min(min_in, r.prompt_len), max_in = std::max(max_in, r.prompt_len);
+    min_out = std::min(min_out, r.output_len), max_out = std::max(max_out, r.output_len);
+  }
+  EXPECT_GE(min_in, 6553);  // int(8192 * 0.8)
+  EXPECT_LE(max_in, 8192);
+  EXPECT_GE(min_out, 819);  // int(1024 * 0.8)
+  EXPECT_LE(max_out, 1024);
+  EXPECT_LT(min_in + 1000, max_in);  // spread, not fixed
+  EXPECT_EQ(v.options.max_concurrency, 64);
+  ASSERT_TRUE(prepared[2].refusal);
+  EXPECT_EQ(*prepared[2].refusal, c.points[2].refusal);
+  ASSERT_TRUE(prepared[3].refusal);
+  EXPECT_EQ(*prepared[3].refusal, c.points[3].refusal);
+}
+
+TEST(CorpusInferenceMax, ConfigFileTheLaunchNamesMustBeGiven) {
+  sim::Corpus c;
+  sim::CorpusPoint p;
+  p.id = "x";
+  p.study = "s";
+  p.engine = "vllm";
+  p.engine_version = "0.11.2";
+  p.gpu = "H100";
+  p.gpu_count = 4;
+  p.argv = {"vllm", "serve", "openai/gpt-oss-120b", "--config", "missing.yaml", "--tensor-parallel-size=4"};
+  p.workload.dataset = "random";
+  p.workload.num_prompts = 10;
+  p.workload.input_len = p.workload.output_len = 100;
+  c.points.push_back(p);
+  const auto prepared = sim::prepare_corpus(c);
+  ASSERT_TRUE(prepared[0].refusal);
+  EXPECT_EQ(*prepared[0].refusal,
+            "launch: --config missing.yaml: the corpus point gives no text for this file");
+}
+
+// The released file: 1,622 points (README.md "Coverage"): 915 vLLM / SGLang / TRT-LLM on H100/H200/B200
+// the twin can take; 333 on AMD GPUs (SGLang 195 + ATOM 83 + SGLang PD 55), 374 GB200 Dynamo.
+TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
+  const auto path = servelab::common::data_dir().parent_path() / "reference" / "inferencemax";
+  if (!std::filesystem::exists(path / "points.json")) GTEST_SKIP() << "no " << path;
+  const auto c = sim::load_corpus(path);
+  ASSERT_EQ(c.points.size(), 1622u);
+  EXPECT_EQ(c.studies.size(), 19u);
+  std::map<std::string, int> by_status;
+  int amd = 0, multinode = 0, atom = 0, config = 0;
+  for (const auto& p : c.points) {
+    ++by_status[sim::corpus_status_name(p.status)];
+    amd += p.refusal.find("AMD ") != std::string::npos;
+    multinode += p.multinode;
+    atom += p.refusal.find("\"atom\"") != std::string::npos;
+    config += !p.config_files.empty();
+  }
+  EXPECT_EQ(by_status.size(), 2u);
+  EXPECT_EQ(by_status["ok"], 915);
+  EXPECT_EQ(by_status["unsupported"], 707);
+  EXPECT_EQ(amd, 333);
+  EXPECT_EQ(multinode, 429);
+  EXPECT_EQ(atom, 83);
+  EXPECT_EQ(config, 696);  // config.yaml (vLLM) 461 + gptoss-fp4.yml (TRT-LLM) 235
+
+  // points[0] of the file, inferencemax/20218553330/0: checked against its JSON.
+  const auto& p = c.points[0];
+  EXPECT_EQ(p.id, "inferencemax/20218553330/0");
+  EXPECT_EQ(p.status, sim::CorpusPoint::Status::kOk);
+  EXPECT_EQ(p.gpu, "H100");
+  EXPECT_EQ(p.gpu_count, 4);
+  EXPECT_EQ(p.workload.key, "random-8192in-1024out-c64");
+  EXPECT_EQ(p.workload.input_len, 8192);
+  EXPECT_EQ(p.workload.output_len, 1024);
+  EXPECT_EQ(p.workload.num_prompts, 640);
+  EXPECT_EQ(p.workload.max_concurrency, 64);
+  EXPECT_DOUBLE_EQ(*p.workload.random_range_ratio, 0.8);
+  EXPECT_DOUBLE_EQ(*p.measured.total_tok_s, 32023.0621);
+  EXPECT_DOUBLE_EQ(*p.measured.output_tok_s, 3552.6793);
+  EXPECT_DOUBLE_EQ(*p.measured.mean_ttft_ms, 613.6513);
+  EXPECT_DOUBLE_EQ(*p.measured.mean_tpot_ms, 17.0855);
+  EXPECT_EQ(p.config_files.at("config.yaml"),
+            "async-scheduling: true\nno-enable-prefix-caching: true\nmax-cudagraph-capture-size: 2048\n"
+            "max-num-batched-tokens: 8192\nmax-model-len: 10240\n");
+}
+
+}  // namespace
