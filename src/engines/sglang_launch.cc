@@ -10,8 +10,7 @@
 
 namespace servelab::engines::detail {
 
-std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
-                                             const EngineVersion& v);
+std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl);
 
 namespace {
 
@@ -255,7 +254,7 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = sglang_layout(r, cl)) return *f;
   if (auto f = choose_attention(r, cl)) return *f;
   choose_kernels(r, cl);
-  if (auto f = sglang_policies(r, cl, v)) return *f;
+  if (auto f = sglang_policies(r, cl)) return *f;
   return r;
 }
 

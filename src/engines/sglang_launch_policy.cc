@@ -289,8 +289,7 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
 
 }  // namespace
 
-std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
-                                             const EngineVersion& v) {
+std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const int derived = m.max_position_embeddings;
@@ -359,7 +358,6 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
     r.inert_flags.push_back("--deepep-mode (without --moe-a2a-backend deepep)");
   if (c.is_explicit("--expert-parallel-size") && !m.has_moe())
     r.inert_flags.push_back("--expert-parallel-size (no MoE)");
-  (void)v;
   return std::nullopt;
 }
 

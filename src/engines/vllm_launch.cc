@@ -187,8 +187,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
 
 // ParallelLayout (vllm/config/parallel.py; FusedMoEParallelConfig.make: without EP the experts are
 // TP-sliced over tp * dp ranks, with --enable-expert-parallel spread whole over them).
-std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
-                                         const EngineVersion& v) {
+std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   const LaunchConfig& c = r.config;
   ParallelLayout& l = r.layout;
   l.tp = c.tp, l.pp = c.pp, l.dp = c.dp, l.dcp = c.dcp;
@@ -222,7 +221,6 @@ std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::Clus
                       std::string(ep ? "spread whole over " + std::to_string(l.moe_ep) + " GPUs (EP)"
                                      : "TP-sliced over " + std::to_string(l.moe_tp) + " GPUs") +
                       " (FusedMoEParallelConfig.make)");
-  (void)v;
   return place_layout(l, cl, c);
 }
 
@@ -311,7 +309,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   // even when the GPU count would also be wrong (reference study).
   if (auto f = choose_attention(r, cl, v)) return *f;
   choose_kernels(r, cl, v);
-  const auto too_few_gpus = vllm_layout(r, cl, v);  // reported after the config-only rules, as vLLM does
+  const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
   return r;

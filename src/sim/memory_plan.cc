@@ -92,8 +92,6 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
   plan.memory_fraction = pol.fraction;
 
   const auto stages = detail::pipeline_stages(m, lay.pp);
-  const double kv_b = model::dtype_bytes(launch.kv_dtype);
-  (void)kv_b;
   // Per stage: weights, KV per token (full and window-bounded), state per request.
   double worst_weights = 0, worst_draft = 0;
   double capacity_tokens = std::numeric_limits<double>::infinity();

@@ -569,9 +569,8 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     const double rows_per_req = mtp ? 1.0 : std::max(1, sp.topk);
     std::vector<RankLoad> draft(loads.begin(), loads.end());
     for (auto& d : draft) {
-      const double verify = std::max(1, d.decode_requests) > 0 && d.decode_requests > 0
-                                ? double(d.query_tokens - d.prefill_tokens) / d.decode_requests
-                                : 1.0;
+      const double verify =
+          d.decode_requests > 0 ? double(d.query_tokens - d.prefill_tokens) / d.decode_requests : 1.0;
       d.query_tokens = static_cast<int>(d.decode_requests * rows_per_req);
       d.prefill_tokens = 0;
       d.sampled_tokens = d.query_tokens;
