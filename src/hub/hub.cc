@@ -172,7 +172,7 @@ class Fetcher {
         storage_(o.cache_dir / repo_folder_name(repo, type)) {
     if (!is_repo_id(repo)) throw HubError(Kind::kRepositoryNotFound, fmt::format("'{}' is not a Hugging Face repository id (ORG/NAME)", repo));
     if (!safe_relative(revision_)) throw HubError(Kind::kRevisionNotFound, fmt::format("revision '{}' of {} is not a valid revision name", revision_, repo));
-    endpoint_host_ = detail::parse_url(o.endpoint + "/").host;
+    endpoint_origin_ = detail::parse_url(o.endpoint + "/").origin();
   }
 
   /// The path of `file`, nullopt when an optional file does not exist.
@@ -228,8 +228,10 @@ class Fetcher {
 
   std::vector<std::pair<std::string, std::string>> headers_for(const std::string& url) const {
     std::vector<std::pair<std::string, std::string>> h;
-    // The token goes to the endpoint's host only: never to a CDN or another host a redirect names.
-    if (o_.token && detail::parse_url(url).host == endpoint_host_) h.emplace_back("Authorization", "Bearer " + *o_.token);
+    // The token goes to the endpoint's origin only (scheme, host and port, as requests / huggingface_hub
+    // drop it on any change of them): never to a CDN, another host, or another port a redirect names.
+    if (o_.token && detail::parse_url(url).origin() == endpoint_origin_)
+      h.emplace_back("Authorization", "Bearer " + *o_.token);
     return h;
   }
 
@@ -466,7 +468,7 @@ class Fetcher {
   const HubOptions& o_;
   RepoType type_;
   fs::path storage_;
-  std::string endpoint_host_;
+  std::string endpoint_origin_;  ///< scheme://host[:port] of HubOptions::endpoint
 };
 
 }  // namespace

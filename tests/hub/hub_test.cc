@@ -168,6 +168,27 @@ TEST_F(Hub, LfsFileFollowsTheRedirectToTheCdnWithoutTheToken) {
   EXPECT_EQ(log[1].authorization, "");  // another host: no token
 }
 
+// Issue 31: a redirect to another port of the same host is another origin: HF_TOKEN is not sent there
+// (requests / huggingface_hub drop credentials on any change of scheme, host or port).
+TEST_F(Hub, TokenIsNotSentToAnotherPortOfTheSameHost) {
+  FakeHub cdn;  // the same repository on a second server: 127.0.0.1, another port
+  FakeHubRepo repo;
+  repo.refs = {{"main", kCommitB}};
+  repo.commits[kCommitB] = {{"model.safetensors", {big_content(), /*lfs=*/true}}};
+  cdn.add_repo("org/model", repo);
+  repo.cdn_origin = cdn.endpoint();
+  hub.add_repo("org/model", repo);
+  opts.token = "hf_secret_token_42";
+  opts.token_source = "HF_TOKEN";
+  const Snapshot s = fetch_files("org/model", {{"model.safetensors"}}, "", opts);
+  EXPECT_EQ(slurp(*s.files.at("model.safetensors")), big_content());
+  ASSERT_EQ(hub.requests().size(), 1u);
+  EXPECT_EQ(hub.requests()[0].authorization, "Bearer hf_secret_token_42");
+  ASSERT_EQ(cdn.requests().size(), 1u);
+  EXPECT_EQ(cdn.requests()[0].host, "127.0.0.1:" + std::to_string(cdn.port()));
+  EXPECT_EQ(cdn.requests()[0].authorization, "");  // same host, another port: no token
+}
+
 TEST_F(Hub, RenamedRepositoryFollowsTheRelativeRedirectAndCachesUnderTheAskedId) {
   const Snapshot s = fetch_files("old-org/old-name", {{"config.json"}}, "", opts);
   EXPECT_EQ(s.dir, storage("models--old-org--old-name") / "snapshots" / kCommitB);

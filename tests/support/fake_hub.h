@@ -57,6 +57,9 @@ struct FakeHubRepo {
   std::map<std::string, std::map<std::string, FakeHubFile>> commits;  ///< commit -> path -> file
   bool gated = false;
   std::string renamed_to;  ///< non-empty: every resolve URL answers 307 to this id
+  /// Origin the LFS redirect names ("" = http://localhost:PORT, another host name of this server); set it to
+  /// another server's origin (another port on 127.0.0.1) to test credentials across ports.
+  std::string cdn_origin;
 };
 
 struct FakeHubRequest {
@@ -202,7 +205,9 @@ class FakeHub {
                    "X-Repo-Commit: " + commit + "\r\n");
     if (f->second.lfs) {
       const std::string sha = sha256_hex(f->second.content);
-      return {"HTTP/1.1 302 Found\r\nLocation: http://localhost:" + std::to_string(port()) + "/cdn/" + sha +
+      const std::string cdn =
+          repo.cdn_origin.empty() ? "http://localhost:" + std::to_string(port()) : repo.cdn_origin;
+      return {"HTTP/1.1 302 Found\r\nLocation: " + cdn + "/cdn/" + sha +
                   "?X-Amz-Signature=abc123\r\nX-Linked-Etag: \"" + sha + "\"\r\nX-Linked-Size: " +
                   std::to_string(f->second.content.size()) + "\r\nETag: \"" + git_blob_sha1("pointer " + sha) +
                   "\"\r\nX-Repo-Commit: " + commit + "\r\n",
