@@ -1,7 +1,6 @@
 // Launch command dispatch, shell splitting/quoting, environment, to_argv/render_command.
 #include <algorithm>
 #include <charconv>
-#include <regex>
 
 #include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
@@ -10,11 +9,6 @@
 
 namespace servelab::engines {
 namespace {
-
-std::string basename_of(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string joined(const std::vector<std::string>& argv) {
   std::string out;
@@ -117,8 +111,7 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
     c.kind = kind;
     engine_module(kind).parse(args, env, c);
   };
-  const std::string prog = basename_of(argv[0]);
-  static const std::regex kPython("python[0-9.]*");
+  const std::string prog = detail::program_basename(argv[0]);
   std::vector<std::string> rest;
   if (prog == "vllm") {
     if (argv.size() < 2 || argv[1] != "serve") not_a_launch(argv);
@@ -136,7 +129,7 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
     c.program = "trtllm-serve";
     rest.assign(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end());
     parse_with(EngineKind::kTrtllm, rest);
-  } else if (std::regex_match(prog, kPython)) {
+  } else if (detail::is_python(prog)) {
     // python [interpreter options] -m MODULE args...
     std::size_t i = 1;
     std::string module;

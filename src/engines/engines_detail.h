@@ -24,6 +24,10 @@ std::vector<std::string> render_vllm(const LaunchConfig& config, const LaunchCon
 std::vector<std::string> render_sglang(const LaunchConfig& config, const LaunchConfig& bare);
 std::vector<std::string> render_trtllm(const LaunchConfig& config, const LaunchConfig& bare);
 
+/// The last component of a program path ("/usr/bin/python3" -> "python3").
+std::string program_basename(const std::string& path);
+/// True for a Python interpreter's basename: python, python3, python3.12.
+bool is_python(const std::string& basename);
 /// True when `word` starts an engine command (vllm, sglang, trtllm-serve, python*; a path's basename).
 bool is_engine_program(const std::string& word);
 

@@ -8,15 +8,15 @@
 namespace servelab::engines::detail {
 namespace {
 
-std::string wrapper_basename(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+/// A shell-style `NAME=value` word.
+bool is_assignment(const std::string& word) {
+  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
+  return std::regex_match(word, kAssignment);
 }
 
 /// `K=V` into env (a bare `K` is a name to pass through: nothing to record).
 void assign(const std::string& kv, std::map<std::string, std::string>& env) {
-  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
-  if (!std::regex_match(kv, kAssignment)) return;
+  if (!is_assignment(kv)) return;
   const auto eq = kv.find('=');
   env[kv.substr(0, eq)] = kv.substr(eq + 1);
 }
@@ -38,19 +38,27 @@ bool option_value(const std::vector<std::string>& argv, std::size_t& i, const st
 
 }  // namespace
 
-bool is_engine_program(const std::string& word) {
+std::string program_basename(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool is_python(const std::string& basename) {
   static const std::regex kPython("python[0-9.]*");
-  const std::string b = wrapper_basename(word);
-  return b == "vllm" || b == "sglang" || b == "trtllm-serve" || std::regex_match(b, kPython);
+  return std::regex_match(basename, kPython);
+}
+
+bool is_engine_program(const std::string& word) {
+  const std::string b = program_basename(word);
+  return b == "vllm" || b == "sglang" || b == "trtllm-serve" || is_python(b);
 }
 
 LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::map<std::string, std::string>& env) {
-  static const std::regex kAssignment("[A-Za-z_][A-Za-z0-9_]*=.*");
   LaunchWrapper w;
   std::size_t i = 0;
   while (i < argv.size()) {
-    const std::string prog = wrapper_basename(argv[i]);
-    if (std::regex_match(argv[i], kAssignment)) {
+    const std::string prog = program_basename(argv[i]);
+    if (is_assignment(argv[i])) {
       assign(argv[i++], env);
       continue;
     }
@@ -68,7 +76,7 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::m
     // The wrapper's options up to the engine program; the environment they give the engine is recorded
     // (mpirun -x K=V, srun --export=K=V,..., docker -e/--env K=V).
     bool vllm_image = false;
-    while (i < argv.size() && !is_engine_program(argv[i]) && wrapper_basename(argv[i]) != "env") {
+    while (i < argv.size() && !is_engine_program(argv[i]) && program_basename(argv[i]) != "env") {
       std::string v;
       if ((mpi && option_value(argv, i, "-x", v)) ||
           (container && (option_value(argv, i, "-e", v) || option_value(argv, i, "--env", v)))) {
@@ -92,7 +100,7 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::m
     }
     w.words.insert(w.words.end(), argv.begin() + static_cast<std::ptrdiff_t>(start),
                    argv.begin() + static_cast<std::ptrdiff_t>(i));
-    if (vllm_image && (i >= argv.size() || (!is_engine_program(argv[i]) && wrapper_basename(argv[i]) != "env"))) {
+    if (vllm_image && (i >= argv.size() || (!is_engine_program(argv[i]) && program_basename(argv[i]) != "env"))) {
       w.supplies_program = true;
       break;
     }

@@ -27,7 +27,25 @@ struct OpTable::Column {
   Type type = Type::kF64;
   std::vector<std::string> dict;  ///< sorted; kDict cells index it
   const unsigned char* data = nullptr;
+
+  /// The cell value of `text` in this dictionary column; -1 when it was never measured.
+  double code(const std::string& text) const {
+    auto pos = std::find(dict.begin(), dict.end(), text);
+    return pos == dict.end() ? -1 : static_cast<double>(pos - dict.begin());
+  }
 };
+
+double OpAxis::between(double y0, double y1, double t) const {
+  if (space == Space::kSqrt) {
+    const double s = std::sqrt(y0) + t * (std::sqrt(y1) - std::sqrt(y0));
+    return s * s;
+  }
+  return y0 + t * (y1 - y0);
+}
+
+double OpAxis::beyond(double y_max, double q, double max) const {
+  return max > 0 ? y_max * std::pow(q / max, exponent) : y_max;
+}
 
 namespace {
 
@@ -216,10 +234,9 @@ std::vector<std::string> OpTable::distinct(std::string_view column, const OpQuer
     if (it == where.end()) continue;
     const int kc = column_index(k);
     if (const auto* s = std::get_if<std::string>(&it->second)) {
-      const auto& d = columns_[kc].dict;
-      auto pos = std::find(d.begin(), d.end(), *s);
-      if (pos == d.end()) return {};
-      match.emplace_back(kc, static_cast<double>(pos - d.begin()));
+      const double code = columns_[kc].code(*s);
+      if (code < 0) return {};
+      match.emplace_back(kc, code);
     } else {
       match.emplace_back(kc, std::get<double>(it->second));
     }
@@ -298,8 +315,7 @@ bool OpTable::narrow_keys(const OpQuery& query, std::size_t from, Range& r, std:
         why = fmt::format("{}: {} is text, the query gave a number", table_, k);
         return false;
       }
-      auto pos = std::find(col.dict.begin(), col.dict.end(), *s);
-      v = pos == col.dict.end() ? -1 : static_cast<double>(pos - col.dict.begin());
+      v = col.code(*s);
     } else {
       const auto* d = std::get_if<double>(&it->second);
       if (!d) {
@@ -378,11 +394,11 @@ bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, doubl
   if (q >= last) {
     if (!interpolate(query, axis + 1, equal_range(c, last, r), out, info)) return false;
     if (q > last) {
-      const double scale = last > 0 ? std::pow(q / last, ax.exponent) : 1.0;
-      out *= scale;
+      const double at_last = out;
+      out = ax.beyond(at_last, q, last);
       info.extrapolated = true;
       note(fmt::format("{}={} above the measured maximum {}: x{:.3g}", ax.name, number_text(q), number_text(last),
-                       scale));
+                       at_last > 0 ? out / at_last : 1.0));
     }
     return true;
   }
@@ -393,13 +409,7 @@ bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, doubl
   double y0 = 0, y1 = 0;
   if (!interpolate(query, axis + 1, equal_range(c, v0, r), y0, info)) return false;
   if (!interpolate(query, axis + 1, equal_range(c, v1, r), y1, info)) return false;
-  const double t = (q - v0) / (v1 - v0);
-  if (ax.space == OpAxis::Space::kSqrt) {
-    const double s = std::sqrt(y0) + t * (std::sqrt(y1) - std::sqrt(y0));
-    out = s * s;
-  } else {
-    out = y0 + t * (y1 - y0);
-  }
+  out = ax.between(y0, y1, (q - v0) / (v1 - v0));
   return true;
 }
 
@@ -450,15 +460,10 @@ OpLookup OpTable::curve(const OpQuery& query, std::string_view axis, OpCurve& ou
 double OpCurve::at(double q, bool* outside) const {
   if (outside) *outside = q < x.front() || q > x.back();
   if (q <= x.front()) return y_ms.front();
-  if (q >= x.back()) return x.back() > 0 ? y_ms.back() * std::pow(q / x.back(), axis.exponent) : y_ms.back();
+  if (q >= x.back()) return axis.beyond(y_ms.back(), q, x.back());
   const auto hi = static_cast<std::size_t>(std::upper_bound(x.begin(), x.end(), q) - x.begin());
   const std::size_t lo = hi - 1;
-  const double t = (q - x[lo]) / (x[hi] - x[lo]);
-  if (axis.space == OpAxis::Space::kSqrt) {
-    const double s = std::sqrt(y_ms[lo]) + t * (std::sqrt(y_ms[hi]) - std::sqrt(y_ms[lo]));
-    return s * s;
-  }
-  return y_ms[lo] + t * (y_ms[hi] - y_ms[lo]);
+  return axis.between(y_ms[lo], y_ms[hi], (q - x[lo]) / (x[hi] - x[lo]));
 }
 
 OpLookup OpTable::lookup(const OpQuery& query) const {

@@ -45,6 +45,12 @@ struct OpAxis {
   /// bytes; 2: prefill attention, quadratic in length). Below the smallest, the smallest's latency (a kernel
   /// does not get faster than its smallest measured shape). Either way the lookup is marked extrapolated.
   double exponent = 1;
+
+  /// Latency at fraction t (0..1) of the way from a measured point of latency y0 to the next, y1 (ms), in
+  /// this axis' space.
+  double between(double y0, double y1, double t) const;
+  /// Latency at q beyond the largest measured value `max`, whose latency is y_max (ms).
+  double beyond(double y_max, double q, double max) const;
 };
 
 /// Latency along one axis with every other column fixed: the measured values of the axis, each with the
