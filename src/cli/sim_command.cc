@@ -283,7 +283,7 @@ void apply_op_data(const std::string& dir) {
 }
 
 constexpr const char* kOpDataHelp =
-    "take GEMM times from measured operator tables: an op store directory (make deps builds one from "
+    "take GEMM, GQA attention and MoE times from measured operator tables: an op store directory (make deps builds one from "
     "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is validated";
 
 void setup_sim(CLI::App& root) {

@@ -68,6 +68,23 @@ std::optional<std::string> store_gpu(const ops::OpStore& store, const hardware::
 
 }  // namespace
 
+namespace {
+
+/// The newest of `releases` not newer than `want`, else the oldest; empty when there are none.
+std::string nearest_release(std::vector<std::string> releases, const std::string& want) {
+  if (releases.empty()) return {};
+  std::sort(releases.begin(), releases.end(),
+            [](const std::string& a, const std::string& b) { return release_numbers(a) < release_numbers(b); });
+  const auto w = release_numbers(want);
+  std::string out = releases.front();
+  for (const auto& r : releases) {
+    if (release_numbers(r) <= w) out = r;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<OpSource> op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                   const hardware::GpuSpec& gpu) {
   const auto sys = store_gpu(store, gpu);
@@ -75,17 +92,15 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
   OpSource src;
   src.gpu = *sys;
   src.backend = engines::engine_kind_name(launch.config.kind);
-  auto releases = store.versions(src.gpu, src.backend, "gemm_perf");
-  if (releases.empty()) return std::nullopt;
-  std::sort(releases.begin(), releases.end(),
-            [](const std::string& a, const std::string& b) { return release_numbers(a) < release_numbers(b); });
-  const auto want = release_numbers(launch.version);
-  src.release = releases.front();
-  for (const auto& r : releases) {
-    if (release_numbers(r) <= want) src.release = r;
-  }
+  src.launch_release = launch.version;
+  src.release = nearest_release(store.versions(src.gpu, src.backend, "gemm_perf"), launch.version);
+  if (src.release.empty()) return std::nullopt;
   src.exact_release = src.release == launch.version;
   return src;
+}
+
+std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table) {
+  return nearest_release(store.versions(src.gpu, src.backend, table), src.launch_release);
 }
 
 const char* measured_gemm_dtype(engines::GemmKernel k) {
@@ -125,6 +140,116 @@ std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& stor
   std::lock_guard lock(mu);
   memo.emplace(key, out);
   return out;
+}
+
+double OpSurface::at(double o, double i) const {
+  if (outer.empty()) return 0;
+  if (o <= outer.front()) return curves.front().at(i);
+  if (o >= outer.back()) return curves.back().at(i) * o / outer.back();
+  const auto hi = static_cast<std::size_t>(std::upper_bound(outer.begin(), outer.end(), o) - outer.begin());
+  const double t = (o - outer[hi - 1]) / (outer[hi] - outer[hi - 1]);
+  return curves[hi - 1].at(i) * (1 - t) + curves[hi].at(i) * t;
+}
+
+const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }
+
+namespace {
+
+/// Memoised lookups: a fit builds the same step model many times. Values may be null (nothing measured).
+template <class T>
+class Memo {
+ public:
+  template <class Make>
+  std::shared_ptr<const T> get(const std::string& key, Make make) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    }
+    std::shared_ptr<const T> v = make();
+    std::lock_guard lock(mu_);
+    return memo_.emplace(key, std::move(v)).first->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const T>> memo_;
+};
+
+std::string number_key(double v) { return std::to_string(v); }
+
+}  // namespace
+
+std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
+                                                    const AttentionShape& shape) {
+  const char* name = decode ? "generation_attention_perf" : "context_attention_perf";
+  const std::string release = table_release(store, src, name);
+  if (release.empty() || shape.heads <= 0 || shape.head_dim <= 0) return nullptr;
+  static Memo<OpSurface> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" + number_key(shape.heads) +
+                          "|" + number_key(shape.kv_heads) + "|" + number_key(shape.head_dim) + "|" +
+                          number_key(shape.window) + "|" + measured_kv_dtype(shape.kv_dtype);
+  return memo.get(key, [&]() -> std::shared_ptr<const OpSurface> {
+    const auto table = store.table(src.gpu, src.backend, release, name);
+    if (!table) return nullptr;
+    ops::OpQuery q{{"kv_cache_dtype", std::string(measured_kv_dtype(shape.kv_dtype))},
+                   {"head_dim", shape.head_dim},
+                   {"window_size", shape.window},
+                   {"beam_width", 1.0},
+                   {"num_key_value_heads", std::max(1.0, shape.kv_heads)},
+                   {"num_heads", shape.heads}};
+    if (decode) q["isl"] = 1.0;
+    else q["step"] = 0.0;
+    auto surface = std::make_shared<OpSurface>();
+    for (const auto& b : table->distinct("batch_size", q)) {
+      const double batch = std::stod(b);
+      q["batch_size"] = batch;
+      ops::OpCurve c;
+      if (!table->curve(q, decode ? "step" : "isl", c).ok) continue;
+      surface->outer.push_back(batch);
+      surface->curves.push_back(std::move(c));
+    }
+    if (surface->outer.empty()) return nullptr;
+    // distinct() lists values as text: order the measured batch sizes numerically.
+    std::vector<std::size_t> order(surface->outer.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return surface->outer[a] < surface->outer[b]; });
+    OpSurface sorted;
+    for (auto i : order) sorted.outer.push_back(surface->outer[i]), sorted.curves.push_back(surface->curves[i]);
+    return std::make_shared<const OpSurface>(std::move(sorted));
+  });
+}
+
+const char* measured_moe_dtype(const model::WeightFormat& experts) {
+  switch (experts.dtype) {
+    case model::DType::kBf16:
+    case model::DType::kFp16: return "bfloat16";
+    case model::DType::kFp8: return experts.block_scaled ? "fp8_block" : "fp8";
+    case model::DType::kMxfp4: return "w4a16_mxfp4";
+    case model::DType::kNvfp4: return "nvfp4";
+    default: return nullptr;
+  }
+}
+
+std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store, const OpSource& src,
+                                                       const MoeShape& shape) {
+  const std::string release = table_release(store, src, "moe_perf");
+  if (release.empty() || !shape.dtype) return nullptr;
+  static Memo<ops::OpCurve> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + shape.dtype + "|" +
+                          number_key(shape.hidden) + "|" + number_key(shape.inter) + "|" + number_key(shape.top_k) +
+                          "|" + number_key(shape.experts) + "|" + std::to_string(shape.tp) + "|" +
+                          std::to_string(shape.ep);
+  return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
+    const auto table = store.table(src.gpu, src.backend, release, "moe_perf");
+    if (!table) return nullptr;
+    auto curve = std::make_shared<ops::OpCurve>();
+    const ops::OpQuery q{{"moe_dtype", std::string(shape.dtype)}, {"distribution", std::string("balanced")},
+                         {"hidden_size", shape.hidden},           {"inter_size", shape.inter},
+                         {"topk", shape.top_k},                   {"num_experts", shape.experts},
+                         {"moe_tp_size", double(shape.tp)},       {"moe_ep_size", double(shape.ep)}};
+    if (!table->curve(q, "num_tokens", *curve).ok) return nullptr;
+    return curve;
+  });
 }
 
 }  // namespace detail

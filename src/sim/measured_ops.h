@@ -6,9 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 #include "servelab/ops/op_store.h"
 
 namespace servelab::sim::detail {
@@ -23,7 +26,59 @@ struct OpSource {
   std::string backend;    ///< "vllm", "sglang", "trtllm"
   std::string release;    ///< measured release used for the launch's GEMMs
   bool exact_release = false;  ///< the launch's own release was measured
+  std::string launch_release;  ///< the launch's own release (engines::ResolvedLaunch::version)
 };
+
+/// The release of `table` used for a launch of `src`: the newest measured one not newer than the launch's,
+/// else the oldest (as op_source picks the GEMM release); empty when no release of this GPU and engine
+/// measured `table`.
+std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table);
+
+/// Latency over two axes of a measured table: one OpCurve along the inner axis at each measured value of
+/// the outer one (attention: batch size outer; KV length or prompt length inner).
+/// Thread-safety: immutable; safe to evaluate concurrently.
+struct OpSurface {
+  std::vector<double> outer;        ///< measured values of the outer axis, ascending (at least one)
+  std::vector<ops::OpCurve> curves; ///< latency along the inner axis at each `outer` value
+  /// Latency (ms) at (o, i): linear in o between measured values; above the largest, the largest's latency
+  /// scaled by o / largest (one more request costs what an average one did); below the smallest, the
+  /// smallest's.
+  double at(double o, double i) const;
+};
+
+/// The KV-cache dtype as the attention tables name it ("bfloat16", "fp8").
+const char* measured_kv_dtype(model::DType kv);
+
+/// A GQA layer's attention kernel on one GPU, as the attention tables key it (heads after attention TP).
+struct AttentionShape {
+  double heads = 0;      ///< query heads on the GPU
+  double kv_heads = 0;   ///< KV heads on the GPU (at least 1)
+  double head_dim = 0;
+  double window = 0;     ///< sliding window (0 = full causal)
+  model::DType kv_dtype = model::DType::kBf16;
+};
+
+/// Decode attention (`generation_attention_perf`: batch outer, KV length `step` inner) or prefill attention
+/// (`context_attention_perf`: batch outer, prompt length `isl` inner) of `shape` from the source's tables;
+/// nullptr when the table is missing or no row has this shape (the step model then keeps its roofline).
+std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
+                                                    const AttentionShape& shape);
+
+/// A MoE layer's routed experts as `moe_perf` keys them.
+struct MoeShape {
+  const char* dtype = nullptr;  ///< "bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", ... (measured_moe_dtype)
+  double hidden = 0, inter = 0, top_k = 0, experts = 0;  ///< the model's (inter: one expert's, unsliced)
+  int tp = 1, ep = 1;           ///< MoE TP and EP sizes
+};
+
+/// The `moe_perf` moe_dtype of a model's expert weights (BF16, FP8 per-tensor, FP8 block, MXFP4, NVFP4);
+/// nullptr for the formats no table measures (INT4/INT8 weight-only experts).
+const char* measured_moe_dtype(const model::WeightFormat& experts);
+
+/// Latency (ms) of one MoE layer's routed experts along the tokens entering it (balanced routing, the
+/// engine's measured kernel), or nullptr when no row has this shape.
+std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store, const OpSource& src,
+                                                       const MoeShape& shape);
 
 /// The source of `launch` on `gpu` in `store`: the newest measured release not newer than the launch's,
 /// else the oldest measured one (kernel libraries change slowly between releases; the difference is

@@ -157,15 +157,30 @@ class StepModel {
     double linear_flops_per_token = 0;
     double prefill_pad = 1, decode_pad = 1;  ///< FlashMLA sparse pads a rank's heads (SM90: to 64)
     int kernels = 12;              ///< kernels per layer (floors / eager launches)
+    /// Measured attention core (GQA layers, use_measured_operators): decode (batch x KV length) and
+    /// prefill (batch x prompt length); null where nothing was measured (the roofline stays).
+    std::shared_ptr<const OpSurface> decode_attn, prefill_attn;
+    /// Measured routed experts along the tokens entering the layer; null: the roofline.
+    std::shared_ptr<const ops::OpCurve> moe_measured;
   };
   struct Stage {
     std::vector<LayerClass> classes;
     bool first = false, last = false;
   };
 
-  /// Time (s) of `g` at `m` rows: its measured curve when there is one (all of it added to `*unscaled`:
-  /// a measurement is not divided by the kernel scale), else gemm_time_s (its memory-bound part added).
+  /// Time (s) of `g` at `m` rows: its measured curve when there is one (measured_s), else gemm_time_s (its
+  /// memory-bound part added to `*unscaled`).
   double gemm_s(const Gemm& g, double m, double* unscaled) const;
+  /// A measured kernel time `t` (s), all of it added to `*unscaled`: a measurement is not divided by the
+  /// kernel scale (which stays with the roofline's recalled efficiencies). Returns t. Held out, dividing the
+  /// compute part of measurements by the kernel scale too was worse (README, "measured operators").
+  static double measured_s(double t, double* unscaled) {
+    if (unscaled) *unscaled += t;
+    return t;
+  }
+  /// The measured attention core of one rank's load (s), or -1 when `c` has no measured table for a part
+  /// the load runs (decode or prefill): the caller keeps the roofline then.
+  double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
   double layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const;
   double stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const;
 

@@ -295,8 +295,22 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
           break;
       }
     }
-    if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) c.top_k = moe->top_k;
+    if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
+      c.top_k = moe->top_k;
+      if (op_source_)
+        c.moe_measured = measured_moe_curve(
+            *ops_, *op_source_,
+            MoeShape{measured_moe_dtype(m.quantization.experts), double(m.hidden_size), double(moe->expert_intermediate),
+                     double(moe->top_k), double(moe->experts), lay.moe_tp, lay.moe_ep});
+    }
     const auto& a = layer.attention;
+    if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
+      const double tp = std::max(1, lay.attn_tp);
+      const AttentionShape shape{g->heads / tp, std::max(1.0, std::floor(g->kv_heads / tp)), double(g->head_dim),
+                                 double(g->window), launch_.kv_dtype};
+      c.decode_attn = measured_attention(*ops_, *op_source_, true, shape);
+      c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
+    }
     c.linear_attention = std::holds_alternative<model::LinearAttention>(a);
     if (const auto* mla = std::get_if<model::MlaAttention>(&a)) {
       c.mla = true;
@@ -359,12 +373,26 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   measure(lm_head_, engines::GemmKernel::kCublasBf16);
 }
 
-double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
-  if (g.measured) {
-    const double t = g.measured->at(m) * 1e-3;
-    if (unscaled) *unscaled += t;
-    return t;
+double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
+  const int p = c.pattern;
+  double t = 0;
+  if (r.decode_requests > 0) {
+    if (!c.decode_attn) return -1;
+    const double kv = r.decode_kv_tokens[p] / r.decode_requests;
+    t += c.decode_attn->at(r.decode_requests, kv) * 1e-3;
   }
+  if (r.prefill_requests > 0 && r.prefill_pairs[p] > 0) {
+    if (!c.prefill_attn) return -1;
+    // The prompt length whose causal prefill has the chunk's (query, key) pairs (L^2 / 2 per request):
+    // chunks after a prefix cost what a prompt of the same work does.
+    const double isl = std::sqrt(2.0 * r.prefill_pairs[p] / r.prefill_requests);
+    t += c.prefill_attn->at(r.prefill_requests, isl) * 1e-3;
+  }
+  return t;
+}
+
+double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
+  if (g.measured) return measured_s(g.measured->at(m) * 1e-3, unscaled);
   return gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, cluster_.gpu, unscaled);
 }
 
@@ -413,6 +441,8 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
       const double compute = T * c.linear_flops_per_token / (bf16 * linear_eff_.compute);
       const double memory = 2.0 * r.requests * c.state_bytes / (bw * linear_eff_.memory);
       core = std::max(compute, memory);
+    } else if (const double measured = c.mla ? -1 : measured_attention_s(c, r); measured >= 0) {
+      core = measured_s(measured, &mem);
     } else {
       const int p = c.pattern;
       // Prefill: MLA in MHA form unless the layer is sparse (absorbed MQA on the selected keys).
@@ -458,6 +488,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     const double bytes = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes) +
                          rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
     moe = std::max(flops / (peak * eff.compute), bytes / (bw * eff.memory));
+    if (c.moe_measured) moe = measured_s(c.moe_measured->at(tokens) * 1e-3, &mem);
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
                          gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);

@@ -88,8 +88,10 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
 // 0.19.0's gemm_perf, BF16, M = 1): q 8192 x 5120 0.03117155697610643 ms, kv 2048 x 5120
 // 0.012287110918098025, o 5120 x 8192 0.031735999716652766, gate_up 51200 x 5120 0.19412710931566027
 // (rows of the table), down 5120 x 25600 interpolated in K, the LM head 151,936 x 5120 beyond the largest
-// measured N (65,536: scaled linearly). The attention core and the sampler stay the roofline. A
-// measurement is not divided by the kernel scale: all of the GEMM time is in memory_s.
+// measured N (65,536: scaled linearly). The attention core from generation_attention_perf (vllm_flash_attn,
+// batch 1, 64 / 8 heads of 128, BF16 KV): rows at KV length 511 (0.011306667079528173 ms) and 1023
+// (0.011674666156371435 ms), linear at 1000. The sampler stays physics. A measurement is not divided by
+// the kernel scale: all of the measured time is in memory_s.
 TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   struct Reset {
     ~Reset() { use_measured_operators({}); }
@@ -114,12 +116,14 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   EXPECT_NEAR(ms(51200, 5120), 0.19412710931566027, 1e-7);
   const double gemms = 1e-3 * (0.03117155697610643 + 0.012287110918098025 + 0.031735999716652766 +
                                0.19412710931566027 + ms(5120, 25600));
-  const double P = 989e12, B = 3.35e12;
-  const double attn = std::max(1000 * 2.0 * 64 * 256 / (P * 0.60), 1000 * 4096.0 / (B * 0.80));
+  const double B = 3.35e12;
+  const double attn =
+      1e-3 * (0.011306667079528173 + (1000.0 - 511) / (1023 - 511) * (0.011674666156371435 - 0.011306667079528173));
   const double head = 1e-3 * ms(151936, 5120);
   const double sampler = 3.0 * 151936 * 4 / (B * 0.8);
   EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + head + sampler, 1e-7);
-  EXPECT_NEAR(cost.memory_s, 64 * gemms + head + sampler, 1e-7);
+  EXPECT_NEAR(cost.memory_s, 64 * (gemms + attn) + head + sampler, 1e-7);
+  EXPECT_NEAR(cost.attention_s, 64 * attn, 1e-9);
   // Measured and roofline agree on this weight-bound step within a few per cent (both ~24 ms).
   EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.002);
   // A release older than any measured one takes the oldest (vLLM 0.14.0); a GPU without tables (H20)
@@ -130,6 +134,44 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   EXPECT_EQ(src->release, "0.14.0");
   EXPECT_FALSE(src->exact_release);
   EXPECT_FALSE(detail::op_source(store, l, hardware::gpu_by_name("H20")));
+}
+
+// Routed experts and prefill attention from the measured tables. Qwen3-235B-A22B (94 layers of 128 experts,
+// top 8, hidden 4096, expert intermediate 1536, BF16) at TP4 on H100, vLLM: moe_perf of vLLM 0.14.0 (the
+// oldest measured release, the launch's 0.11.0 being older) row vllm_fused_moe, balanced, moe_tp_size 4,
+// num_tokens 8: 0.22317866484324136 ms per layer; the router (8 x 4096 x 128 BF16) stays the roofline, well
+// under 2 us a layer. Prefill of one 1000-token prompt (pairs 1000^2 / 2): the attention core is
+// context_attention_perf at batch 1, isl 1000, 16 / 1 heads of 128 (64 / 4 over TP4), as the table says.
+TEST(StepModel, MeasuredMoeAndPrefillAttention) {
+  struct Reset {
+    ~Reset() { use_measured_operators({}); }
+  } reset;
+  const auto store = ops::OpStore::open(ops::OpStore::default_dir());
+  use_measured_operators(store.dir());
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const auto c = hardware::parse_cluster("4xH100");
+  auto l = test_launch(m, c, 4);
+  l.version = "0.11.0";
+  const StepModel sm(l, c);
+  RankLoad dec;
+  dec.requests = dec.decode_requests = dec.query_tokens = dec.sampled_tokens = 8;
+  dec.decode_pairs[0] = dec.decode_kv_tokens[0] = 8 * 100.0;
+  const auto cost = sm.cost({&dec, 1}, 8, true, false);
+  EXPECT_NEAR(cost.moe_s, 94 * 0.22317866484324136e-3, 94 * 2e-6);
+  EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
+
+  RankLoad pre;
+  pre.requests = pre.prefill_requests = 1;
+  pre.query_tokens = pre.prefill_tokens = 1000;
+  pre.sampled_tokens = 1;
+  pre.prefill_pairs[0] = 1000.0 * 1000 / 2;
+  const auto table = store.table("h100_sxm", "vllm", "0.14.0", "context_attention_perf");
+  ASSERT_TRUE(table);
+  const auto row = table->lookup({{"batch_size", 1.0}, {"isl", 1000.0}, {"num_heads", 16.0},
+                                  {"num_key_value_heads", 1.0}, {"head_dim", 128.0}, {"window_size", 0.0},
+                                  {"kv_cache_dtype", std::string("bfloat16")}, {"step", 0.0}, {"beam_width", 1.0}});
+  ASSERT_TRUE(row.ok) << row.detail;
+  EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 94 * row.latency_ms * 1e-3, 1e-9);
 }
 
 // Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs under an engine
