@@ -75,7 +75,7 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
   row("Time in decode-only steps (s):", fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
-  s += fmt::format("{:-^52}\n", " Roofline time by operator class (s) ");
+  s += fmt::format("{:-^52}\n", " Kernel time by operator class (s) ");
   row("Attention core + KV reads:", fmt::format("{:.2f}", v.attention_s));
   row("Dense linears (projections, FFN):", fmt::format("{:.2f}", v.linear_s));
   row("Routed experts (MoE):", fmt::format("{:.2f}", v.moe_s));
@@ -84,6 +84,13 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Collectives:", fmt::format("{:.2f}", v.comm_s));
   row("CPU + launch overhead:", fmt::format("{:.2f}", v.overhead_s));
   if (v.spec_acceptance > 0) row("Draft acceptance:", fmt::format("{:.2f}", v.spec_acceptance));
+  if (!v.measured_operators.empty()) {
+    s += fmt::format("{:-^52}\n", " Measured operators (--op-data) ");
+    for (const auto& n : v.measured_operators) s += n + "\n";
+    row("Table lookups / outside the measured grid:",
+        fmt::format("{} / {}{}", v.measured_lookups, v.extrapolated_lookups,
+                    v.extrapolated_lookups > 0 ? " (scaled from the nearest measured point)" : ""));
+  }
   s += std::string(52, '=') + "\n";
   return s;
 }

@@ -142,13 +142,21 @@ std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& stor
   return out;
 }
 
-double OpSurface::at(double o, double i) const {
+double OpSurface::at(double o, double i, bool* outside) const {
+  if (outside) *outside = false;
   if (outer.empty()) return 0;
-  if (o <= outer.front()) return curves.front().at(i);
-  if (o >= outer.back()) return curves.back().at(i) * o / outer.back();
+  if (o <= outer.front() || o >= outer.back()) {
+    const bool below = o <= outer.front();
+    const double y = (below ? curves.front() : curves.back()).at(i, outside);
+    if (outside && (o < outer.front() || o > outer.back())) *outside = true;
+    return below ? y : y * o / outer.back();
+  }
   const auto hi = static_cast<std::size_t>(std::upper_bound(outer.begin(), outer.end(), o) - outer.begin());
   const double t = (o - outer[hi - 1]) / (outer[hi] - outer[hi - 1]);
-  return curves[hi - 1].at(i) * (1 - t) + curves[hi].at(i) * t;
+  bool out_lo = false, out_hi = false;
+  const double y = curves[hi - 1].at(i, &out_lo) * (1 - t) + curves[hi].at(i, &out_hi) * t;
+  if (outside) *outside = out_lo || out_hi;
+  return y;
 }
 
 const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }

@@ -43,7 +43,8 @@ struct OpSurface {
   /// Latency (ms) at (o, i): linear in o between measured values; above the largest, the largest's latency
   /// scaled by o / largest (one more request costs what an average one did); below the smallest, the
   /// smallest's.
-  double at(double o, double i) const;
+  /// `*outside` (if given) is set when (o, i) lies outside the measured grid.
+  double at(double o, double i, bool* outside = nullptr) const;
 };
 
 /// The KV-cache dtype as the attention tables name it ("bfloat16", "fp8").

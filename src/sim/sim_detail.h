@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <string>
 #include <optional>
 #include <span>
 #include <vector>
@@ -131,6 +133,14 @@ class StepModel {
   /// True when a step with these loads replays a CUDA graph under the launch's rule.
   bool graphed(std::span<const RankLoad> loads) const;
 
+  /// With measured operators (use_measured_operators): per operator kind, the table and release it came
+  /// from, or why it stayed the roofline ("MoE: roofline (no moe_perf row for ...)"); empty without.
+  const std::vector<std::string>& measured_notes() const { return measured_notes_; }
+  /// Measured-table lookups made by cost() so far, and how many of them lay outside the measured grid
+  /// (answered by scaling the nearest measured point, ops::OpAxis::beyond).
+  long long measured_lookups() const { return lookups_.total.load(std::memory_order_relaxed); }
+  long long extrapolated_lookups() const { return lookups_.outside.load(std::memory_order_relaxed); }
+
  private:
   struct Gemm {
     double n = 0, k = 0, weight_bytes = 0;  ///< per-GPU shape and bytes
@@ -200,6 +210,25 @@ class StepModel {
   CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
   std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
+  std::vector<std::string> measured_notes_;  ///< see measured_notes()
+  void describe_measured();
+  /// Counters of measured lookups. cost() is const and thread-safe, so they are relaxed atomics; copying
+  /// a StepModel copies their values.
+  struct LookupCounter {
+    mutable std::atomic<long long> total{0}, outside{0};
+    LookupCounter() = default;
+    LookupCounter(const LookupCounter& o) : total(o.total.load()), outside(o.outside.load()) {}
+    LookupCounter& operator=(const LookupCounter& o) {
+      total = o.total.load(), outside = o.outside.load();
+      return *this;
+    }
+    void add(bool out) const {
+      total.fetch_add(1, std::memory_order_relaxed);
+      if (out) outside.fetch_add(1, std::memory_order_relaxed);
+    }
+  } lookups_;
+  /// `curve` at `q` in seconds, counted in lookups_.
+  double measured_at(const ops::OpCurve& curve, double q) const;
 };
 
 }  // namespace servelab::sim::detail

@@ -339,6 +339,9 @@ TwinView Simulator::view() {
   view_.kv_peak_fraction = peak;
   view_.memory = plan_;
   view_.spec_acceptance = launch_.speculative ? launch_.speculative->acceptance : 0.0;
+  view_.measured_operators = model_.measured_notes();
+  view_.measured_lookups = model_.measured_lookups();
+  view_.extrapolated_lookups = model_.extrapolated_lookups();
   return view_;
 }
 

@@ -371,28 +371,78 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   lm_head_.eff = gemm_efficiency(engines::GemmKernel::kCublasBf16, gen);
   lm_head_.peak = cluster_.gpu.bf16_flops;
   measure(lm_head_, engines::GemmKernel::kCublasBf16);
+  describe_measured();
+}
+
+double StepModel::measured_at(const ops::OpCurve& curve, double q) const {
+  bool outside = false;
+  const double t = curve.at(q, &outside) * 1e-3;
+  lookups_.add(outside || curve.extrapolated);
+  return t;
+}
+
+void StepModel::describe_measured() {
+  if (!ops_) return;
+  if (!op_source_) {
+    measured_notes_.push_back(fmt::format("no measured tables for {} on {}: every operator is the roofline",
+                                          engines::engine_kind_name(launch_.config.kind), cluster_.gpu.name));
+    return;
+  }
+  const OpSource& src = *op_source_;
+  auto from = [&](const char* table) {
+    const std::string r = table_release(*ops_, src, table);
+    return fmt::format("{} of {} {} {}{}", table, src.gpu, src.backend, r,
+                       r == src.launch_release ? "" : fmt::format(", the nearest measured release to the launch's {}",
+                                                                  src.launch_release));
+  };
+  int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
+  auto count = [&](const LayerClass& c) {
+    for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
+      for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
+    if (!c.linear_attention) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
+    if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0;
+  };
+  for (const auto& st : stages_)
+    for (const auto& c : st.classes) count(c);
+  if (draft_) count(*draft_);
+  ++gemms, gemms_measured += lm_head_.measured ? 1 : 0;
+  auto rest = [](int measured, int all, const char* why) {
+    return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
+  };
+  measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
+                                        rest(gemms_measured, gemms, "a kernel no table measures")));
+  measured_notes_.push_back(fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
+                                        from("generation_attention_perf"),
+                                        rest(attn_measured, attn, "MLA, DSA, or heads / KV dtype no row has")));
+  if (moe > 0)
+    measured_notes_.push_back(fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
+                                          rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
+  measured_notes_.push_back("collectives, norms and other elementwise work: the roofline");
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
   const int p = c.pattern;
   double t = 0;
+  bool outside = false;
   if (r.decode_requests > 0) {
     if (!c.decode_attn) return -1;
     const double kv = r.decode_kv_tokens[p] / r.decode_requests;
-    t += c.decode_attn->at(r.decode_requests, kv) * 1e-3;
+    t += c.decode_attn->at(r.decode_requests, kv, &outside) * 1e-3;
+    lookups_.add(outside);
   }
   if (r.prefill_requests > 0 && r.prefill_pairs[p] > 0) {
     if (!c.prefill_attn) return -1;
     // The prompt length whose causal prefill has the chunk's (query, key) pairs (L^2 / 2 per request):
     // chunks after a prefix cost what a prompt of the same work does.
     const double isl = std::sqrt(2.0 * r.prefill_pairs[p] / r.prefill_requests);
-    t += c.prefill_attn->at(r.prefill_requests, isl) * 1e-3;
+    t += c.prefill_attn->at(r.prefill_requests, isl, &outside) * 1e-3;
+    lookups_.add(outside);
   }
   return t;
 }
 
 double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
-  if (g.measured) return measured_s(g.measured->at(m) * 1e-3, unscaled);
+  if (g.measured) return measured_s(measured_at(*g.measured, m), unscaled);
   return gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, cluster_.gpu, unscaled);
 }
 
@@ -488,7 +538,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     const double bytes = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes) +
                          rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
     moe = std::max(flops / (peak * eff.compute), bytes / (bw * eff.memory));
-    if (c.moe_measured) moe = measured_s(c.moe_measured->at(tokens) * 1e-3, &mem);
+    if (c.moe_measured) moe = measured_s(measured_at(*c.moe_measured, tokens), &mem);
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
                          gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);

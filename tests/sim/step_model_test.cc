@@ -124,6 +124,12 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + head + sampler, 1e-7);
   EXPECT_NEAR(cost.memory_s, 64 * (gemms + attn) + head + sampler, 1e-7);
   EXPECT_NEAR(cost.attention_s, 64 * attn, 1e-9);
+  // Every lookup is counted, once per layer kind (5 GEMMs and the attention of the one kind, the LM head);
+  // the LM head's N lies beyond the grid and is reported as such.
+  EXPECT_EQ(sm.measured_lookups(), 5 + 1 + 1);
+  EXPECT_EQ(sm.extrapolated_lookups(), 1);
+  ASSERT_EQ(sm.measured_notes().size(), 3u);
+  EXPECT_EQ(sm.measured_notes()[0], "GEMMs: 6 of 6 shapes from gemm_perf of h100_sxm vllm 0.19.0");
   // Measured and roofline agree on this weight-bound step within a few per cent (both ~24 ms).
   EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.002);
   // A release older than any measured one takes the oldest (vLLM 0.14.0); a GPU without tables (H20)
@@ -159,6 +165,10 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   const auto cost = sm.cost({&dec, 1}, 8, true, false);
   EXPECT_NEAR(cost.moe_s, 94 * 0.22317866484324136e-3, 94 * 2e-6);
   EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
+  ASSERT_EQ(sm.measured_notes().size(), 4u);
+  EXPECT_EQ(sm.measured_notes()[2],
+            "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the nearest measured release to "
+            "the launch's 0.11.0");
 
   RankLoad pre;
   pre.requests = pre.prefill_requests = 1;

@@ -71,10 +71,16 @@ struct TwinView {
   long long cached_tokens_reused = 0;///< tokens a preempted request found still in the prefix cache
   double mean_step_ms = 0.0;         ///< average step time (ms)
   long long graphed_steps = 0;       ///< steps that replayed a CUDA graph
-  /// Roofline time per operator class summed over steps (s, before the kernel scale), communication and
+  /// Kernel time per operator class summed over steps (s, before the kernel scale; measured where
+  /// use_measured_operators gave a table, else the roofline), communication and
   /// CPU / launch overhead.
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0, comm_s = 0, overhead_s = 0;
   double spec_acceptance = 0.0;      ///< draft-token acceptance used (0 without speculative decoding)
+  /// With measured operators (use_measured_operators): per operator kind, the table and release it came
+  /// from or why it stayed the roofline; the lookups made and how many lay outside the measured grid
+  /// (answered by scaling the nearest measured point).
+  std::vector<std::string> measured_operators;
+  long long measured_lookups = 0, extrapolated_lookups = 0;
 };
 
 /// Which fitted parameters a prediction used and how far to trust it.
