@@ -1,5 +1,6 @@
 // `servelab tune STUDY.toml`: runs a study (twin or real engines), records it in SQLite, writes the report.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <iostream>
@@ -99,6 +100,15 @@ void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
   for (const auto& [key, why] : r.skipped) std::cerr << "servelab tune: not rendered: " << why << "\n";
   std::cout << fmt::format("{} manifest(s) in {} (index: trials.tsv); apply with kubectl apply -f {}\n",
                            r.manifests.size(), a.render, a.render);
+  if (!r.secret_keys.empty()) {
+    // The manifests reference credentials, never hold them: the user puts the values into the Secret.
+    std::string from;
+    for (const auto& k : r.secret_keys) from += fmt::format(" --from-literal={}=...", k);
+    std::cout << fmt::format("credentials are read from the Secret {} (namespace {}), keys: {}; create it with\n"
+                             "  kubectl create secret generic {} -n {}{}\n",
+                             study.k8s.credentials_secret, study.k8s.ns, fmt::join(r.secret_keys, ", "),
+                             study.k8s.credentials_secret, study.k8s.ns, from);
+  }
   if (r.manifests.empty()) throw servelab::cli::ExitRequest{1};
 }
 

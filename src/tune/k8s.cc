@@ -41,18 +41,88 @@ std::string sh(const std::string& s) {
   return out + "'";
 }
 
-/// A command as one sh line; kHeadToken becomes "${LWS_LEADER_ADDRESS}" (expanded by the pod's shell).
+/// Marks a variable of the pod's environment inside an argument that sh_line writes: "@@ENV:NAME@@".
+std::string env_token(const std::string& name) { return "@@ENV:" + name + "@@"; }
+
+/// A command as one sh line; kHeadToken becomes "${LWS_LEADER_ADDRESS}" and env_token(NAME) "${NAME}"
+/// (expanded by the pod's shell, outside any quotes).
 std::string sh_line(const Argv& argv) {
   std::string out;
   for (const auto& a : argv) {
     std::string q = sh(a);
-    for (auto p = q.find(kHeadToken); p != std::string::npos; p = q.find(kHeadToken)) {
-      const bool quoted = q.front() == '\'';
-      q.replace(p, std::string(kHeadToken).size(),
-                quoted ? "'\"${LWS_LEADER_ADDRESS}\"'" : "\"${LWS_LEADER_ADDRESS}\"");
+    const bool quoted = q.front() == '\'';
+    auto expand = [&](std::size_t p, std::size_t len, const std::string& var) {
+      const std::string ref = "\"${" + var + "}\"";
+      q.replace(p, len, quoted ? "'" + ref + "'" : ref);
+    };
+    for (auto p = q.find(kHeadToken); p != std::string::npos; p = q.find(kHeadToken))
+      expand(p, std::string(kHeadToken).size(), "LWS_LEADER_ADDRESS");
+    for (auto p = q.find("@@ENV:"); p != std::string::npos; p = q.find("@@ENV:")) {
+      const auto end = q.find("@@", p + 6);
+      if (end == std::string::npos) break;
+      expand(p, end + 2 - p, q.substr(p + 6, end - p - 6));
     }
     out += (out.empty() ? "" : " ") + q;
   }
+  return out;
+}
+
+/// How a command reaches the container: as exec-form `command` items (Kubernetes expands "$(NAME)" in
+/// them from the container's environment) or inside an `sh -c` script (the shell expands "${NAME}").
+enum class CommandForm { kExec, kShell };
+
+/// The name of the variable that carries a credential of a command line: "SERVELAB_SECRET_" + the flag or
+/// header name it belongs to in upper case ("--api-key" -> SERVELAB_SECRET_API_KEY, "Authorization=..." ->
+/// SERVELAB_SECRET_AUTHORIZATION); "SERVELAB_SECRET_<n>" when the value has no name (a URL's userinfo).
+std::string secret_variable(const Argv& argv, std::size_t i, int n) {
+  std::string flag;
+  const std::string& a = argv[i];
+  if (const auto eq = a.find_first_of("=:"); eq != std::string::npos && eq > 0 && a.find("://") != eq)
+    flag = a.substr(0, eq);
+  else if (i > 0 && argv[i - 1].rfind("-", 0) == 0)
+    flag = argv[i - 1];
+  if (flag == "--header" || flag == "-H") flag.clear();  // `--header NAME=VALUE`: the name is in the item
+  std::string name;
+  for (char ch : flag) {
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      name += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    else if (!name.empty() && name.back() != '_')
+      name += '_';
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  return "SERVELAB_SECRET_" + (name.empty() ? std::to_string(n) : name);
+}
+
+/// `argv` with every credential common::redact_args hides replaced by a reference to a variable of the
+/// container's environment (secret_variable), added to `env` with an empty value: emit_env then fills it
+/// from the credentials Secret (its name holds "SECRET", a credential name), so no credential is written
+/// into a manifest. The references are "$(NAME)" in exec form, env_token(NAME) in a script (sh_line).
+Argv secret_refs(const Argv& argv, std::map<std::string, std::string>& env, CommandForm form) {
+  const Argv hidden = common::redact_args(argv);
+  Argv out = argv;
+  int unnamed = 0;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (hidden[i] == argv[i]) continue;
+    std::string item = hidden[i];
+    int occurrence = 0;
+    for (auto p = item.find(common::kRedacted); p != std::string::npos; p = item.find(common::kRedacted, p)) {
+      std::string var = secret_variable(argv, i, ++unnamed);
+      if (++occurrence > 1) var += "_" + std::to_string(occurrence);
+      env[var] = "";
+      const std::string ref = form == CommandForm::kExec ? "$(" + var + ")" : env_token(var);
+      item.replace(p, common::kRedacted.size(), ref);
+      p += ref.size();
+    }
+    out[i] = item;
+  }
+  return out;
+}
+
+/// The credential variables of `env` (common::is_credential_name): the keys the Secret must hold.
+std::set<std::string> credential_keys(const std::map<std::string, std::string>& env) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : env)
+    if (common::is_credential_name(k)) out.insert(k);
   return out;
 }
 
@@ -136,6 +206,7 @@ struct Ctx {
   const EngineSpec& engine;
   const K8sSpec& k8s;
   std::string image;
+  std::set<std::string>* secret_keys;  ///< collects the keys the credentials Secret must hold
 };
 
 void emit_engine(YAML::Emitter& y, const Ctx& c, const EngineContainer& e) {
@@ -145,6 +216,7 @@ void emit_engine(YAML::Emitter& y, const Ctx& c, const EngineContainer& e) {
   if (e.sidecar) emit_kv(y, "restartPolicy", "Always");
   emit_strings(y, "command", e.command);
   emit_env(y, e.env, c.k8s.credentials_secret);
+  for (const auto& k : credential_keys(e.env)) c.secret_keys->insert(k);
   if (e.http) {
     y << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key
       << "containerPort" << YAML::Value << c.study.port;
@@ -171,7 +243,9 @@ void emit_engine(YAML::Emitter& y, const Ctx& c, const EngineContainer& e) {
 
 /// The benchmark container's script: every scenario of the trial with `servelab bench serve` against the
 /// engine on localhost, each result saved as /results/<name>/<scenario>.json, then DONE.
-std::string bench_script(const Ctx& c, const std::string& name, bool stay) {
+/// Credentials of the bench flags (--header Authorization=..., an API key in --extra-body) become
+/// variables added to `env` (secret_refs).
+std::string bench_script(const Ctx& c, const std::string& name, bool stay, std::map<std::string, std::string>& env) {
   const std::string dir = "/results/" + name;
   std::string s = "set -e\nmkdir -p " + sh(dir) + "\n";
   for (const auto& sc : c.trial.scenarios) {
@@ -184,7 +258,7 @@ std::string bench_script(const Ctx& c, const std::string& name, bool stay) {
     a.insert(a.end(), {"--base-url", fmt::format("http://127.0.0.1:{}", c.study.port),
                        "--ready-check-timeout-sec", fmt::format("{:.0f}", c.engine.ready_timeout_s),
                        "--save-result", "--result-dir", dir, "--result-filename", sc.id + ".json"});
-    s += sh_line(a) + "\n";
+    s += sh_line(secret_refs(a, env, CommandForm::kShell)) + "\n";
   }
   s += "touch " + sh(dir + "/DONE") + "\n";
   // A LeaderWorkerSet pod restarts containers that exit: the benchmark stays (idle) once done.
@@ -196,7 +270,10 @@ void emit_bench(YAML::Emitter& y, const Ctx& c, const std::string& name, bool st
   y << YAML::BeginMap;
   emit_kv(y, "name", "bench");
   emit_kv(y, "image", c.k8s.bench_image);
-  emit_strings(y, "command", {"sh", "-c", bench_script(c, name, stay)});
+  std::map<std::string, std::string> env;
+  emit_strings(y, "command", {"sh", "-c", bench_script(c, name, stay, env)});
+  emit_env(y, env, c.k8s.credentials_secret);
+  for (const auto& k : credential_keys(env)) c.secret_keys->insert(k);
   emit_mounts(y, {{"results", "/results"}});
   y << YAML::EndMap;
 }
@@ -239,7 +316,7 @@ void emit_metadata(YAML::Emitter& y, const Ctx& c, const std::string& name,
   emit_kv(y, "servelab.io/trial-key", c.trial.trial_key);
   emit_kv(y, "servelab.io/config", c.trial.config_key);
   Rendered shown;
-  shown.argv = c.trial.argv;
+  shown.argv = common::redact_args(c.trial.argv);
   shown.env = common::redact_env(c.trial.env);
   emit_kv(y, "servelab.io/command", shown.shell());
   y << YAML::EndMap << YAML::EndMap;
@@ -260,7 +337,9 @@ std::string render_job(const Ctx& c, const std::string& name,
   y << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   emit_kv(y, "restartPolicy", "Never");
   y << YAML::Key << "initContainers" << YAML::Value << YAML::BeginSeq;
-  emit_engine(y, c, EngineContainer{c.trial.argv, c.trial.env, gpus, true, true});
+  std::map<std::string, std::string> env = c.trial.env;
+  const Argv command = secret_refs(c.trial.argv, env, CommandForm::kExec);
+  emit_engine(y, c, EngineContainer{command, env, gpus, true, true});
   y << YAML::EndSeq << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq;
   emit_bench(y, c, name, false);
   y << YAML::EndSeq;
@@ -269,11 +348,13 @@ std::string render_job(const Ctx& c, const std::string& name,
   return std::string(y.c_str()) + "\n";
 }
 
-/// One node's launch as a container command (setup commands, then exec of its process).
-Argv node_command(const engines::NodeLaunch& n, const std::string& wait_for_head) {
+/// One node's launch as a container command (setup commands, then exec of its process); its credentials
+/// become variables added to `env` (secret_refs).
+Argv node_command(const engines::NodeLaunch& n, const std::string& wait_for_head,
+                  std::map<std::string, std::string>& env) {
   std::string script = wait_for_head;
-  for (const auto& s : n.setup) script += sh_line(s) + "\n";
-  script += "exec " + sh_line(n.argv) + "\n";
+  for (const auto& s : n.setup) script += sh_line(secret_refs(s, env, CommandForm::kShell)) + "\n";
+  script += "exec " + sh_line(secret_refs(n.argv, env, CommandForm::kShell)) + "\n";
   return {"sh", "-c", script};
 }
 
@@ -291,7 +372,7 @@ std::string render_lws(const Ctx& c, const std::string& name,
     req.node_rank = rank;
     const engines::NodeLaunch n = engines::render_node_launch(req);
     worker_gpus = std::max(worker_gpus, n.gpus);
-    worker_env = n.env;
+    for (const auto& [k, v] : n.env) worker_env[k] = v;
     std::string wait;
     if (n.after_head_setup)  // Ray workers join a running head: wait for its port to accept connections
       wait = fmt::format(
@@ -300,8 +381,8 @@ std::string render_lws(const Ctx& c, const std::string& name,
           "\"${{LWS_LEADER_ADDRESS}}\" {} 2>/dev/null; do sleep 5; done\n",
           req.port);
     workers += fmt::format("  {})\n    {}", rank, wait.empty() ? "" : wait + "    ");
-    for (const auto& s : n.setup) workers += sh_line(s) + "\n    ";
-    workers += "exec " + sh_line(n.argv) + " ;;\n";
+    for (const auto& s : n.setup) workers += sh_line(secret_refs(s, worker_env, CommandForm::kShell)) + "\n    ";
+    workers += "exec " + sh_line(secret_refs(n.argv, worker_env, CommandForm::kShell)) + " ;;\n";
   }
   workers += "  *) echo \"unexpected LWS_WORKER_INDEX=${LWS_WORKER_INDEX}\" >&2; exit 1 ;;\nesac\n";
   gpus_per_pod = std::max(head.gpus, worker_gpus);
@@ -322,7 +403,9 @@ std::string render_lws(const Ctx& c, const std::string& name,
     y << YAML::EndMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq;
     if (leader) {
-      emit_engine(y, c, EngineContainer{node_command(head, ""), head.env, head.gpus, true, false});
+      std::map<std::string, std::string> head_env = head.env;
+      const Argv command = node_command(head, "", head_env);
+      emit_engine(y, c, EngineContainer{command, head_env, head.gpus, true, false});
       emit_bench(y, c, name, true);
     } else {
       emit_engine(y, c, EngineContainer{{"sh", "-c", workers}, worker_env, worker_gpus, false, false});
@@ -370,11 +453,13 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
                                                      {"servelab.io/study", dns_piece(study.name, 63)},
                                                      {"servelab.io/engine", dns_piece(engine.name, 63)},
                                                      {"servelab.io/trial", m.name}};
-  const Ctx c{study, trial, engine, k8s, img->second};
+  std::set<std::string> secret_keys;
+  const Ctx c{study, trial, engine, k8s, img->second, &secret_keys};
   if (nodes == 1) {
     m.kind = "Job";
     m.gpus_per_pod = gpus;
     m.yaml = render_job(c, m.name, labels, gpus);
+    m.secret_keys.assign(secret_keys.begin(), secret_keys.end());
     return m;
   }
   if (parsed.kind == engines::EngineKind::kTrtllm)
@@ -393,6 +478,7 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
   m.kind = "LeaderWorkerSet";
   try {
     m.yaml = render_lws(c, m.name, labels, req, m.gpus_per_pod);
+    m.secret_keys.assign(secret_keys.begin(), secret_keys.end());
   } catch (const std::invalid_argument& e) {
     throw refuse(e.what());
   }
@@ -453,6 +539,7 @@ K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path
       std::ofstream(dir / (m.name + ".yaml")) << m.yaml;
       tsv << fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", m.name, m.kind, m.nodes, m.gpus_per_pod, t.config_key,
                          t.trial_key);
+      for (const auto& k : m.secret_keys) out.secret_keys.insert(k);
       out.manifests.push_back(std::move(m));
     } catch (const std::invalid_argument& e) {
       out.skipped.emplace_back(t.trial_key, e.what());

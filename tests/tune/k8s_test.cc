@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -283,3 +285,59 @@ command = ["trtllm-serve", "{model}"]
 }
 
 }  // namespace
+
+// Issue 31: a manifest carried `--api-key` and the bench's Authorization header in clear. Now every
+// credential of a command line is a reference to a variable filled from the credentials Secret: "$(NAME)"
+// in an exec-form command (Kubernetes expands it), "${NAME}" in a script (the shell does); the render lists
+// the keys the Secret must hold. No file it writes holds a credential.
+TEST(K8sRender, NoCredentialInAnyFileItWrites) {
+  std::string text = kStudy;
+  text.replace(text.find("\"--host\", \"{host}\""), 18, "\"--host\", \"{host}\", \"--api-key\", \"sk-live-4f9a\"");
+  text.replace(text.find("\"/v1/chat/completions\"]"), 23,
+               "\"/v1/chat/completions\", \"--header\", \"Authorization=Bearer tok-77c1\"]");
+  const st::Study s = st::parse_study(text, "k8s.toml", "/data");
+  const fs::path dir = fresh_dir("secrets");
+  const st::K8sRenderResult r = st::render_k8s_study(s, dir, st::testing::fake_runner());
+  ASSERT_EQ(r.manifests.size(), 2u);
+  for (const auto& f : fs::directory_iterator(dir)) {
+    const std::string body = read(f.path());
+    EXPECT_EQ(body.find("sk-live-4f9a"), std::string::npos) << f.path();
+    EXPECT_EQ(body.find("tok-77c1"), std::string::npos) << f.path();
+    EXPECT_EQ(body.find("hf_secret_value"), std::string::npos) << f.path();
+  }
+  EXPECT_EQ(r.secret_keys,
+            (std::set<std::string>{"HF_TOKEN", "SERVELAB_SECRET_API_KEY", "SERVELAB_SECRET_AUTHORIZATION"}));
+  EXPECT_EQ(r.manifests[0].secret_keys,
+            (std::vector<std::string>{"HF_TOKEN", "SERVELAB_SECRET_API_KEY", "SERVELAB_SECRET_AUTHORIZATION"}));
+
+  // The Job: the engine's exec-form command references the key; its env fills it from the Secret.
+  const YAML::Node pod = YAML::LoadFile((dir / "k8s-small-001-sglang.yaml").string())["spec"]["template"]["spec"];
+  const auto cmd = pod["initContainers"][0]["command"].as<std::vector<std::string>>();
+  const auto at = std::find(cmd.begin(), cmd.end(), "--api-key");
+  ASSERT_NE(at, cmd.end());
+  EXPECT_EQ(*(at + 1), "$(SERVELAB_SECRET_API_KEY)");
+  bool from_secret = false;
+  for (const auto& e : pod["initContainers"][0]["env"])
+    if (e["name"].as<std::string>() == "SERVELAB_SECRET_API_KEY")
+      from_secret = e["valueFrom"]["secretKeyRef"]["name"].as<std::string>() == "servelab-credentials" &&
+                    e["valueFrom"]["secretKeyRef"]["key"].as<std::string>() == "SERVELAB_SECRET_API_KEY";
+  EXPECT_TRUE(from_secret);
+  // The benchmark's script: the header's value (scheme included: the Secret holds "Bearer ...") is the
+  // shell's expansion of the variable.
+  const YAML::Node bench = pod["containers"][0];
+  EXPECT_NE(bench["command"][2].as<std::string>().find("--header Authorization=\"${SERVELAB_SECRET_AUTHORIZATION}\" "),
+            std::string::npos)
+      << bench["command"][2].as<std::string>();
+  EXPECT_EQ(bench["env"][0]["name"].as<std::string>(), "SERVELAB_SECRET_AUTHORIZATION");
+  EXPECT_EQ(bench["env"][0]["valueFrom"]["secretKeyRef"]["key"].as<std::string>(), "SERVELAB_SECRET_AUTHORIZATION");
+
+  // The LeaderWorkerSet: head and worker scripts expand the variable; both containers get it.
+  const YAML::Node lws = YAML::LoadFile((dir / "k8s-small-002-sglang.yaml").string())["spec"]["leaderWorkerTemplate"];
+  EXPECT_NE(lws["leaderTemplate"]["spec"]["containers"][0]["command"][2].as<std::string>().find(
+                "--api-key \"${SERVELAB_SECRET_API_KEY}\""),
+            std::string::npos);
+  EXPECT_NE(lws["workerTemplate"]["spec"]["containers"][0]["command"][2].as<std::string>().find(
+                "--api-key \"${SERVELAB_SECRET_API_KEY}\""),
+            std::string::npos);
+  fs::remove_all(dir);
+}

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct K8sManifest {
   int nodes = 1;         ///< pods of the trial (1 for a Job)
   int gpus_per_pod = 0;  ///< GPUs the engine container of each pod requests
   std::string yaml;      ///< the manifest (one YAML document)
+  /// Keys the credentials Secret (K8sSpec::credentials_secret) must hold for this manifest: the launch's
+  /// credential variables (HF_TOKEN, ...) and SERVELAB_SECRET_* for credentials of its command lines
+  /// (`--api-key X`, `--header Authorization=...`), which the manifest references instead of holding them.
+  std::vector<std::string> secret_keys;
 };
 
 /// The manifest of one trial (its request as the search issues it; `index` numbers it in the study).
@@ -37,6 +42,7 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
 struct K8sRenderResult {
   std::vector<K8sManifest> manifests;                        ///< written, in search order
   std::vector<std::pair<std::string, std::string>> skipped;  ///< trial key -> why it was not rendered
+  std::set<std::string> secret_keys;                         ///< union of the manifests' secret_keys
 };
 
 /// Renders every trial the search asks for when `planner` plays it (as `tune --dry-run` counts them; the
