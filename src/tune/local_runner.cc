@@ -226,6 +226,12 @@ bool log_shows_oom(const std::string& text) {
   return std::regex_search(text, kOom);
 }
 
+bool log_shows_bind_failure(const std::string& text) {
+  static const std::regex kBind(R"(address already in use|EADDRINUSE|Errno 98\b|bind.*(failed|error).*\b98\b)",
+                                std::regex::icase);
+  return std::regex_search(text, kBind);
+}
+
 std::string error_line(const std::string& text) {
   static const std::regex kErr(R"(^\s*([A-Za-z_.]*(Error|Exception)(\[[^\]]*\])?:\s.*|.*\berror:\s.*|Error:\s.*))");
   std::string last_err, last_nonempty;
@@ -335,6 +341,17 @@ class LocalTrial {
     const std::string text = read_all(log_);
     const std::string line = error_line(text);
     const std::string how = engine_.describe_exit();
+    // A bind failure on the study's port while another process holds it is the harness's, not the launch's:
+    // never recorded as this configuration's refusal.
+    if (!during_run && log_shows_bind_failure(text)) {
+      const std::string who = detail::describe_port_holders(opt_.port);
+      if (!who.empty()) {
+        finish(TrialStatus::kError, line);
+        throw StudyAbort(fmt::format("the engine could not bind port {} ({}): it is held by {}, which this tune "
+                                     "did not start; stop it or set [study] port to a free port",
+                                     opt_.port, line, who));
+      }
+    }
     if (log_shows_oom(text))
       return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
     if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));

@@ -72,5 +72,8 @@ std::string error_line(const std::string& log_text);
 
 /// True if the log text shows an out-of-memory failure (CUDA/torch OOM messages).
 bool log_shows_oom(const std::string& log_text);
+/// True when an engine log shows a failure to bind a socket whose address is in use (EADDRINUSE, errno 98,
+/// "Address already in use" of Python and uvicorn).
+bool log_shows_bind_failure(const std::string& log_text);
 
 }  // namespace servelab::tune

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
@@ -26,32 +27,65 @@ std::string process_command_line(int pid) {
   return raw;
 }
 
+namespace {
+
+/// Opens and flocks `file` exclusively, writing this process's PID into it; returns the descriptor. When
+/// another process holds it, throws TuneSetupError with `busy(pid, command line)`; I/O errors throw
+/// std::runtime_error.
+int lock_file(const fs::path& file, const std::function<std::string(int, const std::string&)>& busy) {
+  const int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {0};
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (err != EWOULDBLOCK)
+      throw std::runtime_error(fmt::format("cannot lock {}: {}", file.string(), std::strerror(err)));
+    const int pid = n > 0 ? std::atoi(buf) : 0;
+    throw TuneSetupError(busy(pid, pid > 0 ? process_command_line(pid) : ""));
+  }
+  const std::string me = fmt::format("{}\n", getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int err = errno;
+    close(fd);
+    throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(), std::strerror(err)));
+  }
+  return fd;
+}
+
+std::string holder(int pid, const std::string& cmd) {
+  return fmt::format("pid {}{}", pid > 0 ? std::to_string(pid) : "unknown", cmd.empty() ? "" : ": " + cmd);
+}
+
+}  // namespace
+
 DirLock::DirLock(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create study directory {}: {}", dir.string(), ec.message()));
-  const fs::path file = dir / kLockFile;
-  fd_ = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char buf[32] = {0};
-    const ssize_t n = pread(fd_, buf, sizeof buf - 1, 0);
-    close(fd_);
-    fd_ = -1;
-    if (err != EWOULDBLOCK)
-      throw std::runtime_error(fmt::format("cannot lock {}: {}", file.string(), std::strerror(err)));
-    const int pid = n > 0 ? std::atoi(buf) : 0;
-    const std::string cmd = pid > 0 ? process_command_line(pid) : "";
-    throw TuneSetupError(fmt::format(
-        "{} is in use by another servelab tune (pid {}{}); two tunes on one directory would measure each "
+  fd_ = lock_file(dir / kLockFile, [&](int pid, const std::string& cmd) {
+    return fmt::format(
+        "{} is in use by another servelab tune ({}); two tunes on one directory would measure each "
         "other's engines. Wait for it to finish or stop it (kill -INT {}), or use another --out directory",
-        dir.string(), pid > 0 ? std::to_string(pid) : "unknown", cmd.empty() ? "" : ": " + cmd,
-        pid > 0 ? std::to_string(pid) : "PID"));
-  }
-  const std::string me = fmt::format("{}\n", getpid());
-  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
-    throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(), std::strerror(errno)));
+        dir.string(), holder(pid, cmd), pid > 0 ? std::to_string(pid) : "PID");
+  });
+}
+
+fs::path port_lock_path(int port) {
+  return fs::temp_directory_path() / fmt::format("servelab-tune-port-{}.lock", port);
+}
+
+DirLock DirLock::port(int port) {
+  DirLock l;
+  l.fd_ = lock_file(port_lock_path(port), [&](int pid, const std::string& cmd) {
+    return fmt::format(
+        "port {} is used by another servelab tune ({}): two tunes launching engines on one port would record "
+        "each other's bind failures as their configurations' start-up refusals. Wait for it to finish or stop "
+        "it (kill -INT {}), or set [study] port to another port",
+        port, holder(pid, cmd), pid > 0 ? std::to_string(pid) : "PID");
+  });
+  return l;
 }
 
 DirLock::~DirLock() {

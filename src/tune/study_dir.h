@@ -11,21 +11,29 @@
 
 namespace servelab::tune::detail {
 
-/// Holds the lock on a study directory until destroyed. Movable, not copyable.
+/// Holds the lock on a study directory (or, DirLock::port, on a TCP port) until destroyed. Movable, not
+/// copyable.
 class DirLock {
  public:
   /// Creates `dir` if needed and locks it. Throws TuneSetupError naming the holder (PID and command line)
   /// when another process holds it, std::runtime_error for I/O errors.
   explicit DirLock(const std::filesystem::path& dir);
   ~DirLock();
+  /// Locks the host-wide lock file of TCP port `port` (port_lock_path) for a tune that launches engines
+  /// there, as a directory is locked. Throws TuneSetupError naming the other tune when it holds the port.
+  static DirLock port(int port);
   DirLock(DirLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   DirLock& operator=(DirLock&&) = delete;
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
 
  private:
+  DirLock() = default;
   int fd_ = -1;
 };
+
+/// The lock file of a port, shared by every servelab tune on this host: <temp dir>/servelab-tune-port-N.lock.
+std::filesystem::path port_lock_path(int port);
 
 /// Name of the lock file inside a study directory.
 inline constexpr const char* kLockFile = ".servelab-tune.lock";

@@ -1,6 +1,8 @@
 #include "servelab/tune/tune.h"
 
 #include <fmt/format.h>
+
+#include <optional>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -180,6 +182,10 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
       return out;
     };
   }
+  // Engines launched here listen on the study's port: a second tune on it (another directory) would see
+  // our engine's bind succeed and its own fail, and record that as its configuration's refusal.
+  std::optional<detail::DirLock> port_lock;
+  if (!runner && study.target == Target::kLocal) port_lock.emplace(detail::DirLock::port(study.port));
   if (!runner) runner = default_runner(study, study.target, opt.stop);
   Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
                    opt.out_dir / "logs");

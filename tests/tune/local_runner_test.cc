@@ -338,6 +338,12 @@ TEST(LogPatterns, ErrorLineAndOom) {
   EXPECT_TRUE(log_shows_oom("ValueError: To serve at least one request with the models's max seq len (163840), "
                             "(11.95 GiB KV cache is needed, which is larger than the available KV cache memory "
                             "(11.70 GiB)."));
+  // A port in use (uvicorn, Python sockets): the harness's failure when a stranger holds the port.
+  EXPECT_TRUE(log_shows_bind_failure("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', "
+                                     "30000): address already in use"));
+  EXPECT_TRUE(log_shows_bind_failure("OSError: [Errno 98] Address already in use"));
+  EXPECT_FALSE(log_shows_bind_failure("torch.OutOfMemoryError: CUDA out of memory."));
+  EXPECT_FALSE(log_shows_bind_failure("ValueError: max_num_batched_tokens (98) is smaller than max_model_len"));
 }
 
 }  // namespace

@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <optional>
 
 #include "test_study.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "tune/study_dir.h"
 
 namespace servelab::tune {
 namespace {
@@ -113,6 +117,27 @@ TEST_F(StudyDirFixture, SecondTuneOnTheDirectoryIsRefusedWithTheHoldersPid) {
   TuneOptions after = options();
   after.resume = true;
   EXPECT_NO_THROW(run_study(study, after));
+}
+
+// Issue 31: two tunes launching engines on one port recorded each other's bind failures as their
+// configurations' start-up refusals. The port is locked as the directory is: the second is refused with
+// the holder's PID, and the port is free again once the first lock is gone.
+TEST_F(StudyDirFixture, SecondTuneOnThePortIsRefusedWithTheHoldersPid) {
+  const int port = 40000 + getpid() % 20000;
+  std::optional<detail::DirLock> first(detail::DirLock::port(port));
+  try {
+    detail::DirLock::port(port);
+    FAIL() << "locked port " << port << " twice";
+  } catch (const TuneSetupError& e) {
+    const std::string pid = std::to_string(getpid());
+    EXPECT_EQ(std::string(e.what()).rfind(fmt::format("port {} is used by another servelab tune (pid {}: ", port, pid), 0),
+              0u)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("or set [study] port to another port"), std::string::npos) << e.what();
+  }
+  first.reset();
+  EXPECT_NO_THROW(detail::DirLock::port(port));
+  fs::remove(detail::port_lock_path(port));
 }
 
 /// A runner that finds the machine unusable (engine missing, port taken) stops the study at once; the
