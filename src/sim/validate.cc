@@ -341,7 +341,7 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
     s += summary_line(st.study, st.held_out);
     for (const auto& g : st.group_lines) s += g + "\n";
   }
-  s += summary_line("ALL (held out)", v.held_out);
+  s += summary_line("ALL (held out)", v.held_out, true);
   const auto& h = v.held_out;
   s += fmt::format(
       "\nSummary (held out): {} points; {} predicted, {} predicted to fail, {} refused; measured failures {}: {} "

@@ -30,7 +30,7 @@ struct ValidationRow {
   std::string note;                              ///< why a measured failure is not reproduced, etc.
   /// Kernel paths the twin has no figure for (ResolvedLaunch::unmodelled): predicted and scored, never fitted.
   std::vector<std::string> unmodelled;
-  /// Index of the point's sweep (score_sweeps), -1 when it is in none.
+  /// Index of the point's sweep (score_sweeps), -1 when it is in none that has a shape error.
   int sweep = -1;
   /// Shape errors of the held-out prediction in % (signed), for a point of a sweep above the sweep's
   /// lowest load: 100 x ((pred(c) / pred(c_min)) / (meas(c) / meas(c_min)) - 1) of mean TTFT / mean TPOT
@@ -78,7 +78,8 @@ ValidationSummary summarize_validation(const std::vector<const ValidationRow*>& 
 /// release, GPU and GPU count, argv, environment, option files, the launch line) and the same workload shape
 /// (client tool, dataset, input/output lengths, range ratio, arrival process) that differ only in their
 /// load: the client concurrency cap when there is one (the request rate then part of the shape), else the
-/// request rate. A sweep needs >= 2 distinct loads among its scored points (status ok or partial, not
+/// request rate (the prompt count may differ: clients scale it with the load). A launch whose flags follow
+/// the concurrency (`--max-num-seqs` = the cap) is a different launch at each load, so no sweep. A sweep needs >= 2 distinct loads among its scored points (status ok or partial, not
 /// suspect, a held-out prediction, the metric measured and predicted > 0), taken per metric. The baseline
 /// c_min is the sweep's lowest load (several points there: the mean of their measured and of their
 /// predicted values); each scored point at a higher load c gets
