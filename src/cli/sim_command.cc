@@ -343,7 +343,7 @@ void setup_sim(CLI::App& root) {
   val->add_option("--split", *split,
                   "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
                   "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~45 s on 2 cores "
-                  "on the default corpus, study alone ~35 s)")
+                  "on the default corpus, study alone ~38 s)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
   val->callback([corpus, per_point, threads, op_data, split] {

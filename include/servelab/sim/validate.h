@@ -79,8 +79,9 @@ ValidationSummary summarize_validation(const std::vector<const ValidationRow*>& 
 /// (client tool, dataset, input/output lengths, range ratio, arrival process) that differ only in their
 /// load: the client concurrency cap when there is one (the request rate then part of the shape), else the
 /// request rate (the prompt count may differ: clients scale it with the load). A launch whose flags follow
-/// the concurrency (`--max-num-seqs` = the cap) is a different launch at each load, so no sweep. A sweep needs >= 2 distinct loads among its scored points (status ok or partial, not
-/// suspect, a held-out prediction, the metric measured and predicted > 0), taken per metric. The baseline
+/// the concurrency (`--max-num-seqs` = the cap) is a different launch at each load, so no sweep. A sweep
+/// needs >= 2 distinct loads among its scored points (status ok or partial, not suspect, a held-out
+/// prediction, the metric measured and predicted > 0), taken per metric. The baseline
 /// c_min is the sweep's lowest load (several points there: the mean of their measured and of their
 /// predicted values); each scored point at a higher load c gets
 ///   shape error = 100 x ((pred(c) / pred(c_min)) / (meas(c) / meas(c_min)) - 1)  (%, signed)
