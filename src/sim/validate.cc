@@ -18,155 +18,6 @@ namespace {
 
 double rel_err(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
 
-
-std::vector<double> ranks_of(const std::vector<double>& v) {
-  std::vector<int> idx(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) idx[i] = static_cast<int>(i);
-  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (std::size_t i = 0; i < idx.size();) {
-    std::size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (std::size_t k = i; k <= j; ++k) r[idx[k]] = (i + j) / 2.0;
-    i = j + 1;
-  }
-  return r;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const auto ra = ranks_of(a), rb = ranks_of(b);
-  const double n = a.size();
-  double ma = 0, mb = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) ma += ra[i], mb += rb[i];
-  ma /= n, mb /= n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
-}
-
-struct Group {
-  std::vector<const ValidationRow*> rows;  // one per distinct launch command
-};
-
-// Fills the summary of `rows` (held out when `held_out`, else in-sample).
-ValidationSummary summarize(const std::vector<const ValidationRow*>& rows, bool held_out,
-                            std::vector<std::string>* group_lines) {
-  ValidationSummary s;
-  double se_tok = 0, se_ttft = 0, se_tpot = 0;
-  std::map<std::pair<std::string, std::string>, Group> groups;
-  for (const auto* r : rows) {
-    const CorpusPoint& c = *r->point;
-    ++s.points;
-    if (r->refusal) ++s.refused;
-    if (r->predicted_failure) ++s.predicted_failures;
-    const auto& pred = held_out ? r->predicted : r->in_sample;
-    if (pred) ++s.predicted;
-    if (c.status == CorpusPoint::Status::kFailed) {
-      ++s.failures_measured;
-      if (r->predicted_failure) ++s.failures_reproduced;
-      else ++s.failures_unexplained;
-    }
-    if (!pred || c.suspect) continue;
-    if (c.status != CorpusPoint::Status::kOk && c.status != CorpusPoint::Status::kPartial) continue;
-    const auto& m = c.measured;
-    if (m.total_tok_s && *m.total_tok_s > 0) {
-      se_tok += std::fabs(rel_err(pred->total_tok_s, *m.total_tok_s));
-      ++s.compared_tok_s;
-    }
-    if (m.mean_ttft_ms && *m.mean_ttft_ms > 0) {
-      se_ttft += std::fabs(rel_err(pred->mean_ttft_ms, *m.mean_ttft_ms));
-      ++s.compared_ttft;
-    }
-    if (m.mean_tpot_ms && *m.mean_tpot_ms > 0 && pred->mean_tpot_ms > 0) {
-      se_tpot += std::fabs(rel_err(pred->mean_tpot_ms, *m.mean_tpot_ms));
-      ++s.compared_tpot;
-    }
-    auto& g = groups[{c.study, c.workload.key}];
-    const bool dup = std::any_of(g.rows.begin(), g.rows.end(), [&](const ValidationRow* o) {
-      return o->point->command == c.command && o->point->env == c.env;
-    });
-    if (!dup && m.total_tok_s) g.rows.push_back(r);
-  }
-  if (s.compared_tok_s) s.mape_total_tok_s = se_tok / s.compared_tok_s;
-  if (s.compared_ttft) s.mape_ttft = se_ttft / s.compared_ttft;
-  if (s.compared_tpot) s.mape_tpot = se_tpot / s.compared_tpot;
-  double rho_sum = 0, regret_sum = 0;
-  for (const auto& [key, g] : groups) {
-    std::vector<const CorpusPoint*> runs;
-    for (const auto* r : g.rows) runs.push_back(r->point);
-    const bool latency = latency_objective(runs);
-    std::vector<const ValidationRow*> rs;
-    for (const auto* r : g.rows)
-      if (!latency || (r->point->measured.mean_tpot_ms && (held_out ? r->predicted : r->in_sample)->mean_tpot_ms > 0))
-        rs.push_back(r);
-    if (rs.size() < 2) continue;
-    std::vector<double> meas, pred;
-    for (const auto* r : rs) {
-      const auto& p = *(held_out ? r->predicted : r->in_sample);
-      // Larger is better on both axes: throughput, or minus TPOT.
-      meas.push_back(latency ? -*r->point->measured.mean_tpot_ms : *r->point->measured.total_tok_s);
-      pred.push_back(latency ? -p.mean_tpot_ms : p.total_tok_s);
-    }
-    const std::size_t best_m = std::max_element(meas.begin(), meas.end()) - meas.begin();
-    const std::size_t best_p = std::max_element(pred.begin(), pred.end()) - pred.begin();
-    // Right when the twin's pick is the measured best or within 1% of it (the corpus's configurations
-    // that repeat a launch differ by more than that run to run).
-    const bool right = best_p == best_m || meas[best_p] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);
-    ++s.groups;
-    s.groups_same_winner += right;
-    std::string rho_text = "-", top3_text;
-    if (rs.size() >= 3) {
-      const double rho = spearman(meas, pred);
-      rho_sum += rho;
-      ++s.spearman_groups;
-      rho_text = fmt::format("{:.2f}", rho);
-      // The twin's 3 best; the measured best (or one within 1% of it) among them?
-      std::vector<std::size_t> order(pred.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pred[a] > pred[b]; });
-      bool top3 = false;
-      for (std::size_t i = 0; i < 3; ++i)
-        top3 = top3 || meas[order[i]] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);
-      s.groups_best_in_top3 += top3;
-      // meas holds tok/s, or minus TPOT: both give the share lost as below.
-      const double regret = 100.0 * (latency ? 1.0 - meas[best_m] / meas[best_p] : 1.0 - meas[best_p] / meas[best_m]);
-      regret_sum += regret;
-      top3_text = fmt::format(", best in top 3: {}, regret {:.1f}%", top3 ? "yes" : "NO", regret);
-    }
-    if (group_lines)
-      group_lines->push_back(fmt::format("  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}{}",
-                                         key.second, rs.size(), latency ? "lowest TPOT" : "highest tok/s",
-                                         rs[best_m]->point->id, rs[best_m]->point->label, rs[best_p]->point->id,
-                                         right ? "right" : "WRONG", rho_text, top3_text));
-  }
-  if (s.spearman_groups) {
-    s.mean_spearman = rho_sum / s.spearman_groups;
-    s.mean_regret = regret_sum / s.spearman_groups;
-  }
-  return s;
-}
-
-}  // namespace
-
-bool latency_objective(const std::vector<const CorpusPoint*>& runs) {
-  if (runs.empty()) return false;
-  const CorpusWorkload& w = runs.front()->workload;
-  if (w.max_concurrency && *w.max_concurrency <= kLatencyConcurrency) return true;
-  if (!(w.request_rate > 0) || !std::isfinite(w.request_rate)) return false;
-  for (const auto* p : runs) {
-    const auto& m = p->measured;
-    if (!m.successful || !m.duration_s || *m.duration_s <= 0) return false;
-    if (*m.successful / *m.duration_s < kServedShare * w.request_rate) return false;
-  }
-  return true;
-}
-
-namespace {
-
 std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<std::string>* failure) {
   if (const auto* f = std::get_if<PredictedFailure>(&r)) {
     if (failure) *failure = f->message;
@@ -196,75 +47,60 @@ void add_band(BandTable& t, LatencyCounts& n, const std::string& key, const Vali
   if (r.err_tpot) e.tpot_pct += *r.err_tpot * *r.err_tpot, ++n[key].second;
 }
 
-}  // namespace
-
-CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
-  const auto t0 = std::chrono::steady_clock::now();
-  CorpusValidation v;
-  const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
-  const int n = static_cast<int>(prepared.size());
-  std::vector<int> train;
-  for (int i = 0; i < n; ++i)
-    if (trainable(prepared[i])) train.push_back(i);
-  std::vector<const PreparedPoint*> train_points;
-  for (int i : train) train_points.push_back(&prepared[i]);
-  // The in-sample fit (two rounds). Its second-round traces serve every fold: a fold refits the classes
-  // the held-out study touches on the other studies' traces, re-timed, without re-simulating them (the
-  // batch compositions of time-dependent runs came from a simulation at the first round's parameters).
-  FitOptions fo;
-  fo.threads = threads;
-  v.full_fit = fit_calibration(train_points, fo);
-  std::map<std::string, std::vector<int>> class_points;  // class -> indices into train
-  for (std::size_t k = 0; k < train.size(); ++k) class_points[prepared[train[k]].key.name()].push_back(static_cast<int>(k));
-
-  v.rows.resize(n);
-  for (int i = 0; i < n; ++i) {
-    v.rows[i].point = prepared[i].point;
-    v.rows[i].refusal = prepared[i].refusal;
-    v.rows[i].predicted_failure = prepared[i].predicted_failure;
-    if (prepared[i].launch) {
-      v.rows[i].calibration_class = prepared[i].key.name();
-      v.rows[i].unmodelled = prepared[i].launch->unmodelled;
-    }
-  }
-  // Leave one study out: the fold's table. The engines the study uses are refitted without it (their
-  // engine-level fields are shared by all their classes); the other engines' fits are the same data.
-  std::map<std::string, CalibrationTable> fold_table;
-  for (const auto& study : corpus.studies) {
-    std::set<std::string> engines_touched;
-    for (int i = 0; i < n; ++i)
-      if (prepared[i].point->study == study && prepared[i].launch) engines_touched.insert(prepared[i].key.engine);
+// Each fold's table (fold label -> table), for the folds with a launched point: the engines the fold's points
+// use are refitted on the other folds' training points, re-timing the in-sample fit's traces (their engine-level
+// fields are shared by all their classes); the other engines' classes are the in-sample fit's (the same data).
+std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPoint>& prepared,
+                                                    const std::vector<const PreparedPoint*>& train_points,
+                                                    const FitResult& full_fit, ValidationSplit split, int threads) {
+  std::map<std::string, std::set<std::string>> engines_touched;  // fold -> engines of its launched points
+  for (const auto& p : prepared)
+    if (p.launch) engines_touched[validation_fold_of(*p.point, split)].insert(p.key.engine);
+  std::vector<std::string> train_fold;
+  for (const auto* p : train_points) train_fold.push_back(validation_fold_of(*p->point, split));
+  // Folds in parallel (each fit is deterministic and sees only its own data), one thread per fold's fit.
+  std::vector<std::pair<std::string, std::set<std::string>>> folds(engines_touched.begin(), engines_touched.end());
+  std::vector<CalibrationTable> fold_table(folds.size());
+  parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
+    const auto& [fold, engines] = folds[i];
     std::vector<ClassFit> fits;
-    for (const auto& f : v.full_fit.classes)
-      if (!engines_touched.count(f.key.engine)) fits.push_back(f);
-    for (const auto& engine : engines_touched) {
+    for (const auto& f : full_fit.classes)
+      if (!engines.count(f.key.engine)) fits.push_back(f);
+    for (const auto& engine : engines) {
       std::vector<const PreparedPoint*> pts;
       std::vector<const Trace*> trs;
       for (std::size_t k = 0; k < train_points.size(); ++k) {
-        if (train_points[k]->key.engine != engine || train_points[k]->point->study == study) continue;
+        if (train_points[k]->key.engine != engine || train_fold[k] == fold) continue;
         pts.push_back(train_points[k]);
-        trs.push_back(&v.full_fit.traces[k]);
+        trs.push_back(&full_fit.traces[k]);
       }
       if (pts.empty()) continue;
-      for (auto& f : fit_engine(engine, pts, trs, threads)) fits.push_back(std::move(f));
+      for (auto& f : fit_engine(engine, pts, trs, 1)) fits.push_back(std::move(f));
     }
-    fold_table[study] = assemble_table(fits);
-  }
-  // Held-out and in-sample predictions.
-  parallel_for(n, threads, [&](int i) {
+    fold_table[i] = assemble_table(fits);
+  });
+  std::map<std::string, CalibrationTable> tables;
+  for (std::size_t i = 0; i < folds.size(); ++i) tables[folds[i].first] = std::move(fold_table[i]);
+  return tables;
+}
+
+// Each row's held-out prediction and calibration level from its fold's table (`rows` parallel to `prepared`).
+void predict_held_out(std::vector<ValidationRow>& rows, const std::vector<PreparedPoint>& prepared,
+                      const std::map<std::string, CalibrationTable>& tables, ValidationSplit split, int threads) {
+  parallel_for(static_cast<int>(prepared.size()), threads, [&](int i) {
     const auto& p = prepared[i];
     if (!p.launch || p.predicted_failure) return;
-    std::optional<std::string> f;
-    v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
-    if (f) v.rows[i].predicted_failure = f;
-    const CalibrationTable& table = fold_table.at(p.point->study);
-    v.rows[i].predicted = metrics_of(predict_point(p, table), nullptr);
+    const CalibrationTable& table = tables.at(validation_fold_of(*p.point, split));
+    rows[i].predicted = metrics_of(predict_point(p, table), nullptr);
     CalibrationLevel level;
     table.lookup(p.key, &level);
-    v.rows[i].calibration_level = level_name(level);
+    rows[i].calibration_level = level_name(level);
   });
-  // Errors, failures, notes.
-  for (auto& r : v.rows) {
+}
+
+// The held-out errors and notes of each row, then the sweeps' shape errors.
+void score_rows(std::vector<ValidationRow>& rows) {
+  for (auto& r : rows) {
     const CorpusPoint& c = *r.point;
     if (c.status == CorpusPoint::Status::kFailed) {
       r.failure_reproduced = r.predicted_failure.has_value();
@@ -281,25 +117,122 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
     if (m.mean_tpot_ms && *m.mean_tpot_ms > 0 && r.predicted->mean_tpot_ms > 0)
       r.err_tpot = rel_err(r.predicted->mean_tpot_ms, *m.mean_tpot_ms);
   }
+  score_sweeps(rows);
+}
+
+// A split besides leave-one-study-out, from the rows of leave-one-study-out (their in-sample predictions and
+// failures kept, their held-out figures redone with this split's folds).
+SplitValidation validate_split(ValidationSplit split, const std::vector<ValidationRow>& study_rows,
+                               const std::vector<PreparedPoint>& prepared,
+                               const std::vector<const PreparedPoint*>& train_points, const FitResult& full_fit,
+                               int threads) {
+  SplitValidation sv;
+  sv.split = split;
+  sv.tables = fold_tables(prepared, train_points, full_fit, split, threads);
+  for (const auto& r : study_rows) {
+    ValidationRow row;
+    row.point = r.point;
+    row.refusal = r.refusal;
+    row.predicted_failure = r.predicted_failure;
+    row.in_sample = r.in_sample;
+    row.calibration_class = r.calibration_class;
+    row.unmodelled = r.unmodelled;
+    sv.rows.push_back(std::move(row));
+  }
+  predict_held_out(sv.rows, prepared, sv.tables, split, threads);
+  score_rows(sv.rows);
+  std::vector<std::string> folds;
+  std::map<std::string, std::vector<const ValidationRow*>> fold_rows;
+  std::vector<const ValidationRow*> all;
+  for (const auto& r : sv.rows) {
+    const std::string fold = validation_fold_of(*r.point, split);
+    if (!fold_rows.count(fold)) folds.push_back(fold);
+    fold_rows[fold].push_back(&r);
+    all.push_back(&r);
+  }
+  for (const auto& fold : folds) sv.folds.push_back({fold, summarize_validation(fold_rows[fold], true)});
+  sv.held_out = summarize_validation(all, true);
+  return sv;
+}
+
+}  // namespace
+
+const char* validation_split_name(ValidationSplit s) {
+  switch (s) {
+    case ValidationSplit::kStudy: return "study";
+    case ValidationSplit::kGpu: return "gpu";
+    case ValidationSplit::kRelease: return "release";
+  }
+  return "?";
+}
+
+std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split) {
+  switch (split) {
+    case ValidationSplit::kStudy: return p.study;
+    case ValidationSplit::kGpu: return p.gpu;
+    case ValidationSplit::kRelease: return p.engine + " " + p.engine_version;
+  }
+  return p.study;
+}
+
+CorpusValidation validate_corpus(const Corpus& corpus, int threads, const std::vector<ValidationSplit>& extra_splits) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CorpusValidation v;
+  const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
+  const int n = static_cast<int>(prepared.size());
+  std::vector<const PreparedPoint*> train_points;
+  for (const auto& p : prepared)
+    if (trainable(p)) train_points.push_back(&p);
+  // The in-sample fit (two rounds). Its second-round traces serve every fold: a fold refits the classes
+  // the held-out study touches on the other studies' traces, re-timed, without re-simulating them (the
+  // batch compositions of time-dependent runs came from a simulation at the first round's parameters).
+  FitOptions fo;
+  fo.threads = threads;
+  v.full_fit = fit_calibration(train_points, fo);
+
+  v.rows.resize(n);
+  for (int i = 0; i < n; ++i) {
+    v.rows[i].point = prepared[i].point;
+    v.rows[i].refusal = prepared[i].refusal;
+    v.rows[i].predicted_failure = prepared[i].predicted_failure;
+    if (prepared[i].launch) {
+      v.rows[i].calibration_class = prepared[i].key.name();
+      v.rows[i].unmodelled = prepared[i].launch->unmodelled;
+    }
+  }
+  // In-sample predictions (a predicted failure there is the row's), then leave one study out.
+  parallel_for(n, threads, [&](int i) {
+    const auto& p = prepared[i];
+    if (!p.launch || p.predicted_failure) return;
+    std::optional<std::string> f;
+    v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
+    if (f) v.rows[i].predicted_failure = f;
+  });
+  const auto study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
+  predict_held_out(v.rows, prepared, study_tables, ValidationSplit::kStudy, threads);
+  score_rows(v.rows);
   // Summaries.
   std::vector<const ValidationRow*> all;
   for (const auto& r : v.rows) all.push_back(&r);
-  v.held_out = summarize(all, true, nullptr);
-  v.in_sample = summarize(all, false, nullptr);
+  v.held_out = summarize_validation(all, true);
+  v.in_sample = summarize_validation(all, false);
   std::vector<const ValidationRow*> modelled;
   for (const auto& r : v.rows)
     if (r.unmodelled.empty()) modelled.push_back(&r);
-  v.held_out_modelled = summarize(modelled, true, nullptr);
+  v.held_out_modelled = summarize_validation(modelled, true);
   for (const auto& study : corpus.studies) {
     StudyValidation sv;
     sv.study = study;
     std::vector<const ValidationRow*> rows;
     for (const auto& r : v.rows)
       if (r.point->study == study) rows.push_back(&r);
-    sv.held_out = summarize(rows, true, &sv.group_lines);
-    sv.in_sample = summarize(rows, false, nullptr);
+    sv.held_out = summarize_validation(rows, true, &sv.group_lines);
+    sv.in_sample = summarize_validation(rows, false);
     v.studies.push_back(std::move(sv));
   }
+  for (const auto split : extra_splits)
+    if (split != ValidationSplit::kStudy)
+      v.splits.push_back(validate_split(split, v.rows, prepared, train_points, v.full_fit, threads));
   // Bands from the held-out errors, and what the corpus covers.
   std::set<std::string> gpus, variants, versions;
   LatencyCounts latency_points;
@@ -339,16 +272,62 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads) {
 
 namespace {
 
-std::string summary_line(const std::string& name, const ValidationSummary& s) {
+constexpr const char* kSummaryRow =
+    "{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6} {:>6} {:>7} {:>10} {:>10}";
+
+std::string summary_header(const std::string& first) {
+  return fmt::format(kSummaryRow, first, "points", "predicted", "failures", "refused", "tok/s MAPE", "TTFT MAPE",
+                     "TPOT MAPE", "winner", "rho", "top3", "regret", "TTFT shape", "TPOT shape") +
+         "\n";
+}
+
+// One row of the table; `levels` appends the calibration levels of the held-out predictions.
+std::string summary_line(const std::string& name, const ValidationSummary& s, bool levels = false) {
   auto pct = [](int n, double v) { return n ? fmt::format("{:.1f}%", v) : std::string("-"); };
   const bool g3 = s.spearman_groups > 0;
-  return fmt::format("{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6} {:>6} {:>7}\n", name, s.points,
-                     s.predicted, s.predicted_failures, s.refused, pct(s.compared_tok_s, s.mape_total_tok_s),
-                     pct(s.compared_ttft, s.mape_ttft), pct(s.compared_tpot, s.mape_tpot),
-                     s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
-                     g3 ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"),
-                     g3 ? fmt::format("{}/{}", s.groups_best_in_top3, s.spearman_groups) : std::string("-"),
-                     g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"));
+  std::string line = fmt::format(
+      kSummaryRow, name, s.points, s.predicted, s.predicted_failures, s.refused,
+      pct(s.compared_tok_s, s.mape_total_tok_s), pct(s.compared_ttft, s.mape_ttft), pct(s.compared_tpot, s.mape_tpot),
+      s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
+      g3 ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"),
+      g3 ? fmt::format("{}/{}", s.groups_best_in_top3, s.spearman_groups) : std::string("-"),
+      g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"), pct(s.compared_shape_ttft, s.mape_shape_ttft),
+      pct(s.compared_shape_tpot, s.mape_shape_tpot));
+  if (levels && !s.levels.empty()) {
+    std::string l;
+    for (const char* k : {"class", "family", "engine", "prior"})
+      if (s.levels.count(k)) l += fmt::format("{}{} {}", l.empty() ? "" : ", ", k, s.levels.at(k));
+    line += "  [" + l + "]";
+  }
+  return line + "\n";
+}
+
+// The shape-error sentence of a summary.
+std::string shape_sentence(const ValidationSummary& h) {
+  return fmt::format(
+      "Sweep shape error (held out; TTFT / TPOT at each load relative to the sweep's lowest, sim::score_sweeps): "
+      "TTFT {:.1f}% over {} points (target <= 15%), TPOT {:.1f}% over {} (target <= 8%), in {} sweeps",
+      h.mape_shape_ttft, h.compared_shape_ttft, h.mape_shape_tpot, h.compared_shape_tpot, h.sweeps);
+}
+
+// An extra split's table: per fold and overall, with the levels the held-out calibrations came from.
+std::string format_split(const SplitValidation& sp) {
+  const bool gpu = sp.split == ValidationSplit::kGpu;
+  std::string s = fmt::format(
+      "\nLeave one {} out (fit on the points of every other {}, predict the held-out ones; [levels of the held-out "
+      "calibrations: a fold with no training point of a class predicts it from its release family, its engine or "
+      "the prior]):\n",
+      gpu ? "GPU type" : "engine release", gpu ? "GPU type" : "release");
+  s += summary_header(gpu ? "GPU type" : "engine release");
+  for (const auto& f : sp.folds) s += summary_line(f.fold, f.held_out, true);
+  s += summary_line(fmt::format("ALL (held out, {})", validation_split_name(sp.split)), sp.held_out, true);
+  const auto& h = sp.held_out;
+  s += fmt::format("Summary (leave one {} out): total tok/s MAPE {:.1f}% over {}, TTFT {:.1f}% over {}, TPOT {:.1f}% "
+                   "over {}; winner {}/{}; best in top 3 {}/{}, regret {:.1f}%; {}.\n",
+                   gpu ? "GPU type" : "engine release", h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft,
+                   h.compared_ttft, h.mape_tpot, h.compared_tpot, h.groups_same_winner, h.groups,
+                   h.groups_best_in_top3, h.spearman_groups, h.mean_regret, shape_sentence(h));
+  return s;
 }
 
 }  // namespace
@@ -356,15 +335,13 @@ std::string summary_line(const std::string& name, const ValidationSummary& s) {
 std::string format_corpus_validation(const CorpusValidation& v, bool per_point) {
   std::string s;
   s += "servelab sim validate --corpus: leave-one-study-out (fit on every other study, predict the one left out)\n\n";
-  const std::string header = fmt::format("{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6} {:>6} {:>7}\n",
-                                         "study", "points", "predicted", "failures", "refused", "tok/s MAPE",
-                                         "TTFT MAPE", "TPOT MAPE", "winner", "rho", "top3", "regret");
+  const std::string header = summary_header("study");
   s += header;
   for (const auto& st : v.studies) {
     s += summary_line(st.study, st.held_out);
     for (const auto& g : st.group_lines) s += g + "\n";
   }
-  s += summary_line("ALL (held out)", v.held_out);
+  s += summary_line("ALL (held out)", v.held_out, true);
   const auto& h = v.held_out;
   s += fmt::format(
       "\nSummary (held out): {} points; {} predicted, {} predicted to fail, {} refused; measured failures {}: {} "
@@ -372,17 +349,18 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
       "over {} (target <= 30%); mean TPOT MAPE {:.1f}% over {} (target <= 30%); winner right in {}/{} (study, "
       "workload) groups (target >= 80%); over the {} groups of 3 or more configurations: mean Spearman rho {:.2f}, "
       "the measured best in the twin's top 3 in {} (target >= 90%), mean regret of taking the twin's pick {:.1f}% "
-      "(target <= 5%). A group's objective comes from its runs (sim::latency_objective).\n",
+      "(target <= 5%). A group's objective comes from its runs (sim::latency_objective). {}.\n",
       h.points, h.predicted, h.predicted_failures, h.refused, h.failures_measured, h.failures_reproduced,
       h.failures_unexplained, h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft, h.compared_ttft, h.mape_tpot,
       h.compared_tpot, h.groups_same_winner, h.groups, h.spearman_groups, h.mean_spearman, h.groups_best_in_top3,
-      h.mean_regret);
+      h.mean_regret, shape_sentence(h));
   const auto& hm = v.held_out_modelled;
   s += fmt::format(
       "Held out, without the {} points on a kernel path the twin has no figure for (listed below): total tok/s "
       "MAPE {:.1f}% over {}, mean TTFT MAPE {:.1f}% over {}, mean TPOT MAPE {:.1f}% over {}, winner {}/{}.\n",
       h.points - hm.points, hm.mape_total_tok_s, hm.compared_tok_s, hm.mape_ttft, hm.compared_ttft, hm.mape_tpot,
       hm.compared_tpot, hm.groups_same_winner, hm.groups);
+  for (const auto& sp : v.splits) s += format_split(sp);
   s += "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" + header;
   for (const auto& st : v.studies) s += summary_line(st.study, st.in_sample);
   s += summary_line("ALL (in-sample)", v.in_sample);
@@ -434,6 +412,10 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
       std::string in_sample;
       if (r.in_sample && c.measured.total_tok_s && *c.measured.total_tok_s > 0)
         in_sample = fmt::format(" (in-sample {:+.0f}%)", rel_err(r.in_sample->total_tok_s, *c.measured.total_tok_s));
+      if (r.shape_err_ttft || r.shape_err_tpot)
+        in_sample += fmt::format(" (sweep {} shape TTFT {} TPOT {})", r.sweep,
+                                 r.shape_err_ttft ? fmt::format("{:+.0f}%", *r.shape_err_ttft) : std::string("-"),
+                                 r.shape_err_tpot ? fmt::format("{:+.0f}%", *r.shape_err_tpot) : std::string("-"));
       s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]{}\n", cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
                        cell(c.measured.mean_ttft_ms, p.mean_ttft_ms, r.err_ttft),
                        cell(c.measured.mean_tpot_ms, p.mean_tpot_ms, r.err_tpot), r.calibration_class,

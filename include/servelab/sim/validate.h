@@ -1,8 +1,10 @@
 // servelab/sim: validation of the twin against the corpus — leave-one-study-out (fit on every other
-// study, predict the one left out) and, printed apart and labelled, in-sample (fit on everything).
+// study, predict the one left out), on request leave-one-GPU-type-out and leave-one-engine-release-out
+// (the same folds over another grouping), and, printed apart and labelled, in-sample (fit on everything).
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,12 @@ struct ValidationRow {
   std::string note;                              ///< why a measured failure is not reproduced, etc.
   /// Kernel paths the twin has no figure for (ResolvedLaunch::unmodelled): predicted and scored, never fitted.
   std::vector<std::string> unmodelled;
+  /// Index of the point's sweep (score_sweeps), -1 when it is in none that has a shape error.
+  int sweep = -1;
+  /// Shape errors of the held-out prediction in % (signed), for a point of a sweep above the sweep's
+  /// lowest load: 100 x ((pred(c) / pred(c_min)) / (meas(c) / meas(c_min)) - 1) of mean TTFT / mean TPOT
+  /// (score_sweeps has the definition).
+  std::optional<double> shape_err_ttft, shape_err_tpot;
 };
 
 /// Accuracy over a set of rows. MAPE in %.
@@ -48,7 +56,38 @@ struct ValidationSummary {
   /// Mean regret over groups of >= 3 configs, %: the share of the measured best objective lost by taking
   /// the twin's pick (throughput: 1 - measured(pick) / measured(best); TPOT: 1 - TPOT(best) / TPOT(pick)).
   double mean_regret = 0;
+  /// Sweep shape error (score_sweeps): sweeps with at least one scored point above their lowest load, the
+  /// points scored per metric, and the MAPE of the points' shape errors in % (mean |shape error|).
+  int sweeps = 0;
+  int compared_shape_ttft = 0, compared_shape_tpot = 0;
+  double mape_shape_ttft = 0, mape_shape_tpot = 0;
+  /// Predicted rows by the level their held-out calibration came from (ValidationRow::calibration_level:
+  /// "class", "family", "engine", "prior"): a fold without training data for a class predicts it from a
+  /// coarser level.
+  std::map<std::string, int> levels;
 };
+
+/// Summary of `rows` from their held-out predictions (`held_out`) or their in-sample ones. The (study,
+/// workload) group figures need `group_lines` only to print them (may be null). Shape errors are read from
+/// the rows (score_sweeps), held out only.
+ValidationSummary summarize_validation(const std::vector<const ValidationRow*>& rows, bool held_out,
+                                       std::vector<std::string>* group_lines = nullptr);
+
+/// Finds the sweeps among `rows` and sets each row's `sweep` and shape errors from its held-out
+/// prediction (`predicted`). A sweep: points of one study with the same launch configuration (engine and
+/// release, GPU and GPU count, argv, environment, option files, the launch line) and the same workload shape
+/// (client tool, dataset, input/output lengths, range ratio, arrival process) that differ only in their
+/// load: the client concurrency cap when there is one (the request rate then part of the shape), else the
+/// request rate (the prompt count may differ: clients scale it with the load). A launch whose flags follow
+/// the concurrency (`--max-num-seqs` = the cap) is a different launch at each load, so no sweep. A sweep
+/// needs >= 2 distinct loads among its scored points (status ok or partial, not suspect, a held-out
+/// prediction, the metric measured and predicted > 0), taken per metric. The baseline
+/// c_min is the sweep's lowest load (several points there: the mean of their measured and of their
+/// predicted values); each scored point at a higher load c gets
+///   shape error = 100 x ((pred(c) / pred(c_min)) / (meas(c) / meas(c_min)) - 1)  (%, signed)
+/// for mean TTFT and for mean TPOT (the shape error AISimulate publishes: how well the twin follows a
+/// sweep's curve whatever its absolute level). Rows of no sweep keep sweep -1 and no shape error.
+void score_sweeps(std::vector<ValidationRow>& rows);
 
 /// A group's objective, from its runs (never from a study's name): lowest mean TPOT when the runs are
 /// latency runs — the client caps concurrency at kLatencyConcurrency or below, or it offers a finite request
@@ -69,6 +108,34 @@ struct StudyValidation {
   std::vector<std::string> group_lines;    ///< per workload: measured best, predicted best, rho
 };
 
+/// The unit a validation fold holds out: the fit of a fold never sees a point of the fold.
+enum class ValidationSplit {
+  kStudy,    ///< one study (CorpusPoint::study)
+  kGpu,      ///< one GPU type (CorpusPoint::gpu, as the study names it: "H100", "A100")
+  kRelease,  ///< one engine release (CorpusPoint::engine + " " + engine_version: "vllm 0.11.0")
+};
+/// "study", "gpu", "release".
+const char* validation_split_name(ValidationSplit s);
+/// The fold a point belongs to under `split` ("qwen3-32b__h100", "H100", "vllm 0.11.0").
+std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split);
+
+/// One held-out fold of a split.
+struct FoldValidation {
+  std::string fold;           ///< validation_fold_of's label
+  ValidationSummary held_out;
+};
+
+/// A split besides leave-one-study-out: every point predicted by the fit on the points of the other folds.
+struct SplitValidation {
+  ValidationSplit split = ValidationSplit::kGpu;
+  std::vector<ValidationRow> rows;     ///< as CorpusValidation::rows; `predicted`, its errors, level and
+                                       ///< shape errors from this split's folds (in_sample as there)
+  std::vector<FoldValidation> folds;   ///< in first-appearance order of the corpus
+  ValidationSummary held_out;          ///< all folds
+  /// Each fold's fitted table (fold label -> table): fitted on the training points of the other folds only.
+  std::map<std::string, CalibrationTable> tables;
+};
+
 /// The whole report.
 struct CorpusValidation {
   std::vector<ValidationRow> rows;
@@ -80,16 +147,23 @@ struct CorpusValidation {
   ValidationSummary held_out_modelled;
   FitResult full_fit;                      ///< the in-sample fit (what `sim calibrate` writes)
   BandTable bands;                         ///< residual bands per class from the held-out errors
+  /// The extra splits asked of validate_corpus (GPU type, engine release), in the order asked.
+  std::vector<SplitValidation> splits;
   double seconds = 0;                      ///< wall time of the validation
 };
 
-/// Runs leave-one-study-out over `corpus` (and the in-sample fit). `threads` simulations in parallel
+/// Runs leave-one-study-out over `corpus` (and the in-sample fit), then each split of `extra_splits`
+/// (kGpu, kRelease; kStudy there is ignored, it always runs) with the same machinery: per fold, the engines
+/// its points use are refitted (fit_engine) on the other folds' training points, re-timing the in-sample
+/// fit's traces, and the fold's points are predicted with that table. `threads` simulations in parallel
 /// (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point the
 /// twin cannot take is a refusal with its reason.
-CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0);
+CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0,
+                                 const std::vector<ValidationSplit>& extra_splits = {});
 
 /// The text `servelab sim validate --corpus` prints: per study the table the issue asks for, then the
-/// summary, then the in-sample figures (labelled), then the unexplained points with their reasons.
+/// summary, then each extra split's table (per fold and overall, labelled by split), then the in-sample
+/// figures (labelled), then the unexplained points with their reasons.
 std::string format_corpus_validation(const CorpusValidation& v, bool per_point);
 
 /// calibration.json text: the in-sample fit, the bands and the coverage of `v`. Throws

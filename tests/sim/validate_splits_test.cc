@@ -1,0 +1,185 @@
+// Validation beyond leave-one-study-out: the sweep shape error on hand-made sweeps (values computed by hand
+// below), and the leave-one-GPU-type-out / leave-one-engine-release-out folds, whose fitted tables must be
+// those of a fit on the corpus without the fold's points.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "servelab/common/paths.h"
+#include "servelab/sim/calibration.h"
+#include "servelab/sim/corpus.h"
+#include "servelab/sim/validate.h"
+
+namespace sim = servelab::sim;
+
+namespace {
+
+// A measured point of study `study` (one launch line `command`, random 1000 in / 100 out) at client
+// concurrency `cap` (or uncapped at `rate` req/s), measured and predicted mean TTFT / TPOT in ms (0 = absent).
+struct SweepPoint {
+  std::string study, command;
+  std::optional<int> cap;
+  double rate;
+  double meas_ttft, meas_tpot, pred_ttft, pred_tpot;
+  int output_len = 100;
+  bool suspect = false;
+};
+
+std::vector<sim::CorpusPoint> sweep_points(const std::vector<SweepPoint>& spec) {
+  std::vector<sim::CorpusPoint> points;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    const auto& s = spec[i];
+    sim::CorpusPoint p;
+    p.id = "p" + std::to_string(i);
+    p.study = s.study;
+    p.engine = "vllm";
+    p.engine_version = "0.11.0";
+    p.gpu = "H100";
+    p.command = s.command;
+    p.workload.dataset = "random";
+    p.workload.input_len = 1000;
+    p.workload.output_len = s.output_len;
+    p.workload.max_concurrency = s.cap;
+    p.workload.request_rate = s.rate;
+    if (s.meas_ttft > 0) p.measured.mean_ttft_ms = s.meas_ttft;
+    if (s.meas_tpot > 0) p.measured.mean_tpot_ms = s.meas_tpot;
+    p.suspect = s.suspect;
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+TEST(SweepShapeError, HandMadeSweeps) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<SweepPoint> spec = {
+      // Sweep A: concurrency 1, 4, 16 of one launch.
+      {"s", "vllm serve m --tp 1", 1, inf, 100, 10, 80, 12},
+      {"s", "vllm serve m --tp 1", 4, inf, 150, 12, 140, 15},
+      {"s", "vllm serve m --tp 1", 16, inf, 400, 20, 240, 30},
+      // Not sweep A: another launch (alone: no sweep), another output length (alone), another study
+      // (alone), a suspect point of the same launch (never scored).
+      {"s", "vllm serve m --tp 2", 8, inf, 100, 10, 50, 50},
+      {"s", "vllm serve m --tp 1", 8, inf, 100, 10, 50, 50, 200},
+      {"t", "vllm serve m --tp 1", 8, inf, 100, 10, 50, 50},
+      {"s", "vllm serve m --tp 1", 64, inf, 100, 10, 50, 50, 100, true},
+      // Sweep B: uncapped, request rate 1 (twice: the baseline is their mean) and 2; TTFT only.
+      {"s", "vllm serve m --tp 4", std::nullopt, 1.0, 100, 0, 50, 0},
+      {"s", "vllm serve m --tp 4", std::nullopt, 1.0, 120, 0, 60, 0},
+      {"s", "vllm serve m --tp 4", std::nullopt, 2.0, 220, 0, 121, 0},
+  };
+  const auto points = sweep_points(spec);
+  std::vector<sim::ValidationRow> rows(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    rows[i].point = &points[i];
+    rows[i].predicted = sim::HeadlineMetrics{};
+    rows[i].predicted->mean_ttft_ms = spec[i].pred_ttft;
+    rows[i].predicted->mean_tpot_ms = spec[i].pred_tpot;
+  }
+  sim::score_sweeps(rows);
+  // By hand: shape = (pred(c) / pred(c_min)) / (meas(c) / meas(c_min)) - 1.
+  EXPECT_EQ(rows[0].sweep, 0);
+  EXPECT_FALSE(rows[0].shape_err_ttft);  // the lowest load is the baseline
+  EXPECT_FALSE(rows[0].shape_err_tpot);
+  ASSERT_TRUE(rows[1].shape_err_ttft && rows[1].shape_err_tpot);
+  EXPECT_NEAR(*rows[1].shape_err_ttft, 100.0 * ((140.0 / 80) / (150.0 / 100) - 1), 1e-9);  // +16.667%
+  EXPECT_NEAR(*rows[1].shape_err_tpot, 100.0 * ((15.0 / 12) / (12.0 / 10) - 1), 1e-9);     // +4.167%
+  ASSERT_TRUE(rows[2].shape_err_ttft && rows[2].shape_err_tpot);
+  EXPECT_NEAR(*rows[2].shape_err_ttft, -25.0, 1e-9);  // 3 / 4 - 1
+  EXPECT_NEAR(*rows[2].shape_err_tpot, 25.0, 1e-9);   // 2.5 / 2 - 1
+  for (int i : {3, 4, 5, 6}) {
+    EXPECT_EQ(rows[i].sweep, -1) << i;
+    EXPECT_FALSE(rows[i].shape_err_ttft || rows[i].shape_err_tpot) << i;
+  }
+  EXPECT_EQ(rows[7].sweep, 1);
+  EXPECT_FALSE(rows[7].shape_err_ttft || rows[8].shape_err_ttft);
+  ASSERT_TRUE(rows[9].shape_err_ttft);
+  EXPECT_NEAR(*rows[9].shape_err_ttft, 10.0, 1e-9);  // (121 / 55) / (220 / 110) - 1
+  EXPECT_FALSE(rows[9].shape_err_tpot);              // no TPOT measured in sweep B
+
+  std::vector<const sim::ValidationRow*> all;
+  for (const auto& r : rows) all.push_back(&r);
+  const auto s = sim::summarize_validation(all, true);
+  EXPECT_EQ(s.sweeps, 2);
+  EXPECT_EQ(s.compared_shape_ttft, 3);
+  EXPECT_EQ(s.compared_shape_tpot, 2);
+  EXPECT_NEAR(s.mape_shape_ttft, (100.0 / 6 + 25 + 10) / 3, 1e-9);
+  EXPECT_NEAR(s.mape_shape_tpot, (100.0 / 24 + 25) / 2, 1e-9);
+  // In-sample summaries carry no shape error (it is a held-out figure).
+  EXPECT_EQ(sim::summarize_validation(all, false).compared_shape_ttft, 0);
+
+  // A point without a held-out prediction drops out: sweep A keeps concurrency 1 and 16.
+  rows[1].predicted.reset();
+  sim::score_sweeps(rows);
+  EXPECT_FALSE(rows[1].shape_err_ttft);
+  ASSERT_TRUE(rows[2].shape_err_ttft);
+  EXPECT_NEAR(*rows[2].shape_err_ttft, -25.0, 1e-9);
+}
+
+sim::Corpus subset_of(const std::set<std::string>& studies) {
+  const auto all = sim::load_corpus(servelab::common::data_dir().parent_path() / "reference");
+  sim::Corpus c;
+  c.sources = all.sources;
+  for (const auto& p : all.points)
+    if (studies.count(p.study)) c.points.push_back(p);
+  for (const auto& s : all.studies)
+    if (studies.count(s)) c.studies.push_back(s);
+  return c;
+}
+
+// The corpus without the points of `fold` under `split`.
+sim::Corpus without_fold(const sim::Corpus& c, sim::ValidationSplit split, const std::string& fold) {
+  sim::Corpus r;
+  r.sources = c.sources;
+  std::set<std::string> studies;
+  for (const auto& p : c.points)
+    if (sim::validation_fold_of(p, split) != fold) r.points.push_back(p), studies.insert(p.study);
+  for (const auto& s : c.studies)
+    if (studies.count(s)) r.studies.push_back(s);
+  return r;
+}
+
+std::string json_of(const sim::CalibrationTable& t) { return sim::calibration_table_to_json(t, "test"); }
+
+// A fold never fits on its own points: its table is the in-sample fit of the corpus without them (the three
+// studies' runs send every request at once, so their traces do not depend on the parameters and the two
+// fits see the same data). And it is not the fit on everything: the held-out points do move the fit.
+TEST(CorpusValidationSplits, AFoldIsTheFitWithoutItsPoints) {
+  const auto corpus = subset_of({"qwen3-14b__a100", "qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  const auto v = sim::validate_corpus(corpus, 2, {sim::ValidationSplit::kGpu, sim::ValidationSplit::kRelease});
+  ASSERT_EQ(v.splits.size(), 2u);
+  const auto& gpu = v.splits[0];
+  ASSERT_EQ(gpu.split, sim::ValidationSplit::kGpu);
+  ASSERT_TRUE(gpu.tables.count("A100"));
+  ASSERT_TRUE(gpu.tables.count("H100"));
+  const auto without_a100 = sim::validate_corpus(without_fold(corpus, sim::ValidationSplit::kGpu, "A100"), 2);
+  EXPECT_EQ(json_of(gpu.tables.at("A100")), json_of(without_a100.full_fit.table));
+  EXPECT_NE(json_of(gpu.tables.at("A100")), json_of(v.full_fit.table));
+  // The A100 points are predicted from that table: no A100 class in it, so a coarser level.
+  for (const auto& r : gpu.rows)
+    if (r.point->gpu == "A100" && r.predicted) EXPECT_NE(r.calibration_level, "class") << r.point->id;
+
+  const auto& release = v.splits[1];
+  ASSERT_EQ(release.split, sim::ValidationSplit::kRelease);
+  ASSERT_FALSE(release.folds.empty());
+  const std::string fold = release.folds.front().fold;
+  const auto without_release = sim::validate_corpus(without_fold(corpus, sim::ValidationSplit::kRelease, fold), 2);
+  EXPECT_EQ(json_of(release.tables.at(fold)), json_of(without_release.full_fit.table)) << fold;
+  EXPECT_NE(json_of(release.tables.at(fold)), json_of(v.full_fit.table)) << fold;
+
+  // Every fold's summary adds up to the split's; the report labels the splits.
+  int points = 0;
+  for (const auto& f : gpu.folds) points += f.held_out.points;
+  EXPECT_EQ(points, gpu.held_out.points);
+  EXPECT_EQ(gpu.held_out.points, v.held_out.points);
+  const std::string report = sim::format_corpus_validation(v, false);
+  EXPECT_NE(report.find("Leave one GPU type out"), std::string::npos);
+  EXPECT_NE(report.find("Leave one engine release out"), std::string::npos);
+  EXPECT_NE(report.find("ALL (held out, gpu)"), std::string::npos);
+}
+
+}  // namespace
