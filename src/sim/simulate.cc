@@ -376,7 +376,6 @@ class Simulator::Client {
       : sim_(sim), arrival_(arrival), n_(static_cast<int>(sim.reqs_.size())), cap_(max_concurrency.value_or(0)) {
     for (int k = 0; k < cap_; ++k) slots_.emplace(0.0, -1);
   }
-  bool all_sent() const { return next_ >= n_; }
 
   /// Sends every request whose time has come by `now` (s); `last_step` is the trace index of the engine
   /// step that ended last (-1 before the first).

@@ -144,5 +144,30 @@ TEST(OnlineTwin, TrtllmAgreesWithTheOfflineRun) {
   expect_same({"trtllm-serve", "Qwen/Qwen3-8B"}, "qwen3-8b", "1xH100", mixed(200, 2000, 300), poisson(30));
 }
 
+// A request cancelled mid-decode stops emitting (the step in flight finishes first); the other one runs
+// to its end, and the engine is idle afterwards.
+TEST(OnlineTwin, CancelStopsARequestsTokens) {
+  const auto model = testing::corpus_model("qwen3-8b");
+  auto created = OnlineTwin::create(engines::parse_launch_command(kVllm), hardware::parse_cluster("1xH100"), model);
+  auto& twin = *std::get<std::unique_ptr<OnlineTwin>>(created);
+  int tokens[2] = {0, 0};
+  double last = 0;
+  auto emit = [&](std::uint64_t id, int index, double t) {
+    ASSERT_LT(id, 2u);
+    EXPECT_EQ(index, tokens[id]++);
+    last = t;
+  };
+  EXPECT_FALSE(twin.submit(0, 500, 200, 0.0));
+  EXPECT_FALSE(twin.submit(1, 500, 200, 0.0));
+  while (tokens[0] < 50) twin.advance_to(twin.next_event_s(), emit);
+  twin.cancel(0);
+  const int at_cancel = tokens[0];
+  while (std::isfinite(twin.next_event_s())) twin.advance_to(twin.next_event_s(), emit);
+  EXPECT_EQ(tokens[0], at_cancel);
+  EXPECT_EQ(tokens[1], 200);
+  EXPECT_EQ(twin.live_metrics().front().num_requests_running, 0);
+  EXPECT_GT(last, 0.0);
+}
+
 }  // namespace
 }  // namespace servelab::sim
