@@ -46,7 +46,8 @@ void EventLoop::run_until(double horizon_s) {
       continue;
     }
     if (sim_.in_flight() == 0) return;  // drained
-    if (sim_.drop_unschedulable() == 0) throw std::logic_error("twin scheduler stalled with requests in flight (bug)");
+    if (sim_.drop_unschedulable() == 0)
+      throw std::logic_error("twin scheduler stalled with requests in flight (bug)");
     waiting_ = false;
   }
 }
@@ -92,8 +93,10 @@ double EventLoop::next_event_s() const {
 }
 
 void EventLoop::cancel(int id) {
-  if (ticking_) deferred_cancels_.push_back(id);
-  else sim_.cancel(id);
+  if (ticking_)
+    deferred_cancels_.push_back(id);
+  else
+    sim_.cancel(id);
 }
 
 }  // namespace servelab::sim::detail

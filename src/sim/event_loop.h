@@ -55,16 +55,16 @@ class EventLoop {
   Simulator& sim_;
   LoopClient client_;
   const bool overlapped_;
-  double t_ = 0;                 ///< engine clock (see clock_s)
-  double tick_end_s_ = 0;        ///< end of the step in flight (valid while busy)
-  double not_before_ = 0;        ///< trace: the step was held until this hand-off or send (0: not held)
-  int wake_ = -1;                ///< trace: the request whose hand-off ended the idle wait
-  int last_step_ = -1;           ///< trace index of the step that ended last
-  bool ticking_ = false;         ///< a step is in flight (it ends at tick_end_s_)
-  bool waiting_ = false;         ///< idle at t_: the engine already planned there and found nothing
+  double t_ = 0;           ///< engine clock (see clock_s)
+  double tick_end_s_ = 0;  ///< end of the step in flight (valid while busy)
+  double not_before_ = 0;  ///< trace: the step was held until this hand-off or send (0: not held)
+  int wake_ = -1;          ///< trace: the request whose hand-off ended the idle wait
+  int last_step_ = -1;     ///< trace index of the step that ended last
+  bool ticking_ = false;   ///< a step is in flight (it ends at tick_end_s_)
+  bool waiting_ = false;   ///< idle at t_: the engine already planned there and found nothing
   /// Overlapped scheduler: hand-offs after the last step's start wait one more step (Simulator::deliver).
   double cut_ = std::numeric_limits<double>::infinity();
-  std::deque<Batch> pipe_;       ///< micro-batches in flight
+  std::deque<Batch> pipe_;  ///< micro-batches in flight
   std::vector<int> deferred_cancels_;
 };
 

@@ -53,7 +53,7 @@ std::vector<Times> drive_online(OnlineTwin& twin, const std::vector<WorkloadRequ
 /// `argv` of `model_name` on `gpus`, and expects every request's TTFT, E2E latency (so TPOT) and the end of
 /// the run to agree to 1e-9 s. Returns the offline run's view.
 TwinView expect_same(const std::vector<std::string>& argv, const char* model_name, const char* gpus,
-                 const std::vector<WorkloadRequest>& w, WorkloadOptions o) {
+                     const std::vector<WorkloadRequest>& w, WorkloadOptions o) {
   const auto model = testing::corpus_model(model_name);
   const auto cluster = hardware::parse_cluster(gpus);
   const auto engine = engines::parse_launch_command(argv);
@@ -120,24 +120,26 @@ TEST(OnlineTwin, PoissonArrivalsAgreeWithTheOfflineRun) {
 
 // KV pressure: long requests on one GPU, preemptions and recomputes.
 TEST(OnlineTwin, PreemptionsAgreeWithTheOfflineRun) {
-  const auto view =
-      expect_same(kVllm, "qwen3-8b", "1xH100", std::vector<WorkloadRequest>(400, WorkloadRequest{6000, 1500}), poisson(50));
+  const auto view = expect_same(kVllm, "qwen3-8b", "1xH100",
+                                std::vector<WorkloadRequest>(400, WorkloadRequest{6000, 1500}), poisson(50));
   EXPECT_GT(view.preemptions, 0);
 }
 
 TEST(OnlineTwin, DataParallelAgreesWithTheOfflineRun) {
-  expect_same({"vllm", "serve", "Qwen/Qwen3-8B", "-dp", "2"}, "qwen3-8b", "2xH100", mixed(200, 2000, 300), poisson(30));
+  expect_same({"vllm", "serve", "Qwen/Qwen3-8B", "-dp", "2"}, "qwen3-8b", "2xH100", mixed(200, 2000, 300),
+              poisson(30));
 }
 
 TEST(OnlineTwin, PipelineMicroBatchesAgreeWithTheOfflineRun) {
-  expect_same({"vllm", "serve", "Qwen/Qwen3-8B", "-pp", "2"}, "qwen3-8b", "2xH100", mixed(200, 2000, 300), poisson(30));
+  expect_same({"vllm", "serve", "Qwen/Qwen3-8B", "-pp", "2"}, "qwen3-8b", "2xH100", mixed(200, 2000, 300),
+              poisson(30));
 }
 
 TEST(OnlineTwin, SglangAgreesWithTheOfflineRun) {
-  expect_same({"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"}, "qwen3-8b", "1xH100",
-              mixed(200, 2000, 300), poisson(30));
-  expect_same({"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--pp-size", "2"}, "qwen3-8b",
-              "2xH100", mixed(200, 2000, 300), {});
+  expect_same({"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"}, "qwen3-8b",
+              "1xH100", mixed(200, 2000, 300), poisson(30));
+  expect_same({"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--pp-size", "2"},
+              "qwen3-8b", "2xH100", mixed(200, 2000, 300), {});
 }
 
 TEST(OnlineTwin, TrtllmAgreesWithTheOfflineRun) {
@@ -148,7 +150,8 @@ TEST(OnlineTwin, TrtllmAgreesWithTheOfflineRun) {
 // to its end, and the engine is idle afterwards.
 TEST(OnlineTwin, CancelStopsARequestsTokens) {
   const auto model = testing::corpus_model("qwen3-8b");
-  auto created = OnlineTwin::create(engines::parse_launch_command(kVllm), hardware::parse_cluster("1xH100"), model);
+  auto created =
+      OnlineTwin::create(engines::parse_launch_command(kVllm), hardware::parse_cluster("1xH100"), model);
   auto& twin = *std::get<std::unique_ptr<OnlineTwin>>(created);
   int tokens[2] = {0, 0};
   double last = 0;

@@ -158,15 +158,17 @@ class OnlineTwin {
   OnlineTwin& operator=(const OnlineTwin&) = delete;
 
   /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
-  /// `output_len` to generate arrives at `now_s` (>= the last advance_to's `t_s`; an earlier one is sent
-  /// as if it arrived then, and at no time before an earlier submit's). Returns the engine's refusal text (context too long:
-  /// engines::check_request) or nullopt when admitted. Ids are the caller's and must be unique.
+  /// `output_len` to generate arrives at `now_s`, normally >= the last advance_to's `t_s`. An earlier one
+  /// (a caller that read it late) joins no step already formed; it is sent no earlier than the previous
+  /// submit, and the API server counts its work from its own clock when that is later. Returns the
+  /// engine's refusal text (context too long: engines::check_request) or nullopt when admitted. Ids are
+  /// the caller's and must be unique.
   std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
   /// Drops a request (its client went away); frees its KV after the step in flight.
   void cancel(std::uint64_t id);
   /// Applies every event at or before `t_s` (steps that end, steps that start, API-server hand-offs) and
-  /// calls emit(id, output_index, t_emit_s) for each token due by `t_s` (t_emit_s <= t_s), in time order. A request the engine aborts (more KV than a rank holds) is reported with
-  /// output_index = -1.
+  /// calls emit(id, output_index, t_emit_s) for each token due by `t_s` (t_emit_s <= t_s), in time
+  /// order. A request the engine aborts (more KV than a rank holds) is reported with output_index = -1.
   void advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit);
   /// When the next event happens (virtual s): a token due, the end of the step in flight, or the hand-off
   /// or send an idle engine waits for; +inf when idle with nothing pending.
