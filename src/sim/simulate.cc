@@ -4,11 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <queue>
 #include <stdexcept>
+#include <unordered_map>
+#include <vector>
 
 #include "servelab/schedule/schedule.h"
 #include "servelab/metrics/metrics.h"
+#include "sim/event_loop.h"
 #include "sim/simulator.h"
 #include "servelab/common/hash.h"
 
@@ -373,7 +379,6 @@ class Simulator::Client {
       : sim_(sim), arrival_(arrival), n_(static_cast<int>(sim.reqs_.size())), cap_(max_concurrency.value_or(0)) {
     for (int k = 0; k < cap_; ++k) slots_.emplace(0.0, -1);
   }
-  bool all_sent() const { return next_ >= n_; }
 
   /// Sends every request whose time has come by `now` (s); `last_step` is the trace index of the engine
   /// step that ended last (-1 before the first).
@@ -436,59 +441,11 @@ void Simulator::record_step(const Batch& slow, double not_before, int wake) {
 
 void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_concurrency) {
   Client client(*this, arrival, max_concurrency);
-  double t = 0;
-  double not_before = 0;
-  int last_step = -1;
-  std::deque<Batch> pipe;
-  int wake = -1;  // the request whose hand-off ended the engine's idle wait
-  // An overlapped scheduler (vLLM async scheduling, SGLang's overlap loop, TensorRT-LLM's overlap
-  // scheduler) forms step k+1 while step k runs: a request handed off after step k began joins step k+2
-  // (one step more TTFT under load; the "TTFT rises slightly" of vLLM PR #19970, gpu-kernel-facts.md
-  // §2.7). An idle engine schedules it at once. `cut`: when the step about to be formed was scheduled.
-  const bool overlapped = overlapped_scheduler();
-  double cut = std::numeric_limits<double>::infinity();
-  while (true) {
-    now_s_ = t;
-    client.send_ready(t, last_step);
-    deliver(t, cut);
-    cut = std::numeric_limits<double>::infinity();
-    plan_into(pipe, t);
-    if (pipe.empty()) {
-      if (client.all_sent() && in_flight_ == 0) break;
-      // Idle: wait for the API server's next hand-off or the client's next send, whichever is first.
-      const double send_at = client.next_send();
-      const double hand_off = next_delivery();
-      if (std::isfinite(send_at) || std::isfinite(hand_off)) {
-        const double to = std::max(t, std::min(send_at, hand_off));
-        view_.idle_time_s += to - t;
-        if (hand_off <= send_at) wake = next_delivery_id();
-        t = to;
-        not_before = t;
-        continue;
-      }
-      if (drop_unschedulable() == 0) throw std::logic_error("twin scheduler stalled with requests in flight (bug)");
-      continue;
-    }
-    // One tick: every micro-batch in flight advances one stage; the slowest sets the tick.
-    const Batch* slow = &pipe.front();
-    for (const auto& b : pipe)
-      if (b.stage_s > slow->stage_s) slow = &b;
-    if (overlapped) cut = t;  // the next step is formed as this one starts
-    t += slow->stage_s;
-    if (trace_) record_step(*slow, not_before, wake);
-    wake = -1;
-    client.send_ready(t, last_step);  // arrivals during the tick (sent at their own times when a slot was free)
-    not_before = 0;
-    ++last_step;
-    count_tick();
-    for (auto& b : pipe) --b.stages_left;
-    while (!pipe.empty() && pipe.front().stages_left <= 0) {
-      finish_batch(pipe.front(), t);
-      pipe.pop_front();
-    }
-  }
-  view_.duration_s = t;
-  now_s_ = t;
+  EventLoop loop(*this, LoopClient{[&client](double t, int last_step) { client.send_ready(t, last_step); },
+                                   [&client] { return client.next_send(); }});
+  loop.run_until(std::numeric_limits<double>::infinity());
+  view_.duration_s = loop.clock_s();
+  now_s_ = loop.clock_s();
 }
 
 }  // namespace detail
@@ -591,61 +548,51 @@ HeadlineMetrics headline(const Prediction& p) {
 // ---------------------------------------------------------------------------------------------------
 // OnlineTwin: the Simulator driven tick by tick in virtual time (see sim.h).
 
+// The same EventLoop as Simulator::run; the client is the caller's submit(), and a token leaves when the
+// caller's clock reaches its emission time (a first token first_token_ms after its step ends).
 struct OnlineTwin::Impl {
+  /// A token (index >= 0) or an engine abort (index -1) due at t_s; seq keeps equal times in order.
+  struct Pending {
+    double t_s;
+    std::uint64_t seq;
+    int id, index;
+    bool operator>(const Pending& o) const { return t_s != o.t_s ? t_s > o.t_s : seq > o.seq; }
+  };
   detail::Simulator sim;
   PredictionContext context;
   std::vector<detail::Simulator::Emission> sink;
-  std::deque<detail::Batch> pipe;           // micro-batches in flight
-  double tick_end_s = 0;                    // end of the tick in flight (valid when !pipe.empty())
-  bool tick_planned = false;
-  double free_at_s = 0;                     // end of the last applied tick
-  // Overlapped schedulers: hand-offs after `cut_s` (the last tick's start) wait one more step.
-  double cut_s = std::numeric_limits<double>::infinity();
-  double next_cut_s = std::numeric_limits<double>::infinity();
-  std::deque<std::pair<int, double>> arrivals;  // (internal id, arrival time) not yet sent to a rank
+  std::deque<std::pair<int, double>> arrivals;  // (internal id, send time) not yet sent to the API server
+  detail::EventLoop loop;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending;  // emitted, not yet due
+  std::uint64_t next_seq = 0;
   std::unordered_map<std::uint64_t, int> by_external;
-  std::vector<std::uint64_t> external;      // internal id -> caller's id
-  std::vector<int> deferred_cancels;
+  std::vector<std::uint64_t> external;  // internal id -> caller's id
+  std::vector<char> dropped;            // internal id -> cancelled by the caller (its tokens never leave)
 
   Impl(const engines::ResolvedLaunch& l, const hardware::ClusterSpec& c, PredictionContext ctx)
-      : sim(l, c, ctx.calibration, 0), context(std::move(ctx)) {}
+      : sim(l, c, ctx.calibration, 0),
+        context(std::move(ctx)),
+        loop(sim, detail::LoopClient{[this](double t, int) { send_until(t); }, [this] { return next_send(); }}) {}
 
-  void admit_until(double t) {
+  void send_until(double t) {
     while (!arrivals.empty() && arrivals.front().second <= t) {
       sim.send(arrivals.front().first, arrivals.front().second);
       arrivals.pop_front();
     }
   }
-
-  void fill(double start, double cut = std::numeric_limits<double>::infinity()) {
-    admit_until(start);
-    sim.deliver(start, cut);
-    sim.plan_into(pipe, start);
+  double next_send() const {
+    return arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.front().second;
   }
-
-  void ensure_planned() {
-    while (!tick_planned) {
-      double start = free_at_s;
-      fill(start, cut_s);
-      cut_s = std::numeric_limits<double>::infinity();
-      while (pipe.empty() && (!arrivals.empty() || std::isfinite(sim.next_delivery()))) {
-        // Idle until the next client arrival or API-server hand-off.
-        const double next_arrival = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.front().second;
-        start = std::max(start, std::min(next_arrival, sim.next_delivery()));
-        fill(start);
-      }
-      if (pipe.empty()) {
-        if (sim.in_flight() > 0 && sim.drop_unschedulable() > 0) continue;
-        return;
-      }
-      double slow = 0;
-      for (const auto& b : pipe) slow = std::max(slow, b.stage_s);
-      tick_end_s = start + slow;
-      tick_planned = true;
-      // An overlapped scheduler formed the next step when this one started (Simulator::run).
-      if (sim.overlapped_scheduler()) next_cut_s = start;
+  /// Moves what the steps emitted into the queue of tokens not yet due.
+  void collect() {
+    for (const auto& e : sink) {
+      if (dropped[e.id]) continue;
+      if (e.first < 0) pending.push({e.t_s, next_seq++, e.id, -1});
+      for (int k = 0; k < e.count; ++k) pending.push({e.t_s, next_seq++, e.id, e.first + k});
     }
+    sink.clear();
   }
+  double next_due() const { return pending.empty() ? std::numeric_limits<double>::infinity() : pending.top().t_s; }
 };
 
 OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -672,11 +619,13 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   auto& im = *impl_;
   const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
+  im.dropped.push_back(0);
   // Refusals (context length) are decided at arrival, as the engine's API server does.
   if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_len))
     return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
-  im.arrivals.emplace_back(internal, now_s);
+  // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.
+  im.arrivals.emplace_back(internal, im.arrivals.empty() ? now_s : std::max(now_s, im.arrivals.back().second));
   return std::nullopt;
 }
 
@@ -686,59 +635,31 @@ void OnlineTwin::cancel(std::uint64_t id) {
   if (it == im.by_external.end()) return;
   const int internal = it->second;
   im.by_external.erase(it);
+  im.dropped[internal] = 1;
   for (auto a = im.arrivals.begin(); a != im.arrivals.end(); ++a) {
     if (a->first == internal) {
       im.arrivals.erase(a);
       return;
     }
   }
-  if (!im.pipe.empty()) im.deferred_cancels.push_back(internal);  // it may be in a micro-batch in flight
-  else im.sim.cancel(internal);
+  im.loop.cancel(internal);
 }
 
 void OnlineTwin::advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit) {
   auto& im = *impl_;
-  std::vector<int> cancelled;
-  auto flush = [&] {
-    for (const auto& e : im.sink) {
-      if (std::find(cancelled.begin(), cancelled.end(), e.id) != cancelled.end()) continue;
-      const std::uint64_t ext = im.external[e.id];
-      if (e.first < 0) {  // aborted by the engine: more KV than a rank holds
-        im.by_external.erase(ext);
-        emit(ext, -1, im.free_at_s);
-        continue;
-      }
-      for (int k = 0; k < e.count; ++k) emit(ext, e.first + k, e.t_s);
-    }
-    im.sink.clear();
-  };
-  for (;;) {
-    im.ensure_planned();
-    flush();
-    if (!im.tick_planned || im.tick_end_s > t_s) return;
-    const double t = im.tick_end_s;
-    im.sim.count_tick();
-    for (auto& b : im.pipe) --b.stages_left;
-    while (!im.pipe.empty() && im.pipe.front().stages_left <= 0) {
-      im.sim.finish_batch(im.pipe.front(), t);
-      im.pipe.pop_front();
-    }
-    im.free_at_s = t;
-    im.cut_s = im.next_cut_s;
-    im.next_cut_s = std::numeric_limits<double>::infinity();
-    im.tick_planned = false;
-    cancelled.swap(im.deferred_cancels);
-    im.deferred_cancels.clear();
-    for (int c : cancelled) im.sim.cancel(c);
-    flush();
-    cancelled.clear();
+  im.loop.run_until(t_s);
+  im.collect();
+  while (!im.pending.empty() && im.pending.top().t_s <= t_s) {
+    const auto e = im.pending.top();
+    im.pending.pop();
+    if (im.dropped[e.id]) continue;  // cancelled (possibly by `emit` itself) after the step emitted it
+    const std::uint64_t ext = im.external[e.id];
+    if (e.index < 0) im.by_external.erase(ext);  // aborted by the engine: more KV than a rank holds
+    emit(ext, e.index, e.t_s);
   }
 }
 
-double OnlineTwin::next_event_s() {
-  impl_->ensure_planned();
-  return impl_->tick_planned ? impl_->tick_end_s : std::numeric_limits<double>::infinity();
-}
+double OnlineTwin::next_event_s() { return std::min(impl_->loop.next_event_s(), impl_->next_due()); }
 
 int OnlineTwin::max_model_len() const { return impl_->sim.launch().max_model_len; }
 

@@ -136,11 +136,13 @@ class Simulator {
   /// The live state of each DP rank (sim serve's /metrics).
   std::vector<EngineLiveMetrics> live_metrics() const;
 
-  /// The full offline run: arrivals from `arrival` (s), optional client concurrency cap.
+  /// The full offline run: arrivals from `arrival` (s), optional client concurrency cap. Steps through
+  /// the same EventLoop (event_loop.h) as the online twin.
   void run(const std::vector<double>& arrival, std::optional<int> max_concurrency);
   double now() const { return now_s_; }
 
  private:
+  friend class EventLoop;  // event_loop.h: steps the simulation (idle time, trace, the clock of drops)
   class Client;  // the benchmark client of run() (simulate.cc)
   /// Appends the step that `slow` (the pipeline's slowest micro-batch) set to the trace.
   void record_step(const Batch& slow, double not_before, int wake);

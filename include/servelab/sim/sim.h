@@ -144,9 +144,12 @@ struct EngineLiveMetrics {
 };
 
 /// The twin run online, for `sim serve`: requests are submitted as they arrive (virtual time, seconds
-/// since the server started) and the same schedulers and step model as predict() decide when each output
-/// token leaves. A step starts when the previous one ends (or, when idle, when a request arrives) and
-/// takes the requests that arrived by its start; its tokens leave at its end.
+/// since the server started) and the same event loop, schedulers and step model as predict() decide when
+/// each output token leaves: the same requests sent at the same times get the same TTFT, TPOT and E2E
+/// latency as predict() (tests/sim/online_twin_test.cc). A step starts when the previous one ends (or, when
+/// idle, when the API server hands a request over) and takes the requests handed over by its start; it is
+/// formed only once the caller's clock reaches its start. Its tokens leave at its end (a first token
+/// Calibration::first_token_ms later).
 /// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
 class OnlineTwin {
  public:
@@ -161,16 +164,20 @@ class OnlineTwin {
   OnlineTwin& operator=(const OnlineTwin&) = delete;
 
   /// A request with `prompt_tokens` (as the engine counts them, chat template included) and
-  /// `output_len` to generate arrives at `now_s`. Returns the engine's refusal text (context too long:
-  /// engines::check_request) or nullopt when admitted. Ids are the caller's and must be unique.
+  /// `output_len` to generate arrives at `now_s`, normally >= the last advance_to's `t_s`. An earlier one
+  /// (a caller that read it late) joins no step already formed; it is sent no earlier than the previous
+  /// submit, and the API server counts its work from its own clock when that is later. Returns the
+  /// engine's refusal text (context too long: engines::check_request) or nullopt when admitted. Ids are
+  /// the caller's and must be unique.
   std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
   /// Drops a request (its client went away); frees its KV after the step in flight.
   void cancel(std::uint64_t id);
-  /// Applies every step that ends at or before `t_s`, calling emit(id, output_index, t_emit_s) for each
-  /// token in time order. A request the engine aborts (more KV than a rank holds) is reported with
-  /// output_index = -1.
+  /// Applies every event at or before `t_s` (steps that end, steps that start, API-server hand-offs) and
+  /// calls emit(id, output_index, t_emit_s) for each token due by `t_s` (t_emit_s <= t_s), in time
+  /// order. A request the engine aborts (more KV than a rank holds) is reported with output_index = -1.
   void advance_to(double t_s, const std::function<void(std::uint64_t, int, double)>& emit);
-  /// End time (virtual s) of the step in flight, planning it if the engine has work; +inf when idle.
+  /// When the next event happens (virtual s): a token due, the end of the step in flight, or the hand-off
+  /// or send an idle engine waits for; +inf when idle with nothing pending.
   double next_event_s();
   /// The engine's context limit (tokens) after its defaults.
   int max_model_len() const;
