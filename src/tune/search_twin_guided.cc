@@ -15,9 +15,9 @@ namespace {
 
 /// The twin's ± band (percent) on a prediction: the largest kBandTokSMetric over its scenarios, else
 /// search.twin_band_pct when stated (> 0), else nullopt; at least kUnmodelledBandPct on a kernel path the
-/// twin has no figure for (twin_band, the report's rule).
+/// twin has no figure for (prediction_band, the report's rule).
 std::optional<double> band_pct(const SearchSpace& space, const Evaluation& predicted) {
-  return twin_band(predicted, kBandTokSMetric, space.options().twin_band_pct).pct;
+  return prediction_band(predicted, kBandTokSMetric, space.options().twin_band_pct).pct;
 }
 
 struct Candidate {

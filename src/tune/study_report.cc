@@ -605,7 +605,9 @@ static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t l
 }
 
 /// "Summary", first in the report: the recommended command with its objective value (and the trade-off's
-/// other side), then the finalists; the sections after it are the detail.
+/// other side), then the finalists; the sections after it are the detail. When the twin cannot tell its top
+/// pick from others (`v` a tie, tune/twin_verdict.h): "No single winner", the command labelled provisional,
+/// then "Measure these".
 static void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
                          const std::string& metric, const TwinVerdict& v) {
   md << "## Summary\n\nObjective: maximise **" << metric << "**. ";

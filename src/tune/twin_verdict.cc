@@ -16,7 +16,7 @@ const char* twin_band_key(const std::string& metric) {
   return kBandTokSMetric;
 }
 
-TwinBand twin_band(const Evaluation& e, const char* band_key, double fallback_pct) {
+TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct) {
   TwinBand b;
   const std::string prefix = kTwinUnmodelledPathPrefix;
   for (const auto& scenario : e.first) {
@@ -91,11 +91,11 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
   if (!o.best.feasible || !o.best.predicted || o.best.objective.n == 0) return v;
   const char* key = twin_band_key(primary_objective_label(study));
   const double fallback = study.search.twin_band_pct;
-  const TwinBand best_band = twin_band(o.best, key, fallback);
+  const TwinBand best_band = prediction_band(o.best, key, fallback);
   v.kind = TwinVerdict::Kind::kClear;
   std::vector<TwinTie> ties;
   for (const Evaluation* e : verdict_candidates(o)) {
-    TwinBand band = twin_band(*e, key, fallback);
+    TwinBand band = prediction_band(*e, key, fallback);
     std::string why = tie_reason(o.best, best_band, *e, band);
     if (why.empty()) continue;
     v.any_unknown = v.any_unknown || !band.pct;

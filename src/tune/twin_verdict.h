@@ -38,7 +38,7 @@ const char* twin_band_key(const std::string& metric);
 /// The band of prediction `e`: the largest `band_key` metric over the scenarios of e.first, else
 /// `fallback_pct` when > 0 (search.twin_band_pct), else unknown; widened to at least kUnmodelledBandPct
 /// (and then known) when some scenario ran on an unmodelled kernel path.
-TwinBand twin_band(const Evaluation& e, const char* band_key, double fallback_pct);
+TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct);
 
 /// Is the top pick's advantage over `other` inside their bands (values in the objective's unit, bands in
 /// ± percent, ≥ 0)? The rule: the two intervals value × (1 ± band) overlap. Higher is better (throughput,
