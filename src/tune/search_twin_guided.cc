@@ -7,21 +7,17 @@
 #include <set>
 
 #include "tune/search_space.h"
+#include "tune/twin_verdict.h"
 
 namespace servelab::tune::detail {
 
 namespace {
 
 /// The twin's ± band (percent) on a prediction: the largest kBandTokSMetric over its scenarios, else
-/// search.twin_band_pct when stated (> 0), else nullopt.
+/// search.twin_band_pct when stated (> 0), else nullopt; at least kUnmodelledBandPct on a kernel path the
+/// twin has no figure for (prediction_band, the report's rule).
 std::optional<double> band_pct(const SearchSpace& space, const Evaluation& predicted) {
-  std::optional<double> band;
-  for (const auto& scenario : predicted.first) {
-    const auto& metrics = scenario.second.metrics;
-    if (auto it = metrics.find(kBandTokSMetric); it != metrics.end()) band = std::max(band.value_or(0.0), it->second);
-  }
-  if (!band && space.options().twin_band_pct > 0) band = space.options().twin_band_pct;
-  return band;
+  return prediction_band(predicted, kBandTokSMetric, space.options().twin_band_pct).pct;
 }
 
 struct Candidate {

@@ -20,6 +20,7 @@
 #include "tune/html_charts.h"
 #include "tune/html_markdown.h"
 #include "tune/study_report.h"
+#include "tune/twin_verdict.h"
 
 namespace servelab::tune {
 
@@ -99,6 +100,43 @@ void generalization(std::ostringstream& h, const SearchOutcome& o, const std::st
   h << "</table>\n";
 }
 
+/// "engine label" of the configurations of a tie, comma-separated, HTML-escaped.
+std::string tie_names(const TwinVerdict& v) {
+  std::string out;
+  for (const auto& t : v.measure)
+    out += (out.empty() ? "" : ", ") + esc(t.eval->config.engine + " " + t.eval->label);
+  return out;
+}
+
+/// A twin study whose top pick is not clear of the band (tune/twin_verdict.h): the set to measure, each with
+/// its prediction, band and why.
+void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::string& metric) {
+  h << "<h3>Measure these</h3>\n<p>" << tie_names(v)
+    << " — their predicted advantages are inside the twin's error "
+    << "band" << (v.any_unknown ? " or unknown (no band)" : "")
+    << ". The rule: the top pick wins only when its low "
+    << "end, prediction × (1 − band), clears every other prediction's high end, prediction × (1 + band)"
+    << (v.any_unknown ? "; a prediction without a band counts as unknown, never as certain" : "")
+    << (v.any_unmodelled
+            ? fmt::format("; a prediction on a kernel path the twin has no figure for gets at least ±{:.0f}%",
+                          kUnmodelledBandPct)
+            : "")
+    << ".</p>\n<table class=\"summary\"><tr><th>engine</th><th>config</th><th>" << esc(metric)
+    << " (predicted)</th><th>band</th><th>why</th></tr>\n";
+  for (const auto& t : v.measure) {
+    std::string band = t.band.pct ? fmt::format("±{:.0f}%", *t.band.pct) : "none (unknown)";
+    if (t.band.unmodelled_count > 0)
+      band += " (unmodelled: " +
+              (t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)
+                                         : fmt::format("{}", fmt::join(t.band.unmodelled, "; "))) +
+              ")";
+    h << "<tr><td>" << esc(t.eval->config.engine) << "</td><td>" << esc(t.eval->label)
+      << "</td><td class=\"n\">" << num(t.eval->objective.mean) << "</td><td>" << esc(band) << "</td><td>"
+      << esc(t.why) << "</td></tr>\n";
+  }
+  h << "</table>\n";
+}
+
 void summary_section(std::ostringstream& h, const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
@@ -117,6 +155,13 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
   } else {
     const std::string rec = o.recommended_command.shell();
     const Evaluation& re = o.recommended_eval;
+    const TwinVerdict verdict = twin_verdict(s, o);
+    const bool tie = verdict.kind == TwinVerdict::Kind::kTie;
+    if (tie)
+      h << "<p class=\"warn\"><b>No single winner: measure these</b> — the twin cannot tell "
+        << verdict.measure.size()
+        << " configurations apart (table below). The command below is <b>provisional</b>: the twin's top "
+           "pick after the rule, until they are measured.</p>\n";
     command_card(h, "cmd-recommended",
                  fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
                  esc(metric) + ": <b>" +
@@ -135,6 +180,7 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
       command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
                    o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
                    "the recommendation rule dropped a knob (see “Recommended launch command” below).");
+    if (tie) measure_table(h, verdict, metric);
     gain_chain(h, o, metric);
     generalization(h, o, s.objective.metric, s.target == Target::kTwin);
   }

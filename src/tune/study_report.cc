@@ -13,6 +13,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
 #include "servelab/tune/load.h"
+#include "tune/twin_verdict.h"
 
 namespace servelab::tune {
 
@@ -458,12 +459,76 @@ static void ranking_text(std::ostringstream& md, const RankingCheck& r) {
                     r.keys.size());
 }
 
+/// How many configurations of a tie the report names (the rest are counted; the ranking lists them).
+constexpr size_t kMeasureListed = 8;
+
+/// "engine label" of each configuration in `v.measure` from index `from` (at most kMeasureListed, then "and N
+/// more").
+static std::string measure_names(const TwinVerdict& v, size_t from = 0) {
+  std::string out;
+  for (size_t i = from; i < v.measure.size() && i < from + kMeasureListed; ++i)
+    out +=
+        (i > from ? ", " : "") + md_escape(v.measure[i].eval->config.engine + " " + v.measure[i].eval->label);
+  if (v.measure.size() > from + kMeasureListed)
+    out += fmt::format(" and {} more", v.measure.size() - from - kMeasureListed);
+  return out;
+}
+
+/// A twin study whose top pick is not clear of the band (tune/twin_verdict.h): "Measure these", the set with
+/// predictions, bands and why, and what makes a band unknown or wide.
+static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std::string& metric) {
+  md << "**Measure these**: " << measure_names(v)
+     << " — their predicted advantages are inside the twin's error band"
+     << (v.any_unknown ? " or unknown (no band)" : "") << ". The twin cannot tell them apart: measure them "
+     << "(`--target local` or `slurm`, or twin-guided search) before choosing.\n\n"
+     << "| # | engine | config | " << metric << " | band | why |\n|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < v.measure.size() && i < kMeasureListed; ++i) {
+    const TwinTie& t = v.measure[i];
+    const std::string band = !t.band.pct ? "none (unknown)"
+                             : t.band.unmodelled_count > 0
+                                 ? fmt::format("±{:.0f}% (unmodelled path)", *t.band.pct)
+                                 : fmt::format("±{:.0f}%", *t.band.pct);
+    md << "| " << i + 1 << " | " << t.eval->config.engine << " | " << md_escape(t.eval->label) << " | "
+       << est_text(t.eval->objective, true) << " | " << band << " | " << md_escape(t.why) << " |\n";
+  }
+  if (v.measure.size() > kMeasureListed)
+    md << fmt::format("\n… and {} more inside the band (every prediction: the sections below).\n",
+                      v.measure.size() - kMeasureListed);
+  md << "\nRule: the twin's top pick is a winner only when its low end, prediction × (1 − band), clears "
+        "every other prediction's high end, prediction × (1 + band).";
+  if (v.any_unknown)
+    md << " A prediction without an error band (the twin gave none and `search.twin_band_pct` is not set) "
+          "counts as unknown, never as certain.";
+  if (v.any_unmodelled) {
+    md << fmt::format(
+        " A prediction on a kernel path the twin has no figure for gets a band of at least ±{:.0f}% "
+        "(its prediction is the physics at the class's parameters; the corpus runs of such paths were "
+        "4–20× off):",
+        kUnmodelledBandPct);
+    for (const auto& t : v.measure)
+      if (t.band.unmodelled_count > 0)
+        md << " " << md_escape(t.eval->config.engine + " " + t.eval->label) << " ("
+           << md_escape(t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)
+                                                  : fmt::format("{}", fmt::join(t.band.unmodelled, "; ")))
+           << ");";
+  }
+  md << "\n\n";
+}
+
 /// "Best configuration" and "Generalization": the best config's command and result, baseline vs best on
 /// every scenario.
-static void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
+static void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                      const std::string& metric, const TwinVerdict& v) {
   const bool twin = s.target == Target::kTwin;
-  md << "## Best configuration\n\n" << o.best.config.engine << " " << o.best.label << ": **"
-     << est_text(o.best.objective, o.best.predicted) << "** " << metric << "\n\n```\n" << o.best.shell << "\n```\n\n"
+  md << "## Best configuration\n\n";
+  if (v.kind == TwinVerdict::Kind::kTie)
+    md << fmt::format(
+        "**The twin's top pick, not a winner**: its advantage over {} other configuration(s) is inside "
+        "the twin's error band or unknown (Summary: \"Measure these\").\n\n",
+        v.measure.size() - 1);
+  md << o.best.config.engine << " " << o.best.label << ": **" << est_text(o.best.objective, o.best.predicted)
+     << "** " << metric << "\n\n```\n"
+     << o.best.shell << "\n```\n\n"
      << band_text(o.best);
 
   md << "## Generalization: baseline vs best on every scenario\n\n"
@@ -479,8 +544,16 @@ static void best_text(std::ostringstream& md, const Study& s, const SearchOutcom
 }
 
 /// "Recommended launch command": the rule, the per-knob verdicts, the command (and the trade-off's other side).
-static void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
-  md << "\n## Recommended launch command\n\n" << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
+static void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                                const std::string& metric, const TwinVerdict& tv) {
+  md << "\n## Recommended launch command\n\n";
+  const bool provisional = tv.kind == TwinVerdict::Kind::kTie;
+  if (provisional)
+    md << "**Provisional until measured**: the twin cannot tell its top pick ("
+       << md_escape(o.best.config.engine + " " + o.best.label) << ") from " << measure_names(tv, 1)
+       << " (Summary: \"Measure these\"); the command below is the twin's top pick after the rule, not a "
+          "winner.\n\n";
+  md << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
   if (!o.verdicts.empty()) {
     md << "| knob | objective gain | per scenario | significant | holds everywhere | kept | why |\n"
           "|---|---|---|---|---|---|---|\n";
@@ -495,10 +568,13 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
   }
   if (o.alternative) {
     md << "The rule's command and the other side of the trade-off:\n\n";
-    command_text(md, "Recommended (" + std::string(recommendation_rule_name(o.rule)) + ")", o.recommended_command,
-                 o.recommended_eval, metric);
+    command_text(md,
+                 "Recommended (" + std::string(recommendation_rule_name(o.rule)) + ")" +
+                     (provisional ? ", provisional: the twin's top pick after the rule" : ""),
+                 o.recommended_command, o.recommended_eval, metric);
     command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval, metric);
   } else {
+    if (provisional) md << "The twin's top pick after the rule (provisional):\n\n";
     md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
     if (o.recommended_eval.feasible)
       md << metric << " of the recommended command: **"
@@ -529,28 +605,43 @@ static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t l
 }
 
 /// "Summary", first in the report: the recommended command with its objective value (and the trade-off's
-/// other side), then the finalists; the sections after it are the detail.
+/// other side), then the finalists; the sections after it are the detail. When the twin cannot tell its top
+/// pick from others (`v` a tie, tune/twin_verdict.h): "No single winner", the command labelled provisional,
+/// then "Measure these".
 static void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
-                         const std::string& metric) {
+                         const std::string& metric, const TwinVerdict& v) {
   md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
   if (!o.best.feasible) {
     md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
     return;
   }
-  md << "Recommended launch command (rule `" << recommendation_rule_name(o.rule)
-     << "`; why each knob is kept: \"Recommended launch command\" below):\n\n";
-  command_text(md, "Recommended: " + o.recommended_eval.config.engine + " " + o.recommended_eval.label,
+  const bool tie = v.kind == TwinVerdict::Kind::kTie;
+  if (tie)
+    md << fmt::format(
+              "**No single winner**: the twin cannot tell {} configurations apart (\"Measure these\" "
+              "below). ",
+              v.measure.size())
+       << "Provisional launch command, the twin's top pick until they are measured (rule `"
+       << recommendation_rule_name(o.rule) << "`):\n\n";
+  else
+    md << "Recommended launch command (rule `" << recommendation_rule_name(o.rule)
+       << "`; why each knob is kept: \"Recommended launch command\" below):\n\n";
+  command_text(md,
+               (tie ? "Provisional (the twin's top pick): " : "Recommended: ") +
+                   o.recommended_eval.config.engine + " " + o.recommended_eval.label,
                o.recommended_command, o.recommended_eval, metric);
   if (o.alternative)
     command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
                  metric);
+  if (tie) measure_text(md, v, metric);
   const auto top = finalists(o, 5);
   md << "Finalists (best first):\n\n| # | engine | config | " << metric << " | |\n|---|---|---|---|---|\n";
   for (size_t i = 0; i < top.size(); ++i) {
     const Evaluation& e = *top[i];
-    const std::string mark = e.key == o.recommended_eval.key ? "recommended"
-                             : e.key == o.best.key           ? "best"
-                                                             : "";
+    const std::string mark = e.key == o.recommended_eval.key
+                                 ? (tie ? "top pick (provisional)" : "recommended")
+                             : e.key == o.best.key ? "best"
+                                                   : "";
     md << "| " << i + 1 << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
        << est_text(e.objective, e.predicted) << " | " << mark << " |\n";
   }
@@ -562,10 +653,11 @@ std::string render_markdown(const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
   const std::string metric = primary_objective_label(s);  // what Evaluation::objective holds (tune/load.h)
+  const TwinVerdict verdict = twin_verdict(s, o);  // a single winner, or "measure these" (predictions only)
   std::ostringstream md;
   md << "# " << s.name << "\n\n";
   notices_text(md, in);
-  summary_text(md, s, o, metric);
+  summary_text(md, s, o, metric, verdict);
   goal_text(md, s, metric);
   setup_text(md, in);
   scenarios_text(md, s);
@@ -577,8 +669,8 @@ std::string render_markdown(const ReportInput& in) {
     md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
           "recommendation. See the failures below.\n\n";
   } else {
-    best_text(md, s, o, metric);
-    recommendation_text(md, s, o, metric);
+    best_text(md, s, o, metric, verdict);
+    recommendation_text(md, s, o, metric, verdict);
   }
   md << render_load_markdown(in);  // load curves, SLO search, Pareto front, objectives, cost (load_report.cc)
   failures_text(md, in);

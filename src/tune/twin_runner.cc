@@ -206,6 +206,15 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Sc
   result.metrics[kBandTtftMetric] = band.ttft_pct;
   result.metrics[kBandTpotMetric] = band.tpot_pct;
   result.metrics[kTwinWarningsMetric] = double(band.warnings.size() + p.context.launch.unmodelled.size());
+  const auto& unmodelled = p.context.launch.unmodelled;
+  result.metrics[kTwinUnmodelledMetric] = double(unmodelled.size());
+  for (const auto& why : unmodelled) {  // the path's name: its reason up to the first ": "
+    std::size_t cut = std::min({why.find(": "), why.size(), std::size_t{160}});
+    while (cut > 0 && cut < why.size() && (static_cast<unsigned char>(why[cut]) & 0xC0) == 0x80)
+      --cut;  // UTF-8
+    const std::string name = why.substr(0, cut);
+    result.metrics[kTwinUnmodelledPathPrefix + name] = 1;
+  }
   return result;
 }
 

@@ -4,6 +4,7 @@
 
 #include "test_study.h"
 #include "tune/study_report.h"
+#include "tune/twin_verdict.h"
 
 namespace servelab::tune {
 namespace {
@@ -127,6 +128,179 @@ TEST(Report, ParetoFront) {
   // (tpot, throughput): (10,100) (20,150) (15,90) (30,140) (5,50) → front by TPOT: 5/50, 10/100, 20/150.
   auto f = pareto_front({{10, 100}, {20, 150}, {15, 90}, {30, 140}, {5, 50}});
   EXPECT_EQ(f, (std::vector<size_t>{4, 0, 1}));
+}
+
+// Issue 29 §4: the rule on its own. Higher is better: 148.50 × (1 − 10%) = 133.65 ≤ 135 × 1.10 = 148.50
+// (inside); 120 × 1.10 = 132 < 133.65 (clear). Lower is better (TPOT): 10 × 1.20 = 12 ≥ 14 × 0.80 = 11.2
+// (inside), < 16 × 0.80 = 12.8 (clear).
+TEST(TwinVerdict, AdvantageInsideBandsBothDirections) {
+  EXPECT_TRUE(advantage_inside_bands(148.5, 10, 135, 10, true));
+  EXPECT_FALSE(advantage_inside_bands(148.5, 10, 120, 10, true));
+  EXPECT_TRUE(advantage_inside_bands(148.5, 10, 150, 0, true));  // predicted better than the top pick
+  EXPECT_TRUE(advantage_inside_bands(10, 20, 14, 20, false));
+  EXPECT_FALSE(advantage_inside_bands(10, 20, 16, 20, false));
+  EXPECT_STREQ(twin_band_key("Mean TPOT (ms)"), kBandTpotMetric);
+  EXPECT_STREQ(twin_band_key("Total Token throughput (tok/s)"), kBandTokSMetric);
+}
+
+/// The small twin study (greedy; predictions) run through the search with the shared fake twin, each
+/// prediction given `band_pct` (< 0: none) and, for engine `unmodelled_engine`'s configurations, one kernel
+/// path the twin has no figure for.
+struct BandFixture {
+  Study study;
+  Evaluator ev;
+  SearchOutcome outcome;
+  BandFixture(double band_pct, const std::string& unmodelled_engine = "", double twin_band_pct = 0)
+      : study(small_study(twin_band_pct)),
+        ev{study, runner(band_pct, unmodelled_engine), "twin", nullptr, {}, nullptr, nullptr, {}},
+        outcome(run_search(study, ev, nullptr)) {}
+  static Study small_study(double twin_band_pct) {
+    Study s = parse_study(testing::kSmallStudy, "small.toml", "/data");
+    s.search.twin_band_pct = twin_band_pct;
+    return s;
+  }
+  static TrialRunner runner(double band_pct, const std::string& unmodelled_engine) {
+    return [=, fake = testing::fake_runner()](const TrialRequest& req) {
+      TrialOutcome out = fake(req);
+      for (auto& r : out.scenarios) {
+        if (band_pct >= 0) r.metrics[kBandTokSMetric] = band_pct;
+        if (req.engine == unmodelled_engine) {
+          r.metrics[kTwinUnmodelledMetric] = 1;
+          r.metrics[std::string(kTwinUnmodelledPathPrefix) + "MXFP4 MoE on Hopper through | CUTLASS"] = 1;
+        }
+      }
+      return out;
+    };
+  }
+  std::string md() const { return render_markdown({&study, &outcome, ev.records(), {}}); }
+  std::string html() const {
+    ReportInput in{&study, &outcome, ev.records(), {}};
+    return render_html(in, render_markdown(in), "/*chartjs*/");
+  }
+};
+
+std::vector<std::string> tie_labels(const TwinVerdict& v) {
+  std::vector<std::string> out;
+  for (const auto& t : v.measure) out.push_back(t.eval->config.engine + " " + t.eval->label);
+  return out;
+}
+
+// ±8%: the top pick b tp4-dp2 + ctx (148.50) has its low end at 148.50 × 0.92 = 136.62; b tp4-dp2 (135,
+// high end 145.80) and b tp4-dp2 + ctx + flag (148.50 × 0.9 = 133.65, high end 144.34) reach it; b tp4-dp2 +
+// flag (121.50 → 131.22) and every a configuration (at most 120.36 → 129.99) do not.
+TEST(TwinVerdict, AdvantageInsideTheBandSaysMeasureTheseAndNamesNoWinner) {
+  BandFixture f(8);
+  const TwinVerdict v = twin_verdict(f.study, f.outcome);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  EXPECT_EQ(tie_labels(v), (std::vector<std::string>{"b layout=tp4-dp2 + ctx=32768", "b layout=tp4-dp2",
+                                                     "b layout=tp4-dp2 + ctx=32768 + flag=true"}));
+  EXPECT_FALSE(v.any_unknown);
+  EXPECT_FALSE(v.any_unmodelled);
+  EXPECT_EQ(v.measure[1].why, "inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62");
+  const std::string md = f.md();
+  for (
+      const char* want :
+      {"**No single winner**: the twin cannot tell 3 configurations apart (\"Measure these\" below). "
+       "Provisional "
+       "launch command, the twin's top pick until they are measured (rule `trade_off`):",
+       "**Provisional (the twin's top pick): b layout=tp4-dp2 + ctx=32768**",
+       "**Measure these**: b layout=tp4-dp2 + ctx=32768, b layout=tp4-dp2, b layout=tp4-dp2 + ctx=32768 + "
+       "flag=true — their predicted advantages are inside the twin's error band. The twin cannot tell them "
+       "apart",
+       "| 1 | b | layout=tp4-dp2 + ctx=32768 | 148.50 (predicted) | ±8% | the twin's top pick |",
+       "| 2 | b | layout=tp4-dp2 | 135.00 (predicted) | ±8% | inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ "
+       "148.50 × (1 − 8%) = 136.62 |",
+       "| 3 | b | layout=tp4-dp2 + ctx=32768 + flag=true | 133.65 (predicted) | ±8% | inside the bands: "
+       "133.65 × (1 "
+       "+ 8%) = 144.34 ≥ 148.50 × (1 − 8%) = 136.62 |",
+       "**The twin's top pick, not a winner**: its advantage over 2 other configuration(s)",
+       "**Provisional until measured**: the twin cannot tell its top pick (b layout=tp4-dp2 + ctx=32768) "
+       "from b "
+       "layout=tp4-dp2, b layout=tp4-dp2 + ctx=32768 + flag=true (Summary: \"Measure these\"); the command "
+       "below "
+       "is the twin's top pick after the rule, not a winner.",
+       "**Recommended (trade_off), provisional: the twin's top pick after the rule**: Total Token throughput "
+       "(tok/s) **148.50 (predicted)**"})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  EXPECT_EQ(md.find("**Recommended: "), std::string::npos) << "no single winner";
+  EXPECT_EQ(md.find("Recommended launch command (rule `"), std::string::npos);
+  EXPECT_EQ(md.find("a baseline, "), std::string::npos) << "a is clear of the band";
+  const std::string html = f.html();
+  EXPECT_NE(html.find("<b>No single winner: measure these</b> — the twin cannot tell 3 configurations apart"),
+            std::string::npos);
+  EXPECT_NE(
+      html.find("<tr><td>b</td><td>layout=tp4-dp2</td><td class=\"n\">135.00</td><td>±8%</td><td>inside the "
+                "bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62</td></tr>"),
+      std::string::npos);
+}
+
+// ±3%: 148.50 × 0.97 = 144.045 > 135 × 1.03 = 139.05 (the runner-up): the top pick is clear, and the report
+// reads as before.
+TEST(TwinVerdict, ABestClearOfEveryBandKeepsTheSingleWinner) {
+  BandFixture f(3);
+  EXPECT_EQ(twin_verdict(f.study, f.outcome).kind, TwinVerdict::Kind::kClear);
+  const std::string md = f.md();
+  EXPECT_NE(
+      md.find("Recommended launch command (rule `trade_off`; why each knob is kept: \"Recommended launch "
+              "command\" below):\n\n**Recommended: b layout=tp4-dp2 + ctx=32768**: Total Token throughput "
+              "(tok/s) **148.50 (predicted)**"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | b | layout=tp4-dp2 + ctx=32768 | 148.50 (predicted) | recommended |"),
+            std::string::npos);
+  for (const char* absent : {"Measure these", "No single winner", "Provisional", "not a winner"})
+    EXPECT_EQ(md.find(absent), std::string::npos) << absent;
+  EXPECT_EQ(f.html().find("measure these"), std::string::npos);
+}
+
+// No band anywhere (the twin gave none, search.twin_band_pct unset): every advantage is unknown, so every
+// other prediction is in the set; with search.twin_band_pct = 3 the same study is clear.
+TEST(TwinVerdict, APredictionWithoutABandIsUnknownNotCertain) {
+  BandFixture f(-1);
+  const TwinVerdict v = twin_verdict(f.study, f.outcome);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  EXPECT_TRUE(v.any_unknown);
+  ASSERT_GE(v.measure.size(), 6u);
+  EXPECT_EQ(v.measure[0].why, "the twin's top pick (no error band: unknown, not certain)");
+  EXPECT_EQ(v.measure[1].why, "the top pick has no error band: its advantage is unknown");
+  const std::string md = f.md();
+  for (const char* want :
+       {"— their predicted advantages are inside the twin's error band or unknown (no band).",
+        "| 1 | b | layout=tp4-dp2 + ctx=32768 | 148.50 (predicted) | none (unknown) | the twin's top pick "
+        "(no error "
+        "band: unknown, not certain) |",
+        "A prediction without an error band (the twin gave none and `search.twin_band_pct` is not set) "
+        "counts as "
+        "unknown, never as certain."})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  BandFixture stated(-1, "", 3);
+  EXPECT_EQ(twin_verdict(stated.study, stated.outcome).kind, TwinVerdict::Kind::kClear);
+}
+
+// ±3% would clear every a configuration, but a runs on an unmodelled kernel path: its band is ±100%, so a's
+// best (a tp4-dp2 + ctx, 100 × 1.2 × 1.003 = 120.36) reaches 240.72 ≥ 144.045 (printed 144.04) and must be
+// measured; the report names the path (its '|' escaped).
+TEST(TwinVerdict, AnUnmodelledKernelPathGetsABandOfAtLeast100Percent) {
+  BandFixture f(3, "a");
+  const TwinVerdict v = twin_verdict(f.study, f.outcome);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  EXPECT_TRUE(v.any_unmodelled);
+  ASSERT_GE(v.measure.size(), 2u);
+  EXPECT_EQ(v.measure[0].eval->config.engine, "b");
+  EXPECT_EQ(v.measure[1].eval->config.engine + " " + v.measure[1].eval->label,
+            "a layout=tp4-dp2 + ctx=32768");
+  ASSERT_TRUE(v.measure[1].band.pct);
+  EXPECT_EQ(*v.measure[1].band.pct, 100.0);
+  EXPECT_EQ(v.measure[1].why,
+            "inside the bands: 120.36 × (1 + 100%) = 240.72 ≥ 148.50 × (1 − 3%) = 144.04; "
+            "unmodelled kernel path: band at least ±100%");
+  for (const auto& t : v.measure) EXPECT_TRUE(t.eval->config.engine == "a" || &t == &v.measure[0]);
+  const std::string md = f.md();
+  for (const char* want :
+       {"| 2 | a | layout=tp4-dp2 + ctx=32768 | 120.36 (predicted) | ±100% (unmodelled path) |",
+        "A prediction on a kernel path the twin has no figure for gets a band of at least ±100%",
+        "a layout=tp4-dp2 + ctx=32768 (MXFP4 MoE on Hopper through \\| CUTLASS);"})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
 }
 
 }  // namespace

@@ -207,6 +207,36 @@ TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
   EXPECT_NE(md.find("so it saved **6 real launches** against a grid"), std::string::npos) << md;
 }
 
+// Issue 29 §4: x=5 runs on a kernel path the twin has no figure for, so its ±10% becomes ±100%: 70 × 2 = 140
+// ≥ 97 puts it first after the top 2 (measured 99, the new best); then x=3 (90 + 10% = 99 ≥ 99, measured 85);
+// x=4 (88 < 99) stops the search.
+TEST(TwinGuided, AnUnmodelledKernelPathWidensTheBandToAtLeast100Percent) {
+  Study s = parse_study(
+      one_engine_study(kSixValues, "\n[search]\nstrategy = \"twin-guided\"\ntop_k = 2\nablation = false\n"),
+      "t.toml", "/data");
+  s.target = Target::kLocal;
+  std::map<std::string, int> twin_launches, real_launches;
+  Evaluator twin = make(
+      s,
+      [&](const TrialRequest& r) {
+        TrialOutcome out = x_runner(r, true, &twin_launches);
+        if (x_of(r.config_key) == 5)
+          for (auto& sc : out.scenarios) sc.metrics[kTwinUnmodelledMetric] = 1;
+        return out;
+      },
+      "twin");
+  Evaluator real = make(
+      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, "local");
+  SearchOutcome o = run_search(s, real, &twin);
+  ASSERT_TRUE(o.ranking);
+  EXPECT_EQ(o.ranking->keys, (std::vector<std::string>{"e{}", "e{x=2}", "e{x=5}", "e{x=3}"}));
+  EXPECT_EQ(o.best.key, "e{x=5}");
+  EXPECT_EQ(
+      o.twin_guided->stop,
+      "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00 ± 10%), below "
+      "the best measured 99.00");
+}
+
 TEST(TwinGuided, ABandStatedInTheStudyStandsInForTheTwinsAndNoBandMeasuresTheTopK) {
   const std::string search = "\n[search]\nstrategy = \"twin-guided\"\ntop_k = 2\nablation = false\n";
   for (const double stated : {10.0, 0.0}) {

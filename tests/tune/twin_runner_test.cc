@@ -48,6 +48,26 @@ TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
   EXPECT_EQ(m.at(kTwinWarningsMetric), 0);
 }
 
+// Issue 29 §4: a launch on a kernel path the twin has no figure for says so in its metrics (count and name):
+// TensorRT-LLM's DeepSeek Sparse Attention before Blackwell (engines/trtllm_launch.cc), so the report widens
+// its band (tune/twin_verdict.h). SGLang's path is modelled: 0 and no name.
+TEST(TwinRunner, UnmodelledKernelPathsTravelWithThePrediction) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  TrialOutcome o = make_twin_runner(s)(request(s, {"trtllm", {}}, {"random-128in-4out"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  const auto& m = o.scenarios.at(0).metrics;
+  EXPECT_EQ(m.at(kTwinUnmodelledMetric), 1);
+  EXPECT_EQ(m.at(std::string(kTwinUnmodelledPathPrefix) +
+                 "DeepSeek Sparse Attention through TensorRT-LLM before Blackwell"),
+            1);
+  EXPECT_GE(m.at(kTwinWarningsMetric), 1);
+  TrialOutcome sglang = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
+  ASSERT_EQ(sglang.status, TrialStatus::kOk) << sglang.reason;
+  EXPECT_EQ(sglang.scenarios.at(0).metrics.at(kTwinUnmodelledMetric), 0);
+  for (const auto& [key, value] : sglang.scenarios.at(0).metrics)
+    EXPECT_NE(key.rfind(kTwinUnmodelledPathPrefix, 0), 0u) << key;
+}
+
 TEST(TwinRunner, StartupRefusalIsAFailureResult) {
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   TrialOutcome o = make_twin_runner(s)(request(s, {"vllm", {{"attention_backend", "FLASHMLA"}}}, {"random-128in-4out"}));

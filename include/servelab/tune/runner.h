@@ -67,6 +67,15 @@ inline constexpr const char* kBandTokSMetric = "servelab: twin error band total 
 inline constexpr const char* kBandTtftMetric = "servelab: twin error band mean TTFT (+-%)";
 inline constexpr const char* kBandTpotMetric = "servelab: twin error band mean TPOT (+-%)";
 inline constexpr const char* kTwinWarningsMetric = "servelab: twin warnings";
+/// Metric key: how many kernel paths of the launch the twin has no speed figure for
+/// (engines::ResolvedLaunch::unmodelled; 0 when none). Such a prediction is the physics at its class's
+/// parameters and can be far off: the report widens its band (tune/twin_verdict.h). Set by the twin target.
+inline constexpr const char* kTwinUnmodelledMetric = "servelab: twin unmodelled kernel paths";
+/// Prefix of one metric key per unmodelled kernel path, value 1: the prefix, then the path's name (its
+/// reason's text up to the first ": ", at most 160 bytes), e.g. "servelab: twin unmodelled kernel path:
+/// DeepSeek Sparse Attention through TensorRT-LLM before Blackwell". So the name travels with the result
+/// (store, trials.json, --resume) and the report can say which path. Set by the twin target.
+inline constexpr const char* kTwinUnmodelledPathPrefix = "servelab: twin unmodelled kernel path: ";
 
 /// What the search asks for: launch `argv`/`env` for `config_key` and run `scenarios` in order.
 struct TrialRequest {
