@@ -16,11 +16,13 @@ ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++ -DSERVELAB_FUZZ=ON -DSERVELAB_B
                     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -DBOOST_DISABLE_ASSERTS"
 FUZZ_SECONDS ?= 60
 # The CI subset of the sanitizer build (`make test-asan-input`, .ci/run): only the code that parses hostile
-# input — five fuzz targets of fuzz/ and the unit tests labelled `hostile_input` (tokenizer, SSE, payload,
-# HTTP response, simserve bad requests, dataset loaders): 52 of the 237 TUs. study_toml_fuzz is left out:
-# it links servelab_tune and with it 146 TUs (the study file is the user's own, not a peer's). The full
-# `make test-asan` and `make fuzz` (a second cold build of everything) run before a landing, not in CI.
-ASAN_INPUT_FUZZERS ?= sse_fuzz http_response_fuzz simserve_request_fuzz tokenizer_json_fuzz dataset_fuzz
+# input — the fuzz targets of fuzz/ and the unit tests labelled `hostile_input` (tokenizer, SSE, payload,
+# HTTP response, simserve bad requests, dataset loaders). study_toml_fuzz is built from the study parser's
+# own sources (study files are shared between users); result_files_fuzz covers what compare / bench merge
+# read, hub_response_fuzz the Hub client against a hostile Hub. The full `make test-asan` and `make fuzz`
+# (a second cold build of everything) run before a landing, not in CI.
+ASAN_INPUT_FUZZERS ?= sse_fuzz http_response_fuzz simserve_request_fuzz tokenizer_json_fuzz dataset_fuzz \
+                      study_toml_fuzz result_files_fuzz hub_response_fuzz
 ASAN_INPUT_TARGETS ?= tokenizer_test client_unit_test client_hostile_server_test simserve_bad_request_test \
                       dataset_test dataset_file_test $(ASAN_INPUT_FUZZERS)
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \

@@ -10,8 +10,9 @@ BUILD="${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS_EACH]}"
 SECONDS_EACH="${2:-60}"
 JOBS="${FUZZ_JOBS:-2}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
-# FUZZ_TARGETS (space-separated) runs a subset: `make fuzz-input` (CI) leaves out study_toml_fuzz.
+# FUZZ_TARGETS (space-separated) runs a subset (`make fuzz-input`, CI: the Makefile's ASAN_INPUT_FUZZERS).
 ALL_TARGETS="sse_fuzz http_response_fuzz simserve_request_fuzz tokenizer_json_fuzz study_toml_fuzz dataset_fuzz"
+ALL_TARGETS+=" result_files_fuzz hub_response_fuzz"
 read -r -a TARGETS <<< "${FUZZ_TARGETS:-$ALL_TARGETS}"
 
 run_one() {

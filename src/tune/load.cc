@@ -25,17 +25,6 @@ std::vector<LoadPoint> LoadSpec::points() const {
   return out;
 }
 
-std::string ObjectiveSpec::name() const {
-  switch (kind) {
-    case Kind::kThroughput: return "throughput";
-    case Kind::kSloGoodput: return "slo_goodput";
-    case Kind::kTokensPerGpu: return "tokens_per_gpu";
-    case Kind::kMinLatency: return "min_latency";
-    case Kind::kCost: return "cost";
-  }
-  return "?";
-}
-
 std::string load_scenario_id(const std::string& scenario, const LoadPoint& load) {
   return scenario + "@" + load.tag();
 }

@@ -13,6 +13,17 @@
 
 namespace servelab::tune {
 
+std::string ObjectiveSpec::name() const {
+  switch (kind) {
+    case Kind::kThroughput: return "throughput";
+    case Kind::kSloGoodput: return "slo_goodput";
+    case Kind::kTokensPerGpu: return "tokens_per_gpu";
+    case Kind::kMinLatency: return "min_latency";
+    case Kind::kCost: return "cost";
+  }
+  return "?";
+}
+
 const char* target_name(Target target) {
   switch (target) {
     case Target::kTwin: return "twin";
