@@ -105,8 +105,13 @@ std::string esc(const std::string& s) {
 }
 
 std::string script_safe_json(std::string text) {
-  for (size_t p = text.find("</"); p != std::string::npos; p = text.find("</", p + 3)) text.replace(p, 2, "<\\/");
-  return text;
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<') out += "\\u003c";
+    else out += c;
+  }
+  return out;
 }
 
 std::string ChartSet::canvas(nlohmann::json spec) {

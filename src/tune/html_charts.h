@@ -99,8 +99,9 @@ class ChartSet {
   nlohmann::json specs_ = nlohmann::json::array();
 };
 
-/// JSON text made safe inside a <script> element: every "</" (only possible inside a JSON string) becomes
-/// "<\/", which JavaScript reads as the same string.
+/// JSON text made safe inside a <script> element: every "<" (only possible inside a JSON string) becomes
+/// "\u003c", which JavaScript reads as the same string. Neither "</script" nor "<!--" (which, followed by
+/// "<script", would make the HTML parser swallow the rest of the page) can then occur in the element.
 std::string script_safe_json(std::string text);
 
 }  // namespace servelab::tune::html
