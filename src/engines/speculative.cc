@@ -6,11 +6,6 @@
 #include "engines/launch_detail.h"
 
 namespace servelab::engines::detail {
-namespace {
-
-
-}  // namespace
-
 AcceptanceRow acceptance_for(SpeculativePolicy::Method method, const model::ModelSpec& m,
                              const std::string& draft_model) {
   using M = SpeculativePolicy::Method;
@@ -25,20 +20,13 @@ AcceptanceRow acceptance_for(SpeculativePolicy::Method method, const model::Mode
               "DeepSeek-V3 report's MTP acceptance (85-90%) transferred to this model's own MTP head "
               "[unverified for non-DeepSeek models]",
               false};
-    case M::kEagle3: {
-      const std::string d = lower(draft_model);
-      const bool third_party =
-          d.find("tengyunw") != std::string::npos || d.find("angelslim") != std::string::npos;
-      return {
-          third_party ? 0.7 : 0.8,
-          third_party
-              ? "EAGLE-3 paper (arXiv 2503.01840) reports acceptance lengths of about 6 tokens on 8B "
-                "targets with its own heads and a depth-8 tree (chain-equivalent ~0.9); community-trained "
-                "heads assumed lower [unverified]"
-              : "EAGLE-3 paper (arXiv 2503.01840): acceptance lengths of about 6 tokens on 8B targets "
-                "(depth-8 tree); chain-equivalent per-token acceptance taken as 0.8 [unverified]",
-          false};
-    }
+    case M::kEagle3:
+      // The same figure for every EAGLE-3 head: who trained a head is not a property the twin can know
+      // from a launch, and no source measures community heads apart (issue 29 §3: no study facts in code).
+      return {0.8,
+              "EAGLE-3 paper (arXiv 2503.01840): acceptance lengths of about 6 tokens on 8B targets (depth-8 "
+              "tree); chain-equivalent per-token acceptance taken as 0.8 [unverified]",
+              false};
     case M::kEagle:
       return {0.7,
               "EAGLE paper (arXiv 2401.15077): acceptance lengths ~3.5-4 on 7-13B targets (depth-5 tree); "
