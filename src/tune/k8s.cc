@@ -30,6 +30,13 @@ namespace {
 using Argv = std::vector<std::string>;
 constexpr const char* kHeadToken = "@@LWS_LEADER_ADDRESS@@";
 
+/// A variable whose value is a credential: its name says so (common::is_credential_name: HF_TOKEN, ...) or its
+/// value carries one (a URL with a password: HF_ENDPOINT=https://user:pass@mirror).
+bool is_secret_env(const std::string& name, const std::string& value) {
+  return common::is_credential_name(name) || common::redact_url(value) != value;
+}
+
+
 /// POSIX sh single-quoting (a word left bare when it has only safe characters).
 std::string sh(const std::string& s) {
   if (!s.empty() &&
@@ -122,7 +129,7 @@ Argv secret_refs(const Argv& argv, std::map<std::string, std::string>& env, Comm
 std::set<std::string> credential_keys(const std::map<std::string, std::string>& env) {
   std::set<std::string> out;
   for (const auto& [k, v] : env)
-    if (common::is_credential_name(k)) out.insert(k);
+    if (is_secret_env(k, v)) out.insert(k);
   return out;
 }
 
@@ -159,14 +166,14 @@ void emit_strings(YAML::Emitter& y, const std::string& key, const Argv& v) {
   y << YAML::EndSeq;
 }
 
-/// env: credentials (common::is_credential_name) come from the Secret `secret`, never written here.
+/// env: credentials (is_secret_env) come from the Secret `secret`, never written here.
 void emit_env(YAML::Emitter& y, const std::map<std::string, std::string>& env, const std::string& secret) {
   if (env.empty()) return;
   y << YAML::Key << "env" << YAML::Value << YAML::BeginSeq;
   for (const auto& [k, v] : env) {
     y << YAML::BeginMap;
     emit_kv(y, "name", k);
-    if (common::is_credential_name(k)) {
+    if (is_secret_env(k, v)) {
       y << YAML::Key << "valueFrom" << YAML::Value << YAML::BeginMap << YAML::Key << "secretKeyRef"
         << YAML::Value << YAML::BeginMap;
       emit_kv(y, "name", secret);

@@ -73,7 +73,8 @@ DirLock::DirLock(const fs::path& dir) {
 }
 
 fs::path port_lock_path(int port) {
-  return fs::temp_directory_path() / fmt::format("servelab-tune-port-{}.lock", port);
+  // /tmp itself, not $TMPDIR: two tunes with different TMPDIRs share the host's ports.
+  return fs::path("/tmp") / fmt::format("servelab-tune-port-{}.lock", port);
 }
 
 DirLock DirLock::port(int port) {

@@ -32,7 +32,8 @@ class DirLock {
   int fd_ = -1;
 };
 
-/// The lock file of a port, shared by every servelab tune on this host: <temp dir>/servelab-tune-port-N.lock.
+/// The lock file of a port, shared by every servelab tune on this host: /tmp/servelab-tune-port-N.lock (not
+/// under $TMPDIR, which differs between users and shells).
 std::filesystem::path port_lock_path(int port);
 
 /// Name of the lock file inside a study directory.

@@ -496,6 +496,44 @@ void read_knob_render(const Ctx& c, const toml::table& rt, const std::string& p,
   }
 }
 
+/// True when a knob's [knobs.render] (not yet parsed) puts a value into a credential: a credential-named flag
+/// followed by an item with a placeholder (`["--api-key", "{value}"]`), `--api-key={value}`, or a
+/// credential-named environment variable set from a placeholder. Such a knob is secret whatever its name.
+bool renders_credential(const toml::table& knob) {
+  const toml::table* rt = knob.get_as<toml::table>("render");
+  if (!rt) return false;
+  auto placeholder = [](const toml::node* n) {
+    const auto* v = n ? n->as_string() : nullptr;
+    return v && v->get().find('{') != std::string::npos;
+  };
+  auto flag_name = [](std::string f) {
+    f = f.substr(0, f.find('='));
+    return f.size() > 1 && f[0] == '-' ? f.substr(f.find_first_not_of('-')) : std::string();
+  };
+  for (const auto& [engine, parts] : *rt) {
+    const toml::array* list = parts.as_array();
+    if (!list) continue;
+    for (const auto& part : *list) {
+      const toml::table* pt = part.as_table();
+      if (!pt) continue;
+      if (const toml::array* flags = pt->get_as<toml::array>("flags"))
+        for (std::size_t i = 0; i < flags->size(); ++i) {
+          const auto* f = (*flags)[i].as_string();
+          if (!f) continue;
+          const std::string name = flag_name(f->get());
+          if (name.empty() || !common::is_credential_name(name)) continue;
+          if (f->get().find('=') != std::string::npos ? placeholder(&(*flags)[i])
+                                                       : i + 1 < flags->size() && placeholder(flags->get(i + 1)))
+            return true;
+        }
+      if (const toml::table* env = pt->get_as<toml::table>("env"))
+        for (const auto& [k, v] : *env)
+          if (common::is_credential_name(std::string(k.str())) && placeholder(&v)) return true;
+    }
+  }
+  return false;
+}
+
 /// The `ki`-th [[knobs]] table: type, values (labels unique), baseline, per-engine render.
 Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<EngineSpec>& engines) {
   Knob knob;
@@ -510,9 +548,10 @@ Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<
   const toml::node* vn = t.get("values");
   if (!vn || !vn->is_array() || vn->as_array()->empty())
     c.fail(vn ? vn : &t, p + ".values", "needs a non-empty array of values");
-  // A credential-named knob (api_key, hf_token) shows no value: its labels are "<redacted-N>" (N from 1 in
-  // file order) and its values are kept for rendering only (Knob::secret_values).
-  const bool secret = common::is_credential_name(knob.name);
+  // A credential-named knob (api_key, hf_token), or one that renders into a credential flag or variable,
+  // shows no value: its labels are "<redacted-N>" (N from 1 in file order) and its values are kept for
+  // rendering only (Knob::secret_values).
+  const bool secret = common::is_credential_name(knob.name) || renders_credential(t);
   std::vector<std::string> written;  // labels as written, for `baseline`
   size_t vi = 0;
   for (const auto& v : *vn->as_array()) {

@@ -31,6 +31,8 @@ std::string md_escape(std::string s) {
   for (char c : s) {
     if (c == '|') out += "\\|";
     else if (c == '\n') out += ' ';
+    else if (c == '<') out += "&lt;";  // a viewer that passes HTML through would open "<!--" or a tag
+    else if (c == '>') out += "&gt;";
     else out += c;
   }
   return out;

@@ -293,6 +293,8 @@ command = ["trtllm-serve", "{model}"]
 TEST(K8sRender, NoCredentialInAnyFileItWrites) {
   std::string text = kStudy;
   text.replace(text.find("\"--host\", \"{host}\""), 18, "\"--host\", \"{host}\", \"--api-key\", \"sk-live-4f9a\"");
+  text.replace(text.find("HF_TOKEN = \"hf_secret_value\""), 28,
+               "HF_TOKEN = \"hf_secret_value\", HF_ENDPOINT = \"https://mu:pw-9d2e@mirror.example\"");
   text.replace(text.find("\"/v1/chat/completions\"]"), 23,
                "\"/v1/chat/completions\", \"--header\", \"Authorization=Bearer tok-77c1\"]");
   const st::Study s = st::parse_study(text, "k8s.toml", "/data");
@@ -304,11 +306,12 @@ TEST(K8sRender, NoCredentialInAnyFileItWrites) {
     EXPECT_EQ(body.find("sk-live-4f9a"), std::string::npos) << f.path();
     EXPECT_EQ(body.find("tok-77c1"), std::string::npos) << f.path();
     EXPECT_EQ(body.find("hf_secret_value"), std::string::npos) << f.path();
+    EXPECT_EQ(body.find("pw-9d2e"), std::string::npos) << f.path();  // a URL's password in an env value
   }
-  EXPECT_EQ(r.secret_keys,
-            (std::set<std::string>{"HF_TOKEN", "SERVELAB_SECRET_API_KEY", "SERVELAB_SECRET_AUTHORIZATION"}));
-  EXPECT_EQ(r.manifests[0].secret_keys,
-            (std::vector<std::string>{"HF_TOKEN", "SERVELAB_SECRET_API_KEY", "SERVELAB_SECRET_AUTHORIZATION"}));
+  EXPECT_EQ(r.secret_keys, (std::set<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_API_KEY",
+                                                   "SERVELAB_SECRET_AUTHORIZATION"}));
+  EXPECT_EQ(r.manifests[0].secret_keys, (std::vector<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_API_KEY",
+                                                                  "SERVELAB_SECRET_AUTHORIZATION"}));
 
   // The Job: the engine's exec-form command references the key; its env fills it from the Secret.
   const YAML::Node pod = YAML::LoadFile((dir / "k8s-small-001-sglang.yaml").string())["spec"]["template"]["spec"];

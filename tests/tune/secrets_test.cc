@@ -79,6 +79,27 @@ TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
   fs::remove_all(dir);
 }
 
+// Issue 31 (review): a knob not named like a credential that renders into one (`--api-key {value}`,
+// `--hf-token={value}`, an HF_TOKEN variable) is as secret as one that is: its labels are "<redacted-N>".
+TEST(Secrets, KnobRenderingIntoACredentialShowsNoValue) {
+  for (const std::string render : {"render.a = [{flags = [\"--api-key\", \"{value}\"]}]",
+                                   "render.a = [{flags = [\"--hf-token={value}\"]}]",
+                                   "render.a = [{env = {HF_TOKEN = \"{value}\"}}]"}) {
+    std::string toml = testing::kSmallStudy;
+    toml.insert(toml.find("[[scenarios]]"), "[[knobs]]\nname = \"key\"\ntype = \"string\"\n"
+                                            "values = [\"default\", \"SECRETKV\"]\n" + render + "\n\n");
+    const Study study = parse_study(toml, "knob.toml", "/data");
+    const Knob& k = study.knob("key");
+    EXPECT_EQ(k.values[1].label, "<redacted-2>") << render;
+    EXPECT_EQ(config_key(study, CandidateConfig{"a", {{"key", k.values[1].label}}}), "a{key=<redacted-2>}");
+  }
+  // A knob whose value only sits beside a credential flag, not in it, keeps its labels.
+  std::string toml = testing::kSmallStudy;
+  toml.insert(toml.find("[[scenarios]]"), "[[knobs]]\nname = \"seqs\"\ntype = \"int\"\nvalues = [64, 128]\n"
+                                          "render.a = [{flags = [\"--max-num-seqs\", \"{value}\"]}]\n\n");
+  EXPECT_EQ(parse_study(toml, "knob.toml", "/data").knob("seqs").values[1].label, "128");
+}
+
 // Issue 31: a knob named like a credential (api_key) shows no value: its labels are "<redacted-N>" in config
 // keys and labels, the progress lines, the reports and the database, and the stored study parses back to
 // them.
