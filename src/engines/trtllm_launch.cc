@@ -22,7 +22,10 @@ std::optional<LaunchFailure> support_rules(const ResolvedLaunch& r, const hardwa
                 "TensorRT-LLM " + v.text + " does not support " + m.architecture +
                     " (GLM-4.5 / GLM-4.6): the studies record \"Not supported\" for 1.0.0 and 1.2.0rc1",
                 false);
-  if (m.quantization.method == Q::kAwq && m.architecture == "Qwen3ForCausalLM")
+  // Recorded on 1.2.0rc1 only: later releases are not assumed to fail (issue 29 §3: one run is evidence
+  // about its release, not every release), as the GLM rule above.
+  if (m.quantization.method == Q::kAwq && m.architecture == "Qwen3ForCausalLM" &&
+      !(EngineVersion::parse("1.2.0rc1") < v))
     return fail(FailurePhase::kStartup, "trtllm.awq.qwen3_weight_key", "KeyError: 'weight'",
                 true);  // perflab qwen3-14b__a100#004 (1.2.0rc1) loading Qwen3-14B-AWQ
   const bool sm80 = cl.gpu.compute_capability / 10 == 8 && cl.gpu.compute_capability < 89;

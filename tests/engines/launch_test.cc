@@ -539,8 +539,10 @@ TEST(TrtllmRefusals, CorpusMessages) {
             "trtllm.model.glm4_moe");
   EXPECT_EQ(refused("trtllm-serve m --tp_size 8", "1.0.0", "zai-org/GLM-4.6", "8xH200").rule,
             "trtllm.model.glm4_moe");
-  // Where the corpus has no record the launch resolves: GLM on 1.2.0rc5, FP8 block and MXFP4 on Hopper.
+  // Where the corpus has no record the launch resolves: GLM on 1.2.0rc5, FP8 block and MXFP4 on Hopper,
+  // Qwen3 AWQ after the release that failed to load it.
   EXPECT_NO_THROW(ok("trtllm-serve m --tp_size 4", "1.2.0rc5", "zai-org/GLM-4.5-Air", "4xH100"));
+  EXPECT_NO_THROW(ok("trtllm-serve m", "1.2.0rc5", "Qwen/Qwen3-14B-AWQ", "A100"));
   // FP8 block linears: TensorRT-LLM's own fp8_block_scaling_gemm on Hopper whatever TRTLLM_DG_ENABLED says,
   // DeepGEMM on Blackwell unless TRTLLM_DG_ENABLED=0.
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc1", "Qwen/Qwen3-14B-FP8", "H100").execution.gemm,
