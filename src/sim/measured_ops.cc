@@ -120,47 +120,6 @@ const char* measured_gemm_dtype(engines::GemmKernel k) {
   return nullptr;
 }
 
-std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
-                                                        const char* dtype, double n, double k) {
-  if (!dtype || n <= 0 || k <= 0) return nullptr;
-  const auto table = store.table(src.gpu, src.backend, src.release, "gemm_perf");
-  if (!table) return nullptr;
-  // Memoised per (table, dtype, shape): a fit builds the same step model many times.
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const ops::OpCurve>> memo;
-  const std::string key = src.gpu + "|" + src.backend + "|" + src.release + "|" + dtype + "|" +
-                          std::to_string(n) + "|" + std::to_string(k);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  auto curve = std::make_shared<ops::OpCurve>();
-  const auto r = table->curve({{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}}, "m", *curve);
-  std::shared_ptr<const ops::OpCurve> out = r.ok ? std::shared_ptr<const ops::OpCurve>(curve) : nullptr;
-  std::lock_guard lock(mu);
-  memo.emplace(key, out);
-  return out;
-}
-
-double OpSurface::at(double o, double i, bool* outside) const {
-  if (outside) *outside = false;
-  if (outer.empty()) return 0;
-  if (o <= outer.front() || o >= outer.back()) {
-    const bool below = o <= outer.front();
-    const double y = (below ? curves.front() : curves.back()).at(i, outside);
-    if (outside && (o < outer.front() || o > outer.back())) *outside = true;
-    return below ? y : y * o / outer.back();
-  }
-  const auto hi = static_cast<std::size_t>(std::upper_bound(outer.begin(), outer.end(), o) - outer.begin());
-  const double t = (o - outer[hi - 1]) / (outer[hi] - outer[hi - 1]);
-  bool out_lo = false, out_hi = false;
-  const double y = curves[hi - 1].at(i, &out_lo) * (1 - t) + curves[hi].at(i, &out_hi) * t;
-  if (outside) *outside = out_lo || out_hi;
-  return y;
-}
-
-const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }
-
 namespace {
 
 /// Memoised lookups: a fit builds the same step model many times. Values may be null (nothing measured).
@@ -187,6 +146,41 @@ std::string number_key(double v) { return std::to_string(v); }
 
 }  // namespace
 
+std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
+                                                        const char* dtype, double n, double k) {
+  if (!dtype || n <= 0 || k <= 0) return nullptr;
+  static Memo<ops::OpCurve> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + src.release + "|" + dtype + "|" + number_key(n) +
+                          "|" + number_key(k);
+  return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
+    const auto table = store.table(src.gpu, src.backend, src.release, "gemm_perf");
+    if (!table) return nullptr;
+    auto curve = std::make_shared<ops::OpCurve>();
+    if (!table->curve({{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}}, "m", *curve).ok) return nullptr;
+    return curve;
+  });
+}
+
+double OpSurface::at(double o, double i, bool* outside) const {
+  if (outside) *outside = false;
+  if (outer.empty()) return 0;
+  if (o <= outer.front() || o >= outer.back()) {
+    const bool below = o <= outer.front();
+    const double y = (below ? curves.front() : curves.back()).at(i, outside);
+    if (outside && (o < outer.front() || o > outer.back())) *outside = true;
+    return below ? y : y * o / outer.back();
+  }
+  const auto hi = static_cast<std::size_t>(std::upper_bound(outer.begin(), outer.end(), o) - outer.begin());
+  const double t = (o - outer[hi - 1]) / (outer[hi] - outer[hi - 1]);
+  bool out_lo = false, out_hi = false;
+  const double y = curves[hi - 1].at(i, &out_lo) * (1 - t) + curves[hi].at(i, &out_hi) * t;
+  if (outside) *outside = out_lo || out_hi;
+  return y;
+}
+
+const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }
+
+
 std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
                                                     const AttentionShape& shape) {
   const char* name = decode ? "generation_attention_perf" : "context_attention_perf";
@@ -207,9 +201,12 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
                    {"num_heads", shape.heads}};
     if (decode) q["isl"] = 1.0;
     else q["step"] = 0.0;
+    // distinct() lists values as text: order the measured batch sizes numerically first.
+    std::vector<double> batches;
+    for (const auto& b : table->distinct("batch_size", q)) batches.push_back(std::stod(b));
+    std::sort(batches.begin(), batches.end());
     auto surface = std::make_shared<OpSurface>();
-    for (const auto& b : table->distinct("batch_size", q)) {
-      const double batch = std::stod(b);
+    for (double batch : batches) {
       q["batch_size"] = batch;
       ops::OpCurve c;
       if (!table->curve(q, decode ? "step" : "isl", c).ok) continue;
@@ -217,13 +214,7 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
       surface->curves.push_back(std::move(c));
     }
     if (surface->outer.empty()) return nullptr;
-    // distinct() lists values as text: order the measured batch sizes numerically.
-    std::vector<std::size_t> order(surface->outer.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return surface->outer[a] < surface->outer[b]; });
-    OpSurface sorted;
-    for (auto i : order) sorted.outer.push_back(surface->outer[i]), sorted.curves.push_back(surface->curves[i]);
-    return std::make_shared<const OpSurface>(std::move(sorted));
+    return surface;
   });
 }
 

@@ -84,6 +84,15 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   EXPECT_GT(eager.launch_s, 0.0);
 }
 
+// The measured tables of `make deps` switched on for one test (use_measured_operators), off again after it.
+struct MeasuredOperators {
+  ops::OpStore store = ops::OpStore::open(ops::OpStore::default_dir());
+  MeasuredOperators() { use_measured_operators(store.dir()); }
+  ~MeasuredOperators() { use_measured_operators({}); }
+  MeasuredOperators(const MeasuredOperators&) = delete;
+  MeasuredOperators& operator=(const MeasuredOperators&) = delete;
+};
+
 // The same decode step with GEMM times from the measured tables (use_measured_operators; H100 vLLM
 // 0.19.0's gemm_perf, BF16, M = 1): q 8192 x 5120 0.03117155697610643 ms, kv 2048 x 5120
 // 0.012287110918098025, o 5120 x 8192 0.031735999716652766, gate_up 51200 x 5120 0.19412710931566027
@@ -93,11 +102,8 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
 // (0.011674666156371435 ms), linear at 1000. The sampler stays physics. A measurement is not divided by
 // the kernel scale: all of the measured time is in memory_s.
 TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
-  struct Reset {
-    ~Reset() { use_measured_operators({}); }
-  } reset;
-  const auto store = ops::OpStore::open(ops::OpStore::default_dir());
-  use_measured_operators(store.dir());
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
   const auto m = corpus_model("qwen3-32b");
   const auto c = hardware::parse_cluster("1xH100");
   auto l = test_launch(m, c, 1);
@@ -149,11 +155,8 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
 // under 2 us a layer. Prefill of one 1000-token prompt (pairs 1000^2 / 2): the attention core is
 // context_attention_perf at batch 1, isl 1000, 16 / 1 heads of 128 (64 / 4 over TP4), as the table says.
 TEST(StepModel, MeasuredMoeAndPrefillAttention) {
-  struct Reset {
-    ~Reset() { use_measured_operators({}); }
-  } reset;
-  const auto store = ops::OpStore::open(ops::OpStore::default_dir());
-  use_measured_operators(store.dir());
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
   const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
   const auto c = hardware::parse_cluster("4xH100");
   auto l = test_launch(m, c, 4);

@@ -14,6 +14,7 @@
 #include "servelab/sim/calibration.h"
 #include "servelab/sim/corpus.h"
 #include "servelab/sim/validate.h"
+#include "test_corpus.h"
 
 namespace sim = servelab::sim;
 
@@ -120,17 +121,6 @@ TEST(SweepShapeError, HandMadeSweeps) {
   EXPECT_NEAR(*rows[2].shape_err_ttft, -25.0, 1e-9);
 }
 
-sim::Corpus subset_of(const std::set<std::string>& studies) {
-  const auto all = sim::load_corpus(servelab::common::data_dir().parent_path() / "reference");
-  sim::Corpus c;
-  c.sources = all.sources;
-  for (const auto& p : all.points)
-    if (studies.count(p.study)) c.points.push_back(p);
-  for (const auto& s : all.studies)
-    if (studies.count(s)) c.studies.push_back(s);
-  return c;
-}
-
 // The corpus without the points of `fold` under `split`.
 sim::Corpus without_fold(const sim::Corpus& c, sim::ValidationSplit split, const std::string& fold) {
   sim::Corpus r;
@@ -149,7 +139,7 @@ std::string json_of(const sim::CalibrationTable& t) { return sim::calibration_ta
 // studies' runs send every request at once, so their traces do not depend on the parameters and the two
 // fits see the same data). And it is not the fit on everything: the held-out points do move the fit.
 TEST(CorpusValidationSplits, AFoldIsTheFitWithoutItsPoints) {
-  const auto corpus = subset_of({"qwen3-14b__a100", "qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  const auto corpus = sim::testing::corpus_subset({"qwen3-14b__a100", "qwen3-32b__h100", "qwen3-8b__h100-latency"});
   const auto v = sim::validate_corpus(corpus, 2, {sim::ValidationSplit::kGpu, sim::ValidationSplit::kRelease});
   ASSERT_EQ(v.splits.size(), 2u);
   const auto& gpu = v.splits[0];

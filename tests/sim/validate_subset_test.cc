@@ -12,24 +12,14 @@
 #include "servelab/common/paths.h"
 #include "servelab/sim/corpus.h"
 #include "servelab/sim/validate.h"
+#include "test_corpus.h"
 
 namespace sim = servelab::sim;
 
 namespace {
 
-sim::Corpus subset(const std::set<std::string>& studies) {
-  const auto all = sim::load_corpus(servelab::common::data_dir().parent_path() / "reference");
-  sim::Corpus c;
-  c.sources = all.sources;
-  for (const auto& p : all.points)
-    if (studies.count(p.study)) c.points.push_back(p);
-  for (const auto& s : all.studies)
-    if (studies.count(s)) c.studies.push_back(s);
-  return c;
-}
-
 TEST(CorpusValidationSubset, TwoStudiesEachHeldOut) {
-  const auto corpus = subset({"qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  const auto corpus = sim::testing::corpus_subset({"qwen3-32b__h100", "qwen3-8b__h100-latency"});
   ASSERT_EQ(corpus.points.size(), 38u);
   const auto v = sim::validate_corpus(corpus, 2);
   const auto& h = v.held_out;
