@@ -308,7 +308,8 @@ void setup_sim(CLI::App& root) {
   run->add_option("--calibration", run_args->calibration,
                   "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
   run->add_option("--scenario", run_args->scenario,
-                  "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>]");
+                  "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>] "
+                  "(N defaults to 1000, as bench serve's --num-prompts)");
   run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
   auto op_data = std::make_shared<std::string>();

@@ -138,12 +138,12 @@ const std::vector<EngineModule>& engine_modules() {
       for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
       return out;
     };
-    m.push_back({EngineKind::kVllm, "vllm", versions(EngineKind::kVllm), kVllmDefaults.version.value,
+    m.push_back({EngineKind::kVllm, "vllm", "vLLM", versions(EngineKind::kVllm), kVllmDefaults.version.value,
                  detail::parse_vllm, detail::resolve_vllm});
-    m.push_back({EngineKind::kSglang, "sglang", versions(EngineKind::kSglang), kSglangDefaults.version.value,
-                 detail::parse_sglang, detail::resolve_sglang});
-    m.push_back({EngineKind::kTrtllm, "trtllm", versions(EngineKind::kTrtllm), kTrtllmDefaults.version.value,
-                 detail::parse_trtllm, detail::resolve_trtllm});
+    m.push_back({EngineKind::kSglang, "sglang", "SGLang", versions(EngineKind::kSglang),
+                 kSglangDefaults.version.value, detail::parse_sglang, detail::resolve_sglang});
+    m.push_back({EngineKind::kTrtllm, "trtllm", "TensorRT-LLM", versions(EngineKind::kTrtllm),
+                 kTrtllmDefaults.version.value, detail::parse_trtllm, detail::resolve_trtllm});
     return m;
   }();
   return kModules;

@@ -1,6 +1,7 @@
 #include "servelab/sim/corpus.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,9 +12,11 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
 
 namespace servelab::sim {
 namespace {
@@ -260,14 +263,96 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
   return c;
 }
 
-// The reference study (seed-study.md): 8 x H200, DeepSeek-V3.2, one version per engine.
-constexpr const char* kSeedStudy = "deepseek-v3.2__h200";
+// What a seed-measurements.json array does not say about its runs, read from the study record beside it
+// (seed-study.md): the model, the node, each engine's release and each scenario's prompt count.
+struct SeedRecord {
+  std::string study;                            ///< "<model basename>__<gpu>", lower case (perflab's form)
+  std::string gpu;                              ///< "H200"
+  int gpu_count = 0;                            ///< GPUs of the node
+  std::map<std::string, std::string> versions;  ///< engine module name -> release
+  std::map<std::string, int> prompts;           ///< scenario id -> number of prompts
+};
 
-std::string seed_version(const std::string& engine) {
-  if (engine == "vllm") return "0.13.0";
-  if (engine == "sglang") return "0.5.6.post2";
-  if (engine == "trtllm") return "1.2.0rc5";
-  return "";
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t`"), e = s.find_last_not_of(" \t`");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> table_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t i = line.find('|');
+  while (i != std::string::npos) {
+    const std::size_t j = line.find('|', i + 1);
+    if (j == std::string::npos) break;
+    cells.push_back(trim(line.substr(i + 1, j - i - 1)));
+    i = j;
+  }
+  return cells;
+}
+
+// Reads the record's "- Model:", "- Hardware: N × GPU" and "- Engines: <product> <release>, ..." lines
+// and the "| id | ... | prompts | ..." table of its "Workload scenarios" section. Throws
+// std::runtime_error naming the file and what it lacks.
+SeedRecord read_seed_record(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in)
+    throw std::runtime_error("cannot open " + file.string() +
+                             " (the study record a seed-measurements.json array needs beside it: its model, "
+                             "node, engine releases and prompt counts)");
+  SeedRecord r;
+  std::string model, line;
+  static const std::regex kModel(R"(^\s*-\s*Model:\s*`?([^\s`(]+))");
+  static const std::regex kHardware(R"(^\s*-\s*Hardware:\s*(\d+)\s*(?:\xC3\x97|x)\s*([A-Za-z0-9]+))");
+  static const std::regex kEngines(R"(^\s*-\s*Engines:\s*(.*?)\.?\s*$)");
+  int prompts_col = -1;
+  bool in_scenarios = false;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_scenarios = lower(line).find("workload scenarios") != std::string::npos;
+    if (model.empty() && std::regex_search(line, m, kModel)) model = m[1];
+    if (r.gpu.empty() && std::regex_search(line, m, kHardware)) r.gpu_count = std::stoi(m[1]), r.gpu = m[2];
+    if (r.versions.empty() && std::regex_search(line, m, kEngines)) {
+      std::stringstream items(m[1].str());
+      for (std::string item; std::getline(items, item, ',');) {
+        item = trim(item);
+        const auto space = item.rfind(' ');
+        if (space == std::string::npos) continue;
+        const std::string product = lower(item.substr(0, space));
+        for (const auto& e : engines::engine_modules())
+          if (lower(e.product_name) == product) r.versions[e.name] = item.substr(space + 1);
+      }
+    }
+    if (!in_scenarios || line.find('|') == std::string::npos) continue;
+    const auto cells = table_cells(line);
+    if (prompts_col < 0) {
+      for (std::size_t k = 0; k < cells.size(); ++k)
+        if (lower(cells[k]) == "prompts") prompts_col = static_cast<int>(k);
+      continue;
+    }
+    if (static_cast<int>(cells.size()) <= prompts_col || cells[0].empty() || cells[0][0] == '-') continue;
+    const std::string id = cells[0].substr(0, cells[0].find_first_of(" \t("));
+    try {
+      r.prompts[id] = std::stoi(cells[prompts_col]);
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("{}: scenario {}: prompts \"{}\" is not a number", file.string(),
+                                           id, cells[prompts_col]));
+    }
+  }
+  std::vector<std::string> missing;
+  if (model.empty()) missing.push_back("a \"- Model: <org/name>\" line");
+  if (r.gpu.empty()) missing.push_back("a \"- Hardware: <N> × <GPU>\" line");
+  if (r.versions.empty()) missing.push_back("a \"- Engines: <engine> <release>, ...\" line");
+  if (r.prompts.empty()) missing.push_back("a \"Workload scenarios\" table with a prompts column");
+  if (!missing.empty())
+    throw std::runtime_error(
+        fmt::format("{}: the study record has no {}", file.string(), fmt::join(missing, ", no ")));
+  r.study = lower(model.substr(model.rfind('/') + 1)) + "__" + lower(r.gpu);
+  return r;
 }
 
 // Study commands carry JSON values unquoted (`--speculative-config {"method":"mtp",...}`): POSIX word
@@ -289,18 +374,21 @@ std::vector<std::string> seed_argv(const std::string& command) {
   return engines::split_command_line(command);
 }
 
-CorpusPoint seed_point(const json& e, const std::string& file, std::size_t index) {
+CorpusPoint seed_point(const json& e, const SeedRecord& record, const std::string& file, std::size_t index) {
   CorpusPoint c;
   const std::string where = fmt::format("{}: [{}]", file, index);
   try {
     c.engine = e.at("engine").get<std::string>();
     c.label = e.at("config").get<std::string>();
     const std::string scenario = e.at("scenario").get<std::string>();
-    c.id = fmt::format("{}#{}/{}@{}", kSeedStudy, c.engine, c.label, scenario);
-    c.study = kSeedStudy;
-    c.engine_version = seed_version(c.engine);
-    c.gpu = "H200";
-    c.gpu_count = 8;
+    c.id = fmt::format("{}#{}/{}@{}", record.study, c.engine, c.label, scenario);
+    c.study = record.study;
+    const auto version = record.versions.find(c.engine);
+    if (version == record.versions.end())
+      throw std::runtime_error("the study record gives no release of engine \"" + c.engine + "\"");
+    c.engine_version = version->second;
+    c.gpu = record.gpu;
+    c.gpu_count = record.gpu_count;
     c.command = e.at("command").get<std::string>();
     c.argv = seed_argv(c.command);
     for (const auto& v : e.value("env", json::array())) {
@@ -317,15 +405,16 @@ CorpusPoint seed_point(const json& e, const std::string& file, std::size_t index
     w.request_rate = std::numeric_limits<double>::infinity();
     static const std::regex kRandom(R"(random-(\d+)in-(\d+)out)");
     std::smatch sm;
-    if (scenario == "sharegpt-1000") {
+    const auto prompts = record.prompts.find(scenario);
+    if (prompts == record.prompts.end())
+      throw std::runtime_error("scenario \"" + scenario + "\" is not in the study record's scenario table");
+    w.num_prompts = prompts->second;
+    if (scenario.rfind("sharegpt", 0) == 0) {
       w.dataset = "sharegpt";
-      w.num_prompts = 1000;
     } else if (std::regex_match(scenario, sm, kRandom)) {
       w.dataset = "random";
       w.input_len = std::stoi(sm[1]);
       w.output_len = std::stoi(sm[2]);
-      // seed-study.md "Workload scenarios".
-      w.num_prompts = w.input_len == 128 ? 1000 : w.input_len == 32000 || w.input_len == 1000 ? 100 : 500;
     } else {
       throw std::runtime_error("unknown scenario \"" + scenario + "\"");
     }
@@ -359,8 +448,9 @@ CorpusPoint seed_point(const json& e, const std::string& file, std::size_t index
 void add_points(Corpus& corpus, const std::filesystem::path& file) {
   const json j = read_json(file);
   const std::string name = file.string();
-  if (j.is_array()) {  // seed-measurements.json layout
-    for (std::size_t i = 0; i < j.size(); ++i) corpus.points.push_back(seed_point(j[i], name, i));
+  if (j.is_array()) {  // seed-measurements.json layout, its study record beside it
+    const SeedRecord record = read_seed_record(file.parent_path() / "seed-study.md");
+    for (std::size_t i = 0; i < j.size(); ++i) corpus.points.push_back(seed_point(j[i], record, name, i));
   } else if (j.is_object() && j.contains("points") && j["points"].is_array() && j.contains("recipes")) {
     // inferencemax/points.json layout (its launch recipes beside the points)
     const json& pts = j["points"];

@@ -14,6 +14,9 @@
 namespace servelab::sim {
 namespace {
 
+/// `vllm bench serve --num-prompts` default (shared/reference/vllm-bench-serve.md, options table).
+constexpr int kBenchDefaultNumPrompts = 1000;
+
 const WorkloadRequest kShareGpt1000[] = {
 #include "sim/sharegpt1000_lengths.inc"
 };
@@ -77,9 +80,8 @@ std::vector<WorkloadRequest> scenario_workload(const std::string& id, const mode
   std::smatch m;
   if (std::regex_match(id, m, kRandom)) {
     const int in = std::stoi(m[1]), out = std::stoi(m[2]);
-    // The reference study's prompt counts (seed-study.md "Workload scenarios") unless -nN says.
-    int n = in == 128 ? 1000 : (in == 32000 || (in == 1000 && out == 2000)) ? 100 : 500;
-    if (m[3].matched) n = std::stoi(m[3]);
+    // -nN prompts, else `vllm bench serve`'s default --num-prompts (1000; vllm-bench-serve.md).
+    const int n = m[3].matched ? std::stoi(m[3]) : kBenchDefaultNumPrompts;
     return random_fixed(n, in, out);
   }
   throw std::invalid_argument("unknown scenario \"" + id +

@@ -324,6 +324,7 @@ std::optional<std::string> check_request(const ResolvedLaunch& launch, int promp
 struct EngineModule {
   EngineKind kind;
   const char* name;                   ///< "vllm", "sglang", "trtllm"
+  const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
   std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
   const char* default_version;        ///< used when neither the study nor --engine-version says
   /// Parses the arguments after the program words into `config` (kind, program, argv and

@@ -87,8 +87,11 @@ struct Corpus {
 };
 
 /// Loads a corpus from `path`: a directory holding seed-measurements.json and/or perflab/measurements.json
-/// (shared/reference) and/or points.json (shared/reference/inferencemax), or one of those files. The seed
-/// study becomes study "deepseek-v3.2__h200" (8 x H200, its engine versions from seed-study.md).
+/// (shared/reference) and/or points.json (shared/reference/inferencemax), or one of those files. A
+/// seed-measurements.json array (one study's runs, no metadata) takes its model, node, engine releases and
+/// prompt counts from the study record seed-study.md beside it ("- Model:", "- Hardware: N × GPU",
+/// "- Engines: vLLM X, ..." and the "Workload scenarios" table); its study id is
+/// "<model basename>__<gpu>" in lower case, as perflab's ids are.
 /// InferenceMAX points (an object with "points" and "recipes"; shared/reference/inferencemax/README.md):
 /// measured totals as given; points on AMD GPUs (MI300X/MI325X/MI355X), on the ATOM engine or multi-node
 /// disaggregated (Dynamo-TRT, Dynamo-SGLang, SGLang PD) get Status::kUnsupported with the reason; a

@@ -228,8 +228,9 @@ std::span<const WorkloadRequest> sharegpt_1000();
 std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long long total_prompt,
                                             long long total_output);
 
-/// The workload of a study scenario id ("sharegpt-1000", "random-2000in-100out", ...) for `model`.
-/// Throws std::invalid_argument naming the id when unknown.
+/// The workload of a study scenario id ("sharegpt-1000", "random-2000in-100out-n500", ...) for `model`:
+/// random-<in>in-<out>out has fixed lengths and N prompts with -nN, else 1000 (`vllm bench serve`'s
+/// default --num-prompts). Throws std::invalid_argument naming the id when unknown.
 std::vector<WorkloadRequest> scenario_workload(const std::string& scenario_id, const model::ModelSpec& model);
 
 }  // namespace servelab::sim
