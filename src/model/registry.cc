@@ -183,15 +183,36 @@ ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
       fmt::format("{}: unknown model_type \"{}\" (known: {})", source, type, fmt::join(known, ", ")));
 }
 
-ModelSpec load_config(const std::filesystem::path& config_json) {
-  const std::string text = common::read_file(config_json);  // throws naming the path
-  nlohmann::json j;
+namespace {
+
+nlohmann::json read_config_json(const std::filesystem::path& file) {
+  const std::string text = common::read_file(file);  // throws naming the path
   try {
-    j = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("model config " + config_json.string() + ": invalid JSON: " + e.what());
+    throw std::runtime_error("model config " + file.string() + ": invalid JSON: " + e.what());
   }
-  return from_config(j, config_json.string());
+}
+
+}  // namespace
+
+ModelSpec load_config(const std::filesystem::path& config_json) {
+  return from_config(read_config_json(config_json), config_json.string());
+}
+
+ModelSpec load_config(const std::filesystem::path& config_json,
+                      const std::filesystem::path& hf_quant_config) {
+  nlohmann::json j = read_config_json(config_json);
+  std::string source = config_json.string();
+  if (j.is_object() && !j.contains("quantization_config")) {
+    nlohmann::json q = read_config_json(hf_quant_config);
+    if (!q.is_object())
+      throw std::runtime_error("model config " + hf_quant_config.string() + " is not an object");
+    q["quant_method"] = "modelopt";
+    j["quantization_config"] = std::move(q);
+    source += " + " + hf_quant_config.filename().string();
+  }
+  return from_config(j, source);
 }
 
 }  // namespace servelab::model

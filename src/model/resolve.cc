@@ -104,6 +104,17 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
   return by_last;
 }
 
+/// The file in `dir` named `name`, compared case-insensitively (the copies keep the Hub's capitalisation,
+/// a launch may not).
+std::optional<fs::path> file_in(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return std::nullopt;
+  const std::string want = lower(name);
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (lower(e.path().filename().string()) == want && e.is_regular_file(ec)) return e.path();
+  return std::nullopt;
+}
+
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch) {
@@ -164,6 +175,14 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
                       ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
                             "\" or ends in \"" + last_component(model) + "\")"
                       : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
+  if (hub::is_repo_id(model)) {
+    const std::string stem = model.substr(0, slash) + "--" + model.substr(slash + 1);
+    if (auto f = file_in(configs / "aic", stem + "_config.json")) {
+      if (auto q = file_in(configs / "aic", stem + "_hf_quant_config.json")) return load_config(*f, *q);
+      return load_config(*f);
+    }
+    tried.push_back("data dir " + (configs / "aic" / (stem + "_config.json")).string() + " (no such file)");
+  }
   if (auto m = from_hub()) return *m;
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;

@@ -180,6 +180,27 @@ double OpSurface::at(double o, double i, bool* outside) const {
 
 const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }
 
+namespace {
+
+/// One OpCurve along `inner` at each measured batch size of the rows matching `q` (batch outer).
+std::shared_ptr<const OpSurface> batch_surface(const ops::OpTable& table, ops::OpQuery q, const char* inner) {
+  // distinct() lists values as text: order the measured batch sizes numerically first.
+  std::vector<double> batches;
+  for (const auto& b : table.distinct("batch_size", q)) batches.push_back(std::stod(b));
+  std::sort(batches.begin(), batches.end());
+  auto surface = std::make_shared<OpSurface>();
+  for (double batch : batches) {
+    q["batch_size"] = batch;
+    ops::OpCurve c;
+    if (!table.curve(q, inner, c).ok) continue;
+    surface->outer.push_back(batch);
+    surface->curves.push_back(std::move(c));
+  }
+  if (surface->outer.empty()) return nullptr;
+  return surface;
+}
+
+}  // namespace
 
 std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
                                                     const AttentionShape& shape) {
@@ -199,22 +220,44 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
                    {"beam_width", 1.0},
                    {"num_key_value_heads", std::max(1.0, shape.kv_heads)},
                    {"num_heads", shape.heads}};
-    if (decode) q["isl"] = 1.0;
-    else q["step"] = 0.0;
-    // distinct() lists values as text: order the measured batch sizes numerically first.
-    std::vector<double> batches;
-    for (const auto& b : table->distinct("batch_size", q)) batches.push_back(std::stod(b));
-    std::sort(batches.begin(), batches.end());
-    auto surface = std::make_shared<OpSurface>();
-    for (double batch : batches) {
-      q["batch_size"] = batch;
-      ops::OpCurve c;
-      if (!table->curve(q, decode ? "step" : "isl", c).ok) continue;
-      surface->outer.push_back(batch);
-      surface->curves.push_back(std::move(c));
-    }
-    if (surface->outer.empty()) return nullptr;
-    return surface;
+    if (decode)
+      q["isl"] = 1.0;
+    else
+      q["step"] = 0.0;
+    return batch_surface(*table, q, decode ? "step" : "isl");
+  });
+}
+
+const char* measured_mla_kernel(engines::EngineKind engine, engines::AttentionKernel kernel) {
+  if (engine != engines::EngineKind::kVllm) return nullptr;
+  if (kernel == engines::AttentionKernel::kFlashMla) return "vllm_flashmla";
+  if (kernel == engines::AttentionKernel::kFlashAttn3 || kernel == engines::AttentionKernel::kFlashAttn2)
+    return "vllm_flash_attn_mla";
+  return "unmeasured";  // CUTLASS MLA, FlashInfer MLA, Triton MLA: no vLLM table row
+}
+
+std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const OpSource& src, bool decode,
+                                              const MlaShape& shape) {
+  const char* name = decode ? "generation_mla_perf" : "context_mla_perf";
+  const std::string release = table_release(store, src, name);
+  if (release.empty() || shape.heads <= 0) return nullptr;
+  static Memo<OpSurface> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" +
+                          number_key(shape.heads) + "|" + std::to_string(shape.tp) + "|" +
+                          measured_kv_dtype(shape.kv_dtype) + "|" +
+                          (shape.kernel_source ? shape.kernel_source : "");
+  return memo.get(key, [&]() -> std::shared_ptr<const OpSurface> {
+    const auto table = store.table(src.gpu, src.backend, release, name);
+    if (!table) return nullptr;
+    ops::OpQuery q{{"kv_cache_dtype", std::string(measured_kv_dtype(shape.kv_dtype))},
+                   {"num_heads", shape.heads},
+                   {"tp_size", double(shape.tp)}};
+    if (shape.kernel_source) q["kernel_source"] = std::string(shape.kernel_source);
+    if (decode)
+      q["isl"] = 1.0;
+    else
+      q["step"] = 0.0;
+    return batch_surface(*table, q, decode ? "step" : "isl");
   });
 }
 
@@ -242,12 +285,20 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
     const auto table = store.table(src.gpu, src.backend, release, "moe_perf");
     if (!table) return nullptr;
     auto curve = std::make_shared<ops::OpCurve>();
-    const ops::OpQuery q{{"moe_dtype", std::string(shape.dtype)}, {"distribution", std::string("balanced")},
-                         {"hidden_size", shape.hidden},           {"inter_size", shape.inter},
-                         {"topk", shape.top_k},                   {"num_experts", shape.experts},
-                         {"moe_tp_size", double(shape.tp)},       {"moe_ep_size", double(shape.ep)}};
-    if (!table->curve(q, "num_tokens", *curve).ok) return nullptr;
-    return curve;
+    ops::OpQuery q{{"moe_dtype", std::string(shape.dtype)},
+                   {"hidden_size", shape.hidden},
+                   {"inter_size", shape.inter},
+                   {"topk", shape.top_k},
+                   {"num_experts", shape.experts},
+                   {"moe_tp_size", double(shape.tp)},
+                   {"moe_ep_size", double(shape.ep)}};
+    // Balanced routing where measured; some shapes were measured only with skewed routing, of which
+    // power_law_1.01 is AIConfigurator's default workload [recalled: aiconfigurator's sdk default].
+    for (const char* distribution : {"balanced", "power_law_1.01"}) {
+      q["distribution"] = std::string(distribution);
+      if (table->curve(q, "num_tokens", *curve).ok) return curve;
+    }
+    return nullptr;
   });
 }
 

@@ -65,6 +65,28 @@ struct AttentionShape {
 std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
                                                     const AttentionShape& shape);
 
+/// An MLA layer's attention core as the MLA tables key it (DeepSeek's latent layout: the tables measure
+/// DeepSeek-V3's kv_lora_rank 512 and rope 64 dimensions).
+struct MlaShape {
+  double heads = 0;  ///< query heads on the GPU
+  int tp = 1;        ///< attention TP (the tables record it beside the heads)
+  model::DType kv_dtype = model::DType::kBf16;
+  /// The engine's kernel as the table names it when it measured several ("vllm_flashmla",
+  /// "vllm_flash_attn_mla"); nullptr when it measured one.
+  const char* kernel_source = nullptr;
+};
+
+/// The `kernel_source` of an engine's MLA kernel in the MLA tables: vLLM measured FlashMLA and FlashAttention
+/// MLA, and its other MLA kernels get "unmeasured", which no row has; nullptr for the engines that measured
+/// one kernel (the key is then left to the table).
+const char* measured_mla_kernel(engines::EngineKind engine, engines::AttentionKernel kernel);
+
+/// Decode MLA (`generation_mla_perf`: batch outer, KV length `step` inner, the absorbed latent form) or
+/// prefill MLA (`context_mla_perf`: batch outer, prompt length `isl` inner, the MHA form) of `shape`;
+/// nullptr when the table is missing or no row has this shape (the step model then keeps its roofline).
+std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const OpSource& src, bool decode,
+                                              const MlaShape& shape);
+
 /// A MoE layer's routed experts as `moe_perf` keys them.
 struct MoeShape {
   const char* dtype = nullptr;  ///< "bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", ... (measured_moe_dtype)
@@ -76,8 +98,9 @@ struct MoeShape {
 /// nullptr for the formats no table measures (INT4/INT8 weight-only experts).
 const char* measured_moe_dtype(const model::WeightFormat& experts);
 
-/// Latency (ms) of one MoE layer's routed experts along the tokens entering it (balanced routing, the
-/// engine's measured kernel), or nullptr when no row has this shape.
+/// Latency (ms) of one MoE layer's routed experts along the tokens entering it (balanced routing, else
+/// power_law_1.01 where the table measured this shape only with skewed routing; the engine's measured
+/// kernel), or nullptr when no row has this shape.
 std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store, const OpSource& src,
                                                        const MoeShape& shape);
 

@@ -312,6 +312,18 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
     }
     c.linear_attention = std::holds_alternative<model::LinearAttention>(a);
+    if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk == 0 && op_source_) {
+      // Dense MLA from the MLA tables (DSA's sparse core stays the roofline). Each phase takes the
+      // engine's own kernel for it.
+      const int tp = std::max(1, lay.attn_tp);
+      const auto kind = launch_.config.kind;
+      c.decode_attn = measured_mla(*ops_, *op_source_, true,
+                                   MlaShape{double(mla->heads) / tp, tp, launch_.kv_dtype,
+                                            measured_mla_kernel(kind, ex.decode_attention)});
+      c.prefill_attn = measured_mla(
+          *ops_, *op_source_, false,
+          MlaShape{double(mla->heads) / tp, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.attention)});
+    }
     if (const auto* mla = std::get_if<model::MlaAttention>(&a)) {
       c.mla = true;
       c.dsa = mla->index_topk > 0;
@@ -396,9 +408,11 @@ void StepModel::describe_measured() {
                                                                   src.launch_release));
   };
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
+  bool mla = false;
   auto count = [&](const LayerClass& c) {
     for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
       for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
+    mla = mla || c.mla;
     if (!c.linear_attention) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
     if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0;
   };
@@ -411,9 +425,10 @@ void StepModel::describe_measured() {
   };
   measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
                                         rest(gemms_measured, gemms, "a kernel no table measures")));
-  measured_notes_.push_back(fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
-                                        from("generation_attention_perf"),
-                                        rest(attn_measured, attn, "MLA, DSA, or heads / KV dtype no row has")));
+  measured_notes_.push_back(
+      fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
+                  from(mla ? "generation_mla_perf" : "generation_attention_perf"),
+                  rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
   if (moe > 0)
     measured_notes_.push_back(fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
                                           rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
@@ -491,7 +506,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
       const double compute = T * c.linear_flops_per_token / (bf16 * linear_eff_.compute);
       const double memory = 2.0 * r.requests * c.state_bytes / (bw * linear_eff_.memory);
       core = std::max(compute, memory);
-    } else if (const double measured = c.mla ? -1 : measured_attention_s(c, r); measured >= 0) {
+    } else if (const double measured = c.dsa ? -1 : measured_attention_s(c, r); measured >= 0) {
       core = measured_s(measured, &mem);
     } else {
       const int p = c.pattern;

@@ -179,6 +179,36 @@ TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
   fs::remove_all(hub);
 }
 
+// AIConfigurator's offline copies (model-configs/aic/ORG--NAME_config.json) answer a Hub id, in any case;
+// a ModelOpt checkpoint's quantization comes from its ORG--NAME_hf_quant_config.json when config.json has
+// none (nvidia/DeepSeek-V3.1-NVFP4: NVFP4 weights, its attention projections kept BF16 by exclude_modules).
+TEST(Resolve, AicConfigCopiesWithTheirModelOptQuantization) {
+  const fs::path hub = temp_dir("aic_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const ModelSpec r1 = resolve_model("deepseek-ai/deepseek-r1");
+  EXPECT_EQ(r1.config_source,
+            (common::data_dir() / "model-configs" / "aic" / "deepseek-ai--DeepSeek-R1_config.json").string());
+  EXPECT_EQ(r1.model_type, "deepseek_v3");
+  EXPECT_EQ(r1.quantization.experts.dtype, DType::kFp8);
+  const ModelSpec fp4 = resolve_model("nvidia/DeepSeek-V3.1-NVFP4");
+  EXPECT_NE(fp4.config_source.find("nvidia--DeepSeek-V3.1-NVFP4_config.json + "
+                                   "nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json"),
+            std::string::npos)
+      << fp4.config_source;
+  EXPECT_EQ(fp4.quantization.method, QuantMethod::kNvfp4);
+  EXPECT_EQ(fp4.quantization.experts.dtype, DType::kNvfp4);
+  EXPECT_EQ(fp4.quantization.source, "quantization_config: modelopt NVFP4");
+  // An id with no copy names the file it looked for.
+  const std::string msg = message_of([] { resolve_model("nvidia/No-Such-NVFP4"); });
+  EXPECT_NE(
+      msg.find((common::data_dir() / "model-configs" / "aic" / "nvidia--No-Such-NVFP4_config.json").string() +
+               " (no such file)"),
+      std::string::npos)
+      << msg;
+  fs::remove_all(hub);
+}
+
 TEST(LoadConfig, FileErrors) {
   const fs::path d = temp_dir("load");
   EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),

@@ -187,6 +187,71 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 94 * row.latency_ms * 1e-3, 1e-9);
 }
 
+// DeepSeek-R1 (61 MLA layers of 128 heads, 58 of them MoE: 256 experts of 2048, top 8, FP8 block) at TP8
+// on H200 under SGLang 0.5.6.post2, resolved by its Hub id from AIConfigurator's config copy
+// (model-configs/aic). Decode of one request at context 1000: the MLA core is generation_mla_perf at batch
+// 1, 16 heads a GPU (tp_size 8), BF16 KV, rows at KV length 511 (0.016977599263191222 ms) and 1023
+// (0.01740639954805374 ms), linear at 1000; the routed experts are moe_perf's fp8_block row of this shape
+// (sglang_fused_moe_triton, moe_tp_size 8; SGLang measured it only with power_law_1.01 routing) at 1 token:
+// 0.06742784023284912 ms, plus the router (7168 x 256 BF16, the roofline, under 2 us). Prefill of one
+// 1000-token prompt: context_mla_perf at batch 1, isl 1000, as the table interpolates it.
+TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
+  EXPECT_NE(m.config_source.find("aic"), std::string::npos) << m.config_source;
+  const auto c = hardware::parse_cluster("8xH200");
+  auto l = test_launch(m, c, 8);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.version = "0.5.6.post2";
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  const StepModel sm(l, c);
+  const RankLoad load = decode_one(1000);
+  const auto cost = sm.cost({&load, 1}, 1, true, false);
+  const double mla = 1e-3 * (0.016977599263191222 +
+                             (1000.0 - 511) / (1023 - 511) * (0.01740639954805374 - 0.016977599263191222));
+  EXPECT_NEAR(cost.attention_s, 61 * mla, 1e-9);
+  EXPECT_NEAR(cost.moe_s, 58 * 0.06742784023284912e-3, 58 * 2e-6);
+  EXPECT_GT(cost.moe_s, 58 * 0.06742784023284912e-3);
+  ASSERT_EQ(sm.measured_notes().size(), 4u);
+  EXPECT_EQ(sm.measured_notes()[0], "GEMMs: 15 of 15 shapes from gemm_perf of h200_sxm sglang 0.5.6.post2");
+  EXPECT_EQ(sm.measured_notes()[1],
+            "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm sglang 0.5.6.post2");
+
+  RankLoad pre;
+  pre.requests = pre.prefill_requests = 1;
+  pre.query_tokens = pre.prefill_tokens = 1000;
+  pre.sampled_tokens = 1;
+  pre.prefill_pairs[0] = 1000.0 * 1000 / 2;
+  const auto table = store.table("h200_sxm", "sglang", "0.5.6.post2", "context_mla_perf");
+  ASSERT_TRUE(table);
+  const auto row = table->lookup({{"batch_size", 1.0},
+                                  {"isl", 1000.0},
+                                  {"num_heads", 16.0},
+                                  {"tp_size", 8.0},
+                                  {"kv_cache_dtype", std::string("bfloat16")},
+                                  {"step", 0.0}});
+  ASSERT_TRUE(row.ok) << row.detail;
+  EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 61 * row.latency_ms * 1e-3, 1e-9);
+
+  // vLLM measured two MLA kernels (FlashMLA with an FP8 KV cache, FlashAttention MLA with BF16): a FlashMLA
+  // launch takes FlashMLA's rows when its KV cache is FP8; with BF16 no row has its kernel, and a kernel no
+  // table names (CUTLASS MLA) keeps the roofline too; the note says so.
+  l.config.kind = engines::EngineKind::kVllm;
+  l.version = "0.13.0";
+  l.kv_dtype = model::DType::kFp8;
+  l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kFlashMla;
+  EXPECT_EQ(
+      StepModel(l, c).measured_notes()[1],
+      "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the nearest measured "
+      "release to the launch's 0.13.0");
+  l.kv_dtype = model::DType::kBf16;
+  EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u);
+  l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kCutlassMla;
+  EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u)
+      << StepModel(l, c).measured_notes()[1];
+}
+
 // Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs under an engine
 // whose Python forward costs 60 us per kernel (SGLang, sglang_defaults.h eager_launch_us): 64 x 12 x 60 us
 // = 46.08 ms of launch time; the generic figure (engine value 0) is 12 us a kernel, 9.216 ms.

@@ -354,6 +354,12 @@ ModelSpec from_config(const nlohmann::json& config, const std::string& source);
 /// Reads and parses a config.json file. Throws std::runtime_error naming the path.
 ModelSpec load_config(const std::filesystem::path& config_json);
 
+/// load_config of a ModelOpt checkpoint whose quantization lives in its hf_quant_config.json: when
+/// config.json has no quantization_config, that file's content becomes one (quant_method "modelopt"), as
+/// vLLM and SGLang read such a checkpoint; the source names both files. Throws as load_config does, naming
+/// the file at fault.
+ModelSpec load_config(const std::filesystem::path& config_json, const std::filesystem::path& hf_quant_config);
+
 /// Resolves what a launch names as its model, in this order:
 ///   - a directory holding config.json, or a path to a config.json file;
 ///   - an ORG/NAME id found in a Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
@@ -363,10 +369,14 @@ ModelSpec load_config(const std::filesystem::path& config_json);
 ///     "DeepSeek-V3.2", case-insensitive, or whose last component is "DeepSeek-V32");
 ///   - an id matching the `_name_or_path` of a config in `<data dir>/model-configs/` (common::data_dir()),
 ///     case-insensitively, else one whose last component matches the id's last component ("GLM-4.5-Air");
+///   - an ORG/NAME id whose copy is `<data dir>/model-configs/aic/ORG--NAME_config.json` (AIConfigurator's
+///     offline copies of Hub configs, file names compared case-insensitively), with the checkpoint's
+///     ORG--NAME_hf_quant_config.json beside it when there is one;
 ///   - with `fetch.download`, config.json from the Hugging Face Hub, downloaded into its cache
 ///     (hub::fetch_files: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).
 /// With `fetch.revision` only the cache at that revision (refs/<revision> or the commit) and then the Hub
-/// are used. Throws std::runtime_error naming the model and every place searched (the Hub's error among them).
+/// are used. Throws std::runtime_error naming the model and every place searched (the Hub's error among
+/// them).
 ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch = {});
 
 /// DeepSeek-V3.2 (671B MoE, MLA + DSA, FP8 block weights).
