@@ -13,6 +13,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
 #include "servelab/tune/load.h"
+#include "servelab/tune/tune.h"
 #include "tune/twin_verdict.h"
 
 namespace servelab::tune {
@@ -180,13 +181,15 @@ static void retries_text(std::ostringstream& md, const EnginePath& p) {
   if (any) md << "\n";
 }
 
-// Twin-guided: what it measured and the real launches it saved against a grid.
+// Twin-guided: what it measured and the configuration runs it saved against a grid.
 static void twin_guided_text(std::ostringstream& md, const Study& s, const TwinGuidedSummary& t) {
-  md << fmt::format("Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
-                    "to fail); {} were launched on the target, so it saved **{} real launches** against a grid "
-                    "({} launchable × {} run(s) − what it ran). Stopped: {}.\n\n",
-                    t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
-                    s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
+  md << fmt::format(
+      "Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
+      "to fail); {} were measured on the target, so it saved **{} configuration runs** against a grid "
+      "({} launchable × {} run(s) − what it ran; `tune --dry-run` prints the engine launches of "
+      "both). Stopped: {}.\n\n",
+      t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
+      s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
 }
 
 // On the twin: greedy's best against the grid's.
@@ -366,7 +369,7 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
                       s.repeats);
   else if (runs >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
   else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
-  md << "\n";
+  md << "\n- Cost: " << tally_trials(s, in.trials).text(s.hardware.gpu_count) << "\n";
   for (const auto& [k, v] : in.environment)
     if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" || k == "gpu_model" ||
         k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 || k == "prompts_scale" ||
