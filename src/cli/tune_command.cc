@@ -210,6 +210,8 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
+    if (r.tally.invalid > 0)  // the report's banner says the same
+      std::cerr << "servelab tune: " << servelab::common::redact_text(r.tally.invalid_notice()) << "\n";
     if (!o.best.feasible) {
       std::fprintf(stderr, "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
                    servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());

@@ -75,6 +75,9 @@ TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& reco
       ++t.pruned;
       continue;
     }
+    if (r.outcome.status == TrialStatus::kInvalid) {
+      if (t.invalid++ == 0) t.first_invalid_reason = r.outcome.reason;
+    }
     t.wall_s += r.outcome.wall_s;
     for (const auto& sc : r.outcome.scenarios)
       if (auto d = sc.metrics.find("Benchmark duration (s)"); d != sc.metrics.end())
@@ -98,6 +101,14 @@ std::string TrialTally::text(int gpu_count) const {
   if (pruned) s += fmt::format(", {} pruned before launch", pruned);
   return s + fmt::format("), {:.2f} GPU-hours (trial wall time × {} GPUs)", measured_gpu_hours(gpu_count),
                          gpu_count);
+}
+
+std::string TrialTally::invalid_notice() const {
+  if (invalid == 0) return "";
+  return fmt::format(
+      "{} of {} trials were invalid: their timing cannot be trusted (first: {}). They are not ranked "
+      "and no verdict rests on them (a knob whose ablation run was invalid is \"undecided\").",
+      invalid, trials, first_invalid_reason);
 }
 
 StudyPlan plan_study(const Study& study, TrialRunner predict) {

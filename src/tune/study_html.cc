@@ -460,6 +460,8 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   if (!in.outcome->complete)
     h << "<blockquote><b>Partial report</b>: some trials of the study have not run yet (<code>servelab tune "
          "--resume</code>).</blockquote>\n";
+  if (const std::string inv = tally_trials(s, in.trials).invalid_notice(); !inv.empty())
+    h << "<blockquote><b>Invalid trials</b>: " << esc(inv) << "</blockquote>\n";
   summary_section(h, in);
   h << "<section id=\"charts\"><h2>Charts</h2>\n";
   html::ChartSet charts;

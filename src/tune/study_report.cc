@@ -305,6 +305,8 @@ static void notices_text(std::ostringstream& md, const ReportInput& in) {
           "(`sim`), not measured on GPUs.\n\n";
   if (!o.complete)
     md << "> **Partial report**: some trials of the study have not run yet (`servelab tune --resume`).\n\n";
+  if (const std::string inv = tally_trials(s, in.trials).invalid_notice(); !inv.empty())
+    md << "> **Invalid trials**: " << md_escape(inv) << "\n\n";
   // What the numbers are: stand-ins, time-scaled engine time, a reduced rehearsal.
   bool standins = false;
   for (const auto& [k, v] : in.environment)
@@ -565,8 +567,10 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
     for (const auto& v : o.verdicts) {
       std::string per;
       for (const auto& [id, ch] : v.scenario_change_pct) per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
-      md << "| " << v.knob << "=" << v.value << " | " << pct(v.objective_gain_pct) << " | " << per << " | "
-         << (v.significant ? "yes" : "no") << " | " << (v.holds_everywhere ? "yes" : "no") << " | "
+      // Undecided: no valid run without the knob, so no gain and no test to show.
+      const auto test = [&](bool b) { return v.undecided ? "undecided" : b ? "yes" : "no"; };
+      md << "| " << v.knob << "=" << v.value << " | " << (v.undecided ? "—" : pct(v.objective_gain_pct))
+         << " | " << per << " | " << test(v.significant) << " | " << test(v.holds_everywhere) << " | "
          << (v.recommended ? "**yes**" : "no") << " | " << md_escape(v.why) << " |\n";
     }
     md << "\n";

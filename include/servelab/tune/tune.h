@@ -36,6 +36,8 @@ struct TrialTally {
   int launches = 0;
   int reused = 0;   ///< trials run on an engine kept up between SLO probes
   int refused = 0;  ///< launches that ended refused, rejected by the engine, out of memory or crashed
+  int invalid = 0;  ///< trials whose timing cannot be trusted (TrialStatus::kInvalid)
+  std::string first_invalid_reason;
   double benchmark_s = 0.0;  ///< "Benchmark duration (s)" summed over every scenario run, s
   double wall_s = 0.0;       ///< wall time of the trials run (start-ups included), s
   /// GPU-hours the run held: wall_s × gpu_count / 3600 (0 off GPUs).
@@ -47,6 +49,9 @@ struct TrialTally {
   /// "N engine launches (T trials, R on an engine kept up ..., P pruned before launch), X GPU-hours (trial
   /// wall time × G GPUs)", or on the twin "T trials predicted on the twin; no engine launched".
   std::string text(int gpu_count) const;
+  /// "N of T trials were invalid ..." with the first reason and what follows (not ranked, no verdict rests on
+  /// them); "" when none was. The console, report.md and report.html say it in these words.
+  std::string invalid_notice() const;
 };
 
 /// Counts the trials of `study`'s target among `records` (the records of other tags, the twin's guiding
@@ -72,8 +77,8 @@ struct TuneOptions {
 struct TuneResult {
   SearchOutcome outcome;
   std::filesystem::path dir;
-  /// The target's trials in results.sqlite (earlier runs' on --resume): engine launches, GPU-hours
-  /// (tally_trials; the report counts the same).
+  /// The target's trials in results.sqlite (earlier runs' on --resume): engine launches, GPU-hours, invalid
+  /// trials (tally_trials; the report counts the same).
   TrialTally tally;
 };
 
