@@ -57,6 +57,30 @@ bool slurm_preflight(const servelab::tune::Study& study, servelab::tune::TuneOpt
   return r.ok();
 }
 
+/// The plan's lines: trials, engine launches, benchmark time and GPU-hours of `t` at `startup_s` per launch.
+std::string plan_lines(const servelab::tune::Study& study, const servelab::tune::TrialTally& t,
+                       double startup_s) {
+  std::string s =
+      fmt::format("  trials: {} ({} pruned before launch{})\n", t.trials, t.pruned,
+                  t.reused ? fmt::format(", {} on an engine kept up between SLO probes", t.reused) : "");
+  if (!t.on_gpus)
+    return s +
+           "  launches: none (target twin: every trial is a prediction; --target local --dry-run plans "
+           "the GPU run)\n";
+  const int gpus = study.hardware.gpu_count;
+  return s + fmt::format(
+                 "  launches: {} engine starts (the twin predicts {} refused at start-up, out of memory or "
+                 "crashed)\n"
+                 "  benchmark time: {:.2f} h predicted; start-up assumed {:g} min per launch "
+                 "(--startup-estimate-min)\n"
+                 "  GPU-hours: {:.1f} ({} GPUs x {:.2f} h){}\n",
+                 t.launches, t.refused, t.benchmark_s / 3600, startup_s / 60,
+                 t.planned_gpu_hours(startup_s, gpus), gpus, t.planned_gpu_hours(startup_s, 1),
+                 study.prompts_scale == 1
+                     ? ""
+                     : fmt::format(" (rehearsal: --num-prompts x {:g})", study.prompts_scale));
+}
+
 void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tune::TuneOptions& opt) {
   using namespace servelab::tune;
   bool ok = true;
@@ -64,16 +88,19 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
   if (study.target == Target::kSlurm) ok = slurm_preflight(study, opt, false);
   const StudyPlan plan = plan_study(study);
   const double startup_s = a.startup_estimate_min * 60;
-  std::cout << fmt::format(
-      "plan (the twin's play of the {} search; nothing launched):\n"
-      "  trials: {} ({} pruned before launch)\n"
-      "  launches: {} (the twin predicts {} refused at start-up, out of memory or crashed)\n"
-      "  benchmark time: {:.2f} h predicted; start-up assumed {:g} min per launch (--startup-estimate-min)\n"
-      "  GPU-hours: {:.1f} ({} GPUs x {:.2f} h){}\n",
-      strategy_name(study.search.strategy), plan.trials, plan.pruned, plan.launches, plan.refused,
-      plan.benchmark_s / 3600, a.startup_estimate_min, plan.gpu_hours(startup_s, study.hardware.gpu_count),
-      study.hardware.gpu_count, plan.gpu_hours(startup_s, 1),
-      study.prompts_scale == 1 ? "" : fmt::format(" (rehearsal: --num-prompts x {:g})", study.prompts_scale));
+  std::cout << fmt::format("plan (the twin's play of the {} search on target {}; nothing launched):\n",
+                           strategy_name(study.search.strategy), target_name(study.target))
+            << plan_lines(study, plan.tally, startup_s);
+  const int gpus = study.hardware.gpu_count;
+  if (plan.grid)  // twin-guided: what the grid it replaces would cost
+    std::cout << fmt::format(
+        "  a grid search instead: {} engine starts, {:.1f} GPU-hours; twin-guided saves {} "
+        "launches, {:.1f} GPU-hours\n",
+        plan.grid->launches, plan.grid->planned_gpu_hours(startup_s, gpus),
+        plan.grid->launches - plan.tally.launches,
+        plan.grid->planned_gpu_hours(startup_s, gpus) - plan.tally.planned_gpu_hours(startup_s, gpus));
+  else if (!plan.grid_note.empty())
+    std::cout << "  a grid search instead: not played (" << plan.grid_note << ")\n";
   if (study.target != Target::kTwin)
     std::cout << (ok ? "pre-flight: ok\n" : "pre-flight: FAILED (see above); fix it before booking GPUs\n");
   if (!ok) throw servelab::cli::ExitRequest{2};
@@ -183,6 +210,8 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
+    if (r.tally.invalid > 0)  // the report's banner says the same
+      std::cerr << "servelab tune: " << servelab::common::redact_text(r.tally.invalid_notice()) << "\n";
     if (!o.best.feasible) {
       std::fprintf(stderr, "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
                    servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
@@ -191,8 +220,8 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
                              o.best.objective.mean, servelab::tune::primary_objective_label(study), o.best.predicted ? " (predicted)" : "");
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
-    std::cout << fmt::format("report: {}/report.md, {}/report.html ({} launches)\n", r.dir.string(),
-                             r.dir.string(), r.trials_launched);
+    std::cout << fmt::format("report: {}/report.md, {}/report.html ({})\n", r.dir.string(), r.dir.string(),
+                             r.tally.text(study.hardware.gpu_count));
   } catch (const StudyAbort& e) {
     std::fprintf(stderr, "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
                  "rerun with --resume)\n", e.what(), opt.out_dir.c_str());

@@ -42,6 +42,20 @@ TrialStatus trial_status_from_name(const std::string& n) {
   throw std::invalid_argument("unknown trial status '" + n + "'");
 }
 
+bool trial_status_judges_config(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::kInvalid:
+    case TrialStatus::kInterrupted:
+    case TrialStatus::kError:
+    case TrialStatus::kJobNodeFail:
+    case TrialStatus::kJobPreempted:
+    case TrialStatus::kJobCancelled:
+      return false;
+    default:
+      return true;
+  }
+}
+
 std::optional<double> objective_value(const Study& study, const std::vector<std::string>& ids,
                                       const std::map<std::string, ScenarioResult>& results) {
   double num = 0, den = 0;
@@ -284,6 +298,7 @@ Evaluation Evaluator::evaluate(const CandidateConfig& config_in, const std::vect
   if (ev.status == TrialStatus::kOk && ev.objective.n == 0)
     note_failure(ev, TrialStatus::kError, "objective metric '" + study_.objective.metric + "' missing from the results");
   check_constraints(study_, ids, all_metrics, ev);
+  ev.inconclusive = !ev.feasible && !trial_status_judges_config(ev.status);
   apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
   return ev;
 }

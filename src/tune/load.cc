@@ -204,6 +204,7 @@ struct SloRun {
     const Evaluation e = evaluator.evaluate(config, {id}, "slo");
     r.predicted = r.predicted || e.predicted;
     std::optional<double> margin;
+    p.status = e.status;
     if (e.status != TrialStatus::kOk) {
       p.failure = std::string(trial_status_name(e.status)) + ": " + e.reason;
     } else {

@@ -166,6 +166,9 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
     }
     ev.feasible = false;
     ev.reason = "SLO search: " + (r.note.empty() ? std::string("no load meets the SLOs") : r.note);
+    // No goodput because the passing loads were saturated or runs invalid: that is no verdict on the config.
+    for (const auto& p : r.probes)
+      if ((p.passed && p.saturated) || !trial_status_judges_config(p.status)) ev.inconclusive = true;
     return;
   }
   const LoadCurve c = measure_curve(study, evaluator, ev.config, load_analysis_scenario(study));

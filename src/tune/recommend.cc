@@ -71,6 +71,11 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
   CandidateConfig without = best.config;
   without.knobs.erase(k.name);
   const Evaluation w = target.evaluate(without, ids, "ablation");
+  if (w.inconclusive) {  // an invalid, interrupted or saturated run is no "fails without it" (issue 30 §4)
+    v.undecided = v.recommended = v.loses_nowhere = true;
+    v.why = "undecided: " + failure_decision(w) + " (the run, not the config, failed); kept as measured";
+    return v;
+  }
   if (!w.feasible) {
     v.significant = v.holds_everywhere = v.recommended = v.loses_nowhere = true;
     v.why = "needed: without it the config " + failure_decision(w);
@@ -79,10 +84,14 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
   v.objective_gain_pct = change_pct(w.objective.mean, best.objective.mean);
   v.significant = significantly_better(study, w, best);
   v.holds_everywhere = true;
-  std::string losing;
+  std::string losing, unmeasured;
   for (const auto& id : ids) {
     auto a = w.per_scenario.find(id), b = best.per_scenario.find(id);
-    if (a == w.per_scenario.end() || b == best.per_scenario.end()) {
+    if (b == best.per_scenario.end()) {  // the best config has no valid run there: nothing to compare
+      unmeasured += (unmeasured.empty() ? "" : ", ") + id;
+      continue;
+    }
+    if (a == w.per_scenario.end()) {
       v.holds_everywhere = false;
       losing += (losing.empty() ? "" : ", ") + id + " (failed)";
       continue;
@@ -95,6 +104,7 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
     }
   }
   apply_rule(study, v, losing);
+  if (!unmeasured.empty()) v.why += "; not compared on " + unmeasured + " (no valid run of the best config)";
   return v;
 }
 
@@ -113,7 +123,8 @@ Evaluation restore_until_feasible(const Study& study, Evaluator& target, const s
   Evaluation e = evaluate_config(study, target, ids, best, config, "recommend");
   if (!e.feasible) failure = e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status);
   for (const auto& v : verdicts) {
-    if (e.feasible || !best.feasible) break;
+    // An invalid or interrupted run of the command is no reason to put knobs back.
+    if (e.feasible || e.inconclusive || !best.feasible) break;
     auto it = best.config.knobs.find(v.knob);
     if (v.significant || it == best.config.knobs.end() || config.knobs.count(v.knob)) continue;
     config.knobs[v.knob] = it->second;
@@ -148,7 +159,7 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
       KnobVerdict v = ablate(study, target, ids, best, k, it->second);
       if (!v.recommended) out.recommended.knobs.erase(k.name);
       if (!v.loses_nowhere) safe.knobs.erase(k.name);
-      if (!v.significant) for_objective.knobs.erase(k.name);
+      if (!v.significant && !v.undecided) for_objective.knobs.erase(k.name);
       out.verdicts.push_back(v);
     }
   }

@@ -122,6 +122,10 @@ bool ranks_above(const Evaluation& a, const Evaluation& b) {
 }
 
 std::string failure_decision(const Evaluation& e) {
+  if (e.inconclusive)
+    return e.status == TrialStatus::kOk
+               ? "no verdict: " + e.reason
+               : std::string("no verdict (") + trial_status_name(e.status) + "): " + e.reason;
   if (e.status == TrialStatus::kRejected) return "rejected: " + e.reason;
   if (e.status != TrialStatus::kOk) return std::string("failed (") + trial_status_name(e.status) + "): " + e.reason;
   return "infeasible: " + e.reason;

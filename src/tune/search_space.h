@@ -62,7 +62,8 @@ namespace detail {
 
 /// Better of two evaluations on the objective: feasible first, then the higher mean.
 bool ranks_above(const Evaluation& a, const Evaluation& b);
-/// The decision text of an evaluation that failed or is infeasible ("rejected: ...", "failed (oom): ...").
+/// The decision text of an evaluation that failed or is infeasible ("rejected: ...", "failed (oom): ...", and
+/// "no verdict (invalid): ..." for an inconclusive one).
 std::string failure_decision(const Evaluation& e);
 /// Tells the progress display about a new best feasible evaluation; `best` tracks it (points into storage
 /// that must not reallocate).

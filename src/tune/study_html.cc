@@ -17,6 +17,7 @@
 
 #include "servelab/common/redact.h"
 #include "servelab/tune/load.h"
+#include "servelab/tune/tune.h"
 #include "tune/html_charts.h"
 #include "tune/html_markdown.h"
 #include "tune/study_report.h"
@@ -148,7 +149,8 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                              : fmt::format("{}", fmt::join(s.objective.scenarios, ", "));
   h << "<section id=\"summary\"><h2>Summary</h2>\n<p>Objective: maximise <b>" << esc(metric) << "</b> on "
     << esc(on) << " — " << esc(s.model) << " on " << s.hardware.gpu_count << " × " << esc(s.hardware.gpu)
-    << ", " << in.trials.size() << " trials (" << strategy_name(o.strategy) << " search).</p>\n";
+    << ", " << esc(tally_trials(s, in.trials).text(s.hardware.gpu_count)) << " (" << strategy_name(o.strategy)
+    << " search).</p>\n";
   if (!o.best.feasible) {
     h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below lists every "
          "failure with its reason.</p>\n";
@@ -458,6 +460,8 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   if (!in.outcome->complete)
     h << "<blockquote><b>Partial report</b>: some trials of the study have not run yet (<code>servelab tune "
          "--resume</code>).</blockquote>\n";
+  if (const std::string inv = tally_trials(s, in.trials).invalid_notice(); !inv.empty())
+    h << "<blockquote><b>Invalid trials</b>: " << esc(inv) << "</blockquote>\n";
   summary_section(h, in);
   h << "<section id=\"charts\"><h2>Charts</h2>\n";
   html::ChartSet charts;

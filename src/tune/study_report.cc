@@ -13,6 +13,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
 #include "servelab/tune/load.h"
+#include "servelab/tune/tune.h"
 #include "tune/twin_verdict.h"
 
 namespace servelab::tune {
@@ -180,13 +181,15 @@ static void retries_text(std::ostringstream& md, const EnginePath& p) {
   if (any) md << "\n";
 }
 
-// Twin-guided: what it measured and the real launches it saved against a grid.
+// Twin-guided: what it measured and the configuration runs it saved against a grid.
 static void twin_guided_text(std::ostringstream& md, const Study& s, const TwinGuidedSummary& t) {
-  md << fmt::format("Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
-                    "to fail); {} were launched on the target, so it saved **{} real launches** against a grid "
-                    "({} launchable × {} run(s) − what it ran). Stopped: {}.\n\n",
-                    t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
-                    s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
+  md << fmt::format(
+      "Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
+      "to fail); {} were measured on the target, so it saved **{} configuration runs** against a grid "
+      "({} launchable × {} run(s) − what it ran; `tune --dry-run` prints the engine launches of "
+      "both). Stopped: {}.\n\n",
+      t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
+      s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
 }
 
 // On the twin: greedy's best against the grid's.
@@ -302,6 +305,8 @@ static void notices_text(std::ostringstream& md, const ReportInput& in) {
           "(`sim`), not measured on GPUs.\n\n";
   if (!o.complete)
     md << "> **Partial report**: some trials of the study have not run yet (`servelab tune --resume`).\n\n";
+  if (const std::string inv = tally_trials(s, in.trials).invalid_notice(); !inv.empty())
+    md << "> **Invalid trials**: " << md_escape(inv) << "\n\n";
   // What the numbers are: stand-ins, time-scaled engine time, a reduced rehearsal.
   bool standins = false;
   for (const auto& [k, v] : in.environment)
@@ -366,7 +371,7 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
                       s.repeats);
   else if (runs >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
   else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
-  md << "\n";
+  md << "\n- Cost: " << tally_trials(s, in.trials).text(s.hardware.gpu_count) << "\n";
   for (const auto& [k, v] : in.environment)
     if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" || k == "gpu_model" ||
         k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 || k == "prompts_scale" ||
@@ -562,8 +567,10 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
     for (const auto& v : o.verdicts) {
       std::string per;
       for (const auto& [id, ch] : v.scenario_change_pct) per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
-      md << "| " << v.knob << "=" << v.value << " | " << pct(v.objective_gain_pct) << " | " << per << " | "
-         << (v.significant ? "yes" : "no") << " | " << (v.holds_everywhere ? "yes" : "no") << " | "
+      // Undecided: no valid run without the knob, so no gain and no test to show.
+      const auto test = [&](bool b) { return v.undecided ? "undecided" : b ? "yes" : "no"; };
+      md << "| " << v.knob << "=" << v.value << " | " << (v.undecided ? "—" : pct(v.objective_gain_pct))
+         << " | " << per << " | " << test(v.significant) << " | " << test(v.holds_everywhere) << " | "
          << (v.recommended ? "**yes**" : "no") << " | " << md_escape(v.why) << " |\n";
     }
     md << "\n";

@@ -80,32 +80,6 @@ void set_target(Study& study, Target target) {
     study.search.strategy = Strategy::kGreedy;
 }
 
-StudyPlan plan_study(const Study& study) {
-  TrialRunner twin = default_runner(study, Target::kTwin, nullptr);
-  Evaluator ev(study, twin, "twin", nullptr, {}, nullptr, nullptr, {});
-  SearchOutcome outcome = run_search(study, ev, &ev);
-  analyze_load(study, ev, outcome);  // the load sweep and SLO search runs count too
-  StudyPlan plan;
-  for (const auto& r : ev.records()) {
-    // The grid check runs on the twin only: a plan for the local target does not launch it.
-    if (study.target == Target::kLocal && r.phase == "grid-check") continue;
-    ++plan.trials;
-    if (r.outcome.status == TrialStatus::kRejected) {
-      ++plan.pruned;
-      continue;
-    }
-    ++plan.launches;
-    if (r.outcome.status == TrialStatus::kStartupRefused || r.outcome.status == TrialStatus::kOutOfMemory ||
-        r.outcome.status == TrialStatus::kCrashed)
-      ++plan.refused;
-    for (const auto& sc : r.outcome.scenarios) {
-      auto d = sc.metrics.find("Benchmark duration (s)");
-      if (d != sc.metrics.end()) plan.benchmark_s += d->second;
-    }
-  }
-  return plan;
-}
-
 namespace {
 
 std::map<std::string, std::string> environment(const Study& study, Target target) {
@@ -210,10 +184,11 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   if (study.target != Target::kTwin && twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
   res.outcome = run_search(study, target, twin_ptr);
   analyze_load(study, target, res.outcome);
-  res.trials_launched = target.launched() + (twin ? twin->launched() : 0);
   store.mark_finished();
+  const std::vector<TrialRecord> trials = store.trials();
+  res.tally = tally_trials(study, trials);
   if (opt.write_report) {
-    ReportInput in{&study, &res.outcome, store.trials(), store.environment()};
+    ReportInput in{&study, &res.outcome, trials, store.environment()};
     write_report_files(in, opt.out_dir);
   }
   return res;

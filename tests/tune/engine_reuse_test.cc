@@ -2,6 +2,7 @@
 // configuration (TrialRequest::keep_engine), is stopped when the search ends, and an engine that died
 // between probes is launched again. The engine is a small Python HTTP server that appends its PID to a
 // start log, so launches are counted by the engine itself.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,11 +13,13 @@
 #include <fstream>
 #include <thread>
 
+#include "servelab/common/paths.h"
+#include "servelab/tune/load.h"
+#include "servelab/tune/search.h"
+#include "servelab/tune/tune.h"
 #include "test_ports.h"
 #include "test_study.h"
-#include "servelab/tune/load.h"
 #include "tune/local_runner.h"
-#include "servelab/tune/search.h"
 
 namespace servelab::tune {
 namespace {
@@ -186,6 +189,84 @@ TEST_F(EngineReuse, OrdinaryTrialsAndAnotherConfigLaunchFresh) {
   ASSERT_EQ(ev.records().size(), 4u);
   for (const auto& r : ev.records()) EXPECT_FALSE(r.outcome.engine_reused) << r.trial_key;
   for (pid_t p : pids) EXPECT_TRUE(gone_within_10_s(p)) << "engine pid " << p << " left running";
+}
+
+/// Issue 30 §5: what the fake engine "measures" for `config_key` on `sc`, the same as the plan's prediction:
+/// capacity 10 req/s (×2 with layout tp4-dp2, ×1.5 on engine b, ×1.1 with ctx 32768); P99 TTFT = 1000 ms ×
+/// rate ÷ capacity (the 2 s SLO holds up to twice the capacity); a scenario as written runs at capacity.
+ScenarioResult planned_result(const std::string& config_key, const Scenario& sc) {
+  double cap = 10;
+  if (config_key.find("layout=tp4-dp2") != std::string::npos) cap *= 2;
+  if (config_key.rfind("b{", 0) == 0) cap *= 1.5;
+  if (config_key.find("ctx=32768") != std::string::npos) cap *= 1.1;
+  const double rate = arg_value(sc.args, "--request-rate");
+  const double served = rate > 0 ? std::min(rate, cap) : cap;
+  ScenarioResult r;
+  r.scenario_id = sc.id;
+  r.metrics["P99 TTFT (ms)"] = rate > 0 ? 1000 * rate / cap : 500;
+  r.metrics["Mean TPOT (ms)"] = 10;
+  r.metrics["Request throughput (req/s)"] = served;
+  r.metrics["Request goodput (req/s)"] = 0.9 * served;
+  r.metrics["Total Token throughput (tok/s)"] = 30 * served;
+  r.metrics["Output token throughput (tok/s)"] = 10 * served;
+  r.metrics["Successful requests"] = 10;
+  r.metrics["Total generated tokens"] = 1000;
+  r.metrics["Benchmark duration (s)"] = 10 / served;
+  return r;
+}
+
+TEST_F(EngineReuse, DryRunLaunchesAreTheEngineStartsOfTheRun) {
+  // The dry-run counted the twin's ranking of the grid and its SLO brackets as launches, and every SLO probe
+  // on a kept engine: twin-guided plans printed a grid's launches. The plan, the run's tally (the console's
+  // last line) and the report must all count the engine's own start log.
+  Study s = study;
+  set_target(s, Target::kLocal);  // twin-guided, the local default
+  ASSERT_EQ(s.search.strategy, Strategy::kTwinGuided);
+  const TrialRunner predict = [](const TrialRequest& req) {
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) out.scenarios.push_back(planned_result(req.config_key, sc));
+    return out;
+  };
+  const StudyPlan plan = plan_study(s, predict);
+
+  auto config = std::make_shared<std::string>();  // the config of the trial the fake engine serves
+  LocalRunnerOptions o;
+  o.port = port;
+  o.ready_timeout_s = 20.0;
+  o.stop_grace_s = 1.0;
+  o.poll_interval_s = 0.05;
+  o.port_free_timeout_s = 5.0;
+  o.run_scenario = [config](const Scenario& sc, const std::string&, const std::atomic<bool>&) {
+    return planned_result(*config, sc);
+  };
+  const TrialRunner local = make_local_runner(o);
+  const std::vector<std::string> argv = {"/usr/bin/python3", (dir / "engine.py").string(),
+                                         std::to_string(port), (dir / "starts.log").string()};
+  TuneOptions opt;
+  opt.out_dir = dir / "study";
+  opt.twin_runner = predict;
+  opt.runner = [&](const TrialRequest& req) {
+    TrialRequest r = req;
+    r.argv = argv;
+    *config = req.config_key;
+    return local(r);
+  };
+  const TuneResult res = run_study(s, opt);
+  const int starts_logged = static_cast<int>(starts().size());
+  EXPECT_GT(res.tally.reused, 0);  // SLO probes ran on kept engines: not launches
+  EXPECT_EQ(plan.tally.launches, starts_logged);
+  EXPECT_EQ(res.tally.launches, starts_logged);
+  EXPECT_EQ(plan.tally.trials, res.tally.trials);
+  EXPECT_EQ(plan.tally.reused, res.tally.reused);
+  // The saving is against the grid's own launches, not the same figure twice.
+  ASSERT_TRUE(plan.grid);
+  EXPECT_GT(plan.grid->launches, plan.tally.launches);
+  const std::string md = common::read_file(opt.out_dir / "report.md");
+  const std::string cost = fmt::format(
+      "- Cost: {} engine launches ({} trials, {} on an engine kept up between SLO "
+      "probes",
+      starts_logged, res.tally.trials, res.tally.reused);
+  EXPECT_NE(md.find(cost), std::string::npos) << cost << "\n" << md.substr(0, 3000);
 }
 
 }  // namespace

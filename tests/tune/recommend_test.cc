@@ -1,6 +1,7 @@
 // Issue 14 §5: the recommendation rule on the goodput case the issue reports (best 17.20 req/s, the
 // recommended command 1.47 req/s because the parallelism knob, +1070% on the objective, lost 18.5% on a
 // secondary scenario).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "servelab/tune/search.h"
@@ -139,6 +140,116 @@ TEST(Recommendation, ABadRuleIsAnErrorNamingIt) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Issue 30 §4: in `make demo-local` the host was too slow for the stand-ins' time scale, 15 of 65 trials were
+// invalid, and the ablation read "invalid" as "fails without this knob": every knob "needed". Two knobs that
+// each carry the objective (a: ×1.5, b: ×1.3); the run of the config without `a` ({b}, first seen by the
+// ablation) is injected invalid.
+const char* kTwoKnobStudy = R"toml(
+[study]
+name = "two-knobs"
+target = "local"
+repeats = 1
+
+[model]
+id = "org/model"
+
+[hardware]
+gpu = "H200"
+
+[[engines]]
+name = "e"
+kind = "vllm"
+version = "1.0"
+command = ["vllm", "serve", "{model}"]
+check_flags = false
+
+[[knobs]]
+name = "a"
+type = "bool"
+values = [false, true]
+render.e = [{when = "value", flags = ["--a"]}]
+
+[[knobs]]
+name = "b"
+type = "bool"
+values = [false, true]
+render.e = [{when = "value", flags = ["--b"]}]
+
+[[scenarios]]
+id = "chat"
+args = ["--num-prompts", "10"]
+
+[objective]
+metric = "Total Token throughput (tok/s)"
+scenarios = ["chat"]
+
+[search]
+strategy = "greedy"
+)toml";
+
+TrialRunner two_knob_runner(bool invalid_without_a) {
+  return [invalid_without_a](const TrialRequest& req) {
+    TrialOutcome out;
+    const bool a = req.config_key.find("a=true") != std::string::npos;
+    const bool b = req.config_key.find("b=true") != std::string::npos;
+    if (invalid_without_a && b && !a) {
+      out.status = TrialStatus::kInvalid;
+      out.reason = "scenario chat: the client fell 3.2 s behind the arrival schedule (host too slow)";
+      return out;
+    }
+    for (const auto& sc : req.scenarios) {
+      ScenarioResult r;
+      r.scenario_id = sc.id;
+      r.metrics["Total Token throughput (tok/s)"] = 100 * (a ? 1.5 : 1) * (b ? 1.3 : 1);
+      out.scenarios.push_back(r);
+    }
+    return out;
+  };
+}
+
+TEST(Ablation, AnInvalidRunWithoutAKnobIsUndecidedNotNeeded) {
+  const Study s = parse_study(kTwoKnobStudy, "two.toml", "/data");
+  // Control: every run valid, both knobs decided by their gains.
+  Evaluator valid(s, two_knob_runner(false), "local", nullptr, {}, nullptr, nullptr, {});
+  const SearchOutcome ok = run_search(s, valid, nullptr);
+  ASSERT_EQ(ok.verdicts.size(), 2u);
+  EXPECT_FALSE(ok.verdicts[0].undecided);
+  EXPECT_TRUE(ok.verdicts[0].significant);
+  EXPECT_NEAR(ok.verdicts[0].objective_gain_pct, 50, 1e-9);  // 195 over 130
+  EXPECT_EQ(ok.verdicts[0].why, "+50.00% on the objective, no loss on any scenario");
+
+  Evaluator ev(s, two_knob_runner(true), "local", nullptr, {}, nullptr, nullptr, {});
+  const SearchOutcome o = run_search(s, ev, nullptr);
+  ASSERT_EQ(o.verdicts.size(), 2u);
+  const KnobVerdict& a = o.verdicts[0];
+  EXPECT_EQ(a.knob, "a");
+  EXPECT_TRUE(a.undecided);
+  EXPECT_FALSE(a.significant);  // nothing was measured without it: no gain to call significant
+  EXPECT_TRUE(a.recommended);   // kept as measured: the command stays the configuration that ran
+  EXPECT_EQ(a.why,
+            "undecided: no verdict (invalid): scenario chat: the client fell 3.2 s behind the arrival "
+            "schedule (host "
+            "too slow) (the run, not the config, failed); kept as measured");
+  const KnobVerdict& b = o.verdicts[1];  // {a} ran valid: b is decided as before
+  EXPECT_FALSE(b.undecided);
+  EXPECT_TRUE(b.significant);
+  EXPECT_NEAR(b.objective_gain_pct, 30, 1e-9);
+  EXPECT_EQ(o.recommended_command.shell(), "vllm serve org/model --a --b");
+  EXPECT_NEAR(o.recommended_eval.objective.mean, 195, 1e-9);
+
+  ReportInput in{&s, &o, ev.records(), {}};
+  const std::string md = render_markdown(in);
+  const int trials = static_cast<int>(ev.records().size());
+  for (const std::string& want :
+       {std::string("| a=true | — |  | undecided | undecided | **yes** | undecided: no verdict (invalid)"),
+        fmt::format(
+            "> **Invalid trials**: 1 of {} trials were invalid: their timing cannot be trusted (first: "
+            "scenario chat: the client fell 3.2 s behind",
+            trials)})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  EXPECT_EQ(md.find("needed: without it"), std::string::npos) << md;
 }
 
 }  // namespace

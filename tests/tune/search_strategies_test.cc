@@ -204,7 +204,7 @@ TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
   EXPECT_EQ(twin_launches.at("e{x=3}"), 1);  // predicted: once, whatever study.repeats says
   ReportInput in{&s, &o, real.records(), {}};
   const std::string md = render_markdown(in);
-  EXPECT_NE(md.find("so it saved **6 real launches** against a grid"), std::string::npos) << md;
+  EXPECT_NE(md.find("so it saved **6 configuration runs** against a grid"), std::string::npos) << md;
 }
 
 // Issue 29 §4: x=5 runs on a kernel path the twin has no figure for, so its ±10% becomes ±100%: 70 × 2 = 140

@@ -178,7 +178,8 @@ TEST(Greedy, ARunnerExceptionIsAFailedTrialAndTheStudyGoesOn) {
   SearchOutcome o = run_search(s, ev, nullptr);
   const Step& ctx = o.engines[1].steps[2];
   EXPECT_EQ(ctx.eval.status, TrialStatus::kError);
-  EXPECT_EQ(ctx.decision, "failed (error): trial runner error: scheduler stalled");
+  EXPECT_TRUE(ctx.eval.inconclusive);  // the runner failed, not the configuration (issue 30 §4)
+  EXPECT_EQ(ctx.decision, "no verdict (error): trial runner error: scheduler stalled");
   EXPECT_EQ(o.best.key, "b{layout=tp4-dp2}");  // 135 beats a's 120; flag (x0.9) still no gain
 }
 

@@ -44,6 +44,7 @@ struct SloProbe {
   std::string step;        ///< "start", "bracket" or "refine"
   std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
   std::string failure;     ///< the run failed: why (no SLO values then)
+  TrialStatus status = TrialStatus::kOk;  ///< how the run ended (kOk also when it missed the SLOs)
   /// Request goodput served (req/s: "Request goodput (req/s)", else the request throughput when no
   /// per-request SLO applies); 0 for a failed run.
   double goodput_req_s = 0;

@@ -40,6 +40,11 @@ enum class TrialStatus {
 const char* trial_status_name(TrialStatus status);
 /// Inverse of trial_status_name; throws std::invalid_argument for an unknown name.
 TrialStatus trial_status_from_name(const std::string& name);
+/// Does a trial that ended with `status` say something about its configuration? False when the run, not the
+/// configuration, failed: kInvalid (timing not trusted), kInterrupted, kError (runner error, not run, bad
+/// arguments) and the scheduler's kJobNodeFail, kJobPreempted, kJobCancelled. A verdict (ablation, greedy
+/// step) never rests on such a trial (issue 30 §4). True for kOk and every other failure.
+bool trial_status_judges_config(TrialStatus status);
 
 /// The measured (or predicted) outcome of one scenario.
 struct ScenarioResult {

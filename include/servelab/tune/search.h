@@ -33,6 +33,11 @@ struct Evaluation {
   TrialStatus status = TrialStatus::kOk;  ///< first failure among its trials, else kOk
   std::string reason;              ///< failure reason or violated constraint
   bool feasible = false;           ///< ok and meets every constraint
+  /// Not feasible, but its runs say nothing about the configuration: the first failure is one that
+  /// trial_status_judges_config rejects (invalid, interrupted, runner error, node failure, ...), or an SLO
+  /// search found no goodput only because its passing loads were saturated or its runs invalid. No verdict
+  /// ("fails without this knob") rests on it.
+  bool inconclusive = false;
   bool predicted = false;          ///< numbers come from the twin
   Estimate objective;              ///< per-repeat objective value (see objective_value)
   std::map<std::string, Estimate> per_scenario;  ///< scenario → estimate of the objective metric
@@ -207,6 +212,9 @@ struct KnobVerdict {
   bool holds_everywhere = false;
   bool recommended = false;                  ///< kept in the recommended command (by the study's rule)
   bool loses_nowhere = false;                ///< kept in the command that loses on no scenario
+  /// The config without the knob gave no verdict (Evaluation::inconclusive: its run was invalid,
+  /// interrupted or saturated): the knob stays in every command, as measured, and `why` says so.
+  bool undecided = false;
   std::string why;
 };
 

@@ -8,9 +8,10 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
-#include <string>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "servelab/tune/runner.h"
 #include "servelab/tune/search.h"
@@ -23,6 +24,39 @@ namespace servelab::tune {
 struct TuneSetupError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// What a study's trials cost on its target, counted from its trial records (tally_trials): one count for
+/// the dry-run's plan, the console's last line and the report, so that they agree (issue 30 §5).
+struct TrialTally {
+  bool on_gpus = false;  ///< the target launches engines (not the twin target)
+  int trials = 0;        ///< trials of the target (pruned ones included; the twin's guiding predictions not)
+  int pruned = 0;        ///< rejected before launch by check_config: no engine time
+  /// Engine starts on GPUs: the target's trials less pruned ones and those run on an engine kept up
+  /// (TrialOutcome::engine_reused). 0 on the twin target.
+  int launches = 0;
+  int reused = 0;   ///< trials run on an engine kept up between SLO probes
+  int refused = 0;  ///< launches that ended refused, rejected by the engine, out of memory or crashed
+  int invalid = 0;  ///< trials whose timing cannot be trusted (TrialStatus::kInvalid)
+  std::string first_invalid_reason;
+  double benchmark_s = 0.0;  ///< "Benchmark duration (s)" summed over every scenario run, s
+  double wall_s = 0.0;       ///< wall time of the trials run (start-ups included), s
+  /// GPU-hours the run held: wall_s × gpu_count / 3600 (0 off GPUs).
+  double measured_gpu_hours(int gpu_count) const { return on_gpus ? wall_s * gpu_count / 3600.0 : 0.0; }
+  /// GPU-hours of a plan: (launches × startup_s + benchmark_s) × gpu_count / 3600.
+  double planned_gpu_hours(double startup_s, int gpu_count) const {
+    return (launches * startup_s + benchmark_s) * gpu_count / 3600.0;
+  }
+  /// "N engine launches (T trials, R on an engine kept up ..., P pruned before launch), X GPU-hours (trial
+  /// wall time × G GPUs)", or on the twin "T trials predicted on the twin; no engine launched".
+  std::string text(int gpu_count) const;
+  /// "N of T trials were invalid ..." with the first reason and what follows (not ranked, no verdict rests on
+  /// them); "" when none was. The console, report.md and report.html say it in these words.
+  std::string invalid_notice() const;
+};
+
+/// Counts the trials of `study`'s target among `records` (the records of other tags, the twin's guiding
+/// predictions, are left out).
+TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& records);
 
 struct TuneOptions {
   std::filesystem::path out_dir;        ///< results.sqlite, report.*, logs/ go here (created)
@@ -43,8 +77,9 @@ struct TuneOptions {
 struct TuneResult {
   SearchOutcome outcome;
   std::filesystem::path dir;
-  /// Engine launches on the target (an SLO probe on a kept engine is none) plus the twin's trials.
-  int trials_launched = 0;
+  /// The target's trials in results.sqlite (earlier runs' on --resume): engine launches, GPU-hours, invalid
+  /// trials (tally_trials; the report counts the same).
+  TrialTally tally;
 };
 
 /// Sets the study's target (the file's, or `--target`'s) and, when the study names no strategy, the
@@ -74,22 +109,20 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
 /// One line per data source the target's runner uses (for the report's "which data" line).
 std::string runner_data_note(const Study& study, Target target);
 
-/// What a study will launch, as the twin plays it through (`tune --dry-run`).
+/// What a study will launch, as the twin plays it through on the study's target (`tune --dry-run`).
 struct StudyPlan {
-  int trials = 0;            ///< trials the search asks for (pruned configs included)
-  int pruned = 0;            ///< rejected before launch (no engine time)
-  int launches = 0;          ///< engine launches
-  int refused = 0;           ///< launches the twin predicts the engine refuses, runs out of memory or crashes
-  double benchmark_s = 0.0;  ///< predicted benchmark time of every scenario run (engine time), s
-  /// Node-hours × GPUs: (launches × startup_s + benchmark_s) × hardware.gpu_count / 3600.
-  double gpu_hours(double startup_s, int gpu_count) const {
-    return (launches * startup_s + benchmark_s) * gpu_count / 3600.0;
-  }
+  TrialTally tally;  ///< the target's trials as played; `launches` counts engine starts only
+  /// Twin-guided on a GPU target: the same space searched by grid, whose launches twin-guided saves; none
+  /// otherwise, or when the grid is above search.max_trials (`grid_note` says why).
+  std::optional<TrialTally> grid;
+  std::string grid_note;
 };
 
-/// Plays the study's search on the engine twin (nothing launched, nothing written) and counts what the
-/// target would run. Throws std::runtime_error when the twin is not in this build.
-StudyPlan plan_study(const Study& study);
+/// Plays the study's search with `predict` standing in for every trial (default: the engine twin), wired as
+/// run_study wires it (the target's evaluator, with engine reuse across SLO probes on the local target, and
+/// the twin's for twin-guided ranking and SLO brackets, whose predictions launch nothing); nothing launched,
+/// nothing written. Throws std::runtime_error when the twin is not in this build.
+StudyPlan plan_study(const Study& study, TrialRunner predict = {});
 
 /// The servelab version and git commit this binary was built from ("servelab 0.1.0 (abc123def456)").
 std::string servelab_version();
