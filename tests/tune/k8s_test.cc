@@ -5,6 +5,7 @@
 #include "servelab/tune/k8s.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -76,7 +77,8 @@ std::string read(const fs::path& p) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("servelab_k8s_test_" + name);
+  // Per process: two checkouts' test runs on one machine must not share the directory.
+  const fs::path d = fs::temp_directory_path() / ("servelab_k8s_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   return d;
 }
