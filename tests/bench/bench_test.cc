@@ -104,7 +104,8 @@ class RunInProcess : public ::testing::Test {
  protected:
   void SetUp() override {
     tokenizer_ = common::data_dir() / "gpt2-tokenizer.json";
-    if (!std::filesystem::exists(tokenizer_)) GTEST_SKIP() << "missing " << tokenizer_;
+    if (!std::filesystem::exists(tokenizer_))
+      FAIL() << "missing " << tokenizer_ << " (shared/data beside the checkout)";
   }
   RunOptions config(std::uint16_t port) {
     RunOptions c;

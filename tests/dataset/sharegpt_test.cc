@@ -193,7 +193,7 @@ TEST(ShareGptSample, MatchesPythonOracleAcrossSeedsAndFiles) {
     const auto oracle = testing::run_oracle(
         "python3", "sharegpt " + path.string() + " " + std::to_string(c.seed) + " " + std::to_string(c.n) +
                        " " + (c.fixed ? std::to_string(*c.fixed) : std::string("none")));
-    if (!oracle) GTEST_SKIP() << "python3 not available";
+    if (!oracle) FAIL() << "python3 not available (make deps installs it)";
     const ShareGptFile f = load_sharegpt_file(path);
     auto o = sharegpt_options(path, c.n, c.seed);
     o.sharegpt_output_len = c.fixed;
@@ -216,7 +216,7 @@ TEST(ShareGptSample, GeneratedLargeFormatFileMatchesPythonOracle) {
   const std::string cmd = "python3 " + (common::source_dir() / "scripts/gen_large_sharegpt.py").string() +
                           " --size-mb 1.5 --seed 3 --data " + common::data_dir().string() + " --out " +
                           out.string() + " >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "python3 not available";
+  if (std::system(cmd.c_str()) != 0) FAIL() << "python3 not available (make deps installs it): " << cmd;
   const auto oracle = testing::run_oracle("python3", "sharegpt " + out.string() + " 11 150 none");
   ASSERT_TRUE(oracle.has_value());
   const ShareGptFile f = load_sharegpt_file(out);

@@ -162,7 +162,7 @@ TEST(RandomDataset, MatchesNumpyOracle) {
     std::snprintf(args, sizeof args, "random %d %d %d %d %.17g %.17g %d", c.seed, c.n, c.in, c.out, c.r_in,
                   c.r_out, c.prefix);
     const auto oracle = testing::run_oracle("/usr/bin/python3", args);
-    if (!oracle) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
+    if (!oracle) FAIL() << "/usr/bin/python3 with numpy not available (make deps installs python3-numpy)";
     const auto got =
         detail::sample_random(random_options(c.seed, c.n, c.in, c.out, c.r_in, c.r_out, c.prefix),
                               testing::fake_tokenizer(), nullptr);
@@ -220,7 +220,7 @@ TEST(PrefixRepetition, MatchesNumpyOracle) {
   o.prefix_repetition_suffix_len = 9;
   o.prefix_repetition_num_prefixes = 4;
   const auto oracle = testing::run_oracle("/usr/bin/python3", "prefix_repetition 31 23 40 9 4 16");
-  if (!oracle) GTEST_SKIP() << "/usr/bin/python3 with numpy not available";
+  if (!oracle) FAIL() << "/usr/bin/python3 with numpy not available (make deps installs python3-numpy)";
   got = detail::sample_prefix_repetition(o, testing::fake_tokenizer(), nullptr);
   ASSERT_EQ(got.size(), oracle->size());
   for (std::size_t i = 0; i < got.size(); ++i) {

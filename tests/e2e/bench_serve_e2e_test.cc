@@ -89,7 +89,8 @@ class BenchServeE2E : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(sharegpt_path()) || !fs::exists(gpt2_path()))
-      GTEST_SKIP() << "real data missing in " << common::data_dir();
+      FAIL() << "real data missing in " << common::data_dir()
+             << " (shared/data beside the checkout; make deps)";
   }
 };
 
