@@ -82,6 +82,15 @@ void set_target(Study& study, Target target) {
 
 namespace {
 
+// The data directory as a report may state it: its path when it exists, else that it was missing (an
+// installed binary without data, a checkout without shared/ beside it).
+std::string recorded_data_dir() {
+  const auto dir = common::data_dir();
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return std::filesystem::weakly_canonical(dir, ec).string();
+  return "none (" + dir.string() + " does not exist; set SERVELAB_DATA_DIR)";
+}
+
 std::map<std::string, std::string> environment(const Study& study, Target target) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -95,7 +104,7 @@ std::map<std::string, std::string> environment(const Study& study, Target target
       {"study_sha256", study_hash(study)},
       {"target", target_name(target)},
       {"data", runner_data_note(study, target)},
-      {"data_dir", common::data_dir().string()},
+      {"data_dir", recorded_data_dir()},
       {"wall_started", when},
   };
   for (const auto& e : study.engines) env["engine." + e.name] = e.version;

@@ -9,8 +9,9 @@ namespace servelab::common {
 
 /// Directory of real datasets (ShareGPT-form conversations, the GPT-2 tokenizer, ...).
 /// Resolution: $SERVELAB_DATA_DIR if set, else `<prefix>/share/servelab/data` when it exists (an installed
-/// binary at <prefix>/bin; `make install` does not create it: point it, or SERVELAB_DATA_DIR, at your data),
-/// else `<checkout>/../shared/data` (the project layout in development and CI; see source_dir()). Never
+/// binary at <prefix>/bin; `make install` copies the checkout's ../shared/data there, or
+/// -DSERVELAB_INSTALL_DATA_DIR's), else `<checkout>/../shared/data` (the project layout in development and
+/// CI; see source_dir()). Never
 /// throws; the directory may not exist (callers report the path they tried).
 std::filesystem::path data_dir();
 
