@@ -2,12 +2,16 @@
 // study's start-up refusal reproduced as a failure result.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
 #include "servelab/tune/space.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 #include "tune/twin_runner.h"
 
 namespace servelab::tune {
@@ -102,12 +106,99 @@ TEST(TwinRunner, UsesTheRealShareGptFileWhenPresent) {
   Study builtin = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   if (!std::filesystem::exists(common::data_dir() / "ShareGPT_V3_unfiltered_cleaned_split.json") &&
       !std::filesystem::exists(common::cache_dir() / "data" / "ShareGPT_V3_unfiltered_cleaned_split.json")) {
-    EXPECT_NE(twin_data_note(builtin).find("sharegpt-1000: the twin's ShareGPT-1000 workload"), std::string::npos)
+    EXPECT_NE(
+        twin_data_note(builtin).find("sharegpt-1000: the twin's built-in ShareGPT lengths (1000 prompts"),
+        std::string::npos)
         << twin_data_note(builtin);
     TrialOutcome b = make_twin_runner(builtin)(request(builtin, {"sglang", {}}, {"sharegpt-1000"}));
     ASSERT_EQ(b.status, TrialStatus::kOk) << b.reason;
     EXPECT_EQ(b.scenarios[0].metrics.at("Total input tokens"), 219111);
   }
+}
+
+/// The shipped study with its sharegpt-1000 scenario drawing `prompts` prompts of a real ShareGPT file under
+/// its own name in the data directory (no file name the twin knows) and `common` added to [bench]
+/// common_args.
+Study real_sharegpt_study(int prompts, const std::vector<std::string>& common) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.bench_common_args.insert(s.bench_common_args.end(), common.begin(), common.end());
+  for (auto& sc : s.scenarios)
+    if (sc.id == "sharegpt-1000")
+      sc.args = {"--dataset-name",
+                 "sharegpt",
+                 "--dataset-path",
+                 "sharegpt_pairs_sample.json",
+                 "--num-prompts",
+                 std::to_string(prompts),
+                 "--seed",
+                 "0",
+                 "--sharegpt-output-len",
+                 "7"};
+  return s;
+}
+
+// Issue 30 §6: the bench flags of a study reach the twin as they reach `sim run`: the tokenizer given in
+// [bench] common_args (tune's twin used the model's), --sharegpt-output-len, and a real ShareGPT file found
+// in the data directory under its own name.
+TEST(TwinRunner, TheStudysBenchFlagsReachTheTwin) {
+  const std::string gpt2 = (common::data_dir() / "gpt2-tokenizer.json").string();
+  const Study s = real_sharegpt_study(50, {"--tokenizer", gpt2});
+  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"sharegpt-1000"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  dataset::DatasetOptions d;
+  d.dataset_name = "sharegpt";
+  d.dataset_path = (common::data_dir() / "sharegpt_pairs_sample.json").string();
+  d.num_prompts = 50;
+  d.sharegpt_output_len = 7;
+  long long gpt2_input = 0, model_input = 0;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(gpt2)))
+    gpt2_input += r.prompt_len;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(s.model)))
+    model_input += r.prompt_len;
+  ASSERT_NE(gpt2_input, model_input);  // the two tokenizers count differently: the test tells them apart
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(gpt2_input));
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total generated tokens"), 50.0 * 7);
+  EXPECT_EQ(o.scenarios[0].metrics.at("Successful requests"), 50.0);
+  EXPECT_NE(twin_data_note(s).find("sharegpt-1000: bench's sharegpt sampling of the real file " +
+                                   *d.dataset_path + " (50 prompts, seed 0) with the tokenizer " + gpt2),
+            std::string::npos)
+      << twin_data_note(s);
+}
+
+// Issue 30 §6: a tokenizer the twin cannot load failed all 39 trials one by one, each with the message cut to
+// "tried: - file Qw)"; it now stops the study before the first trial, with the loader's whole message and the
+// fix.
+TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
+  const Study s = real_sharegpt_study(50, {"--tokenizer", "/nonexistent/Qwen3-tokenizer.json"});
+  try {
+    make_twin_runner(s);
+    FAIL() << "no error";
+  } catch (const TuneSetupError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("scenario sharegpt-1000: the engine twin cannot load the tokenizer "
+                      "\"/nonexistent/Qwen3-tokenizer.json\": ",
+                      0),
+              0u)
+        << m;
+    EXPECT_NE(m.find("tried:\n  - file /nonexistent/Qwen3-tokenizer.json (does not exist)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(
+        m.find("give --tokenizer FILE or ORG/NAME in the scenario's args or in [bench] common_args; or drop "
+               "--dataset-path to use the twin's built-in ShareGPT lengths"),
+        std::string::npos)
+        << m;
+  }
+  // run_study: the setup error, no trial recorded.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_twin_tok_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  EXPECT_THROW(run_study(s, opt), TuneSetupError);
+  if (std::filesystem::exists(dir / "results.sqlite"))
+    EXPECT_EQ(Store(dir / "results.sqlite").trials().size(), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
