@@ -785,6 +785,7 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   write("report.html", render_html(in, md, chart, dir));
   write("trials.csv", redact(trials_csv(in.trials)));
   write("trials.json", redact(trials_json(in.trials)));
+  write("summary.json", redact(summary_json(in)));
 }
 
 std::string pct(double v) { return fmt::format("{:+.2f}%", v); }

@@ -472,6 +472,16 @@ TEST(Objectives, TheGoodputStudyChartsItsObjectiveAndThresholds) {
   EXPECT_EQ(tpot["series"][0]["dash"], "dotted");
   EXPECT_DOUBLE_EQ(tpot["series"][0]["points"][0]["y"].get<double>(), 10);
   EXPECT_TRUE(chart("Output token throughput (predicted) against concurrency on s1")["thresholds"].empty());
+  // summary.json names the objective and carries its values (not the trials' Total Token throughput).
+  const nlohmann::json sum = nlohmann::json::parse(summary_json(in));
+  EXPECT_EQ(sum["objective"]["name"], "Request goodput under the SLOs (req/s)");
+  EXPECT_EQ(sum["objective"]["unit"], "req/s");
+  EXPECT_EQ(sum["best"]["engine"], "b");
+  EXPECT_DOUBLE_EQ(sum["best"]["value"].get<double>(), 36);
+  EXPECT_DOUBLE_EQ(sum["recommended"]["value"].get<double>(), 36);
+  ASSERT_EQ(sum["per_configuration"].size(), 2u);
+  EXPECT_EQ(sum["per_configuration"][1]["engine"], "a");
+  EXPECT_DOUBLE_EQ(sum["per_configuration"][1]["value"].get<double>(), 18);
 }
 
 /// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.
@@ -645,6 +655,12 @@ TEST(RunStudy, TwinTrialsNameNoEngineLog) {
   EXPECT_NE(text.find("## Failures"), std::string::npos);
   EXPECT_EQ(text.find("logs/"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "logs"));
+  std::ifstream summary(dir / "summary.json");
+  const nlohmann::json sum = nlohmann::json::parse(summary);
+  EXPECT_EQ(sum["objective"]["name"], "Total Token throughput (tok/s)");
+  EXPECT_EQ(sum["objective"]["unit"], "tok/s");
+  EXPECT_EQ(sum["target"], "twin");
+  EXPECT_EQ(sum.count("per_configuration"), 0u);
   std::filesystem::remove_all(dir);
 }
 
