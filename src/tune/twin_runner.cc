@@ -64,13 +64,17 @@ std::string tokenizer_id(const bench::RunOptions& o, const std::string& model) {
 
 /// How the twin builds a scenario's requests, as `sim run` does.
 enum class WorkloadKind {
-  kFixed,            ///< random: fixed lengths (--random-input-len / --random-output-len)
+  kFixed,  ///< random with no range or prefix: fixed lengths (--random-input-len / --random-output-len)
   kBuiltinShareGpt,  ///< sharegpt without its file: the built-in lengths of the model's tokenizer family
   kSampled,          ///< any dataset file: bench's sampling with the scenario's tokenizer
 };
 
-WorkloadKind workload_kind(const bench::RunOptions& o) {
-  if (o.dataset_name == "random") return WorkloadKind::kFixed;
+WorkloadKind workload_kind(const bench::RunOptions& o, const bench::ResolvedConfig& r) {
+  // Fixed lengths are what bench draws for random without a range or a prefix, no tokenizer needed; a
+  // --random-range-ratio or --random-prefix-len varies them, so bench's own draw decides (as in `sim run`).
+  if (o.dataset_name == "random" && r.random_range_ratio.input == 0 && r.random_range_ratio.output == 0 &&
+      o.random_prefix_len == 0)
+    return WorkloadKind::kFixed;
   if (o.dataset_name == "sharegpt" && !dataset_file(o)) return WorkloadKind::kBuiltinShareGpt;
   return WorkloadKind::kSampled;
 }
@@ -80,7 +84,7 @@ WorkloadKind workload_kind(const bench::RunOptions& o) {
 std::vector<sim::WorkloadRequest> build_workload(const std::string& id, const TwinScenario& s,
                                                  const model::ModelSpec& m, const std::string& model) {
   const bench::RunOptions& o = s.opts;
-  switch (workload_kind(o)) {
+  switch (workload_kind(o, s.resolved)) {
     case WorkloadKind::kFixed:
       return sim::random_fixed(o.num_prompts, s.resolved.random_input_len, s.resolved.random_output_len);
     case WorkloadKind::kBuiltinShareGpt:
@@ -135,7 +139,7 @@ std::string twin_data_note(const Study& study) {
     try {
       const TwinScenario s = twin_scenario(common, sc);
       const bench::RunOptions& o = s.opts;
-      switch (workload_kind(o)) {
+      switch (workload_kind(o, s.resolved)) {
         case WorkloadKind::kFixed:
           what = fmt::format("{} × {}/{} tokens (fixed lengths)", o.num_prompts, s.resolved.random_input_len,
                              s.resolved.random_output_len);
@@ -148,10 +152,9 @@ std::string twin_data_note(const Study& study) {
               o.num_prompts, o.dataset_path ? ": " + *o.dataset_path + " was not found" : "");
           break;
         case WorkloadKind::kSampled:
-          what = fmt::format(
-              "bench's {} sampling of the real file {} ({} prompts, seed {}) with the tokenizer {}",
-              o.dataset_name, o.dataset_path.value_or("(none)"), o.num_prompts, o.seed,
-              tokenizer_id(o, study.model));
+          what = fmt::format("bench's {} sampling{} ({} prompts, seed {}) with the tokenizer {}",
+                             o.dataset_name, o.dataset_path ? " of the real file " + *o.dataset_path : "",
+                             o.num_prompts, o.seed, tokenizer_id(o, study.model));
       }
     } catch (const std::exception& e) {
       what = e.what();

@@ -201,5 +201,47 @@ TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 30 §6: --random-range-ratio reached `sim run` but not tune's twin, which drew every random prompt at
+// exactly --random-input-len; the twin now takes bench's own draw with the model's tokenizer.
+TEST(TwinRunner, RandomRangeRatioReachesTheTwin) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  for (auto& sc : s.scenarios)
+    if (sc.id == "random-128in-4out")
+      sc.args = {"--dataset-name",
+                 "random",
+                 "--random-input-len",
+                 "128",
+                 "--random-output-len",
+                 "4",
+                 "--num-prompts",
+                 "40",
+                 "--seed",
+                 "42",
+                 "--random-range-ratio",
+                 "0.5"};
+  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  dataset::DatasetOptions d;
+  d.dataset_name = "random";
+  d.num_prompts = 40;
+  d.seed = 42;
+  d.random_input_len = 128;
+  d.random_output_len = 4;
+  d.random_range_ratio = {0.5, 0.5};
+  long long input = 0, output = 0;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(s.model))) {
+    input += r.prompt_len;
+    output += r.output_len;
+  }
+  ASSERT_NE(input, 40 * 128);  // the range moved the lengths: the test tells the two draws apart
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(input));
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total generated tokens"), static_cast<double>(output));
+  EXPECT_NE(
+      twin_data_note(s).find("random-128in-4out: bench's random sampling (40 prompts, seed 42) with the "
+                             "tokenizer deepseek-ai/DeepSeek-V3.2"),
+      std::string::npos)
+      << twin_data_note(s);
+}
+
 }  // namespace
 }  // namespace servelab::tune
