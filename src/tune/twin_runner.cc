@@ -177,7 +177,16 @@ struct TwinSetup {
   std::vector<std::string> common;  ///< bench_common_args(study): what every scenario's args follow
   /// Each study scenario's requests by scenario id, built once (a load point "id@c16" draws the same ones).
   std::map<std::string, std::shared_ptr<const std::vector<sim::WorkloadRequest>>> workloads;
+  /// Why a scenario has no workload, by scenario id (only where the twin only guides: twin_is_required).
+  std::map<std::string, std::string> workload_errors;
 };
+
+/// Whether the study cannot go on without the twin's predictions: the twin is its target, or its search
+/// ranks on the twin (twin-guided). Where the twin only guides the SLO searches of a local study, what it
+/// cannot predict fails its predictions only (the searches then start without its answer).
+bool twin_is_required(const Study& study) {
+  return study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided;
+}
 
 /// A scenario the twin could not predict: the trial status it stands for and why.
 struct ScenarioFailure {
@@ -190,20 +199,25 @@ struct ScenarioFailure {
 /// here, once, with the whole message (TuneSetupError).
 void prepare_workloads(const Study& study, TwinSetup& t) {
   for (const auto& sc : study.scenarios) {
-    TwinScenario s;
     try {
-      s = twin_scenario(t.common, sc);
-    } catch (const std::exception& e) {
-      throw TuneSetupError(e.what());  // "scenario ID: bench serve arguments: ..."
-    }
-    try {
-      t.workloads[sc.id] = std::make_shared<const std::vector<sim::WorkloadRequest>>(
-          build_workload(sc.id, s, *t.spec, t.model));
-    } catch (const TuneSetupError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw TuneSetupError(
-          fmt::format("scenario {}: the engine twin cannot draw its workload: {}", sc.id, e.what()));
+      TwinScenario s;
+      try {
+        s = twin_scenario(t.common, sc);
+      } catch (const std::exception& e) {
+        throw TuneSetupError(e.what());  // "scenario ID: bench serve arguments: ..."
+      }
+      try {
+        t.workloads[sc.id] = std::make_shared<const std::vector<sim::WorkloadRequest>>(
+            build_workload(sc.id, s, *t.spec, t.model));
+      } catch (const TuneSetupError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw TuneSetupError(
+            fmt::format("scenario {}: the engine twin cannot draw its workload: {}", sc.id, e.what()));
+      }
+    } catch (const TuneSetupError& e) {
+      if (twin_is_required(study)) throw;
+      t.workload_errors[sc.id] = e.what();
     }
   }
 }
@@ -225,6 +239,9 @@ TwinSetup twin_setup(const Study& study) {
   if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) t.mopt.goodput.e2el_ms = it->second;
   t.model = study.model;
   t.common = bench_common_args(study);
+  if (!t.spec && twin_is_required(study))  // every trial would fail with it, one by one
+    throw TuneSetupError(
+        fmt::format("the engine twin cannot resolve the model {}: {}", study.model, t.model_error));
   if (t.spec) prepare_workloads(study, t);
   return t;
 }
@@ -267,7 +284,10 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   try {
     a = twin_scenario(t.common, sc);  // this load point's rate and concurrency
     const auto split = split_load_scenario_id(sc.id);
-    auto it = t.workloads.find(split ? split->first : sc.id);
+    const std::string base = split ? split->first : sc.id;
+    if (auto e = t.workload_errors.find(base); e != t.workload_errors.end())
+      return ScenarioFailure{TrialStatus::kError, e->second};
+    auto it = t.workloads.find(base);
     reqs = it != t.workloads.end() ? it->second
                                    : std::make_shared<const std::vector<sim::WorkloadRequest>>(
                                          build_workload(sc.id, a, *t.spec, t.model));

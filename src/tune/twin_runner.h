@@ -24,7 +24,9 @@ namespace servelab::tune {
 /// map to statuses: memory → kOutOfMemory, run-time → kCrashed, other → kStartupRefused.
 /// Every scenario's workload and the model are prepared here, once: what would fail every trial (a model
 /// the twin cannot resolve, a tokenizer that cannot be loaded, bad bench args) throws TuneSetupError with
-/// the whole message and the fix, before any trial runs.
+/// the whole message and the fix, before any trial runs, when the study needs the twin (target twin, or a
+/// twin-guided search); where the twin only guides a local study's SLO searches, it fails those
+/// predictions instead (with the same message) and the study goes on.
 TrialRunner make_twin_runner(const Study& study);
 
 /// Which data the twin uses for the study's scenarios (one line for the report).

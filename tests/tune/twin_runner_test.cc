@@ -2,6 +2,7 @@
 // study's start-up refusal reproduced as a failure result.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -189,6 +190,16 @@ TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
         std::string::npos)
         << m;
   }
+  // Where the twin only guides a local study's SLO searches, the study goes on: the twin's predictions fail
+  // with the same whole message.
+  Study local = s;
+  local.target = Target::kLocal;
+  local.search.strategy = Strategy::kGrid;
+  const TrialOutcome guide = make_twin_runner(local)(request(local, {"sglang", {}}, {"sharegpt-1000"}));
+  EXPECT_EQ(guide.status, TrialStatus::kError);
+  EXPECT_NE(guide.reason.find("tried:\n  - file /nonexistent/Qwen3-tokenizer.json (does not exist)"),
+            std::string::npos)
+      << guide.reason;
   // run_study: the setup error, no trial recorded.
   const auto dir =
       std::filesystem::temp_directory_path() / ("servelab_twin_tok_" + std::to_string(::getpid()));
@@ -199,6 +210,30 @@ TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
   if (std::filesystem::exists(dir / "results.sqlite"))
     EXPECT_EQ(Store(dir / "results.sqlite").trials().size(), 0u);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 30 §6: a model the twin cannot resolve failed every trial of a twin study one by one ("engine twin:
+// ..."); it stops the study once. A local study the twin only guides still runs (its predictions fail).
+TEST(TwinRunner, AModelTheTwinCannotResolveStopsATwinStudyOnce) {
+  ::setenv("HF_HUB_OFFLINE", "1", 1);  // no network: the Hub is not asked
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.model = "acme/no-such-model";
+  try {
+    make_twin_runner(s);
+    ADD_FAILURE() << "no error";
+  } catch (const TuneSetupError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the engine twin cannot resolve the model acme/no-such-model: ", 0),
+              0u)
+        << e.what();
+  }
+  s.search.strategy = Strategy::kTwinGuided;
+  s.target = Target::kLocal;
+  EXPECT_THROW(make_twin_runner(s), TuneSetupError);  // a twin-guided search ranks on the twin
+  s.search.strategy = Strategy::kGrid;
+  const TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
+  EXPECT_EQ(o.status, TrialStatus::kError);
+  EXPECT_EQ(o.reason.rfind("engine twin: ", 0), 0u) << o.reason;
+  ::unsetenv("HF_HUB_OFFLINE");
 }
 
 // Issue 30 §6: --random-range-ratio reached `sim run` but not tune's twin, which drew every random prompt at
