@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the reference study (studies/deepseek-v3.2-h200x8.toml) as one command, on the engine twin,
 # with real conversations from $SERVELAB_DATA_DIR (default ../shared/data). Writes out/<study>/report.md,
-# report.html, results.sqlite, trials.csv and trials.json, then shows the twin reproducing the study's
+# report.html, results.sqlite, trials.csv, trials.json and summary.json, then shows the twin reproducing the study's
 # vLLM baseline with `sim run` and the released-measurement check with `sim validate`. Then a load study
 # (studies/deepseek-v3.2-h200x8-slo.toml): load curves, the SLO search, the Pareto front and the cost per 1M tokens.
 set -euo pipefail
@@ -15,7 +15,7 @@ rm -rf "$OUT"
 "$BIN" tune "$STUDY" --target twin --out "$OUT"
 
 echo
-echo "== report: $OUT/report.md (also report.html, results.sqlite, trials.csv, trials.json) =="
+echo "== report: $OUT/report.md (also report.html, results.sqlite, trials.csv, trials.json, summary.json) =="
 # The gain table, the generalization table and the recommendation, as the report has them.
 sed -n '/^## Gains along the greedy path/,/^## Best configuration/p' "$OUT/report.md" | sed '$d'
 sed -n '/^## Generalization/,/^## Recommended/p' "$OUT/report.md" | sed '$d'

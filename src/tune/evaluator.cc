@@ -455,7 +455,9 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
     *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}{}", done_, total, ev.config.engine, ev.label,
                               phase, rep, result, rec.outcome.predicted ? " [predicted]" : "",
                               rec.outcome.engine_reused ? " [engine kept up]" : "");
-    if (!best_label_.empty()) *progress_ << fmt::format(" | best {:.2f} ({})", best_value_, best_label_);
+    if (!best_label_.empty())  // the objective by its own name and unit (goodput is not the trial's tok/s)
+      *progress_ << fmt::format(" | best {:.2f} {} ({})", best_value_, primary_objective_label(study_),
+                                best_label_);
     *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
     progress_->flush();
   }

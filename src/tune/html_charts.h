@@ -25,6 +25,7 @@
 // that every canvas holds a chart with data points, so a new chart is covered without a new test.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -41,10 +42,26 @@ struct Point {
   std::string label;
 };
 
+/// How a line is drawn: the statistics of one configuration share its colour and differ by dash
+/// (p50 solid, p99 dashed, mean dotted).
+enum class Dash { kSolid, kDashed, kDotted };
+
 /// A named series of points (drawn in the given order).
 struct Series {
   std::string name;
   std::vector<Point> points;
+  /// What the colour stands for (ChartSet::colour): an engine name ("vllm") or a configuration
+  /// ("vllm max_running_requests=128"); empty = `name`. Series of one key have one colour on every chart.
+  std::string key = {};
+  Dash dash = Dash::kSolid;
+};
+
+/// A limit drawn as a grey dashed line across the chart: horizontal at y = `value` (an SLO on a latency
+/// axis), or vertical at x = `value` (an SLO on a CDF's latency axis).
+struct Threshold {
+  double value = 0.0;
+  std::string label;  ///< legend entry, e.g. "SLO: P99 TTFT ≤ 2000 ms"
+  bool vertical = false;
 };
 
 /// Lines through named series of (x, y) points, x numeric (linear or log axis).
@@ -53,6 +70,7 @@ struct LineChart {
   std::vector<Series> series;
   bool log_x = false;
   bool step = false;  ///< draw as a step function (a CDF)
+  std::vector<Threshold> thresholds;
 };
 
 /// Points of named series, an optional front line through `front`, and one marked point (a larger star).
@@ -65,21 +83,32 @@ struct ScatterChart {
   std::string marked_name = "marked";
 };
 
-/// One bar. A bar without a value is a failure: drawn as a red cross at zero with `failure` (its class,
-/// e.g. "oom") in the legend entry and `tooltip` (the reason) in its tooltip.
+/// One bar. A bar without a value is a failure: drawn as a cross at zero in kFailureColour (no engine or
+/// configuration has it) with `failure` (its class, e.g. "oom") in its tooltip and `tooltip` (the reason).
 struct Bar {
   std::string label;   ///< category tick (short: "#12")
-  std::string group;   ///< colour / legend group (the engine)
+  std::string group;   ///< legend group and colour key (ChartSet::colour): the engine or the configuration
   std::optional<double> value;
   std::string failure;
   std::string tooltip;  ///< extra tooltip line (config, reason)
 };
 
-/// Bars of one value per category, coloured by group, failures marked.
+/// Bars of one value per category, coloured by group, failures marked. More bars than `page_size` are
+/// paged: the chart shows `page_size` labelled ticks at a time, with buttons to the previous / next page
+/// (a few hundred ticks on one axis cannot be read).
 struct BarChart {
   std::string title, x_title, y_title;
   std::vector<Bar> bars;
+  size_t page_size = 40;
+  std::string page_unit = "bars";  ///< what the pager counts: "trials 41–80 of 491"
+  std::string failure_name =
+      "failed trial (class and reason in the tooltip)";  ///< legend of the failure marks
 };
+
+/// The colour of failure marks: black, which no engine or configuration colour is.
+inline constexpr const char* kFailureColour = "#000000";
+/// The colour of threshold lines (Threshold): grey, which no engine or configuration colour is.
+inline constexpr const char* kThresholdColour = "#666666";
 
 /// The charts of one page. Thread-safety: none (build one per page).
 class ChartSet {
@@ -90,13 +119,19 @@ class ChartSet {
   std::string add(const BarChart& chart);
   /// Number of charts added.
   size_t size() const { return specs_.size(); }
+  /// The colour ("#rrggbb") of `key` on every chart of the page: an engine's own (vllm blue, sglang red,
+  /// trtllm green), else the next unused colour of a palette disjoint from the engines', kFailureColour and
+  /// kThresholdColour, kept for the key once given (reused only past the palette's 16 colours).
+  std::string colour(const std::string& key);
   /// The <script> elements: `chart_js` (the Chart.js UMD build, inlined), the specs (their text through
   /// common::redact_text: labels quote configs and failure reasons) and the runtime that draws them. "" when no chart was added. `chart_js` must not be empty.
   std::string script(const std::string& chart_js) const;
 
  private:
   std::string canvas(nlohmann::json spec);
+  nlohmann::json series_json(const std::vector<Series>& series);
   nlohmann::json specs_ = nlohmann::json::array();
+  std::map<std::string, std::string> colours_;  ///< key -> colour given (engines excepted)
 };
 
 /// JSON text made safe inside a <script> element: every "<" (only possible inside a JSON string) becomes

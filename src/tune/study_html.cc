@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "servelab/common/redact.h"
 #include "servelab/tune/load.h"
@@ -227,6 +228,7 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   bars.title = metric + tag + " per trial on " + scen + " (× = failed trial)";
   bars.x_title = "trial # (as in the trial table; colour = engine)";
   bars.y_title = metric;
+  bars.page_unit = "trials";
   html::ScatterChart sc;  // objective vs mean TPOT, the Pareto front and the recommended point
   sc.title = metric + tag + " against mean TPOT on " + scen;
   sc.x_title = "mean TPOT (ms)";
@@ -280,39 +282,104 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
       auto it = e.first.find(scen);
       if (!e.feasible || it == e.first.end()) continue;
       auto points = cdf(k ? it->second.tpot_ms : it->second.ttft_ms);
-      if (!points.empty()) c.series.push_back({named.first + ": " + e.config.engine + " " + e.label, std::move(points)});
+      if (!points.empty())
+        c.series.push_back({named.first + ": " + e.config.engine + " " + e.label, std::move(points),
+                            e.config.engine + " " + e.label});
     }
     if (!c.series.empty()) h << charts.add(c);
   }
   return h.str();
 }
 
-// Latency and throughput against load per configuration, and the tok/s/GPU vs tok/s/user plane with its
-// Pareto front (SearchOutcome::load, filled by analyze_load). One chart per (metric, load kind) present.
+/// A study that optimises a load objective (request goodput under the SLOs, tok/s per GPU at a per-user
+/// floor): that objective per analysed configuration, in its own name and unit, the configurations' colours
+/// as on the load charts; a configuration without a value (no load met the SLOs) is marked with why.
+std::string objective_per_config_chart(const ReportInput& in, html::ChartSet& charts) {
+  const LoadOutcome& lo = in.outcome->load;
+  if (!load_objective_is_primary(*in.study) || lo.objectives.empty()) return "";
+  const ObjectiveResult& r = lo.objectives.front();
+  html::BarChart c;
+  c.title = primary_objective_label(*in.study) + (in.study->target == Target::kTwin ? " (predicted)" : "") +
+            " per configuration on " + lo.scenario;
+  c.x_title = "configuration (colour = configuration, as on the load charts)";
+  c.y_title = primary_objective_label(*in.study);
+  c.page_unit = "configurations";
+  c.failure_name = "no value (why in the tooltip)";
+  for (const ObjectiveValue& v : r.values) {
+    const std::string config = v.engine + " " + v.label;
+    if (v.feasible)
+      c.bars.push_back({config, config, v.value, "", "at " + v.at});
+    else
+      c.bars.push_back({config, config, std::nullopt, "no value", v.why});
+  }
+  return c.bars.empty() ? "" : charts.add(c);
+}
+
+/// The SLO targets of `study` on `metric` ("ttft", "tpot") as horizontal lines: "SLO: P99 TTFT ≤ 2000 ms".
+std::vector<html::Threshold> slo_lines(const Study& study, const std::string& metric) {
+  std::vector<html::Threshold> lines;
+  for (const SloTarget& t : study.slo.targets) {
+    if (t.metric != metric) continue;
+    std::string what = t.label;
+    if (const size_t unit = what.rfind(" (ms)"); unit != std::string::npos) what.erase(unit);
+    lines.push_back({t.max_ms, fmt::format("SLO: {} ≤ {:g} ms", what, t.max_ms)});
+  }
+  return lines;
+}
+
+/// One chart of load analysis: a metric's statistics (one line each, dashed by statistic) against load.
+struct LoadMetricChart {
+  std::string title, y_title, slo_metric;  ///< slo_metric: the SLO targets drawn ("ttft", "tpot", "" none)
+  std::vector<std::tuple<std::string, std::string, html::Dash>> series;  ///< (suffix, console label, dash)
+};
+
+/// The load charts' metrics; a TTFT or TPOT SLO on another statistic (mean TPOT) adds its line, so the
+/// threshold is read against the statistic it bounds.
+std::vector<LoadMetricChart> load_metric_charts(const Study& study) {
+  std::vector<LoadMetricChart> charts = {
+      {"Output token throughput",
+       "output tok/s",
+       "",
+       {{"", "Output token throughput (tok/s)", html::Dash::kSolid}}},
+      {"TTFT",
+       "TTFT (ms)",
+       "ttft",
+       {{" p50", "Median TTFT (ms)", html::Dash::kSolid}, {" p99", "P99 TTFT (ms)", html::Dash::kDashed}}},
+      {"TPOT",
+       "TPOT (ms)",
+       "tpot",
+       {{" p50", "Median TPOT (ms)", html::Dash::kSolid}, {" p99", "P99 TPOT (ms)", html::Dash::kDashed}}}};
+  for (LoadMetricChart& c : charts)
+    for (const SloTarget& t : study.slo.targets) {
+      if (t.metric != c.slo_metric) continue;
+      bool shown = false;
+      for (const auto& ser : c.series) shown = shown || std::get<1>(ser) == t.label;
+      if (!shown) c.series.emplace_back(" " + t.stat, t.label, html::Dash::kDotted);
+    }
+  return charts;
+}
+
+// Latency and throughput against load per configuration (one colour per configuration, a dash per
+// statistic, the SLO thresholds drawn), and the tok/s/GPU vs tok/s/user plane with its Pareto front
+// (SearchOutcome::load, filled by analyze_load). One chart per (metric, load kind) present.
 std::string load_charts(const ReportInput& in, html::ChartSet& charts) {
   const LoadOutcome& lo = in.outcome->load;
   if (!lo.enabled) return "";
   const std::string tag = in.study->target == Target::kTwin ? " (predicted)" : "";
   std::ostringstream h;
-  struct Metric {
-    std::string title, y_title;
-    std::vector<std::pair<std::string, std::string>> series;  // (suffix, console label)
-  };
-  const std::vector<Metric> metrics = {
-      {"Output token throughput", "output tok/s", {{"", "Output token throughput (tok/s)"}}},
-      {"TTFT", "TTFT (ms)", {{" p50", "Median TTFT (ms)"}, {" p99", "P99 TTFT (ms)"}}},
-      {"TPOT", "TPOT (ms)", {{" p50", "Median TPOT (ms)"}, {" p99", "P99 TPOT (ms)"}}}};
+  h << objective_per_config_chart(in, charts);
   for (LoadKind kind : {LoadKind::kConcurrency, LoadKind::kRequestRate}) {
     const bool conc = kind == LoadKind::kConcurrency;
-    for (const Metric& m : metrics) {
+    for (const LoadMetricChart& m : load_metric_charts(*in.study)) {
       html::LineChart c;
       c.title = m.title + tag + " against " + (conc ? "concurrency" : "request rate") + " on " + lo.scenario;
       c.x_title = conc ? "concurrency (requests in flight)" : "request rate (req/s)";
       c.y_title = m.y_title;
       c.log_x = true;
       for (const LoadCurve& curve : lo.curves)
-        for (const auto& [suffix, label] : m.series) {
-          html::Series ser{curve.engine + " " + curve.label + suffix, {}};
+        for (const auto& [suffix, label, dash] : m.series) {
+          html::Series ser{
+              curve.engine + " " + curve.label + suffix, {}, curve.engine + " " + curve.label, dash};
           for (const LoadPointResult& p : curve.points) {
             auto it = p.metrics.find(label);
             if (p.load.kind != kind || p.status != TrialStatus::kOk || it == p.metrics.end()) continue;
@@ -320,7 +387,9 @@ std::string load_charts(const ReportInput& in, html::ChartSet& charts) {
           }
           if (!ser.points.empty()) c.series.push_back(std::move(ser));
         }
-      if (!c.series.empty()) h << charts.add(c);
+      if (c.series.empty()) continue;
+      c.thresholds = slo_lines(*in.study, m.slo_metric);
+      h << charts.add(c);
     }
   }
   html::ScatterChart p;
@@ -328,12 +397,12 @@ std::string load_charts(const ReportInput& in, html::ChartSet& charts) {
   p.x_title = "output tok/s per user (output tok/s ÷ concurrency)";
   p.y_title = "output tok/s per GPU";
   p.front_name = "Pareto front";
-  std::map<std::string, size_t> series_of;
+  std::map<std::string, size_t> series_of;  // one series (one colour) per configuration
   std::vector<const ParetoPoint*> front;
   for (const ParetoPoint& pt : lo.pareto) {
-    const std::string what = pt.engine + " " + pt.label + " at " + pt.load.text();
-    auto slot = series_of.try_emplace(pt.engine, p.series.size());
-    if (slot.second) p.series.push_back({pt.engine, {}});
+    const std::string config = pt.engine + " " + pt.label, what = config + " at " + pt.load.text();
+    auto slot = series_of.try_emplace(config, p.series.size());
+    if (slot.second) p.series.push_back({config, {}, config});
     p.series[slot.first->second].points.push_back({pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what});
     if (pt.on_front) front.push_back(&pt);
     if (pt.recommended) p.marked = html::Point{pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what}, p.marked_name = "recommended";
@@ -397,14 +466,17 @@ constexpr const char* kStyle =
     "table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%;"
     "vertical-align:top}th{background:#f3f3f3}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
     "td.neg{color:#b00}td.pos{color:#070}tr.fail td{background:#fff4f4}"
-    "table.sortable th{cursor:pointer;user-select:none}table.sortable th[aria-sort=ascending]::after{content:' ▲'}"
+    "table.sortable th{cursor:pointer;user-select:none}table.sortable "
+    "th[aria-sort=ascending]::after{content:' ▲'}"
     "table.sortable th[aria-sort=descending]::after{content:' ▼'}"
-    "pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:85%;white-space:pre-wrap;word-break:break-all}"
+    "pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:85%;white-space:pre-wrap;word-break:break-"
+    "all}"
     "code{background:#f3f3f3}blockquote{border-left:4px solid #d33;margin:1em 0;padding:.5em 1em;"
     "background:#fff4f4}.chart{position:relative;height:380px;margin:1em 0 2em}"
     ".cmd{border:1px solid #9bc;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#f5faff}"
     ".cmd pre{background:#fff;margin:.4em 0}.warn{color:#b00;font-weight:bold}"
-    "details.raw>summary{cursor:pointer;color:#456}#trial-table{font-size:90%}.scroll{overflow-x:auto}"
+    "details.raw>summary{cursor:pointer;color:#456}.pager{margin:.4em 0 0;font-size:90%}"
+    "#trial-table{font-size:90%}.scroll{overflow-x:auto}"
     "#trial-table td:nth-child(13){min-width:16em;max-width:32em}";
 
 // Copy buttons and the sortable table; no library, no network.

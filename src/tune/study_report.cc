@@ -251,6 +251,13 @@ static void command_text(std::ostringstream& md, const std::string& title, const
   if (e.feasible) md << band_text(e);
 }
 
+/// Whether an engine log was written at `path` (a stored study of an older servelab may name a log its
+/// twin never wrote; the report names only files that exist).
+static bool log_exists(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::exists(path, ec);
+}
+
 // The failures table: one row per (engine, config, kind, reason) with how many trials ended so (a
 // not-ready engine retried on every repeat is one row, not three), then each failure's last log lines once.
 static void failures_text(std::ostringstream& md, const ReportInput& in) {
@@ -273,9 +280,9 @@ static void failures_text(std::ostringstream& md, const ReportInput& in) {
   if (rows.empty()) md << "None.\n";
   else md << "| engine | config | kind | reason | trials | engine log |\n|---|---|---|---|---|---|\n";
   for (const auto& [t, count] : rows)
-    md << "| " << t->engine << " | " << md_escape(t->config_label) << " | " << trial_status_name(t->outcome.status)
-       << " | " << md_escape(t->outcome.reason) << " | " << count << " | "
-       << (t->log_path.empty() ? "" : "`" + md_escape(t->log_path) + "`") << " |\n";
+    md << "| " << t->engine << " | " << md_escape(t->config_label) << " | "
+       << trial_status_name(t->outcome.status) << " | " << md_escape(t->outcome.reason) << " | " << count
+       << " | " << (log_exists(t->log_path) ? "`" + md_escape(t->log_path) + "`" : "") << " |\n";
   if (check_failures > 0)
     md << fmt::format("\n{} more predicted failure(s) among the configurations run only to check greedy against the "
                       "grid (phase `grid-check` in trials.csv).\n",
@@ -785,6 +792,7 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   write("report.html", render_html(in, md, chart, dir));
   write("trials.csv", redact(trials_csv(in.trials)));
   write("trials.json", redact(trials_json(in.trials)));
+  write("summary.json", redact(summary_json(in)));
 }
 
 std::string pct(double v) { return fmt::format("{:+.2f}%", v); }

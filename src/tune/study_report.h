@@ -63,14 +63,22 @@ std::string trials_csv(const std::vector<TrialRecord>& trials);
 /// JSON array of every trial with its command, status, reason and per-scenario metrics.
 std::string trials_json(const std::vector<TrialRecord>& trials);
 
+/// summary.json: the study's answer named by its objective — {"study", "target", "complete", "objective":
+/// {"name": primary_objective_label ("Request goodput under the SLOs (req/s)"), "unit" ("req/s"),
+/// "scenario"}, "best" and "recommended": {"engine", "config", "command", "feasible", "predicted", "value"
+/// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
+/// "failure" when infeasible}, and for a load objective "per_configuration": [{"engine", "config", "value",
+/// "at", "why"}]}. (study_summary.cc)
+std::string summary_json(const ReportInput& in);
+
 /// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).
 std::filesystem::path chart_js_path();
 
 /// A signed percentage with two decimals ("+1.23%"), the report's gain figures (markdown and HTML alike).
 std::string pct(double v);
 
-/// Writes report.md, report.html, trials.csv and trials.json into `dir`. Throws std::runtime_error naming
-/// the file on I/O errors.
+/// Writes report.md, report.html, trials.csv, trials.json and summary.json into `dir`. Throws
+/// std::runtime_error naming the file on I/O errors.
 void write_report_files(const ReportInput& in, const std::filesystem::path& dir);
 
 }  // namespace servelab::tune

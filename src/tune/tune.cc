@@ -170,8 +170,11 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   std::optional<detail::DirLock> port_lock;
   if (!runner && study.target == Target::kLocal) port_lock.emplace(detail::DirLock::port(study.port));
   if (!runner) runner = default_runner(study, study.target, opt.stop);
+  // Engine logs exist only where engines run: the twin writes none, so its trials name none (a report
+  // linking logs/<trial>.log of a twin study linked files that do not exist).
+  const std::filesystem::path engine_logs = opt.out_dir / "logs";
   Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
-                   opt.out_dir / "logs");
+                   study.target == Target::kTwin ? std::filesystem::path() : engine_logs);
   target.set_batch_runner(batch);
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
@@ -180,7 +183,7 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
       twin_ptr = &target;
     } else {
       TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
-      twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, opt.out_dir / "logs");
+      twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, std::filesystem::path());
       twin_ptr = &*twin;
     }
   }
@@ -188,7 +191,7 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   if (study.target != Target::kTwin && !study.slo.targets.empty() && !twin_ptr &&
       (opt.twin_runner || !opt.runner)) {
     TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
-    twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, opt.out_dir / "logs");
+    twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, std::filesystem::path());
   }
   if (study.target != Target::kTwin && twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
   res.outcome = run_search(study, target, twin_ptr);

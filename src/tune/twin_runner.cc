@@ -9,19 +9,21 @@
 
 #include <filesystem>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <variant>
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/engines/engines.h"
-#include "servelab/tokenizer/tokenizer.h"
-#include "servelab/metrics/metrics.h"
-#include "servelab/report/report.h"
 #include "servelab/hardware/hardware.h"
+#include "servelab/metrics/metrics.h"
 #include "servelab/model/model.h"
+#include "servelab/report/report.h"
 #include "servelab/sim/sim.h"
+#include "servelab/tokenizer/tokenizer.h"
+#include "servelab/tune/load.h"
+#include "servelab/tune/tune.h"
 #include "tune/datasets.h"
 #include "tune/metrics_convert.h"
 
@@ -29,94 +31,89 @@ namespace servelab::tune {
 
 namespace {
 
-struct ScenarioArgs {
-  std::string dataset = "random";
-  int num_prompts = 1000;
-  int input_len = 1024, output_len = 128;  // vLLM bench serve defaults for random
-  double request_rate = std::numeric_limits<double>::infinity();
-  double burstiness = 1.0;
-  std::optional<int> max_concurrency;
-  std::uint64_t seed = 0;
-  std::string dataset_path;
-  std::map<std::string, double> goodput;  ///< --goodput KEY:VALUE ... (ttft, tpot, e2el → ms)
+/// A scenario's bench options as the twin reads them: bench's own parse of the arguments the local target
+/// passes (parse_scenario_bench_args), then bench::resolve (request rate, random lengths, goodput SLOs).
+struct TwinScenario {
+  bench::RunOptions opts;
+  bench::ResolvedConfig resolved;
 };
 
-ScenarioArgs parse_args(const std::vector<std::string>& args) {
-  ScenarioArgs a;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string k = args[i], v;
-    if (auto eq = k.find('='); eq != std::string::npos && k.rfind("--", 0) == 0) {
-      v = k.substr(eq + 1);
-      k = k.substr(0, eq);
-    } else if (i + 1 < args.size()) {
-      v = args[i + 1];
-    }
-    auto take = [&]() -> const std::string& {
-      if (args[i].find('=') == std::string::npos) ++i;
-      return v;
-    };
-    if (k == "--goodput") {  // bench's list option: KEY:VALUE pairs up to the next flag
-      for (; i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; ++i) {
-        const auto colon = args[i + 1].find(':');
-        try {
-          if (colon == std::string::npos) throw std::invalid_argument("no ':'");
-          a.goodput[args[i + 1].substr(0, colon)] = std::stod(args[i + 1].substr(colon + 1));
-        } catch (const std::exception&) {
-          throw std::invalid_argument(fmt::format("bad value '{}' for --goodput (KEY:VALUE)", args[i + 1]));
-        }
-      }
-      continue;
-    }
-    try {
-      if (k == "--dataset-name") a.dataset = take();
-      else if (k == "--dataset-path") a.dataset_path = take();
-      else if (k == "--num-prompts") a.num_prompts = std::stoi(take());
-      else if (k == "--random-input-len") a.input_len = std::stoi(take());
-      else if (k == "--random-output-len") a.output_len = std::stoi(take());
-      else if (k == "--request-rate") a.request_rate = std::stod(take());
-      else if (k == "--burstiness") a.burstiness = std::stod(take());
-      else if (k == "--max-concurrency") a.max_concurrency = std::stoi(take());
-      else if (k == "--seed") a.seed = std::stoull(take());
-    } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("bad value '{}' for {}", v, k));
-    }
+TwinScenario twin_scenario(const std::vector<std::string>& common, const Scenario& sc) {
+  TwinScenario t{parse_scenario_bench_args(common, sc, {}), {}};
+  try {
+    t.resolved = bench::resolve(t.opts);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
   }
-  return a;
+  return t;
 }
 
-// The ShareGPT file of a scenario when it is present: the --dataset-path as given, else the same file name
-// in the data directory or the cache (<cache>/data/, where `make deps` downloads ShareGPT_V3).
-std::optional<std::filesystem::path> sharegpt_file(const ScenarioArgs& a) {
-  if (a.dataset != "sharegpt" || a.dataset_path.empty()) return std::nullopt;
-  return detail::resolve_dataset_file(a.dataset_path, nullptr);
+/// The dataset file a scenario names when it exists (its --dataset-path, already resolved as every target
+/// resolves it: tune/datasets.h).
+std::optional<std::filesystem::path> dataset_file(const bench::RunOptions& o) {
+  std::error_code ec;
+  if (!o.dataset_path || !std::filesystem::is_regular_file(*o.dataset_path, ec)) return std::nullopt;
+  return std::filesystem::path(*o.dataset_path);
 }
 
-// vLLM's sharegpt sampling of a real file (first two turns, BOS-inclusive lengths, filters, shuffle) with
-// the model's tokenizer, as `bench serve` would send it. Cached: the study runs it once per file.
-std::vector<sim::WorkloadRequest> sample_sharegpt(const std::filesystem::path& file, const ScenarioArgs& a,
-                                                  const std::string& model) {
-  static std::mutex mu;
-  static std::map<std::string, std::vector<sim::WorkloadRequest>> cache;
-  const std::string key = fmt::format("{}|{}|{}|{}", file.string(), a.num_prompts, a.seed, model);
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  dataset::DatasetOptions o;
-  o.dataset_name = "sharegpt";
-  o.dataset_path = file.string();
-  o.num_prompts = a.num_prompts;
-  o.seed = a.seed;
-  const auto tok = tokenizer::load_tokenizer(model);
+/// The tokenizer bench serve draws a dataset with: --tokenizer, else --model (the study's model).
+std::string tokenizer_id(const bench::RunOptions& o, const std::string& model) {
+  return o.tokenizer.value_or(o.model.value_or(model));
+}
+
+/// How the twin builds a scenario's requests, as `sim run` does.
+enum class WorkloadKind {
+  kFixed,  ///< random with no range or prefix: fixed lengths (--random-input-len / --random-output-len)
+  kBuiltinShareGpt,  ///< sharegpt without its file: the built-in lengths of the model's tokenizer family
+  kSampled,          ///< any dataset file: bench's sampling with the scenario's tokenizer
+};
+
+WorkloadKind workload_kind(const bench::RunOptions& o, const bench::ResolvedConfig& r) {
+  // Fixed lengths are what bench draws for random without a range or a prefix, no tokenizer needed; a
+  // --random-range-ratio or --random-prefix-len varies them, so bench's own draw decides (as in `sim run`).
+  if (o.dataset_name == "random" && r.random_range_ratio.input == 0 && r.random_range_ratio.output == 0 &&
+      o.random_prefix_len == 0)
+    return WorkloadKind::kFixed;
+  if (o.dataset_name == "sharegpt" && !dataset_file(o)) return WorkloadKind::kBuiltinShareGpt;
+  return WorkloadKind::kSampled;
+}
+
+/// The requests of scenario `s` (id `id`). A tokenizer that cannot be loaded throws TuneSetupError with the
+/// loader's whole message and what to do: it would fail every trial of the study.
+std::vector<sim::WorkloadRequest> build_workload(const std::string& id, const TwinScenario& s,
+                                                 const model::ModelSpec& m, const std::string& model) {
+  const bench::RunOptions& o = s.opts;
+  switch (workload_kind(o, s.resolved)) {
+    case WorkloadKind::kFixed:
+      return sim::random_fixed(o.num_prompts, s.resolved.random_input_len, s.resolved.random_output_len);
+    case WorkloadKind::kBuiltinShareGpt:
+      return sim::sharegpt_workload(m, o.num_prompts);
+    case WorkloadKind::kSampled:
+      break;
+  }
+  const std::string tok_id = tokenizer_id(o, model);
+  std::optional<tokenizer::Tokenizer> tok;
+  try {
+    hub::FetchRequest fetch;  // as `sim run` and bench serve: a Hub id nothing local has is downloaded
+    fetch.download = true;
+    tok.emplace(tokenizer::load_tokenizer(tok_id, fetch));
+  } catch (const std::exception& e) {
+    throw TuneSetupError(fmt::format(
+        "scenario {}: the engine twin cannot load the tokenizer \"{}\": {}\n"
+        "The twin draws the --dataset-name {} workload{} with the tokenizer bench serve would use "
+        "(--tokenizer, else the study's model). Fix: put its tokenizer.json where the list above looks "
+        "(e.g. the Hugging Face cache), or give --tokenizer FILE or ORG/NAME in the scenario's args or in "
+        "[bench] common_args{}.",
+        id, tok_id, e.what(), o.dataset_name, o.dataset_path ? " of " + *o.dataset_path : "",
+        o.dataset_name == "sharegpt"
+            ? "; or drop --dataset-path to use the twin's built-in ShareGPT lengths of the model's tokenizer "
+              "family (docs/study.md)"
+            : ""));
+  }
   std::vector<sim::WorkloadRequest> out;
-  for (const auto& r : dataset::sample_requests(o, tok)) out.push_back({r.prompt_len, r.output_len});
-  return cache.emplace(key, std::move(out)).first->second;
-}
-
-std::vector<sim::WorkloadRequest> workload(const Scenario& sc, const ScenarioArgs& a, const model::ModelSpec& m,
-                                          const std::string& model) {
-  if (a.dataset == "random") return sim::random_fixed(a.num_prompts, a.input_len, a.output_len);
-  if (auto file = sharegpt_file(a)) return sample_sharegpt(*file, a, model);
-  if (a.dataset == "sharegpt") return sim::sharegpt_workload(m, a.num_prompts);
-  return sim::scenario_workload(sc.id, m);  // throws naming the id
+  for (const auto& r : dataset::sample_requests(bench::dataset_options(o, s.resolved), *tok))
+    out.push_back({r.prompt_len, r.output_len});
+  return out;
 }
 
 TrialStatus classify(const std::string& reason) {
@@ -135,17 +132,32 @@ TrialStatus classify(const std::string& reason) {
 
 std::string twin_data_note(const Study& study) {
   std::string out;
+  const std::vector<std::string> common = bench_common_args(study);
   for (const auto& sc : study.scenarios) {
-    ScenarioArgs a = parse_args(sc.args);
-    const auto file = sharegpt_file(a);
-    std::string what = a.dataset == "random"
-                           ? fmt::format("{} × {}/{} tokens (fixed lengths)", a.num_prompts, a.input_len, a.output_len)
-                       : file ? fmt::format("vLLM's sharegpt sampling of the real file {} ({} prompts, seed {})",
-                                            file->string(), a.num_prompts, a.seed)
-                           : a.dataset == "sharegpt" && a.num_prompts == 1000
-                                 ? "the twin's ShareGPT-1000 workload (request lengths from real ShareGPT "
-                                   "conversations in shared/data, see scripts/calibrate_sharegpt1000.js)"
-                                 : "the twin's workload table for this id";
+    std::string what;
+    try {
+      const TwinScenario s = twin_scenario(common, sc);
+      const bench::RunOptions& o = s.opts;
+      switch (workload_kind(o, s.resolved)) {
+        case WorkloadKind::kFixed:
+          what = fmt::format("{} × {}/{} tokens (fixed lengths)", o.num_prompts, s.resolved.random_input_len,
+                             s.resolved.random_output_len);
+          break;
+        case WorkloadKind::kBuiltinShareGpt:
+          what = fmt::format(
+              "the twin's built-in ShareGPT lengths ({} prompts; request lengths from real ShareGPT "
+              "conversations counted with the model's tokenizer family, see "
+              "scripts/calibrate_sharegpt1000.js){}",
+              o.num_prompts, o.dataset_path ? ": " + *o.dataset_path + " was not found" : "");
+          break;
+        case WorkloadKind::kSampled:
+          what = fmt::format("bench's {} sampling{} ({} prompts, seed {}) with the tokenizer {}",
+                             o.dataset_name, o.dataset_path ? " of the real file " + *o.dataset_path : "",
+                             o.num_prompts, o.seed, tokenizer_id(o, study.model));
+      }
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
     out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", sc.id, what);
   }
   return out;
@@ -162,13 +174,53 @@ struct TwinSetup {
   std::map<std::string, std::string> versions;  ///< study engine name -> engine version
   std::optional<model::ModelSpec> spec;
   std::string model_error;
+  std::vector<std::string> common;  ///< bench_common_args(study): what every scenario's args follow
+  /// Each study scenario's requests by scenario id, built once (a load point "id@c16" draws the same ones).
+  std::map<std::string, std::shared_ptr<const std::vector<sim::WorkloadRequest>>> workloads;
+  /// Why a scenario has no workload, by scenario id (only where the twin only guides: twin_is_required).
+  std::map<std::string, std::string> workload_errors;
 };
+
+/// Whether the study cannot go on without the twin's predictions: the twin is its target, or its search
+/// ranks on the twin (twin-guided). Where the twin only guides the SLO searches of a local study, what it
+/// cannot predict fails its predictions only (the searches then start without its answer).
+bool twin_is_required(const Study& study) {
+  return study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided;
+}
 
 /// A scenario the twin could not predict: the trial status it stands for and why.
 struct ScenarioFailure {
   TrialStatus status;
   std::string reason;
 };
+
+/// Builds every scenario's requests into `t.workloads` before any trial: what cannot be built (bench refuses
+/// an argument, the tokenizer cannot be loaded) would fail every trial one by one, so it stops the study
+/// here, once, with the whole message (TuneSetupError).
+void prepare_workloads(const Study& study, TwinSetup& t) {
+  for (const auto& sc : study.scenarios) {
+    try {
+      TwinScenario s;
+      try {
+        s = twin_scenario(t.common, sc);
+      } catch (const std::exception& e) {
+        throw TuneSetupError(e.what());  // "scenario ID: bench serve arguments: ..."
+      }
+      try {
+        t.workloads[sc.id] = std::make_shared<const std::vector<sim::WorkloadRequest>>(
+            build_workload(sc.id, s, *t.spec, t.model));
+      } catch (const TuneSetupError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw TuneSetupError(
+            fmt::format("scenario {}: the engine twin cannot draw its workload: {}", sc.id, e.what()));
+      }
+    } catch (const TuneSetupError& e) {
+      if (twin_is_required(study)) throw;
+      t.workload_errors[sc.id] = e.what();
+    }
+  }
+}
 
 TwinSetup twin_setup(const Study& study) {
   TwinSetup t{hardware::parse_cluster(
@@ -186,20 +238,26 @@ TwinSetup twin_setup(const Study& study) {
   if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) t.mopt.goodput.tpot_ms = it->second;
   if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) t.mopt.goodput.e2el_ms = it->second;
   t.model = study.model;
+  t.common = bench_common_args(study);
+  if (!t.spec && twin_is_required(study))  // every trial would fail with it, one by one
+    throw TuneSetupError(
+        fmt::format("the engine twin cannot resolve the model {}: {}", study.model, t.model_error));
+  if (t.spec) prepare_workloads(study, t);
   return t;
 }
 
 /// Scenario `sc`'s result from the twin's prediction `p` with metrics `m`: bench's console block, the
 /// prediction's error band (%) and warning count.
-ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const ScenarioArgs& a, std::size_t num_prompts,
-                                const sim::Prediction& p, const metrics::BenchmarkMetrics& m) {
+ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const TwinScenario& a,
+                                std::size_t num_prompts, const sim::Prediction& p,
+                                const metrics::BenchmarkMetrics& m) {
   report::RunInfo run;
   run.backend = "openai-chat";
   run.model_id = t.model;
   run.num_prompts = static_cast<int>(num_prompts);
-  run.request_rate = a.request_rate;
-  run.burstiness = a.burstiness;
-  run.max_concurrency = a.max_concurrency;
+  run.request_rate = a.resolved.request_rate;
+  run.burstiness = a.opts.burstiness;
+  run.max_concurrency = a.opts.max_concurrency;
   auto result = scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{}));
   const auto& band = p.context.band;
   result.metrics[kBandTokSMetric] = band.total_tok_s_pct;
@@ -221,22 +279,30 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Sc
 /// The twin's prediction of scenario `sc` on the engine launched as `cfg`: its result, or why there is none.
 std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t, const engines::LaunchConfig& cfg,
                                                                const Scenario& sc) {
-  ScenarioArgs a;
-  std::vector<sim::WorkloadRequest> reqs;
+  TwinScenario a;
+  std::shared_ptr<const std::vector<sim::WorkloadRequest>> reqs;
   try {
-    a = parse_args(sc.args);
-    reqs = workload(sc, a, *t.spec, t.model);
+    a = twin_scenario(t.common, sc);  // this load point's rate and concurrency
+    const auto split = split_load_scenario_id(sc.id);
+    const std::string base = split ? split->first : sc.id;
+    if (auto e = t.workload_errors.find(base); e != t.workload_errors.end())
+      return ScenarioFailure{TrialStatus::kError, e->second};
+    auto it = t.workloads.find(base);
+    reqs = it != t.workloads.end() ? it->second
+                                   : std::make_shared<const std::vector<sim::WorkloadRequest>>(
+                                         build_workload(sc.id, a, *t.spec, t.model));
   } catch (const std::exception& e) {
     return ScenarioFailure{TrialStatus::kError, fmt::format("scenario {}: {}", sc.id, e.what())};
   }
   sim::WorkloadOptions wo;
-  wo.request_rate = a.request_rate;
-  wo.burstiness = a.burstiness;
-  wo.max_concurrency = a.max_concurrency;
-  wo.seed = a.seed;
+  wo.request_rate = a.resolved.request_rate;
+  wo.burstiness = a.opts.burstiness;
+  wo.max_concurrency = a.opts.max_concurrency;
+  wo.seed = static_cast<std::uint64_t>(a.opts.seed);
+  if (a.opts.endpoint.find("chat") == std::string::npos) wo.chat_template_tokens = 0;  // as `sim run`
   sim::PredictResult pr;
   try {
-    pr = sim::predict(cfg, t.cluster, *t.spec, reqs, wo);
+    pr = sim::predict(cfg, t.cluster, *t.spec, *reqs, wo);
   } catch (const std::exception& e) {
     return ScenarioFailure{TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what())};
   }
@@ -248,14 +314,15 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   if (!(duration > 0))
     return ScenarioFailure{TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id};
   metrics::MetricsOptions scenario_mopt = t.mopt;  // a scenario's own --goodput wins, as in bench
-  if (a.goodput.count("ttft")) scenario_mopt.goodput.ttft_ms = a.goodput.at("ttft");
-  if (a.goodput.count("tpot")) scenario_mopt.goodput.tpot_ms = a.goodput.at("tpot");
-  if (a.goodput.count("e2el")) scenario_mopt.goodput.e2el_ms = a.goodput.at("e2el");
+  const auto& slo = a.resolved.goodput_slo_ms;
+  if (slo.count("ttft")) scenario_mopt.goodput.ttft_ms = slo.at("ttft");
+  if (slo.count("tpot")) scenario_mopt.goodput.tpot_ms = slo.at("tpot");
+  if (slo.count("e2el")) scenario_mopt.goodput.e2el_ms = slo.at("e2el");
   metrics::BenchmarkMetrics m = metrics::compute_metrics(p.outputs, duration, scenario_mopt);
   if (m.completed == 0)
     return ScenarioFailure{TrialStatus::kRequestsFailed,
                            fmt::format("no request of scenario {} succeeded ({} failed)", sc.id, m.failed)};
-  return predicted_result(t, sc, a, reqs.size(), p, m);
+  return predicted_result(t, sc, a, reqs->size(), p, m);
 }
 
 /// One twin trial: the launch command parsed as the engine would, then each scenario predicted on its own

@@ -4,17 +4,20 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
-#include <unistd.h>
+#include <sstream>
 
 #include "servelab/common/paths.h"
-#include "test_study.h"
 #include "servelab/tune/load.h"
-#include "tune/study_report.h"
+#include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "test_study.h"
+#include "tune/study_report.h"
 
 namespace servelab::tune {
 namespace {
@@ -446,6 +449,75 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   EXPECT_EQ(html.find("maximise <b>Total Token throughput"), std::string::npos);
 }
 
+// Issue 30 §3: a goodput study's page charts goodput per configuration by its own name and unit, draws its
+// SLO thresholds on the latency-against-load charts with the statistic each bounds (mean TPOT), keeps one
+// colour per configuration across charts, and the console's "best" names the objective, not the trial's
+// tok/s.
+TEST(Objectives, TheGoodputStudyChartsItsObjectiveAndThresholds) {
+  std::string objectives = kObjectives;
+  objectives.replace(objectives.find("p99_ttft_ms = 2000\n"), 19, "p99_ttft_ms = 2000\nmean_tpot_ms = 50\n");
+  Study s = small(objectives + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  s.knobs.clear();
+  s.search.knob_order.clear();
+  int launches = 0;
+  auto slope = [](const std::string& key, double load) {
+    return (key.rfind("b{", 0) == 0 ? 50 : 100) * load;
+  };
+  std::ostringstream progress;
+  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, &progress, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  analyze_load(s, ev, o);
+  EXPECT_NE(progress.str().find("| best 36.00 Request goodput under the SLOs (req/s) (b baseline)"),
+            std::string::npos)
+      << progress.str();
+  ReportInput in{&s, &o, ev.records(), {}};
+  const nlohmann::json specs = testing::chart_specs(render_html(in, render_markdown(in), "/*chartjs*/"));
+  auto chart = [&](const std::string& title) {
+    for (const auto& c : specs)
+      if (c["title"].get<std::string>().rfind(title, 0) == 0) return c;
+    ADD_FAILURE() << "no chart " << title << " in " << specs.dump(1);
+    return nlohmann::json();
+  };
+  // Goodput per configuration: b 0.9 × 40 req/s, a 0.9 × 20 req/s (the SLO search's maxima).
+  const auto goodput = chart("Request goodput under the SLOs (req/s) (predicted) per configuration on s1");
+  EXPECT_EQ(goodput["y_title"], "Request goodput under the SLOs (req/s)");
+  ASSERT_EQ(goodput["bars"].size(), 2u);
+  EXPECT_EQ(goodput["bars"][0]["label"], "b baseline");
+  EXPECT_DOUBLE_EQ(goodput["bars"][0]["value"].get<double>(), 36);
+  EXPECT_EQ(goodput["bars"][1]["label"], "a baseline");
+  EXPECT_DOUBLE_EQ(goodput["bars"][1]["value"].get<double>(), 18);
+  // P99 TTFT against concurrency: the SLO at 2000 ms; each configuration in its goodput bar's colour.
+  const auto ttft = chart("TTFT (predicted) against concurrency on s1");
+  EXPECT_EQ(
+      ttft["thresholds"],
+      nlohmann::json::parse(R"([{"value": 2000.0, "label": "SLO: P99 TTFT ≤ 2000 ms", "vertical": false}])"));
+  ASSERT_EQ(ttft["series"].size(), 2u);  // the fake engine reports P99 TTFT only
+  EXPECT_EQ(ttft["series"][0]["name"], "b baseline p99");
+  EXPECT_EQ(ttft["series"][0]["colour"], goodput["bars"][0]["colour"]);
+  EXPECT_EQ(ttft["series"][1]["colour"], goodput["bars"][1]["colour"]);
+  EXPECT_NE(ttft["series"][0]["colour"], ttft["series"][1]["colour"]);
+  EXPECT_DOUBLE_EQ(ttft["series"][1]["points"][2]["y"].get<double>(), 100 * 16);  // a at concurrency 16
+  // TPOT: the SLO bounds the mean, so the mean is drawn (dotted) beside the threshold at 50 ms.
+  const auto tpot = chart("TPOT (predicted) against concurrency on s1");
+  EXPECT_EQ(tpot["thresholds"][0]["label"], "SLO: Mean TPOT ≤ 50 ms");
+  EXPECT_DOUBLE_EQ(tpot["thresholds"][0]["value"].get<double>(), 50);
+  ASSERT_EQ(tpot["series"].size(), 2u);
+  EXPECT_EQ(tpot["series"][0]["name"], "b baseline mean");
+  EXPECT_EQ(tpot["series"][0]["dash"], "dotted");
+  EXPECT_DOUBLE_EQ(tpot["series"][0]["points"][0]["y"].get<double>(), 10);
+  EXPECT_TRUE(chart("Output token throughput (predicted) against concurrency on s1")["thresholds"].empty());
+  // summary.json names the objective and carries its values (not the trials' Total Token throughput).
+  const nlohmann::json sum = nlohmann::json::parse(summary_json(in));
+  EXPECT_EQ(sum["objective"]["name"], "Request goodput under the SLOs (req/s)");
+  EXPECT_EQ(sum["objective"]["unit"], "req/s");
+  EXPECT_EQ(sum["best"]["engine"], "b");
+  EXPECT_DOUBLE_EQ(sum["best"]["value"].get<double>(), 36);
+  EXPECT_DOUBLE_EQ(sum["recommended"]["value"].get<double>(), 36);
+  ASSERT_EQ(sum["per_configuration"].size(), 2u);
+  EXPECT_EQ(sum["per_configuration"][1]["engine"], "a");
+  EXPECT_DOUBLE_EQ(sum["per_configuration"][1]["value"].get<double>(), 18);
+}
+
 /// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.
 std::string parse_error(const std::string& extra) {
   const int base = static_cast<int>(std::count(testing::kSmallStudy, testing::kSmallStudy + std::strlen(testing::kSmallStudy), '\n'));
@@ -579,6 +651,51 @@ TEST(RunStudy, LocalSloSearchesStartFromTheTwin) {
     EXPECT_DOUBLE_EQ(slo.max_passing, 16);
   }
   EXPECT_EQ(twin_launches, 2 * 8);  // the twin's searches, one per engine
+  // Engine logs only where engines run: the local trials name one under logs/, the twin's none.
+  size_t local = 0, twin = 0;
+  for (const TrialRecord& t : Store(dir / "results.sqlite").trials()) {
+    if (t.outcome.predicted) {
+      ++twin;
+      EXPECT_EQ(t.log_path, "") << t.trial_key;
+    } else {
+      ++local;
+      EXPECT_EQ(std::filesystem::path(t.log_path).parent_path(), dir / "logs") << t.trial_key;
+    }
+  }
+  EXPECT_GT(local, 0u);
+  EXPECT_GT(twin, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 30 §3: a twin study's report named engine logs (logs/<trial>.log) that the twin never writes.
+TEST(RunStudy, TwinTrialsNameNoEngineLog) {
+  Study s = small("");
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_twin_logs_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.runner = testing::fake_runner();
+  run_study(s, opt);
+  const std::vector<TrialRecord> trials = Store(dir / "results.sqlite").trials();
+  ASSERT_GT(trials.size(), 5u);
+  size_t failed = 0;
+  for (const TrialRecord& t : trials) {
+    EXPECT_EQ(t.log_path, "") << t.trial_key;
+    failed += t.outcome.status != TrialStatus::kOk;
+  }
+  EXPECT_GT(failed, 0u);  // the failures table has rows, and no log column entry
+  std::ifstream md(dir / "report.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## Failures"), std::string::npos);
+  EXPECT_EQ(text.find("logs/"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "logs"));
+  std::ifstream summary(dir / "summary.json");
+  const nlohmann::json sum = nlohmann::json::parse(summary);
+  EXPECT_EQ(sum["objective"]["name"], "Total Token throughput (tok/s)");
+  EXPECT_EQ(sum["objective"]["unit"], "tok/s");
+  EXPECT_EQ(sum["target"], "twin");
+  EXPECT_EQ(sum.count("per_configuration"), 0u);
   std::filesystem::remove_all(dir);
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "test_study.h"
 #include "tune/html_charts.h"
@@ -27,14 +28,7 @@ struct Fixture {
   SearchOutcome outcome = run_search(study, ev, nullptr);
 };
 
-/// The SL_CHARTS array the page draws.
-nlohmann::json chart_specs(const std::string& page) {
-  const std::string start = "const SL_CHARTS = ";
-  const size_t a = page.find(start);
-  if (a == std::string::npos) return nullptr;
-  const size_t b = page.find(";\n", a);
-  return nlohmann::json::parse(page.substr(a + start.size(), b - a - start.size()));
-}
+using testing::chart_specs;
 
 size_t pos(const std::string& page, const std::string& what) {
   const size_t p = page.find(what);
@@ -282,6 +276,56 @@ TEST(HtmlCharts, BuildersWriteSpecsAndKeepScriptsClosed) {
   EXPECT_EQ(specs[0]["log_x"], true);
   EXPECT_EQ(specs[1]["marked"]["label"], "recommended");
   EXPECT_EQ(html::ChartSet().script("/*lib*/"), "");
+}
+
+// Issue 30 §3: a configuration keeps one colour on every chart of a page, two never share one (up to the
+// palette's 16), and neither engines nor configurations take the failure marks' or the thresholds' colour.
+TEST(HtmlCharts, OneColourPerConfigurationAcrossChartsAndNoneForFailures) {
+  html::ChartSet set;
+  EXPECT_EQ(set.colour("vllm"), "#1f77b4");
+  EXPECT_EQ(set.colour("sglang"), "#d62728");
+  EXPECT_EQ(set.colour("trtllm"), "#2ca02c");
+  std::set<std::string> seen = {"#1f77b4", "#d62728", "#2ca02c", html::kFailureColour,
+                                html::kThresholdColour};
+  for (int i = 0; i < 16; ++i) {
+    const std::string c = set.colour("vllm config-" + std::to_string(i));
+    EXPECT_TRUE(seen.insert(c).second) << "config-" << i << " reuses " << c;
+  }
+  EXPECT_EQ(set.colour("vllm config-3"), set.colour("vllm config-3"));
+
+  html::LineChart ttft;
+  ttft.title = "TTFT against concurrency";
+  ttft.x_title = "concurrency";
+  ttft.y_title = "TTFT (ms)";
+  ttft.series = {{"vllm config-3 p50", {{1, 80, ""}}, "vllm config-3", html::Dash::kSolid},
+                 {"vllm config-3 p99", {{1, 95, ""}}, "vllm config-3", html::Dash::kDashed},
+                 {"vllm config-7 mean", {{1, 90, ""}}, "vllm config-7", html::Dash::kDotted}};
+  ttft.thresholds = {{2000, "SLO: P99 TTFT ≤ 2000 ms"}};
+  set.add(ttft);
+  html::BarChart bars;
+  bars.title = "goodput per configuration";
+  bars.x_title = "configuration";
+  bars.y_title = "req/s";
+  bars.bars = {{"vllm config-7", "vllm config-7", 2.5, "", ""},
+               {"vllm config-3", "vllm config-3", std::nullopt, "no value", "why"}};
+  set.add(bars);
+  const auto specs = chart_specs(set.script("/*lib*/"));
+  ASSERT_EQ(specs.size(), 2u);
+  const auto& series = specs[0]["series"];
+  EXPECT_EQ(series[0]["colour"], set.colour("vllm config-3"));
+  EXPECT_EQ(series[1]["colour"], series[0]["colour"]);  // p50 and p99 of one configuration: one colour,
+  EXPECT_EQ(series[0]["dash"], "solid");                // told apart by the dash
+  EXPECT_EQ(series[1]["dash"], "dashed");
+  EXPECT_EQ(series[2]["dash"], "dotted");
+  EXPECT_EQ(series[2]["key"], "vllm config-7");
+  EXPECT_EQ(
+      specs[0]["thresholds"],
+      nlohmann::json::parse(R"([{"value": 2000.0, "label": "SLO: P99 TTFT ≤ 2000 ms", "vertical": false}])"));
+  EXPECT_EQ(specs[0]["threshold_colour"], "#666666");
+  EXPECT_EQ(specs[1]["bars"][0]["colour"], series[2]["colour"]);  // the same configuration on another chart
+  EXPECT_EQ(specs[1]["bars"][1]["colour"], series[0]["colour"]);
+  EXPECT_EQ(specs[1]["failure_colour"], "#000000");
+  EXPECT_EQ(specs[1]["page_size"], 40);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "test_study.h"
 #include "tune/study_report.h"
@@ -85,16 +89,35 @@ TEST(Report, FailuresShowTheEngineLogAndTheLabelsSayWhatTheNumbersAre) {
   failed.outcome.status = TrialStatus::kStartupRefused;
   failed.outcome.reason = "ValueError: Selected backend is not valid";
   failed.outcome.log_tail = "line 1\nline 2\nValueError: Selected backend is not valid\n";
-  failed.log_path = "/out/logs/x.log";
+  // The report names a log only where one was written (issue 30 §3: twin reports named logs/<trial>.log).
+  const std::filesystem::path logs =
+      std::filesystem::temp_directory_path() / ("servelab_report_logs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(logs);
+  std::ofstream(logs / "x.log") << failed.outcome.log_tail;
+  failed.log_path = (logs / "x.log").string();
   trials.push_back(failed);
+  TrialRecord unlogged = failed;  // the same failure on another config, its log never written
+  unlogged.config_label = "layout=tp8";
+  unlogged.config_key = "b{layout=tp8}";
+  unlogged.log_path = (logs / "never-written.log").string();
+  trials.push_back(unlogged);
   trials.front().outcome.scenarios.at(0).metrics[kTimeScaleMetric] = 20;
   ReportInput in{&f.study, &f.outcome, trials, {{"engine.a.reported", "1.0 (servelab stand-in)"}}};
   const std::string md = render_markdown(in);
-  for (const char* s : {"| startup_refused | ValueError: Selected backend is not valid | 1 | `/out/logs/x.log` |",
-                        "last lines of the engine log</summary>\n\n```\nline 1\nline 2\nValueError: Selected backend "
-                        "is not valid\n```",
-                        "> **Rehearsal on engine stand-ins**", "> **Time scale 20**: the servers ran 20 times faster",
-                        "> **Reduced workload**: every scenario's --num-prompts × 0.05"})
+  std::filesystem::remove_all(logs);
+  EXPECT_NE(
+      md.find("| b | layout=tp8 | startup_refused | ValueError: Selected backend is not valid | 1 |  |"),
+      std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("never-written.log"), std::string::npos);
+  const std::string logged = "| startup_refused | ValueError: Selected backend is not valid | 1 | `" +
+                             (logs / "x.log").string() + "` |";
+  EXPECT_NE(md.find(logged), std::string::npos) << logged;
+  for (const char* s :
+       {"last lines of the engine log</summary>\n\n```\nline 1\nline 2\nValueError: Selected backend "
+        "is not valid\n```",
+        "> **Rehearsal on engine stand-ins**", "> **Time scale 20**: the servers ran 20 times faster",
+        "> **Reduced workload**: every scenario's --num-prompts × 0.05"})
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
 }
 

@@ -62,8 +62,9 @@ TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
   const std::string md = common::read_file(dir / "report.md");
   EXPECT_NE(md.find("Authorization=<redacted>"), std::string::npos);
   EXPECT_NE(md.find("--api-key"), std::string::npos);
-  for (const char* file : {"report.md", "report.html", "trials.csv", "trials.json", "results.sqlite",
-                           "results.sqlite-wal"}) {
+  EXPECT_TRUE(fs::exists(dir / "summary.json"));
+  for (const char* file : {"report.md", "report.html", "trials.csv", "trials.json", "summary.json",
+                           "results.sqlite", "results.sqlite-wal"}) {
     if (!fs::exists(dir / file)) continue;
     const std::string text = common::read_file(dir / file);
     for (int i = 1; i <= 7; ++i) {
@@ -132,8 +133,8 @@ TEST(Secrets, CredentialNamedKnobShowsNoValue) {
   opt.progress = &progress;
   opt.runner = testing::fake_runner();
   run_study(study, opt);
-  for (const char* file :
-       {"report.md", "report.html", "trials.csv", "trials.json", "results.sqlite", "results.sqlite-wal"}) {
+  for (const char* file : {"report.md", "report.html", "trials.csv", "trials.json", "summary.json",
+                           "results.sqlite", "results.sqlite-wal"}) {
     if (!fs::exists(dir / file)) continue;
     const std::string text = common::read_file(dir / file);
     EXPECT_EQ(text.find("KNOBSECRET"), std::string::npos) << file;

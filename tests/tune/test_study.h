@@ -1,12 +1,22 @@
 // A small study and a deterministic fake runner shared by the tune tests.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "servelab/tune/runner.h"
 #include "servelab/tune/study.h"
 
 namespace servelab::tune::testing {
+
+/// The SL_CHARTS array a report.html page draws (its chart specs), or null when the page has none.
+inline nlohmann::json chart_specs(const std::string& page) {
+  const std::string start = "const SL_CHARTS = ";
+  const size_t a = page.find(start);
+  if (a == std::string::npos) return nullptr;
+  const size_t b = page.find(";\n", a);
+  return nlohmann::json::parse(page.substr(a + start.size(), b - a - start.size()));
+}
 
 /// Two engines (a: vLLM-like, b: SGLang-like), three knobs, two scenarios; 8 GPUs.
 inline const char* kSmallStudy = R"toml(

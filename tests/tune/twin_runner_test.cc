@@ -2,12 +2,17 @@
 // study's start-up refusal reproduced as a failure result.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
 #include "servelab/tune/space.h"
+#include "servelab/tune/store.h"
+#include "servelab/tune/tune.h"
 #include "tune/twin_runner.h"
 
 namespace servelab::tune {
@@ -102,12 +107,175 @@ TEST(TwinRunner, UsesTheRealShareGptFileWhenPresent) {
   Study builtin = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   if (!std::filesystem::exists(common::data_dir() / "ShareGPT_V3_unfiltered_cleaned_split.json") &&
       !std::filesystem::exists(common::cache_dir() / "data" / "ShareGPT_V3_unfiltered_cleaned_split.json")) {
-    EXPECT_NE(twin_data_note(builtin).find("sharegpt-1000: the twin's ShareGPT-1000 workload"), std::string::npos)
+    EXPECT_NE(
+        twin_data_note(builtin).find("sharegpt-1000: the twin's built-in ShareGPT lengths (1000 prompts"),
+        std::string::npos)
         << twin_data_note(builtin);
     TrialOutcome b = make_twin_runner(builtin)(request(builtin, {"sglang", {}}, {"sharegpt-1000"}));
     ASSERT_EQ(b.status, TrialStatus::kOk) << b.reason;
     EXPECT_EQ(b.scenarios[0].metrics.at("Total input tokens"), 219111);
   }
+}
+
+/// The shipped study with its sharegpt-1000 scenario drawing `prompts` prompts of a real ShareGPT file under
+/// its own name in the data directory (no file name the twin knows) and `common` added to [bench]
+/// common_args.
+Study real_sharegpt_study(int prompts, const std::vector<std::string>& common) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.bench_common_args.insert(s.bench_common_args.end(), common.begin(), common.end());
+  for (auto& sc : s.scenarios)
+    if (sc.id == "sharegpt-1000")
+      sc.args = {"--dataset-name",
+                 "sharegpt",
+                 "--dataset-path",
+                 "sharegpt_pairs_sample.json",
+                 "--num-prompts",
+                 std::to_string(prompts),
+                 "--seed",
+                 "0",
+                 "--sharegpt-output-len",
+                 "7"};
+  return s;
+}
+
+// Issue 30 §6: the bench flags of a study reach the twin as they reach `sim run`: the tokenizer given in
+// [bench] common_args (tune's twin used the model's), --sharegpt-output-len, and a real ShareGPT file found
+// in the data directory under its own name.
+TEST(TwinRunner, TheStudysBenchFlagsReachTheTwin) {
+  const std::string gpt2 = (common::data_dir() / "gpt2-tokenizer.json").string();
+  const Study s = real_sharegpt_study(50, {"--tokenizer", gpt2});
+  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"sharegpt-1000"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  dataset::DatasetOptions d;
+  d.dataset_name = "sharegpt";
+  d.dataset_path = (common::data_dir() / "sharegpt_pairs_sample.json").string();
+  d.num_prompts = 50;
+  d.sharegpt_output_len = 7;
+  long long gpt2_input = 0, model_input = 0;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(gpt2)))
+    gpt2_input += r.prompt_len;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(s.model)))
+    model_input += r.prompt_len;
+  ASSERT_NE(gpt2_input, model_input);  // the two tokenizers count differently: the test tells them apart
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(gpt2_input));
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total generated tokens"), 50.0 * 7);
+  EXPECT_EQ(o.scenarios[0].metrics.at("Successful requests"), 50.0);
+  EXPECT_NE(twin_data_note(s).find("sharegpt-1000: bench's sharegpt sampling of the real file " +
+                                   *d.dataset_path + " (50 prompts, seed 0) with the tokenizer " + gpt2),
+            std::string::npos)
+      << twin_data_note(s);
+}
+
+// Issue 30 §6: a tokenizer the twin cannot load failed all 39 trials one by one, each with the message cut to
+// "tried: - file Qw)"; it now stops the study before the first trial, with the loader's whole message and the
+// fix.
+TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
+  const Study s = real_sharegpt_study(50, {"--tokenizer", "/nonexistent/Qwen3-tokenizer.json"});
+  try {
+    make_twin_runner(s);
+    FAIL() << "no error";
+  } catch (const TuneSetupError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("scenario sharegpt-1000: the engine twin cannot load the tokenizer "
+                      "\"/nonexistent/Qwen3-tokenizer.json\": ",
+                      0),
+              0u)
+        << m;
+    EXPECT_NE(m.find("tried:\n  - file /nonexistent/Qwen3-tokenizer.json (does not exist)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(
+        m.find("give --tokenizer FILE or ORG/NAME in the scenario's args or in [bench] common_args; or drop "
+               "--dataset-path to use the twin's built-in ShareGPT lengths"),
+        std::string::npos)
+        << m;
+  }
+  // Where the twin only guides a local study's SLO searches, the study goes on: the twin's predictions fail
+  // with the same whole message.
+  Study local = s;
+  local.target = Target::kLocal;
+  local.search.strategy = Strategy::kGrid;
+  const TrialOutcome guide = make_twin_runner(local)(request(local, {"sglang", {}}, {"sharegpt-1000"}));
+  EXPECT_EQ(guide.status, TrialStatus::kError);
+  EXPECT_NE(guide.reason.find("tried:\n  - file /nonexistent/Qwen3-tokenizer.json (does not exist)"),
+            std::string::npos)
+      << guide.reason;
+  // run_study: the setup error, no trial recorded.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_twin_tok_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  EXPECT_THROW(run_study(s, opt), TuneSetupError);
+  if (std::filesystem::exists(dir / "results.sqlite"))
+    EXPECT_EQ(Store(dir / "results.sqlite").trials().size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 30 §6: a model the twin cannot resolve failed every trial of a twin study one by one ("engine twin:
+// ..."); it stops the study once. A local study the twin only guides still runs (its predictions fail).
+TEST(TwinRunner, AModelTheTwinCannotResolveStopsATwinStudyOnce) {
+  ::setenv("HF_HUB_OFFLINE", "1", 1);  // no network: the Hub is not asked
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.model = "acme/no-such-model";
+  try {
+    make_twin_runner(s);
+    ADD_FAILURE() << "no error";
+  } catch (const TuneSetupError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the engine twin cannot resolve the model acme/no-such-model: ", 0),
+              0u)
+        << e.what();
+  }
+  s.search.strategy = Strategy::kTwinGuided;
+  s.target = Target::kLocal;
+  EXPECT_THROW(make_twin_runner(s), TuneSetupError);  // a twin-guided search ranks on the twin
+  s.search.strategy = Strategy::kGrid;
+  const TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
+  EXPECT_EQ(o.status, TrialStatus::kError);
+  EXPECT_EQ(o.reason.rfind("engine twin: ", 0), 0u) << o.reason;
+  ::unsetenv("HF_HUB_OFFLINE");
+}
+
+// Issue 30 §6: --random-range-ratio reached `sim run` but not tune's twin, which drew every random prompt at
+// exactly --random-input-len; the twin now takes bench's own draw with the model's tokenizer.
+TEST(TwinRunner, RandomRangeRatioReachesTheTwin) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  for (auto& sc : s.scenarios)
+    if (sc.id == "random-128in-4out")
+      sc.args = {"--dataset-name",
+                 "random",
+                 "--random-input-len",
+                 "128",
+                 "--random-output-len",
+                 "4",
+                 "--num-prompts",
+                 "40",
+                 "--seed",
+                 "42",
+                 "--random-range-ratio",
+                 "0.5"};
+  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  dataset::DatasetOptions d;
+  d.dataset_name = "random";
+  d.num_prompts = 40;
+  d.seed = 42;
+  d.random_input_len = 128;
+  d.random_output_len = 4;
+  d.random_range_ratio = {0.5, 0.5};
+  long long input = 0, output = 0;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(s.model))) {
+    input += r.prompt_len;
+    output += r.output_len;
+  }
+  ASSERT_NE(input, 40 * 128);  // the range moved the lengths: the test tells the two draws apart
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(input));
+  EXPECT_EQ(o.scenarios[0].metrics.at("Total generated tokens"), static_cast<double>(output));
+  EXPECT_NE(
+      twin_data_note(s).find("random-128in-4out: bench's random sampling (40 prompts, seed 42) with the "
+                             "tokenizer deepseek-ai/DeepSeek-V3.2"),
+      std::string::npos)
+      << twin_data_note(s);
 }
 
 }  // namespace
