@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
   }
   if (stream_counts.empty()) stream_counts = {100, 1000, 10000};
   const rlim_t fds = raise_fd_limit();
-  std::printf("fd limit %llu, client threads %d, server threads %d, %d tokens per stream, starts at <= %.0f/s\n",
-              static_cast<unsigned long long>(fds), client_threads, server_threads, tokens, connects_per_s);
+  std::printf(
+      "fd limit %llu, client threads %d, server threads %d, %d tokens per stream, starts at <= %.0f/s\n",
+      static_cast<unsigned long long>(fds), client_threads, server_threads, tokens, connects_per_s);
   std::printf("%8s %9s %10s | %9s %9s | %9s %9s | %9s %6s %8s\n", "streams", "itl_ms", "events/s", "ttft_p50",
               "ttft_p99", "itl_p50", "itl_p99", "event_p99", "failed", "ratio");
   for (int n : stream_counts) {
@@ -85,10 +86,11 @@ int main(int argc, char** argv) {
     const double ev99 = percentile(e.event, 99) * 1e3;
     const double target_ms = n >= 10000 ? 5.0 : 1.0;
     const double worst = std::max(ttft99, itl99);
-    std::printf("%8d %9.1f %10.0f | %9.3f %9.3f | %9.3f %9.3f | %9.3f %6zu %8.2f  (target p99 <= %.0f ms; "
-                "ratio = target / max(ttft_p99, itl_p99), >= 1 meets)\n",
-                n, itl_s * 1e3, n / itl_s, ttft50, ttft99, itl50, itl99, ev99, failed + e.missing,
-                target_ms / worst, target_ms);
+    std::printf(
+        "%8d %9.1f %10.0f | %9.3f %9.3f | %9.3f %9.3f | %9.3f %6zu %8.2f  (target p99 <= %.0f ms; "
+        "ratio = target / max(ttft_p99, itl_p99), >= 1 meets)\n",
+        n, itl_s * 1e3, n / itl_s, ttft50, ttft99, itl50, itl99, ev99, failed + e.missing, target_ms / worst,
+        target_ms);
     if (std::getenv("CLIENT_BENCH_DEBUG")) {  // when the late events happened (100 ms buckets)
       std::map<int, int> hist;
       for (double t : e.late_server_times) ++hist[static_cast<int>(t * 10)];

@@ -108,9 +108,7 @@ class ChildServer {
   }
 
   std::uint16_t port() const { return port_; }
-  std::string url(const char* path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
+  std::string url(const char* path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
 
   /// Stops the child and returns its emission log: request id → chunk write times (the receipt time of
   /// each request, the end of its read, is kept in received()).
@@ -155,7 +153,7 @@ struct Errors {
   std::vector<double> itl;
   std::vector<double> event;  ///< client event time − server write time, every event
   std::size_t events = 0;
-  std::size_t missing = 0;    ///< requests without a matching log or with a different event count
+  std::size_t missing = 0;                ///< requests without a matching log or with a different event count
   std::vector<double> late_server_times;  ///< server write times (s) of events seen > 5 ms late
 };
 

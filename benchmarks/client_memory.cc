@@ -47,15 +47,17 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     const client::LoadResult r = client::run_load(o, reqs, schedule, [&](std::size_t done, std::size_t) {
       // Sample while every stream is open (before the first token at 3 s).
-      if (done == 0 && Clock::now() - t0 > std::chrono::milliseconds(1500)) peak = std::max(peak, rss_bytes());
+      if (done == 0 && Clock::now() - t0 > std::chrono::milliseconds(1500))
+        peak = std::max(peak, rss_bytes());
     });
     server.finish();
     std::size_t failed = 0;
     for (const auto& out : r.outputs) failed += !out.success;
     const double per = static_cast<double>(peak - base) / n;
-    std::printf("%8d %12.1f %12.1f %14.0f %8.2f  (target <= 16384 B; ratio = target / measured, >= 1 meets; "
-                "failed %zu)\n",
-                n, base / 1e6, peak / 1e6, per, kTargetBytes / per, failed);
+    std::printf(
+        "%8d %12.1f %12.1f %14.0f %8.2f  (target <= 16384 B; ratio = target / measured, >= 1 meets; "
+        "failed %zu)\n",
+        n, base / 1e6, peak / 1e6, per, kTargetBytes / per, failed);
     std::fflush(stdout);
   }
   return 0;

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   if (rates.empty()) rates = {25000, 50000, 100000, 150000, 200000};
   raise_fd_limit();
   constexpr double kTarget = 100000.0;
-  std::printf("%d streams, 1 client thread, %d server thread(s), %.1f s per rate\n", streams, server_threads, seconds);
+  std::printf("%d streams, 1 client thread, %d server thread(s), %.1f s per rate\n", streams, server_threads,
+              seconds);
   std::printf("%10s %10s %10s %12s %12s %10s %8s\n", "offered/s", "received/s", "client_cpu", "events/cpu-s",
               "delay_p50ms", "delay_p99ms", "failed");
   double best_per_core = 0;
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
     }
     const double per_core = events / cpu;
     best_per_core = std::max(best_per_core, per_core);
-    std::printf("%10.0f %10.0f %10.3f %12.0f %12.3f %10.3f %8zu\n", rate, events / r.duration_s, cpu, per_core,
-                percentile(e.event, 50) * 1e3, percentile(e.event, 99) * 1e3, failed + e.missing);
+    std::printf("%10.0f %10.0f %10.3f %12.0f %12.3f %10.3f %8zu\n", rate, events / r.duration_s, cpu,
+                per_core, percentile(e.event, 50) * 1e3, percentile(e.event, 99) * 1e3, failed + e.missing);
     std::fflush(stdout);
   }
   std::printf("best client events per core-second: %.0f; ratio vs target %.0f/s: %.2f (>= 1 meets)\n",

@@ -52,9 +52,10 @@ int time_prediction(const char* name, const std::string& command, const std::str
     ref = std::min(ref, seconds_since(t0));
     if (m.completed != 1000) return 1;
   }
-  std::printf("%s: 1000-prompt ShareGPT prediction %.1f ms (target <= 20 ms: %.2fx of budget), %lld steps; "
-              "compute_metrics on its outputs %.2f ms (ratio %.1fx)\n",
-              name, best * 1e3, best / 0.020, last.twin.steps, ref * 1e3, best / ref);
+  std::printf(
+      "%s: 1000-prompt ShareGPT prediction %.1f ms (target <= 20 ms: %.2fx of budget), %lld steps; "
+      "compute_metrics on its outputs %.2f ms (ratio %.1fx)\n",
+      name, best * 1e3, best / 0.020, last.twin.steps, ref * 1e3, best / ref);
   return 0;
 }
 
@@ -62,14 +63,17 @@ int time_prediction(const char* name, const std::string& command, const std::str
 
 int main() {
   using namespace servelab;
-  int rc = time_prediction("DeepSeek-V3.2, vLLM -tp 8, 8xH200",
-                           "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32", "8xH200");
-  rc |= time_prediction("Qwen3-32B, vLLM, 1xH100", "vllm serve Qwen/Qwen3-32B --max-model-len 16384", "1xH100");
+  int rc =
+      time_prediction("DeepSeek-V3.2, vLLM -tp 8, 8xH200",
+                      "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32", "8xH200");
+  rc |=
+      time_prediction("Qwen3-32B, vLLM, 1xH100", "vllm serve Qwen/Qwen3-32B --max-model-len 16384", "1xH100");
   const auto corpus = sim::load_corpus(common::source_dir().parent_path() / "shared" / "reference");
   const auto t0 = std::chrono::steady_clock::now();
   const auto v = sim::validate_corpus(corpus, 0);
   const double s = seconds_since(t0);
-  std::printf("leave-one-study-out over %zu points of %zu studies: %.1f s (target <= 60 s: %.2fx of budget)\n",
-              corpus.points.size(), corpus.studies.size(), s, s / 60.0);
+  std::printf(
+      "leave-one-study-out over %zu points of %zu studies: %.1f s (target <= 60 s: %.2fx of budget)\n",
+      corpus.points.size(), corpus.studies.size(), s, s / 60.0);
   return rc;
 }

@@ -27,17 +27,28 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--port") o.port = static_cast<std::uint16_t>(std::atoi(next()));
-    else if (a == "--host") o.host = next();
-    else if (a == "--threads") o.threads = std::atoi(next());
-    else if (a == "--ttft-ms") o.ttft_s = std::atof(next()) / 1000.0;
-    else if (a == "--itl-ms") o.itl_s = std::atof(next()) / 1000.0;
-    else if (a == "--tokens") o.num_tokens = std::atoi(next());
-    else if (a == "--tokens-per-chunk") o.tokens_per_chunk = std::atoi(next());
-    else if (a == "--reasoning-tokens") o.reasoning_tokens = std::atoi(next());
-    else if (a == "--continuous-usage") o.continuous_usage = true;
-    else if (a == "--fault") o.fault = servelab::test_support::fault_from_name(next());
-    else if (a == "--log") log_path = next();
+    if (a == "--port")
+      o.port = static_cast<std::uint16_t>(std::atoi(next()));
+    else if (a == "--host")
+      o.host = next();
+    else if (a == "--threads")
+      o.threads = std::atoi(next());
+    else if (a == "--ttft-ms")
+      o.ttft_s = std::atof(next()) / 1000.0;
+    else if (a == "--itl-ms")
+      o.itl_s = std::atof(next()) / 1000.0;
+    else if (a == "--tokens")
+      o.num_tokens = std::atoi(next());
+    else if (a == "--tokens-per-chunk")
+      o.tokens_per_chunk = std::atoi(next());
+    else if (a == "--reasoning-tokens")
+      o.reasoning_tokens = std::atoi(next());
+    else if (a == "--continuous-usage")
+      o.continuous_usage = true;
+    else if (a == "--fault")
+      o.fault = servelab::test_support::fault_from_name(next());
+    else if (a == "--log")
+      log_path = next();
     else {
       std::fprintf(stderr, "stream_server: unknown flag %s\n", a.c_str());
       return 2;

@@ -9,12 +9,12 @@
 // best of --repeats timed passes. Target (issue 2): servelab >= 1.5x the reference.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "servelab/common/paths.h"
@@ -26,7 +26,8 @@ using servelab::tokenizer::Tokenizer;
 
 std::vector<std::string> load_texts() {
   std::vector<std::string> texts;
-  for (const char* f : {"sharegpt_v3_first_turn_1000.json", "arena_hard_v0.1_answer_gpt-4-0314.sharegpt.json"}) {
+  for (const char* f :
+       {"sharegpt_v3_first_turn_1000.json", "arena_hard_v0.1_answer_gpt-4-0314.sharegpt.json"}) {
     const auto doc = nlohmann::json::parse(servelab::common::read_file(servelab::common::data_dir() / f));
     for (const auto& conv : doc) {
       for (const auto& turn : conv.at("conversations")) texts.push_back(turn.at("value").get<std::string>());
@@ -93,8 +94,8 @@ int main(int argc, char** argv) {
   }
   const auto npm = servelab::common::cache_dir() / "npm" / "node_modules" / "tokenizers";
   const auto script = servelab::common::source_dir() / "benchmarks" / "tokenizer_bench_reference.js";
-  const std::string cmd = "RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false node '" + script.string() + "' '" +
-                          npm.string() + "' '" + tok_path.string() + "' '" + texts_file + "' " +
+  const std::string cmd = "RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false node '" + script.string() +
+                          "' '" + npm.string() + "' '" + tok_path.string() + "' '" + texts_file + "' " +
                           std::to_string(repeats) + " 2>&1";
   const std::string out = run_command(cmd);
   std::remove(texts_file.c_str());
@@ -102,12 +103,13 @@ int main(int argc, char** argv) {
   try {
     ref = nlohmann::json::parse(out.substr(out.find('{')));
   } catch (const std::exception&) {
-    std::printf("reference  : unavailable (node + npm tokenizers from `make deps` needed): %s\n", out.c_str());
+    std::printf("reference  : unavailable (node + npm tokenizers from `make deps` needed): %s\n",
+                out.c_str());
     return 1;
   }
   const double ref_mbs = static_cast<double>(bytes) / ref.at("best_s").get<double>() / 1e6;
-  std::printf("reference  : %8.2f MB/s  (npm tokenizers, best of %d: %.3f s, 1 thread), tokens: %zu%s\n", ref_mbs,
-              repeats, ref.at("best_s").get<double>(), ref.at("tokens").get<std::size_t>(),
+  std::printf("reference  : %8.2f MB/s  (npm tokenizers, best of %d: %.3f s, 1 thread), tokens: %zu%s\n",
+              ref_mbs, repeats, ref.at("best_s").get<double>(), ref.at("tokens").get<std::size_t>(),
               ref.at("tokens").get<std::size_t>() == tokens ? " (same count)" : " (COUNT DIFFERS!)");
   std::printf("ratio      : %.2fx  (target >= 1.5x)\n", ours_mbs / ref_mbs);
   return 0;

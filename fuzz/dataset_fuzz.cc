@@ -3,9 +3,9 @@
 // byte picks the loader.
 #include <cstdint>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
 #include "fuzz_input.h"
+#include "servelab/dataset/dataset.h"
 
 using namespace servelab::dataset;
 

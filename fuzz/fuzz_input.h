@@ -12,15 +12,16 @@
 namespace servelab::fuzz {
 
 /// A per-process scratch file holding `size` bytes of `data`, for loaders that read a path.
-inline std::filesystem::path write_input(const std::string& name, const std::uint8_t* data, std::size_t size) {
+inline std::filesystem::path write_input(const std::string& name, const std::uint8_t* data,
+                                         std::size_t size) {
   static const std::filesystem::path dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("servelab-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     return d;
   }();
   const auto path = dir / name;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 

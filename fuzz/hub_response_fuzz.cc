@@ -22,7 +22,8 @@ using tcp = net::ip::tcp;
 /// Serves `reply` to every connection on 127.0.0.1 (after reading the request head) until destroyed.
 class HostileHub {
  public:
-  explicit HostileHub(std::string reply) : reply_(std::move(reply)), acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
+  explicit HostileHub(std::string reply)
+      : reply_(std::move(reply)), acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this] { serve(); });
   }
   ~HostileHub() {
@@ -73,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.etag_timeout_s = 2;
   o.download_timeout_s = 2;
   try {
-    (void)servelab::hub::fetch_files("org/model", {{"tokenizer.json", true}, {"config.json", false}}, "main", o);
+    (void)servelab::hub::fetch_files("org/model", {{"tokenizer.json", true}, {"config.json", false}}, "main",
+                                     o);
   } catch (const servelab::hub::HubError&) {
   }
   std::filesystem::remove_all(root);

@@ -22,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   StreamDelta d;
   d.text = req.prompt.substr(0, 64);
   (void)stream_chunk(ep, id, d);
-  (void)full_response(ep, id, req.prompt, req.messages.empty() ? "" : req.messages.back().content, "length", {1, 2});
+  (void)full_response(ep, id, req.prompt, req.messages.empty() ? "" : req.messages.back().content, "length",
+                      {1, 2});
   return 0;
 }

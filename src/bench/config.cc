@@ -3,9 +3,9 @@
 #include "servelab/bench/config.h"
 #include "bench/shard.h"
 
-#include "servelab/common/redact.h"
 #include "servelab/common/printable.h"
 #include "servelab/common/python_json.h"
+#include "servelab/common/redact.h"
 
 #include <fmt/format.h>
 
@@ -94,7 +94,9 @@ template <>
 std::string py_opt(const std::optional<double>& v) {
   return v ? python_float_repr(*v) : "None";
 }
-std::string py_bool(bool b) { return b ? "True" : "False"; }
+std::string py_bool(bool b) {
+  return b ? "True" : "False";
+}
 std::string py_list(const std::vector<std::string>& v) {
   if (v.empty()) return "None";
   std::vector<std::string> q;
@@ -106,7 +108,8 @@ std::string py_list(const std::vector<std::string>& v) {
 bool is_header_name(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
     if (!ok) return false;
   }
   return true;
@@ -142,7 +145,8 @@ double parse_python_float(const std::string& text, const std::string& flag) {
     auto [ptr, ec] = std::from_chars(begin, digits.c_str() + digits.size(), value);
     ok = ec == std::errc() && ptr == digits.c_str() + digits.size();
   }
-  if (!ok) throw ConfigError(fmt::format("argument {}: invalid float value: '{}'", flag, common::printable(text)));
+  if (!ok)
+    throw ConfigError(fmt::format("argument {}: invalid float value: '{}'", flag, common::printable(text)));
   return value;
 }
 
@@ -163,13 +167,14 @@ std::map<std::string, double> parse_goodput(const std::vector<std::string>& pair
       throw ConfigError(
           "Invalid format found for service level objectives. Specify service level objectives for goodput "
           "as \"KEY:VALUE\" pairs, where the key is a metric name, and the value is a number in "
-          "milliseconds. (got '" + pair + "')");
+          "milliseconds. (got '" +
+          pair + "')");
     const std::string& name = parts[0];
     if (!contains(kGoodputMetrics, name))
-      throw ConfigError(fmt::format(
-          "Invalid metric name found, {}: {}. The service level objective name should be one of "
-          "['ttft', 'tpot', 'e2el']. ",
-          name, python_float_repr(value)));
+      throw ConfigError(
+          fmt::format("Invalid metric name found, {}: {}. The service level objective name should be one of "
+                      "['ttft', 'tpot', 'e2el']. ",
+                      name, python_float_repr(value)));
     if (value < 0 || std::isnan(value))
       throw ConfigError(fmt::format(
           "Invalid value found, {}: {}. The service level objective value should be non-negative.", name,
@@ -192,7 +197,8 @@ std::vector<std::pair<std::string, std::string>> parse_headers(const std::vector
                         "' (letters, digits and !#$%&'*+-.^_`|~ only; use KEY=VALUE). (--header '" +
                         common::redact_header_item(item) + "')");
     if (value.find_first_of("\r\n") != std::string::npos)
-      throw ConfigError("Invalid header value: a line break in --header '" + common::redact_header_item(item) + "'");
+      throw ConfigError("Invalid header value: a line break in --header '" +
+                        common::redact_header_item(item) + "'");
     out.emplace_back(std::move(key), std::move(value));
   }
   return out;
@@ -202,29 +208,33 @@ namespace {
 // timed_trace and --multi-turn flag combinations.
 void validate_session_flags(const RunOptions& c) {
   if (c.dataset_name == "timed_trace" && c.backend == "openai-chat")
-    throw ConfigError("--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm "
-                      "(the completions API), not openai-chat");
+    throw ConfigError(
+        "--dataset-name timed_trace sends token-id prompts: use --backend openai or vllm "
+        "(the completions API), not openai-chat");
   if (c.self_timed && c.dataset_name != "timed_trace")
     throw ConfigError("--self-timed is only for --dataset-name timed_trace");
   if (!(c.timed_trace_sec_multiplier > 0) || c.timed_trace_sec_multiplier > 1e6)
     throw ConfigError(fmt::format("--timed-trace-sec-multiplier must be > 0 and at most 1e6 (got {})",
                                   python_float_repr(c.timed_trace_sec_multiplier)));
   if (c.self_timed && c.ramp_up_strategy)
-    throw ConfigError("--self-timed sends at the trace's times: it cannot be combined with --ramp-up-strategy");
+    throw ConfigError(
+        "--self-timed sends at the trace's times: it cannot be combined with --ramp-up-strategy");
   const bool session_flags = c.multi_turn_history != "server" || c.multi_turn_think_time_ms != 0.0 ||
                              c.multi_turn_max_turns || c.session_concurrency;
   if (!c.multi_turn) {
     if (session_flags)
       throw ConfigError(
-          "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and --session-concurrency "
+          "--multi-turn-history, --multi-turn-think-time-ms, --multi-turn-max-turns and "
+          "--session-concurrency "
           "need --multi-turn");
     return;
   }
   if (c.dataset_name != "sharegpt")
-    throw ConfigError(fmt::format("--multi-turn reads ShareGPT conversations: use --dataset-name sharegpt (got {})",
-                                  c.dataset_name));
+    throw ConfigError(fmt::format(
+        "--multi-turn reads ShareGPT conversations: use --dataset-name sharegpt (got {})", c.dataset_name));
   if (c.backend != "openai-chat")
-    throw ConfigError("--multi-turn sends chat messages: use --backend openai-chat --endpoint /v1/chat/completions");
+    throw ConfigError(
+        "--multi-turn sends chat messages: use --backend openai-chat --endpoint /v1/chat/completions");
   if (c.multi_turn_history != "server" && c.multi_turn_history != "dataset")
     throw ConfigError("--multi-turn-history: '" + c.multi_turn_history + "' not in {server, dataset}");
   if (!(c.multi_turn_think_time_ms >= 0) || c.multi_turn_think_time_ms > 1e9)
@@ -271,8 +281,8 @@ namespace {
 // --backend and --endpoint: a supported backend whose API the endpoint is (chat vs completions).
 void check_backend_and_endpoint(const RunOptions& c) {
   if (!contains(kBackends, c.backend))
-    throw ConfigError(fmt::format("--backend: '{}' is not supported (choose from {})", c.backend,
-                                  join(kBackends, ", ")));
+    throw ConfigError(
+        fmt::format("--backend: '{}' is not supported (choose from {})", c.backend, join(kBackends, ", ")));
   if (c.backend == "openai-chat") {
     if (!ends_with(c.endpoint, "chat/completions"))
       throw ConfigError(fmt::format(
@@ -287,8 +297,9 @@ void check_backend_and_endpoint(const RunOptions& c) {
         "completions API: use --backend openai-chat for it (or --endpoint /v1/completions)",
         c.backend, c.endpoint));
   } else if (!ends_with(c.endpoint, "completions") && !ends_with(c.endpoint, "profile")) {
-    throw ConfigError(fmt::format(
-        "OpenAI Completions API URL must end with 'completions' or 'profile'. (--endpoint '{}')", c.endpoint));
+    throw ConfigError(
+        fmt::format("OpenAI Completions API URL must end with 'completions' or 'profile'. (--endpoint '{}')",
+                    c.endpoint));
   }
 }
 
@@ -299,13 +310,15 @@ void check_tokenizer_mode(const RunOptions& c) {
                                   join(kTokenizerModes, ", ")));
   if (c.tokenizer_mode == "mistral")
     throw ConfigError(
-        "--tokenizer-mode mistral is not supported: it loads Mistral's mistral_common tokenizer (tekken.json or a "
+        "--tokenizer-mode mistral is not supported: it loads Mistral's mistral_common tokenizer (tekken.json "
+        "or a "
         "SentencePiece tokenizer.model.v*), which servelab does not implement. servelab reads a Hugging Face "
         "tokenizer.json (most Mistral repositories ship one): use --tokenizer-mode auto");
   if (c.tokenizer_mode == "custom")
     throw ConfigError(
         "--tokenizer-mode custom is not supported: it instantiates a Python tokenizer class registered in "
-        "vLLM's TokenizerRegistry under the --tokenizer name, and servelab runs no Python. Use --tokenizer-mode "
+        "vLLM's TokenizerRegistry under the --tokenizer name, and servelab runs no Python. Use "
+        "--tokenizer-mode "
         "auto with a tokenizer.json");
 }
 
@@ -319,20 +332,20 @@ void resolve_connection(const RunOptions& c, ResolvedConfig& r) {
       throw ConfigError("Invalid metadata format. Please use KEY=VALUE format. (--metadata '" + item + "')");
     r.metadata.emplace_back(strip(item.substr(0, eq)), strip(item.substr(eq + 1)));
   }
-
 }
 
 // --dataset-name, --dataset-path, --seed, --num-prompts and the multi-turn flags.
 void check_dataset_choice(const RunOptions& c) {
   if (contains(kDatasetsNotSupported, c.dataset_name))
-    throw ConfigError(fmt::format("--dataset-name {} is a vLLM dataset servelab does not support yet "
-                                  "(supported: {})",
-                                  c.dataset_name, join(kDatasets, ", ")));
+    throw ConfigError(
+        fmt::format("--dataset-name {} is a vLLM dataset servelab does not support yet "
+                    "(supported: {})",
+                    c.dataset_name, join(kDatasets, ", ")));
   if (!contains(kDatasets, c.dataset_name))
     throw ConfigError(fmt::format("--dataset-name: unknown dataset '{}' (choose from {})", c.dataset_name,
                                   join(kDatasets, ", ")));
-  bool synthetic = c.dataset_name == "random" || c.dataset_name == "prefix_repetition" ||
-                   c.dataset_name == "random-mm";
+  bool synthetic =
+      c.dataset_name == "random" || c.dataset_name == "prefix_repetition" || c.dataset_name == "random-mm";
   if (synthetic && c.dataset_path)
     throw ConfigError(fmt::format("--dataset-path is not used with --dataset-name {} (got '{}')",
                                   c.dataset_name, *c.dataset_path));
@@ -353,9 +366,12 @@ void resolve_lengths(const RunOptions& c, ResolvedConfig& r) {
   r.sharegpt_output_len = c.output_len ? c.output_len : c.sharegpt_output_len;
   r.custom_output_len = c.output_len.value_or(c.custom_output_len);
   r.prefix_repetition_output_len = c.output_len.value_or(c.prefix_repetition_output_len);
-  if (r.random_input_len < 0) throw ConfigError(fmt::format("--random-input-len must be >= 0 (got {})", r.random_input_len));
-  if (r.random_output_len < 1) throw ConfigError(fmt::format("--random-output-len must be >= 1 (got {})", r.random_output_len));
-  if (c.random_prefix_len < 0) throw ConfigError(fmt::format("--random-prefix-len must be >= 0 (got {})", c.random_prefix_len));
+  if (r.random_input_len < 0)
+    throw ConfigError(fmt::format("--random-input-len must be >= 0 (got {})", r.random_input_len));
+  if (r.random_output_len < 1)
+    throw ConfigError(fmt::format("--random-output-len must be >= 1 (got {})", r.random_output_len));
+  if (c.random_prefix_len < 0)
+    throw ConfigError(fmt::format("--random-prefix-len must be >= 0 (got {})", c.random_prefix_len));
   if (r.sharegpt_output_len && *r.sharegpt_output_len < 1)
     throw ConfigError(fmt::format("--sharegpt-output-len must be >= 1 (got {})", *r.sharegpt_output_len));
   if (r.custom_output_len != -1 && r.custom_output_len < 1)
@@ -382,18 +398,20 @@ void resolve_synthetic(const RunOptions& c, ResolvedConfig& r) {
   }
   try {
     const dataset::DatasetOptions defaults;
-    r.random_mm_limit_mm_per_prompt = c.random_mm_limit_mm_per_prompt
-                                          ? dataset::parse_mm_limit_per_prompt(*c.random_mm_limit_mm_per_prompt)
-                                          : defaults.random_mm_limit_mm_per_prompt;
-    r.random_mm_bucket_config = c.random_mm_bucket_config ? dataset::parse_mm_bucket_config(*c.random_mm_bucket_config)
-                                                          : defaults.random_mm_bucket_config;
+    r.random_mm_limit_mm_per_prompt =
+        c.random_mm_limit_mm_per_prompt ? dataset::parse_mm_limit_per_prompt(*c.random_mm_limit_mm_per_prompt)
+                                        : defaults.random_mm_limit_mm_per_prompt;
+    r.random_mm_bucket_config = c.random_mm_bucket_config
+                                    ? dataset::parse_mm_bucket_config(*c.random_mm_bucket_config)
+                                    : defaults.random_mm_bucket_config;
   } catch (const std::exception& e) {
     throw ConfigError(e.what());
   }
   if (c.dataset_name == "random-mm" && c.backend != "openai-chat")
-    throw ConfigError(fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' "
-                                  "backends. (--dataset-name random-mm with --backend {})",
-                                  c.backend));
+    throw ConfigError(
+        fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' "
+                    "backends. (--dataset-name random-mm with --backend {})",
+                    c.backend));
 }
 
 // Traffic: --request-rate (req/s, inf = all at t = 0), --burstiness, --max-concurrency and the ramp-up.
@@ -422,8 +440,7 @@ void resolve_traffic(const RunOptions& c, ResolvedConfig& r) {
       throw ConfigError("Ramp-up start RPS must be less than end RPS");
     if (*c.ramp_up_strategy == "exponential" && *c.ramp_up_start_rps == 0)
       throw ConfigError("For exponential ramp-up, the start RPS cannot be 0.");
-    if (*c.ramp_up_end_rps == 0)
-      throw ConfigError("Ramp-up end RPS must be > 0 (a rate of 0 never sends)");
+    if (*c.ramp_up_end_rps == 0) throw ConfigError("Ramp-up end RPS must be > 0 (a rate of 0 never sends)");
   } else if (c.ramp_up_start_rps || c.ramp_up_end_rps) {
     throw ConfigError("--ramp-up-start-rps/--ramp-up-end-rps need --ramp-up-strategy linear|exponential");
   }
@@ -435,14 +452,14 @@ void check_request_limits(const RunOptions& c) {
     throw ConfigError("--logprobs is only supported by the completions backends (openai, vllm)");
   if (c.num_warmups < 0) throw ConfigError(fmt::format("--num-warmups must be >= 0 (got {})", c.num_warmups));
   if (c.ready_check_timeout_s < 0)
-    throw ConfigError(fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_s));
+    throw ConfigError(
+        fmt::format("--ready-check-timeout-sec must be >= 0 (got {})", c.ready_check_timeout_s));
   if (!(c.server_metrics_interval_s > 0) || c.server_metrics_interval_s > 1e6)
     throw ConfigError(fmt::format("--server-metrics-interval-s must be > 0 and at most 1e6 s (got {})",
                                   python_float_repr(c.server_metrics_interval_s)));
   if (!(c.request_timeout_s > 0) || c.request_timeout_s > 1e9)
     throw ConfigError(fmt::format("--request-timeout-s must be > 0 and at most 1e9 s (got {})",
                                   python_float_repr(c.request_timeout_s)));
-
 }
 
 // Reporting: --percentile-metrics (deduplicated, in order), --metric-percentiles and --goodput (ms).
@@ -457,8 +474,8 @@ void resolve_reporting(const RunOptions& c, ResolvedConfig& r) {
   for (const auto& p : split(c.metric_percentiles, ',')) {
     double v = parse_python_float(p, "--metric-percentiles");
     if (!(v >= 0 && v <= 100))
-      throw ConfigError(fmt::format("--metric-percentiles: Percentiles must be in the range [0, 100] (got '{}')",
-                                    strip(p)));
+      throw ConfigError(fmt::format(
+          "--metric-percentiles: Percentiles must be in the range [0, 100] (got '{}')", strip(p)));
     r.metric_percentiles.push_back(v);
   }
   r.goodput_slo_ms = parse_goodput(c.goodput);
@@ -550,11 +567,11 @@ namespace {
 
 // The values namespace_repr prints differently from the flag's own: secrets redacted, the rate as a float.
 struct PrintedValues {
-  std::vector<std::string> headers;   // --header KEY=VALUE, credential values hidden
-  std::vector<std::string> metadata;  // --metadata KEY=VALUE too: a credential-named key hides its value
-  std::optional<std::string> base_url;  // URL credentials hidden
+  std::vector<std::string> headers;       // --header KEY=VALUE, credential values hidden
+  std::vector<std::string> metadata;      // --metadata KEY=VALUE too: a credential-named key hides its value
+  std::optional<std::string> base_url;    // URL credentials hidden
   std::optional<std::string> extra_body;  // --extra-body JSON, values of credential-named keys hidden
-  std::string request_rate;             // argparse type=float: printed as a float when it parses
+  std::string request_rate;               // argparse type=float: printed as a float when it parses
 };
 
 PrintedValues printed_values(const RunOptions& c) {
@@ -720,6 +737,5 @@ dataset::DatasetOptions dataset_options(const RunOptions& c, const ResolvedConfi
   d.request_id_prefix = r.request_id_prefix;
   return d;
 }
-
 
 }  // namespace servelab::bench

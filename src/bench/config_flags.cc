@@ -39,12 +39,14 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                "used (its `id` as the request model name, its `root` as the model id).");
   add_optional(app, "--served-model-name", c.served_model_name,
                "The model name used in the API. If not specified, the model name is the same as --model.");
-  add_optional(app, "--tokenizer", c.tokenizer,
-               "Name or path of the tokenizer (tokenizer.json file, a directory holding it, or a Hugging Face "
-               "id: from the local cache, else downloaded from the Hub into it), if not using the default "
-               "(the model id).");
-  add_optional(app, "--revision", c.revision,
-               "Hugging Face Hub revision (branch, tag or commit) of the tokenizer of a Hub id (default: main).");
+  add_optional(
+      app, "--tokenizer", c.tokenizer,
+      "Name or path of the tokenizer (tokenizer.json file, a directory holding it, or a Hugging Face "
+      "id: from the local cache, else downloaded from the Hub into it), if not using the default "
+      "(the model id).");
+  add_optional(
+      app, "--revision", c.revision,
+      "Hugging Face Hub revision (branch, tag or commit) of the tokenizer of a Hub id (default: main).");
   app.add_flag("--trust-remote-code", c.trust_remote_code,
                "Accepted for drop-in compatibility; servelab runs no Python tokenizer code.");
   app.add_option("--tokenizer-mode", c.tokenizer_mode,
@@ -57,17 +59,20 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
       ->capture_default_str();
 
   // Workload.
-  app.add_option("--dataset-name", c.dataset_name,
-                 "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom, sonnet, "
-                 "burstgpt, spec_bench, random-mm, hf, timed_trace (other vLLM dataset names are reported as not "
-                 "supported).")
+  app.add_option(
+         "--dataset-name", c.dataset_name,
+         "Name of the dataset to benchmark on: sharegpt, random, prefix_repetition, custom, sonnet, "
+         "burstgpt, spec_bench, random-mm, hf, timed_trace (other vLLM dataset names are reported as not "
+         "supported).")
       ->capture_default_str();
   add_optional(app, "--dataset-path", c.dataset_path,
                "Path to the dataset file (sharegpt: JSON list of conversations; custom, spec_bench: JSONL; "
                "sonnet: text; burstgpt: CSV; hf: a dataset id in the local HF cache, or its folder).");
   app.add_option("--num-prompts", c.num_prompts, "Number of prompts to process.")->capture_default_str();
-  app.add_option("--seed", c.seed, "Seed of the dataset sampling and arrival-time RNGs.")->capture_default_str();
-  add_optional(app, "--input-len", c.input_len, "General input length for datasets (maps to --random-input-len).");
+  app.add_option("--seed", c.seed, "Seed of the dataset sampling and arrival-time RNGs.")
+      ->capture_default_str();
+  add_optional(app, "--input-len", c.input_len,
+               "General input length for datasets (maps to --random-input-len).");
   add_optional(app, "--output-len", c.output_len,
                "General output length for datasets (maps to --random-output-len, --sharegpt-output-len, "
                "--custom-output-len and --prefix-repetition-output-len).");
@@ -80,8 +85,9 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                  "Range ratio for sampling input/output length, a float in [0, 1) or JSON "
                  "{\"input\": a, \"output\": b}: lengths are uniform in [len*(1-r), len*(1+r)].")
       ->capture_default_str();
-  app.add_option("--random-prefix-len", c.random_prefix_len,
-                 "Number of fixed prefix tokens before the random context (added on top of the input length).")
+  app.add_option(
+         "--random-prefix-len", c.random_prefix_len,
+         "Number of fixed prefix tokens before the random context (added on top of the input length).")
       ->capture_default_str();
   add_optional(app, "--sharegpt-output-len", c.sharegpt_output_len,
                "Output length for each request. Overrides the output length from the ShareGPT dataset.");
@@ -89,7 +95,8 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                  "Number of output tokens per request, used only for the custom dataset (-1: the per-row "
                  "output_tokens).")
       ->capture_default_str();
-  app.add_flag("--skip-chat-template", c.skip_chat_template, "Skip applying the chat template (custom dataset).");
+  app.add_flag("--skip-chat-template", c.skip_chat_template,
+               "Skip applying the chat template (custom dataset).");
   app.add_option("--prefix-repetition-prefix-len", c.prefix_repetition_prefix_len,
                  "Number of prefix tokens per request (prefix_repetition dataset).")
       ->capture_default_str();
@@ -123,11 +130,13 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                  "Range ratio r in [0, 1] for sampling items per request: uniform in [floor(n*(1-r)), "
                  "ceil(n*(1+r))], capped by the sum of the per-modality limits.")
       ->capture_default_str();
-  add_optional(app, "--random-mm-limit-mm-per-prompt", c.random_mm_limit_mm_per_prompt,
-               "Per-modality hard caps for items per request, JSON (default {\"image\": 255, \"video\": 1}).");
-  add_optional(app, "--random-mm-bucket-config", c.random_mm_bucket_config,
-               "The bucket config: a dict (H, W, T) -> probability, e.g. {(256, 256, 1): 0.5, (720, 1280, 1): "
-               "0.5, (720, 1280, 16): 0.0} (the default); T = 1 is an image (video is not supported).");
+  add_optional(
+      app, "--random-mm-limit-mm-per-prompt", c.random_mm_limit_mm_per_prompt,
+      "Per-modality hard caps for items per request, JSON (default {\"image\": 255, \"video\": 1}).");
+  add_optional(
+      app, "--random-mm-bucket-config", c.random_mm_bucket_config,
+      "The bucket config: a dict (H, W, T) -> probability, e.g. {(256, 256, 1): 0.5, (720, 1280, 1): "
+      "0.5, (720, 1280, 16): 0.0} (the default); T = 1 is an image (video is not supported).");
   add_optional(app, "--hf-subset", c.hf_subset, "Subset of the HF dataset (a folder of that name).");
   add_optional(app, "--hf-split", c.hf_split, "Split of the HF dataset.");
   add_optional(app, "--hf-name", c.hf_name,
@@ -136,8 +145,10 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
   add_optional(app, "--hf-output-len", c.hf_output_len,
                "Output length for each request. Overrides the output lengths from the sampled HF dataset.");
   app.add_flag("--no-stream", c.no_stream, "Do not load the dataset in streaming mode.");
-  app.add_flag("--no-oversample", c.no_oversample, "Do not oversample if the dataset has fewer samples than --num-prompts.");
-  app.add_flag("--disable-shuffle", c.disable_shuffle, "Disable shuffling of dataset samples for deterministic ordering.");
+  app.add_flag("--no-oversample", c.no_oversample,
+               "Do not oversample if the dataset has fewer samples than --num-prompts.");
+  app.add_flag("--disable-shuffle", c.disable_shuffle,
+               "Disable shuffling of dataset samples for deterministic ordering.");
   app.add_option("--request-id-prefix", c.request_id_prefix,
                  "Prefix of the x-request-id header (default: bench-<8 random hex>-); id = prefix + index.");
   app.add_flag("--self-timed", c.self_timed,
@@ -151,9 +162,10 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
          "timed_trace with --self-timed: seconds per trace timestamp unit (0.001 = Mooncake milliseconds in "
          "real time; 0.0005 replays twice as fast, 0.002 twice as slow).")
       ->default_str("0.001");
-  app.add_flag("--multi-turn", c.multi_turn,
-               "sharegpt + openai-chat: benchmark whole conversations (servelab): every user turn is sent with "
-               "its history, the next turn once the previous one finished; --num-prompts counts conversations.");
+  app.add_flag(
+      "--multi-turn", c.multi_turn,
+      "sharegpt + openai-chat: benchmark whole conversations (servelab): every user turn is sent with "
+      "its history, the next turn once the previous one finished; --num-prompts counts conversations.");
   app.add_option("--multi-turn-history", c.multi_turn_history,
                  "Assistant messages of a turn's history: server (the server's actual answers, as vLLM's "
                  "benchmarks/multi_turn) or dataset (the recorded answers).")
@@ -168,9 +180,10 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
       ->default_str("0.0");
   add_optional(app, "--multi-turn-max-turns", c.multi_turn_max_turns,
                "Keep only the first N user turns of every conversation.");
-  add_optional(app, "--session-concurrency", c.session_concurrency,
-               "Conversations in progress at once (--multi-turn); a conversation waits for a free session before "
-               "its first turn. Default: no limit.");
+  add_optional(
+      app, "--session-concurrency", c.session_concurrency,
+      "Conversations in progress at once (--multi-turn); a conversation waits for a free session before "
+      "its first turn. Default: no limit.");
 
   // Traffic shaping.
   app.add_option("--request-rate", c.request_rate,
@@ -237,8 +250,9 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                "recorded and the offset taken as 0 (servelab extension).");
 
   // Sampling / request body.
-  app.add_flag("--ignore-eos", c.ignore_eos,
-               "Set ignore_eos in every request. Forced on for --dataset-name random (vLLM 0.13, PR #28227).");
+  app.add_flag(
+      "--ignore-eos", c.ignore_eos,
+      "Set ignore_eos in every request. Forced on for --dataset-name random (vLLM 0.13, PR #28227).");
   add_optional(app, "--temperature", c.temperature,
                "Temperature sampling parameter. When not given, temperature 0.0 (greedy) is sent, as vLLM "
                "0.13 does (newer vLLM sends none).");
@@ -270,12 +284,14 @@ void add_bench_flags(CLI::App& app, RunOptions& c) {
                "in the JSON file.");
   app.add_flag("--append-result", c.append_result, "Append the benchmark result to an existing JSON file.");
   add_optional(app, "--result-dir", c.result_dir, "Directory of the JSON result file (created if needed).");
-  add_optional(app, "--result-filename", c.result_filename,
-               "File name of the JSON result (default: {label}-{rate}qps[-concurrency{N}]-{model}-{date}.json).");
+  add_optional(
+      app, "--result-filename", c.result_filename,
+      "File name of the JSON result (default: {label}-{rate}qps[-concurrency{N}]-{model}-{date}.json).");
   app.add_option("--metadata", c.metadata,
                  "Key-value pairs (e.g. --metadata version=0.3.3 tp=1) recorded in the JSON result.");
   add_optional(app, "--label", c.label, "Prefix of the result file name (default: the backend).");
-  app.add_flag("--disable-tqdm", c.disable_tqdm, "Disable the progress bar (it is shown only on a terminal).");
+  app.add_flag("--disable-tqdm", c.disable_tqdm,
+               "Disable the progress bar (it is shown only on a terminal).");
 
   // argparse semantics: a repeated single-value flag keeps its last value (CLI11 would reject it).
   for (CLI::Option* o : app.get_options())

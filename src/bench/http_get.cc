@@ -1,13 +1,13 @@
 // servelab/bench private: a blocking HTTP(S) GET with Boost.Beast (model discovery).
 #include "bench/http_get.h"
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -60,17 +60,18 @@ HttpGetResult exchange(Stream& stream, beast::tcp_stream& tcp, const Url& u,
 
 }  // namespace
 
-HttpGetResult http_get(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
-                       bool insecure, double timeout_s) {
+HttpGetResult http_get(const std::string& url,
+                       const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                       double timeout_s) {
   Url u;
   try {
     u = client::detail::parse_url(url);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(e.what());
   }
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(timeout_s));
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(timeout_s));
   try {
     asio::io_context ioc;
     asio::ip::tcp::resolver resolver(ioc);

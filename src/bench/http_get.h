@@ -19,7 +19,8 @@ struct HttpGetResult {
 /// `timeout_s` seconds (connect + request + response). `insecure` skips TLS certificate verification.
 /// Throws std::runtime_error naming the URL on a malformed URL, DNS/connect/TLS/IO failure or timeout.
 /// Thread-safety: reentrant.
-HttpGetResult http_get(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
-                       bool insecure, double timeout_s);
+HttpGetResult http_get(const std::string& url,
+                       const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                       double timeout_s);
 
 }  // namespace servelab::bench::detail

@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "bench/shard.h"
 #include "servelab/bench/config.h"
 #include "servelab/common/printable.h"
-#include "bench/shard.h"
 
 namespace servelab::bench {
 namespace {
@@ -20,8 +20,8 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-constexpr std::int64_t kMaxShards = 4096;           // as --shard I/N accepts (parse_shard_spec)
-constexpr std::int64_t kMaxRequests = 1LL << 31;    // requests of one schedule (--num-prompts is an int)
+constexpr std::int64_t kMaxShards = 4096;         // as --shard I/N accepts (parse_shard_spec)
+constexpr std::int64_t kMaxRequests = 1LL << 31;  // requests of one schedule (--num-prompts is an int)
 
 // The config keys every shard must agree on (they define the schedule and the report).
 constexpr const char* kSameConfig[] = {"seed",
@@ -132,8 +132,8 @@ Placed place(const std::vector<ShardInput>& shards,
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const double shift_s = (max_offset_ms - offsets_ms[s]) / 1000.0 * time_scale;
     const auto indices = field<std::vector<std::size_t>>(shards[s], shard_of(shards[s]), "indices");
-    p.duration_s = std::max(
-        p.duration_s, shard_number(shards[s], shard_of(shards[s]), "", "duration_s", true) + shift_s);
+    p.duration_s = std::max(p.duration_s,
+                            shard_number(shards[s], shard_of(shards[s]), "", "duration_s", true) + shift_s);
     for (std::size_t j = 0; j < indices.size(); ++j) {
       metrics::RequestOutput o = records[s][j];
       const bool never_sent = o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0;
@@ -163,8 +163,8 @@ std::size_t check_together(const std::vector<ShardInput>& shards) {
       throw MergeError(fmt::format("{}: shard {}/{} does not belong with {} (a shard of {})", s.name, index,
                                    own_count, first.name, count));
     if (index >= count)
-      throw MergeError(fmt::format("{}: servelab.shard \"index\" {} is not below its \"count\" {}", s.name,
-                                   index, count));
+      throw MergeError(
+          fmt::format("{}: servelab.shard \"index\" {} is not below its \"count\" {}", s.name, index, count));
     const json& c0 = field<json>(first, f, "config");
     const json& c = field<json>(s, x, "config");
     for (const char* key : kSameConfig) {
@@ -172,7 +172,8 @@ std::size_t check_together(const std::vector<ShardInput>& shards) {
         throw MergeError(fmt::format("{}: --{} {} differs from {}'s {}: not shards of one schedule", s.name,
                                      std::string(key) == "model_id" ? "model" : key,
                                      c.contains(key) ? common::printable(c[key].dump()) : "(missing)",
-                                     first.name, c0.contains(key) ? common::printable(c0[key].dump()) : "(missing)"));
+                                     first.name,
+                                     c0.contains(key) ? common::printable(c0[key].dump()) : "(missing)"));
     }
     for (const char* key : {"start_at_s", "server_time_scale", "engine_twin"})
       if (x.value(key, json()) != f.value(key, json()))
@@ -187,9 +188,10 @@ std::size_t check_together(const std::vector<ShardInput>& shards) {
     if (auto [it, fresh] = seen.emplace(index, s.name); !fresh)
       throw MergeError(fmt::format("{} and {} are both shard {}/{}", it->second, s.name, index, count));
     // Its share of the partition, counted before anything of that size is built.
-    const std::size_t own = static_cast<std::size_t>(index) < num_requests
-                                ? (num_requests - static_cast<std::size_t>(index) - 1) / static_cast<std::size_t>(count) + 1
-                                : 0;
+    const std::size_t own =
+        static_cast<std::size_t>(index) < num_requests
+            ? (num_requests - static_cast<std::size_t>(index) - 1) / static_cast<std::size_t>(count) + 1
+            : 0;
     if (!x.contains("indices") || !x["indices"].is_array() || x["indices"].size() != own)
       throw MergeError(fmt::format("{}: its request indices are not shard {}/{} of {} requests ({} expected)",
                                    s.name, index, count, num_requests, own));
@@ -229,7 +231,8 @@ report::RunInfo run_info(const std::vector<ShardInput>& shards) {
   for (const auto& s : shards)
     if (s.result["servelab"].contains("interrupted")) {
       const json& v = s.result["servelab"]["interrupted"];
-      if (!v.is_boolean()) throw MergeError(fmt::format("{}: servelab.interrupted must be true or false", s.name));
+      if (!v.is_boolean())
+        throw MergeError(fmt::format("{}: servelab.interrupted must be true or false", s.name));
       run.interrupted = run.interrupted || v.get<bool>();
     }
   return run;
@@ -410,7 +413,8 @@ MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool sav
   const json& first = shard_of(shards.front());
   m.server_time_scale = shard_number(shards.front(), first, "", "server_time_scale", true);
   if (m.server_time_scale == 0)
-    throw MergeError(fmt::format("{}: servelab.shard.server_time_scale is 0, must be > 0", shards.front().name));
+    throw MergeError(
+        fmt::format("{}: servelab.shard.server_time_scale is 0, must be > 0", shards.front().name));
   m.engine_twin = first.contains("engine_twin") && field<bool>(shards.front(), first, "engine_twin");
   m.clocks = applied_clocks(shards);
   std::vector<double> offsets;
@@ -431,11 +435,12 @@ MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool sav
   try {
     m.run = run_info(shards);
   } catch (const json::exception&) {  // a type error's text names nlohmann's internals, not the file
-    throw MergeError(fmt::format("{}: servelab.shard.config: backend, model_id and tokenizer_id must be strings, "
-                                 "label a string or null, num_prompts an integer, request_rate a string, "
-                                 "burstiness a number, max_concurrency an integer or null, metadata [key, "
-                                 "value] string pairs",
-                                 shards.front().name));
+    throw MergeError(
+        fmt::format("{}: servelab.shard.config: backend, model_id and tokenizer_id must be strings, "
+                    "label a string or null, num_prompts an integer, request_rate a string, "
+                    "burstiness a number, max_concurrency an integer or null, metadata [key, "
+                    "value] string pairs",
+                    shards.front().name));
   } catch (const ConfigError& e) {
     throw MergeError(fmt::format("{}: servelab.shard.config: {}", shards.front().name, e.what()));
   }

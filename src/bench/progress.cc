@@ -33,7 +33,8 @@ std::string format_progress(std::size_t done, std::size_t total, double elapsed_
   }
   bar += std::string(static_cast<std::size_t>(width - used), ' ');
   double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
-  std::string remaining = (rate > 0 && done <= total) ? clock_text(static_cast<double>(total - done) / rate) : "?";
+  std::string remaining =
+      (rate > 0 && done <= total) ? clock_text(static_cast<double>(total - done) / rate) : "?";
   std::string rate_text = rate > 0 ? fmt::format("{:.2f}it/s", rate) : "?it/s";
   return fmt::format("{:3.0f}%|{}| {}/{} [{}<{}, {}]", std::floor(frac * 100), bar, done, total,
                      clock_text(elapsed_s), remaining, rate_text);
@@ -64,8 +65,8 @@ std::string format_progress_log(std::size_t done, std::size_t total, double elap
   const std::string rate_text = rate > 0 ? fmt::format("{:.2f} req/s", rate) : "? req/s";
   const std::string eta =
       rate > 0 && done <= total ? clock_text(static_cast<double>(total - done) / rate) : std::string("?");
-  return fmt::format("Progress: {}/{} requests done ({:.1f}%), {}, elapsed {}, ETA {}", done, total, pct, rate_text,
-                     clock_text(elapsed_s), eta);
+  return fmt::format("Progress: {}/{} requests done ({:.1f}%), {}, elapsed {}, ETA {}", done, total, pct,
+                     rate_text, clock_text(elapsed_s), eta);
 }
 
 ProgressLog::ProgressLog(std::FILE* stream, std::size_t total, double interval_s)

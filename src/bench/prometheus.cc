@@ -10,11 +10,21 @@ namespace {
 
 constexpr std::size_t kKeptSkipped = 20;
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool name_char(char c) { return name_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
-bool label_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool label_char(char c) { return label_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+bool name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
+bool name_char(char c) {
+  return name_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
+bool label_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool label_char(char c) {
+  return label_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 std::string_view trim_left(std::string_view s) {
   while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
@@ -87,7 +97,8 @@ std::string comment_line(std::string_view rest, Exposition& out) {
   rest = trim_left(rest);
   std::string_view name = take_name(rest, name_start, name_char);
   if (name.empty()) return "# " + std::string(keyword) + " without a valid metric name";
-  if (!rest.empty() && !is_blank(rest.front())) return "invalid character in the metric name of # " + std::string(keyword);
+  if (!rest.empty() && !is_blank(rest.front()))
+    return "invalid character in the metric name of # " + std::string(keyword);
   Family& f = out.families[std::string(name)];
   if (keyword == "HELP") {
     if (!rest.empty()) rest.remove_prefix(1);  // the one blank separating name and text
@@ -133,9 +144,12 @@ std::string take_labels(std::string_view& s, Sample& sample) {
       if (s.empty()) break;
       const char e = s.front();
       s.remove_prefix(1);
-      if (e == '\\' || e == '"') value.push_back(e);
-      else if (e == 'n') value.push_back('\n');
-      else return "invalid escape '\\" + std::string(1, e) + "' in the value of label " + std::string(key);
+      if (e == '\\' || e == '"')
+        value.push_back(e);
+      else if (e == 'n')
+        value.push_back('\n');
+      else
+        return "invalid escape '\\" + std::string(1, e) + "' in the value of label " + std::string(key);
     }
     if (!closed) return "unterminated value of label " + std::string(key);
     for (const auto& [k, v] : sample.labels)
@@ -220,9 +234,11 @@ MetricType Exposition::type_of(std::string_view name) const {
     std::string_view text;
     bool counter, histogram;
   };
-  static constexpr Suffix kSuffixes[] = {
-      {"_total", true, false}, {"_created", true, true}, {"_bucket", false, true},
-      {"_sum", false, true},   {"_count", false, true}};
+  static constexpr Suffix kSuffixes[] = {{"_total", true, false},
+                                         {"_created", true, true},
+                                         {"_bucket", false, true},
+                                         {"_sum", false, true},
+                                         {"_count", false, true}};
   for (const auto& sfx : kSuffixes) {
     if (name.size() <= sfx.text.size() || name.substr(name.size() - sfx.text.size()) != sfx.text) continue;
     const std::string_view base = name.substr(0, name.size() - sfx.text.size());

@@ -8,7 +8,8 @@
 
 namespace servelab::bench {
 
-std::vector<report::RpsChangeEvent> rps_change_events(const client::ArrivalOptions& arrival, double start_wall_s,
+std::vector<report::RpsChangeEvent> rps_change_events(const client::ArrivalOptions& arrival,
+                                                      double start_wall_s,
                                                       std::span<const double> dispatch_wall_s) {
   std::vector<report::RpsChangeEvent> events;
   if (arrival.ramp_up == client::RampUp::kNone) return events;

@@ -8,20 +8,20 @@
 #include <exception>
 #include <memory>
 
-#include "servelab/bench/bench.h"
 #include "bench/http_get.h"
 #include "bench/progress.h"
 #include "bench/ramp_up.h"
 #include "bench/server_clock.h"
 #include "bench/shard.h"
-#include "servelab/bench/status.h"
 #include "bench/workload.h"
+#include "servelab/bench/bench.h"
+#include "servelab/bench/status.h"
 #include "servelab/client/client.h"
 #include "servelab/client/session.h"
+#include "servelab/common/python_json.h"
 #include "servelab/common/redact.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/dataset/multi_turn.h"
-#include "servelab/common/python_json.h"
 #include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::bench {
@@ -105,8 +105,8 @@ std::pair<std::string, std::string> discover_first_model(
     throw BenchError(fmt::format("model discovery (no --model given): {}", e.what()));
   }
   if (res.status != 200)
-    throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)", shown,
-                                 res.status, res.reason));
+    throw BenchError(fmt::format("model discovery: GET {} returned HTTP {} {} (pass --model to skip it)",
+                                 shown, res.status, res.reason));
   if (body) *body = res.body;
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
@@ -119,7 +119,8 @@ std::pair<std::string, std::string> discover_first_model(
   if (!first.is_object() || !first.contains("id") || !first["id"].is_string())
     throw BenchError(fmt::format("model discovery: GET {}: data[0].id is missing or not a string", shown));
   std::string id = first["id"].get<std::string>();
-  std::string root = first.contains("root") && first["root"].is_string() ? first["root"].get<std::string>() : id;
+  std::string root =
+      first.contains("root") && first["root"].is_string() ? first["root"].get<std::string>() : id;
   return {id, root};
 }
 
@@ -170,7 +171,8 @@ struct RunContext {
   double k = 1.0;  // server time scale (engine time = wall time × k)
   client::ArrivalOptions arrival;
   std::vector<double> schedule;
-  std::optional<ShardPlan> shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
+  std::optional<ShardPlan>
+      shard;  // --shard: this host's part, its clock measured, up to 1 s before the start
   // run_timed_load
   client::ClientOptions timed_opts;
   client::LoadResult load;
@@ -226,8 +228,10 @@ void load_run_tokenizer(RunContext& x) {
     fetch.revision = x.config.revision.value_or("");
     fetch.download = true;
     const RunIo& io = x.io;
-    if (!io.quiet) fetch.log = [&io](const std::string& line) { std::fprintf(io.progress, "%s\n", line.c_str()); };
-    x.tok = std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(x.result.tokenizer_id, fetch));
+    if (!io.quiet)
+      fetch.log = [&io](const std::string& line) { std::fprintf(io.progress, "%s\n", line.c_str()); };
+    x.tok =
+        std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(x.result.tokenizer_id, fetch));
   } catch (const std::exception& e) {
     throw BenchError(fmt::format("--tokenizer {}: {}", x.result.tokenizer_id, e.what()));
   }
@@ -266,8 +270,8 @@ void make_client_options(RunContext& x) {
   }
   client::ClientOptions& opts = x.opts;
   opts.api_url = x.urls.api_url;
-  opts.endpoint = config.backend == "openai-chat" ? client::Endpoint::kChatCompletions
-                                                  : client::Endpoint::kCompletions;
+  opts.endpoint =
+      config.backend == "openai-chat" ? client::Endpoint::kChatCompletions : client::Endpoint::kCompletions;
   opts.model = x.result.model_name;
   opts.headers = x.r.headers;
   opts.ignore_eos = ignore_eos;
@@ -346,7 +350,7 @@ void plan_schedule(RunContext& x) {
 
   x.clock = x.stop.stop_requested() ? detail::ServerClock{}
             : x.models_body         ? detail::server_clock_from_models(*x.models_body)
-                                    : detail::probe_server_clock(x.urls.base_url, x.r.headers, config.insecure);
+                            : detail::probe_server_clock(x.urls.base_url, x.r.headers, config.insecure);
   x.result.server_time_scale = x.clock.time_scale;
   x.result.engine_twin = x.clock.engine_twin;
   if (x.clock.time_scale != 1.0)
@@ -412,7 +416,8 @@ client::ClientOptions timed_options(const RunContext& x, std::size_t num_request
     timed_opts.preconnect = limit > 0 ? std::min(limit, num_requests) : num_requests;
   }
   if (x.shard) {
-    if (std::chrono::system_clock::now().time_since_epoch() >= std::chrono::duration<double>(*config.start_at))
+    if (std::chrono::system_clock::now().time_since_epoch() >=
+        std::chrono::duration<double>(*config.start_at))
       throw BenchError(
           fmt::format("shard {}: the ready check and warm-ups ended after --start-at {:.3f}; nothing "
                       "was measured (give a later start time)",
@@ -444,9 +449,10 @@ void run_timed_load(RunContext& x) {
   }
   x.timed_opts = timed_options(x, sent.size());
   try {
-    x.load = x.work.multi_turn ? client::run_sessions(x.timed_opts, planned, x.work.multi_turn->plan, x.schedule,
-                                                      progress.callback, x.stop)
-                               : client::run_load(x.timed_opts, sent, sent_schedule, progress.callback, x.stop);
+    x.load = x.work.multi_turn
+                 ? client::run_sessions(x.timed_opts, planned, x.work.multi_turn->plan, x.schedule,
+                                        progress.callback, x.stop)
+                 : client::run_load(x.timed_opts, sent, sent_schedule, progress.callback, x.stop);
   } catch (const std::invalid_argument& e) {  // an OS limit the run cannot fit in (descriptors, ports)
     throw BenchError(e.what());
   }
@@ -484,7 +490,8 @@ void run_timed_load(RunContext& x) {
   result.duration_s *= x.k;
   result.outputs = std::move(load.outputs);
   detail::to_engine_time(result.outputs, x.k);
-  if (x.clock.engine_twin) x.lag = detail::read_schedule_window(x.urls.base_url, x.r.headers, config.insecure);
+  if (x.clock.engine_twin)
+    x.lag = detail::read_schedule_window(x.urls.base_url, x.r.headers, config.insecure);
   if (x.lag) result.schedule_lag = ScheduleLag{x.lag->tokens, x.lag->mean_ms(), x.lag->lag_max_ms};
 }
 
@@ -524,8 +531,8 @@ void report_metrics(RunContext& x) {
   result.console_report = report::format_console_block(result.run, result.metrics, x.selected) +
                           report::format_console_extras(result.run, result.metrics, x.selected);
   if (x.work.multi_turn) {
-    x.sessions =
-        detail::session_metrics(*x.work.multi_turn, result.outputs, result.duration_s, x.r.metric_percentiles);
+    x.sessions = detail::session_metrics(*x.work.multi_turn, result.outputs, result.duration_s,
+                                         x.r.metric_percentiles);
     result.console_report += detail::format_session_metrics(*x.sessions, x.work.multi_turn->history,
                                                             config.multi_turn_think_time_ms,
                                                             config.session_concurrency.value_or(0));
@@ -541,11 +548,13 @@ void report_metrics(RunContext& x) {
         k, k);
     if (result.schedule_lag)
       result.console_report += fmt::format(
-          "Twin schedule lag (engine ms): mean {:.2f}, max {:.2f}, last {:.2f} over {} tokens; admission wait "
+          "Twin schedule lag (engine ms): mean {:.2f}, max {:.2f}, last {:.2f} over {} tokens; admission "
+          "wait "
           "max {:.2f}; client oversleep mean {:.3f} wall ms\n",
           result.schedule_lag->mean_ms, result.schedule_lag->max_ms, x.lag->lag_last_ms,
           result.schedule_lag->tokens, x.lag->admission_wait_max_ms, x.client_stall_ms);
-    if (!result.invalid_reason.empty()) result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
+    if (!result.invalid_reason.empty())
+      result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
   }
   if (result.server_metrics) result.console_report += format_server_metrics(*result.server_metrics);
   x.print.raw(result.console_report);
@@ -577,7 +586,8 @@ void build_result_json(RunContext& x) {
     x.shard->record.server_time_scale = k;
     x.shard->record.engine_twin = x.clock.engine_twin;
     x.shard->record.shard_max_concurrency = x.opts.max_concurrency;
-    ext["shard"] = shard_json(x.shard->record, config, x.r, result.model_id, result.tokenizer_id, result.outputs);
+    ext["shard"] =
+        shard_json(x.shard->record, config, x.r, result.model_id, result.tokenizer_id, result.outputs);
   }
   if (config.preconnect)
     ext["preconnect"] = {{"connections", x.timed_opts.preconnect},

@@ -21,7 +21,8 @@ ServerClock server_clock_from_models(const std::string& body) {
   const auto& first = j["data"][0];
   if (!first.is_object() || !first.contains("servelab") || !first["servelab"].is_object()) return clock;
   const auto& s = first["servelab"];
-  if (s.contains("engine_twin") && s["engine_twin"].is_boolean()) clock.engine_twin = s["engine_twin"].get<bool>();
+  if (s.contains("engine_twin") && s["engine_twin"].is_boolean())
+    clock.engine_twin = s["engine_twin"].get<bool>();
   if (s.contains("time_scale") && s["time_scale"].is_number()) {
     const double k = s["time_scale"].get<double>();
     if (k > 0 && std::isfinite(k)) clock.time_scale = k;
@@ -30,7 +31,8 @@ ServerClock server_clock_from_models(const std::string& body) {
 }
 
 ServerClock probe_server_clock(const std::string& base_url,
-                               const std::vector<std::pair<std::string, std::string>>& headers, bool insecure) {
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               bool insecure) {
   try {
     const HttpGetResult res = http_get(base_url + "/v1/models", headers, insecure, 5.0);
     if (res.status != 200) return ServerClock{};
@@ -40,14 +42,15 @@ ServerClock probe_server_clock(const std::string& base_url,
   }
 }
 
-std::optional<ScheduleWindow> read_schedule_window(const std::string& base_url,
-                                                   const std::vector<std::pair<std::string, std::string>>& headers,
-                                                   bool insecure) {
+std::optional<ScheduleWindow> read_schedule_window(
+    const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
+    bool insecure) {
   try {
     const HttpGetResult res = http_get(base_url + "/servelab/schedule", headers, insecure, 5.0);
     if (res.status != 200) return std::nullopt;
     const auto j = nlohmann::json::parse(res.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("window") || !j["window"].is_object()) return std::nullopt;
+    if (j.is_discarded() || !j.is_object() || !j.contains("window") || !j["window"].is_object())
+      return std::nullopt;
     const auto& w = j["window"];
     ScheduleWindow out;
     out.tokens = w.value("tokens", std::uint64_t{0});
@@ -97,7 +100,9 @@ StallMonitor::StallMonitor() : state_(std::make_unique<State>()) {
   });
 }
 
-StallMonitor::~StallMonitor() { stop(); }
+StallMonitor::~StallMonitor() {
+  stop();
+}
 
 double StallMonitor::stop() {
   if (state_->thread.joinable()) {
@@ -107,8 +112,9 @@ double StallMonitor::stop() {
   return state_->n ? state_->sum_ms / static_cast<double>(state_->n) : 0.0;
 }
 
-std::string schedule_invalid_reason(const ScheduleWindow& w, double duration_s, const metrics::BenchmarkMetrics& m,
-                                    double time_scale, double client_stall_ms) {
+std::string schedule_invalid_reason(const ScheduleWindow& w, double duration_s,
+                                    const metrics::BenchmarkMetrics& m, double time_scale,
+                                    double client_stall_ms) {
   if (w.tokens == 0) return "";  // nothing emitted in the window: no timing to judge
   const double duration_ms = duration_s * 1e3;
   std::string why;
@@ -117,20 +123,23 @@ std::string schedule_invalid_reason(const ScheduleWindow& w, double duration_s, 
                       duration_ms);
 
   else if (w.admission_wait_max_ms > 0.10 * duration_ms)
-    why = fmt::format("a request may have waited {:.0f} ms unread while the server was busy, more than 10% of the "
-                      "{:.0f} ms run",
-                      w.admission_wait_max_ms, duration_ms);
+    why = fmt::format(
+        "a request may have waited {:.0f} ms unread while the server was busy, more than 10% of the "
+        "{:.0f} ms run",
+        w.admission_wait_max_ms, duration_ms);
   else if (m.ttft.count > 0 && w.mean_ms() > 0.05 * m.ttft.mean_ms)
-    why = fmt::format("tokens left {:.2f} ms late on average, more than 5% of the mean TTFT ({:.1f} ms)", w.mean_ms(),
-                      m.ttft.mean_ms);
+    why = fmt::format("tokens left {:.2f} ms late on average, more than 5% of the mean TTFT ({:.1f} ms)",
+                      w.mean_ms(), m.ttft.mean_ms);
   else if (m.ttft.count > 0 && client_stall_ms * time_scale > 0.05 * m.ttft.mean_ms)
-    why = fmt::format("the benchmark client itself woke {:.2f} ms late on average ({:.1f} ms scaled), more than 5% "
-                      "of the mean TTFT ({:.1f} ms)",
-                      client_stall_ms, client_stall_ms * time_scale, m.ttft.mean_ms);
+    why = fmt::format(
+        "the benchmark client itself woke {:.2f} ms late on average ({:.1f} ms scaled), more than 5% "
+        "of the mean TTFT ({:.1f} ms)",
+        client_stall_ms, client_stall_ms * time_scale, m.ttft.mean_ms);
   if (why.empty()) return "";
-  return fmt::format("the timing cannot be trusted at time scale {:g}: {} (engine time); the host is too busy for "
-                     "this scale: rerun with a smaller time scale or on an idle machine",
-                     time_scale, why);
+  return fmt::format(
+      "the timing cannot be trusted at time scale {:g}: {} (engine time); the host is too busy for "
+      "this scale: rerun with a smaller time scale or on an idle machine",
+      time_scale, why);
 }
 
 }  // namespace servelab::bench::detail

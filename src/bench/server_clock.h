@@ -27,7 +27,8 @@ struct ServerClock {
 /// GET {base_url}/v1/models (5 s timeout) and read data[0].servelab.{engine_twin,time_scale}. Any failure
 /// (no such path, not JSON, no servelab key) means a real engine: {1, false}. Never throws.
 ServerClock probe_server_clock(const std::string& base_url,
-                               const std::vector<std::pair<std::string, std::string>>& headers, bool insecure);
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               bool insecure);
 
 /// The clock advertised in a /v1/models response body ({1, false} when it holds none). Never throws.
 ServerClock server_clock_from_models(const std::string& body);
@@ -44,9 +45,9 @@ struct ScheduleWindow {
 
 /// GET {base_url}/servelab/schedule: the window since the previous read (the read starts a new one).
 /// nullopt when the server does not answer it. Never throws.
-std::optional<ScheduleWindow> read_schedule_window(const std::string& base_url,
-                                                   const std::vector<std::pair<std::string, std::string>>& headers,
-                                                   bool insecure);
+std::optional<ScheduleWindow> read_schedule_window(
+    const std::string& base_url, const std::vector<std::pair<std::string, std::string>>& headers,
+    bool insecure);
 
 /// How starved of CPU this process was during a run: a thread sleeping 1 ms at a time records how much
 /// later than asked it woke (wall ms). On a loaded host every client timestamp is late by about that much,
@@ -72,7 +73,8 @@ void to_engine_time(std::span<metrics::RequestOutput> outputs, double time_scale
 ///   1. the last token's lag ≤ 1% of the benchmark duration (it shifts the end of the run: every throughput);
 ///   2. the longest admission wait (a request unread while the server's one thread was busy) ≤ 10% of the
 ///      duration: it is an upper bound, tight for a burst sent at once, whose effect is usually much smaller
-///      (64 x 1000-token prompts at scale 40: 3.2 s bound, 2.2% throughput change; at scale 10: 1.2 s, 0.25%);
+///      (64 x 1000-token prompts at scale 40: 3.2 s bound, 2.2% throughput change; at scale 10: 1.2 s,
+///      0.25%);
 ///   3. the mean token lag ≤ 5% of the mean TTFT (the error on TTFT; a constant lag leaves TPOT and ITL
 ///      unchanged);
 ///   4. the client's mean oversleep `client_stall_ms` (StallMonitor, wall ms) × time_scale ≤ 5% of the mean

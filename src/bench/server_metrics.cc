@@ -85,8 +85,8 @@ std::optional<double> counter_delta(ServerMetrics& m, Field f, std::string_view 
   if (!first || first == last) return std::nullopt;
   const double d = *(last->*f) - *(first->*f);
   if (d < 0) {
-    append_note(m.note, fmt::format("counter {} went backwards ({:g} -> {:g}: server restarted?), no delta", name,
-                                    *(first->*f), *(last->*f)));
+    append_note(m.note, fmt::format("counter {} went backwards ({:g} -> {:g}: server restarted?), no delta",
+                                    name, *(first->*f), *(last->*f)));
     return std::nullopt;
   }
   return d;
@@ -99,14 +99,19 @@ std::optional<double> mean_during(const std::vector<ServerSample>& samples, Fiel
 
 const char* phase_name(ServerSample::Phase p) {
   switch (p) {
-    case ServerSample::Phase::kBefore: return "before";
-    case ServerSample::Phase::kDuring: return "during";
-    case ServerSample::Phase::kAfter: return "after";
+    case ServerSample::Phase::kBefore:
+      return "before";
+    case ServerSample::Phase::kDuring:
+      return "during";
+    case ServerSample::Phase::kAfter:
+      return "after";
   }
   return "during";
 }
 
-ordered_json opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+ordered_json opt(const std::optional<double>& v) {
+  return v ? ordered_json(*v) : ordered_json(nullptr);
+}
 
 ordered_json gauge_json(const std::optional<GaugeStats>& g) {
   if (!g) return nullptr;
@@ -128,15 +133,17 @@ ServerSample reduce_exposition(const prometheus::Exposition& e, std::string* eng
   }
   if (engine) *engine = vllm ? "vllm" : sglang ? "sglang" : "";
   ServerSample out;
-  out.kv_cache_usage = first_of(by_name, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}, true);
-  out.num_requests_running = first_of(by_name, {"vllm:num_requests_running", "sglang:num_running_reqs"}, false);
+  out.kv_cache_usage = first_of(
+      by_name, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}, true);
+  out.num_requests_running =
+      first_of(by_name, {"vllm:num_requests_running", "sglang:num_running_reqs"}, false);
   out.num_requests_waiting = first_of(by_name, {"vllm:num_requests_waiting", "sglang:num_queue_reqs"}, false);
   out.preemptions_total = first_of(by_name, {"vllm:num_preemptions_total", "vllm:num_preemptions"}, false);
-  out.prefix_cache_queries_total =
-      first_of(by_name,
-               {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries_total",
-                "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens_total"},
-               false);
+  out.prefix_cache_queries_total = first_of(
+      by_name,
+      {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries_total",
+       "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens_total"},
+      false);
   out.prefix_cache_hits_total =
       first_of(by_name,
                {"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits_total",
@@ -148,7 +155,8 @@ ServerSample reduce_exposition(const prometheus::Exposition& e, std::string* eng
   out.prefix_cache_hit_rate = first_of(by_name, {"sglang:cache_hit_rate"}, false);
   out.spec_decode_num_drafts_total = first_of(by_name, {"vllm:spec_decode_num_drafts_total"}, false);
   out.spec_decode_draft_tokens_total = first_of(by_name, {"vllm:spec_decode_num_draft_tokens_total"}, false);
-  out.spec_decode_accepted_tokens_total = first_of(by_name, {"vllm:spec_decode_num_accepted_tokens_total"}, false);
+  out.spec_decode_accepted_tokens_total =
+      first_of(by_name, {"vllm:spec_decode_num_accepted_tokens_total"}, false);
   out.spec_decode_acceptance_length = first_of(by_name, {"sglang:spec_accept_length"}, true);
   return out;
 }
@@ -190,14 +198,16 @@ void summarize_server_metrics(ServerMetrics& m) {
   m.num_requests_running = gauge_stats(m.samples, &ServerSample::num_requests_running);
   m.num_requests_waiting = gauge_stats(m.samples, &ServerSample::num_requests_waiting);
   m.preemptions = counter_delta(m, &ServerSample::preemptions_total, "preemptions");
-  m.prefix_cache_queries = counter_delta(m, &ServerSample::prefix_cache_queries_total, "prefix-cache queries");
+  m.prefix_cache_queries =
+      counter_delta(m, &ServerSample::prefix_cache_queries_total, "prefix-cache queries");
   m.prefix_cache_hits = counter_delta(m, &ServerSample::prefix_cache_hits_total, "prefix-cache hits");
   m.prefix_cache_hit_rate = std::nullopt;
   if (m.prefix_cache_queries && m.prefix_cache_hits && *m.prefix_cache_queries > 0)
     m.prefix_cache_hit_rate = *m.prefix_cache_hits / *m.prefix_cache_queries;
   else if (!m.prefix_cache_queries)
     m.prefix_cache_hit_rate = mean_during(m.samples, &ServerSample::prefix_cache_hit_rate);
-  m.spec_decode_num_drafts = counter_delta(m, &ServerSample::spec_decode_num_drafts_total, "spec-decode drafts");
+  m.spec_decode_num_drafts =
+      counter_delta(m, &ServerSample::spec_decode_num_drafts_total, "spec-decode drafts");
   m.spec_decode_draft_tokens =
       counter_delta(m, &ServerSample::spec_decode_draft_tokens_total, "spec-decode draft tokens");
   m.spec_decode_accepted_tokens =
@@ -209,12 +219,14 @@ void summarize_server_metrics(ServerMetrics& m) {
     m.spec_decode_acceptance_length = 1.0 + *m.spec_decode_accepted_tokens / *m.spec_decode_num_drafts;
   else
     m.spec_decode_acceptance_length = mean_during(m.samples, &ServerSample::spec_decode_acceptance_length);
-  const bool during = std::any_of(m.samples.begin(), m.samples.end(),
-                                  [](const ServerSample& s) { return s.phase == ServerSample::Phase::kDuring; });
+  const bool during = std::any_of(m.samples.begin(), m.samples.end(), [](const ServerSample& s) {
+    return s.phase == ServerSample::Phase::kDuring;
+  });
   if (m.available && !during)
-    append_note(m.note, fmt::format("no scrape fell inside the run (every {:g} s): no KV-cache or queue figures; "
-                                    "lower --server-metrics-interval-s",
-                                    m.interval_s));
+    append_note(m.note,
+                fmt::format("no scrape fell inside the run (every {:g} s): no KV-cache or queue figures; "
+                            "lower --server-metrics-interval-s",
+                            m.interval_s));
 }
 
 std::string format_server_metrics(const ServerMetrics& m) {
@@ -318,8 +330,9 @@ ordered_json server_metrics_json(const ServerMetrics& m) {
 
 namespace detail {
 
-ScrapeResult scrape_metrics(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
-                            bool insecure, ServerSample* trtllm_totals) {
+ScrapeResult scrape_metrics(const std::string& url,
+                            const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                            ServerSample* trtllm_totals) {
   ScrapeResult out;
   const std::string shown = common::redact_url(url);
   auto all = headers;
@@ -343,8 +356,8 @@ ScrapeResult scrape_metrics(const std::string& url, const std::vector<std::pair<
         out.engine = "trtllm";
         return out;
       }
-    out.error = fmt::format("GET {} answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats",
-                            shown);
+    out.error = fmt::format(
+        "GET {} answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats", shown);
     return out;
   }
   if (!body.empty() && body.front() == '<') {
@@ -353,10 +366,11 @@ ScrapeResult scrape_metrics(const std::string& url, const std::vector<std::pair<
   }
   const prometheus::Exposition e = prometheus::parse(res.body);
   if (e.samples.empty()) {
-    out.error = e.skipped.empty()
-                    ? fmt::format("GET {} answered no Prometheus samples ({} bytes)", shown, res.body.size())
-                    : fmt::format("GET {} is not in the Prometheus text format ({} malformed lines; line {}: {})",
-                                  shown, e.skipped_count, e.skipped[0].line, e.skipped[0].reason);
+    out.error =
+        e.skipped.empty()
+            ? fmt::format("GET {} answered no Prometheus samples ({} bytes)", shown, res.body.size())
+            : fmt::format("GET {} is not in the Prometheus text format ({} malformed lines; line {}: {})",
+                          shown, e.skipped_count, e.skipped[0].line, e.skipped[0].reason);
     return out;
   }
   out.skipped_lines = e.skipped_count;
@@ -421,8 +435,8 @@ struct ServerMetricsScraper::State {
 };
 
 ServerMetricsScraper::ServerMetricsScraper(const std::string& base_url,
-                                           std::vector<std::pair<std::string, std::string>> headers, bool insecure,
-                                           double interval_s, double time_scale)
+                                           std::vector<std::pair<std::string, std::string>> headers,
+                                           bool insecure, double interval_s, double time_scale)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.url = base_url + "/metrics";

@@ -34,7 +34,6 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : metrics::numpy_mean(v);
 }
 
-
 const char* history_name(HistoryMode h) {
   return h == HistoryMode::kServer ? "server" : "dataset";
 }

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "servelab/common/redact.h"
 #include "servelab/common/python_json.h"
+#include "servelab/common/redact.h"
 
 namespace servelab::bench {
 namespace {
@@ -60,10 +60,12 @@ T get(const nlohmann::json& j, const char* key) {
 std::int64_t record_int(const nlohmann::json& j, const char* key, std::int64_t lo, std::int64_t hi) {
   if (!j.contains(key)) throw std::runtime_error(fmt::format("request record: missing \"{}\"", key));
   const auto& v = j.at(key);
-  const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(hi));
+  const bool fits =
+      v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(hi));
   const std::int64_t x = fits ? v.get<std::int64_t>() : 0;
   if (!fits || x < lo || x > hi)
-    throw std::runtime_error(fmt::format("request record: \"{}\" must be an integer in [{}, {}]", key, lo, hi));
+    throw std::runtime_error(
+        fmt::format("request record: \"{}\" must be an integer in [{}, {}]", key, lo, hi));
   return x;
 }
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "servelab/bench/config.h"
 #include "bench/sessions.h"
+#include "servelab/bench/config.h"
 #include "servelab/client/client.h"
 
 namespace servelab::tokenizer {

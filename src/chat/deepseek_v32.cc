@@ -98,7 +98,8 @@ std::string render_deepseek_v32(const std::vector<Message>& messages, const Rend
   };
   bool any_system = false;
   for (const auto& m : messages) any_system = any_system || m.role == "system";
-  if (!any_system && !tools.empty() && last_user < messages.size() && messages[last_user].role != "developer") {
+  if (!any_system && !tools.empty() && last_user < messages.size() &&
+      messages[last_user].role != "developer") {
     out += tools;  // tools without a system message: the sections stand where the system prompt would
     tools_emitted = true;
   }

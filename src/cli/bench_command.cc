@@ -2,21 +2,21 @@
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
 // interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
 // its report, then exits 1 with the reason.
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <memory>
 #include <stop_token>
-#include <thread>
-#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "cli/command_registry.h"
 #include "servelab/bench/argparse_compat.h"
 #include "servelab/bench/bench.h"
 #include "servelab/bench/status.h"
-#include "cli/command_registry.h"
 #include "servelab/common/stop_signals.h"
 
 namespace {
@@ -83,7 +83,8 @@ void run_bench_serve(const RunOptions& config) {
   }
   if (result.interrupted) throw servelab::cli::ExitRequest{130};
   // The report was printed (and saved): a run in which nothing succeeded still fails the command.
-  const std::string all_failed = servelab::bench::all_failed_message(config, result.outputs, result.interrupted);
+  const std::string all_failed =
+      servelab::bench::all_failed_message(config, result.outputs, result.interrupted);
   if (!all_failed.empty()) {
     std::fprintf(stderr, "servelab bench serve: error: %s\n", all_failed.c_str());
     throw servelab::cli::ExitRequest{1};

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "servelab/bench/merge.h"
 #include "cli/command_registry.h"
+#include "servelab/bench/merge.h"
 #include "servelab/report/report.h"
 
 namespace {

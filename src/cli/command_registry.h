@@ -35,6 +35,6 @@ struct ExitRequest {
 #define SERVELAB_CLI_CONCAT(a, b) SERVELAB_CLI_CONCAT2(a, b)
 /// Usage at namespace scope in a .cc compiled into the servelab executable:
 ///   SERVELAB_REGISTER_COMMAND("tokenize", 10, [](CLI::App& root) { ... });
-#define SERVELAB_REGISTER_COMMAND(NAME, ORDER, SETUP)                                  \
-  static const bool SERVELAB_CLI_CONCAT(servelab_cmd_registered_, __COUNTER__) =          \
+#define SERVELAB_REGISTER_COMMAND(NAME, ORDER, SETUP)                            \
+  static const bool SERVELAB_CLI_CONCAT(servelab_cmd_registered_, __COUNTER__) = \
       ::servelab::cli::register_command(::servelab::cli::Command{NAME, ORDER, SETUP})

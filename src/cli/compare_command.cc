@@ -46,9 +46,10 @@ void run_compare(const std::vector<std::string>& files) {
 SERVELAB_REGISTER_COMMAND("compare", 50, [](CLI::App& root) {
   auto files = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = root.add_subcommand(
-      "compare", "Print bench serve result files (--save-result JSON, or JSON Lines) side by side with the change "
-                 "in % against the first; with --save-detailed results, whether TTFT/TPOT/ITL changed significantly "
-                 "(Mann-Whitney U, 5%)");
+      "compare",
+      "Print bench serve result files (--save-result JSON, or JSON Lines) side by side with the change "
+      "in % against the first; with --save-detailed results, whether TTFT/TPOT/ITL changed significantly "
+      "(Mann-Whitney U, 5%)");
   cmd->add_option("files", *files, "result files; the first is the reference")->required();
   cmd->callback([files] { servelab::cli::run_compare(*files); });
 });

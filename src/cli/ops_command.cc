@@ -84,8 +84,9 @@ void run_query(const OpsArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (r.ok) {
     std::printf("latency_ms: %.6g\n%s%s (%s %s %s, %s)\n", r.latency_ms,
-                r.extrapolated ? "EXTRAPOLATED: " : "", r.extrapolated ? r.detail.c_str() : "measured or interpolated",
-                table->gpu().c_str(), table->backend().c_str(), table->version().c_str(), table->device().c_str());
+                r.extrapolated ? "EXTRAPOLATED: " : "",
+                r.extrapolated ? r.detail.c_str() : "measured or interpolated", table->gpu().c_str(),
+                table->backend().c_str(), table->version().c_str(), table->device().c_str());
   }
   if (!r.ok) {
     if (!a.json) std::fprintf(stderr, "servelab ops query: %s\n", r.detail.c_str());
@@ -94,23 +95,29 @@ void run_query(const OpsArgs& a) {
 }
 
 void add_filters(CLI::App* cmd, OpsArgs& a) {
-  cmd->add_option("--store", a.store, "op store directory (default: $SERVELAB_OPS_DIR, else <cache>/ops/aic-ops)");
-  cmd->add_option("--gpu", a.gpu, "systems name of the GPU: a100_sxm, h100_sxm, h200_sxm, b200_sxm, b300_sxm, l40s");
+  cmd->add_option("--store", a.store,
+                  "op store directory (default: $SERVELAB_OPS_DIR, else <cache>/ops/aic-ops)");
+  cmd->add_option("--gpu", a.gpu,
+                  "systems name of the GPU: a100_sxm, h100_sxm, h200_sxm, b200_sxm, b300_sxm, l40s");
   cmd->add_option("--backend", a.backend, "vllm, sglang, trtllm, or nccl (collectives)");
   cmd->add_option("--version", a.version, "engine (or NCCL) release as measured, e.g. 0.19.0");
-  cmd->add_option("--table", a.table, "table, e.g. gemm_perf, generation_attention_perf, moe_perf, nccl_perf");
+  cmd->add_option("--table", a.table,
+                  "table, e.g. gemm_perf, generation_attention_perf, moe_perf, nccl_perf");
 }
 
 }  // namespace
 
 SERVELAB_REGISTER_COMMAND("ops", 60, [](CLI::App& root) {
   auto args = std::make_shared<OpsArgs>();
-  CLI::App* cmd = root.add_subcommand("ops", "Measured GPU operator latencies (AIConfigurator tables) the twin reads");
+  CLI::App* cmd =
+      root.add_subcommand("ops", "Measured GPU operator latencies (AIConfigurator tables) the twin reads");
   cmd->require_subcommand(1);
-  CLI::App* list = cmd->add_subcommand("list", "List the imported tables (filter with --gpu/--backend/--version/--table)");
+  CLI::App* list =
+      cmd->add_subcommand("list", "List the imported tables (filter with --gpu/--backend/--version/--table)");
   add_filters(list, *args);
   list->callback([args] { run_list(*args); });
-  CLI::App* query = cmd->add_subcommand("query", "Latency of one operator: COLUMN=VALUE ... (keys exact, axes interpolated)");
+  CLI::App* query = cmd->add_subcommand(
+      "query", "Latency of one operator: COLUMN=VALUE ... (keys exact, axes interpolated)");
   add_filters(query, *args);
   query->add_option("cells", args->cells, "COLUMN=VALUE, e.g. gemm_dtype=fp8 m=100 n=4096 k=4096");
   query->add_flag("--json", args->json, "print one JSON object");

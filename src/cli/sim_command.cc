@@ -10,18 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "servelab/bench/config.h"
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
+#include "servelab/bench/config.h"
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/engines/engines.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/metrics/metrics.h"
 #include "servelab/model/model.h"
+#include "servelab/ops/op_store.h"
 #include "servelab/report/report.h"
 #include "servelab/sim/corpus.h"
-#include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
 #include "servelab/sim/validate.h"
 #include "servelab/tokenizer/tokenizer.h"
@@ -45,7 +45,9 @@ struct SimRunArgs {
 
 std::string twin_view_block(const sim::TwinView& v) {
   std::string s;
-  auto row = [&](const std::string& k, const std::string& val) { s += fmt::format("{:<42} {:<10}\n", k, val); };
+  auto row = [&](const std::string& k, const std::string& val) {
+    s += fmt::format("{:<42} {:<10}\n", k, val);
+  };
   s += fmt::format("{:=^52}\n", " Engine twin view ");
   const auto& m = v.memory;
   const auto& l = m.layout;
@@ -54,8 +56,10 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Experts (TP slices x EP) / all-to-all:",
       fmt::format("{} x {} / {}", l.moe_tp, l.moe_ep, engines::moe_a2a_name(l.a2a)));
   row("Weights per GPU (GiB):", fmt::format("{:.2f}", m.weight_bytes / kGiB));
-  if (m.draft_weight_bytes > 0) row("  of which draft (GiB):", fmt::format("{:.2f}", m.draft_weight_bytes / kGiB));
-  row("Activations + reserve per GPU (GiB):", fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / kGiB));
+  if (m.draft_weight_bytes > 0)
+    row("  of which draft (GiB):", fmt::format("{:.2f}", m.draft_weight_bytes / kGiB));
+  row("Activations + reserve per GPU (GiB):",
+      fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / kGiB));
   row("KV pool per GPU (GiB):", fmt::format("{:.2f}", m.kv_budget_bytes / kGiB));
   row("KV bytes per token (full-context layers):", fmt::format("{:.0f}", m.kv_bytes_per_token));
   if (m.kv_window_bytes_per_token > 0)
@@ -69,7 +73,8 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Peak KV use (fraction of pool):", fmt::format("{:.3f}", v.kv_peak_fraction));
   row("Engine steps / with CUDA graphs:", fmt::format("{} / {}", v.steps, v.graphed_steps));
   row("Mean step time (ms):", fmt::format("{:.2f}", v.mean_step_ms));
-  row("Mean / max running requests per rank:", fmt::format("{:.1f} / {}", v.mean_batch_requests, v.max_batch_requests));
+  row("Mean / max running requests per rank:",
+      fmt::format("{:.1f} / {}", v.mean_batch_requests, v.max_batch_requests));
   row("Mean query tokens per rank per step:", fmt::format("{:.1f}", v.mean_step_tokens));
   row("Preemptions:", fmt::format("{}", v.preemptions));
   row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
@@ -125,7 +130,8 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   in.resolved = bench::resolve(a.bench);
   if (a.bench.multi_turn)
     throw std::runtime_error(
-        "sim run does not predict --multi-turn workloads (each turn's prompt holds the server's earlier answers); "
+        "sim run does not predict --multi-turn workloads (each turn's prompt holds the server's earlier "
+        "answers); "
         "run them against the twin with `servelab sim serve` and `servelab bench serve --multi-turn`");
   if (a.bench.dataset_name == "timed_trace")
     throw std::runtime_error("sim run does not predict --dataset-name timed_trace workloads yet");
@@ -154,12 +160,12 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
     const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(in.engine.model));
     std::optional<tokenizer::Tokenizer> loaded;
     try {
-      std::string tok_revision = a.bench.revision.value_or(launch_flag_value(a.launch, "--tokenizer-revision"));
+      std::string tok_revision =
+          a.bench.revision.value_or(launch_flag_value(a.launch, "--tokenizer-revision"));
       if (tok_revision.empty() && !a.bench.tokenizer) tok_revision = in.model_revision;
       loaded.emplace(tokenizer::load_tokenizer(tok_id, hub_fetch(tok_revision)));
     } catch (const std::exception& e) {
-      throw std::runtime_error(std::string(e.what()) +
-                               "\nThe --dataset-name " + a.bench.dataset_name +
+      throw std::runtime_error(std::string(e.what()) + "\nThe --dataset-name " + a.bench.dataset_name +
                                " workload is drawn with the model's tokenizer: pass --tokenizer FILE, or use "
                                "--scenario (e.g. random-1024in-128out, sharegpt-1000), which needs none.");
     }
@@ -180,7 +186,8 @@ sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::Reso
   opt.max_concurrency = a.bench.max_concurrency;
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
   if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
-  if (!a.calibration.empty()) opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
+  if (!a.calibration.empty())
+    opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
   return opt;
 }
 
@@ -208,12 +215,14 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
 void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& engine,
                               const sim::PredictionContext& ctx) {
   std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
-  std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind), ctx.launch.version.c_str(),
-              ctx.key.name().c_str(),
-              ctx.level == sim::CalibrationLevel::kClass    ? "fitted"
-              : ctx.level == sim::CalibrationLevel::kFamily ? "no data for this GPU generation: the release's pooled value"
-              : ctx.level == sim::CalibrationLevel::kEngine ? "no data for the class: the engine's pooled value"
-                                                            : "no data: the prior");
+  std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind),
+              ctx.launch.version.c_str(), ctx.key.name().c_str(),
+              ctx.level == sim::CalibrationLevel::kClass ? "fitted"
+              : ctx.level == sim::CalibrationLevel::kFamily
+                  ? "no data for this GPU generation: the release's pooled value"
+              : ctx.level == sim::CalibrationLevel::kEngine
+                  ? "no data for the class: the engine's pooled value"
+                  : "no data: the prior");
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
@@ -223,8 +232,10 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
 
 void run_sim_run(SimRunArgs& a) {
   if (a.launch.empty()) {
-    std::fprintf(stderr, "servelab sim run: give the engine launch command after --, e.g.\n"
-                         "  servelab sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8\n");
+    std::fprintf(
+        stderr,
+        "servelab sim run: give the engine launch command after --, e.g.\n"
+        "  servelab sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8\n");
     throw ExitRequest{2};
   }
   const SimRunInputs in = load_sim_run_inputs(a);
@@ -252,7 +263,8 @@ void run_sim_run(SimRunArgs& a) {
   run.request_rate = r.request_rate;
   run.burstiness = a.bench.burstiness;
   run.max_concurrency = a.bench.max_concurrency;
-  const auto selected = metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
+  const auto selected =
+      metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m, selected).c_str());
   print_prediction_context(a, in.engine, p.context);
@@ -266,14 +278,17 @@ void run_sim_run(SimRunArgs& a) {
     auto j = report::make_result_json(run, m, p.outputs, ro);
     j["servelab_engine_twin_prediction"] = true;
     j["servelab_launch"] = engines::render_command(in.engine);
-    const auto path = report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
+    const auto path =
+        report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
     report::write_result_file(path, j, a.bench.append_result);
     std::printf("Result saved to %s\n", path.string().c_str());
   }
 }
 
 // The corpus beside the data directory (shared/reference next to shared/data), as the data is found.
-std::string default_corpus() { return (common::data_dir().parent_path() / "reference").string(); }
+std::string default_corpus() {
+  return (common::data_dir().parent_path() / "reference").string();
+}
 
 // --op-data: the step model's GEMMs from measured tables (sim::use_measured_operators). "default" is the
 // store make deps builds; a raw AIConfigurator systems/data tree must be imported first.
@@ -282,27 +297,36 @@ void apply_op_data(const std::string& dir) {
   const std::filesystem::path p = dir == "default" ? ops::OpStore::default_dir() : std::filesystem::path(dir);
   std::error_code ec;
   if (!std::filesystem::exists(p / "index.json", ec) && std::filesystem::is_directory(p, ec)) {
-    throw std::runtime_error("--op-data " + p.string() +
-                             ": not an op store (no index.json). An AIConfigurator systems/data tree is imported "
-                             "with: node scripts/import_ops.mjs " + p.string() + " OUT_DIR, then --op-data OUT_DIR");
+    throw std::runtime_error(
+        "--op-data " + p.string() +
+        ": not an op store (no index.json). An AIConfigurator systems/data tree is imported "
+        "with: node scripts/import_ops.mjs " +
+        p.string() + " OUT_DIR, then --op-data OUT_DIR");
   }
   sim::use_measured_operators(p);
 }
 
 constexpr const char* kOpDataHelp =
-    "take GEMM, GQA attention and MoE times from measured operator tables: an op store directory (make deps builds one from "
-    "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is validated";
+    "take GEMM, GQA attention and MoE times from measured operator tables: an op store directory (make deps "
+    "builds one from "
+    "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is "
+    "validated";
 
 void setup_sim(CLI::App& root) {
-  auto* sim = root.add_subcommand("sim", "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
+  auto* sim =
+      root.add_subcommand("sim",
+                          "The engine twin of an engine launch on GPUs: predict a benchmark offline (run, "
+                          "validate, calibrate) or serve an OpenAI-compatible API in real time (serve)");
   sim->require_subcommand(1);
 
   auto run_args = std::make_shared<SimRunArgs>();
-  auto* run = sim->add_subcommand("run", "Predict a benchmark (bench serve workload flags) of an engine launch");
+  auto* run =
+      sim->add_subcommand("run", "Predict a benchmark (bench serve workload flags) of an engine launch");
   run->add_option("--hardware", run_args->hardware,
                   "GPUs, e.g. 8xH200, 1xA100, 16xH100 (two nodes of eight), 2x8xH100")
       ->capture_default_str();
-  run->add_option("--network", run_args->network, "network between nodes, e.g. 8x400G (NICs per node x Gb/s)");
+  run->add_option("--network", run_args->network,
+                  "network between nodes, e.g. 8x400G (NICs per node x Gb/s)");
   run->add_option("--engine-version", run_args->engine_version,
                   "engine version whose flags and defaults apply (default: the engine module's default)");
   run->add_option("--calibration", run_args->calibration,
@@ -310,7 +334,8 @@ void setup_sim(CLI::App& root) {
   run->add_option("--scenario", run_args->scenario,
                   "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>] "
                   "(N defaults to 1000, as bench serve's --num-prompts)");
-  run->add_option("--model-config", run_args->model_config, "HF config.json of the served model (default: from the launch)");
+  run->add_option("--model-config", run_args->model_config,
+                  "HF config.json of the served model (default: from the launch)");
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
   auto op_data = std::make_shared<std::string>();
   run->add_option("--op-data", *op_data, kOpDataHelp);
@@ -323,11 +348,12 @@ void setup_sim(CLI::App& root) {
     for (const auto& x : run->remaining())
       if (x != "--") extra += (extra.empty() ? "" : " ") + x;  // CLI11 keeps the separator itself
     if (!extra.empty()) {
-      std::fprintf(stderr,
-                   "servelab sim run: unexpected argument(s): %s\n  If they belong to the engine, put `--` before "
-                   "its launch command:\n  servelab sim run [workload flags] -- vllm serve "
-                   "deepseek-ai/DeepSeek-V3.2 -tp 8\n",
-                   extra.c_str());
+      std::fprintf(
+          stderr,
+          "servelab sim run: unexpected argument(s): %s\n  If they belong to the engine, put `--` before "
+          "its launch command:\n  servelab sim run [workload flags] -- vllm serve "
+          "deepseek-ai/DeepSeek-V3.2 -tp 8\n",
+          extra.c_str());
       throw ExitRequest{2};
     }
     run_sim_run(*run_args);
@@ -336,10 +362,10 @@ void setup_sim(CLI::App& root) {
   auto corpus = std::make_shared<std::string>(default_corpus());
   auto per_point = std::make_shared<bool>(false);
   auto threads = std::make_shared<int>(0);
-  auto* val = sim->add_subcommand(
-      "validate",
-      "Held-out validation of the twin on a corpus of measured studies: leave one study out, one GPU type out, one "
-      "engine release out (--split)");
+  auto* val = sim->add_subcommand("validate",
+                                  "Held-out validation of the twin on a corpus of measured studies: leave "
+                                  "one study out, one GPU type out, one "
+                                  "engine release out (--split)");
   val->add_option("--corpus", *corpus,
                   "directory with seed-measurements.json and/or perflab/measurements.json, or with an "
                   "InferenceMAX points.json (../shared/reference/inferencemax), or one such file")
@@ -348,10 +374,11 @@ void setup_sim(CLI::App& root) {
   val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
   val->add_option("--op-data", *op_data, kOpDataHelp);
   auto split = std::make_shared<std::string>("all");
-  val->add_option("--split", *split,
-                  "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
-                  "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~45 s on 2 cores "
-                  "on the default corpus, study alone ~38 s)")
+  val->add_option(
+         "--split", *split,
+         "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
+         "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~45 s on 2 cores "
+         "on the default corpus, study alone ~38 s)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
   val->callback([corpus, per_point, threads, op_data, split] {
@@ -366,7 +393,8 @@ void setup_sim(CLI::App& root) {
 
   auto write = std::make_shared<std::string>();
   auto* cal = sim->add_subcommand(
-      "calibrate", "Fit the twin's parameters to a corpus (and compute its error bands by leaving each study out)");
+      "calibrate",
+      "Fit the twin's parameters to a corpus (and compute its error bands by leaving each study out)");
   cal->add_option("--corpus", *corpus, "as for validate")->capture_default_str();
   cal->add_option("--write", *write, "write calibration.json here (else print it)");
   cal->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,7 +125,8 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   s.model = a.model_config.empty() ? model::resolve_model(s.engine.model, hub_fetch(s.model_revision))
                                    : model::load_config(a.model_config);
   std::optional<sim::CalibrationTable> calibration;
-  if (!a.calibration.empty()) calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
+  if (!a.calibration.empty())
+    calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
   auto created = sim::OnlineTwin::create(s.engine, s.cluster, s.model, calibration);
   if (auto* f = std::get_if<sim::PredictedFailure>(&created)) {
     if (f->kind != sim::PredictedFailure::Kind::kRuntime) {
@@ -150,7 +151,8 @@ simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine&
   o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
   o.root_model = engine.model;
   // A launch that dies on its first step has no resolved context; the server advertises the configured one.
-  o.max_model_len = s.twin ? s.twin->max_model_len() : engine.max_model_len.value_or(s.model.max_position_embeddings);
+  o.max_model_len =
+      s.twin ? s.twin->max_model_len() : engine.max_model_len.value_or(s.model.max_position_embeddings);
   o.time_scale = a.time_scale;
   o.seed = a.seed;
   o.reasoning_parser = !engine.reasoning_parser.empty();
@@ -177,7 +179,9 @@ simserve::Timeline serve_timeline(const ServedEngine& s) {
   simserve::Timeline timeline{
       [t](std::uint64_t id, int prompt, int output, double now) { t->submit(id, prompt, output, now); },
       [t](std::uint64_t id) { t->cancel(id); },
-      [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
+      [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) {
+        t->advance_to(ts, emit);
+      },
       [t] { return t->next_event_s(); }};
   timeline.engine_metrics = [t] { return engine_metrics(*t); };
   timeline.spec_decode = s.twin->speculative();
@@ -210,8 +214,9 @@ void run_serve(const SimServeArgs& a) {
   // First, so that Ctrl-C while the twin loads is not lost (destroyed last); a second signal exits (130).
   common::StopOnSignals signals([&target] { target.stop(); });
   if (a.launch.empty()) {
-    throw std::runtime_error("sim serve: give the engine's launch command after --, e.g. "
-                             "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
+    throw std::runtime_error(
+        "sim serve: give the engine's launch command after --, e.g. "
+        "servelab sim serve -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8");
   }
   const ServedEngine served = load_served_engine(a);
   const simserve::ServerOptions o = serve_options(a, served);
@@ -219,8 +224,8 @@ void run_serve(const SimServeArgs& a) {
 
   std::string tok_revision = launch_flag_value(a.launch, "--tokenizer-revision");
   if (tok_revision.empty() && a.tokenizer.empty()) tok_revision = served.model_revision;
-  const auto tok =
-      tokenizer::load_tokenizer(a.tokenizer.empty() ? served.engine.model : a.tokenizer, hub_fetch(tok_revision));
+  const auto tok = tokenizer::load_tokenizer(a.tokenizer.empty() ? served.engine.model : a.tokenizer,
+                                             hub_fetch(tok_revision));
   simserve::Server server(o, std::move(timeline), tok);
   const unsigned short port = server.start();
   // Start-up delay: the port is bound (connections wait in the backlog, /health gets no answer) as a real
@@ -240,7 +245,8 @@ void run_serve(const SimServeArgs& a) {
   target.attach(nullptr);
   if (!served.twin) return;
   const auto v = served.twin->view();
-  std::fprintf(stderr, "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
+  std::fprintf(stderr,
+               "servelab sim serve: stopped after %lld engine steps (peak KV use %.1f%%, %lld preemptions)\n",
                v.steps, 100.0 * v.kv_peak_fraction, v.preemptions);
 }
 
@@ -256,34 +262,44 @@ void setup_sim_serve(CLI::App& root) {
                     "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
   serve->add_option("--engine-version", args->engine_version,
                     "engine version whose flags and defaults apply (default: the engine module's default)");
-  serve->add_option("--host", args->host,
-                    "Bind address. The twin binds loopback unless told here; the launch command's --host is "
-                    "recorded, not used")
+  serve
+      ->add_option("--host", args->host,
+                   "Bind address. The twin binds loopback unless told here; the launch command's --host is "
+                   "recorded, not used")
       ->capture_default_str();
-  serve->add_option("--port", args->port, "Port (default: the launch command's --port, else the engine's default)");
+  serve->add_option("--port", args->port,
+                    "Port (default: the launch command's --port, else the engine's default)");
   serve->add_option("--time-scale", args->time_scale, "Run this many times faster than real time (> 0)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_option("--seed", args->seed, "Seed of the output-token draws (a request's `seed` overrides)")
       ->capture_default_str();
-  serve->add_option("--tokenizer", args->tokenizer, "Tokenizer for prompt counting (default: the launch's model)");
-  serve->add_option("--model-config", args->model_config, "HF config.json of the served model (default: from the launch)");
-  serve->add_option("--reasoning-fraction", args->reasoning_fraction,
-                    "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
-                    "streamed as reasoning_content")
+  serve->add_option("--tokenizer", args->tokenizer,
+                    "Tokenizer for prompt counting (default: the launch's model)");
+  serve->add_option("--model-config", args->model_config,
+                    "HF config.json of the served model (default: from the launch)");
+  serve
+      ->add_option("--reasoning-fraction", args->reasoning_fraction,
+                   "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
+                   "streamed as reasoning_content")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  serve->add_option("--default-max-tokens", args->default_max_tokens,
-                    "Output tokens when a request sets no max_tokens (0: up to the end of the context). The "
-                    "twin has no language model to emit EOS, so a request always runs to its budget")
+  serve
+      ->add_option("--default-max-tokens", args->default_max_tokens,
+                   "Output tokens when a request sets no max_tokens (0: up to the end of the context). The "
+                   "twin has no language model to emit EOS, so a request always runs to its budget")
       ->capture_default_str();
-  serve->add_option("--startup-delay-s", args->startup_delay_s,
-                    "Hold the port this many seconds before answering, as an engine loading its weights (stand-ins)")
+  serve
+      ->add_option(
+          "--startup-delay-s", args->startup_delay_s,
+          "Hold the port this many seconds before answering, as an engine loading its weights (stand-ins)")
       ->check(CLI::Range(0.0, 86400.0));
-  serve->add_option("--ready-lines", args->ready_lines,
-                    "Text to print on stderr once serving, e.g. an engine's start-up lines (newlines allowed)");
-  serve->add_option("--crash-after-s", args->crash_after_s,
-                    "Crash injection: exit 1 this many seconds after becoming ready, printing --crash-message")
+  serve->add_option(
+      "--ready-lines", args->ready_lines,
+      "Text to print on stderr once serving, e.g. an engine's start-up lines (newlines allowed)");
+  serve
+      ->add_option("--crash-after-s", args->crash_after_s,
+                   "Crash injection: exit 1 this many seconds after becoming ready, printing --crash-message")
       ->check(CLI::Range(0.0, 1e9));
   serve->add_option("--crash-message", args->crash_message, "Last line printed by --crash-after-s")
       ->capture_default_str();
@@ -293,6 +309,7 @@ void setup_sim_serve(CLI::App& root) {
 
 }  // namespace
 
-SERVELAB_REGISTER_COMMAND("sim serve", 41, setup_sim_serve);  // after "sim" (order 40), which creates the group
+SERVELAB_REGISTER_COMMAND("sim serve", 41,
+                          setup_sim_serve);  // after "sim" (order 40), which creates the group
 
 }  // namespace servelab::cli

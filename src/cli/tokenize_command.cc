@@ -81,12 +81,14 @@ void run_tokenize(const TokenizeArgs& a, bool has_text) {
 
 SERVELAB_REGISTER_COMMAND("tokenize", 10, [](CLI::App& root) {
   auto args = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd = root.add_subcommand("tokenize", "Count tokens exactly as the model's Hugging Face tokenizer");
+  CLI::App* cmd =
+      root.add_subcommand("tokenize", "Count tokens exactly as the model's Hugging Face tokenizer");
   cmd->add_option("--tokenizer", args->tokenizer,
                   "tokenizer.json file, directory, or Hugging Face id (from the local cache, else downloaded "
                   "from the Hub into it)")
       ->capture_default_str();
-  cmd->add_option("--revision", args->revision, "Hub revision (branch, tag or commit) of a Hub id (default: main)");
+  cmd->add_option("--revision", args->revision,
+                  "Hub revision (branch, tag or commit) of a Hub id (default: main)");
   auto* text_opt = cmd->add_option("--text", args->text, "text to encode");
   cmd->add_option("--file", args->file, "encode the whole content of this file");
   cmd->add_option("--texts-json", args->texts_json, "JSON array of strings to encode (batch)");

@@ -9,8 +9,8 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
-#include "servelab/tune/load.h"
 #include "servelab/tune/k8s.h"
+#include "servelab/tune/load.h"
 #include "servelab/tune/preflight.h"
 #include "servelab/tune/slurm.h"
 #include "servelab/tune/tune.h"
@@ -18,7 +18,6 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
-
 
 struct TuneArgs {
   std::string study;
@@ -39,7 +38,8 @@ struct TuneArgs {
 bool preflight(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt, bool quiet) {
   using namespace servelab::tune;
   const PreflightReport r = run_preflight(study, PreflightOptions::from_process());
-  if (!quiet || !r.ok()) std::cerr << "servelab tune: pre-flight (" << (r.ok() ? "ok" : "FAILED") << ")\n" << r.text();
+  if (!quiet || !r.ok())
+    std::cerr << "servelab tune: pre-flight (" << (r.ok() ? "ok" : "FAILED") << ")\n" << r.text();
   for (const auto& [engine, version] : r.engine_versions)
     opt.environment["engine." + engine + ".reported"] = version + (r.standins ? " (servelab stand-in)" : "");
   for (const auto& [k, v] : r.gpu) opt.environment[k] = v;
@@ -110,8 +110,9 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
 void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
   using namespace servelab::tune;
   if (a.render.empty()) {
-    std::fprintf(stderr, "servelab tune: --target k8s renders manifests only (running them on a live cluster is a "
-                         "later step): pass --render DIR\n");
+    std::fprintf(stderr,
+                 "servelab tune: --target k8s renders manifests only (running them on a live cluster is a "
+                 "later step): pass --render DIR\n");
     throw servelab::cli::ExitRequest{2};
   }
   K8sRenderResult r;
@@ -131,10 +132,11 @@ void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
     // The manifests reference credentials, never hold them: the user puts the values into the Secret.
     std::string from;
     for (const auto& k : r.secret_keys) from += fmt::format(" --from-literal={}=...", k);
-    std::cout << fmt::format("credentials are read from the Secret {} (namespace {}), keys: {}; create it with\n"
-                             "  kubectl create secret generic {} -n {}{}\n",
-                             study.k8s.credentials_secret, study.k8s.ns, fmt::join(r.secret_keys, ", "),
-                             study.k8s.credentials_secret, study.k8s.ns, from);
+    std::cout << fmt::format(
+        "credentials are read from the Secret {} (namespace {}), keys: {}; create it with\n"
+        "  kubectl create secret generic {} -n {}{}\n",
+        study.k8s.credentials_secret, study.k8s.ns, fmt::join(r.secret_keys, ", "),
+        study.k8s.credentials_secret, study.k8s.ns, from);
   }
   if (r.manifests.empty()) throw servelab::cli::ExitRequest{1};
 }
@@ -161,11 +163,15 @@ void apply_target_flag(servelab::tune::Study& study, const TuneArgs& a) {
     std::fprintf(stderr, "servelab tune: --render DIR writes Kubernetes manifests: it needs --target k8s\n");
     throw servelab::cli::ExitRequest{2};
   }
-  set_target(study, a.target == "twin" ? Target::kTwin : a.target == "local" ? Target::kLocal
-                    : a.target == "slurm" ? Target::kSlurm : study.target);
+  set_target(study, a.target == "twin"    ? Target::kTwin
+                    : a.target == "local" ? Target::kLocal
+                    : a.target == "slurm" ? Target::kSlurm
+                                          : study.target);
   if (study.target == Target::kSlurm && !study.slurm.configured) {
-    std::fprintf(stderr, "servelab tune: --target slurm: %s has no [slurm] section (partition, time_limit_min, "
-                         "...; docs/cluster.md)\n", a.study.c_str());
+    std::fprintf(stderr,
+                 "servelab tune: --target slurm: %s has no [slurm] section (partition, time_limit_min, "
+                 "...; docs/cluster.md)\n",
+                 a.study.c_str());
     throw servelab::cli::ExitRequest{2};
   }
 }
@@ -182,13 +188,15 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
     throw servelab::cli::ExitRequest{2};
   }
   if (study.target == Target::kSlurm && !a.skip_preflight && !slurm_preflight(study, opt, a.quiet)) {
-    std::fprintf(stderr, "servelab tune: Slurm pre-flight failed: nothing was submitted (fix the checks above, or "
-                         "--skip-preflight to submit anyway)\n");
+    std::fprintf(stderr,
+                 "servelab tune: Slurm pre-flight failed: nothing was submitted (fix the checks above, or "
+                 "--skip-preflight to submit anyway)\n");
     throw servelab::cli::ExitRequest{2};
   }
   if (study.target == Target::kLocal && !a.skip_preflight && !preflight(study, opt, a.quiet)) {
-    std::fprintf(stderr, "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
-                         "--skip-preflight to launch anyway)\n");
+    std::fprintf(stderr,
+                 "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
+                 "--skip-preflight to launch anyway)\n");
     throw servelab::cli::ExitRequest{2};
   }
 }
@@ -201,30 +209,33 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   // trials are kept. Second: leave at once (130); the engine's supervisor sees tune gone and stops the
   // engine (engine_process.h).
   servelab::common::StopOnSignals signals([] { g_stop = true; });
-  std::cerr << fmt::format("servelab tune: study {} on target {} ({} search, {} run(s) per point{}) -> {}\n",
-                           study.name, target_name(study.target), strategy_name(study.search.strategy),
-                           study.repeats,
-                           study.prompts_scale == 1 ? ""
-                                                    : fmt::format(", rehearsal: --num-prompts x {:g}", study.prompts_scale),
-                           opt.out_dir.string());
+  std::cerr << fmt::format(
+      "servelab tune: study {} on target {} ({} search, {} run(s) per point{}) -> {}\n", study.name,
+      target_name(study.target), strategy_name(study.search.strategy), study.repeats,
+      study.prompts_scale == 1 ? "" : fmt::format(", rehearsal: --num-prompts x {:g}", study.prompts_scale),
+      opt.out_dir.string());
   try {
     TuneResult r = run_study(study, opt);
     const auto& o = r.outcome;
     if (r.tally.invalid > 0)  // the report's banner says the same
       std::cerr << "servelab tune: " << servelab::common::redact_text(r.tally.invalid_notice()) << "\n";
     if (!o.best.feasible) {
-      std::fprintf(stderr, "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
+      std::fprintf(stderr,
+                   "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
                    servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
       throw servelab::cli::ExitRequest{1};
     }
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
-                             o.best.objective.mean, servelab::tune::primary_objective_label(study), o.best.predicted ? " (predicted)" : "");
+                             o.best.objective.mean, servelab::tune::primary_objective_label(study),
+                             o.best.predicted ? " (predicted)" : "");
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({})\n", r.dir.string(), r.dir.string(),
                              r.tally.text(study.hardware.gpu_count));
   } catch (const StudyAbort& e) {
-    std::fprintf(stderr, "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
-                 "rerun with --resume)\n", e.what(), opt.out_dir.c_str());
+    std::fprintf(stderr,
+                 "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
+                 "rerun with --resume)\n",
+                 e.what(), opt.out_dir.c_str());
     throw servelab::cli::ExitRequest{1};
   } catch (const TuneSetupError& e) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
@@ -257,29 +268,36 @@ void run(const TuneArgs& a) {
 SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "tune", "Run a study (STUDY.toml): search engine configs on the twin or real engines, record every "
-              "trial in SQLite, write the report and a recommended launch command");
+      "tune",
+      "Run a study (STUDY.toml): search engine configs on the twin or real engines, record every "
+      "trial in SQLite, write the report and a recommended launch command");
   cmd->add_option("study", args->study, "study file (TOML), e.g. studies/deepseek-v3.2-h200x8.toml")
-      ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", args->target, "override the study's target")->check(CLI::IsMember({"twin", "local", "slurm", "k8s"}));
-  cmd->add_option("--render", args->render,
-                  "with --target k8s: write one Kubernetes Job (LeaderWorkerSet for a multi-node trial) per trial "
-                  "into this directory, plus trials.tsv; nothing is applied");
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--target", args->target, "override the study's target")
+      ->check(CLI::IsMember({"twin", "local", "slurm", "k8s"}));
+  cmd->add_option(
+      "--render", args->render,
+      "with --target k8s: write one Kubernetes Job (LeaderWorkerSet for a multi-node trial) per trial "
+      "into this directory, plus trials.tsv; nothing is applied");
   cmd->add_option("--out", args->out, "output directory (default out/<study name>)");
-  auto* resume = cmd->add_flag("--resume", args->resume,
-                               "continue the study in the output directory: finished trials are kept and skipped");
+  auto* resume =
+      cmd->add_flag("--resume", args->resume,
+                    "continue the study in the output directory: finished trials are kept and skipped");
   cmd->add_flag("--fresh", args->fresh,
                 "move an output directory that holds results aside (DIR.<date>) and start over")
       ->excludes(resume);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
-  cmd->add_option("--prompts-scale", args->prompts_scale,
-                  "rehearsal: multiply every scenario's --num-prompts by this (0 < F <= 1); recorded and labelled")
+  cmd->add_option(
+         "--prompts-scale", args->prompts_scale,
+         "rehearsal: multiply every scenario's --num-prompts by this (0 < F <= 1); recorded and labelled")
       ->check(CLI::Range(1e-6, 1.0));
   cmd->add_option("--port", args->port, "serve engines on this port instead of the study's [study] port")
       ->check(CLI::Range(1, 65535));
-  cmd->add_flag("--dry-run", args->dry_run,
-                "print the plan (trials, launches, the twin's estimate of GPU-hours) and, for the local target, "
-                "what pre-flight finds; launch nothing");
+  cmd->add_flag(
+      "--dry-run", args->dry_run,
+      "print the plan (trials, launches, the twin's estimate of GPU-hours) and, for the local target, "
+      "what pre-flight finds; launch nothing");
   cmd->add_flag("--skip-preflight", args->skip_preflight,
                 "local and slurm targets: launch without the pre-flight checks");
   cmd->add_option("--startup-estimate-min", args->startup_estimate_min,

@@ -15,7 +15,9 @@ std::atomic<bool> g_trial_stop{false};
 
 // Slurm ends a job step with SIGTERM (time limit, scancel) and SIGKILL KillWait seconds later: the first
 // signal stops the engine with its grace period; the engine's supervisor stops it if we are killed.
-extern "C" void on_trial_signal(int) { g_trial_stop.store(true); }
+extern "C" void on_trial_signal(int) {
+  g_trial_stop.store(true);
+}
 
 struct TrialArgs {
   std::string request, out;
@@ -25,8 +27,9 @@ struct TrialArgs {
 
 SERVELAB_REGISTER_COMMAND("tune-trial", 41, [](CLI::App& root) {
   auto args = std::make_shared<TrialArgs>();
-  CLI::App* cmd = root.add_subcommand("tune-trial", "Run one trial of a Slurm study on this node (used by the "
-                                                    "batch scripts of `tune --target slurm`)");
+  CLI::App* cmd = root.add_subcommand("tune-trial",
+                                      "Run one trial of a Slurm study on this node (used by the "
+                                      "batch scripts of `tune --target slurm`)");
   cmd->group("");  // hidden: not for people
   cmd->add_option("request", args->request, "the trial's REQUEST.json")->required()->check(CLI::ExistingFile);
   cmd->add_option("--out", args->out, "where RESULT.json goes")->required();

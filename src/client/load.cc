@@ -16,16 +16,16 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
 #include <pthread.h>
 #include <sched.h>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
-#include "servelab/client/client.h"
 #include "client/load_detail.h"
 #include "client/load_worker.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
+#include "servelab/client/client.h"
 #include "servelab/client/request.h"
 #include "servelab/client/session.h"
 
@@ -126,7 +126,8 @@ using metrics::RequestOutput;
 
 // Each request's HTTP bytes, and its output record's fields known before it is sent.
 std::vector<std::string> prepare_requests(const ClientOptions& options, const ParsedUrl& url,
-                                          const std::string& api_key, std::span<const PlannedRequest> requests,
+                                          const std::string& api_key,
+                                          std::span<const PlannedRequest> requests,
                                           std::span<const double> schedule_s, LoadResult& result) {
   const std::size_t n = requests.size();
   result.outputs.resize(n);
@@ -146,7 +147,7 @@ std::vector<std::string> prepare_requests(const ClientOptions& options, const Pa
 // I/O threads: ClientOptions::num_threads (0: one per core), at most one per request (per session).
 std::size_t io_thread_count(const ClientOptions& options, std::size_t num_requests, const SessionPlan* plan) {
   std::size_t num_threads = options.num_threads > 0 ? static_cast<std::size_t>(options.num_threads)
-                                                     : std::max(1u, std::thread::hardware_concurrency());
+                                                    : std::max(1u, std::thread::hardware_concurrency());
   return std::max<std::size_t>(1, std::min(num_threads, plan ? plan->sessions.size() : num_requests));
 }
 
@@ -203,9 +204,9 @@ void collect_run(detail::Run<Stream>& run, const std::atomic<bool>& interrupted,
   result.preconnected = run.preconnected;
   result.preconnect_s = run.preconnect_s;
   result.start = run.t0;
-  result.duration_s = last == 0 ? 0.0
-                                : std::chrono::duration<double>(Clock::time_point(Clock::duration(last)) - run.t0)
-                                      .count();
+  result.duration_s =
+      last == 0 ? 0.0
+                : std::chrono::duration<double>(Clock::time_point(Clock::duration(last)) - run.t0).count();
   result.interrupted = interrupted.load();
   result.num_not_sent = run.not_sent.load();
 }

@@ -17,11 +17,11 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 
-#include "servelab/client/client.h"
 #include "client/http_response.h"
+#include "client/sse.h"
+#include "servelab/client/client.h"
 #include "servelab/client/request.h"
 #include "servelab/client/session.h"
-#include "client/sse.h"
 
 namespace servelab::client::detail {
 
@@ -33,13 +33,17 @@ using metrics::FailureKind;
 using metrics::RequestOutput;
 
 inline constexpr std::size_t kNoRequest = static_cast<std::size_t>(-1);
-inline constexpr std::size_t kReadBufferBytes = 4096;       // grows (×2) only for larger HTTP headers
+inline constexpr std::size_t kReadBufferBytes = 4096;  // grows (×2) only for larger HTTP headers
 inline constexpr std::size_t kMaxReadBufferBytes = 1 << 20;
 inline constexpr std::size_t kErrorExcerptBytes = 512;
 inline constexpr int kDispatchBatch = 16;  // sends per event-loop turn during a burst
 
-inline tcp::socket& lowest(tcp::socket& s) { return s; }
-inline tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
+inline tcp::socket& lowest(tcp::socket& s) {
+  return s;
+}
+inline tcp::socket& lowest(SslStream& s) {
+  return s.next_layer();
+}
 
 inline bool is_eof(const error_code& ec) {
   return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
@@ -56,7 +60,7 @@ struct Run {
   std::vector<double> schedule;  // intended send times; a later session turn's is set when it is released
   std::vector<std::string> http;
   std::vector<RequestOutput>& outputs;
-  std::vector<std::string>& reasoning;   // per request; used only with a re-tokenizer
+  std::vector<std::string>& reasoning;  // per request; used only with a re-tokenizer
   tcp::resolver::results_type endpoints;
   asio::ssl::context* ssl = nullptr;
   std::string host;
@@ -81,7 +85,7 @@ struct Run {
   const ParsedUrl* url = nullptr;
   std::string api_key;
   std::vector<std::string> secrets;  // request_secrets: redacted from the error bodies a server echoes
-  bool sessions_limited = false;  // session concurrency semaphore, FIFO, guarded by mu
+  bool sessions_limited = false;     // session concurrency semaphore, FIFO, guarded by mu
   int sessions_available = 0;
   std::deque<std::pair<Worker<Stream>*, std::size_t>> session_waiters;
 
@@ -125,8 +129,8 @@ struct Conn {
   std::optional<ResponseParser<Conn>> parser;
   SseParser sse;
   StreamState st;
-  std::uint32_t gen = 0;      // bumped on every close / new request: stale handlers compare it
-  int pending = 0;            // async operations in flight on this object
+  std::uint32_t gen = 0;  // bumped on every close / new request: stale handlers compare it
+  int pending = 0;        // async operations in flight on this object
   std::size_t idx = kNoRequest;
   ConnState state = ConnState::kUnconnected;
   Attempt attempt = Attempt::kFresh;  // of the current request
@@ -135,8 +139,7 @@ struct Conn {
   std::string status_reason;
   std::string error_body;
 
-  Conn(Worker<Stream>* w, asio::io_context& io)
-      : worker(w), timer(io), buf(new char[kReadBufferBytes]) {}
+  Conn(Worker<Stream>* w, asio::io_context& io) : worker(w), timer(io), buf(new char[kReadBufferBytes]) {}
 
   void on_status(int code, std::string_view reason) {
     status = code;

@@ -28,8 +28,8 @@
 #include "client/load_detail.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
-#include "servelab/client/request.h"
 #include "client/sse.h"
+#include "servelab/client/request.h"
 #include "servelab/common/redact.h"
 
 namespace servelab::client::detail {
@@ -40,7 +40,11 @@ class Worker {
   /// `mine`: the requests this worker dispatches on the schedule, in order; `owned`: those plus the later
   /// turns of their sessions (all of which this worker sends).
   Worker(Run<Stream>& run, std::vector<std::size_t> mine, std::size_t owned)
-      : run_(run), mine_(std::move(mine)), owned_(owned), dispatch_timer_(io_), grace_timer_(io_),
+      : run_(run),
+        mine_(std::move(mine)),
+        owned_(owned),
+        dispatch_timer_(io_),
+        grace_timer_(io_),
         guard_(asio::make_work_guard(io_)) {}
 
   void run_loop() {
@@ -109,13 +113,14 @@ class Worker {
     if (status == SseParser::Status::kMalformed) {
       fail(c.st, FailureKind::kSseParse, "malformed SSE line: " + c.sse.bad_line());
     } else if (status == SseParser::Status::kTooLarge) {
-      fail(c.st, FailureKind::kSseParse, "SSE event larger than " + std::to_string(kMaxEventBytes) + " bytes");
+      fail(c.st, FailureKind::kSseParse,
+           "SSE event larger than " + std::to_string(kMaxEventBytes) + " bytes");
     }
   }
 
   Clock::time_point due(std::size_t idx) const {
-    return run_.t0 + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(run_.schedule[idx]));
+    return run_.t0 +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(run_.schedule[idx]));
   }
 
   // ---- schedule ----
@@ -400,17 +405,16 @@ class Worker {
     if constexpr (std::is_same_v<Stream, SslStream>) {
       prepare_tls(*c.stream, run_.host, run_.options.insecure);
       ++c.pending;
-      c.stream->async_handshake(asio::ssl::stream_base::client,
-                                [this, &c, gen = c.gen](const error_code& ec) {
-                                  --c.pending;
-                                  if (gen != c.gen) return recycle_if_idle(c);
-                                  if (ec) {
-                                    return fail_request(c, FailureKind::kConnect,
-                                                        "TLS handshake with " + run_.authority +
-                                                            " failed: " + ec.message());
-                                  }
-                                  on_connected(c);
-                                });
+      c.stream->async_handshake(
+          asio::ssl::stream_base::client, [this, &c, gen = c.gen](const error_code& ec) {
+            --c.pending;
+            if (gen != c.gen) return recycle_if_idle(c);
+            if (ec) {
+              return fail_request(c, FailureKind::kConnect,
+                                  "TLS handshake with " + run_.authority + " failed: " + ec.message());
+            }
+            on_connected(c);
+          });
     } else {
       on_connected(c);
     }
@@ -462,7 +466,8 @@ class Worker {
 
   void on_read(ConnT& c, const error_code& ec, std::size_t n) {
     if (ec) {
-      if (!c.got_bytes && c.attempt == Attempt::kKeptAlive && (is_eof(ec) || ec == asio::error::connection_reset)) {
+      if (!c.got_bytes && c.attempt == Attempt::kKeptAlive &&
+          (is_eof(ec) || ec == asio::error::connection_reset)) {
         return retry_on_new_connection(c);
       }
       if (is_eof(ec) && !c.parser->got_some()) {
@@ -479,9 +484,9 @@ class Worker {
                             c.got_bytes ? "connection closed mid-stream (response incomplete)"
                                         : "connection closed before any response byte");
       }
-      return fail_request(c, FailureKind::kReset,
-                          std::string(c.got_bytes ? "connection error mid-stream: " : "connection error: ") +
-                              ec.message());
+      return fail_request(
+          c, FailureKind::kReset,
+          std::string(c.got_bytes ? "connection error mid-stream: " : "connection error: ") + ec.message());
     }
     c.got_bytes = true;
     c.used += n;

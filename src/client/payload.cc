@@ -1,8 +1,8 @@
 // Request payloads exactly as vLLM 0.13's endpoint_request_func.py builds them, and the HTTP head.
+#include <strings.h>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
-#include <strings.h>
 
 #include "servelab/client/request.h"
 
@@ -104,7 +104,8 @@ ParsedUrl parse_url(std::string_view url_text) {
   } else {
     for (char c : port) {
       if (c < '0' || c > '9') {
-        throw std::invalid_argument("api URL '" + std::string(url) + "': bad port '" + std::string(port) + "'");
+        throw std::invalid_argument("api URL '" + std::string(url) + "': bad port '" + std::string(port) +
+                                    "'");
       }
     }
     if (port.size() > 5 || std::stoi(std::string(port)) > 65535 || std::stoi(std::string(port)) == 0) {
@@ -127,12 +128,13 @@ void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint) {
                                   url.target + "')");
     }
   } else if (!ends_with(path, "completions") && !ends_with(path, "profile")) {
-    throw std::invalid_argument("OpenAI Completions API URL must end with 'completions' or 'profile'. (got '" +
-                                url.target + "')");
+    throw std::invalid_argument(
+        "OpenAI Completions API URL must end with 'completions' or 'profile'. (got '" + url.target + "')");
   }
 }
 
-void validate_load(const ClientOptions& options, std::size_t num_requests, std::span<const double> schedule_s) {
+void validate_load(const ClientOptions& options, std::size_t num_requests,
+                   std::span<const double> schedule_s) {
   if (schedule_s.size() != num_requests) {
     throw std::invalid_argument("run_load: schedule has " + std::to_string(schedule_s.size()) +
                                 " send times for " + std::to_string(num_requests) + " requests");
@@ -152,8 +154,8 @@ void validate_load(const ClientOptions& options, std::size_t num_requests, std::
                                 std::to_string(options.max_concurrency));
   }
   // Bounded so that the deadline arithmetic on the steady clock cannot overflow.
-  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0) || options.request_timeout_s > 1e9 ||
-      options.connect_timeout_s > 1e9) {
+  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0) ||
+      options.request_timeout_s > 1e9 || options.connect_timeout_s > 1e9) {
     throw std::invalid_argument("run_load: request_timeout_s and connect_timeout_s must be in (0, 1e9] s");
   }
 }
@@ -187,8 +189,8 @@ std::vector<std::string> request_secrets(const ClientOptions& options, const std
   return out;
 }
 
-std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
-                               const std::string& api_key, const PlannedRequest& request) {
+std::string build_http_request(const ClientOptions& options, const ParsedUrl& url, const std::string& api_key,
+                               const PlannedRequest& request) {
   const std::string body = request_body_json(options, request);
   // Header list: defaults, then --header extras replacing same-named ones, then x-request-id.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -210,7 +212,8 @@ std::string build_http_request(const ClientOptions& options, const ParsedUrl& ur
   for (const auto& [k, v] : options.headers) {
     for (char c : k + v) {
       if (c == '\r' || c == '\n') {
-        throw std::invalid_argument("header '" + common::redact_header_item(k + ": " + v) + "': contains CR/LF");
+        throw std::invalid_argument("header '" + common::redact_header_item(k + ": " + v) +
+                                    "': contains CR/LF");
       }
     }
     set(k, v);
@@ -258,10 +261,12 @@ std::string request_body_json(const ClientOptions& options, const PlannedRequest
       try {
         messages = nlohmann::ordered_json::parse(request.messages_json);
       } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument("request '" + request.request_id + "': messages_json is not JSON: " + e.what());
+        throw std::invalid_argument("request '" + request.request_id +
+                                    "': messages_json is not JSON: " + e.what());
       }
       if (!messages.is_array()) {
-        throw std::invalid_argument("request '" + request.request_id + "': messages_json must be a JSON array");
+        throw std::invalid_argument("request '" + request.request_id +
+                                    "': messages_json must be a JSON array");
       }
       p["messages"] = std::move(messages);
     } else {

@@ -13,7 +13,9 @@ namespace {
 namespace od = simdjson::ondemand;
 using metrics::FailureKind;
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 std::string excerpt(const char* data, std::size_t size) {
   std::string s(data, std::min<std::size_t>(size, 200));
@@ -21,16 +23,19 @@ std::string excerpt(const char* data, std::size_t size) {
   return s;
 }
 
-// Whether `v` is JSON null, as an error code: simdjson_result<bool>'s conversion to bool throws on a malformed
-// value (`"content":nde`), and an exception on an I/O thread would end the whole run.
-simdjson::error_code null_value(od::value& v, bool& null) { return v.is_null().get(null); }
+// Whether `v` is JSON null, as an error code: simdjson_result<bool>'s conversion to bool throws on a
+// malformed value (`"content":nde`), and an exception on an I/O thread would end the whole run.
+simdjson::error_code null_value(od::value& v, bool& null) {
+  return v.is_null().get(null);
+}
 
 // What one `usage` object holds.
 struct Usage {
   int prompt_tokens = -1;
   int completion_tokens = -1;
   int reasoning_tokens = -1;
-  std::optional<std::int64_t> rejected;  // a count outside [0, 2^31 - 1]: never truncated into a plausible one
+  std::optional<std::int64_t>
+      rejected;  // a count outside [0, 2^31 - 1]: never truncated into a plausible one
 };
 
 // Reads a token count that may be null/absent; -1 when not a number, and -1 with `u.rejected` set when it
@@ -144,8 +149,8 @@ struct Chunk {
   bool has_choices = false;  // a non-null, non-empty "choices" array
   Choice choice;             // of choices[0]
   Usage usage;
-  bool has_usage = false;  // "usage" carries completion or prompt tokens
-  bool has_error = false;  // an "error" field: the fields after it are not read
+  bool has_usage = false;     // "usage" carries completion or prompt tokens
+  bool has_error = false;     // an "error" field: the fields after it are not read
   std::string error_message;  // its "message" string, empty when absent
 };
 
@@ -266,8 +271,9 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
   if (payload.empty()) return true;
 
   auto parse_error = [&](simdjson::error_code e) {
-    fail(state, FailureKind::kJsonParse,
-         std::string("invalid JSON in SSE data (") + simdjson::error_message(e) + "): " + excerpt(data, size));
+    fail(
+        state, FailureKind::kJsonParse,
+        std::string("invalid JSON in SSE data (") + simdjson::error_message(e) + "): " + excerpt(data, size));
     return false;
   };
   od::document doc;
@@ -278,7 +284,8 @@ bool apply_event(StreamState& state, od::parser& parser, const char* data, std::
   if (auto e = read_chunk(root, state, chunk)) return parse_error(e);
   if (chunk.has_error) {
     fail(state, FailureKind::kServerError,
-         "server error in stream: " + (chunk.error_message.empty() ? excerpt(data, size) : chunk.error_message));
+         "server error in stream: " +
+             (chunk.error_message.empty() ? excerpt(data, size) : chunk.error_message));
     return false;
   }
   if (chunk.has_choices) record_token_chunk(state, chunk, ts);

@@ -159,16 +159,16 @@ struct StreamState {
   metrics::RequestOutput* out = nullptr;
   std::string* reasoning_text = nullptr;  ///< reasoning deltas collected here when non-null
   Endpoint endpoint = Endpoint::kCompletions;
-  bool keep_text = true;                  ///< append content to out->generated_text
-  Clock::time_point send;                 ///< vLLM `st`
-  Clock::time_point last;                 ///< vLLM `most_recent_timestamp` (last choices event)
-  int events = 0;                         ///< choices events seen
-  bool done = false;                      ///< `data: [DONE]` seen
+  bool keep_text = true;   ///< append content to out->generated_text
+  Clock::time_point send;  ///< vLLM `st`
+  Clock::time_point last;  ///< vLLM `most_recent_timestamp` (last choices event)
+  int events = 0;          ///< choices events seen
+  bool done = false;       ///< `data: [DONE]` seen
   bool failed = false;
-  int usage_completion_running = -1;      ///< last usage.completion_tokens seen on a choices chunk
-  bool chunk_tokens_complete = true;      ///< every choices chunk carried usage (continuous stats)
-  int reasoning_chunk_tokens = 0;         ///< tokens of reasoning chunks by continuous usage deltas
-  int usage_reasoning_tokens = -1;        ///< usage.completion_tokens_details.reasoning_tokens
+  int usage_completion_running = -1;  ///< last usage.completion_tokens seen on a choices chunk
+  bool chunk_tokens_complete = true;  ///< every choices chunk carried usage (continuous stats)
+  int reasoning_chunk_tokens = 0;     ///< tokens of reasoning chunks by continuous usage deltas
+  int usage_reasoning_tokens = -1;    ///< usage.completion_tokens_details.reasoning_tokens
 
   /// Prepares for a new request sent at `send_time`.
   void begin(metrics::RequestOutput* output, Clock::time_point send_time) {
@@ -186,15 +186,15 @@ struct StreamState {
 };
 
 /// Applies one SSE data payload received at `ts`, with vLLM's rules: `[DONE]` ends the stream (sets
-/// `done`; every later event and byte is ignored, so trailing garbage never fails a completed request); a JSON object
-/// with non-empty `choices` is a token event (TTFT on the first, ITL gaps after, text from
+/// `done`; every later event and byte is ignored, so trailing garbage never fails a completed request); a
+/// JSON object with non-empty `choices` is a token event (TTFT on the first, ITL gaps after, text from
 /// choices[0].text or choices[0].delta.content, reasoning from delta.reasoning_content/reasoning);
 /// a choice-less chunk with `usage` sets output_tokens/prompt_len; an `error` object fails the
 /// request (kServerError); invalid JSON fails it (kJsonParse). `data` must have `capacity` ≥
 /// size + kJsonPadding readable bytes. Returns false (stop feeding) once the request has failed or the
 /// stream has ended.
-bool apply_event(StreamState& state, simdjson::ondemand::parser& parser, const char* data,
-                 std::size_t size, std::size_t capacity, Clock::time_point ts);
+bool apply_event(StreamState& state, simdjson::ondemand::parser& parser, const char* data, std::size_t size,
+                 std::size_t capacity, Clock::time_point ts);
 
 /// Ends the stream (body complete): success if a choices event was seen, else kNoValidChunk with
 /// vLLM's message; latency = last event − send.

@@ -2,11 +2,11 @@
 // tokens, and the server-usage vs tokenizer cross-check; plus vLLM's ready check.
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "servelab/client/client.h"
@@ -30,8 +30,10 @@ void count_output_tokens(const ClientOptions& options, const std::vector<std::st
       if (!options.retokenize || !out.success) continue;
       if (stop.stop_requested()) continue;
       out.tokenizer_output_tokens = options.retokenize(out.generated_text);
-      if (out.usage_completion_tokens < 0 || out.output_tokens == 0) out.output_tokens = out.tokenizer_output_tokens;
-      if (out.reasoning_tokens == 0 && !reasoning[i].empty()) out.reasoning_tokens = options.retokenize(reasoning[i]);
+      if (out.usage_completion_tokens < 0 || out.output_tokens == 0)
+        out.output_tokens = out.tokenizer_output_tokens;
+      if (out.reasoning_tokens == 0 && !reasoning[i].empty())
+        out.reasoning_tokens = options.retokenize(reasoning[i]);
       ++counted;
     }
   };
@@ -46,10 +48,11 @@ void count_output_tokens(const ClientOptions& options, const std::vector<std::st
   }
   if (counted < to_count) {
     result.interrupted = true;
-    result.warnings.push_back("output tokens: re-tokenization interrupted: " + std::to_string(to_count - counted) +
-                              " of " + std::to_string(to_count.load()) +
-                              " successful requests not counted by the tokenizer (their output tokens are the "
-                              "server's usage, 0 where it sent none)");
+    result.warnings.push_back(
+        "output tokens: re-tokenization interrupted: " + std::to_string(to_count - counted) + " of " +
+        std::to_string(to_count.load()) +
+        " successful requests not counted by the tokenizer (their output tokens are the "
+        "server's usage, 0 where it sent none)");
   }
   for (auto& out : result.outputs) {
     if (!options.keep_generated_text) std::string().swap(out.generated_text);
@@ -75,11 +78,12 @@ void count_output_tokens(const ClientOptions& options, const std::vector<std::st
                               " requests; they were rejected and those requests counted with the tokenizer");
   }
   if (differ > 0) {
-    result.warnings.push_back("output tokens: the server's usage.completion_tokens and the tokenizer's count of the "
-                              "generated text differ for " + std::to_string(differ) + " of " +
-                              std::to_string(compared) + " requests (totals " + std::to_string(usage_total) +
-                              " vs " + std::to_string(tokenizer_total) +
-                              "); the report uses the server's usage, as vLLM");
+    result.warnings.push_back(
+        "output tokens: the server's usage.completion_tokens and the tokenizer's count of the "
+        "generated text differ for " +
+        std::to_string(differ) + " of " + std::to_string(compared) + " requests (totals " +
+        std::to_string(usage_total) + " vs " + std::to_string(tokenizer_total) +
+        "); the report uses the server's usage, as vLLM");
   }
 }
 
@@ -90,8 +94,8 @@ using detail::Clock;
 metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
                                         double timeout_s, double retry_interval_s, std::stop_token stop,
                                         const ReadyAttemptFn& on_failed_attempt) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   metrics::RequestOutput last;
   last.failure = metrics::FailureKind::kTimeout;
   last.error = "ready check timed out before any attempt";

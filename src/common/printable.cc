@@ -25,14 +25,26 @@ std::string printable(std::string_view text, std::size_t max_bytes) {
       hex("\\x%02x", b);
     } else if (n == 1) {
       switch (b) {
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\0': out += "\\0"; break;
-        case '\\': out += "\\\\"; break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\0':
+          out += "\\0";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
         default:
-          if (b < 0x20 || b == 0x7f) hex("\\x%02x", b);
-          else out.push_back(static_cast<char>(b));
+          if (b < 0x20 || b == 0x7f)
+            hex("\\x%02x", b);
+          else
+            out.push_back(static_cast<char>(b));
       }
     } else if (n == 2 && b == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
       hex("\\u%04x", static_cast<unsigned char>(text[i + 1]));  // C1 control (U+0080..U+009F, e.g. CSI)

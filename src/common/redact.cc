@@ -10,10 +10,16 @@
 namespace servelab::common {
 namespace {
 
-bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+bool is_alnum(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 bool ends_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -51,8 +57,12 @@ bool is_auth_scheme(std::string_view word) {
   return w == "bearer" || w == "basic" || w == "token" || w == "digest" || w == "apikey" || w == "key";
 }
 
-bool is_name_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }
-bool is_quote(char c) { return c == '"' || c == '\'' || c == '`'; }
+bool is_name_char(char c) {
+  return is_alnum(c) || c == '_' || c == '-' || c == '.';
+}
+bool is_quote(char c) {
+  return c == '"' || c == '\'' || c == '`';
+}
 // Ends an unquoted value word.
 bool ends_word(char c) {
   return std::isspace(static_cast<unsigned char>(c)) || is_quote(c) || c == ',' || c == ';' || c == ')' ||
@@ -109,7 +119,7 @@ std::string redact_urls(std::string_view s) {
 
 /// Words before "key" that make an identifier, not a credential (tune's trial records, store columns).
 bool is_identifier_key_word(const std::string& w) {
-  static constexpr std::array<std::string_view, 8> kIds = {"config", "trial", "cache", "sort",
+  static constexpr std::array<std::string_view, 8> kIds = {"config",  "trial",   "cache",    "sort",
                                                            "primary", "foreign", "scenario", "row"};
   for (auto k : kIds)
     if (w == k) return true;
@@ -132,7 +142,7 @@ bool is_text_token_word(const std::string& w) {
 bool is_credential_name(std::string_view name) {
   static constexpr std::array<std::string_view, 7> kKeyCompounds = {
       "apikey", "accesskey", "secretkey", "privatekey", "subscriptionkey", "masterkey", "signingkey"};
-  static constexpr std::array<std::string_view, 6> kContains = {"secret",     "password", "passwd",
+  static constexpr std::array<std::string_view, 6> kContains = {"secret",     "password",   "passwd",
                                                                 "passphrase", "credential", "cookie"};
   const auto words = words_of(name);
   for (std::size_t i = 0; i < words.size(); ++i) {
@@ -153,7 +163,9 @@ bool is_credential_name(std::string_view name) {
   return false;
 }
 
-std::string redact_url(std::string_view url) { return redact_urls(url); }
+std::string redact_url(std::string_view url) {
+  return redact_urls(url);
+}
 
 std::string redact_header_item(std::string_view item) {
   const std::size_t sep = item.find_first_of("=:");
@@ -189,9 +201,8 @@ std::vector<std::string> redact_args(const std::vector<std::string>& args) {
       continue;
     }
     if (starts_with(a, "-")) {
-      const std::string_view flag = std::string_view(a).substr(a.find_first_not_of('-') == std::string::npos
-                                                                   ? a.size()
-                                                                   : a.find_first_not_of('-'));
+      const std::string_view flag = std::string_view(a).substr(
+          a.find_first_not_of('-') == std::string::npos ? a.size() : a.find_first_not_of('-'));
       const std::size_t eq = flag.find('=');
       if (is_credential_name(flag.substr(0, eq))) {
         if (eq != std::string_view::npos) {

@@ -31,7 +31,9 @@ std::string read_file(const std::filesystem::path& path, std::string_view what) 
 }
 
 /// Python round() of a double to the nearest integer, ties to even.
-long long python_round(double x) { return static_cast<long long>(std::nearbyint(x)); }
+long long python_round(double x) {
+  return static_cast<long long>(std::nearbyint(x));
+}
 
 }  // namespace
 
@@ -54,8 +56,8 @@ std::vector<std::string> load_sonnet_lines(const std::filesystem::path& path) {
   if (!current.empty()) lines.push_back(std::move(current));
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (!simdjson::validate_utf8(lines[i].data(), lines[i].size())) {
-      throw std::runtime_error(
-          fmt::format("{}: line {}: not valid UTF-8 (the sonnet file is read as UTF-8 text)", path.string(), i + 1));
+      throw std::runtime_error(fmt::format(
+          "{}: line {}: not valid UTF-8 (the sonnet file is read as UTF-8 text)", path.string(), i + 1));
     }
   }
   if (lines.empty()) throw std::runtime_error(fmt::format("{}: the sonnet file has no lines", path.string()));
@@ -72,14 +74,16 @@ std::vector<SampleRequest> sample_sonnet(const std::vector<std::string>& lines, 
   static constexpr std::string_view kBasePrompt = "Pick as many lines as you can from these poem lines:\n";
   const int base_offset = count_tokens(render_chat(kBasePrompt));
   if (o.sonnet_input_len <= base_offset) {
-    throw std::runtime_error(fmt::format(
-        "'input_len' must be higher than the base prompt length ({}). (--sonnet-input-len {})", base_offset,
-        o.sonnet_input_len));
+    throw std::runtime_error(
+        fmt::format("'input_len' must be higher than the base prompt length ({}). (--sonnet-input-len {})",
+                    base_offset, o.sonnet_input_len));
   }
   const long long num_input_lines = python_round((o.sonnet_input_len - base_offset) / avg_len);
-  const long long num_prefix_lines = std::max(python_round((o.sonnet_prefix_len - base_offset) / avg_len), 0LL);
+  const long long num_prefix_lines =
+      std::max(python_round((o.sonnet_prefix_len - base_offset) / avg_len), 0LL);
   std::string prefix(kBasePrompt);
-  for (long long k = 0; k < num_prefix_lines && k < static_cast<long long>(lines.size()); ++k) prefix += lines[k];
+  for (long long k = 0; k < num_prefix_lines && k < static_cast<long long>(lines.size()); ++k)
+    prefix += lines[k];
   const long long num_extra = std::max(0LL, num_input_lines - num_prefix_lines);
   schedule::PythonRandom rng(o.seed);  // vLLM: the global random, seeded by random.seed(args.seed) in main
   const double n = static_cast<double>(lines.size());
@@ -91,7 +95,8 @@ std::vector<SampleRequest> sample_sonnet(const std::vector<std::string>& lines, 
   for (long long draw = 0; static_cast<int>(out.size()) < o.num_prompts; ++draw) {
     if (draw == max_draws) {
       throw std::runtime_error(fmt::format(
-          "{}: after {} draws only {} of {} sonnet prompts fit --sonnet-input-len {} (the shortest draw was {} "
+          "{}: after {} draws only {} of {} sonnet prompts fit --sonnet-input-len {} (the shortest draw was "
+          "{} "
           "tokens with {} prefix + {} sampled lines); raise --sonnet-input-len or lower --sonnet-prefix-len",
           source, max_draws, out.size(), o.num_prompts, o.sonnet_input_len, shortest, num_prefix_lines,
           num_extra));
@@ -134,7 +139,9 @@ void csv_record(int, void* data) {
   st->current.clear();
 }
 
-int csv_no_space(unsigned char) { return 0; }  // pandas keeps spaces around fields (skipinitialspace=False)
+int csv_no_space(unsigned char) {
+  return 0;
+}  // pandas keeps spaces around fields (skipinitialspace=False)
 
 /// A non-negative integer token count ("12", " 12 ", "12.0" as pandas' float column would give).
 std::optional<long long> parse_count(const std::string& text) {
@@ -168,39 +175,43 @@ std::vector<BurstGptRow> load_burstgpt_rows(const std::filesystem::path& path) {
   const int err = csv_error(&parser);
   csv_free(&parser);
   if (!ok) {
-    throw std::runtime_error(fmt::format("{}: record {}: malformed CSV ({})", path.string(), st.records.size() + 1,
-                                         csv_strerror(err)));
+    throw std::runtime_error(fmt::format("{}: record {}: malformed CSV ({})", path.string(),
+                                         st.records.size() + 1, csv_strerror(err)));
   }
-  if (st.records.empty()) throw std::runtime_error(fmt::format("{}: the burstgpt CSV is empty", path.string()));
+  if (st.records.empty())
+    throw std::runtime_error(fmt::format("{}: the burstgpt CSV is empty", path.string()));
   const std::vector<std::string>& header = st.records.front();
   auto column = [&](std::string_view name) {
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end()) {
-      throw std::runtime_error(fmt::format("{}: the header has no \"{}\" column (BurstGPT columns: Timestamp, "
-                                           "Model, Request tokens, Response tokens, Total tokens, Log Type)",
-                                           path.string(), name));
+      throw std::runtime_error(
+          fmt::format("{}: the header has no \"{}\" column (BurstGPT columns: Timestamp, "
+                      "Model, Request tokens, Response tokens, Total tokens, Log Type)",
+                      path.string(), name));
     }
     return static_cast<std::size_t>(it - header.begin());
   };
   const std::size_t model_col = column("Model");
   const std::size_t response_col = column("Response tokens");
   if (header.size() < 4) {
-    throw std::runtime_error(fmt::format(
-        "{}: the header has {} columns; vLLM reads the request and response token counts from the 3rd and 4th",
-        path.string(), header.size()));
+    throw std::runtime_error(
+        fmt::format("{}: the header has {} columns; vLLM reads the request and response token counts from "
+                    "the 3rd and 4th",
+                    path.string(), header.size()));
   }
   std::vector<BurstGptRow> rows;
   for (std::size_t r = 1; r < st.records.size(); ++r) {
     const std::vector<std::string>& rec = st.records[r];
     if (rec.size() != header.size()) {
-      throw std::runtime_error(fmt::format("{}: record {}: {} fields, the header has {}", path.string(), r + 1,
-                                           rec.size(), header.size()));
+      throw std::runtime_error(fmt::format("{}: record {}: {} fields, the header has {}", path.string(),
+                                           r + 1, rec.size(), header.size()));
     }
     auto count = [&](std::size_t col) {
       const auto v = parse_count(rec[col]);
       if (!v || *v < 0) {
-        throw std::runtime_error(fmt::format("{}: record {}: column \"{}\": \"{}\" is not a non-negative integer",
-                                             path.string(), r + 1, header[col], rec[col]));
+        throw std::runtime_error(
+            fmt::format("{}: record {}: column \"{}\": \"{}\" is not a non-negative integer", path.string(),
+                        r + 1, header[col], rec[col]));
       }
       return static_cast<int>(*v);
     };
@@ -244,7 +255,8 @@ std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows,
     const BurstGptRow& row = rows[picks[i]];
     std::vector<std::int32_t> ids(static_cast<std::size_t>(row.request_tokens));
     for (std::size_t j = 0; j < ids.size(); ++j) {
-      ids[j] = static_cast<std::int32_t>((static_cast<std::int64_t>(i) + static_cast<std::int64_t>(j)) % vocab);
+      ids[j] =
+          static_cast<std::int32_t>((static_cast<std::int64_t>(i) + static_cast<std::int64_t>(j)) % vocab);
     }
     SampleRequest r;
     r.prompt = tok.decode(ids);
@@ -266,9 +278,9 @@ std::vector<CustomRow> load_spec_bench_rows(const std::filesystem::path& path,
     if (category) {
       const auto c = j.find("category");
       if (c == j.end() || !c->is_string()) {
-        throw std::runtime_error(fmt::format(
-            "{}: line {}: --spec-bench-category is given but the row has no string \"category\"", path.string(),
-            line_no));
+        throw std::runtime_error(
+            fmt::format("{}: line {}: --spec-bench-category is given but the row has no string \"category\"",
+                        path.string(), line_no));
       }
       if (c->get<std::string>() != *category) return;
     }

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
+#include "servelab/dataset/dataset.h"
 
 namespace servelab::dataset::detail {
 
@@ -61,8 +61,9 @@ std::vector<BurstGptRow> load_burstgpt_rows(const std::filesystem::path& path);
 /// (with replacement; --no-oversample has no effect, as in vLLM); request i gets
 /// prompt = decode([(i + j) % vocab_size for j in range(request_tokens)]), prompt_len = request_tokens,
 /// output = response_tokens, id prefix + i. Throws std::runtime_error naming `source` when no row is usable.
-std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows, const DatasetOptions& options,
-                                           const TokenizerOps& tok, std::string_view source);
+std::vector<SampleRequest> sample_burstgpt(const std::vector<BurstGptRow>& rows,
+                                           const DatasetOptions& options, const TokenizerOps& tok,
+                                           std::string_view source);
 
 /// Reads a Spec-Bench question.jsonl (vLLM SpecBench.load_data, pd.read_json(lines=True)): one JSON object
 /// per non-blank line; keeps rows whose "category" equals `category` (all rows when absent); the prompt is

@@ -66,7 +66,9 @@ std::string supported_list() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-bool is_sep(char c) { return c == '-' || c == '.' || c == '_' || c == ' ' || (c >= '0' && c <= '9'); }
+bool is_sep(char c) {
+  return c == '-' || c == '.' || c == '_' || c == ' ' || (c >= '0' && c <= '9');
+}
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& split_keywords() {
   // datasets/data_files.py SPLIT_KEYWORDS.
@@ -92,7 +94,8 @@ bool filename_has_keyword(const std::string& name, const std::string& k) {
 bool dir_has_keyword(const std::vector<std::string>& dirs, const std::string& k) {
   for (const std::string& d : dirs) {
     if (d == k) return true;
-    if (d.size() > k.size() && d.compare(d.size() - k.size(), k.size(), k) == 0 && is_sep(d[d.size() - k.size() - 1]))
+    if (d.size() > k.size() && d.compare(d.size() - k.size(), k.size(), k) == 0 &&
+        is_sep(d[d.size() - k.size() - 1]))
       return true;
   }
   return false;
@@ -111,10 +114,10 @@ FileType file_type(const std::string& name, std::string* format) {
     return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends(".json") || ends(".jsonl")) return FileType::kJson;
-  static const std::vector<std::string> other = {".parquet", ".arrow", ".csv", ".tsv", ".txt", ".json.gz",
-                                                 ".jsonl.gz", ".gz", ".zst", ".bz2", ".xz", ".zip", ".tar",
-                                                 ".npy", ".npz", ".wav", ".mp3", ".flac", ".jpg", ".jpeg",
-                                                 ".png", ".webdataset", ".h5", ".hdf5", ".lance", ".xml"};
+  static const std::vector<std::string> other = {
+      ".parquet", ".arrow", ".csv", ".tsv",        ".txt", ".json.gz", ".jsonl.gz", ".gz",  ".zst",
+      ".bz2",     ".xz",    ".zip", ".tar",        ".npy", ".npz",     ".wav",      ".mp3", ".flac",
+      ".jpg",     ".jpeg",  ".png", ".webdataset", ".h5",  ".hdf5",    ".lance",    ".xml"};
   for (const std::string& e : other) {
     if (ends(e)) {
       *format = e.substr(1);
@@ -142,7 +145,8 @@ std::uint64_t random_interval(schedule::NumpyGenerator& rng, std::uint64_t max) 
 
 template <class T>
 void generator_shuffle(schedule::NumpyGenerator& rng, std::vector<T>& v) {
-  for (std::size_t i = v.size(); i-- > 1;) std::swap(v[i], v[static_cast<std::size_t>(random_interval(rng, i))]);
+  for (std::size_t i = v.size(); i-- > 1;)
+    std::swap(v[i], v[static_cast<std::size_t>(random_interval(rng, i))]);
 }
 
 std::string string_field(const nlohmann::json& j, std::string_view key, const std::string& where) {
@@ -166,7 +170,8 @@ HfRow row_of(const nlohmann::json& j, HfKind kind, const std::string& where) {
           const auto& turn = (*c)[static_cast<std::size_t>(k)];
           if (!turn.is_object())
             throw std::runtime_error(fmt::format("{}: conversations[{}] is not an object", where, k));
-          (k == 0 ? r.first : r.second) = string_field(turn, "value", fmt::format("{}: conversations[{}]", where, k));
+          (k == 0 ? r.first : r.second) =
+              string_field(turn, "value", fmt::format("{}: conversations[{}]", where, k));
         }
       }
       break;
@@ -240,9 +245,10 @@ std::optional<HfKind> hf_kind(std::string_view id) {
   if (it != supported_ids().end()) return it->second;
   const auto un = unsupported_ids().find(std::string(id));
   if (un != unsupported_ids().end()) {
-    throw std::runtime_error(fmt::format("--dataset-name hf: {} is a vLLM HF dataset servelab does not implement ({}); "
-                                         "supported: {}",
-                                         id, un->second, supported_list()));
+    throw std::runtime_error(
+        fmt::format("--dataset-name hf: {} is a vLLM HF dataset servelab does not implement ({}); "
+                    "supported: {}",
+                    id, un->second, supported_list()));
   }
   return std::nullopt;
 }
@@ -264,7 +270,8 @@ std::vector<fs::path> hf_dataset_cache_dirs() {
 fs::path find_hf_snapshot(std::string_view id) {
   const auto slash = id.find('/');
   if (slash == std::string_view::npos || slash == 0 || id.find('/', slash + 1) != std::string_view::npos)
-    throw std::runtime_error(fmt::format("--dataset-path {}: expected a Hugging Face dataset id ORG/NAME or a folder", id));
+    throw std::runtime_error(
+        fmt::format("--dataset-path {}: expected a Hugging Face dataset id ORG/NAME or a folder", id));
   const std::string repo = fmt::format("datasets--{}--{}", id.substr(0, slash), id.substr(slash + 1));
   std::vector<std::string> searched;
   std::error_code ec;
@@ -285,10 +292,12 @@ fs::path find_hf_snapshot(std::string_view id) {
       });
     }
   }
-  throw std::runtime_error(fmt::format(
-      "--dataset-path {}: the dataset is not in the local Hugging Face cache (looked for {}); servelab does not "
-      "download datasets: fetch it first (huggingface-cli download --repo-type dataset {}) or pass its folder",
-      id, fmt::join(searched, ", "), id));
+  throw std::runtime_error(
+      fmt::format("--dataset-path {}: the dataset is not in the local Hugging Face cache (looked for {}); "
+                  "servelab does not "
+                  "download datasets: fetch it first (huggingface-cli download --repo-type dataset {}) or "
+                  "pass its folder",
+                  id, fmt::join(searched, ", "), id));
 }
 
 std::vector<fs::path> hf_split_files(const fs::path& root_in, const std::optional<std::string>& subset,
@@ -301,10 +310,11 @@ std::vector<fs::path> hf_split_files(const fs::path& root_in, const std::optiona
     } else if (fs::is_directory(root_in / "data" / *subset, ec)) {
       root = root_in / "data" / *subset;
     } else {
-      throw std::runtime_error(fmt::format(
-          "--hf-subset {}: {} has no folder {} (or data/{}); servelab finds subsets by folder name, it does not "
-          "read README.md configs",
-          *subset, root_in.string(), *subset, *subset));
+      throw std::runtime_error(
+          fmt::format("--hf-subset {}: {} has no folder {} (or data/{}); servelab finds subsets by folder "
+                      "name, it does not "
+                      "read README.md configs",
+                      *subset, root_in.string(), *subset, *subset));
     }
   }
   struct DataFile {
@@ -328,7 +338,8 @@ std::vector<fs::path> hf_split_files(const fs::path& root_in, const std::optiona
     if (f.type != FileType::kNotData) files.push_back(f);
   }
   if (files.empty())
-    throw std::runtime_error(fmt::format("{}: no data file (JSON/JSONL) in the dataset folder", root.string()));
+    throw std::runtime_error(
+        fmt::format("{}: no data file (JSON/JSONL) in the dataset folder", root.string()));
   std::sort(files.begin(), files.end(), [](const DataFile& a, const DataFile& b) { return a.rel < b.rel; });
 
   std::map<std::string, std::vector<const DataFile*>> by_split;
@@ -365,16 +376,17 @@ std::vector<fs::path> hf_split_files(const fs::path& root_in, const std::optiona
   if (it == by_split.end()) {
     std::vector<std::string> names;
     for (const auto& [s, v] : by_split) names.push_back(s);
-    throw std::runtime_error(fmt::format("--hf-split {}: {} has no such split (found: {})", split, root.string(),
-                                         fmt::join(names, ", ")));
+    throw std::runtime_error(fmt::format("--hf-split {}: {} has no such split (found: {})", split,
+                                         root.string(), fmt::join(names, ", ")));
   }
   std::vector<fs::path> out;
   for (const DataFile* f : it->second) {
     if (f->type == FileType::kOtherData) {
-      throw std::runtime_error(fmt::format(
-          "{}: split {} is stored as {} ({}); servelab reads JSON/JSONL HF datasets only (no Debian C++ library "
-          "reads {})",
-          root.string(), split, f->format, f->rel, f->format));
+      throw std::runtime_error(
+          fmt::format("{}: split {} is stored as {} ({}); servelab reads JSON/JSONL HF datasets only (no "
+                      "Debian C++ library "
+                      "reads {})",
+                      root.string(), split, f->format, f->rel, f->format));
     }
     out.push_back(root / f->rel);
   }
@@ -444,9 +456,9 @@ std::vector<std::size_t> hf_shuffled_order(const std::vector<std::size_t>& rows_
   return out;
 }
 
-std::vector<SampleRequest> sample_hf_rows(const std::vector<const HfRow*>& rows, HfKind kind, const DatasetOptions& o,
-                                          const TokenCountFn& count_tokens, const RenderChatFn& render_chat,
-                                          std::string_view source) {
+std::vector<SampleRequest> sample_hf_rows(const std::vector<const HfRow*>& rows, HfKind kind,
+                                          const DatasetOptions& o, const TokenCountFn& count_tokens,
+                                          const RenderChatFn& render_chat, std::string_view source) {
   std::vector<SampleRequest> out;
   const auto n = static_cast<std::size_t>(o.num_prompts);
   const bool dynamic_output = !o.hf_output_len;
@@ -503,7 +515,8 @@ std::vector<SampleRequest> sample_hf(const DatasetOptions& o, const TokenCountFn
   if (!kind && o.hf_name) kind = hf_kind(*o.hf_name);
   if (!kind) {
     throw std::runtime_error(fmt::format(
-        "Unsupported dataset path: {}{}. Huggingface dataset only supports dataset_path from one of following: {}{}",
+        "Unsupported dataset path: {}{}. Huggingface dataset only supports dataset_path from one of "
+        "following: {}{}",
         path, o.hf_name ? fmt::format(" (--hf-name {})", *o.hf_name) : std::string(), supported_list(),
         local ? " (a local folder needs --hf-name with one of these ids)" : ""));
   }
@@ -528,7 +541,8 @@ std::vector<SampleRequest> sample_hf(const DatasetOptions& o, const TokenCountFn
   if (rows.empty()) throw std::runtime_error(fmt::format("{}: split {} has no rows", root.string(), split));
   std::vector<std::size_t> order(rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (!o.disable_shuffle) order = hf_shuffled_order(rows_per_file, static_cast<std::uint64_t>(o.seed), !o.no_stream);
+  if (!o.disable_shuffle)
+    order = hf_shuffled_order(rows_per_file, static_cast<std::uint64_t>(o.seed), !o.no_stream);
   std::vector<const HfRow*> ordered;
   ordered.reserve(order.size());
   for (std::size_t i : order) ordered.push_back(&rows[i]);

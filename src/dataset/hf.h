@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/file_datasets.h"
+#include "servelab/dataset/dataset.h"
 
 namespace servelab::dataset::detail {
 

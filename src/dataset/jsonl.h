@@ -28,7 +28,8 @@ void for_each_jsonl_object(const std::filesystem::path& path, std::string_view w
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
+      throw std::runtime_error(
+          fmt::format("{}: line {}: invalid JSON: {}", path.string(), line_no, e.what()));
     }
     if (!j.is_object())
       throw std::runtime_error(fmt::format("{}: line {}: expected a JSON object", path.string(), line_no));

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "servelab/schedule/rng.h"
 #include "servelab/common/hash.h"
+#include "servelab/schedule/rng.h"
 
 namespace servelab::dataset {
 namespace {

@@ -72,9 +72,9 @@ RangeRatio parse_range_ratio(std::string_view text) {
 }
 
 const std::vector<std::string>& supported_dataset_names() {
-  static const std::vector<std::string> names = {"sharegpt",   "random",   "prefix_repetition", "custom",
-                                                 "sonnet",     "burstgpt", "spec_bench",        "random-mm",
-                                                 "hf"};
+  static const std::vector<std::string> names = {"sharegpt",   "random",    "prefix_repetition",
+                                                 "custom",     "sonnet",    "burstgpt",
+                                                 "spec_bench", "random-mm", "hf"};
   return names;
 }
 
@@ -106,8 +106,8 @@ DatasetOptions resolve_length_aliases(DatasetOptions o) {
 void validate_options(const DatasetOptions& o) {
   const auto& names = supported_dataset_names();
   if (std::find(names.begin(), names.end(), o.dataset_name) == names.end()) {
-    static const std::set<std::string> known_vllm = {
-        "random-rerank", "custom_audio", "custom_image", "speed_bench", "timed_trace"};
+    static const std::set<std::string> known_vllm = {"random-rerank", "custom_audio", "custom_image",
+                                                     "speed_bench", "timed_trace"};
     if (known_vllm.count(o.dataset_name)) {
       throw std::runtime_error(fmt::format(
           "--dataset-name {}: a vLLM dataset that servelab does not implement yet (supported: {})",
@@ -150,10 +150,10 @@ void validate_options(const DatasetOptions& o) {
   if (o.dataset_name == "spec_bench") non_negative(o.spec_bench_output_len, "--spec-bench-output-len");
   if (o.dataset_name == "random-mm") {
     if (o.backend != "openai-chat") {
-      throw std::runtime_error(fmt::format(
-          "Multi-modal content is only supported on 'openai-chat' and 'openai-audio' backends. "
-          "(--dataset-name random-mm with --backend {}; servelab implements openai-chat)",
-          o.backend));
+      throw std::runtime_error(
+          fmt::format("Multi-modal content is only supported on 'openai-chat' and 'openai-audio' backends. "
+                      "(--dataset-name random-mm with --backend {}; servelab implements openai-chat)",
+                      o.backend));
     }
     non_negative(o.random_mm_base_items_per_request, "--random-mm-base-items-per-request");
     if (!(o.random_mm_num_mm_items_range_ratio >= 0.0 && o.random_mm_num_mm_items_range_ratio <= 1.0)) {

@@ -26,9 +26,10 @@ class LiteralReader {
   explicit LiteralReader(std::string_view text) : text_(text) {}
 
   [[noreturn]] void fail(std::string_view what) const {
-    throw std::runtime_error(fmt::format("--random-mm-bucket-config {}: {} at offset {} (expected a dict such as "
-                                         "{{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}})",
-                                         text_, what, pos_));
+    throw std::runtime_error(
+        fmt::format("--random-mm-bucket-config {}: {} at offset {} (expected a dict such as "
+                    "{{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}})",
+                    text_, what, pos_));
   }
   void skip_ws() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -50,8 +51,8 @@ class LiteralReader {
     skip_ws();
     const std::size_t start = pos_;
     if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
-                                   text_[pos_] == '_' ||
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   text_[pos_] == '.' || text_[pos_] == '_' ||
                                    ((text_[pos_] == '+' || text_[pos_] == '-') && pos_ > start &&
                                     (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E'))))
       ++pos_;
@@ -59,7 +60,8 @@ class LiteralReader {
     for (std::size_t i = start; i < pos_; ++i)
       if (text_[i] != '_') s += text_[i];
     if (s.empty()) fail("expected a number");
-    if (integer_only && s.find_first_of(".eE") != std::string::npos) fail(fmt::format("'{}' is not an int", s));
+    if (integer_only && s.find_first_of(".eE") != std::string::npos)
+      fail(fmt::format("'{}' is not an int", s));
     std::size_t used = 0;
     double v = 0;
     try {
@@ -83,7 +85,8 @@ class LiteralReader {
         b = inner.tuple();
         if (!inner.at_end()) inner.fail("trailing text in the key");
       } catch (const std::runtime_error&) {
-        fail(fmt::format("invalid bucket key '{}'. Expected tuple (H, W, T)", text_.substr(pos_, end - pos_)));
+        fail(
+            fmt::format("invalid bucket key '{}'. Expected tuple (H, W, T)", text_.substr(pos_, end - pos_)));
       }
       pos_ = end + 1;
       return b;
@@ -124,8 +127,9 @@ std::vector<MultiModalBucket> parse_mm_bucket_config(std::string_view text) {
     r.expect(':');
     b.probability = r.number(false);
     if (b.height < 1 || b.width < 1 || b.num_frames < 1) {
-      r.fail(fmt::format("invalid multimodal item configuration ({}, {}, {}): height, width and frames must be >= 1",
-                         b.height, b.width, b.num_frames));
+      r.fail(fmt::format(
+          "invalid multimodal item configuration ({}, {}, {}): height, width and frames must be >= 1",
+          b.height, b.width, b.num_frames));
     }
     auto same = [&](const MultiModalBucket& x) {
       return x.height == b.height && x.width == b.width && x.num_frames == b.num_frames;
@@ -149,17 +153,19 @@ std::vector<std::pair<std::string, int>> parse_mm_limit_per_prompt(std::string_v
   try {
     j = nlohmann::ordered_json::parse(text);
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("--random-mm-limit-mm-per-prompt {}: invalid JSON: {}", text, e.what()));
+    throw std::runtime_error(
+        fmt::format("--random-mm-limit-mm-per-prompt {}: invalid JSON: {}", text, e.what()));
   }
   if (!j.is_object()) {
     throw std::runtime_error(fmt::format(
-        "--random-mm-limit-mm-per-prompt {}: expected a JSON object such as {{\"image\": 255, \"video\": 1}}", text));
+        "--random-mm-limit-mm-per-prompt {}: expected a JSON object such as {{\"image\": 255, \"video\": 1}}",
+        text));
   }
   std::vector<std::pair<std::string, int>> out;
   for (const auto& [key, value] : j.items()) {
     if (!value.is_number_integer() || value.get<long long>() < 0 || value.get<long long>() > 0x7fffffff) {
-      throw std::runtime_error(fmt::format("--random-mm-limit-mm-per-prompt {}: \"{}\" must be a non-negative integer",
-                                           text, key));
+      throw std::runtime_error(fmt::format(
+          "--random-mm-limit-mm-per-prompt {}: \"{}\" must be a non-negative integer", text, key));
     }
     out.emplace_back(key, value.get<int>());
   }
@@ -170,12 +176,15 @@ namespace detail {
 
 namespace {
 
-std::string modality_of(const MultiModalBucket& b) { return b.num_frames == 1 ? "image" : "video"; }
+std::string modality_of(const MultiModalBucket& b) {
+  return b.num_frames == 1 ? "image" : "video";
+}
 
 /// vLLM normalize_bucket_config: drop p == 0, divide by the (sequential) sum.
 std::vector<MultiModalBucket> normalize(std::vector<MultiModalBucket> buckets) {
   for (const auto& b : buckets)
-    if (b.probability < 0) throw std::runtime_error("--random-mm-bucket-config: Bucket config values must be non-negative.");
+    if (b.probability < 0)
+      throw std::runtime_error("--random-mm-bucket-config: Bucket config values must be non-negative.");
   std::erase_if(buckets, [](const MultiModalBucket& b) { return !(b.probability > 0); });
   if (buckets.empty()) {
     throw std::runtime_error(
@@ -198,43 +207,49 @@ int limit_of(const std::vector<std::pair<std::string, int>>& limits, const std::
 MultiModalSampling mm_sampling(const DatasetOptions& o) {
   const double r = o.random_mm_num_mm_items_range_ratio;
   if (!(r >= 0.0 && r <= 1.0))
-    throw std::runtime_error("--random-mm-num-mm-items-range-ratio: num_mm_items_range_ratio must be in [0, 1].");
+    throw std::runtime_error(
+        "--random-mm-num-mm-items-range-ratio: num_mm_items_range_ratio must be in [0, 1].");
   for (const auto& b : o.random_mm_bucket_config) {
     const std::string m = modality_of(b);
-    const bool known = std::any_of(o.random_mm_limit_mm_per_prompt.begin(), o.random_mm_limit_mm_per_prompt.end(),
-                                   [&](const auto& kv) { return kv.first == m; });
+    const bool known =
+        std::any_of(o.random_mm_limit_mm_per_prompt.begin(), o.random_mm_limit_mm_per_prompt.end(),
+                    [&](const auto& kv) { return kv.first == m; });
     if (!known) {
-      throw std::runtime_error(fmt::format("--random-mm-limit-mm-per-prompt: Modality {} is not in limit_mm_per_prompt "
-                                           "(bucket ({}, {}, {}) of --random-mm-bucket-config)",
-                                           m, b.height, b.width, b.num_frames));
+      throw std::runtime_error(
+          fmt::format("--random-mm-limit-mm-per-prompt: Modality {} is not in limit_mm_per_prompt "
+                      "(bucket ({}, {}, {}) of --random-mm-bucket-config)",
+                      m, b.height, b.width, b.num_frames));
     }
   }
   MultiModalSampling s;
   s.buckets = normalize(o.random_mm_bucket_config);
   for (const auto& b : s.buckets) {
     if (b.num_frames > 1) {
-      throw std::runtime_error(fmt::format(
-          "--random-mm-bucket-config: video bucket ({}, {}, {}) has probability > 0; servelab generates images only "
-          "(vLLM encodes videos as MP4 with OpenCV). Give video buckets probability 0",
-          b.height, b.width, b.num_frames));
+      throw std::runtime_error(
+          fmt::format("--random-mm-bucket-config: video bucket ({}, {}, {}) has probability > 0; servelab "
+                      "generates images only "
+                      "(vLLM encodes videos as MP4 with OpenCV). Give video buckets probability 0",
+                      b.height, b.width, b.num_frames));
     }
   }
   for (const auto& limit : o.random_mm_limit_mm_per_prompt) {
-    const bool used =
-        std::any_of(s.buckets.begin(), s.buckets.end(), [&](const auto& b) { return modality_of(b) == limit.first; });
+    const bool used = std::any_of(s.buckets.begin(), s.buckets.end(),
+                                  [&](const auto& b) { return modality_of(b) == limit.first; });
     if (used) s.limits.push_back(limit);
   }
   if (s.limits.empty())
-    throw std::runtime_error("--random-mm-limit-mm-per-prompt: No valid limits for modalities present in bucket_config.");
+    throw std::runtime_error(
+        "--random-mm-limit-mm-per-prompt: No valid limits for modalities present in bucket_config.");
   long long sum_limits = 0;
   for (const auto& kv : s.limits) sum_limits += kv.second;
   const int base = o.random_mm_base_items_per_request;
-  s.max_items = static_cast<int>(std::min<long long>(sum_limits, static_cast<long long>(std::ceil(base * (1 + r)))));
+  s.max_items =
+      static_cast<int>(std::min<long long>(sum_limits, static_cast<long long>(std::ceil(base * (1 + r)))));
   s.min_items = std::max(0, static_cast<int>(std::floor(base * (1 - r))));
   if (s.min_items > s.max_items) {
     throw std::runtime_error(fmt::format(
-        "--random-mm-base-items-per-request: Min num mm items is greater than max mm items: {} > {}", s.min_items,
-        s.max_items));
+        "--random-mm-base-items-per-request: Min num mm items is greater than max mm items: {} > {}",
+        s.min_items, s.max_items));
   }
   return s;
 }
@@ -246,7 +261,8 @@ void draw_mm_items(const MultiModalSampling& s, schedule::NumpyGenerator& rng,
   std::vector<MultiModalBucket> buckets = s.buckets;
   std::vector<std::pair<std::string, int>> counter;
   for (const auto& b : buckets)
-    if (std::none_of(counter.begin(), counter.end(), [&](const auto& kv) { return kv.first == modality_of(b); }))
+    if (std::none_of(counter.begin(), counter.end(),
+                     [&](const auto& kv) { return kv.first == modality_of(b); }))
       counter.emplace_back(modality_of(b), 0);
   auto total = [&] {
     int t = 0;
@@ -261,10 +277,12 @@ void draw_mm_items(const MultiModalSampling& s, schedule::NumpyGenerator& rng,
     const double last = cdf.back();
     for (double& c : cdf) c /= last;
     const double u = static_cast<double>(rng.next_u64() >> 11) * (1.0 / 9007199254740992.0);
-    const std::size_t idx = static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+    const std::size_t idx =
+        static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
     const MultiModalBucket chosen = buckets[std::min(idx, buckets.size() - 1)];
     const std::string m = modality_of(chosen);
-    auto& count = std::find_if(counter.begin(), counter.end(), [&](const auto& kv) { return kv.first == m; })->second;
+    auto& count =
+        std::find_if(counter.begin(), counter.end(), [&](const auto& kv) { return kv.first == m; })->second;
     if (count < limit_of(s.limits, m)) {
       ++count;
       on_item(chosen);
@@ -362,12 +380,13 @@ std::string jpeg_data_url(const std::vector<std::uint8_t>& rgb, int width, int h
 std::vector<SampleRequest> sample_random_mm(const DatasetOptions& o, const TokenizerOps& tok,
                                             long long* token_mismatch_total) {
   const MultiModalSampling s = mm_sampling(o);
-  return sample_random(o, tok, token_mismatch_total, [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest& r) {
-    draw_mm_items(s, rng, [&](const MultiModalBucket& b) {
-      const std::vector<std::uint8_t> px = synthetic_image_pixels(rng, b.width, b.height);
-      r.image_urls.push_back(jpeg_data_url(px, b.width, b.height));
-    });
-  });
+  return sample_random(
+      o, tok, token_mismatch_total, [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest& r) {
+        draw_mm_items(s, rng, [&](const MultiModalBucket& b) {
+          const std::vector<std::uint8_t> px = synthetic_image_pixels(rng, b.width, b.height);
+          r.image_urls.push_back(jpeg_data_url(px, b.width, b.height));
+        });
+      });
 }
 
 }  // namespace detail

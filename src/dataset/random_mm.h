@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "dataset/synthetic.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/schedule/rng.h"
-#include "dataset/synthetic.h"
 
 namespace servelab::dataset::detail {
 

@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "servelab/chat/chat.h"
-#include "servelab/dataset/dataset.h"
 #include "dataset/file_datasets.h"
 #include "dataset/hf.h"
 #include "dataset/random_mm.h"
 #include "dataset/synthetic.h"
+#include "servelab/chat/chat.h"
+#include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::dataset {
@@ -34,7 +34,8 @@ detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
 /// `dataset` names the dataset in errors.
 std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string_view prompt,
                                     std::string_view dataset, const std::string& tokenizer_mode) {
-  if (tokenizer_mode == "deepseek_v32") return chat::render_deepseek_v32({chat::Message{"user", std::string(prompt)}});
+  if (tokenizer_mode == "deepseek_v32")
+    return chat::render_deepseek_v32({chat::Message{"user", std::string(prompt)}});
   const std::string& tmpl = tok.chat_template();
   if (tmpl.empty()) {
     throw std::runtime_error(fmt::format(
@@ -120,21 +121,28 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
     const auto rows = detail::load_custom_rows(*o.dataset_path);
     return detail::sample_custom(
         rows, o, count_tokens,
-        [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "custom", o.tokenizer_mode); },
+        [&tok, &o](std::string_view p) {
+          return render_single_user_chat(tok, p, "custom", o.tokenizer_mode);
+        },
         *o.dataset_path);
   }
   if (o.dataset_name == "sonnet") {
     const auto lines = detail::load_sonnet_lines(*o.dataset_path);
     return detail::sample_sonnet(
-        lines, o, count_tokens, [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "sonnet", o.tokenizer_mode); },
+        lines, o, count_tokens,
+        [&tok, &o](std::string_view p) {
+          return render_single_user_chat(tok, p, "sonnet", o.tokenizer_mode);
+        },
         *o.dataset_path);
   }
   if (o.dataset_name == "burstgpt") {
-    return detail::sample_burstgpt(detail::load_burstgpt_rows(*o.dataset_path), o, make_ops(tok), *o.dataset_path);
+    return detail::sample_burstgpt(detail::load_burstgpt_rows(*o.dataset_path), o, make_ops(tok),
+                                   *o.dataset_path);
   }
   if (o.dataset_name == "hf") {
-    return detail::sample_hf(o, count_tokens,
-                             [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "hf", o.tokenizer_mode); });
+    return detail::sample_hf(o, count_tokens, [&tok, &o](std::string_view p) {
+      return render_single_user_chat(tok, p, "hf", o.tokenizer_mode);
+    });
   }
   if (o.dataset_name == "spec_bench") {
     const auto rows = detail::load_spec_bench_rows(*o.dataset_path, o.spec_bench_category);
@@ -148,7 +156,10 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
     spec.custom_output_len = o.spec_bench_output_len;
     return detail::sample_custom(
         rows, spec, count_tokens,
-        [&tok, &o](std::string_view p) { return render_single_user_chat(tok, p, "spec_bench", o.tokenizer_mode); }, *o.dataset_path);
+        [&tok, &o](std::string_view p) {
+          return render_single_user_chat(tok, p, "spec_bench", o.tokenizer_mode);
+        },
+        *o.dataset_path);
   }
   throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));
 }
@@ -169,7 +180,8 @@ std::string multimodal_messages_json(const SampleRequest& r) {
       return static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\';
     });
     if (!plain)
-      throw std::invalid_argument("multimodal_messages_json: an image URL holds a character JSON must escape");
+      throw std::invalid_argument(
+          "multimodal_messages_json: an image URL holds a character JSON must escape");
     out += R"(,{"type":"image_url","image_url":{"url":")";
     out += url;
     out += R"("}})";

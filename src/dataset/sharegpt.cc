@@ -179,7 +179,7 @@ bool unescape_json_string(const char* p, const char* end, std::string& out) {
           if (lo >= 0xDC00 && lo <= 0xDFFF) {
             p += 6;
             common::utf8_append(out, 0x10000 + ((static_cast<std::uint32_t>(cp) - 0xD800) << 10) +
-                                 (static_cast<std::uint32_t>(lo) - 0xDC00));
+                                         (static_cast<std::uint32_t>(lo) - 0xDC00));
           } else {
             common::utf8_append(out, 0xFFFD);
           }

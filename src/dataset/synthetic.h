@@ -43,7 +43,8 @@ DecodedPrompt decode_to_target_len(const TokenizerOps& tok, std::vector<std::int
 
 /// Called by sample_random right after request i's prompt is final, with the dataset's generator (vLLM
 /// RandomMultiModalDataset draws request i's multimodal items there, before request i + 1's fix-up).
-using AfterRandomRequestFn = std::function<void(std::size_t index, schedule::NumpyGenerator& rng, SampleRequest& request)>;
+using AfterRandomRequestFn =
+    std::function<void(std::size_t index, schedule::NumpyGenerator& rng, SampleRequest& request)>;
 
 /// vLLM RandomDataset.sample (numpy default_rng(seed) reproduced bit-exactly; see rng.h).
 /// `token_mismatch_total` receives the sum of fixer mismatches (vLLM's warning). The excluded ids are

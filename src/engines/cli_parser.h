@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "servelab/engines/engine_config.h"
 #include "engines/version.h"
+#include "servelab/engines/engine_config.h"
 
 namespace servelab::engines::detail {
 

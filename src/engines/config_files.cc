@@ -6,9 +6,9 @@
 #include <stdexcept>
 
 #include "engines/cli_parser.h"
-#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/yaml_subset.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines {
 namespace {

@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <charconv>
 
-#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
-#include "servelab/engines/launch.h"
 #include "engines/version.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
 
 namespace servelab::engines {
 namespace {
@@ -19,7 +19,8 @@ std::string joined(const std::vector<std::string>& argv) {
 [[noreturn]] void not_a_launch(const std::vector<std::string>& argv) {
   throw std::invalid_argument("not an engine launch command: '" + joined(argv) +
                               "' (expected `vllm serve`, `python3 -m sglang.launch_server`, `sglang serve`, "
-                              "`python3 -m vllm.entrypoints.openai.api_server` or `trtllm-serve`, optionally after `env`, NAME=value, "
+                              "`python3 -m vllm.entrypoints.openai.api_server` or `trtllm-serve`, optionally "
+                              "after `env`, NAME=value, "
                               "`mpirun ...`, `srun ...` or `docker run ... IMAGE`)");
 }
 

@@ -33,16 +33,18 @@ bool is_engine_program(const std::string& word);
 
 /// What came before the engine command (launch_wrappers.cc).
 struct LaunchWrapper {
-  std::vector<std::string> words;  ///< the wrapper with its options ("mpirun -n 1 --oversubscribe"); env excluded
-  std::size_t first = 0;           ///< index of the engine command in the argv
-  bool supplies_program = false;   ///< a vllm/vllm-openai image: its entrypoint is `vllm serve`
+  std::vector<std::string>
+      words;              ///< the wrapper with its options ("mpirun -n 1 --oversubscribe"); env excluded
+  std::size_t first = 0;  ///< index of the engine command in the argv
+  bool supplies_program = false;  ///< a vllm/vllm-openai image: its entrypoint is `vllm serve`
 };
 
 /// Skips NAME=value words, `env [opts]`, `mpirun|mpiexec|orterun [opts]`, `srun [opts]` and `docker|podman
 /// run [opts] IMAGE` before the engine command, recording the environment they set (NAME=value, mpirun -x,
 /// srun --export, docker -e/--env) into `env`. Never throws: an argv with no engine command after its
 /// wrapper ends with first == argv.size().
-LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::map<std::string, std::string>& env);
+LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
+                                    std::map<std::string, std::string>& env);
 
 /// Formats a number the way Python's str() would for a value written back to a flag.
 std::string format_number(double value);

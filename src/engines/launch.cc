@@ -166,24 +166,30 @@ std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
   if (tp <= 1) return std::nullopt;
   int heads = 0, linear_heads = 0;
   for (const auto& g : r.model.layers) {
-    if (const auto* a = std::get_if<model::GqaAttention>(&g.layer.attention)) heads = std::max(heads, a->heads);
-    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention)) heads = std::max(heads, a->heads);
+    if (const auto* a = std::get_if<model::GqaAttention>(&g.layer.attention))
+      heads = std::max(heads, a->heads);
+    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention))
+      heads = std::max(heads, a->heads);
     if (const auto* a = std::get_if<model::LinearAttention>(&g.layer.attention))
-      linear_heads = a->key_heads % tp != 0 ? a->key_heads : a->value_heads % tp != 0 ? a->value_heads : linear_heads;
+      linear_heads = a->key_heads % tp != 0     ? a->key_heads
+                     : a->value_heads % tp != 0 ? a->value_heads
+                                                : linear_heads;
   }
   const bool verbatim = r.config.kind == EngineKind::kVllm;
   if (heads > 0 && heads % tp != 0)
-    return detail::fail(FailurePhase::kStartup, "parallel.heads_divisible",
-                verbatim ? "ValueError: Total number of attention heads (" + std::to_string(heads) +
-                               ") must be divisible by tensor parallel size (" + std::to_string(tp) + ")."
-                         : "the model's " + std::to_string(heads) + " attention heads cannot be split over " +
-                               std::to_string(tp) + " tensor-parallel ranks (attention TP must divide them)",
-                verbatim);
+    return detail::fail(
+        FailurePhase::kStartup, "parallel.heads_divisible",
+        verbatim ? "ValueError: Total number of attention heads (" + std::to_string(heads) +
+                       ") must be divisible by tensor parallel size (" + std::to_string(tp) + ")."
+                 : "the model's " + std::to_string(heads) + " attention heads cannot be split over " +
+                       std::to_string(tp) + " tensor-parallel ranks (attention TP must divide them)",
+        verbatim);
   if (linear_heads > 0)
     return detail::fail(FailurePhase::kStartup, "parallel.linear_heads_divisible",
-                "the model's " + std::to_string(linear_heads) + " linear-attention heads cannot be split over " +
-                    std::to_string(tp) + " tensor-parallel ranks",
-                false);
+                        "the model's " + std::to_string(linear_heads) +
+                            " linear-attention heads cannot be split over " + std::to_string(tp) +
+                            " tensor-parallel ranks",
+                        false);
   return std::nullopt;
 }
 
@@ -276,7 +282,8 @@ std::string version_family(EngineKind kind, const EngineVersion& version) {
   const ModelledVersion* at_or_before = nullptr;
   for (const auto& m : list)
     if (EngineVersion::parse(m.version) <= version) at_or_before = &m;
-  if (at_or_before && same_minor(EngineVersion::parse(at_or_before->version), version)) return at_or_before->family;
+  if (at_or_before && same_minor(EngineVersion::parse(at_or_before->version), version))
+    return at_or_before->family;
   for (const auto& m : list)
     if (same_minor(EngineVersion::parse(m.version), version)) return m.family;
   return at_or_before ? at_or_before->family : list.front().family;
@@ -371,8 +378,9 @@ std::optional<LaunchFailure> check_stated_nodes(const LaunchConfig::NodePlacemen
   if (p.nodes > cluster.nodes)
     return refuse(who + " spans " + std::to_string(p.nodes) + " nodes of " + std::to_string(p.gpus_per_node) +
                   " GPUs but " + hw + " is " + std::to_string(cluster.nodes) + " node(s) of " +
-                  std::to_string(cluster.gpus_per_node) + ": give the hardware as " + std::to_string(p.nodes) +
-                  "x" + std::to_string(cluster.gpus_per_node) + "x" + cluster.gpu.name);
+                  std::to_string(cluster.gpus_per_node) + ": give the hardware as " +
+                  std::to_string(p.nodes) + "x" + std::to_string(cluster.gpus_per_node) + "x" +
+                  cluster.gpu.name);
   // A node holds min(stated per node, the launch's GPUs): `trtllm-serve --gpus_per_node 8 --tp_size 1`
   // on one GPU runs (the flag sizes the MPI layout, one rank here).
   const int placed = std::min(p.gpus_per_node, std::max(1, c.gpus_used()));

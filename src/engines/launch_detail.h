@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "servelab/engines/launch.h"
 #include "engines/version.h"
+#include "servelab/engines/launch.h"
 
 namespace servelab::engines::detail {
 

@@ -23,7 +23,8 @@ void assign(const std::string& kv, std::map<std::string, std::string>& env) {
 
 /// The option value of `--name=value` or `name value` forms: `a` is argv[i]; advances i past a separate
 /// value. Empty when `a` is not `name`.
-bool option_value(const std::vector<std::string>& argv, std::size_t& i, const std::string& name, std::string& value) {
+bool option_value(const std::vector<std::string>& argv, std::size_t& i, const std::string& name,
+                  std::string& value) {
   const std::string& a = argv[i];
   if (a == name && i + 1 < argv.size()) {
     value = argv[++i];
@@ -53,7 +54,8 @@ bool is_engine_program(const std::string& word) {
   return b == "vllm" || b == "sglang" || b == "trtllm-serve" || is_python(b);
 }
 
-LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::map<std::string, std::string>& env) {
+LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
+                                    std::map<std::string, std::string>& env) {
   LaunchWrapper w;
   std::size_t i = 0;
   while (i < argv.size()) {
@@ -69,7 +71,8 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::m
     }
     const bool mpi = prog == "mpirun" || prog == "mpiexec" || prog == "orterun";
     const bool slurm = prog == "srun";
-    const bool container = (prog == "docker" || prog == "podman") && i + 1 < argv.size() && argv[i + 1] == "run";
+    const bool container =
+        (prog == "docker" || prog == "podman") && i + 1 < argv.size() && argv[i + 1] == "run";
     if (!mpi && !slurm && !container) break;
     const std::size_t start = i;
     i += container ? 2 : 1;
@@ -100,7 +103,8 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv, std::m
     }
     w.words.insert(w.words.end(), argv.begin() + static_cast<std::ptrdiff_t>(start),
                    argv.begin() + static_cast<std::ptrdiff_t>(i));
-    if (vllm_image && (i >= argv.size() || (!is_engine_program(argv[i]) && program_basename(argv[i]) != "env"))) {
+    if (vllm_image &&
+        (i >= argv.size() || (!is_engine_program(argv[i]) && program_basename(argv[i]) != "env"))) {
       w.supplies_program = true;
       break;
     }

@@ -4,17 +4,16 @@
 #include <algorithm>
 
 #include "engines/cli_parser.h"
-#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/version.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {
 namespace {
 
 using V = std::vector<std::string>;
 using K = ValueKind;
-
 
 SpeculativeConfig& spec_of(LaunchConfig& c) {
   if (!c.speculative) c.speculative = SpeculativeConfig{};
@@ -293,10 +292,9 @@ const std::vector<FlagSpec>& sglang_specs() {
                   [](LaunchConfig& c, const V& v) { c.enable_piecewise_cuda_graph = to_bool(v[0]); }));
     // Releases where piecewise CUDA graphs are on by default turn them off with this [recalled]; the twin's
     // SGLang default is off already, so it confirms that.
-    s.push_back(F({"--disable-piecewise-cuda-graph"}, K::kStoreTrue,
-                  [](LaunchConfig& c, const V& v) {
-                    if (to_bool(v[0])) c.enable_piecewise_cuda_graph = false;
-                  }));
+    s.push_back(F({"--disable-piecewise-cuda-graph"}, K::kStoreTrue, [](LaunchConfig& c, const V& v) {
+      if (to_bool(v[0])) c.enable_piecewise_cuda_graph = false;
+    }));
     // Kernel and expert-parallel switches InferenceX passes (recorded, not modelled): the FP8 GEMM backend,
     // FlashInfer's TRT-LLM MoE, and the older spelling of expert parallelism over the TP group [recalled].
     s.push_back(F({"--fp8-gemm-backend"}, K::kString));

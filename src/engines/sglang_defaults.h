@@ -112,8 +112,8 @@ struct SglangDefaults {
   /// #sglang/tp8-dp-attn (decode above cuda_graph_max_bs 512: 4190 vs 5986), glm-5.2__h200#017 (DeepEP
   /// normal, every step eager: ITL 303 ms over 78 layers, ~3.9 ms per layer); leave-one-study-out over the
   /// corpus is best near 60 us (45-95 us tried) [estimate].
-  Sourced<double> eager_launch_us{60.0, "Python op dispatch per eager kernel; corpus evidence (sglang_defaults.h)",
-                                  false};
+  Sourced<double> eager_launch_us{
+      60.0, "Python op dispatch per eager kernel; corpus evidence (sglang_defaults.h)", false};
   Sourced<int> clip_max_new_tokens{4096,
                                    "sglang/srt/managers/schedule_policy.py CLIP_MAX_NEW_TOKENS "
                                    "(SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION default 4096)"};
@@ -130,13 +130,16 @@ struct SglangDefaults {
   // radix cache, whose MambaRadixCache keeps states of finished prefixes in the same pool); the corpus
   // agrees: SGLang 0.5.9 ran ~130 requests on Qwen3.5-9B / H100 and -35B-A3B / H200 (output tok/s x ITL)
   // with 512 / 246 in flight, TTFT 26 s / 6.5 s]
-  Sourced<double> mamba_full_memory_ratio{0.9, "server_args.py ServerArgs.mamba_full_memory_ratio = 0.9 [recalled]",
-                                          false};
+  Sourced<double> mamba_full_memory_ratio{
+      0.9, "server_args.py ServerArgs.mamba_full_memory_ratio = 0.9 [recalled]", false};
   Sourced<int> mamba_cache_per_running_request{
-      3, "model_runner.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 (radix cache on) [recalled]", false};
+      3, "model_runner.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 (radix cache on) [recalled]",
+      false};
   Sourced<int> mamba_cache_size_no_radix{
-      512, "model_runner.py handle_max_mamba_cache: max_mamba_cache_size = 512 without the radix cache and "
-           "--max-running-requests [recalled]", false};
+      512,
+      "model_runner.py handle_max_mamba_cache: max_mamba_cache_size = 512 without the radix cache and "
+      "--max-running-requests [recalled]",
+      false};
   Sourced<int> req_to_token_pool_min{2048,
                                      "model_runner.py: max_num_reqs = clamp(max_total_tokens / context_len * "
                                      "512, 2048, 4096)"};

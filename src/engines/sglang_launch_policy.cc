@@ -265,8 +265,9 @@ void scheduler_memory_routing(ResolvedLaunch& r) {
   if (c.max_total_tokens) mem.max_total_tokens = *c.max_total_tokens;
   // The req_to_token table (model_runner.py ReqToTokenPool), sized from the pool (memory_plan.cc).
   mem.request_table = true;
-  r.notes.push_back("req_to_token table: (slots + 1) x (context_len + 4) int32 per rank, charged to the KV "
-                    "budget (model_runner.py ReqToTokenPool; the charge is corpus evidence, memory_plan.cc)");
+  r.notes.push_back(
+      "req_to_token table: (slots + 1) x (context_len + 4) int32 per rank, charged to the KV "
+      "budget (model_runner.py ReqToTokenPool; the charge is corpus evidence, memory_plan.cc)");
   mem.kv_window_only = m.has_sliding_window() && !c.disable_hybrid_swa_memory;
   mem.swa_full_tokens_ratio =
       mem.kv_window_only ? c.swa_full_tokens_ratio.value_or(d.swa_full_tokens_ratio.value) : 1.0;

@@ -1,17 +1,16 @@
 // TensorRT-LLM 1.2.0rc5 `trtllm-serve [serve] MODEL`: click options (tensorrt_llm/commands/serve.py),
 // environment, and rendering back to flags.
 #include "engines/cli_parser.h"
-#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/version.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {
 namespace {
 
 using V = std::vector<std::string>;
 using K = ValueKind;
-
 
 // Options that trtllm-serve gained after 1.0 [recalled: absent from the 1.0.0 serve.py; first release
 // with them not pinned, taken as 1.1.0].
@@ -46,8 +45,8 @@ const std::vector<FlagSpec>& trtllm_specs() {
     s.push_back(F({"--pp_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.pp = to_int(v[0]); }));
     s.push_back(F({"--ep_size"}, K::kInt, [](LaunchConfig& c, const V& v) { c.ep = to_int(v[0]); }));
     s.push_back(F({"--cluster_size"}, K::kInt));
-    s.push_back(F({"--gpus_per_node"}, K::kInt,
-                  [](LaunchConfig& c, const V& v) { c.gpus_per_node = to_int(v[0]); }));
+    s.push_back(
+        F({"--gpus_per_node"}, K::kInt, [](LaunchConfig& c, const V& v) { c.gpus_per_node = to_int(v[0]); }));
     s.push_back(F({"--kv_cache_free_gpu_memory_fraction"}, K::kFloat,
                   [](LaunchConfig& c, const V& v) { c.gpu_memory_fraction = to_double(v[0]); }));
     s.push_back(F({"--num_postprocess_workers"}, K::kInt));
@@ -57,7 +56,8 @@ const std::vector<FlagSpec>& trtllm_specs() {
                   [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
     // The newer spelling of the same YAML file [recalled: trtllm-serve --config; first release not pinned,
     // taken as the options added after 1.0].
-    s.push_back(F({"--config"}, K::kString, [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
+    s.push_back(
+        F({"--config"}, K::kString, [](LaunchConfig& c, const V& v) { c.extra_llm_api_options = v[0]; }));
     after_1_0(s);
     s.push_back(F({"--reasoning_parser"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.reasoning_parser = v[0]; }));

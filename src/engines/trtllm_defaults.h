@@ -27,10 +27,11 @@ struct TrtllmDefaults {
   Sourced<int> cuda_graph_max_batch_size{128, "llmapi/llm_args.py CudaGraphConfig.max_batch_size when unset"};
   Sourced<bool> enable_attention_dp{false, "llmapi/llm_args.py enable_attention_dp"};
   Sourced<int> ep_size{1, "mapping: moe_ep_size = 1, moe_tp_size = tp_size when --ep_size is unset", false};
-  Sourced<bool> deep_gemm{true,
-                          "TRTLLM_DG_ENABLED default on: DeepGEMM for FP8 block-scaled linears on Blackwell (on "
-                          "Hopper they run fp8_block_scaling_gemm, trtllm_launch.cc)",
-                          false};
+  Sourced<bool> deep_gemm{
+      true,
+      "TRTLLM_DG_ENABLED default on: DeepGEMM for FP8 block-scaled linears on Blackwell (on "
+      "Hopper they run fp8_block_scaling_gemm, trtllm_launch.cc)",
+      false};
   Sourced<bool> enable_block_reuse{true, "llmapi/llm_args.py KvCacheConfig.enable_block_reuse"};
   Sourced<bool> cuda_graph_padding{false, "llmapi/llm_args.py CudaGraphConfig.enable_padding = False"};
   Sourced<bool> overlap_scheduler{true, "llmapi/llm_args.py disable_overlap_scheduler = False"};

@@ -59,14 +59,17 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   e.attention = e.decode_attention = m.has_mla() ? AttentionKernel::kTrtllmMla : AttentionKernel::kTrtllmGen;
   if (m.has_dsa()) {
     e.dsa_dense_short_prefill = true;
-    r.notes.push_back("DSA prompts of at most index_topk tokens prefill as dense MHA without the indexer "
-                      "(DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs)");
+    r.notes.push_back(
+        "DSA prompts of at most index_topk tokens prefill as dense MHA without the indexer "
+        "(DeepSeekSparseAttentionConfig.skip_indexer_for_short_seqs)");
     if (!is_blackwell(cl))
       r.unmodelled.push_back(
           "DeepSeek Sparse Attention through TensorRT-LLM before Blackwell: the twin has no figure for this "
-          "path (TensorRT-LLM's DSA kernels targeted Blackwell first [recalled, unverified]); the corpus runs "
+          "path (TensorRT-LLM's DSA kernels targeted Blackwell first [recalled, unverified]); the corpus "
+          "runs "
           "of it (DeepSeek-V3.2, 8xH200, 1.2.0rc5) decode 5-12x slower than the physics (mean TPOT 1.39 s at "
-          "TP8, 0.56 s at TP8+EP8): fitted, they drive the release's Hopper kernel scale below its 0.4 bound, "
+          "TP8, 0.56 s at TP8+EP8): fitted, they drive the release's Hopper kernel scale below its 0.4 "
+          "bound, "
           "where its Qwen3-8B/32B runs put it at 0.44");
   }
   switch (m.quantization.method) {
@@ -82,11 +85,12 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
       // torch.ops.trtllm.fp8_block_scaling_gemm, the engine's own block-scaled kernel [recalled]. The
       // corpus agrees: on qwen3-32b__h100 TensorRT-LLM 1.2's FP8 runs sit 1.3-1.5x further below the
       // DeepGEMM figure than its BF16 run and than SGLang's DeepGEMM FP8 run on the same GPU.
-      e.gemm = r.config.deep_gemm && !is_hopper(cl) ? GemmKernel::kFp8BlockDeepGemm
-                                                    : GemmKernel::kFp8BlockTrtllm;
+      e.gemm =
+          r.config.deep_gemm && !is_hopper(cl) ? GemmKernel::kFp8BlockDeepGemm : GemmKernel::kFp8BlockTrtllm;
       if (is_hopper(cl))
-        r.notes.push_back("FP8 block-scaled linears on Hopper: fp8_block_scaling_gemm, not DeepGEMM "
-                          "(linear.py calls deep_gemm on SM100 only) [recalled]");
+        r.notes.push_back(
+            "FP8 block-scaled linears on Hopper: fp8_block_scaling_gemm, not DeepGEMM "
+            "(linear.py calls deep_gemm on SM100 only) [recalled]");
       break;
     case Q::kW8A8Int8:
       e.gemm = GemmKernel::kInt8Native;
@@ -241,7 +245,8 @@ void policies(ResolvedLaunch& r) {
                     (e.async_scheduling ? "on (" + std::string(d.overlap_scheduler.source) + ")"
                                         : "off (disable_overlap_scheduler)"));
   e.stream_interval = c.stream_interval.value_or(d.stream_interval.value);
-  e.api_fifo = true;  // trtllm-serve's chat handler runs each request to its hand-off (ExecutionPolicy::api_fifo)
+  e.api_fifo =
+      true;  // trtllm-serve's chat handler runs each request to its hand-off (ExecutionPolicy::api_fifo)
   auto& mem = r.memory;
   mem.basis = MemoryPolicy::Basis::kOfFree;
   mem.fraction = c.gpu_memory_fraction;

@@ -6,17 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/cli_parser.h"
-#include "servelab/engines/engines.h"
 #include "engines/engines_detail.h"
 #include "engines/version.h"
 #include "engines/vllm_defaults.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {
 namespace {
 
 using V = std::vector<std::string>;
 using K = ValueKind;
-
 
 // Restricts the last spec to releases [since, until).
 void gate(std::vector<FlagSpec>& s, const char* since, const char* until, const char* source) {

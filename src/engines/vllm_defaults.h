@@ -103,7 +103,8 @@ struct VllmDefaults {
   Sourced<double> reserved_bytes_single_gpu{0.5 * 1024.0 * 1024.0 * 1024.0,
                                             "servelab estimate: one GPU, no collective buffers", false};
   Sourced<double> reserved_bytes{1.5 * 1024.0 * 1024.0 * 1024.0,
-                                 "servelab estimate: + NCCL and custom all-reduce buffers with TP/DP/EP", false};
+                                 "servelab estimate: + NCCL and custom all-reduce buffers with TP/DP/EP",
+                                 false};
 };
 
 inline constexpr VllmDefaults kVllmDefaults{};

@@ -170,8 +170,9 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
                         " (quantization/mxfp4.py get_mxfp4_backend: FlashInfer on SM100, triton_kernels on "
                         "SM90-SM10x where installed (not in 0.10.x [recalled]), Marlin W4A16 otherwise; vLLM "
                         "issue #31085)" +
-                        (e.moe == MoeKernel::kMarlinMoe ? "; Marlin pads experts to hidden % 256, intermediate % 128"
-                                                         : ""));
+                        (e.moe == MoeKernel::kMarlinMoe
+                             ? "; Marlin pads experts to hidden % 256, intermediate % 128"
+                             : ""));
       break;
     }
     case Q::kNvfp4:

@@ -26,8 +26,8 @@ namespace {
 // qwen3.5-35b-a3b__h200-latency#017 (H200, MoE: ~109 running, 24 ms = 220 us), where the roofline gives
 // ~45 us per request (9B: 18 GFLOP + 50 MB of GDN state per request per step). Value 80 us [corpus
 // evidence, swept]: as a floor on the step (0 / 50 / 80 / 90 / 100 / 110 us) the held-out qwen3.5-9b tok/s
-// MAPE goes 22.1 / 22.1 / 17.9 / 16.1 / 12.6 / 9.3% (170 us overshoots: -17% per point), but from 90 us up the
-// refit kernel_scale of the shared vllm-0.17/hopper class rises and glm-5.2__h200 (vLLM 0.24, too fast
+// MAPE goes 22.1 / 22.1 / 17.9 / 16.1 / 12.6 / 9.3% (170 us overshoots: -17% per point), but from 90 us up
+// the refit kernel_scale of the shared vllm-0.17/hopper class rises and glm-5.2__h200 (vLLM 0.24, too fast
 // already) degrades (tok/s 20.7 -> 22.0-24.1%); 80 us is the largest value that leaves it unchanged.
 constexpr double kVllmReasoningStreamRequestS = 80e-6;
 
@@ -246,11 +246,12 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
   e.harmony_chat = r.model.model_type == "gpt_oss";
   if (!c.reasoning_parser.empty()) {
     e.api_stream_request_s = kVllmReasoningStreamRequestS;
-    r.notes.push_back("--reasoning-parser: the API server's streamed chat reply costs " +
-                      std::to_string(static_cast<int>(kVllmReasoningStreamRequestS * 1e6)) +
-                      " us per decoding request per step (serial, beside the engine core; / api-server-count x "
-                      "stream-interval) [corpus evidence: qwen3.5-9b__h100#000-#017, "
-                      "qwen3.5-35b-a3b__h200-latency#016/#017]");
+    r.notes.push_back(
+        "--reasoning-parser: the API server's streamed chat reply costs " +
+        std::to_string(static_cast<int>(kVllmReasoningStreamRequestS * 1e6)) +
+        " us per decoding request per step (serial, beside the engine core; / api-server-count x "
+        "stream-interval) [corpus evidence: qwen3.5-9b__h100#000-#017, "
+        "qwen3.5-35b-a3b__h200-latency#016/#017]");
   }
   if (e.harmony_chat)
     r.notes.push_back(

@@ -20,7 +20,8 @@ constexpr double T = 1e12;  // TFLOP/s, TB/s
 constexpr double G = 1e9;   // GB/s
 
 template <typename E, std::size_t N>
-E enum_by_name(const std::string& name, const E (&values)[N], const char* (*name_of)(E), const std::string& where) {
+E enum_by_name(const std::string& name, const E (&values)[N], const char* (*name_of)(E),
+               const std::string& where) {
   std::string known;
   for (E v : values) {
     if (name == name_of(v)) return v;
@@ -31,22 +32,26 @@ E enum_by_name(const std::string& name, const E (&values)[N], const char* (*name
 
 // One row of gpus.json (see parse_gpu_table for the rules it must follow).
 GpuSpec parse_row(const nlohmann::json& r, std::size_t index) {
-  const std::string where = fmt::format("gpus.json row {} ({})", index,
-                                        r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "?");
+  const std::string where =
+      fmt::format("gpus.json row {} ({})", index,
+                  r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "?");
   GpuSpec g;
-  static const Generation kGenerations[] = {Generation::kAmpere, Generation::kAda, Generation::kHopper,
+  static const Generation kGenerations[] = {Generation::kAmpere,    Generation::kAda,   Generation::kHopper,
                                             Generation::kBlackwell, Generation::kCdna3, Generation::kAscend};
   static const LinkKind kLinks[] = {LinkKind::kNvSwitch, LinkKind::kNvLinkBridge, LinkKind::kPcie,
                                     LinkKind::kInfinityFabric, LinkKind::kHccs};
   const nlohmann::json& sources = r.at("sources");
-  if (!sources.is_object()) throw std::invalid_argument(where + ": sources must be an object (field -> citation)");
+  if (!sources.is_object())
+    throw std::invalid_argument(where + ": sources must be an object (field -> citation)");
   // A number of the row: non-negative, finite; a non-zero one must cite its source.
   auto number = [&](const char* field) {
     if (!r.contains(field) || !r[field].is_number())
       throw std::invalid_argument(where + ": field " + field + " missing or not a number");
     const double v = r[field].get<double>();
-    if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(where + ": field " + field + " must be >= 0");
-    if (v > 0 && (!sources.contains(field) || !sources[field].is_string() || sources[field].get<std::string>().empty()))
+    if (!(v >= 0) || !std::isfinite(v))
+      throw std::invalid_argument(where + ": field " + field + " must be >= 0");
+    if (v > 0 && (!sources.contains(field) || !sources[field].is_string() ||
+                  sources[field].get<std::string>().empty()))
       throw std::invalid_argument(where + ": field " + field + " has no source");
     return v;
   };
@@ -75,7 +80,8 @@ GpuSpec parse_row(const nlohmann::json& r, std::size_t index) {
     throw std::invalid_argument(where + ": a row that is not modelled must say why (unsupported_reason)");
   if (g.memory_bytes <= 0 || g.hbm_bandwidth_Bps <= 0 || g.bf16_flops <= 0 || g.max_gpus_per_node < 1)
     throw std::invalid_argument(where + ": memory, bandwidth, BF16 peak and max_gpus_per_node must be > 0");
-  for (auto it = sources.begin(); it != sources.end(); ++it) g.sources.emplace_back(it.key(), it.value().get<std::string>());
+  for (auto it = sources.begin(); it != sources.end(); ++it)
+    g.sources.emplace_back(it.key(), it.value().get<std::string>());
   return g;
 }
 
@@ -91,7 +97,8 @@ std::vector<GpuSpec> parse_gpu_table(const std::string& json_text) {
     throw std::invalid_argument(std::string("gpus.json: invalid JSON: ") + e.what());
   }
   std::vector<GpuSpec> t;
-  std::map<std::string, std::string> names;  // normalized name or alias -> row (spellings may repeat in a row)
+  std::map<std::string, std::string>
+      names;  // normalized name or alias -> row (spellings may repeat in a row)
   try {
     const auto& rows = doc.at("gpus");
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -101,7 +108,8 @@ std::vector<GpuSpec> parse_gpu_table(const std::string& json_text) {
       for (const auto& n : all) {
         auto [it, fresh] = names.emplace(normalize(n), g.name);
         if (!fresh && it->second != g.name)
-          throw std::invalid_argument(fmt::format("gpus.json: '{}' of {} is already a name of {}", n, g.name, it->second));
+          throw std::invalid_argument(
+              fmt::format("gpus.json: '{}' of {} is already a name of {}", n, g.name, it->second));
       }
       t.push_back(std::move(g));
     }
@@ -139,23 +147,34 @@ bool all_digits(const std::string& s) {
 
 const char* generation_name(Generation g) {
   switch (g) {
-    case Generation::kAmpere: return "ampere";
-    case Generation::kAda: return "ada";
-    case Generation::kHopper: return "hopper";
-    case Generation::kBlackwell: return "blackwell";
-    case Generation::kCdna3: return "cdna3";
-    case Generation::kAscend: return "ascend";
+    case Generation::kAmpere:
+      return "ampere";
+    case Generation::kAda:
+      return "ada";
+    case Generation::kHopper:
+      return "hopper";
+    case Generation::kBlackwell:
+      return "blackwell";
+    case Generation::kCdna3:
+      return "cdna3";
+    case Generation::kAscend:
+      return "ascend";
   }
   return "?";
 }
 
 const char* link_kind_name(LinkKind k) {
   switch (k) {
-    case LinkKind::kNvSwitch: return "NVSwitch";
-    case LinkKind::kNvLinkBridge: return "NVLink bridge";
-    case LinkKind::kPcie: return "PCIe";
-    case LinkKind::kInfinityFabric: return "Infinity Fabric";
-    case LinkKind::kHccs: return "HCCS";
+    case LinkKind::kNvSwitch:
+      return "NVSwitch";
+    case LinkKind::kNvLinkBridge:
+      return "NVLink bridge";
+    case LinkKind::kPcie:
+      return "PCIe";
+    case LinkKind::kInfinityFabric:
+      return "Infinity Fabric";
+    case LinkKind::kHccs:
+      return "HCCS";
   }
   return "?";
 }
@@ -239,15 +258,15 @@ ClusterSpec parse_cluster(const std::string& spec) {
     } else {
       throw std::invalid_argument(fmt::format(
           "hardware \"{}\": {} GPUs do not split into nodes of {}; say how they are split, e.g. \"{}x{}x{}\"",
-          spec, n, per_node_max, (n + per_node_max - 1) / per_node_max, n / ((n + per_node_max - 1) / per_node_max),
-          c.gpu.name));
+          spec, n, per_node_max, (n + per_node_max - 1) / per_node_max,
+          n / ((n + per_node_max - 1) / per_node_max), c.gpu.name));
     }
   } else if (counts.size() == 2) {
     c.nodes = to_count(counts[0]);
     c.gpus_per_node = to_count(counts[1]);
     if (c.gpus_per_node > per_node_max)
-      throw std::invalid_argument(fmt::format("hardware \"{}\": a {} node holds at most {} GPUs", spec,
-                                              c.gpu.name, per_node_max));
+      throw std::invalid_argument(
+          fmt::format("hardware \"{}\": a {} node holds at most {} GPUs", spec, c.gpu.name, per_node_max));
   } else {
     throw std::invalid_argument(
         fmt::format("hardware \"{}\": expected GPU, NxGPU or NODESxNxGPU (e.g. 8xH200, 2x8xH100)", spec));
@@ -289,10 +308,14 @@ NetworkSpec parse_network(const std::string& spec) {
   n.nic_Bps = gbps * 1e9 / 8;
   if (!kind.empty()) {
     std::string k = normalize(kind);
-    if (k == "IB" || k == "INFINIBAND") n.kind = "InfiniBand";
-    else if (k == "ROCE") n.kind = "RoCE";
-    else if (k == "ETH" || k == "ETHERNET") n.kind = "Ethernet", n.efficiency = 0.7;
-    else throw std::invalid_argument(fmt::format("network \"{}\": kind must be IB, RoCE or Ethernet", spec));
+    if (k == "IB" || k == "INFINIBAND")
+      n.kind = "InfiniBand";
+    else if (k == "ROCE")
+      n.kind = "RoCE";
+    else if (k == "ETH" || k == "ETHERNET")
+      n.kind = "Ethernet", n.efficiency = 0.7;
+    else
+      throw std::invalid_argument(fmt::format("network \"{}\": kind must be IB, RoCE or Ethernet", spec));
   }
   return n;
 }

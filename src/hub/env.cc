@@ -79,11 +79,13 @@ HubOptions options_from_environment(const EnvLookup& env) {
   if (auto t = non_empty(env, "HF_TOKEN"); t && !strip(*t).empty()) {
     o.token = strip(*t);
     o.token_source = "HF_TOKEN";
-  } else if (auto legacy_t = non_empty(env, "HUGGING_FACE_HUB_TOKEN"); legacy_t && !strip(*legacy_t).empty()) {
+  } else if (auto legacy_t = non_empty(env, "HUGGING_FACE_HUB_TOKEN");
+             legacy_t && !strip(*legacy_t).empty()) {
     o.token = strip(*legacy_t);
     o.token_source = "HUGGING_FACE_HUB_TOKEN";
   } else {
-    const fs::path file = non_empty(env, "HF_TOKEN_PATH") ? fs::path(*env("HF_TOKEN_PATH")) : hf_home / "token";
+    const fs::path file =
+        non_empty(env, "HF_TOKEN_PATH") ? fs::path(*env("HF_TOKEN_PATH")) : hf_home / "token";
     std::ifstream in(file);
     if (in) {
       std::stringstream ss;
@@ -130,8 +132,9 @@ std::string repo_folder_name(std::string_view repo_id, RepoType type) {
 }
 
 bool is_commit_hash(std::string_view revision) {
-  return revision.size() == 40 &&
-         std::all_of(revision.begin(), revision.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return revision.size() == 40 && std::all_of(revision.begin(), revision.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 }  // namespace servelab::hub

@@ -1,13 +1,13 @@
 // servelab/hub private: a blocking HTTP(S) request with Boost.Beast, the body streamed to a sink.
 #include "hub/http.h"
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -58,7 +58,8 @@ constexpr std::size_t kErrorBodyLimit = 64 * 1024;
 
 template <class Stream>
 HttpResponse exchange(asio::io_context& ioc, Stream& stream, beast::tcp_stream& tcp, const Url& u,
-                      const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers,
+                      const std::string& method,
+                      const std::vector<std::pair<std::string, std::string>>& headers,
                       const HttpTimeouts& timeouts, const std::function<bool(const char*, std::size_t)>& sink,
                       const std::function<void(const HttpResponse&)>& on_head) {
   const bool head = method == "HEAD";
@@ -82,7 +83,9 @@ HttpResponse exchange(asio::io_context& ioc, Stream& stream, beast::tcp_stream& 
     throw NetworkError(fmt::format("waiting for the answer of {}: {}", u.host_header, describe(ec)));
   HttpResponse res;
   res.status = static_cast<int>(parser.get().result_int());
-  for (const auto& f : parser.get()) res.headers[lower(std::string_view(f.name_string().data(), f.name_string().size()))] = std::string(f.value());
+  for (const auto& f : parser.get())
+    res.headers[lower(std::string_view(f.name_string().data(), f.name_string().size()))] =
+        std::string(f.value());
   if (on_head) on_head(res);
   if (head) return res;
   const bool to_sink = sink && res.status >= 200 && res.status < 300;
@@ -131,11 +134,13 @@ Url parse_url(std::string_view url) {
     if (const auto hash = u.target.find('#'); hash != std::string::npos) u.target.resize(hash);
   }
   if (authority.find('@') != std::string_view::npos)
-    throw std::invalid_argument(fmt::format("credentials in a Hub URL are not supported: give HF_TOKEN instead"));
+    throw std::invalid_argument(
+        fmt::format("credentials in a Hub URL are not supported: give HF_TOKEN instead"));
   std::string_view port;
   if (!authority.empty() && authority[0] == '[') {
     const auto close = authority.find(']');
-    if (close == std::string_view::npos) throw std::invalid_argument(fmt::format("bad IPv6 host in '{}'", url));
+    if (close == std::string_view::npos)
+      throw std::invalid_argument(fmt::format("bad IPv6 host in '{}'", url));
     u.host = lower(authority.substr(1, close - 1));
     if (close + 1 < authority.size()) {
       if (authority[close + 1] != ':') throw std::invalid_argument(fmt::format("bad host in '{}'", url));
@@ -172,7 +177,8 @@ std::string HttpResponse::header(const std::string& name) const {
 
 HttpResponse http_request(const std::string& method, const std::string& url,
                           const std::vector<std::pair<std::string, std::string>>& headers,
-                          const HttpTimeouts& timeouts, const std::function<bool(const char*, std::size_t)>& sink,
+                          const HttpTimeouts& timeouts,
+                          const std::function<bool(const char*, std::size_t)>& sink,
                           const std::function<void(const HttpResponse&)>& on_head) {
   const Url u = parse_url(url);
   asio::io_context ioc;

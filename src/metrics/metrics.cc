@@ -203,7 +203,8 @@ void count_reasoning_and_usage(const RequestOutput& out, BenchmarkMetrics& m) {
 
 // One pass over the requests: the counts, lengths and token totals into `m`, the latency samples returned.
 // TPOT = (E2EL − TTFT) / (output_len − 1) (vLLM 0.13 benchmarks/serve.py).
-Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOptions& opts, BenchmarkMetrics& m) {
+Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOptions& opts,
+                        BenchmarkMetrics& m) {
   Samples s;
   m.input_lens.reserve(outputs.size());
   m.output_lens.reserve(outputs.size());
@@ -213,7 +214,8 @@ Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOpt
       s.lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
     }
     if (out.wire_time_s >= 0.0) {
-      s.send_lags.push_back(out.wire_time_s - out.intended_send_time_s - (out.send_time_s - out.dispatch_time_s));
+      s.send_lags.push_back(out.wire_time_s - out.intended_send_time_s -
+                            (out.send_time_s - out.dispatch_time_s));
     }
     if (!out.success) {
       m.output_lens.push_back(0);

@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "model/detail.h"
-#include "servelab/model/model.h"
 #include "servelab/common/hash.h"
+#include "servelab/model/model.h"
 
 namespace servelab::model {
 namespace {

@@ -5,8 +5,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "servelab/common/paths.h"
 #include "model/detail.h"
+#include "servelab/common/paths.h"
 #include "servelab/model/model.h"
 
 namespace servelab::model {

@@ -126,7 +126,8 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   auto from_hub = [&]() -> std::optional<ModelSpec> {
     if (!fetch.download || !hub::is_repo_id(model)) return std::nullopt;
     try {
-      const hub::Snapshot snap = hub::fetch_files(model, {{"config.json", true}}, fetch.revision, hub_options);
+      const hub::Snapshot snap =
+          hub::fetch_files(model, {{"config.json", true}}, fetch.revision, hub_options);
       return load_config(*snap.files.at("config.json"));
     } catch (const hub::HubError& e) {
       tried.push_back(std::string("Hugging Face Hub: ") + e.what());
@@ -144,10 +145,13 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   }
   if (pinned) {  // that revision only: its snapshot in the cache, else the Hub
     if (hub::is_repo_id(model)) {
-      if (auto f = hub::cached_file(model, "config.json", fetch.revision, hub_options)) return load_config(*f);
-      tried.push_back("Hugging Face cache " +
-                      (hub_options.cache_dir / hub::repo_folder_name(model) / "snapshots" / "*" / "config.json").string() +
-                      " at revision " + fetch.revision);
+      if (auto f = hub::cached_file(model, "config.json", fetch.revision, hub_options))
+        return load_config(*f);
+      tried.push_back(
+          "Hugging Face cache " +
+          (hub_options.cache_dir / hub::repo_folder_name(model) / "snapshots" / "*" / "config.json")
+              .string() +
+          " at revision " + fetch.revision);
     }
     if (auto m = from_hub()) return *m;
     std::string message = "unknown model \"" + model + "\" at revision " + fetch.revision + "; searched:";

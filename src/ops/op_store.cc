@@ -29,7 +29,7 @@ struct OpStore::State {
   std::filesystem::path dir;
   std::vector<OpTableEntry> entries;
   std::vector<Reuse> reuse;
-  mutable std::mutex mu;  ///< guards `open`
+  mutable std::mutex mu;                                     ///< guards `open`
   mutable std::vector<std::shared_ptr<const OpTable>> open;  ///< by entry index, filled on first use
 };
 
@@ -86,9 +86,13 @@ OpStore OpStore::open(const std::filesystem::path& dir) {
   return s;
 }
 
-const std::filesystem::path& OpStore::dir() const { return state_->dir; }
+const std::filesystem::path& OpStore::dir() const {
+  return state_->dir;
+}
 
-const std::vector<OpTableEntry>& OpStore::entries() const { return state_->entries; }
+const std::vector<OpTableEntry>& OpStore::entries() const {
+  return state_->entries;
+}
 
 std::vector<std::string> OpStore::versions(std::string_view gpu, std::string_view backend,
                                            std::string_view table) const {

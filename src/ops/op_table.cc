@@ -52,7 +52,9 @@ namespace {
 constexpr char kMagic[8] = {'S', 'L', 'O', 'P', 'S', '0', '1', '\n'};
 constexpr std::size_t kMaxHeaderBytes = 64u << 20;
 
-std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+std::size_t pad8(std::size_t n) {
+  return (n + 7) & ~std::size_t{7};
+}
 
 std::string number_text(double v) {
   if (std::isnan(v)) return "(missing)";
@@ -85,15 +87,20 @@ std::shared_ptr<const OpTable> OpTable::open(const std::filesystem::path& file) 
   }
   void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  if (m == MAP_FAILED) throw std::runtime_error(fmt::format("{}: mmap failed: {}", where, std::strerror(errno)));
+  if (m == MAP_FAILED)
+    throw std::runtime_error(fmt::format("{}: mmap failed: {}", where, std::strerror(errno)));
   std::shared_ptr<OpTable> t(new OpTable());
   t->map_ = static_cast<const unsigned char*>(m);
   t->map_size_ = size;
-  auto bad = [&](const std::string& why) { return std::runtime_error(where + ": not a valid op table: " + why); };
-  if (std::memcmp(t->map_, kMagic, sizeof kMagic) != 0) throw bad("bad magic (expected SLOPS01; re-run make deps)");
+  auto bad = [&](const std::string& why) {
+    return std::runtime_error(where + ": not a valid op table: " + why);
+  };
+  if (std::memcmp(t->map_, kMagic, sizeof kMagic) != 0)
+    throw bad("bad magic (expected SLOPS01; re-run make deps)");
   std::uint32_t hlen = 0;
   std::memcpy(&hlen, t->map_ + 8, 4);
-  if (hlen > kMaxHeaderBytes || 12 + std::size_t{hlen} > size) throw bad(fmt::format("header of {} bytes", hlen));
+  if (hlen > kMaxHeaderBytes || 12 + std::size_t{hlen} > size)
+    throw bad(fmt::format("header of {} bytes", hlen));
   nlohmann::json h;
   try {
     h = nlohmann::json::parse(t->map_ + 12, t->map_ + 12 + hlen);
@@ -147,7 +154,8 @@ std::shared_ptr<const OpTable> OpTable::open(const std::filesystem::path& file) 
     for (std::size_t r = 0; r < t->rows_; ++r) {
       std::uint16_t i = 0;
       std::memcpy(&i, c.data + 2 * r, 2);
-      if (i >= c.dict.size()) throw bad(fmt::format("column {} row {}: index {} outside its dictionary", c.name, r, i));
+      if (i >= c.dict.size())
+        throw bad(fmt::format("column {} row {}: index {} outside its dictionary", c.name, r, i));
     }
   }
   for (const auto& k : t->keys_) {
@@ -155,7 +163,8 @@ std::shared_ptr<const OpTable> OpTable::open(const std::filesystem::path& file) 
   }
   for (const auto& a : t->axes_) {
     const int i = t->column_index(a.name);
-    if (i < 0 || t->columns_[i].type == Column::Type::kDict) throw bad("axis " + a.name + " is not a numeric column");
+    if (i < 0 || t->columns_[i].type == Column::Type::kDict)
+      throw bad("axis " + a.name + " is not a numeric column");
   }
   return t;
 }
@@ -211,15 +220,19 @@ OpTable::Range OpTable::equal_range(int column, double value, Range r) const {
   std::size_t lo = r.lo, hi = r.hi;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
-    if (less(mid, value)) lo = mid + 1;
-    else hi = mid;
+    if (less(mid, value))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   const std::size_t first = lo;
   hi = r.hi;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
-    if (number(column, mid) <= value) lo = mid + 1;
-    else hi = mid;
+    if (number(column, mid) <= value)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return {first, lo};
 }
@@ -251,8 +264,10 @@ std::vector<std::string> OpTable::distinct(std::string_view column, const OpQuer
   seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
   std::vector<std::string> out;
   for (double v : seen) {
-    if (columns_[c].type == Column::Type::kDict) out.push_back(columns_[c].dict[static_cast<std::size_t>(v)]);
-    else out.push_back(number_text(v));
+    if (columns_[c].type == Column::Type::kDict)
+      out.push_back(columns_[c].dict[static_cast<std::size_t>(v)]);
+    else
+      out.push_back(number_text(v));
   }
   return out;
 }
@@ -288,7 +303,8 @@ bool OpTable::narrow_keys(const OpQuery& query, std::size_t from, Range& r, std:
         lo = sub.hi;
         std::string w;
         if (narrow_keys(query, ki + 1, sub, w)) {
-          matches.emplace_back(col.type == Column::Type::kDict ? std::string(text(c, sub.lo)) : number_text(v), sub);
+          matches.emplace_back(
+              col.type == Column::Type::kDict ? std::string(text(c, sub.lo)) : number_text(v), sub);
         } else if (w.find("ambiguous") != std::string::npos) {
           if (ambiguous_why.empty()) ambiguous_why = w;
         } else if (first_why.empty()) {
@@ -305,7 +321,8 @@ bool OpTable::narrow_keys(const OpQuery& query, std::size_t from, Range& r, std:
       }
       std::vector<std::string> names;
       for (const auto& m : matches) names.push_back(m.first);
-      why = fmt::format("{}: ambiguous: {} has several values here ({}); give one", table_, k, join_some(names));
+      why = fmt::format("{}: ambiguous: {} has several values here ({}); give one", table_, k,
+                        join_some(names));
       return false;
     }
     double v = 0;
@@ -329,8 +346,8 @@ bool OpTable::narrow_keys(const OpQuery& query, std::size_t from, Range& r, std:
       const std::string asked = std::holds_alternative<std::string>(it->second)
                                     ? std::get<std::string>(it->second)
                                     : number_text(std::get<double>(it->second));
-      why = fmt::format("{} ({} {} {}): no rows with {} = {} (measured: {})", table_, gpu_, backend_, version_, k,
-                        asked, join_some(values_here()));
+      why = fmt::format("{} ({} {} {}): no rows with {} = {} (measured: {})", table_, gpu_, backend_,
+                        version_, k, asked, join_some(values_here()));
       return false;
     }
     r = n;
@@ -351,7 +368,8 @@ double OpTable::leaf_latency(Range r) const {
   return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
 }
 
-bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, double& out, OpLookup& info) const {
+bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, double& out,
+                          OpLookup& info) const {
   if (axis == axes_.size()) {
     out = leaf_latency(r);
     if (!std::isfinite(out)) {
@@ -367,8 +385,8 @@ bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, doubl
   auto it = query.find(ax.name);
   if (it == query.end()) {
     if (first != last) {
-      info.detail = fmt::format("{}: the query needs {} (measured {} .. {})", table_, ax.name, number_text(first),
-                                number_text(last));
+      info.detail = fmt::format("{}: the query needs {} (measured {} .. {})", table_, ax.name,
+                                number_text(first), number_text(last));
       return false;
     }
     q = first;
@@ -387,7 +405,8 @@ bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, doubl
     if (!interpolate(query, axis + 1, equal_range(c, first, r), out, info)) return false;
     if (q < first) {
       info.extrapolated = true;
-      note(fmt::format("{}={} below the measured minimum {}: its latency", ax.name, number_text(q), number_text(first)));
+      note(fmt::format("{}={} below the measured minimum {}: its latency", ax.name, number_text(q),
+                       number_text(first)));
     }
     return true;
   }
@@ -397,8 +416,8 @@ bool OpTable::interpolate(const OpQuery& query, std::size_t axis, Range r, doubl
       const double at_last = out;
       out = ax.beyond(at_last, q, last);
       info.extrapolated = true;
-      note(fmt::format("{}={} above the measured maximum {}: x{:.3g}", ax.name, number_text(q), number_text(last),
-                       at_last > 0 ? out / at_last : 1.0));
+      note(fmt::format("{}={} above the measured maximum {}: x{:.3g}", ax.name, number_text(q),
+                       number_text(last), at_last > 0 ? out / at_last : 1.0));
     }
     return true;
   }

@@ -53,7 +53,9 @@ bool is_numeric_key(const std::string& key) {
 }
 
 /// A JSON value for a message: its text, bounded and escaped.
-std::string shown(const nlohmann::json& v) { return common::printable(v.dump()); }
+std::string shown(const nlohmann::json& v) {
+  return common::printable(v.dump());
+}
 
 /// Per-request times (s) and benchmark values are durations, counts and rates: never negative.
 double non_negative(double x, const std::string& name, const std::string& what) {
@@ -64,7 +66,8 @@ double non_negative(double x, const std::string& name, const std::string& what) 
 
 double number_at(const nlohmann::json& arr, size_t i, const std::string& name, const char* key) {
   const auto& v = arr[i];
-  if (!v.is_number()) throw std::runtime_error(fmt::format("{}: {}[{}] is not a number: {}", name, key, i, shown(v)));
+  if (!v.is_number())
+    throw std::runtime_error(fmt::format("{}: {}[{}] is not a number: {}", name, key, i, shown(v)));
   return non_negative(v.get<double>(), name, fmt::format("{}[{}]", key, i));
 }
 
@@ -96,7 +99,8 @@ void read_detailed(const nlohmann::json& j, const std::string& name, SavedRun& r
     double decode_s = 0;
     for (size_t k = 0; k < itls[i].size(); ++k) {
       const auto& g = itls[i][k];
-      if (!g.is_number()) throw std::runtime_error(fmt::format("{}: itls[{}][{}] is not a number", name, i, k));
+      if (!g.is_number())
+        throw std::runtime_error(fmt::format("{}: itls[{}][{}] is not a number", name, i, k));
       non_negative(g.get<double>(), name, fmt::format("itls[{}][{}]", i, k));
       decode_s += g.get<double>();
       run.itl_ms.push_back(g.get<double>() * 1000.0);
@@ -104,8 +108,8 @@ void read_detailed(const nlohmann::json& j, const std::string& name, SavedRun& r
     if (latencies) {
       const double latency_s = number_at(*latencies, i, name, "latencies");
       if (latency_s < ttft_s)
-        throw std::runtime_error(fmt::format("{}: latencies[{}] ({:.6g} s) is below ttfts[{}] ({:.6g} s)", name, i,
-                                             latency_s, i, ttft_s));
+        throw std::runtime_error(fmt::format("{}: latencies[{}] ({:.6g} s) is below ttfts[{}] ({:.6g} s)",
+                                             name, i, latency_s, i, ttft_s));
       decode_s = latency_s - ttft_s;
     }
     const double out_len = number_at(lens, i, name, "output_lens");
@@ -127,7 +131,9 @@ std::string change_text(double base, double v) {
 /// Run names longer than this are replaced by [1], [2], ... in the table header (with a legend).
 constexpr size_t kMaxHeader = 24;
 
-std::string p_text(double p) { return p < 1e-4 ? "p < 0.0001" : fmt::format("p = {:.4f}", p); }
+std::string p_text(double p) {
+  return p < 1e-4 ? "p < 0.0001" : fmt::format("p = {:.4f}", p);
+}
 
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
@@ -149,9 +155,13 @@ std::vector<TableRow> table_rows(const std::vector<SavedRun>& runs) {
     return std::any_of(runs.begin(), runs.end(), [&](const SavedRun& r) { return r.texts.count(k) > 0; });
   };
   std::vector<TableRow> rows;
-  for (const auto& [k, label] : std::vector<std::pair<std::string, std::string>>{
-           {"backend", "Backend"}, {"model_id", "Model"}, {"label", "Label"}, {"date", "Date"},
-           {"request_rate", "Request rate (req/s)"}, {"max_concurrency", "Max request concurrency"}})
+  for (const auto& [k, label] :
+       std::vector<std::pair<std::string, std::string>>{{"backend", "Backend"},
+                                                        {"model_id", "Model"},
+                                                        {"label", "Label"},
+                                                        {"date", "Date"},
+                                                        {"request_rate", "Request rate (req/s)"},
+                                                        {"max_concurrency", "Max request concurrency"}})
     if (any_text(k)) rows.push_back({label, k, true});
   if (any_number("num_prompts")) rows.push_back({"Number of prompts", "num_prompts", true});
   for (const auto& r : kCountRows)
@@ -168,7 +178,8 @@ std::vector<TableRow> table_rows(const std::vector<SavedRun>& runs) {
       }
     std::sort(pcts.begin(), pcts.end());
     const std::string key = m.key;
-    if (any_number("mean_" + key + "_ms")) rows.push_back({fmt::format("Mean {} (ms)", m.label), "mean_" + key + "_ms"});
+    if (any_number("mean_" + key + "_ms"))
+      rows.push_back({fmt::format("Mean {} (ms)", m.label), "mean_" + key + "_ms"});
     if (any_number("median_" + key + "_ms"))
       rows.push_back({fmt::format("Median {} (ms)", m.label), "median_" + key + "_ms"});
     for (const auto& p : pcts)
@@ -187,22 +198,24 @@ std::string cell(const SavedRun& run, const SavedRun& base, const TableRow& row,
   if (n == run.numbers.end() || !n->second) return "-";
   std::string s = value_text(*n->second);
   if (!first)
-    if (auto b = base.numbers.find(row.key); b != base.numbers.end() && b->second) s += change_text(*b->second, *n->second);
+    if (auto b = base.numbers.find(row.key); b != base.numbers.end() && b->second)
+      s += change_text(*b->second, *n->second);
   return s;
 }
 
 void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
   const SavedRun& base = runs.front();
-  out << fmt::format("\nPer-request latency against {} (Mann-Whitney U, two-sided, {:g}% level):\n", base.name,
-                     kAlpha * 100);
+  out << fmt::format("\nPer-request latency against {} (Mann-Whitney U, two-sided, {:g}% level):\n",
+                     base.name, kAlpha * 100);
   if (!base.detailed) {
-    out << fmt::format("  not tested: {} has no per-request samples (bench serve --save-detailed keeps them)\n",
-                       base.name);
+    out << fmt::format(
+        "  not tested: {} has no per-request samples (bench serve --save-detailed keeps them)\n", base.name);
   } else {
     for (size_t i = 1; i < runs.size(); ++i) {
       const SavedRun& r = runs[i];
       if (!r.detailed) {
-        out << fmt::format("  {}: not tested: no per-request samples (bench serve --save-detailed keeps them)\n", r.name);
+        out << fmt::format(
+            "  {}: not tested: no per-request samples (bench serve --save-detailed keeps them)\n", r.name);
         continue;
       }
       for (int k = 0; k < 3; ++k) {
@@ -211,19 +224,20 @@ void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
         const auto& b = k == 0 ? r.ttft_ms : k == 1 ? r.tpot_ms : r.itl_ms;
         out << fmt::format("  {} {:<4} ", r.name, what);
         if (a.size() < kMinSamplesForTest || b.size() < kMinSamplesForTest) {
-          out << fmt::format("not tested: {} and {} samples (the test needs {} on each side)\n", a.size(), b.size(),
-                             kMinSamplesForTest);
+          out << fmt::format("not tested: {} and {} samples (the test needs {} on each side)\n", a.size(),
+                             b.size(), kMinSamplesForTest);
           continue;
         }
         const MannWhitney t = mann_whitney_u(a, b);
         const double ma = median(a), mb = median(b);
-        out << fmt::format("median {:.2f} -> {:.2f} ms{}, n = {} / {}, z = {:.2f}, {}: {}\n", ma, mb, change_text(ma, mb),
-                           a.size(), b.size(), t.z, p_text(t.p_value),
+        out << fmt::format("median {:.2f} -> {:.2f} ms{}, n = {} / {}, z = {:.2f}, {}: {}\n", ma, mb,
+                           change_text(ma, mb), a.size(), b.size(), t.z, p_text(t.p_value),
                            t.p_value < kAlpha ? "significant" : "not significant");
       }
     }
   }
-  out << "Throughput: one value per run, not tested (a single run has no estimate of its run-to-run noise; repeat "
+  out << "Throughput: one value per run, not tested (a single run has no estimate of its run-to-run noise; "
+         "repeat "
          "the runs to test it, see docs/bench.md).\n";
 }
 
@@ -233,7 +247,8 @@ void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
 std::string json_problem(const nlohmann::json::exception& e, std::string_view text, bool one_line) {
   if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
     const size_t at = std::min<size_t>(p->byte > 0 ? p->byte - 1 : 0, text.size());
-    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const size_t line = 1 + static_cast<size_t>(std::count(
+                                text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
     const size_t newline = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
     const size_t column = newline == std::string_view::npos ? at + 1 : at - newline;
     return one_line ? fmt::format("syntax error at column {}", column)
@@ -246,21 +261,28 @@ std::string json_problem(const nlohmann::json::exception& e, std::string_view te
 }  // namespace
 
 SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object()) throw std::runtime_error(name + ": not a JSON object (a bench serve result is one object)");
+  if (!j.is_object())
+    throw std::runtime_error(name + ": not a JSON object (a bench serve result is one object)");
   if (!j.contains("completed") && !j.contains("request_throughput"))
-    throw std::runtime_error(name + ": not a bench serve result (no 'completed' or 'request_throughput' key)");
+    throw std::runtime_error(name +
+                             ": not a bench serve result (no 'completed' or 'request_throughput' key)");
   SavedRun run;
   run.name = name;
   for (const auto& [raw_key, v] : j.items()) {
     const std::string key = raw_key == "request_goodput:" ? "request_goodput" : raw_key;
     if (key == "request_rate" || key == "max_concurrency") {
-      run.texts[key] = v.is_number() ? value_text(v.get<double>()) : v.is_string() ? v.get<std::string>() : "-";
+      run.texts[key] = v.is_number()   ? value_text(v.get<double>())
+                       : v.is_string() ? v.get<std::string>()
+                                       : "-";
     } else if (key == "backend" || key == "model_id" || key == "date" || key == "label") {
       if (v.is_string()) run.texts[key] = v.get<std::string>();
     } else if (is_numeric_key(key)) {
-      if (v.is_null()) run.numbers[key] = std::nullopt;
-      else if (v.is_number()) run.numbers[key] = non_negative(v.get<double>(), name, "'" + raw_key + "'");
-      else throw std::runtime_error(fmt::format("{}: '{}' is not a number: {}", name, raw_key, shown(v)));
+      if (v.is_null())
+        run.numbers[key] = std::nullopt;
+      else if (v.is_number())
+        run.numbers[key] = non_negative(v.get<double>(), name, "'" + raw_key + "'");
+      else
+        throw std::runtime_error(fmt::format("{}: '{}' is not a number: {}", name, raw_key, shown(v)));
     }
   }
   if (j.contains("ttfts")) read_detailed(j, name, run);
@@ -271,7 +293,8 @@ std::vector<SavedRun> load_saved_runs(const std::filesystem::path& path) {
   const std::string file = path.string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw std::runtime_error("cannot read " + file + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("cannot read " + file + ": a directory");
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error("cannot read " + file + ": a directory");
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -294,7 +317,8 @@ std::vector<SavedRun> load_saved_runs(const std::filesystem::path& path) {
       try {
         objects.push_back(nlohmann::json::parse(line));
       } catch (const nlohmann::json::exception& e) {
-        if (no == 1) throw std::runtime_error(fmt::format("{}: not JSON: {}", file, json_problem(whole, text, false)));
+        if (no == 1)
+          throw std::runtime_error(fmt::format("{}: not JSON: {}", file, json_problem(whole, text, false)));
         throw std::runtime_error(fmt::format("{}:{}: not JSON: {}", file, no, json_problem(e, line, true)));
       }
     }
@@ -323,7 +347,8 @@ MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b)
   for (size_t i = 0; i < all.size();) {
     size_t j = i;
     while (j < all.size() && all[j].first == all[i].first) ++j;
-    const double t = static_cast<double>(j - i), rank = (static_cast<double>(i + j) + 1) / 2;  // 1-based average
+    const double t = static_cast<double>(j - i),
+                 rank = (static_cast<double>(i + j) + 1) / 2;  // 1-based average
     ties += t * t * t - t;
     for (size_t k = i; k < j; ++k)
       if (all[k].second) rank_sum_a += rank;
@@ -354,7 +379,8 @@ std::string format_comparison(const std::vector<SavedRun>& runs) {
     }
   }
   // Long run names (paths, JSON Lines runs) become [1], [2], ... with a legend above the table.
-  const bool legend = std::any_of(runs.begin(), runs.end(), [](const SavedRun& r) { return r.name.size() > kMaxHeader; });
+  const bool legend =
+      std::any_of(runs.begin(), runs.end(), [](const SavedRun& r) { return r.name.size() > kMaxHeader; });
   std::ostringstream out;
   std::vector<std::string> heads;
   for (size_t c = 0; c < runs.size(); ++c) {

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "servelab/schedule/schedule.h"
 #include "servelab/schedule/rng.h"
+#include "servelab/schedule/schedule.h"
 
 namespace servelab::schedule {
 
@@ -20,7 +20,6 @@ double arrival_rate(const ArrivalOptions& o, std::size_t i) {
   const double ratio = static_cast<double>(o.ramp_up_end_rps) / static_cast<double>(o.ramp_up_start_rps);
   return o.ramp_up_start_rps * std::pow(ratio, progress);
 }
-
 
 std::vector<double> arrival_schedule(const ArrivalOptions& o) {
   if (!(o.burstiness > 0.0)) {
@@ -54,8 +53,8 @@ std::vector<double> arrival_schedule(const ArrivalOptions& o) {
     const double rate = arrival_rate(o, i);
     if (!(rate > 0.0)) {
       // vLLM asserts; linear ramp-up from 0 hits this for request 0.
-      throw std::invalid_argument("arrival schedule: request rate of request " + std::to_string(i) +
-                                  " is " + std::to_string(rate) + ", must be > 0 (ramp-up start 0?)");
+      throw std::invalid_argument("arrival schedule: request rate of request " + std::to_string(i) + " is " +
+                                  std::to_string(rate) + ", must be > 0 (ramp-up start 0?)");
     }
     if (rate == inf) {
       t[i] = 0.0;

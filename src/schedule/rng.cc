@@ -172,7 +172,9 @@ double NumpyRandomState::random_sample() {
   return (a * 67108864.0 + b) / 9007199254740992.0;
 }
 
-double NumpyRandomState::standard_exponential() { return -std::log(1.0 - random_sample()); }
+double NumpyRandomState::standard_exponential() {
+  return -std::log(1.0 - random_sample());
+}
 
 double NumpyRandomState::gauss() {
   if (has_gauss_) {

@@ -83,7 +83,8 @@ class ApiServer {
         arrivals_.erase(arrivals_.begin() + static_cast<std::ptrdiff_t>(i));
         // The requests behind it start earlier; the one in service (i > 0 keeps the front) is unchanged.
         double prev = i == 0 ? now_ : jobs_[i - 1].first;
-        for (std::size_t j = i; j < jobs_.size(); ++j) prev = jobs_[j].first = std::max(arrivals_[j], prev) + work_;
+        for (std::size_t j = i; j < jobs_.size(); ++j)
+          prev = jobs_[j].first = std::max(arrivals_[j], prev) + work_;
       }
       return true;
     }
@@ -93,8 +94,8 @@ class ApiServer {
  private:
   double work_;
   bool fifo_ = false;
-  double now_ = 0;   ///< wall time the state refers to
-  double v_ = 0;     ///< service each resident request has received since the start (virtual time)
+  double now_ = 0;  ///< wall time the state refers to
+  double v_ = 0;    ///< service each resident request has received since the start (virtual time)
   std::deque<std::pair<double, int>> jobs_;  ///< (virtual finish time, id), in finish order (FIFO: wall time)
   std::deque<double> arrivals_;              ///< FIFO only: arrival time of each job in jobs_
 };

@@ -11,8 +11,8 @@
 
 namespace servelab::sim {
 
-const char* const kCalibrationFieldNames[kCalibrationFields] = {"kernel_scale", "cpu_step_ms", "cpu_request_us",
-                                                                  "api_request_ms", "first_token_ms"};
+const char* const kCalibrationFieldNames[kCalibrationFields] = {
+    "kernel_scale", "cpu_step_ms", "cpu_request_us", "api_request_ms", "first_token_ms"};
 
 // kernel_scale: public kernel figures are peaks of tuned kernels; an engine's real kernels sit within
 // 0.4x-1.4x of them. cpu_step_ms: an engine step costs 0.2-40 ms of CPU (Python scheduling, input
@@ -46,11 +46,16 @@ Calibration calibration_prior(const std::string& engine) {
 
 std::string calibration_prior_source(const std::string& engine) {
   (void)engine;
-  return "prior: kernel_scale 1 (the public kernel figures of physics.cc as they are); CPU per step 1.5-2.5 ms and "
-         "20 us per running request [recalled: Python engine loops of vLLM V1 / SGLang / TRT-LLM PyTorch take ~1-3 "
-         "ms per step at a few hundred requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure]; API server "
-         "10 ms per request for vLLM, 5 ms for SGLang / TRT-LLM [recalled: one vLLM API-server process handles on the "
-         "order of 100 chat requests/s, the reason for --api-server-count (PR #17546)]; first token 10 ms [no source "
+  return "prior: kernel_scale 1 (the public kernel figures of physics.cc as they are); CPU per step 1.5-2.5 "
+         "ms and "
+         "20 us per running request [recalled: Python engine loops of vLLM V1 / SGLang / TRT-LLM PyTorch "
+         "take ~1-3 "
+         "ms per step at a few hundred requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure]; API "
+         "server "
+         "10 ms per request for vLLM, 5 ms for SGLang / TRT-LLM [recalled: one vLLM API-server process "
+         "handles on the "
+         "order of 100 chat requests/s, the reason for --api-server-count (PR #17546)]; first token 10 ms "
+         "[no source "
          "found: HTTP, hand-off and the first SSE chunk]";
 }
 
@@ -86,11 +91,13 @@ CalibrationTable::Entry parse_entry(const nlohmann::json& j, const std::string& 
   for (int i = 0; i < kCalibrationFields; ++i) {
     const char* k = kCalibrationFieldNames[i];
     if (!j.contains(k)) throw std::runtime_error("calibration.json: " + where + " lacks \"" + k + "\"");
-    if (!j[k].is_number()) throw std::runtime_error("calibration.json: " + where + "." + k + " is not a number");
+    if (!j[k].is_number())
+      throw std::runtime_error("calibration.json: " + where + "." + k + " is not a number");
     v[i] = j[k].get<double>();
     if (!(v[i] >= kCalibrationBounds[i].lo && v[i] <= kCalibrationBounds[i].hi))
-      throw std::runtime_error(fmt::format("calibration.json: {}.{} = {} is outside its bounds [{}, {}]", where, k,
-                                           v[i], kCalibrationBounds[i].lo, kCalibrationBounds[i].hi));
+      throw std::runtime_error(fmt::format("calibration.json: {}.{} = {} is outside its bounds [{}, {}]",
+                                           where, k, v[i], kCalibrationBounds[i].lo,
+                                           kCalibrationBounds[i].hi));
   }
   e.cal = calibration_from_vector(v);
   e.studies = j.value("studies", 0);
@@ -127,7 +134,8 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
     for (const auto& [k, v] : j["classes"].items()) t.classes[k] = parse_entry(v, "classes." + k);
   }
   if (j.contains("families")) {
-    if (!j["families"].is_object()) throw std::runtime_error("calibration.json: \"families\" is not an object");
+    if (!j["families"].is_object())
+      throw std::runtime_error("calibration.json: \"families\" is not an object");
     for (const auto& [k, v] : j["families"].items()) t.families[k] = parse_entry(v, "families." + k);
   }
   if (j.contains("engines")) {
@@ -135,15 +143,17 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
     for (const auto& [k, v] : j["engines"].items()) t.engines[k] = parse_entry(v, "engines." + k);
   }
   if (j.contains("generations")) {
-    if (!j["generations"].is_object()) throw std::runtime_error("calibration.json: \"generations\" is not an object");
+    if (!j["generations"].is_object())
+      throw std::runtime_error("calibration.json: \"generations\" is not an object");
     for (const auto& [k, v] : j["generations"].items()) {
       const std::string where = "generations." + k;
       if (!v.is_object() || !v.contains("kernel_scale_factor") || !v["kernel_scale_factor"].is_number())
         throw std::runtime_error("calibration.json: " + where + " lacks a numeric \"kernel_scale_factor\"");
       const double f = v["kernel_scale_factor"].get<double>();
       if (!(f >= kGenerationFactorBounds.lo && f <= kGenerationFactorBounds.hi))
-        throw std::runtime_error(fmt::format("calibration.json: {}.kernel_scale_factor = {} is outside its bounds [{}, {}]",
-                                             where, f, kGenerationFactorBounds.lo, kGenerationFactorBounds.hi));
+        throw std::runtime_error(
+            fmt::format("calibration.json: {}.kernel_scale_factor = {} is outside its bounds [{}, {}]", where,
+                        f, kGenerationFactorBounds.lo, kGenerationFactorBounds.hi));
       t.generations[k] = {f, v.value("points", 0)};
     }
   }
@@ -153,7 +163,8 @@ CalibrationTable calibration_table_from_json(const std::string& text) {
 std::string calibration_table_to_json(const CalibrationTable& t, const std::string& comment) {
   nlohmann::ordered_json j;
   j["_comment"] = comment;
-  nlohmann::ordered_json engines = nlohmann::ordered_json::object(), classes = nlohmann::ordered_json::object(),
+  nlohmann::ordered_json engines = nlohmann::ordered_json::object(),
+                         classes = nlohmann::ordered_json::object(),
                          families = nlohmann::ordered_json::object();
   for (const auto& [k, e] : t.engines) engines[k] = entry_json(e);
   for (const auto& [k, e] : t.families) families[k] = entry_json(e);

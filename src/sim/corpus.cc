@@ -67,7 +67,7 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     c.command = join(c.argv);
     c.suspect = p.value("suspect", false);
     const std::string status = p.at("status").get<std::string>();
-    c.status = status == "ok"       ? CorpusPoint::Status::kOk
+    c.status = status == "ok"        ? CorpusPoint::Status::kOk
                : status == "partial" ? CorpusPoint::Status::kPartial
                                      : CorpusPoint::Status::kFailed;
     if (status != "ok" && status != "partial" && status != "failed")
@@ -104,14 +104,17 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     const auto tpot = number(me, "tpot_comparable_ms");
     if (tpot && *tpot > 0) mm.mean_tpot_ms = tpot;
     if (c.status != CorpusPoint::Status::kFailed) {
-      if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported (the study's conclusion table only)");
+      if (!mm.mean_ttft_ms)
+        c.not_comparable.push_back("TTFT: not reported (the study's conclusion table only)");
       // A time to first token is at least a network round trip and a prefill step, never 0: a median of 0 ms
       // means no first token was timed for half of the requests or more (qwen3.5-9b__h100#003, a partial MTP
       // run: median TTFT and every ITL figure 0 ms, 45 input tokens per request counted), so the mean is
       // not a TTFT either.
-      if (const auto median_ttft = number(m, "median_ttft_ms"); mm.mean_ttft_ms && median_ttft && *median_ttft <= 0) {
-        c.not_comparable.push_back("TTFT: the run reports a median TTFT of 0 ms (no first token timed for half "
-                                   "of the requests), so its mean is not a time to first token");
+      if (const auto median_ttft = number(m, "median_ttft_ms");
+          mm.mean_ttft_ms && median_ttft && *median_ttft <= 0) {
+        c.not_comparable.push_back(
+            "TTFT: the run reports a median TTFT of 0 ms (no first token timed for half "
+            "of the requests), so its mean is not a time to first token");
         mm.mean_ttft_ms.reset();
       }
       if (!tpot) {
@@ -128,7 +131,8 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
         }
       }
       if (c.status == CorpusPoint::Status::kPartial)
-        c.not_comparable.push_back(fmt::format("partial run: {}", c.failure.empty() ? "some requests failed" : c.failure));
+        c.not_comparable.push_back(
+            fmt::format("partial run: {}", c.failure.empty() ? "some requests failed" : c.failure));
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": " + e.what());
@@ -396,7 +400,8 @@ CorpusPoint seed_point(const json& e, const SeedRecord& record, const std::strin
       const auto eq = s.find('=');
       if (eq == std::string::npos) throw std::runtime_error("env entry \"" + s + "\" has no '='");
       std::string value = s.substr(eq + 1);
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+          value.back() == value.front())
         value = value.substr(1, value.size() - 2);
       c.env[s.substr(0, eq)] = value;
     }
@@ -469,11 +474,16 @@ void add_points(Corpus& corpus, const std::filesystem::path& file) {
 
 const char* corpus_status_name(CorpusPoint::Status s) {
   switch (s) {
-    case CorpusPoint::Status::kOk: return "ok";
-    case CorpusPoint::Status::kPartial: return "partial";
-    case CorpusPoint::Status::kFailed: return "failed";
-    case CorpusPoint::Status::kWithheld: return "withheld";
-    case CorpusPoint::Status::kUnsupported: return "unsupported";
+    case CorpusPoint::Status::kOk:
+      return "ok";
+    case CorpusPoint::Status::kPartial:
+      return "partial";
+    case CorpusPoint::Status::kFailed:
+      return "failed";
+    case CorpusPoint::Status::kWithheld:
+      return "withheld";
+    case CorpusPoint::Status::kUnsupported:
+      return "unsupported";
   }
   return "?";
 }

@@ -19,7 +19,9 @@
 namespace servelab::sim {
 namespace {
 
-bool modelled_engine(const std::string& e) { return e == "vllm" || e == "sglang" || e == "trtllm"; }
+bool modelled_engine(const std::string& e) {
+  return e == "vllm" || e == "sglang" || e == "trtllm";
+}
 
 // Applies the option file the launch names (vLLM/SGLang --config, TRT-LLM --extra_llm_api_options) from the
 // point's own config_files (by the name in the argv, else by its file name), as engines::apply_config_files
@@ -71,7 +73,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       continue;
     }
     if (!modelled_engine(c.engine)) {
-      q.refusal = fmt::format("engine \"{}\" is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)", c.engine);
+      q.refusal = fmt::format("engine \"{}\" is not modelled (the twin models vLLM, SGLang and TensorRT-LLM)",
+                              c.engine);
       continue;
     }
     try {
@@ -81,7 +84,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       continue;
     }
     if (!q.cluster.gpu.modelled) {
-      q.refusal = fmt::format("the twin does not model {}: {}", q.cluster.gpu.name, q.cluster.gpu.unsupported_reason);
+      q.refusal =
+          fmt::format("the twin does not model {}: {}", q.cluster.gpu.name, q.cluster.gpu.unsupported_reason);
       continue;
     }
     engines::LaunchConfig config;
@@ -115,8 +119,9 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
     }
     // The workload: the run's own request count and token totals (see CorpusWorkload).
     const CorpusWorkload& w = c.workload;
-    const int n = c.measured.successful && *c.measured.successful > 0 ? std::min(*c.measured.successful, w.num_prompts)
-                                                                       : w.num_prompts;
+    const int n = c.measured.successful && *c.measured.successful > 0
+                      ? std::min(*c.measured.successful, w.num_prompts)
+                      : w.num_prompts;
     if (n < 1) {
       q.refusal = "workload: no requests";
       continue;
@@ -176,8 +181,10 @@ double huber(double d) {
 double point_loss(const PreparedPoint& p, const HeadlineMetrics& h) {
   if (h.completed == 0 || h.total_tok_s <= 0) return 50.0;
   double l = kWeightThroughput * huber(std::log(h.total_tok_s / *p.meas_tok_s));
-  if (p.meas_ttft_ms && *p.meas_ttft_ms > 0 && h.mean_ttft_ms > 0) l += huber(std::log(h.mean_ttft_ms / *p.meas_ttft_ms));
-  if (p.meas_tpot_ms && *p.meas_tpot_ms > 0 && h.mean_tpot_ms > 0) l += huber(std::log(h.mean_tpot_ms / *p.meas_tpot_ms));
+  if (p.meas_ttft_ms && *p.meas_ttft_ms > 0 && h.mean_ttft_ms > 0)
+    l += huber(std::log(h.mean_ttft_ms / *p.meas_ttft_ms));
+  if (p.meas_tpot_ms && *p.meas_tpot_ms > 0 && h.mean_tpot_ms > 0)
+    l += huber(std::log(h.mean_tpot_ms / *p.meas_tpot_ms));
   return l;
 }
 
@@ -215,7 +222,8 @@ namespace {
 
 // Pattern search in log space over the fields `fields` of `x`, minimising f within the bounds.
 std::vector<double> pattern_search(std::vector<double> x, const std::vector<int>& fields,
-                                   const std::function<double(const std::vector<double>&)>& f, double* best_out) {
+                                   const std::function<double(const std::vector<double>&)>& f,
+                                   double* best_out) {
   std::vector<double> lo(kCalibrationFields), hi(kCalibrationFields);
   for (int k = 0; k < kCalibrationFields; ++k)
     lo[k] = std::log(kCalibrationBounds[k].lo), hi[k] = std::log(kCalibrationBounds[k].hi);
@@ -254,7 +262,8 @@ std::vector<double> study_weights(const std::vector<const PreparedPoint*>& point
   std::map<std::string, int> per_study;
   for (const auto* p : points) ++per_study[p->point->study];
   std::vector<double> w(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) w[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
+  for (std::size_t i = 0; i < points.size(); ++i)
+    w[i] = 1.0 / std::sqrt(double(per_study[points[i]->point->study]));
   return w;
 }
 
@@ -291,7 +300,8 @@ ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPo
 std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
                                  const std::vector<const Trace*>& traces, int threads) {
   std::map<std::string, std::vector<int>> by_class;
-  for (std::size_t i = 0; i < points.size(); ++i) by_class[points[i]->key.name()].push_back(static_cast<int>(i));
+  for (std::size_t i = 0; i < points.size(); ++i)
+    by_class[points[i]->key.name()].push_back(static_cast<int>(i));
   std::vector<std::pair<std::string, std::vector<int>>> classes(by_class.begin(), by_class.end());
   Calibration engine_fields = calibration_prior(engine);
   std::vector<ClassFit> fits(classes.size());
@@ -317,7 +327,8 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
       });
       double f = 0;
       for (double v : partial) f += v;
-      for (int k = kClassFields; k < kCalibrationFields; ++k) f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
+      for (int k = kClassFields; k < kCalibrationFields; ++k)
+        f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
       return f;
     };
     const auto x = pattern_search(logv(engine_fields), {3, 4}, objective, nullptr);
@@ -392,10 +403,12 @@ CalibrationTable assemble_table(const std::vector<ClassFit>& fits) {
     for (auto& v : x) v /= w;
     // Generation-neutral, kept within the field's bounds like every stored value (calibration.json is
     // checked against them on load).
-    x[0] = std::clamp(ln_kernel_scale, std::log(kCalibrationBounds[0].lo), std::log(kCalibrationBounds[0].hi));
+    x[0] =
+        std::clamp(ln_kernel_scale, std::log(kCalibrationBounds[0].lo), std::log(kCalibrationBounds[0].hi));
     e.cal = from_log(x);
   };
-  const auto [by_family_a, gen_g] = kernel_scale_two_way(fits, [](const ClassFit& f) { return f.key.version_family; });
+  const auto [by_family_a, gen_g] =
+      kernel_scale_two_way(fits, [](const ClassFit& f) { return f.key.version_family; });
   const auto by_engine_a = kernel_scale_two_way(fits, [](const ClassFit& f) { return f.key.engine; }).first;
   std::map<std::string, std::vector<const ClassFit*>> by_family;
   for (const auto& f : fits) by_family[f.key.version_family].push_back(&f);
@@ -448,8 +461,10 @@ FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const
     return fits;
   };
   std::vector<Trace> prior;
-  if (opt.prior_traces && static_cast<int>(opt.prior_traces->size()) == n) prior = *opt.prior_traces;
-  else simulate_all(CalibrationTable{}, prior);
+  if (opt.prior_traces && static_cast<int>(opt.prior_traces->size()) == n)
+    prior = *opt.prior_traces;
+  else
+    simulate_all(CalibrationTable{}, prior);
   const auto round1 = fit_all(prior);
   for (const auto& f : round1) res.objective_prior += f.objective_prior;
   simulate_all(assemble_table(round1), res.traces);

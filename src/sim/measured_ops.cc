@@ -73,8 +73,9 @@ namespace {
 /// The newest of `releases` not newer than `want`, else the oldest; empty when there are none.
 std::string nearest_release(std::vector<std::string> releases, const std::string& want) {
   if (releases.empty()) return {};
-  std::sort(releases.begin(), releases.end(),
-            [](const std::string& a, const std::string& b) { return release_numbers(a) < release_numbers(b); });
+  std::sort(releases.begin(), releases.end(), [](const std::string& a, const std::string& b) {
+    return release_numbers(a) < release_numbers(b);
+  });
   const auto w = release_numbers(want);
   std::string out = releases.front();
   for (const auto& r : releases) {
@@ -106,16 +107,21 @@ std::string table_release(const ops::OpStore& store, const OpSource& src, std::s
 const char* measured_gemm_dtype(engines::GemmKernel k) {
   using engines::GemmKernel;
   switch (k) {
-    case GemmKernel::kCublasBf16: return "bfloat16";
-    case GemmKernel::kFp8Native: return "fp8";
+    case GemmKernel::kCublasBf16:
+      return "bfloat16";
+    case GemmKernel::kFp8Native:
+      return "fp8";
     case GemmKernel::kFp8BlockDeepGemm:
     case GemmKernel::kFp8BlockCutlass:
-    case GemmKernel::kFp8BlockTrtllm: return "fp8_block";
+    case GemmKernel::kFp8BlockTrtllm:
+      return "fp8_block";
     case GemmKernel::kMarlinW4A16:
-    case GemmKernel::kAwqTrtllm: return "int4_wo";
+    case GemmKernel::kAwqTrtllm:
+      return "int4_wo";
     case GemmKernel::kMarlinW8A16:
     case GemmKernel::kInt8Native:
-    case GemmKernel::kFp4Native: return nullptr;
+    case GemmKernel::kFp4Native:
+      return nullptr;
   }
   return nullptr;
 }
@@ -142,7 +148,9 @@ class Memo {
   std::map<std::string, std::shared_ptr<const T>> memo_;
 };
 
-std::string number_key(double v) { return std::to_string(v); }
+std::string number_key(double v) {
+  return std::to_string(v);
+}
 
 }  // namespace
 
@@ -150,13 +158,14 @@ std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& stor
                                                         const char* dtype, double n, double k) {
   if (!dtype || n <= 0 || k <= 0) return nullptr;
   static Memo<ops::OpCurve> memo;
-  const std::string key = src.gpu + "|" + src.backend + "|" + src.release + "|" + dtype + "|" + number_key(n) +
-                          "|" + number_key(k);
+  const std::string key = src.gpu + "|" + src.backend + "|" + src.release + "|" + dtype + "|" +
+                          number_key(n) + "|" + number_key(k);
   return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
     const auto table = store.table(src.gpu, src.backend, src.release, "gemm_perf");
     if (!table) return nullptr;
     auto curve = std::make_shared<ops::OpCurve>();
-    if (!table->curve({{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}}, "m", *curve).ok) return nullptr;
+    if (!table->curve({{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}}, "m", *curve).ok)
+      return nullptr;
     return curve;
   });
 }
@@ -178,7 +187,9 @@ double OpSurface::at(double o, double i, bool* outside) const {
   return y;
 }
 
-const char* measured_kv_dtype(model::DType kv) { return kv == model::DType::kFp8 ? "fp8" : "bfloat16"; }
+const char* measured_kv_dtype(model::DType kv) {
+  return kv == model::DType::kFp8 ? "fp8" : "bfloat16";
+}
 
 namespace {
 
@@ -202,15 +213,16 @@ std::shared_ptr<const OpSurface> batch_surface(const ops::OpTable& table, ops::O
 
 }  // namespace
 
-std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
-                                                    const AttentionShape& shape) {
+std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src,
+                                                    bool decode, const AttentionShape& shape) {
   const char* name = decode ? "generation_attention_perf" : "context_attention_perf";
   const std::string release = table_release(store, src, name);
   if (release.empty() || shape.heads <= 0 || shape.head_dim <= 0) return nullptr;
   static Memo<OpSurface> memo;
-  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" + number_key(shape.heads) +
-                          "|" + number_key(shape.kv_heads) + "|" + number_key(shape.head_dim) + "|" +
-                          number_key(shape.window) + "|" + measured_kv_dtype(shape.kv_dtype);
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" +
+                          number_key(shape.heads) + "|" + number_key(shape.kv_heads) + "|" +
+                          number_key(shape.head_dim) + "|" + number_key(shape.window) + "|" +
+                          measured_kv_dtype(shape.kv_dtype);
   return memo.get(key, [&]() -> std::shared_ptr<const OpSurface> {
     const auto table = store.table(src.gpu, src.backend, release, name);
     if (!table) return nullptr;
@@ -264,11 +276,16 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
 const char* measured_moe_dtype(const model::WeightFormat& experts) {
   switch (experts.dtype) {
     case model::DType::kBf16:
-    case model::DType::kFp16: return "bfloat16";
-    case model::DType::kFp8: return experts.block_scaled ? "fp8_block" : "fp8";
-    case model::DType::kMxfp4: return "w4a16_mxfp4";
-    case model::DType::kNvfp4: return "nvfp4";
-    default: return nullptr;
+    case model::DType::kFp16:
+      return "bfloat16";
+    case model::DType::kFp8:
+      return experts.block_scaled ? "fp8_block" : "fp8";
+    case model::DType::kMxfp4:
+      return "w4a16_mxfp4";
+    case model::DType::kNvfp4:
+      return "nvfp4";
+    default:
+      return nullptr;
   }
 }
 
@@ -278,9 +295,9 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
   if (release.empty() || !shape.dtype) return nullptr;
   static Memo<ops::OpCurve> memo;
   const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + shape.dtype + "|" +
-                          number_key(shape.hidden) + "|" + number_key(shape.inter) + "|" + number_key(shape.top_k) +
-                          "|" + number_key(shape.experts) + "|" + std::to_string(shape.tp) + "|" +
-                          std::to_string(shape.ep);
+                          number_key(shape.hidden) + "|" + number_key(shape.inter) + "|" +
+                          number_key(shape.top_k) + "|" + number_key(shape.experts) + "|" +
+                          std::to_string(shape.tp) + "|" + std::to_string(shape.ep);
   return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
     const auto table = store.table(src.gpu, src.backend, release, "moe_perf");
     if (!table) return nullptr;

@@ -22,9 +22,9 @@ std::shared_ptr<const ops::OpStore> measured_op_store();
 /// Where a launch's kernels were measured: the store's GPU (systems name, matched through the GPU names
 /// the collector recorded, hardware::gpu_by_name), the engine and the release used.
 struct OpSource {
-  std::string gpu;        ///< "h100_sxm"
-  std::string backend;    ///< "vllm", "sglang", "trtllm"
-  std::string release;    ///< measured release used for the launch's GEMMs
+  std::string gpu;             ///< "h100_sxm"
+  std::string backend;         ///< "vllm", "sglang", "trtllm"
+  std::string release;         ///< measured release used for the launch's GEMMs
   bool exact_release = false;  ///< the launch's own release was measured
   std::string launch_release;  ///< the launch's own release (engines::ResolvedLaunch::version)
 };
@@ -38,8 +38,8 @@ std::string table_release(const ops::OpStore& store, const OpSource& src, std::s
 /// the outer one (attention: batch size outer; KV length or prompt length inner).
 /// Thread-safety: immutable; safe to evaluate concurrently.
 struct OpSurface {
-  std::vector<double> outer;        ///< measured values of the outer axis, ascending (at least one)
-  std::vector<ops::OpCurve> curves; ///< latency along the inner axis at each `outer` value
+  std::vector<double> outer;         ///< measured values of the outer axis, ascending (at least one)
+  std::vector<ops::OpCurve> curves;  ///< latency along the inner axis at each `outer` value
   /// Latency (ms) at (o, i): linear in o between measured values; above the largest, the largest's latency
   /// scaled by o / largest (one more request costs what an average one did); below the smallest, the
   /// smallest's.
@@ -52,18 +52,18 @@ const char* measured_kv_dtype(model::DType kv);
 
 /// A GQA layer's attention kernel on one GPU, as the attention tables key it (heads after attention TP).
 struct AttentionShape {
-  double heads = 0;      ///< query heads on the GPU
-  double kv_heads = 0;   ///< KV heads on the GPU (at least 1)
+  double heads = 0;     ///< query heads on the GPU
+  double kv_heads = 0;  ///< KV heads on the GPU (at least 1)
   double head_dim = 0;
-  double window = 0;     ///< sliding window (0 = full causal)
+  double window = 0;  ///< sliding window (0 = full causal)
   model::DType kv_dtype = model::DType::kBf16;
 };
 
 /// Decode attention (`generation_attention_perf`: batch outer, KV length `step` inner) or prefill attention
 /// (`context_attention_perf`: batch outer, prompt length `isl` inner) of `shape` from the source's tables;
 /// nullptr when the table is missing or no row has this shape (the step model then keeps its roofline).
-std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src, bool decode,
-                                                    const AttentionShape& shape);
+std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src,
+                                                    bool decode, const AttentionShape& shape);
 
 /// An MLA layer's attention core as the MLA tables key it (DeepSeek's latent layout: the tables measure
 /// DeepSeek-V3's kv_lora_rank 512 and rope 64 dimensions).
@@ -91,7 +91,7 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
 struct MoeShape {
   const char* dtype = nullptr;  ///< "bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", ... (measured_moe_dtype)
   double hidden = 0, inter = 0, top_k = 0, experts = 0;  ///< the model's (inter: one expert's, unsliced)
-  int tp = 1, ep = 1;           ///< MoE TP and EP sizes
+  int tp = 1, ep = 1;                                    ///< MoE TP and EP sizes
 };
 
 /// The `moe_perf` moe_dtype of a model's expert weights (BF16, FP8 per-tensor, FP8 block, MXFP4, NVFP4);

@@ -132,7 +132,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       } else {
         kv_full += n * kv;
       }
-      const double st_bytes = model::state_bytes_per_request(g.layer.attention, lay.attn_tp, launch.state_dtype);
+      const double st_bytes =
+          model::state_bytes_per_request(g.layer.attention, lay.attn_tp, launch.state_dtype);
       state += n * (st_bytes > 0 ? std::max(st_bytes, page) : 0.0);
     }
     if (s == lay.pp - 1) {
@@ -183,8 +184,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     }
   }
   if (plan.state_slots > 0)
-    plan.max_running_from_states =
-        static_cast<int>(std::min<long long>(plan.state_slots / std::max(1, pol.state_slots_per_running), 1 << 30));
+    plan.max_running_from_states = static_cast<int>(
+        std::min<long long>(plan.state_slots / std::max(1, pol.state_slots_per_running), 1 << 30));
   plan.weight_bytes = worst_weights;
   plan.draft_weight_bytes = worst_draft;
   plan.reserved_bytes = pol.basis == MemoryPolicy::Basis::kOfTotal && !pol.profile_activations
@@ -204,7 +205,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
   if (plan.weight_bytes > usable) {
     plan.fits = false;
     plan.failure = fmt::format(
-        "torch.OutOfMemoryError: CUDA out of memory while loading weights: {:.2f} GiB per GPU needed, the GPU "
+        "torch.OutOfMemoryError: CUDA out of memory while loading weights: {:.2f} GiB per GPU needed, the "
+        "GPU "
         "has {:.2f} GiB",
         plan.weight_bytes / kGiB, usable / kGiB);
     return plan;
@@ -212,41 +214,50 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
   if (plan.kv_budget_bytes <= 0) {
     plan.fits = false;
     plan.failure = fmt::format(
-        "CUDA out of memory: weights need {:.2f} GiB per GPU and activations {:.2f} GiB, leaving no memory for the "
+        "CUDA out of memory: weights need {:.2f} GiB per GPU and activations {:.2f} GiB, leaving no memory "
+        "for the "
         "KV cache ({:.2f} GiB x {:.3f} memory fraction)",
         plan.weight_bytes / kGiB, plan.activation_bytes / kGiB, usable / kGiB, pol.fraction);
     return plan;
   }
   double need = request_kv_bytes(plan, plan.max_model_len);
-  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need && pol.auto_fit_max_model_len) {
+  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need &&
+      pol.auto_fit_max_model_len) {
     // The engine lowers the context to the longest request the pool holds.
     long long fit = plan.kv_bytes_per_token > 0
                         ? static_cast<long long>((plan.kv_budget_bytes - plan.state_bytes_per_request -
                                                   plan.kv_window_bytes_per_token * plan.window_tokens) /
-                                                 plan.kv_bytes_per_token) / bs * bs
+                                                 plan.kv_bytes_per_token) /
+                              bs * bs
                         : 0;
     if (fit >= bs) {
-      plan.notes.push_back(fmt::format("max_model_len lowered from {} to {} to fit the KV pool (engine auto-fit)",
-                                       plan.max_model_len, fit));
+      plan.notes.push_back(
+          fmt::format("max_model_len lowered from {} to {} to fit the KV pool (engine auto-fit)",
+                      plan.max_model_len, fit));
       plan.max_model_len = static_cast<int>(std::min<long long>(fit, plan.max_model_len));
       need = request_kv_bytes(plan, plan.max_model_len);
     }
   }
   if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need &&
       need - plan.kv_budget_bytes <= kMemoryPlanToleranceBytes) {
-    plan.notes.push_back(fmt::format(
-        "one {}-token request needs {:.2f} GiB of KV, {:.2f} GiB more than the plan leaves: within the plan's "
-        "uncertainty ({:.1f} GiB), so the twin predicts the engine starts",
-        plan.max_model_len, need / kGiB, (need - plan.kv_budget_bytes) / kGiB, kMemoryPlanToleranceBytes / kGiB));
+    plan.notes.push_back(
+        fmt::format("one {}-token request needs {:.2f} GiB of KV, {:.2f} GiB more than the plan leaves: "
+                    "within the plan's "
+                    "uncertainty ({:.1f} GiB), so the twin predicts the engine starts",
+                    plan.max_model_len, need / kGiB, (need - plan.kv_budget_bytes) / kGiB,
+                    kMemoryPlanToleranceBytes / kGiB));
   } else if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need) {
     // vLLM kv_cache_utils.check_enough_kv_cache_memory.
-    const long long est = plan.kv_bytes_per_token > 0
-                              ? static_cast<long long>(plan.kv_budget_bytes / plan.kv_bytes_per_token) / bs * bs
-                              : 0;
+    const long long est =
+        plan.kv_bytes_per_token > 0
+            ? static_cast<long long>(plan.kv_budget_bytes / plan.kv_bytes_per_token) / bs * bs
+            : 0;
     plan.fits = false;
     plan.failure = fmt::format(
-        "ValueError: To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache is "
-        "needed, which is larger than the available KV cache memory ({:.2f} GiB). Based on the available memory, "
+        "ValueError: To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache "
+        "is "
+        "needed, which is larger than the available KV cache memory ({:.2f} GiB). Based on the available "
+        "memory, "
         "the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or decreasing "
         "`max_model_len` when initializing the engine.",
         plan.max_model_len, need / kGiB, plan.kv_budget_bytes / kGiB, est);
@@ -269,7 +280,8 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     if (act > outside) {
       plan.fits = false;
       plan.failure = fmt::format(
-          "torch.OutOfMemoryError: CUDA out of memory during a {}-token prefill step: activations need {:.2f} GiB "
+          "torch.OutOfMemoryError: CUDA out of memory during a {}-token prefill step: activations need "
+          "{:.2f} GiB "
           "per GPU, {:.2f} GiB are left outside --mem-fraction-static {:.3f}",
           static_cast<long long>(tokens), act / kGiB, std::max(0.0, outside) / kGiB, pol.fraction);
     }

@@ -11,7 +11,9 @@ using engines::GemmKernel;
 using engines::MoeKernel;
 using hardware::Generation;
 
-bool ampere_like(Generation g) { return g == Generation::kAmpere || g == Generation::kAda; }
+bool ampere_like(Generation g) {
+  return g == Generation::kAmpere || g == Generation::kAda;
+}
 
 }  // namespace
 
@@ -20,13 +22,15 @@ KernelEfficiency gemm_efficiency(GemmKernel k, Generation g) {
   switch (k) {
     case GemmKernel::kCublasBf16:
       return amp ? KernelEfficiency{0.75, 0.80, 64, "cuBLAS BF16 on A100: ~230-250 of 312 TFLOPS [recalled]"}
-                 : KernelEfficiency{0.55, 0.80, 64,
-                                    "cuBLAS BF16 GEMM on H100/H200 in serving: ~600-750 of 989 TFLOPS at boost "
-                                    "clocks on large shapes (gpu-kernel-facts.md §2.1) [recalled], x ~0.8 for the "
-                                    "sustained 1.4-1.75 GHz of the 1.98 GHz boost under the 700 W limit "
-                                    "[recalled] -> ~550"};
+                 : KernelEfficiency{
+                       0.55, 0.80, 64,
+                       "cuBLAS BF16 GEMM on H100/H200 in serving: ~600-750 of 989 TFLOPS at boost "
+                       "clocks on large shapes (gpu-kernel-facts.md §2.1) [recalled], x ~0.8 for the "
+                       "sustained 1.4-1.75 GHz of the 1.98 GHz boost under the 700 W limit "
+                       "[recalled] -> ~550"};
     case GemmKernel::kFp8Native:
-      return {0.60, 0.75, 64, "FP8 GEMM M=4096: 775-1,520 of 1,979 TFLOPS (39-77%) (gpu-kernel-facts.md §2.1)"};
+      return {0.60, 0.75, 64,
+              "FP8 GEMM M=4096: 775-1,520 of 1,979 TFLOPS (39-77%) (gpu-kernel-facts.md §2.1)"};
     case GemmKernel::kFp8BlockDeepGemm:
       return {0.65, 0.80, 64,
               "DeepGEMM FP8: grouped contiguous 61-68% of peak; M=64 memory-bound at 1.7-2.7 TB/s (50-80%, "
@@ -87,9 +91,10 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
       // (gpt-oss-120b__h100#013: median ITL 353 ms, 7.7 s for 16 such chunks; TP2 #018 268 ms), ~20% of
       // 989 TFLOPS after the Hopper kernel scale. [derived from the corpus]
       return amp ? KernelEfficiency{0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"}
-                 : KernelEfficiency{0.28, 0.75, 16,
-                                    "Marlin MoE on Hopper (mma.sync, no wgmma): ~20% of peak at prefill shapes in "
-                                    "the corpus (gpt-oss-120b on H100, vLLM 0.10.2) [derived]"};
+                 : KernelEfficiency{
+                       0.28, 0.75, 16,
+                       "Marlin MoE on Hopper (mma.sync, no wgmma): ~20% of peak at prefill shapes in "
+                       "the corpus (gpt-oss-120b on H100, vLLM 0.10.2) [derived]"};
     case MoeKernel::kTritonKernels:
       // Hopper: the MXFP4 values and E8M0 scales are upcast to BF16 inside the mainloop (no FP4 MMA on
       // SM90). No public matmul_ogs Hopper figure was found; the value is the one the corpus gives Marlin
@@ -98,10 +103,11 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
       // [unverified]
       // Rows: matmul_ogs picks BLOCK_M = clamp(next_pow2(rows per expert), 16, 128) (triton_kernels
       // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
-      return {amp ? 0.45 : moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
-              amp ? "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"
-                  : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure found, "
-                    "Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
+      return {
+          amp ? 0.45 : moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
+          amp ? "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"
+              : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure found, "
+                "Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
     case MoeKernel::kFlashInferTrtllm:
       return {0.55, 0.80, 128, "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]"};
   }
@@ -112,14 +118,18 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
   const bool amp = ampere_like(g);
   switch (k) {
     case AttentionKernel::kFlashAttn3:
-      return {0.60, 0.80, 64,
-              "FlashAttention-3 BF16 forward up to 740 TFLOPS (75%) on H100, causal lower (gpu-kernel-facts.md "
-              "§2.2)"};
+      return {
+          0.60, 0.80, 64,
+          "FlashAttention-3 BF16 forward up to 740 TFLOPS (75%) on H100, causal lower (gpu-kernel-facts.md "
+          "§2.2)"};
     case AttentionKernel::kFlashAttn2:
-      return amp ? KernelEfficiency{0.60, 0.75, 64, "FlashAttention-2 on A100: 50-73% of peak [recalled, FA2 paper]"}
-                 : KernelEfficiency{0.35, 0.75, 64, "FlashAttention-2 on H100: ~35% of peak (gpu-kernel-facts.md §2.2)"};
+      return amp ? KernelEfficiency{0.60, 0.75, 64,
+                                    "FlashAttention-2 on A100: 50-73% of peak [recalled, FA2 paper]"}
+                 : KernelEfficiency{0.35, 0.75, 64,
+                                    "FlashAttention-2 on H100: ~35% of peak (gpu-kernel-facts.md §2.2)"};
     case AttentionKernel::kFlashInfer:
-      return {amp ? 0.55 : 0.50, 0.80, 64, "FlashInfer (FA2-style prefill, split-KV decode) [recalled, unverified]"};
+      return {amp ? 0.55 : 0.50, 0.80, 64,
+              "FlashInfer (FA2-style prefill, split-KV decode) [recalled, unverified]"};
     case AttentionKernel::kTriton:
       // Ampere: vLLM's TRITON_ATTN (triton_unified_attention, the only backend with attention sinks on
       // SM80) walks the paged KV cache in tiles of one KV block (16 keys) per iteration, so long prefills
@@ -128,9 +138,11 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
       // median ITL 274 ms, every step a chunk) against ~85 ms at 128 (#009): ~6.4 TFLOP of attention in
       // ~190 ms, 34 TFLOPS = 11% of 312. [derived from the corpus]
       return amp ? KernelEfficiency{0.12, 0.60, 64,
-                                    "vLLM triton_unified_attention on A100: ~11% of peak on long prefills in the "
+                                    "vLLM triton_unified_attention on A100: ~11% of peak on long prefills in "
+                                    "the "
                                     "corpus (gpt-oss-20b, 32k prompts) [derived]"}
-                 : KernelEfficiency{0.30, 0.60, 64, "Triton attention: below FlashAttention-2 [derived, unverified]"};
+                 : KernelEfficiency{0.30, 0.60, 64,
+                                    "Triton attention: below FlashAttention-2 [derived, unverified]"};
     case AttentionKernel::kTrtllmGen:
       return {amp ? 0.50 : 0.60, 0.80, 64, "TensorRT-LLM fmha / XQA [recalled, unverified]"};
     case AttentionKernel::kXformers:
@@ -142,7 +154,8 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
               "FlashMLA dense decode: 3,000 GB/s memory-bound, 660 TFLOPS compute-bound on H800 "
               "(gpu-kernel-facts.md §2.2)"};
     case AttentionKernel::kFlashMlaSparse:
-      return {0.65, 0.85, 64, "FlashMLA sparse prefill 640 TFLOPS, sparse FP8 decode 410 TFLOPS (gpu-kernel-facts.md §2.2)"};
+      return {0.65, 0.85, 64,
+              "FlashMLA sparse prefill 640 TFLOPS, sparse FP8 decode 410 TFLOPS (gpu-kernel-facts.md §2.2)"};
     case AttentionKernel::kCutlassMla:
       return {0.60, 0.85, 128, "CUTLASS MLA (Blackwell) [unverified]"};
     case AttentionKernel::kFlashInferMla:
@@ -159,8 +172,9 @@ KernelEfficiency linear_attention_efficiency(Generation g) {
   // Same class as the Triton attention row above (Triton on Hopper lacks wgmma/TMA pipelining that
   // FlashAttention-3 uses; the recurrent decode kernel is one program per (request, value head) that streams
   // its dk x dv state through registers) [derived from the Triton attention row, unverified].
-  return ampere_like(g) ? KernelEfficiency{0.40, 0.60, 16, "FLA Triton gated DeltaNet on Ampere [derived, unverified]"}
-                        : KernelEfficiency{0.30, 0.60, 64, "FLA Triton gated DeltaNet on Hopper [derived, unverified]"};
+  return ampere_like(g)
+             ? KernelEfficiency{0.40, 0.60, 16, "FLA Triton gated DeltaNet on Ampere [derived, unverified]"}
+             : KernelEfficiency{0.30, 0.60, 64, "FLA Triton gated DeltaNet on Hopper [derived, unverified]"};
 }
 
 double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {
@@ -192,16 +206,22 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes) {
   if (e.memory_small <= 0 || weight_bytes >= kLargeGemmWeightBytes) return e.memory;
   if (weight_bytes <= kSmallGemmWeightBytes) return e.memory_small;
-  const double x =
-      std::log(weight_bytes / kSmallGemmWeightBytes) / std::log(kLargeGemmWeightBytes / kSmallGemmWeightBytes);
+  const double x = std::log(weight_bytes / kSmallGemmWeightBytes) /
+                   std::log(kLargeGemmWeightBytes / kSmallGemmWeightBytes);
   return e.memory_small + x * (e.memory - e.memory_small);
 }
 
-double kernel_floor_s(Generation gen) { return ampere_like(gen) ? 3.5e-6 : 2.5e-6; }
+double kernel_floor_s(Generation gen) {
+  return ampere_like(gen) ? 3.5e-6 : 2.5e-6;
+}
 
-double eager_launch_s() { return 12e-6; }
+double eager_launch_s() {
+  return 12e-6;
+}
 
-double api_work_share(const engines::ExecutionPolicy& ex) { return ex.harmony_chat ? kHarmonyApiShare : 1.0; }
+double api_work_share(const engines::ExecutionPolicy& ex) {
+  return ex.harmony_chat ? kHarmonyApiShare : 1.0;
+}
 
 CollectiveLink collective_link(const hardware::ClusterSpec& c, int group, bool crosses_nodes) {
   CollectiveLink l;

@@ -72,7 +72,8 @@ inline double roofline_s(double compute_s, double memory_s, double* memory_bound
 /// rows padded to the kernel's tile. Seconds, before the kernel scale; the memory-bound part is added to
 /// `*memory_bound_s` (see roofline_s).
 double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
-                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu, double* memory_bound_s = nullptr);
+                   const KernelEfficiency& eff, const hardware::GpuSpec& gpu,
+                   double* memory_bound_s = nullptr);
 
 /// Fixed time of one dependent kernel inside a CUDA graph (launch-to-launch gap plus tail), seconds:
 /// 2.5 us on Hopper/Blackwell, 3.5 us on Ampere/Ada [derived: typical kernel-to-kernel gaps in graph
@@ -109,7 +110,8 @@ CollectiveLink collective_link(const hardware::ClusterSpec& cluster, int group, 
 
 /// Ring all-reduce of `bytes` per GPU over `n` GPUs: 2 (n-1)/n bytes / busbw + latency. Seconds; 0 for n<=1.
 double allreduce_s(double bytes, int n, const CollectiveLink& link);
-/// All-gather or reduce-scatter producing/consuming `bytes` per GPU in total: (n-1)/n bytes / busbw + latency.
+/// All-gather or reduce-scatter producing/consuming `bytes` per GPU in total: (n-1)/n bytes / busbw +
+/// latency.
 double allgather_s(double bytes, int n, const CollectiveLink& link);
 /// Point-to-point send of `bytes` (pipeline stage boundary).
 double p2p_s(double bytes, const CollectiveLink& link);

@@ -1,6 +1,6 @@
-// The engines' schedulers, per DP rank, over a KV pool in bytes (include/servelab/sim/memory_plan.h): vLLM V1,
-// SGLang, TensorRT-LLM in-flight batching. Which one runs, and its limits, come from the resolved
-// launch (engines::SchedulerPolicy); this file holds the algorithms only.
+// The engines' schedulers, per DP rank, over a KV pool in bytes (include/servelab/sim/memory_plan.h): vLLM
+// V1, SGLang, TensorRT-LLM in-flight batching. Which one runs, and its limits, come from the resolved launch
+// (engines::SchedulerPolicy); this file holds the algorithms only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -104,17 +104,21 @@ void Simulator::account(Rank& r, int id, int n) {
     ++b.prefill_requests;
     const double s = q.computed;
     const double topk = topk_p >= 0 ? pats[topk_p].key_limit : 0;
-    const bool dense_short = topk_p >= 0 && launch_.execution.dsa_dense_short_prefill && q.prefill_target <= topk;
+    const bool dense_short =
+        topk_p >= 0 && launch_.execution.dsa_dense_short_prefill && q.prefill_target <= topk;
     for (std::size_t p = 0; p < pats.size(); ++p) {
       if (pats[p].linear) continue;
       if (static_cast<int>(p) == topk_p) {
-        if (dense_short) b.dsa_dense_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
-        else b.prefill_pairs[p] += model_.prefill_fixed_topk() ? double(n) * topk : sum_min_limit(s, n, topk);
+        if (dense_short)
+          b.dsa_dense_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
+        else
+          b.prefill_pairs[p] += model_.prefill_fixed_topk() ? double(n) * topk : sum_min_limit(s, n, topk);
         continue;
       }
       b.prefill_pairs[p] += sum_min_limit(s, n, pats[p].key_limit);
     }
-    if (topk_p >= 0 && !dense_short) b.indexer_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
+    if (topk_p >= 0 && !dense_short)
+      b.indexer_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
     if (q.computed + n >= q.prefill_target) b.sampled_tokens += 1;
   } else {  // decode: n = 1 + draft query tokens at context c
     ++b.decode_requests;
@@ -272,7 +276,8 @@ void Simulator::schedule_sglang(Rank& r, int) {
   auto set_full = [&] {
     if (held + admitted > 0) r.full_at[fs] = held + admitted;
   };
-  while (!full && prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 && held + admitted < cap) {
+  while (!full && prefilling < 0 && !r.waiting.empty() && rem_chunk > 0 && rem_input > 0 &&
+         held + admitted < cap) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
@@ -317,7 +322,8 @@ void Simulator::decode_sglang(Rank& r) {
   for (std::size_t i = 0; i < r.running.size();) {
     const int id = r.running[i];
     Req& q = reqs_[id];
-    if (q.computed < q.prefill_target || q.in_flight || q.sched > 0 || (slot_ >= 0 && q.micro_batch != slot_)) {
+    if (q.computed < q.prefill_target || q.in_flight || q.sched > 0 ||
+        (slot_ >= 0 && q.micro_batch != slot_)) {
       ++i;
       continue;
     }
@@ -332,7 +338,8 @@ void Simulator::decode_sglang(Rank& r) {
       if (victim < 0) break;
       preempt(r, victim);
       r.new_token_ratio = std::min(1.0, 0.7 * sch.conservativeness);
-      if (victim != id) i = static_cast<std::size_t>(std::find(r.running.begin(), r.running.end(), id) - r.running.begin());
+      if (victim != id)
+        i = static_cast<std::size_t>(std::find(r.running.begin(), r.running.end(), id) - r.running.begin());
       continue;
     }
     account(r, id, n);

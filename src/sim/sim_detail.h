@@ -4,9 +4,9 @@
 
 #include <array>
 #include <atomic>
-#include <string>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "servelab/engines/launch.h"
@@ -33,9 +33,9 @@ int layers_in_stage(const model::LayerGroup& g, const StageRange& stage);
 
 /// Weights held by one GPU of a stage (bytes).
 struct StageWeights {
-  double total = 0;                    ///< everything on the GPU, draft included
-  double draft = 0;                    ///< MTP layers / EAGLE draft model
-  double draft_kv_bytes_per_token = 0; ///< KV of the draft layers per token
+  double total = 0;                     ///< everything on the GPU, draft included
+  double draft = 0;                     ///< MTP layers / EAGLE draft model
+  double draft_kv_bytes_per_token = 0;  ///< KV of the draft layers per token
 };
 
 /// One routed expert's weight shape on one rank: `n` outputs x `k` inputs of the expert linear `l`
@@ -52,15 +52,16 @@ ExpertShape expert_shape(const model::Linear& l, int moe_tp, const engines::Exec
 /// launch speculates). Each linear at its WeightFormat, sharded by model::shard_params over attention TP
 /// (attention), dense TP (dense FFN, shared experts, LM head, vocab-parallel embedding), and routed
 /// experts over moe_ep (whole experts) x moe_tp (slices); routers replicated in BF16.
-StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& stage, bool first, bool last);
+StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& stage, bool first,
+                           bool last);
 
 /// How many attention "key patterns" a model can have (full causal, a window, a top-k, linear).
 inline constexpr int kMaxPatterns = 4;
 
 /// The keys a query of a layer class attends to.
 struct AttentionPattern {
-  double key_limit = 0;     ///< keys per query are min(position, key_limit); +inf = full causal
-  bool linear = false;      ///< linear attention: cost per token, no keys
+  double key_limit = 0;  ///< keys per query are min(position, key_limit); +inf = full causal
+  bool linear = false;   ///< linear attention: cost per token, no keys
 };
 
 /// What one DP rank runs in one step, as the scheduler accounted it. Pairs are (query, key) pairs summed
@@ -81,20 +82,21 @@ struct RankLoad {
 
 /// The cost of one step, split into what the fitted parameters scale and what they do not. Seconds.
 struct StepCost {
-  double gpu_s = 0;     ///< roofline time of the kernels
+  double gpu_s = 0;  ///< roofline time of the kernels
   /// The part of gpu_s spent in memory-bound dense GEMMs (weight streaming through cuBLAS / Marlin at small
   /// M, the LM head and the sampler's passes): it runs at the measured bandwidth fraction of those kernels
   /// (gpu-kernel-facts.md §2.4: 80-90% of HBM) whatever the engine, so it is not divided by kernel_scale.
   /// Attention, MoE and indexer kernels are the engine's own (FlashMLA, FA3 split-KV, fused_moe, DeepGEMM
   /// masked) and their achieved bandwidth at small batch varies with it: they stay in the scaled part.
   double memory_s = 0;
-  double comm_s = 0;    ///< collectives
-  double floor_s = 0;   ///< per-kernel floors of graphed kernels
-  double launch_s = 0;  ///< CPU time to launch the kernels that run eagerly
-  int running = 0;      ///< requests the CPU handles this step
-  bool overlap = false; ///< CPU work of the next step overlaps this one (async / overlap scheduler)
+  double comm_s = 0;     ///< collectives
+  double floor_s = 0;    ///< per-kernel floors of graphed kernels
+  double launch_s = 0;   ///< CPU time to launch the kernels that run eagerly
+  int running = 0;       ///< requests the CPU handles this step
+  bool overlap = false;  ///< CPU work of the next step overlaps this one (async / overlap scheduler)
   /// Serial seconds of a stage beside the engine for this step's streamed outputs: the decoding requests x
-  /// ExecutionPolicy::api_stream_request_s / (api_server_count x stream_interval); the step takes at least this.
+  /// ExecutionPolicy::api_stream_request_s / (api_server_count x stream_interval); the step takes at least
+  /// this.
   double api_stage_s = 0;
   // Breakdown (unscaled roofline, for TwinView).
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
@@ -150,23 +152,23 @@ class StepModel {
     std::shared_ptr<const ops::OpCurve> measured;
   };
   struct LayerClass {
-    int count = 0;             ///< layers of this class in the stage
-    int pattern = 0;           ///< RankLoad pattern index
+    int count = 0;    ///< layers of this class in the stage
+    int pattern = 0;  ///< RankLoad pattern index
     bool linear_attention = false;
     bool mla = false, dsa = false, indexer = false;
-    std::vector<Gemm> attn_gemms;  ///< at attention TP, M = rank tokens
-    std::vector<Gemm> dense_gemms; ///< dense FFN or shared experts, at dense TP
+    std::vector<Gemm> attn_gemms;   ///< at attention TP, M = rank tokens
+    std::vector<Gemm> dense_gemms;  ///< dense FFN or shared experts, at dense TP
     bool moe = false;
     double experts_local = 0, top_k = 0, experts = 0;
-    Gemm expert_up, expert_down;   ///< one expert slice
+    Gemm expert_up, expert_down;  ///< one expert slice
     double router_k = 0, router_n = 0;
     double pair_flops_dense = 0, pair_flops_absorbed = 0, indexer_pair_flops = 0;
-    double kv_bytes = 0;           ///< per token of this layer on one GPU (main cache)
-    double indexer_kv_bytes = 0;   ///< indexer key cache per token
-    double state_bytes = 0;        ///< linear attention state per request
+    double kv_bytes = 0;          ///< per token of this layer on one GPU (main cache)
+    double indexer_kv_bytes = 0;  ///< indexer key cache per token
+    double state_bytes = 0;       ///< linear attention state per request
     double linear_flops_per_token = 0;
     double prefill_pad = 1, decode_pad = 1;  ///< FlashMLA sparse pads a rank's heads (SM90: to 64)
-    int kernels = 12;              ///< kernels per layer (floors / eager launches)
+    int kernels = 12;                        ///< kernels per layer (floors / eager launches)
     /// Measured attention core (GQA layers, use_measured_operators): decode (batch x KV length) and
     /// prefill (batch x prompt length); null where nothing was measured (the roofline stays).
     std::shared_ptr<const OpSurface> decode_attn, prefill_attn;
@@ -203,7 +205,7 @@ class StepModel {
   int topk_pattern_ = -1;
   KernelEfficiency prefill_attn_eff_, decode_attn_eff_, moe_eff_;
   KernelEfficiency moe_small_eff_;  ///< MoE kernel of steps below ExecutionPolicy::moe_small_below tokens
-  KernelEfficiency linear_eff_;  ///< gated-DeltaNet kernels (linear_attention_efficiency)
+  KernelEfficiency linear_eff_;     ///< gated-DeltaNet kernels (linear_attention_efficiency)
   double moe_peak_ = 0;
   double moe_small_peak_ = 0;
   Gemm lm_head_;

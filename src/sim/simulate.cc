@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "servelab/schedule/schedule.h"
+#include "servelab/common/hash.h"
 #include "servelab/metrics/metrics.h"
+#include "servelab/schedule/schedule.h"
 #include "sim/event_loop.h"
 #include "sim/simulator.h"
-#include "servelab/common/hash.h"
 
 namespace servelab::sim {
 namespace detail {
@@ -58,7 +58,8 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
   // SGLang runs pp micro-batches, each a running batch of its own (managers/scheduler.py event_loop_pp:
   // running_mbs[mb_id], one get_next_batch_to_run per slot) [recalled]; vLLM's batch queue instead
   // schedules every request not in flight into the next batch.
-  if (launch_.scheduler.kind == engines::SchedulerPolicy::Kind::kSglang && launch_.scheduler.pp_micro_batches > 1)
+  if (launch_.scheduler.kind == engines::SchedulerPolicy::Kind::kSglang &&
+      launch_.scheduler.pp_micro_batches > 1)
     slot_busy_.assign(launch_.scheduler.pp_micro_batches, 0);
 }
 
@@ -161,9 +162,15 @@ std::optional<Batch> Simulator::plan_slot() {
     Rank& r = ranks_[i];
     r.load = RankLoad{};
     switch (launch_.scheduler.kind) {
-      case engines::SchedulerPolicy::Kind::kVllmV1: schedule_vllm(r, static_cast<int>(i)); break;
-      case engines::SchedulerPolicy::Kind::kSglang: schedule_sglang(r, static_cast<int>(i)); break;
-      case engines::SchedulerPolicy::Kind::kTrtllmInflight: schedule_trtllm(r, static_cast<int>(i)); break;
+      case engines::SchedulerPolicy::Kind::kVllmV1:
+        schedule_vllm(r, static_cast<int>(i));
+        break;
+      case engines::SchedulerPolicy::Kind::kSglang:
+        schedule_sglang(r, static_cast<int>(i));
+        break;
+      case engines::SchedulerPolicy::Kind::kTrtllmInflight:
+        schedule_trtllm(r, static_cast<int>(i));
+        break;
     }
     for (int id : r.running) {
       Req& q = reqs_[id];
@@ -175,9 +182,9 @@ std::optional<Batch> Simulator::plan_slot() {
     b.loads.push_back(r.load);
     // The CPU handles the running batch of this micro-batch (SGLang PP: the slot's requests only).
     int held = static_cast<int>(r.running.size());
-    if (slot_ >= 0) held = static_cast<int>(std::count_if(r.running.begin(), r.running.end(), [&](int id) {
-                      return reqs_[id].micro_batch == slot_;
-                    }));
+    if (slot_ >= 0)
+      held = static_cast<int>(std::count_if(r.running.begin(), r.running.end(),
+                                            [&](int id) { return reqs_[id].micro_batch == slot_; }));
     b.max_running = std::max(b.max_running, held);
     b.max_tokens = std::max(b.max_tokens, r.load.query_tokens);
     b.any_prefill |= r.load.prefill_tokens > 0;
@@ -304,8 +311,8 @@ int Simulator::drop_unschedulable() {
     auto& o = out_[id];
     o.success = false;
     o.failure = metrics::FailureKind::kServerError;
-    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}", q.prompt + q.output_len,
-                          plan_.kv_tokens_per_rank);
+    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}",
+                          q.prompt + q.output_len, plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
     client_done_.emplace_back(now_s_, step_trace_index());
     ++finished_;
@@ -322,8 +329,10 @@ void Simulator::emit(int id, int tokens, double engine_t) {
   if (tokens <= 0) return;
   // What the client sees: the first token after its extra latency, never a token before an earlier one.
   double t = engine_t;
-  if (q.generated == 0) t += cal_.first_token_ms * 1e-3;
-  else t = std::max(t, q.last_emit_s);
+  if (q.generated == 0)
+    t += cal_.first_token_ms * 1e-3;
+  else
+    t = std::max(t, q.last_emit_s);
   if (sink_ != nullptr) sink_->push_back({id, q.generated, tokens, t});
   if (q.generated == 0) {
     o.ttft_s = t - q.send_s;
@@ -356,7 +365,8 @@ std::vector<EngineLiveMetrics> Simulator::live_metrics() const {
   out.reserve(ranks_.size());
   for (const auto& r : ranks_) {
     EngineLiveMetrics e;
-    e.kv_cache_usage = r.total_bytes > 0 ? std::clamp((r.total_bytes - r.free_bytes) / r.total_bytes, 0.0, 1.0) : 0.0;
+    e.kv_cache_usage =
+        r.total_bytes > 0 ? std::clamp((r.total_bytes - r.free_bytes) / r.total_bytes, 0.0, 1.0) : 0.0;
     e.num_requests_running = static_cast<int>(r.running.size());
     e.num_requests_waiting = static_cast<int>(r.waiting.size());
     e.num_preemptions = r.preemptions;
@@ -376,7 +386,10 @@ std::vector<EngineLiveMetrics> Simulator::live_metrics() const {
 class Simulator::Client {
  public:
   Client(Simulator& sim, const std::vector<double>& arrival, std::optional<int> max_concurrency)
-      : sim_(sim), arrival_(arrival), n_(static_cast<int>(sim.reqs_.size())), cap_(max_concurrency.value_or(0)) {
+      : sim_(sim),
+        arrival_(arrival),
+        n_(static_cast<int>(sim.reqs_.size())),
+        cap_(max_concurrency.value_or(0)) {
     for (int k = 0; k < cap_; ++k) slots_.emplace(0.0, -1);
   }
 
@@ -398,7 +411,8 @@ class Simulator::Client {
         sim_.trace_->requests[next_].arrival_s = arrival_[next_];
         sim_.trace_->requests[next_].send_after_step = after;
       }
-      if (sim_.send(next_, at)) sim_.client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
+      if (sim_.send(next_, at))
+        sim_.client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
       ++next_;
     }
   }
@@ -407,7 +421,8 @@ class Simulator::Client {
     if (next_ >= n_) return std::numeric_limits<double>::infinity();
     if (cap_ <= 0) return arrival_[next_];
     collect();
-    return slots_.empty() ? std::numeric_limits<double>::infinity() : std::max(arrival_[next_], slots_.top().first);
+    return slots_.empty() ? std::numeric_limits<double>::infinity()
+                          : std::max(arrival_[next_], slots_.top().first);
   }
 
  private:
@@ -472,13 +487,15 @@ PredictionContext make_context(const engines::ResolvedLaunch& launch, const hard
 
 std::optional<PredictedFailure> unsupported(const hardware::ClusterSpec& cluster) {
   if (!cluster.gpu.modelled)
-    return PredictedFailure{fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
-                   PredictedFailure::Kind::kUnsupported};
+    return PredictedFailure{
+        fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
+        PredictedFailure::Kind::kUnsupported};
   return std::nullopt;
 }
 
 PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f) {
-  return f.phase == engines::FailurePhase::kRuntime ? PredictedFailure::Kind::kRuntime : PredictedFailure::Kind::kStartup;
+  return f.phase == engines::FailurePhase::kRuntime ? PredictedFailure::Kind::kRuntime
+                                                    : PredictedFailure::Kind::kStartup;
 }
 
 }  // namespace
@@ -503,7 +520,8 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
       arrival = schedule::arrival_schedule(a);
     }
   }
-  const int template_tokens = options.chat_template_tokens.value_or(launch.model.chat_template.overhead_tokens);
+  const int template_tokens =
+      options.chat_template_tokens.value_or(launch.model.chat_template.overhead_tokens);
   if (options.trace) {
     *options.trace = Trace{};
     options.trace->api_work_share = detail::api_work_share(launch.execution);
@@ -529,12 +547,14 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
                       const WorkloadOptions& options) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved))
+    return PredictedFailure{f->message, failure_kind(*f)};
   return predict_resolved(std::get<engines::ResolvedLaunch>(resolved), cluster, requests, options);
 }
 
 HeadlineMetrics headline(const Prediction& p) {
-  const auto m = metrics::compute_metrics(p.outputs, std::max(p.twin.duration_s, 1e-9), metrics::MetricsOptions{});
+  const auto m =
+      metrics::compute_metrics(p.outputs, std::max(p.twin.duration_s, 1e-9), metrics::MetricsOptions{});
   HeadlineMetrics h;
   h.total_tok_s = m.total_token_throughput;
   h.output_tok_s = m.output_throughput;
@@ -572,7 +592,8 @@ struct OnlineTwin::Impl {
   Impl(const engines::ResolvedLaunch& l, const hardware::ClusterSpec& c, PredictionContext ctx)
       : sim(l, c, ctx.calibration, 0),
         context(std::move(ctx)),
-        loop(sim, detail::LoopClient{[this](double t, int) { send_until(t); }, [this] { return next_send(); }}) {}
+        loop(sim,
+             detail::LoopClient{[this](double t, int) { send_until(t); }, [this] { return next_send(); }}) {}
 
   void send_until(double t) {
     while (!arrivals.empty() && arrivals.front().second <= t) {
@@ -592,7 +613,9 @@ struct OnlineTwin::Impl {
     }
     sink.clear();
   }
-  double next_due() const { return pending.empty() ? std::numeric_limits<double>::infinity() : pending.top().t_s; }
+  double next_due() const {
+    return pending.empty() ? std::numeric_limits<double>::infinity() : pending.top().t_s;
+  }
 };
 
 OnlineTwin::OnlineTwin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -603,17 +626,20 @@ std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> OnlineTwin::create(
     const std::optional<CalibrationTable>& calibration) {
   if (auto f = unsupported(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
-  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) return PredictedFailure{f->message, failure_kind(*f)};
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved))
+    return PredictedFailure{f->message, failure_kind(*f)};
   const auto& launch = std::get<engines::ResolvedLaunch>(resolved);
   WorkloadOptions options;
   options.calibration = calibration;
   auto impl = std::make_unique<Impl>(launch, cluster, make_context(launch, cluster, options));
-  if (!impl->sim.plan().fits) return PredictedFailure{impl->sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
+  if (!impl->sim.plan().fits)
+    return PredictedFailure{impl->sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   impl->sim.set_sink(&impl->sink, /*record_timings=*/false);
   return std::unique_ptr<OnlineTwin>(new OnlineTwin(std::move(impl)));
 }
 
-std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s) {
+std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_tokens, int output_len,
+                                              double now_s) {
   if (prompt_tokens < 1 || output_len < 1)
     throw std::invalid_argument(fmt::format("request {}: prompt and output tokens must be >= 1", id));
   auto& im = *impl_;
@@ -625,7 +651,8 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
     return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
   // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.
-  im.arrivals.emplace_back(internal, im.arrivals.empty() ? now_s : std::max(now_s, im.arrivals.back().second));
+  im.arrivals.emplace_back(internal,
+                           im.arrivals.empty() ? now_s : std::max(now_s, im.arrivals.back().second));
   return std::nullopt;
 }
 
@@ -659,18 +686,32 @@ void OnlineTwin::advance_to(double t_s, const std::function<void(std::uint64_t, 
   }
 }
 
-double OnlineTwin::next_event_s() { return std::min(impl_->loop.next_event_s(), impl_->next_due()); }
+double OnlineTwin::next_event_s() {
+  return std::min(impl_->loop.next_event_s(), impl_->next_due());
+}
 
-int OnlineTwin::max_model_len() const { return impl_->sim.launch().max_model_len; }
+int OnlineTwin::max_model_len() const {
+  return impl_->sim.launch().max_model_len;
+}
 
-TwinView OnlineTwin::view() { return impl_->sim.view(); }
+TwinView OnlineTwin::view() {
+  return impl_->sim.view();
+}
 
-std::vector<EngineLiveMetrics> OnlineTwin::live_metrics() const { return impl_->sim.live_metrics(); }
+std::vector<EngineLiveMetrics> OnlineTwin::live_metrics() const {
+  return impl_->sim.live_metrics();
+}
 
-bool OnlineTwin::prefix_caching() const { return impl_->sim.launch().prefix_caching; }
+bool OnlineTwin::prefix_caching() const {
+  return impl_->sim.launch().prefix_caching;
+}
 
-bool OnlineTwin::speculative() const { return impl_->sim.launch().speculative.has_value(); }
+bool OnlineTwin::speculative() const {
+  return impl_->sim.launch().speculative.has_value();
+}
 
-const PredictionContext& OnlineTwin::context() const { return impl_->context; }
+const PredictionContext& OnlineTwin::context() const {
+  return impl_->context;
+}
 
 }  // namespace servelab::sim

@@ -13,32 +13,33 @@
 
 #include "servelab/engines/launch.h"
 #include "servelab/metrics/request_output.h"
-#include "sim/api_server.h"
 #include "servelab/sim/memory_plan.h"
 #include "servelab/sim/sim.h"
-#include "sim/sim_detail.h"
 #include "servelab/sim/trace.h"
+#include "sim/api_server.h"
+#include "sim/sim_detail.h"
 
 namespace servelab::sim::detail {
 
 enum class ReqState : std::uint8_t { kNotArrived, kWaiting, kRunning, kDone, kFailed };
 
 struct Req {
-  int prompt = 0;          ///< engine-side prompt tokens (chat template included)
-  int output_len = 0;      ///< output tokens to generate
-  int prefill_target = 0;  ///< tokens to hold in KV before the next token (prompt, + generated after preemption)
-  int computed = 0;        ///< tokens in the KV cache
-  int generated = 0;       ///< output tokens emitted
-  double kv_bytes = 0;     ///< KV bytes held on each GPU of its rank
+  int prompt = 0;      ///< engine-side prompt tokens (chat template included)
+  int output_len = 0;  ///< output tokens to generate
+  int prefill_target =
+      0;                ///< tokens to hold in KV before the next token (prompt, + generated after preemption)
+  int computed = 0;     ///< tokens in the KV cache
+  int generated = 0;    ///< output tokens emitted
+  double kv_bytes = 0;  ///< KV bytes held on each GPU of its rank
   int rank = 0;
   int sched = 0;           ///< tokens scheduled in the micro-batch in flight (0 = not scheduled)
   bool in_flight = false;  ///< part of a micro-batch still in the pipeline
   int micro_batch = -1;    ///< SGLang pipeline parallelism: the micro-batch whose running batch holds it
   // Prefix cache after a preemption: the freed blocks stay cached (evictable) until the pool's LRU
   // reaches them; a request re-admitted before that recomputes only what was evicted.
-  double cached_bytes = 0;    ///< bytes of its KV left in the cache when it was preempted
-  double cached_tokens = 0;   ///< tokens those bytes held
-  double evict_after = 0;     ///< the rank's allocation counter beyond which they start to be evicted
+  double cached_bytes = 0;   ///< bytes of its KV left in the cache when it was preempted
+  double cached_tokens = 0;  ///< tokens those bytes held
+  double evict_after = 0;    ///< the rank's allocation counter beyond which they start to be evicted
   ReqState state = ReqState::kNotArrived;
   double send_s = 0, last_emit_s = 0;
 };
@@ -53,7 +54,7 @@ struct Rank {
   /// SGLang running_batch.batch_is_full, per micro-batch slot (one without PP): the slot's running count
   /// when an admission ran out of KV, 0 when not full.
   std::vector<int> full_at;
-  double allocated = 0;          ///< bytes allocated so far (the LRU position of freed cached blocks)
+  double allocated = 0;  ///< bytes allocated so far (the LRU position of freed cached blocks)
   RankLoad load;
   // Counters of this rank since start, as vLLM's Prometheus metrics count them (EngineLiveMetrics).
   long long preemptions = 0;
@@ -67,7 +68,7 @@ struct Batch {
   std::vector<std::pair<int, int>> items;  ///< (request id, scheduled tokens)
   std::vector<RankLoad> loads;
   StepCost cost;
-  double stage_s = 0;       ///< one pipeline stage (== whole step when pp == 1), seconds
+  double stage_s = 0;  ///< one pipeline stage (== whole step when pp == 1), seconds
   bool any_prefill = false;
   int max_running = 0, max_tokens = 0;
   int stages_left = 1;
@@ -76,8 +77,8 @@ struct Batch {
 
 class Simulator {
  public:
-  Simulator(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster, const Calibration& cal,
-            std::uint64_t seed);
+  Simulator(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+            const Calibration& cal, std::uint64_t seed);
 
   const MemoryPlan& plan() const { return plan_; }
   const engines::ResolvedLaunch& launch() const { return launch_; }
@@ -143,7 +144,7 @@ class Simulator {
 
  private:
   friend class EventLoop;  // event_loop.h: steps the simulation (idle time, trace, the clock of drops)
-  class Client;  // the benchmark client of run() (simulate.cc)
+  class Client;            // the benchmark client of run() (simulate.cc)
   /// Appends the step that `slow` (the pipeline's slowest micro-batch) set to the trace.
   void record_step(const Batch& slow, double not_before, int wake);
   void route(int id);
@@ -185,8 +186,8 @@ class Simulator {
   double sum_batch_ = 0, sum_tokens_ = 0;
   double now_s_ = 0;
   std::vector<int> scratch_ids_;
-  ApiServer api_;                                 ///< the engine's API server (api_server.h)
-  std::vector<std::pair<double, int>> handed_off_; ///< (time, id) finished by the API, not yet routed
+  ApiServer api_;                                   ///< the engine's API server (api_server.h)
+  std::vector<std::pair<double, int>> handed_off_;  ///< (time, id) finished by the API, not yet routed
   /// Client-visible completions (time, trace step that produced them), in order: the client's
   /// concurrency slots free at these times.
   std::vector<std::pair<double, int>> client_done_;

@@ -95,7 +95,8 @@ ExpertShape expert_shape(const model::Linear& l, int moe_tp, const engines::Exec
   const double tp = std::max(1, moe_tp);
   auto pad = [](double x, int to) { return to > 1 ? std::ceil(x / to) * to : x; };
   if (l.split == model::Split::kColumn)  // w13: hidden -> gate | up, each half of out sliced and padded
-    return {2.0 * pad(double(l.out) / 2.0 / tp, ex.expert_pad_intermediate), pad(double(l.in), ex.expert_pad_hidden)};
+    return {2.0 * pad(double(l.out) / 2.0 / tp, ex.expert_pad_intermediate),
+            pad(double(l.in), ex.expert_pad_hidden)};
   return {pad(double(l.out), ex.expert_pad_hidden), pad(double(l.in) / tp, ex.expert_pad_intermediate)};
 }
 
@@ -103,8 +104,8 @@ namespace {
 
 // Weights of one layer on one GPU: each linear at its format, sharded by its split rule; biases in the
 // model's dtype, split with a column-parallel output and whole on every rank otherwise.
-double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, const engines::ParallelLayout& p,
-                          const engines::ExecutionPolicy& ex) {
+double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m,
+                          const engines::ParallelLayout& p, const engines::ExecutionPolicy& ex) {
   double bytes = 0;
   const double bias_b = model::dtype_bytes(m.dtype);
   for (const auto& l : model::linears(layer, m.hidden_size)) {
@@ -113,13 +114,18 @@ double layer_weight_bytes(const model::Layer& layer, const model::ModelSpec& m, 
       const double local = std::ceil(double(l.copies) / std::max(1, p.moe_ep));
       const ExpertShape e = expert_shape(l, p.moe_tp, ex);
       bytes += e.n * e.k * local * fmt.bytes_per_param();
-      if (l.bias) bytes += double(l.out) * local / (l.split == model::Split::kColumn ? std::max(1, p.moe_tp) : 1) * bias_b;
+      if (l.bias)
+        bytes +=
+            double(l.out) * local / (l.split == model::Split::kColumn ? std::max(1, p.moe_tp) : 1) * bias_b;
       continue;
     }
     const int tp = static_cast<int>(tp_for(l.cls, p));
     const double shard = model::shard_params(l, tp);
     bytes += shard * fmt.bytes_per_param();
-    if (l.bias) bytes += (l.split == model::Split::kColumn ? shard / std::max<double>(1, l.in) : double(l.out) * l.copies) * bias_b;
+    if (l.bias)
+      bytes +=
+          (l.split == model::Split::kColumn ? shard / std::max<double>(1, l.in) : double(l.out) * l.copies) *
+          bias_b;
   }
   return bytes;
 }
@@ -151,7 +157,8 @@ model::Layer eagle_draft_layer(const model::ModelSpec& m) {
 
 }  // namespace
 
-StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& st, bool first, bool last) {
+StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& st, bool first,
+                           bool last) {
   const model::ModelSpec& m = launch.model;
   const engines::ParallelLayout& p = launch.layout;
   StageWeights w;
@@ -173,13 +180,15 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
       w.draft = m.mtp_layers * per;
       w.draft_kv_bytes_per_token =
           m.mtp_layers * model::kv_bytes_per_token(m.mtp_layer.attention, p.attn_tp, launch.kv_dtype);
-    } else if (sp.method == Method::kEagle || sp.method == Method::kEagle3 || sp.method == Method::kDraftModel) {
+    } else if (sp.method == Method::kEagle || sp.method == Method::kEagle3 ||
+               sp.method == Method::kDraftModel) {
       const model::Layer d = eagle_draft_layer(m);
       // Layer + fc (3 x hidden -> hidden for EAGLE-3, 2 x for EAGLE) + its own 32k-vocab LM head, BF16.
       const double fc = (sp.method == Method::kEagle3 ? 3.0 : 2.0) * m.hidden_size * m.hidden_size;
       model::ModelSpec bf16 = m;
       bf16.quantization = model::Quantization{};
-      w.draft = layer_weight_bytes(d, bf16, p, launch.execution) + (fc + 32000.0 * m.hidden_size) / std::max(1, p.dense_tp) * 2.0;
+      w.draft = layer_weight_bytes(d, bf16, p, launch.execution) +
+                (fc + 32000.0 * m.hidden_size) / std::max(1, p.dense_tp) * 2.0;
       w.draft_kv_bytes_per_token = model::kv_bytes_per_token(d.attention, p.attn_tp, model::DType::kBf16);
     }
     w.total += w.draft;
@@ -205,16 +214,20 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   patterns_.push_back({std::numeric_limits<double>::infinity(), false});
   auto pattern_of = [&](const model::Attention& a) {
     AttentionPattern p{std::numeric_limits<double>::infinity(), false};
-    if (std::holds_alternative<model::LinearAttention>(a)) p = {0, true};
-    else if (const auto* g = std::get_if<model::GqaAttention>(&a); g && g->window > 0) p.key_limit = g->window;
+    if (std::holds_alternative<model::LinearAttention>(a))
+      p = {0, true};
+    else if (const auto* g = std::get_if<model::GqaAttention>(&a); g && g->window > 0)
+      p.key_limit = g->window;
     else if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0)
       p.key_limit = mla->index_topk;
     for (std::size_t i = 0; i < patterns_.size(); ++i)
-      if (patterns_[i].key_limit == p.key_limit && patterns_[i].linear == p.linear) return static_cast<int>(i);
+      if (patterns_[i].key_limit == p.key_limit && patterns_[i].linear == p.linear)
+        return static_cast<int>(i);
     if (patterns_.size() >= kMaxPatterns) return 0;
     patterns_.push_back(p);
     const int idx = static_cast<int>(patterns_.size()) - 1;
-    if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0) topk_pattern_ = idx;
+    if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0)
+      topk_pattern_ = idx;
     return idx;
   };
 
@@ -247,14 +260,18 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   ops_ = measured_op_store();
   if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
   auto measure = [&](Gemm& g, engines::GemmKernel kernel) {
-    if (op_source_) g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
+    if (op_source_)
+      g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
   };
   auto make_gemm = [&](const model::Linear& l, int tp, engines::GemmKernel kernel) {
     Gemm g;
     const double shard = model::shard_params(l, tp);
-    if (l.split == model::Split::kColumn) g.n = shard / std::max<double>(1, l.in), g.k = double(l.in);
-    else if (l.split == model::Split::kRow) g.n = double(l.out), g.k = shard / std::max<double>(1, l.out);
-    else g.n = double(l.out) * l.copies, g.k = double(l.in);
+    if (l.split == model::Split::kColumn)
+      g.n = shard / std::max<double>(1, l.in), g.k = double(l.in);
+    else if (l.split == model::Split::kRow)
+      g.n = double(l.out), g.k = shard / std::max<double>(1, l.out);
+    else
+      g.n = double(l.out) * l.copies, g.k = double(l.in);
     g.weight_bytes = shard * m.quantization.format(l.cls).bytes_per_param();
     g.eff = gemm_efficiency(kernel, gen);
     g.peak = gemm_peak_flops(kernel, cluster_.gpu);
@@ -298,16 +315,17 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
       if (op_source_)
-        c.moe_measured = measured_moe_curve(
-            *ops_, *op_source_,
-            MoeShape{measured_moe_dtype(m.quantization.experts), double(m.hidden_size), double(moe->expert_intermediate),
-                     double(moe->top_k), double(moe->experts), lay.moe_tp, lay.moe_ep});
+        c.moe_measured =
+            measured_moe_curve(*ops_, *op_source_,
+                               MoeShape{measured_moe_dtype(m.quantization.experts), double(m.hidden_size),
+                                        double(moe->expert_intermediate), double(moe->top_k),
+                                        double(moe->experts), lay.moe_tp, lay.moe_ep});
     }
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
       const double tp = std::max(1, lay.attn_tp);
-      const AttentionShape shape{g->heads / tp, std::max(1.0, std::floor(g->kv_heads / tp)), double(g->head_dim),
-                                 double(g->window), launch_.kv_dtype};
+      const AttentionShape shape{g->heads / tp, std::max(1.0, std::floor(g->kv_heads / tp)),
+                                 double(g->head_dim), double(g->window), launch_.kv_dtype};
       c.decode_attn = measured_attention(*ops_, *op_source_, true, shape);
       c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
     }
@@ -365,11 +383,13 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   }
   // The draft layer: the model's MTP layer (+ eh_proj, 2 x hidden -> hidden), or an EAGLE draft layer.
   if (launch_.speculative) {
-    const bool mtp = launch_.speculative->method == engines::SpeculativePolicy::Method::kMtp && m.mtp_layers > 0;
+    const bool mtp =
+        launch_.speculative->method == engines::SpeculativePolicy::Method::kMtp && m.mtp_layers > 0;
     draft_ = build_class(mtp ? m.mtp_layer : eagle_draft_layer(m), 1);
     Gemm fc;
     fc.n = double(m.hidden_size) / std::max(1, lay.dense_tp);
-    fc.k = (launch_.speculative->method == engines::SpeculativePolicy::Method::kEagle3 ? 3.0 : 2.0) * m.hidden_size;
+    fc.k = (launch_.speculative->method == engines::SpeculativePolicy::Method::kEagle3 ? 3.0 : 2.0) *
+           m.hidden_size;
     fc.weight_bytes = fc.n * fc.k * (mtp ? m.quantization.dense_ffn.bytes_per_param() : 2.0);
     fc.eff = gemm_efficiency(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, gen);
     fc.peak = gemm_peak_flops(mtp ? ex.gemm : engines::GemmKernel::kCublasBf16, cluster_.gpu);
@@ -403,9 +423,11 @@ void StepModel::describe_measured() {
   const OpSource& src = *op_source_;
   auto from = [&](const char* table) {
     const std::string r = table_release(*ops_, src, table);
-    return fmt::format("{} of {} {} {}{}", table, src.gpu, src.backend, r,
-                       r == src.launch_release ? "" : fmt::format(", the nearest measured release to the launch's {}",
-                                                                  src.launch_release));
+    return fmt::format(
+        "{} of {} {} {}{}", table, src.gpu, src.backend, r,
+        r == src.launch_release
+            ? ""
+            : fmt::format(", the nearest measured release to the launch's {}", src.launch_release));
   };
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
   bool mla = false;
@@ -423,15 +445,17 @@ void StepModel::describe_measured() {
   auto rest = [](int measured, int all, const char* why) {
     return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
   };
-  measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
+  measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms,
+                                        from("gemm_perf"),
                                         rest(gemms_measured, gemms, "a kernel no table measures")));
   measured_notes_.push_back(
       fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
                   from(mla ? "generation_mla_perf" : "generation_attention_perf"),
                   rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
   if (moe > 0)
-    measured_notes_.push_back(fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
-                                          rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
+    measured_notes_.push_back(
+        fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
+                    rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
   measured_notes_.push_back("collectives, norms and other elementwise work: the roofline");
 }
 
@@ -513,13 +537,15 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
       // Prefill: MLA in MHA form unless the layer is sparse (absorbed MQA on the selected keys).
       const double pre_pair = c.mla && c.dsa ? c.pair_flops_absorbed : c.pair_flops_dense;
       const double dec_pair = c.mla ? c.pair_flops_absorbed : c.pair_flops_dense;
-      double pre_flops = r.prefill_pairs[p] * pre_pair + (c.dsa ? r.dsa_dense_prefill_pairs * c.pair_flops_dense : 0.0);
+      double pre_flops =
+          r.prefill_pairs[p] * pre_pair + (c.dsa ? r.dsa_dense_prefill_pairs * c.pair_flops_dense : 0.0);
       double dec_flops = r.decode_pairs[p] * dec_pair;
       pre_flops *= c.prefill_pad;
       dec_flops *= c.decode_pad;
       const double dec_bytes = r.decode_kv_tokens[p] * c.kv_bytes;
-      core = pre_flops / (bf16 * prefill_attn_eff_.compute) +
-             std::max(dec_flops / (bf16 * decode_attn_eff_.compute), dec_bytes / (bw * decode_attn_eff_.memory));
+      core =
+          pre_flops / (bf16 * prefill_attn_eff_.compute) +
+          std::max(dec_flops / (bf16 * decode_attn_eff_.compute), dec_bytes / (bw * decode_attn_eff_.memory));
       if (c.indexer) {
         const double idx_flops = (r.indexer_prefill_pairs + r.decode_pairs[0]) * c.indexer_pair_flops;
         const double idx_bytes = r.decode_kv_tokens[0] * c.indexer_kv_bytes;
@@ -542,7 +568,8 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
     const double rows = tokens * c.top_k / std::max(1, lay.moe_ep);
-    const double touched = c.experts_local * (1.0 - std::pow(1.0 - c.top_k / std::max(1.0, c.experts), tokens));
+    const double touched =
+        c.experts_local * (1.0 - std::pow(1.0 - c.top_k / std::max(1.0, c.experts), tokens));
     // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
     // fallback kernel; M is the tokens entering the MoE layer on this rank.
     const bool small = tokens < launch_.execution.moe_small_below;
@@ -586,8 +613,8 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
       comm += 2 * allgather_s(tokens_total * row, lay.moe_tp * lay.moe_ep, moe_link_);
     else if (deepep)
       comm += deepep_s(tokens_max, static_cast<int>(c.top_k), std::max(lay.moe_ep, lay.moe_tp), hidden,
-                       a2a != engines::MoeA2a::kDeepepNormal, lay.moe_ep * lay.moe_tp > cluster_.gpus_per_node,
-                       cluster_);
+                       a2a != engines::MoeA2a::kDeepepNormal,
+                       lay.moe_ep * lay.moe_tp > cluster_.gpus_per_node, cluster_);
   }
   out.comm_s += c.count * comm;
   out.memory_s += c.count * mem;
@@ -602,7 +629,8 @@ double StepModel::stage_time(const Stage& s, std::span<const RankLoad> loads, St
     const auto& lay = launch_.layout;
     const bool gathered = lay.dense_tp > lay.attn_tp && loads.size() > 1;
     double rows = 0;
-    for (const auto& r : loads) rows = gathered ? rows + r.sampled_tokens : std::max<double>(rows, r.sampled_tokens);
+    for (const auto& r : loads)
+      rows = gathered ? rows + r.sampled_tokens : std::max<double>(rows, r.sampled_tokens);
     if (rows > 0) {
       const auto& gpu = cluster_.gpu;
       const double sampler = 3.0 * rows * lm_head_.n * 4.0 / (gpu.hbm_bandwidth_Bps * 0.8);  // memory-bound
@@ -694,9 +722,9 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
   if (graph) {
     out.floor_s = kernels * floor;
   } else {
-    const bool piecewise = (ex.graphs == engines::GraphMode::kPiecewise ||
-                            ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
-                           tokens_max <= ex.graph_max_batch;
+    const bool piecewise =
+        (ex.graphs == engines::GraphMode::kPiecewise || ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
+        tokens_max <= ex.graph_max_batch;
     // The engine's CPU time per eagerly issued kernel (SGLang: its Python forward), else the generic one.
     const double per_kernel = ex.eager_launch_s > 0 ? ex.eager_launch_s : eager_launch_s();
     if (piecewise) {

@@ -49,7 +49,8 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
       double w = widen;
       for (std::size_t j = i; j < std::size(levels); ++j, w *= 1.5) {
         auto c = table.classes.find(levels[j]);
-        if (c != table.classes.end() && c->second.points >= 3 && c->second.*field >= 0) return c->second.*field * w;
+        if (c != table.classes.end() && c->second.points >= 3 && c->second.*field >= 0)
+          return c->second.*field * w;
       }
       return 50.0;
     };
@@ -66,9 +67,10 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   if (!table.gpus.empty() && !contains(table.gpus, cluster.gpu.name))
     b.warnings.push_back(fmt::format("{} was never measured in the validation corpus", cluster.gpu.name));
   if (table.max_gpus > 0 && launch.layout.gpus > table.max_gpus)
-    b.warnings.push_back(fmt::format("{} GPUs: the validation corpus has launches of at most {}", launch.layout.gpus,
-                                     table.max_gpus));
-  if (launch.layout.nodes > 1) b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
+    b.warnings.push_back(fmt::format("{} GPUs: the validation corpus has launches of at most {}",
+                                     launch.layout.gpus, table.max_gpus));
+  if (launch.layout.nodes > 1)
+    b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
   if (!table.variants.empty() && !contains(table.variants, launch.model.variant))
     b.warnings.push_back(fmt::format("architecture {} was never measured", launch.model.variant));
   const std::string version = engine + " " + launch.version;
@@ -88,8 +90,10 @@ const BandTable& embedded_bands() {
     if (j.contains("coverage") && j["coverage"].is_object()) {
       const auto& c = j["coverage"];
       for (const auto& x : c.value("gpus", nlohmann::json::array())) b.gpus.push_back(x.get<std::string>());
-      for (const auto& x : c.value("variants", nlohmann::json::array())) b.variants.push_back(x.get<std::string>());
-      for (const auto& x : c.value("versions", nlohmann::json::array())) b.versions.push_back(x.get<std::string>());
+      for (const auto& x : c.value("variants", nlohmann::json::array()))
+        b.variants.push_back(x.get<std::string>());
+      for (const auto& x : c.value("versions", nlohmann::json::array()))
+        b.versions.push_back(x.get<std::string>());
       b.max_gpus = c.value("max_gpus", 0);
     }
     return b;
@@ -98,8 +102,8 @@ const BandTable& embedded_bands() {
 }
 
 std::string format_band(const ErrorBand& b) {
-  std::string s = fmt::format("±{:.0f}% tok/s, ±{:.0f}% TTFT, ±{:.0f}% TPOT ({}, {} held-out points)", b.total_tok_s_pct,
-                              b.ttft_pct, b.tpot_pct, b.class_name, b.points);
+  std::string s = fmt::format("±{:.0f}% tok/s, ±{:.0f}% TTFT, ±{:.0f}% TPOT ({}, {} held-out points)",
+                              b.total_tok_s_pct, b.ttft_pct, b.tpot_pct, b.class_name, b.points);
   for (const auto& w : b.warnings) s += "; warning: " + w;
   return s;
 }

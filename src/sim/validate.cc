@@ -16,7 +16,9 @@
 namespace servelab::sim {
 namespace {
 
-double rel_err(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
+double rel_err(double predicted, double measured) {
+  return 100.0 * (predicted / measured - 1.0);
+}
 
 std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<std::string>* failure) {
   if (const auto* f = std::get_if<PredictedFailure>(&r)) {
@@ -28,10 +30,14 @@ std::optional<HeadlineMetrics> metrics_of(const PredictResult& r, std::optional<
 
 const char* level_name(CalibrationLevel l) {
   switch (l) {
-    case CalibrationLevel::kClass: return "class";
-    case CalibrationLevel::kFamily: return "family";
-    case CalibrationLevel::kEngine: return "engine";
-    case CalibrationLevel::kPrior: return "prior";
+    case CalibrationLevel::kClass:
+      return "class";
+    case CalibrationLevel::kFamily:
+      return "family";
+    case CalibrationLevel::kEngine:
+      return "engine";
+    case CalibrationLevel::kPrior:
+      return "prior";
   }
   return "?";
 }
@@ -48,18 +54,21 @@ void add_band(BandTable& t, LatencyCounts& n, const std::string& key, const Vali
 }
 
 // Each fold's table (fold label -> table), for the folds with a launched point: the engines the fold's points
-// use are refitted on the other folds' training points, re-timing the in-sample fit's traces (their engine-level
-// fields are shared by all their classes); the other engines' classes are the in-sample fit's (the same data).
+// use are refitted on the other folds' training points, re-timing the in-sample fit's traces (their
+// engine-level fields are shared by all their classes); the other engines' classes are the in-sample fit's
+// (the same data).
 std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPoint>& prepared,
                                                     const std::vector<const PreparedPoint*>& train_points,
-                                                    const FitResult& full_fit, ValidationSplit split, int threads) {
+                                                    const FitResult& full_fit, ValidationSplit split,
+                                                    int threads) {
   std::map<std::string, std::set<std::string>> engines_touched;  // fold -> engines of its launched points
   for (const auto& p : prepared)
     if (p.launch) engines_touched[validation_fold_of(*p.point, split)].insert(p.key.engine);
   std::vector<std::string> train_fold;
   for (const auto* p : train_points) train_fold.push_back(validation_fold_of(*p->point, split));
   // Folds in parallel (each fit is deterministic and sees only its own data), one thread per fold's fit.
-  std::vector<std::pair<std::string, std::set<std::string>>> folds(engines_touched.begin(), engines_touched.end());
+  std::vector<std::pair<std::string, std::set<std::string>>> folds(engines_touched.begin(),
+                                                                   engines_touched.end());
   std::vector<CalibrationTable> fold_table(folds.size());
   parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
     const auto& [fold, engines] = folds[i];
@@ -86,7 +95,8 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
 
 // Each row's held-out prediction and calibration level from its fold's table (`rows` parallel to `prepared`).
 void predict_held_out(std::vector<ValidationRow>& rows, const std::vector<PreparedPoint>& prepared,
-                      const std::map<std::string, CalibrationTable>& tables, ValidationSplit split, int threads) {
+                      const std::map<std::string, CalibrationTable>& tables, ValidationSplit split,
+                      int threads) {
   parallel_for(static_cast<int>(prepared.size()), threads, [&](int i) {
     const auto& p = prepared[i];
     if (!p.launch || p.predicted_failure) return;
@@ -112,8 +122,10 @@ void score_rows(std::vector<ValidationRow>& rows) {
     if (!r.predicted || c.suspect) continue;
     if (c.status != CorpusPoint::Status::kOk && c.status != CorpusPoint::Status::kPartial) continue;
     const auto& m = c.measured;
-    if (m.total_tok_s && *m.total_tok_s > 0) r.err_total_tok_s = rel_err(r.predicted->total_tok_s, *m.total_tok_s);
-    if (m.mean_ttft_ms && *m.mean_ttft_ms > 0) r.err_ttft = rel_err(r.predicted->mean_ttft_ms, *m.mean_ttft_ms);
+    if (m.total_tok_s && *m.total_tok_s > 0)
+      r.err_total_tok_s = rel_err(r.predicted->total_tok_s, *m.total_tok_s);
+    if (m.mean_ttft_ms && *m.mean_ttft_ms > 0)
+      r.err_ttft = rel_err(r.predicted->mean_ttft_ms, *m.mean_ttft_ms);
     if (m.mean_tpot_ms && *m.mean_tpot_ms > 0 && r.predicted->mean_tpot_ms > 0)
       r.err_tpot = rel_err(r.predicted->mean_tpot_ms, *m.mean_tpot_ms);
   }
@@ -124,8 +136,8 @@ void score_rows(std::vector<ValidationRow>& rows) {
 // failures kept, their held-out figures redone with this split's folds).
 SplitValidation validate_split(ValidationSplit split, const std::vector<ValidationRow>& study_rows,
                                const std::vector<PreparedPoint>& prepared,
-                               const std::vector<const PreparedPoint*>& train_points, const FitResult& full_fit,
-                               int threads) {
+                               const std::vector<const PreparedPoint*>& train_points,
+                               const FitResult& full_fit, int threads) {
   SplitValidation sv;
   sv.split = split;
   sv.tables = fold_tables(prepared, train_points, full_fit, split, threads);
@@ -159,23 +171,30 @@ SplitValidation validate_split(ValidationSplit split, const std::vector<Validati
 
 const char* validation_split_name(ValidationSplit s) {
   switch (s) {
-    case ValidationSplit::kStudy: return "study";
-    case ValidationSplit::kGpu: return "gpu";
-    case ValidationSplit::kRelease: return "release";
+    case ValidationSplit::kStudy:
+      return "study";
+    case ValidationSplit::kGpu:
+      return "gpu";
+    case ValidationSplit::kRelease:
+      return "release";
   }
   return "?";
 }
 
 std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split) {
   switch (split) {
-    case ValidationSplit::kStudy: return p.study;
-    case ValidationSplit::kGpu: return p.gpu;
-    case ValidationSplit::kRelease: return p.engine + " " + p.engine_version;
+    case ValidationSplit::kStudy:
+      return p.study;
+    case ValidationSplit::kGpu:
+      return p.gpu;
+    case ValidationSplit::kRelease:
+      return p.engine + " " + p.engine_version;
   }
   return p.study;
 }
 
-CorpusValidation validate_corpus(const Corpus& corpus, int threads, const std::vector<ValidationSplit>& extra_splits) {
+CorpusValidation validate_corpus(const Corpus& corpus, int threads,
+                                 const std::vector<ValidationSplit>& extra_splits) {
   const auto t0 = std::chrono::steady_clock::now();
   CorpusValidation v;
   const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
@@ -276,8 +295,9 @@ constexpr const char* kSummaryRow =
     "{:<34} {:>6} {:>9} {:>8} {:>7} {:>10} {:>9} {:>9} {:>8} {:>6} {:>6} {:>7} {:>10} {:>10}";
 
 std::string summary_header(const std::string& first) {
-  return fmt::format(kSummaryRow, first, "points", "predicted", "failures", "refused", "tok/s MAPE", "TTFT MAPE",
-                     "TPOT MAPE", "winner", "rho", "top3", "regret", "TTFT shape", "TPOT shape") +
+  return fmt::format(kSummaryRow, first, "points", "predicted", "failures", "refused", "tok/s MAPE",
+                     "TTFT MAPE", "TPOT MAPE", "winner", "rho", "top3", "regret", "TTFT shape",
+                     "TPOT shape") +
          "\n";
 }
 
@@ -287,12 +307,13 @@ std::string summary_line(const std::string& name, const ValidationSummary& s, bo
   const bool g3 = s.spearman_groups > 0;
   std::string line = fmt::format(
       kSummaryRow, name, s.points, s.predicted, s.predicted_failures, s.refused,
-      pct(s.compared_tok_s, s.mape_total_tok_s), pct(s.compared_ttft, s.mape_ttft), pct(s.compared_tpot, s.mape_tpot),
+      pct(s.compared_tok_s, s.mape_total_tok_s), pct(s.compared_ttft, s.mape_ttft),
+      pct(s.compared_tpot, s.mape_tpot),
       s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
       g3 ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"),
       g3 ? fmt::format("{}/{}", s.groups_best_in_top3, s.spearman_groups) : std::string("-"),
-      g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"), pct(s.compared_shape_ttft, s.mape_shape_ttft),
-      pct(s.compared_shape_tpot, s.mape_shape_tpot));
+      g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"),
+      pct(s.compared_shape_ttft, s.mape_shape_ttft), pct(s.compared_shape_tpot, s.mape_shape_tpot));
   if (levels && !s.levels.empty()) {
     std::string l;
     for (const char* k : {"class", "family", "engine", "prior"})
@@ -305,7 +326,8 @@ std::string summary_line(const std::string& name, const ValidationSummary& s, bo
 // The shape-error sentence of a summary.
 std::string shape_sentence(const ValidationSummary& h) {
   return fmt::format(
-      "Sweep shape error (held out; TTFT / TPOT at each load relative to the sweep's lowest, sim::score_sweeps): "
+      "Sweep shape error (held out; TTFT / TPOT at each load relative to the sweep's lowest, "
+      "sim::score_sweeps): "
       "TTFT {:.1f}% over {} points (target <= 15%), TPOT {:.1f}% over {} (target <= 8%), in {} sweeps",
       h.mape_shape_ttft, h.compared_shape_ttft, h.mape_shape_tpot, h.compared_shape_tpot, h.sweeps);
 }
@@ -314,19 +336,22 @@ std::string shape_sentence(const ValidationSummary& h) {
 std::string format_split(const SplitValidation& sp) {
   const bool gpu = sp.split == ValidationSplit::kGpu;
   std::string s = fmt::format(
-      "\nLeave one {} out (fit on the points of every other {}, predict the held-out ones; [levels of the held-out "
-      "calibrations: a fold with no training point of a class predicts it from its release family, its engine or "
+      "\nLeave one {} out (fit on the points of every other {}, predict the held-out ones; [levels of the "
+      "held-out "
+      "calibrations: a fold with no training point of a class predicts it from its release family, its "
+      "engine or "
       "the prior]):\n",
       gpu ? "GPU type" : "engine release", gpu ? "GPU type" : "release");
   s += summary_header(gpu ? "GPU type" : "engine release");
   for (const auto& f : sp.folds) s += summary_line(f.fold, f.held_out, true);
   s += summary_line(fmt::format("ALL (held out, {})", validation_split_name(sp.split)), sp.held_out, true);
   const auto& h = sp.held_out;
-  s += fmt::format("Summary (leave one {} out): total tok/s MAPE {:.1f}% over {}, TTFT {:.1f}% over {}, TPOT {:.1f}% "
-                   "over {}; winner {}/{}; best in top 3 {}/{}, regret {:.1f}%; {}.\n",
-                   gpu ? "GPU type" : "engine release", h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft,
-                   h.compared_ttft, h.mape_tpot, h.compared_tpot, h.groups_same_winner, h.groups,
-                   h.groups_best_in_top3, h.spearman_groups, h.mean_regret, shape_sentence(h));
+  s += fmt::format(
+      "Summary (leave one {} out): total tok/s MAPE {:.1f}% over {}, TTFT {:.1f}% over {}, TPOT {:.1f}% "
+      "over {}; winner {}/{}; best in top 3 {}/{}, regret {:.1f}%; {}.\n",
+      gpu ? "GPU type" : "engine release", h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft, h.compared_ttft,
+      h.mape_tpot, h.compared_tpot, h.groups_same_winner, h.groups, h.groups_best_in_top3, h.spearman_groups,
+      h.mean_regret, shape_sentence(h));
   return s;
 }
 
@@ -334,7 +359,8 @@ std::string format_split(const SplitValidation& sp) {
 
 std::string format_corpus_validation(const CorpusValidation& v, bool per_point) {
   std::string s;
-  s += "servelab sim validate --corpus: leave-one-study-out (fit on every other study, predict the one left out)\n\n";
+  s += "servelab sim validate --corpus: leave-one-study-out (fit on every other study, predict the one left "
+       "out)\n\n";
   const std::string header = summary_header("study");
   s += header;
   for (const auto& st : v.studies) {
@@ -344,24 +370,31 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
   s += summary_line("ALL (held out)", v.held_out, true);
   const auto& h = v.held_out;
   s += fmt::format(
-      "\nSummary (held out): {} points; {} predicted, {} predicted to fail, {} refused; measured failures {}: {} "
-      "reproduced, {} unexplained; total tok/s MAPE {:.1f}% over {} points (target <= 15%); mean TTFT MAPE {:.1f}% "
-      "over {} (target <= 30%); mean TPOT MAPE {:.1f}% over {} (target <= 30%); winner right in {}/{} (study, "
-      "workload) groups (target >= 80%); over the {} groups of 3 or more configurations: mean Spearman rho {:.2f}, "
-      "the measured best in the twin's top 3 in {} (target >= 90%), mean regret of taking the twin's pick {:.1f}% "
+      "\nSummary (held out): {} points; {} predicted, {} predicted to fail, {} refused; measured failures "
+      "{}: {} "
+      "reproduced, {} unexplained; total tok/s MAPE {:.1f}% over {} points (target <= 15%); mean TTFT MAPE "
+      "{:.1f}% "
+      "over {} (target <= 30%); mean TPOT MAPE {:.1f}% over {} (target <= 30%); winner right in {}/{} "
+      "(study, "
+      "workload) groups (target >= 80%); over the {} groups of 3 or more configurations: mean Spearman rho "
+      "{:.2f}, "
+      "the measured best in the twin's top 3 in {} (target >= 90%), mean regret of taking the twin's pick "
+      "{:.1f}% "
       "(target <= 5%). A group's objective comes from its runs (sim::latency_objective). {}.\n",
       h.points, h.predicted, h.predicted_failures, h.refused, h.failures_measured, h.failures_reproduced,
       h.failures_unexplained, h.mape_total_tok_s, h.compared_tok_s, h.mape_ttft, h.compared_ttft, h.mape_tpot,
-      h.compared_tpot, h.groups_same_winner, h.groups, h.spearman_groups, h.mean_spearman, h.groups_best_in_top3,
-      h.mean_regret, shape_sentence(h));
+      h.compared_tpot, h.groups_same_winner, h.groups, h.spearman_groups, h.mean_spearman,
+      h.groups_best_in_top3, h.mean_regret, shape_sentence(h));
   const auto& hm = v.held_out_modelled;
   s += fmt::format(
-      "Held out, without the {} points on a kernel path the twin has no figure for (listed below): total tok/s "
+      "Held out, without the {} points on a kernel path the twin has no figure for (listed below): total "
+      "tok/s "
       "MAPE {:.1f}% over {}, mean TTFT MAPE {:.1f}% over {}, mean TPOT MAPE {:.1f}% over {}, winner {}/{}.\n",
-      h.points - hm.points, hm.mape_total_tok_s, hm.compared_tok_s, hm.mape_ttft, hm.compared_ttft, hm.mape_tpot,
-      hm.compared_tpot, hm.groups_same_winner, hm.groups);
+      h.points - hm.points, hm.mape_total_tok_s, hm.compared_tok_s, hm.mape_ttft, hm.compared_ttft,
+      hm.mape_tpot, hm.compared_tpot, hm.groups_same_winner, hm.groups);
   for (const auto& sp : v.splits) s += format_split(sp);
-  s += "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" + header;
+  s +=
+      "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" + header;
   for (const auto& st : v.studies) s += summary_line(st.study, st.in_sample);
   s += summary_line("ALL (in-sample)", v.in_sample);
   if (!v.full_fit.on_bound.empty()) {
@@ -380,7 +413,8 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
     if (r.predicted_failure && r.point->status != CorpusPoint::Status::kFailed &&
         r.point->status != CorpusPoint::Status::kWithheld)
       s += fmt::format("  {:<34} {}\n", r.point->id, *r.predicted_failure);
-  s += "\nPoints left out of the fit (a kernel path the twin has no figure for; still predicted and scored):\n";
+  s += "\nPoints left out of the fit (a kernel path the twin has no figure for; still predicted and "
+       "scored):\n";
   for (const auto& r : v.rows)
     for (const auto& u : r.unmodelled) s += fmt::format("  {:<34} {}\n", r.point->id, u);
   s += "\nPoints outside the band (held-out total tok/s error beyond 30%), for the model's next revision:\n";
@@ -411,12 +445,15 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point) 
       };
       std::string in_sample;
       if (r.in_sample && c.measured.total_tok_s && *c.measured.total_tok_s > 0)
-        in_sample = fmt::format(" (in-sample {:+.0f}%)", rel_err(r.in_sample->total_tok_s, *c.measured.total_tok_s));
+        in_sample =
+            fmt::format(" (in-sample {:+.0f}%)", rel_err(r.in_sample->total_tok_s, *c.measured.total_tok_s));
       if (r.shape_err_ttft || r.shape_err_tpot)
-        in_sample += fmt::format(" (sweep {} shape TTFT {} TPOT {})", r.sweep,
-                                 r.shape_err_ttft ? fmt::format("{:+.0f}%", *r.shape_err_ttft) : std::string("-"),
-                                 r.shape_err_tpot ? fmt::format("{:+.0f}%", *r.shape_err_tpot) : std::string("-"));
-      s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]{}\n", cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
+        in_sample +=
+            fmt::format(" (sweep {} shape TTFT {} TPOT {})", r.sweep,
+                        r.shape_err_ttft ? fmt::format("{:+.0f}%", *r.shape_err_ttft) : std::string("-"),
+                        r.shape_err_tpot ? fmt::format("{:+.0f}%", *r.shape_err_tpot) : std::string("-"));
+      s += fmt::format(" tok/s {}  TTFT {}  TPOT {}  [{} {}]{}\n",
+                       cell(c.measured.total_tok_s, p.total_tok_s, r.err_total_tok_s),
                        cell(c.measured.mean_ttft_ms, p.mean_ttft_ms, r.err_ttft),
                        cell(c.measured.mean_tpot_ms, p.mean_tpot_ms, r.err_tpot), r.calibration_class,
                        r.calibration_level, in_sample);
@@ -435,17 +472,23 @@ std::string calibration_json_of(const CorpusValidation& v) {
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(calibration_table_to_json(
       v.full_fit.table,
-      "Fitted parameters of the engine twin (include/servelab/sim/calibration.h), in-sample fit on the released corpus "
-      "(shared/reference: seed-measurements.json + perflab/measurements.json). Written by `servelab sim calibrate "
+      "Fitted parameters of the engine twin (include/servelab/sim/calibration.h), in-sample fit on the "
+      "released corpus "
+      "(shared/reference: seed-measurements.json + perflab/measurements.json). Written by `servelab sim "
+      "calibrate "
       "--corpus ../shared/reference --write src/sim/calibration.json`; bands are the leave-one-study-out RMS "
       "errors per class."));
   nlohmann::ordered_json bands = nlohmann::ordered_json::object();
   auto r1 = [](double x) { return std::round(x * 10) / 10; };
   for (const auto& [k, e] : v.bands.classes)
-    bands[k] = {{"total_tok_s_pct", r1(e.total_tok_s_pct)}, {"ttft_pct", r1(e.ttft_pct)}, {"tpot_pct", r1(e.tpot_pct)},
+    bands[k] = {{"total_tok_s_pct", r1(e.total_tok_s_pct)},
+                {"ttft_pct", r1(e.ttft_pct)},
+                {"tpot_pct", r1(e.tpot_pct)},
                 {"points", e.points}};
   j["bands"] = bands;
-  j["coverage"] = {{"gpus", v.bands.gpus}, {"variants", v.bands.variants}, {"versions", v.bands.versions},
+  j["coverage"] = {{"gpus", v.bands.gpus},
+                   {"variants", v.bands.variants},
+                   {"versions", v.bands.versions},
                    {"max_gpus", v.bands.max_gpus}};
   return j.dump(1) + "\n";
 }

@@ -13,8 +13,9 @@
 namespace servelab::sim {
 namespace {
 
-double pct_err(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
-
+double pct_err(double predicted, double measured) {
+  return 100.0 * (predicted / measured - 1.0);
+}
 
 std::vector<double> ranks_of(const std::vector<double>& v) {
   std::vector<int> idx(v.size());
@@ -61,7 +62,8 @@ void score_groups(const GroupMap& groups, bool held_out, ValidationSummary& s,
     const bool latency = latency_objective(runs);
     std::vector<const ValidationRow*> rs;
     for (const auto* r : g.rows)
-      if (!latency || (r->point->measured.mean_tpot_ms && (held_out ? r->predicted : r->in_sample)->mean_tpot_ms > 0))
+      if (!latency ||
+          (r->point->measured.mean_tpot_ms && (held_out ? r->predicted : r->in_sample)->mean_tpot_ms > 0))
         rs.push_back(r);
     if (rs.size() < 2) continue;
     std::vector<double> meas, pred;
@@ -87,21 +89,23 @@ void score_groups(const GroupMap& groups, bool held_out, ValidationSummary& s,
       // The twin's 3 best; the measured best (or one within 1% of it) among them?
       std::vector<std::size_t> order(pred.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pred[a] > pred[b]; });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return pred[a] > pred[b]; });
       bool top3 = false;
       for (std::size_t i = 0; i < 3; ++i)
         top3 = top3 || meas[order[i]] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);
       s.groups_best_in_top3 += top3;
       // meas holds tok/s, or minus TPOT: both give the share lost as below.
-      const double regret = 100.0 * (latency ? 1.0 - meas[best_m] / meas[best_p] : 1.0 - meas[best_p] / meas[best_m]);
+      const double regret =
+          100.0 * (latency ? 1.0 - meas[best_m] / meas[best_p] : 1.0 - meas[best_p] / meas[best_m]);
       regret_sum += regret;
       top3_text = fmt::format(", best in top 3: {}, regret {:.1f}%", top3 ? "yes" : "NO", regret);
     }
     if (group_lines)
-      group_lines->push_back(fmt::format("  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}{}",
-                                         key.second, rs.size(), latency ? "lowest TPOT" : "highest tok/s",
-                                         rs[best_m]->point->id, rs[best_m]->point->label, rs[best_p]->point->id,
-                                         right ? "right" : "WRONG", rho_text, top3_text));
+      group_lines->push_back(fmt::format(
+          "  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}{}", key.second,
+          rs.size(), latency ? "lowest TPOT" : "highest tok/s", rs[best_m]->point->id,
+          rs[best_m]->point->label, rs[best_p]->point->id, right ? "right" : "WRONG", rho_text, top3_text));
   }
   if (s.spearman_groups) {
     s.mean_spearman = rho_sum / s.spearman_groups;
@@ -145,8 +149,10 @@ ValidationSummary summarize_validation(const std::vector<const ValidationRow*>& 
     if (pred && held_out) ++s.levels[r->calibration_level];
     if (c.status == CorpusPoint::Status::kFailed) {
       ++s.failures_measured;
-      if (r->predicted_failure) ++s.failures_reproduced;
-      else ++s.failures_unexplained;
+      if (r->predicted_failure)
+        ++s.failures_reproduced;
+      else
+        ++s.failures_unexplained;
     }
     if (!pred || !comparable(c)) continue;
     const auto& m = c.measured;
@@ -182,8 +188,8 @@ namespace {
 std::string sweep_key(const CorpusPoint& c) {
   const auto& w = c.workload;
   std::string k = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", c.study,
-                              c.engine, c.engine_version, c.gpu, c.gpu_count, c.command, c.disaggregated, w.tool,
-                              w.dataset, w.input_len, w.output_len, w.constant_arrivals);
+                              c.engine, c.engine_version, c.gpu, c.gpu_count, c.command, c.disaggregated,
+                              w.tool, w.dataset, w.input_len, w.output_len, w.constant_arrivals);
   k += "\x1f" + (w.random_range_ratio ? fmt::format("{}", *w.random_range_ratio) : std::string("-"));
   // With a concurrency cap the load is the cap and the request rate is part of the shape, else the rate.
   k += "\x1f" + (w.max_concurrency ? fmt::format("rate {}", w.request_rate) : std::string("uncapped"));

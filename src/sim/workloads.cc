@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "servelab/common/paths.h"
-#include "sim/sharegpt_tables.h"
 #include "servelab/sim/sim.h"
+#include "sim/sharegpt_tables.h"
 
 namespace servelab::sim {
 namespace {
@@ -43,7 +43,9 @@ void scale_lengths(std::vector<int*>& v, long long total) {
 
 }  // namespace
 
-std::span<const WorkloadRequest> sharegpt_1000() { return kShareGpt1000; }
+std::span<const WorkloadRequest> sharegpt_1000() {
+  return kShareGpt1000;
+}
 
 std::vector<WorkloadRequest> random_fixed(int num_prompts, int input_len, int output_len) {
   if (num_prompts < 1 || input_len < 1 || output_len < 1)
@@ -60,7 +62,8 @@ std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long
   return w;
 }
 
-std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, int num_prompts, std::string* note) {
+std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, int num_prompts,
+                                               std::string* note) {
   if (num_prompts < 1) throw std::invalid_argument("sharegpt workload needs num_prompts >= 1");
   std::string family;
   // GLM publishes no tokenizer package; its 151k-token BPE counts like Qwen3's (sharegpt_tables.h).
@@ -69,8 +72,9 @@ std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, in
   std::vector<WorkloadRequest> w;
   for (int i = 0; i < num_prompts; ++i) w.push_back(base[i % base.size()]);
   if (note)
-    *note = fmt::format("ShareGPT lengths: the sharegpt-1000 construction counted with the {} tokenizer, {} prompts",
-                        family, num_prompts);
+    *note = fmt::format(
+        "ShareGPT lengths: the sharegpt-1000 construction counted with the {} tokenizer, {} prompts", family,
+        num_prompts);
   return w;
 }
 
@@ -84,8 +88,9 @@ std::vector<WorkloadRequest> scenario_workload(const std::string& id, const mode
     const int n = m[3].matched ? std::stoi(m[3]) : kBenchDefaultNumPrompts;
     return random_fixed(n, in, out);
   }
-  throw std::invalid_argument("unknown scenario \"" + id +
-                              "\" (known: sharegpt-1000, random-<in>in-<out>out[-n<N>], e.g. random-2000in-100out)");
+  throw std::invalid_argument(
+      "unknown scenario \"" + id +
+      "\" (known: sharegpt-1000, random-<in>in-<out>out[-n<N>], e.g. random-2000in-100out)");
 }
 
 }  // namespace servelab::sim

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "servelab/chat/chat.h"
+#include "servelab/common/hash.h"
 #include "simserve/http_session.h"
 #include "simserve/server_impl.h"
-#include "servelab/common/hash.h"
 
 namespace servelab::simserve {
 namespace {
@@ -63,8 +63,8 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   }
   // Output length: the request's budget (the twin has no model to emit EOS earlier; see docs), else the
   // server default, else up to the end of the context; never below min_tokens.
-  int output_tokens = req.max_tokens.value_or(options.default_max_tokens > 0 ? std::min(options.default_max_tokens, room)
-                                                                            : room);
+  int output_tokens = req.max_tokens.value_or(
+      options.default_max_tokens > 0 ? std::min(options.default_max_tokens, room) : room);
   output_tokens = std::max(output_tokens, std::min(req.min_tokens, room));
 
   const std::uint64_t id = next_id++;
@@ -105,7 +105,8 @@ void Server::Impl::emit(std::uint64_t id, int index) {
   } catch (const std::exception& e) {
     // A response that cannot be written ends its own connection, never the server.
     ++stat_handler_errors;
-    std::fprintf(stderr, "sim serve: request %llu dropped: %s\n", static_cast<unsigned long long>(id), e.what());
+    std::fprintf(stderr, "sim serve: request %llu dropped: %s\n", static_cast<unsigned long long>(id),
+                 e.what());
     if (auto again = active.find(id); again != active.end()) erase_active(again);
     s->drop();
   }

@@ -69,7 +69,9 @@ void Session::begin_stream() {
   chunked_ = version_ >= 11;
   if (!chunked_) keep_alive_ = false;
   std::string head = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
-  head += "server: servelab-twin\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n";
+  head +=
+      "server: servelab-twin\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: "
+      "no-cache\r\n";
   head += "x-servelab-time-scale: " + server_.time_scale_text() + "\r\n";
   if (chunked_) head += "transfer-encoding: chunked\r\n";
   if (!keep_alive_) head += "connection: close\r\n";
@@ -116,15 +118,17 @@ void Session::finish(std::uint64_t id) {
 
 void Session::read_request() {
   if (stop_reading_ && !reading_ && !watching_ && !dropped_) return watch();
-  if (reading_ || dropped_ || close_after_write_ || stop_reading_ || queue_.size() >= kMaxQueuedRequests) return;
+  if (reading_ || dropped_ || close_after_write_ || stop_reading_ || queue_.size() >= kMaxQueuedRequests)
+    return;
   reading_ = true;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
   parser_->body_limit(server_.options.max_body_bytes);
   phase_ = Phase::kHead;
   arm_read_timer();
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
+  http::async_read_header(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
 }
 
 void Session::arm_read_timer() {
@@ -185,7 +189,8 @@ void Session::on_read_error(const beast::error_code& ec) {
                    "request body exceeds " + std::to_string(server_.options.max_body_bytes) + " bytes", ""});
   } else if (bad_head) {
     respond_error({431, "RequestHeaderFieldsTooLarge",
-                   "request head exceeds " + std::to_string(server_.options.max_header_bytes) + " bytes", ""});
+                   "request head exceeds " + std::to_string(server_.options.max_header_bytes) + " bytes",
+                   ""});
   } else {
     respond_error({400, "BadRequestError", "malformed HTTP request: " + ec.message(), ""});
   }
@@ -225,16 +230,17 @@ void Session::handle(const Pending& pending) {
     respond(200, "application/json", "");
   } else if (path == "/v1/models") {
     if (!get) return method_not_allowed(path);
-    respond(200, "application/json",
-            models_json(server_.options.served_models, server_.options.root_model, server_.options.max_model_len,
-                        static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
+    respond(
+        200, "application/json",
+        models_json(server_.options.served_models, server_.options.root_model, server_.options.max_model_len,
+                    static_cast<std::int64_t>(std::time(nullptr)), server_.options.time_scale));
   } else if (path == "/metrics" && server_.timeline.engine_metrics) {
     if (!get) return method_not_allowed(path);
     respond(200, std::string(kPrometheusContentType),
-            render_vllm_metrics(server_.timeline.engine_metrics(), server_.options.served_models.empty()
-                                                                      ? std::string()
-                                                                      : server_.options.served_models[0],
-                                server_.timeline.spec_decode));
+            render_vllm_metrics(
+                server_.timeline.engine_metrics(),
+                server_.options.served_models.empty() ? std::string() : server_.options.served_models[0],
+                server_.timeline.spec_decode));
   } else if (path == "/servelab/schedule") {
     if (!get) return method_not_allowed(path);
     respond(200, "application/json", server_.schedule_json());
@@ -242,7 +248,8 @@ void Session::handle(const Pending& pending) {
     if (!post) return method_not_allowed(path);
     const auto ep = path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
     std::string rid;
-    if (auto it = req.find("x-request-id"); it != req.end()) rid = latin1_to_utf8(std::string_view(it->value().data(), it->value().size()));
+    if (auto it = req.find("x-request-id"); it != req.end())
+      rid = latin1_to_utf8(std::string_view(it->value().data(), it->value().size()));
     if (auto err = server_.generate(shared_from_this(), ep, req.body(), rid, pending.received_s)) {
       respond_error(*err);
     } else {
@@ -284,7 +291,8 @@ void Session::linger_close() {
   beast::error_code ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
   if (reading_) return drop();
-  read_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kLingerS)));
+  read_timer_.expires_after(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kLingerS)));
   read_timer_.async_wait([w = weak_from_this()](beast::error_code ec) {
     if (auto self = w.lock(); self && !ec) self->drop();
   });
@@ -293,11 +301,12 @@ void Session::linger_close() {
 
 void Session::watch() {
   watching_ = true;
-  socket_.async_read_some(net::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    if (self->dropped_) return;
-    if (ec) return self->drop();
-    self->watch();
-  });
+  socket_.async_read_some(net::buffer(drain_buf_),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            if (self->dropped_) return;
+                            if (ec) return self->drop();
+                            self->watch();
+                          });
 }
 
 }  // namespace servelab::simserve::detail

@@ -98,11 +98,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::kHead;
   unsigned version_ = 11;
   bool reading_ = false;
-  bool busy_ = false;               // a response is in progress
+  bool busy_ = false;  // a response is in progress
   bool writing_ = false;
   bool keep_alive_ = true;
   bool chunked_ = true;
-  bool stop_reading_ = false;       // the client said Connection: close (or HTTP/1.0)
+  bool stop_reading_ = false;  // the client said Connection: close (or HTTP/1.0)
   bool close_after_write_ = false;
   bool lingering_ = false;
   bool watching_ = false;

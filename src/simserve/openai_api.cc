@@ -14,7 +14,9 @@ using json = nlohmann::ordered_json;
 
 // Serialises a response JSON. Text that is not valid UTF-8 (a client's bytes echoed in an error message or
 // an id) is written with U+FFFD instead of throwing, so no request can make a writer fail.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 ApiError bad_request(std::string message, std::string param = {}) {
   return {400, "BadRequestError", std::move(message), std::move(param)};
@@ -66,7 +68,8 @@ std::variant<std::string, ApiError> read_content(const json& v, std::size_t inde
   for (std::size_t k = 0; k < v.size(); ++k) {
     const auto& part = v[k];
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      return validation(where + "[" + std::to_string(k) + "] must be an object with a string \"type\"", where);
+      return validation(where + "[" + std::to_string(k) + "] must be an object with a string \"type\"",
+                        where);
     }
     const auto type = part["type"].get<std::string>();
     if (type != "text") {
@@ -109,9 +112,10 @@ std::optional<ApiError> read_completions_prompt(const json& body, GenerationRequ
              })) {
     r.prompt_token_ids = it->get<std::vector<std::int64_t>>();  // one prompt as token ids
   } else if (it->is_array()) {
-    return bad_request("prompt: batched prompts (a list of strings or of token-id lists) are not supported by "
-                       "the engine twin; send one string or one list of non-negative token ids",
-                       "prompt");
+    return bad_request(
+        "prompt: batched prompts (a list of strings or of token-id lists) are not supported by "
+        "the engine twin; send one string or one list of non-negative token ids",
+        "prompt");
   } else {
     return validation(std::string("prompt must be a string, got ") + json_type_name(*it), "prompt");
   }
@@ -138,7 +142,8 @@ std::optional<ApiError> read_tool_calls(const json& calls, const std::string& wh
     if (auto v = tc.find("id"); v != tc.end() && v->is_string()) call.id = v->get<std::string>();
     if (auto v = f.find("name"); v != f.end() && v->is_string()) call.name = v->get<std::string>();
     call.arguments_json = "{}";
-    if (auto v = f.find("arguments"); v != f.end() && v->is_string()) call.arguments_json = v->get<std::string>();
+    if (auto v = f.find("arguments"); v != f.end() && v->is_string())
+      call.arguments_json = v->get<std::string>();
     msg.tool_calls.push_back(std::move(call));
   }
   return std::nullopt;
@@ -207,11 +212,12 @@ std::optional<ApiError> read_output_length(const json& body, GenerationRequest& 
   r.min_tokens = min_tokens.value_or(0);
   if (r.min_tokens < 0) return bad_request("min_tokens must be greater than or equal to 0", "min_tokens");
   if (r.max_tokens && r.min_tokens > *r.max_tokens) {
-    return bad_request("min_tokens must be less than or equal to max_tokens=" + std::to_string(*r.max_tokens) +
-                           ", got " + std::to_string(r.min_tokens) + ".",
+    return bad_request("min_tokens must be less than or equal to max_tokens=" +
+                           std::to_string(*r.max_tokens) + ", got " + std::to_string(r.min_tokens) + ".",
                        "min_tokens");
   }
-  if (n && *n != 1) return bad_request("n = " + std::to_string(*n) + ": the engine twin generates one choice", "n");
+  if (n && *n != 1)
+    return bad_request("n = " + std::to_string(*n) + ": the engine twin generates one choice", "n");
   return std::nullopt;
 }
 
@@ -223,14 +229,16 @@ std::optional<ApiError> read_sampling_options(const json& body, GenerationReques
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) return validation("stream_options must be an object", "stream_options");
     if (auto e = read_bool(*so, "include_usage", r.include_usage)) return *e;
-    if (!r.stream) return bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
+    if (!r.stream)
+      return bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
   }
   if (auto s = body.find("seed"); s != body.end() && !s->is_null()) {
     if (!s->is_number_integer()) return validation("seed must be an integer", "seed");
-    r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>() : static_cast<std::uint64_t>(s->get<std::int64_t>());
+    r.seed = s->is_number_unsigned() ? s->get<std::uint64_t>()
+                                     : static_cast<std::uint64_t>(s->get<std::int64_t>());
   }
-  for (const char* key : {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
-                          "min_p"}) {
+  for (const char* key :
+       {"temperature", "top_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p"}) {
     if (auto it = body.find(key); it != body.end() && !it->is_null() && !it->is_number()) {
       return validation(std::string(key) + " must be a number", key);
     }
@@ -260,8 +268,8 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   for (const auto& m : served_models) known = known || m == r.model;
   if (!known) return ApiError{404, "NotFoundError", "The model `" + r.model + "` does not exist.", "model"};
 
-  auto prompt_error = endpoint == Endpoint::kCompletions ? read_completions_prompt(body, r)
-                                                         : read_chat_messages(body, r);
+  auto prompt_error =
+      endpoint == Endpoint::kCompletions ? read_completions_prompt(body, r) : read_chat_messages(body, r);
   if (prompt_error) return *prompt_error;
   if (auto e = read_output_length(body, r)) return *e;
   if (auto e = read_sampling_options(body, r)) return *e;
@@ -288,9 +296,15 @@ std::string stream_chunk(Endpoint endpoint, const ResponseIdentity& id, const St
   const json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   json chunk;
   if (endpoint == Endpoint::kCompletions) {
-    choice = {{"index", 0}, {"text", d.text}, {"logprobs", nullptr}, {"finish_reason", finish},
+    choice = {{"index", 0},
+              {"text", d.text},
+              {"logprobs", nullptr},
+              {"finish_reason", finish},
               {"stop_reason", nullptr}};
-    chunk = {{"id", id.id}, {"object", "text_completion"}, {"created", id.created}, {"model", id.model},
+    chunk = {{"id", id.id},
+             {"object", "text_completion"},
+             {"created", id.created},
+             {"model", id.model},
              {"choices", json::array({choice})}};
   } else {
     json delta = json::object();
@@ -302,7 +316,10 @@ std::string stream_chunk(Endpoint endpoint, const ResponseIdentity& id, const St
       delta = {{"content", d.text}};
     }
     choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
-    chunk = {{"id", id.id}, {"object", "chat.completion.chunk"}, {"created", id.created}, {"model", id.model},
+    chunk = {{"id", id.id},
+             {"object", "chat.completion.chunk"},
+             {"created", id.created},
+             {"model", id.model},
              {"choices", json::array({choice})}};
   }
   return "data: " + dump(chunk) + "\n\n";
@@ -321,7 +338,9 @@ std::string stream_usage_chunk(Endpoint endpoint, const ResponseIdentity& id, co
   return "data: " + dump(chunk) + "\n\n";
 }
 
-std::string stream_done() { return "data: [DONE]\n\n"; }
+std::string stream_done() {
+  return "data: [DONE]\n\n";
+}
 
 std::string full_response(Endpoint endpoint, const ResponseIdentity& id, const std::string& text,
                           const std::string& reasoning, const std::string& finish_reason, const Usage& u) {
@@ -330,17 +349,21 @@ std::string full_response(Endpoint endpoint, const ResponseIdentity& id, const s
                       {"completion_tokens", u.completion_tokens}};
   json body;
   if (endpoint == Endpoint::kCompletions) {
-    json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason},
+    json choice = {{"index", 0},
+                   {"text", text},
+                   {"logprobs", nullptr},
+                   {"finish_reason", finish_reason},
                    {"stop_reason", nullptr}};
-    body = {{"id", id.id}, {"object", "text_completion"}, {"created", id.created}, {"model", id.model},
-            {"choices", json::array({choice})}, {"usage", usage}};
+    body = {{"id", id.id},       {"object", "text_completion"},      {"created", id.created},
+            {"model", id.model}, {"choices", json::array({choice})}, {"usage", usage}};
   } else {
     json message = {{"role", "assistant"}, {"content", text}};
     if (!reasoning.empty()) message["reasoning_content"] = reasoning;
     message["tool_calls"] = json::array();
-    json choice = {{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
-    body = {{"id", id.id}, {"object", "chat.completion"}, {"created", id.created}, {"model", id.model},
-            {"choices", json::array({choice})}, {"usage", usage}};
+    json choice = {
+        {"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+    body = {{"id", id.id},       {"object", "chat.completion"},      {"created", id.created},
+            {"model", id.model}, {"choices", json::array({choice})}, {"usage", usage}};
   }
   return dump(body);
 }

@@ -16,10 +16,10 @@ namespace servelab::simserve {
 
 /// An OpenAI-style error: HTTP status plus the `{"error": {...}}` body fields.
 struct ApiError {
-  int status = 400;           ///< 400 bad request, 404 not found, 405 method, 413 too large, 422 validation
-  std::string type;           ///< "BadRequestError", "NotFoundError", ...
-  std::string message;        ///< names the offending field and value
-  std::string param;          ///< the field at fault (may be empty)
+  int status = 400;     ///< 400 bad request, 404 not found, 405 method, 413 too large, 422 validation
+  std::string type;     ///< "BadRequestError", "NotFoundError", ...
+  std::string message;  ///< names the offending field and value
+  std::string param;    ///< the field at fault (may be empty)
 };
 
 /// Serialises an ApiError as OpenAI's `{"error":{"message","type","param","code"}}` JSON.
@@ -32,19 +32,19 @@ enum class Endpoint { kCompletions, kChatCompletions };
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;
-  std::string prompt;                         ///< completions: the prompt text
+  std::string prompt;  ///< completions: the prompt text
   /// completions: the prompt as token ids (`"prompt": [int, ...]`, as vLLM accepts it; what
   /// `bench serve --dataset-name timed_trace` sends); then `prompt` is empty and these are the prompt.
   std::optional<std::vector<std::int64_t>> prompt_token_ids;
-  std::vector<chat::Message> messages;        ///< chat: the conversation
-  bool thinking = false;                      ///< chat_template_kwargs.thinking / enable_thinking
-  std::optional<int> max_tokens;              ///< max_tokens or max_completion_tokens (tokens)
+  std::vector<chat::Message> messages;  ///< chat: the conversation
+  bool thinking = false;                ///< chat_template_kwargs.thinking / enable_thinking
+  std::optional<int> max_tokens;        ///< max_tokens or max_completion_tokens (tokens)
   int min_tokens = 0;
   bool ignore_eos = false;
   bool stream = false;
-  bool include_usage = false;                 ///< stream_options.include_usage
+  bool include_usage = false;  ///< stream_options.include_usage
   std::optional<std::uint64_t> seed;
-  std::string request_id;                     ///< x-request-id header, else generated
+  std::string request_id;  ///< x-request-id header, else generated
 };
 
 /// Parses and validates a request body for `endpoint`. `served_models` are the names the server answers
@@ -74,10 +74,10 @@ struct Usage {
 
 /// One streamed delta. For chat, `role_only` makes the first `{"role":"assistant","content":""}` chunk.
 struct StreamDelta {
-  std::string text;                           ///< content text (or reasoning text when `reasoning`)
-  bool reasoning = false;                     ///< chat: send as delta.reasoning_content
+  std::string text;        ///< content text (or reasoning text when `reasoning`)
+  bool reasoning = false;  ///< chat: send as delta.reasoning_content
   bool role_only = false;
-  std::optional<std::string> finish_reason;   ///< "stop" or "length" on the last token
+  std::optional<std::string> finish_reason;  ///< "stop" or "length" on the last token
 };
 
 /// `data: {...}\n\n` for one stream chunk of `endpoint`.

@@ -29,9 +29,12 @@ std::vector<tokenizer::TokenId> standalone_word_tokens(const tokenizer::Tokenize
     if (!piece || piece->size() < 4) continue;
     const std::string_view p(*piece);
     std::size_t skip = 0;
-    if (p.substr(0, 2) == "\xC4\xA0") skip = 2;
-    else if (p.substr(0, 3) == "\xE2\x96\x81") skip = 3;
-    else continue;
+    if (p.substr(0, 2) == "\xC4\xA0")
+      skip = 2;
+    else if (p.substr(0, 3) == "\xE2\x96\x81")
+      skip = 3;
+    else
+      continue;
     bool letters = p.size() - skip >= 2;
     for (std::size_t i = skip; i < p.size() && letters; ++i) {
       letters = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z');
@@ -91,11 +94,12 @@ void Server::Impl::record_lag(double t_emit_s) {
   const auto now = Clock::now();
   if (wall_lag_ms > options.behind_warn_wall_ms && now - last_behind_log > std::chrono::seconds(10)) {
     last_behind_log = now;
-    std::fprintf(stderr,
-                 "servelab sim serve: falling behind the twin's schedule: a token left %.1f ms late in engine time "
-                 "(%.1f ms wall) at time scale %g; the host is too slow for this scale and measured times are "
-                 "inflated (bench marks such runs invalid)\n",
-                 lag_ms, wall_lag_ms, options.time_scale);
+    std::fprintf(
+        stderr,
+        "servelab sim serve: falling behind the twin's schedule: a token left %.1f ms late in engine time "
+        "(%.1f ms wall) at time scale %g; the host is too slow for this scale and measured times are "
+        "inflated (bench marks such runs invalid)\n",
+        lag_ms, wall_lag_ms, options.time_scale);
     std::fflush(stderr);
   }
 }
@@ -103,7 +107,8 @@ void Server::Impl::record_lag(double t_emit_s) {
 std::string Server::Impl::schedule_json() {
   auto one = [](const ScheduleLag& l) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "{\"tokens\":%llu,\"lag_sum_ms\":%.6f,\"lag_max_ms\":%.6f,\"lag_last_ms\":%.6f}",
+    std::snprintf(buf, sizeof buf,
+                  "{\"tokens\":%llu,\"lag_sum_ms\":%.6f,\"lag_max_ms\":%.6f,\"lag_last_ms\":%.6f}",
                   static_cast<unsigned long long>(l.tokens), l.sum_ms, l.max_ms, l.last_ms);
     return std::string(buf);
   };
@@ -148,9 +153,9 @@ void Server::Impl::on_accept_error(const beast::error_code& ec) {
                  ec.message().c_str());
     accept_failing = true;
   }
-  accept_backoff = std::min<Clock::duration>(std::chrono::seconds(1),
-                                             accept_backoff == Clock::duration{} ? std::chrono::milliseconds(10)
-                                                                                 : accept_backoff * 2);
+  accept_backoff = std::min<Clock::duration>(std::chrono::seconds(1), accept_backoff == Clock::duration{}
+                                                                          ? std::chrono::milliseconds(10)
+                                                                          : accept_backoff * 2);
   accept_timer.expires_after(accept_backoff);
   accept_timer.async_wait([this](beast::error_code e) {
     if (!e && !stopped) accept();
@@ -163,13 +168,15 @@ Server::Server(ServerOptions options, Timeline timeline, tokenizer::Tokenizer to
   if (!(impl_->options.time_scale > 0)) throw std::invalid_argument("sim serve: --time-scale must be > 0");
   auto& o = impl_->options;
   if (o.max_body_bytes == 0) {
-    o.max_body_bytes = std::max<std::size_t>(1u << 20, 32u * static_cast<std::size_t>(std::max(o.max_model_len, 0)));
+    o.max_body_bytes =
+        std::max<std::size_t>(1u << 20, 32u * static_cast<std::size_t>(std::max(o.max_model_len, 0)));
   }
   if (!(o.header_timeout_s > 0) || !(o.body_timeout_s > 0)) {
     throw std::invalid_argument("sim serve: header and body timeouts must be > 0");
   }
   impl_->words = detail::standalone_word_tokens(impl_->tok);
-  if (impl_->words.empty()) throw std::runtime_error("sim serve: the tokenizer has no standalone word tokens");
+  if (impl_->words.empty())
+    throw std::runtime_error("sim serve: the tokenizer has no standalone word tokens");
 }
 
 Server::~Server() = default;
@@ -193,7 +200,9 @@ unsigned short Server::start() {
   return im.acceptor.local_endpoint().port();
 }
 
-void Server::run() { impl_->ioc.run(); }
+void Server::run() {
+  impl_->ioc.run();
+}
 
 void Server::stop() {
   net::post(impl_->ioc, [im = impl_.get()] {

@@ -5,9 +5,9 @@
 // except the atomic counters that Server::stats() reads.
 #pragma once
 
-#include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without including it
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without including it
 
 #include <algorithm>
 #include <atomic>
@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "simserve/openai_api.h"
 #include "servelab/simserve/simserve.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "simserve/openai_api.h"
 
 namespace servelab::simserve::detail {
 
@@ -39,10 +39,10 @@ struct Active {
   std::weak_ptr<Session> session;
   GenerationRequest request;
   ResponseIdentity identity;
-  Usage usage;                     ///< prompt tokens; completion_tokens = the output length the twin decodes
-  int reasoning_tokens = 0;        ///< the first `reasoning_tokens` outputs are reasoning
-  std::uint64_t draw_seed = 0;     ///< seed of the output-token draw
-  std::string text, reasoning;     ///< accumulated (non-streaming responses)
+  Usage usage;                  ///< prompt tokens; completion_tokens = the output length the twin decodes
+  int reasoning_tokens = 0;     ///< the first `reasoning_tokens` outputs are reasoning
+  std::uint64_t draw_seed = 0;  ///< seed of the output-token draw
+  std::string text, reasoning;  ///< accumulated (non-streaming responses)
   std::string finish_reason = "length";
 };
 
@@ -50,7 +50,8 @@ struct Active {
 /// time scale shows up here: every measured time is then inflated and the run is not valid.
 struct ScheduleLag {
   std::uint64_t tokens = 0;
-  double sum_ms = 0, max_ms = 0, last_ms = 0;  // last: the latest token (at the end of a run: its duration error)
+  double sum_ms = 0, max_ms = 0,
+         last_ms = 0;  // last: the latest token (at the end of a run: its duration error)
   void add(double lag_ms) {
     ++tokens;
     sum_ms += lag_ms;
@@ -89,7 +90,7 @@ struct Server::Impl {
   detail::net::steady_timer timer{ioc};
   detail::net::steady_timer accept_timer{ioc};
   Clock::duration accept_backoff{};
-  bool accept_failing = false;     // an accept error was logged and accepting has not recovered yet
+  bool accept_failing = false;  // an accept error was logged and accepting has not recovered yet
   bool stopped = false;
   Clock::time_point t0 = Clock::now();
   std::uint64_t next_id = 1;

@@ -34,13 +34,15 @@ void VocabMap::set(std::string_view key, Id id) {
   std::size_t i = h & mask_;
   while (slots_[i].id >= 0) {
     Slot& s = slots_[i];
-    if (s.tag == tag && s.len == key.size() && std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+    if (s.tag == tag && s.len == key.size() &&
+        std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
       s.id = id;
       return;
     }
     i = (i + 1) & mask_;
   }
-  slots_[i] = Slot{tag, static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(key.size()), id};
+  slots_[i] =
+      Slot{tag, static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(key.size()), id};
   arena_.append(key);
   ++size_;
 }

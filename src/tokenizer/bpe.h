@@ -5,8 +5,8 @@
 #pragma once
 
 #include <array>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,7 +41,8 @@ class VocabMap {
     while (true) {
       const Slot& s = slots_[i];
       if (s.id < 0) return -1;
-      if (s.tag == tag && s.len == key.size() && std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+      if (s.tag == tag && s.len == key.size() &&
+          std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
         return s.id;
       }
       i = (i + 1) & mask_;

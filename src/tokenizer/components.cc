@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "tokenizer/utf8.h"
 #include "servelab/common/hash.h"
+#include "tokenizer/utf8.h"
 
 namespace servelab::tokenizer::detail {
 namespace {
@@ -19,15 +19,23 @@ using common::Overloaded;
 void unicode_normalize(NormUnicode::Form form, std::string& s) {
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormUnicode::kNfc: options |= UTF8PROC_COMPOSE; break;
-    case NormUnicode::kNfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormUnicode::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormUnicode::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormUnicode::kNfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormUnicode::kNfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormUnicode::kNfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormUnicode::kNfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
-                                          static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                   static_cast<utf8proc_ssize_t>(s.size()), &out, static_cast<utf8proc_option_t>(options));
   if (n < 0) throw std::runtime_error(std::string("unicode normalization failed: ") + utf8proc_errmsg(n));
   s.assign(reinterpret_cast<char*>(out), static_cast<std::size_t>(n));
   std::free(out);
@@ -338,9 +346,9 @@ void metaspace(const PreMetaspace& ms, PreTokenizeScratch& sc) {
     const std::string_view text = std::string_view(in).substr(p.off, p.len);
     const bool starts_with_replacement =
         text.substr(0, ms.replacement.size()) == ms.replacement || (text.empty() ? false : text[0] == ' ');
-    const bool prepend = !starts_with_replacement &&
-                         (ms.prepend_scheme == PreMetaspace::Prepend::kAlways ||
-                          (ms.prepend_scheme == PreMetaspace::Prepend::kFirst && p.at_start));
+    const bool prepend =
+        !starts_with_replacement && (ms.prepend_scheme == PreMetaspace::Prepend::kAlways ||
+                                     (ms.prepend_scheme == PreMetaspace::Prepend::kFirst && p.at_start));
     if (prepend) out += ms.replacement;
     for (char c : text) {
       if (c == ' ') {
@@ -369,8 +377,8 @@ void pre_tokenize(const std::vector<PreTokenizer>& pre_tokenizers, PreTokenizeSc
                    [&](const PreByteLevel& bl) { byte_level(bl, sc); },
                    [&](const PreMetaspace& ms) { metaspace(ms, sc); },
                    [&](const PreDigits& d) {
-                     split_chars(is_numeric, d.individual_digits ? SplitBehavior::kIsolated
-                                                                 : SplitBehavior::kContiguous,
+                     split_chars(is_numeric,
+                                 d.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous,
                                  sc);
                    },
                    [&](const PreWhitespaceSplit&) {
@@ -434,7 +442,10 @@ void byte_fallback_decode(std::vector<std::string>& tokens) {
     int byte = -1;
     if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
       auto hex = [](char c) {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : -1;
       };
       const int hi = hex(t[3]), lo = hex(t[4]);
       if (hi >= 0 && lo >= 0) byte = hi * 16 + lo;

@@ -31,7 +31,8 @@ struct NormReplace {
   Regex pattern;
   std::string content;
 };
-using Normalizer = std::variant<NormUnicode, NormLowercase, NormStrip, NormStripAccents, NormPrepend, NormReplace>;
+using Normalizer =
+    std::variant<NormUnicode, NormLowercase, NormStrip, NormStripAccents, NormPrepend, NormReplace>;
 
 /// Applies `normalizers` in order to `s` (valid UTF-8) in place.
 void normalize(const std::vector<Normalizer>& normalizers, std::string& s);

@@ -1,7 +1,7 @@
 // Parsing of tokenizer.json / tokenizer_config.json into Tokenizer::Impl. Every unsupported or malformed
 // component is an error naming its JSON path; nothing falls back to an approximation.
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -12,8 +12,8 @@
 namespace servelab::tokenizer {
 namespace {
 
-using nlohmann::json;
 using detail::Id;
+using nlohmann::json;
 
 // The GPT-2 pre-tokenization regex of pre_tokenizers/byte_level.rs.
 constexpr const char* kGpt2Pattern =
@@ -68,16 +68,19 @@ struct Ctx {
     const json& p = member(obj, path, "pattern");
     const std::string ppath = path + ".pattern";
     if (p.is_object() && p.contains("String") && p.at("String").is_string()) {
-      return detail::Regex::compile(p.at("String").get<std::string>(), true, source + ": " + ppath + ".String");
+      return detail::Regex::compile(p.at("String").get<std::string>(), true,
+                                    source + ": " + ppath + ".String");
     }
     if (p.is_object() && p.contains("Regex") && p.at("Regex").is_string()) {
-      return detail::Regex::compile(p.at("Regex").get<std::string>(), false, source + ": " + ppath + ".Regex");
+      return detail::Regex::compile(p.at("Regex").get<std::string>(), false,
+                                    source + ": " + ppath + ".Regex");
     }
     fail(source, ppath + " must be {\"String\": ...} or {\"Regex\": ...}, got " + short_dump(p));
   }
 };
 
-void parse_normalizer(const Ctx& c, const json& j, const std::string& path, std::vector<detail::Normalizer>& out) {
+void parse_normalizer(const Ctx& c, const json& j, const std::string& path,
+                      std::vector<detail::Normalizer>& out) {
   const std::string type = c.str(j, path, "type");
   if (type == "Sequence") {
     const json& list = c.array(j, path, "normalizers");
@@ -95,7 +98,8 @@ void parse_normalizer(const Ctx& c, const json& j, const std::string& path, std:
   } else if (type == "Lowercase") {
     out.push_back(detail::NormLowercase{});
   } else if (type == "Strip") {
-    out.push_back(detail::NormStrip{c.boolean(j, path, "strip_left", true), c.boolean(j, path, "strip_right", true)});
+    out.push_back(
+        detail::NormStrip{c.boolean(j, path, "strip_left", true), c.boolean(j, path, "strip_right", true)});
   } else if (type == "StripAccents") {
     out.push_back(detail::NormStripAccents{});
   } else if (type == "Prepend") {
@@ -116,7 +120,8 @@ detail::PreMetaspace::Prepend metaspace_scheme(const Ctx& c, const json& j, cons
     if (s == "never") return P::kNever;
     fail(c.source, path + ".prepend_scheme = \"" + s + "\" is not one of always/first/never");
   }
-  if (j.contains("add_prefix_space")) return c.boolean(j, path, "add_prefix_space", true) ? P::kAlways : P::kNever;
+  if (j.contains("add_prefix_space"))
+    return c.boolean(j, path, "add_prefix_space", true) ? P::kAlways : P::kNever;
   return P::kAlways;
 }
 
@@ -138,7 +143,8 @@ void parse_pre_tokenizer(const Ctx& c, const json& j, const std::string& path,
       parse_pre_tokenizer(c, list[i], path + ".pretokenizers[" + std::to_string(i) + "]", out);
     }
   } else if (type == "Split") {
-    detail::PreSplit s{c.pattern(j, path), detail::SplitBehavior::kIsolated, c.boolean(j, path, "invert", false)};
+    detail::PreSplit s{c.pattern(j, path), detail::SplitBehavior::kIsolated,
+                       c.boolean(j, path, "invert", false)};
     const std::string b = c.str(j, path, "behavior");
     if (b == "Removed") {
       s.behavior = detail::SplitBehavior::kRemoved;
@@ -187,8 +193,8 @@ void parse_decoder(const Ctx& c, const json& j, const std::string& path, std::ve
   } else if (type == "Metaspace") {
     const std::string r = metaspace_replacement(c, j, path);
     std::size_t i = 0;
-    out.push_back(detail::DecMetaspace{detail::utf8_next(r, i),
-                                       metaspace_scheme(c, j, path) != detail::PreMetaspace::Prepend::kNever});
+    out.push_back(detail::DecMetaspace{
+        detail::utf8_next(r, i), metaspace_scheme(c, j, path) != detail::PreMetaspace::Prepend::kNever});
   } else if (type == "Replace") {
     out.push_back(detail::DecReplace{c.pattern(j, path), c.str(j, path, "content")});
   } else if (type == "ByteFallback") {
@@ -257,7 +263,8 @@ void parse_post_processor(const Ctx& c, const json& j, const std::string& path, 
           (seen_sequence ? suffix : prefix).push_back(id.get<Id>());
         }
       } else {
-        fail(c.source, ipath + " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got " + short_dump(item));
+        fail(c.source,
+             ipath + " must be {\"Sequence\": ...} or {\"SpecialToken\": ...}, got " + short_dump(item));
       }
     }
     return;
@@ -349,7 +356,8 @@ void parse_model(const Ctx& c, const json& j, const simdjson::dom::element* voca
       // The reference refuses such a file (MergeTokenOutOfVocabulary). Such a merge can never yield a
       // token id, so it is dropped and recorded (see docs/tokenizer.md, "GPT-2's unusable merge").
       if (dropped++ == 0) {
-        first_dropped = "model.merges[" + std::to_string(rank) + "] = \"" + std::string(a) + " " + std::string(b) + "\"";
+        first_dropped =
+            "model.merges[" + std::to_string(rank) + "] = \"" + std::string(a) + " " + std::string(b) + "\"";
       }
     } else {
       m.merges.insert(ia, ib, {static_cast<std::uint32_t>(rank), in});
@@ -357,7 +365,9 @@ void parse_model(const Ctx& c, const json& j, const simdjson::dom::element* voca
     ++rank;
   }
   if (dropped > 0) {
-    impl.warnings.push_back(std::to_string(dropped) + " merge(s) whose parts or result are not in model.vocab were dropped (first: " + first_dropped + ")");
+    impl.warnings.push_back(
+        std::to_string(dropped) +
+        " merge(s) whose parts or result are not in model.vocab were dropped (first: " + first_dropped + ")");
   }
   m.finish();
 }
@@ -376,11 +386,14 @@ void add_tokens(const Ctx& c, Tokenizer::Impl& impl, std::vector<detail::AddedTo
     } else {
       Id max_added = -1;
       for (const auto& [aid, idx] : impl.added_by_id) max_added = std::max(max_added, aid);
-      id = (max_added < 0) ? vocab_size : (max_added >= vocab_size || vocab_size == 0) ? max_added + 1 : vocab_size;
+      id = (max_added < 0)                                ? vocab_size
+           : (max_added >= vocab_size || vocab_size == 0) ? max_added + 1
+                                                          : vocab_size;
     }
     if (t.id >= 0 && t.id != id) {
       impl.warnings.push_back("added token \"" + t.content + "\" declares id " + std::to_string(t.id) +
-                              " but gets id " + std::to_string(id) + " (as Hugging Face tokenizers assigns it)");
+                              " but gets id " + std::to_string(id) +
+                              " (as Hugging Face tokenizers assigns it)");
     }
     t.id = id;
     impl.added_by_content[t.content] = id;
@@ -421,7 +434,8 @@ void parse_config(Tokenizer::Impl& impl, const std::string& text, const std::str
   impl.eos = id_of("eos_token");
   // transformers SpecialTokensMixin.all_special_ids: the special-tokens map, not every special added token.
   impl.has_config = true;
-  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* key :
+       {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
     if (auto id = id_of(key)) impl.special_map_ids.push_back(*id);
   }
   if (cfg.contains("additional_special_tokens") && cfg.at("additional_special_tokens").is_array()) {
@@ -432,7 +446,8 @@ void parse_config(Tokenizer::Impl& impl, const std::string& text, const std::str
                                       : std::string();
       if (content.empty()) fail(source, "additional_special_tokens entries must be strings or {content}");
       const auto id = impl.token_to_id(content);
-      if (!id) fail(source, "additional_special_tokens \"" + content + "\" is not in the tokenizer's vocabulary");
+      if (!id)
+        fail(source, "additional_special_tokens \"" + content + "\" is not in the tokenizer's vocabulary");
       impl.special_map_ids.push_back(*id);
     }
   }
@@ -554,7 +569,8 @@ void load_impl(Tokenizer::Impl& impl, const std::string& text, const std::string
   }
   for (const auto& [id, content] : options.extra_added_tokens) {
     const Id wanted = id;  // clang 14 cannot capture a structured binding
-    auto it = std::find_if(tokens.begin(), tokens.end(), [&](const detail::AddedToken& t) { return t.id == wanted; });
+    auto it = std::find_if(tokens.begin(), tokens.end(),
+                           [&](const detail::AddedToken& t) { return t.id == wanted; });
     detail::AddedToken t;
     t.content = content;
     t.id = id;

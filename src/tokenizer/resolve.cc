@@ -20,9 +20,10 @@ std::string lower(std::string_view s) {
 // DeepSeek ids served by the DeepSeek-V3 tokenizer that `make deps` fetches.
 bool is_deepseek_v3_family(std::string_view spec) {
   const std::string s = lower(spec);
-  return s == "deepseek-ai/deepseek-v3" || s == "deepseek-ai/deepseek-v3.1" || s == "deepseek-ai/deepseek-v3.2" ||
-         s == "deepseek-ai/deepseek-v3.2-exp" || s == "deepseek-ai/deepseek-v3-base" ||
-         s == "deepseek-ai/deepseek-v3.1-base" || s == "deepseek-ai/deepseek-v3.1-terminus";
+  return s == "deepseek-ai/deepseek-v3" || s == "deepseek-ai/deepseek-v3.1" ||
+         s == "deepseek-ai/deepseek-v3.2" || s == "deepseek-ai/deepseek-v3.2-exp" ||
+         s == "deepseek-ai/deepseek-v3-base" || s == "deepseek-ai/deepseek-v3.1-base" ||
+         s == "deepseek-ai/deepseek-v3.1-terminus";
 }
 
 // V3.1 and later turn the placeholders 128798/128799 of V3 into <think> / </think>.
@@ -34,7 +35,8 @@ bool has_think_tokens(std::string_view spec) {
 std::vector<std::filesystem::path> hf_hub_dirs() {
   std::vector<std::filesystem::path> dirs;
   if (const char* hub = std::getenv("HF_HUB_CACHE"); hub && *hub) dirs.emplace_back(hub);
-  if (const char* home = std::getenv("HF_HOME"); home && *home) dirs.push_back(std::filesystem::path(home) / "hub");
+  if (const char* home = std::getenv("HF_HOME"); home && *home)
+    dirs.push_back(std::filesystem::path(home) / "hub");
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     dirs.push_back(std::filesystem::path(xdg) / "huggingface" / "hub");
   }
@@ -68,20 +70,25 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec, const hub::F
   hub_options.log = fetch.log;
   if (pinned && hub::is_repo_id(spec)) {  // that revision's snapshot only (refs/<revision>, or the commit)
     if (auto f = hub::cached_file(spec, "tokenizer.json", fetch.revision, hub_options)) return *f;
-    tried.push_back("Hugging Face cache " +
-                    (hub_options.cache_dir / hub::repo_folder_name(spec) / "snapshots" / "*" / "tokenizer.json").string() +
-                    " at revision " + fetch.revision);
+    tried.push_back(
+        "Hugging Face cache " +
+        (hub_options.cache_dir / hub::repo_folder_name(spec) / "snapshots" / "*" / "tokenizer.json")
+            .string() +
+        " at revision " + fetch.revision);
   }
   // A Hugging Face id ORG/NAME in the local hub cache.
   const auto slash = spec.find('/');
-  if (!pinned && slash != std::string_view::npos && slash > 0 && spec.find('/', slash + 1) == std::string_view::npos) {
-    const std::string repo = "models--" + std::string(spec.substr(0, slash)) + "--" + std::string(spec.substr(slash + 1));
+  if (!pinned && slash != std::string_view::npos && slash > 0 &&
+      spec.find('/', slash + 1) == std::string_view::npos) {
+    const std::string repo =
+        "models--" + std::string(spec.substr(0, slash)) + "--" + std::string(spec.substr(slash + 1));
     for (const fs::path& hub : hf_hub_dirs()) {
       const fs::path snapshots = hub / repo / "snapshots";
       std::vector<fs::path> found;
       if (fs::is_directory(snapshots, ec)) {
         for (const auto& e : fs::directory_iterator(snapshots, ec)) {
-          if (fs::is_regular_file(e.path() / "tokenizer.json", ec)) found.push_back(e.path() / "tokenizer.json");
+          if (fs::is_regular_file(e.path() / "tokenizer.json", ec))
+            found.push_back(e.path() / "tokenizer.json");
         }
       }
       if (!found.empty()) {
@@ -91,15 +98,17 @@ std::filesystem::path resolve_tokenizer_path(std::string_view spec, const hub::F
           main_ref = common::read_file(hub / repo / "refs" / "main");
         } catch (const std::exception&) {
         }
-        while (!main_ref.empty() && std::isspace(static_cast<unsigned char>(main_ref.back()))) main_ref.pop_back();
+        while (!main_ref.empty() && std::isspace(static_cast<unsigned char>(main_ref.back())))
+          main_ref.pop_back();
         for (const fs::path& f : found) {
           if (!main_ref.empty() && f.parent_path().filename() == main_ref) return f;
         }
         // With refs, the other snapshots are other revisions (a pinned --revision): not main's file.
         // The newest snapshot stands in for main only in a cache without any refs.
         if (!fs::is_empty(hub / repo / "refs", ec) && !ec) {
-          tried.push_back("Hugging Face cache " + (snapshots / (main_ref.empty() ? "<no refs/main>" : main_ref) /
-                                                   "tokenizer.json").string());
+          tried.push_back(
+              "Hugging Face cache " +
+              (snapshots / (main_ref.empty() ? "<no refs/main>" : main_ref) / "tokenizer.json").string());
           continue;
         }
         return *std::max_element(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {

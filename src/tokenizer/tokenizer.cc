@@ -91,10 +91,17 @@ namespace {
 bool is_word_char(char32_t c) {
   if (c == '_') return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC:
       return true;
     default:
       return false;
@@ -221,13 +228,16 @@ void encode_gap(const Tokenizer::Impl& im, std::string_view text, bool at_start,
 
 // A default-constructed Tokenizer holds nothing: using it is a programming error, reported, never a crash.
 const Tokenizer::Impl& checked(const std::shared_ptr<const Tokenizer::Impl>& impl) {
-  if (!impl) throw std::logic_error("servelab::tokenizer::Tokenizer used before loading (default-constructed)");
+  if (!impl)
+    throw std::logic_error("servelab::tokenizer::Tokenizer used before loading (default-constructed)");
   return *impl;
 }
 
 }  // namespace
 
-Tokenizer Tokenizer::from_file(const std::filesystem::path& path) { return from_file(path, LoadOptions{}); }
+Tokenizer Tokenizer::from_file(const std::filesystem::path& path) {
+  return from_file(path, LoadOptions{});
+}
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path, const LoadOptions& options) {
   std::error_code ec;
@@ -235,7 +245,8 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& path, const LoadOpti
     throw std::runtime_error("tokenizer file not found: " + path.string());
   }
   if (std::filesystem::is_directory(path, ec)) {
-    throw std::runtime_error(path.string() + " is a directory, not a tokenizer.json file (it holds no "
+    throw std::runtime_error(path.string() +
+                             " is a directory, not a tokenizer.json file (it holds no "
                              "tokenizer.json; pass the file or a directory that has one)");
   }
   const std::string text = common::read_file(path);
@@ -310,7 +321,9 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_to
   return out;
 }
 
-std::size_t Tokenizer::vocab_size() const { return checked(impl_).model.vocab_size(); }
+std::size_t Tokenizer::vocab_size() const {
+  return checked(impl_).model.vocab_size();
+}
 
 std::size_t Tokenizer::vocab_size_with_added() const {
   const Impl& im = checked(impl_);
@@ -340,20 +353,31 @@ std::vector<TokenId> Tokenizer::all_special_ids() const {
   return im.has_config ? im.special_map_ids : special_ids();
 }
 
-std::optional<TokenId> Tokenizer::bos_id() const { return checked(impl_).bos; }
-std::optional<TokenId> Tokenizer::eos_id() const { return checked(impl_).eos; }
-std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const { return checked(impl_).token_to_id(token); }
+std::optional<TokenId> Tokenizer::bos_id() const {
+  return checked(impl_).bos;
+}
+std::optional<TokenId> Tokenizer::eos_id() const {
+  return checked(impl_).eos;
+}
+std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const {
+  return checked(impl_).token_to_id(token);
+}
 
 std::optional<std::string> Tokenizer::id_to_token(TokenId id) const {
   const Impl& im = checked(impl_);
   if (auto it = im.added_by_id.find(id); it != im.added_by_id.end()) return im.added[it->second].content;
-  if (id >= 0 && static_cast<std::size_t>(id) < im.model.present.size() && im.model.present[static_cast<std::size_t>(id)]) {
+  if (id >= 0 && static_cast<std::size_t>(id) < im.model.present.size() &&
+      im.model.present[static_cast<std::size_t>(id)]) {
     return im.model.id_to_token[static_cast<std::size_t>(id)];
   }
   return std::nullopt;
 }
 
-const std::string& Tokenizer::chat_template() const { return checked(impl_).chat_template; }
-const std::vector<std::string>& Tokenizer::load_warnings() const { return checked(impl_).warnings; }
+const std::string& Tokenizer::chat_template() const {
+  return checked(impl_).chat_template;
+}
+const std::vector<std::string>& Tokenizer::load_warnings() const {
+  return checked(impl_).warnings;
+}
 
 }  // namespace servelab::tokenizer

@@ -9,9 +9,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "servelab/tokenizer/tokenizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/components.h"
-#include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer::detail {
 
@@ -61,9 +61,9 @@ namespace servelab::tokenizer {
 
 struct Tokenizer::Impl {
   detail::BpeModel model;
-  std::vector<detail::AddedToken> added;           // JSON order, ids as the reference assigns them
+  std::vector<detail::AddedToken> added;                      // JSON order, ids as the reference assigns them
   std::unordered_map<detail::Id, std::uint32_t> added_by_id;  // id -> index in `added`
-  detail::StringIdMap added_by_content;                      // content -> id
+  detail::StringIdMap added_by_content;                       // content -> id
   std::unordered_set<std::string> special_contents;
   detail::AddedTokenMatcher raw_matcher;         // tokens with normalized = false, on the raw text
   detail::AddedTokenMatcher normalized_matcher;  // tokens with normalized = true, on normalized text

@@ -1,8 +1,8 @@
 // bench's in-process run API for the local target: each scenario's args (plus the study's common bench
 // args, the study model, host and port, and --goodput from the objective's SLOs) go through bench's own
 // flag parser, then bench::run; the result is recorded like the twin's.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <stop_token>
@@ -20,7 +20,8 @@ namespace servelab::tune {
 std::vector<std::string> bench_common_args(const Study& study) {
   std::vector<std::string> common = study.bench_common_args;
   common.insert(common.end(), {"--model", study.model});
-  for (const auto& [k, v] : study.objective.slo_ms) common.insert(common.end(), {"--goodput", fmt::format("{}:{}", k, v)});
+  for (const auto& [k, v] : study.objective.slo_ms)
+    common.insert(common.end(), {"--goodput", fmt::format("{}:{}", k, v)});
   return common;
 }
 

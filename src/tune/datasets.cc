@@ -35,7 +35,8 @@ std::vector<std::string> with_resolved_dataset(std::vector<std::string> args) {
     if (args[i] == "--dataset-path" && i + 1 < args.size()) {
       if (auto f = resolve_dataset_file(args[i + 1], nullptr)) args[i + 1] = f->string();
     } else if (args[i].rfind("--dataset-path=", 0) == 0) {
-      if (auto f = resolve_dataset_file(args[i].substr(15), nullptr)) args[i] = "--dataset-path=" + f->string();
+      if (auto f = resolve_dataset_file(args[i].substr(15), nullptr))
+        args[i] = "--dataset-path=" + f->string();
     }
   }
   return args;

@@ -13,7 +13,8 @@ namespace servelab::tune::detail {
 /// Resolves a --dataset-path: the path as given (relative to the working directory), else a file of the
 /// same name in common::data_dir(), else in common::cache_dir()/data. nullopt when none exists; `tried`
 /// (optional) receives every place looked at.
-std::optional<std::filesystem::path> resolve_dataset_file(const std::string& given, std::vector<std::string>* tried);
+std::optional<std::filesystem::path> resolve_dataset_file(const std::string& given,
+                                                          std::vector<std::string>* tried);
 
 /// The value of --dataset-path in bench args ("--dataset-path X" or "--dataset-path=X"), "" when absent.
 std::string dataset_path_arg(const std::vector<std::string>& args);

@@ -52,7 +52,8 @@ void close_all_but(const int* keep, int n) {
   unsigned lo = 3;
   for (int i = 0; i < n; ++i) {
     if (sorted[i] < 3) continue;
-    if (static_cast<unsigned>(sorted[i]) > lo) syscall(SYS_close_range, lo, static_cast<unsigned>(sorted[i]) - 1, 0);
+    if (static_cast<unsigned>(sorted[i]) > lo)
+      syscall(SYS_close_range, lo, static_cast<unsigned>(sorted[i]) - 1, 0);
     lo = static_cast<unsigned>(sorted[i]) + 1;
   }
   syscall(SYS_close_range, lo, ~0u, 0);
@@ -118,7 +119,8 @@ struct ExecPlan {
 [[noreturn]] void run_engine(const ExecPlan& p) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGPIPE, SIGTERM}) default_signal(sig);  // ignored ones survive exec
+  for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGPIPE, SIGTERM})
+    default_signal(sig);  // ignored ones survive exec
   dup2(p.null_fd, 0);
   dup2(p.log_fd, 1);
   dup2(p.log_fd, 2);
@@ -127,9 +129,10 @@ struct ExecPlan {
   execve(p.path, p.argv, p.envp);
   const int err = errno;
   write_all(2, p.exec_fail, std::strlen(p.exec_fail));
-  const char* why = err == ENOENT ? "No such file or directory" : err == EACCES ? "Permission denied"
-                    : err == ENOEXEC                           ? "Exec format error"
-                                                               : "exec failed";
+  const char* why = err == ENOENT    ? "No such file or directory"
+                    : err == EACCES  ? "Permission denied"
+                    : err == ENOEXEC ? "Exec format error"
+                                     : "exec failed";
   write_all(2, why, std::strlen(why));
   write_all(2, "\n", 1);
   _exit(127);
@@ -262,14 +265,15 @@ std::string find_executable(const std::string& name, const std::string& path_var
     if (runnable(candidate)) return candidate;
     start = end + 1;
   }
-  throw EngineMissing(fmt::format("engine executable '{}' not found on PATH ({}); install the engine or put it on "
-                                  "PATH (for a rehearsal without GPUs: the stand-ins in tools/standins)",
-                                  name, path_var.empty() ? "PATH is empty" : path_var));
+  throw EngineMissing(
+      fmt::format("engine executable '{}' not found on PATH ({}); install the engine or put it on "
+                  "PATH (for a rehearsal without GPUs: the stand-ins in tools/standins)",
+                  name, path_var.empty() ? "PATH is empty" : path_var));
 }
 
 EngineProcess EngineProcess::start(const std::vector<std::string>& argv_in,
-                                   const std::map<std::string, std::string>& env, const std::filesystem::path& log,
-                                   double grace_s) {
+                                   const std::map<std::string, std::string>& env,
+                                   const std::filesystem::path& log, double grace_s) {
   if (argv_in.empty()) throw EngineMissing("the engine command is empty");
   auto path_it = env.find("PATH");
   const std::string exe = find_executable(argv_in[0], path_it == env.end() ? "" : path_it->second);
@@ -294,8 +298,8 @@ EngineProcess EngineProcess::start(const std::vector<std::string>& argv_in,
     close(null_fd);
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
-  ExecPlan plan{exe.c_str(), argv.data(), envp.data(), exec_fail.c_str(), log_fd, null_fd, life[0], status[1],
-                grace_s};
+  ExecPlan plan{exe.c_str(), argv.data(), envp.data(), exec_fail.c_str(), log_fd, null_fd,
+                life[0],     status[1],   grace_s};
   const pid_t sup = fork();
   if (sup < 0) {
     const int err = errno;
@@ -326,7 +330,9 @@ EngineProcess EngineProcess::start(const std::vector<std::string>& argv_in,
   return e;
 }
 
-EngineProcess::EngineProcess(EngineProcess&& o) noexcept { *this = std::move(o); }
+EngineProcess::EngineProcess(EngineProcess&& o) noexcept {
+  *this = std::move(o);
+}
 
 EngineProcess& EngineProcess::operator=(EngineProcess&& o) noexcept {
   if (this != &o) {
@@ -386,7 +392,7 @@ void EngineProcess::stop(double grace_s) {
     while (!exited() && now_s() - t0 < grace_s) sleep_ms(20);
   }
   if (engine_ > 0) kill(-engine_, SIGKILL);  // the group may outlive its leader (worker processes)
-  if (life_fd_ >= 0) close(life_fd_);         // the supervisor kills what is left and exits
+  if (life_fd_ >= 0) close(life_fd_);        // the supervisor kills what is left and exits
   life_fd_ = -1;
   int st = 0;
   while (waitpid(supervisor_, &st, 0) < 0 && errno == EINTR) {
@@ -422,7 +428,8 @@ std::vector<unsigned long> listening_socket_inodes(int port) {
       std::istringstream f(line);
       std::string sl, local, remote, state, queues, timers, retr, uid, timeout;
       unsigned long inode = 0;
-      if (!(f >> sl >> local >> remote >> state >> queues >> timers >> retr >> uid >> timeout >> inode)) continue;
+      if (!(f >> sl >> local >> remote >> state >> queues >> timers >> retr >> uid >> timeout >> inode))
+        continue;
       if (state != "0A") continue;  // TCP_LISTEN
       const auto colon = local.rfind(':');
       if (colon == std::string::npos) continue;

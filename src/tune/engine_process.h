@@ -36,8 +36,9 @@ class EngineProcess {
   /// stderr into `log` (truncated). `grace_s`: SIGTERM -> SIGKILL grace the supervisor uses when tune goes
   /// away. Throws EngineMissing (executable not found / not executable) or std::runtime_error (log file,
   /// fork).
-  static EngineProcess start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                             const std::filesystem::path& log, double grace_s);
+  static EngineProcess start(const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env, const std::filesystem::path& log,
+                             double grace_s);
   EngineProcess() = default;
   EngineProcess(EngineProcess&& other) noexcept;
   EngineProcess& operator=(EngineProcess&& other) noexcept;

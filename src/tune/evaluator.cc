@@ -13,31 +13,46 @@ namespace servelab::tune {
 
 const char* trial_status_name(TrialStatus s) {
   switch (s) {
-    case TrialStatus::kOk: return "ok";
-    case TrialStatus::kRejected: return "rejected";
-    case TrialStatus::kStartupRefused: return "startup_refused";
-    case TrialStatus::kOutOfMemory: return "oom";
-    case TrialStatus::kNotReady: return "not_ready";
-    case TrialStatus::kCrashed: return "crashed";
-    case TrialStatus::kRequestsFailed: return "requests_failed";
-    case TrialStatus::kInvalid: return "invalid";
-    case TrialStatus::kInterrupted: return "interrupted";
-    case TrialStatus::kError: return "error";
-    case TrialStatus::kJobTimeLimit: return "time_limit";
-    case TrialStatus::kJobNodeFail: return "node_fail";
-    case TrialStatus::kJobPreempted: return "preempted";
-    case TrialStatus::kJobOutOfMemory: return "job_oom";
-    case TrialStatus::kJobCancelled: return "cancelled";
+    case TrialStatus::kOk:
+      return "ok";
+    case TrialStatus::kRejected:
+      return "rejected";
+    case TrialStatus::kStartupRefused:
+      return "startup_refused";
+    case TrialStatus::kOutOfMemory:
+      return "oom";
+    case TrialStatus::kNotReady:
+      return "not_ready";
+    case TrialStatus::kCrashed:
+      return "crashed";
+    case TrialStatus::kRequestsFailed:
+      return "requests_failed";
+    case TrialStatus::kInvalid:
+      return "invalid";
+    case TrialStatus::kInterrupted:
+      return "interrupted";
+    case TrialStatus::kError:
+      return "error";
+    case TrialStatus::kJobTimeLimit:
+      return "time_limit";
+    case TrialStatus::kJobNodeFail:
+      return "node_fail";
+    case TrialStatus::kJobPreempted:
+      return "preempted";
+    case TrialStatus::kJobOutOfMemory:
+      return "job_oom";
+    case TrialStatus::kJobCancelled:
+      return "cancelled";
   }
   return "error";
 }
 
 TrialStatus trial_status_from_name(const std::string& n) {
-  for (auto s : {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
-                 TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed,
-                 TrialStatus::kInvalid, TrialStatus::kInterrupted, TrialStatus::kError, TrialStatus::kJobTimeLimit,
-                 TrialStatus::kJobNodeFail, TrialStatus::kJobPreempted, TrialStatus::kJobOutOfMemory,
-                 TrialStatus::kJobCancelled})
+  for (auto s :
+       {TrialStatus::kOk, TrialStatus::kRejected, TrialStatus::kStartupRefused, TrialStatus::kOutOfMemory,
+        TrialStatus::kNotReady, TrialStatus::kCrashed, TrialStatus::kRequestsFailed, TrialStatus::kInvalid,
+        TrialStatus::kInterrupted, TrialStatus::kError, TrialStatus::kJobTimeLimit, TrialStatus::kJobNodeFail,
+        TrialStatus::kJobPreempted, TrialStatus::kJobOutOfMemory, TrialStatus::kJobCancelled})
     if (n == trial_status_name(s)) return s;
   throw std::invalid_argument("unknown trial status '" + n + "'");
 }
@@ -73,7 +88,9 @@ std::optional<double> objective_value(const Study& study, const std::vector<std:
   return std::exp(num / den);
 }
 
-double change_pct(double a, double b) { return a == 0 ? 0.0 : (b - a) / a * 100.0; }
+double change_pct(double a, double b) {
+  return a == 0 ? 0.0 : (b - a) / a * 100.0;
+}
 
 bool significantly_better(const Study& study, const Evaluation& inc, const Evaluation& cand) {
   return significantly_better(study.search.min_gain_pct, inc, cand);
@@ -113,7 +130,6 @@ std::string fmt_duration(double s) {
   return fmt::format("{:.1f}h", s / 3600);
 }
 
-
 }  // namespace
 
 Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, Store* store,
@@ -134,11 +150,15 @@ void Evaluator::index_record(std::size_t i) {
   const TrialRecord& r = records_[i];
   last_record_by_trial_key_[r.trial_key] = i;
   const std::string prefix = tag_ + "|" + r.config_key + "|";
-  if (r.trial_key.rfind(prefix, 0) == 0) records_by_config_[r.config_key].push_back(i);
-  else if (r.trial_key.rfind(tag_ + "|", 0) == 0) records_unindexed_ = true;
+  if (r.trial_key.rfind(prefix, 0) == 0)
+    records_by_config_[r.config_key].push_back(i);
+  else if (r.trial_key.rfind(tag_ + "|", 0) == 0)
+    records_unindexed_ = true;
 }
 
-int Evaluator::repeats() const { return tag_ == "twin" ? 1 : study_.repeats; }
+int Evaluator::repeats() const {
+  return tag_ == "twin" ? 1 : study_.repeats;
+}
 
 namespace {
 
@@ -178,8 +198,8 @@ const TrialRecord* Evaluator::find(const std::string& key, const std::string& sc
 const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
   const std::string prefix = tag_ + "|" + key + "|";
   return last_record_matching(records_, records_of_config(key), [&](const TrialRecord& r) {
-    return (r.repeat == repeat || same_for_every_repeat(r.outcome.status)) && r.trial_key.rfind(prefix, 0) == 0 &&
-           config_level(r.outcome.status);
+    return (r.repeat == repeat || same_for_every_repeat(r.outcome.status)) &&
+           r.trial_key.rfind(prefix, 0) == 0 && config_level(r.outcome.status);
   });
 }
 
@@ -198,7 +218,8 @@ Evaluation Evaluator::describe(const CandidateConfig& config) const {
   return ev;
 }
 
-std::string Evaluator::trial_key(const std::string& key, const std::vector<std::string>& missing, int rep) const {
+std::string Evaluator::trial_key(const std::string& key, const std::vector<std::string>& missing,
+                                 int rep) const {
   std::string tk = fmt::format("{}|{}|", tag_, key);
   for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
   return tk + fmt::format("|r{}", rep);
@@ -209,7 +230,8 @@ const TrialRecord* Evaluator::find_trial(const std::string& tk) const {
   return it == last_record_by_trial_key_.end() ? nullptr : &records_[it->second];
 }
 
-TrialRecord Evaluator::base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const {
+TrialRecord Evaluator::base_record(const Evaluation& ev, const Rendered& cmd,
+                                   const std::string& phase) const {
   TrialRecord rec;
   rec.engine = ev.config.engine;
   rec.config_key = ev.key;
@@ -296,7 +318,8 @@ Evaluation Evaluator::evaluate(const CandidateConfig& config_in, const std::vect
   for (int rep = 0; rep < runs; ++rep) evaluate_repeat(ev, cmd, ids, phase, rep, per_repeat[rep]);
   RepeatMetrics all_metrics = aggregate_repeats(study_, ids, per_repeat, ev);
   if (ev.status == TrialStatus::kOk && ev.objective.n == 0)
-    note_failure(ev, TrialStatus::kError, "objective metric '" + study_.objective.metric + "' missing from the results");
+    note_failure(ev, TrialStatus::kError,
+                 "objective metric '" + study_.objective.metric + "' missing from the results");
   check_constraints(study_, ids, all_metrics, ev);
   ev.inconclusive = !ev.feasible && !trial_status_judges_config(ev.status);
   apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
@@ -320,7 +343,8 @@ void Evaluator::record_rejection(Evaluation& ev, const Rendered& cmd, const std:
 }
 
 void Evaluator::evaluate_repeat(Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& ids,
-                                const std::string& phase, int rep, std::map<std::string, ScenarioResult>& results) {
+                                const std::string& phase, int rep,
+                                std::map<std::string, ScenarioResult>& results) {
   if (const TrialRecord* cf = find_config_failure(ev.key, rep)) {
     ev.trial_keys.push_back(cf->trial_key);
     note_failure(ev, cf->outcome.status, cf->outcome.reason);
@@ -363,15 +387,18 @@ void Evaluator::run_trial(Evaluation& ev, const Rendered& cmd, const std::string
     out.status = TrialStatus::kError;
     out.reason = std::string("trial runner error: ") + e.what();
   }
-  if (out.engine_kept) kept_engine_ = req.engine, kept_config_ = req.config_key;
-  else kept_engine_.clear(), kept_config_.clear();
+  if (out.engine_kept)
+    kept_engine_ = req.engine, kept_config_ = req.config_key;
+  else
+    kept_engine_.clear(), kept_config_.clear();
   if (out.status == TrialStatus::kInterrupted) throw Interrupted();
-  if (out.wall_s == 0) out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
+  if (out.wall_s == 0)
+    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
   finish_trial(ev, cmd, phase, req, std::move(out), t0);
 }
 
-void Evaluator::collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep, const std::string& tk,
-                                std::map<std::string, ScenarioResult>& results) const {
+void Evaluator::collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep,
+                                const std::string& tk, std::map<std::string, ScenarioResult>& results) const {
   for (const auto& id : ids) {
     if (const TrialRecord* r = find(ev.key, id, rep)) {
       for (const auto& s : r->outcome.scenarios)
@@ -380,11 +407,13 @@ void Evaluator::collect_results(Evaluation& ev, const std::vector<std::string>& 
       continue;
     }
     // The scenario has no result: the trial that should have produced it failed.
-    if (const TrialRecord* failed = last_record_matching(records_, records_of_config(ev.key), [&](const TrialRecord& r) {
-          return r.trial_key == tk && r.outcome.status != TrialStatus::kOk;
-        })) {
+    if (const TrialRecord* failed =
+            last_record_matching(records_, records_of_config(ev.key), [&](const TrialRecord& r) {
+              return r.trial_key == tk && r.outcome.status != TrialStatus::kOk;
+            })) {
       note_failure(ev, failed->outcome.status, failed->outcome.reason);
-      ev.scenario_failure[id] = std::string(trial_status_name(failed->outcome.status)) + ": " + failed->outcome.reason;
+      ev.scenario_failure[id] =
+          std::string(trial_status_name(failed->outcome.status)) + ": " + failed->outcome.reason;
     }
     if (!ev.scenario_failure.count(id)) {
       note_failure(ev, TrialStatus::kError, "no result for scenario " + id);
@@ -409,8 +438,9 @@ void Evaluator::release_engine() {
   runner_(req);  // stops the engine; an error here is the runner's (StudyAbort) and propagates
 }
 
-TrialRequest Evaluator::make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
-                                     int rep, const std::string& tk) const {
+TrialRequest Evaluator::make_request(const Evaluation& ev, const Rendered& cmd,
+                                     const std::vector<std::string>& missing, int rep,
+                                     const std::string& tk) const {
   TrialRequest req;
   req.trial_key = tk;
   req.engine = ev.config.engine;

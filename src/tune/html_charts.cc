@@ -141,11 +141,20 @@ std::string esc(const std::string& s) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -155,8 +164,10 @@ std::string script_safe_json(std::string text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '<') out += "\\u003c";
-    else out += c;
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
   }
   return out;
 }
@@ -165,8 +176,9 @@ std::string ChartSet::canvas(nlohmann::json spec) {
   const std::string id = fmt::format("chart-{}", specs_.size());
   spec["id"] = id;
   specs_.push_back(std::move(spec));
-  return fmt::format("<div class=\"chart\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n", id,
-                     esc(specs_.back()["title"].get<std::string>()));
+  return fmt::format(
+      "<div class=\"chart\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n", id,
+      esc(specs_.back()["title"].get<std::string>()));
 }
 
 std::string ChartSet::colour(const std::string& key) {
@@ -248,8 +260,9 @@ std::string ChartSet::script(const std::string& chart_js) const {
     lib.replace(p, 2, "<\\/");
   // A failure reason quoting an engine's log may hold invalid UTF-8: replaced (U+FFFD), never a throw.
   const std::string specs = specs_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return "<script>\n" + lib + "\n</script>\n<script>\nconst SL_CHARTS = " + script_safe_json(common::redact_text(specs)) +
-         ";\n" + kChartRuntime + "</script>\n";
+  return "<script>\n" + lib +
+         "\n</script>\n<script>\nconst SL_CHARTS = " + script_safe_json(common::redact_text(specs)) + ";\n" +
+         kChartRuntime + "</script>\n";
 }
 
 }  // namespace servelab::tune::html

@@ -14,11 +14,10 @@
 //   page << charts.add(c);                   // the <div><canvas></div> goes where the chart should appear
 //
 //   html::ScatterChart p;                    // e.g. the Pareto front, recommended point marked
-//   p.title = "tokens/s/GPU against tokens/s/user"; p.x_title = "tok/s per user"; p.y_title = "tok/s per GPU";
-//   p.series.push_back({"vllm", points});    // Point{x, y, label}: label is the tooltip
-//   p.front = front_points; p.front_name = "Pareto front";
-//   p.marked = html::Point{x, y, "recommended: ..."}; p.marked_name = "recommended";
-//   page << charts.add(p);
+//   p.title = "tokens/s/GPU against tokens/s/user"; p.x_title = "tok/s per user"; p.y_title = "tok/s per
+//   GPU"; p.series.push_back({"vllm", points});    // Point{x, y, label}: label is the tooltip p.front =
+//   front_points; p.front_name = "Pareto front"; p.marked = html::Point{x, y, "recommended: ..."};
+//   p.marked_name = "recommended"; page << charts.add(p);
 //
 // and once, at the end of the page, `page << charts.script(chart_js)`. Every axis has a title (with its
 // unit); every point can carry a tooltip label. The browser test (tests/tune/report_browser_test.mjs) checks
@@ -86,8 +85,8 @@ struct ScatterChart {
 /// One bar. A bar without a value is a failure: drawn as a cross at zero in kFailureColour (no engine or
 /// configuration has it) with `failure` (its class, e.g. "oom") in its tooltip and `tooltip` (the reason).
 struct Bar {
-  std::string label;   ///< category tick (short: "#12")
-  std::string group;   ///< legend group and colour key (ChartSet::colour): the engine or the configuration
+  std::string label;  ///< category tick (short: "#12")
+  std::string group;  ///< legend group and colour key (ChartSet::colour): the engine or the configuration
   std::optional<double> value;
   std::string failure;
   std::string tooltip;  ///< extra tooltip line (config, reason)
@@ -124,7 +123,8 @@ class ChartSet {
   /// kThresholdColour, kept for the key once given (reused only past the palette's 16 colours).
   std::string colour(const std::string& key);
   /// The <script> elements: `chart_js` (the Chart.js UMD build, inlined), the specs (their text through
-  /// common::redact_text: labels quote configs and failure reasons) and the runtime that draws them. "" when no chart was added. `chart_js` must not be empty.
+  /// common::redact_text: labels quote configs and failure reasons) and the runtime that draws them. "" when
+  /// no chart was added. `chart_js` must not be empty.
   std::string script(const std::string& chart_js) const;
 
  private:

@@ -30,12 +30,11 @@ namespace {
 using Argv = std::vector<std::string>;
 constexpr const char* kHeadToken = "@@LWS_LEADER_ADDRESS@@";
 
-/// A variable whose value is a credential: its name says so (common::is_credential_name: HF_TOKEN, ...) or its
-/// value carries one (a URL with a password: HF_ENDPOINT=https://user:pass@mirror).
+/// A variable whose value is a credential: its name says so (common::is_credential_name: HF_TOKEN, ...) or
+/// its value carries one (a URL with a password: HF_ENDPOINT=https://user:pass@mirror).
 bool is_secret_env(const std::string& name, const std::string& value) {
   return common::is_credential_name(name) || common::redact_url(value) != value;
 }
-
 
 /// POSIX sh single-quoting (a word left bare when it has only safe characters).
 std::string sh(const std::string& s) {
@@ -49,7 +48,9 @@ std::string sh(const std::string& s) {
 }
 
 /// Marks a variable of the pod's environment inside an argument that sh_line writes: "@@ENV:NAME@@".
-std::string env_token(const std::string& name) { return "@@ENV:" + name + "@@"; }
+std::string env_token(const std::string& name) {
+  return "@@ENV:" + name + "@@";
+}
 
 /// A command as one sh line; kHeadToken becomes "${LWS_LEADER_ADDRESS}" and env_token(NAME) "${NAME}"
 /// (expanded by the pod's shell, outside any quotes).
@@ -252,7 +253,8 @@ void emit_engine(YAML::Emitter& y, const Ctx& c, const EngineContainer& e) {
 /// engine on localhost, each result saved as /results/<name>/<scenario>.json, then DONE.
 /// Credentials of the bench flags (--header Authorization=..., an API key in --extra-body) become
 /// variables added to `env` (secret_refs).
-std::string bench_script(const Ctx& c, const std::string& name, bool stay, std::map<std::string, std::string>& env) {
+std::string bench_script(const Ctx& c, const std::string& name, bool stay,
+                         std::map<std::string, std::string>& env) {
   const std::string dir = "/results/" + name;
   std::string s = "set -e\nmkdir -p " + sh(dir) + "\n";
   for (const auto& sc : c.trial.scenarios) {
@@ -388,7 +390,8 @@ std::string render_lws(const Ctx& c, const std::string& name,
           "\"${{LWS_LEADER_ADDRESS}}\" {} 2>/dev/null; do sleep 5; done\n",
           req.port);
     workers += fmt::format("  {})\n    {}", rank, wait.empty() ? "" : wait + "    ");
-    for (const auto& s : n.setup) workers += sh_line(secret_refs(s, worker_env, CommandForm::kShell)) + "\n    ";
+    for (const auto& s : n.setup)
+      workers += sh_line(secret_refs(s, worker_env, CommandForm::kShell)) + "\n    ";
     workers += "exec " + sh_line(secret_refs(n.argv, worker_env, CommandForm::kShell)) + " ;;\n";
   }
   workers += "  *) echo \"unexpected LWS_WORKER_INDEX=${LWS_WORKER_INDEX}\" >&2; exit 1 ;;\nesac\n";

@@ -10,7 +10,8 @@
 namespace servelab::tune {
 
 std::string LoadPoint::tag() const {
-  return kind == LoadKind::kConcurrency ? fmt::format("c{}", static_cast<long>(value)) : fmt::format("r{:g}", value);
+  return kind == LoadKind::kConcurrency ? fmt::format("c{}", static_cast<long>(value))
+                                        : fmt::format("r{:g}", value);
 }
 
 std::string LoadPoint::text() const {
@@ -43,7 +44,8 @@ std::optional<std::pair<std::string, LoadPoint>> split_load_scenario_id(const st
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  return std::pair{id.substr(0, at), LoadPoint{kind == 'c' ? LoadKind::kConcurrency : LoadKind::kRequestRate, v}};
+  return std::pair{id.substr(0, at),
+                   LoadPoint{kind == 'c' ? LoadKind::kConcurrency : LoadKind::kRequestRate, v}};
 }
 
 namespace {
@@ -76,8 +78,8 @@ double round_value(LoadKind kind, double x) {
 
 /// Mean over repeats of every metric of scenario `id` of the evaluation's config: per repeat the latest
 /// result the evaluator holds (as Evaluator::evaluate finds it, whichever trial produced it).
-std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& evaluator, const Evaluation& e,
-                                           const std::string& id) {
+std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& evaluator,
+                                           const Evaluation& e, const std::string& id) {
   const std::string prefix = evaluator.tag() + "|" + e.key + "|";
   std::map<std::string, std::pair<double, int>> acc;
   const auto& records = evaluator.records();
@@ -105,8 +107,10 @@ Scenario load_scenario(const Study& study, const std::string& id) {
   const LoadPoint& lp = split->second;
   sc.id = id;
   sc.args = without_flag(without_flag(sc.args, "--max-concurrency"), "--request-rate");
-  if (lp.kind == LoadKind::kConcurrency) sc.args.insert(sc.args.end(), {"--max-concurrency", fmt::format("{}", long(lp.value))});
-  else sc.args.insert(sc.args.end(), {"--request-rate", fmt::format("{:g}", lp.value)});
+  if (lp.kind == LoadKind::kConcurrency)
+    sc.args.insert(sc.args.end(), {"--max-concurrency", fmt::format("{}", long(lp.value))});
+  else
+    sc.args.insert(sc.args.end(), {"--request-rate", fmt::format("{:g}", lp.value)});
   if (!has_flag(sc.args, "--goodput") && study.objective.slo_ms.empty()) {
     std::map<std::string, double> per_request;  // vLLM's --goodput keys; the strictest target per metric
     for (const auto& t : study.slo.targets) {
@@ -114,7 +118,8 @@ Scenario load_scenario(const Study& study, const std::string& id) {
       auto [it, fresh] = per_request.emplace(t.metric, t.max_ms);
       if (!fresh) it->second = std::min(it->second, t.max_ms);
     }
-    for (const auto& [k, v] : per_request) sc.args.insert(sc.args.end(), {"--goodput", fmt::format("{}:{:g}", k, v)});
+    for (const auto& [k, v] : per_request)
+      sc.args.insert(sc.args.end(), {"--goodput", fmt::format("{}:{:g}", k, v)});
   }
   return sc;
 }
@@ -140,7 +145,8 @@ std::string primary_objective_label(const Study& study) {
   return fmt::format("Output tok/s per GPU at ≥ {:g} tok/s per user", o.min_tokens_per_s_per_user);
 }
 
-LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config, const std::string& scenario) {
+LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config,
+                        const std::string& scenario) {
   LoadCurve curve;
   curve.engine = config.engine;
   curve.config_key = config_key(study, normalize(study, config));
@@ -162,10 +168,13 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
       p.status = e.status == TrialStatus::kOk ? TrialStatus::kError : e.status;
       p.reason = f->second;
     } else if (p.metrics = mean_metrics(study, evaluator, e, p.scenario_id); p.metrics.empty()) {
-      p.status = e.status == TrialStatus::kOk ? TrialStatus::kError : e.status;  // e.g. rejected before launch
+      p.status =
+          e.status == TrialStatus::kOk ? TrialStatus::kError : e.status;  // e.g. rejected before launch
       p.reason = e.reason.empty() ? "no result" : e.reason;
     } else {
-      const double out = p.metrics.count("Output token throughput (tok/s)") ? p.metrics.at("Output token throughput (tok/s)") : 0;
+      const double out = p.metrics.count("Output token throughput (tok/s)")
+                             ? p.metrics.at("Output token throughput (tok/s)")
+                             : 0;
       p.output_tok_s_per_gpu = out / study.hardware.gpu_count;
       if (lp.kind == LoadKind::kConcurrency) p.output_tok_s_per_user = out / lp.value;
     }
@@ -212,9 +221,10 @@ struct SloRun {
       for (const auto& t : study.slo.targets) {
         const auto it = m.find(t.label);
         if (it == m.end()) {
-          p.failure = fmt::format("the results have no '{}' (bench serve prints P99 by default; add "
-                                  "--metric-percentiles to the scenario for other percentiles)",
-                                  t.label);
+          p.failure = fmt::format(
+              "the results have no '{}' (bench serve prints P99 by default; add "
+              "--metric-percentiles to the scenario for other percentiles)",
+              t.label);
           aborted = true;
           break;
         }
@@ -291,7 +301,8 @@ struct SloRun {
     while (hi / lo > tol * (1 + 1e-9) && !(var == LoadKind::kConcurrency && hi - lo <= 1)) {
       if (!budget_left()) {
         r.note = aborted ? r.probes.back().failure
-                         : fmt::format("stopped at max_runs = {} with the answer in [{:g}, {:g})", spec.max_runs, lo, hi);
+                         : fmt::format("stopped at max_runs = {} with the answer in [{:g}, {:g})",
+                                       spec.max_runs, lo, hi);
         return;
       }
       const double a = lo * tol, b = hi / tol;
@@ -301,8 +312,10 @@ struct SloRun {
       if (var == LoadKind::kConcurrency) x = std::clamp(x, lo + 1, hi - 1);  // rounding must not reach an end
       if (x <= lo || x >= hi) return;
       const auto m = probe(x, "refine");
-      if (passes(m)) lo = x, m_lo = m;
-      else hi = x, m_hi = m;
+      if (passes(m))
+        lo = x, m_lo = m;
+      else
+        hi = x, m_hi = m;
     }
   }
 };
@@ -352,9 +365,11 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   }
   r.found = true;
   r.max_passing = run.lo;
-  if (run.hi > 0) r.min_failing = run.hi;
+  if (run.hi > 0)
+    r.min_failing = run.hi;
   else if (r.note.empty())
-    r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs, run.lo);
+    r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs,
+                         run.lo);
   choose_goodput_point(r, run.metrics_at);
   return r;
 }

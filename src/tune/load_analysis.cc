@@ -31,8 +31,8 @@ namespace {
 const LoadPointResult* best_at_user_floor(const LoadCurve& c, double floor) {
   const LoadPointResult* best = nullptr;
   for (const auto& p : c.points)
-    if (p.status == TrialStatus::kOk && p.load.kind == LoadKind::kConcurrency && p.output_tok_s_per_user >= floor &&
-        (!best || p.output_tok_s_per_gpu > best->output_tok_s_per_gpu))
+    if (p.status == TrialStatus::kOk && p.load.kind == LoadKind::kConcurrency &&
+        p.output_tok_s_per_user >= floor && (!best || p.output_tok_s_per_gpu > best->output_tok_s_per_gpu))
       best = &p;
   return best;
 }
@@ -113,8 +113,10 @@ ObjectiveValue objective_value_of(const Study& study, const ObjectiveSpec& o, co
         if (w > out) out = w, v.at = "scenario as written";
       }
       v.feasible = out > 0 && study.cost;
-      if (v.feasible) v.value = usd_per_million_tokens(study.cost->usd_per_gpu_hour, study.hardware.gpu_count, out);
-      else v.why = "no output throughput";
+      if (v.feasible)
+        v.value = usd_per_million_tokens(study.cost->usd_per_gpu_hour, study.hardware.gpu_count, out);
+      else
+        v.why = "no output throughput";
       break;
     }
   }
@@ -124,13 +126,21 @@ ObjectiveValue objective_value_of(const Study& study, const ObjectiveSpec& o, co
 std::string objective_title(const ObjectiveSpec& o, std::string* unit) {
   using K = ObjectiveSpec::Kind;
   switch (o.kind) {
-    case K::kThroughput: *unit = "tok/s"; return "max total token throughput";
-    case K::kSloGoodput: *unit = "req/s"; return "max request goodput under the SLOs";
+    case K::kThroughput:
+      *unit = "tok/s";
+      return "max total token throughput";
+    case K::kSloGoodput:
+      *unit = "req/s";
+      return "max request goodput under the SLOs";
     case K::kTokensPerGpu:
       *unit = "output tok/s/GPU";
       return fmt::format("max output tok/s per GPU at ≥ {:g} tok/s per user", o.min_tokens_per_s_per_user);
-    case K::kMinLatency: *unit = "ms"; return fmt::format("min {} at concurrency ≤ {}", o.metric, o.max_concurrency);
-    case K::kCost: *unit = "$/1M output tokens"; return "min cost per 1M output tokens";
+    case K::kMinLatency:
+      *unit = "ms";
+      return fmt::format("min {} at concurrency ≤ {}", o.metric, o.max_concurrency);
+    case K::kCost:
+      *unit = "$/1M output tokens";
+      return "min cost per 1M output tokens";
   }
   return "";
 }
@@ -202,7 +212,8 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
   for (const auto& c : L.curves)
     for (const auto& p : c.points)
       if (p.status == TrialStatus::kOk && p.load.kind == LoadKind::kConcurrency) {
-        L.pareto.push_back({c.config_key, c.engine, c.label, p.load, p.output_tok_s_per_user, p.output_tok_s_per_gpu});
+        L.pareto.push_back(
+            {c.config_key, c.engine, c.label, p.load, p.output_tok_s_per_user, p.output_tok_s_per_gpu});
         xy.emplace_back(p.output_tok_s_per_user, p.output_tok_s_per_gpu);
       }
   const auto front = pareto_front_max(xy);
@@ -222,12 +233,14 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
     }
     L.objectives.push_back(std::move(res));
   }
-  // The recommended point: the tokens_per_gpu objective's pick, else the recommended config's best front point.
+  // The recommended point: the tokens_per_gpu objective's pick, else the recommended config's best front
+  // point.
   ParetoPoint* mark = nullptr;
   for (const auto& res : L.objectives)
     if (res.spec.kind == ObjectiveSpec::Kind::kTokensPerGpu && res.best >= 0 && !mark)
       for (auto& p : L.pareto)
-        if (p.config_key == res.values[res.best].config_key && p.load.text() == res.values[res.best].at) mark = &p;
+        if (p.config_key == res.values[res.best].config_key && p.load.text() == res.values[res.best].at)
+          mark = &p;
   if (!mark)
     for (auto& p : L.pareto)
       if (p.config_key == outcome.recommended_eval.key && p.on_front &&
@@ -242,7 +255,8 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
       const LoadPointResult* p = max_throughput_point(L.curves[i]);
       std::map<std::string, double> m = p ? p->metrics : std::map<std::string, double>{};
       row.at = p ? p->load.text() : "";
-      if (auto it = as_written[i].first.find(L.scenario); it != as_written[i].first.end() &&
+      if (auto it = as_written[i].first.find(L.scenario);
+          it != as_written[i].first.end() &&
           metric_or_zero(it->second.metrics, "Output token throughput (tok/s)") >
               metric_or_zero(m, "Output token throughput (tok/s)")) {
         m = it->second.metrics;
@@ -250,8 +264,10 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
       }
       row.output_tok_s = metric_or_zero(m, "Output token throughput (tok/s)");
       row.total_tok_s = metric_or_zero(m, "Total Token throughput (tok/s)");
-      row.usd_per_1m_output_tokens = usd_per_million_tokens(study.cost->usd_per_gpu_hour, L.gpus, row.output_tok_s);
-      row.usd_per_1m_total_tokens = usd_per_million_tokens(study.cost->usd_per_gpu_hour, L.gpus, row.total_tok_s);
+      row.usd_per_1m_output_tokens =
+          usd_per_million_tokens(study.cost->usd_per_gpu_hour, L.gpus, row.output_tok_s);
+      row.usd_per_1m_total_tokens =
+          usd_per_million_tokens(study.cost->usd_per_gpu_hour, L.gpus, row.total_tok_s);
       L.cost.push_back(row);
     }
 }

@@ -32,20 +32,21 @@ std::optional<double> number(const std::string& origin, const toml::table& t, co
                              const std::string& path) {
   const toml::node* n = t.get(key);
   if (!n) return std::nullopt;
-  if (!n->is_number() || !std::isfinite(*n->value<double>())) fail(origin, n, path + "." + key, "must be a number");
+  if (!n->is_number() || !std::isfinite(*n->value<double>()))
+    fail(origin, n, path + "." + key, "must be a number");
   return *n->value<double>();
 }
 
-double positive(const std::string& origin, const toml::table& t, const std::string& key, const std::string& path,
-                double fallback) {
+double positive(const std::string& origin, const toml::table& t, const std::string& key,
+                const std::string& path, double fallback) {
   const auto v = number(origin, t, key, path);
   if (!v) return fallback;
   if (!(*v > 0)) fail(origin, t.get(key), path + "." + key, fmt::format("{} must be > 0", *v));
   return *v;
 }
 
-std::string text(const std::string& origin, const toml::table& t, const std::string& key, const std::string& path,
-                 const std::string& fallback) {
+std::string text(const std::string& origin, const toml::table& t, const std::string& key,
+                 const std::string& path, const std::string& fallback) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (!n->is_string()) fail(origin, n, path + "." + key, "must be a string");
@@ -63,7 +64,9 @@ std::optional<SloTarget> slo_target(const std::string& key) {
   t.metric = m[3];
   std::string name = t.metric;
   std::transform(name.begin(), name.end(), name.begin(), ::toupper);
-  const std::string stat = t.stat == "mean" ? "Mean" : t.stat == "median" ? "Median" : "P" + std::string(m[2]);
+  const std::string stat = t.stat == "mean"     ? "Mean"
+                           : t.stat == "median" ? "Median"
+                                                : "P" + std::string(m[2]);
   t.label = fmt::format("{} {} (ms)", stat, name);
   return t;
 }
@@ -73,37 +76,44 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
   if (!n) return;
   if (!n->is_table()) fail(origin, n, "slo", "must be a table, e.g. [slo] p99_ttft_ms = 2000");
   const auto& t = *n->as_table();
-  static const std::set<std::string> kSettings = {"search", "scenario", "start", "min_value", "max_value",
-                                                  "tolerance_pct", "max_runs"};
+  static const std::set<std::string> kSettings = {"search",    "scenario",      "start",   "min_value",
+                                                  "max_value", "tolerance_pct", "max_runs"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     if (kSettings.count(key)) continue;
     auto target = slo_target(key);
     if (!target)
       fail(origin, &v, "slo." + key,
-           fmt::format("unknown key: an SLO is <stat>_<metric>_ms with stat mean, median or pNN and metric ttft, "
-                       "tpot, itl or e2el (e.g. p99_ttft_ms = 2000); settings: {}",
-                       fmt::join(kSettings, ", ")));
+           fmt::format(
+               "unknown key: an SLO is <stat>_<metric>_ms with stat mean, median or pNN and metric ttft, "
+               "tpot, itl or e2el (e.g. p99_ttft_ms = 2000); settings: {}",
+               fmt::join(kSettings, ", ")));
     target->max_ms = positive(origin, t, key, "slo", 0);
     s.slo.targets.push_back(*target);
   }
   if (s.slo.targets.empty()) fail(origin, n, "slo", "names no SLO target (e.g. p99_ttft_ms = 2000)");
   const std::string var = text(origin, t, "search", "slo", "request_rate");
-  if (var == "request_rate") s.slo.variable = LoadKind::kRequestRate;
-  else if (var == "concurrency") s.slo.variable = LoadKind::kConcurrency;
-  else fail(origin, t.get("search"), "slo.search", "must be \"request_rate\" or \"concurrency\"");
+  if (var == "request_rate")
+    s.slo.variable = LoadKind::kRequestRate;
+  else if (var == "concurrency")
+    s.slo.variable = LoadKind::kConcurrency;
+  else
+    fail(origin, t.get("search"), "slo.search", "must be \"request_rate\" or \"concurrency\"");
   s.slo.scenario = text(origin, t, "scenario", "slo", s.objective.scenarios.front());
-  if (std::none_of(s.scenarios.begin(), s.scenarios.end(), [&](const Scenario& x) { return x.id == s.slo.scenario; }))
+  if (std::none_of(s.scenarios.begin(), s.scenarios.end(),
+                   [&](const Scenario& x) { return x.id == s.slo.scenario; }))
     fail(origin, t.get("scenario"), "slo.scenario", "no scenario with id '" + s.slo.scenario + "'");
   if (t.get("start")) s.slo.start = positive(origin, t, "start", "slo", 1);
-  s.slo.min_value = positive(origin, t, "min_value", "slo", s.slo.variable == LoadKind::kConcurrency ? 1 : 0.01);
+  s.slo.min_value =
+      positive(origin, t, "min_value", "slo", s.slo.variable == LoadKind::kConcurrency ? 1 : 0.01);
   s.slo.max_value = positive(origin, t, "max_value", "slo", s.slo.max_value);
   if (s.slo.min_value >= s.slo.max_value)
     fail(origin, t.get("min_value"), "slo.min_value",
          fmt::format("{} is not below max_value {}", s.slo.min_value, s.slo.max_value));
   if (s.slo.start && (*s.slo.start < s.slo.min_value || *s.slo.start > s.slo.max_value))
     fail(origin, t.get("start"), "slo.start",
-         fmt::format("{} is outside min_value..max_value ({}..{})", *s.slo.start, s.slo.min_value, s.slo.max_value));
+         fmt::format("{} is outside min_value..max_value ({}..{})", *s.slo.start, s.slo.min_value,
+                     s.slo.max_value));
   s.slo.tolerance_pct = positive(origin, t, "tolerance_pct", "slo", s.slo.tolerance_pct);
   if (s.slo.tolerance_pct > 100) fail(origin, t.get("tolerance_pct"), "slo.tolerance_pct", "must be ≤ 100");
   if (const toml::node* r = t.get("max_runs")) {
@@ -118,16 +128,22 @@ ObjectiveSpec parse_objective(const toml::table& t, const std::string& origin, c
   ObjectiveSpec o;
   const std::string kind = text(origin, t, "kind", p, "");
   using K = ObjectiveSpec::Kind;
-  if (kind == "throughput") o.kind = K::kThroughput;
-  else if (kind == "slo_goodput") o.kind = K::kSloGoodput;
-  else if (kind == "tokens_per_gpu") o.kind = K::kTokensPerGpu;
-  else if (kind == "min_latency") o.kind = K::kMinLatency;
-  else if (kind == "cost") o.kind = K::kCost;
+  if (kind == "throughput")
+    o.kind = K::kThroughput;
+  else if (kind == "slo_goodput")
+    o.kind = K::kSloGoodput;
+  else if (kind == "tokens_per_gpu")
+    o.kind = K::kTokensPerGpu;
+  else if (kind == "min_latency")
+    o.kind = K::kMinLatency;
+  else if (kind == "cost")
+    o.kind = K::kCost;
   else
     fail(origin, t.get("kind") ? t.get("kind") : &t, p + ".kind",
          "must be throughput, slo_goodput, tokens_per_gpu, min_latency or cost");
   const auto only_for = [&](const char* key, K k) {
-    if (t.get(key) && o.kind != k) fail(origin, t.get(key), p + "." + key, "does not apply to kind '" + kind + "'");
+    if (t.get(key) && o.kind != k)
+      fail(origin, t.get(key), p + "." + key, "does not apply to kind '" + kind + "'");
   };
   only_for("min_tokens_per_s_per_user", K::kTokensPerGpu);
   only_for("max_concurrency", K::kMinLatency);
@@ -135,7 +151,8 @@ ObjectiveSpec parse_objective(const toml::table& t, const std::string& origin, c
   if (o.kind == K::kTokensPerGpu)
     o.min_tokens_per_s_per_user = positive(origin, t, "min_tokens_per_s_per_user", p, 0);
   if (o.kind == K::kTokensPerGpu && !t.get("min_tokens_per_s_per_user"))
-    fail(origin, &t, p + ".min_tokens_per_s_per_user", "tokens_per_gpu needs a per-user floor (tok/s), e.g. 30");
+    fail(origin, &t, p + ".min_tokens_per_s_per_user",
+         "tokens_per_gpu needs a per-user floor (tok/s), e.g. 30");
   if (o.kind == K::kMinLatency) {
     const toml::node* c = t.get("max_concurrency");
     if (!c || !c->is_integer() || *c->value<int64_t>() < 1)
@@ -156,7 +173,8 @@ ObjectiveSpec parse_objective(const toml::table& t, const std::string& origin, c
 /// Cross-checks of the objectives against [load], [slo] and [cost].
 void check_objectives(const toml::array& nodes, const std::string& origin, const Study& s) {
   bool has_concurrency = !s.load.concurrency.empty();
-  for (const auto& sc : s.scenarios) has_concurrency = has_concurrency || (sc.load && !sc.load->concurrency.empty());
+  for (const auto& sc : s.scenarios)
+    has_concurrency = has_concurrency || (sc.load && !sc.load->concurrency.empty());
   for (size_t i = 0; i < s.objectives.size(); ++i) {
     const ObjectiveSpec& o = s.objectives[i];
     const std::string p = fmt::format("objectives[{}]", i);
@@ -169,15 +187,16 @@ void check_objectives(const toml::array& nodes, const std::string& origin, const
       fail(origin, node, p, "'" + o.name() + "' needs concurrency load points ([load] concurrency = [...])");
     if (i == 0 && !o.maximised())
       fail(origin, node, p,
-           "'" + o.name() + "' is minimised and cannot be the primary objective (the search maximises the first "
-           "one); list it after a maximised one (cost per 1M tokens falls where tokens_per_gpu rises)");
+           "'" + o.name() +
+               "' is minimised and cannot be the primary objective (the search maximises the first "
+               "one); list it after a maximised one (cost per 1M tokens falls where tokens_per_gpu rises)");
   }
 }
 
 }  // namespace
 
-std::optional<LoadSpec> parse_load_table(const toml::table& parent, const std::string& key, const std::string& path,
-                                         const std::string& origin) {
+std::optional<LoadSpec> parse_load_table(const toml::table& parent, const std::string& key,
+                                         const std::string& path, const std::string& origin) {
   const toml::node* n = parent.get(key);
   if (!n) return std::nullopt;
   const std::string p = path.empty() ? key : path + "." + key;
@@ -218,13 +237,15 @@ void parse_load_sections(const toml::table& root, const std::string& origin, Stu
   if (const toml::node* n = root.get("cost")) {
     if (!n->is_table()) fail(origin, n, "cost", "must be a table: [cost] usd_per_gpu_hour = 3.5");
     check_keys(origin, *n->as_table(), "cost", {"usd_per_gpu_hour"});
-    if (!n->as_table()->get("usd_per_gpu_hour")) fail(origin, n, "cost.usd_per_gpu_hour", "missing ($ per GPU-hour)");
+    if (!n->as_table()->get("usd_per_gpu_hour"))
+      fail(origin, n, "cost.usd_per_gpu_hour", "missing ($ per GPU-hour)");
     s.cost = CostSpec{positive(origin, *n->as_table(), "usd_per_gpu_hour", "cost", 0)};
   }
   const toml::node* on = root.get("objectives");
   if (!on) return;
   if (!on->is_array_of_tables() || on->as_array()->empty())
-    fail(origin, on, "objectives", "must be [[objectives]] tables, e.g. [[objectives]] kind = \"slo_goodput\"");
+    fail(origin, on, "objectives",
+         "must be [[objectives]] tables, e.g. [[objectives]] kind = \"slo_goodput\"");
   size_t i = 0;
   for (const auto& e : *on->as_array()) {
     const std::string p = fmt::format("objectives[{}]", i++);

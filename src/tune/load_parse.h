@@ -1,10 +1,11 @@
 // servelab/tune (private): parsing of the load sections of STUDY.toml — [load], a scenario's `load`, [slo],
-// [cost], [[objectives]] — called by parse_study. Errors are StudyError "<origin>:<line>: <toml.path>: problem".
+// [cost], [[objectives]] — called by parse_study. Errors are StudyError "<origin>:<line>: <toml.path>:
+// problem".
 #pragma once
 
+#include <toml++/toml.h>
 #include <optional>
 #include <string>
-#include <toml++/toml.h>
 
 #include "servelab/tune/study.h"
 
@@ -12,8 +13,8 @@ namespace servelab::tune::detail {
 
 /// A `load = {concurrency = [...], request_rate = [...]}` table at `path` of `parent` (key `key`), or nullopt
 /// when absent. Throws StudyError for a non-table, an unknown key, a concurrency < 1 or a rate ≤ 0.
-std::optional<LoadSpec> parse_load_table(const toml::table& parent, const std::string& key, const std::string& path,
-                                         const std::string& origin);
+std::optional<LoadSpec> parse_load_table(const toml::table& parent, const std::string& key,
+                                         const std::string& path, const std::string& origin);
 
 /// Reads [load], [slo], [cost] and [[objectives]] of `root` into `study` (whose scenarios and [objective] are
 /// already parsed) and checks them against each other: an slo_goodput objective needs [slo], cost needs

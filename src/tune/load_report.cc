@@ -22,19 +22,24 @@ std::string escape(std::string s) {
   return out;
 }
 
-std::string config_name(const std::string& engine, const std::string& label) { return engine + " " + label; }
+std::string config_name(const std::string& engine, const std::string& label) {
+  return engine + " " + label;
+}
 
 void curves_section(std::ostringstream& md, const LoadOutcome& L, bool predicted) {
-  if (L.curves.empty() || std::all_of(L.curves.begin(), L.curves.end(), [](const LoadCurve& c) { return c.points.empty(); }))
+  if (L.curves.empty() ||
+      std::all_of(L.curves.begin(), L.curves.end(), [](const LoadCurve& c) { return c.points.empty(); }))
     return;
   md << "## Load curves (scenario `" << L.scenario << "`)\n\n"
      << "Each configuration at every load point of the sweep ("
-     << (predicted ? "predicted by the twin" : "measured") << "; mean over repeats). Latencies in ms; tok/s/GPU = "
-     << fmt::format("output tok/s ÷ {} GPUs", L.gpus) << "; tok/s/user = output tok/s ÷ concurrency.\n\n";
+     << (predicted ? "predicted by the twin" : "measured")
+     << "; mean over repeats). Latencies in ms; tok/s/GPU = " << fmt::format("output tok/s ÷ {} GPUs", L.gpus)
+     << "; tok/s/user = output tok/s ÷ concurrency.\n\n";
   for (const auto& c : L.curves) {
     if (c.points.empty()) continue;
     md << "### " << escape(config_name(c.engine, c.label)) << "\n\n"
-       << "| load | req/s | output tok/s | total tok/s | TTFT mean | TTFT p50 | TTFT p99 | TPOT mean | TPOT p50 | "
+       << "| load | req/s | output tok/s | total tok/s | TTFT mean | TTFT p50 | TTFT p99 | TPOT mean | TPOT "
+          "p50 | "
           "TPOT p99 | ITL mean | ITL p50 | ITL p99 | tok/s/GPU | tok/s/user |\n"
        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& p : c.points) {
@@ -44,13 +49,15 @@ void curves_section(std::ostringstream& md, const LoadOutcome& L, bool predicted
         continue;
       }
       const auto& m = p.metrics;
-      md << cell(m, "Request throughput (req/s)") << " | " << cell(m, "Output token throughput (tok/s)", "{:.1f}")
-         << " | " << cell(m, "Total Token throughput (tok/s)", "{:.1f}");
+      md << cell(m, "Request throughput (req/s)") << " | "
+         << cell(m, "Output token throughput (tok/s)", "{:.1f}") << " | "
+         << cell(m, "Total Token throughput (tok/s)", "{:.1f}");
       for (const char* name : {"TTFT", "TPOT", "ITL"})
         for (const char* stat : {"Mean", "Median", "P99"})
           md << " | " << cell(m, fmt::format("{} {} (ms)", stat, name));
       md << fmt::format(" | {:.1f} | ", p.output_tok_s_per_gpu)
-         << (p.load.kind == LoadKind::kConcurrency ? fmt::format("{:.1f}", p.output_tok_s_per_user) : "—") << " |\n";
+         << (p.load.kind == LoadKind::kConcurrency ? fmt::format("{:.1f}", p.output_tok_s_per_user) : "—")
+         << " |\n";
     }
     md << "\n";
   }
@@ -79,7 +86,8 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
         "|\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : L.slo) {
     std::string runs = std::to_string(r.runs);
-    if (r.twin_start) runs += fmt::format(" (started at the twin's {:g}, {} twin runs)", *r.twin_start, r.twin_runs);
+    if (r.twin_start)
+      runs += fmt::format(" (started at the twin's {:g}, {} twin runs)", *r.twin_start, r.twin_runs);
     md << "| " << escape(config_name(r.engine, r.label)) << " | "
        << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | "
        << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
@@ -95,12 +103,14 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
       std::string one = fmt::format("{:g} {}", p.value, p.passed ? "✓" : "✗");
       if (p.failure.empty()) one += fmt::format(" {:.2f}", p.goodput_req_s);
       if (p.saturated) one += " (saturated)";
-      if (!p.failure.empty()) one += " (" + escape(p.failure.substr(0, 80)) + ")";
+      if (!p.failure.empty())
+        one += " (" + escape(p.failure.substr(0, 80)) + ")";
       else if (!p.passed)
         for (const auto& [k, v] : p.slo_values_ms) one += fmt::format(" ({} {:.0f})", k, v);
       runs.push_back(one);
     }
-    md << "- " << escape(config_name(r.engine, r.label)) << ": " << fmt::format("{}", fmt::join(runs, ", ")) << "\n";
+    md << "- " << escape(config_name(r.engine, r.label)) << ": " << fmt::format("{}", fmt::join(runs, ", "))
+       << "\n";
   }
   md << "\n";
 }
@@ -110,7 +120,8 @@ void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
   md << "## Pareto front: output tok/s per GPU against output tok/s per user\n\n"
      << "Every concurrency point of every configuration. Per user = output tok/s ÷ concurrency and per GPU = "
      << fmt::format("output tok/s ÷ {} GPUs", L.gpus)
-     << ", as `vllm bench sweep plot_pareto` (user count = max_concurrency). A point is on the front when no other "
+     << ", as `vllm bench sweep plot_pareto` (user count = max_concurrency). A point is on the front when no "
+        "other "
         "point is higher on both.\n\n"
      << "| config | load | tok/s/user | tok/s/GPU | on front |\n|---|---|---|---|---|\n";
   std::vector<const ParetoPoint*> pts;
@@ -121,24 +132,31 @@ void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
   for (const ParetoPoint* p : pts)
     md << "| " << escape(config_name(p->engine, p->label)) << " | " << p->load.text() << " | "
        << fmt::format("{:.1f} | {:.1f} | ", p->output_tok_s_per_user, p->output_tok_s_per_gpu)
-       << (p->recommended ? "**yes (recommended)**" : p->on_front ? "yes" : "") << " |\n";
+       << (p->recommended ? "**yes (recommended)**"
+           : p->on_front  ? "yes"
+                          : "")
+       << " |\n";
   md << "\n";
 }
 
 void objectives_section(std::ostringstream& md, const LoadOutcome& L) {
   if (L.objectives.empty()) return;
-  md << "## Objectives\n\nThe search optimised the first; each is evaluated over the configurations above.\n\n";
+  md << "## Objectives\n\nThe search optimised the first; each is evaluated over the configurations "
+        "above.\n\n";
   for (size_t i = 0; i < L.objectives.size(); ++i) {
     const auto& o = L.objectives[i];
     md << "### " << (i == 0 ? "Primary: " : "") << o.title << " (" << o.unit << ")\n\n";
     if (o.best >= 0)
-      md << fmt::format("Best: **{}**: {:.4g} {} at {}.\n\n", escape(config_name(o.values[o.best].engine, o.values[o.best].label)),
+      md << fmt::format("Best: **{}**: {:.4g} {} at {}.\n\n",
+                        escape(config_name(o.values[o.best].engine, o.values[o.best].label)),
                         o.values[o.best].value, o.unit, o.values[o.best].at);
-    else md << "No configuration meets it.\n\n";
+    else
+      md << "No configuration meets it.\n\n";
     md << "| config | value | at |\n|---|---|---|\n";
     for (const auto& v : o.values)
       md << "| " << escape(config_name(v.engine, v.label)) << " | "
-         << (v.feasible ? fmt::format("{:.4g}", v.value) : "— (" + escape(v.why) + ")") << " | " << v.at << " |\n";
+         << (v.feasible ? fmt::format("{:.4g}", v.value) : "— (" + escape(v.why) + ")") << " | " << v.at
+         << " |\n";
     md << "\n";
   }
 }
@@ -146,14 +164,16 @@ void objectives_section(std::ostringstream& md, const LoadOutcome& L) {
 void cost_section(std::ostringstream& md, const LoadOutcome& L) {
   if (L.cost.empty() || !L.usd_per_gpu_hour) return;
   md << "## Cost per 1M tokens\n\n"
-     << fmt::format("${:g} per GPU-hour × {} GPUs = ${:g} per hour; $/1M tokens = $/hour ÷ 3600 ÷ tok/s × 10⁶, at "
-                    "each configuration's highest-throughput load point.\n\n",
-                    *L.usd_per_gpu_hour, L.gpus, *L.usd_per_gpu_hour * L.gpus)
-     << "| config | at | output tok/s | $/1M output tokens | total tok/s | $/1M total tokens |\n|---|---|---|---|---|---|\n";
+     << fmt::format(
+            "${:g} per GPU-hour × {} GPUs = ${:g} per hour; $/1M tokens = $/hour ÷ 3600 ÷ tok/s × 10⁶, at "
+            "each configuration's highest-throughput load point.\n\n",
+            *L.usd_per_gpu_hour, L.gpus, *L.usd_per_gpu_hour * L.gpus)
+     << "| config | at | output tok/s | $/1M output tokens | total tok/s | $/1M total tokens "
+        "|\n|---|---|---|---|---|---|\n";
   for (const auto& c : L.cost)
     md << "| " << escape(config_name(c.engine, c.label)) << " | " << c.at
-       << fmt::format(" | {:.1f} | {:.4f} | {:.1f} | {:.4f} |\n", c.output_tok_s, c.usd_per_1m_output_tokens, c.total_tok_s,
-                      c.usd_per_1m_total_tokens);
+       << fmt::format(" | {:.1f} | {:.4f} | {:.1f} | {:.4f} |\n", c.output_tok_s, c.usd_per_1m_output_tokens,
+                      c.total_tok_s, c.usd_per_1m_total_tokens);
   md << "\n";
 }
 

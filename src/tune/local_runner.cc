@@ -28,9 +28,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since_s(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since_s(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
-void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+void sleep_s(double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
 
 /// Connects with a timeout; returns the socket or -1.
 int connect_to(const std::string& host, int port, double timeout_s) {
@@ -86,19 +90,22 @@ bool port_busy(const std::string& host, int port) {
 std::optional<std::string> foreign_listener(const detail::EngineProcess& engine, int port) {
   const auto inodes = detail::listening_socket_inodes(port);
   if (inodes.empty())
-    return fmt::format("a server answered on port {} but no listening socket for it is visible in /proc/net/tcp; "
-                       "refusing to measure a server this tune cannot tell it started",
-                       port);
+    return fmt::format(
+        "a server answered on port {} but no listening socket for it is visible in /proc/net/tcp; "
+        "refusing to measure a server this tune cannot tell it started",
+        port);
   const auto holders = detail::socket_holders(inodes);
   if (holders.empty())
-    return fmt::format("port {} is listened on by a process not visible to this user; refusing to measure a "
-                       "server this tune did not start (stop it or set [study] port)",
-                       port);
+    return fmt::format(
+        "port {} is listened on by a process not visible to this user; refusing to measure a "
+        "server this tune did not start (stop it or set [study] port)",
+        port);
   for (pid_t p : holders)
     if (!engine.owns(p))
-      return fmt::format("port {} is served by pid {} ({}), which this tune did not start (its engine is pid {}); "
-                         "refusing to measure it. Stop that server or set [study] port to a free port",
-                         port, p, detail::process_command_line(p), engine.pid());
+      return fmt::format(
+          "port {} is served by pid {} ({}), which this tune did not start (its engine is pid {}); "
+          "refusing to measure it. Stop that server or set [study] port to a free port",
+          port, p, detail::process_command_line(p), engine.pid());
   return std::nullopt;
 }
 
@@ -175,18 +182,21 @@ int http_status(const std::string& method, const std::string& host, int port, co
                 double timeout_s) {
   int fd = connect_to(host, port, timeout_s);
   if (fd < 0) return 0;
-  std::string req = fmt::format("{} {} HTTP/1.0\r\nHost: {}:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                                method, path, host, port);
+  std::string req =
+      fmt::format("{} {} HTTP/1.0\r\nHost: {}:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", method,
+                  path, host, port);
   std::string resp;
   auto t0 = Clock::now();
   size_t sent = 0;
   while (sent < req.size() && since_s(t0) < timeout_s) {
     ssize_t n = send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) sent += n;
+    if (n > 0)
+      sent += n;
     else if (errno == EAGAIN) {
       pollfd p{fd, POLLOUT, 0};
       poll(&p, 1, 50);
-    } else break;
+    } else
+      break;
   }
   char buf[512];
   while (resp.find("\r\n") == std::string::npos && since_s(t0) < timeout_s) {
@@ -227,13 +237,14 @@ bool log_shows_oom(const std::string& text) {
 }
 
 bool log_shows_bind_failure(const std::string& text) {
-  static const std::regex kBind(R"(address already in use|EADDRINUSE|Errno 98\b|bind.*(failed|error).*\b98\b)",
-                                std::regex::icase);
+  static const std::regex kBind(
+      R"(address already in use|EADDRINUSE|Errno 98\b|bind.*(failed|error).*\b98\b)", std::regex::icase);
   return std::regex_search(text, kBind);
 }
 
 std::string error_line(const std::string& text) {
-  static const std::regex kErr(R"(^\s*([A-Za-z_.]*(Error|Exception)(\[[^\]]*\])?:\s.*|.*\berror:\s.*|Error:\s.*))");
+  static const std::regex kErr(
+      R"(^\s*([A-Za-z_.]*(Error|Exception)(\[[^\]]*\])?:\s.*|.*\berror:\s.*|Error:\s.*))");
   std::string last_err, last_nonempty;
   size_t start = 0;
   while (start < text.size()) {
@@ -347,15 +358,17 @@ class LocalTrial {
       const std::string who = detail::describe_port_holders(opt_.port);
       if (!who.empty()) {
         finish(TrialStatus::kError, line);
-        throw StudyAbort(fmt::format("the engine could not bind port {} ({}): it is held by {}, which this tune "
-                                     "did not start; stop it or set [study] port to a free port",
-                                     opt_.port, line, who));
+        throw StudyAbort(
+            fmt::format("the engine could not bind port {} ({}): it is held by {}, which this tune "
+                        "did not start; stop it or set [study] port to a free port",
+                        opt_.port, line, who));
       }
     }
     if (log_shows_oom(text))
       return finish(TrialStatus::kOutOfMemory, fmt::format("out of memory ({}): {}", how, line));
     if (during_run) return finish(TrialStatus::kCrashed, fmt::format("crashed mid-run ({}): {}", how, line));
-    return finish(TrialStatus::kStartupRefused, line.empty() ? fmt::format("exited at start-up ({})", how) : line);
+    return finish(TrialStatus::kStartupRefused,
+                  line.empty() ? fmt::format("exited at start-up ({})", how) : line);
   }
 
   /// A kept engine of the same launch is reused if it is alive, ready and still the one on the port (an
@@ -389,7 +402,8 @@ class LocalTrial {
       throw StudyAbort(fmt::format(
           "port {} on {} is still in use after {:g} s by {}, which this tune did not start; stop it or set "
           "[study] port to a free port",
-          opt_.port, opt_.host, opt_.port_free_timeout_s, who.empty() ? "a process that accepts connections" : who));
+          opt_.port, opt_.host, opt_.port_free_timeout_s,
+          who.empty() ? "a process that accepts connections" : who));
     }
     try {
       engine_ = detail::EngineProcess::start(req_.argv, child_environment(req_.env), log_, opt_.stop_grace_s);
@@ -404,9 +418,9 @@ class LocalTrial {
       if (engine_.exited()) return died(false);
       if (answers_ready(opt_.host, opt_.port, opt_.ready_paths) && !engine_.exited()) break;
       if (since_s(tr) > opt_.ready_timeout_s)
-        return finish(TrialStatus::kNotReady, fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})",
-                                                          opt_.ready_timeout_s, fmt::join(opt_.ready_paths, ", "),
-                                                          opt_.port));
+        return finish(TrialStatus::kNotReady,
+                      fmt::format("not ready after {:.0f} s (no HTTP 200 from {} on port {})",
+                                  opt_.ready_timeout_s, fmt::join(opt_.ready_paths, ", "), opt_.port));
       sleep_s(opt_.poll_interval_s);
     }
     // Whoever answered must be our engine: never measure a server this tune did not start.

@@ -26,11 +26,11 @@ struct LocalRunnerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::vector<std::string> ready_paths = {"/health", "/v1/models"};
-  double ready_timeout_s = 1800.0;     ///< start-up budget
-  double stop_grace_s = 30.0;          ///< SIGTERM → SIGKILL
-  double port_free_timeout_s = 60.0;   ///< wait for the port to be released after stopping
+  double ready_timeout_s = 1800.0;    ///< start-up budget
+  double stop_grace_s = 30.0;         ///< SIGTERM → SIGKILL
+  double port_free_timeout_s = 60.0;  ///< wait for the port to be released after stopping
   double poll_interval_s = 0.25;
-  ScenarioFn run_scenario;             ///< required
+  ScenarioFn run_scenario;               ///< required
   std::vector<std::string> warmup_args;  ///< if non-empty: one warm-up scenario run first (discarded)
   std::size_t log_tail_lines = 40;
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C

@@ -5,7 +5,8 @@
 namespace servelab::tune {
 
 namespace {
-void put_latency(std::map<std::string, double>& m, const std::string& name, const metrics::LatencySummary& s) {
+void put_latency(std::map<std::string, double>& m, const std::string& name,
+                 const metrics::LatencySummary& s) {
   m["Mean " + name + " (ms)"] = s.mean_ms;
   m["Median " + name + " (ms)"] = s.median_ms;
   for (const auto& p : s.percentiles_ms) m[fmt::format("P{} {} (ms)", p.p, name)] = p.value_ms;

@@ -17,9 +17,9 @@
 #include "servelab/common/paths.h"
 #include "servelab/engines/engines.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "servelab/tune/space.h"
 #include "tune/datasets.h"
 #include "tune/engine_process.h"
-#include "servelab/tune/space.h"
 
 namespace servelab::tune {
 
@@ -28,10 +28,14 @@ using Result = PreflightCheck::Result;
 
 const char* preflight_result_name(Result r) {
   switch (r) {
-    case Result::kOk: return "ok";
-    case Result::kWarning: return "warning";
-    case Result::kFailed: return "FAILED";
-    case Result::kSkipped: return "skipped";
+    case Result::kOk:
+      return "ok";
+    case Result::kWarning:
+      return "warning";
+    case Result::kFailed:
+      return "FAILED";
+    case Result::kSkipped:
+      return "skipped";
   }
   return "?";
 }
@@ -44,7 +48,8 @@ bool PreflightReport::ok() const {
 
 std::string PreflightReport::text() const {
   std::string out;
-  for (const auto& c : checks) out += fmt::format("  [{}] {}: {}\n", preflight_result_name(c.result), c.name, c.detail);
+  for (const auto& c : checks)
+    out += fmt::format("  [{}] {}: {}\n", preflight_result_name(c.result), c.name, c.detail);
   return out;
 }
 
@@ -58,9 +63,9 @@ PreflightOptions PreflightOptions::from_process() {
 namespace {
 
 struct Captured {
-  int status = -1;        ///< wait status
+  int status = -1;  ///< wait status
   bool timed_out = false;
-  std::string output;     ///< stdout and stderr, interleaved
+  std::string output;  ///< stdout and stderr, interleaved
 };
 
 /// Runs argv (argv[0] already resolved) with `env`, capturing its output, killed after `timeout_s`.
@@ -98,7 +103,8 @@ Captured run_capture(const std::vector<std::string>& argv, const std::map<std::s
   const auto t0 = std::chrono::steady_clock::now();
   char buf[4096];
   for (;;) {
-    const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left =
+        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (left <= 0) {
       c.timed_out = true;
       kill(-pid, SIGKILL);
@@ -175,11 +181,11 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   const Captured c = run_capture(ask, env, o.command_timeout_s);
   const std::string version = first_version(c.output);
   if (c.timed_out || !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0 || version.empty()) {
-    r.checks.push_back({name, Result::kFailed,
-                        fmt::format("`{}` {} ({}); the engine is not usable as installed", how,
-                                    c.timed_out ? fmt::format("did not answer in {:g} s", o.command_timeout_s)
-                                                : "failed",
-                                    clipped_line(c.output).empty() ? "no output" : clipped_line(c.output))});
+    r.checks.push_back(
+        {name, Result::kFailed,
+         fmt::format("`{}` {} ({}); the engine is not usable as installed", how,
+                     c.timed_out ? fmt::format("did not answer in {:g} s", o.command_timeout_s) : "failed",
+                     clipped_line(c.output).empty() ? "no output" : clipped_line(c.output))});
     return;
   }
   r.engine_versions[spec.name] = version;
@@ -194,7 +200,8 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
     return;
   }
   r.checks.push_back(
-      {name, Result::kOk, fmt::format("{} {}{}", exe, version, standin ? " (servelab stand-in: serves the twin)" : "")});
+      {name, Result::kOk,
+       fmt::format("{} {}{}", exe, version, standin ? " (servelab stand-in: serves the twin)" : "")});
 }
 
 /// The most GPUs one launch of the study takes (engines' own parsing of each rendered command).
@@ -251,34 +258,39 @@ std::vector<std::string> gpu_problems(const Study& study, const std::vector<SmiG
       problems.push_back(fmt::format("GPU {} has {:.0f} GB, the study assumes {:.0f} GB", g.index, gb,
                                      study.hardware.gpu_memory_gb));
     if (g.used_mib > 0.05 * g.total_mib)
-      problems.push_back(fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "
-                                     "stop it first)",
-                                     g.index, g.used_mib / 1024));
+      problems.push_back(
+          fmt::format("GPU {} already has {:.1f} GiB in use (another process: `nvidia-smi` shows it; "
+                      "stop it first)",
+                      g.index, g.used_mib / 1024));
   }
   return problems;
 }
 
 void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& r) {
   if (r.standins) {
-    r.checks.push_back({"GPUs", Result::kSkipped, "every engine is a servelab stand-in (the twin needs no GPU)"});
+    r.checks.push_back(
+        {"GPUs", Result::kSkipped, "every engine is a servelab stand-in (the twin needs no GPU)"});
     return;
   }
   const int need = largest_launch_gpus(study);
-  const std::string want = fmt::format("{} x {} with {:.0f} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
+  const std::string want =
+      fmt::format("{} x {} with {:.0f} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
   std::string smi;
   try {
     smi = detail::find_executable(o.nvidia_smi, env_get(o.env, "PATH"));
   } catch (const std::exception&) {
-    r.checks.push_back({"GPUs", Result::kFailed,
-                        fmt::format("{} not found on PATH: no NVIDIA driver here; the study's largest launch needs {}",
-                                    o.nvidia_smi, want)});
+    r.checks.push_back(
+        {"GPUs", Result::kFailed,
+         fmt::format("{} not found on PATH: no NVIDIA driver here; the study's largest launch needs {}",
+                     o.nvidia_smi, want)});
     return;
   }
-  const Captured q = run_capture(
-      {smi, "--query-gpu=index,name,memory.total,memory.used,driver_version", "--format=csv,noheader,nounits"}, o.env,
-      o.command_timeout_s);
+  const Captured q = run_capture({smi, "--query-gpu=index,name,memory.total,memory.used,driver_version",
+                                  "--format=csv,noheader,nounits"},
+                                 o.env, o.command_timeout_s);
   if (q.timed_out || !WIFEXITED(q.status) || WEXITSTATUS(q.status) != 0) {
-    r.checks.push_back({"GPUs", Result::kFailed, fmt::format("nvidia-smi failed: {}", clipped_line(q.output))});
+    r.checks.push_back(
+        {"GPUs", Result::kFailed, fmt::format("nvidia-smi failed: {}", clipped_line(q.output))});
     return;
   }
   const std::vector<SmiGpu> gpus = parse_smi_gpus(q.output);
@@ -286,7 +298,8 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
   std::smatch m;
   if (std::regex_search(header.output, m, std::regex(R"(CUDA Version:\s*([0-9.]+))"))) r.gpu["cuda"] = m[1];
   if (gpus.empty()) {
-    r.checks.push_back({"GPUs", Result::kFailed, fmt::format("nvidia-smi lists no GPU; the study needs {}", want)});
+    r.checks.push_back(
+        {"GPUs", Result::kFailed, fmt::format("nvidia-smi lists no GPU; the study needs {}", want)});
     return;
   }
   r.gpu["gpu_model"] = gpus[0].name;
@@ -301,11 +314,12 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
     return;
   }
   const bool same_model = gpus[0].name.find(study.hardware.gpu) != std::string::npos;
-  r.checks.push_back({"GPUs", same_model ? Result::kOk : Result::kWarning,
-                      fmt::format("{} x {} ({:.0f} MiB, driver {}, CUDA {}); largest launch needs {}{}", gpus.size(),
-                                  gpus[0].name, gpus[0].total_mib, gpus[0].driver,
-                                  r.gpu.count("cuda") ? r.gpu["cuda"] : "?", need,
-                                  same_model ? "" : fmt::format("; the study was written for {}", study.hardware.gpu))});
+  r.checks.push_back(
+      {"GPUs", same_model ? Result::kOk : Result::kWarning,
+       fmt::format("{} x {} ({:.0f} MiB, driver {}, CUDA {}); largest launch needs {}{}", gpus.size(),
+                   gpus[0].name, gpus[0].total_mib, gpus[0].driver, r.gpu.count("cuda") ? r.gpu["cuda"] : "?",
+                   need,
+                   same_model ? "" : fmt::format("; the study was written for {}", study.hardware.gpu))});
 }
 
 void check_port(const Study& study, PreflightReport& r) {
@@ -313,8 +327,9 @@ void check_port(const Study& study, PreflightReport& r) {
   if (who.empty())
     r.checks.push_back({"port", Result::kOk, fmt::format("{} is free", study.port)});
   else
-    r.checks.push_back({"port", Result::kFailed,
-                        fmt::format("{} is in use by {}; stop it or set [study] port to a free port", study.port, who)});
+    r.checks.push_back(
+        {"port", Result::kFailed,
+         fmt::format("{} is in use by {}; stop it or set [study] port to a free port", study.port, who)});
 }
 
 void check_datasets(const Study& study, PreflightReport& r) {
@@ -328,7 +343,8 @@ void check_datasets(const Study& study, PreflightReport& r) {
       if (args[i] == "--dataset-name") kind = args[i + 1];
     if (given.empty()) {
       if (kind == "sharegpt" || kind == "custom")
-        r.checks.push_back({name, Result::kFailed, fmt::format("--dataset-name {} needs --dataset-path", kind)});
+        r.checks.push_back(
+            {name, Result::kFailed, fmt::format("--dataset-name {} needs --dataset-path", kind)});
       else
         r.checks.push_back({name, Result::kOk, fmt::format("{} (generated, no file)", kind)});
       continue;
@@ -343,18 +359,21 @@ void check_datasets(const Study& study, PreflightReport& r) {
     const std::string file = fs::path(given).filename().string();
     r.checks.push_back(
         {name, Result::kFailed,
-         fmt::format("{} not found (tried {}); {}", file, where,
-                     file == "ShareGPT_V3_unfiltered_cleaned_split.json"
-                         ? "`make deps` downloads it into " + (common::cache_dir() / "data").string() +
-                               " where the network allows; or copy it into $SERVELAB_DATA_DIR"
-                         : "put it at that path or in $SERVELAB_DATA_DIR (" + common::data_dir().string() + ")")});
+         fmt::format(
+             "{} not found (tried {}); {}", file, where,
+             file == "ShareGPT_V3_unfiltered_cleaned_split.json"
+                 ? "`make deps` downloads it into " + (common::cache_dir() / "data").string() +
+                       " where the network allows; or copy it into $SERVELAB_DATA_DIR"
+                 : "put it at that path or in $SERVELAB_DATA_DIR (" + common::data_dir().string() + ")")});
   }
 }
 
 bool looks_like_file(const std::string& v) {
   for (const char* ext : {".jinja", ".j2", ".json", ".yaml", ".yml", ".txt", ".py"})
-    if (v.size() > std::strlen(ext) && v.compare(v.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
-  return v.find('/') != std::string::npos && v.find('{') == std::string::npos && v.find(' ') == std::string::npos;
+    if (v.size() > std::strlen(ext) && v.compare(v.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+      return true;
+  return v.find('/') != std::string::npos && v.find('{') == std::string::npos &&
+         v.find(' ') == std::string::npos;
 }
 
 void check_flag_files(const Study& study, const PreflightOptions& o, PreflightReport& r) {
@@ -368,7 +387,8 @@ void check_flag_files(const Study& study, const PreflightOptions& o, PreflightRe
         if (!cfg.chat_template.empty() && looks_like_file(cfg.chat_template))
           files.push_back({"--chat-template", cfg.chat_template});
         if (!cfg.config_file.empty()) files.push_back({"--config", cfg.config_file});
-        if (!cfg.extra_llm_api_options.empty()) files.push_back({"--extra_llm_api_options", cfg.extra_llm_api_options});
+        if (!cfg.extra_llm_api_options.empty())
+          files.push_back({"--extra_llm_api_options", cfg.extra_llm_api_options});
       } catch (const std::exception&) {
         // A command the engine refuses is a trial failure (recorded as such), not a pre-flight one.
       }
@@ -377,19 +397,20 @@ void check_flag_files(const Study& study, const PreflightOptions& o, PreflightRe
       for (const auto& [flag, value] : files) {
         if (!seen.insert(e.name + flag + value).second) continue;
         ++checked;
-        const fs::path p =
-            (fs::path(value).is_absolute() || o.cwd.empty() ? fs::path(value) : o.cwd / value).lexically_normal();
+        const fs::path p = (fs::path(value).is_absolute() || o.cwd.empty() ? fs::path(value) : o.cwd / value)
+                               .lexically_normal();
         std::error_code ec;
         if (fs::is_regular_file(p, ec))
           r.checks.push_back({"file " + flag, Result::kOk, fmt::format("{} ({})", p.string(), e.name)});
         else
-          r.checks.push_back({"file " + flag, Result::kFailed,
-                              fmt::format("{} {} {}: no such file{}; the engine would refuse to start. Put the file "
-                                          "there or fix the path in the study",
-                                          e.name, flag, value,
-                                          fs::path(value).is_absolute() ? ""
-                                                                        : " (relative to " + o.cwd.string() +
-                                                                              ", where tune launches engines)")});
+          r.checks.push_back(
+              {"file " + flag, Result::kFailed,
+               fmt::format("{} {} {}: no such file{}; the engine would refuse to start. Put the file "
+                           "there or fix the path in the study",
+                           e.name, flag, value,
+                           fs::path(value).is_absolute()
+                               ? ""
+                               : " (relative to " + o.cwd.string() + ", where tune launches engines)")});
       }
     }
   }
@@ -400,8 +421,10 @@ std::vector<fs::path> hub_dirs(const std::map<std::string, std::string>& env) {
   std::vector<fs::path> dirs;
   if (auto v = env_get(env, "HF_HUB_CACHE"); !v.empty()) dirs.emplace_back(v);
   if (auto v = env_get(env, "HF_HOME"); !v.empty()) dirs.push_back(fs::path(v) / "hub");
-  if (auto v = env_get(env, "XDG_CACHE_HOME"); !v.empty()) dirs.push_back(fs::path(v) / "huggingface" / "hub");
-  if (auto v = env_get(env, "HOME"); !v.empty()) dirs.push_back(fs::path(v) / ".cache" / "huggingface" / "hub");
+  if (auto v = env_get(env, "XDG_CACHE_HOME"); !v.empty())
+    dirs.push_back(fs::path(v) / "huggingface" / "hub");
+  if (auto v = env_get(env, "HOME"); !v.empty())
+    dirs.push_back(fs::path(v) / ".cache" / "huggingface" / "hub");
   return dirs;
 }
 
@@ -428,7 +451,8 @@ std::string checkpoint_problem(const fs::path& dir) {
       if (!fs::exists(dir / s, ec)) {
         if (missing++ == 0) first = s;
       }
-    if (missing) return fmt::format("{} of {} weight shards missing (first: {})", missing, shards.size(), first);
+    if (missing)
+      return fmt::format("{} of {} weight shards missing (first: {})", missing, shards.size(), first);
     return "";
   }
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -447,7 +471,8 @@ double free_gb(const fs::path& p) {
 
 void check_weights(const Study& study, const PreflightOptions& o, PreflightReport& r) {
   if (r.standins) {
-    r.checks.push_back({"weights", Result::kSkipped, "every engine is a servelab stand-in (the twin needs no weights)"});
+    r.checks.push_back(
+        {"weights", Result::kSkipped, "every engine is a servelab stand-in (the twin needs no weights)"});
     return;
   }
   const std::string& model = study.model;
@@ -479,11 +504,12 @@ void check_weights(const Study& study, const PreflightOptions& o, PreflightRepor
   std::string where;
   for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
   const fs::path target = dirs.empty() ? fs::path(".") : dirs.front();
-  r.checks.push_back({"weights", Result::kFailed,
-                      fmt::format("{} is not in the Hugging Face cache ({}){}: download it before the study (`hf "
-                                  "download {}`; {:.0f} GB free at {}), or give a local path as [model] id",
-                                  model, where.empty() ? "no HF_HOME/HOME" : where, notes, model, free_gb(target),
-                                  target.string())});
+  r.checks.push_back(
+      {"weights", Result::kFailed,
+       fmt::format("{} is not in the Hugging Face cache ({}){}: download it before the study (`hf "
+                   "download {}`; {:.0f} GB free at {}), or give a local path as [model] id",
+                   model, where.empty() ? "no HF_HOME/HOME" : where, notes, model, free_gb(target),
+                   target.string())});
 }
 
 void check_tokenizer(const Study& study, PreflightReport& r) {
@@ -494,10 +520,11 @@ void check_tokenizer(const Study& study, PreflightReport& r) {
   try {
     r.checks.push_back({"tokenizer", Result::kOk, tokenizer::resolve_tokenizer_path(spec).string()});
   } catch (const std::exception& e) {
-    r.checks.push_back({"tokenizer", Result::kFailed,
-                        fmt::format("{} (bench serve counts tokens with it; `make deps` fetches DeepSeek's, or "
-                                    "`hf download {}`)",
-                                    clipped_line(e.what()), spec)});
+    r.checks.push_back(
+        {"tokenizer", Result::kFailed,
+         fmt::format("{} (bench serve counts tokens with it; `make deps` fetches DeepSeek's, or "
+                     "`hf download {}`)",
+                     clipped_line(e.what()), spec)});
   }
 }
 

@@ -24,8 +24,10 @@ std::vector<GeneralizationRow> generalization(const std::vector<std::string>& id
     row.scenario = id;
     if (auto it = base.per_scenario.find(id); it != base.per_scenario.end()) row.baseline = it->second;
     if (auto it = best.per_scenario.find(id); it != best.per_scenario.end()) row.best = it->second;
-    if (auto it = base.scenario_failure.find(id); it != base.scenario_failure.end()) row.baseline_failure = it->second;
-    if (auto it = best.scenario_failure.find(id); it != best.scenario_failure.end()) row.best_failure = it->second;
+    if (auto it = base.scenario_failure.find(id); it != base.scenario_failure.end())
+      row.baseline_failure = it->second;
+    if (auto it = best.scenario_failure.find(id); it != best.scenario_failure.end())
+      row.best_failure = it->second;
     if (row.baseline.n && row.best.n) row.change_pct = change_pct(row.baseline.mean, row.best.mean);
     rows.push_back(row);
   }
@@ -44,22 +46,30 @@ void apply_rule(const Study& study, KnobVerdict& v, const std::string& losing) {
   const double threshold = study.recommendation.threshold_pct;
   v.loses_nowhere = v.significant && v.holds_everywhere;
   switch (study.recommendation.rule) {
-    case RecommendationRule::kNoRegression: v.recommended = v.loses_nowhere; break;
-    case RecommendationRule::kObjective: v.recommended = v.significant; break;
+    case RecommendationRule::kNoRegression:
+      v.recommended = v.loses_nowhere;
+      break;
+    case RecommendationRule::kObjective:
+      v.recommended = v.significant;
+      break;
     case RecommendationRule::kTradeOff:
       v.recommended = v.significant && (v.holds_everywhere || v.objective_gain_pct >= threshold);
       break;
   }
-  if (!v.significant) v.why = fmt::format("{:+.2f}% on the objective is within the noise", v.objective_gain_pct);
-  else if (v.holds_everywhere) v.why = fmt::format("{:+.2f}% on the objective, no loss on any scenario", v.objective_gain_pct);
+  if (!v.significant)
+    v.why = fmt::format("{:+.2f}% on the objective is within the noise", v.objective_gain_pct);
+  else if (v.holds_everywhere)
+    v.why = fmt::format("{:+.2f}% on the objective, no loss on any scenario", v.objective_gain_pct);
   else if (v.recommended)
-    v.why = fmt::format("{:+.2f}% on the objective outweighs the loss on {} (trade-off: kept here, dropped from the "
-                        "command that loses nowhere)",
-                        v.objective_gain_pct, losing);
+    v.why = fmt::format(
+        "{:+.2f}% on the objective outweighs the loss on {} (trade-off: kept here, dropped from the "
+        "command that loses nowhere)",
+        v.objective_gain_pct, losing);
   else if (study.recommendation.rule == RecommendationRule::kTradeOff)
     v.why = fmt::format("loses on {}; {:+.2f}% on the objective is below the {:g}% threshold", losing,
                         v.objective_gain_pct, threshold);
-  else v.why = "loses on " + losing;
+  else
+    v.why = "loses on " + losing;
 }
 
 /// The ablation of knob `k` of the best config.
@@ -115,11 +125,13 @@ Evaluation evaluate_config(const Study& study, Evaluator& target, const std::vec
 
 /// A command built by dropping knobs one at a time can fail when knobs were needed together (two knobs
 /// that each save enough memory alone): while it fails and the best config runs, put back the knobs dropped
-/// as within the noise (`verdicts`; study order) until it runs — never one dropped for losing somewhere. `restored` gets the knobs put back and `failure` how the command failed
-/// without them ("oom", ...). Returns the command's evaluation.
+/// as within the noise (`verdicts`; study order) until it runs — never one dropped for losing somewhere.
+/// `restored` gets the knobs put back and `failure` how the command failed without them ("oom", ...). Returns
+/// the command's evaluation.
 Evaluation restore_until_feasible(const Study& study, Evaluator& target, const std::vector<std::string>& ids,
-                                  const Evaluation& best, const std::vector<KnobVerdict>& verdicts, CandidateConfig& config,
-                                  std::vector<std::string>& restored, std::string& failure) {
+                                  const Evaluation& best, const std::vector<KnobVerdict>& verdicts,
+                                  CandidateConfig& config, std::vector<std::string>& restored,
+                                  std::string& failure) {
   Evaluation e = evaluate_config(study, target, ids, best, config, "recommend");
   if (!e.feasible) failure = e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status);
   for (const auto& v : verdicts) {
@@ -165,7 +177,8 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
   }
   std::vector<std::string> restored;
   std::string failure;
-  out.recommended_eval = restore_until_feasible(study, target, ids, best, out.verdicts, out.recommended, restored, failure);
+  out.recommended_eval =
+      restore_until_feasible(study, target, ids, best, out.verdicts, out.recommended, restored, failure);
   for (auto& v : out.verdicts)
     if (std::find(restored.begin(), restored.end(), v.knob) != restored.end()) {
       v.recommended = true;
@@ -179,7 +192,8 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
     AlternativeCommand alt;
     std::vector<std::string> other_restored;
     std::string other_failure;
-    alt.eval = restore_until_feasible(study, target, ids, best, out.verdicts, other, other_restored, other_failure);
+    alt.eval =
+        restore_until_feasible(study, target, ids, best, out.verdicts, other, other_restored, other_failure);
     alt.title = strict ? "best for the objective" : "best that loses on no scenario";
     if (!other_restored.empty())
       alt.title += fmt::format(" (with {} put back: without, it fails: {})", fmt::join(other_restored, ", "),

@@ -12,7 +12,8 @@ int planned_trials(const Study& study) {
   if (study.search.strategy == Strategy::kGreedy) {
     n = static_cast<int>(study.engines.size());
     for (const auto& e : study.engines)
-      for (const auto& k : knobs_for_engine(study, e.name)) n += static_cast<int>(study.knob(k).values.size()) - 1;
+      for (const auto& k : knobs_for_engine(study, e.name))
+        n += static_cast<int>(study.knob(k).values.size()) - 1;
   } else if (study.search.strategy == Strategy::kGrid || study.target == Target::kTwin) {
     n = static_cast<int>(grid_points_within_limit(study));  // counted, not built
     if (study.search.strategy == Strategy::kTwinGuided) n += study.search.top_k + 1;
@@ -34,7 +35,9 @@ SearchOutcome run_search(const Study& study, Evaluator& target, Evaluator* twin)
       // On the twin a grid costs minutes, not GPU-hours: say when greedy's answer is not the grid's.
       if (target.tag() == "twin") detail::check_against_grid(space, target, out);
       break;
-    case Strategy::kGrid: detail::search_grid(space, target, out); break;
+    case Strategy::kGrid:
+      detail::search_grid(space, target, out);
+      break;
     case Strategy::kTwinGuided:
       if (!twin) throw std::runtime_error("twin-guided search needs the twin runner");
       detail::search_twin_guided(space, target, *twin, out);

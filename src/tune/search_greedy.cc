@@ -13,7 +13,8 @@ namespace {
 
 /// The decision of a candidate against the incumbent ("better" is resolved to "kept" by the caller).
 std::string decide(const SearchSpace& space, const Evaluation& incumbent, Step& s) {
-  if (s.eval.feasible && incumbent.feasible) s.gain_pct = change_pct(incumbent.objective.mean, s.eval.objective.mean);
+  if (s.eval.feasible && incumbent.feasible)
+    s.gain_pct = change_pct(incumbent.objective.mean, s.eval.objective.mean);
   if (!s.eval.feasible) return failure_decision(s.eval);
   if (space.beats(incumbent, s.eval)) return "better";
   return s.gain_pct > 0 ? "not significant" : "no gain";
@@ -63,8 +64,8 @@ bool fails_for_memory_or_refusal(const Step& s) {
 
 /// The retry of `failed` on top of `incumbent`: its knob=value, the incumbent's other knobs, and one value
 /// lower on each lower_saves_memory knob. nullopt when it would be the failed config again.
-std::optional<Step> retry_step(const SearchSpace& space, const std::vector<KnobAxis>& axes, const Step& failed,
-                               const Evaluation& incumbent) {
+std::optional<Step> retry_step(const SearchSpace& space, const std::vector<KnobAxis>& axes,
+                               const Step& failed, const Evaluation& incumbent) {
   CandidateConfig cfg = incumbent.config;
   cfg.knobs[failed.knob] = failed.value;
   std::vector<std::string> lowered;
@@ -83,10 +84,11 @@ std::optional<Step> retry_step(const SearchSpace& space, const std::vector<KnobA
       r.retried_with[a.name] = space.value_of(cfg, a);
   if (r.retried_with.empty()) return std::nullopt;
   r.eval.config = cfg;
-  r.retry_why = fmt::format("{}={} failed alone ({}); retried once with the best-so-far's other knobs", failed.knob,
-                            failed.value, trial_status_name(failed.eval.status));
+  r.retry_why = fmt::format("{}={} failed alone ({}); retried once with the best-so-far's other knobs",
+                            failed.knob, failed.value, trial_status_name(failed.eval.status));
   if (!lowered.empty())
-    r.retry_why += fmt::format(" and one value lower on the knobs that save memory ({})", fmt::join(lowered, ", "));
+    r.retry_why +=
+        fmt::format(" and one value lower on the knobs that save memory ({})", fmt::join(lowered, ", "));
   return r;
 }
 

@@ -76,9 +76,10 @@ void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome
     for (const auto& p : out.engines)
       for (auto& c : two_changes_away(space, p.best.config)) configs.push_back(std::move(c));
     if (configs.size() > cap) {
-      g.not_run = fmt::format("the grid has {} points and the configurations two knob changes from each engine's "
-                              "best {}, both more than search.max_trials = {}",
-                              n, configs.size(), cap);
+      g.not_run = fmt::format(
+          "the grid has {} points and the configurations two knob changes from each engine's "
+          "best {}, both more than search.max_trials = {}",
+          n, configs.size(), cap);
       out.grid_check = g;
       return;
     }

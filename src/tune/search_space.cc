@@ -40,7 +40,8 @@ std::optional<std::string> lower_value(const KnobAxis& axis, const std::string& 
   return axis.values[*pick];
 }
 
-SearchSpace::SearchSpace(const Study& study) : study_(study), objective_scenarios_(study.objective.scenarios) {
+SearchSpace::SearchSpace(const Study& study)
+    : study_(study), objective_scenarios_(study.objective.scenarios) {
   for (const auto& e : study.engines) {
     engines_.push_back(e.name);
     auto& axes = axes_[e.name];
@@ -83,8 +84,8 @@ std::vector<CandidateConfig> SearchSpace::grid() const {
   const size_t n = grid_size();
   if (n > static_cast<size_t>(study_.search.max_trials))
     throw std::runtime_error(fmt::format(
-        "the grid has {} points, more than search.max_trials = {}: narrow the knob space or raise max_trials", n,
-        study_.search.max_trials));
+        "the grid has {} points, more than search.max_trials = {}: narrow the knob space or raise max_trials",
+        n, study_.search.max_trials));
   std::vector<CandidateConfig> out;
   for (const auto& e : engines_) {
     std::vector<CandidateConfig> acc{CandidateConfig{e, {}}};
@@ -103,7 +104,9 @@ std::vector<CandidateConfig> SearchSpace::grid() const {
   return out;
 }
 
-std::optional<std::string> SearchSpace::invalid(const CandidateConfig& config) const { return check_config(study_, config); }
+std::optional<std::string> SearchSpace::invalid(const CandidateConfig& config) const {
+  return check_config(study_, config);
+}
 
 bool SearchSpace::beats(const Evaluation& incumbent, const Evaluation& candidate) const {
   return significantly_better(study_.search.min_gain_pct, incumbent, candidate);
@@ -127,7 +130,8 @@ std::string failure_decision(const Evaluation& e) {
                ? "no verdict: " + e.reason
                : std::string("no verdict (") + trial_status_name(e.status) + "): " + e.reason;
   if (e.status == TrialStatus::kRejected) return "rejected: " + e.reason;
-  if (e.status != TrialStatus::kOk) return std::string("failed (") + trial_status_name(e.status) + "): " + e.reason;
+  if (e.status != TrialStatus::kOk)
+    return std::string("failed (") + trial_status_name(e.status) + "): " + e.reason;
   return "infeasible: " + e.reason;
 }
 
@@ -137,10 +141,12 @@ void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best) {
   ev.note_best(best->config.engine + " " + best->label, best->objective.mean);
 }
 
-void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out, const std::string& phase) {
+void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out,
+                    const std::string& phase) {
   std::vector<CandidateConfig> baselines;
   for (const auto& e : space.engines()) baselines.push_back(CandidateConfig{e, {}});
-  target.prefetch(baselines, space.objective_scenarios(), phase);  // independent: in parallel where the target can
+  target.prefetch(baselines, space.objective_scenarios(),
+                  phase);  // independent: in parallel where the target can
   for (const auto& e : space.engines()) {
     EnginePath p;
     p.engine = e;

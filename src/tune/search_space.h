@@ -69,15 +69,16 @@ std::string failure_decision(const Evaluation& e);
 /// that must not reallocate).
 void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best);
 /// Evaluates each engine's baseline into out.engines and picks out.best_baseline.
-void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out, const std::string& phase);
+void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out,
+                    const std::string& phase);
 
 // The strategies (one file each) and the steps after the search.
-void search_greedy(const SearchSpace& space, Evaluator& target, SearchOutcome& out);           // search_greedy.cc
-void search_grid(const SearchSpace& space, Evaluator& target, SearchOutcome& out);             // search_grid.cc
+void search_greedy(const SearchSpace& space, Evaluator& target, SearchOutcome& out);  // search_greedy.cc
+void search_grid(const SearchSpace& space, Evaluator& target, SearchOutcome& out);    // search_grid.cc
 /// On the twin: greedy's best against the whole grid's (out.grid_check).
-void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome& out);        // search_grid.cc
+void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome& out);  // search_grid.cc
 void search_twin_guided(const SearchSpace& space, Evaluator& target, Evaluator& twin,
-                        SearchOutcome& out);                                                   // search_twin_guided.cc
+                        SearchOutcome& out);  // search_twin_guided.cc
 /// Baseline vs best on every scenario, the ablation of each knob and the recommendation (recommend.cc).
 void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutcome& out);
 

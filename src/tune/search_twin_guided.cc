@@ -27,8 +27,8 @@ struct Candidate {
 };
 
 /// Measures `c` on the target into `measured` and the ranking check.
-void measure(const SearchSpace& space, Evaluator& target, const Candidate& c, std::vector<Evaluation>& measured,
-             RankingCheck& rc) {
+void measure(const SearchSpace& space, Evaluator& target, const Candidate& c,
+             std::vector<Evaluation>& measured, RankingCheck& rc) {
   measured.push_back(target.evaluate(c.predicted->config, space.objective_scenarios(), "measure"));
   rc.keys.push_back(c.predicted->key);
   rc.predicted.push_back(c.predicted->objective.mean);
@@ -44,22 +44,25 @@ double best_measured(const std::vector<Evaluation>& measured) {
 
 /// After the top k: measures the untried candidate with the highest bound while that bound reaches the best
 /// measured value; returns why it stopped.
-std::string measure_while_some_can_win(const SearchSpace& space, Evaluator& target, std::vector<Candidate> rest,
-                                       std::vector<Evaluation>& measured, RankingCheck& rc) {
+std::string measure_while_some_can_win(const SearchSpace& space, Evaluator& target,
+                                       std::vector<Candidate> rest, std::vector<Evaluation>& measured,
+                                       RankingCheck& rc) {
   const int cap = space.options().max_trials;
   while (!rest.empty()) {
     auto top = std::max_element(rest.begin(), rest.end(),
                                 [](const Candidate& a, const Candidate& b) { return a.bound() < b.bound(); });
     if (!top->band)
-      return fmt::format("no error band for {} (the twin gave none and search.twin_band_pct is not set): measured the "
-                         "twin's top {} only",
-                         top->predicted->label, space.options().top_k);
+      return fmt::format(
+          "no error band for {} (the twin gave none and search.twin_band_pct is not set): measured the "
+          "twin's top {} only",
+          top->predicted->label, space.options().top_k);
     const double best = best_measured(measured);
     if (best > 0 && top->bound() < best)
-      return fmt::format("no untried configuration can win: the highest prediction + band is {:.2f} ({} {}, "
-                         "{:.2f} ± {:.0f}%), below the best measured {:.2f}",
-                         top->bound(), top->predicted->config.engine, top->predicted->label,
-                         top->predicted->objective.mean, *top->band, best);
+      return fmt::format(
+          "no untried configuration can win: the highest prediction + band is {:.2f} ({} {}, "
+          "{:.2f} ± {:.0f}%), below the best measured {:.2f}",
+          top->bound(), top->predicted->config.engine, top->predicted->label, top->predicted->objective.mean,
+          *top->band, best);
     if (static_cast<int>(measured.size()) >= cap)
       return fmt::format("search.max_trials = {} measurements reached", cap);
     measure(space, target, *top, measured, rc);

@@ -24,8 +24,9 @@ std::string base_state(std::string s) {
 }
 
 std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
+          std::string::npos)
     return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -43,8 +44,8 @@ std::string sanitize(const std::string& s) {
 
 bool slurm_state_live(const std::string& state) {
   static const std::set<std::string> kLive = {
-      "PENDING",  "CONFIGURING", "RUNNING",   "COMPLETING", "SUSPENDED", "REQUEUED",      "REQUEUE_FED",
-      "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",   "RESV_DEL_HOLD", "SPECIAL_EXIT"};
+      "PENDING",      "CONFIGURING", "RUNNING",   "COMPLETING", "SUSPENDED", "REQUEUED",      "REQUEUE_FED",
+      "REQUEUE_HOLD", "RESIZING",    "SIGNALING", "STAGE_OUT",  "STOPPED",   "RESV_DEL_HOLD", "SPECIAL_EXIT"};
   return kLive.count(base_state(state)) > 0;
 }
 
@@ -77,13 +78,16 @@ std::map<std::string, SlurmJobState> parse_slurm_states(const std::string& text)
 }
 
 std::string slurm_time(double minutes) {
-  if (!(minutes > 0)) throw std::invalid_argument(fmt::format("a Slurm time limit must be > 0 min, not {}", minutes));
+  if (!(minutes > 0))
+    throw std::invalid_argument(fmt::format("a Slurm time limit must be > 0 min, not {}", minutes));
   const long total = static_cast<long>(std::ceil(minutes * 60 - 1e-9));
-  return fmt::format("{}-{:02}:{:02}:{:02}", total / 86400, total % 86400 / 3600, total % 3600 / 60, total % 60);
+  return fmt::format("{}-{:02}:{:02}:{:02}", total / 86400, total % 86400 / 3600, total % 3600 / 60,
+                     total % 60);
 }
 
 std::optional<double> parse_slurm_minutes(const std::string& text) {
-  if (text == "UNLIMITED" || text == "INFINITE" || text == "NONE" || text == "Partition_Limit") return std::nullopt;
+  if (text == "UNLIMITED" || text == "INFINITE" || text == "NONE" || text == "Partition_Limit")
+    return std::nullopt;
   // Slurm's formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S".
   static const std::regex kTime(R"(^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$)");
   std::smatch m;
@@ -151,7 +155,8 @@ std::string slurm_batch_script(const Study& study, const SlurmJobFiles& files, c
   const int per_node = std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node);
   for (const auto& p : {files.dir.string(), servelab})
     if (p.find_first_of(" \t\n'\"") != std::string::npos)
-      throw std::invalid_argument("Slurm jobs need paths without spaces or quotes (#SBATCH lines): '" + p + "'");
+      throw std::invalid_argument("Slurm jobs need paths without spaces or quotes (#SBATCH lines): '" + p +
+                                  "'");
   std::string s = "#!/bin/bash\n";
   s += fmt::format("#SBATCH --job-name={}\n", job_name);
   if (!sl.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", sl.partition);
@@ -170,15 +175,17 @@ std::string slurm_batch_script(const Study& study, const SlurmJobFiles& files, c
   for (const auto& line : sl.setup) s += line + "\n";
   // One task per node; the head (node 0) runs the trial, srun --wait ends the rest 30 s after it.
   s += fmt::format("srun --nodes={} --ntasks-per-node=1 --wait=30 {} tune-trial {} --out {}\n", nodes,
-                   shell_quote(servelab), shell_quote(files.request.string()), shell_quote(files.result.string()));
+                   shell_quote(servelab), shell_quote(files.request.string()),
+                   shell_quote(files.result.string()));
   return s;
 }
 
 namespace {
 
 nlohmann::json scenario_json(const ScenarioResult& r) {
-  return {{"scenario_id", r.scenario_id}, {"metrics", r.metrics},     {"ttft_ms", r.ttft_ms},
-          {"tpot_ms", r.tpot_ms},         {"result_block", r.result_block}, {"invalid_reason", r.invalid_reason}};
+  return {{"scenario_id", r.scenario_id},   {"metrics", r.metrics},
+          {"ttft_ms", r.ttft_ms},           {"tpot_ms", r.tpot_ms},
+          {"result_block", r.result_block}, {"invalid_reason", r.invalid_reason}};
 }
 
 }  // namespace
@@ -186,7 +193,8 @@ nlohmann::json scenario_json(const ScenarioResult& r) {
 std::string trial_request_json(const Study& study, const TrialRequest& req) {
   nlohmann::json scenarios = nlohmann::json::array();
   for (const auto& sc : req.scenarios)
-    scenarios.push_back({{"id", sc.id}, {"description", sc.description}, {"args", sc.args}, {"weight", sc.weight}});
+    scenarios.push_back(
+        {{"id", sc.id}, {"description", sc.description}, {"args", sc.args}, {"weight", sc.weight}});
   nlohmann::json j = {
       {"servelab_trial_request", 1},
       {"study_toml", study.source_text},

@@ -1,6 +1,7 @@
 // The node side of a multi-node Slurm trial: what each task of `srun --nodes=N --ntasks-per-node=1
 // servelab tune-trial` runs, from the allocation (SLURM_NODEID, SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST,
-// SLURM_JOB_ID) and the engine's own multi-node method (engines::render_node_launch, include/servelab/engines/multinode.h).
+// SLURM_JOB_ID) and the engine's own multi-node method (engines::render_node_launch,
+// include/servelab/engines/multinode.h).
 #include <fmt/format.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -10,8 +11,8 @@
 #include <thread>
 
 #include "servelab/engines/multinode.h"
-#include "tune/engine_process.h"
 #include "servelab/tune/slurm.h"
+#include "tune/engine_process.h"
 
 namespace servelab::tune {
 
@@ -54,7 +55,8 @@ SlurmNodeContext SlurmNodeContext::from_environment() {
   c.node_rank = std::stoi(env_or("SLURM_NODEID", "0"));
   c.job_id = env_or("SLURM_JOB_ID", "0");
   if (c.nodes > 1) {
-    const auto r = detail::run_command({"scontrol", "show", "hostnames", env_or("SLURM_JOB_NODELIST", "")}, 60);
+    const auto r =
+        detail::run_command({"scontrol", "show", "hostnames", env_or("SLURM_JOB_NODELIST", "")}, 60);
     c.head = r.out.substr(0, r.out.find('\n'));
     if (r.exit_code != 0 || c.head.empty())
       throw std::runtime_error("cannot name the head node: `scontrol show hostnames " +
@@ -63,8 +65,10 @@ SlurmNodeContext SlurmNodeContext::from_environment() {
   return c;
 }
 
-engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& engine, const std::vector<std::string>& argv,
-                                      const std::map<std::string, std::string>& env, const SlurmNodeContext& node) {
+engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& engine,
+                                      const std::vector<std::string>& argv,
+                                      const std::map<std::string, std::string>& env,
+                                      const SlurmNodeContext& node) {
   const EngineSpec& spec = study.engine(engine);
   engines::MultiNodeRequest r;
   r.kind = spec.kind;

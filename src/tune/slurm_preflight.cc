@@ -12,7 +12,9 @@ namespace {
 
 using Result = PreflightCheck::Result;
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 /// The partition's `scontrol show partition -o` fields; "" name = the default partition. Adds a failed check
 /// and returns an empty map when it cannot be found.
@@ -21,9 +23,10 @@ std::map<std::string, std::string> find_partition(const Study& study, const Slur
   const std::string& name = study.slurm.partition;
   const auto res = detail::run_command({o.scontrol, "show", "partition", "-o"}, o.command_timeout_s);
   if (res.exit_code != 0) {
-    r.checks.push_back({"Slurm", Result::kFailed,
-                        fmt::format("`{} show partition` failed: {} (is this a Slurm login node? SLURM_CONF?)",
-                                    o.scontrol, first_line(res.err.empty() ? res.out : res.err))});
+    r.checks.push_back(
+        {"Slurm", Result::kFailed,
+         fmt::format("`{} show partition` failed: {} (is this a Slurm login node? SLURM_CONF?)", o.scontrol,
+                     first_line(res.err.empty() ? res.out : res.err))});
     return {};
   }
   std::vector<std::map<std::string, std::string>> parts;
@@ -33,12 +36,15 @@ std::map<std::string, std::string> find_partition(const Study& study, const Slur
   std::string names;
   for (const auto& p : parts) {
     names += (names.empty() ? "" : ", ") + p.at("PartitionName");
-    if (name.empty() ? p.count("Default") && p.at("Default") == "YES" : p.at("PartitionName") == name) return p;
+    if (name.empty() ? p.count("Default") && p.at("Default") == "YES" : p.at("PartitionName") == name)
+      return p;
   }
   r.checks.push_back({"partition", Result::kFailed,
-                      name.empty() ? fmt::format("[slurm] partition is not set and the cluster has no default "
-                                                 "partition (partitions: {})", names)
-                                   : fmt::format("partition '{}' does not exist (partitions: {})", name, names)});
+                      name.empty()
+                          ? fmt::format("[slurm] partition is not set and the cluster has no default "
+                                        "partition (partitions: {})",
+                                        names)
+                          : fmt::format("partition '{}' does not exist (partitions: {})", name, names)});
   return {};
 }
 
@@ -47,7 +53,8 @@ void check_partition(const Study& study, const std::map<std::string, std::string
   const std::string name = p.at("PartitionName");
   const std::string state = p.count("State") ? p.at("State") : "?";
   if (state != "UP")
-    r.checks.push_back({"partition", Result::kFailed, fmt::format("partition '{}' is {}, not UP", name, state)});
+    r.checks.push_back(
+        {"partition", Result::kFailed, fmt::format("partition '{}' is {}, not UP", name, state)});
   else
     r.checks.push_back({"partition", Result::kOk, fmt::format("'{}' is UP", name)});
   std::optional<double> max_min;
@@ -56,10 +63,11 @@ void check_partition(const Study& study, const std::map<std::string, std::string
   } catch (const std::invalid_argument&) {
   }
   if (max_min && sl.time_limit_min > *max_min)
-    r.checks.push_back({"time limit", Result::kFailed,
-                        fmt::format("[slurm] time_limit_min = {:g} is above partition '{}''s MaxTime {} ({:g} min): "
-                                    "sbatch would refuse every trial",
-                                    sl.time_limit_min, name, p.at("MaxTime"), *max_min)});
+    r.checks.push_back(
+        {"time limit", Result::kFailed,
+         fmt::format("[slurm] time_limit_min = {:g} is above partition '{}''s MaxTime {} ({:g} min): "
+                     "sbatch would refuse every trial",
+                     sl.time_limit_min, name, p.at("MaxTime"), *max_min)});
   else
     r.checks.push_back({"time limit", Result::kOk,
                         fmt::format("{} per trial (partition MaxTime {})", slurm_time(sl.time_limit_min),
@@ -79,8 +87,8 @@ void check_partition(const Study& study, const std::map<std::string, std::string
     try {
       if (std::stoi(p.at("MaxNodes")) < nodes)
         r.checks.push_back({"nodes", Result::kFailed,
-                            fmt::format("a trial needs {} nodes; partition '{}' allows {} per job (MaxNodes)", nodes,
-                                        name, p.at("MaxNodes"))});
+                            fmt::format("a trial needs {} nodes; partition '{}' allows {} per job (MaxNodes)",
+                                        nodes, name, p.at("MaxNodes"))});
     } catch (const std::exception&) {
     }
   }
@@ -91,10 +99,11 @@ void check_gres(const Study& study, const std::string& partition, const SlurmPre
   const SlurmSpec& sl = study.slurm;
   const int nodes = sl.nodes(study.hardware.gpu_count);
   const int per_node = std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node);
-  const auto res = detail::run_command({o.sinfo, "-h", "-N", "-p", partition, "-o", "%N|%G"}, o.command_timeout_s);
+  const auto res =
+      detail::run_command({o.sinfo, "-h", "-N", "-p", partition, "-o", "%N|%G"}, o.command_timeout_s);
   if (res.exit_code != 0) {
-    r.checks.push_back({"GRES", Result::kFailed, fmt::format("`{} -N -p {}` failed: {}", o.sinfo, partition,
-                                                             first_line(res.err))});
+    r.checks.push_back({"GRES", Result::kFailed,
+                        fmt::format("`{} -N -p {}` failed: {}", o.sinfo, partition, first_line(res.err))});
     return;
   }
   std::map<std::string, int> node_gpus;  // sinfo -N prints a node once per partition
@@ -111,11 +120,12 @@ void check_gres(const Study& study, const std::string& partition, const SlurmPre
   }
   const std::string ask = fmt::format("--gres={}:{} on {} node(s)", sl.gres_name, per_node, nodes);
   if (fit < nodes)
-    r.checks.push_back({"GRES", Result::kFailed,
-                        fmt::format("a trial asks for {}, but {} of the {} node(s) of partition '{}' have {} {} "
-                                    "GPU(s) (the most on one node: {}); set [slurm] gpus_per_node / gpus_per_trial "
-                                    "or gres_name",
-                                    ask, fit, node_gpus.size(), partition, per_node, sl.gres_name, most)});
+    r.checks.push_back(
+        {"GRES", Result::kFailed,
+         fmt::format("a trial asks for {}, but {} of the {} node(s) of partition '{}' have {} {} "
+                     "GPU(s) (the most on one node: {}); set [slurm] gpus_per_node / gpus_per_trial "
+                     "or gres_name",
+                     ask, fit, node_gpus.size(), partition, per_node, sl.gres_name, most)});
   else
     r.checks.push_back({"GRES", Result::kOk, fmt::format("{}: {} node(s) of '{}' fit", ask, fit, partition)});
 }
@@ -131,9 +141,10 @@ PreflightReport run_slurm_preflight(const Study& study, const SlurmPreflightOpti
   if (study.slurm.nodes(study.hardware.gpu_count) > 1)
     for (const auto& e : study.engines)
       if (e.kind == engines::EngineKind::kTrtllm)
-        r.checks.push_back({"engine " + e.name, Result::kFailed,
-                            "multi-node TensorRT-LLM (one MPI job owning the allocation's tasks) is not launched by "
-                            "target slurm: use one node per trial, or leave this engine out"});
+        r.checks.push_back(
+            {"engine " + e.name, Result::kFailed,
+             "multi-node TensorRT-LLM (one MPI job owning the allocation's tasks) is not launched by "
+             "target slurm: use one node per trial, or leave this engine out"});
   return r;
 }
 

@@ -18,11 +18,11 @@
 #include <thread>
 
 #include "servelab/common/paths.h"
-#include "tune/local_runner.h"
 #include "servelab/tune/slurm.h"
 #include "servelab/tune/space.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "tune/local_runner.h"
 #include "tune/wall_clock.h"
 
 namespace servelab::tune {
@@ -73,7 +73,8 @@ detail::CommandResult detail::run_command(const std::vector<std::string>& argv, 
   char buf[4096];
   bool killed = false;
   while (open_fds > 0) {
-    const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left =
+        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (left <= 0) {
       kill(-pid, SIGKILL);
       killed = true;
@@ -139,7 +140,8 @@ struct Active {
 /// The runner's state, shared by the copies of the returned std::function.
 class SlurmRunner {
  public:
-  SlurmRunner(const Study& study, SlurmRunnerOptions o) : study_(study), o_(std::move(o)), store_(o_.store_path) {
+  SlurmRunner(const Study& study, SlurmRunnerOptions o)
+      : study_(study), o_(std::move(o)), store_(o_.store_path) {
     if (o_.servelab.empty()) o_.servelab = study_.slurm.servelab;
     if (o_.servelab.empty()) o_.servelab = fs::read_symlink("/proc/self/exe").string();
     out_dir_ = fs::absolute(o_.out_dir);
@@ -223,8 +225,9 @@ class SlurmRunner {
     if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos)
       throw StudyAbort(fmt::format("sbatch refused the job of trial {} ({}): {}{}", req.trial_key,
                                    a.files.script.string(), one_line(r.err + " " + r.out),
-                                   pending_ == 0 ? "" : "; the jobs already submitted keep their ids in the store "
-                                                        "(--resume waits for them)"));
+                                   pending_ == 0 ? ""
+                                                 : "; the jobs already submitted keep their ids in the store "
+                                                   "(--resume waits for them)"));
     a.trial_key = req.trial_key;
     a.job_id = id;
     a.state = "PENDING";
@@ -275,7 +278,8 @@ class SlurmRunner {
   /// sacct's state of a job squeue no longer knows, "" when sacct cannot say (no accounting storage).
   std::string sacct_state(const std::string& id) {
     if (sacct_disabled_) return "";
-    const CommandResult r = run_command({o_.sacct, "-n", "-P", "-X", "-o", "JobID,State", "-j", id}, o_.command_timeout_s);
+    const CommandResult r =
+        run_command({o_.sacct, "-n", "-P", "-X", "-o", "JobID,State", "-j", id}, o_.command_timeout_s);
     if (r.exit_code != 0) {
       sacct_disabled_ = r.err.find("accounting storage is disabled") != std::string::npos;
       return "";
@@ -285,7 +289,9 @@ class SlurmRunner {
     return it == states.end() ? "" : it->second.state;
   }
 
-  bool ended(const Active& a) const { return (!a.state.empty() && !slurm_state_live(a.state)) || a.unseen_polls >= 30; }
+  bool ended(const Active& a) const {
+    return (!a.state.empty() && !slurm_state_live(a.state)) || a.unseen_polls >= 30;
+  }
 
   TrialOutcome collect(const Active& a, const TrialRequest& req) {
     const std::string output = (a.files.dir / fmt::format("slurm-{}.out", a.job_id)).string();
@@ -306,7 +312,8 @@ class SlurmRunner {
           out.reason = where + " ended " + a.state + ": a node of its allocation failed";
           break;
         case TrialStatus::kJobPreempted:
-          out.reason = where + " was preempted and not requeued ([slurm] requeue, the partition's PreemptMode)";
+          out.reason =
+              where + " was preempted and not requeued ([slurm] requeue, the partition's PreemptMode)";
           break;
         case TrialStatus::kJobOutOfMemory:
           out.reason = where + " was killed for its host-memory limit (OUT_OF_MEMORY; not GPU memory)";
@@ -336,8 +343,8 @@ class SlurmRunner {
     return out;
   }
 
-  void cancel(const std::vector<TrialRequest>& reqs, std::vector<Active>& active, std::deque<std::size_t>& queue,
-              const TrialDone& done) {
+  void cancel(const std::vector<TrialRequest>& reqs, std::vector<Active>& active,
+              std::deque<std::size_t>& queue, const TrialDone& done) {
     std::vector<std::string> argv = {o_.scancel};
     for (const auto& a : active) argv.push_back(a.job_id);
     if (argv.size() > 1) {
@@ -420,7 +427,8 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
     req.log_path = j.at("log_path").get<std::string>();
     for (const auto& s : j.at("scenarios"))
       req.scenarios.push_back(Scenario{s.at("id").get<std::string>(), s.at("description").get<std::string>(),
-                                       s.at("args").get<std::vector<std::string>>(), s.at("weight").get<double>()});
+                                       s.at("args").get<std::vector<std::string>>(),
+                                       s.at("weight").get<double>()});
     const Rendered cmd = render(study, CandidateConfig{req.engine, req.knobs});
     req.argv = cmd.argv;
     req.env = cmd.env;
@@ -435,7 +443,8 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
       }
       for (const auto& c : launch->setup)
         if (const auto r = run_command(c, 600); r.exit_code != 0)
-          throw std::runtime_error(fmt::format("head setup `{}` failed: {}", c.at(0), one_line(r.err + r.out)));
+          throw std::runtime_error(
+              fmt::format("head setup `{}` failed: {}", c.at(0), one_line(r.err + r.out)));
       req.argv = launch->argv;
       req.env = launch->env;
     }
@@ -444,14 +453,16 @@ int run_trial_file(const fs::path& request_path, const fs::path& result_path, co
     if (launch)
       for (const auto& c : launch->teardown) run_command(c, 120);
   } catch (const std::exception& e) {
-    if (std::getenv("SLURM_NODEID") && std::string(std::getenv("SLURM_NODEID")) != "0") throw;  // a worker: no result
+    if (std::getenv("SLURM_NODEID") && std::string(std::getenv("SLURM_NODEID")) != "0")
+      throw;  // a worker: no result
     out = TrialOutcome{};
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     out.status = TrialStatus::kError;
     out.reason = fmt::format("on node {}: {}", host, e.what());
   }
-  if (out.wall_s == 0) out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (out.wall_s == 0)
+    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const fs::path tmp = result_path.string() + ".part";
   write_text(tmp, trial_outcome_json(out));
   fs::rename(tmp, result_path);

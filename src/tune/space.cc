@@ -12,8 +12,9 @@ namespace servelab::tune {
 namespace {
 
 const KnobValue& find_value(const Knob& knob, const std::string& label) {
-  if (const auto it = knob.value_index.find(label);
-      it != knob.value_index.end() && it->second < knob.values.size() && knob.values[it->second].label == label)
+  if (const auto it = knob.value_index.find(label); it != knob.value_index.end() &&
+                                                    it->second < knob.values.size() &&
+                                                    knob.values[it->second].label == label)
     return knob.values[it->second];
   for (const auto& v : knob.values)
     if (v.label == label) return v;
@@ -30,9 +31,8 @@ std::string subst_fields(std::string s, const std::map<std::string, std::string>
 }
 
 std::string subst_study(std::string s, const Study& study) {
-  return subst_fields(std::move(s), {{"model", study.model},
-                                     {"port", std::to_string(study.port)},
-                                     {"host", study.host}});
+  return subst_fields(std::move(s),
+                      {{"model", study.model}, {"port", std::to_string(study.port)}, {"host", study.host}});
 }
 
 std::string trim(const std::string& s) {
@@ -40,11 +40,13 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
 }
 
-bool truthy(const std::string& v) { return !v.empty() && v != "false" && v != "0"; }
+bool truthy(const std::string& v) {
+  return !v.empty() && v != "false" && v != "0";
+}
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                         "-_./=:,+@%") == std::string::npos)
+                                        "-_./=:,+@%") == std::string::npos)
     return s;
   std::string out = "'";
   for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
@@ -166,11 +168,14 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
       const bool dpa = v.fields.at("dp_attention") == "true";
       // In 64 bits: each way is at most 4096, so tp x pp x dp overflowed an int (2^36).
       const long long used = dpa ? 1LL * tp * pp : 1LL * tp * pp * dp;
-      const std::string where = study.hardware.nodes == 1 ? "the node" : fmt::format(
-          "the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
+      const std::string where =
+          study.hardware.nodes == 1
+              ? "the node"
+              : fmt::format("the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
       if (used > gpus) return fmt::format("layout {} needs {} GPUs, {} has {}", v.label, used, where, gpus);
       if (gpus % used != 0)
-        return fmt::format("layout {} uses {} GPUs, which does not divide {}'s {}", v.label, used, where, gpus);
+        return fmt::format("layout {} uses {} GPUs, which does not divide {}'s {}", v.label, used, where,
+                           gpus);
       if (used % ep != 0)
         return fmt::format("layout {}: ep={} does not divide the {} GPUs used", v.label, ep, used);
       if (dpa && tp % dp != 0)
@@ -214,9 +219,9 @@ std::size_t grid_points(const Study& study) {
 std::size_t grid_points_within_limit(const Study& study) {
   const std::size_t n = grid_points(study);
   if (n > kMaxGridPoints)
-    throw std::runtime_error(fmt::format("the grid has {} points, over a million: narrow the knob space",
-                                         n == std::numeric_limits<std::size_t>::max() ? std::string("2^64 or more")
-                                                                                      : std::to_string(n)));
+    throw std::runtime_error(fmt::format(
+        "the grid has {} points, over a million: narrow the knob space",
+        n == std::numeric_limits<std::size_t>::max() ? std::string("2^64 or more") : std::to_string(n)));
   return n;
 }
 

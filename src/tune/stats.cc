@@ -20,10 +20,10 @@ Estimate estimate(const std::vector<double>& xs) {
 }
 
 double t_quantile_975(double df) {
-  static const double kTable[] = {0,      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-                                  2.228,  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
-                                  2.086,  2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
-                                  2.042};
+  static const double kTable[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                  2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                  2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                  2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
   int d = static_cast<int>(std::floor(df));
   if (d < 1) d = 1;
   if (d <= 30) return kTable[d];
@@ -39,8 +39,7 @@ bool welch_significant(const Estimate& a, const Estimate& b) {
   const double se = std::sqrt(va + vb);
   if (se == 0) return a.mean != b.mean;
   const double t = (b.mean - a.mean) / se;
-  const double df = (va + vb) * (va + vb) /
-                    ((va * va) / (a.n - 1) + (vb * vb) / (b.n - 1));
+  const double df = (va + vb) * (va + vb) / ((va * va) / (a.n - 1) + (vb * vb) / (b.n - 1));
   return std::fabs(t) > t_quantile_975(df);
 }
 
@@ -84,8 +83,14 @@ double kendall_tau(const std::vector<double>& x, const std::vector<double>& y) {
     for (size_t j = i + 1; j < x.size(); ++j) {
       const double dx = x[i] - x[j], dy = y[i] - y[j];
       if (dx == 0 && dy == 0) continue;
-      if (dx == 0) { ++tx; continue; }
-      if (dy == 0) { ++ty; continue; }
+      if (dx == 0) {
+        ++tx;
+        continue;
+      }
+      if (dy == 0) {
+        ++ty;
+        continue;
+      }
       (dx * dy > 0 ? concordant : discordant) += 1;
     }
   const double denom = std::sqrt((concordant + discordant + tx) * (concordant + discordant + ty));

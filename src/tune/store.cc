@@ -61,7 +61,6 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
-
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS study (
   id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, toml TEXT NOT NULL, target TEXT NOT NULL,
@@ -122,11 +121,14 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     have_jobs = q.step() && q.integer(0) == 1;
   }
   if (!have_jobs)
-    exec("CREATE TABLE IF NOT EXISTS slurm_jobs (trial_key TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
-         "state TEXT NOT NULL, wall_submitted_s REAL NOT NULL)");
+    exec(
+        "CREATE TABLE IF NOT EXISTS slurm_jobs (trial_key TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
+        "state TEXT NOT NULL, wall_submitted_s REAL NOT NULL)");
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(db_);
+}
 
 void Store::exec(const std::string& sql) const {
   char* err = nullptr;
@@ -197,7 +199,10 @@ void Store::record_trial(const TrialRecord& r) {
     // Stored redacted (common/redact.h): the database is shared and read by `servelab report`.
     t.bind(6, r.repeat).bind(7, std::string(trial_status_name(r.outcome.status)));
     t.bind(8, common::redact_text(r.outcome.reason));
-    t.bind(9, r.outcome.predicted ? 1 : 0).bind(10, r.wall_started_s).bind(11, r.outcome.wall_s).bind(12, r.log_path);
+    t.bind(9, r.outcome.predicted ? 1 : 0)
+        .bind(10, r.wall_started_s)
+        .bind(11, r.outcome.wall_s)
+        .bind(12, r.log_path);
     t.bind(13, r.outcome.engine_reused ? 1 : 0);
     t.run();
     const std::int64_t id = sqlite3_last_insert_rowid(db_);
@@ -205,9 +210,10 @@ void Store::record_trial(const TrialRecord& r) {
     c.bind(1, id).bind(2, nlohmann::json(common::redact_args(r.argv)).dump());
     c.bind(3, nlohmann::json(common::redact_env(r.env)).dump()).bind(4, common::redact_text(r.shell));
     c.run();
-    Stmt sr(db_,
-            "INSERT INTO scenario_results (trial_id, ord, scenario, result_block, ttft_ms_json, tpot_ms_json) "
-            "VALUES (?,?,?,?,?,?)");
+    Stmt sr(
+        db_,
+        "INSERT INTO scenario_results (trial_id, ord, scenario, result_block, ttft_ms_json, tpot_ms_json) "
+        "VALUES (?,?,?,?,?,?)");
     Stmt m(db_, "INSERT INTO metrics (trial_id, scenario, metric, value) VALUES (?,?,?,?)");
     int ord = 0;
     for (const auto& s : r.outcome.scenarios) {
@@ -231,7 +237,8 @@ std::vector<TrialRecord> Store::trials() const {
   std::vector<TrialRecord> out;
   std::map<std::int64_t, size_t> index;
   Stmt q(db_,
-         "SELECT t.id, t.trial_key, t.engine, t.config_key, t.config_label, t.phase, t.repeat, t.status, t.reason, "
+         "SELECT t.id, t.trial_key, t.engine, t.config_key, t.config_label, t.phase, t.repeat, t.status, "
+         "t.reason, "
          "t.predicted, "
          "t.wall_started_s, t.wall_s, c.argv_json, c.env_json, c.shell, COALESCE(f.log_tail, ''), t.log_path"
          ", t.engine_reused "
@@ -260,8 +267,9 @@ std::vector<TrialRecord> Store::trials() const {
     index[r.id] = out.size();
     out.push_back(std::move(r));
   }
-  Stmt s(db_, "SELECT trial_id, scenario, result_block, ttft_ms_json, tpot_ms_json FROM scenario_results "
-              "ORDER BY trial_id, ord");
+  Stmt s(db_,
+         "SELECT trial_id, scenario, result_block, ttft_ms_json, tpot_ms_json FROM scenario_results "
+         "ORDER BY trial_id, ord");
   while (s.step()) {
     ScenarioResult sr;
     sr.scenario_id = s.text(1);
@@ -290,10 +298,14 @@ std::optional<std::string> Store::study_name() const {
   return q.text(0);
 }
 
-void Store::clear_trials() { exec("DELETE FROM trials"); }
+void Store::clear_trials() {
+  exec("DELETE FROM trials");
+}
 
 void Store::record_slurm_job(const SlurmJobRecord& j) {
-  Stmt s(db_, "INSERT OR REPLACE INTO slurm_jobs (trial_key, job_id, state, wall_submitted_s) VALUES (?, ?, ?, ?)");
+  Stmt s(
+      db_,
+      "INSERT OR REPLACE INTO slurm_jobs (trial_key, job_id, state, wall_submitted_s) VALUES (?, ?, ?, ?)");
   s.bind(1, j.trial_key).bind(2, j.job_id).bind(3, j.state).bind(4, j.wall_submitted_s).run();
 }
 

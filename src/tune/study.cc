@@ -15,29 +15,40 @@ namespace servelab::tune {
 
 std::string ObjectiveSpec::name() const {
   switch (kind) {
-    case Kind::kThroughput: return "throughput";
-    case Kind::kSloGoodput: return "slo_goodput";
-    case Kind::kTokensPerGpu: return "tokens_per_gpu";
-    case Kind::kMinLatency: return "min_latency";
-    case Kind::kCost: return "cost";
+    case Kind::kThroughput:
+      return "throughput";
+    case Kind::kSloGoodput:
+      return "slo_goodput";
+    case Kind::kTokensPerGpu:
+      return "tokens_per_gpu";
+    case Kind::kMinLatency:
+      return "min_latency";
+    case Kind::kCost:
+      return "cost";
   }
   return "?";
 }
 
 const char* target_name(Target target) {
   switch (target) {
-    case Target::kTwin: return "twin";
-    case Target::kLocal: return "local";
-    case Target::kSlurm: return "slurm";
+    case Target::kTwin:
+      return "twin";
+    case Target::kLocal:
+      return "local";
+    case Target::kSlurm:
+      return "slurm";
   }
   return "?";
 }
 
 const char* strategy_name(Strategy strategy) {
   switch (strategy) {
-    case Strategy::kGreedy: return "greedy";
-    case Strategy::kGrid: return "grid";
-    case Strategy::kTwinGuided: return "twin-guided";
+    case Strategy::kGreedy:
+      return "greedy";
+    case Strategy::kGrid:
+      return "grid";
+    case Strategy::kTwinGuided:
+      return "twin-guided";
   }
   return "?";
 }
@@ -50,9 +61,12 @@ Strategy default_strategy(Target target) {
 
 const char* recommendation_rule_name(RecommendationRule rule) {
   switch (rule) {
-    case RecommendationRule::kTradeOff: return "trade_off";
-    case RecommendationRule::kObjective: return "objective";
-    case RecommendationRule::kNoRegression: return "no_regression";
+    case RecommendationRule::kTradeOff:
+      return "trade_off";
+    case RecommendationRule::kObjective:
+      return "objective";
+    case RecommendationRule::kNoRegression:
+      return "no_regression";
   }
   return "?";
 }

@@ -34,7 +34,8 @@ namespace {
 /// std::runtime_error.
 int lock_file(const fs::path& file, const std::function<std::string(int, const std::string&)>& busy) {
   const int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw std::runtime_error(fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {0};
@@ -63,7 +64,8 @@ std::string holder(int pid, const std::string& cmd) {
 DirLock::DirLock(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create study directory {}: {}", dir.string(), ec.message()));
+  if (ec)
+    throw std::runtime_error(fmt::format("cannot create study directory {}: {}", dir.string(), ec.message()));
   fd_ = lock_file(dir / kLockFile, [&](int pid, const std::string& cmd) {
     return fmt::format(
         "{} is in use by another servelab tune ({}); two tunes on one directory would measure each "
@@ -82,7 +84,8 @@ DirLock DirLock::port(int port) {
   l.fd_ = lock_file(port_lock_path(port), [&](int pid, const std::string& cmd) {
     return fmt::format(
         "port {} is used by another servelab tune ({}): two tunes launching engines on one port would record "
-        "each other's bind failures as their configurations' start-up refusals. Wait for it to finish or stop "
+        "each other's bind failures as their configurations' start-up refusals. Wait for it to finish or "
+        "stop "
         "it (kill -INT {}), or set [study] port to another port",
         port, holder(pid, cmd), pid > 0 ? std::to_string(pid) : "PID");
   });
@@ -108,9 +111,10 @@ std::string stamp_now() {
 
 fs::path aside_name(const fs::path& dir) {
   const fs::path clean = dir.lexically_normal().string().back() == '/' ? dir.lexically_normal().parent_path()
-                                                                     : dir.lexically_normal();
+                                                                       : dir.lexically_normal();
   fs::path target = clean.string() + "." + stamp_now();
-  for (int i = 1; fs::exists(target); ++i) target = clean.string() + "." + stamp_now() + "-" + std::to_string(i);
+  for (int i = 1; fs::exists(target); ++i)
+    target = clean.string() + "." + stamp_now() + "-" + std::to_string(i);
   return target;
 }
 
@@ -123,10 +127,12 @@ void check_study_dir(const fs::path& dir, const std::string& study_toml, const D
   Store store(db);
   const std::int64_t trials = store.trial_count();
   if (!policy.resume && trials > 0) {
-    throw TuneSetupError(fmt::format(
-        "{} already holds {} trial(s) of study '{}'; refusing to overwrite them. Use --resume to continue that "
-        "study, --fresh to move the directory aside ({}.<date>) and start over, or --out DIR for another directory",
-        db.string(), trials, store.study_name().value_or("?"), dir.string()));
+    throw TuneSetupError(
+        fmt::format("{} already holds {} trial(s) of study '{}'; refusing to overwrite them. Use --resume to "
+                    "continue that "
+                    "study, --fresh to move the directory aside ({}.<date>) and start over, or --out DIR for "
+                    "another directory",
+                    db.string(), trials, store.study_name().value_or("?"), dir.string()));
   }
   if (policy.resume && trials > 0) {
     const auto stored = store.study_toml();
@@ -148,8 +154,8 @@ DirLock prepare_study_dir(const fs::path& dir, const std::string& study_toml, co
       std::error_code ec;
       fs::rename(dir, target, ec);
       if (ec)
-        throw TuneSetupError(fmt::format("--fresh: cannot move {} aside to {}: {}", dir.string(), target.string(),
-                                         ec.message()));
+        throw TuneSetupError(fmt::format("--fresh: cannot move {} aside to {}: {}", dir.string(),
+                                         target.string(), ec.message()));
     }
     if (moved_to) *moved_to = target;
   }

@@ -50,12 +50,13 @@ struct DirPolicy {
 /// refused; with resume, a database started by a different study file is refused; with fresh, an existing
 /// directory is renamed to `<dir>.<YYYYmmdd-HHMMSS>` (the new name is written to `moved_to`). Throws
 /// TuneSetupError with the reason and the fix.
-DirLock prepare_study_dir(const std::filesystem::path& dir, const std::string& study_toml, const DirPolicy& policy,
-                          std::filesystem::path* moved_to);
+DirLock prepare_study_dir(const std::filesystem::path& dir, const std::string& study_toml,
+                          const DirPolicy& policy, std::filesystem::path* moved_to);
 
-/// The refusals of prepare_study_dir (results without --resume, a changed study file with --resume), read-only
-/// and without the lock: lets the CLI refuse before its pre-flight. Throws TuneSetupError.
-void check_study_dir(const std::filesystem::path& dir, const std::string& study_toml, const DirPolicy& policy);
+/// The refusals of prepare_study_dir (results without --resume, a changed study file with --resume),
+/// read-only and without the lock: lets the CLI refuse before its pre-flight. Throws TuneSetupError.
+void check_study_dir(const std::filesystem::path& dir, const std::string& study_toml,
+                     const DirPolicy& policy);
 
 /// The command line of a process (/proc/PID/cmdline, arguments joined by spaces), "" if unknown.
 std::string process_command_line(int pid);

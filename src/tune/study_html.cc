@@ -30,15 +30,19 @@ namespace {
 
 using html::esc;
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "—"; }
+std::string num(double v) {
+  return std::isfinite(v) ? fmt::format("{:.2f}", v) : "—";
+}
 
 /// The twin's error band (± %) that applies to `metric`, from the evaluation's first scenario with band
 /// metrics: TTFT metrics take the TTFT band, TPOT metrics the TPOT band, anything else the total tok/s band.
 std::optional<std::pair<double, std::string>> twin_band(const Evaluation& e, const std::string& metric) {
   const char* key = kBandTokSMetric;
   std::string what = "total tok/s";
-  if (metric.find("TTFT") != std::string::npos) key = kBandTtftMetric, what = "mean TTFT";
-  else if (metric.find("TPOT") != std::string::npos) key = kBandTpotMetric, what = "mean TPOT";
+  if (metric.find("TTFT") != std::string::npos)
+    key = kBandTtftMetric, what = "mean TTFT";
+  else if (metric.find("TPOT") != std::string::npos)
+    key = kBandTpotMetric, what = "mean TPOT";
   for (const auto& scenario : e.first) {
     auto it = scenario.second.metrics.find(key);
     if (it != scenario.second.metrics.end()) return std::make_pair(it->second, what);
@@ -52,8 +56,8 @@ std::string value_text(const Evaluation& e, const std::string& metric) {
   const Estimate& x = e.objective;
   if (e.predicted) {
     if (auto band = twin_band(e, metric))
-      return fmt::format("{:.2f} ± {:.0f} (±{:.0f}%: the twin's error band of {}, leave-one-study-out)", x.mean,
-                         x.mean * band->first / 100, band->first, band->second);
+      return fmt::format("{:.2f} ± {:.0f} (±{:.0f}%: the twin's error band of {}, leave-one-study-out)",
+                         x.mean, x.mean * band->first / 100, band->first, band->second);
     return fmt::format("{:.2f} (predicted; the twin gave no error band for this launch)", x.mean);
   }
   if (x.n >= 2) return fmt::format("{:.2f} ± {:.2f} (95% CI, Student t, {} runs)", x.mean, x.ci95_half, x.n);
@@ -66,11 +70,11 @@ std::string est_cell(const Estimate& e, bool predicted) {
   return num(e.mean);
 }
 
-
-void command_card(std::ostringstream& h, const std::string& id, const std::string& title, const std::string& shell,
-                  const std::string& value_line) {
-  h << "<div class=\"cmd\"><div class=\"cmdhead\"><b>" << esc(title) << "</b> <button class=\"copy\" data-copy=\""
-    << id << "\" type=\"button\">copy</button></div><pre id=\"" << id << "\">" << esc(shell) << "</pre>";
+void command_card(std::ostringstream& h, const std::string& id, const std::string& title,
+                  const std::string& shell, const std::string& value_line) {
+  h << "<div class=\"cmd\"><div class=\"cmdhead\"><b>" << esc(title)
+    << "</b> <button class=\"copy\" data-copy=\"" << id << "\" type=\"button\">copy</button></div><pre id=\""
+    << id << "\">" << esc(shell) << "</pre>";
   if (!value_line.empty()) h << "<p>" << value_line << "</p>";
   h << "</div>\n";
 }
@@ -78,26 +82,36 @@ void command_card(std::ostringstream& h, const std::string& id, const std::strin
 void gain_chain(std::ostringstream& h, const SearchOutcome& o, const std::string& metric) {
   const GainTable g = gain_table(o);
   if (g.rows.empty()) return;
-  h << "<h3>Gain chain</h3>\n<p>From the best baseline (" << esc(o.best_baseline.config.engine + " " + o.best_baseline.label)
-    << ", " << num(o.best_baseline.objective.mean) << ") to the best configuration ("
-    << esc(o.best.config.engine + " " + o.best.label) << ", " << num(o.best.objective.mean) << "); each step relative "
-    << "to the one before.</p>\n<table class=\"summary\"><tr><th>step</th><th>" << esc(metric) << " gain</th></tr>\n";
-  for (const auto& r : g.rows) h << "<tr><td>" << esc(r.optimization) << "</td><td class=\"n\">" << pct(r.gain_pct) << "</td></tr>\n";
+  h << "<h3>Gain chain</h3>\n<p>From the best baseline ("
+    << esc(o.best_baseline.config.engine + " " + o.best_baseline.label) << ", "
+    << num(o.best_baseline.objective.mean) << ") to the best configuration ("
+    << esc(o.best.config.engine + " " + o.best.label) << ", " << num(o.best.objective.mean)
+    << "); each step relative "
+    << "to the one before.</p>\n<table class=\"summary\"><tr><th>step</th><th>" << esc(metric)
+    << " gain</th></tr>\n";
+  for (const auto& r : g.rows)
+    h << "<tr><td>" << esc(r.optimization) << "</td><td class=\"n\">" << pct(r.gain_pct) << "</td></tr>\n";
   if (!g.no_gain.empty())
     h << "<tr><td>" << esc(fmt::format("{}", fmt::join(g.no_gain, ", "))) << "</td><td>no gain</td></tr>\n";
   h << "<tr><th>total over the baseline</th><th class=\"n\">" << pct(g.total_pct) << "</th></tr></table>\n";
 }
 
-void generalization(std::ostringstream& h, const SearchOutcome& o, const std::string& metric, bool predicted) {
+void generalization(std::ostringstream& h, const SearchOutcome& o, const std::string& metric,
+                    bool predicted) {
   if (o.generalization.empty()) return;
-  h << "<h3>Generalization: baseline vs best on every scenario</h3>\n<table class=\"summary\"><tr><th>scenario</th>"
+  h << "<h3>Generalization: baseline vs best on every scenario</h3>\n<table "
+       "class=\"summary\"><tr><th>scenario</th>"
     << "<th>baseline " << esc(metric) << "</th><th>best " << esc(metric) << "</th><th>change</th></tr>\n";
   for (const auto& r : o.generalization) {
     h << "<tr><td>" << esc(r.scenario) << "</td><td class=\"n\">"
       << (r.baseline_failure.empty() ? est_cell(r.baseline, predicted) : "failed: " + esc(r.baseline_failure))
-      << "</td><td class=\"n\">" << (r.best_failure.empty() ? est_cell(r.best, predicted) : "failed: " + esc(r.best_failure))
-      << "</td><td class=\"n" << (!r.baseline.n || !r.best.n ? "" : r.change_pct < 0 ? " neg" : " pos") << "\">"
-      << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << "</td></tr>\n";
+      << "</td><td class=\"n\">"
+      << (r.best_failure.empty() ? est_cell(r.best, predicted) : "failed: " + esc(r.best_failure))
+      << "</td><td class=\"n"
+      << (!r.baseline.n || !r.best.n ? ""
+          : r.change_pct < 0         ? " neg"
+                                     : " pos")
+      << "\">" << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << "</td></tr>\n";
   }
   h << "</table>\n";
 }
@@ -153,7 +167,8 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
     << ", " << esc(tally_trials(s, in.trials).text(s.hardware.gpu_count)) << " (" << strategy_name(o.strategy)
     << " search).</p>\n";
   if (!o.best.feasible) {
-    h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below lists every "
+    h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below "
+         "lists every "
          "failure with its reason.</p>\n";
   } else {
     const std::string rec = o.recommended_command.shell();
@@ -165,24 +180,30 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
         << verdict.measure.size()
         << " configurations apart (table below). The command below is <b>provisional</b>: the twin's top "
            "pick after the rule, until they are measured.</p>\n";
-    command_card(h, "cmd-recommended",
-                 fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
-                 esc(metric) + ": <b>" +
-                     esc(re.feasible ? value_text(re, metric)
-                                     : fmt::format("{}: {}", re.status == TrialStatus::kOk ? "infeasible"
-                                                                      : trial_status_name(re.status), re.reason)) +
-                     "</b>");
+    command_card(
+        h, "cmd-recommended",
+        fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
+        esc(metric) + ": <b>" +
+            esc(re.feasible
+                    ? value_text(re, metric)
+                    : fmt::format("{}: {}",
+                                  re.status == TrialStatus::kOk ? "infeasible" : trial_status_name(re.status),
+                                  re.reason)) +
+            "</b>");
     if (o.alternative) {  // the other side of the trade-off the rule made (search.h AlternativeCommand)
       const Evaluation& ae = o.alternative->eval;
-      command_card(h, "cmd-alternative", "Alternative: " + o.alternative->title, o.alternative->command.shell(),
+      command_card(h, "cmd-alternative", "Alternative: " + o.alternative->title,
+                   o.alternative->command.shell(),
                    esc(metric) + ": <b>" +
                        esc(ae.feasible ? value_text(ae, metric)
                                        : fmt::format("{}: {}", trial_status_name(ae.status), ae.reason)) +
                        "</b> (the trade-off: “Recommended launch command” below).");
     } else if (o.best.shell != rec)
       command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
-                   o.best.shell, esc(metric) + ": <b>" + esc(value_text(o.best, metric)) + "</b> — not recommended: "
-                   "the recommendation rule dropped a knob (see “Recommended launch command” below).");
+                   o.best.shell,
+                   esc(metric) + ": <b>" + esc(value_text(o.best, metric)) +
+                       "</b> — not recommended: "
+                       "the recommendation rule dropped a knob (see “Recommended launch command” below).");
     if (tie) measure_table(h, verdict, metric);
     gain_chain(h, o, metric);
     generalization(h, o, s.objective.metric, s.target == Target::kTwin);
@@ -239,11 +260,13 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   std::vector<std::string> pts_labels;
   for (size_t i = 0; i < in.trials.size(); ++i) {
     const TrialRecord& t = in.trials[i];
-    const std::string what = t.engine + " " + t.config_label + (t.repeat ? fmt::format(" (run {})", t.repeat + 1) : "");
+    const std::string what =
+        t.engine + " " + t.config_label + (t.repeat ? fmt::format(" (run {})", t.repeat + 1) : "");
     const ScenarioResult* r = result_of(t, scen);
     if (t.outcome.status != TrialStatus::kOk) {
       const std::string cls = trial_status_name(t.outcome.status);
-      bars.bars.push_back({fmt::format("#{} {}", i + 1, cls), t.engine, std::nullopt, cls, what + ": " + t.outcome.reason});
+      bars.bars.push_back(
+          {fmt::format("#{} {}", i + 1, cls), t.engine, std::nullopt, cls, what + ": " + t.outcome.reason});
       continue;
     }
     const double* m = metric_of(r, metric);
@@ -263,17 +286,20 @@ std::string charts_section(const ReportInput& in, html::ChartSet& charts) {
   if (auto it = rec.first.find(scen); it != rec.first.end() && rec.feasible) {
     const double* m = metric_of(&it->second, metric);
     const double* tp = metric_of(&it->second, "Mean TPOT (ms)");
-    if (m && tp) sc.marked = html::Point{*tp, *m, rec.config.engine + " " + rec.label}, sc.marked_name = "recommended";
+    if (m && tp)
+      sc.marked = html::Point{*tp, *m, rec.config.engine + " " + rec.label}, sc.marked_name = "recommended";
   }
   if (!bars.bars.empty()) h << charts.add(bars);
   if (!pts.empty()) h << charts.add(sc);
 
   // TTFT / TPOT distributions of the best baseline, the recommended and (when different) the best config.
-  std::vector<std::pair<std::string, const Evaluation*>> evals = {{"baseline", &o.best_baseline}, {"recommended", &rec}};
+  std::vector<std::pair<std::string, const Evaluation*>> evals = {{"baseline", &o.best_baseline},
+                                                                  {"recommended", &rec}};
   if (o.best.key != rec.key) evals.push_back({"best", &o.best});
   for (int k = 0; k < 2; ++k) {
     html::LineChart c;
-    c.title = std::string(k ? "TPOT" : "TTFT") + " distribution" + tag + " on " + scen + ": baseline vs recommended";
+    c.title = std::string(k ? "TPOT" : "TTFT") + " distribution" + tag + " on " + scen +
+              ": baseline vs recommended";
     c.x_title = std::string(k ? "TPOT" : "TTFT") + " (ms)";
     c.y_title = "requests at or below (%)";
     c.step = true;
@@ -405,13 +431,16 @@ std::string load_charts(const ReportInput& in, html::ChartSet& charts) {
     if (slot.second) p.series.push_back({config, {}, config});
     p.series[slot.first->second].points.push_back({pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what});
     if (pt.on_front) front.push_back(&pt);
-    if (pt.recommended) p.marked = html::Point{pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what}, p.marked_name = "recommended";
+    if (pt.recommended)
+      p.marked = html::Point{pt.output_tok_s_per_user, pt.output_tok_s_per_gpu, what},
+      p.marked_name = "recommended";
   }
   std::sort(front.begin(), front.end(), [](const ParetoPoint* a, const ParetoPoint* b) {
     return a->output_tok_s_per_user < b->output_tok_s_per_user;
   });
   for (const ParetoPoint* pt : front)
-    p.front.push_back({pt->output_tok_s_per_user, pt->output_tok_s_per_gpu, pt->engine + " " + pt->label + " at " + pt->load.text()});
+    p.front.push_back({pt->output_tok_s_per_user, pt->output_tok_s_per_gpu,
+                       pt->engine + " " + pt->label + " at " + pt->load.text()});
   if (!p.series.empty()) h << charts.add(p);
   return h.str();
 }
@@ -430,16 +459,20 @@ std::string log_link(const std::string& log_path, const std::filesystem::path& r
   std::error_code ec;
   if (!fs::exists(p, ec)) return "";  // the twin names a log path but writes none
   fs::path rel = report_dir.empty() ? fs::path() : p.lexically_relative(report_dir);
-  const std::string href = !rel.empty() && rel.native().rfind("..", 0) != 0 ? rel.generic_string() : p.generic_string();
+  const std::string href =
+      !rel.empty() && rel.native().rfind("..", 0) != 0 ? rel.generic_string() : p.generic_string();
   return "<a href=\"" + esc(href) + "\">" + esc(p.filename().string()) + "</a>";
 }
 
 void trial_table(std::ostringstream& h, const ReportInput& in, const std::filesystem::path& report_dir) {
   const std::string& metric = in.study->objective.metric;
-  h << "<section id=\"trials\"><h2>Every trial</h2>\n<p>One row per trial and scenario; click a column header to "
-       "sort (again to reverse).</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"trial-table\"><thead><tr>";
-  for (const std::string& col : std::vector<std::string>{"#", "engine", "config", "phase", "run", "scenario", metric, "mean TTFT (ms)",
-                                "P99 TTFT (ms)", "mean TPOT (ms)", "P99 TPOT (ms)", "status", "failure reason", "log"})
+  h << "<section id=\"trials\"><h2>Every trial</h2>\n<p>One row per trial and scenario; click a column "
+       "header to "
+       "sort (again to reverse).</p>\n<div class=\"scroll\"><table class=\"sortable\" "
+       "id=\"trial-table\"><thead><tr>";
+  for (const std::string& col : std::vector<std::string>{
+           "#", "engine", "config", "phase", "run", "scenario", metric, "mean TTFT (ms)", "P99 TTFT (ms)",
+           "mean TPOT (ms)", "P99 TPOT (ms)", "status", "failure reason", "log"})
     h << "<th>" << esc(col) << "</th>";
   h << "</tr></thead><tbody>\n";
   for (size_t i = 0; i < in.trials.size(); ++i) {
@@ -525,9 +558,11 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   const Study& s = *in.study;
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" << esc(s.name)
-    << " — servelab study</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << esc(s.name) << "</h1>\n";
+    << " — servelab study</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << esc(s.name)
+    << "</h1>\n";
   if (s.target == Target::kTwin)
-    h << "<blockquote><b>PREDICTED</b>: every number on this page comes from servelab's engine twin, not from a "
+    h << "<blockquote><b>PREDICTED</b>: every number on this page comes from servelab's engine twin, not "
+         "from a "
          "measurement.</blockquote>\n";
   if (!in.outcome->complete)
     h << "<blockquote><b>Partial report</b>: some trials of the study have not run yet (<code>servelab tune "
@@ -539,7 +574,8 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   html::ChartSet charts;
   if (chart_js.empty()) {
     h << "<p class=\"warn\">Charts unavailable: Chart.js was not found in servelab's cache ("
-      << esc(chart_js_path().string()) << "); run <code>make deps</code> and <code>servelab report DIR</code> "
+      << esc(chart_js_path().string())
+      << "); run <code>make deps</code> and <code>servelab report DIR</code> "
       << "again.</p>\n";
   } else {
     h << charts_section(in, charts);
@@ -550,7 +586,8 @@ std::string render_html(const ReportInput& in, const std::string& markdown, cons
   h << "<section id=\"full\"><h2>Full report</h2>\n<p>The content of report.md; raw bench blocks are folded "
        "(click to open).</p>\n"
     << html::markdown_to_html(markdown) << "</section>\n";
-  h << "<h2>Export</h2><p>Every trial: <a href=\"trials.csv\">trials.csv</a>, <a href=\"trials.json\">trials.json"
+  h << "<h2>Export</h2><p>Every trial: <a href=\"trials.csv\">trials.csv</a>, <a "
+       "href=\"trials.json\">trials.json"
        "</a>, <code>results.sqlite</code>.</p>\n";
   // Every text of the page through the one redaction rule (the library is not user text).
   std::string page = in.study ? redact_study_secrets(*in.study, h.str()) : common::redact_text(h.str());

@@ -4,20 +4,20 @@
 // load_parse.cc.
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <regex>
 #include <set>
-#include <toml++/toml.h>
 
 #include "servelab/common/printable.h"
 #include "servelab/common/redact.h"
 #include "servelab/hardware/hardware.h"
+#include "servelab/tune/study.h"
 #include "tune/load_parse.h"
 #include "tune/toml_guard.h"
-#include "servelab/tune/study.h"
 
 namespace servelab::tune {
 
@@ -88,13 +88,14 @@ double get_number(const Ctx& c, const toml::table& t, const std::string& key, co
   return v;
 }
 
-int get_int(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
-            int fallback, std::optional<Range> range = std::nullopt) {
+int get_int(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path, int fallback,
+            std::optional<Range> range = std::nullopt) {
   const toml::node* n = t.get(key);
   if (!n) return fallback;
   if (!n->is_integer()) c.fail(n, path + "." + key, "must be an integer");
   const int64_t v = *n->value<int64_t>();
-  const Range r = range.value_or(Range{double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max())});
+  const Range r =
+      range.value_or(Range{double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max())});
   if (double(v) < r.lo || double(v) > r.hi || (r.lo_open && double(v) == r.lo))
     c.fail(n, path + "." + key, fmt::format("{} is out of range (must be {})", v, range_text(r)));
   return static_cast<int>(v);
@@ -152,7 +153,8 @@ void check_keys(const Ctx& c, const toml::table& t, const std::string& path, std
 std::vector<std::string> placeholders(const std::string& text) {
   static const std::regex kPlaceholder(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
   std::vector<std::string> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kPlaceholder); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kPlaceholder); it != std::sregex_iterator();
+       ++it)
     out.push_back((*it)[1]);
   return out;
 }
@@ -166,7 +168,9 @@ void check_placeholders(const Ctx& c, const toml::node& n, const std::string& pa
       if (defined.count(name)) continue;
       std::string list;
       for (const auto& d : defined) list += (list.empty() ? "{" : ", {") + d + "}";
-      c.fail(&e, p, fmt::format("undefined placeholder {{{}}} (defined here: {})", name, list.empty() ? "none" : list));
+      c.fail(
+          &e, p,
+          fmt::format("undefined placeholder {{{}}} (defined here: {})", name, list.empty() ? "none" : list));
     }
   };
   if (const auto* a = n.as_array()) {
@@ -179,8 +183,8 @@ void check_placeholders(const Ctx& c, const toml::node& n, const std::string& pa
 }
 
 /// Checks the placeholders of `t[key]` (if present) against `defined`.
-void check_key_placeholders(const Ctx& c, const toml::table& t, const std::string& key, const std::string& path,
-                            const std::set<std::string>& defined) {
+void check_key_placeholders(const Ctx& c, const toml::table& t, const std::string& key,
+                            const std::string& path, const std::set<std::string>& defined) {
   if (const toml::node* n = t.get(key)) check_placeholders(c, *n, path + "." + key, defined);
 }
 
@@ -206,11 +210,16 @@ KnobType parse_knob_type(const Ctx& c, const toml::table& t, const std::string& 
 
 bool type_matches(KnobType type, const toml::node& n) {
   switch (type) {
-    case KnobType::kInt: return n.is_integer();
-    case KnobType::kFloat: return n.is_number();
-    case KnobType::kString: return n.is_string();
-    case KnobType::kBool: return n.is_boolean();
-    case KnobType::kLayout: return false;
+    case KnobType::kInt:
+      return n.is_integer();
+    case KnobType::kFloat:
+      return n.is_number();
+    case KnobType::kString:
+      return n.is_string();
+    case KnobType::kBool:
+      return n.is_boolean();
+    case KnobType::kLayout:
+      return false;
   }
   return false;
 }
@@ -233,9 +242,9 @@ KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const
     bool dpa = get_bool(c, t, "dp_attention", path, false);
     for (auto [name, x] : {std::pair{"tp", tp}, {"dp", dp}, {"ep", ep}, {"dcp", dcp}, {"pp", pp}})
       if (x < 1) c.fail(&n, path + "." + name, "must be ≥ 1");
-    v.fields = {{"tp", std::to_string(tp)}, {"dp", std::to_string(dp)}, {"ep", std::to_string(ep)},
-                {"dcp", std::to_string(dcp)}, {"pp", std::to_string(pp)},
-                {"dp_attention", dpa ? "true" : "false"}};
+    v.fields = {{"tp", std::to_string(tp)}, {"dp", std::to_string(dp)},
+                {"ep", std::to_string(ep)}, {"dcp", std::to_string(dcp)},
+                {"pp", std::to_string(pp)}, {"dp_attention", dpa ? "true" : "false"}};
     std::string label = fmt::format("tp{}", tp);
     if (dp > 1) label += fmt::format("-dp{}", dp);
     if (ep > 1) label += fmt::format("-ep{}", ep);
@@ -249,7 +258,8 @@ KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const
     const auto& t = *n.as_table();
     const toml::node* value = t.get("value");
     if (!value) c.fail(&n, path, "a value table needs a 'value' key");
-    if (!type_matches(knob.type, *value)) c.fail(value, path + ".value", "value has the wrong type for this knob");
+    if (!type_matches(knob.type, *value))
+      c.fail(value, path + ".value", "value has the wrong type for this knob");
     for (const auto& [k, f] : t)
       if (k.str() != "label") v.fields[std::string(k.str())] = scalar_text(f);
     v.label = get_string(c, t, "label", path, scalar_text(*value));
@@ -316,8 +326,9 @@ void read_hardware_nodes(const Ctx& c, const toml::table& t, Hardware& h) {
 
 /// [k8s] (tune/k8s_spec.h); images are checked against the engines when manifests are rendered.
 void read_k8s(const Ctx& c, const toml::table& t, K8sSpec& k) {
-  check_keys(c, t, "k8s", {"namespace", "bench_image", "images", "gpu_resource", "results_claim",
-                           "model_cache_claim", "shm_gb", "credentials_secret", "rendezvous_port"});
+  check_keys(c, t, "k8s",
+             {"namespace", "bench_image", "images", "gpu_resource", "results_claim", "model_cache_claim",
+              "shm_gb", "credentials_secret", "rendezvous_port"});
   k.ns = get_string(c, t, "namespace", "k8s", k.ns);
   k.bench_image = get_string(c, t, "bench_image", "k8s", k.bench_image);
   k.images = get_string_map(c, t, "images", "k8s");
@@ -341,16 +352,21 @@ void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
       });
   if (!safe_name)
-    c.fail(st->get("name"), "study.name",
-           fmt::format("\"{}\" is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a "
-                       "letter or digit (it names the output directory out/<name>)",
-                       s.name.size() > 60 ? s.name.substr(0, 60) + "..." : s.name));  // fail() escapes it
+    c.fail(
+        st->get("name"), "study.name",
+        fmt::format("\"{}\" is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a "
+                    "letter or digit (it names the output directory out/<name>)",
+                    s.name.size() > 60 ? s.name.substr(0, 60) + "..." : s.name));  // fail() escapes it
   s.goal = get_string(c, *st, "goal", "study", std::string());
   std::string target = get_string(c, *st, "target", "study", std::string("twin"));
-  if (target == "twin") s.target = Target::kTwin;
-  else if (target == "local") s.target = Target::kLocal;
-  else if (target == "slurm") s.target = Target::kSlurm;
-  else c.fail(st->get("target"), "study.target", "must be \"twin\", \"local\" or \"slurm\"");
+  if (target == "twin")
+    s.target = Target::kTwin;
+  else if (target == "local")
+    s.target = Target::kLocal;
+  else if (target == "slurm")
+    s.target = Target::kSlurm;
+  else
+    c.fail(st->get("target"), "study.target", "must be \"twin\", \"local\" or \"slurm\"");
   s.repeats = get_int(c, *st, "repeats", "study", 1, Range{1, 100});
   s.host = get_string(c, *st, "host", "study", std::string("127.0.0.1"));
   if (s.host.empty() || s.host.find_first_of(" /") != std::string::npos)
@@ -358,20 +374,23 @@ void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   s.port = get_int(c, *st, "port", "study", 8000, Range{1, 65535});
 }
 
-/// [hardware] gpu_memory_gb: the GPU table's memory (hardware::GpuSpec::memory_bytes, as nvidia-smi reports it)
-/// is the one source. A study may still give the key (older studies wrote the datasheet's figure): it must agree
-/// with the table within 1.5 %, read as GB (10^9 bytes) or as GiB (the H200 datasheet's "141 GB" is 143771 MiB =
-/// 140.4 GiB = 150.8 GB), else it is an error naming both values. Required for a GPU the table lacks.
+/// [hardware] gpu_memory_gb: the GPU table's memory (hardware::GpuSpec::memory_bytes, as nvidia-smi reports
+/// it) is the one source. A study may still give the key (older studies wrote the datasheet's figure): it
+/// must agree with the table within 1.5 %, read as GB (10^9 bytes) or as GiB (the H200 datasheet's "141 GB"
+/// is 143771 MiB = 140.4 GiB = 150.8 GB), else it is an error naming both values. Required for a GPU the
+/// table lacks.
 void read_gpu_memory(const Ctx& c, const toml::table& t, Hardware& h) {
   const toml::node* given = t.get("gpu_memory_gb");
-  const double study_gb = given ? get_number(c, t, "gpu_memory_gb", "hardware", 0.0, Range{0, 10000, true}) : 0.0;
+  const double study_gb =
+      given ? get_number(c, t, "gpu_memory_gb", "hardware", 0.0, Range{0, 10000, true}) : 0.0;
   const hardware::GpuSpec* gpu = nullptr;
   try {
     gpu = &hardware::gpu_by_name(h.gpu);
   } catch (const std::invalid_argument& e) {
     if (!given)
-      c.fail(t.get("gpu"), "hardware.gpu",
-             fmt::format("{}; for a GPU the table lacks, give hardware.gpu_memory_gb (GB per GPU)", e.what()));
+      c.fail(
+          t.get("gpu"), "hardware.gpu",
+          fmt::format("{}; for a GPU the table lacks, give hardware.gpu_memory_gb (GB per GPU)", e.what()));
     h.gpu_memory_gb = study_gb;
     return;
   }
@@ -380,14 +399,16 @@ void read_gpu_memory(const Ctx& c, const toml::table& t, Hardware& h) {
   const auto near = [study_gb](double v) { return std::abs(study_gb - v) <= 0.015 * v; };
   if (given && !near(h.gpu_memory_gb) && !near(gib))
     c.fail(given, "hardware.gpu_memory_gb",
-           fmt::format("{:g} contradicts the GPU table: {} has {:.0f} MiB = {:.1f} GB = {:.1f} GiB (src/hardware); "
-                       "remove the key (the table is the one source) or fix hardware.gpu",
-                       study_gb, gpu->name, gpu->memory_bytes / 1048576.0, h.gpu_memory_gb, gib));
+           fmt::format(
+               "{:g} contradicts the GPU table: {} has {:.0f} MiB = {:.1f} GB = {:.1f} GiB (src/hardware); "
+               "remove the key (the table is the one source) or fix hardware.gpu",
+               study_gb, gpu->name, gpu->memory_bytes / 1048576.0, h.gpu_memory_gb, gib));
 }
 
 /// [hardware] (required): the GPU, how many, on how many nodes, memory per GPU (GB) and interconnect.
 void read_hardware(const Ctx& c, const toml::table& ht, Hardware& h) {
-  check_keys(c, ht, "hardware", {"gpu", "gpu_count", "gpu_memory_gb", "interconnect", "nodes", "gpus_per_node"});
+  check_keys(c, ht, "hardware",
+             {"gpu", "gpu_count", "gpu_memory_gb", "interconnect", "nodes", "gpus_per_node"});
   h.gpu = get_string(c, ht, "gpu", "hardware", std::nullopt);
   h.gpu_count = get_int(c, ht, "gpu_count", "hardware", h.gpu_count, Range{1, 4096});
   read_hardware_nodes(c, ht, h);
@@ -398,9 +419,9 @@ void read_hardware(const Ctx& c, const toml::table& ht, Hardware& h) {
 /// [slurm] (tune/study.h SlurmSpec): partition, account, GRES, GPUs per trial and node, time limit (min),
 /// sbatch options. Defaults of the per-trial GPU counts come from `hw`.
 void read_slurm(const Ctx& c, const toml::table& lt, const Hardware& hw, SlurmSpec& sl) {
-  check_keys(c, lt, "slurm", {"partition", "account", "qos", "gres_name", "gpus_per_trial", "gpus_per_node",
-                              "time_limit_min", "max_parallel", "setup", "sbatch_args", "servelab",
-                              "poll_interval_s", "requeue"});
+  check_keys(c, lt, "slurm",
+             {"partition", "account", "qos", "gres_name", "gpus_per_trial", "gpus_per_node", "time_limit_min",
+              "max_parallel", "setup", "sbatch_args", "servelab", "poll_interval_s", "requeue"});
   sl.configured = true;
   sl.partition = get_string(c, lt, "partition", "slurm", sl.partition);
   sl.account = get_string(c, lt, "account", "slurm", sl.account);
@@ -425,7 +446,8 @@ void read_slurm(const Ctx& c, const toml::table& lt, const Hardware& hw, SlurmSp
       c.fail(lt.get("sbatch_args"), fmt::format("slurm.sbatch_args[{}]", i),
              "must be one sbatch option starting with '-' (e.g. \"--constraint=h100\")");
   sl.servelab = get_string(c, lt, "servelab", "slurm", sl.servelab);
-  sl.poll_interval_s = get_number(c, lt, "poll_interval_s", "slurm", sl.poll_interval_s, Range{0, 3600, true});
+  sl.poll_interval_s =
+      get_number(c, lt, "poll_interval_s", "slurm", sl.poll_interval_s, Range{0, 3600, true});
   sl.requeue = get_bool(c, lt, "requeue", "slurm", sl.requeue);
 }
 
@@ -441,8 +463,9 @@ void read_bench(const Ctx& c, const toml::table& bt, const std::string& data_dir
 
 /// One [[engines]] table at TOML path `p`: kind, version, launch command template, ready check, stop grace.
 EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p) {
-  check_keys(c, t, p, {"name", "kind", "version", "command", "base_flags", "env", "ready_paths",
-                       "ready_timeout_s", "stop_grace_s", "check_flags"});
+  check_keys(c, t, p,
+             {"name", "kind", "version", "command", "base_flags", "env", "ready_paths", "ready_timeout_s",
+              "stop_grace_s", "check_flags"});
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
   const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
@@ -458,7 +481,8 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
   spec.ready_timeout_s = get_number(c, t, "ready_timeout_s", p, spec.ready_timeout_s, Range{0, 86400, true});
   spec.stop_grace_s = get_number(c, t, "stop_grace_s", p, spec.stop_grace_s, Range{0, 3600});
   spec.check_flags = get_bool(c, t, "check_flags", p, spec.check_flags);
-  for (const char* key : {"command", "base_flags", "env"}) check_key_placeholders(c, t, key, p, kStudyPlaceholders);
+  for (const char* key : {"command", "base_flags", "env"})
+    check_key_placeholders(c, t, key, p, kStudyPlaceholders);
   for (size_t i = 0; i < spec.ready_paths.size(); ++i)
     if (spec.ready_paths[i].empty() || spec.ready_paths[i][0] != '/')
       c.fail(t.get("ready_paths"), fmt::format("{}.ready_paths[{}]", p, i),
@@ -486,7 +510,8 @@ void read_knob_render(const Ctx& c, const toml::table& rt, const std::string& p,
                       const std::vector<EngineSpec>& engines, Knob& knob) {
   for (const auto& [engine, parts] : rt) {
     std::string en_name(engine.str());
-    if (std::none_of(engines.begin(), engines.end(), [&](const EngineSpec& es) { return es.name == en_name; }))
+    if (std::none_of(engines.begin(), engines.end(),
+                     [&](const EngineSpec& es) { return es.name == en_name; }))
       c.fail(&parts, p + ".render." + en_name, "no engine named '" + en_name + "'");
     std::set<std::string> defined = kStudyPlaceholders;
     for (const auto& v : knob.values)
@@ -522,8 +547,9 @@ bool renders_credential(const toml::table& knob) {
           if (!f) continue;
           const std::string name = flag_name(f->get());
           if (name.empty() || !common::is_credential_name(name)) continue;
-          if (f->get().find('=') != std::string::npos ? placeholder(&(*flags)[i])
-                                                       : i + 1 < flags->size() && placeholder(flags->get(i + 1)))
+          if (f->get().find('=') != std::string::npos
+                  ? placeholder(&(*flags)[i])
+                  : i + 1 < flags->size() && placeholder(flags->get(i + 1)))
             return true;
         }
       if (const toml::table* env = pt->get_as<toml::table>("env"))
@@ -626,10 +652,14 @@ void read_objective(const Ctx& c, const toml::table& root, Study& s) {
   if (!ot) return;
   check_keys(c, *ot, "objective", {"kind", "metric", "slo_ms", "scenarios"});
   std::string kind = get_string(c, *ot, "kind", "objective", std::string("throughput"));
-  if (kind == "throughput") s.objective.kind = Objective::Kind::kThroughput;
-  else if (kind == "goodput") s.objective.kind = Objective::Kind::kGoodput;
-  else if (kind == "geomean") s.objective.kind = Objective::Kind::kGeomean;
-  else c.fail(ot->get("kind"), "objective.kind", "must be throughput, goodput or geomean");
+  if (kind == "throughput")
+    s.objective.kind = Objective::Kind::kThroughput;
+  else if (kind == "goodput")
+    s.objective.kind = Objective::Kind::kGoodput;
+  else if (kind == "geomean")
+    s.objective.kind = Objective::Kind::kGeomean;
+  else
+    c.fail(ot->get("kind"), "objective.kind", "must be throughput, goodput or geomean");
   const std::string metric = get_string(c, *ot, "metric", "objective", std::string("total_token_throughput"));
   try {
     s.objective.metric = metric_label(metric);
@@ -690,10 +720,14 @@ void read_search(const Ctx& c, const toml::table& qt, const std::vector<Knob>& k
              {"strategy", "knob_order", "top_k", "max_trials", "min_gain_pct", "ablation", "twin_band_pct"});
   q.strategy_set = qt.get("strategy") != nullptr;
   std::string strat = get_string(c, qt, "strategy", "search", std::string("greedy"));
-  if (strat == "greedy") q.strategy = Strategy::kGreedy;
-  else if (strat == "grid") q.strategy = Strategy::kGrid;
-  else if (strat == "twin-guided") q.strategy = Strategy::kTwinGuided;
-  else c.fail(qt.get("strategy"), "search.strategy", "must be greedy, grid or twin-guided");
+  if (strat == "greedy")
+    q.strategy = Strategy::kGreedy;
+  else if (strat == "grid")
+    q.strategy = Strategy::kGrid;
+  else if (strat == "twin-guided")
+    q.strategy = Strategy::kTwinGuided;
+  else
+    c.fail(qt.get("strategy"), "search.strategy", "must be greedy, grid or twin-guided");
   q.knob_order = get_strings(c, qt, "knob_order", "search");
   for (const auto& k : q.knob_order)
     if (std::none_of(knobs.begin(), knobs.end(), [&](const Knob& x) { return x.name == k; }))
@@ -710,10 +744,14 @@ void read_search(const Ctx& c, const toml::table& qt, const std::vector<Knob>& k
 void read_recommendation(const Ctx& c, const toml::table& rt, RecommendationSpec& r) {
   check_keys(c, rt, "recommendation", {"rule", "threshold_pct"});
   const std::string rule = get_string(c, rt, "rule", "recommendation", std::string("trade_off"));
-  if (rule == "trade_off") r.rule = RecommendationRule::kTradeOff;
-  else if (rule == "objective") r.rule = RecommendationRule::kObjective;
-  else if (rule == "no_regression") r.rule = RecommendationRule::kNoRegression;
-  else c.fail(rt.get("rule"), "recommendation.rule", "must be trade_off, objective or no_regression");
+  if (rule == "trade_off")
+    r.rule = RecommendationRule::kTradeOff;
+  else if (rule == "objective")
+    r.rule = RecommendationRule::kObjective;
+  else if (rule == "no_regression")
+    r.rule = RecommendationRule::kNoRegression;
+  else
+    c.fail(rt.get("rule"), "recommendation.rule", "must be trade_off, objective or no_regression");
   r.threshold_pct = get_number(c, rt, "threshold_pct", "recommendation", r.threshold_pct, Range{0, 1e6});
 }
 
@@ -742,7 +780,8 @@ toml::table parse_toml(const std::string& text, const std::string& origin) {
     return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     throw StudyError(fmt::format("{}:{}:{}: TOML syntax error: {}", origin, e.source().begin.line,
-                                 e.source().begin.column, common::printable(shorten_digit_runs(std::string(e.description())), 300)));
+                                 e.source().begin.column,
+                                 common::printable(shorten_digit_runs(std::string(e.description())), 300)));
   }
 }
 
@@ -751,15 +790,18 @@ toml::table parse_toml(const std::string& text, const std::string& origin) {
 Study parse_study(const std::string& text, const std::string& origin, const std::filesystem::path& data_dir) {
   Ctx c{origin};
   const toml::table root = parse_toml(text, origin);
-  check_keys(c, root, "", {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective",
-                           "constraints", "search", "recommendation", "load", "slo", "cost", "objectives", "k8s", "slurm"});
+  check_keys(
+      c, root, "",
+      {"study", "model", "hardware", "bench", "engines", "knobs", "scenarios", "objective", "constraints",
+       "search", "recommendation", "load", "slo", "cost", "objectives", "k8s", "slurm"});
   Study s;
   s.source_text = text;
   read_study_section(c, root, s);
   const toml::table* mt = sub_table(c, root, "model", "model", true);
   check_keys(c, *mt, "model", {"id"});
   s.model = get_string(c, *mt, "id", "model", std::nullopt);
-  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", true)) read_hardware(c, *ht, s.hardware);
+  if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", true))
+    read_hardware(c, *ht, s.hardware);
   if (const toml::table* kt = sub_table(c, root, "k8s", "k8s", false)) read_k8s(c, *kt, s.k8s);
   if (const toml::table* lt = sub_table(c, root, "slurm", "slurm", false)) {
     read_slurm(c, *lt, s.hardware, s.slurm);
@@ -776,7 +818,8 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   read_scenarios(c, root, data, s);
   read_objective(c, root, s);
   read_constraints(c, root, s);
-  if (const toml::table* qt = sub_table(c, root, "search", "search", false)) read_search(c, *qt, s.knobs, s.search);
+  if (const toml::table* qt = sub_table(c, root, "search", "search", false))
+    read_search(c, *qt, s.knobs, s.search);
   if (!s.search.strategy_set) s.search.strategy = default_strategy(s.target);
   if (const toml::table* rt = sub_table(c, root, "recommendation", "recommendation", false))
     read_recommendation(c, *rt, s.recommendation);

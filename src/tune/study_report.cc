@@ -20,21 +20,26 @@ namespace servelab::tune {
 
 namespace {
 
-
 std::string est_text(const Estimate& e, bool predicted) {
   if (e.n == 0) return "—";
-  std::string s = e.n >= 2 ? fmt::format("{:.2f} ± {:.2f}", e.mean, e.ci95_half) : fmt::format("{:.2f}", e.mean);
+  std::string s =
+      e.n >= 2 ? fmt::format("{:.2f} ± {:.2f}", e.mean, e.ci95_half) : fmt::format("{:.2f}", e.mean);
   return predicted ? s + " (predicted)" : s;
 }
 
 std::string md_escape(std::string s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else if (c == '<') out += "&lt;";  // a viewer that passes HTML through would open "<!--" or a tag
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else if (c == '<')
+      out += "&lt;";  // a viewer that passes HTML through would open "<!--" or a tag
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }
@@ -72,7 +77,8 @@ void failure_text(std::ostringstream& md, const ReportInput& in, const Evaluatio
 
 std::string slo_text(const Study& s) {
   std::string out;
-  for (const auto& [k, v] : s.objective.slo_ms) out += fmt::format("{}{} ≤ {} ms", out.empty() ? "" : ", ", k, v);
+  for (const auto& [k, v] : s.objective.slo_ms)
+    out += fmt::format("{}{} ≤ {} ms", out.empty() ? "" : ", ", k, v);
   return out;
 }
 
@@ -98,15 +104,16 @@ GainTable gain_table(const SearchOutcome& o) {
     if (!s.kept) continue;
     std::string label = s.knob + "=" + s.value;
     if (first && switched)
-      label += fmt::format(" ({} {} → {} {})", o.best_baseline.config.engine, o.best_baseline.label, path->engine,
-                           s.eval.label);
+      label += fmt::format(" ({} {} → {} {})", o.best_baseline.config.engine, o.best_baseline.label,
+                           path->engine, s.eval.label);
     t.rows.push_back({label, change_pct(prev, s.eval.objective.mean)});
     prev = s.eval.objective.mean;
     first = false;
   }
   if (first && switched)
-    t.rows.push_back({fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
-                      t.total_pct});
+    t.rows.push_back(
+        {fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
+         t.total_pct});
   for (const auto& s : path->steps) {
     bool kept_knob = false;
     for (const auto& x : path->steps) kept_knob = kept_knob || (x.kept && x.knob == s.knob);
@@ -144,13 +151,15 @@ static std::string band_text(const Evaluation& e) {
       return it == r.metrics.end() ? 0.0 : it->second;
     };
     std::string s = fmt::format(
-        "Twin error band (leave-one-study-out residuals of this launch's class): ±{:.0f}% total tok/s, ±{:.0f}% "
+        "Twin error band (leave-one-study-out residuals of this launch's class): ±{:.0f}% total tok/s, "
+        "±{:.0f}% "
         "mean TTFT, ±{:.0f}% mean TPOT.",
         tok->second, get(kBandTtftMetric), get(kBandTpotMetric));
     if (const double w = get(kTwinWarningsMetric); w > 0)
-      s += fmt::format(" **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
-                       "kernel path it has no figure for): `servelab sim run` on the command prints them.",
-                       w);
+      s += fmt::format(
+          " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
+          "kernel path it has no figure for): `servelab sim run` on the command prints them.",
+          w);
     return s + "\n\n";
   }
   return "";
@@ -173,10 +182,11 @@ static void retries_text(std::ostringstream& md, const EnginePath& p) {
   bool any = false;
   for (const auto& st : p.steps) {
     if (st.retried_with.empty()) continue;
-    if (!any) md << "Retried together (knobs interact: a value that fails alone may fit with other settings):\n\n";
+    if (!any)
+      md << "Retried together (knobs interact: a value that fails alone may fit with other settings):\n\n";
     any = true;
-    md << "- " << md_escape(st.retry_why) << ": " << md_escape(step_change(st)) << " → " << md_escape(st.decision)
-       << "\n";
+    md << "- " << md_escape(st.retry_why) << ": " << md_escape(step_change(st)) << " → "
+       << md_escape(st.decision) << "\n";
   }
   if (any) md << "\n";
 }
@@ -203,21 +213,24 @@ static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, cons
   }
   const std::string what =
       g.neighbourhood > 0
-          ? fmt::format("the {} configurations one or two knob changes from each engine's best (the full grid has {} "
-                        "points, more than search.max_trials)",
-                        g.neighbourhood, g.points)
+          ? fmt::format(
+                "the {} configurations one or two knob changes from each engine's best (the full grid has {} "
+                "points, more than search.max_trials)",
+                g.neighbourhood, g.points)
           : fmt::format("the full grid ({} points)", g.points);
   if (!g.disagrees) {
-    md << fmt::format("Checked on the twin: {} hold no better configuration than greedy's beyond the noise "
-                      "(best {} {}, {:+.2f}%).\n\n",
-                      what, g.grid_best.config.engine, g.grid_best.label, g.gap_pct);
+    md << fmt::format(
+        "Checked on the twin: {} hold no better configuration than greedy's beyond the noise "
+        "(best {} {}, {:+.2f}%).\n\n",
+        what, g.grid_best.config.engine, g.grid_best.label, g.gap_pct);
     return;
   }
-  md << fmt::format("**Greedy and the grid disagree**: {} finds {} {} at **{:.2f}** {}, "
-                    "{:+.2f}% over greedy's {} {} ({:.2f}). Greedy changes one knob at a time, so a combination "
-                    "that only wins together can escape it; the grid's command:\n\n```\n{}\n```\n\n",
-                    what, g.grid_best.config.engine, g.grid_best.label, g.grid_best.objective.mean, metric,
-                    g.gap_pct, o.best.config.engine, o.best.label, o.best.objective.mean, g.grid_best.shell);
+  md << fmt::format(
+      "**Greedy and the grid disagree**: {} finds {} {} at **{:.2f}** {}, "
+      "{:+.2f}% over greedy's {} {} ({:.2f}). Greedy changes one knob at a time, so a combination "
+      "that only wins together can escape it; the grid's command:\n\n```\n{}\n```\n\n",
+      what, g.grid_best.config.engine, g.grid_best.label, g.grid_best.objective.mean, metric, g.gap_pct,
+      o.best.config.engine, o.best.label, o.best.objective.mean, g.grid_best.shell);
 }
 
 // The rule that chose the recommended command, in words.
@@ -225,28 +238,36 @@ static std::string rule_text(const Study& s) {
   switch (s.recommendation.rule) {
     case RecommendationRule::kNoRegression:
       return "Rule `no_regression`: a knob of the best configuration is kept only if removing it costs a "
-             "significant amount on the objective (more than the noise) **and** it does not lose on any scenario; "
+             "significant amount on the objective (more than the noise) **and** it does not lose on any "
+             "scenario; "
              "a knob without which the configuration fails is kept.";
     case RecommendationRule::kObjective:
-      return "Rule `objective`: every knob whose removal costs a significant amount on the objective (more than "
-             "the noise) is kept, whatever it does on the other scenarios; a knob without which the configuration "
+      return "Rule `objective`: every knob whose removal costs a significant amount on the objective (more "
+             "than "
+             "the noise) is kept, whatever it does on the other scenarios; a knob without which the "
+             "configuration "
              "fails is kept.";
-    case RecommendationRule::kTradeOff: break;
+    case RecommendationRule::kTradeOff:
+      break;
   }
   return fmt::format(
-      "Rule `trade_off` (default): every knob whose removal costs a significant amount on the objective is kept, "
+      "Rule `trade_off` (default): every knob whose removal costs a significant amount on the objective is "
+      "kept, "
       "unless it loses on some scenario and gains less than {:g}% on the objective; a knob without which the "
-      "configuration fails is kept. When a knob is kept despite a loss, the command that loses on no scenario is "
+      "configuration fails is kept. When a knob is kept despite a loss, the command that loses on no "
+      "scenario is "
       "shown too.",
       s.recommendation.threshold_pct);
 }
 
 // One command with its objective value (CI when measured with repeats, the twin's band when predicted).
-static void command_text(std::ostringstream& md, const std::string& title, const Rendered& cmd, const Evaluation& e,
-                         const std::string& metric) {
+static void command_text(std::ostringstream& md, const std::string& title, const Rendered& cmd,
+                         const Evaluation& e, const std::string& metric) {
   md << "**" << title << "**";
-  if (e.feasible) md << ": " << metric << " **" << est_text(e.objective, e.predicted) << "**";
-  else if (e.status != TrialStatus::kOk || !e.reason.empty()) md << ": " << md_escape(failure_decision_text(e));
+  if (e.feasible)
+    md << ": " << metric << " **" << est_text(e.objective, e.predicted) << "**";
+  else if (e.status != TrialStatus::kOk || !e.reason.empty())
+    md << ": " << md_escape(failure_decision_text(e));
   md << "\n\n```\n" << cmd.shell() << "\n```\n\n";
   if (e.feasible) md << band_text(e);
 }
@@ -274,19 +295,24 @@ static void failures_text(std::ostringstream& md, const ReportInput& in) {
       return r.first->engine == t.engine && r.first->config_key == t.config_key &&
              r.first->outcome.status == t.outcome.status && r.first->outcome.reason == t.outcome.reason;
     });
-    if (same == rows.end()) rows.emplace_back(&t, 1);
-    else ++same->second;
+    if (same == rows.end())
+      rows.emplace_back(&t, 1);
+    else
+      ++same->second;
   }
-  if (rows.empty()) md << "None.\n";
-  else md << "| engine | config | kind | reason | trials | engine log |\n|---|---|---|---|---|---|\n";
+  if (rows.empty())
+    md << "None.\n";
+  else
+    md << "| engine | config | kind | reason | trials | engine log |\n|---|---|---|---|---|---|\n";
   for (const auto& [t, count] : rows)
     md << "| " << t->engine << " | " << md_escape(t->config_label) << " | "
        << trial_status_name(t->outcome.status) << " | " << md_escape(t->outcome.reason) << " | " << count
        << " | " << (log_exists(t->log_path) ? "`" + md_escape(t->log_path) + "`" : "") << " |\n";
   if (check_failures > 0)
-    md << fmt::format("\n{} more predicted failure(s) among the configurations run only to check greedy against the "
-                      "grid (phase `grid-check` in trials.csv).\n",
-                      check_failures);
+    md << fmt::format(
+        "\n{} more predicted failure(s) among the configurations run only to check greedy against the "
+        "grid (phase `grid-check` in trials.csv).\n",
+        check_failures);
   // The last lines of each failed engine's log: what the engine said, without opening the files.
   for (const auto& row : rows) {
     const TrialRecord& t = *row.first;
@@ -324,15 +350,18 @@ static void notices_text(std::ostringstream& md, const ReportInput& in) {
       if (auto it = sc.metrics.find(kTimeScaleMetric); it != sc.metrics.end()) time_scale = it->second;
   if (standins)
     md << "> **Rehearsal on engine stand-ins** (tools/standins): the engines were servelab's twin behind the "
-          "engines' command lines; every number is the twin's prediction, served over HTTP and measured by bench.\n\n";
+          "engines' command lines; every number is the twin's prediction, served over HTTP and measured by "
+          "bench.\n\n";
   if (time_scale != 1)
-    md << fmt::format("> **Time scale {:g}**: the servers ran {:g} times faster than real time; every time, rate and "
-                      "throughput below is engine time (wall × {:g}).\n\n",
-                      time_scale, time_scale, time_scale);
+    md << fmt::format(
+        "> **Time scale {:g}**: the servers ran {:g} times faster than real time; every time, rate and "
+        "throughput below is engine time (wall × {:g}).\n\n",
+        time_scale, time_scale, time_scale);
   if (s.prompts_scale != 1)
-    md << fmt::format("> **Reduced workload**: every scenario's --num-prompts × {:g} (`--prompts-scale`); numbers are "
-                      "not comparable with the full study.\n\n",
-                      s.prompts_scale);
+    md << fmt::format(
+        "> **Reduced workload**: every scenario's --num-prompts × {:g} (`--prompts-scale`); numbers are "
+        "not comparable with the full study.\n\n",
+        s.prompts_scale);
 }
 
 /// "Goal": the study's goal, the objective (`metric`, SLOs, scenarios) and the constraints.
@@ -348,7 +377,9 @@ static void goal_text(std::ostringstream& md, const Study& s, const std::string&
     md << " on scenario `" << load_analysis_scenario(s) << "`";
   } else if (s.objective.scenarios.size() == 1)
     md << " on scenario `" << s.objective.scenarios[0] << "`";
-  else md << ", weighted geometric mean over scenarios " << fmt::format("`{}`", fmt::join(s.objective.scenarios, "`, `"));
+  else
+    md << ", weighted geometric mean over scenarios "
+       << fmt::format("`{}`", fmt::join(s.objective.scenarios, "`, `"));
   md << ".\n";
   for (const auto& c : s.constraints)
     md << "Constraint: " << c.metric << (c.max ? fmt::format(" ≤ {}", *c.max) : "")
@@ -367,8 +398,8 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   for (size_t i = 0; i < s.engines.size(); ++i)
     md << (i ? "," : "") << " " << s.engines[i].name << " " << s.engines[i].version;
   md << "\n";
-  md << "- Target: " << target_name(s.target) << (twin ? " (servelab's engine twin, predictions)" : " (real engines)")
-     << "\n";
+  md << "- Target: " << target_name(s.target)
+     << (twin ? " (servelab's engine twin, predictions)" : " (real engines)") << "\n";
   md << "- Search: " << strategy_name(s.search.strategy)
      << (s.search.strategy_set ? "" : fmt::format(" (the default on the {} target)", target_name(s.target)));
   const int runs = twin ? 1 : s.repeats;
@@ -376,13 +407,15 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   if (twin && s.repeats > 1)
     md << fmt::format(" (the twin's predictions are deterministic: repeats = {} applies to measured targets)",
                       s.repeats);
-  else if (runs >= 2) md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
-  else md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
+  else if (runs >= 2)
+    md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
+  else
+    md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
   md << "\n- Cost: " << tally_trials(s, in.trials).text(s.hardware.gpu_count) << "\n";
   for (const auto& [k, v] : in.environment)
-    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" || k == "gpu_model" ||
-        k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 || k == "prompts_scale" ||
-        k == "wall_started")
+    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" ||
+        k == "gpu_model" || k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 ||
+        k == "prompts_scale" || k == "wall_started")
       md << "- " << k << ": " << v << "\n";
 }
 
@@ -390,14 +423,13 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
 static void scenarios_text(std::ostringstream& md, const Study& s) {
   md << "\n### Workload scenarios\n\n| id | description | bench serve arguments |\n|---|---|---|\n";
   for (const auto& sc : s.scenarios)
-    md << "| " << sc.id << " | " << md_escape(sc.description) << " | `" << md_escape(fmt::format("{}", fmt::join(sc.args, " ")))
-       << "` |\n";
+    md << "| " << sc.id << " | " << md_escape(sc.description) << " | `"
+       << md_escape(fmt::format("{}", fmt::join(sc.args, " "))) << "` |\n";
   md << "\nBench commands:\n\n";
   for (const auto& sc : s.scenarios)
     md << "- `servelab bench serve --model " << s.model << " "
        << fmt::format("{}", fmt::join(common::redact_args(s.bench_common_args), " ")) << " "
-       << fmt::format("{}", fmt::join(common::redact_args(sc.args), " "))
-       << "`\n";
+       << fmt::format("{}", fmt::join(common::redact_args(sc.args), " ")) << "`\n";
 }
 
 /// "Baselines": each engine's baseline command and result (or failure).
@@ -425,7 +457,8 @@ static void greedy_text(std::ostringstream& md, const ReportInput& in, const std
   const SearchOutcome& o = *in.outcome;
   md << "## Optimizations tried (greedy, one knob at a time on top of the best so far)\n\n";
   for (const auto& p : o.engines) {
-    md << "### " << p.engine << "\n\n| # | change | " << metric << " | vs best so far | decision |\n|---|---|---|---|---|\n";
+    md << "### " << p.engine << "\n\n| # | change | " << metric
+       << " | vs best so far | decision |\n|---|---|---|---|---|\n";
     int i = 1;
     for (const auto& st : p.steps)
       md << "| " << i++ << " | " << md_escape(step_change(st)) << " | "
@@ -437,8 +470,10 @@ static void greedy_text(std::ostringstream& md, const ReportInput& in, const std
     for (const auto& st : p.steps) {
       md << "#### " << p.engine << " #" << i++ << ": " << step_change(st) << "\n\n```\n"
          << st.eval.shell << "\n```\n\n";
-      if (st.eval.feasible) result_block(md, st.eval, s.objective.scenarios.front());
-      else failure_text(md, in, st.eval);
+      if (st.eval.feasible)
+        result_block(md, st.eval, s.objective.scenarios.front());
+      else
+        failure_text(md, in, st.eval);
       md << "\n";
     }
   }
@@ -452,9 +487,10 @@ static void greedy_text(std::ostringstream& md, const ReportInput& in, const std
 }
 
 /// The ranked configurations of the grid or twin-guided search (and the twin-guided details).
-static void ranked_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric) {
-  md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | " << metric
-     << " |\n|---|---|---|---|\n";
+static void ranked_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                        const std::string& metric) {
+  md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | "
+     << metric << " |\n|---|---|---|---|\n";
   int i = 1;
   for (const auto& e : o.ranked)
     md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
@@ -551,13 +587,15 @@ static void best_text(std::ostringstream& md, const Study& s, const SearchOutcom
      << "| scenario | baseline | best | change |\n|---|---|---|---|\n";
   for (const auto& r : o.generalization) {
     md << "| " << r.scenario << " | "
-       << (r.baseline_failure.empty() ? est_text(r.baseline, twin) : "failed: " + md_escape(r.baseline_failure))
+       << (r.baseline_failure.empty() ? est_text(r.baseline, twin)
+                                      : "failed: " + md_escape(r.baseline_failure))
        << " | " << (r.best_failure.empty() ? est_text(r.best, twin) : "failed: " + md_escape(r.best_failure))
        << " | " << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << " |\n";
   }
 }
 
-/// "Recommended launch command": the rule, the per-knob verdicts, the command (and the trade-off's other side).
+/// "Recommended launch command": the rule, the per-knob verdicts, the command (and the trade-off's other
+/// side).
 static void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
                                 const std::string& metric, const TwinVerdict& tv) {
   md << "\n## Recommended launch command\n\n";
@@ -573,7 +611,8 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
           "|---|---|---|---|---|---|---|\n";
     for (const auto& v : o.verdicts) {
       std::string per;
-      for (const auto& [id, ch] : v.scenario_change_pct) per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
+      for (const auto& [id, ch] : v.scenario_change_pct)
+        per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
       // Undecided: no valid run without the knob, so no gain and no test to show.
       const auto test = [&](bool b) { return v.undecided ? "undecided" : b ? "yes" : "no"; };
       md << "| " << v.knob << "=" << v.value << " | " << (v.undecided ? "—" : pct(v.objective_gain_pct))
@@ -588,7 +627,8 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
                  "Recommended (" + std::string(recommendation_rule_name(o.rule)) + ")" +
                      (provisional ? ", provisional: the twin's top pick after the rule" : ""),
                  o.recommended_command, o.recommended_eval, metric);
-    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval, metric);
+    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
+                 metric);
   } else {
     if (provisional) md << "The twin's top pick after the rule (provisional):\n\n";
     md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
@@ -678,8 +718,10 @@ std::string render_markdown(const ReportInput& in) {
   setup_text(md, in);
   scenarios_text(md, s);
   baselines_text(md, in, metric);
-  if (o.strategy == Strategy::kGreedy) greedy_text(md, in, metric);
-  else ranked_text(md, s, o, metric);
+  if (o.strategy == Strategy::kGreedy)
+    greedy_text(md, in, metric);
+  else
+    ranked_text(md, s, o, metric);
   if (o.ranking) ranking_text(md, *o.ranking);
   if (!o.best.feasible) {
     md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
@@ -690,16 +732,29 @@ std::string render_markdown(const ReportInput& in) {
   }
   md << render_load_markdown(in);  // load curves, SLO search, Pareto front, objectives, cost (load_report.cc)
   failures_text(md, in);
-  md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, `results.sqlite`.\n";
+  md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, "
+        "`results.sqlite`.\n";
   return md.str();
 }
 
 std::string trials_csv(const std::vector<TrialRecord>& trials) {
-  static const std::vector<std::string> kCols = {
-      "Successful requests", "Benchmark duration (s)", "Total input tokens", "Total generated tokens",
-      "Request throughput (req/s)", "Request goodput (req/s)", "Output token throughput (tok/s)",
-      "Total Token throughput (tok/s)", "Mean TTFT (ms)", "Median TTFT (ms)", "P99 TTFT (ms)", "Mean TPOT (ms)",
-      "Median TPOT (ms)", "P99 TPOT (ms)", "Mean ITL (ms)", "Median ITL (ms)", "P99 ITL (ms)"};
+  static const std::vector<std::string> kCols = {"Successful requests",
+                                                 "Benchmark duration (s)",
+                                                 "Total input tokens",
+                                                 "Total generated tokens",
+                                                 "Request throughput (req/s)",
+                                                 "Request goodput (req/s)",
+                                                 "Output token throughput (tok/s)",
+                                                 "Total Token throughput (tok/s)",
+                                                 "Mean TTFT (ms)",
+                                                 "Median TTFT (ms)",
+                                                 "P99 TTFT (ms)",
+                                                 "Mean TPOT (ms)",
+                                                 "Median TPOT (ms)",
+                                                 "P99 TPOT (ms)",
+                                                 "Mean ITL (ms)",
+                                                 "Median ITL (ms)",
+                                                 "P99 ITL (ms)"};
   auto q = [](const std::string& s) {
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string o = "\"";
@@ -707,13 +762,15 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
     return o + "\"";
   };
   // `load`: the load point of a load-sweep / SLO-search trial ("concurrency 16", "2.5 req/s"), else empty.
-  std::string out = "trial_key,engine,config,phase,repeat,status,reason,predicted,wall_s,command,scenario,load";
+  std::string out =
+      "trial_key,engine,config,phase,repeat,status,reason,predicted,wall_s,command,scenario,load";
   for (const auto& c : kCols) out += "," + q(c);
   out += "\n";
   for (const auto& t : trials) {
-    std::string head = fmt::format("{},{},{},{},{},{},{},{},{:.3f},{}", q(t.trial_key), q(t.engine), q(t.config_label),
-                                   q(t.phase), t.repeat, trial_status_name(t.outcome.status), q(t.outcome.reason),
-                                   t.outcome.predicted ? 1 : 0, t.outcome.wall_s, q(t.shell));
+    std::string head =
+        fmt::format("{},{},{},{},{},{},{},{},{:.3f},{}", q(t.trial_key), q(t.engine), q(t.config_label),
+                    q(t.phase), t.repeat, trial_status_name(t.outcome.status), q(t.outcome.reason),
+                    t.outcome.predicted ? 1 : 0, t.outcome.wall_s, q(t.shell));
     if (t.outcome.scenarios.empty()) {
       out += head + ",,";
       for (size_t i = 0; i < kCols.size(); ++i) out += ",";
@@ -735,20 +792,29 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
 std::string trials_json(const std::vector<TrialRecord>& trials) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& t : trials) {
-    nlohmann::json j = {{"trial_key", t.trial_key}, {"engine", t.engine}, {"config_key", t.config_key},
-                        {"config", t.config_label}, {"phase", t.phase}, {"repeat", t.repeat},
-                        {"status", trial_status_name(t.outcome.status)}, {"reason", t.outcome.reason},
-                        {"predicted", t.outcome.predicted}, {"engine_reused", t.outcome.engine_reused},
-                        {"wall_s", t.outcome.wall_s}, {"argv", t.argv},
-                        {"env", t.env}, {"command", t.shell}};
+    nlohmann::json j = {{"trial_key", t.trial_key},
+                        {"engine", t.engine},
+                        {"config_key", t.config_key},
+                        {"config", t.config_label},
+                        {"phase", t.phase},
+                        {"repeat", t.repeat},
+                        {"status", trial_status_name(t.outcome.status)},
+                        {"reason", t.outcome.reason},
+                        {"predicted", t.outcome.predicted},
+                        {"engine_reused", t.outcome.engine_reused},
+                        {"wall_s", t.outcome.wall_s},
+                        {"argv", t.argv},
+                        {"env", t.env},
+                        {"command", t.shell}};
     nlohmann::json sc = nlohmann::json::object();
     nlohmann::json load = nlohmann::json::object();  // scenario id → its load point (load-sweep trials)
     for (const auto& s : t.outcome.scenarios) {
       sc[s.scenario_id] = s.metrics;
       if (const auto lp = split_load_scenario_id(s.scenario_id))
-        load[s.scenario_id] = {{"scenario", lp->first},
-                               {"kind", lp->second.kind == LoadKind::kConcurrency ? "concurrency" : "request_rate"},
-                               {"value", lp->second.value}};
+        load[s.scenario_id] = {
+            {"scenario", lp->first},
+            {"kind", lp->second.kind == LoadKind::kConcurrency ? "concurrency" : "request_rate"},
+            {"value", lp->second.value}};
     }
     j["scenarios"] = sc;
     j["load"] = load;
@@ -795,6 +861,8 @@ void write_report_files(const ReportInput& in, const std::filesystem::path& dir)
   write("summary.json", redact(summary_json(in)));
 }
 
-std::string pct(double v) { return fmt::format("{:+.2f}%", v); }
+std::string pct(double v) {
+  return fmt::format("{:+.2f}%", v);
+}
 
 }  // namespace servelab::tune

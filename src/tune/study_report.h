@@ -18,7 +18,7 @@ namespace servelab::tune {
 struct ReportInput {
   const Study* study = nullptr;
   const SearchOutcome* outcome = nullptr;
-  std::vector<TrialRecord> trials;              ///< every trial of the study (store order)
+  std::vector<TrialRecord> trials;  ///< every trial of the study (store order)
   std::map<std::string, std::string> environment;
 };
 

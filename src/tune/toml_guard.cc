@@ -48,14 +48,15 @@ void check_toml_shape(std::string_view text, const std::string& origin) {
       }
     } else if (c == '.') {
       if (++dots >= kMaxTomlKeyParts)
-        throw StudyError(fmt::format("{}:{}: a dotted key or table header of more than {} parts: refused "
-                                     "(a study nests its tables 2 or 3 deep)",
-                                     origin, line, kMaxTomlKeyParts));
+        throw StudyError(
+            fmt::format("{}:{}: a dotted key or table header of more than {} parts: refused "
+                        "(a study nests its tables 2 or 3 deep)",
+                        origin, line, kMaxTomlKeyParts));
       ++i;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxTomlNesting)
-        throw StudyError(fmt::format("{}:{}: arrays or inline tables nested more than {} deep: refused", origin,
-                                     line, kMaxTomlNesting));
+        throw StudyError(fmt::format("{}:{}: arrays or inline tables nested more than {} deep: refused",
+                                     origin, line, kMaxTomlNesting));
       ++i, dots = 0;
     } else if (c == ']' || c == '}') {
       if (depth > 0) --depth;

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <optional>
 #include <unistd.h>
+#include <optional>
 
 #include <openssl/evp.h>
 
@@ -11,11 +11,11 @@
 #include <ctime>
 
 #include "servelab/common/paths.h"
-#include "servelab_git_version.h"
 #include "servelab/tune/load.h"
+#include "servelab/tune/slurm.h"
+#include "servelab_git_version.h"
 #include "tune/local_runner.h"
 #include "tune/search_space.h"
-#include "servelab/tune/slurm.h"
 #include "tune/study_dir.h"
 #include "tune/study_report.h"
 #include "tune/twin_runner.h"
@@ -27,8 +27,9 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
     return make_twin_runner(study);
   }
   if (target == Target::kSlurm)
-    throw std::runtime_error("the slurm target's runner submits into the study's output directory: run_study "
-                             "makes it (make_slurm_runner)");
+    throw std::runtime_error(
+        "the slurm target's runner submits into the study's output directory: run_study "
+        "makes it (make_slurm_runner)");
   ScenarioFn fn = bench_scenario_fn(study);
   LocalRunnerOptions opt;
   opt.host = study.host;
@@ -59,7 +60,9 @@ std::string runner_data_note(const Study& study, Target target) {
   return "scenarios as given to bench serve (data directory " + common::data_dir().string() + ")";
 }
 
-std::string servelab_version() { return std::string("servelab 0.1.0 (") + SERVELAB_GIT_COMMIT + ")"; }
+std::string servelab_version() {
+  return std::string("servelab 0.1.0 (") + SERVELAB_GIT_COMMIT + ")";
+}
 
 std::string study_hash(const Study& study) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -111,10 +114,11 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   env["prompts_scale"] = fmt::format("{:g}", study.prompts_scale);
   if (target == Target::kSlurm) {
     const SlurmSpec& sl = study.slurm;
-    env["slurm"] = fmt::format("partition {}, --gres={}:{} on {} node(s) per trial, --time {}, up to {} jobs at once",
-                               sl.partition.empty() ? "(default)" : sl.partition, sl.gres_name,
-                               std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node),
-                               sl.nodes(study.hardware.gpu_count), slurm_time(sl.time_limit_min), sl.max_parallel);
+    env["slurm"] =
+        fmt::format("partition {}, --gres={}:{} on {} node(s) per trial, --time {}, up to {} jobs at once",
+                    sl.partition.empty() ? "(default)" : sl.partition, sl.gres_name,
+                    std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node),
+                    sl.nodes(study.hardware.gpu_count), slurm_time(sl.time_limit_min), sl.max_parallel);
   }
   return env;
 }
@@ -128,16 +132,18 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   const detail::DirLock lock =
       detail::prepare_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh}, &moved_to);
   if (opt.progress && !moved_to.empty())
-    *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(), moved_to.string());
+    *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(),
+                                 moved_to.string());
   Store store(opt.out_dir / "results.sqlite");
   if (!opt.resume) store.clear_trials();  // only an empty study row can be left here (see prepare_study_dir)
   if (opt.resume && store.trial_count() > 0) {
     const auto before = store.environment();
     const std::string stored = before.count("prompts_scale") ? before.at("prompts_scale") : "1";
     if (stored != fmt::format("{:g}", study.prompts_scale))
-      throw TuneSetupError(fmt::format("--resume: {} was measured with --prompts-scale {}, not {:g}; use the same "
-                                       "value, or --fresh to start over",
-                                       (opt.out_dir / "results.sqlite").string(), stored, study.prompts_scale));
+      throw TuneSetupError(
+          fmt::format("--resume: {} was measured with --prompts-scale {}, not {:g}; use the same "
+                      "value, or --fresh to start over",
+                      (opt.out_dir / "results.sqlite").string(), stored, study.prompts_scale));
   }
   auto env = environment(study, study.target);
   for (const auto& [k, v] : opt.environment) env[k] = v;
@@ -222,11 +228,16 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {
-    if (study.target == Target::kTwin) twin_ptr = &target;
-    else twin_ptr = &twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+    if (study.target == Target::kTwin)
+      twin_ptr = &target;
+    else
+      twin_ptr =
+          &twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
   }
-  if (study.target != Target::kTwin && !study.slo.targets.empty()) {  // the SLO searches started from the twin
-    if (!twin) twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+  if (study.target != Target::kTwin &&
+      !study.slo.targets.empty()) {  // the SLO searches started from the twin
+    if (!twin)
+      twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
     target.set_load_guide(&*twin);
   }
   SearchOutcome out = run_search(study, target, twin_ptr);
@@ -235,8 +246,8 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   ReportInput in{&study, &out, trials, store.environment()};
   write_report_files(in, dir);
   if (log)
-    *log << fmt::format("wrote {}/report.md, report.html, trials.csv, trials.json ({} trials{})\n", dir.string(),
-                        trials.size(), out.complete ? "" : "; the study is incomplete");
+    *log << fmt::format("wrote {}/report.md, report.html, trials.csv, trials.json ({} trials{})\n",
+                        dir.string(), trials.size(), out.complete ? "" : "; the study is incomplete");
   return out;
 }
 

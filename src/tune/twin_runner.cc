@@ -228,15 +228,19 @@ TwinSetup twin_setup(const Study& study) {
   for (const auto& e : study.engines) t.versions[e.name] = e.version;
   // The served model, once: a model the twin cannot resolve fails every trial with the reason.
   try {
-    hub::FetchRequest fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
+    hub::FetchRequest
+        fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
     fetch.download = true;
     t.spec = model::resolve_model(study.model, fetch);
   } catch (const std::exception& e) {
     t.model_error = e.what();
   }
-  if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end()) t.mopt.goodput.ttft_ms = it->second;
-  if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end()) t.mopt.goodput.tpot_ms = it->second;
-  if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end()) t.mopt.goodput.e2el_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("ttft"); it != study.objective.slo_ms.end())
+    t.mopt.goodput.ttft_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("tpot"); it != study.objective.slo_ms.end())
+    t.mopt.goodput.tpot_ms = it->second;
+  if (auto it = study.objective.slo_ms.find("e2el"); it != study.objective.slo_ms.end())
+    t.mopt.goodput.e2el_ms = it->second;
   t.model = study.model;
   t.common = bench_common_args(study);
   if (!t.spec && twin_is_required(study))  // every trial would fail with it, one by one
@@ -258,7 +262,8 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Tw
   run.request_rate = a.resolved.request_rate;
   run.burstiness = a.opts.burstiness;
   run.max_concurrency = a.opts.max_concurrency;
-  auto result = scenario_result(sc.id, m, p.outputs, report::format_console_block(run, m, metrics::PercentileMetrics{}));
+  auto result = scenario_result(sc.id, m, p.outputs,
+                                report::format_console_block(run, m, metrics::PercentileMetrics{}));
   const auto& band = p.context.band;
   result.metrics[kBandTokSMetric] = band.total_tok_s_pct;
   result.metrics[kBandTtftMetric] = band.ttft_pct;
@@ -277,7 +282,8 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Tw
 }
 
 /// The twin's prediction of scenario `sc` on the engine launched as `cfg`: its result, or why there is none.
-std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t, const engines::LaunchConfig& cfg,
+std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& t,
+                                                               const engines::LaunchConfig& cfg,
                                                                const Scenario& sc) {
   TwinScenario a;
   std::shared_ptr<const std::vector<sim::WorkloadRequest>> reqs;
@@ -306,13 +312,15 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   } catch (const std::exception& e) {
     return ScenarioFailure{TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what())};
   }
-  if (auto* f = std::get_if<sim::PredictedFailure>(&pr)) return ScenarioFailure{classify(f->message), f->message};
+  if (auto* f = std::get_if<sim::PredictedFailure>(&pr))
+    return ScenarioFailure{classify(f->message), f->message};
   const auto& p = std::get<sim::Prediction>(pr);
   double duration = p.twin.duration_s;
   if (!(duration > 0))
     for (const auto& o : p.outputs) duration = std::max(duration, o.send_time_s + o.latency_s);
   if (!(duration > 0))
-    return ScenarioFailure{TrialStatus::kRequestsFailed, "the twin predicted no completed request for " + sc.id};
+    return ScenarioFailure{TrialStatus::kRequestsFailed,
+                           "the twin predicted no completed request for " + sc.id};
   metrics::MetricsOptions scenario_mopt = t.mopt;  // a scenario's own --goodput wins, as in bench
   const auto& slo = a.resolved.goodput_slo_ms;
   if (slo.count("ttft")) scenario_mopt.goodput.ttft_ms = slo.at("ttft");

@@ -7,9 +7,9 @@
 
 #include "servelab/bench/config.h"
 
-#include "tune/local_runner.h"
 #include "servelab/tune/runner.h"
 #include "servelab/tune/study.h"
+#include "tune/local_runner.h"
 
 namespace servelab::tune {
 

@@ -12,8 +12,14 @@ namespace {
 using Args = std::vector<std::string>;
 
 // A small flag table in registration order, to pin exact argparse messages.
-const Args kFlags = {"--help", "--tokenizer", "--tokenizer-mode", "--num-prompts", "--random-input-len",
-                     "--random-output-len", "--random-range-ratio", "--seed"};
+const Args kFlags = {"--help",
+                     "--tokenizer",
+                     "--tokenizer-mode",
+                     "--num-prompts",
+                     "--random-input-len",
+                     "--random-output-len",
+                     "--random-range-ratio",
+                     "--seed"};
 
 std::string error_of(const Args& args, const Args& flags = kFlags) {
   try {
@@ -50,10 +56,12 @@ TEST(ArgparseCompat, ExactMatchWinsOverPrefixes) {
 }
 
 TEST(ArgparseCompat, AmbiguousPrefixIsArgparsesError) {
-  EXPECT_EQ(error_of({"--random", "5"}),
-            "ambiguous option: --random could match --random-input-len, --random-output-len, --random-range-ratio");
+  EXPECT_EQ(
+      error_of({"--random", "5"}),
+      "ambiguous option: --random could match --random-input-len, --random-output-len, --random-range-ratio");
   EXPECT_EQ(error_of({"--random-r_x=1"}), "");  // no flag starts with it: left for "unrecognized"
-  EXPECT_EQ(error_of({"--token", "x"}), "ambiguous option: --token could match --tokenizer, --tokenizer-mode");
+  EXPECT_EQ(error_of({"--token", "x"}),
+            "ambiguous option: --token could match --tokenizer, --tokenizer-mode");
   // argparse names the token as given, '=value' included (after vLLM's '_' -> '-').
   EXPECT_EQ(error_of({"--random_o=1", "--random_=2"}),
             "ambiguous option: --random-=2 could match --random-input-len, --random-output-len, "
@@ -100,7 +108,8 @@ TEST(ArgparseCompat, BenchServeFlags) {
     parse_argv({"--random", "5"});
     FAIL() << "--random accepted";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("ambiguous option: --random could match --random-input-len, ", 0), 0u)
+    EXPECT_EQ(std::string(e.what()).rfind("ambiguous option: --random could match --random-input-len, ", 0),
+              0u)
         << e.what();
   }
   try {

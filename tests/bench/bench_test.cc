@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "bench/progress.h"
-#include "servelab/common/paths.h"
 #include "e2e/models_server.h"
+#include "servelab/common/paths.h"
 #include "support/stream_server.h"
 
 namespace servelab::bench {
@@ -39,7 +39,8 @@ TEST(SamplingBody, FlagsInVllmOrderAndExtraBodyWins) {
   c.min_p = 0.05;
   c.extra_body = R"({"temperature": 0.2, "seed": 7, "top_k": -1})";
   auto b = sampling_body(c);
-  EXPECT_EQ(keys(b), (std::vector<std::string>{"top_k", "min_p", "temperature", "repetition_penalty", "seed"}));
+  EXPECT_EQ(keys(b),
+            (std::vector<std::string>{"top_k", "min_p", "temperature", "repetition_penalty", "seed"}));
   EXPECT_EQ(b["temperature"], 0.2);
   EXPECT_EQ(b["top_k"], -1);
   EXPECT_EQ(b["seed"], 7);
@@ -73,8 +74,9 @@ std::string discovery_error(const std::string& status, const std::string& body) 
 
 TEST(ModelDiscovery, ErrorsNameTheProblem) {
   EXPECT_NE(discovery_error("404 Not Found", "{}").find("returned HTTP 404 Not Found"), std::string::npos);
-  EXPECT_NE(discovery_error("200 OK", R"({"data": []})").find("No models found on the server at http://127.0.0.1:"),
-            std::string::npos);
+  EXPECT_NE(
+      discovery_error("200 OK", R"({"data": []})").find("No models found on the server at http://127.0.0.1:"),
+      std::string::npos);
   EXPECT_NE(discovery_error("200 OK", "<html>").find("did not return a JSON object"), std::string::npos);
   EXPECT_NE(discovery_error("200 OK", R"({"data": [{"name": "x"}]})").find("data[0].id"), std::string::npos);
   // Nothing listening: the connect error names the URL.
@@ -87,8 +89,9 @@ TEST(ModelDiscovery, ErrorsNameTheProblem) {
     discover_first_model("http://127.0.0.1:" + std::to_string(port), {}, false);
     FAIL();
   } catch (const BenchError& e) {
-    EXPECT_NE(std::string(e.what()).find("GET http://127.0.0.1:" + std::to_string(port) + "/v1/models failed"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("GET http://127.0.0.1:" + std::to_string(port) + "/v1/models failed"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -199,8 +202,8 @@ TEST_F(RunInProcess, ReadyCheckFailureNamesTheError) {
     run(c, {}, io);
     FAIL() << "expected BenchError";
   } catch (const BenchError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: "),
+    EXPECT_NE(std::string(e.what()).find("Initial test run failed - Please make sure benchmark arguments are "
+                                         "correctly specified. Error: "),
               std::string::npos)
         << e.what();
   }
@@ -248,7 +251,8 @@ TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
     error = e.what();
   }
   const std::string refused = "connect to 127.0.0.1:" + std::to_string(port) + " failed: Connection refused";
-  EXPECT_NE(error.find("Error: " + refused + " (2 attempts in 6 s, --ready-check-timeout-sec)"), std::string::npos)
+  EXPECT_NE(error.find("Error: " + refused + " (2 attempts in 6 s, --ready-check-timeout-sec)"),
+            std::string::npos)
       << error;
   const auto lines = lines_starting(contents(io.progress), "Endpoint not ready");
   ASSERT_EQ(lines.size(), 2u) << contents(io.progress);

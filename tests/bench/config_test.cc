@@ -57,19 +57,82 @@ TEST(RunOptions, DefaultsAreVllm013) {
 }
 
 TEST(RunOptions, ParsesEveryFlagFamily) {
-  RunOptions c = parse({"--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--base-url",
-                         "http://h:1", "--header", "a=1", "b = x=y ", "--model", "m/x", "--served-model-name",
-                         "srv", "--tokenizer", "/t.json", "--dataset-name", "sharegpt", "--dataset-path",
-                         "/d.json", "--num-prompts", "7", "--seed", "3", "--request-rate", "2.5",
-                         "--burstiness", "0.5", "--max-concurrency", "4", "--num-warmups", "2",
-                         "--ready-check-timeout-sec", "0", "--ignore-eos", "--temperature", "0.7", "--top-p",
-                         "0.9", "--top-k", "5", "--min-p", "0.1", "--frequency-penalty", "0.2",
-                         "--presence-penalty", "0.3", "--repetition-penalty", "1.1", "--extra-body",
-                         "{\"x\": 1}", "--percentile-metrics", "ttft,e2el", "--metric-percentiles",
-                         "50,99.9", "--goodput", "ttft:100", "e2el:2000.5", "--save-result", "--save-detailed",
-                         "--append-result", "--result-dir", "/tmp/r", "--result-filename", "f.json",
-                         "--metadata", "tp=8", "--label", "L", "--disable-tqdm", "--request-id-prefix", "p-",
-                         "--no-oversample", "--disable-shuffle", "--insecure", "--sharegpt-output-len", "64"});
+  RunOptions c = parse({"--backend",
+                        "openai-chat",
+                        "--endpoint",
+                        "/v1/chat/completions",
+                        "--base-url",
+                        "http://h:1",
+                        "--header",
+                        "a=1",
+                        "b = x=y ",
+                        "--model",
+                        "m/x",
+                        "--served-model-name",
+                        "srv",
+                        "--tokenizer",
+                        "/t.json",
+                        "--dataset-name",
+                        "sharegpt",
+                        "--dataset-path",
+                        "/d.json",
+                        "--num-prompts",
+                        "7",
+                        "--seed",
+                        "3",
+                        "--request-rate",
+                        "2.5",
+                        "--burstiness",
+                        "0.5",
+                        "--max-concurrency",
+                        "4",
+                        "--num-warmups",
+                        "2",
+                        "--ready-check-timeout-sec",
+                        "0",
+                        "--ignore-eos",
+                        "--temperature",
+                        "0.7",
+                        "--top-p",
+                        "0.9",
+                        "--top-k",
+                        "5",
+                        "--min-p",
+                        "0.1",
+                        "--frequency-penalty",
+                        "0.2",
+                        "--presence-penalty",
+                        "0.3",
+                        "--repetition-penalty",
+                        "1.1",
+                        "--extra-body",
+                        "{\"x\": 1}",
+                        "--percentile-metrics",
+                        "ttft,e2el",
+                        "--metric-percentiles",
+                        "50,99.9",
+                        "--goodput",
+                        "ttft:100",
+                        "e2el:2000.5",
+                        "--save-result",
+                        "--save-detailed",
+                        "--append-result",
+                        "--result-dir",
+                        "/tmp/r",
+                        "--result-filename",
+                        "f.json",
+                        "--metadata",
+                        "tp=8",
+                        "--label",
+                        "L",
+                        "--disable-tqdm",
+                        "--request-id-prefix",
+                        "p-",
+                        "--no-oversample",
+                        "--disable-shuffle",
+                        "--insecure",
+                        "--sharegpt-output-len",
+                        "64"});
   EXPECT_EQ(c.backend, "openai-chat");
   EXPECT_EQ(c.header, (std::vector<std::string>{"a=1", "b = x=y "}));
   EXPECT_EQ(*c.served_model_name, "srv");
@@ -102,8 +165,8 @@ TEST(RunOptions, UnknownFlagIsNamed) {
 }
 
 TEST(RunOptions, RepeatedFlagKeepsLastValueAsArgparse) {
-  RunOptions c = parse({"--backend", "openai", "--num-prompts", "5", "--backend", "openai-chat", "--model", "a",
-                         "--model", "b", "--ignore-eos", "--ignore-eos", "--header", "a=1", "b=2"});
+  RunOptions c = parse({"--backend", "openai", "--num-prompts", "5", "--backend", "openai-chat", "--model",
+                        "a", "--model", "b", "--ignore-eos", "--ignore-eos", "--header", "a=1", "b=2"});
   EXPECT_EQ(c.backend, "openai-chat");
   EXPECT_EQ(*c.model, "b");
   EXPECT_TRUE(c.ignore_eos);
@@ -130,12 +193,14 @@ TEST(RunOptions, VllmValidationMessages) {
   RunOptions c;
   c.ramp_up_strategy = "linear";
   c.request_rate = "5";
-  EXPECT_EQ(resolve_error(c),
-            "When using ramp-up, do not specify --request-rate. The request rate will be controlled by ramp-up "
-            "parameters. Please remove the --request-rate argument.");
+  EXPECT_EQ(
+      resolve_error(c),
+      "When using ramp-up, do not specify --request-rate. The request rate will be controlled by ramp-up "
+      "parameters. Please remove the --request-rate argument.");
   c.request_rate = "inf";
-  EXPECT_EQ(resolve_error(c),
-            "When using --ramp-up-strategy, both --ramp-up-start-rps and --ramp-up-end-rps must be specified");
+  EXPECT_EQ(
+      resolve_error(c),
+      "When using --ramp-up-strategy, both --ramp-up-start-rps and --ramp-up-end-rps must be specified");
   c.ramp_up_start_rps = 10;
   c.ramp_up_end_rps = 5;
   EXPECT_EQ(resolve_error(c), "Ramp-up start RPS must be less than end RPS");
@@ -164,7 +229,8 @@ TEST(RunOptions, VllmValidationMessages) {
   EXPECT_NE(resolve_error(h).find("Invalid header format. Please use KEY=VALUE format."), std::string::npos);
   RunOptions m;
   m.metadata = {"x"};
-  EXPECT_NE(resolve_error(m).find("Invalid metadata format. Please use KEY=VALUE format."), std::string::npos);
+  EXPECT_NE(resolve_error(m).find("Invalid metadata format. Please use KEY=VALUE format."),
+            std::string::npos);
   RunOptions chat;
   chat.backend = "openai-chat";
   EXPECT_NE(resolve_error(chat).find("OpenAI Chat Completions API URL must end with 'chat/completions'."),
@@ -187,13 +253,37 @@ TEST(RunOptions, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
   EXPECT_EQ(d.spec_bench_output_len, 256);
   EXPECT_EQ(d.random_mm_base_items_per_request, 1);
   EXPECT_FALSE(d.no_stream);
-  const RunOptions c =
-      parse({"--dataset-name", "hf", "--dataset-path", "philschmid/mt-bench", "--sonnet-input-len", "300",
-             "--sonnet-prefix-len", "50", "--sonnet-output-len", "20", "--spec-bench-output-len", "64",
-             "--spec-bench-category", "math", "--random-mm-base-items-per-request", "2",
-             "--random-mm-num-mm-items-range-ratio", "0.5", "--random-mm-limit-mm-per-prompt", R"({"image": 4})",
-             "--random-mm-bucket-config", "{(64, 64, 1): 1.0}", "--hf-subset", "s", "--hf-split", "test",
-             "--hf-name", "x/y", "--hf-output-len", "33", "--no-stream"});
+  const RunOptions c = parse({"--dataset-name",
+                              "hf",
+                              "--dataset-path",
+                              "philschmid/mt-bench",
+                              "--sonnet-input-len",
+                              "300",
+                              "--sonnet-prefix-len",
+                              "50",
+                              "--sonnet-output-len",
+                              "20",
+                              "--spec-bench-output-len",
+                              "64",
+                              "--spec-bench-category",
+                              "math",
+                              "--random-mm-base-items-per-request",
+                              "2",
+                              "--random-mm-num-mm-items-range-ratio",
+                              "0.5",
+                              "--random-mm-limit-mm-per-prompt",
+                              R"({"image": 4})",
+                              "--random-mm-bucket-config",
+                              "{(64, 64, 1): 1.0}",
+                              "--hf-subset",
+                              "s",
+                              "--hf-split",
+                              "test",
+                              "--hf-name",
+                              "x/y",
+                              "--hf-output-len",
+                              "33",
+                              "--no-stream"});
   const dataset::DatasetOptions o = dataset_options(c, resolve(c));
   EXPECT_EQ(o.dataset_name, "hf");
   EXPECT_EQ(o.sonnet_input_len, 300);
@@ -213,8 +303,9 @@ TEST(RunOptions, DatasetFlagsOfSonnetBurstGptSpecBenchRandomMmHf) {
   EXPECT_TRUE(o.no_stream);
   EXPECT_NE(namespace_repr(c).find("hf_name='x/y', hf_output_len=33, hf_split='test', hf_subset='s', host="),
             std::string::npos);
-  EXPECT_NE(namespace_repr(c).find("sonnet_input_len=300, sonnet_output_len=20, sonnet_prefix_len=50, "
-                                   "spec_bench_category='math', spec_bench_output_len=64, start_at=None, temperature=None"),
+  EXPECT_NE(namespace_repr(c).find(
+                "sonnet_input_len=300, sonnet_output_len=20, sonnet_prefix_len=50, "
+                "spec_bench_category='math', spec_bench_output_len=64, start_at=None, temperature=None"),
             std::string::npos)
       << namespace_repr(c);
 }
@@ -225,16 +316,19 @@ TEST(RunOptions, DatasetChecks) {
   EXPECT_NE(resolve_error(s).find("dataset_path must be provided"), std::string::npos);
   RunOptions r;
   r.dataset_path = "/x.json";
-  EXPECT_NE(resolve_error(r).find("--dataset-path is not used with --dataset-name random"), std::string::npos);
+  EXPECT_NE(resolve_error(r).find("--dataset-path is not used with --dataset-name random"),
+            std::string::npos);
   RunOptions u;
   u.dataset_name = "speed_bench";
-  EXPECT_NE(resolve_error(u).find("speed_bench is a vLLM dataset servelab does not support"), std::string::npos);
+  EXPECT_NE(resolve_error(u).find("speed_bench is a vLLM dataset servelab does not support"),
+            std::string::npos);
   RunOptions so;  // sonnet, burstgpt, spec_bench read a file; random-mm generates (and needs openai-chat)
   so.dataset_name = "sonnet";
   EXPECT_NE(resolve_error(so).find("--dataset-name sonnet needs --dataset-path"), std::string::npos);
   RunOptions mm;
   mm.dataset_name = "random-mm";
-  EXPECT_NE(resolve_error(mm).find("Multi-modal content is only supported on 'openai-chat'"), std::string::npos);
+  EXPECT_NE(resolve_error(mm).find("Multi-modal content is only supported on 'openai-chat'"),
+            std::string::npos);
   mm.backend = "openai-chat";
   mm.endpoint = "/v1/chat/completions";
   mm.random_mm_bucket_config = "{(64, 32, 1): 1.0}";
@@ -255,7 +349,9 @@ TEST(RunOptions, DatasetChecks) {
   EXPECT_NE(resolve_error(mm).find("--random-mm-bucket-config {(64, 32): 1.0}"), std::string::npos);
   RunOptions rr;
   rr.random_range_ratio = "1.0";
-  EXPECT_NE(resolve_error(rr).find("--random-range-ratio 1.0: input ratio 1 must be in [0, 1)"), std::string::npos) << resolve_error(rr);
+  EXPECT_NE(resolve_error(rr).find("--random-range-ratio 1.0: input ratio 1 must be in [0, 1)"),
+            std::string::npos)
+      << resolve_error(rr);
   rr.random_range_ratio = R"({"input": 0.25, "output": 0.5})";
   ResolvedConfig res = resolve(rr);
   EXPECT_EQ(res.random_range_ratio.input, 0.25);
@@ -325,13 +421,15 @@ TEST(RunOptions, ServerMetricsFlags) {
   RunOptions c;
   EXPECT_EQ(c.server_metrics_interval_s, 1.0);
   EXPECT_FALSE(c.no_server_metrics);
-  EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, no_stream=False, num_prompts=1000,"), std::string::npos);
+  EXPECT_NE(namespace_repr(c).find("no_server_metrics=False, no_stream=False, num_prompts=1000,"),
+            std::string::npos);
   CLI::App app;
   add_bench_flags(app, c);
   app.parse(std::vector<std::string>{"--no-server-metrics", "0.25", "--server-metrics-interval-s"});
   EXPECT_EQ(c.server_metrics_interval_s, 0.25);
   EXPECT_TRUE(c.no_server_metrics);
-  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, session_concurrency=None, shard=None, sharegpt"),
+  EXPECT_NE(namespace_repr(c).find("served_model_name=None, server_metrics_interval_s=0.25, "
+                                   "session_concurrency=None, shard=None, sharegpt"),
             std::string::npos);
   EXPECT_NE(namespace_repr(c).find("no_server_metrics=True,"), std::string::npos);
   for (double bad : {0.0, -1.0, 1e7}) {
@@ -370,7 +468,8 @@ TEST(RunOptions, NamespaceAndErrorsNeverPrintCredentials) {
               "Cookie=SECRET6", "x-info=7"};
   const std::string ns = namespace_repr(c);
   for (int i = 1; i <= 6; ++i) EXPECT_EQ(ns.find("SECRET" + std::to_string(i)), std::string::npos) << ns;
-  EXPECT_NE(ns.find("base_url='https://<redacted>@api.example.com:8443/x?api_key=<redacted>'"), std::string::npos)
+  EXPECT_NE(ns.find("base_url='https://<redacted>@api.example.com:8443/x?api_key=<redacted>'"),
+            std::string::npos)
       << ns;
   EXPECT_NE(ns.find("'Proxy-Authorization=<redacted>', 'X-Auth-Token=<redacted>', 'x-api-key=<redacted>', "
                     "'Cookie=<redacted>', 'x-info=7'"),

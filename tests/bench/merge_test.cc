@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "servelab/bench/merge.h"
 #include "bench/shard.h"
+#include "servelab/bench/merge.h"
 #include "servelab/metrics/metrics.h"
 
 namespace servelab::bench {
@@ -211,7 +211,8 @@ TEST(BenchMerge, RefusesOutOfRangeCountsBeforeSizingAnything) {
   ShardInput b = f.shard({1, 2});
   ShardInput zero = a;
   zero.result["servelab"]["shard"]["count"] = 0;
-  EXPECT_EQ(merge_error({zero, b}), "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096], got 0");
+  EXPECT_EQ(merge_error({zero, b}),
+            "shard0.json: servelab.shard \"count\" must be an integer in [1, 4096], got 0");
   ShardInput huge = a;
   huge.result["servelab"]["shard"]["count"] = 2147483648u;  // 2^31: get<int> would wrap it
   EXPECT_EQ(merge_error({huge, b}),
@@ -229,10 +230,12 @@ TEST(BenchMerge, RefusesOutOfRangeCountsBeforeSizingAnything) {
   ShardInput requests = a;
   requests.result["servelab"]["shard"]["num_requests"] = 1ULL << 40;
   EXPECT_EQ(merge_error({requests, b}),
-            "shard0.json: servelab.shard \"num_requests\" must be an integer in [0, 2147483648], got 1099511627776");
+            "shard0.json: servelab.shard \"num_requests\" must be an integer in [0, 2147483648], got "
+            "1099511627776");
   requests.result["servelab"]["shard"]["num_requests"] = 2000000000;  // claims 10^9 indices, holds 3
-  EXPECT_EQ(merge_error({requests, b}),
-            "shard0.json: its request indices are not shard 0/2 of 2000000000 requests (1000000000 expected)");
+  EXPECT_EQ(
+      merge_error({requests, b}),
+      "shard0.json: its request indices are not shard 0/2 of 2000000000 requests (1000000000 expected)");
 }
 
 TEST(BenchMerge, RefusesNegativeTimesNamingTheFileAndField) {
@@ -248,16 +251,19 @@ TEST(BenchMerge, RefusesNegativeTimesNamingTheFileAndField) {
             "shard1.json: servelab.shard.requests[2]: request record: \"latency_s\" is -1 s, must be >= 0");
   b = f.shard({1, 2});
   b.result["servelab"]["shard"]["requests"][0]["itl_s"][1] = -0.005;
-  EXPECT_EQ(merge_error({a, b}),
-            "shard1.json: servelab.shard.requests[0]: request record: \"itl_s\"[1] is -0.005 s, must be >= 0");
+  EXPECT_EQ(
+      merge_error({a, b}),
+      "shard1.json: servelab.shard.requests[0]: request record: \"itl_s\"[1] is -0.005 s, must be >= 0");
   b = f.shard({1, 2});
   b.result["servelab"]["shard"]["requests"][0]["wire_time_s"] = -2.0;  // -1 means "not measured"; -2 nothing
-  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.shard.requests[0]: request record: \"wire_time_s\" is -2 "
-                                 "s, must be -1 (not measured) or >= 0");
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.requests[0]: request record: \"wire_time_s\" is -2 "
+            "s, must be -1 (not measured) or >= 0");
   b = f.shard({1, 2});
   b.result["servelab"]["shard"]["requests"][0]["output_tokens"] = 2147483648u;
-  EXPECT_EQ(merge_error({a, b}), "shard1.json: servelab.shard.requests[0]: request record: \"output_tokens\" "
-                                 "must be an integer in [0, 2147483647]");
+  EXPECT_EQ(merge_error({a, b}),
+            "shard1.json: servelab.shard.requests[0]: request record: \"output_tokens\" "
+            "must be an integer in [0, 2147483647]");
   b = f.shard({1, 2}, 0.0, "host-b", 0.01);
   b.result["servelab"]["shard"]["clock"]["uncertainty_ms"] = -3.0;
   EXPECT_EQ(merge_error({a, b}),
@@ -266,10 +272,11 @@ TEST(BenchMerge, RefusesNegativeTimesNamingTheFileAndField) {
   b.result["servelab"]["shard"]["config"]["backend"] = 7;  // equal on both: caught by its type, not raw
   ShardInput a7 = a;
   a7.result["servelab"]["shard"]["config"]["backend"] = 7;
-  EXPECT_EQ(merge_error({a7, b}).rfind("shard0.json: servelab.shard.config: backend, model_id and tokenizer_id "
-                                       "must be strings",
-                                       0),
-            0u)
+  EXPECT_EQ(
+      merge_error({a7, b}).rfind("shard0.json: servelab.shard.config: backend, model_id and tokenizer_id "
+                                 "must be strings",
+                                 0),
+      0u)
       << merge_error({a7, b});
 }
 

@@ -58,8 +58,8 @@ class MetricsServer {
         if (at != std::string::npos) last_accept_ = req.substr(at + 10, req.find("\r\n", at + 2) - at - 10);
       }
       std::string resp = "HTTP/1.1 " + a.status + "\r\nContent-Type: " + a.content_type +
-                         "\r\nContent-Length: " + std::to_string(a.body.size()) + "\r\nConnection: close\r\n\r\n" +
-                         a.body;
+                         "\r\nContent-Length: " + std::to_string(a.body.size()) +
+                         "\r\nConnection: close\r\n\r\n" + a.body;
       boost::asio::write(sock, boost::asio::buffer(resp), ec);
       sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
     }

@@ -12,7 +12,8 @@ namespace {
 
 // What vLLM 0.13 (prometheus_client) writes: counters' HELP/TYPE under `name_total`, a `_created` gauge
 // family beside each counter, histograms with `le` buckets ending in +Inf.
-constexpr const char* kVllmText = R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
+constexpr const char* kVllmText =
+    R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-8B"} 8.0
 # HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
@@ -44,7 +45,8 @@ TEST(PrometheusParse, VllmLayout) {
   EXPECT_EQ(e.samples[1].value, 3.0);
   EXPECT_EQ(e.samples[2].value, 1.7645e9);
   EXPECT_EQ(*e.samples[5].label("le"), "+Inf");
-  EXPECT_EQ(e.families.at("vllm:num_requests_running").help, "Number of requests in model execution batches.");
+  EXPECT_EQ(e.families.at("vllm:num_requests_running").help,
+            "Number of requests in model execution batches.");
   EXPECT_EQ(e.type_of("vllm:num_requests_running"), MetricType::kGauge);
   EXPECT_EQ(e.type_of("vllm:num_preemptions_total"), MetricType::kCounter);
   EXPECT_EQ(e.type_of("vllm:num_preemptions_created"), MetricType::kGauge);
@@ -57,8 +59,9 @@ TEST(PrometheusParse, VllmLayout) {
 TEST(PrometheusParse, CounterTypedWithoutSuffixCoversTotal) {
   // The format's own example: `# TYPE http_requests_total counter`; older clients wrote the family name
   // without `_total` and samples with it.
-  const Exposition e = parse("# TYPE requests counter\nrequests_total 5\n# TYPE lat summary\nlat_count 2\n"
-                             "lat{quantile=\"0.5\"} 0.1\n# TYPE g gauge\ng_total 1\n");
+  const Exposition e = parse(
+      "# TYPE requests counter\nrequests_total 5\n# TYPE lat summary\nlat_count 2\n"
+      "lat{quantile=\"0.5\"} 0.1\n# TYPE g gauge\ng_total 1\n");
   EXPECT_EQ(e.type_of("requests_total"), MetricType::kCounter);
   EXPECT_EQ(e.type_of("requests_bucket"), MetricType::kUntyped);  // a counter has no buckets
   EXPECT_EQ(e.type_of("lat_count"), MetricType::kSummary);
@@ -81,7 +84,8 @@ TEST(PrometheusParse, EscapedLabelValuesAndHelp) {
 
 TEST(PrometheusParse, SpecialValuesAndTimestamps) {
   const Exposition e = parse(
-      "a NaN\nb +Inf\nc -Inf\nd 1e-05\ne -0.5 1700000000123\nf 42 -1000\ng{l=\"v\"}\t7\t\t99\nh Inf\ni 3.0e+2\n");
+      "a NaN\nb +Inf\nc -Inf\nd 1e-05\ne -0.5 1700000000123\nf 42 -1000\ng{l=\"v\"}\t7\t\t99\nh Inf\ni "
+      "3.0e+2\n");
   ASSERT_EQ(e.skipped_count, 0u) << e.skipped[0].reason;
   ASSERT_EQ(e.samples.size(), 9u);
   EXPECT_TRUE(std::isnan(e.samples[0].value));
@@ -113,20 +117,20 @@ TEST(PrometheusParse, CommentsBlankLinesCrlfAndOpenMetricsTail) {
 TEST(PrometheusParse, MalformedLinesAreSkippedAndCounted) {
   const Exposition e = parse(
       "good 1\n"
-      "bad-name 1\n"                 // 2: '-' is not a name character
-      "x{a=\"unterminated} 1\n"      // 3
-      "x{a=\"\\q\"} 1\n"             // 4: unknown escape
-      "x{a=\"b\"}\n"                 // 5: no value
-      "x abc\n"                      // 6
-      "x 1 1.5\n"                    // 7: timestamp must be an integer
-      "x 1 2 3\n"                    // 8
-      "x{9a=\"b\"} 1\n"              // 9: label names do not start with a digit
-      "x{a=\"1\" b=\"2\"} 1\n"       // 10: missing comma
-      "# TYPE t bogus\n"             // 11
+      "bad-name 1\n"             // 2: '-' is not a name character
+      "x{a=\"unterminated} 1\n"  // 3
+      "x{a=\"\\q\"} 1\n"         // 4: unknown escape
+      "x{a=\"b\"}\n"             // 5: no value
+      "x abc\n"                  // 6
+      "x 1 1.5\n"                // 7: timestamp must be an integer
+      "x 1 2 3\n"                // 8
+      "x{9a=\"b\"} 1\n"          // 9: label names do not start with a digit
+      "x{a=\"1\" b=\"2\"} 1\n"   // 10: missing comma
+      "# TYPE t bogus\n"         // 11
       "# TYPE t gauge\n"
-      "# TYPE t counter\n"           // 13: a second, different TYPE
-      "x{a=\"1\",a=\"2\"} 1\n"       // 14: duplicate label
-      "x 0x10\n"                     // 15: hex is not Go ParseFloat's text format
+      "# TYPE t counter\n"      // 13: a second, different TYPE
+      "x{a=\"1\",a=\"2\"} 1\n"  // 14: duplicate label
+      "x 0x10\n"                // 15: hex is not Go ParseFloat's text format
       "also_good{k=\"v\"} 2\n");
   EXPECT_EQ(e.skipped_count, 13u);
   ASSERT_EQ(e.skipped.size(), 13u);

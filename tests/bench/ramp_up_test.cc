@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string>
-#include <ctime>
 
 namespace servelab::bench {
 namespace {
@@ -20,7 +20,10 @@ class RampUpEvents : public ::testing::Test {
     tzset();
   }
   void TearDown() override {
-    if (saved_) setenv("TZ", saved_->c_str(), 1); else unsetenv("TZ");
+    if (saved_)
+      setenv("TZ", saved_->c_str(), 1);
+    else
+      unsetenv("TZ");
     tzset();
   }
   std::optional<std::string> saved_;
@@ -45,7 +48,7 @@ std::vector<std::pair<int, std::string>> pairs(const std::vector<report::RpsChan
 constexpr double kT0 = 1796137200.0;
 
 TEST_F(RampUpEvents, IsoTimestampAsPython) {
-  EXPECT_EQ(iso_local_timestamp(kT0), "2026-12-01T15:00:00");           // no fraction when it is 0
+  EXPECT_EQ(iso_local_timestamp(kT0), "2026-12-01T15:00:00");  // no fraction when it is 0
   EXPECT_EQ(iso_local_timestamp(kT0 + 1.25), "2026-12-01T15:00:01.250000");
   EXPECT_EQ(iso_local_timestamp(kT0 + 59.9999996), "2026-12-01T15:01:00");  // rounds into the next second
   EXPECT_EQ(iso_local_timestamp(kT0 + 0.000001), "2026-12-01T15:00:00.000001");
@@ -75,7 +78,7 @@ TEST_F(RampUpEvents, ExponentialAndTruncation) {
   EXPECT_EQ(events[3].timestamp, "2026-12-01T15:00:01");
   EXPECT_EQ(events[4].timestamp, "2026-12-01T15:00:01.500000");  // 5..8 at request 3
   EXPECT_EQ(events[7].timestamp, "2026-12-01T15:00:01.500000");
-  EXPECT_EQ(events[8].timestamp, "2026-12-01T15:00:02");         // 9..16 at request 4
+  EXPECT_EQ(events[8].timestamp, "2026-12-01T15:00:02");  // 9..16 at request 4
   EXPECT_EQ(events[15].timestamp, "2026-12-01T15:00:02");
   // Linear 1 -> 2 over 3 requests: λ = 1, 1.5, 2; int(1.5) = 1 is no crossing.
   const auto slow = rps_change_events(ramp(client::RampUp::kLinear, 1, 2, 3), kT0, dispatch);
@@ -87,8 +90,9 @@ TEST_F(RampUpEvents, OnlyDispatchedRequestsAndNoRampUp) {
   // Interrupted after 2 of 5 sends: the crossings of requests 2..4 never happened.
   const std::vector<double> dispatch = {kT0 + 1, kT0 + 2};
   const auto events = rps_change_events(ramp(client::RampUp::kLinear, 1, 9, 5), kT0, dispatch);
-  EXPECT_EQ(pairs(events), (std::vector<std::pair<int, std::string>>{
-                               {1, "2026-12-01T15:00:00"}, {2, "2026-12-01T15:00:02"}, {3, "2026-12-01T15:00:02"}}));
+  EXPECT_EQ(pairs(events),
+            (std::vector<std::pair<int, std::string>>{
+                {1, "2026-12-01T15:00:00"}, {2, "2026-12-01T15:00:02"}, {3, "2026-12-01T15:00:02"}}));
   client::ArrivalOptions none;
   none.num_requests = 5;
   none.request_rate = 4;

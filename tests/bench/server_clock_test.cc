@@ -38,25 +38,28 @@ TEST(ServerClock, RunsTheHostCouldNotKeepUpWithAreInvalid) {
   EXPECT_EQ(schedule_invalid_reason(ok, 10.0, m, 10, 0.1), "");
   ScheduleWindow late_end = ok;
   late_end.lag_last_ms = 150;  // > 1% of 10 s
-  EXPECT_EQ(schedule_invalid_reason(late_end, 10.0, m, 10, 0.1),
-            "the timing cannot be trusted at time scale 10: the last token left 150.0 ms late, more than 1% of the "
-            "10000 ms run (engine time); the host is too busy for this scale: rerun with a smaller time scale or "
-            "on an idle machine");
+  EXPECT_EQ(
+      schedule_invalid_reason(late_end, 10.0, m, 10, 0.1),
+      "the timing cannot be trusted at time scale 10: the last token left 150.0 ms late, more than 1% of the "
+      "10000 ms run (engine time); the host is too busy for this scale: rerun with a smaller time scale or "
+      "on an idle machine");
   ScheduleWindow unread = ok;
   unread.admission_wait_max_ms = 1500;
-  EXPECT_NE(schedule_invalid_reason(unread, 10.0, m, 10, 0.1)
-                .find("a request may have waited 1500 ms unread while the server was busy, more than 10% of the "
-                      "10000 ms run"),
-            std::string::npos);
+  EXPECT_NE(
+      schedule_invalid_reason(unread, 10.0, m, 10, 0.1)
+          .find("a request may have waited 1500 ms unread while the server was busy, more than 10% of the "
+                "10000 ms run"),
+      std::string::npos);
   ScheduleWindow behind = ok;
   behind.lag_sum_ms = 1000 * 60.0;  // mean 60 ms > 5% of the 1000 ms mean TTFT
   EXPECT_NE(schedule_invalid_reason(behind, 10.0, m, 10, 0.1)
                 .find("tokens left 60.00 ms late on average, more than 5% of the mean TTFT (1000.0 ms)"),
             std::string::npos);
-  EXPECT_NE(schedule_invalid_reason(ok, 10.0, m, 10, 6.0)
-                .find("the benchmark client itself woke 6.00 ms late on average (60.0 ms scaled), more than 5% of "
-                      "the mean TTFT (1000.0 ms)"),
-            std::string::npos);
+  EXPECT_NE(
+      schedule_invalid_reason(ok, 10.0, m, 10, 6.0)
+          .find("the benchmark client itself woke 6.00 ms late on average (60.0 ms scaled), more than 5% of "
+                "the mean TTFT (1000.0 ms)"),
+      std::string::npos);
   EXPECT_EQ(schedule_invalid_reason(ScheduleWindow{}, 10.0, m, 10, 6.0), "");  // nothing emitted: no verdict
 }
 
@@ -65,7 +68,8 @@ TEST(ServerClock, ReadFromTheModelsList) {
       R"({"object":"list","data":[{"id":"m","servelab":{"engine_twin":true,"time_scale":20}}]})");
   EXPECT_TRUE(twin.engine_twin);
   EXPECT_EQ(twin.time_scale, 20.0);
-  const ServerClock vllm = server_clock_from_models(R"({"object":"list","data":[{"id":"m","owned_by":"vllm"}]})");
+  const ServerClock vllm =
+      server_clock_from_models(R"({"object":"list","data":[{"id":"m","owned_by":"vllm"}]})");
   EXPECT_FALSE(vllm.engine_twin);
   EXPECT_EQ(vllm.time_scale, 1.0);
   EXPECT_EQ(server_clock_from_models("not json").time_scale, 1.0);

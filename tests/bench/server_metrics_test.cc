@@ -232,7 +232,8 @@ TEST(FormatServerMetrics, ConsoleLines) {
             "==================================================\n");
   ServerMetrics big = hand_run();
   big.preemptions = 1234567;  // counters print whole, never as 1.23457e+06
-  EXPECT_NE(format_server_metrics(big).find("Preemptions:                             1234567\n"), std::string::npos);
+  EXPECT_NE(format_server_metrics(big).find("Preemptions:                             1234567\n"),
+            std::string::npos);
   ServerMetrics none;
   none.note = "GET http://h:1/metrics returned HTTP 404 Not Found";
   EXPECT_EQ(format_server_metrics(none),
@@ -310,19 +311,21 @@ TEST(ServerMetricsScraper, MissingEndpointIsOneNoteAndNoThread) {
 }
 
 TEST(ServerMetricsScraper, NonPrometheusAnswersAreNamed) {
-  EXPECT_NE(scrape_once({"200 OK", "application/json", R"({"object": "list"})"}).note.find(
-                "answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats"),
+  EXPECT_NE(scrape_once({"200 OK", "application/json", R"({"object": "list"})"})
+                .note.find("answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats"),
             std::string::npos);
-  EXPECT_NE(scrape_once({"200 OK", "text/html", "<html><body>hi</body></html>"}).note.find(
-                "answered HTML, not the Prometheus text format"),
+  EXPECT_NE(scrape_once({"200 OK", "text/html", "<html><body>hi</body></html>"})
+                .note.find("answered HTML, not the Prometheus text format"),
             std::string::npos);
   const ServerMetrics text = scrape_once({"200 OK", "text/plain", "hello world\nsecond line\n"});
   EXPECT_FALSE(text.available);
-  EXPECT_NE(text.note.find("is not in the Prometheus text format (2 malformed lines; line 1: invalid value 'world')"),
+  EXPECT_NE(text.note.find(
+                "is not in the Prometheus text format (2 malformed lines; line 1: invalid value 'world')"),
             std::string::npos)
       << text.note;
-  EXPECT_NE(scrape_once({"200 OK", "text/plain", "# only comments\n"}).note.find("answered no Prometheus samples"),
-            std::string::npos);
+  EXPECT_NE(
+      scrape_once({"200 OK", "text/plain", "# only comments\n"}).note.find("answered no Prometheus samples"),
+      std::string::npos);
 }
 
 TEST(ServerMetricsScraper, MalformedLinesInAGoodAnswerAreCounted) {

@@ -15,9 +15,9 @@
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
 #include "servelab/sim/sim.h"
-#include "simserve/metrics_text.h"
 #include "servelab/simserve/simserve.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "simserve/metrics_text.h"
 
 namespace servelab::bench {
 namespace {
@@ -39,7 +39,9 @@ struct TwinServer {
     simserve::Timeline timeline{
         [t](std::uint64_t id, int prompt, int output, double now) { t->submit(id, prompt, output, now); },
         [t](std::uint64_t id) { t->cancel(id); },
-        [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) { t->advance_to(ts, emit); },
+        [t](double ts, const std::function<void(std::uint64_t, int, double)>& emit) {
+          t->advance_to(ts, emit);
+        },
         [t] { return t->next_event_s(); }};
     timeline.engine_metrics = [t] {
       std::vector<simserve::EngineMetrics> out;
@@ -173,7 +175,8 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
   EXPECT_GE(*m.spec_decode_num_drafts, decoded / 3);
   EXPECT_LE(*m.spec_decode_num_drafts, decoded);
   EXPECT_NEAR(*m.spec_decode_acceptance_rate, (a + a * a) / 2, 0.1);
-  EXPECT_DOUBLE_EQ(*m.spec_decode_acceptance_length, 1 + *m.spec_decode_accepted_tokens / *m.spec_decode_num_drafts);
+  EXPECT_DOUBLE_EQ(*m.spec_decode_acceptance_length,
+                   1 + *m.spec_decode_accepted_tokens / *m.spec_decode_num_drafts);
   EXPECT_NE(r.console_report.find("Spec-decode acceptance rate (%):"), std::string::npos);
 }
 

@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "servelab/bench/bench.h"
 #include "bench/sessions.h"
+#include "servelab/bench/bench.h"
 #include "servelab/common/paths.h"
-#include "support/stream_server.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "support/stream_server.h"
 
 namespace servelab::bench {
 namespace {

@@ -11,8 +11,8 @@
 #include <set>
 #include <thread>
 
-#include "servelab/bench/clock_offset.h"
 #include "bench/shard.h"
+#include "servelab/bench/clock_offset.h"
 #include "servelab/common/python_json.h"
 
 namespace servelab::bench {
@@ -187,7 +187,8 @@ TEST(RequestRecord, RoundTripsEveryFieldExactly) {
   o.generated_text = "héllo";
   o.request_id = "bench-00000000-7";
   // As the result file writes it (Python json.dumps float repr).
-  const nlohmann::json j = nlohmann::json::parse(common::python_json_dumps(request_to_json(o), common::InvalidUtf8::kReplace));
+  const nlohmann::json j =
+      nlohmann::json::parse(common::python_json_dumps(request_to_json(o), common::InvalidUtf8::kReplace));
   const metrics::RequestOutput b = request_from_json(j);
   EXPECT_EQ(b.failure, o.failure);
   EXPECT_EQ(b.error, o.error);

@@ -20,10 +20,12 @@ RequestOutput failed(FailureKind kind, std::string error, int status = 0) {
 }
 
 TEST(BenchStatus, ReadyAttemptLineSaysWhyAndTimeLeft) {
-  RequestOutput refused = failed(FailureKind::kConnect, "connect to 127.0.0.1:8000 failed: Connection refused");
-  EXPECT_EQ(ready_attempt_line({2, &refused, 590.04, 5.0}),
-            "Endpoint not ready (attempt 2): connect to 127.0.0.1:8000 failed: Connection refused; 590.0 s left, "
-            "next attempt in 5.0 s");
+  RequestOutput refused =
+      failed(FailureKind::kConnect, "connect to 127.0.0.1:8000 failed: Connection refused");
+  EXPECT_EQ(
+      ready_attempt_line({2, &refused, 590.04, 5.0}),
+      "Endpoint not ready (attempt 2): connect to 127.0.0.1:8000 failed: Connection refused; 590.0 s left, "
+      "next attempt in 5.0 s");
   RequestOutput http = failed(FailureKind::kHttpStatus, "HTTP 500 Internal Server Error", 500);
   EXPECT_EQ(ready_attempt_line({7, &http, 0.0, 0.0}),
             "Endpoint not ready (attempt 7): HTTP 500 Internal Server Error; no time left");
@@ -35,15 +37,17 @@ TEST(BenchStatus, ReadyAttemptLineSaysWhyAndTimeLeft) {
 TEST(BenchStatus, BackendHintForChatOnlyAndCompletionsOnlyServers) {
   RunOptions c;  // openai, /v1/completions
   RequestOutput not_found = failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404);
-  EXPECT_EQ(backend_hint(c, not_found),
-            " Hint: the server has no /v1/completions (HTTP 404); if it serves only the chat completions API, use "
-            "--backend openai-chat --endpoint /v1/chat/completions.");
+  EXPECT_EQ(
+      backend_hint(c, not_found),
+      " Hint: the server has no /v1/completions (HTTP 404); if it serves only the chat completions API, use "
+      "--backend openai-chat --endpoint /v1/chat/completions.");
   c.backend = "openai-chat";
   c.endpoint = "/v1/chat/completions";
   RequestOutput not_allowed = failed(FailureKind::kHttpStatus, "HTTP 405 Method Not Allowed", 405);
-  EXPECT_EQ(backend_hint(c, not_allowed),
-            " Hint: the server has no /v1/chat/completions (HTTP 405); if it serves only the completions API, use "
-            "--backend openai --endpoint /v1/completions.");
+  EXPECT_EQ(
+      backend_hint(c, not_allowed),
+      " Hint: the server has no /v1/chat/completions (HTTP 405); if it serves only the completions API, use "
+      "--backend openai --endpoint /v1/completions.");
   // Other failures say nothing about the API.
   EXPECT_EQ(backend_hint(c, failed(FailureKind::kHttpStatus, "HTTP 500", 500)), "");
   EXPECT_EQ(backend_hint(c, failed(FailureKind::kConnect, "refused")), "");
@@ -56,9 +60,11 @@ TEST(BenchStatus, ChatEndpointWithCompletionsBackendIsRefusedUpFront) {
     resolve(c);
     FAIL() << "completions backend accepted a chat endpoint";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--backend openai sends completions requests (a \"prompt\" body), but --endpoint '/v1/chat/completions' "
-              "is the chat completions API: use --backend openai-chat for it (or --endpoint /v1/completions)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "--backend openai sends completions requests (a \"prompt\" body), but --endpoint "
+        "'/v1/chat/completions' "
+        "is the chat completions API: use --backend openai-chat for it (or --endpoint /v1/completions)");
   }
   c.backend = "vllm";
   EXPECT_THROW(resolve(c), ConfigError);
@@ -72,11 +78,12 @@ TEST(BenchStatus, AllFailedMessageCountsKindsAndHints) {
       failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404),
       failed(FailureKind::kConnect, "connect to 127.0.0.1:1 failed: Connection refused"),
       failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404)};
-  EXPECT_EQ(all_failed_message(c, outs, false),
-            "All requests failed. This is likely due to a misconfiguration on the benchmark arguments. (3 of 3 "
-            "failed: connect 1, http_status 2; first error: HTTP 404 Not Found) Hint: the server has no "
-            "/v1/completions (HTTP 404); if it serves only the chat completions API, use --backend openai-chat "
-            "--endpoint /v1/chat/completions.");
+  EXPECT_EQ(
+      all_failed_message(c, outs, false),
+      "All requests failed. This is likely due to a misconfiguration on the benchmark arguments. (3 of 3 "
+      "failed: connect 1, http_status 2; first error: HTTP 404 Not Found) Hint: the server has no "
+      "/v1/completions (HTTP 404); if it serves only the chat completions API, use --backend openai-chat "
+      "--endpoint /v1/chat/completions.");
   EXPECT_EQ(all_failed_message(c, outs, /*interrupted=*/true), "");  // Ctrl-C has its own exit status
   outs[1].success = true;
   outs[1].failure = FailureKind::kNone;

@@ -35,12 +35,12 @@ TEST(DeepSeekV32Render, ToolCallsAndResults) {
   a.tool_calls.push_back({"c0", "get_weather", R"({"city":"Paris","days":3})"});
   Message t{"tool", "sunny"};
   const auto s = render_deepseek_v32({{"user", "weather?"}, a, t}, {});
-  const std::string expected = B + U + "weather?" + A + "</think>" + "\n\n<" + D + "function_calls>\n<" + D +
-                               "invoke name=\"get_weather\">\n<" + D +
-                               "parameter name=\"city\" string=\"true\">Paris</" + D + "parameter>\n<" + D +
-                               "parameter name=\"days\" string=\"false\">3</" + D + "parameter>\n</" + D +
-                               "invoke>\n</" + D + "function_calls>" + E +
-                               "\n\n<function_results>\n<result>sunny</result>\n</function_results>\n\n</think>";
+  const std::string expected =
+      B + U + "weather?" + A + "</think>" + "\n\n<" + D + "function_calls>\n<" + D +
+      "invoke name=\"get_weather\">\n<" + D + "parameter name=\"city\" string=\"true\">Paris</" + D +
+      "parameter>\n<" + D + "parameter name=\"days\" string=\"false\">3</" + D + "parameter>\n</" + D +
+      "invoke>\n</" + D + "function_calls>" + E +
+      "\n\n<function_results>\n<result>sunny</result>\n</function_results>\n\n</think>";
   EXPECT_EQ(s, expected);
 }
 
@@ -55,10 +55,13 @@ TEST(DeepSeekV32Render, BadRolesAreErrorsNamingTheMessage) {
 }
 
 TEST(DeepSeekV32Parse, SplitsReasoningContentAndToolCalls) {
-  const std::string text = "let me think</think>Calling." "\n\n<" + D + "function_calls>\n<" + D +
-                           "invoke name=\"f\">\n<" + D + "parameter name=\"a\" string=\"true\">x y</" + D +
-                           "parameter>\n<" + D + "parameter name=\"n\" string=\"false\">[1,2]</" + D +
-                           "parameter>\n</" + D + "invoke>\n</" + D + "function_calls>" + E + "junk";
+  const std::string text =
+      "let me think</think>Calling."
+      "\n\n<" +
+      D + "function_calls>\n<" + D + "invoke name=\"f\">\n<" + D +
+      "parameter name=\"a\" string=\"true\">x y</" + D + "parameter>\n<" + D +
+      "parameter name=\"n\" string=\"false\">[1,2]</" + D + "parameter>\n</" + D + "invoke>\n</" + D +
+      "function_calls>" + E + "junk";
   const auto p = parse_deepseek_v32(text, /*thinking=*/true);
   EXPECT_EQ(p.reasoning_content, "let me think");
   EXPECT_EQ(p.content, "Calling.");
@@ -89,6 +92,7 @@ TEST(DeepSeekV32Parse, UnterminatedThinkingIsAllReasoning) {
 TEST(DeepSeekV32Parse, MalformedDsmlIsAnError) {
   EXPECT_THROW(parse_deepseek_v32("x\n\n<" + D + "function_calls>\n<" + D + "invoke name=\"f\">", false),
                std::invalid_argument);
-  EXPECT_THROW(parse_deepseek_v32("x\n\n<" + D + "function_calls>\n<" + D + "invoke>\n</" + D + "invoke>", false),
-               std::invalid_argument);
+  EXPECT_THROW(
+      parse_deepseek_v32("x\n\n<" + D + "function_calls>\n<" + D + "invoke>\n</" + D + "invoke>", false),
+      std::invalid_argument);
 }

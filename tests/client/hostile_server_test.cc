@@ -41,7 +41,8 @@ std::string chunk(const std::string& bytes) {
 std::string good_response(const std::string& tag, const std::string& usage = "3") {
   std::string r = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
   for (int k = 0; k < 3; ++k) r += chunk(token_event(tag + "-" + std::to_string(k) + " "));
-  r += chunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":" + usage + "}}\n\n");
+  r +=
+      chunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":" + usage + "}}\n\n");
   r += chunk("data: [DONE]\n\n") + "0\r\n\r\n";
   return r;
 }
@@ -122,7 +123,8 @@ class HostileServer {
       if (fault == "good") {
         send_all(c, good_response(tag));
       } else if (fault == "continue") {  // interim responses before the real one
-        send_all(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n" + good_response(tag));
+        send_all(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n" +
+                        good_response(tag));
       } else if (fault == "close_at_once") {
         ::shutdown(c, SHUT_RDWR);
         return;
@@ -206,7 +208,8 @@ ClientOptions options(const HostileServer& s) {
 void expect_good(const metrics::RequestOutput& out, std::size_t i) {
   const std::string tag = "r" + std::to_string(i);
   EXPECT_TRUE(out.success) << tag << ": " << out.error;
-  EXPECT_EQ(out.generated_text, tag + "-0 " + tag + "-1 " + tag + "-2 ") << "request " << i << " got another's stream";
+  EXPECT_EQ(out.generated_text, tag + "-0 " + tag + "-1 " + tag + "-2 ")
+      << "request " << i << " got another's stream";
   EXPECT_EQ(out.output_tokens, 3) << tag;
   EXPECT_EQ(out.itl_s.size(), 2u) << tag;
 }
@@ -311,10 +314,12 @@ TEST(HostileServer, OutOfRangeUsageIsRejectedAsAMismatch) {
   EXPECT_EQ(out.usage_rejected, 1099511627776);
   EXPECT_EQ(out.output_tokens, 3) << "counted by the tokenizer, not truncated to 0";
   bool warned = false;
-  for (const auto& w : r.warnings) warned = warned || w.find("out of range (e.g. 1099511627776)") != std::string::npos;
+  for (const auto& w : r.warnings)
+    warned = warned || w.find("out of range (e.g. 1099511627776)") != std::string::npos;
   EXPECT_TRUE(warned);
   bool mismatch = false;
-  for (const auto& w : r.warnings) mismatch = mismatch || w.find("differ for 1 of 2 requests") != std::string::npos;
+  for (const auto& w : r.warnings)
+    mismatch = mismatch || w.find("differ for 1 of 2 requests") != std::string::npos;
   EXPECT_TRUE(mismatch);
 }
 
@@ -338,7 +343,8 @@ TEST(HostileServer, StopDuringReTokenizationIsHonoured) {
   EXPECT_LT(wall, 1.0) << "40 x 50 ms would be 1 s on two threads";
   EXPECT_TRUE(r.interrupted);
   bool warned = false;
-  for (const auto& w : r.warnings) warned = warned || w.find("re-tokenization interrupted") != std::string::npos;
+  for (const auto& w : r.warnings)
+    warned = warned || w.find("re-tokenization interrupted") != std::string::npos;
   EXPECT_TRUE(warned);
   for (const auto& out : r.outputs) EXPECT_TRUE(out.success) << "the measurements themselves are kept";
 }

@@ -42,8 +42,8 @@ ClientOptions options_for(const StreamServer& server, const char* path = "/v1/co
   return o;
 }
 
-LoadResult run(const ClientOptions& o, const std::vector<PlannedRequest>& reqs, std::vector<double> schedule = {},
-               std::stop_token stop = {}) {
+LoadResult run(const ClientOptions& o, const std::vector<PlannedRequest>& reqs,
+               std::vector<double> schedule = {}, std::stop_token stop = {}) {
   if (schedule.empty()) schedule.assign(reqs.size(), 0.0);
   return run_load(o, reqs, schedule, {}, stop);
 }
@@ -108,9 +108,9 @@ TEST(Load, ChatEndpointWithReasoningAndRetokenizeFallback) {
     EXPECT_EQ(out.generated_text, "toktoktok");  // 3 content tokens; reasoning kept apart
     EXPECT_EQ(out.usage_completion_tokens, -1);
     EXPECT_EQ(out.tokenizer_output_tokens, 3);
-    EXPECT_EQ(out.output_tokens, 3);              // vLLM fallback: re-tokenized content
-    EXPECT_EQ(out.reasoning_tokens, 2);           // re-tokenized reasoning
-    EXPECT_EQ(out.itl_s.size(), 5u);              // role chunk + 5 token chunks = 6 events
+    EXPECT_EQ(out.output_tokens, 3);     // vLLM fallback: re-tokenized content
+    EXPECT_EQ(out.reasoning_tokens, 2);  // re-tokenized reasoning
+    EXPECT_EQ(out.itl_s.size(), 5u);     // role chunk + 5 token chunks = 6 events
   }
   EXPECT_TRUE(r.warnings.empty());  // no usage → nothing to compare
 
@@ -120,7 +120,8 @@ TEST(Load, ChatEndpointWithReasoningAndRetokenizeFallback) {
   ou.retokenize = [](std::string_view text) { return static_cast<int>(text.size()); };  // 3 per "tok"
   const LoadResult ru = run(ou, plan(2, 4));
   ASSERT_EQ(ru.warnings.size(), 1u);
-  EXPECT_NE(ru.warnings[0].find("differ for 2 of 2 requests (totals 8 vs 24)"), std::string::npos) << ru.warnings[0];
+  EXPECT_NE(ru.warnings[0].find("differ for 2 of 2 requests (totals 8 vs 24)"), std::string::npos)
+      << ru.warnings[0];
   EXPECT_EQ(ru.outputs[0].output_tokens, 4);  // server usage wins
   EXPECT_EQ(ru.outputs[0].tokenizer_output_tokens, 12);
 
@@ -191,8 +192,8 @@ TEST(Load, OddButValidStreamsSucceed) {
   StreamServerOptions so;
   so.itl_s = 0.002;
   StreamServer server(so);
-  for (Fault f : {Fault::kSplitEvents, Fault::kComments, Fault::kPartialUtf8, Fault::kCrlf, Fault::kCloseDelimited,
-                  Fault::kMultiEventWrite, Fault::kByteByByte}) {
+  for (Fault f : {Fault::kSplitEvents, Fault::kComments, Fault::kPartialUtf8, Fault::kCrlf,
+                  Fault::kCloseDelimited, Fault::kMultiEventWrite, Fault::kByteByByte}) {
     ClientOptions o = options_for(server);
     o.headers = {{"x-test-fault", test_support::fault_name(f)}};
     const LoadResult r = run(o, plan(3, 5));

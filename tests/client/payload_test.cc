@@ -76,10 +76,11 @@ TEST(Payload, ChatBodyUsesListContentAndMaxCompletionTokens) {
             "\"text\": \"hi\"}]}], \"max_completion_tokens\": 3, \"stream\": true, "
             "\"stream_options\": {\"include_usage\": true}}");
   r.messages_json = R"([{"role":"system","content":"s"},{"role":"user","content":"u"}])";
-  EXPECT_EQ(request_body_json(o, r),
-            "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", "
-            "\"content\": \"u\"}], \"max_completion_tokens\": 3, \"stream\": true, "
-            "\"stream_options\": {\"include_usage\": true}}");
+  EXPECT_EQ(
+      request_body_json(o, r),
+      "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", "
+      "\"content\": \"u\"}], \"max_completion_tokens\": 3, \"stream\": true, "
+      "\"stream_options\": {\"include_usage\": true}}");
   r.messages_json = "{not json";
   EXPECT_THROW(request_body_json(o, r), std::invalid_argument);
 }
@@ -103,15 +104,15 @@ TEST(Payload, UrlParsingAndEndpointValidation) {
   EXPECT_THROW(detail::parse_url("http://h:99999/x"), std::invalid_argument);
 
   // vLLM: the chat function rejects URLs not ending in chat/completions (the default --endpoint).
-  EXPECT_THROW(detail::validate_endpoint_url(detail::parse_url("http://h/v1/completions"),
-                                             Endpoint::kChatCompletions),
-               std::invalid_argument);
+  EXPECT_THROW(
+      detail::validate_endpoint_url(detail::parse_url("http://h/v1/completions"), Endpoint::kChatCompletions),
+      std::invalid_argument);
   EXPECT_NO_THROW(detail::validate_endpoint_url(detail::parse_url("http://h/v1/chat/completions"),
                                                 Endpoint::kChatCompletions));
-  EXPECT_NO_THROW(detail::validate_endpoint_url(detail::parse_url("http://h/v1/completions"),
-                                                Endpoint::kCompletions));
-  EXPECT_NO_THROW(detail::validate_endpoint_url(detail::parse_url("http://h/start_profile"),
-                                                Endpoint::kCompletions));
+  EXPECT_NO_THROW(
+      detail::validate_endpoint_url(detail::parse_url("http://h/v1/completions"), Endpoint::kCompletions));
+  EXPECT_NO_THROW(
+      detail::validate_endpoint_url(detail::parse_url("http://h/start_profile"), Endpoint::kCompletions));
   EXPECT_THROW(detail::validate_endpoint_url(detail::parse_url("http://h/v1/models"), Endpoint::kCompletions),
                std::invalid_argument);
 }

@@ -12,9 +12,9 @@
 #include <gtest/gtest.h>
 #include <boost/asio/error.hpp>
 
-#include "servelab/client/client.h"
 #include "client/os_limits.h"
 #include "client/preconnect.h"
+#include "servelab/client/client.h"
 #include "support/stream_server.h"
 
 namespace servelab::client {

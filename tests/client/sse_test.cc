@@ -31,7 +31,8 @@ RequestOutput stream(const std::vector<std::pair<std::string, int>>& reads,
       return apply_event(st, parser, d, n, cap, ts);
     };
     const auto status = sse.feed(bytes.data(), bytes.size(), on_event);
-    if (status == SseParser::Status::kMalformed) fail(st, FailureKind::kSseParse, "malformed: " + sse.bad_line());
+    if (status == SseParser::Status::kMalformed)
+      fail(st, FailureKind::kSseParse, "malformed: " + sse.bad_line());
   }
   auto on_event = [&](const char* d, std::size_t n, std::size_t cap) {
     return apply_event(st, parser, d, n, cap, send + milliseconds(reads.empty() ? 0 : reads.back().second));
@@ -42,14 +43,18 @@ RequestOutput stream(const std::vector<std::pair<std::string, int>>& reads,
 }
 
 std::string cmpl(const std::string& text) {
-  return "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\"" + text + "\",\"finish_reason\":null}]}\n\n";
+  return "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\"" + text +
+         "\",\"finish_reason\":null}]}\n\n";
 }
 const std::string kUsage =
-    "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":3,\"total_tokens\":14}}\n\n";
+    "data: "
+    "{\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":3,\"total_tokens\":"
+    "14}}\n\n";
 const std::string kDone = "data: [DONE]\n\n";
 
 TEST(Sse, TtftItlLatencyAndUsageAsVllm) {
-  const RequestOutput out = stream({{cmpl("a"), 100}, {cmpl("b"), 130}, {cmpl("c"), 175}, {kUsage, 180}, {kDone, 181}});
+  const RequestOutput out =
+      stream({{cmpl("a"), 100}, {cmpl("b"), 130}, {cmpl("c"), 175}, {kUsage, 180}, {kDone, 181}});
   ASSERT_TRUE(out.success) << out.error;
   EXPECT_DOUBLE_EQ(out.ttft_s, 0.100);
   ASSERT_EQ(out.itl_s.size(), 2u);
@@ -58,24 +63,25 @@ TEST(Sse, TtftItlLatencyAndUsageAsVllm) {
   EXPECT_DOUBLE_EQ(out.latency_s, 0.175);  // last choices chunk, not usage / [DONE]
   EXPECT_EQ(out.output_tokens, 3);
   EXPECT_EQ(out.usage_completion_tokens, 3);
-  EXPECT_EQ(out.prompt_len, 11);            // usage.prompt_tokens overwrites prompt_len (newest vLLM)
+  EXPECT_EQ(out.prompt_len, 11);  // usage.prompt_tokens overwrites prompt_len (newest vLLM)
   EXPECT_EQ(out.usage_prompt_tokens, 11);
   EXPECT_EQ(out.generated_text, "abc");
   EXPECT_DOUBLE_EQ(out.ttfct_s, 0.100);
-  EXPECT_TRUE(out.chunk_tokens.empty());    // no continuous usage → unknown
+  EXPECT_TRUE(out.chunk_tokens.empty());  // no continuous usage → unknown
 }
 
 TEST(Sse, EmptyTextChunkCountsAsTokenEventButNotAsFirstContent) {
   const RequestOutput out = stream({{cmpl(""), 50}, {cmpl("x"), 80}, {kDone, 81}});
   ASSERT_TRUE(out.success);
-  EXPECT_DOUBLE_EQ(out.ttft_s, 0.050);  // vLLM does not check the text
-  EXPECT_DOUBLE_EQ(out.ttfct_s, 0.080); // servelab extra: first non-empty text
-  EXPECT_EQ(out.output_tokens, 0);      // no usage, no re-tokenizer here
+  EXPECT_DOUBLE_EQ(out.ttft_s, 0.050);   // vLLM does not check the text
+  EXPECT_DOUBLE_EQ(out.ttfct_s, 0.080);  // servelab extra: first non-empty text
+  EXPECT_EQ(out.output_tokens, 0);       // no usage, no re-tokenizer here
 }
 
 TEST(Sse, CommentsEventIdLinesAndDoneAreIgnored) {
-  const RequestOutput out = stream(
-      {{": ping\n\n", 10}, {"event: message\nid: 1\nretry: 5\n" + cmpl("a"), 20}, {": keep-alive\n\n" + kDone, 30}});
+  const RequestOutput out = stream({{": ping\n\n", 10},
+                                    {"event: message\nid: 1\nretry: 5\n" + cmpl("a"), 20},
+                                    {": keep-alive\n\n" + kDone, 30}});
   ASSERT_TRUE(out.success) << out.error;
   EXPECT_DOUBLE_EQ(out.ttft_s, 0.020);
   EXPECT_TRUE(out.itl_s.empty());
@@ -93,8 +99,11 @@ TEST(Sse, SeveralEventsInOneReadGetTheSameReadTimeAndZeroItl) {
 
 TEST(Sse, EventSplitAcrossReadsIsTimedWhenItCompletes) {
   const std::string e = cmpl("hello");
-  const RequestOutput out = stream({{e.substr(0, 2), 10}, {e.substr(2, 20), 20}, {e.substr(22, e.size() - 23), 30},
-                                    {"\n", 45}, {kDone, 50}});
+  const RequestOutput out = stream({{e.substr(0, 2), 10},
+                                    {e.substr(2, 20), 20},
+                                    {e.substr(22, e.size() - 23), 30},
+                                    {"\n", 45},
+                                    {kDone, 50}});
   ASSERT_TRUE(out.success) << out.error;
   EXPECT_DOUBLE_EQ(out.ttft_s, 0.045);  // the blank line completes the event
   EXPECT_EQ(out.generated_text, "hello");
@@ -135,18 +144,20 @@ TEST(Sse, DataWithoutSpaceAndMultiLineData) {
 }
 
 TEST(Sse, ChatRoleChunkIsFirstEventAndReasoningCountedSeparately) {
-  const std::string role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+  const std::string role =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
   const std::string think =
       "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\"}}],\"usage\":null}\n\n";
-  const std::string think2 = "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\" ok\",\"content\":null}}]}\n\n";
+  const std::string think2 =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\" ok\",\"content\":null}}]}\n\n";
   const std::string content = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
   const std::string usage =
       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8,"
       "\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\n";
   std::string reasoning;
   const RequestOutput out =
-      stream({{role, 10}, {think, 20}, {think2, 30}, {content, 40}, {usage + kDone, 41}}, Endpoint::kChatCompletions,
-             &reasoning);
+      stream({{role, 10}, {think, 20}, {think2, 30}, {content, 40}, {usage + kDone, 41}},
+             Endpoint::kChatCompletions, &reasoning);
   ASSERT_TRUE(out.success) << out.error;
   EXPECT_DOUBLE_EQ(out.ttft_s, 0.010);   // role-only chunk has choices → first event (vLLM)
   EXPECT_DOUBLE_EQ(out.ttfct_s, 0.020);  // first reasoning text
@@ -159,10 +170,13 @@ TEST(Sse, ChatRoleChunkIsFirstEventAndReasoningCountedSeparately) {
 
 TEST(Sse, ContinuousUsageGivesPerChunkTokenCounts) {
   auto chunk = [](const char* text, int cum) {
-    return "data: {\"choices\":[{\"text\":\"" + std::string(text) + "\"}],\"usage\":{\"prompt_tokens\":4,"
-           "\"completion_tokens\":" + std::to_string(cum) + ",\"total_tokens\":" + std::to_string(4 + cum) + "}}\n\n";
+    return "data: {\"choices\":[{\"text\":\"" + std::string(text) +
+           "\"}],\"usage\":{\"prompt_tokens\":4,"
+           "\"completion_tokens\":" +
+           std::to_string(cum) + ",\"total_tokens\":" + std::to_string(4 + cum) + "}}\n\n";
   };
-  const RequestOutput out = stream({{chunk("ab", 2), 10}, {chunk("cde", 5), 20}, {chunk("f", 6), 30}, {kDone, 31}});
+  const RequestOutput out =
+      stream({{chunk("ab", 2), 10}, {chunk("cde", 5), 20}, {chunk("f", 6), 30}, {kDone, 31}});
   ASSERT_TRUE(out.success);
   EXPECT_EQ(out.chunk_tokens, (std::vector<std::int32_t>{2, 3, 1}));
   EXPECT_EQ(out.output_tokens, 6);  // usage on choices chunks (llama.cpp style) is used, unlike vLLM
@@ -211,10 +225,11 @@ TEST(Sse, MalformedLiteralsAreJsonParseFailuresNotExceptions) {
   }
   // The fuzzer's input itself (a chat stream with a broken "content" value).
   RequestOutput out;
-  EXPECT_NO_THROW(out = stream({{"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                                 "\"content\":ndex\":0}}]}\n\n",
-                                 10}},
-                               Endpoint::kChatCompletions));
+  EXPECT_NO_THROW(
+      out = stream({{"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                     "\"content\":ndex\":0}}]}\n\n",
+                     10}},
+                   Endpoint::kChatCompletions));
   EXPECT_EQ(out.failure, FailureKind::kJsonParse);
 }
 

@@ -18,7 +18,9 @@ TEST(Printable, EscapesControlsAndBadBytes) {
   EXPECT_EQ(printable(std::string("a\x1b[2Jb\0c", 8)), "a\\x1b[2Jb\\0c");
   EXPECT_EQ(printable("x\ny\tz\\"), "x\\ny\\tz\\\\");
   EXPECT_EQ(printable("\x7f"), "\\x7f");
-  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "31m"),
+            "\\u009b31m");  // C1 CSI
   EXPECT_EQ(printable("ok\xff\xfe"), "ok\\xff\\xfe");
 }
 

@@ -9,18 +9,37 @@
 using namespace servelab::common;
 
 TEST(Redact, CredentialNames) {
-  for (const char* n : {"Authorization", "proxy-authorization", "Proxy-Authorization", "X-Auth", "X-Auth-Token",
-                        "x-api-key", "api_key", "apiKey", "X-ApiKey", "Ocp-Apim-Subscription-Key", "HF_TOKEN",
-                        "OPENAI_API_KEY", "X-Amz-Security-Token", "Cookie", "Set-Cookie", "client_secret",
-                        "DB_PASSWORD", "--api-key", "--hf-token", "x-goog-api-key", "AWS_SECRET_ACCESS_KEY"})
+  for (const char* n : {"Authorization",
+                        "proxy-authorization",
+                        "Proxy-Authorization",
+                        "X-Auth",
+                        "X-Auth-Token",
+                        "x-api-key",
+                        "api_key",
+                        "apiKey",
+                        "X-ApiKey",
+                        "Ocp-Apim-Subscription-Key",
+                        "HF_TOKEN",
+                        "OPENAI_API_KEY",
+                        "X-Amz-Security-Token",
+                        "Cookie",
+                        "Set-Cookie",
+                        "client_secret",
+                        "DB_PASSWORD",
+                        "--api-key",
+                        "--hf-token",
+                        "x-goog-api-key",
+                        "AWS_SECRET_ACCESS_KEY"})
     EXPECT_TRUE(is_credential_name(n)) << n;
-  for (const char* n : {"Content-Type", "x-request-id", "max_tokens", "--tokenizer", "tokenizer_mode", "author",
-                        "key", "monkey", "config_key", "trial_key", "cache-key", "x-test-tokens", "--max-num-batched-tokens", "User-Agent", "Accept"})
+  for (const char* n : {"Content-Type", "x-request-id", "max_tokens", "--tokenizer", "tokenizer_mode",
+                        "author", "key", "monkey", "config_key", "trial_key", "cache-key", "x-test-tokens",
+                        "--max-num-batched-tokens", "User-Agent", "Accept"})
     EXPECT_FALSE(is_credential_name(n)) << n;
 }
 
 TEST(Redact, Urls) {
-  EXPECT_EQ(redact_url("https://alice:s3cret@api.example.com:8443/v1"), "https://<redacted>@api.example.com:8443/v1");
+  EXPECT_EQ(redact_url("https://alice:s3cret@api.example.com:8443/v1"),
+            "https://<redacted>@api.example.com:8443/v1");
   EXPECT_EQ(redact_url("http://tok@h/v1/completions"), "http://<redacted>@h/v1/completions");
   EXPECT_EQ(redact_url("http://h:8000/v1?api_key=abc&x=1"), "http://h:8000/v1?api_key=<redacted>&x=1");
   EXPECT_EQ(redact_url("http://127.0.0.1:8000"), "http://127.0.0.1:8000");
@@ -39,12 +58,24 @@ TEST(Redact, HeaderItems) {
 }
 
 TEST(Redact, CommandLines) {
-  const std::vector<std::string> args = {"vllm", "serve", "m", "--api-key", "sk-1", "--hf-token=hf_2",
-                                         "--header", "X-Api-Key: k3", "-H", "Cookie=c4",
-                                         "--base-url", "http://u:p5@h:1", "HF_TOKEN=hf_6", "--port", "8000"};
-  const std::vector<std::string> want = {"vllm", "serve", "m", "--api-key", "<redacted>", "--hf-token=<redacted>",
-                                         "--header", "X-Api-Key: <redacted>", "-H", "Cookie=<redacted>",
-                                         "--base-url", "http://<redacted>@h:1", "HF_TOKEN=<redacted>", "--port",
+  const std::vector<std::string> args = {
+      "vllm",          "serve",         "m",   "--api-key", "sk-1",       "--hf-token=hf_2",
+      "--header",      "X-Api-Key: k3", "-H",  "Cookie=c4", "--base-url", "http://u:p5@h:1",
+      "HF_TOKEN=hf_6", "--port",        "8000"};
+  const std::vector<std::string> want = {"vllm",
+                                         "serve",
+                                         "m",
+                                         "--api-key",
+                                         "<redacted>",
+                                         "--hf-token=<redacted>",
+                                         "--header",
+                                         "X-Api-Key: <redacted>",
+                                         "-H",
+                                         "Cookie=<redacted>",
+                                         "--base-url",
+                                         "http://<redacted>@h:1",
+                                         "HF_TOKEN=<redacted>",
+                                         "--port",
                                          "8000"};
   EXPECT_EQ(redact_args(args), want);
   EXPECT_EQ(redact_env({{"HF_TOKEN", "hf_x"}, {"VLLM_USE_V1", "1"}}),

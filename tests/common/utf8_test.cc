@@ -47,7 +47,7 @@ TEST(Utf8, ValidAndDecodeRoundTrip) {
   EXPECT_TRUE(utf8_valid("plain ASCII longer than eight bytes"));
   EXPECT_TRUE(utf8_valid("\xe2\x82\xac and \xf4\x8f\xbf\xbf"));  // U+20AC, U+10FFFF
   EXPECT_FALSE(utf8_valid("eight bytes then \xed\xb0\x80"));     // lone low surrogate DC00
-  EXPECT_FALSE(utf8_valid("\xe0\x80\xaf"));                        // overlong 3-byte "/"
+  EXPECT_FALSE(utf8_valid("\xe0\x80\xaf"));                      // overlong 3-byte "/"
   std::string s;
   for (char32_t cp : {U'A', U'\u00e9', U'\u20ac', U'\U0001F600', U'\U0010FFFF'}) utf8_append(s, cp);
   std::size_t i = 0;

@@ -91,8 +91,7 @@ TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
     for (std::size_t i = 0; i < file.size() && !found; ++i) {
       if (file.prompt(i) == r.prompt) {
         found = true;
-        EXPECT_EQ(r.output_len,
-                  static_cast<int>(deepseek().encode(file.completion(i), true).size()));
+        EXPECT_EQ(r.output_len, static_cast<int>(deepseek().encode(file.completion(i), true).size()));
       }
     }
     EXPECT_TRUE(found);
@@ -150,9 +149,9 @@ TEST(CustomWithTokenizer, DeepSeekChatTemplateAndDoubleBos) {
   EXPECT_EQ(sample_requests(o, gpt2())[0].prompt, "Hello there");
 }
 
-// --tokenizer-mode deepseek_v32: vLLM's DeepseekV32Tokenizer renders with DeepSeek-V3.2's encoding (non-thinking
-// chat: BOS <｜User｜>{prompt}<｜Assistant｜></think>) instead of the tokenizer_config.json template, and works for
-// a tokenizer without one.
+// --tokenizer-mode deepseek_v32: vLLM's DeepseekV32Tokenizer renders with DeepSeek-V3.2's encoding
+// (non-thinking chat: BOS <｜User｜>{prompt}<｜Assistant｜></think>) instead of the tokenizer_config.json
+// template, and works for a tokenizer without one.
 TEST(CustomWithTokenizer, DeepSeekV32TokenizerModeRendersItsEncoding) {
   const auto path = std::filesystem::temp_directory_path() / "servelab_dataset_custom_v32.jsonl";
   std::ofstream(path) << "{\"prompt\": \"Hello there\", \"output_tokens\": 9}\n";
@@ -177,7 +176,8 @@ TEST(CustomWithTokenizer, DeepSeekV32TokenizerModeRendersItsEncoding) {
     sample_requests(o, gpt2());
     FAIL() << "GPT-2 has no chat template";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("pass --tokenizer-mode deepseek_v32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pass --tokenizer-mode deepseek_v32"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove(path);
 }
@@ -195,14 +195,20 @@ TEST(SonnetWithTokenizer, DeepSeekTemplateAndLengths) {
   o.sonnet_input_len = 120;
   o.sonnet_prefix_len = 60;
   o.request_id_prefix = "s";
-  const std::string bos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string bos =
+      "<\xEF\xBD\x9C"
+      "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
   const std::string user = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>";
-  const std::string assistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+  const std::string assistant =
+      "<\xEF\xBD\x9C"
+      "Assistant\xEF\xBD\x9C>";
   const auto got = sample_requests(o, deepseek());
   ASSERT_EQ(got.size(), 5u);
   for (const auto& r : got) {
     // Completions backend: the formatted prompt; its length counted with the tokenizer's BOS on top.
-    ASSERT_EQ(r.prompt.rfind(bos + user + "Pick as many lines as you can from these poem lines:\nLine 0 of", 0), 0u);
+    ASSERT_EQ(
+        r.prompt.rfind(bos + user + "Pick as many lines as you can from these poem lines:\nLine 0 of", 0),
+        0u);
     EXPECT_EQ(r.prompt.substr(r.prompt.size() - assistant.size()), assistant);
     EXPECT_EQ(r.prompt_len, static_cast<int>(deepseek().encode(r.prompt, true).size()));
     EXPECT_LE(r.prompt_len, 120);

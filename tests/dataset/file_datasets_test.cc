@@ -1,18 +1,18 @@
 // sonnet, burstgpt, spec_bench and random-mm against hand-computed samples (Python's random, pandas
 // DataFrame.sample, numpy and PIL run once by hand on the same inputs; numbers in the comments) and the
 // numpy oracle (tests/dataset/oracles/vllm_datasets_oracle.py random_mm).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <openssl/sha.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/file_datasets.h"
 #include "dataset/random_mm.h"
 #include "dataset/synthetic.h"
+#include "servelab/dataset/dataset.h"
 #include "test_util.h"
 
 namespace servelab::dataset {
@@ -23,7 +23,8 @@ using testing::words_plus_bos;
 using testing::wrap_chat;
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("servelab_file_datasets_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_file_datasets_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path, std::ios::binary) << text;
@@ -32,9 +33,10 @@ std::filesystem::path write_file(const std::string& name, const std::string& tex
 
 // ----- sonnet ------------------------------------------------------------------------------------------
 
-const std::vector<std::string> kPoem = {"one two three\n", "four five\n", "six seven eight nine\n",
-                                        "ten\n", "eleven twelve thirteen\n",
-                                        "fourteen fifteen sixteen seventeen eighteen\n"};
+const std::vector<std::string> kPoem = {
+    "one two three\n",          "four five\n",
+    "six seven eight nine\n",   "ten\n",
+    "eleven twelve thirteen\n", "fourteen fifteen sixteen seventeen eighteen\n"};
 const std::string kBase = "Pick as many lines as you can from these poem lines:\n";
 
 TEST(Sonnet, ReadsLinesLikePythonReadlines) {
@@ -60,7 +62,8 @@ TEST(Sonnet, PrefixAndSampledLinesMatchPythonRandom) {
   o.request_id_prefix = "s-";
   const auto out = detail::sample_sonnet(kPoem, o, words_plus_bos, wrap_chat, "poem.txt");
   ASSERT_EQ(out.size(), 4u);
-  const std::vector<std::vector<int>> picks = {{5, 4, 2, 1, 3}, {2, 4, 1, 2, 3}, {5, 3, 1, 4, 3}, {1, 5, 5, 4, 5}};
+  const std::vector<std::vector<int>> picks = {
+      {5, 4, 2, 1, 3}, {2, 4, 1, 2, 3}, {5, 3, 1, 4, 3}, {1, 5, 5, 4, 5}};
   const std::vector<int> lens = {33, 32, 30, 38};
   for (std::size_t i = 0; i < 4; ++i) {
     std::string prompt = kBase + kPoem[0] + kPoem[1];
@@ -97,18 +100,22 @@ TEST(Sonnet, RejectsTooLongDrawsAndSendsTheRawPromptToChat) {
 TEST(Sonnet, ErrorsNameTheLengths) {
   DatasetOptions o;
   o.sonnet_input_len = 13;  // == base_offset
-  EXPECT_NE(error_of([&] { detail::sample_sonnet(kPoem, o, words_plus_bos, wrap_chat, "p"); })
-                .find("'input_len' must be higher than the base prompt length (13)"),
+  EXPECT_NE(error_of([&] {
+              detail::sample_sonnet(kPoem, o, words_plus_bos, wrap_chat, "p");
+            }).find("'input_len' must be higher than the base prompt length (13)"),
             std::string::npos);
   // Lines of 6 words (avg_len 7): num_input_lines = round((17 - 13) / 7) = 1, and base + any line is 19 > 17.
   const std::vector<std::string> long_lines = {"a b c d e f\n", "g h i j k l\n"};
   o.sonnet_input_len = 17;
   o.sonnet_prefix_len = 0;
   o.num_prompts = 2;
-  const std::string e = error_of([&] { detail::sample_sonnet(long_lines, o, words_plus_bos, wrap_chat, "p.txt"); });
-  EXPECT_NE(e.find("p.txt: after 10000 draws only 0 of 2 sonnet prompts fit --sonnet-input-len 17"), std::string::npos)
+  const std::string e =
+      error_of([&] { detail::sample_sonnet(long_lines, o, words_plus_bos, wrap_chat, "p.txt"); });
+  EXPECT_NE(e.find("p.txt: after 10000 draws only 0 of 2 sonnet prompts fit --sonnet-input-len 17"),
+            std::string::npos)
       << e;
-  EXPECT_NE(e.find("the shortest draw was 19 tokens with 0 prefix + 1 sampled lines"), std::string::npos) << e;
+  EXPECT_NE(e.find("the shortest draw was 19 tokens with 0 prefix + 1 sampled lines"), std::string::npos)
+      << e;
 }
 
 // ----- burstgpt ----------------------------------------------------------------------------------------
@@ -153,7 +160,8 @@ TEST(BurstGpt, SamplesAsPandasDataFrameSample) {
   EXPECT_EQ(lens(3, 0), (V{{12, 7}, {417, 276}, {1360, 94}}));
   EXPECT_EQ(lens(5, 7), (V{{417, 276}, {5, 3}, {12, 7}, {1360, 94}, {9, 11}}));
   EXPECT_EQ(lens(8, 0), (V{{9, 11}, {417, 276}, {5, 3}, {5, 3}, {5, 3}, {1360, 94}, {5, 3}, {12, 7}}));
-  EXPECT_EQ(lens(8, 3), (V{{12, 7}, {417, 276}, {1360, 94}, {5, 3}, {417, 276}, {417, 276}, {417, 276}, {5, 3}}));
+  EXPECT_EQ(lens(8, 3),
+            (V{{12, 7}, {417, 276}, {1360, 94}, {5, 3}, {417, 276}, {417, 276}, {417, 276}, {5, 3}}));
   // The prompt of request i decodes (i + j) % vocab for j < request tokens: request 1 of seed 0, n 3 has 417
   // tokens 1..417, of which the fake tokenizer drops multiples of 7.
   o.num_prompts = 3;
@@ -173,25 +181,31 @@ TEST(BurstGpt, BrokenFilesNameTheRecord) {
   EXPECT_NE(err("Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,x,5\n")
                 .find("broken.csv: record 2: column \"Request tokens\": \"x\" is not a non-negative integer"),
             std::string::npos);
-  EXPECT_NE(err("Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,3\n").find("record 2: 3 fields, the header has 4"),
+  EXPECT_NE(err("Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,3\n")
+                .find("record 2: 3 fields, the header has 4"),
             std::string::npos);
-  EXPECT_NE(err("Timestamp,Model,Request tokens\n1,GPT-4,3\n").find("no \"Response tokens\" column"), std::string::npos);
+  EXPECT_NE(err("Timestamp,Model,Request tokens\n1,GPT-4,3\n").find("no \"Response tokens\" column"),
+            std::string::npos);
   EXPECT_NE(err("Timestamp,Model,Request tokens,Response tokens\n1,\"GPT-4,3,4\n").find("malformed CSV"),
             std::string::npos);
   detail::TokenizerOps tok = testing::fake_tokenizer();
-  const auto none = detail::load_burstgpt_rows(write_file("none.csv", "Timestamp,Model,Request tokens,Response tokens\n1,ChatGPT,3,4\n"));
-  EXPECT_NE(error_of([&] { detail::sample_burstgpt(none, DatasetOptions{}, tok, "none.csv"); }).find("none.csv: no usable row"),
+  const auto none = detail::load_burstgpt_rows(
+      write_file("none.csv", "Timestamp,Model,Request tokens,Response tokens\n1,ChatGPT,3,4\n"));
+  EXPECT_NE(error_of([&] {
+              detail::sample_burstgpt(none, DatasetOptions{}, tok, "none.csv");
+            }).find("none.csv: no usable row"),
             std::string::npos);
 }
 
 // ----- spec_bench --------------------------------------------------------------------------------------
 TEST(SpecBench, CategoryFilterAndCustomSampling) {
-  const auto path = write_file("question.jsonl",
-                               "{\"question_id\": 1, \"category\": \"writing\", \"turns\": [\"w one\", \"w two\"]}\n"
-                               "{\"question_id\": 2, \"category\": \"math\", \"turns\": [\"m one\"]}\n"
-                               "\n"
-                               "{\"question_id\": 3, \"category\": \"writing\", \"turns\": [\"w three\"]}\n"
-                               "{\"question_id\": 4, \"category\": \"coding\", \"turns\": [\"c one\"]}\n");
+  const auto path =
+      write_file("question.jsonl",
+                 "{\"question_id\": 1, \"category\": \"writing\", \"turns\": [\"w one\", \"w two\"]}\n"
+                 "{\"question_id\": 2, \"category\": \"math\", \"turns\": [\"m one\"]}\n"
+                 "\n"
+                 "{\"question_id\": 3, \"category\": \"writing\", \"turns\": [\"w three\"]}\n"
+                 "{\"question_id\": 4, \"category\": \"coding\", \"turns\": [\"c one\"]}\n");
   const auto all = detail::load_spec_bench_rows(path, std::nullopt);
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[0].prompt, "w one");
@@ -217,11 +231,14 @@ TEST(SpecBench, BrokenRowsNameTheLine) {
   auto err = [](const std::string& text, std::optional<std::string> cat = std::nullopt) {
     return error_of([&] { detail::load_spec_bench_rows(write_file("sb.jsonl", text), cat); });
   };
-  EXPECT_NE(err("{\"turns\": [\"a\"]}\n{\"turns\": []}\n").find("sb.jsonl: line 2: spec_bench needs \"turns\""),
+  EXPECT_NE(
+      err("{\"turns\": [\"a\"]}\n{\"turns\": []}\n").find("sb.jsonl: line 2: spec_bench needs \"turns\""),
+      std::string::npos);
+  EXPECT_NE(err("{\"turns\": [\"a\"]}\nnot json\n").find("sb.jsonl: line 2: invalid JSON"),
             std::string::npos);
-  EXPECT_NE(err("{\"turns\": [\"a\"]}\nnot json\n").find("sb.jsonl: line 2: invalid JSON"), std::string::npos);
-  EXPECT_NE(err("{\"turns\": [\"a\"]}\n", "math").find("line 1: --spec-bench-category is given but the row has no"),
-            std::string::npos);
+  EXPECT_NE(
+      err("{\"turns\": [\"a\"]}\n", "math").find("line 1: --spec-bench-category is given but the row has no"),
+      std::string::npos);
 }
 
 // ----- random-mm ---------------------------------------------------------------------------------------
@@ -271,7 +288,8 @@ TEST(RandomMm, SamplingParamsAsVllm) {
             std::string::npos);
   o.random_mm_bucket_config = {{8, 8, 4, 1.0}};
   o.random_mm_limit_mm_per_prompt = {{"video", 1}};
-  EXPECT_NE(error_of([&] { detail::mm_sampling(o); }).find("servelab generates images only"), std::string::npos);
+  EXPECT_NE(error_of([&] { detail::mm_sampling(o); }).find("servelab generates images only"),
+            std::string::npos);
 }
 
 std::string sha256_hex(const std::string& s) {
@@ -289,15 +307,24 @@ TEST(RandomMm, JpegIsPilsBytes) {
   for (std::size_t k = 0; k < px.size(); ++k) px[k] = static_cast<std::uint8_t>((k * 37 + 11) % 256);
   const std::string url = detail::jpeg_data_url(px, 5, 3);
   EXPECT_EQ(url.substr(0, 23), "data:image/jpeg;base64,");
-  EXPECT_EQ(sha256_hex(url.substr(23)), sha256_hex(
-      "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4z"
-      "NDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/wAARCAADAAUDASIAAhEB"
-      "AxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS"
-      "0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKz"
-      "tLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgEC"
-      "BAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpj"
-      "ZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6"
-      "/9oADAMBAAIRAxEAPwCj4kubjRLe0/syeW08whX8pyu4LBBgfhuP5miiiumjhqNWlGdSCbaV20m9jjWJrQ92M2l6s//Z"));
+  EXPECT_EQ(
+      sha256_hex(url.substr(23)),
+      sha256_hex(
+          "/9j/4AAQSkZJRgABAQAAAQABAAD/"
+          "2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4z"
+          "NDL/2wBDAQkJCQwLDBgNDRgyIRwhMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjIyMjL/"
+          "wAARCAADAAUDASIAAhEB"
+          "AxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/"
+          "8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS"
+          "0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5"
+          "iZmqKjpKWmp6ipqrKz"
+          "tLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/"
+          "8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgEC"
+          "BAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERU"
+          "ZHSElKU1RVVldYWVpj"
+          "ZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5e"
+          "bn6Onq8vP09fb3+Pn6"
+          "/9oADAMBAAIRAxEAPwCj4kubjRLe0/syeW08whX8pyu4LBBgfhuP5miiiumjhqNWlGdSCbaV20m9jjWJrQ92M2l6s//Z"));
   // numpy default_rng(7).integers(0, 256, (64, 48, 3), dtype=uint8) through PIL: 2457 bytes, base64 sha256
   // 046a87be...; this also checks the uint8 draws (4 bytes per 32-bit output, lowest first).
   schedule::NumpyGenerator rng(7);
@@ -326,15 +353,15 @@ TEST(RandomMm, MatchesNumpyOracle) {
   // The same draws, with the pixels kept instead of encoded.
   std::vector<std::vector<std::vector<std::uint8_t>>> pixels;
   std::vector<std::vector<std::pair<int, int>>> shapes;
-  const auto out = detail::sample_random(o, testing::fake_tokenizer(), nullptr,
-                                         [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest&) {
-                                           pixels.emplace_back();
-                                           shapes.emplace_back();
-                                           detail::draw_mm_items(s, rng, [&](const MultiModalBucket& b) {
-                                             pixels.back().push_back(detail::synthetic_image_pixels(rng, b.width, b.height));
-                                             shapes.back().emplace_back(b.height, b.width);
-                                           });
-                                         });
+  const auto out = detail::sample_random(
+      o, testing::fake_tokenizer(), nullptr, [&](std::size_t, schedule::NumpyGenerator& rng, SampleRequest&) {
+        pixels.emplace_back();
+        shapes.emplace_back();
+        detail::draw_mm_items(s, rng, [&](const MultiModalBucket& b) {
+          pixels.back().push_back(detail::synthetic_image_pixels(rng, b.width, b.height));
+          shapes.back().emplace_back(b.height, b.width);
+        });
+      });
   const auto mm = detail::sample_random_mm(o, testing::fake_tokenizer(), nullptr);
   ASSERT_EQ(out.size(), oracle->size());
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -353,7 +380,8 @@ TEST(RandomMm, MatchesNumpyOracle) {
       for (auto v : pixels[i][k]) sum += v;
       EXPECT_EQ(sum, w[2].get<long long>()) << i << "/" << k;
       for (std::size_t b = 0; b < 8; ++b) EXPECT_EQ(pixels[i][k][b], w[3][b].get<int>()) << i << "/" << k;
-      EXPECT_EQ(mm[i].image_urls[k], detail::jpeg_data_url(pixels[i][k], shapes[i][k].second, shapes[i][k].first));
+      EXPECT_EQ(mm[i].image_urls[k],
+                detail::jpeg_data_url(pixels[i][k], shapes[i][k].second, shapes[i][k].first));
     }
   }
   // Hand-checked counts: 1, 1, 2, 2 images of 4x4.

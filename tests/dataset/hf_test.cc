@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/hf.h"
+#include "servelab/dataset/dataset.h"
 #include "test_util.h"
 
 namespace servelab::dataset {
@@ -38,7 +38,6 @@ std::vector<std::string> rel(const std::vector<fs::path>& files, const fs::path&
   return out;
 }
 
-
 using V = std::vector<std::string>;
 
 TEST(HfSplits, ShardsFoldersFileNamesAndDefault) {
@@ -51,8 +50,9 @@ TEST(HfSplits, ShardsFoldersFileNamesAndDefault) {
   EXPECT_EQ(rel(detail::hf_split_files(r, std::nullopt, "train"), r),
             (V{"data/train-00000-of-00002.json", "data/train-00001-of-00002.json"}));
   EXPECT_EQ(rel(detail::hf_split_files(r, std::nullopt, "test"), r), (V{"data/test-00000-of-00001.jsonl"}));
-  EXPECT_NE(error_of([&] { detail::hf_split_files(r, std::nullopt, "validation"); })
-                .find("--hf-split validation: " + r.string() + " has no such split (found: test, train)"),
+  EXPECT_NE(error_of([&] {
+              detail::hf_split_files(r, std::nullopt, "validation");
+            }).find("--hf-split validation: " + r.string() + " has no such split (found: test, train)"),
             std::string::npos);
 
   r = temp_root("folders");  // split folders win over keywords in file names
@@ -71,10 +71,12 @@ TEST(HfSplits, ShardsFoldersFileNamesAndDefault) {
   r = temp_root("plain");
   write(r / "question.jsonl", "");
   write(r / "sub/extra.json", "[]");
-  EXPECT_EQ(rel(detail::hf_split_files(r, std::nullopt, "train"), r), (V{"question.jsonl", "sub/extra.json"}));
+  EXPECT_EQ(rel(detail::hf_split_files(r, std::nullopt, "train"), r),
+            (V{"question.jsonl", "sub/extra.json"}));
   EXPECT_EQ(rel(detail::hf_split_files(r, std::string("sub"), "train"), r / "sub"), (V{"extra.json"}));
-  EXPECT_NE(error_of([&] { detail::hf_split_files(r, std::string("nope"), "train"); }).find("--hf-subset nope"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { detail::hf_split_files(r, std::string("nope"), "train"); }).find("--hf-subset nope"),
+      std::string::npos);
 
   r = temp_root("parquet");
   write(r / "data/train-00000-of-00001.parquet", "PAR1");
@@ -121,10 +123,12 @@ class HfCache : public ::testing::Test {
 
 TEST_F(HfCache, MtBenchFromTheHubCache) {
   const fs::path snap = snapshot("datasets--philschmid--mt-bench", "c0ffee");
-  write(root_ / "datasets--philschmid--mt-bench/snapshots/older/question.jsonl", "{\"turns\": [\"stale\"]}\n");
+  write(root_ / "datasets--philschmid--mt-bench/snapshots/older/question.jsonl",
+        "{\"turns\": [\"stale\"]}\n");
   std::string rows;
-  for (int i = 0; i < 6; ++i) rows += "{\"question_id\": " + std::to_string(81 + i) + ", \"turns\": [\"q" +
-                                      std::to_string(i) + " words here\", \"second\"]}\n";
+  for (int i = 0; i < 6; ++i)
+    rows += "{\"question_id\": " + std::to_string(81 + i) + ", \"turns\": [\"q" + std::to_string(i) +
+            " words here\", \"second\"]}\n";
   write(snap / "question.jsonl", rows);
   DatasetOptions o;
   o.dataset_name = "hf";
@@ -159,9 +163,11 @@ TEST_F(HfCache, ConversationsAndAimoFilters) {
            "\"}, {\"from\": \"gpt\", \"value\": \"" + g + "\"}]}";
   };
   write(snap / "ShareGPT_V4.3_unfiltered_cleaned_split.json",
-        "[" + conv("a b c d", "e f g h") + ", {\"conversations\": [{\"from\": \"human\", \"value\": \"only\"}]}, " +
-            conv("short", "reply is long enough") + ", " + conv("one two three four five", "six seven eight") + ", " +
-            conv("w x y z", "reply of words") + "]");
+        "[" + conv("a b c d", "e f g h") +
+            ", {\"conversations\": [{\"from\": \"human\", \"value\": \"only\"}]}, " +
+            conv("short", "reply is long enough") + ", " +
+            conv("one two three four five", "six seven eight") + ", " + conv("w x y z", "reply of words") +
+            "]");
   DatasetOptions o;
   o.dataset_name = "hf";
   o.dataset_path = "Aeala/ShareGPT_Vicuna_unfiltered";
@@ -197,7 +203,8 @@ TEST_F(HfCache, ConversationsAndAimoFilters) {
   // AIMO: problem / solution, prompt <= 2048 and total <= 32000 (min 4 each); split forced to train.
   const fs::path aimo = snapshot("datasets--AI-MO--aimo-validation-aime", "r2");
   write(aimo / "data/train-00000-of-00001.jsonl",
-        "{\"problem\": \"p q r s\", \"solution\": \"t u\"}\n{\"problem\": \"p q r s\", \"solution\": \"t u v w\"}\n");
+        "{\"problem\": \"p q r s\", \"solution\": \"t u\"}\n{\"problem\": \"p q r s\", \"solution\": \"t u v "
+        "w\"}\n");
   DatasetOptions a;
   a.dataset_name = "hf";
   a.dataset_path = "AI-MO/aimo-validation-aime";
@@ -211,7 +218,8 @@ TEST_F(HfCache, ConversationsAndAimoFilters) {
 
 TEST_F(HfCache, InstructCoderPromptAndErrors) {
   const fs::path snap = snapshot("datasets--likaixin--InstructCoder", "r3");
-  write(snap / "train.json", R"([{"input": "def f(): pass", "instruction": "Add a docstring."}, {"input": 3}])");
+  write(snap / "train.json",
+        R"([{"input": "def f(): pass", "instruction": "Add a docstring."}, {"input": 3}])");
   DatasetOptions o;
   o.dataset_name = "hf";
   o.dataset_path = "likaixin/InstructCoder";
@@ -230,12 +238,14 @@ TEST_F(HfCache, InstructCoderPromptAndErrors) {
   EXPECT_NE(error_of([&] { detail::sample_hf(u, words_plus_bos, wrap_chat); }).find("multimodal (images)"),
             std::string::npos);
   u.dataset_path = "someone/unknown";
-  EXPECT_NE(error_of([&] { detail::sample_hf(u, words_plus_bos, wrap_chat); })
-                .find("Unsupported dataset path: someone/unknown. Huggingface dataset only supports"),
+  EXPECT_NE(error_of([&] {
+              detail::sample_hf(u, words_plus_bos, wrap_chat);
+            }).find("Unsupported dataset path: someone/unknown. Huggingface dataset only supports"),
             std::string::npos);
   u.dataset_path = "philschmid/mt-bench";  // not in this cache
-  EXPECT_NE(error_of([&] { detail::sample_hf(u, words_plus_bos, wrap_chat); })
-                .find("philschmid/mt-bench: the dataset is not in the local Hugging Face cache"),
+  EXPECT_NE(error_of([&] {
+              detail::sample_hf(u, words_plus_bos, wrap_chat);
+            }).find("philschmid/mt-bench: the dataset is not in the local Hugging Face cache"),
             std::string::npos);
   u.dataset_path = snap.string();  // a local folder: the class comes from --hf-name
   EXPECT_NE(error_of([&] { detail::sample_hf(u, words_plus_bos, wrap_chat); }).find("needs --hf-name"),

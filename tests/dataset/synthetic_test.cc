@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "servelab/dataset/dataset.h"
 #include "dataset/synthetic.h"
+#include "servelab/dataset/dataset.h"
 #include "test_util.h"
 
 namespace servelab::dataset {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "servelab/common/paths.h"
 #include "dataset/synthetic.h"
+#include "servelab/common/paths.h"
 
 namespace servelab::dataset::testing {
 
@@ -90,7 +90,11 @@ inline int words(std::string_view text) {
 
 /// Fake tokenizer count: a token per whitespace-separated word plus a BOS. The matching fake "chat
 /// template" wraps the prompt in <U>...<A> (wrap_chat: one word more, "<A>" after the last newline).
-inline int words_plus_bos(std::string_view text) { return words(text) + 1; }
-inline std::string wrap_chat(std::string_view p) { return "<U>" + std::string(p) + "<A>"; }
+inline int words_plus_bos(std::string_view text) {
+  return words(text) + 1;
+}
+inline std::string wrap_chat(std::string_view p) {
+  return "<U>" + std::string(p) + "<A>";
+}
 
 }  // namespace servelab::dataset::testing

@@ -16,12 +16,12 @@
 #include <sstream>
 #include <thread>
 
-#include "servelab/common/paths.h"
-#include "servelab/dataset/dataset.h"
 #include "e2e/models_server.h"
 #include "e2e/subprocess.h"
-#include "support/stream_server.h"
+#include "servelab/common/paths.h"
+#include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "support/stream_server.h"
 
 namespace servelab::e2e {
 namespace {
@@ -32,8 +32,12 @@ using test_support::StreamServerOptions;
 
 const std::string kBinary = SERVELAB_BINARY;
 
-fs::path sharegpt_path() { return common::data_dir() / "sharegpt_pairs_sample.json"; }
-fs::path gpt2_path() { return common::data_dir() / "gpt2-tokenizer.json"; }
+fs::path sharegpt_path() {
+  return common::data_dir() / "sharegpt_pairs_sample.json";
+}
+fs::path gpt2_path() {
+  return common::data_dir() / "gpt2-tokenizer.json";
+}
 
 fs::path temp_dir(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("servelab_e2e_" + name + "_" + std::to_string(getpid()));
@@ -66,7 +70,8 @@ std::vector<std::string> report_block(const std::string& out) {
 // Value of the row whose label is `label` (rows are "{:<40} {:<10}").
 std::string row_value(const std::vector<std::string>& block, const std::string& label) {
   for (const auto& l : block)
-    if (l.size() > 41 && l.compare(0, label.size(), label) == 0 && l.find_first_not_of(' ', label.size()) == 41) {
+    if (l.size() > 41 && l.compare(0, label.size(), label) == 0 &&
+        l.find_first_not_of(' ', label.size()) == 41) {
       std::string v = l.substr(41);
       return v.substr(0, v.find_last_not_of(' ') + 1);
     }
@@ -95,8 +100,19 @@ class BenchServeE2E : public ::testing::Test {
 };
 
 std::vector<std::string> base_args(std::uint16_t port) {
-  return {kBinary, "bench", "serve", "--backend", "openai", "--host", "127.0.0.1", "--port", std::to_string(port),
-          "--model", "gpt2", "--tokenizer", gpt2_path().string()};
+  return {kBinary,
+          "bench",
+          "serve",
+          "--backend",
+          "openai",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          std::to_string(port),
+          "--model",
+          "gpt2",
+          "--tokenizer",
+          gpt2_path().string()};
 }
 
 TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
@@ -109,23 +125,49 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   const std::string sharegpt = sharegpt_path().string(), dir_s = dir.string();
   constexpr int kN = 40;
   auto args = base_args(server.port());
-  for (std::string a : {"--dataset-name", "sharegpt", "--dataset-path", sharegpt.c_str(), "--num-prompts",
-                        "40", "--seed", "0", "--num-warmups", "2", "--ready-check-timeout-sec", "10",
-                        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
-                        "--request-id-prefix", "e2e-", "--save-result", "--save-detailed", "--result-dir",
-                        dir_s.c_str(), "--result-filename", "r.json", "--metadata", "run=e2e", "--label", "L",
-                        "--goodput", "ttft:60000", "e2el:60000"})
+  for (std::string a : {"--dataset-name",
+                        "sharegpt",
+                        "--dataset-path",
+                        sharegpt.c_str(),
+                        "--num-prompts",
+                        "40",
+                        "--seed",
+                        "0",
+                        "--num-warmups",
+                        "2",
+                        "--ready-check-timeout-sec",
+                        "10",
+                        "--percentile-metrics",
+                        "ttft,tpot,itl,e2el",
+                        "--metric-percentiles",
+                        "50,99",
+                        "--request-id-prefix",
+                        "e2e-",
+                        "--save-result",
+                        "--save-detailed",
+                        "--result-dir",
+                        dir_s.c_str(),
+                        "--result-filename",
+                        "r.json",
+                        "--metadata",
+                        "run=e2e",
+                        "--label",
+                        "L",
+                        "--goodput",
+                        "ttft:60000",
+                        "e2el:60000"})
     args.push_back(a);
   ProcessResult p = run_process(args);
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
 
   // vLLM's progress messages, in order.
   std::size_t pos = 0;
-  for (std::string m : {"Namespace(append_result=False, backend='openai'", "Starting initial single prompt test run...",
-                        "Initial test run completed.", "Warming up with 2 requests...", "Warmup run completed.",
-                        "Starting main benchmark run...", "Traffic request rate: inf",
-                        "Burstiness factor: 1.0 (Poisson process)", "Maximum request concurrency: None",
-                        "============ Serving Benchmark Result ============"}) {
+  for (std::string m :
+       {"Namespace(append_result=False, backend='openai'", "Starting initial single prompt test run...",
+        "Initial test run completed.", "Warming up with 2 requests...", "Warmup run completed.",
+        "Starting main benchmark run...", "Traffic request rate: inf",
+        "Burstiness factor: 1.0 (Poisson process)", "Maximum request concurrency: None",
+        "============ Serving Benchmark Result ============"}) {
     std::size_t at = p.out.find(m, pos);
     ASSERT_NE(at, std::string::npos) << "missing in order: " << m << "\n" << p.out;
     pos = at;
@@ -136,13 +178,37 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
 
   // Layout: the labels of vLLM 0.13's block (seed-report-blocks.txt) in order, then our E2EL/P50 rows.
   auto block = report_block(p.out);
-  std::vector<std::string> expected_labels = {
-      "Successful requests:", "Failed requests:", "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
-      "Request throughput (req/s):", "Request goodput (req/s):", "Output token throughput (tok/s):", "Peak output token throughput (tok/s):",
-      "Peak concurrent requests:", "Total Token throughput (tok/s):", "-TTFT-", "Mean TTFT (ms):",
-      "Median TTFT (ms):", "P50 TTFT (ms):", "P99 TTFT (ms):", "-TPOT-", "Mean TPOT (ms):", "Median TPOT (ms):",
-      "P50 TPOT (ms):", "P99 TPOT (ms):", "-ITL-", "Mean ITL (ms):", "Median ITL (ms):", "P50 ITL (ms):",
-      "P99 ITL (ms):", "-E2EL-", "Mean E2EL (ms):", "Median E2EL (ms):", "P50 E2EL (ms):", "P99 E2EL (ms):"};
+  std::vector<std::string> expected_labels = {"Successful requests:",
+                                              "Failed requests:",
+                                              "Benchmark duration (s):",
+                                              "Total input tokens:",
+                                              "Total generated tokens:",
+                                              "Request throughput (req/s):",
+                                              "Request goodput (req/s):",
+                                              "Output token throughput (tok/s):",
+                                              "Peak output token throughput (tok/s):",
+                                              "Peak concurrent requests:",
+                                              "Total Token throughput (tok/s):",
+                                              "-TTFT-",
+                                              "Mean TTFT (ms):",
+                                              "Median TTFT (ms):",
+                                              "P50 TTFT (ms):",
+                                              "P99 TTFT (ms):",
+                                              "-TPOT-",
+                                              "Mean TPOT (ms):",
+                                              "Median TPOT (ms):",
+                                              "P50 TPOT (ms):",
+                                              "P99 TPOT (ms):",
+                                              "-ITL-",
+                                              "Mean ITL (ms):",
+                                              "Median ITL (ms):",
+                                              "P50 ITL (ms):",
+                                              "P99 ITL (ms):",
+                                              "-E2EL-",
+                                              "Mean E2EL (ms):",
+                                              "Median E2EL (ms):",
+                                              "P50 E2EL (ms):",
+                                              "P99 E2EL (ms):"};
   std::map<std::string, std::string> sections = {
       {"-TTFT-", "---------------Time to First Token----------------"},
       {"-TPOT-", "-----Time per Output Token (excl. 1st token)------"},
@@ -189,7 +255,10 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   std::map<std::string, test_support::Emission> by_id;
   int without_id = 0;
   for (const auto& e : emissions) {
-    if (e.request_id.empty()) ++without_id; else by_id[e.request_id] = e;
+    if (e.request_id.empty())
+      ++without_id;
+    else
+      by_id[e.request_id] = e;
   }
   EXPECT_EQ(without_id, 5);
 
@@ -197,14 +266,39 @@ TEST_F(BenchServeE2E, ShareGptReportMatchesServerSchedule) {
   auto j = read_json(dir / "r.json");
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  std::vector<std::string> head = {"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id",
-                                   "num_prompts", "run", "request_rate", "burstiness", "max_concurrency",
-                                   "duration", "completed", "failed", "total_input_tokens",
-                                   "total_output_tokens", "request_throughput", "request_goodput",
-                                   "output_throughput", "total_token_throughput", "input_lens", "output_lens",
-                                   "ttfts", "itls", "generated_texts", "errors", "max_output_tokens_per_s",
-                                   "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms",
-                                   "p50_ttft_ms", "p99_ttft_ms"};
+  std::vector<std::string> head = {"date",
+                                   "endpoint_type",
+                                   "backend",
+                                   "label",
+                                   "model_id",
+                                   "tokenizer_id",
+                                   "num_prompts",
+                                   "run",
+                                   "request_rate",
+                                   "burstiness",
+                                   "max_concurrency",
+                                   "duration",
+                                   "completed",
+                                   "failed",
+                                   "total_input_tokens",
+                                   "total_output_tokens",
+                                   "request_throughput",
+                                   "request_goodput",
+                                   "output_throughput",
+                                   "total_token_throughput",
+                                   "input_lens",
+                                   "output_lens",
+                                   "ttfts",
+                                   "itls",
+                                   "generated_texts",
+                                   "errors",
+                                   "max_output_tokens_per_s",
+                                   "max_concurrent_requests",
+                                   "mean_ttft_ms",
+                                   "median_ttft_ms",
+                                   "std_ttft_ms",
+                                   "p50_ttft_ms",
+                                   "p99_ttft_ms"};
   ASSERT_GE(keys.size(), head.size());
   EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + head.size()), head);
   EXPECT_EQ(j["backend"], "openai");
@@ -252,12 +346,15 @@ TEST_F(BenchServeE2E, FailureKindsSurfaceInSummary) {
     ProcessResult p = run_process(args);
     // Every request failed: the report is printed, then the command fails with the reason.
     ASSERT_EQ(p.exit_code, 1) << fault << "\n" << p.out << p.err;
-    EXPECT_NE(p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
-                         "arguments. (5 of 5 failed: " + kind + " 5; first error: "),
-              std::string::npos)
+    EXPECT_NE(
+        p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
+                   "arguments. (5 of 5 failed: " +
+                   kind + " 5; first error: "),
+        std::string::npos)
         << p.err;
     EXPECT_NE(p.out.find("Skipping endpoint ready check."), std::string::npos);
-    EXPECT_NE(p.out.find("Failed requests during benchmark run detected (capping to 10):"), std::string::npos);
+    EXPECT_NE(p.out.find("Failed requests during benchmark run detected (capping to 10):"),
+              std::string::npos);
     EXPECT_NE(p.out.find("Error 0: [" + kind + "]"), std::string::npos) << p.out;
     EXPECT_EQ(p.out.find("Error 5:"), std::string::npos);
     auto block = report_block(p.out);
@@ -306,13 +403,16 @@ TEST_F(BenchServeE2E, UnreachableServerReportsEachAttemptAndFails) {
     args.push_back(a);
   ProcessResult p = run_process(args);
   EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
-  EXPECT_NE(p.out.find("Starting initial single prompt test run...\nWaiting for endpoint to become up in 1 seconds\n"),
-            std::string::npos)
+  EXPECT_NE(
+      p.out.find(
+          "Starting initial single prompt test run...\nWaiting for endpoint to become up in 1 seconds\n"),
+      std::string::npos)
       << p.out;
   const std::string refused = "connect to 127.0.0.1:" + std::to_string(port) + " failed: Connection refused";
   EXPECT_NE(p.err.find("Endpoint not ready (attempt 1): " + refused + "; "), std::string::npos) << p.err;
   EXPECT_NE(p.err.find("error: Initial test run failed - Please make sure benchmark arguments are correctly "
-                       "specified. Error: " + refused + " (1 attempt in 1 s, --ready-check-timeout-sec)"),
+                       "specified. Error: " +
+                       refused + " (1 attempt in 1 s, --ready-check-timeout-sec)"),
             std::string::npos)
       << p.err;
   // Without the ready check every request fails: the report is still printed, then exit 1 with the reason.
@@ -322,9 +422,11 @@ TEST_F(BenchServeE2E, UnreachableServerReportsEachAttemptAndFails) {
   auto block = report_block(p.out);
   EXPECT_EQ(row_value(block, "Successful requests:"), "0") << p.out;
   EXPECT_EQ(row_value(block, "Failed requests:"), "3") << p.out;
-  EXPECT_NE(p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
-                       "arguments. (3 of 3 failed: connect 3; first error: " + refused + ")"),
-            std::string::npos)
+  EXPECT_NE(
+      p.err.find("error: All requests failed. This is likely due to a misconfiguration on the benchmark "
+                 "arguments. (3 of 3 failed: connect 3; first error: " +
+                 refused + ")"),
+      std::string::npos)
       << p.err;
 }
 
@@ -348,15 +450,41 @@ TEST_F(BenchServeE2E, CredentialsAreNeverPrintedOrSaved) {
   so.num_tokens = 4;
   StreamServer server(so);
   const fs::path dir = temp_dir("secrets");
-  std::vector<std::string> args = {kBinary, "bench", "serve", "--backend", "openai", "--base-url",
+  std::vector<std::string> args = {kBinary,
+                                   "bench",
+                                   "serve",
+                                   "--backend",
+                                   "openai",
+                                   "--base-url",
                                    "http://user:SECRET1@127.0.0.1:" + std::to_string(server.port()),
-                                   "--model", "gpt2", "--tokenizer", gpt2_path().string(),
-                                   "--dataset-name", "random", "--random-input-len", "16", "--random-output-len",
-                                   "4", "--num-prompts", "3", "--ready-check-timeout-sec", "0",
-                                   "--header", "Authorization=Bearer sk-SECRET2", "--header",
-                                   "Proxy-Authorization=Basic SECRET3", "--header", "X-Auth-Token=SECRET4",
-                                   "--metadata", "api_key=SECRET5", "--save-result", "--save-detailed",
-                                   "--result-dir", dir.string(), "--result-filename", "r.json"};
+                                   "--model",
+                                   "gpt2",
+                                   "--tokenizer",
+                                   gpt2_path().string(),
+                                   "--dataset-name",
+                                   "random",
+                                   "--random-input-len",
+                                   "16",
+                                   "--random-output-len",
+                                   "4",
+                                   "--num-prompts",
+                                   "3",
+                                   "--ready-check-timeout-sec",
+                                   "0",
+                                   "--header",
+                                   "Authorization=Bearer sk-SECRET2",
+                                   "--header",
+                                   "Proxy-Authorization=Basic SECRET3",
+                                   "--header",
+                                   "X-Auth-Token=SECRET4",
+                                   "--metadata",
+                                   "api_key=SECRET5",
+                                   "--save-result",
+                                   "--save-detailed",
+                                   "--result-dir",
+                                   dir.string(),
+                                   "--result-filename",
+                                   "r.json"};
   ProcessResult p = run_process(args);
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_EQ(row_value(report_block(p.out), "Successful requests:"), "3") << p.out;
@@ -410,7 +538,8 @@ TEST_F(BenchServeE2E, ChatBackendCountsReasoningSeparately) {
   bad.push_back("openai-chat");
   p = run_process(bad);
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("OpenAI Chat Completions API URL must end with 'chat/completions'."), std::string::npos)
+  EXPECT_NE(p.err.find("OpenAI Chat Completions API URL must end with 'chat/completions'."),
+            std::string::npos)
       << p.err;
 }
 
@@ -424,8 +553,8 @@ TEST_F(BenchServeE2E, SigintWritesInterruptedReport) {
   const std::string sharegpt = sharegpt_path().string(), dir_s = dir.string();
   auto args = base_args(server.port());
   for (std::string a : {"--dataset-name", "sharegpt", "--dataset-path", sharegpt.c_str(), "--num-prompts",
-                        "20", "--max-concurrency", "4", "--request-rate", "20", "--ready-check-timeout-sec", "0",
-                        "--save-result", "--result-dir", dir_s.c_str(), "--result-filename", "int.json"})
+                        "20", "--max-concurrency", "4", "--request-rate", "20", "--ready-check-timeout-sec",
+                        "0", "--save-result", "--result-dir", dir_s.c_str(), "--result-filename", "int.json"})
     args.push_back(a);
   SignalPlan plan{"Starting main benchmark run...", std::chrono::milliseconds(700), SIGINT};
   auto t0 = std::chrono::steady_clock::now();
@@ -451,10 +580,26 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
   StreamServer server(so);
   fs::path dir = temp_dir("ramp");
   auto args = base_args(server.port());
-  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "3",
-                        "--num-prompts", "10", "--ready-check-timeout-sec", "0", "--ramp-up-strategy", "linear",
-                        "--ramp-up-start-rps", "50", "--ramp-up-end-rps", "200", "--max-concurrency", "4",
-                        "--save-result", "--result-dir"})
+  for (std::string a : {"--dataset-name",
+                        "random",
+                        "--random-input-len",
+                        "16",
+                        "--random-output-len",
+                        "3",
+                        "--num-prompts",
+                        "10",
+                        "--ready-check-timeout-sec",
+                        "0",
+                        "--ramp-up-strategy",
+                        "linear",
+                        "--ramp-up-start-rps",
+                        "50",
+                        "--ramp-up-end-rps",
+                        "200",
+                        "--max-concurrency",
+                        "4",
+                        "--save-result",
+                        "--result-dir"})
     args.push_back(a);
   args.push_back(dir.string());
   ProcessResult p = run_process(args);
@@ -467,8 +612,9 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
-  EXPECT_TRUE(std::regex_match(files[0].filename().string(),
-                               std::regex(R"(openai-ramp-up-linear-50qps-200qps-concurrency4-gpt2-\d{8}-\d{6}\.json)")))
+  EXPECT_TRUE(std::regex_match(
+      files[0].filename().string(),
+      std::regex(R"(openai-ramp-up-linear-50qps-200qps-concurrency4-gpt2-\d{8}-\d{6}\.json)")))
       << files[0];
   auto j = read_json(files[0]);
   EXPECT_EQ(j["ramp_up_strategy"], "linear");
@@ -495,7 +641,8 @@ TEST_F(BenchServeE2E, RampUpRunAndFileName) {
   const std::vector<int> last_of_request = {50, 66, 83, 100, 116, 133, 150, 166, 183, 200};
   for (std::size_t r = 1; r < last_of_request.size(); ++r)
     for (int rps = last_of_request[r - 1] + 2; rps <= last_of_request[r]; ++rps)
-      EXPECT_EQ(ev[static_cast<std::size_t>(rps - 50)]["timestamp"], ev[static_cast<std::size_t>(rps - 51)]["timestamp"])
+      EXPECT_EQ(ev[static_cast<std::size_t>(rps - 50)]["timestamp"],
+                ev[static_cast<std::size_t>(rps - 51)]["timestamp"])
           << "rps " << rps;
   fs::remove_all(dir);
 }
@@ -509,9 +656,10 @@ TEST_F(BenchServeE2E, PreconnectBurstReachesTheRequestedConcurrency) {
   StreamServer server(so);
   fs::path dir = temp_dir("preconnect");
   auto args = base_args(server.port());
-  for (std::string a : {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "2",
-                        "--num-prompts", "4", "--ready-check-timeout-sec", "0", "--max-concurrency", "4",
-                        "--preconnect", "--no-server-metrics", "--save-result", "--result-filename", "p.json", "--result-dir"})
+  for (std::string a :
+       {"--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "2", "--num-prompts",
+        "4", "--ready-check-timeout-sec", "0", "--max-concurrency", "4", "--preconnect",
+        "--no-server-metrics", "--save-result", "--result-filename", "p.json", "--result-dir"})
     args.push_back(a);
   args.push_back(dir.string());
   ProcessResult p = run_process(args);
@@ -545,7 +693,8 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
       << p.err;
   // vLLM's parser: '_' as '-', unambiguous prefixes (the run then stops at the refused tokenizer mode, before
   // any network), ambiguous ones refused with argparse's message.
-  p = run_process({kBinary, "bench", "serve", "--num_prompts", "5", "--num-prompt=6", "--tokenizer_mode", "mistral"});
+  p = run_process(
+      {kBinary, "bench", "serve", "--num_prompts", "5", "--num-prompt=6", "--tokenizer_mode", "mistral"});
   EXPECT_EQ(p.exit_code, 2) << p.out << p.err;
   EXPECT_NE(p.out.find("num_prompts=6,"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("tokenizer_mode='mistral'"), std::string::npos) << p.out;
@@ -554,8 +703,9 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
       << p.err;
   p = run_process({kBinary, "bench", "serve", "--random", "5"});
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("error: ambiguous option: --random could match --random-input-len, --random-output-len, "),
-            std::string::npos)
+  EXPECT_NE(
+      p.err.find("error: ambiguous option: --random could match --random-input-len, --random-output-len, "),
+      std::string::npos)
       << p.err;
   p = run_process({kBinary, "bench", "serve", "--hel"});  // "--he" could also be --header
   EXPECT_EQ(p.exit_code, 0) << p.err;
@@ -575,10 +725,26 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
 TEST_F(BenchServeE2E, ModelDiscoveryUsesFirstServerModel) {
   ModelsServer server;
   fs::path dir = temp_dir("models");
-  ProcessResult p = run_process(
-      {kBinary, "bench", "serve", "--base-url", "http://127.0.0.1:" + std::to_string(server.port()), "--tokenizer",
-       gpt2_path().string(), "--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "2",
-       "--num-prompts", "2", "--ready-check-timeout-sec", "0", "--save-result", "--result-dir", dir.string()});
+  ProcessResult p = run_process({kBinary,
+                                 "bench",
+                                 "serve",
+                                 "--base-url",
+                                 "http://127.0.0.1:" + std::to_string(server.port()),
+                                 "--tokenizer",
+                                 gpt2_path().string(),
+                                 "--dataset-name",
+                                 "random",
+                                 "--random-input-len",
+                                 "8",
+                                 "--random-output-len",
+                                 "2",
+                                 "--num-prompts",
+                                 "2",
+                                 "--ready-check-timeout-sec",
+                                 "0",
+                                 "--save-result",
+                                 "--result-dir",
+                                 dir.string()});
   // The server answers 404 to POST /v1/completions: every request fails, and the message points at the chat
   // backend (a server that serves only chat completions looks like this).
   ASSERT_EQ(p.exit_code, 1) << p.out << p.err;

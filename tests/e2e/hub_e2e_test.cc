@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
-#include "servelab/common/paths.h"
 #include "e2e/subprocess.h"
+#include "servelab/common/paths.h"
 #include "support/fake_hub.h"
 #include "support/stream_server.h"
 
@@ -46,13 +46,30 @@ class HubE2E : public ::testing::Test {
     unsetenv("HF_HUB_OFFLINE");
   }
   void TearDown() override {
-    for (const char* v : {"HF_ENDPOINT", "HF_HUB_CACHE", "HF_TOKEN_PATH", "HF_TOKEN", "HF_HUB_OFFLINE"}) unsetenv(v);
+    for (const char* v : {"HF_ENDPOINT", "HF_HUB_CACHE", "HF_TOKEN_PATH", "HF_TOKEN", "HF_HUB_OFFLINE"})
+      unsetenv(v);
     fs::remove_all(cache);
   }
   std::vector<std::string> args(std::uint16_t port, const std::string& model) const {
-    return {SERVELAB_BINARY, "bench", "serve", "--host", "127.0.0.1", "--port", std::to_string(port), "--model",
-            model, "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "4",
-            "--num-prompts", "5", "--ready-check-timeout-sec", "0"};
+    return {SERVELAB_BINARY,
+            "bench",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            std::to_string(port),
+            "--model",
+            model,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            "5",
+            "--ready-check-timeout-sec",
+            "0"};
   }
   FakeHub hub;
   fs::path cache;
@@ -85,7 +102,8 @@ TEST_F(HubE2E, BenchServeFindsTheTokenizerThroughTheHubThenOffline) {
   // Another model offline: a clear refusal naming HF_HUB_OFFLINE.
   ProcessResult missing = run_process(args(server.port(), "acme/other"));
   EXPECT_NE(missing.exit_code, 0);
-  EXPECT_NE((missing.out + missing.err).find("HF_HUB_OFFLINE is set"), std::string::npos) << missing.out << missing.err;
+  EXPECT_NE((missing.out + missing.err).find("HF_HUB_OFFLINE is set"), std::string::npos)
+      << missing.out << missing.err;
 }
 
 TEST_F(HubE2E, GatedModelWithoutTokenStopsBeforeTheBenchmark) {

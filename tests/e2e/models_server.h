@@ -17,9 +17,10 @@ inline const std::string kDefaultModelsBody =
 class ModelsServer {
  public:
   /// `models_status` / `models_body`: the answer to GET /v1/models.
-  explicit ModelsServer(std::string models_status = "200 OK",
-                        std::string models_body = kDefaultModelsBody)
-      : models_status_(std::move(models_status)), models_body_(std::move(models_body)), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+  explicit ModelsServer(std::string models_status = "200 OK", std::string models_body = kDefaultModelsBody)
+      : models_status_(std::move(models_status)),
+        models_body_(std::move(models_body)),
+        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this] { serve(); });
   }
   ~ModelsServer() {

@@ -77,11 +77,17 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, const Sig
     poll(fds, 2, 10);
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) {
       ssize_t n = read(out_pipe[0], buf, sizeof buf);
-      if (n <= 0) out_open = false; else r.out.append(buf, static_cast<std::size_t>(n));
+      if (n <= 0)
+        out_open = false;
+      else
+        r.out.append(buf, static_cast<std::size_t>(n));
     }
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) {
       ssize_t n = read(err_pipe[0], buf, sizeof buf);
-      if (n <= 0) err_open = false; else r.err.append(buf, static_cast<std::size_t>(n));
+      if (n <= 0)
+        err_open = false;
+      else
+        r.err.append(buf, static_cast<std::size_t>(n));
     }
   }
   close(out_pipe[0]);

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engines/yaml_subset.h"
 #include "servelab/engines/engines.h"
 #include "test_parse.h"
-#include "engines/yaml_subset.h"
 
 namespace se = servelab::engines;
 using servelab::engines::detail::parse_yaml_subset;
@@ -152,7 +152,8 @@ TEST(ConfigFiles, ApplyConfigFilesReadsTheNamedFile) {
   // Nothing named: unchanged.
   EXPECT_EQ(se::apply_config_files(parse("vllm serve m -tp 2")).tp, 2);
   try {
-    se::apply_config_files(parse("trtllm-serve m --extra_llm_api_options " + (dir / "missing.yaml").string()));
+    se::apply_config_files(
+        parse("trtllm-serve m --extra_llm_api_options " + (dir / "missing.yaml").string()));
     ADD_FAILURE() << "a missing file was accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("--extra_llm_api_options"), std::string::npos) << e.what();

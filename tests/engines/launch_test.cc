@@ -3,9 +3,9 @@
 // per-request context-length refusal, versions and the module table.
 #include <gtest/gtest.h>
 
+#include "engines/version.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
-#include "engines/version.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
 
@@ -220,7 +220,9 @@ TEST(VllmDefaults, KernelsPerGeneration) {
   EXPECT_EQ(dg.moe, se::MoeKernel::kDeepGemmGrouped);
   EXPECT_EQ(dg.moe_small, se::MoeKernel::kTritonFused);
   EXPECT_EQ(dg.moe_small_below, 128);
-  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100", {{"VLLM_USE_DEEP_GEMM", "0"}}).execution.moe_small_below, 0);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8Fp8, "H100", {{"VLLM_USE_DEEP_GEMM", "0"}})
+                .execution.moe_small_below,
+            0);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "H100").execution.moe, se::MoeKernel::kTritonKernels);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.moe, se::MoeKernel::kMarlinMoe);
   auto b200 = ok("vllm serve m", "0.13.0", kGptOss, "B200");
@@ -244,8 +246,9 @@ TEST(VllmDefaults, KernelsPerGeneration) {
 // vLLM with --reasoning-parser: the streamed chat reply's API-server stage, 80 us per decoding request per
 // step (vllm_launch_policy.cc kVllmReasoningStreamRequestS); none without the flag.
 TEST(VllmDefaults, ReasoningParserSetsTheApiStreamStage) {
-  EXPECT_DOUBLE_EQ(ok("vllm serve m --reasoning-parser=qwen3", "0.17.1", kQwen8, "H100").execution.api_stream_request_s,
-                   80e-6);
+  EXPECT_DOUBLE_EQ(
+      ok("vllm serve m --reasoning-parser=qwen3", "0.17.1", kQwen8, "H100").execution.api_stream_request_s,
+      80e-6);
   EXPECT_DOUBLE_EQ(ok("vllm serve m", "0.17.1", kQwen8, "H100").execution.api_stream_request_s, 0.0);
 }
 
@@ -253,7 +256,8 @@ TEST(VllmDefaults, HarmonyChatForGptOssOnly) {
   EXPECT_TRUE(ok("vllm serve m", "0.10.2", kGptOss, "H100").execution.harmony_chat);
   EXPECT_TRUE(ok("vllm serve m", "0.11.0", "openai/gpt-oss-20b", "A100").execution.harmony_chat);
   EXPECT_FALSE(ok("vllm serve m", "0.11.0", kQwen8, "H100").execution.harmony_chat);
-  EXPECT_FALSE(ok("python3 -m sglang.launch_server --model-path m", "0.5.3", kGptOss, "H100").execution.harmony_chat);
+  EXPECT_FALSE(
+      ok("python3 -m sglang.launch_server --model-path m", "0.5.3", kGptOss, "H100").execution.harmony_chat);
 }
 
 TEST(VllmRefusals, EngineMessages) {
@@ -522,7 +526,8 @@ TEST(TrtllmDefaults, PyTorchBackend) {
   auto p = std::get<se::ResolvedLaunch>(se::resolve_launch(padded, model(kQwen8), hw::parse_cluster("H100")));
   EXPECT_TRUE(p.execution.graph_padding);
   EXPECT_EQ(p.execution.graph_sizes.size(), 19u);
-  auto off = se::apply_config_yaml(parse_at("trtllm-serve m", "1.2.0rc5"), "disable_overlap_scheduler: true\n");
+  auto off =
+      se::apply_config_yaml(parse_at("trtllm-serve m", "1.2.0rc5"), "disable_overlap_scheduler: true\n");
   EXPECT_FALSE(std::get<se::ResolvedLaunch>(se::resolve_launch(off, model(kQwen8), hw::parse_cluster("H100")))
                    .execution.async_scheduling);
   EXPECT_EQ(ok("trtllm-serve m", "1.2.0rc5", kGptOss, "H100").execution.moe, se::MoeKernel::kCutlassGrouped);
@@ -561,17 +566,20 @@ TEST(TrtllmRefusals, CorpusMessages) {
 // Attention heads are split over the attention TP group: a TP size that does not divide them is refused.
 TEST(Layouts, TensorParallelSizeMustDivideTheHeads) {
   const auto v = refused("vllm serve m -tp 3", "0.11.0", "Qwen/Qwen3-32B", "4xH100");
-  EXPECT_EQ(v.message, "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3).");
+  EXPECT_EQ(
+      v.message,
+      "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3).");
   EXPECT_TRUE(v.verbatim);
-  EXPECT_EQ(refused("python3 -m sglang.launch_server --model-path m --tp-size 3", "0.5.9", "Qwen/Qwen3-32B", "4xH100")
+  EXPECT_EQ(refused("python3 -m sglang.launch_server --model-path m --tp-size 3", "0.5.9", "Qwen/Qwen3-32B",
+                    "4xH100")
                 .rule,
             "parallel.heads_divisible");
   EXPECT_EQ(refused("trtllm-serve m --tp_size 3", "1.2.0rc5", "Qwen/Qwen3-32B", "4xH100").rule,
             "parallel.heads_divisible");
   EXPECT_NO_THROW(ok("vllm serve m -tp 4", "0.11.0", "Qwen/Qwen3-32B", "4xH100"));
   // DP-attention: each DP rank holds all heads (attention TP 1), so tp 8 / dp 8 is fine for any head count.
-  EXPECT_NO_THROW(ok("python3 -m sglang.launch_server --model-path m --tp 8 --dp 8 --enable-dp-attention", "0.5.9",
-                     "zai-org/GLM-4.5-Air", "8xH100"));
+  EXPECT_NO_THROW(ok("python3 -m sglang.launch_server --model-path m --tp 8 --dp 8 --enable-dp-attention",
+                     "0.5.9", "zai-org/GLM-4.5-Air", "8xH100"));
 }
 
 // Kernel paths the twin has no figure for are flagged (sim run warns, the fit leaves them out), only there.
@@ -580,8 +588,10 @@ TEST(Unmodelled, KernelPathsWithoutAFigure) {
   auto trt = ok("trtllm-serve m --max_seq_len 32768", "1.0.0", kGptOss, "H100");
   ASSERT_EQ(trt.unmodelled.size(), 1u);
   EXPECT_NE(trt.unmodelled[0].find("CUTLASS WFP4A16"), std::string::npos);
-  auto triton = se::apply_config_yaml(parse_at("trtllm-serve m", "1.0.0"), "moe_config:\n  backend: TRITON\n");
-  auto t = std::get<se::ResolvedLaunch>(se::resolve_launch(triton, model(kGptOss), hw::parse_cluster("H100")));
+  auto triton =
+      se::apply_config_yaml(parse_at("trtllm-serve m", "1.0.0"), "moe_config:\n  backend: TRITON\n");
+  auto t =
+      std::get<se::ResolvedLaunch>(se::resolve_launch(triton, model(kGptOss), hw::parse_cluster("H100")));
   EXPECT_EQ(t.execution.moe, se::MoeKernel::kTritonKernels);
   EXPECT_TRUE(t.unmodelled.empty());
   // SGLang's triton_kernels MXFP4 MoE on Ampere; the same launch on Hopper is modelled.
@@ -595,8 +605,9 @@ TEST(Unmodelled, KernelPathsWithoutAFigure) {
   auto dsa = ok("trtllm-serve m --tp_size 8", "1.2.0rc5", "DeepSeek-V3.2", "8xH200");
   ASSERT_EQ(dsa.unmodelled.size(), 1u);
   EXPECT_NE(dsa.unmodelled[0].find("DeepSeek Sparse Attention"), std::string::npos);
-  EXPECT_TRUE(ok("python3 -m sglang.launch_server --model-path m --tp 8", "0.5.6.post2", "DeepSeek-V3.2", "8xH200")
-                  .unmodelled.empty());
+  EXPECT_TRUE(
+      ok("python3 -m sglang.launch_server --model-path m --tp 8", "0.5.6.post2", "DeepSeek-V3.2", "8xH200")
+          .unmodelled.empty());
 }
 
 TEST(InertFlags, ListedAndNotModelled) {

@@ -335,15 +335,16 @@ TEST(PythonHelpers, Conversions) {
 // Launch wrappers, as InferenceMAX and TensorRT-LLM's docs start engines: the engine command after them is
 // parsed, the environment they pass is recorded, and to_argv launches through the same wrapper.
 TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
-  auto t = se::parse_launch_command(se::split_command_line(
-      "mpirun -n 1 --oversubscribe --allow-run-as-root -x TRTLLM_ENABLE_PDL=1 trtllm-serve openai/gpt-oss-120b "
-      "--port=8888 --tp_size=8 --max_batch_size 512"));
+  auto t =
+      se::parse_launch_command(se::split_command_line("mpirun -n 1 --oversubscribe --allow-run-as-root -x "
+                                                      "TRTLLM_ENABLE_PDL=1 trtllm-serve openai/gpt-oss-120b "
+                                                      "--port=8888 --tp_size=8 --max_batch_size 512"));
   EXPECT_EQ(t.kind, se::EngineKind::kTrtllm);
   EXPECT_EQ(t.model, "openai/gpt-oss-120b");
   EXPECT_EQ(t.tp, 8);
   EXPECT_EQ(t.env.at("TRTLLM_ENABLE_PDL"), "1");
-  EXPECT_EQ(t.wrapper, (std::vector<std::string>{"mpirun", "-n", "1", "--oversubscribe", "--allow-run-as-root", "-x",
-                                                 "TRTLLM_ENABLE_PDL=1"}));
+  EXPECT_EQ(t.wrapper, (std::vector<std::string>{"mpirun", "-n", "1", "--oversubscribe",
+                                                 "--allow-run-as-root", "-x", "TRTLLM_ENABLE_PDL=1"}));
   const auto argv = se::to_argv(t);
   ASSERT_GE(argv.size(), 9u);
   EXPECT_EQ(argv[0], "mpirun");
@@ -369,9 +370,10 @@ TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
   EXPECT_EQ(dargv[0], "docker");
   EXPECT_EQ(std::find(dargv.begin(), dargv.end(), "serve"), dargv.end());  // the image's entrypoint runs it
 
-  auto e = se::parse_launch_command(se::split_command_line(
-      "docker run --rm lmsysorg/sglang:v0.5.3 env SGLANG_ENABLE_JIT_DEEPGEMM=0 python3 -m sglang.launch_server "
-      "--model-path m --tp 8"));
+  auto e = se::parse_launch_command(
+      se::split_command_line("docker run --rm lmsysorg/sglang:v0.5.3 env SGLANG_ENABLE_JIT_DEEPGEMM=0 "
+                             "python3 -m sglang.launch_server "
+                             "--model-path m --tp 8"));
   EXPECT_EQ(e.kind, se::EngineKind::kSglang);
   EXPECT_FALSE(e.deep_gemm);
   EXPECT_EQ(e.tp, 8);
@@ -393,13 +395,15 @@ TEST(CurrentReleaseFlags, AcceptedAndRecorded) {
                              "flashinfer_cutlass --linear-backend cutlass --enable-flashinfer-autotune"),
       {}, "0.15.0");
   EXPECT_EQ(v.unmodelled_options.size(), 4u);
-  EXPECT_THROW(se::parse_launch_command({"vllm", "serve", "m", "--moe-backend", "x"}, {}, "0.11.0"), se::EngineArgError);
+  EXPECT_THROW(se::parse_launch_command({"vllm", "serve", "m", "--moe-backend", "x"}, {}, "0.11.0"),
+               se::EngineArgError);
   auto s = se::parse_launch_command(
       se::split_command_line("python3 -m sglang.launch_server --model-path m --fp8-gemm-backend deep_gemm "
                              "--enable-ep-moe --enable-flashinfer-trtllm-moe --disable-piecewise-cuda-graph"),
       {}, "0.5.9");
   EXPECT_FALSE(s.enable_piecewise_cuda_graph);
   EXPECT_EQ(s.unmodelled_options.size(), 3u);
-  auto t = se::parse_launch_command(se::split_command_line("trtllm-serve m --config extra.yaml"), {}, "1.2.0rc5");
+  auto t =
+      se::parse_launch_command(se::split_command_line("trtllm-serve m --config extra.yaml"), {}, "1.2.0rc5");
   EXPECT_EQ(t.extra_llm_api_options, "extra.yaml");
 }

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "servelab/common/paths.h"
-#include "servelab/engines/engines.h"
-#include "test_parse.h"
-#include "servelab/engines/launch.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
+#include "test_parse.h"
 
 namespace se = servelab::engines;
 namespace md = servelab::model;
@@ -28,7 +28,9 @@ using servelab::engines::testing::parse;
 
 const md::ModelSpec kV32 = md::deepseek_v32();
 const std::string kH200 = "8xH200";
-std::string b200() { return "8xB200"; }
+std::string b200() {
+  return "8xB200";
+}
 
 // DeepSeek-V3.2 without its sparse indexer: a dense MLA model (DeepSeek-V3 shape).
 md::ModelSpec dense_mla() {
@@ -65,7 +67,8 @@ std::optional<se::LaunchFailure> refusal(const se::LaunchConfig& c, const md::Mo
 }
 
 // The effective config (defaults filled) of a launch that resolves; throws with the refusal otherwise.
-se::LaunchConfig resolved_config(const se::LaunchConfig& c, const md::ModelSpec& m, const std::string& cluster) {
+se::LaunchConfig resolved_config(const se::LaunchConfig& c, const md::ModelSpec& m,
+                                 const std::string& cluster) {
   auto r = resolve(c, m, cluster);
   if (auto* f = std::get_if<se::LaunchFailure>(&r)) throw std::runtime_error(f->message);
   return std::get<se::ResolvedLaunch>(r).config;
@@ -99,12 +102,15 @@ std::vector<std::string> find_in_notes(const std::string& text, const std::strin
 
 TEST(DefaultsTables, ValuesAndSources) {
   const std::string md = engine_versions_md();
-  // vLLM get_batch_defaults, serve on a >= 70 GiB non-A100 GPU: "max_num_batched_tokens **8192**, max_num_seqs **1024**".
-  auto v = find_in_notes(md, R"(`vllm serve`: max_num_batched_tokens \*\*(\d+)\*\*, max_num_seqs \*\*(\d+)\*\*)");
+  // vLLM get_batch_defaults, serve on a >= 70 GiB non-A100 GPU: "max_num_batched_tokens **8192**,
+  // max_num_seqs **1024**".
+  auto v =
+      find_in_notes(md, R"(`vllm serve`: max_num_batched_tokens \*\*(\d+)\*\*, max_num_seqs \*\*(\d+)\*\*)");
   EXPECT_EQ(std::to_string(se::kVllmDefaults.max_num_batched_tokens_large_gpu.value), v[0]);
   EXPECT_EQ(std::to_string(se::kVllmDefaults.max_num_seqs_large_gpu.value), v[1]);
   // The per-version table's gpu_memory_utilization row, column 0.13.0 (the 4th release column).
-  v = find_in_notes(md, R"(\| gpu_memory_utilization \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
+  v = find_in_notes(md,
+                    R"(\| gpu_memory_utilization \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
   EXPECT_DOUBLE_EQ(se::kVllmDefaults.gpu_memory_utilization.value, std::stod(v[3]));
   // "MLA and DSA backends force 64 (FlashMLA)".
   v = find_in_notes(md, R"(MLA and DSA backends force (\d+)\s+\(FlashMLA\))");
@@ -140,7 +146,8 @@ TEST(SeedReleaseDefaults, VllmOnH200) {
   auto fp8 = resolved_config(parse("vllm serve m --kv-cache-dtype fp8 --max-num-seqs 64"), kV32, kH200);
   EXPECT_EQ(fp8.kv_cache_dtype, "fp8_ds_mla");
   EXPECT_EQ(fp8.cuda_graph_max_bs, 128);  // 64 * 2
-  auto mtp = resolved_config(parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"), kV32, kH200);
+  auto mtp = resolved_config(
+      parse(R"(vllm serve m --max-num-seqs 100 --speculative-config '{"method":"mtp"}')"), kV32, kH200);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 1);  // from num_nextn_predict_layers
   EXPECT_EQ(mtp.cuda_graph_max_bs, 400);                  // 100 * 2 * 2
   const std::string a100 = "8xA100";
@@ -164,19 +171,22 @@ TEST(SeedReleaseDefaults, SglangMemFractionMatchesPerfFacts) {
   EXPECT_EQ(tp8.nsa_decode_backend, "fa3");
   EXPECT_EQ(tp8.schedule_conservativeness, 1.0);
   EXPECT_FALSE(tp8.max_num_seqs.has_value());  // derived from the KV pool by the twin
-  auto mtp = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32,
+  auto mtp = resolved_config(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --speculative-algorithm EAGLE"), kV32,
       kH200);
   EXPECT_DOUBLE_EQ(mtp.gpu_memory_fraction, 0.882);
   EXPECT_EQ(mtp.max_num_seqs, 48);
   EXPECT_EQ(mtp.speculative->num_steps, 3);
   EXPECT_EQ(mtp.speculative->num_draft_tokens, 4);
   EXPECT_EQ(mtp.speculative->num_speculative_tokens, 3);
-  auto dp8 = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"),
+  auto dp8 = resolved_config(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention"),
       kV32, kH200);
   EXPECT_DOUBLE_EQ(dp8.gpu_memory_fraction, 0.769);
   EXPECT_EQ(dp8.chunked_prefill_size, 1024);  // 8192 // 8
   EXPECT_DOUBLE_EQ(*dp8.schedule_conservativeness, 0.3);
-  auto dp8mtp = resolved_config(parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention "
+  auto dp8mtp = resolved_config(
+      parse("python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention "
             "--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 "
             "--speculative-num-draft-tokens 2"),
       kV32, kH200);
@@ -184,13 +194,13 @@ TEST(SeedReleaseDefaults, SglangMemFractionMatchesPerfFacts) {
   EXPECT_EQ(dp8mtp.speculative->num_draft_tokens, 2);
   // An explicit fraction is kept; FP8 KV switches the NSA kernels.
   auto fp8 = resolved_config(parse("python3 -m sglang.launch_server --model-path m "
-                                        "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
-                                  kV32, kH200);
+                                   "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3"),
+                             kV32, kH200);
   EXPECT_DOUBLE_EQ(fp8.gpu_memory_fraction, 0.85);
   EXPECT_EQ(fp8.nsa_decode_backend, "flashmla_kv");
-  EXPECT_EQ(resolved_config(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200())
-                .kv_cache_dtype,
-            "fp8_e4m3");
+  EXPECT_EQ(
+      resolved_config(parse("python3 -m sglang.launch_server --model-path m"), kV32, b200()).kv_cache_dtype,
+      "fp8_e4m3");
 }
 
 TEST(SeedReleaseDefaults, Trtllm) {
@@ -202,8 +212,7 @@ TEST(SeedReleaseDefaults, Trtllm) {
 
 TEST(SeedReleaseRules, VllmAttentionBackends) {
   auto msg = [](const char* backend, const std::string& hw, const std::string& extra = "") {
-    auto f = refusal(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}),
-                              kV32, hw);
+    auto f = refusal(parse("vllm serve m -tp 8" + extra, {{"VLLM_ATTENTION_BACKEND", backend}}), kV32, hw);
     return f ? f->message : std::string("<starts>");
   };
   // On B200 (sm100) CUTLASS_MLA has kernels; only the sparse reason is left.
@@ -222,11 +231,9 @@ TEST(SeedReleaseRules, VllmAttentionBackends) {
       "Reason: ['MLA not supported', 'sparse not supported']");
   // A dense MLA model is fine on FLASHMLA but not on a Blackwell-only kernel on Hopper.
   const md::ModelSpec dense = dense_mla();
-  auto f =
-      refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
+  auto f = refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "FLASHMLA"}}), dense, kH200);
   EXPECT_FALSE(f.has_value());
-  f = refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense,
-                       kH200);
+  f = refusal(parse("vllm serve m -tp 8", {{"VLLM_ATTENTION_BACKEND", "CUTLASS_MLA"}}), dense, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(
       f->message,
@@ -254,7 +261,8 @@ TEST(SeedReleaseRules, VllmDcpAndLimits) {
   EXPECT_EQ(refusal(parse("vllm serve m -tp 8 -dp 2"), kV32, kH200)->rule, "parallel.gpu_count");
   EXPECT_EQ(refusal(parse("vllm serve m --max-model-len 200000"), kV32, kH200)->rule,
             "vllm.max_model_len.too_long");
-  EXPECT_FALSE(refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}), kV32, kH200));
+  EXPECT_FALSE(refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}),
+                       kV32, kH200));
   const md::ModelSpec no_mtp_model = no_mtp();
   EXPECT_EQ(
       refusal(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp_model, kH200)->rule,

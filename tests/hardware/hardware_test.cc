@@ -21,7 +21,8 @@ TEST(GpuTable, EveryRowHasItsPeaksAndSources) {
       EXPECT_FALSE(source.empty()) << field;
       cited.insert(field);
     }
-    for (const char* f : {"memory_mib", "hbm_bandwidth_TBps", "bf16_tflops"}) EXPECT_TRUE(cited.count(f)) << f;
+    for (const char* f : {"memory_mib", "hbm_bandwidth_TBps", "bf16_tflops"})
+      EXPECT_TRUE(cited.count(f)) << f;
     if (g.fp8_flops > 0) EXPECT_TRUE(cited.count("fp8_tflops"));
     if (g.link_Bps > 0) EXPECT_TRUE(cited.count("link_GBps"));  // Ascend 910B's HCCS figure was not found
     if (!g.modelled) {
@@ -123,8 +124,8 @@ TEST(Network, ParsesNicsAndRate) {
 namespace servelab::hardware {
 namespace {
 
-// B300 is one row (gpus.json) with its figures from NVIDIA's AIConfigurator system spec (aic-ops/b300_sxm.yaml),
-// found by the name the collector recorded for it.
+// B300 is one row (gpus.json) with its figures from NVIDIA's AIConfigurator system spec
+// (aic-ops/b300_sxm.yaml), found by the name the collector recorded for it.
 TEST(GpuTable, B300IsOneDataRow) {
   const auto& b300 = gpu_by_name("NVIDIA B300 SXM6 AC");
   EXPECT_EQ(b300.name, "B300");
@@ -161,18 +162,23 @@ TEST(GpuTable, BadRowsAreRefusedNamingTheField) {
     r.replace(r.find(from), from.size(), to);
     return r;
   };
-  EXPECT_NE(table_error(table(with(R"("fp8_tflops":0)", R"("fp8_tflops":200)"))).find("fp8_tflops has no source"),
+  EXPECT_NE(
+      table_error(table(with(R"("fp8_tflops":0)", R"("fp8_tflops":200)"))).find("fp8_tflops has no source"),
+      std::string::npos);
+  EXPECT_NE(table_error(table(with(R"("bf16_tflops":100)", R"("bf16_tflops":-1)")))
+                .find("bf16_tflops must be >= 0"),
             std::string::npos);
-  EXPECT_NE(table_error(table(with(R"("bf16_tflops":100)", R"("bf16_tflops":-1)"))).find("bf16_tflops must be >= 0"),
-            std::string::npos);
-  EXPECT_NE(table_error(table(with(R"("generation":"hopper")", R"("generation":"volta")"))).find("unknown value 'volta'"),
+  EXPECT_NE(table_error(table(with(R"("generation":"hopper")", R"("generation":"volta")")))
+                .find("unknown value 'volta'"),
             std::string::npos);
   EXPECT_NE(table_error(table(with(R"("modelled":true)", R"("modelled":false)"))).find("unsupported_reason"),
             std::string::npos);
-  EXPECT_NE(table_error(table(row + "," + with(R"("name":"X1")", R"("name":"X2")"))).find("'X-1' of X2 is already a name of X1"),
+  EXPECT_NE(table_error(table(row + "," + with(R"("name":"X1")", R"("name":"X2")")))
+                .find("'X-1' of X2 is already a name of X1"),
             std::string::npos);
-  EXPECT_NE(table_error(table(with(R"("memory_mib":1024,)", ""))).find("row 0 (X1): field memory_mib missing"),
-            std::string::npos);
+  EXPECT_NE(
+      table_error(table(with(R"("memory_mib":1024,)", ""))).find("row 0 (X1): field memory_mib missing"),
+      std::string::npos);
 }
 
 }  // namespace

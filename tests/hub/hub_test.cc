@@ -24,7 +24,8 @@ using test_support::sha256_hex;
 
 const std::string kCommitA = "1111111111111111111111111111111111111111";
 const std::string kCommitB = "2222222222222222222222222222222222222222";
-const std::string kTokenizerJson = R"({"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";
+const std::string kTokenizerJson =
+    R"({"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";
 const std::string kConfigJson = R"({"model_type": "qwen3", "hidden_size": 1024})";
 
 std::string slurp(const fs::path& p) {
@@ -94,7 +95,8 @@ TEST_F(Hub, DownloadsIntoHuggingFaceHubCacheLayout) {
   EXPECT_EQ(slurp(storage() / "refs" / "main"), kCommitB);
   EXPECT_FALSE(fs::exists(storage() / "blobs" / (git_blob_sha1(kTokenizerJson) + ".incomplete")));
   // The lock file huggingface_hub uses for the blob.
-  EXPECT_TRUE(fs::exists(cache / ".locks" / "models--org--model" / (git_blob_sha1(kTokenizerJson) + ".lock")));
+  EXPECT_TRUE(
+      fs::exists(cache / ".locks" / "models--org--model" / (git_blob_sha1(kTokenizerJson) + ".lock")));
   // One HEAD (metadata) and one GET per file, at the resolve URL.
   const auto log = hub.requests();
   ASSERT_EQ(log.size(), 4u);
@@ -113,7 +115,8 @@ TEST_F(Hub, SecondFetchReusesTheCacheWithoutARequest) {
   EXPECT_EQ(hub.request_count(), after_first);
   EXPECT_EQ(again.commit, kCommitB);
   EXPECT_EQ(slurp(*again.files.at("config.json")), kConfigJson);
-  EXPECT_EQ(cached_file("org/model", "config.json", "", opts), storage() / "snapshots" / kCommitB / "config.json");
+  EXPECT_EQ(cached_file("org/model", "config.json", "", opts),
+            storage() / "snapshots" / kCommitB / "config.json");
   EXPECT_EQ(cached_file("org/model", "absent.json", "", opts), std::nullopt);
 }
 
@@ -257,7 +260,8 @@ TEST_F(Hub, OfflineUsesTheCacheOnlyAndSaysWhatIsMissing) {
   fetch_files("org/model", {{"tokenizer.json"}}, "", opts);
   const std::size_t online = hub.request_count();
   opts.offline = true;
-  EXPECT_EQ(slurp(*fetch_files("org/model", {{"tokenizer.json"}}, "", opts).files.at("tokenizer.json")), kTokenizerJson);
+  EXPECT_EQ(slurp(*fetch_files("org/model", {{"tokenizer.json"}}, "", opts).files.at("tokenizer.json")),
+            kTokenizerJson);
   EXPECT_EQ(hub.request_count(), online);
 }
 
@@ -271,7 +275,8 @@ TEST_F(Hub, InterruptedDownloadKeepsThePartialFileAndResumesWithRange) {
     FAIL() << "a cut transfer must throw";
   } catch (const HubError& e) {
     EXPECT_EQ(e.kind(), HubError::Kind::kNetwork);
-    EXPECT_NE(std::string(e.what()).find("stopped after 100000 of 307200 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stopped after 100000 of 307200 bytes"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("run again to resume"), std::string::npos) << e.what();
   }
   ASSERT_TRUE(fs::exists(part));
@@ -295,7 +300,8 @@ TEST_F(Hub, CorruptTransferIsDiscardedNotCached) {
     FAIL() << "a corrupt transfer must throw";
   } catch (const HubError& e) {
     EXPECT_EQ(e.kind(), HubError::Kind::kCorrupt);
-    EXPECT_NE(std::string(e.what()).find("the Hub's id is " + git_blob_sha1(kConfigJson)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the Hub's id is " + git_blob_sha1(kConfigJson)), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(storage() / "blobs" / git_blob_sha1(kConfigJson)));
   EXPECT_FALSE(fs::exists(storage() / "blobs" / (git_blob_sha1(kConfigJson) + ".incomplete")));
@@ -344,9 +350,10 @@ TEST_F(Hub, DownloadIsBoundedByTheAnnouncedSize) {
     FAIL() << "an over-long transfer must throw";
   } catch (const HubError& e) {
     EXPECT_EQ(e.kind(), HubError::Kind::kCorrupt);
-    EXPECT_NE(std::string(e.what()).find("more than the 307200 bytes the Hub announced arrived; the download was "
-                                         "discarded"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("more than the 307200 bytes the Hub announced arrived; the download was "
+                                   "discarded"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(fs::exists(storage() / "blobs" / (sha256_hex(content) + ".incomplete")));
@@ -367,7 +374,8 @@ TEST_F(Hub, RevisionPinByTagAndByCommit) {
   EXPECT_EQ(hub.request_count(), n);
   EXPECT_FALSE(fs::exists(storage() / "refs" / kCommitA));
   // main is another commit, with other bytes.
-  EXPECT_EQ(slurp(*fetch_files("org/model", {{"config.json"}}, "main", opts).files.at("config.json")), kConfigJson);
+  EXPECT_EQ(slurp(*fetch_files("org/model", {{"config.json"}}, "main", opts).files.at("config.json")),
+            kConfigJson);
 }
 
 TEST_F(Hub, UnknownRepositoryAndRevisionAreNamed) {
@@ -376,7 +384,8 @@ TEST_F(Hub, UnknownRepositoryAndRevisionAreNamed) {
     FAIL();
   } catch (const HubError& e) {
     EXPECT_EQ(e.kind(), HubError::Kind::kRepositoryNotFound);
-    EXPECT_NE(std::string(e.what()).find("org/nothing not found on " + hub.endpoint() + ": HTTP 401"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("org/nothing not found on " + hub.endpoint() + ": HTTP 401"),
+              std::string::npos)
         << e.what();
   }
   try {
@@ -397,8 +406,9 @@ TEST_F(Hub, UnreachableHubIsAClearNetworkError) {
     FAIL();
   } catch (const HubError& e) {
     EXPECT_EQ(e.kind(), HubError::Kind::kNetwork);
-    EXPECT_NE(std::string(e.what()).find("cannot reach the Hugging Face Hub at http://127.0.0.1:1 to download "
-                                         "config.json of org/model (revision main): connecting to 127.0.0.1:1 failed"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "cannot reach the Hugging Face Hub at http://127.0.0.1:1 to download "
+                  "config.json of org/model (revision main): connecting to 127.0.0.1:1 failed"),
               std::string::npos)
         << e.what();
   }

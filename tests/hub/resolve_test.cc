@@ -12,8 +12,8 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/model/model.h"
-#include "support/fake_hub.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "support/fake_hub.h"
 
 namespace servelab {
 namespace {
@@ -32,7 +32,8 @@ class HubResolve : public ::testing::Test {
                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(cache);
     const std::string gpt2 = common::read_file(common::data_dir() / "gpt2-tokenizer.json");
-    nlohmann::json config = nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3-8b.json"));
+    nlohmann::json config =
+        nlohmann::json::parse(common::read_file(common::data_dir() / "model-configs" / "qwen3-8b.json"));
     config["_name_or_path"] = "org/tiny-qwen";
     config["num_hidden_layers"] = 3;
     nlohmann::json old_config = config;
@@ -72,10 +73,11 @@ TEST_F(HubResolve, TokenizerIsDownloadedOnceAndCountsAsGpt2) {
   const fs::path snap = cache / "models--org--tiny-qwen" / "snapshots" / kMain;
   EXPECT_TRUE(fs::is_symlink(snap / "tokenizer.json"));
   // tokenizer_config.json is optional: the repository has none, recorded as huggingface_hub does.
-  EXPECT_TRUE(fs::is_regular_file(cache / "models--org--tiny-qwen" / ".no_exist" / kMain / "tokenizer_config.json"));
+  EXPECT_TRUE(
+      fs::is_regular_file(cache / "models--org--tiny-qwen" / ".no_exist" / kMain / "tokenizer_config.json"));
   ASSERT_EQ(log.size(), 1u);
-  EXPECT_EQ(log[0].rfind("Downloading tokenizer.json of org/tiny-qwen (revision main) from " + hub.endpoint() +
-                             " (1355261 bytes)",
+  EXPECT_EQ(log[0].rfind("Downloading tokenizer.json of org/tiny-qwen (revision main) from " +
+                             hub.endpoint() + " (1355261 bytes)",
                          0),
             0u)
       << log[0];
@@ -89,7 +91,8 @@ TEST_F(HubResolve, NothingIsFetchedWithoutDownload) {
     tokenizer::resolve_tokenizer_path("org/tiny-qwen");
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("no tokenizer.json found for --tokenizer \"org/tiny-qwen\""), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("no tokenizer.json found for --tokenizer \"org/tiny-qwen\""),
+              std::string::npos);
   }
   EXPECT_THROW(model::resolve_model("org/tiny-qwen"), std::runtime_error);
   EXPECT_EQ(hub.request_count(), 0u);
@@ -102,9 +105,10 @@ TEST_F(HubResolve, OfflineErrorIsInTheTokenizerMessage) {
     FAIL();
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("  - Hugging Face Hub: tokenizer.json of org/tiny-qwen (revision main) is not in the Hugging "
-                     "Face cache"),
-              std::string::npos)
+    EXPECT_NE(
+        m.find("  - Hugging Face Hub: tokenizer.json of org/tiny-qwen (revision main) is not in the Hugging "
+               "Face cache"),
+        std::string::npos)
         << m;
     EXPECT_NE(m.find("HF_HUB_OFFLINE is set"), std::string::npos) << m;
   }
@@ -116,7 +120,8 @@ TEST_F(HubResolve, ModelConfigIsDownloadedForAnIdNothingLocalKnows) {
   EXPECT_EQ(m.id, "org/tiny-qwen");
   EXPECT_EQ(m.num_layers(), 3);
   EXPECT_EQ(m.hidden_size, 4096);
-  EXPECT_EQ(m.config_source, (cache / "models--org--tiny-qwen" / "snapshots" / kMain / "config.json").string());
+  EXPECT_EQ(m.config_source,
+            (cache / "models--org--tiny-qwen" / "snapshots" / kMain / "config.json").string());
   // A known model never goes to the Hub: the data dir's config answers.
   const std::size_t n = hub.request_count();
   EXPECT_EQ(model::resolve_model("Qwen/Qwen3-8B", download()).num_layers(), 36);

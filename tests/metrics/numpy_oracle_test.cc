@@ -169,7 +169,8 @@ TEST(NumpyOracle, ComputeMetricsMatchesVllmFormulasInNumpy) {
     expect_close(o["std_" + n + "_ms"], s->std_ms, "std " + n, bit_exact);
     for (std::size_t k = 0; k < opts.percentiles.size(); ++k) {
       expect_close(o["percentiles_" + n + "_ms"][k], s->percentiles_ms[k].value_ms,
-                   std::string("p").append(std::to_string(opts.percentiles[k])).append(" ").append(n), bit_exact);
+                   std::string("p").append(std::to_string(opts.percentiles[k])).append(" ").append(n),
+                   bit_exact);
     }
   }
 }

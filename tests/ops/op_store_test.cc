@@ -19,7 +19,8 @@ const OpStore& store() {
   return s;
 }
 
-std::shared_ptr<const OpTable> table(const char* gpu, const char* backend, const char* version, const char* name) {
+std::shared_ptr<const OpTable> table(const char* gpu, const char* backend, const char* version,
+                                     const char* name) {
   auto t = store().table(gpu, backend, version, name);
   if (!t) ADD_FAILURE() << "no table " << gpu << " " << backend << " " << version << " " << name;
   return t;
@@ -34,7 +35,8 @@ void expect_ms(const OpLookup& r, double want) {
 TEST(OpStore, IndexListsEveryGpuOfTheData) {
   std::set<std::string> gpus;
   for (const auto& e : store().entries()) gpus.insert(e.gpu);
-  EXPECT_EQ(gpus, (std::set<std::string>{"a100_sxm", "b200_sxm", "b300_sxm", "h100_sxm", "h200_sxm", "l40s"}));
+  EXPECT_EQ(gpus,
+            (std::set<std::string>{"a100_sxm", "b200_sxm", "b300_sxm", "h100_sxm", "h200_sxm", "l40s"}));
   EXPECT_EQ(store().entries().size(), 798u);  // parquet files in aic-ops/data
   const auto v = store().versions("h100_sxm", "vllm", "gemm_perf");
   EXPECT_EQ(v, (std::vector<std::string>{"0.14.0", "0.19.0", "0.22.0", "0.24.0"}));
@@ -45,7 +47,8 @@ TEST(OpStore, GemmExactRowAndInterpolationAlongM) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->device(), "NVIDIA H100 80GB HBM3");
   // Row: fp8, m 4096, n 4096, k 4096 -> 0.11918044090270996 ms.
-  expect_ms(t->lookup({{"gemm_dtype", "fp8"}, {"m", 4096.0}, {"n", 4096.0}, {"k", 4096.0}}), 0.11918044090270996);
+  expect_ms(t->lookup({{"gemm_dtype", "fp8"}, {"m", 4096.0}, {"n", 4096.0}, {"k", 4096.0}}),
+            0.11918044090270996);
   // m 3000 between the rows m 2817 (0.10615644190046523) and m 3072 (0.0982088910208808).
   const double t3000 = (3000.0 - 2817.0) / (3072.0 - 2817.0);
   const auto r = t->lookup({{"gemm_dtype", "fp8"}, {"m", 3000.0}, {"n", 4096.0}, {"k", 4096.0}});
@@ -90,7 +93,8 @@ TEST(OpStore, CurveAlongMMatchesPointLookups) {
 }
 
 TEST(OpStore, GemmOnOtherGpus) {
-  // bf16 128 x 8192 x 8192: B200 vLLM 0.19.0 0.026762665973769292 ms, A100 vLLM 0.14.0 0.12217066023084854 ms.
+  // bf16 128 x 8192 x 8192: B200 vLLM 0.19.0 0.026762665973769292 ms, A100 vLLM 0.14.0 0.12217066023084854
+  // ms.
   auto b200 = table("b200_sxm", "vllm", "0.19.0", "gemm_perf");
   auto a100 = table("a100_sxm", "vllm", "0.14.0", "gemm_perf");
   ASSERT_TRUE(b200 && a100);
@@ -102,9 +106,10 @@ TEST(OpStore, GemmOnOtherGpus) {
 TEST(OpStore, DecodeAttentionAveragesDuplicatesAndInterpolatesHistory) {
   auto t = table("h200_sxm", "vllm", "0.19.0", "generation_attention_perf");
   ASSERT_TRUE(t);
-  const OpQuery base{{"batch_size", 64.0},        {"num_heads", 16.0},      {"num_key_value_heads", 2.0},
-                     {"head_dim", 128.0},         {"window_size", 0.0},     {"attn_dtype", "bfloat16"},
-                     {"kv_cache_dtype", "bfloat16"}, {"beam_width", 1.0},   {"isl", 1.0}};
+  const OpQuery base{
+      {"batch_size", 64.0}, {"num_heads", 16.0},        {"num_key_value_heads", 2.0},   {"head_dim", 128.0},
+      {"window_size", 0.0}, {"attn_dtype", "bfloat16"}, {"kv_cache_dtype", "bfloat16"}, {"beam_width", 1.0},
+      {"isl", 1.0}};
   // The table measured step (KV history) 1023 twice (collector runs of vLLM 0.19.0 and 0.19.1 in one
   // release directory): 0.026591998835404713 and 0.026608000199000042, averaged.
   OpQuery q = base;
@@ -123,7 +128,7 @@ TEST(OpStore, PrefillAttentionInterpolatesInSqrtLatency) {
   auto t = table("h200_sxm", "sglang", "0.5.9", "context_attention_perf");
   ASSERT_TRUE(t);
   EXPECT_FALSE(t->has_column("window_size"));
-  OpQuery q{{"batch_size", 4.0}, {"num_heads", 16.0},         {"num_key_value_heads", 2.0},
+  OpQuery q{{"batch_size", 4.0}, {"num_heads", 16.0},        {"num_key_value_heads", 2.0},
             {"head_dim", 128.0}, {"attn_dtype", "bfloat16"}, {"kv_cache_dtype", "bfloat16"},
             {"step", 0.0},       {"window_size", 0.0},       {"isl", 4096.0}};
   expect_ms(t->lookup(q), 0.48366718292236327);
@@ -141,8 +146,10 @@ TEST(OpStore, PrefillAttentionInterpolatesInSqrtLatency) {
 TEST(OpStore, MoeInterpolatesTokens) {
   auto t = table("h200_sxm", "sglang", "0.5.9", "moe_perf");
   ASSERT_TRUE(t);
-  OpQuery q{{"moe_dtype", "fp8_block"}, {"hidden_size", 7168.0}, {"inter_size", 2048.0}, {"topk", 8.0},
-            {"num_experts", 256.0},     {"moe_tp_size", 1.0},    {"moe_ep_size", 8.0},   {"distribution", "balanced"},
+  OpQuery q{{"moe_dtype", "fp8_block"}, {"hidden_size", 7168.0},
+            {"inter_size", 2048.0},     {"topk", 8.0},
+            {"num_experts", 256.0},     {"moe_tp_size", 1.0},
+            {"moe_ep_size", 8.0},       {"distribution", "balanced"},
             {"num_tokens", 1024.0}};
   expect_ms(t->lookup(q), 0.5429619216918946);
   // 1280 tokens: between 1024 (0.5429619216918946) and 1536 (0.5794700622558594).
@@ -161,7 +168,8 @@ TEST(OpStore, NcclAllReduce) {
   ASSERT_TRUE(t);
   // The file holds two runs of every point (1 Mi elements: 0.03855 and 0.038689999999999995 ms; 2 Mi:
   // 0.050320000000000004 and 0.05049): averaged.
-  OpQuery q{{"op_name", "all_reduce"}, {"nccl_dtype", "half"}, {"num_gpus", 8.0}, {"message_size", 1048576.0}};
+  OpQuery q{
+      {"op_name", "all_reduce"}, {"nccl_dtype", "half"}, {"num_gpus", 8.0}, {"message_size", 1048576.0}};
   const double one = 0.5 * (0.03855 + 0.038689999999999995), two = 0.5 * (0.050320000000000004 + 0.05049);
   expect_ms(t->lookup(q), one);
   q["message_size"] = 1572864.0;  // 1.5 Mi: halfway
@@ -182,10 +190,12 @@ TEST(OpStore, UnmeasuredKeyNamesWhatWasMeasured) {
   ASSERT_TRUE(t);
   const auto r = t->lookup({{"gemm_dtype", "nvfp4"}, {"m", 16.0}, {"n", 4096.0}, {"k", 4096.0}});
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.detail.find("no rows with gemm_dtype = nvfp4 (measured: bfloat16, fp8, fp8_block)"), std::string::npos)
+  EXPECT_NE(r.detail.find("no rows with gemm_dtype = nvfp4 (measured: bfloat16, fp8, fp8_block)"),
+            std::string::npos)
       << r.detail;
   EXPECT_EQ(t->distinct("gemm_dtype"), (std::vector<std::string>{"bfloat16", "fp8", "fp8_block"}));
-  EXPECT_EQ(t->distinct("kernel_source", {{"gemm_dtype", "fp8"}}), (std::vector<std::string>{"vllm_default"}));
+  EXPECT_EQ(t->distinct("kernel_source", {{"gemm_dtype", "fp8"}}),
+            (std::vector<std::string>{"vllm_default"}));
 }
 
 TEST(OpStore, CorruptFilesAreRefusedWithTheirName) {
@@ -201,7 +211,8 @@ TEST(OpStore, CorruptFilesAreRefusedWithTheirName) {
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
-  EXPECT_THROW(OpStore::open(std::filesystem::temp_directory_path() / "servelab-no-such-store"), std::runtime_error);
+  EXPECT_THROW(OpStore::open(std::filesystem::temp_directory_path() / "servelab-no-such-store"),
+               std::runtime_error);
 }
 
 }  // namespace

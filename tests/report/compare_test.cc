@@ -1,4 +1,5 @@
-// `servelab compare` (include/servelab/report/compare.h): reading result files back (a real vLLM JSON Lines file from
+// `servelab compare` (include/servelab/report/compare.h): reading result files back (a real vLLM JSON Lines
+// file from
 // ../shared/data, hand-built --save-detailed objects), the Mann-Whitney U test against hand-computed values
 // (scipy.stats.mannwhitneyu(method="asymptotic") gives the same), and the side-by-side text.
 #include "servelab/report/compare.h"
@@ -93,9 +94,12 @@ TEST(CompareRead, MalformedResultsNameTheProblem) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(nlohmann::json::array()), "x.json: not a JSON object (a bench serve result is one object)");
-  EXPECT_EQ(message({{"a", 1}}), "x.json: not a bench serve result (no 'completed' or 'request_throughput' key)");
-  EXPECT_EQ(message({{"completed", 3}, {"mean_ttft_ms", "fast"}}), "x.json: 'mean_ttft_ms' is not a number: \"fast\"");
+  EXPECT_EQ(message(nlohmann::json::array()),
+            "x.json: not a JSON object (a bench serve result is one object)");
+  EXPECT_EQ(message({{"a", 1}}),
+            "x.json: not a bench serve result (no 'completed' or 'request_throughput' key)");
+  EXPECT_EQ(message({{"completed", 3}, {"mean_ttft_ms", "fast"}}),
+            "x.json: 'mean_ttft_ms' is not a number: \"fast\"");
   nlohmann::json j = detailed_run();
   j["itls"].erase(0);
   EXPECT_EQ(message(j), "x.json: 'itls' has 2 entries, 'ttfts' has 3");
@@ -159,14 +163,17 @@ std::string load_error(const fs::path& p) {
 
 TEST(CompareRead, FilesJsonLinesAndTheirErrors) {
   TempDir t;
-  EXPECT_EQ(load_error(t.dir / "missing.json"), "cannot read " + (t.dir / "missing.json").string() + ": no such file");
+  EXPECT_EQ(load_error(t.dir / "missing.json"),
+            "cannot read " + (t.dir / "missing.json").string() + ": no such file");
   EXPECT_EQ(load_error(t.write("empty.json", " \n")), (t.dir / "empty.json").string() + ": empty file");
   const auto bad = t.write("bad.jsonl", "{\"completed\": 1}\n{\"completed\": x}\n");
   EXPECT_EQ(load_error(bad).rfind(bad.string() + ":2: not JSON: ", 0), 0u) << load_error(bad);
-  EXPECT_EQ(load_error(t.write("notjson.json", "hello")).rfind((t.dir / "notjson.json").string() + ": not JSON: ", 0), 0u);
+  EXPECT_EQ(load_error(t.write("notjson.json", "hello"))
+                .rfind((t.dir / "notjson.json").string() + ": not JSON: ", 0),
+            0u);
   // Issue 31: nlohmann's own messages (an internal id, the last token echoed whole) never reach the user.
-  EXPECT_EQ(load_error(t.write("notjson2.json", "hello")), (t.dir / "notjson2.json").string() +
-                                                               ": not JSON: syntax error at line 1, column 1");
+  EXPECT_EQ(load_error(t.write("notjson2.json", "hello")),
+            (t.dir / "notjson2.json").string() + ": not JSON: syntax error at line 1, column 1");
   EXPECT_EQ(load_error(bad), bad.string() + ":2: not JSON: syntax error at column 15");
   const auto huge = t.write("huge.json", "{\"completed\": 1" + std::string(400, '0') + "}");
   EXPECT_EQ(load_error(huge), huge.string() + ": not JSON: a number too large for a double");
@@ -205,20 +212,26 @@ TEST(CompareFormat, SideBySideWithChangesAndVerdicts) {
                                       run_of("C", 90, range(1, 25)), run_of("D", 100, range(1, 5)),
                                       run_of("E", 100, {})};
   const std::string text = format_comparison(runs);
-  EXPECT_NE(text.find("metric                        A             B            C            D            E\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("metric                        A             B            C            D            E\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("Request throughput (req/s)  100  110 (+10.0%)  90 (-10.0%)  100 (+0.0%)  100 (+0.0%)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("Request throughput (req/s)  100  110 (+10.0%)  90 (-10.0%)  100 (+0.0%)  100 (+0.0%)\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("  B TTFT median 13.00 -> 1013.00 ms (+7692.3%), n = 25 / 25, z = -6.05, p < 0.0001: "
                       "significant\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  C TPOT median 13.00 -> 13.00 ms (+0.0%), n = 25 / 25, z = 0.00, p = 1.0000: not significant"),
+  EXPECT_NE(
+      text.find(
+          "  C TPOT median 13.00 -> 13.00 ms (+0.0%), n = 25 / 25, z = 0.00, p = 1.0000: not significant"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  D ITL  not tested: 25 and 5 samples (the test needs 20 on each side)"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  D ITL  not tested: 25 and 5 samples (the test needs 20 on each side)"), std::string::npos) << text;
   EXPECT_NE(text.find("  E: not tested: no per-request samples"), std::string::npos) << text;
   EXPECT_NE(text.find("Throughput: one value per run, not tested"), std::string::npos);
   EXPECT_THROW(format_comparison({runs[0]}), std::invalid_argument);

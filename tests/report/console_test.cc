@@ -128,7 +128,8 @@ TEST(ConsoleBlock, MatchesSglangAndTrtllmReferenceLayout) {
     m.failed = b == 2 ? 16 : 0;  // TensorRT-LLM: 984 of 1000 succeeded
     auto lines = split_lines(format_console_block(RunInfo{}, m, metrics::PercentileMetrics{}));
     ASSERT_EQ(lines.size(), blocks[b].size() + 1);
-    EXPECT_EQ(rstrip(lines[2]), b == 2 ? "Failed requests:                         16" : "Failed requests:                         0");
+    EXPECT_EQ(rstrip(lines[2]), b == 2 ? "Failed requests:                         16"
+                                       : "Failed requests:                         0");
     lines.erase(lines.begin() + 2);  // not in the transcribed blocks (see above)
     for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(rstrip(lines[i]), blocks[b][i]) << b << ":" << i;
   }

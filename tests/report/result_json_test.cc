@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "servelab/common/paths.h"
-#include "servelab/metrics/metrics.h"
 #include "servelab/common/python_json.h"
+#include "servelab/metrics/metrics.h"
 #include "servelab/report/report.h"
 
 namespace servelab::report {
@@ -21,7 +21,9 @@ using metrics::LatencySummary;
 using nlohmann::ordered_json;
 
 // The writer of result files (report.cc): invalid UTF-8 replaced.
-std::string dumps(const ordered_json& j) { return common::python_json_dumps(j, common::InvalidUtf8::kReplace); }
+std::string dumps(const ordered_json& j) {
+  return common::python_json_dumps(j, common::InvalidUtf8::kReplace);
+}
 
 std::vector<std::string> keys_of(const ordered_json& j) {
   std::vector<std::string> keys;
@@ -314,21 +316,17 @@ TEST(ResultJson, SendLagAndConcurrencyInTheServelabSection) {
   EXPECT_EQ(dumps(x["send_lag"]),
             R"({"mean_ms": 12.5, "median_ms": 10.0, "std_ms": 2.0, "p99_ms": 90.0, "p99.9_ms": 95.0, )"
             R"("count": 1000, "max_ms": 97.5})");
-  EXPECT_EQ(dumps(x["concurrency"]),
-            R"({"requested": 1000, "peak_reached": 1000, "reached": true})");
+  EXPECT_EQ(dumps(x["concurrency"]), R"({"requested": 1000, "peak_reached": 1000, "reached": true})");
   run.max_concurrency = 2000;  // capped at the 1,000 requests
   m.peak_concurrency_reached = 999;
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(dumps(x["concurrency"]),
-            R"({"requested": 1000, "peak_reached": 999, "reached": false})");
+  EXPECT_EQ(dumps(x["concurrency"]), R"({"requested": 1000, "peak_reached": 999, "reached": false})");
   run.request_rate = 4;
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(dumps(x["concurrency"]),
-            R"({"requested": null, "peak_reached": 999, "reached": null})");
+  EXPECT_EQ(dumps(x["concurrency"]), R"({"requested": null, "peak_reached": 999, "reached": null})");
   m.send_lag.count = 0;  // nothing measured (the offline twin)
   x = make_result_json(run, m, {}, ReportOptions{})["servelab"];
-  EXPECT_EQ(dumps(x["concurrency"]),
-            R"({"requested": null, "peak_reached": null, "reached": null})");
+  EXPECT_EQ(dumps(x["concurrency"]), R"({"requested": null, "peak_reached": null, "reached": null})");
 }
 
 }  // namespace

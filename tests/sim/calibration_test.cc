@@ -36,8 +36,8 @@ TEST(Calibration, AReleaseNeverMeasuredOnAGenerationBorrowsTheGenerationFactor) 
   // Its own class wins where it exists; the generation factor is not applied to it.
   EXPECT_DOUBLE_EQ(t.lookup({"trtllm", "trtllm-B", "hopper"}, &level).kernel_scale, 0.4);
   EXPECT_EQ(level, CalibrationLevel::kClass);
-  EXPECT_NEAR(t.generations.at("ampere").kernel_scale_factor / t.generations.at("hopper").kernel_scale_factor, 2.0,
-              2e-3);
+  EXPECT_NEAR(t.generations.at("ampere").kernel_scale_factor / t.generations.at("hopper").kernel_scale_factor,
+              2.0, 2e-3);
   EXPECT_EQ(t.generations.at("hopper").points, 2000000);
 }
 
@@ -49,7 +49,8 @@ TEST(Calibration, PooledTermsAreShrunkTowardsThePrior) {
   const auto t = assemble_table({fit_of("sglang", "sglang-X", "hopper", std::exp(-1.0), 2)});
   EXPECT_NEAR(t.families.at("sglang-X").cal.kernel_scale, std::exp(-1.0 / 3), 1e-6);
   EXPECT_NEAR(t.generations.at("hopper").kernel_scale_factor, std::exp(-1.0 / 3), 1e-6);
-  EXPECT_NEAR(t.lookup({"sglang", "sglang-Y", "hopper"}).kernel_scale, std::exp(-2.0 / 3), 1e-6);  // engine pool
+  EXPECT_NEAR(t.lookup({"sglang", "sglang-Y", "hopper"}).kernel_scale, std::exp(-2.0 / 3),
+              1e-6);  // engine pool
   // Fitted on 2 points (< 3), the class itself is not used: its own key falls back to the family.
   CalibrationLevel level{};
   EXPECT_NEAR(t.lookup({"sglang", "sglang-X", "hopper"}, &level).kernel_scale, std::exp(-2.0 / 3), 1e-6);
@@ -60,13 +61,15 @@ TEST(Calibration, PooledTermsAreShrunkTowardsThePrior) {
 }
 
 TEST(Calibration, JsonRoundTripKeepsTheGenerationFactors) {
-  const auto t = assemble_table({fit_of("vllm", "vllm-A", "hopper", 0.5, 10), fit_of("vllm", "vllm-A", "ampere", 1.0, 10)});
+  const auto t = assemble_table(
+      {fit_of("vllm", "vllm-A", "hopper", 0.5, 10), fit_of("vllm", "vllm-A", "ampere", 1.0, 10)});
   const auto back = calibration_table_from_json(calibration_table_to_json(t, "test"));
   ASSERT_EQ(back.generations.size(), 2u);
-  EXPECT_NEAR(back.generations.at("ampere").kernel_scale_factor, t.generations.at("ampere").kernel_scale_factor, 1e-4);
+  EXPECT_NEAR(back.generations.at("ampere").kernel_scale_factor,
+              t.generations.at("ampere").kernel_scale_factor, 1e-4);
   EXPECT_EQ(back.generations.at("ampere").points, 10);
-  EXPECT_NEAR(back.lookup({"vllm", "vllm-B", "ampere"}).kernel_scale, t.lookup({"vllm", "vllm-B", "ampere"}).kernel_scale,
-              1e-3);
+  EXPECT_NEAR(back.lookup({"vllm", "vllm-B", "ampere"}).kernel_scale,
+              t.lookup({"vllm", "vllm-B", "ampere"}).kernel_scale, 1e-3);
 }
 
 TEST(Calibration, AGenerationFactorOutsideItsBoundsIsRejectedByName) {
@@ -77,7 +80,8 @@ TEST(Calibration, AGenerationFactorOutsideItsBoundsIsRejectedByName) {
     EXPECT_NE(std::string(e.what()).find("generations.ampere.kernel_scale_factor = 7.5"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(calibration_table_from_json(R"({"generations": {"ampere": {"points": 3}}})"), std::runtime_error);
+  EXPECT_THROW(calibration_table_from_json(R"({"generations": {"ampere": {"points": 3}}})"),
+               std::runtime_error);
 }
 
 }  // namespace

@@ -236,7 +236,8 @@ TEST(MemoryPlan, Glm52MlaDsaKv) {
   int layers = 0, indexer_layers = 0;
   for (const auto& g : m.layers) {
     layers += g.count;
-    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention); a && a->indexer) indexer_layers += g.count;
+    if (const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention); a && a->indexer)
+      indexer_layers += g.count;
   }
   ASSERT_EQ(layers, 78);
   ASSERT_GT(indexer_layers, 0);

@@ -132,7 +132,7 @@ TEST(Simulate, FifoApiServerHandsOffOneAfterAnother) {
 // traced. The API-server tests below compare the two runs.
 struct ApiBurst {
   Prediction before, after;
-  Trace trace;                              ///< of the `after` run
+  Trace trace;                               ///< of the `after` run
   engines::ExecutionPolicy after_execution;  ///< the changed policy
 };
 ApiBurst api_burst(const std::function<void(engines::ExecutionPolicy&)>& change) {
@@ -209,9 +209,11 @@ TEST(Simulate, VllmPreemptsAndRecomputesWhenKvRunsOut) {
   const long long recomputed = query_tokens - 400LL * (1500 + 599) + p.twin.cached_tokens_reused;
   ASSERT_GT(p.twin.preemptions, 0);
   EXPECT_GE(recomputed, p.twin.preemptions * 1499)
-      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool " << pool_tokens;
+      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool "
+      << pool_tokens;
   EXPECT_LE(recomputed, p.twin.preemptions * 2100)
-      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool " << pool_tokens;
+      << "preemptions " << p.twin.preemptions << ", query tokens " << query_tokens << ", pool "
+      << pool_tokens;
   EXPECT_LE(p.twin.kv_peak_fraction, 1.0);
   for (const auto& o : p.outputs) {
     ASSERT_TRUE(o.success);
@@ -391,8 +393,8 @@ TEST(Simulate, ConstantArrivals) {
 // forms step k+1 while step k runs. Request A (200 in, 100 out) runs alone; B is sent at 0.1 s, inside one
 // of A's decode steps (say step j-1, which began before 0.1 s). Without overlap B is routed when that
 // step ends and its prefill rides step j; with overlap step j was formed when step j-1 began, so B rides
-// step j+1: its first token comes exactly one step later, its TTFT one decode step (3.4 ms here) longer. A, sent
-// to an idle engine, is prefilled at once either way (step 0).
+// step j+1: its first token comes exactly one step later, its TTFT one decode step (3.4 ms here) longer. A,
+// sent to an idle engine, is prefilled at once either way (step 0).
 TEST(Simulate, OverlappedSchedulerAdmitsAStepLater) {
   const std::vector<WorkloadRequest> w = {{200, 100}, {200, 5}};
   // No CPU time per step: the overlap then hides nothing and both runs have the same step times.

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "sim/physics.h"
-#include "sim/sim_detail.h"
 #include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
+#include "sim/physics.h"
+#include "sim/sim_detail.h"
 #include "test_launch.h"
 
 namespace servelab::sim {
@@ -123,8 +123,8 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   const double gemms = 1e-3 * (0.03117155697610643 + 0.012287110918098025 + 0.031735999716652766 +
                                0.19412710931566027 + ms(5120, 25600));
   const double B = 3.35e12;
-  const double attn =
-      1e-3 * (0.011306667079528173 + (1000.0 - 511) / (1023 - 511) * (0.011674666156371435 - 0.011306667079528173));
+  const double attn = 1e-3 * (0.011306667079528173 +
+                              (1000.0 - 511) / (1023 - 511) * (0.011674666156371435 - 0.011306667079528173));
   const double head = 1e-3 * ms(151936, 5120);
   const double sampler = 3.0 * 151936 * 4 / (B * 0.8);
   EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + head + sampler, 1e-7);
@@ -170,7 +170,8 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
   ASSERT_EQ(sm.measured_notes().size(), 4u);
   EXPECT_EQ(sm.measured_notes()[2],
-            "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the nearest measured release to "
+            "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the nearest measured "
+            "release to "
             "the launch's 0.11.0");
 
   RankLoad pre;
@@ -180,9 +181,15 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   pre.prefill_pairs[0] = 1000.0 * 1000 / 2;
   const auto table = store.table("h100_sxm", "vllm", "0.14.0", "context_attention_perf");
   ASSERT_TRUE(table);
-  const auto row = table->lookup({{"batch_size", 1.0}, {"isl", 1000.0}, {"num_heads", 16.0},
-                                  {"num_key_value_heads", 1.0}, {"head_dim", 128.0}, {"window_size", 0.0},
-                                  {"kv_cache_dtype", std::string("bfloat16")}, {"step", 0.0}, {"beam_width", 1.0}});
+  const auto row = table->lookup({{"batch_size", 1.0},
+                                  {"isl", 1000.0},
+                                  {"num_heads", 16.0},
+                                  {"num_key_value_heads", 1.0},
+                                  {"head_dim", 128.0},
+                                  {"window_size", 0.0},
+                                  {"kv_cache_dtype", std::string("bfloat16")},
+                                  {"step", 0.0},
+                                  {"beam_width", 1.0}});
   ASSERT_TRUE(row.ok) << row.detail;
   EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 94 * row.latency_ms * 1e-3, 1e-9);
 }
@@ -403,7 +410,8 @@ TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
     r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
     r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
     const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
-    const double experts = touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
+    const double experts =
+        touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
     const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
     EXPECT_NEAR(sm.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + router), 1e-9) << T;
   }
@@ -430,7 +438,8 @@ TEST(StepModel, VllmSmallDecodeStepsRunTheTritonExperts) {
   r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
   r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
   const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
-  const double experts = touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
+  const double experts =
+      touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
   const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
   EXPECT_NEAR(fallback.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + router), 1e-9);
   EXPECT_NEAR(deepgemm.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.80) + router), 1e-9);
@@ -542,8 +551,8 @@ TEST(Physics, TrtllmBlockFp8GemmIsAboutBf16SpeedTimesOnePointTwo) {
   const auto trt = detail::gemm_efficiency(GemmKernel::kFp8BlockTrtllm, hardware::Generation::kHopper);
   const double n = 51200, k = 5120;
   double mem = 0;
-  const double t = detail::gemm_time_s(4096, n, k, n * k, detail::gemm_peak_flops(GemmKernel::kFp8BlockTrtllm, gpu),
-                                       trt, gpu, &mem);
+  const double t = detail::gemm_time_s(
+      4096, n, k, n * k, detail::gemm_peak_flops(GemmKernel::kFp8BlockTrtllm, gpu), trt, gpu, &mem);
   EXPECT_NEAR(t, 3.100e-3, 0.001e-3);
   EXPECT_EQ(mem, 0.0);
   const auto bf16 = detail::gemm_efficiency(GemmKernel::kCublasBf16, hardware::Generation::kHopper);

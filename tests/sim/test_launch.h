@@ -19,7 +19,8 @@ inline model::ModelSpec corpus_model(const std::string& name) {
 /// A vLLM-like launch of `model` with `tp` x `pp` GPUs: memory of total x 0.9 minus weights, a profile run
 /// of 8192 tokens and 256 sequences, no reserve; BF16 KV; block 16; FA3/cuBLAS kernels; graphs for
 /// decode up to 512 tokens.
-inline engines::ResolvedLaunch test_launch(const model::ModelSpec& m, const hardware::ClusterSpec& c, int tp, int pp = 1) {
+inline engines::ResolvedLaunch test_launch(const model::ModelSpec& m, const hardware::ClusterSpec& c, int tp,
+                                           int pp = 1) {
   engines::ResolvedLaunch l;
   l.config.kind = engines::EngineKind::kVllm;
   l.config.tp = tp;

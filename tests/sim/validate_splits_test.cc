@@ -21,7 +21,8 @@ namespace sim = servelab::sim;
 namespace {
 
 // A measured point of study `study` (one launch line `command`, random 1000 in / 100 out) at client
-// concurrency `cap` (or uncapped at `rate` req/s), measured and predicted mean TTFT / TPOT in ms (0 = absent).
+// concurrency `cap` (or uncapped at `rate` req/s), measured and predicted mean TTFT / TPOT in ms (0 =
+// absent).
 struct SweepPoint {
   std::string study, command;
   std::optional<int> cap;
@@ -133,14 +134,18 @@ sim::Corpus without_fold(const sim::Corpus& c, sim::ValidationSplit split, const
   return r;
 }
 
-std::string json_of(const sim::CalibrationTable& t) { return sim::calibration_table_to_json(t, "test"); }
+std::string json_of(const sim::CalibrationTable& t) {
+  return sim::calibration_table_to_json(t, "test");
+}
 
 // A fold never fits on its own points: its table is the in-sample fit of the corpus without them (the three
 // studies' runs send every request at once, so their traces do not depend on the parameters and the two
 // fits see the same data). And it is not the fit on everything: the held-out points do move the fit.
 TEST(CorpusValidationSplits, AFoldIsTheFitWithoutItsPoints) {
-  const auto corpus = sim::testing::corpus_subset({"qwen3-14b__a100", "qwen3-32b__h100", "qwen3-8b__h100-latency"});
-  const auto v = sim::validate_corpus(corpus, 2, {sim::ValidationSplit::kGpu, sim::ValidationSplit::kRelease});
+  const auto corpus =
+      sim::testing::corpus_subset({"qwen3-14b__a100", "qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  const auto v =
+      sim::validate_corpus(corpus, 2, {sim::ValidationSplit::kGpu, sim::ValidationSplit::kRelease});
   ASSERT_EQ(v.splits.size(), 2u);
   const auto& gpu = v.splits[0];
   ASSERT_EQ(gpu.split, sim::ValidationSplit::kGpu);
@@ -157,7 +162,8 @@ TEST(CorpusValidationSplits, AFoldIsTheFitWithoutItsPoints) {
   ASSERT_EQ(release.split, sim::ValidationSplit::kRelease);
   ASSERT_FALSE(release.folds.empty());
   const std::string fold = release.folds.front().fold;
-  const auto without_release = sim::validate_corpus(without_fold(corpus, sim::ValidationSplit::kRelease, fold), 2);
+  const auto without_release =
+      sim::validate_corpus(without_fold(corpus, sim::ValidationSplit::kRelease, fold), 2);
   EXPECT_EQ(json_of(release.tables.at(fold)), json_of(without_release.full_fit.table)) << fold;
   EXPECT_NE(json_of(release.tables.at(fold)), json_of(v.full_fit.table)) << fold;
 

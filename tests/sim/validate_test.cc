@@ -28,7 +28,8 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   for (const auto& r : v.rows)
     if (r.refusal) {
       EXPECT_EQ(r.point->study, "qwen3-8b__910b") << r.point->id << ": " << *r.refusal;
-      EXPECT_TRUE(r.refusal->find("Ascend") != std::string::npos || r.refusal->find("mindie") != std::string::npos)
+      EXPECT_TRUE(r.refusal->find("Ascend") != std::string::npos ||
+                  r.refusal->find("mindie") != std::string::npos)
           << *r.refusal;
     }
   EXPECT_EQ(h.predicted + h.predicted_failures + h.refused, h.points);
@@ -44,11 +45,12 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_LE(h.mape_ttft, 30.0) << "held-out mean TTFT MAPE regressed (target 30%)";
   EXPECT_LE(h.mape_tpot, 23.0) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
-  // 37 of 50 (the bound leaves one flip of slack); one of them is near a tie: the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
+  // 37 of 50 (the bound leaves one flip of slack); one of them is near a tie: the twin predicts
+  // qwen3.5-9b__h100#018 and #019 (random 1024/128,
   // --performance-mode throughput) within 0.1% of each other, so that group's pick can flip with any change.
   // SGLang's batch_is_full (scheduler.cc) lets qwen3-32b__h100#003 (SGLang FP8, already +31% tok/s) overtake
-  // TensorRT-LLM #004 in its ShareGPT group (the twin's SGLang on that study is too fast, not the rule); vLLM's
-  // Triton experts below 128 rows win qwen3-235b-a22b's random-4000in-200out group (#010 over #014).
+  // TensorRT-LLM #004 in its ShareGPT group (the twin's SGLang on that study is too fast, not the rule);
+  // vLLM's Triton experts below 128 rows win qwen3-235b-a22b's random-4000in-200out group (#010 over #014).
   EXPECT_GE(h.groups_same_winner, 36) << "winner right in fewer groups (target 80%)";
   // Groups of 3+ configurations (what twin-guided search acts on): the measured best in the twin's top 3 in
   // 8 of 12, mean regret 17.2% (deepseek-v3.2's ShareGPT group 67.9%: the unmodelled TRT-LLM DSA pick;
@@ -57,7 +59,8 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_GE(h.groups_best_in_top3, 8);
   EXPECT_LE(h.mean_regret, 18.0);
   const auto& hm = v.held_out_modelled;
-  EXPECT_EQ(h.points - hm.points, 5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
+  EXPECT_EQ(h.points - hm.points,
+            5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
   EXPECT_LE(hm.mape_total_tok_s, 18.0);
   EXPECT_LT(hm.mape_total_tok_s, h.mape_total_tok_s);
 

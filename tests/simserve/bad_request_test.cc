@@ -28,7 +28,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // A blocking client socket with raw bytes in and out.
 class Raw {
@@ -95,8 +97,8 @@ class Raw {
 
 std::string post(const std::string& path, const std::string& body, const std::string& extra_headers = "",
                  const char* version = "HTTP/1.1") {
-  return "POST " + path + " " + version + "\r\nHost: t\r\nContent-Type: application/json\r\n" + extra_headers +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "POST " + path + " " + version + "\r\nHost: t\r\nContent-Type: application/json\r\n" +
+         extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 int status_of(const std::string& response) {
@@ -162,10 +164,12 @@ TEST(SimServeBadRequest, NonUtf8PromptOrChatContentIsA400) {
   for (bool stream : {false, true}) {
     const std::string s = stream ? "true" : "false";
     for (const std::string& body :
-         {R"({"model":"twin","prompt":"caf)" + std::string("\xff\xfe") + R"(","max_tokens":3,"stream":)" + s + "}",
+         {R"({"model":"twin","prompt":"caf)" + std::string("\xff\xfe") + R"(","max_tokens":3,"stream":)" + s +
+              "}",
           R"({"model":"twin","messages":[{"role":"user","content":"x)" + std::string("\xc3\x28") +
               R"("}],"max_tokens":3,"stream":)" + s + "}"}) {
-      const auto path = body.find("messages") != std::string::npos ? "/v1/chat/completions" : "/v1/completions";
+      const auto path =
+          body.find("messages") != std::string::npos ? "/v1/chat/completions" : "/v1/completions";
       const std::string rep = roundtrip(r.port, post(path, body, "Connection: close\r\n"));
       EXPECT_EQ(status_of(rep), 400) << rep;
       EXPECT_NE(error_of(rep)["message"].get<std::string>().find("not valid JSON"), std::string::npos);
@@ -176,15 +180,16 @@ TEST(SimServeBadRequest, NonUtf8PromptOrChatContentIsA400) {
 
 TEST(SimServeBadRequest, NonUtf8PathAndRequestIdAreAnsweredNotFatal) {
   Running r;
-  const std::string rep404 = roundtrip(r.port, "GET /v1/\xff\xfe HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  const std::string rep404 =
+      roundtrip(r.port, "GET /v1/\xff\xfe HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(rep404), 404) << rep404;
   EXPECT_EQ(error_of(rep404)["message"], "no route for /v1/%FF%FE");
   for (bool stream : {false, true}) {
     const std::string rep =
         roundtrip(r.port, post("/v1/completions",
-                              std::string(R"({"model":"twin","prompt":"x","max_tokens":2,"stream":)") +
-                                  (stream ? "true" : "false") + "}",
-                              "x-request-id: id-\xff\r\nConnection: close\r\n"));
+                               std::string(R"({"model":"twin","prompt":"x","max_tokens":2,"stream":)") +
+                                   (stream ? "true" : "false") + "}",
+                               "x-request-id: id-\xff\r\nConnection: close\r\n"));
     ASSERT_EQ(status_of(rep), 200) << rep;
     // The id's bytes are ISO-8859-1 (as Starlette decodes headers): 0xFF is U+00FF, "\xc3\xbf" in UTF-8.
     const std::string payload = stream ? events(rep).front() : body_of(rep);
@@ -197,21 +202,23 @@ TEST(SimServeBadRequest, HugeNumbersAreErrorsWithTheRightValues) {
   Running r;
   const std::string e400 =
       roundtrip(r.port, post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":1e400})",
-                            "Connection: close\r\n"));
+                             "Connection: close\r\n"));
   EXPECT_EQ(status_of(e400), 400) << e400;
   // 2^31 - 1 output tokens + 2 prompt tokens: the sum is reported exactly, not wrapped to a negative.
   const std::string big = roundtrip(
       r.port, post("/v1/completions", R"({"model":"twin","prompt":"Hello world","max_tokens":2147483647})",
                    "Connection: close\r\n"));
   EXPECT_EQ(status_of(big), 400) << big;
-  EXPECT_NE(error_of(big)["message"].get<std::string>().find("you requested 2147483649 tokens (2 in the messages, "
-                                                              "2147483647 in the completion)"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(big)["message"].get<std::string>().find("you requested 2147483649 tokens (2 in the messages, "
+                                                       "2147483647 in the completion)"),
+      std::string::npos)
       << big;
   for (const char* v : {"2147483648", "18446744073709551615", "-9223372036854775808"}) {
-    const std::string rep = roundtrip(
-        r.port, post("/v1/completions", std::string(R"({"model":"twin","prompt":"x","max_tokens":)") + v + "}",
-                     "Connection: close\r\n"));
+    const std::string rep =
+        roundtrip(r.port, post("/v1/completions",
+                               std::string(R"({"model":"twin","prompt":"x","max_tokens":)") + v + "}",
+                               "Connection: close\r\n"));
     EXPECT_EQ(status_of(rep), 400) << v << ": " << rep;
     EXPECT_NE(error_of(rep)["message"].get<std::string>().find("out of range"), std::string::npos) << rep;
   }
@@ -224,12 +231,15 @@ TEST(SimServeBadRequest, ToolCallFieldsOfTheWrongTypeAre422) {
                            R"({"id":"c1","type":"function","function":{"name":"f","arguments":{"a":1}}})",
                            R"({"id":7,"type":"function","function":{"name":"f","arguments":"{}"}})"}) {
     for (bool stream : {false, true}) {
-      const std::string body = std::string(R"({"model":"twin","max_tokens":2,"stream":)") + (stream ? "true" : "false") +
+      const std::string body = std::string(R"({"model":"twin","max_tokens":2,"stream":)") +
+                               (stream ? "true" : "false") +
                                R"(,"messages":[{"role":"user","content":"hi"},)"
-                               R"({"role":"assistant","content":"","tool_calls":[)" + call + "]}]}";
+                               R"({"role":"assistant","content":"","tool_calls":[)" +
+                               call + "]}]}";
       const std::string rep = roundtrip(r.port, post("/v1/chat/completions", body, "Connection: close\r\n"));
       EXPECT_EQ(status_of(rep), 422) << call << ": " << rep;
-      EXPECT_NE(error_of(rep)["message"].get<std::string>().find("must be a string"), std::string::npos) << rep;
+      EXPECT_NE(error_of(rep)["message"].get<std::string>().find("must be a string"), std::string::npos)
+          << rep;
     }
   }
   // The same call with the right types is served.
@@ -269,7 +279,9 @@ TEST(SimServeBadRequest, OversizedBodyIs413BeforeItIsReadAndOthersKeepStreaming)
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto t0 = Clock::now();
   Raw big(r.port);
-  big.send("POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n");
+  big.send(
+      "POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: "
+      "52428800\r\n\r\n");
   big.send(R"({"model":"twin","prompt":")" + std::string(1 << 20, 'a'));  // the first MiB of 50
   const std::string rep = big.read_until("\r\n\r\n", 5.0);
   const double answered_s = since(t0);
@@ -299,7 +311,8 @@ TEST(SimServeBadRequest, Http10ClientGetsNoChunkedEncoding) {
   Running r;
   bool closed = false;
   Raw c(r.port);
-  c.send(post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":3,"stream":true})", "", "HTTP/1.0"));
+  c.send(post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":3,"stream":true})", "",
+              "HTTP/1.0"));
   const std::string rep = c.read_until_close(5.0, &closed);
   EXPECT_TRUE(closed) << "an HTTP/1.0 stream ends with the connection";
   EXPECT_EQ(rep.rfind("HTTP/1.0 200", 0), 0u) << rep;
@@ -335,12 +348,14 @@ TEST(SimServeBadRequest, ClosedConnectionsFreeTheirSessions) {
   for (int i = 0; i < 200; ++i) {  // server-closed (Connection: close) and client-closed keep-alive ones
     const bool server_closes = i % 2 == 0;
     Raw c(r.port);
-    c.send(std::string("GET /health HTTP/1.1\r\nHost: t\r\n") + (server_closes ? "Connection: close\r\n" : "") + "\r\n");
+    c.send(std::string("GET /health HTTP/1.1\r\nHost: t\r\n") +
+           (server_closes ? "Connection: close\r\n" : "") + "\r\n");
     c.read_until(server_closes ? "\r\n\r\n" : "Content-Length: 0\r\n\r\n", 2.0);
     if (server_closes) c.read_until_close(2.0);
   }
   const auto t0 = Clock::now();
-  while (r.server->stats().sessions > 0 && since(t0) < 3.0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (r.server->stats().sessions > 0 && since(t0) < 3.0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(r.server->stats().sessions, 0u);
   expect_healthy(r);
 }
@@ -376,13 +391,15 @@ TEST(SimServeBadRequest, ClientHangUpCancelsItsRequestInTheTwin) {
     const int cancels = r.tl.cancels.load();
     {
       Raw c(r.port);  // 2000 tokens x 5 ms = 10 s if nobody noticed
-      c.send(post("/v1/completions", std::string(R"({"model":"twin","prompt":"x","max_tokens":2000,"stream":)") +
-                                         (stream ? "true" : "false") + "}"));
+      c.send(
+          post("/v1/completions", std::string(R"({"model":"twin","prompt":"x","max_tokens":2000,"stream":)") +
+                                      (stream ? "true" : "false") + "}"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       EXPECT_EQ(r.server->stats().requests_in_flight, 1u);
     }
     const auto t0 = Clock::now();
-    while (r.tl.cancels.load() == cancels && since(t0) < 2.0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (r.tl.cancels.load() == cancels && since(t0) < 2.0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(r.tl.cancels.load(), cancels + 1) << (stream ? "stream" : "non-streaming");
     EXPECT_LT(since(t0), 1.0);
     EXPECT_EQ(r.server->stats().requests_in_flight, 0u);
@@ -430,7 +447,8 @@ TEST(SimServeBadRequest, PipelinedRequestsAreAnsweredInOrder) {
   Raw c(r.port);
   c.send(post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":5,"seed":1})") +
          "GET /health HTTP/1.1\r\nHost: t\r\n\r\n" +
-         post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":2,"seed":2})", "Connection: close\r\n"));
+         post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":2,"seed":2})",
+              "Connection: close\r\n"));
   bool closed = false;
   const std::string all = c.read_until_close(5.0, &closed);
   EXPECT_TRUE(closed);
@@ -451,10 +469,11 @@ TEST(SimServeBadRequest, AnExceptionInAHandlerIsA500ForThatRequestOnly) {
     if (prompt_tokens == 1) throw std::runtime_error("twin failure");
   };
   for (bool stream : {false, true}) {
-    const std::string rep = roundtrip(
-        r.port, post("/v1/completions", std::string(R"({"model":"twin","prompt":"x","max_tokens":2,"stream":)") +
-                                            (stream ? "true" : "false") + "}",
-                     "Connection: close\r\n"));
+    const std::string rep =
+        roundtrip(r.port, post("/v1/completions",
+                               std::string(R"({"model":"twin","prompt":"x","max_tokens":2,"stream":)") +
+                                   (stream ? "true" : "false") + "}",
+                               "Connection: close\r\n"));
     EXPECT_EQ(status_of(rep), 500) << rep;
     EXPECT_EQ(error_of(rep)["message"], "internal error: twin failure");
   }

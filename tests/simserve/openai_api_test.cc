@@ -22,7 +22,8 @@ GenerationRequest ok(const std::string& body, Endpoint ep = Endpoint::kCompletio
 }  // namespace
 
 TEST(OpenAiApi, CompletionsRequestAsVllmBenchSendsIt) {
-  const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"hi","max_tokens":7,"repetition_penalty":1.0,
+  const auto r =
+      ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"hi","max_tokens":7,"repetition_penalty":1.0,
     "logprobs":null,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true})");
   EXPECT_EQ(r.prompt, "hi");
   EXPECT_EQ(r.max_tokens, 7);
@@ -45,9 +46,10 @@ TEST(OpenAiApi, CompletionsPromptAsTokenIds) {
 }
 
 TEST(OpenAiApi, ChatRequestWithListContentAndThinking) {
-  const auto r = ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":[{"type":"text","text":"a"},
+  const auto r = ok(
+      R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":[{"type":"text","text":"a"},
     {"type":"text","text":"b"}]}],"max_completion_tokens":3,"max_tokens":99,"chat_template_kwargs":{"thinking":true}})",
-                    Endpoint::kChatCompletions);
+      Endpoint::kChatCompletions);
   ASSERT_EQ(r.messages.size(), 1u);
   EXPECT_EQ(r.messages[0].content, "a\nb");
   EXPECT_EQ(r.max_tokens, 3);  // max_completion_tokens wins over the deprecated max_tokens
@@ -60,15 +62,20 @@ TEST(OpenAiApi, StatusCodesForBadRequests) {
   EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":5})").status, 422);
   EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","max_tokens":"7"})").status, 422);
   EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","max_tokens":0})").status, 400);
-  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","stream_options":{"include_usage":true}})")
-                .status,
-            400);
-  EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[]})", Endpoint::kChatCompletions).status, 400);
+  EXPECT_EQ(
+      error_of(
+          R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","stream_options":{"include_usage":true}})")
+          .status,
+      400);
+  EXPECT_EQ(
+      error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[]})", Endpoint::kChatCompletions).status,
+      400);
   EXPECT_EQ(error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"wizard","content":"x"}]})",
                      Endpoint::kChatCompletions)
                 .status,
             400);
-  const auto e = error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","min_tokens":9,"max_tokens":2})");
+  const auto e =
+      error_of(R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x","min_tokens":9,"max_tokens":2})");
   EXPECT_EQ(e.param, "min_tokens");
 }
 

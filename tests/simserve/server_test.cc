@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <utility>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <utility>
 
 #include <chrono>
 #include <cmath>
@@ -74,8 +74,10 @@ std::vector<json> sse_events(const std::string& body, bool* done) {
   while ((p = body.find("data: ", p)) != std::string::npos) {
     const auto e = body.find("\n\n", p);
     const auto data = body.substr(p + 6, e - p - 6);
-    if (data == "[DONE]") *done = true;
-    else out.push_back(json::parse(data));
+    if (data == "[DONE]")
+      *done = true;
+    else
+      out.push_back(json::parse(data));
     p = e;
   }
   return out;
@@ -119,8 +121,9 @@ TEST(SimServe, StreamingCompletionHasExactTokensUsageAndTiming) {
 // A token-id prompt counts as sent: usage.prompt_tokens is its length, not a re-tokenisation.
 TEST(SimServe, TokenIdPromptCountsItsTokens) {
   Running r;
-  auto rep = request(r.port, http::verb::post, "/v1/completions",
-                     R"({"model":"twin","prompt":[464,2068,7586,21831,11687],"max_tokens":2,"ignore_eos":true})");
+  auto rep =
+      request(r.port, http::verb::post, "/v1/completions",
+              R"({"model":"twin","prompt":[464,2068,7586,21831,11687],"max_tokens":2,"ignore_eos":true})");
   ASSERT_EQ(rep.status, 200) << rep.body;
   EXPECT_EQ(json::parse(rep.body)["usage"]["prompt_tokens"], 5);
   EXPECT_EQ(json::parse(rep.body)["usage"]["completion_tokens"], 2);
@@ -132,7 +135,8 @@ TEST(SimServe, TimeScaleRunsFaster) {
   Running r(o);
   r.tl.ttft_s = 50.0;  // 50 s virtual = 50 ms wall
   const auto t0 = std::chrono::steady_clock::now();
-  auto rep = request(r.port, http::verb::post, "/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":3})");
+  auto rep =
+      request(r.port, http::verb::post, "/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":3})");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(rep.status, 200);
   // Never before the scaled time; and scaled at all: unscaled it would take 50 s, so half of that is a
@@ -165,12 +169,14 @@ TEST(SimServe, ContextLengthAndBadBodiesAreOpenAiErrors) {
   o.max_model_len = 10;
   o.max_body_bytes = 1000;
   Running r(o);
-  auto rep = request(r.port, http::verb::post, "/v1/completions", R"({"model":"twin","prompt":"a b c","max_tokens":9})");
+  auto rep = request(r.port, http::verb::post, "/v1/completions",
+                     R"({"model":"twin","prompt":"a b c","max_tokens":9})");
   EXPECT_EQ(rep.status, 400);
   EXPECT_NE(json::parse(rep.body)["error"]["message"].get<std::string>().find("maximum context length is 10"),
             std::string::npos);
   EXPECT_EQ(request(r.port, http::verb::post, "/v1/completions", "{").status, 400);
-  EXPECT_EQ(request(r.port, http::verb::post, "/v1/completions", R"({"model":"x","prompt":"a"})").status, 404);
+  EXPECT_EQ(request(r.port, http::verb::post, "/v1/completions", R"({"model":"x","prompt":"a"})").status,
+            404);
   EXPECT_EQ(request(r.port, http::verb::post, "/v1/completions", std::string(2000, ' ')).status, 413);
 }
 

@@ -45,7 +45,9 @@ inline std::string git_blob_sha1(const std::string& content) {
   blob.push_back('\0');
   return hex_digest(blob + content, "sha1");
 }
-inline std::string sha256_hex(const std::string& content) { return hex_digest(content, "sha256"); }
+inline std::string sha256_hex(const std::string& content) {
+  return hex_digest(content, "sha256");
+}
 
 struct FakeHubFile {
   std::string content;
@@ -53,7 +55,7 @@ struct FakeHubFile {
 };
 
 struct FakeHubRepo {
-  std::map<std::string, std::string> refs;                             ///< branch or tag -> commit
+  std::map<std::string, std::string> refs;                            ///< branch or tag -> commit
   std::map<std::string, std::map<std::string, FakeHubFile>> commits;  ///< commit -> path -> file
   bool gated = false;
   std::string renamed_to;  ///< non-empty: every resolve URL answers 307 to this id
@@ -168,8 +170,9 @@ class FakeHub {
         for (const auto& [commit, files] : repo.commits)
           for (const auto& [name, f] : files)
             if (f.lfs && sha256_hex(f.content) == path.substr(5))
-              return bytes(f.content, "Content-Type: application/octet-stream\r\nETag: \"" + path.substr(5) + "\"\r\n", r.range,
-                           r.method == "GET");
+              return bytes(f.content,
+                           "Content-Type: application/octet-stream\r\nETag: \"" + path.substr(5) + "\"\r\n",
+                           r.range, r.method == "GET");
       return {"HTTP/1.1 404 Not Found\r\n", "NoSuchKey"};
     }
     const auto at = path.find("/resolve/");
@@ -177,7 +180,8 @@ class FakeHub {
     const std::string id = path.substr(1, at - 1);
     const std::string rest = path.substr(at + 9);
     const std::string rev = decode(rest.substr(0, rest.find('/')));
-    const std::string file = rest.find('/') == std::string::npos ? "" : decode(rest.substr(rest.find('/') + 1));
+    const std::string file =
+        rest.find('/') == std::string::npos ? "" : decode(rest.substr(rest.find('/') + 1));
     const auto repo_it = repos_.find(id);
     if (repo_it == repos_.end())
       return error("401 Unauthorized", "RepositoryNotFound", "Repository not found");
@@ -189,8 +193,9 @@ class FakeHub {
     if (repo.gated) {
       if (r.authorization.empty())
         return error("401 Unauthorized", "GatedRepo",
-                     "Access to model " + id + " is restricted. You must have access to it and be authenticated to "
-                     "access it. Please log in.");
+                     "Access to model " + id +
+                         " is restricted. You must have access to it and be authenticated to "
+                         "access it. Please log in.");
       if (r.authorization != "Bearer " + token_)
         return error("403 Forbidden", "GatedRepo",
                      "Access to model " + id + " is restricted and you are not in the authorized list.");
@@ -198,7 +203,8 @@ class FakeHub {
     std::string commit = rev;
     if (auto ref = repo.refs.find(rev); ref != repo.refs.end()) commit = ref->second;
     const auto files_it = repo.commits.find(commit);
-    if (files_it == repo.commits.end()) return error("404 Not Found", "RevisionNotFound", "Invalid rev id: " + rev);
+    if (files_it == repo.commits.end())
+      return error("404 Not Found", "RevisionNotFound", "Invalid rev id: " + rev);
     const auto f = files_it->second.find(file);
     if (f == files_it->second.end())
       return error("404 Not Found", "EntryNotFound", file + " does not exist on \"" + rev + "\"",
@@ -208,9 +214,9 @@ class FakeHub {
       const std::string cdn =
           repo.cdn_origin.empty() ? "http://localhost:" + std::to_string(port()) : repo.cdn_origin;
       return {"HTTP/1.1 302 Found\r\nLocation: " + cdn + "/cdn/" + sha +
-                  "?X-Amz-Signature=abc123\r\nX-Linked-Etag: \"" + sha + "\"\r\nX-Linked-Size: " +
-                  std::to_string(f->second.content.size()) + "\r\nETag: \"" + git_blob_sha1("pointer " + sha) +
-                  "\"\r\nX-Repo-Commit: " + commit + "\r\n",
+                  "?X-Amz-Signature=abc123\r\nX-Linked-Etag: \"" + sha +
+                  "\"\r\nX-Linked-Size: " + std::to_string(f->second.content.size()) + "\r\nETag: \"" +
+                  git_blob_sha1("pointer " + sha) + "\"\r\nX-Repo-Commit: " + commit + "\r\n",
               "Found. Redirecting to the CDN"};
     }
     return bytes(f->second.content,
@@ -238,7 +244,8 @@ class FakeHub {
         log_.push_back(r);
       }
       const Answer a = answer(r);
-      std::string out = a.head + "Content-Length: " + std::to_string(a.body.size()) + "\r\nConnection: close\r\n\r\n";
+      std::string out =
+          a.head + "Content-Length: " + std::to_string(a.body.size()) + "\r\nConnection: close\r\n\r\n";
       if (r.method != "HEAD") out += a.body.substr(0, a.send_only);
       boost::asio::write(sock, boost::asio::buffer(out), ec);
       sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);

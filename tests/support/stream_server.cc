@@ -10,13 +10,13 @@
 #include <thread>
 #include <utility>
 
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
-#include <openssl/ec.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 namespace servelab::test_support {
 namespace {
@@ -27,14 +27,31 @@ using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 using SslStream = asio::ssl::stream<tcp::socket>;
 
-tcp::socket& lowest(tcp::socket& s) { return s; }
-tcp::socket& lowest(SslStream& s) { return s.next_layer(); }
+tcp::socket& lowest(tcp::socket& s) {
+  return s;
+}
+tcp::socket& lowest(SslStream& s) {
+  return s.next_layer();
+}
 
-constexpr const char* kFaultNames[] = {"none",        "bad_json",   "http_500",     "reset",
-                                       "close",       "split_events", "comments",   "partial_utf8",
-                                       "crlf",        "no_choices", "server_error", "stall",
-                                       "malformed_sse", "no_usage", "close_delimited", "multi_event_write",
-                                       "close_after_response", "byte_by_byte"};
+constexpr const char* kFaultNames[] = {"none",
+                                       "bad_json",
+                                       "http_500",
+                                       "reset",
+                                       "close",
+                                       "split_events",
+                                       "comments",
+                                       "partial_utf8",
+                                       "crlf",
+                                       "no_choices",
+                                       "server_error",
+                                       "stall",
+                                       "malformed_sse",
+                                       "no_usage",
+                                       "close_delimited",
+                                       "multi_event_write",
+                                       "close_after_response",
+                                       "byte_by_byte"};
 
 Clock::duration secs(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -58,7 +75,9 @@ struct Piece {
 
 }  // namespace
 
-const char* fault_name(Fault fault) { return kFaultNames[static_cast<int>(fault)]; }
+const char* fault_name(Fault fault) {
+  return kFaultNames[static_cast<int>(fault)];
+}
 
 Fault fault_from_name(std::string_view name) {
   for (std::size_t i = 0; i < std::size(kFaultNames); ++i) {
@@ -202,8 +221,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     } catch (const std::exception&) {
       plan.fault = Fault::kHttp500;  // unparsable request: answer like a server would
     }
-    plan.tokens = tokens_header.empty() ? (o.num_tokens >= 0 ? o.num_tokens : max_tokens)
-                                        : std::stoi(tokens_header);
+    plan.tokens =
+        tokens_header.empty() ? (o.num_tokens >= 0 ? o.num_tokens : max_tokens) : std::stoi(tokens_header);
     begin_response(plan);
   }
 
@@ -211,28 +230,34 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     const StreamServerOptions& o = srv_->options;
     std::string text;
     const bool utf8 = plan_.fault == Fault::kPartialUtf8;
-    for (int t = 0; t < tokens_in_chunk; ++t) text += utf8 ? "\xC3\xA9\xE4\xB8\x96\xF0\x9F\x99\x82" : o.token_text;
+    for (int t = 0; t < tokens_in_chunk; ++t)
+      text += utf8 ? "\xC3\xA9\xE4\xB8\x96\xF0\x9F\x99\x82" : o.token_text;
     std::string usage = "null";
     if (o.continuous_usage) {
-      usage = "{\"prompt_tokens\":" + std::to_string(plan_.prompt_tokens) + ",\"total_tokens\":" +
-              std::to_string(plan_.prompt_tokens + tokens_so_far) +
+      usage = "{\"prompt_tokens\":" + std::to_string(plan_.prompt_tokens) +
+              ",\"total_tokens\":" + std::to_string(plan_.prompt_tokens + tokens_so_far) +
               ",\"completion_tokens\":" + std::to_string(tokens_so_far) + "}";
     }
     const char* finish = last_chunk ? "\"length\"" : "null";
     if (!plan_.chat) {
-      return "{\"id\":\"cmpl-" + plan_.id + "\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\","
-             "\"choices\":[{\"index\":0,\"text\":\"" + text + "\",\"logprobs\":null,\"finish_reason\":" + finish +
+      return "{\"id\":\"cmpl-" + plan_.id +
+             "\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\","
+             "\"choices\":[{\"index\":0,\"text\":\"" +
+             text + "\",\"logprobs\":null,\"finish_reason\":" + finish +
              ",\"stop_reason\":null}],\"usage\":" + usage + "}";
     }
     const bool reasoning = chunk < o.reasoning_tokens;
-    const std::string delta = reasoning ? "{\"reasoning_content\":\"" + text + "\"}" : "{\"content\":\"" + text + "\"}";
-    return "{\"id\":\"chatcmpl-" + plan_.id + "\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
-           "\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"logprobs\":null,\"finish_reason\":" + finish +
-           "}],\"usage\":" + usage + "}";
+    const std::string delta =
+        reasoning ? "{\"reasoning_content\":\"" + text + "\"}" : "{\"content\":\"" + text + "\"}";
+    return "{\"id\":\"chatcmpl-" + plan_.id +
+           "\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+           "\"choices\":[{\"index\":0,\"delta\":" +
+           delta + ",\"logprobs\":null,\"finish_reason\":" + finish + "}],\"usage\":" + usage + "}";
   }
 
   std::string role_event() const {
-    return "{\"id\":\"chatcmpl-" + plan_.id + "\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+    return "{\"id\":\"chatcmpl-" + plan_.id +
+           "\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
            "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
            "\"finish_reason\":null}]}";
   }
@@ -259,15 +284,20 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (plan.fault == Fault::kStall) return read();  // never answers; waits for the client to go
     if (plan.fault == Fault::kHttp500) {
       const std::string body =
-          "{\"object\":\"error\",\"message\":\"test server: internal error\",\"type\":\"InternalServerError\","
+          "{\"object\":\"error\",\"message\":\"test server: internal "
+          "error\",\"type\":\"InternalServerError\","
           "\"param\":null,\"code\":500}";
-      pieces_.push_back({"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
-                         t0, 0, false, false, true});
+      pieces_.push_back(
+          {"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body,
+           t0, 0, false, false, true});
       return pump();
     }
-    std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
-    head += plan.fault == Fault::kCloseDelimited ? "Connection: close\r\n\r\n" : "Transfer-Encoding: chunked\r\n\r\n";
+    std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
+    head += plan.fault == Fault::kCloseDelimited ? "Connection: close\r\n\r\n"
+                                                 : "Transfer-Encoding: chunked\r\n\r\n";
     pieces_.push_back({head, t0, 0});
     pump();
   }
@@ -281,15 +311,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (next_chunk_ > chunks) return false;
     const int j = next_chunk_++;
     const Clock::time_point at = t0 + secs(plan_.ttft_s + std::max(0, j) * plan_.itl_s);
-    const Clock::time_point tail_at =
-        t0 + secs(plan_.ttft_s + std::max(0, chunks - 1) * plan_.itl_s);
+    const Clock::time_point tail_at = t0 + secs(plan_.ttft_s + std::max(0, chunks - 1) * plan_.itl_s);
     if (j == chunks) {  // tail: usage, [DONE], terminating chunk
       std::string tail;
       if (plan_.usage && plan_.fault != Fault::kNoUsage) {
         const std::string usage = "{\"prompt_tokens\":" + std::to_string(plan_.prompt_tokens) +
                                   ",\"total_tokens\":" + std::to_string(plan_.prompt_tokens + plan_.tokens) +
                                   ",\"completion_tokens\":" + std::to_string(plan_.tokens) + "}";
-        tail += sse(std::string("{\"id\":\"x\",\"object\":\"") + (plan_.chat ? "chat.completion.chunk" : "text_completion") +
+        tail += sse(std::string("{\"id\":\"x\",\"object\":\"") +
+                    (plan_.chat ? "chat.completion.chunk" : "text_completion") +
                     "\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":" + usage + "}");
       }
       tail += sse("[DONE]");
@@ -328,8 +358,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       payload = "data: {\"choices\": [{\"text\": \"broken\"\n\n";
       events = 0;
     } else if (at_fault && plan_.fault == Fault::kServerError) {
-      payload = sse("{\"error\":{\"object\":\"error\",\"message\":\"test server: engine died\","
-                    "\"type\":\"InternalServerError\",\"code\":500}}");
+      payload =
+          sse("{\"error\":{\"object\":\"error\",\"message\":\"test server: engine died\","
+              "\"type\":\"InternalServerError\",\"code\":500}}");
       events = 0;
     } else if (at_fault && plan_.fault == Fault::kMalformedSse) {
       payload = "garbage line without a field\n\n";
@@ -339,7 +370,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         payload += sse(role_event());
         ++events;
       }
-      if (plan_.fault == Fault::kComments) payload += ": ping\n\nevent: message\nid: " + std::to_string(j) + "\n";
+      if (plan_.fault == Fault::kComments)
+        payload += ": ping\n\nevent: message\nid: " + std::to_string(j) + "\n";
       payload += sse(event(j, tokens_in_chunk, tokens_so_far, j == chunks - 1));
     }
     if (plan_.fault == Fault::kSplitEvents) {
@@ -445,8 +477,8 @@ static std::unique_ptr<asio::ssl::context> make_self_signed_context(const std::s
   X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
   X509_set_pubkey(cert, key);
   X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(host.c_str()), -1,
-                             -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(host.c_str()),
+                             -1, -1, 0);
   X509_set_issuer_name(cert, name);
   X509V3_CTX v3;
   X509V3_set_ctx_nodb(&v3);
@@ -509,7 +541,9 @@ StreamServer::StreamServer(StreamServerOptions options) : impl_(std::make_unique
   }
 }
 
-StreamServer::~StreamServer() { stop(); }
+StreamServer::~StreamServer() {
+  stop();
+}
 
 void StreamServer::stop() {
   if (impl_->stopped) return;
@@ -521,10 +555,13 @@ void StreamServer::stop() {
   for (auto& io : impl_->ios) io.reset();  // destroys sessions (their logs are committed)
 }
 
-std::uint16_t StreamServer::port() const { return impl_->port; }
+std::uint16_t StreamServer::port() const {
+  return impl_->port;
+}
 
 std::string StreamServer::url(std::string_view path) const {
-  return (impl_->options.tls ? "https://" : "http://") + impl_->options.host + ":" + std::to_string(impl_->port) + std::string(path);
+  return (impl_->options.tls ? "https://" : "http://") + impl_->options.host + ":" +
+         std::to_string(impl_->port) + std::string(path);
 }
 
 std::vector<Emission> StreamServer::emissions() const {
@@ -532,8 +569,12 @@ std::vector<Emission> StreamServer::emissions() const {
   return impl_->log;
 }
 
-std::size_t StreamServer::requests_received() const { return impl_->received.load(); }
+std::size_t StreamServer::requests_received() const {
+  return impl_->received.load();
+}
 
-std::size_t StreamServer::connections_accepted() const { return impl_->accepted.load(); }
+std::size_t StreamServer::connections_accepted() const {
+  return impl_->accepted.load();
+}
 
 }  // namespace servelab::test_support

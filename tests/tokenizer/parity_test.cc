@@ -79,14 +79,16 @@ std::string show(const std::string& s, std::size_t max = 120) {
 }
 
 // Describes the first difference between two id sequences with the tokens around it.
-std::string describe_mismatch(const Tokenizer& tok, const std::vector<TokenId>& got, const std::vector<TokenId>& want) {
+std::string describe_mismatch(const Tokenizer& tok, const std::vector<TokenId>& got,
+                              const std::vector<TokenId>& want) {
   std::size_t i = 0;
   while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
   std::ostringstream os;
   auto window = [&](const std::vector<TokenId>& v) {
     std::string s;
     for (std::size_t k = (i >= 3 ? i - 3 : 0); k < std::min(v.size(), i + 4); ++k) {
-      s += (k == i ? " >>" : " ") + std::to_string(v[k]) + ":" + show(tok.id_to_token(v[k]).value_or("?"), 24);
+      s +=
+          (k == i ? " >>" : " ") + std::to_string(v[k]) + ":" + show(tok.id_to_token(v[k]).value_or("?"), 24);
     }
     return s;
   };
@@ -135,7 +137,8 @@ void check_parity(const std::string& kind, const std::string& name) {
     if (got != want) {
       ++encode_mismatches;
       if (reports.size() < 8) {
-        reports.push_back("encode " + case_name + " " + show(text) + "\n    " + describe_mismatch(tok, got, want));
+        reports.push_back("encode " + case_name + " " + show(text) + "\n    " +
+                          describe_mismatch(tok, got, want));
       }
     }
     const auto& plain = c.at("ids_no_special");
@@ -145,7 +148,8 @@ void check_parity(const std::string& kind, const std::string& name) {
       if (got_plain != want_plain) {
         ++encode_mismatches;
         if (reports.size() < 8) {
-          reports.push_back("encode(no special) " + case_name + "\n    " + describe_mismatch(tok, got_plain, want_plain));
+          reports.push_back("encode(no special) " + case_name + "\n    " +
+                            describe_mismatch(tok, got_plain, want_plain));
         }
       }
     }
@@ -181,11 +185,21 @@ void check_parity(const std::string& kind, const std::string& name) {
   EXPECT_EQ(decode_mismatches, 0u) << summary.str() << details;
 }
 
-TEST(TokenizerParity, DeepSeekV3AllDataTexts) { check_parity("data", "deepseek"); }
-TEST(TokenizerParity, Gpt2AllDataTexts) { check_parity("data", "gpt2"); }
-TEST(TokenizerParity, DeepSeekV3Adversarial) { check_parity("adversarial", "deepseek"); }
-TEST(TokenizerParity, DeepSeekV32ThinkTokensAdversarial) { check_parity("adversarial", "deepseek_v32"); }
-TEST(TokenizerParity, Gpt2Adversarial) { check_parity("adversarial", "gpt2"); }
+TEST(TokenizerParity, DeepSeekV3AllDataTexts) {
+  check_parity("data", "deepseek");
+}
+TEST(TokenizerParity, Gpt2AllDataTexts) {
+  check_parity("data", "gpt2");
+}
+TEST(TokenizerParity, DeepSeekV3Adversarial) {
+  check_parity("adversarial", "deepseek");
+}
+TEST(TokenizerParity, DeepSeekV32ThinkTokensAdversarial) {
+  check_parity("adversarial", "deepseek_v32");
+}
+TEST(TokenizerParity, Gpt2Adversarial) {
+  check_parity("adversarial", "gpt2");
+}
 
 // Sentencepiece-style BPE (Metaspace, byte_fallback, Prepend/Replace normalizers, Strip/Fuse/ByteFallback
 // decoders), every Split behavior, Digits, NFKC/Lowercase, ignore_merges, lstrip/rstrip/single_word.

@@ -42,9 +42,11 @@ void write(const fs::path& p, const std::string& text) {
 std::string tiny_json(const std::string& pre = R"({"type": "ByteLevel", "add_prefix_space": false})",
                       const std::string& extra_model = "") {
   return R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-    "normalizer": null, "pre_tokenizer": )" + pre + R"(, "post_processor": null,
+    "normalizer": null, "pre_tokenizer": )" +
+         pre + R"(, "post_processor": null,
     "decoder": {"type": "ByteLevel"},
-    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])" + extra_model + "}}";
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])" +
+         extra_model + "}}";
 }
 
 std::string load_error(const fs::path& p) {
@@ -63,7 +65,8 @@ const Tokenizer& deepseek() {
 
 TEST(Tokenizer, DeepSeekKnownIds) {
   // Reference: npm tokenizers 0.23.2 on DeepSeek-V3's tokenizer.json, add_special_tokens=false.
-  const std::vector<TokenId> want = {19923, 2058, 6776, 223, 1527, 223, 6895, 18009, 25, 223, 30594, 3427, 223, 128803, 6366, 0};
+  const std::vector<TokenId> want = {19923, 2058, 6776,  223,  1527, 223,    6895, 18009,
+                                     25,    223,  30594, 3427, 223,  128803, 6366, 0};
   const std::string text = "Hello world  \n\n  x 1234567 你好世界 <｜User｜>hi<｜begin▁of▁sentence｜>";
   EXPECT_EQ(deepseek().encode(text, false), want);
   // With special tokens: transformers' LlamaTokenizerFast adds BOS (tokenizer_config add_bos_token).
@@ -114,17 +117,22 @@ TEST(Tokenizer, Gpt2OriginalFileLoadsAndDropsUnusableMerge) {
   EXPECT_NE(t.load_warnings()[0].find("model.type is missing"), std::string::npos);
   EXPECT_NE(t.load_warnings()[1].find("ĠCla ude"), std::string::npos);
   // Reference (fixed copy, npm tokenizers 0.23.2): "Hello Claude world's  end".
-  EXPECT_EQ(t.encode("Hello Claude world's  end"), (std::vector<TokenId>{15496, 27166, 2507, 995, 338, 220, 886}));
+  EXPECT_EQ(t.encode("Hello Claude world's  end"),
+            (std::vector<TokenId>{15496, 27166, 2507, 995, 338, 220, 886}));
   EXPECT_EQ(t.vocab_size(), 50257u);
   EXPECT_EQ(t.num_special_tokens_to_add(), 0u);
   EXPECT_EQ(t.special_ids(), std::vector<TokenId>{50256});
-  EXPECT_EQ(t.all_special_ids(), std::vector<TokenId>{50256});  // no tokenizer_config.json: the added specials
+  EXPECT_EQ(t.all_special_ids(),
+            std::vector<TokenId>{50256});  // no tokenizer_config.json: the added specials
 }
 
 TEST(Tokenizer, InvalidUtf8IsReplacedLikeTheReference) {
   // Bytes 61 FF 62: the reference only takes strings; the bytes become "a\uFFFDb" (maximal-subpart
   // replacement), whose ids are [67, 2808, 68] (npm tokenizers 0.23.2).
-  EXPECT_EQ(deepseek().encode(std::string("a\xFF" "b"), false), (std::vector<TokenId>{67, 2808, 68}));
+  EXPECT_EQ(deepseek().encode(std::string("a\xFF"
+                                          "b"),
+                              false),
+            (std::vector<TokenId>{67, 2808, 68}));
 }
 
 TEST(Tokenizer, ConcurrentEncodeIsConsistent) {
@@ -148,7 +156,8 @@ TEST(Tokenizer, LiteralStringPatternRegression) {
   // Bug fixed: PCRE2 refuses PCRE2_UCP with PCRE2_LITERAL, so {"String": " "} (Llama-2's Replace
   // normalizer) failed to load. Hand-computed: "a b" -> "a▁b" -> no merge applies -> [a, ▁, b].
   const fs::path d = temp_dir("literal");
-  write(d / "tokenizer.json", R"({"normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+  write(d / "tokenizer.json",
+        R"({"normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
     "pre_tokenizer": null, "decoder": {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
     "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u2581": 3}, "merges": ["a b"]}})");
   const Tokenizer t = Tokenizer::from_file(d / "tokenizer.json");
@@ -164,8 +173,9 @@ TEST(Tokenizer, DefaultConstructedThrowsInsteadOfCrashing) {
 }
 
 TEST(TokenizerLoad, MissingFile) {
-  EXPECT_NE(load_error("/nonexistent/tokenizer.json").find("tokenizer file not found: /nonexistent/tokenizer.json"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error("/nonexistent/tokenizer.json").find("tokenizer file not found: /nonexistent/tokenizer.json"),
+      std::string::npos);
 }
 
 TEST(TokenizerLoad, DirectoryIsNotAFile) {
@@ -186,7 +196,8 @@ TEST(TokenizerLoad, UnsupportedPreTokenizerNamesJsonPath) {
   write(d / "tokenizer.json",
         tiny_json(R"({"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": true},
                      {"type": "ByteLevel", "add_prefix_space": false}, {"type": "Punctuation", "behavior": "Isolated"}]})"));
-  EXPECT_NE(load_error(d / "tokenizer.json").find("pre_tokenizer.pretokenizers[2].type = \"Punctuation\" is not supported"),
+  EXPECT_NE(load_error(d / "tokenizer.json")
+                .find("pre_tokenizer.pretokenizers[2].type = \"Punctuation\" is not supported"),
             std::string::npos)
       << load_error(d / "tokenizer.json");
 }
@@ -197,7 +208,8 @@ TEST(TokenizerLoad, MalformedComponentsNameJsonPath) {
     std::string json, expect;
   };
   const std::vector<Case> cases = {
-      {tiny_json(R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})"),
+      {tiny_json(
+           R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})"),
        "pre_tokenizer.pattern.Regex = \"(unclosed\": invalid regex"},
       {tiny_json(R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways", "invert": false})"),
        "pre_tokenizer.behavior = \"Sideways\" is not supported"},
@@ -275,7 +287,9 @@ TEST(TokenizerResolve, HuggingFaceCacheSnapshot) {
 TEST(TokenizerResolve, DeepSeekIdsUseTheMakeDepsCache) {
   for (const char* id : {"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2",
                          "deepseek-ai/DeepSeek-V3.2-Exp", "DeepSeek-AI/deepseek-v3.2"}) {
-    EXPECT_EQ(resolve_tokenizer_path(id), common::cache_dir() / "tokenizers" / "deepseek-v3" / "tokenizer.json") << id;
+    EXPECT_EQ(resolve_tokenizer_path(id),
+              common::cache_dir() / "tokenizers" / "deepseek-v3" / "tokenizer.json")
+        << id;
   }
 }
 

@@ -50,7 +50,9 @@ double arg_value(const std::vector<std::string>& args, const std::string& flag) 
   return 0;
 }
 
-bool process_alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+bool process_alive(pid_t pid) {
+  return kill(pid, 0) == 0 || errno != ESRCH;
+}
 
 /// Waits up to 10 s for `pid` to be gone (it is reaped by its supervisor, not by this test).
 bool gone_within_10_s(pid_t pid) {
@@ -173,7 +175,8 @@ TEST_F(EngineReuse, OrdinaryTrialsAndAnotherConfigLaunchFresh) {
   // of another config does not reuse the kept engine, which is stopped first (the port is free for it).
   Evaluator ev(study, runner(), "local", nullptr, {}, nullptr, nullptr, {});
   const auto at = [&](double rate) {
-    return std::vector<std::string>{load_scenario_id(study.slo.scenario, LoadPoint{LoadKind::kRequestRate, rate})};
+    return std::vector<std::string>{
+        load_scenario_id(study.slo.scenario, LoadPoint{LoadKind::kRequestRate, rate})};
   };
   ev.evaluate(CandidateConfig{"a", {}}, at(3), "x");
   ev.evaluate(CandidateConfig{"a", {}}, at(5), "x");

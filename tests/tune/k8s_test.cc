@@ -10,12 +10,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
-#include "test_study.h"
 #include "servelab/tune/study.h"
+#include "test_study.h"
 
 namespace fs = std::filesystem;
 namespace st = servelab::tune;
@@ -78,7 +78,8 @@ std::string read(const fs::path& p) {
 
 fs::path fresh_dir(const std::string& name) {
   // Per process: two checkouts' test runs on one machine must not share the directory.
-  const fs::path d = fs::temp_directory_path() / ("servelab_k8s_test_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("servelab_k8s_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -193,9 +194,10 @@ TEST(K8sRender, NeverDeletesFilesItDidNotWrite) {
     st::render_k8s_study(s, dir, st::testing::fake_runner());
     FAIL() << "rendered into a foreign directory";
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), dir.string() + " holds deployment.yaml, which tune --render did not write "
-                                                    "(no trials.tsv of an earlier render): use an empty or new "
-                                                    "directory");
+    EXPECT_EQ(std::string(e.what()), dir.string() +
+                                         " holds deployment.yaml, which tune --render did not write "
+                                         "(no trials.tsv of an earlier render): use an empty or new "
+                                         "directory");
   }
   EXPECT_EQ(read(dir / "deployment.yaml"), "kind: Deployment\n");
   fs::remove(dir / "deployment.yaml");
@@ -206,9 +208,10 @@ TEST(K8sRender, NeverDeletesFilesItDidNotWrite) {
     st::render_k8s_study(s, dir, st::testing::fake_runner());
     FAIL() << "deleted mine.yaml";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("holds mine.yaml, which tune --render did not write (not listed in its "
-                                         "trials.tsv)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("holds mine.yaml, which tune --render did not write (not listed in its "
+                                   "trials.tsv)"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_EQ(read(dir / "mine.yaml"), "kind: Service\n");
@@ -294,7 +297,8 @@ command = ["trtllm-serve", "{model}"]
 // the keys the Secret must hold. No file it writes holds a credential.
 TEST(K8sRender, NoCredentialInAnyFileItWrites) {
   std::string text = kStudy;
-  text.replace(text.find("\"--host\", \"{host}\""), 18, "\"--host\", \"{host}\", \"--api-key\", \"sk-live-4f9a\"");
+  text.replace(text.find("\"--host\", \"{host}\""), 18,
+               "\"--host\", \"{host}\", \"--api-key\", \"sk-live-4f9a\"");
   text.replace(text.find("HF_TOKEN = \"hf_secret_value\""), 28,
                "HF_TOKEN = \"hf_secret_value\", HF_ENDPOINT = \"https://mu:pw-9d2e@mirror.example\"");
   text.replace(text.find("\"/v1/chat/completions\"]"), 23,
@@ -311,12 +315,14 @@ TEST(K8sRender, NoCredentialInAnyFileItWrites) {
     EXPECT_EQ(body.find("pw-9d2e"), std::string::npos) << f.path();  // a URL's password in an env value
   }
   EXPECT_EQ(r.secret_keys, (std::set<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_API_KEY",
-                                                   "SERVELAB_SECRET_AUTHORIZATION"}));
-  EXPECT_EQ(r.manifests[0].secret_keys, (std::vector<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_API_KEY",
-                                                                  "SERVELAB_SECRET_AUTHORIZATION"}));
+                                                  "SERVELAB_SECRET_AUTHORIZATION"}));
+  EXPECT_EQ(r.manifests[0].secret_keys,
+            (std::vector<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_API_KEY",
+                                      "SERVELAB_SECRET_AUTHORIZATION"}));
 
   // The Job: the engine's exec-form command references the key; its env fills it from the Secret.
-  const YAML::Node pod = YAML::LoadFile((dir / "k8s-small-001-sglang.yaml").string())["spec"]["template"]["spec"];
+  const YAML::Node pod =
+      YAML::LoadFile((dir / "k8s-small-001-sglang.yaml").string())["spec"]["template"]["spec"];
   const auto cmd = pod["initContainers"][0]["command"].as<std::vector<std::string>>();
   const auto at = std::find(cmd.begin(), cmd.end(), "--api-key");
   ASSERT_NE(at, cmd.end());
@@ -330,14 +336,17 @@ TEST(K8sRender, NoCredentialInAnyFileItWrites) {
   // The benchmark's script: the header's value (scheme included: the Secret holds "Bearer ...") is the
   // shell's expansion of the variable.
   const YAML::Node bench = pod["containers"][0];
-  EXPECT_NE(bench["command"][2].as<std::string>().find("--header Authorization=\"${SERVELAB_SECRET_AUTHORIZATION}\" "),
+  EXPECT_NE(bench["command"][2].as<std::string>().find(
+                "--header Authorization=\"${SERVELAB_SECRET_AUTHORIZATION}\" "),
             std::string::npos)
       << bench["command"][2].as<std::string>();
   EXPECT_EQ(bench["env"][0]["name"].as<std::string>(), "SERVELAB_SECRET_AUTHORIZATION");
-  EXPECT_EQ(bench["env"][0]["valueFrom"]["secretKeyRef"]["key"].as<std::string>(), "SERVELAB_SECRET_AUTHORIZATION");
+  EXPECT_EQ(bench["env"][0]["valueFrom"]["secretKeyRef"]["key"].as<std::string>(),
+            "SERVELAB_SECRET_AUTHORIZATION");
 
   // The LeaderWorkerSet: head and worker scripts expand the variable; both containers get it.
-  const YAML::Node lws = YAML::LoadFile((dir / "k8s-small-002-sglang.yaml").string())["spec"]["leaderWorkerTemplate"];
+  const YAML::Node lws =
+      YAML::LoadFile((dir / "k8s-small-002-sglang.yaml").string())["spec"]["leaderWorkerTemplate"];
   EXPECT_NE(lws["leaderTemplate"]["spec"]["containers"][0]["command"][2].as<std::string>().find(
                 "--api-key \"${SERVELAB_SECRET_API_KEY}\""),
             std::string::npos);

@@ -22,7 +22,9 @@
 namespace servelab::tune {
 namespace {
 
-Study small(const std::string& extra) { return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data"); }
+Study small(const std::string& extra) {
+  return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data");
+}
 
 /// Value of `flag` in a scenario's args (0 when absent).
 double arg_value(const std::vector<std::string>& args, const std::string& flag) {
@@ -73,8 +75,8 @@ TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
   // kept off the end at 20 × 1.05 = 21, which fails: 21/20 = 1.05 is within the tolerance. 8 runs.
   Study s = small(kSlo);
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches), "twin", nullptr, {},
-               nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches), "twin",
+               nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
@@ -103,8 +105,8 @@ TEST(SloSearch, ConcurrencyStopsAtAdjacentIntegers) {
   // integer below the failing end), which passes: hi − lo = 1. 6 runs.
   Study s = small("\n[slo]\np99_ttft_ms = 2000\nsearch = \"concurrency\"\n");
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches), "twin", nullptr, {},
-               nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches), "twin",
+               nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.variable, LoadKind::kConcurrency);
@@ -119,10 +121,10 @@ TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
   // 3 real runs instead of 8 from 1 req/s.
   Study s = small(kSlo);
   int twin_launches = 0, real_launches = 0;
-  Evaluator twin(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches), "twin",
-                 nullptr, {}, nullptr, nullptr, {});
-  Evaluator real(s, curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches), "local",
-                 nullptr, {}, nullptr, nullptr, {});
+  Evaluator twin(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches),
+                 "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator real(s, curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches),
+                 "local", nullptr, {}, nullptr, nullptr, {});
   real.set_load_guide(&twin);
   const SloResult r = slo_search(s, real, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.twin_start);
@@ -137,8 +139,8 @@ TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
 TEST(SloSearch, ReportsWhenNothingMeetsTheSlos) {
   Study s = small("\n[slo]\np99_ttft_ms = 2000\nmin_value = 0.5\n");
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), "twin", nullptr, {},
-               nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), "twin", nullptr,
+               {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_FALSE(r.found);
   EXPECT_EQ(probe_values(r), (std::vector<double>{1, 0.5}));
@@ -274,7 +276,8 @@ TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
   s.scenarios[0].args.insert(s.scenarios[0].args.end(), {"--max-concurrency", "99", "--request-rate=7"});
   const Scenario c4 = load_scenario(s, "s1@c4");
   EXPECT_EQ(c4.id, "s1@c4");
-  EXPECT_EQ(c4.args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "10", "--max-concurrency", "4"}));
+  EXPECT_EQ(c4.args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "10",
+                                               "--max-concurrency", "4"}));
   EXPECT_THROW(load_scenario(s, "nope@c4"), std::out_of_range);
 
   int launches = 0;
@@ -296,14 +299,15 @@ TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
 
 TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   Study s = small("\n[load]\nconcurrency = [1, 4]\n");
-  const auto db = std::filesystem::temp_directory_path() / ("servelab_load_test_" + std::to_string(::getpid()) + ".sqlite");
+  const auto db = std::filesystem::temp_directory_path() /
+                  ("servelab_load_test_" + std::to_string(::getpid()) + ".sqlite");
   std::filesystem::remove(db);
   int launches = 0;
   {
     Store store(db);
     store.write_study(s.name, s.source_text, "twin", {});
-    Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, {},
-                 nullptr, nullptr, {});
+    Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store,
+                 {}, nullptr, nullptr, {});
     measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   }
   EXPECT_EQ(launches, 1);
@@ -312,8 +316,8 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].trial_key, "twin|a{}|s1@c1+s1@c4|r0");
   EXPECT_EQ(trials[0].outcome.scenarios.at(1).scenario_id, "s1@c4");
-  Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store, trials,
-                    nullptr, nullptr, {});
+  Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin",
+                    &store, trials, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, resumed, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 1);  // both points come from the database
   EXPECT_DOUBLE_EQ(c.points[1].metrics.at("Output token throughput (tok/s)"), 40);
@@ -336,7 +340,8 @@ TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
     for (auto& sc : out.scenarios) sc.metrics["P99 TTFT (ms)"] += 100 * req.repeat;
     return out;
   };
-  // A measuring target ("local"): the twin's predictions are deterministic and run once whatever repeats says.
+  // A measuring target ("local"): the twin's predictions are deterministic and run once whatever repeats
+  // says.
   Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 2);
@@ -347,7 +352,8 @@ TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
 TEST(Pareto, HandComputedFront) {
   // (per user, per GPU): (10,100) front; (20,80) twice, both on it; (15,70) below (20,80); (30,30) front
   // (highest per user); (5,100) below (10,100).
-  const std::vector<std::pair<double, double>> pts = {{10, 100}, {20, 80}, {15, 70}, {30, 30}, {5, 100}, {20, 80}};
+  const std::vector<std::pair<double, double>> pts = {{10, 100}, {20, 80}, {15, 70},
+                                                      {30, 30},  {5, 100}, {20, 80}};
   EXPECT_EQ(pareto_front_max(pts), (std::vector<bool>{true, true, false, true, false, true}));
   EXPECT_TRUE(pareto_front_max({}).empty());
 }
@@ -391,7 +397,9 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   s.knobs.clear();  // one config per engine
   s.search.knob_order.clear();
   int launches = 0;
-  auto slope = [](const std::string& key, double load) { return (key.rfind("b{", 0) == 0 ? 50 : 100) * load; };
+  auto slope = [](const std::string& key, double load) {
+    return (key.rfind("b{", 0) == 0 ? 50 : 100) * load;
+  };
   Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, nullptr, nullptr, {});
   SearchOutcome o = run_search(s, ev, nullptr);
   analyze_load(s, ev, o);
@@ -419,12 +427,15 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   EXPECT_EQ(L.cost[0].at, "concurrency 16");
   // Pareto: every point has 10 tok/s per user, so only c = 16 (20 tok/s/GPU) of each engine is on the front.
   EXPECT_EQ(L.pareto.size(), 6u);
-  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }), 2);
-  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
+  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }),
+            2);
+  EXPECT_EQ(
+      std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
   ReportInput in{&s, &o, ev.records(), {}};
   const std::string md = render_markdown(in);
-  for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "## Objectives", "## Cost per 1M tokens",
-                              "| rank | engine | config | Request goodput under the SLOs (req/s) |"})
+  for (const char* section :
+       {"## Load curves", "## SLO search", "## Pareto front", "## Objectives", "## Cost per 1M tokens",
+        "| rank | engine | config | Request goodput under the SLOs (req/s) |"})
     EXPECT_NE(md.find(section), std::string::npos) << section;
   // Issue 30 item 4: the summaries name what was measured, by the objective's own name and unit, not the
   // [objective] metric (Total Token throughput) beside a goodput value.
@@ -518,9 +529,11 @@ TEST(Objectives, TheGoodputStudyChartsItsObjectiveAndThresholds) {
   EXPECT_DOUBLE_EQ(sum["per_configuration"][1]["value"].get<double>(), 18);
 }
 
-/// The message of the StudyError parsing `extra` after the small study, with the line made relative to `extra`.
+/// The message of the StudyError parsing `extra` after the small study, with the line made relative to
+/// `extra`.
 std::string parse_error(const std::string& extra) {
-  const int base = static_cast<int>(std::count(testing::kSmallStudy, testing::kSmallStudy + std::strlen(testing::kSmallStudy), '\n'));
+  const int base = static_cast<int>(
+      std::count(testing::kSmallStudy, testing::kSmallStudy + std::strlen(testing::kSmallStudy), '\n'));
   try {
     small(extra);
   } catch (const StudyError& e) {
@@ -538,21 +551,26 @@ std::string parse_error(const std::string& extra) {
 TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
   EXPECT_EQ(parse_error("[load]\nconcurrency = [1, 0]\n"),
             "+2: load.concurrency[1]: a concurrency must be an integer in 1..1000000");
-  EXPECT_EQ(parse_error("[load]\nrequest_rate = [1, 1]\n"), "+2: load.request_rate[1]: duplicate request rate 1");
-  EXPECT_EQ(parse_error("[load]\nqps = [1]\n"), "+2: load.qps: unknown key (allowed: concurrency, request_rate)");
-  EXPECT_EQ(parse_error("[slo]\np99_tfft_ms = 2000\n").substr(0, 40), "+2: slo.p99_tfft_ms: unknown key: an SLO");
+  EXPECT_EQ(parse_error("[load]\nrequest_rate = [1, 1]\n"),
+            "+2: load.request_rate[1]: duplicate request rate 1");
+  EXPECT_EQ(parse_error("[load]\nqps = [1]\n"),
+            "+2: load.qps: unknown key (allowed: concurrency, request_rate)");
+  EXPECT_EQ(parse_error("[slo]\np99_tfft_ms = 2000\n").substr(0, 40),
+            "+2: slo.p99_tfft_ms: unknown key: an SLO");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = -1\n"), "+2: slo.p99_ttft_ms: -1 must be > 0");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nsearch = \"qps\"\n"),
             "+3: slo.search: must be \"request_rate\" or \"concurrency\"");
-  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nscenario = \"s9\"\n"), "+3: slo.scenario: no scenario with id 's9'");
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nscenario = \"s9\"\n"),
+            "+3: slo.scenario: no scenario with id 's9'");
   EXPECT_EQ(parse_error("[cost]\nusd_per_gpu_hour = \"3\"\n"), "+2: cost.usd_per_gpu_hour: must be a number");
   EXPECT_EQ(parse_error("[[objectives]]\nkind = \"slo_goodput\"\n"),
             "+1: objectives[0]: slo_goodput needs an [slo] table with targets (e.g. p99_ttft_ms = 2000)");
   EXPECT_EQ(parse_error("[[objectives]]\nkind = \"fastest\"\n"),
             "+2: objectives[0].kind: must be throughput, slo_goodput, tokens_per_gpu, min_latency or cost");
-  EXPECT_EQ(parse_error("[load]\nconcurrency = [1]\n[[objectives]]\nkind = \"min_latency\"\nmax_concurrency = 4\n")
-                .substr(0, 63),
-            "+3: objectives[0]: 'min_latency' is minimised and cannot be the");
+  EXPECT_EQ(
+      parse_error("[load]\nconcurrency = [1]\n[[objectives]]\nkind = \"min_latency\"\nmax_concurrency = 4\n")
+          .substr(0, 63),
+      "+3: objectives[0]: 'min_latency' is minimised and cannot be the");
   EXPECT_EQ(parse_error("[[objectives]]\nkind = \"throughput\"\n[[objectives]]\nkind = \"tokens_per_gpu\"\n"
                         "min_tokens_per_s_per_user = 30\n"),
             "+3: objectives[1]: 'tokens_per_gpu' needs concurrency load points ([load] concurrency = [...])");
@@ -578,8 +596,9 @@ TEST(LoadSections, ScenarioOverrideAndValues) {
   EXPECT_EQ(load_points(o, o.scenario("s1")).size(), 1u);
   ASSERT_EQ(load_points(o, o.scenario("s2")).size(), 1u);
   EXPECT_EQ(load_points(o, o.scenario("s2"))[0].tag(), "r8");
-  EXPECT_THROW(parse_study(std::string(testing::kSmallStudy) + "\n[[scenarios]]\nid = \"a@b\"\n", "x.toml", "/d"),
-               StudyError);
+  EXPECT_THROW(
+      parse_study(std::string(testing::kSmallStudy) + "\n[[scenarios]]\nid = \"a@b\"\n", "x.toml", "/d"),
+      StudyError);
 }
 
 }  // namespace
@@ -590,11 +609,13 @@ namespace {
 
 TEST(ShippedSloStudy, RunsOnTheTwinWithCurvesSloSearchAndAFront) {
   // studies/deepseek-v3.2-h200x8-slo.toml as `make demo` runs it (a few hundred twin predictions).
-  const Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8-slo.toml", common::data_dir());
+  const Study s =
+      load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8-slo.toml", common::data_dir());
   EXPECT_EQ(s.load.concurrency, (std::vector<int>{1, 4, 16, 64, 256}));
   ASSERT_EQ(s.objectives.size(), 5u);
   EXPECT_EQ(s.objectives[0].kind, ObjectiveSpec::Kind::kSloGoodput);
-  const auto dir = std::filesystem::temp_directory_path() / ("servelab_slo_study_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_slo_study_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   TuneOptions opt;
   opt.out_dir = dir;
@@ -610,8 +631,10 @@ TEST(ShippedSloStudy, RunsOnTheTwinWithCurvesSloSearchAndAFront) {
     ASSERT_TRUE(slo.min_failing) << slo.label;
     EXPECT_LE(*slo.min_failing / slo.max_passing, 1.05 + 1e-9) << slo.label;
   }
-  EXPECT_GT(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }), 1);
-  EXPECT_EQ(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
+  EXPECT_GT(std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.on_front; }),
+            1);
+  EXPECT_EQ(
+      std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
   EXPECT_GE(r.outcome.load.objectives[0].best, 0);
   const std::string md = common::read_file(dir / "report.md");
   for (const char* section : {"## Load curves", "## SLO search", "## Pareto front", "**yes (recommended)**",
@@ -630,13 +653,15 @@ namespace {
 
 TEST(RunStudy, LocalSloSearchesStartFromTheTwin) {
   // run_study wires the twin in as the guide of --target local's SLO searches: the real search of each
-  // configuration starts at the twin's answer (20 req/s) and takes 3 runs (see LocalSearchStartsAtTheTwinsAnswer).
+  // configuration starts at the twin's answer (20 req/s) and takes 3 runs (see
+  // LocalSearchStartsAtTheTwinsAnswer).
   Study s = small(std::string(kSlo) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
   s.target = Target::kLocal;
   s.knobs.clear();
   s.search.knob_order.clear();
   int twin_launches = 0, real_launches = 0;
-  const auto dir = std::filesystem::temp_directory_path() / ("servelab_local_slo_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_local_slo_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   TuneOptions opt;
   opt.out_dir = dir;

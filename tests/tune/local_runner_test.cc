@@ -11,8 +11,8 @@
 #include <fstream>
 #include <thread>
 
-#include "tune/local_runner.h"
 #include "test_ports.h"
+#include "tune/local_runner.h"
 
 namespace servelab::tune {
 namespace {
@@ -74,7 +74,8 @@ struct LocalFixture : ::testing::Test {
     o.stop_grace_s = 1.0;
     o.poll_interval_s = 0.05;
     o.port_free_timeout_s = 2.0;
-    o.run_scenario = [scenario_s, successes](const Scenario& sc, const std::string& url, const std::atomic<bool>&) {
+    o.run_scenario = [scenario_s, successes](const Scenario& sc, const std::string& url,
+                                             const std::atomic<bool>&) {
       std::this_thread::sleep_for(std::chrono::duration<double>(scenario_s));
       ScenarioResult r;
       r.metrics["Successful requests"] = successes;
@@ -108,13 +109,15 @@ TEST_F(LocalFixture, RefusedAtStartupKeepsTheEnginesMessage) {
   TrialOutcome o = make_local_runner(options())(request({p.string()}));
   EXPECT_EQ(o.status, TrialStatus::kStartupRefused);
   EXPECT_EQ(o.reason,
-            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. Reason: "
+            "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+            "Reason: "
             "['sparse not supported']");
   EXPECT_NE(o.log_tail.find("INFO starting"), std::string::npos);
 }
 
 TEST_F(LocalFixture, OutOfMemoryAtStartup) {
-  auto p = script("oom.sh", "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'\nexit 1\n");
+  auto p = script("oom.sh",
+                  "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'\nexit 1\n");
   TrialOutcome o = make_local_runner(options())(request({p.string()}));
   EXPECT_EQ(o.status, TrialStatus::kOutOfMemory);
   EXPECT_NE(o.reason.find("Tried to allocate 2.00 GiB"), std::string::npos) << o.reason;
@@ -133,7 +136,8 @@ TEST_F(LocalFixture, NeverReadyIsStoppedAndClassified) {
 TEST_F(LocalFixture, CrashMidRun) {
   TrialOutcome o = make_local_runner(options(1.0))(request(server("crash")));
   EXPECT_EQ(o.status, TrialStatus::kCrashed);
-  EXPECT_NE(o.reason.find("RuntimeError: CUDA error: an illegal memory access"), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("RuntimeError: CUDA error: an illegal memory access"), std::string::npos)
+      << o.reason;
   EXPECT_NE(o.reason.find("exit status 1"), std::string::npos) << o.reason;
 }
 
@@ -143,7 +147,8 @@ TEST_F(LocalFixture, ScenarioIsStoppedWhenTheEngineDies) {
   LocalRunnerOptions o = options();
   o.run_scenario = [](const Scenario&, const std::string&, const std::atomic<bool>& stop) {
     for (int i = 0; i < 3000 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (stop.load()) throw std::runtime_error("interrupted during the endpoint ready check; nothing was measured");
+    if (stop.load())
+      throw std::runtime_error("interrupted during the endpoint ready check; nothing was measured");
     return ScenarioResult{};
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -193,7 +198,8 @@ TEST_F(LocalFixture, EngineAndItsWorkersDieWithTuneAfterSigkill) {
     _exit(0);
   }
   pid_t engine = 0, w1 = 0, w2 = 0;
-  for (int i = 0; i < 200 && !fs::exists(pids); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  for (int i = 0; i < 200 && !fs::exists(pids); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   ASSERT_TRUE(fs::exists(pids)) << "the fake engine did not start";
   std::ifstream(pids) >> engine >> w1 >> w2;
   for (int i = 0; i < 200 && http_get_status("127.0.0.1", port, "/health", 0.5) != 200; ++i)
@@ -236,7 +242,8 @@ TEST_F(LocalFixture, PortInUseBeforeLaunchStopsTheStudy) {
                         0),
               0u)
         << msg;
-    EXPECT_NE(msg.find("which this tune did not start; stop it or set [study] port to a free port"), std::string::npos)
+    EXPECT_NE(msg.find("which this tune did not start; stop it or set [study] port to a free port"),
+              std::string::npos)
         << msg;
   }
   close(fd);
@@ -280,7 +287,8 @@ TEST_F(LocalFixture, MissingExecutableStopsTheStudy) {
     make_local_runner(options())(request({"servelab-no-such-engine", "serve"}));
     FAIL();
   } catch (const StudyAbort& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("engine executable 'servelab-no-such-engine' not found on PATH (", 0), 0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind("engine executable 'servelab-no-such-engine' not found on PATH (", 0), 0u)
         << e.what();
   }
 }
@@ -329,21 +337,26 @@ TEST_F(LocalFixture, WaitsUntilGpuMemoryIsBackToBaseline) {
 }
 
 TEST(LogPatterns, ErrorLineAndOom) {
-  EXPECT_EQ(error_line("a\nTraceback:\n  File x\nValueError: bad thing\n\nINFO done\n"), "ValueError: bad thing");
-  EXPECT_EQ(error_line("Usage: trtllm-serve\nError: No such option: --foo\n"), "Error: No such option: --foo");
+  EXPECT_EQ(error_line("a\nTraceback:\n  File x\nValueError: bad thing\n\nINFO done\n"),
+            "ValueError: bad thing");
+  EXPECT_EQ(error_line("Usage: trtllm-serve\nError: No such option: --foo\n"),
+            "Error: No such option: --foo");
   EXPECT_EQ(error_line("just text\nlast line\n"), "last line");
   EXPECT_TRUE(log_shows_oom("torch.OutOfMemoryError: CUDA out of memory."));
   EXPECT_FALSE(log_shows_oom("ValueError: Selected backend"));
   // vLLM's check_enough_kv_cache_memory: the KV cache cannot hold one max-length request (an OOM class).
-  EXPECT_TRUE(log_shows_oom("ValueError: To serve at least one request with the models's max seq len (163840), "
-                            "(11.95 GiB KV cache is needed, which is larger than the available KV cache memory "
-                            "(11.70 GiB)."));
+  EXPECT_TRUE(
+      log_shows_oom("ValueError: To serve at least one request with the models's max seq len (163840), "
+                    "(11.95 GiB KV cache is needed, which is larger than the available KV cache memory "
+                    "(11.70 GiB)."));
   // A port in use (uvicorn, Python sockets): the harness's failure when a stranger holds the port.
-  EXPECT_TRUE(log_shows_bind_failure("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', "
-                                     "30000): address already in use"));
+  EXPECT_TRUE(
+      log_shows_bind_failure("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', "
+                             "30000): address already in use"));
   EXPECT_TRUE(log_shows_bind_failure("OSError: [Errno 98] Address already in use"));
   EXPECT_FALSE(log_shows_bind_failure("torch.OutOfMemoryError: CUDA out of memory."));
-  EXPECT_FALSE(log_shows_bind_failure("ValueError: max_num_batched_tokens (98) is smaller than max_model_len"));
+  EXPECT_FALSE(
+      log_shows_bind_failure("ValueError: max_num_batched_tokens (98) is smaller than max_model_len"));
 }
 
 }  // namespace

@@ -80,8 +80,10 @@ struct Preflight : ::testing::Test {
     for (int i = 0; i < gpus; ++i)
       rows += std::to_string(i) + ", " + name + ", " + std::to_string(mib) + ", " + std::to_string(used_mib) +
               ", 570.86.15\\n";
-    tool("nvidia-smi", "if [ $# -eq 0 ]; then echo '| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: "
-                       "12.8 |'; else printf '" + rows + "'; fi");
+    tool("nvidia-smi",
+         "if [ $# -eq 0 ]; then echo '| NVIDIA-SMI 570.86.15   Driver Version: 570.86.15   CUDA Version: "
+         "12.8 |'; else printf '" +
+             rows + "'; fi");
   }
   void weights(bool complete) {
     const fs::path snap = home / ".cache/huggingface/hub/models--org--Model-7B/snapshots/abc";
@@ -91,8 +93,10 @@ struct Preflight : ::testing::Test {
     std::ofstream(snap / "model.safetensors.index.json")
         << R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})";
     std::ofstream(snap / "model-00001-of-00002.safetensors") << "x";
-    if (complete) std::ofstream(snap / "model-00002-of-00002.safetensors") << "x";
-    else fs::remove(snap / "model-00002-of-00002.safetensors");
+    if (complete)
+      std::ofstream(snap / "model-00002-of-00002.safetensors") << "x";
+    else
+      fs::remove(snap / "model-00002-of-00002.safetensors");
   }
   PreflightReport run() {
     std::string toml = kStudy;
@@ -116,12 +120,14 @@ TEST_F(Preflight, AllPresentPasses) {
   const PreflightReport r = run();
   EXPECT_TRUE(r.ok()) << r.text();
   EXPECT_EQ(check(r, "engine vllm"), "ok: " + (bin / "vllm").string() + " 0.13.0");
-  EXPECT_EQ(check(r, "GPUs"), "ok: 8 x NVIDIA H200 (143771 MiB, driver 570.86.15, CUDA 12.8); largest launch needs 8");
+  EXPECT_EQ(check(r, "GPUs"),
+            "ok: 8 x NVIDIA H200 (143771 MiB, driver 570.86.15, CUDA 12.8); largest launch needs 8");
   EXPECT_EQ(r.gpu.at("cuda"), "12.8");
   EXPECT_EQ(r.engine_versions.at("sglang"), "0.5.6.post2");
   EXPECT_FALSE(r.standins);
-  EXPECT_EQ(check(r, "tokenizer"),
-            "ok: " + (home / ".cache/huggingface/hub/models--org--Model-7B/snapshots/abc/tokenizer.json").string());
+  EXPECT_EQ(
+      check(r, "tokenizer"),
+      "ok: " + (home / ".cache/huggingface/hub/models--org--Model-7B/snapshots/abc/tokenizer.json").string());
   EXPECT_EQ(check(r, "file --chat-template"), "ok: " + (work / "tmpl.jinja").string() + " (sglang)");
 }
 
@@ -136,28 +142,34 @@ TEST_F(Preflight, MissingEngineExecutable) {
 TEST_F(Preflight, EngineVersionDiffersFromTheStudy) {
   tool("vllm", "echo 0.11.0");
   EXPECT_EQ(check(run(), "engine vllm"),
-            "FAILED: the study says vllm 0.13.0 but `vllm --version` reports 0.11.0 (" + (bin / "vllm").string() +
+            "FAILED: the study says vllm 0.13.0 but `vllm --version` reports 0.11.0 (" +
+                (bin / "vllm").string() +
                 "); install vllm 0.13.0 or set the engine's version in the study to what is installed");
 }
 
 TEST_F(Preflight, EngineThatCannotRun) {
   tool("python3", "echo \"ModuleNotFoundError: No module named 'sglang'\"; exit 1");
   EXPECT_EQ(check(run(), "engine sglang"),
-            "FAILED: `python3 -c \"import sglang; print(sglang.__version__)\"` failed (ModuleNotFoundError: No module "
+            "FAILED: `python3 -c \"import sglang; print(sglang.__version__)\"` failed (ModuleNotFoundError: "
+            "No module "
             "named 'sglang'); the engine is not usable as installed");
 }
 
 TEST_F(Preflight, TooFewOrTooSmallOrBusyGpus) {
   nvidia_smi(4, 81559, 0, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(check(run(), "GPUs"),
-            "FAILED: 4 GPU(s) here, the largest launch needs 8; GPU 0 has 86 GB, the study assumes 151 GB; GPU 1 has "
-            "86 GB, the study assumes 151 GB; GPU 2 has 86 GB, the study assumes 151 GB; GPU 3 has 86 GB, the study "
+            "FAILED: 4 GPU(s) here, the largest launch needs 8; GPU 0 has 86 GB, the study assumes 151 GB; "
+            "GPU 1 has "
+            "86 GB, the study assumes 151 GB; GPU 2 has 86 GB, the study assumes 151 GB; GPU 3 has 86 GB, "
+            "the study "
             "assumes 151 GB");
   nvidia_smi(8, 143771, 40960);
-  EXPECT_NE(check(run(), "GPUs").find("FAILED: GPU 0 already has 40.0 GiB in use (another process"), std::string::npos);
+  EXPECT_NE(check(run(), "GPUs").find("FAILED: GPU 0 already has 40.0 GiB in use (another process"),
+            std::string::npos);
   fs::remove(bin / "nvidia-smi");
   EXPECT_EQ(check(run(), "GPUs"),
-            "FAILED: nvidia-smi not found on PATH: no NVIDIA driver here; the study's largest launch needs 8 x H200 "
+            "FAILED: nvidia-smi not found on PATH: no NVIDIA driver here; the study's largest launch needs 8 "
+            "x H200 "
             "with 151 GB each");
 }
 
@@ -171,7 +183,10 @@ TEST_F(Preflight, PortInUse) {
   ASSERT_EQ(listen(fd, 1), 0);
   const std::string got = check(run(), "port");
   close(fd);
-  EXPECT_EQ(got.rfind("FAILED: " + std::to_string(port) + " is in use by pid " + std::to_string(getpid()) + " (", 0), 0u)
+  EXPECT_EQ(
+      got.rfind("FAILED: " + std::to_string(port) + " is in use by pid " + std::to_string(getpid()) + " (",
+                0),
+      0u)
       << got;
   EXPECT_NE(got.find("); stop it or set [study] port to a free port"), std::string::npos) << got;
 }
@@ -192,22 +207,25 @@ TEST_F(Preflight, FileNamedInAFlagIsMissing) {
   fs::remove(work / "tmpl.jinja");
   EXPECT_EQ(check(run(), "file --chat-template"),
             "FAILED: sglang --chat-template ./tmpl.jinja: no such file (relative to " + work.string() +
-                ", where tune launches engines); the engine would refuse to start. Put the file there or fix the path "
+                ", where tune launches engines); the engine would refuse to start. Put the file there or fix "
+                "the path "
                 "in the study");
 }
 
 TEST_F(Preflight, WeightsMissingOrIncomplete) {
   weights(false);
   const std::string got = check(run(), "weights");
-  EXPECT_NE(got.find("FAILED: org/Model-7B is not in the Hugging Face cache (" +
-                     (home / ".cache/huggingface/hub").string() + "); " +
-                     (home / ".cache/huggingface/hub/models--org--Model-7B/snapshots/abc").string() +
-                     ": 1 of 2 weight shards missing (first: model-00002-of-00002.safetensors): download it before "
-                     "the study (`hf download org/Model-7B`;"),
-            std::string::npos)
+  EXPECT_NE(
+      got.find("FAILED: org/Model-7B is not in the Hugging Face cache (" +
+               (home / ".cache/huggingface/hub").string() + "); " +
+               (home / ".cache/huggingface/hub/models--org--Model-7B/snapshots/abc").string() +
+               ": 1 of 2 weight shards missing (first: model-00002-of-00002.safetensors): download it before "
+               "the study (`hf download org/Model-7B`;"),
+      std::string::npos)
       << got;
   fs::remove_all(home / ".cache/huggingface");
-  EXPECT_NE(check(run(), "weights").find("FAILED: org/Model-7B is not in the Hugging Face cache"), std::string::npos);
+  EXPECT_NE(check(run(), "weights").find("FAILED: org/Model-7B is not in the Hugging Face cache"),
+            std::string::npos);
 }
 
 TEST_F(Preflight, TokenizerNotResolvable) {

@@ -52,8 +52,8 @@ scenarios = ["chat"]
 strategy = "greedy"
 )toml";
 
-/// Request goodput: baseline 1.47 (chat) / 2.00 (long); tp2-dp4 17.20 / 1.63. Repeat 0 reads 1% high, repeat 1
-/// 1% low: means exact, 95% CI half-width = t(0.975, 1) · 0.01 · mean = 0.12706 · mean (t = 12.706).
+/// Request goodput: baseline 1.47 (chat) / 2.00 (long); tp2-dp4 17.20 / 1.63. Repeat 0 reads 1% high, repeat
+/// 1 1% low: means exact, 95% CI half-width = t(0.975, 1) · 0.01 · mean = 0.12706 · mean (t = 12.706).
 TrialOutcome goodput_runner(const TrialRequest& req) {
   TrialOutcome out;
   const bool dp = req.config_key.find("parallelism=tp2-dp4") != std::string::npos;
@@ -102,7 +102,8 @@ TEST(Recommendation, TheDefaultKeepsTheKnobThatCarriesTheObjectiveAndShowsBothCo
        {"Rule `trade_off` (default)", "**Recommended (trade_off)**: Request goodput (req/s) **17.20 ± 2.19**",
         "```\nvllm serve org/model -tp 2 -dp 4\n```",
         "**Alternative: best that loses on no scenario**: Request goodput (req/s) **1.47 ± 0.19**",
-        "```\nvllm serve org/model -tp 8\n```", "+1070.07% on the objective outweighs the loss on long (-18.50%)"})
+        "```\nvllm serve org/model -tp 8\n```",
+        "+1070.07% on the objective outweighs the loss on long (-18.50%)"})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
 }
 
@@ -122,7 +123,8 @@ TEST(Recommendation, TheThresholdDecidesATradeOff) {
   // +1070% is below a 2000% threshold: trade_off then drops the knob like no_regression.
   SearchOutcome o = run("\n[recommendation]\nthreshold_pct = 2000\n");
   EXPECT_FALSE(o.verdicts.at(0).recommended);
-  EXPECT_EQ(o.verdicts.at(0).why, "loses on long (-18.50%); +1070.07% on the objective is below the 2000% threshold");
+  EXPECT_EQ(o.verdicts.at(0).why,
+            "loses on long (-18.50%); +1070.07% on the objective is below the 2000% threshold");
   EXPECT_EQ(o.recommended_command.shell(), "vllm serve org/model -tp 8");
   // The objective rule keeps it whatever the threshold; the command that loses nowhere is the alternative.
   SearchOutcome obj = run("\n[recommendation]\nrule = \"objective\"\nthreshold_pct = 2000\n");
@@ -136,8 +138,9 @@ TEST(Recommendation, ABadRuleIsAnErrorNamingIt) {
     run("\n[recommendation]\nrule = \"best\"\n");
     FAIL() << "no error";
   } catch (const StudyError& e) {
-    EXPECT_NE(std::string(e.what()).find("recommendation.rule: must be trade_off, objective or no_regression"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("recommendation.rule: must be trade_off, objective or no_regression"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -22,8 +22,9 @@ namespace fs = std::filesystem;
 /// The small study under the strict rule (a knob that loses on any scenario is dropped), so the recommended
 /// command (135) and the best on the objective (148.5, with ctx) differ.
 struct Fixture {
-  Study study = parse_study(std::string(testing::kSmallStudy) + "\n[recommendation]\nrule = \"no_regression\"\n",
-                            "small.toml", "/data");
+  Study study =
+      parse_study(std::string(testing::kSmallStudy) + "\n[recommendation]\nrule = \"no_regression\"\n",
+                  "small.toml", "/data");
   Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
   SearchOutcome outcome = run_search(study, ev, nullptr);
 };
@@ -52,9 +53,11 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
   EXPECT_NE(page.find("<pre id=\"cmd-recommended\">python3 -m sglang.launch_server --model-path org/model "
                       "--chat-template x.jinja --tp-size 4 --dp-size 2</pre>"),
             std::string::npos);
-  EXPECT_NE(page.find("<b>135.00 (predicted; the twin gave no error band for this launch)</b>"), std::string::npos);
+  EXPECT_NE(page.find("<b>135.00 (predicted; the twin gave no error band for this launch)</b>"),
+            std::string::npos);
   EXPECT_NE(page.find("<b>Alternative: best for the objective</b>"), std::string::npos);
-  EXPECT_NE(page.find("<pre id=\"cmd-alternative\">python3 -m sglang.launch_server --model-path org/model --chat-template "
+  EXPECT_NE(page.find("<pre id=\"cmd-alternative\">python3 -m sglang.launch_server --model-path org/model "
+                      "--chat-template "
                       "x.jinja --tp-size 4 --dp-size 2 --context-length=32768</pre>"),
             std::string::npos);
   EXPECT_NE(page.find("<b>148.50 (predicted"), std::string::npos);
@@ -64,9 +67,10 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
   EXPECT_NE(page.find("<td class=\"n\">+10.00%</td>"), std::string::npos);
   EXPECT_NE(page.find("<th class=\"n\">+48.50%</th>"), std::string::npos);
   // Generalization on s2: baseline a 50, best b 148.5/2 × 0.95/1.10 = 64.125 (+28.25%).
-  EXPECT_NE(page.find("<tr><td>s2</td><td class=\"n\">50.00</td><td class=\"n\">64.12</td><td class=\"n pos\">"
-                      "+28.25%</td></tr>"),
-            std::string::npos);
+  EXPECT_NE(
+      page.find("<tr><td>s2</td><td class=\"n\">50.00</td><td class=\"n\">64.12</td><td class=\"n pos\">"
+                "+28.25%</td></tr>"),
+      std::string::npos);
 }
 
 TEST(HtmlReport, TheDefaultRuleKeepsTheLargeGainAndShowsTheCommandThatLosesNowhere) {
@@ -100,7 +104,8 @@ TEST(HtmlReport, ObjectiveValueShowsTheTwinBandOrTheConfidenceInterval) {
   // Measured, 3 runs: mean ± Student-t half-width.
   f.outcome.recommended_eval.predicted = false;
   f.outcome.recommended_eval.objective = estimate({130, 135, 140});  // s = 5, t(2) = 4.303 → 12.42
-  EXPECT_NE(render_html(in, "", "x").find("<b>135.00 ± 12.42 (95% CI, Student t, 3 runs)</b>"), std::string::npos);
+  EXPECT_NE(render_html(in, "", "x").find("<b>135.00 ± 12.42 (95% CI, Student t, 3 runs)</b>"),
+            std::string::npos);
 }
 
 TEST(HtmlReport, AFailedRecommendedCommandSaysWhyAndIsNotCharted) {
@@ -134,7 +139,8 @@ TEST(HtmlReport, ChartsCarryTheTrialsFailuresAndDistributions) {
   // One bar per successful trial of s1 and one marked bar per failed trial, with its class.
   size_t ok_s1 = 0, failed = 0;
   for (const auto& t : in.trials) {
-    if (t.outcome.status != TrialStatus::kOk) ++failed;
+    if (t.outcome.status != TrialStatus::kOk)
+      ++failed;
     else
       for (const auto& r : t.outcome.scenarios) ok_s1 += r.scenario_id == "s1";
   }
@@ -238,12 +244,16 @@ TEST(HtmlReport, MarkdownFoldsLongBlocksOnly) {
       "\n```\n1\n2\n3\n4\n```\n<details><summary>log & tail</summary>\n\n```\na\nb\nc\nd\n```\n</details>\n");
   EXPECT_NE(h.find("<h2>A</h2>\n<pre>vllm serve m\n</pre>"), std::string::npos) << h;
   EXPECT_NE(h.find("<details class=\"raw\"><summary>bench result block (4 lines)</summary><pre>==== Serving"),
-            std::string::npos) << h;
-  EXPECT_NE(h.find("<details class=\"raw\"><summary>output (4 lines)</summary><pre>1\n2\n3\n4\n</pre></details>"),
-            std::string::npos) << h;
+            std::string::npos)
+      << h;
+  EXPECT_NE(
+      h.find("<details class=\"raw\"><summary>output (4 lines)</summary><pre>1\n2\n3\n4\n</pre></details>"),
+      std::string::npos)
+      << h;
   // Already inside the Markdown's own <details>: not folded twice; its summary is escaped.
   EXPECT_NE(h.find("<details><summary>log &amp; tail</summary>\n<pre>a\nb\nc\nd\n</pre>\n</details>"),
-            std::string::npos) << h;
+            std::string::npos)
+      << h;
 }
 
 TEST(HtmlCharts, BuildersWriteSpecsAndKeepScriptsClosed) {
@@ -255,8 +265,9 @@ TEST(HtmlCharts, BuildersWriteSpecsAndKeepScriptsClosed) {
   line.log_x = true;
   line.series = {{"vllm tp8", {{1, 80.5, ""}, {4, 95.0, ""}, {16, std::nan(""), ""}}}};
   const std::string canvas = set.add(line);
-  EXPECT_EQ(canvas, "<div class=\"chart\"><canvas id=\"chart-0\" role=\"img\" aria-label=\"P99 TTFT against "
-                    "concurrency &lt;/script&gt;&lt;b&gt; &lt;!--&lt;script&gt;\"></canvas></div>\n");
+  EXPECT_EQ(canvas,
+            "<div class=\"chart\"><canvas id=\"chart-0\" role=\"img\" aria-label=\"P99 TTFT against "
+            "concurrency &lt;/script&gt;&lt;b&gt; &lt;!--&lt;script&gt;\"></canvas></div>\n");
   html::ScatterChart sc;
   sc.title = "Pareto";
   sc.x_title = "tok/s per user";

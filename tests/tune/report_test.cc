@@ -36,11 +36,14 @@ TEST(Report, MarkdownHasTheStudyShape) {
   Fixture f;
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {{"data", "fake"}}};
   const std::string md = render_markdown(in);
-  for (const char* s : {"## Goal", "## Setup", "### Workload scenarios", "## Baselines", "## Optimizations tried",
-                        "## Gains along the greedy path", "## Generalization", "## Recommended launch command",
-                        "| layout=tp4-dp2 (a baseline → b layout=tp4-dp2) | +35.00% |", "| ctx=32768 | +10.00% |",
-                        "| flag | no gain |", "| total over the baseline | +48.50% |", "| s2 | 50.00 (predicted) | 64.12 (predicted) | +28.25% |",
-                        "predicted", "rejected", "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 --dp-size 2\n"})
+  for (const char* s :
+       {"## Goal", "## Setup", "### Workload scenarios", "## Baselines", "## Optimizations tried",
+        "## Gains along the greedy path", "## Generalization", "## Recommended launch command",
+        "| layout=tp4-dp2 (a baseline → b layout=tp4-dp2) | +35.00% |", "| ctx=32768 | +10.00% |",
+        "| flag | no gain |", "| total over the baseline | +48.50% |",
+        "| s2 | 50.00 (predicted) | 64.12 (predicted) | +28.25% |", "predicted", "rejected",
+        "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
+        "--dp-size 2\n"})
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
   const std::string html = render_html(in, md, "/*chartjs*/");
   EXPECT_NE(html.find("/*chartjs*/"), std::string::npos);
@@ -49,7 +52,10 @@ TEST(Report, MarkdownHasTheStudyShape) {
   EXPECT_NE(html.find("new Chart("), std::string::npos);
   const std::string csv = trials_csv(in.trials);
   EXPECT_EQ(csv.rfind("trial_key,engine,config,phase", 0), 0u);
-  EXPECT_NE(csv.find("\"twin|b{layout=tp4-dp2,ctx=32768}|s1|r0\",b,layout=tp4-dp2 + ctx=32768,greedy,0,ok,,1,"), std::string::npos) << csv;
+  EXPECT_NE(
+      csv.find("\"twin|b{layout=tp4-dp2,ctx=32768}|s1|r0\",b,layout=tp4-dp2 + ctx=32768,greedy,0,ok,,1,"),
+      std::string::npos)
+      << csv;
   EXPECT_NE(trials_json(in.trials).find("\"status\": \"rejected\""), std::string::npos);
 }
 
@@ -135,15 +141,17 @@ TEST(Report, TwinPredictionsShowTheirErrorBand) {
     }
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
   const std::string md = render_markdown(in);
-  const std::string band = "Twin error band (leave-one-study-out residuals of this launch's class): ±32% total "
-                           "tok/s, ±30% mean TTFT, ±50% mean TPOT.";
+  const std::string band =
+      "Twin error band (leave-one-study-out residuals of this launch's class): ±32% total "
+      "tok/s, ±30% mean TTFT, ±50% mean TPOT.";
   const auto first = md.find(band);
   ASSERT_NE(first, std::string::npos) << md;
   EXPECT_NE(md.find(band, first + 1), std::string::npos) << "the recommended command's band";
   EXPECT_NE(md.find("**The twin gave 2 warning(s) for this launch**"), std::string::npos) << md;
   // Without band metrics (a measured study) there is no band line.
   Fixture measured;
-  EXPECT_EQ(render_markdown({&measured.study, &measured.outcome, measured.ev.records(), {}}).find("Twin error band"),
+  EXPECT_EQ(render_markdown({&measured.study, &measured.outcome, measured.ev.records(), {}})
+                .find("Twin error band"),
             std::string::npos);
 }
 

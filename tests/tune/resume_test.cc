@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "test_study.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "test_study.h"
 
 namespace servelab::tune {
 namespace {
@@ -54,8 +54,8 @@ TEST(Resume, AfterSigkillSkipsFinishedTrials) {
   kill(child, SIGKILL);
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the study ended before it could be killed: exit " << WEXITSTATUS(status)
-                                   << ", " << seen << " trials seen";
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the study ended before it could be killed: exit "
+                                   << WEXITSTATUS(status) << ", " << seen << " trials seen";
   int done = 0;
   for (const auto& t : Store(dir / "results.sqlite").trials())
     if (t.outcome.status != TrialStatus::kRejected) ++done;

@@ -6,11 +6,11 @@
 
 #include <map>
 
-#include "test_study.h"
 #include "servelab/tune/search.h"
+#include "servelab/tune/tune.h"
+#include "test_study.h"
 #include "tune/search_space.h"
 #include "tune/study_report.h"
-#include "servelab/tune/tune.h"
 #include "tune/twin_runner.h"
 
 namespace servelab::tune {
@@ -42,7 +42,8 @@ check_flags = false
 [[scenarios]]
 id = "s1"
 args = ["--num-prompts", "10"]
-)toml" + knobs + extra;
+)toml" + knobs +
+         extra;
 }
 
 // The issue's case: tp1-dp8-ep8 runs out of memory at the default chunked-prefill size and fits at 2048.
@@ -86,7 +87,8 @@ TEST(GreedyRetry, AValueThatRanOutOfMemoryAloneIsRetriedWithASmallerChunk) {
   knobs.replace(knobs.find("values = [\"default\", 2048"), 0, "lower_saves_memory = true\n");
   Study s = parse_study(one_engine_study(knobs), "t.toml", "/data");
   int launches = 0;
-  Evaluator ev = make(s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "local");
+  Evaluator ev = make(
+      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "local");
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& p = o.engines.at(0);
   // baseline 6000; tp1-dp8-ep8 OOM; chunk 2048 5000 (no gain), 8192 6218 kept; then the retry.
@@ -100,7 +102,8 @@ TEST(GreedyRetry, AValueThatRanOutOfMemoryAloneIsRetriedWithASmallerChunk) {
   // One value below the best-so-far's 8192.
   EXPECT_EQ(retry.retried_with, (std::map<std::string, std::string>{{"chunked_prefill_size", "2048"}}));
   EXPECT_EQ(retry.retry_why,
-            "parallelism=tp1-dp8-ep8 failed alone (oom); retried once with the best-so-far's other knobs and one value "
+            "parallelism=tp1-dp8-ep8 failed alone (oom); retried once with the best-so-far's other knobs and "
+            "one value "
             "lower on the knobs that save memory (chunked_prefill_size=2048)");
   EXPECT_EQ(retry.decision, "kept");
   EXPECT_NEAR(retry.gain_pct, (8625.0 - 6218) / 6218 * 100, 1e-9);
@@ -108,8 +111,9 @@ TEST(GreedyRetry, AValueThatRanOutOfMemoryAloneIsRetriedWithASmallerChunk) {
   EXPECT_DOUBLE_EQ(o.best.objective.mean, 8625);
   ReportInput in{&s, &o, ev.records(), {}};
   const std::string md = render_markdown(in);
-  for (const char* want : {"| 4 | parallelism=tp1-dp8-ep8 + chunked_prefill_size=2048 (retry) | 8625.00 | +38.71% | kept |",
-                           "Retried together", "- parallelism=tp1-dp8-ep8 failed alone (oom); retried once"})
+  for (const char* want :
+       {"| 4 | parallelism=tp1-dp8-ep8 + chunked_prefill_size=2048 (retry) | 8625.00 | +38.71% | kept |",
+        "Retried together", "- parallelism=tp1-dp8-ep8 failed alone (oom); retried once"})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
 }
 
@@ -118,7 +122,8 @@ TEST(GreedyRetry, OnTheTwinTheGridCheckSaysWhenGreedyMissedTheOptimum) {
   // greedy stops at 6218 and the grid (cheap on the twin) finds 8625 (+38.71%, the issue's case).
   Study s = parse_study(one_engine_study(kLayoutAndChunk), "t.toml", "/data");
   int launches = 0;
-  Evaluator ev = make(s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "twin");
+  Evaluator ev = make(
+      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "twin");
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& p = o.engines.at(0);
   ASSERT_EQ(p.steps.size(), 4u);
@@ -141,7 +146,11 @@ TEST(GreedyRetry, OnTheTwinTheGridCheckSaysWhenGreedyMissedTheOptimum) {
 }
 
 TEST(SearchSpace, LowerValueStepsDownByNumber) {
-  KnobAxis a{"chunk", {"default", "4096", "16384", "2048"}, "default", {std::nullopt, 4096.0, 16384.0, 2048.0}, true};
+  KnobAxis a{"chunk",
+             {"default", "4096", "16384", "2048"},
+             "default",
+             {std::nullopt, 4096.0, 16384.0, 2048.0},
+             true};
   EXPECT_EQ(lower_value(a, "default"), "2048");  // no number: the smallest
   EXPECT_EQ(lower_value(a, "16384"), "4096");
   EXPECT_EQ(lower_value(a, "4096"), "2048");
@@ -171,7 +180,8 @@ TrialOutcome x_runner(const TrialRequest& req, bool band, std::map<std::string, 
   for (const auto& sc : req.scenarios) {
     ScenarioResult r;
     r.scenario_id = sc.id;
-    r.metrics["Total Token throughput (tok/s)"] = twin ? kPredicted[x_of(req.config_key)] : kMeasured[x_of(req.config_key)];
+    r.metrics["Total Token throughput (tok/s)"] =
+        twin ? kPredicted[x_of(req.config_key)] : kMeasured[x_of(req.config_key)];
     if (band) r.metrics[kBandTokSMetric] = 10;
     out.scenarios.push_back(r);
   }
@@ -179,13 +189,16 @@ TrialOutcome x_runner(const TrialRequest& req, bool band, std::map<std::string, 
 }
 
 TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
-  Study s = parse_study(one_engine_study(kSixValues, "\n[search]\nstrategy = \"twin-guided\"\ntop_k = 2\nablation = false\n"),
-                        "t.toml", "/data");
+  Study s = parse_study(
+      one_engine_study(kSixValues, "\n[search]\nstrategy = \"twin-guided\"\ntop_k = 2\nablation = false\n"),
+      "t.toml", "/data");
   s.target = Target::kLocal;
   s.repeats = 2;
   std::map<std::string, int> twin_launches, real_launches;
-  Evaluator twin = make(s, [&](const TrialRequest& r) { return x_runner(r, true, &twin_launches); }, "twin");
-  Evaluator real = make(s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, "local");
+  Evaluator twin = make(
+      s, [&](const TrialRequest& r) { return x_runner(r, true, &twin_launches); }, "twin");
+  Evaluator real = make(
+      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, "local");
   SearchOutcome o = run_search(s, real, &twin);
   // Top 2 (x=1, x=2) measured: best 97. x=3: 90 + 10% = 99 ≥ 97, measured 85. x=4: 80 + 10% = 88 < 97: stop.
   ASSERT_TRUE(o.ranking);
@@ -196,9 +209,10 @@ TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
   EXPECT_EQ(o.twin_guided->launchable, 6);
   EXPECT_EQ(o.twin_guided->measured, 3);
   EXPECT_EQ(o.twin_guided->launches_saved, (6 - 3) * 2);
-  EXPECT_EQ(o.twin_guided->stop,
-            "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00 ± 10%), below "
-            "the best measured 97.00");
+  EXPECT_EQ(
+      o.twin_guided->stop,
+      "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00 ± 10%), below "
+      "the best measured 97.00");
   EXPECT_EQ(real_launches.count("e{x=4}"), 0u);
   EXPECT_EQ(real_launches.at("e{x=3}"), 2);  // measured: every repeat
   EXPECT_EQ(twin_launches.at("e{x=3}"), 1);  // predicted: once, whatever study.repeats says
@@ -240,17 +254,20 @@ TEST(TwinGuided, AnUnmodelledKernelPathWidensTheBandToAtLeast100Percent) {
 TEST(TwinGuided, ABandStatedInTheStudyStandsInForTheTwinsAndNoBandMeasuresTheTopK) {
   const std::string search = "\n[search]\nstrategy = \"twin-guided\"\ntop_k = 2\nablation = false\n";
   for (const double stated : {10.0, 0.0}) {
-    Study s = parse_study(one_engine_study(kSixValues, search + fmt::format("twin_band_pct = {}\n", stated)), "t.toml",
-                          "/data");
+    Study s = parse_study(one_engine_study(kSixValues, search + fmt::format("twin_band_pct = {}\n", stated)),
+                          "t.toml", "/data");
     s.target = Target::kLocal;
     std::map<std::string, int> launches;
-    Evaluator twin = make(s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "twin");
-    Evaluator real = make(s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "local");
+    Evaluator twin = make(
+        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "twin");
+    Evaluator real = make(
+        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "local");
     SearchOutcome o = run_search(s, real, &twin);
     EXPECT_EQ(o.twin_guided->measured, stated > 0 ? 3 : 2) << stated;
     if (stated == 0) {
-      EXPECT_EQ(o.twin_guided->stop, "no error band for x=3 (the twin gave none and search.twin_band_pct is not set): "
-                                     "measured the twin's top 2 only");
+      EXPECT_EQ(o.twin_guided->stop,
+                "no error band for x=3 (the twin gave none and search.twin_band_pct is not set): "
+                "measured the twin's top 2 only");
     }
   }
 }
@@ -266,9 +283,10 @@ TEST(TwinRepeats, PredictionsRunOnceAndFailuresAreListedOnceWithTheirCount) {
   ReportInput in{&s, &o, ev.records(), {}};
   const std::string md = render_markdown(in);
   EXPECT_EQ(md.find("± 0.00"), std::string::npos) << md;
-  EXPECT_NE(md.find("1 run(s) per point (the twin's predictions are deterministic: repeats = 3 applies to measured "
-                    "targets)"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("1 run(s) per point (the twin's predictions are deterministic: repeats = 3 applies to measured "
+              "targets)"),
+      std::string::npos)
       << md;
 
   // Measured: a not-ready engine is retried on each of the 3 repeats; the report lists it once, with 3.
@@ -284,9 +302,12 @@ TEST(TwinRepeats, PredictionsRunOnceAndFailuresAreListedOnceWithTheirCount) {
   SearchOutcome lo = run_search(s, local, nullptr);
   ReportInput lin{&s, &lo, local.records(), {}};
   const std::string lmd = render_markdown(lin);
-  EXPECT_NE(lmd.find("| a | layout=tp4-dp2 + ctx=32768 | not_ready | not ready after 1800 s | 3 |  |"), std::string::npos) << lmd;
+  EXPECT_NE(lmd.find("| a | layout=tp4-dp2 + ctx=32768 | not_ready | not ready after 1800 s | 3 |  |"),
+            std::string::npos)
+      << lmd;
   size_t rows = 0;
-  for (size_t at = lmd.find("| not_ready |"); at != std::string::npos; at = lmd.find("| not_ready |", at + 1)) ++rows;
+  for (size_t at = lmd.find("| not_ready |"); at != std::string::npos; at = lmd.find("| not_ready |", at + 1))
+    ++rows;
   EXPECT_EQ(rows, 1u);
 }
 
@@ -303,7 +324,8 @@ TEST(DefaultStrategy, TwinGuidedOnTheLocalTargetGreedyOnTheTwin) {
   // `--target local` on a twin study: the local default; an 18-point grid above max_trials = 10: greedy.
   set_target(twin, Target::kLocal);
   EXPECT_EQ(twin.search.strategy, Strategy::kTwinGuided);
-  Study small_cap = parse_study(std::string(testing::kSmallStudy) + "\n[search]\nmax_trials = 10\n", "s.toml", "/d");
+  Study small_cap =
+      parse_study(std::string(testing::kSmallStudy) + "\n[search]\nmax_trials = 10\n", "s.toml", "/d");
   set_target(small_cap, Target::kLocal);
   EXPECT_EQ(small_cap.search.strategy, Strategy::kGreedy);
   set_target(named, Target::kTwin);
@@ -362,13 +384,16 @@ render.e = [{flags = ["--chunked-prefill-size", "{value}"]}]
   SearchOutcome o = run_search(s, ev, nullptr);
   EXPECT_EQ(o.best.key, "e{parallelism=tp1-dp8-ep8,context_length=32768,chunked_prefill_size=2048}");
   ASSERT_EQ(o.verdicts.size(), 3u);
-  EXPECT_FALSE(o.verdicts[2].recommended);  // chunked_prefill_size: within the noise, not needed once ctx is back
+  EXPECT_FALSE(
+      o.verdicts[2].recommended);  // chunked_prefill_size: within the noise, not needed once ctx is back
   EXPECT_TRUE(o.verdicts[1].recommended);
-  EXPECT_EQ(o.verdicts[1].why,
-            "+0.29% on the objective is within the noise; put back: without it and the other dropped knobs the "
-            "command fails (oom)");
+  EXPECT_EQ(
+      o.verdicts[1].why,
+      "+0.29% on the objective is within the noise; put back: without it and the other dropped knobs the "
+      "command fails (oom)");
   EXPECT_EQ(o.recommended_command.shell(),
-            "python3 -m sglang.launch_server --model-path org/model --tp-size 1 --dp-size 8 --context-length=32768");
+            "python3 -m sglang.launch_server --model-path org/model --tp-size 1 --dp-size 8 "
+            "--context-length=32768");
   EXPECT_TRUE(o.recommended_eval.feasible);
   EXPECT_DOUBLE_EQ(o.recommended_eval.objective.mean, 8600);
 }

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "test_study.h"
 #include "servelab/tune/search.h"
 #include "servelab/tune/stats.h"
+#include "test_study.h"
 
 namespace servelab::tune {
 namespace {
@@ -61,12 +61,14 @@ TEST(Greedy, FollowsTheHandComputedPath) {
   EXPECT_NEAR(o.verdicts[1].scenario_change_pct.at("s2"), -5.0, 1e-9);
   EXPECT_TRUE(o.verdicts[1].recommended);
   EXPECT_FALSE(o.verdicts[1].loses_nowhere);
-  EXPECT_EQ(o.recommended.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}, {"ctx", "32768"}}));
+  EXPECT_EQ(o.recommended.knobs,
+            (std::map<std::string, std::string>{{"layout", "tp4-dp2"}, {"ctx", "32768"}}));
   ASSERT_TRUE(o.alternative);
   EXPECT_EQ(o.alternative->title, "best that loses on no scenario");
   EXPECT_EQ(o.alternative->config.knobs, (std::map<std::string, std::string>{{"layout", "tp4-dp2"}}));
   EXPECT_EQ(o.alternative->command.shell(),
-            "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 --dp-size 2");
+            "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
+            "--dp-size 2");
   EXPECT_NEAR(o.alternative->eval.objective.mean, 135, 1e-9);
   // 7 search launches + 2 generalization + 2 ablation; rejected configs never launch. On the twin the grid
   // check then runs the 5 launchable grid points greedy did not try (a{ctx}, b{ctx}, b{flag}, b{ctx,flag},
@@ -151,10 +153,14 @@ TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
   TrialRunner r = [&](const TrialRequest& req) {
     ++launches[req.config_key];
     TrialOutcome out;
-    if (req.config_key == "a{layout=tp4-dp2}") out.status = TrialStatus::kStartupRefused;
-    else if (req.config_key == "b{layout=tp4-dp2}") out.status = TrialStatus::kOutOfMemory;
-    else if (req.config_key == "a{ctx=32768}") out.status = TrialStatus::kNotReady;
-    else return testing::fake_runner()(req);
+    if (req.config_key == "a{layout=tp4-dp2}")
+      out.status = TrialStatus::kStartupRefused;
+    else if (req.config_key == "b{layout=tp4-dp2}")
+      out.status = TrialStatus::kOutOfMemory;
+    else if (req.config_key == "a{ctx=32768}")
+      out.status = TrialStatus::kNotReady;
+    else
+      return testing::fake_runner()(req);
     out.reason = trial_status_name(out.status);
     return out;
   };

@@ -72,7 +72,8 @@ TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
     }
   }
   for (int i = 1; i <= 7; ++i)
-    EXPECT_EQ(progress.str().find("SECRET" + std::to_string(i)), std::string::npos) << "progress: SECRET" << i;
+    EXPECT_EQ(progress.str().find("SECRET" + std::to_string(i)), std::string::npos)
+        << "progress: SECRET" << i;
   // The stored study still parses (servelab report re-reads it).
   const auto toml = Store(dir / "results.sqlite").study_toml();
   ASSERT_TRUE(toml.has_value());
@@ -83,12 +84,14 @@ TEST(Secrets, NoStudyCredentialIsWrittenAnywhere) {
 // Issue 31 (review): a knob not named like a credential that renders into one (`--api-key {value}`,
 // `--hf-token={value}`, an HF_TOKEN variable) is as secret as one that is: its labels are "<redacted-N>".
 TEST(Secrets, KnobRenderingIntoACredentialShowsNoValue) {
-  for (const std::string render : {"render.a = [{flags = [\"--api-key\", \"{value}\"]}]",
-                                   "render.a = [{flags = [\"--hf-token={value}\"]}]",
-                                   "render.a = [{env = {HF_TOKEN = \"{value}\"}}]"}) {
+  for (const std::string render :
+       {"render.a = [{flags = [\"--api-key\", \"{value}\"]}]",
+        "render.a = [{flags = [\"--hf-token={value}\"]}]", "render.a = [{env = {HF_TOKEN = \"{value}\"}}]"}) {
     std::string toml = testing::kSmallStudy;
-    toml.insert(toml.find("[[scenarios]]"), "[[knobs]]\nname = \"key\"\ntype = \"string\"\n"
-                                            "values = [\"default\", \"SECRETKV\"]\n" + render + "\n\n");
+    toml.insert(toml.find("[[scenarios]]"),
+                "[[knobs]]\nname = \"key\"\ntype = \"string\"\n"
+                "values = [\"default\", \"SECRETKV\"]\n" +
+                    render + "\n\n");
     const Study study = parse_study(toml, "knob.toml", "/data");
     const Knob& k = study.knob("key");
     EXPECT_EQ(k.values[1].label, "<redacted-2>") << render;
@@ -96,8 +99,9 @@ TEST(Secrets, KnobRenderingIntoACredentialShowsNoValue) {
   }
   // A knob whose value only sits beside a credential flag, not in it, keeps its labels.
   std::string toml = testing::kSmallStudy;
-  toml.insert(toml.find("[[scenarios]]"), "[[knobs]]\nname = \"seqs\"\ntype = \"int\"\nvalues = [64, 128]\n"
-                                          "render.a = [{flags = [\"--max-num-seqs\", \"{value}\"]}]\n\n");
+  toml.insert(toml.find("[[scenarios]]"),
+              "[[knobs]]\nname = \"seqs\"\ntype = \"int\"\nvalues = [64, 128]\n"
+              "render.a = [{flags = [\"--max-num-seqs\", \"{value}\"]}]\n\n");
   EXPECT_EQ(parse_study(toml, "knob.toml", "/data").knob("seqs").values[1].label, "128");
 }
 

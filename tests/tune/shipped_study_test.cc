@@ -56,7 +56,8 @@ bool contains_run(const std::vector<std::string>& argv, const std::vector<std::s
 }
 
 // A command as its flag groups (a flag and the values up to the next flag), program words dropped.
-std::multiset<std::string> flag_groups(const std::vector<std::string>& argv, const std::set<std::string>& drop) {
+std::multiset<std::string> flag_groups(const std::vector<std::string>& argv,
+                                       const std::set<std::string>& drop) {
   std::multiset<std::string> out;
   std::string group;
   auto flush = [&] {
@@ -64,7 +65,8 @@ std::multiset<std::string> flag_groups(const std::vector<std::string>& argv, con
     group.clear();
   };
   for (const auto& w : argv) {
-    if (w.rfind("--", 0) == 0 || (w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])))) {
+    if (w.rfind("--", 0) == 0 ||
+        (w.size() > 1 && w[0] == '-' && !std::isdigit(static_cast<unsigned char>(w[1])))) {
       flush();
       group = w;
     } else if (!group.empty()) {
@@ -83,7 +85,8 @@ TEST(ShippedStudy, RendersTheReferenceCommands) {
     std::string literal;  // the start of the study's fragment
   };
   const std::vector<Case> cases = {
-      {{"vllm", {{"parallelism", "tp1-dp8-ep8"}, {"context_length", "81920"}}}, "-tp 1 -dp 8 --enable-expert-parallel"},
+      {{"vllm", {{"parallelism", "tp1-dp8-ep8"}, {"context_length", "81920"}}},
+       "-tp 1 -dp 8 --enable-expert-parallel"},
       {{"vllm", {{"parallelism", "tp1-dp8-ep8"}, {"context_length", "81920"}}}, "--max-model-len 81920"},
       {{"vllm", {{"mtp", "mtp1"}}}, "--speculative-config"},
       {{"sglang", {{"mtp", "mtp1"}}}, "--speculative-algorithm EAGLE"},
@@ -102,11 +105,13 @@ TEST(ShippedStudy, RendersTheReferenceCommands) {
     EXPECT_TRUE(contains_run(r.argv, want)) << "`" << c.literal << "...` not in: " << r.shell();
   }
   // The fragment for vLLM MTP is the study's JSON, byte for byte.
-  EXPECT_EQ(fragment(md, "--speculative-config"),
-            (std::vector<std::string>{"--speculative-config", R"({"method":"mtp","num_speculative_tokens":1})"}));
+  EXPECT_EQ(
+      fragment(md, "--speculative-config"),
+      (std::vector<std::string>{"--speculative-config", R"({"method":"mtp","num_speculative_tokens":1})"}));
   // DeepGEMM off: the study's environment assignments, one per engine.
-  const std::map<std::string, std::string> dg = {
-      {"vllm", "VLLM_USE_DEEP_GEMM=0"}, {"sglang", "SGLANG_ENABLE_JIT_DEEPGEMM=0"}, {"trtllm", "TRTLLM_DG_ENABLED=0"}};
+  const std::map<std::string, std::string> dg = {{"vllm", "VLLM_USE_DEEP_GEMM=0"},
+                                                 {"sglang", "SGLANG_ENABLE_JIT_DEEPGEMM=0"},
+                                                 {"trtllm", "TRTLLM_DG_ENABLED=0"}};
   for (const auto& [engine, assignment] : dg) {
     ASSERT_NE(md.find("`" + assignment + "`"), std::string::npos) << assignment;
     const Rendered r = render(s, {engine, {{"deep_gemm", "false"}}});
@@ -115,15 +120,18 @@ TEST(ShippedStudy, RendersTheReferenceCommands) {
     EXPECT_EQ(name + "=" + r.env.at(name), assignment);
   }
   // The baselines: the engine with TP=8 and nothing else of a knob.
-  EXPECT_EQ(render(s, {"vllm", {}}).shell(), "vllm serve deepseek-ai/DeepSeek-V3.2 --host 127.0.0.1 --port 8000 "
-                                             "--tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3 -tp 8");
+  EXPECT_EQ(render(s, {"vllm", {}}).shell(),
+            "vllm serve deepseek-ai/DeepSeek-V3.2 --host 127.0.0.1 --port 8000 "
+            "--tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3 -tp 8");
   EXPECT_EQ(render(s, {"trtllm", {}}).shell(),
             "trtllm-serve deepseek-ai/DeepSeek-V3.2 --host 127.0.0.1 --port 8000 --tp_size 8");
   // The study's recommended command, flag for flag (order free; the model, host and port are where the
   // study file puts them: --model-path is SGLang's name of the study's --model).
   const std::vector<std::string> recommended = fragment(md, "python3 -m sglang.launch_server --model");
-  const Rendered best = render(s, {"sglang", {{"parallelism", "tp8-dp8-dpattn"}, {"parsers", "deepseek-v32"}}});
-  EXPECT_EQ(flag_groups(best.argv, {"--model-path", "--host", "--port"}), flag_groups(recommended, {"--model"}))
+  const Rendered best =
+      render(s, {"sglang", {{"parallelism", "tp8-dp8-dpattn"}, {"parsers", "deepseek-v32"}}});
+  EXPECT_EQ(flag_groups(best.argv, {"--model-path", "--host", "--port"}),
+            flag_groups(recommended, {"--model"}))
       << best.shell();
 }
 
@@ -134,7 +142,8 @@ TEST(ShippedStudy, PrunesWhatTheEnginesCannotExpress) {
             "--enable-expert-parallel)");
   EXPECT_EQ(*check_config(s, {"sglang", {{"attention_backend", "FLASHMLA"}}}),
             "sglang rejects attention_backend=FLASHMLA: not an SGLang attention backend");
-  EXPECT_EQ(*check_config(s, {"trtllm", {{"mtp", "mtp1"}}}), "trtllm has no setting for knob mtp (value mtp1)");
+  EXPECT_EQ(*check_config(s, {"trtllm", {{"mtp", "mtp1"}}}),
+            "trtllm has no setting for knob mtp (value mtp1)");
   EXPECT_FALSE(check_config(s, {"vllm", {{"dcp", "8"}}}));  // valid launch; fails at run time (twin/engine)
   for (const auto& e : s.engines) EXPECT_FALSE(check_config(s, {e.name, {}})) << e.name;
 }

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "servelab/common/paths.h"
-#include "test_study.h"
 #include "servelab/tune/slurm.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "test_study.h"
 
 namespace servelab::tune {
 namespace {
@@ -24,9 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(SlurmStates, LiveAndFailureClasses) {
-  for (const char* s : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED", "COMPLETING+"})
+  for (const char* s :
+       {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED", "COMPLETING+"})
     EXPECT_TRUE(slurm_state_live(s)) << s;
-  for (const char* s : {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY"})
+  for (const char* s :
+       {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY"})
     EXPECT_FALSE(slurm_state_live(s)) << s;
   EXPECT_EQ(slurm_state_failure("TIMEOUT"), TrialStatus::kJobTimeLimit);
   EXPECT_EQ(slurm_state_failure("DEADLINE"), TrialStatus::kJobTimeLimit);
@@ -45,7 +47,8 @@ TEST(SlurmStates, LiveAndFailureClasses) {
 
 TEST(SlurmStates, ParsesSqueueAndSacct) {
   // squeue -h -t all -o "%i|%T|%r", then sacct -n -P -X -o JobID,State.
-  const auto st = parse_slurm_states("12|RUNNING|None\n13|PENDING|Resources\n\n14|TIMEOUT|TimeLimit\n15|CANCELLED by 0\n");
+  const auto st = parse_slurm_states(
+      "12|RUNNING|None\n13|PENDING|Resources\n\n14|TIMEOUT|TimeLimit\n15|CANCELLED by 0\n");
   ASSERT_EQ(st.size(), 4u);
   EXPECT_EQ(st.at("12").state, "RUNNING");
   EXPECT_EQ(st.at("13").reason, "Resources");
@@ -75,7 +78,8 @@ TEST(SlurmGres, CountsPerName) {
   EXPECT_EQ(gres_count("gpu:a100:4,gpu:h100:4,shard:16", "gpu"), 8);
   EXPECT_EQ(gres_count("shard:16", "gpu"), 0);
   EXPECT_EQ(gres_count("(null)", "gpu"), 0);
-  const auto kv = parse_scontrol_line("PartitionName=gpu AllowGroups=ALL MaxTime=2-00:00:00 State=UP Default=YES");
+  const auto kv =
+      parse_scontrol_line("PartitionName=gpu AllowGroups=ALL MaxTime=2-00:00:00 State=UP Default=YES");
   EXPECT_EQ(kv.at("MaxTime"), "2-00:00:00");
   EXPECT_EQ(kv.at("State"), "UP");
 }
@@ -122,10 +126,13 @@ TEST(SlurmStudy, RejectsBadValues) {
   EXPECT_EQ(study_error(base + "[slurm]\ngpus_per_trial = 12\ngpus_per_node = 8\n"),
             "s.toml:61: slurm.gpus_per_trial: 12 GPUs do not fill whole nodes of 8 (slurm.gpus_per_node)");
   EXPECT_EQ(study_error(base + "[slurm]\nsbatch_args = [\"constraint=h100\"]\n"),
-            "s.toml:61: slurm.sbatch_args[0]: must be one sbatch option starting with '-' (e.g. \"--constraint=h100\")");
-  EXPECT_NE(study_error(base + "[slurm]\npartiton = \"x\"\n").find("slurm.partiton: unknown key"), std::string::npos);
-  EXPECT_NE(study_error(base + "[slurm]\ntime_limit_min = 0\n").find("slurm.time_limit_min: 0 is out of range"),
+            "s.toml:61: slurm.sbatch_args[0]: must be one sbatch option starting with '-' (e.g. "
+            "\"--constraint=h100\")");
+  EXPECT_NE(study_error(base + "[slurm]\npartiton = \"x\"\n").find("slurm.partiton: unknown key"),
             std::string::npos);
+  EXPECT_NE(
+      study_error(base + "[slurm]\ntime_limit_min = 0\n").find("slurm.time_limit_min: 0 is out of range"),
+      std::string::npos);
   std::string slurm_target = base;
   slurm_target.replace(slurm_target.find("target = \"twin\""), 15, "target = \"slurm\"");
   EXPECT_NE(study_error(slurm_target).find("target \"slurm\" needs a [slurm] section"), std::string::npos);
@@ -155,7 +162,8 @@ TEST(SlurmScript, TwoNodeTrial) {
             "module load cuda/12.8\n"
             "source /opt/venv/bin/activate\n"
             "srun --nodes=2 --ntasks-per-node=1 --wait=30 /opt/servelab/bin/servelab tune-trial "
-            "/scratch/out/slurm/slurm_a___s1_r0/REQUEST.json --out /scratch/out/slurm/slurm_a___s1_r0/RESULT.json\n");
+            "/scratch/out/slurm/slurm_a___s1_r0/REQUEST.json --out "
+            "/scratch/out/slurm/slurm_a___s1_r0/RESULT.json\n");
   const SlurmJobFiles spaced = slurm_job_files("/my out/slurm", "k");
   EXPECT_THROW(slurm_batch_script(s, spaced, "/bin/servelab", "j"), std::invalid_argument);
 }
@@ -197,12 +205,15 @@ struct FakeSlurm {
   FakeSlurm() {
     fs::remove_all(dir);
     fs::create_directories(dir / "out");
-    tool("sbatch", "n=$(($(cat \"$D/counter\" 2>/dev/null || echo 0) + 1)); echo $n > \"$D/counter\"\n"
-                   "script=\"${@: -1}\"; echo \"$n $script\" >> \"$D/sbatch.log\"\n"
-                   "[ -f \"$D/result.json\" ] && cp \"$D/result.json\" \"$(dirname \"$script\")/RESULT.json\"\n"
-                   "echo $n");
-    tool("squeue", "ids=\"${@: -1}\"; echo \"$ids\" >> \"$D/squeue.log\"\n"
-                   "for i in ${ids//,/ }; do echo \"$i|$(cat \"$D/state.$i\" 2>/dev/null || echo COMPLETED)|None\"; done");
+    tool("sbatch",
+         "n=$(($(cat \"$D/counter\" 2>/dev/null || echo 0) + 1)); echo $n > \"$D/counter\"\n"
+         "script=\"${@: -1}\"; echo \"$n $script\" >> \"$D/sbatch.log\"\n"
+         "[ -f \"$D/result.json\" ] && cp \"$D/result.json\" \"$(dirname \"$script\")/RESULT.json\"\n"
+         "echo $n");
+    tool("squeue",
+         "ids=\"${@: -1}\"; echo \"$ids\" >> \"$D/squeue.log\"\n"
+         "for i in ${ids//,/ }; do echo \"$i|$(cat \"$D/state.$i\" 2>/dev/null || echo COMPLETED)|None\"; "
+         "done");
     tool("scancel", "echo \"$@\" >> \"$D/scancel.log\"");
     tool("sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1");
   }
@@ -233,7 +244,8 @@ struct FakeSlurm {
 };
 
 Study slurm_study(int max_parallel) {
-  Study s = parse_study(std::string(testing::kSmallStudy) + "[slurm]\ntime_limit_min = 5\npoll_interval_s = 0.05\n" +
+  Study s = parse_study(std::string(testing::kSmallStudy) +
+                            "[slurm]\ntime_limit_min = 5\npoll_interval_s = 0.05\n" +
                             "max_parallel = " + std::to_string(max_parallel) + "\n",
                         "s.toml", "/data");
   return s;
@@ -301,7 +313,8 @@ TEST(SlurmRunner, ResumeWaitsForStoredJobsInsteadOfSubmitting) {
   std::ofstream(f.result) << trial_outcome_json(crashed);
   std::ofstream(fake.dir / "state.1") << "CANCELLED";
   std::map<std::size_t, TrialOutcome> got;
-  make_slurm_runner(study, fake.options())(reqs, [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
+  make_slurm_runner(study, fake.options())(reqs,
+                                           [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
   EXPECT_EQ(got.at(0).status, TrialStatus::kCrashed);
   EXPECT_EQ(got.at(0).reason, "died; job output: " + (f.dir / "slurm-77.out").string());
   EXPECT_EQ(got.at(1).status, TrialStatus::kJobCancelled);
@@ -321,7 +334,8 @@ TEST(SlurmRunner, StopCancelsTheJobsAndForgetsThem) {
     stop = true;
   });
   std::vector<TrialStatus> got(3, TrialStatus::kOk);
-  make_slurm_runner(study, fake.options(&stop))(requests(3), [&](std::size_t i, TrialOutcome o) { got[i] = o.status; });
+  make_slurm_runner(study, fake.options(&stop))(requests(3),
+                                                [&](std::size_t i, TrialOutcome o) { got[i] = o.status; });
   ctrl_c.join();
   EXPECT_EQ(got, std::vector<TrialStatus>(3, TrialStatus::kInterrupted));
   EXPECT_EQ(fake.read("scancel.log"), "1 2\n");
@@ -338,15 +352,18 @@ TEST(SlurmRunner, SbatchRefusalStopsTheStudy) {
     make_slurm_runner(slurm_study(2), fake.options())(requests(1), [](std::size_t, TrialOutcome) {});
     FAIL() << "no StudyAbort";
   } catch (const StudyAbort& e) {
-    EXPECT_NE(std::string(e.what()).find("sbatch refused the job of trial slurm|a{k=0}|s1|r0"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("sbatch: error: invalid partition specified: h100"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("sbatch refused the job of trial slurm|a{k=0}|s1|r0"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("sbatch: error: invalid partition specified: h100"),
+              std::string::npos);
   }
 }
 
 // The strategies hand independent trials to the batch runner: the same study with and without it gives
 // the same trials and the same best config; with it, the grid's launchable points come in one batch.
 TEST(SlurmBatch, GridTrialsComeInOneBatch) {
-  const Study study = parse_study(std::string(testing::kSmallStudy) + "[search]\nstrategy = \"grid\"\n", "s.toml", "/data");
+  const Study study =
+      parse_study(std::string(testing::kSmallStudy) + "[search]\nstrategy = \"grid\"\n", "s.toml", "/data");
   const fs::path base = fs::temp_directory_path() / ("servelab-batch-" + std::to_string(getpid()));
   fs::remove_all(base);
   TuneOptions one;
@@ -389,13 +406,14 @@ namespace {
 // Section 2: a 16-GPU SGLang trial on 2 nodes of 8: every node runs the same server with its rank and the
 // head's rendezvous address (engines::render_node_launch), the port from the job id.
 TEST(SlurmMultiNode, SglangOnTwoNodes) {
-  Study s = parse_study(std::string(testing::kSmallStudy) + "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\n",
-                        "s.toml", "/data");
+  Study s =
+      parse_study(std::string(testing::kSmallStudy) + "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\n",
+                  "s.toml", "/data");
   EXPECT_EQ(s.slurm.nodes(s.hardware.gpu_count), 2);
   EXPECT_EQ(slurm_rendezvous_port("12345"), 32345);
   EXPECT_EQ(slurm_rendezvous_port("45678"), 25678);
-  const std::vector<std::string> argv = {"python3", "-m", "sglang.launch_server", "--model-path", "org/model",
-                                         "--tp-size", "16"};
+  const std::vector<std::string> argv = {
+      "python3", "-m", "sglang.launch_server", "--model-path", "org/model", "--tp-size", "16"};
   SlurmNodeContext node;
   node.nodes = 2;
   node.head = "gpu-a17";
@@ -406,8 +424,8 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
     EXPECT_EQ(l.method, engines::MultiNodeMethod::kSglangNnodes);
     EXPECT_EQ(l.serves_http, rank == 0);
     std::vector<std::string> want = argv;
-    want.insert(want.end(), {"--nnodes", "2", "--node-rank", std::to_string(rank), "--dist-init-addr",
-                             "gpu-a17:32345"});
+    want.insert(want.end(),
+                {"--nnodes", "2", "--node-rank", std::to_string(rank), "--dist-init-addr", "gpu-a17:32345"});
     EXPECT_EQ(l.argv, want) << "rank " << rank;
   }
   // TensorRT-LLM's MPI job would have to own the allocation's tasks: refused with the reason.

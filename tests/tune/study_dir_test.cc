@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "test_study.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
+#include "test_study.h"
 #include "tune/study_dir.h"
 
 namespace servelab::tune {
@@ -43,11 +43,14 @@ TEST_F(StudyDirFixture, RerunWithoutResumeRefusesAndKeepsTheResults) {
     run_study(study, options());
     FAIL() << "a second run without --resume was accepted";
   } catch (const TuneSetupError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              (dir / "results.sqlite").string() + " already holds " + std::to_string(before) +
-                  " trial(s) of study 'small'; refusing to overwrite them. Use --resume to continue that study, "
-                  "--fresh to move the directory aside (" + dir.string() + ".<date>) and start over, or --out DIR "
-                  "for another directory");
+    EXPECT_EQ(
+        std::string(e.what()),
+        (dir / "results.sqlite").string() + " already holds " + std::to_string(before) +
+            " trial(s) of study 'small'; refusing to overwrite them. Use --resume to continue that study, "
+            "--fresh to move the directory aside (" +
+            dir.string() +
+            ".<date>) and start over, or --out DIR "
+            "for another directory");
   }
   EXPECT_EQ(trials(), before);
   // --resume on the same study file runs nothing again.
@@ -130,10 +133,12 @@ TEST_F(StudyDirFixture, SecondTuneOnThePortIsRefusedWithTheHoldersPid) {
     FAIL() << "locked port " << port << " twice";
   } catch (const TuneSetupError& e) {
     const std::string pid = std::to_string(getpid());
-    EXPECT_EQ(std::string(e.what()).rfind(fmt::format("port {} is used by another servelab tune (pid {}: ", port, pid), 0),
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  fmt::format("port {} is used by another servelab tune (pid {}: ", port, pid), 0),
               0u)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("or set [study] port to another port"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("or set [study] port to another port"), std::string::npos)
+        << e.what();
   }
   first.reset();
   EXPECT_NO_THROW(detail::DirLock::port(port));

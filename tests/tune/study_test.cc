@@ -5,15 +5,17 @@
 #include <limits>
 
 #include "servelab/common/paths.h"
-#include "test_study.h"
 #include "servelab/tune/search.h"
 #include "servelab/tune/space.h"
 #include "servelab/tune/study.h"
+#include "test_study.h"
 
 namespace servelab::tune {
 namespace {
 
-Study small() { return parse_study(testing::kSmallStudy, "small.toml", "/data"); }
+Study small() {
+  return parse_study(testing::kSmallStudy, "small.toml", "/data");
+}
 
 TEST(Study, ParsesEnginesKnobsScenarios) {
   Study s = small();
@@ -95,10 +97,12 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
                "engines[0].stop_grace_s: 1e+308 is out of range (must be in 0..3600)");
   expect_error(v, v + "ready_timeout_s = -5\n", "ready_timeout_s",
                "engines[0].ready_timeout_s: -5 is out of range (must be > 0 and ≤ 86400)");
-  expect_error(v, v + "ready_timeout_s = nan\n", "ready_timeout_s", "engines[0].ready_timeout_s: must be a finite number");
+  expect_error(v, v + "ready_timeout_s = nan\n", "ready_timeout_s",
+               "engines[0].ready_timeout_s: must be a finite number");
   expect_error(t, t + "port = 99999\n", "port =", "study.port: 99999 is out of range (must be in 1..65535)");
   expect_error(t, t + "port = 0\n", "port =", "study.port: 0 is out of range (must be in 1..65535)");
-  expect_error(t, t + "repeats = 5000000000\n", "repeats", "study.repeats: 5000000000 is out of range (must be in 1..100)");
+  expect_error(t, t + "repeats = 5000000000\n", "repeats",
+               "study.repeats: 5000000000 is out of range (must be in 1..100)");
   expect_error("gpu_count = 8\n", "gpu_count = 8\ngpu_memory_gb = 0\n", "gpu_memory_gb",
                "hardware.gpu_memory_gb: 0 is out of range (must be > 0 and ≤ 10000)");
   expect_error("gpu_count = 8\n", "gpu_count = 8\n[search]\nmin_gain_pct = -1\n", "min_gain_pct",
@@ -113,29 +117,34 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
 
 TEST(Study, GpuMemoryComesFromTheGpuTable) {
   const std::string hw = "gpu = \"H200\"\ngpu_count = 8\n";
-  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.754820096 GB; the datasheet's "141 GB" is 140.4 GiB.
+  // H200: 143771 MiB (nvidia-smi) = 143771 * 2^20 B = 150.754820096 GB; the datasheet's "141 GB" is 140.4
+  // GiB.
   EXPECT_DOUBLE_EQ(parse_study(testing::kSmallStudy, "s.toml", "/d").hardware.gpu_memory_gb, 150.754820096);
   EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 141\n"), "s.toml", "/d").hardware.gpu_memory_gb,
                    150.754820096);
-  EXPECT_DOUBLE_EQ(parse_study(with(hw, hw + "gpu_memory_gb = 150.8\n"), "s.toml", "/d").hardware.gpu_memory_gb,
-                   150.754820096);
-  expect_error(hw, hw + "gpu_memory_gb = 80\n", "gpu_memory_gb",
-               "hardware.gpu_memory_gb: 80 contradicts the GPU table: H200 has 143771 MiB = 150.8 GB = 140.4 GiB "
-               "(src/hardware); remove the key (the table is the one source) or fix hardware.gpu");
+  EXPECT_DOUBLE_EQ(
+      parse_study(with(hw, hw + "gpu_memory_gb = 150.8\n"), "s.toml", "/d").hardware.gpu_memory_gb,
+      150.754820096);
+  expect_error(
+      hw, hw + "gpu_memory_gb = 80\n", "gpu_memory_gb",
+      "hardware.gpu_memory_gb: 80 contradicts the GPU table: H200 has 143771 MiB = 150.8 GB = 140.4 GiB "
+      "(src/hardware); remove the key (the table is the one source) or fix hardware.gpu");
   // A GPU the table lacks needs its memory; with it, the study's value is used.
   const std::string other = "gpu = \"RTX-9999\"\ngpu_count = 8\n";
   EXPECT_NE(load_error(with(hw, other)).find("hardware.gpu: "), std::string::npos);
   EXPECT_NE(load_error(with(hw, other)).find("give hardware.gpu_memory_gb"), std::string::npos);
-  EXPECT_DOUBLE_EQ(parse_study(with(hw, other + "gpu_memory_gb = 96\n"), "s.toml", "/d").hardware.gpu_memory_gb, 96);
+  EXPECT_DOUBLE_EQ(
+      parse_study(with(hw, other + "gpu_memory_gb = 96\n"), "s.toml", "/d").hardware.gpu_memory_gb, 96);
   // No silent H200: [hardware] and its gpu are required.
   EXPECT_NE(load_error(with("[hardware]\n" + hw, "")).find("missing table [hardware]"), std::string::npos);
   EXPECT_NE(load_error(with(hw, "gpu_count = 8\n")).find("missing key 'gpu'"), std::string::npos);
 }
 
 TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
-  expect_error("render.a = [{flags = [\"-tp\", \"{tp}\"]}", "render.a = [{flags = [\"-tp\", \"{tpp}\"]}", "{tpp}",
-               "knobs[0] (layout).render.a[0].flags[1]: undefined placeholder {tpp} (defined here: {dcp}, {dp}, "
-               "{dp_attention}, {ep}, {host}, {model}, {port}, {pp}, {tp})");
+  expect_error(
+      "render.a = [{flags = [\"-tp\", \"{tp}\"]}", "render.a = [{flags = [\"-tp\", \"{tpp}\"]}", "{tpp}",
+      "knobs[0] (layout).render.a[0].flags[1]: undefined placeholder {tpp} (defined here: {dcp}, {dp}, "
+      "{dp_attention}, {ep}, {host}, {model}, {port}, {pp}, {tp})");
   expect_error("\"--port\", \"{port}\"]", "\"--port\", \"{prot}\"]", "{prot}",
                "engines[0].command[4]: undefined placeholder {prot} (defined here: {host}, {model}, {port})");
   // JSON braces are not placeholders; {value} of a knob is.
@@ -150,15 +159,17 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
   std::string parts = "a";
   for (int i = 0; i < 50000; ++i) parts += ".a";
   const std::string header = std::string(testing::kSmallStudy) + "\n[" + parts + "]\nx = 1\n";
-  EXPECT_EQ(load_error(header), fmt::format("range.toml:{}: a dotted key or table header of more than 128 parts: "
-                                            "refused (a study nests its tables 2 or 3 deep)",
-                                            line_of(header, "[a.a.a")));
+  EXPECT_EQ(load_error(header),
+            fmt::format("range.toml:{}: a dotted key or table header of more than 128 parts: "
+                        "refused (a study nests its tables 2 or 3 deep)",
+                        line_of(header, "[a.a.a")));
   const std::string key = std::string(testing::kSmallStudy) + "\n[extra]\n" + parts + " = 1\n";
   EXPECT_EQ(load_error(key).rfind(fmt::format("range.toml:{}: a dotted key", line_of(key, "a.a.a")), 0), 0u);
   const std::string arrays = std::string(testing::kSmallStudy) + "\nx = " + std::string(50000, '[') + "\n";
-  EXPECT_EQ(load_error(arrays), fmt::format("range.toml:{}: arrays or inline tables nested more than 128 deep: "
-                                            "refused",
-                                            line_of(arrays, "x = [[")));
+  EXPECT_EQ(load_error(arrays),
+            fmt::format("range.toml:{}: arrays or inline tables nested more than 128 deep: "
+                        "refused",
+                        line_of(arrays, "x = [[")));
   // Dots in strings, comments and numbers are not key parts; 127 parts still reach toml++.
   std::string ok = std::string(testing::kSmallStudy);
   ok.replace(ok.find("goal = \"test study\""), 19,
@@ -168,14 +179,16 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
   for (int i = 0; i < 126; ++i) p127 += ".a";
   const std::string deep_ok = std::string(testing::kSmallStudy) + "\n[" + p127 + "]\n";
   EXPECT_EQ(load_error(deep_ok),
-            "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) + ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
-            "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
+            "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) +
+                ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
+                "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
 }
 
 // Issue 31: a study named ".." wrote its results into the working directory (out/..); a name holding ESC
 // or NUL was printed raw.
 TEST(Study, LongNumbersAreNotEchoedWhole) {
-  const std::string toml = with("target = \"twin\"\n", "target = \"twin\"\nrepeats = " + std::string(100, '9') + "\n");
+  const std::string toml =
+      with("target = \"twin\"\n", "target = \"twin\"\nrepeats = " + std::string(100, '9') + "\n");
   EXPECT_EQ(load_error(toml), fmt::format("range.toml:{}:111: TOML syntax error: Error while parsing decimal "
                                           "integer: '999999... (100 digits)' is not representable in 64 bits",
                                           line_of(toml, "repeats")));
@@ -189,8 +202,8 @@ TEST(Study, NameMustBeOneSafePathComponent) {
   expect_error("name = \"small\"", "name = \"..\"", "name = ", "study.name: \"..\"" + rule);
   expect_error("name = \"small\"", "name = \".hidden\"", "name = ", "study.name: \".hidden\"" + rule);
   expect_error("name = \"small\"", "name = \"a/../../etc\"", "name = ", "study.name: \"a/../../etc\"" + rule);
-  expect_error("name = \"small\"", "name = \"x\\u001b[2J\\u0000y\"", "name = ",
-               "study.name: \"x\\x1b[2J\\0y\"" + rule);
+  expect_error("name = \"small\"", "name = \"x\\u001b[2J\\u0000y\"",
+               "name = ", "study.name: \"x\\x1b[2J\\0y\"" + rule);
   EXPECT_EQ(load_error(with("name = \"small\"", "name = \"" + std::string(5000, 'n') + "\"")),
             "range.toml:" + line + ": study.name: \"" + std::string(60, 'n') + "...\"" + rule);
   EXPECT_EQ(load_error(with("name = \"small\"", "name = \"v1.2_run-3\"")), "(accepted)");
@@ -258,13 +271,14 @@ TEST(Space, ManyValuesOfOneKnobAreIndexed) {
 TEST(Space, RendersCommandAndEnv) {
   Study s = small();
   Rendered r = render(s, CandidateConfig{"b", {{"layout", "tp4-dp2"}, {"ctx", "32768"}, {"flag", "true"}}});
-  EXPECT_EQ(r.argv, (std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--model-path", "org/model",
-                                              "--chat-template", "x.jinja", "--tp-size", "4", "--dp-size", "2",
-                                              "--context-length=32768"}));
+  EXPECT_EQ(r.argv, (std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--model-path",
+                                              "org/model", "--chat-template", "x.jinja", "--tp-size", "4",
+                                              "--dp-size", "2", "--context-length=32768"}));
   EXPECT_EQ(r.env.at("B_FLAG"), "1");
-  EXPECT_EQ(r.shell(),
-            "B_FLAG=1 python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
-            "--dp-size 2 --context-length=32768");
+  EXPECT_EQ(
+      r.shell(),
+      "B_FLAG=1 python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
+      "--dp-size 2 --context-length=32768");
   Rendered a = render(s, CandidateConfig{"a", {}});
   EXPECT_EQ(a.shell(), "vllm serve org/model --port 8000 -tp 8");
 }
@@ -288,11 +302,14 @@ TEST(Space, PrunesInvalidCombinations) {
   EXPECT_EQ(*why, "b rejects layout=tp4-dp2: no dp here");
   // Layout arithmetic.
   std::string l = testing::kSmallStudy;
-  l.replace(l.find("{tp = 3}"), 8, "{tp = 8, dp = 2}, {tp = 8, dp = 2, dp_attention = true}, {tp = 4, ep = 3}");
+  l.replace(l.find("{tp = 3}"), 8,
+            "{tp = 8, dp = 2}, {tp = 8, dp = 2, dp_attention = true}, {tp = 4, ep = 3}");
   Study s3 = parse_study(l, "l.toml", "/d");
-  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp8-dp2"}}}), "layout tp8-dp2 needs 16 GPUs, the node has 8");
+  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp8-dp2"}}}),
+            "layout tp8-dp2 needs 16 GPUs, the node has 8");
   EXPECT_FALSE(check_config(s3, CandidateConfig{"b", {{"layout", "tp8-dp2-dpattn"}}}));
-  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp4-ep3"}}}), "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
+  EXPECT_EQ(*check_config(s3, CandidateConfig{"a", {{"layout", "tp4-ep3"}}}),
+            "layout tp4-ep3: ep=3 does not divide the 4 GPUs used");
   // Issue 31: the GPU count of the largest layout the parser accepts (4096 each way) overflowed an int.
   std::string big = testing::kSmallStudy;
   big.replace(big.find("{tp = 3}"), 8, "{tp = 4096, dp = 4096, pp = 4096}");
@@ -324,11 +341,14 @@ namespace {
 TEST(Study, ScalePromptsForARehearsal) {
   Study s = scale_prompts(parse_study(testing::kSmallStudy, "small.toml", "/data"), 0.05);
   EXPECT_EQ(s.prompts_scale, 0.05);
-  EXPECT_EQ(s.scenarios[0].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
-  EXPECT_EQ(s.scenarios[1].args, (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
-  Study ref = scale_prompts(load_study(common::source_dir() / "studies/deepseek-v3.2-h200x8.toml", "/data"), 0.05);
-  EXPECT_EQ(ref.scenarios[0].args.back(), "50");   // sharegpt-1000: 1000 x 0.05
-  EXPECT_EQ(ref.scenarios[4].args[7], "5");        // random-32000in-100out: 100 x 0.05
+  EXPECT_EQ(s.scenarios[0].args,
+            (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  EXPECT_EQ(s.scenarios[1].args,
+            (std::vector<std::string>{"--dataset-name", "random", "--num-prompts", "1"}));
+  Study ref =
+      scale_prompts(load_study(common::source_dir() / "studies/deepseek-v3.2-h200x8.toml", "/data"), 0.05);
+  EXPECT_EQ(ref.scenarios[0].args.back(), "50");  // sharegpt-1000: 1000 x 0.05
+  EXPECT_EQ(ref.scenarios[4].args[7], "5");       // random-32000in-100out: 100 x 0.05
   EXPECT_THROW(scale_prompts(ref, 0), std::invalid_argument);
   EXPECT_THROW(scale_prompts(ref, 1.5), std::invalid_argument);
 }

@@ -31,7 +31,8 @@ TrialRequest request(const Study& s, const CandidateConfig& c, const std::vector
 
 TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
-  TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out", "random-2000in-100out"}));
+  TrialOutcome o =
+      make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out", "random-2000in-100out"}));
   ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
   EXPECT_TRUE(o.predicted);
   ASSERT_EQ(o.scenarios.size(), 2u);
@@ -75,12 +76,12 @@ TEST(TwinRunner, UnmodelledKernelPathsTravelWithThePrediction) {
 
 TEST(TwinRunner, StartupRefusalIsAFailureResult) {
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
-  TrialOutcome o = make_twin_runner(s)(request(s, {"vllm", {{"attention_backend", "FLASHMLA"}}}, {"random-128in-4out"}));
+  TrialOutcome o =
+      make_twin_runner(s)(request(s, {"vllm", {{"attention_backend", "FLASHMLA"}}}, {"random-128in-4out"}));
   EXPECT_NE(o.status, TrialStatus::kOk);
   EXPECT_NE(o.reason.find("FLASHMLA"), std::string::npos) << o.reason;
   EXPECT_TRUE(o.scenarios.empty());
 }
-
 
 // When the study's ShareGPT file is present, the twin samples it with vLLM's rules and the model's
 // tokenizer (the same lengths `bench serve` would send) and the data note names the file; without it the
@@ -100,11 +101,13 @@ TEST(TwinRunner, UsesTheRealShareGptFileWhenPresent) {
   d.dataset_path = (dir / "ShareGPT_V3_unfiltered_cleaned_split.json").string();
   d.num_prompts = 1000;
   long long input = 0;
-  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(real.model))) input += r.prompt_len;
+  for (const auto& r : dataset::sample_requests(d, tokenizer::load_tokenizer(real.model)))
+    input += r.prompt_len;
   EXPECT_EQ(o.scenarios[0].metrics.at("Total input tokens"), static_cast<double>(input));
   std::filesystem::remove_all(dir);
 
-  Study builtin = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  Study builtin =
+      load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   if (!std::filesystem::exists(common::data_dir() / "ShareGPT_V3_unfiltered_cleaned_split.json") &&
       !std::filesystem::exists(common::cache_dir() / "data" / "ShareGPT_V3_unfiltered_cleaned_split.json")) {
     EXPECT_NE(

@@ -48,15 +48,15 @@ struct BenchResult {
   nlohmann::ordered_json result_json;           ///< the --save-result object (also built when not saved)
   std::string console_report;                   ///< the vLLM block followed by servelab's extra lines
   std::optional<std::filesystem::path> result_path;  ///< where the JSON was written, if it was
-  std::string model_name;                       ///< value of the requests' "model" field
-  std::string model_id;                         ///< --model or the discovered `root`
-  std::string tokenizer_id;                     ///< --tokenizer or the model id
-  bool interrupted = false;                     ///< stopped before every request finished
-  double duration_s = 0.0;                      ///< vLLM benchmark_duration, s (engine time, see below)
+  std::string model_name;                            ///< value of the requests' "model" field
+  std::string model_id;                              ///< --model or the discovered `root`
+  std::string tokenizer_id;                          ///< --tokenizer or the model id
+  bool interrupted = false;                          ///< stopped before every request finished
+  double duration_s = 0.0;                           ///< vLLM benchmark_duration, s (engine time, see below)
   /// Engine seconds per wall second of the server (servelab's engine twin advertises it; 1 for real engines).
   /// Every time, rate and throughput above is engine time: wall × server_time_scale.
   double server_time_scale = 1.0;
-  bool engine_twin = false;                     ///< the server is servelab's engine twin (sim serve)
+  bool engine_twin = false;  ///< the server is servelab's engine twin (sim serve)
   /// Twin only: tokens' lag behind its schedule during the timed run (engine ms), when the server reports it.
   std::optional<ScheduleLag> schedule_lag;
   /// The server's /metrics over the run (absent with --no-server-metrics or when stopped before the run).

@@ -25,8 +25,8 @@ enum class MetricType { kUntyped, kCounter, kGauge, kHistogram, kSummary };
 struct Sample {
   std::string name;
   std::vector<std::pair<std::string, std::string>> labels;
-  double value = 0.0;                       ///< may be NaN or ±inf
-  std::optional<std::int64_t> timestamp_ms; ///< milliseconds since the Unix epoch, when the line has one
+  double value = 0.0;                        ///< may be NaN or ±inf
+  std::optional<std::int64_t> timestamp_ms;  ///< milliseconds since the Unix epoch, when the line has one
 
   /// The value of label `key`, nullptr when absent.
   const std::string* label(std::string_view key) const;
@@ -46,10 +46,10 @@ struct SkippedLine {
 
 /// A parsed exposition.
 struct Exposition {
-  std::vector<Sample> samples;                ///< in file order
+  std::vector<Sample> samples;                          ///< in file order
   std::map<std::string, Family, std::less<>> families;  ///< by the name in the HELP/TYPE lines
-  std::vector<SkippedLine> skipped;           ///< malformed lines (the first 20 kept; see skipped_count)
-  std::size_t skipped_count = 0;              ///< every malformed line
+  std::vector<SkippedLine> skipped;  ///< malformed lines (the first 20 kept; see skipped_count)
+  std::size_t skipped_count = 0;     ///< every malformed line
 
   /// The type of a sample: its family's TYPE, looking the name up as written and without the suffixes the
   /// format appends (`_total`/`_created` of counters, `_bucket`/`_sum`/`_count` of histograms and

@@ -5,12 +5,12 @@
 //
 // Metric names read (the first present wins; series of one name, e.g. one per DP engine, are summed, and
 // KV-cache usage takes the most-used engine):
-//   quantity              vLLM (V1 0.8-0.13: vllm/v1/metrics/loggers.py)             SGLang (srt/metrics/collector.py)
-//   KV-cache usage [0,1]  vllm:kv_cache_usage_perc, older vllm:gpu_cache_usage_perc    sglang:token_usage
-//   running requests      vllm:num_requests_running                                   sglang:num_running_reqs
-//   waiting requests      vllm:num_requests_waiting                                   sglang:num_queue_reqs
-//   preemptions (counter) vllm:num_preemptions_total (or vllm:num_preemptions)        —
-//   prefix-cache queries  vllm:prefix_cache_queries[_total], vllm:gpu_prefix_cache_queries[_total]
+//   quantity              vLLM (V1 0.8-0.13: vllm/v1/metrics/loggers.py)             SGLang
+//   (srt/metrics/collector.py) KV-cache usage [0,1]  vllm:kv_cache_usage_perc, older
+//   vllm:gpu_cache_usage_perc    sglang:token_usage running requests      vllm:num_requests_running
+//   sglang:num_running_reqs waiting requests      vllm:num_requests_waiting sglang:num_queue_reqs preemptions
+//   (counter) vllm:num_preemptions_total (or vllm:num_preemptions)        — prefix-cache queries
+//   vllm:prefix_cache_queries[_total], vllm:gpu_prefix_cache_queries[_total]
 //                                                                                      sglang:prompt_tokens_total
 //   prefix-cache hits     vllm:prefix_cache_hits[_total], vllm:gpu_prefix_cache_hits[_total]
 //                                                                                      sglang:cached_tokens_total
@@ -18,7 +18,7 @@
 //   spec-decode drafts    vllm:spec_decode_num_drafts_total                           —
 //   draft tokens          vllm:spec_decode_num_draft_tokens_total                     —
 //   accepted tokens       vllm:spec_decode_num_accepted_tokens_total                  —
-//   acceptance length     —                                                           sglang:spec_accept_length
+//   acceptance length     — sglang:spec_accept_length
 // TensorRT-LLM's `trtllm-serve` answers `/metrics` with JSON iteration statistics (a list of
 // `{"numActiveRequests", "numQueuedRequests", "kvCacheStats": {"usedNumBlocks", "maxNumBlocks",
 // "reusedBlocks", "missedBlocks", ...}, "specDecodingStats": {"numDraftTokens", "numAcceptedTokens",
@@ -46,7 +46,7 @@ struct ServerSample {
   enum class Phase { kBefore, kDuring, kAfter };
   Phase phase = Phase::kDuring;
   double t_s = 0.0;  ///< since the timed run started, benchmark time (engine time against a time-scaled twin)
-  std::optional<double> kv_cache_usage;              ///< fraction of KV-cache blocks in use, [0, 1]
+  std::optional<double> kv_cache_usage;  ///< fraction of KV-cache blocks in use, [0, 1]
   std::optional<double> num_requests_running;
   std::optional<double> num_requests_waiting;
   std::optional<double> preemptions_total;           ///< counter since server start
@@ -79,14 +79,14 @@ struct GaugeStats {
 
 /// The server-side view of one run.
 struct ServerMetrics {
-  std::string url;              ///< the scraped URL (credentials redacted)
-  std::string engine;           ///< "vllm", "sglang", "trtllm", "" when the names are none of these
-  double interval_s = 1.0;      ///< scrape period, wall seconds
-  bool available = false;       ///< the scrape before the run worked
-  std::string note;             ///< one line: why nothing was scraped, or what went wrong on the way
+  std::string url;          ///< the scraped URL (credentials redacted)
+  std::string engine;       ///< "vllm", "sglang", "trtllm", "" when the names are none of these
+  double interval_s = 1.0;  ///< scrape period, wall seconds
+  bool available = false;   ///< the scrape before the run worked
+  std::string note;         ///< one line: why nothing was scraped, or what went wrong on the way
   std::size_t scrapes_failed = 0;
-  std::size_t skipped_lines = 0;     ///< malformed exposition lines over all scrapes (skipped)
-  std::vector<ServerSample> samples; ///< before (first), during, after (last)
+  std::size_t skipped_lines = 0;      ///< malformed exposition lines over all scrapes (skipped)
+  std::vector<ServerSample> samples;  ///< before (first), during, after (last)
 
   // Over the run: gauges over the samples during it, counters as (last - first).
   std::optional<GaugeStats> kv_cache_usage, num_requests_running, num_requests_waiting;
@@ -94,8 +94,9 @@ struct ServerMetrics {
   std::optional<double> prefix_cache_queries, prefix_cache_hits;
   std::optional<double> prefix_cache_hit_rate;  ///< hits / queries, else the mean of a hit-rate gauge
   std::optional<double> spec_decode_num_drafts, spec_decode_draft_tokens, spec_decode_accepted_tokens;
-  std::optional<double> spec_decode_acceptance_rate;    ///< accepted / draft tokens, [0, 1]
-  std::optional<double> spec_decode_acceptance_length;  ///< 1 + accepted / drafts (vLLM bench), else the gauge
+  std::optional<double> spec_decode_acceptance_rate;  ///< accepted / draft tokens, [0, 1]
+  std::optional<double>
+      spec_decode_acceptance_length;  ///< 1 + accepted / drafts (vLLM bench), else the gauge
 };
 
 /// Fills the run summary of `m` from `m.samples` (counter deltas from the first to the last sample that has
@@ -122,8 +123,9 @@ struct ScrapeResult {
 /// GET `url` (5 s timeout) and reduce the answer: Prometheus text, or TensorRT-LLM's JSON (its counters
 /// accumulated into `trtllm_totals`). HTTP errors, HTML/JSON of another kind and text without any sample
 /// come back as `error`. Never throws.
-ScrapeResult scrape_metrics(const std::string& url, const std::vector<std::pair<std::string, std::string>>& headers,
-                            bool insecure, ServerSample* trtllm_totals);
+ScrapeResult scrape_metrics(const std::string& url,
+                            const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                            ServerSample* trtllm_totals);
 
 /// Scrapes a server on its own thread (own connection per scrape, lowered CPU priority) so that the load
 /// generator's timing is not disturbed. Construct with the scrape before the run; stop() takes the one

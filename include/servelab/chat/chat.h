@@ -16,14 +16,22 @@
 namespace servelab::chat {
 
 /// Special strings of the DeepSeek-V3.x format (U+FF5C full-width bar, U+2581 lower one-eighth block).
-inline constexpr std::string_view kBos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
-inline constexpr std::string_view kEos = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+inline constexpr std::string_view kBos =
+    "<\xEF\xBD\x9C"
+    "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+inline constexpr std::string_view kEos =
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
 inline constexpr std::string_view kUser = "<\xEF\xBD\x9CUser\xEF\xBD\x9C>";
-inline constexpr std::string_view kAssistant = "<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>";
+inline constexpr std::string_view kAssistant =
+    "<\xEF\xBD\x9C"
+    "Assistant\xEF\xBD\x9C>";
 inline constexpr std::string_view kThinkOpen = "<think>";
 inline constexpr std::string_view kThinkClose = "</think>";
 /// "｜DSML｜" — the marker inside tool-call tags.
-inline constexpr std::string_view kDsml = "\xEF\xBD\x9C" "DSML\xEF\xBD\x9C";
+inline constexpr std::string_view kDsml =
+    "\xEF\xBD\x9C"
+    "DSML\xEF\xBD\x9C";
 
 /// One function call made by the assistant. `arguments_json` is a JSON object text.
 struct ToolCall {
@@ -36,17 +44,17 @@ struct ToolCall {
 struct Message {
   std::string role;
   std::string content;
-  std::string reasoning_content;            ///< assistant only
-  std::vector<ToolCall> tool_calls;         ///< assistant only
-  std::string tool_call_id;                 ///< tool only
+  std::string reasoning_content;     ///< assistant only
+  std::vector<ToolCall> tool_calls;  ///< assistant only
+  std::string tool_call_id;          ///< tool only
 };
 
 /// Options of one rendering.
 struct RenderOptions {
-  bool thinking = false;                    ///< thinking mode (chat_template_kwargs {"thinking": true})
-  bool add_bos = true;                      ///< start with BOS (false when continuing a context)
-  std::vector<std::string> tools_json;      ///< one JSON schema object text per tool (may be empty)
-  std::string response_format_json;         ///< JSON schema text of response_format (may be empty)
+  bool thinking = false;                ///< thinking mode (chat_template_kwargs {"thinking": true})
+  bool add_bos = true;                  ///< start with BOS (false when continuing a context)
+  std::vector<std::string> tools_json;  ///< one JSON schema object text per tool (may be empty)
+  std::string response_format_json;     ///< JSON schema text of response_format (may be empty)
 };
 
 /// Renders `messages` to the prompt string the engine tokenizes (without add_special_tokens: BOS is part
@@ -58,10 +66,10 @@ std::string render_deepseek_v32(const std::vector<Message>& messages, const Rend
 
 /// A completion split as a reasoning parser plus a tool-call parser would split it.
 struct ParsedCompletion {
-  std::string reasoning_content;            ///< text before `</think>` (thinking mode only)
-  std::string content;                      ///< text after it, up to EOS or the DSML block
-  std::vector<ToolCall> tool_calls;         ///< parsed from `<｜DSML｜function_calls>`; ids "call_<k>"
-  bool finished_with_eos = false;           ///< EOS was found (the text after it is dropped)
+  std::string reasoning_content;     ///< text before `</think>` (thinking mode only)
+  std::string content;               ///< text after it, up to EOS or the DSML block
+  std::vector<ToolCall> tool_calls;  ///< parsed from `<｜DSML｜function_calls>`; ids "call_<k>"
+  bool finished_with_eos = false;    ///< EOS was found (the text after it is dropped)
 };
 
 /// Parses generated text. With `thinking`, text up to the first `</think>` is reasoning (all of it when

@@ -53,17 +53,17 @@ struct ClientOptions {
   std::vector<std::pair<std::string, std::string>> headers;
   /// Bearer token for `Authorization`; nullopt → $OPENAI_API_KEY if set (vLLM); "" → no header.
   std::optional<std::string> api_key;
-  bool ignore_eos = false;            ///< adds "ignore_eos": true
-  std::optional<int> logprobs;        ///< completions only; sent as null when unset (vLLM)
+  bool ignore_eos = false;      ///< adds "ignore_eos": true
+  std::optional<int> logprobs;  ///< completions only; sent as null when unset (vLLM)
   /// Merged into every body after the fixed keys (Python `dict.update`: existing keys keep their
   /// position, new ones are appended). The caller puts sampling flags then --extra-body here.
   nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();
-  int max_concurrency = 0;            ///< client-side semaphore (vLLM --max-concurrency); 0 = none
-  int num_threads = 0;                ///< I/O threads (one io_context each); 0 = hardware cores
+  int max_concurrency = 0;                ///< client-side semaphore (vLLM --max-concurrency); 0 = none
+  int num_threads = 0;                    ///< I/O threads (one io_context each); 0 = hardware cores
   double request_timeout_s = 6 * 3600.0;  ///< per-request deadline from send (aiohttp total 6 h)
-  double connect_timeout_s = 30.0;    ///< TCP (+TLS) connect deadline, seconds
-  bool insecure = false;              ///< https: skip certificate and host name verification
-  bool keep_generated_text = true;    ///< false → generated_text cleared after token counting
+  double connect_timeout_s = 30.0;        ///< TCP (+TLS) connect deadline, seconds
+  bool insecure = false;                  ///< https: skip certificate and host name verification
+  bool keep_generated_text = true;        ///< false → generated_text cleared after token counting
   /// Re-tokenizer for the output-token fallback/cross-check; empty → output_tokens stays the
   /// server's usage (0 when the server sent none) and tokenizer_output_tokens stays -1.
   RetokenizeFn retokenize;
@@ -91,24 +91,24 @@ struct ClientOptions {
 
 /// One request to send. prompt_len and output_len are the dataset's values (vLLM SampleRequest).
 struct PlannedRequest {
-  std::string prompt;                       ///< text prompt (completions "prompt", chat user text)
+  std::string prompt;                          ///< text prompt (completions "prompt", chat user text)
   std::vector<std::int32_t> prompt_token_ids;  ///< completions only: if non-empty, sent as a token list
   /// Chat only: if non-empty, a JSON array used verbatim as "messages" (prebuilt conversations);
   /// otherwise messages = [{"role":"user","content":[{"type":"text","text":prompt}]}].
   std::string messages_json;
-  int prompt_len = 0;                       ///< client-side prompt token count (dataset)
-  int output_len = 0;                       ///< expected output length → max_tokens / max_completion_tokens
-  std::string request_id;                   ///< x-request-id ("" = no header)
+  int prompt_len = 0;      ///< client-side prompt token count (dataset)
+  int output_len = 0;      ///< expected output length → max_tokens / max_completion_tokens
+  std::string request_id;  ///< x-request-id ("" = no header)
   /// Per-request body overrides, merged last (vLLM per-request extra body); may be null.
   nlohmann::ordered_json extra_body;
 };
 
 /// The arrival schedule lives in servelab_schedule (no I/O: the twin uses it without linking the client);
 /// these names keep `client::arrival_schedule(...)` callers of the load generator working.
-using schedule::ArrivalOptions;
-using schedule::RampUp;
 using schedule::arrival_rate;
 using schedule::arrival_schedule;
+using schedule::ArrivalOptions;
+using schedule::RampUp;
 
 /// What run_load returns.
 struct LoadResult {
@@ -116,9 +116,9 @@ struct LoadResult {
   /// of a stop are kCancelled with send_time_s = dispatch_time_s = 0 and error "not sent: ...".
   std::vector<metrics::RequestOutput> outputs;
   std::chrono::steady_clock::time_point start;  ///< t = 0 of the run (metrics/request_output.h), steady clock
-  double duration_s = 0.0;      ///< t = 0 to the last request's completion (vLLM benchmark_duration)
-  bool interrupted = false;     ///< a stop was requested before every request finished
-  std::size_t num_not_sent = 0; ///< requests never dispatched because of the stop
+  double duration_s = 0.0;       ///< t = 0 to the last request's completion (vLLM benchmark_duration)
+  bool interrupted = false;      ///< a stop was requested before every request finished
+  std::size_t num_not_sent = 0;  ///< requests never dispatched because of the stop
   /// Non-fatal problems: realtime priority refused; connections of ClientOptions::preconnect that could not
   /// be opened; server usage vs tokenizer count mismatch (with a re-tokenizer: how many requests differ and
   /// both totals).
@@ -171,7 +171,8 @@ using ReadyAttemptFn = std::function<void(const ReadyAttempt&)>;
 /// Returns the last attempt's output (success or the last failure). Never throws for failures.
 metrics::RequestOutput wait_until_ready(const ClientOptions& options, const PlannedRequest& request,
                                         double timeout_s, double retry_interval_s = 5.0,
-                                        std::stop_token stop = {}, const ReadyAttemptFn& on_failed_attempt = {});
+                                        std::stop_token stop = {},
+                                        const ReadyAttemptFn& on_failed_attempt = {});
 
 /// The JSON body vLLM sends for `request` (Python `json.dumps` bytes: ", " and ": " separators,
 /// non-ASCII as \uXXXX; common::python_json_dumps), with the key order of vLLM 0.13's request functions.

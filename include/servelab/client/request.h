@@ -1,8 +1,8 @@
 // servelab/client private: URL parsing and HTTP request building (exposed for tests).
 #pragma once
 
-#include <stop_token>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +16,10 @@ namespace servelab::client::detail {
 /// Parts of an http(s) URL. `target` is the path plus query ("/v1/completions").
 struct ParsedUrl {
   bool tls = false;
-  std::string host;        ///< without IPv6 brackets
-  std::string port;        ///< numeric string; default 80 / 443
+  std::string host;  ///< without IPv6 brackets
+  std::string port;  ///< numeric string; default 80 / 443
   std::string target;
-  std::string host_header; ///< Host header value (host[:port] with brackets for IPv6)
+  std::string host_header;  ///< Host header value (host[:port] with brackets for IPv6)
   /// From "user:password@" in the URL: the value of an `Authorization: Basic ...` header (RFC 7617,
   /// percent-decoded credentials, as aiohttp sends them); empty without userinfo.
   std::string basic_authorization;
@@ -36,12 +36,13 @@ void validate_endpoint_url(const ParsedUrl& url, Endpoint endpoint);
 
 /// The complete HTTP/1.1 request (head + body) for one planned request. Authorization: a --header of that
 /// name, else the URL's userinfo (Basic), else the API key (Bearer).
-std::string build_http_request(const ClientOptions& options, const ParsedUrl& url,
-                               const std::string& api_key, const PlannedRequest& request);
+std::string build_http_request(const ClientOptions& options, const ParsedUrl& url, const std::string& api_key,
+                               const PlannedRequest& request);
 
 /// run_load's argument checks (schedule size and values, priority, concurrency, timeouts). Throws
 /// std::invalid_argument naming the field and the offending value.
-void validate_load(const ClientOptions& options, std::size_t num_requests, std::span<const double> schedule_s);
+void validate_load(const ClientOptions& options, std::size_t num_requests,
+                   std::span<const double> schedule_s);
 
 /// Resolves ClientOptions::api_key (nullopt → $OPENAI_API_KEY or "").
 std::string resolve_api_key(const ClientOptions& options);

@@ -109,16 +109,16 @@ struct DatasetOptions {
   /// vLLM default {(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0}.
   std::vector<MultiModalBucket> random_mm_bucket_config = {
       {256, 256, 1, 0.5}, {720, 1280, 1, 0.5}, {720, 1280, 16, 0.0}};
-  std::optional<std::string> hf_subset;    ///< --hf-subset (a folder of that name in the dataset)
-  std::optional<std::string> hf_split;     ///< --hf-split
-  std::optional<std::string> hf_name;      ///< --hf-name: the HF id when --dataset-path is a local folder
-  std::optional<int> hf_output_len;        ///< --hf-output-len (tokens)
-  bool no_stream = false;                  ///< --no-stream (hf: full-permutation shuffle, not HF's buffer)
+  std::optional<std::string> hf_subset;  ///< --hf-subset (a folder of that name in the dataset)
+  std::optional<std::string> hf_split;   ///< --hf-split
+  std::optional<std::string> hf_name;    ///< --hf-name: the HF id when --dataset-path is a local folder
+  std::optional<int> hf_output_len;      ///< --hf-output-len (tokens)
+  bool no_stream = false;                ///< --no-stream (hf: full-permutation shuffle, not HF's buffer)
   /// --backend: sonnet sends the raw prompt to openai-chat and the chat-formatted one otherwise;
   /// random-mm needs openai-chat.
   std::string backend = "openai";
-  bool no_oversample = false;              ///< --no-oversample
-  bool disable_shuffle = false;            ///< --disable-shuffle
+  bool no_oversample = false;    ///< --no-oversample
+  bool disable_shuffle = false;  ///< --disable-shuffle
   /// --request-id-prefix. vLLM's default is "bench-<8 random hex>-"; see default_request_id_prefix().
   std::string request_id_prefix;
 };
@@ -142,8 +142,9 @@ void validate_options(const DatasetOptions& options);
 /// Builds the benchmark requests: resolve_length_aliases + validate_options + the dataset's sampler.
 ///  - sharegpt: see sample_sharegpt (bit-exact vLLM selection given an exact tokenizer).
 ///  - random: numpy default_rng(seed) draws bit-exact (input lens, output lens, offsets, prefix, fix-up
-///    extras); allowed ids = [0, vocab_size) minus Tokenizer::all_special_ids() (transformers all_special_ids, as vLLM); prompt_len = re-encoded length
-///    without BOS; the shared prefix goes through the fix-up once (newest vLLM, spec §2.2).
+///    extras); allowed ids = [0, vocab_size) minus Tokenizer::all_special_ids() (transformers
+///    all_special_ids, as vLLM); prompt_len = re-encoded length without BOS; the shared prefix goes through
+///    the fix-up once (newest vLLM, spec §2.2).
 ///  - prefix_repetition: legacy np.random / Python random seeded with `seed` (0 <= seed < 2^32);
 ///    N/P prompts per prefix plus one for the first N%P prefixes, so exactly N (newest vLLM; 0.13 silently
 ///    dropped the remainder); prompt_len = prefix_len + suffix_len; no request ids.

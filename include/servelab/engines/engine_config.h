@@ -152,7 +152,7 @@ struct LaunchConfig {
   /// the engine is started directly.
   std::vector<std::string> wrapper;
   bool wrapper_supplies_program = false;  ///< the wrapper's image runs `vllm serve` itself (vllm/vllm-openai)
-  std::vector<std::string> argv;           ///< the engine command as given, after any wrapper (argv[0] = program)
+  std::vector<std::string> argv;  ///< the engine command as given, after any wrapper (argv[0] = program)
   std::map<std::string, std::string> env;  ///< engine-relevant environment variables that were set
   /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").
   std::set<std::string> explicit_flags;

@@ -65,7 +65,8 @@ enum class GemmKernel {
   kFp8Native,         ///< FP8 W8A8, per-tensor / per-channel scales (CUTLASS scaled_mm, cuBLASLt)
   kFp8BlockDeepGemm,  ///< FP8 W8A8 block-scaled, DeepGEMM
   kFp8BlockCutlass,   ///< FP8 W8A8 block-scaled without DeepGEMM (CUTLASS / Triton w8a8 block)
-  kFp8BlockTrtllm,    ///< FP8 W8A8 block-scaled, TensorRT-LLM's own fp8_block_scaling_gemm (+ fp8_quantize_1x128)
+  kFp8BlockTrtllm,    ///< FP8 W8A8 block-scaled, TensorRT-LLM's own fp8_block_scaling_gemm (+
+                      ///< fp8_quantize_1x128)
   kInt8Native,        ///< INT8 W8A8 (CUTLASS)
   kMarlinW8A16,       ///< FP8 weights dequantised in the GEMM (Ampere: no FP8 tensor cores)
   kMarlinW4A16,       ///< INT4 / FP4 weights dequantised in the GEMM (AWQ/GPTQ Marlin, MXFP4 Marlin)
@@ -209,8 +210,8 @@ struct ExecutionPolicy {
   double eager_launch_s = 0;
   AttentionKernel attention = AttentionKernel::kFlashAttn3;  ///< prefill attention kernel
   AttentionKernel decode_attention = AttentionKernel::kFlashAttn3;
-  GemmKernel gemm = GemmKernel::kCublasBf16;            ///< dense linears
-  MoeKernel moe = MoeKernel::kTritonFused;              ///< routed experts
+  GemmKernel gemm = GemmKernel::kCublasBf16;  ///< dense linears
+  MoeKernel moe = MoeKernel::kTritonFused;    ///< routed experts
   /// Routed-expert kernel of steps with fewer than `moe_small_below` tokens (0: `moe` for every step).
   /// vLLM's TritonOrDeepGemmExperts runs DeepGEMM only when M (the step's tokens) is at least the 128-row
   /// M alignment of DeepGEMM's contiguous layout and falls back to fused_moe Triton below it
@@ -226,7 +227,7 @@ struct ExecutionPolicy {
   int expert_pad_intermediate = 1;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   int api_server_count = 1;
-  int stream_interval = 1;         ///< tokens per streamed chunk
+  int stream_interval = 1;  ///< tokens per streamed chunk
   /// The API server renders chat requests with OpenAI's `openai_harmony` library (Rust, straight to token
   /// ids) instead of the model's Jinja chat template and the tokenizer: vLLM for gpt-oss
   /// (entrypoints/openai/serving_chat.py `use_harmony` = model_type "gpt_oss", from 0.10.1) [recalled].

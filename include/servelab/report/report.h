@@ -74,13 +74,12 @@ std::string percentile_word(double p);
 /// percentile, count (servelab's extra sections of the result file: schedule lag, sessions, ...).
 nlohmann::ordered_json summary_json(const metrics::LatencySummary& s);
 
-
 /// The vLLM 0.13 console block, from the "==== Serving Benchmark Result ====" banner to the closing
 /// 50 '=' line, '\n'-terminated lines. Rows are Python `"{:<40} {:<10}"` / `"{:<40} {:<10.2f}"` (trailing
 /// spaces included); percentile labels `P99`, `P99.9`. `Failed requests:` always follows `Successful
-/// requests:` (vLLM 0.13, PR #26478; the reference study's blocks leave it out). Conditional rows as vLLM: maximum request
-/// concurrency (if set), configured rate (if finite), goodput (if SLOs given), E2EL (if selected).
-/// Thread-safety: pure.
+/// requests:` (vLLM 0.13, PR #26478; the reference study's blocks leave it out). Conditional rows as vLLM:
+/// maximum request concurrency (if set), configured rate (if finite), goodput (if SLOs given), E2EL (if
+/// selected). Thread-safety: pure.
 std::string format_console_block(const RunInfo& run, const metrics::BenchmarkMetrics& m,
                                  const metrics::PercentileMetrics& selected);
 

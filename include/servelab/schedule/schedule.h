@@ -20,7 +20,7 @@ struct ArrivalOptions {
   double burstiness = 1.0;          ///< gamma shape (1 = Poisson); +inf → constant gaps 1/rate
   std::uint32_t seed = 0;           ///< numpy `np.random.seed(seed)` (legacy MT19937)
   RampUp ramp_up = RampUp::kNone;
-  int ramp_up_start_rps = 0;        ///< integer req/s, as vLLM's argparse type=int
+  int ramp_up_start_rps = 0;  ///< integer req/s, as vLLM's argparse type=int
   int ramp_up_end_rps = 0;
 };
 

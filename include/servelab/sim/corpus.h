@@ -16,14 +16,14 @@ namespace servelab::sim {
 /// tokenizer counts a dataset differently, and EOS can stop a random request early): validation replays
 /// them as the workload, never the run's timings.
 struct CorpusWorkload {
-  std::string key;                    ///< "sharegpt-n1000", "random-4000in-200out-n500", ...
+  std::string key;                        ///< "sharegpt-n1000", "random-4000in-200out-n500", ...
   std::string tool = "vllm bench serve";  ///< or "guidellm", "benchmark_serving.py" (InferenceMAX)
-  std::string dataset = "sharegpt";   ///< "sharegpt" | "random"
+  std::string dataset = "sharegpt";       ///< "sharegpt" | "random"
   int num_prompts = 0;
-  double request_rate = 0;            ///< req/s; +inf = all at once
-  bool constant_arrivals = false;     ///< guidellm --profile constant: evenly spaced sends (else Poisson)
-  std::optional<int> max_concurrency; ///< client cap (vLLM --max-concurrency; guidellm's default 512)
-  int input_len = 0, output_len = 0;  ///< random dataset lengths (tokens)
+  double request_rate = 0;             ///< req/s; +inf = all at once
+  bool constant_arrivals = false;      ///< guidellm --profile constant: evenly spaced sends (else Poisson)
+  std::optional<int> max_concurrency;  ///< client cap (vLLM --max-concurrency; guidellm's default 512)
+  int input_len = 0, output_len = 0;   ///< random dataset lengths (tokens)
   /// Random dataset with lengths drawn per request uniformly from [int(len x ratio), len] (the
   /// benchmark_serving.py client of InferenceMAX, --random-range-ratio 0.8); absent = every request has
   /// input_len / output_len (scaled to the totals when known).
@@ -41,40 +41,40 @@ struct CorpusMeasurement {
   std::optional<double> mean_tpot_ms;  ///< vLLM-style TPOT (first token excluded)
   std::optional<double> mean_e2el_ms;  ///< mean end-to-end request latency, ms (InferenceMAX)
   std::optional<double> duration_s;
-  std::optional<int> successful;       ///< successful requests
+  std::optional<int> successful;  ///< successful requests
 };
 
 /// One measured (or failed, or withheld) configuration x workload.
 struct CorpusPoint {
-  std::string id;                      ///< "glm-4.5-air__h100#003", "deepseek-v3.2__h200#sglang/tp8-dp8"
-  std::string study;                   ///< study id (the leave-one-out unit)
-  std::string label;                   ///< the study's name for the configuration
-  std::string engine;                  ///< "vllm", "sglang", "trtllm", or another engine name (mindie)
+  std::string id;      ///< "glm-4.5-air__h100#003", "deepseek-v3.2__h200#sglang/tp8-dp8"
+  std::string study;   ///< study id (the leave-one-out unit)
+  std::string label;   ///< the study's name for the configuration
+  std::string engine;  ///< "vllm", "sglang", "trtllm", or another engine name (mindie)
   std::string engine_version;
-  std::string gpu;                     ///< "H100", "A100", "H200", "Ascend-910B", "MI355X", "GB200"
-  int gpu_count = 1;                   ///< GPUs of the node as the study states them (InferenceMAX: TP on
-                                       ///< one node; prefill + decode GPUs when disaggregated)
-  std::vector<std::string> argv;       ///< launch argv (may start with NAME=value words); empty when the
-                                       ///< engine flags are not known (InferenceMAX multi-node recipes)
+  std::string gpu;                ///< "H100", "A100", "H200", "Ascend-910B", "MI355X", "GB200"
+  int gpu_count = 1;              ///< GPUs of the node as the study states them (InferenceMAX: TP on
+                                  ///< one node; prefill + decode GPUs when disaggregated)
+  std::vector<std::string> argv;  ///< launch argv (may start with NAME=value words); empty when the
+                                  ///< engine flags are not known (InferenceMAX multi-node recipes)
   /// The engine's environment. InferenceMAX: the runner's launcher_env (passed into the container) with
   /// the script's env over it.
   std::map<std::string, std::string> env;
   /// Option files the launch names, file name -> text (vLLM/SGLang `--config NAME`, TRT-LLM
   /// `--extra_llm_api_options NAME`): prepare_corpus applies the text with engines::apply_config_yaml.
   std::map<std::string, std::string> config_files;
-  std::string command;                 ///< the launch as one line (for tables)
+  std::string command;  ///< the launch as one line (for tables)
   CorpusWorkload workload;
   /// kUnsupported: measured, but on something the twin does not model (an AMD GPU, the ATOM engine,
   /// multi-node disaggregated serving); validate reports it as refused with `refusal`, never predicts it.
   enum class Status { kOk, kPartial, kFailed, kWithheld, kUnsupported } status = Status::kOk;
   CorpusMeasurement measured;
-  std::string failure;                 ///< the study's failure message (kFailed)
-  std::string refusal;                 ///< why the twin does not model the point (kUnsupported)
-  bool disaggregated = false;          ///< prefill and decode on separate workers (InferenceMAX `disagg`)
-  bool multinode = false;              ///< the deployment spans several nodes (InferenceMAX `multinode`)
+  std::string failure;         ///< the study's failure message (kFailed)
+  std::string refusal;         ///< why the twin does not model the point (kUnsupported)
+  bool disaggregated = false;  ///< prefill and decode on separate workers (InferenceMAX `disagg`)
+  bool multinode = false;      ///< the deployment spans several nodes (InferenceMAX `multinode`)
   /// What the source inferred rather than read (InferenceMAX `assumed`, plus the loader's own choices).
   std::vector<std::string> assumed;
-  bool suspect = false;                ///< repeats another study's block: never scored or fitted
+  bool suspect = false;  ///< repeats another study's block: never scored or fitted
   /// Metrics of this point that are not comparable, with the reason ("TPOT: guidellm reported ITL 0").
   std::vector<std::string> not_comparable;
 };
@@ -82,8 +82,8 @@ struct CorpusPoint {
 /// The corpus.
 struct Corpus {
   std::vector<CorpusPoint> points;
-  std::vector<std::string> studies;    ///< in first-appearance order
-  std::vector<std::string> sources;    ///< files read
+  std::vector<std::string> studies;  ///< in first-appearance order
+  std::vector<std::string> sources;  ///< files read
 };
 
 /// Loads a corpus from `path`: a directory holding seed-measurements.json and/or perflab/measurements.json

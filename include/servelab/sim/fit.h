@@ -26,8 +26,8 @@ namespace servelab::sim {
 /// A corpus point made ready to predict: its parsed and resolved launch, cluster, model and workload.
 struct PreparedPoint {
   const CorpusPoint* point = nullptr;
-  std::optional<std::string> refusal;           ///< the twin cannot take it (unsupported GPU, engine, model)
-  std::optional<std::string> predicted_failure; ///< resolve_launch / memory plan failure
+  std::optional<std::string> refusal;            ///< the twin cannot take it (unsupported GPU, engine, model)
+  std::optional<std::string> predicted_failure;  ///< resolve_launch / memory plan failure
   std::optional<engines::ResolvedLaunch> launch;
   hardware::ClusterSpec cluster;
   std::vector<WorkloadRequest> workload;
@@ -91,8 +91,8 @@ struct FitResult {
   CalibrationTable table;
   std::vector<ClassFit> classes;
   std::vector<std::string> on_bound;
-  double objective_prior = 0;         ///< objective at the priors
-  double objective = 0;               ///< objective at the fit
+  double objective_prior = 0;  ///< objective at the priors
+  double objective = 0;        ///< objective at the fit
   int points = 0;
   /// Traces of every point simulated at the first round's parameters (same order as the points): the
   /// second round fitted on them, and leave-one-out folds refit on them without re-simulating.

@@ -20,29 +20,29 @@ namespace servelab::sim {
 /// of `kv_budget_bytes` on every GPU of its DP rank.
 struct MemoryPlan {
   engines::ParallelLayout layout;
-  double gpu_bytes = 0;                 ///< device memory
-  double weight_bytes = 0;              ///< weights on the heaviest GPU (its pipeline stage), incl. draft
-  double draft_weight_bytes = 0;        ///< of which MTP / EAGLE draft weights
-  double activation_bytes = 0;          ///< peak activations the engine reserves (profile run), bytes
-  double reserved_bytes = 0;            ///< runtime memory outside the pool (engine policy)
-  double kv_budget_bytes = 0;           ///< given to the KV cache and recurrent states
-  double kv_bytes_per_token = 0;        ///< full-context layers of the heaviest stage, per token
-  double kv_window_bytes_per_token = 0; ///< window-bounded layers, per token (0 when none / not bounded)
-  int window_tokens = 0;                ///< the sliding window (tokens)
-  double state_bytes_per_request = 0;   ///< linear-attention state per request
-  long long kv_tokens_per_rank = 0;     ///< full-attention KV tokens the budget holds (no states, no windows)
+  double gpu_bytes = 0;                  ///< device memory
+  double weight_bytes = 0;               ///< weights on the heaviest GPU (its pipeline stage), incl. draft
+  double draft_weight_bytes = 0;         ///< of which MTP / EAGLE draft weights
+  double activation_bytes = 0;           ///< peak activations the engine reserves (profile run), bytes
+  double reserved_bytes = 0;             ///< runtime memory outside the pool (engine policy)
+  double kv_budget_bytes = 0;            ///< given to the KV cache and recurrent states
+  double kv_bytes_per_token = 0;         ///< full-context layers of the heaviest stage, per token
+  double kv_window_bytes_per_token = 0;  ///< window-bounded layers, per token (0 when none / not bounded)
+  int window_tokens = 0;                 ///< the sliding window (tokens)
+  double state_bytes_per_request = 0;    ///< linear-attention state per request
+  long long kv_tokens_per_rank = 0;  ///< full-attention KV tokens the budget holds (no states, no windows)
   /// Requests a separate recurrent-state pool holds (SGLang MambaPool, MemoryPolicy::state_pool_ratio);
   /// 0 = states are charged to the KV pool per request (request_kv_bytes).
   long long state_slots = 0;
-  int max_running_from_states = 0;      ///< the cap the state pool puts on running requests (0 = none)
-  double request_table_bytes = 0;       ///< SGLang's req_to_token table charged to the budget (bytes)
+  int max_running_from_states = 0;  ///< the cap the state pool puts on running requests (0 = none)
+  double request_table_bytes = 0;   ///< SGLang's req_to_token table charged to the budget (bytes)
   int block_size = 16;
   int max_model_len = 0;
   double memory_fraction = 0;
-  bool fits = true;                     ///< false: the engine fails to start or dies at its first step
-  std::string failure;                  ///< the engine-style OOM message when !fits
-  std::vector<std::string> notes;       ///< what the plan had to decide (a context lowered to fit, a
-                                        ///< margin within the plan's uncertainty)
+  bool fits = true;                ///< false: the engine fails to start or dies at its first step
+  std::string failure;             ///< the engine-style OOM message when !fits
+  std::vector<std::string> notes;  ///< what the plan had to decide (a context lowered to fit, a
+                                   ///< margin within the plan's uncertainty)
 };
 
 /// The memory plan's own uncertainty (activation peaks and non-torch memory are estimates): a start-up

@@ -68,14 +68,14 @@ struct TwinView {
   double mean_step_tokens = 0.0;     ///< query tokens per rank per step, averaged over steps
   double kv_peak_fraction = 0.0;     ///< peak KV bytes in use / pool (max over ranks)
   long long preemptions = 0;         ///< requests preempted (vLLM recompute / SGLang retract)
-  long long cached_tokens_reused = 0;///< tokens a preempted request found still in the prefix cache
-  double mean_step_ms = 0.0;         ///< average step time (ms)
-  long long graphed_steps = 0;       ///< steps that replayed a CUDA graph
+  long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
+  double mean_step_ms = 0.0;           ///< average step time (ms)
+  long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
   /// Kernel time per operator class summed over steps (s, before the kernel scale; measured where
   /// use_measured_operators gave a table, else the roofline), communication and
   /// CPU / launch overhead.
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0, comm_s = 0, overhead_s = 0;
-  double spec_acceptance = 0.0;      ///< draft-token acceptance used (0 without speculative decoding)
+  double spec_acceptance = 0.0;  ///< draft-token acceptance used (0 without speculative decoding)
   /// With measured operators (use_measured_operators): per operator kind, the table and release it came
   /// from or why it stayed the roofline; the lookups made and how many lay outside the measured grid
   /// (answered by scaling the nearest measured point).
@@ -85,11 +85,11 @@ struct TwinView {
 
 /// Which fitted parameters a prediction used and how far to trust it.
 struct PredictionContext {
-  engines::ResolvedLaunch launch;    ///< the launch as the engine resolves it (notes, inert flags)
+  engines::ResolvedLaunch launch;  ///< the launch as the engine resolves it (notes, inert flags)
   CalibrationKey key;
   CalibrationLevel level = CalibrationLevel::kPrior;
   Calibration calibration;
-  ErrorBand band;                    ///< from leave-one-study-out residuals of the prediction's class
+  ErrorBand band;  ///< from leave-one-study-out residuals of the prediction's class
 };
 
 /// A successful prediction: per-request outputs (virtual clock; t = 0 as metrics/request_output.h) and the
@@ -153,12 +153,12 @@ struct EngineLiveMetrics {
 /// Thread-safety: not thread-safe; the server drives it from one event-loop thread.
 class OnlineTwin {
  public:
-  /// Builds the twin of `engine` on `cluster`; returns a PredictedFailure (start-up refusal, OOM, too few GPUs)
-  /// exactly as predict() would for that launch.
-  /// `calibration` replaces the embedded table (what-ifs), as WorkloadOptions::calibration does.
+  /// Builds the twin of `engine` on `cluster`; returns a PredictedFailure (start-up refusal, OOM, too few
+  /// GPUs) exactly as predict() would for that launch. `calibration` replaces the embedded table (what-ifs),
+  /// as WorkloadOptions::calibration does.
   static std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> create(
-      const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
-      const std::optional<CalibrationTable>& calibration = std::nullopt);
+      const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
+      const model::ModelSpec& model, const std::optional<CalibrationTable>& calibration = std::nullopt);
   ~OnlineTwin();
   OnlineTwin(const OnlineTwin&) = delete;
   OnlineTwin& operator=(const OnlineTwin&) = delete;

@@ -16,19 +16,19 @@ struct TraceStep {
   float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;  ///< detail::StepCost's fields
   int running = 0;
   bool overlap = false;
-  float api_stage_s = 0;  ///< detail::StepCost::api_stage_s
+  float api_stage_s = 0;    ///< detail::StepCost::api_stage_s
   double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
   int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
 };
 
 /// One request of a traced run.
 struct TraceRequest {
-  double arrival_s = 0;     ///< intended send time
-  int send_after_step = -1; ///< sent when this step ended (client concurrency cap), -1 = at arrival
-  int first_step = -1;      ///< step whose end emitted the first token (-1 = none)
-  int last_step = -1;       ///< step whose end emitted the last token
-  int prompt_tokens = 0;    ///< as the benchmark counts them
-  int output_tokens = 0;    ///< tokens emitted
+  double arrival_s = 0;      ///< intended send time
+  int send_after_step = -1;  ///< sent when this step ended (client concurrency cap), -1 = at arrival
+  int first_step = -1;       ///< step whose end emitted the first token (-1 = none)
+  int last_step = -1;        ///< step whose end emitted the last token
+  int prompt_tokens = 0;     ///< as the benchmark counts them
+  int output_tokens = 0;     ///< tokens emitted
   bool success = false;
 };
 

@@ -23,11 +23,11 @@ namespace servelab::sim {
 /// Typical relative error of a prediction of this class, in percent (the root-mean-square of the
 /// leave-one-study-out relative errors of the class's validated points), and where it comes from.
 struct ErrorBand {
-  std::string class_name;        ///< "vllm/hopper/moe", or the coarser class the band fell back to
-  double total_tok_s_pct = 0;    ///< +- percent on total (and output) token throughput
-  double ttft_pct = 0;           ///< +- percent on mean TTFT
-  double tpot_pct = 0;           ///< +- percent on mean TPOT
-  int points = 0;                ///< validated points behind the band (0 = no data: the band is a default)
+  std::string class_name;      ///< "vllm/hopper/moe", or the coarser class the band fell back to
+  double total_tok_s_pct = 0;  ///< +- percent on total (and output) token throughput
+  double ttft_pct = 0;         ///< +- percent on mean TTFT
+  double tpot_pct = 0;         ///< +- percent on mean TPOT
+  int points = 0;              ///< validated points behind the band (0 = no data: the band is a default)
   std::vector<std::string> warnings;  ///< why the prediction is outside the corpus, if it is
 };
 
@@ -39,11 +39,11 @@ struct BandTable {
     double total_tok_s_pct = 0, ttft_pct = 0, tpot_pct = 0;
     int points = 0;
   };
-  std::map<std::string, Entry> classes;   ///< "engine/generation/arch", "engine/generation", "engine", "all"
-  std::vector<std::string> gpus;          ///< GPU names measured
-  std::vector<std::string> variants;      ///< architecture variants measured
-  std::vector<std::string> versions;      ///< "engine version" measured
-  int max_gpus = 0;                       ///< largest launch measured (GPUs)
+  std::map<std::string, Entry> classes;  ///< "engine/generation/arch", "engine/generation", "engine", "all"
+  std::vector<std::string> gpus;         ///< GPU names measured
+  std::vector<std::string> variants;     ///< architecture variants measured
+  std::vector<std::string> versions;     ///< "engine version" measured
+  int max_gpus = 0;                      ///< largest launch measured (GPUs)
 };
 
 /// The architecture class of a model for bands: "hybrid" (linear attention), "mla", "moe-swa" (sliding

@@ -26,9 +26,10 @@ struct ValidationRow {
   std::string calibration_level;                 ///< "class", "engine" or "prior" in the held-out fit
   /// Relative errors of the held-out prediction in % (signed: predicted/measured - 1), when comparable.
   std::optional<double> err_total_tok_s, err_ttft, err_tpot;
-  bool failure_reproduced = false;               ///< measured failure and predicted failure
-  std::string note;                              ///< why a measured failure is not reproduced, etc.
-  /// Kernel paths the twin has no figure for (ResolvedLaunch::unmodelled): predicted and scored, never fitted.
+  bool failure_reproduced = false;  ///< measured failure and predicted failure
+  std::string note;                 ///< why a measured failure is not reproduced, etc.
+  /// Kernel paths the twin has no figure for (ResolvedLaunch::unmodelled): predicted and scored, never
+  /// fitted.
   std::vector<std::string> unmodelled;
   /// Index of the point's sweep (score_sweeps), -1 when it is in none that has a shape error.
   int sweep = -1;
@@ -40,10 +41,10 @@ struct ValidationRow {
 
 /// Accuracy over a set of rows. MAPE in %.
 struct ValidationSummary {
-  int points = 0;             ///< rows considered
-  int predicted = 0;          ///< rows with a prediction
-  int predicted_failures = 0; ///< rows the twin predicts to fail
-  int refused = 0;            ///< rows the twin refuses (with reason)
+  int points = 0;              ///< rows considered
+  int predicted = 0;           ///< rows with a prediction
+  int predicted_failures = 0;  ///< rows the twin predicts to fail
+  int refused = 0;             ///< rows the twin refuses (with reason)
   int failures_measured = 0, failures_reproduced = 0, failures_unexplained = 0;
   int compared_tok_s = 0, compared_ttft = 0, compared_tpot = 0;
   double mape_total_tok_s = 0, mape_ttft = 0, mape_tpot = 0;
@@ -105,7 +106,7 @@ struct StudyValidation {
   std::string study;
   ValidationSummary held_out;
   ValidationSummary in_sample;
-  std::vector<std::string> group_lines;    ///< per workload: measured best, predicted best, rho
+  std::vector<std::string> group_lines;  ///< per workload: measured best, predicted best, rho
 };
 
 /// The unit a validation fold holds out: the fit of a fold never sees a point of the fold.
@@ -121,17 +122,17 @@ std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split);
 
 /// One held-out fold of a split.
 struct FoldValidation {
-  std::string fold;           ///< validation_fold_of's label
+  std::string fold;  ///< validation_fold_of's label
   ValidationSummary held_out;
 };
 
 /// A split besides leave-one-study-out: every point predicted by the fit on the points of the other folds.
 struct SplitValidation {
   ValidationSplit split = ValidationSplit::kGpu;
-  std::vector<ValidationRow> rows;     ///< as CorpusValidation::rows; `predicted`, its errors, level and
-                                       ///< shape errors from this split's folds (in_sample as there)
-  std::vector<FoldValidation> folds;   ///< in first-appearance order of the corpus
-  ValidationSummary held_out;          ///< all folds
+  std::vector<ValidationRow> rows;    ///< as CorpusValidation::rows; `predicted`, its errors, level and
+                                      ///< shape errors from this split's folds (in_sample as there)
+  std::vector<FoldValidation> folds;  ///< in first-appearance order of the corpus
+  ValidationSummary held_out;         ///< all folds
   /// Each fold's fitted table (fold label -> table): fitted on the training points of the other folds only.
   std::map<std::string, CalibrationTable> tables;
 };
@@ -140,16 +141,16 @@ struct SplitValidation {
 struct CorpusValidation {
   std::vector<ValidationRow> rows;
   std::vector<StudyValidation> studies;
-  ValidationSummary held_out;              ///< all studies, leave-one-study-out
-  ValidationSummary in_sample;             ///< all studies, fit on everything (labelled as such)
+  ValidationSummary held_out;   ///< all studies, leave-one-study-out
+  ValidationSummary in_sample;  ///< all studies, fit on everything (labelled as such)
   /// Held out, over the rows without an unmodelled kernel path (ValidationRow::unmodelled); printed beside
   /// `held_out`, never instead of it.
   ValidationSummary held_out_modelled;
-  FitResult full_fit;                      ///< the in-sample fit (what `sim calibrate` writes)
-  BandTable bands;                         ///< residual bands per class from the held-out errors
+  FitResult full_fit;  ///< the in-sample fit (what `sim calibrate` writes)
+  BandTable bands;     ///< residual bands per class from the held-out errors
   /// The extra splits asked of validate_corpus (GPU type, engine release), in the order asked.
   std::vector<SplitValidation> splits;
-  double seconds = 0;                      ///< wall time of the validation
+  double seconds = 0;  ///< wall time of the validation
 };
 
 /// Runs leave-one-study-out over `corpus` (and the in-sample fit), then each split of `extra_splits`

@@ -19,11 +19,12 @@ namespace servelab::simserve {
 /// One engine's (DP rank's) live state, served by GET /metrics under vLLM 0.13's Prometheus names
 /// (vllm/v1/metrics/loggers.py; see metrics_text.h).
 struct EngineMetrics {
-  double kv_cache_usage = 0.0;   ///< vllm:kv_cache_usage_perc, fraction [0, 1]
-  int num_requests_running = 0;  ///< vllm:num_requests_running
-  int num_requests_waiting = 0;  ///< vllm:num_requests_waiting
-  long long num_preemptions = 0; ///< vllm:num_preemptions_total
-  long long prefix_cache_queries = 0, prefix_cache_hits = 0;  ///< vllm:prefix_cache_{queries,hits}_total, tokens
+  double kv_cache_usage = 0.0;    ///< vllm:kv_cache_usage_perc, fraction [0, 1]
+  int num_requests_running = 0;   ///< vllm:num_requests_running
+  int num_requests_waiting = 0;   ///< vllm:num_requests_waiting
+  long long num_preemptions = 0;  ///< vllm:num_preemptions_total
+  long long prefix_cache_queries = 0,
+            prefix_cache_hits = 0;  ///< vllm:prefix_cache_{queries,hits}_total, tokens
   long long spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
 };
 
@@ -47,23 +48,23 @@ struct Timeline {
 
 /// Options of `sim serve`.
 struct ServerOptions {
-  std::string host = "127.0.0.1";           ///< bind address (loopback unless told otherwise)
-  unsigned short port = 8000;               ///< 0 = pick a free port
-  std::vector<std::string> served_models;   ///< names answered on the API (first = default)
-  std::string root_model;                   ///< model id shown as `root` in /v1/models
-  int max_model_len = 163840;               ///< context limit, tokens (prompt + max_tokens)
-  double time_scale = 1.0;                  ///< >1 runs faster than real time
-  std::uint64_t seed = 0;                   ///< output-token draw seed (a request's `seed` overrides)
-  bool reasoning_parser = false;            ///< --reasoning-parser set: thinking output → reasoning_content
-  double reasoning_fraction = 0.5;          ///< share of output tokens streamed as reasoning when thinking
-  bool chat_bos = true;                     ///< chat prompts start with BOS (DeepSeek encoding)
-  int default_max_tokens = 0;               ///< output length when the request gives none (0 = to context end)
+  std::string host = "127.0.0.1";          ///< bind address (loopback unless told otherwise)
+  unsigned short port = 8000;              ///< 0 = pick a free port
+  std::vector<std::string> served_models;  ///< names answered on the API (first = default)
+  std::string root_model;                  ///< model id shown as `root` in /v1/models
+  int max_model_len = 163840;              ///< context limit, tokens (prompt + max_tokens)
+  double time_scale = 1.0;                 ///< >1 runs faster than real time
+  std::uint64_t seed = 0;                  ///< output-token draw seed (a request's `seed` overrides)
+  bool reasoning_parser = false;           ///< --reasoning-parser set: thinking output → reasoning_content
+  double reasoning_fraction = 0.5;         ///< share of output tokens streamed as reasoning when thinking
+  bool chat_bos = true;                    ///< chat prompts start with BOS (DeepSeek encoding)
+  int default_max_tokens = 0;              ///< output length when the request gives none (0 = to context end)
   /// Larger request bodies get 413 (by Content-Length before the body is read, else once the streamed body
   /// passes it). 0 = 32 bytes per token of max_model_len, at least 1 MiB: a prompt that fits the context is
   /// far below it (JSON-escaped CJK text is ~9 bytes per token), and tokenizing a body that large takes
   /// the event loop ~0.1 s, not the ~10 s a 50 MB body took.
   std::size_t max_body_bytes = 0;
-  std::size_t max_header_bytes = 64u << 10; ///< larger request heads get 431
+  std::size_t max_header_bytes = 64u << 10;  ///< larger request heads get 431
   /// An idle connection (no request in flight) must deliver a whole request head within this time, and a
   /// body within body_timeout_s after its head; else it is closed (slowloris).
   double header_timeout_s = 30.0;

@@ -101,9 +101,10 @@ class Tokenizer {
 /// them) when nothing is found.
 std::filesystem::path resolve_tokenizer_path(std::string_view spec, const hub::FetchRequest& fetch = {});
 
-/// resolve_tokenizer_path + Tokenizer::from_file. For deepseek-ai/DeepSeek-V3.1(-Base, -Terminus), -V3.2, -V3.2-Exp (any
-/// case) resolved to the `make deps` DeepSeek-V3 file, registers `<think>` = 128798 and `</think>` = 128799
-/// (non-special added tokens, as in the V3.1/V3.2/R1 tokenizer.json, replacing V3's placeholders
+/// resolve_tokenizer_path + Tokenizer::from_file. For deepseek-ai/DeepSeek-V3.1(-Base, -Terminus), -V3.2,
+/// -V3.2-Exp (any case) resolved to the `make deps` DeepSeek-V3 file, registers `<think>` = 128798 and
+/// `</think>` = 128799 (non-special added tokens, as in the V3.1/V3.2/R1 tokenizer.json, replacing V3's
+/// placeholders
 /// `<｜place▁holder▁no▁798｜>`/`799`). Throws std::runtime_error as the two functions do.
 Tokenizer load_tokenizer(std::string_view spec, const hub::FetchRequest& fetch = {});
 

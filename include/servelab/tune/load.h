@@ -47,7 +47,8 @@ std::string primary_objective_label(const Study& study);
 /// Measures `config` at every load point of `scenario`: one evaluate of them all, so the points without a
 /// cached result run as one trial (one engine launch on --target local). A failed point has its status and
 /// reason and no metrics.
-LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config, const std::string& scenario);
+LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config,
+                        const std::string& scenario);
 
 /// Finds the highest [slo].variable value at which `config` meets every [slo] target on [slo].scenario:
 /// start at [slo].start (else the guide's answer: evaluator.load_guide(), the twin on --target local; else

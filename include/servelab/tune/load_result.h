@@ -25,8 +25,9 @@ struct LoadPointResult {
   /// Mean over repeats of every metric, keyed by vLLM console label ("Output token throughput (tok/s)",
   /// "P99 TTFT (ms)", "Mean TPOT (ms)", "Median ITL (ms)", ...). Empty on failure.
   std::map<std::string, double> metrics;
-  double output_tok_s_per_gpu = 0;   ///< output tok/s ÷ GPUs of the node (tok/s)
-  /// Output tok/s ÷ concurrency (tok/s per user), as vLLM's `bench sweep plot_pareto`; 0 for request-rate points.
+  double output_tok_s_per_gpu = 0;  ///< output tok/s ÷ GPUs of the node (tok/s)
+  /// Output tok/s ÷ concurrency (tok/s per user), as vLLM's `bench sweep plot_pareto`; 0 for request-rate
+  /// points.
   double output_tok_s_per_user = 0;
 };
 
@@ -39,12 +40,12 @@ struct LoadCurve {
 
 /// One run of an SLO search.
 struct SloProbe {
-  double value = 0;        ///< request rate (req/s) or concurrency tried
-  bool passed = false;     ///< every SLO target met (and the run succeeded)
-  std::string step;        ///< "start", "bracket" or "refine"
+  double value = 0;                             ///< request rate (req/s) or concurrency tried
+  bool passed = false;                          ///< every SLO target met (and the run succeeded)
+  std::string step;                             ///< "start", "bracket" or "refine"
   std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
-  std::string failure;     ///< the run failed: why (no SLO values then)
-  TrialStatus status = TrialStatus::kOk;  ///< how the run ended (kOk also when it missed the SLOs)
+  std::string failure;                          ///< the run failed: why (no SLO values then)
+  TrialStatus status = TrialStatus::kOk;        ///< how the run ended (kOk also when it missed the SLOs)
   /// Request goodput served (req/s: "Request goodput (req/s)", else the request throughput when no
   /// per-request SLO applies); 0 for a failed run.
   double goodput_req_s = 0;
@@ -67,14 +68,14 @@ struct SloResult {
   std::string config_key, engine, label, scenario;
   LoadKind variable = LoadKind::kRequestRate;
   bool predicted = false;
-  bool found = false;             ///< some tried value met every target
-  double max_passing = 0;         ///< the highest value that met every target (the answer)
+  bool found = false;                 ///< some tried value met every target
+  double max_passing = 0;             ///< the highest value that met every target (the answer)
   std::optional<double> min_failing;  ///< the lowest value that failed above it (none: met up to max_value)
-  int runs = 0;                   ///< runs this search launched or reused (probes.size())
-  std::vector<SloProbe> probes;   ///< in the order they ran
-  std::optional<double> twin_start;  ///< --target local: the twin's answer the real search started from
-  int twin_runs = 0;              ///< runs the twin's search took (predicted, seconds of CPU)
-  std::string note;               ///< why the search stopped when it did not converge to the tolerance
+  int runs = 0;                       ///< runs this search launched or reused (probes.size())
+  std::vector<SloProbe> probes;       ///< in the order they ran
+  std::optional<double> twin_start;   ///< --target local: the twin's answer the real search started from
+  int twin_runs = 0;                  ///< runs the twin's search took (predicted, seconds of CPU)
+  std::string note;                   ///< why the search stopped when it did not converge to the tolerance
   /// The configuration's goodput: the highest request goodput (req/s: requests meeting every per-request
   /// SLO per second, vLLM's --goodput over ttft/tpot/e2el targets) over the probes that passed and were not
   /// saturated, at `goodput_at`; token goodput (output tok/s of those requests, estimated as request goodput
@@ -100,17 +101,17 @@ struct ParetoPoint {
 /// One configuration's value of an objective.
 struct ObjectiveValue {
   std::string config_key, engine, label;
-  bool feasible = false;   ///< the objective is defined for it (e.g. some point reaches the per-user floor)
-  double value = 0;        ///< in ObjectiveResult::unit
-  std::string at;          ///< where it was read: "concurrency 64", "2.5 req/s", "scenario as written"
-  std::string why;         ///< when infeasible
+  bool feasible = false;  ///< the objective is defined for it (e.g. some point reaches the per-user floor)
+  double value = 0;       ///< in ObjectiveResult::unit
+  std::string at;         ///< where it was read: "concurrency 64", "2.5 req/s", "scenario as written"
+  std::string why;        ///< when infeasible
 };
 
 /// An objective over every analysed configuration.
 struct ObjectiveResult {
   ObjectiveSpec spec;
-  std::string title;   ///< "max request goodput under the SLOs"
-  std::string unit;    ///< "req/s", "tok/s/GPU", "ms", "$/1M output tokens", "tok/s"
+  std::string title;                   ///< "max request goodput under the SLOs"
+  std::string unit;                    ///< "req/s", "tok/s/GPU", "ms", "$/1M output tokens", "tok/s"
   std::vector<ObjectiveValue> values;  ///< one per configuration, LoadOutcome::curves order
   int best = -1;                       ///< index into values of the winner (-1: none feasible)
 };
@@ -118,23 +119,23 @@ struct ObjectiveResult {
 /// Cost of one configuration at its highest-throughput load point.
 struct CostRow {
   std::string config_key, engine, label;
-  std::string at;                        ///< load point text, or "scenario as written"
+  std::string at;  ///< load point text, or "scenario as written"
   double output_tok_s = 0, total_tok_s = 0;
-  double usd_per_1m_output_tokens = 0;   ///< usd_per_gpu_hour × GPUs / 3600 / output tok/s × 10⁶
-  double usd_per_1m_total_tokens = 0;    ///< same with total (input + output) tok/s
+  double usd_per_1m_output_tokens = 0;  ///< usd_per_gpu_hour × GPUs / 3600 / output tok/s × 10⁶
+  double usd_per_1m_total_tokens = 0;   ///< same with total (input + output) tok/s
 };
 
 /// Everything the load analysis found. `enabled` is false for a study without [load], [slo] and
 /// [[objectives]] (then every vector is empty).
 struct LoadOutcome {
   bool enabled = false;
-  std::string scenario;   ///< the scenario the curves, the front and the SLO search use
-  int gpus = 0;           ///< GPUs per configuration (the node: hardware.gpu_count)
-  std::vector<LoadCurve> curves;       ///< one per analysed configuration (baselines, best, recommended, top)
-  std::vector<SloResult> slo;          ///< one per analysed configuration when [slo] is set
-  std::vector<ParetoPoint> pareto;     ///< every successful concurrency point of every curve
+  std::string scenario;             ///< the scenario the curves, the front and the SLO search use
+  int gpus = 0;                     ///< GPUs per configuration (the node: hardware.gpu_count)
+  std::vector<LoadCurve> curves;    ///< one per analysed configuration (baselines, best, recommended, top)
+  std::vector<SloResult> slo;       ///< one per analysed configuration when [slo] is set
+  std::vector<ParetoPoint> pareto;  ///< every successful concurrency point of every curve
   std::vector<ObjectiveResult> objectives;  ///< [[objectives]] in file order
-  std::vector<CostRow> cost;           ///< one per configuration when [cost] is set
+  std::vector<CostRow> cost;                ///< one per configuration when [cost] is set
   std::optional<double> usd_per_gpu_hour;
 };
 

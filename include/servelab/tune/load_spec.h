@@ -1,7 +1,7 @@
 // servelab/tune: the load dimension of a study, as written in STUDY.toml: the load points each configuration
-// is measured at (`[load]`, per scenario `load = {...}`), the SLO targets of the SLO search (`[slo]`), the GPU
-// price (`[cost]`) and the objectives (`[[objectives]]`). Plain types; parsed by parse_study (study.h), used by
-// tune/load.h. See docs/study.md, "Load, SLOs, objectives, cost".
+// is measured at (`[load]`, per scenario `load = {...}`), the SLO targets of the SLO search (`[slo]`), the
+// GPU price (`[cost]`) and the objectives (`[[objectives]]`). Plain types; parsed by parse_study (study.h),
+// used by tune/load.h. See docs/study.md, "Load, SLOs, objectives, cost".
 #pragma once
 
 #include <optional>
@@ -32,13 +32,14 @@ struct LoadSpec {
   std::vector<LoadPoint> points() const;
 };
 
-/// One SLO target: `stat` of `metric` must stay ≤ `max_ms` (vLLM `sweep serve_sla` form `p99_ttft_ms <= 2000`).
+/// One SLO target: `stat` of `metric` must stay ≤ `max_ms` (vLLM `sweep serve_sla` form `p99_ttft_ms <=
+/// 2000`).
 struct SloTarget {
-  std::string key;      ///< as written: "p99_ttft_ms", "mean_tpot_ms"
-  std::string stat;     ///< "mean" | "median" | "p<N>" (e.g. "p99")
-  std::string metric;   ///< "ttft" | "tpot" | "itl" | "e2el"
-  std::string label;    ///< the console label it reads: "P99 TTFT (ms)", "Mean TPOT (ms)"
-  double max_ms = 0;    ///< upper bound, ms (inclusive, as vLLM's goodput comparison)
+  std::string key;     ///< as written: "p99_ttft_ms", "mean_tpot_ms"
+  std::string stat;    ///< "mean" | "median" | "p<N>" (e.g. "p99")
+  std::string metric;  ///< "ttft" | "tpot" | "itl" | "e2el"
+  std::string label;   ///< the console label it reads: "P99 TTFT (ms)", "Mean TPOT (ms)"
+  double max_ms = 0;   ///< upper bound, ms (inclusive, as vLLM's goodput comparison)
 };
 
 /// The SLO search: the highest load that meets every target, found by bracketing then interpolating.
@@ -68,9 +69,9 @@ struct ObjectiveSpec {
     kCost,          ///< min $ per 1M output tokens at the highest-throughput load point ([cost])
   };
   Kind kind = Kind::kThroughput;
-  double min_tokens_per_s_per_user = 0;  ///< kTokensPerGpu: per-user floor, tok/s
-  int max_concurrency = 1;               ///< kMinLatency: highest concurrency the latency is read at
-  std::string metric = "Mean E2EL (ms)"; ///< kMinLatency: latency label (short names as in [objective])
+  double min_tokens_per_s_per_user = 0;   ///< kTokensPerGpu: per-user floor, tok/s
+  int max_concurrency = 1;                ///< kMinLatency: highest concurrency the latency is read at
+  std::string metric = "Mean E2EL (ms)";  ///< kMinLatency: latency label (short names as in [objective])
   /// Stable name: "throughput", "slo_goodput", "tokens_per_gpu", "min_latency", "cost".
   std::string name() const;
   /// Is a higher value better?

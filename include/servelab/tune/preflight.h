@@ -18,7 +18,7 @@ namespace servelab::tune {
 /// One check and what it found.
 struct PreflightCheck {
   enum class Result { kOk, kWarning, kFailed, kSkipped };
-  std::string name;    ///< "engine vllm", "GPUs", "port", "dataset sharegpt-1000", "file --chat-template", ...
+  std::string name;  ///< "engine vllm", "GPUs", "port", "dataset sharegpt-1000", "file --chat-template", ...
   Result result = Result::kOk;
   std::string detail;  ///< what was found; for a failure the problem and the fix
 };
@@ -32,7 +32,8 @@ struct PreflightReport {
   std::map<std::string, std::string> engine_versions;
   /// Every engine is a servelab stand-in (tools/standins): no GPU or weights are needed.
   bool standins = false;
-  /// What nvidia-smi said: "gpu_model", "gpu_count", "gpu_memory_mib", "driver", "cuda" (absent without GPUs).
+  /// What nvidia-smi said: "gpu_model", "gpu_count", "gpu_memory_mib", "driver", "cuda" (absent without
+  /// GPUs).
   std::map<std::string, std::string> gpu;
 
   bool ok() const;           ///< no check failed
@@ -43,8 +44,8 @@ struct PreflightReport {
 struct PreflightOptions {
   std::map<std::string, std::string> env;  ///< process environment (PATH, HOME, HF_HOME, ...)
   std::string nvidia_smi = "nvidia-smi";   ///< looked up on env PATH
-  std::filesystem::path cwd;               ///< where engines are launched (relative paths in flags); "" = current
-  double command_timeout_s = 120;          ///< for `--version` and nvidia-smi (importing torch takes a while)
+  std::filesystem::path cwd;       ///< where engines are launched (relative paths in flags); "" = current
+  double command_timeout_s = 120;  ///< for `--version` and nvidia-smi (importing torch takes a while)
   /// The process environment and working directory.
   static PreflightOptions from_process();
 };

@@ -31,7 +31,8 @@ enum class TrialStatus {
   kJobTimeLimit,    ///< TIMEOUT / DEADLINE: the job ran past [slurm] time_limit_min
   kJobNodeFail,     ///< NODE_FAIL / BOOT_FAIL: a node of the allocation failed
   kJobPreempted,    ///< PREEMPTED and not requeued
-  kJobOutOfMemory,  ///< OUT_OF_MEMORY: the job's host-memory limit killed it (not GPU memory: that is kOutOfMemory)
+  kJobOutOfMemory,  ///< OUT_OF_MEMORY: the job's host-memory limit killed it (not GPU memory: that is
+                    ///< kOutOfMemory)
   kJobCancelled,    ///< CANCELLED by someone other than this tune (scancel, an administrator)
 };
 
@@ -52,9 +53,9 @@ struct ScenarioResult {
   /// Summary metrics keyed by vLLM's console labels ("Total Token throughput (tok/s)", "Mean TTFT (ms)",
   /// "Successful requests", ...). Units as in the label.
   std::map<std::string, double> metrics;
-  std::vector<double> ttft_ms;   ///< per-request TTFT samples, ms (may be empty)
-  std::vector<double> tpot_ms;   ///< per-request TPOT samples, ms (may be empty)
-  std::string result_block;      ///< the vLLM-style console block, as printed
+  std::vector<double> ttft_ms;  ///< per-request TTFT samples, ms (may be empty)
+  std::vector<double> tpot_ms;  ///< per-request TPOT samples, ms (may be empty)
+  std::string result_block;     ///< the vLLM-style console block, as printed
   /// Non-empty when the run's timing cannot be trusted (bench::BenchResult::invalid_reason): the trial is
   /// then kInvalid and this result is not used.
   std::string invalid_reason;
@@ -84,14 +85,14 @@ inline constexpr const char* kTwinUnmodelledPathPrefix = "servelab: twin unmodel
 
 /// What the search asks for: launch `argv`/`env` for `config_key` and run `scenarios` in order.
 struct TrialRequest {
-  std::string trial_key;                   ///< unique per (config, scenarios, repeat)
-  std::string engine;                      ///< study engine name
+  std::string trial_key;  ///< unique per (config, scenarios, repeat)
+  std::string engine;     ///< study engine name
   std::string config_key;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::vector<Scenario> scenarios;
-  int repeat = 0;                          ///< 0-based repeat index
-  std::filesystem::path log_path;          ///< where the engine's stdout+stderr go (local target)
+  int repeat = 0;                  ///< 0-based repeat index
+  std::filesystem::path log_path;  ///< where the engine's stdout+stderr go (local target)
   /// The config's knob values (knob → value label, non-baseline only), so that a runner on another host can
   /// render the launch again for that host (its own port: target slurm).
   std::map<std::string, std::string> knobs;
@@ -108,11 +109,11 @@ struct TrialRequest {
 /// What a runner returns. On failure `scenarios` holds the scenarios that finished before it.
 struct TrialOutcome {
   TrialStatus status = TrialStatus::kOk;
-  std::string reason;                      ///< one line: the engine's own message or what went wrong
-  std::string log_tail;                    ///< last lines of the engine log (local target)
+  std::string reason;    ///< one line: the engine's own message or what went wrong
+  std::string log_tail;  ///< last lines of the engine log (local target)
   std::vector<ScenarioResult> scenarios;
-  bool predicted = false;                  ///< true when the numbers come from the twin
-  double wall_s = 0.0;                     ///< wall-clock duration of the trial, s
+  bool predicted = false;  ///< true when the numbers come from the twin
+  double wall_s = 0.0;     ///< wall-clock duration of the trial, s
   /// The trial ran on an engine that an earlier trial launched and kept up (keep_engine): no launch.
   bool engine_reused = false;
   /// The engine is still running after this trial, kept for the next one (keep_engine); the runner stops it
@@ -143,6 +144,7 @@ using TrialDone = std::function<void(std::size_t index, TrialOutcome outcome)>;
 /// TrialRunner. The search hands it the trials that do not depend on each other (the grid, the twin's
 /// top-k, greedy's candidates for one knob, the ablation's configs: Evaluator::prefetch).
 /// Thread-safety: called from one thread at a time.
-using BatchTrialRunner = std::function<void(const std::vector<TrialRequest>& requests, const TrialDone& done)>;
+using BatchTrialRunner =
+    std::function<void(const std::vector<TrialRequest>& requests, const TrialDone& done)>;
 
 }  // namespace servelab::tune

@@ -28,22 +28,22 @@ struct Interrupted : std::runtime_error {
 /// A config measured on some scenarios, `repeats` times.
 struct Evaluation {
   CandidateConfig config;
-  std::string key;                 ///< config_key
-  std::string label;               ///< config_label
+  std::string key;                        ///< config_key
+  std::string label;                      ///< config_label
   TrialStatus status = TrialStatus::kOk;  ///< first failure among its trials, else kOk
-  std::string reason;              ///< failure reason or violated constraint
-  bool feasible = false;           ///< ok and meets every constraint
+  std::string reason;                     ///< failure reason or violated constraint
+  bool feasible = false;                  ///< ok and meets every constraint
   /// Not feasible, but its runs say nothing about the configuration: the first failure is one that
   /// trial_status_judges_config rejects (invalid, interrupted, runner error, node failure, ...), or an SLO
   /// search found no goodput only because its passing loads were saturated or its runs invalid. No verdict
   /// ("fails without this knob") rests on it.
   bool inconclusive = false;
-  bool predicted = false;          ///< numbers come from the twin
-  Estimate objective;              ///< per-repeat objective value (see objective_value)
+  bool predicted = false;                        ///< numbers come from the twin
+  Estimate objective;                            ///< per-repeat objective value (see objective_value)
   std::map<std::string, Estimate> per_scenario;  ///< scenario → estimate of the objective metric
   std::map<std::string, ScenarioResult> first;   ///< scenario → repeat 0's full result (report blocks)
   std::map<std::string, std::string> scenario_failure;  ///< scenario → "status: reason" where it failed
-  std::string shell;               ///< the rendered launch command (shell form)
+  std::string shell;                                    ///< the rendered launch command (shell form)
   std::vector<std::string> trial_keys;
 };
 
@@ -118,15 +118,18 @@ class Evaluator {
   /// `config` normalized, with its key, label and `predicted` (what evaluate() and prefetch() start from).
   Evaluation describe(const CandidateConfig& config) const;
   /// Key of the trial running `missing` scenarios of `config_key` in repeat `rep`: "tag|key|s1+s2|rN".
-  std::string trial_key(const std::string& config_key, const std::vector<std::string>& missing, int rep) const;
+  std::string trial_key(const std::string& config_key, const std::vector<std::string>& missing,
+                        int rep) const;
   /// The last record with this trial key, or null.
   const TrialRecord* find_trial(const std::string& trial_key) const;
   /// A record of `ev` launched as `cmd` in `phase`: engine, keys, label, command; no outcome yet.
   TrialRecord base_record(const Evaluation& ev, const Rendered& cmd, const std::string& phase) const;
-  TrialRequest make_request(const Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& missing,
-                            int rep, const std::string& trial_key) const;
+  TrialRequest make_request(const Evaluation& ev, const Rendered& cmd,
+                            const std::vector<std::string>& missing, int rep,
+                            const std::string& trial_key) const;
   /// Records `ev` rejected by check_config (once per config) and marks it failed.
-  void record_rejection(Evaluation& ev, const Rendered& cmd, const std::string& phase, const std::string& why);
+  void record_rejection(Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                        const std::string& why);
   /// Repeat `rep` of evaluate(): a known config-level failure, else the trial of the scenarios not yet
   /// measured (run_trial), then `ids`' results of this repeat into `results` (collect_results).
   void evaluate_repeat(Evaluation& ev, const Rendered& cmd, const std::vector<std::string>& ids,
@@ -137,11 +140,11 @@ class Evaluator {
                  const std::vector<std::string>& missing, int rep, const std::string& trial_key);
   /// `ids`' results of repeat `rep` into `results`; a scenario without one gets the failure of the trial
   /// `trial_key` that should have produced it.
-  void collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep, const std::string& trial_key,
-                       std::map<std::string, ScenarioResult>& results) const;
+  void collect_results(Evaluation& ev, const std::vector<std::string>& ids, int rep,
+                       const std::string& trial_key, std::map<std::string, ScenarioResult>& results) const;
   /// Records a launched trial's outcome (progress line, store) as evaluate() and prefetch() do.
-  void finish_trial(const Evaluation& ev, const Rendered& cmd, const std::string& phase, const TrialRequest& req,
-                    TrialOutcome out, double wall_started_s);
+  void finish_trial(const Evaluation& ev, const Rendered& cmd, const std::string& phase,
+                    const TrialRequest& req, TrialOutcome out, double wall_started_s);
 
   const Study& study_;
   TrialRunner runner_;
@@ -176,14 +179,14 @@ class Evaluator {
 struct Step {
   std::string knob, value;
   Evaluation eval;
-  double gain_pct = 0.0;       ///< vs the incumbent at the time
-  std::string decision;        ///< "kept", "no gain", "not significant", "failed: ...", "rejected: ..."
+  double gain_pct = 0.0;  ///< vs the incumbent at the time
+  std::string decision;   ///< "kept", "no gain", "not significant", "failed: ...", "rejected: ..."
   bool kept = false;
   /// A retry (non-empty): `knob=value` failed alone (out of memory or refused at start-up) and was tried
   /// once more with these other knobs changed (knob → value): the best-so-far's values, and one value lower
   /// on each knob marked lower_saves_memory.
   std::map<std::string, std::string> retried_with;
-  std::string retry_why;       ///< what failed alone and why these values were chosen
+  std::string retry_why;  ///< what failed alone and why these values were chosen
 };
 
 /// One engine's search: its baseline, every step tried, and where it ended.
@@ -206,12 +209,12 @@ struct GeneralizationRow {
 /// costs a significant amount on the objective AND it does not lose on any scenario.
 struct KnobVerdict {
   std::string knob, value;
-  double objective_gain_pct = 0.0;           ///< best vs best-without-this-knob, objective scenarios
+  double objective_gain_pct = 0.0;  ///< best vs best-without-this-knob, objective scenarios
   bool significant = false;
   std::map<std::string, double> scenario_change_pct;  ///< per scenario, best vs without
   bool holds_everywhere = false;
-  bool recommended = false;                  ///< kept in the recommended command (by the study's rule)
-  bool loses_nowhere = false;                ///< kept in the command that loses on no scenario
+  bool recommended = false;    ///< kept in the recommended command (by the study's rule)
+  bool loses_nowhere = false;  ///< kept in the command that loses on no scenario
   /// The config without the knob gave no verdict (Evaluation::inconclusive: its run was invalid,
   /// interrupted or saturated): the knob stays in every command, as measured, and `why` says so.
   bool undecided = false;
@@ -229,30 +232,30 @@ struct AlternativeCommand {
 
 /// What twin-guided search spent and saved against a grid on the target.
 struct TwinGuidedSummary {
-  int grid_points = 0;          ///< every combination of the space
-  int launchable = 0;           ///< those that pass check_config: what a grid would launch on the target
-  int predicted_failures = 0;   ///< launchable configs the twin predicts to fail (not measured)
-  int measured = 0;             ///< distinct configs launched on the target by the search (with baselines)
-  int launches_saved = 0;       ///< (launchable − measured) × repeats
-  std::string stop;             ///< why the search stopped measuring
+  int grid_points = 0;         ///< every combination of the space
+  int launchable = 0;          ///< those that pass check_config: what a grid would launch on the target
+  int predicted_failures = 0;  ///< launchable configs the twin predicts to fail (not measured)
+  int measured = 0;            ///< distinct configs launched on the target by the search (with baselines)
+  int launches_saved = 0;      ///< (launchable − measured) × repeats
+  std::string stop;            ///< why the search stopped measuring
 };
 
 /// On the twin, greedy's answer checked against the full grid (cheap there).
 struct GridCheck {
-  int points = 0;               ///< grid size
+  int points = 0;  ///< grid size
   /// > 0 when the grid is above search.max_trials: the number of configs one or two knob changes away from
   /// each engine's best that were predicted instead (the neighbourhood greedy's one-knob steps can miss).
   int neighbourhood = 0;
   bool run = false;
-  std::string not_run;          ///< why nothing was run (grid and neighbourhood above search.max_trials)
+  std::string not_run;  ///< why nothing was run (grid and neighbourhood above search.max_trials)
   Evaluation grid_best;
-  double gap_pct = 0.0;         ///< grid best over greedy best, percent
-  bool disagrees = false;       ///< the grid's best beats greedy's by more than the noise (min_gain_pct)
+  double gap_pct = 0.0;    ///< grid best over greedy best, percent
+  bool disagrees = false;  ///< the grid's best beats greedy's by more than the noise (min_gain_pct)
 };
 
 /// How the twin's ranking held on the target (twin-guided).
 struct RankingCheck {
-  std::vector<std::string> keys;       ///< top-k configs by predicted objective
+  std::vector<std::string> keys;  ///< top-k configs by predicted objective
   std::vector<double> predicted, measured;
   double spearman = 0.0, kendall = 0.0;
 };
@@ -260,22 +263,22 @@ struct RankingCheck {
 /// Everything a report needs.
 struct SearchOutcome {
   Strategy strategy = Strategy::kGreedy;
-  std::vector<EnginePath> engines;     ///< greedy: one per engine; grid: baselines only
-  std::vector<Evaluation> ranked;      ///< grid/twin-guided: every evaluated point, best first
-  Evaluation best_baseline;            ///< best engine baseline on the objective
-  Evaluation best;                     ///< best config found
+  std::vector<EnginePath> engines;  ///< greedy: one per engine; grid: baselines only
+  std::vector<Evaluation> ranked;   ///< grid/twin-guided: every evaluated point, best first
+  Evaluation best_baseline;         ///< best engine baseline on the objective
+  Evaluation best;                  ///< best config found
   std::vector<GeneralizationRow> generalization;
   std::vector<KnobVerdict> verdicts;
   CandidateConfig recommended;
   Rendered recommended_command;
-  Evaluation recommended_eval;         ///< objective scenarios
+  Evaluation recommended_eval;  ///< objective scenarios
   RecommendationRule rule = RecommendationRule::kTradeOff;
   std::optional<AlternativeCommand> alternative;
   std::optional<RankingCheck> ranking;
   std::optional<TwinGuidedSummary> twin_guided;
   std::optional<GridCheck> grid_check;
-  bool complete = true;                ///< false when some trial was not run (partial report)
-  LoadOutcome load;                    ///< load curves, SLO search, Pareto front, objectives (tune/load.h)
+  bool complete = true;  ///< false when some trial was not run (partial report)
+  LoadOutcome load;      ///< load curves, SLO search, Pareto front, objectives (tune/load.h)
 };
 
 /// Runs the study's strategy. `twin` is used by twin-guided to rank (may be the same evaluator as

@@ -89,13 +89,13 @@ TrialOutcome read_trial_outcome(const std::filesystem::path& path);
 
 /// How the Slurm runner talks to the cluster. Tests replace the commands with fakes.
 struct SlurmRunnerOptions {
-  std::filesystem::path out_dir;          ///< the study's output directory (shared with the nodes)
-  std::filesystem::path store_path;       ///< results.sqlite: the job ids (table slurm_jobs)
-  std::string servelab;                   ///< servelab on the nodes ("" = [slurm] servelab, else this binary)
+  std::filesystem::path out_dir;     ///< the study's output directory (shared with the nodes)
+  std::filesystem::path store_path;  ///< results.sqlite: the job ids (table slurm_jobs)
+  std::string servelab;              ///< servelab on the nodes ("" = [slurm] servelab, else this binary)
   std::string sbatch = "sbatch", squeue = "squeue", scancel = "scancel", sacct = "sacct";
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: the study's jobs are cancelled (scancel)
-  std::ostream* progress = nullptr;        ///< one line per submission, requeue and end
-  double command_timeout_s = 60;          ///< for each sbatch/squeue/scancel call
+  std::ostream* progress = nullptr;         ///< one line per submission, requeue and end
+  double command_timeout_s = 60;            ///< for each sbatch/squeue/scancel call
 };
 
 /// The Slurm target's runner: submits up to [slurm] max_parallel jobs at once, polls squeue every
@@ -135,8 +135,8 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
 /// the first host of `scontrol show hostnames $SLURM_JOB_NODELIST` as the head when nodes > 1).
 struct SlurmNodeContext {
   int nodes = 1;
-  int node_rank = 0;      ///< 0 = the head: it serves HTTP and runs the scenarios
-  std::string head;       ///< head node's host name ("" on one node)
+  int node_rank = 0;  ///< 0 = the head: it serves HTTP and runs the scenarios
+  std::string head;   ///< head node's host name ("" on one node)
   std::string job_id = "0";
   /// Reads the Slurm environment; throws std::runtime_error when the head cannot be named.
   static SlurmNodeContext from_environment();
@@ -152,7 +152,8 @@ int slurm_rendezvous_port(const std::string& job_id);
 /// TensorRT-LLM (its MPI job would have to own the allocation's tasks; not launched by target slurm).
 engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& engine,
                                       const std::vector<std::string>& argv,
-                                      const std::map<std::string, std::string>& env, const SlurmNodeContext& node);
+                                      const std::map<std::string, std::string>& env,
+                                      const SlurmNodeContext& node);
 
 /// A worker node (rank > 0) of a multi-node trial: its setup commands, then its engine process under a
 /// supervisor (output to `log`) until the engine ends, `stop` is set (Slurm's SIGTERM), or the head's

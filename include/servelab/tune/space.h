@@ -43,8 +43,8 @@ Rendered render(const Study& study, const CandidateConfig& config);
 /// Why a config cannot be launched, or nullopt if it can. Checks, in order: every non-default knob value
 /// has a rendering for the engine; no rendering part rejects it (engine-specific reasons from the study);
 /// the parallelism layout fits the hardware (GPUs used = tp·pp·dp, or tp·pp with DP-attention, must divide
-/// hardware.gpu_count; ep must divide the GPUs used; with DP-attention dp must divide tp; dcp must divide tp);
-/// the engine's own CLI accepts the rendered command (engines::parse_launch_command, unless the engine
+/// hardware.gpu_count; ep must divide the GPUs used; with DP-attention dp must divide tp; dcp must divide
+/// tp); the engine's own CLI accepts the rendered command (engines::parse_launch_command, unless the engine
 /// sets check_flags = false), else its message.
 std::optional<std::string> check_config(const Study& study, const CandidateConfig& config);
 

@@ -10,8 +10,8 @@ namespace servelab::tune {
 struct Estimate {
   int n = 0;
   double mean = 0.0;
-  double stddev = 0.0;      ///< sample standard deviation (n-1); 0 when n < 2
-  double ci95_half = 0.0;   ///< t_{0.975, n-1} · s/√n; 0 when n < 2 (no noise estimate)
+  double stddev = 0.0;     ///< sample standard deviation (n-1); 0 when n < 2
+  double ci95_half = 0.0;  ///< t_{0.975, n-1} · s/√n; 0 when n < 2 (no noise estimate)
 };
 
 /// Estimate of `xs`. Empty input gives n = 0.

@@ -18,28 +18,28 @@ namespace servelab::tune {
 
 /// One finished trial as stored.
 struct TrialRecord {
-  std::int64_t id = 0;                     ///< row id (0 before insertion)
-  std::string trial_key;                   ///< unique (config, scenarios, repeat)
+  std::int64_t id = 0;    ///< row id (0 before insertion)
+  std::string trial_key;  ///< unique (config, scenarios, repeat)
   std::string engine;
   std::string config_key;
   std::string config_label;
-  std::string phase;                       ///< "baseline", "greedy", "grid", "rank", "measure", "generalize", "ablation"
+  std::string phase;  ///< "baseline", "greedy", "grid", "rank", "measure", "generalize", "ablation"
   int repeat = 0;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
-  std::string shell;                       ///< the command as a shell line
-  std::string log_path;                    ///< the engine's stdout+stderr of this trial ("" on the twin)
+  std::string shell;     ///< the command as a shell line
+  std::string log_path;  ///< the engine's stdout+stderr of this trial ("" on the twin)
   TrialOutcome outcome;
-  double wall_started_s = 0.0;             ///< system clock, seconds since the Unix epoch
+  double wall_started_s = 0.0;  ///< system clock, seconds since the Unix epoch
 };
 
 /// The Slurm job of a trial (target slurm): written at submission, so that --resume finds jobs that are
 /// still queued or running and waits for them instead of submitting them again.
 struct SlurmJobRecord {
   std::string trial_key;
-  std::string job_id;              ///< sbatch's job id ("1234")
-  std::string state;               ///< last Slurm state seen ("PENDING", "RUNNING", "COMPLETED", ...)
-  double wall_submitted_s = 0.0;   ///< system clock, seconds since the Unix epoch
+  std::string job_id;             ///< sbatch's job id ("1234")
+  std::string state;              ///< last Slurm state seen ("PENDING", "RUNNING", "COMPLETED", ...)
+  double wall_submitted_s = 0.0;  ///< system clock, seconds since the Unix epoch
 };
 
 /// The results database. Not copyable; Thread-safety: one thread at a time.

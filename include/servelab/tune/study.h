@@ -9,13 +9,13 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "servelab/engines/engine_config.h"
-#include "servelab/tune/load_spec.h"
 #include "servelab/tune/k8s_spec.h"
+#include "servelab/tune/load_spec.h"
 
 namespace servelab::tune {
 
@@ -32,15 +32,16 @@ const char* target_name(Target target);
 
 /// How one engine is launched and checked.
 struct EngineSpec {
-  std::string name;                       ///< study-wide id ("vllm", "sglang", "trtllm")
-  engines::EngineKind kind = engines::EngineKind::kVllm;  ///< engine family (TOML: "vllm" | "sglang" | "trtllm")
-  std::string version;                    ///< e.g. "0.13.0"
-  std::vector<std::string> command;       ///< launch template; placeholders {model} {port} {host}
-  std::vector<std::string> base_flags;    ///< flags every config of this engine carries
-  std::map<std::string, std::string> env; ///< environment every config of this engine carries
+  std::string name;  ///< study-wide id ("vllm", "sglang", "trtllm")
+  engines::EngineKind kind =
+      engines::EngineKind::kVllm;          ///< engine family (TOML: "vllm" | "sglang" | "trtllm")
+  std::string version;                     ///< e.g. "0.13.0"
+  std::vector<std::string> command;        ///< launch template; placeholders {model} {port} {host}
+  std::vector<std::string> base_flags;     ///< flags every config of this engine carries
+  std::map<std::string, std::string> env;  ///< environment every config of this engine carries
   std::vector<std::string> ready_paths = {"/health", "/v1/models"};  ///< all must answer HTTP 200
-  double ready_timeout_s = 1800.0;        ///< start-up budget before "not ready in time"
-  double stop_grace_s = 30.0;             ///< SIGTERM → SIGKILL grace period
+  double ready_timeout_s = 1800.0;  ///< start-up budget before "not ready in time"
+  double stop_grace_s = 30.0;       ///< SIGTERM → SIGKILL grace period
   /// Check every rendered command with the engine's own CLI rules (engines::parse_launch_command) before
   /// launch. Turn off for wrapper scripts the parser does not know.
   bool check_flags = true;
@@ -70,11 +71,11 @@ enum class KnobType { kLayout, kInt, kFloat, kString, kBool };
 /// A typed knob, named once, with one rendering per engine. An engine without a rendering cannot take a
 /// non-default value of the knob (it is skipped by greedy, pruned by grid, with that reason).
 struct Knob {
-  std::string name;            ///< e.g. "parallelism", "context_length"
+  std::string name;  ///< e.g. "parallelism", "context_length"
   KnobType type = KnobType::kString;
   std::string description;
-  std::vector<KnobValue> values;   ///< values[0] is the baseline value unless `baseline` names another
-  std::string baseline;            ///< label of the baseline value
+  std::vector<KnobValue> values;  ///< values[0] is the baseline value unless `baseline` names another
+  std::string baseline;           ///< label of the baseline value
   std::map<std::string, std::vector<RenderPart>> render;  ///< engine name → parts
   /// Lower values of this (int/float) knob need less GPU memory (a smaller chunked-prefill size, a lower
   /// memory fraction, fewer running requests): when a value of another knob runs out of memory or is refused
@@ -93,10 +94,10 @@ struct Knob {
 
 /// A `bench serve` argument set: one workload.
 struct Scenario {
-  std::string id;                     ///< e.g. "sharegpt-1000"
+  std::string id;  ///< e.g. "sharegpt-1000"
   std::string description;
-  std::vector<std::string> args;      ///< bench serve flags, after substituting {data_dir}
-  double weight = 1.0;                ///< weight in the geometric-mean objective
+  std::vector<std::string> args;  ///< bench serve flags, after substituting {data_dir}
+  double weight = 1.0;            ///< weight in the geometric-mean objective
   /// `load = {concurrency = [...], request_rate = [...]}`: this scenario's load sweep instead of [load]
   /// (`load = {}` sweeps nothing on it).
   std::optional<LoadSpec> load;
@@ -120,7 +121,8 @@ struct Constraint {
 enum class Strategy { kGreedy, kGrid, kTwinGuided };
 const char* strategy_name(Strategy strategy);
 /// The strategy of a study that names none: twin-guided on the local target (the twin ranks, the node
-/// measures only what can win), greedy on the twin (predictions are cheap and greedy's path explains the gains).
+/// measures only what can win), greedy on the twin (predictions are cheap and greedy's path explains the
+/// gains).
 Strategy default_strategy(Target target);
 
 struct SearchSpec {
@@ -138,9 +140,9 @@ struct SearchSpec {
 
 /// How the recommended command is chosen from the ablation of the best config (see docs/study.md).
 enum class RecommendationRule {
-  kTradeOff,     ///< keep every significant knob, unless it loses on a scenario and gains < threshold_pct
-  kObjective,    ///< keep every knob that is significant on the objective
-  kNoRegression, ///< keep a knob only if it is significant and loses on no scenario
+  kTradeOff,      ///< keep every significant knob, unless it loses on a scenario and gains < threshold_pct
+  kObjective,     ///< keep every knob that is significant on the objective
+  kNoRegression,  ///< keep a knob only if it is significant and loses on no scenario
 };
 const char* recommendation_rule_name(RecommendationRule rule);
 
@@ -155,7 +157,7 @@ struct Hardware {
   /// GPU model (required, no default): a row of the GPU table (hardware::gpu_by_name) or, for a GPU the table
   /// lacks (local/Slurm targets only), any name with gpu_memory_gb given.
   std::string gpu;
-  int gpu_count = 8;              ///< GPUs in all: nodes x gpus_per_node
+  int gpu_count = 8;  ///< GPUs in all: nodes x gpus_per_node
   /// Nodes of gpus_per_node GPUs: a layout using more GPUs than one node holds spans
   /// ceil(used / gpus_per_node) nodes (the twin's NxMxGPU form; tune --target k8s renders a
   /// LeaderWorkerSet for it). [hardware] may give any two of gpu_count, nodes, gpus_per_node; gpu_count
@@ -171,31 +173,33 @@ struct Hardware {
 /// The `[slurm]` section: how each trial becomes a Slurm job (target `slurm`, docs/cluster.md). A trial
 /// that needs more GPUs than `gpus_per_node` gets ceil(gpus / gpus_per_node) nodes.
 struct SlurmSpec {
-  std::string partition;               ///< sbatch --partition ("" = the cluster's default partition)
-  std::string account;                 ///< sbatch --account ("" = none)
-  std::string qos;                     ///< sbatch --qos ("" = none)
-  std::string gres_name = "gpu";       ///< the GRES the GPUs are requested as: --gres=<gres_name>:<per node>
-  int gpus_per_trial = 0;              ///< GPUs one trial uses (0 = hardware.gpu_count)
-  int gpus_per_node = 8;               ///< GPUs of one node of the partition
-  double time_limit_min = 60;          ///< sbatch --time of every trial, minutes (a job past it: "time_limit")
-  int max_parallel = 4;                ///< most trial jobs queued or running at once
-  std::vector<std::string> setup;      ///< shell lines run in the batch script first (module load, conda, ...)
+  std::string partition;           ///< sbatch --partition ("" = the cluster's default partition)
+  std::string account;             ///< sbatch --account ("" = none)
+  std::string qos;                 ///< sbatch --qos ("" = none)
+  std::string gres_name = "gpu";   ///< the GRES the GPUs are requested as: --gres=<gres_name>:<per node>
+  int gpus_per_trial = 0;          ///< GPUs one trial uses (0 = hardware.gpu_count)
+  int gpus_per_node = 8;           ///< GPUs of one node of the partition
+  double time_limit_min = 60;      ///< sbatch --time of every trial, minutes (a job past it: "time_limit")
+  int max_parallel = 4;            ///< most trial jobs queued or running at once
+  std::vector<std::string> setup;  ///< shell lines run in the batch script first (module load, conda, ...)
   std::vector<std::string> sbatch_args;  ///< extra sbatch options, one per element ("--constraint=h100")
-  std::string servelab;                ///< servelab executable on the nodes ("" = this tune's own binary)
-  double poll_interval_s = 10;         ///< how often tune asks squeue about its jobs, s
-  bool requeue = true;                 ///< sbatch --requeue: a preempted or failed-node job runs again
-  bool configured = false;             ///< the study has a [slurm] section
+  std::string servelab;                  ///< servelab executable on the nodes ("" = this tune's own binary)
+  double poll_interval_s = 10;           ///< how often tune asks squeue about its jobs, s
+  bool requeue = true;                   ///< sbatch --requeue: a preempted or failed-node job runs again
+  bool configured = false;               ///< the study has a [slurm] section
 
   int gpus(int hardware_gpu_count) const { return gpus_per_trial > 0 ? gpus_per_trial : hardware_gpu_count; }
   /// Nodes one trial allocates: ceil(gpus / gpus_per_node).
-  int nodes(int hardware_gpu_count) const { return (gpus(hardware_gpu_count) + gpus_per_node - 1) / gpus_per_node; }
+  int nodes(int hardware_gpu_count) const {
+    return (gpus(hardware_gpu_count) + gpus_per_node - 1) / gpus_per_node;
+  }
 };
 
 /// The whole study.
 struct Study {
-  std::string name;             ///< also the output directory name under out/
+  std::string name;  ///< also the output directory name under out/
   std::string goal;
-  std::string model;            ///< model id ("deepseek-ai/DeepSeek-V3.2")
+  std::string model;  ///< model id ("deepseek-ai/DeepSeek-V3.2")
   Hardware hardware;
   std::vector<EngineSpec> engines;
   std::vector<Knob> knobs;
@@ -204,9 +208,9 @@ struct Study {
   std::vector<std::string> warmup_args;        ///< bench args of the warm-up run (local target)
   Objective objective;
   std::vector<Constraint> constraints;
-  LoadSpec load;                             ///< [load]: load points of every scenario without its own
-  SloSpec slo;                               ///< [slo]: targets of the SLO search (empty: none)
-  std::optional<CostSpec> cost;              ///< [cost]
+  LoadSpec load;                 ///< [load]: load points of every scenario without its own
+  SloSpec slo;                   ///< [slo]: targets of the SLO search (empty: none)
+  std::optional<CostSpec> cost;  ///< [cost]
   /// [[objectives]]: what the report shows, the first one optimised by the search; empty = the [objective]
   /// table alone (max of its metric).
   std::vector<ObjectiveSpec> objectives;
@@ -216,17 +220,17 @@ struct Study {
   Target target = Target::kTwin;
   std::string host = "127.0.0.1";
   int port = 8000;
-  SlurmSpec slurm;              ///< the [slurm] section (target slurm)
+  SlurmSpec slurm;  ///< the [slurm] section (target slurm)
   /// Rehearsal: every scenario's --num-prompts was multiplied by this (scale_prompts); 1 = the study as
   /// written. Recorded with the results, shown in the report, and a resumed run must use the same value.
   double prompts_scale = 1.0;
-  K8sSpec k8s;                  ///< [k8s]: images and volumes of `tune --target k8s --render DIR`
-  std::string source_text;      ///< the TOML as read (stored in the results database)
+  K8sSpec k8s;              ///< [k8s]: images and volumes of `tune --target k8s --render DIR`
+  std::string source_text;  ///< the TOML as read (stored in the results database)
   std::filesystem::path source_path;
 
-  const EngineSpec& engine(const std::string& name) const;       ///< throws std::out_of_range
-  const Knob& knob(const std::string& name) const;               ///< throws std::out_of_range
-  const Scenario& scenario(const std::string& id) const;         ///< throws std::out_of_range
+  const EngineSpec& engine(const std::string& name) const;  ///< throws std::out_of_range
+  const Knob& knob(const std::string& name) const;          ///< throws std::out_of_range
+  const Scenario& scenario(const std::string& id) const;    ///< throws std::out_of_range
 };
 
 /// `text` with every value of a credential-named knob (Knob::secret_values, ≥ common::kMinSecretBytes

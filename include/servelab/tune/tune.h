@@ -59,13 +59,13 @@ struct TrialTally {
 TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& records);
 
 struct TuneOptions {
-  std::filesystem::path out_dir;        ///< results.sqlite, report.*, logs/ go here (created)
-  bool resume = false;                  ///< keep finished trials of results.sqlite and skip them
-  bool fresh = false;                   ///< move an existing out_dir aside (out_dir.<date>) and start over
-  std::ostream* progress = nullptr;     ///< progress lines (trial k of n, best so far, time left)
+  std::filesystem::path out_dir;     ///< results.sqlite, report.*, logs/ go here (created)
+  bool resume = false;               ///< keep finished trials of results.sqlite and skip them
+  bool fresh = false;                ///< move an existing out_dir aside (out_dir.<date>) and start over
+  std::ostream* progress = nullptr;  ///< progress lines (trial k of n, best so far, time left)
   const std::atomic<bool>* stop = nullptr;  ///< set by Ctrl-C: the trial in flight is abandoned
-  TrialRunner runner;                   ///< overrides the target's runner (tests, custom targets)
-  TrialRunner twin_runner;              ///< overrides the twin used by twin-guided ranking
+  TrialRunner runner;                       ///< overrides the target's runner (tests, custom targets)
+  TrialRunner twin_runner;                  ///< overrides the twin used by twin-guided ranking
   /// Runs independent trials at once (Evaluator::prefetch); target slurm makes one (make_slurm_runner)
   /// unless `runner` is set. Also serves single trials when `runner` is empty.
   BatchTrialRunner batch_runner;
