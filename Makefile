@@ -28,7 +28,7 @@ ASAN_INPUT_TARGETS ?= tokenizer_test client_unit_test client_hostile_server_test
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build test test-asan build-asan test-asan-input fuzz fuzz-input demo demo-local bench install clean format
+.PHONY: all deps build test test-asan build-asan test-asan-input fuzz fuzz-input demo demo-local bench install clean format format-check
 
 all: build
 
@@ -78,16 +78,21 @@ demo: build
 demo-local: build
 	./scripts/demo_local.sh $(BUILD)
 
-# The binary into $(PREFIX)/bin; studies and engine stand-ins into $(PREFIX)/share/servelab; docs into
-# $(PREFIX)/share/doc/servelab.
+# The binary into $(PREFIX)/bin; studies, engine stand-ins and the real data (../shared/data without the
+# operator tables) into $(PREFIX)/share/servelab; docs into $(PREFIX)/share/doc/servelab.
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	./scripts/benchmarks.sh $(BUILD)
 
+# Every tracked .cc/.h as .clang-format says; `make format-check` (and ctest's format_check) fail on any
+# file that differs.
 format:
-	find src tests benchmarks -name '*.cc' -o -name '*.h' | xargs clang-format -i
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+format-check:
+	./scripts/format_check.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

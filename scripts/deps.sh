@@ -35,6 +35,7 @@ PKGS=(build-essential cmake make pkg-config git g++
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy nodejs curl procps
       slurm-wlm munge
       clang libclang-rt-14-dev llvm  # clang: ASan/UBSan build and libFuzzer (make test-asan, make fuzz)
+      clang-format  # the format check (scripts/format_check.sh, ctest format_check)
       chromium)  # headless browser of the HTML report's test (tests/tune/report_browser_test.mjs)
 
 missing=()
