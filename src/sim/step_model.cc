@@ -330,18 +330,6 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
     }
     c.linear_attention = std::holds_alternative<model::LinearAttention>(a);
-    if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk == 0 && op_source_) {
-      // Dense MLA from the MLA tables (DSA's sparse core stays the roofline). Each phase takes the
-      // engine's own kernel for it.
-      const int tp = std::max(1, lay.attn_tp);
-      const auto kind = launch_.config.kind;
-      c.decode_attn = measured_mla(*ops_, *op_source_, true,
-                                   MlaShape{double(mla->heads) / tp, tp, launch_.kv_dtype,
-                                            measured_mla_kernel(kind, ex.decode_attention)});
-      c.prefill_attn = measured_mla(
-          *ops_, *op_source_, false,
-          MlaShape{double(mla->heads) / tp, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.attention)});
-    }
     if (const auto* mla = std::get_if<model::MlaAttention>(&a)) {
       c.mla = true;
       c.dsa = mla->index_topk > 0;
@@ -352,6 +340,18 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       const double local_heads = double(mla->heads) / std::max(1, lay.attn_tp);
       if (c.dsa && prefill_fixed_topk_) c.prefill_pad = std::max(local_heads, pad) / local_heads;
       if (c.dsa && decode_fixed_topk_) c.decode_pad = std::max(local_heads, pad) / local_heads;
+      if (!c.dsa && op_source_) {
+        // Dense MLA from the MLA tables (DSA's sparse core stays the roofline), each phase with the
+        // engine's own kernel for it.
+        const int tp = std::max(1, lay.attn_tp);
+        const auto kind = launch_.config.kind;
+        c.decode_attn = measured_mla(
+            *ops_, *op_source_, true,
+            MlaShape{local_heads, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.decode_attention)});
+        c.prefill_attn = measured_mla(
+            *ops_, *op_source_, false,
+            MlaShape{local_heads, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.attention)});
+      }
     }
     c.pair_flops_dense = model::core_flops_per_pair(a, lay.attn_tp, model::AttentionMode::kDense);
     c.kv_bytes = model::kv_bytes_per_token(a, lay.attn_tp, launch_.kv_dtype) - c.indexer_kv_bytes;

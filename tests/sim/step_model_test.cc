@@ -27,6 +27,16 @@ RankLoad decode_one(double context) {
   return r;
 }
 
+// One request prefilling a `tokens`-token prompt from scratch (causal pairs tokens^2 / 2), its first token
+// sampled.
+RankLoad prefill_one(double tokens) {
+  RankLoad r;
+  r.requests = r.prefill_requests = r.sampled_tokens = 1;
+  r.query_tokens = r.prefill_tokens = static_cast<int>(tokens);
+  r.prefill_pairs[0] = tokens * tokens / 2;
+  return r;
+}
+
 // One memory-bound GEMM: max(2 x ceil(M/64)*64 x N x K / (peak x eff), (N x K x B + 2 M (N + K)) / (bw x
 // eff_mem)), cuBLAS BF16 on Hopper: 0.55 / 0.80.
 double bf16_gemm(double m, double n, double k, double peak, double bw) {
@@ -174,11 +184,7 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
             "release to "
             "the launch's 0.11.0");
 
-  RankLoad pre;
-  pre.requests = pre.prefill_requests = 1;
-  pre.query_tokens = pre.prefill_tokens = 1000;
-  pre.sampled_tokens = 1;
-  pre.prefill_pairs[0] = 1000.0 * 1000 / 2;
+  const RankLoad pre = prefill_one(1000);
   const auto table = store.table("h100_sxm", "vllm", "0.14.0", "context_attention_perf");
   ASSERT_TRUE(table);
   const auto row = table->lookup({{"batch_size", 1.0},
@@ -225,11 +231,7 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   EXPECT_EQ(sm.measured_notes()[1],
             "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm sglang 0.5.6.post2");
 
-  RankLoad pre;
-  pre.requests = pre.prefill_requests = 1;
-  pre.query_tokens = pre.prefill_tokens = 1000;
-  pre.sampled_tokens = 1;
-  pre.prefill_pairs[0] = 1000.0 * 1000 / 2;
+  const RankLoad pre = prefill_one(1000);
   const auto table = store.table("h200_sxm", "sglang", "0.5.6.post2", "context_mla_perf");
   ASSERT_TRUE(table);
   const auto row = table->lookup({{"batch_size", 1.0},
