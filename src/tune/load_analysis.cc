@@ -176,9 +176,10 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
     }
     ev.feasible = false;
     ev.reason = "SLO search: " + (r.note.empty() ? std::string("no load meets the SLOs") : r.note);
-    // No goodput because the passing loads were saturated or runs invalid: that is no verdict on the config.
+    // A run without a verdict (invalid timing, interrupted, runner error) is no verdict on the config. A
+    // saturated or too-short run is one: the configuration does not sustain that load within the SLOs.
     for (const auto& p : r.probes)
-      if ((p.passed && p.saturated) || !trial_status_judges_config(p.status)) ev.inconclusive = true;
+      if (!trial_status_judges_config(p.status)) ev.inconclusive = true;
     return;
   }
   const LoadCurve c = measure_curve(study, evaluator, ev.config, load_analysis_scenario(study));

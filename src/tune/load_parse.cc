@@ -76,8 +76,10 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
   if (!n) return;
   if (!n->is_table()) fail(origin, n, "slo", "must be a table, e.g. [slo] p99_ttft_ms = 2000");
   const auto& t = *n->as_table();
-  static const std::set<std::string> kSettings = {"search",    "scenario",      "start",   "min_value",
-                                                  "max_value", "tolerance_pct", "max_runs"};
+  static const std::set<std::string> kSettings = {
+      "search",     "scenario",      "start",    "min_value",
+      "max_value",  "tolerance_pct", "max_runs", "min_prompts_per_in_flight",
+      "max_prompts"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     if (kSettings.count(key)) continue;
@@ -120,6 +122,15 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
     if (!r->is_integer() || *r->value<int64_t>() < 3 || *r->value<int64_t>() > 1000)
       fail(origin, r, "slo.max_runs", "must be an integer in 3..1000");
     s.slo.max_runs = static_cast<int>(*r->value<int64_t>());
+  }
+  s.slo.min_prompts_per_in_flight =
+      positive(origin, t, "min_prompts_per_in_flight", "slo", s.slo.min_prompts_per_in_flight);
+  if (s.slo.min_prompts_per_in_flight > 1000)
+    fail(origin, t.get("min_prompts_per_in_flight"), "slo.min_prompts_per_in_flight", "must be ≤ 1000");
+  if (const toml::node* r = t.get("max_prompts")) {
+    if (!r->is_integer() || *r->value<int64_t>() < 1 || *r->value<int64_t>() > 10000000)
+      fail(origin, r, "slo.max_prompts", "must be an integer in 1..10000000");
+    s.slo.max_prompts = static_cast<int>(*r->value<int64_t>());
   }
 }
 

@@ -71,15 +71,17 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
   for (const auto& t : s.slo.targets) md << fmt::format(" {} ≤ {:g} ms;", t.label, t.max_ms);
   md << fmt::format(
       " bracket (×2 from the start value, ×1.25 first when the twin gave it), then the root of the SLO "
-      "margin's "
-      "chord, to {:g}% (at most {} runs). Request goodput: requests meeting every per-request SLO (ttft, "
-      "tpot, "
-      "e2el targets, as vLLM's --goodput) per second; a configuration's goodput is the maximum over the runs "
-      "that met every SLO{}, at the load shown (past the knee a higher load only queues); token goodput: "
-      "request goodput × mean output tokens per request.\n\n",
-      s.slo.tolerance_pct, s.slo.max_runs,
-      rate ? fmt::format(" and were not saturated (achieved request rate ≥ {:g} × offered)",
-                         kSaturatedAchievedFraction)
+      "margin's chord, to {:g}%, then narrow the load that served the most goodput when it lies lower (at "
+      "most {} runs). A run counts only when it is steady: at least {:g} prompts per request in flight (a "
+      "shorter run is rerun longer, up to {} prompts){}. Request goodput: requests meeting every per-request "
+      "SLO (ttft, tpot, e2el targets, as vLLM's --goodput) per second; a configuration's goodput is the "
+      "maximum over its steady runs that met every SLO, at the load shown; token goodput: request goodput × "
+      "mean output tokens per request.\n\n",
+      s.slo.tolerance_pct, s.slo.max_runs, s.slo.min_prompts_per_in_flight, s.slo.max_prompts,
+      rate ? fmt::format(", and not saturated (at the last arrival no more than {:g}% of the run's requests "
+                         "still in flight beyond what a server keeping up holds: arrival rate × the early "
+                         "requests' mean E2EL)",
+                         s.slo.tolerance_pct)
            : "");
   md << "| config | max " << (rate ? "req/s" : "concurrency") << " meeting SLOs | lowest failing | runs | "
      << "request goodput (req/s) | goodput at | token goodput (tok/s) | note "
@@ -103,6 +105,9 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
       std::string one = fmt::format("{:g} {}", p.value, p.passed ? "✓" : "✗");
       if (p.failure.empty()) one += fmt::format(" {:.2f}", p.goodput_req_s);
       if (p.saturated) one += " (saturated)";
+      if (p.superseded) one += fmt::format(" ({} prompts: short, rerun longer)", p.num_prompts);
+      if (p.short_run) one += fmt::format(" ({} prompts: short)", p.num_prompts);
+      if (p.step == "longer") one += fmt::format(" ({} prompts)", p.num_prompts);
       if (!p.failure.empty())
         one += " (" + escape(p.failure.substr(0, 80)) + ")";
       else if (!p.passed)

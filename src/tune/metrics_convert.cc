@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace servelab::tune {
 
 namespace {
@@ -10,6 +14,28 @@ void put_latency(std::map<std::string, double>& m, const std::string& name,
   m["Mean " + name + " (ms)"] = s.mean_ms;
   m["Median " + name + " (ms)"] = s.median_ms;
   for (const auto& p : s.percentiles_ms) m[fmt::format("P{} {} (ms)", p.p, name)] = p.value_ms;
+}
+/// The schedule's span, the mean E2EL of its first half of requests (by intended send time, successes) and
+/// the requests still in flight when the last one was due: what the SLO search's saturation test reads
+/// (SloProbe::saturated).
+void put_arrival_metrics(std::map<std::string, double>& m, std::span<const metrics::RequestOutput> outputs) {
+  std::vector<std::pair<double, double>> by_send;  // intended send, E2EL (s) of successes
+  double first = outputs.front().intended_send_time_s, last = first;
+  for (const auto& o : outputs) {
+    first = std::min(first, o.intended_send_time_s), last = std::max(last, o.intended_send_time_s);
+    if (o.success) by_send.emplace_back(o.intended_send_time_s, o.latency_s);
+  }
+  m[kArrivalSpanMetric] = last - first;
+  double backlog = 0;
+  for (const auto& o : outputs)
+    if (o.success && o.send_time_s + o.latency_s > last) ++backlog;
+  m[kBacklogAtLastArrivalMetric] = backlog;
+  if (by_send.empty()) return;
+  std::sort(by_send.begin(), by_send.end());
+  const size_t k = std::max<size_t>(1, by_send.size() / 2);
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += by_send[i].second;
+  m[kEarlyE2elMetric] = sum / static_cast<double>(k) * 1000;
 }
 }  // namespace
 
@@ -33,6 +59,7 @@ ScenarioResult scenario_result(const std::string& scenario_id, const metrics::Be
   put_latency(mm, "TPOT", m.tpot);
   put_latency(mm, "ITL", m.itl);
   put_latency(mm, "E2EL", m.e2el);
+  if (!outputs.empty()) put_arrival_metrics(mm, outputs);
   for (const auto& o : outputs) {
     if (!o.success) continue;
     r.ttft_ms.push_back(o.ttft_s * 1000.0);

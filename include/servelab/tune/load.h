@@ -2,8 +2,8 @@
 // "<scenario>@<tag>" ("sharegpt-1000@c16", "sharegpt-1000@r2.5"), whose bench args are the scenario's with
 // `--max-concurrency N` or `--request-rate R` set; so trial keys, the results cache, --resume and the
 // database carry the load point without a schema change. On top: the load curve of a configuration, the SLO
-// search (bracket, then interpolate, as `vllm bench sweep serve_sla`), the Pareto front, cost per 1M tokens,
-// and the objectives of [[objectives]].
+// search (bracket, then interpolate, as `vllm bench sweep serve_sla`, on steady runs, then the goodput peak),
+// the Pareto front, cost per 1M tokens, and the objectives of [[objectives]].
 #pragma once
 
 #include <map>
@@ -50,20 +50,23 @@ std::string primary_objective_label(const Study& study);
 LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const CandidateConfig& config,
                         const std::string& scenario);
 
-/// Finds the highest [slo].variable value at which `config` meets every [slo] target on [slo].scenario:
-/// start at [slo].start (else the guide's answer: evaluator.load_guide(), the twin on --target local; else
-/// 1), multiply by 2 (1.25 first when started from the twin) until a run fails, or divide until one passes,
-/// then try the root of the straight line through the SLO margins of the bracket's ends, kept inside
-/// [lo·(1+tol), hi/(1+tol)], until max failing / max passing ≤ 1 + tolerance (concurrency: or hi − lo ≤ 1),
-/// or [slo].max_runs. The margin of a run is max over targets of value/target − 1 (≤ 0 passes). The
-/// configuration's goodput is then chosen over the probes by choose_goodput_point (not read at max_passing).
+/// The SLO search of `config` on [slo].scenario (docs/study.md, "Goodput" and "The search"): the highest
+/// [slo].variable value whose steady run (SloProbe::steady: long enough for its load, not saturated) meets
+/// every [slo] target, then the load that served the most goodput. Start at [slo].start (else the guide's
+/// answer: evaluator.load_guide(), the twin on --target local; else 1); ×2 (1.25 first from the twin) while
+/// runs pass, ÷2 while they fail; then the root of the SLO margins' chord (Illinois rule) kept inside
+/// [lo·(1+tol), hi/(1+tol)], until max failing / max passing ≤ 1 + tolerance (concurrency: hi − lo ≤ 1);
+/// then, while a lower load served more goodput, halve the wider gap around it to the tolerance. Runs planned
+/// or rerun with more prompts get `<scenario>@<tag>n<prompts>` ids. At most [slo].max_runs runs. A run
+/// without a verdict (trial_status_judges_config false) stops the search with nothing found and `note` naming
+/// it.
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
-/// The goodput of an SLO search (issue 30): over `r.probes` that passed, were not saturated
-/// (SloProbe::saturated) and have metrics in `metrics_at` (load → metrics), the one with the highest
-/// SloProbe::goodput_req_s (the first tried on a tie) sets goodput_found, goodput_at, request_goodput_req_s,
-/// token_goodput_tok_s and metrics. None: those stay false / 0 / empty, and when only saturated probes
-/// passed `note` says so. The highest passing load (max_passing) is not changed.
+/// The goodput of an SLO search (issue 30): over `r.probes` that passed, are steady (SloProbe::steady) and
+/// have metrics in `metrics_at` (load → metrics), the one with the highest SloProbe::goodput_req_s (the first
+/// tried on a tie) sets goodput_found, goodput_at, request_goodput_req_s, token_goodput_tok_s and metrics.
+/// None: those stay false / 0 / empty, and when only unsteady runs passed `note` says so. The highest passing
+/// load (max_passing) is not changed.
 void choose_goodput_point(SloResult& r, const std::map<double, std::map<std::string, double>>& metrics_at);
 
 /// Flags of the points on the Pareto front when both coordinates are maximised: a point is on the front

@@ -41,44 +41,63 @@ struct LoadCurve {
 /// One run of an SLO search.
 struct SloProbe {
   double value = 0;                             ///< request rate (req/s) or concurrency tried
+  int num_prompts = 0;                          ///< --num-prompts of the run
   bool passed = false;                          ///< every SLO target met (and the run succeeded)
-  std::string step;                             ///< "start", "bracket" or "refine"
+  std::string step;                             ///< "start", "bracket", "refine", "goodput" or "longer"
   std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
   std::string failure;                          ///< the run failed: why (no SLO values then)
   TrialStatus status = TrialStatus::kOk;        ///< how the run ended (kOk also when it missed the SLOs)
   /// Request goodput served (req/s: "Request goodput (req/s)", else the request throughput when no
   /// per-request SLO applies); 0 for a failed run.
   double goodput_req_s = 0;
-  /// Request rate search only: the achieved request throughput fell below kSaturatedAchievedFraction of the
-  /// offered rate (the server was saturated; the run's figures depend on its length, not a rate it sustains).
+  /// Requests in flight on average (Little's law: achieved req/s × mean E2EL s; concurrency: the cap).
+  double in_flight = 0;
+  /// Request rate search only: the server fell behind the arrivals (see saturation_tolerance): past its
+  /// capacity a server only queues, and the run's figures depend on its length, not on a rate it sustains.
   bool saturated = false;
+  /// Fewer prompts than SloSpec::min_prompts_per_in_flight × in_flight: warm-up and drain weigh too much.
+  bool short_run = false;
+  /// A longer run at the same load replaced this one (it was short).
+  bool superseded = false;
+  /// The run is a steady operating point: it succeeded, was not saturated, and was long enough.
+  bool steady() const { return failure.empty() && !saturated && !short_run && !superseded; }
 };
 
-/// A request-rate run is saturated when its achieved request throughput is below this fraction of the
-/// offered rate. 0.5: the tail of a finite run alone (the last requests finishing after the arrivals stop)
-/// keeps an unsaturated run near 1 (200 prompts at 10 req/s with 5 s E2EL: 0.8); issue 30's run that
-/// "met the SLOs" at 133.6 req/s offered served 17.0 (0.13).
-inline constexpr double kSaturatedAchievedFraction = 0.5;
+/// A request-rate run is saturated when the server fell behind its arrivals. With the run's schedule
+/// (kArrivalSpanMetric, kEarlyE2elMetric, kBacklogAtLastArrivalMetric): when the requests still in flight at
+/// the last arrival exceed what a server keeping up holds (Little's law: arrival rate × the early requests'
+/// mean E2EL) by more than max(tolerance, 3 √that ÷ N) of the run's N requests. An overload λ > μ leaves
+/// about N (1 − μ/λ) requests behind; the tolerance is the search's ([slo] tolerance_pct), the second term
+/// the Poisson noise of the count. Without the schedule: when the achieved request rate is below
+/// (1 − saturation_tolerance(N)) × N ÷ (N ÷ offered rate + mean E2EL), the rate of a server keeping up with
+/// the expected arrivals. Issue 30's run that "met the SLOs" at 133.6 req/s offered with 300 prompts served
+/// 17.0.
+///
+/// saturation_tolerance: max(0.1, 3 ÷ √N), three standard deviations of the span of N Poisson arrivals
+/// (relative std 1/√N), at least 10%.
+double saturation_tolerance(int num_prompts);
 
-/// The SLO search of one configuration: the highest load meeting every [slo] target, and the goodput of the
-/// configuration (issue 30): the maximum over the tried loads that met every target and were not saturated
-/// of the request goodput served there, with the load it was reached at. The two loads differ when goodput
-/// peaks below the highest passing load (past the knee more arrivals only queue).
+/// The SLO search of one configuration: the highest steady load meeting every [slo] target, and the goodput
+/// of the configuration (issue 30): the maximum over the steady runs that met every target of the request
+/// goodput served there, with the load it was reached at. The two loads differ when goodput peaks below the
+/// highest passing load (e.g. a mean-TPOT bound met by the run while fewer of its requests meet it alone).
 struct SloResult {
   std::string config_key, engine, label, scenario;
   LoadKind variable = LoadKind::kRequestRate;
   bool predicted = false;
-  bool found = false;                 ///< some tried value met every target
-  double max_passing = 0;             ///< the highest value that met every target (the answer)
-  std::optional<double> min_failing;  ///< the lowest value that failed above it (none: met up to max_value)
-  int runs = 0;                       ///< runs this search launched or reused (probes.size())
-  std::vector<SloProbe> probes;       ///< in the order they ran
-  std::optional<double> twin_start;   ///< --target local: the twin's answer the real search started from
-  int twin_runs = 0;                  ///< runs the twin's search took (predicted, seconds of CPU)
-  std::string note;                   ///< why the search stopped when it did not converge to the tolerance
+  bool found = false;      ///< some steady run met every target
+  double max_passing = 0;  ///< the highest value whose steady run met every target
+  /// The lowest value above it that missed a target, was saturated or could not run long enough (none: met
+  /// up to max_value).
+  std::optional<double> min_failing;
+  int runs = 0;                      ///< runs this search launched or reused (probes.size())
+  std::vector<SloProbe> probes;      ///< in the order they ran
+  std::optional<double> twin_start;  ///< --target local: the twin's answer the real search started from
+  int twin_runs = 0;                 ///< runs the twin's search took (predicted, seconds of CPU)
+  std::string note;                  ///< why the search stopped when it did not converge to the tolerance
   /// The configuration's goodput: the highest request goodput (req/s: requests meeting every per-request
-  /// SLO per second, vLLM's --goodput over ttft/tpot/e2el targets) over the probes that passed and were not
-  /// saturated, at `goodput_at`; token goodput (output tok/s of those requests, estimated as request goodput
+  /// SLO per second, vLLM's --goodput over ttft/tpot/e2el targets) over the steady probes that passed, at
+  /// `goodput_at`; token goodput (output tok/s of those requests, estimated as request goodput
   /// × mean output tokens per request) and every metric (console labels) at the same probe. All 0 / empty
   /// and goodput_found false when no probe qualifies (`note` says why).
   bool goodput_found = false;

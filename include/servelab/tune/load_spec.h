@@ -18,9 +18,13 @@ enum class LoadKind { kConcurrency, kRequestRate };
 struct LoadPoint {
   LoadKind kind = LoadKind::kConcurrency;
   double value = 1;
-  /// Short tag used in scenario ids and trial keys: "c16" (concurrency 16), "r2.5" (2.5 req/s).
+  /// `--num-prompts` of the run; 0: the scenario's own. The SLO search sets it when a run must be longer to
+  /// reach steady state (SloSpec::min_prompts_per_in_flight).
+  int num_prompts = 0;
+  /// Short tag used in scenario ids and trial keys: "c16" (concurrency 16), "r2.5" (2.5 req/s), "r2.5n2400"
+  /// (2.5 req/s, 2400 prompts).
   std::string tag() const;
-  /// Human form: "concurrency 16", "2.5 req/s".
+  /// Human form: "concurrency 16", "2.5 req/s", "2.5 req/s, 2400 prompts".
   std::string text() const;
 };
 
@@ -52,6 +56,14 @@ struct SloSpec {
   double max_value = 65536;                    ///< vLLM serve_sla's upper end; above it the SLOs always hold
   double tolerance_pct = 5;                    ///< stop when max failing / max passing ≤ 1 + tolerance
   int max_runs = 16;                           ///< runs per configuration, bracket included
+  /// A run reaches steady state when it has at least this many prompts per request in flight (Little's law:
+  /// in flight = achieved request rate × mean E2EL; a concurrency run: its cap): its warm-up and its drain,
+  /// about one in-flight generation each, are then at most 1/10 of the run each. 10 is InferenceMAX's rule
+  /// (num_prompts = 10 × concurrency). Shorter runs are rerun longer, up to max_prompts.
+  double min_prompts_per_in_flight = 10;
+  /// The longest run the search makes (prompts); a run that needs more is not steady and counts as over
+  /// capacity (the report marks it "short").
+  int max_prompts = 20000;
 };
 
 /// GPU price for the cost objective.

@@ -65,6 +65,18 @@ struct ScenarioResult {
 /// and throughputs are then engine time of a time-scaled engine twin (stand-ins), not wall time.
 inline constexpr const char* kTimeScaleMetric = "servelab: server time scale";
 
+/// Metric key: seconds from the first to the last intended send of the run's schedule (bench serve's
+/// open-loop arrivals; what a request-rate run offered, as realised by its seed). The SLO search's saturation
+/// test compares the achieved rate with it (SloProbe::saturated). Set by the local and twin targets.
+inline constexpr const char* kArrivalSpanMetric = "servelab: arrival span (s)";
+/// Metric key: mean E2EL (ms) of the first half of the run's successful requests by intended send time
+/// (the saturation test's steady latency: a backlog that builds over the run inflates the mean). Set with
+/// kArrivalSpanMetric.
+inline constexpr const char* kEarlyE2elMetric = "servelab: early mean E2EL (ms)";
+/// Metric key: successful requests still in flight at the last intended send (sent, not yet finished).
+/// Set with kArrivalSpanMetric.
+inline constexpr const char* kBacklogAtLastArrivalMetric = "servelab: in flight at the last arrival";
+
 /// Metric keys of a twin prediction's error band: the leave-one-study-out relative error of its class
 /// (sim::ErrorBand, ± percent on total tok/s, mean TTFT, mean TPOT), and how many warnings the twin gave
 /// for the launch (outside the validation corpus, a kernel path it has no figure for; `sim run` prints
