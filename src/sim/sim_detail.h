@@ -226,6 +226,13 @@ class StepModel {
   double moe_small_peak_ = 0;
   Gemm lm_head_;
   CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
+  /// Measured all-reduce along the message size (elements) of the attention TP group, the dense TP group
+  /// and the MoE TP x EP group when inside one node (measured_allreduce_curve), or null: the roofline.
+  std::shared_ptr<const ops::OpCurve> attn_allreduce_, dense_allreduce_, moe_allreduce_;
+  /// One BF16 all-reduce of `elements` per GPU over `n` GPUs: the measured curve when there is one, else
+  /// allreduce_s over `link`. Seconds.
+  double allreduce_time(double elements, int n, const CollectiveLink& link,
+                        const std::shared_ptr<const ops::OpCurve>& measured) const;
   std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
   std::vector<std::string> measured_notes_;  ///< see measured_notes()

@@ -290,6 +290,14 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
 
   ops_ = measured_op_store();
   if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
+  if (op_source_) {
+    auto allreduce = [&](int n) {
+      return n > 1 && n <= per_node ? measured_allreduce_curve(*ops_, *op_source_, n) : nullptr;
+    };
+    attn_allreduce_ = allreduce(lay.attn_tp);
+    dense_allreduce_ = allreduce(lay.dense_tp);
+    moe_allreduce_ = allreduce(lay.moe_tp * lay.moe_ep);
+  }
   auto measure = [&](Gemm& g, engines::GemmKernel kernel) {
     if (op_source_)
       g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
@@ -491,10 +499,14 @@ void StepModel::describe_measured() {
     measured_notes_.push_back(
         fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
                     rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
-  measured_notes_.push_back(
+  const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
+  measured_notes_.push_back(fmt::format(
       "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "
       "bandwidth; "
-      "collectives: the roofline");
+      "{}",
+      allreduce
+          ? fmt::format("all-reduce from {}; other collectives: the roofline", from("custom_allreduce_perf"))
+          : std::string("collectives: the roofline")));
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
@@ -516,6 +528,13 @@ double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) c
     lookups_.add(outside);
   }
   return t;
+}
+
+double StepModel::allreduce_time(double elements, int n, const CollectiveLink& link,
+                                 const std::shared_ptr<const ops::OpCurve>& measured) const {
+  if (n <= 1 || elements <= 0) return 0.0;
+  if (measured) return measured_at(*measured, elements);
+  return allreduce_s(elements * 2.0, n, link);
 }
 
 double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
@@ -648,10 +667,11 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     // All-gather the ranks' tokens into the FFN's TP group and reduce-scatter back.
     comm += 2 * allgather_s(tokens_total * row, lay.dense_tp, dense_link_);
   } else {
-    comm += allreduce_s(tokens_max * row, lay.attn_tp, attn_link_);  // after o_proj
+    comm += allreduce_time(tokens_max * hidden, lay.attn_tp, attn_link_, attn_allreduce_);  // after o_proj
     if (!c.moe || a2a == engines::MoeA2a::kNone)
-      comm += allreduce_s(tokens_max * row, c.moe ? lay.moe_tp * lay.moe_ep : lay.dense_tp,
-                          c.moe ? moe_link_ : dense_link_);  // after the FFN / TP MoE
+      comm += allreduce_time(tokens_max * hidden, c.moe ? lay.moe_tp * lay.moe_ep : lay.dense_tp,
+                             c.moe ? moe_link_ : dense_link_,
+                             c.moe ? moe_allreduce_ : dense_allreduce_);  // after the FFN / TP MoE
   }
   if (c.moe) {
     if (a2a == engines::MoeA2a::kAllgatherReduceScatter && !dense_gathered)

@@ -197,6 +197,18 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   dec.requests = dec.decode_requests = dec.query_tokens = dec.sampled_tokens = 8;
   dec.decode_pairs[0] = dec.decode_kv_tokens[0] = 8 * 100.0;
   const auto cost = sm.cost({&dec, 1}, 8, true, false);
+  // Two all-reduces a layer (after o_proj, after the TP MoE) of 8 x 4096 BF16 elements over 4 GPUs, from
+  // custom_allreduce_perf (vLLM's custom all-reduce, the CUDA-graph rows; the row at 32,768 elements):
+  // 0.00531328022480011 ms each.
+  const auto allreduce = store.table("h100_sxm", "vllm", "0.14.0", "custom_allreduce_perf");
+  ASSERT_TRUE(allreduce);
+  const auto ar = allreduce->lookup({{"allreduce_dtype", std::string("bfloat16")},
+                                     {"kernel_source", std::string("vLLM_custom_graph")},
+                                     {"num_gpus", 4.0},
+                                     {"message_size", 8.0 * 4096}});
+  ASSERT_TRUE(ar.ok) << ar.detail;
+  EXPECT_NEAR(ar.latency_ms, 0.00531328022480011, 1e-9);
+  EXPECT_NEAR(cost.comm_s, 94 * 2 * ar.latency_ms * 1e-3, 1e-9);
   EXPECT_NEAR(cost.moe_s, 94 * 0.22317866484324136e-3, 94 * 2e-6);
   EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
   ASSERT_EQ(sm.measured_notes().size(), 4u);
