@@ -85,6 +85,7 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Dense linears (projections, FFN):", fmt::format("{:.2f}", v.linear_s));
   row("Routed experts (MoE):", fmt::format("{:.2f}", v.moe_s));
   row("LM head + sampler:", fmt::format("{:.2f}", v.lm_head_s));
+  if (v.elementwise_s > 0) row("Norms, RoPE, KV writes, SwiGLU:", fmt::format("{:.2f}", v.elementwise_s));
   if (v.draft_s > 0) row("Speculative draft:", fmt::format("{:.2f}", v.draft_s));
   row("Collectives:", fmt::format("{:.2f}", v.comm_s));
   row("CPU + launch overhead:", fmt::format("{:.2f}", v.overhead_s));

@@ -319,5 +319,33 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
   });
 }
 
+std::shared_ptr<const ops::OpCurve> measured_allreduce_curve(const ops::OpStore& store, const OpSource& src,
+                                                             int gpus) {
+  const std::string release = table_release(store, src, "custom_allreduce_perf");
+  if (release.empty() || gpus < 2) return nullptr;
+  static Memo<ops::OpCurve> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + std::to_string(gpus);
+  return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
+    const auto table = store.table(src.gpu, src.backend, release, "custom_allreduce_perf");
+    if (!table) return nullptr;
+    ops::OpQuery q{{"allreduce_dtype", std::string("bfloat16")}, {"num_gpus", double(gpus)}};
+    // One kernel, or the graphed one of a graphed / eager pair (its kernel_source names it "graph").
+    const auto kernels = table->distinct("kernel_source", q);
+    if (kernels.empty()) return nullptr;
+    if (kernels.size() > 1) {
+      const auto graphed = std::find_if(kernels.begin(), kernels.end(), [](const std::string& k) {
+        std::string lower = k;
+        for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return lower.find("graph") != std::string::npos;
+      });
+      if (graphed == kernels.end()) return nullptr;
+      q["kernel_source"] = *graphed;
+    }
+    auto curve = std::make_shared<ops::OpCurve>();
+    if (!table->curve(q, "message_size", *curve).ok) return nullptr;
+    return curve;
+  });
+}
+
 }  // namespace detail
 }  // namespace servelab::sim

@@ -120,4 +120,12 @@ const char* measured_gemm_dtype(engines::GemmKernel k);
 std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
                                                         const char* dtype, double n, double k);
 
+/// Latency (ms) of one BF16 all-reduce over `gpus` GPUs of one node along its message size (elements) from
+/// the source's `custom_allreduce_perf` table (the engine's own all-reduce: vLLM / SGLang custom all-reduce,
+/// TensorRT-LLM's), the CUDA-graph rows where the table measured graphed and eager launches (the eager
+/// rows add the Python launch the step model counts apart); nullptr when the table, the GPU count or the
+/// kernel is not measured (the roofline stays).
+std::shared_ptr<const ops::OpCurve> measured_allreduce_curve(const ops::OpStore& store, const OpSource& src,
+                                                             int gpus);
+
 }  // namespace servelab::sim::detail

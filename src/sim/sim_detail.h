@@ -48,6 +48,17 @@ struct ExpertShape {
 };
 ExpertShape expert_shape(const model::Linear& l, int moe_tp, const engines::ExecutionPolicy& ex);
 
+/// HBM bytes per query token of one layer's elementwise kernels, which no operator table measures (the
+/// aic-ops README: "norms, activations, residual adds ... stay physics"): the two fused residual-add +
+/// RMSNorm passes, RoPE on q and k and the KV-cache write (GQA layers, heads after attention TP), and the
+/// SwiGLU of the dense FFN or shared experts (at dense TP). Bytes; split into the attention side and the
+/// FFN side of the layer.
+struct ElementwiseBytes {
+  double attention = 0, ffn = 0;
+};
+ElementwiseBytes elementwise_bytes(const model::Layer& l, int hidden, const engines::ParallelLayout& p,
+                                   model::DType kv_dtype);
+
 /// Per-GPU weights of stage `stage` (first: + embedding; last: + LM head, + MTP / draft model when the
 /// launch speculates). Each linear at its WeightFormat, sharded by model::shard_params over attention TP
 /// (attention), dense TP (dense FFN, shared experts, LM head, vocab-parallel embedding), and routed
@@ -100,6 +111,8 @@ struct StepCost {
   double api_stage_s = 0;
   // Breakdown (unscaled roofline, for TwinView).
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
+  /// Elementwise kernels no operator table measures (elementwise_bytes; measured operators only).
+  double elementwise_s = 0;
 };
 
 /// Step time (s) of `c` under calibration `cal`:
@@ -174,6 +187,9 @@ class StepModel {
     std::shared_ptr<const OpSurface> decode_attn, prefill_attn;
     /// Measured routed experts along the tokens entering the layer; null: the roofline.
     std::shared_ptr<const ops::OpCurve> moe_measured;
+    /// With measured operators: HBM bytes per query token of the elementwise kernels no table measures
+    /// (elementwise_bytes), on the attention side (rank tokens) and the FFN side (FFN tokens); 0 without.
+    double elementwise_attn_bytes = 0, elementwise_ffn_bytes = 0;
   };
   struct Stage {
     std::vector<LayerClass> classes;
@@ -210,6 +226,13 @@ class StepModel {
   double moe_small_peak_ = 0;
   Gemm lm_head_;
   CollectiveLink attn_link_, dense_link_, moe_link_, pp_link_;
+  /// Measured all-reduce along the message size (elements) of the attention TP group, the dense TP group
+  /// and the MoE TP x EP group when inside one node (measured_allreduce_curve), or null: the roofline.
+  std::shared_ptr<const ops::OpCurve> attn_allreduce_, dense_allreduce_, moe_allreduce_;
+  /// One BF16 all-reduce of `elements` per GPU over `n` GPUs: the measured curve when there is one, else
+  /// allreduce_s over `link`. Seconds.
+  double allreduce_time(double elements, int n, const CollectiveLink& link,
+                        const std::shared_ptr<const ops::OpCurve>& measured) const;
   std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
   std::vector<std::string> measured_notes_;  ///< see measured_notes()

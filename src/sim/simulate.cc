@@ -241,6 +241,7 @@ void Simulator::finish_batch(const Batch& b, double t) {
   view_.moe_s += b.cost.moe_s;
   view_.lm_head_s += b.cost.lm_head_s;
   view_.draft_s += b.cost.draft_s;
+  view_.elementwise_s += b.cost.elementwise_s;
   view_.comm_s += b.cost.comm_s;
   view_.overhead_s += std::max(
       0.0, s - (b.cost.gpu_s - b.cost.memory_s) / cal_.kernel_scale - b.cost.memory_s - b.cost.comm_s);

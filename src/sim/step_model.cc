@@ -17,6 +17,10 @@ using model::LinearClass;
 
 constexpr int kDsaIndexerKernels = 20;  // see kernels_of
 
+// Memory-bound kernels reach 80-90% of HBM bandwidth (gpu-kernel-facts.md §2.4); the low end, as the
+// sampler's passes.
+constexpr double kElementwiseHbmFraction = 0.8;
+
 // Kernels one decoder layer launches (norms, projections, rope, attention, activation, collectives):
 // 12 for a dense GQA layer, more for MoE (router, top-k, permute, two grouped GEMMs, un-permute), MLA
 // (down/up projections, norms), the DSA indexer and gated DeltaNet [estimate from engine model code].
@@ -71,6 +75,33 @@ double tp_for(LinearClass cls, const engines::ParallelLayout& p) {
 }
 
 }  // namespace
+
+ElementwiseBytes elementwise_bytes(const model::Layer& l, int hidden, const engines::ParallelLayout& p,
+                                   model::DType kv_dtype) {
+  ElementwiseBytes b;
+  const double h = hidden;
+  // Residual add fused with RMSNorm (vLLM fused_add_rms_norm, SGLang / TensorRT-LLM the same): the hidden
+  // state and the residual read and written, BF16, before the attention and before the FFN.
+  b.attention = 4.0 * h * 2.0;
+  b.ffn = 4.0 * h * 2.0;
+  if (const auto* g = std::get_if<model::GqaAttention>(&l.attention)) {
+    const double tp = std::max(1, p.attn_tp);
+    const double q = g->heads / tp * g->head_dim,
+                 kv = std::max(1.0, std::floor(g->kv_heads / tp)) * g->head_dim;
+    // RoPE reads and writes q and k (BF16); the KV-cache write reads k and v (BF16) and stores them at the
+    // cache's dtype.
+    b.attention += 2.0 * (q + kv) * 2.0 + 2.0 * kv * (2.0 + model::dtype_bytes(kv_dtype));
+  }
+  // SwiGLU activation of the dense FFN (or shared experts), at dense TP: gate and up read, the product
+  // written, BF16. The routed experts' activation is inside the measured MoE op.
+  double inter = 0;
+  if (const auto* d = std::get_if<model::DenseFfn>(&l.ffn))
+    inter = d->intermediate;
+  else if (const auto* m = std::get_if<model::MoeFfn>(&l.ffn))
+    inter = double(m->shared_experts) * m->shared_intermediate;
+  b.ffn += 3.0 * inter / std::max(1, p.dense_tp) * 2.0;
+  return b;
+}
 
 std::vector<StageRange> pipeline_stages(const model::ModelSpec& m, int pp) {
   const int layers = m.num_layers();
@@ -259,6 +290,14 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
 
   ops_ = measured_op_store();
   if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
+  if (op_source_) {
+    auto allreduce = [&](int n) {
+      return n > 1 && n <= per_node ? measured_allreduce_curve(*ops_, *op_source_, n) : nullptr;
+    };
+    attn_allreduce_ = allreduce(lay.attn_tp);
+    dense_allreduce_ = allreduce(lay.dense_tp);
+    moe_allreduce_ = allreduce(lay.moe_tp * lay.moe_ep);
+  }
   auto measure = [&](Gemm& g, engines::GemmKernel kernel) {
     if (op_source_)
       g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
@@ -311,6 +350,10 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
         case LinearClass::kLmHead:
           break;
       }
+    }
+    if (op_source_) {
+      const ElementwiseBytes eb = elementwise_bytes(layer, m.hidden_size, lay, launch_.kv_dtype);
+      c.elementwise_attn_bytes = eb.attention, c.elementwise_ffn_bytes = eb.ffn;
     }
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
@@ -456,7 +499,14 @@ void StepModel::describe_measured() {
     measured_notes_.push_back(
         fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
                     rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
-  measured_notes_.push_back("collectives, norms and other elementwise work: the roofline");
+  const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
+  measured_notes_.push_back(fmt::format(
+      "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "
+      "bandwidth; "
+      "{}",
+      allreduce
+          ? fmt::format("all-reduce from {}; other collectives: the roofline", from("custom_allreduce_perf"))
+          : std::string("collectives: the roofline")));
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
@@ -478,6 +528,13 @@ double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) c
     lookups_.add(outside);
   }
   return t;
+}
+
+double StepModel::allreduce_time(double elements, int n, const CollectiveLink& link,
+                                 const std::shared_ptr<const ops::OpCurve>& measured) const {
+  if (n <= 1 || elements <= 0) return 0.0;
+  if (measured) return measured_at(*measured, elements);
+  return allreduce_s(elements * 2.0, n, link);
 }
 
 double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
@@ -564,6 +621,13 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   const double t_dense_tokens = dense_gathered ? tokens_total : tokens_max;
   double ffn = 0, mem = attn_mem;
   for (const auto& g : c.dense_gemms) ffn += gemm_s(g, t_dense_tokens, &mem);
+  // Elementwise kernels beside the measured ones (memory-bound, at kElementwiseHbmFraction of HBM): the
+  // attention side's on the busiest rank, the FFN side's on the FFN's tokens.
+  const double elementwise =
+      (tokens_max * c.elementwise_attn_bytes + t_dense_tokens * c.elementwise_ffn_bytes) /
+      (bw * kElementwiseHbmFraction);
+  mem += elementwise;
+  out.elementwise_s += c.count * elementwise;
   double moe = 0;
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
@@ -603,10 +667,11 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     // All-gather the ranks' tokens into the FFN's TP group and reduce-scatter back.
     comm += 2 * allgather_s(tokens_total * row, lay.dense_tp, dense_link_);
   } else {
-    comm += allreduce_s(tokens_max * row, lay.attn_tp, attn_link_);  // after o_proj
+    comm += allreduce_time(tokens_max * hidden, lay.attn_tp, attn_link_, attn_allreduce_);  // after o_proj
     if (!c.moe || a2a == engines::MoeA2a::kNone)
-      comm += allreduce_s(tokens_max * row, c.moe ? lay.moe_tp * lay.moe_ep : lay.dense_tp,
-                          c.moe ? moe_link_ : dense_link_);  // after the FFN / TP MoE
+      comm += allreduce_time(tokens_max * hidden, c.moe ? lay.moe_tp * lay.moe_ep : lay.dense_tp,
+                             c.moe ? moe_link_ : dense_link_,
+                             c.moe ? moe_allreduce_ : dense_allreduce_);  // after the FFN / TP MoE
   }
   if (c.moe) {
     if (a2a == engines::MoeA2a::kAllgatherReduceScatter && !dense_gathered)
@@ -618,7 +683,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   }
   out.comm_s += c.count * comm;
   out.memory_s += c.count * mem;
-  return c.count * (attn_max + ffn + moe);
+  return c.count * (attn_max + ffn + moe + elementwise);
 }
 
 double StepModel::stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const {
@@ -673,12 +738,14 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
       kernels = k, layers = n;
       out.attention_s = sc.attention_s, out.linear_s = sc.linear_s, out.moe_s = sc.moe_s;
       out.lm_head_s = sc.lm_head_s, out.comm_s = sc.comm_s, out.memory_s = sc.memory_s;
+      out.elementwise_s = sc.elementwise_s;
     } else {
       gpu += t;
       out.memory_s += sc.memory_s;
       kernels += k, layers += n;
       out.attention_s += sc.attention_s, out.linear_s += sc.linear_s, out.moe_s += sc.moe_s;
       out.lm_head_s += sc.lm_head_s, out.comm_s += sc.comm_s;
+      out.elementwise_s += sc.elementwise_s;
     }
   }
   if (lay.pp > 1) {

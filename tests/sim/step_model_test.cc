@@ -137,8 +137,11 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
                               (1000.0 - 511) / (1023 - 511) * (0.011674666156371435 - 0.011306667079528173));
   const double head = 1e-3 * ms(151936, 5120);
   const double sampler = 3.0 * 151936 * 4 / (B * 0.8);
-  EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + head + sampler, 1e-7);
-  EXPECT_NEAR(cost.memory_s, 64 * (gemms + attn) + head + sampler, 1e-7);
+  // The elementwise kernels of one token (ElementwiseBytesOfAQwen3_32bLayer) at 80% of HBM.
+  const double elementwise = 64 * (86016.0 + 194560.0) / (B * 0.8);
+  EXPECT_NEAR(cost.elementwise_s, elementwise, 1e-12);
+  EXPECT_NEAR(cost.gpu_s, 64 * (gemms + attn) + elementwise + head + sampler, 1e-7);
+  EXPECT_NEAR(cost.memory_s, 64 * (gemms + attn) + elementwise + head + sampler, 1e-7);
   EXPECT_NEAR(cost.attention_s, 64 * attn, 1e-9);
   // Every lookup is counted, once per layer kind (5 GEMMs and the attention of the one kind, the LM head);
   // the LM head's N lies beyond the grid and is reported as such.
@@ -156,6 +159,24 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   EXPECT_EQ(src->release, "0.14.0");
   EXPECT_FALSE(src->exact_release);
   EXPECT_FALSE(detail::op_source(store, l, hardware::gpu_by_name("H20")));
+}
+
+// The elementwise bytes of a Qwen3-32B layer (hidden 5120, 64 / 8 heads of 128, SwiGLU 25,600) per token,
+// BF16: two fused residual-add + RMSNorm passes read and write the hidden state and the residual, 2 x 4 x
+// 5120 x 2 = 81,920 B; RoPE reads and writes q and k, 2 x (8192 + 1024) x 2 = 36,864 B; the KV-cache write
+// reads k and v and stores them in BF16, 2 x 1024 x (2 + 2) = 8,192 B; SwiGLU reads gate and up and writes
+// their product, 3 x 25,600 x 2 = 153,600 B. Attention side 40,960 + 36,864 + 8,192 = 86,016 B, FFN side
+// 40,960 + 153,600 = 194,560 B. At TP2 with an FP8 KV cache: 32 / 4 heads, 12,800 of SwiGLU.
+TEST(StepModel, ElementwiseBytesOfAQwen3_32bLayer) {
+  const auto m = corpus_model("qwen3-32b");
+  engines::ParallelLayout p;
+  auto b = detail::elementwise_bytes(m.layers.front().layer, m.hidden_size, p, model::DType::kBf16);
+  EXPECT_DOUBLE_EQ(b.attention, 86016.0);
+  EXPECT_DOUBLE_EQ(b.ffn, 194560.0);
+  p.attn_tp = p.dense_tp = 2;
+  b = detail::elementwise_bytes(m.layers.front().layer, m.hidden_size, p, model::DType::kFp8);
+  EXPECT_DOUBLE_EQ(b.attention, 40960.0 + 2.0 * (4096 + 512) * 2 + 2.0 * 512 * (2 + 1));
+  EXPECT_DOUBLE_EQ(b.ffn, 40960.0 + 3.0 * 12800 * 2);
 }
 
 // Routed experts and prefill attention from the measured tables. Qwen3-235B-A22B (94 layers of 128 experts,
@@ -176,6 +197,18 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   dec.requests = dec.decode_requests = dec.query_tokens = dec.sampled_tokens = 8;
   dec.decode_pairs[0] = dec.decode_kv_tokens[0] = 8 * 100.0;
   const auto cost = sm.cost({&dec, 1}, 8, true, false);
+  // Two all-reduces a layer (after o_proj, after the TP MoE) of 8 x 4096 BF16 elements over 4 GPUs, from
+  // custom_allreduce_perf (vLLM's custom all-reduce, the CUDA-graph rows; the row at 32,768 elements):
+  // 0.00531328022480011 ms each.
+  const auto allreduce = store.table("h100_sxm", "vllm", "0.14.0", "custom_allreduce_perf");
+  ASSERT_TRUE(allreduce);
+  const auto ar = allreduce->lookup({{"allreduce_dtype", std::string("bfloat16")},
+                                     {"kernel_source", std::string("vLLM_custom_graph")},
+                                     {"num_gpus", 4.0},
+                                     {"message_size", 8.0 * 4096}});
+  ASSERT_TRUE(ar.ok) << ar.detail;
+  EXPECT_NEAR(ar.latency_ms, 0.00531328022480011, 1e-9);
+  EXPECT_NEAR(cost.comm_s, 94 * 2 * ar.latency_ms * 1e-3, 1e-9);
   EXPECT_NEAR(cost.moe_s, 94 * 0.22317866484324136e-3, 94 * 2e-6);
   EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
   ASSERT_EQ(sm.measured_notes().size(), 4u);

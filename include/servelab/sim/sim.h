@@ -75,6 +75,9 @@ struct TwinView {
   /// use_measured_operators gave a table, else the roofline), communication and
   /// CPU / launch overhead.
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0, comm_s = 0, overhead_s = 0;
+  /// Elementwise kernels (norms, residual adds, RoPE, KV-cache writes, SwiGLU) as their bytes over HBM
+  /// bandwidth (s): with measured operators only, 0 on the roofline.
+  double elementwise_s = 0;
   double spec_acceptance = 0.0;  ///< draft-token acceptance used (0 without speculative decoding)
   /// With measured operators (use_measured_operators): per operator kind, the table and release it came
   /// from or why it stayed the roofline; the lookups made and how many lay outside the measured grid
