@@ -77,6 +77,8 @@ struct SloRun {
   std::map<double, std::map<std::string, double>> metrics_at;  ///< value → metrics of its counting run
   std::map<double, std::pair<Verdict, std::optional<double>>> verdict_at;  ///< value → verdict, margin
   bool aborted = false;
+  /// The guide's (twin's) goodput load ÷ its highest passing load: where the goodput phase looks first.
+  std::optional<double> goodput_prior;
 
   const SloSpec& spec() const { return study.slo; }
   bool concurrency() const { return spec().variable == LoadKind::kConcurrency; }
@@ -299,6 +301,11 @@ void SloRun::refine() {
 void SloRun::refine_goodput() {
   const LoadKind var = spec().variable;
   const double tol = 1 + spec().tolerance_pct / 100;
+  if (goodput_prior && *goodput_prior * tol < 1 && budget_left()) {  // the twin's curve as the prior
+    const double x = round_value(var, std::max(spec().min_value, lo * *goodput_prior));
+    if (!verdict_at.count(x)) probe(x, "goodput");
+    if (aborted) return;
+  }
   for (;;) {
     double best = 0, best_g = -1;
     for (const auto& p : r.probes)
@@ -349,6 +356,7 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   if (spec.targets.empty()) return r;
   double x0 = spec.start.value_or(1.0);
   bool guided = false;
+  std::optional<double> goodput_prior;
   if (!spec.start && evaluator.tag() != "twin" && evaluator.load_guide()) {
     const SloResult g = slo_search(study, *evaluator.load_guide(), cfg);
     r.twin_runs = g.runs;
@@ -356,6 +364,7 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
       r.twin_start = g.max_passing;
       x0 = g.max_passing;
       guided = true;
+      if (g.goodput_found) goodput_prior = g.goodput_at / g.max_passing;
     }
   }
   x0 = round_value(spec.variable, std::clamp(x0, spec.min_value, spec.max_value));
@@ -373,6 +382,7 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   evaluator.set_keep_engine(true);
   SloRun run{study, evaluator, cfg, r};
   run.base_prompts = scenario_num_prompts(study.scenario(r.scenario));
+  run.goodput_prior = goodput_prior;
   if (run.bracket(x0, guided ? 1.25 : 2.0)) run.refine();
   if (run.lo > 0 && !run.aborted) run.refine_goodput();
   if (run.lo == 0 || run.aborted) {  // nothing passed, or a run without a verdict: no answer, no goodput

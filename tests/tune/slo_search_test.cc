@@ -258,6 +258,31 @@ TEST(SloSearchStandIn, RateAndConcurrencyGiveTheSameGoodput) {
   EXPECT_GE(by_rate.request_goodput_req_s, 0.9 * server.capacity_req_s());
 }
 
+TEST(SloSearchStandIn, TheLocalGoodputPhaseStartsWhereTheTwinsPeakLies) {
+  // The twin (the same server) peaks at goodput_at ≈ 0.79 × its highest passing rate; the real search
+  // (a server 10% slower per step) first looks for its peak at that share of its own highest passing rate,
+  // and reaches its peak in fewer runs than without the prior.
+  const BatchServer twin_server;
+  BatchServer real_server;
+  real_server.step_base_s *= 1.1, real_server.step_per_req_s *= 1.1;
+  const Study s = study_with(2000, "p99_ttft_ms = 2000\nmean_tpot_ms = 33\nmax_runs = 30\n");
+  Evaluator twin(s, standin(twin_server), "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator real(s, standin(real_server), "local", nullptr, {}, nullptr, nullptr, {});
+  real.set_load_guide(&twin);
+  const SloResult g = slo_search(s, twin, CandidateConfig{"a", {}});
+  const SloResult r = slo_search(s, real, CandidateConfig{"a", {}});
+  ASSERT_TRUE(g.goodput_found && r.goodput_found) << g.note << r.note;
+  ASSERT_LT(g.goodput_at, g.max_passing / 1.05);
+  const SloProbe* first_goodput = nullptr;
+  for (const auto& p : r.probes)
+    if (p.step == "goodput" && !first_goodput) first_goodput = &p;
+  ASSERT_NE(first_goodput, nullptr);
+  EXPECT_NEAR(first_goodput->value, r.max_passing * g.goodput_at / g.max_passing, 0.01 * r.max_passing);
+  const SloResult unguided = search(s, real_server);
+  EXPECT_NEAR(r.request_goodput_req_s / unguided.request_goodput_req_s, 1, 0.05);
+  EXPECT_LT(r.runs, unguided.runs);
+}
+
 TEST(SloSearchStandIn, AShortRunIsRerunLongEnoughForItsLoad) {
   // 100 prompts: at 8 req/s with ~3 s E2EL about 24 requests are in flight, so a steady run needs ≥ 240
   // prompts; concurrency runs are planned at 10 × the concurrency from the start.
