@@ -90,10 +90,10 @@ double round_value(LoadKind kind, double x) {
   return std::stod(fmt::format("{:.4g}", x));
 }
 
-std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& evaluator,
-                                           const Evaluation& e, const std::string& id) {
-  const std::string prefix = evaluator.tag() + "|" + e.key + "|";
-  std::map<std::string, std::pair<double, int>> acc;
+std::vector<std::map<std::string, double>> repeat_metrics(const Study& study, const Evaluator& evaluator,
+                                                          const std::string& key, const std::string& id) {
+  const std::string prefix = evaluator.tag() + "|" + key + "|";
+  std::vector<std::map<std::string, double>> out;
   const auto& records = evaluator.records();
   for (int rep = 0; rep < study.repeats; ++rep) {
     const ScenarioResult* found = nullptr;
@@ -102,9 +102,16 @@ std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& 
       for (const auto& sc : it->outcome.scenarios)
         if (sc.scenario_id == id) found = &sc;
     }
-    if (found)
-      for (const auto& [k, v] : found->metrics) acc[k].first += v, acc[k].second += 1;
+    if (found) out.push_back(found->metrics);
   }
+  return out;
+}
+
+std::map<std::string, double> mean_metrics(const Study& study, const Evaluator& evaluator,
+                                           const Evaluation& e, const std::string& id) {
+  std::map<std::string, std::pair<double, int>> acc;
+  for (const auto& m : repeat_metrics(study, evaluator, e.key, id))
+    for (const auto& [k, v] : m) acc[k].first += v, acc[k].second += 1;
   std::map<std::string, double> out;
   for (const auto& [k, s] : acc) out[k] = s.first / s.second;
   return out;

@@ -170,8 +170,9 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
   const ObjectiveSpec& o = study.objectives.front();
   if (o.kind == ObjectiveSpec::Kind::kSloGoodput) {
     const SloResult r = slo_search(study, evaluator, ev.config);
-    if (r.goodput_found) {
-      ev.objective = Estimate{1, r.request_goodput_req_s, 0, 0};
+    if (r.goodput_found) {  // the repeats' 95% CI when there are repeats
+      ev.objective = r.goodput_repeats_req_s.size() > 1 ? estimate(r.goodput_repeats_req_s)
+                                                        : Estimate{1, r.request_goodput_req_s, 0, 0};
       return;
     }
     ev.feasible = false;

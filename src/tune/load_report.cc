@@ -93,8 +93,11 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
     md << "| " << escape(config_name(r.engine, r.label)) << " | "
        << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | "
        << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
-       << (r.goodput_found ? fmt::format("{:.2f}", r.request_goodput_req_s) : "—") << " | "
-       << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—") << " | "
+       << (!r.goodput_found                     ? std::string("—")
+           : r.goodput_repeats_req_s.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
+                                                              estimate(r.goodput_repeats_req_s).ci95_half)
+                                                : fmt::format("{:.2f}", r.request_goodput_req_s))
+       << " | " << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—") << " | "
        << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | " << escape(r.note)
        << " |\n";
   }

@@ -79,6 +79,7 @@ struct SloRun {
   bool aborted = false;
   /// The guide's (twin's) goodput load ÷ its highest passing load: where the goodput phase looks first.
   std::optional<double> goodput_prior;
+  std::string eval_key;  ///< the configuration's evaluation key (trial keys and records)
 
   const SloSpec& spec() const { return study.slo; }
   bool concurrency() const { return spec().variable == LoadKind::kConcurrency; }
@@ -119,6 +120,8 @@ struct SloRun {
     const Evaluation e = evaluator.evaluate(config, {id}, "slo");
     r.predicted = r.predicted || e.predicted;
     p.status = e.status;
+    p.scenario_id = id;
+    if (!e.key.empty()) eval_key = e.key;
     std::map<std::string, double> m;
     if (e.status != TrialStatus::kOk) {
       p.failure = std::string(trial_status_name(e.status)) + ": " + e.reason;
@@ -397,6 +400,13 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
     r.note = fmt::format("max_runs = {} reached before any value failed: the answer is ≥ {:g}", spec.max_runs,
                          run.lo);
   choose_goodput_point(r, run.metrics_at);
+  if (r.goodput_found)
+    for (const auto& p : r.probes)
+      if (p.value == r.goodput_at && p.steady() && p.passed) {
+        for (const auto& m : repeat_metrics(study, evaluator, run.eval_key, p.scenario_id))
+          r.goodput_repeats_req_s.push_back(goodput_of(m));
+        break;
+      }
   return r;
 }
 

@@ -137,7 +137,8 @@ TrialRunner standin(const BatchServer& server, std::vector<int>* prompts = nullp
       }
       ScenarioResult r;
       r.scenario_id = sc.id;
-      r.metrics = server.run(n, rate.empty() ? 0 : std::stod(rate), conc.empty() ? 0 : std::stoi(conc),
+      // Neither flag: every request at once (bench serve's default rate, inf).
+      r.metrics = server.run(n, rate.empty() ? 0 : std::stod(rate), conc.empty() ? n : std::stoi(conc),
                              ttft_slo, tpot_slo);
       out.scenarios.push_back(r);
     }
@@ -333,6 +334,33 @@ TEST(SloSearchStandIn, AnInvalidRunStopsTheSearchWithoutAVerdict) {
   EXPECT_NE(r.note.find("the run at 2 req/s ended invalid: the client fell behind its schedule"),
             std::string::npos)
       << r.note;
+}
+
+TEST(SloSearchStandIn, MeasuredGoodputCarriesTheRepeatsConfidenceInterval) {
+  // Two repeats on a measuring target: repeat r serves (1 + 0.04 r) × the stand-in's goodput. The goodput
+  // objective is their mean with Student's 95% CI (t = 12.706 at 1 degree of freedom), not one number.
+  Study s =
+      study_with(1000, "p99_ttft_ms = 2000\nmean_tpot_ms = 50\n\n[[objectives]]\nkind = \"slo_goodput\"\n");
+  s.repeats = 2;
+  const BatchServer server;
+  const TrialRunner inner = standin(server);
+  const TrialRunner runner = [&](const TrialRequest& req) {
+    TrialOutcome out = inner(req);
+    for (auto& sc : out.scenarios) sc.metrics["Request goodput (req/s)"] *= 1 + 0.04 * req.repeat;
+    return out;
+  };
+  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
+  ASSERT_TRUE(r.goodput_found) << r.note;
+  ASSERT_EQ(r.goodput_repeats_req_s.size(), 2u);
+  const double g0 = r.goodput_repeats_req_s[0];
+  EXPECT_NEAR(r.goodput_repeats_req_s[1], 1.04 * g0, 1e-9);
+  EXPECT_NEAR(r.request_goodput_req_s, 1.02 * g0, 1e-9);
+  const Evaluation e = ev.evaluate(CandidateConfig{"a", {}}, s.objective.scenarios, "search");
+  ASSERT_TRUE(e.feasible) << e.reason;
+  EXPECT_EQ(e.objective.n, 2);
+  EXPECT_NEAR(e.objective.mean, 1.02 * g0, 1e-9);
+  EXPECT_NEAR(e.objective.ci95_half, 12.706 * (0.04 * g0 / std::sqrt(2.0)) / std::sqrt(2.0), 1e-3 * g0);
 }
 
 TEST(SloSearchStandIn, SaturationToleranceIsThreeSigmaOfThePoissonSpan) {

@@ -42,6 +42,7 @@ struct LoadCurve {
 struct SloProbe {
   double value = 0;                             ///< request rate (req/s) or concurrency tried
   int num_prompts = 0;                          ///< --num-prompts of the run
+  std::string scenario_id;                      ///< the run's scenario id ("s@r2.5", "s@r2.5n2400")
   bool passed = false;                          ///< every SLO target met (and the run succeeded)
   std::string step;                             ///< "start", "bracket", "refine", "goodput" or "longer"
   std::map<std::string, double> slo_values_ms;  ///< SLO key ("p99_ttft_ms") → value measured, ms
@@ -105,6 +106,8 @@ struct SloResult {
   double request_goodput_req_s = 0;
   double token_goodput_tok_s = 0;
   std::map<std::string, double> metrics;
+  /// Request goodput at `goodput_at` per repeat (req/s; [study] repeats > 1 gives a 95% CI: tune/stats.h).
+  std::vector<double> goodput_repeats_req_s;
 };
 
 /// A point of the throughput-per-GPU vs throughput-per-user plane (one config at one concurrency).
