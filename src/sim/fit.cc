@@ -514,6 +514,7 @@ FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const
   const auto round1 = fit_all(prior);
   for (const auto& f : round1) res.objective_prior += f.objective_prior;
   res.prior_traces = std::move(prior);
+  res.prior_classes = round1;
   simulate_all(assemble_table(round1), res.traces);
   res.classes = fit_all(res.traces);
   for (const auto& f : res.classes) res.objective += f.objective;

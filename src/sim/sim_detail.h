@@ -89,8 +89,8 @@ struct StepCost {
   /// Attention, MoE and indexer kernels are the engine's own (FlashMLA, FA3 split-KV, fused_moe, DeepGEMM
   /// masked) and their achieved bandwidth at small batch varies with it: they stay in the scaled part.
   double memory_s = 0;
-  double comm_s = 0;     ///< collectives
-  double floor_s = 0;    ///< per-kernel floors of graphed kernels
+  double comm_s = 0;   ///< collectives
+  double floor_s = 0;  ///< per-kernel floors of graphed kernels
   /// Kernels launched eagerly from the CPU this step (each costs Calibration::eager_launch_us).
   double launch_kernels = 0;
   int running = 0;       ///< requests the CPU handles this step

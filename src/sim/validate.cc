@@ -56,7 +56,8 @@ void add_band(BandTable& t, LatencyCounts& n, const std::string& key, const Vali
 // Each fold's table (fold label -> table), for the folds with a launched point: the engines the fold's points
 // use are refitted on the other folds' training points, re-timing their traces at the priors (data-free, so
 // the fold's fit depends on its training points alone; the engine-level fields are shared by all classes);
-// the other engines' classes are the in-sample fit's (the same data).
+// the other engines' classes are their first-round fits (FitResult::prior_classes, on their own points
+// alone).
 std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPoint>& prepared,
                                                     const std::vector<const PreparedPoint*>& train_points,
                                                     const FitResult& full_fit, ValidationSplit split,
@@ -73,7 +74,9 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
   parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
     const auto& [fold, engines] = folds[i];
     std::vector<ClassFit> fits;
-    for (const auto& f : full_fit.classes)
+    // The engines the fold does not use: their fits on their own points' prior traces (the in-sample second
+    // round's would have seen the fold through the first round's shared GPU-generation factors).
+    for (const auto& f : full_fit.prior_classes)
       if (!engines.count(f.key.engine)) fits.push_back(f);
     for (const auto& engine : engines) {
       std::vector<const PreparedPoint*> pts;

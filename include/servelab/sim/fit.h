@@ -91,6 +91,9 @@ std::vector<std::string> fits_on_bound(const std::vector<ClassFit>& fits);
 struct FitResult {
   CalibrationTable table;
   std::vector<ClassFit> classes;
+  /// The first round's class fits: per engine, on prior_traces, so each depends on that engine's points
+  /// alone (a leave-one-out fold takes them for the engines its points do not use).
+  std::vector<ClassFit> prior_classes;
   std::vector<std::string> on_bound;
   double objective_prior = 0;  ///< objective at the priors
   double objective = 0;        ///< objective at the fit

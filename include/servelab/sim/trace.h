@@ -18,8 +18,8 @@ struct TraceStep {
   int running = 0;
   bool overlap = false;
   float api_stream_chunks = 0;  ///< detail::StepCost::api_stream_chunks
-  double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
-  int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
+  double not_before_s = 0;      ///< the step could not start before this arrival (0 = right after the last)
+  int wake_request = -1;        ///< the request whose API-server hand-off ended the idle wait (-1: none)
 };
 
 /// One request of a traced run.

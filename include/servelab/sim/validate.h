@@ -160,9 +160,10 @@ struct CorpusValidation {
 /// (kGpu, kRelease; kStudy there is ignored, it always runs) with the same machinery: per fold, the engines
 /// its points use are refitted (fit_engine) on the other folds' training points, re-timing their traces at
 /// the priors (FitResult::prior_traces, which depend on no measurement, so nothing a fold fits has seen its
-/// held-out points), and the fold's points are predicted with that table. `threads` simulations in parallel
-/// (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point the
-/// twin cannot take is a refusal with its reason.
+/// held-out points; the engines the fold does not use keep their fits on their own prior traces,
+/// FitResult::prior_classes), and the fold's points are predicted with that table. `threads` simulations in
+/// parallel (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point
+/// the twin cannot take is a refusal with its reason.
 CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0,
                                  const std::vector<ValidationSplit>& extra_splits = {});
 
