@@ -103,17 +103,6 @@ struct SglangDefaults {
       "file; assumed for every 0.5.x)",
       false};
   Sourced<int> torch_compile_max_bs{32, "server_args.py ServerArgs.torch_compile_max_bs = 32"};
-  /// CPU time per kernel (us) of a forward that runs without CUDA graphs (every prefill / extend batch,
-  /// decode batches above cuda_graph_max_bs, DeepEP normal mode): SGLang's model forward is Python
-  /// (model_executor/forward_batch_info.py, models/deepseek_v2.py) and issues each kernel through PyTorch
-  /// op dispatch or a Triton / sgl-kernel / DeepGEMM JIT launcher, where a bare CUDA launch is ~5-12 us.
-  /// No engine figure was found; corpus evidence: deepseek-v3.2__h200#sglang/mtp-eagle-1step (max 48
-  /// running, so ~760 small eager prefill batches: 1482 tok/s measured vs 2444 predicted at 12 us),
-  /// #sglang/tp8-dp-attn (decode above cuda_graph_max_bs 512: 4190 vs 5986), glm-5.2__h200#017 (DeepEP
-  /// normal, every step eager: ITL 303 ms over 78 layers, ~3.9 ms per layer); leave-one-study-out over the
-  /// corpus is best near 60 us (45-95 us tried) [estimate].
-  Sourced<double> eager_launch_us{
-      60.0, "Python op dispatch per eager kernel; corpus evidence (sglang_defaults.h)", false};
   Sourced<int> clip_max_new_tokens{4096,
                                    "sglang/srt/managers/schedule_policy.py CLIP_MAX_NEW_TOKENS "
                                    "(SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION default 4096)"};

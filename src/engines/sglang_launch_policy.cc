@@ -185,7 +185,6 @@ void execution(ResolvedLaunch& r) {
                       std::to_string(e.graph_sizes.size()) + " sizes; " + d.capture_list.source + ")");
   }
   e.graph_padding = c.cuda_graph_padding.value_or(true);
-  e.eager_launch_s = d.eager_launch_us.value * 1e-6;
   e.torch_compile = c.enable_torch_compile;
   e.torch_compile_max_batch =
       c.enable_torch_compile ? c.torch_compile_max_bs.value_or(d.torch_compile_max_bs.value) : 0;

@@ -14,23 +14,6 @@ std::vector<int> vllm_capture_sizes(const ResolvedLaunch& r, const EngineVersion
 
 namespace {
 
-// API-server CPU per decoding request per engine step of a streamed chat reply through a reasoning parser
-// (entrypoints/openai/serving_chat.py: per output, the detokenised delta, the parser's
-// extract_reasoning_streaming over the accumulated text and token ids, a pydantic
-// ChatCompletionStreamResponse and its JSON, one SSE write) [recalled mechanism, unverified: the corpus
-// cannot tell this stage from one in the engine core]. Corpus evidence that a serial per-request cost
-// exists: on the Qwen3.5 runs (every one with --reasoning-parser) the step time grows in proportion to the
-// running requests whatever the GPU and model, by Little's law: qwen3.5-9b__h100#010 (max-num-seqs 256:
-// (latency - TTFT) / output tokens = (23.57 - 11.06) s / 281 = 44.5 ms per step at 256 running = 174 us
-// per request), #000 (~440 running: (24.11 - 1.60) s / 281 = 80 ms = 182 us), and
-// qwen3.5-35b-a3b__h200-latency#017 (H200, MoE: ~109 running, 24 ms = 220 us), where the roofline gives
-// ~45 us per request (9B: 18 GFLOP + 50 MB of GDN state per request per step). Value 80 us [corpus
-// evidence, swept]: as a floor on the step (0 / 50 / 80 / 90 / 100 / 110 us) the held-out qwen3.5-9b tok/s
-// MAPE goes 22.1 / 22.1 / 17.9 / 16.1 / 12.6 / 9.3% (170 us overshoots: -17% per point), but from 90 us up
-// the refit kernel_scale of the shared vllm-0.17/hopper class rises and glm-5.2__h200 (vLLM 0.24, too fast
-// already) degrades (tok/s 20.7 -> 22.0-24.1%); 80 us is the largest value that leaves it unchanged.
-constexpr double kVllmReasoningStreamRequestS = 80e-6;
-
 // Context length, the start-up rules that depend on it, and the batch defaults
 // (EngineArgs.get_batch_defaults; --performance-mode throughput doubles them).
 std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
@@ -244,14 +227,16 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
   e.api_server_count = c.api_server_count.value_or(1);
   e.stream_interval = c.stream_interval.value_or(1);
   e.harmony_chat = r.model.model_type == "gpt_oss";
+  // The API server's streamed chat reply through a reasoning parser (entrypoints/openai/serving_chat.py:
+  // per output, the detokenised delta, the parser's extract_reasoning_streaming over the accumulated text
+  // and token ids, a pydantic ChatCompletionStreamResponse and its JSON, one SSE write) is serial CPU per
+  // decoding request per step in the API process, a pipeline stage beside the engine core [recalled
+  // mechanism, unverified]. Its cost per chunk is fitted (sim Calibration::api_stream_request_us).
   if (!c.reasoning_parser.empty()) {
-    e.api_stream_request_s = kVllmReasoningStreamRequestS;
+    e.api_stream_stage = true;
     r.notes.push_back(
-        "--reasoning-parser: the API server's streamed chat reply costs " +
-        std::to_string(static_cast<int>(kVllmReasoningStreamRequestS * 1e6)) +
-        " us per decoding request per step (serial, beside the engine core; / api-server-count x "
-        "stream-interval) [corpus evidence: qwen3.5-9b__h100#000-#017, "
-        "qwen3.5-35b-a3b__h200-latency#016/#017]");
+        "--reasoning-parser: the API server's streamed chat reply costs serial CPU per decoding request per "
+        "step (beside the engine core; / api-server-count x stream-interval; the time per chunk is fitted)");
   }
   if (e.harmony_chat)
     r.notes.push_back(

@@ -4,9 +4,9 @@
 // 1/n of the CPU, so a burst of N requests reaches the engine together after N x the per-request work
 // (what the corpus shows: `vllm bench serve` bursts of 1000 requests see nearly equal TTFTs, mean ~ median,
 // of 10-16 s). Work per request: Calibration::api_request_ms x physics.h api_work_share (a launch that
-// renders chat requests with openai_harmony does a tenth of it). A FIFO server (ExecutionPolicy::api_fifo)
-// instead runs each request's work to completion in arrival order: the k-th of a burst reaches the
-// engine after k x the work, the first at once.
+// renders chat requests with openai_harmony does the fitted Calibration::harmony_api_share of it). A FIFO
+// server (ExecutionPolicy::api_fifo) instead runs each request's work to completion in arrival order: the
+// k-th of a burst reaches the engine after k x the work, the first at once.
 #pragma once
 
 #include <algorithm>

@@ -12,36 +12,44 @@
 namespace servelab::sim {
 
 const char* const kCalibrationFieldNames[kCalibrationFields] = {
-    "kernel_scale", "cpu_step_ms", "cpu_request_us", "api_request_ms", "first_token_ms"};
+    "kernel_scale",   "cpu_step_ms",           "cpu_request_us",  "api_request_ms",
+    "first_token_ms", "api_stream_request_us", "eager_launch_us", "harmony_api_share"};
 
 // kernel_scale: public kernel figures are peaks of tuned kernels; an engine's real kernels sit within
 // 0.4x-1.4x of them. cpu_step_ms: an engine step costs 0.2-40 ms of CPU (Python scheduling, input
 // preparation, sampling). cpu_request_us: 1-2000 us per running request per step (TensorRT-LLM's PyTorch
 // backend in eager mode prepares attention metadata per request in Python). api_request_ms: 0.05-60 ms
-// of serial API-server work per request. first_token_ms: 0-150 ms.
-const FieldBounds kCalibrationBounds[kCalibrationFields] = {
-    {0.4, 1.4}, {0.2, 40.0}, {1.0, 2000.0}, {0.05, 60.0}, {0.5, 150.0}};
+// of serial API-server work per request. first_token_ms: 0-150 ms. api_stream_request_us: 1-1000 us of
+// Python per streamed chunk. eager_launch_us: 3-300 us per eagerly issued kernel (a bare CUDA launch is
+// ~3-5 us; a Python forward with Triton / JIT launchers costs far more per kernel). harmony_api_share:
+// 0.02-1 of the Jinja path's work (1: no saving).
+const FieldBounds kCalibrationBounds[kCalibrationFields] = {{0.4, 1.4},   {0.2, 40.0},  {1.0, 2000.0},
+                                                            {0.05, 60.0}, {0.5, 150.0}, {1.0, 1000.0},
+                                                            {3.0, 300.0}, {0.02, 1.0}};
 
 // A generation's sustained kernel speed against its datasheet figures: 0.5x-2x (H100 SXM's 989 BF16
 // TFLOPS are at its 1,980 MHz boost; under the 700 W limit GEMMs run at ~1.4-1.75 GHz [recalled]).
 const FieldBounds kGenerationFactorBounds = {0.5, 2.0};
 
 std::vector<double> calibration_vector(const Calibration& c) {
-  return {c.kernel_scale, c.cpu_step_ms, c.cpu_request_us, c.api_request_ms, c.first_token_ms};
+  return {c.kernel_scale,   c.cpu_step_ms,           c.cpu_request_us,  c.api_request_ms,
+          c.first_token_ms, c.api_stream_request_us, c.eager_launch_us, c.harmony_api_share};
 }
 
 Calibration calibration_from_vector(const std::vector<double>& v) {
   Calibration c;
-  double* f[] = {&c.kernel_scale, &c.cpu_step_ms, &c.cpu_request_us, &c.api_request_ms, &c.first_token_ms};
+  double* f[] = {&c.kernel_scale,   &c.cpu_step_ms,           &c.cpu_request_us,  &c.api_request_ms,
+                 &c.first_token_ms, &c.api_stream_request_us, &c.eager_launch_us, &c.harmony_api_share};
   for (std::size_t i = 0; i < std::size(f) && i < v.size(); ++i) *f[i] = v[i];
   return c;
 }
 
 Calibration calibration_prior(const std::string& engine) {
   // Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit).
-  if (engine == "sglang") return {1.0, 2.0, 20.0, 5.0, 10.0};
-  if (engine == "trtllm") return {1.0, 1.5, 20.0, 5.0, 10.0};
-  return {1.0, 2.5, 20.0, 10.0, 10.0};
+  // The last three fields are the same for every engine (calibration_prior_source).
+  if (engine == "sglang") return {1.0, 2.0, 20.0, 5.0, 10.0, 30.0, 12.0, 0.2};
+  if (engine == "trtllm") return {1.0, 1.5, 20.0, 5.0, 10.0, 30.0, 12.0, 0.2};
+  return {1.0, 2.5, 20.0, 10.0, 10.0, 30.0, 12.0, 0.2};
 }
 
 std::string calibration_prior_source(const std::string& engine) {
@@ -56,7 +64,15 @@ std::string calibration_prior_source(const std::string& engine) {
          "handles on the "
          "order of 100 chat requests/s, the reason for --api-server-count (PR #17546)]; first token 10 ms "
          "[no source "
-         "found: HTTP, hand-off and the first SSE chunk]";
+         "found: HTTP, hand-off and the first SSE chunk]; streamed reasoning-parser reply 30 us per decoding "
+         "request per step [recalled estimate: per output a detokenised delta, the parser's "
+         "extract_reasoning_streaming, a pydantic ChatCompletionStreamResponse, its JSON and one SSE write "
+         "in "
+         "vLLM's serving_chat.py, tens of us of Python]; 12 us per eagerly launched kernel [recalled: "
+         "PyTorch "
+         "eager per-op dispatch 10-20 us; gpu-kernel-facts.md §2.7]; openai_harmony rendering 0.2 of the "
+         "Jinja path's API work [estimate: one Rust call replaces the template render and the tokenizer; "
+         "HTTP, validation and the hand-off remain]";
 }
 
 Calibration CalibrationTable::lookup(const CalibrationKey& key, CalibrationLevel* level) const {
@@ -90,6 +106,9 @@ CalibrationTable::Entry parse_entry(const nlohmann::json& j, const std::string& 
   std::vector<double> v = calibration_vector(Calibration{});
   for (int i = 0; i < kCalibrationFields; ++i) {
     const char* k = kCalibrationFieldNames[i];
+    // The fields of the paths only some launches take may be absent (files written before they were
+    // fitted): their prior, the same for every engine (Calibration's defaults).
+    if (!j.contains(k) && i >= kCalibrationOptionalFieldsFirst) continue;
     if (!j.contains(k)) throw std::runtime_error("calibration.json: " + where + " lacks \"" + k + "\"");
     if (!j[k].is_number())
       throw std::runtime_error("calibration.json: " + where + "." + k + " is not a number");

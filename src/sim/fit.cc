@@ -172,6 +172,36 @@ constexpr double kPriorPseudoPoints = 2.0;          // weight of the prior in an
 // generation's factor.
 constexpr int kMinClassPoints = 3;
 constexpr double kWeightThroughput = 4.0;
+// The engine-level fields of the paths only some launches take (api_stream_request_us, eager_launch_us,
+// harmony_api_share): their priors are estimates with no measured source, so they are shrunk towards them
+// ten times more weakly than the other fields, and each is first placed by a grid over its bounds (a floor
+// on the step binds only above some value: a local search from the prior sees a flat objective).
+constexpr int kPathFieldsFirst = kCalibrationOptionalFieldsFirst;
+constexpr double kLambdaPathPrior = 0.1;
+constexpr int kPathGridPoints = 9;
+
+double prior_weight(int k) {
+  return k >= kPathFieldsFirst ? kLambdaPathPrior : kLambdaPrior;
+}
+
+// Whether field k of the calibration changes the replay of any of `traces`: the path fields only for traces
+// that take their path (streamed chunks, eager kernels, harmony rendering); the others always.
+bool field_live(int k, const std::vector<const Trace*>& traces) {
+  for (const auto* t : traces) {
+    if (k == kPathFieldsFirst) {
+      for (const auto& s : t->steps)
+        if (s.api_stream_chunks > 0) return true;
+    } else if (k == kPathFieldsFirst + 1) {
+      for (const auto& s : t->steps)
+        if (s.launch_kernels > 0) return true;
+    } else if (k == kPathFieldsFirst + 2) {
+      if (t->harmony_chat) return true;
+    } else {
+      return true;
+    }
+  }
+  return false;
+}
 
 double huber(double d) {
   const double a = std::fabs(d);
@@ -328,10 +358,26 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
       double f = 0;
       for (double v : partial) f += v;
       for (int k = kClassFields; k < kCalibrationFields; ++k)
-        f += kLambdaPrior * (x[k] - prior[k]) * (x[k] - prior[k]);
+        f += prior_weight(k) * (x[k] - prior[k]) * (x[k] - prior[k]);
       return f;
     };
-    const auto x = pattern_search(logv(engine_fields), {3, 4}, objective, nullptr);
+    // The fields the engine's points move (the others stay at their prior), the path fields placed by a
+    // grid first, then a pattern search over all of them.
+    std::vector<int> live;
+    for (int k = kClassFields; k < kCalibrationFields; ++k)
+      if (field_live(k, traces)) live.push_back(k);
+    std::vector<double> x0 = logv(engine_fields);
+    for (int k : live) {
+      if (k < kPathFieldsFirst) continue;
+      const double lo = std::log(kCalibrationBounds[k].lo), hi = std::log(kCalibrationBounds[k].hi);
+      double best = objective(x0);
+      std::vector<double> y = x0;
+      for (int g = 0; g < kPathGridPoints; ++g) {
+        y[k] = lo + (hi - lo) * g / (kPathGridPoints - 1);
+        if (const double v = objective(y); v < best) best = v, x0[k] = y[k];
+      }
+    }
+    const auto x = pattern_search(x0, live, objective, nullptr);
     engine_fields = from_log(x);
   }
   for (auto& f : fits) {
@@ -467,6 +513,8 @@ FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const
     simulate_all(CalibrationTable{}, prior);
   const auto round1 = fit_all(prior);
   for (const auto& f : round1) res.objective_prior += f.objective_prior;
+  res.prior_traces = std::move(prior);
+  res.prior_classes = round1;
   simulate_all(assemble_table(round1), res.traces);
   res.classes = fit_all(res.traces);
   for (const auto& f : res.classes) res.objective += f.objective;

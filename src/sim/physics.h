@@ -12,6 +12,7 @@
 #include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
+#include "servelab/sim/calibration.h"
 
 namespace servelab::sim::detail {
 
@@ -80,23 +81,13 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
 /// replays on nsys traces of vLLM decode, recalled, unverified].
 double kernel_floor_s(hardware::Generation gen);
 
-/// CPU time to launch one kernel from eager PyTorch (no graph), seconds: 12 us [recalled: PyTorch eager
-/// per-op dispatch 10-20 us; gpu-kernel-facts.md §2.7 "piecewise graphs leave kernel-launch gaps"].
-double eager_launch_s();
-
 /// The share of Calibration::api_request_ms (the fitted serial API-server work per request, measured on
 /// the Jinja chat-template path: HTTP, request validation, template render, tokenisation, hand-off) that a
-/// launch's API server spends per request: 1, or kHarmonyApiShare when chat requests are rendered by
-/// openai_harmony (ExecutionPolicy::harmony_chat), which replaces the Python Jinja render and the
-/// tokenizer call with one Rust call returning token ids; HTTP, validation and the hand-off remain.
-double api_work_share(const engines::ExecutionPolicy& ex);
-
-/// kHarmonyApiShare = 0.1 [estimate], bounded by the corpus: gpt-oss bursts of 1000 chat requests show
-/// no hand-off plateau (gpt-oss-20b__a100#009: TTFT median 1.97 s, p99 5.30 s, while the burst's own
-/// prefill spans ~5 s, so at most ~1 ms per request is serial), where Jinja-rendered models show one of
-/// 5.5-16 s (qwen3-235b-a22b__h100#016: TTFT mean 5.62 s, median 5.53, p99 5.80; glm-4.5-air__h100#011
-/// mean 16.6 s): <= ~0.2 of the fitted ~5.4 ms.
-inline constexpr double kHarmonyApiShare = 0.1;
+/// launch's API server spends per request: 1, or the fitted Calibration::harmony_api_share when chat
+/// requests are rendered by openai_harmony (ExecutionPolicy::harmony_chat), which replaces the Python Jinja
+/// render and the tokenizer call with one Rust call returning token ids; HTTP, validation and the hand-off
+/// remain. (The CPU time per eagerly launched kernel is Calibration::eager_launch_us, fitted per engine.)
+double api_work_share(const engines::ExecutionPolicy& ex, const Calibration& cal);
 
 /// Where a collective runs.
 struct CollectiveLink {

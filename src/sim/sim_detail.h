@@ -100,15 +100,16 @@ struct StepCost {
   /// Attention, MoE and indexer kernels are the engine's own (FlashMLA, FA3 split-KV, fused_moe, DeepGEMM
   /// masked) and their achieved bandwidth at small batch varies with it: they stay in the scaled part.
   double memory_s = 0;
-  double comm_s = 0;     ///< collectives
-  double floor_s = 0;    ///< per-kernel floors of graphed kernels
-  double launch_s = 0;   ///< CPU time to launch the kernels that run eagerly
+  double comm_s = 0;   ///< collectives
+  double floor_s = 0;  ///< per-kernel floors of graphed kernels
+  /// Kernels launched eagerly from the CPU this step (each costs Calibration::eager_launch_us).
+  double launch_kernels = 0;
   int running = 0;       ///< requests the CPU handles this step
   bool overlap = false;  ///< CPU work of the next step overlaps this one (async / overlap scheduler)
-  /// Serial seconds of a stage beside the engine for this step's streamed outputs: the decoding requests x
-  /// ExecutionPolicy::api_stream_request_s / (api_server_count x stream_interval); the step takes at least
-  /// this.
-  double api_stage_s = 0;
+  /// Streamed chunks a serial stage beside the engine handles for this step's outputs (each costs
+  /// Calibration::api_stream_request_us): the decoding requests / (api_server_count x stream_interval) when
+  /// ExecutionPolicy::api_stream_stage, else 0; the step takes at least their time.
+  double api_stream_chunks = 0;
   // Breakdown (unscaled roofline, for TwinView).
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
   /// Elementwise kernels no operator table measures (elementwise_bytes; measured operators only).
@@ -117,9 +118,9 @@ struct StepCost {
 
 /// Step time (s) of `c` under calibration `cal`:
 ///   gpu  = graphed part: (gpu_s - memory_s) / kernel_scale + memory_s + comm_s + floor_s, max'ed with
-///          launch_s for the eager part
+///          launch_kernels x eager_launch_us for the eager part
 ///   cpu  = cpu_step_ms + cpu_request_us x running
-///   step = max(gpu + (overlap ? max(0, cpu - gpu) : cpu), api_stage_s).
+///   step = max(gpu + (overlap ? max(0, cpu - gpu) : cpu), api_stream_chunks x api_stream_request_us).
 double step_seconds(const StepCost& c, const Calibration& cal);
 
 /// The cost model of one resolved launch on one cluster. Built once per simulation (precomputes every

@@ -34,7 +34,8 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
       seed_(seed),
       plan_(plan_memory(launch, cluster)),
       model_(launch, cluster),
-      api_(cal.api_request_ms * 1e-3 * detail::api_work_share(launch.execution), launch.execution.api_fifo) {
+      api_(cal.api_request_ms * 1e-3 * detail::api_work_share(launch.execution, cal),
+           launch.execution.api_fifo) {
   launch_.max_model_len = plan_.max_model_len;  // the engine may have lowered it to fit (memory_plan.cc)
   ranks_.assign(std::max(1, launch_.layout.dp_ranks), Rank{});
   for (auto& r : ranks_) {
@@ -446,10 +447,10 @@ void Simulator::record_step(const Batch& slow, double not_before, int wake) {
   s.memory_s = static_cast<float>(slow.cost.memory_s);
   s.comm_s = static_cast<float>(slow.cost.comm_s);
   s.floor_s = static_cast<float>(slow.cost.floor_s);
-  s.launch_s = static_cast<float>(slow.cost.launch_s);
+  s.launch_kernels = static_cast<float>(slow.cost.launch_kernels);
   s.running = slow.cost.running;
   s.overlap = slow.cost.overlap;
-  s.api_stage_s = static_cast<float>(slow.cost.api_stage_s);
+  s.api_stream_chunks = static_cast<float>(slow.cost.api_stream_chunks);
   s.not_before_s = not_before;
   s.wake_request = not_before > 0 ? wake : -1;
   trace_->steps.push_back(s);
@@ -525,7 +526,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
       options.chat_template_tokens.value_or(launch.model.chat_template.overhead_tokens);
   if (options.trace) {
     *options.trace = Trace{};
-    options.trace->api_work_share = detail::api_work_share(launch.execution);
+    options.trace->harmony_chat = launch.execution.harmony_chat;
     options.trace->api_fifo = launch.execution.api_fifo;
   }
   sim.set_trace(options.trace);

@@ -229,10 +229,10 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
 
 double step_seconds(const StepCost& c, const Calibration& cal) {
   const double graphed = (c.gpu_s - c.memory_s) / cal.kernel_scale + c.memory_s + c.comm_s + c.floor_s;
-  const double gpu = std::max(graphed, c.launch_s);
+  const double gpu = std::max(graphed, c.launch_kernels * cal.eager_launch_us * 1e-6);
   const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * c.running;
   const double step = gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
-  return std::max(step, c.api_stage_s);
+  return std::max(step, c.api_stream_chunks * cal.api_stream_request_us * 1e-6);
 }
 
 StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster)
@@ -721,9 +721,9 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     decode_max = std::max<double>(decode_max, r.decode_requests);
     decoding += r.decode_requests;
   }
-  // Each decoding request streams one chunk through the API server (ExecutionPolicy::api_stream_request_s).
-  out.api_stage_s = decoding * ex.api_stream_request_s /
-                    (std::max(1, ex.api_server_count) * std::max(1, ex.stream_interval));
+  // Each decoding request streams one chunk through the API server (ExecutionPolicy::api_stream_stage).
+  if (ex.api_stream_stage)
+    out.api_stream_chunks = decoding / (std::max(1, ex.api_server_count) * std::max(1, ex.stream_interval));
   // Stages: all of them in sequence, or (pipeline ticks) the slowest one.
   double slowest = -1;
   for (const auto& st : stages_) {
@@ -792,14 +792,13 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
     const bool piecewise =
         (ex.graphs == engines::GraphMode::kPiecewise || ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
         tokens_max <= ex.graph_max_batch;
-    // The engine's CPU time per eagerly issued kernel (SGLang: its Python forward), else the generic one.
-    const double per_kernel = ex.eager_launch_s > 0 ? ex.eager_launch_s : eager_launch_s();
+    // Each eagerly issued kernel costs the engine's fitted CPU time (Calibration::eager_launch_us).
     if (piecewise) {
       // torch.compile piecewise graphs: every layer's graph replays, its attention launches eagerly.
       out.floor_s = kernels * floor;
-      out.launch_s = layers * 3 * per_kernel;
+      out.launch_kernels = layers * 3.0;
     } else {
-      out.launch_s = kernels * per_kernel;
+      out.launch_kernels = kernels;
     }
   }
   return out;

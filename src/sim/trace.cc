@@ -13,7 +13,8 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
   const std::size_t nreq = trace.requests.size(), nstep = trace.steps.size();
   std::vector<double> end(nstep, 0.0), send(nreq, 0.0), hand_off(nreq, -1.0);
   // The API server re-timed (processor sharing or FIFO, requests in index order, as the run sent them).
-  detail::ApiServer api(cal.api_request_ms * 1e-3 * trace.api_work_share, trace.api_fifo);
+  detail::ApiServer api(cal.api_request_ms * 1e-3 * (trace.harmony_chat ? cal.harmony_api_share : 1.0),
+                        trace.api_fifo);
   std::vector<std::pair<double, int>> done;
   std::size_t next_req = 0;
   auto record = [&] {
@@ -51,10 +52,10 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     c.memory_s = s.memory_s;
     c.comm_s = s.comm_s;
     c.floor_s = s.floor_s;
-    c.launch_s = s.launch_s;
+    c.launch_kernels = s.launch_kernels;
     c.running = s.running;
     c.overlap = s.overlap;
-    c.api_stage_s = s.api_stage_s;
+    c.api_stream_chunks = s.api_stream_chunks;
     t = std::max(t, not_before) + detail::step_seconds(c, cal);
     end[i] = t;
   }

@@ -54,9 +54,10 @@ void add_band(BandTable& t, LatencyCounts& n, const std::string& key, const Vali
 }
 
 // Each fold's table (fold label -> table), for the folds with a launched point: the engines the fold's points
-// use are refitted on the other folds' training points, re-timing the in-sample fit's traces (their
-// engine-level fields are shared by all their classes); the other engines' classes are the in-sample fit's
-// (the same data).
+// use are refitted on the other folds' training points, re-timing their traces at the priors (data-free, so
+// the fold's fit depends on its training points alone; the engine-level fields are shared by all classes);
+// the other engines' classes are their first-round fits (FitResult::prior_classes, on their own points
+// alone).
 std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPoint>& prepared,
                                                     const std::vector<const PreparedPoint*>& train_points,
                                                     const FitResult& full_fit, ValidationSplit split,
@@ -73,7 +74,9 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
   parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
     const auto& [fold, engines] = folds[i];
     std::vector<ClassFit> fits;
-    for (const auto& f : full_fit.classes)
+    // The engines the fold does not use: their fits on their own points' prior traces (the in-sample second
+    // round's would have seen the fold through the first round's shared GPU-generation factors).
+    for (const auto& f : full_fit.prior_classes)
       if (!engines.count(f.key.engine)) fits.push_back(f);
     for (const auto& engine : engines) {
       std::vector<const PreparedPoint*> pts;
@@ -81,7 +84,7 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
       for (std::size_t k = 0; k < train_points.size(); ++k) {
         if (train_points[k]->key.engine != engine || train_fold[k] == fold) continue;
         pts.push_back(train_points[k]);
-        trs.push_back(&full_fit.traces[k]);
+        trs.push_back(&full_fit.prior_traces[k]);
       }
       if (pts.empty()) continue;
       for (auto& f : fit_engine(engine, pts, trs, 1)) fits.push_back(std::move(f));
@@ -202,9 +205,10 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   std::vector<const PreparedPoint*> train_points;
   for (const auto& p : prepared)
     if (trainable(p)) train_points.push_back(&p);
-  // The in-sample fit (two rounds). Its second-round traces serve every fold: a fold refits the classes
-  // the held-out study touches on the other studies' traces, re-timed, without re-simulating them (the
-  // batch compositions of time-dependent runs came from a simulation at the first round's parameters).
+  // The in-sample fit (two rounds). Its traces at the priors serve every fold: a fold refits the classes
+  // the held-out study touches on the other studies' traces, re-timed, without re-simulating them. Those
+  // traces were simulated at the fixed priors, not at parameters fitted on the held-out study (the
+  // in-sample fit's second round), so no fold's fit has seen its held-out points.
   FitOptions fo;
   fo.threads = threads;
   v.full_fit = fit_calibration(train_points, fo);
@@ -227,8 +231,8 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
     v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
     if (f) v.rows[i].predicted_failure = f;
   });
-  const auto study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
-  predict_held_out(v.rows, prepared, study_tables, ValidationSplit::kStudy, threads);
+  v.study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
+  predict_held_out(v.rows, prepared, v.study_tables, ValidationSplit::kStudy, threads);
   score_rows(v.rows);
   // Summaries.
   std::vector<const ValidationRow*> all;

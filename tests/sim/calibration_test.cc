@@ -84,5 +84,37 @@ TEST(Calibration, AGenerationFactorOutsideItsBoundsIsRejectedByName) {
                std::runtime_error);
 }
 
+// The fields of the paths only some launches take (the API server's streamed reasoning chunks, eager kernel
+// launches, openai_harmony rendering) are fitted per engine from priors shared by every engine; an entry
+// written before they were fitted loads with those priors, one that gives them keeps its values, and the
+// older fields stay required.
+TEST(Calibration, PathFieldsMayBeAbsentAndThenAreThePrior) {
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    const Calibration p = calibration_prior(e);
+    EXPECT_DOUBLE_EQ(p.api_stream_request_us, 30.0) << e;
+    EXPECT_DOUBLE_EQ(p.eager_launch_us, 12.0) << e;
+    EXPECT_DOUBLE_EQ(p.harmony_api_share, 0.2) << e;
+  }
+  const auto t = calibration_table_from_json(
+      R"({"engines": {"vllm": {"kernel_scale": 1, "cpu_step_ms": 2.5, "cpu_request_us": 20,
+          "api_request_ms": 0.05, "first_token_ms": 10},
+          "sglang": {"kernel_scale": 1, "cpu_step_ms": 2.5, "cpu_request_us": 20, "api_request_ms": 0.05,
+          "first_token_ms": 10, "api_stream_request_us": 125, "eager_launch_us": 87, "harmony_api_share": 0.07}}})");
+  const Calibration v = t.engines.at("vllm").cal, s = t.engines.at("sglang").cal;
+  EXPECT_DOUBLE_EQ(v.api_stream_request_us, 30.0);
+  EXPECT_DOUBLE_EQ(v.eager_launch_us, 12.0);
+  EXPECT_DOUBLE_EQ(v.harmony_api_share, 0.2);
+  EXPECT_DOUBLE_EQ(s.api_stream_request_us, 125.0);
+  EXPECT_DOUBLE_EQ(s.eager_launch_us, 87.0);
+  EXPECT_DOUBLE_EQ(s.harmony_api_share, 0.07);
+  EXPECT_THROW(calibration_table_from_json(R"({"engines": {"vllm": {"kernel_scale": 1}}})"),
+               std::runtime_error);
+  // Out of bounds is rejected like any field.
+  EXPECT_THROW(calibration_table_from_json(
+                   R"({"engines": {"vllm": {"kernel_scale": 1, "cpu_step_ms": 2.5, "cpu_request_us": 20,
+                   "api_request_ms": 0.05, "first_token_ms": 10, "harmony_api_share": 3}}})"),
+               std::runtime_error);
+}
+
 }  // namespace
 }  // namespace servelab::sim

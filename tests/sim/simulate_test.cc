@@ -141,6 +141,7 @@ ApiBurst api_burst(const std::function<void(engines::ExecutionPolicy&)>& change)
   WorkloadOptions o = engine_only();
   o.chat_template_tokens = 0;
   o.calibration->engines["vllm"].cal.api_request_ms = 5.0;
+  o.calibration->engines["vllm"].cal.harmony_api_share = 0.1;
   ApiBurst b;
   b.before = ok(predict_resolved(c.launch, c.cluster, w, o));
   change(c.launch.execution);
@@ -171,18 +172,20 @@ TEST(Simulate, FifoApiServerStartsTheEngineAtOnce) {
 
 // The API server is processor-shared: a burst of N requests reaches the engine together after N x the
 // work per request. With api_request_ms 5 and 200 requests that is 1.0 s on the Jinja chat-template path
-// and 200 x 0.1 x 5 ms = 0.1 s when the launch renders with openai_harmony; the engine's run behind it is
+// and 200 x 0.1 x 5 ms = 0.1 s when the launch renders with openai_harmony (harmony_api_share 0.1, a fitted
+// field set here); the engine's run behind it is
 // the same, so every TTFT is 0.9 s shorter, and the trace replays the harmony run exactly.
 TEST(Simulate, HarmonyChatSkipsMostOfTheApiServerWork) {
   const ApiBurst b = api_burst([](engines::ExecutionPolicy& ex) { ex.harmony_chat = true; });
   const Prediction &jinja = b.before, &harmony = b.after;
   const Trace& trace = b.trace;
-  EXPECT_DOUBLE_EQ(detail::api_work_share(b.after_execution), 0.1);
+  EXPECT_DOUBLE_EQ(detail::api_work_share(b.after_execution, harmony.context.calibration), 0.1);
+  EXPECT_DOUBLE_EQ(detail::api_work_share(b.before.context.launch.execution, jinja.context.calibration), 1.0);
   const HeadlineMetrics hj = headline(jinja), hh = headline(harmony);
   EXPECT_NEAR(hj.mean_ttft_ms - hh.mean_ttft_ms, 900.0, 1e-6);
   EXPECT_NEAR(hj.duration_s - hh.duration_s, 0.9, 1e-9);
   EXPECT_NEAR(hh.mean_tpot_ms, hj.mean_tpot_ms, 1e-9);
-  EXPECT_DOUBLE_EQ(trace.api_work_share, 0.1);
+  EXPECT_TRUE(trace.harmony_chat);
   const HeadlineMetrics r = replay(trace, harmony.context.calibration);
   EXPECT_NEAR(r.mean_ttft_ms, hh.mean_ttft_ms, 1e-6 * hh.mean_ttft_ms);
   EXPECT_NEAR(r.duration_s, hh.duration_s, 1e-6 * hh.duration_s);

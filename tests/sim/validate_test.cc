@@ -38,30 +38,34 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_EQ(h.failures_measured, 17);
   EXPECT_GE(h.failures_reproduced, 12);
 
-  // Accuracy, held out (just above the current levels: tok/s 29.5%, TTFT 28.3%, TPOT 21.3%, without the
-  // unmodelled points tok/s 16.3%; targets in the comment above).
+  // Accuracy, held out (just above the current levels: tok/s 34.0%, TTFT 30.9%, TPOT 22.7%, without the
+  // unmodelled points tok/s 20.9%; targets in the comment above). Since issue 29 §3 nothing is tuned on
+  // these figures: the constants once chosen by sweeping them (the API stream stage, SGLang's eager launch,
+  // the harmony share) are refitted in every fold, corpus-derived kernel efficiencies are gone, and folds
+  // refit on traces simulated at the priors; the figures rose from 30.6 / 28.3 / 22.3% (tok/s / TTFT /
+  // TPOT) with it: the old ones had partly seen their own studies.
   EXPECT_EQ(h.compared_tok_s, 211);
-  EXPECT_LE(h.mape_total_tok_s, 31.0) << "held-out total tok/s MAPE regressed (target 15%)";
-  EXPECT_LE(h.mape_ttft, 30.0) << "held-out mean TTFT MAPE regressed (target 30%)";
-  EXPECT_LE(h.mape_tpot, 23.0) << "held-out mean TPOT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_total_tok_s, 35.0) << "held-out total tok/s MAPE regressed (target 15%)";
+  EXPECT_LE(h.mape_ttft, 32.0) << "held-out mean TTFT MAPE regressed (target 30%)";
+  EXPECT_LE(h.mape_tpot, 23.5) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
-  // 37 of 50 (the bound leaves one flip of slack); one of them is near a tie: the twin predicts
-  // qwen3.5-9b__h100#018 and #019 (random 1024/128,
+  // 36 of 50 (38 before issue 29 §3's refits; the bound leaves one flip of slack); one of them is near a tie:
+  // the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
   // --performance-mode throughput) within 0.1% of each other, so that group's pick can flip with any change.
   // SGLang's batch_is_full (scheduler.cc) lets qwen3-32b__h100#003 (SGLang FP8, already +31% tok/s) overtake
   // TensorRT-LLM #004 in its ShareGPT group (the twin's SGLang on that study is too fast, not the rule);
   // vLLM's Triton experts below 128 rows win qwen3-235b-a22b's random-4000in-200out group (#010 over #014).
-  EXPECT_GE(h.groups_same_winner, 36) << "winner right in fewer groups (target 80%)";
+  EXPECT_GE(h.groups_same_winner, 35) << "winner right in fewer groups (target 80%)";
   // Groups of 3+ configurations (what twin-guided search acts on): the measured best in the twin's top 3 in
-  // 8 of 12, mean regret 17.2% (deepseek-v3.2's ShareGPT group 67.9%: the unmodelled TRT-LLM DSA pick;
-  // gpt-oss-20b's 94.9%: SGLang on Ampere, unmodelled). Targets 90% and 5%.
+  // 9 of 12, mean regret 13.2% (8 and 17.2% before issue 29 §3's refits; deepseek-v3.2's ShareGPT group:
+  // the unmodelled TRT-LLM DSA pick; gpt-oss-20b's: SGLang on Ampere, unmodelled). Targets 90% and 5%.
   EXPECT_EQ(h.spearman_groups, 12);
   EXPECT_GE(h.groups_best_in_top3, 8);
   EXPECT_LE(h.mean_regret, 18.0);
   const auto& hm = v.held_out_modelled;
   EXPECT_EQ(h.points - hm.points,
             5);  // the unmodelled kernel paths (2 MXFP4 MoE, 3 TRT-LLM DSA), still in `held_out`
-  EXPECT_LE(hm.mape_total_tok_s, 18.0);
+  EXPECT_LE(hm.mape_total_tok_s, 22.0);
   EXPECT_LT(hm.mape_total_tok_s, h.mape_total_tok_s);
 
   // In-sample is computed apart and is better than held out (it saw the points).

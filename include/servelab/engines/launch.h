@@ -204,10 +204,6 @@ struct ExecutionPolicy {
   bool torch_compile = false;       ///< SGLang --enable-torch-compile (vLLM compiles always)
   int torch_compile_max_batch = 0;  ///< SGLang: decode batches up to this size run torch.compile'd
                                     ///< graphs (--torch-compile-max-bs, default 32)
-  /// CPU time (s) to issue one kernel of a step that runs without CUDA graphs: the engine's Python forward
-  /// (op dispatch, Triton / JIT launchers) per launched kernel. 0: the twin's generic launch figure
-  /// (sim/physics.cc eager_launch_s, 12 us).
-  double eager_launch_s = 0;
   AttentionKernel attention = AttentionKernel::kFlashAttn3;  ///< prefill attention kernel
   AttentionKernel decode_attention = AttentionKernel::kFlashAttn3;
   GemmKernel gemm = GemmKernel::kCublasBf16;  ///< dense linears
@@ -232,12 +228,13 @@ struct ExecutionPolicy {
   /// ids) instead of the model's Jinja chat template and the tokenizer: vLLM for gpt-oss
   /// (entrypoints/openai/serving_chat.py `use_harmony` = model_type "gpt_oss", from 0.10.1) [recalled].
   bool harmony_chat = false;
-  /// Serial API-server CPU seconds per decoding request per engine step for the streamed reply (output
-  /// processing + one SSE chunk), before dividing by api_server_count x stream_interval; 0 = not modelled
-  /// (hidden behind the engine). Set by vLLM for launches with --reasoning-parser (vllm_launch_policy.cc,
-  /// kVllmReasoningStreamRequestS): the API process is a pipeline stage beside the engine core, so it
-  /// bounds the step time from below instead of adding to it (sim/step_model.cc step_seconds).
-  double api_stream_request_s = 0;
+  /// The API server spends serial CPU per decoding request per engine step on the streamed reply (output
+  /// processing + one SSE chunk; the time per chunk is sim's fitted Calibration::api_stream_request_us,
+  /// divided by api_server_count x stream_interval); false = not modelled (hidden behind the engine). Set
+  /// by vLLM for launches with --reasoning-parser (vllm_launch_policy.cc): the API process is a pipeline
+  /// stage beside the engine core, so it bounds the step time from below instead of adding to it
+  /// (sim/step_model.cc step_seconds).
+  bool api_stream_stage = false;
   /// The API server runs each request's CPU work (chat template, tokenisation, hand-off) to completion
   /// before the next one, in arrival order, instead of interleaving them: TensorRT-LLM's trtllm-serve,
   /// whose chat handler renders the template and calls LLM.generate_async (a plain method that

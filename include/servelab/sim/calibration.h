@@ -11,6 +11,15 @@
 //                   queued behind that work reach the client when it is done
 //   first_token_ms  latency of a request's first token outside the engine step (hand-off, detokeniser
 //                   set-up, first SSE chunk), added to TTFT
+//   api_stream_request_us  the API server's serial CPU time per decoding request per engine step for a
+//                   streamed reply through a reasoning parser (ExecutionPolicy::api_stream_stage)
+//   eager_launch_us CPU time to issue one kernel of a step that runs without CUDA graphs (the engine's
+//                   Python forward per launched kernel)
+//   harmony_api_share  the share of api_request_ms an API server spends per request when it renders chat
+//                   requests with openai_harmony instead of the Jinja template
+//                   (ExecutionPolicy::harmony_chat)
+// The last five are the engine's, fitted per engine (fit.h kClassFields); the last three only move the
+// points whose launches take those paths, the others keep their prior.
 // A class without fitted data falls back to its version family's pooled value, then its engine's, then
 // the prior; on a fallback its kernel_scale is multiplied by its GPU generation's factor (below).
 //
@@ -41,10 +50,13 @@ struct Calibration {
   double cpu_request_us = 20.0;
   double api_request_ms = 5.0;
   double first_token_ms = 10.0;
+  double api_stream_request_us = 30.0;
+  double eager_launch_us = 12.0;
+  double harmony_api_share = 0.2;
 };
 
 /// Number of fitted fields, their names (calibration.json keys), bounds and priors.
-inline constexpr int kCalibrationFields = 5;
+inline constexpr int kCalibrationFields = 8;
 extern const char* const kCalibrationFieldNames[kCalibrationFields];
 /// Physical bounds of each field (a fit that ends on one is a defect of the model, see fit.h).
 struct FieldBounds {
@@ -53,6 +65,10 @@ struct FieldBounds {
 extern const FieldBounds kCalibrationBounds[kCalibrationFields];
 /// Bounds of a GPU generation's kernel_scale factor (CalibrationTable::generations).
 extern const FieldBounds kGenerationFactorBounds;
+/// Fields from this index on (api_stream_request_us, eager_launch_us, harmony_api_share) may be absent from a
+/// calibration.json entry: the prior, Calibration's default, is used.
+inline constexpr int kCalibrationOptionalFieldsFirst = 5;
+/// The fields in kCalibrationFieldNames order, and back (missing trailing values keep their defaults).
 std::vector<double> calibration_vector(const Calibration& c);
 Calibration calibration_from_vector(const std::vector<double>& v);
 

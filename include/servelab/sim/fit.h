@@ -59,9 +59,10 @@ struct ClassFit {
   int replays = 0;             ///< trace re-timings performed
 };
 
-/// The fields fitted per class (kernel_scale, cpu_step_ms, cpu_request_us) and per engine
-/// (api_request_ms, first_token_ms: the API server is the engine's whatever its release or GPU, and a
-/// latency-only study cannot tell its serial work from its fixed latency, a throughput study can).
+/// The fields fitted per class (kernel_scale, cpu_step_ms, cpu_request_us) and per engine (the others:
+/// api_request_ms, first_token_ms, api_stream_request_us, eager_launch_us, harmony_api_share; the API server
+/// and the Python forward are the engine's whatever its release or GPU, and a latency-only study cannot
+/// tell its serial work from its fixed latency, a throughput study can).
 inline constexpr int kClassFields = 3;
 
 /// Fits one class's per-class fields to its points, re-timing their traces (one per point, same order)
@@ -90,13 +91,20 @@ std::vector<std::string> fits_on_bound(const std::vector<ClassFit>& fits);
 struct FitResult {
   CalibrationTable table;
   std::vector<ClassFit> classes;
+  /// The first round's class fits: per engine, on prior_traces, so each depends on that engine's points
+  /// alone (a leave-one-out fold takes them for the engines its points do not use).
+  std::vector<ClassFit> prior_classes;
   std::vector<std::string> on_bound;
   double objective_prior = 0;  ///< objective at the priors
   double objective = 0;        ///< objective at the fit
   int points = 0;
   /// Traces of every point simulated at the first round's parameters (same order as the points): the
-  /// second round fitted on them, and leave-one-out folds refit on them without re-simulating.
+  /// second round fitted on them.
   std::vector<Trace> traces;
+  /// Traces of every point simulated at the priors (same order as the points): the first round fitted on
+  /// them. They depend on no measurement, so leave-one-out folds refit on them without re-simulating and
+  /// a fold's fit sees nothing of its held-out points (validate.h).
+  std::vector<Trace> prior_traces;
 };
 
 /// Fitting options.

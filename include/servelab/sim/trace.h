@@ -13,12 +13,13 @@ namespace servelab::sim {
 
 /// One step (pipeline tick) of a traced run. Seconds.
 struct TraceStep {
-  float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0, launch_s = 0;  ///< detail::StepCost's fields
+  float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0;  ///< detail::StepCost's fields (s)
+  float launch_kernels = 0;                                ///< detail::StepCost::launch_kernels
   int running = 0;
   bool overlap = false;
-  float api_stage_s = 0;    ///< detail::StepCost::api_stage_s
-  double not_before_s = 0;  ///< the step could not start before this arrival (0 = right after the last)
-  int wake_request = -1;    ///< the request whose API-server hand-off ended the idle wait (-1: none)
+  float api_stream_chunks = 0;  ///< detail::StepCost::api_stream_chunks
+  double not_before_s = 0;      ///< the step could not start before this arrival (0 = right after the last)
+  int wake_request = -1;        ///< the request whose API-server hand-off ended the idle wait (-1: none)
 };
 
 /// One request of a traced run.
@@ -36,9 +37,9 @@ struct TraceRequest {
 struct Trace {
   std::vector<TraceStep> steps;
   std::vector<TraceRequest> requests;
-  /// The launch's API-server work per request as a share of Calibration::api_request_ms (physics.h
-  /// api_work_share: 1 on the Jinja chat-template path).
-  double api_work_share = 1.0;
+  /// The launch's API server renders chat requests with openai_harmony (ExecutionPolicy::harmony_chat): its
+  /// work per request is Calibration::api_request_ms x harmony_api_share (physics.h api_work_share).
+  bool harmony_chat = false;
   bool api_fifo = false;  ///< ExecutionPolicy::api_fifo: the API server serves requests one at a time
 };
 

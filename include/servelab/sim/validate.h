@@ -150,15 +150,20 @@ struct CorpusValidation {
   BandTable bands;     ///< residual bands per class from the held-out errors
   /// The extra splits asked of validate_corpus (GPU type, engine release), in the order asked.
   std::vector<SplitValidation> splits;
+  /// Each leave-one-study-out fold's fitted table (study -> table), for the studies with a launched point:
+  /// fitted on the other studies' training points only.
+  std::map<std::string, CalibrationTable> study_tables;
   double seconds = 0;  ///< wall time of the validation
 };
 
 /// Runs leave-one-study-out over `corpus` (and the in-sample fit), then each split of `extra_splits`
 /// (kGpu, kRelease; kStudy there is ignored, it always runs) with the same machinery: per fold, the engines
-/// its points use are refitted (fit_engine) on the other folds' training points, re-timing the in-sample
-/// fit's traces, and the fold's points are predicted with that table. `threads` simulations in parallel
-/// (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point the
-/// twin cannot take is a refusal with its reason.
+/// its points use are refitted (fit_engine) on the other folds' training points, re-timing their traces at
+/// the priors (FitResult::prior_traces, which depend on no measurement, so nothing a fold fits has seen its
+/// held-out points; the engines the fold does not use keep their fits on their own prior traces,
+/// FitResult::prior_classes), and the fold's points are predicted with that table. `threads` simulations in
+/// parallel (0 = hardware concurrency). Deterministic for a given corpus. Never throws for a point: a point
+/// the twin cannot take is a refusal with its reason.
 CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0,
                                  const std::vector<ValidationSplit>& extra_splits = {});
 
