@@ -145,7 +145,11 @@ std::map<std::string, std::string> check_table(const ops::OpStore& store, const 
     }
     std::vector<double> sibling;
     std::vector<std::string> sibling_names;
-    for (const auto& g : gpus) {
+    // Consistent with its own GPU's releases: kept whatever the siblings say (judge_release), so they
+    // are not read (most tables; the sibling GPUs' tables are the bulk of the work).
+    const double own_median = median_of(same);
+    const bool consistent = own_median > 0 && !off(own_median);
+    for (const auto& g : consistent ? std::vector<std::string>{} : gpus) {
       const hardware::GpuSpec* spec = self ? spec_of(store, g) : nullptr;
       const auto u = spec ? store.table(g, backend, release, table) : nullptr;
       if (!u) continue;
