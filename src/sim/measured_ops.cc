@@ -1,6 +1,8 @@
 // servelab/sim: the measured-operator switch and the matching of a launch to measured tables.
 #include "sim/measured_ops.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -94,14 +96,38 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
   src.gpu = *sys;
   src.backend = engines::engine_kind_name(launch.config.kind);
   src.launch_release = launch.version;
-  src.release = nearest_release(store.versions(src.gpu, src.backend, "gemm_perf"), launch.version);
+  src.release = table_release(store, src, "gemm_perf");
   if (src.release.empty()) return std::nullopt;
   src.exact_release = src.release == launch.version;
   return src;
 }
 
 std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table) {
-  return nearest_release(store.versions(src.gpu, src.backend, table), src.launch_release);
+  auto releases = store.versions(src.gpu, src.backend, table);
+  const auto skipped = skipped_releases(store, src.gpu, src.backend, std::string(table));
+  std::erase_if(releases, [&](const std::string& r) { return skipped.count(r) > 0; });
+  return nearest_release(std::move(releases), src.launch_release);
+}
+
+std::optional<std::pair<std::string, std::string>> skipped_release(const ops::OpStore& store,
+                                                                   const OpSource& src,
+                                                                   std::string_view table) {
+  const std::string unchecked =
+      nearest_release(store.versions(src.gpu, src.backend, table), src.launch_release);
+  const auto skipped = skipped_releases(store, src.gpu, src.backend, std::string(table));
+  if (const auto it = skipped.find(unchecked); it != skipped.end()) return *it;
+  return std::nullopt;
+}
+
+std::string table_note(const ops::OpStore& store, const OpSource& src, std::string_view table) {
+  const std::string r = table_release(store, src, table);
+  const auto skipped = skipped_release(store, src, table);
+  return fmt::format(
+      "{} of {} {} {}{}{}", table, src.gpu, src.backend, r,
+      r == src.launch_release
+          ? ""
+          : fmt::format(", the nearest measured release to the launch's {}", src.launch_release),
+      skipped ? fmt::format(" ({} {} not used: {})", table, skipped->first, skipped->second) : "");
 }
 
 const char* measured_gemm_dtype(engines::GemmKernel k) {

@@ -3,6 +3,7 @@
 // launch matched to a measured table, and one latency-vs-tokens curve per GEMM shape.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,9 +31,61 @@ struct OpSource {
 };
 
 /// The release of `table` used for a launch of `src`: the newest measured one not newer than the launch's,
-/// else the oldest (as op_source picks the GEMM release); empty when no release of this GPU and engine
+/// else the oldest (as op_source picks the GEMM release), among those the data check keeps
+/// (skipped_releases); empty when no release of this GPU and engine
 /// measured `table`.
 std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table);
+
+/// The data check of measured tables (op_release_check.cc): a release's table of one operator that is
+/// inconsistent with its siblings is not used. Two tables are compared by the median, over the rows both
+/// measured (same key and axis values), of the ratio of their latencies.
+/// A release's table is an outlier when it lies more than kReleaseSpread times away (either way) from the
+/// median of the other releases of the same GPU and engine, and, where the same release was measured on
+/// other GPUs, also from those beyond their datasheet ratio; and at least two other tables took part (with
+/// one, which of the two is wrong cannot be told). A real change of the engine's kernel shows on every GPU
+/// and so is kept; a faulty measurement shows on one.
+///
+/// kReleaseSpread = 4 [physics bound, not fitted]: a production kernel of one operator reaches between
+/// about a quarter of the GPU's datasheet bandwidth / FLOPs (a generic Triton kernel at small shapes) and
+/// nearly all of it (a tuned CUTLASS / cuBLAS one), so two releases' kernels for the same shape on the same
+/// GPU cannot be more than about 4x apart; beyond that one measurement is broken (a clock, a sync, a unit).
+inline constexpr double kReleaseSpread = 4.0;
+
+/// The verdict of the rule above on one release's table, from its latency ratios (this / other).
+struct ReleaseVerdict {
+  bool outlier = false;
+  double same_gpu = 0;  ///< median ratio to the other releases of the same GPU and engine (0: none)
+  double sibling = 0;  ///< median excess over the datasheet ratio to the same release on other GPUs (0: none)
+};
+
+/// The rule on ratios: `same_gpu` are this table's latency over each other release's of the same GPU and
+/// engine; `sibling_excess` are its latency over the same release's on each other GPU, divided by the
+/// ratio the datasheets allow (sibling_excess_of). Ratios that are not finite and positive are ignored.
+ReleaseVerdict judge_release(std::vector<double> same_gpu, std::vector<double> sibling_excess);
+
+/// How far the latency ratio `ratio` (this GPU's / a sibling's, same operator and release) lies outside
+/// what the datasheets allow: between 1 (latency-bound shapes: launch and sync costs alike) and the
+/// sibling's/this GPU's memory bandwidth or dense BF16 FLOPs ratios (hardware::GpuSpec); 1 inside.
+double sibling_excess_of(double ratio, const hardware::GpuSpec& self, const hardware::GpuSpec& sibling);
+
+/// The median, over the rows measured in both tables (equal values of every key and axis column both
+/// have), of `a`'s latency over `b`'s; 0 when fewer than 3 rows are common.
+double table_ratio(const ops::OpTable& a, const ops::OpTable& b);
+
+/// The releases of `table` for `gpu` and `backend` that the data check leaves out, each with why (one
+/// sentence naming the ratios and the tables compared). Memoised per store directory and table.
+std::map<std::string, std::string> skipped_releases(const ops::OpStore& store, const std::string& gpu,
+                                                    const std::string& backend, const std::string& table);
+
+/// The release of `table` the unchecked lookup would take for the launch (newest not newer, else the
+/// oldest) when the data check left it out, with why; nullopt when it was not left out.
+std::optional<std::pair<std::string, std::string>> skipped_release(const ops::OpStore& store,
+                                                                   const OpSource& src,
+                                                                   std::string_view table);
+
+/// Where the twin's notes say `table` came from: "<table> of <gpu> <engine> <release>", the launch's own
+/// release when it differs, and the release the data check left out with why.
+std::string table_note(const ops::OpStore& store, const OpSource& src, std::string_view table);
 
 /// Latency over two axes of a measured table: one OpCurve along the inner axis at each measured value of
 /// the outer one (attention: batch size outer; KV length or prompt length inner).

@@ -464,14 +464,7 @@ void StepModel::describe_measured() {
     return;
   }
   const OpSource& src = *op_source_;
-  auto from = [&](const char* table) {
-    const std::string r = table_release(*ops_, src, table);
-    return fmt::format(
-        "{} of {} {} {}{}", table, src.gpu, src.backend, r,
-        r == src.launch_release
-            ? ""
-            : fmt::format(", the nearest measured release to the launch's {}", src.launch_release));
-  };
+  auto from = [&](const char* table) { return table_note(*ops_, src, table); };
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
   bool mla = false;
   auto count = [&](const LayerClass& c) {

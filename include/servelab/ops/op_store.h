@@ -90,6 +90,8 @@ class OpTable {
   const std::vector<std::string>& keys() const { return keys_; }  ///< exact-match columns, in sort order
   const std::vector<OpAxis>& axes() const { return axes_; }       ///< interpolation columns, in sort order
   bool has_column(std::string_view name) const { return column_index(name) >= 0; }
+  /// Index of the latency column (ms per call), -1 when the table has none.
+  int value_column() const { return value_column_; }
 
   /// The latency of `query`. Errors (no row with these keys, an ambiguous key, no latency column) come
   /// back as ok = false with the reason and the values that were measured.
