@@ -190,7 +190,10 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   if (auto m = from_hub()) return *m;
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
-  message += "\nPass the model's config.json with --model-config FILE, or put it in the Hugging Face cache.";
+  message +=
+      "\nGive the model's config.json (sim: --model-config FILE; a tune study: [model] config = \"FILE\"), "
+      "or "
+      "put it in the Hugging Face cache.";
   throw std::runtime_error(message);
 }
 

@@ -798,8 +798,11 @@ Study parse_study(const std::string& text, const std::string& origin, const std:
   s.source_text = text;
   read_study_section(c, root, s);
   const toml::table* mt = sub_table(c, root, "model", "model", true);
-  check_keys(c, *mt, "model", {"id"});
+  check_keys(c, *mt, "model", {"id", "config"});
   s.model = get_string(c, *mt, "id", "model", std::nullopt);
+  if (mt->get("config"))
+    s.model_config =
+        substitute(get_string(c, *mt, "config", "model", std::nullopt), "data_dir", data_dir.string());
   if (const toml::table* ht = sub_table(c, root, "hardware", "hardware", true))
     read_hardware(c, *ht, s.hardware);
   if (const toml::table* kt = sub_table(c, root, "k8s", "k8s", false)) read_k8s(c, *kt, s.k8s);

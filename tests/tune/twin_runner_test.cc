@@ -239,6 +239,37 @@ TEST(TwinRunner, AModelTheTwinCannotResolveStopsATwinStudyOnce) {
   ::unsetenv("HF_HUB_OFFLINE");
 }
 
+// Issue 30 §6: the resolver's hint named `--model-config`, a flag tune lacks. A study now gives the config
+// itself ([model] config, {data_dir} substituted), with the ModelOpt file beside it read as engines do.
+TEST(TwinRunner, AStudyGivesTheModelConfigItself) {
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.model = "acme/no-such-model";
+  try {
+    make_twin_runner(s);
+    ADD_FAILURE() << "no error";
+  } catch (const TuneSetupError& e) {
+    EXPECT_NE(std::string(e.what()).find("a tune study: [model] config = \"FILE\""), std::string::npos)
+        << e.what();
+  }
+  const std::string text =
+      "[study]\nname = \"x\"\ntarget = \"twin\"\n[model]\nid = \"acme/no-such-model\"\n"
+      "config = \"{data_dir}/model-configs/aic/nvidia--DeepSeek-V3.2-NVFP4_config.json\"\n"
+      "[hardware]\ngpu = \"B200\"\ngpu_count = 8\n[[engines]]\nname = \"sglang\"\nkind = "
+      "\"sglang\"\nversion = \"0.5.6.post2\"\ncommand = [\"python3\", \"-m\", "
+      "\"sglang.launch_server\", \"--model-path\", \"{model}\", \"--tp-size\", \"8\"]\n"
+      "[[scenarios]]\nid = \"r\"\nargs = [\"--dataset-name\", \"random\", \"--random-input-len\", "
+      "\"1000\", \"--random-output-len\", \"100\", \"--num-prompts\", \"50\"]\n[objective]\n"
+      "scenarios = [\"r\"]\n";
+  const Study t = parse_study(text, "x.toml", common::data_dir());
+  EXPECT_EQ(t.model_config,
+            (common::data_dir() / "model-configs/aic/nvidia--DeepSeek-V3.2-NVFP4_config.json").string());
+  const TrialOutcome o = make_twin_runner(t)(request(t, {"sglang", {}}, {"r"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  EXPECT_GT(o.scenarios.at(0).metrics.at("Total Token throughput (tok/s)"), 0);
+  ::unsetenv("HF_HUB_OFFLINE");
+}
+
 // Issue 30 §6: --random-range-ratio reached `sim run` but not tune's twin, which drew every random prompt at
 // exactly --random-input-len; the twin now takes bench's own draw with the model's tokenizer.
 TEST(TwinRunner, RandomRangeRatioReachesTheTwin) {

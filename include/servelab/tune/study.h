@@ -200,6 +200,11 @@ struct Study {
   std::string name;  ///< also the output directory name under out/
   std::string goal;
   std::string model;  ///< model id ("deepseek-ai/DeepSeek-V3.2")
+  /// [model] config: the model's config.json for the twin ({data_dir} substituted; "" = resolve `model`
+  /// from the data dir, the built-ins and the Hugging Face cache). Its ModelOpt quantization beside it is
+  /// read as engines read it: hf_quant_config.json for a config.json, NAME_hf_quant_config.json for a
+  /// NAME_config.json (the layout of model-configs/aic).
+  std::string model_config;
   Hardware hardware;
   std::vector<EngineSpec> engines;
   std::vector<Knob> knobs;
