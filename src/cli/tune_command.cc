@@ -68,6 +68,11 @@ std::string plan_lines(const servelab::tune::Study& study, const servelab::tune:
            "  launches: none (target twin: every trial is a prediction; --target local --dry-run plans "
            "the GPU run)\n";
   const int gpus = study.hardware.gpu_count;
+  if (t.errors > 0)  // a figure without them would read as a prediction
+    s += fmt::format(
+        "  not predicted: {} of {} trials (first: {}); their benchmark time is missing from the figures "
+        "below\n",
+        t.errors, t.trials, t.first_error_reason.substr(0, t.first_error_reason.find('\n')));
   return s + fmt::format(
                  "  launches: {} engine starts (the twin predicts {} refused at start-up, out of memory or "
                  "crashed)\n"

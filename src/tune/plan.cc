@@ -78,6 +78,9 @@ TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& reco
     if (r.outcome.status == TrialStatus::kInvalid) {
       if (t.invalid++ == 0) t.first_invalid_reason = r.outcome.reason;
     }
+    if (r.outcome.status == TrialStatus::kError) {
+      if (t.errors++ == 0) t.first_error_reason = r.outcome.reason;
+    }
     t.wall_s += r.outcome.wall_s;
     for (const auto& sc : r.outcome.scenarios)
       if (auto d = sc.metrics.find("Benchmark duration (s)"); d != sc.metrics.end())

@@ -236,6 +236,12 @@ TEST(TwinRunner, AModelTheTwinCannotResolveStopsATwinStudyOnce) {
   const TrialOutcome o = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
   EXPECT_EQ(o.status, TrialStatus::kError);
   EXPECT_EQ(o.reason.rfind("engine twin: ", 0), 0u) << o.reason;
+  // The dry-run's plan counts them as not predicted (it printed "benchmark time: 0.00 h predicted").
+  s.search.strategy = Strategy::kGreedy;
+  const StudyPlan plan = plan_study(s);
+  EXPECT_GT(plan.tally.errors, 0);
+  EXPECT_EQ(plan.tally.errors, plan.tally.trials - plan.tally.pruned);
+  EXPECT_EQ(plan.tally.first_error_reason.rfind("engine twin: ", 0), 0u) << plan.tally.first_error_reason;
   ::unsetenv("HF_HUB_OFFLINE");
 }
 

@@ -38,6 +38,10 @@ struct TrialTally {
   int refused = 0;  ///< launches that ended refused, rejected by the engine, out of memory or crashed
   int invalid = 0;  ///< trials whose timing cannot be trusted (TrialStatus::kInvalid)
   std::string first_invalid_reason;
+  /// Trials that ended in a runner error (TrialStatus::kError: no result at all; in a plan, trials the twin
+  /// could not predict, so their benchmark time is missing from benchmark_s), and the first one's reason.
+  int errors = 0;
+  std::string first_error_reason;
   double benchmark_s = 0.0;  ///< "Benchmark duration (s)" summed over every scenario run, s
   double wall_s = 0.0;       ///< wall time of the trials run (start-ups included), s
   /// GPU-hours the run held: wall_s × gpu_count / 3600 (0 off GPUs).
