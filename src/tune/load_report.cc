@@ -79,9 +79,10 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
       "mean output tokens per request.\n\n",
       s.slo.tolerance_pct, s.slo.max_runs, s.slo.min_prompts_per_in_flight, s.slo.max_prompts,
       rate ? fmt::format(", and not saturated (at the last arrival no more than {:g}% of the run's requests "
-                         "still in flight beyond what a server keeping up holds: arrival rate × the early "
-                         "requests' mean E2EL)",
-                         s.slo.tolerance_pct)
+                         "still in flight beyond what a server keeping up holds, arrival rate × the early "
+                         "requests' mean E2EL; and the median TTFT of the last quarter of arrivals no more "
+                         "than {:g}% of half the arrival span above the first quarter's)",
+                         s.slo.tolerance_pct, s.slo.tolerance_pct)
            : "");
   md << "| config | max " << (rate ? "req/s" : "concurrency") << " meeting SLOs | lowest failing | runs | "
      << "request goodput (req/s) | goodput at | token goodput (tok/s) | note "
@@ -110,11 +111,14 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
       if (p.saturated) one += " (saturated)";
       if (p.superseded) one += fmt::format(" ({} prompts: short, rerun longer)", p.num_prompts);
       if (p.short_run) one += fmt::format(" ({} prompts: short)", p.num_prompts);
-      if (p.step == "longer") one += fmt::format(" ({} prompts)", p.num_prompts);
+      if (p.step == "longer" && !p.superseded && !p.short_run)
+        one += fmt::format(" ({} prompts)", p.num_prompts);
       if (!p.failure.empty())
         one += " (" + escape(p.failure.substr(0, 80)) + ")";
-      else if (!p.passed)
-        for (const auto& [k, v] : p.slo_values_ms) one += fmt::format(" ({} {:.0f})", k, v);
+      else if (!p.passed)  // the targets it missed
+        for (const auto& t : s.slo.targets)
+          if (auto v = p.slo_values_ms.find(t.key); v != p.slo_values_ms.end() && v->second > t.max_ms)
+            one += fmt::format(" ({} {:.0f} > {:g})", t.key, v->second, t.max_ms);
       runs.push_back(one);
     }
     md << "- " << escape(config_name(r.engine, r.label)) << ": " << fmt::format("{}", fmt::join(runs, ", "))

@@ -19,11 +19,24 @@ void put_latency(std::map<std::string, double>& m, const std::string& name,
 /// the requests still in flight when the last one was due: what the SLO search's saturation test reads
 /// (SloProbe::saturated).
 void put_arrival_metrics(std::map<std::string, double>& m, std::span<const metrics::RequestOutput> outputs) {
-  std::vector<std::pair<double, double>> by_send;  // intended send, E2EL (s) of successes
+  std::vector<std::pair<double, double>> by_send;       // intended send, E2EL (s) of successes
+  std::vector<std::pair<double, double>> ttft_by_send;  // intended send, TTFT (s) of successes
   double first = outputs.front().intended_send_time_s, last = first;
   for (const auto& o : outputs) {
     first = std::min(first, o.intended_send_time_s), last = std::max(last, o.intended_send_time_s);
     if (o.success) by_send.emplace_back(o.intended_send_time_s, o.latency_s);
+    if (o.success) ttft_by_send.emplace_back(o.intended_send_time_s, o.ttft_s);
+  }
+  if (ttft_by_send.size() >= 8) {  // median TTFT of the last quarter of arrivals minus the first quarter's
+    std::sort(ttft_by_send.begin(), ttft_by_send.end());
+    const size_t q = ttft_by_send.size() / 4;
+    auto median = [&](size_t from) {
+      std::vector<double> v;
+      for (size_t i = from; i < from + q; ++i) v.push_back(ttft_by_send[i].second);
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    };
+    m[kTtftDriftMetric] = median(ttft_by_send.size() - q) - median(0);
   }
   m[kArrivalSpanMetric] = last - first;
   double backlog = 0;

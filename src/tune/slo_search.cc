@@ -142,6 +142,9 @@ struct SloRun {
       }
     }
     if (p.failure.empty()) {
+      // The run's own count when it reports one (a runner may not honour --num-prompts).
+      const double ran = metric_or(m, "Successful requests", 0) + metric_or(m, "Failed requests", 0);
+      if (ran >= 1) n = p.num_prompts = static_cast<int>(ran);
       p.goodput_req_s = goodput_of(m);
       const double achieved = metric_or(m, "Request throughput (req/s)", 0);
       const double e2el_s = metric_or(m, "Mean E2EL (ms)", 0) / 1000;
@@ -160,13 +163,17 @@ struct SloRun {
     const double span = metric_or(m, kArrivalSpanMetric, 0),
                  backlog = metric_or(m, kBacklogAtLastArrivalMetric, -1);
     const double early_s = metric_or(m, kEarlyE2elMetric, -1) / 1000;
-    if (span > 0 && backlog >= 0 && early_s >= 0 && n > 1) {
-      const double keeping_up = (n - 1) / span * early_s;  // in flight at a steady state (Little's law)
-      const double tol = std::max(spec().tolerance_pct / 100, 3 * std::sqrt(std::max(1.0, keeping_up)) / n);
-      return backlog - keeping_up > tol * n;
-    }
     const double achieved = metric_or(m, "Request throughput (req/s)", 0);
     const double e2el_s = metric_or(m, "Mean E2EL (ms)", 0) / 1000;
+    if (span > 0 && backlog >= 0 && early_s >= 0 && n > 1) {
+      // The backlog left at the last arrival. Heavy overload queues the early requests too (their E2EL, hence
+      // the reference, grows with the backlog): the TTFT drift between the first and last quarter of arrivals
+      // (queueing grows by λ/μ − 1 s per s of arrivals; quarters' midpoints are span/2 apart) catches it.
+      const double keeping_up = (n - 1) / span * early_s;  // in flight at a steady state (Little's law)
+      const double tol = std::max(spec().tolerance_pct / 100, 3 * std::sqrt(std::max(1.0, keeping_up)) / n);
+      const double drift = metric_or(m, kTtftDriftMetric, 0);
+      return backlog - keeping_up > tol * n || drift > spec().tolerance_pct / 100 * span / 2;
+    }
     return achieved < (1 - saturation_tolerance(n)) * n / (n / x + e2el_s);
   }
 

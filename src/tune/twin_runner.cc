@@ -309,7 +309,10 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
     const std::string base = split ? split->first : sc.id;
     if (auto e = t.workload_errors.find(base); e != t.workload_errors.end())
       return ScenarioFailure{TrialStatus::kError, e->second};
-    auto it = t.workloads.find(base);
+    // A load point with its own --num-prompts (the SLO search's longer runs) draws its own workload; the
+    // scenario's, drawn once, has the scenario's length.
+    const bool own_length = split && split->second.num_prompts > 0;
+    auto it = own_length ? t.workloads.end() : t.workloads.find(base);
     reqs = it != t.workloads.end() ? it->second
                                    : std::make_shared<const std::vector<sim::WorkloadRequest>>(
                                          build_workload(sc.id, a, *t.spec, t.model));

@@ -53,7 +53,7 @@ TrialRunner curve_runner(std::function<double(const std::string&, double)> ttft_
       r.metrics["Total Token throughput (tok/s)"] = 30 * load;
       r.metrics["Request throughput (req/s)"] = load;
       r.metrics["Request goodput (req/s)"] = 0.9 * load;
-      r.metrics["Successful requests"] = 10;
+      r.metrics["Successful requests"] = arg_value(sc.args, "--num-prompts");
       r.metrics["Total generated tokens"] = 1000;
       out.scenarios.push_back(r);
     }

@@ -88,6 +88,16 @@ struct BatchServer {
     const int half = std::max(1, n / 2);
     for (int i = 0; i < half; ++i) early_e2el_ms += (done[i] - arrival[i]) * 1000 / half;
     for (int i = 0; i < n; ++i) backlog += done[i] > arrival[n - 1] ? 1 : 0;
+    double ttft_drift_s = 0;  // median TTFT of the last quarter of arrivals minus the first quarter's
+    if (rate > 0 && n >= 8) {
+      const int q = n / 4;
+      auto median = [&](int from) {
+        std::vector<double> v(ttft.begin() + from, ttft.begin() + from + q);
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        return v[v.size() / 2] / 1000;
+      };
+      ttft_drift_s = median(n - q) - median(0);
+    }
     std::sort(ttft.begin(), ttft.end());
     const double pos = 0.99 * (n - 1);  // numpy's linear percentile, as bench serve
     const size_t k = static_cast<size_t>(pos);
@@ -104,6 +114,7 @@ struct BatchServer {
             {kArrivalSpanMetric, arrival[n - 1] - arrival[0]},
             {kEarlyE2elMetric, early_e2el_ms},
             {kBacklogAtLastArrivalMetric, backlog},
+            {kTtftDriftMetric, ttft_drift_s},
             {"Total Token throughput (tok/s)", double(n) * (input_tokens + output_tokens) / duration},
             {"P99 TTFT (ms)", p99},
             {"Mean TTFT (ms)", mean_ttft},
@@ -178,7 +189,8 @@ double scanned_goodput(const BatchServer& server, int n, double lo, double hi, d
   for (double x = lo; x <= hi; x *= 1.01) {
     const auto m = server.run(n, x, 0, ttft_slo, tpot_slo);
     const double keeping_up = (n - 1) / m.at(kArrivalSpanMetric) * m.at(kEarlyE2elMetric) / 1000;
-    if (m.at(kBacklogAtLastArrivalMetric) - keeping_up > std::max(0.05, 3 * std::sqrt(keeping_up) / n) * n)
+    if (m.at(kBacklogAtLastArrivalMetric) - keeping_up > std::max(0.05, 3 * std::sqrt(keeping_up) / n) * n ||
+        m.at(kTtftDriftMetric) > 0.05 * m.at(kArrivalSpanMetric) / 2)
       continue;  // saturated (the search's rule)
     if (meets(m)) best = std::max(best, m.at("Request goodput (req/s)"));
   }

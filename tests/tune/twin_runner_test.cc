@@ -10,6 +10,7 @@
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
+#include "servelab/tune/load.h"
 #include "servelab/tune/space.h"
 #include "servelab/tune/store.h"
 #include "servelab/tune/tune.h"
@@ -274,6 +275,21 @@ TEST(TwinRunner, AStudyGivesTheModelConfigItself) {
   ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
   EXPECT_GT(o.scenarios.at(0).metrics.at("Total Token throughput (tok/s)"), 0);
   ::unsetenv("HF_HUB_OFFLINE");
+}
+
+// Issue 30 §1 (found by a review): the SLO search's longer runs ("s@r2n1300") ran the scenario's own prompt
+// count on the twin, which drew each scenario's workload once, so a "longer" run was the same short run.
+TEST(TwinRunner, ALongerRunOfTheSloSearchRunsItsOwnPrompts) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  TrialRequest req = request(s, {"sglang", {}}, {});
+  req.scenarios.push_back(load_scenario(s, "random-128in-4out@r2n1300"));
+  req.scenarios.push_back(load_scenario(s, "random-128in-4out@r2"));
+  const TrialOutcome o = make_twin_runner(s)(req);
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  ASSERT_EQ(o.scenarios.size(), 2u);
+  EXPECT_EQ(o.scenarios[0].metrics.at("Successful requests"), 1300);
+  EXPECT_EQ(o.scenarios[1].metrics.at("Successful requests"), 1000);
+  EXPECT_GT(o.scenarios[0].metrics.at(kArrivalSpanMetric), o.scenarios[1].metrics.at(kArrivalSpanMetric));
 }
 
 // Issue 30 §6: --random-range-ratio reached `sim run` but not tune's twin, which drew every random prompt at

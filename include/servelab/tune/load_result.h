@@ -65,14 +65,15 @@ struct SloProbe {
 };
 
 /// A request-rate run is saturated when the server fell behind its arrivals. With the run's schedule
-/// (kArrivalSpanMetric, kEarlyE2elMetric, kBacklogAtLastArrivalMetric): when the requests still in flight at
-/// the last arrival exceed what a server keeping up holds (Little's law: arrival rate × the early requests'
-/// mean E2EL) by more than max(tolerance, 3 √that ÷ N) of the run's N requests. An overload λ > μ leaves
-/// about N (1 − μ/λ) requests behind; the tolerance is the search's ([slo] tolerance_pct), the second term
-/// the Poisson noise of the count. Without the schedule: when the achieved request rate is below
-/// (1 − saturation_tolerance(N)) × N ÷ (N ÷ offered rate + mean E2EL), the rate of a server keeping up with
-/// the expected arrivals. Issue 30's run that "met the SLOs" at 133.6 req/s offered with 300 prompts served
-/// 17.0.
+/// (kArrivalSpanMetric, kEarlyE2elMetric, kBacklogAtLastArrivalMetric, kTtftDriftMetric): when the requests
+/// still in flight at the last arrival exceed what a server keeping up holds (Little's law: arrival rate ×
+/// the early requests' mean E2EL) by more than max(tolerance, 3 √that ÷ N) of the run's N requests (an
+/// overload λ > μ leaves about N (1 − μ/λ) behind), or when the median TTFT of the last quarter of arrivals
+/// exceeds the first quarter's by more than tolerance × span ÷ 2 (queueing grows by λ/μ − 1 s per s of
+/// arrivals; a heavy overload queues the early requests too and hides from the first test). The tolerance is
+/// the search's ([slo] tolerance_pct). Without the schedule: when the achieved request rate is below
+/// (1 − saturation_tolerance(N)) × N ÷ (N ÷ offered rate + mean E2EL). Issue 30's run that "met the SLOs" at
+/// 133.6 req/s offered with 300 prompts served 17.0.
 ///
 /// saturation_tolerance: max(0.1, 3 ÷ √N), three standard deviations of the span of N Poisson arrivals
 /// (relative std 1/√N), at least 10%.

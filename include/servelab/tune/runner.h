@@ -76,6 +76,10 @@ inline constexpr const char* kEarlyE2elMetric = "servelab: early mean E2EL (ms)"
 /// Metric key: successful requests still in flight at the last intended send (sent, not yet finished).
 /// Set with kArrivalSpanMetric.
 inline constexpr const char* kBacklogAtLastArrivalMetric = "servelab: in flight at the last arrival";
+/// Metric key: median TTFT (s) of the last quarter of the run's successful requests by intended send time
+/// minus that of the first quarter: a server falling behind its arrivals queues each later request longer
+/// (by (λ/μ − 1) s per s of arrivals). Set with kArrivalSpanMetric (runs of at least 8 successes).
+inline constexpr const char* kTtftDriftMetric = "servelab: TTFT drift over the run (s)";
 
 /// Metric keys of a twin prediction's error band: the leave-one-study-out relative error of its class
 /// (sim::ErrorBand, ± percent on total tok/s, mean TTFT, mean TPOT), and how many warnings the twin gave
