@@ -181,10 +181,7 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
                       : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
   if (hub::is_repo_id(model)) {
     const std::string stem = model.substr(0, slash) + "--" + model.substr(slash + 1);
-    if (auto f = file_in(configs / "aic", stem + "_config.json")) {
-      if (auto q = file_in(configs / "aic", stem + "_hf_quant_config.json")) return load_config(*f, *q);
-      return load_config(*f);
-    }
+    if (auto f = file_in(configs / "aic", stem + "_config.json")) return load_config_with_modelopt(*f);
     tried.push_back("data dir " + (configs / "aic" / (stem + "_config.json")).string() + " (no such file)");
   }
   if (auto m = from_hub()) return *m;

@@ -231,23 +231,8 @@ TwinSetup twin_setup(const Study& study) {
     hub::FetchRequest
         fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
     fetch.download = true;
-    if (study.model_config.empty()) {
-      t.spec = model::resolve_model(study.model, fetch);
-    } else {
-      // Its ModelOpt quantization beside it: config.json → hf_quant_config.json (a checkpoint),
-      // NAME_config.json → NAME_hf_quant_config.json (model-configs/aic).
-      const std::filesystem::path cfg(study.model_config);
-      const std::string name = cfg.filename().string(), suffix = "config.json";
-      const bool named = name.size() >= suffix.size() &&
-                         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-      const std::filesystem::path quant =
-          named ? cfg.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json")
-                : std::filesystem::path();
-      std::error_code ec;
-      t.spec = named && std::filesystem::is_regular_file(quant, ec)
-                   ? model::load_config(study.model_config, quant)
-                   : model::load_config(study.model_config);
-    }
+    t.spec = study.model_config.empty() ? model::resolve_model(study.model, fetch)
+                                        : model::load_config_with_modelopt(study.model_config);
   } catch (const std::exception& e) {
     t.model_error = study.model_config.empty() ? e.what() : "[model] config: " + std::string(e.what());
   }

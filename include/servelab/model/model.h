@@ -360,6 +360,11 @@ ModelSpec load_config(const std::filesystem::path& config_json);
 /// the file at fault.
 ModelSpec load_config(const std::filesystem::path& config_json, const std::filesystem::path& hf_quant_config);
 
+/// load_config of `config_json` with its ModelOpt quantization file beside it when there is one, as engines
+/// read a checkpoint: config.json → hf_quant_config.json, NAME_config.json → NAME_hf_quant_config.json (the
+/// layout of model-configs/aic). Throws as load_config does.
+ModelSpec load_config_with_modelopt(const std::filesystem::path& config_json);
+
 /// Resolves what a launch names as its model, in this order:
 ///   - a directory holding config.json, or a path to a config.json file;
 ///   - an ORG/NAME id found in a Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
