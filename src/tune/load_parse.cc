@@ -45,6 +45,16 @@ double positive(const std::string& origin, const toml::table& t, const std::stri
   return *v;
 }
 
+/// `t[key]`, an integer in lo..hi, else `fallback` when absent; fails naming `path.key` otherwise.
+int integer_in(const std::string& origin, const toml::table& t, const std::string& key,
+               const std::string& path, int64_t lo, int64_t hi, int fallback) {
+  const toml::node* n = t.get(key);
+  if (!n) return fallback;
+  if (!n->is_integer() || *n->value<int64_t>() < lo || *n->value<int64_t>() > hi)
+    fail(origin, n, path + "." + key, fmt::format("must be an integer in {}..{}", lo, hi));
+  return static_cast<int>(*n->value<int64_t>());
+}
+
 std::string text(const std::string& origin, const toml::table& t, const std::string& key,
                  const std::string& path, const std::string& fallback) {
   const toml::node* n = t.get(key);
@@ -118,20 +128,12 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
                      s.slo.max_value));
   s.slo.tolerance_pct = positive(origin, t, "tolerance_pct", "slo", s.slo.tolerance_pct);
   if (s.slo.tolerance_pct > 100) fail(origin, t.get("tolerance_pct"), "slo.tolerance_pct", "must be ≤ 100");
-  if (const toml::node* r = t.get("max_runs")) {
-    if (!r->is_integer() || *r->value<int64_t>() < 3 || *r->value<int64_t>() > 1000)
-      fail(origin, r, "slo.max_runs", "must be an integer in 3..1000");
-    s.slo.max_runs = static_cast<int>(*r->value<int64_t>());
-  }
+  s.slo.max_runs = integer_in(origin, t, "max_runs", "slo", 3, 1000, s.slo.max_runs);
   s.slo.min_prompts_per_in_flight =
       positive(origin, t, "min_prompts_per_in_flight", "slo", s.slo.min_prompts_per_in_flight);
   if (s.slo.min_prompts_per_in_flight > 1000)
     fail(origin, t.get("min_prompts_per_in_flight"), "slo.min_prompts_per_in_flight", "must be ≤ 1000");
-  if (const toml::node* r = t.get("max_prompts")) {
-    if (!r->is_integer() || *r->value<int64_t>() < 1 || *r->value<int64_t>() > 10000000)
-      fail(origin, r, "slo.max_prompts", "must be an integer in 1..10000000");
-    s.slo.max_prompts = static_cast<int>(*r->value<int64_t>());
-  }
+  s.slo.max_prompts = integer_in(origin, t, "max_prompts", "slo", 1, 10000000, s.slo.max_prompts);
 }
 
 ObjectiveSpec parse_objective(const toml::table& t, const std::string& origin, const std::string& p) {
