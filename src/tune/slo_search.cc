@@ -163,8 +163,6 @@ struct SloRun {
     const double span = metric_or(m, kArrivalSpanMetric, 0),
                  backlog = metric_or(m, kBacklogAtLastArrivalMetric, -1);
     const double early_s = metric_or(m, kEarlyE2elMetric, -1) / 1000;
-    const double achieved = metric_or(m, "Request throughput (req/s)", 0);
-    const double e2el_s = metric_or(m, "Mean E2EL (ms)", 0) / 1000;
     if (span > 0 && backlog >= 0 && early_s >= 0 && n > 1) {
       // The backlog left at the last arrival. Heavy overload queues the early requests too (their E2EL, hence
       // the reference, grows with the backlog): the TTFT drift between the first and last quarter of arrivals
@@ -174,6 +172,8 @@ struct SloRun {
       const double drift = metric_or(m, kTtftDriftMetric, 0);
       return backlog - keeping_up > tol * n || drift > spec().tolerance_pct / 100 * span / 2;
     }
+    const double achieved = metric_or(m, "Request throughput (req/s)", 0);
+    const double e2el_s = metric_or(m, "Mean E2EL (ms)", 0) / 1000;
     return achieved < (1 - saturation_tolerance(n)) * n / (n / x + e2el_s);
   }
 
@@ -191,7 +191,7 @@ struct SloRun {
     std::map<std::string, double> m = run_once(x, n, step);
     for (int longer = 0; longer < 3; ++longer) {
       const SloProbe& p = r.probes.back();
-      if (!p.failure.empty() || !p.passed || p.saturated || !p.short_run) break;
+      if (!p.short_run) break;  // short_run: it passed, was not saturated, and is too short
       // In flight measured on a short run falls short of the steady value (the queue was still filling): a
       // quarter more than it asks for, so one rerun is usually enough.
       const int next = std::min(round_up_prompts(1.25 * needed_prompts(p.in_flight)), max_prompts());
