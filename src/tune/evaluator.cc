@@ -124,6 +124,26 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
+/// What the progress line shows of a finished scenario: an SLO search run's goodput and the values its
+/// targets bound ("goodput 3.20 req/s; P99 TTFT 1234 ms, Mean TPOT 45.2 ms"), else the [objective] metric.
+std::string scenario_progress_text(const Study& study, const std::string& phase,
+                                   const std::map<std::string, double>& m) {
+  if (phase == "slo" && !study.slo.targets.empty()) {
+    auto g = m.find("Request goodput (req/s)");
+    std::string out = g == m.end() ? "" : fmt::format("goodput {:.2f} req/s", g->second);
+    std::string sep = "; ";
+    for (const SloTarget& t : study.slo.targets) {
+      const auto v = m.find(t.label);
+      if (v == m.end()) continue;
+      out += fmt::format("{}{} {:.1f} ms", out.empty() ? "" : sep, slo_target_name(t), v->second);
+      sep = ", ";
+    }
+    return out.empty() ? "ok" : out;
+  }
+  auto it = m.find(study.objective.metric);
+  return it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study.objective.metric);
+}
+
 std::string fmt_duration(double s) {
   if (s < 90) return fmt::format("{:.0f}s", s);
   if (s < 5400) return fmt::format("{:.0f}min", s / 60);
@@ -475,20 +495,24 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
       result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
                            rec.outcome.reason.substr(0, 100));
     } else if (!rec.outcome.scenarios.empty()) {
-      auto& m = rec.outcome.scenarios.front().metrics;
-      auto it = m.find(study_.objective.metric);
-      result = it == m.end() ? "ok" : fmt::format("{:.2f} {}", it->second, study_.objective.metric);
+      result = scenario_progress_text(study_, phase, rec.outcome.scenarios.front().metrics);
     }
-    const int total = std::max(planned_, done_);
-    const double left = trials_run_ ? launched_wall_s_ / trials_run_ * (total - done_) : 0;
     result = redact_study_secrets(study_, result);  // a failure reason may quote the engine's command or log
-    *progress_ << fmt::format("[{}/{}] {} {} ({}, r{}): {}{}{}", done_, total, ev.config.engine, ev.label,
-                              phase, rep, result, rec.outcome.predicted ? " [predicted]" : "",
+    // The twin guiding another target counts its predictions apart ("[twin 12]"): one counter per line kind.
+    const bool guide = tag_ == "twin" && study_.target != Target::kTwin;
+    const std::string count = guide               ? fmt::format("twin {}", done_)
+                              : done_ <= planned_ ? fmt::format("{}/~{}", done_, planned_)
+                                                  : fmt::format("{}, past the ~{} planned", done_, planned_);
+    *progress_ << fmt::format("[{}] {} {} ({}, r{}): {}{}{}", count, ev.config.engine, ev.label, phase, rep,
+                              result, rec.outcome.predicted ? " [predicted]" : "",
                               rec.outcome.engine_reused ? " [engine kept up]" : "");
     if (!best_label_.empty())  // the objective by its own name and unit (goodput is not the trial's tok/s)
       *progress_ << fmt::format(" | best {:.2f} {} ({})", best_value_, primary_objective_label(study_),
                                 best_label_);
-    *progress_ << fmt::format(" | ~{} left\n", fmt_duration(left));
+    if (!guide && done_ < planned_)
+      *progress_ << fmt::format(" | ~{} left",
+                                fmt_duration(launched_wall_s_ / trials_run_ * (planned_ - done_)));
+    *progress_ << "\n";
     progress_->flush();
   }
   remember(std::move(rec));

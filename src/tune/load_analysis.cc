@@ -54,6 +54,20 @@ double metric_or_zero(const std::map<std::string, double>& m, const char* k) {
   return it == m.end() ? 0.0 : it->second;
 }
 
+/// The slo_goodput objective of a configuration, from its SLO row alone.
+ObjectiveValue goodput_value(const SloResult& r) {
+  ObjectiveValue v;
+  v.config_key = r.config_key, v.engine = r.engine, v.label = r.label;
+  v.feasible = r.goodput_found;
+  if (v.feasible) {
+    v.value = r.request_goodput_req_s;
+    v.at = LoadPoint{r.variable, r.goodput_at}.text();
+  } else {
+    v.why = r.note.empty() ? "no load meets the SLOs" : r.note;
+  }
+  return v;
+}
+
 ObjectiveValue objective_value_of(const Study& study, const ObjectiveSpec& o, const LoadCurve& curve,
                                   const SloResult* slo, const Evaluation& as_written) {
   ObjectiveValue v;
@@ -69,12 +83,11 @@ ObjectiveValue objective_value_of(const Study& study, const ObjectiveSpec& o, co
       break;
     }
     case K::kSloGoodput:
-      v.feasible = slo && slo->goodput_found;
-      if (v.feasible) {
-        v.value = slo->request_goodput_req_s;
-        v.at = LoadPoint{slo->variable, slo->goodput_at}.text();
+      if (slo) {
+        v = goodput_value(*slo);
+        v.engine = curve.engine, v.label = curve.label;
       } else {
-        v.why = slo ? (slo->note.empty() ? "no load meets the SLOs" : slo->note) : "no SLO search";
+        v.why = "no SLO search";
       }
       break;
     case K::kTokensPerGpu:
@@ -160,6 +173,66 @@ std::vector<const Evaluation*> analysed(const SearchOutcome& o, size_t limit) {
   return out;
 }
 
+/// Every evaluation of the outcome (best, recommended, the engines' baselines, steps and bests, the ranking),
+/// each configuration once, in that order.
+std::vector<const Evaluation*> every_evaluation(const SearchOutcome& o) {
+  std::vector<const Evaluation*> cand = {&o.best, &o.recommended_eval};
+  for (const auto& p : o.engines) {
+    cand.push_back(&p.baseline);
+    for (const auto& st : p.steps) cand.push_back(&st.eval);
+    cand.push_back(&p.best);
+  }
+  for (const auto& e : o.ranked) cand.push_back(&e);
+  std::vector<const Evaluation*> out;
+  std::set<std::string> seen;
+  for (const Evaluation* e : cand)
+    if (!e->key.empty() && seen.insert(e->key).second) out.push_back(e);
+  return out;
+}
+
+/// The SLO rows: one per analysed configuration (its search as the ranking ran it, else run now), then one
+/// per other configuration whose goodput the ranking used (Evaluation::slo), so every goodput the summary
+/// ranks has its runs in the report.
+std::vector<SloResult> slo_rows(const Study& study, Evaluator& target, const SearchOutcome& outcome,
+                                const std::vector<const Evaluation*>& configs) {
+  std::vector<SloResult> rows;
+  std::set<std::string> have;
+  for (const Evaluation* e : configs) {
+    rows.push_back(e->slo ? *e->slo : slo_search(study, target, e->config));
+    have.insert(e->key);
+  }
+  for (const Evaluation* e : every_evaluation(outcome))
+    if (e->slo && have.insert(e->key).second) rows.push_back(*e->slo);
+  return rows;
+}
+
+/// The SLO row of `config_key` (nullptr: none).
+const SloResult* slo_of(const std::vector<SloResult>& rows, const std::string& config_key) {
+  for (const auto& r : rows)
+    if (r.config_key == config_key) return &r;
+  return nullptr;
+}
+
+/// One objective over the analysed configurations (LoadOutcome::curves order) and, for slo_goodput, over the
+/// further SLO rows.
+ObjectiveResult objective_result(const Study& study, const ObjectiveSpec& o, const LoadOutcome& L,
+                                 const std::vector<Evaluation>& as_written) {
+  ObjectiveResult res;
+  res.spec = o;
+  res.title = objective_title(o, &res.unit);
+  for (size_t i = 0; i < L.curves.size(); ++i)
+    res.values.push_back(
+        objective_value_of(study, o, L.curves[i], slo_of(L.slo, L.curves[i].config_key), as_written[i]));
+  if (o.kind == ObjectiveSpec::Kind::kSloGoodput)
+    for (size_t i = L.curves.size(); i < L.slo.size(); ++i) res.values.push_back(goodput_value(L.slo[i]));
+  for (size_t i = 0; i < res.values.size(); ++i) {
+    const auto& v = res.values[i];
+    if (v.feasible && (res.best < 0 || (o.maximised() ? v.value > res.values[res.best].value
+                                                      : v.value < res.values[res.best].value)))
+      res.best = static_cast<int>(i);
+  }
+  return res;
+}
 }  // namespace
 
 void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluation& ev,
@@ -169,7 +242,7 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
     if (split_load_scenario_id(id)) return;  // a load point itself
   const ObjectiveSpec& o = study.objectives.front();
   if (o.kind == ObjectiveSpec::Kind::kSloGoodput) {
-    const SloResult r = slo_search(study, evaluator, ev.config);
+    const SloResult& r = *(ev.slo = slo_search(study, evaluator, ev.config));
     if (r.goodput_found) {  // the repeats' 95% CI when there are repeats
       ev.objective = r.goodput_repeats_req_s.size() > 1 ? estimate(r.goodput_repeats_req_s)
                                                         : Estimate{1, r.request_goodput_req_s, 0, 0};
@@ -206,9 +279,9 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
   std::vector<Evaluation> as_written;
   for (const Evaluation* e : configs) {
     L.curves.push_back(measure_curve(study, target, e->config, L.scenario));
-    if (!study.slo.targets.empty()) L.slo.push_back(slo_search(study, target, e->config));
     as_written.push_back(target.evaluate(e->config, {L.scenario}, "load"));
   }
+  if (!study.slo.targets.empty()) L.slo = slo_rows(study, target, outcome, configs);
   // Pareto front over every successful concurrency point.
   std::vector<std::pair<double, double>> xy;
   for (const auto& c : L.curves)
@@ -220,21 +293,7 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
       }
   const auto front = pareto_front_max(xy);
   for (size_t i = 0; i < front.size(); ++i) L.pareto[i].on_front = front[i];
-  // Objectives.
-  for (const auto& o : study.objectives) {
-    ObjectiveResult res;
-    res.spec = o;
-    res.title = objective_title(o, &res.unit);
-    for (size_t i = 0; i < L.curves.size(); ++i) {
-      const SloResult* slo = i < L.slo.size() ? &L.slo[i] : nullptr;
-      res.values.push_back(objective_value_of(study, o, L.curves[i], slo, as_written[i]));
-      const auto& v = res.values.back();
-      if (v.feasible && (res.best < 0 || (o.maximised() ? v.value > res.values[res.best].value
-                                                        : v.value < res.values[res.best].value)))
-        res.best = static_cast<int>(i);
-    }
-    L.objectives.push_back(std::move(res));
-  }
+  for (const auto& o : study.objectives) L.objectives.push_back(objective_result(study, o, L, as_written));
   // The recommended point: the tokens_per_gpu objective's pick, else the recommended config's best front
   // point.
   ParetoPoint* mark = nullptr;

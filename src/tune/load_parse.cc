@@ -1,6 +1,8 @@
 // Parsing of [load], a scenario's `load`, [slo], [cost] and [[objectives]] (see load_parse.h).
 #include "tune/load_parse.h"
 
+#include "servelab/tune/load.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -134,6 +136,15 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
   if (s.slo.min_prompts_per_in_flight > 1000)
     fail(origin, t.get("min_prompts_per_in_flight"), "slo.min_prompts_per_in_flight", "must be ≤ 1000");
   s.slo.max_prompts = integer_in(origin, t, "max_prompts", "slo", 1, 10000000, s.slo.max_prompts);
+  if (t.get("max_prompts")) {  // the search never runs shorter than the scenario as written
+    const auto sc = std::find_if(s.scenarios.begin(), s.scenarios.end(),
+                                 [&](const Scenario& x) { return x.id == s.slo.scenario; });
+    if (const int written = scenario_num_prompts(*sc); s.slo.max_prompts < written)
+      fail(origin, t.get("max_prompts"), "slo.max_prompts",
+           fmt::format("{} is below the --num-prompts {} of scenario '{}': the SLO search runs at least the "
+                       "scenario's prompts, so raise max_prompts or lower --num-prompts",
+                       s.slo.max_prompts, written, s.slo.scenario));
+  }
 }
 
 ObjectiveSpec parse_objective(const toml::table& t, const std::string& origin, const std::string& p) {

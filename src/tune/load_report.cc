@@ -68,7 +68,7 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
   const bool rate = s.slo.variable == LoadKind::kRequestRate;
   md << "## SLO search: the highest " << (rate ? "request rate" : "concurrency") << " meeting every SLO\n\n"
      << "SLOs on `" << s.slo.scenario << "`:";
-  for (const auto& t : s.slo.targets) md << fmt::format(" {} ≤ {:g} ms;", t.label, t.max_ms);
+  for (const auto& t : s.slo.targets) md << " " << slo_target_text(t) << ";";
   md << fmt::format(
       " bracket (×2 from the start value, ×1.25 first when the twin gave it), then the root of the SLO "
       "margin's chord, to {:g}%, then narrow the load that served the most goodput when it lies lower (at "

@@ -114,6 +114,12 @@ std::string TrialTally::invalid_notice() const {
       invalid, trials, first_invalid_reason);
 }
 
+int predicted_trials(const Study& study, TrialRunner predict) {
+  if (!predict) predict = default_runner(study, Target::kTwin, nullptr);
+  const TrialTally t = play(study, predict);
+  return t.trials - t.pruned;  // a config refused before launch runs nothing and prints no progress line
+}
+
 StudyPlan plan_study(const Study& study, TrialRunner predict) {
   if (!predict) predict = default_runner(study, Target::kTwin, nullptr);
   StudyPlan plan;

@@ -28,7 +28,7 @@ SearchOutcome run_search(const Study& study, Evaluator& target, Evaluator* twin)
   const SearchSpace space(study);
   SearchOutcome out;
   out.strategy = study.search.strategy;
-  target.set_planned(planned_trials(study));
+  if (target.planned() == 0) target.set_planned(planned_trials(study));
   switch (study.search.strategy) {
     case Strategy::kGreedy:
       detail::search_greedy(space, target, out);

@@ -33,25 +33,6 @@ double metric_or(const std::map<std::string, double>& m, const char* key, double
   return it == m.end() ? fallback : it->second;
 }
 
-/// `--num-prompts` of the scenario's args (bench serve's default 1000 when absent or unreadable).
-int scenario_num_prompts(const Scenario& sc) {
-  for (size_t i = 0; i < sc.args.size(); ++i) {
-    std::string v;
-    if (sc.args[i] == "--num-prompts" && i + 1 < sc.args.size())
-      v = sc.args[i + 1];
-    else if (sc.args[i].rfind("--num-prompts=", 0) == 0)
-      v = sc.args[i].substr(14);
-    else
-      continue;
-    try {
-      return std::max(1, std::stoi(v));
-    } catch (const std::exception&) {
-      return 1000;  // bench serve reports the bad value itself
-    }
-  }
-  return 1000;
-}
-
 /// `n` rounded up to two significant digits (1234 → 1300): stable trial keys for longer runs.
 int round_up_prompts(double n) {
   if (n <= 100) return static_cast<int>(std::ceil(n));

@@ -346,9 +346,7 @@ std::vector<html::Threshold> slo_lines(const Study& study, const std::string& me
   std::vector<html::Threshold> lines;
   for (const SloTarget& t : study.slo.targets) {
     if (t.metric != metric) continue;
-    std::string what = t.label;
-    if (const size_t unit = what.rfind(" (ms)"); unit != std::string::npos) what.erase(unit);
-    lines.push_back({t.max_ms, fmt::format("SLO: {} ≤ {:g} ms", what, t.max_ms)});
+    lines.push_back({t.max_ms, "SLO: " + slo_target_text(t)});
   }
   return lines;
 }

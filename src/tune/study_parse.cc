@@ -516,7 +516,10 @@ void read_knob_render(const Ctx& c, const toml::table& rt, const std::string& p,
     std::set<std::string> defined = kStudyPlaceholders;
     for (const auto& v : knob.values)
       for (const auto& [field, text] : v.fields) defined.insert(field);
-    if (knob.type == KnobType::kLayout) defined.insert({"tp", "dp", "ep", "dcp", "pp", "dp_attention"});
+    if (knob.type == KnobType::kLayout)
+      defined.insert({"tp", "dp", "ep", "dcp", "pp", "dp_attention"});
+    else
+      defined.insert("value");  // a knob's own value, even when it lists only "default" (which renders none)
     knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name, defined);
   }
 }

@@ -220,9 +220,10 @@ static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, cons
           : fmt::format("the full grid ({} points)", g.points);
   if (!g.disagrees) {
     md << fmt::format(
-        "Checked on the twin: {} hold no better configuration than greedy's beyond the noise "
+        "Checked on the twin: {} {} no better configuration than greedy's beyond the noise "
         "(best {} {}, {:+.2f}%).\n\n",
-        what, g.grid_best.config.engine, g.grid_best.label, g.gap_pct);
+        what, g.neighbourhood > 0 ? "hold" : "holds", g.grid_best.config.engine, g.grid_best.label,
+        g.gap_pct);
     return;
   }
   md << fmt::format(
@@ -371,8 +372,7 @@ static void goal_text(std::ostringstream& md, const Study& s, const std::string&
   if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
   if (load_objective_is_primary(s)) {  // the first [[objectives]] entry, on the load analysis' scenario
     std::string slos;
-    for (const auto& t : s.slo.targets)
-      slos += fmt::format("{}{} ≤ {:g} ms", slos.empty() ? "" : ", ", t.label, t.max_ms);
+    for (const auto& t : s.slo.targets) slos += (slos.empty() ? "" : ", ") + slo_target_text(t);
     if (!slos.empty()) md << " (SLOs: " << slos << ")";
     md << " on scenario `" << load_analysis_scenario(s) << "`";
   } else if (s.objective.scenarios.size() == 1)

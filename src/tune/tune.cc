@@ -94,6 +94,17 @@ std::string recorded_data_dir() {
   return "none (" + dir.string() + " does not exist; set SERVELAB_DATA_DIR)";
 }
 
+/// The progress line's planned total: the trials the twin plays the study through (its SLO searches and load
+/// sweeps included, which planned_trials leaves out), else 0 when the twin cannot play it (then run_search's
+/// planned_trials stands).
+int planned_for_progress(const Study& study) {
+  try {
+    return predicted_trials(study);
+  } catch (const std::exception&) {  // the twin cannot resolve the model, or is not in this build
+    return 0;
+  }
+}
+
 std::map<std::string, std::string> environment(const Study& study, Target target) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -182,6 +193,7 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
                    study.target == Target::kTwin ? std::filesystem::path() : engine_logs);
   target.set_batch_runner(batch);
+  if (opt.progress && !opt.runner && !opt.batch_runner) target.set_planned(planned_for_progress(study));
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {

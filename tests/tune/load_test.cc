@@ -395,9 +395,8 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
       << md;
   EXPECT_NE(md.find("## Goal"), std::string::npos);
   EXPECT_NE(
-      md.find(
-          "Objective: maximise **Request goodput under the SLOs (req/s)** (SLOs: P99 TTFT (ms) ≤ 2000 ms) "
-          "on scenario `s1`."),
+      md.find("Objective: maximise **Request goodput under the SLOs (req/s)** (SLOs: P99 TTFT ≤ 2000 ms) "
+              "on scenario `s1`."),
       std::string::npos)
       << md;
   EXPECT_NE(md.find("| 1 | b | baseline | 36.00"), std::string::npos) << md;
@@ -409,6 +408,73 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
       << html.substr(0, 3000);
   EXPECT_EQ(html.find("Total Token throughput (tok/s): <b>"), std::string::npos);
   EXPECT_EQ(html.find("maximise <b>Total Token throughput"), std::string::npos);
+}
+
+// Issue 30 (review): every configuration the ranking values on goodput has its SLO search in the report and
+// summary.json, not only the (at most 8) configurations the load analysis covers.
+TEST(Objectives, EveryGoodputTheRankingUsesHasItsSloRow) {
+  Study s = small(std::string(kObjectives) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  int launches = 0;
+  auto slope = [](const std::string& key, double load) { return (50 + key.size() % 7 * 10) * load; };
+  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, nullptr, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  analyze_load(s, ev, o);
+  size_t valued = 0;
+  for (const Evaluation& e : o.ranked) valued += e.slo.has_value();
+  ASSERT_GT(valued, 8u);  // more than the analysis covers
+  const LoadOutcome& L = o.load;
+  EXPECT_LE(L.curves.size(), 8u);
+  ASSERT_EQ(L.slo.size(), valued);
+  ASSERT_EQ(L.objectives[0].values.size(), valued);
+  for (const Evaluation& e : o.ranked) {
+    if (!e.slo) continue;
+    const auto row =
+        std::find_if(L.slo.begin(), L.slo.end(), [&](const SloResult& r) { return r.config_key == e.key; });
+    ASSERT_NE(row, L.slo.end()) << e.key;
+    const auto v = std::find_if(L.objectives[0].values.begin(), L.objectives[0].values.end(),
+                                [&](const ObjectiveValue& x) { return x.config_key == e.key; });
+    ASSERT_NE(v, L.objectives[0].values.end()) << e.key;
+    EXPECT_EQ(v->feasible, e.feasible) << e.key;
+    if (e.feasible) EXPECT_DOUBLE_EQ(v->value, e.objective.mean) << e.key;
+  }
+  // The winner of the objective is the search's best.
+  EXPECT_EQ(L.objectives[0].values[L.objectives[0].best].config_key, o.best.key);
+  ReportInput in{&s, &o, ev.records(), {}};
+  const nlohmann::json summary = nlohmann::json::parse(summary_json(in));
+  EXPECT_EQ(summary["per_configuration"].size(), valued);
+}
+
+// Issue 30 (review): the progress line's total is a plan that does not follow its count ("[454/454]"), the
+// twin guiding a local study counts apart, and an SLO run shows its goodput and the bounded values, not the
+// trial's tok/s.
+TEST(Progress, PlannedTotalTwinGuideAndSloRunLines) {
+  Study s = small(kSlo);
+  int launches = 0;
+  std::ostringstream out;
+  Evaluator ev(s, curve_runner([](const std::string&, double load) { return 100 * load; }, &launches), "twin",
+               nullptr, {}, &out, nullptr, {});
+  ev.set_planned(2);
+  const CandidateConfig base{"a", {}};
+  ev.evaluate(base, {"s1"}, "baseline");
+  ev.evaluate(base, {load_scenario_id("s1", LoadPoint{LoadKind::kRequestRate, 4})}, "slo");
+  ev.evaluate(base, {"s2"}, "baseline");
+  const std::string text = out.str();
+  EXPECT_NE(text.find("[1/~2] a baseline (baseline, r0): 30.00 Total Token throughput (tok/s)"),
+            std::string::npos)
+      << text;
+  // P99 TTFT = 100 ms × 4; Mean TPOT 10 ms; goodput 0.9 × 4.
+  EXPECT_NE(
+      text.find("[2/~2] a baseline (slo, r0): goodput 3.60 req/s; Mean TPOT 10.0 ms, P99 TTFT 400.0 ms"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[3, past the ~2 planned] a baseline"), std::string::npos) << text;
+  s.target = Target::kLocal;
+  std::ostringstream guide_out;
+  Evaluator guide(s, curve_runner([](const std::string&, double load) { return 100 * load; }, &launches),
+                  "twin", nullptr, {}, &guide_out, nullptr, {});
+  guide.evaluate(base, {"s1"}, "slo-guide");
+  EXPECT_EQ(guide_out.str().rfind("[twin 1] a baseline", 0), 0u) << guide_out.str();
+  EXPECT_EQ(guide_out.str().find("left"), std::string::npos) << guide_out.str();
 }
 
 // Issue 30 §3: a goodput study's page charts goodput per configuration by its own name and unit, draws its
@@ -513,6 +579,11 @@ TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
             "+3: slo.search: must be \"request_rate\" or \"concurrency\"");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nscenario = \"s9\"\n"),
             "+3: slo.scenario: no scenario with id 's9'");
+  // Issue 30 (review): a max_prompts below the scenario's own --num-prompts (s1: 10) was raised silently.
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nmax_prompts = 5\n"),
+            "+3: slo.max_prompts: 5 is below the --num-prompts 10 of scenario 's1': the SLO search runs at "
+            "least the scenario's prompts, so raise max_prompts or lower --num-prompts");
+  EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nmax_prompts = 10\n"), "no error");
   EXPECT_EQ(parse_error("[cost]\nusd_per_gpu_hour = \"3\"\n"), "+2: cost.usd_per_gpu_hour: must be a number");
   EXPECT_EQ(parse_error("[[objectives]]\nkind = \"slo_goodput\"\n"),
             "+1: objectives[0]: slo_goodput needs an [slo] table with targets (e.g. p99_ttft_ms = 2000)");

@@ -151,6 +151,9 @@ TEST(Study, UndefinedPlaceholderIsRejectedAtLoad) {
   EXPECT_EQ(load_error(with("render.a = [{flags = [\"--max-model-len\", \"{value}\"]}]",
                             "render.a = [{flags = [\"--x\", '{\"n\":{value}}']}]")),
             "(accepted)");
+  // Issue 30 (review): a knob listing only "default" still renders {value} for the values it may gain; it
+  // was refused as an undefined placeholder.
+  EXPECT_EQ(load_error(with("values = [\"default\", 32768]", "values = [\"default\"]")), "(accepted)");
 }
 
 // Issue 31: a dotted key or table header of 50,000 parts made toml++ recurse until SIGSEGV; it is refused

@@ -62,6 +62,15 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// it.
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
+/// `--num-prompts` of a scenario's args (bench serve's default 1000 when absent or unreadable).
+int scenario_num_prompts(const Scenario& scenario);
+
+/// An SLO target's statistic and metric without the unit ("P99 TTFT" of "P99 TTFT (ms)").
+std::string slo_target_name(const SloTarget& target);
+
+/// An SLO target as people write it: its statistic and metric with the unit once ("P99 TTFT ≤ 2000 ms").
+std::string slo_target_text(const SloTarget& target);
+
 /// The goodput of an SLO search (issue 30): over `r.probes` that passed, are steady (SloProbe::steady) and
 /// have metrics in `metrics_at` (load → metrics), the one with the highest SloProbe::goodput_req_s (the first
 /// tried on a tie) sets goodput_found, goodput_at, request_goodput_req_s, token_goodput_tok_s and metrics.

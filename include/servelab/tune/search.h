@@ -45,6 +45,9 @@ struct Evaluation {
   std::map<std::string, std::string> scenario_failure;  ///< scenario → "status: reason" where it failed
   std::string shell;                                    ///< the rendered launch command (shell form)
   std::vector<std::string> trial_keys;
+  /// The SLO search behind `objective` when the primary objective is slo_goodput (apply_primary_objective);
+  /// the report shows it for every configuration the ranking values on goodput.
+  std::optional<SloResult> slo;
 };
 
 /// Objective of one repeat over `scenario_ids`: the objective metric itself for one scenario, else the
@@ -87,7 +90,10 @@ class Evaluator {
   /// Lets prefetch run independent trials in parallel (target slurm); empty = one at a time.
   void set_batch_runner(BatchTrialRunner runner) { batch_runner_ = std::move(runner); }
 
+  /// The trials the progress line expects in all ("[12/~80]"): run_search sets planned_trials unless a plan
+  /// (predicted_trials) set it first.
   void set_planned(int trials) { planned_ = trials; }
+  int planned() const { return planned_; }
   /// Engine launches: trials run, less those that reused an engine kept up (TrialOutcome::engine_reused).
   int launched() const { return launched_; }
   /// While on, trials ask the runner to keep their engine up for the next trial of the same config

@@ -128,6 +128,10 @@ struct StudyPlan {
 /// nothing written. Throws std::runtime_error when the twin is not in this build.
 StudyPlan plan_study(const Study& study, TrialRunner predict = {});
 
+/// The trials the study's target will run as the twin plays the study through (plan_study without the grid
+/// comparison), less those pruned before launch: the progress line's planned total. Throws as plan_study.
+int predicted_trials(const Study& study, TrialRunner predict = {});
+
 /// The servelab version and git commit this binary was built from ("servelab 0.1.0 (abc123def456)").
 std::string servelab_version();
 
