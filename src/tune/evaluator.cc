@@ -128,7 +128,7 @@ std::string sanitize(const std::string& s) {
 /// targets bound ("goodput 3.20 req/s; P99 TTFT 1234 ms, Mean TPOT 45.2 ms"), else the [objective] metric.
 std::string scenario_progress_text(const Study& study, const std::string& phase,
                                    const std::map<std::string, double>& m) {
-  if (phase == "slo" && !study.slo.targets.empty()) {
+  if (phase.rfind("slo", 0) == 0 && !study.slo.targets.empty()) {  // "slo", "slo-band"
     auto g = m.find("Request goodput (req/s)");
     std::string out = g == m.end() ? "" : fmt::format("goodput {:.2f} req/s", g->second);
     std::string sep = "; ";

@@ -63,6 +63,19 @@ void curves_section(std::ostringstream& md, const LoadOutcome& L, bool predicted
   }
 }
 
+/// A configuration's goodput with its band: the repeats' 95% CI when measured more than once, the twin's
+/// propagated band ("3.20 (2.41–3.90, twin band ±25%)") when predicted; "—" without goodput.
+std::string goodput_cell(const SloResult& r) {
+  if (!r.goodput_found) return "—";
+  if (r.goodput_repeats_req_s.size() > 1)
+    return fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
+                       estimate(r.goodput_repeats_req_s).ci95_half);
+  if (r.goodput_band_pct)
+    return fmt::format("{:.2f} ({:.2f}–{:.2f}, twin band ±{:.0f}%)", r.request_goodput_req_s,
+                       r.goodput_low_req_s, r.goodput_high_req_s, *r.goodput_band_pct);
+  return fmt::format("{:.2f}", r.request_goodput_req_s);
+}
+
 void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
   if (L.slo.empty()) return;
   const bool rate = s.slo.variable == LoadKind::kRequestRate;
@@ -94,13 +107,9 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
     md << "| " << escape(config_name(r.engine, r.label)) << " | "
        << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | "
        << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
-       << (!r.goodput_found                     ? std::string("—")
-           : r.goodput_repeats_req_s.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
-                                                              estimate(r.goodput_repeats_req_s).ci95_half)
-                                                : fmt::format("{:.2f}", r.request_goodput_req_s))
-       << " | " << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—") << " | "
-       << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | " << escape(r.note)
-       << " |\n";
+       << goodput_cell(r) << " | " << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—")
+       << " | " << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | "
+       << escape(r.note) << " |\n";
   }
   md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not; goodput served, req/s):\n\n";
   for (const auto& r : L.slo) {

@@ -38,6 +38,7 @@ class SearchSpace {
   const std::vector<KnobAxis>& axes(const std::string& engine) const;
   const std::vector<std::string>& objective_scenarios() const { return objective_scenarios_; }
   const SearchSpec& options() const { return study_.search; }
+  const Study& study() const { return study_; }
 
   /// Every combination of each engine's axes (baselines included). Throws std::runtime_error naming
   /// search.max_trials when there are more points.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "servelab/tune/load.h"
 #include "tune/search_space.h"
 #include "tune/twin_verdict.h"
 
@@ -13,17 +14,19 @@ namespace servelab::tune::detail {
 
 namespace {
 
-/// The twin's ± band (percent) on a prediction: the largest kBandTokSMetric over its scenarios, else
-/// search.twin_band_pct when stated (> 0), else nullopt; at least kUnmodelledBandPct on a kernel path the
-/// twin has no figure for (prediction_band, the report's rule).
-std::optional<double> band_pct(const SearchSpace& space, const Evaluation& predicted) {
-  return prediction_band(predicted, kBandTokSMetric, space.options().twin_band_pct).pct;
+/// The twin's band on a prediction of the objective: prediction_band, the report's rule (the objective's
+/// band key: tok/s, or the goodput band its SLO search propagated; search.twin_band_pct when the twin gave
+/// none; at least kUnmodelledBandPct on a kernel path the twin has no figure for).
+TwinBand band_of(const SearchSpace& space, const Evaluation& predicted) {
+  return prediction_band(predicted, twin_band_key(primary_objective_label(space.study())),
+                         space.options().twin_band_pct);
 }
 
 struct Candidate {
   const Evaluation* predicted;
-  std::optional<double> band;
-  double bound() const { return predicted->objective.mean * (1 + band.value_or(0) / 100); }
+  TwinBand band;
+  /// The prediction's high end under its band (the prediction itself without one).
+  double bound() const { return band.pct ? band.high(predicted->objective.mean) : predicted->objective.mean; }
 };
 
 /// Measures `c` on the target into `measured` and the ranking check.
@@ -51,7 +54,7 @@ std::string measure_while_some_can_win(const SearchSpace& space, Evaluator& targ
   while (!rest.empty()) {
     auto top = std::max_element(rest.begin(), rest.end(),
                                 [](const Candidate& a, const Candidate& b) { return a.bound() < b.bound(); });
-    if (!top->band)
+    if (!top->band.pct)
       return fmt::format(
           "no error band for {} (the twin gave none and search.twin_band_pct is not set): measured the "
           "twin's top {} only",
@@ -60,9 +63,9 @@ std::string measure_while_some_can_win(const SearchSpace& space, Evaluator& targ
     if (best > 0 && top->bound() < best)
       return fmt::format(
           "no untried configuration can win: the highest prediction + band is {:.2f} ({} {}, "
-          "{:.2f} ± {:.0f}%), below the best measured {:.2f}",
+          "{:.2f}, band {}), below the best measured {:.2f}",
           top->bound(), top->predicted->config.engine, top->predicted->label, top->predicted->objective.mean,
-          *top->band, best);
+          top->band.text(), best);
     if (static_cast<int>(measured.size()) >= cap)
       return fmt::format("search.max_trials = {} measurements reached", cap);
     measure(space, target, *top, measured, rc);
@@ -94,7 +97,7 @@ void search_twin_guided(const SearchSpace& space, Evaluator& target, Evaluator& 
       continue;
     }
     auto& into = static_cast<int>(first.size()) < space.options().top_k ? first : rest;
-    into.push_back(Candidate{&p, band_pct(space, p)});
+    into.push_back(Candidate{&p, band_of(space, p)});
   }
   RankingCheck rc;
   std::vector<Evaluation> measured;

@@ -61,6 +61,7 @@ struct SloRun {
   /// The guide's (twin's) goodput load ÷ its highest passing load: where the goodput phase looks first.
   std::optional<double> goodput_prior;
   std::string eval_key;  ///< the configuration's evaluation key (trial keys and records)
+  const char* phase = "slo";  ///< the phase its trials are recorded under
 
   const SloSpec& spec() const { return study.slo; }
   bool concurrency() const { return spec().variable == LoadKind::kConcurrency; }
@@ -98,7 +99,7 @@ struct SloRun {
     p.step = step;
     const LoadPoint lp{spec().variable, x, n == base_prompts ? 0 : n};
     const std::string id = load_scenario_id(r.scenario, lp);
-    const Evaluation e = evaluator.evaluate(config, {id}, "slo");
+    const Evaluation e = evaluator.evaluate(config, {id}, phase);
     r.predicted = r.predicted || e.predicted;
     p.status = e.status;
     p.scenario_id = id;
@@ -335,7 +336,11 @@ void SloRun::refine_goodput() {
 
 }  // namespace
 
-SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
+namespace {
+
+/// The SLO search proper (slo_search without the twin's goodput band); `phase` names its trials.
+SloResult search_once(const Study& study, Evaluator& evaluator, const CandidateConfig& config,
+                      const char* phase) {
   SloResult r;
   const CandidateConfig cfg = normalize(study, config);
   r.engine = cfg.engine;
@@ -349,7 +354,7 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   bool guided = false;
   std::optional<double> goodput_prior;
   if (!spec.start && evaluator.tag() != "twin" && evaluator.load_guide()) {
-    const SloResult g = slo_search(study, *evaluator.load_guide(), cfg);
+    const SloResult g = search_once(study, *evaluator.load_guide(), cfg, "slo");
     r.twin_runs = g.runs;
     if (g.found) {
       r.twin_start = g.max_passing;
@@ -372,6 +377,7 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   } keep{evaluator};
   evaluator.set_keep_engine(true);
   SloRun run{study, evaluator, cfg, r};
+  run.phase = phase;
   run.base_prompts = scenario_num_prompts(study.scenario(r.scenario));
   run.goodput_prior = goodput_prior;
   if (run.bracket(x0, guided ? 1.25 : 2.0)) run.refine();
@@ -395,6 +401,64 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
           r.goodput_repeats_req_s.push_back(goodput_of(m));
         break;
       }
+  return r;
+}
+
+/// The twin's band (± %) on the metric an SLO target bounds: TTFT for ttft, TPOT for tpot and itl, the wider
+/// of the two for e2el; nullopt when the prediction carries none.
+std::optional<double> target_band_pct(const SloTarget& t, const std::map<std::string, double>& m) {
+  const auto get = [&](const char* k) -> std::optional<double> {
+    const auto it = m.find(k);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  if (t.metric == "ttft") return get(kBandTtftMetric);
+  if (t.metric == "tpot" || t.metric == "itl") return get(kBandTpotMetric);
+  const auto a = get(kBandTtftMetric), b = get(kBandTpotMetric);
+  if (!a || !b) return std::nullopt;
+  return std::max(*a, *b);
+}
+
+/// `study` with every SLO bound divided by (1 + sign × band of its metric): the bounds the twin's own
+/// predictions must meet for the true latencies to meet the stated ones when the twin is off by its band
+/// (sign +1: latencies under-predicted; −1: over-predicted, the factor floored at 0.1). Nullopt when a
+/// target's metric has no band.
+std::optional<Study> latency_shifted(const Study& study, const SloResult& r, double sign) {
+  Study shifted = study;
+  for (SloTarget& t : shifted.slo.targets) {
+    const auto band = target_band_pct(t, r.metrics);
+    if (!band) return std::nullopt;
+    t.max_ms /= std::max(0.1, 1 + sign * *band / 100);
+  }
+  shifted.slo.start = std::clamp(r.goodput_at, shifted.slo.min_value, shifted.slo.max_value);
+  return shifted;
+}
+
+/// The twin's band on a predicted goodput (issue 30 §2), propagated from its TTFT and TPOT bands: the SLO
+/// search again with the bounds shifted by each metric's band both ways (latency_shifted), on the twin's
+/// runner with each shifted study's own --goodput bounds (so each run counts its requests against the
+/// shifted bounds too); these runs are not the study's trials (no store, no progress). Sets
+/// goodput_low_req_s, goodput_high_req_s and goodput_band_pct (the larger distance from the goodput, in % of
+/// it).
+void propagate_goodput_band(const Study& study, const Evaluator& twin, const CandidateConfig& config,
+                            SloResult& r) {
+  const auto low = latency_shifted(study, r, +1), high = latency_shifted(study, r, -1);
+  if (!low || !high || !(r.request_goodput_req_s > 0)) return;
+  const auto search = [&](const Study& shifted) {
+    Evaluator ev(shifted, twin.runner(), "twin", nullptr, {}, nullptr, nullptr, {});
+    return search_once(shifted, ev, config, "slo-band");
+  };
+  const SloResult lo = search(*low), hi = search(*high);
+  r.goodput_low_req_s = lo.goodput_found ? std::min(lo.request_goodput_req_s, r.request_goodput_req_s) : 0;
+  r.goodput_high_req_s = std::max(hi.goodput_found ? hi.request_goodput_req_s : 0, r.request_goodput_req_s);
+  const double g = r.request_goodput_req_s;
+  r.goodput_band_pct = std::max(g - r.goodput_low_req_s, r.goodput_high_req_s - g) / g * 100;
+}
+
+}  // namespace
+
+SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
+  SloResult r = search_once(study, evaluator, config, "slo");
+  if (r.goodput_found && evaluator.tag() == "twin") propagate_goodput_band(study, evaluator, config, r);
   return r;
 }
 

@@ -34,31 +34,33 @@ std::string num(double v) {
   return std::isfinite(v) ? fmt::format("{:.2f}", v) : "—";
 }
 
-/// The twin's error band (± %) that applies to `metric`, from the evaluation's first scenario with band
-/// metrics: TTFT metrics take the TTFT band, TPOT metrics the TPOT band, anything else the total tok/s band.
-std::optional<std::pair<double, std::string>> twin_band(const Evaluation& e, const std::string& metric) {
-  const char* key = kBandTokSMetric;
+/// What the twin's band on an objective labelled `metric` is the band of ("total tok/s", "mean TTFT", ...).
+std::string band_subject(const Evaluation& e, const char* key, const TwinBand& band) {
   std::string what = "total tok/s";
-  if (metric.find("TTFT") != std::string::npos)
-    key = kBandTtftMetric, what = "mean TTFT";
-  else if (metric.find("TPOT") != std::string::npos)
-    key = kBandTpotMetric, what = "mean TPOT";
-  for (const auto& scenario : e.first) {
-    auto it = scenario.second.metrics.find(key);
-    if (it != scenario.second.metrics.end()) return std::make_pair(it->second, what);
-  }
-  return std::nullopt;
+  if (key == kBandTtftMetric) what = "mean TTFT";
+  if (key == kBandTpotMetric) what = "mean TPOT";
+  if (key == kBandGoodputKey && e.slo && e.slo->goodput_band_pct)
+    what = "request goodput, propagated from its TTFT and TPOT bands";
+  if (band.unmodelled_count > 0) what += ", at least ±100% on an unmodelled kernel path";
+  return what;
 }
 
-/// "7610.35 ± 2283 (±30%, twin error band of total tok/s)", "812.40 ± 3.10 (95% CI, 3 runs)", ...
+/// "7610.35 ± 2283 (±30%: the twin's error band of total tok/s, ...)", "3.20 (2.19 to 5.67, −32%/+77%: ...)",
+/// "812.40 ± 3.10 (95% CI, 3 runs)", ... The band is the report's one rule (twin_band_key, prediction_band).
 std::string value_text(const Evaluation& e, const std::string& metric) {
   if (!e.feasible || e.objective.n == 0) return "—";
   const Estimate& x = e.objective;
   if (e.predicted) {
-    if (auto band = twin_band(e, metric))
-      return fmt::format("{:.2f} ± {:.0f} (±{:.0f}%: the twin's error band of {}, leave-one-study-out)",
-                         x.mean, x.mean * band->first / 100, band->first, band->second);
-    return fmt::format("{:.2f} (predicted; the twin gave no error band for this launch)", x.mean);
+    const char* key = twin_band_key(metric);
+    const TwinBand band = prediction_band(e, key, 0);
+    if (!band.pct)
+      return fmt::format("{:.2f} (predicted; the twin gave no error band for this launch)", x.mean);
+    const std::string subject = band_subject(e, key, band);
+    if (band.down_pct && band.up_pct)
+      return fmt::format("{:.2f} ({:.2f} to {:.2f}, {}: the twin's error band of {}, leave-one-study-out)",
+                         x.mean, band.low(x.mean), band.high(x.mean), band.text(), subject);
+    return fmt::format("{:.2f} ± {:.0f} ({}: the twin's error band of {}, leave-one-study-out)", x.mean,
+                       x.mean * *band.pct / 100, band.text(), subject);
   }
   if (x.n >= 2) return fmt::format("{:.2f} ± {:.2f} (95% CI, Student t, {} runs)", x.mean, x.ci95_half, x.n);
   return fmt::format("{:.2f} (one run: no confidence interval; repeats ≥ 2 give one)", x.mean);
@@ -140,7 +142,7 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
     << ".</p>\n<table class=\"summary\"><tr><th>engine</th><th>config</th><th>" << esc(metric)
     << " (predicted)</th><th>band</th><th>why</th></tr>\n";
   for (const auto& t : v.measure) {
-    std::string band = t.band.pct ? fmt::format("±{:.0f}%", *t.band.pct) : "none (unknown)";
+    std::string band = t.band.text();
     if (t.band.unmodelled_count > 0)
       band += " (unmodelled: " +
               (t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)

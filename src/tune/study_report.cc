@@ -155,6 +155,12 @@ static std::string band_text(const Evaluation& e) {
         "±{:.0f}% "
         "mean TTFT, ±{:.0f}% mean TPOT.",
         tok->second, get(kBandTtftMetric), get(kBandTpotMetric));
+    if (e.slo && e.slo->goodput_band_pct)
+      s += fmt::format(
+          " Propagated to the goodput (the SLO search with each bound shifted by its metric's band): {:.2f} "
+          "to "
+          "{:.2f} req/s ({}).",
+          e.slo->goodput_low_req_s, e.slo->goodput_high_req_s, prediction_band(e, kBandGoodputKey, 0).text());
     if (const double w = get(kTwinWarningsMetric); w > 0)
       s += fmt::format(
           " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
@@ -534,10 +540,8 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
      << "| # | engine | config | " << metric << " | band | why |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < v.measure.size() && i < kMeasureListed; ++i) {
     const TwinTie& t = v.measure[i];
-    const std::string band = !t.band.pct ? "none (unknown)"
-                             : t.band.unmodelled_count > 0
-                                 ? fmt::format("±{:.0f}% (unmodelled path)", *t.band.pct)
-                                 : fmt::format("±{:.0f}%", *t.band.pct);
+    const std::string band =
+        t.band.text() + (t.band.pct && t.band.unmodelled_count > 0 ? " (unmodelled path)" : "");
     md << "| " << i + 1 << " | " << t.eval->config.engine << " | " << md_escape(t.eval->label) << " | "
        << est_text(t.eval->objective, true) << " | " << band << " | " << md_escape(t.why) << " |\n";
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "servelab/tune/load.h"
@@ -13,15 +14,26 @@ namespace servelab::tune {
 const char* twin_band_key(const std::string& metric) {
   if (metric.find("TTFT") != std::string::npos) return kBandTtftMetric;
   if (metric.find("TPOT") != std::string::npos) return kBandTpotMetric;
+  if (metric.find("goodput under the SLOs") != std::string::npos) return kBandGoodputKey;
   return kBandTokSMetric;
 }
 
 TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct) {
   TwinBand b;
+  if (std::string_view(band_key) == kBandGoodputKey) {
+    if (e.slo && e.slo->goodput_band_pct && e.slo->request_goodput_req_s > 0) {
+      const SloResult& r = *e.slo;
+      b.pct = *r.goodput_band_pct;
+      b.down_pct = (1 - r.goodput_low_req_s / r.request_goodput_req_s) * 100;
+      b.up_pct = (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100;
+    }
+    band_key = kBandTokSMetric;  // without a propagated band: the throughput band, as before issue 30 §2
+  }
+  const bool propagated = b.pct.has_value();
   const std::string prefix = kTwinUnmodelledPathPrefix;
   for (const auto& scenario : e.first) {
     for (const auto& [key, value] : scenario.second.metrics) {
-      if (key == band_key)
+      if (key == band_key && !propagated)
         b.pct = std::max(b.pct.value_or(0.0), value);
       else if (key == kTwinUnmodelledMetric)
         b.unmodelled_count = std::max(b.unmodelled_count, static_cast<int>(value));
@@ -34,8 +46,19 @@ TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallb
   }
   b.unmodelled_count = std::max(b.unmodelled_count, static_cast<int>(b.unmodelled.size()));
   if (!b.pct && fallback_pct > 0) b.pct = fallback_pct;
-  if (b.unmodelled_count > 0) b.pct = std::max(b.pct.value_or(0.0), kUnmodelledBandPct);
+  if (b.unmodelled_count > 0) {
+    b.pct = std::max(b.pct.value_or(0.0), kUnmodelledBandPct);
+    if (b.down_pct) b.down_pct = std::max(*b.down_pct, kUnmodelledBandPct);
+    if (b.up_pct) b.up_pct = std::max(*b.up_pct, kUnmodelledBandPct);
+  }
   return b;
+}
+
+std::string TwinBand::text() const {
+  if (!pct) return "none (unknown)";
+  if (down_pct && up_pct && std::abs(*down_pct - *up_pct) >= 0.5)
+    return fmt::format("−{:.0f}%/+{:.0f}%", *down_pct, *up_pct);
+  return fmt::format("±{:.0f}%", *pct);
 }
 
 bool advantage_inside_bands(double best, double best_band_pct, double other, double other_band_pct,
@@ -76,10 +99,11 @@ std::string tie_reason(const Evaluation& best, const TwinBand& bb, const Evaluat
   if (!bb.pct) return "the top pick has no error band: its advantage is unknown";
   if (!ob.pct)
     return "no error band (the twin gave none, search.twin_band_pct is not set): its gap is unknown";
-  if (!advantage_inside_bands(x, *bb.pct, y, *ob.pct, true)) return "";
+  if (bb.low(x) > ob.high(y)) return "";  // advantage_inside_bands with each side's own width
+  const double up = ob.up_pct.value_or(*ob.pct), down = bb.down_pct.value_or(*bb.pct);
   std::string why =
       fmt::format("inside the bands: {:.2f} × (1 + {:.0f}%) = {:.2f} ≥ {:.2f} × (1 − {:.0f}%) = {:.2f}", y,
-                  *ob.pct, y * (1 + *ob.pct / 100), x, *bb.pct, x * (1 - *bb.pct / 100));
+                  up, ob.high(y), x, down, bb.low(x));
   if (ob.unmodelled_count > 0) why += "; unmodelled kernel path: band at least ±100%";
   return why;
 }

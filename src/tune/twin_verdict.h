@@ -29,13 +29,25 @@ struct TwinBand {
   /// `unmodelled_count` > 0, `pct` is at least kUnmodelledBandPct.
   std::vector<std::string> unmodelled;
   int unmodelled_count = 0;  ///< kTwinUnmodelledMetric (paths without a figure; names may be fewer)
+  /// An asymmetric band's sides, − and + percent of the prediction (the goodput's: SloResult's low and high
+  /// ends); nullopt = `pct` both ways. `pct` is then the larger side.
+  std::optional<double> down_pct, up_pct;
+
+  /// The low and high ends of `value` (in its unit) under the band; `pct` must be set.
+  double low(double value) const { return value * (1 - down_pct.value_or(*pct) / 100); }
+  double high(double value) const { return value * (1 + up_pct.value_or(*pct) / 100); }
+  /// "±20%", or "−32%/+77%" for an asymmetric band; "none (unknown)" without one.
+  std::string text() const;
 };
 
 /// The band metric key of an objective labelled `metric`: a TTFT metric → kBandTtftMetric, a TPOT metric →
-/// kBandTpotMetric, anything else (throughput, goodput, tokens per GPU) → kBandTokSMetric.
+/// kBandTpotMetric, the SLO goodput objective → kBandGoodputKey, anything else (throughput, tokens per GPU)
+/// → kBandTokSMetric.
 const char* twin_band_key(const std::string& metric);
 
-/// The band of prediction `e`: the largest `band_key` metric over the scenarios of e.first, else
+/// The band of prediction `e`: for kBandGoodputKey the goodput band its SLO search propagated
+/// (Evaluation::slo, SloResult::goodput_band_pct), else the largest kBandTokSMetric; for other keys the
+/// largest `band_key` metric over the scenarios of e.first; else
 /// `fallback_pct` when > 0 (search.twin_band_pct), else unknown; widened to at least kUnmodelledBandPct
 /// (and then known) when some scenario ran on an unmodelled kernel path.
 TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct);

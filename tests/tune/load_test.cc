@@ -214,6 +214,50 @@ TEST(SloSearch, AnInvalidProbeIsNoVerdictOnTheConfig) {
   EXPECT_EQ(b.reason, "SLO search: no request rate down to min_value = 0.5 meets the SLOs");
 }
 
+// Issue 30 §2: on the twin, goodput carries a band propagated from the prediction's TTFT band (not the
+// tok/s band). A twin-like runner: P99 TTFT = 100 ms × rate, ±20% TTFT band, every request meets the run's
+// own --goodput bound when the P99 does. P99 TTFT ≤ 2000 ms holds to 20 req/s; if the true TTFT were 20%
+// higher it would hold to 2000 / 1.2 / 100 = 16.7, 20% lower to 2000 / 0.8 / 100 = 25 req/s.
+TEST(SloSearch, TwinGoodputBandIsPropagatedFromTheLatencyBands) {
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\ntolerance_pct = 2\nmax_runs = 20\n");
+  const TrialRunner runner = [](const TrialRequest& req) {
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) {
+      const double x = arg_value(sc.args, "--request-rate");
+      double bound = 1e9;
+      for (size_t i = 0; i + 1 < sc.args.size(); ++i)
+        if (sc.args[i] == "--goodput" && sc.args[i + 1].rfind("ttft:", 0) == 0)
+          bound = std::stod(sc.args[i + 1].substr(5));
+      ScenarioResult r;
+      r.scenario_id = sc.id;
+      r.metrics["P99 TTFT (ms)"] = 100 * x;
+      r.metrics["Request throughput (req/s)"] = x;
+      r.metrics["Request goodput (req/s)"] = 100 * x <= bound ? x : 0.5 * x;
+      r.metrics["Total Token throughput (tok/s)"] = 300 * x;
+      r.metrics["Successful requests"] = arg_value(sc.args, "--num-prompts");
+      r.metrics["Total generated tokens"] = 1000;
+      r.metrics[kBandTtftMetric] = 20;
+      r.metrics[kBandTpotMetric] = 10;
+      r.metrics[kBandTokSMetric] = 5;
+      out.scenarios.push_back(r);
+    }
+    return out;
+  };
+  Evaluator twin(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  const SloResult r = slo_search(s, twin, CandidateConfig{"a", {}});
+  ASSERT_TRUE(r.goodput_found) << r.note << " " << fmt::format("{}", fmt::join(probe_values(r), ", "));
+  EXPECT_NEAR(r.request_goodput_req_s, 20, 20 * 0.03);
+  ASSERT_TRUE(r.goodput_band_pct.has_value());
+  EXPECT_NEAR(r.goodput_low_req_s, 2000 / 1.2 / 100, 0.5);
+  EXPECT_NEAR(r.goodput_high_req_s, 25, 0.6);
+  EXPECT_NEAR(*r.goodput_band_pct, (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100, 1e-9);
+  // The band runs are not the study's trials.
+  for (const auto& rec : twin.records()) EXPECT_EQ(rec.phase, "slo") << rec.trial_key;
+  // Measured goodput has no twin band (its band is the repeats' CI).
+  Evaluator local(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  EXPECT_FALSE(slo_search(s, local, CandidateConfig{"a", {}}).goodput_band_pct.has_value());
+}
+
 TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
   Study s = small("\n[load]\nconcurrency = [1, 4]\nrequest_rate = [2.5]\n");
   const auto split = split_load_scenario_id("s1@r2.5");

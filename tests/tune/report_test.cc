@@ -174,6 +174,37 @@ TEST(TwinVerdict, AdvantageInsideBandsBothDirections) {
   EXPECT_STREQ(twin_band_key("Total Token throughput (tok/s)"), kBandTokSMetric);
 }
 
+// Issue 30 §2: the goodput objective takes the band its SLO search propagated, with its own two sides. The
+// symmetric rule would widen the top pick's low end by its larger (upper) side: 3.20 × (1 − 77%) = 0.73 and
+// tie with 1.41 × 1.2 = 1.70; its real low end, 2.19, clears it.
+TEST(TwinVerdict, APropagatedGoodputBandKeepsItsTwoSides) {
+  EXPECT_STREQ(twin_band_key("Request goodput under the SLOs (req/s)"), kBandGoodputKey);
+  auto predicted = [](double g, double lo, double hi) {
+    Evaluation e;
+    e.predicted = e.feasible = true;
+    e.objective = Estimate{1, g, 0, 0};
+    e.first["s"].metrics[kBandTokSMetric] = 36;
+    SloResult r;
+    r.goodput_found = true;
+    r.request_goodput_req_s = g, r.goodput_low_req_s = lo, r.goodput_high_req_s = hi;
+    r.goodput_band_pct = std::max(g - lo, hi - g) / g * 100;
+    e.slo = r;
+    return e;
+  };
+  const Evaluation top = predicted(3.20, 2.19, 5.67), other = predicted(1.41, 1.23, 1.70);
+  const TwinBand b = prediction_band(top, kBandGoodputKey, 0);
+  ASSERT_TRUE(b.pct.has_value());
+  EXPECT_NEAR(*b.pct, (5.67 / 3.20 - 1) * 100, 1e-9);
+  EXPECT_NEAR(b.low(3.20), 2.19, 1e-9);
+  EXPECT_NEAR(b.high(3.20), 5.67, 1e-9);
+  EXPECT_EQ(b.text(), "−32%/+77%");
+  EXPECT_GT(b.low(3.20), prediction_band(other, kBandGoodputKey, 0).high(1.41));
+  // Without a propagated band (a goodput read from a trial metric), the tok/s band as before.
+  Evaluation plain = top;
+  plain.slo.reset();
+  EXPECT_EQ(prediction_band(plain, kBandGoodputKey, 0).text(), "±36%");
+}
+
 /// The small twin study (greedy; predictions) run through the search with the shared fake twin, each
 /// prediction given `band_pct` (< 0: none) and, for engine `unmodelled_engine`'s configurations, one kernel
 /// path the twin has no figure for.

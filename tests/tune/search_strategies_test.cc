@@ -209,10 +209,10 @@ TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
   EXPECT_EQ(o.twin_guided->launchable, 6);
   EXPECT_EQ(o.twin_guided->measured, 3);
   EXPECT_EQ(o.twin_guided->launches_saved, (6 - 3) * 2);
-  EXPECT_EQ(
-      o.twin_guided->stop,
-      "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00 ± 10%), below "
-      "the best measured 97.00");
+  EXPECT_EQ(o.twin_guided->stop,
+            "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00, band "
+            "±10%), below "
+            "the best measured 97.00");
   EXPECT_EQ(real_launches.count("e{x=4}"), 0u);
   EXPECT_EQ(real_launches.at("e{x=3}"), 2);  // measured: every repeat
   EXPECT_EQ(twin_launches.at("e{x=3}"), 1);  // predicted: once, whatever study.repeats says
@@ -245,10 +245,10 @@ TEST(TwinGuided, AnUnmodelledKernelPathWidensTheBandToAtLeast100Percent) {
   ASSERT_TRUE(o.ranking);
   EXPECT_EQ(o.ranking->keys, (std::vector<std::string>{"e{}", "e{x=2}", "e{x=5}", "e{x=3}"}));
   EXPECT_EQ(o.best.key, "e{x=5}");
-  EXPECT_EQ(
-      o.twin_guided->stop,
-      "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00 ± 10%), below "
-      "the best measured 99.00");
+  EXPECT_EQ(o.twin_guided->stop,
+            "no untried configuration can win: the highest prediction + band is 88.00 (e x=4, 80.00, band "
+            "±10%), below "
+            "the best measured 99.00");
 }
 
 TEST(TwinGuided, ABandStatedInTheStudyStandsInForTheTwinsAndNoBandMeasuresTheTopK) {

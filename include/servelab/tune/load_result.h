@@ -109,6 +109,12 @@ struct SloResult {
   std::map<std::string, double> metrics;
   /// Request goodput at `goodput_at` per repeat (req/s; [study] repeats > 1 gives a 95% CI: tune/stats.h).
   std::vector<double> goodput_repeats_req_s;
+  /// On the twin: the goodput's band propagated from the prediction's TTFT and TPOT bands (slo_search):
+  /// the goodput found when each SLO bound is divided by (1 ± its metric's band), i.e. when the true
+  /// latencies are the twin's off by the band either way; ± percent of request_goodput_req_s (the larger
+  /// side). Nullopt when measured, or when the prediction carries no latency band.
+  std::optional<double> goodput_band_pct;
+  double goodput_low_req_s = 0, goodput_high_req_s = 0;  ///< the two ends (req/s) behind goodput_band_pct
 };
 
 /// A point of the throughput-per-GPU vs throughput-per-user plane (one config at one concurrency).

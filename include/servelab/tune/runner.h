@@ -88,6 +88,9 @@ inline constexpr const char* kTtftDriftMetric = "servelab: TTFT drift over the r
 inline constexpr const char* kBandTokSMetric = "servelab: twin error band total tok/s (+-%)";
 inline constexpr const char* kBandTtftMetric = "servelab: twin error band mean TTFT (+-%)";
 inline constexpr const char* kBandTpotMetric = "servelab: twin error band mean TPOT (+-%)";
+/// Not a trial metric: the key twin_band_key gives a goodput objective, whose band is propagated by the SLO
+/// search (SloResult::goodput_band_pct), not read from a trial.
+inline constexpr const char* kBandGoodputKey = "servelab: twin error band request goodput (+-%)";
 inline constexpr const char* kTwinWarningsMetric = "servelab: twin warnings";
 /// Metric key: how many kernel paths of the launch the twin has no speed figure for
 /// (engines::ResolvedLaunch::unmodelled; 0 when none). Such a prediction is the physics at its class's

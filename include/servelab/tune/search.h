@@ -94,6 +94,8 @@ class Evaluator {
   /// (predicted_trials) set it first.
   void set_planned(int trials) { planned_ = trials; }
   int planned() const { return planned_; }
+  /// The runner its trials go to (a twin SLO search's band runs it on a study with shifted SLOs).
+  const TrialRunner& runner() const { return runner_; }
   /// Engine launches: trials run, less those that reused an engine kept up (TrialOutcome::engine_reused).
   int launched() const { return launched_; }
   /// While on, trials ask the runner to keep their engine up for the next trial of the same config
