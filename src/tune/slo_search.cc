@@ -60,7 +60,7 @@ struct SloRun {
   bool aborted = false;
   /// The guide's (twin's) goodput load ÷ its highest passing load: where the goodput phase looks first.
   std::optional<double> goodput_prior;
-  std::string eval_key;  ///< the configuration's evaluation key (trial keys and records)
+  std::string eval_key;       ///< the configuration's evaluation key (trial keys and records)
   const char* phase = "slo";  ///< the phase its trials are recorded under
 
   const SloSpec& spec() const { return study.slo; }

@@ -139,11 +139,11 @@ struct ObjectiveValue {
 /// An objective over every analysed configuration.
 struct ObjectiveResult {
   ObjectiveSpec spec;
-  std::string title;                   ///< "max request goodput under the SLOs"
-  std::string unit;                    ///< "req/s", "tok/s/GPU", "ms", "$/1M output tokens", "tok/s"
+  std::string title;  ///< "max request goodput under the SLOs"
+  std::string unit;   ///< "req/s", "tok/s/GPU", "ms", "$/1M output tokens", "tok/s"
   /// One per analysed configuration (LoadOutcome::curves order); slo_goodput then one per further SLO row.
   std::vector<ObjectiveValue> values;
-  int best = -1;                       ///< index into values of the winner (-1: none feasible)
+  int best = -1;  ///< index into values of the winner (-1: none feasible)
 };
 
 /// Cost of one configuration at its highest-throughput load point.
@@ -159,13 +159,13 @@ struct CostRow {
 /// [[objectives]] (then every vector is empty).
 struct LoadOutcome {
   bool enabled = false;
-  std::string scenario;             ///< the scenario the curves, the front and the SLO search use
-  int gpus = 0;                     ///< GPUs per configuration (the node: hardware.gpu_count)
-  std::vector<LoadCurve> curves;    ///< one per analysed configuration (baselines, best, recommended, top)
+  std::string scenario;           ///< the scenario the curves, the front and the SLO search use
+  int gpus = 0;                   ///< GPUs per configuration (the node: hardware.gpu_count)
+  std::vector<LoadCurve> curves;  ///< one per analysed configuration (baselines, best, recommended, top)
   /// When [slo] is set: one per analysed configuration (curves order), then one per other configuration
   /// the search valued on goodput (slo_goodput as the primary objective).
   std::vector<SloResult> slo;
-  std::vector<ParetoPoint> pareto;  ///< every successful concurrency point of every curve
+  std::vector<ParetoPoint> pareto;          ///< every successful concurrency point of every curve
   std::vector<ObjectiveResult> objectives;  ///< [[objectives]] in file order
   std::vector<CostRow> cost;                ///< one per configuration when [cost] is set
   std::optional<double> usd_per_gpu_hour;
