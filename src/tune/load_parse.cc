@@ -9,6 +9,7 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <sstream>
 
 namespace servelab::tune::detail {
 
@@ -83,6 +84,48 @@ std::optional<SloTarget> slo_target(const std::string& key) {
   return t;
 }
 
+/// The percentiles bench serve reports for `args` (--metric-percentiles, default 99), as numbers; empty when
+/// a value does not read as one (bench reports that itself).
+std::vector<double> reported_percentiles(const std::vector<std::string>& args) {
+  std::string list = "99";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--metric-percentiles" && i + 1 < args.size()) list = args[i + 1];
+    if (args[i].rfind("--metric-percentiles=", 0) == 0) list = args[i].substr(21);
+  }
+  std::vector<double> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      out.push_back(std::stod(item));
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return out;
+}
+
+/// A pNN target the scenario's bench run does not report (--metric-percentiles lacks NN) would fail every
+/// run of every configuration: refused at load.
+void check_slo_percentiles(const std::string& origin, const toml::table& t, const Study& s) {
+  std::vector<std::string> args = s.bench_common_args;
+  const Scenario& sc = s.scenario(s.slo.scenario);
+  args.insert(args.end(), sc.args.begin(), sc.args.end());
+  const std::vector<double> reported = reported_percentiles(args);
+  if (reported.empty()) return;
+  for (const SloTarget& target : s.slo.targets) {
+    if (target.stat.empty() || target.stat[0] != 'p') continue;
+    const double want = std::stod(target.stat.substr(1));
+    if (std::any_of(reported.begin(), reported.end(), [&](double x) { return std::abs(x - want) < 1e-9; }))
+      continue;
+    fail(origin, t.get(target.key), "slo." + target.key,
+         fmt::format(
+             "scenario '{}' does not report the {} percentile: bench serve prints only P99 by default; "
+             "add \"--metric-percentiles\", \"{}\" to its args (or [bench] common_args)",
+             s.slo.scenario, target.stat.substr(1),
+             target.stat.substr(1) == "99" ? "99" : target.stat.substr(1) + ",99"));
+  }
+}
+
 void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
   const toml::node* n = root.get("slo");
   if (!n) return;
@@ -136,6 +179,7 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
   if (s.slo.min_prompts_per_in_flight > 1000)
     fail(origin, t.get("min_prompts_per_in_flight"), "slo.min_prompts_per_in_flight", "must be ≤ 1000");
   s.slo.max_prompts = integer_in(origin, t, "max_prompts", "slo", 1, 10000000, s.slo.max_prompts);
+  check_slo_percentiles(origin, t, s);
   if (t.get("max_prompts")) {  // the search never runs shorter than the scenario as written
     const auto sc = std::find_if(s.scenarios.begin(), s.scenarios.end(),
                                  [&](const Scenario& x) { return x.id == s.slo.scenario; });

@@ -1,6 +1,8 @@
 // The report's load sections: load curves, SLO search, Pareto front, objectives, cost (study_report.h).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <sstream>
 
@@ -70,9 +72,14 @@ std::string goodput_cell(const SloResult& r) {
   if (r.goodput_repeats_req_s.size() > 1)
     return fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
                        estimate(r.goodput_repeats_req_s).ci95_half);
-  if (r.goodput_band_pct)
-    return fmt::format("{:.2f} ({:.2f}–{:.2f}, twin band ±{:.0f}%)", r.request_goodput_req_s,
-                       r.goodput_low_req_s, r.goodput_high_req_s, *r.goodput_band_pct);
+  if (r.goodput_band_pct) {  // two-sided, as the Summary's band column (TwinBand::text)
+    const double g = r.request_goodput_req_s, down = (1 - r.goodput_low_req_s / g) * 100,
+                 up = (r.goodput_high_req_s / g - 1) * 100;
+    return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", g, r.goodput_low_req_s,
+                       r.goodput_high_req_s,
+                       std::abs(down - up) >= 0.5 ? fmt::format("−{:.0f}%/+{:.0f}%", down, up)
+                                                  : fmt::format("±{:.0f}%", up));
+  }
   return fmt::format("{:.2f}", r.request_goodput_req_s);
 }
 
@@ -111,11 +118,12 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
        << " | " << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | "
        << escape(r.note) << " |\n";
   }
-  md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not; goodput served, req/s):\n\n";
+  md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not or was saturated; goodput served, "
+        "req/s):\n\n";
   for (const auto& r : L.slo) {
     std::vector<std::string> runs;
     for (const auto& p : r.probes) {
-      std::string one = fmt::format("{:g} {}", p.value, p.passed ? "✓" : "✗");
+      std::string one = fmt::format("{:g} {}", p.value, p.passed && !p.saturated ? "✓" : "✗");
       if (p.failure.empty()) one += fmt::format(" {:.2f}", p.goodput_req_s);
       if (p.saturated) one += " (saturated)";
       if (p.superseded) one += fmt::format(" ({} prompts: short, rerun longer)", p.num_prompts);

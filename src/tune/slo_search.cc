@@ -208,6 +208,7 @@ struct SloRun {
   bool bracket(double x0, double factor);
   void refine();
   void refine_goodput();
+  bool share_meeting_falls(double x) const;
 };
 
 /// From `x0`: ×`factor` (then ×2) while runs pass, ÷ while they fail, until [lo, hi] brackets the answer.
@@ -286,10 +287,29 @@ void SloRun::refine() {
   }
 }
 
+/// The share of a steady passing run's requests that met every SLO one by one (request goodput ÷ achieved
+/// request rate) fell by more than the tolerance from the nearest steady passing run below `x`: goodput =
+/// rate × that share can then peak between them.
+bool SloRun::share_meeting_falls(double x) const {
+  const auto share = [&](double v) {
+    const double rate = metric_or(metrics_at.at(v), "Request throughput (req/s)", 0);
+    double g = 0;
+    for (const auto& p : r.probes)
+      if (p.value == v && p.passed && p.steady()) g = p.goodput_req_s;
+    return rate > 0 ? g / rate : 0.0;
+  };
+  std::optional<double> below;
+  for (const auto& p : r.probes)
+    if (p.value < x && p.passed && p.steady() && metrics_at.count(p.value) && (!below || p.value > *below))
+      below = p.value;
+  return below && share(x) * (1 + spec().tolerance_pct / 100) < share(*below);
+}
+
 /// Below the highest passing load, goodput can peak lower (a mean-TPOT bound the run meets while fewer of
 /// its requests meet it one by one). While the most goodput was served below `lo`, halve (geometrically) the
-/// wider gap between that load and its nearest tried neighbours, until both gaps are within the tolerance
-/// (concurrency: adjacent integers) or the runs are spent.
+/// wider gap between that load and its nearest tried neighbours; while it was served at `lo` itself but the
+/// share of requests meeting the SLOs fell on the way there (share_meeting_falls), halve the gap below it.
+/// Until the gaps are within the tolerance (concurrency: adjacent integers) or the runs are spent.
 void SloRun::refine_goodput() {
   const LoadKind var = spec().variable;
   const double tol = 1 + spec().tolerance_pct / 100;
@@ -304,18 +324,20 @@ void SloRun::refine_goodput() {
       if (p.passed && p.steady() &&
           (p.goodput_req_s > best_g || (p.goodput_req_s == best_g && p.value < best)))
         best = p.value, best_g = p.goodput_req_s;
-    if (best_g < 0 || best >= lo) return;  // goodput rises up to the highest passing load
+    if (best_g < 0) return;
+    const bool at_top = best >= lo;                    // the most goodput at the highest passing load
+    if (at_top && !share_meeting_falls(best)) return;  // goodput rises up to the highest passing load
     std::optional<double> below, above;
     for (const auto& [v, _] : verdict_at) {
       if (v < best) below = v;
       if (v > best && !above) above = v;
     }
     const double left = below.value_or(std::max(spec().min_value, best / 2));
-    const double right = *above;  // lo > best was tried
     const auto wide = [&](double a, double b) {
       return var == LoadKind::kConcurrency ? b - a > 1 : b / a > tol * (1 + 1e-9);
     };
-    const bool up = wide(best, right), down = wide(left, best);
+    const double right = above.value_or(best);  // lo > best was tried unless at the top
+    const bool up = !at_top && wide(best, right), down = wide(left, best);
     if (!up && !down) return;
     const bool go_up = up && (!down || right / best >= best / left);
     double x = round_value(var, go_up ? std::sqrt(best * right) : std::sqrt(left * best));

@@ -27,7 +27,7 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
                                                  "Median ITL (ms)",
                                                  "P99 ITL (ms)"};
   auto q = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
     std::string o = "\"";
     for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
     return o + "\"";
@@ -49,7 +49,7 @@ std::string trials_csv(const std::vector<TrialRecord>& trials) {
     }
     for (const auto& s : t.outcome.scenarios) {
       const auto load = split_load_scenario_id(s.scenario_id);
-      out += head + "," + q(s.scenario_id) + "," + (load ? load->second.text() : "");
+      out += head + "," + q(s.scenario_id) + "," + (load ? q(load->second.text()) : "");
       for (const auto& c : kCols) {
         auto it = s.metrics.find(c);
         out += it == s.metrics.end() ? "," : fmt::format(",{}", it->second);

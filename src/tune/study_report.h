@@ -67,8 +67,11 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// {"name": primary_objective_label ("Request goodput under the SLOs (req/s)"), "unit" ("req/s"),
 /// "scenario"}, "best" and "recommended": {"engine", "config", "command", "feasible", "predicted", "value"
 /// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
-/// "failure" when infeasible}, and for a load objective "per_configuration": [{"engine", "config", "value",
-/// "at", "why"}]}. (study_summary.cc)
+/// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
+/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "measured" | "winner" | "measure_these",
+/// "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), and for a load objective
+/// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
+/// their failure). (study_summary.cc)
 std::string summary_json(const ReportInput& in);
 
 /// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).

@@ -324,6 +324,36 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   std::filesystem::remove(db);
 }
 
+// Issue 30 (review): a longer SLO run's load reads "8 req/s, 210 prompts"; unquoted, its comma shifted every
+// later column of the row in trials.csv.
+TEST(LoadPoints, TrialsCsvQuotesALoadWithItsRunLength) {
+  TrialRecord t;
+  t.trial_key = "twin|a{}|s1@r8n210|r0";
+  t.engine = "a";
+  t.phase = "slo";
+  ScenarioResult r;
+  r.scenario_id = "s1@r8n210";
+  r.metrics["Successful requests"] = 210;
+  t.outcome.scenarios.push_back(r);
+  const std::string csv = trials_csv({t});
+  EXPECT_NE(csv.find(",s1@r8n210,\"8 req/s, 210 prompts\",210,"), std::string::npos) << csv;
+  // Every row has the header's field count (commas outside quotes).
+  auto fields = [](const std::string& line) {
+    int n = 1;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  std::istringstream lines(csv);
+  std::string header, row;
+  std::getline(lines, header);
+  ASSERT_TRUE(std::getline(lines, row));
+  EXPECT_EQ(fields(row), fields(header)) << row;
+}
+
 TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
   // Repeat r measures P99 TTFT = 10 ms × concurrency + 100 ms × r: at concurrency 4, (40 + 140) / 2 = 90.
   Study s = small("\n[load]\nconcurrency = [4]\n");
@@ -485,7 +515,16 @@ TEST(Objectives, EveryGoodputTheRankingUsesHasItsSloRow) {
   EXPECT_EQ(L.objectives[0].values[L.objectives[0].best].config_key, o.best.key);
   ReportInput in{&s, &o, ev.records(), {}};
   const nlohmann::json summary = nlohmann::json::parse(summary_json(in));
-  EXPECT_EQ(summary["per_configuration"].size(), valued);
+  // Every configuration of the ranking, the ones that failed before any SLO run with their failure.
+  size_t failed = 0;
+  for (const Evaluation& e : o.ranked) failed += !e.slo && !e.feasible;
+  ASSERT_GT(failed, 0u);  // the layout tp3 on 8 GPUs is refused
+  EXPECT_EQ(summary["per_configuration"].size(), valued + failed);
+  EXPECT_TRUE(summary["per_configuration"].back()["value"].is_null());
+  EXPECT_NE(summary["per_configuration"].back()["why"].get<std::string>(), "");
+  // The fake twin's predictions carry no band: unknown, never a certain winner.
+  EXPECT_EQ(summary["verdict"]["kind"], "measure_these");
+  EXPECT_TRUE(summary["best"]["band"].is_null());
 }
 
 // Issue 30 (review): the progress line's total is a plan that does not follow its count ("[454/454]"), the
@@ -628,6 +667,11 @@ TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
             "+3: slo.max_prompts: 5 is below the --num-prompts 10 of scenario 's1': the SLO search runs at "
             "least the scenario's prompts, so raise max_prompts or lower --num-prompts");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nmax_prompts = 10\n"), "no error");
+  // A percentile bench does not print failed every run of every configuration, then the study.
+  EXPECT_EQ(
+      parse_error("[slo]\np95_ttft_ms = 1\n"),
+      "+2: slo.p95_ttft_ms: scenario 's1' does not report the 95 percentile: bench serve prints only P99 "
+      "by default; add \"--metric-percentiles\", \"95,99\" to its args (or [bench] common_args)");
   EXPECT_EQ(parse_error("[cost]\nusd_per_gpu_hour = \"3\"\n"), "+2: cost.usd_per_gpu_hour: must be a number");
   EXPECT_EQ(parse_error("[[objectives]]\nkind = \"slo_goodput\"\n"),
             "+1: objectives[0]: slo_goodput needs an [slo] table with targets (e.g. p99_ttft_ms = 2000)");
@@ -643,7 +687,10 @@ TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
 }
 
 TEST(LoadSections, ScenarioOverrideAndValues) {
-  Study s = parse_study(std::string(testing::kSmallStudy) + "\n[load]\nconcurrency = [1, 64]\n" +
+  std::string reports_p90 = testing::kSmallStudy;  // a p90 SLO needs bench to print P90
+  reports_p90.replace(reports_p90.find("\"openai-chat\"]"), 14,
+                      "\"openai-chat\", \"--metric-percentiles\", \"90,99\"]");
+  Study s = parse_study(reports_p90 + "\n[load]\nconcurrency = [1, 64]\n" +
                             "\n[slo]\np90_e2el_ms = 900\nmedian_itl_ms = 20\nstart = 4\n",
                         "x.toml", "/d");
   EXPECT_EQ(s.load.concurrency, (std::vector<int>{1, 64}));
