@@ -214,6 +214,37 @@ TEST(SloSearch, AnInvalidProbeIsNoVerdictOnTheConfig) {
   EXPECT_EQ(b.reason, "SLO search: no request rate down to min_value = 0.5 meets the SLOs");
 }
 
+// Issue 30 (review, critical): goodput can peak between two passing loads while rising from the lower to the
+// higher. Every request meets the SLOs up to 24 req/s (goodput = rate), then fewer do (goodput 24 − (x − 24)
+// / 2); P99 TTFT meets 2000 ms up to 32.5 req/s. The bracket passes 16 (goodput 16) and 32 (20) and fails
+// 64, the refine keeps 32: the share meeting the SLOs fell from 100% to 62.5% between 16 and 32, so the
+// search narrows below 32 and finds the peak near 24 (it credited 20 at 32).
+TEST(SloSearch, AGoodputPeakBetweenTwoPassingLoadsIsFound) {
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\nmax_runs = 20\n");
+  const TrialRunner runner = [](const TrialRequest& req) {
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) {
+      const double x = arg_value(sc.args, "--request-rate");
+      ScenarioResult r;
+      r.scenario_id = sc.id;
+      r.metrics["P99 TTFT (ms)"] = 2000 * x / 32.5;
+      r.metrics["Request throughput (req/s)"] = x;
+      r.metrics["Request goodput (req/s)"] = x <= 24 ? x : 24 - (x - 24) / 2;
+      r.metrics["Total Token throughput (tok/s)"] = 300 * x;
+      r.metrics["Successful requests"] = arg_value(sc.args, "--num-prompts");
+      r.metrics["Total generated tokens"] = 1000;
+      out.scenarios.push_back(r);
+    }
+    return out;
+  };
+  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
+  EXPECT_DOUBLE_EQ(r.max_passing, 32);
+  ASSERT_TRUE(r.goodput_found) << r.note;
+  EXPECT_GT(r.request_goodput_req_s, 24 / 1.05) << fmt::format("{}", fmt::join(probe_values(r), ", "));
+  EXPECT_NEAR(r.goodput_at, 24, 24 * 0.05);
+}
+
 // Issue 30 §2: on the twin, goodput carries a band propagated from the prediction's TTFT band (not the
 // tok/s band). A twin-like runner: P99 TTFT = 100 ms × rate, ±20% TTFT band, every request meets the run's
 // own --goodput bound when the P99 does. P99 TTFT ≤ 2000 ms holds to 20 req/s; if the true TTFT were 20%
