@@ -4,8 +4,8 @@
 // copy of an engine rule of its own.
 //
 // Each engine is one module (src/engines/vllm*.cc, sglang*.cc, trtllm*.cc) registered in one table
-// (engine_modules()); versions are data inside the module (flags added/removed per version, defaults by
-// version). Thread-safety: every function is pure.
+// (engine_module.h engine_modules()); versions are data inside the module (flags added/removed per version,
+// defaults by version). Thread-safety: every function is pure.
 #pragma once
 
 #include <map>
@@ -317,26 +317,5 @@ std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& c
 ///   TRT-LLM: without chunked prefill, prompt > max_num_tokens (llm.py _check_arguments' message);
 ///            prompt >= max_seq_len (servelab's text).
 std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens);
-
-/// One engine module: its CLI parser, versions and resolution (see resolve_launch).
-struct EngineModule {
-  EngineKind kind;
-  const char* name;                   ///< "vllm", "sglang", "trtllm"
-  const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
-  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
-  const char* default_version;        ///< used when neither the study nor --engine-version says
-  /// Parses the arguments after the program words into `config` (kind, program, argv and
-  /// engine_version already set) with that version's flags. Throws EngineArgError.
-  void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                LaunchConfig& config);
-  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const LaunchConfig&, const model::ModelSpec&,
-                                                         const hardware::ClusterSpec&);
-};
-
-/// The engine table.
-const std::vector<EngineModule>& engine_modules();
-
-/// The module of `kind`.
-const EngineModule& engine_module(EngineKind kind);
 
 }  // namespace servelab::engines
