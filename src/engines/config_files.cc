@@ -6,8 +6,10 @@
 #include <stdexcept>
 
 #include "engines/cli_parser.h"
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/yaml_subset.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines {
@@ -26,16 +28,17 @@ std::string scalar_text(const json& v) {
 // vLLM FlexibleArgumentParser._pull_args_from_config / SGLang's config merger: each key becomes
 // `--key`; true booleans become the bare flag, false ones `--no-key` (vLLM) or nothing (SGLang
 // store_true); lists become `--key v1 v2`; mappings JSON text. [unverified: SGLang key spelling]
-std::pair<std::vector<std::string>, std::vector<std::string>> yaml_to_args(const json& doc, EngineKind kind) {
+std::pair<std::vector<std::string>, std::vector<std::string>> yaml_to_args(const json& doc,
+                                                                           const EngineConfigFile& spelling) {
   std::vector<std::string> front, lists;
   for (const auto& [key, value] : doc.items()) {
     std::string flag = "--" + key;
-    if (kind == EngineKind::kSglang) std::replace(flag.begin(), flag.end(), '_', '-');
+    if (spelling.keys_dashed) std::replace(flag.begin(), flag.end(), '_', '-');
     if (value.is_null()) continue;
     if (value.is_boolean()) {
       if (value.get<bool>())
         front.push_back(flag);
-      else if (kind == EngineKind::kVllm)
+      else if (spelling.false_as_no_flag)
         front.push_back("--no-" + flag.substr(2));
     } else if (value.is_array()) {
       lists.push_back(flag);
@@ -168,14 +171,25 @@ LaunchConfig apply_trtllm_options(const LaunchConfig& in, const json& doc) {
 
 }  // namespace
 
-LaunchConfig apply_config_yaml(const LaunchConfig& config, const std::string& yaml_text) {
-  json doc = detail::parse_yaml_subset(yaml_text);
-  if (config.kind == EngineKind::kTrtllm) return apply_trtllm_options(config, doc);
-  if (!doc.is_object()) throw std::invalid_argument("--config: the YAML document must be a mapping");
+namespace detail {
+
+LaunchConfig apply_trtllm_config_yaml(const LaunchConfig& config, const std::string& yaml_text) {
+  return apply_trtllm_options(config, parse_yaml_subset(yaml_text));
+}
+
+LaunchConfig apply_cli_config_yaml(const LaunchConfig& config, const std::string& yaml_text) {
+  json doc = parse_yaml_subset(yaml_text);
+  const EngineConfigFile& spelling = engine_module(config.kind).config_file;
+  if (!doc.is_object())
+    throw std::invalid_argument(std::string(spelling.flag) + ": the YAML document must be a mapping");
   // Config-file options first, so that the command line overrides them (list-valued options go last,
   // where they cannot swallow a positional model).
-  auto [front, lists] = yaml_to_args(doc, config.kind);
-  std::size_t program_words = config.program == "vllm serve" || config.program == "sglang serve" ? 2 : 1;
+  auto [front, lists] = yaml_to_args(doc, spelling);
+  // The program's words ("vllm serve": 2), or through `-m MODULE` for a Python launch.
+  std::size_t program_words =
+      config.program.empty()
+          ? 1
+          : 1 + static_cast<std::size_t>(std::count(config.program.begin(), config.program.end(), ' '));
   for (std::size_t i = 1; i < config.argv.size() && config.program.rfind("python", 0) == 0; ++i) {
     if (config.argv[i] == "-m") {
       program_words = i + 2;
@@ -197,6 +211,12 @@ LaunchConfig apply_config_yaml(const LaunchConfig& config, const std::string& ya
   LaunchConfig out = parse_launch_command(argv, config.env, config.engine_version);
   out.argv = config.argv;
   return out;
+}
+
+}  // namespace detail
+
+LaunchConfig apply_config_yaml(const LaunchConfig& config, const std::string& yaml_text) {
+  return engine_module(config.kind).config_file.apply(config, yaml_text);
 }
 
 std::string render_extra_llm_api_options(const LaunchConfig& c) {
@@ -247,10 +267,10 @@ std::string render_extra_llm_api_options(const LaunchConfig& c) {
 }
 
 LaunchConfig apply_config_files(const LaunchConfig& config) {
-  const bool trt = config.kind == EngineKind::kTrtllm;
-  const std::string& path = trt ? config.extra_llm_api_options : config.config_file;
+  const EngineConfigFile& file = engine_module(config.kind).config_file;
+  const std::string& path = config.*file.path;
   if (path.empty()) return config;
-  const char* flag = trt ? "--extra_llm_api_options" : "--config";
+  const char* flag = file.flag;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error(std::string(flag) + " " + path +

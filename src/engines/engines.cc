@@ -4,8 +4,8 @@
 
 #include "engines/engines_detail.h"
 #include "engines/version.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
-#include "servelab/engines/launch.h"
 
 namespace servelab::engines {
 namespace {
@@ -36,14 +36,17 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// The module's way of starting that `c` was launched with (its recorded program), else its canonical one.
+const EngineProgram& program_of(const LaunchConfig& c) {
+  const EngineModule& m = engine_module(c.kind);
+  for (const auto& p : m.programs)
+    if (p.recorded == c.program) return p;
+  return m.programs.front();
+}
+
 // Program words for a config (its recorded program, else the canonical one for its engine).
 std::vector<std::string> program_words(const LaunchConfig& c) {
-  std::string program = c.program;
-  if (program.empty()) {
-    program = c.kind == EngineKind::kVllm     ? "vllm serve"
-              : c.kind == EngineKind::kSglang ? "python3 -m sglang.launch_server"
-                                              : "trtllm-serve";
-  }
+  const std::string program = c.program.empty() ? program_of(c).recorded : c.program;
   std::vector<std::string> words;
   std::size_t start = 0;
   while (start < program.size()) {
@@ -57,9 +60,36 @@ std::vector<std::string> program_words(const LaunchConfig& c) {
 
 // How the model is passed for a program.
 std::vector<std::string> model_words(const LaunchConfig& c) {
-  if (c.kind == EngineKind::kSglang) return {"--model-path", c.model};
-  if (c.program.find("api_server") != std::string::npos) return {"--model", c.model};
-  return {c.model};
+  const std::string& flag = program_of(c).model_flag;
+  if (flag.empty()) return {c.model};
+  return {flag, c.model};
+}
+
+// The index of the first argument after `python [interpreter options] -m MODULE`, and MODULE ("" when
+// there is no -m).
+std::size_t python_module_args(const std::vector<std::string>& argv, std::string& module) {
+  std::size_t i = 1;
+  while (i < argv.size()) {
+    const std::string& a = argv[i];
+    if (a == "-m" && i + 1 < argv.size()) {
+      module = argv[i + 1];
+      return i + 2;
+    }
+    if (a.rfind("-m", 0) == 0 && a.size() > 2) {
+      module = a.substr(2);
+      return i + 1;
+    }
+    if (a == "-X" || a == "-W") {
+      i += 2;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  return std::min(i, argv.size());
 }
 
 }  // namespace
@@ -108,68 +138,33 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
     c.engine_version = version;
   }
   detail::record_env(env, c);
-  auto parse_with = [&](EngineKind kind, const std::vector<std::string>& args) {
-    c.kind = kind;
-    engine_module(kind).parse(args, env, c);
-  };
+  // The engine is the module one of whose programs the command starts with (engine_module.h).
   const std::string prog = detail::program_basename(argv[0]);
-  std::vector<std::string> rest;
-  if (prog == "vllm") {
-    if (argv.size() < 2 || argv[1] != "serve") not_a_launch(argv);
-    c.program = "vllm serve";
-    rest.assign(argv.begin() + 2, argv.end());
-    parse_with(EngineKind::kVllm, rest);
-  } else if (prog == "sglang") {
-    if (argv.size() < 2 || argv[1] != "serve") not_a_launch(argv);
-    c.program = "sglang serve";
-    rest.assign(argv.begin() + 2, argv.end());
-    parse_with(EngineKind::kSglang, rest);
-  } else if (prog == "trtllm-serve") {
-    std::size_t start = 1;
-    if (argv.size() > 1 && argv[1] == "serve") start = 2;
-    c.program = "trtllm-serve";
-    rest.assign(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end());
-    parse_with(EngineKind::kTrtllm, rest);
-  } else if (detail::is_python(prog)) {
-    // python [interpreter options] -m MODULE args...
-    std::size_t i = 1;
-    std::string module;
-    while (i < argv.size()) {
-      const std::string& a = argv[i];
-      if (a == "-m" && i + 1 < argv.size()) {
-        module = argv[i + 1];
-        i += 2;
-        break;
-      }
-      if (a.rfind("-m", 0) == 0 && a.size() > 2) {
-        module = a.substr(2);
-        ++i;
-        break;
-      }
-      if (a == "-X" || a == "-W") {
-        i += 2;
+  std::string module;
+  const std::size_t after_module = detail::is_python(prog) ? python_module_args(argv, module) : 0;
+  for (const EngineModule& m : engine_modules()) {
+    for (const EngineProgram& p : m.programs) {
+      std::size_t start = 0;
+      if (!p.executable.empty() && prog == p.executable) {
+        start = 1;
+        if (!p.subcommand.empty()) {
+          const bool has = argv.size() > 1 && argv[1] == p.subcommand;
+          if (!has && !p.subcommand_optional) not_a_launch(argv);
+          start += has ? 1 : 0;
+        }
+      } else if (!p.python_module.empty() && !module.empty() && module == p.python_module) {
+        start = after_module;
+      } else {
         continue;
       }
-      if (a.size() > 1 && a[0] == '-') {
-        ++i;
-        continue;
-      }
-      break;
+      c.kind = m.kind;
+      c.program = p.recorded;
+      m.parse(std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end()), env,
+              c);
+      return c;
     }
-    rest.assign(argv.begin() + static_cast<std::ptrdiff_t>(std::min(i, argv.size())), argv.end());
-    if (module == "sglang.launch_server") {
-      c.program = "python3 -m sglang.launch_server";
-      parse_with(EngineKind::kSglang, rest);
-    } else if (module == "vllm.entrypoints.openai.api_server") {
-      c.program = "python3 -m vllm.entrypoints.openai.api_server";
-      parse_with(EngineKind::kVllm, rest);
-    } else {
-      not_a_launch(argv);
-    }
-  } else {
-    not_a_launch(argv);
   }
-  return c;
+  not_a_launch(argv);
 }
 
 std::vector<std::string> split_command_line(const std::string& command) {
@@ -235,23 +230,7 @@ std::map<std::string, std::string> parse_env_assignments(const std::vector<std::
 
 std::map<std::string, std::string> to_env(const LaunchConfig& c) {
   std::map<std::string, std::string> env = c.env;
-  const char* dg_key = c.kind == EngineKind::kVllm     ? "VLLM_USE_DEEP_GEMM"
-                       : c.kind == EngineKind::kSglang ? "SGLANG_ENABLE_JIT_DEEPGEMM"
-                                                       : "TRTLLM_DG_ENABLED";
-  if (!c.deep_gemm)
-    env[dg_key] = "0";
-  else if (env.count(dg_key) || (c.kind == EngineKind::kSglang && env.count("SGL_ENABLE_JIT_DEEPGEMM")))
-    env[dg_key] = "1";
-  // vLLM before 0.11.1 has no --all2all-backend: the all-to-all travels in the environment.
-  if (c.kind == EngineKind::kVllm && !c.moe_a2a_backend.empty() && !c.engine_version.empty() &&
-      !version_at_least(c.engine_version, "0.11.1"))
-    env["VLLM_ALL2ALL_BACKEND"] = c.moe_a2a_backend;
-  if (c.kind == EngineKind::kVllm && !c.is_explicit("--attention-backend")) {
-    if (c.attention_backend.empty())
-      env.erase("VLLM_ATTENTION_BACKEND");
-    else
-      env["VLLM_ATTENTION_BACKEND"] = c.attention_backend;
-  }
+  engine_module(c.kind).render_env(c, env);
   return env;
 }
 
@@ -266,9 +245,7 @@ std::vector<std::string> to_argv(const LaunchConfig& c) {
   std::vector<std::string> bare_argv = program_words(c);
   bare_argv.insert(bare_argv.end(), model.begin(), model.end());
   LaunchConfig bare = parse_launch_command(bare_argv, {}, c.engine_version);
-  std::vector<std::string> rest = c.kind == EngineKind::kVllm     ? detail::render_vllm(c, bare)
-                                  : c.kind == EngineKind::kSglang ? detail::render_sglang(c, bare)
-                                                                  : detail::render_trtllm(c, bare);
+  std::vector<std::string> rest = engine_module(c.kind).render(c, bare);
   argv.insert(argv.end(), rest.begin(), rest.end());
   return argv;
 }

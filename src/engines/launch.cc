@@ -6,19 +6,15 @@
 #include <cmath>
 #include <set>
 
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
+#include "servelab/engines/engine_module.h"
 
 namespace servelab::engines {
-
-namespace detail {
-Resolved resolve_vllm(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
-Resolved resolve_sglang(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
-Resolved resolve_trtllm(const LaunchConfig&, const model::ModelSpec&, const hardware::ClusterSpec&);
-}  // namespace detail
 
 const char* attention_kernel_name(AttentionKernel k) {
   switch (k) {
@@ -130,31 +126,6 @@ const char* graph_mode_name(GraphMode g) {
   return "unknown";
 }
 
-const std::vector<EngineModule>& engine_modules() {
-  static const std::vector<EngineModule> kModules = [] {
-    std::vector<EngineModule> m;
-    auto versions = [](EngineKind k) {
-      std::vector<std::string> out;
-      for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
-      return out;
-    };
-    m.push_back({EngineKind::kVllm, "vllm", "vLLM", versions(EngineKind::kVllm), kVllmDefaults.version.value,
-                 detail::parse_vllm, detail::resolve_vllm});
-    m.push_back({EngineKind::kSglang, "sglang", "SGLang", versions(EngineKind::kSglang),
-                 kSglangDefaults.version.value, detail::parse_sglang, detail::resolve_sglang});
-    m.push_back({EngineKind::kTrtllm, "trtllm", "TensorRT-LLM", versions(EngineKind::kTrtllm),
-                 kTrtllmDefaults.version.value, detail::parse_trtllm, detail::resolve_trtllm});
-    return m;
-  }();
-  return kModules;
-}
-
-const EngineModule& engine_module(EngineKind kind) {
-  for (const auto& m : engine_modules())
-    if (m.kind == kind) return m;
-  throw std::logic_error("no engine module registered for this engine kind");
-}
-
 namespace {
 
 // Every engine shards the attention heads over its attention TP group. vLLM refuses at start-up
@@ -205,43 +176,7 @@ std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& c
 }
 
 std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens) {
-  const int len = launch.max_model_len;
-  const std::string p = std::to_string(prompt_tokens), m = std::to_string(max_tokens);
-  switch (launch.config.kind) {
-    case EngineKind::kVllm:
-      // vllm/entrypoints/openai/serving_engine.py _validate_input (HTTP 400).
-      if (prompt_tokens + max_tokens > len)
-        return "This model's maximum context length is " + std::to_string(len) +
-               " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) + " tokens (" +
-               p + " in the messages, " + m +
-               " in the completion). Please reduce the length of the messages "
-               "or completion.";
-      return std::nullopt;
-    case EngineKind::kSglang:
-      // sglang/srt/managers/tokenizer_manager.py _validate_one_request [recalled for 0.5.x: both checks and
-      // their text].
-      if (prompt_tokens >= len)
-        return "The input (" + p + " tokens) is longer than the model's context length (" +
-               std::to_string(len) + " tokens).";
-      if (prompt_tokens + max_tokens >= len)
-        return "Requested token count exceeds the model's maximum context length of " + std::to_string(len) +
-               " tokens. You requested a total of " + std::to_string(prompt_tokens + max_tokens) +
-               " tokens: " + p + " tokens from the input messages and " + m +
-               " tokens for the completion. Please reduce the number of tokens in the input messages or the "
-               "completion to fit within the limit.";
-      return std::nullopt;
-    case EngineKind::kTrtllm:
-      // tensorrt_llm/llmapi/llm.py _check_arguments (PyTorch backend): without chunked prefill a prompt
-      // must fit max_num_tokens (prompt_len / cp_size is a Python float).
-      if (!launch.scheduler.chunked_prefill && prompt_tokens > launch.scheduler.token_budget)
-        return "The sum of prompt length (" + p + ".0), query length (0) should not exceed max_num_tokens (" +
-               std::to_string(launch.scheduler.token_budget) + ")";
-      if (prompt_tokens >= len)
-        return "prompt of " + p + " tokens does not fit max_seq_len " + std::to_string(len) +
-               " (servelab's text: the engine's message for this case is not recorded)";
-      return std::nullopt;
-  }
-  return std::nullopt;
+  return engine_module(launch.config.kind).check_request(launch, prompt_tokens, max_tokens);
 }
 
 namespace detail {

@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engines/engine_hooks.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines {
@@ -198,6 +200,25 @@ NodeLaunch trtllm(const LaunchConfig& c, const MultiNodeRequest& r, const Argv& 
 
 }  // namespace
 
+namespace detail {
+
+NodeLaunch node_launch_sglang(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv,
+                              const std::map<std::string, std::string>& /*env*/) {
+  return sglang(c, r, std::move(argv));
+}
+
+NodeLaunch node_launch_vllm(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv,
+                            const std::map<std::string, std::string>& /*env*/) {
+  return vllm(c, r, std::move(argv));
+}
+
+NodeLaunch node_launch_trtllm(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv,
+                              const std::map<std::string, std::string>& env) {
+  return trtllm(c, r, argv, env);
+}
+
+}  // namespace detail
+
 NodeLaunch render_node_launch(const MultiNodeRequest& r) {
   if (r.nodes < 1) fail("nodes " + std::to_string(r.nodes) + " must be >= 1");
   if (r.gpus_per_node < 1) fail("gpus_per_node " + std::to_string(r.gpus_per_node) + " must be >= 1");
@@ -223,12 +244,8 @@ NodeLaunch render_node_launch(const MultiNodeRequest& r) {
     n.argv = argv;
     n.serves_http = true;
     n.gpus = world;
-  } else if (c.kind == EngineKind::kSglang) {
-    n = sglang(c, r, argv);
-  } else if (c.kind == EngineKind::kVllm) {
-    n = vllm(c, r, argv);
   } else {
-    n = trtllm(c, r, argv, env);
+    n = engine_module(c.kind).node_launch(c, r, argv, env);
   }
   n.env = std::move(env);
   return n;

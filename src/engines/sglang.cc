@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engines/cli_parser.h"
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/version.h"
@@ -485,6 +486,21 @@ std::vector<std::string> render_sglang(const LaunchConfig& c, const LaunchConfig
     for (const auto& v : o.values) a.push_back(v);
   }
   return a;
+}
+
+// SGLANG_ENABLE_JIT_DEEPGEMM follows deep_gemm (also when the launch set the older SGL_ spelling).
+void render_env_sglang(const LaunchConfig& c, std::map<std::string, std::string>& env) {
+  if (!c.deep_gemm)
+    env["SGLANG_ENABLE_JIT_DEEPGEMM"] = "0";
+  else if (env.count("SGLANG_ENABLE_JIT_DEEPGEMM") || env.count("SGL_ENABLE_JIT_DEEPGEMM"))
+    env["SGLANG_ENABLE_JIT_DEEPGEMM"] = "1";
+}
+
+// --nnodes N: the world split evenly over N nodes.
+std::optional<LaunchConfig::NodePlacement> stated_node_placement_sglang(const LaunchConfig& c) {
+  if (c.nnodes <= 1) return std::nullopt;
+  return LaunchConfig::NodePlacement{c.nnodes, (c.gpus_used() + c.nnodes - 1) / c.nnodes,
+                                     "--nnodes " + std::to_string(c.nnodes)};
 }
 
 }  // namespace servelab::engines::detail

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 
@@ -256,6 +257,25 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   choose_kernels(r, cl);
   if (auto f = sglang_policies(r, cl)) return *f;
   return r;
+}
+
+// The request admission rule of launch.h check_request.
+std::optional<std::string> check_request_sglang(const ResolvedLaunch& launch, int prompt_tokens,
+                                                int max_tokens) {
+  const int len = launch.max_model_len;
+  const std::string p = std::to_string(prompt_tokens), m = std::to_string(max_tokens);
+  // sglang/srt/managers/tokenizer_manager.py _validate_one_request [recalled for 0.5.x: both checks and
+  // their text].
+  if (prompt_tokens >= len)
+    return "The input (" + p + " tokens) is longer than the model's context length (" + std::to_string(len) +
+           " tokens).";
+  if (prompt_tokens + max_tokens >= len)
+    return "Requested token count exceeds the model's maximum context length of " + std::to_string(len) +
+           " tokens. You requested a total of " + std::to_string(prompt_tokens + max_tokens) +
+           " tokens: " + p + " tokens from the input messages and " + m +
+           " tokens for the completion. Please reduce the number of tokens in the input messages or the "
+           "completion to fit within the limit.";
+  return std::nullopt;
 }
 
 }  // namespace servelab::engines::detail

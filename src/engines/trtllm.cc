@@ -1,6 +1,7 @@
 // TensorRT-LLM 1.2.0rc5 `trtllm-serve [serve] MODEL`: click options (tensorrt_llm/commands/serve.py),
 // environment, and rendering back to flags.
 #include "engines/cli_parser.h"
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/trtllm_defaults.h"
 #include "engines/version.h"
@@ -144,6 +145,21 @@ std::vector<std::string> render_trtllm(const LaunchConfig& c, const LaunchConfig
     for (const auto& v : o.values) a.push_back(v);
   }
   return a;
+}
+
+// TRTLLM_DG_ENABLED follows deep_gemm.
+void render_env_trtllm(const LaunchConfig& c, std::map<std::string, std::string>& env) {
+  if (!c.deep_gemm)
+    env["TRTLLM_DG_ENABLED"] = "0";
+  else if (env.count("TRTLLM_DG_ENABLED"))
+    env["TRTLLM_DG_ENABLED"] = "1";
+}
+
+// --gpus_per_node G: the world on nodes of G GPUs.
+std::optional<LaunchConfig::NodePlacement> stated_node_placement_trtllm(const LaunchConfig& c) {
+  if (!c.gpus_per_node || *c.gpus_per_node <= 0) return std::nullopt;
+  return LaunchConfig::NodePlacement{(c.gpus_used() + *c.gpus_per_node - 1) / *c.gpus_per_node,
+                                     *c.gpus_per_node, "--gpus_per_node " + std::to_string(*c.gpus_per_node)};
 }
 
 }  // namespace servelab::engines::detail

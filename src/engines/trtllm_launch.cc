@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
 #include "engines/trtllm_defaults.h"
 
@@ -301,6 +302,22 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
   static const std::vector<std::string> kEnv = {"TRTLLM_DG_ENABLED"};
   r.inert_flags = inert_flags_of(r.config, kEffective, kEnv);
   return r;
+}
+
+// The request admission rule of launch.h check_request.
+std::optional<std::string> check_request_trtllm(const ResolvedLaunch& launch, int prompt_tokens,
+                                                int /*max_tokens*/) {
+  const int len = launch.max_model_len;
+  const std::string p = std::to_string(prompt_tokens);
+  // tensorrt_llm/llmapi/llm.py _check_arguments (PyTorch backend): without chunked prefill a prompt
+  // must fit max_num_tokens (prompt_len / cp_size is a Python float).
+  if (!launch.scheduler.chunked_prefill && prompt_tokens > launch.scheduler.token_budget)
+    return "The sum of prompt length (" + p + ".0), query length (0) should not exceed max_num_tokens (" +
+           std::to_string(launch.scheduler.token_budget) + ")";
+  if (prompt_tokens >= len)
+    return "prompt of " + p + " tokens does not fit max_seq_len " + std::to_string(len) +
+           " (servelab's text: the engine's message for this case is not recorded)";
+  return std::nullopt;
 }
 
 }  // namespace servelab::engines::detail

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/cli_parser.h"
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/version.h"
 #include "engines/vllm_defaults.h"
@@ -629,6 +630,32 @@ std::vector<std::string> render_vllm(const LaunchConfig& c, const LaunchConfig& 
   }
   if (!compilation_done) render_capture(c, b, a);
   return a;
+}
+
+// VLLM_USE_DEEP_GEMM follows deep_gemm; before 0.11.1 (no --all2all-backend) the all-to-all travels in
+// VLLM_ALL2ALL_BACKEND; VLLM_ATTENTION_BACKEND carries attention_backend unless --attention-backend did.
+void render_env_vllm(const LaunchConfig& c, std::map<std::string, std::string>& env) {
+  if (!c.deep_gemm)
+    env["VLLM_USE_DEEP_GEMM"] = "0";
+  else if (env.count("VLLM_USE_DEEP_GEMM"))
+    env["VLLM_USE_DEEP_GEMM"] = "1";
+  if (!c.moe_a2a_backend.empty() && !c.engine_version.empty() &&
+      !version_at_least(c.engine_version, "0.11.1"))
+    env["VLLM_ALL2ALL_BACKEND"] = c.moe_a2a_backend;
+  if (!c.is_explicit("--attention-backend")) {
+    if (c.attention_backend.empty())
+      env.erase("VLLM_ATTENTION_BACKEND");
+    else
+      env["VLLM_ATTENTION_BACKEND"] = c.attention_backend;
+  }
+}
+
+// --data-parallel-size-local K: the DP replicas K to a node.
+std::optional<LaunchConfig::NodePlacement> stated_node_placement_vllm(const LaunchConfig& c) {
+  if (!c.dp_size_local || *c.dp_size_local <= 0) return std::nullopt;
+  return LaunchConfig::NodePlacement{(c.dp + *c.dp_size_local - 1) / *c.dp_size_local,
+                                     *c.dp_size_local * c.tp * c.pp,
+                                     "--data-parallel-size-local " + std::to_string(*c.dp_size_local)};
 }
 
 }  // namespace servelab::engines::detail

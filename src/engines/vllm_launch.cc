@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
 #include "engines/vllm_defaults.h"
 
@@ -314,6 +315,21 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
   return r;
+}
+
+// The request admission rule of launch.h check_request.
+std::optional<std::string> check_request_vllm(const ResolvedLaunch& launch, int prompt_tokens,
+                                              int max_tokens) {
+  const int len = launch.max_model_len;
+  const std::string p = std::to_string(prompt_tokens), m = std::to_string(max_tokens);
+  // vllm/entrypoints/openai/serving_engine.py _validate_input (HTTP 400).
+  if (prompt_tokens + max_tokens > len)
+    return "This model's maximum context length is " + std::to_string(len) +
+           " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) + " tokens (" + p +
+           " in the messages, " + m +
+           " in the completion). Please reduce the length of the messages "
+           "or completion.";
+  return std::nullopt;
 }
 
 }  // namespace servelab::engines::detail

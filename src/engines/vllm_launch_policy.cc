@@ -214,6 +214,7 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
     e.graph_max_batch = 0;
   }
   e.graph_padding = true;
+  e.graph_batch_in_tokens = true;
   const bool flag = EngineVersion::parse(d.async_scheduling_flag_since.value) <= v;
   const bool default_on = EngineVersion::parse(d.async_scheduling_default_since.value) <= v;
   e.async_scheduling = flag && c.async_scheduling.value_or(default_on);
@@ -306,6 +307,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   // Without --max-model-len, recent releases lower the context to what the KV pool holds instead of
   // refusing to start [unverified release: the corpus's GLM-5.2 at its 1,048,576 default started on 0.24].
   r.memory.auto_fit_max_model_len = !c.is_explicit("--max-model-len") && EngineVersion::parse("0.17.0") <= v;
+  r.memory.kv_pool_holds_one_request = true;
   execution(r, v);
   // Flags whose effect the resolution above models; everything else given explicitly is inert.
   static const std::vector<std::string> kEffective = {"--model",

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "servelab/engines/engine_module.h"
 #include "sim_generated/calibration_json.h"
 
 namespace servelab::sim {
@@ -45,11 +46,12 @@ Calibration calibration_from_vector(const std::vector<double>& v) {
 }
 
 Calibration calibration_prior(const std::string& engine) {
-  // Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit).
-  // The last three fields are the same for every engine (calibration_prior_source).
-  if (engine == "sglang") return {1.0, 2.0, 20.0, 5.0, 10.0, 30.0, 12.0, 0.2};
-  if (engine == "trtllm") return {1.0, 1.5, 20.0, 5.0, 10.0, 30.0, 12.0, 0.2};
-  return {1.0, 2.5, 20.0, 10.0, 10.0, 30.0, 12.0, 0.2};
+  // Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit). The
+  // CPU per step and API-server time per request are the engine module's (EngineModule::cpu_prior); the
+  // other fields are the same for every engine (calibration_prior_source).
+  const engines::EngineModule* m = engines::find_engine_module(engine);
+  if (!m) throw std::invalid_argument("calibration prior: no engine module is named '" + engine + "'");
+  return {1.0, m->cpu_prior.cpu_step_ms, 20.0, m->cpu_prior.api_request_ms, 10.0, 30.0, 12.0, 0.2};
 }
 
 std::string calibration_prior_source(const std::string& engine) {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/model/model.h"
 #include "servelab/schedule/rng.h"
@@ -20,7 +21,7 @@ namespace servelab::sim {
 namespace {
 
 bool modelled_engine(const std::string& e) {
-  return e == "vllm" || e == "sglang" || e == "trtllm";
+  return engines::find_engine_module(e) != nullptr;
 }
 
 // Applies the option file the launch names (vLLM/SGLang --config, TRT-LLM --extra_llm_api_options) from the
@@ -28,10 +29,10 @@ bool modelled_engine(const std::string& e) {
 // does from disk. Throws std::runtime_error naming the flag when the point has no text for it or its YAML is
 // not understood; engines::EngineArgError when a key is not an option of that release.
 engines::LaunchConfig corpus_apply_config_file(const engines::LaunchConfig& config, const CorpusPoint& c) {
-  const bool trt = config.kind == engines::EngineKind::kTrtllm;
-  const std::string& path = trt ? config.extra_llm_api_options : config.config_file;
+  const engines::EngineConfigFile& file = engines::engine_module(config.kind).config_file;
+  const std::string& path = config.*file.path;
   if (path.empty()) return config;
-  const char* flag = trt ? "--extra_llm_api_options" : "--config";
+  const char* flag = file.flag;
   auto it = c.config_files.find(path);
   if (it == c.config_files.end()) it = c.config_files.find(std::filesystem::path(path).filename().string());
   if (it == c.config_files.end())

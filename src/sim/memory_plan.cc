@@ -221,8 +221,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     return plan;
   }
   double need = request_kv_bytes(plan, plan.max_model_len);
-  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need &&
-      pol.auto_fit_max_model_len) {
+  if (pol.kv_pool_holds_one_request && plan.kv_budget_bytes < need && pol.auto_fit_max_model_len) {
     // The engine lowers the context to the longest request the pool holds.
     long long fit = plan.kv_bytes_per_token > 0
                         ? static_cast<long long>((plan.kv_budget_bytes - plan.state_bytes_per_request -
@@ -238,7 +237,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       need = request_kv_bytes(plan, plan.max_model_len);
     }
   }
-  if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need &&
+  if (pol.kv_pool_holds_one_request && plan.kv_budget_bytes < need &&
       need - plan.kv_budget_bytes <= kMemoryPlanToleranceBytes) {
     plan.notes.push_back(
         fmt::format("one {}-token request needs {:.2f} GiB of KV, {:.2f} GiB more than the plan leaves: "
@@ -246,7 +245,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
                     "uncertainty ({:.1f} GiB), so the twin predicts the engine starts",
                     plan.max_model_len, need / kGiB, (need - plan.kv_budget_bytes) / kGiB,
                     kMemoryPlanToleranceBytes / kGiB));
-  } else if (launch.config.kind == engines::EngineKind::kVllm && plan.kv_budget_bytes < need) {
+  } else if (pol.kv_pool_holds_one_request && plan.kv_budget_bytes < need) {
     // vLLM kv_cache_utils.check_enough_kv_cache_memory.
     const long long est =
         plan.kv_bytes_per_token > 0

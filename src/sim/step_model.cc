@@ -549,7 +549,7 @@ bool StepModel::graphed(std::span<const RankLoad> loads) const {
   // piecewise at best, see cost()).
   if (prefill && ex.graphs != engines::GraphMode::kFull) return false;
   if (ex.graphs == engines::GraphMode::kPiecewise) return false;
-  const bool tokens_rule = launch_.config.kind == engines::EngineKind::kVllm || prefill;
+  const bool tokens_rule = ex.graph_batch_in_tokens || prefill;
   const int size = tokens_rule ? max_tokens : max_decode;
   if (size <= 0 || size > ex.graph_max_batch) return false;
   if (!ex.graph_padding && !ex.graph_sizes.empty())

@@ -18,6 +18,7 @@
 
 #include "servelab/common/printable.h"
 #include "servelab/common/redact.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/multinode.h"
 #include "servelab/tune/search.h"
@@ -472,11 +473,11 @@ K8sManifest render_k8s_trial(const Study& study, const TrialRequest& trial, int 
     m.secret_keys.assign(secret_keys.begin(), secret_keys.end());
     return m;
   }
-  if (parsed.kind == engines::EngineKind::kTrtllm)
+  if (const auto& m = engines::engine_module(parsed.kind); m.multi_node_one_job)
     throw refuse(
-        fmt::format("TensorRT-LLM over {} nodes runs as one MPI job, which needs an MPI launcher across "
+        fmt::format("{} over {} nodes runs as one MPI job, which needs an MPI launcher across "
                     "pods (e.g. the Kubeflow MPI Operator): not rendered; use --target slurm",
-                    nodes));
+                    m.product_name, nodes));
   engines::MultiNodeRequest req;
   req.kind = parsed.kind;
   req.engine_version = engine.version;

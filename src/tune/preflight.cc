@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/tokenizer/tokenizer.h"
 #include "servelab/tune/space.h"
@@ -169,11 +170,13 @@ void check_engine(const Study& study, const EngineSpec& spec, const PreflightOpt
   std::vector<std::string> ask;
   std::string how;
   const bool python_module = base.argv.size() >= 3 && base.argv[1] == "-m";
-  if (spec.kind == engines::EngineKind::kSglang && python_module) {
+  const std::string package = engines::engine_module(spec.kind).version_probe_package;
+  if (!package.empty() && python_module) {
     ask = {exe, "-c",
-           "import sglang; print(sglang.__version__); "
-           "print('servelab stand-in' if getattr(sglang, '__servelab_standin__', False) else '')"};
-    how = fmt::format("{} -c \"import sglang; print(sglang.__version__)\"", base.argv[0]);
+           fmt::format("import {0}; print({0}.__version__); "
+                       "print('servelab stand-in' if getattr({0}, '__servelab_standin__', False) else '')",
+                       package)};
+    how = fmt::format("{0} -c \"import {1}; print({1}.__version__)\"", base.argv[0], package);
   } else {
     ask = {exe, "--version"};
     how = base.argv[0] + " --version";

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/multinode.h"
 #include "servelab/tune/slurm.h"
 #include "tune/engine_process.h"
@@ -80,10 +81,11 @@ engines::NodeLaunch slurm_node_launch(const Study& study, const std::string& eng
   r.node_rank = node.node_rank;
   r.head_address = node.head;
   r.port = slurm_rendezvous_port(node.job_id);
-  if (r.kind == engines::EngineKind::kTrtllm && node.nodes > 1)
-    throw std::invalid_argument(
-        "multi-node TensorRT-LLM runs as one MPI job that must own the allocation's tasks; target slurm "
-        "starts one servelab task per node, so it does not launch it yet (use one node per trial)");
+  if (const auto& m = engines::engine_module(r.kind); m.multi_node_one_job && node.nodes > 1)
+    throw std::invalid_argument(std::string("multi-node ") + m.product_name +
+                                " runs as one MPI job that must own the allocation's tasks; target slurm "
+                                "starts one servelab task per node, so it does not launch it yet (use one "
+                                "node per trial)");
   return engines::render_node_launch(r);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "servelab/engines/engine_module.h"
 #include "servelab/tune/slurm.h"
 
 namespace servelab::tune {
@@ -140,11 +141,12 @@ PreflightReport run_slurm_preflight(const Study& study, const SlurmPreflightOpti
   check_gres(study, p.at("PartitionName"), o, r);
   if (study.slurm.nodes(study.hardware.gpu_count) > 1)
     for (const auto& e : study.engines)
-      if (e.kind == engines::EngineKind::kTrtllm)
+      if (const auto& m = engines::engine_module(e.kind); m.multi_node_one_job)
         r.checks.push_back(
             {"engine " + e.name, Result::kFailed,
-             "multi-node TensorRT-LLM (one MPI job owning the allocation's tasks) is not launched by "
-             "target slurm: use one node per trial, or leave this engine out"});
+             fmt::format("multi-node {} (one MPI job owning the allocation's tasks) is not launched by "
+                         "target slurm: use one node per trial, or leave this engine out",
+                         m.product_name)});
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/tune/load.h"
 #include "servelab/tune/slurm.h"
 #include "servelab_git_version.h"
@@ -46,9 +47,7 @@ TrialRunner default_runner(const Study& study, Target target, const std::atomic<
     o.stop_grace_s = e.stop_grace_s;
     // Prefix-cache reset between scenarios where the engine offers one (vLLM needs VLLM_SERVER_DEV_MODE=1
     // for it; without it the POST gets 404 and nothing changes).
-    o.reset_cache_path = e.kind == engines::EngineKind::kVllm     ? "/reset_prefix_cache"
-                         : e.kind == engines::EngineKind::kSglang ? "/flush_cache"
-                                                                  : "";
+    o.reset_cache_path = engines::engine_module(e.kind).prefix_cache_reset_path;
     o.gpu_memory_used_mib = nvidia_smi_memory_used_mib;
     per_engine[e.name] = make_local_runner(o);
   }

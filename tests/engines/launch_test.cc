@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engines/version.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"

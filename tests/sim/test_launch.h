@@ -17,8 +17,8 @@ inline model::ModelSpec corpus_model(const std::string& name) {
 }
 
 /// A vLLM-like launch of `model` with `tp` x `pp` GPUs: memory of total x 0.9 minus weights, a profile run
-/// of 8192 tokens and 256 sequences, no reserve; BF16 KV; block 16; FA3/cuBLAS kernels; graphs for
-/// decode up to 512 tokens.
+/// of 8192 tokens and 256 sequences, no reserve, refused when the KV pool cannot hold one request; BF16 KV;
+/// block 16; FA3/cuBLAS kernels; graphs for decode up to 512 tokens (sizes in tokens).
 inline engines::ResolvedLaunch test_launch(const model::ModelSpec& m, const hardware::ClusterSpec& c, int tp,
                                            int pp = 1) {
   engines::ResolvedLaunch l;
@@ -42,11 +42,13 @@ inline engines::ResolvedLaunch test_launch(const model::ModelSpec& m, const hard
   l.memory.profile_tokens = 8192;
   l.memory.profile_sequences = 256;
   l.memory.reserved_bytes = 0;
+  l.memory.kv_pool_holds_one_request = true;
   l.scheduler.kind = engines::SchedulerPolicy::Kind::kVllmV1;
   l.scheduler.max_num_seqs = 256;
   l.scheduler.token_budget = 8192;
   l.execution.graphs = engines::GraphMode::kFullAndPiecewise;
   l.execution.graph_max_batch = 512;
+  l.execution.graph_batch_in_tokens = true;
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kFlashAttn3;
   l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kCublasBf16;
   l.execution.moe = engines::MoeKernel::kTritonFused;

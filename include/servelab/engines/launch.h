@@ -4,8 +4,8 @@
 // copy of an engine rule of its own.
 //
 // Each engine is one module (src/engines/vllm*.cc, sglang*.cc, trtllm*.cc) registered in one table
-// (engine_modules()); versions are data inside the module (flags added/removed per version, defaults by
-// version). Thread-safety: every function is pure.
+// (engine_module.h engine_modules()); versions are data inside the module (flags added/removed per version,
+// defaults by version). Thread-safety: every function is pure.
 #pragma once
 
 #include <map>
@@ -153,6 +153,10 @@ struct MemoryPolicy {
   /// what fits instead of refusing to start (vLLM >= 0.17 without --max-model-len [unverified release;
   /// the corpus's GLM-5.2 at its 1,048,576 default started on vLLM 0.24]).
   bool auto_fit_max_model_len = false;
+  /// The engine refuses to start when the KV pool cannot hold one request of max_model_len (vLLM
+  /// kv_cache_utils.check_enough_kv_cache_memory; after auto_fit_max_model_len). false: SGLang and
+  /// TensorRT-LLM start and hold fewer tokens.
+  bool kv_pool_holds_one_request = false;
   /// SGLang's ReqToTokenPool, an int32 table of (slots + 1) x (context_len + 4) entries per rank, slots =
   /// clamp(pool tokens / context_len x 512, 2048, 4096) (model_runner.py), charged to the KV budget
   /// (memory_plan.cc request_table_bytes, with the corpus evidence). false: vLLM, TensorRT-LLM.
@@ -194,6 +198,9 @@ enum class Routing {
 /// How steps are executed.
 struct ExecutionPolicy {
   GraphMode graphs = GraphMode::kFullAndPiecewise;
+  /// A captured size counts the step's tokens (vLLM) rather than its decode requests (SGLang,
+  /// TensorRT-LLM); a step with prefill counts tokens either way.
+  bool graph_batch_in_tokens = false;
   int graph_max_batch = 512;        ///< largest captured size (tokens for vLLM, requests otherwise)
   bool graph_padding = true;        ///< batches are padded up to the next captured size (TRT: padding off
                                     ///< by default, so only exact captured sizes replay)
@@ -317,26 +324,5 @@ std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& c
 ///   TRT-LLM: without chunked prefill, prompt > max_num_tokens (llm.py _check_arguments' message);
 ///            prompt >= max_seq_len (servelab's text).
 std::optional<std::string> check_request(const ResolvedLaunch& launch, int prompt_tokens, int max_tokens);
-
-/// One engine module: its CLI parser, versions and resolution (see resolve_launch).
-struct EngineModule {
-  EngineKind kind;
-  const char* name;                   ///< "vllm", "sglang", "trtllm"
-  const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
-  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
-  const char* default_version;        ///< used when neither the study nor --engine-version says
-  /// Parses the arguments after the program words into `config` (kind, program, argv and
-  /// engine_version already set) with that version's flags. Throws EngineArgError.
-  void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                LaunchConfig& config);
-  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const LaunchConfig&, const model::ModelSpec&,
-                                                         const hardware::ClusterSpec&);
-};
-
-/// The engine table.
-const std::vector<EngineModule>& engine_modules();
-
-/// The module of `kind`.
-const EngineModule& engine_module(EngineKind kind);
 
 }  // namespace servelab::engines

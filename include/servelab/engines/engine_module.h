@@ -1,0 +1,115 @@
+// servelab/engines: the engine table. Everything servelab knows about one engine (vLLM, SGLang,
+// TensorRT-LLM) that code outside src/engines needs is a field or a hook of its EngineModule: how it is
+// started (program words, model flag), parse/render, its option-file spelling, its multi-node launch and
+// refusals, request admission, the twin's CPU-cost priors, pre-flight's version probe and the
+// prefix-cache reset. Code elsewhere asks the module (engine_module(kind)) instead of
+// branching on EngineKind, so a new engine is one more registered module: register_engine_module() checks
+// that every hook is set (a missing one fails at start-up, never falls back to another engine).
+//
+// Thread-safety: engine_modules()/engine_module() may be called from any thread; register_engine_module()
+// only at start-up, before any other thread uses the table.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "servelab/engines/engine_config.h"
+#include "servelab/engines/launch.h"
+#include "servelab/engines/multinode.h"
+
+namespace servelab::engines {
+
+/// One way an engine is started: `EXECUTABLE [SUBCOMMAND] args` or `python -m MODULE args`.
+struct EngineProgram {
+  std::string recorded;       ///< LaunchConfig::program for this form: "vllm serve", "trtllm-serve"
+  std::string executable;     ///< argv[0]'s basename ("vllm", "trtllm-serve"); "" for `python -m MODULE`
+  std::string subcommand;     ///< the word after the executable ("serve"); "" = none
+  bool subcommand_optional;   ///< the subcommand may be left out (`trtllm-serve [serve]`)
+  std::string python_module;  ///< MODULE of `python -m MODULE` ("sglang.launch_server"); "" otherwise
+  std::string model_flag;     ///< how the model is passed: "" positional, "--model-path", "--model"
+};
+
+/// The engine's option file (vLLM/SGLang `--config`, TensorRT-LLM `--extra_llm_api_options`).
+struct EngineConfigFile {
+  const char* flag;                 ///< "--config", "--extra_llm_api_options"
+  std::string LaunchConfig::*path;  ///< the LaunchConfig field holding its path
+  bool keys_dashed;                 ///< CLI-option files: `a_b` keys are spelled `--a-b` (SGLang)
+  bool false_as_no_flag;            ///< CLI-option files: `key: false` is `--no-key` (vLLM)
+  /// Applies the file's YAML text to a launch (see engines.h apply_config_yaml). Throws
+  /// std::invalid_argument naming the YAML line or key, EngineArgError for an option of no release.
+  LaunchConfig (*apply)(const LaunchConfig& config, const std::string& yaml_text);
+};
+
+/// The fixed priors of the twin's CPU-cost fields that differ by engine (sim/calibration.h; the other
+/// fields' priors are the same for every engine).
+struct EngineCpuPrior {
+  double cpu_step_ms;     ///< engine-loop CPU time per step (ms)
+  double api_request_ms;  ///< API-server time per request (ms)
+};
+
+/// One engine module: its CLI parser, versions, resolution and every other engine fact (file comment).
+/// Every hook must be set: register_engine_module() refuses a module with a null one.
+struct EngineModule {
+  EngineKind kind;
+  const char* name;                   ///< "vllm", "sglang", "trtllm" (engine_kind_name)
+  const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
+  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
+  const char* default_version;        ///< used when neither the study nor --engine-version says
+  /// The ways it is started; programs[0] is the canonical one to_argv() writes for a config without one.
+  std::vector<EngineProgram> programs;
+  /// Parses the arguments after the program words into `config` (kind, program, argv and
+  /// engine_version already set) with that version's flags. Throws EngineArgError.
+  void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                LaunchConfig& config);
+  /// Arguments after the program words and model that re-create `config` relative to `bare` (a bare
+  /// launch of the same model). Throws EngineArgError for a value the engine rejects.
+  std::vector<std::string> (*render)(const LaunchConfig& config, const LaunchConfig& bare);
+  /// Sets the engine's modelled environment variables for `config` in `env` (engines.h to_env).
+  void (*render_env)(const LaunchConfig& config, std::map<std::string, std::string>& env);
+  std::variant<ResolvedLaunch, LaunchFailure> (*resolve)(const LaunchConfig&, const model::ModelSpec&,
+                                                         const hardware::ClusterSpec&);
+  /// The engine's refusal of one request, or nullopt (launch.h check_request).
+  std::optional<std::string> (*check_request)(const ResolvedLaunch& launch, int prompt_tokens,
+                                              int max_tokens);
+  EngineConfigFile config_file;
+  /// GPUs a launch uses when DP-attention is on: true when the attention DP ranks split the TP group's
+  /// GPUs (tp * pp), false when each DP rank is a replica of its own (tp * pp * dp).
+  bool dp_attention_within_tp;
+  /// The nodes a launch states with its own flags (LaunchConfig::stated_node_placement), or nullopt.
+  std::optional<LaunchConfig::NodePlacement> (*stated_node_placement)(const LaunchConfig& config);
+  /// Node `request.node_rank`'s part of a launch over request.nodes > 1 nodes (multinode.h), from the
+  /// parsed single-node launch `config`, its argv (environment words removed) and environment.
+  NodeLaunch (*node_launch)(const LaunchConfig& config, const MultiNodeRequest& request,
+                            std::vector<std::string> argv, const std::map<std::string, std::string>& env);
+  /// True when the multi-node launch is one MPI job started once from the head that owns every node's
+  /// tasks (TensorRT-LLM), so a launcher that starts one process per node (tune's Slurm and Kubernetes
+  /// targets) cannot run it.
+  bool multi_node_one_job;
+  EngineCpuPrior cpu_prior;
+  /// Pre-flight's version probe: the Python package to import and print `__version__` of when the engine
+  /// is started as `python -m ...` ("sglang"); "" = run `<program> --version`.
+  const char* version_probe_package;
+  /// The HTTP path that empties the prefix cache between scenarios ("/reset_prefix_cache"; "" = none).
+  const char* prefix_cache_reset_path;
+};
+
+/// The engine table: the built-in modules (vLLM, SGLang, TensorRT-LLM) then any registered ones.
+/// References stay valid for the life of the program.
+const std::deque<EngineModule>& engine_modules();
+
+/// The module of `kind`. Throws std::logic_error when none is registered for it.
+const EngineModule& engine_module(EngineKind kind);
+
+/// The module named `name` ("vllm"), or nullptr.
+const EngineModule* find_engine_module(const std::string& name);
+
+/// Adds a module to the table (a new engine, or a test's fake one). Throws std::invalid_argument naming the
+/// field when a name or hook is missing, or when the kind or name is already registered.
+/// Thread-safety: start-up only (see the file comment).
+void register_engine_module(EngineModule module);
+
+}  // namespace servelab::engines

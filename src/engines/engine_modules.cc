@@ -1,0 +1,165 @@
+// The engine table (engine_module.h): the built-in modules of vLLM, SGLang and TensorRT-LLM, registration
+// and the start-up check that every module sets every hook.
+#include "servelab/engines/engine_module.h"
+
+#include <stdexcept>
+
+#include "engines/engine_hooks.h"
+#include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
+#include "engines/sglang_defaults.h"
+#include "engines/trtllm_defaults.h"
+#include "engines/vllm_defaults.h"
+
+namespace servelab::engines {
+namespace {
+
+std::vector<std::string> module_versions(EngineKind k) {
+  std::vector<std::string> out;
+  for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
+  return out;
+}
+
+EngineModule vllm_module() {
+  return {EngineKind::kVllm,
+          "vllm",
+          "vLLM",
+          module_versions(EngineKind::kVllm),
+          kVllmDefaults.version.value,
+          {{"vllm serve", "vllm", "serve", false, "", ""},
+           {"python3 -m vllm.entrypoints.openai.api_server", "", "", false,
+            "vllm.entrypoints.openai.api_server", "--model"}},
+          detail::parse_vllm,
+          detail::render_vllm,
+          detail::render_env_vllm,
+          detail::resolve_vllm,
+          detail::check_request_vllm,
+          {"--config", &LaunchConfig::config_file, false, true, detail::apply_cli_config_yaml},
+          /*dp_attention_within_tp=*/false,
+          detail::stated_node_placement_vllm,
+          detail::node_launch_vllm,
+          /*multi_node_one_job=*/false,
+          {2.5, 10.0},
+          "",
+          "/reset_prefix_cache"};
+}
+
+EngineModule sglang_module() {
+  return {EngineKind::kSglang,
+          "sglang",
+          "SGLang",
+          module_versions(EngineKind::kSglang),
+          kSglangDefaults.version.value,
+          {{"python3 -m sglang.launch_server", "", "", false, "sglang.launch_server", "--model-path"},
+           {"sglang serve", "sglang", "serve", false, "", "--model-path"}},
+          detail::parse_sglang,
+          detail::render_sglang,
+          detail::render_env_sglang,
+          detail::resolve_sglang,
+          detail::check_request_sglang,
+          {"--config", &LaunchConfig::config_file, true, false, detail::apply_cli_config_yaml},
+          /*dp_attention_within_tp=*/true,
+          detail::stated_node_placement_sglang,
+          detail::node_launch_sglang,
+          /*multi_node_one_job=*/false,
+          {2.0, 5.0},
+          "sglang",
+          "/flush_cache"};
+}
+
+EngineModule trtllm_module() {
+  return {EngineKind::kTrtllm,
+          "trtllm",
+          "TensorRT-LLM",
+          module_versions(EngineKind::kTrtllm),
+          kTrtllmDefaults.version.value,
+          {{"trtllm-serve", "trtllm-serve", "serve", true, "", ""}},
+          detail::parse_trtllm,
+          detail::render_trtllm,
+          detail::render_env_trtllm,
+          detail::resolve_trtllm,
+          detail::check_request_trtllm,
+          {"--extra_llm_api_options", &LaunchConfig::extra_llm_api_options, false, false,
+           detail::apply_trtllm_config_yaml},
+          /*dp_attention_within_tp=*/true,
+          detail::stated_node_placement_trtllm,
+          detail::node_launch_trtllm,
+          /*multi_node_one_job=*/true,
+          {1.5, 5.0},
+          "",
+          ""};
+}
+
+[[noreturn]] void invalid(const EngineModule& m, const std::string& what) {
+  throw std::invalid_argument(std::string("engine module '") + (m.name ? m.name : "") + "': " + what);
+}
+
+// The start-up check: a module names itself, is started some way, and sets every hook.
+void check_module(const EngineModule& m, const std::deque<EngineModule>& table) {
+  if (!m.name || !*m.name) invalid(m, "no name");
+  if (!m.product_name || !*m.product_name) invalid(m, "no product_name");
+  if (!m.default_version) invalid(m, "no default_version");
+  if (m.programs.empty()) invalid(m, "no programs (how the engine is started)");
+  for (const auto& p : m.programs)
+    if (p.recorded.empty() || p.executable.empty() == p.python_module.empty())
+      invalid(m, "program '" + p.recorded + "' needs a recorded form and either an executable or a module");
+  const std::pair<const char*, bool> hooks[] = {
+      {"parse", m.parse != nullptr},
+      {"render", m.render != nullptr},
+      {"render_env", m.render_env != nullptr},
+      {"resolve", m.resolve != nullptr},
+      {"check_request", m.check_request != nullptr},
+      {"config_file.flag", m.config_file.flag != nullptr},
+      {"config_file.path", m.config_file.path != nullptr},
+      {"config_file.apply", m.config_file.apply != nullptr},
+      {"stated_node_placement", m.stated_node_placement != nullptr},
+      {"node_launch", m.node_launch != nullptr},
+      {"version_probe_package", m.version_probe_package != nullptr},
+      {"prefix_cache_reset_path", m.prefix_cache_reset_path != nullptr},
+      {"cpu_prior", m.cpu_prior.cpu_step_ms > 0 && m.cpu_prior.api_request_ms > 0},
+  };
+  for (const auto& [field, set] : hooks)
+    if (!set) invalid(m, std::string("'") + field + "' is not set");
+  for (const auto& other : table)
+    if (other.kind == m.kind || std::string(other.name) == m.name)
+      invalid(m, std::string("kind or name already registered (by '") + other.name + "')");
+}
+
+std::deque<EngineModule>& table() {
+  static std::deque<EngineModule> modules = [] {
+    std::deque<EngineModule> t;
+    for (EngineModule m : {vllm_module(), sglang_module(), trtllm_module()}) {
+      check_module(m, t);
+      t.push_back(std::move(m));
+    }
+    return t;
+  }();
+  return modules;
+}
+
+}  // namespace
+
+const std::deque<EngineModule>& engine_modules() {
+  return table();
+}
+
+const EngineModule& engine_module(EngineKind kind) {
+  for (const auto& m : table())
+    if (m.kind == kind) return m;
+  throw std::logic_error("no engine module registered for engine kind " +
+                         std::to_string(static_cast<int>(kind)));
+}
+
+const EngineModule* find_engine_module(const std::string& name) {
+  for (const auto& m : table())
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+void register_engine_module(EngineModule module) {
+  auto& t = table();
+  check_module(module, t);
+  t.push_back(std::move(module));
+}
+
+}  // namespace servelab::engines

@@ -1,0 +1,199 @@
+// A fake engine registered from this one file: every engine fact the rest of servelab uses comes from the
+// engine table (engine_module.h), so a new engine is a module, and a module with a hook missing is refused
+// at registration (never a silent fallback to another engine). Own test binary: the registration is global.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "servelab/engines/engine_module.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/launch.h"
+#include "servelab/engines/multinode.h"
+#include "servelab/hardware/hardware.h"
+#include "servelab/sim/calibration.h"
+
+namespace servelab::engines {
+namespace {
+
+constexpr auto kFake = static_cast<EngineKind>(42);
+
+// `fake-serve [serve] MODEL [--tp N] [--nodes N]`.
+void fake_parse(const std::vector<std::string>& args, const std::map<std::string, std::string>&,
+                LaunchConfig& c) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--tp" || args[i] == "--nodes") && i + 1 < args.size()) {
+      int& field = args[i] == "--tp" ? c.tp : c.nnodes;
+      field = std::stoi(args[++i]);
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw EngineArgError(kFake, "fake-serve: no such option: " + args[i]);
+    } else {
+      c.model = args[i];
+    }
+  }
+}
+
+std::vector<std::string> fake_render(const LaunchConfig& c, const LaunchConfig& bare) {
+  if (c.tp == bare.tp) return {};
+  return {"--tp", std::to_string(c.tp)};
+}
+
+void fake_env(const LaunchConfig& c, std::map<std::string, std::string>& env) {
+  env["FAKE_DEEP_GEMM"] = c.deep_gemm ? "1" : "0";
+}
+
+std::variant<ResolvedLaunch, LaunchFailure> fake_resolve(const LaunchConfig&, const model::ModelSpec&,
+                                                         const hardware::ClusterSpec&) {
+  return LaunchFailure{FailurePhase::kStartup, "fake-serve: this engine serves nothing", true, "fake.refuse"};
+}
+
+std::optional<std::string> fake_check_request(const ResolvedLaunch&, int prompt_tokens, int) {
+  if (prompt_tokens > 10) return "fake-serve: prompt of " + std::to_string(prompt_tokens) + " > 10";
+  return std::nullopt;
+}
+
+// The option file sets the TP size: `tp: N`.
+LaunchConfig fake_apply(const LaunchConfig& c, const std::string& text) {
+  LaunchConfig out = c;
+  if (text.rfind("tp: ", 0) != 0) throw std::invalid_argument("fake: expected 'tp: N'");
+  out.tp = std::stoi(text.substr(4));
+  return out;
+}
+
+std::optional<LaunchConfig::NodePlacement> fake_placement(const LaunchConfig& c) {
+  if (c.nnodes <= 1) return std::nullopt;
+  return LaunchConfig::NodePlacement{c.nnodes, c.tp / c.nnodes, "--nodes " + std::to_string(c.nnodes)};
+}
+
+NodeLaunch fake_node_launch(const LaunchConfig& c, const MultiNodeRequest& r, std::vector<std::string> argv,
+                            const std::map<std::string, std::string>&) {
+  NodeLaunch n;
+  argv.insert(argv.end(), {"--rank", std::to_string(r.node_rank)});
+  n.argv = std::move(argv);
+  n.serves_http = r.node_rank == 0;
+  n.gpus = c.tp / r.nodes;
+  return n;
+}
+
+EngineModule fake_module() {
+  return {kFake,
+          "fakellm",
+          "FakeLLM",
+          {"1.0"},
+          "1.0",
+          {{"fake-serve", "fake-serve", "serve", true, "", ""}},
+          fake_parse,
+          fake_render,
+          fake_env,
+          fake_resolve,
+          fake_check_request,
+          {"--fake-config", &LaunchConfig::config_file, false, false, fake_apply},
+          /*dp_attention_within_tp=*/true,
+          fake_placement,
+          fake_node_launch,
+          /*multi_node_one_job=*/false,
+          {3.0, 7.0},
+          "",
+          "/fake_reset"};
+}
+
+class FakeEngine : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!find_engine_module("fakellm")) register_engine_module(fake_module());
+  }
+};
+
+TEST_F(FakeEngine, IsParsedAndRenderedByItsModule) {
+  const LaunchConfig c = parse_launch_command({"fake-serve", "serve", "m", "--tp", "4"});
+  EXPECT_EQ(c.kind, kFake);
+  EXPECT_EQ(c.program, "fake-serve");
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.tp, 4);
+  EXPECT_EQ(std::string(engine_kind_name(kFake)), "fakellm");
+  EXPECT_EQ(engine_kind_from_name("fakellm"), kFake);
+  EXPECT_EQ(render_command(c), "FAKE_DEEP_GEMM=1 fake-serve m --tp 4");
+  EXPECT_THROW(parse_launch_command({"fake-serve", "m", "--pp", "2"}), EngineArgError);
+  // The built-in engines are still found by their own programs.
+  EXPECT_EQ(parse_launch_command({"vllm", "serve", "m"}).kind, EngineKind::kVllm);
+}
+
+TEST_F(FakeEngine, ItsOptionFileGpusAndNodesComeFromTheModule) {
+  LaunchConfig c = parse_launch_command({"fake-serve", "m", "--tp", "8", "--nodes", "2"});
+  c.enable_dp_attention = true;
+  c.dp = 4;
+  EXPECT_EQ(c.gpus_used(), 8);  // dp_attention_within_tp
+  const auto placement = c.stated_node_placement();
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->flag, "--nodes 2");
+  EXPECT_EQ(placement->gpus_per_node, 4);
+
+  EXPECT_EQ(apply_config_yaml(c, "tp: 2").tp, 2);
+  const std::string path = ::testing::TempDir() + "fake_engine_test.yaml";
+  std::ofstream(path) << "tp: 16";
+  c.config_file = path;
+  EXPECT_EQ(apply_config_files(c).tp, 16);
+  c.config_file = path + ".missing";
+  try {
+    apply_config_files(c);
+    FAIL() << "a missing option file must fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--fake-config " + c.config_file + ": cannot read", 0), 0u)
+        << e.what();
+  }
+}
+
+TEST_F(FakeEngine, MultiNodeLaunchResolutionAndAdmissionAskTheModule) {
+  MultiNodeRequest r;
+  r.kind = kFake;
+  r.argv = {"fake-serve", "m", "--tp", "16"};
+  r.nodes = 2;
+  r.gpus_per_node = 8;
+  r.node_rank = 1;
+  const NodeLaunch n = render_node_launch(r);
+  EXPECT_EQ(n.argv, (std::vector<std::string>{"fake-serve", "m", "--tp", "16", "--rank", "1"}));
+  EXPECT_FALSE(n.serves_http);
+  EXPECT_EQ(n.gpus, 8);
+
+  const LaunchConfig c = parse_launch_command({"fake-serve", "m"});
+  const auto resolved = resolve_launch(c, model::ModelSpec{}, hardware::ClusterSpec{});
+  ASSERT_TRUE(std::holds_alternative<LaunchFailure>(resolved));
+  EXPECT_EQ(std::get<LaunchFailure>(resolved).rule, "fake.refuse");
+
+  ResolvedLaunch launch;
+  launch.config = c;
+  EXPECT_EQ(check_request(launch, 11, 1), "fake-serve: prompt of 11 > 10");
+  EXPECT_EQ(check_request(launch, 10, 1), std::nullopt);
+}
+
+TEST_F(FakeEngine, TheTwinsPriorsAndTheStudyHooksAreTheModules) {
+  const EngineModule& m = engine_module(kFake);
+  EXPECT_STREQ(m.prefix_cache_reset_path, "/fake_reset");
+  EXPECT_STREQ(m.version_probe_package, "");
+  EXPECT_FALSE(m.multi_node_one_job);
+  const sim::Calibration prior = sim::calibration_prior("fakellm");
+  EXPECT_DOUBLE_EQ(prior.cpu_step_ms, 3.0);
+  EXPECT_DOUBLE_EQ(prior.api_request_ms, 7.0);
+  // No module, no prior: never another engine's.
+  EXPECT_THROW(sim::calibration_prior("nosuchengine"), std::invalid_argument);
+}
+
+TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
+  EngineModule m = fake_module();
+  m.kind = static_cast<EngineKind>(43);
+  m.name = "fakellm2";
+  m.node_launch = nullptr;
+  try {
+    register_engine_module(m);
+    FAIL() << "a module without node_launch must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "engine module 'fakellm2': 'node_launch' is not set");
+  }
+  EXPECT_THROW(register_engine_module(fake_module()), std::invalid_argument);  // already registered
+  EXPECT_EQ(find_engine_module("fakellm2"), nullptr);
+  EXPECT_THROW(engine_module(static_cast<EngineKind>(43)), std::logic_error);
+}
+
+}  // namespace
+}  // namespace servelab::engines
