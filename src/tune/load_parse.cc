@@ -139,6 +139,11 @@ void parse_slo(const toml::table& root, const std::string& origin, Study& s) {
     const std::string key(k.str());
     if (kSettings.count(key)) continue;
     auto target = slo_target(key);
+    if (!target && v.is_table() && std::regex_match(key, std::regex(R"(p\d{1,2})")))
+      fail(origin, &v, "slo." + key,
+           fmt::format("TOML reads the dot of a fractional percentile as a table: quote the key, e.g. "
+                       "\"{}.9_ttft_ms\" = 2000",
+                       key));
     if (!target)
       fail(origin, &v, "slo." + key,
            fmt::format(

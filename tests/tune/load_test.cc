@@ -698,6 +698,9 @@ TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
             "+3: slo.max_prompts: 5 is below the --num-prompts 10 of scenario 's1': the SLO search runs at "
             "least the scenario's prompts, so raise max_prompts or lower --num-prompts");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = 1\nmax_prompts = 10\n"), "no error");
+  EXPECT_EQ(parse_error("[slo]\np99.9_tpot_ms = 50\n"),
+            "+2: slo.p99: TOML reads the dot of a fractional percentile as a table: quote the key, e.g. "
+            "\"p99.9_ttft_ms\" = 2000");
   // A percentile bench does not print failed every run of every configuration, then the study.
   EXPECT_EQ(
       parse_error("[slo]\np95_ttft_ms = 1\n"),
