@@ -176,15 +176,21 @@ void objectives_section(std::ostringstream& md, const LoadOutcome& L) {
     const auto& o = L.objectives[i];
     md << "### " << (i == 0 ? "Primary: " : "") << o.title << " (" << o.unit << ")\n\n";
     if (o.best >= 0)
-      md << fmt::format("Best: **{}**: {:.4g} {} at {}.\n\n",
+      md << fmt::format("Best: **{}**: {:.2f} {} at {}.\n\n",
                         escape(config_name(o.values[o.best].engine, o.values[o.best].label)),
                         o.values[o.best].value, o.unit, o.values[o.best].at);
     else
       md << "No configuration meets it.\n\n";
     md << "| config | value | at |\n|---|---|---|\n";
-    for (const auto& v : o.values)
-      md << "| " << escape(config_name(v.engine, v.label)) << " | "
-         << (v.feasible ? fmt::format("{:.4g}", v.value) : "— (" + escape(v.why) + ")") << " | " << v.at
+    std::vector<const ObjectiveValue*> rows;  // best first (the objective's direction), infeasible last
+    for (const auto& v : o.values) rows.push_back(&v);
+    std::stable_sort(rows.begin(), rows.end(), [&](const ObjectiveValue* a, const ObjectiveValue* b) {
+      if (a->feasible != b->feasible) return a->feasible;
+      return a->feasible && (o.spec.maximised() ? a->value > b->value : a->value < b->value);
+    });
+    for (const ObjectiveValue* v : rows)
+      md << "| " << escape(config_name(v->engine, v->label)) << " | "
+         << (v->feasible ? fmt::format("{:.2f}", v->value) : "— (" + escape(v->why) + ")") << " | " << v->at
          << " |\n";
     md << "\n";
   }

@@ -546,6 +546,22 @@ TEST(Objectives, EveryGoodputTheRankingUsesHasItsSloRow) {
   EXPECT_EQ(L.objectives[0].values[L.objectives[0].best].config_key, o.best.key);
   ReportInput in{&s, &o, ev.records(), {}};
   const nlohmann::json summary = nlohmann::json::parse(summary_json(in));
+  // The Objectives section lists the primary objective best first, two decimals, as the ranking does.
+  const std::string md = render_markdown(in);
+  std::istringstream section(md.substr(md.find("### Primary: ")));
+  std::vector<double> listed;
+  std::string line;
+  std::getline(section, line);  // the heading
+  while (std::getline(section, line) && line.rfind("### ", 0) != 0) {
+    if (line.rfind("| ", 0) != 0 || line.find(" | — (") != std::string::npos ||
+        line.rfind("| config", 0) == 0)
+      continue;
+    const size_t a = line.find(" | ") + 3;
+    listed.push_back(std::stod(line.substr(a, line.find(" | ", a) - a)));
+  }
+  ASSERT_EQ(listed.size(), valued - std::count_if(o.ranked.begin(), o.ranked.end(),
+                                                  [](const Evaluation& e) { return e.slo && !e.feasible; }));
+  EXPECT_TRUE(std::is_sorted(listed.rbegin(), listed.rend())) << md.substr(md.find("### Primary: "), 2000);
   // Every configuration of the ranking, the ones that failed before any SLO run with their failure.
   size_t failed = 0;
   for (const Evaluation& e : o.ranked) failed += !e.slo && !e.feasible;
