@@ -291,12 +291,26 @@ std::string default_corpus() {
   return (common::data_dir().parent_path() / "reference").string();
 }
 
-// --op-data: the step model's GEMMs from measured tables (sim::use_measured_operators). "default" is the
-// store make deps builds; a raw AIConfigurator systems/data tree must be imported first.
+// --op-data: where the step model's operator times come from (sim::use_measured_operators). `none` (or no
+// flag) is the roofline; `default` is the store make deps builds, and the roofline with a note on stderr when
+// that store is missing (a build without `make deps`); any other value is an op store directory, which must
+// exist. A raw AIConfigurator systems/data tree must be imported first.
 void apply_op_data(const std::string& dir) {
-  if (dir.empty()) return;
-  const std::filesystem::path p = dir == "default" ? ops::OpStore::default_dir() : std::filesystem::path(dir);
+  if (dir.empty() || dir == "none") {
+    sim::use_measured_operators({});
+    return;
+  }
+  const bool by_default = dir == "default";
+  const std::filesystem::path p = by_default ? ops::OpStore::default_dir() : std::filesystem::path(dir);
   std::error_code ec;
+  if (by_default && !std::filesystem::is_regular_file(p / "index.json", ec)) {
+    std::fprintf(stderr,
+                 "servelab sim: no measured operator store at %s (`make deps` builds it from "
+                 "$SERVELAB_DATA_DIR/aic-ops): every operator is the roofline\n",
+                 p.string().c_str());
+    sim::use_measured_operators({});
+    return;
+  }
   if (!std::filesystem::exists(p / "index.json", ec) && std::filesystem::is_directory(p, ec)) {
     throw std::runtime_error(
         "--op-data " + p.string() +
@@ -308,10 +322,11 @@ void apply_op_data(const std::string& dir) {
 }
 
 constexpr const char* kOpDataHelp =
-    "take GEMM, GQA attention and MoE times from measured operator tables: an op store directory (make deps "
-    "builds one from "
-    "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is "
-    "validated";
+    "where operator times come from: `none` = the roofline (physics and fitted kernel efficiencies; the "
+    "default while the measured step model is validated), `default` = GEMM, attention, MLA, MoE and "
+    "all-reduce times from the measured tables make deps imports from $SERVELAB_DATA_DIR/aic-ops (the "
+    "roofline, with a note, when that store is missing or has no table for the launch's GPU and engine), or "
+    "an op store directory";
 
 void setup_sim(CLI::App& root) {
   auto* sim =
