@@ -12,6 +12,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
+#include "cli/op_data.h"
 #include "servelab/bench/config.h"
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
@@ -291,28 +292,6 @@ std::string default_corpus() {
   return (common::data_dir().parent_path() / "reference").string();
 }
 
-// --op-data: the step model's GEMMs from measured tables (sim::use_measured_operators). "default" is the
-// store make deps builds; a raw AIConfigurator systems/data tree must be imported first.
-void apply_op_data(const std::string& dir) {
-  if (dir.empty()) return;
-  const std::filesystem::path p = dir == "default" ? ops::OpStore::default_dir() : std::filesystem::path(dir);
-  std::error_code ec;
-  if (!std::filesystem::exists(p / "index.json", ec) && std::filesystem::is_directory(p, ec)) {
-    throw std::runtime_error(
-        "--op-data " + p.string() +
-        ": not an op store (no index.json). An AIConfigurator systems/data tree is imported "
-        "with: node scripts/import_ops.mjs " +
-        p.string() + " OUT_DIR, then --op-data OUT_DIR");
-  }
-  sim::use_measured_operators(p);
-}
-
-constexpr const char* kOpDataHelp =
-    "take GEMM, GQA attention and MoE times from measured operator tables: an op store directory (make deps "
-    "builds one from "
-    "$SERVELAB_DATA_DIR/aic-ops; `default` = that one); off by default while the measured step model is "
-    "validated";
-
 void setup_sim(CLI::App& root) {
   auto* sim =
       root.add_subcommand("sim",
@@ -338,8 +317,8 @@ void setup_sim(CLI::App& root) {
   run->add_option("--model-config", run_args->model_config,
                   "HF config.json of the served model (default: from the launch)");
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
-  auto op_data = std::make_shared<std::string>();
-  run->add_option("--op-data", *op_data, kOpDataHelp);
+  auto op_data = std::make_shared<std::string>(kOpDataDefault);
+  add_op_data_option(*run, *op_data);
   bench::add_bench_flags(*run, run_args->bench);
   run->add_option("launch", run_args->launch, "the engine's launch command, after --");
   run->allow_extras();  // to say what to do about engine flags given without `--` (below)
@@ -373,7 +352,7 @@ void setup_sim(CLI::App& root) {
       ->capture_default_str();
   val->add_flag("--per-point", *per_point, "print every point (measured / predicted / error)");
   val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
-  val->add_option("--op-data", *op_data, kOpDataHelp);
+  add_op_data_option(*val, *op_data);
   auto split = std::make_shared<std::string>("all");
   val->add_option(
          "--split", *split,
@@ -399,7 +378,7 @@ void setup_sim(CLI::App& root) {
   cal->add_option("--corpus", *corpus, "as for validate")->capture_default_str();
   cal->add_option("--write", *write, "write calibration.json here (else print it)");
   cal->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
-  cal->add_option("--op-data", *op_data, kOpDataHelp);
+  add_op_data_option(*cal, *op_data);
   cal->callback([corpus, write, threads, op_data] {
     apply_op_data(*op_data);
     const auto c = sim::load_corpus(*corpus);

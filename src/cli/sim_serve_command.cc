@@ -15,6 +15,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
+#include "cli/op_data.h"
 #include "servelab/common/paths.h"
 #include "servelab/common/stop_signals.h"
 #include "servelab/engines/engines.h"
@@ -29,6 +30,7 @@ namespace {
 
 struct SimServeArgs {
   std::string hardware = "8xH200";
+  std::string op_data = kOpDataDefault;  ///< --op-data (cli/op_data.h)
   std::string engine_version;
   std::string calibration;
   std::string host = "127.0.0.1";
@@ -304,7 +306,11 @@ void setup_sim_serve(CLI::App& root) {
   serve->add_option("--crash-message", args->crash_message, "Last line printed by --crash-after-s")
       ->capture_default_str();
   serve->add_option("launch", args->launch, "the engine's launch command, after --");
-  serve->callback([args] { run_serve(*args); });
+  add_op_data_option(*serve, args->op_data);
+  serve->callback([args] {
+    apply_op_data(args->op_data);
+    run_serve(*args);
+  });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "cli/op_data.h"
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
@@ -21,6 +22,8 @@ std::atomic<bool> g_stop{false};
 
 struct TuneArgs {
   std::string study;
+  std::string op_data =
+      servelab::cli::kOpDataDefault;  ///< --op-data (cli/op_data.h): the twin's operator times
   std::string target;
   std::string out;
   bool resume = false;
@@ -309,5 +312,11 @@ SERVELAB_REGISTER_COMMAND("tune", 40, [](CLI::App& root) {
                   "dry run: minutes one engine start-up takes on this node (GPU-hours estimate)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1440.0));
-  cmd->callback([args] { run(*args); });
+  servelab::cli::add_op_data_option(*cmd, args->op_data);
+  cmd->callback([args] {
+    // The twin target, the dry run's estimates and the classification of local runs use the same step
+    // model as `sim run` and the `sim serve` stand-ins.
+    servelab::cli::apply_op_data(args->op_data);
+    run(*args);
+  });
 });

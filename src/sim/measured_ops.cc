@@ -72,14 +72,24 @@ std::optional<std::string> store_gpu(const ops::OpStore& store, const hardware::
 
 namespace {
 
-/// The newest of `releases` not newer than `want`, else the oldest; empty when there are none.
+/// Whether releases `a` and `b` are of one release line: the same first two numbers (vLLM 0.11.0 and
+/// 0.11.2, SGLang 0.5.3 and 0.5.6.post2, TensorRT-LLM 1.2.0rc1 and 1.2.0rc5).
+bool same_release_line(const std::string& a, const std::string& b) {
+  const auto x = release_numbers(a), y = release_numbers(b);
+  return x.size() >= 2 && y.size() >= 2 && x[0] == y[0] && x[1] == y[1];
+}
+
+/// The newest of `releases` not newer than `want`; for a launch older than every measured release, the
+/// oldest when it is of the launch's release line, else none: a later release line's kernels are not
+/// evidence about this one's (engines change default kernels between lines, e.g. vLLM 0.11 -> 0.14),
+/// and the roofline with its fitted kernel scale stays. Empty when there is none.
 std::string nearest_release(std::vector<std::string> releases, const std::string& want) {
   if (releases.empty()) return {};
   std::sort(releases.begin(), releases.end(), [](const std::string& a, const std::string& b) {
     return release_numbers(a) < release_numbers(b);
   });
   const auto w = release_numbers(want);
-  std::string out = releases.front();
+  std::string out = same_release_line(releases.front(), want) ? releases.front() : std::string();
   for (const auto& r : releases) {
     if (release_numbers(r) <= w) out = r;
   }
@@ -100,6 +110,19 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
   if (src.release.empty()) return std::nullopt;
   src.exact_release = src.release == launch.version;
   return src;
+}
+
+std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                const hardware::GpuSpec& gpu) {
+  const std::string engine = engines::engine_kind_name(launch.config.kind);
+  const auto sys = store_gpu(store, gpu);
+  const auto releases = sys ? store.versions(*sys, engine, "gemm_perf") : std::vector<std::string>{};
+  if (releases.empty())
+    return fmt::format("no measured tables for {} on {}: every operator is the roofline", engine, gpu.name);
+  return fmt::format(
+      "no measured {} release on {} at or before the launch's {} or in its release line (measured: {}): a "
+      "later line's kernels are not evidence about this one's, so every operator is the roofline",
+      engine, *sys, launch.version, fmt::join(releases, ", "));
 }
 
 std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table) {

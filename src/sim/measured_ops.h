@@ -31,7 +31,8 @@ struct OpSource {
 };
 
 /// The release of `table` used for a launch of `src`: the newest measured one not newer than the launch's,
-/// else the oldest (as op_source picks the GEMM release), among those the data check keeps
+/// else the oldest when it is of the launch's release line (same first two numbers; as op_source picks the
+/// GEMM release), among those the data check keeps
 /// (skipped_releases); empty when no release of this GPU and engine
 /// measured `table`.
 std::string table_release(const ops::OpStore& store, const OpSource& src, std::string_view table);
@@ -78,7 +79,8 @@ std::map<std::string, std::string> skipped_releases(const ops::OpStore& store, c
                                                     const std::string& backend, const std::string& table);
 
 /// The release of `table` the unchecked lookup would take for the launch (newest not newer, else the
-/// oldest) when the data check left it out, with why; nullopt when it was not left out.
+/// oldest of the launch's release line) when the data check left it out, with why; nullopt when it was not
+/// left out.
 std::optional<std::pair<std::string, std::string>> skipped_release(const ops::OpStore& store,
                                                                    const OpSource& src,
                                                                    std::string_view table);
@@ -158,10 +160,18 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
                                                        const MoeShape& shape);
 
 /// The source of `launch` on `gpu` in `store`: the newest measured release not newer than the launch's,
-/// else the oldest measured one (kernel libraries change slowly between releases; the difference is
-/// recorded). nullopt when the store has no GEMM table for this GPU and engine.
+/// else the oldest measured one when it is of the launch's release line (patch releases and release
+/// candidates of one line keep its kernels; the difference is recorded). nullopt when the store has no
+/// GEMM table for this GPU and engine, or only tables of later release lines than the launch's (a later
+/// line's kernels are not evidence about this one's: held out, taking vLLM 0.14's tables for vLLM 0.10 /
+/// 0.11 launches was worse than the roofline, README "measured operators").
 std::optional<OpSource> op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                   const hardware::GpuSpec& gpu);
+
+/// Why op_source found nothing for `launch` on `gpu`, for the twin's notes: no table for this GPU and
+/// engine, or only releases of later lines (named).
+std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                const hardware::GpuSpec& gpu);
 
 /// The gemm_perf `gemm_dtype` a GEMM kernel family was measured as: bfloat16 (cuBLAS BF16), fp8 (per-tensor
 /// W8A8), fp8_block (DeepGEMM / CUTLASS / TensorRT-LLM block-scaled), int4_wo (AWQ/GPTQ weight-only);

@@ -459,8 +459,7 @@ double StepModel::measured_at(const ops::OpCurve& curve, double q) const {
 void StepModel::describe_measured() {
   if (!ops_) return;
   if (!op_source_) {
-    measured_notes_.push_back(fmt::format("no measured tables for {} on {}: every operator is the roofline",
-                                          engines::engine_kind_name(launch_.config.kind), cluster_.gpu.name));
+    measured_notes_.push_back(missing_source_note(*ops_, launch_, cluster_.gpu));
     return;
   }
   const OpSource& src = *op_source_;

@@ -22,4 +22,21 @@ for args in "--help" "sim --help"; do
   [[ "$out" != *"DeepSeek-V3.2 on H200s"* ]] || fail "servelab $args ties the twin to DeepSeek-V3.2 on H200s"
 done
 [[ "$("$BIN" --help 2>&1)" == *"any supported model and GPU"* ]] || fail "servelab --help"
+# --op-data (issue 29): no flag is `default`, the measured tables; `none` is the roofline, and so is
+# `default` without the make-deps store, with a note on stderr (not an error); a named directory that is no
+# store is an error.
+run=(sim run --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B)
+tput() { grep "Total Token throughput" <<<"$1"; }
+plain="$("$BIN" "${run[@]}" 2>&1)" || fail "sim run: $plain"
+dflt="$("$BIN" sim run --op-data default "${run[@]:2}" 2>&1)" || fail "sim run --op-data default: $dflt"
+[ -n "$(tput "$plain")" ] && [ "$(tput "$plain")" == "$(tput "$dflt")" ] || fail "--op-data default differs from no flag"
+none="$("$BIN" sim run --op-data none "${run[@]:2}" 2>&1)" || fail "sim run --op-data none: $none"
+missing="$(SERVELAB_OPS_DIR=/nonexistent/servelab-ops "$BIN" sim run "${run[@]:2}" 2>&1)" ||
+  fail "sim run without a store failed: $missing"
+[[ "$missing" == *"no measured operator store at /nonexistent/servelab-ops"*"roofline"* ]] ||
+  fail "sim run without a store says nothing: $missing"
+[ -n "$(tput "$none")" ] && [ "$(tput "$none")" == "$(tput "$missing")" ] || fail "without a store is not the roofline"
+if "$BIN" sim run --op-data /nonexistent/servelab-ops "${run[@]:2}" >/dev/null 2>&1; then
+  fail "--op-data with a missing directory succeeded"
+fi
 echo "cli_usage: ok"

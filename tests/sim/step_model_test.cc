@@ -151,13 +151,32 @@ TEST(StepModel, MeasuredGemmsReplaceTheRoofline) {
   EXPECT_EQ(sm.measured_notes()[0], "GEMMs: 6 of 6 shapes from gemm_perf of h100_sxm vllm 0.19.0");
   // Measured and roofline agree on this weight-bound step within a few per cent (both ~24 ms).
   EXPECT_NEAR(cost.gpu_s, 65.52e9 / (0.8 * 3.35e12), 0.002);
-  // A release older than any measured one takes the oldest (vLLM 0.14.0); a GPU without tables (H20)
-  // stays the roofline.
-  l.version = "0.10.1";
-  const auto src = detail::op_source(store, l, c.gpu);
+  // A release between measured ones takes the newest not newer (vLLM 0.17.0 -> 0.14.0). One older than
+  // every measured release takes the oldest only within its release line (TensorRT-LLM 1.2.0rc1 ->
+  // 1.2.0rc5); vLLM 0.10.1, older than every line measured (0.14 on), stays the roofline and the note
+  // names the releases there are. A GPU without tables (H20) stays the roofline.
+  l.version = "0.17.0";
+  auto src = detail::op_source(store, l, c.gpu);
   ASSERT_TRUE(src);
   EXPECT_EQ(src->release, "0.14.0");
   EXPECT_FALSE(src->exact_release);
+  l.config.kind = engines::EngineKind::kTrtllm;
+  l.version = "1.2.0rc1";
+  src = detail::op_source(store, l, c.gpu);
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->release, "1.2.0rc5");
+  l.config.kind = engines::EngineKind::kVllm;
+  l.version = "0.10.1";
+  EXPECT_FALSE(detail::op_source(store, l, c.gpu));
+  const StepModel older(l, c);
+  ASSERT_EQ(older.measured_notes().size(), 1u);
+  EXPECT_EQ(
+      older.measured_notes()[0].rfind(
+          "no measured vllm release on h100_sxm at or before the launch's 0.10.1 or in its release line "
+          "(measured: 0.14.0, 0.19.0",
+          0),
+      0u)
+      << older.measured_notes()[0];
   EXPECT_FALSE(detail::op_source(store, l, hardware::gpu_by_name("H20")));
 }
 
@@ -181,7 +200,7 @@ TEST(StepModel, ElementwiseBytesOfAQwen3_32bLayer) {
 
 // Routed experts and prefill attention from the measured tables. Qwen3-235B-A22B (94 layers of 128 experts,
 // top 8, hidden 4096, expert intermediate 1536, BF16) at TP4 on H100, vLLM: moe_perf of vLLM 0.14.0 (the
-// oldest measured release, the launch's 0.11.0 being older) row vllm_fused_moe, balanced, moe_tp_size 4,
+// newest measured release not newer than the launch's 0.17.0) row vllm_fused_moe, balanced, moe_tp_size 4,
 // num_tokens 8: 0.22317866484324136 ms per layer; the router (8 x 4096 x 128 BF16) stays the roofline, well
 // under 2 us a layer. Prefill of one 1000-token prompt (pairs 1000^2 / 2): the attention core is
 // context_attention_perf at batch 1, isl 1000, 16 / 1 heads of 128 (64 / 4 over TP4), as the table says.
@@ -191,7 +210,7 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
   const auto c = hardware::parse_cluster("4xH100");
   auto l = test_launch(m, c, 4);
-  l.version = "0.11.0";
+  l.version = "0.17.0";
   const StepModel sm(l, c);
   RankLoad dec;
   dec.requests = dec.decode_requests = dec.query_tokens = dec.sampled_tokens = 8;
@@ -215,7 +234,7 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_EQ(sm.measured_notes()[2],
             "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the nearest measured "
             "release to "
-            "the launch's 0.11.0");
+            "the launch's 0.17.0");
 
   const RankLoad pre = prefill_one(1000);
   const auto table = store.table("h100_sxm", "vllm", "0.14.0", "context_attention_perf");
@@ -280,13 +299,13 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   // launch takes FlashMLA's rows when its KV cache is FP8; with BF16 no row has its kernel, and a kernel no
   // table names (CUTLASS MLA) keeps the roofline too; the note says so.
   l.config.kind = engines::EngineKind::kVllm;
-  l.version = "0.13.0";
+  l.version = "0.17.0";
   l.kv_dtype = model::DType::kFp8;
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kFlashMla;
   EXPECT_EQ(
       StepModel(l, c).measured_notes()[1],
       "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the nearest measured "
-      "release to the launch's 0.13.0");
+      "release to the launch's 0.17.0");
   l.kv_dtype = model::DType::kBf16;
   EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u);
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kCutlassMla;

@@ -202,11 +202,12 @@ class OnlineTwin {
 };
 
 /// Switches the step model to measured operator tables (the ops module: NVIDIA AIConfigurator's silicon
-/// data, imported by make deps) for every simulation started afterwards: a GEMM's time comes from the
-/// gemm_perf table of the launch's GPU, engine and nearest measured release (ms per call, interpolated
-/// along its shape; not divided by the fitted kernel scale, it is a measurement), the roofline where no
-/// table measures it. An empty path switches back to the roofline (the default while the measured step
-/// model is validated: `sim validate --op-data`). Throws std::runtime_error if the store cannot be opened.
+/// data, imported by make deps) for every simulation started afterwards: GEMM, attention, MLA, MoE and
+/// all-reduce times come from the tables of the launch's GPU, engine and nearest measured release of its
+/// line (ms per call, interpolated along the shape; not divided by the fitted kernel scale, they are
+/// measurements), the roofline where no table measures an operator. An empty path switches back to the
+/// roofline, which is the library's default; the command line (`--op-data`, default `default`) switches the
+/// tables on. Throws std::runtime_error if the store cannot be opened.
 /// Thread-safety: call before simulations start; one already running keeps the store it began with.
 void use_measured_operators(const std::filesystem::path& store_dir);
 
