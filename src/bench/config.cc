@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <random>
+#include "servelab/common/text.h"
 
 namespace servelab::bench {
 namespace {
@@ -25,11 +26,6 @@ std::string strip(std::string_view s) {
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return std::string(s.substr(b, e - b));
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -123,7 +119,7 @@ std::string random_hex8() {
 }  // namespace
 
 double parse_python_float(const std::string& text, const std::string& flag) {
-  std::string s = lower(strip(text));
+  std::string s = common::ascii_lower(strip(text));
   std::string body = s;
   bool neg = false;
   if (!body.empty() && (body[0] == '+' || body[0] == '-')) {

@@ -17,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "servelab/common/text.h"
 #include "servelab/schedule/rng.h"
 
 namespace servelab::dataset::detail {
@@ -103,13 +104,8 @@ bool dir_has_keyword(const std::vector<std::string>& dirs, const std::string& k)
 
 enum class FileType { kNotData, kJson, kOtherData };
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 FileType file_type(const std::string& name, std::string* format) {
-  const std::string n = lower(name);
+  const std::string n = common::ascii_lower(name);
   auto ends = [&](std::string_view suffix) {
     return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
   };

@@ -10,18 +10,13 @@
 #include <vector>
 
 #include "engines/version.h"
+#include "servelab/common/text.h"
 #include "servelab/engines/launch.h"
 
 namespace servelab::engines::detail {
 
 /// Bytes in a GiB.
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// `s` with ASCII letters lower-cased (engine flag values and model ids compare case-insensitively).
-inline std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 using Resolved = std::variant<ResolvedLaunch, LaunchFailure>;
 

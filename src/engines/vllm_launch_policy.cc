@@ -7,6 +7,7 @@
 
 #include "engines/launch_detail.h"
 #include "engines/vllm_defaults.h"
+#include "servelab/common/text.h"
 
 namespace servelab::engines::detail {
 
@@ -34,7 +35,7 @@ std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::C
       "max_model_len " + std::to_string(r.max_model_len) +
       (c.is_explicit("--max-model-len") ? " (--max-model-len)" : " (the model's max_position_embeddings)"));
   const bool large = cl.gpu.memory_bytes / kGiB >= d.large_gpu_min_gib.value &&
-                     lower(cl.gpu.name).find("a100") == std::string::npos;
+                     common::ascii_lower(cl.gpu.name).find("a100") == std::string::npos;
   const int factor = c.performance_mode == "throughput" ? d.throughput_mode_factor.value : 1;
   const int seqs = (large ? d.max_num_seqs_large_gpu.value : d.max_num_seqs_small_gpu.value) * factor;
   int tokens =
@@ -125,7 +126,7 @@ std::optional<LaunchFailure> vllm_speculative(ResolvedLaunch& r) {
   if (!c.speculative) return std::nullopt;
   auto& s = *c.speculative;
   const model::ModelSpec& m = r.model;
-  const std::string method = lower(s.method);
+  const std::string method = common::ascii_lower(s.method);
   using M = SpeculativePolicy::Method;
   SpeculativePolicy p;
   const bool mtp = method == "mtp" || method.find("_mtp") != std::string::npos;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engines/cli_parser.h"
+#include "servelab/common/text.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -17,13 +18,6 @@ struct Line {
 
 [[noreturn]] void error(int line, const std::string& what) {
   throw std::invalid_argument("YAML line " + std::to_string(line) + ": " + what);
-}
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 // Removes a trailing comment (" #..." outside quotes).
@@ -43,7 +37,7 @@ std::string strip_comment(const std::string& s) {
 }
 
 nlohmann::json scalar(const std::string& raw, int line) {
-  std::string v = trim(raw);
+  std::string v = common::trim(raw);
   if (v.empty() || v == "null" || v == "~" || v == "Null" || v == "NULL") return nullptr;
   if (v.front() == '"' || v.front() == '\'') {
     if (v.size() < 2 || v.back() != v.front()) error(line, "unterminated quoted scalar " + v);
@@ -64,13 +58,13 @@ nlohmann::json scalar(const std::string& raw, int line) {
   if (v.front() == '[') {
     if (v.back() != ']') error(line, "unterminated flow list " + v);
     nlohmann::json arr = nlohmann::json::array();
-    std::string inner = trim(v.substr(1, v.size() - 2));
+    std::string inner = common::trim(v.substr(1, v.size() - 2));
     if (inner.empty()) return arr;
     std::size_t start = 0;
     while (start <= inner.size()) {
       auto comma = inner.find(',', start);
       std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (trim(item).find_first_of("[]{}") != std::string::npos)
+      if (common::trim(item).find_first_of("[]{}") != std::string::npos)
         error(line, "nested flow collections are not supported");
       arr.push_back(scalar(item, line));
       if (comma == std::string::npos) break;
@@ -119,10 +113,10 @@ class Parser {
       auto colon = l.text.find(": ");
       std::string key, rest;
       if (colon != std::string::npos) {
-        key = trim(l.text.substr(0, colon));
-        rest = trim(l.text.substr(colon + 2));
+        key = common::trim(l.text.substr(0, colon));
+        rest = common::trim(l.text.substr(colon + 2));
       } else if (!l.text.empty() && l.text.back() == ':') {
-        key = trim(l.text.substr(0, l.text.size() - 1));
+        key = common::trim(l.text.substr(0, l.text.size() - 1));
       } else {
         error(l.number, "expected 'key: value', got '" + l.text + "'");
       }
@@ -163,7 +157,7 @@ nlohmann::json parse_yaml_subset(const std::string& text) {
     std::size_t indent = 0;
     while (indent < raw.size() && raw[indent] == ' ') ++indent;
     if (indent < raw.size() && raw[indent] == '\t') error(number, "tab indentation is not valid YAML");
-    std::string body = trim(strip_comment(raw.substr(indent)));
+    std::string body = common::trim(strip_comment(raw.substr(indent)));
     if (body.empty()) continue;
     lines.push_back({number, static_cast<int>(indent), body});
   }

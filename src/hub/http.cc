@@ -14,6 +14,7 @@
 #include <chrono>
 #include <limits>
 #include <optional>
+#include "servelab/common/text.h"
 
 namespace servelab::hub::detail {
 namespace {
@@ -21,12 +22,6 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
@@ -84,7 +79,7 @@ HttpResponse exchange(asio::io_context& ioc, Stream& stream, beast::tcp_stream& 
   HttpResponse res;
   res.status = static_cast<int>(parser.get().result_int());
   for (const auto& f : parser.get())
-    res.headers[lower(std::string_view(f.name_string().data(), f.name_string().size()))] =
+    res.headers[common::ascii_lower(std::string_view(f.name_string().data(), f.name_string().size()))] =
         std::string(f.value());
   if (on_head) on_head(res);
   if (head) return res;
@@ -121,7 +116,7 @@ std::string Url::origin() const {
 Url parse_url(std::string_view url) {
   Url u;
   std::string_view rest;
-  const std::string scheme = lower(url.substr(0, url.find("://")));
+  const std::string scheme = common::ascii_lower(url.substr(0, url.find("://")));
   if (url.find("://") == std::string_view::npos || (scheme != "http" && scheme != "https"))
     throw std::invalid_argument(fmt::format("not an http(s) URL: '{}'", url));
   u.tls = scheme == "https";
@@ -141,14 +136,14 @@ Url parse_url(std::string_view url) {
     const auto close = authority.find(']');
     if (close == std::string_view::npos)
       throw std::invalid_argument(fmt::format("bad IPv6 host in '{}'", url));
-    u.host = lower(authority.substr(1, close - 1));
+    u.host = common::ascii_lower(authority.substr(1, close - 1));
     if (close + 1 < authority.size()) {
       if (authority[close + 1] != ':') throw std::invalid_argument(fmt::format("bad host in '{}'", url));
       port = authority.substr(close + 2);
     }
   } else {
     const auto colon = authority.rfind(':');
-    u.host = lower(authority.substr(0, colon));
+    u.host = common::ascii_lower(authority.substr(0, colon));
     if (colon != std::string_view::npos) port = authority.substr(colon + 1);
   }
   if (u.host.empty()) throw std::invalid_argument(fmt::format("no host in '{}'", url));
@@ -161,7 +156,7 @@ Url parse_url(std::string_view url) {
 }
 
 std::string resolve_location(const Url& base, std::string_view location) {
-  const std::string l = lower(location.substr(0, 8));
+  const std::string l = common::ascii_lower(location.substr(0, 8));
   if (l.rfind("http://", 0) == 0 || l.rfind("https://", 0) == 0) return std::string(location);
   if (location.rfind("//", 0) == 0) return std::string(base.tls ? "https:" : "http:") + std::string(location);
   if (!location.empty() && location[0] == '/') return base.origin() + std::string(location);

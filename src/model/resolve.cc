@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/text.h"
 #include "servelab/hub/hub.h"
 #include "servelab/model/model.h"
 
@@ -17,11 +18,6 @@ namespace servelab::model {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 std::string last_component(const std::string& s) {
   std::string t = s;
@@ -32,8 +28,9 @@ std::string last_component(const std::string& s) {
 
 /// DeepSeek-V3.2 spellings: the HF id, the -Exp name, local directories such as /workspace/DeepSeek-v3.2.
 bool names_deepseek_v32(const std::string& model) {
-  const std::string l = lower(model);
-  return l.find("deepseek-v3.2") != std::string::npos || lower(last_component(model)) == "deepseek-v32";
+  const std::string l = common::ascii_lower(model);
+  return l.find("deepseek-v3.2") != std::string::npos ||
+         common::ascii_lower(last_component(model)) == "deepseek-v32";
 }
 
 /// Hugging Face hub cache roots, in the order huggingface_hub uses them.
@@ -86,8 +83,8 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  const std::string want = lower(model);
-  const std::string want_last = lower(last_component(model));
+  const std::string want = common::ascii_lower(model);
+  const std::string want_last = common::ascii_lower(last_component(model));
   std::optional<fs::path> by_last;
   for (const auto& f : files) {
     nlohmann::json j;
@@ -97,9 +94,9 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
       continue;
     }
     if (!j.is_object() || !j.contains("_name_or_path") || !j["_name_or_path"].is_string()) continue;
-    const std::string name = lower(j["_name_or_path"].get<std::string>());
+    const std::string name = common::ascii_lower(j["_name_or_path"].get<std::string>());
     if (name == want) return f;
-    if (!by_last && lower(last_component(name)) == want_last) by_last = f;
+    if (!by_last && common::ascii_lower(last_component(name)) == want_last) by_last = f;
   }
   return by_last;
 }
@@ -109,9 +106,9 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
 std::optional<fs::path> file_in(const fs::path& dir, const std::string& name) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
-  const std::string want = lower(name);
+  const std::string want = common::ascii_lower(name);
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (lower(e.path().filename().string()) == want && e.is_regular_file(ec)) return e.path();
+    if (common::ascii_lower(e.path().filename().string()) == want && e.is_regular_file(ec)) return e.path();
   return std::nullopt;
 }
 
@@ -169,7 +166,8 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   }
   if (names_deepseek_v32(model)) {
     ModelSpec m = deepseek_v32();
-    if (lower(model) != lower(m.id)) m.config_source += ", resolved from \"" + model + "\"";
+    if (common::ascii_lower(model) != common::ascii_lower(m.id))
+      m.config_source += ", resolved from \"" + model + "\"";
     return m;
   }
   tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");

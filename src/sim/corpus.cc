@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "servelab/common/text.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
@@ -278,23 +279,13 @@ struct SeedRecord {
   std::map<std::string, int> prompts;           ///< scenario id -> number of prompts
 };
 
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t`"), e = s.find_last_not_of(" \t`");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 std::vector<std::string> table_cells(const std::string& line) {
   std::vector<std::string> cells;
   std::size_t i = line.find('|');
   while (i != std::string::npos) {
     const std::size_t j = line.find('|', i + 1);
     if (j == std::string::npos) break;
-    cells.push_back(trim(line.substr(i + 1, j - i - 1)));
+    cells.push_back(common::trim(line.substr(i + 1, j - i - 1), " \t`"));
     i = j;
   }
   return cells;
@@ -318,25 +309,26 @@ SeedRecord read_seed_record(const std::filesystem::path& file) {
   bool in_scenarios = false;
   std::smatch m;
   while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) in_scenarios = lower(line).find("workload scenarios") != std::string::npos;
+    if (line.rfind("## ", 0) == 0)
+      in_scenarios = common::ascii_lower(line).find("workload scenarios") != std::string::npos;
     if (model.empty() && std::regex_search(line, m, kModel)) model = m[1];
     if (r.gpu.empty() && std::regex_search(line, m, kHardware)) r.gpu_count = std::stoi(m[1]), r.gpu = m[2];
     if (r.versions.empty() && std::regex_search(line, m, kEngines)) {
       std::stringstream items(m[1].str());
       for (std::string item; std::getline(items, item, ',');) {
-        item = trim(item);
+        item = common::trim(item, " \t`");
         const auto space = item.rfind(' ');
         if (space == std::string::npos) continue;
-        const std::string product = lower(item.substr(0, space));
+        const std::string product = common::ascii_lower(item.substr(0, space));
         for (const auto& e : engines::engine_modules())
-          if (lower(e.product_name) == product) r.versions[e.name] = item.substr(space + 1);
+          if (common::ascii_lower(e.product_name) == product) r.versions[e.name] = item.substr(space + 1);
       }
     }
     if (!in_scenarios || line.find('|') == std::string::npos) continue;
     const auto cells = table_cells(line);
     if (prompts_col < 0) {
       for (std::size_t k = 0; k < cells.size(); ++k)
-        if (lower(cells[k]) == "prompts") prompts_col = static_cast<int>(k);
+        if (common::ascii_lower(cells[k]) == "prompts") prompts_col = static_cast<int>(k);
       continue;
     }
     if (static_cast<int>(cells.size()) <= prompts_col || cells[0].empty() || cells[0][0] == '-') continue;
@@ -356,7 +348,7 @@ SeedRecord read_seed_record(const std::filesystem::path& file) {
   if (!missing.empty())
     throw std::runtime_error(
         fmt::format("{}: the study record has no {}", file.string(), fmt::join(missing, ", no ")));
-  r.study = lower(model.substr(model.rfind('/') + 1)) + "__" + lower(r.gpu);
+  r.study = common::ascii_lower(model.substr(model.rfind('/') + 1)) + "__" + common::ascii_lower(r.gpu);
   return r;
 }
 

@@ -5,21 +5,16 @@
 #include <stdexcept>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/text.h"
 #include "servelab/hub/hub.h"
 #include "servelab/tokenizer/tokenizer.h"
 
 namespace servelab::tokenizer {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 // DeepSeek ids served by the DeepSeek-V3 tokenizer that `make deps` fetches.
 bool is_deepseek_v3_family(std::string_view spec) {
-  const std::string s = lower(spec);
+  const std::string s = common::ascii_lower(spec);
   return s == "deepseek-ai/deepseek-v3" || s == "deepseek-ai/deepseek-v3.1" ||
          s == "deepseek-ai/deepseek-v3.2" || s == "deepseek-ai/deepseek-v3.2-exp" ||
          s == "deepseek-ai/deepseek-v3-base" || s == "deepseek-ai/deepseek-v3.1-base" ||
@@ -28,7 +23,7 @@ bool is_deepseek_v3_family(std::string_view spec) {
 
 // V3.1 and later turn the placeholders 128798/128799 of V3 into <think> / </think>.
 bool has_think_tokens(std::string_view spec) {
-  const std::string s = lower(spec);
+  const std::string s = common::ascii_lower(spec);
   return is_deepseek_v3_family(spec) && s != "deepseek-ai/deepseek-v3" && s != "deepseek-ai/deepseek-v3-base";
 }
 

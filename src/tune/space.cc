@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "servelab/common/text.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::tune {
@@ -35,11 +36,6 @@ std::string subst_study(std::string s, const Study& study) {
                       {{"model", study.model}, {"port", std::to_string(study.port)}, {"host", study.host}});
 }
 
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-}
-
 bool truthy(const std::string& v) {
   return !v.empty() && v != "false" && v != "0";
 }
@@ -56,7 +52,7 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 bool eval_condition(const std::string& when_raw, const std::map<std::string, std::string>& fields) {
-  const std::string when = trim(when_raw);
+  const std::string when = common::trim(when_raw, " \t");
   if (when.empty()) return true;
   auto field = [&](const std::string& name) -> const std::string& {
     auto it = fields.find(name);
@@ -66,7 +62,8 @@ bool eval_condition(const std::string& when_raw, const std::map<std::string, std
   for (const char* op : {"==", "!=", ">=", "<=", ">", "<"}) {
     size_t pos = when.find(op);
     if (pos == std::string::npos) continue;
-    std::string lhs = trim(when.substr(0, pos)), rhs = trim(when.substr(pos + std::string(op).size()));
+    std::string lhs = common::trim(when.substr(0, pos), " \t"),
+                rhs = common::trim(when.substr(pos + std::string(op).size()), " \t");
     if (rhs.size() >= 2 && (rhs.front() == '"' || rhs.front() == '\'')) rhs = rhs.substr(1, rhs.size() - 2);
     const std::string& v = field(lhs);
     const std::string o(op);
@@ -84,7 +81,7 @@ bool eval_condition(const std::string& when_raw, const std::map<std::string, std
     if (o == ">") return a > b;
     return a < b;
   }
-  if (when[0] == '!') return !truthy(field(trim(when.substr(1))));
+  if (when[0] == '!') return !truthy(field(common::trim(when.substr(1), " \t")));
   return truthy(field(when));
 }
 

@@ -398,8 +398,9 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   const bool twin = s.target == Target::kTwin;
   md << "\n## Setup\n\n";
   md << "- Model: " << s.model << "\n";
-  md << fmt::format("- Hardware: {} × {} ({:.0f} GB each), {}\n", s.hardware.gpu_count, s.hardware.gpu,
-                    s.hardware.gpu_memory_gb, s.hardware.interconnect);
+  md << fmt::format("- Hardware: {} × {} ({:.0f} GB = {:.0f} GiB each), {}\n", s.hardware.gpu_count,
+                    s.hardware.gpu, s.hardware.gpu_memory_gb, s.hardware.gpu_memory_gb * 1e9 / (1ull << 30),
+                    s.hardware.interconnect);
   md << "- Engines:";
   for (size_t i = 0; i < s.engines.size(); ++i)
     md << (i ? "," : "") << " " << s.engines[i].name << " " << s.engines[i].version;
@@ -586,8 +587,13 @@ static void best_text(std::ostringstream& md, const Study& s, const SearchOutcom
      << band_text(o.best);
 
   md << "## Generalization: baseline vs best on every scenario\n\n"
-     << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}.\n\n", o.best_baseline.config.engine,
-                    o.best_baseline.label, o.best.config.engine, o.best.label, s.objective.metric)
+     << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}{}.\n\n", o.best_baseline.config.engine,
+                    o.best_baseline.label, o.best.config.engine, o.best.label, s.objective.metric,
+                    metric == s.objective.metric
+                        ? ""
+                        : fmt::format(" at each scenario as written (the search's objective, {}, is read on "
+                                      "its own load runs, not here)",
+                                      metric))
      << "| scenario | baseline | best | change |\n|---|---|---|---|\n";
   for (const auto& r : o.generalization) {
     md << "| " << r.scenario << " | "
