@@ -91,7 +91,7 @@ GainTable gain_table(const SearchOutcome& o) {
   const EnginePath* path = nullptr;
   for (const auto& p : o.engines)
     if (p.engine == o.best.config.engine) path = &p;
-  if (!path || o.strategy != Strategy::kGreedy) {
+  if (!path || o.strategy != Strategy::kGreedy || path->best.key != o.best.key) {  // not greedy's path
     t.rows.push_back({fmt::format("{} {} → {} {}", o.best_baseline.config.engine, o.best_baseline.label,
                                   o.best.config.engine, o.best.label),
                       t.total_pct});
@@ -235,9 +235,10 @@ static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, cons
   md << fmt::format(
       "**Greedy and the grid disagree**: {} finds {} {} at **{:.2f}** {}, "
       "{:+.2f}% over greedy's {} {} ({:.2f}). Greedy changes one knob at a time, so a combination "
-      "that only wins together can escape it; the grid's command:\n\n```\n{}\n```\n\n",
+      "that only wins together can escape it. The best configuration and the recommendation below are the "
+      "grid's; its command:\n\n```\n{}\n```\n\n",
       what, g.grid_best.config.engine, g.grid_best.label, g.grid_best.objective.mean, metric, g.gap_pct,
-      o.best.config.engine, o.best.label, o.best.objective.mean, g.grid_best.shell);
+      g.greedy_best.config.engine, g.greedy_best.label, g.greedy_best.objective.mean, g.grid_best.shell);
 }
 
 // The rule that chose the recommended command, in words.

@@ -258,7 +258,10 @@ struct GridCheck {
   std::string not_run;  ///< why nothing was run (grid and neighbourhood above search.max_trials)
   Evaluation grid_best;
   double gap_pct = 0.0;    ///< grid best over greedy best, percent
-  bool disagrees = false;  ///< the grid's best beats greedy's by more than the noise (min_gain_pct)
+  /// The grid's best beats greedy's by more than the noise (min_gain_pct). Then the search's best (and so the
+  /// recommendation) is the grid's, and `greedy_best` keeps greedy's answer for the report.
+  bool disagrees = false;
+  Evaluation greedy_best;
 };
 
 /// How the twin's ranking held on the target (twin-guided).
