@@ -257,7 +257,7 @@ struct GridCheck {
   bool run = false;
   std::string not_run;  ///< why nothing was run (grid and neighbourhood above search.max_trials)
   Evaluation grid_best;
-  double gap_pct = 0.0;    ///< grid best over greedy best, percent
+  double gap_pct = 0.0;  ///< grid best over greedy best, percent
   /// The grid's best beats greedy's by more than the noise (min_gain_pct). Then the search's best (and so the
   /// recommendation) is the grid's, and `greedy_best` keeps greedy's answer for the report.
   bool disagrees = false;
