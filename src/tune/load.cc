@@ -153,24 +153,6 @@ std::string load_analysis_scenario(const Study& study) {
   return study.slo.targets.empty() ? study.objective.scenarios.front() : study.slo.scenario;
 }
 
-int scenario_num_prompts(const Scenario& sc) {
-  for (size_t i = 0; i < sc.args.size(); ++i) {
-    std::string v;
-    if (sc.args[i] == "--num-prompts" && i + 1 < sc.args.size())
-      v = sc.args[i + 1];
-    else if (sc.args[i].rfind("--num-prompts=", 0) == 0)
-      v = sc.args[i].substr(14);
-    else
-      continue;
-    try {
-      return std::max(1, std::stoi(v));
-    } catch (const std::exception&) {
-      return 1000;  // bench serve reports the bad value itself
-    }
-  }
-  return 1000;
-}
-
 std::string slo_target_name(const SloTarget& t) {
   std::string what = t.label;  // "P99 TTFT (ms)"
   if (const size_t unit = what.rfind(" (ms)"); unit != std::string::npos) what.erase(unit);

@@ -101,6 +101,24 @@ const Scenario& Study::scenario(const std::string& id) const {
   throw std::out_of_range("study has no scenario '" + id + "'");
 }
 
+int scenario_num_prompts(const Scenario& sc) {
+  for (size_t i = 0; i < sc.args.size(); ++i) {
+    std::string v;
+    if (sc.args[i] == "--num-prompts" && i + 1 < sc.args.size())
+      v = sc.args[i + 1];
+    else if (sc.args[i].rfind("--num-prompts=", 0) == 0)
+      v = sc.args[i].substr(14);
+    else
+      continue;
+    try {
+      return std::max(1, std::stoi(v));
+    } catch (const std::exception&) {
+      return 1000;  // bench serve reports the bad value itself
+    }
+  }
+  return 1000;
+}
+
 std::string metric_label(const std::string& name) {
   static const std::map<std::string, std::string> kAliases = {
       {"total_token_throughput", "Total Token throughput (tok/s)"},

@@ -63,9 +63,6 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// TTFT and TPOT bands (SloResult::goodput_band_pct: two more searches, trials of phase "slo-band").
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
-/// `--num-prompts` of a scenario's args (bench serve's default 1000 when absent or unreadable).
-int scenario_num_prompts(const Scenario& scenario);
-
 /// An SLO target's statistic and metric without the unit ("P99 TTFT" of "P99 TTFT (ms)").
 std::string slo_target_name(const SloTarget& target);
 

@@ -257,6 +257,9 @@ Study load_study(const std::filesystem::path& path, const std::filesystem::path&
 /// (1000) scaled. Throws std::invalid_argument unless 0 < scale ≤ 1.
 Study scale_prompts(Study study, double scale);
 
+/// `--num-prompts` of a scenario's args (bench serve's default 1000 when absent or unreadable).
+int scenario_num_prompts(const Scenario& scenario);
+
 /// Maps a short metric name ("total_token_throughput", "ttft_p99_ms", ...) or a vLLM console label to the
 /// console label. Throws StudyError naming the unknown metric.
 std::string metric_label(const std::string& name);
