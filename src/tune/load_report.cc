@@ -1,13 +1,12 @@
 // The report's load sections: load curves, SLO search, Pareto front, objectives, cost (study_report.h).
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include <algorithm>
 #include <sstream>
 
 #include "servelab/tune/load.h"
 #include "tune/study_report.h"
+#include "tune/twin_verdict.h"
 
 namespace servelab::tune {
 
@@ -72,14 +71,9 @@ std::string goodput_cell(const SloResult& r) {
   if (r.goodput_repeats_req_s.size() > 1)
     return fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
                        estimate(r.goodput_repeats_req_s).ci95_half);
-  if (r.goodput_band_pct) {  // two-sided, as the Summary's band column (TwinBand::text)
-    const double g = r.request_goodput_req_s, down = (1 - r.goodput_low_req_s / g) * 100,
-                 up = (r.goodput_high_req_s / g - 1) * 100;
-    return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", g, r.goodput_low_req_s,
-                       r.goodput_high_req_s,
-                       std::abs(down - up) >= 0.5 ? fmt::format("−{:.0f}%/+{:.0f}%", down, up)
-                                                  : fmt::format("±{:.0f}%", up));
-  }
+  if (const TwinBand band = goodput_band(r); band.pct)  // written as the Summary's band column
+    return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", r.request_goodput_req_s,
+                       r.goodput_low_req_s, r.goodput_high_req_s, band.text());
   return fmt::format("{:.2f}", r.request_goodput_req_s);
 }
 

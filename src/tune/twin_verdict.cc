@@ -18,15 +18,19 @@ const char* twin_band_key(const std::string& metric) {
   return kBandTokSMetric;
 }
 
+TwinBand goodput_band(const SloResult& r) {
+  TwinBand b;
+  if (!r.goodput_band_pct || !(r.request_goodput_req_s > 0)) return b;
+  b.pct = *r.goodput_band_pct;
+  b.down_pct = (1 - r.goodput_low_req_s / r.request_goodput_req_s) * 100;
+  b.up_pct = (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100;
+  return b;
+}
+
 TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct) {
   TwinBand b;
   if (std::string_view(band_key) == kBandGoodputKey) {
-    if (e.slo && e.slo->goodput_band_pct && e.slo->request_goodput_req_s > 0) {
-      const SloResult& r = *e.slo;
-      b.pct = *r.goodput_band_pct;
-      b.down_pct = (1 - r.goodput_low_req_s / r.request_goodput_req_s) * 100;
-      b.up_pct = (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100;
-    }
+    if (e.slo) b = goodput_band(*e.slo);
     band_key = kBandTokSMetric;  // without a propagated band: the throughput band, as before issue 30 §2
   }
   const bool propagated = b.pct.has_value();

@@ -45,6 +45,10 @@ struct TwinBand {
 /// → kBandTokSMetric.
 const char* twin_band_key(const std::string& metric);
 
+/// The twin's band on a goodput its SLO search propagated (SloResult::goodput_band_pct, low and high ends as
+/// the two sides); `pct` unset when the search has none (measured, or no latency band).
+TwinBand goodput_band(const SloResult& result);
+
 /// The band of prediction `e`: for kBandGoodputKey the goodput band its SLO search propagated
 /// (Evaluation::slo, SloResult::goodput_band_pct), else the largest kBandTokSMetric; for other keys the
 /// largest `band_key` metric over the scenarios of e.first; else
