@@ -237,6 +237,31 @@ std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
   return std::nullopt;
 }
 
+// The measured operator tables' rows (aic-ops kernel_source, shell wildcards) of the kernels this launch
+// dispatches (ExecutionPolicy::*_kernel_sources). SGLang's MoE tables time sglang_fused_moe_triton (BF16,
+// FP8 block), sglang_marlin_moe (INT4) and, in some releases, the FlashInfer runners
+// (sglang_flashinfer_trtllm_moe, sglang_*mxfp4*_moe, sglang_flashinfer_cutlass_moe); its MLA tables the
+// backend the collector ran on that GPU (flash_attention on Hopper, trtllm_mla on Blackwell). DeepGEMM and
+// triton_kernels MoE runners: no rows.
+void sglang_measured_kernel_sources(ResolvedLaunch& r) {
+  auto& e = r.execution;
+  using V = std::vector<std::string>;
+  e.moe_kernel_sources =
+      e.moe == MoeKernel::kTritonFused ? V{"sglang_fused_moe_triton"}
+      : e.moe == MoeKernel::kMarlinMoe ? V{"sglang_marlin_moe"}
+      : e.moe == MoeKernel::kFlashInferTrtllm
+          ? V{"sglang_flashinfer_trtllm_moe", "sglang_*mxfp4*flashinfer*", "sglang_flashinfer_mxfp4_moe"}
+      : e.moe == MoeKernel::kCutlassGrouped ? V{"sglang_flashinfer_cutlass_moe"}
+                                            : V{};
+  auto mla = [](AttentionKernel k) {
+    if (k == AttentionKernel::kFlashAttn3) return V{"flash_attention"};
+    if (k == AttentionKernel::kTrtllmMla) return V{"trtllm_mla"};
+    return V{};
+  };
+  e.mla_prefill_kernel_sources = mla(e.attention);
+  e.mla_decode_kernel_sources = mla(e.decode_attention);
+}
+
 Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
                         const hardware::ClusterSpec& cl) {
   ResolvedLaunch r;
@@ -256,6 +281,7 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = choose_attention(r, cl)) return *f;
   choose_kernels(r, cl);
   if (auto f = sglang_policies(r, cl)) return *f;
+  sglang_measured_kernel_sources(r);
   return r;
 }
 

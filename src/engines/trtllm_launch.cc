@@ -114,6 +114,13 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
           : b == "TRTLLM"                                          ? MoeKernel::kFlashInferTrtllm
           : is_blackwell(cl) && m.quantization.method == Q::kMxfp4 ? MoeKernel::kFlashInferTrtllm
                                                                    : MoeKernel::kCutlassGrouped;
+  // The measured tables' rows of that MoE (aic-ops kernel_source; ExecutionPolicy::moe_kernel_sources):
+  // the CUTLASS flows (moe_torch_flow, moe_torch_flow_cutlass) and DeepGEMM; the TRTLLM-gen and Triton
+  // backends have none. The MLA tables name no kernel ("default"): every row.
+  using V = std::vector<std::string>;
+  e.moe_kernel_sources = e.moe == MoeKernel::kCutlassGrouped ? V{"moe_torch_flow", "moe_torch_flow_cutlass"}
+                         : e.moe == MoeKernel::kDeepGemmGrouped ? V{"deepgemm"}
+                                                                : V{};
   if (is_hopper(cl) && m.quantization.method == Q::kMxfp4 && e.moe == MoeKernel::kCutlassGrouped)
     r.unmodelled.push_back(
         "MXFP4 MoE on Hopper through TensorRT-LLM's default CUTLASS WFP4A16 backend: the twin has no "

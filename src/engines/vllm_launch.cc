@@ -187,6 +187,51 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
                          : e.gemm;
 }
 
+// The measured operator tables' rows (aic-ops kernel_source, shell wildcards) of the kernels this launch
+// dispatches (ExecutionPolicy::*_kernel_sources). Up to 0.22 vLLM's tables name the MoE method they timed
+// (vllm_fused_moe: fused_moe with its TritonOrDeepGemm dispatch; vllm_marlin_(int4_)moe; vllm_mxfp4_moe:
+// the MXFP4 method, whichever backend it picks on that GPU; vllm_flashinfer_trtllm_moe_fp4); from 0.24
+// they name method, backend and experts class (vllm_fp8moe_triton_tritonexperts,
+// vllm_fp8moe_flashinfer_cutlass_flashinferexperts, ..._marlin_marlinexperts, ..._oaitritonmxfp4...,
+// ..._flashinfer_trtllm_...). The MLA tables name vllm_flashmla and vllm_flash_attn_mla. Other kernels:
+// no rows.
+void vllm_measured_kernel_sources(ResolvedLaunch& r) {
+  auto& e = r.execution;
+  using V = std::vector<std::string>;
+  const bool mxfp4 = r.model.quantization.experts.dtype == model::DType::kMxfp4;
+  switch (e.moe) {
+    case MoeKernel::kTritonFused:
+      e.moe_kernel_sources = V{"vllm_fused_moe", "vllm_*_triton_tritonexperts"};
+      break;
+    case MoeKernel::kDeepGemmGrouped:
+      e.moe_kernel_sources = V{"vllm_*deepgemm*", "vllm_fused_moe", "vllm_*_triton_tritonexperts"};
+      break;
+    case MoeKernel::kCutlassGrouped:
+      e.moe_kernel_sources = V{"vllm_*_flashinfer_cutlass_*"};
+      break;
+    case MoeKernel::kMarlinMoe:
+      e.moe_kernel_sources =
+          mxfp4 ? V{"vllm_mxfp4_moe", "vllm_*mxfp4*_marlin_marlinexperts*"}
+                : V{"vllm_marlin_moe", "vllm_marlin_int4_moe", "vllm_*_marlin_marlinexperts*"};
+      break;
+    case MoeKernel::kTritonKernels:
+      e.moe_kernel_sources = V{"vllm_mxfp4_moe", "vllm_*_oaitritonmxfp4*"};
+      break;
+    case MoeKernel::kFlashInferTrtllm:
+      e.moe_kernel_sources = mxfp4 ? V{"vllm_mxfp4_moe", "vllm_*mxfp4*_flashinfer_trtllm_*"}
+                                   : V{"vllm_flashinfer_trtllm_moe_fp4", "vllm_*_flashinfer_trtllm_*"};
+      break;
+  }
+  auto mla = [](AttentionKernel k) {
+    if (k == AttentionKernel::kFlashMla) return V{"vllm_flashmla"};
+    if (k == AttentionKernel::kFlashAttn3 || k == AttentionKernel::kFlashAttn2)
+      return V{"vllm_flash_attn_mla"};
+    return V{};  // CUTLASS MLA, FlashInfer MLA, Triton MLA: no vLLM table row
+  };
+  e.mla_prefill_kernel_sources = mla(e.attention);
+  e.mla_decode_kernel_sources = mla(e.decode_attention);
+}
+
 // ParallelLayout (vllm/config/parallel.py; FusedMoEParallelConfig.make: without EP the experts are
 // TP-sliced over tp * dp ranks, with --enable-expert-parallel spread whole over them).
 std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
@@ -314,6 +359,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
+  vllm_measured_kernel_sources(r);
   return r;
 }
 

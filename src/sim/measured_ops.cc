@@ -2,6 +2,7 @@
 #include "sim/measured_ops.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <atomic>
@@ -201,6 +202,29 @@ std::string number_key(double v) {
   return std::to_string(v);
 }
 
+/// The `kernel_source` values of `table`'s rows matching `q` that match one of `patterns` (shell
+/// wildcards, fnmatch), in the order of the patterns: the kernels an engine module lists for a launch.
+std::vector<std::string> matching_kernels(const ops::OpTable& table, const ops::OpQuery& q,
+                                          const std::vector<std::string>& patterns) {
+  ops::OpQuery without = q;
+  without.erase("kernel_source");
+  const auto labels = table.distinct("kernel_source", without);
+  std::vector<std::string> out;
+  for (const auto& p : patterns)
+    for (const auto& l : labels)
+      if (fnmatch(p.c_str(), l.c_str(), 0) == 0 && std::find(out.begin(), out.end(), l) == out.end())
+        out.push_back(l);
+  return out;
+}
+
+/// Memo key part of a kernel_sources filter: "*" = every row, else the labels.
+std::string sources_key(const std::optional<std::vector<std::string>>& sources) {
+  if (!sources) return "*";
+  std::string k = "[";
+  for (const auto& s : *sources) k += s + ",";
+  return k + "]";
+}
+
 }  // namespace
 
 std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
@@ -289,14 +313,6 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
   });
 }
 
-const char* measured_mla_kernel(engines::EngineKind engine, engines::AttentionKernel kernel) {
-  if (engine != engines::EngineKind::kVllm) return nullptr;
-  if (kernel == engines::AttentionKernel::kFlashMla) return "vllm_flashmla";
-  if (kernel == engines::AttentionKernel::kFlashAttn3 || kernel == engines::AttentionKernel::kFlashAttn2)
-    return "vllm_flash_attn_mla";
-  return "unmeasured";  // CUTLASS MLA, FlashInfer MLA, Triton MLA: no vLLM table row
-}
-
 std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const OpSource& src, bool decode,
                                               const MlaShape& shape) {
   const char* name = decode ? "generation_mla_perf" : "context_mla_perf";
@@ -305,20 +321,23 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
   static Memo<OpSurface> memo;
   const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" +
                           number_key(shape.heads) + "|" + std::to_string(shape.tp) + "|" +
-                          measured_kv_dtype(shape.kv_dtype) + "|" +
-                          (shape.kernel_source ? shape.kernel_source : "");
+                          measured_kv_dtype(shape.kv_dtype) + "|" + sources_key(shape.kernel_sources);
   return memo.get(key, [&]() -> std::shared_ptr<const OpSurface> {
     const auto table = store.table(src.gpu, src.backend, release, name);
     if (!table) return nullptr;
     ops::OpQuery q{{"kv_cache_dtype", std::string(measured_kv_dtype(shape.kv_dtype))},
                    {"num_heads", shape.heads},
                    {"tp_size", double(shape.tp)}};
-    if (shape.kernel_source) q["kernel_source"] = std::string(shape.kernel_source);
     if (decode)
       q["isl"] = 1.0;
     else
       q["step"] = 0.0;
-    return batch_surface(*table, q, decode ? "step" : "isl");
+    if (!shape.kernel_sources) return batch_surface(*table, q, decode ? "step" : "isl");
+    for (const auto& kernel : matching_kernels(*table, q, *shape.kernel_sources)) {
+      q["kernel_source"] = kernel;
+      if (auto s = batch_surface(*table, q, decode ? "step" : "isl")) return s;
+    }
+    return nullptr;
   });
 }
 
@@ -343,10 +362,10 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
   const std::string release = table_release(store, src, "moe_perf");
   if (release.empty() || !shape.dtype) return nullptr;
   static Memo<ops::OpCurve> memo;
-  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + shape.dtype + "|" +
-                          number_key(shape.hidden) + "|" + number_key(shape.inter) + "|" +
-                          number_key(shape.top_k) + "|" + number_key(shape.experts) + "|" +
-                          std::to_string(shape.tp) + "|" + std::to_string(shape.ep);
+  const std::string key =
+      src.gpu + "|" + src.backend + "|" + release + "|" + shape.dtype + "|" + number_key(shape.hidden) + "|" +
+      number_key(shape.inter) + "|" + number_key(shape.top_k) + "|" + number_key(shape.experts) + "|" +
+      std::to_string(shape.tp) + "|" + std::to_string(shape.ep) + "|" + sources_key(shape.kernel_sources);
   return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
     const auto table = store.table(src.gpu, src.backend, release, "moe_perf");
     if (!table) return nullptr;
@@ -360,9 +379,17 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
                    {"moe_ep_size", double(shape.ep)}};
     // Balanced routing where measured; some shapes were measured only with skewed routing, of which
     // power_law_1.01 is AIConfigurator's default workload [recalled: aiconfigurator's sdk default].
-    for (const char* distribution : {"balanced", "power_law_1.01"}) {
-      q["distribution"] = std::string(distribution);
-      if (table->curve(q, "num_tokens", *curve).ok) return curve;
+    auto routed = [&]() {
+      for (const char* distribution : {"balanced", "power_law_1.01"}) {
+        q["distribution"] = std::string(distribution);
+        if (table->curve(q, "num_tokens", *curve).ok) return true;
+      }
+      return false;
+    };
+    if (!shape.kernel_sources) return routed() ? curve : nullptr;
+    for (const auto& kernel : matching_kernels(*table, q, *shape.kernel_sources)) {
+      q["kernel_source"] = kernel;
+      if (routed()) return curve;
     }
     return nullptr;
   });

@@ -126,15 +126,10 @@ struct MlaShape {
   double heads = 0;  ///< query heads on the GPU
   int tp = 1;        ///< attention TP (the tables record it beside the heads)
   model::DType kv_dtype = model::DType::kBf16;
-  /// The engine's kernel as the table names it when it measured several ("vllm_flashmla",
-  /// "vllm_flash_attn_mla"); nullptr when it measured one.
-  const char* kernel_source = nullptr;
+  /// The rows of the engine's kernel (ExecutionPolicy::mla_*_kernel_sources): unset = every row; empty =
+  /// none (no surface); else the first label with rows.
+  std::optional<std::vector<std::string>> kernel_sources;
 };
-
-/// The `kernel_source` of an engine's MLA kernel in the MLA tables: vLLM measured FlashMLA and FlashAttention
-/// MLA, and its other MLA kernels get "unmeasured", which no row has; nullptr for the engines that measured
-/// one kernel (the key is then left to the table).
-const char* measured_mla_kernel(engines::EngineKind engine, engines::AttentionKernel kernel);
 
 /// Decode MLA (`generation_mla_perf`: batch outer, KV length `step` inner, the absorbed latent form) or
 /// prefill MLA (`context_mla_perf`: batch outer, prompt length `isl` inner, the MHA form) of `shape`;
@@ -147,6 +142,9 @@ struct MoeShape {
   const char* dtype = nullptr;  ///< "bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", ... (measured_moe_dtype)
   double hidden = 0, inter = 0, top_k = 0, experts = 0;  ///< the model's (inter: one expert's, unsliced)
   int tp = 1, ep = 1;                                    ///< MoE TP and EP sizes
+  /// The rows of the launch's MoE kernel (ExecutionPolicy::moe_kernel_sources): unset = every row;
+  /// empty = none (no curve); else the first label with rows of this shape.
+  std::optional<std::vector<std::string>> kernel_sources;
 };
 
 /// The `moe_perf` moe_dtype of a model's expert weights (BF16, FP8 per-tensor, FP8 block, MXFP4, NVFP4);
@@ -154,8 +152,8 @@ struct MoeShape {
 const char* measured_moe_dtype(const model::WeightFormat& experts);
 
 /// Latency (ms) of one MoE layer's routed experts along the tokens entering it (balanced routing, else
-/// power_law_1.01 where the table measured this shape only with skewed routing; the engine's measured
-/// kernel), or nullptr when no row has this shape.
+/// power_law_1.01 where the table measured this shape only with skewed routing; the rows of the launch's
+/// kernel, MoeShape::kernel_sources), or nullptr when no row of that kernel has this shape.
 std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store, const OpSource& src,
                                                        const MoeShape& shape);
 

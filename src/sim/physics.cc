@@ -100,7 +100,12 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
               : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure found, "
                 "Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
     case MoeKernel::kFlashInferTrtllm:
-      return {0.55, 0.80, 128, "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]"};
+      // Rows: the TRT-LLM-gen MoE runner tiles each expert's rows by tile_tokens_dim = next_pow2(tokens x
+      // top_k / experts) clamped to [8, 64] (FlashInfer fused_moe get_tile_tokens_dim [recalled]), so a
+      // decode step pads each touched expert to 8 rows, not to a 128-row tile.
+      return {0.55, 0.80, 8,
+              "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]; expert rows padded to an 8-64 token "
+              "tile (FlashInfer get_tile_tokens_dim) [recalled]"};
   }
   return {};
 }

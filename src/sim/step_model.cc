@@ -362,7 +362,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
             measured_moe_curve(*ops_, *op_source_,
                                MoeShape{measured_moe_dtype(m.quantization.experts), double(m.hidden_size),
                                         double(moe->expert_intermediate), double(moe->top_k),
-                                        double(moe->experts), lay.moe_tp, lay.moe_ep});
+                                        double(moe->experts), lay.moe_tp, lay.moe_ep, ex.moe_kernel_sources});
     }
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
@@ -387,13 +387,12 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
         // Dense MLA from the MLA tables (DSA's sparse core stays the roofline), each phase with the
         // engine's own kernel for it.
         const int tp = std::max(1, lay.attn_tp);
-        const auto kind = launch_.config.kind;
-        c.decode_attn = measured_mla(
-            *ops_, *op_source_, true,
-            MlaShape{local_heads, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.decode_attention)});
-        c.prefill_attn = measured_mla(
-            *ops_, *op_source_, false,
-            MlaShape{local_heads, tp, launch_.kv_dtype, measured_mla_kernel(kind, ex.attention)});
+        c.decode_attn =
+            measured_mla(*ops_, *op_source_, true,
+                         MlaShape{local_heads, tp, launch_.kv_dtype, ex.mla_decode_kernel_sources});
+        c.prefill_attn =
+            measured_mla(*ops_, *op_source_, false,
+                         MlaShape{local_heads, tp, launch_.kv_dtype, ex.mla_prefill_kernel_sources});
       }
     }
     c.pair_flops_dense = model::core_flops_per_pair(a, lay.attn_tp, model::AttentionMode::kDense);
@@ -477,7 +476,7 @@ void StepModel::describe_measured() {
     for (const auto& c : st.classes) count(c);
   if (draft_) count(*draft_);
   ++gemms, gemms_measured += lm_head_.measured ? 1 : 0;
-  auto rest = [](int measured, int all, const char* why) {
+  auto rest = [](int measured, int all, const std::string& why) {
     return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
   };
   measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms,
@@ -490,7 +489,11 @@ void StepModel::describe_measured() {
   if (moe > 0)
     measured_notes_.push_back(
         fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
-                    rest(moe_measured, moe, "no row of this expert shape, dtype and MoE TP x EP")));
+                    rest(moe_measured, moe,
+                         launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
+                             ? fmt::format("no table row times the {} MoE kernel",
+                                           engines::moe_kernel_name(launch_.execution.moe))
+                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP"))));
   const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
   measured_notes_.push_back(fmt::format(
       "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "

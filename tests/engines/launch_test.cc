@@ -734,3 +734,39 @@ TEST(VllmDefaults, CaptureListBeforeTheRework) {
       ok("vllm serve m --max-num-batched-tokens 100", "0.10.2", kQwen8, "H100").execution.graph_max_batch,
       96);
 }
+
+// Which rows of the measured operator tables time a launch's kernels (ExecutionPolicy::*_kernel_sources):
+// each engine lists the kernel_source labels of the kernel it dispatches, and none where no table
+// measured it, so the twin never times one kernel with another's rows.
+TEST(MeasuredKernels, EachEngineNamesTheRowsOfItsOwnKernel) {
+  using V = std::vector<std::string>;
+  const std::string sglang =
+      "python3 -m sglang.launch_server --model-path m --tp-size 8 --dp-size 8 --enable-dp-attention ";
+  // SGLang fused_moe Triton: its own rows; DeepEP runs DeepGEMM's grouped GEMM, which no SGLang table
+  // measured: no rows (before, the Triton rows timed it).
+  EXPECT_EQ(ok(sglang, "0.5.14", kGlm52, "8xH200").execution.moe_kernel_sources,
+            V{"sglang_fused_moe_triton"});
+  EXPECT_EQ(ok(sglang + "--moe-a2a-backend deepep", "0.5.14", kGlm52, "8xH200").execution.moe_kernel_sources,
+            V{});
+  // vLLM: the method names of 0.14-0.22 tables, then 0.24's method_backend_experts names.
+  const auto v = ok("vllm serve m --tensor-parallel-size 8", "0.11.0", kGlm52, "8xH200").execution;
+  ASSERT_TRUE(v.moe_kernel_sources);
+  EXPECT_EQ(v.moe_kernel_sources->front(),
+            v.moe == se::MoeKernel::kDeepGemmGrouped ? "vllm_*deepgemm*" : "vllm_fused_moe");
+  EXPECT_NE(
+      std::find(v.moe_kernel_sources->begin(), v.moe_kernel_sources->end(), "vllm_*_triton_tritonexperts"),
+      v.moe_kernel_sources->end());
+  // gpt-oss (MXFP4) on B200: FlashInfer's TRT-LLM-gen MoE; on H100 triton_kernels.
+  EXPECT_EQ(ok("vllm serve m", "0.11.0", kGptOss, "1xB200").execution.moe_kernel_sources,
+            (V{"vllm_mxfp4_moe", "vllm_*mxfp4*_flashinfer_trtllm_*"}));
+  EXPECT_EQ(ok("vllm serve m", "0.11.0", kGptOss, "1xH100").execution.moe_kernel_sources,
+            (V{"vllm_mxfp4_moe", "vllm_*_oaitritonmxfp4*"}));
+  // MLA: FlashMLA and FlashAttention MLA have vLLM rows; TensorRT-LLM's MLA tables name no kernel.
+  const auto r1 = ok("vllm serve m --tensor-parallel-size 8", "0.11.0", "deepseek-ai/DeepSeek-R1", "8xH200");
+  ASSERT_TRUE(r1.execution.mla_decode_kernel_sources);
+  EXPECT_EQ(r1.execution.mla_decode_kernel_sources->size(), 1u);
+  const auto trt =
+      ok("trtllm-serve m --tp_size 8", "1.2.0rc5", "deepseek-ai/DeepSeek-R1", "8xH200").execution;
+  EXPECT_FALSE(trt.mla_decode_kernel_sources);
+  EXPECT_EQ(trt.moe_kernel_sources, (V{"moe_torch_flow", "moe_torch_flow_cutlass"}));
+}

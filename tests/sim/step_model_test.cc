@@ -302,6 +302,8 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   l.version = "0.17.0";
   l.kv_dtype = model::DType::kFp8;
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kFlashMla;
+  l.execution.mla_prefill_kernel_sources = l.execution.mla_decode_kernel_sources =
+      std::vector<std::string>{"vllm_flashmla"};
   EXPECT_EQ(
       StepModel(l, c).measured_notes()[1],
       "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the nearest measured "
@@ -309,8 +311,64 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   l.kv_dtype = model::DType::kBf16;
   EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u);
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kCutlassMla;
+  l.execution.mla_prefill_kernel_sources = l.execution.mla_decode_kernel_sources = std::vector<std::string>{};
   EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u)
       << StepModel(l, c).measured_notes()[1];
+}
+
+// The MoE rows are the launch's kernel's (ExecutionPolicy::moe_kernel_sources, shell wildcards): the
+// DeepSeek-R1 launch of the test above at 1 token takes sglang_fused_moe_triton's 0.06742784023284912 ms a
+// layer when its kernel is fused_moe Triton (named, or by a wildcard); a DeepGEMM MoE (SGLang with DeepEP),
+// which no SGLang table measured, keeps the roofline, and the note names the kernel.
+TEST(StepModel, MoeRowsAreTheLaunchsKernels) {
+  const MeasuredOperators measured;
+  const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
+  const auto c = hardware::parse_cluster("8xH200");
+  auto l = test_launch(m, c, 8);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.version = "0.5.6.post2";
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  const RankLoad load = decode_one(1000);
+  for (const char* pattern : {"sglang_fused_moe_triton", "sglang_fused_*"}) {
+    l.execution.moe_kernel_sources = std::vector<std::string>{"no_such_kernel", pattern};
+    const StepModel sm(l, c);
+    EXPECT_NEAR(sm.cost({&load, 1}, 1, true, false).moe_s, 58 * 0.06742784023284912e-3, 58 * 2e-6) << pattern;
+    EXPECT_EQ(sm.measured_notes()[2].rfind("MoE experts: 1 of 1 layer kinds", 0), 0u)
+        << sm.measured_notes()[2];
+  }
+  l.execution.moe = engines::MoeKernel::kDeepGemmGrouped;
+  l.execution.moe_kernel_sources = std::vector<std::string>{};
+  const StepModel sm(l, c);
+  EXPECT_EQ(
+      sm.measured_notes()[2],
+      "MoE experts: 0 of 1 layer kinds from moe_perf of h200_sxm sglang 0.5.6.post2; 1 the roofline (no "
+      "table row times the deepgemm-grouped MoE kernel)");
+  EXPECT_LT(sm.cost({&load, 1}, 1, true, false).moe_s, 58 * 0.06742784023284912e-3);
+}
+
+// FlashInfer's TRT-LLM-gen MoE on Blackwell tiles each expert's rows by 8 to 64 tokens
+// (get_tile_tokens_dim), so a decode step of gpt-oss-120b (36 layers of 128 experts, top 4, hidden 2880,
+// MXFP4 experts of 2 x 2880 x 2880 up and 2880 x 2880 down) on 1xB200 at 16 tokens reads the touched
+// experts' weights and is memory-bound: 128 x (1 - (1 - 4/128)^16) = 50.0 experts touched, each
+// 3 x 2880 x 2880 x 4.25 bits; 64 rows of activations (2 x 5760 + 2 x 2880 ... BF16). Before, every touched
+// expert was padded to a 128-row tile at BF16 peak and the step came out 2.5x too slow (vLLM 0.11 on B200).
+TEST(StepModel, BlackwellTrtllmGenMoePadsDecodeToEightRows) {
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xB200");
+  auto l = test_launch(m, c, 1);
+  l.execution.moe = engines::MoeKernel::kFlashInferTrtllm;
+  RankLoad load;
+  load.requests = load.decode_requests = load.query_tokens = load.sampled_tokens = 16;
+  load.decode_pairs[0] = load.decode_kv_tokens[0] = 16 * 100.0;
+  const auto cost = StepModel(l, c).cost({&load, 1}, 16, true, false);
+  const auto eff = detail::moe_efficiency(engines::MoeKernel::kFlashInferTrtllm, c.gpu.generation);
+  EXPECT_EQ(eff.min_rows, 8);
+  const double touched = 128 * (1 - std::pow(1 - 4.0 / 128, 16));
+  const double weights = touched * 3.0 * 2880 * 2880 * m.quantization.experts.bytes_per_param();
+  const double bytes = weights + 16 * 4 * (2 * 2880 + 2880 + 2 * 2880) * 2.0;
+  const double router = 36 * 2e-6;  // the router GEMM (16 x 2880 x 128 BF16), a few microseconds a layer
+  EXPECT_NEAR(cost.moe_s, 36 * bytes / (c.gpu.hbm_bandwidth_Bps * eff.memory), router);
+  EXPECT_LT(cost.moe_s, 5e-3);
 }
 
 // Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs launches 768

@@ -229,6 +229,15 @@ struct ExecutionPolicy {
   int expert_pad_hidden = 1;
   int expert_pad_intermediate = 1;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
+  /// Which rows of the engine's measured operator tables (aic-ops `kernel_source`) time the kernel this
+  /// launch dispatches, per operator: unset = every row (the table measures the engine's default path,
+  /// which this launch takes, or the table does not name its kernels); an empty list = no table row
+  /// measures this launch's kernel (the twin keeps the roofline for it, with a note); else the labels
+  /// as shell wildcards (fnmatch), tried in order. Set by the engine module's resolve from `moe`,
+  /// `attention` and `decode_attention`.
+  std::optional<std::vector<std::string>> moe_kernel_sources;
+  std::optional<std::vector<std::string>> mla_prefill_kernel_sources;  ///< context_mla_perf rows
+  std::optional<std::vector<std::string>> mla_decode_kernel_sources;   ///< generation_mla_perf rows
   int api_server_count = 1;
   int stream_interval = 1;  ///< tokens per streamed chunk
   /// The API server renders chat requests with OpenAI's `openai_harmony` library (Rust, straight to token
