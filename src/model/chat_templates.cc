@@ -124,4 +124,14 @@ ChatTemplate chat_template_kimi_k2() {
           "[unverified: no Kimi tokenizer available]"};
 }
 
+ChatTemplate chat_template_llama4() {
+  // Llama 4 chat_template as recalled: BOS (counted by the benchmark) "<|header_start|>user<|header_end|>
+  // \n\n" C "<|eot|><|header_start|>assistant<|header_end|>\n\n", no default system message; the
+  // markers are single added tokens, "user" / "assistant" and "\n\n" one token each [unverified: no Llama 4
+  // tokenizer or template is available here].
+  return {9,
+          "Llama 4 chat_template (no default system message), recalled and counted by hand [unverified: no "
+          "Llama 4 tokenizer available]"};
+}
+
 }  // namespace servelab::model::detail

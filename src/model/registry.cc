@@ -86,12 +86,6 @@ constexpr UnmodelledType kUnmodelledTypes[] = {
      "request) mixed with MLA layers"},
     {"kimi_k3",
      "Kimi Delta Attention linear-attention layers (linear_attn_config.kda_layers) mixed with MLA"},
-    {"llama4",
-     "chunked local attention (attention_chunk_size: keys restart every chunk on three of four layers, "
-     "NoPE global layers) with interleaved MoE / dense layers"},
-    {"llama4_text",
-     "chunked local attention (attention_chunk_size: keys restart every chunk on three of four layers, "
-     "NoPE global layers) with interleaved MoE / dense layers"},
     {"mimo",
      "MTP layers on a dense Qwen2-style decoder (num_nextn_predict_layers): the dense variant carries no MTP "
      "layer"},

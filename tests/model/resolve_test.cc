@@ -230,10 +230,11 @@ TEST(LoadConfig, FileErrors) {
 TEST(Registry, VariantsAndUnknownModelType) {
   std::vector<std::string> names;
   for (const auto& v : architectures()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "mixtral", "qwen3",
-                                             "qwen3_5", "qwen3_moe"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "llama4", "mixtral",
+                                             "qwen3", "qwen3_5", "qwen3_moe"}));
   const std::string known =
-      "deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, gpt_oss, kimi_k2, llama, minimax_m2, mistral, "
+      "deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, gpt_oss, kimi_k2, llama, llama4_text, minimax_m2, "
+      "mistral, "
       "mixtral, qwen2, qwen3, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next, qwen3_vl_moe_text, "
       "qwen3_vl_text";
   EXPECT_EQ(message_of([] {

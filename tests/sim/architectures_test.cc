@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "servelab/engines/engines.h"
 #include "servelab/model/model.h"
 #include "servelab/sim/sim.h"
+#include "sim/sim_detail.h"
 
 namespace servelab::sim {
 namespace {
@@ -87,6 +89,39 @@ TEST(Architectures, OtherNewVariantsPredict) {
   EXPECT_DOUBLE_EQ(k.twin.memory.kv_bytes_per_token, 70272);  // 61 x 576 x 2 B, replicated
   predict_run({"vllm", "serve", "Qwen/Qwen3-VL-30B-A3B-Instruct", "-tp", "4"},
               aic("Qwen--Qwen3-VL-30B-A3B-Instruct"), "4xH100");
+}
+
+// Chunked local attention (Llama 4): a prefill of positions s+1 .. s+n pairs each query with the keys of
+// its own chunk up to itself, and a decode query at context c reads ((c - 1) mod chunk) + 1 keys.
+TEST(Architectures, ChunkedAttentionPairs) {
+  using detail::AttentionPattern, detail::pattern_decode_keys, detail::pattern_prefill_pairs;
+  AttentionPattern p;
+  p.key_limit = std::numeric_limits<double>::infinity();
+  p.chunk = 4;
+  // Positions 1..10: 1+2+3+4 + 1+2+3+4 + 1+2 = 23; positions 3..6: 3+4+1+2 = 10.
+  EXPECT_DOUBLE_EQ(pattern_prefill_pairs(p, 0, 10), 23);
+  EXPECT_DOUBLE_EQ(pattern_prefill_pairs(p, 2, 4), 10);
+  EXPECT_DOUBLE_EQ(pattern_decode_keys(p, 4), 4);
+  EXPECT_DOUBLE_EQ(pattern_decode_keys(p, 5), 1);
+  EXPECT_DOUBLE_EQ(pattern_decode_keys(p, 11), 3);
+  // Without a chunk: min(position, key_limit), as before.
+  AttentionPattern w;
+  w.key_limit = 3;
+  EXPECT_DOUBLE_EQ(pattern_prefill_pairs(w, 0, 5), 1 + 2 + 3 + 3 + 3);
+  EXPECT_DOUBLE_EQ(pattern_decode_keys(w, 10), 3);
+}
+
+// Llama 4 Scout BF16 on 4xH200 (vLLM TP4): every layer's KV is 2 x 2 x 128 x 2 B a token a GPU; the 36
+// chunked layers are bounded at one chunk (8192 tokens), the 12 NoPE layers hold the full context.
+TEST(Architectures, Llama4ScoutVllmTp4OnH200) {
+  const auto m = aic("meta-llama--Llama-4-Scout-17B-16E-Instruct");
+  const Prediction p = predict_run(
+      {"vllm", "serve", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "-tp", "4", "--max-model-len", "65536"},
+      m, "4xH200");
+  EXPECT_DOUBLE_EQ(p.twin.memory.kv_bytes_per_token, 12 * 1024);
+  EXPECT_DOUBLE_EQ(p.twin.memory.kv_window_bytes_per_token, 36 * 1024);
+  EXPECT_EQ(p.twin.memory.window_tokens, 8192);
+  EXPECT_GT(p.twin.moe_s, 0);
 }
 
 }  // namespace
