@@ -128,7 +128,7 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   }
   in.model_revision = launch_flag_value(a.launch, "--revision");
   in.model = a.model_config.empty() ? model::resolve_model(in.engine.model, hub_fetch(in.model_revision))
-                                    : model::load_config(a.model_config);
+                                    : model::load_config_with_modelopt(a.model_config);
   in.resolved = bench::resolve(a.bench);
   if (a.bench.multi_turn)
     throw std::runtime_error(
@@ -315,7 +315,8 @@ void setup_sim(CLI::App& root) {
                   "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>] "
                   "(N defaults to 1000, as bench serve's --num-prompts)");
   run->add_option("--model-config", run_args->model_config,
-                  "HF config.json of the served model (default: from the launch)");
+                  "HF config.json of the served model (default: from the launch); a ModelOpt "
+                  "hf_quant_config.json beside it is read as engines do");
   run->add_flag("--explain", run_args->explain, "print every default and rule the engine resolution applied");
   auto op_data = std::make_shared<std::string>(kOpDataDefault);
   add_op_data_option(*run, *op_data);

@@ -125,7 +125,7 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   s.cluster = hardware::parse_cluster(a.hardware);
   s.model_revision = launch_flag_value(a.launch, "--revision");
   s.model = a.model_config.empty() ? model::resolve_model(s.engine.model, hub_fetch(s.model_revision))
-                                   : model::load_config(a.model_config);
+                                   : model::load_config_with_modelopt(a.model_config);
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty())
     calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
@@ -279,7 +279,8 @@ void setup_sim_serve(CLI::App& root) {
   serve->add_option("--tokenizer", args->tokenizer,
                     "Tokenizer for prompt counting (default: the launch's model)");
   serve->add_option("--model-config", args->model_config,
-                    "HF config.json of the served model (default: from the launch)");
+                    "HF config.json of the served model (default: from the launch); a ModelOpt "
+                    "hf_quant_config.json beside it is read as engines do");
   serve
       ->add_option("--reasoning-fraction", args->reasoning_fraction,
                    "With the launch's --reasoning-parser and a thinking request, the share of output tokens "

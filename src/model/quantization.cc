@@ -205,7 +205,10 @@ Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, 
         fmt::format("{}: modelopt quant_algo \"{}\" is not modelled (modelled: NVFP4, FP8)", where, algo));
   }
   q.source = "quantization_config: modelopt " + algo;
+  // hf_quant_config.json lists them as exclude_modules; a config.json quantization_config written by
+  // ModelOpt as "ignore" (nvidia's NVFP4 MiniMax-M2.5 / Kimi-K2.5 copies).
   keep_unconverted(q, string_list(body, "exclude_modules", where), dtype);
+  keep_unconverted(q, string_list(body, "ignore", where), dtype);
   return q;
 }
 

@@ -27,16 +27,72 @@ DType parse_dtype(const detail::ConfigReader& c) {
 }
 
 /// config with the text model of a multimodal wrapper (text_config) lifted to the top level: the text
-/// model's keys win; the wrapper's quantization_config, _name_or_path, architectures and dtype fill in.
+/// model's keys win; the wrapper's quantization_config, _name_or_path (also over an empty one), dtype,
+/// tie_word_embeddings and model_type fill in. The wrapper's architectures always win: they name the class
+/// the engine loads (Kimi-K2.5's text_config says DeepseekV3ForCausalLM, the checkpoint is
+/// KimiK25ForConditionalGeneration with a vision tower).
 nlohmann::json text_model(const nlohmann::json& config) {
   if (!config.contains("text_config") || !config["text_config"].is_object()) return config;
   nlohmann::json text = config["text_config"];
-  for (const char* key : {"quantization_config", "_name_or_path", "architectures", "torch_dtype", "dtype",
-                          "tie_word_embeddings"}) {
-    if (config.contains(key) && !text.contains(key)) text[key] = config[key];
+  for (const char* key :
+       {"quantization_config", "_name_or_path", "torch_dtype", "dtype", "tie_word_embeddings"}) {
+    const bool empty_name = std::string(key) == "_name_or_path" && text.contains(key) && text[key] == "";
+    if (config.contains(key) && (!text.contains(key) || empty_name)) text[key] = config[key];
   }
+  if (config.contains("architectures")) text["architectures"] = config["architectures"];
+  if (!text.contains("model_type") && config.contains("model_type"))
+    text["model_type"] = config["model_type"];
   return text;
 }
+
+/// model_types the twin recognises but does not model, with the layer feature ModelSpec lacks for each
+/// (read from the checkpoints' config.json keys named here). A type here is refused with that reason
+/// rather than as unknown.
+struct UnmodelledType {
+  const char* model_type;
+  const char* missing;
+};
+constexpr UnmodelledType kUnmodelledTypes[] = {
+    {"nemotron_h",
+     "Mamba-2 state-space layers (hybrid_override_pattern \"M\": SSM state and conv per request) and "
+     "squared-ReLU non-gated FFN / MoE experts"},
+    {"nemotron-nas",
+     "per-layer heterogeneous blocks (block_configs: attention replaced or skipped, FFN width per layer)"},
+    {"gemma4",
+     "per-layer-type attention shapes (global_head_dim and num_global_key_value_heads on full-attention "
+     "layers, attention_k_eq_v shared K/V) and a MoE block beside the dense MLP"},
+    {"gemma4_text",
+     "per-layer-type attention shapes (global_head_dim and num_global_key_value_heads on full-attention "
+     "layers, attention_k_eq_v shared K/V) and a MoE block beside the dense MLP"},
+    {"deepseek_v4",
+     "compressed sparse attention (compress_ratios per layer), hyper-connections (hc_mult), the grouped "
+     "low-rank output projection (o_lora_rank, o_groups) and hash-routed MoE layers (num_hash_layers)"},
+    {"deepseek_ref",
+     "DeepSeek-V4's compressed sparse attention (compress_ratios per layer), hyper-connections (hc_mult), "
+     "grouped low-rank output projection (o_lora_rank, o_groups) and hash-routed MoE layers"},
+    {"step3p7",
+     "a verified layer structure: no reference modeling file for Step-3.7 is available to check its "
+     "sliding-window layers, shared expert (share_expert_dim) and MTP layers against, and the twin does not "
+     "guess"},
+    {"minimax_m3",
+     "block-sparse attention with an index (sparse_attention_config: top-k key blocks per query) and the "
+     "clamped swigluoai activation"},
+    {"minimax_m3_vl",
+     "MiniMax-M3's block-sparse attention with an index (sparse_attention_config) and its vision tower"},
+    {"minimax",
+     "MiniMax lightning (linear) attention layers (attn_type_list 0) and the shared-expert MoE mode"},
+    {"kimi_linear",
+     "Kimi Delta Attention linear-attention layers (linear_attn_config.kda_layers: recurrent state per "
+     "request) mixed with MLA layers"},
+    {"kimi_k3",
+     "Kimi Delta Attention linear-attention layers (linear_attn_config.kda_layers) mixed with MLA"},
+    {"mimo",
+     "MTP layers on a dense Qwen2-style decoder (num_nextn_predict_layers): the dense variant carries no MTP "
+     "layer"},
+    {"mimo_v2_flash",
+     "sliding-window layers with their own head counts and dims (swa_num_attention_heads, swa_head_dim, "
+     "v_head_dim != head_dim) and attention sink biases on them"},
+};
 
 }  // namespace
 
@@ -108,7 +164,8 @@ std::vector<int> ConfigReader::integers(const char* key) const {
 
 ModelSpec common_fields(const ConfigReader& c, const char* variant) {
   ModelSpec m;
-  m.id = c.string_or("_name_or_path", c.source());
+  m.id = c.string_or("_name_or_path", "");
+  if (m.id.empty()) m.id = c.source();  // absent, or "" (Kimi-K2.5's text_config)
   m.model_type = c.string_or("model_type", "");
   const auto archs = c.strings("architectures");
   m.architecture = archs.empty() ? "" : archs.front();
@@ -179,6 +236,11 @@ ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
     known.insert(known.end(), v.model_types.begin(), v.model_types.end());
   }
   std::sort(known.begin(), known.end());
+  for (const auto& u : kUnmodelledTypes)
+    if (type == u.model_type)
+      throw std::runtime_error(fmt::format(
+          "{}: model_type \"{}\" is recognised but not modelled: the twin lacks {} (modelled: {})", source,
+          type, u.missing, fmt::join(known, ", ")));
   throw std::runtime_error(
       fmt::format("{}: unknown model_type \"{}\" (known: {})", source, type, fmt::join(known, ", ")));
 }

@@ -19,7 +19,23 @@ double sum_min_limit(double s, double n, double k) {
   return m * s + m * (m + 1) / 2 + (e - k) * k;
 }
 
+/// Sum over positions 1..x of ((pos - 1) mod c) + 1: q full chunks of c(c+1)/2 and a partial one.
+double chunk_prefix_pairs(double x, double c) {
+  const double q = std::floor(x / c), r = x - q * c;
+  return q * c * (c + 1) / 2 + r * (r + 1) / 2;
+}
+
 }  // namespace
+
+double pattern_prefill_pairs(const AttentionPattern& p, double s, double n) {
+  if (p.chunk > 0) return chunk_prefix_pairs(s + n, p.chunk) - chunk_prefix_pairs(s, p.chunk);
+  return sum_min_limit(s, n, p.key_limit);
+}
+
+double pattern_decode_keys(const AttentionPattern& p, double c) {
+  if (p.chunk > 0) return std::fmod(std::max(c, 1.0) - 1, p.chunk) + 1;
+  return std::min(c, p.key_limit);
+}
 
 bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
   const double need = request_kv_bytes(plan_, tokens);
@@ -115,7 +131,7 @@ void Simulator::account(Rank& r, int id, int n) {
           b.prefill_pairs[p] += model_.prefill_fixed_topk() ? double(n) * topk : sum_min_limit(s, n, topk);
         continue;
       }
-      b.prefill_pairs[p] += sum_min_limit(s, n, pats[p].key_limit);
+      b.prefill_pairs[p] += pattern_prefill_pairs(pats[p], s, n);
     }
     if (topk_p >= 0 && !dense_short)
       b.indexer_prefill_pairs += sum_min_limit(s, n, std::numeric_limits<double>::infinity());
@@ -126,7 +142,7 @@ void Simulator::account(Rank& r, int id, int n) {
     for (std::size_t p = 0; p < pats.size(); ++p) {
       if (pats[p].linear) continue;
       const bool fixed = static_cast<int>(p) == topk_p && model_.decode_fixed_topk();
-      const double keys = fixed ? pats[p].key_limit : std::min(c, pats[p].key_limit);
+      const double keys = fixed ? pats[p].key_limit : pattern_decode_keys(pats[p], c);
       b.decode_pairs[p] += n * keys;
       b.decode_kv_tokens[p] += keys;
     }

@@ -66,14 +66,25 @@ ElementwiseBytes elementwise_bytes(const model::Layer& l, int hidden, const engi
 StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRange& stage, bool first,
                            bool last);
 
-/// How many attention "key patterns" a model can have (full causal, a window, a top-k, linear).
+/// How many attention "key patterns" a model can have (full causal, a window or a chunk, a top-k, linear).
 inline constexpr int kMaxPatterns = 4;
 
 /// The keys a query of a layer class attends to.
 struct AttentionPattern {
   double key_limit = 0;  ///< keys per query are min(position, key_limit); +inf = full causal
   bool linear = false;   ///< linear attention: cost per token, no keys
+  /// Chunked local attention (model::GqaAttention::chunk, tokens; 0 = none): keys per query are
+  /// ((position - 1) mod chunk) + 1, and key_limit is +inf.
+  double chunk = 0;
 };
+
+/// (query, key) pairs of the queries at 1-based positions s+1 .. s+n under `p` (not linear): with
+/// key_limit k, sum of min(pos, k); with a chunk C, sum of ((pos - 1) mod C) + 1.
+double pattern_prefill_pairs(const AttentionPattern& p, double s, double n);
+
+/// Keys a decode query at context `c` (its 1-based position) reads under `p`: min(c, key_limit), or
+/// ((c - 1) mod chunk) + 1.
+double pattern_decode_keys(const AttentionPattern& p, double c);
 
 /// What one DP rank runs in one step, as the scheduler accounted it. Pairs are (query, key) pairs summed
 /// over the rank's queries, per key pattern of the model (pattern 0 is always full causal).

@@ -46,8 +46,8 @@ std::string layer_signature(const model::Layer& l) {
       [&](const auto& a) {
         using T = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<T, model::GqaAttention>)
-          s += fmt::format("gqa{}/{}/{}/{}/{}/{}/{}", a.heads, a.kv_heads, a.head_dim, a.window, a.sinks,
-                           a.output_gate, a.qkv_bias);
+          s += fmt::format("gqa{}/{}/{}/{}/{}/{}/{}/{}", a.heads, a.kv_heads, a.head_dim, a.window, a.sinks,
+                           a.output_gate, a.qkv_bias, a.chunk);
         else if constexpr (std::is_same_v<T, model::MlaAttention>)
           s += fmt::format("mla{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", a.heads, a.q_lora_rank, a.kv_lora_rank,
                            a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim, a.index_topk, a.indexer,
@@ -247,12 +247,15 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     AttentionPattern p{std::numeric_limits<double>::infinity(), false};
     if (std::holds_alternative<model::LinearAttention>(a))
       p = {0, true};
-    else if (const auto* g = std::get_if<model::GqaAttention>(&a); g && g->window > 0)
+    else if (const auto* g = std::get_if<model::GqaAttention>(&a); g && g->chunk > 0)
+      p.chunk = g->chunk;
+    else if (g && g->window > 0)
       p.key_limit = g->window;
     else if (const auto* mla = std::get_if<model::MlaAttention>(&a); mla && mla->index_topk > 0)
       p.key_limit = mla->index_topk;
     for (std::size_t i = 0; i < patterns_.size(); ++i)
-      if (patterns_[i].key_limit == p.key_limit && patterns_[i].linear == p.linear)
+      if (patterns_[i].key_limit == p.key_limit && patterns_[i].linear == p.linear &&
+          patterns_[i].chunk == p.chunk)
         return static_cast<int>(i);
     if (patterns_.size() >= kMaxPatterns) return 0;
     patterns_.push_back(p);

@@ -122,6 +122,13 @@ TEST(KeysPerQuery, FullWindowSparseAndLinear) {
   EXPECT_EQ(kv_window_tokens(sliding), 128);
   EXPECT_EQ(kv_window_tokens(GqaAttention{64, 8, 64}), 0);
   EXPECT_EQ(kv_window_tokens(dsa), 0);
+  // Chunked local attention (Llama 4): keys restart at every chunk; the KV held is one chunk.
+  GqaAttention chunked{40, 8, 128};
+  chunked.chunk = 8192;
+  EXPECT_DOUBLE_EQ(keys_per_query(chunked, 8192), 8192);
+  EXPECT_DOUBLE_EQ(keys_per_query(chunked, 8193), 1);
+  EXPECT_DOUBLE_EQ(keys_per_query(chunked, 20000), 20000 - 16384);
+  EXPECT_EQ(kv_window_tokens(chunked), 8192);
 }
 
 TEST(CoreFlops, PerPairByKindAndMode) {

@@ -230,14 +230,25 @@ TEST(LoadConfig, FileErrors) {
 TEST(Registry, VariantsAndUnknownModelType) {
   std::vector<std::string> names;
   for (const auto& v : architectures()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "qwen3", "qwen3_5",
-                                             "qwen3_moe"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"deepseek_v3", "glm4_moe", "gpt_oss", "llama4", "mixtral",
+                                             "qwen3", "qwen3_5", "qwen3_moe"}));
+  const std::string known =
+      "deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, gpt_oss, kimi_k2, llama, llama4_text, minimax_m2, "
+      "mistral, "
+      "mixtral, qwen2, qwen3, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next, qwen3_vl_moe_text, "
+      "qwen3_vl_text";
   EXPECT_EQ(message_of([] {
               from_config({{"model_type", "mamba"}}, "m.json");
             }),
-            "m.json: unknown model_type \"mamba\" (known: deepseek_v3, deepseek_v32, glm4_moe, glm_moe_dsa, "
-            "gpt_oss, "
-            "llama, mistral, qwen2, qwen3, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next)");
+            "m.json: unknown model_type \"mamba\" (known: " + known + ")");
+  // A type servelab recognises but does not model says what it lacks instead.
+  EXPECT_EQ(message_of([] {
+              from_config({{"model_type", "nemotron_h"}}, "m.json");
+            }),
+            "m.json: model_type \"nemotron_h\" is recognised but not modelled: the twin lacks Mamba-2 "
+            "state-space layers (hybrid_override_pattern \"M\": SSM state and conv per request) and "
+            "squared-ReLU non-gated FFN / MoE experts (modelled: " +
+                known + ")");
   // A model_type registered twice is a programming error caught at registration.
   EXPECT_THROW(register_architecture({"dup", {"qwen3"}, nullptr}), std::logic_error);
 }

