@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "servelab/tune/load.h"
+#include "servelab/tune/load/load.h"
 #include "servelab/tune/tune.h"
 
 namespace servelab::tune {

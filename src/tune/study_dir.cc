@@ -11,7 +11,7 @@
 #include <fstream>
 #include <functional>
 
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
 #include "servelab/tune/tune.h"
 
 namespace servelab::tune::detail {

@@ -12,14 +12,14 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/engines/engine_module.h"
-#include "servelab/tune/load.h"
-#include "servelab/tune/slurm.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/targets/slurm.h"
 #include "servelab_git_version.h"
-#include "tune/local_runner.h"
-#include "tune/search_space.h"
+#include "tune/report/study_report.h"
+#include "tune/search/search_space.h"
 #include "tune/study_dir.h"
-#include "tune/study_report.h"
-#include "tune/twin_runner.h"
+#include "tune/targets/local_runner.h"
+#include "tune/targets/twin_runner.h"
 
 namespace servelab::tune {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "servelab/tune/runner.h"
-#include "servelab/tune/search.h"
-#include "servelab/tune/study.h"
+#include "servelab/tune/search/search.h"
+#include "servelab/tune/study/study.h"
+#include "servelab/tune/targets/runner.h"
 
 namespace servelab::tune {
 
