@@ -18,7 +18,7 @@
 
 #include "servelab/common/redact.h"
 #include "servelab/tune/load/load.h"
-#include "servelab/tune/tune.h"
+#include "servelab/tune/store/tally.h"
 #include "tune/report/html_charts.h"
 #include "tune/report/html_markdown.h"
 #include "tune/report/study_report.h"

@@ -13,7 +13,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
 #include "servelab/tune/load/load.h"
-#include "servelab/tune/tune.h"
+#include "servelab/tune/store/tally.h"
 #include "tune/search/twin_verdict.h"
 
 namespace servelab::tune {

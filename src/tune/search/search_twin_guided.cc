@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "servelab/tune/load/load.h"
+#include "servelab/tune/study/load_points.h"
 #include "tune/search/search_space.h"
 #include "tune/search/twin_verdict.h"
 

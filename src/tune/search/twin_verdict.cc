@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "servelab/tune/load/load.h"
+#include "servelab/tune/study/load_points.h"
 
 namespace servelab::tune {
 

@@ -1,7 +1,7 @@
 // Parsing of [load], a scenario's `load`, [slo], [cost] and [[objectives]] (see load_parse.h).
 #include "tune/study/load_parse.h"
 
-#include "servelab/tune/load/load.h"
+#include "servelab/tune/study/load_points.h"
 
 #include <fmt/format.h>
 

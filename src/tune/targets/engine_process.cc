@@ -16,10 +16,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
-
-#include "tune/study_dir.h"
 
 namespace servelab::tune::detail {
 
@@ -480,6 +479,15 @@ std::string describe_port_holders(int port) {
     out += fmt::format("{}pid {} ({})", out.empty() ? "" : ", ", p, cmd.empty() ? "?" : cmd);
   }
   return out;
+}
+
+std::string process_command_line(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), {});
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  return raw;
 }
 
 }  // namespace servelab::tune::detail

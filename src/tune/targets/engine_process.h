@@ -82,4 +82,7 @@ std::vector<pid_t> socket_holders(const std::vector<unsigned long>& inodes);
 /// visible to this user)" when the port is listened on but no holder is visible; "" when nothing listens.
 std::string describe_port_holders(int port);
 
+/// The command line of a process (/proc/PID/cmdline, arguments joined by spaces), "" if unknown.
+std::string process_command_line(int pid);
+
 }  // namespace servelab::tune::detail

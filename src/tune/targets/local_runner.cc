@@ -19,7 +19,6 @@
 #include <regex>
 #include <thread>
 
-#include "tune/study_dir.h"
 #include "tune/targets/engine_process.h"
 
 namespace servelab::tune {

@@ -21,7 +21,7 @@
 #include "servelab/tune/store/store.h"
 #include "servelab/tune/study/space.h"
 #include "servelab/tune/targets/slurm.h"
-#include "servelab/tune/tune.h"
+#include "servelab/tune/targets/targets.h"
 #include "tune/store/wall_clock.h"
 #include "tune/targets/local_runner.h"
 

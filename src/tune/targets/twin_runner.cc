@@ -22,8 +22,7 @@
 #include "servelab/report/report.h"
 #include "servelab/sim/sim.h"
 #include "servelab/tokenizer/tokenizer.h"
-#include "servelab/tune/load/load.h"
-#include "servelab/tune/tune.h"
+#include "servelab/tune/study/load_points.h"
 #include "tune/targets/datasets.h"
 #include "tune/targets/metrics_convert.h"
 

@@ -25,6 +25,12 @@ struct StudyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The study cannot start in this setup (its directory is in use or holds results, a pre-flight check
+/// failed): what() names the problem and the fix. Nothing was launched and nothing was changed.
+struct TuneSetupError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Where trials run: the engine twin in-process (`twin`, every number "predicted"), real engines on
 /// this machine (`local`), or real engines in Slurm jobs, one job per trial (`slurm`, docs/cluster.md).
 enum class Target { kTwin, kLocal, kSlurm };
