@@ -10,6 +10,12 @@ include/servelab/<module>/, and every `servelab_<module>` target named in src/<m
   - a public header that includes a private one (its users could not compile it);
   - a module directory of src/ that the block does not list (a new module must say where it sits);
   - a cycle in the block itself (the flow must be one-way).
+A module split into rooms (sub-folders of src/<module>/ and include/servelab/<module>/, e.g. tune) has its
+own block, <!-- rooms:<module>:begin --> ... <!-- rooms:<module>:end -->: per room the rooms it may include
+(`<module>` names the module's top folder), and `allow <file> → <room>: <reason>` lines for the back-edges
+that exist and are written down with their reason. The check fails on an include between rooms against that
+flow, on a folder that is no listed room, on a listed room without a folder, on an `allow` no include needs
+(stale), and on a cycle among the rooms.
 
 Usage: check_layering.py [REPO_ROOT]          (ctest `layering`)
        check_layering.py --self-test          (ctest `layering_self_test`: a tree with a bad include
@@ -48,6 +54,88 @@ def parse_rules(style_text):
         deps = {d for d in re.split(r"[\s,]+", m.group(2).strip()) if d and d != "(nothing)"}
         rules[m.group(1)] = deps
     return rules
+
+
+def parse_rooms(style_text, module):
+    """(rules, allows) of <module>'s rooms block, or None when STYLE.md has none. rules: {room: set(rooms) or
+    {'*'}}; allows: {(file relative to the repository, room): reason}. An `allow` line's reason may go on over
+    the following lines that start with white space."""
+    start, end = f"<!-- rooms:{module}:begin -->", f"<!-- rooms:{module}:end -->"
+    if start not in style_text:
+        return None
+    if end not in style_text:
+        raise ValueError(f"STYLE.md has {start} without {end}")
+    block = style_text.split(start, 1)[1].split(end, 1)[0]
+    rules, allows, last = {}, {}, None
+    for raw in block.splitlines():
+        line = raw.strip().strip("`")
+        if not line or line.startswith("```"):
+            continue
+        if raw[:1].isspace() and last is not None:
+            allows[last] += " " + line
+            continue
+        m = re.match(r"^allow\s+(\S+)\s*(?:→|->)\s*([a-z_]+)\s*:\s*(.+)$", line)
+        if m:
+            last = (m.group(1), m.group(2))
+            allows[last] = m.group(3)
+            continue
+        last = None
+        m = re.match(r"^([a-z_]+)\s*(?:→|->|:)\s*(.*)$", line)
+        if not m:
+            raise ValueError(f"STYLE.md rooms block of {module}: cannot read line {raw!r} "
+                             "(want 'room → a, b' or 'allow FILE → room: reason')")
+        rules[m.group(1)] = {d for d in re.split(r"[\s,]+", m.group(2).strip()) if d and d != "(nothing)"}
+    return rules, allows
+
+
+def room_of(module, rel):
+    """The room of a path relative to src/<module>/ or include/servelab/<module>/: its first folder, or
+    <module> for a file at the top."""
+    parts = rel.split("/")
+    return parts[0] if len(parts) > 1 else module
+
+
+def check_rooms(root, module, rules, allows):
+    """Violations of <module>'s rooms block."""
+    problems = []
+    cycle = find_cycle(rules)
+    if cycle:
+        problems.append(f"STYLE.md: the rooms of {module} have a cycle: " + " → ".join(cycle))
+    tops = [os.path.join(root, "src", module), os.path.join(root, "include", "servelab", module)]
+    present = {d for top in tops if os.path.isdir(top) for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))}
+    for d in sorted(present - set(rules)):
+        problems.append(f"{module}/{d}: room not listed in STYLE.md's rooms block of {module}")
+    for r in sorted(set(rules) - present - {module}):
+        problems.append(f"STYLE.md: the rooms of {module} list '{r}', which is no folder of src/{module}/ "
+                        f"or include/servelab/{module}/")
+    include_re = re.compile(r'^\s*#\s*include\s+"(?:servelab/)?' + re.escape(module) + r'/([^"]+)"')
+    used = set()
+    for top in tops:
+        for dirpath, _, files in os.walk(top):
+            for name in sorted(files):
+                if not name.endswith((".h", ".cc", ".in")):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                me = room_of(module, os.path.relpath(path, top).replace(os.sep, "/"))
+                allowed = rules.get(me, set())
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for n, line in enumerate(f, 1):
+                        m = include_re.match(line)
+                        if not m:
+                            continue
+                        dep = room_of(module, m.group(1))
+                        if dep == me or "*" in allowed or dep in allowed or dep not in rules:
+                            continue
+                        if (rel, dep) in allows:
+                            used.add((rel, dep))
+                            continue
+                        problems.append(f"{rel}:{n}: room {module}/{me} includes room {module}/{dep} (against "
+                                        f"the rooms' flow: {me} → {', '.join(sorted(allowed)) or 'nothing'}; "
+                                        "fix it, or write it down as an `allow` with its reason)")
+    for rel, dep in sorted(set(allows) - used):
+        problems.append(f"STYLE.md: the rooms of {module} allow {rel} → {dep}, which no include needs (stale)")
+    return problems
 
 
 def find_cycle(rules):
@@ -129,6 +217,10 @@ def check(root):
                                 if bad(dep):
                                     problems.append(f"{rel}:{n}: servelab_{mod} links servelab_{t} "
                                                     f"(against the flow: {mod} → {', '.join(sorted(allowed)) or 'nothing'})")
+        with open(os.path.join(root, "STYLE.md"), encoding="utf-8") as f:
+            rooms = parse_rooms(f.read(), mod)
+        if rooms:
+            problems += check_rooms(root, mod, *rooms)
     return problems
 
 
@@ -174,9 +266,38 @@ def self_test():
         failures.append("an unlisted module was not reported")
     if not any("cycle" in p for p in check(tree(["top → low", "low → top"], good))):
         failures.append("a cycle in the flow was not reported")
+    # Rooms: top/hi may include top/lo; lo including hi is a back-edge unless written down as an `allow`.
+    rooms_lines = ["<!-- rooms:top:begin -->", "hi → lo", "lo → (nothing)", "<!-- rooms:top:end -->"]
+    roomed = dict(good, **{"src/top/hi/h.cc": '#include "top/lo/l.h"\n', "src/top/lo/l.h": "#pragma once\n",
+                           "src/top/lo/l.cc": '#include "servelab/top/hi/h.h"\n',
+                           "include/servelab/top/hi/h.h": "#pragma once\n"})
+
+    def rooms_tree(extra):
+        d = tree(rules, roomed)
+        with open(os.path.join(d, "STYLE.md"), "a", encoding="utf-8") as f:
+            f.write("\n".join(rooms_lines[:3] + extra + rooms_lines[3:]) + "\n")
+        return d
+
+    got = check(rooms_tree([]))
+    if not any("src/top/lo/l.cc:1: room top/lo includes room top/hi" in p for p in got):
+        failures.append(f"an include against the rooms' flow was not found: {got}")
+    got = check(rooms_tree(["allow src/top/lo/l.cc → hi: because", "  the reason goes on"]))
+    if got:
+        failures.append(f"a back-edge written down as allowed was reported: {got}")
+    got = check(rooms_tree(["allow src/top/lo/l.cc → hi: because", "allow src/top/lo/x.cc → hi: stale"]))
+    if not any("allow src/top/lo/x.cc → hi, which no include needs" in p for p in got):
+        failures.append(f"a stale allow was not reported: {got}")
+    roomed["src/top/new/n.cc"] = "\n"
+    got = check(rooms_tree(["allow src/top/lo/l.cc → hi: because"]))
+    if not any("top/new: room not listed" in p for p in got):
+        failures.append(f"an unlisted room was not reported: {got}")
+    del roomed["src/top/new/n.cc"]
+    rooms_lines[2] = "lo → hi"
+    if not any("the rooms of top have a cycle" in p for p in check(rooms_tree([]))):
+        failures.append("a cycle among the rooms was not reported")
     for f in failures:
         print("self-test:", f)
-    print("self-test:", "FAILED" if failures else "ok (7 cases)")
+    print("self-test:", "FAILED" if failures else "ok (12 cases)")
     return 1 if failures else 0
 
 

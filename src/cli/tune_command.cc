@@ -10,10 +10,10 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
-#include "servelab/tune/k8s.h"
-#include "servelab/tune/load.h"
-#include "servelab/tune/preflight.h"
-#include "servelab/tune/slurm.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/targets/k8s.h"
+#include "servelab/tune/targets/preflight.h"
+#include "servelab/tune/targets/slurm.h"
 #include "servelab/tune/tune.h"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include "cli/command_registry.h"
 #include "servelab/common/redact.h"
-#include "servelab/tune/slurm.h"
+#include "servelab/tune/targets/slurm.h"
 
 namespace {
 

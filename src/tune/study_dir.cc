@@ -11,21 +11,13 @@
 #include <fstream>
 #include <functional>
 
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
 #include "servelab/tune/tune.h"
+#include "tune/targets/engine_process.h"
 
 namespace servelab::tune::detail {
 
 namespace fs = std::filesystem;
-
-std::string process_command_line(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), {});
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw)
-    if (c == '\0') c = ' ';
-  return raw;
-}
 
 namespace {
 

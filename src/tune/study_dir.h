@@ -58,7 +58,4 @@ DirLock prepare_study_dir(const std::filesystem::path& dir, const std::string& s
 void check_study_dir(const std::filesystem::path& dir, const std::string& study_toml,
                      const DirPolicy& policy);
 
-/// The command line of a process (/proc/PID/cmdline, arguments joined by spaces), "" if unknown.
-std::string process_command_line(int pid);
-
 }  // namespace servelab::tune::detail

@@ -14,12 +14,12 @@
 #include <thread>
 
 #include "servelab/common/paths.h"
-#include "servelab/tune/load.h"
-#include "servelab/tune/search.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/search/search.h"
 #include "servelab/tune/tune.h"
 #include "test_ports.h"
 #include "test_study.h"
-#include "tune/local_runner.h"
+#include "tune/targets/local_runner.h"
 
 namespace servelab::tune {
 namespace {

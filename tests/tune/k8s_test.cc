@@ -2,7 +2,7 @@
 // engine as a native sidecar with its GPUs and startup probe, the benchmark main container) and one
 // LeaderWorkerSet (TP 16 over two nodes: --nnodes/--node-rank/--dist-init-addr from LWS_LEADER_ADDRESS),
 // parsed back with yaml-cpp and compared with a literal expected Job; vLLM Ray and TensorRT-LLM cases.
-#include "servelab/tune/k8s.h"
+#include "servelab/tune/targets/k8s.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "servelab/tune/study.h"
+#include "servelab/tune/study/study.h"
 #include "test_study.h"
 
 namespace fs = std::filesystem;

@@ -13,11 +13,11 @@
 #include <sstream>
 
 #include "servelab/common/paths.h"
-#include "servelab/tune/load.h"
-#include "servelab/tune/store.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/store/store.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
-#include "tune/study_report.h"
+#include "tune/report/study_report.h"
 
 namespace servelab::tune {
 namespace {

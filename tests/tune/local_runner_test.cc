@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "test_ports.h"
-#include "tune/local_runner.h"
+#include "tune/targets/local_runner.h"
 
 namespace servelab::tune {
 namespace {

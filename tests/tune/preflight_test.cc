@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "servelab/tune/preflight.h"
+#include "servelab/tune/targets/preflight.h"
 #include "test_ports.h"
 
 namespace servelab::tune {

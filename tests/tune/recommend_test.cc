@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "servelab/tune/search.h"
-#include "tune/study_report.h"
+#include "servelab/tune/search/search.h"
+#include "tune/report/study_report.h"
 
 namespace servelab::tune {
 namespace {

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "test_study.h"
-#include "tune/html_charts.h"
-#include "tune/html_markdown.h"
-#include "tune/study_report.h"
+#include "tune/report/html_charts.h"
+#include "tune/report/html_markdown.h"
+#include "tune/report/study_report.h"
 
 namespace servelab::tune {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "test_study.h"
-#include "tune/study_report.h"
-#include "tune/twin_verdict.h"
+#include "tune/report/study_report.h"
+#include "tune/search/twin_verdict.h"
 
 namespace servelab::tune {
 namespace {

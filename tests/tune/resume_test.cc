@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
 

@@ -6,12 +6,12 @@
 
 #include <map>
 
-#include "servelab/tune/search.h"
+#include "servelab/tune/search/search.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
-#include "tune/search_space.h"
-#include "tune/study_report.h"
-#include "tune/twin_runner.h"
+#include "tune/report/study_report.h"
+#include "tune/search/search_space.h"
+#include "tune/targets/twin_runner.h"
 
 namespace servelab::tune {
 namespace {

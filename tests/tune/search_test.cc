@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "servelab/tune/search.h"
-#include "servelab/tune/stats.h"
+#include "servelab/tune/search/search.h"
+#include "servelab/tune/search/stats.h"
 #include "test_study.h"
 
 namespace servelab::tune {

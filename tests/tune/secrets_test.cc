@@ -10,8 +10,8 @@
 #include <string>
 
 #include "servelab/common/paths.h"
-#include "servelab/tune/space.h"
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
+#include "servelab/tune/study/space.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
 

@@ -12,8 +12,8 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/engines/engines.h"
-#include "servelab/tune/space.h"
-#include "servelab/tune/study.h"
+#include "servelab/tune/study/space.h"
+#include "servelab/tune/study/study.h"
 
 namespace servelab::tune {
 namespace {

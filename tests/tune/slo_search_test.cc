@@ -12,7 +12,7 @@
 #include <functional>
 #include <random>
 
-#include "servelab/tune/load.h"
+#include "servelab/tune/load/load.h"
 #include "test_study.h"
 
 namespace servelab::tune {

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "servelab/common/paths.h"
-#include "servelab/tune/slurm.h"
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
+#include "servelab/tune/targets/slurm.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "servelab/tune/store.h"
+#include "servelab/tune/store/store.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
 #include "tune/study_dir.h"

@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "servelab/common/paths.h"
-#include "servelab/tune/search.h"
-#include "servelab/tune/space.h"
-#include "servelab/tune/study.h"
+#include "servelab/tune/search/search.h"
+#include "servelab/tune/study/space.h"
+#include "servelab/tune/study/study.h"
 #include "test_study.h"
 
 namespace servelab::tune {

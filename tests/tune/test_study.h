@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "servelab/tune/runner.h"
-#include "servelab/tune/study.h"
+#include "servelab/tune/study/study.h"
+#include "servelab/tune/targets/runner.h"
 
 namespace servelab::tune::testing {
 

@@ -10,11 +10,11 @@
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/tokenizer/tokenizer.h"
-#include "servelab/tune/load.h"
-#include "servelab/tune/space.h"
-#include "servelab/tune/store.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/store/store.h"
+#include "servelab/tune/study/space.h"
 #include "servelab/tune/tune.h"
-#include "tune/twin_runner.h"
+#include "tune/targets/twin_runner.h"
 
 namespace servelab::tune {
 namespace {

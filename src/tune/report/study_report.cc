@@ -1,0 +1,792 @@
+// The Markdown report, the greedy-path gain table and the Pareto front (trials.csv/json: study_export.cc).
+#include "tune/report/study_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
+#include "servelab/common/utf8.h"
+#include "servelab/tune/load/load.h"
+#include "servelab/tune/store/tally.h"
+#include "tune/search/twin_verdict.h"
+
+namespace servelab::tune {
+
+namespace {
+
+std::string est_text(const Estimate& e, bool predicted) {
+  if (e.n == 0) return "—";
+  std::string s =
+      e.n >= 2 ? fmt::format("{:.2f} ± {:.2f}", e.mean, e.ci95_half) : fmt::format("{:.2f}", e.mean);
+  return predicted ? s + " (predicted)" : s;
+}
+
+std::string md_escape(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else if (c == '<')
+      out += "&lt;";  // a viewer that passes HTML through would open "<!--" or a tag
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+const TrialRecord* first_trial(const ReportInput& in, const Evaluation& e) {
+  for (const auto& k : e.trial_keys)
+    for (const auto& t : in.trials)
+      if (t.trial_key == k) return &t;
+  return nullptr;
+}
+
+void result_block(std::ostringstream& md, const Evaluation& e, const std::string& scenario) {
+  auto it = e.first.find(scenario);
+  if (it == e.first.end()) return;
+  md << "```\n";
+  if (e.predicted) md << "# PREDICTED by the engine twin (not measured)\n";
+  if (!it->second.result_block.empty()) {
+    md << it->second.result_block;
+    if (it->second.result_block.back() != '\n') md << "\n";
+  } else {
+    for (const auto& [k, v] : it->second.metrics) md << fmt::format("{:<40} {:.2f}\n", k + ":", v);
+  }
+  md << "```\n";
+}
+
+void failure_text(std::ostringstream& md, const ReportInput& in, const Evaluation& e) {
+  md << fmt::format("**{}**: {}\n", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
+                    e.reason);
+  if (const TrialRecord* t = first_trial(in, e); t && !t->outcome.log_tail.empty()) {
+    md << "\n<details><summary>engine log (tail)</summary>\n\n```\n" << t->outcome.log_tail;
+    if (t->outcome.log_tail.back() != '\n') md << "\n";
+    md << "```\n</details>\n";
+  }
+}
+
+std::string slo_text(const Study& s) {
+  std::string out;
+  for (const auto& [k, v] : s.objective.slo_ms)
+    out += fmt::format("{}{} ≤ {} ms", out.empty() ? "" : ", ", k, v);
+  return out;
+}
+
+}  // namespace
+
+GainTable gain_table(const SearchOutcome& o) {
+  GainTable t;
+  if (!o.best.feasible || !o.best_baseline.feasible) return t;
+  t.total_pct = change_pct(o.best_baseline.objective.mean, o.best.objective.mean);
+  const EnginePath* path = nullptr;
+  for (const auto& p : o.engines)
+    if (p.engine == o.best.config.engine) path = &p;
+  if (!path || o.strategy != Strategy::kGreedy || path->best.key != o.best.key) {  // not greedy's path
+    t.rows.push_back({fmt::format("{} {} → {} {}", o.best_baseline.config.engine, o.best_baseline.label,
+                                  o.best.config.engine, o.best.label),
+                      t.total_pct});
+    return t;
+  }
+  double prev = o.best_baseline.objective.mean;
+  const bool switched = path->engine != o.best_baseline.config.engine;
+  bool first = true;
+  for (const auto& s : path->steps) {
+    if (!s.kept) continue;
+    std::string label = s.knob + "=" + s.value;
+    if (first && switched)
+      label += fmt::format(" ({} {} → {} {})", o.best_baseline.config.engine, o.best_baseline.label,
+                           path->engine, s.eval.label);
+    t.rows.push_back({label, change_pct(prev, s.eval.objective.mean)});
+    prev = s.eval.objective.mean;
+    first = false;
+  }
+  if (first && switched)
+    t.rows.push_back(
+        {fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
+         t.total_pct});
+  for (const auto& s : path->steps) {
+    bool kept_knob = false;
+    for (const auto& x : path->steps) kept_knob = kept_knob || (x.kept && x.knob == s.knob);
+    if (!kept_knob && std::find(t.no_gain.begin(), t.no_gain.end(), s.knob) == t.no_gain.end())
+      t.no_gain.push_back(s.knob);
+  }
+  return t;
+}
+
+std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& pts) {
+  std::vector<size_t> idx(pts.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return pts[a].first != pts[b].first ? pts[a].first < pts[b].first : pts[a].second > pts[b].second;
+  });
+  std::vector<size_t> front;
+  double best = -1e300;
+  for (size_t i : idx)
+    if (pts[i].second > best) {
+      front.push_back(i);
+      best = pts[i].second;
+    }
+  return front;
+}
+
+// The twin's error band of an evaluation (its first scenario's band metrics), one paragraph; "" when the
+// numbers are not the twin's.
+static std::string band_text(const Evaluation& e) {
+  for (const auto& scenario : e.first) {
+    const ScenarioResult& r = scenario.second;  // (not a structured binding: clang 14 cannot capture one)
+    const auto tok = r.metrics.find(kBandTokSMetric);
+    if (tok == r.metrics.end()) continue;
+    auto get = [&](const char* k) {
+      const auto it = r.metrics.find(k);
+      return it == r.metrics.end() ? 0.0 : it->second;
+    };
+    std::string s = fmt::format(
+        "Twin error band (leave-one-study-out residuals of this launch's class): ±{:.0f}% total tok/s, "
+        "±{:.0f}% "
+        "mean TTFT, ±{:.0f}% mean TPOT.",
+        tok->second, get(kBandTtftMetric), get(kBandTpotMetric));
+    if (e.slo && e.slo->goodput_band_pct)
+      s += fmt::format(
+          " Propagated to the goodput (the SLO search with each bound shifted by its metric's band): {:.2f} "
+          "to "
+          "{:.2f} req/s ({}).",
+          e.slo->goodput_low_req_s, e.slo->goodput_high_req_s, prediction_band(e, kBandGoodputKey, 0).text());
+    if (const double w = get(kTwinWarningsMetric); w > 0)
+      s += fmt::format(
+          " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
+          "kernel path it has no figure for): `servelab sim run` on the command prints them.",
+          w);
+    return s + "\n\n";
+  }
+  return "";
+}
+
+static std::string failure_decision_text(const Evaluation& e) {
+  if (e.status == TrialStatus::kOk) return "infeasible: " + e.reason;
+  return std::string(trial_status_name(e.status)) + ": " + e.reason;
+}
+
+// "knob=value" of a step, with the other knobs a retry changed.
+static std::string step_change(const Step& st) {
+  std::string out = st.knob + "=" + st.value;
+  for (const auto& kv : st.retried_with) out += " + " + kv.first + "=" + kv.second;
+  return st.retried_with.empty() ? out : out + " (retry)";
+}
+
+// Greedy's retries of values that failed alone: what was retried, with what, and why.
+static void retries_text(std::ostringstream& md, const EnginePath& p) {
+  bool any = false;
+  for (const auto& st : p.steps) {
+    if (st.retried_with.empty()) continue;
+    if (!any)
+      md << "Retried together (knobs interact: a value that fails alone may fit with other settings):\n\n";
+    any = true;
+    md << "- " << md_escape(st.retry_why) << ": " << md_escape(step_change(st)) << " → "
+       << md_escape(st.decision) << "\n";
+  }
+  if (any) md << "\n";
+}
+
+// Twin-guided: what it measured and the configuration runs it saved against a grid.
+static void twin_guided_text(std::ostringstream& md, const Study& s, const TwinGuidedSummary& t) {
+  md << fmt::format(
+      "Twin-guided search: the twin ranked all {} configurations ({} launchable, {} of them predicted "
+      "to fail); {} were measured on the target, so it saved **{} configuration runs** against a grid "
+      "({} launchable × {} run(s) − what it ran; `tune --dry-run` prints the engine launches of "
+      "both). Stopped: {}.\n\n",
+      t.grid_points, t.launchable, t.predicted_failures, t.measured, t.launches_saved, t.launchable,
+      s.target == Target::kTwin ? 1 : s.repeats, md_escape(t.stop));
+}
+
+// On the twin: greedy's best against the grid's.
+static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, const std::string& metric) {
+  const GridCheck& g = *o.grid_check;
+  md << "## Greedy vs grid (twin)\n\n";
+  if (!g.run) {
+    md << "The grid was not run to check greedy's answer: " << g.not_run
+       << ". Greedy may have missed a combination of knobs that only wins together.\n\n";
+    return;
+  }
+  const std::string what =
+      g.neighbourhood > 0
+          ? fmt::format(
+                "the {} configurations one or two knob changes from each engine's best (the full grid has {} "
+                "points, more than search.max_trials)",
+                g.neighbourhood, g.points)
+          : fmt::format("the full grid ({} points)", g.points);
+  if (!g.disagrees) {
+    md << fmt::format(
+        "Checked on the twin: {} {} no better configuration than greedy's beyond the noise "
+        "(best {} {}, {:+.2f}%).\n\n",
+        what, g.neighbourhood > 0 ? "hold" : "holds", g.grid_best.config.engine, g.grid_best.label,
+        g.gap_pct);
+    return;
+  }
+  md << fmt::format(
+      "**Greedy and the grid disagree**: {} finds {} {} at **{:.2f}** {}, "
+      "{:+.2f}% over greedy's {} {} ({:.2f}). Greedy changes one knob at a time, so a combination "
+      "that only wins together can escape it. The best configuration and the recommendation below are the "
+      "grid's; its command:\n\n```\n{}\n```\n\n",
+      what, g.grid_best.config.engine, g.grid_best.label, g.grid_best.objective.mean, metric, g.gap_pct,
+      g.greedy_best.config.engine, g.greedy_best.label, g.greedy_best.objective.mean, g.grid_best.shell);
+}
+
+// The rule that chose the recommended command, in words.
+static std::string rule_text(const Study& s) {
+  switch (s.recommendation.rule) {
+    case RecommendationRule::kNoRegression:
+      return "Rule `no_regression`: a knob of the best configuration is kept only if removing it costs a "
+             "significant amount on the objective (more than the noise) **and** it does not lose on any "
+             "scenario; "
+             "a knob without which the configuration fails is kept.";
+    case RecommendationRule::kObjective:
+      return "Rule `objective`: every knob whose removal costs a significant amount on the objective (more "
+             "than "
+             "the noise) is kept, whatever it does on the other scenarios; a knob without which the "
+             "configuration "
+             "fails is kept.";
+    case RecommendationRule::kTradeOff:
+      break;
+  }
+  return fmt::format(
+      "Rule `trade_off` (default): every knob whose removal costs a significant amount on the objective is "
+      "kept, "
+      "unless it loses on some scenario and gains less than {:g}% on the objective; a knob without which the "
+      "configuration fails is kept. When a knob is kept despite a loss, the command that loses on no "
+      "scenario is "
+      "shown too.",
+      s.recommendation.threshold_pct);
+}
+
+// One command with its objective value (CI when measured with repeats, the twin's band when predicted).
+static void command_text(std::ostringstream& md, const std::string& title, const Rendered& cmd,
+                         const Evaluation& e, const std::string& metric) {
+  md << "**" << title << "**";
+  if (e.feasible)
+    md << ": " << metric << " **" << est_text(e.objective, e.predicted) << "**";
+  else if (e.status != TrialStatus::kOk || !e.reason.empty())
+    md << ": " << md_escape(failure_decision_text(e));
+  md << "\n\n```\n" << cmd.shell() << "\n```\n\n";
+  if (e.feasible) md << band_text(e);
+}
+
+/// Whether an engine log was written at `path` (a stored study of an older servelab may name a log its
+/// twin never wrote; the report names only files that exist).
+static bool log_exists(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::exists(path, ec);
+}
+
+// The failures table: one row per (engine, config, kind, reason) with how many trials ended so (a
+// not-ready engine retried on every repeat is one row, not three), then each failure's last log lines once.
+static void failures_text(std::ostringstream& md, const ReportInput& in) {
+  md << "## Failures\n\n";
+  std::vector<std::pair<const TrialRecord*, int>> rows;
+  int check_failures = 0;  // of the configurations predicted only to check greedy against the grid
+  for (const auto& t : in.trials) {
+    if (t.outcome.status == TrialStatus::kOk) continue;
+    if (t.phase == "grid-check") {
+      ++check_failures;
+      continue;
+    }
+    auto same = std::find_if(rows.begin(), rows.end(), [&](const std::pair<const TrialRecord*, int>& r) {
+      return r.first->engine == t.engine && r.first->config_key == t.config_key &&
+             r.first->outcome.status == t.outcome.status && r.first->outcome.reason == t.outcome.reason;
+    });
+    if (same == rows.end())
+      rows.emplace_back(&t, 1);
+    else
+      ++same->second;
+  }
+  if (rows.empty())
+    md << "None.\n";
+  else
+    md << "| engine | config | kind | reason | trials | engine log |\n|---|---|---|---|---|---|\n";
+  for (const auto& [t, count] : rows)
+    md << "| " << t->engine << " | " << md_escape(t->config_label) << " | "
+       << trial_status_name(t->outcome.status) << " | " << md_escape(t->outcome.reason) << " | " << count
+       << " | " << (log_exists(t->log_path) ? "`" + md_escape(t->log_path) + "`" : "") << " |\n";
+  if (check_failures > 0)
+    md << fmt::format(
+        "\n{} more predicted failure(s) among the configurations run only to check greedy against the "
+        "grid (phase `grid-check` in trials.csv).\n",
+        check_failures);
+  // The last lines of each failed engine's log: what the engine said, without opening the files.
+  for (const auto& row : rows) {
+    const TrialRecord& t = *row.first;
+    if (t.outcome.log_tail.empty()) continue;
+    std::string tail = t.outcome.log_tail;  // the last 12 lines
+    size_t cut = tail.size();
+    for (int n = 0; n < 13 && cut != std::string::npos && cut > 0; ++n) cut = tail.rfind('\n', cut - 1);
+    if (cut != std::string::npos && cut > 0) tail = tail.substr(cut + 1);
+    md << "\n<details><summary>" << t.engine << " " << md_escape(t.config_label) << " ("
+       << trial_status_name(t.outcome.status) << "): last lines of the engine log</summary>\n\n```\n"
+       << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "```\n</details>\n";
+  }
+}
+
+/// The notes above everything: predicted numbers (twin), a partial study, stand-ins, a time scale, a reduced
+/// workload.
+static void notices_text(std::ostringstream& md, const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const bool twin = s.target == Target::kTwin;
+  if (twin)
+    md << "> **Target: twin.** Every number in this report is **predicted** by servelab's engine twin "
+          "(`sim`), not measured on GPUs.\n\n";
+  if (!o.complete)
+    md << "> **Partial report**: some trials of the study have not run yet (`servelab tune --resume`).\n\n";
+  if (const std::string inv = tally_trials(s, in.trials).invalid_notice(); !inv.empty())
+    md << "> **Invalid trials**: " << md_escape(inv) << "\n\n";
+  // What the numbers are: stand-ins, time-scaled engine time, a reduced rehearsal.
+  bool standins = false;
+  for (const auto& [k, v] : in.environment)
+    standins = standins || (k.rfind("engine.", 0) == 0 && v.find("stand-in") != std::string::npos);
+  double time_scale = 1;
+  for (const auto& t : in.trials)
+    for (const auto& sc : t.outcome.scenarios)
+      if (auto it = sc.metrics.find(kTimeScaleMetric); it != sc.metrics.end()) time_scale = it->second;
+  if (standins)
+    md << "> **Rehearsal on engine stand-ins** (tools/standins): the engines were servelab's twin behind the "
+          "engines' command lines; every number is the twin's prediction, served over HTTP and measured by "
+          "bench.\n\n";
+  if (time_scale != 1)
+    md << fmt::format(
+        "> **Time scale {:g}**: the servers ran {:g} times faster than real time; every time, rate and "
+        "throughput below is engine time (wall × {:g}).\n\n",
+        time_scale, time_scale, time_scale);
+  if (s.prompts_scale != 1)
+    md << fmt::format(
+        "> **Reduced workload**: every scenario's --num-prompts × {:g} (`--prompts-scale`); numbers are "
+        "not comparable with the full study.\n\n",
+        s.prompts_scale);
+}
+
+/// "Goal": the study's goal, the objective (`metric`, SLOs, scenarios) and the constraints.
+static void goal_text(std::ostringstream& md, const Study& s, const std::string& metric) {
+  md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
+  md << "Objective: maximise **" << metric << "**";
+  if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
+  if (load_objective_is_primary(s)) {  // the first [[objectives]] entry, on the load analysis' scenario
+    std::string slos;
+    for (const auto& t : s.slo.targets) slos += (slos.empty() ? "" : ", ") + slo_target_text(t);
+    if (!slos.empty()) md << " (SLOs: " << slos << ")";
+    md << " on scenario `" << load_analysis_scenario(s) << "`";
+  } else if (s.objective.scenarios.size() == 1)
+    md << " on scenario `" << s.objective.scenarios[0] << "`";
+  else
+    md << ", weighted geometric mean over scenarios "
+       << fmt::format("`{}`", fmt::join(s.objective.scenarios, "`, `"));
+  md << ".\n";
+  for (const auto& c : s.constraints)
+    md << "Constraint: " << c.metric << (c.max ? fmt::format(" ≤ {}", *c.max) : "")
+       << (c.min ? fmt::format(" ≥ {}", *c.min) : "") << ".\n";
+}
+
+/// "Setup": model, hardware, engines, target, search, runs per point, the recorded environment.
+static void setup_text(std::ostringstream& md, const ReportInput& in) {
+  const Study& s = *in.study;
+  const bool twin = s.target == Target::kTwin;
+  md << "\n## Setup\n\n";
+  md << "- Model: " << s.model << "\n";
+  md << fmt::format("- Hardware: {} × {} ({:.0f} GB = {:.0f} GiB each), {}\n", s.hardware.gpu_count,
+                    s.hardware.gpu, s.hardware.gpu_memory_gb, s.hardware.gpu_memory_gb * 1e9 / (1ull << 30),
+                    s.hardware.interconnect);
+  md << "- Engines:";
+  for (size_t i = 0; i < s.engines.size(); ++i)
+    md << (i ? "," : "") << " " << s.engines[i].name << " " << s.engines[i].version;
+  md << "\n";
+  md << "- Target: " << target_name(s.target)
+     << (twin ? " (servelab's engine twin, predictions)" : " (real engines)") << "\n";
+  md << "- Search: " << strategy_name(s.search.strategy)
+     << (s.search.strategy_set ? "" : fmt::format(" (the default on the {} target)", target_name(s.target)));
+  const int runs = twin ? 1 : s.repeats;
+  md << ", " << runs << " run(s) per point";
+  if (twin && s.repeats > 1)
+    md << fmt::format(" (the twin's predictions are deterministic: repeats = {} applies to measured targets)",
+                      s.repeats);
+  else if (runs >= 2)
+    md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
+  else
+    md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
+  md << "\n- Cost: " << tally_trials(s, in.trials).text(s.hardware.gpu_count) << "\n";
+  for (const auto& [k, v] : in.environment)
+    if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" ||
+        k == "gpu_model" || k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 ||
+        k == "prompts_scale" || k == "wall_started")
+      md << "- " << k << ": " << v << "\n";
+}
+
+/// "Workload scenarios": the scenarios' bench arguments and the full bench commands (secrets redacted).
+static void scenarios_text(std::ostringstream& md, const Study& s) {
+  md << "\n### Workload scenarios\n\n| id | description | bench serve arguments |\n|---|---|---|\n";
+  for (const auto& sc : s.scenarios)
+    md << "| " << sc.id << " | " << md_escape(sc.description) << " | `"
+       << md_escape(fmt::format("{}", fmt::join(sc.args, " "))) << "` |\n";
+  md << "\nBench commands:\n\n";
+  for (const auto& sc : s.scenarios)
+    md << "- `servelab bench serve --model " << s.model << " "
+       << fmt::format("{}", fmt::join(common::redact_args(s.bench_common_args), " ")) << " "
+       << fmt::format("{}", fmt::join(common::redact_args(sc.args), " ")) << "`\n";
+}
+
+/// "Baselines": each engine's baseline command and result (or failure).
+static void baselines_text(std::ostringstream& md, const ReportInput& in, const std::string& metric) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  md << "\n## Baselines\n\n";
+  for (const auto& p : o.engines) {
+    md << "### " << p.engine << " " << s.engine(p.engine).version << " — baseline\n\n";
+    md << "```\n" << p.baseline.shell << "\n```\n\n";
+    if (p.baseline.feasible) {
+      md << metric << ": **" << est_text(p.baseline.objective, p.baseline.predicted) << "**\n\n";
+      result_block(md, p.baseline, s.objective.scenarios.front());
+    } else {
+      failure_text(md, in, p.baseline);
+    }
+    md << "\n";
+  }
+}
+
+/// The greedy search: each engine's steps, every step's command and result, the gains along the path and
+/// the grid check.
+static void greedy_text(std::ostringstream& md, const ReportInput& in, const std::string& metric) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  md << "## Optimizations tried (greedy, one knob at a time on top of the best so far)\n\n";
+  for (const auto& p : o.engines) {
+    md << "### " << p.engine << "\n\n| # | change | " << metric
+       << " | vs best so far | decision |\n|---|---|---|---|---|\n";
+    int i = 1;
+    for (const auto& st : p.steps)
+      md << "| " << i++ << " | " << md_escape(step_change(st)) << " | "
+         << (st.eval.feasible ? est_text(st.eval.objective, st.eval.predicted) : "failed") << " | "
+         << (st.eval.feasible ? pct(st.gain_pct) : "—") << " | " << md_escape(st.decision) << " |\n";
+    md << "\n";
+    retries_text(md, p);
+    i = 1;
+    for (const auto& st : p.steps) {
+      md << "#### " << p.engine << " #" << i++ << ": " << step_change(st) << "\n\n```\n"
+         << st.eval.shell << "\n```\n\n";
+      if (st.eval.feasible)
+        result_block(md, st.eval, s.objective.scenarios.front());
+      else
+        failure_text(md, in, st.eval);
+      md << "\n";
+    }
+  }
+  GainTable g = gain_table(o);
+  md << "## Gains along the greedy path\n\nEach step relative to the step before it.\n\n"
+     << "| optimization | " << metric << " gain |\n|---|---|\n";
+  for (const auto& r : g.rows) md << "| " << md_escape(r.optimization) << " | " << pct(r.gain_pct) << " |\n";
+  if (!g.no_gain.empty()) md << "| " << fmt::format("{}", fmt::join(g.no_gain, ", ")) << " | no gain |\n";
+  md << "| total over the baseline | " << pct(g.total_pct) << " |\n\n";
+  if (o.grid_check) grid_check_text(md, o, metric);
+}
+
+/// The ranked configurations of the grid or twin-guided search (and the twin-guided details).
+static void ranked_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                        const std::string& metric) {
+  md << "## Ranked configurations (" << strategy_name(o.strategy) << ")\n\n| rank | engine | config | "
+     << metric << " |\n|---|---|---|---|\n";
+  int i = 1;
+  for (const auto& e : o.ranked)
+    md << "| " << i++ << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
+       << (e.feasible ? est_text(e.objective, e.predicted) : "failed: " + md_escape(e.reason)) << " |\n";
+  md << "\n";
+  if (o.twin_guided) twin_guided_text(md, s, *o.twin_guided);
+}
+
+/// "How the twin's ranking held on the target": predicted vs measured, Spearman ρ and Kendall τ.
+static void ranking_text(std::ostringstream& md, const RankingCheck& r) {
+  md << "## How the twin's ranking held on the target\n\n| config | predicted | measured |\n|---|---|---|\n";
+  for (size_t i = 0; i < r.keys.size(); ++i)
+    md << "| " << md_escape(r.keys[i]) << " | " << fmt::format("{:.2f}", r.predicted[i]) << " | "
+       << fmt::format("{:.2f}", r.measured[i]) << " |\n";
+  md << fmt::format("\nSpearman ρ = {:.3f}, Kendall τ = {:.3f} over the top {}.\n\n", r.spearman, r.kendall,
+                    r.keys.size());
+}
+
+/// How many configurations of a tie the report names (the rest are counted; the ranking lists them).
+constexpr size_t kMeasureListed = 8;
+
+/// "engine label" of each configuration in `v.measure` from index `from` (at most kMeasureListed, then "and N
+/// more").
+static std::string measure_names(const TwinVerdict& v, size_t from = 0) {
+  std::string out;
+  for (size_t i = from; i < v.measure.size() && i < from + kMeasureListed; ++i)
+    out +=
+        (i > from ? ", " : "") + md_escape(v.measure[i].eval->config.engine + " " + v.measure[i].eval->label);
+  if (v.measure.size() > from + kMeasureListed)
+    out += fmt::format(" and {} more", v.measure.size() - from - kMeasureListed);
+  return out;
+}
+
+/// A twin study whose top pick is not clear of the band (tune/twin_verdict.h): "Measure these", the set with
+/// predictions, bands and why, and what makes a band unknown or wide.
+static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std::string& metric) {
+  md << "**Measure these**: " << measure_names(v)
+     << " — their predicted advantages are inside the twin's error band"
+     << (v.any_unknown ? " or unknown (no band)" : "") << ". The twin cannot tell them apart: measure them "
+     << "(`--target local` or `slurm`, or twin-guided search) before choosing.\n\n"
+     << "| # | engine | config | " << metric << " | band | why |\n|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < v.measure.size() && i < kMeasureListed; ++i) {
+    const TwinTie& t = v.measure[i];
+    const std::string band =
+        t.band.text() + (t.band.pct && t.band.unmodelled_count > 0 ? " (unmodelled path)" : "");
+    md << "| " << i + 1 << " | " << t.eval->config.engine << " | " << md_escape(t.eval->label) << " | "
+       << est_text(t.eval->objective, true) << " | " << band << " | " << md_escape(t.why) << " |\n";
+  }
+  if (v.measure.size() > kMeasureListed)
+    md << fmt::format("\n… and {} more inside the band (every prediction: the sections below).\n",
+                      v.measure.size() - kMeasureListed);
+  md << "\nRule: the twin's top pick is a winner only when its low end, prediction × (1 − band), clears "
+        "every other prediction's high end, prediction × (1 + band).";
+  if (v.any_unknown)
+    md << " A prediction without an error band (the twin gave none and `search.twin_band_pct` is not set) "
+          "counts as unknown, never as certain.";
+  if (v.any_unmodelled) {
+    md << fmt::format(
+        " A prediction on a kernel path the twin has no figure for gets a band of at least ±{:.0f}% "
+        "(its prediction is the physics at the class's parameters; the corpus runs of such paths were "
+        "4–20× off):",
+        kUnmodelledBandPct);
+    for (const auto& t : v.measure)
+      if (t.band.unmodelled_count > 0)
+        md << " " << md_escape(t.eval->config.engine + " " + t.eval->label) << " ("
+           << md_escape(t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)
+                                                  : fmt::format("{}", fmt::join(t.band.unmodelled, "; ")))
+           << ");";
+  }
+  md << "\n\n";
+}
+
+/// "Best configuration" and "Generalization": the best config's command and result, baseline vs best on
+/// every scenario.
+static void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                      const std::string& metric, const TwinVerdict& v) {
+  const bool twin = s.target == Target::kTwin;
+  md << "## Best configuration\n\n";
+  if (v.kind == TwinVerdict::Kind::kTie)
+    md << fmt::format(
+        "**The twin's top pick, not a winner**: its advantage over {} other configuration(s) is inside "
+        "the twin's error band or unknown (Summary: \"Measure these\").\n\n",
+        v.measure.size() - 1);
+  md << o.best.config.engine << " " << o.best.label << ": **" << est_text(o.best.objective, o.best.predicted)
+     << "** " << metric << "\n\n```\n"
+     << o.best.shell << "\n```\n\n"
+     << band_text(o.best);
+
+  md << "## Generalization: baseline vs best on every scenario\n\n"
+     << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}{}.\n\n", o.best_baseline.config.engine,
+                    o.best_baseline.label, o.best.config.engine, o.best.label, s.objective.metric,
+                    metric == s.objective.metric
+                        ? ""
+                        : fmt::format(" at each scenario as written (the search's objective, {}, is read on "
+                                      "its own load runs, not here)",
+                                      metric))
+     << "| scenario | baseline | best | change |\n|---|---|---|---|\n";
+  for (const auto& r : o.generalization) {
+    md << "| " << r.scenario << " | "
+       << (r.baseline_failure.empty() ? est_text(r.baseline, twin)
+                                      : "failed: " + md_escape(r.baseline_failure))
+       << " | " << (r.best_failure.empty() ? est_text(r.best, twin) : "failed: " + md_escape(r.best_failure))
+       << " | " << (r.baseline.n && r.best.n ? pct(r.change_pct) : "—") << " |\n";
+  }
+}
+
+/// "Recommended launch command": the rule, the per-knob verdicts, the command (and the trade-off's other
+/// side).
+static void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                                const std::string& metric, const TwinVerdict& tv) {
+  md << "\n## Recommended launch command\n\n";
+  const bool provisional = tv.kind == TwinVerdict::Kind::kTie;
+  if (provisional)
+    md << "**Provisional until measured**: the twin cannot tell its top pick ("
+       << md_escape(o.best.config.engine + " " + o.best.label) << ") from " << measure_names(tv, 1)
+       << " (Summary: \"Measure these\"); the command below is the twin's top pick after the rule, not a "
+          "winner.\n\n";
+  md << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
+  if (!o.verdicts.empty()) {
+    md << "| knob | objective gain | per scenario | significant | holds everywhere | kept | why |\n"
+          "|---|---|---|---|---|---|---|\n";
+    for (const auto& v : o.verdicts) {
+      std::string per;
+      for (const auto& [id, ch] : v.scenario_change_pct)
+        per += fmt::format("{}{}: {}", per.empty() ? "" : "; ", id, pct(ch));
+      // Undecided: no valid run without the knob, so no gain and no test to show.
+      const auto test = [&](bool b) { return v.undecided ? "undecided" : b ? "yes" : "no"; };
+      md << "| " << v.knob << "=" << v.value << " | " << (v.undecided ? "—" : pct(v.objective_gain_pct))
+         << " | " << per << " | " << test(v.significant) << " | " << test(v.holds_everywhere) << " | "
+         << (v.recommended ? "**yes**" : "no") << " | " << md_escape(v.why) << " |\n";
+    }
+    md << "\n";
+  }
+  if (o.alternative) {
+    md << "The rule's command and the other side of the trade-off:\n\n";
+    command_text(md,
+                 "Recommended (" + std::string(recommendation_rule_name(o.rule)) + ")" +
+                     (provisional ? ", provisional: the twin's top pick after the rule" : ""),
+                 o.recommended_command, o.recommended_eval, metric);
+    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
+                 metric);
+  } else {
+    if (provisional) md << "The twin's top pick after the rule (provisional):\n\n";
+    md << "```\n" << o.recommended_command.shell() << "\n```\n\n";
+    if (o.recommended_eval.feasible)
+      md << metric << " of the recommended command: **"
+         << est_text(o.recommended_eval.objective, o.recommended_eval.predicted) << "**\n\n"
+         << band_text(o.recommended_eval);
+  }
+}
+
+/// The finalists: the best distinct configurations evaluated on the objective (the ranking's top, or every
+/// engine's baseline, greedy steps and best), best first, at most `limit`.
+static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t limit) {
+  std::vector<const Evaluation*> all;
+  for (const auto& e : o.ranked) all.push_back(&e);
+  for (const auto& p : o.engines) {
+    all.push_back(&p.best);
+    all.push_back(&p.baseline);
+    for (const auto& st : p.steps) all.push_back(&st.eval);
+  }
+  std::vector<const Evaluation*> out;
+  std::set<std::string> seen;
+  for (const Evaluation* e : all)
+    if (e->feasible && e->objective.n > 0 && !e->key.empty() && seen.insert(e->key).second) out.push_back(e);
+  std::stable_sort(out.begin(), out.end(), [](const Evaluation* a, const Evaluation* b) {
+    return a->objective.mean > b->objective.mean;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+/// "Summary", first in the report: the recommended command with its objective value (and the trade-off's
+/// other side), then the finalists; the sections after it are the detail. When the twin cannot tell its top
+/// pick from others (`v` a tie, tune/twin_verdict.h): "No single winner", the command labelled provisional,
+/// then "Measure these".
+static void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                         const std::string& metric, const TwinVerdict& v) {
+  md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
+  if (!o.best.feasible) {
+    md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
+    return;
+  }
+  const bool tie = v.kind == TwinVerdict::Kind::kTie;
+  if (tie)
+    md << fmt::format(
+              "**No single winner**: the twin cannot tell {} configurations apart (\"Measure these\" "
+              "below). ",
+              v.measure.size())
+       << "Provisional launch command, the twin's top pick until they are measured (rule `"
+       << recommendation_rule_name(o.rule) << "`):\n\n";
+  else
+    md << "Recommended launch command (rule `" << recommendation_rule_name(o.rule)
+       << "`; why each knob is kept: \"Recommended launch command\" below):\n\n";
+  command_text(md,
+               (tie ? "Provisional (the twin's top pick): " : "Recommended: ") +
+                   o.recommended_eval.config.engine + " " + o.recommended_eval.label,
+               o.recommended_command, o.recommended_eval, metric);
+  if (o.alternative)
+    command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
+                 metric);
+  if (tie) measure_text(md, v, metric);
+  const auto top = finalists(o, 5);
+  md << "Finalists (best first):\n\n| # | engine | config | " << metric << " | |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < top.size(); ++i) {
+    const Evaluation& e = *top[i];
+    const std::string mark = e.key == o.recommended_eval.key
+                                 ? (tie ? "top pick (provisional)" : "recommended")
+                             : e.key == o.best.key ? "best"
+                                                   : "";
+    md << "| " << i + 1 << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
+       << est_text(e.objective, e.predicted) << " | " << mark << " |\n";
+  }
+  md << "\nThe detail follows: the goal and setup, baselines, the search, the best configuration, the "
+     << (s.objectives.empty() ? "" : "load analysis, the ") << "recommendation's rule, failures.\n\n";
+}
+
+std::string render_markdown(const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const std::string metric = primary_objective_label(s);  // what Evaluation::objective holds (tune/load.h)
+  const TwinVerdict verdict = twin_verdict(s, o);  // a single winner, or "measure these" (predictions only)
+  std::ostringstream md;
+  md << "# " << s.name << "\n\n";
+  notices_text(md, in);
+  summary_text(md, s, o, metric, verdict);
+  goal_text(md, s, metric);
+  setup_text(md, in);
+  scenarios_text(md, s);
+  baselines_text(md, in, metric);
+  if (o.strategy == Strategy::kGreedy)
+    greedy_text(md, in, metric);
+  else
+    ranked_text(md, s, o, metric);
+  if (o.ranking) ranking_text(md, *o.ranking);
+  if (!o.best.feasible) {
+    md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
+          "recommendation. See the failures below.\n\n";
+  } else {
+    best_text(md, s, o, metric, verdict);
+    recommendation_text(md, s, o, metric, verdict);
+  }
+  md << render_load_markdown(in);  // load curves, SLO search, Pareto front, objectives, cost (load_report.cc)
+  failures_text(md, in);
+  md << "\nEvery trial (command, status, metrics per scenario): `trials.csv`, `trials.json`, "
+        "`results.sqlite`.\n";
+  return md.str();
+}
+
+std::filesystem::path chart_js_path() {
+  return common::cache_dir() / "npm" / "node_modules" / "chart.js" / "dist" / "chart.umd.js";
+}
+
+void write_report_files(const ReportInput& in, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    const auto p = dir / name;
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    if (common::utf8_valid(text)) {
+      f << text;
+    } else {  // bytes of an engine's log that are not UTF-8: each ill-formed part as U+FFFD
+      std::string clean;
+      common::utf8_append_lossy(clean, text);
+      f << clean;
+    }
+    if (!f) throw std::runtime_error("cannot write " + p.string());
+  };
+  // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench
+  // arguments, engine commands, failure reasons and log tails.
+  const auto redact = [&](const std::string& text) {
+    return in.study ? redact_study_secrets(*in.study, text) : common::redact_text(text);
+  };
+  const std::string md = redact(render_markdown(in));
+  write("report.md", md);
+  std::string chart;
+  try {
+    chart = common::read_file(chart_js_path());
+  } catch (const std::exception&) {
+    chart.clear();
+  }
+  write("report.html", render_html(in, md, chart, dir));
+  write("trials.csv", redact(trials_csv(in.trials)));
+  write("trials.json", redact(trials_json(in.trials)));
+  write("summary.json", redact(summary_json(in)));
+}
+
+std::string pct(double v) {
+  return fmt::format("{:+.2f}%", v);
+}
+
+}  // namespace servelab::tune

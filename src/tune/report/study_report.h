@@ -1,0 +1,87 @@
+// servelab/tune: the study report. Markdown in the shape of the reference study, a self-contained HTML page
+// of the same with charts (Chart.js inlined), and CSV/JSON exports of every trial.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "servelab/tune/search/search.h"
+#include "servelab/tune/store/store.h"
+#include "servelab/tune/study/study.h"
+
+namespace servelab::tune {
+
+/// Inputs of every report artefact.
+struct ReportInput {
+  const Study* study = nullptr;
+  const SearchOutcome* outcome = nullptr;
+  std::vector<TrialRecord> trials;  ///< every trial of the study (store order)
+  std::map<std::string, std::string> environment;
+};
+
+/// One row of the "gains along the greedy path" table.
+struct GainRow {
+  std::string optimization;  ///< e.g. "parallelism=tp8-dp8-dpattn (vllm baseline → sglang ...)"
+  double gain_pct = 0.0;     ///< relative to the step before, percent
+};
+
+/// The greedy-path table: each kept step relative to the one before (the first step of a different engine
+/// than the best baseline's is relative to the best baseline), then the knobs tried without gain, then
+/// the total of the best config over the best baseline. `no_gain` lists knob names.
+struct GainTable {
+  std::vector<GainRow> rows;
+  std::vector<std::string> no_gain;
+  double total_pct = 0.0;
+};
+GainTable gain_table(const SearchOutcome& outcome);
+
+/// Indices of the Pareto-optimal points (higher throughput, lower TPOT), sorted by TPOT. Points are
+/// (tpot_ms, throughput).
+std::vector<size_t> pareto_front(const std::vector<std::pair<double, double>>& points);
+
+/// The Markdown report.
+std::string render_markdown(const ReportInput& in);
+
+/// The load sections of the Markdown report (load curves, SLO search, Pareto front, objectives, cost per 1M
+/// tokens) from `in.outcome->load`; "" for a study without a load analysis. (tune/load_report.cc)
+std::string render_load_markdown(const ReportInput& in);
+
+/// The HTML page (study_html.cc): summary first (recommended command(s), objective value with CI or twin
+/// band, gain chain, generalization), charts, a sortable table of every trial, then the Markdown's content
+/// with its raw bench blocks folded. `chart_js` is the Chart.js UMD source inlined into the page (if empty,
+/// the page says the charts are unavailable and where to get the library). Links to engine logs are
+/// relative to `report_dir` when the log lies under it. Every text but the library passes
+/// common::redact_text.
+std::string render_html(const ReportInput& in, const std::string& markdown, const std::string& chart_js,
+                        const std::filesystem::path& report_dir = {});
+
+/// CSV: one row per (trial, scenario); trials without scenarios get one row with an empty scenario.
+std::string trials_csv(const std::vector<TrialRecord>& trials);
+/// JSON array of every trial with its command, status, reason and per-scenario metrics.
+std::string trials_json(const std::vector<TrialRecord>& trials);
+
+/// summary.json: the study's answer named by its objective — {"study", "target", "complete", "objective":
+/// {"name": primary_objective_label ("Request goodput under the SLOs (req/s)"), "unit" ("req/s"),
+/// "scenario"}, "best" and "recommended": {"engine", "config", "command", "feasible", "predicted", "value"
+/// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
+/// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
+/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "measured" | "winner" | "measure_these",
+/// "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), and for a load objective
+/// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
+/// their failure). (study_summary.cc)
+std::string summary_json(const ReportInput& in);
+
+/// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).
+std::filesystem::path chart_js_path();
+
+/// A signed percentage with two decimals ("+1.23%"), the report's gain figures (markdown and HTML alike).
+std::string pct(double v);
+
+/// Writes report.md, report.html, trials.csv, trials.json and summary.json into `dir`. Throws
+/// std::runtime_error naming the file on I/O errors.
+void write_report_files(const ReportInput& in, const std::filesystem::path& dir);
+
+}  // namespace servelab::tune

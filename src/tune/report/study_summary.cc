@@ -1,0 +1,97 @@
+// summary.json (study_report.h): the study's answer in one small JSON object, named by its objective.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "servelab/tune/load/load.h"
+#include "tune/report/study_report.h"
+#include "tune/search/twin_verdict.h"
+
+namespace servelab::tune {
+
+namespace {
+
+/// The unit of an objective label: the text in its last parentheses ("req/s" of "Request goodput under the
+/// SLOs (req/s)"), "" when it has none.
+std::string label_unit(const std::string& label) {
+  const size_t close = label.rfind(')'), open = label.rfind('(');
+  if (close != label.size() - 1 || open == std::string::npos) return "";
+  return label.substr(open + 1, close - open - 1);
+}
+
+/// One configuration's objective value: null when it has none (failed, infeasible), its 95% CI only when
+/// measured at least twice.
+nlohmann::json summary_config(const Evaluation& e, const std::string& label) {
+  nlohmann::json j = {{"engine", e.config.engine},
+                      {"config", e.label},
+                      {"command", e.shell},
+                      {"feasible", e.feasible},
+                      {"predicted", e.predicted}};
+  const bool valued = e.feasible && e.objective.n > 0;
+  j["value"] = valued ? nlohmann::json(e.objective.mean) : nlohmann::json(nullptr);
+  j["runs"] = e.objective.n;
+  j["ci95_half"] = valued && !e.predicted && e.objective.n >= 2 ? nlohmann::json(e.objective.ci95_half)
+                                                                : nlohmann::json(nullptr);
+  if (!e.feasible) j["failure"] = fmt::format("{}: {}", trial_status_name(e.status), e.reason);
+  j["band"] = nullptr;  // a prediction's error band (twin_verdict.h), in the objective's unit
+  if (valued && e.predicted)
+    if (const TwinBand b = prediction_band(e, twin_band_key(label), 0); b.pct)
+      j["band"] = {{"low", b.low(e.objective.mean)}, {"high", b.high(e.objective.mean)}, {"text", b.text()}};
+  return j;
+}
+
+/// The twin's verdict on its top pick: "measured" (the best is measured), "winner" (clear of every band) or
+/// "measure_these" with the configurations it cannot tell apart.
+nlohmann::json summary_verdict(const Study& s, const SearchOutcome& o) {
+  const TwinVerdict v = twin_verdict(s, o);
+  nlohmann::json j;
+  j["kind"] = v.kind == TwinVerdict::Kind::kTie     ? "measure_these"
+              : v.kind == TwinVerdict::Kind::kClear ? "winner"
+                                                    : "measured";
+  nlohmann::json set = nlohmann::json::array();
+  for (const TwinTie& t : v.measure)
+    set.push_back({{"engine", t.eval->config.engine}, {"config", t.eval->label}, {"why", t.why}});
+  j["measure_these"] = std::move(set);
+  return j;
+}
+
+}  // namespace
+
+std::string summary_json(const ReportInput& in) {
+  const Study& s = *in.study;
+  const SearchOutcome& o = *in.outcome;
+  const std::string label = primary_objective_label(s);
+  const bool load_primary = load_objective_is_primary(s);
+  nlohmann::json j = {{"study", s.name}, {"target", target_name(s.target)}, {"complete", o.complete}};
+  j["objective"] = {{"name", label},
+                    {"unit", label_unit(label)},
+                    {"scenario", load_primary ? o.load.scenario : s.objective.scenarios.front()}};
+  j["best"] = summary_config(o.best, label);
+  j["recommended"] = summary_config(o.recommended_eval, label);
+  j["verdict"] = summary_verdict(s, o);
+  j["recommended"]["command"] = o.recommended_command.shell();
+  if (load_primary && !o.load.objectives.empty()) {  // the load objective of every analysed configuration
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ObjectiveValue& v : o.load.objectives.front().values)
+      rows.push_back({{"engine", v.engine},
+                      {"config", v.label},
+                      {"value", v.feasible ? nlohmann::json(v.value) : nlohmann::json(nullptr)},
+                      {"at", v.at},
+                      {"why", v.why}});
+    // Configurations that never reached the load analysis (refused, out of memory, ...): their failure.
+    std::set<std::string> listed;
+    for (const ObjectiveValue& v : o.load.objectives.front().values) listed.insert(v.config_key);
+    for (const Evaluation& e : o.ranked)
+      if (!e.key.empty() && !e.feasible && listed.insert(e.key).second)
+        rows.push_back({{"engine", e.config.engine},
+                        {"config", e.label},
+                        {"value", nullptr},
+                        {"at", ""},
+                        {"why", fmt::format("{}: {}", trial_status_name(e.status), e.reason)}});
+    j["per_configuration"] = std::move(rows);
+  }
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace servelab::tune

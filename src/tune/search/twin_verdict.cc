@@ -1,0 +1,147 @@
+// The twin's top pick against its error band: a single winner, or "measure these" (tune/twin_verdict.h).
+#include "tune/search/twin_verdict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "servelab/tune/study/load_points.h"
+
+namespace servelab::tune {
+
+const char* twin_band_key(const std::string& metric) {
+  if (metric.find("TTFT") != std::string::npos) return kBandTtftMetric;
+  if (metric.find("TPOT") != std::string::npos) return kBandTpotMetric;
+  if (metric.find("goodput under the SLOs") != std::string::npos) return kBandGoodputKey;
+  return kBandTokSMetric;
+}
+
+TwinBand goodput_band(const SloResult& r) {
+  TwinBand b;
+  if (!r.goodput_band_pct || !(r.request_goodput_req_s > 0)) return b;
+  b.pct = *r.goodput_band_pct;
+  b.down_pct = (1 - r.goodput_low_req_s / r.request_goodput_req_s) * 100;
+  b.up_pct = (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100;
+  return b;
+}
+
+TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct) {
+  TwinBand b;
+  if (std::string_view(band_key) == kBandGoodputKey) {
+    if (e.slo) b = goodput_band(*e.slo);
+    band_key = kBandTokSMetric;  // without a propagated band: the throughput band, as before issue 30 §2
+  }
+  const bool propagated = b.pct.has_value();
+  const std::string prefix = kTwinUnmodelledPathPrefix;
+  for (const auto& scenario : e.first) {
+    for (const auto& [key, value] : scenario.second.metrics) {
+      if (key == band_key && !propagated)
+        b.pct = std::max(b.pct.value_or(0.0), value);
+      else if (key == kTwinUnmodelledMetric)
+        b.unmodelled_count = std::max(b.unmodelled_count, static_cast<int>(value));
+      else if (key.rfind(prefix, 0) == 0 && value > 0) {
+        const std::string name = key.substr(prefix.size());
+        if (std::find(b.unmodelled.begin(), b.unmodelled.end(), name) == b.unmodelled.end())
+          b.unmodelled.push_back(name);
+      }
+    }
+  }
+  b.unmodelled_count = std::max(b.unmodelled_count, static_cast<int>(b.unmodelled.size()));
+  if (!b.pct && fallback_pct > 0) b.pct = fallback_pct;
+  if (b.unmodelled_count > 0) {
+    b.pct = std::max(b.pct.value_or(0.0), kUnmodelledBandPct);
+    if (b.down_pct) b.down_pct = std::max(*b.down_pct, kUnmodelledBandPct);
+    if (b.up_pct) b.up_pct = std::max(*b.up_pct, kUnmodelledBandPct);
+  }
+  return b;
+}
+
+std::string TwinBand::text() const {
+  if (!pct) return "none (unknown)";
+  if (down_pct && up_pct && std::abs(*down_pct - *up_pct) >= 0.5)
+    return fmt::format("−{:.0f}%/+{:.0f}%", *down_pct, *up_pct);
+  return fmt::format("±{:.0f}%", *pct);
+}
+
+bool advantage_inside_bands(double best, double best_band_pct, double other, double other_band_pct,
+                            bool higher_is_better) {
+  const double bb = best_band_pct / 100, bo = other_band_pct / 100;
+  return higher_is_better ? best * (1 - bb) <= other * (1 + bo) : best * (1 + bb) >= other * (1 - bo);
+}
+
+namespace {
+
+/// Every feasible prediction of `o` on the objective, one per configuration, the top pick excluded.
+std::vector<const Evaluation*> verdict_candidates(const SearchOutcome& o) {
+  std::vector<const Evaluation*> all;
+  for (const auto& e : o.ranked) all.push_back(&e);
+  for (const auto& p : o.engines) {
+    all.push_back(&p.best);
+    all.push_back(&p.baseline);
+    for (const auto& st : p.steps) all.push_back(&st.eval);
+  }
+  if (o.grid_check && o.grid_check->run) all.push_back(&o.grid_check->grid_best);
+  all.push_back(&o.recommended_eval);
+  if (o.alternative) all.push_back(&o.alternative->eval);
+  std::vector<const Evaluation*> out;
+  std::set<std::string> seen{o.best.key};
+  for (const Evaluation* e : all)
+    if (e->feasible && e->predicted && e->objective.n > 0 && !e->key.empty() && seen.insert(e->key).second)
+      out.push_back(e);
+  std::stable_sort(out.begin(), out.end(), [](const Evaluation* a, const Evaluation* b) {
+    return a->objective.mean > b->objective.mean;
+  });
+  return out;
+}
+
+/// Why `other` (band `ob`) ties with the top pick `best` (band `bb`), or "" when the top pick clears it.
+std::string tie_reason(const Evaluation& best, const TwinBand& bb, const Evaluation& other,
+                       const TwinBand& ob) {
+  const double x = best.objective.mean, y = other.objective.mean;
+  if (!bb.pct) return "the top pick has no error band: its advantage is unknown";
+  if (!ob.pct)
+    return "no error band (the twin gave none, search.twin_band_pct is not set): its gap is unknown";
+  if (bb.low(x) > ob.high(y)) return "";  // advantage_inside_bands with each side's own width
+  const double up = ob.up_pct.value_or(*ob.pct), down = bb.down_pct.value_or(*bb.pct);
+  std::string why =
+      fmt::format("inside the bands: {:.2f} × (1 + {:.0f}%) = {:.2f} ≥ {:.2f} × (1 − {:.0f}%) = {:.2f}", y,
+                  up, ob.high(y), x, down, bb.low(x));
+  if (ob.unmodelled_count > 0) why += "; unmodelled kernel path: band at least ±100%";
+  return why;
+}
+
+}  // namespace
+
+TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
+  TwinVerdict v;
+  if (!o.best.feasible || !o.best.predicted || o.best.objective.n == 0) return v;
+  const char* key = twin_band_key(primary_objective_label(study));
+  const double fallback = study.search.twin_band_pct;
+  const TwinBand best_band = prediction_band(o.best, key, fallback);
+  v.kind = TwinVerdict::Kind::kClear;
+  std::vector<TwinTie> ties;
+  for (const Evaluation* e : verdict_candidates(o)) {
+    TwinBand band = prediction_band(*e, key, fallback);
+    std::string why = tie_reason(o.best, best_band, *e, band);
+    if (why.empty()) continue;
+    v.any_unknown = v.any_unknown || !band.pct;
+    v.any_unmodelled = v.any_unmodelled || band.unmodelled_count > 0;
+    ties.push_back({e, std::move(band), std::move(why)});
+  }
+  if (ties.empty()) return v;
+  v.kind = TwinVerdict::Kind::kTie;
+  std::string top = "the twin's top pick";
+  if (!best_band.pct)
+    top += " (no error band: unknown, not certain)";
+  else if (best_band.unmodelled_count > 0)
+    top += " (unmodelled kernel path: band at least ±100%)";
+  v.any_unknown = v.any_unknown || !best_band.pct;
+  v.any_unmodelled = v.any_unmodelled || best_band.unmodelled_count > 0;
+  v.measure.push_back({&o.best, best_band, top});
+  for (auto& t : ties) v.measure.push_back(std::move(t));
+  return v;
+}
+
+}  // namespace servelab::tune

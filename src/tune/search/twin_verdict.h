@@ -1,0 +1,99 @@
+// servelab/tune (private): whether the twin's top pick is a winner or a tie to measure (issue 29 §4). A
+// prediction carries the twin's leave-one-study-out error band; when the top pick's advantage over another
+// configuration lies inside the two bands, the twin cannot tell them apart and the report says "measure
+// these" instead of naming a winner. Used by the report (study_report.cc, study_html.cc) and by twin-guided
+// search (one band rule for both).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "servelab/tune/search/search.h"
+#include "servelab/tune/study/study.h"
+
+namespace servelab::tune {
+
+/// Least ± band (percent) of a prediction on a kernel path the twin has no figure for
+/// (kTwinUnmodelledMetric > 0, engines::ResolvedLaunch::unmodelled): the prediction is the physics at its
+/// class's parameters, and the corpus runs of such paths measured 4–20× off it, so its value may be off by
+/// all of itself: lower bound 0, upper bound twice the prediction. Such a configuration is never ranked
+/// first on its prediction alone.
+inline constexpr double kUnmodelledBandPct = 100.0;
+
+/// The band the rule uses for one prediction.
+struct TwinBand {
+  /// ± percent the rule uses; nullopt = unknown (the twin gave none and search.twin_band_pct is not set).
+  std::optional<double> pct;
+  /// Names of the launch's kernel paths without a figure (kTwinUnmodelledPathPrefix keys); when
+  /// `unmodelled_count` > 0, `pct` is at least kUnmodelledBandPct.
+  std::vector<std::string> unmodelled;
+  int unmodelled_count = 0;  ///< kTwinUnmodelledMetric (paths without a figure; names may be fewer)
+  /// An asymmetric band's sides, − and + percent of the prediction (the goodput's: SloResult's low and high
+  /// ends); nullopt = `pct` both ways. `pct` is then the larger side.
+  std::optional<double> down_pct, up_pct;
+
+  /// The low and high ends of `value` (in its unit) under the band; `pct` must be set.
+  double low(double value) const { return value * (1 - down_pct.value_or(*pct) / 100); }
+  double high(double value) const { return value * (1 + up_pct.value_or(*pct) / 100); }
+  /// "±20%", or "−32%/+77%" for an asymmetric band; "none (unknown)" without one.
+  std::string text() const;
+};
+
+/// The band metric key of an objective labelled `metric`: a TTFT metric → kBandTtftMetric, a TPOT metric →
+/// kBandTpotMetric, the SLO goodput objective → kBandGoodputKey, anything else (throughput, tokens per GPU)
+/// → kBandTokSMetric.
+const char* twin_band_key(const std::string& metric);
+
+/// The twin's band on a goodput its SLO search propagated (SloResult::goodput_band_pct, low and high ends as
+/// the two sides); `pct` unset when the search has none (measured, or no latency band).
+TwinBand goodput_band(const SloResult& result);
+
+/// The band of prediction `e`: for kBandGoodputKey the goodput band its SLO search propagated
+/// (Evaluation::slo, SloResult::goodput_band_pct), else the largest kBandTokSMetric; for other keys the
+/// largest `band_key` metric over the scenarios of e.first; else
+/// `fallback_pct` when > 0 (search.twin_band_pct), else unknown; widened to at least kUnmodelledBandPct
+/// (and then known) when some scenario ran on an unmodelled kernel path.
+TwinBand prediction_band(const Evaluation& e, const char* band_key, double fallback_pct);
+
+/// Is the top pick's advantage over `other` inside their bands (values in the objective's unit, bands in
+/// ± percent, ≥ 0)? The rule: the two intervals value × (1 ± band) overlap. Higher is better (throughput,
+/// goodput: what tune maximises): best × (1 − b_best) ≤ other × (1 + b_other), i.e. the top pick's low end
+/// does not clear the other's high end. Lower is better (TTFT, TPOT): best × (1 + b_best) ≥ other × (1 −
+/// b_other). Touching intervals count as inside. An other that is predicted better than `best` is inside.
+bool advantage_inside_bands(double best, double best_band_pct, double other, double other_band_pct,
+                            bool higher_is_better);
+
+/// One configuration in the set the twin cannot tell apart.
+struct TwinTie {
+  const Evaluation* eval = nullptr;  ///< into the SearchOutcome the verdict was made from
+  TwinBand band;
+  /// Why it is in the set, with the numbers: "the twin's top pick", "inside the bands: 135.00 × (1 + 10%) =
+  /// 148.50 ≥ 148.50 × (1 − 10%) = 133.65", "no error band: its advantage is unknown", ...
+  std::string why;
+};
+
+/// The verdict on the twin's top pick (SearchOutcome::best) against every other feasible prediction of the
+/// search (ranked, baselines, greedy steps, each engine's best, the grid check's best, the recommended and
+/// alternative commands; one per configuration).
+struct TwinVerdict {
+  enum class Kind {
+    kNotPredicted,  ///< the best is measured, or nothing succeeded: the rule does not apply
+    kClear,         ///< the top pick's advantage clears every other prediction's band: a single winner
+    kTie,           ///< some advantage is inside the bands or unknown: "measure these"
+  };
+  Kind kind = Kind::kNotPredicted;
+  /// kTie: the top pick first, then every configuration it cannot be told apart from, highest prediction
+  /// first. Empty otherwise.
+  std::vector<TwinTie> measure;
+  bool any_unknown = false;     ///< some prediction in `measure` has no band
+  bool any_unmodelled = false;  ///< some prediction in `measure` runs on an unmodelled kernel path
+};
+
+/// Applies the rule to `outcome` (maximising Evaluation::objective, as the search does; the band of the
+/// objective's metric by twin_band_key, search.twin_band_pct as the fallback). The top pick with an unknown
+/// band ties with every other prediction; another prediction with an unknown band ties with the top pick.
+/// Pointers in the result point into `outcome`, which must outlive it.
+TwinVerdict twin_verdict(const Study& study, const SearchOutcome& outcome);
+
+}  // namespace servelab::tune

@@ -1,0 +1,247 @@
+#include "servelab/tune/study/space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "servelab/common/text.h"
+#include "servelab/engines/engines.h"
+
+namespace servelab::tune {
+
+namespace {
+
+const KnobValue& find_value(const Knob& knob, const std::string& label) {
+  if (const auto it = knob.value_index.find(label); it != knob.value_index.end() &&
+                                                    it->second < knob.values.size() &&
+                                                    knob.values[it->second].label == label)
+    return knob.values[it->second];
+  for (const auto& v : knob.values)
+    if (v.label == label) return v;
+  throw std::out_of_range("knob '" + knob.name + "' has no value '" + label + "'");
+}
+
+std::string subst_fields(std::string s, const std::map<std::string, std::string>& fields) {
+  for (const auto& [k, v] : fields) {
+    const std::string pat = "{" + k + "}";
+    for (size_t pos = s.find(pat); pos != std::string::npos; pos = s.find(pat, pos + v.size()))
+      s.replace(pos, pat.size(), v);
+  }
+  return s;
+}
+
+std::string subst_study(std::string s, const Study& study) {
+  return subst_fields(std::move(s),
+                      {{"model", study.model}, {"port", std::to_string(study.port)}, {"host", study.host}});
+}
+
+bool truthy(const std::string& v) {
+  return !v.empty() && v != "false" && v != "0";
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                        "-_./=:,+@%") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+bool eval_condition(const std::string& when_raw, const std::map<std::string, std::string>& fields) {
+  const std::string when = common::trim(when_raw, " \t");
+  if (when.empty()) return true;
+  auto field = [&](const std::string& name) -> const std::string& {
+    auto it = fields.find(name);
+    if (it == fields.end()) throw StudyError("condition '" + when + "' uses unknown field '" + name + "'");
+    return it->second;
+  };
+  for (const char* op : {"==", "!=", ">=", "<=", ">", "<"}) {
+    size_t pos = when.find(op);
+    if (pos == std::string::npos) continue;
+    std::string lhs = common::trim(when.substr(0, pos), " \t"),
+                rhs = common::trim(when.substr(pos + std::string(op).size()), " \t");
+    if (rhs.size() >= 2 && (rhs.front() == '"' || rhs.front() == '\'')) rhs = rhs.substr(1, rhs.size() - 2);
+    const std::string& v = field(lhs);
+    const std::string o(op);
+    if (o == "==") return v == rhs;
+    if (o == "!=") return v != rhs;
+    double a, b;
+    try {
+      a = std::stod(v);
+      b = std::stod(rhs);
+    } catch (const std::exception&) {
+      throw StudyError("condition '" + when + "' compares non-numbers");
+    }
+    if (o == ">=") return a >= b;
+    if (o == "<=") return a <= b;
+    if (o == ">") return a > b;
+    return a < b;
+  }
+  if (when[0] == '!') return !truthy(field(common::trim(when.substr(1), " \t")));
+  return truthy(field(when));
+}
+
+CandidateConfig normalize(const Study& study, CandidateConfig config) {
+  for (auto it = config.knobs.begin(); it != config.knobs.end();) {
+    const Knob& k = study.knob(it->first);
+    find_value(k, it->second);
+    it = it->second == k.baseline ? config.knobs.erase(it) : std::next(it);
+  }
+  return config;
+}
+
+std::string config_key(const Study& study, const CandidateConfig& config) {
+  std::string out = config.engine + "{";
+  bool first = true;
+  for (const auto& k : study.knobs) {
+    auto it = config.knobs.find(k.name);
+    if (it == config.knobs.end() || it->second == k.baseline) continue;
+    out += (first ? "" : ",") + k.name + "=" + it->second;
+    first = false;
+  }
+  return out + "}";
+}
+
+std::string config_label(const Study& study, const CandidateConfig& config) {
+  std::string out;
+  for (const auto& k : study.knobs) {
+    auto it = config.knobs.find(k.name);
+    if (it == config.knobs.end() || it->second == k.baseline) continue;
+    out += (out.empty() ? "" : " + ") + k.name + "=" + it->second;
+  }
+  return out.empty() ? "baseline" : out;
+}
+
+std::string Rendered::shell() const {
+  std::string out;
+  for (const auto& [k, v] : env) out += k + "=" + shell_quote(v) + " ";
+  for (size_t i = 0; i < argv.size(); ++i) out += (i ? " " : "") + shell_quote(argv[i]);
+  return out;
+}
+
+Rendered render(const Study& study, const CandidateConfig& config) {
+  const EngineSpec& engine = study.engine(config.engine);
+  Rendered r;
+  for (const auto& a : engine.command) r.argv.push_back(subst_study(a, study));
+  for (const auto& a : engine.base_flags) r.argv.push_back(subst_study(a, study));
+  r.env = engine.env;
+  for (const auto& k : study.knobs) {
+    auto it = config.knobs.find(k.name);
+    const KnobValue& v = find_value(k, it == config.knobs.end() ? k.baseline : it->second);
+    if (v.is_default) continue;
+    auto parts = k.render.find(config.engine);
+    if (parts == k.render.end()) continue;
+    for (const auto& part : parts->second) {
+      if (!part.reject.empty() || !eval_condition(part.when, v.fields)) continue;
+      for (const auto& f : part.flags) r.argv.push_back(subst_fields(subst_study(f, study), v.fields));
+      for (const auto& [ek, ev] : part.env) r.env[ek] = subst_fields(ev, v.fields);
+    }
+  }
+  return r;
+}
+
+std::optional<std::string> check_config(const Study& study, const CandidateConfig& config) {
+  const int gpus = study.hardware.gpu_count;
+  for (const auto& k : study.knobs) {
+    auto it = config.knobs.find(k.name);
+    const KnobValue& v = find_value(k, it == config.knobs.end() ? k.baseline : it->second);
+    if (v.is_default) continue;
+    auto parts = k.render.find(config.engine);
+    if (parts == k.render.end()) {
+      // A baseline value the engine cannot express is its default; a non-baseline one is a flag it lacks.
+      if (v.label == k.baseline) continue;
+      return fmt::format("{} has no setting for knob {} (value {})", config.engine, k.name, v.label);
+    }
+    for (const auto& part : parts->second)
+      if (!part.reject.empty() && eval_condition(part.when, v.fields))
+        return fmt::format("{} rejects {}={}: {}", config.engine, k.name, v.label, part.reject);
+    if (k.type == KnobType::kLayout) {
+      auto f = [&](const char* n) { return std::stoi(v.fields.at(n)); };
+      const int tp = f("tp"), dp = f("dp"), ep = f("ep"), pp = f("pp"), dcp = f("dcp");
+      const bool dpa = v.fields.at("dp_attention") == "true";
+      // In 64 bits: each way is at most 4096, so tp x pp x dp overflowed an int (2^36).
+      const long long used = dpa ? 1LL * tp * pp : 1LL * tp * pp * dp;
+      const std::string where =
+          study.hardware.nodes == 1
+              ? "the node"
+              : fmt::format("the {} nodes x {}", study.hardware.nodes, study.hardware.gpus_per_node);
+      if (used > gpus) return fmt::format("layout {} needs {} GPUs, {} has {}", v.label, used, where, gpus);
+      if (gpus % used != 0)
+        return fmt::format("layout {} uses {} GPUs, which does not divide {}'s {}", v.label, used, where,
+                           gpus);
+      if (used % ep != 0)
+        return fmt::format("layout {}: ep={} does not divide the {} GPUs used", v.label, ep, used);
+      if (dpa && tp % dp != 0)
+        return fmt::format("layout {}: with DP-attention dp={} must divide tp={}", v.label, dp, tp);
+      if (tp % dcp != 0) return fmt::format("layout {}: dcp={} must divide tp={}", v.label, dcp, tp);
+    }
+  }
+  if (study.engine(config.engine).check_flags) {
+    // A flag or value the engine's own CLI refuses: its message, before any launch.
+    const Rendered r = render(study, config);
+    try {
+      engines::parse_launch_command(r.argv, r.env);
+    } catch (const engines::EngineArgError& e) {
+      return fmt::format("{} refuses the command: {}", config.engine, e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> knobs_for_engine(const Study& study, const std::string& engine) {
+  std::vector<std::string> out;
+  for (const auto& name : study.search.knob_order)
+    if (study.knob(name).render.count(engine)) out.push_back(name);
+  return out;
+}
+
+std::size_t grid_points(const Study& study) {
+  constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+  std::size_t total = 0;
+  for (const auto& e : study.engines) {
+    std::size_t n = 1;
+    for (const auto& kname : knobs_for_engine(study, e.name)) {
+      const std::size_t values = std::max<std::size_t>(1, study.knob(kname).values.size());
+      n = n > kSaturated / values ? kSaturated : n * values;
+    }
+    total = n > kSaturated - total ? kSaturated : total + n;
+  }
+  return total;
+}
+
+std::size_t grid_points_within_limit(const Study& study) {
+  const std::size_t n = grid_points(study);
+  if (n > kMaxGridPoints)
+    throw std::runtime_error(fmt::format(
+        "the grid has {} points, over a million: narrow the knob space",
+        n == std::numeric_limits<std::size_t>::max() ? std::string("2^64 or more") : std::to_string(n)));
+  return n;
+}
+
+std::vector<CandidateConfig> enumerate_grid(const Study& study) {
+  // Counted before anything is built: a 9 x 10 grid used to materialise 10^7 configurations first.
+  grid_points_within_limit(study);
+  std::vector<CandidateConfig> out;
+  for (const auto& e : study.engines) {
+    std::vector<CandidateConfig> acc{CandidateConfig{e.name, {}}};
+    for (const auto& kname : knobs_for_engine(study, e.name)) {
+      const Knob& k = study.knob(kname);
+      std::vector<CandidateConfig> next;
+      for (const auto& c : acc)
+        for (const auto& v : k.values) {
+          CandidateConfig n = c;
+          if (v.label != k.baseline) n.knobs[kname] = v.label;
+          next.push_back(std::move(n));
+        }
+      acc = std::move(next);
+    }
+    out.insert(out.end(), acc.begin(), acc.end());
+  }
+  return out;
+}
+
+}  // namespace servelab::tune
