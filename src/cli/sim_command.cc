@@ -200,7 +200,8 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
   std::printf("Prediction of the servelab engine twin (virtual time, not a measurement)\n");
   std::printf("Launch:   %s\nHardware: %s   Model: %s (%s)   Workload: %s (%zu requests)\n",
               engines::render_command(in.engine).c_str(), hardware::cluster_name(cluster).c_str(),
-              in.model.id.c_str(), in.model.variant.c_str(), w.name.c_str(), w.requests.size());
+              in.model.id.c_str(), in.model.model_type.c_str(), w.name.c_str(), w.requests.size());
+  std::printf("Config:   %s\n", in.model.config_source.c_str());
   if (!w.note.empty()) std::printf("          %s\n", w.note.c_str());
   if (cluster.nodes > 1)
     std::printf("Network:  %d nodes, %d x %.0f Gb/s %s per node, %.0f%% of line rate for collectives%s\n",

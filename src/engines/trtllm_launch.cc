@@ -269,7 +269,12 @@ void policies(ResolvedLaunch& r) {
       " x memory free after weights, activations and runtime buffers (kv_cache_free_gpu_memory_fraction)");
   if (c.block_size == 0) c.block_size = d.tokens_per_block.value;
   r.block_size = c.block_size;
-  r.kv_dtype = kv_dtype_of(c.kv_cache_dtype, r.model);
+  // kv_cache_config.dtype "auto" follows the checkpoint's quantization config (a ModelOpt checkpoint's
+  // kv_cache_quant_algo FP8 gives an FP8 cache; llmapi KvCacheConfig / quant_config [recalled]).
+  r.kv_dtype = (c.kv_cache_dtype.empty() || c.kv_cache_dtype == "auto") &&
+                       r.model.quantization.kv_cache == model::DType::kFp8
+                   ? model::DType::kFp8
+                   : kv_dtype_of(c.kv_cache_dtype, r.model);
   r.state_dtype = r.model.dtype;
   r.prefix_caching = c.enable_prefix_caching;
   r.routing = c.enable_dp_attention ? Routing::kShortestQueue : Routing::kRoundRobin;

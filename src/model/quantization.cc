@@ -205,6 +205,7 @@ Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, 
         fmt::format("{}: modelopt quant_algo \"{}\" is not modelled (modelled: NVFP4, FP8)", where, algo));
   }
   q.source = "quantization_config: modelopt " + algo;
+  if (str_or(body, "kv_cache_quant_algo", "") == "FP8") q.kv_cache = DType::kFp8;
   // hf_quant_config.json lists them as exclude_modules; a config.json quantization_config written by
   // ModelOpt as "ignore" (nvidia's NVFP4 MiniMax-M2.5 / Kimi-K2.5 copies).
   keep_unconverted(q, string_list(body, "exclude_modules", where), dtype);

@@ -112,6 +112,30 @@ std::optional<fs::path> file_in(const fs::path& dir, const std::string& name) {
   return std::nullopt;
 }
 
+/// `model` without a trailing dated revision tag ("-" and four digits: "-0528", "-2507"), or nullopt.
+std::optional<std::string> without_revision_tag(const std::string& model) {
+  const std::string last = last_component(model);
+  if (last.size() < 6) return std::nullopt;
+  const std::size_t dash = last.size() - 5;
+  if (last[dash] != '-') return std::nullopt;
+  for (std::size_t i = dash + 1; i < last.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(last[i]))) return std::nullopt;
+  return model.substr(0, model.size() - 5);
+}
+
+/// The data dir's offline config of `model` (model-configs by _name_or_path, then model-configs/aic by
+/// ORG--NAME), or nullopt.
+std::optional<ModelSpec> data_dir_model(const std::string& model) {
+  const fs::path configs = common::data_dir() / "model-configs";
+  if (auto f = data_dir_config(configs, model)) return load_config(*f);
+  if (hub::is_repo_id(model)) {
+    const auto slash = model.find('/');
+    const std::string stem = model.substr(0, slash) + "--" + model.substr(slash + 1);
+    if (auto f = file_in(configs / "aic", stem + "_config.json")) return load_config_with_modelopt(*f);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch) {
@@ -183,6 +207,14 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
     tried.push_back("data dir " + (configs / "aic" / (stem + "_config.json")).string() + " (no such file)");
   }
   if (auto m = from_hub()) return *m;
+  if (const auto base = without_revision_tag(model)) {
+    if (auto m = data_dir_model(*base)) {
+      m->config_source += ", the config of " + *base + " standing in for its dated revision " + model +
+                          " (same architecture assumed; give the revision's own config.json to use it)";
+      return *m;
+    }
+    tried.push_back("the data dir's config of " + *base + ", for the dated revision (none)");
+  }
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
   message +=

@@ -146,6 +146,9 @@ std::optional<std::pair<std::string, std::string>> skipped_release(const ops::Op
 std::string table_note(const ops::OpStore& store, const OpSource& src, std::string_view table) {
   const std::string r = table_release(store, src, table);
   const auto skipped = skipped_release(store, src, table);
+  if (r.empty())
+    return fmt::format("{} (none for {} {}{})", table, src.gpu, src.backend,
+                       skipped ? fmt::format("; {} not used: {}", skipped->first, skipped->second) : "");
   return fmt::format(
       "{} of {} {} {}{}{}", table, src.gpu, src.backend, r,
       r == src.launch_release

@@ -770,3 +770,21 @@ TEST(MeasuredKernels, EachEngineNamesTheRowsOfItsOwnKernel) {
   EXPECT_FALSE(trt.mla_decode_kernel_sources);
   EXPECT_EQ(trt.moe_kernel_sources, (V{"moe_torch_flow", "moe_torch_flow_cutlass"}));
 }
+
+// TensorRT-LLM's KV dtype "auto" follows the checkpoint: a ModelOpt checkpoint calibrated with
+// kv_cache_quant_algo FP8 (nvidia/Llama-3.1-70B-Instruct-FP8's hf_quant_config.json) gets an FP8 cache,
+// half the bytes per token (80 layers x 2 x 4 KV heads a GPU at TP2 x 128 x 1 byte = 81,920); a stated
+// dtype wins; vLLM's "auto" stays the model dtype.
+TEST(TrtllmDefaults, KvDtypeAutoFollowsAModelOptCheckpoint) {
+  const char* llama = "nvidia/Llama-3.1-70B-Instruct-FP8";
+  ASSERT_EQ(model(llama).quantization.kv_cache, md::DType::kFp8);
+  const auto auto_kv = ok("trtllm-serve m --tp_size 2", "1.2.0rc5", llama, "2xB200");
+  EXPECT_EQ(auto_kv.kv_dtype, md::DType::kFp8);
+  double kv = 0;
+  for (const auto& g : auto_kv.model.layers)
+    kv += g.count * md::kv_bytes_per_token(g.layer.attention, auto_kv.layout.attn_tp, auto_kv.kv_dtype);
+  EXPECT_DOUBLE_EQ(kv, 81920.0);
+  EXPECT_EQ(ok("vllm serve m --tensor-parallel-size 2", "0.11.0", llama, "2xB200").kv_dtype,
+            md::DType::kBf16);
+  EXPECT_FALSE(model(kQwen8).quantization.kv_cache);
+}

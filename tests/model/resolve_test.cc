@@ -209,6 +209,37 @@ TEST(Resolve, AicConfigCopiesWithTheirModelOptQuantization) {
   fs::remove_all(hub);
 }
 
+// A dated revision (DeepSeek-R1-0528: "-" and four digits) whose own config is nowhere takes the data dir's
+// config of the checkpoint without the tag, and says so; the revision's own config, when the cache has it,
+// wins; an unknown base names the place it looked.
+TEST(Resolve, DatedRevisionTakesItsBaseCheckpointsConfig) {
+  const fs::path hub = temp_dir("revision_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const ModelSpec r = resolve_model("deepseek-ai/DeepSeek-R1-0528");
+  EXPECT_EQ(
+      r.config_source,
+      (common::data_dir() / "model-configs" / "aic" / "deepseek-ai--DeepSeek-R1_config.json").string() +
+          ", the config of deepseek-ai/DeepSeek-R1 standing in for its dated revision "
+          "deepseek-ai/DeepSeek-R1-0528 (same architecture assumed; give the revision's own config.json "
+          "to use it)");
+  EXPECT_EQ(r.model_type, "deepseek_v3");
+  EXPECT_EQ(r.quantization.experts.dtype, DType::kFp8);
+  const std::string msg = message_of([] { resolve_model("Acme/NoSuchModel-0528"); });
+  EXPECT_NE(msg.find("the data dir's config of Acme/NoSuchModel, for the dated revision (none)"),
+            std::string::npos)
+      << msg;
+  // No tag: "-8B" and a five-digit tail are not dates.
+  EXPECT_EQ(message_of([] { resolve_model("Acme/Model-12345"); }).find("dated revision"), std::string::npos);
+  // The revision's own config in the cache wins.
+  const fs::path snap = hub / "models--deepseek-ai--DeepSeek-R1-0528" / "snapshots" / "abc";
+  fs::create_directories(snap);
+  fs::copy_file(common::data_dir() / "model-configs" / "aic" / "deepseek-ai--DeepSeek-R1_config.json",
+                snap / "config.json");
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-R1-0528").config_source, (snap / "config.json").string());
+  fs::remove_all(hub);
+}
+
 TEST(LoadConfig, FileErrors) {
   const fs::path d = temp_dir("load");
   EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -86,6 +87,9 @@ struct Quantization {
                                     ///< [128, 128]" or "engine flag --quantization fp8"
   WeightFormat router;              ///< MoE routers and other small gating projections (DSA indexer
                                     ///< weights_proj): always the model dtype, never quantized
+  /// The KV-cache format the checkpoint was calibrated for (ModelOpt kv_cache_quant_algo "FP8" -> kFp8);
+  /// nullopt = none stated. An engine whose KV dtype "auto" follows the checkpoint reads it.
+  std::optional<DType> kv_cache;
   /// The format of a linear of class `cls` (kSharedExpert uses dense_ffn).
   const WeightFormat& format(LinearClass cls) const;
 };
@@ -391,7 +395,11 @@ ModelSpec load_config_with_modelopt(const std::filesystem::path& config_json);
 ///     offline copies of Hub configs, file names compared case-insensitively), with the checkpoint's
 ///     ORG--NAME_hf_quant_config.json beside it when there is one;
 ///   - with `fetch.download`, config.json from the Hugging Face Hub, downloaded into its cache
-///     (hub::fetch_files: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).
+///     (hub::fetch_files: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE);
+///   - last, for an id whose last component ends in a dated revision tag ("-" and four digits, e.g.
+///     DeepSeek-R1-0528, a post-training release of the same checkpoint family), the offline config of
+///     the id without the tag from the two data-dir places above: the same architecture is assumed, and
+///     `config_source` says so (the revision's own config, given or in the cache, always wins).
 /// With `fetch.revision` only the cache at that revision (refs/<revision> or the commit) and then the Hub
 /// are used. Throws std::runtime_error naming the model and every place searched (the Hub's error among
 /// them).
