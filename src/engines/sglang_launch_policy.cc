@@ -309,7 +309,9 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   r.block_size = c.block_size;
   execution(r);
   scheduler_memory_routing(r);
-  static const std::vector<std::string> kEffective = {"--model-path",
+  // --config: the option file's keys are applied as the flags they spell (each judged on its own).
+  static const std::vector<std::string> kEffective = {"--config",
+                                                      "--model-path",
                                                       "--tensor-parallel-size",
                                                       "--pipeline-parallel-size",
                                                       "--data-parallel-size",

@@ -218,7 +218,11 @@ void vllm_measured_kernel_sources(ResolvedLaunch& r) {
       e.moe_kernel_sources = V{"vllm_mxfp4_moe", "vllm_*_oaitritonmxfp4*"};
       break;
     case MoeKernel::kFlashInferTrtllm:
-      e.moe_kernel_sources = mxfp4 ? V{"vllm_mxfp4_moe", "vllm_*mxfp4*_flashinfer_trtllm_*"}
+      // Not vllm_mxfp4_moe: that label names the MXFP4 method, and on Blackwell the method has several
+      // backends (FlashInfer TRT-LLM-gen with BF16 or MXFP8 activations, CUTLASS, Marlin, Triton); B200's
+      // 0.19.0 rows of it grow linearly with the tokens (about 28 ms a decode step of gpt-oss-120b at 16
+      // tokens, 7x the roofline of the TRT-LLM-gen kernel), not the kernel this launch runs.
+      e.moe_kernel_sources = mxfp4 ? V{"vllm_*mxfp4*_flashinfer_trtllm_*"}
                                    : V{"vllm_flashinfer_trtllm_moe_fp4", "vllm_*_flashinfer_trtllm_*"};
       break;
   }

@@ -311,7 +311,9 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   r.memory.kv_pool_holds_one_request = true;
   execution(r, v);
   // Flags whose effect the resolution above models; everything else given explicitly is inert.
-  static const std::vector<std::string> kEffective = {"--model",
+  // --config: the option file's keys are applied as the flags they spell (each judged on its own).
+  static const std::vector<std::string> kEffective = {"--config",
+                                                      "--model",
                                                       "--tensor-parallel-size",
                                                       "--pipeline-parallel-size",
                                                       "--data-parallel-size",
