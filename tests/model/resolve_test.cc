@@ -255,6 +255,14 @@ TEST(LoadConfig, FileErrors) {
   write(d / "array.json", "[1, 2]");
   EXPECT_EQ(message_of([&] { load_config(d / "array.json"); }),
             (d / "array.json").string() + ": config is not a JSON object");
+  // Python's json writes bare NaN / Infinity (Nemotron-H's time_step_limit): read as null outside strings,
+  // left alone inside them (an escaped quote does not end the string).
+  write(d / "python.json",
+        "{\"_name_or_path\": \"a/NaN-\\\"Infinity\", \"model_type\": \"qwen3\", \"hidden_size\": 64, "
+        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"intermediate_size\": 128, \"vocab_size\": 1000, \"max_position_embeddings\": 4096, "
+        "\"time_step_limit\": [0.0, Infinity], \"x\": -Infinity, \"y\": NaN}");
+  EXPECT_EQ(load_config(d / "python.json").id, "a/NaN-\"Infinity");
   fs::remove_all(d);
 }
 
