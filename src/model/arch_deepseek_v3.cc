@@ -69,14 +69,9 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
   }
 
   const DenseFfn dense{c.positive("intermediate_size"), false};
-  MoeFfn moe;
-  moe.experts = c.positive("n_routed_experts");
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("moe_intermediate_size");
+  MoeFfn moe = detail::routed_experts(c, "n_routed_experts", "moe_intermediate_size");
   moe.shared_experts = c.integer_or("n_shared_experts", 0);
   moe.shared_intermediate = moe.shared_experts > 0 ? moe.expert_intermediate : 0;
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
   const int first_dense = c.integer_or("first_k_dense_replace", 0);
   const int moe_freq = c.has("moe_layer_freq") ? c.positive("moe_layer_freq") : 1;
 

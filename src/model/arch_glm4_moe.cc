@@ -5,8 +5,6 @@
 // without bias; shared experts = n_shared_experts x moe_intermediate_size; layer i is MoE when
 // i >= first_k_dense_replace). partial_rotary_factor (0.5) and use_qk_norm change no weight or FLOP count
 // the twin uses. The MTP layer (num_nextn_predict_layers) is a full MoE decoder layer plus eh_proj.
-#include <fmt/format.h>
-
 #include "model/detail.h"
 #include "servelab/model/model.h"
 
@@ -19,14 +17,9 @@ ModelSpec parse_glm4_moe(const nlohmann::json& config, const std::string& source
   const int num_layers = c.positive("num_hidden_layers");
   const GqaAttention attention = detail::parse_gqa(c);
   const DenseFfn dense{c.positive("intermediate_size"), false};
-  MoeFfn moe;
-  moe.experts = c.positive("n_routed_experts");
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("moe_intermediate_size");
+  MoeFfn moe = detail::routed_experts(c, "n_routed_experts", "moe_intermediate_size");
   moe.shared_experts = c.integer_or("n_shared_experts", 0);
   moe.shared_intermediate = moe.shared_experts > 0 ? moe.expert_intermediate : 0;
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > n_routed_experts {}", moe.top_k, moe.experts));
   const int first_dense = c.integer_or("first_k_dense_replace", 0);
   std::vector<Layer> layers;
   for (int i = 0; i < num_layers; ++i)

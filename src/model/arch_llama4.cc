@@ -40,14 +40,9 @@ ModelSpec parse_llama4_text(const nlohmann::json& config, const std::string& sou
     c.fail(fmt::format("\"no_rope_layers\" has {} entries for num_hidden_layers {}", no_rope.size(),
                        num_layers));
 
-  MoeFfn moe;
-  moe.experts = c.positive("num_local_experts");
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("intermediate_size");
+  MoeFfn moe = detail::routed_experts(c, "num_local_experts", "intermediate_size");
   moe.shared_experts = 1;
   moe.shared_intermediate = moe.expert_intermediate;
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > num_local_experts {}", moe.top_k, moe.experts));
   const DenseFfn dense{c.positive("intermediate_size_mlp"), false};
   auto moe_layers = c.integers("moe_layers");
   if (moe_layers.empty()) {

@@ -49,12 +49,7 @@ ModelSpec parse_mixtral_moe(const nlohmann::json& config, const std::string& sou
   }
   GqaAttention attention = detail::parse_gqa(c);
   if (c.has("sliding_window")) attention.window = c.positive("sliding_window");
-  MoeFfn moe;
-  moe.experts = c.positive("num_local_experts");
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("intermediate_size");
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > num_local_experts {}", moe.top_k, moe.experts));
+  const MoeFfn moe = detail::routed_experts(c, "num_local_experts", "intermediate_size");
   m.layers = {LayerGroup{0, num_layers, Layer{attention, moe}}};
   if (minimax) {
     m.chat_template = detail::chat_template_minimax_m2();

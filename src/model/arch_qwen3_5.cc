@@ -25,14 +25,9 @@ Ffn ffn_of_layer(const detail::ConfigReader& c, int layer) {
   const int step = c.has("decoder_sparse_step") ? c.positive("decoder_sparse_step") : 1;
   if (std::find(mlp_only.begin(), mlp_only.end(), layer) != mlp_only.end() || (layer + 1) % step != 0)
     return DenseFfn{c.positive("intermediate_size"), false};
-  MoeFfn moe;
-  moe.experts = experts;
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("moe_intermediate_size");
+  MoeFfn moe = detail::routed_experts(c, "num_experts", "moe_intermediate_size");
   moe.shared_intermediate = c.integer_or("shared_expert_intermediate_size", 0);
   moe.shared_experts = moe.shared_intermediate > 0 ? 1 : 0;
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
   return moe;
 }
 

@@ -6,8 +6,6 @@
 // (`qwen3_vl_moe_text`, the text_config of Qwen3VLMoeForConditionalGeneration, lifted by from_config) is
 // the same decoder (transformers models/qwen3_vl_moe/modeling_qwen3_vl_moe.py Qwen3VLMoeTextSparseMoeBlock:
 // router + num_experts fused gate_up / down experts, no shared expert); the vision tower is not counted.
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "model/detail.h"
@@ -22,12 +20,7 @@ ModelSpec parse_qwen3_moe(const nlohmann::json& config, const std::string& sourc
   const int num_layers = c.positive("num_hidden_layers");
   GqaAttention attention = detail::parse_gqa(c);
   attention.o_bias = attention.qkv_bias;
-  MoeFfn moe;
-  moe.experts = c.positive("num_experts");
-  moe.top_k = c.positive("num_experts_per_tok");
-  moe.expert_intermediate = c.positive("moe_intermediate_size");
-  if (moe.top_k > moe.experts)
-    c.fail(fmt::format("num_experts_per_tok {} > num_experts {}", moe.top_k, moe.experts));
+  const MoeFfn moe = detail::routed_experts(c, "num_experts", "moe_intermediate_size");
   const int step = c.has("decoder_sparse_step") ? c.positive("decoder_sparse_step") : 1;
   const auto mlp_only = c.integers("mlp_only_layers");
   std::vector<Layer> layers;

@@ -52,6 +52,12 @@ ModelSpec common_fields(const ConfigReader& c, const char* variant);
 /// hidden_size / heads) and attention_bias (q/k/v bias). Window, sinks and gate stay off.
 GqaAttention parse_gqa(const ConfigReader& c);
 
+/// The routed experts of a MoE layer: `experts_key` experts (num_experts, n_routed_experts,
+/// num_local_experts: the key differs by family), top num_experts_per_tok, each of `intermediate_key`
+/// (moe_intermediate_size, intermediate_size); shared experts and bias stay off. Throws as ConfigReader
+/// does, and when num_experts_per_tok exceeds the experts.
+MoeFfn routed_experts(const ConfigReader& c, const char* experts_key, const char* intermediate_key);
+
 /// config.json `layer_types` checked to hold `num_layers` entries out of `allowed`; empty when absent.
 std::vector<std::string> layer_types(const ConfigReader& c, int num_layers,
                                      const std::vector<std::string>& allowed);

@@ -53,18 +53,17 @@ struct UnmodelledType {
   const char* model_type;
   const char* missing;
 };
+constexpr const char* kGemma4Missing =
+    "per-layer-type attention shapes (global_head_dim and num_global_key_value_heads on full-attention "
+    "layers, attention_k_eq_v shared K/V) and a MoE block beside the dense MLP";
 constexpr UnmodelledType kUnmodelledTypes[] = {
     {"nemotron_h",
      "Mamba-2 state-space layers (hybrid_override_pattern \"M\": SSM state and conv per request) and "
      "squared-ReLU non-gated FFN / MoE experts"},
     {"nemotron-nas",
      "per-layer heterogeneous blocks (block_configs: attention replaced or skipped, FFN width per layer)"},
-    {"gemma4",
-     "per-layer-type attention shapes (global_head_dim and num_global_key_value_heads on full-attention "
-     "layers, attention_k_eq_v shared K/V) and a MoE block beside the dense MLP"},
-    {"gemma4_text",
-     "per-layer-type attention shapes (global_head_dim and num_global_key_value_heads on full-attention "
-     "layers, attention_k_eq_v shared K/V) and a MoE block beside the dense MLP"},
+    {"gemma4", kGemma4Missing},
+    {"gemma4_text", kGemma4Missing},
     {"deepseek_v4",
      "compressed sparse attention (compress_ratios per layer), hyper-connections (hc_mult), the grouped "
      "low-rank output projection (o_lora_rank, o_groups) and hash-routed MoE layers (num_hash_layers)"},
@@ -179,6 +178,16 @@ ModelSpec common_fields(const ConfigReader& c, const char* variant) {
   m.quantization = parse_quantization(c.json(), c.source(), m.dtype);
   m.config_source = c.source();
   return m;
+}
+
+MoeFfn routed_experts(const ConfigReader& c, const char* experts_key, const char* intermediate_key) {
+  MoeFfn moe;
+  moe.experts = c.positive(experts_key);
+  moe.top_k = c.positive("num_experts_per_tok");
+  moe.expert_intermediate = c.positive(intermediate_key);
+  if (moe.top_k > moe.experts)
+    c.fail(fmt::format("num_experts_per_tok {} > {} {}", moe.top_k, experts_key, moe.experts));
+  return moe;
 }
 
 GqaAttention parse_gqa(const ConfigReader& c) {
