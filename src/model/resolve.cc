@@ -124,14 +124,20 @@ std::optional<std::string> without_revision_tag(const std::string& model) {
 }
 
 /// The data dir's offline config of `model` (model-configs by _name_or_path, then model-configs/aic by
-/// ORG--NAME), or nullopt.
-std::optional<ModelSpec> data_dir_model(const std::string& model) {
+/// ORG--NAME), or nullopt; each place searched in vain is appended to `tried`.
+std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<std::string>& tried) {
+  std::error_code ec;
   const fs::path configs = common::data_dir() / "model-configs";
   if (auto f = data_dir_config(configs, model)) return load_config(*f);
+  tried.push_back(fs::is_directory(configs, ec)
+                      ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
+                            "\" or ends in \"" + last_component(model) + "\")"
+                      : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
   if (hub::is_repo_id(model)) {
     const auto slash = model.find('/');
     const std::string stem = model.substr(0, slash) + "--" + model.substr(slash + 1);
     if (auto f = file_in(configs / "aic", stem + "_config.json")) return load_config_with_modelopt(*f);
+    tried.push_back("data dir " + (configs / "aic" / (stem + "_config.json")).string() + " (no such file)");
   }
   return std::nullopt;
 }
@@ -195,20 +201,11 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
     return m;
   }
   tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");
-  const fs::path configs = common::data_dir() / "model-configs";
-  if (auto f = data_dir_config(configs, model)) return load_config(*f);
-  tried.push_back(fs::is_directory(configs, ec)
-                      ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
-                            "\" or ends in \"" + last_component(model) + "\")"
-                      : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
-  if (hub::is_repo_id(model)) {
-    const std::string stem = model.substr(0, slash) + "--" + model.substr(slash + 1);
-    if (auto f = file_in(configs / "aic", stem + "_config.json")) return load_config_with_modelopt(*f);
-    tried.push_back("data dir " + (configs / "aic" / (stem + "_config.json")).string() + " (no such file)");
-  }
+  if (auto m = data_dir_model(model, tried)) return *m;
   if (auto m = from_hub()) return *m;
   if (const auto base = without_revision_tag(model)) {
-    if (auto m = data_dir_model(*base)) {
+    std::vector<std::string> base_tried;  // the base's own misses: the note below says it in one line
+    if (auto m = data_dir_model(*base, base_tried)) {
       m->config_source += ", the config of " + *base + " standing in for its dated revision " + model +
                           " (same architecture assumed; give the revision's own config.json to use it)";
       return *m;
