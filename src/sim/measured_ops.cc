@@ -220,6 +220,21 @@ std::vector<std::string> matching_kernels(const ops::OpTable& table, const ops::
   return out;
 }
 
+/// `lookup()` on the rows of the launch's kernel: on every row when `sources` is unset, else with
+/// q["kernel_source"] set to each label matching_kernels finds, the first non-null answer; nullptr when
+/// none (an empty `sources` included).
+template <class Lookup>
+auto of_launch_kernel(const ops::OpTable& table, ops::OpQuery& q,
+                      const std::optional<std::vector<std::string>>& sources, Lookup lookup)
+    -> decltype(lookup()) {
+  if (!sources) return lookup();
+  for (const auto& kernel : matching_kernels(table, q, *sources)) {
+    q["kernel_source"] = kernel;
+    if (auto found = lookup()) return found;
+  }
+  return nullptr;
+}
+
 /// Memo key part of a kernel_sources filter: "*" = every row, else the labels.
 std::string sources_key(const std::optional<std::vector<std::string>>& sources) {
   if (!sources) return "*";
@@ -335,12 +350,8 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
       q["isl"] = 1.0;
     else
       q["step"] = 0.0;
-    if (!shape.kernel_sources) return batch_surface(*table, q, decode ? "step" : "isl");
-    for (const auto& kernel : matching_kernels(*table, q, *shape.kernel_sources)) {
-      q["kernel_source"] = kernel;
-      if (auto s = batch_surface(*table, q, decode ? "step" : "isl")) return s;
-    }
-    return nullptr;
+    return of_launch_kernel(*table, q, shape.kernel_sources,
+                            [&] { return batch_surface(*table, q, decode ? "step" : "isl"); });
   });
 }
 
@@ -382,19 +393,13 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
                    {"moe_ep_size", double(shape.ep)}};
     // Balanced routing where measured; some shapes were measured only with skewed routing, of which
     // power_law_1.01 is AIConfigurator's default workload [recalled: aiconfigurator's sdk default].
-    auto routed = [&]() {
+    return of_launch_kernel(*table, q, shape.kernel_sources, [&]() -> std::shared_ptr<const ops::OpCurve> {
       for (const char* distribution : {"balanced", "power_law_1.01"}) {
         q["distribution"] = std::string(distribution);
-        if (table->curve(q, "num_tokens", *curve).ok) return true;
+        if (table->curve(q, "num_tokens", *curve).ok) return curve;
       }
-      return false;
-    };
-    if (!shape.kernel_sources) return routed() ? curve : nullptr;
-    for (const auto& kernel : matching_kernels(*table, q, *shape.kernel_sources)) {
-      q["kernel_source"] = kernel;
-      if (routed()) return curve;
-    }
-    return nullptr;
+      return nullptr;
+    });
   });
 }
 
