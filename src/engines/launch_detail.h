@@ -114,6 +114,10 @@ const VllmBackend* find_vllm_backend(const std::string& name);
 std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const std::string& kv_cache_dtype,
                                               int explicit_block_size, bool mla, bool sparse, int cc_major);
 
+/// An SGLang boolean environment variable's value (environ.py EnvBool / utils.get_bool_env_var: "true" /
+/// "1" / "yes" true, "false" / "0" / "no" false, case-insensitive); `fallback` for any other spelling.
+bool sglang_env_true(const std::string& value, bool fallback);
+
 /// Compute-capability majors an SGLang attention / NSA backend has kernels for (Hopper-only FA3;
 /// Blackwell-only TRT-LLM / CUTLASS MLA, FA4; FlashMLA on Hopper and Blackwell); nullopt = any.
 std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend);

@@ -6,6 +6,7 @@
 #include "engines/cli_parser.h"
 #include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/version.h"
 #include "servelab/engines/engines.h"
@@ -296,9 +297,10 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--disable-piecewise-cuda-graph"}, K::kStoreTrue, [](LaunchConfig& c, const V& v) {
       if (to_bool(v[0])) c.enable_piecewise_cuda_graph = false;
     }));
-    // Kernel and expert-parallel switches InferenceX passes (recorded, not modelled): the FP8 GEMM backend,
-    // FlashInfer's TRT-LLM MoE, and the older spelling of expert parallelism over the TP group [recalled].
-    s.push_back(F({"--fp8-gemm-backend"}, K::kString));
+    s.push_back(F({"--fp8-gemm-backend"}, K::kString,
+                  [](LaunchConfig& c, const V& v) { c.fp8_gemm_backend = v[0]; }));
+    // Switches InferenceX passes (recorded, not modelled): FlashInfer's TRT-LLM MoE, and the older
+    // spelling of expert parallelism over the TP group [recalled].
     s.push_back(F({"--enable-flashinfer-trtllm-moe"}, K::kStoreTrue));
     s.push_back(F({"--enable-ep-moe"}, K::kStoreTrue));
     s.push_back(F({"--torch-compile-max-bs"}, K::kInt,
@@ -337,7 +339,9 @@ const std::vector<FlagSpec>& sglang_specs() {
   return specs;
 }
 
-bool env_true(const std::string& value, bool fallback) {
+}  // namespace
+
+bool sglang_env_true(const std::string& value, bool fallback) {
   // sglang/srt/environ.py EnvBool / utils.get_bool_env_var: "true"/"1" (case-insensitive) are true,
   // "false"/"0" false. [unverified: other spellings fall back to the default]
   std::string v;
@@ -346,8 +350,6 @@ bool env_true(const std::string& value, bool fallback) {
   if (v == "false" || v == "0" || v == "no" || v == "n") return false;
   return fallback;
 }
-
-}  // namespace
 
 void parse_sglang(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                   LaunchConfig& c) {
@@ -396,9 +398,9 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   // Environment: SGLANG_ENABLE_JIT_DEEPGEMM (legacy SGL_ENABLE_JIT_DEEPGEMM), default true.
   c.deep_gemm = d.deep_gemm.value;
   if (auto it = env.find("SGL_ENABLE_JIT_DEEPGEMM"); it != env.end())
-    c.deep_gemm = env_true(it->second, c.deep_gemm);
+    c.deep_gemm = sglang_env_true(it->second, c.deep_gemm);
   if (auto it = env.find("SGLANG_ENABLE_JIT_DEEPGEMM"); it != env.end())
-    c.deep_gemm = env_true(it->second, c.deep_gemm);
+    c.deep_gemm = sglang_env_true(it->second, c.deep_gemm);
 }
 
 std::vector<std::string> render_sglang(const LaunchConfig& c, const LaunchConfig& b) {
@@ -471,6 +473,7 @@ std::vector<std::string> render_sglang(const LaunchConfig& c, const LaunchConfig
   if (c.moe_runner_backend != b.moe_runner_backend) add("--moe-runner-backend", c.moe_runner_backend);
   if (c.served_model_name != c.model) add("--served-model-name", c.served_model_name);
   if (c.config_file != b.config_file) add("--config", c.config_file);
+  if (c.fp8_gemm_backend != b.fp8_gemm_backend) add("--fp8-gemm-backend", c.fp8_gemm_backend);
   if (c.speculative) {
     const auto& s = *c.speculative;
     add("--speculative-algorithm", s.method);

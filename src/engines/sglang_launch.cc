@@ -111,6 +111,25 @@ MoeKernel moe_runner(const std::string& b, MoeKernel fallback) {
   return fallback;
 }
 
+// The FP8 block-scaled linear (srt/layers/quantization/fp8_utils.py dispatch_w8a8_block_fp8_linear
+// [recalled]): --fp8-gemm-backend when given ("auto" = the default order); else FlashInfer's groupwise GEMM
+// when SGLANG_ENABLE_FLASHINFER_GEMM is true on SM100, then DeepGEMM when JIT DeepGEMM is on, then Triton.
+GemmKernel block_fp8_gemm(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+  const LaunchConfig& c = r.config;
+  const std::string& b = c.fp8_gemm_backend;
+  std::string why;
+  if (!b.empty() && b != "auto")
+    why = b == "deep_gemm" ? "" : "--fp8-gemm-backend " + b;
+  else if (auto it = c.env.find("SGLANG_ENABLE_FLASHINFER_GEMM");
+           it != c.env.end() && is_blackwell(cl) && sglang_env_true(it->second, false))
+    why = "FlashInfer's groupwise GEMM (SGLANG_ENABLE_FLASHINFER_GEMM)";
+  else if (!c.deep_gemm)
+    why = "Triton's w8a8 block GEMM (JIT DeepGEMM off)";
+  if (why.empty()) return GemmKernel::kFp8BlockDeepGemm;
+  r.notes.push_back("FP8 block-scaled linears: " + why + ", not DeepGEMM");
+  return GemmKernel::kFp8BlockCutlass;
+}
+
 void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;
@@ -130,9 +149,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
                           ": FP8 Marlin W8A16 fallback [unverified for SGLang]");
         break;
       }
-      e.gemm = m.quantization.method == Q::kFp8PerTensor ? GemmKernel::kFp8Native
-               : r.config.deep_gemm                      ? GemmKernel::kFp8BlockDeepGemm
-                                                         : GemmKernel::kFp8BlockCutlass;
+      e.gemm = m.quantization.method == Q::kFp8PerTensor ? GemmKernel::kFp8Native : block_fp8_gemm(r, cl);
       moe = deepep && m.quantization.method == Q::kFp8Block ? MoeKernel::kDeepGemmGrouped
                                                             : MoeKernel::kTritonFused;
       break;
@@ -242,10 +259,14 @@ std::optional<std::vector<int>> sglang_backend_cc(const std::string& backend) {
 // FP8 block), sglang_marlin_moe (INT4) and, in some releases, the FlashInfer runners
 // (sglang_flashinfer_trtllm_moe, sglang_*mxfp4*_moe, sglang_flashinfer_cutlass_moe); its MLA tables the
 // backend the collector ran on that GPU (flash_attention on Hopper, trtllm_mla on Blackwell). DeepGEMM and
-// triton_kernels MoE runners: no rows.
+// triton_kernels MoE runners: no rows. Its GEMM tables time the default FP8 block-scaled linear, DeepGEMM:
+// unnamed ("sglang") up to 0.5.10, sglang_deepgemm_gemm_nt_f8f8bf16 from 0.5.14 (the same latencies within
+// a few %, H200 and B200); FlashInfer's, CUTLASS's and Triton's block-scaled GEMMs: no rows.
 void sglang_measured_kernel_sources(ResolvedLaunch& r) {
   auto& e = r.execution;
   using V = std::vector<std::string>;
+  if (e.gemm == GemmKernel::kFp8BlockDeepGemm) e.gemm_kernel_sources = V{"sglang_deepgemm*", "sglang"};
+  if (e.gemm == GemmKernel::kFp8BlockCutlass) e.gemm_kernel_sources = V{};
   e.moe_kernel_sources =
       e.moe == MoeKernel::kTritonFused ? V{"sglang_fused_moe_triton"}
       : e.moe == MoeKernel::kMarlinMoe ? V{"sglang_marlin_moe"}

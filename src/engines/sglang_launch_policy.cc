@@ -352,14 +352,18 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
                                                       "--load-balance-method",
                                                       "--swa-full-tokens-ratio",
                                                       "--disable-hybrid-swa-memory",
-                                                      "--mamba-ssm-dtype"};
+                                                      "--mamba-ssm-dtype",
+                                                      "--fp8-gemm-backend"};
   static const std::vector<std::string> kEnv = {"SGLANG_ENABLE_JIT_DEEPGEMM", "SGL_ENABLE_JIT_DEEPGEMM",
+                                                "SGLANG_ENABLE_FLASHINFER_GEMM",
                                                 "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"};
   r.inert_flags = inert_flags_of(c, kEffective, kEnv);
   if (c.is_explicit("--deepep-mode") && c.moe_a2a_backend != "deepep")
     r.inert_flags.push_back("--deepep-mode (without --moe-a2a-backend deepep)");
   if (c.is_explicit("--expert-parallel-size") && !m.has_moe())
     r.inert_flags.push_back("--expert-parallel-size (no MoE)");
+  if (c.env.count("SGLANG_ENABLE_FLASHINFER_GEMM") && !is_blackwell(cl))
+    r.inert_flags.push_back("SGLANG_ENABLE_FLASHINFER_GEMM (FlashInfer's FP8 GEMM runs on SM100 only)");
   return std::nullopt;
 }
 

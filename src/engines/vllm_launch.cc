@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engines/cli_parser.h"
 #include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
 #include "engines/vllm_defaults.h"
@@ -104,6 +105,15 @@ std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware:
 }
 
 // Dense GEMM and fused-MoE kernels (vllm/model_executor/layers/quantization/*; gpu-kernel-facts §1.3).
+// A boolean of vllm/envs.py read as bool(int(value)); false when unset, an invalid literal included (vLLM
+// raises ValueError for it when the variable is first read).
+bool env_flag(const LaunchConfig& c, const char* name) {
+  const auto it = c.env.find(name);
+  if (it == c.env.end()) return false;
+  const auto n = python_int(it->second);
+  return n && *n != 0;
+}
+
 void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const EngineVersion& v) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;
@@ -162,15 +172,22 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
       // tokens (#010: 32k-token requests decode two at a time, median ITL 7.3 ms, 4 of 99 steps carry a
       // prefill chunk; #011/#012: 15/29 requests decoding at 4k/2k context), which Marlin's padded
       // experts (+5 GiB) explain and triton_kernels' unpadded ones (258k tokens) do not.
-      const bool marlin_on_hopper = is_hopper(cl) && v < EngineVersion::parse("0.11.0");
+      // VLLM_MXFP4_USE_MARLIN=1 takes Marlin wherever FlashInfer is not chosen first (SM100);
+      // VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 on SM100 quantizes the activations to MXFP8 for the
+      // TRT-LLM-gen kernel (get_mxfp4_backend, SM100_FI_MXFP4_MXFP8_TRTLLM) [recalled].
+      const bool marlin_on_hopper = is_hopper(cl) && (v < EngineVersion::parse("0.11.0") ||
+                                                      env_flag(r.config, "VLLM_MXFP4_USE_MARLIN"));
       e.moe = is_blackwell(cl)                     ? MoeKernel::kFlashInferTrtllm
               : is_hopper(cl) && !marlin_on_hopper ? MoeKernel::kTritonKernels
                                                    : MoeKernel::kMarlinMoe;
+      e.moe_mxfp8_activations = is_blackwell(cl) && env_flag(r.config, "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8");
       if (e.moe == MoeKernel::kMarlinMoe) e.expert_pad_hidden = 256, e.expert_pad_intermediate = 128;
-      r.notes.push_back(std::string("MXFP4 MoE: ") + moe_kernel_name(e.moe) + " on " + sm_name(cl) +
-                        " (quantization/mxfp4.py get_mxfp4_backend: FlashInfer on SM100, triton_kernels on "
-                        "SM90-SM10x where installed (not in 0.10.x [recalled]), Marlin W4A16 otherwise; vLLM "
-                        "issue #31085)" +
+      r.notes.push_back(std::string("MXFP4 MoE: ") + moe_kernel_name(e.moe) +
+                        (e.moe_mxfp8_activations ? " with MXFP8 activations" : "") + " on " + sm_name(cl) +
+                        " (quantization/mxfp4.py get_mxfp4_backend: FlashInfer on SM100 (MXFP8 activations "
+                        "under VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8), triton_kernels on SM90-SM10x where "
+                        "installed (not in 0.10.x [recalled]) unless VLLM_MXFP4_USE_MARLIN, Marlin W4A16 "
+                        "otherwise; vLLM issue #31085)" +
                         (e.moe == MoeKernel::kMarlinMoe
                              ? "; Marlin pads experts to hidden % 256, intermediate % 128"
                              : ""));
@@ -195,7 +212,7 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const En
 // vllm_fp8moe_flashinfer_cutlass_flashinferexperts, ..._marlin_marlinexperts, ..._oaitritonmxfp4...,
 // ..._flashinfer_trtllm_...). The MLA tables name vllm_flashmla and vllm_flash_attn_mla. Other kernels:
 // no rows.
-void vllm_measured_kernel_sources(ResolvedLaunch& r) {
+void vllm_measured_kernel_sources(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   auto& e = r.execution;
   using V = std::vector<std::string>;
   const bool mxfp4 = r.model.quantization.experts.dtype == model::DType::kMxfp4;
@@ -210,8 +227,13 @@ void vllm_measured_kernel_sources(ResolvedLaunch& r) {
       e.moe_kernel_sources = V{"vllm_*_flashinfer_cutlass_*"};
       break;
     case MoeKernel::kMarlinMoe:
+      // vllm_mxfp4_moe is Marlin only below SM90, where the MXFP4 method has no other backend; on Hopper
+      // it timed triton_kernels (H200 0.19.0's rows are within ~25% of 0.24.0's oaitritonmxfp4 rows, 1 to
+      // 4096 tokens, gpt-oss-120b's shape), which a Marlin launch (VLLM_MXFP4_USE_MARLIN) does not run.
       e.moe_kernel_sources =
-          mxfp4 ? V{"vllm_mxfp4_moe", "vllm_*mxfp4*_marlin_marlinexperts*"}
+          mxfp4 ? (is_hopper(cl) || is_blackwell(cl)
+                       ? V{"vllm_*mxfp4*_marlin_marlinexperts*"}
+                       : V{"vllm_mxfp4_moe", "vllm_*mxfp4*_marlin_marlinexperts*"})
                 : V{"vllm_marlin_moe", "vllm_marlin_int4_moe", "vllm_*_marlin_marlinexperts*"};
       break;
     case MoeKernel::kTritonKernels:
@@ -363,7 +385,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
-  vllm_measured_kernel_sources(r);
+  vllm_measured_kernel_sources(r, cl);
   return r;
 }
 

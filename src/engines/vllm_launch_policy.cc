@@ -344,9 +344,18 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
                                                       "--reasoning-parser",
                                                       "--mamba-ssm-cache-dtype",
                                                       "--disable-hybrid-kv-cache-manager"};
-  static const std::vector<std::string> kEnv = {"VLLM_USE_DEEP_GEMM", "VLLM_ATTENTION_BACKEND",
-                                                "VLLM_ALL2ALL_BACKEND", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"};
+  static const std::vector<std::string> kEnv = {
+      "VLLM_USE_DEEP_GEMM",    "VLLM_ATTENTION_BACKEND",
+      "VLLM_ALL2ALL_BACKEND",  "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+      "VLLM_MXFP4_USE_MARLIN", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8"};
   r.inert_flags = inert_flags_of(c, kEffective, kEnv);
+  const bool mxfp4 = r.model.quantization.experts.dtype == model::DType::kMxfp4;
+  if (c.env.count("VLLM_MXFP4_USE_MARLIN") && (!mxfp4 || !is_hopper(cl)))
+    r.inert_flags.push_back(
+        "VLLM_MXFP4_USE_MARLIN (MXFP4 experts on SM90 only: Marlin already below, "
+        "FlashInfer first on SM100)");
+  if (c.env.count("VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8") && (!mxfp4 || !is_blackwell(cl)))
+    r.inert_flags.push_back("VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 (MXFP4 experts on SM100 only)");
   if (c.enable_expert_parallel && !r.model.has_moe())
     r.inert_flags.push_back("--enable-expert-parallel (no MoE)");
   return std::nullopt;

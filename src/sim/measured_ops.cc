@@ -245,19 +245,22 @@ std::string sources_key(const std::optional<std::vector<std::string>>& sources) 
 
 }  // namespace
 
-std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
-                                                        const char* dtype, double n, double k) {
+std::shared_ptr<const ops::OpCurve> measured_gemm_curve(
+    const ops::OpStore& store, const OpSource& src, const char* dtype, double n, double k,
+    const std::optional<std::vector<std::string>>& kernel_sources) {
   if (!dtype || n <= 0 || k <= 0) return nullptr;
   static Memo<ops::OpCurve> memo;
   const std::string key = src.gpu + "|" + src.backend + "|" + src.release + "|" + dtype + "|" +
-                          number_key(n) + "|" + number_key(k);
+                          number_key(n) + "|" + number_key(k) + "|" + sources_key(kernel_sources);
   return memo.get(key, [&]() -> std::shared_ptr<const ops::OpCurve> {
     const auto table = store.table(src.gpu, src.backend, src.release, "gemm_perf");
     if (!table) return nullptr;
-    auto curve = std::make_shared<ops::OpCurve>();
-    if (!table->curve({{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}}, "m", *curve).ok)
-      return nullptr;
-    return curve;
+    ops::OpQuery q{{"gemm_dtype", std::string(dtype)}, {"n", n}, {"k", k}};
+    return of_launch_kernel(*table, q, kernel_sources, [&]() -> std::shared_ptr<const ops::OpCurve> {
+      auto curve = std::make_shared<ops::OpCurve>();
+      if (!table->curve(q, "m", *curve).ok) return nullptr;
+      return curve;
+    });
   });
 }
 
@@ -355,7 +358,7 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
   });
 }
 
-const char* measured_moe_dtype(const model::WeightFormat& experts) {
+const char* measured_moe_dtype(const model::WeightFormat& experts, bool mxfp8_activations) {
   switch (experts.dtype) {
     case model::DType::kBf16:
     case model::DType::kFp16:
@@ -363,7 +366,7 @@ const char* measured_moe_dtype(const model::WeightFormat& experts) {
     case model::DType::kFp8:
       return experts.block_scaled ? "fp8_block" : "fp8";
     case model::DType::kMxfp4:
-      return "w4a16_mxfp4";
+      return mxfp8_activations ? "w4a8_mxfp4_mxfp8" : "w4a16_mxfp4";
     case model::DType::kNvfp4:
       return "nvfp4";
     default:

@@ -147,9 +147,10 @@ struct MoeShape {
   std::optional<std::vector<std::string>> kernel_sources;
 };
 
-/// The `moe_perf` moe_dtype of a model's expert weights (BF16, FP8 per-tensor, FP8 block, MXFP4, NVFP4);
-/// nullptr for the formats no table measures (INT4/INT8 weight-only experts).
-const char* measured_moe_dtype(const model::WeightFormat& experts);
+/// The `moe_perf` moe_dtype of a model's expert weights (BF16, FP8 per-tensor, FP8 block, MXFP4 with BF16
+/// activations or, `mxfp8_activations`, MXFP8 ones, NVFP4); nullptr for the formats no table measures
+/// (INT4/INT8 weight-only experts).
+const char* measured_moe_dtype(const model::WeightFormat& experts, bool mxfp8_activations = false);
 
 /// Latency (ms) of one MoE layer's routed experts along the tokens entering it (balanced routing, else
 /// power_law_1.01 where the table measured this shape only with skewed routing; the rows of the launch's
@@ -177,9 +178,12 @@ std::string missing_source_note(const ops::OpStore& store, const engines::Resolv
 const char* measured_gemm_dtype(engines::GemmKernel k);
 
 /// Latency (ms) of an [M x k] x [k x n] GEMM of `dtype` along M from the source's gemm_perf table, the
-/// shape (n, k) interpolated once; nullptr when the table or the dtype is missing or the lookup fails.
-std::shared_ptr<const ops::OpCurve> measured_gemm_curve(const ops::OpStore& store, const OpSource& src,
-                                                        const char* dtype, double n, double k);
+/// shape (n, k) interpolated once, on the rows of the launch's kernel (`kernel_sources`, as
+/// ExecutionPolicy::gemm_kernel_sources: unset = every row, empty = none); nullptr when the table, the
+/// dtype or the kernel's rows are missing or the lookup fails.
+std::shared_ptr<const ops::OpCurve> measured_gemm_curve(
+    const ops::OpStore& store, const OpSource& src, const char* dtype, double n, double k,
+    const std::optional<std::vector<std::string>>& kernel_sources = std::nullopt);
 
 /// Latency (ms) of one BF16 all-reduce over `gpus` GPUs of one node along its message size (elements) from
 /// the source's `custom_allreduce_perf` table (the engine's own all-reduce: vLLM / SGLang custom all-reduce,

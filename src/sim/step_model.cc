@@ -273,11 +273,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   // README; vLLM flashmla_sparse.py).
   const double pad = cluster_.gpu.compute_capability >= 100 ? 128 : 64;
   linear_eff_ = linear_attention_efficiency(gen);
+  const bool fp8_activations = m.quantization.activation == model::DType::kFp8 || ex.moe_mxfp8_activations;
   auto moe_peak = [&](engines::MoeKernel k) {
     return gemm_peak_flops(k == engines::MoeKernel::kDeepGemmGrouped ? engines::GemmKernel::kFp8BlockDeepGemm
-                           : m.quantization.activation == model::DType::kFp8 && cluster_.gpu.fp8_flops > 0
-                               ? engines::GemmKernel::kFp8Native
-                               : engines::GemmKernel::kCublasBf16,
+                           : fp8_activations && cluster_.gpu.fp8_flops > 0 ? engines::GemmKernel::kFp8Native
+                                                                           : engines::GemmKernel::kCublasBf16,
                            cluster_.gpu);
   };
   moe_eff_ = moe_efficiency(ex.moe, gen);
@@ -303,7 +303,8 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   }
   auto measure = [&](Gemm& g, engines::GemmKernel kernel) {
     if (op_source_)
-      g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k);
+      g.measured = measured_gemm_curve(*ops_, *op_source_, measured_gemm_dtype(kernel), g.n, g.k,
+                                       kernel == ex.gemm ? ex.gemm_kernel_sources : std::nullopt);
   };
   auto make_gemm = [&](const model::Linear& l, int tp, engines::GemmKernel kernel) {
     Gemm g;
@@ -361,11 +362,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
       if (op_source_)
-        c.moe_measured =
-            measured_moe_curve(*ops_, *op_source_,
-                               MoeShape{measured_moe_dtype(m.quantization.experts), double(m.hidden_size),
-                                        double(moe->expert_intermediate), double(moe->top_k),
-                                        double(moe->experts), lay.moe_tp, lay.moe_ep, ex.moe_kernel_sources});
+        c.moe_measured = measured_moe_curve(
+            *ops_, *op_source_,
+            MoeShape{measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations),
+                     double(m.hidden_size), double(moe->expert_intermediate), double(moe->top_k),
+                     double(moe->experts), lay.moe_tp, lay.moe_ep, ex.moe_kernel_sources});
     }
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
@@ -482,9 +483,13 @@ void StepModel::describe_measured() {
   auto rest = [](int measured, int all, const std::string& why) {
     return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
   };
-  measured_notes_.push_back(fmt::format("GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms,
-                                        from("gemm_perf"),
-                                        rest(gemms_measured, gemms, "a kernel no table measures")));
+  const auto& gemm_rows = launch_.execution.gemm_kernel_sources;
+  measured_notes_.push_back(fmt::format(
+      "GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
+      rest(gemms_measured, gemms,
+           gemm_rows && gemm_rows->empty() ? fmt::format("no table row times the {} GEMM",
+                                                         engines::gemm_kernel_name(launch_.execution.gemm))
+                                           : std::string("a kernel no table measures"))));
   measured_notes_.push_back(
       fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
                   from(mla ? "generation_mla_perf" : "generation_attention_perf"),

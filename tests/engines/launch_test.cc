@@ -3,6 +3,8 @@
 // per-request context-length refusal, versions and the module table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engines/version.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
@@ -769,6 +771,70 @@ TEST(MeasuredKernels, EachEngineNamesTheRowsOfItsOwnKernel) {
       ok("trtllm-serve m --tp_size 8", "1.2.0rc5", "deepseek-ai/DeepSeek-R1", "8xH200").execution;
   EXPECT_FALSE(trt.mla_decode_kernel_sources);
   EXPECT_EQ(trt.moe_kernel_sources, (V{"moe_torch_flow", "moe_torch_flow_cutlass"}));
+}
+
+// SGLang's FP8 block-scaled linears: DeepGEMM by default, whose rows its GEMM tables hold (unnamed up to
+// 0.5.10, "sglang_deepgemm_gemm_nt_f8f8bf16" from 0.5.14); FlashInfer's groupwise GEMM under
+// SGLANG_ENABLE_FLASHINFER_GEMM on SM100 (as InferenceMAX's B200 DeepSeek-R1 launches set it) or another
+// --fp8-gemm-backend has no rows: the twin keeps the roofline for them instead of DeepGEMM's rows.
+TEST(MeasuredKernels, SglangBlockFp8GemmRowsAreDeepGemmsOnly) {
+  using V = std::vector<std::string>;
+  const std::string cmd = "python3 -m sglang.launch_server --model-path m --tp-size 8 ";
+  const char* r1 = "deepseek-ai/DeepSeek-R1";
+  const auto dflt = ok(cmd, "0.5.9", r1, "8xB200").execution;
+  EXPECT_EQ(dflt.gemm, se::GemmKernel::kFp8BlockDeepGemm);
+  EXPECT_EQ(dflt.gemm_kernel_sources, (V{"sglang_deepgemm*", "sglang"}));
+  const std::map<std::string, std::string> fi{{"SGLANG_ENABLE_FLASHINFER_GEMM", "true"},
+                                              {"SGL_ENABLE_JIT_DEEPGEMM", "false"}};
+  const auto b200 = ok(cmd, "0.5.9", r1, "8xB200", fi);
+  EXPECT_EQ(b200.execution.gemm, se::GemmKernel::kFp8BlockCutlass);
+  EXPECT_EQ(b200.execution.gemm_kernel_sources, V{});
+  EXPECT_TRUE(std::any_of(b200.notes.begin(), b200.notes.end(), [](const std::string& n) {
+    return n.find("FlashInfer's groupwise GEMM (SGLANG_ENABLE_FLASHINFER_GEMM)") != std::string::npos;
+  }));
+  // On Hopper the variable is inert (SM100 only): DeepGEMM, unless JIT DeepGEMM is off (Triton).
+  const auto h200 = ok(cmd, "0.5.9", r1, "8xH200", {{"SGLANG_ENABLE_FLASHINFER_GEMM", "1"}});
+  EXPECT_EQ(h200.execution.gemm, se::GemmKernel::kFp8BlockDeepGemm);
+  EXPECT_NE(std::find(h200.inert_flags.begin(), h200.inert_flags.end(),
+                      "SGLANG_ENABLE_FLASHINFER_GEMM (FlashInfer's FP8 GEMM runs on SM100 only)"),
+            h200.inert_flags.end());
+  EXPECT_EQ(ok(cmd, "0.5.9", r1, "8xH200", fi).execution.gemm_kernel_sources, V{});
+  // The flag names the backend and wins over the environment.
+  EXPECT_EQ(ok(cmd + "--fp8-gemm-backend deep_gemm", "0.5.9", r1, "8xB200", fi).execution.gemm,
+            se::GemmKernel::kFp8BlockDeepGemm);
+  EXPECT_EQ(ok(cmd + "--fp8-gemm-backend cutlass", "0.5.9", r1, "8xB200").execution.gemm_kernel_sources, V{});
+  // Other engines' GEMM tables time the kernel they dispatch at each shape: every row.
+  EXPECT_FALSE(
+      ok("vllm serve m --tensor-parallel-size 8", "0.11.0", r1, "8xH200").execution.gemm_kernel_sources);
+}
+
+// vLLM's MXFP4 MoE backend follows the environment InferenceMAX sets: VLLM_MXFP4_USE_MARLIN=1 on Hopper
+// runs Marlin (padded experts; not the vllm_mxfp4_moe rows, which on Hopper timed triton_kernels),
+// VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 on Blackwell MXFP8 activations (the w4a8_mxfp4_mxfp8 rows). Where
+// a variable cannot act it is listed as inert.
+TEST(MeasuredKernels, VllmMxfp4EnvironmentPicksTheMoeKernel) {
+  using V = std::vector<std::string>;
+  const std::map<std::string, std::string> marlin{{"VLLM_MXFP4_USE_MARLIN", "1"}};
+  const auto h100 = ok("vllm serve m", "0.13.0", kGptOss, "1xH100", marlin);
+  EXPECT_EQ(h100.execution.moe, se::MoeKernel::kMarlinMoe);
+  EXPECT_EQ(h100.execution.expert_pad_hidden, 256);
+  EXPECT_EQ(h100.execution.moe_kernel_sources, (V{"vllm_*mxfp4*_marlin_marlinexperts*"}));
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "1xH100", {{"VLLM_MXFP4_USE_MARLIN", "0"}}).execution.moe,
+            se::MoeKernel::kTritonKernels);
+  // Below SM90 Marlin is the MXFP4 method's only backend, so its method-named rows are Marlin's.
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "1xA100").execution.moe_kernel_sources,
+            (V{"vllm_mxfp4_moe", "vllm_*mxfp4*_marlin_marlinexperts*"}));
+  const std::map<std::string, std::string> mxfp8{{"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8", "1"}};
+  const auto b200 = ok("vllm serve m", "0.13.0", kGptOss, "1xB200", mxfp8);
+  EXPECT_EQ(b200.execution.moe, se::MoeKernel::kFlashInferTrtllm);
+  EXPECT_TRUE(b200.execution.moe_mxfp8_activations);
+  EXPECT_FALSE(ok("vllm serve m", "0.13.0", kGptOss, "1xB200").execution.moe_mxfp8_activations);
+  const auto b200_marlin = ok("vllm serve m", "0.13.0", kGptOss, "1xB200", marlin);
+  EXPECT_EQ(b200_marlin.execution.moe, se::MoeKernel::kFlashInferTrtllm);
+  EXPECT_EQ(b200_marlin.inert_flags.size(), 1u);
+  EXPECT_EQ(b200_marlin.inert_flags.at(0).rfind("VLLM_MXFP4_USE_MARLIN (", 0), 0u);
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "1xH100", mxfp8).inert_flags,
+            (V{"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 (MXFP4 experts on SM100 only)"}));
 }
 
 // TensorRT-LLM's KV dtype "auto" follows the checkpoint: a ModelOpt checkpoint calibrated with

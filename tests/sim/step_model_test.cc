@@ -7,6 +7,7 @@
 
 #include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
+#include "sim/measured_ops.h"
 #include "sim/physics.h"
 #include "sim/sim_detail.h"
 #include "test_launch.h"
@@ -344,6 +345,62 @@ TEST(StepModel, MoeRowsAreTheLaunchsKernels) {
       "MoE experts: 0 of 1 layer kinds from moe_perf of h200_sxm sglang 0.5.6.post2; 1 the roofline (no "
       "table row times the deepgemm-grouped MoE kernel)");
   EXPECT_LT(sm.cost({&load, 1}, 1, true, false).moe_s, 58 * 0.06742784023284912e-3);
+}
+
+// The GEMM rows are the launch's kernel's (ExecutionPolicy::gemm_kernel_sources): DeepSeek-R1 at TP8 on
+// B200 under SGLang, decoding one request. With DeepGEMM (its default, whose rows SGLang 0.5.9's table holds
+// unnamed) all 15 GEMM shapes come from the table; with FlashInfer's groupwise FP8 GEMM (an InferenceMAX B200
+// launch: SGLANG_ENABLE_FLASHINFER_GEMM), which no row times, the 14 FP8 block-scaled shapes keep the
+// roofline and only the BF16 LM head is measured. B200's DeepGEMM rows at M = 1 take 18-54 us per GEMM,
+// several times the weight read, so the roofline's linears are faster.
+TEST(StepModel, GemmRowsAreTheLaunchsKernel) {
+  const MeasuredOperators measured;
+  const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
+  const auto c = hardware::parse_cluster("8xB200");
+  auto l = test_launch(m, c, 8);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.version = "0.5.9";
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  l.execution.gemm_kernel_sources = std::vector<std::string>{"sglang_deepgemm*", "sglang"};
+  const RankLoad load = decode_one(1000);
+  const StepModel deep(l, c);
+  EXPECT_EQ(deep.measured_notes()[0], "GEMMs: 15 of 15 shapes from gemm_perf of b200_sxm sglang 0.5.9");
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockCutlass;
+  l.execution.gemm_kernel_sources = std::vector<std::string>{};
+  const StepModel flashinfer(l, c);
+  EXPECT_EQ(
+      flashinfer.measured_notes()[0],
+      "GEMMs: 1 of 15 shapes from gemm_perf of b200_sxm sglang 0.5.9; 14 the roofline (no table row times "
+      "the fp8-block-cutlass GEMM)");
+  EXPECT_LT(flashinfer.cost({&load, 1}, 1, true, false).linear_s,
+            0.5 * deep.cost({&load, 1}, 1, true, false).linear_s);
+}
+
+// MXFP4 experts with MXFP8 activations (vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 on SM100) are the
+// moe_perf rows "w4a8_mxfp4_mxfp8", not the BF16-activation "w4a16_mxfp4" ones: B200's vLLM 0.24.0 table has
+// the latter for gpt-oss-120b's experts (hidden 2880, 128 experts, top 4; its two layer kinds, sliding and
+// full attention) and the former only for another shape, so that launch keeps the roofline, at FP8
+// tensor-core peak.
+TEST(StepModel, Mxfp8ActivationsTakeTheirOwnMoeRows) {
+  const MeasuredOperators measured;
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xB200");
+  auto l = test_launch(m, c, 1);
+  l.config.kind = engines::EngineKind::kVllm;
+  l.version = "0.24.0";
+  l.execution.moe = engines::MoeKernel::kFlashInferTrtllm;
+  l.execution.moe_kernel_sources = std::vector<std::string>{"vllm_*mxfp4*_flashinfer_trtllm_*"};
+  EXPECT_STREQ(detail::measured_moe_dtype(m.quantization.experts, true), "w4a8_mxfp4_mxfp8");
+  const auto moe_note = [](const StepModel& sm) {
+    for (const auto& n : sm.measured_notes())
+      if (n.rfind("MoE experts:", 0) == 0) return n;
+    return std::string();
+  };
+  EXPECT_EQ(moe_note(StepModel(l, c)).rfind("MoE experts: 2 of 2 layer kinds", 0), 0u)
+      << moe_note(StepModel(l, c));
+  l.execution.moe_mxfp8_activations = true;
+  EXPECT_EQ(moe_note(StepModel(l, c)).rfind("MoE experts: 0 of 2 layer kinds", 0), 0u)
+      << moe_note(StepModel(l, c));
 }
 
 // FlashInfer's TRT-LLM-gen MoE on Blackwell tiles each expert's rows by 8 to 64 tokens

@@ -94,6 +94,9 @@ struct LaunchConfig {
   std::string nsa_prefill_backend;  ///< SGLang --nsa-prefill-backend
   std::string nsa_decode_backend;   ///< SGLang --nsa-decode-backend
   bool deep_gemm = true;            ///< VLLM_USE_DEEP_GEMM / SGLANG_ENABLE_JIT_DEEPGEMM / TRTLLM_DG_ENABLED
+  /// SGLang --fp8-gemm-backend: the FP8 block-scaled GEMM ("auto", "deep_gemm", "flashinfer_trtllm",
+  /// "cutlass", "triton", ...; "" = unset: SGLANG_ENABLE_FLASHINFER_GEMM, then deep_gemm decide).
+  std::string fp8_gemm_backend;
 
   std::optional<SpeculativeConfig> speculative;
 

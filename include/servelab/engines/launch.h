@@ -228,6 +228,10 @@ struct ExecutionPolicy {
   /// [recalled]. The padded weights are stored, read and multiplied.
   int expert_pad_hidden = 1;
   int expert_pad_intermediate = 1;
+  /// MXFP4 routed experts multiply MXFP8-quantized activations (FP8 tensor cores) instead of BF16 ones:
+  /// vLLM's FlashInfer TRT-LLM-gen MXFP4 x MXFP8 MoE on SM100 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1;
+  /// moe_perf rows "w4a8_mxfp4_mxfp8").
+  bool moe_mxfp8_activations = false;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   /// Which rows of the engine's measured operator tables (aic-ops `kernel_source`) time the kernel this
   /// launch dispatches, per operator: unset = every row (the table measures the engine's default path,
@@ -236,6 +240,9 @@ struct ExecutionPolicy {
   /// as shell wildcards (fnmatch), tried in order. Set by the engine module's resolve from `moe`,
   /// `attention` and `decode_attention`.
   std::optional<std::vector<std::string>> moe_kernel_sources;
+  /// gemm_perf rows of `gemm` (the quantized linears); GEMMs of another kernel (BF16 attention
+  /// projections, router, LM head) take every row of their dtype (each table times one BF16 kernel).
+  std::optional<std::vector<std::string>> gemm_kernel_sources;
   std::optional<std::vector<std::string>> mla_prefill_kernel_sources;  ///< context_mla_perf rows
   std::optional<std::vector<std::string>> mla_decode_kernel_sources;   ///< generation_mla_perf rows
   int api_server_count = 1;
