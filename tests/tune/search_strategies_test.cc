@@ -180,7 +180,7 @@ TrialOutcome x_runner(const TrialRequest& req, bool band, std::map<std::string, 
   static const double kMeasured[] = {0, 92, 97, 85, 99, 99, 99};
   ++(*launches)[req.config_key];
   TrialOutcome out;
-  const bool twin = band || req.trial_key.rfind("twin|", 0) == 0;
+  const bool twin = band || TrialKey::parse(req.trial_key)->runner == RunnerKind::kTwin;
   for (const auto& sc : req.scenarios) {
     ScenarioResult r;
     r.scenario_id = sc.id;
