@@ -37,11 +37,11 @@ TrialRunner playing_target(TrialRunner predict, Target target) {
 TrialTally play(const Study& study, const TrialRunner& predict) {
   const bool on_twin = study.target == Target::kTwin;
   Evaluator target(study, on_twin ? predict : playing_target(predict, study.target),
-                   target_name(study.target), nullptr, {}, nullptr, nullptr, {});
+                   runner_kind(study.target), nullptr, {}, nullptr, nullptr, {});
   const bool guided = study.search.strategy == Strategy::kTwinGuided;
   std::optional<Evaluator> twin;
   if (!on_twin && (guided || !study.slo.targets.empty()))
-    twin.emplace(study, predict, "twin", nullptr, std::vector<TrialRecord>{}, nullptr, nullptr,
+    twin.emplace(study, predict, RunnerKind::kTwin, nullptr, std::vector<TrialRecord>{}, nullptr, nullptr,
                  std::filesystem::path{});
   if (twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
   SearchOutcome outcome = run_search(study, target, guided ? (on_twin ? &target : &*twin) : nullptr);

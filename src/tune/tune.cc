@@ -152,7 +152,7 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   // Engine logs exist only where engines run: the twin writes none, so its trials name none (a report
   // linking logs/<trial>.log of a twin study linked files that do not exist).
   const std::filesystem::path engine_logs = opt.out_dir / "logs";
-  Evaluator target(study, runner, target_name(study.target), &store, finished, opt.progress, opt.stop,
+  Evaluator target(study, runner, runner_kind(study.target), &store, finished, opt.progress, opt.stop,
                    study.target == Target::kTwin ? std::filesystem::path() : engine_logs);
   target.set_batch_runner(batch);
   if (opt.progress && !opt.runner && !opt.batch_runner) target.set_planned(planned_for_progress(study));
@@ -163,7 +163,8 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
       twin_ptr = &target;
     } else {
       TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
-      twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, std::filesystem::path());
+      twin.emplace(study, tr, RunnerKind::kTwin, &store, finished, opt.progress, opt.stop,
+                   std::filesystem::path());
       twin_ptr = &*twin;
     }
   }
@@ -171,7 +172,8 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   if (study.target != Target::kTwin && !study.slo.targets.empty() && !twin_ptr &&
       (opt.twin_runner || !opt.runner)) {
     TrialRunner tr = opt.twin_runner ? opt.twin_runner : default_runner(study, Target::kTwin, opt.stop);
-    twin.emplace(study, tr, "twin", &store, finished, opt.progress, opt.stop, std::filesystem::path());
+    twin.emplace(study, tr, RunnerKind::kTwin, &store, finished, opt.progress, opt.stop,
+                 std::filesystem::path());
   }
   if (study.target != Target::kTwin && twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
   res.outcome = run_search(study, target, twin_ptr);
@@ -198,20 +200,21 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   if (!toml) throw std::runtime_error(db.string() + " holds no study");
   Study study = parse_study(*toml, db.string() + " (stored study)", common::data_dir());
   auto trials = store.trials();
-  Evaluator target(study, nullptr, target_name(study.target), nullptr, trials, nullptr, nullptr, {});
+  Evaluator target(study, nullptr, runner_kind(study.target), nullptr, trials, nullptr, nullptr, {});
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {
     if (study.target == Target::kTwin)
       twin_ptr = &target;
     else
-      twin_ptr =
-          &twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+      twin_ptr = &twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
+                               std::filesystem::path{});
   }
   if (study.target != Target::kTwin &&
       !study.slo.targets.empty()) {  // the SLO searches started from the twin
     if (!twin)
-      twin.emplace(study, nullptr, "twin", nullptr, trials, nullptr, nullptr, std::filesystem::path{});
+      twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
+                   std::filesystem::path{});
     target.set_load_guide(&*twin);
   }
   SearchOutcome out = run_search(study, target, twin_ptr);

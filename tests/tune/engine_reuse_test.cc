@@ -121,7 +121,7 @@ struct EngineReuse : ::testing::Test {
 TEST_F(EngineReuse, OneLaunchForEveryProbeOfTheSearchThenStopped) {
   // The probes of a hand-built curve (load_test's FindsTheHighestRateOfAHandBuiltCurve): 1, 2, 4, 8, 16, 32,
   // 20, 21 req/s, 8 trials on one engine; 32 and 21 miss the SLO but the trials are ok, so it stays up.
-  Evaluator ev(study, runner(), "local", nullptr, {}, nullptr, nullptr, dir / "logs");
+  Evaluator ev(study, runner(), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, dir / "logs");
   fs::create_directories(dir / "logs");
   const SloResult r = slo_search(study, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
@@ -155,7 +155,8 @@ TEST_F(EngineReuse, EngineThatDiedBetweenProbesIsLaunchedAgain) {
     kill(pids[0], SIGKILL);  // the kept engine dies between probe 2 and probe 3
     ASSERT_TRUE(gone_within_10_s(pids[0]));
   };
-  Evaluator ev(study, runner(kill_engine_after_second), "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(study, runner(kill_engine_after_second), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr,
+               {});
   const SloResult r = slo_search(study, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
@@ -173,7 +174,7 @@ TEST_F(EngineReuse, EngineThatDiedBetweenProbesIsLaunchedAgain) {
 TEST_F(EngineReuse, OrdinaryTrialsAndAnotherConfigLaunchFresh) {
   // Outside an SLO search every trial launches its own engine, even for the same config; inside one, a trial
   // of another config does not reuse the kept engine, which is stopped first (the port is free for it).
-  Evaluator ev(study, runner(), "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(study, runner(), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const auto at = [&](double rate) {
     return std::vector<std::string>{
         load_scenario_id(study.slo.scenario, LoadPoint{LoadKind::kRequestRate, rate})};

@@ -75,8 +75,8 @@ TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
   // kept off the end at 20 × 1.05 = 21, which fails: 21/20 = 1.05 is within the tolerance. 8 runs.
   Study s = small(kSlo);
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches), "twin",
-               nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &launches),
+               RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found) << r.note;
   EXPECT_DOUBLE_EQ(r.max_passing, 20);
@@ -105,8 +105,8 @@ TEST(SloSearch, ConcurrencyStopsAtAdjacentIntegers) {
   // integer below the failing end), which passes: hi − lo = 1. 6 runs.
   Study s = small("\n[slo]\np99_ttft_ms = 2000\nsearch = \"concurrency\"\n");
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches), "twin",
-               nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double c) { return 300 * c; }, &launches),
+               RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.variable, LoadKind::kConcurrency);
@@ -122,9 +122,9 @@ TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
   Study s = small(kSlo);
   int twin_launches = 0, real_launches = 0;
   Evaluator twin(s, curve_runner([](const std::string&, double r) { return 100 * r; }, &twin_launches),
-                 "twin", nullptr, {}, nullptr, nullptr, {});
+                 RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   Evaluator real(s, curve_runner([](const std::string&, double r) { return 125 * r; }, &real_launches),
-                 "local", nullptr, {}, nullptr, nullptr, {});
+                 RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   real.set_load_guide(&twin);
   const SloResult r = slo_search(s, real, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.twin_start);
@@ -139,8 +139,8 @@ TEST(SloSearch, LocalSearchStartsAtTheTwinsAnswer) {
 TEST(SloSearch, ReportsWhenNothingMeetsTheSlos) {
   Study s = small("\n[slo]\np99_ttft_ms = 2000\nmin_value = 0.5\n");
   int launches = 0;
-  Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), "twin", nullptr,
-               {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double) { return 5000; }, &launches), RunnerKind::kTwin,
+               nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_FALSE(r.found);
   EXPECT_EQ(probe_values(r), (std::vector<double>{1, 0.5}));
@@ -202,7 +202,7 @@ TEST(SloSearch, AnInvalidProbeIsNoVerdictOnTheConfig) {
     }
     return out;
   };
-  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const Evaluation a = ev.evaluate(CandidateConfig{"a", {}}, s.objective.scenarios, "ablation");
   EXPECT_FALSE(a.feasible);
   EXPECT_TRUE(a.inconclusive) << a.reason;
@@ -237,7 +237,7 @@ TEST(SloSearch, AGoodputPeakBetweenTwoPassingLoadsIsFound) {
     }
     return out;
   };
-  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_DOUBLE_EQ(r.max_passing, 32);
   ASSERT_TRUE(r.goodput_found) << r.note;
@@ -274,7 +274,7 @@ TEST(SloSearch, TwinGoodputBandIsPropagatedFromTheLatencyBands) {
     }
     return out;
   };
-  Evaluator twin(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator twin(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, twin, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.goodput_found) << r.note << " " << fmt::format("{}", fmt::join(probe_values(r), ", "));
   EXPECT_NEAR(r.request_goodput_req_s, 20, 20 * 0.03);
@@ -285,7 +285,7 @@ TEST(SloSearch, TwinGoodputBandIsPropagatedFromTheLatencyBands) {
   // The band runs are not the study's trials.
   for (const auto& rec : twin.records()) EXPECT_EQ(rec.phase, "slo") << rec.trial_key;
   // Measured goodput has no twin band (its band is the repeats' CI).
-  Evaluator local(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator local(s, runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   EXPECT_FALSE(slo_search(s, local, CandidateConfig{"a", {}}).goodput_band_pct.has_value());
 }
 
@@ -308,8 +308,8 @@ TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
 
   int launches = 0;
   std::vector<TrialRequest> seen;
-  Evaluator ev(s, curve_runner([](const std::string&, double l) { return 10 * l; }, &launches, &seen), "twin",
-               nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double l) { return 10 * l; }, &launches, &seen),
+               RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   ASSERT_EQ(c.points.size(), 3u);
   EXPECT_EQ(launches, 1);  // every point in one trial: one engine launch
@@ -332,8 +332,8 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   {
     Store store(db);
     store.write_study(s.name, s.source_text, "twin", {});
-    Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin", &store,
-                 {}, nullptr, nullptr, {});
+    Evaluator ev(s, curve_runner([](const std::string&, double l) { return l; }, &launches),
+                 RunnerKind::kTwin, &store, {}, nullptr, nullptr, {});
     measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   }
   EXPECT_EQ(launches, 1);
@@ -342,8 +342,8 @@ TEST(LoadPoints, ResumeFromTheStoreLaunchesNothingAgain) {
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].trial_key, "twin|a{}|s1@c1+s1@c4|r0");
   EXPECT_EQ(trials[0].outcome.scenarios.at(1).scenario_id, "s1@c4");
-  Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches), "twin",
-                    &store, trials, nullptr, nullptr, {});
+  Evaluator resumed(s, curve_runner([](const std::string&, double l) { return l; }, &launches),
+                    RunnerKind::kTwin, &store, trials, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, resumed, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 1);  // both points come from the database
   EXPECT_DOUBLE_EQ(c.points[1].metrics.at("Output token throughput (tok/s)"), 40);
@@ -398,7 +398,7 @@ TEST(LoadPoints, CurveMetricsAreMeansOverRepeats) {
   };
   // A measuring target ("local"): the twin's predictions are deterministic and run once whatever repeats
   // says.
-  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const LoadCurve c = measure_curve(s, ev, CandidateConfig{"a", {}}, "s1");
   EXPECT_EQ(launches, 2);
   ASSERT_EQ(c.points.size(), 1u);
@@ -456,7 +456,7 @@ TEST(Objectives, TheSearchMaximisesThePrimaryAndTheReportShowsEach) {
   auto slope = [](const std::string& key, double load) {
     return (key.rfind("b{", 0) == 0 ? 50 : 100) * load;
   };
-  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner(slope, &launches), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   SearchOutcome o = run_search(s, ev, nullptr);
   analyze_load(s, ev, o);
   EXPECT_EQ(o.best.key, "b{}");
@@ -521,7 +521,7 @@ TEST(Objectives, EveryGoodputTheRankingUsesHasItsSloRow) {
   Study s = small(std::string(kObjectives) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
   int launches = 0;
   auto slope = [](const std::string& key, double load) { return (50 + key.size() % 7 * 10) * load; };
-  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, curve_runner(slope, &launches), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   SearchOutcome o = run_search(s, ev, nullptr);
   analyze_load(s, ev, o);
   size_t valued = 0;
@@ -581,8 +581,8 @@ TEST(Progress, PlannedTotalTwinGuideAndSloRunLines) {
   Study s = small(kSlo);
   int launches = 0;
   std::ostringstream out;
-  Evaluator ev(s, curve_runner([](const std::string&, double load) { return 100 * load; }, &launches), "twin",
-               nullptr, {}, &out, nullptr, {});
+  Evaluator ev(s, curve_runner([](const std::string&, double load) { return 100 * load; }, &launches),
+               RunnerKind::kTwin, nullptr, {}, &out, nullptr, {});
   ev.set_planned(2);
   const CandidateConfig base{"a", {}};
   ev.evaluate(base, {"s1"}, "baseline");
@@ -601,7 +601,7 @@ TEST(Progress, PlannedTotalTwinGuideAndSloRunLines) {
   s.target = Target::kLocal;
   std::ostringstream guide_out;
   Evaluator guide(s, curve_runner([](const std::string&, double load) { return 100 * load; }, &launches),
-                  "twin", nullptr, {}, &guide_out, nullptr, {});
+                  RunnerKind::kTwin, nullptr, {}, &guide_out, nullptr, {});
   guide.evaluate(base, {"s1"}, "slo-guide");
   EXPECT_EQ(guide_out.str().rfind("[twin 1] a baseline", 0), 0u) << guide_out.str();
   EXPECT_EQ(guide_out.str().find("left"), std::string::npos) << guide_out.str();
@@ -622,7 +622,7 @@ TEST(Objectives, TheGoodputStudyChartsItsObjectiveAndThresholds) {
     return (key.rfind("b{", 0) == 0 ? 50 : 100) * load;
   };
   std::ostringstream progress;
-  Evaluator ev(s, curve_runner(slope, &launches), "twin", nullptr, {}, &progress, nullptr, {});
+  Evaluator ev(s, curve_runner(slope, &launches), RunnerKind::kTwin, nullptr, {}, &progress, nullptr, {});
   SearchOutcome o = run_search(s, ev, nullptr);
   analyze_load(s, ev, o);
   EXPECT_NE(progress.str().find("| best 36.00 Request goodput under the SLOs (req/s) (b baseline)"),

@@ -69,7 +69,7 @@ TrialOutcome goodput_runner(const TrialRequest& req) {
 
 SearchOutcome run(const std::string& recommendation, Study* keep = nullptr) {
   Study s = parse_study(std::string(kGoodputStudy) + recommendation, "goodput.toml", "/data");
-  Evaluator ev(s, goodput_runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, goodput_runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   SearchOutcome o = run_search(s, ev, nullptr);
   if (keep) *keep = s;
   return o;
@@ -215,7 +215,7 @@ TrialRunner two_knob_runner(bool invalid_without_a) {
 TEST(Ablation, AnInvalidRunWithoutAKnobIsUndecidedNotNeeded) {
   const Study s = parse_study(kTwoKnobStudy, "two.toml", "/data");
   // Control: every run valid, both knobs decided by their gains.
-  Evaluator valid(s, two_knob_runner(false), "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator valid(s, two_knob_runner(false), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const SearchOutcome ok = run_search(s, valid, nullptr);
   ASSERT_EQ(ok.verdicts.size(), 2u);
   EXPECT_FALSE(ok.verdicts[0].undecided);
@@ -223,7 +223,7 @@ TEST(Ablation, AnInvalidRunWithoutAKnobIsUndecidedNotNeeded) {
   EXPECT_NEAR(ok.verdicts[0].objective_gain_pct, 50, 1e-9);  // 195 over 130
   EXPECT_EQ(ok.verdicts[0].why, "+50.00% on the objective, no loss on any scenario");
 
-  Evaluator ev(s, two_knob_runner(true), "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, two_knob_runner(true), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const SearchOutcome o = run_search(s, ev, nullptr);
   ASSERT_EQ(o.verdicts.size(), 2u);
   const KnobVerdict& a = o.verdicts[0];

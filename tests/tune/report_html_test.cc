@@ -25,7 +25,7 @@ struct Fixture {
   Study study =
       parse_study(std::string(testing::kSmallStudy) + "\n[recommendation]\nrule = \"no_regression\"\n",
                   "small.toml", "/data");
-  Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
+  Evaluator ev{study, testing::fake_runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
   SearchOutcome outcome = run_search(study, ev, nullptr);
 };
 
@@ -77,7 +77,7 @@ TEST(HtmlReport, TheDefaultRuleKeepsTheLargeGainAndShowsTheCommandThatLosesNowhe
   // trade_off (default): ctx gains +10% on the objective (above the 5% threshold) and loses on s2, so it is
   // kept (148.5) and the command without it (135) is the alternative.
   Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
-  Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
+  Evaluator ev{study, testing::fake_runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
   SearchOutcome outcome = run_search(study, ev, nullptr);
   ReportInput in{&study, &outcome, ev.records(), {}};
   const std::string page = render_html(in, render_markdown(in), "/*chartjs*/");

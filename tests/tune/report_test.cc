@@ -15,7 +15,7 @@ namespace {
 
 struct Fixture {
   Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
-  Evaluator ev{study, testing::fake_runner(), "twin", nullptr, {}, nullptr, nullptr, {}};
+  Evaluator ev{study, testing::fake_runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
   SearchOutcome outcome = run_search(study, ev, nullptr);
 };
 
@@ -214,7 +214,7 @@ struct BandFixture {
   SearchOutcome outcome;
   BandFixture(double band_pct, const std::string& unmodelled_engine = "", double twin_band_pct = 0)
       : study(small_study(twin_band_pct)),
-        ev{study, runner(band_pct, unmodelled_engine), "twin", nullptr, {}, nullptr, nullptr, {}},
+        ev{study, runner(band_pct, unmodelled_engine), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}},
         outcome(run_search(study, ev, nullptr)) {}
   static Study small_study(double twin_band_pct) {
     Study s = parse_study(testing::kSmallStudy, "small.toml", "/data");

@@ -16,8 +16,8 @@
 namespace servelab::tune {
 namespace {
 
-Evaluator make(const Study& s, TrialRunner r, const std::string& tag) {
-  return Evaluator(s, std::move(r), tag, nullptr, {}, nullptr, nullptr, {});
+Evaluator make(const Study& s, TrialRunner r, RunnerKind kind) {
+  return Evaluator(s, std::move(r), kind, nullptr, {}, nullptr, nullptr, {});
 }
 
 std::string one_engine_study(const std::string& knobs, const std::string& extra = "") {
@@ -88,7 +88,7 @@ TEST(GreedyRetry, AValueThatRanOutOfMemoryAloneIsRetriedWithASmallerChunk) {
   Study s = parse_study(one_engine_study(knobs), "t.toml", "/data");
   int launches = 0;
   Evaluator ev = make(
-      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "local");
+      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, RunnerKind::kLocal);
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& p = o.engines.at(0);
   // baseline 6000; tp1-dp8-ep8 OOM; chunk 2048 5000 (no gain), 8192 6218 kept; then the retry.
@@ -123,7 +123,7 @@ TEST(GreedyRetry, OnTheTwinTheGridCheckSaysWhenGreedyMissedTheOptimum) {
   Study s = parse_study(one_engine_study(kLayoutAndChunk), "t.toml", "/data");
   int launches = 0;
   Evaluator ev = make(
-      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, "twin");
+      s, [&](const TrialRequest& r) { return layout_chunk_runner(r, &launches); }, RunnerKind::kTwin);
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& p = o.engines.at(0);
   ASSERT_EQ(p.steps.size(), 4u);
@@ -180,7 +180,7 @@ TrialOutcome x_runner(const TrialRequest& req, bool band, std::map<std::string, 
   static const double kMeasured[] = {0, 92, 97, 85, 99, 99, 99};
   ++(*launches)[req.config_key];
   TrialOutcome out;
-  const bool twin = band || req.trial_key.rfind("twin|", 0) == 0;
+  const bool twin = band || TrialKey::parse(req.trial_key)->runner == RunnerKind::kTwin;
   for (const auto& sc : req.scenarios) {
     ScenarioResult r;
     r.scenario_id = sc.id;
@@ -200,9 +200,9 @@ TEST(TwinGuided, StopsWhenTheBandSaysNoUntriedConfigurationCanWin) {
   s.repeats = 2;
   std::map<std::string, int> twin_launches, real_launches;
   Evaluator twin = make(
-      s, [&](const TrialRequest& r) { return x_runner(r, true, &twin_launches); }, "twin");
+      s, [&](const TrialRequest& r) { return x_runner(r, true, &twin_launches); }, RunnerKind::kTwin);
   Evaluator real = make(
-      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, "local");
+      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, RunnerKind::kLocal);
   SearchOutcome o = run_search(s, real, &twin);
   // Top 2 (x=1, x=2) measured: best 97. x=3: 90 + 10% = 99 ≥ 97, measured 85. x=4: 80 + 10% = 88 < 97: stop.
   ASSERT_TRUE(o.ranking);
@@ -242,9 +242,9 @@ TEST(TwinGuided, AnUnmodelledKernelPathWidensTheBandToAtLeast100Percent) {
           for (auto& sc : out.scenarios) sc.metrics[kTwinUnmodelledMetric] = 1;
         return out;
       },
-      "twin");
+      RunnerKind::kTwin);
   Evaluator real = make(
-      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, "local");
+      s, [&](const TrialRequest& r) { return x_runner(r, false, &real_launches); }, RunnerKind::kLocal);
   SearchOutcome o = run_search(s, real, &twin);
   ASSERT_TRUE(o.ranking);
   EXPECT_EQ(o.ranking->keys, (std::vector<std::string>{"e{}", "e{x=2}", "e{x=5}", "e{x=3}"}));
@@ -263,9 +263,9 @@ TEST(TwinGuided, ABandStatedInTheStudyStandsInForTheTwinsAndNoBandMeasuresTheTop
     s.target = Target::kLocal;
     std::map<std::string, int> launches;
     Evaluator twin = make(
-        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "twin");
+        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, RunnerKind::kTwin);
     Evaluator real = make(
-        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, "local");
+        s, [&](const TrialRequest& r) { return x_runner(r, false, &launches); }, RunnerKind::kLocal);
     SearchOutcome o = run_search(s, real, &twin);
     EXPECT_EQ(o.twin_guided->measured, stated > 0 ? 3 : 2) << stated;
     if (stated == 0) {
@@ -280,7 +280,7 @@ TEST(TwinRepeats, PredictionsRunOnceAndFailuresAreListedOnceWithTheirCount) {
   Study s = parse_study(testing::kSmallStudy, "small.toml", "/data");
   s.repeats = 3;
   int launches = 0;
-  Evaluator ev = make(s, testing::fake_runner(&launches), "twin");
+  Evaluator ev = make(s, testing::fake_runner(&launches), RunnerKind::kTwin);
   SearchOutcome o = run_search(s, ev, nullptr);
   EXPECT_EQ(launches, 16);  // as with repeats = 1 (search_test)
   EXPECT_EQ(o.best.objective.n, 1);
@@ -302,7 +302,7 @@ TEST(TwinRepeats, PredictionsRunOnceAndFailuresAreListedOnceWithTheirCount) {
     out.reason = "not ready after 1800 s";
     return out;
   };
-  Evaluator local = make(s, r, "local");
+  Evaluator local = make(s, r, RunnerKind::kLocal);
   SearchOutcome lo = run_search(s, local, nullptr);
   ReportInput lin{&s, &lo, local.records(), {}};
   const std::string lmd = render_markdown(lin);
@@ -384,7 +384,7 @@ render.e = [{flags = ["--chunked-prefill-size", "{value}"]}]
     }
     return out;
   };
-  Evaluator ev = make(s, r, "twin");
+  Evaluator ev = make(s, r, RunnerKind::kTwin);
   SearchOutcome o = run_search(s, ev, nullptr);
   EXPECT_EQ(o.best.key, "e{parallelism=tp1-dp8-ep8,context_length=32768,chunked_prefill_size=2048}");
   ASSERT_EQ(o.verdicts.size(), 3u);

@@ -15,8 +15,8 @@ Study small_study(const std::string& extra = "") {
   return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data");
 }
 
-Evaluator make(const Study& s, TrialRunner r, const std::string& tag = "twin") {
-  return Evaluator(s, std::move(r), tag, nullptr, {}, nullptr, nullptr, {});
+Evaluator make(const Study& s, TrialRunner r, RunnerKind kind = RunnerKind::kTwin) {
+  return Evaluator(s, std::move(r), kind, nullptr, {}, nullptr, nullptr, {});
 }
 
 TEST(Greedy, FollowsTheHandComputedPath) {
@@ -97,7 +97,7 @@ TEST(Grid, EvaluatesThePrunedProductAndPicksTheBest) {
 TEST(TwinGuided, MeasuresTopKAndReportsRankAgreement) {
   Study s = small_study("\n[search]\nstrategy = \"twin-guided\"\ntop_k = 3\nablation = false\n");
   s.target = Target::kLocal;
-  Evaluator twin = make(s, testing::fake_runner(), "twin");
+  Evaluator twin = make(s, testing::fake_runner(), RunnerKind::kTwin);
   // The "real" engine disagrees with the twin: flag=true helps b by 30% instead of costing 10%.
   int launches = 0;
   TrialRunner real = [&](const TrialRequest& req) {
@@ -106,7 +106,7 @@ TEST(TwinGuided, MeasuresTopKAndReportsRankAgreement) {
       for (auto& sc : out.scenarios) sc.metrics["Total Token throughput (tok/s)"] *= 1.3 / 0.9;
     return out;
   };
-  Evaluator target = make(s, real, "local");
+  Evaluator target = make(s, real, RunnerKind::kLocal);
   SearchOutcome o = run_search(s, target, &twin);
   ASSERT_TRUE(o.ranking);
   // Twin top 3: b{tp4-dp2,ctx} 148.5, b{tp4-dp2,ctx,flag} 133.65, b{tp4-dp2} 135 → sorted 148.5, 135, 133.65.
@@ -132,7 +132,7 @@ TEST(Repeats, GainsInsideTheNoiseAreNotKept) {
     for (auto& sc : out.scenarios) sc.metrics["Total Token throughput (tok/s)"] *= f;
     return out;
   };
-  Evaluator ev = make(s, noisy, "local");  // measured: the twin is never repeated
+  Evaluator ev = make(s, noisy, RunnerKind::kLocal);  // measured: the twin is never repeated
   SearchOutcome o = run_search(s, ev, nullptr);
   const EnginePath& a = o.engines[0];
   EXPECT_EQ(a.baseline.objective.n, 3);
@@ -164,7 +164,7 @@ TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
     out.reason = trial_status_name(out.status);
     return out;
   };
-  Evaluator ev = make(s, r, "local");
+  Evaluator ev = make(s, r, RunnerKind::kLocal);
   SearchOutcome o = run_search(s, ev, nullptr);
   EXPECT_EQ(launches["a{layout=tp4-dp2}"], 1);
   EXPECT_EQ(launches["b{layout=tp4-dp2}"], 1);

@@ -166,7 +166,7 @@ Study study_with(int prompts, const std::string& slo) {
 }
 
 SloResult search(const Study& s, const BatchServer& server, std::vector<int>* prompts = nullptr) {
-  Evaluator ev(s, standin(server, prompts), "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, standin(server, prompts), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   if (getenv("SLO_DEBUG")) {
     for (const auto& p : r.probes)
@@ -279,8 +279,8 @@ TEST(SloSearchStandIn, TheLocalGoodputPhaseStartsWhereTheTwinsPeakLies) {
   BatchServer real_server;
   real_server.step_base_s *= 1.1, real_server.step_per_req_s *= 1.1;
   const Study s = study_with(2000, "p99_ttft_ms = 2000\nmean_tpot_ms = 33\nmax_runs = 30\n");
-  Evaluator twin(s, standin(twin_server), "twin", nullptr, {}, nullptr, nullptr, {});
-  Evaluator real(s, standin(real_server), "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator twin(s, standin(twin_server), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  Evaluator real(s, standin(real_server), RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   real.set_load_guide(&twin);
   const SloResult g = slo_search(s, twin, CandidateConfig{"a", {}});
   const SloResult r = slo_search(s, real, CandidateConfig{"a", {}});
@@ -337,7 +337,7 @@ TEST(SloSearchStandIn, AnInvalidRunStopsTheSearchWithoutAVerdict) {
     }
     return inner(req);
   };
-  Evaluator ev(s, runner, "twin", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   EXPECT_FALSE(r.found);
   EXPECT_FALSE(r.goodput_found);
@@ -361,7 +361,7 @@ TEST(SloSearchStandIn, MeasuredGoodputCarriesTheRepeatsConfidenceInterval) {
     for (auto& sc : out.scenarios) sc.metrics["Request goodput (req/s)"] *= 1 + 0.04 * req.repeat;
     return out;
   };
-  Evaluator ev(s, runner, "local", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(s, runner, RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
   const SloResult r = slo_search(s, ev, CandidateConfig{"a", {}});
   ASSERT_TRUE(r.goodput_found) << r.note;
   ASSERT_EQ(r.goodput_repeats_req_s.size(), 2u);

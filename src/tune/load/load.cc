@@ -18,16 +18,13 @@ double round_value(LoadKind kind, double x) {
 
 std::vector<std::map<std::string, double>> repeat_metrics(const Study& study, const Evaluator& evaluator,
                                                           const std::string& key, const std::string& id) {
-  const std::string prefix = evaluator.tag() + "|" + key + "|";
   std::vector<std::map<std::string, double>> out;
-  const auto& records = evaluator.records();
   for (int rep = 0; rep < study.repeats; ++rep) {
+    const TrialRecord* record = evaluator.find(key, id, rep);
+    if (!record) continue;
     const ScenarioResult* found = nullptr;
-    for (auto it = records.rbegin(); it != records.rend() && !found; ++it) {
-      if (it->repeat != rep || it->trial_key.rfind(prefix, 0) != 0) continue;
-      for (const auto& sc : it->outcome.scenarios)
-        if (sc.scenario_id == id) found = &sc;
-    }
+    for (const auto& sc : record->outcome.scenarios)
+      if (sc.scenario_id == id) found = &sc;
     if (found) out.push_back(found->metrics);
   }
   return out;

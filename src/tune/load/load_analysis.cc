@@ -7,6 +7,7 @@
 #include <set>
 
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/search/evaluations.h"
 
 namespace servelab::tune {
 
@@ -173,23 +174,6 @@ std::vector<const Evaluation*> analysed(const SearchOutcome& o, size_t limit) {
   return out;
 }
 
-/// Every evaluation of the outcome (best, recommended, the engines' baselines, steps and bests, the ranking),
-/// each configuration once, in that order.
-std::vector<const Evaluation*> every_evaluation(const SearchOutcome& o) {
-  std::vector<const Evaluation*> cand = {&o.best, &o.recommended_eval};
-  for (const auto& p : o.engines) {
-    cand.push_back(&p.baseline);
-    for (const auto& st : p.steps) cand.push_back(&st.eval);
-    cand.push_back(&p.best);
-  }
-  for (const auto& e : o.ranked) cand.push_back(&e);
-  std::vector<const Evaluation*> out;
-  std::set<std::string> seen;
-  for (const Evaluation* e : cand)
-    if (!e->key.empty() && seen.insert(e->key).second) out.push_back(e);
-  return out;
-}
-
 /// The SLO rows: one per analysed configuration (its search as the ranking ran it, else run now), then one
 /// per other configuration whose goodput the ranking used (Evaluation::slo), so every goodput the summary
 /// ranks has its runs in the report.
@@ -201,7 +185,7 @@ std::vector<SloResult> slo_rows(const Study& study, Evaluator& target, const Sea
     rows.push_back(e->slo ? *e->slo : slo_search(study, target, e->config));
     have.insert(e->key);
   }
-  for (const Evaluation* e : every_evaluation(outcome))
+  for (const Evaluation* e : distinct_evaluations(outcome, EvaluationOrder::kChosenFirst))
     if (e->slo && have.insert(e->key).second) rows.push_back(*e->slo);
   return rows;
 }

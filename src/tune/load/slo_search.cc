@@ -375,7 +375,7 @@ SloResult search_once(const Study& study, Evaluator& evaluator, const CandidateC
   double x0 = spec.start.value_or(1.0);
   bool guided = false;
   std::optional<double> goodput_prior;
-  if (!spec.start && evaluator.tag() != "twin" && evaluator.load_guide()) {
+  if (!spec.start && !evaluator.predicts() && evaluator.load_guide()) {
     const SloResult g = search_once(study, *evaluator.load_guide(), cfg, "slo");
     r.twin_runs = g.runs;
     if (g.found) {
@@ -466,7 +466,7 @@ void propagate_goodput_band(const Study& study, const Evaluator& twin, const Can
   const auto low = latency_shifted(study, r, +1), high = latency_shifted(study, r, -1);
   if (!low || !high || !(r.request_goodput_req_s > 0)) return;
   const auto search = [&](const Study& shifted) {
-    Evaluator ev(shifted, twin.runner(), "twin", nullptr, {}, nullptr, nullptr, {});
+    Evaluator ev(shifted, twin.runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
     return search_once(shifted, ev, config, "slo-band");
   };
   const SloResult lo = search(*low), hi = search(*high);
@@ -480,7 +480,7 @@ void propagate_goodput_band(const Study& study, const Evaluator& twin, const Can
 
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
   SloResult r = search_once(study, evaluator, config, "slo");
-  if (r.goodput_found && evaluator.tag() == "twin") propagate_goodput_band(study, evaluator, config, r);
+  if (r.goodput_found && evaluator.predicts()) propagate_goodput_band(study, evaluator, config, r);
   return r;
 }
 

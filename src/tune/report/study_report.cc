@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/store/tally.h"
 #include "tune/search/twin_verdict.h"
 
@@ -653,20 +653,9 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
 /// The finalists: the best distinct configurations evaluated on the objective (the ranking's top, or every
 /// engine's baseline, greedy steps and best), best first, at most `limit`.
 static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t limit) {
-  std::vector<const Evaluation*> all;
-  for (const auto& e : o.ranked) all.push_back(&e);
-  for (const auto& p : o.engines) {
-    all.push_back(&p.best);
-    all.push_back(&p.baseline);
-    for (const auto& st : p.steps) all.push_back(&st.eval);
-  }
-  std::vector<const Evaluation*> out;
-  std::set<std::string> seen;
-  for (const Evaluation* e : all)
-    if (e->feasible && e->objective.n > 0 && !e->key.empty() && seen.insert(e->key).second) out.push_back(e);
-  std::stable_sort(out.begin(), out.end(), [](const Evaluation* a, const Evaluation* b) {
-    return a->objective.mean > b->objective.mean;
-  });
+  std::vector<const Evaluation*> out = distinct_evaluations(
+      o, EvaluationOrder::kRankingFirst, [](const Evaluation& e) { return e.feasible && e.objective.n > 0; });
+  sort_best_first(out);
   if (out.size() > limit) out.resize(limit);
   return out;
 }

@@ -152,12 +152,12 @@ std::string fmt_duration(double s) {
 
 }  // namespace
 
-Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, Store* store,
+Evaluator::Evaluator(const Study& study, TrialRunner runner, RunnerKind kind, Store* store,
                      std::vector<TrialRecord> finished, std::ostream* progress, const std::atomic<bool>* stop,
                      std::filesystem::path log_dir)
     : study_(study),
       runner_(std::move(runner)),
-      tag_(std::move(tag)),
+      kind_(kind),
       store_(store),
       records_(std::move(finished)),
       progress_(progress),
@@ -169,15 +169,20 @@ Evaluator::Evaluator(const Study& study, TrialRunner runner, std::string tag, St
 void Evaluator::index_record(std::size_t i) {
   const TrialRecord& r = records_[i];
   last_record_by_trial_key_[r.trial_key] = i;
-  const std::string prefix = tag_ + "|" + r.config_key + "|";
-  if (r.trial_key.rfind(prefix, 0) == 0)
+  const std::optional<TrialKey> key = TrialKey::parse(r.trial_key);
+  if (key && key->of(kind_, r.config_key))
     records_by_config_[r.config_key].push_back(i);
-  else if (r.trial_key.rfind(tag_ + "|", 0) == 0)
+  else if (!key || key->runner == kind_)
     records_unindexed_ = true;
 }
 
+bool Evaluator::owns(const TrialRecord& r, const std::string& config_key) const {
+  const std::optional<TrialKey> key = TrialKey::parse(r.trial_key);
+  return key && key->of(kind_, config_key);
+}
+
 int Evaluator::repeats() const {
-  return tag_ == "twin" ? 1 : study_.repeats;
+  return predicts() ? 1 : study_.repeats;
 }
 
 namespace {
@@ -206,9 +211,9 @@ const std::vector<std::size_t>* Evaluator::records_of_config(const std::string& 
 }
 
 const TrialRecord* Evaluator::find(const std::string& key, const std::string& scenario, int repeat) const {
-  const std::string prefix = tag_ + "|" + key + "|";
-  return last_record_matching(records_, records_of_config(key), [&](const TrialRecord& r) {
-    if (r.repeat != repeat || r.trial_key.rfind(prefix, 0) != 0) return false;
+  const std::vector<std::size_t>* indexes = records_of_config(key);  // null: scan, checking each key
+  return last_record_matching(records_, indexes, [&](const TrialRecord& r) {
+    if (r.repeat != repeat || (!indexes && !owns(r, key))) return false;
     for (const auto& s : r.outcome.scenarios)
       if (s.scenario_id == scenario) return true;
     return false;
@@ -216,10 +221,10 @@ const TrialRecord* Evaluator::find(const std::string& key, const std::string& sc
 }
 
 const TrialRecord* Evaluator::find_config_failure(const std::string& key, int repeat) const {
-  const std::string prefix = tag_ + "|" + key + "|";
-  return last_record_matching(records_, records_of_config(key), [&](const TrialRecord& r) {
+  const std::vector<std::size_t>* indexes = records_of_config(key);  // null: scan, checking each key
+  return last_record_matching(records_, indexes, [&](const TrialRecord& r) {
     return (r.repeat == repeat || same_for_every_repeat(r.outcome.status)) &&
-           r.trial_key.rfind(prefix, 0) == 0 && config_level(r.outcome.status);
+           config_level(r.outcome.status) && (indexes || owns(r, key));
   });
 }
 
@@ -234,15 +239,13 @@ Evaluation Evaluator::describe(const CandidateConfig& config) const {
   ev.config = normalize(study_, config);
   ev.key = config_key(study_, ev.config);
   ev.label = config_label(study_, ev.config);
-  ev.predicted = tag_ == "twin";
+  ev.predicted = predicts();
   return ev;
 }
 
 std::string Evaluator::trial_key(const std::string& key, const std::vector<std::string>& missing,
                                  int rep) const {
-  std::string tk = fmt::format("{}|{}|", tag_, key);
-  for (size_t i = 0; i < missing.size(); ++i) tk += (i ? "+" : "") + missing[i];
-  return tk + fmt::format("|r{}", rep);
+  return TrialKey{kind_, key, TrialKey::Run{missing, rep}}.to_string();
 }
 
 const TrialRecord* Evaluator::find_trial(const std::string& tk) const {
@@ -348,7 +351,7 @@ Evaluation Evaluator::evaluate(const CandidateConfig& config_in, const std::vect
 
 void Evaluator::record_rejection(Evaluation& ev, const Rendered& cmd, const std::string& phase,
                                  const std::string& why) {
-  const std::string tk = tag_ + "|" + ev.key + "|rejected";
+  const std::string tk = TrialKey{kind_, ev.key, TrialKey::Rejected{}}.to_string();
   if (!find_trial(tk)) {
     TrialRecord rec = base_record(ev, cmd, phase);
     rec.trial_key = tk;
@@ -450,7 +453,7 @@ void Evaluator::set_keep_engine(bool on) {
 void Evaluator::release_engine() {
   if (kept_config_.empty() || !runner_) return;
   TrialRequest req;
-  req.trial_key = tag_ + "|" + kept_config_ + "|release";
+  req.trial_key = TrialKey{kind_, kept_config_, TrialKey::Release{}}.to_string();
   req.engine = kept_engine_;
   req.config_key = kept_config_;
   req.release_engine = true;
@@ -499,7 +502,7 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
     }
     result = redact_study_secrets(study_, result);  // a failure reason may quote the engine's command or log
     // The twin guiding another target counts its predictions apart ("[twin 12]"): one counter per line kind.
-    const bool guide = tag_ == "twin" && study_.target != Target::kTwin;
+    const bool guide = predicts() && study_.target != Target::kTwin;
     const std::string count = guide               ? fmt::format("twin {}", done_)
                               : done_ <= planned_ ? fmt::format("{}/~{}", done_, planned_)
                                                   : fmt::format("{}, past the ~{} planned", done_, planned_);

@@ -33,7 +33,7 @@ SearchOutcome run_search(const Study& study, Evaluator& target, Evaluator* twin)
     case Strategy::kGreedy:
       detail::search_greedy(space, target, out);
       // On the twin a grid costs minutes, not GPU-hours: say when greedy's answer is not the grid's.
-      if (target.tag() == "twin") detail::check_against_grid(space, target, out);
+      if (target.predicts()) detail::check_against_grid(space, target, out);
       if (out.grid_check && out.grid_check->disagrees) {  // recommend the better of the two (issue 30 §2)
         out.grid_check->greedy_best = out.best;
         out.best = out.grid_check->grid_best;

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
+#include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/study/load_points.h"
 
 namespace servelab::tune {
@@ -75,24 +75,11 @@ namespace {
 
 /// Every feasible prediction of `o` on the objective, one per configuration, the top pick excluded.
 std::vector<const Evaluation*> verdict_candidates(const SearchOutcome& o) {
-  std::vector<const Evaluation*> all;
-  for (const auto& e : o.ranked) all.push_back(&e);
-  for (const auto& p : o.engines) {
-    all.push_back(&p.best);
-    all.push_back(&p.baseline);
-    for (const auto& st : p.steps) all.push_back(&st.eval);
-  }
-  if (o.grid_check && o.grid_check->run) all.push_back(&o.grid_check->grid_best);
-  all.push_back(&o.recommended_eval);
-  if (o.alternative) all.push_back(&o.alternative->eval);
-  std::vector<const Evaluation*> out;
-  std::set<std::string> seen{o.best.key};
-  for (const Evaluation* e : all)
-    if (e->feasible && e->predicted && e->objective.n > 0 && !e->key.empty() && seen.insert(e->key).second)
-      out.push_back(e);
-  std::stable_sort(out.begin(), out.end(), [](const Evaluation* a, const Evaluation* b) {
-    return a->objective.mean > b->objective.mean;
-  });
+  std::vector<const Evaluation*> out =
+      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, [&](const Evaluation& e) {
+        return e.key != o.best.key && e.feasible && e.predicted && e.objective.n > 0;
+      });
+  sort_best_first(out);
   return out;
 }
 

@@ -4,16 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "servelab/tune/targets/trial_key.h"
+
 namespace servelab::tune {
 
 namespace {
-
-/// Evaluator::record_rejection's trial key: a config check_config refused, never launched.
-bool pruned_before_launch(const TrialRecord& r) {
-  const std::string suffix = "|rejected";
-  return r.trial_key.size() >= suffix.size() &&
-         r.trial_key.compare(r.trial_key.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 /// The target's trial ended in a failure of the engine itself (refused, out of memory, crashed).
 bool engine_refused(TrialStatus s) {
@@ -26,11 +21,12 @@ bool engine_refused(TrialStatus s) {
 TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& records) {
   TrialTally t;
   t.on_gpus = study.target != Target::kTwin;
-  const std::string tag = std::string(target_name(study.target)) + "|";
+  const RunnerKind target = runner_kind(study.target);
   for (const auto& r : records) {
-    if (r.trial_key.rfind(tag, 0) != 0) continue;  // the twin's predictions for another target
+    const std::optional<TrialKey> key = TrialKey::parse(r.trial_key);
+    if (!key || key->runner != target) continue;  // the twin's predictions for another target
     ++t.trials;
-    if (pruned_before_launch(r)) {
+    if (key->rejected()) {  // Evaluator::record_rejection's: a config check_config refused, never launched
       ++t.pruned;
       continue;
     }

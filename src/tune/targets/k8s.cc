@@ -537,7 +537,7 @@ K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path
     trials.push_back(r);
     return planner(r);
   };
-  Evaluator ev(study, capture, "k8s-plan", nullptr, {}, nullptr, nullptr, {});
+  Evaluator ev(study, capture, RunnerKind::kK8sPlan, nullptr, {}, nullptr, nullptr, {});
   run_search(study, ev, &ev);
   K8sRenderResult out;
   std::ofstream tsv(dir / "trials.tsv");

@@ -30,7 +30,7 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// then, while a lower load served more goodput, halve the wider gap around it to the tolerance. Runs planned
 /// or rerun with more prompts get `<scenario>@<tag>n<prompts>` ids. At most [slo].max_runs runs. A run
 /// without a verdict (trial_status_judges_config false) stops the search with nothing found and `note` naming
-/// it. On the twin (evaluator.tag() "twin"), a goodput found gets its band propagated from the prediction's
+/// it. On the twin (evaluator.predicts()), a goodput found gets its band propagated from the prediction's
 /// TTFT and TPOT bands (SloResult::goodput_band_pct: two more searches, trials of phase "slo-band").
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 

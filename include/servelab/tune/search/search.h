@@ -17,6 +17,7 @@
 #include "servelab/tune/study/space.h"
 #include "servelab/tune/study/study.h"
 #include "servelab/tune/targets/runner.h"
+#include "servelab/tune/targets/trial_key.h"
 
 namespace servelab::tune {
 
@@ -65,14 +66,15 @@ bool significantly_better(const Study& study, const Evaluation& incumbent, const
 /// The same test with the one-run threshold given (percent).
 bool significantly_better(double min_gain_pct, const Evaluation& incumbent, const Evaluation& candidate);
 
-/// Runs (or replays) trials: expands repeats, reuses finished results by (runner tag, config, scenario,
+/// Runs (or replays) trials: expands repeats, reuses finished results by (runner kind, config, scenario,
 /// repeat), prunes invalid configs before launch, records every trial in the store, shows progress.
 /// Thread-safety: one thread.
 class Evaluator {
  public:
   /// `runner` may be empty: replay mode (only stored trials; anything missing is reported as "not run").
-  /// `tag` separates runners in trial keys ("twin", "local"). `store` and `progress` may be null.
-  Evaluator(const Study& study, TrialRunner runner, std::string tag, Store* store,
+  /// `kind` is the runner's: it separates runners in trial keys ("twin|...", "local|...") and says whether
+  /// the results are predictions. `store` and `progress` may be null.
+  Evaluator(const Study& study, TrialRunner runner, RunnerKind kind, Store* store,
             std::vector<TrialRecord> finished, std::ostream* progress, const std::atomic<bool>* stop,
             std::filesystem::path log_dir);
 
@@ -108,7 +110,10 @@ class Evaluator {
   int missing() const { return missing_; }
   /// Every trial this evaluator ran or reused, in order (for reports and exports).
   const std::vector<TrialRecord>& records() const { return records_; }
-  const std::string& tag() const { return tag_; }
+  /// The kind of runner behind this evaluator (its trial keys' tag).
+  RunnerKind runner_kind() const { return kind_; }
+  /// Its numbers are the twin's predictions (runner_predicts), not measurements.
+  bool predicts() const { return runner_predicts(kind_); }
   /// Runs per point: study.repeats, except 1 on the twin (its predictions are deterministic, so a repeat
   /// would only copy the first run and report a ± 0.00 confidence interval).
   int repeats() const;
@@ -118,14 +123,17 @@ class Evaluator {
   void set_load_guide(Evaluator* twin) { load_guide_ = twin; }
   Evaluator* load_guide() const { return load_guide_; }
   void release_engine();
+  /// The last trial of this evaluator's runner on `config_key` in repeat `repeat` (0-based) with a result
+  /// for `scenario` (a scenario or load-point id), or null: where evaluate() takes that result from.
+  const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
 
  private:
-  const TrialRecord* find(const std::string& config_key, const std::string& scenario, int repeat) const;
   const TrialRecord* find_config_failure(const std::string& config_key, int repeat) const;
   void remember(TrialRecord record);
   /// `config` normalized, with its key, label and `predicted` (what evaluate() and prefetch() start from).
   Evaluation describe(const CandidateConfig& config) const;
-  /// Key of the trial running `missing` scenarios of `config_key` in repeat `rep`: "tag|key|s1+s2|rN".
+  /// Key of the trial running `missing` scenarios of `config_key` in repeat `rep`: "tag|key|s1+s2|rN"
+  /// (TrialKey::Run).
   std::string trial_key(const std::string& config_key, const std::vector<std::string>& missing,
                         int rep) const;
   /// The last record with this trial key, or null.
@@ -157,17 +165,20 @@ class Evaluator {
   const Study& study_;
   TrialRunner runner_;
   BatchTrialRunner batch_runner_;
-  std::string tag_;
+  RunnerKind kind_;
   Store* store_;
   std::vector<TrialRecord> records_;  ///< finished trials known to this evaluator
   /// Indexes of records_ (so that a lookup is not a scan of every trial: planning 30,000 values of one knob
   /// was quadratic): this tag's records by config key, in order; the last record of each trial key.
   std::unordered_map<std::string, std::vector<std::size_t>> records_by_config_;
   std::unordered_map<std::string, std::size_t> last_record_by_trial_key_;
-  /// A record of this tag whose trial key does not start with "tag|<its config_key>|" (never written by
-  /// servelab; possible in a hand-edited store): then lookups scan records_ as they always did.
+  /// A record whose trial key does not parse (TrialKey::parse), or is of this runner but not of the
+  /// record's config_key (never written by servelab; possible in a hand-edited store): then lookups scan
+  /// records_, checking each key (owns).
   bool records_unindexed_ = false;
   void index_record(std::size_t i);
+  /// Is `record`'s trial key one of this runner's trials of `config_key`?
+  bool owns(const TrialRecord& record, const std::string& config_key) const;
   /// Indexes (into records_) of the records that can belong to `config_key`, in order; null: scan them all.
   const std::vector<std::size_t>* records_of_config(const std::string& config_key) const;
   std::ostream* progress_;
