@@ -226,6 +226,11 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
               : ctx.level == sim::CalibrationLevel::kEngine
                   ? "no data for the class: the engine's pooled value"
                   : "no data: the prior");
+  const auto& image_version = ctx.launch.config.image_version;
+  if (!image_version.empty() && image_version != ctx.launch.version)
+    std::printf("Note: the container image's tag names %s %s; %s is modelled (--engine-version)\n",
+                engines::engine_kind_name(ctx.launch.config.kind), image_version.c_str(),
+                ctx.launch.version.c_str());
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());

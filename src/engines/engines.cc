@@ -133,9 +133,12 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
   c.argv = argv;
   c.wrapper = wrap.words;
   c.wrapper_supplies_program = wrap.supplies_program;
+  c.image_version = detail::image_tag_version(wrap.image);
   if (!version.empty()) {
     EngineVersion::parse(version);  // throws std::invalid_argument naming a malformed version
     c.engine_version = version;
+  } else {
+    c.engine_version = c.image_version;  // the image's release, else (empty) the module's default
   }
   detail::record_env(env, c);
   // The engine is the module one of whose programs the command starts with (engine_module.h).

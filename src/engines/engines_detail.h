@@ -37,7 +37,13 @@ struct LaunchWrapper {
       words;              ///< the wrapper with its options ("mpirun -n 1 --oversubscribe"); env excluded
   std::size_t first = 0;  ///< index of the engine command in the argv
   bool supplies_program = false;  ///< a vllm/vllm-openai image: its entrypoint is `vllm serve`
+  std::string image;              ///< `docker|podman run`'s image ("" without a container wrapper)
 };
+
+/// The engine version an engine image's tag names (the repository names vllm, sglang or tensorrt-llm): the
+/// tag after the last ':' without a leading "v" and a "-suffix" ("lmsysorg/sglang:v0.5.6-cu129" ->
+/// "0.5.6"), when it parses as a version; else "" (nvidia/cuda:12.4.1, ...:latest).
+std::string image_tag_version(const std::string& image);
 
 /// Skips NAME=value words, `env [opts]`, `mpirun|mpiexec|orterun [opts]`, `srun [opts]` and `docker|podman
 /// run [opts] IMAGE` before the engine command, recording the environment they set (NAME=value, mpirun -x,

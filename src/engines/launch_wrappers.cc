@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "engines/engines_detail.h"
+#include "engines/version.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -38,6 +39,26 @@ bool option_value(const std::vector<std::string>& argv, std::size_t& i, const st
 }
 
 }  // namespace
+
+std::string image_tag_version(const std::string& image) {
+  const auto colon = image.rfind(':');
+  if (colon == std::string::npos || image.find('/', colon) != std::string::npos) return "";
+  // Only an engine's own image names the engine's release (nvidia/cuda:12.4.1 names CUDA's).
+  const std::string repo = image.substr(0, colon);
+  bool engine_image = false;
+  for (const char* name : {"vllm", "sglang", "tensorrt-llm", "tensorrt_llm", "trtllm"})
+    engine_image = engine_image || repo.find(name) != std::string::npos;
+  if (!engine_image) return "";
+  std::string tag = image.substr(colon + 1);
+  if (!tag.empty() && tag[0] == 'v') tag.erase(0, 1);
+  tag = tag.substr(0, tag.find('-'));
+  try {
+    EngineVersion::parse(tag);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  return tag;
+}
 
 std::string program_basename(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -96,8 +117,11 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
         // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT]: the
         // words after the image are its arguments.
         vllm_image = true;
+        w.image = argv[i];
         ++i;
         break;
+      } else if (container && argv[i][0] != '-') {
+        w.image = argv[i];  // the image is the last word before the engine program (option values precede)
       }
       ++i;
     }

@@ -301,6 +301,14 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
   choose_kernels(r, cl);
   if (auto f = trtllm_speculative(r)) return *f;
   policies(r);
+  // TRTLLM_ENABLE_PDL=1: TensorRT-LLM's own kernels launch with programmatic dependent launch on SM90+
+  // (tensorrt_llm/common/envUtils getEnvEnablePDL) [recalled].
+  if (auto it = r.config.env.find("TRTLLM_ENABLE_PDL");
+      it != r.config.env.end() && it->second == "1" && cl.gpu.compute_capability >= 90) {
+    r.execution.programmatic_dependent_launch = true;
+    r.notes.push_back(
+        "programmatic dependent launch on (TRTLLM_ENABLE_PDL=1): no per-kernel launch gap in graphs");
+  }
   static const std::vector<std::string> kEffective = {"--tp_size",
                                                       "--pp_size",
                                                       "--ep_size",
@@ -311,8 +319,10 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
                                                       "--enable_chunked_prefill",
                                                       "--extra_llm_api_options",
                                                       "--backend"};
-  static const std::vector<std::string> kEnv = {"TRTLLM_DG_ENABLED"};
+  static const std::vector<std::string> kEnv = {"TRTLLM_DG_ENABLED", "TRTLLM_ENABLE_PDL"};
   r.inert_flags = inert_flags_of(r.config, kEffective, kEnv);
+  if (r.config.env.count("TRTLLM_ENABLE_PDL") && !r.execution.programmatic_dependent_launch)
+    r.inert_flags.push_back("TRTLLM_ENABLE_PDL (PDL needs SM90+ and the value 1)");
   return r;
 }
 

@@ -368,6 +368,30 @@ std::vector<int> vllm_capture_sizes(const ResolvedLaunch& r, const EngineVersion
   return capture_sizes(r, v, spec_tokens);
 }
 
+namespace {
+
+// Fp8MoEMethod.create_weights (model_executor/layers/quantization/fp8.py): block-scaled FP8 experts sliced
+// by tensor parallelism must keep whole 128-wide blocks in each rank's slice of the intermediate dimension,
+// else the server does not start; the Qwen3 FP8 model cards advise fewer TP ranks or
+// --enable-expert-parallel (Qwen3-235B-A22B-FP8 at TP8: 1536 / 8 = 192) [recalled]. SGLang loads such
+// slices (GLM-4.6-FP8, moe_intermediate_size 1536, ran at TP8 in the corpus).
+std::optional<LaunchFailure> block_fp8_moe_slice(const ResolvedLaunch& r) {
+  const int tp = r.layout.moe_tp;
+  if (!r.model.quantization.experts.block_scaled || tp <= 1) return std::nullopt;
+  for (const auto& g : r.model.layers) {
+    const auto* moe = std::get_if<model::MoeFfn>(&g.layer.ffn);
+    if (!moe || (moe->expert_intermediate % tp == 0 && moe->expert_intermediate / tp % 128 == 0)) continue;
+    return fail(FailurePhase::kStartup, "vllm.fp8_block.moe_slice",
+                "ValueError: The output_size of gate's and up's weight = " +
+                    std::to_string(moe->expert_intermediate / tp) +
+                    " is not divisible by weight quantization block_n = 128.",
+                true);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
                       const hardware::ClusterSpec& cl) {
   ResolvedLaunch r;
@@ -385,6 +409,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
+  if (auto f = block_fp8_moe_slice(r)) return *f;
   vllm_measured_kernel_sources(r, cl);
   return r;
 }

@@ -248,6 +248,7 @@ class StepModel {
   std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
   std::vector<std::string> measured_notes_;  ///< see measured_notes()
+  bool moe_bf16_stand_in_ = false;           ///< MXFP8-activation MoE timed by BF16-activation rows
   void describe_measured();
   /// Counters of measured lookups. cost() is const and thread-safe, so they are relaxed atomics; copying
   /// a StepModel copies their values.

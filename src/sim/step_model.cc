@@ -361,12 +361,24 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     }
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
-      if (op_source_)
-        c.moe_measured = measured_moe_curve(
-            *ops_, *op_source_,
-            MoeShape{measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations),
-                     double(m.hidden_size), double(moe->expert_intermediate), double(moe->top_k),
-                     double(moe->experts), lay.moe_tp, lay.moe_ep, ex.moe_kernel_sources});
+      if (op_source_) {
+        MoeShape shape{measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations),
+                       double(m.hidden_size),
+                       double(moe->expert_intermediate),
+                       double(moe->top_k),
+                       double(moe->experts),
+                       lay.moe_tp,
+                       lay.moe_ep,
+                       ex.moe_kernel_sources};
+        c.moe_measured = measured_moe_curve(*ops_, *op_source_, shape);
+        // No MXFP8-activation row of this shape: the same kernel's BF16-activation rows stand in (the
+        // MXFP4 expert weights, the same either way, bound decode; prefill comes out slower), with a note.
+        if (!c.moe_measured && ex.moe_mxfp8_activations) {
+          shape.dtype = measured_moe_dtype(m.quantization.experts, false);
+          c.moe_measured = measured_moe_curve(*ops_, *op_source_, shape);
+          moe_bf16_stand_in_ = moe_bf16_stand_in_ || c.moe_measured != nullptr;
+        }
+      }
     }
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
@@ -501,7 +513,10 @@ void StepModel::describe_measured() {
                          launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
                              ? fmt::format("no table row times the {} MoE kernel",
                                            engines::moe_kernel_name(launch_.execution.moe))
-                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP"))));
+                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP")) +
+                        (moe_bf16_stand_in_ ? "; no MXFP8-activation row of this shape: the kernel's "
+                                              "BF16-activation (w4a16_mxfp4) rows stand in"
+                                            : "")));
   const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
   measured_notes_.push_back(fmt::format(
       "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "
@@ -788,7 +803,7 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
   // SGLang --enable-torch-compile: decode batches up to torch_compile_max_batch run Inductor-fused
   // graphs, about a third fewer kernels per layer (norms, RoPE, activation fused) [estimate].
   if (ex.torch_compile && graph && decode_max <= ex.torch_compile_max_batch) kernels = kernels * 2 / 3;
-  const double floor = kernel_floor_s(cluster_.gpu.generation);
+  const double floor = ex.programmatic_dependent_launch ? 0.0 : kernel_floor_s(cluster_.gpu.generation);
   if (graph) {
     out.floor_s = kernels * floor;
   } else {

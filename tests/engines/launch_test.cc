@@ -72,6 +72,9 @@ const char* kQwen8Fp8 = "Qwen/Qwen3-8B-FP8";
 const char* kGptOss = "openai/gpt-oss-120b";
 const char* kGlm52 = "zai-org/GLM-5.2-FP8";
 const char* kQwen235Fp8 = "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8";
+// BF16: vLLM refuses the FP8 checkpoint's experts TP-sliced 8 ways
+// (VllmRules.BlockFp8ExpertsMustKeepWholeBlocksPerRank).
+const char* kQwen235 = "Qwen/Qwen3-235B-A22B-Instruct-2507";
 const char* kQwen35 = "Qwen/Qwen3.5-9B";
 
 }  // namespace
@@ -458,7 +461,7 @@ TEST(Layouts, DeepepModesAndExpertParallel) {
   EXPECT_EQ(vll.execution.graphs, se::GraphMode::kFullAndPiecewise);
   EXPECT_EQ(ok(v, "0.11.0", kQwen235Fp8, "8xH100", {{"VLLM_ALL2ALL_BACKEND", "pplx"}}).layout.a2a,
             se::MoeA2a::kPplx);
-  auto tp_only = ok("vllm serve m -tp 4 -dp 2", "0.13.0", kQwen235Fp8, "8xH100");
+  auto tp_only = ok("vllm serve m -tp 4 -dp 2", "0.13.0", kQwen235, "8xH100");
   EXPECT_EQ(tp_only.layout.moe_tp, 8);
   EXPECT_EQ(tp_only.layout.moe_ep, 1);
   // TensorRT-LLM: MoE TP = tp / ep; attention DP from the YAML; tp % ep refused.
@@ -479,16 +482,16 @@ TEST(Layouts, DeepepModesAndExpertParallel) {
 TEST(Layouts, MultiNode) {
   // 16 x H100 = two nodes of eight: TP 16 crosses nodes; PP 2 x TP 8 keeps TP inside a node and puts
   // the two stages on different nodes.
-  auto tp16 = ok("vllm serve m -tp 16", "0.13.0", kQwen235Fp8, "16xH100");
+  auto tp16 = ok("vllm serve m -tp 16", "0.13.0", kQwen235, "16xH100");
   EXPECT_EQ(tp16.layout.gpus, 16);
   EXPECT_EQ(tp16.layout.nodes, 2);
   EXPECT_TRUE(tp16.layout.tp_crosses_nodes);
-  auto pp2 = ok("vllm serve m -tp 8 -pp 2", "0.13.0", kQwen235Fp8, "16xH100");
+  auto pp2 = ok("vllm serve m -tp 8 -pp 2", "0.13.0", kQwen235, "16xH100");
   EXPECT_EQ(pp2.layout.nodes, 2);
   EXPECT_FALSE(pp2.layout.tp_crosses_nodes);
   EXPECT_TRUE(pp2.layout.pp_crosses_nodes);
   EXPECT_EQ(pp2.scheduler.pp_micro_batches, 2);
-  auto one = ok("vllm serve m -tp 8", "0.13.0", kQwen235Fp8, "2x8xH100");
+  auto one = ok("vllm serve m -tp 8", "0.13.0", kQwen235, "2x8xH100");
   EXPECT_EQ(one.layout.nodes, 1);
   EXPECT_FALSE(one.layout.tp_crosses_nodes);
   auto pp4 = ok("vllm serve m -tp 2 -pp 4", "0.13.0", kQwen235Fp8, "8xH100");
@@ -835,6 +838,32 @@ TEST(MeasuredKernels, VllmMxfp4EnvironmentPicksTheMoeKernel) {
   EXPECT_EQ(b200_marlin.inert_flags.at(0).rfind("VLLM_MXFP4_USE_MARLIN (", 0), 0u);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "1xH100", mxfp8).inert_flags,
             (V{"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 (MXFP4 experts on SM100 only)"}));
+}
+
+// TRTLLM_ENABLE_PDL=1 (InferenceMAX's B200 TensorRT-LLM launches) turns on programmatic dependent launch
+// on SM90+; on Ampere, or with another value, it cannot act and is listed as inert.
+TEST(TrtllmDefaults, EnablePdlOnHopperAndBlackwell) {
+  const std::map<std::string, std::string> pdl{{"TRTLLM_ENABLE_PDL", "1"}};
+  EXPECT_TRUE(
+      ok("trtllm-serve m", "1.2.0rc5", kGptOss, "1xB200", pdl).execution.programmatic_dependent_launch);
+  EXPECT_FALSE(ok("trtllm-serve m", "1.2.0rc5", kGptOss, "1xB200").execution.programmatic_dependent_launch);
+  const auto a100 = ok("trtllm-serve m", "1.2.0rc5", kQwen8, "1xA100", pdl);
+  EXPECT_FALSE(a100.execution.programmatic_dependent_launch);
+  EXPECT_EQ(a100.inert_flags,
+            std::vector<std::string>{"TRTLLM_ENABLE_PDL (PDL needs SM90+ and the value 1)"});
+}
+
+// vLLM refuses block-scaled FP8 experts whose TP slice splits a 128-wide block: Qwen3-235B-A22B-FP8
+// (moe_intermediate_size 1536) at TP8 is 192 columns a rank; TP4 (384) and TP8 with expert parallelism
+// (whole experts) start. SGLang loads such slices.
+TEST(VllmRules, BlockFp8ExpertsMustKeepWholeBlocksPerRank) {
+  const char* qwen = "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8";
+  EXPECT_EQ(refused("vllm serve m -tp 8", "0.11.0", qwen, "8xH100").message,
+            "ValueError: The output_size of gate's and up's weight = 192 is not divisible by weight "
+            "quantization block_n = 128.");
+  ok("vllm serve m -tp 4", "0.11.0", qwen, "4xH100");
+  ok("vllm serve m -tp 8 --enable-expert-parallel", "0.11.0", qwen, "8xH100");
+  ok("python3 -m sglang.launch_server --model-path m --tp-size 8", "0.5.9", qwen, "8xH100");
 }
 
 // TensorRT-LLM's KV dtype "auto" follows the checkpoint: a ModelOpt checkpoint calibrated with

@@ -378,6 +378,28 @@ TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
   EXPECT_FALSE(e.deep_gemm);
   EXPECT_EQ(e.tp, 8);
 
+  // The engine image's tag is the engine version when none is given; a given one wins (sim run notes the
+  // difference). A tag of another image (CUDA's) or without a version names none.
+  EXPECT_EQ(d.engine_version, "0.11.0");
+  EXPECT_EQ(e.engine_version, "0.5.3");
+  const auto pinned = se::parse_launch_command(
+      se::split_command_line("docker run --gpus all vllm/vllm-openai:v0.17.0 --model m"), {}, "0.13.0");
+  EXPECT_EQ(pinned.engine_version, "0.13.0");
+  EXPECT_EQ(pinned.image_version, "0.17.0");
+  EXPECT_EQ(se::parse_launch_command(
+                se::split_command_line("docker run -v /a:/b lmsysorg/sglang:v0.5.6.post2-cu126 "
+                                       "python3 -m sglang.launch_server --model-path m"))
+                .engine_version,
+            "0.5.6.post2");
+  EXPECT_EQ(se::parse_launch_command(
+                se::split_command_line("docker run nvidia/cuda:12.4.1-devel python3 -m sglang.launch_server "
+                                       "--model-path m"))
+                .image_version,
+            "");
+  EXPECT_EQ(se::parse_launch_command(se::split_command_line("docker run vllm/vllm-openai:latest --model m"))
+                .image_version,
+            "");
+
   // A wrapper with no engine command after it is still not a launch, and says which forms are.
   try {
     se::parse_launch_command({"mpirun", "-n", "1", "hostname"});
@@ -402,7 +424,8 @@ TEST(CurrentReleaseFlags, AcceptedAndRecorded) {
                              "--enable-ep-moe --enable-flashinfer-trtllm-moe --disable-piecewise-cuda-graph"),
       {}, "0.5.9");
   EXPECT_FALSE(s.enable_piecewise_cuda_graph);
-  EXPECT_EQ(s.unmodelled_options.size(), 3u);
+  EXPECT_EQ(s.fp8_gemm_backend, "deep_gemm");  // modelled: it picks the FP8 block-scaled GEMM
+  EXPECT_EQ(s.unmodelled_options.size(), 2u);
   auto t =
       se::parse_launch_command(se::split_command_line("trtllm-serve m --config extra.yaml"), {}, "1.2.0rc5");
   EXPECT_EQ(t.extra_llm_api_options, "extra.yaml");

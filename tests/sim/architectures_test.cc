@@ -57,14 +57,19 @@ TEST(Architectures, Llama31_70BVllmTp4OnH100) {
   EXPECT_EQ(p.twin.moe_s, 0);
 }
 
-// MiniMax-M2.5 (FP8 blocks), vLLM TP4 and TP8 on H200: 62 layers x 2 x 128 x 2 B x 2 (TP4) or 1 (TP8)
-// KV heads a rank; routed experts take MoE time.
+// MiniMax-M2.5 (FP8 blocks), vLLM TP4 and TP8 + EP on H200: 62 layers x 2 x 128 x 2 B x 2 (TP4) or 1 (TP8)
+// KV heads a rank; routed experts take MoE time. Pure TP8 slices its 1536-wide experts into 192 columns, not
+// whole 128-blocks, which vLLM refuses (MiniMax-M2's vLLM recipe: TP8 needs expert parallelism).
 TEST(Architectures, MiniMaxM25VllmTp4AndTp8OnH200) {
   const auto m = aic("MiniMaxAI--MiniMax-M2.5");
   const Prediction p4 = predict_run({"vllm", "serve", "MiniMaxAI/MiniMax-M2.5", "-tp", "4"}, m, "4xH200");
   EXPECT_DOUBLE_EQ(p4.twin.memory.kv_bytes_per_token, 63488);
   EXPECT_GT(p4.twin.moe_s, 0);
-  const Prediction p8 = predict_run({"vllm", "serve", "MiniMaxAI/MiniMax-M2.5", "-tp", "8"}, m, "8xH200");
+  EXPECT_TRUE(std::holds_alternative<PredictedFailure>(
+      predict(engines::parse_launch_command({"vllm", "serve", "MiniMaxAI/MiniMax-M2.5", "-tp", "8"}),
+              hardware::parse_cluster("8xH200"), m, random_fixed(64, 1024, 128), WorkloadOptions{})));
+  const Prediction p8 = predict_run(
+      {"vllm", "serve", "MiniMaxAI/MiniMax-M2.5", "-tp", "8", "--enable-expert-parallel"}, m, "8xH200");
   EXPECT_DOUBLE_EQ(p8.twin.memory.kv_bytes_per_token, 31744);
   // Half the weights a GPU (230.0 GB of FP8 + BF16 embedding/head over 4 vs 8 GPUs).
   EXPECT_NEAR(p4.twin.memory.weight_bytes / p8.twin.memory.weight_bytes, 2.0, 0.01);

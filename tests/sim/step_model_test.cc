@@ -377,10 +377,10 @@ TEST(StepModel, GemmRowsAreTheLaunchsKernel) {
 }
 
 // MXFP4 experts with MXFP8 activations (vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 on SM100) are the
-// moe_perf rows "w4a8_mxfp4_mxfp8", not the BF16-activation "w4a16_mxfp4" ones: B200's vLLM 0.24.0 table has
-// the latter for gpt-oss-120b's experts (hidden 2880, 128 experts, top 4; its two layer kinds, sliding and
-// full attention) and the former only for another shape, so that launch keeps the roofline, at FP8
-// tensor-core peak.
+// moe_perf rows "w4a8_mxfp4_mxfp8": B200's vLLM 0.24.0 table has them only for another shape, and the
+// BF16-activation "w4a16_mxfp4" rows of the same kernel for gpt-oss-120b's experts (hidden 2880, 128
+// experts, top 4; two layer kinds, sliding and full attention). Those stand in, same latency, and the note
+// says so.
 TEST(StepModel, Mxfp8ActivationsTakeTheirOwnMoeRows) {
   const MeasuredOperators measured;
   const auto m = corpus_model("gpt-oss-120b");
@@ -398,9 +398,17 @@ TEST(StepModel, Mxfp8ActivationsTakeTheirOwnMoeRows) {
   };
   EXPECT_EQ(moe_note(StepModel(l, c)).rfind("MoE experts: 2 of 2 layer kinds", 0), 0u)
       << moe_note(StepModel(l, c));
+  RankLoad load;
+  load.requests = load.decode_requests = load.query_tokens = load.sampled_tokens = 16;
+  load.decode_pairs[0] = load.decode_kv_tokens[0] = 16 * 100.0;
+  const double bf16 = StepModel(l, c).cost({&load, 1}, 16, true, false).moe_s;
   l.execution.moe_mxfp8_activations = true;
-  EXPECT_EQ(moe_note(StepModel(l, c)).rfind("MoE experts: 0 of 2 layer kinds", 0), 0u)
-      << moe_note(StepModel(l, c));
+  const StepModel mxfp8(l, c);
+  EXPECT_EQ(
+      moe_note(mxfp8),
+      "MoE experts: 2 of 2 layer kinds from moe_perf of b200_sxm vllm 0.24.0; no MXFP8-activation row of "
+      "this shape: the kernel's BF16-activation (w4a16_mxfp4) rows stand in");
+  EXPECT_DOUBLE_EQ(mxfp8.cost({&load, 1}, 16, true, false).moe_s, bf16);
 }
 
 // FlashInfer's TRT-LLM-gen MoE on Blackwell tiles each expert's rows by 8 to 64 tokens
@@ -426,6 +434,19 @@ TEST(StepModel, BlackwellTrtllmGenMoePadsDecodeToEightRows) {
   const double router = 36 * 2e-6;  // the router GEMM (16 x 2880 x 128 BF16), a few microseconds a layer
   EXPECT_NEAR(cost.moe_s, 36 * bytes / (c.gpu.hbm_bandwidth_Bps * eff.memory), router);
   EXPECT_LT(cost.moe_s, 5e-3);
+}
+
+// Each kernel of a graphed step pays the per-kernel floor (kernel_floor_s: 2.5 us on Hopper); with
+// programmatic dependent launch (TensorRT-LLM's TRTLLM_ENABLE_PDL=1) a kernel launches while the previous one
+// drains and pays none: Qwen3-32B's 64 layers x 12 kernels = 768 kernels, 1.92 ms a step, become 0.
+TEST(StepModel, ProgrammaticDependentLaunchHasNoKernelFloor) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  const RankLoad load = decode_one(1000);
+  EXPECT_NEAR(StepModel(l, c).cost({&load, 1}, 1, true, false).floor_s, 64 * 12 * 2.5e-6, 1e-12);
+  l.execution.programmatic_dependent_launch = true;
+  EXPECT_EQ(StepModel(l, c).cost({&load, 1}, 1, true, false).floor_s, 0.0);
 }
 
 // Kernels of an eager step: Qwen3-32B (64 dense GQA layers of 12 kernels) without graphs launches 768

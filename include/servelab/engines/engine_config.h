@@ -155,6 +155,10 @@ struct LaunchConfig {
   /// the engine is started directly.
   std::vector<std::string> wrapper;
   bool wrapper_supplies_program = false;  ///< the wrapper's image runs `vllm serve` itself (vllm/vllm-openai)
+  /// The engine version a container image's tag names ("vllm/vllm-openai:v0.17.0" -> "0.17.0",
+  /// "lmsysorg/sglang:v0.5.6.post2-cu126" -> "0.5.6.post2"); "" without an image or a version tag. It is
+  /// the engine version when none is given.
+  std::string image_version;
   std::vector<std::string> argv;  ///< the engine command as given, after any wrapper (argv[0] = program)
   std::map<std::string, std::string> env;  ///< engine-relevant environment variables that were set
   /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").

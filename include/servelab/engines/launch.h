@@ -232,6 +232,10 @@ struct ExecutionPolicy {
   /// vLLM's FlashInfer TRT-LLM-gen MXFP4 x MXFP8 MoE on SM100 (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1;
   /// moe_perf rows "w4a8_mxfp4_mxfp8").
   bool moe_mxfp8_activations = false;
+  /// Programmatic dependent launch (CUDA PDL, SM90+): each kernel launches while the one before it drains,
+  /// so a graph's kernels pay no per-kernel launch gap (CUDA Programming Guide, "Programmatic Dependent
+  /// Launch and Synchronization"). TensorRT-LLM with TRTLLM_ENABLE_PDL=1.
+  bool programmatic_dependent_launch = false;
   GemmKernel attention_gemm = GemmKernel::kCublasBf16;  ///< attention projections (gpt-oss: BF16)
   /// Which rows of the engine's measured operator tables (aic-ops `kernel_source`) time the kernel this
   /// launch dispatches, per operator: unset = every row (the table measures the engine's default path,
