@@ -201,6 +201,9 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   Study study = parse_study(*toml, db.string() + " (stored study)", common::data_dir());
   auto trials = store.trials();
   Evaluator target(study, nullptr, runner_kind(study.target), nullptr, trials, nullptr, nullptr, {});
+  // The twin's goodput bands come from searches that are not trials: the run stored them (slo_search).
+  const std::vector<GoodputBandRecord> bands = store.goodput_bands();
+  target.set_goodput_bands(bands);
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {
@@ -217,6 +220,7 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
                    std::filesystem::path{});
     target.set_load_guide(&*twin);
   }
+  if (twin) twin->set_goodput_bands(bands);
   SearchOutcome out = run_search(study, target, twin_ptr);
   analyze_load(study, target, out);
   out.complete = out.complete && target.missing() == 0;

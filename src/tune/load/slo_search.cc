@@ -455,6 +455,15 @@ std::optional<Study> latency_shifted(const Study& study, const SloResult& r, dou
   return shifted;
 }
 
+/// Sets `r`'s goodput band from its two ends (req/s): goodput_low_req_s, goodput_high_req_s and
+/// goodput_band_pct (the larger distance from the goodput, in % of it).
+void set_goodput_band(SloResult& r, double low_req_s, double high_req_s) {
+  r.goodput_low_req_s = low_req_s;
+  r.goodput_high_req_s = high_req_s;
+  const double g = r.request_goodput_req_s;
+  r.goodput_band_pct = std::max(g - low_req_s, high_req_s - g) / g * 100;
+}
+
 /// The twin's band on a predicted goodput (issue 30 §2), propagated from its TTFT and TPOT bands: the SLO
 /// search again with the bounds shifted by each metric's band both ways (latency_shifted), on the twin's
 /// runner with each shifted study's own --goodput bounds (so each run counts its requests against the
@@ -470,17 +479,26 @@ void propagate_goodput_band(const Study& study, const Evaluator& twin, const Can
     return search_once(shifted, ev, config, "slo-band");
   };
   const SloResult lo = search(*low), hi = search(*high);
-  r.goodput_low_req_s = lo.goodput_found ? std::min(lo.request_goodput_req_s, r.request_goodput_req_s) : 0;
-  r.goodput_high_req_s = std::max(hi.goodput_found ? hi.request_goodput_req_s : 0, r.request_goodput_req_s);
-  const double g = r.request_goodput_req_s;
-  r.goodput_band_pct = std::max(g - r.goodput_low_req_s, r.goodput_high_req_s - g) / g * 100;
+  set_goodput_band(r, lo.goodput_found ? std::min(lo.request_goodput_req_s, r.request_goodput_req_s) : 0,
+                   std::max(hi.goodput_found ? hi.request_goodput_req_s : 0, r.request_goodput_req_s));
 }
 
 }  // namespace
 
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
   SloResult r = search_once(study, evaluator, config, "slo");
-  if (r.goodput_found && evaluator.predicts()) propagate_goodput_band(study, evaluator, config, r);
+  if (!r.goodput_found || !evaluator.predicts()) return r;
+  if (evaluator.replays()) {
+    // `servelab report`: the band's searches are not stored trials (and a replay has no twin to run them
+    // on), so the band is the one the run stored, when it was computed around this goodput.
+    const GoodputBandRecord* b = evaluator.goodput_band(r.config_key, r.scenario);
+    if (b && b->goodput_req_s == r.request_goodput_req_s) set_goodput_band(r, b->low_req_s, b->high_req_s);
+    return r;
+  }
+  propagate_goodput_band(study, evaluator, config, r);
+  if (r.goodput_band_pct)
+    evaluator.record_goodput_band(GoodputBandRecord{r.config_key, r.scenario, r.request_goodput_req_s,
+                                                    r.goodput_low_req_s, r.goodput_high_req_s});
   return r;
 }
 

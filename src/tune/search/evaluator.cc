@@ -234,6 +234,18 @@ void Evaluator::remember(TrialRecord record) {
   index_record(records_.size() - 1);
 }
 
+void Evaluator::record_goodput_band(const GoodputBandRecord& band) {
+  if (store_) store_->record_goodput_band(band);
+  goodput_bands_.push_back(band);
+}
+
+const GoodputBandRecord* Evaluator::goodput_band(const std::string& config_key,
+                                                 const std::string& scenario) const {
+  for (auto it = goodput_bands_.rbegin(); it != goodput_bands_.rend(); ++it)
+    if (it->config_key == config_key && it->scenario == scenario) return &*it;
+  return nullptr;
+}
+
 Evaluation Evaluator::describe(const CandidateConfig& config) const {
   Evaluation ev;
   ev.config = normalize(study_, config);

@@ -124,6 +124,16 @@ Store::Store(const std::filesystem::path& path) : path_(path) {
     exec(
         "CREATE TABLE IF NOT EXISTS slurm_jobs (trial_key TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
         "state TEXT NOT NULL, wall_submitted_s REAL NOT NULL)");
+  bool have_bands = false;  // GoodputBandRecord (databases written before it have none)
+  {
+    Stmt q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goodput_bands'");
+    have_bands = q.step() && q.integer(0) == 1;
+  }
+  if (!have_bands)
+    exec(
+        "CREATE TABLE IF NOT EXISTS goodput_bands (config_key TEXT NOT NULL, scenario TEXT NOT NULL, "
+        "goodput_req_s REAL NOT NULL, low_req_s REAL NOT NULL, high_req_s REAL NOT NULL, "
+        "PRIMARY KEY (config_key, scenario))");
 }
 
 Store::~Store() {
@@ -300,6 +310,24 @@ std::optional<std::string> Store::study_name() const {
 
 void Store::clear_trials() {
   exec("DELETE FROM trials");
+  exec("DELETE FROM goodput_bands");
+}
+
+void Store::record_goodput_band(const GoodputBandRecord& b) {
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO goodput_bands (config_key, scenario, goodput_req_s, low_req_s, high_req_s) "
+         "VALUES (?, ?, ?, ?, ?)");
+  s.bind(1, b.config_key).bind(2, b.scenario).bind(3, b.goodput_req_s).bind(4, b.low_req_s);
+  s.bind(5, b.high_req_s).run();
+}
+
+std::vector<GoodputBandRecord> Store::goodput_bands() const {
+  std::vector<GoodputBandRecord> out;
+  Stmt q(
+      db_,
+      "SELECT config_key, scenario, goodput_req_s, low_req_s, high_req_s FROM goodput_bands ORDER BY rowid");
+  while (q.step()) out.push_back(GoodputBandRecord{q.text(0), q.text(1), q.real(2), q.real(3), q.real(4)});
+  return out;
 }
 
 void Store::record_slurm_job(const SlurmJobRecord& j) {

@@ -31,7 +31,9 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// or rerun with more prompts get `<scenario>@<tag>n<prompts>` ids. At most [slo].max_runs runs. A run
 /// without a verdict (trial_status_judges_config false) stops the search with nothing found and `note` naming
 /// it. On the twin (evaluator.predicts()), a goodput found gets its band propagated from the prediction's
-/// TTFT and TPOT bands (SloResult::goodput_band_pct: two more searches, trials of phase "slo-band").
+/// TTFT and TPOT bands (SloResult::goodput_band_pct: two more searches, trials of phase "slo-band", not
+/// stored), recorded with evaluator.record_goodput_band (the store's goodput_bands); a replaying evaluator
+/// (`servelab report`) cannot run them and takes the recorded band instead, when its goodput is the same.
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
 /// The goodput of an SLO search (issue 30): over `r.probes` that passed, are steady (SloProbe::steady) and

@@ -108,6 +108,16 @@ class Evaluator {
   /// Called by set_keep_engine(false) and before any trial that cannot reuse the kept engine.
   /// Evaluations that lacked a stored result in replay mode (0 = the study is complete).
   int missing() const { return missing_; }
+  /// Replay mode: no runner, evaluate() only reads the finished trials it was given (`servelab report`).
+  bool replays() const { return !runner_; }
+  /// Remembers the twin's goodput band of an SLO search (slo_search) and writes it to the store, when any,
+  /// so that a replay of the study shows the band the run computed. Throws std::runtime_error on SQLite
+  /// errors.
+  void record_goodput_band(const GoodputBandRecord& band);
+  /// Gives this evaluator the goodput bands a run stored (Store::goodput_bands), for a replay.
+  void set_goodput_bands(std::vector<GoodputBandRecord> bands) { goodput_bands_ = std::move(bands); }
+  /// The last goodput band recorded or given for (`config_key`, `scenario`), or null.
+  const GoodputBandRecord* goodput_band(const std::string& config_key, const std::string& scenario) const;
   /// Every trial this evaluator ran or reused, in order (for reports and exports).
   const std::vector<TrialRecord>& records() const { return records_; }
   /// The kind of runner behind this evaluator (its trial keys' tag).
@@ -167,7 +177,8 @@ class Evaluator {
   BatchTrialRunner batch_runner_;
   RunnerKind kind_;
   Store* store_;
-  std::vector<TrialRecord> records_;  ///< finished trials known to this evaluator
+  std::vector<TrialRecord> records_;              ///< finished trials known to this evaluator
+  std::vector<GoodputBandRecord> goodput_bands_;  ///< the SLO searches' goodput bands (record_goodput_band)
   /// Indexes of records_ (so that a lookup is not a scan of every trial: planning 30,000 values of one knob
   /// was quadratic): this tag's records by config key, in order; the last record of each trial key.
   std::unordered_map<std::string, std::vector<std::size_t>> records_by_config_;

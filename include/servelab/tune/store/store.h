@@ -42,6 +42,18 @@ struct SlurmJobRecord {
   double wall_submitted_s = 0.0;  ///< system clock, seconds since the Unix epoch
 };
 
+/// The twin's band on the goodput of one configuration's SLO search (SloResult::goodput_low_req_s and
+/// goodput_high_req_s), as the run computed it. The band comes from two more SLO searches on the twin with
+/// the SLO bounds shifted (slo_search, phase "slo-band"), which are not trials: `servelab report` replays the
+/// stored trials only, so it takes the band from here.
+struct GoodputBandRecord {
+  std::string config_key;    ///< the configuration (config_key)
+  std::string scenario;      ///< the SLO search's scenario id (SloSpec::scenario)
+  double goodput_req_s = 0;  ///< the goodput the band is around (SloResult::request_goodput_req_s)
+  double low_req_s = 0;      ///< the band's low end (req/s)
+  double high_req_s = 0;     ///< the band's high end (req/s)
+};
+
 /// The results database. Not copyable; Thread-safety: one thread at a time.
 class Store {
  public:
@@ -74,8 +86,14 @@ class Store {
   std::optional<std::string> study_name() const;
   /// All trials in insertion order, with their scenarios and metrics.
   std::vector<TrialRecord> trials() const;
-  /// Deletes every trial (a fresh run without --resume).
+  /// Deletes every trial and goodput band (a fresh run without --resume).
   void clear_trials();
+
+  /// Inserts or replaces the goodput band of (`band.config_key`, `band.scenario`). Throws
+  /// std::runtime_error on SQLite errors.
+  void record_goodput_band(const GoodputBandRecord& band);
+  /// Every stored goodput band, in insertion order.
+  std::vector<GoodputBandRecord> goodput_bands() const;
 
   /// Inserts or replaces the Slurm job of `job.trial_key`. Throws std::runtime_error on SQLite errors.
   void record_slurm_job(const SlurmJobRecord& job);
