@@ -216,8 +216,14 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
 /// The calibration behind a prediction: error band, engine version, fitted class and its fallback level,
 /// the launch's inert and unmodelled flags (and with --explain every resolved default).
 void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& engine,
-                              const sim::PredictionContext& ctx) {
-  std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
+                              const sim::PredictionContext& ctx, int failed, int requests,
+                              const std::string& first_error) {
+  // The band was measured on benchmarks whose requests completed: none for a run with failed requests.
+  if (failed > 0)
+    std::printf("Warning: %d of %d requests fail (no error band: it covers completed benchmarks)%s\n", failed,
+                requests, first_error.empty() ? "" : (", e.g.: " + first_error).c_str());
+  else
+    std::printf("Error band (leave-one-study-out): %s\n", sim::format_band(ctx.band).c_str());
   std::printf("Engine %s %s; fitted class %s (%s)\n", engines::engine_kind_name(engine.kind),
               ctx.launch.version.c_str(), ctx.key.name().c_str(),
               ctx.level == sim::CalibrationLevel::kClass ? "fitted"
@@ -275,7 +281,14 @@ void run_sim_run(SimRunArgs& a) {
       metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m, selected).c_str());
-  print_prediction_context(a, in.engine, p.context);
+  std::string first_error;
+  for (const auto& o : p.outputs)
+    if (!o.success && !o.error.empty()) {
+      first_error = o.error;
+      break;
+    }
+  print_prediction_context(a, in.engine, p.context, m.failed, static_cast<int>(w.requests.size()),
+                           first_error);
   std::printf("%s", twin_view_block(p.twin).c_str());
   // --save-result / --append-result: the same JSON as bench serve, marked as the twin's prediction.
   if (a.bench.save_result || a.bench.append_result) {

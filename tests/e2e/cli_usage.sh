@@ -39,4 +39,10 @@ missing="$(SERVELAB_OPS_DIR=/nonexistent/servelab-ops "$BIN" sim run "${run[@]:2
 if "$BIN" sim run --op-data /nonexistent/servelab-ops "${run[@]:2}" >/dev/null 2>&1; then
   fail "--op-data with a missing directory succeeded"
 fi
+# Every request longer than --max-model-len fails: a warning with the count and the engine's reason, no band.
+long="$("$BIN" sim run --hardware 1xH100 --scenario random-4096in-16out-n5 -- vllm serve Qwen/Qwen3-8B \
+  --max-model-len 2048 2>&1)" || fail "sim run with failing requests: $long"
+[[ "$long" == *"Warning: 5 of 5 requests fail (no error band"*", e.g.: "*"maximum context length is 2048"* ]] ||
+  fail "failed requests not warned about: $long"
+[[ "$long" != *"Error band"* ]] || fail "an error band printed for failed requests: $long"
 echo "cli_usage: ok"
