@@ -104,7 +104,6 @@ std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware:
   return std::nullopt;
 }
 
-// Dense GEMM and fused-MoE kernels (vllm/model_executor/layers/quantization/*; gpu-kernel-facts §1.3).
 // A boolean of vllm/envs.py read as bool(int(value)); false when unset, an invalid literal included (vLLM
 // raises ValueError for it when the variable is first read).
 bool env_flag(const LaunchConfig& c, const char* name) {
@@ -114,6 +113,7 @@ bool env_flag(const LaunchConfig& c, const char* name) {
   return n && *n != 0;
 }
 
+// Dense GEMM and fused-MoE kernels (vllm/model_executor/layers/quantization/*; gpu-kernel-facts §1.3).
 void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const EngineVersion& v) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;

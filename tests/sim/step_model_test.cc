@@ -253,6 +253,17 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 94 * row.latency_ms * 1e-3, 1e-9);
 }
 
+// A TP8 SGLang launch of `m` at `version` whose linears (attention projections included) run DeepGEMM's
+// block-scaled FP8 GEMM, as SGLang's default on an FP8-block checkpoint.
+engines::ResolvedLaunch sglang_tp8_deepgemm(const model::ModelSpec& m, const hardware::ClusterSpec& c,
+                                            const char* version) {
+  auto l = test_launch(m, c, 8);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.version = version;
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  return l;
+}
+
 // DeepSeek-R1 (61 MLA layers of 128 heads, 58 of them MoE: 256 experts of 2048, top 8, FP8 block) at TP8
 // on H200 under SGLang 0.5.6.post2, resolved by its Hub id from AIConfigurator's config copy
 // (model-configs/aic). Decode of one request at context 1000: the MLA core is generation_mla_perf at batch
@@ -267,10 +278,7 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
   EXPECT_NE(m.config_source.find("aic"), std::string::npos) << m.config_source;
   const auto c = hardware::parse_cluster("8xH200");
-  auto l = test_launch(m, c, 8);
-  l.config.kind = engines::EngineKind::kSglang;
-  l.version = "0.5.6.post2";
-  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  auto l = sglang_tp8_deepgemm(m, c, "0.5.6.post2");
   const StepModel sm(l, c);
   const RankLoad load = decode_one(1000);
   const auto cost = sm.cost({&load, 1}, 1, true, false);
@@ -325,10 +333,7 @@ TEST(StepModel, MoeRowsAreTheLaunchsKernels) {
   const MeasuredOperators measured;
   const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
   const auto c = hardware::parse_cluster("8xH200");
-  auto l = test_launch(m, c, 8);
-  l.config.kind = engines::EngineKind::kSglang;
-  l.version = "0.5.6.post2";
-  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  auto l = sglang_tp8_deepgemm(m, c, "0.5.6.post2");
   const RankLoad load = decode_one(1000);
   for (const char* pattern : {"sglang_fused_moe_triton", "sglang_fused_*"}) {
     l.execution.moe_kernel_sources = std::vector<std::string>{"no_such_kernel", pattern};
@@ -357,10 +362,7 @@ TEST(StepModel, GemmRowsAreTheLaunchsKernel) {
   const MeasuredOperators measured;
   const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
   const auto c = hardware::parse_cluster("8xB200");
-  auto l = test_launch(m, c, 8);
-  l.config.kind = engines::EngineKind::kSglang;
-  l.version = "0.5.9";
-  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8BlockDeepGemm;
+  auto l = sglang_tp8_deepgemm(m, c, "0.5.9");
   l.execution.gemm_kernel_sources = std::vector<std::string>{"sglang_deepgemm*", "sglang"};
   const RankLoad load = decode_one(1000);
   const StepModel deep(l, c);

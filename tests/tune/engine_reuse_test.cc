@@ -44,11 +44,7 @@ print('INFO: Application startup complete.', flush=True)
 s.serve_forever()
 )py";
 
-double arg_value(const std::vector<std::string>& args, const std::string& flag) {
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == flag) return std::stod(args[i + 1]);
-  return 0;
-}
+using testing::arg_value;
 
 bool process_alive(pid_t pid) {
   return kill(pid, 0) == 0 || errno != ESRCH;

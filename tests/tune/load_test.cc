@@ -26,12 +26,7 @@ Study small(const std::string& extra) {
   return parse_study(std::string(testing::kSmallStudy) + extra, "small.toml", "/data");
 }
 
-/// Value of `flag` in a scenario's args (0 when absent).
-double arg_value(const std::vector<std::string>& args, const std::string& flag) {
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == flag) return std::stod(args[i + 1]);
-  return 0;
-}
+using testing::arg_value;
 
 /// A fake engine whose P99 TTFT is `ttft_ms_of(config key, load)` and whose output tok/s is 10 × load
 /// (load = the request rate or the concurrency of the scenario's args, 1 when neither).
@@ -253,25 +248,8 @@ TEST(SloSearch, TwinGoodputBandIsPropagatedFromTheLatencyBands) {
   Study s = small("\n[slo]\np99_ttft_ms = 2000\ntolerance_pct = 2\nmax_runs = 20\n");
   const TrialRunner runner = [](const TrialRequest& req) {
     TrialOutcome out;
-    for (const auto& sc : req.scenarios) {
-      const double x = arg_value(sc.args, "--request-rate");
-      double bound = 1e9;
-      for (size_t i = 0; i + 1 < sc.args.size(); ++i)
-        if (sc.args[i] == "--goodput" && sc.args[i + 1].rfind("ttft:", 0) == 0)
-          bound = std::stod(sc.args[i + 1].substr(5));
-      ScenarioResult r;
-      r.scenario_id = sc.id;
-      r.metrics["P99 TTFT (ms)"] = 100 * x;
-      r.metrics["Request throughput (req/s)"] = x;
-      r.metrics["Request goodput (req/s)"] = 100 * x <= bound ? x : 0.5 * x;
-      r.metrics["Total Token throughput (tok/s)"] = 300 * x;
-      r.metrics["Successful requests"] = arg_value(sc.args, "--num-prompts");
-      r.metrics["Total generated tokens"] = 1000;
-      r.metrics[kBandTtftMetric] = 20;
-      r.metrics[kBandTpotMetric] = 10;
-      r.metrics[kBandTokSMetric] = 5;
-      out.scenarios.push_back(r);
-    }
+    for (const auto& sc : req.scenarios)
+      out.scenarios.push_back(testing::twin_like_slo_result(sc, arg_value(sc.args, "--request-rate"), 100));
     return out;
   };
   Evaluator twin(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});

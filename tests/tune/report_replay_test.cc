@@ -16,13 +16,6 @@
 namespace servelab::tune {
 namespace {
 
-/// Value of `flag` in a scenario's args (0 when absent).
-double replay_arg_value(const std::vector<std::string>& args, const std::string& flag) {
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == flag) return std::stod(args[i + 1]);
-  return 0;
-}
-
 /// A twin-like runner (as in load_test's TwinGoodputBandIsPropagatedFromTheLatencyBands): P99 TTFT =
 /// 100 ms × rate on engine a, 125 ms × rate on b, ±20% TTFT band; every request meets the run's own
 /// --goodput TTFT bound when the P99 does, half of them otherwise. A run without --request-rate runs at 1.
@@ -30,24 +23,8 @@ TrialOutcome replay_twin_like(const TrialRequest& req) {
   TrialOutcome out;
   const double ms_per_req_s = req.config_key.rfind("b{", 0) == 0 ? 125 : 100;
   for (const auto& sc : req.scenarios) {
-    double x = replay_arg_value(sc.args, "--request-rate");
-    if (x == 0) x = 1;  // the search's own runs (no load given)
-    double bound = 1e9;
-    for (size_t i = 0; i + 1 < sc.args.size(); ++i)
-      if (sc.args[i] == "--goodput" && sc.args[i + 1].rfind("ttft:", 0) == 0)
-        bound = std::stod(sc.args[i + 1].substr(5));
-    ScenarioResult r;
-    r.scenario_id = sc.id;
-    r.metrics["P99 TTFT (ms)"] = ms_per_req_s * x;
-    r.metrics["Request throughput (req/s)"] = x;
-    r.metrics["Request goodput (req/s)"] = ms_per_req_s * x <= bound ? x : 0.5 * x;
-    r.metrics["Total Token throughput (tok/s)"] = 300 * x;
-    r.metrics["Successful requests"] = replay_arg_value(sc.args, "--num-prompts");
-    r.metrics["Total generated tokens"] = 1000;
-    r.metrics[kBandTtftMetric] = 20;
-    r.metrics[kBandTpotMetric] = 10;
-    r.metrics[kBandTokSMetric] = 5;
-    out.scenarios.push_back(r);
+    const double x = testing::arg_value(sc.args, "--request-rate");
+    out.scenarios.push_back(testing::twin_like_slo_result(sc, x == 0 ? 1 : x, ms_per_req_s));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "servelab/tune/study/study.h"
 #include "servelab/tune/targets/runner.h"
@@ -16,6 +17,35 @@ inline nlohmann::json chart_specs(const std::string& page) {
   if (a == std::string::npos) return nullptr;
   const size_t b = page.find(";\n", a);
   return nlohmann::json::parse(page.substr(a + start.size(), b - a - start.size()));
+}
+
+/// The value of `flag` in a scenario's bench arguments (0 when absent).
+inline double arg_value(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == flag) return std::stod(args[i + 1]);
+  return 0;
+}
+
+/// What a twin-like runner reports for `sc` run at `rate` req/s: P99 TTFT = `ms_per_req_s` x rate; every
+/// request meets the run's own --goodput TTFT bound when the P99 does, half of them otherwise; error bands
+/// of +-20% TTFT, +-10% TPOT and +-5% tok/s (the twin's goodput band is propagated from them).
+inline ScenarioResult twin_like_slo_result(const Scenario& sc, double rate, double ms_per_req_s) {
+  double bound = 1e9;
+  for (size_t i = 0; i + 1 < sc.args.size(); ++i)
+    if (sc.args[i] == "--goodput" && sc.args[i + 1].rfind("ttft:", 0) == 0)
+      bound = std::stod(sc.args[i + 1].substr(5));
+  ScenarioResult r;
+  r.scenario_id = sc.id;
+  r.metrics["P99 TTFT (ms)"] = ms_per_req_s * rate;
+  r.metrics["Request throughput (req/s)"] = rate;
+  r.metrics["Request goodput (req/s)"] = ms_per_req_s * rate <= bound ? rate : 0.5 * rate;
+  r.metrics["Total Token throughput (tok/s)"] = 300 * rate;
+  r.metrics["Successful requests"] = arg_value(sc.args, "--num-prompts");
+  r.metrics["Total generated tokens"] = 1000;
+  r.metrics[kBandTtftMetric] = 20;
+  r.metrics[kBandTpotMetric] = 10;
+  r.metrics[kBandTokSMetric] = 5;
+  return r;
 }
 
 /// Two engines (a: vLLM-like, b: SGLang-like), three knobs, two scenarios; 8 GPUs.
