@@ -39,15 +39,15 @@ cleanup() {
 trap cleanup EXIT
 
 if [ -z "${BASE_URL:-}" ]; then
-  PORT=$((20000 + RANDOM % 20000))
+  source "$(dirname "$0")/ports.sh"
+  PORT=$(free_port)
   cat > "$TMP/calibration.json" <<'CAL'
 {"engines": {"vllm": {"kernel_scale": 1, "cpu_step_ms": 2.5, "cpu_request_us": 20, "api_request_ms": 0.05, "first_token_ms": 10}}}
 CAL
   "$BIN" sim serve --port "$PORT" --calibration "$TMP/calibration.json" -- "${LAUNCH[@]}" > "$TMP/server.log" 2>&1 &
   SERVER=$!
   BASE_URL="http://127.0.0.1:$PORT"
-  for _ in $(seq 1 100); do curl -sf "$BASE_URL/health" > /dev/null 2>&1 && break; sleep 0.1; done
-  curl -sf "$BASE_URL/health" > /dev/null || { echo "sim serve did not come up"; cat "$TMP/server.log"; exit 1; }
+  wait_up "$PORT" "$SERVER" "$TMP/server.log"
 fi
 
 # The schedule: 96 random prompts (300 in / 24 out) at 40 req/s Poisson, seed 11, at most 32 in flight.

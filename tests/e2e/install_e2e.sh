@@ -5,7 +5,7 @@
 # Usage: install_e2e.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD="$1"; SRC="$2"
-TMP="$(mktemp -d)"; PORT=$((20000 + RANDOM % 20000)); SERVER=""
+TMP="$(mktemp -d)"; source "$(dirname "$0")/ports.sh"; PORT=$(free_port); SERVER=""
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 cmake --install "$BUILD" --prefix "$TMP/prefix" > "$TMP/install.log"
@@ -68,7 +68,7 @@ cd "$TMP"
 env -u SERVELAB_BIN PATH="$TMP/prefix/share/servelab/standins/bin:/usr/bin:/bin" SERVELAB_STANDIN_STARTUP_S=0 \
   SERVELAB_STANDIN_TIME_SCALE=4 vllm serve deepseek-ai/DeepSeek-V3.2 --port "$PORT" -tp 8 > server.log 2>&1 &
 SERVER=$!
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_up "$PORT" "$SERVER" "$TMP/server.log" || { echo "FAIL: installed stand-in did not come up"; exit 1; }
 curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q '"time_scale":4' || { cat server.log; echo "FAIL: installed stand-in"; exit 1; }
 tr '\0' ' ' < "/proc/$SERVER/cmdline" | grep -q "^$TMP/prefix/bin/servelab sim serve " ||
   { tr '\0' ' ' < "/proc/$SERVER/cmdline"; echo "FAIL: the stand-in did not exec the installed servelab"; exit 1; }

@@ -20,7 +20,8 @@ SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 DATA="${SERVELAB_DATA_DIR:-$SRC/../shared/data}"
 CACHE="${SERVELAB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/servelab}"
 TMP="$(mktemp -d)"
-PORT=$((20000 + RANDOM % 20000))
+source "$(dirname "$0")/ports.sh"
+PORT=$(free_port)
 LAUNCH=(vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3)
 cleanup() {
   [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null
@@ -40,11 +41,7 @@ cat > "$TMP/calibration.json" <<'CAL'
 CAL
 "$BIN" sim serve --port "$PORT" --calibration "$TMP/calibration.json" -- "${LAUNCH[@]}" > "$TMP/server.log" 2>&1 &
 SERVER=$!
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null 2>&1 && break
-  sleep 0.1
-done
-curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || { echo "sim serve did not come up"; cat "$TMP/server.log"; exit 1; }
+wait_up "$PORT" "$SERVER" "$TMP/server.log"
 
 # 1. npm openai client.
 if [ -d "$CACHE/npm/node_modules/openai" ] && command -v node > /dev/null; then
@@ -81,10 +78,10 @@ fi
 # 2b. The fitted calibration (the API server's processor sharing on) under Poisson arrivals (20 req/s, seed
 #     42: bench and sim run draw the same schedule), where bench's send spread is small against the gaps
 #     between sends: the same 3%. Measured: tok/s -0.3%, mean TTFT +1.1%, mean TPOT +0.2%.
-PORT3=$((PORT + 2))
+PORT3=$(free_port)
 "$BIN" sim serve --port "$PORT3" -- "${LAUNCH[@]}" > "$TMP/server3.log" 2>&1 &
 SERVER3=$!
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT3/health" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_up "$PORT3" "$SERVER3" "$TMP/server3.log"
 WORK3=(--dataset-name random --random-input-len 1000 --random-output-len 50 --num-prompts 100 --seed 42 --request-rate 20)
 "$BIN" bench serve --backend openai-chat --endpoint /v1/chat/completions --port "$PORT3" \
   --model deepseek-ai/DeepSeek-V3.2 "${WORK3[@]}" --disable-tqdm --ready-check-timeout-sec 0 > "$TMP/bench3.txt" 2>&1 ||
@@ -100,11 +97,12 @@ fi
 
 # 3. One meaning of time (issue 10 §2): against a server 5x faster than real time, bench reports engine time,
 #    labelled, and (unless it marked the run invalid because the host could not keep up) agrees with sim run.
-PORT2=$((PORT + 1))
+PORT2=$(free_port)
 "$BIN" sim serve --port "$PORT2" --time-scale 5 --calibration "$TMP/calibration.json" -- "${LAUNCH[@]}" > "$TMP/server2.log" 2>&1 &
 SERVER2=$!
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT2/health" > /dev/null 2>&1 && break; sleep 0.1; done
-curl -sfi "http://127.0.0.1:$PORT2/v1/models" | grep -qi '^x-servelab-time-scale: 5' || { echo "FAIL: no time-scale header"; exit 1; }
+wait_up "$PORT2" "$SERVER2" "$TMP/server2.log"
+curl -sfi "http://127.0.0.1:$PORT2/v1/models" | grep -qi '^x-servelab-time-scale: 5' ||
+  { curl -si "http://127.0.0.1:$PORT2/v1/models"; cat "$TMP/server2.log"; echo "FAIL: no time-scale header"; exit 1; }
 "$BIN" bench serve --backend openai-chat --endpoint /v1/chat/completions --port "$PORT2" \
   --model deepseek-ai/DeepSeek-V3.2 "${WORK[@]}" --disable-tqdm --ready-check-timeout-sec 0 > "$TMP/bench5.txt" 2>&1 ||
   { cat "$TMP/bench5.txt"; exit 1; }

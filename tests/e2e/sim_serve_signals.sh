@@ -8,7 +8,8 @@ BIN="$1"
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 DATA="${SERVELAB_DATA_DIR:-$SRC/../shared/data}"
 TMP="$(mktemp -d)"
-PORT=$((20000 + RANDOM % 20000))
+source "$(dirname "$0")/ports.sh"
+PORT=$(free_port); PORT_C=$(free_port); PORT_D=$(free_port)
 SERVE=("$BIN" sim serve --tokenizer "$DATA/gpt2-tokenizer.json")
 LAUNCH=(-- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8)
 PIDS=()
@@ -17,7 +18,6 @@ trap cleanup EXIT
 fail=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
 clean_log() { ! grep -qE "AddressSanitizer|runtime error|LeakSanitizer|Segmentation" "$1"; }
-wait_up() { for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 # Waits up to $2 s for pid $1 to exit; sets st to its status (or "running").
 wait_exit() {
   st=running
@@ -38,7 +38,7 @@ wait_blocked() {
 
 # 1. SIGTERM while serving: stops, prints its summary, exit 0.
 "${SERVE[@]}" --port "$PORT" "${LAUNCH[@]}" > "$TMP/a.log" 2>&1 & PIDS+=($!); A=$!
-wait_up "$PORT" || { echo "sim serve did not come up"; cat "$TMP/a.log"; exit 1; }
+wait_up "$PORT" "$A" "$TMP/a.log" || exit 1
 # 2. A second server on the same port fails to start: exit 1 naming the address, no crash.
 "${SERVE[@]}" --port "$PORT" "${LAUNCH[@]}" > "$TMP/b.log" 2>&1; B=$?
 check "port in use: exit 1" "[ $B -eq 1 ]"
@@ -51,7 +51,7 @@ check "SIGTERM while serving: summary printed" "grep -q 'stopped after' '$TMP/a.
 check "SIGTERM while serving: no sanitizer report" "clean_log '$TMP/a.log'"
 
 # 3. SIGINT while the twin and tokenizer load (before listening): it stops as soon as it is up, exit 0.
-"${SERVE[@]}" --port "$((PORT + 1))" "${LAUNCH[@]}" > "$TMP/c.log" 2>&1 & PIDS+=($!); C=$!
+"${SERVE[@]}" --port "$PORT_C" "${LAUNCH[@]}" > "$TMP/c.log" 2>&1 & PIDS+=($!); C=$!
 wait_blocked "$C"
 kill -INT "$C"
 wait_exit "$C" 30
@@ -59,7 +59,7 @@ check "SIGINT during start-up: exit 0 (got $st)" "[ '$st' = 0 ]"
 check "SIGINT during start-up: no sanitizer report" "clean_log '$TMP/c.log'"
 
 # 4. Two signals: the second exits at once with 130.
-"${SERVE[@]}" --port "$((PORT + 2))" "${LAUNCH[@]}" > "$TMP/d.log" 2>&1 & PIDS+=($!); D=$!
+"${SERVE[@]}" --port "$PORT_D" "${LAUNCH[@]}" > "$TMP/d.log" 2>&1 & PIDS+=($!); D=$!
 wait_blocked "$D"
 kill -INT "$D"; sleep 0.01; kill -INT "$D"
 wait_exit "$D" 30

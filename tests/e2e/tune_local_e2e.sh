@@ -16,7 +16,8 @@ SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 SHARED_DATA="${SERVELAB_DATA_DIR:-$SRC/../shared/data}"
 STUDY="$SRC/studies/deepseek-v3.2-h200x8.toml"
 TMP="$(mktemp -d)"
-PORT=$((20000 + RANDOM % 20000))
+source "$(dirname "$0")/ports.sh"
+PORT=$(free_port)
 SCALE=0.05
 TUNE_PID=""
 cleanup() {
