@@ -160,12 +160,24 @@ KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
 }
 
 KernelEfficiency linear_attention_efficiency(Generation g) {
-  // Same class as the Triton attention row above (Triton on Hopper lacks wgmma/TMA pipelining that
-  // FlashAttention-3 uses; the recurrent decode kernel is one program per (request, value head) that streams
-  // its dk x dv state through registers) [derived from the Triton attention row, unverified].
-  return ampere_like(g)
-             ? KernelEfficiency{0.40, 0.60, 16, "FLA Triton gated DeltaNet on Ampere [derived, unverified]"}
-             : KernelEfficiency{0.30, 0.60, 64, "FLA Triton gated DeltaNet on Hopper [derived, unverified]"};
+  // Derived from NVIDIA's measured gated-DeltaNet rows (shared/data/aic-ops linear_attention/gdn_perf,
+  // Qwen3.5 0.8B-397B shapes), as shares of this model's counts: compute = 6 x value heads x dk x dv FLOPs
+  // per prefill token over the chunked kernel's time (chunk_gated_delta_rule, FLA Triton, 8-32k tokens per
+  // call); memory = the BF16 recurrent state (+ conv state) read and written per request over the decode
+  // kernel's time (fused_recurrent_gated_delta_rule, 256-1024 requests). The chunked prefill is far below the
+  // tensor peak: its intra-chunk triangular solves and cumulative sums are small, serial and not on wgmma.
+  if (ampere_like(g))
+    // A100: SGLang 0.5.10 decode rows 0.53-0.54. No chunked-prefill rows on A100: Hopper's ~40 TFLOP/s
+    // scaled by SMs x clock (108 x 1.41 GHz vs 132 x 1.98 GHz) = ~23 TFLOP/s of 312 [derived].
+    return {0.075, 0.54, 16, "FLA Triton gated DeltaNet on Ampere [derived from aic-ops A100/H100 rows]"};
+  if (g == Generation::kBlackwell)
+    // B200: prefill 0.024-0.027 (TRT-LLM 1.3, SGLang 0.5.14, vLLM 0.22 medians); decode 0.31-0.51 (median
+    // of the engines' medians ~0.39).
+    return {0.025, 0.39, 64, "FLA Triton gated DeltaNet on Blackwell [derived from aic-ops B200 rows]"};
+  // H100/H200: prefill 0.024-0.058 by engine (SGLang 0.5.14 0.024-0.026, TRT-LLM 1.3 0.04-0.058, vLLM 0.22
+  // 0.046; median ~0.04); decode 0.35-0.61 (median ~0.45). vLLM's FlashInfer GDN prefill (0.24 rows, median
+  // 0.07-0.10) is not this kernel.
+  return {0.04, 0.45, 64, "FLA Triton gated DeltaNet on Hopper [derived from aic-ops H100/H200 rows]"};
 }
 
 double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {

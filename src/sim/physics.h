@@ -51,7 +51,8 @@ KernelEfficiency attention_efficiency(engines::AttentionKernel k, hardware::Gene
 /// prefill, fused_recurrent_gated_delta_rule / fused_sigmoid_gating_delta_rule_update for decode) whatever
 /// the attention backend of the full-attention layers is [recalled: vllm/model_executor/layers/fla/ops,
 /// sglang/srt/layers/attention/fla; unverified]. compute: the chunked prefill's share of the BF16 peak;
-/// memory: the fraction of HBM bandwidth of the decode kernel's recurrent-state read + write.
+/// memory: the fraction of HBM bandwidth of the decode kernel's recurrent-state read + write. Both are
+/// derived from the measured gdn_perf rows of shared/data/aic-ops (physics.cc gives the figures per GPU).
 KernelEfficiency linear_attention_efficiency(hardware::Generation gen);
 
 /// The tensor peak (FLOP/s) a GEMM kernel runs at: the FP8 peak for FP8 W8A8 kernels, INT8 for INT8,
