@@ -114,6 +114,10 @@ const VllmBackend* find_vllm_backend(const std::string& name);
 std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const std::string& kv_cache_dtype,
                                               int explicit_block_size, bool mla, bool sparse, int cc_major);
 
+/// A vLLM environment switch read as vllm/envs.py reads VLLM_ALLOW_LONG_MAX_MODEL_LEN and its kind:
+/// `os.environ.get(name, "0").strip().lower() in ("1", "true")` [recalled]; false when unset.
+bool vllm_env_one_or_true(const LaunchConfig& c, const char* name);
+
 /// An SGLang boolean environment variable's value (environ.py EnvBool / utils.get_bool_env_var: "true" /
 /// "1" / "yes" true, "false" / "0" / "no" false, case-insensitive); `fallback` for any other spelling.
 bool sglang_env_true(const std::string& value, bool fallback);

@@ -295,7 +295,7 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   const int derived = m.max_position_embeddings;
   if (c.max_model_len && *c.max_model_len > derived &&
       !(c.env.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") &&
-        c.env.at("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") == "1"))
+        sglang_env_true(c.env.at("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"), false)))
     return fail(FailurePhase::kStartup, "sglang.context_length.too_long",
                 "ValueError: User-specified context_length (" + std::to_string(*c.max_model_len) +
                     ") is greater than the derived context_length (" + std::to_string(derived) + ")",

@@ -429,4 +429,15 @@ std::optional<std::string> check_request_vllm(const ResolvedLaunch& launch, int 
   return std::nullopt;
 }
 
+bool vllm_env_one_or_true(const LaunchConfig& c, const char* name) {
+  const auto it = c.env.find(name);
+  if (it == c.env.end()) return false;
+  std::string v = it->second;
+  const auto space = [](unsigned char ch) { return std::isspace(ch) != 0; };
+  while (!v.empty() && space(v.back())) v.pop_back();
+  v.erase(v.begin(), std::find_if_not(v.begin(), v.end(), space));
+  for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return v == "1" || v == "true";
+}
+
 }  // namespace servelab::engines::detail

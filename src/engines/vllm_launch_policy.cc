@@ -23,7 +23,7 @@ std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::C
   const model::ModelSpec& m = r.model;
   const int derived = m.max_position_embeddings;
   if (c.max_model_len && *c.max_model_len > derived &&
-      !(c.env.count("VLLM_ALLOW_LONG_MAX_MODEL_LEN") && c.env.at("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1"))
+      !vllm_env_one_or_true(c, "VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
     return fail(FailurePhase::kStartup, "vllm.max_model_len.too_long",
                 "ValueError: User-specified max_model_len (" + std::to_string(*c.max_model_len) +
                     ") is greater than the derived max_model_len (max_position_embeddings=" +

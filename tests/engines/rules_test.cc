@@ -263,6 +263,14 @@ TEST(SeedReleaseRules, VllmDcpAndLimits) {
             "vllm.max_model_len.too_long");
   EXPECT_FALSE(refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}}),
                        kV32, kH200));
+  // vllm/envs.py: .strip().lower() in ("1", "true") [recalled]: " True " allows it too, "yes" does not.
+  EXPECT_FALSE(
+      refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", " True "}}),
+              kV32, kH200));
+  EXPECT_EQ(refusal(parse("vllm serve m --max-model-len 200000", {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "yes"}}),
+                    kV32, kH200)
+                ->rule,
+            "vllm.max_model_len.too_long");
   const md::ModelSpec no_mtp_model = no_mtp();
   EXPECT_EQ(
       refusal(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp_model, kH200)->rule,
@@ -271,6 +279,17 @@ TEST(SeedReleaseRules, VllmDcpAndLimits) {
 
 TEST(SeedReleaseRules, SglangRules) {
   const std::string base = "python3 -m sglang.launch_server --model-path m --tp-size 8";
+  // get_bool_env_var: "true" / "1" (any case) allow a context length beyond the model's; SGLang's words.
+  EXPECT_EQ(refusal(parse(base + " --context-length 200000"), kV32, kH200)->rule,
+            "sglang.context_length.too_long");
+  EXPECT_FALSE(refusal(
+      parse(base + " --context-length 200000", {{"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "True"}}), kV32,
+      kH200));
+  EXPECT_EQ(
+      refusal(parse(base + " --context-length 200000", {{"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "0"}}),
+              kV32, kH200)
+          ->rule,
+      "sglang.context_length.too_long");
   auto f = refusal(parse(base, {{"SGLANG_ENABLE_JIT_DEEPGEMM", "0"}}), kV32, kH200);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->message, "server fails to start when DeepGEMM is disabled (SGLANG_ENABLE_JIT_DEEPGEMM=0)");
