@@ -78,6 +78,15 @@ export const SPECS = {
     axes: [['message_size', 'linear', 1]] },
   custom_allreduce_perf: { keys: ['op_name', 'kernel_source', 'allreduce_dtype', 'backend', 'implementation',
     'num_gpus'], axes: [['message_size', 'linear', 1]] },
+  // Gated DeltaNet (linear attention): each kernel of a layer (chunked prefill, causal conv, recurrent decode,
+  // conv-state update) per phase. The rows are model shapes (Qwen3.5 0.8B-397B, some at TP2: 8 key / 32 value
+  // heads); the kernels do not read the model's hidden size, so `model_name`, `d_model` and the derived
+  // `num_tokens` are dropped: rows of equal heads and lengths average. The key and value heads are axes
+  // (attention TP slices them).
+  gdn_perf: { keys: ['op_name', 'kernel_source', 'phase', 'head_k_dim', 'head_v_dim', 'd_conv'],
+    axes: [['num_k_heads', 'linear', 1], ['num_v_heads', 'linear', 1], ['batch_size', 'linear', 1],
+      ['seq_len', 'linear', 1]],
+    drop: ['model_name', 'd_model', 'num_tokens'] },
 }
 
 // Module-level tables (a model's whole attention block: MLA, DSA, ...): the model, its architecture and the
@@ -165,8 +174,9 @@ async function importTable(file, parts) {
     if (vals.size > 1) varying.add(c)
     else if (vals.size === 1) header[c === 'version' ? 'measured_version' : c] = [...vals][0]
   }
-  const uniq = names.filter(c => !DROPPED.has(c) && (!HEADER_COLUMNS.includes(c) || varying.has(c)))
   const spec = specOf(table)
+  const dropped = new Set([...DROPPED, ...(spec?.drop ?? [])])
+  const uniq = names.filter(c => !dropped.has(c) && (!HEADER_COLUMNS.includes(c) || varying.has(c)))
   const value = uniq.includes('latency') ? 'latency' : null
   let keys, axes
   if (spec) {

@@ -20,7 +20,8 @@ inline constexpr const char* kOpDataDefault = "default";
 
 /// Help text of `--op-data`.
 inline constexpr const char* kOpDataHelp =
-    "where operator times come from: `default` = GEMM, attention, MLA, MoE and all-reduce times from the "
+    "where operator times come from: `default` = GEMM, attention, MLA, gated-DeltaNet, MoE and all-reduce "
+    "times from the "
     "measured tables make deps imports from $SERVELAB_DATA_DIR/aic-ops (the roofline, with a note, when that "
     "store is missing, or for a launch whose GPU and engine have no table or only tables of later release "
     "lines than its own); `none` = the roofline everywhere (physics and fitted kernel efficiencies); or an "

@@ -358,6 +358,63 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
   });
 }
 
+std::shared_ptr<const GdnKernels> measured_gdn(const ops::OpStore& store, const OpSource& src,
+                                               const GdnShape& shape) {
+  const char* name = "gdn_perf";
+  const std::string release = table_release(store, src, name);
+  if (release.empty() || shape.key_heads <= 0 || shape.value_heads <= 0) return nullptr;
+  static Memo<GdnKernels> memo;
+  const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + number_key(shape.key_heads) +
+                          "|" + number_key(shape.value_heads) + "|" + number_key(shape.head_k_dim) + "|" +
+                          number_key(shape.head_v_dim);
+  return memo.get(key, [&]() -> std::shared_ptr<const GdnKernels> {
+    const auto table = store.table(src.gpu, src.backend, release, name);
+    if (!table) return nullptr;
+    auto out = std::make_shared<GdnKernels>();
+    for (const bool decode : {true, false}) {
+      ops::OpQuery q{{"phase", std::string(decode ? "generation" : "context")},
+                     {"head_k_dim", shape.head_k_dim},
+                     {"head_v_dim", shape.head_v_dim},
+                     {"num_k_heads", shape.key_heads},
+                     {"num_v_heads", shape.value_heads}};
+      auto labels = table->distinct("kernel_source", q);
+      std::sort(labels.begin(), labels.end());
+      const char* main = decode ? "fused_recurrent" : "chunk";
+      const auto primary = std::find_if(labels.begin(), labels.end(),
+                                        [&](const std::string& l) { return l.rfind(main, 0) == 0; });
+      if (primary == labels.end()) continue;
+      std::vector<std::string> kernels{*primary};
+      for (const auto& l : labels)
+        if (l.rfind("causal_conv1d", 0) == 0) kernels.push_back(l);
+      std::vector<ops::OpCurve> curves;
+      std::vector<OpSurface> surfaces;
+      std::vector<std::string> used;
+      for (const auto& k : kernels) {
+        q["kernel_source"] = k;
+        bool ok = false;
+        if (decode) {
+          q["seq_len"] = 1.0;
+          ops::OpCurve c;
+          if ((ok = table->curve(q, "batch_size", c).ok)) curves.push_back(std::move(c));
+        } else if (auto sfc = batch_surface(*table, q, "seq_len")) {
+          surfaces.push_back(*sfc);
+          ok = true;
+        }
+        if (ok) used.push_back(k);
+        if (!ok && k == kernels.front()) break;  // the main kernel unusable: the phase stays the roofline
+      }
+      if (used.empty() || used.front() != kernels.front()) continue;
+      (decode ? out->decode_kernels : out->prefill_kernels) = used;
+      if (decode)
+        out->decode = std::move(curves);
+      else
+        out->prefill = std::move(surfaces);
+    }
+    if (out->decode.empty() && out->prefill.empty()) return nullptr;
+    return out;
+  });
+}
+
 const char* measured_moe_dtype(const model::WeightFormat& experts, bool mxfp8_activations) {
   switch (experts.dtype) {
     case model::DType::kBf16:

@@ -137,6 +137,29 @@ struct MlaShape {
 std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const OpSource& src, bool decode,
                                               const MlaShape& shape);
 
+/// A gated-DeltaNet (linear attention) layer as `gdn_perf` keys it: its key and value heads on the GPU
+/// (after attention TP; the tables' axes) and the head dimensions (the tables measure Qwen3.5's 128 x 128).
+struct GdnShape {
+  double key_heads = 0, value_heads = 0;
+  double head_k_dim = 0, head_v_dim = 0;
+};
+
+/// The measured kernels of a DeltaNet layer, each phase the sum of its kernels: decode (the recurrent state
+/// update and the conv-state update along the decoding requests) and prefill (the chunked kernel and the
+/// causal conv over prefilling requests x their length). Thread-safety: immutable.
+struct GdnKernels {
+  std::vector<ops::OpCurve> decode;  ///< latency (ms) along batch_size; empty = the phase is not measured
+  std::vector<OpSurface> prefill;    ///< batch_size outer, seq_len inner; empty = not measured
+  std::vector<std::string> decode_kernels, prefill_kernels;  ///< their kernel_source labels
+};
+
+/// The `gdn_perf` kernels of `shape` from the source's table. A phase counts as measured only when its main
+/// kernel has rows of this shape (decode: `fused_recurrent*`; prefill: `chunk*`, the first label in text
+/// order when a release measured two); its `causal_conv1d*` companion is added when measured too. nullptr
+/// when the table is missing or neither phase is measured (the roofline stays for what is missing).
+std::shared_ptr<const GdnKernels> measured_gdn(const ops::OpStore& store, const OpSource& src,
+                                               const GdnShape& shape);
+
 /// A MoE layer's routed experts as `moe_perf` keys them.
 struct MoeShape {
   const char* dtype = nullptr;  ///< "bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", ... (measured_moe_dtype)

@@ -197,6 +197,11 @@ class StepModel {
     /// Measured attention core (GQA layers, use_measured_operators): decode (batch x KV length) and
     /// prefill (batch x prompt length); null where nothing was measured (the roofline stays).
     std::shared_ptr<const OpSurface> decode_attn, prefill_attn;
+    /// Measured gated-DeltaNet kernels (linear-attention layers, measured_gdn); null: the roofline.
+    std::shared_ptr<const GdnKernels> gdn;
+    /// The launch's recurrent-state bytes over the BF16 state the gdn_perf rows were timed with (SGLang keeps
+    /// it in FP32: 2): the decode rows' recurrent kernel scales by it (it streams the state).
+    double gdn_state_scale = 1;
     /// Measured routed experts along the tokens entering the layer; null: the roofline.
     std::shared_ptr<const ops::OpCurve> moe_measured;
     /// With measured operators: HBM bytes per query token of the elementwise kernels no table measures
@@ -221,6 +226,10 @@ class StepModel {
   /// The measured attention core of one rank's load (s), or -1 when `c` has no measured table for a part
   /// the load runs (decode or prefill): the caller keeps the roofline then.
   double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
+  /// The gated-DeltaNet core of one rank's load (s): decode and prefill each from the measured kernels
+  /// when `c.gdn` has that phase (all of it added to `*unscaled`, as measured_s), else the roofline at
+  /// linear_eff_ (prefill FLOPs vs each request's state read + write, the slower). Step_model_linear.cc.
+  double linear_attention_s(const LayerClass& c, const RankLoad& r, double* unscaled) const;
   double layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const;
   double stage_time(const Stage& s, std::span<const RankLoad> loads, StepCost& out) const;
 

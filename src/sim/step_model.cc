@@ -389,6 +389,14 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
     }
     c.linear_attention = std::holds_alternative<model::LinearAttention>(a);
+    // gdn_perf's rows are BF16-state timings: at batch 512 they move 1.7-2.1 TB/s of BF16 state on an H100
+    // (50-61% of HBM), 3.2-4.0 TB/s (97-119%: impossible) if the state were FP32.
+    c.gdn_state_scale = model::dtype_bytes(launch_.state_dtype) / 2.0;
+    if (const auto* l = std::get_if<model::LinearAttention>(&a); l && op_source_)
+      c.gdn = measured_gdn(*ops_, *op_source_,
+                           GdnShape{double(l->key_heads) / std::max(1, lay.attn_tp),
+                                    double(l->value_heads) / std::max(1, lay.attn_tp),
+                                    double(l->key_head_dim), double(l->value_head_dim)});
     if (const auto* mla = std::get_if<model::MlaAttention>(&a)) {
       c.mla = true;
       c.dsa = mla->index_topk > 0;
@@ -471,83 +479,6 @@ double StepModel::measured_at(const ops::OpCurve& curve, double q) const {
   return t;
 }
 
-void StepModel::describe_measured() {
-  if (!ops_) return;
-  if (!op_source_) {
-    measured_notes_.push_back(missing_source_note(*ops_, launch_, cluster_.gpu));
-    return;
-  }
-  const OpSource& src = *op_source_;
-  auto from = [&](const char* table) { return table_note(*ops_, src, table); };
-  int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
-  bool mla = false;
-  auto count = [&](const LayerClass& c) {
-    for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
-      for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
-    mla = mla || c.mla;
-    if (!c.linear_attention) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
-    if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0;
-  };
-  for (const auto& st : stages_)
-    for (const auto& c : st.classes) count(c);
-  if (draft_) count(*draft_);
-  ++gemms, gemms_measured += lm_head_.measured ? 1 : 0;
-  auto rest = [](int measured, int all, const std::string& why) {
-    return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
-  };
-  const auto& gemm_rows = launch_.execution.gemm_kernel_sources;
-  measured_notes_.push_back(fmt::format(
-      "GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
-      rest(gemms_measured, gemms,
-           gemm_rows && gemm_rows->empty() ? fmt::format("no table row times the {} GEMM",
-                                                         engines::gemm_kernel_name(launch_.execution.gemm))
-                                           : std::string("a kernel no table measures"))));
-  measured_notes_.push_back(
-      fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
-                  from(mla ? "generation_mla_perf" : "generation_attention_perf"),
-                  rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
-  if (moe > 0)
-    measured_notes_.push_back(
-        fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
-                    rest(moe_measured, moe,
-                         launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
-                             ? fmt::format("no table row times the {} MoE kernel",
-                                           engines::moe_kernel_name(launch_.execution.moe))
-                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP")) +
-                        (moe_bf16_stand_in_ ? "; no MXFP8-activation row of this shape: the kernel's "
-                                              "BF16-activation (w4a16_mxfp4) rows stand in"
-                                            : "")));
-  const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
-  measured_notes_.push_back(fmt::format(
-      "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "
-      "bandwidth; "
-      "{}",
-      allreduce
-          ? fmt::format("all-reduce from {}; other collectives: the roofline", from("custom_allreduce_perf"))
-          : std::string("collectives: the roofline")));
-}
-
-double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
-  const int p = c.pattern;
-  double t = 0;
-  bool outside = false;
-  if (r.decode_requests > 0) {
-    if (!c.decode_attn) return -1;
-    const double kv = r.decode_kv_tokens[p] / r.decode_requests;
-    t += c.decode_attn->at(r.decode_requests, kv, &outside) * 1e-3;
-    lookups_.add(outside);
-  }
-  if (r.prefill_requests > 0 && r.prefill_pairs[p] > 0) {
-    if (!c.prefill_attn) return -1;
-    // The prompt length whose causal prefill has the chunk's (query, key) pairs (L^2 / 2 per request):
-    // chunks after a prefix cost what a prompt of the same work does.
-    const double isl = std::sqrt(2.0 * r.prefill_pairs[p] / r.prefill_requests);
-    t += c.prefill_attn->at(r.prefill_requests, isl, &outside) * 1e-3;
-    lookups_.add(outside);
-  }
-  return t;
-}
-
 double StepModel::allreduce_time(double elements, int n, const CollectiveLink& link,
                                  const std::shared_ptr<const ops::OpCurve>& measured) const {
   if (n <= 1 || elements <= 0) return 0.0;
@@ -600,11 +531,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     for (const auto& g : c.attn_gemms) proj += gemm_s(g, T, &mem);
     double core = 0;
     if (c.linear_attention) {
-      // Gated DeltaNet: the state-update FLOPs of every query token, and each request's recurrent state
-      // read and written once per step, at the FLA kernels' efficiency (not the attention backend's).
-      const double compute = T * c.linear_flops_per_token / (bf16 * linear_eff_.compute);
-      const double memory = 2.0 * r.requests * c.state_bytes / (bw * linear_eff_.memory);
-      core = std::max(compute, memory);
+      core = linear_attention_s(c, r, &mem);
     } else if (const double measured = c.dsa ? -1 : measured_attention_s(c, r); measured >= 0) {
       core = measured_s(measured, &mem);
     } else {

@@ -74,7 +74,16 @@ void score_groups(const GroupMap& groups, bool held_out, ValidationSummary& s,
       pred.push_back(latency ? -p.mean_tpot_ms : p.total_tok_s);
     }
     const std::size_t best_m = std::max_element(meas.begin(), meas.end()) - meas.begin();
-    const std::size_t best_p = std::max_element(pred.begin(), pred.end()) - pred.begin();
+    // The twin's order: a prediction on a kernel path it has no figure for (ValidationRow::unmodelled)
+    // never ranks above one it can support (issue 29: such a prediction must not win a ranking), then by
+    // the predicted objective.
+    auto ahead = [&](std::size_t a, std::size_t b) {
+      const bool sa = rs[a]->unmodelled.empty(), sb = rs[b]->unmodelled.empty();
+      return sa != sb ? sa : pred[a] > pred[b];
+    };
+    std::size_t best_p = 0;
+    for (std::size_t i = 1; i < pred.size(); ++i)
+      if (ahead(i, best_p)) best_p = i;
     // Right when the twin's pick is the measured best or within 1% of it (the corpus's configurations
     // that repeat a launch differ by more than that run to run).
     const bool right = best_p == best_m || meas[best_p] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);
@@ -89,8 +98,7 @@ void score_groups(const GroupMap& groups, bool held_out, ValidationSummary& s,
       // The twin's 3 best; the measured best (or one within 1% of it) among them?
       std::vector<std::size_t> order(pred.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::size_t a, std::size_t b) { return pred[a] > pred[b]; });
+      std::stable_sort(order.begin(), order.end(), ahead);
       bool top3 = false;
       for (std::size_t i = 0; i < 3; ++i)
         top3 = top3 || meas[order[i]] >= meas[best_m] - 0.01 * std::fabs(meas[best_m]);

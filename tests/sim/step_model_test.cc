@@ -518,6 +518,85 @@ TEST(StepModel, GatedDeltaNetRunsAtTheFlaKernelsEfficiency) {
   EXPECT_DOUBLE_EQ(eff.memory, 0.45);
 }
 
+// With measured operators the DeltaNet layers take gdn_perf's kernels (SGLang 0.5.14 on H100: the FLA
+// packed recurrent decode and conv-state update; the chunked prefill and causal conv). The tables measure
+// Qwen3.5 shapes; 4B, 9B and 35B-A3B share 16 key / 32 value heads of 128, so their rows of one batch and
+// length average (the importer drops the model columns; 122B / 397B at TP2, 8 key / 32 value heads, differ).
+// Decode of 256 requests: 24 layers x (recurrent + conv update at batch 256), plus the 8 full-attention
+// layers' decode core at KV length 0 (their own table); prefill of one 4096-token prompt: 24 x (chunk + conv
+// at 1 x 4096). Measured: 360.8 + 13.6 us and 514.4 + 61.7 us a layer, where the roofline at 0.45 of HBM /
+// 0.04 of the peak gives 373 and 326 us.
+TEST(StepModel, GatedDeltaNetFromTheMeasuredKernels) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = corpus_model("qwen3.5-9b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.config.kind = engines::EngineKind::kSglang;
+  l.version = "0.5.14";
+  const StepModel sm(l, c);
+  const auto src = detail::op_source(store, l, c.gpu);
+  ASSERT_TRUE(src);
+  const auto gdn = detail::measured_gdn(store, *src, detail::GdnShape{16, 32, 128, 128});
+  ASSERT_TRUE(gdn);
+  EXPECT_EQ(gdn->decode_kernels, (std::vector<std::string>{"fused_recurrent_gated_delta_rule_packed_decode",
+                                                           "causal_conv1d_update"}));
+  EXPECT_EQ(gdn->prefill_kernels, (std::vector<std::string>{"chunk_gated_delta_rule", "causal_conv1d_fn"}));
+  const auto table = store.table("h100_sxm", "sglang", "0.5.14", "gdn_perf");
+  ASSERT_TRUE(table);
+  auto row = [&](const char* kernel, const char* phase, double batch, double len) {
+    const auto r = table->lookup({{"kernel_source", std::string(kernel)},
+                                  {"phase", std::string(phase)},
+                                  {"head_k_dim", 128.0},
+                                  {"head_v_dim", 128.0},
+                                  {"num_k_heads", 16.0},
+                                  {"num_v_heads", 32.0},
+                                  {"batch_size", batch},
+                                  {"seq_len", len}});
+    EXPECT_TRUE(r.ok) << r.detail;
+    return r.latency_ms;
+  };
+  const double recurrent_ms = row("fused_recurrent_gated_delta_rule_packed_decode", "generation", 256, 1);
+  const double decode_ms = recurrent_ms + row("causal_conv1d_update", "generation", 256, 1);
+  const double prefill_ms =
+      row("chunk_gated_delta_rule", "context", 1, 4096) + row("causal_conv1d_fn", "context", 1, 4096);
+  // The mean of the 4B, 9B and 35B-A3B rows (16 key / 32 value heads).
+  EXPECT_NEAR(decode_ms,
+              (0.3608335876464844 + 0.36061920166015626 + 0.3608214569091797) / 3 +
+                  (0.013556159734725954 + 0.01352031946182251 + 0.01347040057182312) / 3,
+              1e-7);
+  EXPECT_NEAR(prefill_ms,
+              (0.514161262512207 + 0.5145779037475586 + 0.5133878326416015) / 3 +
+                  (0.06169951915740966 + 0.061739840507507325 + 0.061704640388488774) / 3,
+              1e-7);
+
+  RankLoad d;
+  d.requests = d.decode_requests = d.query_tokens = d.sampled_tokens = 256;
+  const auto full = detail::measured_attention(store, *src, true,
+                                               detail::AttentionShape{16, 4, 256, 0, model::DType::kBf16});
+  ASSERT_TRUE(full);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s,
+              24 * decode_ms * 1e-3 + 8 * full->at(256, 0) * 1e-3, 1e-9);
+  // SGLang keeps the state in FP32 (twice the BF16 bytes the rows streamed): the recurrent kernel doubles.
+  auto fp32 = l;
+  fp32.state_dtype = model::DType::kFp32;
+  EXPECT_NEAR(StepModel(fp32, c).cost({&d, 1}, 256, true, false).attention_s,
+              24 * (decode_ms + recurrent_ms) * 1e-3 + 8 * full->at(256, 0) * 1e-3, 1e-9);
+  RankLoad p;
+  p.requests = p.prefill_requests = p.sampled_tokens = 1;
+  p.query_tokens = p.prefill_tokens = 4096;
+  p.prefill_pairs[0] = 0;  // the full-attention layers' prefill core apart: only the DeltaNet layers
+  const auto cost = sm.cost({&p, 1}, 1, false, false);
+  EXPECT_NEAR(cost.attention_s, 24 * prefill_ms * 1e-3, 1e-9);
+  const auto notes = sm.measured_notes();
+  EXPECT_NE(
+      std::find(notes.begin(), notes.end(),
+                "gated DeltaNet: decode 1 of 1, prefill 1 of 1 layer kinds from gdn_perf of h100_sxm sglang "
+                "0.5.14 (fused_recurrent_gated_delta_rule_packed_decode, causal_conv1d_update, "
+                "chunk_gated_delta_rule, causal_conv1d_fn)"),
+      notes.end());
+}
+
 // On an A100 the same decode is bandwidth-bound too: the step scales with 3.35 / 2.039 TB/s.
 // step_seconds: kernel_scale divides the compute-bound part only. 10 ms of kernels of which 6 ms stream
 // weights, kernel_scale 0.5, no collectives, 1 ms CPU: 6 + 4 / 0.5 + 0.5 (floors) + 1 = 15.5 ms.

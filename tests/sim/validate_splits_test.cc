@@ -232,3 +232,40 @@ TEST(CorpusValidationFolds, AFoldsFitDoesNotDependOnItsHeldOutStudy) {
 }
 
 }  // namespace
+
+// A prediction on a kernel path the twin has no figure for (ValidationRow::unmodelled) never becomes the
+// twin's pick (issue 29: it must not win a ranking): three configurations of one throughput group measured
+// 100 / 90 / 50 tok/s, predicted 95 / 80 / 400, the last on an unmodelled path. The pick is the first (right,
+// regret 0) and the top 3 ordering puts the unmodelled one last; without the flag it would win (regret 50%).
+TEST(GroupScores, AnUnmodelledPathNeverWinsTheRanking) {
+  std::vector<sim::CorpusPoint> points(3);
+  const double measured[] = {100, 90, 50}, predicted[] = {95, 80, 400};
+  for (int i = 0; i < 3; ++i) {
+    auto& p = points[i];
+    p.id = "p" + std::to_string(i);
+    p.study = "s";
+    p.engine = "vllm";
+    p.command = "vllm serve m --tp " + std::to_string(1 << i);
+    p.workload.key = "w";
+    p.workload.dataset = "random";
+    p.workload.request_rate = std::numeric_limits<double>::infinity();
+    p.measured.total_tok_s = measured[i];
+  }
+  std::vector<sim::ValidationRow> rows(3);
+  for (int i = 0; i < 3; ++i) {
+    rows[i].point = &points[i];
+    rows[i].predicted = sim::HeadlineMetrics{};
+    rows[i].predicted->total_tok_s = predicted[i];
+  }
+  std::vector<const sim::ValidationRow*> all;
+  for (const auto& r : rows) all.push_back(&r);
+  const auto before = sim::summarize_validation(all, true);
+  EXPECT_EQ(before.groups_same_winner, 0);
+  EXPECT_NEAR(before.mean_regret, 50.0, 1e-9);
+  rows[2].unmodelled = {"a kernel path with no figure"};
+  const auto after = sim::summarize_validation(all, true);
+  EXPECT_EQ(after.groups, 1);
+  EXPECT_EQ(after.groups_same_winner, 1);
+  EXPECT_EQ(after.groups_best_in_top3, 1);
+  EXPECT_NEAR(after.mean_regret, 0.0, 1e-9);
+}

@@ -1,0 +1,152 @@
+// servelab/sim (private): the step model's measured side (sim_detail.h StepModel): the notes on which
+// operators came from which measured table, the attention cores timed from the GQA / MLA attention tables and
+// the gated-DeltaNet kernels, with the DeltaNet roofline they fall back to.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/sim_detail.h"
+
+namespace servelab::sim::detail {
+
+void StepModel::describe_measured() {
+  if (!ops_) return;
+  if (!op_source_) {
+    measured_notes_.push_back(missing_source_note(*ops_, launch_, cluster_.gpu));
+    return;
+  }
+  const OpSource& src = *op_source_;
+  auto from = [&](const char* table) { return table_note(*ops_, src, table); };
+  int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
+  int linear = 0, linear_decode = 0, linear_prefill = 0;
+  std::string gdn_kernels;
+  bool mla = false;
+  auto count = [&](const LayerClass& c) {
+    for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
+      for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
+    mla = mla || c.mla;
+    if (!c.linear_attention) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
+    if (c.linear_attention) {
+      ++linear;
+      linear_decode += c.gdn && !c.gdn->decode.empty() ? 1 : 0;
+      linear_prefill += c.gdn && !c.gdn->prefill.empty() ? 1 : 0;
+      if (c.gdn && gdn_kernels.empty()) {
+        std::vector<std::string> k = c.gdn->decode_kernels;
+        k.insert(k.end(), c.gdn->prefill_kernels.begin(), c.gdn->prefill_kernels.end());
+        gdn_kernels = fmt::format(" ({})", fmt::join(k, ", "));
+      }
+    }
+    if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0;
+  };
+  for (const auto& st : stages_)
+    for (const auto& c : st.classes) count(c);
+  if (draft_) count(*draft_);
+  ++gemms, gemms_measured += lm_head_.measured ? 1 : 0;
+  auto rest = [](int measured, int all, const std::string& why) {
+    return measured < all ? fmt::format("; {} the roofline ({})", all - measured, why) : std::string();
+  };
+  const auto& gemm_rows = launch_.execution.gemm_kernel_sources;
+  measured_notes_.push_back(fmt::format(
+      "GEMMs: {} of {} shapes from {}{}", gemms_measured, gemms, from("gemm_perf"),
+      rest(gemms_measured, gemms,
+           gemm_rows && gemm_rows->empty() ? fmt::format("no table row times the {} GEMM",
+                                                         engines::gemm_kernel_name(launch_.execution.gemm))
+                                           : std::string("a kernel no table measures"))));
+  measured_notes_.push_back(
+      fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
+                  from(mla ? "generation_mla_perf" : "generation_attention_perf"),
+                  rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
+  if (linear > 0)
+    measured_notes_.push_back(fmt::format(
+        "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}", linear_decode, linear,
+        linear_prefill, linear, from("gdn_perf"), gdn_kernels,
+        linear_decode < linear || linear_prefill < linear
+            ? "; the rest the roofline (no row of the recurrent / chunked-prefill kernel of these heads)"
+            : ""));
+  if (moe > 0)
+    measured_notes_.push_back(
+        fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
+                    rest(moe_measured, moe,
+                         launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
+                             ? fmt::format("no table row times the {} MoE kernel",
+                                           engines::moe_kernel_name(launch_.execution.moe))
+                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP")) +
+                        (moe_bf16_stand_in_ ? "; no MXFP8-activation row of this shape: the kernel's "
+                                              "BF16-activation (w4a16_mxfp4) rows stand in"
+                                            : "")));
+  const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
+  measured_notes_.push_back(fmt::format(
+      "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "
+      "bandwidth; "
+      "{}",
+      allreduce
+          ? fmt::format("all-reduce from {}; other collectives: the roofline", from("custom_allreduce_perf"))
+          : std::string("collectives: the roofline")));
+}
+
+double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {
+  const int p = c.pattern;
+  double t = 0;
+  bool outside = false;
+  if (r.decode_requests > 0) {
+    if (!c.decode_attn) return -1;
+    const double kv = r.decode_kv_tokens[p] / r.decode_requests;
+    t += c.decode_attn->at(r.decode_requests, kv, &outside) * 1e-3;
+    lookups_.add(outside);
+  }
+  if (r.prefill_requests > 0 && r.prefill_pairs[p] > 0) {
+    if (!c.prefill_attn) return -1;
+    // The prompt length whose causal prefill has the chunk's (query, key) pairs (L^2 / 2 per request):
+    // chunks after a prefix cost what a prompt of the same work does.
+    const double isl = std::sqrt(2.0 * r.prefill_pairs[p] / r.prefill_requests);
+    t += c.prefill_attn->at(r.prefill_requests, isl, &outside) * 1e-3;
+    lookups_.add(outside);
+  }
+  return t;
+}
+
+double StepModel::linear_attention_s(const LayerClass& c, const RankLoad& r, double* unscaled) const {
+  const auto& gpu = cluster_.gpu;
+  // The roofline of one phase: the state-update FLOPs of its query tokens and each of its requests'
+  // recurrent state read and written once, at the FLA kernels' efficiency (not the attention backend's).
+  auto roofline = [&](double tokens, double requests) {
+    const double compute = tokens * c.linear_flops_per_token / (gpu.bf16_flops * linear_eff_.compute);
+    const double memory = 2.0 * requests * c.state_bytes / (gpu.hbm_bandwidth_Bps * linear_eff_.memory);
+    return std::max(compute, memory);
+  };
+  const double decode_tokens = std::max(0, r.query_tokens - r.prefill_tokens);
+  double t = 0;
+  // The engines run a step's decoding and prefilling requests through separate kernels (the recurrent
+  // update; the chunked prefill), so the two phases add.
+  if (r.decode_requests > 0) {
+    if (c.gdn && !c.gdn->decode.empty()) {
+      // The recurrent kernel (the first) reads and writes each request's state once whatever its draft
+      // tokens, in the launch's state dtype (gdn_state_scale); the conv-state update does not depend on it.
+      double s = 0;
+      for (std::size_t i = 0; i < c.gdn->decode.size(); ++i)
+        s += measured_at(c.gdn->decode[i], r.decode_requests) * (i == 0 ? c.gdn_state_scale : 1.0);
+      t += measured_s(s, unscaled);
+    } else {
+      t += roofline(decode_tokens, r.decode_requests);
+    }
+  }
+  if (r.prefill_requests > 0 && r.prefill_tokens > 0) {
+    if (c.gdn && !c.gdn->prefill.empty()) {
+      const double length = double(r.prefill_tokens) / r.prefill_requests;
+      double s = 0;
+      for (const auto& k : c.gdn->prefill) {
+        bool outside = false;
+        s += k.at(r.prefill_requests, length, &outside) * 1e-3;
+        lookups_.add(outside);
+      }
+      t += measured_s(s, unscaled);
+    } else {
+      t += roofline(r.prefill_tokens, r.prefill_requests);
+    }
+  }
+  return t;
+}
+
+}  // namespace servelab::sim::detail
