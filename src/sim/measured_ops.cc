@@ -2,6 +2,7 @@
 #include "sim/measured_ops.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -146,15 +147,29 @@ std::optional<std::pair<std::string, std::string>> skipped_release(const ops::Op
 std::string table_note(const ops::OpStore& store, const OpSource& src, std::string_view table) {
   const std::string r = table_release(store, src, table);
   const auto skipped = skipped_release(store, src, table);
-  if (r.empty())
-    return fmt::format("{} (none for {} {}{})", table, src.gpu, src.backend,
-                       skipped ? fmt::format("; {} not used: {}", skipped->first, skipped->second) : "");
-  return fmt::format(
-      "{} of {} {} {}{}{}", table, src.gpu, src.backend, r,
-      r == src.launch_release
-          ? ""
-          : fmt::format(", the nearest measured release to the launch's {}", src.launch_release),
-      skipped ? fmt::format(" ({} {} not used: {})", table, skipped->first, skipped->second) : "");
+  const std::string not_used =
+      skipped ? fmt::format("{} {} not used: {}", table, skipped->first, skipped->second) : std::string();
+  if (r.empty()) {
+    const auto measured = store.versions(src.gpu, src.backend, table);
+    if (measured.empty() || (skipped && measured.size() == 1))
+      return fmt::format("{} (none for {} {}{}{})", table, src.gpu, src.backend, skipped ? "; " : "",
+                         not_used);
+    return fmt::format(
+        "{} (none of {} {} at or before the launch's {} or in its release line; measured: {}{}{})", table,
+        src.gpu, src.backend, src.launch_release, fmt::join(measured, ", "), skipped ? "; " : "", not_used);
+  }
+  std::string which;
+  if (r != src.launch_release)
+    which =
+        release_numbers(r) <= release_numbers(src.launch_release)
+            ? fmt::format(", the newest measured release at or before the launch's {}", src.launch_release)
+            : fmt::format(", the oldest measured release of the launch's {} release line",
+                          src.launch_release);
+  // A release directory that declares (reuse.yaml) another's rows: say whose rows they are.
+  const auto t = store.table(src.gpu, src.backend, r, table);
+  const std::string reuse = t && t->version() != r ? fmt::format(" (reusing {}'s rows)", t->version()) : "";
+  return fmt::format("{} of {} {} {}{}{}{}", table, src.gpu, src.backend, r, reuse, which,
+                     skipped ? fmt::format(" ({})", not_used) : "");
 }
 
 const char* measured_gemm_dtype(engines::GemmKernel k) {

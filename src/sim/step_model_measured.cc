@@ -62,9 +62,10 @@ void StepModel::describe_measured() {
     measured_notes_.push_back(fmt::format(
         "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}", linear_decode, linear,
         linear_prefill, linear, from("gdn_perf"), gdn_kernels,
-        linear_decode < linear || linear_prefill < linear
-            ? "; the rest the roofline (no row of the recurrent / chunked-prefill kernel of these heads)"
-            : ""));
+        linear_decode == linear && linear_prefill == linear ? ""
+        : table_release(*ops_, src, "gdn_perf").empty()
+            ? "; the roofline"
+            : "; the rest the roofline (no row of the recurrent / chunked-prefill kernel of these heads)"));
   if (moe > 0)
     measured_notes_.push_back(
         fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),

@@ -233,9 +233,8 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
   ASSERT_EQ(sm.measured_notes().size(), 4u);
   EXPECT_EQ(sm.measured_notes()[2],
-            "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the nearest measured "
-            "release to "
-            "the launch's 0.17.0");
+            "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the newest measured "
+            "release at or before the launch's 0.17.0");
 
   const RankLoad pre = prefill_one(1000);
   const auto table = store.table("h100_sxm", "vllm", "0.14.0", "context_attention_perf");
@@ -315,8 +314,8 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
       std::vector<std::string>{"vllm_flashmla"};
   EXPECT_EQ(
       StepModel(l, c).measured_notes()[1],
-      "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the nearest measured "
-      "release to the launch's 0.17.0");
+      "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the newest measured "
+      "release at or before the launch's 0.17.0");
   l.kv_dtype = model::DType::kBf16;
   EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u);
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kCutlassMla;
