@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "servelab/common/text.h"
+
 #include "engines/cli_parser.h"
 #include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
@@ -432,11 +434,7 @@ std::optional<std::string> check_request_vllm(const ResolvedLaunch& launch, int 
 bool vllm_env_one_or_true(const LaunchConfig& c, const char* name) {
   const auto it = c.env.find(name);
   if (it == c.env.end()) return false;
-  std::string v = it->second;
-  const auto space = [](unsigned char ch) { return std::isspace(ch) != 0; };
-  while (!v.empty() && space(v.back())) v.pop_back();
-  v.erase(v.begin(), std::find_if_not(v.begin(), v.end(), space));
-  for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string v = common::ascii_lower(common::trim(it->second));
   return v == "1" || v == "true";
 }
 
