@@ -12,6 +12,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
+#include "cli/launch_release.h"
 #include "cli/op_data.h"
 #include "servelab/bench/config.h"
 #include "servelab/common/paths.h"
@@ -83,6 +84,8 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
   s += fmt::format("{:-^52}\n", " Kernel time by operator class (s) ");
   row("Attention core + KV reads:", fmt::format("{:.2f}", v.attention_s));
+  if (v.linear_attention_s > 0)
+    row("Linear attention (gated DeltaNet):", fmt::format("{:.2f}", v.linear_attention_s));
   row("Dense linears (projections, FFN):", fmt::format("{:.2f}", v.linear_s));
   row("Routed experts (MoE):", fmt::format("{:.2f}", v.moe_s));
   row("LM head + sampler:", fmt::format("{:.2f}", v.lm_head_s));
@@ -110,6 +113,7 @@ struct SimRunInputs {
   std::string model_revision;  ///< the launch's --revision ("" = default branch)
   model::ModelSpec model;
   bench::ResolvedConfig resolved;
+  std::string release_note;  ///< why the predicted release is not the module default ("" = it is)
 };
 
 /// Parses --hardware/--network and the launch command (an engine argument error exits with status 2),
@@ -129,6 +133,12 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   in.model_revision = launch_flag_value(a.launch, "--revision");
   in.model = a.model_config.empty() ? model::resolve_model(in.engine.model, hub_fetch(in.model_revision))
                                     : model::load_config_with_modelopt(a.model_config);
+  try {
+    in.release_note = move_past_architecture_bound(a.engine_version, a.launch, in.model, in.engine);
+  } catch (const engines::EngineArgError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    throw ExitRequest{2};
+  }
   in.resolved = bench::resolve(a.bench);
   if (a.bench.multi_turn)
     throw std::runtime_error(
@@ -203,6 +213,7 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
               in.model.id.c_str(), in.model.model_type.c_str(), w.name.c_str(), w.requests.size());
   std::printf("Config:   %s\n", in.model.config_source.c_str());
   if (!w.note.empty()) std::printf("          %s\n", w.note.c_str());
+  if (!in.release_note.empty()) std::printf("Release:  %s\n", in.release_note.c_str());
   if (cluster.nodes > 1)
     std::printf("Network:  %d nodes, %d x %.0f Gb/s %s per node, %.0f%% of line rate for collectives%s\n",
                 cluster.nodes, cluster.network.nics_per_node, cluster.network.nic_Bps * 8 / 1e9,

@@ -15,6 +15,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
+#include "cli/launch_release.h"
 #include "cli/op_data.h"
 #include "servelab/common/paths.h"
 #include "servelab/common/stop_signals.h"
@@ -126,6 +127,9 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   s.model_revision = launch_flag_value(a.launch, "--revision");
   s.model = a.model_config.empty() ? model::resolve_model(s.engine.model, hub_fetch(s.model_revision))
                                    : model::load_config_with_modelopt(a.model_config);
+  if (const std::string note = move_past_architecture_bound(a.engine_version, a.launch, s.model, s.engine);
+      !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty())
     calibration = sim::calibration_table_from_json(common::read_file(a.calibration));

@@ -9,6 +9,7 @@
 #include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/trtllm_defaults.h"
+#include "engines/version.h"
 #include "engines/vllm_defaults.h"
 
 namespace servelab::engines {
@@ -19,6 +20,53 @@ std::vector<std::string> module_versions(EngineKind k) {
   for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
   return out;
 }
+
+// Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
+// bounds whose dates are known are listed; an architecture without one is accepted on every release.
+#define SERVELAB_QWEN35 \
+  "Qwen3.5 was published on 2026-02-16 [recalled: Qwen blog, Qwen/Qwen3.5-* repositories]; "
+#define SERVELAB_GLM5 "GLM-5 was published on 2026-02-11 [recalled: Z.ai release, zai-org/GLM-5]; "
+
+std::vector<ArchitectureRelease> vllm_architecture_releases() {
+  return {
+      {"GptOssForCausalLM", "0.10.1",
+       "gpt-oss was published on 2025-08-05 with day-0 support in vLLM 0.10.1 [recalled: vLLM blog]"},
+      {"Qwen3NextForCausalLM", "0.10.2",
+       "Qwen3-Next was published on 2025-09-11 with support in vLLM 0.10.2 [recalled: vLLM blog]"},
+      {"DeepseekV32ForCausalLM", "0.11.0",
+       "DeepSeek-V3.2-Exp was published on 2025-09-29, in a vLLM release from 0.11.0 [recalled: vLLM blog]"},
+      {"Qwen3_5ForConditionalGeneration", "0.16.0",
+       SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
+      {"Qwen3_5MoeForConditionalGeneration", "0.16.0",
+       SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
+      {"GlmMoeDsaForCausalLM", "0.16.0", SERVELAB_GLM5 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
+  };
+}
+
+std::vector<ArchitectureRelease> sglang_architecture_releases() {
+  return {
+      {"Qwen3NextForCausalLM", "0.5.2",
+       "Qwen3-Next was published on 2025-09-11 with support in SGLang 0.5.2 [recalled: LMSYS blog]"},
+      {"Qwen3_5ForConditionalGeneration", "0.5.8",
+       SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
+      {"Qwen3_5MoeForConditionalGeneration", "0.5.8",
+       SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
+      {"GlmMoeDsaForCausalLM", "0.5.8", SERVELAB_GLM5 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
+  };
+}
+
+std::vector<ArchitectureRelease> trtllm_architecture_releases() {
+  return {
+      {"Qwen3_5ForConditionalGeneration", "1.2.0",
+       SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+      {"Qwen3_5MoeForConditionalGeneration", "1.2.0",
+       SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+      {"GlmMoeDsaForCausalLM", "1.2.0",
+       SERVELAB_GLM5 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+  };
+}
+#undef SERVELAB_QWEN35
+#undef SERVELAB_GLM5
 
 EngineModule vllm_module() {
   return {EngineKind::kVllm,
@@ -41,7 +89,8 @@ EngineModule vllm_module() {
           /*multi_node_one_job=*/false,
           {2.5, 10.0},
           "",
-          "/reset_prefix_cache"};
+          "/reset_prefix_cache",
+          vllm_architecture_releases()};
 }
 
 EngineModule sglang_module() {
@@ -64,7 +113,8 @@ EngineModule sglang_module() {
           /*multi_node_one_job=*/false,
           {2.0, 5.0},
           "sglang",
-          "/flush_cache"};
+          "/flush_cache",
+          sglang_architecture_releases()};
 }
 
 EngineModule trtllm_module() {
@@ -87,7 +137,8 @@ EngineModule trtllm_module() {
           /*multi_node_one_job=*/true,
           {1.5, 5.0},
           "",
-          ""};
+          "",
+          trtllm_architecture_releases()};
 }
 
 [[noreturn]] void invalid(const EngineModule& m, const std::string& what) {
@@ -148,6 +199,24 @@ const EngineModule& engine_module(EngineKind kind) {
     if (m.kind == kind) return m;
   throw std::logic_error("no engine module registered for engine kind " +
                          std::to_string(static_cast<int>(kind)));
+}
+
+const ArchitectureRelease* architecture_release(EngineKind kind, const std::string& architecture) {
+  for (const auto& a : engine_module(kind).architecture_releases)
+    if (architecture == a.architecture) return &a;
+  return nullptr;
+}
+
+std::string default_version_for(EngineKind kind, const std::string& architecture) {
+  const EngineModule& m = engine_module(kind);
+  const ArchitectureRelease* a = architecture_release(kind, architecture);
+  if (!a) return m.default_version;
+  const EngineVersion first = EngineVersion::parse(a->first_release);
+  if (first <= EngineVersion::parse(m.default_version)) return m.default_version;
+  for (const auto& v : m.versions)
+    if (first <= EngineVersion::parse(v)) return v;
+  return m
+      .default_version;  // no modelled release loads it: resolve_launch refuses the default with the reason
 }
 
 const EngineModule* find_engine_module(const std::string& name) {

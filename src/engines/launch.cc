@@ -166,9 +166,34 @@ std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
 
 }  // namespace
 
+namespace {
+
+// A release older than the architecture's bound (EngineModule::architecture_releases) stops at start-up: the
+// model class is not in its registry (and the transformers it pins may not know the config either).
+std::optional<LaunchFailure> architecture_check(const LaunchConfig& config, const model::ModelSpec& model) {
+  const EngineModule& m = engine_module(config.kind);
+  const ArchitectureRelease* a = architecture_release(config.kind, model.architecture);
+  const std::string version = config.engine_version.empty() ? m.default_version : config.engine_version;
+  if (!a || !(EngineVersion::parse(version) < EngineVersion::parse(a->first_release))) return std::nullopt;
+  std::string later;
+  for (const auto& v : m.versions)
+    if (!(EngineVersion::parse(v) < EngineVersion::parse(a->first_release)))
+      later += (later.empty() ? "" : ", ") + v;
+  return detail::fail(
+      FailurePhase::kStartup, std::string(m.name) + ".architecture.release",
+      std::string(m.product_name) + " " + version + " predates " + model.architecture + " (model_type " +
+          model.model_type + "): releases before " + a->first_release + " cannot load it (" + a->source +
+          ")" + (config.engine_version.empty() ? " [the module's default release; none was given]" : "") +
+          (later.empty() ? "" : "; modelled releases that can: " + later),
+      false);
+}
+
+}  // namespace
+
 std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& config,
                                                            const model::ModelSpec& model,
                                                            const hardware::ClusterSpec& cluster) {
+  if (auto f = architecture_check(config, model)) return *f;
   auto r = engine_module(config.kind).resolve(config, model, cluster);
   if (const auto* l = std::get_if<ResolvedLaunch>(&r))
     if (auto f = heads_check(*l)) return *f;

@@ -259,9 +259,12 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--cpu-offload-gb"}, K::kFloat));
     s.push_back(F({"--calculate-kv-scales"}, K::kBoolOptional));
     s.push_back(F({"--kv-sharing-fast-prefill"}, K::kBoolOptional));
-    s.push_back(F({"--mamba-cache-dtype"}, K::kString));
+    // vllm/config/cache.py MambaDType = Literal["auto", "float32", "float16"] [recalled; float16 for the
+    // Nemotron-H state]: argparse refuses other values with "invalid choice".
+    s.push_back(F({"--mamba-cache-dtype"}, K::kString, nullptr, {"auto", "float32", "float16"}));
     s.push_back(F({"--mamba-ssm-cache-dtype"}, K::kString,
-                  [](LaunchConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; },
+                  {"auto", "float32", "float16"}));
     s.push_back(F({"--mamba-block-size"}, K::kInt));
     s.push_back(F({"--kv-offloading-size"}, K::kFloat));
     s.push_back(F({"--kv-offloading-backend"}, K::kString));

@@ -84,7 +84,9 @@ void cache_layout(ResolvedLaunch& r) {
                    : c.attention_backend == "CUTLASS_MLA"                                        ? 128
                                                           : d.block_size.value;
   }
-  r.state_dtype = c.mamba_ssm_cache_dtype == "float32" ? model::DType::kFp32 : m.dtype;
+  r.state_dtype = c.mamba_ssm_cache_dtype == "float32"   ? model::DType::kFp32
+                  : c.mamba_ssm_cache_dtype == "float16" ? model::DType::kFp16
+                                                         : m.dtype;
   if (m.has_linear_attention()) {
     // HybridAttentionMambaModelConfig.verify_and_update_config: block = 16 * cdiv(state page, 16 * attention
     // page of one token) so that an attention page holds a linear-attention state.
@@ -151,10 +153,13 @@ std::optional<LaunchFailure> vllm_speculative(ResolvedLaunch& r) {
                 "--speculative-config needs a method (mtp, eagle, eagle3, ngram) or a draft model", false);
   }
   if (s.num_speculative_tokens < 1)
-    return fail(
-        FailurePhase::kStartup, "vllm.speculative.num_tokens",
-        "--speculative-config: num_speculative_tokens must be given (>= 1) for method '" + s.method + "'",
-        false);
+    return fail(FailurePhase::kStartup, "vllm.speculative.num_tokens",
+                s.num_speculative_tokens == 0
+                    ? "--speculative-config: num_speculative_tokens must be given (>= 1) for method '" +
+                          s.method + "'"
+                    : "--speculative-config: num_speculative_tokens must be >= 1 (got " +
+                          std::to_string(s.num_speculative_tokens) + ") for method '" + s.method + "'",
+                false);
   if ((p.method == M::kEagle || p.method == M::kEagle3) && s.draft_model.empty())
     return fail(FailurePhase::kStartup, "vllm.speculative.draft_model",
                 "--speculative-config: method '" + s.method + "' needs a draft model (\"model\")", false);

@@ -123,6 +123,7 @@ struct StepCost {
   double api_stream_chunks = 0;
   // Breakdown (unscaled roofline, for TwinView).
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0;
+  double linear_attention_s = 0;  ///< linear-attention cores (gated DeltaNet), apart from attention_s
   /// Elementwise kernels no operator table measures (elementwise_bytes; measured operators only).
   double elementwise_s = 0;
 };

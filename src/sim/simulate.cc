@@ -237,15 +237,18 @@ void Simulator::finish_batch(const Batch& b, double t) {
   ++step_index_;
   const double s = b.stage_s;
   (b.any_prefill ? view_.prefill_time_s : view_.decode_time_s) += s;
-  view_.attention_s += b.cost.attention_s;
-  view_.linear_s += b.cost.linear_s;
-  view_.moe_s += b.cost.moe_s;
-  view_.lm_head_s += b.cost.lm_head_s;
-  view_.draft_s += b.cost.draft_s;
-  view_.elementwise_s += b.cost.elementwise_s;
+  // The classes are roofline / table times; the step runs their scaled part at the fitted kernel scale.
+  const double kernel_s = (b.cost.gpu_s - b.cost.memory_s) / cal_.kernel_scale + b.cost.memory_s;
+  const double f = b.cost.gpu_s > 0 ? kernel_s / b.cost.gpu_s : 1.0;
+  view_.attention_s += f * b.cost.attention_s;
+  view_.linear_attention_s += f * b.cost.linear_attention_s;
+  view_.linear_s += f * b.cost.linear_s;
+  view_.moe_s += f * b.cost.moe_s;
+  view_.lm_head_s += f * b.cost.lm_head_s;
+  view_.draft_s += f * b.cost.draft_s;
+  view_.elementwise_s += f * b.cost.elementwise_s;
   view_.comm_s += b.cost.comm_s;
-  view_.overhead_s += std::max(
-      0.0, s - (b.cost.gpu_s - b.cost.memory_s) / cal_.kernel_scale - b.cost.memory_s - b.cost.comm_s);
+  view_.overhead_s += std::max(0.0, s - kernel_s - b.cost.comm_s);
   sum_batch_ += b.max_running;
   sum_tokens_ += b.max_tokens;
   view_.max_batch_requests = std::max(view_.max_batch_requests, b.max_running);

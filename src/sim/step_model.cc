@@ -558,7 +558,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     linear_max = std::max(linear_max, proj);
   }
   if (tokens_total == 0) return 0;
-  out.attention_s += c.count * (attn_max - linear_max);
+  (c.linear_attention ? out.linear_attention_s : out.attention_s) += c.count * (attn_max - linear_max);
   out.linear_s += c.count * linear_max;
 
   // FFN: gathered over the DP ranks when its TP group spans them (SGLang DP-attention).
@@ -683,14 +683,14 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
       kernels = k, layers = n;
       out.attention_s = sc.attention_s, out.linear_s = sc.linear_s, out.moe_s = sc.moe_s;
       out.lm_head_s = sc.lm_head_s, out.comm_s = sc.comm_s, out.memory_s = sc.memory_s;
-      out.elementwise_s = sc.elementwise_s;
+      out.elementwise_s = sc.elementwise_s, out.linear_attention_s = sc.linear_attention_s;
     } else {
       gpu += t;
       out.memory_s += sc.memory_s;
       kernels += k, layers += n;
       out.attention_s += sc.attention_s, out.linear_s += sc.linear_s, out.moe_s += sc.moe_s;
       out.lm_head_s += sc.lm_head_s, out.comm_s += sc.comm_s;
-      out.elementwise_s += sc.elementwise_s;
+      out.elementwise_s += sc.elementwise_s, out.linear_attention_s += sc.linear_attention_s;
     }
   }
   if (lay.pp > 1) {

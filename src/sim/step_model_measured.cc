@@ -22,6 +22,7 @@ void StepModel::describe_measured() {
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
   int linear = 0, linear_decode = 0, linear_prefill = 0;
   std::string gdn_kernels;
+  double gdn_state_scale = 1;
   bool mla = false;
   auto count = [&](const LayerClass& c) {
     for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
@@ -31,6 +32,7 @@ void StepModel::describe_measured() {
     if (c.linear_attention) {
       ++linear;
       linear_decode += c.gdn && !c.gdn->decode.empty() ? 1 : 0;
+      if (c.gdn && !c.gdn->decode.empty()) gdn_state_scale = c.gdn_state_scale;
       linear_prefill += c.gdn && !c.gdn->prefill.empty() ? 1 : 0;
       if (c.gdn && gdn_kernels.empty()) {
         std::vector<std::string> k = c.gdn->decode_kernels;
@@ -60,12 +62,16 @@ void StepModel::describe_measured() {
                   rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
   if (linear > 0)
     measured_notes_.push_back(fmt::format(
-        "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}", linear_decode, linear,
+        "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}{}", linear_decode, linear,
         linear_prefill, linear, from("gdn_perf"), gdn_kernels,
         linear_decode == linear && linear_prefill == linear ? ""
         : table_release(*ops_, src, "gdn_perf").empty()
             ? "; the roofline"
-            : "; the rest the roofline (no row of the recurrent / chunked-prefill kernel of these heads)"));
+            : "; the rest the roofline (no row of the recurrent / chunked-prefill kernel of these heads)",
+        linear_decode > 0 && gdn_state_scale != 1
+            ? fmt::format("; the recurrent rows (a BF16 state) x{:g} for the launch's {} state",
+                          gdn_state_scale, model::dtype_name(launch_.state_dtype))
+            : std::string()));
   if (moe > 0)
     measured_notes_.push_back(
         fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),

@@ -754,7 +754,7 @@ TEST(MeasuredKernels, EachEngineNamesTheRowsOfItsOwnKernel) {
   EXPECT_EQ(ok(sglang + "--moe-a2a-backend deepep", "0.5.14", kGlm52, "8xH200").execution.moe_kernel_sources,
             V{});
   // vLLM: the method names of 0.14-0.22 tables, then 0.24's method_backend_experts names.
-  const auto v = ok("vllm serve m --tensor-parallel-size 8", "0.11.0", kGlm52, "8xH200").execution;
+  const auto v = ok("vllm serve m --tensor-parallel-size 8", "0.24.0", kGlm52, "8xH200").execution;
   ASSERT_TRUE(v.moe_kernel_sources);
   EXPECT_EQ(v.moe_kernel_sources->front(),
             v.moe == se::MoeKernel::kDeepGemmGrouped ? "vllm_*deepgemm*" : "vllm_fused_moe");

@@ -119,6 +119,13 @@ TEST(ParseVllm, Errors) {
       error_of("vllm serve m --kv-cache-dtype fp16"),
       "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp16' (choose from 'auto', 'bfloat16', "
       "'fp8', 'fp8_ds_mla', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc')");
+  // MambaDType (vllm/config/cache.py) [recalled]: a typo is refused, not silently ignored.
+  EXPECT_EQ(error_of("vllm serve m --mamba-ssm-cache-dtype banana"),
+            "vllm serve: error: argument --mamba-ssm-cache-dtype: invalid choice: 'banana' (choose from "
+            "'auto', 'float32', 'float16')");
+  EXPECT_EQ(error_of("vllm serve m --mamba-cache-dtype fp8"),
+            "vllm serve: error: argument --mamba-cache-dtype: invalid choice: 'fp8' (choose from 'auto', "
+            "'float32', 'float16')");
   EXPECT_EQ(error_of("vllm serve m --block-size 48"),
             "vllm serve: error: argument --block-size: invalid choice: 48 (choose from 1, 8, 16, 32, 64, "
             "128, 256)");

@@ -12,6 +12,7 @@
 #include "engines/trtllm_defaults.h"
 #include "engines/vllm_defaults.h"
 #include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"
@@ -271,6 +272,13 @@ TEST(SeedReleaseRules, VllmDcpAndLimits) {
                     kV32, kH200)
                 ->rule,
             "vllm.max_model_len.too_long");
+  // A negative draft length was given, not left out: the message says what is wrong with it.
+  EXPECT_EQ(
+      refusal(
+          parse(R"(vllm serve m -tp 8 --speculative-config '{"method":"mtp","num_speculative_tokens":-5}')"),
+          kV32, kH200)
+          ->message,
+      "--speculative-config: num_speculative_tokens must be >= 1 (got -5) for method 'mtp'");
   const md::ModelSpec no_mtp_model = no_mtp();
   EXPECT_EQ(
       refusal(parse(R"(vllm serve m --speculative-config '{"method":"mtp"}')"), no_mtp_model, kH200)->rule,
@@ -311,6 +319,42 @@ TEST(SeedReleaseRules, TrtllmRules) {
   EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 8 --ep_size 3"), kV32, kH200)->rule,
             "trtllm.ep.divides_tp");
   EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 16"), kV32, kH200)->rule, "parallel.gpu_count");
+}
+
+// An architecture published after a release cannot be loaded by it (EngineModule::architecture_releases):
+// Qwen3.5 on vLLM 0.13.0 (the default) and SGLang 0.5.6.post2 stops at start-up; 0.17.1 / 0.5.9 load it.
+TEST(ArchitectureRelease, AReleaseThatPredatesTheArchitectureRefusesIt) {
+  md::ModelSpec m = kV32;
+  m.architecture = "Qwen3_5ForConditionalGeneration";
+  m.model_type = "qwen3_5_text";
+  auto f = refusal(parse("vllm serve m -tp 8"), m, kH200);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->phase, se::FailurePhase::kStartup);
+  EXPECT_EQ(f->rule, "vllm.architecture.release");
+  EXPECT_NE(f->message.find("vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"), std::string::npos)
+      << f->message;
+  EXPECT_NE(f->message.find("releases before 0.16.0 cannot load it"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("modelled releases that can: 0.17.1, 0.24.0"), std::string::npos) << f->message;
+  // (refusal() pins the seed study's releases; resolve_launch keeps the parsed one.)
+  const auto later =
+      se::resolve_launch(se::parse_launch_command(se::split_command_line("vllm serve m -tp 8"), {}, "0.17.1"),
+                         m, hw::parse_cluster(kH200));
+  const auto* later_refusal = std::get_if<se::LaunchFailure>(&later);
+  EXPECT_TRUE(!later_refusal || later_refusal->rule != "vllm.architecture.release") << later_refusal->message;
+  const std::string sglang = "python3 -m sglang.launch_server --model-path m --tp-size 8";
+  EXPECT_EQ(refusal(parse(sglang), m, kH200)->rule, "sglang.architecture.release");
+  // No modelled TensorRT-LLM release loads it: the message names no release to move to.
+  auto t = refusal(parse("trtllm-serve m --tp_size 8"), m, kH200);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rule, "trtllm.architecture.release");
+  EXPECT_EQ(t->message.find("modelled releases that can"), std::string::npos) << t->message;
+  // The release sim run predicts without --engine-version: past the bound where a modelled one is.
+  EXPECT_EQ(se::default_version_for(se::EngineKind::kVllm, m.architecture), "0.17.1");
+  EXPECT_EQ(se::default_version_for(se::EngineKind::kSglang, m.architecture), "0.5.9");
+  EXPECT_EQ(se::default_version_for(se::EngineKind::kTrtllm, m.architecture), "1.2.0rc5");
+  EXPECT_EQ(se::default_version_for(se::EngineKind::kVllm, "Qwen3ForCausalLM"), "0.13.0");
+  // An architecture without a bound is accepted on every release (Qwen3 on vLLM 0.9.1).
+  EXPECT_EQ(se::architecture_release(se::EngineKind::kVllm, "Qwen3ForCausalLM"), nullptr);
 }
 
 TEST(GpusUsed, PerEngine) {

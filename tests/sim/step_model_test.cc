@@ -504,14 +504,18 @@ TEST(StepModel, GatedDeltaNetRunsAtTheFlaKernelsEfficiency) {
   d.requests = d.decode_requests = d.query_tokens = d.sampled_tokens = 256;
   const double state = 32.0 * 128 * 128 * 2 + 3.0 * (2 * 16 * 128 + 32 * 128) * 2;
   EXPECT_DOUBLE_EQ(state, 1097728.0);
-  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s, 24 * 2 * 256 * state / (0.45 * 3.35e12), 1e-12);
-  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s, 8.948e-3, 1e-6);
+  // The DeltaNet cores are their own class (TwinView::linear_attention_s), apart from softmax attention.
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).linear_attention_s, 24 * 2 * 256 * state / (0.45 * 3.35e12),
+              1e-12);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).linear_attention_s, 8.948e-3, 1e-6);
+  EXPECT_EQ(sm.cost({&d, 1}, 256, true, false).attention_s, 0.0);  // no KV to read in the full layers
   RankLoad p;
   p.requests = p.prefill_requests = p.sampled_tokens = 1;
   p.query_tokens = p.prefill_tokens = 4096;
   const double flops = 6.0 * 32 * 128 * 128;
-  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).attention_s, 24 * 4096 * flops / (0.04 * 989e12), 1e-12);
-  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).attention_s, 7.817e-3, 1e-6);
+  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).linear_attention_s, 24 * 4096 * flops / (0.04 * 989e12),
+              1e-12);
+  EXPECT_NEAR(sm.cost({&p, 1}, 1, false, false).linear_attention_s, 7.817e-3, 1e-6);
   const auto eff = detail::linear_attention_efficiency(hardware::Generation::kHopper);
   EXPECT_DOUBLE_EQ(eff.compute, 0.04);
   EXPECT_DOUBLE_EQ(eff.memory, 0.45);
@@ -574,19 +578,19 @@ TEST(StepModel, GatedDeltaNetFromTheMeasuredKernels) {
   const auto full = detail::measured_attention(store, *src, true,
                                                detail::AttentionShape{16, 4, 256, 0, model::DType::kBf16});
   ASSERT_TRUE(full);
-  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s,
-              24 * decode_ms * 1e-3 + 8 * full->at(256, 0) * 1e-3, 1e-9);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).linear_attention_s, 24 * decode_ms * 1e-3, 1e-9);
+  EXPECT_NEAR(sm.cost({&d, 1}, 256, true, false).attention_s, 8 * full->at(256, 0) * 1e-3, 1e-9);
   // SGLang keeps the state in FP32 (twice the BF16 bytes the rows streamed): the recurrent kernel doubles.
   auto fp32 = l;
   fp32.state_dtype = model::DType::kFp32;
-  EXPECT_NEAR(StepModel(fp32, c).cost({&d, 1}, 256, true, false).attention_s,
-              24 * (decode_ms + recurrent_ms) * 1e-3 + 8 * full->at(256, 0) * 1e-3, 1e-9);
+  EXPECT_NEAR(StepModel(fp32, c).cost({&d, 1}, 256, true, false).linear_attention_s,
+              24 * (decode_ms + recurrent_ms) * 1e-3, 1e-9);
   RankLoad p;
   p.requests = p.prefill_requests = p.sampled_tokens = 1;
   p.query_tokens = p.prefill_tokens = 4096;
   p.prefill_pairs[0] = 0;  // the full-attention layers' prefill core apart: only the DeltaNet layers
   const auto cost = sm.cost({&p, 1}, 1, false, false);
-  EXPECT_NEAR(cost.attention_s, 24 * prefill_ms * 1e-3, 1e-9);
+  EXPECT_NEAR(cost.linear_attention_s, 24 * prefill_ms * 1e-3, 1e-9);
   const auto notes = sm.measured_notes();
   EXPECT_NE(
       std::find(notes.begin(), notes.end(),
@@ -594,6 +598,15 @@ TEST(StepModel, GatedDeltaNetFromTheMeasuredKernels) {
                 "0.5.14 (fused_recurrent_gated_delta_rule_packed_decode, causal_conv1d_update, "
                 "chunk_gated_delta_rule, causal_conv1d_fn)"),
       notes.end());
+  // The note says when the recurrent rows were scaled for the launch's state bytes.
+  const auto fp32_notes = StepModel(fp32, c).measured_notes();
+  EXPECT_NE(
+      std::find(fp32_notes.begin(), fp32_notes.end(),
+                "gated DeltaNet: decode 1 of 1, prefill 1 of 1 layer kinds from gdn_perf of h100_sxm sglang "
+                "0.5.14 (fused_recurrent_gated_delta_rule_packed_decode, causal_conv1d_update, "
+                "chunk_gated_delta_rule, causal_conv1d_fn); the recurrent rows (a BF16 state) x2 for the "
+                "launch's fp32 state"),
+      fp32_notes.end());
 }
 
 // On an A100 the same decode is bandwidth-bound too: the step scales with 3.35 / 2.039 TB/s.

@@ -51,6 +51,15 @@ struct EngineCpuPrior {
   double api_request_ms;  ///< API-server time per request (ms)
 };
 
+/// The oldest release of an engine that can load a model architecture: every earlier release predates the
+/// architecture (or the engine's support for it) and stops at start-up. A bound, not a claim that
+/// `first_release` itself loads it: entries come from publication dates, cited in `source`.
+struct ArchitectureRelease {
+  const char* architecture;   ///< config.json architectures[0] ("Qwen3_5ForConditionalGeneration")
+  const char* first_release;  ///< "0.16.0": releases before it cannot load the architecture
+  const char* source;         ///< why: publication dates and release dates, each tagged [recalled]/[src]
+};
+
 /// One engine module: its CLI parser, versions, resolution and every other engine fact (file comment).
 /// Every hook must be set: register_engine_module() refuses a module with a null one.
 struct EngineModule {
@@ -95,6 +104,9 @@ struct EngineModule {
   const char* version_probe_package;
   /// The HTTP path that empties the prefix cache between scenarios ("/reset_prefix_cache"; "" = none).
   const char* prefix_cache_reset_path;
+  /// Architectures that need a release newer than some modelled ones (resolve_launch refuses a launch on an
+  /// earlier release; sim run's default release moves past it). Empty = no such bound known.
+  std::vector<ArchitectureRelease> architecture_releases = {};
 };
 
 /// The engine table: the built-in modules (vLLM, SGLang, TensorRT-LLM) then any registered ones.
@@ -106,6 +118,14 @@ const EngineModule& engine_module(EngineKind kind);
 
 /// The module named `name` ("vllm"), or nullptr.
 const EngineModule* find_engine_module(const std::string& name);
+
+/// The bound of `architecture` on `kind`'s releases, or nullptr when the module records none.
+const ArchitectureRelease* architecture_release(EngineKind kind, const std::string& architecture);
+
+/// The release a launch of `architecture` on `kind` is predicted for when no release is given: the module's
+/// default_version, or, when that predates the architecture, the oldest modelled release at or after its
+/// bound (still the default when none is: resolve_launch then refuses it, naming the bound).
+std::string default_version_for(EngineKind kind, const std::string& architecture);
 
 /// Adds a module to the table (a new engine, or a test's fake one). Throws std::invalid_argument naming the
 /// field when a name or hook is missing, or when the kind or name is already registered.

@@ -71,10 +71,13 @@ struct TwinView {
   long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
   double mean_step_ms = 0.0;           ///< average step time (ms)
   long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
-  /// Kernel time per operator class summed over steps (s, before the kernel scale; measured where
-  /// use_measured_operators gave a table, else the roofline), communication and
-  /// CPU / launch overhead.
+  /// Kernel time per operator class summed over steps (s; measured where use_measured_operators gave a
+  /// table, else the roofline; each step's classes scaled as its kernel time is by the fitted kernel
+  /// scale, so classes + comm_s + overhead_s add up to the busy time), communication and CPU / launch
+  /// overhead. attention_s is softmax attention (cores and KV reads), linear_attention_s the
+  /// linear-attention cores (gated DeltaNet) of hybrid models.
   double attention_s = 0, linear_s = 0, moe_s = 0, lm_head_s = 0, draft_s = 0, comm_s = 0, overhead_s = 0;
+  double linear_attention_s = 0;
   /// Elementwise kernels (norms, residual adds, RoPE, KV-cache writes, SwiGLU) as their bytes over HBM
   /// bandwidth (s): with measured operators only, 0 on the roofline.
   double elementwise_s = 0;
