@@ -449,8 +449,8 @@ MergeResult merge_checked_shards(const std::vector<ShardInput>& shards, bool sav
   m.metrics = metrics::compute_metrics(m.outputs, placed.duration_s, in.options);
   const std::string block = report::format_console_block(m.run, m.metrics, m.selected);
   const std::size_t groups = clock_sensitivity(in, offsets, block, m);
-  m.console_report = block + report::format_console_extras(m.run, m.metrics, m.selected) +
-                     merge_lines(in, m, max_offset_ms, groups);
+  m.console_report =
+      block + report::format_console_extras(m.run, m.metrics) + merge_lines(in, m, max_offset_ms, groups);
 
   report::ReportOptions ro;
   ro.percentile_metrics = m.selected;

@@ -529,7 +529,7 @@ void report_metrics(RunContext& x) {
   result.run.interrupted = result.interrupted;
 
   result.console_report = report::format_console_block(result.run, result.metrics, x.selected) +
-                          report::format_console_extras(result.run, result.metrics, x.selected);
+                          report::format_console_extras(result.run, result.metrics);
   if (x.work.multi_turn) {
     x.sessions = detail::session_metrics(*x.work.multi_turn, result.outputs, result.duration_s,
                                          x.r.metric_percentiles);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -291,7 +292,7 @@ void run_sim_run(SimRunArgs& a) {
   const auto selected =
       metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
-  std::printf("%s", report::format_console_extras(run, m, selected).c_str());
+  std::printf("%s", report::format_console_extras(run, m).c_str());
   std::string first_error;
   for (const auto& o : p.outputs)
     if (!o.success && !o.error.empty()) {
@@ -320,6 +321,10 @@ void run_sim_run(SimRunArgs& a) {
 // The corpus beside the data directory (shared/reference next to shared/data), as the data is found.
 std::string default_corpus() {
   return (common::data_dir().parent_path() / "reference").string();
+}
+
+std::vector<std::filesystem::path> corpus_paths(const std::vector<std::string>& given) {
+  return {given.begin(), given.end()};
 }
 
 void setup_sim(CLI::App& root) {
@@ -370,7 +375,7 @@ void setup_sim(CLI::App& root) {
     run_sim_run(*run_args);
   });
 
-  auto corpus = std::make_shared<std::string>(default_corpus());
+  auto corpus = std::make_shared<std::vector<std::string>>(std::vector<std::string>{default_corpus()});
   auto per_point = std::make_shared<bool>(false);
   auto threads = std::make_shared<int>(0);
   auto* val = sim->add_subcommand("validate",
@@ -379,7 +384,9 @@ void setup_sim(CLI::App& root) {
                                   "engine release out (--split)");
   val->add_option("--corpus", *corpus,
                   "directory with seed-measurements.json and/or perflab/measurements.json, or with an "
-                  "InferenceMAX points.json (../shared/reference/inferencemax), or one such file")
+                  "InferenceMAX points.json (../shared/reference/inferencemax), or one such file; repeat it "
+                  "for the union of several (--corpus ../shared/reference --corpus "
+                  "../shared/reference/inferencemax: every released corpus)")
       ->capture_default_str();
   val->add_flag("--per-point", *per_point, "print every point (measured / predicted / error)");
   val->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
@@ -394,7 +401,7 @@ void setup_sim(CLI::App& root) {
       ->capture_default_str();
   val->callback([corpus, per_point, threads, op_data, split] {
     apply_op_data(*op_data);
-    const auto c = sim::load_corpus(*corpus);
+    const auto c = sim::load_corpora(corpus_paths(*corpus));
     std::vector<sim::ValidationSplit> extra;
     if (*split == "gpu" || *split == "all") extra.push_back(sim::ValidationSplit::kGpu);
     if (*split == "release" || *split == "all") extra.push_back(sim::ValidationSplit::kRelease);
@@ -412,7 +419,7 @@ void setup_sim(CLI::App& root) {
   add_op_data_option(*cal, *op_data);
   cal->callback([corpus, write, threads, op_data] {
     apply_op_data(*op_data);
-    const auto c = sim::load_corpus(*corpus);
+    const auto c = sim::load_corpora(corpus_paths(*corpus));
     const auto v = sim::validate_corpus(c, *threads);
     std::fprintf(stderr, "fit on %d points: objective %.3f at the priors -> %.3f\n", v.full_fit.points,
                  v.full_fit.objective_prior, v.full_fit.objective);

@@ -9,6 +9,7 @@
 #include "engines/launch_detail.h"
 #include "engines/sglang_defaults.h"
 #include "engines/version.h"
+#include "servelab/common/text.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {
@@ -344,8 +345,7 @@ const std::vector<FlagSpec>& sglang_specs() {
 bool sglang_env_true(const std::string& value, bool fallback) {
   // sglang/srt/environ.py EnvBool / utils.get_bool_env_var: "true"/"1" (case-insensitive) are true,
   // "false"/"0" false. [unverified: other spellings fall back to the default]
-  std::string v;
-  for (char ch : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string v = common::ascii_lower(value);
   if (v == "true" || v == "1" || v == "yes" || v == "y") return true;
   if (v == "false" || v == "0" || v == "no" || v == "n") return false;
   return fallback;

@@ -143,8 +143,7 @@ std::optional<int> requested_concurrency(const RunInfo& run, int num_requests) {
                                                          : num_requests;
 }
 
-std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
-                                  const metrics::PercentileMetrics& selected) {
+std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m) {
   std::string out;
   banner(out, " servelab extras ", '-');
   for (std::size_t k = 1; k < m.failures_by_kind.size(); ++k) {
@@ -192,7 +191,6 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m,
         "({} tokens in total); reported output tokens use the server's usage.\n",
         m.usage_mismatches, m.usage_compared, m.usage_mismatch_tokens));
   }
-  (void)selected;
   return out;
 }
 

@@ -45,36 +45,27 @@ Calibration calibration_from_vector(const std::vector<double>& v) {
   return c;
 }
 
+// Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit), field by
+// field:
+// - kernel_scale 1: the public kernel figures of physics.cc as they are.
+// - CPU per step: the engine module's cpu_prior (1.5-2.5 ms), and 20 us per running request [recalled:
+//   Python engine loops of vLLM V1 / SGLang / TRT-LLM PyTorch take ~1-3 ms per step at a few hundred
+//   requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure].
+// - API server per request: the engine module's cpu_prior (10 ms vLLM, 5 ms SGLang / TRT-LLM) [recalled:
+//   one vLLM API-server process handles on the order of 100 chat requests/s, the reason for
+//   --api-server-count (PR #17546)].
+// - first token 10 ms [no source found: HTTP, hand-off and the first SSE chunk].
+// - streamed reasoning-parser reply 30 us per decoding request per step [recalled estimate: per output a
+//   detokenised delta, the parser's extract_reasoning_streaming, a pydantic ChatCompletionStreamResponse,
+//   its JSON and one SSE write in vLLM's serving_chat.py, tens of us of Python].
+// - 12 us per eagerly launched kernel [recalled: PyTorch eager per-op dispatch 10-20 us;
+//   gpu-kernel-facts.md §2.7].
+// - openai_harmony rendering 0.2 of the Jinja path's API work [estimate: one Rust call replaces the
+//   template render and the tokenizer; HTTP, validation and the hand-off remain].
 Calibration calibration_prior(const std::string& engine) {
-  // Priors (fixed; a fit starts from them and is shrunk towards them, never from a previous fit). The
-  // CPU per step and API-server time per request are the engine module's (EngineModule::cpu_prior); the
-  // other fields are the same for every engine (calibration_prior_source).
   const engines::EngineModule* m = engines::find_engine_module(engine);
   if (!m) throw std::invalid_argument("calibration prior: no engine module is named '" + engine + "'");
   return {1.0, m->cpu_prior.cpu_step_ms, 20.0, m->cpu_prior.api_request_ms, 10.0, 30.0, 12.0, 0.2};
-}
-
-std::string calibration_prior_source(const std::string& engine) {
-  (void)engine;
-  return "prior: kernel_scale 1 (the public kernel figures of physics.cc as they are); CPU per step 1.5-2.5 "
-         "ms and "
-         "20 us per running request [recalled: Python engine loops of vLLM V1 / SGLang / TRT-LLM PyTorch "
-         "take ~1-3 "
-         "ms per step at a few hundred requests; gpu-kernel-facts.md §2.7 found no per-step CPU figure]; API "
-         "server "
-         "10 ms per request for vLLM, 5 ms for SGLang / TRT-LLM [recalled: one vLLM API-server process "
-         "handles on the "
-         "order of 100 chat requests/s, the reason for --api-server-count (PR #17546)]; first token 10 ms "
-         "[no source "
-         "found: HTTP, hand-off and the first SSE chunk]; streamed reasoning-parser reply 30 us per decoding "
-         "request per step [recalled estimate: per output a detokenised delta, the parser's "
-         "extract_reasoning_streaming, a pydantic ChatCompletionStreamResponse, its JSON and one SSE write "
-         "in "
-         "vLLM's serving_chat.py, tens of us of Python]; 12 us per eagerly launched kernel [recalled: "
-         "PyTorch "
-         "eager per-op dispatch 10-20 us; gpu-kernel-facts.md §2.7]; openai_harmony rendering 0.2 of the "
-         "Jinja path's API work [estimate: one Rust call replaces the template render and the tokenizer; "
-         "HTTP, validation and the hand-off remain]";
 }
 
 Calibration CalibrationTable::lookup(const CalibrationKey& key, CalibrationLevel* level) const {

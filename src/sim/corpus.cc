@@ -506,4 +506,27 @@ Corpus load_corpus(const std::filesystem::path& path) {
   return corpus;
 }
 
+Corpus load_corpora(const std::vector<std::filesystem::path>& paths) {
+  if (paths.empty()) throw std::runtime_error("no corpus given");
+  Corpus all;
+  std::map<std::string, std::string> study_source;  // study -> the corpus path that holds it
+  for (const auto& path : paths) {
+    Corpus c = load_corpus(path);
+    for (const auto& f : c.sources) {
+      for (const auto& seen : all.sources)
+        if (std::filesystem::weakly_canonical(seen) == std::filesystem::weakly_canonical(f))
+          throw std::runtime_error("corpus file " + f + " is given twice (" + path.string() + ")");
+      all.sources.push_back(f);
+    }
+    for (const auto& st : c.studies) {
+      if (auto [it, fresh] = study_source.emplace(st, path.string()); !fresh)
+        throw std::runtime_error("study " + st + " is in two corpora: " + it->second + " and " +
+                                 path.string());
+      all.studies.push_back(st);
+    }
+    for (auto& p : c.points) all.points.push_back(std::move(p));
+  }
+  return all;
+}
+
 }  // namespace servelab::sim

@@ -205,7 +205,7 @@ TEST(ConsoleExtras, FailuresLagReasoningAndMismatchWarning) {
   m.usage_mismatch_tokens = 5;
   RunInfo run;
   run.interrupted = true;
-  const std::string text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  const std::string text = format_console_extras(run, m);
   const std::string expected =
       "---------------- servelab extras -----------------\n"
       "  failed (http_status):                  6         \n"
@@ -238,7 +238,7 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
   m.send_lag_max_ms = 1174.25;
   m.peak_concurrency_reached = 2941;
   RunInfo run;  // --request-rate inf, no limit: all 5,000 asked at once
-  std::string text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  std::string text = format_console_extras(run, m);
   EXPECT_NE(text.find("Max schedule lag (ms):                   0.00      \n"
                       "Median send lag (ms):                    250.00    \n"
                       "P99 send lag (ms):                       1172.50   \n"
@@ -256,13 +256,13 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
       << text;
   // With --max-concurrency 2000 the run asks for 2,000, which it reached: no warning.
   run.max_concurrency = 2000;
-  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  text = format_console_extras(run, m);
   EXPECT_NE(text.find("Requested concurrency:                   2000      \n"), std::string::npos);
   EXPECT_EQ(text.find("WARNING"), std::string::npos);
   // On time but not reached: the server was faster than the burst.
   run.max_concurrency = 3000;
   m.send_lag_p99_ms = 40;
-  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  text = format_console_extras(run, m);
   EXPECT_NE(
       text.find("at most 2941 of 3000 requests were in flight at once (send lag P99 40.00 ms, max 1174.25 "
                 "ms: the requests left on time; the server finished some before the last arrived).\n"),
@@ -270,7 +270,7 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
       << text;
   // A finite rate asks for no concurrency: the rows without "Requested concurrency", no warning.
   run.request_rate = 10;
-  text = format_console_extras(run, m, metrics::PercentileMetrics{});
+  text = format_console_extras(run, m);
   EXPECT_NE(text.find("Peak concurrency reached:                2941      \n"), std::string::npos);
   EXPECT_EQ(text.find("Requested concurrency"), std::string::npos);
   EXPECT_EQ(text.find("WARNING"), std::string::npos);

@@ -219,6 +219,25 @@ TEST(CorpusInferenceMax, ConfigFileTheLaunchNamesMustBeGiven) {
 
 // The released file: 1,622 points (README.md "Coverage"): 915 vLLM / SGLang / TRT-LLM on H100/H200/B200
 // the twin can take; 333 on AMD GPUs (SGLang 195 + ATOM 83 + SGLang PD 55), 374 GB200 Dynamo.
+// Every released corpus as one (sim validate --corpus A --corpus B): the 13 lab studies then the 19
+// InferenceMAX ones, in order; a corpus given twice, or a study in two corpora, is an error.
+TEST(CorpusInferenceMax, TheUnionOfTheReleasedCorpora) {
+  const auto reference = servelab::common::data_dir().parent_path() / "reference";
+  const auto c = sim::load_corpora({reference, reference / "inferencemax"});
+  ASSERT_EQ(c.studies.size(), 13u + 19u);
+  EXPECT_EQ(c.studies.front(), "deepseek-v3.2__h200");
+  EXPECT_EQ(c.studies[13].rfind("inferencemax-", 0), 0u) << c.studies[13];
+  EXPECT_EQ(c.points.size(), 271u + 1622u);
+  EXPECT_EQ(c.sources.size(), 3u);  // seed-measurements.json, perflab/measurements.json, points.json
+  try {
+    sim::load_corpora({reference, reference / "perflab" / "measurements.json"});
+    ADD_FAILURE() << "a file read twice was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is given twice"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(sim::load_corpora({}), std::runtime_error);
+}
+
 TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
   const auto path = servelab::common::data_dir().parent_path() / "reference" / "inferencemax";
   if (!std::filesystem::exists(path / "points.json"))

@@ -93,11 +93,9 @@ std::optional<int> requested_concurrency(const RunInfo& run, int num_requests);
 /// concurrency, token-based peak throughput, schedule lag, send lag (median, P99, max) with the peak
 /// concurrency reached and the requested one (requested_concurrency), TTFCT, reasoning tokens,
 /// usage-vs-tokenizer mismatch warning, a warning when the requested concurrency was not reached,
-/// interrupted marker. Same row format, under a "servelab extras" banner. `selected` is
-/// accepted for symmetry with format_console_block (not used today).
+/// interrupted marker. Same row format, under a "servelab extras" banner.
 /// Thread-safety: pure.
-std::string format_console_extras(const RunInfo& run, const metrics::BenchmarkMetrics& m,
-                                  const metrics::PercentileMetrics& selected);
+std::string format_console_extras(const RunInfo& run, const metrics::BenchmarkMetrics& m);
 
 /// The `--save-result` object in vLLM 0.13 key order (§5.2): run keys, metadata, traffic keys, benchmark
 /// keys, per-request arrays (only with save_detailed), peaks, then mean/median/std/p<p> keys of each

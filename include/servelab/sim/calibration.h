@@ -72,10 +72,10 @@ inline constexpr int kCalibrationOptionalFieldsFirst = 5;
 std::vector<double> calibration_vector(const Calibration& c);
 Calibration calibration_from_vector(const std::vector<double>& v);
 
-/// The prior of an engine ("vllm", "sglang", "trtllm": the engine module's cpu_prior, engine_module.h),
-/// with its source. calibration_prior throws std::invalid_argument for a name no module has.
+/// The prior of an engine ("vllm", "sglang", "trtllm": the engine module's cpu_prior, engine_module.h; the
+/// source of each field is by its definition in calibration.cc). Throws std::invalid_argument for a name no
+/// module has.
 Calibration calibration_prior(const std::string& engine);
-std::string calibration_prior_source(const std::string& engine);
 
 /// The class a launch's parameters are looked up by.
 struct CalibrationKey {

@@ -100,6 +100,12 @@ struct Corpus {
 /// found.
 Corpus load_corpus(const std::filesystem::path& path);
 
+/// The union of several corpora (each as load_corpus reads it), points and studies in the order given: the
+/// released corpora together (shared/reference and shared/reference/inferencemax). Throws
+/// std::runtime_error when two of them hold a study of the same name or read the same file, or as
+/// load_corpus does.
+Corpus load_corpora(const std::vector<std::filesystem::path>& paths);
+
 /// "ok", "partial", "failed", "withheld", "unsupported".
 const char* corpus_status_name(CorpusPoint::Status s);
 
