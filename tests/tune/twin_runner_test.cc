@@ -55,6 +55,23 @@ TEST(TwinRunner, PredictsTheScenarioInBenchsShape) {
   EXPECT_EQ(m.at(kTwinWarningsMetric), 0);
 }
 
+// A study that names no vLLM release gets what sim run gets: Qwen3.5 moves past the module's default 0.13.0
+// (which predates the architecture) to 0.17.1; with 0.13.0 named, the trial is the start-up refusal.
+TEST(TwinRunner, AStudyWithoutAReleaseMovesPastTheArchitectureBound) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  s.model = "Qwen/Qwen3.5-9B";
+  for (auto& e : s.engines) e.version.clear();
+  const CandidateConfig vllm{"vllm", {}};
+  TrialOutcome o = make_twin_runner(s)(request(s, vllm, {"random-128in-4out"}));
+  ASSERT_EQ(o.status, TrialStatus::kOk) << o.reason;
+  for (auto& e : s.engines)
+    if (e.name == "vllm") e.version = "0.13.0";
+  o = make_twin_runner(s)(request(s, vllm, {"random-128in-4out"}));
+  EXPECT_EQ(o.status, TrialStatus::kStartupRefused) << o.reason;
+  EXPECT_NE(o.reason.find("vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"), std::string::npos)
+      << o.reason;
+}
+
 // Issue 29 §4: a launch on a kernel path the twin has no figure for says so in its metrics (count and name):
 // TensorRT-LLM's DeepSeek Sparse Attention before Blackwell (engines/trtllm_launch.cc), so the report widens
 // its band (tune/twin_verdict.h). SGLang's path is modelled: 0 and no name.

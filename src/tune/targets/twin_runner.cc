@@ -15,6 +15,7 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/metrics/metrics.h"
@@ -349,9 +350,14 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
   }
   engines::LaunchConfig cfg;
   try {
+    // A study that names no release of the engine gets what sim run gets: the module's default, or the
+    // oldest modelled release past the model's architecture bound (engines::default_version_for).
     const auto v = t.versions.find(req.engine);
-    cfg = engines::apply_config_files(
-        engines::parse_launch_command(req.argv, req.env, v == t.versions.end() ? std::string() : v->second));
+    const engines::EngineModule* module = engines::find_engine_module(req.engine);
+    const std::string version = v != t.versions.end() && !v->second.empty() ? v->second
+                                : module ? engines::default_version_for(module->kind, t.spec->architecture)
+                                         : std::string();
+    cfg = engines::apply_config_files(engines::parse_launch_command(req.argv, req.env, version));
   } catch (const std::exception& e) {
     out.status = TrialStatus::kStartupRefused;
     out.reason = e.what();
