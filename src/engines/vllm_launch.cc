@@ -106,13 +106,26 @@ std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware:
   return std::nullopt;
 }
 
-// A boolean of vllm/envs.py read as bool(int(value)); false when unset, an invalid literal included (vLLM
-// raises ValueError for it when the variable is first read).
+// A boolean of vllm/envs.py read as bool(int(value)); false when unset. An invalid literal is refused by
+// mxfp4_env_literals before any kernel choice reads one.
 bool env_flag(const LaunchConfig& c, const char* name) {
   const auto it = c.env.find(name);
   if (it == c.env.end()) return false;
   const auto n = python_int(it->second);
   return n && *n != 0;
+}
+
+// vllm/envs.py reads VLLM_MXFP4_USE_MARLIN (maybe_convert_bool) and VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8
+// as bool(int(value)) when get_mxfp4_backend first asks for them: an MXFP4 checkpoint with "yes" there stops
+// at start-up with int()'s ValueError, as VLLM_USE_DEEP_GEMM does at parse time (vllm.cc). Other models never
+// read them.
+std::optional<LaunchFailure> mxfp4_env_literals(const ResolvedLaunch& r) {
+  if (r.model.quantization.method != model::QuantMethod::kMxfp4) return std::nullopt;
+  for (const char* name : {"VLLM_MXFP4_USE_MARLIN", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8"})
+    if (const auto it = r.config.env.find(name); it != r.config.env.end() && !python_int(it->second))
+      return fail(FailurePhase::kStartup, "vllm.env.invalid_literal",
+                  "ValueError: invalid literal for int() with base 10: " + python_repr(it->second), true);
+  return std::nullopt;
 }
 
 // Dense GEMM and fused-MoE kernels (vllm/model_executor/layers/quantization/*; gpu-kernel-facts §1.3).
@@ -407,6 +420,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   // vLLM validates the attention backend before it spawns workers, so a refused backend is reported
   // even when the GPU count would also be wrong (reference study).
   if (auto f = choose_attention(r, cl, v)) return *f;
+  if (auto f = mxfp4_env_literals(r)) return *f;
   choose_kernels(r, cl, v);
   const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;

@@ -838,6 +838,17 @@ TEST(MeasuredKernels, VllmMxfp4EnvironmentPicksTheMoeKernel) {
   EXPECT_EQ(b200_marlin.inert_flags.at(0).rfind("VLLM_MXFP4_USE_MARLIN (", 0), 0u);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "1xH100", mxfp8).inert_flags,
             (V{"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 (MXFP4 experts on SM100 only)"}));
+  // int() of a value that is not an integer: the MXFP4 backend choice reads it and vLLM stops at start-up
+  // (before, the twin read it as 0 and predicted the Triton kernels); a model that never reads it runs.
+  const auto bad = refused("vllm serve m", "0.13.0", kGptOss, "1xH100", {{"VLLM_MXFP4_USE_MARLIN", "yes"}});
+  EXPECT_EQ(bad.rule, "vllm.env.invalid_literal");
+  EXPECT_EQ(bad.message, "ValueError: invalid literal for int() with base 10: 'yes'");
+  EXPECT_EQ(
+      refused("vllm serve m", "0.13.0", kGptOss, "1xB200", {{"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8", "on"}})
+          .rule,
+      "vllm.env.invalid_literal");
+  EXPECT_EQ(ok("vllm serve m", "0.13.0", kQwen8, "1xH100", {{"VLLM_MXFP4_USE_MARLIN", "yes"}}).execution.moe,
+            ok("vllm serve m", "0.13.0", kQwen8, "1xH100").execution.moe);
 }
 
 // TRTLLM_ENABLE_PDL=1 (InferenceMAX's B200 TensorRT-LLM launches) turns on programmatic dependent launch
