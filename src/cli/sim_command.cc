@@ -13,11 +13,11 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
-#include "cli/launch_release.h"
 #include "cli/op_data.h"
 #include "servelab/bench/config.h"
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/metrics/metrics.h"
@@ -83,6 +83,7 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
   row("Time in decode-only steps (s):", fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
+  if (v.spec_acceptance > 0) row("Draft acceptance (fraction):", fmt::format("{:.2f}", v.spec_acceptance));
   s += fmt::format("{:-^52}\n", " Kernel time by operator class (s) ");
   row("Attention core + KV reads:", fmt::format("{:.2f}", v.attention_s));
   if (v.linear_attention_s > 0)
@@ -94,7 +95,6 @@ std::string twin_view_block(const sim::TwinView& v) {
   if (v.draft_s > 0) row("Speculative draft:", fmt::format("{:.2f}", v.draft_s));
   row("Collectives:", fmt::format("{:.2f}", v.comm_s));
   row("CPU + launch overhead:", fmt::format("{:.2f}", v.overhead_s));
-  if (v.spec_acceptance > 0) row("Draft acceptance:", fmt::format("{:.2f}", v.spec_acceptance));
   if (!v.measured_operators.empty()) {
     s += fmt::format("{:-^52}\n", " Measured operators (--op-data) ");
     for (const auto& n : v.measured_operators) s += n + "\n";
@@ -124,18 +124,16 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   SimRunInputs in;
   in.cluster = hardware::parse_cluster(a.hardware);
   if (!a.network.empty()) in.cluster.network = hardware::parse_network(a.network);
-  try {
-    in.engine = engines::apply_config_files(
-        engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
-  } catch (const engines::EngineArgError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    throw ExitRequest{2};
-  }
   in.model_revision = launch_flag_value(a.launch, "--revision");
-  in.model = a.model_config.empty() ? model::resolve_model(in.engine.model, hub_fetch(in.model_revision))
-                                    : model::load_config_with_modelopt(a.model_config);
   try {
-    in.release_note = move_past_architecture_bound(a.engine_version, a.launch, in.model, in.engine);
+    auto released = engines::parse_launch_for_model(
+        a.launch, common::environment_map(), a.engine_version, [&](const engines::LaunchConfig& c) {
+          return a.model_config.empty() ? model::resolve_model(c.model, hub_fetch(in.model_revision))
+                                        : model::load_config_with_modelopt(a.model_config);
+        });
+    in.engine = std::move(released.config);
+    in.model = std::move(released.model);
+    in.release_note = std::move(released.note);
   } catch (const engines::EngineArgError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     throw ExitRequest{2};
@@ -342,8 +340,11 @@ void setup_sim(CLI::App& root) {
       ->capture_default_str();
   run->add_option("--network", run_args->network,
                   "network between nodes, e.g. 8x400G (NICs per node x Gb/s)");
-  run->add_option("--engine-version", run_args->engine_version,
-                  "engine version whose flags and defaults apply (default: the engine module's default)");
+  run->add_option(
+      "--engine-version", run_args->engine_version,
+      "engine version whose flags and defaults apply (default: the release an engine image's tag names, else "
+      "the engine module's default, or the oldest modelled release that can load the model's "
+      "architecture when the default predates it)");
   run->add_option("--calibration", run_args->calibration,
                   "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
   run->add_option("--scenario", run_args->scenario,

@@ -15,10 +15,10 @@
 
 #include "cli/command_registry.h"
 #include "cli/hub_fetch.h"
-#include "cli/launch_release.h"
 #include "cli/op_data.h"
 #include "servelab/common/paths.h"
 #include "servelab/common/stop_signals.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
@@ -121,15 +121,16 @@ struct ServedEngine {
 /// optional --calibration table). A launch that would not come up prints the engine's reason and exits 1.
 ServedEngine load_served_engine(const SimServeArgs& a) {
   ServedEngine s;
-  s.engine = engines::apply_config_files(
-      engines::parse_launch_command(a.launch, common::environment_map(), a.engine_version));
   s.cluster = hardware::parse_cluster(a.hardware);
   s.model_revision = launch_flag_value(a.launch, "--revision");
-  s.model = a.model_config.empty() ? model::resolve_model(s.engine.model, hub_fetch(s.model_revision))
-                                   : model::load_config_with_modelopt(a.model_config);
-  if (const std::string note = move_past_architecture_bound(a.engine_version, a.launch, s.model, s.engine);
-      !note.empty())
-    std::fprintf(stderr, "%s\n", note.c_str());
+  auto released = engines::parse_launch_for_model(
+      a.launch, common::environment_map(), a.engine_version, [&](const engines::LaunchConfig& c) {
+        return a.model_config.empty() ? model::resolve_model(c.model, hub_fetch(s.model_revision))
+                                      : model::load_config_with_modelopt(a.model_config);
+      });
+  s.engine = std::move(released.config);
+  s.model = std::move(released.model);
+  if (!released.note.empty()) std::fprintf(stderr, "%s\n", released.note.c_str());
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty())
     calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
@@ -266,8 +267,11 @@ void setup_sim_serve(CLI::App& root) {
   serve->add_option("--hardware", args->hardware, "GPU node, e.g. 8xH200")->capture_default_str();
   serve->add_option("--calibration", args->calibration,
                     "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
-  serve->add_option("--engine-version", args->engine_version,
-                    "engine version whose flags and defaults apply (default: the engine module's default)");
+  serve->add_option(
+      "--engine-version", args->engine_version,
+      "engine version whose flags and defaults apply (default: the release an engine image's tag names, else "
+      "the engine module's default, or the oldest modelled release that can load the model's "
+      "architecture when the default predates it)");
   serve
       ->add_option("--host", args->host,
                    "Bind address. The twin binds loopback unless told here; the launch command's --host is "

@@ -11,6 +11,7 @@
 #include "engines/trtllm_defaults.h"
 #include "engines/version.h"
 #include "engines/vllm_defaults.h"
+#include "servelab/engines/engines.h"
 
 namespace servelab::engines {
 namespace {
@@ -35,6 +36,12 @@ std::vector<ArchitectureRelease> vllm_architecture_releases() {
        "Qwen3-Next was published on 2025-09-11 with support in vLLM 0.10.2 [recalled: vLLM blog]"},
       {"DeepseekV32ForCausalLM", "0.11.0",
        "DeepSeek-V3.2-Exp was published on 2025-09-29, in a vLLM release from 0.11.0 [recalled: vLLM blog]"},
+      {"Qwen3VLForConditionalGeneration", "0.11.0",
+       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
+      {"Qwen3VLMoeForConditionalGeneration", "0.11.0",
+       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
+      {"KimiK25ForConditionalGeneration", "0.14.0",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; vLLM 0.13.0 (2025-12 [recalled]) predates it"},
       {"Qwen3_5ForConditionalGeneration", "0.16.0",
        SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
       {"Qwen3_5MoeForConditionalGeneration", "0.16.0",
@@ -47,6 +54,9 @@ std::vector<ArchitectureRelease> sglang_architecture_releases() {
   return {
       {"Qwen3NextForCausalLM", "0.5.2",
        "Qwen3-Next was published on 2025-09-11 with support in SGLang 0.5.2 [recalled: LMSYS blog]"},
+      {"KimiK25ForConditionalGeneration", "0.5.7",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; SGLang 0.5.6.post2 (2025-12 [recalled]) predates "
+       "it"},
       {"Qwen3_5ForConditionalGeneration", "0.5.8",
        SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
       {"Qwen3_5MoeForConditionalGeneration", "0.5.8",
@@ -63,6 +73,9 @@ std::vector<ArchitectureRelease> trtllm_architecture_releases() {
        SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
       {"GlmMoeDsaForCausalLM", "1.2.0",
        SERVELAB_GLM5 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+      {"KimiK25ForConditionalGeneration", "1.2.0",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) "
+       "predates it"},
   };
 }
 #undef SERVELAB_QWEN35
@@ -217,6 +230,55 @@ std::string default_version_for(EngineKind kind, const std::string& architecture
     if (first <= EngineVersion::parse(v)) return v;
   return m
       .default_version;  // no modelled release loads it: resolve_launch refuses the default with the reason
+}
+
+ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
+                                      const std::map<std::string, std::string>& env,
+                                      const std::string& version,
+                                      const std::function<model::ModelSpec(const LaunchConfig&)>& model_of) {
+  auto parse = [&](const std::string& v) { return apply_config_files(parse_launch_command(argv, env, v)); };
+  ReleasedLaunch out;
+  if (!version.empty()) {
+    out.config = parse(version);
+    out.model = model_of(out.config);
+    return out;
+  }
+  // The release the launch states (an image tag) or the module default; if that release lacks a flag, the
+  // newest modelled release that parses the launch names its model (and the error stays the default's).
+  std::optional<LaunchConfig> stated;
+  std::optional<EngineArgError> stated_error;
+  try {
+    stated = parse("");
+  } catch (const EngineArgError& e) {
+    stated_error = e;
+  }
+  if (stated && !stated->image_version.empty()) {  // the image's tag names the release
+    out.config = std::move(*stated);
+    out.model = model_of(out.config);
+    return out;
+  }
+  std::optional<LaunchConfig> probe = stated;
+  if (!probe) {
+    const EngineModule& m = engine_module(stated_error->kind);
+    for (auto v = m.versions.rbegin(); v != m.versions.rend() && !probe; ++v) try {
+        probe = parse(*v);
+      } catch (const EngineArgError&) {
+      }
+    if (!probe) throw *stated_error;
+  }
+  out.model = model_of(*probe);
+  const EngineModule& m = engine_module(probe->kind);
+  const std::string chosen = default_version_for(probe->kind, out.model.architecture);
+  if (chosen == m.default_version) {
+    if (!stated) throw *stated_error;
+    out.config = std::move(*stated);
+    return out;
+  }
+  out.config = parse(chosen);
+  out.note = std::string("no --engine-version: ") + m.product_name + " " + m.default_version +
+             " (the default) predates " + out.model.architecture + ", so " + chosen +
+             ", the oldest modelled release that can load it, is predicted";
+  return out;
 }
 
 const EngineModule* find_engine_module(const std::string& name) {

@@ -261,7 +261,9 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--kv-sharing-fast-prefill"}, K::kBoolOptional));
     // vllm/config/cache.py MambaDType = Literal["auto", "float32", "float16"] [recalled; float16 for the
     // Nemotron-H state]: argparse refuses other values with "invalid choice".
-    s.push_back(F({"--mamba-cache-dtype"}, K::kString, nullptr, {"auto", "float32", "float16"}));
+    s.push_back(F({"--mamba-cache-dtype"}, K::kString,
+                  [](LaunchConfig& c, const V& v) { c.mamba_cache_dtype = v[0]; },
+                  {"auto", "float32", "float16"}));
     s.push_back(F({"--mamba-ssm-cache-dtype"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.mamba_ssm_cache_dtype = v[0]; },
                   {"auto", "float32", "float16"}));
@@ -600,6 +602,7 @@ std::vector<std::string> render_vllm(const LaunchConfig& c, const LaunchConfig& 
   add_opt("--api-server-count", c.api_server_count, b.api_server_count);
   if (c.mamba_ssm_cache_dtype != b.mamba_ssm_cache_dtype)
     add("--mamba-ssm-cache-dtype", c.mamba_ssm_cache_dtype);
+  if (c.mamba_cache_dtype != b.mamba_cache_dtype) add("--mamba-cache-dtype", c.mamba_cache_dtype);
   add_bool("--disable-hybrid-kv-cache-manager", c.disable_hybrid_kv_cache_manager,
            b.disable_hybrid_kv_cache_manager);
   if (c.speculative) {

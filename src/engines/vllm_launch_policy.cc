@@ -84,9 +84,12 @@ void cache_layout(ResolvedLaunch& r) {
                    : c.attention_backend == "CUTLASS_MLA"                                        ? 128
                                                           : d.block_size.value;
   }
-  r.state_dtype = c.mamba_ssm_cache_dtype == "float32"   ? model::DType::kFp32
-                  : c.mamba_ssm_cache_dtype == "float16" ? model::DType::kFp16
-                                                         : m.dtype;
+  // CacheConfig: mamba_ssm_cache_dtype "auto" follows mamba_cache_dtype, whose "auto" is the model's dtype
+  // [recalled: vllm/config/cache.py, MambaStateDtypeCalculator].
+  const std::string& ssm = c.mamba_ssm_cache_dtype.empty() || c.mamba_ssm_cache_dtype == "auto"
+                               ? c.mamba_cache_dtype
+                               : c.mamba_ssm_cache_dtype;
+  r.state_dtype = ssm == "float32" ? model::DType::kFp32 : ssm == "float16" ? model::DType::kFp16 : m.dtype;
   if (m.has_linear_attention()) {
     // HybridAttentionMambaModelConfig.verify_and_update_config: block = 16 * cdiv(state page, 16 * attention
     // page of one token) so that an attention page holds a linear-attention state.
@@ -347,6 +350,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
                                                       "--api-server-count",
                                                       "--reasoning-parser",
                                                       "--mamba-ssm-cache-dtype",
+                                                      "--mamba-cache-dtype",
                                                       "--disable-hybrid-kv-cache-manager"};
   static const std::vector<std::string> kEnv = {
       "VLLM_USE_DEEP_GEMM",    "VLLM_ATTENTION_BACKEND",

@@ -500,6 +500,7 @@ Corpus load_corpus(const std::filesystem::path& path) {
   } else {
     throw std::runtime_error("corpus " + path.string() + ": no such file or directory");
   }
+  if (corpus.points.empty()) throw std::runtime_error("corpus " + path.string() + " holds no points");
   std::set<std::string> seen;
   for (const auto& p : corpus.points)
     if (seen.insert(p.study).second) corpus.studies.push_back(p.study);
@@ -509,13 +510,14 @@ Corpus load_corpus(const std::filesystem::path& path) {
 Corpus load_corpora(const std::vector<std::filesystem::path>& paths) {
   if (paths.empty()) throw std::runtime_error("no corpus given");
   Corpus all;
-  std::map<std::string, std::string> study_source;  // study -> the corpus path that holds it
+  std::map<std::string, std::string> study_source;           // study -> the corpus path that holds it
+  std::map<std::filesystem::path, std::string> file_source;  // file read -> the corpus path that read it
   for (const auto& path : paths) {
     Corpus c = load_corpus(path);
     for (const auto& f : c.sources) {
-      for (const auto& seen : all.sources)
-        if (std::filesystem::weakly_canonical(seen) == std::filesystem::weakly_canonical(f))
-          throw std::runtime_error("corpus file " + f + " is given twice (" + path.string() + ")");
+      if (auto [it, fresh] = file_source.emplace(std::filesystem::weakly_canonical(f), path.string()); !fresh)
+        throw std::runtime_error("corpus file " + f + " is read twice: by --corpus " + it->second +
+                                 " and by --corpus " + path.string());
       all.sources.push_back(f);
     }
     for (const auto& st : c.studies) {

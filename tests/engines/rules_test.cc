@@ -357,6 +357,48 @@ TEST(ArchitectureRelease, AReleaseThatPredatesTheArchitectureRefusesIt) {
   EXPECT_EQ(se::architecture_release(se::EngineKind::kVllm, "Qwen3ForCausalLM"), nullptr);
 }
 
+// The release a launch is parsed for (parse_launch_for_model): --engine-version, else an image's tag, else
+// the default moved past the architecture's bound, parsed with that release's flags (a flag the default
+// lacks is no error when the release predicted has it).
+TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
+  md::ModelSpec qwen35 = kV32;
+  qwen35.architecture = "Qwen3_5ForConditionalGeneration";
+  auto as = [](const md::ModelSpec& m) { return [m](const se::LaunchConfig&) { return m; }; };
+  auto argv = [](const std::string& cmd) { return se::split_command_line(cmd); };
+  // --language-model-only exists from vLLM 0.17 on: parsed for 0.17.1, the oldest release past the bound.
+  auto moved = se::parse_launch_for_model(argv("vllm serve m --language-model-only"), {}, "", as(qwen35));
+  EXPECT_EQ(moved.config.engine_version, "0.17.1");
+  EXPECT_NE(moved.note.find("vLLM 0.13.0 (the default) predates Qwen3_5ForConditionalGeneration, so 0.17.1"),
+            std::string::npos)
+      << moved.note;
+  // An image's tag names the release: kept (0.13.0 is then refused by resolve_launch, 0.24.0 predicted).
+  const std::string docker = "docker run --gpus all vllm/vllm-openai:v";
+  auto tagged = se::parse_launch_for_model(argv(docker + "0.24.0 --model m"), {}, "", as(qwen35));
+  EXPECT_EQ(tagged.config.engine_version, "0.24.0");
+  EXPECT_EQ(tagged.note, "");
+  auto old_tag = se::parse_launch_for_model(argv(docker + "0.13.0 --model m"), {}, "", as(qwen35));
+  EXPECT_EQ(old_tag.config.engine_version, "0.13.0");
+  EXPECT_EQ(
+      std::get<se::LaunchFailure>(se::resolve_launch(old_tag.config, qwen35, hw::parse_cluster(kH200))).rule,
+      "vllm.architecture.release");
+  // Given, it is used; a model without a bound keeps the default, whose missing flag is the error.
+  EXPECT_EQ(se::parse_launch_for_model(argv("vllm serve m"), {}, "0.24.0", as(qwen35)).config.engine_version,
+            "0.24.0");
+  EXPECT_EQ(se::parse_launch_for_model(argv("vllm serve m"), {}, "", as(kV32)).config.engine_version,
+            "0.13.0");
+  EXPECT_THROW(se::parse_launch_for_model(argv("vllm serve m --language-model-only"), {}, "", as(kV32)),
+               se::EngineArgError);
+  // --mamba-cache-dtype sets the SSM state's dtype too while --mamba-ssm-cache-dtype is auto.
+  auto state = [&](const std::string& flags) {
+    return std::get<se::ResolvedLaunch>(
+               se::resolve_launch(parse("vllm serve m -tp 8 " + flags), kV32, hw::parse_cluster(kH200)))
+        .state_dtype;
+  };
+  EXPECT_EQ(state("--mamba-cache-dtype float32"), md::DType::kFp32);
+  EXPECT_EQ(state("--mamba-cache-dtype float32 --mamba-ssm-cache-dtype float16"), md::DType::kFp16);
+  EXPECT_EQ(state(""), kV32.dtype);
+}
+
 TEST(GpusUsed, PerEngine) {
   EXPECT_EQ(parse("vllm serve m -tp 2 -dp 2 -pp 2").gpus_used(), 8);
   EXPECT_EQ(parse("vllm serve m -tp 8 -dcp 8").gpus_used(), 8);

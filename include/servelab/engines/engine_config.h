@@ -140,7 +140,8 @@ struct LaunchConfig {
   std::optional<int> api_server_count;      ///< vLLM --api-server-count
   std::string load_balance_method;          ///< SGLang --load-balance-method ("" = round_robin)
   std::string mamba_ssm_cache_dtype;        ///< vLLM --mamba-ssm-cache-dtype / SGLang --mamba-ssm-dtype
-                                            ///< (linear-attention recurrent state; "" = engine default)
+  std::string mamba_cache_dtype;  ///< vLLM --mamba-cache-dtype (conv and, when the above is auto, SSM)
+                                  ///< (linear-attention recurrent state; "" = engine default)
   bool disable_hybrid_kv_cache_manager = false;  ///< vLLM --disable-hybrid-kv-cache-manager
   std::optional<double> swa_full_tokens_ratio;   ///< SGLang --swa-full-tokens-ratio
   bool disable_hybrid_swa_memory = false;        ///< SGLang --disable-hybrid-swa-memory

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -126,6 +127,25 @@ const ArchitectureRelease* architecture_release(EngineKind kind, const std::stri
 /// default_version, or, when that predates the architecture, the oldest modelled release at or after its
 /// bound (still the default when none is: resolve_launch then refuses it, naming the bound).
 std::string default_version_for(EngineKind kind, const std::string& architecture);
+
+/// A launch parsed for the release the twin predicts it on, with its served model.
+struct ReleasedLaunch {
+  LaunchConfig config;     ///< parsed (option files applied) with that release's flags
+  model::ModelSpec model;  ///< what `model_of` gave for it
+  std::string note;        ///< why the release is not the one the launch states or the default ("" = it is)
+};
+
+/// Parses `argv` (parse_launch_command, then apply_config_files) for the release it states: `version`
+/// (--engine-version), else an engine image's tag. A launch that states none is parsed for
+/// default_version_for(kind, model.architecture): the module's default, or the oldest modelled release that
+/// can load the model, with a note saying so; when the default release lacks one of its flags, the newest
+/// modelled release that has them finds its model first. `model_of` gives the served model of a parsed
+/// launch (loading its config). Throws as parse_launch_command / apply_config_files (the error of the release
+/// predicted), and what `model_of` throws.
+ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
+                                      const std::map<std::string, std::string>& env,
+                                      const std::string& version,
+                                      const std::function<model::ModelSpec(const LaunchConfig&)>& model_of);
 
 /// Adds a module to the table (a new engine, or a test's fake one). Throws std::invalid_argument naming the
 /// field when a name or hook is missing, or when the kind or name is already registered.

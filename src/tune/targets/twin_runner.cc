@@ -350,14 +350,13 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
   }
   engines::LaunchConfig cfg;
   try {
-    // A study that names no release of the engine gets what sim run gets: the module's default, or the
-    // oldest modelled release past the model's architecture bound (engines::default_version_for).
+    // A study that names no release of the engine gets what sim run gets: the release an image tag names,
+    // else the module's default or the oldest modelled release past the model's architecture bound.
     const auto v = t.versions.find(req.engine);
-    const engines::EngineModule* module = engines::find_engine_module(req.engine);
-    const std::string version = v != t.versions.end() && !v->second.empty() ? v->second
-                                : module ? engines::default_version_for(module->kind, t.spec->architecture)
-                                         : std::string();
-    cfg = engines::apply_config_files(engines::parse_launch_command(req.argv, req.env, version));
+    cfg =
+        engines::parse_launch_for_model(req.argv, req.env, v == t.versions.end() ? std::string() : v->second,
+                                        [&](const engines::LaunchConfig&) { return *t.spec; })
+            .config;
   } catch (const std::exception& e) {
     out.status = TrialStatus::kStartupRefused;
     out.reason = e.what();
