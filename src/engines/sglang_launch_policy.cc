@@ -229,7 +229,7 @@ void state_pool(ResolvedLaunch& r) {
   }
 }
 
-void scheduler_memory_routing(ResolvedLaunch& r) {
+void sglang_scheduler_memory_routing(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
   const LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
@@ -308,7 +308,7 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   r.state_dtype = c.mamba_ssm_cache_dtype == "bfloat16" ? model::DType::kBf16 : model::DType::kFp32;
   r.block_size = c.block_size;
   execution(r);
-  scheduler_memory_routing(r);
+  sglang_scheduler_memory_routing(r);
   // --config: the option file's keys are applied as the flags they spell (each judged on its own).
   static const std::vector<std::string> kEffective = {"--config",
                                                       "--model-path",

@@ -254,7 +254,7 @@ void execution(ResolvedLaunch& r, const EngineVersion& v) {
         "for gpt_oss) [recalled]");
 }
 
-void scheduler_memory_routing(ResolvedLaunch& r) {
+void vllm_scheduler_memory_routing(ResolvedLaunch& r) {
   const auto& d = kVllmDefaults;
   const LaunchConfig& c = r.config;
   auto& s = r.scheduler;
@@ -311,7 +311,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   if (auto f = vllm_speculative(r)) return f;
   if (auto f = batch_defaults(r, cl)) return f;
   cache_layout(r);
-  scheduler_memory_routing(r);
+  vllm_scheduler_memory_routing(r);
   // Without --max-model-len, recent releases lower the context to what the KV pool holds instead of
   // refusing to start [unverified release: the corpus's GLM-5.2 at its 1,048,576 default started on 0.24].
   r.memory.auto_fit_max_model_len = !c.is_explicit("--max-model-len") && EngineVersion::parse("0.17.0") <= v;
