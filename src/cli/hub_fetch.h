@@ -1,12 +1,15 @@
-// servelab/cli private: what `sim run` / `sim serve` fetch from the Hugging Face Hub for a launch's model id
-// (config.json, tokenizer.json) when nothing local has it, at the revision the launch names.
+// servelab/cli private: how `sim run` / `sim serve` read a launch, and what they fetch from the Hugging Face
+// Hub for its model id (config.json, tokenizer.json) when nothing local has it, at the revision it names.
 #pragma once
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/hub/hub.h"
+#include "servelab/model/model.h"
 
 namespace servelab::cli {
 
@@ -26,6 +29,21 @@ inline hub::FetchRequest hub_fetch(const std::string& revision) {
   f.download = true;
   f.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return f;
+}
+
+/// `launch` parsed for the release it is predicted on (engines::parse_launch_for_model, with this process's
+/// environment and `engine_version`, "" = stated by the launch or chosen), its model read from
+/// `model_config` (a local config.json) or else resolved from the launch's model id at `revision`.
+/// Throws as parse_launch_for_model.
+inline engines::ReleasedLaunch parse_served_launch(const std::vector<std::string>& launch,
+                                                   const std::string& engine_version,
+                                                   const std::string& model_config,
+                                                   const std::string& revision) {
+  return engines::parse_launch_for_model(
+      launch, common::environment_map(), engine_version, [&](const engines::LaunchConfig& c) {
+        return model_config.empty() ? model::resolve_model(c.model, hub_fetch(revision))
+                                    : model::load_config_with_modelopt(model_config);
+      });
 }
 
 }  // namespace servelab::cli

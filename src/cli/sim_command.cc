@@ -126,11 +126,7 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   if (!a.network.empty()) in.cluster.network = hardware::parse_network(a.network);
   in.model_revision = launch_flag_value(a.launch, "--revision");
   try {
-    auto released = engines::parse_launch_for_model(
-        a.launch, common::environment_map(), a.engine_version, [&](const engines::LaunchConfig& c) {
-          return a.model_config.empty() ? model::resolve_model(c.model, hub_fetch(in.model_revision))
-                                        : model::load_config_with_modelopt(a.model_config);
-        });
+    auto released = parse_served_launch(a.launch, a.engine_version, a.model_config, in.model_revision);
     in.engine = std::move(released.config);
     in.model = std::move(released.model);
     in.release_note = std::move(released.note);
@@ -309,6 +305,7 @@ void run_sim_run(SimRunArgs& a) {
     auto j = report::make_result_json(run, m, p.outputs, ro);
     j["servelab_engine_twin_prediction"] = true;
     j["servelab_launch"] = engines::render_command(in.engine);
+    j["servelab_engine_version"] = p.context.launch.version;  // the release predicted (see "Release:")
     const auto path =
         report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
     report::write_result_file(path, j, a.bench.append_result);

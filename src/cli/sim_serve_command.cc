@@ -123,11 +123,7 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   ServedEngine s;
   s.cluster = hardware::parse_cluster(a.hardware);
   s.model_revision = launch_flag_value(a.launch, "--revision");
-  auto released = engines::parse_launch_for_model(
-      a.launch, common::environment_map(), a.engine_version, [&](const engines::LaunchConfig& c) {
-        return a.model_config.empty() ? model::resolve_model(c.model, hub_fetch(s.model_revision))
-                                      : model::load_config_with_modelopt(a.model_config);
-      });
+  auto released = parse_served_launch(a.launch, a.engine_version, a.model_config, s.model_revision);
   s.engine = std::move(released.config);
   s.model = std::move(released.model);
   if (!released.note.empty()) std::fprintf(stderr, "%s\n", released.note.c_str());

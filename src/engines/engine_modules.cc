@@ -28,8 +28,14 @@ std::vector<std::string> module_versions(EngineKind k) {
   "Qwen3.5 was published on 2026-02-16 [recalled: Qwen blog, Qwen/Qwen3.5-* repositories]; "
 #define SERVELAB_GLM5 "GLM-5 was published on 2026-02-11 [recalled: Z.ai release, zai-org/GLM-5]; "
 
+// Qwen3.5's dense and MoE architectures, published together: one bound for both.
+void add_qwen35(std::vector<ArchitectureRelease>& rows, const char* first_release, const char* why) {
+  for (const char* a : {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})
+    rows.push_back({a, first_release, why});
+}
+
 std::vector<ArchitectureRelease> vllm_architecture_releases() {
-  return {
+  std::vector<ArchitectureRelease> rows = {
       {"GptOssForCausalLM", "0.10.1",
        "gpt-oss was published on 2025-08-05 with day-0 support in vLLM 0.10.1 [recalled: vLLM blog]"},
       {"Qwen3NextForCausalLM", "0.10.2",
@@ -42,41 +48,35 @@ std::vector<ArchitectureRelease> vllm_architecture_releases() {
        "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
       {"KimiK25ForConditionalGeneration", "0.14.0",
        "Kimi K2.5 was published on 2026-01-27 [recalled]; vLLM 0.13.0 (2025-12 [recalled]) predates it"},
-      {"Qwen3_5ForConditionalGeneration", "0.16.0",
-       SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
-      {"Qwen3_5MoeForConditionalGeneration", "0.16.0",
-       SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
       {"GlmMoeDsaForCausalLM", "0.16.0", SERVELAB_GLM5 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
   };
+  add_qwen35(rows, "0.16.0", SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it");
+  return rows;
 }
 
 std::vector<ArchitectureRelease> sglang_architecture_releases() {
-  return {
+  std::vector<ArchitectureRelease> rows = {
       {"Qwen3NextForCausalLM", "0.5.2",
        "Qwen3-Next was published on 2025-09-11 with support in SGLang 0.5.2 [recalled: LMSYS blog]"},
       {"KimiK25ForConditionalGeneration", "0.5.7",
        "Kimi K2.5 was published on 2026-01-27 [recalled]; SGLang 0.5.6.post2 (2025-12 [recalled]) predates "
        "it"},
-      {"Qwen3_5ForConditionalGeneration", "0.5.8",
-       SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
-      {"Qwen3_5MoeForConditionalGeneration", "0.5.8",
-       SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
       {"GlmMoeDsaForCausalLM", "0.5.8", SERVELAB_GLM5 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
   };
+  add_qwen35(rows, "0.5.8", SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it");
+  return rows;
 }
 
 std::vector<ArchitectureRelease> trtllm_architecture_releases() {
-  return {
-      {"Qwen3_5ForConditionalGeneration", "1.2.0",
-       SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
-      {"Qwen3_5MoeForConditionalGeneration", "1.2.0",
-       SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+  std::vector<ArchitectureRelease> rows = {
       {"GlmMoeDsaForCausalLM", "1.2.0",
        SERVELAB_GLM5 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
       {"KimiK25ForConditionalGeneration", "1.2.0",
        "Kimi K2.5 was published on 2026-01-27 [recalled]; TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) "
        "predates it"},
   };
+  add_qwen35(rows, "1.2.0", SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it");
+  return rows;
 }
 #undef SERVELAB_QWEN35
 #undef SERVELAB_GLM5
@@ -228,9 +228,20 @@ std::string default_version_for(EngineKind kind, const std::string& architecture
   if (first <= EngineVersion::parse(m.default_version)) return m.default_version;
   for (const auto& v : m.versions)
     if (first <= EngineVersion::parse(v)) return v;
-  return m
-      .default_version;  // no modelled release loads it: resolve_launch refuses the default with the reason
+  // No modelled release loads it: resolve_launch refuses the default, naming the bound.
+  return m.default_version;
 }
+
+namespace {
+
+// The release an engine image's tag in front of `argv` names ("" without one): a stated release.
+std::string image_release(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> scratch = env;
+  return detail::image_tag_version(detail::strip_launch_wrappers(argv, scratch).image);
+}
+
+}  // namespace
 
 ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                                       const std::map<std::string, std::string>& env,
@@ -238,24 +249,20 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                                       const std::function<model::ModelSpec(const LaunchConfig&)>& model_of) {
   auto parse = [&](const std::string& v) { return apply_config_files(parse_launch_command(argv, env, v)); };
   ReleasedLaunch out;
-  if (!version.empty()) {
+  // A stated release (--engine-version, else an image's tag) is the one predicted: its errors are the answer.
+  if (!version.empty() || !image_release(argv, env).empty()) {
     out.config = parse(version);
     out.model = model_of(out.config);
     return out;
   }
-  // The release the launch states (an image tag) or the module default; if that release lacks a flag, the
-  // newest modelled release that parses the launch names its model (and the error stays the default's).
+  // The module default; if that release lacks a flag, the newest modelled release that parses the launch
+  // names its model (and the error stays the default's unless the model moves the release).
   std::optional<LaunchConfig> stated;
   std::optional<EngineArgError> stated_error;
   try {
     stated = parse("");
   } catch (const EngineArgError& e) {
     stated_error = e;
-  }
-  if (stated && !stated->image_version.empty()) {  // the image's tag names the release
-    out.config = std::move(*stated);
-    out.model = model_of(out.config);
-    return out;
   }
   std::optional<LaunchConfig> probe = stated;
   if (!probe) {

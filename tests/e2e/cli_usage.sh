@@ -45,4 +45,12 @@ long="$("$BIN" sim run --hardware 1xH100 --scenario random-4096in-16out-n5 -- vl
 [[ "$long" == *"Warning: 5 of 5 requests fail (no error band"*", e.g.: "*"maximum context length is 2048"* ]] ||
   fail "failed requests not warned about: $long"
 [[ "$long" != *"Error band"* ]] || fail "an error band printed for failed requests: $long"
+# --save-result: bench serve's JSON, marked as the twin's, with the launch and the release predicted.
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+"$BIN" sim run --save-result --result-dir "$tmp" --result-filename r.json "${run[@]:2}" >/dev/null 2>&1 ||
+  fail "sim run --save-result"
+saved="$(cat "$tmp/r.json")"
+[[ "$saved" == *'"servelab_engine_twin_prediction": true'* || "$saved" == *'"servelab_engine_twin_prediction":true'* ]] ||
+  fail "saved result is not marked as a prediction: $saved"
+[[ "$saved" =~ \"servelab_engine_version\":\ ?\"0\.[0-9]+\.[0-9]+ ]] || fail "saved result lacks the release: $saved"
 echo "cli_usage: ok"

@@ -381,6 +381,13 @@ TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
   EXPECT_EQ(
       std::get<se::LaunchFailure>(se::resolve_launch(old_tag.config, qwen35, hw::parse_cluster(kH200))).rule,
       "vllm.architecture.release");
+  // The tag's release lacks the flag: that release's error, never another release's parse.
+  try {
+    se::parse_launch_for_model(argv(docker + "0.13.0 --model m --language-model-only"), {}, "", as(qwen35));
+    ADD_FAILURE() << "vLLM 0.13.0 has no --language-model-only";
+  } catch (const se::EngineArgError& e) {
+    EXPECT_NE(std::string(e.what()).find("--language-model-only"), std::string::npos) << e.what();
+  }
   // Given, it is used; a model without a bound keeps the default, whose missing flag is the error.
   EXPECT_EQ(se::parse_launch_for_model(argv("vllm serve m"), {}, "0.24.0", as(qwen35)).config.engine_version,
             "0.24.0");
