@@ -189,12 +189,13 @@ double prior_weight(int k) {
 // that take their path (streamed chunks, eager kernels, harmony rendering); the others always.
 bool field_live(int k, const std::vector<const Trace*>& traces) {
   for (const auto* t : traces) {
+    auto any_positive = [](const std::vector<float>& column) {
+      return std::any_of(column.begin(), column.end(), [](float v) { return v > 0; });
+    };
     if (k == kPathFieldsFirst) {
-      for (const auto& s : t->steps)
-        if (s.api_stream_chunks > 0) return true;
+      if (any_positive(t->steps.api_stream_chunks)) return true;
     } else if (k == kPathFieldsFirst + 1) {
-      for (const auto& s : t->steps)
-        if (s.launch_kernels > 0) return true;
+      if (any_positive(t->steps.launch_kernels)) return true;
     } else if (k == kPathFieldsFirst + 2) {
       if (t->harmony_chat) return true;
     } else {

@@ -456,7 +456,7 @@ void Simulator::record_step(const Batch& slow, double not_before, int wake) {
   s.api_stream_chunks = static_cast<float>(slow.cost.api_stream_chunks);
   s.not_before_s = not_before;
   s.wake_request = not_before > 0 ? wake : -1;
-  trace_->steps.push_back(s);
+  trace_->add_step(s);
 }
 
 void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_concurrency) {

@@ -9,17 +9,77 @@
 
 namespace servelab::sim {
 
+void Trace::add_step(const TraceStep& s) {
+  if (s.not_before_s != 0 || s.wake_request >= 0)
+    steps.waits.push_back({static_cast<int>(steps.size()), s.not_before_s, s.wake_request});
+  steps.kernel_s.push_back(static_cast<double>(s.gpu_s) - static_cast<double>(s.memory_s));
+  steps.memory_s.push_back(s.memory_s);
+  steps.comm_s.push_back(s.comm_s);
+  steps.floor_s.push_back(s.floor_s);
+  steps.launch_kernels.push_back(s.launch_kernels);
+  steps.api_stream_chunks.push_back(s.api_stream_chunks);
+  steps.running.push_back(s.running);
+  steps.overlap.push_back(s.overlap ? 1 : 0);
+}
+
+namespace {
+
+// Each step's seconds under `cal` into `dt`: detail::step_seconds on the columns, term for term (the same
+// operations in the same order, so the same bits), in one pass the compiler can vectorize.
+void step_durations(const TraceSteps& st, const Calibration& cal, std::vector<double>& dt) {
+  const std::size_t n = st.size();
+  dt.resize(n);
+  const double ks = cal.kernel_scale, eager = cal.eager_launch_us, stream = cal.api_stream_request_us;
+  const double cpu_step = cal.cpu_step_ms * 1e-3, cpu_request = cal.cpu_request_us * 1e-6;
+  const double* kernel = st.kernel_s.data();
+  const float *memory = st.memory_s.data(), *comm = st.comm_s.data(), *floor = st.floor_s.data();
+  const float *kernels = st.launch_kernels.data(), *chunks = st.api_stream_chunks.data();
+  const int* running = st.running.data();
+  const unsigned char* overlap = st.overlap.data();
+  double* out = dt.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double graphed = kernel[i] / ks + static_cast<double>(memory[i]) + static_cast<double>(comm[i]) +
+                           static_cast<double>(floor[i]);
+    const double gpu = std::max(graphed, static_cast<double>(kernels[i]) * eager * 1e-6);
+    const double cpu = cpu_step + cpu_request * static_cast<double>(running[i]);
+    const double step = gpu + (overlap[i] ? std::max(0.0, cpu - gpu) : cpu);
+    out[i] = std::max(step, static_cast<double>(chunks[i]) * stream * 1e-6);
+  }
+}
+
+// Reused per thread: a fit replays thousands of traces per second.
+struct ReplayBuffers {
+  std::vector<double> dt, end, send, hand_off;
+  std::vector<std::pair<double, int>> done;
+};
+
+}  // namespace
+
 HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
-  const std::size_t nreq = trace.requests.size(), nstep = trace.steps.size();
-  std::vector<double> end(nstep, 0.0), send(nreq, 0.0), hand_off(nreq, -1.0);
+  const TraceSteps& st = trace.steps;
+  const std::size_t nreq = trace.requests.size(), nstep = st.size();
+  thread_local ReplayBuffers buf;
+  step_durations(st, cal, buf.dt);
+  std::vector<double>& end = buf.end;
+  std::vector<double>& send = buf.send;
+  std::vector<double>& hand_off = buf.hand_off;
+  end.assign(nstep, 0.0);
+  send.assign(nreq, 0.0);
+  hand_off.assign(nreq, -1.0);
   // The API server re-timed (processor sharing or FIFO, requests in index order, as the run sent them).
   detail::ApiServer api(cal.api_request_ms * 1e-3 * (trace.harmony_chat ? cal.harmony_api_share : 1.0),
                         trace.api_fifo);
-  std::vector<std::pair<double, int>> done;
+  std::vector<std::pair<double, int>>& done = buf.done;
+  done.clear();
   std::size_t next_req = 0;
   auto record = [&] {
     for (const auto& [t, id] : done) hand_off[id] = t;
     done.clear();
+  };
+  // The step at which request r's send time is known: at once, or after its slot's step ended.
+  auto ready_step = [&](std::size_t r) {
+    const int after = trace.requests[r].send_after_step;
+    return after >= 0 ? static_cast<std::size_t>(after) + 1 : 0;
   };
   // Sends every request whose send time is known by step `i` (at arrival, or after its slot's step).
   auto send_until = [&](std::size_t i) {
@@ -35,29 +95,36 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     }
     record();
   };
+  const double* dt = buf.dt.data();
+  double* end_of = end.data();
+  std::size_t next_wait = 0;
   double t = 0;
-  for (std::size_t i = 0; i < nstep; ++i) {
-    const TraceStep& s = trace.steps[i];
+  for (std::size_t i = 0; i < nstep;) {
+    // Step i: a send or a wait happens before it (the general case).
     send_until(i);
-    double not_before = s.not_before_s;
-    if (s.wake_request >= 0 && static_cast<std::size_t>(s.wake_request) < nreq) {
-      while (hand_off[s.wake_request] < 0 && std::isfinite(api.next_completion())) {
-        api.advance(api.next_completion(), done);
-        record();
+    double not_before = 0;
+    if (next_wait < st.waits.size() && static_cast<std::size_t>(st.waits[next_wait].step) == i) {
+      const TraceSteps::Wait& w = st.waits[next_wait++];
+      not_before = w.not_before_s;
+      if (w.wake_request >= 0 && static_cast<std::size_t>(w.wake_request) < nreq) {
+        while (hand_off[w.wake_request] < 0 && std::isfinite(api.next_completion())) {
+          api.advance(api.next_completion(), done);
+          record();
+        }
+        not_before = std::max(0.0, hand_off[w.wake_request]);
       }
-      not_before = std::max(0.0, hand_off[s.wake_request]);
     }
-    detail::StepCost c;
-    c.gpu_s = s.gpu_s;
-    c.memory_s = s.memory_s;
-    c.comm_s = s.comm_s;
-    c.floor_s = s.floor_s;
-    c.launch_kernels = s.launch_kernels;
-    c.running = s.running;
-    c.overlap = s.overlap;
-    c.api_stream_chunks = s.api_stream_chunks;
-    t = std::max(t, not_before) + detail::step_seconds(c, cal);
-    end[i] = t;
+    t = std::max(t, not_before) + dt[i];
+    end_of[i] = t;
+    // The steps up to the next send or wait start when the previous one ends.
+    std::size_t stop = nstep;
+    if (next_wait < st.waits.size())
+      stop = std::min(stop, static_cast<std::size_t>(st.waits[next_wait].step));
+    if (next_req < nreq) stop = std::min(stop, std::max(i + 1, ready_step(next_req)));
+    for (++i; i < stop; ++i) {
+      t += dt[i];
+      end_of[i] = t;
+    }
   }
   send_until(nstep);
   HeadlineMetrics h;

@@ -11,7 +11,7 @@
 
 namespace servelab::sim {
 
-/// One step (pipeline tick) of a traced run. Seconds.
+/// One step (pipeline tick) of a traced run, as the simulator records it (Trace::add_step). Seconds.
 struct TraceStep {
   float gpu_s = 0, memory_s = 0, comm_s = 0, floor_s = 0;  ///< detail::StepCost's fields (s)
   float launch_kernels = 0;                                ///< detail::StepCost::launch_kernels
@@ -33,14 +33,34 @@ struct TraceRequest {
   bool success = false;
 };
 
+/// The steps of a traced run, column by column (what replay reads, in the order it reads it: a fit
+/// re-times every trace hundreds of times). Entry i of every column is step i (TraceStep's fields).
+struct TraceSteps {
+  std::vector<double> kernel_s;  ///< gpu_s - memory_s: the kernel time kernel_scale divides (s)
+  std::vector<float> memory_s, comm_s, floor_s, launch_kernels, api_stream_chunks;
+  std::vector<int> running;
+  std::vector<unsigned char> overlap;  ///< 1: CPU work overlaps the GPU's
+  /// A step that waited for an arrival (TraceStep::not_before_s > 0) or an API-server hand-off, in step
+  /// order; the other steps start when the previous one ends.
+  struct Wait {
+    int step = 0;
+    double not_before_s = 0;
+    int wake_request = -1;
+  };
+  std::vector<Wait> waits;
+  std::size_t size() const { return kernel_s.size(); }
+};
+
 /// A traced run.
 struct Trace {
-  std::vector<TraceStep> steps;
+  TraceSteps steps;
   std::vector<TraceRequest> requests;
   /// The launch's API server renders chat requests with openai_harmony (ExecutionPolicy::harmony_chat): its
   /// work per request is Calibration::api_request_ms x harmony_api_share (physics.h api_work_share).
   bool harmony_chat = false;
   bool api_fifo = false;  ///< ExecutionPolicy::api_fifo: the API server serves requests one at a time
+  /// Appends step `s` (the next index) to the columns.
+  void add_step(const TraceStep& s);
 };
 
 /// The headline numbers of a run (tok/s, ms, s).
