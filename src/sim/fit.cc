@@ -160,6 +160,7 @@ PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& tabl
   WorkloadOptions o = p.options;
   o.calibration = table;
   o.trace = trace;
+  o.per_token_timings = false;  // the headline metrics only
   return predict_resolved(*p.launch, p.cluster, p.workload, o);
 }
 

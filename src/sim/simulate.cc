@@ -533,6 +533,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
     options.trace->api_fifo = launch.execution.api_fifo;
   }
   sim.set_trace(options.trace);
+  sim.set_record_timings(options.per_token_timings);
   for (int i = 0; i < n; ++i) {
     const auto& w = requests[i];
     if (w.prompt_len < 1 || w.output_len < 1)

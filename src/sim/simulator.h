@@ -132,6 +132,8 @@ class Simulator {
     record_ = record_timings;
   }
   void set_trace(Trace* trace) { trace_ = trace; }
+  /// Whether emit() records inter-token latencies and chunk sizes (WorkloadOptions::per_token_timings).
+  void set_record_timings(bool record) { record_ = record; }
   std::vector<metrics::RequestOutput>& outputs() { return out_; }
   TwinView view();
   /// The live state of each DP rank (sim serve's /metrics).

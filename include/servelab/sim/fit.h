@@ -45,7 +45,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus);
 /// no kernel path the twin has no figure for (ResolvedLaunch::unmodelled).
 bool trainable(const PreparedPoint& p);
 
-/// Predicts a prepared point with `table`; the trace is written to `trace` when given.
+/// Predicts a prepared point with `table` (outputs without per-token timings: WorkloadOptions::
+/// per_token_timings); the trace is written to `trace` when given.
 PredictResult predict_point(const PreparedPoint& p, const CalibrationTable& table, Trace* trace = nullptr);
 
 /// The fit of one class (CalibrationKey::name()).

@@ -53,6 +53,10 @@ struct WorkloadOptions {
   std::optional<CalibrationTable> calibration;
   /// When set, the run's trace is written here (fit.cc re-times it).
   Trace* trace = nullptr;
+  /// Record every token's inter-token latency and chunk size (RequestOutput::itl_s, chunk_tokens). Off,
+  /// the outputs hold TTFT, latency and token counts only: enough for the headline metrics (throughput,
+  /// mean TTFT and TPOT, identical), not for ITL percentiles (validation and fits run so).
+  bool per_token_timings = true;
 };
 
 /// The twin's own view of a run (what a benchmark client cannot see).
