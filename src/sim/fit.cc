@@ -186,24 +186,22 @@ double prior_weight(int k) {
   return k >= kPathFieldsFirst ? kLambdaPathPrior : kLambdaPrior;
 }
 
-// Whether field k of the calibration changes the replay of any of `traces`: the path fields only for traces
-// that take their path (streamed chunks, eager kernels, harmony rendering); the others always.
+// Whether field k of the calibration changes the replay of `t`: the path fields only when it takes their
+// path (streamed chunks, eager kernels, harmony rendering); the others always. Where it does not, the replay
+// is bit-identical whatever the field's value (its term is a 0 that never wins a max).
+bool field_moves(int k, const Trace& t) {
+  auto any_positive = [](const std::vector<float>& column) {
+    return std::any_of(column.begin(), column.end(), [](float v) { return v > 0; });
+  };
+  if (k == kPathFieldsFirst) return any_positive(t.steps.api_stream_chunks);
+  if (k == kPathFieldsFirst + 1) return any_positive(t.steps.launch_kernels);
+  if (k == kPathFieldsFirst + 2) return t.harmony_chat;
+  return true;
+}
+
+// Whether field k changes the replay of any of `traces`.
 bool field_live(int k, const std::vector<const Trace*>& traces) {
-  for (const auto* t : traces) {
-    auto any_positive = [](const std::vector<float>& column) {
-      return std::any_of(column.begin(), column.end(), [](float v) { return v > 0; });
-    };
-    if (k == kPathFieldsFirst) {
-      if (any_positive(t->steps.api_stream_chunks)) return true;
-    } else if (k == kPathFieldsFirst + 1) {
-      if (any_positive(t->steps.launch_kernels)) return true;
-    } else if (k == kPathFieldsFirst + 2) {
-      if (t->harmony_chat) return true;
-    } else {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(traces.begin(), traces.end(), [k](const Trace* t) { return field_moves(k, *t); });
 }
 
 double huber(double d) {
@@ -330,8 +328,22 @@ ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPo
   return fit;
 }
 
+ClassFit ClassFitMemo::get(const std::string& key, const std::vector<const PreparedPoint*>& points,
+                           const std::vector<const Trace*>& traces, const std::function<ClassFit()>& fit) {
+  std::vector<const void*> ids(points.begin(), points.end());
+  ids.insert(ids.end(), traces.begin(), traces.end());
+  auto k = std::make_tuple(key, std::move(ids));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = fits_.find(k); it != fits_.end()) return it->second;
+  }
+  ClassFit f = fit();  // outside the lock: two folds may compute the same fit, which is deterministic
+  std::lock_guard<std::mutex> lock(mu_);
+  return fits_.emplace(std::move(k), std::move(f)).first->second;
+}
+
 std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
-                                 const std::vector<const Trace*>& traces, int threads) {
+                                 const std::vector<const Trace*>& traces, int threads, ClassFitMemo* memo) {
   std::map<std::string, std::vector<int>> by_class;
   for (std::size_t i = 0; i < points.size(); ++i)
     by_class[points[i]->key.name()].push_back(static_cast<int>(i));
@@ -340,24 +352,38 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
   std::vector<ClassFit> fits(classes.size());
   const std::vector<double> weight = study_weights(points);
   const std::vector<double> prior = logv(calibration_prior(engine));
+  std::vector<std::vector<char>> moves(kCalibrationFields, std::vector<char>(points.size()));
+  for (int k = 0; k < kCalibrationFields; ++k)
+    for (std::size_t i = 0; i < points.size(); ++i) moves[k][i] = field_moves(k, *traces[i]);
   for (int round = 0; round < 2; ++round) {
     parallel_for(static_cast<int>(classes.size()), threads, [&](int c) {
       std::vector<const PreparedPoint*> pts;
       std::vector<const Trace*> trs;
       for (int i : classes[c].second) pts.push_back(points[i]), trs.push_back(traces[i]);
-      fits[c] = fit_class(points[classes[c].second.front()]->key, pts, trs, engine_fields);
+      const CalibrationKey& key = points[classes[c].second.front()]->key;
+      auto fit = [&] { return fit_class(key, pts, trs, engine_fields); };
+      fits[c] = round == 0 && memo ? memo->get(classes[c].first, pts, trs, fit) : fit();
     });
     // The engine's fields over all its points, each with its class's fields.
     std::vector<int> class_of(points.size());
     for (std::size_t c = 0; c < classes.size(); ++c)
       for (int i : classes[c].second) class_of[i] = static_cast<int>(c);
+    // The last evaluation's point and per-point losses: a step that moves only path fields re-times only
+    // the traces that take those paths (field_moves), the others keep their loss (bit-identical).
+    std::vector<double> partial(points.size()), last_x;
     auto objective = [&](const std::vector<double>& x) {
-      std::vector<double> partial(points.size());
+      std::vector<int> moved;
+      for (int k = kClassFields; k < kCalibrationFields && !last_x.empty(); ++k)
+        if (x[k] != last_x[k]) moved.push_back(k);
+      const bool all = last_x.empty() || std::any_of(moved.begin(), moved.end(),
+                                                     [](int k) { return k < kPathFieldsFirst; });
       parallel_for(static_cast<int>(points.size()), threads, [&](int i) {
+        if (!all && std::none_of(moved.begin(), moved.end(), [&](int k) { return moves[k][i]; })) return;
         std::vector<double> y = logv(fits[class_of[i]].cal);
         for (int k = kClassFields; k < kCalibrationFields; ++k) y[k] = x[k];
         partial[i] = weight[i] * point_loss(*points[i], replay(*traces[i], from_log(y)));
       });
+      last_x = x;
       double f = 0;
       for (double v : partial) f += v;
       for (int k = kClassFields; k < kCalibrationFields; ++k)

@@ -71,6 +71,7 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
   std::vector<std::pair<std::string, std::set<std::string>>> folds(engines_touched.begin(),
                                                                    engines_touched.end());
   std::vector<CalibrationTable> fold_table(folds.size());
+  ClassFitMemo memo;  // a class no fold point belongs to is fitted once in the first round
   parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
     const auto& [fold, engines] = folds[i];
     std::vector<ClassFit> fits;
@@ -87,7 +88,7 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
         trs.push_back(&full_fit.prior_traces[k]);
       }
       if (pts.empty()) continue;
-      for (auto& f : fit_engine(engine, pts, trs, 1)) fits.push_back(std::move(f));
+      for (auto& f : fit_engine(engine, pts, trs, 1, &memo)) fits.push_back(std::move(f));
     }
     fold_table[i] = assemble_table(fits);
   });

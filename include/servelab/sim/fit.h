@@ -10,8 +10,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "servelab/engines/launch.h"
@@ -73,11 +76,29 @@ inline constexpr int kClassFields = 3;
 ClassFit fit_class(const CalibrationKey& key, const std::vector<const PreparedPoint*>& points,
                    const std::vector<const Trace*>& traces, const Calibration& engine_fields);
 
+/// First-round class fits shared by the folds of a validation. In the first round a class is fitted at its
+/// engine's prior fields, so its fit depends on its points and traces alone (fit_class is deterministic): a
+/// class none of whose points a fold holds out gets the same fit in every such fold, computed once.
+/// Thread-safety: get() may be called from several threads.
+class ClassFitMemo {
+ public:
+  /// The fit of class `key` on exactly `points` / `traces` (same order): `fit()`'s result, computed on the
+  /// first call with these arguments.
+  ClassFit get(const std::string& key, const std::vector<const PreparedPoint*>& points,
+               const std::vector<const Trace*>& traces, const std::function<ClassFit()>& fit);
+
+ private:
+  std::mutex mu_;
+  std::map<std::tuple<std::string, std::vector<const void*>>, ClassFit> fits_;
+};
+
 /// Fits every class of one engine and the engine's own fields: alternating, twice, the classes (given
 /// the engine's fields) and the engine's fields over all its points (given the classes). `points` and
-/// `traces` are parallel; every point belongs to `engine`.
+/// `traces` are parallel; every point belongs to `engine`. `memo` (optional) serves first-round class fits
+/// computed before on the same points.
 std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<const PreparedPoint*>& points,
-                                 const std::vector<const Trace*>& traces, int threads);
+                                 const std::vector<const Trace*>& traces, int threads,
+                                 ClassFitMemo* memo = nullptr);
 
 /// A table from class fits: the classes fitted on at least 3 points, and per version family and engine the
 /// pooled value used for the other classes (log-space mean of its classes weighted by points, with the prior
