@@ -375,8 +375,8 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
       std::vector<int> moved;
       for (int k = kClassFields; k < kCalibrationFields && !last_x.empty(); ++k)
         if (x[k] != last_x[k]) moved.push_back(k);
-      const bool all = last_x.empty() || std::any_of(moved.begin(), moved.end(),
-                                                     [](int k) { return k < kPathFieldsFirst; });
+      const bool all = last_x.empty() ||
+                       std::any_of(moved.begin(), moved.end(), [](int k) { return k < kPathFieldsFirst; });
       parallel_for(static_cast<int>(points.size()), threads, [&](int i) {
         if (!all && std::none_of(moved.begin(), moved.end(), [&](int k) { return moves[k][i]; })) return;
         std::vector<double> y = logv(fits[class_of[i]].cal);
