@@ -24,32 +24,41 @@ void Trace::add_step(const TraceStep& s) {
 
 namespace {
 
-// Each step's seconds under `cal` into `dt`: detail::step_seconds on the columns, term for term (the same
-// operations in the same order, so the same bits), in one pass the compiler can vectorize.
-void step_durations(const TraceSteps& st, const Calibration& cal, std::vector<double>& dt) {
-  const std::size_t n = st.size();
-  dt.resize(n);
-  const double ks = cal.kernel_scale, eager = cal.eager_launch_us, stream = cal.api_stream_request_us;
-  const double cpu_step = cal.cpu_step_ms * 1e-3, cpu_request = cal.cpu_request_us * 1e-6;
-  const double* kernel = st.kernel_s.data();
-  const float *memory = st.memory_s.data(), *comm = st.comm_s.data(), *floor = st.floor_s.data();
-  const float *kernels = st.launch_kernels.data(), *chunks = st.api_stream_chunks.data();
-  const int* running = st.running.data();
-  const unsigned char* overlap = st.overlap.data();
-  double* out = dt.data();
-  for (std::size_t i = 0; i < n; ++i) {
+// Step i's seconds under `cal`: detail::step_seconds on the columns, term for term (the same operations in
+// the same order, so the same bits), inlined into replay's loop so that it overlaps the running sum.
+struct StepSeconds {
+  StepSeconds(const TraceSteps& st, const Calibration& cal)
+      : ks(cal.kernel_scale),
+        eager(cal.eager_launch_us),
+        stream(cal.api_stream_request_us),
+        cpu_step(cal.cpu_step_ms * 1e-3),
+        cpu_request(cal.cpu_request_us * 1e-6),
+        kernel(st.kernel_s.data()),
+        memory(st.memory_s.data()),
+        comm(st.comm_s.data()),
+        floor(st.floor_s.data()),
+        kernels(st.launch_kernels.data()),
+        chunks(st.api_stream_chunks.data()),
+        running(st.running.data()),
+        overlap(st.overlap.data()) {}
+  double operator()(std::size_t i) const {
     const double graphed = kernel[i] / ks + static_cast<double>(memory[i]) + static_cast<double>(comm[i]) +
                            static_cast<double>(floor[i]);
     const double gpu = std::max(graphed, static_cast<double>(kernels[i]) * eager * 1e-6);
     const double cpu = cpu_step + cpu_request * static_cast<double>(running[i]);
     const double step = gpu + (overlap[i] ? std::max(0.0, cpu - gpu) : cpu);
-    out[i] = std::max(step, static_cast<double>(chunks[i]) * stream * 1e-6);
+    return std::max(step, static_cast<double>(chunks[i]) * stream * 1e-6);
   }
-}
+  double ks, eager, stream, cpu_step, cpu_request;
+  const double* kernel;
+  const float *memory, *comm, *floor, *kernels, *chunks;
+  const int* running;
+  const unsigned char* overlap;
+};
 
 // Reused per thread: a fit replays thousands of traces per second.
 struct ReplayBuffers {
-  std::vector<double> dt, end, send, hand_off;
+  std::vector<double> end, send, hand_off;
   std::vector<std::pair<double, int>> done;
 };
 
@@ -59,11 +68,11 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
   const TraceSteps& st = trace.steps;
   const std::size_t nreq = trace.requests.size(), nstep = st.size();
   thread_local ReplayBuffers buf;
-  step_durations(st, cal, buf.dt);
+  const StepSeconds dt(st, cal);
   std::vector<double>& end = buf.end;
   std::vector<double>& send = buf.send;
   std::vector<double>& hand_off = buf.hand_off;
-  end.assign(nstep, 0.0);
+  end.resize(nstep);  // every step's end is written below
   send.assign(nreq, 0.0);
   hand_off.assign(nreq, -1.0);
   // The API server re-timed (processor sharing or FIFO, requests in index order, as the run sent them).
@@ -95,7 +104,6 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     }
     record();
   };
-  const double* dt = buf.dt.data();
   double* end_of = end.data();
   std::size_t next_wait = 0;
   double t = 0;
@@ -114,7 +122,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
         not_before = std::max(0.0, hand_off[w.wake_request]);
       }
     }
-    t = std::max(t, not_before) + dt[i];
+    t = std::max(t, not_before) + dt(i);
     end_of[i] = t;
     // The steps up to the next send or wait start when the previous one ends.
     std::size_t stop = nstep;
@@ -122,7 +130,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
       stop = std::min(stop, static_cast<std::size_t>(st.waits[next_wait].step));
     if (next_req < nreq) stop = std::min(stop, std::max(i + 1, ready_step(next_req)));
     for (++i; i < stop; ++i) {
-      t += dt[i];
+      t += dt(i);
       end_of[i] = t;
     }
   }
