@@ -393,8 +393,8 @@ void setup_sim(CLI::App& root) {
   val->add_option(
          "--split", *split,
          "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
-         "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~45 s on 2 cores "
-         "on the default corpus, study alone ~38 s)")
+         "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~40 s on 2 cores "
+         "on the default corpus, study alone ~25 s; study over every released corpus ~6.5 min)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
   val->callback([corpus, per_point, threads, op_data, split] {
@@ -403,7 +403,9 @@ void setup_sim(CLI::App& root) {
     std::vector<sim::ValidationSplit> extra;
     if (*split == "gpu" || *split == "all") extra.push_back(sim::ValidationSplit::kGpu);
     if (*split == "release" || *split == "all") extra.push_back(sim::ValidationSplit::kRelease);
-    const auto v = sim::validate_corpus(c, *threads, extra);
+    const auto v = sim::validate_corpus(c, *threads, extra, [](const std::string& line) {
+      std::fprintf(stderr, "sim validate: %s\n", line.c_str());
+    });
     std::printf("%s", sim::format_corpus_validation(v, *per_point).c_str());
   });
 
@@ -418,7 +420,9 @@ void setup_sim(CLI::App& root) {
   cal->callback([corpus, write, threads, op_data] {
     apply_op_data(*op_data);
     const auto c = sim::load_corpora(corpus_paths(*corpus));
-    const auto v = sim::validate_corpus(c, *threads);
+    const auto v = sim::validate_corpus(c, *threads, {}, [](const std::string& line) {
+      std::fprintf(stderr, "sim calibrate: %s\n", line.c_str());
+    });
     std::fprintf(stderr, "fit on %d points: objective %.3f at the priors -> %.3f\n", v.full_fit.points,
                  v.full_fit.objective_prior, v.full_fit.objective);
     const std::string json = sim::calibration_json_of(v);  // throws when a parameter ends on a bound

@@ -38,6 +38,7 @@ double pattern_decode_keys(const AttentionPattern& p, double c) {
 }
 
 bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
+  if (tokens <= q.kv_tokens) return true;  // request_kv_bytes is non-decreasing in tokens
   const double need = request_kv_bytes(plan_, tokens);
   if (need <= q.kv_bytes) return true;
   const double delta = need - q.kv_bytes;
@@ -45,6 +46,7 @@ bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
   r.free_bytes -= delta;
   r.allocated += delta;
   q.kv_bytes = need;
+  q.kv_tokens = tokens;
   r.peak_used = std::max(r.peak_used, r.total_bytes - r.free_bytes);
   return true;
 }
@@ -52,6 +54,7 @@ bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
 void Simulator::release(Rank& r, Req& q) {
   r.free_bytes += q.kv_bytes;
   q.kv_bytes = 0;
+  q.kv_tokens = 0;
 }
 
 double Simulator::tokens_of_bytes(double bytes) const {

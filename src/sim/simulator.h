@@ -31,6 +31,8 @@ struct Req {
   int computed = 0;     ///< tokens in the KV cache
   int generated = 0;    ///< output tokens emitted
   double kv_bytes = 0;  ///< KV bytes held on each GPU of its rank
+  /// The tokens kv_bytes was sized for (request_kv_bytes grows with tokens: fewer need no new blocks).
+  long long kv_tokens = 0;
   int rank = 0;
   int sched = 0;           ///< tokens scheduled in the micro-batch in flight (0 = not scheduled)
   bool in_flight = false;  ///< part of a micro-batch still in the pipeline

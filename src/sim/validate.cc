@@ -198,10 +198,16 @@ std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split) {
 }
 
 CorpusValidation validate_corpus(const Corpus& corpus, int threads,
-                                 const std::vector<ValidationSplit>& extra_splits) {
+                                 const std::vector<ValidationSplit>& extra_splits,
+                                 const std::function<void(const std::string&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   CorpusValidation v;
   const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
+  auto phase = [&](const std::string& what) {
+    if (progress)
+      progress(fmt::format("{}: {:.1f} s", what,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  };
   const int n = static_cast<int>(prepared.size());
   std::vector<const PreparedPoint*> train_points;
   for (const auto& p : prepared)
@@ -213,6 +219,8 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   FitOptions fo;
   fo.threads = threads;
   v.full_fit = fit_calibration(train_points, fo);
+  phase(fmt::format("{} points prepared, simulated at the priors and fitted in-sample on {}", n,
+                    train_points.size()));
 
   v.rows.resize(n);
   for (int i = 0; i < n; ++i) {
@@ -232,8 +240,11 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
     v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
     if (f) v.rows[i].predicted_failure = f;
   });
+  phase("predicted in-sample");
   v.study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
+  phase(fmt::format("refitted for {} held-out studies", v.study_tables.size()));
   predict_held_out(v.rows, prepared, v.study_tables, ValidationSplit::kStudy, threads);
+  phase("predicted held out (leave one study out)");
   score_rows(v.rows);
   // Summaries.
   std::vector<const ValidationRow*> all;
@@ -255,8 +266,10 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
     v.studies.push_back(std::move(sv));
   }
   for (const auto split : extra_splits)
-    if (split != ValidationSplit::kStudy)
+    if (split != ValidationSplit::kStudy) {
       v.splits.push_back(validate_split(split, v.rows, prepared, train_points, v.full_fit, threads));
+      phase(fmt::format("leave one {} out", validation_split_name(split)));
+    }
   // Bands from the held-out errors, and what the corpus covers.
   std::set<std::string> gpus, variants, versions;
   LatencyCounts latency_points;

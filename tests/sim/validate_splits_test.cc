@@ -157,8 +157,11 @@ TEST(CorpusValidationSplits, AFoldIsTheFitWithoutItsPoints) {
             json_of(sim::assemble_table(without_a100.full_fit.prior_classes)));
   EXPECT_NE(json_of(gpu.tables.at("A100")), json_of(v.full_fit.table));
   // The A100 points are predicted from that table: no A100 class in it, so a coarser level.
-  for (const auto& r : gpu.rows)
-    if (r.point->gpu == "A100" && r.predicted) EXPECT_NE(r.calibration_level, "class") << r.point->id;
+  for (const auto& r : gpu.rows) {
+    if (r.point->gpu == "A100" && r.predicted) {
+      EXPECT_NE(r.calibration_level, "class") << r.point->id;
+    }
+  }
 
   const auto& release = v.splits[1];
   ASSERT_EQ(release.split, sim::ValidationSplit::kRelease);
