@@ -354,6 +354,11 @@ TwinView Simulator::view() {
   view_.mean_batch_requests = view_.steps ? sum_batch_ / view_.steps : 0;
   view_.mean_step_tokens = view_.steps ? sum_tokens_ / view_.steps : 0;
   view_.mean_step_ms = view_.steps ? 1e3 * (view_.prefill_time_s + view_.decode_time_s) / view_.steps : 0;
+  // A micro-batch's time counts once, when it leaves the last stage: the rest of the ticks is the bubble.
+  view_.pipeline_bubble_s =
+      pipeline_depth() > 1
+          ? std::max(0.0, view_.duration_s - view_.prefill_time_s - view_.decode_time_s - view_.idle_time_s)
+          : 0.0;
   double peak = 0;
   for (const auto& r : ranks_) peak = std::max(peak, r.total_bytes > 0 ? r.peak_used / r.total_bytes : 0.0);
   view_.kv_peak_fraction = peak;

@@ -287,6 +287,21 @@ TEST(Simulate, PipelineKeepsTwoMicroBatchesInFlight) {
   const std::vector<WorkloadRequest> one = {{200, 5}};
   const auto& q = ok(predict_resolved(pp, c.cluster, one, {}));
   EXPECT_EQ(q.twin.steps, 2 * 5);
+  // Its time counts once per micro-batch; the other stage's tick is the bubble: as long as the busy time.
+  const double busy = q.twin.prefill_time_s + q.twin.decode_time_s;
+  EXPECT_NEAR(q.twin.pipeline_bubble_s, busy, 1e-9 * q.twin.duration_s);
+  EXPECT_NEAR(busy + q.twin.idle_time_s + q.twin.pipeline_bubble_s, q.twin.duration_s,
+              1e-9 * q.twin.duration_s);
+  // Two micro-batches in flight fill the ticks: the bubble (fill, drain and waits for the larger
+  // micro-batch's stage) is less than the busy time.
+  const double busy2 = p.twin.prefill_time_s + p.twin.decode_time_s;
+  EXPECT_NEAR(busy2 + p.twin.idle_time_s + p.twin.pipeline_bubble_s, p.twin.duration_s,
+              1e-9 * p.twin.duration_s);
+  EXPECT_GT(p.twin.pipeline_bubble_s, 0.0);
+  EXPECT_LT(p.twin.pipeline_bubble_s, 0.8 * busy2);
+  EXPECT_EQ(
+      ok(predict_resolved(test_launch(c.model, c.cluster, 1, 1), c.cluster, one, {})).twin.pipeline_bubble_s,
+      0.0);
 }
 
 // SGLang pipeline parallelism: each of the pp micro-batches keeps a running batch of its own, of at most

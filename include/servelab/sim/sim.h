@@ -61,17 +61,21 @@ struct WorkloadOptions {
 
 /// The twin's own view of a run (what a benchmark client cannot see).
 struct TwinView {
-  MemoryPlan memory;                 ///< per-GPU memory plan of the launch
-  double duration_s = 0.0;           ///< virtual time from t = 0 (metrics/request_output.h) to the last token
-  long long steps = 0;               ///< engine steps (pipeline ticks; lock-stepped DP ranks counted once)
-  double prefill_time_s = 0.0;       ///< time in steps that carried prefill tokens
-  double decode_time_s = 0.0;        ///< time in pure-decode steps
-  double idle_time_s = 0.0;          ///< time with nothing to run
-  double mean_batch_requests = 0.0;  ///< running requests per rank, averaged over steps
-  int max_batch_requests = 0;        ///< most running requests on one rank
-  double mean_step_tokens = 0.0;     ///< query tokens per rank per step, averaged over steps
-  double kv_peak_fraction = 0.0;     ///< peak KV bytes in use / pool (max over ranks)
-  long long preemptions = 0;         ///< requests preempted (vLLM recompute / SGLang retract)
+  MemoryPlan memory;            ///< per-GPU memory plan of the launch
+  double duration_s = 0.0;      ///< virtual time from t = 0 (metrics/request_output.h) to the last token
+  long long steps = 0;          ///< engine steps (pipeline ticks; lock-stepped DP ranks counted once)
+  double prefill_time_s = 0.0;  ///< time in steps that carried prefill tokens
+  double decode_time_s = 0.0;   ///< time in pure-decode steps
+  double idle_time_s = 0.0;     ///< time with nothing to run
+  /// Pipeline parallelism: time in ticks that finished no micro-batch (the pipeline filling and draining)
+  /// and the wait of each tick for its slowest stage; prefill + decode + idle + this = duration_s (s). 0
+  /// without PP (prefill + decode + idle = duration_s).
+  double pipeline_bubble_s = 0.0;
+  double mean_batch_requests = 0.0;    ///< running requests per rank, averaged over steps
+  int max_batch_requests = 0;          ///< most running requests on one rank
+  double mean_step_tokens = 0.0;       ///< query tokens per rank per step, averaged over steps
+  double kv_peak_fraction = 0.0;       ///< peak KV bytes in use / pool (max over ranks)
+  long long preemptions = 0;           ///< requests preempted (vLLM recompute / SGLang retract)
   long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
   double mean_step_ms = 0.0;           ///< average step time (ms)
   long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
