@@ -70,6 +70,17 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
   // Folds in parallel (each fit is deterministic and sees only its own data), one thread per fold's fit.
   std::vector<std::pair<std::string, std::set<std::string>>> folds(engines_touched.begin(),
                                                                    engines_touched.end());
+  // The costliest folds first (a fold re-times its engines' training traces), so that no thread is left
+  // with a long fold at the end; each fold's table is the same in any order.
+  std::map<std::string, std::size_t> engine_points;
+  for (const auto* p : train_points) ++engine_points[p->key.engine];
+  auto cost = [&](const std::set<std::string>& engines) {
+    std::size_t c = 0;
+    for (const auto& e : engines) c += engine_points[e];
+    return c;
+  };
+  std::stable_sort(folds.begin(), folds.end(),
+                   [&](const auto& a, const auto& b) { return cost(a.second) > cost(b.second); });
   std::vector<CalibrationTable> fold_table(folds.size());
   ClassFitMemo memo;  // a class no fold point belongs to is fitted once in the first round
   parallel_for(static_cast<int>(folds.size()), threads, [&](int i) {
