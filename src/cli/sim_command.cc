@@ -83,7 +83,7 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
   row("Time in decode-only steps (s):", fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
-  if (v.pipeline_bubble_s > 0)
+  if (v.memory.layout.pp > 1)
     row("Pipeline fill, drain and stage waits (s):", fmt::format("{:.2f}", v.pipeline_bubble_s));
   if (v.spec_acceptance > 0) row("Draft acceptance (fraction):", fmt::format("{:.2f}", v.spec_acceptance));
   s += fmt::format("{:-^52}\n", " Kernel time by operator class (s) ");

@@ -214,10 +214,14 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   const auto t0 = std::chrono::steady_clock::now();
   CorpusValidation v;
   const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
+  auto last = t0;
   auto phase = [&](const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
     if (progress)
-      progress(fmt::format("{}: {:.1f} s", what,
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+      progress(fmt::format("{}: {:.1f} s ({:.1f} s elapsed)", what,
+                           std::chrono::duration<double>(now - last).count(),
+                           std::chrono::duration<double>(now - t0).count()));
+    last = now;
   };
   const int n = static_cast<int>(prepared.size());
   std::vector<const PreparedPoint*> train_points;
@@ -253,7 +257,7 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   });
   phase("predicted in-sample");
   v.study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
-  phase(fmt::format("refitted for {} held-out studies", v.study_tables.size()));
+  phase(fmt::format("refitted without each of the {} studies with predicted points", v.study_tables.size()));
   predict_held_out(v.rows, prepared, v.study_tables, ValidationSplit::kStudy, threads);
   phase("predicted held out (leave one study out)");
   score_rows(v.rows);
