@@ -46,4 +46,17 @@ inline engines::ReleasedLaunch parse_served_launch(const std::vector<std::string
       });
 }
 
+/// After an engine's argument error: which release's flags the launch was checked against, and the
+/// modelled releases --engine-version can name instead (on stderr).
+inline void print_release_checked(const engines::EngineArgError& e) {
+  if (e.release.empty()) return;
+  const engines::EngineModule& m = engines::engine_module(e.kind);
+  std::string others;
+  for (const auto& v : m.versions) others += (others.empty() ? "" : ", ") + v;
+  std::fprintf(stderr,
+               "servelab: the flags were checked against %s %s (--engine-version or an image tag picks "
+               "another modelled release: %s)\n",
+               m.product_name, e.release.c_str(), others.c_str());
+}
+
 }  // namespace servelab::cli

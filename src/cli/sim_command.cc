@@ -134,6 +134,7 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
     in.release_note = std::move(released.note);
   } catch (const engines::EngineArgError& e) {
     std::fprintf(stderr, "%s\n", e.what());
+    print_release_checked(e);
     throw ExitRequest{2};
   }
   in.resolved = bench::resolve(a.bench);

@@ -123,7 +123,14 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   ServedEngine s;
   s.cluster = hardware::parse_cluster(a.hardware);
   s.model_revision = launch_flag_value(a.launch, "--revision");
-  auto released = parse_served_launch(a.launch, a.engine_version, a.model_config, s.model_revision);
+  engines::ReleasedLaunch released;
+  try {
+    released = parse_served_launch(a.launch, a.engine_version, a.model_config, s.model_revision);
+  } catch (const engines::EngineArgError& e) {
+    std::fprintf(stderr, "%s\n", e.what());  // as the engine prints it, and exits with argparse's status
+    print_release_checked(e);
+    throw ExitRequest{2};
+  }
   s.engine = std::move(released.config);
   s.model = std::move(released.model);
   if (!released.note.empty()) std::fprintf(stderr, "%s\n", released.note.c_str());

@@ -162,8 +162,13 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
       }
       c.kind = m.kind;
       c.program = p.recorded;
-      m.parse(std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end()), env,
-              c);
+      try {
+        m.parse(std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(start), argv.end()), env,
+                c);
+      } catch (EngineArgError& e) {
+        e.release = c.engine_version.empty() ? m.default_version : c.engine_version;
+        throw;
+      }
       return c;
     }
   }

@@ -45,6 +45,11 @@ long="$("$BIN" sim run --hardware 1xH100 --scenario random-4096in-16out-n5 -- vl
 [[ "$long" == *"Warning: 5 of 5 requests fail (no error band"*", e.g.: "*"maximum context length is 2048"* ]] ||
   fail "failed requests not warned about: $long"
 [[ "$long" != *"Error band"* ]] || fail "an error band printed for failed requests: $long"
+# An engine argument error says which release's flags the launch was checked against (the image's tag here).
+err="$("$BIN" sim run --scenario random-128in-16out-n5 -- docker run --gpus all vllm/vllm-openai:v0.11.0 \
+  --model Qwen/Qwen3-8B --bogus-flag 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "an engine argument error exited $rc: $err"
+[[ "$err" == *"unrecognized arguments: --bogus-flag"*"checked against vLLM 0.11.0"* ]] || fail "release not named: $err"
 # --save-result: bench serve's JSON, marked as the twin's, with the launch and the release predicted.
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 "$BIN" sim run --save-result --result-dir "$tmp" --result-filename r.json "${run[@]:2}" >/dev/null 2>&1 ||

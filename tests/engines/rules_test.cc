@@ -387,6 +387,7 @@ TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
     ADD_FAILURE() << "vLLM 0.13.0 has no --language-model-only";
   } catch (const se::EngineArgError& e) {
     EXPECT_NE(std::string(e.what()).find("--language-model-only"), std::string::npos) << e.what();
+    EXPECT_EQ(e.release, "0.13.0");  // the release its flags were checked against
   }
   // Given, it is used; a model without a bound keeps the default, whose missing flag is the error.
   EXPECT_EQ(se::parse_launch_for_model(argv("vllm serve m"), {}, "0.24.0", as(qwen35)).config.engine_version,

@@ -29,6 +29,9 @@ namespace servelab::engines {
 struct EngineArgError : std::runtime_error {
   EngineArgError(EngineKind kind, std::string message);
   EngineKind kind;
+  /// The release whose flags the launch was checked against (set by parse_launch_command: the version
+  /// asked, an image's tag, else the module's default; "" when thrown elsewhere).
+  std::string release;
 };
 
 /// Parses a real launch command and its environment, as the engine's own CLI does.
