@@ -199,11 +199,6 @@ bool field_moves(int k, const Trace& t) {
   return true;
 }
 
-// Whether field k changes the replay of any of `traces`.
-bool field_live(int k, const std::vector<const Trace*>& traces) {
-  return std::any_of(traces.begin(), traces.end(), [k](const Trace* t) { return field_moves(k, *t); });
-}
-
 double huber(double d) {
   const double a = std::fabs(d);
   return a <= kHuberDelta ? d * d : 2 * kHuberDelta * a - kHuberDelta * kHuberDelta;
@@ -394,7 +389,7 @@ std::vector<ClassFit> fit_engine(const std::string& engine, const std::vector<co
     // grid first, then a pattern search over all of them.
     std::vector<int> live;
     for (int k = kClassFields; k < kCalibrationFields; ++k)
-      if (field_live(k, traces)) live.push_back(k);
+      if (std::find(moves[k].begin(), moves[k].end(), 1) != moves[k].end()) live.push_back(k);
     std::vector<double> x0 = logv(engine_fields);
     for (int k : live) {
       if (k < kPathFieldsFirst) continue;

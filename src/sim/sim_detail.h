@@ -2,6 +2,7 @@
 // step of a resolved launch costs for a given batch on every DP rank.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <optional>
@@ -133,7 +134,21 @@ struct StepCost {
 ///          launch_kernels x eager_launch_us for the eager part
 ///   cpu  = cpu_step_ms + cpu_request_us x running
 ///   step = max(gpu + (overlap ? max(0, cpu - gpu) : cpu), api_stream_chunks x api_stream_request_us).
-double step_seconds(const StepCost& c, const Calibration& cal);
+/// The one formula of the step time: step_seconds and replay() (trace.cc, per step of every re-timed trace,
+/// hence inline) both evaluate it. `kernel_s` = gpu_s - memory_s, the part kernel_scale divides.
+inline double step_seconds_of(double kernel_s, double memory_s, double comm_s, double floor_s,
+                              double launch_kernels, int running, bool overlap, double api_stream_chunks,
+                              const Calibration& cal) {
+  const double graphed = kernel_s / cal.kernel_scale + memory_s + comm_s + floor_s;
+  const double gpu = std::max(graphed, launch_kernels * cal.eager_launch_us * 1e-6);
+  const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * running;
+  const double step = gpu + (overlap ? std::max(0.0, cpu - gpu) : cpu);
+  return std::max(step, api_stream_chunks * cal.api_stream_request_us * 1e-6);
+}
+inline double step_seconds(const StepCost& c, const Calibration& cal) {
+  return step_seconds_of(c.gpu_s - c.memory_s, c.memory_s, c.comm_s, c.floor_s, c.launch_kernels, c.running,
+                         c.overlap, c.api_stream_chunks, cal);
+}
 
 /// The cost model of one resolved launch on one cluster. Built once per simulation (precomputes every
 /// layer class's sharded GEMM shapes, bytes and per-pair coefficients). Thread-safety: const methods are

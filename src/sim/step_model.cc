@@ -227,14 +227,6 @@ StageWeights stage_weights(const engines::ResolvedLaunch& launch, const StageRan
   return w;
 }
 
-double step_seconds(const StepCost& c, const Calibration& cal) {
-  const double graphed = (c.gpu_s - c.memory_s) / cal.kernel_scale + c.memory_s + c.comm_s + c.floor_s;
-  const double gpu = std::max(graphed, c.launch_kernels * cal.eager_launch_us * 1e-6);
-  const double cpu = cal.cpu_step_ms * 1e-3 + cal.cpu_request_us * 1e-6 * c.running;
-  const double step = gpu + (c.overlap ? std::max(0.0, cpu - gpu) : cpu);
-  return std::max(step, c.api_stream_chunks * cal.api_stream_request_us * 1e-6);
-}
-
 StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster)
     : launch_(launch), cluster_(cluster) {
   const model::ModelSpec& m = launch_.model;

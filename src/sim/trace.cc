@@ -24,15 +24,12 @@ void Trace::add_step(const TraceStep& s) {
 
 namespace {
 
-// Step i's seconds under `cal`: detail::step_seconds on the columns, term for term (the same operations in
-// the same order, so the same bits), inlined into replay's loop so that it overlaps the running sum.
+// Step i's seconds under `cal` (detail::step_seconds_of on the columns), inlined into replay's loop so that
+// it overlaps the running sum. It holds its own copy of the calibration and raw column pointers: the loop's
+// stores into the end-time buffer cannot alias them, so nothing is reloaded per step.
 struct StepSeconds {
-  StepSeconds(const TraceSteps& st, const Calibration& cal)
-      : ks(cal.kernel_scale),
-        eager(cal.eager_launch_us),
-        stream(cal.api_stream_request_us),
-        cpu_step(cal.cpu_step_ms * 1e-3),
-        cpu_request(cal.cpu_request_us * 1e-6),
+  StepSeconds(const TraceSteps& st, const Calibration& c)
+      : cal(c),
         kernel(st.kernel_s.data()),
         memory(st.memory_s.data()),
         comm(st.comm_s.data()),
@@ -42,14 +39,10 @@ struct StepSeconds {
         running(st.running.data()),
         overlap(st.overlap.data()) {}
   double operator()(std::size_t i) const {
-    const double graphed = kernel[i] / ks + static_cast<double>(memory[i]) + static_cast<double>(comm[i]) +
-                           static_cast<double>(floor[i]);
-    const double gpu = std::max(graphed, static_cast<double>(kernels[i]) * eager * 1e-6);
-    const double cpu = cpu_step + cpu_request * static_cast<double>(running[i]);
-    const double step = gpu + (overlap[i] ? std::max(0.0, cpu - gpu) : cpu);
-    return std::max(step, static_cast<double>(chunks[i]) * stream * 1e-6);
+    return detail::step_seconds_of(kernel[i], memory[i], comm[i], floor[i], kernels[i], running[i],
+                                   overlap[i] != 0, chunks[i], cal);
   }
-  double ks, eager, stream, cpu_step, cpu_request;
+  Calibration cal;
   const double* kernel;
   const float *memory, *comm, *floor, *kernels, *chunks;
   const int* running;
