@@ -46,6 +46,11 @@ inline engines::ReleasedLaunch parse_served_launch(const std::vector<std::string
       });
 }
 
+/// The notices of a parsed launch (ReleasedLaunch::notices), on stderr before anything else is printed.
+inline void print_release_notices(const engines::ReleasedLaunch& released) {
+  for (const auto& n : released.notices) std::fprintf(stderr, "servelab: %s\n", n.c_str());
+}
+
 /// After an engine's argument error: which release's flags the launch was checked against, and the
 /// modelled releases --engine-version can name instead (on stderr).
 inline void print_release_checked(const engines::EngineArgError& e) {

@@ -129,6 +129,7 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
   in.model_revision = launch_flag_value(a.launch, "--revision");
   try {
     auto released = parse_served_launch(a.launch, a.engine_version, a.model_config, in.model_revision);
+    print_release_notices(released);
     in.engine = std::move(released.config);
     in.model = std::move(released.model);
     in.release_note = std::move(released.note);

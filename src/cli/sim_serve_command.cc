@@ -133,6 +133,7 @@ ServedEngine load_served_engine(const SimServeArgs& a) {
   }
   s.engine = std::move(released.config);
   s.model = std::move(released.model);
+  print_release_notices(released);
   if (!released.note.empty()) std::fprintf(stderr, "%s\n", released.note.c_str());
   std::optional<sim::CalibrationTable> calibration;
   if (!a.calibration.empty())

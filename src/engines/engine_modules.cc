@@ -2,6 +2,7 @@
 // and the start-up check that every module sets every hook.
 #include "servelab/engines/engine_module.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include "engines/engine_hooks.h"
@@ -234,11 +235,71 @@ std::string default_version_for(EngineKind kind, const std::string& architecture
 
 namespace {
 
-// The release an engine image's tag in front of `argv` names ("" without one): a stated release.
-std::string image_release(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env) {
+/// The engine image a launch runs in (`docker|podman run ... IMAGE`), its tag and the release it names.
+struct LaunchImage {
+  std::string image;    ///< "" without a container wrapper
+  std::string tag;      ///< an engine image's tag ("latest", "v0.11.0-cu129"; "" for another image)
+  std::string release;  ///< the release the tag names ("0.11.0"; "" when it names none)
+};
+
+LaunchImage launch_image(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> scratch = env;
-  return detail::image_tag_version(detail::strip_launch_wrappers(argv, scratch).image);
+  LaunchImage out;
+  out.image = detail::strip_launch_wrappers(argv, scratch).image;
+  out.tag = detail::engine_image_tag(out.image);
+  out.release = detail::image_tag_version(out.image);
+  return out;
+}
+
+std::string join_versions(const std::vector<std::string>& versions) {
+  std::string out;
+  for (const auto& v : versions) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+/// "warning: ..." when `version` is none of m's modelled releases: which modelled releases' flags and
+/// defaults stand in for it (parse_launch_command: a release takes the flags of its place in the order).
+std::optional<std::string> unmodelled_release_warning(const EngineModule& m, const std::string& version) {
+  const EngineVersion v = EngineVersion::parse(version);
+  const std::string* before = nullptr;
+  const std::string* after = nullptr;
+  for (const auto& r : m.versions) {
+    const EngineVersion rv = EngineVersion::parse(r);
+    if (rv == v) return std::nullopt;
+    if (rv < v) before = &r;
+    if (v < rv && !after) after = &r;
+  }
+  if (m.versions.empty()) return std::nullopt;
+  const std::string stand_in = !after ? "those of the newest modelled release, " + *before
+                               : !before
+                                   ? "those of the oldest modelled release, " + *after
+                                   : "those of its place between the modelled " + *before + " and " + *after;
+  return "warning: " + std::string(m.product_name) + " " + version +
+         " is not a modelled release (modelled: " + join_versions(m.versions) +
+         "): its flags and defaults are taken to be " + stand_in +
+         " [unverified], and no prediction for it was ever validated";
+}
+
+/// The notices of a parsed launch (ReleasedLaunch::notices): what the image's tag and --engine-version
+/// (`version`, "" = none) say about the release predicted, and whether that release is modelled.
+void add_release_notices(const LaunchImage& image, const std::string& version, ReleasedLaunch& out) {
+  const EngineModule& m = engine_module(out.config.kind);
+  const std::string predicted =
+      out.config.engine_version.empty() ? m.default_version : out.config.engine_version;
+  if (!image.tag.empty() && image.release.empty() && version.empty())
+    out.notices.push_back("note: the image tag '" + image.tag + "' (" + image.image +
+                          ") names no release, so " + m.product_name + " " + predicted + " is predicted, " +
+                          (out.note.empty()
+                               ? std::string("the module's default")
+                               : "the oldest modelled release that can load " + out.model.architecture) +
+                          "; --engine-version picks another (modelled: " + join_versions(m.versions) + ")");
+  if (!version.empty() && !image.release.empty() &&
+      !(EngineVersion::parse(version) == EngineVersion::parse(image.release)))
+    out.notices.push_back("note: --engine-version " + version +
+                          " wins over the release the image tag names, " + image.release + " (" +
+                          image.image + "): " + m.product_name + " " + version + " is predicted");
+  if (auto w = unmodelled_release_warning(m, predicted)) out.notices.push_back(*w);
 }
 
 }  // namespace
@@ -248,11 +309,13 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                                       const std::string& version,
                                       const std::function<model::ModelSpec(const LaunchConfig&)>& model_of) {
   auto parse = [&](const std::string& v) { return apply_config_files(parse_launch_command(argv, env, v)); };
+  const LaunchImage image = launch_image(argv, env);
   ReleasedLaunch out;
   // A stated release (--engine-version, else an image's tag) is the one predicted: its errors are the answer.
-  if (!version.empty() || !image_release(argv, env).empty()) {
+  if (!version.empty() || !image.release.empty()) {
     out.config = parse(version);
     out.model = model_of(out.config);
+    add_release_notices(image, version, out);
     return out;
   }
   // The module default; if that release lacks a flag, the newest modelled release that parses the launch
@@ -279,12 +342,13 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
   if (chosen == m.default_version) {
     if (!stated) throw *stated_error;
     out.config = std::move(*stated);
-    return out;
+  } else {
+    out.config = parse(chosen);
+    out.note = std::string("no --engine-version: ") + m.product_name + " " + m.default_version +
+               " (the default) predates " + out.model.architecture + ", so " + chosen +
+               ", the oldest modelled release that can load it, is predicted";
   }
-  out.config = parse(chosen);
-  out.note = std::string("no --engine-version: ") + m.product_name + " " + m.default_version +
-             " (the default) predates " + out.model.architecture + ", so " + chosen +
-             ", the oldest modelled release that can load it, is predicted";
+  add_release_notices(image, version, out);
   return out;
 }
 

@@ -40,6 +40,10 @@ struct LaunchWrapper {
   std::string image;              ///< `docker|podman run`'s image ("" without a container wrapper)
 };
 
+/// The tag of an engine image (the repository names vllm, sglang or tensorrt-llm): the text after the last
+/// ':' ("vllm/vllm-openai:latest" -> "latest"); "" for another image or one without a tag.
+std::string engine_image_tag(const std::string& image);
+
 /// The engine version an engine image's tag names (the repository names vllm, sglang or tensorrt-llm): the
 /// tag after the last ':' without a leading "v" and a "-suffix" ("lmsysorg/sglang:v0.5.6-cu129" ->
 /// "0.5.6"), when it parses as a version; else "" (nvidia/cuda:12.4.1, ...:latest).

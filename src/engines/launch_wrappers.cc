@@ -40,7 +40,7 @@ bool option_value(const std::vector<std::string>& argv, std::size_t& i, const st
 
 }  // namespace
 
-std::string image_tag_version(const std::string& image) {
+std::string engine_image_tag(const std::string& image) {
   const auto colon = image.rfind(':');
   if (colon == std::string::npos || image.find('/', colon) != std::string::npos) return "";
   // Only an engine's own image names the engine's release (nvidia/cuda:12.4.1 names CUDA's).
@@ -48,8 +48,11 @@ std::string image_tag_version(const std::string& image) {
   bool engine_image = false;
   for (const char* name : {"vllm", "sglang", "tensorrt-llm", "tensorrt_llm", "trtllm"})
     engine_image = engine_image || repo.find(name) != std::string::npos;
-  if (!engine_image) return "";
-  std::string tag = image.substr(colon + 1);
+  return engine_image ? image.substr(colon + 1) : "";
+}
+
+std::string image_tag_version(const std::string& image) {
+  std::string tag = engine_image_tag(image);
   if (!tag.empty() && tag[0] == 'v') tag.erase(0, 1);
   tag = tag.substr(0, tag.find('-'));
   try {

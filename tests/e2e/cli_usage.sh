@@ -50,6 +50,16 @@ err="$("$BIN" sim run --scenario random-128in-16out-n5 -- docker run --gpus all 
   --model Qwen/Qwen3-8B --bogus-flag 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] || fail "an engine argument error exited $rc: $err"
 [[ "$err" == *"unrecognized arguments: --bogus-flag"*"checked against vLLM 0.11.0"* ]] || fail "release not named: $err"
+# What the launch says about the release, on stderr before the prediction: a tag that names no release (and
+# the release predicted instead), --engine-version over a tag's release.
+note="$("$BIN" sim run --scenario random-128in-16out-n5 -- docker run vllm/vllm-openai:latest \
+  --model Qwen/Qwen3-8B 2>&1 >/dev/null)" || fail "sim run with :latest: $note"
+[[ "$note" == *"servelab: note: the image tag 'latest' (vllm/vllm-openai:latest) names no release, so vLLM 0.13.0 is predicted"*"--engine-version picks another"* ]] ||
+  fail "a tag naming no release is not noted: $note"
+note="$("$BIN" sim run --engine-version 0.11.0 --scenario random-128in-16out-n5 -- docker run \
+  vllm/vllm-openai:v0.13.0 --model Qwen/Qwen3-8B 2>&1 >/dev/null)" || fail "sim run --engine-version: $note"
+[[ "$note" == *"servelab: note: --engine-version 0.11.0 wins over the release the image tag names, 0.13.0"* ]] ||
+  fail "--engine-version over a tag is not noted: $note"
 # --save-result: bench serve's JSON, marked as the twin's, with the launch and the release predicted.
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 "$BIN" sim run --save-result --result-dir "$tmp" --result-filename r.json "${run[@]:2}" >/dev/null 2>&1 ||

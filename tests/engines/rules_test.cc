@@ -407,6 +407,56 @@ TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
   EXPECT_EQ(state(""), kV32.dtype);
 }
 
+// What parse_launch_for_model tells the user about the release (ReleasedLaunch::notices, printed on stderr
+// by sim run and sim serve): a tag that names no release, --engine-version over a tag's release, a release
+// that is not modelled; none for a modelled release stated once.
+TEST(ArchitectureRelease, NoticesNameTheReleasePredicted) {
+  md::ModelSpec qwen35 = kV32;
+  qwen35.architecture = "Qwen3_5ForConditionalGeneration";
+  auto as = [](const md::ModelSpec& m) { return [m](const se::LaunchConfig&) { return m; }; };
+  auto notices = [&](const std::string& cmd, const std::string& version, const md::ModelSpec& m) {
+    return se::parse_launch_for_model(se::split_command_line(cmd), {}, version, as(m)).notices;
+  };
+  const std::string modelled = "(modelled: 0.10.2, 0.11.0, 0.13.0, 0.17.1, 0.24.0)";
+  // `latest` names no release: the model's oldest loading release is predicted, and the note says so.
+  auto latest = notices("docker run --gpus all vllm/vllm-openai:latest --model m", "", qwen35);
+  ASSERT_EQ(latest.size(), 1u);
+  EXPECT_EQ(latest[0],
+            "note: the image tag 'latest' (vllm/vllm-openai:latest) names no release, so vLLM 0.17.1 is "
+            "predicted, the oldest modelled release that can load Qwen3_5ForConditionalGeneration; "
+            "--engine-version picks another " +
+                modelled);
+  auto nightly = notices("docker run vllm/vllm-openai:nightly --model m", "", kV32);
+  ASSERT_EQ(nightly.size(), 1u);
+  EXPECT_EQ(nightly[0],
+            "note: the image tag 'nightly' (vllm/vllm-openai:nightly) names no release, so vLLM 0.13.0 is "
+            "predicted, the module's default; --engine-version picks another " +
+                modelled);
+  // --engine-version wins over the tag's release, and says so; the same release (v-prefixed) is no news.
+  auto over = notices("docker run vllm/vllm-openai:v0.13.0 --model m", "0.11.0", kV32);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0],
+            "note: --engine-version 0.11.0 wins over the release the image tag names, 0.13.0 "
+            "(vllm/vllm-openai:v0.13.0): vLLM 0.11.0 is predicted");
+  EXPECT_TRUE(notices("docker run vllm/vllm-openai:v0.13.0 --model m", "0.13.0", kV32).empty());
+  EXPECT_TRUE(notices("vllm serve m", "", kV32).empty());
+  // A release that is not modelled: a warning up front naming the modelled releases that stand in.
+  auto unreleased = notices("docker run vllm/vllm-openai:v0.99.0 --model m", "", kV32);
+  ASSERT_EQ(unreleased.size(), 1u);
+  EXPECT_EQ(unreleased[0],
+            "warning: vLLM 0.99.0 is not a modelled release " + modelled +
+                ": its flags and defaults are taken to be those of the newest modelled release, "
+                "0.24.0 [unverified], and no prediction for it was ever validated");
+  auto between = notices("vllm serve m", "0.12.0", kV32);
+  ASSERT_EQ(between.size(), 1u);
+  EXPECT_NE(between[0].find("those of its place between the modelled 0.11.0 and 0.13.0"), std::string::npos)
+      << between[0];
+  auto older = notices("python3 -m sglang.launch_server --model-path m", "0.5.0", kV32);
+  ASSERT_EQ(older.size(), 1u);
+  EXPECT_NE(older[0].find("warning: SGLang 0.5.0 is not a modelled release"), std::string::npos) << older[0];
+  EXPECT_NE(older[0].find("those of the oldest modelled release, 0.5.3rc0"), std::string::npos) << older[0];
+}
+
 TEST(GpusUsed, PerEngine) {
   EXPECT_EQ(parse("vllm serve m -tp 2 -dp 2 -pp 2").gpus_used(), 8);
   EXPECT_EQ(parse("vllm serve m -tp 8 -dcp 8").gpus_used(), 8);

@@ -133,13 +133,18 @@ struct ReleasedLaunch {
   LaunchConfig config;     ///< parsed (option files applied) with that release's flags
   model::ModelSpec model;  ///< what `model_of` gave for it
   std::string note;        ///< why the release is not the one the launch states or the default ("" = it is)
+  /// Lines for the user before the prediction (stderr), each starting "note: " or "warning: ": an engine
+  /// image's tag that names no release (and the release predicted instead), --engine-version overriding
+  /// the release a tag names, a release that is not modelled (and whose flags and defaults stand in).
+  std::vector<std::string> notices;
 };
 
 /// Parses `argv` (parse_launch_command, then apply_config_files) for the release it states: `version`
 /// (--engine-version), else an engine image's tag. A launch that states none is parsed for
 /// default_version_for(kind, model.architecture): the module's default, or the oldest modelled release that
 /// can load the model, with a note saying so; when the default release lacks one of its flags, the newest
-/// modelled release that has them finds its model first. `model_of` gives the served model of a parsed
+/// modelled release that has them finds its model first. ReleasedLaunch::notices says what the user should
+/// know about the release. `model_of` gives the served model of a parsed
 /// launch (loading its config). Throws as parse_launch_command / apply_config_files (the error of the release
 /// predicted), and what `model_of` throws.
 ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
