@@ -179,6 +179,11 @@ std::optional<LaunchFailure> architecture_check(const LaunchConfig& config, cons
   for (const auto& v : m.versions)
     if (!(EngineVersion::parse(v) < EngineVersion::parse(a->first_release)))
       later += (later.empty() ? "" : ", ") + v;
+  // None modelled: the bound itself can be asked for, predicted with the newest modelled release's flags.
+  if (later.empty() && !m.versions.empty())
+    later = "none (the newest, " + m.versions.back() + ", predates " + a->first_release +
+            "); --engine-version " + a->first_release + " predicts it with " + m.versions.back() +
+            "'s flags and defaults [not a modelled release]";
   return detail::fail(
       FailurePhase::kStartup, std::string(m.name) + ".architecture.release",
       std::string(m.product_name) + " " + version + " predates " + model.architecture + " (model_type " +

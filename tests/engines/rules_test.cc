@@ -343,11 +343,17 @@ TEST(ArchitectureRelease, AReleaseThatPredatesTheArchitectureRefusesIt) {
   EXPECT_TRUE(!later_refusal || later_refusal->rule != "vllm.architecture.release") << later_refusal->message;
   const std::string sglang = "python3 -m sglang.launch_server --model-path m --tp-size 8";
   EXPECT_EQ(refusal(parse(sglang), m, kH200)->rule, "sglang.architecture.release");
-  // No modelled TensorRT-LLM release loads it: the message names no release to move to.
+  // No modelled TensorRT-LLM release loads it: the message says so, in the same place, and how to ask for
+  // the first release that does.
   auto t = refusal(parse("trtllm-serve m --tp_size 8"), m, kH200);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->rule, "trtllm.architecture.release");
-  EXPECT_EQ(t->message.find("modelled releases that can"), std::string::npos) << t->message;
+  EXPECT_NE(t->message.find("releases before 1.2.0 cannot load it"), std::string::npos) << t->message;
+  EXPECT_NE(t->message.find("; modelled releases that can: none (the newest, 1.2.0rc5, predates 1.2.0); "
+                            "--engine-version 1.2.0 predicts it with 1.2.0rc5's flags and defaults [not a "
+                            "modelled release]"),
+            std::string::npos)
+      << t->message;
   // The release sim run predicts without --engine-version: past the bound where a modelled one is.
   EXPECT_EQ(se::default_version_for(se::EngineKind::kVllm, m.architecture), "0.17.1");
   EXPECT_EQ(se::default_version_for(se::EngineKind::kSglang, m.architecture), "0.5.9");
