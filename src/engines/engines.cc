@@ -61,8 +61,10 @@ std::vector<std::string> program_words(const LaunchConfig& c) {
 // How the model is passed for a program.
 std::vector<std::string> model_words(const LaunchConfig& c) {
   const std::string& flag = program_of(c).model_flag;
-  if (flag.empty()) return {c.model};
-  return {flag, c.model};
+  if (!flag.empty()) return {flag, c.model};
+  // Given as `--model M` where a positional would do (vllm/vllm-openai images are documented so): kept.
+  if (c.is_explicit("--model")) return {"--model", c.model};
+  return {c.model};
 }
 
 // The index of the first argument after `python [interpreter options] -m MODULE`, and MODULE ("" when
@@ -124,7 +126,7 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
   std::map<std::string, std::string> env = env_in;
   const detail::LaunchWrapper wrap = detail::strip_launch_wrappers(argv_in, env);
   std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(wrap.first), argv_in.end());
-  if (wrap.supplies_program) argv.insert(argv.begin(), {"vllm", "serve"});
+  argv.insert(argv.begin(), wrap.program.begin(), wrap.program.end());
   if (argv.empty()) {
     if (!wrap.words.empty()) not_a_launch(argv_in);
     throw std::invalid_argument("empty launch command");
@@ -132,7 +134,7 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
   LaunchConfig c;
   c.argv = argv;
   c.wrapper = wrap.words;
-  c.wrapper_supplies_program = wrap.supplies_program;
+  c.wrapper_program_words = wrap.program.size();
   c.image_version = detail::image_tag_version(wrap.image);
   if (!version.empty()) {
     EngineVersion::parse(version);  // throws std::invalid_argument naming a malformed version
@@ -244,10 +246,10 @@ std::map<std::string, std::string> to_env(const LaunchConfig& c) {
 
 std::vector<std::string> to_argv(const LaunchConfig& c) {
   std::vector<std::string> argv = c.wrapper;
-  if (!c.wrapper_supplies_program) {
-    const auto prog = program_words(c);
-    argv.insert(argv.end(), prog.begin(), prog.end());
-  }
+  const auto prog = program_words(c);
+  argv.insert(argv.end(),
+              prog.begin() + static_cast<std::ptrdiff_t>(std::min(c.wrapper_program_words, prog.size())),
+              prog.end());
   std::vector<std::string> model = model_words(c);
   argv.insert(argv.end(), model.begin(), model.end());
   std::vector<std::string> bare_argv = program_words(c);
@@ -259,8 +261,14 @@ std::vector<std::string> to_argv(const LaunchConfig& c) {
 }
 
 std::string render_command(const LaunchConfig& c) {
+  // A variable the wrapper passes itself (docker -e K=V, mpirun -x K=V) is not written again in front.
+  std::map<std::string, std::string> wrapper_env;
+  detail::strip_launch_wrappers(c.wrapper, wrapper_env);
   std::string out;
-  for (const auto& [k, v] : to_env(c)) out += k + "=" + shell_quote(v) + " ";
+  for (const auto& [k, v] : to_env(c)) {
+    const auto w = wrapper_env.find(k);
+    if (w == wrapper_env.end() || w->second != v) out += k + "=" + shell_quote(v) + " ";
+  }
   std::vector<std::string> argv = to_argv(c);
   for (std::size_t i = 0; i < argv.size(); ++i) out += (i ? " " : "") + shell_quote(argv[i]);
   return out;

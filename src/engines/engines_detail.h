@@ -36,8 +36,10 @@ struct LaunchWrapper {
   std::vector<std::string>
       words;              ///< the wrapper with its options ("mpirun -n 1 --oversubscribe"); env excluded
   std::size_t first = 0;  ///< index of the engine command in the argv
-  bool supplies_program = false;  ///< a vllm/vllm-openai image: its entrypoint is `vllm serve`
-  std::string image;              ///< `docker|podman run`'s image ("" without a container wrapper)
+  /// The first words of the engine command that the container supplies, absent from argv: {"vllm",
+  /// "serve"} for a vllm/vllm-openai image (its entrypoint), `--entrypoint`'s value; empty otherwise.
+  std::vector<std::string> program;
+  std::string image;  ///< `docker|podman run`'s image ("" without a container wrapper)
 };
 
 /// The tag of an engine image (the repository names vllm, sglang or tensorrt-llm): the text after the last
@@ -51,7 +53,9 @@ std::string image_tag_version(const std::string& image);
 
 /// Skips NAME=value words, `env [opts]`, `mpirun|mpiexec|orterun [opts]`, `srun [opts]` and `docker|podman
 /// run [opts] IMAGE` before the engine command, recording the environment they set (NAME=value, mpirun -x,
-/// srun --export, docker -e/--env) into `env`. Never throws: an argv with no engine command after its
+/// srun --export, docker -e/--env) into `env`. A container's options are read with their values (the image
+/// is the first word that is neither); `--entrypoint P` makes P the engine program, the words after the
+/// image its arguments. Never throws: an argv with no engine command after its
 /// wrapper ends with first == argv.size().
 LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
                                     std::map<std::string, std::string>& env);

@@ -1,6 +1,7 @@
 // Launch wrappers in front of an engine command: `env`, NAME=value words, `mpirun`/`mpiexec` (TensorRT-LLM's
 // documented start and InferenceMAX's: `mpirun -n 1 --oversubscribe --allow-run-as-root trtllm-serve ...`),
 // `srun`, and `docker|podman run ... IMAGE <engine command>`.
+#include <optional>
 #include <regex>
 
 #include "engines/engines_detail.h"
@@ -36,6 +37,72 @@ bool option_value(const std::vector<std::string>& argv, std::size_t& i, const st
     return true;
   }
   return false;
+}
+
+/// A `docker|podman run` option that takes no value (docker run --help, podman run --help): --rm, -d, -it,
+/// ... Every other option takes one (`--gpus all`, `-p 8000:8000`, `--ipc=host`).
+bool container_flag_without_value(const std::string& word) {
+  static const std::regex kShortFlags("-[dtiPq]+");
+  static const char* kLong[] = {"--rm",
+                                "--detach",
+                                "--init",
+                                "--interactive",
+                                "--tty",
+                                "--privileged",
+                                "--publish-all",
+                                "--quiet",
+                                "--read-only",
+                                "--no-healthcheck",
+                                "--oom-kill-disable",
+                                "--sig-proxy",
+                                "--help",
+                                "--replace",
+                                "--rmi",
+                                "--no-hosts",
+                                "--env-host",
+                                "--disable-content-trust"};
+  if (word.find('=') != std::string::npos || std::regex_match(word, kShortFlags)) return true;
+  for (const char* f : kLong)
+    if (word == f) return true;
+  return false;
+}
+
+/// `docker|podman run [options] IMAGE [command]` from argv[i] (at "docker"): records the environment its
+/// options pass (-e/--env K=V) into env and its words (through the image) and image into w, and the program
+/// the container supplies (--entrypoint's value, or `vllm serve` for a vllm/vllm-openai image given no
+/// engine command). Returns the index after the image, or nullopt when no image follows the options.
+std::optional<std::size_t> strip_container_run(const std::vector<std::string>& argv, std::size_t i,
+                                               std::map<std::string, std::string>& env, LaunchWrapper& w) {
+  const std::size_t start = i;
+  std::string entrypoint;
+  for (i += 2; i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-'; ++i) {
+    std::string v;
+    if (option_value(argv, i, "-e", v) || option_value(argv, i, "--env", v)) {
+      assign(v, env);
+    } else if (option_value(argv, i, "--entrypoint", v)) {
+      entrypoint = v;
+    } else if (argv[i].rfind("-e", 0) == 0 && argv[i].rfind("--", 0) != 0) {
+      assign(argv[i].substr(2), env);  // -eK=V
+    } else if (!container_flag_without_value(argv[i]) && !(argv[i].size() > 2 && argv[i][1] != '-')) {
+      ++i;  // the option's value (`-p8000:8000` holds its own)
+    }
+  }
+  if (i >= argv.size()) return std::nullopt;
+  w.image = argv[i++];
+  w.words.insert(w.words.end(), argv.begin() + static_cast<std::ptrdiff_t>(start),
+                 argv.begin() + static_cast<std::ptrdiff_t>(i));
+  const bool command_follows =
+      i < argv.size() && (is_engine_program(argv[i]) || program_basename(argv[i]) == "env");
+  if (!entrypoint.empty())
+    w.program = {entrypoint};
+  else if (!command_follows && w.image.find("vllm-openai") != std::string::npos)
+    // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT]: the words
+    // after the image are its arguments.
+    w.program = {"vllm", "serve"};
+  // No engine command after the "image" (an option this table does not know took it as its value): the
+  // caller's older reading (the image is the last word before the engine program) is tried instead.
+  if (w.program.empty() && (!command_follows || is_engine_program(w.image))) return std::nullopt;
+  return i;
 }
 
 }  // namespace
@@ -82,7 +149,7 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
                                     std::map<std::string, std::string>& env) {
   LaunchWrapper w;
   std::size_t i = 0;
-  while (i < argv.size()) {
+  while (i < argv.size() && w.program.empty()) {
     const std::string prog = program_basename(argv[i]);
     if (is_assignment(argv[i])) {
       assign(argv[i++], env);
@@ -93,16 +160,25 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
       while (i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-') i += argv[i] == "-u" ? 2 : 1;
       continue;
     }
+    if ((prog == "docker" || prog == "podman") && i + 1 < argv.size() && argv[i + 1] == "run") {
+      LaunchWrapper container = w;
+      std::map<std::string, std::string> container_env = env;
+      if (auto next = strip_container_run(argv, i, container_env, container)) {
+        w = std::move(container);
+        env = std::move(container_env);
+        i = *next;
+        continue;
+      }
+    }
     const bool mpi = prog == "mpirun" || prog == "mpiexec" || prog == "orterun";
     const bool slurm = prog == "srun";
-    const bool container =
-        (prog == "docker" || prog == "podman") && i + 1 < argv.size() && argv[i + 1] == "run";
-    if (!mpi && !slurm && !container) break;
+    const bool container = prog == "docker" || prog == "podman";
+    if (!mpi && !slurm && !(container && i + 1 < argv.size() && argv[i + 1] == "run")) break;
     const std::size_t start = i;
     i += container ? 2 : 1;
     // The wrapper's options up to the engine program; the environment they give the engine is recorded
-    // (mpirun -x K=V, srun --export=K=V,..., docker -e/--env K=V).
-    bool vllm_image = false;
+    // (mpirun -x K=V, srun --export=K=V,..., docker -e/--env K=V, when the container's options did not
+    // parse).
     while (i < argv.size() && !is_engine_program(argv[i]) && program_basename(argv[i]) != "env") {
       std::string v;
       if ((mpi && option_value(argv, i, "-x", v)) ||
@@ -116,13 +192,6 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
           if (comma == std::string::npos) break;
           from = comma + 1;
         }
-      } else if (container && argv[i][0] != '-' && argv[i].find("vllm-openai") != std::string::npos) {
-        // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT]: the
-        // words after the image are its arguments.
-        vllm_image = true;
-        w.image = argv[i];
-        ++i;
-        break;
       } else if (container && argv[i][0] != '-') {
         w.image = argv[i];  // the image is the last word before the engine program (option values precede)
       }
@@ -130,11 +199,6 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
     }
     w.words.insert(w.words.end(), argv.begin() + static_cast<std::ptrdiff_t>(start),
                    argv.begin() + static_cast<std::ptrdiff_t>(i));
-    if (vllm_image &&
-        (i >= argv.size() || (!is_engine_program(argv[i]) && program_basename(argv[i]) != "env"))) {
-      w.supplies_program = true;
-      break;
-    }
   }
   w.first = i;
   return w;

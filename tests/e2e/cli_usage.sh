@@ -60,6 +60,12 @@ note="$("$BIN" sim run --engine-version 0.11.0 --scenario random-128in-16out-n5 
   vllm/vllm-openai:v0.13.0 --model Qwen/Qwen3-8B 2>&1 >/dev/null)" || fail "sim run --engine-version: $note"
 [[ "$note" == *"servelab: note: --engine-version 0.11.0 wins over the release the image tag names, 0.13.0"* ]] ||
   fail "--engine-version over a tag is not noted: $note"
+# `docker run --entrypoint vllm IMAGE serve ...`: the entrypoint is the program, the image the release; the
+# launch is echoed as given (--model and -e kept, nothing repeated).
+launch="docker run --gpus all -e VLLM_USE_DEEP_GEMM=0 --entrypoint vllm vllm/vllm-openai:v0.11.0 serve Qwen/Qwen3-8B"
+out="$("$BIN" sim run --scenario random-128in-16out-n5 -- $launch 2>&1)" || fail "sim run --entrypoint: $out"
+[[ "$out" == *"Launch:   $launch"$'\n'* ]] || fail "the --entrypoint launch is not echoed as given: $out"
+[[ "$out" == *"Engine vllm 0.11.0;"* ]] || fail "the --entrypoint launch's image tag is not its release: $out"
 # --save-result: bench serve's JSON, marked as the twin's, with the launch and the release predicted.
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 "$BIN" sim run --save-result --result-dir "$tmp" --result-filename r.json "${run[@]:2}" >/dev/null 2>&1 ||

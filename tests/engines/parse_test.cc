@@ -371,8 +371,8 @@ TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
   EXPECT_EQ(d.kind, se::EngineKind::kVllm);
   EXPECT_EQ(d.model, "Qwen/Qwen3-32B");
   EXPECT_EQ(d.tp, 2);
-  EXPECT_FALSE(d.deep_gemm);  // from the container's -e
-  EXPECT_TRUE(d.wrapper_supplies_program);
+  EXPECT_FALSE(d.deep_gemm);               // from the container's -e
+  EXPECT_EQ(d.wrapper_program_words, 2u);  // the image runs `vllm serve`
   const auto dargv = se::to_argv(d);
   EXPECT_EQ(dargv[0], "docker");
   EXPECT_EQ(std::find(dargv.begin(), dargv.end(), "serve"), dargv.end());  // the image's entrypoint runs it
@@ -414,6 +414,55 @@ TEST(LaunchWrappers, MpirunSrunDockerAndEnv) {
   } catch (const std::invalid_argument& err) {
     EXPECT_NE(std::string(err.what()).find("mpirun"), std::string::npos) << err.what();
   }
+}
+
+// A container's options are read with their values: `--entrypoint P` is the engine program and the image the
+// next word that is no option's value; the echo (render_command) keeps the launch as written: `--model` where
+// it was given so, and the variables `-e` passes written once, in the wrapper.
+TEST(LaunchWrappers, DockerEntrypointAndFaithfulEcho) {
+  const std::string entry =
+      "docker run --gpus all --entrypoint vllm vllm/vllm-openai:v0.11.0 serve Qwen/Qwen3-32B --max-num-seqs "
+      "64";
+  const auto e = se::parse_launch_command(se::split_command_line(entry));
+  EXPECT_EQ(e.kind, se::EngineKind::kVllm);
+  EXPECT_EQ(e.model, "Qwen/Qwen3-32B");
+  EXPECT_EQ(e.max_num_seqs, 64);
+  EXPECT_EQ(e.image_version, "0.11.0");
+  EXPECT_EQ(e.engine_version, "0.11.0");
+  EXPECT_EQ(e.wrapper, (std::vector<std::string>{"docker", "run", "--gpus", "all", "--entrypoint", "vllm",
+                                                 "vllm/vllm-openai:v0.11.0"}));
+  EXPECT_EQ(e.wrapper_program_words, 1u);
+  EXPECT_EQ(se::render_command(e), entry);
+  EXPECT_EQ(se::parse_launch_command(se::to_argv(e)).max_num_seqs, 64);
+  const auto py = se::parse_launch_command(se::split_command_line(
+      "docker run --entrypoint=python3 --shm-size 32g lmsysorg/sglang:v0.5.3 -m sglang.launch_server "
+      "--model-path m --tp-size 2"));
+  EXPECT_EQ(py.kind, se::EngineKind::kSglang);
+  EXPECT_EQ(py.tp, 2);
+  EXPECT_EQ(py.engine_version, "0.5.3");
+  EXPECT_EQ(se::render_command(py),
+            "docker run --entrypoint=python3 --shm-size 32g lmsysorg/sglang:v0.5.3 -m sglang.launch_server "
+            "--model-path m --tp-size 2");
+
+  // The image's own entrypoint (`vllm serve`), `--model` kept, -e variables (also -eK=V) not repeated.
+  const std::string image =
+      "docker run --rm -it --gpus all -v /models:/models -e VLLM_USE_DEEP_GEMM=0 -eNCCL_DEBUG=INFO "
+      "vllm/vllm-openai:v0.11.0 --model Qwen/Qwen3-32B -tp 2";
+  const auto d = se::parse_launch_command(se::split_command_line(image));
+  EXPECT_EQ(d.model, "Qwen/Qwen3-32B");
+  EXPECT_EQ(d.tp, 2);
+  EXPECT_FALSE(d.deep_gemm);
+  EXPECT_EQ(d.env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(d.wrapper_program_words, 2u);
+  EXPECT_EQ(se::render_command(d), image);
+  // A variable set outside the wrapper is still written in front of it.
+  EXPECT_EQ(se::render_command(se::parse_launch_command(
+                se::split_command_line("VLLM_USE_DEEP_GEMM=0 docker run vllm/vllm-openai:v0.11.0 m"))),
+            "VLLM_USE_DEEP_GEMM=0 docker run vllm/vllm-openai:v0.11.0 m");
+  // Without --model the positional stays positional.
+  EXPECT_EQ(
+      se::render_command(se::parse_launch_command(se::split_command_line("vllm serve m --model-impl vllm"))),
+      "vllm serve m --model-impl vllm");
 }
 
 // Options of the 2026 releases that InferenceX launches pass: accepted (recorded as not modelled, or

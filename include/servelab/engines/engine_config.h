@@ -155,7 +155,9 @@ struct LaunchConfig {
   /// --oversubscribe --allow-run-as-root", "srun --mpi=pmix", "docker run --gpus all ... IMAGE"; empty when
   /// the engine is started directly.
   std::vector<std::string> wrapper;
-  bool wrapper_supplies_program = false;  ///< the wrapper's image runs `vllm serve` itself (vllm/vllm-openai)
+  /// How many first words of the engine program the wrapper supplies (not written after it): 2 when a
+  /// vllm/vllm-openai image runs `vllm serve` itself, 1 for `docker run --entrypoint vllm IMAGE serve ...`.
+  std::size_t wrapper_program_words = 0;
   /// The engine version a container image's tag names ("vllm/vllm-openai:v0.17.0" -> "0.17.0",
   /// "lmsysorg/sglang:v0.5.6.post2-cu126" -> "0.5.6.post2"); "" without an image or a version tag. It is
   /// the engine version when none is given.
