@@ -401,7 +401,7 @@ void setup_sim(CLI::App& root) {
          "on the default corpus, study alone ~25 s; study over every released corpus ~6.5 min)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
-  val->callback([corpus, per_point, threads, op_data, split] {
+  val->callback([corpus, per_point, threads, op_data, split, val] {
     apply_op_data(*op_data);
     const auto c = sim::load_corpora(corpus_paths(*corpus));
     std::vector<sim::ValidationSplit> extra;
@@ -410,7 +410,10 @@ void setup_sim(CLI::App& root) {
     const auto v = sim::validate_corpus(c, *threads, extra, [](const std::string& line) {
       std::fprintf(stderr, "sim validate: %s\n", line.c_str());
     });
-    std::printf("%s", sim::format_corpus_validation(v, *per_point).c_str());
+    std::string named;
+    for (const auto& c : *corpus) named += (named.empty() ? "--corpus " : " --corpus ") + c;
+    if (val->count("--corpus") == 0) named += " (the default)";
+    std::printf("%s", sim::format_corpus_validation(v, *per_point, named).c_str());
   });
 
   auto write = std::make_shared<std::string>();

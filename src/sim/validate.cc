@@ -390,10 +390,10 @@ std::string format_split(const SplitValidation& sp) {
 
 }  // namespace
 
-std::string format_corpus_validation(const CorpusValidation& v, bool per_point) {
+std::string format_corpus_validation(const CorpusValidation& v, bool per_point, const std::string& corpus) {
   std::string s;
-  s += "servelab sim validate --corpus: leave-one-study-out (fit on every other study, predict the one left "
-       "out)\n\n";
+  s += "servelab sim validate" + (corpus.empty() ? "" : " " + corpus) +
+       ": leave-one-study-out (fit on every other study, predict the one left out)\n\n";
   const std::string header = summary_header("study");
   s += header;
   for (const auto& st : v.studies) {

@@ -110,10 +110,14 @@ void score_groups(const GroupMap& groups, bool held_out, ValidationSummary& s,
       top3_text = fmt::format(", best in top 3: {}, regret {:.1f}%", top3 ? "yes" : "NO", regret);
     }
     if (group_lines)
-      group_lines->push_back(fmt::format(
-          "  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}{}", key.second,
-          rs.size(), latency ? "lowest TPOT" : "highest tok/s", rs[best_m]->point->id,
-          rs[best_m]->point->label, rs[best_p]->point->id, right ? "right" : "WRONG", rho_text, top3_text));
+      group_lines->push_back(
+          fmt::format("  {:<38} {} configs, {}: measured best {} ({}), twin picks {} -> {}, rho {}{}",
+                      key.second, rs.size(), latency ? "lowest TPOT" : "highest tok/s", rs[best_m]->point->id,
+                      rs[best_m]->point->label, rs[best_p]->point->id,
+                      !right             ? "WRONG"
+                      : best_p == best_m ? "right"
+                                         : "right (within 1% of the measured best)",
+                      rho_text, top3_text));
   }
   if (s.spearman_groups) {
     s.mean_spearman = rho_sum / s.spearman_groups;

@@ -57,6 +57,47 @@ std::vector<sim::CorpusPoint> sweep_points(const std::vector<SweepPoint>& spec) 
   return points;
 }
 
+// A (study, workload) group's winner line: the twin's pick is "right" when it is the measured best, "right
+// (within 1% of the measured best)" when it measured within 1% of it (the rule that counts it), else WRONG.
+TEST(GroupWinner, ATieWithinOnePercentSaysSo) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Three groups (workload keys a, b, c) of two launches each: measured / predicted total tok/s.
+  struct Spec {
+    std::string key, command;
+    double meas, pred;
+  };
+  const std::vector<Spec> spec = {
+      {"a", "vllm serve m --tp 1", 1000, 900}, {"a", "vllm serve m --tp 2", 900, 800},   // the best: right
+      {"b", "vllm serve m --tp 1", 1000, 800}, {"b", "vllm serve m --tp 2", 995, 900},   // 0.5% below: a tie
+      {"c", "vllm serve m --tp 1", 1000, 800}, {"c", "vllm serve m --tp 2", 985, 900}};  // 1.5% below: wrong
+  std::vector<SweepPoint> sweep;
+  for (const auto& g : spec) sweep.push_back({"s", g.command, std::nullopt, inf, 0, 0, 0, 0});
+  auto points = sweep_points(sweep);
+  std::vector<sim::ValidationRow> rows(points.size());
+  std::vector<const sim::ValidationRow*> ptrs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i].workload.key = spec[i].key;
+    points[i].measured.total_tok_s = spec[i].meas;
+    rows[i].point = &points[i];
+    rows[i].predicted = sim::HeadlineMetrics{};
+    rows[i].predicted->total_tok_s = spec[i].pred;
+  }
+  for (const auto& r : rows) ptrs.push_back(&r);
+  std::vector<std::string> lines;
+  const auto s = sim::summarize_validation(ptrs, true, &lines);
+  EXPECT_EQ(s.groups, 3);
+  EXPECT_EQ(s.groups_same_winner, 2);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("measured best p0 (), twin picks p0 -> right, rho -"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(
+      lines[1].find("measured best p2 (), twin picks p3 -> right (within 1% of the measured best), rho -"),
+      std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[2].find("measured best p4 (), twin picks p5 -> WRONG, rho -"), std::string::npos)
+      << lines[2];
+}
+
 TEST(SweepShapeError, HandMadeSweeps) {
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<SweepPoint> spec = {

@@ -173,8 +173,11 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0,
 
 /// The text `servelab sim validate --corpus` prints: per study the table the issue asks for, then the
 /// summary, then each extra split's table (per fold and overall, labelled by split), then the in-sample
-/// figures (labelled), then the unexplained points with their reasons.
-std::string format_corpus_validation(const CorpusValidation& v, bool per_point);
+/// figures (labelled), then the unexplained points with their reasons. `corpus` is how the first line names
+/// the corpus validated ("--corpus ../shared/reference (the default)"; "" = not named). A group's winner
+/// counts as right when the twin's pick measured within 1% of the measured best; its line says so.
+std::string format_corpus_validation(const CorpusValidation& v, bool per_point,
+                                     const std::string& corpus = "");
 
 /// calibration.json text: the in-sample fit, the bands and the coverage of `v`. Throws
 /// std::runtime_error listing the parameters that ended on a bound (a defect of the model, not written).
