@@ -476,7 +476,9 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
     argparse_error(s, "the following arguments are required: " + join(option_strings(*s.required), "/"));
   if (!extras.empty()) {
     const std::string& prog = s.unrecognized_prog.empty() ? s.prog : s.unrecognized_prog;
-    throw EngineArgError(s.kind, prog + ": error: unrecognized arguments: " + join(extras, " "));
+    EngineArgError e(s.kind, prog + ": error: unrecognized arguments: " + join(extras, " "));
+    e.unrecognized = extras;
+    throw e;
   }
   return out;
 }
@@ -484,6 +486,11 @@ ParsedArgs parse_argparse(const std::vector<FlagSpec>& specs, const std::vector<
 ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std::string>& args,
                        const std::string& argument_name, EngineKind kind) {
   auto fail = [&](const std::string& msg) -> void { throw EngineArgError(kind, "Error: " + msg); };
+  auto no_such_option = [&](const std::string& msg, const std::string& word) -> void {
+    EngineArgError e(kind, "Error: " + msg);
+    e.unrecognized = {word};
+    throw e;
+  };
   std::map<std::string, const FlagSpec*> long_opts;
   std::vector<std::string> long_names;
   for (const auto& spec : specs)
@@ -525,10 +532,10 @@ ParsedArgs parse_click(const std::vector<FlagSpec>& specs, const std::vector<std
           msg += possibilities.size() == 1 ? " Did you mean " + possibilities[0] + "?"
                                            : " (Possible options: " + join(possibilities, ", ") + ")";
         }
-        fail(msg);
+        no_such_option(msg, t);
       }
       // click's short-option path: the first character names the (unknown) short option.
-      fail("No such option: " + t.substr(0, 2));
+      no_such_option("No such option: " + t.substr(0, 2), t);
     }
     const FlagSpec* spec = it->second;
     if (spec->kind == ValueKind::kStoreTrue) {

@@ -2,6 +2,8 @@
 // and the start-up check that every module sets every hook.
 #include "servelab/engines/engine_module.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 
@@ -302,6 +304,28 @@ void add_release_notices(const LaunchImage& image, const std::string& version, R
   if (auto w = unmodelled_release_warning(m, predicted)) out.notices.push_back(*w);
 }
 
+/// `argv` without the words the newest modelled release of `m` does not know (EngineArgError::unrecognized),
+/// parsed for that release: the served model of a launch no release accepts. nullopt when leaving words out
+/// does not make it parse (another error, or a word not found).
+std::optional<LaunchConfig> parse_known_words(const EngineModule& m, std::vector<std::string> argv,
+                                              const std::map<std::string, std::string>& env) {
+  if (m.versions.empty()) return std::nullopt;
+  for (int round = 0; round < 8; ++round) {
+    try {
+      return apply_config_files(parse_launch_command(argv, env, m.versions.back()));
+    } catch (const EngineArgError& e) {
+      if (e.unrecognized.empty()) return std::nullopt;
+      // Unknown words follow the known ones they are mistaken for: each is left out at its last occurrence.
+      for (auto w = e.unrecognized.rbegin(); w != e.unrecognized.rend(); ++w) {
+        const auto at = std::find(argv.rbegin(), argv.rend(), *w);
+        if (at == argv.rend()) return std::nullopt;
+        argv.erase(std::next(at).base());
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
@@ -334,7 +358,17 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
         probe = parse(*v);
       } catch (const EngineArgError&) {
       }
-    if (!probe) throw *stated_error;
+    if (!probe) {
+      // No release parses it: the error is that of the release its model is predicted on (a model that
+      // moves past the default's bound: its oldest loading release, which knows that release's flags).
+      std::string chosen = m.default_version;
+      if (const auto known = parse_known_words(m, argv, env)) try {
+          chosen = default_version_for(known->kind, model_of(*known).architecture);
+        } catch (const std::exception&) {
+        }
+      if (chosen != m.default_version) (void)parse(chosen);  // throws that release's error
+      throw *stated_error;
+    }
   }
   out.model = model_of(*probe);
   const EngineModule& m = engine_module(probe->kind);

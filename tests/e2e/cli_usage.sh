@@ -50,6 +50,12 @@ err="$("$BIN" sim run --scenario random-128in-16out-n5 -- docker run --gpus all 
   --model Qwen/Qwen3-8B --bogus-flag 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] || fail "an engine argument error exited $rc: $err"
 [[ "$err" == *"unrecognized arguments: --bogus-flag"*"checked against vLLM 0.11.0"* ]] || fail "release not named: $err"
+# No release parses it: the error of the release the model is predicted on (Qwen3.5: 0.17.1, which knows
+# --language-model-only), not the default's.
+err="$("$BIN" sim run --scenario random-128in-16out-n5 -- vllm serve Qwen/Qwen3.5-9B --language-model-only \
+  --bogus 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "an engine argument error exited $rc: $err"
+[[ "$err" == *"unrecognized arguments: --bogus"$'\n'*"checked against vLLM 0.17.1"* ]] || fail "not the predicted release's error: $err"
 # What the launch says about the release, on stderr before the prediction: a tag that names no release (and
 # the release predicted instead), --engine-version over a tag's release.
 note="$("$BIN" sim run --scenario random-128in-16out-n5 -- docker run vllm/vllm-openai:latest \

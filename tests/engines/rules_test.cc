@@ -395,6 +395,31 @@ TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
     EXPECT_NE(std::string(e.what()).find("--language-model-only"), std::string::npos) << e.what();
     EXPECT_EQ(e.release, "0.13.0");  // the release its flags were checked against
   }
+  // No release parses it (--bogus): the error is that of the release the model is predicted on, 0.17.1,
+  // which knows --language-model-only; a model without a bound gets the default's, naming both.
+  auto error_of = [&](const std::string& cmd, const md::ModelSpec& m) -> se::EngineArgError {
+    try {
+      se::parse_launch_for_model(argv(cmd), {}, "", as(m));
+    } catch (const se::EngineArgError& e) {
+      return e;
+    }
+    ADD_FAILURE() << cmd << " parsed";
+    return se::EngineArgError(se::EngineKind::kVllm, "");
+  };
+  const auto moved_error = error_of("vllm serve m --language-model-only --bogus", qwen35);
+  EXPECT_STREQ(moved_error.what(), "vllm: error: unrecognized arguments: --bogus");
+  EXPECT_EQ(moved_error.release, "0.17.1");
+  const auto default_error = error_of("vllm serve m --language-model-only --bogus", kV32);
+  EXPECT_STREQ(default_error.what(), "vllm: error: unrecognized arguments: --language-model-only --bogus");
+  EXPECT_EQ(default_error.release, "0.13.0");
+  EXPECT_EQ(default_error.unrecognized, (std::vector<std::string>{"--language-model-only", "--bogus"}));
+  // click (TensorRT-LLM) names one unknown option at a time, as written.
+  try {
+    se::parse_launch_command(argv("trtllm-serve m --bogus=1"));
+    ADD_FAILURE() << "--bogus parsed";
+  } catch (const se::EngineArgError& e) {
+    EXPECT_EQ(e.unrecognized, (std::vector<std::string>{"--bogus=1"}));
+  }
   // Given, it is used; a model without a bound keeps the default, whose missing flag is the error.
   EXPECT_EQ(se::parse_launch_for_model(argv("vllm serve m"), {}, "0.24.0", as(qwen35)).config.engine_version,
             "0.24.0");

@@ -143,10 +143,11 @@ struct ReleasedLaunch {
 /// (--engine-version), else an engine image's tag. A launch that states none is parsed for
 /// default_version_for(kind, model.architecture): the module's default, or the oldest modelled release that
 /// can load the model, with a note saying so; when the default release lacks one of its flags, the newest
-/// modelled release that has them finds its model first. ReleasedLaunch::notices says what the user should
-/// know about the release. `model_of` gives the served model of a parsed
-/// launch (loading its config). Throws as parse_launch_command / apply_config_files (the error of the release
-/// predicted), and what `model_of` throws.
+/// modelled release that has them finds its model first; when no release parses it, the error is that of the
+/// release its model is predicted on (found with the words no release knows left out), not the default's.
+/// ReleasedLaunch::notices says what the user should know about the release. `model_of` gives the served
+/// model of a parsed launch (loading its config). Throws as parse_launch_command / apply_config_files (the
+/// error of the release predicted), and what `model_of` throws.
 ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                                       const std::map<std::string, std::string>& env,
                                       const std::string& version,

@@ -32,6 +32,9 @@ struct EngineArgError : std::runtime_error {
   /// The release whose flags the launch was checked against (set by parse_launch_command: the version
   /// asked, an image's tag, else the module's default; "" when thrown elsewhere).
   std::string release;
+  /// The launch's words the release does not know (argparse's "unrecognized arguments", click's "No such
+  /// option"), as written; empty for every other error.
+  std::vector<std::string> unrecognized;
 };
 
 /// Parses a real launch command and its environment, as the engine's own CLI does.
