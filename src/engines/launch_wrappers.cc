@@ -39,9 +39,10 @@ bool option_value(const std::vector<std::string>& argv, std::size_t& i, const st
   return false;
 }
 
-/// A `docker|podman run` option that takes no value (docker run --help, podman run --help): --rm, -d, -it,
-/// ... Every other option takes one (`--gpus all`, `-p 8000:8000`, `--ipc=host`).
-bool container_flag_without_value(const std::string& word) {
+/// Whether a `docker|podman run` option word stands alone: a flag that takes no value (docker run --help,
+/// podman run --help: --rm, -d, -it, ...) or an option written with its value (`--ipc=host`, `-p8000:8000`).
+/// Every other option's value is the next word (`--gpus all`, `-p 8000:8000`).
+bool container_option_alone(const std::string& word) {
   static const std::regex kShortFlags("-[dtiPq]+");
   static const char* kLong[] = {"--rm",
                                 "--detach",
@@ -62,6 +63,7 @@ bool container_flag_without_value(const std::string& word) {
                                 "--env-host",
                                 "--disable-content-trust"};
   if (word.find('=') != std::string::npos || std::regex_match(word, kShortFlags)) return true;
+  if (word.size() > 2 && word[1] != '-') return true;  // -p8000:8000
   for (const char* f : kLong)
     if (word == f) return true;
   return false;
@@ -83,8 +85,8 @@ std::optional<std::size_t> strip_container_run(const std::vector<std::string>& a
       entrypoint = v;
     } else if (argv[i].rfind("-e", 0) == 0 && argv[i].rfind("--", 0) != 0) {
       assign(argv[i].substr(2), env);  // -eK=V
-    } else if (!container_flag_without_value(argv[i]) && !(argv[i].size() > 2 && argv[i][1] != '-')) {
-      ++i;  // the option's value (`-p8000:8000` holds its own)
+    } else if (!container_option_alone(argv[i])) {
+      ++i;  // the option's value
     }
   }
   if (i >= argv.size()) return std::nullopt;
