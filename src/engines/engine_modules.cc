@@ -244,6 +244,7 @@ struct LaunchImage {
   std::string release;  ///< the release the tag names ("0.11.0"; "" when it names none)
 };
 
+/// The image of `argv`'s container wrapper (strip_launch_wrappers), with its tag and release.
 LaunchImage launch_image(const std::vector<std::string>& argv,
                          const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> scratch = env;
@@ -365,6 +366,7 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
       if (const auto known = parse_known_words(m, argv, env)) try {
           chosen = default_version_for(known->kind, model_of(*known).architecture);
         } catch (const std::exception&) {
+          // A model that cannot be read keeps the default's error.
         }
       if (chosen != m.default_version) (void)parse(chosen);  // throws that release's error
       throw *stated_error;
