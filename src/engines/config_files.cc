@@ -141,6 +141,18 @@ LaunchConfig apply_trtllm_options(const LaunchConfig& in, const json& doc) {
           flatten(x, full, c.config_file_options);
         }
       }
+    } else if (key == "attention_dp_config" && v.is_object()) {
+      for (const auto& [k, x] : v.items()) {
+        const std::string full = key + "." + k;
+        if (k == "enable_balance")
+          c.attention_dp_balance = as_bool(x, full);
+        else if (k == "timeout_iters")
+          c.attention_dp_timeout_iters = as_int(x, full);
+        else if (k == "batching_wait_iters")
+          c.attention_dp_batching_wait_iters = as_int(x, full);
+        else
+          flatten(x, full, c.config_file_options);
+      }
     } else if (key == "moe_config" && v.is_object()) {
       for (const auto& [k, x] : v.items()) {
         if (k == "backend")
@@ -231,6 +243,10 @@ std::string render_extra_llm_api_options(const LaunchConfig& c) {
       t["cuda_graph_config"]["max_batch_size"] = *c.cuda_graph_max_bs;
     if (c.cuda_graph_padding) t["cuda_graph_config"]["enable_padding"] = *c.cuda_graph_padding;
   }
+  if (c.attention_dp_balance) t["attention_dp_config"]["enable_balance"] = *c.attention_dp_balance;
+  if (c.attention_dp_timeout_iters) t["attention_dp_config"]["timeout_iters"] = *c.attention_dp_timeout_iters;
+  if (c.attention_dp_batching_wait_iters)
+    t["attention_dp_config"]["batching_wait_iters"] = *c.attention_dp_batching_wait_iters;
   if (c.disable_overlap_schedule) t["disable_overlap_scheduler"] = true;
   if (c.stream_interval) t["stream_interval"] = *c.stream_interval;
   if (c.kv_cache_dtype != "auto" && !c.kv_cache_dtype.empty())

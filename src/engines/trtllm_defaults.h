@@ -26,6 +26,13 @@ struct TrtllmDefaults {
                                        "commands/serve.py --enable_chunked_prefill is_flag default False"};
   Sourced<int> cuda_graph_max_batch_size{128, "llmapi/llm_args.py CudaGraphConfig.max_batch_size when unset"};
   Sourced<bool> enable_attention_dp{false, "llmapi/llm_args.py enable_attention_dp"};
+  /// Attention-DP context balancing (AttentionDpConfig; pyexecutor/py_executor.py _balance_adp_requests).
+  Sourced<bool> attention_dp_balance{false, "llmapi/llm_args.py AttentionDpConfig.enable_balance = False",
+                                     false};
+  Sourced<int> attention_dp_timeout_iters{50, "llmapi/llm_args.py AttentionDpConfig.timeout_iters = 50",
+                                          false};
+  Sourced<int> attention_dp_batching_wait_iters{
+      10, "llmapi/llm_args.py AttentionDpConfig.batching_wait_iters = 10", false};
   Sourced<int> ep_size{1, "mapping: moe_ep_size = 1, moe_tp_size = tp_size when --ep_size is unset", false};
   Sourced<bool> deep_gemm{
       true,

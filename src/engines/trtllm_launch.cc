@@ -230,6 +230,18 @@ void policies(ResolvedLaunch& r) {
   s.chunked_prefill = c.enable_chunked_prefill;
   s.mixed_prefill_decode = true;
   s.pp_micro_batches = c.pp;
+  if (c.enable_dp_attention && r.layout.dp > 1) {
+    s.dp_balance = c.attention_dp_balance.value_or(d.attention_dp_balance.value);
+    s.dp_balance_timeout_steps = c.attention_dp_timeout_iters.value_or(d.attention_dp_timeout_iters.value);
+    s.dp_balance_batching_steps =
+        c.attention_dp_batching_wait_iters.value_or(d.attention_dp_batching_wait_iters.value);
+    if (s.dp_balance)
+      r.notes.push_back(
+          "attention-DP context balancing (attention_dp_config.enable_balance): contexts wait for "
+          "every DP rank to have one, at most " +
+          std::to_string(s.dp_balance_timeout_steps) + " steps, then " +
+          std::to_string(s.dp_balance_batching_steps) + " steps while every rank decodes [recalled]");
+  }
   r.notes.push_back(std::string("chunked prefill ") +
                     (s.chunked_prefill ? "on (--enable_chunked_prefill)" : "off (default)") +
                     "; GUARANTEED_NO_EVICT capacity scheduler");

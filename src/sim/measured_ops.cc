@@ -331,7 +331,7 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
   const std::string key = src.gpu + "|" + src.backend + "|" + release + "|" + name + "|" +
                           number_key(shape.heads) + "|" + number_key(shape.kv_heads) + "|" +
                           number_key(shape.head_dim) + "|" + number_key(shape.window) + "|" +
-                          measured_kv_dtype(shape.kv_dtype);
+                          measured_kv_dtype(shape.kv_dtype) + (shape.fp8_math ? "|fp8" : "|bf16");
   return memo.get(key, [&]() -> std::shared_ptr<const OpSurface> {
     const auto table = store.table(src.gpu, src.backend, release, name);
     if (!table) return nullptr;
@@ -345,6 +345,9 @@ std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, c
       q["isl"] = 1.0;
     else
       q["step"] = 0.0;
+    // A table that times both maths for this KV dtype (an FP8 cache read by BF16 or by FP8 FMHA kernels):
+    // the launch's. A table with one math times what the engine runs with this cache, whatever it is.
+    if (table->distinct("attn_dtype", q).size() > 1) q["attn_dtype"] = shape.fp8_math ? "fp8" : "bfloat16";
     return batch_surface(*table, q, decode ? "step" : "isl");
   });
 }

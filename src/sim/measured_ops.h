@@ -112,6 +112,9 @@ struct AttentionShape {
   double head_dim = 0;
   double window = 0;  ///< sliding window (0 = full causal)
   model::DType kv_dtype = model::DType::kBf16;
+  /// The attention math runs in FP8 (Q, K and V in FP8): the table's `attn_dtype` fp8 rows, where a table
+  /// measures both (TensorRT-LLM's and SGLang's context tables with an FP8 KV cache); else its bfloat16 rows.
+  bool fp8_math = false;
 };
 
 /// Decode attention (`generation_attention_perf`: batch outer, KV length `step` inner) or prefill attention

@@ -382,13 +382,14 @@ void Simulator::schedule_trtllm(Rank& r, int) {
     if (q.computed >= q.prefill_target) {
       account(r, id, verify);
       budget -= verify;
-    } else if (budget > 0) {  // a chunked context continues
+    } else if (budget > 0 && contexts_allowed_) {  // a chunked context continues
       const int take = std::min(q.prefill_target - q.computed, budget);
       account(r, id, take);
       budget -= take;
     }
   }
-  while (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ && budget > 0) {
+  while (contexts_allowed_ && !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ &&
+         budget > 0) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
     const int n = q.prefill_target - q.computed;
@@ -402,6 +403,49 @@ void Simulator::schedule_trtllm(Rank& r, int) {
     account(r, id, take);
     budget -= take;
   }
+}
+
+// TensorRT-LLM attention-DP balancing (pyexecutor/py_executor.py _balance_adp_requests, with
+// attention_dp_config.enable_balance) [recalled]: the ranks exchange how many contexts and generations they
+// scheduled. When every rank has a context and a free slot, contexts start at once, or, when every rank also
+// has generations, after batching_wait_iters more steps; otherwise they wait, until timeout_iters steps have
+// passed or some rank has no generation to run.
+bool Simulator::trtllm_contexts_balanced() {
+  const auto& sch = launch_.scheduler;
+  if (!sch.dp_balance || ranks_.size() < 2) return true;
+  bool all_context = true, all_free = true, all_generating = true;
+  for (const Rank& r : ranks_) {
+    int generating = 0;
+    bool context = false;
+    for (int id : r.running) {
+      const Req& q = reqs_[id];
+      if (q.in_flight) continue;
+      if (q.computed >= q.prefill_target)
+        ++generating;
+      else
+        context = true;
+    }
+    context = context || (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_);
+    all_context = all_context && context;
+    all_free = all_free && generating < max_running_;
+    all_generating = all_generating && generating > 0;
+  }
+  if (all_context && all_free) {
+    balance_wait_steps_ = 0;
+    if (!all_generating) return true;
+    if (balance_batching_steps_ < sch.dp_balance_batching_steps) {
+      ++balance_batching_steps_;
+      return false;
+    }
+    balance_batching_steps_ = 0;
+    return true;
+  }
+  ++balance_wait_steps_;
+  if (balance_wait_steps_ >= sch.dp_balance_timeout_steps || !all_generating) {
+    balance_wait_steps_ = 0;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace servelab::sim::detail

@@ -159,6 +159,8 @@ std::optional<Batch> Simulator::plan_batch() {
 std::optional<Batch> Simulator::plan_slot() {
   Batch b;
   bool any = false;
+  if (launch_.scheduler.kind == engines::SchedulerPolicy::Kind::kTrtllmInflight)
+    contexts_allowed_ = trtllm_contexts_balanced();
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = ranks_[i];
     r.load = RankLoad{};

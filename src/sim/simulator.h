@@ -156,6 +156,9 @@ class Simulator {
   void schedule_sglang(Rank& r, int rank);
   void decode_sglang(Rank& r);
   void schedule_trtllm(Rank& r, int rank);
+  /// TensorRT-LLM attention-DP context balancing (SchedulerPolicy::dp_balance): whether this step may
+  /// start contexts; advances its step counters.
+  bool trtllm_contexts_balanced();
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
@@ -185,6 +188,9 @@ class Simulator {
   std::vector<metrics::RequestOutput> out_;
   TwinView view_;
   int rr_next_ = 0;
+  // SchedulerPolicy::dp_balance: steps contexts have waited for every rank to have one, and for batching.
+  int balance_wait_steps_ = 0, balance_batching_steps_ = 0;
+  bool contexts_allowed_ = true;  ///< this step may start contexts (schedule_trtllm)
   long long step_index_ = 0;
   int in_flight_ = 0, finished_ = 0;
   double sum_batch_ = 0, sum_tokens_ = 0;

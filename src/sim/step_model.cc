@@ -375,8 +375,14 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
       const double tp = std::max(1, lay.attn_tp);
-      const AttentionShape shape{g->heads / tp, std::max(1.0, std::floor(g->kv_heads / tp)),
-                                 double(g->head_dim), double(g->window), launch_.kv_dtype};
+      // FP8 attention math needs FP8 Q as well as an FP8 cache: an FP8 checkpoint whose QKV projection
+      // emits FP8 (TensorRT-LLM's FP8 context FMHA requires FP8 QDQ [recalled]); a BF16 projection's Q
+      // stays BF16 and the kernel reads the FP8 cache through BF16 math.
+      const bool fp8_math =
+          launch_.kv_dtype == model::DType::kFp8 && ex.attention_gemm == engines::GemmKernel::kFp8Native;
+      const AttentionShape shape{g->heads / tp,       std::max(1.0, std::floor(g->kv_heads / tp)),
+                                 double(g->head_dim), double(g->window),
+                                 launch_.kv_dtype,    fp8_math};
       c.decode_attn = measured_attention(*ops_, *op_source_, true, shape);
       c.prefill_attn = measured_attention(*ops_, *op_source_, false, shape);
     }

@@ -104,6 +104,22 @@ TEST(ConfigFiles, TrtllmExtraOptions) {
   EXPECT_EQ(again.cuda_graph_padding, true);
   EXPECT_EQ(again.config_file_options.size(), 1u);
 
+  // attention_dp_config is read (its unknown keys stay options) and rendered back.
+  auto adp = se::apply_config_yaml(parse("trtllm-serve m --tp_size 2"),
+                                   "enable_attention_dp: true\nattention_dp_config:\n  enable_balance: true\n"
+                                   "  timeout_iters: 20\n  batching_wait_iters: 4\n  other: 1\n");
+  EXPECT_EQ(adp.attention_dp_balance, true);
+  EXPECT_EQ(adp.attention_dp_timeout_iters, 20);
+  EXPECT_EQ(adp.attention_dp_batching_wait_iters, 4);
+  ASSERT_EQ(adp.config_file_options.size(), 1u);
+  EXPECT_EQ(adp.config_file_options[0].flag, "attention_dp_config.other");
+  auto adp_again =
+      se::apply_config_yaml(parse("trtllm-serve m --tp_size 2"), se::render_extra_llm_api_options(adp));
+  EXPECT_EQ(adp_again.attention_dp_balance, true);
+  EXPECT_EQ(adp_again.attention_dp_timeout_iters, 20);
+  EXPECT_EQ(adp_again.attention_dp_batching_wait_iters, 4);
+  EXPECT_EQ(adp_again.config_file_options.size(), 1u);
+
   EXPECT_TRUE(se::apply_config_yaml(parse("trtllm-serve m"), "cuda_graph_config: null\n").enforce_eager);
   EXPECT_THROW(se::apply_config_yaml(parse("trtllm-serve m"), "max_batch_size: lots\n"),
                std::invalid_argument);

@@ -475,6 +475,17 @@ TEST(Layouts, DeepepModesAndExpertParallel) {
   EXPECT_EQ(adp.layout.dp_ranks, 4);
   EXPECT_EQ(adp.layout.attn_tp, 1);
   EXPECT_TRUE(adp.layout.moe_gathered);
+  EXPECT_FALSE(adp.scheduler.dp_balance);  // AttentionDpConfig.enable_balance is off by default
+  // attention_dp_config.enable_balance: contexts wait for every rank (timeout 50, batching 10 by default).
+  auto balanced_cfg = se::apply_config_yaml(
+      parse_at("trtllm-serve m --tp_size 4 --ep_size 4", "1.2.0rc5"),
+      "enable_attention_dp: true\nattention_dp_config:\n  enable_balance: true\n  batching_wait_iters: 5\n");
+  auto balanced = std::get<se::ResolvedLaunch>(
+      se::resolve_launch(balanced_cfg, model(kQwen235Fp8), hw::parse_cluster("4xH100")));
+  EXPECT_TRUE(balanced.scheduler.dp_balance);
+  EXPECT_EQ(balanced.scheduler.dp_balance_timeout_steps, 50);
+  EXPECT_EQ(balanced.scheduler.dp_balance_batching_steps, 5);
+  EXPECT_TRUE(balanced.inert_flags.empty()) << balanced.inert_flags.front();
   EXPECT_EQ(refused("trtllm-serve m --tp_size 4 --ep_size 3", "1.2.0rc5", kQwen235Fp8, "4xH100").rule,
             "trtllm.ep.divides_tp");
 }

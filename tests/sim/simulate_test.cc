@@ -370,6 +370,49 @@ TEST(Simulate, DataParallelRanksShareTheLoad) {
   EXPECT_EQ(p.twin.max_batch_requests, 4);
 }
 
+// TensorRT-LLM attention-DP balancing (attention_dp_config.enable_balance) on two DP ranks, requests sent
+// every 0.1 s (~11 steps) and routed to the rank with the fewest: A (rank 0) and B (rank 1) decode 300
+// tokens, B starting at once (rank 1 had nothing to decode). C (rank 0) finds rank 1 with no context to
+// start: it waits for the timeout, whose counter runs on every step some rank has no context (nobody had one
+// since B started), so C starts 50 steps after B. D (rank 1) sent right after C gives every rank a context
+// while every rank decodes: C and D start together after the batching wait (10 steps).
+TEST(Simulate, TrtllmAttentionDpBalanceHoldsContextsBack) {
+  Case c;
+  c.cluster = hardware::parse_cluster("2xH100");
+  auto l = test_launch(c.model, c.cluster, 1);
+  l.layout.dp = l.layout.dp_ranks = 2;
+  l.layout.gpus = 2;
+  l.routing = engines::Routing::kShortestQueue;
+  l.max_model_len = 32768;
+  l.scheduler.kind = engines::SchedulerPolicy::Kind::kTrtllmInflight;
+  l.scheduler.chunked_prefill = false;
+  WorkloadOptions o;
+  o.request_rate = 10.0;
+  o.constant_arrivals = true;
+  o.chat_template_tokens = 0;
+  auto first_steps = [&](const std::vector<WorkloadRequest>& w, bool balance) {
+    l.scheduler.dp_balance = balance;
+    Trace trace;
+    o.trace = &trace;
+    const auto& p = ok(predict_resolved(l, c.cluster, w, o));
+    std::vector<int> first;
+    for (const auto& r : trace.requests) first.push_back(r.first_step);
+    for (const auto& out : p.outputs) EXPECT_TRUE(out.success);
+    return first;
+  };
+  const std::vector<WorkloadRequest> three = {{200, 300}, {200, 300}, {200, 5}};
+  const auto off = first_steps(three, false), on = first_steps(three, true);
+  EXPECT_EQ(on[0], off[0]);
+  EXPECT_EQ(on[1], off[1]);  // rank 0 had nothing to start: no wait
+  EXPECT_GT(on[2], off[2]);
+  EXPECT_EQ(on[2] - on[1], l.scheduler.dp_balance_timeout_steps);
+  const std::vector<WorkloadRequest> four = {{200, 300}, {200, 300}, {200, 5}, {200, 5}};
+  const auto off4 = first_steps(four, false), on4 = first_steps(four, true);
+  EXPECT_GT(off4[3] - off4[2], 5);  // D was sent after C
+  EXPECT_EQ(on4[2], on4[3]);
+  EXPECT_EQ(on4[3] - off4[3], l.scheduler.dp_balance_batching_steps);
+}
+
 // Speculative decoding: with acceptance a, a chain of k drafts yields 1 + a + ... + a^k tokens per step
 // on average; the twin draws each acceptance deterministically.
 TEST(Simulate, SpeculativeDecodingAcceptsDraftTokens) {

@@ -252,6 +252,43 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 94 * row.latency_ms * 1e-3, 1e-9);
 }
 
+// TensorRT-LLM's context_attention_perf times two maths over an FP8 KV cache (attn_dtype bfloat16 and fp8).
+// Qwen3-32B at TP1 on H100 under 1.2.0rc5, one 1024-token prompt, FP8 cache: its BF16 QKV projection
+// emits BF16 Q, so its 64 layers take the bfloat16 rows; with an FP8 (per-tensor, QDQ) projection, the fp8
+// rows (FP8 context FMHA).
+TEST(StepModel, AttentionMathOverAnFp8CacheFollowsTheQkvProjection) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.config.kind = engines::EngineKind::kTrtllm;
+  l.version = "1.2.0rc5";
+  l.kv_dtype = model::DType::kFp8;
+  const auto table = store.table("h100_sxm", "trtllm", "1.2.0rc5", "context_attention_perf");
+  ASSERT_TRUE(table);
+  auto row = [&](const char* math) {
+    const auto r = table->lookup({{"batch_size", 1.0},
+                                  {"isl", 1024.0},
+                                  {"num_heads", 64.0},
+                                  {"num_key_value_heads", 8.0},
+                                  {"head_dim", 128.0},
+                                  {"window_size", 0.0},
+                                  {"kv_cache_dtype", std::string("fp8")},
+                                  {"attn_dtype", std::string(math)},
+                                  {"step", 0.0},
+                                  {"beam_width", 1.0}});
+    EXPECT_TRUE(r.ok) << r.detail;
+    return r.latency_ms;
+  };
+  ASSERT_NE(row("bfloat16"), row("fp8"));
+  const RankLoad pre = prefill_one(1024);
+  EXPECT_NEAR(StepModel(l, c).cost({&pre, 1}, 1, false, false).attention_s, 64 * row("bfloat16") * 1e-3,
+              1e-9);
+  l.execution.gemm = l.execution.attention_gemm = engines::GemmKernel::kFp8Native;
+  EXPECT_NEAR(StepModel(l, c).cost({&pre, 1}, 1, false, false).attention_s, 64 * row("fp8") * 1e-3, 1e-9);
+}
+
 // A TP8 SGLang launch of `m` at `version` whose linears (attention projections included) run DeepGEMM's
 // block-scaled FP8 GEMM, as SGLang's default on an FP8-block checkpoint.
 engines::ResolvedLaunch sglang_tp8_deepgemm(const model::ModelSpec& m, const hardware::ClusterSpec& c,

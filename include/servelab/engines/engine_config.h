@@ -63,6 +63,11 @@ struct LaunchConfig {
   bool enable_expert_parallel = false;  ///< vLLM --enable-expert-parallel (EP = TP*DP)
   bool enable_dp_attention = false;     ///< SGLang --enable-dp-attention / TRT enable_attention_dp (YAML):
                                         ///< attention DP inside one TP group (TRT: dp = tp)
+  /// TRT attention_dp_config (YAML) enable_balance, timeout_iters, batching_wait_iters (engine steps);
+  /// unset = the release's default (trtllm_defaults.h).
+  std::optional<bool> attention_dp_balance;
+  std::optional<int> attention_dp_timeout_iters;
+  std::optional<int> attention_dp_batching_wait_iters;
   // Multi-node, as the launch states it (multinode.h renders these flags per node).
   int nnodes = 1;  ///< SGLang --nnodes: nodes the launch spans (gpus_used() / nnodes GPUs on each)
   std::optional<int> dp_size_local;  ///< vLLM --data-parallel-size-local: DP ranks on this node

@@ -184,6 +184,13 @@ struct SchedulerPolicy {
                                         ///< virtual engines; SGLang pp_max_micro_batch_size rule)
   bool max_num_seqs_from_pool = false;  ///< SGLang: max_running_requests derived from the KV pool at
                                         ///< start-up (min(pool/2, req_to_token pool)); sim computes it
+  /// Attention-DP context balancing (TensorRT-LLM attention_dp_config.enable_balance): a step starts no
+  /// context unless every DP rank has one to start, waiting at most `dp_balance_timeout_steps` steps
+  /// (none when some rank decodes nothing); when every rank also decodes, contexts wait
+  /// `dp_balance_batching_steps` more steps so that they start together. Engine steps.
+  bool dp_balance = false;
+  int dp_balance_timeout_steps = 50;
+  int dp_balance_batching_steps = 10;
 };
 
 /// How requests are spread over DP ranks.
