@@ -16,6 +16,8 @@ own block, <!-- rooms:<module>:begin --> ... <!-- rooms:<module>:end -->: per ro
 that exist and are written down with their reason. The check fails on an include between rooms against that
 flow, on a folder that is no listed room, on a listed room without a folder, on an `allow` no include needs
 (stale), and on a cycle among the rooms.
+It also keeps STYLE.md's header rule: a public header (include/servelab/) over 150 lines must be listed, with
+its reason, in the <!-- headers:begin --> ... <!-- headers:end --> block, and a listed one must still be long.
 
 Usage: check_layering.py [REPO_ROOT]          (ctest `layering`)
        check_layering.py --self-test          (ctest `layering_self_test`: a tree with a bad include
@@ -23,6 +25,7 @@ Usage: check_layering.py [REPO_ROOT]          (ctest `layering`)
 Exit status 0 = the code follows the flow, 1 = violations (each printed with file:line), 2 = bad input.
 """
 import os
+import shutil
 import re
 import sys
 import tempfile
@@ -163,11 +166,59 @@ def find_cycle(rules):
     return None
 
 
+HEADER_LINES = 150
+HEADERS_START, HEADERS_END = "<!-- headers:begin -->", "<!-- headers:end -->"
+
+
+def parse_long_headers(style_text):
+    """{path under include/servelab/: reason} from STYLE.md's headers block ({} when it has none)."""
+    if HEADERS_START not in style_text:
+        return {}
+    if HEADERS_END not in style_text:
+        raise ValueError(f"STYLE.md has {HEADERS_START} without {HEADERS_END}")
+    block = style_text.split(HEADERS_START, 1)[1].split(HEADERS_END, 1)[0]
+    listed = {}
+    for raw in block.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("```"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) < 2:
+            raise ValueError(f"STYLE.md headers block: {raw!r} gives no reason (want 'module/header.h  why')")
+        listed[parts[0]] = parts[1]
+    return listed
+
+
+def check_header_sizes(root, listed):
+    """Public headers over HEADER_LINES lines not listed in STYLE.md, and listed ones that are not long."""
+    problems = []
+    top = os.path.join(root, "include", "servelab")
+    long_ones = set()
+    for dirpath, _, files in os.walk(top):
+        for name in sorted(files):
+            if not name.endswith(".h"):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, top).replace(os.sep, "/")
+            with open(path, encoding="utf-8", errors="replace") as f:
+                n = sum(1 for _ in f)
+            if n > HEADER_LINES:
+                long_ones.add(rel)
+                if rel not in listed:
+                    problems.append(f"include/servelab/{rel}: {n} lines, over {HEADER_LINES} and not listed in "
+                                    "STYLE.md's headers block (split it, or say there why it stays whole)")
+    for rel in sorted(set(listed) - long_ones):
+        problems.append(f"STYLE.md: the headers block lists {rel}, which is not a public header over "
+                        f"{HEADER_LINES} lines (stale)")
+    return problems
+
+
 def check(root):
     """List of violation strings for the tree at `root`."""
     with open(os.path.join(root, "STYLE.md"), encoding="utf-8") as f:
-        rules = parse_rules(f.read())
-    problems = []
+        style_text = f.read()
+    rules = parse_rules(style_text)
+    problems = check_header_sizes(root, parse_long_headers(style_text))
     cycle = find_cycle(rules)
     if cycle:
         problems.append("STYLE.md: the layering has a cycle: " + " → ".join(cycle))
@@ -295,9 +346,21 @@ def self_test():
     rooms_lines[2] = "lo → hi"
     if not any("the rooms of top have a cycle" in p for p in check(rooms_tree([]))):
         failures.append("a cycle among the rooms was not reported")
+    # Public headers over HEADER_LINES lines: listed in STYLE.md with a reason, never stale.
+    hd = tempfile.mkdtemp(prefix="servelab_headers_")
+    os.makedirs(os.path.join(hd, "include", "servelab", "a"))
+    with open(os.path.join(hd, "include", "servelab", "a", "big.h"), "w", encoding="utf-8") as f:
+        f.write("//\n" * (HEADER_LINES + 1))
+    if not any("a/big.h: 151 lines" in p for p in check_header_sizes(hd, {})):
+        failures.append("a long public header not listed in STYLE.md was not reported")
+    if check_header_sizes(hd, {"a/big.h": "why"}):
+        failures.append("a long public header listed in STYLE.md was reported")
+    if not any("(stale)" in p for p in check_header_sizes(hd, {"a/big.h": "why", "a/gone.h": "why"})):
+        failures.append("a stale entry of STYLE.md's headers block was not reported")
+    shutil.rmtree(hd)
     for f in failures:
         print("self-test:", f)
-    print("self-test:", "FAILED" if failures else "ok (12 cases)")
+    print("self-test:", "FAILED" if failures else "ok (15 cases)")
     return 1 if failures else 0
 
 
