@@ -74,14 +74,21 @@ std::string twin_view_block(const sim::TwinView& v) {
     row("State-pool slots / running cap:", fmt::format("{} / {}", m.state_slots, m.max_running_from_states));
   row("KV tokens per DP rank:", fmt::format("{}", m.kv_tokens_per_rank));
   row("Peak KV use (fraction of pool):", fmt::format("{:.3f}", v.kv_peak_fraction));
-  row("Engine steps / with CUDA graphs:", fmt::format("{} / {}", v.steps, v.graphed_steps));
-  row("Mean step time (ms):", fmt::format("{:.2f}", v.mean_step_ms));
+  // Under PP an engine step is a pipeline tick (one micro-batch enters, one leaves), and each micro-batch's
+  // time counts once, when it leaves the last stage: the rows say so.
+  const bool pp = v.memory.layout.pp > 1;
+  row(pp ? "Pipeline ticks / with CUDA graphs:" : "Engine steps / with CUDA graphs:",
+      fmt::format("{} / {}", v.steps, v.graphed_steps));
+  row(pp ? "Mean stage time per tick (ms):" : "Mean step time (ms):", fmt::format("{:.2f}", v.mean_step_ms));
   row("Mean / max running requests per rank:",
       fmt::format("{:.1f} / {}", v.mean_batch_requests, v.max_batch_requests));
-  row("Mean query tokens per rank per step:", fmt::format("{:.1f}", v.mean_step_tokens));
+  row(pp ? "Mean query tokens per rank per tick:" : "Mean query tokens per rank per step:",
+      fmt::format("{:.1f}", v.mean_step_tokens));
   row("Preemptions:", fmt::format("{}", v.preemptions));
-  row("Time in prefill steps (s):", fmt::format("{:.2f}", v.prefill_time_s));
-  row("Time in decode-only steps (s):", fmt::format("{:.2f}", v.decode_time_s));
+  row(pp ? "Stage time, prefill micro-batches (s):" : "Time in prefill steps (s):",
+      fmt::format("{:.2f}", v.prefill_time_s));
+  row(pp ? "Stage time, decode-only micro-batches (s):" : "Time in decode-only steps (s):",
+      fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
   if (v.memory.layout.pp > 1)
     row("Pipeline fill, drain and stage waits (s):", fmt::format("{:.2f}", v.pipeline_bubble_s));

@@ -25,9 +25,20 @@ done
 # --op-data (issue 29): no flag is `default`, the measured tables; `none` is the roofline, and so is
 # `default` without the make-deps store, with a note on stderr (not an error); a named directory that is no
 # store is an error.
+# Under PP the twin view counts pipeline ticks and each micro-batch's stage time once, and says so; its
+# times add up with the pipeline bubble. Without PP: engine steps, no bubble row.
+pp="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B -pp 2 2>&1)" ||
+  fail "sim run -pp 2: $pp"
+for label in "Pipeline ticks / with CUDA graphs:" "Mean stage time per tick (ms):" \
+             "Stage time, prefill micro-batches (s):" "Pipeline fill, drain and stage waits (s):"; do
+  [[ "$pp" == *"$label"* ]] || fail "sim run -pp 2 lacks '$label'"
+done
+[[ "$pp" != *"Engine steps / with CUDA graphs:"* ]] || fail "sim run -pp 2 calls its ticks engine steps"
 run=(sim run --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B)
 tput() { grep "Total Token throughput" <<<"$1"; }
 plain="$("$BIN" "${run[@]}" 2>&1)" || fail "sim run: $plain"
+[[ "$plain" == *"Engine steps / with CUDA graphs:"* && "$plain" != *"Pipeline fill"* ]] ||
+  fail "sim run without PP: $plain"
 dflt="$("$BIN" sim run --op-data default "${run[@]:2}" 2>&1)" || fail "sim run --op-data default: $dflt"
 [ -n "$(tput "$plain")" ] && [ "$(tput "$plain")" == "$(tput "$dflt")" ] || fail "--op-data default differs from no flag"
 none="$("$BIN" sim run --op-data none "${run[@]:2}" 2>&1)" || fail "sim run --op-data none: $none"
