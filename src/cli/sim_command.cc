@@ -90,6 +90,8 @@ std::string twin_view_block(const sim::TwinView& v) {
   row(pp ? "Stage time, decode-only micro-batches (s):" : "Time in decode-only steps (s):",
       fmt::format("{:.2f}", v.decode_time_s));
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
+  if (v.contexts_held_steps > 0)
+    row("Steps contexts waited (attention DP):", fmt::format("{}", v.contexts_held_steps));
   if (v.memory.layout.pp > 1)
     row("Pipeline fill, drain and stage waits (s):", fmt::format("{:.2f}", v.pipeline_bubble_s));
   if (v.spec_acceptance > 0) row("Draft acceptance (fraction):", fmt::format("{:.2f}", v.spec_acceptance));

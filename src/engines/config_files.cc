@@ -141,15 +141,28 @@ LaunchConfig apply_trtllm_options(const LaunchConfig& in, const json& doc) {
           flatten(x, full, c.config_file_options);
         }
       }
-    } else if (key == "attention_dp_config" && v.is_object()) {
+    } else if (key == "attention_dp_config") {
+      if (!v.is_object())
+        throw std::invalid_argument(
+            "extra_llm_api_options: attention_dp_config must be a mapping (enable_balance, timeout_iters, "
+            "batching_wait_iters), got " +
+            v.dump());
+      // Step counts: a negative one is no wait TensorRT-LLM could run (AttentionDpConfig).
+      auto steps = [&](const json& x, const std::string& full) {
+        const int n = as_int(x, full);
+        if (n < 0)
+          throw std::invalid_argument("extra_llm_api_options: " + full +
+                                      " must be >= 0 (engine steps), got " + std::to_string(n));
+        return n;
+      };
       for (const auto& [k, x] : v.items()) {
         const std::string full = key + "." + k;
         if (k == "enable_balance")
           c.attention_dp_balance = as_bool(x, full);
         else if (k == "timeout_iters")
-          c.attention_dp_timeout_iters = as_int(x, full);
+          c.attention_dp_timeout_iters = steps(x, full);
         else if (k == "batching_wait_iters")
-          c.attention_dp_batching_wait_iters = as_int(x, full);
+          c.attention_dp_batching_wait_iters = steps(x, full);
         else
           flatten(x, full, c.config_file_options);
       }

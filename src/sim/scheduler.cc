@@ -413,6 +413,18 @@ void Simulator::schedule_trtllm(Rank& r, int) {
 bool Simulator::trtllm_contexts_balanced() {
   const auto& sch = launch_.scheduler;
   if (!sch.dp_balance || ranks_.size() < 2) return true;
+  const bool allowed = balance_contexts();
+  if (!allowed)
+    for (const Rank& r : ranks_)
+      if (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_) {
+        ++view_.contexts_held_steps;
+        break;
+      }
+  return allowed;
+}
+
+bool Simulator::balance_contexts() {
+  const auto& sch = launch_.scheduler;
   bool all_context = true, all_free = true, all_generating = true;
   for (const Rank& r : ranks_) {
     int generating = 0;

@@ -159,6 +159,7 @@ class Simulator {
   /// TensorRT-LLM attention-DP context balancing (SchedulerPolicy::dp_balance): whether this step may
   /// start contexts; advances its step counters.
   bool trtllm_contexts_balanced();
+  bool balance_contexts();  ///< the balancing rule of trtllm_contexts_balanced (its step counters)
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);

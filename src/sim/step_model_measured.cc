@@ -56,9 +56,14 @@ void StepModel::describe_measured() {
            gemm_rows && gemm_rows->empty() ? fmt::format("no table row times the {} GEMM",
                                                          engines::gemm_kernel_name(launch_.execution.gemm))
                                            : std::string("a kernel no table measures"))));
+  // Decode rows from the generation table, prefill rows from the context table of the same release.
+  const std::string decode_table = mla ? "generation_mla_perf" : "generation_attention_perf";
+  std::string attn_from = from(decode_table.c_str());
+  attn_from.insert(decode_table.size(), mla ? " (decode) and context_mla_perf (prefill)"
+                                            : " (decode) and context_attention_perf (prefill)");
   measured_notes_.push_back(
-      fmt::format("attention: {} of {} layer kinds from {}{}", attn_measured, attn,
-                  from(mla ? "generation_mla_perf" : "generation_attention_perf"),
+      fmt::format("attention: {} of {} layer kinds ({} KV cache) from {}{}", attn_measured, attn,
+                  model::dtype_name(launch_.kv_dtype), attn_from,
                   rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
   if (linear > 0)
     measured_notes_.push_back(fmt::format(

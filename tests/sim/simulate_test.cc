@@ -390,6 +390,7 @@ TEST(Simulate, TrtllmAttentionDpBalanceHoldsContextsBack) {
   o.request_rate = 10.0;
   o.constant_arrivals = true;
   o.chat_template_tokens = 0;
+  long long held = 0;
   auto first_steps = [&](const std::vector<WorkloadRequest>& w, bool balance) {
     l.scheduler.dp_balance = balance;
     Trace trace;
@@ -398,10 +399,15 @@ TEST(Simulate, TrtllmAttentionDpBalanceHoldsContextsBack) {
     std::vector<int> first;
     for (const auto& r : trace.requests) first.push_back(r.first_step);
     for (const auto& out : p.outputs) EXPECT_TRUE(out.success);
+    held = p.twin.contexts_held_steps;
     return first;
   };
   const std::vector<WorkloadRequest> three = {{200, 300}, {200, 300}, {200, 5}};
-  const auto off = first_steps(three, false), on = first_steps(three, true);
+  const auto off = first_steps(three, false);
+  EXPECT_EQ(held, 0);
+  const auto on = first_steps(three, true);
+  // The twin view counts the steps C waited: from the step it could have started to the one it did.
+  EXPECT_EQ(held, on[2] - off[2]);
   EXPECT_EQ(on[0], off[0]);
   EXPECT_EQ(on[1], off[1]);  // rank 0 had nothing to start: no wait
   EXPECT_GT(on[2], off[2]);

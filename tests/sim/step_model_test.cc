@@ -326,7 +326,8 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
   ASSERT_EQ(sm.measured_notes().size(), 4u);
   EXPECT_EQ(sm.measured_notes()[0], "GEMMs: 15 of 15 shapes from gemm_perf of h200_sxm sglang 0.5.6.post2");
   EXPECT_EQ(sm.measured_notes()[1],
-            "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm sglang 0.5.6.post2");
+            "attention: 2 of 2 layer kinds (bf16 KV cache) from generation_mla_perf (decode) and "
+            "context_mla_perf (prefill) of h200_sxm sglang 0.5.6.post2");
 
   const RankLoad pre = prefill_one(1000);
   const auto table = store.table("h200_sxm", "sglang", "0.5.6.post2", "context_mla_perf");
@@ -351,8 +352,8 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
       std::vector<std::string>{"vllm_flashmla"};
   EXPECT_EQ(
       StepModel(l, c).measured_notes()[1],
-      "attention: 2 of 2 layer kinds from generation_mla_perf of h200_sxm vllm 0.14.0, the newest measured "
-      "release at or before the launch's 0.17.0");
+      "attention: 2 of 2 layer kinds (fp8 KV cache) from generation_mla_perf (decode) and context_mla_perf "
+      "(prefill) of h200_sxm vllm 0.14.0, the newest measured release at or before the launch's 0.17.0");
   l.kv_dtype = model::DType::kBf16;
   EXPECT_EQ(StepModel(l, c).measured_notes()[1].rfind("attention: 0 of 2 layer kinds", 0), 0u);
   l.execution.attention = l.execution.decode_attention = engines::AttentionKernel::kCutlassMla;

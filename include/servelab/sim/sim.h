@@ -79,6 +79,9 @@ struct TwinView {
   long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
   double mean_step_ms = 0.0;           ///< average step time (ms)
   long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
+  /// Steps in which attention-DP context balancing (engines::SchedulerPolicy::dp_balance) held back the
+  /// contexts some rank had to start; 0 without it.
+  long long contexts_held_steps = 0;
   /// Kernel time per operator class summed over steps (s; measured where use_measured_operators gave a
   /// table, else the roofline; each step's classes scaled as its kernel time is by the fitted kernel
   /// scale, so classes + comm_s + overhead_s add up to the busy time), communication and CPU / launch
