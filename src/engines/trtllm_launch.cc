@@ -262,13 +262,20 @@ void policies(ResolvedLaunch& r) {
   } else {
     e.graphs = GraphMode::kDecodeOnly;
     e.graph_padding = c.cuda_graph_padding.value_or(d.cuda_graph_padding.value);
+    // Where the size and padding came from: the launch's cuda_graph_config, else llm_args.py's defaults.
+    const std::string size_source = !c.cuda_graph_sizes.empty() ? "cuda_graph_config.batch_sizes"
+                                    : c.cuda_graph_max_bs       ? "cuda_graph_config.max_batch_size"
+                                                                : d.cuda_graph_max_batch_size.source;
+    const std::string padding_source =
+        c.cuda_graph_padding ? "cuda_graph_config.enable_padding" : d.cuda_graph_padding.source;
     const int mx = c.cuda_graph_max_bs.value_or(d.cuda_graph_max_batch_size.value);
     e.graph_sizes = !c.cuda_graph_sizes.empty() ? c.cuda_graph_sizes : capture_sizes(mx, e.graph_padding);
     e.graph_max_batch = e.graph_sizes.back();
     c.cuda_graph_max_bs = e.graph_max_batch;
     r.notes.push_back("CUDA graphs for decode-only batches up to " + std::to_string(e.graph_max_batch) +
-                      ", padding " + (e.graph_padding ? "on" : "off: only captured sizes replay") + " (" +
-                      d.cuda_graph_max_batch_size.source + ")");
+                      " (" + size_source + "), padding " +
+                      (e.graph_padding ? "on" : "off: only captured sizes replay") + " (" + padding_source +
+                      ")");
   }
   e.async_scheduling = !c.disable_overlap_schedule && d.overlap_scheduler.value;
   r.notes.push_back(std::string("overlap scheduler ") +
