@@ -259,8 +259,11 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
-  if (a.explain)
+  if (a.explain) {
     for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
+    // The dtype the twin sizes and times the KV cache with (the engine's flag or default resolved it).
+    std::printf("  resolved: KV cache dtype %s\n", model::dtype_name(ctx.launch.kv_dtype));
+  }
 }
 
 void run_sim_run(SimRunArgs& a) {

@@ -34,6 +34,10 @@ for label in "Pipeline ticks / with CUDA graphs:" "Mean stage time per tick (ms)
   [[ "$pp" == *"$label"* ]] || fail "sim run -pp 2 lacks '$label'"
 done
 [[ "$pp" != *"Engine steps / with CUDA graphs:"* ]] || fail "sim run -pp 2 calls its ticks engine steps"
+# --explain states the KV-cache dtype the launch resolved to (the engine's flag, else its default).
+fp8="$("$BIN" sim run --explain --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B --kv-cache-dtype fp8 2>&1)" ||
+  fail "sim run --kv-cache-dtype fp8: $fp8"
+[[ "$fp8" == *"resolved: KV cache dtype fp8"* ]] || fail "sim run --explain does not state the fp8 KV cache"
 run=(sim run --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B)
 tput() { grep "Total Token throughput" <<<"$1"; }
 plain="$("$BIN" "${run[@]}" 2>&1)" || fail "sim run: $plain"
