@@ -423,7 +423,7 @@ void setup_sim(CLI::App& root) {
       std::fprintf(stderr, "sim validate: %s\n", line.c_str());
     });
     std::string named;
-    for (const auto& c : *corpus) named += (named.empty() ? "--corpus " : " --corpus ") + c;
+    for (const auto& path : *corpus) named += (named.empty() ? "--corpus " : " --corpus ") + path;
     if (val->count("--corpus") == 0) named += " (the default)";
     std::printf("%s", sim::format_corpus_validation(v, *per_point, named).c_str());
   });

@@ -235,19 +235,19 @@ void policies(ResolvedLaunch& r) {
     s.dp_balance_timeout_steps = c.attention_dp_timeout_iters.value_or(d.attention_dp_timeout_iters.value);
     s.dp_balance_batching_steps =
         c.attention_dp_batching_wait_iters.value_or(d.attention_dp_batching_wait_iters.value);
-    r.notes.push_back(
-        s.dp_balance
-            ? "attention-DP context balancing on (attention_dp_config.enable_balance): new contexts start "
-              "only "
-              "when every DP rank has one, or after " +
-                  std::to_string(s.dp_balance_timeout_steps) +
-                  " steps (timeout_iters), or at once when some rank decodes nothing; when every rank has "
-                  "one "
-                  "and every rank decodes, they start " +
-                  std::to_string(s.dp_balance_batching_steps) +
-                  " steps later (batching_wait_iters) [recalled: pyexecutor/py_executor.py]"
-            : std::string("attention-DP context balancing off (attention_dp_config.enable_balance; ") +
-                  d.attention_dp_balance.source + ")");
+    if (s.dp_balance)
+      r.notes.push_back(
+          "attention-DP context balancing on (attention_dp_config.enable_balance): new contexts "
+          "start only when every DP rank has one, or after " +
+          std::to_string(s.dp_balance_timeout_steps) +
+          " steps (timeout_iters), or at once when some rank decodes nothing; when every rank "
+          "has one and every rank decodes, they start " +
+          std::to_string(s.dp_balance_batching_steps) +
+          " steps later (batching_wait_iters) [recalled: pyexecutor/py_executor.py]");
+    else
+      r.notes.push_back(
+          std::string("attention-DP context balancing off (attention_dp_config.enable_balance; ") +
+          d.attention_dp_balance.source + ")");
   } else if (c.attention_dp_balance.value_or(false)) {
     r.notes.push_back(
         "attention_dp_config.enable_balance has no effect without attention DP (enable_attention_dp)");

@@ -372,7 +372,7 @@ void Simulator::decode_sglang(Rank& r) {
 // TensorRT-LLM in-flight batching (batch_manager capacity + micro-batch schedulers): GUARANTEED_NO_EVICT
 // admits a request only when KV for prompt + max output is free; without chunked prefill a context
 // request runs whole and must fit the max_num_tokens budget left after the generation tokens.
-void Simulator::schedule_trtllm(Rank& r, int) {
+void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
   const auto& sch = launch_.scheduler;
   int budget = sch.token_budget;
   const int verify = verify_tokens();
@@ -382,13 +382,13 @@ void Simulator::schedule_trtllm(Rank& r, int) {
     if (q.computed >= q.prefill_target) {
       account(r, id, verify);
       budget -= verify;
-    } else if (budget > 0 && contexts_allowed_) {  // a chunked context continues
+    } else if (budget > 0 && contexts_allowed) {  // a chunked context continues
       const int take = std::min(q.prefill_target - q.computed, budget);
       account(r, id, take);
       budget -= take;
     }
   }
-  while (contexts_allowed_ && !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ &&
+  while (contexts_allowed && !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ &&
          budget > 0) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
@@ -409,23 +409,12 @@ void Simulator::schedule_trtllm(Rank& r, int) {
 // attention_dp_config.enable_balance) [recalled]: the ranks exchange how many contexts and generations they
 // scheduled. When every rank has a context and a free slot, contexts start at once, or, when every rank also
 // has generations, after batching_wait_iters more steps; otherwise they wait, until timeout_iters steps have
-// passed or some rank has no generation to run.
+// passed or some rank has no generation to run. A step that holds back a request some rank could start
+// counts in TwinView::contexts_held_steps.
 bool Simulator::trtllm_contexts_balanced() {
   const auto& sch = launch_.scheduler;
   if (!sch.dp_balance || ranks_.size() < 2) return true;
-  const bool allowed = balance_contexts();
-  if (!allowed)
-    for (const Rank& r : ranks_)
-      if (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_) {
-        ++view_.contexts_held_steps;
-        break;
-      }
-  return allowed;
-}
-
-bool Simulator::balance_contexts() {
-  const auto& sch = launch_.scheduler;
-  bool all_context = true, all_free = true, all_generating = true;
+  bool all_context = true, all_free = true, all_generating = true, any_startable = false;
   for (const Rank& r : ranks_) {
     int generating = 0;
     bool context = false;
@@ -437,27 +426,28 @@ bool Simulator::balance_contexts() {
       else
         context = true;
     }
-    context = context || (!r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_);
-    all_context = all_context && context;
+    const bool startable = !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_;
+    any_startable = any_startable || startable;
+    all_context = all_context && (context || startable);
     all_free = all_free && generating < max_running_;
     all_generating = all_generating && generating > 0;
   }
+  bool allowed = true;
   if (all_context && all_free) {
     balance_wait_steps_ = 0;
-    if (!all_generating) return true;
-    if (balance_batching_steps_ < sch.dp_balance_batching_steps) {
+    if (all_generating && balance_batching_steps_ < sch.dp_balance_batching_steps) {
       ++balance_batching_steps_;
-      return false;
+      allowed = false;
+    } else if (all_generating) {
+      balance_batching_steps_ = 0;
     }
-    balance_batching_steps_ = 0;
-    return true;
-  }
-  ++balance_wait_steps_;
-  if (balance_wait_steps_ >= sch.dp_balance_timeout_steps || !all_generating) {
+  } else if (++balance_wait_steps_ >= sch.dp_balance_timeout_steps || !all_generating) {
     balance_wait_steps_ = 0;
-    return true;
+  } else {
+    allowed = false;
   }
-  return false;
+  if (!allowed && any_startable) ++view_.contexts_held_steps;
+  return allowed;
 }
 
 }  // namespace servelab::sim::detail

@@ -159,8 +159,8 @@ std::optional<Batch> Simulator::plan_batch() {
 std::optional<Batch> Simulator::plan_slot() {
   Batch b;
   bool any = false;
-  if (launch_.scheduler.kind == engines::SchedulerPolicy::Kind::kTrtllmInflight)
-    contexts_allowed_ = trtllm_contexts_balanced();
+  const bool contexts_allowed =
+      launch_.scheduler.kind != engines::SchedulerPolicy::Kind::kTrtllmInflight || trtllm_contexts_balanced();
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = ranks_[i];
     r.load = RankLoad{};
@@ -172,7 +172,7 @@ std::optional<Batch> Simulator::plan_slot() {
         schedule_sglang(r, static_cast<int>(i));
         break;
       case engines::SchedulerPolicy::Kind::kTrtllmInflight:
-        schedule_trtllm(r, static_cast<int>(i));
+        schedule_trtllm(r, contexts_allowed);
         break;
     }
     for (int id : r.running) {

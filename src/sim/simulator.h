@@ -155,11 +155,11 @@ class Simulator {
   void schedule_vllm(Rank& r, int rank);
   void schedule_sglang(Rank& r, int rank);
   void decode_sglang(Rank& r);
-  void schedule_trtllm(Rank& r, int rank);
+  /// `contexts_allowed`: this step may start contexts (trtllm_contexts_balanced).
+  void schedule_trtllm(Rank& r, bool contexts_allowed);
   /// TensorRT-LLM attention-DP context balancing (SchedulerPolicy::dp_balance): whether this step may
-  /// start contexts; advances its step counters.
+  /// start contexts; advances its step counters and TwinView::contexts_held_steps.
   bool trtllm_contexts_balanced();
-  bool balance_contexts();  ///< the balancing rule of trtllm_contexts_balanced (its step counters)
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
@@ -191,7 +191,6 @@ class Simulator {
   int rr_next_ = 0;
   // SchedulerPolicy::dp_balance: steps contexts have waited for every rank to have one, and for batching.
   int balance_wait_steps_ = 0, balance_batching_steps_ = 0;
-  bool contexts_allowed_ = true;  ///< this step may start contexts (schedule_trtllm)
   long long step_index_ = 0;
   int in_flight_ = 0, finished_ = 0;
   double sum_batch_ = 0, sum_tokens_ = 0;

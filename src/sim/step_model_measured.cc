@@ -57,10 +57,11 @@ void StepModel::describe_measured() {
                                                          engines::gemm_kernel_name(launch_.execution.gemm))
                                            : std::string("a kernel no table measures"))));
   // Decode rows from the generation table, prefill rows from the context table of the same release.
+  // (table_note starts with the table's name: the prefill table goes right after it.)
   const std::string decode_table = mla ? "generation_mla_perf" : "generation_attention_perf";
+  const char* prefill_table = mla ? "context_mla_perf" : "context_attention_perf";
   std::string attn_from = from(decode_table.c_str());
-  attn_from.insert(decode_table.size(), mla ? " (decode) and context_mla_perf (prefill)"
-                                            : " (decode) and context_attention_perf (prefill)");
+  attn_from.insert(decode_table.size(), fmt::format(" (decode) and {} (prefill)", prefill_table));
   measured_notes_.push_back(
       fmt::format("attention: {} of {} layer kinds ({} KV cache) from {}{}", attn_measured, attn,
                   model::dtype_name(launch_.kv_dtype), attn_from,

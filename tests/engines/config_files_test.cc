@@ -120,20 +120,17 @@ TEST(ConfigFiles, TrtllmExtraOptions) {
   EXPECT_EQ(adp_again.attention_dp_batching_wait_iters, 4);
   EXPECT_EQ(adp_again.config_file_options.size(), 1u);
   // A section that is no mapping, or a negative wait, is refused with the key named.
-  try {
-    se::apply_config_yaml(parse("trtllm-serve m"), "attention_dp_config: true\n");
-    ADD_FAILURE() << "a non-mapping attention_dp_config was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("attention_dp_config must be a mapping"), std::string::npos)
-        << e.what();
-  }
-  try {
-    se::apply_config_yaml(parse("trtllm-serve m"), "attention_dp_config:\n  timeout_iters: -5\n");
-    ADD_FAILURE() << "a negative timeout_iters was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("attention_dp_config.timeout_iters must be >= 0"), std::string::npos)
-        << e.what();
-  }
+  auto expect_refused = [](const std::string& yaml, const std::string& message) {
+    try {
+      se::apply_config_yaml(parse("trtllm-serve m"), yaml);
+      ADD_FAILURE() << "accepted: " << yaml;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expect_refused("attention_dp_config: true\n", "attention_dp_config must be a mapping");
+  expect_refused("attention_dp_config:\n  timeout_iters: -5\n",
+                 "attention_dp_config.timeout_iters must be >= 0");
 
   EXPECT_TRUE(se::apply_config_yaml(parse("trtllm-serve m"), "cuda_graph_config: null\n").enforce_eager);
   EXPECT_THROW(se::apply_config_yaml(parse("trtllm-serve m"), "max_batch_size: lots\n"),

@@ -356,15 +356,21 @@ TEST(Simulate, SglangBatchFullWaitsForTheRunningBatchToShrink) {
   EXPECT_EQ(p.twin.preemptions, 0);
 }
 
-// DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
-TEST(Simulate, DataParallelRanksShareTheLoad) {
-  Case c;
+// Qwen3-8B on two DP ranks of one H100 each (c.cluster becomes 2xH100), requests routed by `routing`.
+engines::ResolvedLaunch two_dp_ranks(Case& c, engines::Routing routing) {
   c.cluster = hardware::parse_cluster("2xH100");
   auto dp = test_launch(c.model, c.cluster, 1);
   dp.layout.dp = dp.layout.dp_ranks = 2;
   dp.layout.gpus = 2;
-  dp.routing = engines::Routing::kLeastLoaded;
+  dp.routing = routing;
   dp.max_model_len = 32768;
+  return dp;
+}
+
+// DP ranks: least-loaded routing spreads 8 equal requests 4 / 4 over two ranks (lock-stepped).
+TEST(Simulate, DataParallelRanksShareTheLoad) {
+  Case c;
+  const auto dp = two_dp_ranks(c, engines::Routing::kLeastLoaded);
   std::vector<WorkloadRequest> w(8, WorkloadRequest{500, 50});
   const auto& p = ok(predict_resolved(dp, c.cluster, w, {}));
   EXPECT_EQ(p.twin.max_batch_requests, 4);
@@ -378,12 +384,7 @@ TEST(Simulate, DataParallelRanksShareTheLoad) {
 // while every rank decodes: C and D start together after the batching wait (10 steps).
 TEST(Simulate, TrtllmAttentionDpBalanceHoldsContextsBack) {
   Case c;
-  c.cluster = hardware::parse_cluster("2xH100");
-  auto l = test_launch(c.model, c.cluster, 1);
-  l.layout.dp = l.layout.dp_ranks = 2;
-  l.layout.gpus = 2;
-  l.routing = engines::Routing::kShortestQueue;
-  l.max_model_len = 32768;
+  auto l = two_dp_ranks(c, engines::Routing::kShortestQueue);
   l.scheduler.kind = engines::SchedulerPolicy::Kind::kTrtllmInflight;
   l.scheduler.chunked_prefill = false;
   WorkloadOptions o;
