@@ -20,6 +20,7 @@ void Trace::add_step(const TraceStep& s) {
   steps.api_stream_chunks.push_back(s.api_stream_chunks);
   steps.running.push_back(s.running);
   steps.overlap.push_back(s.overlap ? 1 : 0);
+  steps.repeat.push_back(1.0f);
 }
 
 namespace {
@@ -37,16 +38,19 @@ struct StepSeconds {
         kernels(st.launch_kernels.data()),
         chunks(st.api_stream_chunks.data()),
         running(st.running.data()),
-        overlap(st.overlap.data()) {}
+        overlap(st.overlap.data()),
+        repeat(st.repeat.data()) {}
   double operator()(std::size_t i) const {
     return detail::step_seconds_of(kernel[i], memory[i], comm[i], floor[i], kernels[i], running[i],
-                                   overlap[i] != 0, chunks[i], cal);
+                                   overlap[i] != 0, chunks[i], cal) *
+           repeat[i];
   }
   Calibration cal;
   const double* kernel;
   const float *memory, *comm, *floor, *kernels, *chunks;
   const int* running;
   const unsigned char* overlap;
+  const float* repeat;
 };
 
 // Reused per thread: a fit replays thousands of traces per second.
@@ -55,7 +59,107 @@ struct ReplayBuffers {
   std::vector<std::pair<double, int>> done;
 };
 
+// The running extent of one column over a run of steps (compress_trace).
+struct Extent {
+  double lo = 0, hi = 0, sum = 0;  ///< sum: weighted by the steps' repeat counts
+  void start(double v, double w) { lo = hi = v, sum = v * w; }
+  void add(double v, double w) {
+    lo = std::min(lo, v), hi = std::max(hi, v);
+    sum += v * w;
+  }
+  /// The spread with `v` added.
+  double spread_with(double v) const { return std::max(hi, v) - std::min(lo, v); }
+  double lo_with(double v) const { return std::min(lo, v); }
+};
+
 }  // namespace
+
+Trace compress_trace(const Trace& trace, double tolerance) {
+  const TraceSteps& st = trace.steps;
+  const std::size_t n = st.size();
+  // A run may end at a step something refers to, and start at a step a wait precedes, never hold either
+  // inside.
+  std::vector<char> ends(n, 0), starts(n, 0);
+  for (const auto& r : trace.requests)
+    for (const int s : {r.first_step, r.last_step, r.send_after_step})
+      if (s >= 0 && static_cast<std::size_t>(s) < n) ends[s] = 1;
+  for (const auto& w : st.waits)
+    if (w.step >= 0 && static_cast<std::size_t>(w.step) < n) starts[w.step] = 1;
+  auto column = [&](std::size_t i, int c) -> double {
+    switch (c) {
+      case 0:
+        return st.kernel_s[i];
+      case 1:
+        return st.memory_s[i];
+      case 2:
+        return st.comm_s[i];
+      case 3:
+        return st.floor_s[i];
+      case 4:
+        return st.launch_kernels[i];
+      default:
+        return st.api_stream_chunks[i];
+    }
+  };
+  constexpr int kTimeColumns = 4, kColumns = 6;  // seconds: kernel, memory, comm, floor; then counts
+  Trace out;
+  out.harmony_chat = trace.harmony_chat;
+  out.api_fifo = trace.api_fifo;
+  std::vector<int> entry_of(n);
+  std::size_t next_wait = 0;
+  for (std::size_t i = 0; i < n;) {
+    auto weight = [&](std::size_t s) { return st.repeat.empty() ? 1.0 : static_cast<double>(st.repeat[s]); };
+    Extent ext[kColumns];
+    for (int c = 0; c < kColumns; ++c) ext[c].start(column(i, c), weight(i));
+    double k = weight(i);
+    std::size_t j = i + 1;
+    for (; j < n && !ends[j - 1] && !starts[j] && st.running[j] == st.running[i] &&
+           st.overlap[j] == st.overlap[i];
+         ++j) {
+      // The time columns' spreads together within `tolerance` of the run's smallest seconds; the counts'
+      // each within `tolerance` of their smallest.
+      double spread = 0, seconds = 0;
+      bool alike = true;
+      for (int c = 0; c < kTimeColumns; ++c) {
+        spread += ext[c].spread_with(column(j, c));
+        seconds += ext[c].lo_with(column(j, c));
+      }
+      alike = spread <= tolerance * seconds;
+      for (int c = kTimeColumns; c < kColumns && alike; ++c)
+        alike = ext[c].spread_with(column(j, c)) <= tolerance * std::fabs(ext[c].lo_with(column(j, c)));
+      if (!alike) break;
+      for (int c = 0; c < kColumns; ++c) ext[c].add(column(j, c), weight(j));
+      k += weight(j);
+    }
+    const int entry = static_cast<int>(out.steps.size());
+    for (std::size_t s = i; s < j; ++s) entry_of[s] = entry;
+    for (; next_wait < st.waits.size() && static_cast<std::size_t>(st.waits[next_wait].step) < j;
+         ++next_wait) {
+      TraceSteps::Wait w = st.waits[next_wait];
+      w.step = entry;
+      out.steps.waits.push_back(w);
+    }
+    TraceSteps& o = out.steps;
+    o.kernel_s.push_back(ext[0].sum / k);
+    o.memory_s.push_back(static_cast<float>(ext[1].sum / k));
+    o.comm_s.push_back(static_cast<float>(ext[2].sum / k));
+    o.floor_s.push_back(static_cast<float>(ext[3].sum / k));
+    o.launch_kernels.push_back(static_cast<float>(ext[4].sum / k));
+    o.api_stream_chunks.push_back(static_cast<float>(ext[5].sum / k));
+    o.running.push_back(st.running[i]);
+    o.overlap.push_back(st.overlap[i]);
+    o.repeat.push_back(static_cast<float>(k));
+    i = j;
+  }
+  out.requests = trace.requests;
+  auto remap = [&](int s) { return s >= 0 && static_cast<std::size_t>(s) < n ? entry_of[s] : s; };
+  for (auto& r : out.requests) {
+    r.first_step = remap(r.first_step);
+    r.last_step = remap(r.last_step);
+    r.send_after_step = remap(r.send_after_step);
+  }
+  return out;
+}
 
 HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
   const TraceSteps& st = trace.steps;

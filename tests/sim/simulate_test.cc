@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include <numeric>
 
@@ -93,6 +94,58 @@ TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
   Calibration slow = a.context.calibration;
   slow.cpu_step_ms += 1.0;
   EXPECT_NEAR(replay(trace, slow).duration_s - h.duration_s, a.twin.steps * 1e-3, 0.02 * h.duration_s);
+}
+
+// A traced run compressed (compress_trace) re-times within its tolerance under any calibration, with far
+// fewer entries: 300 requests under a client cap of 16 (sends after steps) and then at 20 requests/s
+// (waits for arrivals). Tolerance 0 merges only identical steps and replays to rounding.
+TEST(Simulate, ACompressedTraceReplaysWithinItsTolerance) {
+  Case c;
+  std::vector<WorkloadRequest> w;
+  for (int i = 0; i < 300; ++i) w.push_back({100 + (i * 37) % 900, 20 + (i * 11) % 200});
+  // One long decode: its steps differ only by the KV read growing a token at a time.
+  {
+    Trace trace;
+    WorkloadOptions o;
+    o.trace = &trace;
+    ok(predict_resolved(c.launch, c.cluster, std::vector<WorkloadRequest>{{1000, 2000}}, o));
+    const Trace merged = compress_trace(trace, 1e-3);
+    EXPECT_EQ(trace.steps.size(), 2000u);
+    EXPECT_LT(merged.steps.size(), 40u);  // measured: 18
+    const HeadlineMetrics h = replay(trace, Calibration{}), m = replay(merged, Calibration{});
+    EXPECT_NEAR(m.mean_tpot_ms, h.mean_tpot_ms, 1e-3 * h.mean_tpot_ms);
+    EXPECT_NEAR(m.mean_ttft_ms, h.mean_ttft_ms, 1e-3 * h.mean_ttft_ms);
+  }
+  for (const double rate : {std::numeric_limits<double>::infinity(), 20.0}) {
+    Trace trace;
+    WorkloadOptions o;
+    o.trace = &trace;
+    o.request_rate = rate;
+    if (!std::isfinite(rate)) o.max_concurrency = 16;
+    const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+    const Trace merged = compress_trace(trace, 1e-3), exact = compress_trace(trace, 0.0);
+    ASSERT_EQ(trace.steps.size(), static_cast<std::size_t>(p.twin.steps));
+    EXPECT_LT(merged.steps.size(), trace.steps.size()) << "rate " << rate;
+    EXPECT_LE(exact.steps.size(), trace.steps.size());
+    double repeats = 0;
+    for (float r : merged.steps.repeat) repeats += r;
+    EXPECT_EQ(repeats, static_cast<double>(trace.steps.size()));
+    // Slower only: re-timed faster, a run with timed arrivals would start steps before their requests arrive
+    // (the trace keeps the traced run's batches; trace.h).
+    Calibration slow_gpu = p.context.calibration, cpu_bound = slow_gpu;
+    slow_gpu.kernel_scale *= 0.5;
+    cpu_bound.cpu_step_ms += 1.0;
+    cpu_bound.cpu_request_us += 50;
+    for (const Calibration& cal : {p.context.calibration, slow_gpu, cpu_bound}) {
+      const HeadlineMetrics h = replay(trace, cal), m = replay(merged, cal), e = replay(exact, cal);
+      EXPECT_EQ(m.completed, h.completed);
+      EXPECT_NEAR(m.duration_s, h.duration_s, 1e-3 * h.duration_s);
+      EXPECT_NEAR(m.mean_ttft_ms, h.mean_ttft_ms, 1e-3 * h.mean_ttft_ms);
+      EXPECT_NEAR(m.mean_tpot_ms, h.mean_tpot_ms, 1e-3 * h.mean_tpot_ms);
+      EXPECT_NEAR(e.mean_ttft_ms, h.mean_ttft_ms, 1e-9 * h.mean_ttft_ms);
+      EXPECT_NEAR(e.mean_tpot_ms, h.mean_tpot_ms, 1e-9 * h.mean_tpot_ms);
+    }
+  }
 }
 
 // Three requests arrive together, 1 ms of API-server work each. Processor sharing hands all three off

@@ -40,6 +40,9 @@ struct TraceSteps {
   std::vector<float> memory_s, comm_s, floor_s, launch_kernels, api_stream_chunks;
   std::vector<int> running;
   std::vector<unsigned char> overlap;  ///< 1: CPU work overlaps the GPU's
+  /// How many simulated steps entry i stands for (1 as recorded; more after compress_trace, which merges
+  /// runs of like steps into their mean): replay counts entry i's seconds this many times.
+  std::vector<float> repeat;
   /// A step that waited for an arrival (TraceStep::not_before_s > 0) or an API-server hand-off, in step
   /// order; the other steps start when the previous one ends.
   struct Wait {
@@ -72,6 +75,17 @@ struct HeadlineMetrics {
   double duration_s = 0;
   int completed = 0;
 };
+
+/// `trace` with each run of consecutive steps merged into one entry (TraceSteps::repeat) when nothing
+/// happens inside the run and its steps are alike: no request's first token, last token or send and no
+/// wait refers to a step of the run but its last (a wait may precede its first); the same `running` and
+/// `overlap`; the spreads of the time columns (kernel, memory, comm, floor seconds) adding up to within
+/// `tolerance` of the run's smallest step seconds, and each count (launch kernels, stream chunks) within
+/// `tolerance` of its smallest (0 stays 0). The entry holds the run's means. Its linear terms replay
+/// exactly; a max() of detail::step_seconds_of moves by at most about `tolerance` / kernel_scale of the
+/// run's time, so replay() of the result stays that close to replay() of `trace` under any calibration,
+/// with far fewer steps to re-time. `tolerance` >= 0; 0 merges identical steps only.
+Trace compress_trace(const Trace& trace, double tolerance);
 
 /// Re-times `trace` under `cal` and returns its headline metrics, computed as vLLM bench serve does
 /// (duration to the last completion; TPOT over requests with more than one output token). Pure.
