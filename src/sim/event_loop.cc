@@ -78,6 +78,7 @@ void EventLoop::end_tick() {
   for (auto& b : pipe_) --b.stages_left;
   while (!pipe_.empty() && pipe_.front().stages_left <= 0) {
     sim_.finish_batch(pipe_.front(), t_);
+    sim_.recycle(std::move(pipe_.front()));
     pipe_.pop_front();
   }
   std::vector<int> cancels;

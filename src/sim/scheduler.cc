@@ -40,13 +40,20 @@ double pattern_decode_keys(const AttentionPattern& p, double c) {
 bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
   if (tokens <= q.kv_tokens) return true;  // request_kv_bytes is non-decreasing in tokens
   const double need = request_kv_bytes(plan_, tokens);
-  if (need <= q.kv_bytes) return true;
+  // request_kv_bytes is flat up to the end of the block `tokens` falls in (the window part too: its
+  // rounded length is that block's end or the window), so the allocation covers that far.
+  const long long bs = std::max(1, plan_.block_size);
+  const long long covered = (tokens + bs - 1) / bs * bs;
+  if (need <= q.kv_bytes) {
+    q.kv_tokens = std::max(q.kv_tokens, covered);
+    return true;
+  }
   const double delta = need - q.kv_bytes;
   if (delta > r.free_bytes) return false;
   r.free_bytes -= delta;
   r.allocated += delta;
   q.kv_bytes = need;
-  q.kv_tokens = tokens;
+  q.kv_tokens = covered;
   r.peak_used = std::max(r.peak_used, r.total_bytes - r.free_bytes);
   return true;
 }

@@ -156,8 +156,17 @@ std::optional<Batch> Simulator::plan_batch() {
   return std::nullopt;
 }
 
+void Simulator::recycle(Batch&& b) {
+  if (b.items.capacity() > spare_.items.capacity()) spare_.items = std::move(b.items);
+  if (b.loads.capacity() > spare_.loads.capacity()) spare_.loads = std::move(b.loads);
+}
+
 std::optional<Batch> Simulator::plan_slot() {
   Batch b;
+  b.items = std::move(spare_.items);
+  b.loads = std::move(spare_.loads);
+  b.items.clear();
+  b.loads.clear();
   bool any = false;
   const bool contexts_allowed =
       launch_.scheduler.kind != engines::SchedulerPolicy::Kind::kTrtllmInflight || trtllm_contexts_balanced();
@@ -193,7 +202,10 @@ std::optional<Batch> Simulator::plan_slot() {
     b.any_prefill |= r.load.prefill_tokens > 0;
     any |= r.load.query_tokens > 0;
   }
-  if (!any) return std::nullopt;
+  if (!any) {
+    recycle(std::move(b));
+    return std::nullopt;
+  }
   const bool graph = model_.graphed(b.loads);
   b.cost = model_.cost(b.loads, b.max_running, graph, pipeline_depth() > 1);
   b.stage_s = step_seconds(b.cost, cal_);

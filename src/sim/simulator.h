@@ -111,6 +111,8 @@ class Simulator {
   void plan_into(std::deque<Batch>& pipe, double t);
   /// A micro-batch leaves the pipeline at `t`: KV grows, tokens are emitted, finished requests leave.
   void finish_batch(const Batch& b, double t);
+  /// Keeps a finished micro-batch's buffers for the next plan_batch() (a step allocates nothing).
+  void recycle(Batch&& b);
   /// Aborts requests that can never be scheduled (need more KV than a rank holds); returns how many.
   int drop_unschedulable();
   /// One pipeline tick (an engine step) has passed.
@@ -196,7 +198,8 @@ class Simulator {
   double sum_batch_ = 0, sum_tokens_ = 0;
   double now_s_ = 0;
   std::vector<int> scratch_ids_;
-  ApiServer api_;                                   ///< the engine's API server (api_server.h)
+  Batch spare_;    ///< buffers of a finished micro-batch, reused by plan_slot (recycle)
+  ApiServer api_;  ///< the engine's API server (api_server.h)
   std::vector<std::pair<double, int>> handed_off_;  ///< (time, id) finished by the API, not yet routed
   /// Client-visible completions (time, trace step that produced them), in order: the client's
   /// concurrency slots free at these times.
