@@ -1,6 +1,8 @@
 // Engine option files: vLLM/SGLang `--config FILE.yaml` (YAML keys are CLI options) and TensorRT-LLM
 // `--extra_llm_api_options FILE.yaml` (LLM API arguments that override the CLI).
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -9,6 +11,7 @@
 #include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/yaml_subset.h"
+#include "servelab/common/text.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 
@@ -61,10 +64,23 @@ void flatten(const json& v, const std::string& prefix, std::vector<EngineOption>
   }
 }
 
+// TensorRT-LLM validates the YAML's values with pydantic in lax mode [recalled: pydantic v2 conversion
+// table]: an int field takes an integer, a float with no fractional part (50.0) or a string holding an
+// integer ("8"); a bool field takes true/false, 0/1 or the strings "true/false", "yes/no", "on/off", "y/n",
+// "t/f", "1/0" in any case. Anything else stops the engine at start-up with a validation error.
 int as_int(const json& v, const std::string& key) {
-  if (!v.is_number_integer())
-    throw std::invalid_argument("extra_llm_api_options: " + key + " must be an integer, got " + v.dump());
-  return v.get<int>();
+  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 2e9) return static_cast<int>(d);
+  }
+  if (v.is_string()) {
+    const std::string t = common::trim(v.get<std::string>());
+    int out = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (!t.empty() && ec == std::errc() && end == t.data() + t.size()) return out;
+  }
+  throw std::invalid_argument("extra_llm_api_options: " + key + " must be an integer, got " + v.dump());
 }
 
 double as_double(const json& v, const std::string& key) {
@@ -74,9 +90,17 @@ double as_double(const json& v, const std::string& key) {
 }
 
 bool as_bool(const json& v, const std::string& key) {
-  if (!v.is_boolean())
-    throw std::invalid_argument("extra_llm_api_options: " + key + " must be true/false, got " + v.dump());
-  return v.get<bool>();
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer() && (v.get<long long>() == 0 || v.get<long long>() == 1))
+    return v.get<long long>() == 1;
+  if (v.is_string()) {
+    const std::string t = common::ascii_lower(common::trim(v.get<std::string>()));
+    for (const char* y : {"true", "yes", "on", "y", "t", "1"})
+      if (t == y) return true;
+    for (const char* n : {"false", "no", "off", "n", "f", "0"})
+      if (t == n) return false;
+  }
+  throw std::invalid_argument("extra_llm_api_options: " + key + " must be true/false, got " + v.dump());
 }
 
 LaunchConfig apply_trtllm_options(const LaunchConfig& in, const json& doc) {

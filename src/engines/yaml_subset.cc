@@ -53,8 +53,12 @@ nlohmann::json scalar(const std::string& raw, int line) {
     }
     return body;
   }
-  if (v == "true" || v == "True" || v == "TRUE") return true;
-  if (v == "false" || v == "False" || v == "FALSE") return false;
+  // YAML 1.1 booleans, as PyYAML's safe_load (what vLLM, SGLang and TensorRT-LLM read these files with)
+  // resolves them: true/yes/on and false/no/off in lower, Title or UPPER case [recalled: PyYAML resolver.py].
+  for (const char* t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+    if (v == t) return true;
+  for (const char* f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
+    if (v == f) return false;
   if (v.front() == '[') {
     if (v.back() != ']') error(line, "unterminated flow list " + v);
     nlohmann::json arr = nlohmann::json::array();

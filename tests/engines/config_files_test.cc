@@ -58,6 +58,47 @@ TEST(YamlSubset, RefusesWhatItDoesNotSupport) {
   EXPECT_EQ(msg("just text\n"), "YAML line 1: expected 'key: value', got 'just text'");
 }
 
+// TensorRT-LLM reads the file with PyYAML (YAML 1.1: yes/on/off are booleans) and validates it with
+// pydantic in lax mode (an int field takes 50.0 or "8", a bool field "yes" or 1); what neither accepts is
+// refused with the key named.
+TEST(ConfigFiles, TrtllmOptionsTakeWhatPyyamlAndPydanticAccept) {
+  const auto c = parse("trtllm-serve m --tp_size 8 --ep_size 8 --extra_llm_api_options extra.yaml");
+  const auto r = se::apply_config_yaml(c,
+                                       "enable_attention_dp: yes\n"
+                                       "max_batch_size: 128.0\n"
+                                       "max_num_tokens: \"8192\"\n"
+                                       "enable_chunked_prefill: On\n"
+                                       "cuda_graph_config:\n"
+                                       "  enable_padding: \"y\"\n"
+                                       "  max_batch_size: 64\n"
+                                       "attention_dp_config:\n"
+                                       "  enable_balance: 1\n"
+                                       "  timeout_iters: 50.0\n");
+  EXPECT_TRUE(r.enable_dp_attention);
+  EXPECT_EQ(r.max_num_seqs, 128);
+  EXPECT_EQ(r.max_num_batched_tokens, 8192);
+  EXPECT_TRUE(r.enable_chunked_prefill);
+  EXPECT_TRUE(r.cuda_graph_padding);
+  EXPECT_EQ(r.attention_dp_balance, true);
+  EXPECT_EQ(r.attention_dp_timeout_iters, 50);
+  const auto off = se::apply_config_yaml(c, "enable_attention_dp: off\n");
+  EXPECT_FALSE(off.enable_dp_attention);
+  auto refused = [&](const std::string& yaml) {
+    try {
+      se::apply_config_yaml(c, yaml);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused("max_batch_size: 12.5\n"),
+            "extra_llm_api_options: max_batch_size must be an integer, got 12.5");
+  EXPECT_EQ(refused("enable_attention_dp: maybe\n"),
+            "extra_llm_api_options: enable_attention_dp must be true/false, got \"maybe\"");
+  EXPECT_EQ(refused("enable_attention_dp: 2\n"),
+            "extra_llm_api_options: enable_attention_dp must be true/false, got 2");
+}
+
 TEST(ConfigFiles, TrtllmExtraOptions) {
   auto c =
       parse("trtllm-serve m --tp_size 8 --ep_size 8 --max_batch_size 512 --extra_llm_api_options extra.yaml");
