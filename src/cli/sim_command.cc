@@ -79,10 +79,12 @@ std::string twin_view_block(const sim::TwinView& v) {
   const bool pp = v.memory.layout.pp > 1;
   row(pp ? "Pipeline ticks / with CUDA graphs:" : "Engine steps / with CUDA graphs:",
       fmt::format("{} / {}", v.steps, v.graphed_steps));
-  row(pp ? "Mean stage time per tick (ms):" : "Mean step time (ms):", fmt::format("{:.2f}", v.mean_step_ms));
+  if (pp) row("Micro-batches run:", fmt::format("{}", v.micro_batches));
+  row(pp ? "Mean stage time per micro-batch (ms):" : "Mean step time (ms):",
+      fmt::format("{:.2f}", v.mean_step_ms));
   row("Mean / max running requests per rank:",
       fmt::format("{:.1f} / {}", v.mean_batch_requests, v.max_batch_requests));
-  row(pp ? "Mean query tokens per rank per tick:" : "Mean query tokens per rank per step:",
+  row(pp ? "Mean query tokens per rank per micro-batch:" : "Mean query tokens per rank per step:",
       fmt::format("{:.1f}", v.mean_step_tokens));
   row("Preemptions:", fmt::format("{}", v.preemptions));
   row(pp ? "Stage time, prefill micro-batches (s):" : "Time in prefill steps (s):",

@@ -365,9 +365,13 @@ void Simulator::emit(int id, int tokens, double engine_t) {
 }
 
 TwinView Simulator::view() {
-  view_.mean_batch_requests = view_.steps ? sum_batch_ / view_.steps : 0;
-  view_.mean_step_tokens = view_.steps ? sum_tokens_ / view_.steps : 0;
-  view_.mean_step_ms = view_.steps ? 1e3 * (view_.prefill_time_s + view_.decode_time_s) / view_.steps : 0;
+  // Per batch that ran (finish_batch counts them in step_index_): without PP one per step; under PP the
+  // micro-batches, so that a pipeline holding one micro-batch does not average in its empty ticks.
+  const auto batches = static_cast<double>(step_index_);
+  view_.micro_batches = step_index_;
+  view_.mean_batch_requests = batches > 0 ? sum_batch_ / batches : 0;
+  view_.mean_step_tokens = batches > 0 ? sum_tokens_ / batches : 0;
+  view_.mean_step_ms = batches > 0 ? 1e3 * (view_.prefill_time_s + view_.decode_time_s) / batches : 0;
   // A micro-batch's time counts once, when it leaves the last stage: the rest of the ticks is the bubble.
   view_.pipeline_bubble_s =
       pipeline_depth() > 1

@@ -29,7 +29,7 @@ done
 # times add up with the pipeline bubble. Without PP: engine steps, no bubble row.
 pp="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B -pp 2 2>&1)" ||
   fail "sim run -pp 2: $pp"
-for label in "Pipeline ticks / with CUDA graphs:" "Mean stage time per tick (ms):" \
+for label in "Pipeline ticks / with CUDA graphs:" "Mean stage time per micro-batch (ms):" "Micro-batches run:" \
              "Stage time, prefill micro-batches (s):" "Pipeline fill, drain and stage waits (s):"; do
   [[ "$pp" == *"$label"* ]] || fail "sim run -pp 2 lacks '$label'"
 done

@@ -261,7 +261,8 @@ TEST(Simulate, VllmPreemptsAndRecomputesWhenKvRunsOut) {
   ASSERT_GT(pool_tokens, 0);
   EXPECT_LT(pool_tokens, 400LL * 2100);
   EXPECT_GT(static_cast<long long>(p.twin.max_batch_requests) * 2100, pool_tokens);
-  const long long query_tokens = std::llround(p.twin.mean_step_tokens * static_cast<double>(p.twin.steps));
+  const long long query_tokens =
+      std::llround(p.twin.mean_step_tokens * static_cast<double>(p.twin.micro_batches));
   const long long recomputed = query_tokens - 400LL * (1500 + 599) + p.twin.cached_tokens_reused;
   ASSERT_GT(p.twin.preemptions, 0);
   EXPECT_GE(recomputed, p.twin.preemptions * 1499)
@@ -340,6 +341,11 @@ TEST(Simulate, PipelineKeepsTwoMicroBatchesInFlight) {
   const std::vector<WorkloadRequest> one = {{200, 5}};
   const auto& q = ok(predict_resolved(pp, c.cluster, one, {}));
   EXPECT_EQ(q.twin.steps, 2 * 5);
+  // Five micro-batches ran, each one request: the means are per micro-batch, not per tick (half of which
+  // finish none).
+  EXPECT_EQ(q.twin.micro_batches, 5);
+  EXPECT_DOUBLE_EQ(q.twin.mean_batch_requests, 1.0);
+  EXPECT_NEAR(q.twin.mean_step_ms, 1e3 * (q.twin.prefill_time_s + q.twin.decode_time_s) / 5, 1e-9);
   // Its time counts once per micro-batch; the other stage's tick is the bubble: as long as the busy time.
   const double busy = q.twin.prefill_time_s + q.twin.decode_time_s;
   EXPECT_NEAR(q.twin.pipeline_bubble_s, busy, 1e-9 * q.twin.duration_s);

@@ -71,13 +71,16 @@ struct TwinView {
   /// and the wait of each tick for its slowest stage; prefill + decode + idle + this = duration_s (s). 0
   /// without PP (prefill + decode + idle = duration_s).
   double pipeline_bubble_s = 0.0;
-  double mean_batch_requests = 0.0;    ///< running requests per rank, averaged over steps
+  /// Batches that ran: one per engine step without PP; under PP the micro-batches, each of which passes
+  /// every stage (a pipeline with fewer micro-batches in flight than stages has ticks that finish none).
+  long long micro_batches = 0;
+  double mean_batch_requests = 0.0;    ///< running requests per rank, averaged over micro_batches
   int max_batch_requests = 0;          ///< most running requests on one rank
-  double mean_step_tokens = 0.0;       ///< query tokens per rank per step, averaged over steps
+  double mean_step_tokens = 0.0;       ///< query tokens per rank per batch, averaged over micro_batches
   double kv_peak_fraction = 0.0;       ///< peak KV bytes in use / pool (max over ranks)
   long long preemptions = 0;           ///< requests preempted (vLLM recompute / SGLang retract)
   long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
-  double mean_step_ms = 0.0;           ///< average step time (ms)
+  double mean_step_ms = 0.0;           ///< average step time (ms; under PP a micro-batch's stage time)
   long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
   /// Steps in which attention-DP context balancing (engines::SchedulerPolicy::dp_balance) held back the
   /// contexts some rank had to start; 0 without it.
