@@ -336,6 +336,25 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
   auto parse = [&](const std::string& v) { return apply_config_files(parse_launch_command(argv, env, v)); };
   const LaunchImage image = launch_image(argv, env);
   ReleasedLaunch out;
+  // A rolling tag (`latest`, `nightly`) runs whatever the engine released last: the newest modelled release
+  // is the nearest, predicted with a note that the tag moves.
+  if (version.empty() && image.release.empty() && (image.tag == "latest" || image.tag == "nightly")) {
+    EngineKind kind;
+    try {
+      kind = parse_launch_command(argv, env, "").kind;
+    } catch (const EngineArgError& e) {
+      kind = e.kind;
+    }
+    const EngineModule& m = engine_module(kind);
+    out.config = parse(m.versions.back());
+    out.model = model_of(out.config);
+    out.notices.push_back("note: the image tag '" + image.tag + "' (" + image.image +
+                          ") moves with the engine's releases: " + m.product_name + " " + m.versions.back() +
+                          ", the newest modelled release, is predicted; pin a release tag or pass "
+                          "--engine-version for another (modelled: " +
+                          join_versions(m.versions) + ")");
+    return out;
+  }
   // A stated release (--engine-version, else an image's tag) is the one predicted: its errors are the answer.
   if (!version.empty() || !image.release.empty()) {
     out.config = parse(version);

@@ -449,19 +449,30 @@ TEST(ArchitectureRelease, NoticesNameTheReleasePredicted) {
     return se::parse_launch_for_model(se::split_command_line(cmd), {}, version, as(m)).notices;
   };
   const std::string modelled = "(modelled: 0.10.2, 0.11.0, 0.13.0, 0.17.1, 0.24.0)";
-  // `latest` names no release: the model's oldest loading release is predicted, and the note says so.
-  auto latest = notices("docker run --gpus all vllm/vllm-openai:latest --model m", "", qwen35);
-  ASSERT_EQ(latest.size(), 1u);
-  EXPECT_EQ(latest[0],
-            "note: the image tag 'latest' (vllm/vllm-openai:latest) names no release, so vLLM 0.17.1 is "
+  // `latest` and `nightly` run the engine's last release: the newest modelled one is predicted, with a note.
+  auto latest = se::parse_launch_for_model(
+      se::split_command_line("docker run --gpus all vllm/vllm-openai:latest --model m"), {}, "", as(qwen35));
+  EXPECT_EQ(latest.config.engine_version, "0.24.0");
+  ASSERT_EQ(latest.notices.size(), 1u);
+  EXPECT_EQ(latest.notices[0],
+            "note: the image tag 'latest' (vllm/vllm-openai:latest) moves with the engine's releases: vLLM "
+            "0.24.0, the newest modelled release, is predicted; pin a release tag or pass --engine-version "
+            "for another " +
+                modelled);
+  auto nightly =
+      notices("docker run lmsysorg/sglang:nightly python3 -m sglang.launch_server --model-path m", "", kV32);
+  ASSERT_EQ(nightly.size(), 1u);
+  EXPECT_NE(nightly[0].find("SGLang " + se::engine_module(se::EngineKind::kSglang).versions.back() +
+                            ", the newest modelled release, is predicted"),
+            std::string::npos)
+      << nightly[0];
+  // Another tag that names no release: the module's default (or the model's oldest loading release).
+  auto other = notices("docker run vllm/vllm-openai:cu129 --model m", "", qwen35);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0],
+            "note: the image tag 'cu129' (vllm/vllm-openai:cu129) names no release, so vLLM 0.17.1 is "
             "predicted, the oldest modelled release that can load Qwen3_5ForConditionalGeneration; "
             "--engine-version picks another " +
-                modelled);
-  auto nightly = notices("docker run vllm/vllm-openai:nightly --model m", "", kV32);
-  ASSERT_EQ(nightly.size(), 1u);
-  EXPECT_EQ(nightly[0],
-            "note: the image tag 'nightly' (vllm/vllm-openai:nightly) names no release, so vLLM 0.13.0 is "
-            "predicted, the module's default; --engine-version picks another " +
                 modelled);
   // --engine-version wins over the tag's release, and says so; the same release (v-prefixed) is no news.
   auto over = notices("docker run vllm/vllm-openai:v0.13.0 --model m", "0.11.0", kV32);

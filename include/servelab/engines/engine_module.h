@@ -140,7 +140,8 @@ struct ReleasedLaunch {
 };
 
 /// Parses `argv` (parse_launch_command, then apply_config_files) for the release it states: `version`
-/// (--engine-version), else an engine image's tag. A launch that states none is parsed for
+/// (--engine-version), else an engine image's tag; a rolling tag (`latest`, `nightly`) for the newest
+/// modelled release, with a note. A launch that states none is parsed for
 /// default_version_for(kind, model.architecture): the module's default, or the oldest modelled release that
 /// can load the model, with a note saying so; when the default release lacks one of its flags, the newest
 /// modelled release that has them finds its model first; when no release parses it, the error is that of the
