@@ -107,13 +107,15 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
       e.gemm = GemmKernel::kFp4Native;
       break;
   }
-  // MoE backend (moe_config.backend, default CUTLASS; WFP4A16 mixed-input CUTLASS for MXFP4 on Hopper).
+  // MoE backend (moe_config.backend): the one named; unset, the default picks TRTLLM-gen for MXFP4 on
+  // Blackwell (MoE backend AUTO, engine-versions.md [src]; TRTLLM-gen is the MXFP4 kernel NVIDIA's gpt-oss
+  // guide names there [recalled]) and CUTLASS otherwise (WFP4A16 mixed-input CUTLASS for MXFP4 on Hopper).
   const std::string& b = r.config.moe_runner_backend;
-  e.moe = b == "DEEPGEMM"                                          ? MoeKernel::kDeepGemmGrouped
-          : b == "TRITON"                                          ? MoeKernel::kTritonKernels
-          : b == "TRTLLM"                                          ? MoeKernel::kFlashInferTrtllm
-          : is_blackwell(cl) && m.quantization.method == Q::kMxfp4 ? MoeKernel::kFlashInferTrtllm
-                                                                   : MoeKernel::kCutlassGrouped;
+  const bool default_trtllm_gen = b.empty() && is_blackwell(cl) && m.quantization.method == Q::kMxfp4;
+  e.moe = b == "DEEPGEMM"                       ? MoeKernel::kDeepGemmGrouped
+          : b == "TRITON"                       ? MoeKernel::kTritonKernels
+          : b == "TRTLLM" || default_trtllm_gen ? MoeKernel::kFlashInferTrtllm
+                                                : MoeKernel::kCutlassGrouped;
   // The measured tables' rows of that MoE (aic-ops kernel_source; ExecutionPolicy::moe_kernel_sources):
   // the CUTLASS flows (moe_torch_flow, moe_torch_flow_cutlass) and DeepGEMM; the TRTLLM-gen and Triton
   // backends have none. The MLA tables name no kernel ("default"): every row.
@@ -133,7 +135,10 @@ void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
                          : e.gemm;
   r.notes.push_back(std::string("kernels: TRTLLM attention, GEMM ") + gemm_kernel_name(e.gemm) + ", MoE " +
                     moe_kernel_name(e.moe) +
-                    (b.empty() ? " (moe_config.backend default CUTLASS)" : " (moe_config.backend)"));
+                    (!b.empty() ? " (moe_config.backend " + b + ")"
+                     : default_trtllm_gen
+                         ? std::string(" (moe_config.backend unset: TRTLLM-gen for MXFP4 on Blackwell)")
+                         : std::string(" (moe_config.backend unset: CUTLASS)")));
 }
 
 // TP x PP, MoE TP = tp / ep (Mapping), attention DP: every TP rank its own attention rank.

@@ -232,6 +232,17 @@ TEST(VllmDefaults, KernelsPerGeneration) {
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.moe, se::MoeKernel::kMarlinMoe);
   auto b200 = ok("vllm serve m", "0.13.0", kGptOss, "B200");
   EXPECT_EQ(b200.execution.moe, se::MoeKernel::kFlashInferTrtllm);
+  // TensorRT-LLM on B200: moe_config.backend names the MoE; unset, TRTLLM-gen for MXFP4 experts.
+  auto trt_moe = [&](const std::string& backend) {
+    auto c = parse_at("trtllm-serve m", "1.2.0rc5");
+    c.moe_runner_backend = backend;
+    return std::get<se::ResolvedLaunch>(se::resolve_launch(c, model(kGptOss), hw::parse_cluster("B200")))
+        .execution.moe;
+  };
+  EXPECT_EQ(trt_moe(""), se::MoeKernel::kFlashInferTrtllm);
+  EXPECT_EQ(trt_moe("TRTLLM"), se::MoeKernel::kFlashInferTrtllm);
+  EXPECT_EQ(trt_moe("CUTLASS"), se::MoeKernel::kCutlassGrouped);  // was TRTLLM-gen whatever it said
+  EXPECT_EQ(trt_moe("TRITON"), se::MoeKernel::kTritonKernels);
   EXPECT_EQ(b200.execution.attention, se::AttentionKernel::kTrtllmGen);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "A100").execution.attention, se::AttentionKernel::kTriton);
   EXPECT_EQ(ok("vllm serve m", "0.13.0", kGptOss, "H100").execution.attention,
