@@ -206,6 +206,13 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
   return roofline_s(compute, memory, memory_bound_s);
 }
 
+double moe_time_s(double flops, double bytes, double touched, double peak_flops, const KernelEfficiency& eff,
+                  const hardware::GpuSpec& gpu) {
+  if (touched <= 0) return 0.0;
+  return std::max(flops / (peak_flops * eff.compute), bytes / (gpu.hbm_bandwidth_Bps * eff.memory)) +
+         kMoeCallLatencyS + touched * kMoeExpertOverheadS;
+}
+
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes) {
   if (e.memory_small <= 0 || weight_bytes >= kLargeGemmWeightBytes) return e.memory;
   if (weight_bytes <= kSmallGemmWeightBytes) return e.memory_small;

@@ -35,6 +35,25 @@ struct KernelEfficiency {
 inline constexpr double kSmallGemmWeightBytes = 15e6;
 inline constexpr double kLargeGemmWeightBytes = 117e6;
 
+/// The routed experts' fixed costs beside their weight read (the roofline MoE; a measured moe_perf curve
+/// carries its own): one fused-MoE call takes kMoeCallLatencyS more than its kernels' floors, and each
+/// touched expert kMoeExpertOverheadS more than its slice's bytes at the kernel's bandwidth, seconds. So a
+/// small expert slice (a wide MoE TP) streams below the bandwidth a large one reaches. Fitted by least
+/// squares, latency = a + touched x t + bytes / (HBM x e), to the balanced-routing rows at 1-64 tokens (ep 1,
+/// >= 32 experts) of AIConfigurator's moe_perf (shared/data/aic-ops): vLLM 0.14.0 H100 Marlin int4 a 41.7 us,
+/// t 0.09 us; fused_moe BF16 23.8 / 0.24; fused_moe FP8 32.8 / 0.29; H200 Marlin int4 30.1 / 0.18; fused_moe
+/// BF16 28.7 / 0.32; vLLM 0.19.0 B200 FlashInfer TRT-LLM NVFP4 22.7 / 0.09 (e 0.74-0.94, rms 6-19%). The
+/// medians: a 29.4 us less the 6 MoE kernels' Hopper floors (kernel_floor_s, 6 x 2.5 us) = 14 us [derived];
+/// t 0.21 us [derived]. (Reproduce: scripts/moe_overhead_fit.py.)
+inline constexpr double kMoeCallLatencyS = 14e-6;
+inline constexpr double kMoeExpertOverheadS = 0.21e-6;
+
+/// Roofline time of one MoE layer's routed experts, seconds before the kernel scale:
+/// max(flops / (peak x eff.compute), bytes / (HBM x eff.memory)) + kMoeCallLatencyS + touched x
+/// kMoeExpertOverheadS, with `touched` the experts whose weights the step reads on this rank.
+double moe_time_s(double flops, double bytes, double touched, double peak_flops, const KernelEfficiency& eff,
+                  const hardware::GpuSpec& gpu);
+
 /// The memory-bound efficiency of `e` on a GEMM of `weight_bytes` (see KernelEfficiency::memory_small).
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes);
 
