@@ -411,8 +411,8 @@ void setup_sim(CLI::App& root) {
   val->add_option(
          "--split", *split,
          "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
-         "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~40 s on 2 cores "
-         "on the default corpus, study alone ~25 s; study over every released corpus ~5.6 min)")
+         "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~20 s on 2 cores "
+         "on the default corpus, study alone ~10 s; study over every released corpus ~100 s)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
   val->callback([corpus, per_point, threads, op_data, split, val] {
