@@ -336,16 +336,25 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
   auto parse = [&](const std::string& v) { return apply_config_files(parse_launch_command(argv, env, v)); };
   const LaunchImage image = launch_image(argv, env);
   ReleasedLaunch out;
+  // A stated release (--engine-version, else an image's tag) is the one predicted: its errors are the answer.
+  if (!version.empty() || !image.release.empty()) {
+    out.config = parse(version);
+    out.model = model_of(out.config);
+    add_release_notices(image, version, out);
+    return out;
+  }
+  // The launch parsed for the module's default release (or its error): the engine it names.
+  std::optional<LaunchConfig> stated;
+  std::optional<EngineArgError> stated_error;
+  try {
+    stated = parse("");
+  } catch (const EngineArgError& e) {
+    stated_error = e;
+  }
   // A rolling tag (`latest`, `nightly`) runs whatever the engine released last: the newest modelled release
   // is the nearest, predicted with a note that the tag moves.
-  if (version.empty() && image.release.empty() && (image.tag == "latest" || image.tag == "nightly")) {
-    EngineKind kind;
-    try {
-      kind = parse_launch_command(argv, env, "").kind;
-    } catch (const EngineArgError& e) {
-      kind = e.kind;
-    }
-    const EngineModule& m = engine_module(kind);
+  if (image.tag == "latest" || image.tag == "nightly") {
+    const EngineModule& m = engine_module(stated ? stated->kind : stated_error->kind);
     out.config = parse(m.versions.back());
     out.model = model_of(out.config);
     out.notices.push_back("note: the image tag '" + image.tag + "' (" + image.image +
@@ -355,22 +364,8 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                           join_versions(m.versions) + ")");
     return out;
   }
-  // A stated release (--engine-version, else an image's tag) is the one predicted: its errors are the answer.
-  if (!version.empty() || !image.release.empty()) {
-    out.config = parse(version);
-    out.model = model_of(out.config);
-    add_release_notices(image, version, out);
-    return out;
-  }
   // The module default; if that release lacks a flag, the newest modelled release that parses the launch
   // names its model (and the error stays the default's unless the model moves the release).
-  std::optional<LaunchConfig> stated;
-  std::optional<EngineArgError> stated_error;
-  try {
-    stated = parse("");
-  } catch (const EngineArgError& e) {
-    stated_error = e;
-  }
   std::optional<LaunchConfig> probe = stated;
   if (!probe) {
     const EngineModule& m = engine_module(stated_error->kind);

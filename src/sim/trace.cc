@@ -107,8 +107,8 @@ Trace compress_trace(const Trace& trace, double tolerance) {
   out.api_fifo = trace.api_fifo;
   std::vector<int> entry_of(n);
   std::size_t next_wait = 0;
+  auto weight = [&](std::size_t s) { return static_cast<double>(st.repeat[s]); };
   for (std::size_t i = 0; i < n;) {
-    auto weight = [&](std::size_t s) { return st.repeat.empty() ? 1.0 : static_cast<double>(st.repeat[s]); };
     Extent ext[kColumns];
     for (int c = 0; c < kColumns; ++c) ext[c].start(column(i, c), weight(i));
     double k = weight(i);
@@ -119,12 +119,11 @@ Trace compress_trace(const Trace& trace, double tolerance) {
       // The time columns' spreads together within `tolerance` of the run's smallest seconds; the counts'
       // each within `tolerance` of their smallest.
       double spread = 0, seconds = 0;
-      bool alike = true;
       for (int c = 0; c < kTimeColumns; ++c) {
         spread += ext[c].spread_with(column(j, c));
         seconds += ext[c].lo_with(column(j, c));
       }
-      alike = spread <= tolerance * seconds;
+      bool alike = spread <= tolerance * seconds;
       for (int c = kTimeColumns; c < kColumns && alike; ++c)
         alike = ext[c].spread_with(column(j, c)) <= tolerance * std::fabs(ext[c].lo_with(column(j, c)));
       if (!alike) break;

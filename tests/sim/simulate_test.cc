@@ -49,6 +49,19 @@ Prediction ok(PredictResult r) {
   return std::get<Prediction>(std::move(r));
 }
 
+// 300 requests of mixed lengths (100-999 prompt, 20-219 output tokens).
+std::vector<WorkloadRequest> mixed_requests() {
+  std::vector<WorkloadRequest> w;
+  for (int i = 0; i < 300; ++i) w.push_back({100 + (i * 37) % 900, 20 + (i * 11) % 200});
+  return w;
+}
+
+// A run of `w` with its trace recorded into `trace`.
+Prediction traced(const Case& c, const std::vector<WorkloadRequest>& w, WorkloadOptions o, Trace& trace) {
+  o.trace = &trace;
+  return ok(predict_resolved(c.launch, c.cluster, w, o));
+}
+
 // One request alone: its TTFT is one prefill step, every later token one decode step; the run is their
 // sum. The step times are the step model's at the calibration the prediction used.
 TEST(Simulate, OneRequestIsPrefillThenDecodeSteps) {
@@ -74,14 +87,10 @@ TEST(Simulate, OneRequestIsPrefillThenDecodeSteps) {
 
 TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
   Case c;
-  std::vector<WorkloadRequest> w;
-  for (int i = 0; i < 300; ++i) w.push_back({100 + (i * 37) % 900, 20 + (i * 11) % 200});
+  const std::vector<WorkloadRequest> w = mixed_requests();
   Trace trace;
-  WorkloadOptions o;
-  o.trace = &trace;
-  const auto& a = ok(predict_resolved(c.launch, c.cluster, w, o));
-  o.trace = nullptr;
-  const auto& b = ok(predict_resolved(c.launch, c.cluster, w, o));
+  const Prediction a = traced(c, w, {}, trace);
+  const Prediction b = ok(predict_resolved(c.launch, c.cluster, w, {}));
   EXPECT_EQ(a.twin.duration_s, b.twin.duration_s);
   const HeadlineMetrics h = headline(a);
   const HeadlineMetrics r = replay(trace, a.context.calibration);
@@ -101,14 +110,10 @@ TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
 // (waits for arrivals). Tolerance 0 merges only identical steps and replays to rounding.
 TEST(Simulate, ACompressedTraceReplaysWithinItsTolerance) {
   Case c;
-  std::vector<WorkloadRequest> w;
-  for (int i = 0; i < 300; ++i) w.push_back({100 + (i * 37) % 900, 20 + (i * 11) % 200});
   // One long decode: its steps differ only by the KV read growing a token at a time.
   {
     Trace trace;
-    WorkloadOptions o;
-    o.trace = &trace;
-    ok(predict_resolved(c.launch, c.cluster, std::vector<WorkloadRequest>{{1000, 2000}}, o));
+    traced(c, {{1000, 2000}}, {}, trace);
     const Trace merged = compress_trace(trace, 1e-3);
     EXPECT_EQ(trace.steps.size(), 2000u);
     EXPECT_LT(merged.steps.size(), 40u);  // measured: 18
@@ -117,12 +122,11 @@ TEST(Simulate, ACompressedTraceReplaysWithinItsTolerance) {
     EXPECT_NEAR(m.mean_ttft_ms, h.mean_ttft_ms, 1e-3 * h.mean_ttft_ms);
   }
   for (const double rate : {std::numeric_limits<double>::infinity(), 20.0}) {
-    Trace trace;
     WorkloadOptions o;
-    o.trace = &trace;
     o.request_rate = rate;
     if (!std::isfinite(rate)) o.max_concurrency = 16;
-    const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+    Trace trace;
+    const Prediction p = traced(c, mixed_requests(), o, trace);
     const Trace merged = compress_trace(trace, 1e-3), exact = compress_trace(trace, 0.0);
     ASSERT_EQ(trace.steps.size(), static_cast<std::size_t>(p.twin.steps));
     EXPECT_LT(merged.steps.size(), trace.steps.size()) << "rate " << rate;
