@@ -21,7 +21,7 @@ namespace {
 TEST(MoeOverhead, SmallExpertSlicesStreamBelowLargeOnes) {
   const auto store = ops::OpStore::open(ops::OpStore::default_dir());
   const auto table = store.table("h100_sxm", "vllm", "0.14.0", "moe_perf");
-  if (!table) GTEST_SKIP() << "no H100 vLLM 0.14.0 moe_perf in " << store.dir() << " (make deps)";
+  ASSERT_TRUE(table) << "no H100 vLLM 0.14.0 moe_perf in " << store.dir() << " (make deps builds it)";
   auto measured_ms = [&](int tp) {
     const auto row = table->lookup({{"kernel_source", std::string("vllm_marlin_moe")},
                                     {"moe_dtype", std::string("int4_wo")},
