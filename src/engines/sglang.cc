@@ -322,7 +322,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     s.push_back(F({"--disable-fast-image-processor"}, K::kStoreTrue));
     s.push_back(F({"--keep-mm-feature-on-device"}, K::kStoreTrue));
     s.push_back(F({"--enable-return-hidden-states"}, K::kStoreTrue));
-    s.push_back(F({"--scheduler-recv-interval"}, K::kInt));
+    s.push_back(F({"--scheduler-recv-interval"}, K::kInt,
+                  [](LaunchConfig& c, const V& v) { c.scheduler_recv_interval = to_int(v[0]); }));
     s.push_back(F({"--numa-node"}, K::kIntList));
     s.push_back(F({"--enable-deterministic-inference"}, K::kStoreTrue));
     // PD disaggregation.

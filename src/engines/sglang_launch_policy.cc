@@ -256,6 +256,16 @@ void sglang_scheduler_memory_routing(ResolvedLaunch& r) {
   s.clip_max_new_tokens = d.clip_max_new_tokens.value;
   s.mixed_prefill_decode = c.enable_mixed_chunk && !r.speculative;
   s.pp_micro_batches = c.pp;
+  s.recv_interval = std::max(1, c.scheduler_recv_interval.value_or(1));
+  if (s.recv_interval > 1)
+    r.notes.push_back("new requests are received every " + std::to_string(s.recv_interval) +
+                      " decode steps, or after a prefill step or an idle loop (--scheduler-recv-interval; "
+                      "scheduler_recv_skipper.py [recalled])" +
+                      std::string(c.enable_dp_attention
+                                      ? "; SGLang may refuse it with --enable-dp-attention (the skipper "
+                                        "asserts DP attention is off [recalled]); the twin applies it to all "
+                                        "ranks at once"
+                                      : ""));
   auto& mem = r.memory;
   mem.basis = MemoryPolicy::Basis::kOfTotal;
   mem.fraction = c.gpu_memory_fraction;
@@ -353,7 +363,8 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
                                                       "--swa-full-tokens-ratio",
                                                       "--disable-hybrid-swa-memory",
                                                       "--mamba-ssm-dtype",
-                                                      "--fp8-gemm-backend"};
+                                                      "--fp8-gemm-backend",
+                                                      "--scheduler-recv-interval"};
   static const std::vector<std::string> kEnv = {"SGLANG_ENABLE_JIT_DEEPGEMM", "SGL_ENABLE_JIT_DEEPGEMM",
                                                 "SGLANG_ENABLE_FLASHINFER_GEMM",
                                                 "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"};

@@ -101,6 +101,10 @@ std::optional<std::string> Simulator::send(int id, double t) {
 
 void Simulator::deliver(double t, double cut) {
   api_.advance(t, handed_off_);
+  if (const int interval = launch_.scheduler.recv_interval; interval > 1) {
+    if (recv_counter_ < interval) return;  // SGLang SchedulerRecvSkipper: no poll this step
+    recv_counter_ = 0;
+  }
   std::size_t kept = 0;
   for (const auto& [at, id] : handed_off_) {
     if (at > cut) {
@@ -222,7 +226,10 @@ void Simulator::plan_into(std::deque<Batch>& pipe, double t) {
       pipe.push_back(std::move(*b));
     }
     if (!pipe.empty() || handed_off_.empty()) return;
-    deliver(t);  // nothing to run: the idle engine takes the requests held back by deliver's cut now
+    // Nothing to run: the idle engine takes the requests held back by deliver's cut (or its receive
+    // counter: an idle loop fills it) now.
+    recv_counter_ = launch_.scheduler.recv_interval;
+    deliver(t);
   }
 }
 
@@ -249,6 +256,8 @@ int Simulator::accepted_tokens(int id, int scheduled) const {
 void Simulator::finish_batch(const Batch& b, double t) {
   if (b.slot >= 0 && b.slot < static_cast<int>(slot_busy_.size())) slot_busy_[b.slot] = 0;
   ++step_index_;
+  // SchedulerRecvSkipper: a decode-only step adds 1 to the receive counter, any other the whole interval.
+  recv_counter_ += b.any_prefill ? launch_.scheduler.recv_interval : 1;
   const double s = b.stage_s;
   (b.any_prefill ? view_.prefill_time_s : view_.decode_time_s) += s;
   // The classes are roofline / table times; the step runs their scaled part at the fitted kernel scale.

@@ -95,6 +95,8 @@ class Simulator {
   /// Advances the API server to `t` and hands to the engine's router every request it finished by `cut`
   /// (<= t; default t); later ones wait for the next call. With an overlapped scheduler the step that
   /// follows `t` was formed when the step ending at `t` began, so run() passes that start as `cut`.
+  /// With SchedulerPolicy::recv_interval > 1 the engine takes hand-offs only on a step whose receive
+  /// counter is full (recv_counter_); the others stay with the API server's output until then.
   void deliver(double t, double cut = std::numeric_limits<double>::infinity());
 
   /// When the API server hands its next request to the engine (+inf when none is inside).
@@ -201,6 +203,10 @@ class Simulator {
   Batch spare_;    ///< buffers of a finished micro-batch, reused by plan_slot (recycle)
   ApiServer api_;  ///< the engine's API server (api_server.h)
   std::vector<std::pair<double, int>> handed_off_;  ///< (time, id) finished by the API, not yet routed
+  /// SchedulerPolicy::recv_interval's counter: + 1 per decode-only step, + the interval per other step and
+  /// when the engine idles (plan_into); the engine polls (deliver routes) when it has reached the interval,
+  /// and the poll empties it.
+  int recv_counter_ = 0;
   /// Client-visible completions (time, trace step that produced them), in order: the client's
   /// concurrency slots free at these times.
   std::vector<std::pair<double, int>> client_done_;

@@ -441,6 +441,11 @@ TEST(Layouts, DeepepModesAndExpertParallel) {
   auto inert = ok(base + "--deepep-mode normal", "0.5.14", kGlm52, "8xH200");
   EXPECT_EQ(inert.execution.graphs, se::GraphMode::kDecodeOnly);
   EXPECT_TRUE(has_inert(inert, "--deepep-mode"));
+  // --scheduler-recv-interval: the scheduler's receive interval (SchedulerRecvSkipper), not inert.
+  EXPECT_EQ(inert.scheduler.recv_interval, 1);
+  auto recv = ok(base + "--scheduler-recv-interval 30", "0.5.14", kGlm52, "8xH200");
+  EXPECT_EQ(recv.scheduler.recv_interval, 30);
+  EXPECT_FALSE(has_inert(recv, "--scheduler-recv-interval"));
   // --ep-size: experts spread whole over 4 GPUs of the TP-4 group.
   auto ep = ok("python3 -m sglang.launch_server --model-path m --tp-size 4 --ep-size 4", "0.5.4.post2",
                "zai-org/GLM-4.5-Air", "4xH100");

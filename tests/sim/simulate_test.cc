@@ -579,6 +579,49 @@ TEST(Simulate, OverlappedSchedulerAdmitsAStepLater) {
   EXPECT_LT(ttft[1] - ttft[0], 2.0 * step_s);
 }
 
+// SGLang --scheduler-recv-interval N: the scheduler polls for new requests when its counter reaches N (a
+// decode-only step adds 1, a prefill step N) and the poll empties it. A alone: polls before step 1 (after
+// A's prefill) and then every N decode steps, so B, sent while A decodes, starts at the first poll at or
+// after the step it would start at with N = 1. An idle engine polls at once.
+TEST(Simulate, SglangReceivesNewRequestsEveryRecvInterval) {
+  WorkloadOptions o;
+  CalibrationTable t;
+  t.engines["vllm"].cal = Calibration{1.0, 0.0, 0.0, 0.0, 0.0};
+  o.calibration = t;
+  o.request_rate = 10.0;  // B is sent at 0.1 s
+  o.constant_arrivals = true;
+  o.chat_template_tokens = 0;
+  constexpr int kInterval = 8;
+  auto run = [&](const std::vector<WorkloadRequest>& w, int interval, double* ttft_b) {
+    Case c;
+    c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kSglang;
+    c.launch.scheduler.mixed_prefill_decode = false;
+    c.launch.scheduler.recv_interval = interval;
+    Trace trace;
+    o.trace = &trace;
+    const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+    EXPECT_TRUE(p.outputs[1].success);
+    EXPECT_EQ(trace.requests[0].first_step, 0);
+    *ttft_b = p.outputs[1].ttft_s;
+    EXPECT_NEAR(replay(trace, p.context.calibration).mean_ttft_ms, headline(p).mean_ttft_ms, 1e-6);
+    return trace.requests[1].first_step;
+  };
+  // B arrives while A decodes.
+  double ttft_every = 0, ttft_skip = 0;
+  const std::vector<WorkloadRequest> busy = {{200, 200}, {200, 5}};
+  const int every = run(busy, 1, &ttft_every);
+  const int skip = run(busy, kInterval, &ttft_skip);
+  ASSERT_GT(every, 2);  // during A's decode, not at an idle engine
+  const int first_poll = 1 + ((every - 1 + kInterval - 1) / kInterval) * kInterval;
+  EXPECT_EQ(skip, first_poll) << "B would start at step " << every;
+  EXPECT_GE(ttft_skip, ttft_every);
+  // B arrives after A finished: the idle engine takes it at once.
+  double ttft_idle_every = 0, ttft_idle_skip = 0;
+  const std::vector<WorkloadRequest> idle = {{200, 3}, {200, 5}};
+  EXPECT_EQ(run(idle, kInterval, &ttft_idle_skip), run(idle, 1, &ttft_idle_every));
+  EXPECT_DOUBLE_EQ(ttft_idle_skip, ttft_idle_every);
+}
+
 TEST(Simulate, BadWorkloadThrows) {
   Case c;
   const std::vector<WorkloadRequest> w = {{0, 10}};

@@ -133,18 +133,19 @@ struct LaunchConfig {
   /// Explicit CUDA-graph capture sizes (vLLM --cuda-graph-sizes / cudagraph_capture_sizes, SGLang
   /// --cuda-graph-bs, TRT cuda_graph_config.batch_sizes); empty = the engine's list.
   std::vector<int> cuda_graph_sizes;
-  std::optional<bool> cuda_graph_padding;   ///< TRT cuda_graph_config.enable_padding; SGLang
-                                            ///< --disable-cuda-graph-padding (false)
-  bool enable_torch_compile = false;        ///< SGLang --enable-torch-compile
-  std::optional<int> torch_compile_max_bs;  ///< SGLang --torch-compile-max-bs
-  bool disable_overlap_schedule = false;    ///< SGLang --disable-overlap-schedule / TRT
-                                            ///< disable_overlap_scheduler (YAML)
-  bool enable_mixed_chunk = false;          ///< SGLang --enable-mixed-chunk
-  std::optional<int> stream_interval;       ///< tokens per streamed chunk (vLLM/SGLang --stream-interval,
-                                            ///< TRT stream_interval YAML)
-  std::optional<int> api_server_count;      ///< vLLM --api-server-count
-  std::string load_balance_method;          ///< SGLang --load-balance-method ("" = round_robin)
-  std::string mamba_ssm_cache_dtype;        ///< vLLM --mamba-ssm-cache-dtype / SGLang --mamba-ssm-dtype
+  std::optional<bool> cuda_graph_padding;      ///< TRT cuda_graph_config.enable_padding; SGLang
+                                               ///< --disable-cuda-graph-padding (false)
+  bool enable_torch_compile = false;           ///< SGLang --enable-torch-compile
+  std::optional<int> torch_compile_max_bs;     ///< SGLang --torch-compile-max-bs
+  bool disable_overlap_schedule = false;       ///< SGLang --disable-overlap-schedule / TRT
+                                               ///< disable_overlap_scheduler (YAML)
+  bool enable_mixed_chunk = false;             ///< SGLang --enable-mixed-chunk
+  std::optional<int> scheduler_recv_interval;  ///< SGLang --scheduler-recv-interval (engine steps)
+  std::optional<int> stream_interval;          ///< tokens per streamed chunk (vLLM/SGLang --stream-interval,
+                                               ///< TRT stream_interval YAML)
+  std::optional<int> api_server_count;         ///< vLLM --api-server-count
+  std::string load_balance_method;             ///< SGLang --load-balance-method ("" = round_robin)
+  std::string mamba_ssm_cache_dtype;           ///< vLLM --mamba-ssm-cache-dtype / SGLang --mamba-ssm-dtype
   std::string mamba_cache_dtype;  ///< vLLM --mamba-cache-dtype (conv and, when the above is auto, SSM)
                                   ///< (linear-attention recurrent state; "" = engine default)
   bool disable_hybrid_kv_cache_manager = false;  ///< vLLM --disable-hybrid-kv-cache-manager

@@ -191,6 +191,11 @@ struct SchedulerPolicy {
   bool dp_balance = false;
   int dp_balance_timeout_steps = 50;
   int dp_balance_batching_steps = 10;
+  /// SGLang --scheduler-recv-interval: the scheduler polls the tokenizer for new requests only when a
+  /// counter reaches this many; a decode-only step adds 1, any other step (prefill, mixed) and an idle loop
+  /// add the interval, so requests that reach a busy decoding engine wait up to this many decode steps
+  /// (scheduler_recv_skipper.py SchedulerRecvSkipper [recalled]). 1 = every step (the default).
+  int recv_interval = 1;
 };
 
 /// How requests are spread over DP ranks.
