@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "servelab/common/paths.h"
@@ -84,6 +85,21 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_NE(report.find("NOT a held-out figure"), std::string::npos);
   EXPECT_NE(report.find("Points left out of the fit"), std::string::npos);
   EXPECT_NE(report.find("gpt-oss-120b__h100#002"), std::string::npos);
+  // Per engine: one row each, whose predictions add up to the whole corpus's.
+  const auto per_engine = report.find("\nPer engine (held out");
+  ASSERT_NE(per_engine, std::string::npos);
+  int predicted = 0;
+  for (const char* engine : {"vllm", "sglang", "trtllm"}) {
+    const auto at = report.find(std::string("\n") + engine + " ", per_engine);
+    ASSERT_NE(at, std::string::npos) << engine;
+    std::istringstream row(report.substr(at + 1, report.find('\n', at + 1) - at - 1));
+    std::string name;
+    int points = 0, engine_predicted = 0;
+    row >> name >> points >> engine_predicted;
+    EXPECT_GT(engine_predicted, 0) << engine;
+    predicted += engine_predicted;
+  }
+  EXPECT_EQ(predicted, h.predicted);
 }
 
 }  // namespace
