@@ -175,9 +175,14 @@ constexpr double kPriorPseudoPoints = 2.0;          // weight of the prior in an
 constexpr int kMinClassPoints = 3;
 constexpr double kWeightThroughput = 4.0;
 // The engine-level fields of the paths only some launches take (api_stream_request_us, eager_launch_us,
-// harmony_api_share): their priors are estimates with no measured source, so they are shrunk towards them
-// ten times more weakly than the other fields, and each is first placed by a grid over its bounds (a floor
-// on the step binds only above some value: a local search from the prior sees a flat objective).
+// harmony_api_share) are each first placed by a grid over its bounds (a floor on the step binds only above
+// some value: a local search from the prior sees a flat objective). The API-stream and harmony priors are
+// estimates with no source, so those two are shrunk towards them ten times more weakly than the other
+// fields. eager_launch_us is a per-kernel CPU cost with a physical scale (a PyTorch op dispatch, ~10-20 us
+// [recalled]) and is shrunk as the other fields are: weakly shrunk, it absorbed what the twin does not
+// explain in a few runs into 73-95 us per kernel (TensorRT-LLM: Qwen3-32B on one H100, tok/s 40-97% over),
+// which then floored every eager prefill of that engine on other models and GPUs (gpt-oss-120b on B200: a
+// flat ~47 ms, TTFT 39% held out). Where the data need more (SGLang's eager prefill: ~60 us), it still moves.
 constexpr int kPathFieldsFirst = kCalibrationOptionalFieldsFirst;
 constexpr double kLambdaPathPrior = 0.1;
 constexpr int kPathGridPoints = 9;
@@ -188,6 +193,7 @@ constexpr int kPathGridPoints = 9;
 constexpr double kTraceTolerance = 1e-3;
 
 double prior_weight(int k) {
+  if (k == kPathFieldsFirst + 1) return kLambdaPrior;  // eager_launch_us (above)
   return k >= kPathFieldsFirst ? kLambdaPathPrior : kLambdaPrior;
 }
 

@@ -48,7 +48,10 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   EXPECT_EQ(h.compared_tok_s, 211);
   EXPECT_LE(h.mape_total_tok_s, 35.0) << "held-out total tok/s MAPE regressed (target 15%)";
   EXPECT_LE(h.mape_ttft, 32.0) << "held-out mean TTFT MAPE regressed (target 30%)";
-  EXPECT_LE(h.mape_tpot, 23.5) << "held-out mean TPOT MAPE regressed (target 30%)";
+  // TPOT rose from 22.7 to 23.7% when eager_launch_us stopped absorbing the Qwen3-32B H100 TensorRT-LLM runs
+  // the twin does not explain (fit.cc prior_weight; those runs' errors now show, and the union of the
+  // released corpora improved: TTFT 26.7 -> 23.3%, TPOT 14.1 -> 13.7%).
+  EXPECT_LE(h.mape_tpot, 24.5) << "held-out mean TPOT MAPE regressed (target 30%)";
   EXPECT_EQ(h.groups, 50);
   // 36 of 50 (38 before issue 29 §3's refits; the bound leaves one flip of slack); one of them is near a tie:
   // the twin predicts qwen3.5-9b__h100#018 and #019 (random 1024/128,
