@@ -1,5 +1,5 @@
-// The engine table (engine_module.h): the built-in modules of vLLM, SGLang and TensorRT-LLM, registration
-// and the start-up check that every module sets every hook.
+// The engine table (engine_module.h): the built-in modules (each engine's folder defines its own),
+// registration and the start-up check that every module sets every hook.
 #include "servelab/engines/engine_module.h"
 
 #include <algorithm>
@@ -10,152 +10,11 @@
 #include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
-#include "engines/sglang_defaults.h"
-#include "engines/trtllm_defaults.h"
 #include "engines/version.h"
-#include "engines/vllm_defaults.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines {
 namespace {
-
-std::vector<std::string> module_versions(EngineKind k) {
-  std::vector<std::string> out;
-  for (const auto& v : detail::modelled_versions(k)) out.push_back(v.version);
-  return out;
-}
-
-// Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
-// bounds whose dates are known are listed; an architecture without one is accepted on every release.
-#define SERVELAB_QWEN35 \
-  "Qwen3.5 was published on 2026-02-16 [recalled: Qwen blog, Qwen/Qwen3.5-* repositories]; "
-#define SERVELAB_GLM5 "GLM-5 was published on 2026-02-11 [recalled: Z.ai release, zai-org/GLM-5]; "
-
-// Qwen3.5's dense and MoE architectures, published together: one bound for both.
-void add_qwen35(std::vector<ArchitectureRelease>& rows, const char* first_release, const char* why) {
-  for (const char* a : {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})
-    rows.push_back({a, first_release, why});
-}
-
-std::vector<ArchitectureRelease> vllm_architecture_releases() {
-  std::vector<ArchitectureRelease> rows = {
-      {"GptOssForCausalLM", "0.10.1",
-       "gpt-oss was published on 2025-08-05 with day-0 support in vLLM 0.10.1 [recalled: vLLM blog]"},
-      {"Qwen3NextForCausalLM", "0.10.2",
-       "Qwen3-Next was published on 2025-09-11 with support in vLLM 0.10.2 [recalled: vLLM blog]"},
-      {"DeepseekV32ForCausalLM", "0.11.0",
-       "DeepSeek-V3.2-Exp was published on 2025-09-29, in a vLLM release from 0.11.0 [recalled: vLLM blog]"},
-      {"Qwen3VLForConditionalGeneration", "0.11.0",
-       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
-      {"Qwen3VLMoeForConditionalGeneration", "0.11.0",
-       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
-      {"KimiK25ForConditionalGeneration", "0.14.0",
-       "Kimi K2.5 was published on 2026-01-27 [recalled]; vLLM 0.13.0 (2025-12 [recalled]) predates it"},
-      {"GlmMoeDsaForCausalLM", "0.16.0", SERVELAB_GLM5 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
-  };
-  add_qwen35(rows, "0.16.0", SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it");
-  return rows;
-}
-
-std::vector<ArchitectureRelease> sglang_architecture_releases() {
-  std::vector<ArchitectureRelease> rows = {
-      {"Qwen3NextForCausalLM", "0.5.2",
-       "Qwen3-Next was published on 2025-09-11 with support in SGLang 0.5.2 [recalled: LMSYS blog]"},
-      {"KimiK25ForConditionalGeneration", "0.5.7",
-       "Kimi K2.5 was published on 2026-01-27 [recalled]; SGLang 0.5.6.post2 (2025-12 [recalled]) predates "
-       "it"},
-      {"GlmMoeDsaForCausalLM", "0.5.8", SERVELAB_GLM5 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
-  };
-  add_qwen35(rows, "0.5.8", SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it");
-  return rows;
-}
-
-std::vector<ArchitectureRelease> trtllm_architecture_releases() {
-  std::vector<ArchitectureRelease> rows = {
-      {"GlmMoeDsaForCausalLM", "1.2.0",
-       SERVELAB_GLM5 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
-      {"KimiK25ForConditionalGeneration", "1.2.0",
-       "Kimi K2.5 was published on 2026-01-27 [recalled]; TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) "
-       "predates it"},
-  };
-  add_qwen35(rows, "1.2.0", SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it");
-  return rows;
-}
-#undef SERVELAB_QWEN35
-#undef SERVELAB_GLM5
-
-EngineModule vllm_module() {
-  return {EngineKind::kVllm,
-          "vllm",
-          "vLLM",
-          module_versions(EngineKind::kVllm),
-          kVllmDefaults.version.value,
-          {{"vllm serve", "vllm", "serve", false, "", ""},
-           {"python3 -m vllm.entrypoints.openai.api_server", "", "", false,
-            "vllm.entrypoints.openai.api_server", "--model"}},
-          detail::parse_vllm,
-          detail::render_vllm,
-          detail::render_env_vllm,
-          detail::resolve_vllm,
-          detail::check_request_vllm,
-          {"--config", &LaunchConfig::config_file, false, true, detail::apply_cli_config_yaml},
-          /*dp_attention_within_tp=*/false,
-          detail::stated_node_placement_vllm,
-          detail::node_launch_vllm,
-          /*multi_node_one_job=*/false,
-          {2.5, 10.0},
-          "",
-          "/reset_prefix_cache",
-          vllm_architecture_releases()};
-}
-
-EngineModule sglang_module() {
-  return {EngineKind::kSglang,
-          "sglang",
-          "SGLang",
-          module_versions(EngineKind::kSglang),
-          kSglangDefaults.version.value,
-          {{"python3 -m sglang.launch_server", "", "", false, "sglang.launch_server", "--model-path"},
-           {"sglang serve", "sglang", "serve", false, "", "--model-path"}},
-          detail::parse_sglang,
-          detail::render_sglang,
-          detail::render_env_sglang,
-          detail::resolve_sglang,
-          detail::check_request_sglang,
-          {"--config", &LaunchConfig::config_file, true, false, detail::apply_cli_config_yaml},
-          /*dp_attention_within_tp=*/true,
-          detail::stated_node_placement_sglang,
-          detail::node_launch_sglang,
-          /*multi_node_one_job=*/false,
-          {2.0, 5.0},
-          "sglang",
-          "/flush_cache",
-          sglang_architecture_releases()};
-}
-
-EngineModule trtllm_module() {
-  return {EngineKind::kTrtllm,
-          "trtllm",
-          "TensorRT-LLM",
-          module_versions(EngineKind::kTrtllm),
-          kTrtllmDefaults.version.value,
-          {{"trtllm-serve", "trtllm-serve", "serve", true, "", ""}},
-          detail::parse_trtllm,
-          detail::render_trtllm,
-          detail::render_env_trtllm,
-          detail::resolve_trtllm,
-          detail::check_request_trtllm,
-          {"--extra_llm_api_options", &LaunchConfig::extra_llm_api_options, false, false,
-           detail::apply_trtllm_config_yaml},
-          /*dp_attention_within_tp=*/true,
-          detail::stated_node_placement_trtllm,
-          detail::node_launch_trtllm,
-          /*multi_node_one_job=*/true,
-          {1.5, 5.0},
-          "",
-          "",
-          trtllm_architecture_releases()};
-}
 
 [[noreturn]] void invalid(const EngineModule& m, const std::string& what) {
   throw std::invalid_argument(std::string("engine module '") + (m.name ? m.name : "") + "': " + what);
@@ -195,7 +54,7 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
 std::deque<EngineModule>& table() {
   static std::deque<EngineModule> modules = [] {
     std::deque<EngineModule> t;
-    for (EngineModule m : {vllm_module(), sglang_module(), trtllm_module()}) {
+    for (EngineModule m : {detail::vllm_module(), detail::sglang_module(), detail::trtllm_module()}) {
       check_module(m, t);
       t.push_back(std::move(m));
     }

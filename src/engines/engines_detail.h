@@ -1,4 +1,5 @@
-// servelab/engines private: per-engine parsers and renderers behind engines.h.
+// servelab/engines private: the launch-command helpers behind engines.h (program words, launch wrappers,
+// environment); each engine's parser and renderer are in its folder (<engine>/<engine>_detail.h).
 #pragma once
 
 #include <map>
@@ -8,21 +9,6 @@
 #include "servelab/engines/engine_config.h"
 
 namespace servelab::engines::detail {
-
-/// Parses the arguments after the program words (`vllm serve` / `-m sglang.launch_server` /
-/// `trtllm-serve [serve]`) into `config` (kind, program, argv already set). Throw EngineArgError.
-void parse_vllm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                LaunchConfig& config);
-void parse_sglang(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                  LaunchConfig& config);
-void parse_trtllm(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                  LaunchConfig& config);
-
-/// Arguments after the program words that re-create `config` relative to `bare` (a bare launch of the
-/// same model).
-std::vector<std::string> render_vllm(const LaunchConfig& config, const LaunchConfig& bare);
-std::vector<std::string> render_sglang(const LaunchConfig& config, const LaunchConfig& bare);
-std::vector<std::string> render_trtllm(const LaunchConfig& config, const LaunchConfig& bare);
 
 /// The last component of a program path ("/usr/bin/python3" -> "python3").
 std::string program_basename(const std::string& path);

@@ -6,12 +6,8 @@
 #include <cmath>
 #include <set>
 
-#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
-#include "engines/sglang_defaults.h"
-#include "engines/trtllm_defaults.h"
-#include "engines/vllm_defaults.h"
 #include "servelab/engines/engine_module.h"
 
 namespace servelab::engines {
@@ -425,49 +421,6 @@ std::vector<std::string> inert_flags_of(const LaunchConfig& c, const std::vector
   for (const auto& [k, v] : c.env)
     if (!env.count(k)) out.push_back(k + " (environment)");
   return out;
-}
-
-int sglang_tier_index(double gpu_gib) {
-  const auto& tiers = kSglangDefaults.tiers;
-  for (int i = 0; i < 6; ++i)
-    if (gpu_gib < tiers[i].max_gpu_memory_gib) return i;
-  return 5;
-}
-
-double sglang_mem_fraction_static(const SglangReserveInputs& in) {
-  const auto& d = kSglangDefaults;
-  const double chunk = std::max(in.chunked_prefill_size, d.chunked_prefill_min_for_reserve.value);
-  const double bs = in.cuda_graph_max_bs;
-  double reserved = d.reserved_base_mib.value + chunk * d.reserved_per_chunk_token_mib.value +
-                    bs * d.reserved_per_graph_bs_mib.value +
-                    in.tp * in.pp / 8.0 * d.reserved_per_tp_eighth_mib.value;
-  if (in.dp_attention) {
-    reserved += bs * in.dp * d.reserved_dp_attention_per_graph_bs_dp_mib.value;
-    if (bs > 300) reserved += bs * in.dp * d.reserved_dp_attention_large_graph_mib.value;
-  }
-  reserved += in.piecewise_sizes * d.reserved_per_piecewise_size_mib.value;
-  if (in.gpu_mib > 60 * 1024) reserved = std::max(reserved, d.reserved_floor_mib.value);
-  const std::string& a = in.speculative_algorithm;
-  if (a == "EAGLE" || a == "EAGLE3" || a == "NEXTN") reserved += d.reserved_speculative_mib.value;
-  if (a == "STANDALONE") reserved += d.reserved_speculative_standalone_mib.value;
-  const double frac = (in.gpu_mib - reserved) / in.gpu_mib;
-  const double scale = std::pow(10.0, d.mem_fraction_decimals.value);
-  return std::round(frac * scale) / scale;
-}
-
-int vllm_default_capture_max(const EngineVersion& v, int max_num_seqs, int spec_tokens, int token_budget) {
-  const auto& d = kVllmDefaults;
-  // Before the max_cudagraph_capture_size rework: SchedulerConfig.cuda_graph_sizes unset ->
-  // [min(max_num_seqs * 2, 512)] from 0.10 (docstring of vllm/config/scheduler.py [recalled]; 0.9 used
-  // [512]).
-  if (v < EngineVersion::parse(d.capture_size_formula_since.value)) {
-    const int mx = v < EngineVersion::parse("0.10.0") ? d.fixed_capture_max.value
-                                                      : std::min(max_num_seqs * 2, d.fixed_capture_max.value);
-    return std::min(mx, token_budget);
-  }
-  const int size = std::min(max_num_seqs * (1 + spec_tokens) * d.max_cudagraph_capture_size_seq_factor.value,
-                            d.max_cudagraph_capture_size_cap.value);
-  return std::min(size, token_budget);
 }
 
 }  // namespace detail

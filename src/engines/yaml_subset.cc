@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engines/cli_parser.h"
+#include "engines/engines_detail.h"
 #include "servelab/common/text.h"
 
 namespace servelab::engines::detail {
@@ -172,6 +173,14 @@ nlohmann::json parse_yaml_subset(const std::string& text) {
   nlohmann::json doc = p.parse_block(i, 0);
   if (i < lines.size()) error(lines[i].number, "unexpected content");
   return doc;
+}
+
+std::string yaml_scalar_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number_float()) return format_number(v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
 }
 
 }  // namespace servelab::engines::detail

@@ -15,4 +15,8 @@ namespace servelab::engines::detail {
 /// as such, everything else a string). Throws std::invalid_argument("YAML line N: ...") outside the subset.
 nlohmann::json parse_yaml_subset(const std::string& text);
 
+/// A scalar's text as an engine reads it from an option file: a string as is, numbers as Python's str()
+/// writes them, true/false; anything else its JSON text.
+std::string yaml_scalar_text(const nlohmann::json& value);
+
 }  // namespace servelab::engines::detail

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engines/sglang_defaults.h"
-#include "engines/trtllm_defaults.h"
-#include "engines/vllm_defaults.h"
+#include "engines/sglang/sglang_defaults.h"
+#include "engines/trtllm/trtllm_defaults.h"
+#include "engines/vllm/vllm_defaults.h"
 #include "servelab/common/paths.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"

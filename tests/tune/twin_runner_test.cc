@@ -73,8 +73,8 @@ TEST(TwinRunner, AStudyWithoutAReleaseMovesPastTheArchitectureBound) {
 }
 
 // Issue 29 §4: a launch on a kernel path the twin has no figure for says so in its metrics (count and name):
-// TensorRT-LLM's DeepSeek Sparse Attention before Blackwell (engines/trtllm_launch.cc), so the report widens
-// its band (tune/twin_verdict.h). SGLang's path is modelled: 0 and no name.
+// TensorRT-LLM's DeepSeek Sparse Attention before Blackwell (engines/trtllm/trtllm_launch.cc), so the report
+// widens its band (tune/twin_verdict.h). SGLang's path is modelled: 0 and no name.
 TEST(TwinRunner, UnmodelledKernelPathsTravelWithThePrediction) {
   Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
   TrialOutcome o = make_twin_runner(s)(request(s, {"trtllm", {}}, {"random-128in-4out"}));

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "engines/cli_parser.h"
-#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
-#include "engines/sglang_defaults.h"
+#include "engines/sglang/sglang_defaults.h"
+#include "engines/sglang/sglang_detail.h"
 #include "engines/version.h"
 #include "servelab/common/text.h"
 #include "servelab/engines/engines.h"

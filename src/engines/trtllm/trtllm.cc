@@ -1,9 +1,9 @@
 // TensorRT-LLM 1.2.0rc5 `trtllm-serve [serve] MODEL`: click options (tensorrt_llm/commands/serve.py),
 // environment, and rendering back to flags.
 #include "engines/cli_parser.h"
-#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
-#include "engines/trtllm_defaults.h"
+#include "engines/trtllm/trtllm_defaults.h"
+#include "engines/trtllm/trtllm_detail.h"
 #include "engines/version.h"
 #include "servelab/engines/engines.h"
 

@@ -6,7 +6,8 @@
 #include <cmath>
 
 #include "engines/launch_detail.h"
-#include "engines/vllm_defaults.h"
+#include "engines/vllm/vllm_defaults.h"
+#include "engines/vllm/vllm_detail.h"
 #include "servelab/common/text.h"
 
 namespace servelab::engines::detail {
@@ -183,7 +184,7 @@ std::optional<LaunchFailure> vllm_speculative(ResolvedLaunch& r) {
 }
 
 // CUDA graphs (cudagraph_mode by version, DeepEP high-throughput off), capture sizes, async scheduling.
-void execution(ResolvedLaunch& r, const EngineVersion& v) {
+void vllm_execution(ResolvedLaunch& r, const EngineVersion& v) {
   const auto& d = kVllmDefaults;
   LaunchConfig& c = r.config;
   auto& e = r.execution;
@@ -316,7 +317,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   // refusing to start [unverified release: the corpus's GLM-5.2 at its 1,048,576 default started on 0.24].
   r.memory.auto_fit_max_model_len = !c.is_explicit("--max-model-len") && EngineVersion::parse("0.17.0") <= v;
   r.memory.kv_pool_holds_one_request = true;
-  execution(r, v);
+  vllm_execution(r, v);
   // Flags whose effect the resolution above models; everything else given explicitly is inert.
   // --config: the option file's keys are applied as the flags they spell (each judged on its own).
   static const std::vector<std::string> kEffective = {"--config",
@@ -367,6 +368,21 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
   if (c.enable_expert_parallel && !r.model.has_moe())
     r.inert_flags.push_back("--enable-expert-parallel (no MoE)");
   return std::nullopt;
+}
+
+int vllm_default_capture_max(const EngineVersion& v, int max_num_seqs, int spec_tokens, int token_budget) {
+  const auto& d = kVllmDefaults;
+  // Before the max_cudagraph_capture_size rework: SchedulerConfig.cuda_graph_sizes unset ->
+  // [min(max_num_seqs * 2, 512)] from 0.10 (docstring of vllm/config/scheduler.py [recalled]; 0.9 used
+  // [512]).
+  if (v < EngineVersion::parse(d.capture_size_formula_since.value)) {
+    const int mx = v < EngineVersion::parse("0.10.0") ? d.fixed_capture_max.value
+                                                      : std::min(max_num_seqs * 2, d.fixed_capture_max.value);
+    return std::min(mx, token_budget);
+  }
+  const int size = std::min(max_num_seqs * (1 + spec_tokens) * d.max_cudagraph_capture_size_seq_factor.value,
+                            d.max_cudagraph_capture_size_cap.value);
+  return std::min(size, token_budget);
 }
 
 }  // namespace servelab::engines::detail

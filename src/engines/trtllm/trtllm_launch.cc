@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
-#include "engines/trtllm_defaults.h"
+#include "engines/trtllm/trtllm_defaults.h"
+#include "engines/trtllm/trtllm_detail.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -53,7 +53,7 @@ std::optional<LaunchFailure> support_rules(const ResolvedLaunch& r, const hardwa
   return std::nullopt;
 }
 
-void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+void trtllm_choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;
   auto& e = r.execution;
@@ -171,7 +171,7 @@ std::optional<LaunchFailure> trtllm_layout(ResolvedLaunch& r, const hardware::Cl
 
 // llmapi/llm_args.py _generate_cuda_graph_batch_sizes [recalled]: without padding 1..31, 32, 64, 128;
 // with padding [1, 2, 4] + 8..128 step 8; then powers of two from 256 below max; max appended.
-std::vector<int> capture_sizes(int max_bs, bool padding) {
+std::vector<int> trtllm_capture_sizes(int max_bs, bool padding) {
   std::vector<int> s;
   if (padding) {
     s = {1, 2, 4};
@@ -274,7 +274,8 @@ void policies(ResolvedLaunch& r) {
     const std::string padding_source =
         c.cuda_graph_padding ? "cuda_graph_config.enable_padding" : d.cuda_graph_padding.source;
     const int mx = c.cuda_graph_max_bs.value_or(d.cuda_graph_max_batch_size.value);
-    e.graph_sizes = !c.cuda_graph_sizes.empty() ? c.cuda_graph_sizes : capture_sizes(mx, e.graph_padding);
+    e.graph_sizes =
+        !c.cuda_graph_sizes.empty() ? c.cuda_graph_sizes : trtllm_capture_sizes(mx, e.graph_padding);
     e.graph_max_batch = e.graph_sizes.back();
     c.cuda_graph_max_bs = e.graph_max_batch;
     r.notes.push_back("CUDA graphs for decode-only batches up to " + std::to_string(e.graph_max_batch) +
@@ -335,7 +336,7 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
   r.model = model;  // trtllm-serve has no --quantization flag: the checkpoint's format is served
   if (auto f = trtllm_layout(r, cl)) return *f;
   if (auto f = support_rules(r, cl, v)) return *f;
-  choose_kernels(r, cl);
+  trtllm_choose_kernels(r, cl);
   if (auto f = trtllm_speculative(r)) return *f;
   policies(r);
   // TRTLLM_ENABLE_PDL=1: TensorRT-LLM's own kernels launch with programmatic dependent launch on SM90+

@@ -5,7 +5,8 @@
 #include <cmath>
 
 #include "engines/launch_detail.h"
-#include "engines/sglang_defaults.h"
+#include "engines/sglang/sglang_defaults.h"
+#include "engines/sglang/sglang_detail.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -162,7 +163,7 @@ void memory_settings(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   if (c.block_size == 0) c.block_size = d.page_size.value;
 }
 
-void execution(ResolvedLaunch& r) {
+void sglang_execution(ResolvedLaunch& r) {
   const auto& d = kSglangDefaults;
   LaunchConfig& c = r.config;
   auto& e = r.execution;
@@ -317,7 +318,7 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   r.kv_dtype = kv_dtype_of(c.kv_cache_dtype, m);
   r.state_dtype = c.mamba_ssm_cache_dtype == "bfloat16" ? model::DType::kBf16 : model::DType::kFp32;
   r.block_size = c.block_size;
-  execution(r);
+  sglang_execution(r);
   sglang_scheduler_memory_routing(r);
   // --config: the option file's keys are applied as the flags they spell (each judged on its own).
   static const std::vector<std::string> kEffective = {"--config",
@@ -376,6 +377,34 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   if (c.env.count("SGLANG_ENABLE_FLASHINFER_GEMM") && !is_blackwell(cl))
     r.inert_flags.push_back("SGLANG_ENABLE_FLASHINFER_GEMM (FlashInfer's FP8 GEMM runs on SM100 only)");
   return std::nullopt;
+}
+
+int sglang_tier_index(double gpu_gib) {
+  const auto& tiers = kSglangDefaults.tiers;
+  for (int i = 0; i < 6; ++i)
+    if (gpu_gib < tiers[i].max_gpu_memory_gib) return i;
+  return 5;
+}
+
+double sglang_mem_fraction_static(const SglangReserveInputs& in) {
+  const auto& d = kSglangDefaults;
+  const double chunk = std::max(in.chunked_prefill_size, d.chunked_prefill_min_for_reserve.value);
+  const double bs = in.cuda_graph_max_bs;
+  double reserved = d.reserved_base_mib.value + chunk * d.reserved_per_chunk_token_mib.value +
+                    bs * d.reserved_per_graph_bs_mib.value +
+                    in.tp * in.pp / 8.0 * d.reserved_per_tp_eighth_mib.value;
+  if (in.dp_attention) {
+    reserved += bs * in.dp * d.reserved_dp_attention_per_graph_bs_dp_mib.value;
+    if (bs > 300) reserved += bs * in.dp * d.reserved_dp_attention_large_graph_mib.value;
+  }
+  reserved += in.piecewise_sizes * d.reserved_per_piecewise_size_mib.value;
+  if (in.gpu_mib > 60 * 1024) reserved = std::max(reserved, d.reserved_floor_mib.value);
+  const std::string& a = in.speculative_algorithm;
+  if (a == "EAGLE" || a == "EAGLE3" || a == "NEXTN") reserved += d.reserved_speculative_mib.value;
+  if (a == "STANDALONE") reserved += d.reserved_speculative_standalone_mib.value;
+  const double frac = (in.gpu_mib - reserved) / in.gpu_mib;
+  const double scale = std::pow(10.0, d.mem_fraction_decimals.value);
+  return std::round(frac * scale) / scale;
 }
 
 }  // namespace servelab::engines::detail

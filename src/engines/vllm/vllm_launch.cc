@@ -8,9 +8,9 @@
 #include "servelab/common/text.h"
 
 #include "engines/cli_parser.h"
-#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
-#include "engines/vllm_defaults.h"
+#include "engines/vllm/vllm_defaults.h"
+#include "engines/vllm/vllm_detail.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -51,8 +51,8 @@ std::string default_backend(const model::ModelSpec& m, const hardware::ClusterSp
 }
 
 // Attention backend: the forced or default one, validated as vLLM does, with the corpus' refusals.
-std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
-                                              const EngineVersion& v) {
+std::optional<LaunchFailure> vllm_choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
+                                                   const EngineVersion& v) {
   LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const bool forced = !c.attention_backend.empty();
@@ -129,7 +129,7 @@ std::optional<LaunchFailure> mxfp4_env_literals(const ResolvedLaunch& r) {
 }
 
 // Dense GEMM and fused-MoE kernels (vllm/model_executor/layers/quantization/*; gpu-kernel-facts §1.3).
-void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const EngineVersion& v) {
+void vllm_choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl, const EngineVersion& v) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;
   auto& e = r.execution;
@@ -313,7 +313,7 @@ std::optional<LaunchFailure> vllm_layout(ResolvedLaunch& r, const hardware::Clus
 }
 
 // CUDA-graph capture sizes (vllm/config/vllm.py _set_cudagraph_sizes; see vllm_defaults.h).
-std::vector<int> capture_sizes(const ResolvedLaunch& r, const EngineVersion& v, int spec_tokens) {
+std::vector<int> vllm_graph_capture_sizes(const ResolvedLaunch& r, const EngineVersion& v, int spec_tokens) {
   const auto& d = kVllmDefaults;
   const LaunchConfig& c = r.config;
   const int budget = *c.max_num_batched_tokens;
@@ -380,7 +380,7 @@ std::vector<std::string> vllm_invalid_reasons(const VllmBackend& b, const std::s
 std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::ClusterSpec& cl,
                                            const EngineVersion& v);
 std::vector<int> vllm_capture_sizes(const ResolvedLaunch& r, const EngineVersion& v, int spec_tokens) {
-  return capture_sizes(r, v, spec_tokens);
+  return vllm_graph_capture_sizes(r, v, spec_tokens);
 }
 
 namespace {
@@ -419,9 +419,9 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   r.model = std::get<model::ModelSpec>(std::move(quantized));
   // vLLM validates the attention backend before it spawns workers, so a refused backend is reported
   // even when the GPU count would also be wrong (reference study).
-  if (auto f = choose_attention(r, cl, v)) return *f;
+  if (auto f = vllm_choose_attention(r, cl, v)) return *f;
   if (auto f = mxfp4_env_literals(r)) return *f;
-  choose_kernels(r, cl, v);
+  vllm_choose_kernels(r, cl, v);
   const auto too_few_gpus = vllm_layout(r, cl);  // reported after the config-only rules, as vLLM does
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;

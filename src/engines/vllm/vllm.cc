@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/cli_parser.h"
-#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/version.h"
-#include "engines/vllm_defaults.h"
+#include "engines/vllm/vllm_defaults.h"
+#include "engines/vllm/vllm_detail.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines::detail {

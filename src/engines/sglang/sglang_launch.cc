@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include "engines/engine_hooks.h"
 #include "engines/launch_detail.h"
-#include "engines/sglang_defaults.h"
+#include "engines/sglang/sglang_defaults.h"
+#include "engines/sglang/sglang_detail.h"
 
 namespace servelab::engines::detail {
 
@@ -58,7 +58,7 @@ void dsa_defaults(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
 
 // Attention backend: forced (validated against the GPU) or SGLang's default per generation and model
 // (docs attention_backend; server_args model-specific overrides for gpt-oss).
-std::optional<LaunchFailure> choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+std::optional<LaunchFailure> sglang_choose_attention(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   LaunchConfig& c = r.config;
   const model::ModelSpec& m = r.model;
   const std::pair<const char*, const std::string*> kernels[] = {
@@ -130,7 +130,7 @@ GemmKernel block_fp8_gemm(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   return GemmKernel::kFp8BlockCutlass;
 }
 
-void choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
+void sglang_choose_kernels(ResolvedLaunch& r, const hardware::ClusterSpec& cl) {
   using Q = model::QuantMethod;
   const model::ModelSpec& m = r.model;
   auto& e = r.execution;
@@ -299,8 +299,8 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
     return fail(FailurePhase::kStartup, "sglang.deepgemm.required",
                 "server fails to start when DeepGEMM is disabled (SGLANG_ENABLE_JIT_DEEPGEMM=0)", true);
   if (auto f = sglang_layout(r, cl)) return *f;
-  if (auto f = choose_attention(r, cl)) return *f;
-  choose_kernels(r, cl);
+  if (auto f = sglang_choose_attention(r, cl)) return *f;
+  sglang_choose_kernels(r, cl);
   if (auto f = sglang_policies(r, cl)) return *f;
   sglang_measured_kernel_sources(r);
   return r;

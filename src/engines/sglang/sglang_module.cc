@@ -1,0 +1,63 @@
+// SGLang's engine module (engine_module.h): how it is started, its releases, its hooks and the
+// architectures that need a newer release than some modelled ones.
+#include <string>
+#include <vector>
+
+#include "engines/architecture_dates.h"
+#include "engines/engine_hooks.h"
+#include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
+#include "engines/sglang/sglang_defaults.h"
+#include "engines/sglang/sglang_detail.h"
+
+namespace servelab::engines::detail {
+namespace {
+
+std::vector<std::string> sglang_module_versions(EngineKind k) {
+  std::vector<std::string> out;
+  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
+  return out;
+}
+
+// Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
+// bounds whose dates are known are listed; an architecture without one is accepted on every release.
+std::vector<ArchitectureRelease> sglang_architecture_releases() {
+  std::vector<ArchitectureRelease> rows = {
+      {"Qwen3NextForCausalLM", "0.5.2",
+       "Qwen3-Next was published on 2025-09-11 with support in SGLang 0.5.2 [recalled: LMSYS blog]"},
+      {"KimiK25ForConditionalGeneration", "0.5.7",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; SGLang 0.5.6.post2 (2025-12 [recalled]) predates "
+       "it"},
+      {"GlmMoeDsaForCausalLM", "0.5.8", SERVELAB_GLM5 "SGLang 0.5.7 (2026-01 [recalled]) predates it"},
+  };
+  detail::add_qwen35_release(rows, "0.5.8", SERVELAB_QWEN35 "SGLang 0.5.7 (2026-01 [recalled]) predates it");
+  return rows;
+}
+
+}  // namespace
+
+EngineModule sglang_module() {
+  return {EngineKind::kSglang,
+          "sglang",
+          "SGLang",
+          sglang_module_versions(EngineKind::kSglang),
+          kSglangDefaults.version.value,
+          {{"python3 -m sglang.launch_server", "", "", false, "sglang.launch_server", "--model-path"},
+           {"sglang serve", "sglang", "serve", false, "", "--model-path"}},
+          parse_sglang,
+          render_sglang,
+          render_env_sglang,
+          resolve_sglang,
+          check_request_sglang,
+          {"--config", &LaunchConfig::config_file, true, false, apply_cli_config_yaml},
+          /*dp_attention_within_tp=*/true,
+          stated_node_placement_sglang,
+          node_launch_sglang,
+          /*multi_node_one_job=*/false,
+          {2.0, 5.0},
+          "sglang",
+          "/flush_cache",
+          sglang_architecture_releases()};
+}
+
+}  // namespace servelab::engines::detail

@@ -1,0 +1,62 @@
+// TensorRT-LLM's engine module (engine_module.h): how it is started, its releases, its hooks and the
+// architectures that need a newer release than some modelled ones.
+#include <string>
+#include <vector>
+
+#include "engines/architecture_dates.h"
+#include "engines/engine_hooks.h"
+#include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
+#include "engines/trtllm/trtllm_defaults.h"
+#include "engines/trtllm/trtllm_detail.h"
+
+namespace servelab::engines::detail {
+namespace {
+
+std::vector<std::string> trtllm_module_versions(EngineKind k) {
+  std::vector<std::string> out;
+  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
+  return out;
+}
+
+// Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
+// bounds whose dates are known are listed; an architecture without one is accepted on every release.
+std::vector<ArchitectureRelease> trtllm_architecture_releases() {
+  std::vector<ArchitectureRelease> rows = {
+      {"GlmMoeDsaForCausalLM", "1.2.0",
+       SERVELAB_GLM5 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it"},
+      {"KimiK25ForConditionalGeneration", "1.2.0",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) "
+       "predates it"},
+  };
+  detail::add_qwen35_release(rows, "1.2.0",
+                             SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it");
+  return rows;
+}
+}  // namespace
+
+EngineModule trtllm_module() {
+  return {EngineKind::kTrtllm,
+          "trtllm",
+          "TensorRT-LLM",
+          trtllm_module_versions(EngineKind::kTrtllm),
+          kTrtllmDefaults.version.value,
+          {{"trtllm-serve", "trtllm-serve", "serve", true, "", ""}},
+          parse_trtllm,
+          render_trtllm,
+          render_env_trtllm,
+          resolve_trtllm,
+          check_request_trtllm,
+          {"--extra_llm_api_options", &LaunchConfig::extra_llm_api_options, false, false,
+           apply_trtllm_config_yaml},
+          /*dp_attention_within_tp=*/true,
+          stated_node_placement_trtllm,
+          node_launch_trtllm,
+          /*multi_node_one_job=*/true,
+          {1.5, 5.0},
+          "",
+          "",
+          trtllm_architecture_releases()};
+}
+
+}  // namespace servelab::engines::detail

@@ -1,0 +1,72 @@
+// vLLM's engine module (engine_module.h): how it is started, its releases, its hooks and the
+// architectures that need a newer release than some modelled ones.
+#include <string>
+#include <vector>
+
+#include "engines/architecture_dates.h"
+#include "engines/engine_hooks.h"
+#include "engines/engines_detail.h"
+#include "engines/launch_detail.h"
+#include "engines/vllm/vllm_defaults.h"
+#include "engines/vllm/vllm_detail.h"
+
+namespace servelab::engines::detail {
+namespace {
+
+std::vector<std::string> vllm_module_versions(EngineKind k) {
+  std::vector<std::string> out;
+  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
+  return out;
+}
+
+// Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
+// bounds whose dates are known are listed; an architecture without one is accepted on every release.
+std::vector<ArchitectureRelease> vllm_architecture_releases() {
+  std::vector<ArchitectureRelease> rows = {
+      {"GptOssForCausalLM", "0.10.1",
+       "gpt-oss was published on 2025-08-05 with day-0 support in vLLM 0.10.1 [recalled: vLLM blog]"},
+      {"Qwen3NextForCausalLM", "0.10.2",
+       "Qwen3-Next was published on 2025-09-11 with support in vLLM 0.10.2 [recalled: vLLM blog]"},
+      {"DeepseekV32ForCausalLM", "0.11.0",
+       "DeepSeek-V3.2-Exp was published on 2025-09-29, in a vLLM release from 0.11.0 [recalled: vLLM blog]"},
+      {"Qwen3VLForConditionalGeneration", "0.11.0",
+       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
+      {"Qwen3VLMoeForConditionalGeneration", "0.11.0",
+       "Qwen3-VL was published on 2025-09-23; vLLM 0.10.2 (2025-09-13 [recalled]) predates it [recalled]"},
+      {"KimiK25ForConditionalGeneration", "0.14.0",
+       "Kimi K2.5 was published on 2026-01-27 [recalled]; vLLM 0.13.0 (2025-12 [recalled]) predates it"},
+      {"GlmMoeDsaForCausalLM", "0.16.0", SERVELAB_GLM5 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it"},
+  };
+  detail::add_qwen35_release(rows, "0.16.0",
+                             SERVELAB_QWEN35 "vLLM 0.15.1 (2026-02-04 [recalled]) predates it");
+  return rows;
+}
+
+}  // namespace
+
+EngineModule vllm_module() {
+  return {EngineKind::kVllm,
+          "vllm",
+          "vLLM",
+          vllm_module_versions(EngineKind::kVllm),
+          kVllmDefaults.version.value,
+          {{"vllm serve", "vllm", "serve", false, "", ""},
+           {"python3 -m vllm.entrypoints.openai.api_server", "", "", false,
+            "vllm.entrypoints.openai.api_server", "--model"}},
+          parse_vllm,
+          render_vllm,
+          render_env_vllm,
+          resolve_vllm,
+          check_request_vllm,
+          {"--config", &LaunchConfig::config_file, false, true, apply_cli_config_yaml},
+          /*dp_attention_within_tp=*/false,
+          stated_node_placement_vllm,
+          node_launch_vllm,
+          /*multi_node_one_job=*/false,
+          {2.5, 10.0},
+          "",
+          "/reset_prefix_cache",
+          vllm_architecture_releases()};
+}
+
+}  // namespace servelab::engines::detail
