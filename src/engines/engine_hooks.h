@@ -3,6 +3,7 @@
 // more than one engine points to.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "servelab/engines/engine_config.h"
@@ -18,5 +19,8 @@ EngineModule trtllm_module();
 /// Applies a CLI-option config file (vLLM/SGLang `--config`: each key an option, spelled by the module's
 /// EngineConfigFile) to a launch (config_files.cc): EngineConfigFile::apply of such engines.
 LaunchConfig apply_cli_config_yaml(const LaunchConfig& config, const std::string& yaml_text);
+
+/// EngineModule::heads_indivisible_error of an engine with no message of its own (launch.cc): nullopt.
+std::optional<std::string> no_heads_error(int heads, int tp);
 
 }  // namespace servelab::engines::detail

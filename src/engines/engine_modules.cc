@@ -25,6 +25,9 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
   if (!m.name || !*m.name) invalid(m, "no name");
   if (!m.product_name || !*m.product_name) invalid(m, "no product_name");
   if (!m.default_version) invalid(m, "no default_version");
+  if (m.versions.empty()) invalid(m, "no versions (the releases whose flags and defaults are modelled)");
+  if (m.version_families.size() != m.versions.size())
+    invalid(m, "version_families must give one family per version");
   if (m.programs.empty()) invalid(m, "no programs (how the engine is started)");
   for (const auto& p : m.programs)
     if (p.recorded.empty() || p.executable.empty() == p.python_module.empty())
@@ -35,6 +38,7 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
       {"render_env", m.render_env != nullptr},
       {"resolve", m.resolve != nullptr},
       {"check_request", m.check_request != nullptr},
+      {"heads_indivisible_error", m.heads_indivisible_error != nullptr},
       {"config_file.flag", m.config_file.flag != nullptr},
       {"config_file.path", m.config_file.path != nullptr},
       {"config_file.apply", m.config_file.apply != nullptr},

@@ -107,10 +107,10 @@ std::string format_number(double value) {
 }
 
 void record_env(const std::map<std::string, std::string>& env, LaunchConfig& config) {
-  static const char* kPrefixes[] = {"VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_", "NCCL_"};
   for (const auto& [k, v] : env) {
-    bool keep = k == "CUDA_VISIBLE_DEVICES";
-    for (const char* p : kPrefixes) keep = keep || k.rfind(p, 0) == 0;
+    bool keep = k == "CUDA_VISIBLE_DEVICES" || k.rfind("NCCL_", 0) == 0;
+    for (const auto& m : engine_modules())
+      for (const auto& p : m.env_prefixes) keep = keep || k.rfind(p, 0) == 0;
     if (keep) config.env[k] = v;
   }
 }

@@ -14,7 +14,8 @@ namespace servelab::engines::detail {
 std::string program_basename(const std::string& path);
 /// True for a Python interpreter's basename: python, python3, python3.12.
 bool is_python(const std::string& basename);
-/// True when `word` starts an engine command (vllm, sglang, trtllm-serve, python*; a path's basename).
+/// True when `word` starts an engine command (a module's EngineProgram::executable, python*; a path's
+/// basename).
 bool is_engine_program(const std::string& word);
 
 /// What came before the engine command (launch_wrappers.cc).
@@ -22,19 +23,21 @@ struct LaunchWrapper {
   std::vector<std::string>
       words;              ///< the wrapper with its options ("mpirun -n 1 --oversubscribe"); env excluded
   std::size_t first = 0;  ///< index of the engine command in the argv
-  /// The first words of the engine command that the container supplies, absent from argv: {"vllm",
-  /// "serve"} for a vllm/vllm-openai image (its entrypoint), `--entrypoint`'s value; empty otherwise.
+  /// The first words of the engine command that the container supplies, absent from argv: the engine's
+  /// canonical program for an image whose entrypoint it is (EngineImages::entrypoint_words: {"vllm",
+  /// "serve"} for vllm/vllm-openai), `--entrypoint`'s value; empty otherwise.
   std::vector<std::string> program;
   std::string image;  ///< `docker|podman run`'s image ("" without a container wrapper)
 };
 
-/// The tag of an engine image (the repository names vllm, sglang or tensorrt-llm): the text after the last
+/// The tag of an engine image (its repository has a module's EngineImages::repository_words): the text after
+/// the last
 /// ':' ("vllm/vllm-openai:latest" -> "latest"); "" for another image or one without a tag.
 std::string engine_image_tag(const std::string& image);
 
-/// The engine version an engine image's tag names (the repository names vllm, sglang or tensorrt-llm): the
-/// tag after the last ':' without a leading "v" and a "-suffix" ("lmsysorg/sglang:v0.5.6-cu129" ->
-/// "0.5.6"), when it parses as a version; else "" (nvidia/cuda:12.4.1, ...:latest).
+/// The engine version an engine image's tag names (an engine image, as engine_image_tag): the tag after the
+/// last ':' without a leading "v" and a "-suffix" ("lmsysorg/sglang:v0.5.6-cu129" -> "0.5.6"), when it parses
+/// as a version; else "" (nvidia/cuda:12.4.1, ...:latest).
 std::string image_tag_version(const std::string& image);
 
 /// Skips NAME=value words, `env [opts]`, `mpirun|mpiexec|orterun [opts]`, `srun [opts]` and `docker|podman
@@ -49,7 +52,7 @@ LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,
 /// Formats a number the way Python's str() would for a value written back to a flag.
 std::string format_number(double value);
 
-/// Copies engine-relevant variables (VLLM_*, SGLANG_*, SGL_*, TRTLLM_*, TLLM_*, NCCL_*,
+/// Copies engine-relevant variables (each module's EngineModule::env_prefixes, NCCL_*,
 /// CUDA_VISIBLE_DEVICES) into config.env.
 void record_env(const std::map<std::string, std::string>& env, LaunchConfig& config);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
 #include "servelab/engines/engine_module.h"
@@ -124,10 +125,9 @@ const char* graph_mode_name(GraphMode g) {
 
 namespace {
 
-// Every engine shards the attention heads over its attention TP group. vLLM refuses at start-up
-// (config/model.py verify_with_parallel_config: "Total number of attention heads (64) must be divisible by
-// tensor parallel size (3)."); SGLang and TensorRT-LLM fail while loading the sharded weights (servelab's
-// text). Linear-attention (gated DeltaNet) heads are sharded the same way.
+// Every engine shards the attention heads over its attention TP group. An engine that refuses at start-up
+// with its own words gives them (EngineModule::heads_indivisible_error); the others fail while loading the
+// sharded weights (servelab's text). Linear-attention (gated DeltaNet) heads are sharded the same way.
 std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
   const int tp = r.layout.attn_tp;
   if (tp <= 1) return std::nullopt;
@@ -142,15 +142,15 @@ std::optional<LaunchFailure> heads_check(const ResolvedLaunch& r) {
                      : a->value_heads % tp != 0 ? a->value_heads
                                                 : linear_heads;
   }
-  const bool verbatim = r.config.kind == EngineKind::kVllm;
-  if (heads > 0 && heads % tp != 0)
-    return detail::fail(
-        FailurePhase::kStartup, "parallel.heads_divisible",
-        verbatim ? "ValueError: Total number of attention heads (" + std::to_string(heads) +
-                       ") must be divisible by tensor parallel size (" + std::to_string(tp) + ")."
-                 : "the model's " + std::to_string(heads) + " attention heads cannot be split over " +
-                       std::to_string(tp) + " tensor-parallel ranks (attention TP must divide them)",
-        verbatim);
+  if (heads > 0 && heads % tp != 0) {
+    const auto own = engine_module(r.config.kind).heads_indivisible_error(heads, tp);
+    return detail::fail(FailurePhase::kStartup, "parallel.heads_divisible",
+                        own ? *own
+                            : "the model's " + std::to_string(heads) +
+                                  " attention heads cannot be split over " + std::to_string(tp) +
+                                  " tensor-parallel ranks (attention TP must divide them)",
+                        own.has_value());
+  }
   if (linear_heads > 0)
     return detail::fail(FailurePhase::kStartup, "parallel.linear_heads_divisible",
                         "the model's " + std::to_string(linear_heads) +
@@ -207,32 +207,23 @@ std::optional<std::string> check_request(const ResolvedLaunch& launch, int promp
 
 namespace detail {
 
-const std::vector<ModelledVersion>& modelled_versions(EngineKind kind) {
-  // The releases of the reference study and the perflab corpus (engine_version of each point).
-  static const std::vector<ModelledVersion> kVllm = {{"0.10.2", "vllm-0.10"},
-                                                     {"0.11.0", "vllm-0.11"},
-                                                     {"0.13.0", "vllm-0.11"},
-                                                     {"0.17.1", "vllm-0.17"},
-                                                     {"0.24.0", "vllm-0.17"}};
-  static const std::vector<ModelledVersion> kSglang = {
-      {"0.5.3rc0", "sglang-0.5.3"},    {"0.5.3", "sglang-0.5.3"},       {"0.5.3.post3", "sglang-0.5.3"},
-      {"0.5.4.post2", "sglang-0.5.3"}, {"0.5.5.post1", "sglang-0.5.3"}, {"0.5.6.post2", "sglang-0.5.3"},
-      {"0.5.9", "sglang-0.5.9"},       {"0.5.14", "sglang-0.5.9"}};
-  static const std::vector<ModelledVersion> kTrtllm = {
-      {"1.0.0", "trtllm-1.0"}, {"1.2.0rc1", "trtllm-1.2"}, {"1.2.0rc5", "trtllm-1.2"}};
-  switch (kind) {
-    case EngineKind::kVllm:
-      return kVllm;
-    case EngineKind::kSglang:
-      return kSglang;
-    case EngineKind::kTrtllm:
-      return kTrtllm;
-  }
-  return kVllm;
+std::vector<std::string> release_names(const std::vector<ModelledVersion>& releases) {
+  std::vector<std::string> out;
+  for (const auto& r : releases) out.push_back(r.version);
+  return out;
+}
+
+std::vector<std::string> release_families(const std::vector<ModelledVersion>& releases) {
+  std::vector<std::string> out;
+  for (const auto& r : releases) out.push_back(r.family);
+  return out;
 }
 
 std::string version_family(EngineKind kind, const EngineVersion& version) {
-  const auto& list = modelled_versions(kind);
+  const EngineModule& module = engine_module(kind);
+  std::vector<ModelledVersion> list;
+  for (std::size_t i = 0; i < module.versions.size(); ++i)
+    list.push_back({module.versions[i].c_str(), module.version_families[i].c_str()});
   // The family of the newest modelled release at or before `version`; but when that release is of another
   // major.minor and one of `version`'s own major.minor is modelled, that one's (0.17.0 is vllm-0.17 although
   // the modelled 0.17 release is 0.17.1; 1.2.0rc0 is trtllm-1.2).
@@ -258,7 +249,7 @@ EngineVersion apply_version(ResolvedLaunch& launch) {
   launch.version = launch.config.engine_version;
   launch.version_family = version_family(kind, v);
   bool modelled = false;
-  for (const auto& m : modelled_versions(kind)) modelled = modelled || EngineVersion::parse(m.version) == v;
+  for (const auto& m : engine_module(kind).versions) modelled = modelled || EngineVersion::parse(m) == v;
   launch.notes.push_back(std::string("engine ") + engine_kind_name(kind) + " " + launch.version +
                          " (fitted-parameter family " + launch.version_family + ")" +
                          (modelled
@@ -268,11 +259,15 @@ EngineVersion apply_version(ResolvedLaunch& launch) {
   return v;
 }
 
+std::optional<std::string> no_heads_error(int /*heads*/, int /*tp*/) {
+  return std::nullopt;
+}
+
 LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bool verbatim) {
   return LaunchFailure{phase, std::move(message), verbatim, std::move(rule)};
 }
 
-std::optional<LaunchFailure> range_checks(const LaunchConfig& c) {
+std::optional<LaunchFailure> range_checks(const LaunchConfig& c, const RangeAllowances& allowed) {
   if (c.tp < 1 || c.dp < 1 || c.pp < 1 || c.ep < 1 || c.dcp < 1)
     return fail(FailurePhase::kStartup, "parallel.sizes",
                 "parallel sizes must be >= 1 (tp " + std::to_string(c.tp) + ", dp " + std::to_string(c.dp) +
@@ -281,7 +276,7 @@ std::optional<LaunchFailure> range_checks(const LaunchConfig& c) {
   // vLLM: pydantic Field(gt=0, le=1) on gpu_memory_utilization, ge=1 on counts; SGLang / TRT-LLM
   // asserts at start-up. Messages are servelab's.
   if (!(c.gpu_memory_fraction >= 0.0 && c.gpu_memory_fraction <= 1.0) ||
-      (c.gpu_memory_fraction == 0.0 && c.kind != EngineKind::kSglang))
+      (c.gpu_memory_fraction == 0.0 && !allowed.zero_memory_fraction))
     return fail(FailurePhase::kStartup, "memory.fraction_range",
                 "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
   const std::pair<const char*, const std::optional<int>*> counts[] = {
@@ -290,7 +285,8 @@ std::optional<LaunchFailure> range_checks(const LaunchConfig& c) {
       {"max_model_len", &c.max_model_len},
       {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
   for (const auto& [name, value] : counts)
-    if (*value && **value < 1 && !(c.kind == EngineKind::kSglang && std::string(name) == "cuda_graph_max_bs"))
+    if (*value && **value < 1 &&
+        !(allowed.nonpositive_cuda_graph_max_bs && std::string(name) == "cuda_graph_max_bs"))
       return fail(FailurePhase::kStartup, "limits.positive",
                   std::string(name) + " must be >= 1 (got " + std::to_string(**value) + ")", false);
   return std::nullopt;
@@ -332,8 +328,8 @@ std::optional<LaunchFailure> check_stated_nodes(const LaunchConfig::NodePlacemen
   auto refuse = [](const std::string& message) {
     return fail(FailurePhase::kStartup, "parallel.nodes", message, false);
   };
-  // SGLang splits tp * pp over --nnodes nodes (tp_size_per_node = tp_size // nnodes, server_args.py).
-  if (c.kind == EngineKind::kSglang && c.gpus_used() % p.nodes != 0)
+  // An engine that splits the launch's GPUs evenly over its stated nodes (NodePlacement::split_evenly).
+  if (p.split_evenly && c.gpus_used() % p.nodes != 0)
     return refuse(who + " does not split the launch's " + std::to_string(c.gpus_used()) +
                   " GPUs evenly over the nodes");
   if (p.nodes > cluster.nodes)

@@ -26,8 +26,9 @@ struct ModelledVersion {
   const char* family;
 };
 
-/// The modelled releases of `kind`, oldest first.
-const std::vector<ModelledVersion>& modelled_versions(EngineKind kind);
+/// The releases and families of a module's modelled releases (EngineModule::versions, version_families).
+std::vector<std::string> release_names(const std::vector<ModelledVersion>& releases);
+std::vector<std::string> release_families(const std::vector<ModelledVersion>& releases);
 
 /// The family of `version`: the one of the newest modelled release <= version (the oldest one's for
 /// older releases).
@@ -40,9 +41,15 @@ EngineVersion apply_version(ResolvedLaunch& launch);
 /// A refusal.
 LaunchFailure fail(FailurePhase phase, std::string rule, std::string message, bool verbatim);
 
+/// What an engine accepts that range_checks refuses for the others.
+struct RangeAllowances {
+  bool zero_memory_fraction = false;           ///< a memory fraction of 0: unset, the engine sizes it itself
+  bool nonpositive_cuda_graph_max_bs = false;  ///< a CUDA-graph batch bound below 1
+};
+
 /// Config-only range checks shared by every engine (parallel sizes >= 1, memory fraction in (0, 1],
-/// positive limits).
-std::optional<LaunchFailure> range_checks(const LaunchConfig& c);
+/// positive limits), less what the engine `allowed`.
+std::optional<LaunchFailure> range_checks(const LaunchConfig& c, const RangeAllowances& allowed = {});
 
 /// Refuses a GPU the twin does not model (hardware::GpuSpec::modelled == false).
 std::optional<LaunchFailure> hardware_check(const hardware::ClusterSpec& cluster);

@@ -6,6 +6,7 @@
 
 #include "engines/engines_detail.h"
 #include "engines/version.h"
+#include "servelab/engines/engine_module.h"
 
 namespace servelab::engines::detail {
 namespace {
@@ -69,10 +70,25 @@ bool container_option_alone(const std::string& word) {
   return false;
 }
 
+/// The canonical program words of the engine whose image's entrypoint starts it (`vllm serve` for
+/// vllm/vllm-openai), or none.
+std::vector<std::string> entrypoint_program(const std::string& image) {
+  for (const auto& m : engine_modules())
+    for (const auto& word : m.images.entrypoint_words)
+      if (image.find(word) != std::string::npos) {
+        const EngineProgram& p = m.programs.front();
+        std::vector<std::string> words = {p.executable};
+        if (!p.subcommand.empty()) words.push_back(p.subcommand);
+        return words;
+      }
+  return {};
+}
+
 /// `docker|podman run [options] IMAGE [command]` from argv[i] (at "docker"): records the environment its
 /// options pass (-e/--env K=V) into env and its words (through the image) and image into w, and the program
-/// the container supplies (--entrypoint's value, or `vllm serve` for a vllm/vllm-openai image given no
-/// engine command). Returns the index after the image, or nullopt when no image follows the options.
+/// the container supplies (--entrypoint's value, or the engine's canonical program for an image whose
+/// entrypoint starts it, EngineImages::entrypoint_words, given no engine command). Returns the index after
+/// the image, or nullopt when no image follows the options.
 std::optional<std::size_t> strip_container_run(const std::vector<std::string>& argv, std::size_t i,
                                                std::map<std::string, std::string>& env, LaunchWrapper& w) {
   const std::size_t start = i;
@@ -97,10 +113,10 @@ std::optional<std::size_t> strip_container_run(const std::vector<std::string>& a
       i < argv.size() && (is_engine_program(argv[i]) || program_basename(argv[i]) == "env");
   if (!entrypoint.empty())
     w.program = {entrypoint};
-  else if (!command_follows && w.image.find("vllm-openai") != std::string::npos)
-    // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT]: the words
-    // after the image are its arguments.
-    w.program = {"vllm", "serve"};
+  else if (!command_follows)
+    // An image whose entrypoint is the engine's program (EngineImages::entrypoint_words): the words after
+    // the image are its arguments.
+    w.program = entrypoint_program(w.image);
   // No engine command after the "image" (an option this table does not know took it as its value): the
   // caller's older reading (the image is the last word before the engine program) is tried instead.
   if (w.program.empty() && (!command_follows || is_engine_program(w.image))) return std::nullopt;
@@ -115,8 +131,9 @@ std::string engine_image_tag(const std::string& image) {
   // Only an engine's own image names the engine's release (nvidia/cuda:12.4.1 names CUDA's).
   const std::string repo = image.substr(0, colon);
   bool engine_image = false;
-  for (const char* name : {"vllm", "sglang", "tensorrt-llm", "tensorrt_llm", "trtllm"})
-    engine_image = engine_image || repo.find(name) != std::string::npos;
+  for (const auto& m : engine_modules())
+    for (const auto& word : m.images.repository_words)
+      engine_image = engine_image || repo.find(word) != std::string::npos;
   return engine_image ? image.substr(colon + 1) : "";
 }
 
@@ -144,7 +161,11 @@ bool is_python(const std::string& basename) {
 
 bool is_engine_program(const std::string& word) {
   const std::string b = program_basename(word);
-  return b == "vllm" || b == "sglang" || b == "trtllm-serve" || is_python(b);
+  if (is_python(b)) return true;
+  for (const auto& m : engine_modules())
+    for (const auto& p : m.programs)
+      if (!p.executable.empty() && b == p.executable) return true;
+  return false;
 }
 
 LaunchWrapper strip_launch_wrappers(const std::vector<std::string>& argv,

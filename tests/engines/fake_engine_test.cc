@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engines/launch_detail.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
@@ -43,9 +44,22 @@ void fake_env(const LaunchConfig& c, std::map<std::string, std::string>& env) {
   env["FAKE_DEEP_GEMM"] = c.deep_gemm ? "1" : "0";
 }
 
-std::variant<ResolvedLaunch, LaunchFailure> fake_resolve(const LaunchConfig&, const model::ModelSpec&,
+// A model with no layers is refused; any other is resolved as far as the shared helpers go (release, layout).
+std::variant<ResolvedLaunch, LaunchFailure> fake_resolve(const LaunchConfig& c, const model::ModelSpec& m,
                                                          const hardware::ClusterSpec&) {
-  return LaunchFailure{FailurePhase::kStartup, "fake-serve: this engine serves nothing", true, "fake.refuse"};
+  if (m.layers.empty())
+    return LaunchFailure{FailurePhase::kStartup, "fake-serve: this engine serves nothing", true,
+                         "fake.refuse"};
+  ResolvedLaunch r;
+  r.config = c;
+  r.model = m;
+  r.layout.attn_tp = c.tp;
+  detail::apply_version(r);
+  return r;
+}
+
+std::optional<std::string> fake_heads_error(int heads, int tp) {
+  return "FakeError: " + std::to_string(heads) + " heads over TP " + std::to_string(tp);
 }
 
 std::optional<std::string> fake_check_request(const ResolvedLaunch&, int prompt_tokens, int) {
@@ -80,14 +94,18 @@ EngineModule fake_module() {
   return {kFake,
           "fakellm",
           "FakeLLM",
-          {"1.0"},
+          {"1.0", "1.2"},
+          {"fakellm-1.0", "fakellm-1.2"},
           "1.0",
           {{"fake-serve", "fake-serve", "serve", true, "", ""}},
+          {{"fakellm"}, {"fakellm-server"}},
+          {"FAKE_"},
           fake_parse,
           fake_render,
           fake_env,
           fake_resolve,
           fake_check_request,
+          fake_heads_error,
           {"--fake-config", &LaunchConfig::config_file, false, false, fake_apply},
           /*dp_attention_within_tp=*/true,
           fake_placement,
@@ -117,6 +135,46 @@ TEST_F(FakeEngine, IsParsedAndRenderedByItsModule) {
   EXPECT_THROW(parse_launch_command({"fake-serve", "m", "--pp", "2"}), EngineArgError);
   // The built-in engines are still found by their own programs.
   EXPECT_EQ(parse_launch_command({"vllm", "serve", "m"}).kind, EngineKind::kVllm);
+}
+
+TEST_F(FakeEngine, ItsProgramImagesAndEnvironmentComeFromTheModule) {
+  // Behind a container: the image's entrypoint is the engine's program (EngineImages::entrypoint_words),
+  // and the image's tag names the release (EngineImages::repository_words).
+  const LaunchConfig entry = parse_launch_command({"docker", "run", "--rm", "org/fakellm-server:v1.2", "m"});
+  EXPECT_EQ(entry.kind, kFake);
+  EXPECT_EQ(entry.model, "m");
+  EXPECT_EQ(entry.engine_version, "1.2");
+  const LaunchConfig wrapped =
+      parse_launch_command({"docker", "run", "--rm", "org/fakellm:1.0", "fake-serve", "m", "--tp", "2"});
+  EXPECT_EQ(wrapped.kind, kFake);
+  EXPECT_EQ(wrapped.tp, 2);
+  EXPECT_EQ(wrapped.engine_version, "1.0");
+  // mpirun finds the engine's program among its own options.
+  EXPECT_EQ(parse_launch_command({"mpirun", "-n", "1", "fake-serve", "m"}).kind, kFake);
+  // The engine's environment variables are recorded (env_prefixes), others are not.
+  const LaunchConfig env = parse_launch_command({"FAKE_KNOB=1", "OTHER_KNOB=2", "fake-serve", "m"});
+  EXPECT_EQ(env.env.count("FAKE_KNOB"), 1u);
+  EXPECT_EQ(env.env.count("OTHER_KNOB"), 0u);
+}
+
+TEST_F(FakeEngine, ItsReleaseFamilyAndHeadsErrorComeFromTheModule) {
+  model::ModelSpec m;
+  model::GqaAttention attention;
+  attention.heads = 6;
+  attention.kv_heads = 6;
+  attention.head_dim = 64;
+  m.layers.push_back({0, 2, model::Layer{attention, {}}});
+  const auto split = resolve_launch(parse_launch_command({"fake-serve", "m", "--tp", "4"}), m, {});
+  ASSERT_TRUE(std::holds_alternative<LaunchFailure>(split));
+  EXPECT_EQ(std::get<LaunchFailure>(split).rule, "parallel.heads_divisible");
+  EXPECT_EQ(std::get<LaunchFailure>(split).message, "FakeError: 6 heads over TP 4");
+  EXPECT_TRUE(std::get<LaunchFailure>(split).verbatim);
+
+  const auto resolved =
+      resolve_launch(parse_launch_command({"fake-serve", "m", "--tp", "2"}, {}, "1.3"), m, {});
+  ASSERT_TRUE(std::holds_alternative<ResolvedLaunch>(resolved));
+  EXPECT_EQ(std::get<ResolvedLaunch>(resolved).version, "1.3");
+  EXPECT_EQ(std::get<ResolvedLaunch>(resolved).version_family, "fakellm-1.2");
 }
 
 TEST_F(FakeEngine, ItsOptionFileGpusAndNodesComeFromTheModule) {
@@ -189,6 +247,21 @@ TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
     FAIL() << "a module without node_launch must be refused";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "engine module 'fakellm2': 'node_launch' is not set");
+  }
+  m = fake_module();
+  m.kind = static_cast<EngineKind>(43);
+  m.name = "fakellm2";
+  m.heads_indivisible_error = nullptr;
+  EXPECT_THROW(register_engine_module(m), std::invalid_argument);
+  m = fake_module();
+  m.kind = static_cast<EngineKind>(43);
+  m.name = "fakellm2";
+  m.version_families.pop_back();
+  try {
+    register_engine_module(m);
+    FAIL() << "a module without a family for each release must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "engine module 'fakellm2': version_families must give one family per version");
   }
   EXPECT_THROW(register_engine_module(fake_module()), std::invalid_argument);  // already registered
   EXPECT_EQ(find_engine_module("fakellm2"), nullptr);

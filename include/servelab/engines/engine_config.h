@@ -188,11 +188,14 @@ struct LaunchConfig {
   /// Nodes and GPUs per node the launch itself states: SGLang --nnodes N > 1 (gpus_used() / N GPUs per
   /// node, rounded up), vLLM --data-parallel-size-local K (K * tp * pp GPUs per node, ceil(dp / K) nodes),
   /// TRT-LLM --gpus_per_node G (ceil(gpus_used() / G) nodes). nullopt when it states none (the cluster's
-  /// node size then places the ranks). `flag` names the flag that states it (for messages).
+  /// node size then places the ranks). `flag` names the flag that states it (for messages);
+  /// `split_evenly`: the engine spreads the launch's GPUs evenly over the nodes and a launch they do not
+  /// divide is refused (SGLang: tp_size_per_node = tp_size // nnodes, server_args.py).
   struct NodePlacement {
     int nodes = 1;
     int gpus_per_node = 1;
     std::string flag;
+    bool split_evenly = false;
   };
   std::optional<NodePlacement> stated_node_placement() const;
 };

@@ -34,6 +34,16 @@ struct EngineProgram {
   std::string model_flag;     ///< how the model is passed: "" positional, "--model-path", "--model"
 };
 
+/// The engine's container images (`docker|podman run ... IMAGE`).
+struct EngineImages {
+  /// Words of an image's repository that make it the engine's own image, whose tag names the engine's
+  /// release ("vllm" in vllm/vllm-openai, "tensorrt-llm"); an image naming none (nvidia/cuda) names none.
+  std::vector<std::string> repository_words;
+  /// Words of an image's repository whose entrypoint is the engine's canonical program (programs[0]), so
+  /// that the words after the image are its arguments ("vllm-openai": `vllm serve`); empty = none.
+  std::vector<std::string> entrypoint_words;
+};
+
 /// The engine's option file (vLLM/SGLang `--config`, TensorRT-LLM `--extra_llm_api_options`).
 struct EngineConfigFile {
   const char* flag;                 ///< "--config", "--extra_llm_api_options"
@@ -67,10 +77,17 @@ struct EngineModule {
   EngineKind kind;
   const char* name;                   ///< "vllm", "sglang", "trtllm" (engine_kind_name)
   const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
-  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled
-  const char* default_version;        ///< used when neither the study nor --engine-version says
+  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled, oldest first
+  /// versions[i]'s fitted-parameter family ("vllm-0.11"), the key of the twin's fitted parameters; a
+  /// release between modelled ones takes a neighbour's (launch.h ResolvedLaunch::version_family).
+  std::vector<std::string> version_families;
+  const char* default_version;  ///< used when neither the study nor --engine-version says
   /// The ways it is started; programs[0] is the canonical one to_argv() writes for a config without one.
   std::vector<EngineProgram> programs;
+  EngineImages images;
+  /// Prefixes of the environment variables the engine reads ("VLLM_"): recorded into LaunchConfig::env
+  /// (with NCCL_* and CUDA_VISIBLE_DEVICES, which every engine reads).
+  std::vector<std::string> env_prefixes;
   /// Parses the arguments after the program words into `config` (kind, program, argv and
   /// engine_version already set) with that version's flags. Throws EngineArgError.
   void (*parse)(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
@@ -85,6 +102,10 @@ struct EngineModule {
   /// The engine's refusal of one request, or nullopt (launch.h check_request).
   std::optional<std::string> (*check_request)(const ResolvedLaunch& launch, int prompt_tokens,
                                               int max_tokens);
+  /// The engine's own start-up error when the model's `heads` attention heads do not split over `tp`
+  /// attention-TP ranks (quoted verbatim), or nullopt when the engine fails later with no message of its
+  /// own (servelab words the refusal, "parallel.heads_divisible").
+  std::optional<std::string> (*heads_indivisible_error)(int heads, int tp);
   EngineConfigFile config_file;
   /// GPUs a launch uses when DP-attention is on: true when the attention DP ranks split the TP group's
   /// GPUs (tp * pp), false when each DP rank is a replica of its own (tp * pp * dp).

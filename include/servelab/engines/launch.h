@@ -3,7 +3,7 @@
 // speculative decoding). The engine twin (src/sim) reads engine behaviour only from here: it keeps no
 // copy of an engine rule of its own.
 //
-// Each engine is one module (src/engines/vllm*.cc, sglang*.cc, trtllm*.cc) registered in one table
+// Each engine is one module (src/engines/<engine>/: vllm/, sglang/, trtllm/) registered in one table
 // (engine_module.h engine_modules()); versions are data inside the module (flags added/removed per version,
 // defaults by version). Thread-safety: every function is pure.
 #pragma once

@@ -3,7 +3,7 @@
 // nodes. A pure function: the caller (tune's Slurm batch scripts, the Kubernetes renderer) supplies the
 // allocation (node count, GPUs per node, this node's rank, the head node's address and a port).
 //
-// Per engine (sources cited per method in multinode.cc):
+// Per engine (sources cited per method in src/engines/<engine>/<engine>_multinode.cc):
 //   SGLang:       every node runs the same server with `--nnodes N --node-rank R --dist-init-addr HEAD:PORT`
 //                 (TP/PP/DP sizes are the totals over all nodes); only rank 0 serves HTTP.
 //   vLLM DP:      data-parallel ranks spread over nodes (each replica's TP*PP fits in one node):

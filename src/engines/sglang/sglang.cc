@@ -503,8 +503,9 @@ void render_env_sglang(const LaunchConfig& c, std::map<std::string, std::string>
 // --nnodes N: the world split evenly over N nodes.
 std::optional<LaunchConfig::NodePlacement> stated_node_placement_sglang(const LaunchConfig& c) {
   if (c.nnodes <= 1) return std::nullopt;
+  // SGLang splits tp * pp over --nnodes nodes (tp_size_per_node = tp_size // nnodes, server_args.py).
   return LaunchConfig::NodePlacement{c.nnodes, (c.gpus_used() + c.nnodes - 1) / c.nnodes,
-                                     "--nnodes " + std::to_string(c.nnodes)};
+                                     "--nnodes " + std::to_string(c.nnodes), /*split_evenly=*/true};
 }
 
 }  // namespace servelab::engines::detail

@@ -289,7 +289,9 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   r.config = in;
   const EngineVersion v = apply_version(r);
   if (auto f = hardware_check(cl)) return *f;
-  if (auto f = range_checks(r.config)) return *f;
+  // 0 is --mem-fraction-static unset (SGLang computes it); SGLang takes any --cuda-graph-max-bs.
+  if (auto f = range_checks(r.config, {.zero_memory_fraction = true, .nonpositive_cuda_graph_max_bs = true}))
+    return *f;
   auto quantized = engine_quantized(r.config, model);
   if (auto* f = std::get_if<LaunchFailure>(&quantized)) return *f;
   r.model = std::get<model::ModelSpec>(std::move(quantized));

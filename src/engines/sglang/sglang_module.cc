@@ -13,10 +13,14 @@
 namespace servelab::engines::detail {
 namespace {
 
-std::vector<std::string> sglang_module_versions(EngineKind k) {
-  std::vector<std::string> out;
-  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
-  return out;
+// The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
+// each point), each with the family of its fitted parameters.
+const std::vector<ModelledVersion>& sglang_releases() {
+  static const std::vector<ModelledVersion> kReleases = {
+      {"0.5.3rc0", "sglang-0.5.3"},    {"0.5.3", "sglang-0.5.3"},       {"0.5.3.post3", "sglang-0.5.3"},
+      {"0.5.4.post2", "sglang-0.5.3"}, {"0.5.5.post1", "sglang-0.5.3"}, {"0.5.6.post2", "sglang-0.5.3"},
+      {"0.5.9", "sglang-0.5.9"},       {"0.5.14", "sglang-0.5.9"}};
+  return kReleases;
 }
 
 // Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
@@ -40,15 +44,19 @@ EngineModule sglang_module() {
   return {EngineKind::kSglang,
           "sglang",
           "SGLang",
-          sglang_module_versions(EngineKind::kSglang),
+          release_names(sglang_releases()),
+          release_families(sglang_releases()),
           kSglangDefaults.version.value,
           {{"python3 -m sglang.launch_server", "", "", false, "sglang.launch_server", "--model-path"},
            {"sglang serve", "sglang", "serve", false, "", "--model-path"}},
+          {{"sglang"}, {}},
+          {"SGLANG_", "SGL_"},
           parse_sglang,
           render_sglang,
           render_env_sglang,
           resolve_sglang,
           check_request_sglang,
+          no_heads_error,
           {"--config", &LaunchConfig::config_file, true, false, apply_cli_config_yaml},
           /*dp_attention_within_tp=*/true,
           stated_node_placement_sglang,

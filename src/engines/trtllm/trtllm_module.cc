@@ -13,10 +13,12 @@
 namespace servelab::engines::detail {
 namespace {
 
-std::vector<std::string> trtllm_module_versions(EngineKind k) {
-  std::vector<std::string> out;
-  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
-  return out;
+// The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
+// each point), each with the family of its fitted parameters.
+const std::vector<ModelledVersion>& trtllm_releases() {
+  static const std::vector<ModelledVersion> kReleases = {
+      {"1.0.0", "trtllm-1.0"}, {"1.2.0rc1", "trtllm-1.2"}, {"1.2.0rc5", "trtllm-1.2"}};
+  return kReleases;
 }
 
 // Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
@@ -39,14 +41,18 @@ EngineModule trtllm_module() {
   return {EngineKind::kTrtllm,
           "trtllm",
           "TensorRT-LLM",
-          trtllm_module_versions(EngineKind::kTrtllm),
+          release_names(trtllm_releases()),
+          release_families(trtllm_releases()),
           kTrtllmDefaults.version.value,
           {{"trtllm-serve", "trtllm-serve", "serve", true, "", ""}},
+          {{"tensorrt-llm", "tensorrt_llm", "trtllm"}, {}},
+          {"TRTLLM_", "TLLM_"},
           parse_trtllm,
           render_trtllm,
           render_env_trtllm,
           resolve_trtllm,
           check_request_trtllm,
+          no_heads_error,
           {"--extra_llm_api_options", &LaunchConfig::extra_llm_api_options, false, false,
            apply_trtllm_config_yaml},
           /*dp_attention_within_tp=*/true,

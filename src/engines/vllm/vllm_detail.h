@@ -25,6 +25,8 @@ std::variant<ResolvedLaunch, LaunchFailure> resolve_vllm(const LaunchConfig&, co
                                                          const hardware::ClusterSpec&);
 std::optional<std::string> check_request_vllm(const ResolvedLaunch& launch, int prompt_tokens,
                                               int max_tokens);
+/// vLLM's start-up error for attention heads that TP does not divide (EngineModule::heads_indivisible_error).
+std::optional<std::string> heads_indivisible_error_vllm(int heads, int tp);
 void render_env_vllm(const LaunchConfig& config, std::map<std::string, std::string>& env);
 std::optional<LaunchConfig::NodePlacement> stated_node_placement_vllm(const LaunchConfig& config);
 NodeLaunch node_launch_vllm(const LaunchConfig& config, const MultiNodeRequest& request,

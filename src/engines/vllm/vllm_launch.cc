@@ -452,4 +452,10 @@ bool vllm_env_one_or_true(const LaunchConfig& c, const char* name) {
   return v == "1" || v == "true";
 }
 
+// vLLM refuses at start-up (config/model.py verify_with_parallel_config).
+std::optional<std::string> heads_indivisible_error_vllm(int heads, int tp) {
+  return "ValueError: Total number of attention heads (" + std::to_string(heads) +
+         ") must be divisible by tensor parallel size (" + std::to_string(tp) + ").";
+}
+
 }  // namespace servelab::engines::detail

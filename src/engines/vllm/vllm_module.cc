@@ -13,10 +13,15 @@
 namespace servelab::engines::detail {
 namespace {
 
-std::vector<std::string> vllm_module_versions(EngineKind k) {
-  std::vector<std::string> out;
-  for (const auto& v : modelled_versions(k)) out.push_back(v.version);
-  return out;
+// The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
+// each point), each with the family of its fitted parameters.
+const std::vector<ModelledVersion>& vllm_releases() {
+  static const std::vector<ModelledVersion> kReleases = {{"0.10.2", "vllm-0.10"},
+                                                         {"0.11.0", "vllm-0.11"},
+                                                         {"0.13.0", "vllm-0.11"},
+                                                         {"0.17.1", "vllm-0.17"},
+                                                         {"0.24.0", "vllm-0.17"}};
+  return kReleases;
 }
 
 // Architecture bounds (ArchitectureRelease): a model published after a release cannot be loaded by it. Only
@@ -48,16 +53,21 @@ EngineModule vllm_module() {
   return {EngineKind::kVllm,
           "vllm",
           "vLLM",
-          vllm_module_versions(EngineKind::kVllm),
+          release_names(vllm_releases()),
+          release_families(vllm_releases()),
           kVllmDefaults.version.value,
           {{"vllm serve", "vllm", "serve", false, "", ""},
            {"python3 -m vllm.entrypoints.openai.api_server", "", "", false,
             "vllm.entrypoints.openai.api_server", "--model"}},
+          // vllm/vllm-openai's entrypoint is `vllm serve` [recalled: the image's Dockerfile ENTRYPOINT].
+          {{"vllm"}, {"vllm-openai"}},
+          {"VLLM_"},
           parse_vllm,
           render_vllm,
           render_env_vllm,
           resolve_vllm,
           check_request_vllm,
+          heads_indivisible_error_vllm,
           {"--config", &LaunchConfig::config_file, false, true, apply_cli_config_yaml},
           /*dp_attention_within_tp=*/false,
           stated_node_placement_vllm,
