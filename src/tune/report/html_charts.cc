@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "servelab/common/redact.h"
+#include "servelab/engines/engine_module.h"
 
 namespace servelab::tune::html {
 
@@ -27,11 +28,11 @@ const char* dash_name(Dash d) {
   return d == Dash::kDashed ? "dashed" : d == Dash::kDotted ? "dotted" : "solid";
 }
 
-// Engines keep one colour on every chart; configurations take the palette, which has none of the engines'
-// colours, nor black (failure marks) nor grey (thresholds): Tableau 10's rest, then Tableau 20's darker
-// tones.
-constexpr std::pair<const char*, const char*> kEngineColours[] = {
-    {"vllm", "#1f77b4"}, {"sglang", "#d62728"}, {"trtllm", "#2ca02c"}};
+// Engines keep one colour on every chart, by their place in the engine table (Tableau 10's blue, red and
+// green, then Tableau 20's light tones); configurations take the other palette, which has none of the
+// engines' colours, nor black (failure marks) nor grey (thresholds): Tableau 10's rest, then Tableau 20's
+// darker tones.
+constexpr const char* kEnginePalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#aec7e8", "#ff9896", "#98df8a"};
 constexpr const char* kConfigPalette[] = {"#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
                                           "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#e6550d",
                                           "#5254a3", "#b5cf6b", "#de9ed6", "#3b6e5f"};
@@ -182,8 +183,9 @@ std::string ChartSet::canvas(nlohmann::json spec) {
 }
 
 std::string ChartSet::colour(const std::string& key) {
-  for (const auto& [engine, c] : kEngineColours)
-    if (key == engine) return c;
+  const auto& engines = engines::engine_modules();
+  for (std::size_t i = 0; i < engines.size(); ++i)
+    if (key == engines[i].name) return kEnginePalette[i % std::size(kEnginePalette)];
   auto it = colours_.find(key);
   if (it == colours_.end()) {
     const size_t n = std::size(kConfigPalette);
