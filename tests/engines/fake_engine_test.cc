@@ -8,12 +8,16 @@
 #include <string>
 
 #include "engines/launch_detail.h"
+#include "servelab/common/paths.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/launch.h"
 #include "servelab/engines/multinode.h"
 #include "servelab/hardware/hardware.h"
+#include "servelab/model/model.h"
 #include "servelab/sim/calibration.h"
+#include "servelab/sim/sim.h"
+#include "servelab/sim/trace.h"
 
 namespace servelab::engines {
 namespace {
@@ -116,10 +120,36 @@ EngineModule fake_module() {
           "/fake_reset"};
 }
 
+// A second engine registered from this file: vLLM's rules under another name and program (`vllm-clone`),
+// its resolution delegated to vLLM's module. The twin must predict its launches exactly as vLLM's: it
+// reads every engine rule from the resolved launch and the module, none from the engine's name.
+constexpr auto kClone = static_cast<EngineKind>(44);
+
+std::variant<ResolvedLaunch, LaunchFailure> clone_resolve(const LaunchConfig& c, const model::ModelSpec& m,
+                                                          const hardware::ClusterSpec& cluster) {
+  LaunchConfig as_vllm = c;
+  as_vllm.kind = EngineKind::kVllm;
+  auto r = engine_module(EngineKind::kVllm).resolve(as_vllm, m, cluster);
+  if (auto* launch = std::get_if<ResolvedLaunch>(&r)) launch->config.kind = kClone;
+  return r;
+}
+
+EngineModule clone_module() {
+  EngineModule m = engine_module(EngineKind::kVllm);
+  m.kind = kClone;
+  m.name = "vllmclone";
+  m.product_name = "vLLM clone";
+  m.programs = {{"vllm-clone serve", "vllm-clone", "serve", false, "", ""}};
+  m.images = {};
+  m.resolve = clone_resolve;
+  return m;
+}
+
 class FakeEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!find_engine_module("fakellm")) register_engine_module(fake_module());
+    if (!find_engine_module("vllmclone")) register_engine_module(clone_module());
   }
 };
 
@@ -235,6 +265,37 @@ TEST_F(FakeEngine, TheTwinsPriorsAndTheStudyHooksAreTheModules) {
   EXPECT_DOUBLE_EQ(prior.api_request_ms, 7.0);
   // No module, no prior: never another engine's.
   EXPECT_THROW(sim::calibration_prior("nosuchengine"), std::invalid_argument);
+}
+
+TEST_F(FakeEngine, TheTwinPredictsAnEngineFromItsModuleNotItsName) {
+  const model::ModelSpec model = model::load_config(common::data_dir() / "model-configs" / "qwen3-8b.json");
+  const hardware::ClusterSpec cluster = hardware::parse_cluster("1xH100");
+  const std::vector<std::string> args = {"serve", "Qwen/Qwen3-8B", "--max-num-seqs", "64"};
+  std::vector<std::string> vllm_argv = {"vllm"}, clone_argv = {"vllm-clone"};
+  vllm_argv.insert(vllm_argv.end(), args.begin(), args.end());
+  clone_argv.insert(clone_argv.end(), args.begin(), args.end());
+  const LaunchConfig vllm = parse_launch_command(vllm_argv);
+  const LaunchConfig clone = parse_launch_command(clone_argv);
+  ASSERT_EQ(clone.kind, kClone);
+  // The same calibration for both (the fit knows only the built-in engines' names).
+  sim::WorkloadOptions options;
+  sim::CalibrationTable table;
+  table.engines["vllm"].cal = sim::calibration_prior("vllm");
+  table.engines["vllmclone"].cal = sim::calibration_prior("vllm");
+  options.calibration = table;
+  const auto requests = sim::random_fixed(200, 1000, 200);
+  const auto a = sim::predict(vllm, cluster, model, requests, options);
+  const auto b = sim::predict(clone, cluster, model, requests, options);
+  ASSERT_TRUE(std::holds_alternative<sim::Prediction>(a));
+  ASSERT_TRUE(std::holds_alternative<sim::Prediction>(b));
+  const sim::HeadlineMetrics ha = sim::headline(std::get<sim::Prediction>(a));
+  const sim::HeadlineMetrics hb = sim::headline(std::get<sim::Prediction>(b));
+  EXPECT_EQ(hb.completed, 200);
+  EXPECT_GT(hb.output_tok_s, 0.0);
+  EXPECT_EQ(ha.completed, hb.completed);
+  EXPECT_DOUBLE_EQ(ha.output_tok_s, hb.output_tok_s);
+  EXPECT_DOUBLE_EQ(ha.mean_ttft_ms, hb.mean_ttft_ms);
+  EXPECT_DOUBLE_EQ(ha.mean_tpot_ms, hb.mean_tpot_ms);
 }
 
 TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
