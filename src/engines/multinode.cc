@@ -14,22 +14,6 @@
 
 namespace servelab::engines {
 
-const char* multinode_method_name(MultiNodeMethod method) {
-  switch (method) {
-    case MultiNodeMethod::kSingleNode:
-      return "single-node";
-    case MultiNodeMethod::kSglangNnodes:
-      return "sglang-nnodes";
-    case MultiNodeMethod::kVllmDataParallel:
-      return "vllm-data-parallel";
-    case MultiNodeMethod::kVllmRay:
-      return "vllm-ray";
-    case MultiNodeMethod::kTrtllmMpi:
-      return "trtllm-mpi";
-  }
-  return "?";
-}
-
 int nodes_for_gpus(int gpus, int gpus_per_node) {
   if (gpus < 1 || gpus_per_node < 1)
     throw std::invalid_argument("nodes_for_gpus: gpus (" + std::to_string(gpus) + ") and gpus_per_node (" +

@@ -87,6 +87,7 @@ std::optional<LaunchConfig::NodePlacement> fake_placement(const LaunchConfig& c)
 NodeLaunch fake_node_launch(const LaunchConfig& c, const MultiNodeRequest& r, std::vector<std::string> argv,
                             const std::map<std::string, std::string>&) {
   NodeLaunch n;
+  n.method = "fake-ranks";
   argv.insert(argv.end(), {"--rank", std::to_string(r.node_rank)});
   n.argv = std::move(argv);
   n.serves_http = r.node_rank == 0;
@@ -241,6 +242,7 @@ TEST_F(FakeEngine, MultiNodeLaunchResolutionAndAdmissionAskTheModule) {
   r.node_rank = 1;
   const NodeLaunch n = render_node_launch(r);
   EXPECT_EQ(n.argv, (std::vector<std::string>{"fake-serve", "m", "--tp", "16", "--rank", "1"}));
+  EXPECT_EQ(n.method, "fake-ranks");
   EXPECT_FALSE(n.serves_http);
   EXPECT_EQ(n.gpus, 8);
 

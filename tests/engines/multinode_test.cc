@@ -39,7 +39,7 @@ std::string error_of(const se::MultiNodeRequest& r) {
 TEST(MultiNode, SglangEveryNodeRunsTheServerWithItsRank) {
   const std::string cmd = "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 16";
   auto head = se::render_node_launch(request(se::EngineKind::kSglang, cmd, 2, 0));
-  EXPECT_EQ(head.method, se::MultiNodeMethod::kSglangNnodes);
+  EXPECT_EQ(head.method, "sglang-nnodes");
   EXPECT_EQ(head.argv,
             (Argv{"python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3", "--tp",
                   "16", "--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "10.0.0.1:29500"}));
@@ -78,7 +78,7 @@ TEST(MultiNode, VllmDataParallelOverNodes) {
   // DP 4 x TP 4 on 2 x 8 GPUs: 2 DP ranks per node (the vLLM docs' data_parallel_deployment example shape).
   const std::string cmd = "vllm serve deepseek-ai/DeepSeek-V3 -tp 4 -dp 4 --enable-expert-parallel";
   auto head = se::render_node_launch(request(se::EngineKind::kVllm, cmd, 2, 0));
-  EXPECT_EQ(head.method, se::MultiNodeMethod::kVllmDataParallel);
+  EXPECT_EQ(head.method, "vllm-data-parallel");
   EXPECT_EQ(head.argv, (Argv{"vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "4", "-dp", "4",
                              "--enable-expert-parallel", "--data-parallel-size-local", "2",
                              "--data-parallel-address", "10.0.0.1", "--data-parallel-rpc-port", "29500"}));
@@ -105,7 +105,7 @@ TEST(MultiNode, VllmDataParallelLastNodePartlyFilled) {
 TEST(MultiNode, VllmRayForTensorParallelAcrossNodes) {
   const std::string cmd = "vllm serve m --tensor-parallel-size 8 --pipeline-parallel-size 2";
   auto head = se::render_node_launch(request(se::EngineKind::kVllm, cmd, 2, 0));
-  EXPECT_EQ(head.method, se::MultiNodeMethod::kVllmRay);
+  EXPECT_EQ(head.method, "vllm-ray");
   EXPECT_EQ(head.setup, (std::vector<Argv>{{"ray", "start", "--head", "--port=29500", "--num-gpus=8"}}));
   EXPECT_EQ(Argv(head.argv.end() - 2, head.argv.end()), (Argv{"--distributed-executor-backend", "ray"}));
   EXPECT_TRUE(head.serves_http);
@@ -135,7 +135,7 @@ TEST(MultiNode, TrtllmSrunFromTheHeadOnly) {
   auto r = request(se::EngineKind::kTrtllm, cmd, 2, 0);
   r.env = {{"TRTLLM_DG_ENABLED", "0"}};
   auto head = se::render_node_launch(r);
-  EXPECT_EQ(head.method, se::MultiNodeMethod::kTrtllmMpi);
+  EXPECT_EQ(head.method, "trtllm-mpi");
   EXPECT_EQ(head.argv, (Argv{"srun", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8", "--mpi=pmix",
                              "trtllm-llmapi-launch", "trtllm-serve", "deepseek-ai/DeepSeek-V3", "--tp_size",
                              "16", "--ep_size", "4"}));
@@ -175,7 +175,7 @@ TEST(MultiNode, AllocationChecks) {
   EXPECT_EQ(error_of(r), "multi-node launch: head_address is empty (the head node's host name or IP)");
   // One node: the launch unchanged.
   auto single = se::render_node_launch(request(se::EngineKind::kSglang, cmd, 1, 0));
-  EXPECT_EQ(single.method, se::MultiNodeMethod::kSingleNode);
+  EXPECT_EQ(single.method, se::kSingleNodeMethod);
   EXPECT_EQ(single.argv, se::split_command_line(cmd));
   EXPECT_TRUE(single.serves_http);
   EXPECT_EQ(se::nodes_for_gpus(16, 8), 2);

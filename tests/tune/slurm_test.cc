@@ -421,7 +421,7 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
   for (int rank : {0, 1}) {
     node.node_rank = rank;
     const engines::NodeLaunch l = slurm_node_launch(s, "b", argv, {}, node);
-    EXPECT_EQ(l.method, engines::MultiNodeMethod::kSglangNnodes);
+    EXPECT_EQ(l.method, "sglang-nnodes");
     EXPECT_EQ(l.serves_http, rank == 0);
     std::vector<std::string> want = argv;
     want.insert(want.end(),

@@ -27,17 +27,8 @@
 
 namespace servelab::engines {
 
-/// How an engine is spread over the nodes (one per engine mechanism above).
-enum class MultiNodeMethod {
-  kSingleNode,        ///< nodes == 1: the launch unchanged
-  kSglangNnodes,      ///< SGLang --nnodes/--node-rank/--dist-init-addr
-  kVllmDataParallel,  ///< vLLM multi-node data parallel (--data-parallel-size-local ..., --headless)
-  kVllmRay,           ///< vLLM over a Ray cluster (--distributed-executor-backend ray)
-  kTrtllmMpi,         ///< TensorRT-LLM: one MPI job (srun --mpi=pmix / mpirun) of trtllm-llmapi-launch
-};
-
-/// "single-node", "sglang-nnodes", "vllm-data-parallel", "vllm-ray", "trtllm-mpi".
-const char* multinode_method_name(MultiNodeMethod method);
+/// The method of a launch on one node: the launch unchanged (NodeLaunch::method).
+inline constexpr const char* kSingleNodeMethod = "single-node";
 
 /// How TensorRT-LLM's MPI job is started (vLLM and SGLang ignore it: each node starts its own process).
 enum class MpiLauncher {
@@ -66,7 +57,9 @@ struct MultiNodeRequest {
 /// What one node runs. Sequence: `setup` commands to completion, then `argv` (long-running; empty when
 /// the node starts nothing itself), then `teardown` commands once `argv` has ended or been stopped.
 struct NodeLaunch {
-  MultiNodeMethod method = MultiNodeMethod::kSingleNode;
+  /// How the engine is spread over the nodes, named by its module's node_launch (one per mechanism above):
+  /// "sglang-nnodes", "vllm-data-parallel", "vllm-ray", "trtllm-mpi"; kSingleNodeMethod on one node.
+  std::string method = kSingleNodeMethod;
   std::vector<std::vector<std::string>> setup;     ///< e.g. Ray head `ray start --head --port 6379`
   std::vector<std::string> argv;                   ///< the node's long-running process ({} = none)
   std::map<std::string, std::string> env;          ///< environment of setup, argv and teardown

@@ -21,7 +21,7 @@ NodeLaunch sglang_nnodes(const LaunchConfig& c, const MultiNodeRequest& r, Argv 
   refuse_multinode_flags(c, {"--nnodes", "--node-rank", "--dist-init-addr"});
   check_multinode_rendezvous(r);
   NodeLaunch n;
-  n.method = MultiNodeMethod::kSglangNnodes;
+  n.method = "sglang-nnodes";
   n.gpus = even_node_share(c, r, "SGLang");
   argv.insert(argv.end(), {"--nnodes", std::to_string(r.nodes), "--node-rank", std::to_string(r.node_rank),
                            "--dist-init-addr", r.head_address + ":" + std::to_string(r.port)});

@@ -19,7 +19,7 @@ using Argv = std::vector<std::string>;
 NodeLaunch trtllm_mpi(const LaunchConfig& c, const MultiNodeRequest& r, const Argv& argv,
                       const std::map<std::string, std::string>& env) {
   NodeLaunch n;
-  n.method = MultiNodeMethod::kTrtllmMpi;
+  n.method = "trtllm-mpi";
   n.gpus = even_node_share(c, r, "TensorRT-LLM");
   if (r.node_rank != 0) return n;  // the MPI launcher on the head places this node's ranks
   const std::string world = std::to_string(c.gpus_used()), per_node = std::to_string(n.gpus);

@@ -26,7 +26,7 @@ NodeLaunch vllm_data_parallel(const LaunchConfig& c, const MultiNodeRequest& r, 
   const int start = r.node_rank * per_node;
   const int local = std::min(per_node, c.dp - start);
   NodeLaunch n;
-  n.method = MultiNodeMethod::kVllmDataParallel;
+  n.method = "vllm-data-parallel";
   n.gpus = local * replica;
   argv.insert(argv.end(), {"--data-parallel-size-local", std::to_string(local), "--data-parallel-address",
                            r.head_address, "--data-parallel-rpc-port", std::to_string(r.port)});
@@ -40,7 +40,7 @@ NodeLaunch vllm_data_parallel(const LaunchConfig& c, const MultiNodeRequest& r, 
 NodeLaunch vllm_ray(const LaunchConfig& c, const MultiNodeRequest& r, Argv argv) {
   const int world = c.gpus_used();
   NodeLaunch n;
-  n.method = MultiNodeMethod::kVllmRay;
+  n.method = "vllm-ray";
   n.gpus = std::min(r.gpus_per_node, world - r.node_rank * r.gpus_per_node);
   const std::string port = std::to_string(r.port);
   n.teardown = {{"ray", "stop"}};
