@@ -18,6 +18,7 @@
 #include "servelab/sim/calibration.h"
 #include "servelab/sim/sim.h"
 #include "servelab/sim/trace.h"
+#include "vllm_clone.h"
 
 namespace servelab::engines {
 namespace {
@@ -121,36 +122,11 @@ EngineModule fake_module() {
           "/fake_reset"};
 }
 
-// A second engine registered from this file: vLLM's rules under another name and program (`vllm-clone`),
-// its resolution delegated to vLLM's module. The twin must predict its launches exactly as vLLM's: it
-// reads every engine rule from the resolved launch and the module, none from the engine's name.
-constexpr auto kClone = static_cast<EngineKind>(44);
-
-std::variant<ResolvedLaunch, LaunchFailure> clone_resolve(const LaunchConfig& c, const model::ModelSpec& m,
-                                                          const hardware::ClusterSpec& cluster) {
-  LaunchConfig as_vllm = c;
-  as_vllm.kind = EngineKind::kVllm;
-  auto r = engine_module(EngineKind::kVllm).resolve(as_vllm, m, cluster);
-  if (auto* launch = std::get_if<ResolvedLaunch>(&r)) launch->config.kind = kClone;
-  return r;
-}
-
-EngineModule clone_module() {
-  EngineModule m = engine_module(EngineKind::kVllm);
-  m.kind = kClone;
-  m.name = "vllmclone";
-  m.product_name = "vLLM clone";
-  m.programs = {{"vllm-clone serve", "vllm-clone", "serve", false, "", ""}};
-  m.images = {};
-  m.resolve = clone_resolve;
-  return m;
-}
-
 class FakeEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!find_engine_module("fakellm")) register_engine_module(fake_module());
-    if (!find_engine_module("vllmclone")) register_engine_module(clone_module());
+    testing::register_vllm_clone();
   }
 };
 
@@ -278,7 +254,7 @@ TEST_F(FakeEngine, TheTwinPredictsAnEngineFromItsModuleNotItsName) {
   clone_argv.insert(clone_argv.end(), args.begin(), args.end());
   const LaunchConfig vllm = parse_launch_command(vllm_argv);
   const LaunchConfig clone = parse_launch_command(clone_argv);
-  ASSERT_EQ(clone.kind, kClone);
+  ASSERT_EQ(clone.kind, testing::kVllmClone);
   // The same calibration for both (the fit knows only the built-in engines' names).
   sim::WorkloadOptions options;
   sim::CalibrationTable table;
