@@ -1,8 +1,9 @@
 // servelab/engines: the engine table. Everything servelab knows about one engine (vLLM, SGLang,
-// TensorRT-LLM) that code outside src/engines needs is a field or a hook of its EngineModule: how it is
-// started (program words, model flag), parse/render, its option-file spelling, its multi-node launch and
-// refusals, request admission, the twin's CPU-cost priors, pre-flight's version probe and the
-// prefix-cache reset. Code elsewhere asks the module (engine_module(kind)) instead of
+// TensorRT-LLM) that code outside the engine's folder (src/engines/<engine>/) needs is a field or a hook of
+// its EngineModule: how it is started (program words, model flag, container images, environment), its
+// releases and their fitted families, parse/render, its option-file spelling, its own start-up errors,
+// its multi-node launch and refusals, request admission, the twin's CPU-cost priors, pre-flight's version
+// probe and the prefix-cache reset. Code elsewhere asks the module (engine_module(kind)) instead of
 // branching on EngineKind, so a new engine is one more registered module: register_engine_module() checks
 // that every hook is set (a missing one fails at start-up, never falls back to another engine).
 //
