@@ -50,6 +50,11 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
   };
   for (const auto& [field, set] : hooks)
     if (!set) invalid(m, std::string("'") + field + "' is not set");
+  const metrics::ServerMetricNames& names = m.server_metrics;
+  if (names.engine.empty()) invalid(m, "'server_metrics.engine' is not set");
+  if (names.prefix.empty() && !names.iteration_stats_json)
+    invalid(m, "'server_metrics' needs a metric-name prefix or iteration_stats_json");
+  if (names.prefix_cache_unit.empty()) invalid(m, "'server_metrics.prefix_cache_unit' is not set");
   for (const auto& other : table)
     if (other.kind == m.kind || std::string(other.name) == m.name)
       invalid(m, std::string("kind or name already registered (by '") + other.name + "')");
@@ -71,6 +76,13 @@ std::deque<EngineModule>& table() {
 
 const std::deque<EngineModule>& engine_modules() {
   return table();
+}
+
+std::vector<metrics::ServerMetricNames> server_metric_names() {
+  std::vector<metrics::ServerMetricNames> out;
+  for (const auto& m : table())
+    if (std::find(out.begin(), out.end(), m.server_metrics) == out.end()) out.push_back(m.server_metrics);
+  return out;
 }
 
 const EngineModule& engine_module(EngineKind kind) {

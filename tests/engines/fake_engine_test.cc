@@ -96,6 +96,24 @@ NodeLaunch fake_node_launch(const LaunchConfig& c, const MultiNodeRequest& r, st
   return n;
 }
 
+// Its /metrics: Prometheus names of its own, prefix-cache reuse counted in blocks.
+metrics::ServerMetricNames fake_server_metrics() {
+  metrics::ServerMetricNames n;
+  n.engine = "fakellm";
+  n.prefix = "fake:";
+  n.prefix_cache_unit = "blocks";
+  n.kv_cache_usage = {"fake:kv_usage"};
+  n.num_requests_running = {"fake:running"};
+  n.num_requests_waiting = {"fake:queued"};
+  n.preemptions_total = {"fake:evictions_total"};
+  n.prefix_cache_queries_total = {"fake:block_lookups_total"};
+  n.prefix_cache_hits_total = {"fake:block_hits_total"};
+  n.spec_decode_num_drafts_total = {"fake:drafts_total"};
+  n.spec_decode_draft_tokens_total = {"fake:draft_tokens_total"};
+  n.spec_decode_accepted_tokens_total = {"fake:accepted_tokens_total"};
+  return n;
+}
+
 EngineModule fake_module() {
   return {kFake,
           "fakellm",
@@ -119,7 +137,8 @@ EngineModule fake_module() {
           /*multi_node_one_job=*/false,
           {3.0, 7.0},
           "",
-          "/fake_reset"};
+          "/fake_reset",
+          fake_server_metrics()};
 }
 
 class FakeEngine : public ::testing::Test {
@@ -302,6 +321,19 @@ TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "engine module 'fakellm2': version_families must give one family per version");
   }
+  m = fake_module();
+  m.kind = static_cast<EngineKind>(43);
+  m.name = "fakellm2";
+  m.server_metrics = {};
+  try {
+    register_engine_module(m);
+    FAIL() << "a module that does not say how its /metrics is read must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "engine module 'fakellm2': 'server_metrics.engine' is not set");
+  }
+  m.server_metrics.engine = "fakellm2";
+  m.server_metrics.prefix_cache_unit = "tokens";
+  EXPECT_THROW(register_engine_module(m), std::invalid_argument);  // neither a prefix nor iteration stats
   EXPECT_THROW(register_engine_module(fake_module()), std::invalid_argument);  // already registered
   EXPECT_EQ(find_engine_module("fakellm2"), nullptr);
   EXPECT_THROW(engine_module(static_cast<EngineKind>(43)), std::logic_error);

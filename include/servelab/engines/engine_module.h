@@ -3,9 +3,10 @@
 // its EngineModule: how it is started (program words, model flag, container images, environment), its
 // releases and their fitted families, parse/render, its option-file spelling, its own start-up errors,
 // its multi-node launch and refusals, request admission, the twin's CPU-cost priors, pre-flight's version
-// probe and the prefix-cache reset. Code elsewhere asks the module (engine_module(kind)) instead of
-// branching on EngineKind, so a new engine is one more registered module: register_engine_module() checks
-// that every hook is set (a missing one fails at start-up, never falls back to another engine).
+// probe, the prefix-cache reset and the names of its `/metrics` quantities. Code elsewhere asks the module
+// (engine_module(kind)) instead of branching on EngineKind, so a new engine is one more registered module:
+// register_engine_module() checks that every hook is set (a missing one fails at start-up, never falls back
+// to another engine).
 //
 // Thread-safety: engine_modules()/engine_module() may be called from any thread; register_engine_module()
 // only at start-up, before any other thread uses the table.
@@ -22,6 +23,7 @@
 #include "servelab/engines/engine_config.h"
 #include "servelab/engines/launch.h"
 #include "servelab/engines/multinode.h"
+#include "servelab/metrics/server_metric_names.h"
 
 namespace servelab::engines {
 
@@ -127,6 +129,10 @@ struct EngineModule {
   const char* version_probe_package;
   /// The HTTP path that empties the prefix cache between scenarios ("/reset_prefix_cache"; "" = none).
   const char* prefix_cache_reset_path;
+  /// How bench reads the engine's `/metrics` (metrics/server_metric_names.h): its name there, the prefix
+  /// of its Prometheus names, their names per quantity, the prefix-cache counts' unit, or iteration-stats
+  /// JSON. Must name the engine and either a prefix or iteration_stats_json.
+  metrics::ServerMetricNames server_metrics;
   /// Architectures that need a release newer than some modelled ones (resolve_launch refuses a launch on an
   /// earlier release; sim run's default release moves past it). Empty = no such bound known.
   std::vector<ArchitectureRelease> architecture_releases = {};
@@ -135,6 +141,10 @@ struct EngineModule {
 /// The engine table: the built-in modules (vLLM, SGLang, TensorRT-LLM) then any registered ones.
 /// References stay valid for the life of the program.
 const std::deque<EngineModule>& engine_modules();
+
+/// The modules' `/metrics` names (EngineModule::server_metrics) in table order, an entry equal to an
+/// earlier one left out (a module copied from another): what bench reads a scrape with.
+std::vector<metrics::ServerMetricNames> server_metric_names();
 
 /// The module of `kind`. Throws std::logic_error when none is registered for it.
 const EngineModule& engine_module(EngineKind kind);

@@ -38,6 +38,23 @@ std::vector<ArchitectureRelease> sglang_architecture_releases() {
   return rows;
 }
 
+// How bench reads SGLang's Prometheus `/metrics` (srt/metrics/collector.py): a hit-rate gauge and an
+// acceptance-length gauge besides the counters; prefix-cache queries and hits count prompt tokens.
+metrics::ServerMetricNames sglang_server_metrics() {
+  metrics::ServerMetricNames n;
+  n.engine = "sglang";
+  n.prefix = "sglang:";
+  n.prefix_cache_unit = "tokens";
+  n.kv_cache_usage = {"sglang:token_usage"};
+  n.num_requests_running = {"sglang:num_running_reqs"};
+  n.num_requests_waiting = {"sglang:num_queue_reqs"};
+  n.prefix_cache_queries_total = {"sglang:prompt_tokens_total"};
+  n.prefix_cache_hits_total = {"sglang:cached_tokens_total"};
+  n.prefix_cache_hit_rate = {"sglang:cache_hit_rate"};
+  n.spec_decode_acceptance_length = {"sglang:spec_accept_length"};
+  return n;
+}
+
 }  // namespace
 
 EngineModule sglang_module() {
@@ -65,6 +82,7 @@ EngineModule sglang_module() {
           {2.0, 5.0},
           "sglang",
           "/flush_cache",
+          sglang_server_metrics(),
           sglang_architecture_releases()};
 }
 

@@ -35,6 +35,18 @@ std::vector<ArchitectureRelease> trtllm_architecture_releases() {
                              SERVELAB_QWEN35 "TensorRT-LLM 1.2.0rc5 (2025-12 [recalled]) predates it");
   return rows;
 }
+
+// How bench reads TensorRT-LLM's `/metrics`: `trtllm-serve` answers JSON iteration statistics
+// (tensorrt_llm/serve/openai_server.py get_iteration_stats, executor IterationStats), not Prometheus text;
+// its kvCacheStats count prefix-cache reuse in KV-cache blocks.
+metrics::ServerMetricNames trtllm_server_metrics() {
+  metrics::ServerMetricNames n;
+  n.engine = "trtllm";
+  n.prefix_cache_unit = "blocks";
+  n.iteration_stats_json = true;
+  return n;
+}
+
 }  // namespace
 
 EngineModule trtllm_module() {
@@ -62,6 +74,7 @@ EngineModule trtllm_module() {
           {1.5, 5.0},
           "",
           "",
+          trtllm_server_metrics(),
           trtllm_architecture_releases()};
 }
 

@@ -47,6 +47,27 @@ std::vector<ArchitectureRelease> vllm_architecture_releases() {
   return rows;
 }
 
+// How bench reads vLLM's Prometheus `/metrics` (V1, 0.8-0.13: vllm/v1/metrics/loggers.py; the older
+// gpu_* names of the V0 engine after them). Prefix-cache queries and hits count tokens.
+metrics::ServerMetricNames vllm_server_metrics() {
+  metrics::ServerMetricNames n;
+  n.engine = "vllm";
+  n.prefix = "vllm:";
+  n.prefix_cache_unit = "tokens";
+  n.kv_cache_usage = {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"};
+  n.num_requests_running = {"vllm:num_requests_running"};
+  n.num_requests_waiting = {"vllm:num_requests_waiting"};
+  n.preemptions_total = {"vllm:num_preemptions_total", "vllm:num_preemptions"};
+  n.prefix_cache_queries_total = {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
+                                  "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries"};
+  n.prefix_cache_hits_total = {"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits",
+                               "vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits"};
+  n.spec_decode_num_drafts_total = {"vllm:spec_decode_num_drafts_total"};
+  n.spec_decode_draft_tokens_total = {"vllm:spec_decode_num_draft_tokens_total"};
+  n.spec_decode_accepted_tokens_total = {"vllm:spec_decode_num_accepted_tokens_total"};
+  return n;
+}
+
 }  // namespace
 
 EngineModule vllm_module() {
@@ -76,6 +97,7 @@ EngineModule vllm_module() {
           {2.5, 10.0},
           "",
           "/reset_prefix_cache",
+          vllm_server_metrics(),
           vllm_architecture_releases()};
 }
 
