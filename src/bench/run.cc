@@ -444,7 +444,8 @@ void run_timed_load(RunContext& x) {
   // Server metrics: one scrape now, then a thread of its own every interval, one more after the run.
   std::optional<detail::ServerMetricsScraper> scraper;
   if (!config.no_server_metrics && !x.stop.stop_requested()) {
-    scraper.emplace(x.urls.base_url, x.r.headers, config.insecure, config.server_metrics_interval_s, x.k);
+    scraper.emplace(x.urls.base_url, x.r.headers, config.insecure, config.server_metrics_interval_s, x.k,
+                    config.server_metric_names);
     scraper->start_run();
   }
   x.timed_opts = timed_options(x, sent.size());

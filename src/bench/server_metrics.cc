@@ -30,12 +30,42 @@ struct Acc {
   double max = -std::numeric_limits<double>::infinity();
 };
 
+using NameList = std::vector<std::string> metrics::ServerMetricNames::*;
+
+// The first of the engines' names for one quantity (every engine's list, in the engines' order) present.
 std::optional<double> first_of(const std::map<std::string, Acc, std::less<>>& by_name,
-                               std::initializer_list<std::string_view> names, bool take_max) {
-  for (std::string_view n : names)
-    if (auto it = by_name.find(n); it != by_name.end()) return take_max ? it->second.max : it->second.sum;
+                               const std::vector<metrics::ServerMetricNames>& engines, NameList list,
+                               bool take_max) {
+  for (const auto& e : engines)
+    for (const std::string& n : e.*list)
+      if (auto it = by_name.find(n); it != by_name.end()) return take_max ? it->second.max : it->second.sum;
   return std::nullopt;
 }
+
+// Each quantity of a sample, the engines' names for it, and whether its series take the max (else the sum).
+struct Quantity {
+  Field field;
+  NameList names;
+  bool take_max;
+};
+constexpr Quantity kQuantities[] = {
+    {&ServerSample::kv_cache_usage, &metrics::ServerMetricNames::kv_cache_usage, true},
+    {&ServerSample::num_requests_running, &metrics::ServerMetricNames::num_requests_running, false},
+    {&ServerSample::num_requests_waiting, &metrics::ServerMetricNames::num_requests_waiting, false},
+    {&ServerSample::preemptions_total, &metrics::ServerMetricNames::preemptions_total, false},
+    {&ServerSample::prefix_cache_queries_total, &metrics::ServerMetricNames::prefix_cache_queries_total,
+     false},
+    {&ServerSample::prefix_cache_hits_total, &metrics::ServerMetricNames::prefix_cache_hits_total, false},
+    {&ServerSample::prefix_cache_hit_rate, &metrics::ServerMetricNames::prefix_cache_hit_rate, false},
+    {&ServerSample::spec_decode_num_drafts_total, &metrics::ServerMetricNames::spec_decode_num_drafts_total,
+     false},
+    {&ServerSample::spec_decode_draft_tokens_total,
+     &metrics::ServerMetricNames::spec_decode_draft_tokens_total, false},
+    {&ServerSample::spec_decode_accepted_tokens_total,
+     &metrics::ServerMetricNames::spec_decode_accepted_tokens_total, false},
+    {&ServerSample::spec_decode_acceptance_length, &metrics::ServerMetricNames::spec_decode_acceptance_length,
+     true},
+};
 
 void add(std::optional<double>& total, std::optional<double> v) {
   if (v) total = total.value_or(0.0) + *v;
@@ -120,44 +150,29 @@ ordered_json gauge_json(const std::optional<GaugeStats>& g) {
 
 }  // namespace
 
-ServerSample reduce_exposition(const prometheus::Exposition& e, std::string* engine) {
+ServerSample reduce_exposition(const prometheus::Exposition& e,
+                               const std::vector<metrics::ServerMetricNames>& names, std::string* engine,
+                               std::string* prefix_cache_unit) {
   std::map<std::string, Acc, std::less<>> by_name;
-  bool vllm = false, sglang = false;
+  std::vector<bool> seen(names.size(), false);  // per engine: a metric name carries its prefix
   for (const auto& s : e.samples) {
-    vllm = vllm || s.name.rfind("vllm:", 0) == 0;
-    sglang = sglang || s.name.rfind("sglang:", 0) == 0;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      seen[i] = seen[i] || (!names[i].prefix.empty() && s.name.rfind(names[i].prefix, 0) == 0);
     if (!std::isfinite(s.value)) continue;  // NaN (an empty window) / ±Inf carry no level
     Acc& a = by_name[s.name];
     a.sum += s.value;
     a.max = std::max(a.max, s.value);
   }
-  if (engine) *engine = vllm ? "vllm" : sglang ? "sglang" : "";
+  const auto found = std::find(seen.begin(), seen.end(), true);
+  const metrics::ServerMetricNames* detected =
+      found == seen.end() ? nullptr : &names[static_cast<std::size_t>(found - seen.begin())];
+  if (engine) *engine = detected ? detected->engine : "";
+  if (prefix_cache_unit) *prefix_cache_unit = detected ? detected->prefix_cache_unit : "";
   ServerSample out;
-  out.kv_cache_usage = first_of(
-      by_name, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}, true);
-  out.num_requests_running =
-      first_of(by_name, {"vllm:num_requests_running", "sglang:num_running_reqs"}, false);
-  out.num_requests_waiting = first_of(by_name, {"vllm:num_requests_waiting", "sglang:num_queue_reqs"}, false);
-  out.preemptions_total = first_of(by_name, {"vllm:num_preemptions_total", "vllm:num_preemptions"}, false);
-  out.prefix_cache_queries_total = first_of(
-      by_name,
-      {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries_total",
-       "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens_total"},
-      false);
-  out.prefix_cache_hits_total =
-      first_of(by_name,
-               {"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits_total",
-                "vllm:gpu_prefix_cache_hits", "sglang:cached_tokens_total"},
-               false);
+  for (const Quantity& q : kQuantities) out.*(q.field) = first_of(by_name, names, q.names, q.take_max);
   // A pair only: hits without queries (or the reverse) cannot make a rate.
   if (!out.prefix_cache_queries_total || !out.prefix_cache_hits_total)
     out.prefix_cache_queries_total = out.prefix_cache_hits_total = std::nullopt;
-  out.prefix_cache_hit_rate = first_of(by_name, {"sglang:cache_hit_rate"}, false);
-  out.spec_decode_num_drafts_total = first_of(by_name, {"vllm:spec_decode_num_drafts_total"}, false);
-  out.spec_decode_draft_tokens_total = first_of(by_name, {"vllm:spec_decode_num_draft_tokens_total"}, false);
-  out.spec_decode_accepted_tokens_total =
-      first_of(by_name, {"vllm:spec_decode_num_accepted_tokens_total"}, false);
-  out.spec_decode_acceptance_length = first_of(by_name, {"sglang:spec_accept_length"}, true);
   return out;
 }
 
@@ -258,8 +273,7 @@ std::string format_server_metrics(const ServerMetrics& m) {
   if (m.preemptions) line("Preemptions:", fmt::format("{:.0f}", *m.preemptions));
   if (m.prefix_cache_hit_rate) {
     std::string detail = m.prefix_cache_queries ? fmt::format(" ({:.0f} of {:.0f} {})", *m.prefix_cache_hits,
-                                                              *m.prefix_cache_queries,
-                                                              m.engine == "trtllm" ? "blocks" : "tokens")
+                                                              *m.prefix_cache_queries, m.prefix_cache_unit)
                                                 : std::string(" (mean of the server's hit-rate gauge)");
     line("Prefix-cache hit rate (%):", fmt::format("{:.2f}{}", 100 * *m.prefix_cache_hit_rate, detail));
   }
@@ -332,6 +346,7 @@ namespace detail {
 
 ScrapeResult scrape_metrics(const std::string& url,
                             const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                            const std::vector<metrics::ServerMetricNames>& names,
                             ServerSample* trtllm_totals) {
   ScrapeResult out;
   const std::string shown = common::redact_url(url);
@@ -350,10 +365,14 @@ ScrapeResult scrape_metrics(const std::string& url,
   }
   const std::string_view body = trim(res.body);
   if (!body.empty() && (body.front() == '[' || body.front() == '{')) {
-    if (trtllm_totals)
+    const auto json_engine =
+        std::find_if(names.begin(), names.end(),
+                     [](const metrics::ServerMetricNames& n) { return n.iteration_stats_json; });
+    if (trtllm_totals && json_engine != names.end())
       if (auto s = reduce_trtllm_iteration_stats(body, *trtllm_totals)) {
         out.sample = std::move(s);
-        out.engine = "trtllm";
+        out.engine = json_engine->engine;
+        out.prefix_cache_unit = json_engine->prefix_cache_unit;
         return out;
       }
     out.error = fmt::format(
@@ -374,7 +393,7 @@ ScrapeResult scrape_metrics(const std::string& url,
     return out;
   }
   out.skipped_lines = e.skipped_count;
-  out.sample = reduce_exposition(e, &out.engine);
+  out.sample = reduce_exposition(e, names, &out.engine, &out.prefix_cache_unit);
   return out;
 }
 
@@ -383,6 +402,7 @@ struct ServerMetricsScraper::State {
   std::vector<std::pair<std::string, std::string>> headers;
   bool insecure = false;
   double time_scale = 1.0;
+  std::vector<metrics::ServerMetricNames> names;
   std::mutex mu;  // guards result, done, trtllm_totals
   std::condition_variable cv;
   bool done = false;
@@ -398,7 +418,7 @@ struct ServerMetricsScraper::State {
       std::lock_guard lk(mu);
       totals = trtllm_totals;
     }
-    ScrapeResult r = scrape_metrics(url, headers, insecure, &totals);
+    ScrapeResult r = scrape_metrics(url, headers, insecure, names, &totals);
     std::lock_guard lk(mu);
     trtllm_totals = totals;
     if (!r.sample) {
@@ -411,7 +431,10 @@ struct ServerMetricsScraper::State {
                         ? 0.0
                         : std::chrono::duration<double>(when - t0).count() * time_scale;
     result.samples.push_back(*r.sample);
-    if (!r.engine.empty()) result.engine = r.engine;
+    if (!r.engine.empty()) {
+      result.engine = r.engine;
+      result.prefix_cache_unit = r.prefix_cache_unit;
+    }
     result.skipped_lines += r.skipped_lines;
   }
 
@@ -436,13 +459,15 @@ struct ServerMetricsScraper::State {
 
 ServerMetricsScraper::ServerMetricsScraper(const std::string& base_url,
                                            std::vector<std::pair<std::string, std::string>> headers,
-                                           bool insecure, double interval_s, double time_scale)
+                                           bool insecure, double interval_s, double time_scale,
+                                           std::vector<metrics::ServerMetricNames> names)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.url = base_url + "/metrics";
   s.headers = std::move(headers);
   s.insecure = insecure;
   s.time_scale = time_scale;
+  s.names = std::move(names);
   s.result.url = common::redact_url(s.url);
   s.result.interval_s = interval_s;
   s.take(ServerSample::Phase::kBefore);

@@ -18,6 +18,7 @@
 #include "servelab/bench/bench.h"
 #include "servelab/bench/status.h"
 #include "servelab/common/stop_signals.h"
+#include "servelab/engines/engine_module.h"
 
 namespace {
 
@@ -121,6 +122,7 @@ SERVELAB_REGISTER_COMMAND("bench", 20, [](CLI::App& root) {
       throw servelab::cli::ExitRequest{parser.exit(e)};
     }
     if (!extras.empty()) reject_unrecognized(parser, extras);
+    config.server_metric_names = servelab::engines::server_metric_names();  // how /metrics is read
     run_bench_serve(config);
   });
 });

@@ -9,12 +9,19 @@
 
 #include "bench/metrics_server.h"
 #include "servelab/bench/server_metrics.h"
+#include "servelab/engines/engine_module.h"
 
 namespace servelab::bench {
 namespace {
 
 using testing::MetricsAnswer;
 using testing::MetricsServer;
+
+// The engine modules' /metrics names (EngineModule::server_metrics), as the CLI hands them to bench.
+const std::vector<metrics::ServerMetricNames>& names() {
+  static const std::vector<metrics::ServerMetricNames> kNames = engines::server_metric_names();
+  return kNames;
+}
 
 TEST(ReduceExposition, VllmTwoEnginesSumCountsAndTakeTheFullestKvCache) {
   const auto e = prometheus::parse(R"(# TYPE vllm:kv_cache_usage_perc gauge
@@ -35,7 +42,7 @@ vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 21.0
 vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 9.0
 )");
   std::string engine;
-  const ServerSample s = reduce_exposition(e, &engine);
+  const ServerSample s = reduce_exposition(e, names(), &engine);
   EXPECT_EQ(engine, "vllm");
   EXPECT_EQ(s.kv_cache_usage, 0.75);
   EXPECT_EQ(s.num_requests_running, 8.0);
@@ -54,7 +61,7 @@ TEST(ReduceExposition, OlderVllmNames) {
   const auto e = prometheus::parse(
       "vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:gpu_prefix_cache_queries{model_name=\"m\"} 80\n"
       "vllm:gpu_prefix_cache_hits{model_name=\"m\"} 20\nvllm:num_preemptions{model_name=\"m\"} 4\n");
-  const ServerSample s = reduce_exposition(e);
+  const ServerSample s = reduce_exposition(e, names());
   EXPECT_EQ(s.kv_cache_usage, 0.5);
   EXPECT_EQ(s.prefix_cache_queries_total, 80.0);
   EXPECT_EQ(s.prefix_cache_hits_total, 20.0);
@@ -63,7 +70,7 @@ TEST(ReduceExposition, OlderVllmNames) {
 }
 
 TEST(ReduceExposition, HitsWithoutQueriesMakeNoPair) {
-  const ServerSample s = reduce_exposition(prometheus::parse("vllm:prefix_cache_hits_total 5\n"));
+  const ServerSample s = reduce_exposition(prometheus::parse("vllm:prefix_cache_hits_total 5\n"), names());
   EXPECT_FALSE(s.prefix_cache_hits_total);
   EXPECT_FALSE(s.prefix_cache_queries_total);
 }
@@ -79,7 +86,7 @@ sglang:prompt_tokens_total{model_name="m"} 1000.0
 sglang:cached_tokens_total{model_name="m"} 250.0
 )");
   std::string engine;
-  const ServerSample s = reduce_exposition(e, &engine);
+  const ServerSample s = reduce_exposition(e, names(), &engine);
   EXPECT_EQ(engine, "sglang");
   EXPECT_EQ(s.kv_cache_usage, 0.4);
   EXPECT_EQ(s.num_requests_running, 16.0);
@@ -269,7 +276,8 @@ std::string vllm_text(int preemptions) {
 
 TEST(ServerMetricsScraper, BeforeDuringAfterAgainstAPrometheusServer) {
   MetricsServer server([](int n) { return MetricsAnswer{"200 OK", "text/plain", vllm_text(10 + n)}; });
-  detail::ServerMetricsScraper scraper(server.base_url(), {{"Authorization", "Bearer k"}}, false, 0.05, 2.0);
+  detail::ServerMetricsScraper scraper(server.base_url(), {{"Authorization", "Bearer k"}}, false, 0.05, 2.0,
+                                       names());
   EXPECT_EQ(server.scrapes(), 1);  // the "before" scrape happens at construction
   scraper.start_run();
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -293,7 +301,7 @@ TEST(ServerMetricsScraper, BeforeDuringAfterAgainstAPrometheusServer) {
 
 ServerMetrics scrape_once(const MetricsAnswer& answer, int* scrapes = nullptr) {
   MetricsServer server([answer](int) { return answer; });
-  detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.01, 1.0);
+  detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.01, 1.0, names());
   scraper.start_run();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ServerMetrics m = scraper.stop();
@@ -345,13 +353,37 @@ TEST(ServerMetricsScraper, TrtllmJsonIsRead) {
   EXPECT_EQ(m.samples.front().num_requests_waiting, 2.0);
 }
 
+// TensorRT-LLM's module says its iteration stats count prefix-cache reuse in blocks: scrape n reports
+// 10 n blocks reused and 30 n missed.
+TEST(ServerMetricsScraper, TrtllmPrefixCacheCountsAreBlocks) {
+  MetricsServer server([](int n) {
+    return MetricsAnswer{"200 OK", "application/json",
+                         R"([{"iter": )" + std::to_string(n) + R"(, "kvCacheStats": {"reusedBlocks": )" +
+                             std::to_string(10 * n) + R"(, "missedBlocks": )" + std::to_string(30 * n) +
+                             "}}]"};
+  });
+  detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, names());
+  scraper.start_run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const ServerMetrics m = scraper.stop();
+  const int last = server.scrapes() - 1;
+  ASSERT_TRUE(m.available) << m.note;
+  EXPECT_EQ(m.engine, "trtllm");
+  EXPECT_EQ(m.prefix_cache_unit, "blocks");
+  EXPECT_EQ(m.prefix_cache_queries, 40.0 * last);
+  EXPECT_NE(format_server_metrics(m).find("25.00 (" + std::to_string(10 * last) + " of " +
+                                          std::to_string(40 * last) + " blocks)\n"),
+            std::string::npos)
+      << format_server_metrics(m);
+}
+
 TEST(ServerMetricsScraper, NothingListening) {
   std::string url;
   {
     MetricsServer gone([](int) { return MetricsAnswer{}; });
     url = gone.base_url();
   }
-  detail::ServerMetricsScraper scraper(url, {}, false, 1.0, 1.0);
+  detail::ServerMetricsScraper scraper(url, {}, false, 1.0, 1.0, names());
   scraper.start_run();
   const ServerMetrics m = scraper.stop();
   EXPECT_FALSE(m.available);

@@ -11,6 +11,7 @@
 
 #include "servelab/bench/bench.h"
 #include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
@@ -89,6 +90,7 @@ TEST(ServerMetricsTwin, BenchScrapesWhatTheTwinReports) {
   c.random_input_len = 64;
   c.random_output_len = 64;
   c.ready_check_timeout_s = 0;
+  c.server_metric_names = engines::server_metric_names();  // as the CLI hands them to bench
   c.server_metrics_interval_s = 0.1;
   RunIo io;
   io.quiet = true;
@@ -159,6 +161,7 @@ TEST(ServerMetricsTwin, SpecDecodeCountersOfTheTwin) {
   c.random_input_len = 32;
   c.random_output_len = 64;
   c.ready_check_timeout_s = 0;
+  c.server_metric_names = engines::server_metric_names();  // as the CLI hands them to bench
   c.server_metrics_interval_s = 0.2;
   RunIo io;
   io.quiet = true;
@@ -190,6 +193,7 @@ TEST(ServerMetricsTwin, NoServerMetricsFlagScrapesNothing) {
   c.random_input_len = 16;
   c.random_output_len = 4;
   c.ready_check_timeout_s = 0;
+  c.server_metric_names = engines::server_metric_names();  // as the CLI hands them to bench
   c.no_server_metrics = true;
   RunIo io;
   io.quiet = true;
@@ -223,7 +227,7 @@ TEST(SimServeMetricsText, VllmLayoutRoundTrips) {
   EXPECT_EQ(*e.samples[0].label("model_name"), "org/m \"x\"");
   EXPECT_EQ(e.type_of("vllm:num_preemptions_total"), prometheus::MetricType::kCounter);
   std::string engine;
-  const ServerSample s = reduce_exposition(e, &engine);
+  const ServerSample s = reduce_exposition(e, engines::server_metric_names(), &engine);
   EXPECT_EQ(engine, "vllm");
   EXPECT_EQ(s.kv_cache_usage, 0.5);
   EXPECT_EQ(s.num_requests_running, 3.0);

@@ -3,11 +3,17 @@
 // at registration (never a silent fallback to another engine). Own test binary: the registration is global.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "bench/metrics_server.h"
 #include "engines/launch_detail.h"
+#include "servelab/bench/prometheus.h"
+#include "servelab/bench/server_metrics.h"
 #include "servelab/common/paths.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
@@ -293,6 +299,79 @@ TEST_F(FakeEngine, TheTwinPredictsAnEngineFromItsModuleNotItsName) {
   EXPECT_DOUBLE_EQ(ha.output_tok_s, hb.output_tok_s);
   EXPECT_DOUBLE_EQ(ha.mean_ttft_ms, hb.mean_ttft_ms);
   EXPECT_DOUBLE_EQ(ha.mean_tpot_ms, hb.mean_tpot_ms);
+}
+
+// bench names no engine: the names it reads /metrics with are the table's (the CLI hands them over), so
+// the fake engine's own names are read, and the engine and the unit reported are its module's.
+TEST_F(FakeEngine, BenchReadsItsMetricsByTheNamesOfItsModule) {
+  const std::vector<metrics::ServerMetricNames> names = server_metric_names();
+  ASSERT_EQ(names.size(), 4u);  // vllm, sglang, trtllm, fakellm: the vLLM clone's names are vLLM's
+  EXPECT_EQ(names[3].engine, "fakellm");
+  const auto e = bench::prometheus::parse(R"(# TYPE fake:kv_usage gauge
+fake:kv_usage{rank="0"} 0.3
+fake:kv_usage{rank="1"} 0.6
+fake:running{rank="0"} 2
+fake:running{rank="1"} 5
+fake:queued{rank="0"} 4
+fake:evictions_total 9
+fake:block_lookups_total{rank="0"} 300
+fake:block_lookups_total{rank="1"} 100
+fake:block_hits_total{rank="0"} 120
+fake:block_hits_total{rank="1"} 30
+fake:drafts_total 10
+fake:draft_tokens_total 40
+fake:accepted_tokens_total 25
+fake:unread_gauge 1
+)");
+  std::string engine, unit;
+  const bench::ServerSample s = bench::reduce_exposition(e, names, &engine, &unit);
+  EXPECT_EQ(engine, "fakellm");
+  EXPECT_EQ(unit, "blocks");
+  EXPECT_EQ(s.kv_cache_usage, 0.6);  // the fuller rank
+  EXPECT_EQ(s.num_requests_running, 7.0);
+  EXPECT_EQ(s.num_requests_waiting, 4.0);
+  EXPECT_EQ(s.preemptions_total, 9.0);
+  EXPECT_EQ(s.prefix_cache_queries_total, 400.0);
+  EXPECT_EQ(s.prefix_cache_hits_total, 150.0);
+  EXPECT_FALSE(s.prefix_cache_hit_rate);
+  EXPECT_EQ(s.spec_decode_num_drafts_total, 10.0);
+  EXPECT_EQ(s.spec_decode_draft_tokens_total, 40.0);
+  EXPECT_EQ(s.spec_decode_accepted_tokens_total, 25.0);
+  EXPECT_FALSE(s.spec_decode_acceptance_length);
+  // Without the module's names, bench knows none of them.
+  EXPECT_FALSE(bench::reduce_exposition(e, {names[0], names[1], names[2]}, &engine).kv_cache_usage);
+  EXPECT_EQ(engine, "");
+}
+
+// `bench serve --server-metrics`' scraper against a server answering the fake engine's names: scrape n
+// reports 100 n blocks looked up of which 40 n hit, and 3 n preemptions.
+TEST_F(FakeEngine, BenchScrapesItsMetricsThroughTheTable) {
+  bench::testing::MetricsServer server([](int n) {
+    return bench::testing::MetricsAnswer{"200 OK", "text/plain",
+                                         "fake:kv_usage 0.5\nfake:running 3\nfake:block_lookups_total " +
+                                             std::to_string(100 * n) + "\nfake:block_hits_total " +
+                                             std::to_string(40 * n) + "\nfake:evictions_total " +
+                                             std::to_string(3 * n) + "\n"};
+  });
+  bench::detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, server_metric_names());
+  scraper.start_run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bench::ServerMetrics m = scraper.stop();
+  const int last = server.scrapes() - 1;
+  ASSERT_TRUE(m.available) << m.note;
+  ASSERT_GE(last, 1);
+  EXPECT_EQ(m.engine, "fakellm");
+  EXPECT_EQ(m.prefix_cache_unit, "blocks");
+  EXPECT_EQ(m.prefix_cache_queries, 100.0 * last);
+  EXPECT_EQ(m.prefix_cache_hits, 40.0 * last);
+  EXPECT_DOUBLE_EQ(*m.prefix_cache_hit_rate, 0.4);
+  EXPECT_EQ(m.preemptions, 3.0 * last);
+  const std::string text = bench::format_server_metrics(m);
+  EXPECT_NE(text.find("engine names: fakellm)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Prefix-cache hit rate (%):               40.00 (" + std::to_string(40 * last) +
+                      " of " + std::to_string(100 * last) + " blocks)\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "servelab/dataset/dataset.h"
+#include "servelab/metrics/server_metric_names.h"
 
 #include <cstdint>
 #include <limits>
@@ -123,6 +124,9 @@ struct RunOptions {
   /// during it and after it (bench/server_metrics.h); > 0.
   double server_metrics_interval_s = 1.0;
   bool no_server_metrics = false;  ///< --no-server-metrics: do not scrape /metrics at all
+  /// Not a flag: the engines' /metrics names (metrics/server_metric_names.h), in the engine table's order;
+  /// the CLI and tune fill them from the engine modules. Empty: no engine's names are known.
+  std::vector<metrics::ServerMetricNames> server_metric_names;
   /// servelab: open the connections the timed run needs (min(--max-concurrency, requests), or all requests
   /// without a limit) right before its clock starts, after the warm-ups, so that a burst does not open
   /// them inside the measured run (client::ClientOptions::preconnect).

@@ -3,27 +3,16 @@
 // quantities (KV-cache usage, running/waiting requests, preemptions, prefix-cache hits/queries, spec-decode
 // drafts/acceptance) and summarised over the run.
 //
-// Metric names read (the first present wins; series of one name, e.g. one per DP engine, are summed, and
-// KV-cache usage takes the most-used engine):
-//   quantity              vLLM (V1 0.8-0.13: vllm/v1/metrics/loggers.py)             SGLang
-//   (srt/metrics/collector.py) KV-cache usage [0,1]  vllm:kv_cache_usage_perc, older
-//   vllm:gpu_cache_usage_perc    sglang:token_usage running requests      vllm:num_requests_running
-//   sglang:num_running_reqs waiting requests      vllm:num_requests_waiting sglang:num_queue_reqs preemptions
-//   (counter) vllm:num_preemptions_total (or vllm:num_preemptions)        — prefix-cache queries
-//   vllm:prefix_cache_queries[_total], vllm:gpu_prefix_cache_queries[_total]
-//                                                                                      sglang:prompt_tokens_total
-//   prefix-cache hits     vllm:prefix_cache_hits[_total], vllm:gpu_prefix_cache_hits[_total]
-//                                                                                      sglang:cached_tokens_total
-//   prefix hit rate gauge —                                                           sglang:cache_hit_rate
-//   spec-decode drafts    vllm:spec_decode_num_drafts_total                           —
-//   draft tokens          vllm:spec_decode_num_draft_tokens_total                     —
-//   accepted tokens       vllm:spec_decode_num_accepted_tokens_total                  —
-//   acceptance length     — sglang:spec_accept_length
-// TensorRT-LLM's `trtllm-serve` answers `/metrics` with JSON iteration statistics (a list of
+// bench names no engine: what it reads is given, per engine, by the engine modules
+// (metrics/server_metric_names.h, EngineModule::server_metrics; the CLI and tune pass the table's in
+// RunOptions::server_metric_names). A Prometheus answer is read with every engine's names, in table order:
+// per quantity the first name present wins; series of one name (e.g. one per DP engine) are summed, and
+// KV-cache usage and acceptance length take the max. The engine is the first whose prefix a name carries.
+// An engine that serves iteration-stats JSON instead (TensorRT-LLM's `trtllm-serve`: a list of
 // `{"numActiveRequests", "numQueuedRequests", "kvCacheStats": {"usedNumBlocks", "maxNumBlocks",
 // "reusedBlocks", "missedBlocks", ...}, "specDecodingStats": {"numDraftTokens", "numAcceptedTokens",
 // "numRequestsWithDraftTokens"}, ...}` since the previous GET; tensorrt_llm/serve/openai_server.py
-// `get_iteration_stats`, executor IterationStats): read by `reduce_trtllm_iteration_stats`.
+// `get_iteration_stats`, executor IterationStats) is read by `reduce_trtllm_iteration_stats`.
 #pragma once
 
 #include <chrono>
@@ -38,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "servelab/bench/prometheus.h"
+#include "servelab/metrics/server_metric_names.h"
 
 namespace servelab::bench {
 
@@ -59,9 +49,12 @@ struct ServerSample {
   std::optional<double> spec_decode_acceptance_length;  ///< a gauge (SGLang): tokens per verify step
 };
 
-/// Reduces a Prometheus exposition (names in the table above). `engine` receives "vllm", "sglang" or ""
-/// (no known name), by the metric names present. Never throws.
-ServerSample reduce_exposition(const prometheus::Exposition& exposition, std::string* engine = nullptr);
+/// Reduces a Prometheus exposition with the engines' `names` (file comment). `engine` receives the engine
+/// name (ServerMetricNames::engine) of the first of `names` whose prefix a metric name carries, or "" (none);
+/// `prefix_cache_unit` that engine's unit of the prefix-cache counts ("" for none). Never throws.
+ServerSample reduce_exposition(const prometheus::Exposition& exposition,
+                               const std::vector<metrics::ServerMetricNames>& names,
+                               std::string* engine = nullptr, std::string* prefix_cache_unit = nullptr);
 
 /// Reduces TensorRT-LLM's `/metrics` JSON (an array of iteration-stats objects since the previous GET,
 /// newest last): running/waiting/KV usage from the newest entry, prefix-cache hits/queries in blocks from
@@ -79,11 +72,12 @@ struct GaugeStats {
 
 /// The server-side view of one run.
 struct ServerMetrics {
-  std::string url;          ///< the scraped URL (credentials redacted)
-  std::string engine;       ///< "vllm", "sglang", "trtllm", "" when the names are none of these
-  double interval_s = 1.0;  ///< scrape period, wall seconds
-  bool available = false;   ///< the scrape before the run worked
-  std::string note;         ///< one line: why nothing was scraped, or what went wrong on the way
+  std::string url;     ///< the scraped URL (credentials redacted)
+  std::string engine;  ///< the engine the names came from (ServerMetricNames::engine), "" when none
+  std::string prefix_cache_unit = "tokens";  ///< that engine's unit of the prefix-cache counts
+  double interval_s = 1.0;                   ///< scrape period, wall seconds
+  bool available = false;                    ///< the scrape before the run worked
+  std::string note;  ///< one line: why nothing was scraped, or what went wrong on the way
   std::size_t scrapes_failed = 0;
   std::size_t skipped_lines = 0;      ///< malformed exposition lines over all scrapes (skipped)
   std::vector<ServerSample> samples;  ///< before (first), during, after (last)
@@ -115,16 +109,19 @@ namespace detail {
 /// One GET of a metrics URL reduced to a sample; `error` non-empty (one line) when the answer is not usable.
 struct ScrapeResult {
   std::optional<ServerSample> sample;
-  std::string engine;
+  std::string engine;             ///< ServerMetricNames::engine of the engine read, "" = none known
+  std::string prefix_cache_unit;  ///< its unit of the prefix-cache counts ("" = none known)
   std::size_t skipped_lines = 0;
   std::string error;
 };
 
-/// GET `url` (5 s timeout) and reduce the answer: Prometheus text, or TensorRT-LLM's JSON (its counters
-/// accumulated into `trtllm_totals`). HTTP errors, HTML/JSON of another kind and text without any sample
-/// come back as `error`. Never throws.
+/// GET `url` (5 s timeout) and reduce the answer with the engines' `names`: Prometheus text, or the
+/// iteration-stats JSON of the first engine of `names` that serves it (its counters accumulated into
+/// `trtllm_totals`). HTTP errors, HTML/JSON of another kind and text without any sample come back as
+/// `error`. Never throws.
 ScrapeResult scrape_metrics(const std::string& url,
                             const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
+                            const std::vector<metrics::ServerMetricNames>& names,
                             ServerSample* trtllm_totals);
 
 /// Scrapes a server on its own thread (own connection per scrape, lowered CPU priority) so that the load
@@ -132,10 +129,12 @@ ScrapeResult scrape_metrics(const std::string& url,
 /// after it. Thread-safety: construct, stop() and result() from one thread.
 class ServerMetricsScraper {
  public:
-  /// Scrapes `base_url + "/metrics"` once now (the "before" sample). When that fails, the note says why and
-  /// no thread is started. `time_scale` converts wall seconds to benchmark time in the samples' `t_s`.
+  /// Scrapes `base_url + "/metrics"` once now (the "before" sample), read with the engines' `names`. When
+  /// that fails, the note says why and no thread is started. `time_scale` converts wall seconds to benchmark
+  /// time in the samples' `t_s`.
   ServerMetricsScraper(const std::string& base_url, std::vector<std::pair<std::string, std::string>> headers,
-                       bool insecure, double interval_s, double time_scale);
+                       bool insecure, double interval_s, double time_scale,
+                       std::vector<metrics::ServerMetricNames> names);
   ~ServerMetricsScraper();
   ServerMetricsScraper(const ServerMetricsScraper&) = delete;
   ServerMetricsScraper& operator=(const ServerMetricsScraper&) = delete;

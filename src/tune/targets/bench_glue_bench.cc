@@ -11,6 +11,7 @@
 #include "servelab/bench/argparse_compat.h"
 #include "servelab/bench/bench.h"
 #include "servelab/bench/config.h"
+#include "servelab/engines/engine_module.h"
 #include "tune/targets/datasets.h"
 #include "tune/targets/metrics_convert.h"
 #include "tune/targets/twin_runner.h"
@@ -50,6 +51,7 @@ ScenarioFn bench_scenario_fn(const Study& study) {
   const std::vector<std::string> common = bench_common_args(study);
   return [common](const Scenario& sc, const std::string& base_url, const std::atomic<bool>& stop) {
     bench::RunOptions cfg = parse_scenario_bench_args(common, sc, {"--base-url", base_url});
+    cfg.server_metric_names = engines::server_metric_names();  // how the engine's /metrics is read
     // Forward Ctrl-C to bench's stop token while it runs.
     std::stop_source source;
     std::jthread watch([&](std::stop_token done) {
