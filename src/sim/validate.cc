@@ -9,12 +9,26 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
 
 namespace servelab::sim {
 namespace {
+
+// `rows` grouped by `key`, the groups in the order their first row appears (a split's folds, the engines).
+std::vector<std::pair<std::string, std::vector<const ValidationRow*>>> group_rows(
+    const std::vector<ValidationRow>& rows, const std::function<std::string(const ValidationRow&)>& key) {
+  std::vector<std::pair<std::string, std::vector<const ValidationRow*>>> groups;
+  std::map<std::string, std::size_t> index;
+  for (const auto& r : rows) {
+    const auto [at, added] = index.emplace(key(r), groups.size());
+    if (added) groups.push_back({at->first, {}});
+    groups[at->second].second.push_back(&r);
+  }
+  return groups;
+}
 
 double rel_err(double predicted, double measured) {
   return 100.0 * (predicted / measured - 1.0);
@@ -168,16 +182,11 @@ SplitValidation validate_split(ValidationSplit split, const std::vector<Validati
   }
   predict_held_out(sv.rows, prepared, sv.tables, split, threads);
   score_rows(sv.rows);
-  std::vector<std::string> folds;
-  std::map<std::string, std::vector<const ValidationRow*>> fold_rows;
   std::vector<const ValidationRow*> all;
-  for (const auto& r : sv.rows) {
-    const std::string fold = validation_fold_of(*r.point, split);
-    if (!fold_rows.count(fold)) folds.push_back(fold);
-    fold_rows[fold].push_back(&r);
-    all.push_back(&r);
-  }
-  for (const auto& fold : folds) sv.folds.push_back({fold, summarize_validation(fold_rows[fold], true)});
+  for (const auto& r : sv.rows) all.push_back(&r);
+  for (const auto& [fold, rows] :
+       group_rows(sv.rows, [split](const ValidationRow& r) { return validation_fold_of(*r.point, split); }))
+    sv.folds.push_back({fold, summarize_validation(rows, true)});
   sv.held_out = summarize_validation(all, true);
   return sv;
 }
@@ -391,21 +400,16 @@ std::string format_split(const SplitValidation& sp) {
 // The held-out figures per engine (leave one study out), in the corpus's order of engines, for the engines
 // with a prediction; issue 29 §5 compares each with the best published predictor on the same kind of data.
 std::string format_per_engine(const CorpusValidation& v) {
-  std::vector<std::string> engines;
-  std::map<std::string, std::vector<const ValidationRow*>> rows;
-  for (const auto& r : v.rows) {
-    if (!rows.count(r.point->engine)) engines.push_back(r.point->engine);
-    rows[r.point->engine].push_back(&r);
-  }
   std::string s =
       "\nPer engine (held out, leave one study out; issue 29 §5 asks each to be at or below the best "
-      "published "
-      "predictor on public InferenceX data, AISimulate: vLLM TPOT ~11%, SGLang TPOT ~19%, TensorRT-LLM TTFT "
+      "published predictor on public InferenceX data, AISimulate: vLLM TPOT ~11%, SGLang TPOT ~19%, "
+      "TensorRT-LLM TTFT "
       "~36%; winner, top 3 and regret over each engine's own configurations):\n" +
       summary_header("engine");
-  for (const auto& e : engines) {
-    const ValidationSummary h = summarize_validation(rows[e], true);
-    if (h.predicted > 0) s += summary_line(e, h, true);
+  for (const auto& [engine, rows] :
+       group_rows(v.rows, [](const ValidationRow& r) { return r.point->engine; })) {
+    const ValidationSummary h = summarize_validation(rows, true);
+    if (h.predicted > 0) s += summary_line(engine, h, true);
   }
   return s;
 }
