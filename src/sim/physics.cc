@@ -65,7 +65,50 @@ KernelEfficiency gemm_efficiency(GemmKernel k, Generation g) {
   return {};
 }
 
+namespace {
+
+/// KernelEfficiency::slice_s0 of a MoE kernel family on a GPU generation: the median, over the
+/// kernel_source labels of that family, of the s0 scripts/moe_slice_fit.py fits to the moe_perf rows of
+/// shared/data/aic-ops at 8192 and 16384 tokens (balanced routing, expert parallelism 1) [derived]:
+/// fused_moe Triton: A100 50 (sglang); H100/H200 vllm_fused_moe 250, sglang 190, vLLM FP8 Triton experts
+/// 445, unquantized Triton experts 355 -> 300; B200/B300 vllm_fused_moe 490, sglang 300 -> 400. Marlin:
+/// A100 110; Hopper 50-240 (six labels) -> 140; Blackwell 60-165 (four) -> 155. triton_kernels matmul_ogs
+/// (gpt-oss MXFP4) on Hopper 280. FlashInfer / TRT-LLM-gen on Blackwell: ten labels 165-650 -> 400. CUTLASS
+/// grouped: Hopper TensorRT-LLM moe_torch_flow(_cutlass) 630 / 815, FlashInfer CUTLASS 120 (SGLang) / 260
+/// (vLLM) -> 445; Blackwell 445-1885 (five) -> 1225. DeepGEMM grouped: Blackwell 1210; no Hopper rows.
+/// 0 where no table row measures the family on that generation.
+double moe_slice_s0(MoeKernel k, Generation g) {
+  const bool amp = ampere_like(g), blackwell = g == Generation::kBlackwell;
+  switch (k) {
+    case MoeKernel::kTritonFused:
+      return amp ? 50 : blackwell ? 400 : 300;
+    case MoeKernel::kMarlinMoe:
+      return amp ? 110 : blackwell ? 155 : 140;
+    case MoeKernel::kTritonKernels:
+      return amp || blackwell ? 0 : 280;
+    case MoeKernel::kFlashInferTrtllm:
+      return blackwell ? 400 : 0;
+    case MoeKernel::kCutlassGrouped:
+      return amp ? 0 : blackwell ? 1225 : 445;
+    case MoeKernel::kDeepGemmGrouped:
+      return blackwell ? 1210 : 0;
+  }
+  return 0;
+}
+
+KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g);
+
+}  // namespace
+
 KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
+  KernelEfficiency e = moe_efficiency_at_large_shapes(k, g);
+  e.slice_s0 = moe_slice_s0(k, g);
+  return e;
+}
+
+namespace {
+
+KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
   const bool amp = ampere_like(g);
   switch (k) {
     case MoeKernel::kTritonFused:
@@ -109,6 +152,8 @@ KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
   }
   return {};
 }
+
+}  // namespace
 
 KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
   const bool amp = ampere_like(g);
@@ -206,10 +251,11 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
   return roofline_s(compute, memory, memory_bound_s);
 }
 
-double moe_time_s(double flops, double bytes, double touched, double peak_flops, const KernelEfficiency& eff,
-                  const hardware::GpuSpec& gpu) {
+double moe_time_s(double flops, double bytes, double touched, double slice, double peak_flops,
+                  const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
   if (touched <= 0) return 0.0;
-  return std::max(flops / (peak_flops * eff.compute), bytes / (gpu.hbm_bandwidth_Bps * eff.memory)) +
+  const double sliced = eff.slice_s0 > 0 && slice > 0 ? slice / (slice + eff.slice_s0) : 1.0;
+  return std::max(flops / (peak_flops * eff.compute * sliced), bytes / (gpu.hbm_bandwidth_Bps * eff.memory)) +
          kMoeCallLatencyS + touched * kMoeExpertOverheadS;
 }
 

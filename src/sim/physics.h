@@ -25,6 +25,9 @@ struct KernelEfficiency {
   /// Memory-bound efficiency of a small weight matrix: reached at <= kSmallGemmWeightBytes, rising
   /// log-linearly to `memory` at >= kLargeGemmWeightBytes (gemm_memory_efficiency); 0 = `memory` at any size.
   double memory_small = 0;
+  /// MoE kernels: the expert slice (intermediate columns per GPU) at which the compute efficiency is half
+  /// of `compute`; at slice s it is compute x s / (s + slice_s0) (moe_time_s). 0 = no loss (no figure).
+  double slice_s0 = 0;
 };
 
 /// The weight sizes between which a block-scaled FP8 GEMM's memory-bound bandwidth rises from its low to
@@ -49,10 +52,11 @@ inline constexpr double kMoeCallLatencyS = 14e-6;
 inline constexpr double kMoeExpertOverheadS = 0.21e-6;
 
 /// Roofline time of one MoE layer's routed experts, seconds before the kernel scale:
-/// max(flops / (peak x eff.compute), bytes / (HBM x eff.memory)) + kMoeCallLatencyS + touched x
-/// kMoeExpertOverheadS, with `touched` the experts whose weights the step reads on this rank.
-double moe_time_s(double flops, double bytes, double touched, double peak_flops, const KernelEfficiency& eff,
-                  const hardware::GpuSpec& gpu);
+/// max(flops / (peak x eff.compute x slice / (slice + eff.slice_s0)), bytes / (HBM x eff.memory)) +
+/// kMoeCallLatencyS + touched x kMoeExpertOverheadS, with `touched` the experts whose weights the step reads
+/// on this rank and `slice` the intermediate columns of one expert on this GPU (intermediate / MoE TP).
+double moe_time_s(double flops, double bytes, double touched, double slice, double peak_flops,
+                  const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
 
 /// The memory-bound efficiency of `e` on a GEMM of `weight_bytes` (see KernelEfficiency::memory_small).
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes);
