@@ -71,11 +71,29 @@ void add(std::optional<double>& total, std::optional<double> v) {
   if (v) total = total.value_or(0.0) + *v;
 }
 
-std::optional<double> number(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return std::nullopt;
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
+// The number at `path` (object keys joined by '.') in `o`; nullopt when a key is missing, a step is not an
+// object, the value is not a number, or the path is "" (the engine does not report it).
+std::optional<double> number(const nlohmann::json& o, std::string_view path) {
+  if (path.empty()) return std::nullopt;
+  const nlohmann::json* at = &o;
+  for (;;) {
+    const std::size_t dot = path.find('.');
+    const std::string_view key = path.substr(0, dot);
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(std::string(key));
+    if (it == at->end()) return std::nullopt;
+    at = &*it;
+    if (dot == std::string_view::npos) break;
+    path.remove_prefix(dot + 1);
+  }
+  if (!at->is_number()) return std::nullopt;
+  return at->get<double>();
+}
+
+// An entry of an iteration-stats array is the engine's when it is an object carrying one of its entry keys.
+bool is_iteration_entry(const nlohmann::json& entry, const metrics::IterationStatsKeys& keys) {
+  return entry.is_object() && std::any_of(keys.entry_keys.begin(), keys.entry_keys.end(),
+                                          [&entry](const std::string& k) { return entry.contains(k); });
 }
 
 std::string_view trim(std::string_view s) {
@@ -176,17 +194,17 @@ ServerSample reduce_exposition(const prometheus::Exposition& e,
   return out;
 }
 
-std::optional<ServerSample> reduce_trtllm_iteration_stats(std::string_view body, ServerSample& totals) {
+std::optional<ServerSample> reduce_iteration_stats(std::string_view body,
+                                                   const metrics::IterationStatsKeys& keys,
+                                                   ServerSample& totals) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_array()) return std::nullopt;
   for (const auto& it : j)
-    if (!it.is_object() || (!it.contains("iter") && !it.contains("numActiveRequests"))) return std::nullopt;
+    if (!is_iteration_entry(it, keys)) return std::nullopt;
   for (const auto& it : j) {
-    auto s = it.find("specDecodingStats");
-    if (s == it.end()) continue;
-    add(totals.spec_decode_num_drafts_total, number(*s, "numRequestsWithDraftTokens"));
-    add(totals.spec_decode_draft_tokens_total, number(*s, "numDraftTokens"));
-    add(totals.spec_decode_accepted_tokens_total, number(*s, "numAcceptedTokens"));
+    add(totals.spec_decode_num_drafts_total, number(it, keys.spec_decode_num_drafts));
+    add(totals.spec_decode_draft_tokens_total, number(it, keys.spec_decode_draft_tokens));
+    add(totals.spec_decode_accepted_tokens_total, number(it, keys.spec_decode_accepted_tokens));
   }
   ServerSample out;
   out.spec_decode_num_drafts_total = totals.spec_decode_num_drafts_total;
@@ -194,16 +212,16 @@ std::optional<ServerSample> reduce_trtllm_iteration_stats(std::string_view body,
   out.spec_decode_accepted_tokens_total = totals.spec_decode_accepted_tokens_total;
   if (j.empty()) return out;  // no iteration since the previous GET: nothing new to read
   const auto& newest = j.back();
-  out.num_requests_running = number(newest, "numActiveRequests");
-  out.num_requests_waiting = number(newest, "numQueuedRequests");
-  if (auto kv = newest.find("kvCacheStats"); kv != newest.end()) {
-    const auto used = number(*kv, "usedNumBlocks"), max = number(*kv, "maxNumBlocks");
-    if (used && max && *max > 0) out.kv_cache_usage = *used / *max;
-    const auto reused = number(*kv, "reusedBlocks"), missed = number(*kv, "missedBlocks");
-    if (reused && missed) {
-      out.prefix_cache_hits_total = *reused;
-      out.prefix_cache_queries_total = *reused + *missed;
-    }
+  out.num_requests_running = number(newest, keys.num_requests_running);
+  out.num_requests_waiting = number(newest, keys.num_requests_waiting);
+  const auto used = number(newest, keys.kv_cache_blocks_used);
+  const auto total = number(newest, keys.kv_cache_blocks_total);
+  if (used && total && *total > 0) out.kv_cache_usage = *used / *total;
+  const auto hits = number(newest, keys.prefix_cache_hits);
+  const auto misses = number(newest, keys.prefix_cache_misses);
+  if (hits && misses) {
+    out.prefix_cache_hits_total = *hits;
+    out.prefix_cache_queries_total = *hits + *misses;
   }
   return out;
 }
@@ -343,11 +361,36 @@ ordered_json server_metrics_json(const ServerMetrics& m) {
 }
 
 namespace detail {
+namespace {
+
+// Reads an iteration-stats JSON answer with the first engine of `names` (table order) whose keys it carries,
+// into `out`; an empty array (no iteration since the last GET) names its engine only when one engine alone
+// serves such JSON. False when no engine's keys fit (or there is nowhere to keep the totals).
+bool read_iteration_stats(std::string_view body, const std::vector<metrics::ServerMetricNames>& names,
+                          ServerSample* totals, ScrapeResult& out) {
+  if (!totals) return false;
+  const auto serves_json = [](const metrics::ServerMetricNames& n) { return n.iteration_stats.has_value(); };
+  for (const auto& n : names) {
+    if (!n.iteration_stats) continue;
+    auto s = reduce_iteration_stats(body, *n.iteration_stats, *totals);
+    if (!s) continue;
+    out.sample = std::move(s);
+    const bool empty = trim(trim(body).substr(1)).front() == ']';  // a JSON array: "[" ... "]"
+    if (!empty || std::count_if(names.begin(), names.end(), serves_json) == 1) {
+      out.engine = n.engine;
+      out.prefix_cache_unit = n.prefix_cache_unit;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 ScrapeResult scrape_metrics(const std::string& url,
                             const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
                             const std::vector<metrics::ServerMetricNames>& names,
-                            ServerSample* trtllm_totals) {
+                            ServerSample* iteration_totals) {
   ScrapeResult out;
   const std::string shown = common::redact_url(url);
   auto all = headers;
@@ -365,18 +408,12 @@ ScrapeResult scrape_metrics(const std::string& url,
   }
   const std::string_view body = trim(res.body);
   if (!body.empty() && (body.front() == '[' || body.front() == '{')) {
-    const auto json_engine =
-        std::find_if(names.begin(), names.end(),
-                     [](const metrics::ServerMetricNames& n) { return n.iteration_stats_json; });
-    if (trtllm_totals && json_engine != names.end())
-      if (auto s = reduce_trtllm_iteration_stats(body, *trtllm_totals)) {
-        out.sample = std::move(s);
-        out.engine = json_engine->engine;
-        out.prefix_cache_unit = json_engine->prefix_cache_unit;
-        return out;
-      }
-    out.error = fmt::format(
-        "GET {} answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats", shown);
+    if (read_iteration_stats(body, names, iteration_totals, out)) return out;
+    std::string json_engines;  // the engines that serve iteration stats, by name
+    for (const auto& n : names)
+      if (n.iteration_stats) json_engines += (json_engines.empty() ? "" : ", ") + n.engine;
+    out.error = fmt::format("GET {} answered JSON that is neither Prometheus text nor iteration stats ({})",
+                            shown, json_engines.empty() ? "no engine serves them" : json_engines);
     return out;
   }
   if (!body.empty() && body.front() == '<') {
@@ -403,11 +440,11 @@ struct ServerMetricsScraper::State {
   bool insecure = false;
   double time_scale = 1.0;
   std::vector<metrics::ServerMetricNames> names;
-  std::mutex mu;  // guards result, done, trtllm_totals
+  std::mutex mu;  // guards result, done, iteration_totals
   std::condition_variable cv;
   bool done = false;
   ServerMetrics result;
-  ServerSample trtllm_totals;
+  ServerSample iteration_totals;  // running spec-decode sums of iteration-stats JSON
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::thread thread;
 
@@ -416,11 +453,11 @@ struct ServerMetricsScraper::State {
     ServerSample totals;
     {
       std::lock_guard lk(mu);
-      totals = trtllm_totals;
+      totals = iteration_totals;
     }
     ScrapeResult r = scrape_metrics(url, headers, insecure, names, &totals);
     std::lock_guard lk(mu);
-    trtllm_totals = totals;
+    iteration_totals = totals;
     if (!r.sample) {
       ++result.scrapes_failed;
       if (result.note.empty()) result.note = r.error;

@@ -52,8 +52,10 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
     if (!set) invalid(m, std::string("'") + field + "' is not set");
   const metrics::ServerMetricNames& names = m.server_metrics;
   if (names.engine.empty()) invalid(m, "'server_metrics.engine' is not set");
-  if (names.prefix.empty() && !names.iteration_stats_json)
-    invalid(m, "'server_metrics' needs a metric-name prefix or iteration_stats_json");
+  if (names.prefix.empty() && !names.iteration_stats)
+    invalid(m, "'server_metrics' needs a metric-name prefix or iteration_stats");
+  if (names.iteration_stats && names.iteration_stats->entry_keys.empty())
+    invalid(m, "'server_metrics.iteration_stats.entry_keys' is empty");
   if (names.prefix_cache_unit.empty()) invalid(m, "'server_metrics.prefix_cache_unit' is not set");
   for (const auto& other : table)
     if (other.kind == m.kind || std::string(other.name) == m.name)

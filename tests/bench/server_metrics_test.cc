@@ -98,16 +98,19 @@ sglang:cached_tokens_total{model_name="m"} 250.0
   EXPECT_FALSE(s.preemptions_total);
 }
 
-TEST(ReduceTrtllm, IterationStatsNewestGaugesAndSummedDrafts) {
+// TensorRT-LLM's iteration stats, read with the keys its module gives.
+TEST(ReduceIterationStats, TrtllmNewestGaugesAndSummedDrafts) {
+  const metrics::IterationStatsKeys& keys =
+      *engines::engine_module(engines::EngineKind::kTrtllm).server_metrics.iteration_stats;
   ServerSample totals;
-  const auto a = reduce_trtllm_iteration_stats(R"([
+  const auto a = reduce_iteration_stats(R"([
     {"iter": 1, "numActiveRequests": 2, "numQueuedRequests": 1,
      "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 10, "reusedBlocks": 3, "missedBlocks": 7},
      "specDecodingStats": {"numDraftTokens": 6, "numAcceptedTokens": 4, "numRequestsWithDraftTokens": 2}},
     {"iter": 2, "numActiveRequests": 4, "numQueuedRequests": 0,
      "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 25, "reusedBlocks": 5, "missedBlocks": 15},
      "specDecodingStats": {"numDraftTokens": 12, "numAcceptedTokens": 5, "numRequestsWithDraftTokens": 4}}])",
-                                               totals);
+                                        keys, totals);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->num_requests_running, 4.0);
   EXPECT_EQ(a->num_requests_waiting, 0.0);
@@ -117,13 +120,14 @@ TEST(ReduceTrtllm, IterationStatsNewestGaugesAndSummedDrafts) {
   EXPECT_EQ(a->spec_decode_num_drafts_total, 6.0);
   EXPECT_EQ(a->spec_decode_draft_tokens_total, 18.0);
   EXPECT_EQ(a->spec_decode_accepted_tokens_total, 9.0);
-  const auto b = reduce_trtllm_iteration_stats("[]", totals);  // nothing since the previous GET
+  const auto b = reduce_iteration_stats("[]", keys, totals);  // nothing since the previous GET
   ASSERT_TRUE(b);
   EXPECT_FALSE(b->num_requests_running);
   EXPECT_EQ(b->spec_decode_draft_tokens_total, 18.0);
-  EXPECT_FALSE(reduce_trtllm_iteration_stats(R"({"iter": 1})", totals));
-  EXPECT_FALSE(reduce_trtllm_iteration_stats(R"([{"object": "model"}])", totals));
-  EXPECT_FALSE(reduce_trtllm_iteration_stats("not json", totals));
+  EXPECT_FALSE(reduce_iteration_stats(R"({"iter": 1})", keys, totals));
+  EXPECT_FALSE(reduce_iteration_stats(R"([{"object": "model"}])", keys, totals));
+  EXPECT_FALSE(reduce_iteration_stats("not json", keys, totals));
+  EXPECT_EQ(totals.spec_decode_draft_tokens_total, 18.0);  // a refused answer adds nothing
 }
 
 ServerSample at(ServerSample::Phase p, double t) {
@@ -320,7 +324,7 @@ TEST(ServerMetricsScraper, MissingEndpointIsOneNoteAndNoThread) {
 
 TEST(ServerMetricsScraper, NonPrometheusAnswersAreNamed) {
   EXPECT_NE(scrape_once({"200 OK", "application/json", R"({"object": "list"})"})
-                .note.find("answered JSON that is neither Prometheus text nor TensorRT-LLM iteration stats"),
+                .note.find("answered JSON that is neither Prometheus text nor iteration stats (trtllm)"),
             std::string::npos);
   EXPECT_NE(scrape_once({"200 OK", "text/html", "<html><body>hi</body></html>"})
                 .note.find("answered HTML, not the Prometheus text format"),

@@ -102,7 +102,23 @@ NodeLaunch fake_node_launch(const LaunchConfig& c, const MultiNodeRequest& r, st
   return n;
 }
 
-// Its /metrics: Prometheus names of its own, prefix-cache reuse counted in blocks.
+// Its /metrics: Prometheus names of its own, or iteration-stats JSON with keys of its own (none of
+// TensorRT-LLM's), prefix-cache reuse counted in blocks.
+metrics::IterationStatsKeys fake_iteration_stats() {
+  metrics::IterationStatsKeys k;
+  k.entry_keys = {"step"};
+  k.num_requests_running = "active";
+  k.num_requests_waiting = "queue";
+  k.kv_cache_blocks_used = "cache.blocks_in_use";
+  k.kv_cache_blocks_total = "cache.blocks";
+  k.prefix_cache_hits = "cache.hit_blocks";
+  k.prefix_cache_misses = "cache.miss_blocks";
+  k.spec_decode_num_drafts = "mtp.verifies";
+  k.spec_decode_draft_tokens = "mtp.proposed";
+  k.spec_decode_accepted_tokens = "mtp.accepted";
+  return k;
+}
+
 metrics::ServerMetricNames fake_server_metrics() {
   metrics::ServerMetricNames n;
   n.engine = "fakellm";
@@ -117,6 +133,7 @@ metrics::ServerMetricNames fake_server_metrics() {
   n.spec_decode_num_drafts_total = {"fake:drafts_total"};
   n.spec_decode_draft_tokens_total = {"fake:draft_tokens_total"};
   n.spec_decode_accepted_tokens_total = {"fake:accepted_tokens_total"};
+  n.iteration_stats = fake_iteration_stats();
   return n;
 }
 
@@ -374,6 +391,56 @@ TEST_F(FakeEngine, BenchScrapesItsMetricsThroughTheTable) {
       << text;
 }
 
+// Iteration-stats JSON is read by the keys its module gives: scrape n answers one iteration with 3
+// running, 1 queued, 12 of 48 KV blocks in use, 10 n prefix-cache blocks hit and 15 n missed (cumulative),
+// and 2 drafts of 8 tokens with 6 accepted (per iteration). TensorRT-LLM's module, earlier in the table and
+// also serving JSON, does not read it: its keys are not there.
+TEST_F(FakeEngine, BenchReadsItsIterationStatsByTheKeysOfItsModule) {
+  const auto body = [](int n) {
+    return R"([{"step": )" + std::to_string(n) +
+           R"(, "active": 3, "queue": 1, "cache": {"blocks_in_use": 12, "blocks": 48, "hit_blocks": )" +
+           std::to_string(10 * n) + R"(, "miss_blocks": )" + std::to_string(15 * n) +
+           R"(}, "mtp": {"verifies": 2, "proposed": 8, "accepted": 6}}])";
+  };
+  bench::ServerSample totals;
+  EXPECT_FALSE(bench::reduce_iteration_stats(
+      body(1), *engine_module(EngineKind::kTrtllm).server_metrics.iteration_stats, totals));
+  EXPECT_FALSE(totals.spec_decode_num_drafts_total);
+  bench::testing::MetricsServer server([&body](int n) {
+    return bench::testing::MetricsAnswer{"200 OK", "application/json", body(n)};
+  });
+  bench::detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, server_metric_names());
+  scraper.start_run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bench::ServerMetrics m = scraper.stop();
+  const int last = server.scrapes() - 1;
+  ASSERT_TRUE(m.available) << m.note;
+  ASSERT_GE(last, 1);
+  EXPECT_EQ(m.engine, "fakellm");
+  EXPECT_EQ(m.prefix_cache_unit, "blocks");
+  ASSERT_TRUE(m.kv_cache_usage);
+  EXPECT_EQ(m.kv_cache_usage->max, 0.25);
+  EXPECT_EQ(m.num_requests_running->mean, 3.0);
+  EXPECT_EQ(m.num_requests_waiting->max, 1.0);
+  EXPECT_EQ(m.prefix_cache_hits, 10.0 * last);
+  EXPECT_EQ(m.prefix_cache_queries, 25.0 * last);
+  EXPECT_DOUBLE_EQ(*m.prefix_cache_hit_rate, 0.4);
+  EXPECT_EQ(m.spec_decode_num_drafts, 2.0 * last);
+  EXPECT_EQ(m.spec_decode_draft_tokens, 8.0 * last);
+  EXPECT_EQ(m.spec_decode_accepted_tokens, 6.0 * last);
+  EXPECT_DOUBLE_EQ(*m.spec_decode_acceptance_rate, 0.75);
+  EXPECT_DOUBLE_EQ(*m.spec_decode_acceptance_length, 4.0);  // 1 + 6 / 2
+  // An empty answer (no iteration since the previous GET) fits both engines' keys: it names neither.
+  bench::testing::MetricsServer idle([](int) {
+    return bench::testing::MetricsAnswer{"200 OK", "application/json", "[]"};
+  });
+  const bench::detail::ScrapeResult r =
+      bench::detail::scrape_metrics(idle.base_url() + "/metrics", {}, false, server_metric_names(), &totals);
+  ASSERT_TRUE(r.sample) << r.error;
+  EXPECT_EQ(r.engine, "");
+  EXPECT_EQ(r.prefix_cache_unit, "");
+}
+
 TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
   EngineModule m = fake_module();
   m.kind = static_cast<EngineKind>(43);
@@ -413,6 +480,13 @@ TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
   m.server_metrics.engine = "fakellm2";
   m.server_metrics.prefix_cache_unit = "tokens";
   EXPECT_THROW(register_engine_module(m), std::invalid_argument);  // neither a prefix nor iteration stats
+  m.server_metrics.iteration_stats = metrics::IterationStatsKeys{};
+  try {
+    register_engine_module(m);
+    FAIL() << "iteration stats without the keys that identify an entry must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "engine module 'fakellm2': 'server_metrics.iteration_stats.entry_keys' is empty");
+  }
   EXPECT_THROW(register_engine_module(fake_module()), std::invalid_argument);  // already registered
   EXPECT_EQ(find_engine_module("fakellm2"), nullptr);
   EXPECT_THROW(engine_module(static_cast<EngineKind>(43)), std::logic_error);

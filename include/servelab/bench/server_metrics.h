@@ -8,11 +8,10 @@
 // RunOptions::server_metric_names). A Prometheus answer is read with every engine's names, in table order:
 // per quantity the first name present wins; series of one name (e.g. one per DP engine) are summed, and
 // KV-cache usage and acceptance length take the max. The engine is the first whose prefix a name carries.
-// An engine that serves iteration-stats JSON instead (TensorRT-LLM's `trtllm-serve`: a list of
-// `{"numActiveRequests", "numQueuedRequests", "kvCacheStats": {"usedNumBlocks", "maxNumBlocks",
-// "reusedBlocks", "missedBlocks", ...}, "specDecodingStats": {"numDraftTokens", "numAcceptedTokens",
-// "numRequestsWithDraftTokens"}, ...}` since the previous GET; tensorrt_llm/serve/openai_server.py
-// `get_iteration_stats`, executor IterationStats) is read by `reduce_trtllm_iteration_stats`.
+// An engine that serves iteration-stats JSON instead (a list of per-iteration objects since the previous
+// GET) is read by `reduce_iteration_stats` with the keys its module gives
+// (metrics::ServerMetricNames::iteration_stats): the first engine, in table order, whose keys the answer
+// carries.
 #pragma once
 
 #include <chrono>
@@ -56,12 +55,15 @@ ServerSample reduce_exposition(const prometheus::Exposition& exposition,
                                const std::vector<metrics::ServerMetricNames>& names,
                                std::string* engine = nullptr, std::string* prefix_cache_unit = nullptr);
 
-/// Reduces TensorRT-LLM's `/metrics` JSON (an array of iteration-stats objects since the previous GET,
-/// newest last): running/waiting/KV usage from the newest entry, prefix-cache hits/queries in blocks from
-/// its cumulative kvCacheStats (reusedBlocks, reusedBlocks + missedBlocks), and the per-iteration
-/// specDecodingStats (numRequestsWithDraftTokens, numDraftTokens, numAcceptedTokens) added to `totals`,
-/// whose running sums the sample carries. nullopt when `body` is not such an array. Never throws.
-std::optional<ServerSample> reduce_trtllm_iteration_stats(std::string_view body, ServerSample& totals);
+/// Reduces an iteration-stats `/metrics` answer (a JSON array of one object per iteration since the
+/// previous GET, newest last) read with one engine's `keys`: running/waiting requests and KV-cache usage
+/// (used / total blocks) from the newest entry, prefix-cache hits and queries (hits + misses) from its
+/// cumulative counts, and the per-iteration spec-decode counts (drafts, draft and accepted tokens) added to
+/// `totals`, whose running sums the sample carries. nullopt, `totals` untouched, when `body` is not a JSON
+/// array whose every entry carries one of keys.entry_keys. Never throws.
+std::optional<ServerSample> reduce_iteration_stats(std::string_view body,
+                                                   const metrics::IterationStatsKeys& keys,
+                                                   ServerSample& totals);
 
 /// Max and mean of a gauge over the samples taken during the run.
 struct GaugeStats {
@@ -116,13 +118,13 @@ struct ScrapeResult {
 };
 
 /// GET `url` (5 s timeout) and reduce the answer with the engines' `names`: Prometheus text, or the
-/// iteration-stats JSON of the first engine of `names` that serves it (its counters accumulated into
-/// `trtllm_totals`). HTTP errors, HTML/JSON of another kind and text without any sample come back as
-/// `error`. Never throws.
+/// iteration-stats JSON of the first engine of `names` whose keys it carries (its counters accumulated into
+/// `iteration_totals`; an empty array names the engine only when one engine alone serves such JSON). HTTP
+/// errors, HTML/JSON of another kind and text without any sample come back as `error`. Never throws.
 ScrapeResult scrape_metrics(const std::string& url,
                             const std::vector<std::pair<std::string, std::string>>& headers, bool insecure,
                             const std::vector<metrics::ServerMetricNames>& names,
-                            ServerSample* trtllm_totals);
+                            ServerSample* iteration_totals);
 
 /// Scrapes a server on its own thread (own connection per scrape, lowered CPU priority) so that the load
 /// generator's timing is not disturbed. Construct with the scrape before the run; stop() takes the one

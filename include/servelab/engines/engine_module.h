@@ -130,8 +130,8 @@ struct EngineModule {
   /// The HTTP path that empties the prefix cache between scenarios ("/reset_prefix_cache"; "" = none).
   const char* prefix_cache_reset_path;
   /// How bench reads the engine's `/metrics` (metrics/server_metric_names.h): its name there, the prefix
-  /// of its Prometheus names, their names per quantity, the prefix-cache counts' unit, or iteration-stats
-  /// JSON. Must name the engine and either a prefix or iteration_stats_json.
+  /// of its Prometheus names, their names per quantity, the prefix-cache counts' unit, or the keys of its
+  /// iteration-stats JSON. Must name the engine and either a prefix or iteration_stats (with entry_keys).
   metrics::ServerMetricNames server_metrics;
   /// Architectures that need a release newer than some modelled ones (resolve_launch refuses a launch on an
   /// earlier release; sim run's default release moves past it). Empty = no such bound known.

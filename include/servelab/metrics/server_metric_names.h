@@ -4,10 +4,32 @@
 // names no engine. It lives here, a leaf both engines and bench may include (STYLE.md layering).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace servelab::metrics {
+
+/// How an engine that answers `/metrics` with iteration-stats JSON (a JSON array of one object per engine
+/// iteration since the previous GET, newest last) names its quantities. Each key is a path of object keys
+/// joined by '.' ("kvCacheStats.usedNumBlocks"); "" = the engine does not report the quantity. Gauges and
+/// the cumulative prefix-cache counts are read from the newest entry, the per-iteration spec-decode counts
+/// are summed over the entries (bench/server_metrics.h reduce_iteration_stats).
+struct IterationStatsKeys {
+  /// An answer is this engine's when every entry of the array is an object carrying one of these keys.
+  std::vector<std::string> entry_keys;
+  std::string num_requests_running;         ///< a gauge
+  std::string num_requests_waiting;         ///< a gauge
+  std::string kv_cache_blocks_used;         ///< a gauge, KV-cache blocks in use (usage = used / total)
+  std::string kv_cache_blocks_total;        ///< a gauge, KV-cache blocks in all
+  std::string prefix_cache_hits;            ///< cumulative, in ServerMetricNames::prefix_cache_unit
+  std::string prefix_cache_misses;          ///< cumulative, same unit (queries = hits + misses)
+  std::string spec_decode_num_drafts;       ///< per iteration: requests that carried draft tokens
+  std::string spec_decode_draft_tokens;     ///< per iteration: draft tokens proposed
+  std::string spec_decode_accepted_tokens;  ///< per iteration: draft tokens accepted
+
+  bool operator==(const IterationStatsKeys&) const = default;
+};
 
 /// One engine's `/metrics` names. Each list holds the Prometheus metric names of one quantity of
 /// bench::ServerSample (the field of the same name), in order of preference: the first name present in a
@@ -19,9 +41,9 @@ struct ServerMetricNames {
   std::string prefix;
   /// The unit of the prefix-cache hit and query counts: "tokens" or "blocks".
   std::string prefix_cache_unit;
-  /// The engine answers `/metrics` with TensorRT-LLM-style iteration-stats JSON (bench/server_metrics.h
-  /// reduce_trtllm_iteration_stats) instead of Prometheus text.
-  bool iteration_stats_json = false;
+  /// Set when the engine answers `/metrics` with iteration-stats JSON instead of Prometheus text: its keys
+  /// there; nullopt = Prometheus text only.
+  std::optional<IterationStatsKeys> iteration_stats;
 
   std::vector<std::string> kv_cache_usage;        ///< a gauge, fraction of KV-cache blocks in use [0, 1]
   std::vector<std::string> num_requests_running;  ///< a gauge

@@ -1,6 +1,7 @@
 // TensorRT-LLM's engine module (engine_module.h): how it is started, its releases, its hooks and the
 // architectures that need a newer release than some modelled ones.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engines/architecture_dates.h"
@@ -36,14 +37,28 @@ std::vector<ArchitectureRelease> trtllm_architecture_releases() {
   return rows;
 }
 
-// How bench reads TensorRT-LLM's `/metrics`: `trtllm-serve` answers JSON iteration statistics
-// (tensorrt_llm/serve/openai_server.py get_iteration_stats, executor IterationStats), not Prometheus text;
-// its kvCacheStats count prefix-cache reuse in KV-cache blocks.
+// How bench reads TensorRT-LLM's `/metrics`: `trtllm-serve` answers JSON iteration statistics, not
+// Prometheus text: a list of `{"iter", "numActiveRequests", "numQueuedRequests", "kvCacheStats":
+// {"usedNumBlocks", "maxNumBlocks", "reusedBlocks", "missedBlocks", ...}, "specDecodingStats":
+// {"numRequestsWithDraftTokens", "numDraftTokens", "numAcceptedTokens"}, ...}` since the previous GET
+// (tensorrt_llm/serve/openai_server.py get_iteration_stats, executor IterationStats). Its kvCacheStats count
+// prefix-cache reuse in KV-cache blocks, cumulative; specDecodingStats are per iteration.
 metrics::ServerMetricNames trtllm_server_metrics() {
   metrics::ServerMetricNames n;
   n.engine = "trtllm";
   n.prefix_cache_unit = "blocks";
-  n.iteration_stats_json = true;
+  metrics::IterationStatsKeys k;
+  k.entry_keys = {"iter", "numActiveRequests"};
+  k.num_requests_running = "numActiveRequests";
+  k.num_requests_waiting = "numQueuedRequests";
+  k.kv_cache_blocks_used = "kvCacheStats.usedNumBlocks";
+  k.kv_cache_blocks_total = "kvCacheStats.maxNumBlocks";
+  k.prefix_cache_hits = "kvCacheStats.reusedBlocks";
+  k.prefix_cache_misses = "kvCacheStats.missedBlocks";
+  k.spec_decode_num_drafts = "specDecodingStats.numRequestsWithDraftTokens";
+  k.spec_decode_draft_tokens = "specDecodingStats.numDraftTokens";
+  k.spec_decode_accepted_tokens = "specDecodingStats.numAcceptedTokens";
+  n.iteration_stats = std::move(k);
   return n;
 }
 
