@@ -57,7 +57,7 @@ inline void print_release_checked(const engines::EngineArgError& e) {
   if (e.release.empty()) return;
   const engines::EngineModule& m = engines::engine_module(e.kind);
   std::string others;
-  for (const auto& v : m.versions) others += (others.empty() ? "" : ", ") + v;
+  for (const auto& r : m.releases) others += (others.empty() ? "" : ", ") + r.version;
   std::fprintf(stderr,
                "servelab: the flags were checked against %s %s (--engine-version or an image tag picks "
                "another modelled release: %s)\n",

@@ -25,9 +25,10 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
   if (!m.name || !*m.name) invalid(m, "no name");
   if (!m.product_name || !*m.product_name) invalid(m, "no product_name");
   if (!m.default_version) invalid(m, "no default_version");
-  if (m.versions.empty()) invalid(m, "no versions (the releases whose flags and defaults are modelled)");
-  if (m.version_families.size() != m.versions.size())
-    invalid(m, "version_families must give one family per version");
+  if (m.releases.empty()) invalid(m, "no releases (the releases whose flags and defaults are modelled)");
+  for (const auto& r : m.releases)
+    if (r.version.empty() || r.family.empty())
+      invalid(m, "release '" + r.version + "' needs a version and a fitted-parameter family");
   if (m.programs.empty()) invalid(m, "no programs (how the engine is started)");
   for (const auto& p : m.programs)
     if (p.recorded.empty() || p.executable.empty() == p.python_module.empty())
@@ -106,8 +107,8 @@ std::string default_version_for(EngineKind kind, const std::string& architecture
   if (!a) return m.default_version;
   const EngineVersion first = EngineVersion::parse(a->first_release);
   if (first <= EngineVersion::parse(m.default_version)) return m.default_version;
-  for (const auto& v : m.versions)
-    if (first <= EngineVersion::parse(v)) return v;
+  for (const auto& r : m.releases)
+    if (first <= EngineVersion::parse(r.version)) return r.version;
   // No modelled release loads it: resolve_launch refuses the default, naming the bound.
   return m.default_version;
 }
@@ -132,9 +133,9 @@ LaunchImage launch_image(const std::vector<std::string>& argv,
   return out;
 }
 
-std::string join_versions(const std::vector<std::string>& versions) {
+std::string join_versions(const std::vector<EngineRelease>& releases) {
   std::string out;
-  for (const auto& v : versions) out += (out.empty() ? "" : ", ") + v;
+  for (const auto& r : releases) out += (out.empty() ? "" : ", ") + r.version;
   return out;
 }
 
@@ -144,19 +145,19 @@ std::optional<std::string> unmodelled_release_warning(const EngineModule& m, con
   const EngineVersion v = EngineVersion::parse(version);
   const std::string* before = nullptr;
   const std::string* after = nullptr;
-  for (const auto& r : m.versions) {
-    const EngineVersion rv = EngineVersion::parse(r);
+  for (const auto& r : m.releases) {
+    const EngineVersion rv = EngineVersion::parse(r.version);
     if (rv == v) return std::nullopt;
-    if (rv < v) before = &r;
-    if (v < rv && !after) after = &r;
+    if (rv < v) before = &r.version;
+    if (v < rv && !after) after = &r.version;
   }
-  if (m.versions.empty()) return std::nullopt;
+  if (m.releases.empty()) return std::nullopt;
   const std::string stand_in = !after ? "those of the newest modelled release, " + *before
                                : !before
                                    ? "those of the oldest modelled release, " + *after
                                    : "those of its place between the modelled " + *before + " and " + *after;
   return "warning: " + std::string(m.product_name) + " " + version +
-         " is not a modelled release (modelled: " + join_versions(m.versions) +
+         " is not a modelled release (modelled: " + join_versions(m.releases) +
          "): its flags and defaults are taken to be " + stand_in +
          " [unverified], and no prediction for it was ever validated";
 }
@@ -173,7 +174,7 @@ void add_release_notices(const LaunchImage& image, const std::string& version, R
                           (out.note.empty()
                                ? std::string("the module's default")
                                : "the oldest modelled release that can load " + out.model.architecture) +
-                          "; --engine-version picks another (modelled: " + join_versions(m.versions) + ")");
+                          "; --engine-version picks another (modelled: " + join_versions(m.releases) + ")");
   if (!version.empty() && !image.release.empty() &&
       !(EngineVersion::parse(version) == EngineVersion::parse(image.release)))
     out.notices.push_back("note: --engine-version " + version +
@@ -187,10 +188,10 @@ void add_release_notices(const LaunchImage& image, const std::string& version, R
 /// does not make it parse (another error, or a word not found).
 std::optional<LaunchConfig> parse_known_words(const EngineModule& m, std::vector<std::string> argv,
                                               const std::map<std::string, std::string>& env) {
-  if (m.versions.empty()) return std::nullopt;
+  if (m.releases.empty()) return std::nullopt;
   for (int round = 0; round < 8; ++round) {
     try {
-      return apply_config_files(parse_launch_command(argv, env, m.versions.back()));
+      return apply_config_files(parse_launch_command(argv, env, m.releases.back().version));
     } catch (const EngineArgError& e) {
       if (e.unrecognized.empty()) return std::nullopt;
       // Unknown words follow the known ones they are mistaken for: each is left out at its last occurrence.
@@ -232,13 +233,14 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
   // is the nearest, predicted with a note that the tag moves.
   if (image.tag == "latest" || image.tag == "nightly") {
     const EngineModule& m = engine_module(stated ? stated->kind : stated_error->kind);
-    out.config = parse(m.versions.back());
+    out.config = parse(m.releases.back().version);
     out.model = model_of(out.config);
     out.notices.push_back("note: the image tag '" + image.tag + "' (" + image.image +
-                          ") moves with the engine's releases: " + m.product_name + " " + m.versions.back() +
+                          ") moves with the engine's releases: " + m.product_name + " " +
+                          m.releases.back().version +
                           ", the newest modelled release, is predicted; pin a release tag or pass "
                           "--engine-version for another (modelled: " +
-                          join_versions(m.versions) + ")");
+                          join_versions(m.releases) + ")");
     return out;
   }
   // The module default; if that release lacks a flag, the newest modelled release that parses the launch
@@ -246,8 +248,8 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
   std::optional<LaunchConfig> probe = stated;
   if (!probe) {
     const EngineModule& m = engine_module(stated_error->kind);
-    for (auto v = m.versions.rbegin(); v != m.versions.rend() && !probe; ++v) try {
-        probe = parse(*v);
+    for (auto r = m.releases.rbegin(); r != m.releases.rend() && !probe; ++r) try {
+        probe = parse(r->version);
       } catch (const EngineArgError&) {
       }
     if (!probe) {

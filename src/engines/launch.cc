@@ -172,13 +172,13 @@ std::optional<LaunchFailure> architecture_check(const LaunchConfig& config, cons
   const std::string version = config.engine_version.empty() ? m.default_version : config.engine_version;
   if (!a || !(EngineVersion::parse(version) < EngineVersion::parse(a->first_release))) return std::nullopt;
   std::string later;
-  for (const auto& v : m.versions)
-    if (!(EngineVersion::parse(v) < EngineVersion::parse(a->first_release)))
-      later += (later.empty() ? "" : ", ") + v;
+  for (const auto& r : m.releases)
+    if (!(EngineVersion::parse(r.version) < EngineVersion::parse(a->first_release)))
+      later += (later.empty() ? "" : ", ") + r.version;
   // None modelled: the bound itself can be asked for, predicted with the newest modelled release's flags.
-  if (later.empty() && !m.versions.empty())
-    later = "none (the newest, " + m.versions.back() + ", predates " + a->first_release +
-            "); --engine-version " + a->first_release + " predicts it with " + m.versions.back() +
+  if (later.empty() && !m.releases.empty())
+    later = "none (the newest, " + m.releases.back().version + ", predates " + a->first_release +
+            "); --engine-version " + a->first_release + " predicts it with " + m.releases.back().version +
             "'s flags and defaults [not a modelled release]";
   return detail::fail(
       FailurePhase::kStartup, std::string(m.name) + ".architecture.release",
@@ -207,23 +207,8 @@ std::optional<std::string> check_request(const ResolvedLaunch& launch, int promp
 
 namespace detail {
 
-std::vector<std::string> release_names(const std::vector<ModelledVersion>& releases) {
-  std::vector<std::string> out;
-  for (const auto& r : releases) out.push_back(r.version);
-  return out;
-}
-
-std::vector<std::string> release_families(const std::vector<ModelledVersion>& releases) {
-  std::vector<std::string> out;
-  for (const auto& r : releases) out.push_back(r.family);
-  return out;
-}
-
 std::string version_family(EngineKind kind, const EngineVersion& version) {
-  const EngineModule& module = engine_module(kind);
-  std::vector<ModelledVersion> list;
-  for (std::size_t i = 0; i < module.versions.size(); ++i)
-    list.push_back({module.versions[i].c_str(), module.version_families[i].c_str()});
+  const std::vector<EngineRelease>& list = engine_module(kind).releases;
   // The family of the newest modelled release at or before `version`; but when that release is of another
   // major.minor and one of `version`'s own major.minor is modelled, that one's (0.17.0 is vllm-0.17 although
   // the modelled 0.17 release is 0.17.1; 1.2.0rc0 is trtllm-1.2).
@@ -231,7 +216,7 @@ std::string version_family(EngineKind kind, const EngineVersion& version) {
   auto same_minor = [&](const EngineVersion& a, const EngineVersion& b) {
     return part(a, 0) == part(b, 0) && part(a, 1) == part(b, 1);
   };
-  const ModelledVersion* at_or_before = nullptr;
+  const EngineRelease* at_or_before = nullptr;
   for (const auto& m : list)
     if (EngineVersion::parse(m.version) <= version) at_or_before = &m;
   if (at_or_before && same_minor(EngineVersion::parse(at_or_before->version), version))
@@ -249,7 +234,8 @@ EngineVersion apply_version(ResolvedLaunch& launch) {
   launch.version = launch.config.engine_version;
   launch.version_family = version_family(kind, v);
   bool modelled = false;
-  for (const auto& m : engine_module(kind).versions) modelled = modelled || EngineVersion::parse(m) == v;
+  for (const auto& r : engine_module(kind).releases)
+    modelled = modelled || EngineVersion::parse(r.version) == v;
   launch.notes.push_back(std::string("engine ") + engine_kind_name(kind) + " " + launch.version +
                          " (fitted-parameter family " + launch.version_family + ")" +
                          (modelled

@@ -20,16 +20,6 @@ inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 using Resolved = std::variant<ResolvedLaunch, LaunchFailure>;
 
-/// One modelled release of an engine and the key of its fitted parameters.
-struct ModelledVersion {
-  const char* version;
-  const char* family;
-};
-
-/// The releases and families of a module's modelled releases (EngineModule::versions, version_families).
-std::vector<std::string> release_names(const std::vector<ModelledVersion>& releases);
-std::vector<std::string> release_families(const std::vector<ModelledVersion>& releases);
-
 /// The family of `version`: the one of the newest modelled release <= version (the oldest one's for
 /// older releases).
 std::string version_family(EngineKind kind, const EngineVersion& version);

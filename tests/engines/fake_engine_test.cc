@@ -141,8 +141,7 @@ EngineModule fake_module() {
   return {kFake,
           "fakellm",
           "FakeLLM",
-          {"1.0", "1.2"},
-          {"fakellm-1.0", "fakellm-1.2"},
+          {{"1.0", "fakellm-1.0"}, {"1.2", "fakellm-1.2"}},
           "1.0",
           {{"fake-serve", "fake-serve", "serve", true, "", ""}},
           {{"fakellm"}, {"fakellm-server"}},
@@ -460,12 +459,22 @@ TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
   m = fake_module();
   m.kind = static_cast<EngineKind>(43);
   m.name = "fakellm2";
-  m.version_families.pop_back();
+  m.releases.back().family = "";
   try {
     register_engine_module(m);
     FAIL() << "a module without a family for each release must be refused";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "engine module 'fakellm2': version_families must give one family per version");
+    EXPECT_STREQ(e.what(),
+                 "engine module 'fakellm2': release '1.2' needs a version and a fitted-parameter family");
+  }
+  m.releases.clear();
+  try {
+    register_engine_module(m);
+    FAIL() << "a module without releases must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "engine module 'fakellm2': no releases (the releases whose flags and defaults are modelled)");
   }
   m = fake_module();
   m.kind = static_cast<EngineKind>(43);

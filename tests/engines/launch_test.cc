@@ -92,11 +92,16 @@ TEST(Versions, OrderAndFamilies) {
   EXPECT_THROW(parse_at("vllm serve m", "0.x"), std::invalid_argument);
   const auto& mods = se::engine_modules();
   ASSERT_EQ(mods.size(), 3u);
-  EXPECT_EQ(se::engine_module(se::EngineKind::kVllm).versions,
-            (std::vector<std::string>{"0.10.2", "0.11.0", "0.13.0", "0.17.1", "0.24.0"}));
-  EXPECT_EQ(se::engine_module(se::EngineKind::kSglang).versions.size(), 8u);
-  EXPECT_EQ(se::engine_module(se::EngineKind::kTrtllm).versions,
-            (std::vector<std::string>{"1.0.0", "1.2.0rc1", "1.2.0rc5"}));
+  EXPECT_EQ(se::engine_module(se::EngineKind::kVllm).releases,
+            (std::vector<se::EngineRelease>{{"0.10.2", "vllm-0.10"},
+                                            {"0.11.0", "vllm-0.11"},
+                                            {"0.13.0", "vllm-0.11"},
+                                            {"0.17.1", "vllm-0.17"},
+                                            {"0.24.0", "vllm-0.17"}}));
+  EXPECT_EQ(se::engine_module(se::EngineKind::kSglang).releases.size(), 8u);
+  EXPECT_EQ(se::engine_module(se::EngineKind::kTrtllm).releases,
+            (std::vector<se::EngineRelease>{
+                {"1.0.0", "trtllm-1.0"}, {"1.2.0rc1", "trtllm-1.2"}, {"1.2.0rc5", "trtllm-1.2"}}));
   EXPECT_EQ(parse_at("vllm serve m").engine_version, "0.13.0");  // the module's default
   EXPECT_EQ(ok("vllm serve m", "0.24.0", kQwen8, "H100").version_family, "vllm-0.17");
   EXPECT_EQ(ok("vllm serve m", "0.10.2", kQwen8, "H100").version_family, "vllm-0.10");

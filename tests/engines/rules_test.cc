@@ -462,7 +462,7 @@ TEST(ArchitectureRelease, NoticesNameTheReleasePredicted) {
   auto nightly =
       notices("docker run lmsysorg/sglang:nightly python3 -m sglang.launch_server --model-path m", "", kV32);
   ASSERT_EQ(nightly.size(), 1u);
-  EXPECT_NE(nightly[0].find("SGLang " + se::engine_module(se::EngineKind::kSglang).versions.back() +
+  EXPECT_NE(nightly[0].find("SGLang " + se::engine_module(se::EngineKind::kSglang).releases.back().version +
                             ", the newest modelled release, is predicted"),
             std::string::npos)
       << nightly[0];

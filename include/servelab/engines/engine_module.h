@@ -74,16 +74,24 @@ struct ArchitectureRelease {
   const char* source;         ///< why: publication dates and release dates, each tagged [recalled]/[src]
 };
 
+/// One modelled release of an engine and the key of its fitted parameters.
+struct EngineRelease {
+  std::string version;  ///< "0.13.0"
+  /// Its fitted-parameter family ("vllm-0.11"), the key of the twin's fitted parameters; a release between
+  /// modelled ones takes a neighbour's (launch.h ResolvedLaunch::version_family).
+  std::string family;
+
+  bool operator==(const EngineRelease&) const = default;
+};
+
 /// One engine module: its CLI parser, versions, resolution and every other engine fact (file comment).
 /// Every hook must be set: register_engine_module() refuses a module with a null one.
 struct EngineModule {
   EngineKind kind;
-  const char* name;                   ///< "vllm", "sglang", "trtllm" (engine_kind_name)
-  const char* product_name;           ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
-  std::vector<std::string> versions;  ///< versions whose flags and defaults are modelled, oldest first
-  /// versions[i]'s fitted-parameter family ("vllm-0.11"), the key of the twin's fitted parameters; a
-  /// release between modelled ones takes a neighbour's (launch.h ResolvedLaunch::version_family).
-  std::vector<std::string> version_families;
+  const char* name;          ///< "vllm", "sglang", "trtllm" (engine_kind_name)
+  const char* product_name;  ///< the project's own spelling: "vLLM", "SGLang", "TensorRT-LLM"
+  /// The releases whose flags and defaults are modelled, oldest first, each with its fitted-parameter family.
+  std::vector<EngineRelease> releases;
   const char* default_version;  ///< used when neither the study nor --engine-version says
   /// The ways it is started; programs[0] is the canonical one to_argv() writes for a config without one.
   std::vector<EngineProgram> programs;

@@ -15,8 +15,8 @@ namespace {
 
 // The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
 // each point), each with the family of its fitted parameters.
-const std::vector<ModelledVersion>& sglang_releases() {
-  static const std::vector<ModelledVersion> kReleases = {
+const std::vector<EngineRelease>& sglang_releases() {
+  static const std::vector<EngineRelease> kReleases = {
       {"0.5.3rc0", "sglang-0.5.3"},    {"0.5.3", "sglang-0.5.3"},       {"0.5.3.post3", "sglang-0.5.3"},
       {"0.5.4.post2", "sglang-0.5.3"}, {"0.5.5.post1", "sglang-0.5.3"}, {"0.5.6.post2", "sglang-0.5.3"},
       {"0.5.9", "sglang-0.5.9"},       {"0.5.14", "sglang-0.5.9"}};
@@ -61,8 +61,7 @@ EngineModule sglang_module() {
   return {EngineKind::kSglang,
           "sglang",
           "SGLang",
-          release_names(sglang_releases()),
-          release_families(sglang_releases()),
+          sglang_releases(),
           kSglangDefaults.version.value,
           {{"python3 -m sglang.launch_server", "", "", false, "sglang.launch_server", "--model-path"},
            {"sglang serve", "sglang", "serve", false, "", "--model-path"}},

@@ -16,8 +16,8 @@ namespace {
 
 // The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
 // each point), each with the family of its fitted parameters.
-const std::vector<ModelledVersion>& trtllm_releases() {
-  static const std::vector<ModelledVersion> kReleases = {
+const std::vector<EngineRelease>& trtllm_releases() {
+  static const std::vector<EngineRelease> kReleases = {
       {"1.0.0", "trtllm-1.0"}, {"1.2.0rc1", "trtllm-1.2"}, {"1.2.0rc5", "trtllm-1.2"}};
   return kReleases;
 }
@@ -68,8 +68,7 @@ EngineModule trtllm_module() {
   return {EngineKind::kTrtllm,
           "trtllm",
           "TensorRT-LLM",
-          release_names(trtllm_releases()),
-          release_families(trtllm_releases()),
+          trtllm_releases(),
           kTrtllmDefaults.version.value,
           {{"trtllm-serve", "trtllm-serve", "serve", true, "", ""}},
           {{"tensorrt-llm", "tensorrt_llm", "trtllm"}, {}},

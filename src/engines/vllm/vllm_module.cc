@@ -15,12 +15,12 @@ namespace {
 
 // The modelled releases, oldest first (the reference study's and the perflab corpus' engine_version of
 // each point), each with the family of its fitted parameters.
-const std::vector<ModelledVersion>& vllm_releases() {
-  static const std::vector<ModelledVersion> kReleases = {{"0.10.2", "vllm-0.10"},
-                                                         {"0.11.0", "vllm-0.11"},
-                                                         {"0.13.0", "vllm-0.11"},
-                                                         {"0.17.1", "vllm-0.17"},
-                                                         {"0.24.0", "vllm-0.17"}};
+const std::vector<EngineRelease>& vllm_releases() {
+  static const std::vector<EngineRelease> kReleases = {{"0.10.2", "vllm-0.10"},
+                                                       {"0.11.0", "vllm-0.11"},
+                                                       {"0.13.0", "vllm-0.11"},
+                                                       {"0.17.1", "vllm-0.17"},
+                                                       {"0.24.0", "vllm-0.17"}};
   return kReleases;
 }
 
@@ -74,8 +74,7 @@ EngineModule vllm_module() {
   return {EngineKind::kVllm,
           "vllm",
           "vLLM",
-          release_names(vllm_releases()),
-          release_families(vllm_releases()),
+          vllm_releases(),
           kVllmDefaults.version.value,
           {{"vllm serve", "vllm", "serve", false, "", ""},
            {"python3 -m vllm.entrypoints.openai.api_server", "", "", false,
