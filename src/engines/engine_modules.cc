@@ -26,6 +26,9 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
   if (!m.product_name || !*m.product_name) invalid(m, "no product_name");
   if (!m.default_version) invalid(m, "no default_version");
   if (m.releases.empty()) invalid(m, "no releases (the releases whose flags and defaults are modelled)");
+  if (std::none_of(m.releases.begin(), m.releases.end(),
+                   [&](const EngineRelease& r) { return r.version == m.default_version; }))
+    invalid(m, std::string("default_version '") + m.default_version + "' is not one of its releases");
   for (const auto& r : m.releases)
     if (r.version.empty() || r.family.empty())
       invalid(m, "release '" + r.version + "' needs a version and a fitted-parameter family");
@@ -47,6 +50,7 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
       {"node_launch", m.node_launch != nullptr},
       {"version_probe_package", m.version_probe_package != nullptr},
       {"prefix_cache_reset_path", m.prefix_cache_reset_path != nullptr},
+      {"op_tables", m.op_tables != nullptr},
       {"cpu_prior", m.cpu_prior.cpu_step_ms > 0 && m.cpu_prior.api_request_ms > 0},
   };
   for (const auto& [field, set] : hooks)
@@ -58,9 +62,15 @@ void check_module(const EngineModule& m, const std::deque<EngineModule>& table) 
   if (names.iteration_stats && names.iteration_stats->entry_keys.empty())
     invalid(m, "'server_metrics.iteration_stats.entry_keys' is empty");
   if (names.prefix_cache_unit.empty()) invalid(m, "'server_metrics.prefix_cache_unit' is not set");
-  for (const auto& other : table)
+  for (const auto& other : table) {
     if (other.kind == m.kind || std::string(other.name) == m.name)
       invalid(m, std::string("kind or name already registered (by '") + other.name + "')");
+    for (const auto& p : m.programs)
+      for (const auto& q : other.programs)
+        if (p.recorded == q.recorded)
+          invalid(m, "program '" + p.recorded + "' is already '" + other.name +
+                         "''s: a launch would be ambiguous");
+  }
 }
 
 std::deque<EngineModule>& table() {

@@ -16,12 +16,23 @@ std::string joined(const std::vector<std::string>& argv) {
   return out;
 }
 
+// The programs of every registered engine, as a user types them: "`vllm serve`, ... or `trtllm-serve`".
+std::string expected_programs() {
+  std::vector<std::string> forms;
+  for (const auto& m : engine_modules())
+    for (const auto& p : m.programs)
+      forms.push_back("`" + (p.python_module.empty() ? p.recorded : "python3 -m " + p.python_module) + "`");
+  std::string out;
+  for (std::size_t i = 0; i < forms.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == forms.size() ? " or " : ", ") + forms[i];
+  return out;
+}
+
 [[noreturn]] void not_a_launch(const std::vector<std::string>& argv) {
-  throw std::invalid_argument("not an engine launch command: '" + joined(argv) +
-                              "' (expected `vllm serve`, `python3 -m sglang.launch_server`, `sglang serve`, "
-                              "`python3 -m vllm.entrypoints.openai.api_server` or `trtllm-serve`, optionally "
-                              "after `env`, NAME=value, "
-                              "`mpirun ...`, `srun ...` or `docker run ... IMAGE`)");
+  throw std::invalid_argument("not an engine launch command: '" + joined(argv) + "' (expected " +
+                              expected_programs() +
+                              ", optionally after `env`, NAME=value, `mpirun ...`, `srun ...` or `docker run "
+                              "... IMAGE`)");
 }
 
 std::string shell_quote(const std::string& s) {

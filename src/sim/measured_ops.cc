@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "servelab/engines/engine_config.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/sim/sim.h"
 
 namespace servelab::sim {
@@ -104,9 +105,12 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
                                   const hardware::GpuSpec& gpu) {
   const auto sys = store_gpu(store, gpu);
   if (!sys) return std::nullopt;
+  // The tables of the engine's own kernels: its module names their backend (a fork names its parent's).
+  const std::string backend = engines::engine_module(launch.config.kind).op_tables;
+  if (backend.empty()) return std::nullopt;
   OpSource src;
   src.gpu = *sys;
-  src.backend = engines::engine_kind_name(launch.config.kind);
+  src.backend = backend;
   src.launch_release = launch.version;
   src.release = table_release(store, src, "gemm_perf");
   if (src.release.empty()) return std::nullopt;
@@ -116,7 +120,13 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
 
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                 const hardware::GpuSpec& gpu) {
-  const std::string engine = engines::engine_kind_name(launch.config.kind);
+  const auto& module = engines::engine_module(launch.config.kind);
+  const std::string engine = module.op_tables;
+  if (engine.empty())
+    return fmt::format(
+        "no measured operator tables for {} (its engine module names none): every operator is "
+        "the roofline",
+        module.product_name);
   const auto sys = store_gpu(store, gpu);
   const auto releases = sys ? store.versions(*sys, engine, "gemm_perf") : std::vector<std::string>{};
   if (releases.empty())

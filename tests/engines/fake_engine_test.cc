@@ -21,6 +21,7 @@
 #include "servelab/engines/multinode.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/model/model.h"
+#include "servelab/ops/op_store.h"
 #include "servelab/sim/calibration.h"
 #include "servelab/sim/sim.h"
 #include "servelab/sim/trace.h"
@@ -160,6 +161,7 @@ EngineModule fake_module() {
           {3.0, 7.0},
           "",
           "/fake_reset",
+          "",
           fake_server_metrics()};
 }
 
@@ -315,6 +317,26 @@ TEST_F(FakeEngine, TheTwinPredictsAnEngineFromItsModuleNotItsName) {
   EXPECT_DOUBLE_EQ(ha.output_tok_s, hb.output_tok_s);
   EXPECT_DOUBLE_EQ(ha.mean_ttft_ms, hb.mean_ttft_ms);
   EXPECT_DOUBLE_EQ(ha.mean_tpot_ms, hb.mean_tpot_ms);
+
+  // On a release with measured operator tables, the clone's kernels are timed from the tables its module
+  // names (EngineModule::op_tables, vLLM's), not from a directory spelled like its own name.
+  LaunchConfig vllm24 = vllm, clone24 = clone;
+  vllm24.engine_version = clone24.engine_version = "0.24.0";
+  sim::use_measured_operators(ops::OpStore::default_dir());
+  const auto c = sim::predict(vllm24, cluster, model, requests, options);
+  const auto d = sim::predict(clone24, cluster, model, requests, options);
+  sim::use_measured_operators({});  // back to the library's default (the roofline)
+  ASSERT_TRUE(std::holds_alternative<sim::Prediction>(c));
+  ASSERT_TRUE(std::holds_alternative<sim::Prediction>(d));
+  const auto& vc = std::get<sim::Prediction>(c).twin;
+  const auto& vd = std::get<sim::Prediction>(d).twin;
+  ASSERT_FALSE(vd.measured_operators.empty());
+  EXPECT_NE(vd.measured_operators.front().find("from gemm_perf of h100_sxm vllm 0.24.0"), std::string::npos)
+      << vd.measured_operators.front();
+  EXPECT_GT(vd.measured_lookups, 0);
+  EXPECT_EQ(vc.measured_operators, vd.measured_operators);
+  EXPECT_DOUBLE_EQ(sim::headline(std::get<sim::Prediction>(c)).mean_tpot_ms,
+                   sim::headline(std::get<sim::Prediction>(d)).mean_tpot_ms);
 }
 
 // bench names no engine: the names it reads /metrics with are the table's (the CLI hands them over), so
@@ -466,6 +488,25 @@ TEST_F(FakeEngine, AModuleWithAMissingHookOrATakenNameIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
                  "engine module 'fakellm2': release '1.2' needs a version and a fitted-parameter family");
+  }
+  m = fake_module();
+  m.kind = static_cast<EngineKind>(43);
+  m.name = "fakellm2";
+  m.default_version = "2.0";
+  try {
+    register_engine_module(m);
+    FAIL() << "a default release that is not modelled must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "engine module 'fakellm2': default_version '2.0' is not one of its releases");
+  }
+  m.default_version = "1.0";
+  try {
+    register_engine_module(m);  // fakellm's own program words: which engine a launch is would be ambiguous
+    FAIL() << "a module started like a registered one must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "engine module 'fakellm2': program 'fake-serve' is already 'fakellm''s: a launch would be "
+                 "ambiguous");
   }
   m.releases.clear();
   try {

@@ -137,6 +137,10 @@ struct EngineModule {
   const char* version_probe_package;
   /// The HTTP path that empties the prefix cache between scenarios ("/reset_prefix_cache"; "" = none).
   const char* prefix_cache_reset_path;
+  /// The backend whose measured operator tables time this engine's kernels (AIConfigurator's
+  /// systems/data/<gpu>/<op>/<backend>/<release>: "vllm", "sglang", "trtllm"); a fork of an engine names its
+  /// parent's. "" = none measured (the twin's roofline, with a note).
+  const char* op_tables;
   /// How bench reads the engine's `/metrics` (metrics/server_metric_names.h): its name there, the prefix
   /// of its Prometheus names, their names per quantity, the prefix-cache counts' unit, or the keys of its
   /// iteration-stats JSON. Must name the engine and either a prefix or iteration_stats (with entry_keys).

@@ -81,6 +81,7 @@ EngineModule sglang_module() {
           {2.0, 5.0},
           "sglang",
           "/flush_cache",
+          "sglang",
           sglang_server_metrics(),
           sglang_architecture_releases()};
 }

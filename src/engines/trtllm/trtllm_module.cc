@@ -88,6 +88,7 @@ EngineModule trtllm_module() {
           {1.5, 5.0},
           "",
           "",
+          "trtllm",
           trtllm_server_metrics(),
           trtllm_architecture_releases()};
 }

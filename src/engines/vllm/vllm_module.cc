@@ -96,6 +96,7 @@ EngineModule vllm_module() {
           {2.5, 10.0},
           "",
           "/reset_prefix_cache",
+          "vllm",
           vllm_server_metrics(),
           vllm_architecture_releases()};
 }

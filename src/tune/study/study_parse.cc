@@ -14,6 +14,7 @@
 
 #include "servelab/common/printable.h"
 #include "servelab/common/redact.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/tune/study/study.h"
 #include "tune/study/load_parse.h"
@@ -469,7 +470,11 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
   const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
-  if (!kind) c.fail(t.get("kind"), p + ".kind", "must be vllm, sglang or trtllm");
+  if (!kind) {
+    std::string names;
+    for (const auto& m : engines::engine_modules()) names += std::string(names.empty() ? "" : ", ") + m.name;
+    c.fail(t.get("kind"), p + ".kind", "must name a registered engine (" + names + ")");
+  }
   spec.kind = *kind;
   spec.version = get_string(c, t, "version", p, std::nullopt);
   spec.command = get_strings(c, t, "command", p);
