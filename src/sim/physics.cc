@@ -96,18 +96,7 @@ double moe_slice_s0(MoeKernel k, Generation g) {
   return 0;
 }
 
-KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g);
-
-}  // namespace
-
-KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
-  KernelEfficiency e = moe_efficiency_at_large_shapes(k, g);
-  e.slice_s0 = moe_slice_s0(k, g);
-  return e;
-}
-
-namespace {
-
+/// The family's efficiencies at large expert slices (moe_efficiency without slice_s0), each with its source.
 KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
   const bool amp = ampere_like(g);
   switch (k) {
@@ -154,6 +143,12 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
 }
 
 }  // namespace
+
+KernelEfficiency moe_efficiency(MoeKernel k, Generation g) {
+  KernelEfficiency e = moe_efficiency_at_large_shapes(k, g);
+  e.slice_s0 = moe_slice_s0(k, g);
+  return e;
+}
 
 KernelEfficiency attention_efficiency(AttentionKernel k, Generation g) {
   const bool amp = ampere_like(g);
