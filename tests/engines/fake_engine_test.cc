@@ -165,6 +165,14 @@ EngineModule fake_module() {
           fake_server_metrics()};
 }
 
+// What bench reads from `server` in one 100 ms run, scraping every 20 ms by the engine table's names.
+bench::ServerMetrics scrape_for_100ms(const bench::testing::MetricsServer& server) {
+  bench::detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, server_metric_names());
+  scraper.start_run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return scraper.stop();
+}
+
 class FakeEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -391,10 +399,7 @@ TEST_F(FakeEngine, BenchScrapesItsMetricsThroughTheTable) {
                                              std::to_string(40 * n) + "\nfake:evictions_total " +
                                              std::to_string(3 * n) + "\n"};
   });
-  bench::detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, server_metric_names());
-  scraper.start_run();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const bench::ServerMetrics m = scraper.stop();
+  const bench::ServerMetrics m = scrape_for_100ms(server);
   const int last = server.scrapes() - 1;
   ASSERT_TRUE(m.available) << m.note;
   ASSERT_GE(last, 1);
@@ -430,10 +435,7 @@ TEST_F(FakeEngine, BenchReadsItsIterationStatsByTheKeysOfItsModule) {
   bench::testing::MetricsServer server([&body](int n) {
     return bench::testing::MetricsAnswer{"200 OK", "application/json", body(n)};
   });
-  bench::detail::ServerMetricsScraper scraper(server.base_url(), {}, false, 0.02, 1.0, server_metric_names());
-  scraper.start_run();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const bench::ServerMetrics m = scraper.stop();
+  const bench::ServerMetrics m = scrape_for_100ms(server);
   const int last = server.scrapes() - 1;
   ASSERT_TRUE(m.available) << m.note;
   ASSERT_GE(last, 1);
