@@ -6,9 +6,12 @@
 // test binary: the registration is global to the process. 2 trials of 16 short requests, ~5-15 s: the
 // stand-in runs at time scale 0.1 (ten times slower than real time), so that a busy host's scheduling
 // delays stay far inside bench's trust bounds on the twin's timing (at scale 1 three CPU hogs on two cores
-// made the trials "invalid timing": the last token 3-7 ms late in a 0.2 s run).
+// made the trials "invalid timing": the last token 3-7 ms late in a 0.2 s run). At 0.1 a clean-clone
+// `make test` still saw it once (4.3 ms late in a 279 ms run), hence the reruns in the test below.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -121,9 +124,18 @@ TEST_F(FakeEngineLocal, ALocalStudyLaunchesBenchmarksRecordsAndStopsIt) {
   const Study study = parse_study(clone_study(clone, port), "clone.toml", common::data_dir());
   ASSERT_EQ(study.engines.size(), 1u);
   EXPECT_EQ(study.engines[0].kind, engines::testing::kVllmClone);
+  // A busy host can make bench refuse a run's timing (TrialStatus::kInvalid, "the host is too busy for this
+  // scale"): that is bench doing its job, not the engine path under test, so the study is run again, up to
+  // three times in all, in a fresh directory; every assertion below is on a run whose timing was trusted.
   TuneOptions options;
-  options.out_dir = dir / "out";
-  const TuneResult r = run_study(study, options);
+  TuneResult r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    options.out_dir = dir / ("out" + std::to_string(attempt));
+    r = run_study(study, options);
+    const bool busy = std::any_of(r.outcome.ranked.begin(), r.outcome.ranked.end(),
+                                  [](const auto& e) { return e.status == TrialStatus::kInvalid; });
+    if (!busy) break;
+  }
   ASSERT_EQ(r.outcome.ranked.size(), 2u);  // the two knob values
   for (const auto& e : r.outcome.ranked) {
     EXPECT_EQ(e.status, TrialStatus::kOk) << e.label << ": " << e.reason;
