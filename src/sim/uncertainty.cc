@@ -38,7 +38,23 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
   double widen = 1.0;
   bool found = false;
-  for (std::size_t i = 0; i < std::size(levels); ++i, widen *= 1.5) {
+  if (!launch.unmodelled.empty()) {
+    // The modelled classes' bands say nothing of a path without a figure: the RMS error of the corpus runs
+    // on such paths, never under kUnmodelledBandMinPct.
+    const auto it = table.classes.find(kUnmodelledBandClass);
+    const auto* e = it != table.classes.end() && it->second.points > 0 ? &it->second : nullptr;
+    b.class_name = kUnmodelledBandClass;
+    b.points = e ? e->points : 0;
+    b.total_tok_s_pct = std::max(kUnmodelledBandMinPct, e ? e->total_tok_s_pct : 0.0);
+    b.ttft_pct = std::max(kUnmodelledBandMinPct, e ? e->ttft_pct : 0.0);
+    b.tpot_pct = std::max(kUnmodelledBandMinPct, e ? e->tpot_pct : 0.0);
+    b.warnings.push_back(fmt::format(
+        "a kernel path the twin has no figure for: the band is the RMS error of the {} corpus runs on such "
+        "paths, at least ±{:.0f}%",
+        b.points, kUnmodelledBandMinPct));
+    found = true;
+  }
+  for (std::size_t i = 0; !found && i < std::size(levels); ++i, widen *= 1.5) {
     auto it = table.classes.find(levels[i]);
     if (it == table.classes.end() || it->second.points < 3) continue;
     b.class_name = levels[i];

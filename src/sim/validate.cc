@@ -309,6 +309,12 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
       v.bands.max_gpus = std::max(v.bands.max_gpus, p.launch->layout.gpus);
     }
     if (!r.err_total_tok_s) continue;
+    // A launch on a kernel path the twin has no figure for has a band of its own (error_band): its errors
+    // would only widen the bands of the modelled launches of its class.
+    if (!p.launch->unmodelled.empty()) {
+      add_band(v.bands, latency_points, kUnmodelledBandClass, r);
+      continue;
+    }
     const std::string eg = p.key.engine + "/" + p.key.generation;
     add_band(v.bands, latency_points, eg + "/" + architecture_class(p.launch->model), r);
     add_band(v.bands, latency_points, eg, r);

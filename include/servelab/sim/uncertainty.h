@@ -39,12 +39,22 @@ struct BandTable {
     double total_tok_s_pct = 0, ttft_pct = 0, tpot_pct = 0;
     int points = 0;
   };
-  std::map<std::string, Entry> classes;  ///< "engine/generation/arch", "engine/generation", "engine", "all"
-  std::vector<std::string> gpus;         ///< GPU names measured
-  std::vector<std::string> variants;     ///< architecture variants measured
-  std::vector<std::string> versions;     ///< "engine version" measured
-  int max_gpus = 0;                      ///< largest launch measured (GPUs)
+  /// "engine/generation/arch", "engine/generation", "engine", "all" over the launches on modelled kernel
+  /// paths; kUnmodelledBandClass over the launches on a path the twin has no figure for.
+  std::map<std::string, Entry> classes;
+  std::vector<std::string> gpus;      ///< GPU names measured
+  std::vector<std::string> variants;  ///< architecture variants measured
+  std::vector<std::string> versions;  ///< "engine version" measured
+  int max_gpus = 0;                   ///< largest launch measured (GPUs)
 };
+
+/// The band class of the launches on a kernel path the twin has no figure for
+/// (engines::ResolvedLaunch::unmodelled), whatever their engine, GPU and architecture.
+inline constexpr const char* kUnmodelledBandClass = "unmodelled";
+
+/// The smallest band of a launch on an unmodelled kernel path, percent on every metric: a prediction the
+/// twin cannot support is never tighter than this, whatever the few corpus runs of such paths measured.
+inline constexpr double kUnmodelledBandMinPct = 100.0;
 
 /// The architecture class of a model for bands: "hybrid" (linear attention), "mla", "moe-swa" (sliding
 /// window MoE, gpt-oss), "moe", "dense".
@@ -52,7 +62,8 @@ std::string architecture_class(const model::ModelSpec& model);
 
 /// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
 /// (widened by half for each level it falls back), plus the outside-the-corpus warnings. With no data at
-/// all the band is +-50% and says so.
+/// all the band is +-50% and says so. A launch on a kernel path the twin has no figure for takes the
+/// kUnmodelledBandClass entry instead (at least kUnmodelledBandMinPct on every metric), with a warning.
 ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                      const BandTable& table);
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "servelab/sim/uncertainty.h"
 #include "servelab/tune/search/search.h"
 #include "servelab/tune/study/study.h"
 
@@ -19,7 +20,7 @@ namespace servelab::tune {
 /// class's parameters, and the corpus runs of such paths measured 4–20× off it, so its value may be off by
 /// all of itself: lower bound 0, upper bound twice the prediction. Such a configuration is never ranked
 /// first on its prediction alone.
-inline constexpr double kUnmodelledBandPct = 100.0;
+inline constexpr double kUnmodelledBandPct = sim::kUnmodelledBandMinPct;
 
 /// The band the rule uses for one prediction.
 struct TwinBand {
