@@ -355,12 +355,10 @@ void Simulator::emit(int id, int tokens, double engine_t) {
   auto& o = out_[id];
   tokens = std::min(tokens, q.output_len - q.generated);
   if (tokens <= 0) return;
-  // What the client sees: the first token after its extra latency, never a token before an earlier one.
-  double t = engine_t;
-  if (q.generated == 0)
-    t += cal_.first_token_ms * 1e-3;
-  else
-    t = std::max(t, q.last_emit_s);
+  // What the client sees: every token first_token_ms after the step that made it (the request's stream is
+  // late by the API server's time to its first token; the gaps between its tokens are the engine's), never
+  // a token before an earlier one.
+  const double t = std::max(engine_t + cal_.first_token_ms * 1e-3, q.last_emit_s);
   if (sink_ != nullptr) sink_->push_back({id, q.generated, tokens, t});
   if (q.generated == 0) {
     o.ttft_s = t - q.send_s;
@@ -370,6 +368,7 @@ void Simulator::emit(int id, int tokens, double engine_t) {
     o.chunk_tokens.push_back(tokens);
   }
   q.last_emit_s = t;
+  last_emit_s_ = std::max(last_emit_s_, t);
   q.generated += tokens;
 }
 
@@ -496,7 +495,9 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
   EventLoop loop(*this, LoopClient{[&client](double t, int last_step) { client.send_ready(t, last_step); },
                                    [&client] { return client.next_send(); }});
   loop.run_until(std::numeric_limits<double>::infinity());
-  view_.duration_s = loop.clock_s();
+  // The benchmark ends when the client has the last token: a first token is seen first_token_ms after
+  // the step that made it, so a run can end after the engine's last step (trace.cc replay agrees).
+  view_.duration_s = std::max(loop.clock_s(), last_emit_s_);
   now_s_ = loop.clock_s();
 }
 
@@ -607,7 +608,7 @@ HeadlineMetrics headline(const Prediction& p) {
 // OnlineTwin: the Simulator driven tick by tick in virtual time (see sim.h).
 
 // The same EventLoop as Simulator::run; the client is the caller's submit(), and a token leaves when the
-// caller's clock reaches its emission time (a first token first_token_ms after its step ends).
+// caller's clock reaches its emission time (first_token_ms after its step ends).
 struct OnlineTwin::Impl {
   /// A token (index >= 0) or an engine abort (index -1) due at t_s; seq keeps equal times in order.
   struct Pending {

@@ -199,6 +199,7 @@ class Simulator {
   int in_flight_ = 0, finished_ = 0;
   double sum_batch_ = 0, sum_tokens_ = 0;
   double now_s_ = 0;
+  double last_emit_s_ = 0;  ///< latest token a client has seen (emit), s: the run ends no earlier
   std::vector<int> scratch_ids_;
   Batch spare_;    ///< buffers of a finished micro-batch, reused by plan_slot (recycle)
   ApiServer api_;  ///< the engine's API server (api_server.h)

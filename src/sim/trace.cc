@@ -238,7 +238,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
     const auto& r = trace.requests[i];
     if (!r.success || r.first_step < 0 || r.last_step < 0) continue;
     const double first = end[r.first_step] + cal.first_token_ms * 1e-3;
-    const double last_token = std::max(end[r.last_step], first);
+    const double last_token = std::max(end[r.last_step] + cal.first_token_ms * 1e-3, first);
     last = std::max(last, last_token);
     ttft += first - send[i];
     if (r.output_tokens > 1) {

@@ -766,10 +766,26 @@ TEST(VllmDefaults, CaptureListBeforeTheRework) {
   auto small = ok("vllm serve m --max-num-seqs 64", "0.11.0", kQwen8, "H100");
   EXPECT_EQ(small.execution.graph_max_batch, 128);
   EXPECT_EQ(small.execution.graph_sizes.size(), 19u);
-  // A budget below the list filters it: --max-num-batched-tokens 100 -> [1, 2, 4] + 8..96.
-  EXPECT_EQ(
-      ok("vllm serve m --max-num-batched-tokens 100", "0.10.2", kQwen8, "H100").execution.graph_max_batch,
-      96);
+  // A budget below the list filters it: --max-num-batched-tokens 100 -> [1, 2, 4] + 8..96 (with
+  // --max-num-seqs at most the budget: vLLM refuses a budget below max_num_seqs, next test).
+  EXPECT_EQ(ok("vllm serve m --max-num-batched-tokens 100 --max-num-seqs 64", "0.10.2", kQwen8, "H100")
+                .execution.graph_max_batch,
+            96);
+}
+
+// SchedulerConfig._verify_args: max_num_batched_tokens >= max_num_seqs, with the GPU tier's default
+// max_num_seqs when the launch does not set it (1024 on an H100, 256 on an A100 or a GPU under 70 GiB).
+TEST(VllmDefaults, ABudgetBelowMaxNumSeqsFailsAtStartUp) {
+  const auto f = refused("vllm serve m --max-num-batched-tokens 512", "0.13.0", kQwen8, "H100");
+  EXPECT_EQ(f.rule, "vllm.max_num_batched_tokens.below_max_num_seqs");
+  EXPECT_EQ(f.phase, se::FailurePhase::kStartup);
+  EXPECT_NE(
+      f.message.find("max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024)"),
+      std::string::npos)
+      << f.message;
+  EXPECT_EQ(ok("vllm serve m --max-num-batched-tokens 512 --max-num-seqs 512", "0.13.0", kQwen8, "H100")
+                .scheduler.token_budget,
+            512);
 }
 
 // Which rows of the measured operator tables time a launch's kernels (ExecutionPolicy::*_kernel_sources):

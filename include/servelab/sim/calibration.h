@@ -10,7 +10,8 @@
 //                   hand-off to the engine): requests reach the engine one after another, and tokens
 //                   queued behind that work reach the client when it is done
 //   first_token_ms  latency of a request's first token outside the engine step (hand-off, detokeniser
-//                   set-up, first SSE chunk), added to TTFT
+//                   set-up, first SSE chunk), added to TTFT; the rest of its stream is as late (the client
+//                   sees every token that much after its step: the gaps between tokens stay the engine's)
 //   api_stream_request_us  the API server's serial CPU time per decoding request per engine step for a
 //                   streamed reply through a reasoning parser (ExecutionPolicy::api_stream_stage)
 //   eager_launch_us CPU time to issue one kernel of a step that runs without CUDA graphs (the engine's

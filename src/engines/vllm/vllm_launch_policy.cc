@@ -66,6 +66,15 @@ std::optional<LaunchFailure> batch_defaults(ResolvedLaunch& r, const hardware::C
                     ") is smaller than max_model_len (" + std::to_string(r.max_model_len) +
                     ") with chunked prefill disabled",
                 false);
+  // SchedulerConfig._verify_args: every running sequence must fit one step's budget [recalled: vllm/config
+  // (scheduler.py), unchanged from 0.2 to 0.13]. A budget set below the GPU tier's default max_num_seqs
+  // (1024 on an H100) fails at start-up unless --max-num-seqs is lowered with it.
+  if (*c.max_num_batched_tokens < *c.max_num_seqs)
+    return fail(FailurePhase::kStartup, "vllm.max_num_batched_tokens.below_max_num_seqs",
+                "ValueError: max_num_batched_tokens (" + std::to_string(*c.max_num_batched_tokens) +
+                    ") must be greater than or equal to max_num_seqs (" + std::to_string(*c.max_num_seqs) +
+                    ").",
+                false);
   return std::nullopt;
 }
 
