@@ -4,11 +4,14 @@
 //   sim calibrate [--corpus ../shared/reference] [--write src/sim/calibration.json]
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command_registry.h"
@@ -197,6 +200,32 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
     w.name = a.bench.dataset_name;
   }
   return w;
+}
+
+/// --scenario names the whole workload (its requests' lengths and count); a dataset flag given beside it
+/// would be ignored without a word, so it is refused (exit 2) naming the flags. The arrival flags
+/// (--request-rate, --burstiness, --max-concurrency, --seed) apply to a scenario and stay allowed.
+void refuse_workload_flags_beside_scenario(const CLI::App& run, const std::string& scenario) {
+  if (scenario.empty()) return;
+  static constexpr std::array<std::string_view, 11> kWorkloadPrefixes = {
+      "dataset-", "num-prompts", "input-len",          "output-len", "random-",    "sharegpt-",
+      "sonnet-",  "custom-",     "prefix-repetition-", "hf-",        "spec-bench-"};
+  std::string given;
+  for (const CLI::Option* o : run.get_options()) {
+    if (o->count() == 0) continue;
+    for (const std::string& name : o->get_lnames()) {
+      const bool workload = std::any_of(kWorkloadPrefixes.begin(), kWorkloadPrefixes.end(),
+                                        [&](std::string_view p) { return name.rfind(p, 0) == 0; });
+      if (workload) given += (given.empty() ? "--" : ", --") + name;
+    }
+  }
+  if (given.empty()) return;
+  std::fprintf(stderr,
+               "servelab sim run: --scenario %s sets the workload (every request's prompt and output length "
+               "and their count), so %s would be ignored: drop %s, or drop --scenario and describe the "
+               "workload with the dataset flags\n",
+               scenario.c_str(), given.c_str(), given.find(',') == std::string::npos ? "it" : "them");
+  throw ExitRequest{2};
 }
 
 /// The twin's workload options: arrivals (rate, burstiness, concurrency cap, seed), the chat template's
@@ -388,6 +417,7 @@ void setup_sim(CLI::App& root) {
           extra.c_str());
       throw ExitRequest{2};
     }
+    refuse_workload_flags_beside_scenario(*run, run_args->scenario);
     run_sim_run(*run_args);
   });
 

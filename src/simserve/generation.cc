@@ -50,6 +50,11 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
     }
     prompt_tokens = static_cast<int>(tok.encode(prompt, false).size());
   }
+  // vLLM's input processor refuses a prompt of no tokens ("The decoder prompt cannot be empty"
+  // [recalled], a 400); the twin would otherwise fail the request inside the engine.
+  if (prompt_tokens < 1)
+    return ApiError{400, "BadRequestError", "The decoder prompt cannot be empty",
+                    ep == Endpoint::kCompletions ? "prompt" : "messages"};
   const int room = options.max_model_len - prompt_tokens;
   if (room < 1 || (req.max_tokens && *req.max_tokens > room)) {
     const std::int64_t asked = std::int64_t{prompt_tokens} + req.max_tokens.value_or(0);  // 2^31 - 1 + prompt

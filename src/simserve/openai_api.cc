@@ -1,6 +1,7 @@
 // OpenAI-compatible request validation and response JSON for `sim serve`. See openai_api.h.
 #include "simserve/openai_api.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -221,6 +222,28 @@ std::optional<ApiError> read_output_length(const json& body, GenerationRequest& 
   return std::nullopt;
 }
 
+// The ranges vLLM's SamplingParams._verify_args enforces, with its messages [recalled:
+// vllm/sampling_params.py]: a request outside them is a 400 there, so it is one here, though the twin samples
+// nothing.
+std::optional<ApiError> check_sampling_ranges(const json& body) {
+  auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = body.find(key);
+    if (it == body.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  auto fail = [](const char* key, const std::string& rule, double v) {
+    return bad_request(fmt::format("{} must be {}, got {}.", key, rule, v), key);
+  };
+  if (auto t = number("temperature"); t && !(*t >= 0)) return fail("temperature", "non-negative", *t);
+  if (auto p = number("top_p"); p && !(*p > 0 && *p <= 1)) return fail("top_p", "in (0, 1]", *p);
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (auto v = number(key); v && !(*v >= -2 && *v <= 2)) return fail(key, "in [-2, 2]", *v);
+  if (auto r = number("repetition_penalty"); r && !(*r > 0))
+    return fail("repetition_penalty", "greater than zero", *r);
+  if (auto m = number("min_p"); m && !(*m >= 0 && *m <= 1)) return fail("min_p", "in [0, 1]", *m);
+  return std::nullopt;
+}
+
 // ignore_eos, stream, stream_options.include_usage (only with stream), seed, and the type of the sampling
 // parameters the twin accepts but does not use (temperature, top_p, penalties, min_p: numbers).
 std::optional<ApiError> read_sampling_options(const json& body, GenerationRequest& r) {
@@ -243,7 +266,7 @@ std::optional<ApiError> read_sampling_options(const json& body, GenerationReques
       return validation(std::string(key) + " must be a number", key);
     }
   }
-  return std::nullopt;
+  return check_sampling_ranges(body);
 }
 
 }  // namespace

@@ -95,4 +95,20 @@ saved="$(cat "$tmp/r.json")"
 [[ "$saved" == *'"servelab_engine_twin_prediction": true'* || "$saved" == *'"servelab_engine_twin_prediction":true'* ]] ||
   fail "saved result is not marked as a prediction: $saved"
 [[ "$saved" =~ \"servelab_engine_version\":\ ?\"0\.[0-9]+\.[0-9]+ ]] || fail "saved result lacks the release: $saved"
+# --scenario names the whole workload: a dataset flag beside it is refused (exit 2), naming it, not ignored.
+err="$("$BIN" sim run --hardware 1xH100 --scenario random-1000in-100out-n20 --num-prompts 5 --random-input-len 50 \
+  --request-rate 4 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "--scenario with dataset flags exited $rc: $err"
+[[ "$err" == *"--scenario random-1000in-100out-n20 sets the workload"*"so --num-prompts, --random-input-len would be ignored"* ]] ||
+  fail "--scenario with dataset flags does not name them: $err"
+[[ "$err" != *"--request-rate"* ]] || fail "an arrival flag is refused beside --scenario: $err"
+# A run ends when the client has its last token: no TTFT beyond the benchmark's duration.
+"$BIN" sim run --save-result --save-detailed --result-dir "$tmp" --result-filename one.json --hardware 1xH100 \
+  --scenario random-1in-2out-n1 -- vllm serve Qwen/Qwen3-8B >/dev/null 2>&1 || fail "sim run of one request"
+python3 - "$tmp/one.json" <<'PY' || fail "a TTFT or E2EL beyond the duration, or a 0 ms ITL"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ttfts"][0] <= d["duration"], (d["ttfts"], d["duration"])
+assert all(x > 0 for x in d["itls"][0]), d["itls"]
+PY
 echo "cli_usage: ok"

@@ -198,6 +198,19 @@ TEST(SimServeBadRequest, NonUtf8PathAndRequestIdAreAnsweredNotFatal) {
   expect_healthy(r);
 }
 
+// A prompt of no tokens (GPT-2 adds no BOS to ""): a 400 naming the prompt, as vLLM answers, not a 500 from
+// inside the twin.
+TEST(SimServeBadRequest, AnEmptyPromptIsA400) {
+  Running r;
+  const std::string rep = roundtrip(
+      r.port,
+      post("/v1/completions", R"({"model":"twin","prompt":"","max_tokens":3})", "Connection: close\r\n"));
+  EXPECT_EQ(status_of(rep), 400) << rep;
+  EXPECT_EQ(error_of(rep)["message"].get<std::string>(), "The decoder prompt cannot be empty");
+  EXPECT_EQ(error_of(rep)["param"].get<std::string>(), "prompt");
+  expect_healthy(r);
+}
+
 TEST(SimServeBadRequest, HugeNumbersAreErrorsWithTheRightValues) {
   Running r;
   const std::string e400 =

@@ -79,6 +79,24 @@ TEST(OpenAiApi, StatusCodesForBadRequests) {
   EXPECT_EQ(e.param, "min_tokens");
 }
 
+// vLLM's SamplingParams ranges (a 400 there): the twin samples nothing but answers as the engine would.
+TEST(OpenAiApi, SamplingParametersOutOfVllmsRangesAre400) {
+  const std::string head = R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x",)";
+  const auto t = error_of(head + R"("temperature":-1})");
+  EXPECT_EQ(t.status, 400);
+  EXPECT_EQ(t.param, "temperature");
+  EXPECT_EQ(t.message, "temperature must be non-negative, got -1.");
+  EXPECT_EQ(error_of(head + R"("top_p":0})").param, "top_p");
+  EXPECT_EQ(error_of(head + R"("top_p":1.5})").status, 400);
+  EXPECT_EQ(error_of(head + R"("presence_penalty":2.5})").param, "presence_penalty");
+  EXPECT_EQ(error_of(head + R"("frequency_penalty":-3})").param, "frequency_penalty");
+  EXPECT_EQ(error_of(head + R"("repetition_penalty":0})").param, "repetition_penalty");
+  EXPECT_EQ(error_of(head + R"("min_p":1.5})").param, "min_p");
+  // The edges are allowed.
+  ok(head + R"("temperature":0,"top_p":1,"presence_penalty":-2,"frequency_penalty":2,)"
+            R"("repetition_penalty":1.1,"min_p":0})");
+}
+
 TEST(OpenAiApi, ErrorJsonIsOpenAiShaped) {
   const auto j = json::parse(error_json({404, "NotFoundError", "The model `x` does not exist.", "model"}));
   EXPECT_EQ(j["error"]["code"], 404);

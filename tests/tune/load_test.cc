@@ -679,7 +679,7 @@ TEST(LoadSections, ParseErrorsNameTheLineAndKey) {
   EXPECT_EQ(parse_error("[load]\nrequest_rate = [1, 1]\n"),
             "+2: load.request_rate[1]: duplicate request rate 1");
   EXPECT_EQ(parse_error("[load]\nqps = [1]\n"),
-            "+2: load.qps: unknown key (allowed: concurrency, request_rate)");
+            "+2: unknown key load.qps (allowed: concurrency, request_rate)");
   EXPECT_EQ(parse_error("[slo]\np99_tfft_ms = 2000\n").substr(0, 40),
             "+2: slo.p99_tfft_ms: unknown key: an SLO");
   EXPECT_EQ(parse_error("[slo]\np99_ttft_ms = -1\n"), "+2: slo.p99_ttft_ms: -1 must be > 0");

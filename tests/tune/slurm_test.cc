@@ -128,7 +128,7 @@ TEST(SlurmStudy, RejectsBadValues) {
   EXPECT_EQ(study_error(base + "[slurm]\nsbatch_args = [\"constraint=h100\"]\n"),
             "s.toml:61: slurm.sbatch_args[0]: must be one sbatch option starting with '-' (e.g. "
             "\"--constraint=h100\")");
-  EXPECT_NE(study_error(base + "[slurm]\npartiton = \"x\"\n").find("slurm.partiton: unknown key"),
+  EXPECT_NE(study_error(base + "[slurm]\npartiton = \"x\"\n").find("unknown key slurm.partiton (allowed:"),
             std::string::npos);
   EXPECT_NE(
       study_error(base + "[slurm]\ntime_limit_min = 0\n").find("slurm.time_limit_min: 0 is out of range"),

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
 #include "servelab/tune/search/search.h"
 #include "servelab/tune/study/space.h"
 #include "servelab/tune/study/study.h"
@@ -183,8 +184,18 @@ TEST(Study, DeepTomlIsRefusedBeforeParsing) {
   const std::string deep_ok = std::string(testing::kSmallStudy) + "\n[" + p127 + "]\n";
   EXPECT_EQ(load_error(deep_ok),
             "range.toml:" + std::to_string(line_of(deep_ok, "[a.a")) +
-                ": .a: unknown key (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
+                ": unknown key a (allowed: bench, constraints, cost, engines, hardware, k8s, knobs, "
                 "load, model, objective, objectives, recommendation, scenarios, search, slo, slurm, study)");
+}
+
+// A key named like a credential (bogus_key, api_key): the CLI redacts secrets from study errors
+// (common::redact_text), and "study.bogus_key: unknown key" read as a credential and its value, printing
+// "study.bogus_key: <redacted> key". The key's path is never followed by a colon.
+TEST(StudyLoad, AnUnknownKeyNamedLikeACredentialSurvivesTheRedaction) {
+  const std::string toml = with("[study]", "[study]\nbogus_key = 3");
+  const std::string e = load_error(toml);
+  EXPECT_NE(e.find("unknown key study.bogus_key (allowed: "), std::string::npos) << e;
+  EXPECT_EQ(common::redact_text(e), e);
 }
 
 // Issue 31: a study named ".." wrote its results into the working directory (out/..); a name holding ESC

@@ -1,6 +1,7 @@
 // The Evaluator: repeats, result reuse (resume), pruning before launch, recording, progress.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -510,7 +511,18 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
       result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
                            rec.outcome.reason.substr(0, 100));
     } else if (!rec.outcome.scenarios.empty()) {
-      result = scenario_progress_text(study_, phase, rec.outcome.scenarios.front().metrics);
+      // The objective's scenario, whose value "best" compares; a trial of other scenarios only (ablation,
+      // generalize) says which one its value is of.
+      const auto& ss = rec.outcome.scenarios;
+      const auto& obj = study_.objective.scenarios;
+      auto objective_scenario = [&](const ScenarioResult& r) {
+        const std::string id = r.scenario_id.substr(0, r.scenario_id.find('@'));
+        return obj.empty() || std::find(obj.begin(), obj.end(), id) != obj.end();
+      };
+      const auto it = std::find_if(ss.begin(), ss.end(), objective_scenario);
+      const ScenarioResult& shown = it != ss.end() ? *it : ss.front();
+      result = scenario_progress_text(study_, phase, shown.metrics);
+      if (it == ss.end()) result += " on " + shown.scenario_id + " (not the objective's scenario)";
     }
     result = redact_study_secrets(study_, result);  // a failure reason may quote the engine's command or log
     // The twin guiding another target counts its predictions apart ("[twin 12]"): one counter per line kind.

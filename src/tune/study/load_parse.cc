@@ -24,10 +24,15 @@ namespace {
 
 void check_keys(const std::string& origin, const toml::table& t, const std::string& path,
                 const std::set<std::string>& allowed) {
-  for (const auto& [k, v] : t)
-    if (!allowed.count(std::string(k.str())))
-      fail(origin, &v, path + "." + std::string(k.str()),
-           fmt::format("unknown key (allowed: {})", fmt::join(allowed, ", ")));
+  for (const auto& [k, v] : t) {
+    if (allowed.count(std::string(k.str()))) continue;
+    // No colon after the key's path (study_parse.cc fail_unknown_key says why).
+    const int line = static_cast<int>(v.source().begin.line);
+    const std::string m =
+        fmt::format("unknown key {}.{} (allowed: {})", path, std::string(k.str()), fmt::join(allowed, ", "));
+    if (line > 0) throw StudyError(fmt::format("{}:{}: {}", origin, line, m));
+    throw StudyError(fmt::format("{}: {}", origin, m));
+  }
 }
 
 /// A finite number at t[key] (nullopt when absent).

@@ -34,6 +34,17 @@ struct Ctx {
     if (line > 0) throw StudyError(fmt::format("{}:{}: {}: {}", origin, line, p, m));
     throw StudyError(fmt::format("{}: {}: {}", origin, p, m));
   }
+  /// "unknown key study.x (allowed: ...)": the key's path is not followed by a colon, so the CLI's secret
+  /// redaction (common::redact_text) does not take a key named like a credential (api_key) for a name and
+  /// the words after it for its value.
+  [[noreturn]] void fail_unknown_key(const toml::node* node, const std::string& path,
+                                     const std::string& allowed) const {
+    int line = node ? static_cast<int>(node->source().begin.line) : 0;
+    const std::string m = "unknown key " + common::printable(path, 200) +
+                          " (allowed: " + common::printable(allowed, 2000) + ")";
+    if (line > 0) throw StudyError(fmt::format("{}:{}: {}", origin, line, m));
+    throw StudyError(fmt::format("{}: {}", origin, m));
+  }
 };
 
 std::string scalar_text(const toml::node& n) {
@@ -145,7 +156,7 @@ void check_keys(const Ctx& c, const toml::table& t, const std::string& path, std
     if (!allowed.count(std::string(k.str()))) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      c.fail(&v, path + "." + std::string(k.str()), "unknown key (allowed: " + list + ")");
+      c.fail_unknown_key(&v, path.empty() ? std::string(k.str()) : path + "." + std::string(k.str()), list);
     }
   }
 }
