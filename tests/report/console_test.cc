@@ -268,6 +268,11 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
                 "ms: the requests left on time; the server finished some before the last arrived).\n"),
       std::string::npos)
       << text;
+  // Interrupted (Ctrl-C): the requests in flight were cancelled, so the peak says nothing: no warning.
+  run.interrupted = true;
+  text = format_console_extras(run, m);
+  EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
+  run.interrupted = false;
   // A finite rate asks for no concurrency: the rows without "Requested concurrency", no warning.
   run.request_rate = 10;
   text = format_console_extras(run, m);
