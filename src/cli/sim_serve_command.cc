@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -285,7 +286,17 @@ void setup_sim_serve(CLI::App& root) {
                     "Port (default: the launch command's --port, else the engine's default)");
   serve->add_option("--time-scale", args->time_scale, "Run this many times faster than real time (> 0)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            double x = 0;
+            try {
+              x = std::stod(v);
+            } catch (const std::exception&) {
+              return "--time-scale " + v + " is not a number";
+            }
+            return x > 0 && std::isfinite(x) ? "" : "--time-scale must be a number > 0, got " + v;
+          },
+          "> 0"));
   serve->add_option("--seed", args->seed, "Seed of the output-token draws (a request's `seed` overrides)")
       ->capture_default_str();
   serve->add_option("--tokenizer", args->tokenizer,

@@ -10,6 +10,7 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
+#include "servelab/hardware/hardware.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/targets/k8s.h"
 #include "servelab/tune/targets/preflight.h"
@@ -189,6 +190,20 @@ void apply_target_flag(servelab::tune::Study& study, const TuneArgs& a) {
 void check_before_launch(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt,
                          const TuneArgs& a) {
   using namespace servelab::tune;
+  // The twin predicts only the GPUs of its table (a study may name another for local and Slurm targets,
+  // with hardware.gpu_memory_gb): say so before the output directory is made.
+  if (study.target == Target::kTwin) {
+    try {
+      (void)servelab::hardware::gpu_by_name(study.hardware.gpu);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "servelab tune: %s: target twin: %s; the twin predicts only the GPUs of its table "
+                   "(src/hardware/gpus.json): name one of them in [hardware] gpu, or run the study on "
+                   "--target local or slurm\n",
+                   a.study.c_str(), servelab::common::redact_text(e.what()).c_str());
+      throw servelab::cli::ExitRequest{2};
+    }
+  }
   try {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {

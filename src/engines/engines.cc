@@ -29,10 +29,14 @@ std::string expected_programs() {
 }
 
 [[noreturn]] void not_a_launch(const std::vector<std::string>& argv) {
-  throw std::invalid_argument("not an engine launch command: '" + joined(argv) + "' (expected " +
-                              expected_programs() +
-                              ", optionally after `env`, NAME=value, `mpirun ...`, `srun ...` or `docker run "
-                              "... IMAGE`)");
+  // A launch quoted as one argument ('vllm serve m -tp 2') reaches here as one word with spaces.
+  const bool one_quoted_word = argv.size() == 1 && argv[0].find_first_of(" \t") != std::string::npos;
+  throw std::invalid_argument(
+      "not an engine launch command: '" + joined(argv) + "' (expected " + expected_programs() +
+      ", optionally after `env`, NAME=value, `mpirun ...`, `srun ...` or `docker run ... IMAGE`)" +
+      (one_quoted_word ? "; it came as one quoted argument: give the command unquoted after --, as you would "
+                         "type it to start the engine"
+                       : ""));
 }
 
 std::string shell_quote(const std::string& s) {

@@ -111,4 +111,15 @@ d = json.load(open(sys.argv[1]))
 assert d["ttfts"][0] <= d["duration"], (d["ttfts"], d["duration"])
 assert all(x > 0 for x in d["itls"][0]), d["itls"]
 PY
+# A study on a GPU the twin has no row for: refused before the output directory is made, naming the file.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+sed 's/^gpu = .*/gpu = "Z100"/' "$here/../../studies/deepseek-v3.2-h200x8.toml" > "$tmp/z100.toml"
+err="$("$BIN" tune "$tmp/z100.toml" --target twin --out "$tmp/z100-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune on an unknown GPU exited $rc: $err"
+[[ "$err" == *"z100.toml: target twin: unknown GPU \"Z100\""* ]] || fail "tune on an unknown GPU: $err"
+[ ! -e "$tmp/z100-out" ] || fail "tune on an unknown GPU made its output directory"
+# A GPU the twin does not model is refused before the workload is drawn (no tokenizer needed for that).
+out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"
+[[ "$out" == "Predicted failure: the twin does not model MI300X: "* ]] || fail "sim run on MI300X: $out"
 echo "cli_usage: ok"

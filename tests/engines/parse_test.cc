@@ -297,6 +297,15 @@ TEST(ParseLaunch, ProgramDetection) {
   EXPECT_THROW(parse("vllm bench serve --model m"), std::invalid_argument);
   EXPECT_THROW(parse("python3 -m http.server"), std::invalid_argument);
   EXPECT_THROW(se::parse_launch_command({}), std::invalid_argument);
+  // A launch quoted as one argument: the error says to give it unquoted.
+  try {
+    se::parse_launch_command({"vllm serve m -tp 2"});
+    ADD_FAILURE() << "a quoted launch parsed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("it came as one quoted argument: give the command unquoted"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(error_of("sglang serve --model-path m --bogus"),
             "sglang: error: unrecognized arguments: --bogus");
 }

@@ -378,7 +378,11 @@ void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   else if (target == "slurm")
     s.target = Target::kSlurm;
   else
-    c.fail(st->get("target"), "study.target", "must be \"twin\", \"local\" or \"slurm\"");
+    c.fail(
+        st->get("target"), "study.target",
+        "must be \"twin\", \"local\" or \"slurm\", got \"" + target +
+            "\" (Kubernetes is not a run target: `servelab tune STUDY --target k8s --render DIR` writes one "
+            "manifest per trial)");
   s.repeats = get_int(c, *st, "repeats", "study", 1, Range{1, 100});
   s.host = get_string(c, *st, "host", "study", std::string("127.0.0.1"));
   if (s.host.empty() || s.host.find_first_of(" /") != std::string::npos)
