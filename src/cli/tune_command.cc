@@ -251,6 +251,17 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
                              o.best.objective.mean, servelab::tune::primary_objective_label(study),
                              o.best.predicted ? " (predicted)" : "");
+    if (const auto& b = o.better_by_ablation) {  // a knob the search kept costs: say what does better
+      std::vector<std::string> costly;
+      for (const auto& v : o.verdicts)
+        if (v.better_without) costly.push_back(v.knob);
+      std::cout << fmt::format(
+          "ablation found better: {} {} = {:.2f} {}{} ({:+.2f}% over best, whose {} cost{}; the "
+          "recommendation drops {})\n",
+          b->config.engine, b->label, b->objective.mean, servelab::tune::primary_objective_label(study),
+          b->predicted ? " (predicted)" : "", 100.0 * (b->objective.mean / o.best.objective.mean - 1.0),
+          fmt::join(costly, ", "), costly.size() == 1 ? "s" : "", costly.size() == 1 ? "it" : "them");
+    }
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({})\n", r.dir.string(), r.dir.string(),
                              r.tally.text(study.hardware.gpu_count));

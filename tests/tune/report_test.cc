@@ -32,6 +32,26 @@ TEST(Report, GainTableMatchesHandComputedValues) {
   EXPECT_NEAR(g.total_pct, 48.5, 1e-9);
 }
 
+// The grid check found better than greedy (the search's best is then the grid's): the table still shows
+// greedy's path, then the grid check's step from greedy's best to the grid's.
+TEST(Report, GainTableShowsTheGreedyPathThenTheGridCheck) {
+  Fixture f;
+  SearchOutcome o = f.outcome;
+  Evaluation grid = o.best;
+  grid.key = "b{grid}";
+  grid.label = "grid pick";
+  grid.objective.mean = 163.35;  // 148.5 x 1.1
+  o.grid_check = GridCheck{};
+  o.best = grid;
+  GainTable g = gain_table(o);
+  ASSERT_EQ(g.rows.size(), 3u);
+  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2 (a baseline → b layout=tp4-dp2)");
+  EXPECT_EQ(g.rows[1].optimization, "ctx=32768");
+  EXPECT_EQ(g.rows[2].optimization, "grid check: b " + f.outcome.best.label + " → b grid pick");
+  EXPECT_NEAR(g.rows[2].gain_pct, 10.0, 1e-9);
+  EXPECT_NEAR(g.total_pct, 63.35, 1e-9);
+}
+
 TEST(Report, MarkdownHasTheStudyShape) {
   Fixture f;
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {{"data", "fake"}}};

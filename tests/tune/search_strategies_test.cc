@@ -342,6 +342,61 @@ TEST(DefaultStrategy, TwinGuidedOnTheLocalTargetGreedyOnTheTwin) {
 namespace servelab::tune {
 namespace {
 
+// A knob the greedy path kept that costs once a later knob is in: chunk 2048 helps alone (6000 -> 6600),
+// parallelism on top of it gives 7000, but without the chunk 7700. The ablation's config without the chunk
+// is reported as better than the best (SearchOutcome::better_by_ablation), the verdict says why, and the
+// recommendation drops the chunk.
+TEST(Recommendation, AnAblationThatDoesBetterThanTheBestIsReportedAndDropped) {
+  const char* knobs = R"toml(
+[[knobs]]
+name = "chunked_prefill_size"
+type = "int"
+values = ["default", 2048]
+render.e = [{flags = ["--chunked-prefill-size", "{value}"]}]
+
+[[knobs]]
+name = "parallelism"
+type = "layout"
+values = [{tp = 8}, {tp = 1, dp = 8, ep = 8}]
+render.e = [{flags = ["--tp-size", "{tp}"]}, {when = "dp > 1", flags = ["--dp-size", "{dp}"]}]
+)toml";
+  Study s = parse_study(one_engine_study(knobs), "t.toml", "/data");
+  TrialRunner r = [](const TrialRequest& req) {
+    TrialOutcome out;
+    const bool ep8 = req.config_key.find("tp1-dp8-ep8") != std::string::npos;
+    const bool chunk = req.config_key.find("chunked_prefill_size=2048") != std::string::npos;
+    for (const auto& sc : req.scenarios) {
+      ScenarioResult res;
+      res.scenario_id = sc.id;
+      res.metrics["Total Token throughput (tok/s)"] = ep8 ? (chunk ? 7000 : 7700) : (chunk ? 6600 : 6000);
+      out.scenarios.push_back(res);
+    }
+    return out;
+  };
+  Evaluator ev = make(s, r, RunnerKind::kTwin);
+  // The search's outcome as a greedy path that kept the chunk leaves it (greedy's retry would find 7700
+  // here; a grid check or a cap on trials need not): best = both knobs, baseline = neither.
+  std::vector<std::string> ids;
+  for (const auto& sc : s.scenarios) ids.push_back(sc.id);
+  SearchOutcome o;
+  o.best_baseline = ev.evaluate(CandidateConfig{"e", {}}, ids, "search");
+  o.best = ev.evaluate(
+      normalize(s, CandidateConfig{"e", {{"chunked_prefill_size", "2048"}, {"parallelism", "tp1-dp8-ep8"}}}),
+      ids, "search");
+  detail::generalize_and_recommend(s, ev, o);
+  EXPECT_DOUBLE_EQ(o.best.objective.mean, 7000);
+  ASSERT_TRUE(o.better_by_ablation.has_value());
+  EXPECT_DOUBLE_EQ(o.better_by_ablation->objective.mean, 7700);
+  const auto v = std::find_if(o.verdicts.begin(), o.verdicts.end(),
+                              [](const KnobVerdict& k) { return k.knob == "chunked_prefill_size"; });
+  ASSERT_NE(v, o.verdicts.end());
+  EXPECT_TRUE(v->better_without);
+  EXPECT_FALSE(v->recommended);
+  EXPECT_EQ(v->why,
+            "-9.09% on the objective: the config does better without it (the search kept a knob that costs)");
+  EXPECT_EQ(o.recommended.knobs.count("chunked_prefill_size"), 0u);
+}
+
 // Knobs needed together: tp1-dp8-ep8 fits with a shorter context OR a smaller chunk (8600 tok/s), best with
 // both (8625, +0.29%: within the noise). The one-at-a-time ablation drops each as "within the noise"; the
 // command without both would run out of memory, so the first (study order) is put back.

@@ -89,9 +89,15 @@ GainTable gain_table(const SearchOutcome& o) {
   if (!o.best.feasible || !o.best_baseline.feasible) return t;
   t.total_pct = change_pct(o.best_baseline.objective.mean, o.best.objective.mean);
   const EnginePath* path = nullptr;
-  for (const auto& p : o.engines)
-    if (p.engine == o.best.config.engine) path = &p;
-  if (!path || o.strategy != Strategy::kGreedy || path->best.key != o.best.key) {  // not greedy's path
+  if (o.strategy == Strategy::kGreedy) {
+    for (const auto& p : o.engines)
+      if (p.engine == o.best.config.engine && p.best.key == o.best.key) path = &p;
+    // The grid check found better than greedy: greedy's own path (its best engine's), then the grid's step.
+    if (!path && o.grid_check)
+      for (const auto& p : o.engines)
+        if (p.best.feasible && (!path || p.best.objective.mean > path->best.objective.mean)) path = &p;
+  }
+  if (!path) {  // not greedy's path
     t.rows.push_back({fmt::format("{} {} → {} {}", o.best_baseline.config.engine, o.best_baseline.label,
                                   o.best.config.engine, o.best.label),
                       t.total_pct});
@@ -114,6 +120,10 @@ GainTable gain_table(const SearchOutcome& o) {
     t.rows.push_back(
         {fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
          t.total_pct});
+  if (path->best.key != o.best.key)
+    t.rows.push_back({fmt::format("grid check: {} {} → {} {}", path->engine, path->best.label,
+                                  o.best.config.engine, o.best.label),
+                      change_pct(path->best.objective.mean, o.best.objective.mean)});
   for (const auto& s : path->steps) {
     bool kept_knob = false;
     for (const auto& x : path->steps) kept_knob = kept_knob || (x.kept && x.knob == s.knob);
@@ -586,6 +596,18 @@ static void best_text(std::ostringstream& md, const Study& s, const SearchOutcom
      << "** " << metric << "\n\n```\n"
      << o.best.shell << "\n```\n\n"
      << band_text(o.best);
+  if (const auto& b = o.better_by_ablation) {
+    std::string costly;
+    for (const auto& kv : o.verdicts)
+      if (kv.better_without) costly += (costly.empty() ? "" : ", ") + md_escape(kv.knob);
+    md << fmt::format(
+        "**The ablation found better**: {} {}, **{}** {} ({:+.2f}%): the search kept {}, which cost{} on the "
+        "objective (Ablation below); the recommended command drops {}.\n\n",
+        b->config.engine, md_escape(b->label), est_text(b->objective, b->predicted), metric,
+        100.0 * (b->objective.mean / o.best.objective.mean - 1.0), costly,
+        costly.find(',') == std::string::npos ? "s" : "",
+        costly.find(',') == std::string::npos ? "it" : "them");
+  }
 
   md << "## Generalization: baseline vs best on every scenario\n\n"
      << fmt::format("Baseline: {} {}; best: {} {}. Metric: {}{}.\n\n", o.best_baseline.config.engine,

@@ -56,7 +56,11 @@ void apply_rule(const Study& study, KnobVerdict& v, const std::string& losing) {
       v.recommended = v.significant && (v.holds_everywhere || v.objective_gain_pct >= threshold);
       break;
   }
-  if (!v.significant)
+  if (v.better_without)
+    v.why = fmt::format(
+        "{:+.2f}% on the objective: the config does better without it (the search kept a knob that costs)",
+        v.objective_gain_pct);
+  else if (!v.significant)
     v.why = fmt::format("{:+.2f}% on the objective is within the noise", v.objective_gain_pct);
   else if (v.holds_everywhere)
     v.why = fmt::format("{:+.2f}% on the objective, no loss on any scenario", v.objective_gain_pct);
@@ -72,15 +76,17 @@ void apply_rule(const Study& study, KnobVerdict& v, const std::string& losing) {
     v.why = "loses on " + losing;
 }
 
-/// The ablation of knob `k` of the best config.
+/// The ablation of knob `k` of the best config; `w` gets the evaluation of the config without it.
 KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std::string>& ids,
-                   const Evaluation& best, const Knob& k, const std::string& value) {
+                   const Evaluation& best, const Knob& k, const std::string& value,
+                   Evaluation& without_eval) {
   KnobVerdict v;
   v.knob = k.name;
   v.value = value;
   CandidateConfig without = best.config;
   without.knobs.erase(k.name);
-  const Evaluation w = target.evaluate(without, ids, "ablation");
+  without_eval = target.evaluate(without, ids, "ablation");
+  const Evaluation& w = without_eval;
   if (w.inconclusive) {  // an invalid, interrupted or saturated run is no "fails without it" (issue 30 §4)
     v.undecided = v.recommended = v.loses_nowhere = true;
     v.why = "undecided: " + failure_decision(w) + " (the run, not the config, failed); kept as measured";
@@ -93,6 +99,7 @@ KnobVerdict ablate(const Study& study, Evaluator& target, const std::vector<std:
   }
   v.objective_gain_pct = change_pct(w.objective.mean, best.objective.mean);
   v.significant = significantly_better(study, w, best);
+  v.better_without = significantly_better(study, best, w);
   v.holds_everywhere = true;
   std::string losing, unmeasured;
   for (const auto& id : ids) {
@@ -168,7 +175,11 @@ void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutco
     for (const auto& k : study.knobs) {
       auto it = out.best.config.knobs.find(k.name);
       if (it == out.best.config.knobs.end()) continue;
-      KnobVerdict v = ablate(study, target, ids, best, k, it->second);
+      Evaluation w;
+      KnobVerdict v = ablate(study, target, ids, best, k, it->second, w);
+      if (v.better_without &&
+          (!out.better_by_ablation || w.objective.mean > out.better_by_ablation->objective.mean))
+        out.better_by_ablation = w;
       if (!v.recommended) out.recommended.knobs.erase(k.name);
       if (!v.loses_nowhere) safe.knobs.erase(k.name);
       if (!v.significant && !v.undecided) for_objective.knobs.erase(k.name);

@@ -57,6 +57,9 @@ struct KnobVerdict {
   /// The config without the knob gave no verdict (Evaluation::inconclusive: its run was invalid,
   /// interrupted or saturated): the knob stays in every command, as measured, and `why` says so.
   bool undecided = false;
+  /// The config without the knob did significantly better on the objective than the best config (the
+  /// search kept a knob that costs): dropped from every command, and `why` says so.
+  bool better_without = false;
   std::string why;
 };
 
@@ -116,6 +119,9 @@ struct SearchOutcome {
   Evaluation recommended_eval;  ///< objective scenarios
   RecommendationRule rule = RecommendationRule::kTradeOff;
   std::optional<AlternativeCommand> alternative;
+  /// The best of the ablation's configs that did significantly better on the objective than `best` (a knob
+  /// the search kept costs; KnobVerdict::better_without), when there is one: reported beside `best`.
+  std::optional<Evaluation> better_by_ablation;
   std::optional<RankingCheck> ranking;
   std::optional<TwinGuidedSummary> twin_guided;
   std::optional<GridCheck> grid_check;
