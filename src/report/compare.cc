@@ -286,6 +286,12 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
     }
   }
   if (j.contains("ttfts")) read_detailed(j, name, run);
+  if (auto p = j.find("servelab_engine_twin_prediction"); p != j.end() && p->is_boolean() && p->get<bool>())
+    run.caveats.push_back("a prediction of the servelab engine twin (sim run), not a measurement");
+  if (auto ext = j.find("servelab"); ext != j.end() && ext->is_object())
+    if (auto inv = ext->find("invalid");
+        inv != ext->end() && inv->is_string() && !inv->get<std::string>().empty())
+      run.caveats.push_back("marked INVALID by bench serve: " + inv->get<std::string>());
   return run;
 }
 
@@ -382,6 +388,9 @@ std::string format_comparison(const std::vector<SavedRun>& runs) {
   const bool legend =
       std::any_of(runs.begin(), runs.end(), [](const SavedRun& r) { return r.name.size() > kMaxHeader; });
   std::ostringstream out;
+  // Runs that are not plain measurements (a twin prediction, an invalid run): said before the table.
+  for (const auto& r : runs)
+    for (const auto& c : r.caveats) out << "WARNING: " << r.name << " is " << c << "\n";
   std::vector<std::string> heads;
   for (size_t c = 0; c < runs.size(); ++c) {
     heads.push_back(legend ? fmt::format("[{}]", c + 1) : runs[c].name);

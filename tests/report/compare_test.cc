@@ -85,6 +85,31 @@ TEST(CompareRead, DetailedSamplesOfSuccessfulRequests) {
   EXPECT_NEAR(l.tpot_ms[1], 50.0, 1e-9);
 }
 
+// A twin prediction (sim run --save-result) and a run bench marked INVALID are not plain measurements: the
+// comparison says so before its table.
+TEST(CompareRead, PredictionsAndInvalidRunsAreNamedBeforeTheTable) {
+  nlohmann::json predicted = detailed_run();
+  predicted["servelab_engine_twin_prediction"] = true;
+  nlohmann::json invalid = detailed_run();
+  invalid["servelab"] = {{"server_time_scale", 10}, {"invalid", "INVALID RUN: the twin ran 40 ms late"}};
+  nlohmann::json clean = detailed_run();
+  clean["servelab"] = {{"invalid", nullptr}};
+  const SavedRun p = parse_saved_run(predicted, "p.json"), i = parse_saved_run(invalid, "i.json"),
+                 c = parse_saved_run(clean, "c.json");
+  EXPECT_EQ(p.caveats, std::vector<std::string>{"a prediction of the servelab engine twin (sim run), not a "
+                                                "measurement"});
+  EXPECT_EQ(i.caveats,
+            std::vector<std::string>{"marked INVALID by bench serve: INVALID RUN: the twin ran 40 ms late"});
+  EXPECT_TRUE(c.caveats.empty());
+  const std::string text = format_comparison({c, p, i});
+  EXPECT_EQ(text.rfind("WARNING: p.json is a prediction of the servelab engine twin (sim run), not a "
+                       "measurement\nWARNING: i.json is marked INVALID by bench serve: ",
+                       0),
+            0u)
+      << text;
+  EXPECT_EQ(format_comparison({c, c}).find("WARNING"), std::string::npos);
+}
+
 TEST(CompareRead, MalformedResultsNameTheProblem) {
   auto message = [](const nlohmann::json& j) {
     try {

@@ -36,6 +36,9 @@ struct SavedRun {
   /// output_len > 1, the latency being TTFT + Σ ITL (vLLM's latency ends at the last chunk, so this is
   /// vLLM's own TPOT) or `latencies` when the file has them; every ITL gap of those requests.
   std::vector<double> ttft_ms, tpot_ms, itl_ms;
+  /// Why the run is not a plain measurement, one line each: a prediction of the engine twin (sim run's
+  /// servelab_engine_twin_prediction), a run bench marked INVALID (servelab.invalid, with its reason).
+  std::vector<std::string> caveats;
 };
 
 /// One run from a parsed result object; `name` becomes SavedRun::name. Throws std::runtime_error naming

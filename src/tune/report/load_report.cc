@@ -23,6 +23,15 @@ std::string escape(std::string s) {
   return out;
 }
 
+/// `value` (ms) with the fewest decimals (0 to 4) that show it above `bound`: 50.04 against 50, not "50".
+std::string above_bound_text(double value, double bound) {
+  for (int d = 0; d < 4; ++d) {
+    const std::string t = fmt::format("{:.{}f}", value, d);
+    if (std::stod(t) > bound) return t;
+  }
+  return fmt::format("{:.4f}", value);
+}
+
 std::string config_name(const std::string& engine, const std::string& label) {
   return engine + " " + label;
 }
@@ -129,7 +138,8 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
       else if (!p.passed)  // the targets it missed
         for (const auto& t : s.slo.targets)
           if (auto v = p.slo_values_ms.find(t.key); v != p.slo_values_ms.end() && v->second > t.max_ms)
-            one += fmt::format(" ({} {:.0f} > {:g})", t.key, v->second, t.max_ms);
+            // As many decimals as it takes to show the value above its bound (50.04 > 50, not 50 > 50).
+            one += fmt::format(" ({} {} > {:g})", t.key, above_bound_text(v->second, t.max_ms), t.max_ms);
       runs.push_back(one);
     }
     md << "- " << escape(config_name(r.engine, r.label)) << ": " << fmt::format("{}", fmt::join(runs, ", "))

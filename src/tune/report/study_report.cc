@@ -253,6 +253,11 @@ static void grid_check_text(std::ostringstream& md, const SearchOutcome& o, cons
 
 // The rule that chose the recommended command, in words.
 static std::string rule_text(const Study& s) {
+  // Without the ablation no knob was tested alone: the rule had nothing to decide on.
+  if (!s.search.ablation)
+    return "No knob was tested: the study turns the ablation off (`[search] ablation = false`), so the "
+           "recommended command is the best configuration with every knob it has, whether or not each one "
+           "helps; set `ablation = true` to test each knob and apply the study's rule";
   switch (s.recommendation.rule) {
     case RecommendationRule::kNoRegression:
       return "Rule `no_regression`: a knob of the best configuration is kept only if removing it costs a "
