@@ -96,13 +96,13 @@ void execute(Run<Stream>& run, std::size_t num_threads, const ProgressCallback& 
       done_cv.wait_for(lock, std::chrono::milliseconds(100));
       if (progress) {
         lock.unlock();
-        progress(run.completed.load(), n);
+        progress(run.completed.load() - run.cancelled.load(), n);
         lock.lock();
       }
     }
   }
   for (auto& t : threads) t.join();
-  if (progress) progress(run.completed.load(), n);
+  if (progress) progress(run.completed.load() - run.cancelled.load(), n);
   run.preconnected = preconnect_summary(pre_share, pre_failed, pre_error, run.warnings);
   run.preconnect_s =
       run.options.preconnect > 0 ? std::chrono::duration<double>(ready - pre_begin).count() : 0.0;

@@ -67,6 +67,9 @@ struct Run {
   std::string authority;
   Clock::time_point t0;
   std::atomic<std::size_t> completed{0};
+  /// Of `completed`, the requests a stop ended (cancelled in flight or never sent): the progress shown counts
+  /// the others only, so an interrupted run never reads "300/300 requests done".
+  std::atomic<std::size_t> cancelled{0};
   std::atomic<std::size_t> not_sent{0};
   std::atomic<bool> stop_requested{false};  // set before any worker sees its stop
   std::atomic<Clock::rep> last_completion{0};

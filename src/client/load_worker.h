@@ -588,6 +588,7 @@ class Worker {
     auto prev = run_.last_completion.load(std::memory_order_relaxed);
     while (completed && prev < now && !run_.last_completion.compare_exchange_weak(prev, now)) {
     }
+    if (!completed) run_.cancelled.fetch_add(1, std::memory_order_relaxed);
     run_.completed.fetch_add(1, std::memory_order_relaxed);
     release_slot();
     check_done();
@@ -639,6 +640,7 @@ class Worker {
     out.dispatch_time_s = 0.0;
     run_.not_sent.fetch_add(1, std::memory_order_relaxed);
     ++finished_;
+    run_.cancelled.fetch_add(1, std::memory_order_relaxed);
     run_.completed.fetch_add(1, std::memory_order_relaxed);
   }
 

@@ -1,6 +1,7 @@
 // run_load end to end against the scheduled-emission test server: timings, every failure kind,
 // keep-alive, --max-concurrency, the open-loop schedule, cancellation and the ready check.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <stop_token>
 #include <string>
@@ -285,10 +286,14 @@ TEST(Load, StopCancelsInFlightAndUnsentRequests) {
     stop.request_stop();
   });
   const auto t0 = std::chrono::steady_clock::now();
-  const LoadResult r = run(options_for(server), plan(10, 4), schedule, stop.get_token());
+  std::atomic<std::size_t> shown{0};  // the progress callback's last count: cancelled requests are not done
+  const LoadResult r = run_load(
+      options_for(server), plan(10, 4), schedule, [&](std::size_t done, std::size_t) { shown = done; },
+      stop.get_token());
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(shown.load(), 0u);
   EXPECT_EQ(r.num_not_sent, 5u);
   for (std::size_t i = 0; i < 10; ++i) {
     EXPECT_EQ(r.outputs[i].failure, FailureKind::kCancelled) << i;
