@@ -495,8 +495,8 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
   EventLoop loop(*this, LoopClient{[&client](double t, int last_step) { client.send_ready(t, last_step); },
                                    [&client] { return client.next_send(); }});
   loop.run_until(std::numeric_limits<double>::infinity());
-  // The benchmark ends when the client has the last token: a first token is seen first_token_ms after
-  // the step that made it, so a run can end after the engine's last step (trace.cc replay agrees).
+  // The benchmark ends when the client has the last token: every token is seen first_token_ms after the
+  // step that made it, so a run ends after the engine's last step (trace.cc replay agrees).
   view_.duration_s = std::max(loop.clock_s(), last_emit_s_);
   now_s_ = loop.clock_s();
 }
