@@ -170,7 +170,7 @@ TEST_F(Preflight, TooFewOrTooSmallOrBusyGpus) {
   EXPECT_EQ(check(run(), "GPUs"),
             "FAILED: nvidia-smi not found on PATH: no NVIDIA driver here; the study's largest launch needs 8 "
             "x H200 "
-            "with 151 GB each");
+            "with 151 GB (140 GiB) each");
 }
 
 TEST_F(Preflight, PortInUse) {

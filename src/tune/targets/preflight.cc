@@ -277,7 +277,8 @@ void check_gpus(const Study& study, const PreflightOptions& o, PreflightReport& 
   }
   const int need = largest_launch_gpus(study);
   const std::string want =
-      fmt::format("{} x {} with {:.0f} GB each", need, study.hardware.gpu, study.hardware.gpu_memory_gb);
+      fmt::format("{} x {} with {:.0f} GB ({:.0f} GiB) each", need, study.hardware.gpu,
+                  study.hardware.gpu_memory_gb, study.hardware.gpu_memory_gb * 1e9 / 1073741824.0);
   std::string smi;
   try {
     smi = detail::find_executable(o.nvidia_smi, env_get(o.env, "PATH"));
