@@ -308,9 +308,8 @@ void run_sim_run(SimRunArgs& a) {
   const SimRunInputs in = load_sim_run_inputs(a);
   const auto& r = in.resolved;
   // A GPU the twin does not model is refused before the workload is drawn (its tokenizer may be missing).
-  if (!in.cluster.gpu.modelled) {
-    std::printf("Predicted failure: the twin does not model %s: %s\n", in.cluster.gpu.name.c_str(),
-                in.cluster.gpu.unsupported_reason.c_str());
+  if (const auto f = sim::gpu_not_modelled(in.cluster)) {
+    std::printf("Predicted failure: %s\n", f->message.c_str());
     throw ExitRequest{1};
   }
   const SimWorkload w = load_sim_workload(a, in);

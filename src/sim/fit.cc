@@ -84,9 +84,8 @@ std::vector<PreparedPoint> prepare_corpus(const Corpus& corpus) {
       q.refusal = std::string("hardware: ") + e.what();
       continue;
     }
-    if (!q.cluster.gpu.modelled) {
-      q.refusal =
-          fmt::format("the twin does not model {}: {}", q.cluster.gpu.name, q.cluster.gpu.unsupported_reason);
+    if (auto f = gpu_not_modelled(q.cluster)) {
+      q.refusal = f->message;
       continue;
     }
     engines::LaunchConfig config;

@@ -505,6 +505,13 @@ void Simulator::run(const std::vector<double>& arrival, std::optional<int> max_c
 
 // ---------------------------------------------------------------------------------------------------
 
+std::optional<PredictedFailure> gpu_not_modelled(const hardware::ClusterSpec& cluster) {
+  if (cluster.gpu.modelled) return std::nullopt;
+  return PredictedFailure{
+      fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
+      PredictedFailure::Kind::kUnsupported};
+}
+
 CalibrationKey calibration_key(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster) {
   return CalibrationKey{engines::engine_kind_name(launch.config.kind), launch.version_family,
                         hardware::generation_name(cluster.gpu.generation)};
@@ -523,14 +530,6 @@ PredictionContext make_context(const engines::ResolvedLaunch& launch, const hard
   return ctx;
 }
 
-std::optional<PredictedFailure> unsupported(const hardware::ClusterSpec& cluster) {
-  if (!cluster.gpu.modelled)
-    return PredictedFailure{
-        fmt::format("the twin does not model {}: {}", cluster.gpu.name, cluster.gpu.unsupported_reason),
-        PredictedFailure::Kind::kUnsupported};
-  return std::nullopt;
-}
-
 PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f) {
   return f.phase == engines::FailurePhase::kRuntime ? PredictedFailure::Kind::kRuntime
                                                     : PredictedFailure::Kind::kStartup;
@@ -540,7 +539,7 @@ PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f) {
 
 PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                                std::span<const WorkloadRequest> requests, const WorkloadOptions& options) {
-  if (auto f = unsupported(cluster)) return *f;
+  if (auto f = gpu_not_modelled(cluster)) return *f;
   PredictionContext ctx = make_context(launch, cluster, options);
   detail::Simulator sim(launch, cluster, ctx.calibration, options.seed);
   if (!sim.plan().fits) return PredictedFailure{sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
@@ -584,7 +583,7 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
 PredictResult predict(const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster,
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options) {
-  if (auto f = unsupported(cluster)) return *f;
+  if (auto f = gpu_not_modelled(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
   if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved))
     return PredictedFailure{f->message, failure_kind(*f)};
@@ -663,7 +662,7 @@ OnlineTwin::~OnlineTwin() = default;
 std::variant<std::unique_ptr<OnlineTwin>, PredictedFailure> OnlineTwin::create(
     const engines::LaunchConfig& engine, const hardware::ClusterSpec& cluster, const model::ModelSpec& model,
     const std::optional<CalibrationTable>& calibration) {
-  if (auto f = unsupported(cluster)) return *f;
+  if (auto f = gpu_not_modelled(cluster)) return *f;
   auto resolved = engines::resolve_launch(engine, model, cluster);
   if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved))
     return PredictedFailure{f->message, failure_kind(*f)};

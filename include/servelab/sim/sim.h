@@ -137,6 +137,11 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
                       const model::ModelSpec& model, std::span<const WorkloadRequest> requests,
                       const WorkloadOptions& options);
 
+/// The refusal of a cluster whose GPU the twin does not model (hardware::GpuSpec::modelled == false:
+/// "the twin does not model MI300X: <its unsupported_reason>", Kind::kUnsupported), else nullopt. predict()
+/// and the corpus fit refuse with it; a caller may ask before it draws a workload.
+std::optional<PredictedFailure> gpu_not_modelled(const hardware::ClusterSpec& cluster);
+
 /// predict() for a launch already resolved for `cluster`.
 PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                                std::span<const WorkloadRequest> requests, const WorkloadOptions& options);
