@@ -24,15 +24,10 @@ namespace {
 
 void check_keys(const std::string& origin, const toml::table& t, const std::string& path,
                 const std::set<std::string>& allowed) {
-  for (const auto& [k, v] : t) {
-    if (allowed.count(std::string(k.str()))) continue;
-    // No colon after the key's path (study_parse.cc fail_unknown_key says why).
-    const int line = static_cast<int>(v.source().begin.line);
-    const std::string m =
-        fmt::format("unknown key {}.{} (allowed: {})", path, std::string(k.str()), fmt::join(allowed, ", "));
-    if (line > 0) throw StudyError(fmt::format("{}:{}: {}", origin, line, m));
-    throw StudyError(fmt::format("{}: {}", origin, m));
-  }
+  for (const auto& [k, v] : t)
+    if (!allowed.count(std::string(k.str())))
+      fail_unknown_key(origin, &v, path + "." + std::string(k.str()),
+                       fmt::format("{}", fmt::join(allowed, ", ")));
 }
 
 /// A finite number at t[key] (nullopt when absent).
@@ -272,6 +267,14 @@ void check_objectives(const toml::array& nodes, const std::string& origin, const
 }
 
 }  // namespace
+
+void fail_unknown_key(const std::string& origin, const toml::node* node, const std::string& path,
+                      const std::string& allowed) {
+  const int line = node ? static_cast<int>(node->source().begin.line) : 0;
+  const std::string m = "unknown key " + path + " (allowed: " + allowed + ")";
+  if (line > 0) throw StudyError(fmt::format("{}:{}: {}", origin, line, m));
+  throw StudyError(fmt::format("{}: {}", origin, m));
+}
 
 std::optional<LoadSpec> parse_load_table(const toml::table& parent, const std::string& key,
                                          const std::string& path, const std::string& origin) {

@@ -34,16 +34,10 @@ struct Ctx {
     if (line > 0) throw StudyError(fmt::format("{}:{}: {}: {}", origin, line, p, m));
     throw StudyError(fmt::format("{}: {}: {}", origin, p, m));
   }
-  /// "unknown key study.x (allowed: ...)": the key's path is not followed by a colon, so the CLI's secret
-  /// redaction (common::redact_text) does not take a key named like a credential (api_key) for a name and
-  /// the words after it for its value.
+  /// detail::fail_unknown_key, the key's path and the allowed list bounded and escaped as in fail().
   [[noreturn]] void fail_unknown_key(const toml::node* node, const std::string& path,
                                      const std::string& allowed) const {
-    int line = node ? static_cast<int>(node->source().begin.line) : 0;
-    const std::string m = "unknown key " + common::printable(path, 200) +
-                          " (allowed: " + common::printable(allowed, 2000) + ")";
-    if (line > 0) throw StudyError(fmt::format("{}:{}: {}", origin, line, m));
-    throw StudyError(fmt::format("{}: {}", origin, m));
+    detail::fail_unknown_key(origin, node, common::printable(path, 200), common::printable(allowed, 2000));
   }
 };
 
