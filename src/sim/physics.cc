@@ -67,6 +67,17 @@ KernelEfficiency gemm_efficiency(GemmKernel k, Generation g) {
 
 namespace {
 
+/// The weight-unpacking rates of the weight-only MoE kernels on Hopper, bytes of packed weights per second
+/// per SM (KernelEfficiency::upcast_Bps_per_sm): the median, over AIConfigurator's moe_perf tables of H100
+/// and H200 (shared/data/aic-ops), of R / 132 SMs with R fitted by latency = a + touched x t + weight bytes /
+/// R to the balanced-routing rows at 1-64 tokens (ep 1) [derived: scripts/moe_upcast_fit.py]. Both GPUs have
+/// 132 SMs and 3.35 vs 4.8 TB/s of HBM; these kernels' latencies differ by 1-12% between them (BF16 / FP8
+/// fused_moe: 1.3-1.4x), so their weight read is bound by the SMs, not HBM. Marlin (vLLM 0.14.0 int4 22.8 /
+/// 27.0, 0.19.0 int4 5.9 / 7.1, 0.24.0 MXFP4 22.6 / 23.0 GB/s per SM on H100 / H200): 22.7; triton_kernels
+/// MXFP4 (vLLM 0.24.0: 19.9 / 20.7): 20.3.
+constexpr double kHopperMarlinUpcastBpsPerSm = 22.7e9;
+constexpr double kHopperTritonKernelsUpcastBpsPerSm = 20.3e9;
+
 /// KernelEfficiency::slice_s0 of a MoE kernel family on a GPU generation: the median, over the
 /// kernel_source labels of that family, of the s0 scripts/moe_slice_fit.py fits to the moe_perf rows of
 /// shared/data/aic-ops at 8192 and 16384 tokens (balanced routing, expert parallelism 1) [derived]:
@@ -110,27 +121,42 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
               "(gpu-kernel-facts.md §2.1)"};
     case MoeKernel::kCutlassGrouped:
       return {0.55, 0.75, 64, "CUTLASS grouped GEMM (TensorRT-LLM MoE) [recalled, unverified]"};
-    case MoeKernel::kMarlinMoe:
+    case MoeKernel::kMarlinMoe: {
       // Hopper: Marlin is an Ampere kernel (mma.sync, cp.async; no wgmma or TMA), so its MMAs run well
       // below the SM90 peak the roofline divides by [recalled]. Scaled as the other mma.sync kernel with
       // figures on both GPUs: FlashAttention-2 reaches ~35% of peak on H100 (gpu-kernel-facts.md §2.2) and
       // ~60% on A100 (FA2 paper: 50-73%), so Marlin's Ampere 0.45 x 0.35 / 0.60 = 0.26 on Hopper [derived].
-      return amp ? KernelEfficiency{0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"}
-                 : KernelEfficiency{0.26, 0.75, 16,
-                                    "Marlin MoE on Hopper (mma.sync, no wgmma): its Ampere efficiency x "
-                                    "FlashAttention-2's "
-                                    "H100 / A100 ratio (0.35 / 0.60, gpu-kernel-facts.md §2.2) [derived]"};
-    case MoeKernel::kTritonKernels:
+      if (amp) return {0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"};
+      KernelEfficiency e{
+          0.26, 0.75, 16,
+          "Marlin MoE on Hopper (mma.sync, no wgmma): its Ampere efficiency x FlashAttention-2's "
+          "H100 / A100 ratio (0.35 / 0.60, gpu-kernel-facts.md §2.2) [derived]"};
+      if (g == Generation::kHopper) {
+        // The weight read is bound by the unpacking; HBM is reached up to 0.90 (the H100 fit of
+        // scripts/moe_upcast_fit.py) [derived].
+        e.memory = 0.90;
+        e.upcast_Bps_per_sm = kHopperMarlinUpcastBpsPerSm;
+      }
+      return e;
+    }
+    case MoeKernel::kTritonKernels: {
       // Hopper: the MXFP4 values and E8M0 scales are upcast to BF16 inside the mainloop (no FP4 MMA on
-      // SM90). No public matmul_ogs Hopper figure was found; the value is Marlin's on Hopper (the
+      // SM90). No public matmul_ogs Hopper compute figure was found; the value is Marlin's on Hopper (the
       // kMarlinMoe row). [unverified]
       // Rows: matmul_ogs picks BLOCK_M = clamp(next_pow2(rows per expert), 16, 128) (triton_kernels
       // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
-      return {
-          amp ? 0.45 : moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
-          amp ? "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"
-              : "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure found, "
-                "Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
+      if (amp)
+        return {0.45, 0.70, 16, "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"};
+      KernelEfficiency e{moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
+                         "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure "
+                         "found, Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
+      if (g == Generation::kHopper) {
+        // The weight read is bound by the unpacking, below Marlin's HBM ceiling [derived].
+        e.memory = 0.90;
+        e.upcast_Bps_per_sm = kHopperTritonKernelsUpcastBpsPerSm;
+      }
+      return e;
+    }
     case MoeKernel::kFlashInferTrtllm:
       // Rows: the TRT-LLM-gen MoE runner tiles each expert's rows by tile_tokens_dim = next_pow2(tokens x
       // top_k / experts) clamped to [8, 64] (FlashInfer fused_moe get_tile_tokens_dim [recalled]), so a
@@ -246,12 +272,15 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
   return roofline_s(compute, memory, memory_bound_s);
 }
 
-double moe_time_s(double flops, double bytes, double touched, double slice, double peak_flops,
-                  const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
+double moe_time_s(double flops, double bytes, double weight_bytes, double touched, double slice,
+                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
   if (touched <= 0) return 0.0;
   const double sliced = eff.slice_s0 > 0 && slice > 0 ? slice / (slice + eff.slice_s0) : 1.0;
-  return std::max(flops / (peak_flops * eff.compute * sliced), bytes / (gpu.hbm_bandwidth_Bps * eff.memory)) +
-         kMoeCallLatencyS + touched * kMoeExpertOverheadS;
+  double memory = bytes / (gpu.hbm_bandwidth_Bps * eff.memory);
+  if (eff.upcast_Bps_per_sm > 0 && gpu.sm_count > 0)
+    memory = std::max(memory, weight_bytes / (gpu.sm_count * eff.upcast_Bps_per_sm));
+  return std::max(flops / (peak_flops * eff.compute * sliced), memory) + kMoeCallLatencyS +
+         touched * kMoeExpertOverheadS;
 }
 
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes) {

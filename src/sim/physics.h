@@ -28,6 +28,10 @@ struct KernelEfficiency {
   /// MoE kernels: the expert slice (intermediate columns per GPU) at which the compute efficiency is half
   /// of `compute`; at slice s it is compute x s / (s + slice_s0) (moe_time_s). 0 = no loss (no figure).
   double slice_s0 = 0;
+  /// Weight-only kernels that dequantise the weights inside the GEMM mainloop (Marlin, triton_kernels
+  /// MXFP4 on Hopper): the weight read is bound by the SMs' unpacking at this many bytes per second per SM
+  /// as well as by HBM (moe_time_s). 0 = HBM-bound only (no figure, or a kernel that reads its MMA format).
+  double upcast_Bps_per_sm = 0;
 };
 
 /// The weight sizes between which a block-scaled FP8 GEMM's memory-bound bandwidth rises from its low to
@@ -52,11 +56,13 @@ inline constexpr double kMoeCallLatencyS = 14e-6;
 inline constexpr double kMoeExpertOverheadS = 0.21e-6;
 
 /// Roofline time of one MoE layer's routed experts, seconds before the kernel scale:
-/// max(flops / (peak x eff.compute x slice / (slice + eff.slice_s0)), bytes / (HBM x eff.memory)) +
-/// kMoeCallLatencyS + touched x kMoeExpertOverheadS, with `touched` the experts whose weights the step reads
-/// on this rank and `slice` the intermediate columns of one expert on this GPU (intermediate / MoE TP).
-double moe_time_s(double flops, double bytes, double touched, double slice, double peak_flops,
-                  const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
+/// max(flops / (peak x eff.compute x slice / (slice + eff.slice_s0)), bytes / (HBM x eff.memory),
+/// weight_bytes / (SMs x eff.upcast_Bps_per_sm)) + kMoeCallLatencyS + touched x kMoeExpertOverheadS, with
+/// `bytes` the weights and activations the step moves, `weight_bytes` the expert weights it reads (their
+/// share of `bytes`), `touched` the experts whose weights the step reads on this rank and `slice` the
+/// intermediate columns of one expert on this GPU (intermediate / MoE TP).
+double moe_time_s(double flops, double bytes, double weight_bytes, double touched, double slice,
+                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
 
 /// The memory-bound efficiency of `e` on a GEMM of `weight_bytes` (see KernelEfficiency::memory_small).
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes);
