@@ -76,7 +76,7 @@ int Simulator::add_request(int engine_prompt, int output_len, int reported_promp
   o.output_len = output_len;
   o.request_id = fmt::format("sim-{}", id);
   out_.push_back(std::move(o));
-  if (trace_) trace_->requests.push_back(TraceRequest{0.0, -1, -1, -1, reported_prompt, 0, false});
+  if (trace_) trace_->requests.push_back(TraceRequest{.prompt_tokens = reported_prompt});
   return id;
 }
 
@@ -312,7 +312,7 @@ void Simulator::finish_batch(const Batch& b, double t) {
       o.usage_completion_tokens = q.generated;
       o.usage_prompt_tokens = q.prompt;
       o.latency_s = q.last_emit_s - q.send_s;
-      client_done_.emplace_back(q.last_emit_s, step_trace_index());
+      client_done_.push_back({q.last_emit_s, step_trace_index(), true});
       release(r, q);
       r.running.erase(std::find(r.running.begin(), r.running.end(), id));
       ++finished_;
@@ -342,7 +342,7 @@ int Simulator::drop_unschedulable() {
     o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}",
                           q.prompt + q.output_len, plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
-    client_done_.emplace_back(now_s_, step_trace_index());
+    client_done_.push_back({now_s_, step_trace_index(), false});
     ++finished_;
     --in_flight_;
     ++dropped;
@@ -426,7 +426,7 @@ class Simulator::Client {
         arrival_(arrival),
         n_(static_cast<int>(sim.reqs_.size())),
         cap_(max_concurrency.value_or(0)) {
-    for (int k = 0; k < cap_; ++k) slots_.emplace(0.0, -1);
+    for (int k = 0; k < cap_; ++k) slots_.push({});
   }
 
   /// Sends every request whose time has come by `now` (s); `last_step` is the trace index of the engine
@@ -436,9 +436,11 @@ class Simulator::Client {
     while (next_ < n_ && arrival_[next_] <= now) {
       double at = arrival_[next_];
       int after = -1;
+      bool after_token = false;
       if (cap_ > 0) {
-        if (slots_.empty() || slots_.top().first > now) break;
-        if (slots_.top().first > at) at = slots_.top().first, after = slots_.top().second;
+        if (slots_.empty() || slots_.top().t_s > now) break;
+        if (slots_.top().t_s > at)
+          at = slots_.top().t_s, after = slots_.top().step, after_token = slots_.top().token;
         slots_.pop();
       }
       sim_.out_[next_].dispatch_time_s = arrival_[next_];
@@ -446,9 +448,10 @@ class Simulator::Client {
       if (sim_.trace_) {
         sim_.trace_->requests[next_].arrival_s = arrival_[next_];
         sim_.trace_->requests[next_].send_after_step = after;
+        sim_.trace_->requests[next_].send_after_token = after_token;
       }
       if (sim_.send(next_, at))
-        sim_.client_done_.emplace_back(at, last_step);  // refused: the slot frees at once
+        sim_.client_done_.push_back({at, last_step, false});  // refused: the slot frees at once
       ++next_;
     }
   }
@@ -458,7 +461,7 @@ class Simulator::Client {
     if (cap_ <= 0) return arrival_[next_];
     collect();
     return slots_.empty() ? std::numeric_limits<double>::infinity()
-                          : std::max(arrival_[next_], slots_.top().first);
+                          : std::max(arrival_[next_], slots_.top().t_s);
   }
 
  private:
@@ -471,7 +474,7 @@ class Simulator::Client {
   const int cap_;
   int next_ = 0;
   /// Free times of the slots nobody holds, with the trace step that freed each.
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> slots_;
+  std::priority_queue<SlotFree, std::vector<SlotFree>, std::greater<>> slots_;
   std::size_t done_seen_ = 0;
 };
 

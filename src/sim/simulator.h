@@ -208,9 +208,15 @@ class Simulator {
   /// when the engine idles (plan_into); the engine polls (deliver routes) when it has reached the interval,
   /// and the poll empties it.
   int recv_counter_ = 0;
-  /// Client-visible completions (time, trace step that produced them), in order: the client's
-  /// concurrency slots free at these times.
-  std::vector<std::pair<double, int>> client_done_;
+  /// A client-visible completion: the client's concurrency slot frees at `t_s`.
+  struct SlotFree {
+    double t_s = 0;
+    int step = -1;       ///< trace step that produced it (-1 = none)
+    bool token = false;  ///< freed by the request's last token (first_token_ms after the step's end)
+    bool operator>(const SlotFree& o) const { return t_s != o.t_s ? t_s > o.t_s : step > o.step; }
+  };
+  /// Client-visible completions, in order.
+  std::vector<SlotFree> client_done_;
   int step_trace_index() const { return trace_ ? static_cast<int>(trace_->steps.size()) - 1 : -1; }
   std::vector<Emission>* sink_ = nullptr;
   bool record_ = true;

@@ -176,6 +176,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
                         trace.api_fifo);
   std::vector<std::pair<double, int>>& done = buf.done;
   done.clear();
+  const double first_token_s = cal.first_token_ms * 1e-3;
   std::size_t next_req = 0;
   auto record = [&] {
     for (const auto& [t, id] : done) hand_off[id] = t;
@@ -193,7 +194,7 @@ HeadlineMetrics replay(const Trace& trace, const Calibration& cal) {
       double s = r.arrival_s;
       if (r.send_after_step >= 0) {
         if (static_cast<std::size_t>(r.send_after_step) >= i) break;
-        s = std::max(s, end[r.send_after_step]);
+        s = std::max(s, end[r.send_after_step] + (r.send_after_token ? first_token_s : 0.0));
       }
       send[next_req] = s;
       api.arrive(static_cast<int>(next_req), s, done);

@@ -26,10 +26,13 @@ struct TraceStep {
 struct TraceRequest {
   double arrival_s = 0;      ///< intended send time
   int send_after_step = -1;  ///< sent when this step ended (client concurrency cap), -1 = at arrival
-  int first_step = -1;       ///< step whose end emitted the first token (-1 = none)
-  int last_step = -1;        ///< step whose end emitted the last token
-  int prompt_tokens = 0;     ///< as the benchmark counts them
-  int output_tokens = 0;     ///< tokens emitted
+  /// With send_after_step: sent when the client had the last token of the request that held the slot,
+  /// Calibration::first_token_ms after that step's end (false: at the step's end, a refused request's slot).
+  bool send_after_token = false;
+  int first_step = -1;    ///< step whose end emitted the first token (-1 = none)
+  int last_step = -1;     ///< step whose end emitted the last token
+  int prompt_tokens = 0;  ///< as the benchmark counts them
+  int output_tokens = 0;  ///< tokens emitted
   bool success = false;
 };
 
