@@ -161,8 +161,11 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
       // Rows: the TRT-LLM-gen MoE runner tiles each expert's rows by tile_tokens_dim = next_pow2(tokens x
       // top_k / experts) clamped to [8, 64] (FlashInfer fused_moe get_tile_tokens_dim [recalled]), so a
       // decode step pads each touched expert to 8 rows, not to a 128-row tile.
-      return {0.55, 0.80, 8,
-              "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]; expert rows padded to an 8-64 token "
+      // Memory: scripts/moe_overhead_fit.py's fit to vLLM 0.19.0's B200 FlashInfer TRT-LLM NVFP4 rows: 0.94
+      // of HBM [derived].
+      return {0.55, 0.94, 8,
+              "FlashInfer / TRT-LLM-gen MoE on Blackwell [unverified]; weight read 0.94 of HBM "
+              "(scripts/moe_overhead_fit.py) [derived]; expert rows padded to an 8-64 token "
               "tile (FlashInfer get_tile_tokens_dim) [recalled]"};
   }
   return {};
@@ -273,14 +276,17 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
 }
 
 double moe_time_s(double flops, double bytes, double weight_bytes, double touched, double slice,
-                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu) {
+                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu,
+                  double* memory_bound_s) {
   if (touched <= 0) return 0.0;
   const double sliced = eff.slice_s0 > 0 && slice > 0 ? slice / (slice + eff.slice_s0) : 1.0;
   double memory = bytes / (gpu.hbm_bandwidth_Bps * eff.memory);
   if (eff.upcast_Bps_per_sm > 0 && gpu.sm_count > 0)
     memory = std::max(memory, weight_bytes / (gpu.sm_count * eff.upcast_Bps_per_sm));
-  return std::max(flops / (peak_flops * eff.compute * sliced), memory) + kMoeCallLatencyS +
-         touched * kMoeExpertOverheadS;
+  const double compute = flops / (peak_flops * eff.compute * sliced);
+  const double t = std::max(compute, memory) + kMoeCallLatencyS + touched * kMoeExpertOverheadS;
+  if (memory_bound_s && memory >= compute) *memory_bound_s += t;
+  return t;
 }
 
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes) {

@@ -60,9 +60,12 @@ inline constexpr double kMoeExpertOverheadS = 0.21e-6;
 /// weight_bytes / (SMs x eff.upcast_Bps_per_sm)) + kMoeCallLatencyS + touched x kMoeExpertOverheadS, with
 /// `bytes` the weights and activations the step moves, `weight_bytes` the expert weights it reads (their
 /// share of `bytes`), `touched` the experts whose weights the step reads on this rank and `slice` the
-/// intermediate columns of one expert on this GPU (intermediate / MoE TP).
+/// intermediate columns of one expert on this GPU (intermediate / MoE TP). When the weight read bounds it,
+/// the whole time is also added to `*memory_bound_s` (if given): the read's rate and the fixed costs are the
+/// measured tables' (kMoeCallLatencyS, upcast_Bps_per_sm), not divided by the kernel scale (roofline_s).
 double moe_time_s(double flops, double bytes, double weight_bytes, double touched, double slice,
-                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu);
+                  double peak_flops, const KernelEfficiency& eff, const hardware::GpuSpec& gpu,
+                  double* memory_bound_s = nullptr);
 
 /// The memory-bound efficiency of `e` on a GEMM of `weight_bytes` (see KernelEfficiency::memory_small).
 double gemm_memory_efficiency(const KernelEfficiency& e, double weight_bytes);

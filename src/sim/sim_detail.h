@@ -109,8 +109,10 @@ struct StepCost {
   /// The part of gpu_s spent in memory-bound dense GEMMs (weight streaming through cuBLAS / Marlin at small
   /// M, the LM head and the sampler's passes): it runs at the measured bandwidth fraction of those kernels
   /// (gpu-kernel-facts.md §2.4: 80-90% of HBM) whatever the engine, so it is not divided by kernel_scale.
-  /// Attention, MoE and indexer kernels are the engine's own (FlashMLA, FA3 split-KV, fused_moe, DeepGEMM
-  /// masked) and their achieved bandwidth at small batch varies with it: they stay in the scaled part.
+  /// So is a roofline MoE bound by its weight read: its rate and fixed costs come from the measured moe_perf
+  /// tables (physics.h moe_time_s), and so does every measured operator's time. Attention and indexer
+  /// kernels are the engine's own (FlashMLA, FA3 split-KV) and their achieved bandwidth at small batch
+  /// varies with it: they stay in the scaled part.
   double memory_s = 0;
   double comm_s = 0;   ///< collectives
   double floor_s = 0;  ///< per-kernel floors of graphed kernels

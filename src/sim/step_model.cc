@@ -586,7 +586,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     const double flops = 2.0 * rows_eff * (c.expert_up.n * c.expert_up.k + c.expert_down.n * c.expert_down.k);
     const double weights = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes);
     const double bytes = weights + rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
-    moe = moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu);
+    moe = moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, &mem);
     if (c.moe_measured) moe = measured_s(measured_at(*c.moe_measured, tokens), &mem);
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,

@@ -815,6 +815,32 @@ TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
   EXPECT_NEAR(36 * (experts + fixed + router), 0.2526, 0.0005);
 }
 
+// The roofline MoE's time, when its weight read bounds it, is not divided by the kernel scale: its read rate
+// and fixed costs are the measured tables' (physics.h moe_time_s), as a memory-bound dense GEMM's.
+// gpt-oss-120b on one H100 through triton_kernels: a decode step of 32 requests touches 128 x (1 - (1 -
+// 4/128)^32) = 81.5 experts a layer, 81.5 x 3 x 2880 x 2880 x 4.25 / 8 B = 1.08 GB, read at 132 SMs x 20.3
+// GB/s in 402 us, where the padded rows' compute (81.5 x 16 rows) takes 2 x 1304 x 24.9 M / (0.26 x 989 T x
+// 0.911) = 277 us: the whole MoE (with its BF16 router) is in the unscaled memory_s. An 8192-token prefill is
+// compute-bound: its experts stay in the scaled part.
+TEST(StepModel, AMemoryBoundMoeIsNotScaledByTheKernelScale) {
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto launch = test_launch(m, c, 1);
+  launch.execution.moe = engines::MoeKernel::kTritonKernels;
+  const StepModel sm(launch, c);
+  RankLoad d;
+  d.requests = d.decode_requests = d.query_tokens = d.sampled_tokens = 32;
+  d.decode_pairs[0] = d.decode_kv_tokens[0] = 32 * 1000;
+  const auto decode = sm.cost({&d, 1}, 32, true, false);
+  EXPECT_GT(decode.moe_s, 36 * 402e-6);
+  EXPECT_GE(decode.memory_s, decode.moe_s);
+  RankLoad p;
+  p.requests = p.prefill_requests = p.sampled_tokens = 1;
+  p.query_tokens = p.prefill_tokens = 8192;
+  const auto prefill = sm.cost({&p, 1}, 1, false, false);
+  EXPECT_LT(prefill.memory_s, 0.05 * prefill.moe_s);
+}
+
 // vLLM's TRITON_ATTN on A100 (gpt-oss' only backend with sinks on SM80) at 0.30 of 312 TFLOPS (no public
 // figure: the Triton row, below FlashAttention-2): a 2048-token chunk of gpt-oss-20b at context 16,000 has
 // 2048 x 16,000 + 2048 x 2049 / 2 key pairs in each of its 12 full-attention layers, 4 x 64 heads x 64 dims
