@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/command_registry.h"
+#include "cli/flag_suggest.h"
 #include "servelab/bench/argparse_compat.h"
 #include "servelab/bench/bench.h"
 #include "servelab/bench/status.h"
@@ -24,19 +25,6 @@ namespace {
 
 using servelab::bench::RunOptions;
 
-// Levenshtein distance, for "did you mean" suggestions on a mistyped flag.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // argparse's message for arguments nobody consumed: "error: unrecognized arguments: --num-prompt 5",
 // plus the closest known flag. Exits 2 (argparse's status).
 void reject_unrecognized(const CLI::App& serve, const std::vector<std::string>& extras) {
@@ -45,16 +33,8 @@ void reject_unrecognized(const CLI::App& serve, const std::vector<std::string>& 
   std::string hint;
   for (const auto& e : extras) {
     if (e.rfind("--", 0) != 0) continue;
-    std::string flag = e.substr(0, e.find('='));
-    std::string best;
-    std::size_t best_d = 3;  // suggest only within 2 edits
-    for (const CLI::Option* o : serve.get_options()) {
-      for (const auto& name : o->get_lnames()) {
-        std::size_t d = edit_distance(flag, "--" + name);
-        if (d < best_d) best_d = d, best = "--" + name;
-      }
-    }
-    if (!best.empty()) hint = " (did you mean " + best + "?)";
+    if (const std::string best = servelab::cli::closest_flag(serve, e); !best.empty())
+      hint = " (did you mean " + best + "?)";
     break;
   }
   std::fprintf(stderr, "servelab bench serve: error: unrecognized arguments: %s%s\n", joined.c_str(),

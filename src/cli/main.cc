@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command_registry.h"
+#include "cli/flag_suggest.h"
 
 namespace servelab::cli {
 std::vector<Command>& command_registry() {
@@ -44,6 +45,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "servelab: unknown subcommand '%s'; valid subcommands: %s (servelab --help)\n",
                  argv[1], valid.c_str());
     return static_cast<int>(CLI::ExitCodes::ExtrasError);
+  }
+  // A subcommand that takes an engine launch after `--` (sim run, sim serve): a mistyped flag of its own
+  // before the `--` is named (CLI11 alone would blame the launch words after it). Without a `--` the
+  // subcommand's own check says to add one.
+  CLI::App* leaf = &app;
+  std::string path = "servelab";
+  int at = 1;
+  for (; at < argc; ++at) {
+    const auto next = leaf->get_subcommands([&](CLI::App* s) { return s->check_name(argv[at]); });
+    if (argv[at][0] == '-' || next.empty()) break;
+    leaf = next.front();
+    path += " " + leaf->get_name();
+  }
+  const bool separated =
+      std::any_of(argv + at, argv + argc, [](const char* a) { return std::string(a) == "--"; });
+  if (leaf != &app && separated && leaf->get_option_no_throw("launch") != nullptr) {
+    if (const std::string bad = first_unknown_flag(*leaf, at, argc, argv); !bad.empty()) {
+      const std::string best = closest_flag(*leaf, bad);
+      std::fprintf(stderr, "%s: unknown option %s%s before the engine's launch command (%s --help)\n",
+                   path.c_str(), bad.c_str(), best.empty() ? "" : (" (did you mean " + best + "?)").c_str(),
+                   path.c_str());
+      return 2;
+    }
   }
   try {
     app.parse(argc, argv);

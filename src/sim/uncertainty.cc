@@ -36,7 +36,7 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   const std::string gen = hardware::generation_name(cluster.gpu.generation);
   const std::string arch = architecture_class(launch.model);
   const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
-  double widen = 1.0;
+  double widen = 1.0;  // x kExtrapolationWiden per coarser class
   bool found = false;
   if (!launch.unmodelled.empty()) {
     // The modelled classes' bands say nothing of a path without a figure: the RMS error of the corpus runs
@@ -54,7 +54,7 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
         b.points, kUnmodelledBandMinPct));
     found = true;
   }
-  for (std::size_t i = 0; !found && i < std::size(levels); ++i, widen *= 1.5) {
+  for (std::size_t i = 0; !found && i < std::size(levels); ++i, widen *= kExtrapolationWiden) {
     auto it = table.classes.find(levels[i]);
     if (it == table.classes.end() || it->second.points < 3) continue;
     b.class_name = levels[i];
@@ -63,7 +63,7 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     // A latency the class has no measurement of (< 0) comes from the first coarser class that has it.
     auto latency = [&](double BandTable::Entry::*field) {
       double w = widen;
-      for (std::size_t j = i; j < std::size(levels); ++j, w *= 1.5) {
+      for (std::size_t j = i; j < std::size(levels); ++j, w *= kExtrapolationWiden) {
         auto c = table.classes.find(levels[j]);
         if (c != table.classes.end() && c->second.points >= 3 && c->second.*field >= 0)
           return c->second.*field * w;
@@ -80,18 +80,36 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     b.total_tok_s_pct = b.ttft_pct = b.tpot_pct = 50;
     b.warnings.push_back("no validated class: the band is a default +-50%");
   }
-  if (!table.gpus.empty() && !contains(table.gpus, cluster.gpu.name))
+  // Outside the corpus the held-out residuals say nothing: each way the launch is outside it (a GPU, a
+  // scale - GPU count or nodes -, an architecture, an engine release the validation never measured) widens
+  // the band by kExtrapolationWiden, what one coarser class costs above.
+  int outside = 0;
+  if (!table.gpus.empty() && !contains(table.gpus, cluster.gpu.name)) {
     b.warnings.push_back(fmt::format("{} was never measured in the validation corpus", cluster.gpu.name));
-  if (table.max_gpus > 0 && launch.layout.gpus > table.max_gpus)
+    ++outside;
+  }
+  const bool more_gpus = table.max_gpus > 0 && launch.layout.gpus > table.max_gpus;
+  if (more_gpus)
     b.warnings.push_back(fmt::format("{} GPUs: the validation corpus has launches of at most {}",
                                      launch.layout.gpus, table.max_gpus));
   if (launch.layout.nodes > 1)
     b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
-  if (!table.variants.empty() && !contains(table.variants, launch.model.variant))
+  if (more_gpus || launch.layout.nodes > 1) ++outside;
+  if (!table.variants.empty() && !contains(table.variants, launch.model.variant)) {
     b.warnings.push_back(fmt::format("architecture {} was never measured", launch.model.variant));
+    ++outside;
+  }
   const std::string version = engine + " " + launch.version;
-  if (!table.versions.empty() && !contains(table.versions, version))
+  if (!table.versions.empty() && !contains(table.versions, version)) {
     b.warnings.push_back(fmt::format("{} was never validated", version));
+    ++outside;
+  }
+  if (b.class_name != kUnmodelledBandClass) {
+    const double w = std::pow(kExtrapolationWiden, outside);
+    b.total_tok_s_pct *= w;
+    b.ttft_pct *= w;
+    b.tpot_pct *= w;
+  }
   return b;
 }
 
@@ -118,8 +136,14 @@ const BandTable& embedded_bands() {
 }
 
 std::string format_band(const ErrorBand& b) {
-  std::string s = fmt::format("±{:.0f}% tok/s, ±{:.0f}% TTFT, ±{:.0f}% TPOT ({}, {} held-out points)",
-                              b.total_tok_s_pct, b.ttft_pct, b.tpot_pct, b.class_name, b.points);
+  // A band of 100% or more has no lower end (a throughput or latency is never negative): it says how many
+  // times off the prediction may be.
+  auto one = [](double pct, const char* what) {
+    return pct >= 100 ? fmt::format("±{:.0f}% {} (up to {:.1f}x off)", pct, what, 1 + pct / 100)
+                      : fmt::format("±{:.0f}% {}", pct, what);
+  };
+  std::string s = fmt::format("{}, {}, {} ({}, {} held-out points)", one(b.total_tok_s_pct, "tok/s"),
+                              one(b.ttft_pct, "TTFT"), one(b.tpot_pct, "TPOT"), b.class_name, b.points);
   for (const auto& w : b.warnings) s += "; warning: " + w;
   return s;
 }

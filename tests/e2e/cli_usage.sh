@@ -122,4 +122,12 @@ err="$("$BIN" tune "$tmp/z100.toml" --target twin --out "$tmp/z100-out" 2>&1)"; 
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"
 [[ "$out" == "Predicted failure: the twin does not model MI300X: "* ]] || fail "sim run on MI300X: $out"
+# A mistyped flag of sim run / sim serve before the `--` is named with the closest one (CLI11 alone blamed
+# the launch words after the `--`: "The following arguments were not expected: Qwen/Qwen3-8B serve vllm").
+err="$("$BIN" sim run --max-concurency 32 --scenario random-128in-16out-n5 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "sim run --max-concurency exited $rc: $err"
+[[ "$err" == "servelab sim run: unknown option --max-concurency (did you mean --max-concurrency?)"* ]] ||
+  fail "sim run --max-concurency: $err"
+err="$("$BIN" sim serve --prot=8000 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] && [[ "$err" == *"unknown option --prot (did you mean --port?)"* ]] || fail "sim serve --prot: $err"
 echo "cli_usage: ok"

@@ -62,6 +62,39 @@ TEST(ErrorBand, AnUnmodelledPathHasItsOwnBandOfAtLeastOneHundredPercent) {
 
 // The embedded bands (calibration.json): the modelled classes leave the unmodelled runs out, so no modelled
 // engine band is wider than the unmodelled one, and the unmodelled entry exists.
+// Outside the corpus the residuals say nothing: a GPU the table never measured widens the band 1.5x, and two
+// nodes of eight (a scale the corpus never had: more GPUs and more nodes, one extrapolation) 1.5x more.
+TEST(ErrorBand, EachExtrapolationWidensTheBand) {
+  BandTable t = table();
+  t.max_gpus = 8;
+  const auto h200 = hardware::parse_cluster("1xH200");
+  const ErrorBand one = error_band(test_launch(corpus_model("qwen3-8b"), h200, 1), h200, t);
+  EXPECT_EQ(one.class_name, "vllm/hopper/dense");
+  EXPECT_DOUBLE_EQ(one.total_tok_s_pct, 12.0 * 1.5);
+  EXPECT_DOUBLE_EQ(one.tpot_pct, 8.0 * 1.5);
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_NE(one.warnings[0].find("H200 was never measured"), std::string::npos) << one.warnings[0];
+  const auto two_nodes = hardware::parse_cluster("2x8xH100");
+  auto launch = test_launch(corpus_model("qwen3-8b"), two_nodes, 16);
+  launch.layout.nodes = 2;
+  const ErrorBand scaled = error_band(launch, two_nodes, t);
+  EXPECT_EQ(scaled.warnings.size(), 2u);  // 16 GPUs, two nodes: one extrapolation of scale
+  EXPECT_DOUBLE_EQ(scaled.total_tok_s_pct, 12.0 * 1.5);
+}
+
+// A band of 100% or more has no lower end: it is printed as how many times off the prediction may be.
+TEST(ErrorBand, AWideBandSaysHowManyTimesOff) {
+  ErrorBand b;
+  b.class_name = "trtllm/hopper";
+  b.points = 7;
+  b.total_tok_s_pct = 107;
+  b.ttft_pct = 44;
+  b.tpot_pct = 100;
+  EXPECT_EQ(format_band(b),
+            "±107% tok/s (up to 2.1x off), ±44% TTFT, ±100% TPOT (up to 2.0x off) (trtllm/hopper, 7 held-out "
+            "points)");
+}
+
 TEST(ErrorBand, TheEmbeddedModelledBandsLeaveTheUnmodelledRunsOut) {
   const BandTable& t = embedded_bands();
   ASSERT_TRUE(t.classes.count(kUnmodelledBandClass));

@@ -61,11 +61,18 @@ inline constexpr double kUnmodelledBandMinPct = 100.0;
 std::string architecture_class(const model::ModelSpec& model);
 
 /// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
-/// (widened by half for each level it falls back), plus the outside-the-corpus warnings. With no data at
+/// (widened by kExtrapolationWiden for each level it falls back), plus the outside-the-corpus warnings, each
+/// widening it by kExtrapolationWiden again. With no data at
 /// all the band is +-50% and says so. A launch on a kernel path the twin has no figure for takes the
 /// kUnmodelledBandClass entry instead (at least kUnmodelledBandMinPct on every metric), with a warning.
 ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                      const BandTable& table);
+
+/// How much wider a band gets for each step away from what the validation measured: a coarser class than
+/// the launch's own, and each extrapolation error_band warns of (a GPU, a GPU count or node count, an
+/// architecture or an engine release outside the corpus). A stated choice, not a fitted figure: the corpus
+/// has no point outside itself to measure it on.
+inline constexpr double kExtrapolationWiden = 1.5;
 
 /// The band table embedded in calibration.json.
 const BandTable& embedded_bands();
