@@ -196,8 +196,14 @@ std::variant<ResolvedLaunch, LaunchFailure> resolve_launch(const LaunchConfig& c
                                                            const hardware::ClusterSpec& cluster) {
   if (auto f = architecture_check(config, model)) return *f;
   auto r = engine_module(config.kind).resolve(config, model, cluster);
-  if (const auto* l = std::get_if<ResolvedLaunch>(&r))
+  if (auto* l = std::get_if<ResolvedLaunch>(&r)) {
     if (auto f = heads_check(*l)) return *f;
+    // The kernel families the step model times (--explain): which GEMM and MoE kernels the engine was
+    // resolved to dispatch, whatever path chose them.
+    std::string kernels = std::string("kernels: linears ") + gemm_kernel_name(l->execution.gemm);
+    if (model.has_moe()) kernels += std::string(", routed experts ") + moe_kernel_name(l->execution.moe);
+    l->notes.push_back(kernels);
+  }
   return r;
 }
 
