@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 
 #include <cmath>
 
@@ -172,6 +173,26 @@ TEST(Repeats, RefusalAndOomAreLaunchedOnceForAllRepeats) {
   EXPECT_EQ(launches["a{}"], 6);  // 3 repeats on s1, then 3 on s2 for the generalization table
   EXPECT_EQ(o.engines[0].steps[0].eval.status, TrialStatus::kStartupRefused);
   EXPECT_EQ(o.engines[1].steps[0].eval.status, TrialStatus::kOutOfMemory);
+}
+
+// The progress line's "best" counts every feasible evaluation of the objective as it ends, not the greedy
+// axis's reference point (which moves only once the axis is done): after engine a's tp4-dp2 trial (120) the
+// line of its next layout value, tp2-dp4 (100), shows it although the axis is still being tried (it showed
+// "best 100.00 ... (a baseline)").
+TEST(Greedy, TheProgressBestMovesWithEachEvaluation) {
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("{tp = 3}"), 8, "{tp = 2, dp = 4}");
+  Study s = parse_study(text, "small.toml", "/data");
+  int launches = 0;
+  std::ostringstream progress;
+  Evaluator ev(s, testing::fake_runner(&launches), RunnerKind::kTwin, nullptr, {}, &progress, nullptr, {});
+  run_search(s, ev, nullptr);
+  const std::string out = progress.str();
+  const auto at = out.find("a layout=tp2-dp4 (greedy");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_NE(line.find("| best 120.00"), std::string::npos) << line;
+  EXPECT_NE(line.find("(a layout=tp4-dp2)"), std::string::npos) << line;
 }
 
 TEST(Greedy, ARunnerExceptionIsAFailedTrialAndTheStudyGoesOn) {
