@@ -138,8 +138,10 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
   // Leading `NAME=value` words (and an `env` program) set environment variables, as in a shell
   // command line or render_command(); they override `env_in`. A launcher in front (mpirun, srun, docker
   // run) is kept as the config's wrapper, and the environment it passes is recorded too.
+  std::map<std::string, std::string> launch_env;  // the variables the launch line itself sets
+  const detail::LaunchWrapper wrap = detail::strip_launch_wrappers(argv_in, launch_env);
   std::map<std::string, std::string> env = env_in;
-  const detail::LaunchWrapper wrap = detail::strip_launch_wrappers(argv_in, env);
+  for (const auto& [k, v] : launch_env) env[k] = v;
   std::vector<std::string> argv(argv_in.begin() + static_cast<std::ptrdiff_t>(wrap.first), argv_in.end());
   argv.insert(argv.begin(), wrap.program.begin(), wrap.program.end());
   if (argv.empty()) {
@@ -158,6 +160,8 @@ LaunchConfig parse_launch_command(const std::vector<std::string>& argv_in,
     c.engine_version = c.image_version;  // the image's release, else (empty) the module's default
   }
   detail::record_env(env, c);
+  for (const auto& [k, v] : launch_env)
+    if (!c.env.count(k)) c.dropped_env.push_back(k);
   // The engine is the module one of whose programs the command starts with (engine_module.h).
   const std::string prog = detail::program_basename(argv[0]);
   std::string module;

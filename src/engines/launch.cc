@@ -408,6 +408,7 @@ std::vector<std::string> inert_flags_of(const LaunchConfig& c, const std::vector
   const std::set<std::string> env(modelled_env.begin(), modelled_env.end());
   for (const auto& [k, v] : c.env)
     if (!env.count(k)) out.push_back(k + " (environment)");
+  for (const auto& k : c.dropped_env) out.push_back(k + " (environment; not an engine variable)");
   return out;
 }
 

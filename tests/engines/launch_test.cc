@@ -660,6 +660,15 @@ TEST(InertFlags, ListedAndNotModelled) {
   auto t = ok("trtllm-serve m --log_level info", "1.2.0rc5", kQwen8, "H100", {{"NCCL_DEBUG", "INFO"}});
   EXPECT_TRUE(has_inert(t, "--log_level"));
   EXPECT_TRUE(has_inert(t, "NCCL_DEBUG (environment)"));
+  // A variable the launch line sets that is no engine's is not kept (nor its value, a token perhaps) but is
+  // named: before, `FOO=1` vanished from the launch without a note. One inherited from the caller's
+  // environment (env_in) is not listed.
+  auto e = ok("env FOO=1 HF_TOKEN=hf_secret vllm serve m", "0.13.0", kQwen8, "H100", {{"HOME", "/root"}});
+  EXPECT_TRUE(has_inert(e, "FOO (environment; not an engine variable)"));
+  EXPECT_TRUE(has_inert(e, "HF_TOKEN (environment; not an engine variable)"));
+  EXPECT_FALSE(has_inert(e, "HOME"));
+  EXPECT_EQ(e.config.env.count("FOO"), 0u);
+  for (const auto& f : e.inert_flags) EXPECT_EQ(f.find("hf_secret"), std::string::npos) << f;
 }
 
 TEST(CheckRequest, ContextLengthPerEngine) {

@@ -170,6 +170,9 @@ struct LaunchConfig {
   std::string image_version;
   std::vector<std::string> argv;  ///< the engine command as given, after any wrapper (argv[0] = program)
   std::map<std::string, std::string> env;  ///< engine-relevant environment variables that were set
+  /// Names of the variables the launch line sets that are not engine variables (not kept in `env`, their
+  /// values never recorded); each is noted as having no modelled effect.
+  std::vector<std::string> dropped_env;
   /// Canonical names of the options given explicitly (e.g. "--max-num-seqs", "--tp-size", "--tp_size").
   std::set<std::string> explicit_flags;
   /// Real options accepted but not modelled, in command-line order.
