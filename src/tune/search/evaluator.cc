@@ -360,10 +360,12 @@ Evaluation Evaluator::evaluate(const CandidateConfig& config_in, const std::vect
   ev.inconclusive = !ev.feasible && !trial_status_judges_config(ev.status);
   apply_primary_objective(study_, *this, ev, ids);  // [[objectives]] slo_goodput / tokens_per_gpu first
   // The progress line's "best": every feasible evaluation of the objective's scenarios counts as it ends,
-  // whatever search made it (a greedy axis's reference point moves only once the axis is done).
+  // whatever search made it (the one place it is kept: no search tracks its own).
   if (ev.feasible && ids == study_.objective.scenarios &&
-      (best_label_.empty() || ev.objective.mean > best_value_))
-    note_best(ev.config.engine + " " + ev.label, ev.objective.mean);
+      (best_label_.empty() || ev.objective.mean > best_value_)) {
+    best_label_ = ev.config.engine + " " + ev.label;
+    best_value_ = ev.objective.mean;
+  }
   return ev;
 }
 

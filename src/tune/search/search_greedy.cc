@@ -114,18 +114,9 @@ void retry_failures(const SearchSpace& space, Evaluator& target, EnginePath& p, 
 
 void search_greedy(const SearchSpace& space, Evaluator& target, SearchOutcome& out) {
   pick_baselines(space, target, out, "baseline");
-  const Evaluation* best_seen = nullptr;
-  for (const auto& p : out.engines) track_best(target, p.baseline, best_seen);
-  double best_value = best_seen ? best_seen->objective.mean : 0;
   for (auto& p : out.engines) {
     Evaluation incumbent = p.baseline;
-    for (const auto& axis : space.axes(p.engine)) {
-      try_knob(space, target, axis, p, incumbent);
-      if (incumbent.feasible && incumbent.objective.mean > best_value) {
-        best_value = incumbent.objective.mean;
-        target.note_best(p.engine + " " + incumbent.label, best_value);
-      }
-    }
+    for (const auto& axis : space.axes(p.engine)) try_knob(space, target, axis, p, incumbent);
     retry_failures(space, target, p, incumbent);
     p.best = incumbent;
   }

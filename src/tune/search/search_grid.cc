@@ -12,14 +12,12 @@ namespace {
 
 /// Every grid point evaluated in `phase`, best first.
 std::vector<Evaluation> evaluate_grid(const SearchSpace& space, Evaluator& ev, const std::string& phase) {
-  const Evaluation* best_seen = nullptr;  // points into `evals`: reserved so it never reallocates
   std::vector<Evaluation> evals;
   const auto configs = space.grid();
   evals.reserve(configs.size());
   ev.prefetch(configs, space.objective_scenarios(), phase);  // independent: in parallel where the target can
   for (const auto& c : configs) {
     evals.push_back(ev.evaluate(c, space.objective_scenarios(), phase));
-    track_best(ev, evals.back(), best_seen);
   }
   std::stable_sort(evals.begin(), evals.end(), ranks_above);
   return evals;
@@ -85,14 +83,12 @@ void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome
     }
     g.neighbourhood = static_cast<int>(configs.size());
   }
-  const Evaluation* best_seen = nullptr;  // points into `evals`: reserved so it never reallocates
   std::vector<Evaluation> evals;
   evals.reserve(configs.size() + 1);
   evals.push_back(out.best);
   for (const auto& c : configs) {
     if (space.invalid(c)) continue;  // pruned before launch: nothing to predict, nothing to record
     evals.push_back(twin.evaluate(c, space.objective_scenarios(), "grid-check"));
-    track_best(twin, evals.back(), best_seen);
   }
   std::stable_sort(evals.begin(), evals.end(), ranks_above);
   g.run = true;

@@ -135,12 +135,6 @@ std::string failure_decision(const Evaluation& e) {
   return "infeasible: " + e.reason;
 }
 
-void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best) {
-  if (!e.feasible) return;
-  if (!best || e.objective.mean > best->objective.mean) best = &e;
-  ev.note_best(best->config.engine + " " + best->label, best->objective.mean);
-}
-
 void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out,
                     const std::string& phase) {
   std::vector<CandidateConfig> baselines;

@@ -66,9 +66,6 @@ bool ranks_above(const Evaluation& a, const Evaluation& b);
 /// The decision text of an evaluation that failed or is infeasible ("rejected: ...", "failed (oom): ...", and
 /// "no verdict (invalid): ..." for an inconclusive one).
 std::string failure_decision(const Evaluation& e);
-/// Tells the progress display about a new best feasible evaluation; `best` tracks it (points into storage
-/// that must not reallocate).
-void track_best(Evaluator& ev, const Evaluation& e, const Evaluation*& best);
 /// Evaluates each engine's baseline into out.engines and picks out.best_baseline.
 void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out,
                     const std::string& phase);

@@ -78,12 +78,10 @@ std::string measure_while_some_can_win(const SearchSpace& space, Evaluator& targ
 
 void search_twin_guided(const SearchSpace& space, Evaluator& target, Evaluator& twin, SearchOutcome& out) {
   std::vector<Evaluation> predicted;
-  const Evaluation* best_seen = nullptr;  // points into `predicted`: reserve so it never reallocates
   const auto configs = space.grid();
   predicted.reserve(configs.size());
   for (const auto& c : configs) {
     predicted.push_back(twin.evaluate(c, space.objective_scenarios(), "rank"));
-    track_best(twin, predicted.back(), best_seen);
   }
   std::stable_sort(predicted.begin(), predicted.end(), ranks_above);
   TwinGuidedSummary sum;

@@ -129,8 +129,6 @@ class Evaluator {
   /// Runs per point: study.repeats, except 1 on the twin (its predictions are deterministic, so a repeat
   /// would only copy the first run and report a ± 0.00 confidence interval).
   int repeats() const;
-  /// Reports a new best objective value to the progress display.
-  void note_best(const std::string& label, double value) { best_label_ = label, best_value_ = value; }
   /// The twin evaluator whose SLO search brackets this one's (--target local; tune/load.h). May be null.
   void set_load_guide(Evaluator* twin) { load_guide_ = twin; }
   Evaluator* load_guide() const { return load_guide_; }
@@ -199,6 +197,10 @@ class Evaluator {
   std::filesystem::path log_dir_;
   int planned_ = 0, done_ = 0, launched_ = 0, missing_ = 0;
   double launched_wall_s_ = 0;
+  /// The progress display's best: the best feasible evaluation of the objective's scenarios so far
+  /// (evaluate), by its label and objective value.
+  /// The progress display's best: the best feasible evaluation of the objective's scenarios so far
+  /// (evaluate), by its label and objective value.
   std::string best_label_;
   double best_value_ = 0;
   Evaluator* load_guide_ = nullptr;
