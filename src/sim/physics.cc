@@ -107,6 +107,17 @@ double moe_slice_s0(MoeKernel k, Generation g) {
   return 0;
 }
 
+/// `e` of a weight-only MoE kernel that unpacks its weights in the mainloop, on `g`: on Hopper its weight
+/// read is bound by the SMs' unpacking at `upcast_Bps_per_sm` (KernelEfficiency::upcast_Bps_per_sm), and
+/// HBM, no longer the bound, is reached up to 0.90 (Marlin's H100 fit in scripts/moe_upcast_fit.py: 0.90 of
+/// HBM) [derived]; elsewhere no table measures it and `e` stays as it is.
+KernelEfficiency unpacked_on_hopper(KernelEfficiency e, Generation g, double upcast_Bps_per_sm) {
+  if (g != Generation::kHopper) return e;
+  e.memory = 0.90;
+  e.upcast_Bps_per_sm = upcast_Bps_per_sm;
+  return e;
+}
+
 /// The family's efficiencies at large expert slices (moe_efficiency without slice_s0), each with its source.
 KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
   const bool amp = ampere_like(g);
@@ -127,17 +138,11 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
       // figures on both GPUs: FlashAttention-2 reaches ~35% of peak on H100 (gpu-kernel-facts.md §2.2) and
       // ~60% on A100 (FA2 paper: 50-73%), so Marlin's Ampere 0.45 x 0.35 / 0.60 = 0.26 on Hopper [derived].
       if (amp) return {0.45, 0.75, 16, "Marlin MoE weight-only [recalled, unverified]"};
-      KernelEfficiency e{
-          0.26, 0.75, 16,
-          "Marlin MoE on Hopper (mma.sync, no wgmma): its Ampere efficiency x FlashAttention-2's "
-          "H100 / A100 ratio (0.35 / 0.60, gpu-kernel-facts.md §2.2) [derived]"};
-      if (g == Generation::kHopper) {
-        // The weight read is bound by the unpacking; HBM is reached up to 0.90 (the H100 fit of
-        // scripts/moe_upcast_fit.py) [derived].
-        e.memory = 0.90;
-        e.upcast_Bps_per_sm = kHopperMarlinUpcastBpsPerSm;
-      }
-      return e;
+      return unpacked_on_hopper({0.26, 0.75, 16,
+                                 "Marlin MoE on Hopper (mma.sync, no wgmma): its Ampere efficiency x "
+                                 "FlashAttention-2's H100 / A100 ratio (0.35 / 0.60, gpu-kernel-facts.md "
+                                 "§2.2) [derived]"},
+                                g, kHopperMarlinUpcastBpsPerSm);
     }
     case MoeKernel::kTritonKernels: {
       // Hopper: the MXFP4 values and E8M0 scales are upcast to BF16 inside the mainloop (no FP4 MMA on
@@ -147,15 +152,11 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
       // opt_flags [recalled]), so a decode step pads each touched expert to 16 rows, not 64.
       if (amp)
         return {0.45, 0.70, 16, "OpenAI triton_kernels matmul_ogs, MXFP4 weights on BF16 MMAs [unverified]"};
-      KernelEfficiency e{moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
-                         "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no figure "
-                         "found, Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) [unverified]"};
-      if (g == Generation::kHopper) {
-        // The weight read is bound by the unpacking, below Marlin's HBM ceiling [derived].
-        e.memory = 0.90;
-        e.upcast_Bps_per_sm = kHopperTritonKernelsUpcastBpsPerSm;
-      }
-      return e;
+      return unpacked_on_hopper({moe_efficiency(MoeKernel::kMarlinMoe, g).compute, 0.70, 16,
+                                 "OpenAI triton_kernels matmul_ogs on Hopper, MXFP4 upcast to BF16 wgmma: no "
+                                 "figure found, Marlin MoE's on Hopper (gpt-oss-120b on H100, vLLM 0.10.2) "
+                                 "[unverified]"},
+                                g, kHopperTritonKernelsUpcastBpsPerSm);
     }
     case MoeKernel::kFlashInferTrtllm:
       // Rows: the TRT-LLM-gen MoE runner tiles each expert's rows by tile_tokens_dim = next_pow2(tokens x
