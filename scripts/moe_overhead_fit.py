@@ -56,6 +56,26 @@ def load(path):
     return cols
 
 
+def balanced_decode_rows(path, kernel, dtype):
+    """The rows of the moe_perf table at `path` both fits use: `kernel`'s `dtype` rows with balanced routing,
+    expert parallelism 1, at least 32 experts and TOKENS tokens, as dicts (hidden, inter, topk, experts, tp,
+    tokens, latency_ms, touched = min(experts, tokens x top-k), params = 3 x hidden x inter / tp, the
+    parameters of one expert's slice)."""
+    c = load(path)
+    out = []
+    for i in range(len(c["latency"])):
+        if (c["kernel_source"][i], c["moe_dtype"][i], c["distribution"][i]) != (kernel, dtype, "balanced"):
+            continue
+        tokens, experts = c["num_tokens"][i], c["num_experts"][i]
+        if c["moe_ep_size"][i] != 1 or experts < 32 or tokens not in TOKENS:
+            continue
+        hidden, inter, topk, tp = c["hidden_size"][i], c["inter_size"][i], c["topk"][i], c["moe_tp_size"][i]
+        out.append({"hidden": hidden, "inter": inter, "topk": topk, "experts": experts, "tp": tp,
+                    "tokens": tokens, "latency_ms": c["latency"][i], "touched": min(experts, tokens * topk),
+                    "params": 3.0 * hidden * inter / tp})
+    return out
+
+
 def solve(x, y):
     """Least squares y ~ x (rows of regressors), by the normal equations."""
     n = len(x[0])
@@ -79,18 +99,10 @@ def main():
         if not os.path.exists(path):
             print(f"{table}: missing, skipped")
             continue
-        c = load(path)
         x, y = [], []
-        for i in range(len(c["latency"])):
-            if (c["kernel_source"][i], c["moe_dtype"][i], c["distribution"][i]) != (kernel, dtype, "balanced"):
-                continue
-            tokens, experts = c["num_tokens"][i], c["num_experts"][i]
-            if c["moe_ep_size"][i] != 1 or experts < 32 or tokens not in TOKENS:
-                continue
-            slice_bytes = 3.0 * c["hidden_size"][i] * c["inter_size"][i] / c["moe_tp_size"][i] * bpp
-            touched = min(experts, tokens * c["topk"][i])
-            x.append((1.0, touched, touched * slice_bytes / hbm))
-            y.append(c["latency"][i] * 1e-3)
+        for r in balanced_decode_rows(path, kernel, dtype):
+            x.append((1.0, r["touched"], r["touched"] * r["params"] * bpp / hbm))
+            y.append(r["latency_ms"] * 1e-3)
         a, t, inv_e = solve(x, y)
         rms = math.sqrt(sum(((v - a - t * r[1] - inv_e * r[2]) / v) ** 2 for r, v in zip(x, y)) / len(y))
         print(f"{table} {kernel} {dtype}: {len(y)} rows, a {a * 1e6:.1f} us, t {t * 1e6:.2f} us, "

@@ -23,7 +23,7 @@ import os
 import statistics
 import sys
 
-from moe_overhead_fit import load, solve
+from moe_overhead_fit import balanced_decode_rows, solve
 
 # (family, table under the store, kernel_source, moe_dtype, bytes per parameter). Bytes per parameter:
 # int4 with a BF16 scale per 128 [assumption: the collector's group size]; MXFP4 with an E8M0 scale per 32.
@@ -37,26 +37,12 @@ TABLES = [
 ]
 # (store folder, HBM bytes/s, SMs) of src/hardware/gpus.json.
 GPUS = [("h100_sxm", 3.35e12, 132), ("h200_sxm", 4.8e12, 132)]
-TOKENS = {1, 2, 4, 8, 16, 32, 64}
 
 
 def rows(store, gpu, table, kernel, dtype):
-    """(key, latency ms, touched, slice bytes) of the fitted rows of one table; [] when it is missing."""
+    """balanced_decode_rows of one GPU's table; [] when it is missing."""
     path = os.path.join(store, gpu, "moe", table, "moe_perf.ops")
-    if not os.path.exists(path):
-        return []
-    c = load(path)
-    out = []
-    for i in range(len(c["latency"])):
-        if (c["kernel_source"][i], c["moe_dtype"][i], c["distribution"][i]) != (kernel, dtype, "balanced"):
-            continue
-        tokens, experts = c["num_tokens"][i], c["num_experts"][i]
-        if c["moe_ep_size"][i] != 1 or experts < 32 or tokens not in TOKENS:
-            continue
-        key = (c["hidden_size"][i], c["inter_size"][i], c["topk"][i], experts, c["moe_tp_size"][i], tokens)
-        out.append((key, c["latency"][i], min(experts, tokens * c["topk"][i]),
-                    3.0 * c["hidden_size"][i] * c["inter_size"][i] / c["moe_tp_size"][i]))
-    return out
+    return balanced_decode_rows(path, kernel, dtype) if os.path.exists(path) else []
 
 
 def main():
@@ -69,9 +55,10 @@ def main():
             if len(r) < 4:
                 print(f"{gpu}/{table} {kernel}: missing, skipped")
                 continue
-            by_gpu[gpu] = {k: ms for k, ms, _, _ in r}
-            x = [(1.0, touched, touched * params * bpp) for _, _, touched, params in r]
-            y = [ms * 1e-3 for _, ms, _, _ in r]
+            by_gpu[gpu] = {(q["hidden"], q["inter"], q["topk"], q["experts"], q["tp"], q["tokens"]): q["latency_ms"]
+                           for q in r}
+            x = [(1.0, q["touched"], q["touched"] * q["params"] * bpp) for q in r]
+            y = [q["latency_ms"] * 1e-3 for q in r]
             a, t, inv_r = solve(x, y)
             rate = 1 / inv_r
             rms = math.sqrt(sum(((v - a - t * q[1] - inv_r * q[2]) / v) ** 2 for q, v in zip(x, y)) / len(y))
