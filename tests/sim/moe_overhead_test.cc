@@ -9,6 +9,25 @@
 namespace servelab::sim {
 namespace {
 
+// The measured time (ms) of gpt-oss-120b's experts (hidden 2880, intermediate 2880, 128 experts, top 4)
+// through vLLM's triton_kernels MXFP4 MoE (vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic, BF16
+// activations), balanced routing, expert parallelism 1, at moe_tp `tp` and `tokens` tokens, from `table`.
+double gpt_oss_triton_mxfp4_ms(const ops::OpTable& table, int tp, double tokens) {
+  const auto row = table.lookup(
+      {{"kernel_source", std::string("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic")},
+       {"moe_dtype", std::string("w4a16_mxfp4")},
+       {"distribution", std::string("balanced")},
+       {"hidden_size", 2880.0},
+       {"inter_size", 2880.0},
+       {"topk", 4.0},
+       {"num_experts", 128.0},
+       {"moe_tp_size", double(tp)},
+       {"moe_ep_size", 1.0},
+       {"num_tokens", tokens}});
+  EXPECT_TRUE(row.ok) << row.detail;
+  return row.latency_ms;
+}
+
 // The same experts sliced 4x thinner: Qwen3-30B-like experts (hidden 4096, intermediate 1536, 128 experts,
 // top 8) through vLLM 0.14.0's Marlin MoE with int4 weights on H100, 16 tokens with balanced routing, so 128
 // rows, one per expert: every expert is touched. moe_perf (vllm_marlin_moe, int4_wo, balanced, ep 1) times
@@ -71,21 +90,7 @@ TEST(MoeOverhead, TensorParallelSlicesLoseComputeEfficiency) {
   const auto store = ops::OpStore::open(ops::OpStore::default_dir());
   const auto table = store.table("h100_sxm", "vllm", "0.24.0", "moe_perf");
   ASSERT_TRUE(table) << "no H100 vLLM 0.24.0 moe_perf in " << store.dir() << " (make deps builds it)";
-  auto measured_ms = [&](int tp) {
-    const auto row = table->lookup(
-        {{"kernel_source", std::string("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic")},
-         {"moe_dtype", std::string("w4a16_mxfp4")},
-         {"distribution", std::string("balanced")},
-         {"hidden_size", 2880.0},
-         {"inter_size", 2880.0},
-         {"topk", 4.0},
-         {"num_experts", 128.0},
-         {"moe_tp_size", double(tp)},
-         {"moe_ep_size", 1.0},
-         {"num_tokens", 8192.0}});
-    EXPECT_TRUE(row.ok) << row.detail;
-    return row.latency_ms;
-  };
+  auto measured_ms = [&](int tp) { return gpt_oss_triton_mxfp4_ms(*table, tp, 8192); };
   const double measured = measured_ms(1) / measured_ms(8);
   EXPECT_NEAR(measured, 4.843, 0.001);
 
@@ -126,20 +131,7 @@ TEST(MoeOverhead, WeightOnlyKernelsUnpackAtTheSameRateOnH100AndH200) {
     const auto table = store.table(gpu, "vllm", "0.24.0", "moe_perf");
     EXPECT_TRUE(table) << "no " << gpu << " vLLM 0.24.0 moe_perf in " << store.dir()
                        << " (make deps builds it)";
-    if (!table) return 0.0;
-    const auto row = table->lookup(
-        {{"kernel_source", std::string("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic")},
-         {"moe_dtype", std::string("w4a16_mxfp4")},
-         {"distribution", std::string("balanced")},
-         {"hidden_size", 2880.0},
-         {"inter_size", 2880.0},
-         {"topk", 4.0},
-         {"num_experts", 128.0},
-         {"moe_tp_size", 4.0},
-         {"moe_ep_size", 1.0},
-         {"num_tokens", 32.0}});
-    EXPECT_TRUE(row.ok) << row.detail;
-    return row.latency_ms;
+    return table ? gpt_oss_triton_mxfp4_ms(*table, 4, 32) : 0.0;
   };
   const double h100_ms = measured_ms("h100_sxm"), h200_ms = measured_ms("h200_sxm");
   EXPECT_NEAR(h100_ms, 0.2034, 0.0001);
