@@ -482,7 +482,7 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
     // Balanced routing where measured; some shapes were measured only with skewed routing, of which
     // power_law_1.01 is AIConfigurator's default workload [recalled: aiconfigurator's sdk default].
     return of_launch_kernel(*table, q, shape.kernel_sources, [&]() -> std::shared_ptr<const ops::OpCurve> {
-      for (const char* distribution : {"balanced", "power_law_1.01"}) {
+      for (const char* distribution : {"power_law_1.01", "balanced"}) {
         q["distribution"] = std::string(distribution);
         if (table->curve(q, "num_tokens", *curve).ok) return curve;
       }

@@ -1,6 +1,7 @@
 #include "sim/physics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace servelab::sim::detail {
@@ -274,6 +275,39 @@ double gemm_time_s(double m, double n, double k, double weight_bytes, double pea
   const double bytes = weight_bytes + 2.0 * m * (n + k);  // BF16 activations in and out
   const double memory = bytes / (gpu.hbm_bandwidth_Bps * gemm_memory_efficiency(eff, weight_bytes));
   return roofline_s(compute, memory, memory_bound_s);
+}
+
+namespace {
+/// (lambda = tokens x top-k / experts, distinct experts touched under power_law_1.01 routing / under uniform
+/// random routing): the median over the power_law_1.01 rows of AIConfigurator's moe_perf tables (vLLM 0.14.0
+/// H100 / H200 Marlin int4, fused_moe BF16 / FP8; vLLM 0.19.0 B200 FlashInfer TRT-LLM NVFP4; ep 1, >= 32
+/// experts; 140-520 rows per half-octave bin) of the experts each row's latency implies under its table's
+/// balanced-row fit of kMoeCallLatencyS's model, capped at 1 [derived: scripts/moe_routing_fit.py].
+/// power_law_1.01 is AIConfigurator's default workload [recalled: aiconfigurator's sdk default]. The dip
+/// at lambda 1 is where its generator switches regime (tokens x top-k = experts).
+constexpr std::array<std::array<double, 2>, 11> kSkewedTouchedRatio{{{0.25, 1.000},
+                                                                     {0.3536, 1.000},
+                                                                     {0.5, 0.904},
+                                                                     {0.7071, 0.869},
+                                                                     {1, 0.783},
+                                                                     {1.414, 0.903},
+                                                                     {2, 0.851},
+                                                                     {2.828, 0.850},
+                                                                     {4, 0.874},
+                                                                     {5.657, 0.916},
+                                                                     {8, 1.000}}};
+}  // namespace
+
+double routed_experts_touched(double tokens, double top_k, double experts, double experts_local) {
+  if (tokens <= 0 || experts <= 0 || experts_local <= 0 || top_k <= 0) return 0.0;
+  const double uniform = experts_local * (1.0 - std::pow(1.0 - std::min(1.0, top_k / experts), tokens));
+  const double lambda = tokens * top_k / experts;
+  const auto& r = kSkewedTouchedRatio;
+  if (lambda <= r.front()[0] || lambda >= r.back()[0]) return uniform;
+  std::size_t i = 1;
+  while (lambda > r[i][0]) ++i;
+  const double w = std::log(lambda / r[i - 1][0]) / std::log(r[i][0] / r[i - 1][0]);
+  return uniform * (r[i - 1][1] + w * (r[i][1] - r[i - 1][1]));
 }
 
 double moe_time_s(double flops, double bytes, double weight_bytes, double touched, double slice,

@@ -55,6 +55,14 @@ inline constexpr double kLargeGemmWeightBytes = 117e6;
 inline constexpr double kMoeCallLatencyS = 14e-6;
 inline constexpr double kMoeExpertOverheadS = 0.21e-6;
 
+/// Expected number of this rank's routed experts whose weights a step of `tokens` tokens reads, each token
+/// routed to `top_k` of `experts` (the rank holds `experts_local` of them). Routing is skewed, not uniform:
+/// uniform random routing's count, experts_local x (1 - (1 - top_k / experts)^tokens), times the ratio
+/// AIConfigurator's moe_perf tables measure for their default power_law_1.01 workload against it at the load
+/// lambda = tokens x top_k / experts (physics.cc kSkewedTouchedRatio: 0.78 at lambda 1, 1 below 0.35 and
+/// from 8 up). 0 for no tokens or no experts.
+double routed_experts_touched(double tokens, double top_k, double experts, double experts_local);
+
 /// Roofline time of one MoE layer's routed experts, seconds before the kernel scale:
 /// max(flops / (peak x eff.compute x slice / (slice + eff.slice_s0)), bytes / (HBM x eff.memory),
 /// weight_bytes / (SMs x eff.upcast_Bps_per_sm)) + kMoeCallLatencyS + touched x kMoeExpertOverheadS, with

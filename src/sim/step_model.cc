@@ -575,8 +575,7 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
     const double rows = tokens * c.top_k / std::max(1, lay.moe_ep);
-    const double touched =
-        c.experts_local * (1.0 - std::pow(1.0 - c.top_k / std::max(1.0, c.experts), tokens));
+    const double touched = routed_experts_touched(tokens, c.top_k, c.experts, c.experts_local);
     // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
     // fallback kernel; M is the tokens entering the MoE layer on this rank.
     const bool small = tokens < launch_.execution.moe_small_below;

@@ -2,6 +2,8 @@
 // streams below the bandwidth a large one reaches, as the measured moe_perf rows of other shapes say.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "servelab/hardware/hardware.h"
 #include "servelab/ops/op_store.h"
 #include "sim/physics.h"
@@ -11,12 +13,14 @@ namespace {
 
 // The measured time (ms) of gpt-oss-120b's experts (hidden 2880, intermediate 2880, 128 experts, top 4)
 // through vLLM's triton_kernels MXFP4 MoE (vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic, BF16
-// activations), balanced routing, expert parallelism 1, at moe_tp `tp` and `tokens` tokens, from `table`.
-double gpt_oss_triton_mxfp4_ms(const ops::OpTable& table, int tp, double tokens) {
+// activations), expert parallelism 1, at moe_tp `tp` and `tokens` tokens with `distribution` routing, from
+// `table`.
+double gpt_oss_triton_mxfp4_ms(const ops::OpTable& table, int tp, double tokens,
+                               const char* distribution = "balanced") {
   const auto row = table.lookup(
       {{"kernel_source", std::string("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic")},
        {"moe_dtype", std::string("w4a16_mxfp4")},
-       {"distribution", std::string("balanced")},
+       {"distribution", std::string(distribution)},
        {"hidden_size", 2880.0},
        {"inter_size", 2880.0},
        {"topk", 4.0},
@@ -158,6 +162,49 @@ TEST(MoeOverhead, WeightOnlyKernelsUnpackAtTheSameRateOnH100AndH200) {
   const auto b200 = hardware::parse_cluster("1xB200").gpu;
   EXPECT_DOUBLE_EQ(detail::moe_efficiency(engines::MoeKernel::kMarlinMoe, b200.generation).upcast_Bps_per_sm,
                    0);
+}
+
+// Skewed routing (routed_experts_touched): a step touches fewer distinct experts than uniform random routing.
+// Uniform: 1 token x top-8 of 128 touches 8; 32 tokens x top-4 of 128 (lambda 1) touch 128 x (1 - (124 /
+// 128)^32) = 81.66, and the tables' power_law_1.01 rows 0.783 of that = 63.94; from lambda 8 up every expert.
+TEST(MoeRouting, SkewedRoutingTouchesFewerExpertsThanUniform) {
+  EXPECT_DOUBLE_EQ(detail::routed_experts_touched(1, 8, 128, 128), 8.0);
+  const double uniform = 128 * (1 - std::pow(124.0 / 128, 32));
+  EXPECT_NEAR(uniform, 81.66, 0.01);
+  EXPECT_NEAR(detail::routed_experts_touched(32, 4, 128, 128), 0.783 * uniform, 1e-9);
+  // Expert parallelism 4: the rank holds a quarter of the experts and reads a quarter as many.
+  EXPECT_NEAR(detail::routed_experts_touched(32, 4, 128, 32), 0.783 * uniform / 4, 1e-9);
+  // Between bins, log-linear in lambda: lambda 1.5 lies 0.17 of the way from 1.414 (0.903) to 2 (0.851).
+  const double w = std::log(1.5 / 1.414) / std::log(2 / 1.414);
+  EXPECT_NEAR(detail::routed_experts_touched(48, 4, 128, 128),
+              128 * (1 - std::pow(124.0 / 128, 48)) * (0.903 + w * (0.851 - 0.903)), 1e-9);
+  EXPECT_NEAR(detail::routed_experts_touched(256, 8, 128, 128), 128.0, 1e-4);
+  EXPECT_EQ(detail::routed_experts_touched(0, 8, 128, 128), 0.0);
+}
+
+// The count against a table the ratio was not derived from: vLLM 0.24.0's triton_kernels MXFP4 MoE on H200
+// (gpt-oss-120b's experts at moe_tp 4, 32 tokens) takes 0.1879 ms balanced (128 experts touched) and 0.1110
+// ms under power_law_1.01. The roofline by hand (WeightOnlyKernelsUnpackAtTheSameRateOnH100AndH200: 14 us
+// + 1.443 us per touched expert): 63.94 experts = 106.3 us, 4% under the row; uniform routing's 81.66 = 131.8
+// us, 19% over it.
+TEST(MoeRouting, TheSkewedCountTimesAPowerLawRow) {
+  const auto store = ops::OpStore::open(ops::OpStore::default_dir());
+  const auto table = store.table("h200_sxm", "vllm", "0.24.0", "moe_perf");
+  ASSERT_TRUE(table) << "no h200_sxm vLLM 0.24.0 moe_perf in " << store.dir() << " (make deps builds it)";
+  const double skewed_ms = gpt_oss_triton_mxfp4_ms(*table, 4, 32, "power_law_1.01");
+  EXPECT_NEAR(skewed_ms, 0.1110, 0.0001);
+  const auto gpu = hardware::parse_cluster("1xH200").gpu;
+  const auto eff = detail::moe_efficiency(engines::MoeKernel::kTritonKernels, gpu.generation);
+  auto roofline_s = [&](double touched) {
+    const double params = 3.0 * 2880 * 720;
+    const double weights = touched * params * 4.25 / 8;
+    return detail::moe_time_s(2.0 * touched * 16 * params, weights + 2.0 * 128 * (1440 + 2880 + 2 * 2880),
+                              weights, touched, 720, gpu.bf16_flops, eff, gpu);
+  };
+  const double skewed_s = roofline_s(detail::routed_experts_touched(32, 4, 128, 128));
+  EXPECT_NEAR(skewed_s, 106.3e-6, 0.2e-6);
+  EXPECT_NEAR(skewed_s / (skewed_ms * 1e-3), 1.0, 0.06);
+  EXPECT_GT(roofline_s(128 * (1 - std::pow(124.0 / 128, 32))) / (skewed_ms * 1e-3), 1.15);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
@@ -201,8 +202,9 @@ TEST(StepModel, ElementwiseBytesOfAQwen3_32bLayer) {
 
 // Routed experts and prefill attention from the measured tables. Qwen3-235B-A22B (94 layers of 128 experts,
 // top 8, hidden 4096, expert intermediate 1536, BF16) at TP4 on H100, vLLM: moe_perf of vLLM 0.14.0 (the
-// newest measured release not newer than the launch's 0.17.0) row vllm_fused_moe, balanced, moe_tp_size 4,
-// num_tokens 8: 0.22317866484324136 ms per layer; the router (8 x 4096 x 128 BF16) stays the roofline, well
+// newest measured release not newer than the launch's 0.17.0) row vllm_fused_moe, power_law_1.01 (the
+// skewed routing the twin models; balanced takes 0.2232 ms), moe_tp_size 4, num_tokens 8: 0.17569920420646667
+// ms per layer; the router (8 x 4096 x 128 BF16) stays the roofline, well
 // under 2 us a layer. Prefill of one 1000-token prompt (pairs 1000^2 / 2): the attention core is
 // context_attention_perf at batch 1, isl 1000, 16 / 1 heads of 128 (64 / 4 over TP4), as the table says.
 TEST(StepModel, MeasuredMoeAndPrefillAttention) {
@@ -229,8 +231,8 @@ TEST(StepModel, MeasuredMoeAndPrefillAttention) {
   ASSERT_TRUE(ar.ok) << ar.detail;
   EXPECT_NEAR(ar.latency_ms, 0.00531328022480011, 1e-9);
   EXPECT_NEAR(cost.comm_s, 94 * 2 * ar.latency_ms * 1e-3, 1e-9);
-  EXPECT_NEAR(cost.moe_s, 94 * 0.22317866484324136e-3, 94 * 2e-6);
-  EXPECT_GT(cost.moe_s, 94 * 0.22317866484324136e-3);
+  EXPECT_NEAR(cost.moe_s, 94 * 0.17569920420646667e-3, 94 * 2e-6);
+  EXPECT_GT(cost.moe_s, 94 * 0.17569920420646667e-3);
   ASSERT_EQ(sm.measured_notes().size(), 4u);
   EXPECT_EQ(sm.measured_notes()[2],
             "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm vllm 0.14.0, the newest measured "
@@ -453,7 +455,8 @@ TEST(StepModel, Mxfp8ActivationsTakeTheirOwnMoeRows) {
 // FlashInfer's TRT-LLM-gen MoE on Blackwell tiles each expert's rows by 8 to 64 tokens
 // (get_tile_tokens_dim), so a decode step of gpt-oss-120b (36 layers of 128 experts, top 4, hidden 2880,
 // MXFP4 experts of 2 x 2880 x 2880 up and 2880 x 2880 down) on 1xB200 at 16 tokens reads the touched
-// experts' weights and is memory-bound: 128 x (1 - (1 - 4/128)^16) = 50.0 experts touched, each
+// experts' weights and is memory-bound: 128 x (1 - (1 - 4/128)^16) = 50.0 experts under uniform routing, x
+// 0.904 under skewed routing at lambda 16 x 4 / 128 = 0.5 (routed_experts_touched) = 45.2 touched, each
 // 3 x 2880 x 2880 x 4.25 bits; 64 rows of activations (2 x 5760 + 2 x 2880 ... BF16). Before, every touched
 // expert was padded to a 128-row tile at BF16 peak and the step came out 2.5x too slow (vLLM 0.11 on B200).
 TEST(StepModel, BlackwellTrtllmGenMoePadsDecodeToEightRows) {
@@ -467,7 +470,7 @@ TEST(StepModel, BlackwellTrtllmGenMoePadsDecodeToEightRows) {
   const auto cost = StepModel(l, c).cost({&load, 1}, 16, true, false);
   const auto eff = detail::moe_efficiency(engines::MoeKernel::kFlashInferTrtllm, c.gpu.generation);
   EXPECT_EQ(eff.min_rows, 8);
-  const double touched = 128 * (1 - std::pow(1 - 4.0 / 128, 16));
+  const double touched = 128 * (1 - std::pow(1 - 4.0 / 128, 16)) * 0.904;
   const double weights = touched * 3.0 * 2880 * 2880 * m.quantization.experts.bytes_per_param();
   const double bytes = weights + 16 * 4 * (2 * 2880 + 2880 + 2 * 2880) * 2.0;
   const double router = 36 * 2e-6;  // the router GEMM (16 x 2880 x 128 BF16), a few microseconds a layer
@@ -730,20 +733,22 @@ TEST(StepModel, Qwen3_32bPrefillIsTheGemmFlops) {
   EXPECT_NEAR(cost.memory_s, lm, 1e-9);
 }
 
-// Routed experts: with T tokens a layer touches 1 - (1 - k/E)^T of its experts and reads only those.
-// Qwen3-235B-A22B-FP8 (128 experts, top-8) at TP4, fused Triton MoE (0.70 of HBM): per layer the touched
-// experts' FP8 slices (768 x 4096 + 4096 x 384 params x 1.000244 B each), the routed rows' activations
-// (8T x (768 + 4096 + 2 x 4096) x 2 B) and the BF16 router (128 x 4096 x 2 B + its activations at 0.80).
+// Routed experts: with T tokens a layer touches 1 - (1 - k/E)^T of its experts under uniform routing, times
+// the skewed-routing ratio at lambda = T x k / E (routed_experts_touched: 1 up to 0.35, 0.874 at 4), and
+// reads only those. Qwen3-235B-A22B-FP8 (128 experts, top-8) at TP4, fused Triton MoE (0.70 of HBM): per
+// layer the touched experts' FP8 slices (768 x 4096 + 4096 x 384 params x 1.000244 B each), the routed rows'
+// activations (8T x (768 + 4096 + 2 x 4096) x 2 B) and the BF16 router (128 x 4096 x 2 B + its activations at
+// 0.80).
 TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
   const auto m = corpus_model("qwen3-235b-a22b-instruct-2507-fp8");
   const auto c = hardware::parse_cluster("4xH100");
   const StepModel sm(test_launch(m, c, 4), c);
   const double B = 3.35e12, blk = 1 + 4.0 / 16384;
-  for (int T : {1, 4, 64}) {
+  for (const auto [T, skew] : {std::pair{1, 1.0}, {4, 1.0}, {64, 0.874}}) {
     RankLoad r = decode_one(1000);
     r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
     r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
-    const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
+    const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T)) * skew;
     const double experts =
         touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
     const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
@@ -755,10 +760,10 @@ TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
 
 // vLLM's TritonOrDeepGemmExperts: a 64-token decode step of Qwen3-235B FP8 on 4xH100 is below DeepGEMM's
 // 128-row M alignment, so its experts run fused_moe Triton (0.70 of HBM) rather than DeepGEMM (0.80).
-// Both are weight-read bound here: the touched experts, 128 x (1 - (1 - 8/128)^64) = 126.7 of them, each
-// (768 x 4096 + 4096 x 384) FP8 weights with a 4/16384 block-scale overhead, plus the rows' activations.
-// DeepGEMM's compute (2 x 126.7 x 64 rows x 4.72 M params = 76.6 GFLOP at 0.62 of 1,979 TFLOPS = 62 us)
-// stays under its 219 us read.
+// Both are weight-read bound here: the touched experts, 128 x (1 - (1 - 8/128)^64) x 0.874 (skewed routing at
+// lambda 4) = 110.7 of them, each (768 x 4096 + 4096 x 384) FP8 weights with a 4/16384 block-scale overhead,
+// plus the rows' activations. DeepGEMM's compute (2 x 110.7 x 64 rows x 4.72 M params = 66.9 GFLOP at 0.62 of
+// 1,979 TFLOPS = 55 us) stays under its 192 us read.
 TEST(StepModel, VllmSmallDecodeStepsRunTheTritonExperts) {
   const auto m = corpus_model("qwen3-235b-a22b-instruct-2507-fp8");
   const auto c = hardware::parse_cluster("4xH100");
@@ -773,7 +778,7 @@ TEST(StepModel, VllmSmallDecodeStepsRunTheTritonExperts) {
   RankLoad r = decode_one(1000);
   r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
   r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
-  const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T));
+  const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T)) * 0.874;
   const double experts =
       touched * (768.0 * 4096 + 4096.0 * 384) * blk + 8.0 * T * (768 + 4096 + 2 * 4096) * 2;
   const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
@@ -818,10 +823,10 @@ TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
 // The roofline MoE's time, when its weight read bounds it, is not divided by the kernel scale: its read rate
 // and fixed costs are the measured tables' (physics.h moe_time_s), as a memory-bound dense GEMM's.
 // gpt-oss-120b on one H100 through triton_kernels: a decode step of 32 requests touches 128 x (1 - (1 -
-// 4/128)^32) = 81.5 experts a layer, 81.5 x 3 x 2880 x 2880 x 4.25 / 8 B = 1.08 GB, read at 132 SMs x 20.3
-// GB/s in 402 us, where the padded rows' compute (81.5 x 16 rows) takes 2 x 1304 x 24.9 M / (0.26 x 989 T x
-// 0.911) = 277 us: the whole MoE (with its BF16 router) is in the unscaled memory_s. An 8192-token prefill is
-// compute-bound: its experts stay in the scaled part.
+// 4/128)^32) x 0.783 (skewed routing at lambda 1) = 63.9 experts a layer, 63.9 x 3 x 2880 x 2880 x 4.25 / 8 B
+// = 0.845 GB, read at 132 SMs x 20.3 GB/s in 315 us, where the padded rows' compute (63.9 x 16 rows) takes 2
+// x 1023 x 24.9 M / (0.26 x 989 T x 0.911) = 217 us: the whole MoE (with its BF16 router) is in the unscaled
+// memory_s. An 8192-token prefill is compute-bound: its experts stay in the scaled part.
 TEST(StepModel, AMemoryBoundMoeIsNotScaledByTheKernelScale) {
   const auto m = corpus_model("gpt-oss-120b");
   const auto c = hardware::parse_cluster("1xH100");
@@ -832,7 +837,7 @@ TEST(StepModel, AMemoryBoundMoeIsNotScaledByTheKernelScale) {
   d.requests = d.decode_requests = d.query_tokens = d.sampled_tokens = 32;
   d.decode_pairs[0] = d.decode_kv_tokens[0] = 32 * 1000;
   const auto decode = sm.cost({&d, 1}, 32, true, false);
-  EXPECT_GT(decode.moe_s, 36 * 402e-6);
+  EXPECT_GT(decode.moe_s, 36 * 315e-6);
   EXPECT_GE(decode.memory_s, decode.moe_s);
   RankLoad p;
   p.requests = p.prefill_requests = p.sampled_tokens = 1;
