@@ -744,7 +744,7 @@ TEST(StepModel, MoeReadsOnlyTheTouchedExperts) {
   const auto c = hardware::parse_cluster("4xH100");
   const StepModel sm(test_launch(m, c, 4), c);
   const double B = 3.35e12, blk = 1 + 4.0 / 16384;
-  for (const auto [T, skew] : {std::pair{1, 1.0}, {4, 1.0}, {64, 0.874}}) {
+  for (const auto& [T, skew] : {std::pair{1, 1.0}, {4, 1.0}, {64, 0.874}}) {
     RankLoad r = decode_one(1000);
     r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
     r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
