@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 
 namespace servelab::bench {
@@ -18,9 +19,22 @@ std::string ready_attempt_line(const client::ReadyAttempt& a) {
   return line;
 }
 
+namespace {
+/// Whether an error body says the requested model is not served (vLLM / SGLang: "The model `X` does not
+/// exist."; others: "model ... not found").
+bool names_unknown_model(std::string error) {
+  for (char& ch : error) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return error.find("model") != std::string::npos &&
+         (error.find("does not exist") != std::string::npos || error.find("not found") != std::string::npos);
+}
+}  // namespace
+
 std::string backend_hint(const RunOptions& c, const metrics::RequestOutput& failure) {
   if (failure.failure != metrics::FailureKind::kHttpStatus) return {};
   if (failure.http_status != 404 && failure.http_status != 405) return {};
+  if (failure.http_status == 404 && names_unknown_model(failure.error))
+    return " Hint: the server does not serve the requested model: pass --model (or --served-model-name) as "
+           "one of the ids GET /v1/models lists, or leave --model out to use the server's first model.";
   if (c.backend == "openai-chat")
     return fmt::format(
         " Hint: the server has no {} (HTTP {}); if it serves only the completions API, use --backend openai "

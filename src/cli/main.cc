@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Help and --version exit 0; every usage error exits 2, as argparse (and so vLLM's own CLI) does,
+    // not with CLI11's per-kind codes (105 for a value out of range, ...).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const ExitRequest& r) {
     return r.code;
   } catch (const std::exception& e) {

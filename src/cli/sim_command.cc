@@ -47,6 +47,7 @@ struct SimRunArgs {
   bool explain = false;
   std::vector<std::string> launch;
   bench::RunOptions bench;
+  std::vector<std::string> client_only_flags;  ///< bench flags given that the twin has no use for
 };
 
 std::string twin_view_block(const sim::TwinView& v) {
@@ -228,6 +229,53 @@ void refuse_workload_flags_beside_scenario(const CLI::App& run, const std::strin
   throw ExitRequest{2};
 }
 
+/// The bench serve flags given on `run` that change nothing in a prediction: the twin has no server to
+/// connect to (--base-url, --header, --preconnect, --ready-check-timeout-sec, ...), runs no warm-up and one
+/// schedule (--num-warmups, --shard, --start-at), never times a request out (--request-timeout-s) and has
+/// no sampler (--temperature, --top-p, ..., --logprobs, --extra-body). Each is named in a note.
+std::vector<std::string> client_only_flags(const CLI::App& run) {
+  static constexpr std::array<std::string_view, 22> kClientOnly = {"base-url",
+                                                                   "host",
+                                                                   "port",
+                                                                   "header",
+                                                                   "insecure",
+                                                                   "preconnect",
+                                                                   "num-warmups",
+                                                                   "shard",
+                                                                   "start-at",
+                                                                   "ntp-server",
+                                                                   "request-timeout-s",
+                                                                   "temperature",
+                                                                   "top-p",
+                                                                   "top-k",
+                                                                   "min-p",
+                                                                   "frequency-penalty",
+                                                                   "presence-penalty",
+                                                                   "repetition-penalty",
+                                                                   "logprobs",
+                                                                   "extra-body",
+                                                                   "ready-check-timeout-sec",
+                                                                   "use-beam-search"};
+  std::vector<std::string> given;
+  for (const CLI::Option* o : run.get_options()) {
+    if (o->count() == 0) continue;
+    for (const std::string& name : o->get_lnames())
+      if (std::find(kClientOnly.begin(), kClientOnly.end(), name) != kClientOnly.end())
+        given.push_back("--" + name);
+  }
+  return given;
+}
+
+/// Prompt tokens every request of a group shares with the others by the dataset's construction (0 when
+/// the dataset does not share prefixes by construction): prefix_repetition's prefix, random's
+/// --random-prefix-len, sonnet's prefix.
+int shared_prefix_tokens(const bench::RunOptions& b) {
+  if (b.dataset_name == "prefix_repetition") return b.prefix_repetition_prefix_len;
+  if (b.dataset_name == "random") return b.random_prefix_len;
+  if (b.dataset_name == "sonnet") return b.sonnet_prefix_len;
+  return 0;
+}
+
 /// The twin's workload options: arrivals (rate, burstiness, concurrency cap, seed), the chat template's
 /// tokens (none on /v1/completions) and an optional --calibration table.
 sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::ResolvedConfig& r) {
@@ -242,6 +290,20 @@ sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::Reso
   return opt;
 }
 
+/// Whether a --model-config's model (its `_name_or_path`) names another checkpoint than the launch's model:
+/// their last path components differ, case aside. A config without a name (its id is the file path) or a
+/// launch that serves a local path is not compared.
+bool model_config_names_another_model(const std::string& launch_model, const std::string& config_id) {
+  auto last = [](const std::string& s) {
+    std::string t = s.substr(s.find_last_of('/') == std::string::npos ? 0 : s.find_last_of('/') + 1);
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  if (config_id.empty() || launch_model.empty() || config_id.ends_with(".json")) return false;
+  if (launch_model.front() == '/' || launch_model.front() == '.') return false;
+  return last(launch_model) != last(config_id);
+}
+
 /// The lines before the prediction: launch, hardware, model, workload, the network of a multi-node cluster
 /// and GPUs the launch leaves idle.
 void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const SimWorkload& w) {
@@ -251,6 +313,11 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
               engines::render_command(in.engine).c_str(), hardware::cluster_name(cluster).c_str(),
               in.model.id.c_str(), in.model.model_type.c_str(), w.name.c_str(), w.requests.size());
   std::printf("Config:   %s\n", in.model.config_source.c_str());
+  if (!a.model_config.empty() && model_config_names_another_model(in.engine.model, in.model.id))
+    std::printf(
+        "Warning: --model-config describes %s, not the launch's model %s: the prediction is for %s's "
+        "architecture, size and quantization\n",
+        in.model.id.c_str(), in.engine.model.c_str(), in.model.id.c_str());
   if (!w.note.empty()) std::printf("          %s\n", w.note.c_str());
   if (!in.release_note.empty()) std::printf("Release:  %s\n", in.release_note.c_str());
   if (cluster.nodes > 1)
@@ -288,8 +355,23 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
                 engines::engine_kind_name(ctx.launch.config.kind), image_version.c_str(),
                 ctx.launch.version.c_str());
   for (const auto& f : ctx.launch.inert_flags) std::printf("Note: %s has no modelled effect\n", f.c_str());
+  if (!a.client_only_flags.empty()) {
+    std::string names;
+    for (const auto& f : a.client_only_flags) names += (names.empty() ? "" : ", ") + f;
+    std::printf(
+        "Note: %s %s no effect on the prediction (the twin connects to no server, runs no warm-up, one "
+        "schedule and no sampler, and never times a request out)\n",
+        names.c_str(), a.client_only_flags.size() == 1 ? "has" : "have");
+  }
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
+  if (const int shared = a.scenario.empty() ? shared_prefix_tokens(a.bench) : 0;
+      shared > 0 && ctx.launch.prefix_caching)
+    std::printf(
+        "Warning: not modelled, this prediction can be far off: prefix caching of prompts that share a "
+        "prefix (the %s dataset's %d-token prefixes): the twin prefills every prompt token, where the engine "
+        "(prefix caching on) prefills a cached prefix once, so TTFT and prefill time here are upper bounds\n",
+        a.bench.dataset_name.c_str(), shared);
   if (a.explain) {
     for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
     // The dtype the twin sizes and times the KV cache with (the engine's flag or default resolved it).
@@ -423,6 +505,7 @@ void setup_sim(CLI::App& root) {
       throw ExitRequest{2};
     }
     refuse_workload_flags_beside_scenario(*run, run_args->scenario);
+    run_args->client_only_flags = client_only_flags(*run);
     run_sim_run(*run_args);
   });
 

@@ -159,7 +159,11 @@ simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine&
   const auto& engine = s.engine;
   simserve::ServerOptions o;
   o.host = a.host;
-  o.port = static_cast<unsigned short>(a.port >= 0 ? a.port : engine.port);
+  const int port = a.port >= 0 ? a.port : engine.port;
+  if (port < 0 || port > 65535)
+    throw std::invalid_argument(
+        fmt::format("the launch command's port {} is not a TCP port (0-65535)", port));
+  o.port = static_cast<unsigned short>(port);
   o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
   o.root_model = engine.model;
   // A launch that dies on its first step has no resolved context; the server advertises the configured one.
@@ -282,8 +286,12 @@ void setup_sim_serve(CLI::App& root) {
                    "Bind address. The twin binds loopback unless told here; the launch command's --host is "
                    "recorded, not used")
       ->capture_default_str();
-  serve->add_option("--port", args->port,
-                    "Port (default: the launch command's --port, else the engine's default)");
+  serve
+      ->add_option(
+          "--port", args->port,
+          "Port, 0-65535; 0 binds a free one (default: the launch command's --port, else the engine's "
+          "default)")
+      ->check(CLI::Range(0, 65535));
   serve->add_option("--time-scale", args->time_scale, "Run this many times faster than real time (> 0)")
       ->capture_default_str()
       ->check(CLI::Validator(

@@ -252,15 +252,28 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
                              o.best.objective.mean, servelab::tune::primary_objective_label(study),
                              o.best.predicted ? " (predicted)" : "");
     if (const auto& b = o.better_by_ablation) {  // a knob the search kept costs: say what does better
-      std::vector<std::string> costly;
-      for (const auto& v : o.verdicts)
-        if (v.better_without) costly.push_back(v.knob);
+      std::vector<std::string> costly, by_rule;
+      for (const auto& v : o.verdicts) {
+        if (v.better_without)
+          costly.push_back(v.knob);
+        else if (!v.recommended)
+          by_rule.push_back(v.knob);
+      }
+      // The rule may drop more knobs than the ablation's better config does: then the recommended command is
+      // neither that config nor its value, and the line says which knobs the rule dropped besides.
+      const std::string rule =
+          by_rule.empty()
+              ? std::string()
+              : fmt::format(
+                    "; the recommendation rule also drops {}, so the recommended "
+                    "command is {} = {:.2f}",
+                    fmt::join(by_rule, ", "), o.recommended_eval.label, o.recommended_eval.objective.mean);
       std::cout << fmt::format(
           "ablation found better: {} {} = {:.2f} {}{} ({:+.2f}% over best, whose {} cost{}; the "
-          "recommendation drops {})\n",
+          "recommendation drops {}{})\n",
           b->config.engine, b->label, b->objective.mean, servelab::tune::primary_objective_label(study),
           b->predicted ? " (predicted)" : "", 100.0 * (b->objective.mean / o.best.objective.mean - 1.0),
-          fmt::join(costly, ", "), costly.size() == 1 ? "s" : "", costly.size() == 1 ? "it" : "them");
+          fmt::join(costly, ", "), costly.size() == 1 ? "s" : "", costly.size() == 1 ? "it" : "them", rule);
     }
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({})\n", r.dir.string(), r.dir.string(),

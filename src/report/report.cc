@@ -175,9 +175,10 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m)
   if (run.interrupted) out.append("Run interrupted (Ctrl-C): results cover the finished requests only\n");
   out.append(50, '=');
   out.push_back('\n');
-  // An interrupted run cancelled its requests in flight: how many were in flight at once says nothing of
-  // whether the client could keep the concurrency.
-  if (!run.interrupted && m.send_lag.count > 0 && requested && m.peak_concurrency_reached < *requested) {
+  // An interrupted run cancelled its requests in flight, and a run whose every request failed was answered
+  // at once: how many were in flight at once says nothing of whether the client could keep the concurrency.
+  if (!run.interrupted && m.completed > 0 && m.send_lag.count > 0 && requested &&
+      m.peak_concurrency_reached < *requested) {
     out.append(
         fmt::format("WARNING: the requested concurrency was not reached: at most {} of {} requests were in "
                     "flight at once "

@@ -48,6 +48,15 @@ TEST(BenchStatus, BackendHintForChatOnlyAndCompletionsOnlyServers) {
       backend_hint(c, not_allowed),
       " Hint: the server has no /v1/chat/completions (HTTP 405); if it serves only the completions API, use "
       "--backend openai --endpoint /v1/completions.");
+  // A 404 whose body says the model is not served: the endpoint exists, the model name is wrong.
+  RequestOutput unknown_model = failed(FailureKind::kHttpStatus,
+                                       "HTTP 404 Not Found: {\"object\":\"error\",\"message\":\"The model "
+                                       "`gpt-4` does not exist.\",\"type\":\"NotFoundError\"}",
+                                       404);
+  EXPECT_EQ(
+      backend_hint(c, unknown_model),
+      " Hint: the server does not serve the requested model: pass --model (or --served-model-name) as one "
+      "of the ids GET /v1/models lists, or leave --model out to use the server's first model.");
   // Other failures say nothing about the API.
   EXPECT_EQ(backend_hint(c, failed(FailureKind::kHttpStatus, "HTTP 500", 500)), "");
   EXPECT_EQ(backend_hint(c, failed(FailureKind::kConnect, "refused")), "");

@@ -130,4 +130,26 @@ err="$("$BIN" sim run --max-concurency 32 --scenario random-128in-16out-n5 -- vl
   fail "sim run --max-concurency: $err"
 err="$("$BIN" sim serve --prot=8000 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] && [[ "$err" == *"unknown option --prot (did you mean --port?)"* ]] || fail "sim serve --prot: $err"
+# sim serve refuses a port that is no TCP port (it used to wrap 70000 to 4464 and -5 to the default).
+err="$("$BIN" sim serve --port 70000 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] && [[ "$err" == *"70000"* ]] || fail "sim serve --port 70000 exited $rc: $err"
+# sim run names the bench flags that change nothing in a prediction (no server, no sampler).
+out="$("$BIN" sim run --hardware 1xH100 --scenario random-128in-16out-n5 --temperature 0.7 --header a=b \
+  -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --temperature: $out"
+[[ "$out" == *"Note: --header, --temperature have no effect on the prediction"* ]] ||
+  fail "sim run does not name --header and --temperature as without effect: $out"
+# A --model-config of another checkpoint than the launch's model is said, not silently predicted.
+DATA="${SERVELAB_DATA_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/shared/data}"
+out="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n5 \
+  --model-config "$DATA/model-configs/gpt-oss-120b.json" -- vllm serve Qwen/Qwen3-8B -tp 2 2>&1)" ||
+  fail "sim run --model-config: $out"
+[[ "$out" == *"Warning: --model-config describes openai/gpt-oss-120b, not the launch's model Qwen/Qwen3-8B"* ]] ||
+  fail "sim run --model-config of another model: $out"
+# A workload whose prompts share a prefix by construction, on a launch that caches prefixes: the twin says it
+# prefills every prompt token.
+out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" --dataset-name random \
+  --random-input-len 64 --random-output-len 4 --random-prefix-len 512 --num-prompts 5 \
+  -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --random-prefix-len: $out"
+[[ "$out" == *"prefix caching of prompts that share a prefix (the random dataset's 512-token prefixes)"* ]] ||
+  fail "sim run --random-prefix-len does not warn of the unmodelled prefix cache: $out"
 echo "cli_usage: ok"

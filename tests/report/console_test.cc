@@ -237,6 +237,7 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
   m.send_lag_p99_ms = 1172.5;
   m.send_lag_max_ms = 1174.25;
   m.peak_concurrency_reached = 2941;
+  m.completed = 5000;
   RunInfo run;  // --request-rate inf, no limit: all 5,000 asked at once
   std::string text = format_console_extras(run, m);
   EXPECT_NE(text.find("Max schedule lag (ms):                   0.00      \n"
@@ -273,6 +274,12 @@ TEST(ConsoleExtras, SendLagAndConcurrencyNotReachedWarning) {
   text = format_console_extras(run, m);
   EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
   run.interrupted = false;
+  // Every request failed (e.g. HTTP 404 at once): the server answered each at once, so the peak says nothing
+  // of the client either: no warning.
+  m.completed = 0;
+  text = format_console_extras(run, m);
+  EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
+  m.completed = 5000;
   // A finite rate asks for no concurrency: the rows without "Requested concurrency", no warning.
   run.request_rate = 10;
   text = format_console_extras(run, m);
