@@ -91,6 +91,8 @@ std::string twin_view_block(const sim::TwinView& v) {
   row(pp ? "Mean query tokens per rank per micro-batch:" : "Mean query tokens per rank per step:",
       fmt::format("{:.1f}", v.mean_step_tokens));
   row("Preemptions:", fmt::format("{}", v.preemptions));
+  if (v.shared_prefix_tokens_reused > 0)
+    row("Prompt tokens from cached shared prefixes:", fmt::format("{}", v.shared_prefix_tokens_reused));
   row(pp ? "Stage time, prefill micro-batches (s):" : "Time in prefill steps (s):",
       fmt::format("{:.2f}", v.prefill_time_s));
   row(pp ? "Stage time, decode-only micro-batches (s):" : "Time in decode-only steps (s):",
@@ -197,7 +199,7 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
     }
     const auto& tok = *loaded;
     for (const auto& s : dataset::sample_requests(dataset_options(a.bench, in.resolved), tok))
-      w.requests.push_back({s.prompt_len, s.output_len});
+      w.requests.push_back({s.prompt_len, s.output_len, s.prefix_group, s.shared_prefix_len});
     w.name = a.bench.dataset_name;
   }
   return w;
@@ -266,13 +268,12 @@ std::vector<std::string> client_only_flags(const CLI::App& run) {
   return given;
 }
 
-/// Prompt tokens every request of a group shares with the others by the dataset's construction (0 when
-/// the dataset does not share prefixes by construction): prefix_repetition's prefix, random's
-/// --random-prefix-len, sonnet's prefix.
+/// Prompt tokens every request of a group shares with the others by the dataset's construction, as the
+/// twin's workload carries them (WorkloadRequest::prefix_group): prefix_repetition's prefix, random's
+/// --random-prefix-len; 0 otherwise.
 int shared_prefix_tokens(const bench::RunOptions& b) {
   if (b.dataset_name == "prefix_repetition") return b.prefix_repetition_prefix_len;
   if (b.dataset_name == "random") return b.random_prefix_len;
-  if (b.dataset_name == "sonnet") return b.sonnet_prefix_len;
   return 0;
 }
 
@@ -365,13 +366,22 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
   }
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
-  if (const int shared = a.scenario.empty() ? shared_prefix_tokens(a.bench) : 0;
-      shared > 0 && ctx.launch.prefix_caching)
+  if (const int shared = a.scenario.empty() ? shared_prefix_tokens(a.bench) : 0; shared > 0)
     std::printf(
-        "Warning: not modelled, this prediction can be far off: prefix caching of prompts that share a "
-        "prefix (the %s dataset's %d-token prefixes): the twin prefills every prompt token, where the engine "
-        "(prefix caching on) prefills a cached prefix once, so TTFT and prefill time here are upper bounds\n",
+        ctx.launch.prefix_caching
+            ? "Note: the %s dataset's %d-token shared prefixes are prefilled once per rank and reused from "
+              "the "
+              "prefix cache while their blocks survive (their KV is counted per request, not shared: a "
+              "conservative pool)\n"
+            : "Note: prefix caching is off in this launch: the %s dataset's %d-token shared prefixes are "
+              "prefilled with every request\n",
         a.bench.dataset_name.c_str(), shared);
+  if (a.scenario.empty() && a.bench.dataset_name == "sonnet" && ctx.launch.prefix_caching)
+    std::printf(
+        "Warning: not modelled, this prediction can be far off: prefix caching of the sonnet dataset's "
+        "shared %d-token prefix (the twin prefills every prompt token; TTFT and prefill time are upper "
+        "bounds)\n",
+        a.bench.sonnet_prefix_len);
   if (a.explain) {
     for (const auto& n : ctx.launch.notes) std::printf("  resolved: %s\n", n.c_str());
     // The dtype the twin sizes and times the KV cache with (the engine's flag or default resolved it).

@@ -161,6 +161,7 @@ std::vector<SampleRequest> sample_random(const DatasetOptions& o, const Tokenize
     r.prompt_len = static_cast<int>(fixed.tokens.size());
     r.output_len = static_cast<int>(output_lens[i]);
     r.request_id = fmt::format("{}{}", o.request_id_prefix, i);
+    if (!prefix.empty()) r.prefix_group = 0, r.shared_prefix_len = static_cast<int>(prefix.size());
     if (after_request) after_request(i, rng, r);
     requests.push_back(std::move(r));
   }
@@ -209,6 +210,8 @@ std::vector<SampleRequest> sample_prefix_repetition(const DatasetOptions& o, con
       r.prompt = tok.decode(combined);
       r.prompt_len = static_cast<int>(combined.size());
       r.output_len = o.prefix_repetition_output_len;
+      r.prefix_group = p;
+      r.shared_prefix_len = static_cast<int>(prefix.size());
       requests.push_back(std::move(r));
     }
   }

@@ -62,6 +62,26 @@ void Simulator::release(Rank& r, Req& q) {
   r.free_bytes += q.kv_bytes;
   q.kv_bytes = 0;
   q.kv_tokens = 0;
+  if (q.holds_prefix) {
+    q.holds_prefix = false;
+    SharedPrefix& p = r.prefixes[q.prefix_group];
+    // The last holder gone, the prefix's blocks join the free queue's tail: evictable from here on.
+    if (--p.holders == 0) p.evict_after = r.allocated + r.free_bytes;
+  }
+}
+
+void Simulator::cache_shared_prefix(Rank& r, Req& q) {
+  if (!launch_.prefix_caching || q.prefix_group < 0 || q.holds_prefix) return;
+  const long long bs = std::max(1, plan_.block_size);
+  const long long tokens = std::min<long long>(q.computed, q.shared_prefix_len) / bs * bs;
+  if (tokens <= 0 || q.computed < q.shared_prefix_len) return;
+  SharedPrefix& p = r.prefixes[q.prefix_group];
+  if (tokens > p.tokens) {
+    p.tokens = tokens;
+    p.bytes = static_cast<double>(tokens) * (plan_.kv_bytes_per_token + plan_.kv_window_bytes_per_token);
+  }
+  ++p.holders;
+  q.holds_prefix = true;
 }
 
 double Simulator::tokens_of_bytes(double bytes) const {
@@ -90,7 +110,24 @@ void Simulator::preempt(Rank& r, int id) {
 }
 
 void Simulator::restore_cached_prefix(Rank& r, Req& q) {
-  if (q.cached_bytes <= 0) return;
+  if (q.cached_bytes <= 0) {
+    // A fresh prompt whose group's prefix is cached on this rank: the blocks that survive (all while a
+    // holder pins them) are not prefilled again; one token is always computed so that the step samples.
+    // KV is still allocated for the whole prompt (not shared with the holders: a conservative pool).
+    if (!launch_.prefix_caching || q.prefix_group < 0 || q.computed > 0) return;
+    const auto it = r.prefixes.find(q.prefix_group);
+    if (it == r.prefixes.end() || it->second.tokens <= 0) return;
+    const SharedPrefix& p = it->second;
+    const double evicted = p.holders > 0 ? 0.0 : std::max(0.0, r.allocated - p.evict_after);
+    const double surviving = std::max(0.0, p.bytes - evicted) / p.bytes;
+    const long long bs = std::max(1, plan_.block_size);
+    long long tokens = static_cast<long long>(static_cast<double>(p.tokens) * surviving) / bs * bs;
+    tokens = std::min<long long>(tokens, q.prefill_target - 1);
+    if (tokens <= 0) return;
+    q.computed = static_cast<int>(tokens);  // allocated with the request's next chunk by the caller
+    view_.shared_prefix_tokens_reused += tokens;
+    return;
+  }
   const double evicted = std::max(0.0, r.allocated - q.evict_after);
   const double surviving = std::max(0.0, q.cached_bytes - evicted) / q.cached_bytes;
   // Cached blocks are prefix blocks (a request's tail blocks are evicted first); one token is always
@@ -399,6 +436,7 @@ void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
          budget > 0) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
+    restore_cached_prefix(r, q);  // KV cache reuse (enable_block_reuse): reused blocks are not recomputed
     const int n = q.prefill_target - q.computed;
     if (n > budget && !sch.chunked_prefill) break;
     if (!alloc(r, q, q.prompt + q.output_len)) break;

@@ -64,12 +64,17 @@ Simulator::Simulator(const engines::ResolvedLaunch& launch, const hardware::Clus
     slot_busy_.assign(launch_.scheduler.pp_micro_batches, 0);
 }
 
-int Simulator::add_request(int engine_prompt, int output_len, int reported_prompt) {
+int Simulator::add_request(int engine_prompt, int output_len, int reported_prompt, int prefix_group,
+                           int shared_prefix_len) {
   const int id = static_cast<int>(reqs_.size());
   Req q;
   q.prompt = engine_prompt;
   q.output_len = output_len;
   q.prefill_target = q.prompt;
+  if (prefix_group >= 0 && shared_prefix_len > 0) {
+    q.prefix_group = prefix_group;
+    q.shared_prefix_len = std::min(shared_prefix_len, engine_prompt);
+  }
   reqs_.push_back(q);
   metrics::RequestOutput o;
   o.prompt_len = reported_prompt;
@@ -286,6 +291,7 @@ void Simulator::finish_batch(const Batch& b, double t) {
     }
     if (q.computed < q.prefill_target) {
       q.computed += n;
+      cache_shared_prefix(ranks_[q.rank], q);
       if (q.computed >= q.prefill_target) emit(id, 1, t);
     } else {
       const int tokens = accepted_tokens(id, n);
@@ -573,7 +579,8 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
     const auto& w = requests[i];
     if (w.prompt_len < 1 || w.output_len < 1)
       throw std::invalid_argument(fmt::format("request {}: prompt_len and output_len must be >= 1", i));
-    sim.add_request(w.prompt_len + template_tokens, w.output_len, w.prompt_len);
+    sim.add_request(w.prompt_len + template_tokens, w.output_len, w.prompt_len, w.prefix_group,
+                    w.shared_prefix_len);
   }
   sim.run(arrival, options.max_concurrency);
   Prediction p;

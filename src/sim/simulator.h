@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,11 +40,24 @@ struct Req {
   int micro_batch = -1;    ///< SGLang pipeline parallelism: the micro-batch whose running batch holds it
   // Prefix cache after a preemption: the freed blocks stay cached (evictable) until the pool's LRU
   // reaches them; a request re-admitted before that recomputes only what was evicted.
-  double cached_bytes = 0;   ///< bytes of its KV left in the cache when it was preempted
-  double cached_tokens = 0;  ///< tokens those bytes held
-  double evict_after = 0;    ///< the rank's allocation counter beyond which they start to be evicted
+  double cached_bytes = 0;    ///< bytes of its KV left in the cache when it was preempted
+  double cached_tokens = 0;   ///< tokens those bytes held
+  double evict_after = 0;     ///< the rank's allocation counter beyond which they start to be evicted
+  int prefix_group = -1;      ///< WorkloadRequest::prefix_group
+  int shared_prefix_len = 0;  ///< WorkloadRequest::shared_prefix_len
+  bool holds_prefix = false;  ///< counted among its group's SharedPrefix::holders on its rank
   ReqState state = ReqState::kNotArrived;
   double send_s = 0, last_emit_s = 0;
+};
+
+/// A prefix group's cached prompt blocks on one rank (prefix caching on): written by the group's first
+/// prefill, pinned while a request of the group holds them, then evictable, behind every block freed before
+/// them (the LRU position evict_after, as a preempted request's blocks: Req::evict_after).
+struct SharedPrefix {
+  long long tokens = 0;    ///< cached prefix tokens (whole blocks)
+  double bytes = 0;        ///< the KV bytes they hold on each GPU of the rank
+  int holders = 0;         ///< running requests of the group holding them
+  double evict_after = 0;  ///< the rank's allocation counter beyond which they start to be evicted
 };
 
 struct Rank {
@@ -61,6 +75,7 @@ struct Rank {
   // Counters of this rank since start, as vLLM's Prometheus metrics count them (EngineLiveMetrics).
   long long preemptions = 0;
   long long prefix_cache_queries = 0, prefix_cache_hits = 0;  ///< tokens, with prefix caching on
+  std::map<int, SharedPrefix> prefixes;                       ///< by prefix group
   long long spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
 };
 
@@ -88,7 +103,9 @@ class Simulator {
 
   /// Registers a request (not yet sent). `engine_prompt` counts the chat template; `reported_prompt` is
   /// what the benchmark counts. Returns its id.
-  int add_request(int engine_prompt, int output_len, int reported_prompt);
+  /// `prefix_group` / `shared_prefix_len`: WorkloadRequest's (prompt tokens shared within the group).
+  int add_request(int engine_prompt, int output_len, int reported_prompt, int prefix_group = -1,
+                  int shared_prefix_len = 0);
   /// The client sends the request at `t`: refused (context length: engines::check_request) or queued at
   /// the API server, which hands requests to the engine one after another (Calibration::api_request_ms).
   std::optional<std::string> send(int id, double t);
@@ -168,6 +185,9 @@ class Simulator {
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
   void restore_cached_prefix(Rank& r, Req& q);
+  /// A request of a prefix group whose prefill has computed its shared prefix: the group's blocks are
+  /// cached on its rank (prefix caching on) and it holds them.
+  void cache_shared_prefix(Rank& r, Req& q);
   void count_prefix_lookup(Rank& r, const Req& q);
   int draft_tokens(int scheduled) const;
   void account(Rank& r, int id, int n);

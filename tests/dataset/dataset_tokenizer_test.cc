@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "servelab/common/paths.h"
 #include "servelab/dataset/dataset.h"
@@ -248,15 +249,25 @@ TEST(PrefixRepetitionWithTokenizer, SharedPrefixesExactLengths) {
   const auto got = sample_requests(o, deepseek());
   ASSERT_EQ(got.size(), 12u);
   std::map<std::string, int> per_prefix;
+  std::map<std::string, std::set<int>> groups_of_prefix;  // the twin's prefix_group agrees with the text
   for (const auto& r : got) {
     EXPECT_EQ(r.prompt_len, 96);
     EXPECT_TRUE(r.request_id.empty());
+    EXPECT_EQ(r.shared_prefix_len, 64);
     const auto ids = deepseek().encode(r.prompt, false);
     EXPECT_NEAR(static_cast<double>(ids.size()), 96.0, 4.0);  // decode of a token concatenation may re-merge
-    per_prefix[deepseek().decode(std::vector<tokenizer::TokenId>(ids.begin(), ids.begin() + 16))]++;
+    const auto head = deepseek().decode(std::vector<tokenizer::TokenId>(ids.begin(), ids.begin() + 16));
+    per_prefix[head]++;
+    groups_of_prefix[head].insert(r.prefix_group);
   }
   EXPECT_EQ(per_prefix.size(), 3u);
   for (const auto& [k, n] : per_prefix) EXPECT_EQ(n, 4);
+  std::set<int> groups;
+  for (const auto& [k, g] : groups_of_prefix) {
+    EXPECT_EQ(g.size(), 1u);
+    groups.insert(*g.begin());
+  }
+  EXPECT_EQ(groups, (std::set<int>{0, 1, 2}));
 }
 
 TEST(Conversations, ExchangeLengthsOfRealReplies) {

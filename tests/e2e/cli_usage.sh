@@ -145,11 +145,13 @@ out="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n5 \
   fail "sim run --model-config: $out"
 [[ "$out" == *"Warning: --model-config describes openai/gpt-oss-120b, not the launch's model Qwen/Qwen3-8B"* ]] ||
   fail "sim run --model-config of another model: $out"
-# A workload whose prompts share a prefix by construction, on a launch that caches prefixes: the twin says it
-# prefills every prompt token.
+# A workload whose prompts share a prefix by construction, on a launch that caches prefixes: the twin
+# prefills the prefix once and says so; the requests sent after the first find it cached.
 out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" --dataset-name random \
-  --random-input-len 64 --random-output-len 4 --random-prefix-len 512 --num-prompts 5 \
+  --random-input-len 64 --random-output-len 4 --random-prefix-len 512 --num-prompts 5 --request-rate 1 \
   -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --random-prefix-len: $out"
-[[ "$out" == *"prefix caching of prompts that share a prefix (the random dataset's 512-token prefixes)"* ]] ||
-  fail "sim run --random-prefix-len does not warn of the unmodelled prefix cache: $out"
+[[ "$out" == *"the random dataset's 512-token shared prefixes are prefilled once per rank"* ]] ||
+  fail "sim run --random-prefix-len does not say how the shared prefix is cached: $out"
+[[ "$out" == *"Prompt tokens from cached shared prefixes:"* ]] ||
+  fail "sim run --random-prefix-len reused no cached prefix: $out"
 echo "cli_usage: ok"

@@ -172,6 +172,35 @@ TEST(Simulate, ACompressedTraceReplaysWithinItsTolerance) {
   }
 }
 
+// Shared prompt prefixes (WorkloadRequest::prefix_group) with prefix caching on: 40 requests in two groups,
+// each prompt 2,000 shared + 100 own tokens, sent 0.5 s apart (each is done before the next arrives, so
+// nothing is evicted and nothing queues). The first request of each group prefills its whole prompt and
+// caches the prefix's 125 blocks of 16 = 2,000 tokens; the other 38 find them cached and prefill 100
+// tokens: 38 x 2,000 = 76,000 prompt tokens not prefilled, and their TTFT falls. With prefix caching off
+// every prompt is prefilled whole.
+TEST(Simulate, SharedPrefixesArePrefilledOncePerGroup) {
+  Case c;
+  std::vector<WorkloadRequest> w;
+  for (int i = 0; i < 40; ++i) w.push_back({2100, 8, i % 2, 2000});
+  WorkloadOptions o = engine_only();
+  o.request_rate = 2.0;
+  o.constant_arrivals = true;  // evenly spaced
+  ASSERT_TRUE(c.launch.prefix_caching);
+  const Prediction on = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_EQ(on.twin.shared_prefix_tokens_reused, 38 * 2000);
+  c.launch.prefix_caching = false;
+  const Prediction off = ok(predict_resolved(c.launch, c.cluster, w, o));
+  EXPECT_EQ(off.twin.shared_prefix_tokens_reused, 0);
+  // The first of each group prefills 2,100 tokens in both runs; the rest 100 (+ the step's floor) with the
+  // cache, so their TTFT is well under the uncached one.
+  for (int i = 2; i < 40; ++i) EXPECT_LT(on.outputs[i].ttft_s, 0.5 * off.outputs[i].ttft_s) << i;
+  EXPECT_NEAR(on.outputs[0].ttft_s, off.outputs[0].ttft_s, 1e-9);
+  // Without a group (prefix_group -1) nothing is shared.
+  c.launch.prefix_caching = true;
+  for (auto& r : w) r.prefix_group = -1;
+  EXPECT_EQ(ok(predict_resolved(c.launch, c.cluster, w, o)).twin.shared_prefix_tokens_reused, 0);
+}
+
 // Three requests arrive together, 1 ms of API-server work each. Processor sharing ends all three's work
 // at 3 ms and hands them off one at a time, at 3, 3.05 and 3.10 ms (kApiHandOffS apart); FIFO
 // (TensorRT-LLM's trtllm-serve) at 1, 2 and 3 ms. Dropping the second at 0.5 ms moves the third to 2 ms.

@@ -29,6 +29,10 @@ struct SampleRequest {
   int prompt_len = 0;
   /// Requested output length in tokens (sent as max_tokens / max_completion_tokens).
   int output_len = 0;
+  /// Requests of one group (>= 0) begin with the same `shared_prefix_len` tokens by the dataset's
+  /// construction (prefix_repetition's prefixes, random's --random-prefix-len); -1: none known.
+  int prefix_group = -1;
+  int shared_prefix_len = 0;  ///< tokens
   /// `--request-id-prefix` + index (sent as x-request-id). Empty means "no request id" (vLLM gives
   /// prefix_repetition requests none).
   std::string request_id;

@@ -31,10 +31,14 @@ namespace servelab::sim {
 
 /// One request of a workload: lengths only (the twin never looks at text). `prompt_len` counts tokens as
 /// the benchmark reports them (tokenizer(prompt), no chat template); `output_len` is the number of tokens
-/// the request generates (max_tokens; the twin cannot predict an early EOS).
+/// the request generates (max_tokens; the twin cannot predict an early EOS). Requests of one
+/// `prefix_group` (>= 0) begin with the same `shared_prefix_len` prompt tokens (a dataset's shared prefix:
+/// prefix_repetition, --random-prefix-len), which an engine that caches prefixes prefills once.
 struct WorkloadRequest {
-  int prompt_len = 0;  ///< tokens
-  int output_len = 0;  ///< tokens
+  int prompt_len = 0;         ///< tokens
+  int output_len = 0;         ///< tokens
+  int prefix_group = -1;      ///< requests sharing a prompt prefix; -1: none
+  int shared_prefix_len = 0;  ///< tokens of the prompt, from its start, shared within prefix_group
 };
 
 /// How requests are released, as `bench serve`: --request-rate (req/s, inf = all at t = 0),
@@ -80,8 +84,11 @@ struct TwinView {
   double kv_peak_fraction = 0.0;       ///< peak KV bytes in use / pool (max over ranks)
   long long preemptions = 0;           ///< requests preempted (vLLM recompute / SGLang retract)
   long long cached_tokens_reused = 0;  ///< tokens a preempted request found still in the prefix cache
-  double mean_step_ms = 0.0;           ///< average step time (ms; under PP a micro-batch's stage time)
-  long long graphed_steps = 0;         ///< steps that replayed a CUDA graph
+  /// Prompt tokens a request found in the prefix cache from an earlier request of its prefix group (not
+  /// prefilled); 0 without shared prefixes or with prefix caching off.
+  long long shared_prefix_tokens_reused = 0;
+  double mean_step_ms = 0.0;    ///< average step time (ms; under PP a micro-batch's stage time)
+  long long graphed_steps = 0;  ///< steps that replayed a CUDA graph
   /// Steps in which attention-DP context balancing (engines::SchedulerPolicy::dp_balance) held back the
   /// contexts some rank had to start; 0 without it.
   long long contexts_held_steps = 0;
