@@ -326,6 +326,9 @@ void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const Sim
                 cluster.nodes, cluster.network.nics_per_node, cluster.network.nic_Bps * 8 / 1e9,
                 cluster.network.kind.c_str(), cluster.network.efficiency * 100,
                 a.network.empty() ? " (default; --network changes it)" : "");
+  else if (!a.network.empty())
+    std::printf("Note: --network %s has no effect: --hardware %s is one node (no traffic between nodes)\n",
+                a.network.c_str(), a.hardware.c_str());
   if (in.engine.gpus_used() < cluster.total_gpus())
     std::printf("Note: the launch uses %d of the %d GPUs of --hardware %s (the others stay idle)\n",
                 in.engine.gpus_used(), cluster.total_gpus(), a.hardware.c_str());

@@ -224,9 +224,13 @@ ClusterSpec parse_cluster(const std::string& spec) {
   parts.push_back(cur);
   // "H100X" style names never occur; but a GPU name may itself hold an 'x' (e.g. "MI300X"): re-join the
   // trailing parts that are not all digits into the name.
+  // A signed count ("-1xH100") is a count, refused as such below, not part of a GPU name.
+  auto is_count = [](const std::string& s) {
+    return all_digits(s) || (s.size() > 1 && (s[0] == '-' || s[0] == '+') && all_digits(s.substr(1)));
+  };
   std::vector<std::string> counts;
   std::size_t i = 0;
-  while (i + 1 < parts.size() && all_digits(parts[i])) counts.push_back(parts[i++]);
+  while (i + 1 < parts.size() && is_count(parts[i])) counts.push_back(parts[i++]);
   std::string name = parts[i];
   for (std::size_t k = i + 1; k < parts.size(); ++k) name += "X" + parts[k];
   if (name.empty()) throw std::invalid_argument(fmt::format("hardware \"{}\": no GPU name", spec));

@@ -283,9 +283,12 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
 
   GenerationRequest r;
   r.endpoint = endpoint;
-  if (!body.contains("model") || !body["model"].is_string()) {
-    return validation("model is required and must be a string", "model");
+  // vLLM: `model` is optional (None or absent: the first served model name, serving_engine _check_model).
+  if (!body.contains("model") || body["model"].is_null()) {
+    if (served_models.empty()) return validation("model is required: the server names no model", "model");
+    body["model"] = served_models.front();
   }
+  if (!body["model"].is_string()) return validation("model must be a string", "model");
   r.model = body["model"].get<std::string>();
   bool known = false;
   for (const auto& m : served_models) known = known || m == r.model;

@@ -154,4 +154,9 @@ out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" 
   fail "sim run --random-prefix-len does not say how the shared prefix is cached: $out"
 [[ "$out" == *"Prompt tokens from cached shared prefixes:"* ]] ||
   fail "sim run --random-prefix-len reused no cached prefix: $out"
+# --network on one node changes nothing, and says so.
+out="$("$BIN" sim run --hardware 1xH100 --network 8x400G --scenario random-128in-16out-n5 \
+  -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --network on one node: $out"
+[[ "$out" == *"Note: --network 8x400G has no effect: --hardware 1xH100 is one node"* ]] ||
+  fail "sim run --network on one node says nothing: $out"
 echo "cli_usage: ok"

@@ -98,6 +98,7 @@ TEST(Cluster, BadSpecsNameTheProblem) {
   EXPECT_NE(message("12xH100").find("do not split into nodes of 8"), std::string::npos);
   EXPECT_NE(message("12xH100").find("2x6xH100-SXM"), std::string::npos);
   EXPECT_NE(message("0xH100").find("counts must be 1..1024"), std::string::npos);
+  EXPECT_NE(message("-1xH100").find("counts must be 1..1024 (got -1)"), std::string::npos);  // not a GPU name
   EXPECT_NE(message("2x16xH100").find("at most 8"), std::string::npos);
   EXPECT_NE(message("8x").find("no GPU name"), std::string::npos);
   EXPECT_NE(message("8xV100").find("unknown GPU"), std::string::npos);

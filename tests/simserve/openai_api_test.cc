@@ -56,6 +56,16 @@ TEST(OpenAiApi, ChatRequestWithListContentAndThinking) {
   EXPECT_TRUE(r.thinking);
 }
 
+// vLLM's `model` is optional: absent or null, the request goes to the first served model name; a model that
+// is not a string is a validation error (422).
+TEST(OpenAiApi, AbsentModelIsTheFirstServedOne) {
+  EXPECT_EQ(ok(R"({"prompt":"hi","max_tokens":2})").model, "deepseek-ai/DeepSeek-V3.2");
+  EXPECT_EQ(ok(R"({"model":null,"prompt":"hi","max_tokens":2})").model, "deepseek-ai/DeepSeek-V3.2");
+  const auto e = error_of(R"({"model":7,"prompt":"hi"})");
+  EXPECT_EQ(e.status, 422);
+  EXPECT_EQ(e.param, "model");
+}
+
 TEST(OpenAiApi, StatusCodesForBadRequests) {
   EXPECT_EQ(error_of("{not json").status, 400);
   EXPECT_EQ(error_of(R"({"model":"other","prompt":"x"})").status, 404);
