@@ -363,9 +363,9 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
     std::string names;
     for (const auto& f : a.client_only_flags) names += (names.empty() ? "" : ", ") + f;
     std::printf(
-        "Note: %s %s no effect on the prediction (the twin connects to no server, runs no warm-up, one "
-        "schedule and no sampler, and never times a request out)\n",
-        names.c_str(), a.client_only_flags.size() == 1 ? "has" : "have");
+        "Note: %s %s not applied by the twin (it connects to no server, sends no request body, runs no "
+        "warm-up, one schedule and no sampler, and never times a request out)\n",
+        names.c_str(), a.client_only_flags.size() == 1 ? "is" : "are");
   }
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
@@ -373,9 +373,7 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
     std::printf(
         ctx.launch.prefix_caching
             ? "Note: the %s dataset's %d-token shared prefixes are prefilled once per rank and reused from "
-              "the "
-              "prefix cache while their blocks survive (their KV is counted per request, not shared: a "
-              "conservative pool)\n"
+              "the prefix cache while their blocks survive (held once by the requests that reference them)\n"
             : "Note: prefix caching is off in this launch: the %s dataset's %d-token shared prefixes are "
               "prefilled with every request\n",
         a.bench.dataset_name.c_str(), shared);

@@ -39,7 +39,8 @@ double pattern_decode_keys(const AttentionPattern& p, double c) {
 
 bool Simulator::alloc(Rank& r, Req& q, long long tokens) {
   if (tokens <= q.kv_tokens) return true;  // request_kv_bytes is non-decreasing in tokens
-  const double need = request_kv_bytes(plan_, tokens);
+  // A cached shared prefix the request references is held once by its group (SharedPrefix), not by it.
+  const double need = std::max(0.0, request_kv_bytes(plan_, tokens) - q.shared_bytes);
   // request_kv_bytes is flat up to the end of the block `tokens` falls in (the window part too: its
   // rounded length is that block's end or the window), so the allocation covers that far.
   const long long bs = std::max(1, plan_.block_size);
@@ -64,24 +65,46 @@ void Simulator::release(Rank& r, Req& q) {
   q.kv_tokens = 0;
   if (q.holds_prefix) {
     q.holds_prefix = false;
+    q.prefix_owner = false;
+    q.shared_bytes = 0;
     SharedPrefix& p = r.prefixes[q.prefix_group];
-    // The last holder gone, the prefix's blocks join the free queue's tail: evictable from here on.
-    if (--p.holders == 0) p.evict_after = r.allocated + r.free_bytes;
+    if (--p.holders == 0) {
+      // The last reference gone, the prefix's blocks are free but stay cached: evicted only after every
+      // block freed before them (the request's own tail blocks among them) has been reused.
+      p.evict_after = r.allocated + r.free_bytes;
+      r.free_bytes += p.bytes;
+    }
   }
 }
 
 void Simulator::cache_shared_prefix(Rank& r, Req& q) {
-  if (!launch_.prefix_caching || q.prefix_group < 0 || q.holds_prefix) return;
+  if (!launch_.prefix_caching || q.prefix_group < 0) return;
+  // Full blocks enter the cache as the prefill computes them (chunk by chunk), so a request that arrives
+  // while the first of its group is still prefilling finds the blocks done so far.
   const long long bs = std::max(1, plan_.block_size);
   const long long tokens = std::min<long long>(q.computed, q.shared_prefix_len) / bs * bs;
-  if (tokens <= 0 || q.computed < q.shared_prefix_len) return;
+  if (tokens <= 0) return;
   SharedPrefix& p = r.prefixes[q.prefix_group];
-  if (tokens > p.tokens) {
-    p.tokens = tokens;
-    p.bytes = static_cast<double>(tokens) * (plan_.kv_bytes_per_token + plan_.kv_window_bytes_per_token);
+  if (q.holds_prefix && !q.prefix_owner)
+    return;  // it references the group's copy; its own blocks stay its own
+  if (!q.holds_prefix) {
+    // Another request of the group pins a copy already: this one computed its own and keeps it private, as
+    // the engine's hash table keeps one copy. Else its blocks become the group's (a stale copy left free
+    // by earlier holders is simply replaced).
+    if (p.holders > 0) return;
+    p.tokens = 0;
+    p.bytes = 0;
+    p.holders = 1;
+    q.holds_prefix = true;
+    q.prefix_owner = true;
   }
-  ++p.holders;
-  q.holds_prefix = true;
+  if (tokens <= p.tokens) return;
+  // The request's prefix blocks move to the group: counted once, as used, while referenced.
+  const double extra = std::clamp(request_kv_bytes(plan_, tokens) - p.bytes, 0.0, q.kv_bytes);
+  q.kv_bytes -= extra;
+  p.bytes += extra;
+  p.tokens = tokens;
+  q.shared_bytes = p.bytes;
 }
 
 double Simulator::tokens_of_bytes(double bytes) const {
@@ -111,20 +134,31 @@ void Simulator::preempt(Rank& r, int id) {
 
 void Simulator::restore_cached_prefix(Rank& r, Req& q) {
   if (q.cached_bytes <= 0) {
-    // A fresh prompt whose group's prefix is cached on this rank: the blocks that survive (all while a
-    // holder pins them) are not prefilled again; one token is always computed so that the step samples.
-    // KV is still allocated for the whole prompt (not shared with the holders: a conservative pool).
-    if (!launch_.prefix_caching || q.prefix_group < 0 || q.computed > 0) return;
+    // A fresh prompt whose group's prefix is cached on this rank references the blocks that survive (all
+    // while pinned) instead of prefilling them: whole blocks, at most prompt - 1 tokens (one token is always
+    // computed so that the step samples). Unpinned blocks are taken back from the free pool.
+    if (!launch_.prefix_caching || q.prefix_group < 0 || q.computed > 0 || q.holds_prefix) return;
     const auto it = r.prefixes.find(q.prefix_group);
-    if (it == r.prefixes.end() || it->second.tokens <= 0) return;
-    const SharedPrefix& p = it->second;
+    if (it == r.prefixes.end() || it->second.tokens <= 0 || it->second.bytes <= 0) return;
+    SharedPrefix& p = it->second;
     const double evicted = p.holders > 0 ? 0.0 : std::max(0.0, r.allocated - p.evict_after);
     const double surviving = std::max(0.0, p.bytes - evicted) / p.bytes;
     const long long bs = std::max(1, plan_.block_size);
     long long tokens = static_cast<long long>(static_cast<double>(p.tokens) * surviving) / bs * bs;
-    tokens = std::min<long long>(tokens, q.prefill_target - 1);
+    tokens = std::min<long long>(tokens, q.prefill_target - 1) / bs * bs;
     if (tokens <= 0) return;
-    q.computed = static_cast<int>(tokens);  // allocated with the request's next chunk by the caller
+    const double bytes = std::min(p.bytes, request_kv_bytes(plan_, tokens));
+    if (p.holders == 0) {
+      if (bytes > r.free_bytes) return;
+      r.free_bytes -= bytes;  // re-pinned; the evicted rest is gone
+      r.peak_used = std::max(r.peak_used, r.total_bytes - r.free_bytes);
+      p.tokens = tokens;
+      p.bytes = bytes;
+    }
+    ++p.holders;
+    q.holds_prefix = true;
+    q.shared_bytes = bytes;  // a prompt shorter than the pinned prefix references its leading blocks only
+    q.computed = static_cast<int>(tokens);  // the rest is allocated with its next chunk by the caller
     view_.shared_prefix_tokens_reused += tokens;
     return;
   }

@@ -46,17 +46,22 @@ struct Req {
   int prefix_group = -1;      ///< WorkloadRequest::prefix_group
   int shared_prefix_len = 0;  ///< WorkloadRequest::shared_prefix_len
   bool holds_prefix = false;  ///< counted among its group's SharedPrefix::holders on its rank
+  bool prefix_owner = false;  ///< its prefill writes the group's cached prefix (it extends it chunk by chunk)
+  /// KV bytes of its group's cached prefix blocks it references (held by the SharedPrefix, not in
+  /// kv_bytes): alloc() charges the request only for the rest of its tokens.
+  double shared_bytes = 0;
   ReqState state = ReqState::kNotArrived;
   double send_s = 0, last_emit_s = 0;
 };
 
 /// A prefix group's cached prompt blocks on one rank (prefix caching on): written by the group's first
-/// prefill, pinned while a request of the group holds them, then evictable, behind every block freed before
-/// them (the LRU position evict_after, as a preempted request's blocks: Req::evict_after).
+/// prefill, pinned (counted as used, once) while requests of the group reference them, then free but
+/// cached, evicted behind every block freed before them (the LRU position evict_after, as a preempted
+/// request's blocks: Req::evict_after).
 struct SharedPrefix {
   long long tokens = 0;    ///< cached prefix tokens (whole blocks)
   double bytes = 0;        ///< the KV bytes they hold on each GPU of the rank
-  int holders = 0;         ///< running requests of the group holding them
+  int holders = 0;         ///< requests of the group referencing them (pinned while > 0)
   double evict_after = 0;  ///< the rank's allocation counter beyond which they start to be evicted
 };
 

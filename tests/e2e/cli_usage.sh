@@ -136,7 +136,7 @@ err="$("$BIN" sim serve --port 70000 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 # sim run names the bench flags that change nothing in a prediction (no server, no sampler).
 out="$("$BIN" sim run --hardware 1xH100 --scenario random-128in-16out-n5 --temperature 0.7 --header a=b \
   -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --temperature: $out"
-[[ "$out" == *"Note: --header, --temperature have no effect on the prediction"* ]] ||
+[[ "$out" == *"Note: --header, --temperature are not applied by the twin"* ]] ||
   fail "sim run does not name --header and --temperature as without effect: $out"
 # A --model-config of another checkpoint than the launch's model is said, not silently predicted.
 DATA="${SERVELAB_DATA_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/shared/data}"

@@ -201,6 +201,22 @@ TEST(Simulate, SharedPrefixesArePrefilledOncePerGroup) {
   EXPECT_EQ(ok(predict_resolved(c.launch, c.cluster, w, o)).twin.shared_prefix_tokens_reused, 0);
 }
 
+// The cached prefix's KV is held once, not per request: a burst of 20 requests of one group (4,000 shared +
+// 100 own tokens, 8 outputs). The first hand-off prefills its 4,100 tokens alone (one step); the other 19,
+// handed off during that step, find the 4,000-token prefix cached when it ends and prefill 100 tokens each.
+// Peak KV: about 4,000 + 20 x 108 tokens with the cache, 20 x 4,108 without it.
+TEST(Simulate, ACachedPrefixIsHeldOnce) {
+  Case c;
+  std::vector<WorkloadRequest> w(20, WorkloadRequest{4100, 8, 0, 4000});
+  const Prediction on = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
+  EXPECT_EQ(on.twin.shared_prefix_tokens_reused, 19 * 4000);
+  c.launch.prefix_caching = false;
+  const Prediction off = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
+  EXPECT_EQ(off.twin.shared_prefix_tokens_reused, 0);
+  EXPECT_GT(off.twin.kv_peak_fraction, 0.0);
+  EXPECT_NEAR(on.twin.kv_peak_fraction / off.twin.kv_peak_fraction, (4000.0 + 20 * 112) / (20 * 4112), 0.02);
+}
+
 // Three requests arrive together, 1 ms of API-server work each. Processor sharing ends all three's work
 // at 3 ms and hands them off one at a time, at 3, 3.05 and 3.10 ms (kApiHandOffS apart); FIFO
 // (TensorRT-LLM's trtllm-serve) at 1, 2 and 3 ms. Dropping the second at 0.5 ms moves the third to 2 ms.
