@@ -91,6 +91,17 @@ def solve(x, y):
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
+def fit_fixed_costs(rows, bytes_per_param, bandwidth=1.0):
+    """Least squares latency = a + touched x t + touched x slice_bytes / (bandwidth x e) over `rows`
+    (balanced_decode_rows), slice_bytes = params x bytes_per_param. Returns (a, t, 1 / e, rms relative
+    error, rows): with bandwidth 1, 1 / e is the inverse of the read rate in bytes/s."""
+    x = [(1.0, r["touched"], r["touched"] * r["params"] * bytes_per_param / bandwidth) for r in rows]
+    y = [r["latency_ms"] * 1e-3 for r in rows]
+    a, t, inv_e = solve(x, y)
+    rms = math.sqrt(sum(((v - a - t * q[1] - inv_e * q[2]) / v) ** 2 for q, v in zip(x, y)) / len(y))
+    return a, t, inv_e, rms, len(y)
+
+
 def main():
     store = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/servelab/ops/aic-ops")
     a_all, t_all = [], []
@@ -99,13 +110,8 @@ def main():
         if not os.path.exists(path):
             print(f"{table}: missing, skipped")
             continue
-        x, y = [], []
-        for r in balanced_decode_rows(path, kernel, dtype):
-            x.append((1.0, r["touched"], r["touched"] * r["params"] * bpp / hbm))
-            y.append(r["latency_ms"] * 1e-3)
-        a, t, inv_e = solve(x, y)
-        rms = math.sqrt(sum(((v - a - t * r[1] - inv_e * r[2]) / v) ** 2 for r, v in zip(x, y)) / len(y))
-        print(f"{table} {kernel} {dtype}: {len(y)} rows, a {a * 1e6:.1f} us, t {t * 1e6:.2f} us, "
+        a, t, inv_e, rms, n = fit_fixed_costs(balanced_decode_rows(path, kernel, dtype), bpp, hbm)
+        print(f"{table} {kernel} {dtype}: {n} rows, a {a * 1e6:.1f} us, t {t * 1e6:.2f} us, "
               f"e {1 / inv_e:.3f}, rms {rms:.1%}")
         a_all.append(a)
         t_all.append(t)

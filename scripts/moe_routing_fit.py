@@ -27,7 +27,7 @@ import os
 import statistics
 import sys
 
-from moe_overhead_fit import TABLES, balanced_decode_rows, load, solve
+from moe_overhead_fit import TABLES, balanced_decode_rows, fit_fixed_costs, load
 
 LAMBDA_BINS = [2 ** (i / 2) for i in range(-4, 7)]  # 0.25 ... 8, half-octave centres
 
@@ -59,11 +59,7 @@ def main():
         if not os.path.exists(path):
             print(f"{table}: missing, skipped")
             continue
-        x, y = [], []
-        for r in balanced_decode_rows(path, kernel, dtype):
-            x.append((1.0, r["touched"], r["touched"] * r["params"] * bpp / hbm))
-            y.append(r["latency_ms"] * 1e-3)
-        a, t, inv_e = solve(x, y)
+        a, t, inv_e, _, _ = fit_fixed_costs(balanced_decode_rows(path, kernel, dtype), bpp, hbm)
         for tokens, top_k, experts, params, latency in power_law_rows(path, kernel, dtype):
             lam = tokens * top_k / experts
             b = min(range(len(LAMBDA_BINS)), key=lambda j: abs(math.log2(lam / LAMBDA_BINS[j])))

@@ -18,12 +18,11 @@ GPUs measure (1.43 = HBM-bound, 1.0 = SM-bound). Standard library only.
 
 Usage: scripts/moe_upcast_fit.py [STORE_DIR]   (default: ~/.cache/servelab/ops/aic-ops)
 """
-import math
 import os
 import statistics
 import sys
 
-from moe_overhead_fit import balanced_decode_rows, solve
+from moe_overhead_fit import balanced_decode_rows, fit_fixed_costs
 
 # (family, table under the store, kernel_source, moe_dtype, bytes per parameter). Bytes per parameter:
 # int4 with a BF16 scale per 128 [assumption: the collector's group size]; MXFP4 with an E8M0 scale per 32.
@@ -57,12 +56,9 @@ def main():
                 continue
             by_gpu[gpu] = {(q["hidden"], q["inter"], q["topk"], q["experts"], q["tp"], q["tokens"]): q["latency_ms"]
                            for q in r}
-            x = [(1.0, q["touched"], q["touched"] * q["params"] * bpp) for q in r]
-            y = [q["latency_ms"] * 1e-3 for q in r]
-            a, t, inv_r = solve(x, y)
+            a, t, inv_r, rms, n = fit_fixed_costs(r, bpp)
             rate = 1 / inv_r
-            rms = math.sqrt(sum(((v - a - t * q[1] - inv_r * q[2]) / v) ** 2 for q, v in zip(x, y)) / len(y))
-            print(f"{gpu}/{table} {kernel} {dtype}: {len(y)} rows, a {a * 1e6:.1f} us, t {t * 1e6:.2f} us, "
+            print(f"{gpu}/{table} {kernel} {dtype}: {n} rows, a {a * 1e6:.1f} us, t {t * 1e6:.2f} us, "
                   f"R {rate / 1e12:.2f} TB/s = {rate / hbm:.2f} of HBM = {rate / sms / 1e9:.1f} GB/s per SM, "
                   f"rms {rms:.1%}")
             per_sm.setdefault(family, []).append(rate / sms)
