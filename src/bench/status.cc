@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <map>
+#include <string_view>
+
+#include "servelab/common/text.h"
 
 namespace servelab::bench {
 
@@ -22,8 +24,8 @@ std::string ready_attempt_line(const client::ReadyAttempt& a) {
 namespace {
 /// Whether an error body says the requested model is not served (vLLM / SGLang: "The model `X` does not
 /// exist."; others: "model ... not found").
-bool names_unknown_model(std::string error) {
-  for (char& ch : error) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+bool names_unknown_model(std::string_view body) {
+  const std::string error = common::ascii_lower(body);
   return error.find("model") != std::string::npos &&
          (error.find("does not exist") != std::string::npos || error.find("not found") != std::string::npos);
 }

@@ -19,6 +19,7 @@
 #include "cli/op_data.h"
 #include "servelab/bench/config.h"
 #include "servelab/common/paths.h"
+#include "servelab/common/text.h"
 #include "servelab/dataset/dataset.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
@@ -296,9 +297,8 @@ sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::Reso
 /// launch that serves a local path is not compared.
 bool model_config_names_another_model(const std::string& launch_model, const std::string& config_id) {
   auto last = [](const std::string& s) {
-    std::string t = s.substr(s.find_last_of('/') == std::string::npos ? 0 : s.find_last_of('/') + 1);
-    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return t;
+    const std::size_t slash = s.find_last_of('/');
+    return common::ascii_lower(slash == std::string::npos ? s : s.substr(slash + 1));
   };
   if (config_id.empty() || launch_model.empty() || config_id.ends_with(".json")) return false;
   if (launch_model.front() == '/' || launch_model.front() == '.') return false;
