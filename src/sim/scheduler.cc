@@ -132,6 +132,11 @@ void Simulator::preempt(Rank& r, int id) {
   ++r.preemptions;
 }
 
+double Simulator::surviving_fraction(const Rank& r, double bytes, double evict_after) {
+  const double evicted = std::max(0.0, r.allocated - evict_after);
+  return std::max(0.0, bytes - evicted) / bytes;
+}
+
 void Simulator::restore_cached_prefix(Rank& r, Req& q) {
   if (q.cached_bytes <= 0) {
     // A fresh prompt whose group's prefix is cached on this rank references the blocks that survive (all
@@ -141,8 +146,7 @@ void Simulator::restore_cached_prefix(Rank& r, Req& q) {
     const auto it = r.prefixes.find(q.prefix_group);
     if (it == r.prefixes.end() || it->second.tokens <= 0 || it->second.bytes <= 0) return;
     SharedPrefix& p = it->second;
-    const double evicted = p.holders > 0 ? 0.0 : std::max(0.0, r.allocated - p.evict_after);
-    const double surviving = std::max(0.0, p.bytes - evicted) / p.bytes;
+    const double surviving = p.holders > 0 ? 1.0 : surviving_fraction(r, p.bytes, p.evict_after);
     const long long bs = std::max(1, plan_.block_size);
     long long tokens = static_cast<long long>(static_cast<double>(p.tokens) * surviving) / bs * bs;
     tokens = std::min<long long>(tokens, q.prefill_target - 1) / bs * bs;
@@ -162,8 +166,7 @@ void Simulator::restore_cached_prefix(Rank& r, Req& q) {
     view_.shared_prefix_tokens_reused += tokens;
     return;
   }
-  const double evicted = std::max(0.0, r.allocated - q.evict_after);
-  const double surviving = std::max(0.0, q.cached_bytes - evicted) / q.cached_bytes;
+  const double surviving = surviving_fraction(r, q.cached_bytes, q.evict_after);
   // Cached blocks are prefix blocks (a request's tail blocks are evicted first); one token is always
   // recomputed so that the step samples.
   const long long bs = plan_.block_size;

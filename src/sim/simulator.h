@@ -189,6 +189,9 @@ class Simulator {
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);
+  /// The share of `bytes` of free-but-cached blocks still cached on `r`: the allocations since they were
+  /// freed evict them once they pass `evict_after` (the LRU position recorded when they were freed).
+  static double surviving_fraction(const Rank& r, double bytes, double evict_after);
   void restore_cached_prefix(Rank& r, Req& q);
   /// A request of a prefix group whose prefill has computed its shared prefix: the group's blocks are
   /// cached on its rank (prefix caching on) and it holds them.
