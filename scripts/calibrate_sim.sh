@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Refits the engine twin's efficiency factors (src/sim/calibration.json) on the released measurements of
-# ../shared/reference/seed-measurements.json (withheld entries are never read), then rebuilds so the new
+# Refits the engine twin's efficiency factors (src/sim/calibration.json) on every released corpus
+# (../shared/reference and ../shared/reference/inferencemax; withheld entries are never read), then rebuilds so the new
 # file is embedded. Usage: scripts/calibrate_sim.sh [build-dir]   (about 2 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 // `servelab sim run | validate | calibrate`: the engine twin on the command line.
 //   sim run [--hardware 8xH200] [--engine-version V] [--scenario ID | bench serve workload flags] -- <launch>
 //   sim validate [--corpus ../shared/reference] [--per-point] [--split all|study|gpu|release]
-//   sim calibrate [--corpus ../shared/reference] [--write src/sim/calibration.json]
+//   sim calibrate [--corpus ../shared/reference --corpus ../shared/reference/inferencemax] [--write
+//   src/sim/calibration.json]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -463,6 +464,20 @@ std::string default_corpus() {
   return (common::data_dir().parent_path() / "reference").string();
 }
 
+// Every released corpus beside the data directory: the lab's studies and InferenceMAX's points (what
+// calibration.json is fitted on; sim validate's issue 29 targets are on this union).
+std::vector<std::string> every_released_corpus() {
+  const auto reference = common::data_dir().parent_path() / "reference";
+  return {reference.string(), (reference / "inferencemax").string()};
+}
+
+// "--corpus A --corpus B" for a report or a file's comment; " (the default)" when none was given.
+std::string corpus_arguments(const std::vector<std::string>& corpus, bool defaulted) {
+  std::string named;
+  for (const auto& path : corpus) named += (named.empty() ? "--corpus " : " --corpus ") + path;
+  return defaulted ? named + " (the default)" : named;
+}
+
 std::vector<std::filesystem::path> corpus_paths(const std::vector<std::string>& given) {
   return {given.begin(), given.end()};
 }
@@ -553,29 +568,41 @@ void setup_sim(CLI::App& root) {
     const auto v = sim::validate_corpus(c, *threads, extra, [](const std::string& line) {
       std::fprintf(stderr, "sim validate: %s\n", line.c_str());
     });
-    std::string named;
-    for (const auto& path : *corpus) named += (named.empty() ? "--corpus " : " --corpus ") + path;
-    if (val->count("--corpus") == 0) named += " (the default)";
-    std::printf("%s", sim::format_corpus_validation(v, *per_point, named).c_str());
+    std::printf("%s", sim::format_corpus_validation(v, *per_point,
+                                                    corpus_arguments(*corpus, val->count("--corpus") == 0))
+                          .c_str());
   });
 
   auto write = std::make_shared<std::string>();
+  auto cal_corpus = std::make_shared<std::vector<std::string>>(every_released_corpus());
   auto* cal = sim->add_subcommand(
       "calibrate",
       "Fit the twin's parameters to a corpus (and compute its error bands by leaving each study out)");
-  cal->add_option("--corpus", *corpus, "as for validate")->capture_default_str();
+  cal->add_option("--corpus", *cal_corpus,
+                  "as for validate; the default is every released corpus (the lab's studies and "
+                  "InferenceMAX's points), what the embedded calibration.json is fitted on")
+      ->capture_default_str();
   cal->add_option("--write", *write, "write calibration.json here (else print it)");
   cal->add_option("--threads", *threads, "simulations in parallel (0 = all cores)")->capture_default_str();
   add_op_data_option(*cal, *op_data);
-  cal->callback([corpus, write, threads, op_data] {
+  cal->callback([cal_corpus, write, threads, op_data] {
     apply_op_data(*op_data);
-    const auto c = sim::load_corpora(corpus_paths(*corpus));
+    const auto c = sim::load_corpora(corpus_paths(*cal_corpus));
     const auto v = sim::validate_corpus(c, *threads, {}, [](const std::string& line) {
       std::fprintf(stderr, "sim calibrate: %s\n", line.c_str());
     });
     std::fprintf(stderr, "fit on %d points: objective %.3f at the priors -> %.3f\n", v.full_fit.points,
                  v.full_fit.objective_prior, v.full_fit.objective);
-    const std::string json = sim::calibration_json_of(v);  // throws when a parameter ends on a bound
+    // The comment names the corpora by their place beside the data directory, not this machine's paths.
+    std::vector<std::string> named;
+    const auto shared = common::data_dir().parent_path();
+    for (const auto& path : *cal_corpus) {
+      std::error_code ec;
+      const auto rel = std::filesystem::relative(path, shared.parent_path(), ec);
+      named.push_back(ec || rel.empty() || rel.string().rfind("..", 0) == 0 ? path : "../" + rel.string());
+    }
+    const std::string json = sim::calibration_json_of(
+        v, corpus_arguments(named, false));  // throws when a parameter ends on a bound
     if (write->empty()) {
       std::printf("%s", json.c_str());
     } else {

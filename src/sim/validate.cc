@@ -528,7 +528,7 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
   return s;
 }
 
-std::string calibration_json_of(const CorpusValidation& v) {
+std::string calibration_json_of(const CorpusValidation& v, const std::string& corpus) {
   if (!v.full_fit.on_bound.empty()) {
     std::string msg = "the fit ended on a bound (a defect of the model, not written):";
     for (const auto& b : v.full_fit.on_bound) msg += "\n  " + b;
@@ -536,12 +536,11 @@ std::string calibration_json_of(const CorpusValidation& v) {
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(calibration_table_to_json(
       v.full_fit.table,
-      "Fitted parameters of the engine twin (include/servelab/sim/calibration.h), in-sample fit on the "
-      "released corpus "
-      "(shared/reference: seed-measurements.json + perflab/measurements.json). Written by `servelab sim "
-      "calibrate "
-      "--corpus ../shared/reference --write src/sim/calibration.json`; bands are the leave-one-study-out RMS "
-      "errors per class."));
+      fmt::format(
+          "Fitted parameters of the engine twin (include/servelab/sim/calibration.h), in-sample fit on "
+          "the {} trainable points of its corpora. Written by `servelab sim calibrate {} --write "
+          "src/sim/calibration.json`; bands are the leave-one-study-out RMS errors per class.",
+          v.full_fit.points, corpus)));
   nlohmann::ordered_json bands = nlohmann::ordered_json::object();
   auto r1 = [](double x) { return std::round(x * 10) / 10; };
   for (const auto& [k, e] : v.bands.classes)

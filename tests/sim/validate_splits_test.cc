@@ -266,11 +266,12 @@ TEST(CorpusValidationFolds, AFoldsFitDoesNotDependOnItsHeldOutStudy) {
   EXPECT_NE(va.api_request_ms, sim::calibration_prior("vllm").api_request_ms);
   // The in-sample fit saw the held-out study: its value differs from the fold's and moves with the
   // perturbation.
-  const double full_a = a.full_fit.table.engines.at("vllm").cal.api_request_ms,
-               full_b = b.full_fit.table.engines.at("vllm").cal.api_request_ms;
+  const double full_a = a.full_fit.table.engines.at("vllm").cal.api_request_ms;
   EXPECT_NE(full_a, va.api_request_ms);
   EXPECT_NE(json_of(a.full_fit.table), json_of(b.full_fit.table));
-  EXPECT_NE(full_a, full_b);
+  // (One field may land where it was, e.g. the API server's time; the engine's fields as a whole move.)
+  EXPECT_NE(sim::calibration_vector(a.full_fit.table.engines.at("vllm").cal),
+            sim::calibration_vector(b.full_fit.table.engines.at("vllm").cal));
   // The other fold (qwen3.5-9b__h100 held out) is fitted on the perturbed study and does move.
   EXPECT_NE(json_of(a.study_tables.at("qwen3.5-9b__h100")), json_of(b.study_tables.at("qwen3.5-9b__h100")));
 }

@@ -179,8 +179,9 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads = 0,
 std::string format_corpus_validation(const CorpusValidation& v, bool per_point,
                                      const std::string& corpus = "");
 
-/// calibration.json text: the in-sample fit, the bands and the coverage of `v`. Throws
-/// std::runtime_error listing the parameters that ended on a bound (a defect of the model, not written).
-std::string calibration_json_of(const CorpusValidation& v);
+/// calibration.json text: the in-sample fit, the bands and the coverage of `v`; its comment names the
+/// corpora (`corpus`, as given on the command line: "--corpus A --corpus B"). Throws std::runtime_error
+/// listing the parameters that ended on a bound (a defect of the model, not written).
+std::string calibration_json_of(const CorpusValidation& v, const std::string& corpus);
 
 }  // namespace servelab::sim
