@@ -85,6 +85,9 @@ std::string twin_view_block(const sim::TwinView& v) {
   const bool pp = v.memory.layout.pp > 1;
   row(pp ? "Pipeline ticks / with CUDA graphs:" : "Engine steps / with CUDA graphs:",
       fmt::format("{} / {}", v.steps, v.graphed_steps));
+  if (v.piecewise_steps > 0)
+    row(pp ? "Ticks on piecewise CUDA graphs:" : "Steps on piecewise CUDA graphs:",
+        fmt::format("{}", v.piecewise_steps));
   if (pp) row("Micro-batches run:", fmt::format("{}", v.micro_batches));
   row(pp ? "Mean stage time per micro-batch (ms):" : "Mean step time (ms):",
       fmt::format("{:.2f}", v.mean_step_ms));

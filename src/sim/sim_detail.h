@@ -118,6 +118,9 @@ struct StepCost {
   double floor_s = 0;  ///< per-kernel floors of graphed kernels
   /// Kernels launched eagerly from the CPU this step (each costs Calibration::eager_launch_us).
   double launch_kernels = 0;
+  /// The layers replayed torch.compile piecewise CUDA graphs and attention launched eagerly (vLLM's
+  /// PIECEWISE mode, or a step above FULL_AND_PIECEWISE's full-graph sizes).
+  bool piecewise_graphs = false;
   int running = 0;       ///< requests the CPU handles this step
   bool overlap = false;  ///< CPU work of the next step overlaps this one (async / overlap scheduler)
   /// Streamed chunks a serial stage beside the engine handles for this step's outputs (each costs

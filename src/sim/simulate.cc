@@ -220,6 +220,7 @@ std::optional<Batch> Simulator::plan_slot() {
   b.stage_s = step_seconds(b.cost, cal_);
   b.stages_left = pipeline_depth();
   if (graph) ++view_.graphed_steps;
+  if (b.cost.piecewise_graphs) ++view_.piecewise_steps;
   return b;
 }
 

@@ -739,6 +739,7 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
       // torch.compile piecewise graphs: every layer's graph replays, its attention launches eagerly.
       out.floor_s = kernels * floor;
       out.launch_kernels = layers * 3.0;
+      out.piecewise_graphs = true;
     } else {
       out.launch_kernels = kernels;
     }

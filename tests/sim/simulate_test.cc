@@ -82,7 +82,15 @@ TEST(Simulate, OneRequestIsPrefillThenDecodeSteps) {
   // The decode steps grow with the context by the KV read only: nearly equal.
   EXPECT_NEAR(out.itl_s.front(), out.itl_s.back(), 1e-4);
   EXPECT_GT(out.ttft_s, out.itl_s.front());
-  EXPECT_EQ(p.twin.graphed_steps, 9);  // decode steps replay graphs, the prefill does not
+  EXPECT_EQ(p.twin.graphed_steps, 9);    // decode steps replay graphs, the prefill does not
+  EXPECT_EQ(p.twin.piecewise_steps, 0);  // 1,000 tokens: above the graph sizes, the prefill runs eagerly
+  // PIECEWISE mode (vLLM's only mode before 0.11): no step replays a full graph; the decode steps replay
+  // the layers' pieces.
+  Case pw;
+  pw.launch.execution.graphs = engines::GraphMode::kPiecewise;
+  const auto& q = ok(predict_resolved(pw.launch, pw.cluster, w, o));
+  EXPECT_EQ(q.twin.graphed_steps, 0);
+  EXPECT_EQ(q.twin.piecewise_steps, 9);
 }
 
 TEST(Simulate, DeterministicAndTheTraceReplaysExactly) {
