@@ -4,6 +4,7 @@
 //   sim calibrate [--corpus ../shared/reference --corpus ../shared/reference/inferencemax] [--write
 //   src/sim/calibration.json]
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -210,6 +211,19 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
   return w;
 }
 
+/// "--name" of every long name of the options given on `run` (count > 0) that `match` accepts, in the
+/// order CLI11 lists them.
+template <class Match>
+std::vector<std::string> given_options(const CLI::App& run, Match match) {
+  std::vector<std::string> given;
+  for (const CLI::Option* o : run.get_options()) {
+    if (o->count() == 0) continue;
+    for (const std::string& name : o->get_lnames())
+      if (match(name)) given.push_back("--" + name);
+  }
+  return given;
+}
+
 /// --scenario names the whole workload (its requests' lengths and count); a dataset flag given beside it
 /// would be ignored without a word, so it is refused (exit 2) naming the flags. The arrival flags
 /// (--request-rate, --burstiness, --max-concurrency, --seed) apply to a scenario and stay allowed.
@@ -218,16 +232,12 @@ void refuse_workload_flags_beside_scenario(const CLI::App& run, const std::strin
   static constexpr std::array<std::string_view, 11> kWorkloadPrefixes = {
       "dataset-", "num-prompts", "input-len",          "output-len", "random-",    "sharegpt-",
       "sonnet-",  "custom-",     "prefix-repetition-", "hf-",        "spec-bench-"};
-  std::string given;
-  for (const CLI::Option* o : run.get_options()) {
-    if (o->count() == 0) continue;
-    for (const std::string& name : o->get_lnames()) {
-      const bool workload = std::any_of(kWorkloadPrefixes.begin(), kWorkloadPrefixes.end(),
-                                        [&](std::string_view p) { return name.rfind(p, 0) == 0; });
-      if (workload) given += (given.empty() ? "--" : ", --") + name;
-    }
-  }
-  if (given.empty()) return;
+  const auto flags = given_options(run, [](const std::string& name) {
+    return std::any_of(kWorkloadPrefixes.begin(), kWorkloadPrefixes.end(),
+                       [&](std::string_view p) { return name.rfind(p, 0) == 0; });
+  });
+  if (flags.empty()) return;
+  const std::string given = fmt::format("{}", fmt::join(flags, ", "));
   std::fprintf(stderr,
                "servelab sim run: --scenario %s sets the workload (every request's prompt and output length "
                "and their count), so %s would be ignored: drop %s, or drop --scenario and describe the "
@@ -263,14 +273,9 @@ std::vector<std::string> client_only_flags(const CLI::App& run) {
                                                                    "extra-body",
                                                                    "ready-check-timeout-sec",
                                                                    "use-beam-search"};
-  std::vector<std::string> given;
-  for (const CLI::Option* o : run.get_options()) {
-    if (o->count() == 0) continue;
-    for (const std::string& name : o->get_lnames())
-      if (std::find(kClientOnly.begin(), kClientOnly.end(), name) != kClientOnly.end())
-        given.push_back("--" + name);
-  }
-  return given;
+  return given_options(run, [](const std::string& name) {
+    return std::find(kClientOnly.begin(), kClientOnly.end(), name) != kClientOnly.end();
+  });
 }
 
 /// Prompt tokens every request of a group shares with the others by the dataset's construction, as the
