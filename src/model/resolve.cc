@@ -26,11 +26,16 @@ std::string last_component(const std::string& s) {
   return slash == std::string::npos ? t : t.substr(slash + 1);
 }
 
-/// DeepSeek-V3.2 spellings: the HF id, the -Exp name, local directories such as /workspace/DeepSeek-v3.2.
+/// DeepSeek-V3.2 spellings of DeepSeek's own FP8 checkpoint (the built-in model): the HF id, the -Exp and
+/// -Speciale releases (same architecture and weights format), local directories such as
+/// /workspace/DeepSeek-v3.2. Not another organisation's re-quantization of it (nvidia/DeepSeek-V3.2-NVFP4,
+/// an AWQ or FP4 copy): its own config.json and quantization file are looked up like any model's, and a
+/// missing one is an error, never the FP8 checkpoint in its place.
 bool names_deepseek_v32(const std::string& model) {
-  const std::string l = common::ascii_lower(model);
-  return l.find("deepseek-v3.2") != std::string::npos ||
-         common::ascii_lower(last_component(model)) == "deepseek-v32";
+  const std::string last = common::ascii_lower(last_component(model));
+  for (const char* name : {"deepseek-v3.2", "deepseek-v32", "deepseek-v3.2-exp", "deepseek-v3.2-speciale"})
+    if (last == name) return true;
+  return false;
 }
 
 /// Hugging Face hub cache roots, in the order huggingface_hub uses them.
@@ -200,7 +205,9 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
       m.config_source += ", resolved from \"" + model + "\"";
     return m;
   }
-  tried.push_back("built-in models (DeepSeek-V3.2: the name does not contain \"DeepSeek-V3.2\")");
+  tried.push_back(
+      "built-in models (DeepSeek-V3.2: the name is not DeepSeek's own checkpoint, \"DeepSeek-V3.2\", -Exp or "
+      "-Speciale)");
   if (auto m = data_dir_model(model, tried)) return *m;
   if (auto m = from_hub()) return *m;
   if (const auto base = without_revision_tag(model)) {

