@@ -71,7 +71,12 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Activations + reserve per GPU (GiB):",
       fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / kGiB));
   row("KV pool per GPU (GiB):", fmt::format("{:.2f}", m.kv_budget_bytes / kGiB));
-  row("KV bytes per token (full-context layers):", fmt::format("{:.0f}", m.kv_bytes_per_token));
+  if (m.kv_swa_pool_bytes_per_token > 0) {
+    row("KV bytes per token (full + window pools):", fmt::format("{:.0f}", m.kv_bytes_per_token));
+    row("  of which window-layer pools:", fmt::format("{:.0f}", m.kv_swa_pool_bytes_per_token));
+  } else {
+    row("KV bytes per token (full-context layers):", fmt::format("{:.0f}", m.kv_bytes_per_token));
+  }
   if (m.kv_window_bytes_per_token > 0)
     row("KV bytes per token (window layers):",
         fmt::format("{:.0f} (window {})", m.kv_window_bytes_per_token, m.window_tokens));

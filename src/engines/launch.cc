@@ -2,6 +2,8 @@
 // by the engine modules (launch_detail.h).
 #include "servelab/engines/launch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -269,18 +271,40 @@ std::optional<LaunchFailure> range_checks(const LaunchConfig& c, const RangeAllo
   // asserts at start-up. Messages are servelab's.
   if (!(c.gpu_memory_fraction >= 0.0 && c.gpu_memory_fraction <= 1.0) ||
       (c.gpu_memory_fraction == 0.0 && !allowed.zero_memory_fraction))
-    return fail(FailurePhase::kStartup, "memory.fraction_range",
-                "GPU memory fraction " + std::to_string(c.gpu_memory_fraction) + " is outside (0, 1]", false);
-  const std::pair<const char*, const std::optional<int>*> counts[] = {
-      {"max_num_seqs", &c.max_num_seqs},
-      {"max_num_batched_tokens", &c.max_num_batched_tokens},
-      {"max_model_len", &c.max_model_len},
-      {"cuda_graph_max_bs", &c.cuda_graph_max_bs}};
-  for (const auto& [name, value] : counts)
+    return fail(
+        FailurePhase::kStartup, "memory.fraction_range",
+        fmt::format("GPU memory fraction {:g} is outside (0, 1] (vLLM --gpu-memory-utilization, SGLang "
+                    "--mem-fraction-static, TensorRT-LLM --kv_cache_free_gpu_memory_fraction)",
+                    c.gpu_memory_fraction),
+        false);
+  // Each count by the flags that set it in the three engines (the message names them, not the field).
+  struct Count {
+    const char* field;
+    const char* flags;
+    const std::optional<int>* value;
+  };
+  const Count counts[] = {
+      {"max_num_seqs",
+       "running requests (vLLM --max-num-seqs, SGLang --max-running-requests, TensorRT-LLM "
+       "--max_batch_size)",
+       &c.max_num_seqs},
+      {"max_num_batched_tokens",
+       "tokens per step (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, "
+       "TensorRT-LLM --max_num_tokens)",
+       &c.max_num_batched_tokens},
+      {"max_model_len",
+       "context length (vLLM --max-model-len, SGLang --context-length, TensorRT-LLM "
+       "--max_seq_len)",
+       &c.max_model_len},
+      {"cuda_graph_max_bs",
+       "CUDA graph batch size (SGLang --cuda-graph-max-bs, vLLM "
+       "--max-seq-len-to-capture / cudagraph capture sizes)",
+       &c.cuda_graph_max_bs}};
+  for (const auto& [field, flags, value] : counts)
     if (*value && **value < 1 &&
-        !(allowed.nonpositive_cuda_graph_max_bs && std::string(name) == "cuda_graph_max_bs"))
+        !(allowed.nonpositive_cuda_graph_max_bs && std::string_view(field) == "cuda_graph_max_bs"))
       return fail(FailurePhase::kStartup, "limits.positive",
-                  std::string(name) + " must be >= 1 (got " + std::to_string(**value) + ")", false);
+                  fmt::format("the {} must be >= 1 (got {})", flags, **value), false);
   return std::nullopt;
 }
 

@@ -105,7 +105,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       // params for Qwen3-VL-class towers [estimate, unverified: the tower is not in the text config].
       w.total += 0.6e9 * 2.0;
     }
-    double kv_full = 0, kv_win = 0, state = 0;
+    double kv_full = 0, kv_win = 0, kv_swa = 0, state = 0;
     int window = 0;
     // vLLM's hybrid allocator gives each linear-attention layer one block of the shared pool, an
     // attention page of block_size tokens of one full-attention layer (launch.h state_page_padded).
@@ -126,6 +126,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
         // SGLang SWAKVPool: every full-layer token is matched by ratio tokens in each window layer's
         // own pool, carved from the same budget (launch.h swa_split_pool).
         kv_full += n * kv * pol.swa_full_tokens_ratio;
+        kv_swa += n * kv * pol.swa_full_tokens_ratio;
       } else if (win > 0 && pol.kv_window_only) {
         kv_win += n * kv;
         window = std::max(window, win);
@@ -163,6 +164,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     MemoryPlan probe = plan;
     probe.kv_bytes_per_token = kv_full;
     probe.kv_window_bytes_per_token = kv_win;
+    probe.kv_swa_pool_bytes_per_token = kv_swa;
     probe.window_tokens = window;
     probe.state_bytes_per_request = state;
     // Capacity in full-context tokens of this stage's pool (states and windows excluded).
@@ -178,6 +180,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
       budget_of_worst = budget;
       plan.kv_bytes_per_token = kv_full;
       plan.kv_window_bytes_per_token = kv_win;
+      plan.kv_swa_pool_bytes_per_token = kv_swa;
       plan.window_tokens = window;
       plan.state_bytes_per_request = state;
       plan.state_slots = slots;

@@ -115,7 +115,7 @@ struct StepCost {
   /// varies with it: they stay in the scaled part.
   double memory_s = 0;
   double comm_s = 0;   ///< collectives
-  double floor_s = 0;  ///< per-kernel floors of graphed kernels
+  double floor_s = 0;  ///< per-kernel launch-to-launch gaps (kernel_floor_s), graphed or eager
   /// Kernels launched eagerly from the CPU this step (each costs Calibration::eager_launch_us).
   double launch_kernels = 0;
   /// The layers replayed torch.compile piecewise CUDA graphs and attention launched eagerly (vLLM's

@@ -735,9 +735,11 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
         (ex.graphs == engines::GraphMode::kPiecewise || ex.graphs == engines::GraphMode::kFullAndPiecewise) &&
         tokens_max <= ex.graph_max_batch;
     // Each eagerly issued kernel costs the engine's fitted CPU time (Calibration::eager_launch_us).
+    // Every kernel keeps its launch-to-launch gap on the GPU, graphs or not (step_seconds_of then takes the
+    // larger of the GPU's time and the CPU's launches): a step without graphs is never faster.
+    out.floor_s = kernels * floor;
     if (piecewise) {
       // torch.compile piecewise graphs: every layer's graph replays, its attention launches eagerly.
-      out.floor_s = kernels * floor;
       out.launch_kernels = layers * 3.0;
       out.piecewise_graphs = true;
     } else {

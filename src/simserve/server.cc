@@ -98,7 +98,9 @@ void Server::Impl::record_lag(double t_emit_s) {
         stderr,
         "servelab sim serve: falling behind the twin's schedule: a token left %.1f ms late in engine time "
         "(%.1f ms wall) at time scale %g; the host is too slow for this scale and measured times are "
-        "inflated (bench marks such runs invalid)\n",
+        "inflated (bench serve reads the lag from /servelab/schedule and marks its run invalid when the lag "
+        "is a material share of it: the last token late by over 1%% of the run, or tokens late by over 5%% "
+        "of the mean TTFT on average)\n",
         lag_ms, wall_lag_ms, options.time_scale);
     std::fflush(stderr);
   }

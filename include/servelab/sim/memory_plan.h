@@ -28,9 +28,12 @@ struct MemoryPlan {
   double kv_budget_bytes = 0;            ///< given to the KV cache and recurrent states
   double kv_bytes_per_token = 0;         ///< full-context layers of the heaviest stage, per token
   double kv_window_bytes_per_token = 0;  ///< window-bounded layers, per token (0 when none / not bounded)
-  int window_tokens = 0;                 ///< the sliding window (tokens)
-  double state_bytes_per_request = 0;    ///< linear-attention state per request
-  long long kv_tokens_per_rank = 0;  ///< full-attention KV tokens the budget holds (no states, no windows)
+  /// The part of kv_bytes_per_token that is SGLang's split sliding-window pools (SWAKVPool: each window
+  /// layer's bytes x swa_full_tokens_ratio per full-layer token), 0 otherwise.
+  double kv_swa_pool_bytes_per_token = 0;
+  int window_tokens = 0;               ///< the sliding window (tokens)
+  double state_bytes_per_request = 0;  ///< linear-attention state per request
+  long long kv_tokens_per_rank = 0;    ///< full-attention KV tokens the budget holds (no states, no windows)
   /// Requests a separate recurrent-state pool holds (SGLang MambaPool, MemoryPolicy::state_pool_ratio);
   /// 0 = states are charged to the KV pool per request (request_kv_bytes).
   long long state_slots = 0;
