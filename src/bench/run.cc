@@ -556,6 +556,17 @@ void report_metrics(RunContext& x) {
           result.schedule_lag->tokens, x.lag->admission_wait_max_ms, x.client_stall_ms);
     if (!result.invalid_reason.empty())
       result.console_report += "INVALID RUN: " + result.invalid_reason + "\n";
+    // sim serve's twin is handed each prompt's token count, not its text: prefixes the dataset shares by
+    // construction are prefilled in full every time, where a prefix-caching engine (and `sim run`) reuses
+    // them.
+    const bool shared_prefixes = config.dataset_name == "prefix_repetition" ||
+                                 (config.dataset_name == "random" && config.random_prefix_len > 0);
+    if (shared_prefixes)
+      result.console_report +=
+          "Warning: the engine twin behind sim serve does not share prompt prefixes (it is handed token "
+          "counts, not prompts): every shared prefix of this dataset was prefilled in full, where a "
+          "prefix-caching engine reuses it; `servelab sim run` with the same dataset flags models the "
+          "reuse\n";
   }
   if (result.server_metrics) result.console_report += format_server_metrics(*result.server_metrics);
   x.print.raw(result.console_report);

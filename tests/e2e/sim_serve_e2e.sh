@@ -74,6 +74,18 @@ check "Mean TPOT (ms)" "$(value "$TMP/bench.txt" "Mean TPOT")" "$(value "$TMP/si
 if [ "$fail" -ne 0 ]; then
   echo "--- bench serve ---"; cat "$TMP/bench.txt"; echo "--- sim run ---"; cat "$TMP/sim.txt"; exit 1
 fi
+# The twin behind sim serve sees token counts, not prompts: no warning on this random run, one on a dataset
+# whose prompts share prefixes (prefix_repetition), which the twin prefills in full every time.
+if grep -q "does not share prompt prefixes" "$TMP/bench.txt"; then
+  echo "FAIL: the shared-prefix warning on a random run without a prefix"; exit 1
+fi
+"$BIN" bench serve --backend openai-chat --endpoint /v1/chat/completions --port "$PORT" \
+  --model deepseek-ai/DeepSeek-V3.2 --dataset-name prefix_repetition --prefix-repetition-prefix-len 64 \
+  --prefix-repetition-suffix-len 16 --prefix-repetition-num-prefixes 2 --prefix-repetition-output-len 4 \
+  --num-prompts 4 --disable-tqdm --ready-check-timeout-sec 0 > "$TMP/bench_prefix.txt" 2>&1 ||
+  { cat "$TMP/bench_prefix.txt"; exit 1; }
+grep -q "^Warning: the engine twin behind sim serve does not share prompt prefixes" "$TMP/bench_prefix.txt" ||
+  { echo "FAIL: no shared-prefix warning for prefix_repetition against sim serve"; cat "$TMP/bench_prefix.txt"; exit 1; }
 
 # 2b. The fitted calibration (the API server's processor sharing on) under Poisson arrivals (20 req/s, seed
 #     42: bench and sim run draw the same schedule), where bench's send spread is small against the gaps

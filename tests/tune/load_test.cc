@@ -518,7 +518,9 @@ TEST(Objectives, EveryGoodputTheRankingUsesHasItsSloRow) {
                                 [&](const ObjectiveValue& x) { return x.config_key == e.key; });
     ASSERT_NE(v, L.objectives[0].values.end()) << e.key;
     EXPECT_EQ(v->feasible, e.feasible) << e.key;
-    if (e.feasible) EXPECT_DOUBLE_EQ(v->value, e.objective.mean) << e.key;
+    if (e.feasible) {
+      EXPECT_DOUBLE_EQ(v->value, e.objective.mean) << e.key;
+    }
   }
   // The winner of the objective is the search's best.
   EXPECT_EQ(L.objectives[0].values[L.objectives[0].best].config_key, o.best.key);

@@ -305,8 +305,12 @@ TEST(SloSearchStandIn, AShortRunIsRerunLongEnoughForItsLoad) {
   ASSERT_TRUE(r.found) << r.note;
   bool longer = false;
   for (const auto& p : r.probes) {
-    if (p.superseded) EXPECT_LT(p.num_prompts, 10 * p.in_flight);
-    if (p.steady() && p.passed) EXPECT_GE(p.num_prompts + 0.5, 10 * p.in_flight) << p.value;
+    if (p.superseded) {
+      EXPECT_LT(p.num_prompts, 10 * p.in_flight);
+    }
+    if (p.steady() && p.passed) {
+      EXPECT_GE(p.num_prompts + 0.5, 10 * p.in_flight) << p.value;
+    }
     longer = longer || p.step == "longer";
   }
   EXPECT_TRUE(longer);

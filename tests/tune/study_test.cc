@@ -110,6 +110,15 @@ TEST(Study, OutOfRangeValuesNameFileLineAndKey) {
                "search.min_gain_pct: -1 is out of range (must be in 0..100)");
   expect_error("[objective]\n", "[objective]\nkind = \"goodput\"\nslo_ms = { ttft = \"x\" }\n", "slo_ms",
                "objective.slo_ms.ttft: must be a number");
+  // A latency as the maximised objective would pick the slowest launch (found by a new-user trial).
+  {
+    const std::string toml = with("[objective]\n", "[objective]\nmetric = \"tpot_mean_ms\"\n");
+    const std::string want = fmt::format(
+        "range.toml:{}: objective.metric: 'tpot_mean_ms' is a latency (ms, lower is better) and tune "
+        "maximises its objective, so it would pick the slowest launch: bound it instead",
+        line_of(toml, "metric"));
+    EXPECT_EQ(load_error(toml).substr(0, want.size()), want);
+  }
   expect_error("[objective]\n", "[objective]\nkind = \"goodput\"\nslo_ms = { ttft = -3 }\n", "slo_ms",
                "objective.slo_ms.ttft: -3 is out of range (must be > 0 and ≤ 1000000000)");
   expect_error(v, v + "ready_paths = [\"health\"]\n", "ready_paths",

@@ -228,8 +228,9 @@ TEST(TwinRunner, AMissingTokenizerStopsTheStudyOnceWithTheWholeMessage) {
   TuneOptions opt;
   opt.out_dir = dir;
   EXPECT_THROW(run_study(s, opt), TuneSetupError);
-  if (std::filesystem::exists(dir / "results.sqlite"))
+  if (std::filesystem::exists(dir / "results.sqlite")) {
     EXPECT_EQ(Store(dir / "results.sqlite").trials().size(), 0u);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -165,6 +165,8 @@ Evaluator::Evaluator(const Study& study, TrialRunner runner, RunnerKind kind, St
       stop_(stop),
       log_dir_(std::move(log_dir)) {
   for (std::size_t i = 0; i < records_.size(); ++i) index_record(i);
+  // A resumed study's progress counts on from its finished trials ("[58/~306]" after 57), as planned_ does.
+  done_ = static_cast<int>(records_.size());
 }
 
 void Evaluator::index_record(std::size_t i) {

@@ -683,6 +683,15 @@ void read_objective(const Ctx& c, const toml::table& root, Study& s) {
   } catch (const StudyError& e) {
     c.fail(ot->get("metric"), "objective.metric", e.what());
   }
+  // tune maximises its objective: a latency (ms, lower is better) there would pick the slowest launch.
+  if (s.objective.kind != Objective::Kind::kGoodput && s.objective.metric.find("(ms)") != std::string::npos)
+    c.fail(ot->get("metric"), "objective.metric",
+           "'" + metric +
+               "' is a latency (ms, lower is better) and tune maximises its objective, so it would pick "
+               "the slowest launch: bound it instead ([[constraints]] {metric = \"" +
+               metric +
+               "\", max = ...}) beside a throughput objective, use kind = \"goodput\" with slo_ms, or "
+               "evaluate it with [[objectives]] kind = \"min_latency\" after a throughput objective");
   if (s.objective.kind == Objective::Kind::kGoodput) s.objective.metric = "Request goodput (req/s)";
   if (const toml::table* slo = sub_table(c, *ot, "slo_ms", "objective", false)) {
     for (const auto& [key, node] : *slo) {

@@ -199,8 +199,6 @@ class Evaluator {
   double launched_wall_s_ = 0;
   /// The progress display's best: the best feasible evaluation of the objective's scenarios so far
   /// (evaluate), by its label and objective value.
-  /// The progress display's best: the best feasible evaluation of the objective's scenarios so far
-  /// (evaluate), by its label and objective value.
   std::string best_label_;
   double best_value_ = 0;
   Evaluator* load_guide_ = nullptr;
