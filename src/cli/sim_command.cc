@@ -480,8 +480,8 @@ std::string default_corpus() {
 // Every released corpus beside the data directory: the lab's studies and InferenceMAX's points (what
 // calibration.json is fitted on; sim validate's issue 29 targets are on this union).
 std::vector<std::string> every_released_corpus() {
-  const auto reference = common::data_dir().parent_path() / "reference";
-  return {reference.string(), (reference / "inferencemax").string()};
+  const std::string reference = default_corpus();
+  return {reference, (std::filesystem::path(reference) / "inferencemax").string()};
 }
 
 // "--corpus A --corpus B" for a report or a file's comment; " (the default)" when none was given.
