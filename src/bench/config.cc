@@ -734,4 +734,10 @@ dataset::DatasetOptions dataset_options(const RunOptions& c, const ResolvedConfi
   return d;
 }
 
+int shared_prefix_tokens(const RunOptions& config) {
+  if (config.dataset_name == "prefix_repetition") return config.prefix_repetition_prefix_len;
+  if (config.dataset_name == "random") return config.random_prefix_len;
+  return 0;
+}
+
 }  // namespace servelab::bench

@@ -559,9 +559,7 @@ void report_metrics(RunContext& x) {
     // sim serve's twin is handed each prompt's token count, not its text: prefixes the dataset shares by
     // construction are prefilled in full every time, where a prefix-caching engine (and `sim run`) reuses
     // them.
-    const bool shared_prefixes = config.dataset_name == "prefix_repetition" ||
-                                 (config.dataset_name == "random" && config.random_prefix_len > 0);
-    if (shared_prefixes)
+    if (shared_prefix_tokens(config) > 0)
       result.console_report +=
           "Warning: the engine twin behind sim serve does not share prompt prefixes (it is handed token "
           "counts, not prompts): every shared prefix of this dataset was prefilled in full, where a "

@@ -283,15 +283,6 @@ std::vector<std::string> client_only_flags(const CLI::App& run) {
   });
 }
 
-/// Prompt tokens every request of a group shares with the others by the dataset's construction, as the
-/// twin's workload carries them (WorkloadRequest::prefix_group): prefix_repetition's prefix, random's
-/// --random-prefix-len; 0 otherwise.
-int shared_prefix_tokens(const bench::RunOptions& b) {
-  if (b.dataset_name == "prefix_repetition") return b.prefix_repetition_prefix_len;
-  if (b.dataset_name == "random") return b.random_prefix_len;
-  return 0;
-}
-
 /// The twin's workload options: arrivals (rate, burstiness, concurrency cap, seed), the chat template's
 /// tokens (none on /v1/completions) and an optional --calibration table.
 sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::ResolvedConfig& r) {
@@ -383,7 +374,7 @@ void print_prediction_context(const SimRunArgs& a, const engines::LaunchConfig& 
   }
   for (const auto& u : ctx.launch.unmodelled)
     std::printf("Warning: not modelled, this prediction can be far off: %s\n", u.c_str());
-  if (const int shared = a.scenario.empty() ? shared_prefix_tokens(a.bench) : 0; shared > 0)
+  if (const int shared = a.scenario.empty() ? bench::shared_prefix_tokens(a.bench) : 0; shared > 0)
     std::printf(
         ctx.launch.prefix_caching
             ? "Note: the %s dataset's %d-token shared prefixes are prefilled once per rank and reused from "

@@ -194,6 +194,10 @@ ResolvedConfig resolve(const RunOptions& config);
 /// module's options. One mapping for bench serve, sim run and anything else taking bench's workload flags.
 dataset::DatasetOptions dataset_options(const RunOptions& config, const ResolvedConfig& resolved);
 
+/// Prompt tokens every request of a group shares with the others by the dataset's construction:
+/// prefix_repetition's prefix, random's --random-prefix-len; 0 otherwise.
+int shared_prefix_tokens(const RunOptions& config);
+
 /// Python `float(text)` for flag values: decimal/scientific, "inf"/"infinity"/"nan" in any case,
 /// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.
 double parse_python_float(const std::string& text, const std::string& flag);
