@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "servelab/tune/search/search.h"
 #include "tune/report/study_report.h"
 
@@ -253,6 +255,122 @@ TEST(Ablation, AnInvalidRunWithoutAKnobIsUndecidedNotNeeded) {
             trials)})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
   EXPECT_EQ(md.find("needed: without it"), std::string::npos) << md;
+}
+
+// The best on the objective's scenario must meet the [[constraints]] on every scenario: a launch whose P99
+// TTFT breaks the bound on the other scenario is passed over for the next best (a new-user trial found the
+// recommended command infeasible while summary.json's "best" said feasible).
+const char* kConstrainedStudy = R"toml(
+[study]
+name = "constrained"
+target = "local"
+repeats = 1
+
+[model]
+id = "org/model"
+
+[hardware]
+gpu = "H200"
+
+[[engines]]
+name = "e"
+kind = "vllm"
+version = "1.0"
+command = ["vllm", "serve", "{model}"]
+check_flags = false
+
+[[knobs]]
+name = "parallelism"
+type = "layout"
+values = [{tp = 8}, {tp = 2, dp = 4}, {tp = 4, dp = 2}]
+render.e = [{flags = ["-tp", "{tp}"]}, {when = "dp > 1", flags = ["-dp", "{dp}"]}]
+
+[[scenarios]]
+id = "chat"
+args = ["--num-prompts", "10"]
+
+[[scenarios]]
+id = "long"
+args = ["--num-prompts", "10"]
+
+[objective]
+scenarios = ["chat"]
+
+[[constraints]]
+metric = "ttft_p99_ms"
+max = 3000
+
+[search]
+strategy = "greedy"
+)toml";
+
+/// Total tok/s on chat: tp8 1,000, tp2-dp4 3,000, tp4-dp2 2,000. P99 TTFT: 500 ms everywhere except
+/// tp2-dp4 on long (5,000 ms), and every config on long when `all_slow_on_long`.
+TrialOutcome constrained_runner(const TrialRequest& req, bool all_slow_on_long) {
+  TrialOutcome out;
+  const bool dp4 = req.config_key.find("tp2-dp4") != std::string::npos;
+  const bool dp2 = req.config_key.find("tp4-dp2") != std::string::npos;
+  for (const auto& sc : req.scenarios) {
+    ScenarioResult r;
+    r.scenario_id = sc.id;
+    r.metrics["Total Token throughput (tok/s)"] = dp4 ? 3000 : dp2 ? 2000 : 1000;
+    r.metrics["P99 TTFT (ms)"] = sc.id == "long" && (dp4 || all_slow_on_long) ? 5000 : 500;
+    out.scenarios.push_back(r);
+  }
+  return out;
+}
+
+SearchOutcome run_constrained(bool all_slow_on_long, std::string* markdown, std::string* summary) {
+  Study s = parse_study(kConstrainedStudy, "constrained.toml", "/data");
+  Evaluator ev(s, [&](const TrialRequest& r) { return constrained_runner(r, all_slow_on_long); },
+               RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  ReportInput in{&s, &o, {}, {}};
+  *markdown = render_markdown(in);
+  *summary = summary_json(in);
+  return o;
+}
+
+TEST(Constraints, TheBestThatBreaksABoundOnAnotherScenarioIsPassedOver) {
+  std::string md, summary;
+  SearchOutcome o = run_constrained(false, &md, &summary);
+  ASSERT_EQ(o.passed_over.size(), 1u);
+  EXPECT_NE(o.passed_over[0].key.find("tp2-dp4"), std::string::npos);
+  EXPECT_FALSE(o.passed_over[0].feasible);
+  EXPECT_EQ(o.passed_over[0].reason, "constraint violated on long: P99 TTFT (ms) = 5000.00 (bound ≤ 3000)");
+  EXPECT_NE(o.best.key.find("tp4-dp2"), std::string::npos);
+  EXPECT_NEAR(o.best.objective.mean, 2000, 1e-9);
+  EXPECT_EQ(o.recommended_command.shell(), "vllm serve org/model -tp 4 -dp 2");
+  EXPECT_TRUE(o.recommended_eval.feasible);
+  for (const char* want : {"1 configuration(s) ranked higher on the objective's scenarios broke a",
+                           "**Passed over**: ranked above this configuration",
+                           "infeasible: constraint violated on long", "passed over: fails elsewhere"})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  const auto j = nlohmann::json::parse(summary);
+  EXPECT_EQ(j["best"]["config"], o.best.label);
+  EXPECT_TRUE(j["best"]["feasible"]);
+  EXPECT_TRUE(j["recommended"]["feasible"]);
+  ASSERT_EQ(j["passed_over"].size(), 1u);
+  EXPECT_FALSE(j["passed_over"][0]["feasible"]);
+}
+
+TEST(Constraints, WhenNoConfigurationHoldsEverywhereTheReportSaysSo) {
+  std::string md, summary;
+  SearchOutcome o = run_constrained(true, &md, &summary);
+  // The best and the two others tried (all there are): none meets the bound on long.
+  ASSERT_EQ(o.passed_over.size(), 3u);
+  EXPECT_EQ(o.passed_over[0].key, o.best.key);
+  EXPECT_NE(o.best.key.find("tp2-dp4"), std::string::npos);
+  EXPECT_FALSE(o.recommended_eval.feasible);
+  EXPECT_NE(md.find("**No configuration tried meets every `[[constraints]]` bound on every scenario**"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("the best on the objective's scenarios (above) and the next 2 all break"),
+            std::string::npos)
+      << md;
+  const auto j = nlohmann::json::parse(summary);
+  EXPECT_FALSE(j["recommended"]["feasible"]);
+  EXPECT_EQ(j["passed_over"].size(), 3u);
 }
 
 }  // namespace

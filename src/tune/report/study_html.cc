@@ -155,6 +155,27 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
   h << "</table>\n";
 }
 
+/// The configurations ranked above the best on the objective's scenarios that broke a [[constraints]] bound
+/// or failed on another scenario (SearchOutcome::passed_over), or the warning that none tried holds
+/// everywhere.
+static void passed_over(std::ostringstream& h, const SearchOutcome& o) {
+  if (o.passed_over.empty()) return;
+  h << "<p class=\"warn\">"
+    << (o.passed_over.front().key == o.best.key
+            ? "<b>No configuration tried meets every bound on every scenario</b>: the best on the "
+              "objective's "
+              "scenarios and the next ones all break a [[constraints]] bound or fail on another scenario."
+            : "<b>Passed over</b>: ranked above the best on the objective's scenarios, but broke a "
+              "[[constraints]] bound or failed on another scenario (a bound holds on every scenario).")
+    << "</p>\n<ul>\n";
+  for (const Evaluation& e : o.passed_over)
+    h << "<li>" << esc(e.config.engine + " " + e.label) << ": "
+      << esc(fmt::format("{}: {}", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
+                         e.reason))
+      << "</li>\n";
+  h << "</ul>\n";
+}
+
 void summary_section(std::ostringstream& h, const ReportInput& in) {
   const Study& s = *in.study;
   const SearchOutcome& o = *in.outcome;
@@ -207,6 +228,7 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                        "</b> — not recommended: "
                        "the recommendation rule dropped a knob (see “Recommended launch command” below).");
     if (tie) measure_table(h, verdict, metric);
+    passed_over(h, o);
     gain_chain(h, o, metric);
     generalization(h, o, s.objective.metric, s.target == Target::kTwin);
   }

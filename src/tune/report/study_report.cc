@@ -586,6 +586,25 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
   md << "\n\n";
 }
 
+/// The configurations passed over because they broke a [[constraints]] bound or failed on a scenario outside
+/// the objective's (SearchOutcome::passed_over), or the warning that none of those tried holds everywhere.
+static void passed_over_text(std::ostringstream& md, const SearchOutcome& o) {
+  if (o.passed_over.empty()) return;
+  if (o.passed_over.front().key == o.best.key)
+    md << fmt::format(
+        "**No configuration tried meets every bound on every scenario**: the best on the objective's "
+        "scenarios (above) and the next {} all break a `[[constraints]]` bound or fail on another "
+        "scenario:\n\n",
+        o.passed_over.size() - 1);
+  else
+    md << "**Passed over**: ranked above this configuration on the objective's scenarios, but broke a "
+          "`[[constraints]]` bound or failed on another scenario (a bound holds on every scenario):\n\n";
+  for (const Evaluation& e : o.passed_over)
+    md << "- " << md_escape(e.config.engine + " " + e.label) << ": " << md_escape(failure_decision_text(e))
+       << "\n";
+  md << "\n";
+}
+
 /// "Best configuration" and "Generalization": the best config's command and result, baseline vs best on
 /// every scenario.
 static void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
@@ -601,6 +620,7 @@ static void best_text(std::ostringstream& md, const Study& s, const SearchOutcom
      << "** " << metric << "\n\n```\n"
      << o.best.shell << "\n```\n\n"
      << band_text(o.best);
+  passed_over_text(md, o);
   if (const auto& b = o.better_by_ablation) {
     std::string costly;
     for (const auto& kv : o.verdicts)
@@ -717,13 +737,24 @@ static void summary_text(std::ostringstream& md, const Study& s, const SearchOut
     command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
                  metric);
   if (tie) measure_text(md, v, metric);
+  if (!o.passed_over.empty())
+    md << (o.passed_over.front().key == o.best.key
+               ? "**No configuration tried meets every `[[constraints]]` bound on every scenario** (\"Best "
+                 "configuration\" below).\n\n"
+               : fmt::format("{} configuration(s) ranked higher on the objective's scenarios broke a "
+                             "`[[constraints]]` bound or failed on another scenario: passed over (\"Best "
+                             "configuration\" below).\n\n",
+                             o.passed_over.size()));
   const auto top = finalists(o, 5);
   md << "Finalists (best first):\n\n| # | engine | config | " << metric << " | |\n|---|---|---|---|---|\n";
   for (size_t i = 0; i < top.size(); ++i) {
     const Evaluation& e = *top[i];
+    const bool passed = std::any_of(o.passed_over.begin(), o.passed_over.end(),
+                                    [&](const Evaluation& p) { return p.key == e.key; });
     const std::string mark = e.key == o.recommended_eval.key
                                  ? (tie ? "top pick (provisional)" : "recommended")
                              : e.key == o.best.key ? "best"
+                             : passed              ? "passed over: fails elsewhere"
                                                    : "";
     md << "| " << i + 1 << " | " << e.config.engine << " | " << md_escape(e.label) << " | "
        << est_text(e.objective, e.predicted) << " | " << mark << " |\n";

@@ -74,6 +74,11 @@ std::string summary_json(const ReportInput& in) {
   j["recommended"] = summary_config(o.recommended_eval, label);
   j["verdict"] = summary_verdict(s, o);
   j["recommended"]["command"] = o.recommended_command.shell();
+  // Ranked above the best on the objective's scenarios, but broke a [[constraints]] bound or failed on
+  // another scenario (SearchOutcome::passed_over); when the first is the best itself, none tried holds.
+  nlohmann::json passed = nlohmann::json::array();
+  for (const Evaluation& e : o.passed_over) passed.push_back(summary_config(e, label));
+  j["passed_over"] = std::move(passed);
   if (load_primary && !o.load.objectives.empty()) {  // the load objective of every analysed configuration
     nlohmann::json rows = nlohmann::json::array();
     for (const ObjectiveValue& v : o.load.objectives.front().values)

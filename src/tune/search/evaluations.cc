@@ -22,6 +22,8 @@ std::vector<const Evaluation*> walk_outcome(const SearchOutcome& o, EvaluationOr
     return all;
   }
   for (const auto& e : o.ranked) all.push_back(&e);
+  if (o.grid_check && o.grid_check->run && order == EvaluationOrder::kRankingFirst)
+    all.push_back(&o.grid_check->grid_best);
   for (const auto& p : o.engines) {
     all.push_back(&p.best);
     all.push_back(&p.baseline);

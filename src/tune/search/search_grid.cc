@@ -96,7 +96,8 @@ void check_against_grid(const SearchSpace& space, Evaluator& twin, SearchOutcome
   if (g.grid_best.feasible && out.best.feasible)
     g.gap_pct = change_pct(out.best.objective.mean, g.grid_best.objective.mean);
   g.disagrees = g.grid_best.key != out.best.key && space.beats(out.best, g.grid_best);
-  out.grid_check = g;
+  g.ranked = std::move(evals);
+  out.grid_check = std::move(g);
 }
 
 }  // namespace servelab::tune::detail

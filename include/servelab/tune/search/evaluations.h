@@ -12,10 +12,13 @@ namespace servelab::tune {
 /// The order in which distinct_evaluations visits a SearchOutcome's evaluations. Each reader keeps the
 /// order it has always had: it decides which of a configuration's evaluations is kept and the order of ties.
 enum class EvaluationOrder {
-  /// The ranking, then per engine its best, its baseline and its steps (the report's finalists).
+  /// The ranking, the grid check's best (when the grid ran), then per engine its best, its baseline and its
+  /// steps (the report's finalists: not the grid check's whole ranking, whose top is often one configuration
+  /// with knobs the prediction does not depend on).
   kRankingFirst,
-  /// kRankingFirst, then the grid check's best (when the grid ran), the recommended command's evaluation
-  /// and the alternative command's (the twin's verdict: every configuration the report shows).
+  /// The ranking, per engine its best, its baseline and its steps, then the grid check's best (not its
+  /// whole ranking: hundreds of predictions would make "Measure these" unreadable), the recommended
+  /// command's evaluation and the alternative command's (the twin's verdict).
   kRankingFirstThenChosen,
   /// The best and the recommended evaluations, then per engine its baseline, its steps and its best, then
   /// the ranking (the load analysis).

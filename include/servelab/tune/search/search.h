@@ -91,6 +91,9 @@ struct GridCheck {
   bool run = false;
   std::string not_run;  ///< why nothing was run (grid and neighbourhood above search.max_trials)
   Evaluation grid_best;
+  /// Every configuration the check predicted, best first (grid_best first): the next candidates when the
+  /// best breaks a bound on another scenario (SearchOutcome::passed_over).
+  std::vector<Evaluation> ranked;
   double gap_pct = 0.0;  ///< grid best over greedy best, percent
   /// The grid's best beats greedy's by more than the noise (min_gain_pct). Then the search's best (and so the
   /// recommendation) is the grid's, and `greedy_best` keeps greedy's answer for the report.
@@ -105,13 +108,21 @@ struct RankingCheck {
   double spearman = 0.0, kendall = 0.0;
 };
 
+/// Configurations tried after a best that fails on another scenario (SearchOutcome::passed_over). Chosen, not
+/// fitted: each try costs its runs on the other scenarios, GPU time on a measured target.
+inline constexpr int kMaxPassedOver = 5;
+
 /// Everything a report needs.
 struct SearchOutcome {
   Strategy strategy = Strategy::kGreedy;
   std::vector<EnginePath> engines;  ///< greedy: one per engine; grid: baselines only
   std::vector<Evaluation> ranked;   ///< grid/twin-guided: every evaluated point, best first
   Evaluation best_baseline;         ///< best engine baseline on the objective
-  Evaluation best;                  ///< best config found
+  Evaluation best;                  ///< best config found (on the objective's scenarios)
+  /// Ranked above `best` on the objective's scenarios but broke a [[constraints]] bound or failed on another
+  /// scenario, in the order tried: each one's evaluation on every scenario (`reason` says where). When none
+  /// of those tried (kMaxPassedOver) holds everywhere, `best` is the objective's and the first has its key.
+  std::vector<Evaluation> passed_over;
   std::vector<GeneralizationRow> generalization;
   std::vector<KnobVerdict> verdicts;
   CandidateConfig recommended;
