@@ -167,6 +167,25 @@ std::string inferencemax_refusal(const CorpusPoint& c) {
   return s;
 }
 
+// Why a closed-loop run's mean TTFT is not a time the twin can be scored on ("" when it is): some requests
+// waited longer for their first token than the median request took from send to last token (p99 TTFT >
+// median E2E latency) while the median request barely waited (median TTFT < a tenth of the median E2E
+// latency), so there was no general queue for the KV cache. In a closed loop with room for every request a
+// new one waits for at most a step or two: those requests were held outside the engine's queues (stalls of
+// ~70 s that appear in some repeats of a configuration and not in others; InferenceMAX SGLang 0.5.6 on B200
+// and AMD GPUs). The mean TTFT then measures the stalls, not prefill and queueing.
+std::string stalled_ttft(const CorpusWorkload& w, const json& measured) {
+  const auto p99_ttft = number(measured, "p99_ttft_ms"), median_ttft = number(measured, "median_ttft_ms");
+  const auto median_e2el = number(measured, "median_e2el_ms");
+  if (!w.max_concurrency || !p99_ttft || !median_ttft || !median_e2el || *median_e2el <= 0) return "";
+  if (*p99_ttft <= *median_e2el || *median_ttft >= 0.1 * *median_e2el) return "";
+  return fmt::format(
+      "TTFT: the p99 TTFT ({:.1f} s) exceeds the median end-to-end latency ({:.1f} s) while the median "
+      "TTFT is {:.2f} s: in a closed loop of {} requests some were held outside the engine's queues "
+      "(stalls), so the mean TTFT measures the stalls, not prefill and queueing",
+      *p99_ttft / 1000, *median_e2el / 1000, *median_ttft / 1000, *w.max_concurrency);
+}
+
 std::map<std::string, std::string> inferencemax_strings(const json& j, const char* key) {
   std::map<std::string, std::string> out;
   if (j.contains(key) && j[key].is_object())
@@ -262,6 +281,10 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
       if (wl.num_prompts < 1) throw std::runtime_error("workload.num_prompts is missing");
       if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported");
       if (!mm.mean_tpot_ms) c.not_comparable.push_back("TPOT: not reported");
+      if (std::string stall = stalled_ttft(wl, me); mm.mean_ttft_ms && !stall.empty()) {
+        c.not_comparable.push_back(std::move(stall));
+        mm.mean_ttft_ms.reset();
+      }
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": " + e.what());

@@ -481,6 +481,10 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
        "scored):\n";
   for (const auto& r : v.rows)
     for (const auto& u : r.unmodelled) s += fmt::format("  {:<34} {}\n", r.point->id, u);
+  s += "\nMeasured figures not scored (the run's own numbers say why; the point's other figures are):\n";
+  for (const auto& r : v.rows)
+    if (r.predicted)
+      for (const auto& nc : r.point->not_comparable) s += fmt::format("  {:<34} {}\n", r.point->id, nc);
   s += "\nPoints outside the band (held-out total tok/s error beyond 30%), for the model's next revision:\n";
   for (const auto& r : v.rows)
     if (r.err_total_tok_s && std::fabs(*r.err_total_tok_s) > 30)

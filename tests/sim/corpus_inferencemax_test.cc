@@ -265,6 +265,27 @@ TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
   EXPECT_EQ(atom, 83);
   EXPECT_EQ(config, 696);  // config.yaml (vLLM) 461 + gptoss-fp4.yml (TRT-LLM) 235
 
+  // Runs whose mean TTFT measures stalls (p99 TTFT above the median E2E latency, median TTFT under a tenth
+  // of it, in a closed loop): TTFT not scored, the reason kept. All 46 are SGLang 0.5.6 on B200.
+  int stalled = 0;
+  for (const auto& q : c.points)
+    for (const auto& nc : q.not_comparable)
+      if (nc.find("held outside the engine's queues") != std::string::npos) {
+        ++stalled;
+        EXPECT_FALSE(q.measured.mean_ttft_ms) << q.id;
+        EXPECT_EQ(q.engine + " " + q.engine_version + " " + q.gpu, "sglang 0.5.6 B200") << q.id;
+      }
+  EXPECT_EQ(stalled, 46);
+  // points[180]: concurrency 4, mean TTFT 5.35 s, p99 67.8 s, median 0.26 s, median E2E latency 8.8 s.
+  const auto& st = c.points[180];
+  ASSERT_EQ(st.id, "inferencemax/20286929996/10");
+  ASSERT_EQ(st.not_comparable.size(), 1u);
+  EXPECT_EQ(st.not_comparable[0],
+            "TTFT: the p99 TTFT (67.8 s) exceeds the median end-to-end latency (8.8 s) while the median TTFT "
+            "is 0.26 s: in a closed loop of 4 requests some were held outside the engine's queues (stalls), "
+            "so the mean TTFT measures the stalls, not prefill and queueing");
+  EXPECT_TRUE(st.measured.total_tok_s);
+
   // points[0] of the file, inferencemax/20218553330/0: checked against its JSON.
   const auto& p = c.points[0];
   EXPECT_EQ(p.id, "inferencemax/20218553330/0");
