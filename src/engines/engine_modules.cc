@@ -172,6 +172,17 @@ std::optional<std::string> unmodelled_release_warning(const EngineModule& m, con
          " [unverified], and no prediction for it was ever validated";
 }
 
+/// "warning: ..." when the image is a ROCm build of the engine ("rocm/vllm", "lmsysorg/sglang:v0.5.6-rocm700-
+/// mi35x"): it runs on AMD GPUs only, while the prediction is of the engine's CUDA build on the given GPUs.
+std::optional<std::string> rocm_image_warning(const LaunchImage& image, const EngineModule& m) {
+  std::string lower = image.image;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return std::tolower(ch); });
+  if (lower.find("rocm") == std::string::npos) return std::nullopt;
+  return "warning: the image " + image.image + " is a ROCm build (AMD GPUs): the prediction is of " +
+         m.product_name + "'s CUDA build on the given NVIDIA GPUs, which this image does not run on";
+}
+
 /// The notices of a parsed launch (ReleasedLaunch::notices): what the image's tag and --engine-version
 /// (`version`, "" = none) say about the release predicted, and whether that release is modelled.
 void add_release_notices(const LaunchImage& image, const std::string& version, ReleasedLaunch& out) {
@@ -191,6 +202,7 @@ void add_release_notices(const LaunchImage& image, const std::string& version, R
                           " wins over the release the image tag names, " + image.release + " (" +
                           image.image + "): " + m.product_name + " " + version + " is predicted");
   if (auto w = unmodelled_release_warning(m, predicted)) out.notices.push_back(*w);
+  if (auto w = rocm_image_warning(image, m)) out.notices.push_back(*w);
 }
 
 /// `argv` without the words the newest modelled release of `m` does not know (EngineArgError::unrecognized),
@@ -251,6 +263,7 @@ ReleasedLaunch parse_launch_for_model(const std::vector<std::string>& argv,
                           ", the newest modelled release, is predicted; pin a release tag or pass "
                           "--engine-version for another (modelled: " +
                           join_versions(m.releases) + ")");
+    if (auto w = rocm_image_warning(image, m)) out.notices.push_back(*w);
     return out;
   }
   // The module default; if that release lacks a flag, the newest modelled release that parses the launch

@@ -411,9 +411,13 @@ model::DType kv_dtype_of(const std::string& d, const model::ModelSpec& m) {
 }
 
 std::string display_name(const model::ModelSpec& m) {
-  const std::string& id = m.id.empty() ? m.architecture : m.id;
+  // A config's _name_or_path may be a local checkpoint directory with a trailing slash
+  // ("/opt/ckpts/Llama-3.1-70B-Instruct/"): its last component is the name.
+  std::string id = m.id;
+  while (!id.empty() && id.back() == '/') id.pop_back();
   const auto slash = id.find_last_of('/');
-  return slash == std::string::npos ? id : id.substr(slash + 1);
+  if (slash != std::string::npos) id = id.substr(slash + 1);
+  return id.empty() ? m.architecture : id;
 }
 
 bool is_multimodal(const model::ModelSpec& m) {

@@ -207,6 +207,18 @@ const GpuSpec& gpu_by_name(const std::string& name) {
     }
     if (!stripped) break;
   }
+  // An AMD Instinct name ("MI355X", "AMD Instinct MI325X") with no row of its own: refused for the reason
+  // the AMD rows give, not as a typo.
+  const std::string u = normalize(name);
+  const bool instinct =
+      u.find("INSTINCT") != std::string::npos || u.rfind("AMD-", 0) == 0 ||
+      (u.size() > 2 && u.compare(0, 2, "MI") == 0 && std::isdigit(static_cast<unsigned char>(u[2])));
+  if (instinct)
+    for (const auto& g : gpu_table())
+      if (g.vendor == "AMD" && !g.modelled)
+        throw std::invalid_argument(
+            fmt::format("GPU \"{}\" is an AMD Instinct GPU, which the twin does not model: {}", name,
+                        g.unsupported_reason));
   throw std::invalid_argument(fmt::format("unknown GPU \"{}\" (known: {})", name, known_names()));
 }
 
@@ -231,8 +243,10 @@ ClusterSpec parse_cluster(const std::string& spec) {
   std::vector<std::string> counts;
   std::size_t i = 0;
   while (i + 1 < parts.size() && is_count(parts[i])) counts.push_back(parts[i++]);
-  std::string name = parts[i];
-  for (std::size_t k = i + 1; k < parts.size(); ++k) name += "X" + parts[k];
+  // The name as typed ("8xmi355x" -> "mi355x"): everything after the counts and their separators.
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < i; ++k) at += parts[k].size() + 1;
+  std::string name = spec.substr(at);
   if (name.empty()) throw std::invalid_argument(fmt::format("hardware \"{}\": no GPU name", spec));
   ClusterSpec c;
   c.gpu = gpu_by_name(name);

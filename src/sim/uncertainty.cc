@@ -96,7 +96,10 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
   if (more_gpus || launch.layout.nodes > 1) ++outside;
   if (!table.variants.empty() && !contains(table.variants, launch.model.variant)) {
-    b.warnings.push_back(fmt::format("architecture {} was never measured", launch.model.variant));
+    b.warnings.push_back(launch.model.model_type.empty() || launch.model.model_type == launch.model.variant
+                             ? fmt::format("architecture {} was never measured", launch.model.variant)
+                             : fmt::format("architecture {} (modelled as the {} variant) was never measured",
+                                           launch.model.model_type, launch.model.variant));
     ++outside;
   }
   const std::string version = engine + " " + launch.version;

@@ -490,7 +490,10 @@ TEST(CurrentReleaseFlags, AcceptedAndRecorded) {
       {}, "0.5.9");
   EXPECT_FALSE(s.enable_piecewise_cuda_graph);
   EXPECT_EQ(s.fp8_gemm_backend, "deep_gemm");  // modelled: it picks the FP8 block-scaled GEMM
-  EXPECT_EQ(s.unmodelled_options.size(), 2u);
+  // The deprecated MoE switches map as SGLang maps them: EP over the TP group (1 here), FlashInfer's runner.
+  EXPECT_TRUE(s.unmodelled_options.empty());
+  EXPECT_EQ(s.ep, s.tp);
+  EXPECT_EQ(s.moe_runner_backend, "flashinfer_trtllm");
   auto t =
       se::parse_launch_command(se::split_command_line("trtllm-serve m --config extra.yaml"), {}, "1.2.0rc5");
   EXPECT_EQ(t.extra_llm_api_options, "extra.yaml");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/launch_detail.h"
 #include "engines/sglang/sglang_defaults.h"
 #include "engines/trtllm/trtllm_defaults.h"
 #include "engines/vllm/vllm_defaults.h"
@@ -436,6 +437,69 @@ TEST(ArchitectureRelease, TheLaunchIsParsedForTheReleaseItIsPredictedOn) {
   EXPECT_EQ(state("--mamba-cache-dtype float32"), md::DType::kFp32);
   EXPECT_EQ(state("--mamba-cache-dtype float32 --mamba-ssm-cache-dtype float16"), md::DType::kFp16);
   EXPECT_EQ(state(""), kV32.dtype);
+}
+
+// A ROCm build of the engine runs on AMD GPUs only: predicted as the CUDA build, with a warning (a new-user
+// trial got a normal prediction for lmsysorg/sglang:...-rocm700-mi35x on 8xH200, without a word).
+TEST(ArchitectureRelease, ARocmImageIsNamedAsSuch) {
+  auto as = [](const md::ModelSpec& m) { return [m](const se::LaunchConfig&) { return m; }; };
+  auto notices = [&](const std::string& cmd) {
+    return se::parse_launch_for_model(se::split_command_line(cmd), {}, "", as(kV32)).notices;
+  };
+  const auto sg = notices(
+      "docker run --gpus all lmsysorg/sglang:v0.5.6.post2-rocm700-mi35x python3 -m sglang.launch_server "
+      "--model-path m");
+  ASSERT_FALSE(sg.empty());
+  EXPECT_EQ(
+      sg.back(),
+      "warning: the image lmsysorg/sglang:v0.5.6.post2-rocm700-mi35x is a ROCm build (AMD GPUs): the "
+      "prediction is of SGLang's CUDA build on the given NVIDIA GPUs, which this image does not run on");
+  const auto latest = notices("docker run rocm/vllm:latest vllm serve m");  // the rolling-tag path too
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_NE(latest[1].find("the image rocm/vllm:latest is a ROCm build"), std::string::npos) << latest[1];
+  EXPECT_TRUE(notices("docker run vllm/vllm-openai:v0.13.0 vllm serve m").empty());
+}
+
+// SGLang's deprecated MoE switches are mapped as SGLang maps them, not dropped as inert: --enable-ep-moe is
+// EP over the TP group, --enable-flashinfer-trtllm-moe the FlashInfer TRT-LLM runner (a trial saw experts
+// stay TP-sliced 8 x 1 under --enable-ep-moe).
+TEST(SglangDefaults, DeprecatedMoeSwitchesMapToTheirCurrentFlags) {
+  const std::string cmd =
+      "python3 -m sglang.launch_server --model-path m --tp 8 --enable-ep-moe --enable-flashinfer-trtllm-moe";
+  const auto c = se::parse_launch_command(se::split_command_line(cmd), {}, "0.5.6.post2");
+  EXPECT_EQ(c.ep, 8);
+  EXPECT_EQ(c.moe_runner_backend, "flashinfer_trtllm");
+  EXPECT_TRUE(c.unmodelled_options.empty());
+  const auto r = std::get<se::ResolvedLaunch>(se::resolve_launch(c, kV32, hw::parse_cluster(kH200)));
+  EXPECT_EQ(r.layout.ep, 8);
+  EXPECT_TRUE(r.inert_flags.empty()) << r.inert_flags.front();
+}
+
+// A config's _name_or_path may be a local checkpoint directory with a trailing slash: messages name its last
+// component (nvidia/Llama-3.1-70B-Instruct-FP8's "/opt/.../Llama-3.1-70B-Instruct/" gave "and  has none").
+TEST(Messages, DisplayNameOfALocalCheckpointDirectory) {
+  md::ModelSpec m;
+  m.id = "/opt/zhiyu_hf_ckpts/Llama-3.1-70B-Instruct/";
+  m.architecture = "LlamaForCausalLM";
+  EXPECT_EQ(se::detail::display_name(m), "Llama-3.1-70B-Instruct");
+  m.id = "Qwen/Qwen3-8B";
+  EXPECT_EQ(se::detail::display_name(m), "Qwen3-8B");
+  m.id = "/";
+  EXPECT_EQ(se::detail::display_name(m), "LlamaForCausalLM");
+}
+
+// trtllm-serve --config is the newer spelling of --extra_llm_api_options: applied, so not "no modelled
+// effect"; --gpus_per_node places the ranks (both were listed as inert).
+TEST(TrtllmDefaults, ConfigFileAndGpusPerNodeAreNotInert) {
+  const auto c = se::parse_launch_command(
+      se::split_command_line("trtllm-serve m --tp_size 8 --gpus_per_node 8 --config extra.yaml"), {},
+      "1.2.0rc5");
+  EXPECT_EQ(c.extra_llm_api_options, "extra.yaml");
+  const auto r = std::get<se::ResolvedLaunch>(se::resolve_launch(c, kV32, hw::parse_cluster(b200())));
+  for (const auto& f : r.inert_flags) {
+    EXPECT_EQ(f.find("--config"), std::string::npos) << f;
+    EXPECT_EQ(f.find("--gpus_per_node"), std::string::npos) << f;
+  }
 }
 
 // What parse_launch_for_model tells the user about the release (ReleasedLaunch::notices, printed on stderr

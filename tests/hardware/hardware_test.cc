@@ -63,6 +63,29 @@ TEST(GpuTable, UnknownGpuListsTheKnownOnes) {
   }
 }
 
+// An AMD Instinct name with no row is refused for the AMD rows' reason, as typed (a trial got "unknown GPU
+// \"mi355X\"" for 8xmi355x, while 8xMI300X named the reason).
+TEST(GpuTable, AnAmdInstinctWithoutARowGivesTheReason) {
+  for (const std::string spec : {"8xmi355x", "8xMI325X", "AMD Instinct MI355X"}) {
+    try {
+      parse_cluster(spec);
+      FAIL() << spec;
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("is an AMD Instinct GPU, which the twin does not model: the twin models the engines' "
+                       "CUDA kernels only"),
+                std::string::npos)
+          << m;
+      EXPECT_EQ(m.find("unknown GPU"), std::string::npos) << m;
+    }
+  }
+  try {
+    parse_cluster("8xmi355x");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("GPU \"mi355x\" is", 0), 0u) << e.what();
+  }
+}
+
 TEST(Cluster, CountsSplitIntoNodesOfEight) {
   auto c = parse_cluster("16xH100");
   EXPECT_EQ(c.nodes, 2);

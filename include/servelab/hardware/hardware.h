@@ -91,7 +91,8 @@ std::vector<GpuSpec> parse_gpu_table(const std::string& json_text);
 const std::vector<GpuSpec>& gpu_table();
 
 /// The row whose name or alias matches `name` (case-insensitive; "-SXM", "SXM5", " SXM" suffixes and a
-/// "NVIDIA " prefix ignored). Throws std::invalid_argument listing the known names.
+/// "NVIDIA " prefix ignored). Throws std::invalid_argument listing the known names, or, for an AMD Instinct
+/// name without a row ("MI355X"), giving the AMD rows' unsupported_reason.
 const GpuSpec& gpu_by_name(const std::string& name);
 
 /// Parses a hardware spec:

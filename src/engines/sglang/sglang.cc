@@ -300,8 +300,8 @@ const std::vector<FlagSpec>& sglang_specs() {
     }));
     s.push_back(F({"--fp8-gemm-backend"}, K::kString,
                   [](LaunchConfig& c, const V& v) { c.fp8_gemm_backend = v[0]; }));
-    // Switches InferenceX passes (recorded, not modelled): FlashInfer's TRT-LLM MoE, and the older
-    // spelling of expert parallelism over the TP group [recalled].
+    // Deprecated spellings (parse_sglang maps them as ServerArgs._handle_deprecated_args does [recalled]):
+    // expert parallelism over the TP group, and FlashInfer's TRT-LLM MoE runner.
     s.push_back(F({"--enable-flashinfer-trtllm-moe"}, K::kStoreTrue));
     s.push_back(F({"--enable-ep-moe"}, K::kStoreTrue));
     s.push_back(F({"--torch-compile-max-bs"}, K::kInt,
@@ -352,6 +352,29 @@ bool sglang_env_true(const std::string& value, bool fallback) {
   return fallback;
 }
 
+namespace {
+
+/// SGLang's deprecated MoE switches, as ServerArgs._handle_deprecated_args maps them (0.5.x, with a
+/// deprecation warning) [recalled: sglang/srt/server_args.py]: --enable-ep-moe sets ep_size = tp_size,
+/// --enable-flashinfer-trtllm-moe sets moe_runner_backend = flashinfer_trtllm. They leave `c`'s unmodelled
+/// options and the launch renders as their current spelling.
+void map_deprecated_moe_flags(LaunchConfig& c) {
+  auto& opts = c.unmodelled_options;
+  for (auto it = opts.begin(); it != opts.end();) {
+    if (it->flag == "--enable-ep-moe") {
+      c.ep = c.tp;
+    } else if (it->flag == "--enable-flashinfer-trtllm-moe") {
+      c.moe_runner_backend = "flashinfer_trtllm";
+    } else {
+      ++it;
+      continue;
+    }
+    it = opts.erase(it);
+  }
+}
+
+}  // namespace
+
 void parse_sglang(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                   LaunchConfig& c) {
   const auto& d = kSglangDefaults;
@@ -376,6 +399,7 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   ArgparseSettings settings{prog, EngineKind::kSglang, 0, true, &specs[0], ""};
   ParsedArgs parsed = parse_argparse(specs, args, settings);
   apply_parsed(c, parsed);
+  map_deprecated_moe_flags(c);
   if (c.served_model_name.empty()) c.served_model_name = c.model;
   if (c.chunked_prefill_size && *c.chunked_prefill_size <= 0) c.enable_chunked_prefill = false;
   // Speculative parameters without --speculative-algorithm are ignored by SGLang; keep them as

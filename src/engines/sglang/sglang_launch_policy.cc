@@ -328,6 +328,8 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
                                                       "--data-parallel-size",
                                                       "--enable-dp-attention",
                                                       "--expert-parallel-size",
+                                                      "--enable-ep-moe",  // deprecated: ep = tp
+                                                      "--enable-flashinfer-trtllm-moe",  // deprecated runner
                                                       "--moe-a2a-backend",
                                                       "--deepep-mode",
                                                       "--moe-dense-tp-size",

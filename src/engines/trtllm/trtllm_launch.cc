@@ -356,6 +356,8 @@ Resolved resolve_trtllm(const LaunchConfig& in, const model::ModelSpec& model,
                                                       "--kv_cache_free_gpu_memory_fraction",
                                                       "--enable_chunked_prefill",
                                                       "--extra_llm_api_options",
+                                                      "--config",  // the newer spelling of the same file
+                                                      "--gpus_per_node",  // placement: nodes of G GPUs
                                                       "--backend"};
   static const std::vector<std::string> kEnv = {"TRTLLM_DG_ENABLED", "TRTLLM_ENABLE_PDL"};
   r.inert_flags = inert_flags_of(r.config, kEffective, kEnv);
