@@ -168,11 +168,15 @@ static void passed_over(std::ostringstream& h, const SearchOutcome& o) {
             : "<b>Passed over</b>: ranked above the best on the objective's scenarios, but broke a "
               "[[constraints]] bound or failed on another scenario (a bound holds on every scenario).")
     << "</p>\n<ul>\n";
-  for (const Evaluation& e : o.passed_over)
+  constexpr size_t kListed = 10;  // the rest counted: on the twin every candidate may have been tried
+  for (size_t i = 0; i < o.passed_over.size() && i < kListed; ++i) {
+    const Evaluation& e = o.passed_over[i];
     h << "<li>" << esc(e.config.engine + " " + e.label) << ": "
       << esc(fmt::format("{}: {}", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
                          e.reason))
       << "</li>\n";
+  }
+  if (o.passed_over.size() > kListed) h << "<li>and " << o.passed_over.size() - kListed << " more</li>\n";
   h << "</ul>\n";
 }
 

@@ -599,9 +599,13 @@ static void passed_over_text(std::ostringstream& md, const SearchOutcome& o) {
   else
     md << "**Passed over**: ranked above this configuration on the objective's scenarios, but broke a "
           "`[[constraints]]` bound or failed on another scenario (a bound holds on every scenario):\n\n";
-  for (const Evaluation& e : o.passed_over)
+  constexpr size_t kListed = 10;  // the rest counted: on the twin every candidate may have been tried
+  for (size_t i = 0; i < o.passed_over.size() && i < kListed; ++i) {
+    const Evaluation& e = o.passed_over[i];
     md << "- " << md_escape(e.config.engine + " " + e.label) << ": " << md_escape(failure_decision_text(e))
        << "\n";
+  }
+  if (o.passed_over.size() > kListed) md << "- and " << o.passed_over.size() - kListed << " more\n";
   md << "\n";
 }
 

@@ -157,9 +157,10 @@ Evaluation restore_until_feasible(const Study& study, Evaluator& target, const s
 }  // namespace
 
 /// The best on the objective's scenarios must also meet the [[constraints]] and run on every other scenario:
-/// while it does not, the next feasible configuration by objective takes its place, at most kMaxPassedOver
-/// of them (each costs its runs on the other scenarios: GPU time on a measured target). Those passed over go
-/// to out.passed_over; when none of them holds everywhere, out.best stays the objective's best.
+/// while it does not, the next feasible configuration by objective takes its place: on a measured target at
+/// most kMaxPassedOver of them (each costs its runs on the other scenarios: GPU time), on the twin all. Those
+/// passed over go to out.passed_over; when none of them holds everywhere, out.best stays the objective's
+/// best.
 void confirm_on_every_scenario(const Study& study, Evaluator& target, const std::vector<std::string>& ids,
                                SearchOutcome& out) {
   if (!out.best.feasible || ids.size() <= study.objective.scenarios.size()) return;
@@ -176,8 +177,11 @@ void confirm_on_every_scenario(const Study& study, Evaluator& target, const std:
   sort_best_first(next);
   const Evaluation objective_best = out.best;
   out.passed_over.push_back(std::move(everywhere));
+  // Predictions cost milliseconds: on the twin every candidate may be tried (the next ones are often the
+  // same launch with a knob the prediction does not depend on). Measured runs cost GPU time: kMaxPassedOver.
+  const size_t limit = target.predicts() ? next.size() : static_cast<size_t>(kMaxPassedOver);
   for (const Evaluation* e : next) {
-    if (out.passed_over.size() > static_cast<size_t>(kMaxPassedOver)) break;
+    if (out.passed_over.size() > limit) break;
     Evaluation all = target.evaluate(e->config, ids, "generalize");
     if (all.feasible || all.inconclusive) {
       out.best = *e;  // its evaluation on the objective's scenarios, like every other `best`

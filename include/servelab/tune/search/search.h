@@ -108,8 +108,8 @@ struct RankingCheck {
   double spearman = 0.0, kendall = 0.0;
 };
 
-/// Configurations tried after a best that fails on another scenario (SearchOutcome::passed_over). Chosen, not
-/// fitted: each try costs its runs on the other scenarios, GPU time on a measured target.
+/// Configurations tried on a measured target after a best that fails on another scenario
+/// (SearchOutcome::passed_over; the twin tries every one). Chosen, not fitted: each costs GPU time.
 inline constexpr int kMaxPassedOver = 5;
 
 /// Everything a report needs.
