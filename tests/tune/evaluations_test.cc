@@ -60,6 +60,12 @@ TEST(DistinctEvaluations, EachReadersOrderOneEvaluationPerConfiguration) {
   // engines come before the ranking.
   EXPECT_EQ(distinct_evaluations(o, EvaluationOrder::kRankingFirst)[0]->objective.mean, 50);
   EXPECT_EQ(distinct_evaluations(o, EvaluationOrder::kChosenFirst)[3]->objective.mean, 55);
+  // The candidates after a best that breaks a bound elsewhere: kRankingFirst, then the grid check's whole
+  // ranking (its configurations not seen already).
+  SearchOutcome with_grid = o;
+  with_grid.grid_check->ranked = {evaluation_of("g", 40), evaluation_of("h", 35), evaluation_of("r2", 40)};
+  EXPECT_EQ(keys_of(distinct_evaluations(with_grid, EvaluationOrder::kRankingFirstThenGrid)),
+            (V{"r1", "r2", "g", "a1", "a0", "h"}));
   // No grid run: its best is not visited.
   SearchOutcome no_grid = o;
   no_grid.grid_check->run = false;

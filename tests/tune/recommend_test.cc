@@ -12,11 +12,16 @@
 namespace servelab::tune {
 namespace {
 
-const char* kGoodputStudy = R"toml(
+/// A local study of one vLLM-like engine "e" whose parallelism knob takes `values` (TOML inline tables, the
+/// first the baseline) and the scenarios chat and long (10 prompts each); `tail` is its [objective] and what
+/// follows it.
+std::string one_engine_study(const std::string& name, int repeats, const std::string& values,
+                             const std::string& tail) {
+  return fmt::format(R"toml(
 [study]
-name = "goodput"
+name = "{}"
 target = "local"
-repeats = 2
+repeats = {}
 
 [model]
 id = "org/model"
@@ -28,14 +33,14 @@ gpu = "H200"
 name = "e"
 kind = "vllm"
 version = "1.0"
-command = ["vllm", "serve", "{model}"]
+command = ["vllm", "serve", "{{model}}"]
 check_flags = false
 
 [[knobs]]
 name = "parallelism"
 type = "layout"
-values = [{tp = 8}, {tp = 2, dp = 4}]
-render.e = [{flags = ["-tp", "{tp}"]}, {when = "dp > 1", flags = ["-dp", "{dp}"]}]
+values = [{}]
+render.e = [{{flags = ["-tp", "{{tp}}"]}}, {{when = "dp > 1", flags = ["-dp", "{{dp}}"]}}]
 
 [[scenarios]]
 id = "chat"
@@ -44,15 +49,19 @@ args = ["--num-prompts", "10"]
 [[scenarios]]
 id = "long"
 args = ["--num-prompts", "10"]
+{}
+[search]
+strategy = "greedy"
+)toml",
+                     name, repeats, values, tail);
+}
 
+const std::string kGoodputStudy = one_engine_study("goodput", 2, "{tp = 8}, {tp = 2, dp = 4}", R"toml(
 [objective]
 kind = "goodput"
 slo_ms = {ttft = 2000}
 scenarios = ["chat"]
-
-[search]
-strategy = "greedy"
-)toml";
+)toml");
 
 /// Request goodput: baseline 1.47 (chat) / 2.00 (long); tp2-dp4 17.20 / 1.63. Repeat 0 reads 1% high, repeat
 /// 1 1% low: means exact, 95% CI half-width = t(0.975, 1) · 0.01 · mean = 0.12706 · mean (t = 12.706).
@@ -260,49 +269,15 @@ TEST(Ablation, AnInvalidRunWithoutAKnobIsUndecidedNotNeeded) {
 // The best on the objective's scenario must meet the [[constraints]] on every scenario: a launch whose P99
 // TTFT breaks the bound on the other scenario is passed over for the next best (a new-user trial found the
 // recommended command infeasible while summary.json's "best" said feasible).
-const char* kConstrainedStudy = R"toml(
-[study]
-name = "constrained"
-target = "local"
-repeats = 1
-
-[model]
-id = "org/model"
-
-[hardware]
-gpu = "H200"
-
-[[engines]]
-name = "e"
-kind = "vllm"
-version = "1.0"
-command = ["vllm", "serve", "{model}"]
-check_flags = false
-
-[[knobs]]
-name = "parallelism"
-type = "layout"
-values = [{tp = 8}, {tp = 2, dp = 4}, {tp = 4, dp = 2}]
-render.e = [{flags = ["-tp", "{tp}"]}, {when = "dp > 1", flags = ["-dp", "{dp}"]}]
-
-[[scenarios]]
-id = "chat"
-args = ["--num-prompts", "10"]
-
-[[scenarios]]
-id = "long"
-args = ["--num-prompts", "10"]
-
+const std::string kConstrainedStudy =
+    one_engine_study("constrained", 1, "{tp = 8}, {tp = 2, dp = 4}, {tp = 4, dp = 2}", R"toml(
 [objective]
 scenarios = ["chat"]
 
 [[constraints]]
 metric = "ttft_p99_ms"
 max = 3000
-
-[search]
-strategy = "greedy"
-)toml";
+)toml");
 
 /// Total tok/s on chat: tp8 1,000, tp2-dp4 3,000, tp4-dp2 2,000. P99 TTFT: 500 ms everywhere except
 /// tp2-dp4 on long (5,000 ms), and every config on long when `all_slow_on_long`.

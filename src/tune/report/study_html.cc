@@ -161,22 +161,19 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
 static void passed_over(std::ostringstream& h, const SearchOutcome& o) {
   if (o.passed_over.empty()) return;
   h << "<p class=\"warn\">"
-    << (o.passed_over.front().key == o.best.key
+    << (none_passed_over_holds(o)
             ? "<b>No configuration tried meets every bound on every scenario</b>: the best on the "
               "objective's "
               "scenarios and the next ones all break a [[constraints]] bound or fail on another scenario."
             : "<b>Passed over</b>: ranked above the best on the objective's scenarios, but broke a "
               "[[constraints]] bound or failed on another scenario (a bound holds on every scenario).")
     << "</p>\n<ul>\n";
-  constexpr size_t kListed = 10;  // the rest counted: on the twin every candidate may have been tried
-  for (size_t i = 0; i < o.passed_over.size() && i < kListed; ++i) {
+  for (size_t i = 0; i < o.passed_over.size() && i < kPassedOverListed; ++i) {
     const Evaluation& e = o.passed_over[i];
-    h << "<li>" << esc(e.config.engine + " " + e.label) << ": "
-      << esc(fmt::format("{}: {}", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
-                         e.reason))
-      << "</li>\n";
+    h << "<li>" << esc(e.config.engine + " " + e.label) << ": " << esc(failure_decision_text(e)) << "</li>\n";
   }
-  if (o.passed_over.size() > kListed) h << "<li>and " << o.passed_over.size() - kListed << " more</li>\n";
+  if (o.passed_over.size() > kPassedOverListed)
+    h << "<li>and " << o.passed_over.size() - kPassedOverListed << " more</li>\n";
   h << "</ul>\n";
 }
 
@@ -207,16 +204,10 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
         << verdict.measure.size()
         << " configurations apart (table below). The command below is <b>provisional</b>: the twin's top "
            "pick after the rule, until they are measured.</p>\n";
-    command_card(
-        h, "cmd-recommended",
-        fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
-        esc(metric) + ": <b>" +
-            esc(re.feasible
-                    ? value_text(re, metric)
-                    : fmt::format("{}: {}",
-                                  re.status == TrialStatus::kOk ? "infeasible" : trial_status_name(re.status),
-                                  re.reason)) +
-            "</b>");
+    command_card(h, "cmd-recommended",
+                 fmt::format("Recommended launch command (rule: {})", recommendation_rule_name(o.rule)), rec,
+                 esc(metric) + ": <b>" +
+                     esc(re.feasible ? value_text(re, metric) : failure_decision_text(re)) + "</b>");
     if (o.alternative) {  // the other side of the trade-off the rule made (search.h AlternativeCommand)
       const Evaluation& ae = o.alternative->eval;
       command_card(h, "cmd-alternative", "Alternative: " + o.alternative->title,

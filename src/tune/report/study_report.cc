@@ -66,8 +66,7 @@ void result_block(std::ostringstream& md, const Evaluation& e, const std::string
 }
 
 void failure_text(std::ostringstream& md, const ReportInput& in, const Evaluation& e) {
-  md << fmt::format("**{}**: {}\n", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status),
-                    e.reason);
+  md << fmt::format("**{}**: {}\n", failure_kind(e), e.reason);
   if (const TrialRecord* t = first_trial(in, e); t && !t->outcome.log_tail.empty()) {
     md << "\n<details><summary>engine log (tail)</summary>\n\n```\n" << t->outcome.log_tail;
     if (t->outcome.log_tail.back() != '\n') md << "\n";
@@ -181,9 +180,16 @@ static std::string band_text(const Evaluation& e) {
   return "";
 }
 
-static std::string failure_decision_text(const Evaluation& e) {
-  if (e.status == TrialStatus::kOk) return "infeasible: " + e.reason;
-  return std::string(trial_status_name(e.status)) + ": " + e.reason;
+const char* failure_kind(const Evaluation& e) {
+  return e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status);
+}
+
+std::string failure_decision_text(const Evaluation& e) {
+  return std::string(failure_kind(e)) + ": " + e.reason;
+}
+
+bool none_passed_over_holds(const SearchOutcome& o) {
+  return !o.passed_over.empty() && o.passed_over.front().key == o.best.key;
 }
 
 // "knob=value" of a step, with the other knobs a retry changed.
@@ -590,7 +596,7 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
 /// the objective's (SearchOutcome::passed_over), or the warning that none of those tried holds everywhere.
 static void passed_over_text(std::ostringstream& md, const SearchOutcome& o) {
   if (o.passed_over.empty()) return;
-  if (o.passed_over.front().key == o.best.key)
+  if (none_passed_over_holds(o))
     md << fmt::format(
         "**No configuration tried meets every bound on every scenario**: the best on the objective's "
         "scenarios (above) and the next {} all break a `[[constraints]]` bound or fail on another "
@@ -599,13 +605,13 @@ static void passed_over_text(std::ostringstream& md, const SearchOutcome& o) {
   else
     md << "**Passed over**: ranked above this configuration on the objective's scenarios, but broke a "
           "`[[constraints]]` bound or failed on another scenario (a bound holds on every scenario):\n\n";
-  constexpr size_t kListed = 10;  // the rest counted: on the twin every candidate may have been tried
-  for (size_t i = 0; i < o.passed_over.size() && i < kListed; ++i) {
+  for (size_t i = 0; i < o.passed_over.size() && i < kPassedOverListed; ++i) {
     const Evaluation& e = o.passed_over[i];
     md << "- " << md_escape(e.config.engine + " " + e.label) << ": " << md_escape(failure_decision_text(e))
        << "\n";
   }
-  if (o.passed_over.size() > kListed) md << "- and " << o.passed_over.size() - kListed << " more\n";
+  if (o.passed_over.size() > kPassedOverListed)
+    md << "- and " << o.passed_over.size() - kPassedOverListed << " more\n";
   md << "\n";
 }
 
@@ -742,7 +748,7 @@ static void summary_text(std::ostringstream& md, const Study& s, const SearchOut
                  metric);
   if (tie) measure_text(md, v, metric);
   if (!o.passed_over.empty())
-    md << (o.passed_over.front().key == o.best.key
+    md << (none_passed_over_holds(o)
                ? "**No configuration tried meets every `[[constraints]]` bound on every scenario** (\"Best "
                  "configuration\" below).\n\n"
                : fmt::format("{} configuration(s) ranked higher on the objective's scenarios broke a "

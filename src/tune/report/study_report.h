@@ -69,13 +69,26 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
 /// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
 /// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "measured" | "winner" | "measure_these",
-/// "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), and for a load objective
+/// "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), "passed_over": the configurations of
+/// SearchOutcome::passed_over in the form of "best", and for a load objective
 /// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
 /// their failure). (study_summary.cc)
 std::string summary_json(const ReportInput& in);
 
 /// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).
 std::filesystem::path chart_js_path();
+
+/// What an evaluation that is not feasible ended as: "infeasible" when its runs completed but broke a
+/// [[constraints]] bound (status ok), else its trial status name ("oom", "startup_refused", ...).
+const char* failure_kind(const Evaluation& e);
+/// failure_kind(e) + ": " + e.reason: the text every report artefact gives a failed or infeasible evaluation.
+std::string failure_decision_text(const Evaluation& e);
+
+/// SearchOutcome::passed_over starts with the best itself: no configuration tried holds on every scenario.
+bool none_passed_over_holds(const SearchOutcome& o);
+/// How many of SearchOutcome::passed_over a report names (the twin may have tried every candidate); the rest
+/// are counted.
+inline constexpr size_t kPassedOverListed = 10;
 
 /// A signed percentage with two decimals ("+1.23%"), the report's gain figures (markdown and HTML alike).
 std::string pct(double v);

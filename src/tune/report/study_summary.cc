@@ -34,9 +34,7 @@ nlohmann::json summary_config(const Evaluation& e, const std::string& label) {
   j["ci95_half"] = valued && !e.predicted && e.objective.n >= 2 ? nlohmann::json(e.objective.ci95_half)
                                                                 : nlohmann::json(nullptr);
   // A run that completed but broke a [[constraints]] bound is infeasible, not a failure of its status "ok".
-  if (!e.feasible)
-    j["failure"] = fmt::format(
-        "{}: {}", e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status), e.reason);
+  if (!e.feasible) j["failure"] = failure_decision_text(e);
   j["band"] = nullptr;  // a prediction's error band (twin_verdict.h), in the objective's unit
   if (valued && e.predicted)
     if (const TwinBand b = prediction_band(e, twin_band_key(label), 0); b.pct)

@@ -22,13 +22,16 @@ std::vector<const Evaluation*> walk_outcome(const SearchOutcome& o, EvaluationOr
     return all;
   }
   for (const auto& e : o.ranked) all.push_back(&e);
-  if (o.grid_check && o.grid_check->run && order == EvaluationOrder::kRankingFirst)
-    all.push_back(&o.grid_check->grid_best);
+  const bool ranking_first =
+      order == EvaluationOrder::kRankingFirst || order == EvaluationOrder::kRankingFirstThenGrid;
+  if (o.grid_check && o.grid_check->run && ranking_first) all.push_back(&o.grid_check->grid_best);
   for (const auto& p : o.engines) {
     all.push_back(&p.best);
     all.push_back(&p.baseline);
     for (const auto& st : p.steps) all.push_back(&st.eval);
   }
+  if (o.grid_check && order == EvaluationOrder::kRankingFirstThenGrid)
+    for (const auto& e : o.grid_check->ranked) all.push_back(&e);
   if (order == EvaluationOrder::kRankingFirstThenChosen) {
     if (o.grid_check && o.grid_check->run) all.push_back(&o.grid_check->grid_best);
     all.push_back(&o.recommended_eval);

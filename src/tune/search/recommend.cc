@@ -154,8 +154,6 @@ Evaluation restore_until_feasible(const Study& study, Evaluator& target, const s
   return e;
 }
 
-}  // namespace
-
 /// The best on the objective's scenarios must also meet the [[constraints]] and run on every other scenario:
 /// while it does not, the next feasible configuration by objective takes its place: on a measured target at
 /// most kMaxPassedOver of them (each costs its runs on the other scenarios: GPU time), on the twin all. Those
@@ -166,14 +164,9 @@ void confirm_on_every_scenario(const Study& study, Evaluator& target, const std:
   if (!out.best.feasible || ids.size() <= study.objective.scenarios.size()) return;
   Evaluation everywhere = target.evaluate(out.best.config, ids, "generalize");
   if (everywhere.feasible || everywhere.inconclusive) return;  // an invalid run judges no configuration
-  const auto candidate = [&](const Evaluation& e) {
-    return e.feasible && e.objective.n > 0 && e.key != out.best.key;
-  };
-  std::vector<const Evaluation*> next = distinct_evaluations(out, EvaluationOrder::kRankingFirst, candidate);
-  if (out.grid_check)  // every configuration the grid check predicted
-    for (const Evaluation& e : out.grid_check->ranked)
-      if (candidate(e) && std::none_of(next.begin(), next.end(), [&](auto* n) { return n->key == e.key; }))
-        next.push_back(&e);
+  std::vector<const Evaluation*> next = distinct_evaluations(
+      out, EvaluationOrder::kRankingFirstThenGrid,
+      [&](const Evaluation& e) { return e.feasible && e.objective.n > 0 && e.key != out.best.key; });
   sort_best_first(next);
   const Evaluation objective_best = out.best;
   out.passed_over.push_back(std::move(everywhere));
@@ -191,6 +184,8 @@ void confirm_on_every_scenario(const Study& study, Evaluator& target, const std:
   }
   out.best = objective_best;
 }
+
+}  // namespace
 
 void generalize_and_recommend(const Study& study, Evaluator& target, SearchOutcome& out) {
   const auto ids = all_scenarios(study);

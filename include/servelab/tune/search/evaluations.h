@@ -16,6 +16,9 @@ enum class EvaluationOrder {
   /// steps (the report's finalists: not the grid check's whole ranking, whose top is often one configuration
   /// with knobs the prediction does not depend on).
   kRankingFirst,
+  /// kRankingFirst, then every configuration the grid check predicted (GridCheck::ranked): the candidates
+  /// after a best that breaks a bound on another scenario (recommend.cc).
+  kRankingFirstThenGrid,
   /// The ranking, per engine its best, its baseline and its steps, then the grid check's best (not its
   /// whole ranking: hundreds of predictions would make "Measure these" unreadable), the recommended
   /// command's evaluation and the alternative command's (the twin's verdict).
