@@ -123,6 +123,22 @@ TEST(HtmlReport, AFailedRecommendedCommandSaysWhyAndIsNotCharted) {
     EXPECT_EQ(s["name"].get<std::string>().rfind("recommended", 0), std::string::npos) << s["name"];
 }
 
+// An alternative command whose runs completed but broke a [[constraints]] bound is "infeasible", as in the
+// Markdown and summary.json, not "ok" (its trial status).
+TEST(HtmlReport, AnInfeasibleAlternativeSaysInfeasible) {
+  Fixture f;
+  f.outcome.alternative = AlternativeCommand{};
+  f.outcome.alternative->title = "best that loses on no scenario";
+  f.outcome.alternative->eval.feasible = false;
+  f.outcome.alternative->eval.status = TrialStatus::kOk;
+  f.outcome.alternative->eval.reason = "constraint violated on s2: P99 TTFT (ms) = 5000.00 (bound ≤ 3000)";
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string page = render_html(in, "", "/*chartjs*/");
+  EXPECT_NE(page.find("<b>infeasible: constraint violated on s2: P99 TTFT (ms) = 5000.00 (bound ≤ 3000)</b>"),
+            std::string::npos);
+  EXPECT_EQ(page.find("<b>ok: constraint violated"), std::string::npos);
+}
+
 TEST(HtmlReport, ChartsCarryTheTrialsFailuresAndDistributions) {
   Fixture f;
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};

@@ -210,12 +210,10 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                      esc(re.feasible ? value_text(re, metric) : failure_decision_text(re)) + "</b>");
     if (o.alternative) {  // the other side of the trade-off the rule made (search.h AlternativeCommand)
       const Evaluation& ae = o.alternative->eval;
-      command_card(h, "cmd-alternative", "Alternative: " + o.alternative->title,
-                   o.alternative->command.shell(),
-                   esc(metric) + ": <b>" +
-                       esc(ae.feasible ? value_text(ae, metric)
-                                       : fmt::format("{}: {}", trial_status_name(ae.status), ae.reason)) +
-                       "</b> (the trade-off: “Recommended launch command” below).");
+      command_card(
+          h, "cmd-alternative", "Alternative: " + o.alternative->title, o.alternative->command.shell(),
+          esc(metric) + ": <b>" + esc(ae.feasible ? value_text(ae, metric) : failure_decision_text(ae)) +
+              "</b> (the trade-off: “Recommended launch command” below).");
     } else if (o.best.shell != rec)
       command_card(h, "cmd-best", "Best on the objective (" + o.best.config.engine + " " + o.best.label + ")",
                    o.best.shell,
