@@ -315,9 +315,12 @@ bool model_config_names_another_model(const std::string& launch_model, const std
 void print_sim_run_header(const SimRunArgs& a, const SimRunInputs& in, const SimWorkload& w) {
   const auto& cluster = in.cluster;
   std::printf("Prediction of the servelab engine twin (virtual time, not a measurement)\n");
+  // The model as the launch names it: a config's `_name_or_path` can be the checkpoint directory it was
+  // saved from on another machine ("/opt/.../Llama-3.1-70B-Instruct/"); the Config line names the file.
+  const std::string& model = in.engine.model.empty() ? in.model.id : in.engine.model;
   std::printf("Launch:   %s\nHardware: %s   Model: %s (%s)   Workload: %s (%zu requests)\n",
               engines::render_command(in.engine).c_str(), hardware::cluster_name(cluster).c_str(),
-              in.model.id.c_str(), in.model.model_type.c_str(), w.name.c_str(), w.requests.size());
+              model.c_str(), in.model.model_type.c_str(), w.name.c_str(), w.requests.size());
   std::printf("Config:   %s\n", in.model.config_source.c_str());
   if (!a.model_config.empty() && model_config_names_another_model(in.engine.model, in.model.id))
     std::printf(

@@ -95,6 +95,17 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   if (launch.layout.nodes > 1)
     b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
   if (more_gpus || launch.layout.nodes > 1) ++outside;
+  // Decode without CUDA graphs is CPU-bound where the graphs hide the launches: an engine the corpus never
+  // measured so (every run of it captured graphs) has an eager cost per kernel nothing has tested.
+  if (launch.execution.graphs == engines::GraphMode::kNone && !table.eager_decode_engines.empty() &&
+      !contains(table.eager_decode_engines, engine)) {
+    b.warnings.push_back(fmt::format(
+        "{} decoding without CUDA graphs was never measured in the validation corpus: its CPU cost per "
+        "eagerly launched kernel is the engine's prior, not a fit, and an eager decode step can be several "
+        "times slower than the prediction",
+        engine));
+    ++outside;
+  }
   if (!table.variants.empty() && !contains(table.variants, launch.model.variant)) {
     b.warnings.push_back(launch.model.model_type.empty() || launch.model.model_type == launch.model.variant
                              ? fmt::format("architecture {} was never measured", launch.model.variant)
@@ -132,6 +143,8 @@ const BandTable& embedded_bands() {
       for (const auto& x : c.value("versions", nlohmann::json::array()))
         b.versions.push_back(x.get<std::string>());
       b.max_gpus = c.value("max_gpus", 0);
+      for (const auto& x : c.value("eager_decode_engines", nlohmann::json::array()))
+        b.eager_decode_engines.push_back(x.get<std::string>());
     }
     return b;
   }();

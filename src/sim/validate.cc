@@ -295,7 +295,7 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
       phase(fmt::format("leave one {} out", validation_split_name(split)));
     }
   // Bands from the held-out errors, and what the corpus covers.
-  std::set<std::string> gpus, variants, versions;
+  std::set<std::string> gpus, variants, versions, eager;
   LatencyCounts latency_points;
   for (int i = 0; i < n; ++i) {
     const auto& p = prepared[i];
@@ -307,6 +307,7 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
       variants.insert(p.launch->model.variant);
       versions.insert(p.key.engine + " " + p.launch->version);
       v.bands.max_gpus = std::max(v.bands.max_gpus, p.launch->layout.gpus);
+      if (p.launch->execution.graphs == engines::GraphMode::kNone) eager.insert(p.key.engine);
     }
     if (!r.err_total_tok_s) continue;
     // A launch on a kernel path the twin has no figure for has a band of its own (error_band): its errors
@@ -333,6 +334,7 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   v.bands.gpus.assign(gpus.begin(), gpus.end());
   v.bands.variants.assign(variants.begin(), variants.end());
   v.bands.versions.assign(versions.begin(), versions.end());
+  v.bands.eager_decode_engines.assign(eager.begin(), eager.end());
   v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return v;
 }
@@ -556,7 +558,8 @@ std::string calibration_json_of(const CorpusValidation& v, const std::string& co
   j["coverage"] = {{"gpus", v.bands.gpus},
                    {"variants", v.bands.variants},
                    {"versions", v.bands.versions},
-                   {"max_gpus", v.bands.max_gpus}};
+                   {"max_gpus", v.bands.max_gpus},
+                   {"eager_decode_engines", v.bands.eager_decode_engines}};
   return j.dump(1) + "\n";
 }
 

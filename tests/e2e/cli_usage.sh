@@ -145,6 +145,12 @@ out="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n5 \
   fail "sim run --model-config: $out"
 [[ "$out" == *"Warning: --model-config describes openai/gpt-oss-120b, not the launch's model Qwen/Qwen3-8B"* ]] ||
   fail "sim run --model-config of another model: $out"
+# The header names the model as the launch does: this config's _name_or_path is the checkpoint directory
+# it was saved from ("/opt/.../Llama-3.1-70B-Instruct/"), which is no name of the served model.
+out="$("$BIN" sim run --hardware 4xH100 --scenario random-128in-16out-n5 \
+  -- vllm serve nvidia/Llama-3.1-70B-Instruct-FP8 -tp 4 2>&1)" || fail "sim run Llama-3.1-70B FP8: $out"
+[[ "$out" == *"Model: nvidia/Llama-3.1-70B-Instruct-FP8 (llama)"* && "$out" != *"/opt/"* ]] ||
+  fail "sim run header names the config's checkpoint path, not the launch's model: $out"
 # A workload whose prompts share a prefix by construction, on a launch that caches prefixes: the twin
 # prefills the prefix once and says so; the requests sent after the first find it cached.
 out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" --dataset-name random \

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "servelab/sim/uncertainty.h"
 #include "test_launch.h"
@@ -80,6 +81,34 @@ TEST(ErrorBand, EachExtrapolationWidensTheBand) {
   const ErrorBand scaled = error_band(launch, two_nodes, t);
   EXPECT_EQ(scaled.warnings.size(), 2u);  // 16 GPUs, two nodes: one extrapolation of scale
   EXPECT_DOUBLE_EQ(scaled.total_tok_s_pct, 12.0 * 1.5);
+}
+
+// vLLM with --enforce-eager decodes on CPU launches the corpus never timed for vLLM (its eager cost per
+// kernel is a prior): outside the corpus, one more extrapolation; an engine measured eager keeps its band.
+TEST(ErrorBand, AnEagerDecodeOfAnEngineNeverMeasuredEagerWidensTheBand) {
+  BandTable t = table();
+  t.eager_decode_engines = {"sglang", "trtllm"};
+  const auto cluster = hardware::parse_cluster("1xH100");
+  auto launch = test_launch(corpus_model("qwen3-8b"), cluster, 1);
+  EXPECT_TRUE(error_band(launch, cluster, t).warnings.empty());  // CUDA graphs: inside the corpus
+  launch.execution.graphs = engines::GraphMode::kNone;
+  const ErrorBand eager = error_band(launch, cluster, t);
+  EXPECT_DOUBLE_EQ(eager.total_tok_s_pct, 12.0 * 1.5);
+  EXPECT_DOUBLE_EQ(eager.tpot_pct, 8.0 * 1.5);
+  ASSERT_EQ(eager.warnings.size(), 1u);
+  EXPECT_NE(eager.warnings[0].find("vllm decoding without CUDA graphs was never measured"), std::string::npos)
+      << eager.warnings[0];
+  t.eager_decode_engines.push_back("vllm");
+  const ErrorBand measured = error_band(launch, cluster, t);
+  EXPECT_DOUBLE_EQ(measured.tpot_pct, 8.0);
+  EXPECT_TRUE(measured.warnings.empty());
+}
+
+// The embedded coverage (calibration.json): only SGLang has corpus runs that decode without CUDA graphs
+// (--disable-cuda-graph, DeepEP normal); every vLLM and TensorRT-LLM run captured graphs.
+TEST(ErrorBand, TheEmbeddedCoverageNamesTheEnginesMeasuredEager) {
+  const BandTable& t = embedded_bands();
+  EXPECT_EQ(t.eager_decode_engines, (std::vector<std::string>{"sglang"}));
 }
 
 // A band of 100% or more has no lower end: it is printed as how many times off the prediction may be.

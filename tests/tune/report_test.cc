@@ -79,6 +79,17 @@ TEST(Report, MarkdownHasTheStudyShape) {
   EXPECT_NE(trials_json(in.trials).find("\"status\": \"rejected\""), std::string::npos);
 }
 
+// The study's goal and model are the user's text: in report.md a '<' would open an HTML tag (hiding the
+// text in a renderer) and a '|' or newline would break the layout (new-user trial, session 17).
+TEST(Report, TheGoalIsEscapedInTheMarkdown) {
+  Fixture f;
+  f.study.goal = "Beat <SXM> | a & b\nsecond line";
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("## Goal\n\nBeat &lt;SXM&gt; \\| a & b second line\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<SXM>"), std::string::npos);
+}
+
 // Issue 30 item 4: report.md opens with the answer: the recommended command and its value, then the
 // finalists; the goal, setup, baselines and search come after it (the command sat ~40 lines from the end).
 TEST(Report, SummaryComesFirstWithTheRecommendedCommandAndTheFinalists) {

@@ -46,6 +46,10 @@ struct BandTable {
   std::vector<std::string> variants;  ///< architecture variants measured
   std::vector<std::string> versions;  ///< "engine version" measured
   int max_gpus = 0;                   ///< largest launch measured (GPUs)
+  /// Engines with a measured run that decoded without CUDA graphs (engines::GraphMode::kNone). An eager
+  /// launch of another engine is outside the corpus: its CPU cost per eagerly launched kernel
+  /// (Calibration::eager_launch_us) is that engine's prior, never fitted on an eager decode.
+  std::vector<std::string> eager_decode_engines;
 };
 
 /// The band class of the launches on a kernel path the twin has no figure for

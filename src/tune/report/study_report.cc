@@ -395,7 +395,8 @@ static void notices_text(std::ostringstream& md, const ReportInput& in) {
 
 /// "Goal": the study's goal, the objective (`metric`, SLOs, scenarios) and the constraints.
 static void goal_text(std::ostringstream& md, const Study& s, const std::string& metric) {
-  md << "## Goal\n\n" << (s.goal.empty() ? "Find the best serving configuration." : s.goal) << "\n\n";
+  md << "## Goal\n\n"
+     << (s.goal.empty() ? "Find the best serving configuration." : md_escape(s.goal)) << "\n\n";
   md << "Objective: maximise **" << metric << "**";
   if (s.objective.kind == Objective::Kind::kGoodput) md << " (goodput under SLOs: " << slo_text(s) << ")";
   if (load_objective_is_primary(s)) {  // the first [[objectives]] entry, on the load analysis' scenario
@@ -419,7 +420,7 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   const Study& s = *in.study;
   const bool twin = s.target == Target::kTwin;
   md << "\n## Setup\n\n";
-  md << "- Model: " << s.model << "\n";
+  md << "- Model: " << md_escape(s.model) << "\n";
   md << fmt::format("- Hardware: {} × {} ({:.0f} GB = {:.0f} GiB each), {}\n", s.hardware.gpu_count,
                     s.hardware.gpu, s.hardware.gpu_memory_gb, s.hardware.gpu_memory_gb * 1e9 / (1ull << 30),
                     s.hardware.interconnect);
