@@ -327,6 +327,37 @@ TEST(TwinVerdict, AdvantageInsideTheBandSaysMeasureTheseAndNamesNoWinner) {
       std::string::npos);
 }
 
+// A knob the twin models no effect of (here `flag`, ignored by the runner) gives a launch whose prediction
+// equals another's to the last digit; "Measure these" says so instead of an inside-the-band comparison of
+// two equal numbers (new-user trial: a running-request cap above the prompts sent).
+TEST(TwinVerdict, AnIdenticalPredictionIsNamedAsSuch) {
+  Study study = BandFixture::small_study(0);
+  TrialRunner ignore_flag = [fake = testing::fake_runner()](const TrialRequest& req) {
+    TrialRequest r = req;
+    for (const std::string f : {" + flag=true", ",flag=true", "flag=true,", "flag=true"})
+      if (auto at = r.config_key.find(f); at != std::string::npos) r.config_key.erase(at, f.size());
+    TrialOutcome out = fake(r);
+    for (auto& sc : out.scenarios) sc.metrics[kBandTokSMetric] = 8;
+    return out;
+  };
+  Evaluator ev{study, ignore_flag, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome outcome = run_search(study, ev, nullptr);
+  const TwinVerdict v = twin_verdict(study, outcome);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  const TwinTie* same = nullptr;
+  for (const auto& t : v.measure)
+    if (t.eval->label == "layout=tp4-dp2 + ctx=32768 + flag=true") same = &t;
+  ASSERT_NE(same, nullptr) << ::testing::PrintToString(tie_labels(v));
+  EXPECT_EQ(same->eval->objective.mean, v.measure[0].eval->objective.mean);
+  EXPECT_EQ(same->why, "the same prediction as #1 (" + v.measure[0].eval->label +
+                           ") on every scenario: the twin models no effect of what differs here");
+  // Different numbers are compared as before (b layout=tp4-dp2: 135 against 148.50).
+  const auto lower = std::find_if(v.measure.begin(), v.measure.end(),
+                                  [](const TwinTie& t) { return t.eval->label == "layout=tp4-dp2"; });
+  ASSERT_NE(lower, v.measure.end());
+  EXPECT_EQ(lower->why, "inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62");
+}
+
 // ±3%: 148.50 × 0.97 = 144.045 > 135 × 1.03 = 139.05 (the runner-up): the top pick is clear, and the report
 // reads as before.
 TEST(TwinVerdict, ABestClearOfEveryBandKeepsTheSingleWinner) {

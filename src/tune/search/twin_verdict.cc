@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/study/load_points.h"
@@ -99,6 +101,24 @@ std::string tie_reason(const Evaluation& best, const TwinBand& bb, const Evaluat
   return why;
 }
 
+/// Whether `a` and `b` predicted the same on every scenario: the same scenarios, each with equal benchmark
+/// figures (the console metrics; servelab's own keys aside). The twin is deterministic, so two launches
+/// whose differences change nothing it models come out equal to the last digit.
+bool same_prediction(const Evaluation& a, const Evaluation& b) {
+  if (a.first.size() != b.first.size() || a.first.empty()) return false;
+  auto figures = [](const ScenarioResult& r) {
+    std::map<std::string, double> m;
+    for (const auto& [k, v] : r.metrics)
+      if (!k.starts_with("servelab:")) m.emplace(k, v);
+    return m;
+  };
+  for (const auto& [id, ra] : a.first) {
+    const auto it = b.first.find(id);
+    if (it == b.first.end() || figures(ra) != figures(it->second)) return false;
+  }
+  return a.objective.mean == b.objective.mean;
+}
+
 }  // namespace
 
 TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
@@ -127,7 +147,20 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
   v.any_unknown = v.any_unknown || !best_band.pct;
   v.any_unmodelled = v.any_unmodelled || best_band.unmodelled_count > 0;
   v.measure.push_back({&o.best, best_band, top});
-  for (auto& t : ties) v.measure.push_back(std::move(t));
+  for (auto& t : ties) {
+    // A launch whose prediction equals an earlier one's on every scenario (a knob that changes nothing the
+    // twin models on these scenarios: a running-request cap above the prompts sent) is said to be so; it
+    // stays in the set, since a real engine may still tell them apart.
+    for (std::size_t i = 0; i < v.measure.size(); ++i)
+      if (same_prediction(*t.eval, *v.measure[i].eval)) {
+        t.why = fmt::format(
+            "the same prediction as #{} ({}) on every scenario: the twin models no effect of "
+            "what differs here",
+            i + 1, v.measure[i].eval->label);
+        break;
+      }
+    v.measure.push_back(std::move(t));
+  }
   return v;
 }
 

@@ -70,7 +70,8 @@ struct TwinTie {
   const Evaluation* eval = nullptr;  ///< into the SearchOutcome the verdict was made from
   TwinBand band;
   /// Why it is in the set, with the numbers: "the twin's top pick", "inside the bands: 135.00 × (1 + 10%) =
-  /// 148.50 ≥ 148.50 × (1 − 10%) = 133.65", "no error band: its advantage is unknown", ...
+  /// 148.50 ≥ 148.50 × (1 − 10%) = 133.65", "no error band: its advantage is unknown", "the same
+  /// prediction as #1 (...) on every scenario: ..." (equal figures on every scenario), ...
   std::string why;
 };
 
