@@ -95,14 +95,16 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   if (launch.layout.nodes > 1)
     b.warnings.push_back("multi-node launch: the validation corpus has single nodes only");
   if (more_gpus || launch.layout.nodes > 1) ++outside;
-  // Decode without CUDA graphs is CPU-bound where the graphs hide the launches: an engine the corpus never
-  // measured so (every run of it captured graphs) has an eager cost per kernel nothing has tested.
+  // Decode without CUDA graphs is CPU-bound at small batches, where graphs hide the launches: an engine the
+  // corpus never measured so (every run of it captured graphs) has an eager cost per kernel no small eager
+  // step has tested.
   if (launch.execution.graphs == engines::GraphMode::kNone && !table.eager_decode_engines.empty() &&
       !contains(table.eager_decode_engines, engine)) {
     b.warnings.push_back(fmt::format(
-        "{} decoding without CUDA graphs was never measured in the validation corpus: its CPU cost per "
-        "eagerly launched kernel is the engine's prior, not a fit, and an eager decode step can be several "
-        "times slower than the prediction",
+        "{} decoding without CUDA graphs was never measured in the validation corpus (no run of it disabled "
+        "them): its CPU cost per eagerly launched kernel was fitted, if at all, on steps beyond the captured "
+        "sizes, where the GPU's work hides it, and an eager decode of small batches can be several times "
+        "slower than the prediction",
         engine));
     ++outside;
   }

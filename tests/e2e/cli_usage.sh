@@ -151,6 +151,13 @@ out="$("$BIN" sim run --hardware 4xH100 --scenario random-128in-16out-n5 \
   -- vllm serve nvidia/Llama-3.1-70B-Instruct-FP8 -tp 4 2>&1)" || fail "sim run Llama-3.1-70B FP8: $out"
 [[ "$out" == *"Model: nvidia/Llama-3.1-70B-Instruct-FP8 (llama)"* && "$out" != *"/opt/"* ]] ||
   fail "sim run header names the config's checkpoint path, not the launch's model: $out"
+# A launch on a kernel path the twin has no figure for says so before its numbers (MXFP4 MoE on Hopper
+# through TensorRT-LLM's default CUTLASS backend), not only after the result block.
+out="$("$BIN" sim run --hardware 1xH200 --scenario random-128in-16out-n5 -- trtllm-serve openai/gpt-oss-120b 2>&1)" ||
+  fail "sim run trtllm gpt-oss-120b: $out"
+before="${out%%Serving Benchmark Result*}"
+[[ "$before" == *"Warning: this launch runs a kernel path the twin has no figure for: the numbers below can be up to"* ]] ||
+  fail "sim run on an unmodelled path does not warn before the result block: $out"
 # A workload whose prompts share a prefix by construction, on a launch that caches prefixes: the twin
 # prefills the prefix once and says so; the requests sent after the first find it cached.
 out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" --dataset-name random \

@@ -48,7 +48,8 @@ struct BandTable {
   int max_gpus = 0;                   ///< largest launch measured (GPUs)
   /// Engines with a measured run that decoded without CUDA graphs (engines::GraphMode::kNone). An eager
   /// launch of another engine is outside the corpus: its CPU cost per eagerly launched kernel
-  /// (Calibration::eager_launch_us) is that engine's prior, never fitted on an eager decode.
+  /// (Calibration::eager_launch_us) was at most fitted on steps beyond the captured sizes, where the GPU's
+  /// work hides it, never on a small eager decode step.
   std::vector<std::string> eager_decode_engines;
 };
 
