@@ -89,7 +89,7 @@ std::string twin_view_block(const sim::TwinView& v) {
   // Under PP an engine step is a pipeline tick (one micro-batch enters, one leaves), and each micro-batch's
   // time counts once, when it leaves the last stage: the rows say so.
   const bool pp = v.memory.layout.pp > 1;
-  row(pp ? "Pipeline ticks / with CUDA graphs:" : "Engine steps / with CUDA graphs:",
+  row(pp ? "Pipeline ticks / on full CUDA graphs:" : "Engine steps / on full CUDA graphs:",
       fmt::format("{} / {}", v.steps, v.graphed_steps));
   if (v.piecewise_steps > 0)
     row(pp ? "Ticks on piecewise CUDA graphs:" : "Steps on piecewise CUDA graphs:",

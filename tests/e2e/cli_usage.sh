@@ -29,11 +29,11 @@ done
 # times add up with the pipeline bubble. Without PP: engine steps, no bubble row.
 pp="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B -pp 2 2>&1)" ||
   fail "sim run -pp 2: $pp"
-for label in "Pipeline ticks / with CUDA graphs:" "Mean stage time per micro-batch (ms):" "Micro-batches run:" \
+for label in "Pipeline ticks / on full CUDA graphs:" "Mean stage time per micro-batch (ms):" "Micro-batches run:" \
              "Stage time, prefill micro-batches (s):" "Pipeline fill, drain and stage waits (s):"; do
   [[ "$pp" == *"$label"* ]] || fail "sim run -pp 2 lacks '$label'"
 done
-[[ "$pp" != *"Engine steps / with CUDA graphs:"* ]] || fail "sim run -pp 2 calls its ticks engine steps"
+[[ "$pp" != *"Engine steps / on full CUDA graphs:"* ]] || fail "sim run -pp 2 calls its ticks engine steps"
 # --explain states the KV-cache dtype the launch resolved to (the engine's flag, else its default).
 fp8="$("$BIN" sim run --explain --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B --kv-cache-dtype fp8 2>&1)" ||
   fail "sim run --kv-cache-dtype fp8: $fp8"
@@ -41,7 +41,7 @@ fp8="$("$BIN" sim run --explain --hardware 1xH100 --scenario random-128in-16out-
 run=(sim run --hardware 1xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B)
 tput() { grep "Total Token throughput" <<<"$1"; }
 plain="$("$BIN" "${run[@]}" 2>&1)" || fail "sim run: $plain"
-[[ "$plain" == *"Engine steps / with CUDA graphs:"* && "$plain" != *"Pipeline fill"* ]] ||
+[[ "$plain" == *"Engine steps / on full CUDA graphs:"* && "$plain" != *"Pipeline fill"* ]] ||
   fail "sim run without PP: $plain"
 dflt="$("$BIN" sim run --op-data default "${run[@]:2}" 2>&1)" || fail "sim run --op-data default: $dflt"
 [ -n "$(tput "$plain")" ] && [ "$(tput "$plain")" == "$(tput "$dflt")" ] || fail "--op-data default differs from no flag"
