@@ -90,6 +90,19 @@ TEST(Report, TheGoalIsEscapedInTheMarkdown) {
   EXPECT_EQ(md.find("<SXM>"), std::string::npos);
 }
 
+// On the twin the knob table's "significant" is the one-run threshold, and the report says so (a new-user
+// trial read +2.49% "significant: yes" as a finding beside a ±14% band).
+TEST(Report, OnTheTwinSignificantIsTheThresholdAndSaysSo) {
+  Fixture f;
+  ASSERT_FALSE(f.outcome.verdicts.empty());
+  ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("On the twin a knob's gain is \"significant\" when the predicted gain exceeds "
+                    "`search.min_gain_pct` (0.5%)"),
+            std::string::npos)
+      << md;
+}
+
 // Issue 30 item 4: report.md opens with the answer: the recommended command and its value, then the
 // finalists; the goal, setup, baselines and search come after it (the command sat ~40 lines from the end).
 TEST(Report, SummaryComesFirstWithTheRecommendedCommandAndTheFinalists) {
