@@ -11,6 +11,7 @@
 #include "engines/engines_detail.h"
 #include "engines/launch_detail.h"
 #include "engines/version.h"
+#include "servelab/common/text.h"
 #include "servelab/engines/engines.h"
 
 namespace servelab::engines {
@@ -175,10 +176,7 @@ std::optional<std::string> unmodelled_release_warning(const EngineModule& m, con
 /// "warning: ..." when the image is a ROCm build of the engine ("rocm/vllm", "lmsysorg/sglang:v0.5.6-rocm700-
 /// mi35x"): it runs on AMD GPUs only, while the prediction is of the engine's CUDA build on the given GPUs.
 std::optional<std::string> rocm_image_warning(const LaunchImage& image, const EngineModule& m) {
-  std::string lower = image.image;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return std::tolower(ch); });
-  if (lower.find("rocm") == std::string::npos) return std::nullopt;
+  if (common::ascii_lower(image.image).find("rocm") == std::string::npos) return std::nullopt;
   return "warning: the image " + image.image + " is a ROCm build (AMD GPUs): the prediction is of " +
          m.product_name + "'s CUDA build on the given NVIDIA GPUs, which this image does not run on";
 }

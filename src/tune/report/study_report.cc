@@ -677,7 +677,7 @@ static void recommendation_text(std::ostringstream& md, const Study& s, const Se
   md << rule_text(s) << " (`[recommendation]` in the study file.)\n\n";
   // A prediction has no run-to-run noise: on the twin "significant" is the one-run threshold, which says
   // nothing of the twin's error band (a new-user trial read +2.49% "significant: yes" beside a ±14% band).
-  if (!o.verdicts.empty() && o.best.predicted && o.best.objective.n < 2)
+  if (!o.verdicts.empty() && o.best.predicted)
     md << fmt::format(
         "On the twin a knob's gain is \"significant\" when the predicted gain exceeds `search.min_gain_pct` "
         "({:g}%): predictions have no run-to-run noise, and a gain inside the twin's error band is a "
