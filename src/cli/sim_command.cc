@@ -32,6 +32,7 @@
 #include "servelab/report/report.h"
 #include "servelab/sim/corpus.h"
 #include "servelab/sim/sim.h"
+#include "servelab/sim/uncertainty.h"
 #include "servelab/sim/validate.h"
 #include "servelab/tokenizer/tokenizer.h"
 
@@ -444,7 +445,7 @@ void run_sim_run(SimRunArgs& a) {
     std::printf(
         "Warning: this launch runs a kernel path the twin has no figure for: the numbers below can be up to "
         "%.1fx off (tok/s band ±%.0f%%; why: after the result block)\n",
-        1 + p.context.band.total_tok_s_pct / 100, p.context.band.total_tok_s_pct);
+        sim::band_times_off(p.context.band.total_tok_s_pct), p.context.band.total_tok_s_pct);
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m).c_str());
   std::string first_error;

@@ -157,7 +157,7 @@ std::string format_band(const ErrorBand& b) {
   // A band of 100% or more has no lower end (a throughput or latency is never negative): it says how many
   // times off the prediction may be.
   auto one = [](double pct, const char* what) {
-    return pct >= 100 ? fmt::format("±{:.0f}% {} (up to {:.1f}x off)", pct, what, 1 + pct / 100)
+    return pct >= 100 ? fmt::format("±{:.0f}% {} (up to {:.1f}x off)", pct, what, band_times_off(pct))
                       : fmt::format("±{:.0f}% {}", pct, what);
   };
   std::string s = fmt::format("{}, {}, {} ({}, {} held-out points)", one(b.total_tok_s_pct, "tok/s"),

@@ -335,9 +335,11 @@ TEST(TwinVerdict, AdvantageInsideTheBandSaysMeasureTheseAndNamesNoWinner) {
   EXPECT_NE(html.find("<b>No single winner: measure these</b> — the twin cannot tell 3 configurations apart"),
             std::string::npos);
   EXPECT_NE(
-      html.find("<tr><td>b</td><td>layout=tp4-dp2</td><td class=\"n\">135.00</td><td>±8%</td><td>inside the "
-                "bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62</td></tr>"),
-      std::string::npos);
+      html.find(
+          "<tr><td class=\"n\">2</td><td>b</td><td>layout=tp4-dp2</td><td class=\"n\">135.00</td><td>±8%"
+          "</td><td>inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62</td></tr>"),
+      std::string::npos)
+      << "the # column: the number a row's why cites (\"the same prediction as #1\"), as in report.md";
 }
 
 // A knob the twin models no effect of (here `flag`, ignored by the runner) gives a launch whose prediction

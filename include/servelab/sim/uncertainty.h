@@ -82,7 +82,14 @@ inline constexpr double kExtrapolationWiden = 1.5;
 /// The band table embedded in calibration.json.
 const BandTable& embedded_bands();
 
-/// "±12% tok/s, ±25% TTFT, ±18% TPOT (vllm/hopper/moe, 31 held-out points)" and the warnings, one line.
+/// How many times off a prediction with a band of `pct` percent may be: 1 + pct / 100 (a band of 100% or
+/// more has no lower end, since a throughput or latency is never negative, so it is said this way).
+inline double band_times_off(double pct) {
+  return 1 + pct / 100;
+}
+
+/// "±12% tok/s, ±25% TTFT, ±18% TPOT (vllm/hopper/moe, 31 held-out points)" and the warnings, one line; a
+/// band of 100% or more also says "(up to Nx off)" (band_times_off).
 std::string format_band(const ErrorBand& band);
 
 }  // namespace servelab::sim

@@ -139,18 +139,20 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
             ? fmt::format("; a prediction on a kernel path the twin has no figure for gets at least ±{:.0f}%",
                           kUnmodelledBandPct)
             : "")
-    << ".</p>\n<table class=\"summary\"><tr><th>engine</th><th>config</th><th>" << esc(metric)
+    << ".</p>\n<table class=\"summary\"><tr><th>#</th><th>engine</th><th>config</th><th>" << esc(metric)
     << " (predicted)</th><th>band</th><th>why</th></tr>\n";
-  for (const auto& t : v.measure) {
+  for (std::size_t i = 0; i < v.measure.size(); ++i) {
+    const TwinTie& t = v.measure[i];
     std::string band = t.band.text();
     if (t.band.unmodelled_count > 0)
       band += " (unmodelled: " +
               (t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)
                                          : fmt::format("{}", fmt::join(t.band.unmodelled, "; "))) +
               ")";
-    h << "<tr><td>" << esc(t.eval->config.engine) << "</td><td>" << esc(t.eval->label)
-      << "</td><td class=\"n\">" << num(t.eval->objective.mean) << "</td><td>" << esc(band) << "</td><td>"
-      << esc(t.why) << "</td></tr>\n";
+    // "#": the number a row's why cites ("the same prediction as #2"), as in report.md.
+    h << "<tr><td class=\"n\">" << i + 1 << "</td><td>" << esc(t.eval->config.engine) << "</td><td>"
+      << esc(t.eval->label) << "</td><td class=\"n\">" << num(t.eval->objective.mean) << "</td><td>"
+      << esc(band) << "</td><td>" << esc(t.why) << "</td></tr>\n";
   }
   h << "</table>\n";
 }
