@@ -87,8 +87,13 @@ constexpr double kHopperTritonKernelsUpcastBpsPerSm = 20.3e9;
 /// A100 110; Hopper 50-240 (six labels) -> 140; Blackwell 60-165 (four) -> 155. triton_kernels matmul_ogs
 /// (gpt-oss MXFP4) on Hopper 280. FlashInfer / TRT-LLM-gen on Blackwell: ten labels 165-650 -> 400. CUTLASS
 /// grouped: Hopper TensorRT-LLM moe_torch_flow(_cutlass) 630 / 815, FlashInfer CUTLASS 120 (SGLang) / 260
-/// (vLLM) -> 445; Blackwell 445-1885 (five) -> 1225. DeepGEMM grouped: Blackwell 1210; no Hopper rows.
-/// 0 where no table row measures the family on that generation.
+/// (vLLM) -> 445; Blackwell 445-1885 (five) -> 1225. DeepGEMM grouped: Blackwell 1210; no Hopper rows (the
+/// tables' Hopper FP8-block MoE rows are Triton, FlashInfer CUTLASS and TensorRT-LLM CUTLASS), so on Hopper
+/// its Blackwell s0 x the other grouped tensor-core GEMM's Hopper / Blackwell ratio, CUTLASS's 445 / 1225:
+/// 440 [derived] (a tile's prologue and epilogue weigh less against Hopper's slower main loop; before, 0: no
+/// loss at any slice, which had a Qwen3-235B FP8 expert slice of 384 columns at TP4 run at DeepGEMM's
+/// large-shape 62% of the FP8 peak).
+/// 0 where no table row measures the family on that generation and no sibling gives a ratio.
 double moe_slice_s0(MoeKernel k, Generation g) {
   const bool amp = ampere_like(g), blackwell = g == Generation::kBlackwell;
   switch (k) {
@@ -103,7 +108,7 @@ double moe_slice_s0(MoeKernel k, Generation g) {
     case MoeKernel::kCutlassGrouped:
       return amp ? 0 : blackwell ? 1225 : 445;
     case MoeKernel::kDeepGemmGrouped:
-      return blackwell ? 1210 : 0;
+      return blackwell ? 1210 : g == Generation::kHopper ? 440 : 0;  // see above
   }
   return 0;
 }
