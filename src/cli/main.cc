@@ -69,8 +69,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::vector<char*> args(argv, argv + argc);
+  if (leaf != &app && separated && leaf->get_option_no_throw("launch") != nullptr)
+    args = keep_launch_separator(*leaf, at, argc, argv);
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     // Help and --version exit 0; every usage error exits 2, as argparse (and so vLLM's own CLI) does,
     // not with CLI11's per-kind codes (105 for a value out of range, ...).

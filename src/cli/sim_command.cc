@@ -519,9 +519,11 @@ void setup_sim(CLI::App& root) {
       "architecture when the default predates it)");
   run->add_option("--calibration", run_args->calibration,
                   "a calibration.json to use instead of the embedded fit (what-ifs; see sim calibrate)");
-  run->add_option("--scenario", run_args->scenario,
-                  "a study workload instead of dataset flags: sharegpt-1000, random-<in>in-<out>out[-n<N>] "
-                  "(N defaults to 1000, as bench serve's --num-prompts)");
+  run->add_option(
+      "--scenario", run_args->scenario,
+      "a study workload instead of dataset flags: sharegpt-<N> (N prompts of the built-in ShareGPT lengths, "
+      "e.g. sharegpt-1000), random-<in>in-<out>out[-n<N>] "
+      "(N defaults to 1000, as bench serve's --num-prompts)");
   run->add_option("--model-config", run_args->model_config,
                   "HF config.json of the served model (default: from the launch); a ModelOpt "
                   "hf_quant_config.json beside it is read as engines do");

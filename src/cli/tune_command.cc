@@ -12,6 +12,7 @@
 #include "servelab/common/stop_signals.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/targets/k8s.h"
 #include "servelab/tune/targets/preflight.h"
 #include "servelab/tune/targets/slurm.h"
@@ -242,15 +243,39 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
     const auto& o = r.outcome;
     if (r.tally.invalid > 0)  // the report's banner says the same
       std::cerr << "servelab tune: " << servelab::common::redact_text(r.tally.invalid_notice()) << "\n";
+    if (!o.best.feasible && o.best.status == servelab::tune::TrialStatus::kOk) {  // ran, broke a bound
+      std::fprintf(stderr,
+                   "servelab tune: no configuration meets every [[constraints]] bound (the best on the "
+                   "objective, %s %s: %s); report: %s/report.md\n",
+                   o.best.config.engine.c_str(), servelab::common::redact_text(o.best.label).c_str(),
+                   servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
+      throw servelab::cli::ExitRequest{1};
+    }
     if (!o.best.feasible) {
       std::fprintf(stderr,
                    "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",
                    servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
       throw servelab::cli::ExitRequest{1};
     }
+    const std::string label = servelab::tune::primary_objective_label(study);
     std::cout << fmt::format("best: {} {} = {:.2f} {}{}\n", o.best.config.engine, o.best.label,
-                             o.best.objective.mean, servelab::tune::primary_objective_label(study),
-                             o.best.predicted ? " (predicted)" : "");
+                             o.best.objective.mean, label, o.best.predicted ? " (predicted)" : "");
+    // The progress lines' "best" is the highest value seen; the search's best is the one no other beat by
+    // more than the noise (new-user trial: "best 3045.60 (kv fp8)" on every line, then "best: baseline =
+    // 3040.67"). Say why they differ.
+    auto higher = servelab::tune::distinct_evaluations(
+        o, servelab::tune::EvaluationOrder::kRankingFirst, [&](const servelab::tune::Evaluation& e) {
+          return e.feasible && e.key != o.best.key && e.objective.mean > o.best.objective.mean;
+        });
+    servelab::tune::sort_best_first(higher);
+    const double gain_pct =
+        higher.empty() ? 0.0 : 100.0 * (higher.front()->objective.mean / o.best.objective.mean - 1.0);
+    if (!higher.empty() && gain_pct <= study.search.min_gain_pct)  // a larger gap: the report's grid check
+      std::cout << fmt::format(
+          "  ({} {} = {:.2f} is higher by {:+.2f}%, not significantly (search.min_gain_pct = {:g}% on one "
+          "run, a t-test with repeats): the search keeps the configuration it had)\n",
+          higher.front()->config.engine, higher.front()->label, higher.front()->objective.mean, gain_pct,
+          study.search.min_gain_pct);
     if (const auto& b = o.better_by_ablation) {  // a knob the search kept costs: say what does better
       std::vector<std::string> costly, by_rule;
       for (const auto& v : o.verdicts) {

@@ -272,6 +272,17 @@ std::string redact_text(std::string_view text) {
     if (open_q && k < n && s[k] == open_q) name_closed = true, ++k;
     while (k < n && (s[k] == ' ' || s[k] == '\t')) ++k;
     const bool url_scheme = k + 2 < n && s[k] == ':' && s[k + 1] == '/' && s[k + 2] == '/';
+    // "api_key.toml:11: ..." is a file and its line (an error's location), not a name and its value.
+    const bool location =
+        k == j && k + 1 < n && s[k] == ':' && std::isdigit(static_cast<unsigned char>(s[k + 1])) && [&] {
+          std::size_t d = k + 1;
+          while (d < n && std::isdigit(static_cast<unsigned char>(s[d]))) ++d;
+          return d < n && s[d] == ':';
+        }();
+    if (location) {
+      i = j;
+      continue;
+    }
     if (k < n && (s[k] == '=' || (s[k] == ':' && !url_scheme))) {
       ++k;
     } else if (flag && (k > j || (k < n && s[k] == ','))) {

@@ -219,6 +219,10 @@ Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOpt
     }
     if (!out.success) {
       m.output_lens.push_back(0);
+      if (out.failure == FailureKind::kCancelled && out.dispatch_time_s == 0.0) {
+        ++m.not_sent;  // never reached the server: not a failure of it
+        continue;
+      }
       ++m.failed;
       ++m.failures_by_kind[kind_index(out.failure)];
       continue;

@@ -151,6 +151,7 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m)
     row(out, fmt::format("  failed ({}):", metrics::failure_kind_name(static_cast<metrics::FailureKind>(k))),
         m.failures_by_kind[k]);
   }
+  if (m.not_sent > 0) row(out, "Not sent (never reached the server):", m.not_sent);
   row(out, "Peak concurrent requests (exact):", m.max_concurrent_requests_exact);
   row_f(out, "Peak output tokens/s (by tokens):", m.max_output_tokens_per_s_by_tokens);
   summary_rows(out, "schedule lag", m.schedule_lag);
@@ -172,7 +173,12 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m)
   if (m.usage_compared > 0) {
     row(out, "Usage/tokenizer count mismatches:", m.usage_mismatches);
   }
-  if (run.interrupted) out.append("Run interrupted (Ctrl-C): results cover the finished requests only\n");
+  if (run.interrupted)
+    out.append(m.not_sent > 0 ? fmt::format("Run interrupted (Ctrl-C): results cover the finished requests "
+                                            "only; {} request(s) were never sent\n",
+                                            m.not_sent)
+                              : std::string("Run interrupted (Ctrl-C): results cover the finished requests "
+                                            "only\n"));
   out.append(50, '=');
   out.push_back('\n');
   // An interrupted run cancelled its requests in flight, and a run whose every request failed was answered
@@ -335,6 +341,7 @@ ordered_json servelab_extras_json(const RunInfo& run, const BenchmarkMetrics& m,
     }
   }
   x["failures_by_kind"] = std::move(kinds);
+  x["not_sent"] = m.not_sent;  // requests a Ctrl-C kept from being sent: neither completed nor failed
   x["usage_compared"] = m.usage_compared;
   x["usage_mismatches"] = m.usage_mismatches;
   x["usage_mismatch_tokens"] = m.usage_mismatch_tokens;

@@ -79,7 +79,11 @@ std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, in
 }
 
 std::vector<WorkloadRequest> scenario_workload(const std::string& id, const model::ModelSpec& model) {
-  if (id == "sharegpt-1000") return sharegpt_workload(model, 1000);
+  // sharegpt-N: the first N of the built-in ShareGPT lengths (cycled past 1000), as a tune scenario of N
+  // ShareGPT prompts runs on the twin when its file is not here (tune/twin_runner.cc).
+  static const std::regex kShareGpt(R"(sharegpt-(\d{1,7}))");
+  std::smatch g;
+  if (std::regex_match(id, g, kShareGpt)) return sharegpt_workload(model, std::stoi(g[1]));
   static const std::regex kRandom(R"(random-(\d+)in-(\d+)out(?:-n(\d+))?)");
   std::smatch m;
   if (std::regex_match(id, m, kRandom)) {
@@ -88,9 +92,9 @@ std::vector<WorkloadRequest> scenario_workload(const std::string& id, const mode
     const int n = m[3].matched ? std::stoi(m[3]) : kBenchDefaultNumPrompts;
     return random_fixed(n, in, out);
   }
-  throw std::invalid_argument(
-      "unknown scenario \"" + id +
-      "\" (known: sharegpt-1000, random-<in>in-<out>out[-n<N>], e.g. random-2000in-100out)");
+  throw std::invalid_argument("unknown scenario \"" + id +
+                              "\" (known: sharegpt-<N> (the built-in ShareGPT lengths, e.g. sharegpt-1000), "
+                              "random-<in>in-<out>out[-n<N>], e.g. random-2000in-100out)");
 }
 
 }  // namespace servelab::sim

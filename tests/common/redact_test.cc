@@ -103,6 +103,13 @@ TEST(Redact, FreeText) {
   // Nothing credential-like: unchanged.
   const std::string report = "Mean TTFT (ms): 12.5\nmax_tokens: 10\nmodel: m\nhttp://h:1/v1\n";
   EXPECT_EQ(redact_text(report), report);
+  // A file and line of an error's location is not a credential name and its value (new-user trial:
+  // "api_key.toml:<redacted> hardware.gpu_count: must be an integer"); the value after it still is.
+  EXPECT_EQ(redact_text("api_key.toml:11: hardware.gpu_count: must be an integer"),
+            "api_key.toml:11: hardware.gpu_count: must be an integer");
+  EXPECT_EQ(redact_text("my_token_study.toml:3:7: bad value"), "my_token_study.toml:3:7: bad value");
+  EXPECT_EQ(redact_text("api_key:12345"), "api_key:<redacted>");
+  EXPECT_EQ(redact_text("api_key.toml:11: api_key = \"sk-1\""), "api_key.toml:11: api_key = \"<redacted>\"");
   // Idempotent.
   const std::string once = redact_text("Authorization: Bearer x y 'X-Api-Key=k' https://a:b@h");
   EXPECT_EQ(redact_text(once), once);

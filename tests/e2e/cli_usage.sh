@@ -43,6 +43,12 @@ tput() { grep "Total Token throughput" <<<"$1"; }
 plain="$("$BIN" "${run[@]}" 2>&1)" || fail "sim run: $plain"
 [[ "$plain" == *"Engine steps / on full CUDA graphs:"* && "$plain" != *"Pipeline fill"* ]] ||
   fail "sim run without PP: $plain"
+# A list flag right before `--` (bench's --goodput takes several KEY:VALUE pairs): the launch after the
+# separator is still the engine's (new-user trial: CLI11 let `--` end the list and eat it, and -tp 2 was
+# refused as sim run's own unknown argument).
+slo="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n20 --goodput ttft:500 tpot:25 -- \
+  vllm serve Qwen/Qwen3-8B -tp 2 2>&1)" || fail "sim run --goodput a b -- launch: $slo"
+[[ "$slo" == *"Request goodput (req/s):"* ]] || fail "sim run --goodput gives no goodput: $slo"
 dflt="$("$BIN" sim run --op-data default "${run[@]:2}" 2>&1)" || fail "sim run --op-data default: $dflt"
 [ -n "$(tput "$plain")" ] && [ "$(tput "$plain")" == "$(tput "$dflt")" ] || fail "--op-data default differs from no flag"
 none="$("$BIN" sim run --op-data none "${run[@]:2}" 2>&1)" || fail "sim run --op-data none: $none"

@@ -2,6 +2,9 @@
 // scripts/calibrate_sharegpt1000.js), vLLM's ShareGPT filters, and DeepSeek-V3's table unchanged.
 #include "sim/sharegpt_tables.h"
 
+#include "servelab/model/model.h"
+#include "servelab/sim/sim.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -116,6 +119,23 @@ TEST(ShareGptTables, UnknownPackageGetsDeepSeekTableAndSaysSo) {
   EXPECT_EQ(t.size(), 1000u);
   sharegpt_lengths_for("", &family);
   EXPECT_EQ(family, "deepseek-v3 (no table for )");
+}
+
+// `sim run --scenario sharegpt-N`: the first N of the built-in lengths, as a tune scenario of N ShareGPT
+// prompts gets on the twin when its file is not here (new-user trial: such a trial could not be replayed).
+TEST(ShareGptTables, AScenarioOfNPromptsIsTheFirstNOfTheTable) {
+  const model::ModelSpec m = model::deepseek_v32();
+  const auto w = scenario_workload("sharegpt-200", m);
+  const auto full = scenario_workload("sharegpt-1000", m);
+  ASSERT_EQ(w.size(), 200u);
+  ASSERT_EQ(full.size(), 1000u);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    EXPECT_EQ(w[i].prompt_len, full[i].prompt_len) << i;
+    EXPECT_EQ(w[i].output_len, full[i].output_len) << i;
+  }
+  EXPECT_EQ(full.front().prompt_len, 523);  // DeepSeek-V3's count of the first prompt (above)
+  EXPECT_THROW(scenario_workload("sharegpt-0", m), std::invalid_argument);
+  EXPECT_THROW(scenario_workload("sharegpt-", m), std::invalid_argument);
 }
 
 }  // namespace

@@ -348,5 +348,36 @@ TEST(Constraints, WhenNoConfigurationHoldsEverywhereTheReportSaysSo) {
   EXPECT_EQ(j["passed_over"].size(), 3u);
 }
 
+// Every configuration ran but broke a bound on the objective's own scenario (new-user trial: report.md said
+// "No configuration succeeded" and its Failures table listed none of them): the report says what happened,
+// names the best on the objective and why it is out, and summary.json's verdict is "none".
+TEST(Constraints, WhenEveryConfigurationBreaksABoundTheReportSaysSoNotThatNoneRan) {
+  Study s = parse_study(kConstrainedStudy, "constrained.toml", "/data");
+  Evaluator ev(s,
+               [](const TrialRequest& r) {
+                 TrialOutcome out = constrained_runner(r, true);
+                 for (auto& sc : out.scenarios) sc.metrics["P99 TTFT (ms)"] = 5000;
+                 return out;
+               },
+               RunnerKind::kLocal, nullptr, {}, nullptr, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  ASSERT_FALSE(o.best.feasible);
+  ASSERT_EQ(o.best.status, TrialStatus::kOk);
+  ReportInput in{&s, &o, {}, {}};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("No configuration tried meets every `[[constraints]]` bound: there is no recommendation. "
+                    "The best on the objective, " +
+                    o.best.config.engine + " " + o.best.label + " ("),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("), is infeasible: constraint violated"), std::string::npos) << md;
+  EXPECT_NE(md.find("None: no configuration tried meets every `[[constraints]]` bound"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("No configuration succeeded"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(summary_json(in));
+  EXPECT_EQ(j["verdict"]["kind"], "none");
+  EXPECT_FALSE(j["best"]["feasible"]);
+}
+
 }  // namespace
 }  // namespace servelab::tune

@@ -373,6 +373,19 @@ TEST(TwinVerdict, AnIdenticalPredictionIsNamedAsSuch) {
   EXPECT_EQ(lower->why, "inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62");
 }
 
+// A band that is not a whole percent: the why prints the width the rule used, so its products can be redone
+// (new-user trial: "3045.60 × (1 + 14%) = 3484.16" where the band was 14.4%); the band column rounds it.
+// 135 × 1.084 = 146.34 ≥ 148.50 × 0.916 = 136.03.
+TEST(TwinVerdict, AFractionalBandIsPrintedAsTheRuleUsedIt) {
+  BandFixture f(8.4);
+  const TwinVerdict v = twin_verdict(f.study, f.outcome);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  ASSERT_GE(v.measure.size(), 2u);
+  EXPECT_EQ(v.measure[1].why,
+            "inside the bands: 135.00 × (1 + 8.4%) = 146.34 ≥ 148.50 × (1 − 8.4%) = 136.03");
+  EXPECT_EQ(v.measure[1].band.text(), "±8%");
+}
+
 // ±3%: 148.50 × 0.97 = 144.045 > 135 × 1.03 = 139.05 (the runner-up): the top pick is clear, and the report
 // reads as before.
 TEST(TwinVerdict, ABestClearOfEveryBandKeepsTheSingleWinner) {
@@ -390,6 +403,29 @@ TEST(TwinVerdict, ABestClearOfEveryBandKeepsTheSingleWinner) {
   for (const char* absent : {"Measure these", "No single winner", "Provisional", "not a winner"})
     EXPECT_EQ(md.find(absent), std::string::npos) << absent;
   EXPECT_EQ(f.html().find("measure these"), std::string::npos);
+}
+
+// A study stopped before its search finished (Ctrl-C; `servelab report DIR` on it): its best so far is no
+// answer (new-user trial: summary.json said "winner" from 9 of 77 trials, report.md "Recommended: ...
+// not run" above a "recommended" finalist).
+TEST(TwinVerdict, APartialStudyHasNoRecommendationYet) {
+  BandFixture f(3);
+  f.outcome.complete = false;
+  const std::string md = f.md();
+  EXPECT_NE(md.find("**Partial study**: the search stopped before it finished, so there is no recommendation "
+                    "yet (`servelab tune --resume` finishes it). The best so far: b layout=tp4-dp2 + "
+                    "ctx=32768, **148.50 (predicted)** Total Token throughput (tok/s)."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | b | layout=tp4-dp2 + ctx=32768 | 148.50 (predicted) | best so far |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("**Recommended: "), std::string::npos) << md;
+  EXPECT_EQ(md.find("| recommended |"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(summary_json({&f.study, &f.outcome, f.ev.records(), {}}));
+  EXPECT_EQ(j["verdict"]["kind"], "incomplete");
+  EXPECT_FALSE(j["complete"]);
+  EXPECT_NE(f.html().find("<b>Partial study</b>"), std::string::npos);
 }
 
 // No band anywhere (the twin gave none, search.twin_band_pct unset): every advantage is unknown, so every

@@ -81,8 +81,9 @@ struct LatencySummary {
 /// The result of compute_metrics. Fields before "servelab extras" are vLLM 0.13's BenchmarkMetrics.
 struct BenchmarkMetrics {
   // ---- vLLM 0.13 ----
-  int completed = 0;                      ///< successful requests
-  int failed = 0;                         ///< failed requests
+  int completed = 0;  ///< successful requests
+  /// Requests sent that failed (a request a Ctrl-C stopped before it was sent is not_sent, not failed).
+  int failed = 0;
   std::int64_t total_input = 0;           ///< input tokens over successful requests
   std::int64_t total_output = 0;          ///< output tokens over successful requests
   double request_throughput = 0.0;        ///< completed / duration, req/s
@@ -133,6 +134,10 @@ struct BenchmarkMetrics {
   std::int64_t total_reasoning_tokens = 0;  ///< sum of reasoning_tokens over successes
   int reasoning_requests = 0;               ///< successes with reasoning_tokens > 0
   std::array<int, kFailureKindCount> failures_by_kind{};  ///< index = FailureKind; [kNone] stays 0
+  /// Requests never sent: the run was interrupted (Ctrl-C) before their send time or while they waited for
+  /// a --max-concurrency or session slot, or an earlier turn of their session failed (kCancelled with no
+  /// dispatch). Neither completed nor failed: the server never saw them.
+  int not_sent = 0;
   int usage_compared = 0;                  ///< successes having both usage and tokenizer output counts
   int usage_mismatches = 0;                ///< ... of which the two counts differ
   std::int64_t usage_mismatch_tokens = 0;  ///< sum of |usage - tokenizer| over mismatches

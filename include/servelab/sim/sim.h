@@ -265,8 +265,9 @@ std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long
                                             long long total_output);
 
 /// The workload of a study scenario id ("sharegpt-1000", "random-2000in-100out-n500", ...) for `model`:
-/// random-<in>in-<out>out has fixed lengths and N prompts with -nN, else 1000 (`vllm bench serve`'s
-/// default --num-prompts). Throws std::invalid_argument naming the id when unknown.
+/// sharegpt-N is sharegpt_workload(model, N) (N >= 1); random-<in>in-<out>out has fixed lengths and N
+/// prompts with -nN, else 1000 (`vllm bench serve`'s default --num-prompts). Throws std::invalid_argument
+/// naming the id when unknown or N < 1.
 std::vector<WorkloadRequest> scenario_workload(const std::string& scenario_id, const model::ModelSpec& model);
 
 }  // namespace servelab::sim

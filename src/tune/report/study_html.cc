@@ -192,10 +192,21 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
     << esc(on) << " — " << esc(s.model) << " on " << s.hardware.gpu_count << " × " << esc(s.hardware.gpu)
     << ", " << esc(tally_trials(s, in.trials).text(s.hardware.gpu_count)) << " (" << strategy_name(o.strategy)
     << " search).</p>\n";
-  if (!o.best.feasible) {
+  if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
+    h << "<p class=\"warn\">No configuration tried meets every [[constraints]] bound: there is no "
+         "recommendation. The best on the objective, "
+      << esc(o.best.config.engine + " " + o.best.label) << ", is " << esc(failure_decision_text(o.best))
+      << ".</p>\n";
+    passed_over(h, o);
+  } else if (!o.best.feasible) {
     h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below "
          "lists every "
          "failure with its reason.</p>\n";
+  } else if (!o.complete) {  // stopped before the search finished: no answer yet (report.md says the same)
+    h << "<p class=\"warn\"><b>Partial study</b>: the search stopped before it finished, so there is no "
+         "recommendation yet (<code>servelab tune --resume</code> finishes it). The best so far: "
+      << esc(o.best.config.engine + " " + o.best.label) << " — " << esc(metric) << ": <b>"
+      << esc(value_text(o.best, metric)) << "</b>.</p>\n";
   } else {
     const std::string rec = o.recommended_command.shell();
     const Evaluation& re = o.recommended_eval;

@@ -734,11 +734,28 @@ static void summary_text(std::ostringstream& md, const Study& s, const SearchOut
                          const std::string& metric, const TwinVerdict& v) {
   md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
   if (!o.best.feasible) {
-    md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
+    if (o.best.status == TrialStatus::kOk)  // every configuration ran; none met every bound
+      md << "No configuration tried meets every `[[constraints]]` bound: there is no recommendation. The "
+            "best "
+            "on the objective, "
+         << md_escape(o.best.config.engine + " " + o.best.label) << " ("
+         << est_text(o.best.objective, o.best.predicted) << " " << metric << "), is "
+         << md_escape(failure_decision_text(o.best)) << " (the others: \"Best configuration\" below).\n\n";
+    else
+      md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
     return;
   }
-  const bool tie = v.kind == TwinVerdict::Kind::kTie;
-  if (tie)
+  // A study stopped before its search finished (Ctrl-C, a node lost): its best so far is no answer, and the
+  // recommendation rule has not run on it (new-user trial: "Recommended: ... not run" beside a
+  // "recommended" finalist).
+  const bool partial = !o.complete;
+  const bool tie = !partial && v.kind == TwinVerdict::Kind::kTie;
+  if (partial)
+    md << "**Partial study**: the search stopped before it finished, so there is no recommendation yet "
+          "(`servelab tune --resume` finishes it). The best so far: "
+       << md_escape(o.best.config.engine + " " + o.best.label) << ", **"
+       << est_text(o.best.objective, o.best.predicted) << "** " << metric << ".\n\n";
+  else if (tie)
     md << fmt::format(
               "**No single winner**: the twin cannot tell {} configurations apart (\"Measure these\" "
               "below). ",
@@ -748,11 +765,12 @@ static void summary_text(std::ostringstream& md, const Study& s, const SearchOut
   else
     md << "Recommended launch command (rule `" << recommendation_rule_name(o.rule)
        << "`; why each knob is kept: \"Recommended launch command\" below):\n\n";
-  command_text(md,
-               (tie ? "Provisional (the twin's top pick): " : "Recommended: ") +
-                   o.recommended_eval.config.engine + " " + o.recommended_eval.label,
-               o.recommended_command, o.recommended_eval, metric);
-  if (o.alternative)
+  if (!partial)
+    command_text(md,
+                 (tie ? "Provisional (the twin's top pick): " : "Recommended: ") +
+                     o.recommended_eval.config.engine + " " + o.recommended_eval.label,
+                 o.recommended_command, o.recommended_eval, metric);
+  if (o.alternative && !partial)
     command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
                  metric);
   if (tie) measure_text(md, v, metric);
@@ -770,7 +788,9 @@ static void summary_text(std::ostringstream& md, const Study& s, const SearchOut
     const Evaluation& e = *top[i];
     const bool passed = std::any_of(o.passed_over.begin(), o.passed_over.end(),
                                     [&](const Evaluation& p) { return p.key == e.key; });
-    const std::string mark = e.key == o.recommended_eval.key
+    const std::string mark = partial && e.key == o.best.key ? "best so far"
+                             : partial                      ? (passed ? "passed over: fails elsewhere" : "")
+                             : e.key == o.recommended_eval.key
                                  ? (tie ? "top pick (provisional)" : "recommended")
                              : e.key == o.best.key ? "best"
                              : passed              ? "passed over: fails elsewhere"
@@ -800,7 +820,12 @@ std::string render_markdown(const ReportInput& in) {
   else
     ranked_text(md, s, o, metric);
   if (o.ranking) ranking_text(md, *o.ranking);
-  if (!o.best.feasible) {
+  if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
+    md << "## Best configuration\n\nNone: no configuration tried meets every `[[constraints]]` bound, so "
+          "there "
+          "is no recommendation.\n\n";
+    passed_over_text(md, o);
+  } else if (!o.best.feasible) {
     md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
           "recommendation. See the failures below.\n\n";
   } else {

@@ -42,12 +42,16 @@ nlohmann::json summary_config(const Evaluation& e, const std::string& label) {
   return j;
 }
 
-/// The twin's verdict on its top pick: "measured" (the best is measured), "winner" (clear of every band) or
-/// "measure_these" with the configurations it cannot tell apart.
+/// The verdict on the study's top pick: "none" (no configuration succeeded and met every bound: no
+/// recommendation), "incomplete" (the study stopped before its search finished, e.g. Ctrl-C: the best so far
+/// is no verdict; `--resume` finishes it), else the twin's: "measured" (the best is measured), "winner"
+/// (clear of every band) or "measure_these" with the configurations it cannot tell apart.
 nlohmann::json summary_verdict(const Study& s, const SearchOutcome& o) {
   const TwinVerdict v = twin_verdict(s, o);
   nlohmann::json j;
-  j["kind"] = v.kind == TwinVerdict::Kind::kTie     ? "measure_these"
+  j["kind"] = !o.best.feasible                      ? "none"
+              : !o.complete                         ? "incomplete"
+              : v.kind == TwinVerdict::Kind::kTie   ? "measure_these"
               : v.kind == TwinVerdict::Kind::kClear ? "winner"
                                                     : "measured";
   nlohmann::json set = nlohmann::json::array();

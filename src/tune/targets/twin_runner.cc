@@ -106,8 +106,9 @@ std::vector<sim::WorkloadRequest> build_workload(const std::string& id, const Tw
         "[bench] common_args{}.",
         id, tok_id, e.what(), o.dataset_name, o.dataset_path ? " of " + *o.dataset_path : "",
         o.dataset_name == "sharegpt"
-            ? "; or drop --dataset-path to use the twin's built-in ShareGPT lengths of the model's tokenizer "
-              "family (docs/study.md)"
+            ? ". (The twin's built-in ShareGPT lengths of the model's tokenizer family stand in only for a "
+              "--dataset-path that is not on this machine, docs/study.md; `servelab sim run --scenario "
+              "sharegpt-<N>` predicts with them.)"
             : ""));
   }
   std::vector<sim::WorkloadRequest> out;
