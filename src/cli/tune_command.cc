@@ -330,7 +330,14 @@ void run(const TuneArgs& a) {
   opt.fresh = a.fresh;
   opt.progress = a.quiet ? nullptr : &std::cerr;
   opt.stop = &g_stop;
-  if (a.dry_run) return dry_run(study, a, opt);
+  if (a.dry_run) {
+    try {
+      return dry_run(study, a, opt);
+    } catch (const TuneSetupError& e) {  // as a real run says it, with its exit status (study.md: 2)
+      std::fprintf(stderr, "servelab tune: %s\n", e.what());
+      throw servelab::cli::ExitRequest{2};
+    }
+  }
   check_before_launch(study, opt, a);
   run_and_print(study, opt);
 }

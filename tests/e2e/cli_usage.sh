@@ -124,6 +124,16 @@ err="$("$BIN" tune "$tmp/z100.toml" --target twin --out "$tmp/z100-out" 2>&1)"; 
 [ "$rc" -eq 2 ] || fail "tune on an unknown GPU exited $rc: $err"
 [[ "$err" == *"z100.toml: target twin: unknown GPU \"Z100\""* ]] || fail "tune on an unknown GPU: $err"
 [ ! -e "$tmp/z100-out" ] || fail "tune on an unknown GPU made its output directory"
+# A model the twin cannot resolve: the same message and exit status 2 with and without --dry-run (new-user
+# trial: the dry run exited 1 through the generic error path).
+sed '/^\[model\]/,/^\[hardware\]/ s|^id = .*|id = "foo/bar-7b"|' "$here/../../studies/deepseek-v3.2-h200x8.toml" \
+  > "$tmp/nomodel.toml"
+for dry in --dry-run ""; do
+  err="$("$BIN" tune "$tmp/nomodel.toml" --target twin $dry --out "$tmp/nomodel-out$dry" 2>&1)"; rc=$?
+  [ "$rc" -eq 2 ] || fail "tune $dry on an unknown model exited $rc: $err"
+  [[ "$err" == *"servelab tune: the engine twin cannot resolve the model foo/bar-7b"* ]] ||
+    fail "tune $dry on an unknown model: $err"
+done
 # A GPU the twin does not model is refused before the workload is drawn (no tokenizer needed for that).
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"

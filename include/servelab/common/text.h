@@ -1,4 +1,4 @@
-// servelab/common: the two string helpers every module needs (ASCII case folding, trimming), once.
+// servelab/common: the string helpers every module needs (ASCII case folding, trimming, abbreviating), once.
 #pragma once
 
 #include <string>
@@ -21,6 +21,17 @@ inline std::string trim(std::string_view s, std::string_view chars = " \t\n\v\f\
   const size_t a = s.find_first_not_of(chars);
   if (a == std::string_view::npos) return std::string();
   return std::string(s.substr(a, s.find_last_not_of(chars) - a + 1));
+}
+
+/// `s` cut to at most `max_bytes` bytes plus " …" when longer: at the last space in the second half of the
+/// kept part (a word is not split), else at a UTF-8 character boundary. `s` itself when it fits.
+inline std::string abbreviate(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
+  if (const size_t space = s.rfind(' ', cut); space != std::string_view::npos && space >= max_bytes / 2)
+    cut = space;
+  return trim(s.substr(0, cut), " ,;:") + " …";
 }
 
 }  // namespace servelab::common

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "servelab/common/redact.h"
+#include "servelab/common/text.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/search.h"
 #include "tune/store/wall_clock.h"
@@ -517,8 +518,9 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
   if (progress_) {
     std::string result;
     if (rec.outcome.status != TrialStatus::kOk) {
+      // Cut at a word (new-user trial: "...61.02 GiB per GPU needed, the GPU )"); report.md has it whole.
       result = fmt::format("FAILED ({}: {})", trial_status_name(rec.outcome.status),
-                           rec.outcome.reason.substr(0, 100));
+                           common::abbreviate(rec.outcome.reason, 160));
     } else if (!rec.outcome.scenarios.empty()) {
       // The objective's scenario, whose value "best" compares; a trial of other scenarios only (ablation,
       // generalize) says which one its value is of.
