@@ -276,9 +276,11 @@ std::string format_server_metrics(const ServerMetrics& m) {
   }
   std::size_t during = 0;
   for (const auto& s : m.samples) during += s.phase == ServerSample::Phase::kDuring;
-  line("Scrapes (during the run):",
-       fmt::format("{} ({}, every {:g} s; engine names: {})", m.samples.size(), during, m.interval_s,
-                   m.engine.empty() ? "unknown" : m.engine));
+  // The count of scrapes taken during the run first (it is what the figures below rest on), then all of
+  // them with the one before and the one after (new-user trial: "Scrapes (during the run): 2 (0, ...)").
+  line("Scrapes during the run:",
+       fmt::format("{} (of {} with the ones before and after; every {:g} s; engine names: {})", during,
+                   m.samples.size(), m.interval_s, m.engine.empty() ? "unknown" : m.engine));
   if (m.kv_cache_usage)
     line("KV-cache usage max/mean (%):",
          fmt::format("{:.2f} / {:.2f}", 100 * m.kv_cache_usage->max, 100 * m.kv_cache_usage->mean));

@@ -31,9 +31,31 @@ bool names_unknown_model(std::string_view body) {
 }
 }  // namespace
 
+namespace {
+/// The path `api_url` asks for when --base-url and --endpoint repeat a part at their joint (vLLM joins them
+/// as written): "//v1/completions" (a trailing slash) or "/v1/v1/completions" (a base URL ending in /v1);
+/// empty otherwise.
+std::string doubled_path(const RunOptions& c) {
+  const std::string url = build_urls(c).api_url;
+  const size_t scheme = url.find("://");
+  const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (path == std::string::npos) return {};
+  const std::string p = url.substr(path);
+  return p.find("//") != std::string::npos || p.find("/v1/v1/") != std::string::npos ? p : std::string();
+}
+}  // namespace
+
 std::string backend_hint(const RunOptions& c, const metrics::RequestOutput& failure) {
   if (failure.failure != metrics::FailureKind::kHttpStatus) return {};
   if (failure.http_status != 404 && failure.http_status != 405) return {};
+  // A doubled joint is the likelier cause than the other API (new-user trial: --base-url http://h:p/ and
+  // --base-url http://h:p/v1 were both told to switch to --backend openai-chat).
+  if (const std::string p = doubled_path(c); !p.empty())
+    return fmt::format(
+        " Hint: the request went to {}: --base-url and --endpoint are joined as written (base_url + "
+        "endpoint), so give --base-url as scheme://host:port without a trailing slash or /v1 (e.g. "
+        "--base-url http://127.0.0.1:8000 --endpoint {}).",
+        p, c.endpoint);
   if (failure.http_status == 404 && names_unknown_model(failure.error))
     return " Hint: the server does not serve the requested model: pass --model (or --served-model-name) as "
            "one of the ids GET /v1/models lists, or leave --model out to use the server's first model.";

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -70,8 +72,37 @@ void run_query(const OpsArgs& a) {
                  a.gpu.c_str(), a.backend.c_str(), a.version.c_str(), have.empty() ? "none" : have.c_str());
     throw ExitRequest{1};
   }
+  // The user's query is checked strictly (the twin's own lookups may name columns an older table lacks):
+  // a column the table does not have, one given twice or a negative / non-numeric axis value is an error
+  // naming it (new-user trial: `bogus=1` ignored, `m=3000 m=1` took the first, `m=-5` answered m = 1).
+  auto column_list = [&] {
+    std::string keys, axes;
+    for (const auto& k : table->keys()) keys += (keys.empty() ? "" : ", ") + k;
+    for (const auto& x : table->axes()) axes += (axes.empty() ? "" : ", ") + x.name;
+    return fmt::format("keys: {}; axes: {}", keys, axes);
+  };
   ops::OpQuery q;
-  for (const auto& c : a.cells) q.insert(parse_cell(c));
+  for (const auto& c : a.cells) {
+    auto [name, value] = parse_cell(c);
+    if (!table->has_column(name)) {
+      std::fprintf(stderr, "servelab ops query: %s has no column '%s' (%s)\n", table->table().c_str(),
+                   name.c_str(), column_list().c_str());
+      throw ExitRequest{2};
+    }
+    if (q.count(name)) {
+      std::fprintf(stderr, "servelab ops query: column '%s' is given twice\n", name.c_str());
+      throw ExitRequest{2};
+    }
+    const bool axis = std::any_of(table->axes().begin(), table->axes().end(),
+                                  [&](const ops::OpAxis& x) { return x.name == name; });
+    const double* number = std::get_if<double>(&value);
+    if (axis && (!number || !std::isfinite(*number) || *number < 0)) {
+      std::fprintf(stderr, "servelab ops query: %s is an interpolation axis: give a number >= 0, not '%s'\n",
+                   name.c_str(), c.substr(c.find('=') + 1).c_str());
+      throw ExitRequest{2};
+    }
+    q.emplace(std::move(name), std::move(value));
+  }
   const auto r = table->lookup(q);
   if (a.json) {
     nlohmann::json j{{"ok", r.ok},

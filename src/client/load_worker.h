@@ -562,6 +562,7 @@ class Worker {
   void finish_request(ConnT& c, bool reuse) {
     const std::size_t idx = c.idx;
     RequestOutput& out = run_.outputs[idx];
+    out.end_time_s = run_.rel(Clock::now());
     // The run's duration ends at the last request the server finished, not at a Ctrl-C's cancellations.
     const bool completed = out.failure != FailureKind::kCancelled;
     if (c.status != 0) out.http_status = c.status;

@@ -141,9 +141,13 @@ namespace {
 int peak_on_wire(std::span<const RequestOutput> outputs) {
   std::vector<std::pair<double, int>> events;
   for (const RequestOutput& out : outputs) {
-    if (!out.success || out.wire_time_s < 0.0) continue;
+    if (out.wire_time_s < 0.0) continue;
+    // A failed request (a timeout, a reset, a Ctrl-C's cancellation) was in flight until the client saw it
+    // end: it counts (new-user trial: 12 sent at once, 11 timed out, "peak reached 1 of 12").
+    const double end = out.success ? out.send_time_s + out.latency_s : out.end_time_s;
+    if (!out.success && end < 0.0) continue;
     events.emplace_back(out.wire_time_s, +1);
-    events.emplace_back(std::max(out.wire_time_s, out.send_time_s + out.latency_s), -1);
+    events.emplace_back(std::max(out.wire_time_s, end), -1);
   }
   std::sort(events.begin(), events.end());
   int active = 0, peak = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <unistd.h>
+#include <map>
 #include <optional>
 
 #include <openssl/evp.h>
@@ -199,6 +200,20 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   auto toml = store.study_toml();
   if (!toml) throw std::runtime_error(db.string() + " holds no study");
   Study study = parse_study(*toml, db.string() + " (stored study)", common::data_dir());
+  // The store keeps the study file as written; a rehearsal's --prompts-scale is in its environment (as
+  // --resume checks it): without it the replay's report showed full-size commands and no "Reduced
+  // workload" banner for scaled-down runs (new-user trial).
+  const std::map<std::string, std::string> environment = store.environment();
+  if (auto it = environment.find("prompts_scale"); it != environment.end()) {
+    double scale = 1;
+    try {
+      scale = std::stod(it->second);
+    } catch (const std::exception&) {
+      throw std::runtime_error(
+          fmt::format("{}: its recorded prompts_scale \"{}\" is not a number", db.string(), it->second));
+    }
+    study = scale_prompts(std::move(study), scale);
+  }
   auto trials = store.trials();
   Evaluator target(study, nullptr, runner_kind(study.target), nullptr, trials, nullptr, nullptr, {});
   // The twin's goodput bands come from searches that are not trials: the run stored them (slo_search).
@@ -224,7 +239,7 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   SearchOutcome out = run_search(study, target, twin_ptr);
   analyze_load(study, target, out);
   out.complete = out.complete && target.missing() == 0;
-  ReportInput in{&study, &out, trials, store.environment()};
+  ReportInput in{&study, &out, trials, environment};
   write_report_files(in, dir);
   if (log)
     *log << fmt::format("wrote {}/report.md, report.html, trials.csv, trials.json ({} trials{})\n",

@@ -232,7 +232,8 @@ TEST(FormatServerMetrics, ConsoleLines) {
   const std::string text = format_server_metrics(hand_run());
   EXPECT_EQ(text,
             "----------- server metrics (/metrics) ------------\n"
-            "Scrapes (during the run):                5 (3, every 1 s; engine names: vllm)\n"
+            "Scrapes during the run:                  3 (of 5 with the ones before and after; every 1 s; "
+            "engine names: vllm)\n"
             "KV-cache usage max/mean (%):             50.00 / 33.33\n"
             "Running requests max/mean:               8 / 6.00\n"
             "Waiting requests max/mean:               3 / 1.33\n"

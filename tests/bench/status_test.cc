@@ -62,6 +62,22 @@ TEST(BenchStatus, BackendHintForChatOnlyAndCompletionsOnlyServers) {
   EXPECT_EQ(backend_hint(c, failed(FailureKind::kConnect, "refused")), "");
 }
 
+// A 404 on a path doubled at the joint of --base-url and --endpoint names the joint, not the other API
+// (new-user trial: "no route for //v1/completions" and "/v1/v1/completions" were told to use openai-chat).
+TEST(BenchStatus, BackendHintNamesADoubledJoint) {
+  RequestOutput not_found = failed(FailureKind::kHttpStatus, "HTTP 404 Not Found", 404);
+  RunOptions c;
+  c.base_url = "http://127.0.0.1:18123/";
+  EXPECT_EQ(backend_hint(c, not_found),
+            " Hint: the request went to //v1/completions: --base-url and --endpoint are joined as written "
+            "(base_url + endpoint), so give --base-url as scheme://host:port without a trailing slash or /v1 "
+            "(e.g. --base-url http://127.0.0.1:8000 --endpoint /v1/completions).");
+  c.base_url = "http://127.0.0.1:18123/v1";
+  EXPECT_NE(backend_hint(c, not_found).find("the request went to /v1/v1/completions"), std::string::npos);
+  c.base_url = "http://127.0.0.1:18123";
+  EXPECT_NE(backend_hint(c, not_found).find("the server has no /v1/completions"), std::string::npos);
+}
+
 TEST(BenchStatus, ChatEndpointWithCompletionsBackendIsRefusedUpFront) {
   RunOptions c;
   c.endpoint = "/v1/chat/completions";

@@ -188,4 +188,15 @@ out="$("$BIN" sim run --hardware 1xH100 --network 8x400G --scenario random-128in
   -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --network on one node: $out"
 [[ "$out" == *"Note: --network 8x400G has no effect: --hardware 1xH100 is one node"* ]] ||
   fail "sim run --network on one node says nothing: $out"
+# ops query checks what the user typed (new-user trial: an unknown column was ignored, a repeated one took
+# the first value, m=-5 answered the m = 1 row): each is an error naming it, exit 2.
+q=(ops query --gpu h100_sxm --backend vllm --version 0.14.0 --table gemm_perf gemm_dtype=bfloat16 n=4096 k=4096)
+out="$("$BIN" "${q[@]}" m=3000 2>&1)" || fail "ops query: $out"
+[[ "$out" == *"latency_ms: "* ]] || fail "ops query gives no latency: $out"
+for bad in "m=3000 bogus=1|has no column 'bogus'" "m=3000 m=1|column 'm' is given twice" \
+           "m=-5|m is an interpolation axis: give a number >= 0, not '-5'"; do
+  err="$("$BIN" "${q[@]}" ${bad%%|*} 2>&1)"; rc=$?
+  [ "$rc" -eq 2 ] || fail "ops query ${bad%%|*} exited $rc: $err"
+  [[ "$err" == *"${bad#*|}"* ]] || fail "ops query ${bad%%|*}: $err"
+done
 echo "cli_usage: ok"

@@ -306,6 +306,31 @@ TEST(ComputeMetrics, SendLagAndPeakConcurrencyReached) {
   EXPECT_EQ(m.max_concurrent_requests_exact, 3);
 }
 
+// A failed request was in flight until the client saw it end (new-user trial: 12 requests sent at once, 11
+// timed out, "Peak concurrency reached: 1" of 12 and no warning; after a Ctrl-C with 13 in flight, 0).
+//  R1 success on the wire [0, 1.0); R2 timed out [0, 0.4); R3 cancelled by a Ctrl-C [0.1, 2.0);
+//  R4 reset, its end not recorded: not counted; R5 never sent (cancelled before dispatch): not counted.
+// Peak over [0.1, 0.4): R1 + R2 + R3 = 3. A never-sent request is not_sent, not failed.
+TEST(ComputeMetrics, AFailedRequestCountsInThePeakUntilItEnded) {
+  std::vector<RequestOutput> v;
+  v.push_back(success(1, 1, 1, 0.0, 0.0, 1.0, {}));
+  v.back().wire_time_s = 0.0;
+  v.push_back(failure(FailureKind::kTimeout, 1, 0.0, 0.0));
+  v.back().wire_time_s = 0.0;
+  v.back().end_time_s = 0.4;
+  v.push_back(failure(FailureKind::kCancelled, 1, 0.1, 0.1));
+  v.back().wire_time_s = 0.1;
+  v.back().end_time_s = 2.0;
+  v.push_back(failure(FailureKind::kReset, 1, 0.2, 0.2));
+  v.back().wire_time_s = 0.2;
+  v.push_back(failure(FailureKind::kCancelled, 1, 0.3, 0.0));  // never dispatched
+  const BenchmarkMetrics m = compute_metrics(v, 2.0, MetricsOptions{});
+  EXPECT_EQ(m.peak_concurrency_reached, 3);
+  EXPECT_EQ(m.failed, 3);
+  EXPECT_EQ(m.not_sent, 1);
+  EXPECT_EQ(m.completed, 1);
+}
+
 TEST(ComputeMetrics, NoWireTimesMeansNoSendLag) {
   std::vector<RequestOutput> v = {success(1, 1, 1, 0.0, 0.0, 1.0, {})};
   const BenchmarkMetrics m = compute_metrics(v, 1.0, MetricsOptions{});

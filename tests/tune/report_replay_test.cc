@@ -72,5 +72,25 @@ TEST(ReportReplay, TwinGoodputBandIsTheRunsBand) {
   std::filesystem::remove_all(dir);
 }
 
+// A rehearsal (--prompts-scale) replayed: the store keeps the study file as written and the scale in its
+// environment; the replay's report is the run's, banner and scaled --num-prompts included (new-user trial:
+// it showed the full-size commands and no "Reduced workload" banner).
+TEST(ReportReplay, ARehearsalKeepsItsScale) {
+  const Study s = scale_prompts(parse_study(testing::kSmallStudy, "small.toml", "/data"), 0.5);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servelab_report_replay_scale_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TuneOptions opt;
+  opt.out_dir = dir;
+  opt.runner = testing::fake_runner();
+  run_study(s, opt);
+  const std::string run_md = common::read_file(dir / "report.md");
+  ASSERT_NE(run_md.find("> **Reduced workload**: every scenario's --num-prompts × 0.5"), std::string::npos)
+      << run_md;
+  report_study_dir(dir, nullptr);
+  EXPECT_EQ(common::read_file(dir / "report.md"), run_md);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace servelab::tune

@@ -127,8 +127,9 @@ struct BenchmarkMetrics {
   double send_lag_p99_ms = 0.0;  ///< numpy-linear p99 of the send lag, whatever --metric-percentiles asks
   double send_lag_max_ms = 0.0;
   /// Peak concurrency reached at the server: sweep line over [wire_time_s, send_time_s + latency_s) of
-  /// successful requests with a wire time (departures first at equal times): requests that had left the
-  /// client and not yet finished. Compare with the concurrency asked for (report::requested_concurrency).
+  /// successful requests with a wire time, and [wire_time_s, end_time_s) of failed ones (departures first
+  /// at equal times): requests that had left the client and not yet finished. Compare with the concurrency
+  /// asked for (report::requested_concurrency).
   int peak_concurrency_reached = 0;
   LatencySummary ttfct;                     ///< time to first content/reasoning text, successes having one
   std::int64_t total_reasoning_tokens = 0;  ///< sum of reasoning_tokens over successes

@@ -66,6 +66,9 @@ struct RequestOutput {
   std::vector<double> itl_s;  ///< gaps between successive `choices` chunks (vLLM ITL), seconds
   std::vector<std::int32_t> chunk_tokens;  ///< tokens per chunk when known (servelab extra; may be empty)
   double latency_s = 0.0;                  ///< last `choices` chunk minus send_time_s (vLLM latency / E2EL)
+  /// When the client saw the request end, success, error or cancellation alike (run clock, s): how long a
+  /// failed request was in flight. -1 = not recorded (never sent; the engine twin's offline simulation).
+  double end_time_s = -1.0;
 
   int reasoning_tokens = 0;          ///< tokens streamed as `reasoning_content`/`reasoning` (extra), if known
   int usage_prompt_tokens = -1;      ///< server usage.prompt_tokens (-1 = not reported)
