@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -163,7 +164,23 @@ std::vector<TableRow> table_rows(const std::vector<SavedRun>& runs) {
                                                         {"request_rate", "Request rate (req/s)"},
                                                         {"max_concurrency", "Max request concurrency"}})
     if (any_text(k)) rows.push_back({label, k, true});
-  if (any_number("num_prompts")) rows.push_back({"Number of prompts", "num_prompts", true});
+  // Other scalar keys whose values differ between the runs (--metadata such as deployment=..., the
+  // tokenizer, the endpoint): what tells the columns apart (new-user trial: three runs of different
+  // deployments had identical headers).
+  std::set<std::string> other_keys;
+  for (const auto& r : runs)
+    for (const auto& [k, v] : r.other) other_keys.insert(k);
+  for (const auto& k : other_keys) {
+    auto value_of = [&](const SavedRun& r) {
+      auto it = r.other.find(k);
+      return it == r.other.end() ? std::string("-") : it->second;
+    };
+    if (std::any_of(runs.begin(), runs.end(),
+                    [&](const SavedRun& r) { return value_of(r) != value_of(runs[0]); }))
+      rows.push_back({common::printable(k), "other:" + k, true});
+  }
+  if (any_number("num_prompts") || any_text("num_prompts"))
+    rows.push_back({"Number of prompts", "num_prompts", true});
   for (const auto& r : kCountRows)
     if (any_number(r.key)) rows.push_back({r.label, r.key, false});
   for (const auto& m : kLatencyMetrics) {
@@ -190,6 +207,10 @@ std::vector<TableRow> table_rows(const std::vector<SavedRun>& runs) {
 
 std::string cell(const SavedRun& run, const SavedRun& base, const TableRow& row, bool first) {
   if (row.text) {
+    if (row.key.rfind("other:", 0) == 0) {
+      auto o = run.other.find(row.key.substr(6));
+      return o == run.other.end() ? "-" : o->second;
+    }
     if (auto t = run.texts.find(row.key); t != run.texts.end()) return t->second;
     auto n = run.numbers.find(row.key);
     return n != run.numbers.end() && n->second ? value_text(*n->second) : "-";
@@ -277,12 +298,23 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
     } else if (key == "backend" || key == "model_id" || key == "date" || key == "label") {
       if (v.is_string()) run.texts[key] = v.get<std::string>();
     } else if (is_numeric_key(key)) {
-      if (v.is_null())
+      if (v.is_null()) {
         run.numbers[key] = std::nullopt;
-      else if (v.is_number())
+      } else if (v.is_number()) {
         run.numbers[key] = non_negative(v.get<double>(), name, "'" + raw_key + "'");
-      else
+      } else if (v.is_string() && key == "num_prompts") {
+        // vLLM writes --metadata over its own keys (result_json.update): such a file is its result as saved
+        // (new-user trial: `--metadata num_prompts=abc` made the whole file unreadable here). A benchmark
+        // figure that is text stays an error: the comparison rests on it.
+        run.texts[key] = common::printable(v.get<std::string>());
+        run.caveats.push_back(
+            fmt::format("a result whose '{}' is text ({}), not a number (--metadata overwrote it)",
+                        common::printable(raw_key), shown(v)));
+      } else {
         throw std::runtime_error(fmt::format("{}: '{}' is not a number: {}", name, raw_key, shown(v)));
+      }
+    } else if ((v.is_string() || v.is_number()) && key.rfind("servelab", 0) != 0) {
+      run.other[key] = v.is_string() ? common::printable(v.get<std::string>()) : shown(v);  // --metadata, ...
     }
   }
   if (j.contains("ttfts")) read_detailed(j, name, run);

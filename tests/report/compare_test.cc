@@ -167,6 +167,33 @@ TEST(CompareRead, HostileKeysAndNegativeTimesAreRefusedOrIgnored) {
   EXPECT_NE(m.find("... (100002 bytes)"), std::string::npos) << m;
 }
 
+// vLLM writes --metadata over its own keys: `--metadata num_prompts=abc` is its result as saved, read with a
+// caveat; the --metadata keys that tell runs apart are header rows (new-user trial: three deployments had
+// identical columns; the num_prompts file was refused).
+TEST(CompareFormat, MetadataKeysThatDifferAreShown) {
+  SavedRun a = parse_saved_run({{"completed", 3},
+                                {"request_throughput", 1.0},
+                                {"deployment", "base"},
+                                {"tokenizer_id", "t"},
+                                {"num_prompts", "abc"}},
+                               "a.json");
+  SavedRun b = parse_saved_run({{"completed", 3},
+                                {"request_throughput", 2.0},
+                                {"deployment", "kvcache"},
+                                {"tokenizer_id", "t"},
+                                {"num_prompts", 3}},
+                               "b.json");
+  a.name = "a", b.name = "b";
+  ASSERT_EQ(a.caveats.size(), 1u);
+  EXPECT_EQ(a.caveats[0],
+            "a result whose 'num_prompts' is text (\"abc\"), not a number (--metadata overwrote it)");
+  const std::string text = format_comparison({a, b});
+  EXPECT_NE(text.find("deployment"), std::string::npos) << text;
+  EXPECT_NE(text.find("kvcache"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tokenizer_id"), std::string::npos) << "the same in both runs: " << text;
+  EXPECT_NE(text.find("abc"), std::string::npos) << text;
+}
+
 struct TempDir {
   fs::path dir = fs::temp_directory_path() / ("servelab-compare-" + std::to_string(getpid()));
   TempDir() { fs::create_directories(dir); }

@@ -31,7 +31,10 @@ struct SavedRun {
   /// (older benchmark_serving.py) is read as request_goodput.
   std::map<std::string, std::optional<double>> numbers;
   std::map<std::string, std::string> texts;  ///< model_id, backend, date, label (when strings)
-  bool detailed = false;                     ///< per-request arrays present (--save-detailed)
+  /// Every other top-level string or number (the --metadata keys, tokenizer_id, endpoint_type, ...; not
+  /// servelab's own), as text: the table shows those whose values differ between the runs.
+  std::map<std::string, std::string> other;
+  bool detailed = false;  ///< per-request arrays present (--save-detailed)
   /// Per successful request (errors[i] == ""), ms: TTFT; TPOT = (latency − TTFT)/(output_len − 1) for
   /// output_len > 1, the latency being TTFT + Σ ITL (vLLM's latency ends at the last chunk, so this is
   /// vLLM's own TPOT) or `latencies` when the file has them; every ITL gap of those requests.
