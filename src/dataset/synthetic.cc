@@ -239,7 +239,10 @@ std::vector<CustomRow> load_custom_rows(const std::filesystem::path& path) {
         v = ot->get<long long>();
       } else if (ot->is_number_float()) {
         const double d = ot->get<double>();
-        if (std::isfinite(d) && d == std::floor(d)) v = static_cast<long long>(d);
+        // In the range of an int first: a cast of 2.2e25 to long long is undefined (fuzz finding, an
+        // integer too long for JSON's int64 is read as a double).
+        if (std::isfinite(d) && d == std::floor(d) && d >= -1.0 && d <= 2147483647.0)
+          v = static_cast<long long>(d);
       } else if (ot->is_string()) {
         const std::string s = ot->get<std::string>();
         std::size_t used = 0;

@@ -291,6 +291,15 @@ TEST(CustomDataset, ErrorsNameFileLineAndProblem) {
                                     bad_out.string());
             }).find("invalid \"output_tokens\" 2.5"),
             std::string::npos);
+  // An integer too long for int64 is read as a double: out of range, an error, not an undefined cast (fuzz
+  // finding: 22222222222222222222222221 → UBSan "outside the range of representable values").
+  const auto huge_out = write_jsonl("custom_hugeout.jsonl",
+                                    "{\"prompt\": \"a\", \"output_tokens\": 22222222222222222222222221}\n");
+  EXPECT_NE(error_of([&] {
+              detail::sample_custom(detail::load_custom_rows(huge_out), o, testing::fake_count, render,
+                                    huge_out.string());
+            }).find("invalid \"output_tokens\" 2.22222222"),
+            std::string::npos);
   const auto no_prompt = write_jsonl("custom_noprompt.jsonl", "{\"prompt\": \"a\"}\n{\"text\": \"b\"}\n");
   EXPECT_NE(error_of([&] {
               detail::load_custom_rows(no_prompt);
