@@ -68,8 +68,9 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// "scenario"}, "best" and "recommended": {"engine", "config", "command", "feasible", "predicted", "value"
 /// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
 /// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
-/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "measured" | "winner" | "measure_these",
-/// "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), "passed_over": the configurations of
+/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "none" (no recommendation) | "incomplete"
+/// (the search did not finish) | "measured" | "winner" | "measure_these", "measure_these": [{"engine",
+/// "config", "why"}]} (twin_verdict.h), "passed_over": the configurations of
 /// SearchOutcome::passed_over in the form of "best", and for a load objective
 /// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
 /// their failure). (study_summary.cc)
