@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "servelab/tune/search/search.h"
 #include "servelab/tune/store/store.h"
 #include "servelab/tune/study/study.h"
+#include "tune/search/twin_verdict.h"
 
 namespace servelab::tune {
 
@@ -75,6 +77,36 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
 /// their failure). (study_summary.cc)
 std::string summary_json(const ReportInput& in);
+
+// ---- Shared by the Markdown report's files (study_report.cc, study_report_verdict.cc) ----
+
+/// "812.40 ± 3.10" (measured, >= 2 runs), "812.40" (one run), + " (predicted)" for the twin's; "—" without
+/// a value.
+std::string est_text(const Estimate& e, bool predicted);
+/// Text for a Markdown table cell or line: '|' escaped, newlines as spaces, '<' and '>' as entities.
+std::string md_escape(std::string s);
+/// The twin's error band of an evaluation (its first scenario's band metrics), one paragraph; "" when the
+/// numbers are not the twin's.
+std::string band_text(const Evaluation& e);
+/// The rule that chose the recommended command, in words.
+std::string rule_text(const Study& s);
+/// One command with its objective value (CI when measured with repeats, the twin's band when predicted).
+void command_text(std::ostringstream& md, const std::string& title, const Rendered& cmd, const Evaluation& e,
+                  const std::string& metric);
+/// "Summary", first in the report: the recommended command (provisional with "Measure these" when the twin
+/// cannot tell its top pick from others; none for a partial study or when nothing holds) and the finalists.
+void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric,
+                  const TwinVerdict& v);
+/// The configurations ranked above the best that broke a [[constraints]] bound or failed elsewhere
+/// (SearchOutcome::passed_over, at most kPassedOverListed named), or that none tried holds everywhere.
+void passed_over_text(std::ostringstream& md, const SearchOutcome& o);
+/// "Best configuration" and "Generalization": the best config's command and result, baseline vs best on
+/// every scenario.
+void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric,
+               const TwinVerdict& v);
+/// "Recommended launch command": the rule, each knob's verdict, the command(s).
+void recommendation_text(std::ostringstream& md, const Study& s, const SearchOutcome& o,
+                         const std::string& metric, const TwinVerdict& v);
 
 /// Path of the Chart.js UMD build in the npm cache (cache_dir()/npm/node_modules/chart.js/dist/chart.umd.js).
 std::filesystem::path chart_js_path();
