@@ -136,8 +136,7 @@ Placed place(const std::vector<ShardInput>& shards,
                             shard_number(shards[s], shard_of(shards[s]), "", "duration_s", true) + shift_s);
     for (std::size_t j = 0; j < indices.size(); ++j) {
       metrics::RequestOutput o = records[s][j];
-      const bool never_sent = o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0;
-      if (!never_sent) {
+      if (!metrics::never_sent(o)) {
         o.dispatch_time_s += shift_s;
         o.send_time_s += shift_s;
         if (o.wire_time_s >= 0.0) o.wire_time_s += shift_s;

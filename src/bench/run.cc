@@ -474,7 +474,7 @@ void run_timed_load(RunContext& x) {
     const double start_wall = wall_now - seconds_since(load.start);
     std::vector<double> dispatched;  // the requests sent before a stop (a never-sent one has dispatch time 0)
     for (const auto& o : load.outputs) {
-      if (o.failure == metrics::FailureKind::kCancelled && o.dispatch_time_s == 0.0) break;
+      if (metrics::never_sent(o)) break;
       dispatched.push_back(start_wall + o.dispatch_time_s);
     }
     client::ArrivalOptions user_rates = x.arrival;  // the user's rates, not a twin's scaled ones

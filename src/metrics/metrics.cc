@@ -214,7 +214,7 @@ Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOpt
   m.output_lens.reserve(outputs.size());
   for (const RequestOutput& out : outputs) {
     m.input_lens.push_back(input_len(out, opts.input_tokens));
-    if (out.failure != FailureKind::kCancelled || out.dispatch_time_s != 0.0) {
+    if (!never_sent(out)) {
       s.lags.push_back(out.dispatch_time_s - out.intended_send_time_s);
     }
     if (out.wire_time_s >= 0.0) {
@@ -223,7 +223,7 @@ Samples collect_samples(std::span<const RequestOutput> outputs, const MetricsOpt
     }
     if (!out.success) {
       m.output_lens.push_back(0);
-      if (out.failure == FailureKind::kCancelled && out.dispatch_time_s == 0.0) {
+      if (never_sent(out)) {
         ++m.not_sent;  // never reached the server: not a failure of it
         continue;
       }

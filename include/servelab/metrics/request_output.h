@@ -82,4 +82,11 @@ struct RequestOutput {
   std::string request_id;      ///< x-request-id sent
 };
 
+/// Whether `o` never left the client: a Ctrl-C (or a failed earlier turn of its session) cancelled it before
+/// it was dispatched, so its dispatch time is still 0 (client::load marks such requests so). Neither
+/// completed nor failed: the server never saw it.
+inline bool never_sent(const RequestOutput& o) {
+  return o.failure == FailureKind::kCancelled && o.dispatch_time_s == 0.0;
+}
+
 }  // namespace servelab::metrics
