@@ -561,8 +561,12 @@ FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const
   for (const auto& f : round1) res.objective_prior += f.objective_prior;
   res.prior_traces = std::move(prior);
   res.prior_classes = round1;
-  simulate_all(assemble_table(round1), res.traces);
-  res.classes = fit_all(res.traces);
+  if (opt.rounds >= 2) {
+    simulate_all(assemble_table(round1), res.traces);
+    res.classes = fit_all(res.traces);
+  } else {
+    res.classes = round1;
+  }
   for (const auto& f : res.classes) res.objective += f.objective;
   res.table = assemble_table(res.classes);
   res.on_bound = fits_on_bound(res.classes);

@@ -125,12 +125,14 @@ std::map<std::string, CalibrationTable> fold_tables(const std::vector<PreparedPo
 // Each row's held-out prediction and calibration level from its fold's table (`rows` parallel to `prepared`).
 void predict_held_out(std::vector<ValidationRow>& rows, const std::vector<PreparedPoint>& prepared,
                       const std::map<std::string, CalibrationTable>& tables, ValidationSplit split,
-                      int threads) {
+                      int threads, bool record_failures = false) {
   parallel_for(static_cast<int>(prepared.size()), threads, [&](int i) {
     const auto& p = prepared[i];
     if (!p.launch || p.predicted_failure) return;
     const CalibrationTable& table = tables.at(validation_fold_of(*p.point, split));
-    rows[i].predicted = metrics_of(predict_point(p, table), nullptr);
+    std::optional<std::string> f;
+    rows[i].predicted = metrics_of(predict_point(p, table), record_failures ? &f : nullptr);
+    if (f && !rows[i].predicted_failure) rows[i].predicted_failure = f;
     CalibrationLevel level;
     table.lookup(p.key, &level);
     rows[i].calibration_level = level_name(level);
@@ -219,7 +221,7 @@ std::string validation_fold_of(const CorpusPoint& p, ValidationSplit split) {
 
 CorpusValidation validate_corpus(const Corpus& corpus, int threads,
                                  const std::vector<ValidationSplit>& extra_splits,
-                                 const std::function<void(const std::string&)>& progress) {
+                                 const std::function<void(const std::string&)>& progress, bool in_sample) {
   const auto t0 = std::chrono::steady_clock::now();
   CorpusValidation v;
   const std::vector<PreparedPoint> prepared = prepare_corpus(corpus);
@@ -242,9 +244,11 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
   // in-sample fit's second round), so no fold's fit has seen its held-out points.
   FitOptions fo;
   fo.threads = threads;
+  fo.rounds = in_sample ? 2 : 1;
   v.full_fit = fit_calibration(train_points, fo);
-  phase(fmt::format("{} points prepared, simulated at the priors and fitted in-sample on {}", n,
-                    train_points.size()));
+  v.in_sample_computed = in_sample;
+  phase(fmt::format("{} points prepared, simulated at the priors and fitted {} on {}", n,
+                    in_sample ? "in-sample" : "(first round)", train_points.size()));
 
   v.rows.resize(n);
   for (int i = 0; i < n; ++i) {
@@ -257,17 +261,19 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
     }
   }
   // In-sample predictions (a predicted failure there is the row's), then leave one study out.
-  parallel_for(n, threads, [&](int i) {
-    const auto& p = prepared[i];
-    if (!p.launch || p.predicted_failure) return;
-    std::optional<std::string> f;
-    v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
-    if (f) v.rows[i].predicted_failure = f;
-  });
-  phase("predicted in-sample");
+  if (in_sample) {
+    parallel_for(n, threads, [&](int i) {
+      const auto& p = prepared[i];
+      if (!p.launch || p.predicted_failure) return;
+      std::optional<std::string> f;
+      v.rows[i].in_sample = metrics_of(predict_point(p, v.full_fit.table), &f);
+      if (f) v.rows[i].predicted_failure = f;
+    });
+    phase("predicted in-sample");
+  }
   v.study_tables = fold_tables(prepared, train_points, v.full_fit, ValidationSplit::kStudy, threads);
   phase(fmt::format("refitted without each of the {} studies with predicted points", v.study_tables.size()));
-  predict_held_out(v.rows, prepared, v.study_tables, ValidationSplit::kStudy, threads);
+  predict_held_out(v.rows, prepared, v.study_tables, ValidationSplit::kStudy, threads, !in_sample);
   phase("predicted held out (leave one study out)");
   score_rows(v.rows);
   // Summaries.
@@ -459,10 +465,15 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
       hm.mape_tpot, hm.compared_tpot, hm.groups_same_winner, hm.groups);
   s += format_per_engine(v);
   for (const auto& sp : v.splits) s += format_split(sp);
-  s +=
-      "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" + header;
-  for (const auto& st : v.studies) s += summary_line(st.study, st.in_sample);
-  s += summary_line("ALL (in-sample)", v.in_sample);
+  if (v.in_sample_computed) {
+    s += "\nIn-sample (fit on every study, then predicting the same studies; NOT a held-out figure):\n" +
+         header;
+    for (const auto& st : v.studies) s += summary_line(st.study, st.in_sample);
+    s += summary_line("ALL (in-sample)", v.in_sample);
+  } else {
+    s += "\nIn-sample figures not computed (`sim validate --in-sample` adds them: the fit `sim calibrate` "
+         "writes, predicting its own training points).\n";
+  }
   if (!v.full_fit.on_bound.empty()) {
     s += "\nFitted parameters on a bound (a defect of the model, not written to calibration.json):\n";
     for (const auto& b : v.full_fit.on_bound) s += "  " + b + "\n";
@@ -535,6 +546,8 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
 }
 
 std::string calibration_json_of(const CorpusValidation& v, const std::string& corpus) {
+  if (!v.in_sample_computed)
+    throw std::logic_error("calibration_json_of needs the in-sample fit (validate_corpus with in_sample)");
   if (!v.full_fit.on_bound.empty()) {
     std::string msg = "the fit ended on a bound (a defect of the model, not written):";
     for (const auto& b : v.full_fit.on_bound) msg += "\n  " + b;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "servelab/common/paths.h"
@@ -42,6 +43,40 @@ TEST(CorpusValidationSubset, TwoStudiesEachHeldOut) {
   const std::string report = sim::format_corpus_validation(v, true);
   EXPECT_NE(report.find("qwen3-32b__h100"), std::string::npos);
   EXPECT_NE(report.find("NOT a held-out figure"), std::string::npos);
+}
+
+// `sim validate` without --in-sample: the fit's second round and the in-sample predictions are skipped, and
+// every held-out figure is the one the full validation gives (folds fit on the priors' traces and the first
+// round's classes, which both have); the report says the in-sample figures were not computed.
+TEST(CorpusValidationSubset, WithoutInSampleTheHeldOutFiguresAreTheSame) {
+  const auto corpus = sim::testing::corpus_subset({"qwen3-32b__h100", "qwen3-8b__h100-latency"});
+  const auto full = sim::validate_corpus(corpus, 2);
+  const auto quick = sim::validate_corpus(corpus, 2, {}, {}, false);
+  ASSERT_TRUE(full.in_sample_computed);
+  ASSERT_FALSE(quick.in_sample_computed);
+  EXPECT_EQ(quick.in_sample.predicted, 0);
+  EXPECT_GT(full.in_sample.predicted, 30);
+  EXPECT_TRUE(quick.full_fit.traces.empty());
+  EXPECT_FALSE(full.full_fit.traces.empty());
+  ASSERT_EQ(quick.rows.size(), full.rows.size());
+  for (std::size_t i = 0; i < full.rows.size(); ++i) {
+    const auto &a = full.rows[i], &b = quick.rows[i];
+    ASSERT_EQ(a.predicted.has_value(), b.predicted.has_value()) << a.point->id;
+    EXPECT_FALSE(b.in_sample) << b.point->id;
+    EXPECT_EQ(a.predicted_failure.has_value(), b.predicted_failure.has_value()) << a.point->id;
+    if (!a.predicted) continue;
+    EXPECT_EQ(a.predicted->total_tok_s, b.predicted->total_tok_s) << a.point->id;
+    EXPECT_EQ(a.predicted->mean_ttft_ms, b.predicted->mean_ttft_ms) << a.point->id;
+    EXPECT_EQ(a.predicted->mean_tpot_ms, b.predicted->mean_tpot_ms) << a.point->id;
+  }
+  EXPECT_EQ(quick.held_out.mape_total_tok_s, full.held_out.mape_total_tok_s);
+  EXPECT_EQ(quick.held_out.mape_ttft, full.held_out.mape_ttft);
+  EXPECT_EQ(quick.held_out.mape_tpot, full.held_out.mape_tpot);
+  EXPECT_EQ(quick.held_out.groups_same_winner, full.held_out.groups_same_winner);
+  const std::string report = sim::format_corpus_validation(quick, false);
+  EXPECT_NE(report.find("In-sample figures not computed"), std::string::npos);
+  EXPECT_EQ(report.find("NOT a held-out figure"), std::string::npos);
+  EXPECT_THROW(sim::calibration_json_of(quick, ""), std::logic_error);
 }
 
 // A median TTFT of 0 ms is no TTFT: qwen3.5-9b__h100#003 (guidellm, a partial MTP run) reports mean 268.95 ms

@@ -121,7 +121,7 @@ struct FitResult {
   double objective = 0;        ///< objective at the fit
   int points = 0;
   /// Traces of every point simulated at the first round's parameters (same order as the points): the
-  /// second round fitted on them.
+  /// second round fitted on them. Empty after one round.
   std::vector<Trace> traces;
   /// Traces of every point simulated at the priors (same order as the points): the first round fitted on
   /// them. They depend on no measurement, so leave-one-out folds refit on them without re-simulating and
@@ -134,10 +134,14 @@ struct FitOptions {
   int threads = 0;  ///< parallel simulations (0 = hardware concurrency)
   /// Traces at the priors, when the caller already has them (same order as `points`).
   const std::vector<Trace>* prior_traces = nullptr;
+  /// 2: the fit `sim calibrate` writes; 1: the first round only (FitResult::classes = prior_classes, no
+  /// second simulation of every point: what leave-one-out folds fit, at half the cost).
+  int rounds = 2;
 };
 
-/// Fits every class of `points` (each trainable) in two rounds: on traces at the priors, then on traces
-/// re-simulated at the first round's parameters. Deterministic; every fit starts from the priors.
+/// Fits every class of `points` (each trainable) in FitOptions::rounds rounds (two by default): on traces
+/// at the priors, then on traces re-simulated at the first round's parameters. Deterministic; every fit
+/// starts from the priors.
 FitResult fit_calibration(const std::vector<const PreparedPoint*>& points, const FitOptions& options);
 
 /// Runs f(i) for i in [0, n) on `threads` threads (0 = hardware concurrency).
