@@ -164,7 +164,8 @@ simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine&
     throw std::invalid_argument(
         fmt::format("the launch command's port {} is not a TCP port (0-65535)", port));
   o.port = static_cast<unsigned short>(port);
-  o.served_models = {engine.served_model_name.empty() ? engine.model : engine.served_model_name};
+  o.served_models =
+      engine.served_model_names.empty() ? std::vector<std::string>{engine.model} : engine.served_model_names;
   o.root_model = engine.model;
   // A launch that dies on its first step has no resolved context; the server advertises the configured one.
   o.max_model_len =
@@ -209,12 +210,16 @@ simserve::Timeline serve_timeline(const ServedEngine& s) {
 void print_serve_banner(const SimServeArgs& a, const ServedEngine& s, const simserve::ServerOptions& o,
                         unsigned short port) {
   const auto& engine = s.engine;
+  std::string models = fmt::format("model \"{}\"", o.served_models[0]);
+  for (std::size_t i = 1; i < o.served_models.size(); ++i)
+    models += fmt::format(", also \"{}\"", o.served_models[i]);
+  const int gpus = engine.gpus_used();
   std::fprintf(stderr,
-               "servelab sim serve: twin of `%s` (%s, %d GPUs) on %s; max_model_len %d; time scale %g\n"
-               "  listening on http://%s:%u  (model \"%s\"; Ctrl-C stops)\n",
-               engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind),
-               engine.gpus_used(), a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
-               o.served_models[0].c_str());
+               "servelab sim serve: twin of `%s` (%s, %d GPU%s) on %s; max_model_len %d; time scale %g\n"
+               "  listening on http://%s:%u  (%s; Ctrl-C stops)\n",
+               engines::render_command(engine).c_str(), engines::engine_kind_name(engine.kind), gpus,
+               gpus == 1 ? "" : "s", a.hardware.c_str(), o.max_model_len, o.time_scale, o.host.c_str(), port,
+               models.c_str());
   if (s.twin) {
     std::fprintf(stderr, "  prediction error band (leave-one-study-out): %s\n",
                  sim::format_band(s.twin->context().band).c_str());

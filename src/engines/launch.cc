@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
+#include <string_view>
 
 #include "engines/engine_hooks.h"
 #include "engines/engines_detail.h"
@@ -315,6 +317,55 @@ std::optional<LaunchFailure> hardware_check(const hardware::ClusterSpec& cluster
                   (cluster.gpu.unsupported_reason.empty() ? std::string("not modelled by the twin")
                                                           : cluster.gpu.unsupported_reason),
               false);
+}
+
+namespace {
+const EngineOption* option_of(const LaunchConfig& c, std::string_view flag) {
+  for (const auto& o : c.unmodelled_options)
+    if (o.flag == flag) return &o;
+  return nullptr;
+}
+}  // namespace
+
+std::optional<LaunchFailure> unmodelled_flag_check(const LaunchConfig& c) {
+  if (const auto* o = option_of(c, "--dtype"); o && !o->values.empty()) {
+    const std::string& d = o->values.front();
+    if (d == "float32" || d == "float")
+      return fail(FailurePhase::kStartup, "dtype.float32.unmodelled",
+                  "--dtype " + d +
+                      ": FP32 weights (twice BF16's memory) and FP32 GEMMs are not modelled by the twin (its "
+                      "tables and corpus hold BF16/FP16 and quantized runs only); leave --dtype at auto, "
+                      "bfloat16 or float16 for a prediction",
+                  false);
+  }
+  return std::nullopt;
+}
+
+std::optional<LaunchFailure> apply_cpu_offload(ResolvedLaunch& r) {
+  const auto* o = option_of(r.config, "--cpu-offload-gb");
+  if (o == nullptr || o->values.empty()) return std::nullopt;
+  double gib = 0;
+  try {
+    gib = std::stod(o->values.front());
+  } catch (const std::exception&) {
+    return fail(FailurePhase::kStartup, "cpu_offload.value",
+                "--cpu-offload-gb: not a number: " + o->values.front(), false);
+  }
+  if (!(gib >= 0) || !std::isfinite(gib))
+    return fail(FailurePhase::kStartup, "cpu_offload.value",
+                fmt::format("--cpu-offload-gb must be >= 0 (got {})", o->values.front()), false);
+  if (gib == 0) return std::nullopt;
+  r.memory.cpu_offload_bytes = gib * 1024.0 * 1024.0 * 1024.0;
+  r.notes.push_back(fmt::format(
+      "--cpu-offload-gb {}: up to {} GiB of weights per GPU stay in pinned host memory and every step reads "
+      "them over PCIe (vLLM V1 maybe_offload_to_cpu: UVA views; SGLang's offloader taken as alike "
+      "[unverified])",
+      o->values.front(), o->values.front()));
+  r.unmodelled.push_back(fmt::format(
+      "--cpu-offload-gb {}: the twin charges each step one read of the offloaded weights over PCIe (at 80% "
+      "of the GPU's link); prefill GEMMs that re-read weight tiles from host memory run slower than that",
+      o->values.front()));
+  return std::nullopt;
 }
 
 bool is_ampere(const hardware::ClusterSpec& c) {

@@ -44,6 +44,18 @@ std::optional<LaunchFailure> range_checks(const LaunchConfig& c, const RangeAllo
 /// Refuses a GPU the twin does not model (hardware::GpuSpec::modelled == false).
 std::optional<LaunchFailure> hardware_check(const hardware::ClusterSpec& cluster);
 
+/// Refuses a launch whose flags change the speed or memory beyond what the twin models (vLLM and SGLang
+/// `--dtype float32` / `float`: FP32 weights, twice BF16's memory, and FP32 GEMMs without a measured table),
+/// naming the flag, instead of predicting it as the default dtype.
+std::optional<LaunchFailure> unmodelled_flag_check(const LaunchConfig& c);
+
+/// vLLM / SGLang `--cpu-offload-gb N`: N GiB of weights per GPU kept in pinned host memory and read by the
+/// kernels over PCIe at every forward (vLLM V1 maybe_offload_to_cpu: UVA views of the pinned tensors).
+/// Sets MemoryPolicy::cpu_offload_bytes and lists the path in ResolvedLaunch::unmodelled (a large prefill
+/// GEMM re-reads weight tiles over PCIe, which the once-per-step read the twin charges does not cover).
+/// Throws nothing; a value below 0 is a LaunchFailure (the engine's own check).
+std::optional<LaunchFailure> apply_cpu_offload(ResolvedLaunch& r);
+
 /// GPU generation tests on the cluster's GPU.
 bool is_ampere(const hardware::ClusterSpec& c);             ///< SM80/SM86 (no FP8 tensor cores)
 bool is_hopper(const hardware::ClusterSpec& c);             ///< SM90

@@ -100,6 +100,10 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
   for (int s = 0; s < lay.pp; ++s) {
     const auto& st = stages[s];
     detail::StageWeights w = detail::stage_weights(launch, st, s == 0, s == lay.pp - 1);
+    // --cpu-offload-gb: that much of the stage's weights stays in host memory.
+    const double offloaded = std::min(pol.cpu_offload_bytes, w.total);
+    w.total -= offloaded;
+    plan.cpu_offloaded_bytes = std::max(plan.cpu_offloaded_bytes, offloaded);
     if (pol.mm_encoder && s == 0) {
       // The vision encoder of a multimodal checkpoint, loaded beside the language model: ~0.6 B BF16
       // params for Qwen3-VL-class towers [estimate, unverified: the tower is not in the text config].

@@ -365,12 +365,12 @@ CollectiveLink collective_link(const hardware::ClusterSpec& c, int group, bool c
       break;
     case hardware::LinkKind::kNvLinkBridge:
       l.bandwidth_Bps = group <= 2 ? (g.allreduce_busbw_Bps > 0 ? g.allreduce_busbw_Bps : 0.8 * g.link_Bps)
-                                   : 0.8 * g.pcie_Bps;
+                                   : kHostLinkFraction * g.pcie_Bps;
       l.latency_s = group <= 2 ? 12e-6 : 25e-6;
       break;
     case hardware::LinkKind::kPcie:
     case hardware::LinkKind::kHccs:
-      l.bandwidth_Bps = 0.8 * std::max(g.pcie_Bps, g.link_Bps);
+      l.bandwidth_Bps = kHostLinkFraction * std::max(g.pcie_Bps, g.link_Bps);
       l.latency_s = 25e-6;
       break;
   }

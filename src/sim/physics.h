@@ -34,6 +34,10 @@ struct KernelEfficiency {
   double upcast_Bps_per_sm = 0;
 };
 
+/// Share of a GPU's PCIe link (GpuSpec::pcie_Bps, per direction) a sustained transfer achieves: the 80%
+/// the PCIe collectives use (link_of) [estimate: Gen4/Gen5 x16 TLP and flow-control overhead, ~80-85%].
+inline constexpr double kHostLinkFraction = 0.8;
+
 /// The weight sizes between which a block-scaled FP8 GEMM's memory-bound bandwidth rises from its low to
 /// its high end. DeepGEMM's M = 64 rows (gpu-kernel-facts.md §2.1: 1.7-2.7 TB/s, 50-80% of HBM) span
 /// N x K = 2112 x 7168 (15 MB of FP8 weights, ~1.7 TB/s) to 7168 x 16384 (117 MB, ~2.7 TB/s) [recalled:

@@ -232,6 +232,9 @@ class StepModel {
   struct Stage {
     std::vector<LayerClass> classes;
     bool first = false, last = false;
+    /// Seconds each step spends reading this stage's CPU-offloaded weights over PCIe
+    /// (MemoryPolicy::cpu_offload_bytes, at most the stage's weights, at 80% of the GPU's host link).
+    double offload_s = 0;
   };
 
   /// Time (s) of `g` at `m` rows: its measured curve when there is one (measured_s), else gemm_time_s (its

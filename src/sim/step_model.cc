@@ -431,6 +431,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     Stage st;
     st.first = s == 0;
     st.last = s + 1 == ranges.size();
+    if (launch_.memory.cpu_offload_bytes > 0 && cluster_.gpu.pcie_Bps > 0) {
+      const double offloaded = std::min(launch_.memory.cpu_offload_bytes,
+                                        stage_weights(launch_, ranges[s], st.first, st.last).total);
+      st.offload_s = offloaded / (kHostLinkFraction * cluster_.gpu.pcie_Bps);
+    }
     std::map<std::string, std::size_t> by_signature;
     for (const auto& g : m.layers) {
       const int n = layers_in_stage(g, ranges[s]);
@@ -670,7 +675,9 @@ StepCost StepModel::cost(std::span<const RankLoad> loads, int running, bool grap
   double slowest = -1;
   for (const auto& st : stages_) {
     StepCost sc;
-    const double t = stage_time(st, loads, sc);
+    // Offloaded weights stream from host memory at every forward: memory-bound, not kernel-scaled.
+    const double t = stage_time(st, loads, sc) + st.offload_s;
+    sc.memory_s += st.offload_s;
     int k = 0, n = 0;
     for (const auto& c : st.classes) k += c.count * c.kernels, n += c.count;
     if (stage_only) {

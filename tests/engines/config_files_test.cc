@@ -194,7 +194,7 @@ TEST(ConfigFiles, VllmAndSglangConfig) {
   EXPECT_FALSE(r.enable_chunked_prefill);
   ASSERT_TRUE(r.speculative);
   EXPECT_EQ(r.speculative->num_speculative_tokens, 1);
-  EXPECT_EQ(r.served_model_name, "a");
+  EXPECT_EQ(r.served_model_names, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(r.model, "m");
   EXPECT_THROW(se::apply_config_yaml(v, "not-a-vllm-flag: 1\n"), se::EngineArgError);
 

@@ -951,3 +951,36 @@ TEST(TrtllmDefaults, KvDtypeAutoFollowsAModelOptCheckpoint) {
             md::DType::kBf16);
   EXPECT_FALSE(model(kQwen8).quantization.kv_cache);
 }
+
+// --dtype float32 is refused with the flag named (FP32 weights and GEMMs are not modelled), on vLLM and
+// SGLang; bfloat16 / float16 / auto resolve as before.
+TEST(Launch, Float32DtypeIsRefusedNotPredictedAsBf16) {
+  for (const char* cmd : {"vllm serve m --dtype float32", "vllm serve m --dtype float"}) {
+    const auto f = refused(cmd, "0.13.0", kQwen8, "1xH100");
+    EXPECT_EQ(f.rule, "dtype.float32.unmodelled") << cmd;
+    EXPECT_NE(f.message.find("--dtype float"), std::string::npos) << f.message;
+  }
+  EXPECT_EQ(
+      refused("python3 -m sglang.launch_server --model-path m --dtype float32", "0.5.6", kQwen8, "1xH100")
+          .rule,
+      "dtype.float32.unmodelled");
+  EXPECT_NO_THROW(ok("vllm serve m --dtype bfloat16", "0.13.0", kQwen8, "1xH100"));
+  EXPECT_NO_THROW(ok("vllm serve m --dtype half", "0.13.0", kQwen8, "1xH100"));
+}
+
+// --cpu-offload-gb N: N GiB per GPU in host memory (MemoryPolicy::cpu_offload_bytes), listed as a path the
+// twin has no full figure for (wide band), never as an inert flag; a negative value is refused.
+TEST(Launch, CpuOffloadIsModelledAndFlagged) {
+  const auto r = ok("vllm serve m --cpu-offload-gb 10", "0.13.0", kQwen8, "1xH100");
+  EXPECT_DOUBLE_EQ(r.memory.cpu_offload_bytes, 10.0 * 1024 * 1024 * 1024);
+  ASSERT_EQ(r.unmodelled.size(), 1u);
+  EXPECT_NE(r.unmodelled[0].find("--cpu-offload-gb 10"), std::string::npos);
+  for (const auto& f : r.inert_flags) EXPECT_EQ(f.find("--cpu-offload-gb"), std::string::npos) << f;
+  const auto s =
+      ok("python3 -m sglang.launch_server --model-path m --cpu-offload-gb 4", "0.5.6", kQwen8, "1xH100");
+  EXPECT_DOUBLE_EQ(s.memory.cpu_offload_bytes, 4.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(ok("vllm serve m --cpu-offload-gb 0", "0.13.0", kQwen8, "1xH100").memory.cpu_offload_bytes,
+                   0.0);
+  EXPECT_EQ(refused("vllm serve m --cpu-offload-gb -1", "0.13.0", kQwen8, "1xH100").rule,
+            "cpu_offload.value");
+}

@@ -54,7 +54,10 @@ TEST(ParseVllm, SchedulerAndMemoryKnobs) {
   EXPECT_FALSE(c.enable_chunked_prefill);
   EXPECT_TRUE(c.enforce_eager);
   EXPECT_EQ(c.chat_template, "t.jinja");
-  EXPECT_EQ(c.served_model_name, "a");
+  // Every name of vLLM's list is served (the first in responses), and the echo keeps them all.
+  EXPECT_EQ(c.served_model_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(se::render_command(c).find("--served-model-name a b "), std::string::npos)
+      << se::render_command(c);
   EXPECT_EQ(c.host, "127.0.0.1");
   EXPECT_EQ(c.port, 9000);
   EXPECT_TRUE(c.trust_remote_code);

@@ -61,7 +61,7 @@ void expect_same(const se::LaunchConfig& a, const se::LaunchConfig& b, const std
   SCOPED_TRACE(ctx);
   EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.model, b.model);
-  EXPECT_EQ(a.served_model_name, b.served_model_name);
+  EXPECT_EQ(a.served_model_names, b.served_model_names);
   EXPECT_EQ(a.host, b.host);
   EXPECT_EQ(a.port, b.port);
   EXPECT_EQ(a.tp, b.tp);
@@ -161,7 +161,7 @@ TEST(SeedStudy, VllmConfigs) {
   auto all = load_entries();
   auto base = parse_entry(find(all, "vllm", "baseline-tp8"));
   EXPECT_EQ(base.model, "deepseek-ai/DeepSeek-V3.2");
-  EXPECT_EQ(base.served_model_name, "deepseek-ai/DeepSeek-V3.2");
+  EXPECT_EQ(base.served_model_names, std::vector<std::string>{"deepseek-ai/DeepSeek-V3.2"});
   EXPECT_EQ(base.tp, 8);
   EXPECT_EQ(base.dp, 1);
   EXPECT_EQ(base.ep, 1);

@@ -49,6 +49,27 @@ TEST(MemoryPlan, Qwen3_32bDenseOnA100) {
   EXPECT_EQ(p.kv_tokens_per_rank, 38368);
 }
 
+// --cpu-offload-gb 20 on the same launch: 20 GiB of the weights stay in host memory, so the device holds
+// 65,522,892,800 - 21,474,836,480 = 44,048,056,320 B and the KV budget grows by the same 21,474,836,480 B
+// (9,717,782,937.6 -> 31,192,619,417.6 B: 118,976 tokens in blocks of 16). An offload larger than the
+// weights offloads them all.
+TEST(MemoryPlan, CpuOffloadFreesDeviceMemoryForTheKvCache) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.max_model_len = 32768;
+  l.memory.cpu_offload_bytes = 20.0 * 1024 * 1024 * 1024;
+  const auto p = plan_memory(l, c);
+  EXPECT_DOUBLE_EQ(p.cpu_offloaded_bytes, 21474836480.0);
+  EXPECT_DOUBLE_EQ(p.weight_bytes, 44048056320.0);
+  EXPECT_NEAR(p.kv_budget_bytes, 31192619417.6, 1.0);
+  EXPECT_EQ(p.kv_tokens_per_rank, 118976);
+  l.memory.cpu_offload_bytes = 1e12;
+  const auto all = plan_memory(l, c);
+  EXPECT_DOUBLE_EQ(all.cpu_offloaded_bytes, 65522892800.0);
+  EXPECT_DOUBLE_EQ(all.weight_bytes, 0.0);
+}
+
 // vLLM refuses a context whose one request does not fit: 40,960 x 262,144 B = 10 GiB against 9.05 GiB
 // is within the plan's 1.5 GiB uncertainty (the twin predicts the engine starts, and says why); with 2 GiB
 // more reserved (7.19 GiB) it is not, and the engine's own message comes back.

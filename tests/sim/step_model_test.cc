@@ -96,6 +96,24 @@ TEST(StepModel, Qwen3_32bDecodeIsTheWeightRead) {
   EXPECT_GT(eager.launch_kernels, 0.0);
 }
 
+// --cpu-offload-gb 20: each step also reads the 20 GiB kept in host memory over PCIe Gen5 x16 (64 GB/s
+// per direction, at 80%): 21,474,836,480 B / 51.2e9 B/s = 0.4194 s, memory-bound (not kernel-scaled); an
+// offload above the weights reads the weights once (65,522,892,800 B / 51.2e9 = 1.2797 s).
+TEST(StepModel, CpuOffloadedWeightsAreReadOverPcieEveryStep) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  const RankLoad load = decode_one(1000);
+  const auto base = StepModel(test_launch(m, c, 1), c).cost({&load, 1}, 1, true, false);
+  auto l = test_launch(m, c, 1);
+  l.memory.cpu_offload_bytes = 20.0 * 1024 * 1024 * 1024;
+  const auto off = StepModel(l, c).cost({&load, 1}, 1, true, false);
+  EXPECT_NEAR(off.gpu_s - base.gpu_s, 21474836480.0 / 51.2e9, 1e-9);
+  EXPECT_NEAR(off.memory_s - base.memory_s, 21474836480.0 / 51.2e9, 1e-9);
+  l.memory.cpu_offload_bytes = 1e12;
+  const auto all = StepModel(l, c).cost({&load, 1}, 1, true, false);
+  EXPECT_NEAR(all.gpu_s - base.gpu_s, 65522892800.0 / 51.2e9, 1e-9);
+}
+
 // The measured tables of `make deps` switched on for one test (use_measured_operators), off again after it.
 struct MeasuredOperators {
   ops::OpStore store = ops::OpStore::open(ops::OpStore::default_dir());

@@ -47,9 +47,11 @@ struct EngineOption {
 /// chunked_prefill_size // dp under DP-attention). Units: lengths in tokens, memory fractions in [0, 1].
 struct LaunchConfig {
   EngineKind kind = EngineKind::kVllm;
-  std::string engine_version;      ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
-  std::string model;               ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
-  std::string served_model_name;   ///< name the API answers to (defaults to model)
+  std::string engine_version;  ///< e.g. "0.13.0", "0.5.6.post2", "1.2.0rc5"
+  std::string model;           ///< model id or path as given (e.g. "deepseek-ai/DeepSeek-V3.2")
+  /// Names the API answers to (defaults to {model}); responses carry the first. vLLM's
+  /// --served-model-name takes several (each is listed by /v1/models and accepted), SGLang's one.
+  std::vector<std::string> served_model_names;
   std::string host = "127.0.0.1";  ///< the engine's bind address: --host, else the engine default (vLLM
                                    ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
   int port = 8000;                 ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)

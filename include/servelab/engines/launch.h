@@ -115,7 +115,10 @@ struct ParallelLayout {
 /// for kOfFree (TensorRT-LLM kv_cache_free_gpu_memory_fraction).
 struct MemoryPolicy {
   enum class Basis { kOfTotal, kOfFree } basis = Basis::kOfTotal;
-  double fraction = 0.9;            ///< as resolved (SGLang's automatic mem_fraction_static included)
+  double fraction = 0.9;  ///< as resolved (SGLang's automatic mem_fraction_static included)
+  /// Weights per GPU kept in pinned host memory (vLLM / SGLang --cpu-offload-gb, GiB x 2^30), bytes: not in
+  /// device memory, read over PCIe by every step (detail::apply_cpu_offload).
+  double cpu_offload_bytes = 0;
   bool profile_activations = true;  ///< the engine measures peak activations at `profile_tokens` first
   int profile_tokens = 0;           ///< tokens of the profile run (vLLM max_num_batched_tokens)
   int profile_sequences = 0;        ///< sequences of the profile run's sampler (vLLM max_num_seqs)

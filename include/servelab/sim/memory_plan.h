@@ -20,13 +20,15 @@ namespace servelab::sim {
 /// of `kv_budget_bytes` on every GPU of its DP rank.
 struct MemoryPlan {
   engines::ParallelLayout layout;
-  double gpu_bytes = 0;                  ///< device memory
-  double weight_bytes = 0;               ///< weights on the heaviest GPU (its pipeline stage), incl. draft
-  double draft_weight_bytes = 0;         ///< of which MTP / EAGLE draft weights
-  double activation_bytes = 0;           ///< peak activations the engine reserves (profile run), bytes
-  double reserved_bytes = 0;             ///< runtime memory outside the pool (engine policy)
-  double kv_budget_bytes = 0;            ///< given to the KV cache and recurrent states
-  double kv_bytes_per_token = 0;         ///< full-context layers of the heaviest stage, per token
+  double gpu_bytes = 0;            ///< device memory
+  double weight_bytes = 0;         ///< weights on the heaviest GPU (its pipeline stage), incl. draft,
+                                   ///< less what --cpu-offload-gb keeps in host memory
+  double cpu_offloaded_bytes = 0;  ///< weights per GPU kept in host memory (MemoryPolicy::cpu_offload_bytes)
+  double draft_weight_bytes = 0;   ///< of which MTP / EAGLE draft weights
+  double activation_bytes = 0;     ///< peak activations the engine reserves (profile run), bytes
+  double reserved_bytes = 0;       ///< runtime memory outside the pool (engine policy)
+  double kv_budget_bytes = 0;      ///< given to the KV cache and recurrent states
+  double kv_bytes_per_token = 0;   ///< full-context layers of the heaviest stage, per token
   double kv_window_bytes_per_token = 0;  ///< window-bounded layers, per token (0 when none / not bounded)
   /// The part of kv_bytes_per_token that is SGLang's split sliding-window pools (SWAKVPool: each window
   /// layer's bytes x swa_full_tokens_ratio per full-layer token), 0 otherwise.

@@ -135,7 +135,7 @@ const std::vector<FlagSpec>& sglang_specs() {
     // API related.
     s.push_back(F({"--api-key"}, K::kString));
     s.push_back(F({"--served-model-name"}, K::kString,
-                  [](LaunchConfig& c, const V& v) { c.served_model_name = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.served_model_names = {v[0]}; }));
     s.push_back(F({"--weight-version"}, K::kString));
     s.push_back(
         F({"--chat-template"}, K::kString, [](LaunchConfig& c, const V& v) { c.chat_template = v[0]; }));
@@ -400,7 +400,7 @@ void parse_sglang(const std::vector<std::string>& args, const std::map<std::stri
   ParsedArgs parsed = parse_argparse(specs, args, settings);
   apply_parsed(c, parsed);
   map_deprecated_moe_flags(c);
-  if (c.served_model_name.empty()) c.served_model_name = c.model;
+  if (c.served_model_names.empty()) c.served_model_names = {c.model};
   if (c.chunked_prefill_size && *c.chunked_prefill_size <= 0) c.enable_chunked_prefill = false;
   // Speculative parameters without --speculative-algorithm are ignored by SGLang; keep them as
   // unmodelled options so nothing is lost.
@@ -496,7 +496,8 @@ std::vector<std::string> render_sglang(const LaunchConfig& c, const LaunchConfig
   if (c.quantization != b.quantization) add("--quantization", c.quantization);
   if (c.moe_a2a_backend != b.moe_a2a_backend) add("--moe-a2a-backend", c.moe_a2a_backend);
   if (c.moe_runner_backend != b.moe_runner_backend) add("--moe-runner-backend", c.moe_runner_backend);
-  if (c.served_model_name != c.model) add("--served-model-name", c.served_model_name);
+  if (c.served_model_names != std::vector<std::string>{c.model})
+    add("--served-model-name", c.served_model_names.front());
   if (c.config_file != b.config_file) add("--config", c.config_file);
   if (c.fp8_gemm_backend != b.fp8_gemm_backend) add("--fp8-gemm-backend", c.fp8_gemm_backend);
   if (c.speculative) {

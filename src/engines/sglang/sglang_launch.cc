@@ -292,6 +292,7 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   // 0 is --mem-fraction-static unset (SGLang computes it); SGLang takes any --cuda-graph-max-bs.
   if (auto f = range_checks(r.config, {.zero_memory_fraction = true, .nonpositive_cuda_graph_max_bs = true}))
     return *f;
+  if (auto f = unmodelled_flag_check(r.config)) return *f;
   auto quantized = engine_quantized(r.config, model);
   if (auto* f = std::get_if<LaunchFailure>(&quantized)) return *f;
   r.model = std::get<model::ModelSpec>(std::move(quantized));
@@ -304,6 +305,7 @@ Resolved resolve_sglang(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = sglang_choose_attention(r, cl)) return *f;
   sglang_choose_kernels(r, cl);
   if (auto f = sglang_policies(r, cl)) return *f;
+  if (auto f = apply_cpu_offload(r)) return *f;
   sglang_measured_kernel_sources(r);
   return r;
 }

@@ -323,6 +323,7 @@ std::optional<LaunchFailure> sglang_policies(ResolvedLaunch& r, const hardware::
   // --config: the option file's keys are applied as the flags they spell (each judged on its own).
   static const std::vector<std::string> kEffective = {"--config",
                                                       "--model-path",
+                                                      "--cpu-offload-gb",
                                                       "--tensor-parallel-size",
                                                       "--pipeline-parallel-size",
                                                       "--data-parallel-size",

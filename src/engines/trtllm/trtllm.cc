@@ -105,7 +105,7 @@ void parse_trtllm(const std::vector<std::string>& args, const std::map<std::stri
   ParsedArgs parsed = parse_click(specs, args, "MODEL", EngineKind::kTrtllm);
   apply_parsed(c, parsed);
   c.model = parsed.positionals.at(0);
-  c.served_model_name = c.model;
+  c.served_model_names = {c.model};
   // TRTLLM_DG_ENABLED: DeepGEMM for FP8 block-scaled GEMMs; "0" disables. [unverified: parsing rule]
   c.deep_gemm = d.deep_gemm.value;
   if (auto it = env.find("TRTLLM_DG_ENABLED"); it != env.end())

@@ -170,7 +170,7 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--skip-tokenizer-init"}, K::kBoolOptional));
     s.push_back(F({"--enable-prompt-embeds"}, K::kBoolOptional));
     s.push_back(F({"--served-model-name"}, K::kStringList,
-                  [](LaunchConfig& c, const V& v) { c.served_model_name = v[0]; }));
+                  [](LaunchConfig& c, const V& v) { c.served_model_names = v; }));
     s.push_back(F({"--config-format"}, K::kString, nullptr, {"auto", "hf", "mistral"}));
     s.push_back(F({"--hf-token"}, K::kString));
     s.push_back(F({"--hf-overrides"}, K::kJson));
@@ -471,7 +471,7 @@ void parse_vllm(const std::vector<std::string>& args_in, const std::map<std::str
   ParsedArgs parsed = parse_argparse(specs, preprocess(args_in), settings);
   apply_parsed(c, parsed);
   if (!parsed.positionals.empty()) c.model = parsed.positionals[0];
-  if (c.served_model_name.empty()) c.served_model_name = c.model;
+  if (c.served_model_names.empty()) c.served_model_names = {c.model};
   c.ep = c.enable_expert_parallel ? c.tp * c.dp : 1;
 
   // Environment (vllm/envs.py). VLLM_USE_DEEP_GEMM: bool(int(os.getenv(..., "1"))).
@@ -619,7 +619,10 @@ std::vector<std::string> render_vllm(const LaunchConfig& c, const LaunchConfig& 
   // The attention backend travels in VLLM_ATTENTION_BACKEND (to_env) unless the flag was used.
   if (c.is_explicit("--attention-backend") && c.attention_backend != b.attention_backend)
     add("--attention-backend", c.attention_backend);
-  if (c.served_model_name != c.model) add("--served-model-name", c.served_model_name);
+  if (c.served_model_names != std::vector<std::string>{c.model}) {
+    a.push_back("--served-model-name");
+    for (const auto& n : c.served_model_names) a.push_back(n);
+  }
   if (c.host != b.host) add("--host", c.host);
   if (c.port != b.port) add("--port", std::to_string(c.port));
   add_bool("--trust-remote-code", c.trust_remote_code, b.trust_remote_code);

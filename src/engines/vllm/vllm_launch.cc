@@ -414,6 +414,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   const EngineVersion v = apply_version(r);
   if (auto f = hardware_check(cl)) return *f;
   if (auto f = range_checks(r.config)) return *f;
+  if (auto f = unmodelled_flag_check(r.config)) return *f;
   auto quantized = engine_quantized(r.config, model);
   if (auto* f = std::get_if<LaunchFailure>(&quantized)) return *f;
   r.model = std::get<model::ModelSpec>(std::move(quantized));
@@ -426,6 +427,7 @@ Resolved resolve_vllm(const LaunchConfig& in, const model::ModelSpec& model,
   if (auto f = vllm_policies(r, cl, v)) return *f;
   if (too_few_gpus) return *too_few_gpus;
   if (auto f = block_fp8_moe_slice(r)) return *f;
+  if (auto f = apply_cpu_offload(r)) return *f;
   vllm_measured_kernel_sources(r, cl);
   return r;
 }

@@ -339,6 +339,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
                                                       "--all2all-backend",
                                                       "--max-model-len",
                                                       "--gpu-memory-utilization",
+                                                      "--cpu-offload-gb",
                                                       "--kv-cache-dtype",
                                                       "--block-size",
                                                       "--max-num-seqs",
