@@ -191,7 +191,7 @@ struct SimWorkload {
 SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
   SimWorkload w;
   if (!a.scenario.empty()) {
-    w.requests = sim::scenario_workload(a.scenario, in.model);
+    w.requests = sim::scenario_workload(a.scenario, in.model, &w.note);
     w.name = a.scenario;
   } else if (a.bench.dataset_name == "sharegpt" && !a.bench.dataset_path) {
     w.requests = sim::sharegpt_workload(in.model, a.bench.num_prompts, &w.note);
@@ -433,6 +433,7 @@ void run_sim_run(SimRunArgs& a) {
   run.backend = a.bench.backend;
   run.label = a.bench.label;
   run.model_id = in.engine.model;
+  run.tokenizer_id = a.bench.tokenizer.value_or(run.model_id);  // as bench serve records it
   run.num_prompts = static_cast<int>(w.requests.size());
   run.request_rate = r.request_rate;
   run.burstiness = a.bench.burstiness;
@@ -467,8 +468,12 @@ void run_sim_run(SimRunArgs& a) {
     j["servelab_engine_twin_prediction"] = true;
     j["servelab_launch"] = engines::render_command(in.engine);
     j["servelab_engine_version"] = p.context.launch.version;  // the release predicted (see "Release:")
+    // The default file name says it is the twin's ("twin-openai-...json"), so that a prediction saved
+    // beside a measurement of the same run in the same second cannot replace it.
+    report::RunInfo named = run;
+    if (!named.label) named.label = "twin-" + run.backend;
     const auto path =
-        report::result_path(run, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
+        report::result_path(named, a.bench.result_dir.value_or(""), a.bench.result_filename.value_or(""));
     report::write_result_file(path, j, a.bench.append_result);
     std::printf("Result saved to %s\n", path.string().c_str());
   }

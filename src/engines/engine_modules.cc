@@ -152,6 +152,8 @@ std::string join_versions(const std::vector<EngineRelease>& releases) {
 
 /// "warning: ..." when `version` is none of m's modelled releases: which modelled releases' flags and
 /// defaults stand in for it (parse_launch_command: a release takes the flags of its place in the order).
+/// Whether runs of the release were validated is the error band's to say (sim uncertainty: the corpus's
+/// versions), not this module's: the InferenceMAX corpus holds releases whose flags are not modelled apart.
 std::optional<std::string> unmodelled_release_warning(const EngineModule& m, const std::string& version) {
   const EngineVersion v = EngineVersion::parse(version);
   const std::string* before = nullptr;
@@ -170,7 +172,7 @@ std::optional<std::string> unmodelled_release_warning(const EngineModule& m, con
   return "warning: " + std::string(m.product_name) + " " + version +
          " is not a modelled release (modelled: " + join_versions(m.releases) +
          "): its flags and defaults are taken to be " + stand_in +
-         " [unverified], and no prediction for it was ever validated";
+         " [unverified] (whether the validation corpus holds runs of it: the error band's warnings)";
 }
 
 /// "warning: ..." when the image is a ROCm build of the engine ("rocm/vllm", "lmsysorg/sglang:v0.5.6-rocm700-

