@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,70 @@ ops::OpStore open_store(const OpsArgs& a) {
   return ops::OpStore::open(a.store.empty() ? ops::OpStore::default_dir() : std::filesystem::path(a.store));
 }
 
-void run_list(const OpsArgs& a) {
+/// Checks each filter the user gave against the store, field by field (gpu, backend, table, version), each
+/// narrowed by the ones before it: a value no table has is an error listing the values there are (exit 1;
+/// an empty list was printed as "0 of 798 tables" before). A GPU given as "H100" / "h100" finds
+/// "h100_sxm" (the systems names AIConfigurator uses) when that is the only such name.
+void check_filters(const ops::OpStore& store, OpsArgs& a) {
+  if (store.entries().empty()) {
+    std::fprintf(stderr, "servelab ops: the store %s holds no table (make deps imports them)\n",
+                 store.dir().c_str());
+    throw ExitRequest{1};
+  }
+  auto lower = [](std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  if (!a.gpu.empty()) {
+    std::set<std::string> gpus;
+    for (const auto& e : store.entries()) gpus.insert(e.gpu);
+    if (!gpus.count(a.gpu)) {
+      std::string g = lower(a.gpu);
+      for (const char* suffix : {"-sxm", "_sxm", "-sxm5", "sxm"})
+        if (g.size() > std::string_view(suffix).size() && g.ends_with(suffix))
+          g.resize(g.size() - std::string_view(suffix).size());
+      if (gpus.count(g))
+        a.gpu = g;
+      else if (gpus.count(g + "_sxm"))
+        a.gpu = g + "_sxm";
+    }
+  }
+  struct Field {
+    const char* flag;
+    std::string* value;
+    std::string ops::OpTableEntry::*member;
+  };
+  const Field fields[] = {{"--gpu", &a.gpu, &ops::OpTableEntry::gpu},
+                          {"--backend", &a.backend, &ops::OpTableEntry::backend},
+                          {"--table", &a.table, &ops::OpTableEntry::table},
+                          {"--version", &a.version, &ops::OpTableEntry::version}};
+  std::vector<const ops::OpTableEntry*> left;
+  for (const auto& e : store.entries()) left.push_back(&e);
+  std::string narrowed;
+  for (const auto& f : fields) {
+    if (f.value->empty()) continue;
+    std::set<std::string> have;
+    std::vector<const ops::OpTableEntry*> next;
+    for (const auto* e : left) {
+      have.insert(e->*f.member);
+      if (e->*f.member == *f.value) next.push_back(e);
+    }
+    if (next.empty()) {
+      std::string list;
+      for (const auto& h : have) list += (list.empty() ? "" : ", ") + h;
+      std::fprintf(stderr, "servelab ops: no table has %s %s%s; there are: %s\n", f.flag, f.value->c_str(),
+                   narrowed.empty() ? "" : (" (with" + narrowed + ")").c_str(), list.c_str());
+      throw ExitRequest{1};
+    }
+    narrowed += fmt::format(" {} {}", f.flag, *f.value);
+    left = std::move(next);
+  }
+}
+
+void run_list(const OpsArgs& given) {
+  OpsArgs a = given;
   const auto store = open_store(a);
+  check_filters(store, a);
   std::size_t shown = 0;
   for (const auto& e : store.entries()) {
     if ((!a.gpu.empty() && e.gpu != a.gpu) || (!a.backend.empty() && e.backend != a.backend) ||
@@ -58,12 +121,16 @@ std::pair<std::string, ops::OpValue> parse_cell(const std::string& cell) {
   return {name, value};
 }
 
-void run_query(const OpsArgs& a) {
+void run_query(const OpsArgs& given) {
+  OpsArgs a = given;
+  const auto store = open_store(a);
+  check_filters(store, a);
   if (a.gpu.empty() || a.backend.empty() || a.version.empty() || a.table.empty()) {
-    std::fprintf(stderr, "servelab ops query: give --gpu, --backend, --version and --table\n");
+    std::fprintf(stderr,
+                 "servelab ops query: give --gpu, --backend, --version and --table (`servelab ops list` with "
+                 "the ones you know shows the others)\n");
     throw ExitRequest{2};
   }
-  const auto store = open_store(a);
   const auto table = store.table(a.gpu, a.backend, a.version, a.table);
   if (!table) {
     std::string have;
@@ -103,11 +170,51 @@ void run_query(const OpsArgs& a) {
     }
     q.emplace(std::move(name), std::move(value));
   }
+  // Every key the query leaves open that has several values among the matching rows, at once (the lookup
+  // names only the first: a moe_perf query took five rounds).
+  ops::OpQuery keys_given;
+  for (const auto& [k, v] : q)
+    if (std::find(table->keys().begin(), table->keys().end(), k) != table->keys().end())
+      keys_given.emplace(k, v);
+  std::string open_keys;
+  for (const auto& k : table->keys()) {
+    if (q.count(k)) continue;
+    const auto values = table->distinct(k, keys_given);
+    if (values.size() < 2) continue;
+    std::string list;
+    for (std::size_t i = 0; i < values.size() && i < 12; ++i) list += (i ? ", " : "") + values[i];
+    if (values.size() > 12) list += fmt::format(", ... ({} values)", values.size());
+    open_keys += fmt::format("\n  {}: {}", k, list);
+  }
+  if (!open_keys.empty()) {
+    std::fprintf(stderr, "servelab ops query: give a value for each of these columns (measured values):%s\n",
+                 open_keys.c_str());
+    throw ExitRequest{2};
+  }
   const auto r = table->lookup(q);
+  // Measured: every axis value given is one the matching rows measured (and the others are single-valued).
+  bool measured = true;
+  std::string between;
+  for (const auto& x : table->axes()) {
+    const auto it = q.find(x.name);
+    const auto values = table->distinct(x.name, keys_given);
+    if (it == q.end()) {
+      measured = measured && values.size() <= 1;
+      continue;
+    }
+    const double* v = std::get_if<double>(&it->second);
+    const bool hit = v && std::any_of(values.begin(), values.end(), [&](const std::string& s) {
+                       return std::strtod(s.c_str(), nullptr) == *v;
+                     });
+    if (!hit) between += (between.empty() ? "" : ", ") + x.name;
+    measured = measured && hit;
+  }
+  const std::string how = measured ? "measured" : "interpolated between measured points along " + between;
   if (a.json) {
     nlohmann::json j{{"ok", r.ok},
                      {"latency_ms", r.ok ? nlohmann::json(r.latency_ms) : nlohmann::json(nullptr)},
                      {"extrapolated", r.extrapolated},
+                     {"measured", r.ok && measured && !r.extrapolated},
                      {"detail", r.detail},
                      {"table", table->table()},
                      {"release", table->version()},
@@ -115,9 +222,9 @@ void run_query(const OpsArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (r.ok) {
     std::printf("latency_ms: %.6g\n%s%s (%s %s %s, %s)\n", r.latency_ms,
-                r.extrapolated ? "EXTRAPOLATED: " : "",
-                r.extrapolated ? r.detail.c_str() : "measured or interpolated", table->gpu().c_str(),
-                table->backend().c_str(), table->version().c_str(), table->device().c_str());
+                r.extrapolated ? "EXTRAPOLATED: " : "", r.extrapolated ? r.detail.c_str() : how.c_str(),
+                table->gpu().c_str(), table->backend().c_str(), table->version().c_str(),
+                table->device().c_str());
   }
   if (!r.ok) {
     if (!a.json) std::fprintf(stderr, "servelab ops query: %s\n", r.detail.c_str());

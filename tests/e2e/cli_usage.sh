@@ -204,4 +204,15 @@ for bad in "m=3000 bogus=1|has no column 'bogus'" "m=3000 m=1|column 'm' is give
   [ "$rc" -eq 2 ] || fail "ops query ${bad%%|*} exited $rc: $err"
   [[ "$err" == *"${bad#*|}"* ]] || fail "ops query ${bad%%|*}: $err"
 done
+# ... and says whether the answer is a measured row or interpolated; every open key column is named at once
+# with its measured values; a filter no table matches lists the values there are (exit 1), and "H100" finds
+# h100_sxm (new-user trial: "0 of 798 tables", "measured releases: none", five rounds of "ambiguous").
+out="$("$BIN" "${q[@]}" m=3000 2>&1)"
+[[ "$out" == *"interpolated between measured points along m"* ]] || fail "ops query does not say it interpolated: $out"
+err="$("$BIN" ops query --gpu H100 --backend vllm --version 0.14.0 --table moe_perf num_tokens=64 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "ops query with open keys exited $rc: $err"
+[[ "$err" == *"moe_dtype: "*"num_experts: "* ]] || fail "ops query does not name every open key: $err"
+err="$("$BIN" ops list --gpu h100_sxm --backend foo 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] || fail "ops list matching nothing exited $rc: $err"
+[[ "$err" == *"no table has --backend foo (with --gpu h100_sxm); there are: "*"vllm"* ]] || fail "ops list --backend foo: $err"
 echo "cli_usage: ok"

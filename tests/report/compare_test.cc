@@ -213,6 +213,24 @@ std::string load_error(const fs::path& p) {
   return "no error";
 }
 
+// Python's json writes NaN / Infinity (vLLM's result when no request succeeded: numpy means of empty
+// lists): read as missing figures with a caveat, never inside strings, not a "not JSON" error.
+TEST(CompareRead, PythonNanAndInfinityAreMissingFigures) {
+  TempDir t;
+  const auto p = t.write("nan.json",
+                         "{\"completed\": 0, \"mean_ttft_ms\": NaN, \"p99_ttft_ms\": -Infinity, "
+                         "\"mean_tpot_ms\": Infinity, \"label\": \"NaN run\", \"backend\": \"vllm\"}");
+  const auto runs = load_saved_runs(p);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(runs[0].numbers.at("mean_ttft_ms"));
+  EXPECT_FALSE(runs[0].numbers.at("p99_ttft_ms"));
+  EXPECT_FALSE(runs[0].numbers.at("mean_tpot_ms"));
+  EXPECT_DOUBLE_EQ(*runs[0].numbers.at("completed"), 0);
+  ASSERT_FALSE(runs[0].caveats.empty());
+  EXPECT_NE(runs[0].caveats.back().find("3 NaN / Infinity values"), std::string::npos)
+      << runs[0].caveats.back();
+}
+
 TEST(CompareRead, FilesJsonLinesAndTheirErrors) {
   TempDir t;
   EXPECT_EQ(load_error(t.dir / "missing.json"),
