@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -178,6 +179,13 @@ void configure_run(detail::Run<Stream>& run, std::vector<std::string> http,
   run.limited = options.max_concurrency > 0;
   run.available = options.max_concurrency;
   run.secrets = detail::request_secrets(options, api_key);
+  if (run.limited && !plan) {
+    run.admit_order.resize(run.schedule.size());
+    std::iota(run.admit_order.begin(), run.admit_order.end(), std::size_t{0});
+    std::stable_sort(run.admit_order.begin(), run.admit_order.end(),
+                     [&](std::size_t a, std::size_t b) { return run.schedule[a] < run.schedule[b]; });
+    run.admit_waiting.assign(run.schedule.size(), nullptr);
+  }
   if (!plan) return;
   const std::size_t n = run.http.size();
   run.plan = plan;

@@ -75,11 +75,18 @@ struct Run {
   std::atomic<Clock::rep> last_completion{0};
   std::size_t preconnected = 0;  // connections opened before t = 0 (ClientOptions::preconnect)
   double preconnect_s = 0.0;     // how long opening them took, s
-  // --max-concurrency semaphore, FIFO across threads.
+  // --max-concurrency semaphore. Without sessions, slots go out in send order (intended send time, then
+  // index: vLLM's tasks wait on an asyncio semaphore in the order they were created, which is FIFO),
+  // whichever worker thread dispatched the request: admit_order is that order, admit_pos the next to admit,
+  // and admit_waiting[i] the worker whose request i waits for a slot (null: not dispatched yet). With
+  // sessions (a turn is released when the previous one ends) `waiters` is FIFO by arrival at the semaphore.
   bool limited = false;
   std::mutex mu;
   int available = 0;
   std::deque<std::pair<Worker<Stream>*, std::size_t>> waiters;
+  std::vector<std::size_t> admit_order;
+  std::size_t admit_pos = 0;
+  std::vector<Worker<Stream>*> admit_waiting;
   std::vector<std::string> warnings;
   // Sessions (run_sessions; null for run_load): turn k+1 is built by the owning worker when turn k ended.
   const SessionPlan* plan = nullptr;

@@ -192,6 +192,15 @@ class Worker {
 
   // The --max-concurrency semaphore, then start.
   void acquire_slot(std::size_t idx) {
+    if (run_.limited && run_.plan == nullptr) {
+      std::vector<std::pair<Worker*, std::size_t>> granted;
+      {
+        std::lock_guard lock(run_.mu);
+        run_.admit_waiting[idx] = this;
+        admit_in_order(granted);
+      }
+      return hand_out(granted);
+    }
     if (run_.limited) {
       std::lock_guard lock(run_.mu);
       if (run_.available == 0) {
@@ -203,8 +212,50 @@ class Worker {
     start(idx);
   }
 
+  // Grants free slots to the waiting requests in send order, stopping at the first request of that order
+  // not dispatched yet (its turn comes before any later one's). Caller holds run_.mu.
+  void admit_in_order(std::vector<std::pair<Worker*, std::size_t>>& granted) {
+    if (run_.stop_requested.load(std::memory_order_relaxed)) return;
+    while (run_.available > 0 && run_.admit_pos < run_.admit_order.size()) {
+      const std::size_t j = run_.admit_order[run_.admit_pos];
+      Worker* w = run_.admit_waiting[j];
+      if (w == nullptr) break;
+      run_.admit_waiting[j] = nullptr;
+      ++run_.admit_pos;
+      --run_.available;
+      granted.emplace_back(w, j);
+    }
+  }
+
+  // Starts granted requests: this worker's own at once (in order), the others' on their threads.
+  void hand_out(const std::vector<std::pair<Worker*, std::size_t>>& granted) {
+    for (const auto& [w, j] : granted) {
+      if (w == this) {
+        start(j);
+      } else {
+        w->post_start(j);
+      }
+    }
+  }
+
   void release_slot() {
     if (!run_.limited) return;
+    if (run_.plan == nullptr) {
+      std::vector<std::pair<Worker*, std::size_t>> granted;
+      {
+        std::lock_guard lock(run_.mu);
+        ++run_.available;
+        admit_in_order(granted);
+      }
+      for (const auto& [w, j] : granted) {
+        if (w == this) {
+          asio::post(io_, [this, j = j] { start(j); });
+        } else {
+          w->post_start(j);
+        }
+      }
+      return;
+    }
     Worker* w = nullptr;
     std::size_t j = 0;
     {
@@ -657,7 +708,13 @@ class Worker {
       mark_not_sent(followups_.top().second, "not sent: run interrupted before its send time");
     }
     if (run_.limited) {
-      for (std::size_t idx : take_waiters(run_.waiters)) {
+      std::vector<std::size_t> waiting = take_waiters(run_.waiters);
+      {
+        std::lock_guard lock(run_.mu);
+        for (std::size_t i = 0; i < run_.admit_waiting.size(); ++i)
+          if (run_.admit_waiting[i] == this) run_.admit_waiting[i] = nullptr, waiting.push_back(i);
+      }
+      for (std::size_t idx : waiting) {
         mark_not_sent(idx, "not sent: run interrupted while waiting for a --max-concurrency slot");
       }
     }

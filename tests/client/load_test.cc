@@ -241,6 +241,30 @@ TEST(Load, KeepAliveReusesConnectionsAndMaxConcurrencyHolds) {
   EXPECT_GE(queued, 8);
 }
 
+// --max-concurrency at rate inf over several worker threads: slots go out in send order (request 0 first,
+// then 1, 2, ...), as vLLM's asyncio semaphore does; before, each thread's requests queued as the threads
+// reached the semaphore (new-user trial: with 2 slots every odd request was sent before any even one).
+TEST(Load, MaxConcurrencyAdmitsInSendOrderAcrossThreads) {
+  StreamServerOptions so;
+  so.itl_s = 0.002;
+  StreamServer server(so);
+  ClientOptions o = options_for(server);
+  o.max_concurrency = 2;
+  o.num_threads = 2;
+  const LoadResult r = run(o, plan(24, 3));
+  std::vector<std::pair<double, std::size_t>> sends;
+  for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+    ASSERT_TRUE(r.outputs[i].success) << r.outputs[i].error;
+    sends.emplace_back(r.outputs[i].send_time_s, i);
+  }
+  std::sort(sends.begin(), sends.end());
+  // Each request is sent no earlier than any request before it, but for the pair admitted at once (two
+  // free slots handed out together may reach the wire in either order).
+  for (std::size_t k = 0; k < sends.size(); ++k)
+    EXPECT_LE(sends[k].second, k + 1) << "the " << k << "th request sent is request " << sends[k].second;
+  EXPECT_LE(sends.front().second, 1u);
+}
+
 TEST(Load, StaleKeptAliveConnectionIsRetriedOnAFreshOne) {
   StreamServerOptions so;
   so.fault = Fault::kCloseAfterResponse;  // closes every connection right after a complete response

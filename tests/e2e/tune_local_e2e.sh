@@ -107,14 +107,14 @@ grep -q "already holds $all_rows trial(s) of study 'deepseek-v3.2-h200x8'; refus
 [ "$(launched)" -eq "$rows" ] || fail "the refused rerun changed the database"
 echo "rerun without --resume: refused, results kept (ok)"
 
-# ---- 4. Ctrl-C once, and twice 10 ms apart ----------------------------------------------------------------
+# ---- 4. Ctrl-C once, and twice 0.15 s apart ----------------------------------------------------------------
 for signals in 1 2; do
   n=$(launched)
   start_tune --resume
   wait_launched $((n + 2))
   wait_engine_up
   kill -INT "$TUNE_PID"
-  [ "$signals" -eq 2 ] && { sleep 0.01; kill -INT "$TUNE_PID" 2>/dev/null || true; }
+  [ "$signals" -eq 2 ] && { sleep 0.15; kill -INT "$TUNE_PID" 2>/dev/null || true; }
   set +e; wait "$TUNE_PID"; rc=$?; set -e; TUNE_PID=""
   [ "$rc" -eq 130 ] || fail "Ctrl-C x$signals: tune exited $rc, not 130"
   wait_no_engine "Ctrl-C x$signals"

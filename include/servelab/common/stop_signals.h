@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -16,12 +17,17 @@ namespace servelab::common {
 /// For its lifetime, SIGINT and SIGTERM are blocked in the constructing thread — and so in every thread it
 /// starts afterwards (signal masks are inherited; create this before the worker threads) — and taken by a
 /// watcher thread (sigtimedwait, 50 ms ticks). First signal: `first_message` (if any) to stderr, then
-/// `on_first()` on the watcher thread. Second signal: `second_message` (if any) to stderr, then
-/// _exit(130) at once. The destructor joins the watcher and restores the signal mask; a signal still
-/// pending then is delivered with the old disposition.
+/// `on_first()` on the watcher thread, both after kSameSignalWindow: a signal within it is the same one
+/// delivered again (timeout(1) signals the process, then its process group) and is dropped. A later
+/// second signal: `second_message` (if any) to stderr, then _exit(130) at once. The destructor joins the
+/// watcher and restores the signal mask; a signal still pending then is delivered with the old disposition.
 /// Thread-safety: requested() from any thread; construct and destroy on one thread.
 class StopOnSignals {
  public:
+  /// Signals this soon after the first count as that one: timeout(1)'s second kill follows within
+  /// microseconds (more on a loaded machine), a person's second Ctrl-C takes far longer.
+  static constexpr std::chrono::milliseconds kSameSignalWindow{50};
+
   explicit StopOnSignals(std::function<void()> on_first, std::string first_message = {},
                          std::string second_message = {});
   ~StopOnSignals();
