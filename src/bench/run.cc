@@ -501,9 +501,11 @@ void run_timed_load(RunContext& x) {
 void report_metrics(RunContext& x) {
   const RunOptions& config = x.config;
   BenchResult& result = x.result;
+  // The failed requests the block counts: one a stop kept from being sent is "Not sent", not failed (a
+  // Ctrl-C with --max-concurrency listed ten "not sent" lines under "Failed requests: 2").
   std::vector<const metrics::RequestOutput*> failed;
   for (const auto& o : result.outputs)
-    if (!o.success) failed.push_back(&o);
+    if (!o.success && !metrics::never_sent(o)) failed.push_back(&o);
   if (!failed.empty()) {
     x.print.line("Failed requests during benchmark run detected (capping to 10):");
     for (std::size_t i = 0; i < failed.size() && i < 10; ++i)

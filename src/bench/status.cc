@@ -16,6 +16,9 @@ std::string ready_attempt_line(const client::ReadyAttempt& a) {
   std::string line = fmt::format("Endpoint not ready (attempt {}): {}; ", a.attempt, error);
   if (a.retry_in_s > 0)
     line += fmt::format("{:.1f} s left, next attempt in {:.1f} s", a.remaining_s, a.retry_in_s);
+  else if (a.remaining_s >= 0.05)
+    line +=
+        fmt::format("{:.1f} s left, less than the time between attempts: no further attempt", a.remaining_s);
   else
     line += "no time left";
   return line;

@@ -2,12 +2,17 @@
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
 // interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
 // its report, then exits 1 with the reason.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -40,6 +45,35 @@ void reject_unrecognized(const CLI::App& serve, const std::vector<std::string>& 
   std::fprintf(stderr, "servelab bench serve: error: unrecognized arguments: %s%s\n", joined.c_str(),
                hint.c_str());
   throw servelab::cli::ExitRequest{2};
+}
+
+// argparse's wording for a value CLI11 could not convert or a choice it refused (new-user trial: "Could not
+// convert: --num-prompts = 3,1.5", exit 104, quoting an earlier valid value): "argument --num-prompts:
+// invalid int value: '1.5'" and "argument --backend: invalid choice: 'foo' (choose from 'openai', ...)".
+// argparse keeps the last of a repeated flag, so the last value is the one named. nullopt: another error.
+std::optional<std::string> argparse_wording(const CLI::App& parser, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  static const std::string kConvert = "Could not convert: ";
+  if (dynamic_cast<const CLI::ConversionError*>(&e) && what.rfind(kConvert, 0) == 0) {
+    const auto eq = what.find(" = ", kConvert.size());
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string name = what.substr(kConvert.size(), eq - kConvert.size());
+    std::string value = what.substr(eq + 3);
+    if (const auto comma = value.rfind(','); comma != std::string::npos) value = value.substr(comma + 1);
+    const CLI::Option* opt = parser.get_option_no_throw(name);
+    const std::string type = opt ? opt->get_type_name() : "";
+    const char* kind = type == "INT" || type == "UINT" ? "int" : type == "FLOAT" ? "float" : "value of type";
+    return fmt::format("argument {}: invalid {} value: '{}'", name, kind, value);
+  }
+  static const std::regex kChoice(R"(^(--[A-Za-z0-9-]+): (.*) not in \{(.*)\}$)");
+  std::smatch m;
+  if (dynamic_cast<const CLI::ValidationError*>(&e) && std::regex_match(what, m, kChoice)) {
+    std::string choices;
+    std::stringstream in(m[3].str());
+    for (std::string c; std::getline(in, c, ',');) choices += (choices.empty() ? "'" : ", '") + c + "'";
+    return fmt::format("argument {}: invalid choice: '{}' (choose from {})", m[1].str(), m[2].str(), choices);
+  }
+  return std::nullopt;
 }
 
 void run_bench_serve(const RunOptions& config) {
@@ -99,6 +133,10 @@ SERVELAB_REGISTER_COMMAND("bench", 20, [](CLI::App& root) {
       std::fprintf(stderr, "servelab bench serve: error: %s\n", e.what());
       throw servelab::cli::ExitRequest{2};
     } catch (const CLI::ParseError& e) {
+      if (const auto m = argparse_wording(parser, e)) {
+        std::fprintf(stderr, "servelab bench serve: error: %s\n", m->c_str());
+        throw servelab::cli::ExitRequest{2};  // argparse's status
+      }
       throw servelab::cli::ExitRequest{parser.exit(e)};
     }
     if (!extras.empty()) reject_unrecognized(parser, extras);

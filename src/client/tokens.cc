@@ -111,15 +111,19 @@ metrics::RequestOutput wait_until_ready(const ClientOptions& options, const Plan
                             std::span<const double>(&zero, 1), {}, stop);
     last = std::move(r.outputs[0]);
     if (last.success) return last;
-    // Sleep min(retry interval, remaining), waking early on a stop request.
+    // Sleep the retry interval, waking early on a stop request. An interval that reaches the deadline leaves
+    // no next attempt (vLLM's loop tests the time after its sleep): end now rather than sleep and say
+    // "next attempt in 2.0 s" when none follows (new-user trial).
     const auto now = Clock::now();
-    const auto wake = std::min(deadline, now + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(retry_interval_s)));
+    const auto wake =
+        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(retry_interval_s));
+    const bool another = wake < deadline;
     if (on_failed_attempt && !stop.stop_requested()) {
       const double left = std::max(0.0, std::chrono::duration<double>(deadline - now).count());
       on_failed_attempt(ReadyAttempt{attempt, &last, left,
-                                     left > 0 ? std::chrono::duration<double>(wake - now).count() : 0.0});
+                                     another ? std::chrono::duration<double>(wake - now).count() : 0.0});
     }
+    if (!another) return last;
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);

@@ -270,6 +270,10 @@ TEST_F(RunInProcess, ReadyCheckLinePerAttemptAgainstClosedPort) {
   EXPECT_LE(left[0], 6.0);
   EXPECT_LT(left[1], left[0] - 4.0);  // the second attempt came about 5 s later
   EXPECT_NE(lines[0].find(" s left, next attempt in 5.0 s"), std::string::npos) << lines[0];
+  // The second leaves about 1 s, less than the 5 s between attempts: it says none follows (none did).
+  EXPECT_NE(lines[1].find(" s left, less than the time between attempts: no further attempt"),
+            std::string::npos)
+      << lines[1];
   EXPECT_NE(contents(io.out).find("Waiting for endpoint to become up in 6 seconds\n"), std::string::npos);
   std::fclose(io.out);
   std::fclose(io.progress);

@@ -29,6 +29,10 @@ TEST(BenchStatus, ReadyAttemptLineSaysWhyAndTimeLeft) {
   RequestOutput http = failed(FailureKind::kHttpStatus, "HTTP 500 Internal Server Error", 500);
   EXPECT_EQ(ready_attempt_line({7, &http, 0.0, 0.0}),
             "Endpoint not ready (attempt 7): HTTP 500 Internal Server Error; no time left");
+  // Time left, but less than the interval between attempts: no next attempt is announced (none follows).
+  EXPECT_EQ(ready_attempt_line({2, &http, 2.04, 0.0}),
+            "Endpoint not ready (attempt 2): HTTP 500 Internal Server Error; 2.0 s left, less than the time "
+            "between attempts: no further attempt");
   RequestOutput bare = failed(FailureKind::kNoValidChunk, "");
   EXPECT_EQ(ready_attempt_line({1, &bare, 3.26, 3.26}),
             "Endpoint not ready (attempt 1): no_valid_chunk; 3.3 s left, next attempt in 3.3 s");

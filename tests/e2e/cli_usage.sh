@@ -215,4 +215,13 @@ err="$("$BIN" ops query --gpu H100 --backend vllm --version 0.14.0 --table moe_p
 err="$("$BIN" ops list --gpu h100_sxm --backend foo 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "ops list matching nothing exited $rc: $err"
 [[ "$err" == *"no table has --backend foo (with --gpu h100_sxm); there are: "*"vllm"* ]] || fail "ops list --backend foo: $err"
+# bench serve words a bad number or choice as argparse does, exit 2 (new-user trial: CLI11's "Could not convert:
+# --num-prompts = 3,1.5", exit 104, quoting the earlier valid value).
+for bad in "--num-prompts 3 --num-prompts 1.5|argument --num-prompts: invalid int value: '1.5'" \
+           "--request-timeout-s x|argument --request-timeout-s: invalid float value: 'x'" \
+           "--backend foo|argument --backend: invalid choice: 'foo' (choose from 'openai', 'openai-chat', 'vllm')"; do
+  err="$("$BIN" bench serve --model m --port 1 ${bad%%|*} 2>&1)"; rc=$?
+  [ "$rc" -eq 2 ] || fail "bench serve ${bad%%|*} exited $rc: $err"
+  [[ "$err" == *"servelab bench serve: error: ${bad#*|}"* ]] || fail "bench serve ${bad%%|*}: $err"
+done
 echo "cli_usage: ok"
