@@ -293,6 +293,11 @@ CorpusValidation validate_corpus(const Corpus& corpus, int threads,
       if (r.point->study == study) rows.push_back(&r);
     sv.held_out = summarize_validation(rows, true, &sv.group_lines);
     sv.in_sample = summarize_validation(rows, false);
+    std::vector<const ValidationRow*> supported;
+    for (const auto* r : rows)
+      if (r->unmodelled.empty()) supported.push_back(r);
+    sv.unmodelled_points = static_cast<int>(rows.size() - supported.size());
+    if (sv.unmodelled_points > 0) sv.held_out_modelled = summarize_validation(supported, true);
     v.studies.push_back(std::move(sv));
   }
   for (const auto split : extra_splits)
@@ -438,6 +443,17 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
   s += header;
   for (const auto& st : v.studies) {
     s += summary_line(st.study, st.held_out);
+    if (st.unmodelled_points > 0) {
+      const auto& m = st.held_out_modelled;
+      auto pct = [](int n, double x) { return n ? fmt::format("{:.1f}%", x) : std::string("-"); };
+      s += fmt::format(
+          "  without its {} point{} on a kernel path the twin has no figure for (listed below): tok/s MAPE "
+          "{} "
+          "over {}, TTFT {}, TPOT {}\n",
+          st.unmodelled_points, st.unmodelled_points == 1 ? "" : "s",
+          pct(m.compared_tok_s, m.mape_total_tok_s), m.compared_tok_s, pct(m.compared_ttft, m.mape_ttft),
+          pct(m.compared_tpot, m.mape_tpot));
+    }
     for (const auto& g : st.group_lines) s += g + "\n";
   }
   s += summary_line("ALL (held out)", v.held_out, true);

@@ -2,6 +2,7 @@
 // run, so the fit, the folds, the bands and the report run under ASan too (the whole corpus is
 // validate_test.cc, label `corpus`). Values are this subset's own, held out: each study predicted by a
 // fit on the other alone.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -77,6 +78,29 @@ TEST(CorpusValidationSubset, WithoutInSampleTheHeldOutFiguresAreTheSame) {
   EXPECT_NE(report.find("In-sample figures not computed"), std::string::npos);
   EXPECT_EQ(report.find("NOT a held-out figure"), std::string::npos);
   EXPECT_THROW(sim::calibration_json_of(quick, ""), std::logic_error);
+}
+
+// A study with a point on a kernel path the twin has no figure for gets its held-out figures without that
+// point too (on the row below it in the report): gpt-oss-20b on A100 has one (TensorRT-LLM's MXFP4 MoE).
+TEST(CorpusValidationSubset, AStudyIsAlsoSummarizedWithoutItsUnmodelledPoints) {
+  const auto corpus = sim::testing::corpus_subset({"gpt-oss-20b__a100", "qwen3-14b__a100"});
+  const auto v = sim::validate_corpus(corpus, 2, {}, {}, false);
+  ASSERT_EQ(v.studies.size(), 2u);
+  for (const auto& st : v.studies) {
+    int unmodelled = 0, unmodelled_scored = 0;
+    for (const auto& r : v.rows) {
+      if (r.point->study != st.study || r.unmodelled.empty()) continue;
+      ++unmodelled;
+      unmodelled_scored += r.err_total_tok_s.has_value();
+    }
+    EXPECT_EQ(st.unmodelled_points, unmodelled) << st.study;
+    if (unmodelled == 0) continue;
+    EXPECT_EQ(st.held_out_modelled.compared_tok_s, st.held_out.compared_tok_s - unmodelled_scored)
+        << st.study;
+    const std::string report = sim::format_corpus_validation(v, false);
+    EXPECT_NE(report.find(fmt::format("without its {} point", unmodelled)), std::string::npos) << report;
+  }
+  EXPECT_GT(v.studies[0].unmodelled_points + v.studies[1].unmodelled_points, 0);
 }
 
 // A median TTFT of 0 ms is no TTFT: qwen3.5-9b__h100#003 (guidellm, a partial MTP run) reports mean 268.95 ms

@@ -107,6 +107,10 @@ struct StudyValidation {
   std::string study;
   ValidationSummary held_out;
   ValidationSummary in_sample;
+  /// Points of the study on a kernel path the twin has no figure for (ValidationRow::unmodelled), and the
+  /// held-out summary without them (filled only when there are some; printed beside `held_out`).
+  int unmodelled_points = 0;
+  ValidationSummary held_out_modelled;
   std::vector<std::string> group_lines;  ///< per workload: measured best, predicted best, rho
 };
 
