@@ -232,6 +232,10 @@ void load_run_tokenizer(RunContext& x) {
       fetch.log = [&io](const std::string& line) { std::fprintf(io.progress, "%s\n", line.c_str()); };
     x.tok =
         std::make_shared<const tokenizer::Tokenizer>(tokenizer::load_tokenizer(x.result.tokenizer_id, fetch));
+    // What the loader accepted against the reference's rules (docs/tokenizer.md: "nothing is silent").
+    if (!io.quiet)
+      for (const auto& w : x.tok->load_warnings())
+        std::fprintf(io.progress, "Tokenizer %s: %s\n", x.result.tokenizer_id.c_str(), w.c_str());
   } catch (const std::exception& e) {
     throw BenchError(fmt::format("--tokenizer {}: {}", x.result.tokenizer_id, e.what()));
   }

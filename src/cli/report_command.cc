@@ -8,7 +8,7 @@ SERVELAB_REGISTER_COMMAND("report", 45, [](CLI::App& root) {
   auto dir = std::make_shared<std::string>();
   CLI::App* cmd = root.add_subcommand(
       "report",
-      "Write report.md, report.html, trials.csv and trials.json of a study directory from its "
+      "Write report.md, report.html, trials.csv, trials.json and summary.json of a study directory from its "
       "results.sqlite (partial when the study is unfinished)");
   cmd->add_option("dir", *dir, "study output directory (holds results.sqlite)")
       ->required()

@@ -174,7 +174,10 @@ SimRunInputs load_sim_run_inputs(const SimRunArgs& a) {
         "answers); "
         "run them against the twin with `servelab sim serve` and `servelab bench serve --multi-turn`");
   if (a.bench.dataset_name == "timed_trace")
-    throw std::runtime_error("sim run does not predict --dataset-name timed_trace workloads yet");
+    throw std::runtime_error(
+        "sim run does not predict --dataset-name timed_trace workloads yet (its help lists bench serve's "
+        "datasets); replay the trace against the twin with `servelab sim serve` and `servelab bench serve "
+        "--dataset-name timed_trace --self-timed`");
   return in;
 }
 

@@ -36,6 +36,8 @@ void run_tokenize(const TokenizeArgs& a, bool has_text) {
     throw ExitRequest{2};
   }
   const tokenizer::Tokenizer tok = tokenizer::load_tokenizer(a.tokenizer, hub_fetch(a.revision));
+  // What the loader accepted against the reference's rules (docs/tokenizer.md: "nothing is silent").
+  for (const auto& w : tok.load_warnings()) std::fprintf(stderr, "servelab tokenize: note: %s\n", w.c_str());
   const bool add_special = !a.no_special;
   if (!a.texts_json.empty()) {
     nlohmann::json texts;

@@ -237,6 +237,18 @@ std::map<std::string, std::string> redact_env(const std::map<std::string, std::s
   return out;
 }
 
+namespace {
+/// "<redacted>" or "<redacted-N>" (N digits).
+bool is_redaction_label(std::string_view v) {
+  constexpr std::string_view kHead = "<redacted";
+  if (v.size() < kHead.size() + 1 || v.substr(0, kHead.size()) != kHead || v.back() != '>') return false;
+  const std::string_view mid = v.substr(kHead.size(), v.size() - kHead.size() - 1);
+  if (mid.empty()) return true;
+  if (mid.front() != '-' || mid.size() < 2) return false;
+  return std::all_of(mid.begin() + 1, mid.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
 std::string redact_text(std::string_view text) {
   const std::string s = redact_urls(text);
   const std::size_t n = s.size();
@@ -321,7 +333,13 @@ std::string redact_text(std::string_view text) {
       end = w;
     }
     out.append(s, j, value - j);
-    if (end > value) out.append(kRedacted);
+    if (end > value) {
+      // A value that is already a redaction label ("<redacted-2>": a credential-named knob's value in a
+      // study) stays as it is: it hides nothing, and its number tells the values apart (summary.json said
+      // "api_key=<redacted>" where every other artefact said "api_key=<redacted-2>").
+      const std::string_view v(s.data() + value, end - value);
+      out.append(is_redaction_label(v) ? v : std::string_view(kRedacted));
+    }
     i = end;
   }
   return out;

@@ -103,8 +103,8 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   TuneResult res;
   res.dir = opt.out_dir;
   std::filesystem::path moved_to;
-  const detail::DirLock lock =
-      detail::prepare_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh}, &moved_to);
+  const detail::DirLock lock = detail::prepare_study_dir(
+      opt.out_dir, redact_study_secrets(study, study.source_text), {opt.resume, opt.fresh}, &moved_to);
   if (opt.progress && !moved_to.empty())
     *opt.progress << fmt::format("--fresh: moved the previous {} to {}\n", opt.out_dir.string(),
                                  moved_to.string());
@@ -190,7 +190,8 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
 }
 
 void check_out_dir(const Study& study, const TuneOptions& opt) {
-  detail::check_study_dir(opt.out_dir, study.source_text, {opt.resume, opt.fresh});
+  detail::check_study_dir(opt.out_dir, redact_study_secrets(study, study.source_text),
+                          {opt.resume, opt.fresh});
 }
 
 SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* log) {
@@ -242,8 +243,9 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
   ReportInput in{&study, &out, trials, environment};
   write_report_files(in, dir);
   if (log)
-    *log << fmt::format("wrote {}/report.md, report.html, trials.csv, trials.json ({} trials{})\n",
-                        dir.string(), trials.size(), out.complete ? "" : "; the study is incomplete");
+    *log << fmt::format(
+        "wrote {}/report.md, report.html, trials.csv, trials.json, summary.json ({} trials{})\n",
+        dir.string(), trials.size(), out.complete ? "" : "; the study is incomplete");
   return out;
 }
 

@@ -83,6 +83,12 @@ TEST(Redact, CommandLines) {
 }
 
 TEST(Redact, FreeText) {
+  // A value that is already a redaction label keeps its number (a credential-named knob's
+  // "api_key=<redacted-2>" in summary.json); anything else after the name is hidden, "<redacted-x>" included.
+  EXPECT_EQ(redact_text(R"({"config": "api_key=<redacted-2>", "b": "token=<redacted>"})"),
+            R"({"config": "api_key=<redacted-2>", "b": "token=<redacted>"})");
+  EXPECT_EQ(redact_text(R"(["api_key=<redacted-x>", "api_key=<redacted-12>", "api_key=sk-1"])"),
+            R"(["api_key=<redacted>", "api_key=<redacted-12>", "api_key=<redacted>"])");
   // bench error message echoing a malformed --header
   EXPECT_EQ(redact_text("Invalid header format. (--header 'Authorization: Bearer sk-1')"),
             "Invalid header format. (--header 'Authorization: <redacted>')");

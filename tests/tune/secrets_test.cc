@@ -150,6 +150,20 @@ TEST(Secrets, CredentialNamedKnobShowsNoValue) {
   const Study back = parse_study(*stored, "stored", "/data");
   EXPECT_EQ(back.knob("api_key").values[1].label, "<redacted-2>");
   EXPECT_EQ(back.knob("api_key").baseline, "<redacted-1>");
+  // --resume with the same study file: the stored (redacted) text is compared with this file's redacted
+  // text, not its raw text (which never matched: "--resume: the study file differs", new-user trial).
+  int launches = 0;
+  TuneOptions again;
+  again.out_dir = dir;
+  again.resume = true;
+  again.runner = testing::fake_runner(&launches);
+  EXPECT_NO_THROW(run_study(study, again));
+  EXPECT_EQ(launches, 0);
+  // A real change is still refused.
+  std::string changed = toml;
+  changed.replace(changed.find("KNOBSECRET2"), 11, "KNOBSECRET3");
+  changed += "\n# changed\n";
+  EXPECT_THROW(run_study(parse_study(changed, "knob.toml", "/data"), again), TuneSetupError);
   fs::remove_all(dir);
 }
 
