@@ -186,6 +186,17 @@ void run_query(const OpsArgs& given) {
     if (values.size() > 12) list += fmt::format(", ... ({} values)", values.size());
     open_keys += fmt::format("\n  {}: {}", k, list);
   }
+  // ... and every interpolation axis left out, with its measured range (a lookup needs them all).
+  for (const auto& x : table->axes()) {
+    if (q.count(x.name)) continue;
+    auto values = table->distinct(x.name, keys_given);
+    if (values.size() < 2) continue;
+    std::sort(values.begin(), values.end(), [](const std::string& l, const std::string& r) {
+      return std::strtod(l.c_str(), nullptr) < std::strtod(r.c_str(), nullptr);
+    });
+    open_keys += fmt::format("\n  {}: {} .. {} ({} measured values; interpolated between them)", x.name,
+                             values.front(), values.back(), values.size());
+  }
   if (!open_keys.empty()) {
     std::fprintf(stderr, "servelab ops query: give a value for each of these columns (measured values):%s\n",
                  open_keys.c_str());

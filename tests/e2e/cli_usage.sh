@@ -212,6 +212,10 @@ out="$("$BIN" "${q[@]}" m=3000 2>&1)"
 err="$("$BIN" ops query --gpu H100 --backend vllm --version 0.14.0 --table moe_perf num_tokens=64 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] || fail "ops query with open keys exited $rc: $err"
 [[ "$err" == *"moe_dtype: "*"num_experts: "* ]] || fail "ops query does not name every open key: $err"
+err="$("$BIN" ops query --gpu h200_sxm --backend sglang --version 0.5.6.post2 --table generation_mla_perf \
+  kv_cache_dtype=fp8 tp_size=8 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "ops query with open axes exited $rc: $err"
+[[ "$err" == *"num_heads: 8 .. 16"*"batch_size: 1 .. 1024"*"step: "* ]] || fail "ops query does not name every open axis: $err"
 err="$("$BIN" ops list --gpu h100_sxm --backend foo 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "ops list matching nothing exited $rc: $err"
 [[ "$err" == *"no table has --backend foo (with --gpu h100_sxm); there are: "*"vllm"* ]] || fail "ops list --backend foo: $err"
