@@ -360,7 +360,7 @@ void plan_schedule(RunContext& x) {
   if (x.clock.time_scale != 1.0)
     x.print.line(
         "Server time scale: {:g} (servelab engine twin): requests are sent at {:g} x the rate and every "
-        "time below is engine time (wall x {:g})",
+        "time in the report is engine time (wall x {:g}); the progress lines on stderr count wall-clock time",
         x.clock.time_scale, x.clock.time_scale, x.clock.time_scale);
   const double k = x.k = x.clock.time_scale;
   std::vector<client::PlannedRequest>& planned = x.work.requests();
