@@ -585,7 +585,7 @@ void setup_sim(CLI::App& root) {
          "--split", *split,
          "what a fold holds out: study (leave one study out only), gpu (also leave one GPU type out), "
          "release (also leave one engine release out, e.g. vllm 0.11.0), all (the three; ~20 s on 2 cores "
-         "on the default corpus, study alone ~10 s; study over every released corpus ~80 s, 1.6x with "
+         "on the default corpus, study alone ~10 s; study over every released corpus ~100 s, 1.5x with "
          "--in-sample)")
       ->check(CLI::IsMember({"study", "gpu", "release", "all"}))
       ->capture_default_str();
