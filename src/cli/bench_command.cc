@@ -62,8 +62,8 @@ std::optional<std::string> argparse_wording(const CLI::App& parser, const CLI::P
     if (const auto comma = value.rfind(','); comma != std::string::npos) value = value.substr(comma + 1);
     const CLI::Option* opt = parser.get_option_no_throw(name);
     const std::string type = opt ? opt->get_type_name() : "";
-    const char* kind = type == "INT" || type == "UINT" ? "int" : type == "FLOAT" ? "float" : "value of type";
-    return fmt::format("argument {}: invalid {} value: '{}'", name, kind, value);
+    const char* kind = type == "INT" || type == "UINT" ? "int " : type == "FLOAT" ? "float " : "";
+    return fmt::format("argument {}: invalid {}value: '{}'", name, kind, value);
   }
   static const std::regex kChoice(R"(^(--[A-Za-z0-9-]+): (.*) not in \{(.*)\}$)");
   std::smatch m;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command_registry.h"
+#include "servelab/common/text.h"
 #include "servelab/ops/op_store.h"
 
 namespace servelab::cli {
@@ -41,15 +42,11 @@ void check_filters(const ops::OpStore& store, OpsArgs& a) {
                  store.dir().c_str());
     throw ExitRequest{1};
   }
-  auto lower = [](std::string s) {
-    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
   if (!a.gpu.empty()) {
     std::set<std::string> gpus;
     for (const auto& e : store.entries()) gpus.insert(e.gpu);
     if (!gpus.count(a.gpu)) {
-      std::string g = lower(a.gpu);
+      std::string g = common::ascii_lower(a.gpu);
       for (const char* suffix : {"-sxm", "_sxm", "-sxm5", "sxm"})
         if (g.size() > std::string_view(suffix).size() && g.ends_with(suffix))
           g.resize(g.size() - std::string_view(suffix).size());
@@ -203,16 +200,14 @@ void run_query(const OpsArgs& given) {
     throw ExitRequest{2};
   }
   const auto r = table->lookup(q);
-  // Measured: every axis value given is one the matching rows measured (and the others are single-valued).
+  // Measured: every axis value given is one the matching rows measured (an axis left out has one value
+  // here: the check above refused the others).
   bool measured = true;
   std::string between;
   for (const auto& x : table->axes()) {
     const auto it = q.find(x.name);
+    if (it == q.end()) continue;
     const auto values = table->distinct(x.name, keys_given);
-    if (it == q.end()) {
-      measured = measured && values.size() <= 1;
-      continue;
-    }
     const double* v = std::get_if<double>(&it->second);
     const bool hit = v && std::any_of(values.begin(), values.end(), [&](const std::string& s) {
                        return std::strtod(s.c_str(), nullptr) == *v;

@@ -247,13 +247,8 @@ class Worker {
         ++run_.available;
         admit_in_order(granted);
       }
-      for (const auto& [w, j] : granted) {
-        if (w == this) {
-          asio::post(io_, [this, j = j] { start(j); });
-        } else {
-          w->post_start(j);
-        }
-      }
+      // Posted, own ones too: this runs inside a request's completion.
+      for (const auto& [w, j] : granted) w->post_start(j);
       return;
     }
     Worker* w = nullptr;
@@ -267,11 +262,7 @@ class Worker {
       std::tie(w, j) = run_.waiters.front();
       run_.waiters.pop_front();
     }
-    if (w == this) {
-      asio::post(io_, [this, j] { start(j); });
-    } else {
-      w->post_start(j);
-    }
+    w->post_start(j);  // this worker's own too: posted to its thread
   }
 
   // ---- sessions ----

@@ -1,4 +1,4 @@
-// The Python-json writer (see python_json.h).
+// The Python-json writer and reader fix-up (see python_json.h).
 #include "servelab/common/python_json.h"
 
 #include <charconv>
@@ -207,6 +207,37 @@ std::string python_json_float(double value) {
 std::string python_json_dumps(const nlohmann::ordered_json& value, InvalidUtf8 invalid) {
   std::string out;
   dump(out, value, invalid);
+  return out;
+}
+
+std::string python_nonfinite_to_null(std::string_view text, int* replaced) {
+  std::string out;
+  out.reserve(text.size());
+  int n = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool hit = false;
+    for (const std::string_view token : {"-Infinity", "Infinity", "NaN"})
+      if (text.substr(i, token.size()) == token) {
+        out += "null";
+        i += token.size() - 1;
+        ++n;
+        hit = true;
+        break;
+      }
+    if (!hit) out += c;
+  }
+  if (replaced) *replaced = n;
   return out;
 }
 

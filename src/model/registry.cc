@@ -8,6 +8,7 @@
 
 #include "model/detail.h"
 #include "servelab/common/paths.h"
+#include "servelab/common/python_json.h"
 #include "servelab/model/model.h"
 
 namespace servelab::model {
@@ -257,41 +258,10 @@ ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
 
 namespace {
 
-/// `text` with the bare NaN / Infinity / -Infinity tokens Python's json module writes (and Hugging Face
-/// configs therefore hold, e.g. Mamba's time_step_limit [0.0, Infinity]) outside strings replaced by null:
-/// no field the twin reads is one of them, and nlohmann::json (strict RFC 8259) rejects them.
-std::string without_python_nonfinite(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size())
-        out += text[++i];
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    bool replaced = false;
-    for (const std::string_view token : {"-Infinity", "Infinity", "NaN"})
-      if (text.compare(i, token.size(), token) == 0) {
-        out += "null";
-        i += token.size() - 1;
-        replaced = true;
-        break;
-      }
-    if (!replaced) out += c;
-  }
-  return out;
-}
-
 nlohmann::json read_config_json(const std::filesystem::path& file) {
   const std::string text = common::read_file(file);  // throws naming the path
   try {
-    return nlohmann::json::parse(without_python_nonfinite(text));
+    return nlohmann::json::parse(common::python_nonfinite_to_null(text));
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("model config " + file.string() + ": invalid JSON: " + e.what());
   }

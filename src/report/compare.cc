@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "servelab/common/printable.h"
+#include "servelab/common/python_json.h"
 
 namespace servelab::report {
 
@@ -265,44 +266,6 @@ void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
 /// What is wrong with JSON `text` that nlohmann refused, in words and bounded: its messages carry an
 /// internal id ("[json.exception.parse_error.101]") and echo the last token read (a 300-digit number whole).
 /// `text` is one line of a JSON Lines file when `one_line` (then only the column is given).
-// Python's json module writes NaN, Infinity and -Infinity for such floats (vLLM's result of a run where no
-// request succeeded: numpy means of empty lists): JSON has no such literal. Each, outside strings, becomes
-// null (a missing figure); returns how many were replaced.
-int python_constants_to_null(std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  int replaced = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size())
-        out += text[++i];
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out += c;
-      continue;
-    }
-    bool hit = false;
-    for (std::string_view lit : {"-Infinity", "Infinity", "NaN"})
-      if (std::string_view(text).substr(i, lit.size()) == lit) {
-        out += "null";
-        i += lit.size() - 1;
-        ++replaced;
-        hit = true;
-        break;
-      }
-    if (!hit) out += c;
-  }
-  if (replaced) text = std::move(out);
-  return replaced;
-}
-
 std::string json_problem(const nlohmann::json::exception& e, std::string_view text, bool one_line) {
   if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
     const size_t at = std::min<size_t>(p->byte > 0 ? p->byte - 1 : 0, text.size());
@@ -375,9 +338,10 @@ std::vector<SavedRun> load_saved_runs(const std::filesystem::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   if (!in) throw std::runtime_error("cannot read " + file);
-  std::string text = ss.str();
+  // Python's json writes NaN / Infinity for non-finite floats: read as missing figures, with a caveat.
+  int python_constants = 0;
+  const std::string text = common::python_nonfinite_to_null(ss.str(), &python_constants);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw std::runtime_error(file + ": empty file");
-  const int python_constants = python_constants_to_null(text);
   auto noted = [&](SavedRun run) {
     if (python_constants > 0)
       run.caveats.push_back(fmt::format(

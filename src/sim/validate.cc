@@ -362,19 +362,24 @@ std::string summary_header(const std::string& first) {
          "\n";
 }
 
+// A MAPE cell: "12.3%", or "-" when no point was compared (n = 0).
+std::string mape_cell(int n, double v) {
+  return n ? fmt::format("{:.1f}%", v) : std::string("-");
+}
+
 // One row of the table; `levels` appends the calibration levels of the held-out predictions.
 std::string summary_line(const std::string& name, const ValidationSummary& s, bool levels = false) {
-  auto pct = [](int n, double v) { return n ? fmt::format("{:.1f}%", v) : std::string("-"); };
   const bool g3 = s.spearman_groups > 0;
-  std::string line = fmt::format(
-      kSummaryRow, name, s.points, s.predicted, s.predicted_failures, s.refused,
-      pct(s.compared_tok_s, s.mape_total_tok_s), pct(s.compared_ttft, s.mape_ttft),
-      pct(s.compared_tpot, s.mape_tpot),
-      s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
-      g3 ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"),
-      g3 ? fmt::format("{}/{}", s.groups_best_in_top3, s.spearman_groups) : std::string("-"),
-      g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"),
-      pct(s.compared_shape_ttft, s.mape_shape_ttft), pct(s.compared_shape_tpot, s.mape_shape_tpot));
+  std::string line =
+      fmt::format(kSummaryRow, name, s.points, s.predicted, s.predicted_failures, s.refused,
+                  mape_cell(s.compared_tok_s, s.mape_total_tok_s), mape_cell(s.compared_ttft, s.mape_ttft),
+                  mape_cell(s.compared_tpot, s.mape_tpot),
+                  s.groups ? fmt::format("{}/{}", s.groups_same_winner, s.groups) : std::string("-"),
+                  g3 ? fmt::format("{:.2f}", s.mean_spearman) : std::string("-"),
+                  g3 ? fmt::format("{}/{}", s.groups_best_in_top3, s.spearman_groups) : std::string("-"),
+                  g3 ? fmt::format("{:.1f}%", s.mean_regret) : std::string("-"),
+                  mape_cell(s.compared_shape_ttft, s.mape_shape_ttft),
+                  mape_cell(s.compared_shape_tpot, s.mape_shape_tpot));
   if (levels && !s.levels.empty()) {
     std::string l;
     for (const char* k : {"class", "family", "engine", "prior"})
@@ -445,14 +450,13 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
     s += summary_line(st.study, st.held_out);
     if (st.unmodelled_points > 0) {
       const auto& m = st.held_out_modelled;
-      auto pct = [](int n, double x) { return n ? fmt::format("{:.1f}%", x) : std::string("-"); };
       s += fmt::format(
           "  without its {} point{} on a kernel path the twin has no figure for (listed below): tok/s MAPE "
           "{} "
           "over {}, TTFT {}, TPOT {}\n",
           st.unmodelled_points, st.unmodelled_points == 1 ? "" : "s",
-          pct(m.compared_tok_s, m.mape_total_tok_s), m.compared_tok_s, pct(m.compared_ttft, m.mape_ttft),
-          pct(m.compared_tpot, m.mape_tpot));
+          mape_cell(m.compared_tok_s, m.mape_total_tok_s), m.compared_tok_s,
+          mape_cell(m.compared_ttft, m.mape_ttft), mape_cell(m.compared_tpot, m.mape_tpot));
     }
     for (const auto& g : st.group_lines) s += g + "\n";
   }

@@ -235,5 +235,17 @@ TEST(PythonJsonDumps, RealResultFileRoundTripsByteForByte) {
   EXPECT_EQ(count, 9);
 }
 
+// The reader's fix-up: NaN / Infinity / -Infinity outside strings become null (counted), never inside a
+// string, an escaped quote included.
+TEST(PythonJson, NonFiniteTokensOutsideStringsBecomeNull) {
+  int n = -1;
+  EXPECT_EQ(
+      python_nonfinite_to_null(R"({"a": NaN, "b": [0.0, Infinity, -Infinity], "c": "NaN \" Infinity"})", &n),
+      R"({"a": null, "b": [0.0, null, null], "c": "NaN \" Infinity"})");
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(python_nonfinite_to_null("[1, 2]", &n), "[1, 2]");
+  EXPECT_EQ(n, 0);
+}
+
 }  // namespace
 }  // namespace servelab::common

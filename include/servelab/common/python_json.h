@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -35,5 +36,12 @@ enum class InvalidUtf8 {
 /// is "1000000000000000.0"). Invalid UTF-8 in strings (keys too) as `invalid` says. Throws only
 /// std::invalid_argument (kThrow) and std::bad_alloc.
 std::string python_json_dumps(const nlohmann::ordered_json& value, InvalidUtf8 invalid);
+
+/// `text` with every bare NaN, Infinity and -Infinity outside strings replaced by null: the tokens Python's
+/// json module writes for non-finite floats (vLLM's result of a run where nothing succeeded; Hugging Face
+/// configs such as Mamba's time_step_limit [0.0, Infinity]), which strict JSON (RFC 8259, nlohmann::json)
+/// rejects. `*replaced` (if given) receives how many were replaced. Escapes inside strings are skipped.
+/// Thread-safety: pure.
+std::string python_nonfinite_to_null(std::string_view text, int* replaced = nullptr);
 
 }  // namespace servelab::common
