@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/python_json.h"
 #include "servelab/common/text.h"
 #include "servelab/hub/hub.h"
 #include "servelab/model/model.h"
@@ -147,6 +148,170 @@ std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<st
   return std::nullopt;
 }
 
+/// A checkpoint named as a re-quantization of another: the id without its quantization tag, the ModelOpt
+/// quant_algo the tag names, the tag as written.
+struct RequantizedName {
+  std::string base;        ///< "nvidia/DeepSeek-R1-0528" for "nvidia/DeepSeek-R1-0528-FP4-V2"
+  std::string quant_algo;  ///< "NVFP4" (tag FP4 or NVFP4) or "FP8"
+  std::string tag;         ///< "FP4-V2"
+};
+
+/// `model` whose last component ends in a quantization tag ("-FP4", "-NVFP4", "-FP8"), optionally followed
+/// by a version of the re-quantization ("-V2"), or nullopt.
+std::optional<RequantizedName> requantized_name(const std::string& model) {
+  const std::string last = last_component(model);
+  std::vector<std::string> tokens;
+  for (std::size_t start = 0;;) {
+    const std::size_t dash = last.find('-', start);
+    tokens.push_back(last.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  std::size_t end = tokens.size();
+  auto is_version = [](const std::string& t) {
+    return t.size() >= 2 && (t[0] == 'v' || t[0] == 'V') &&
+           std::all_of(t.begin() + 1, t.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  if (end >= 3 && is_version(tokens[end - 1])) --end;
+  if (end < 2) return std::nullopt;
+  const std::string tag = common::ascii_lower(tokens[end - 1]);
+  RequantizedName r;
+  if (tag == "fp4" || tag == "nvfp4")
+    r.quant_algo = "NVFP4";
+  else if (tag == "fp8")
+    r.quant_algo = "FP8";
+  else
+    return std::nullopt;
+  std::size_t tag_chars = 0;
+  for (std::size_t i = end - 1; i < tokens.size(); ++i) tag_chars += tokens[i].size() + 1;
+  r.base = model.substr(0, model.size() - tag_chars);
+  r.tag = last.substr(last.size() - tag_chars + 1);
+  return r;
+}
+
+/// The configs in `aic` (model-configs/aic, ORG--NAME_config.json) whose NAME is `name`, any organisation,
+/// case-insensitively, sorted.
+std::vector<fs::path> aic_configs_named(const fs::path& aic, const std::string& name) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(aic, ec)) return out;
+  const std::string want = "--" + common::ascii_lower(name) + "_config.json";
+  for (const auto& e : fs::directory_iterator(aic, ec)) {
+    const std::string f = common::ascii_lower(e.path().filename().string());
+    if (f.size() > want.size() && f.compare(f.size() - want.size(), want.size(), want) == 0)
+      out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The config.json text of the unquantized-or-original checkpoint `base` from the data dir: by
+/// _name_or_path / last component in model-configs, else an aic copy of that name from any organisation
+/// (the base's publisher differs from the re-quantizer's), each also without a dated revision tag.
+std::optional<fs::path> base_config_file(const std::string& base) {
+  const fs::path configs = common::data_dir() / "model-configs";
+  std::vector<std::string> names{base};
+  if (auto b = without_revision_tag(base)) names.push_back(*b);
+  for (const auto& n : names) {
+    if (auto f = data_dir_config(configs, n)) return f;
+    const auto aic = aic_configs_named(configs / "aic", last_component(n));
+    if (!aic.empty()) return aic.front();
+  }
+  return std::nullopt;
+}
+
+/// The ModelOpt quantization body (quant_algo, kv_cache_quant_algo, group_size, exclude_modules / ignore)
+/// of an aic checkpoint and the file it is in: its ORG--NAME_hf_quant_config.json beside it, else its
+/// config.json's quantization_config when that says modelopt; nullopt otherwise or on unreadable JSON.
+std::optional<std::pair<nlohmann::json, fs::path>> modelopt_body(const fs::path& config_file,
+                                                                 const nlohmann::json& config) {
+  const std::string name = config_file.filename().string(), suffix = "config.json";
+  const fs::path quant =
+      config_file.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json");
+  std::error_code ec;
+  if (fs::is_regular_file(quant, ec)) {
+    try {
+      nlohmann::json q = nlohmann::json::parse(common::read_file(quant));
+      if (q.contains("quantization") && q["quantization"].is_object())
+        return std::pair{q["quantization"], quant};
+      if (q.is_object()) return std::pair{q, quant};
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+  }
+  const auto qc = config.find("quantization_config");
+  if (qc != config.end() && qc->is_object() && qc->value("quant_method", std::string()) == "modelopt")
+    return std::pair{*qc, config_file};
+  return std::nullopt;
+}
+
+/// A re-quantized checkpoint whose own config is nowhere (nvidia/DeepSeek-R1-0528-FP4-V2): its base
+/// checkpoint's config with the ModelOpt quantization of the same organisation's checkpoint of the same
+/// architecture (model_type) and quant_algo in model-configs/aic, the first by file name. Which layers a
+/// re-quantization keeps unquantized is a choice of its publisher, so the recipe is taken from the
+/// publisher's own checkpoint of that architecture, never invented; no such sibling, no config. Each miss
+/// is appended to `tried`.
+std::optional<ModelSpec> requantized_model(const std::string& model, std::vector<std::string>& tried) {
+  const auto r = requantized_name(model);
+  if (!r || !hub::is_repo_id(model)) return std::nullopt;
+  const auto base_file = base_config_file(r->base);
+  if (!base_file) {
+    tried.push_back("the data dir's config of " + r->base + ", for the re-quantization " + model + " (none)");
+    return std::nullopt;
+  }
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(common::python_nonfinite_to_null(common::read_file(*base_file)));
+  } catch (const std::exception&) {
+    return std::nullopt;  // named by load_config when asked for by itself
+  }
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    return std::nullopt;
+  const std::string model_type = config["model_type"].get<std::string>();
+  const std::string org = common::ascii_lower(model.substr(0, model.find('/'))) + "--";
+  const fs::path aic = common::data_dir() / "model-configs" / "aic";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_directory(aic, ec))
+    for (const auto& e : fs::directory_iterator(aic, ec)) {
+      const std::string f = common::ascii_lower(e.path().filename().string());
+      if (f.rfind(org, 0) == 0 && f.size() > 12 && f.compare(f.size() - 12, 12, "_config.json") == 0 &&
+          f.find("_hf_quant_config.json") == std::string::npos)
+        files.push_back(e.path());
+    }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    nlohmann::json sibling;
+    try {
+      sibling = nlohmann::json::parse(common::python_nonfinite_to_null(common::read_file(f)));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!sibling.is_object() || sibling.value("model_type", std::string()) != model_type) continue;
+    auto found = modelopt_body(f, sibling);
+    if (!found || found->first.value("quant_algo", std::string()) != r->quant_algo) continue;
+    auto& [body, recipe_file] = *found;
+    body["quant_method"] = "modelopt";
+    config["quantization_config"] = std::move(body);
+    config["_name_or_path"] = model;
+    ModelSpec m = from_config(config, base_file->string());
+    m.config_assumption = ModelSpec::ConfigAssumption::kBorrowedRecipe;
+    m.config_assumption_note = fmt::format(
+        "no config of {} was found: the config of its base checkpoint {} with the ModelOpt {} recipe of {} "
+        "(the same publisher's checkpoint of this architecture, {}) is assumed; give the checkpoint's own "
+        "config.json to use it",
+        model, base_file->filename().string(), r->quant_algo, recipe_file.filename().string(), model_type);
+    m.config_source =
+        base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
+    return m;
+  }
+  tried.push_back(fmt::format(
+      "a {} checkpoint of architecture {} by the same publisher in {}, whose recipe the re-quantization {} "
+      "could take (none)",
+      r->quant_algo, model_type, aic.string(), model));
+  return std::nullopt;
+}
+
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch) {
@@ -215,10 +380,15 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
     if (auto m = data_dir_model(*base, base_tried)) {
       m->config_source += ", the config of " + *base + " standing in for its dated revision " + model +
                           " (same architecture assumed; give the revision's own config.json to use it)";
+      m->config_assumption = ModelSpec::ConfigAssumption::kUndatedRevision;
+      m->config_assumption_note =
+          "no config of " + model + " was found: the config of " + *base +
+          " (its undated checkpoint) is assumed; give the revision's own config.json to use it";
       return *m;
     }
     tried.push_back("the data dir's config of " + *base + ", for the dated revision (none)");
   }
+  if (auto m = requantized_model(model, tried)) return *m;
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
   message +=

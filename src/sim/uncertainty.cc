@@ -115,6 +115,13 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
                                            launch.model.model_type, launch.model.variant));
     ++outside;
   }
+  // A config the resolver assumed (a re-quantization's recipe taken from a sibling checkpoint) may weigh and
+  // run differently from the checkpoint's own; a dated revision's undated config only warns (same weights
+  // format, the corpus validates such launches).
+  if (launch.model.config_assumption != model::ModelSpec::ConfigAssumption::kNone) {
+    b.warnings.push_back(launch.model.config_assumption_note);
+    if (launch.model.config_assumption == model::ModelSpec::ConfigAssumption::kBorrowedRecipe) ++outside;
+  }
   const std::string version = engine + " " + launch.version;
   if (!table.versions.empty() && !contains(table.versions, version)) {
     b.warnings.push_back(fmt::format("{} was never validated", version));

@@ -240,6 +240,63 @@ TEST(Resolve, DatedRevisionTakesItsBaseCheckpointsConfig) {
   fs::remove_all(hub);
 }
 
+// A re-quantization whose own config is nowhere (an ORG/NAME-FP4-V2 id): its base checkpoint's config (any
+// publisher, here via the dated revision's undated name) with the ModelOpt recipe of the same publisher's
+// checkpoint of that architecture; the assumption is said. Without such a sibling (another publisher, or an
+// architecture the publisher has no NVFP4 checkpoint of) it stays unknown; the real config, cached, wins.
+TEST(Resolve, ReQuantizationTakesItsBaseConfigAndItsPublishersRecipe) {
+  const fs::path hub = temp_dir("requant_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const fs::path aic = common::data_dir() / "model-configs" / "aic";
+  const ModelSpec m = resolve_model("nvidia/DeepSeek-R1-0528-FP4-V2");
+  EXPECT_EQ(m.id, "nvidia/DeepSeek-R1-0528-FP4-V2");
+  EXPECT_EQ(m.model_type, "deepseek_v3");
+  EXPECT_EQ(m.config_source, (aic / "deepseek-ai--DeepSeek-R1_config.json").string() +
+                                 " + the quantization of nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json "
+                                 "(assumed)");
+  EXPECT_EQ(m.config_assumption, ModelSpec::ConfigAssumption::kBorrowedRecipe);
+  EXPECT_NE(m.config_assumption_note.find("give the checkpoint's own config.json"), std::string::npos);
+  // The recipe: NVFP4 experts, attention kept BF16 (the sibling's exclude_modules), FP8 KV cache; the
+  // weights are those of the sibling of the same architecture to within the 0.1% of differing vocab/MTP.
+  EXPECT_EQ(m.quantization.method, QuantMethod::kNvfp4);
+  EXPECT_EQ(m.quantization.experts.dtype, DType::kNvfp4);
+  EXPECT_EQ(m.quantization.attention.dtype, DType::kBf16);
+  EXPECT_EQ(m.quantization.kv_cache, DType::kFp8);
+  const ModelSpec sibling = resolve_model("nvidia/DeepSeek-V3.1-NVFP4");
+  EXPECT_NEAR(m.weight_bytes() / sibling.weight_bytes(), 1.0, 1e-3);
+  EXPECT_LT(m.weight_bytes(), 0.6 * resolve_model("deepseek-ai/DeepSeek-R1").weight_bytes());
+  // "-NVFP4" and no version tag work alike; the dated revision's own undated config gets no recipe.
+  EXPECT_EQ(resolve_model("nvidia/DeepSeek-R1-NVFP4").quantization.method, QuantMethod::kNvfp4);
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-R1-0528").config_assumption,
+            ModelSpec::ConfigAssumption::kUndatedRevision);
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-R1").config_assumption, ModelSpec::ConfigAssumption::kNone);
+  // Another publisher has no NVFP4 recipe of this architecture here; nor has nvidia one of gpt_oss.
+  const std::string other = message_of([] { resolve_model("acme/DeepSeek-R1-FP4"); });
+  EXPECT_NE(
+      other.find("a NVFP4 checkpoint of architecture deepseek_v3 by the same publisher in " + aic.string() +
+                 ", whose recipe the re-quantization acme/DeepSeek-R1-FP4 could take (none)"),
+      std::string::npos)
+      << other;
+  EXPECT_NE(message_of([] { resolve_model("nvidia/gpt-oss-120b-FP4"); }).find("unknown model"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { resolve_model("nvidia/NoSuchBase-FP4-V2"); })
+                .find("the data dir's config of nvidia/NoSuchBase, for the re-quantization "
+                      "nvidia/NoSuchBase-FP4-V2 (none)"),
+            std::string::npos);
+  // Not tags: a version alone, "FP4" as the whole name.
+  EXPECT_EQ(message_of([] { resolve_model("nvidia/FP4"); }).find("re-quantization"), std::string::npos);
+  EXPECT_EQ(message_of([] { resolve_model("nvidia/Model-V2"); }).find("re-quantization"), std::string::npos);
+  // The checkpoint's own config in the cache wins.
+  const fs::path snap = hub / "models--nvidia--DeepSeek-R1-0528-FP4-V2" / "snapshots" / "abc";
+  fs::create_directories(snap);
+  fs::copy_file(aic / "deepseek-ai--DeepSeek-R1_config.json", snap / "config.json");
+  const ModelSpec own = resolve_model("nvidia/DeepSeek-R1-0528-FP4-V2");
+  EXPECT_EQ(own.config_source, (snap / "config.json").string());
+  EXPECT_EQ(own.config_assumption, ModelSpec::ConfigAssumption::kNone);
+  fs::remove_all(hub);
+}
+
 TEST(LoadConfig, FileErrors) {
   const fs::path d = temp_dir("load");
   EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),

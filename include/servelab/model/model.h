@@ -312,6 +312,14 @@ struct ModelSpec {
   /// and the ShareGPT lengths fall back to another family's counts, which the run's note names.
   std::string tokenizer_package;
   std::string config_source;  ///< file it was read from, or "built-in (...)"
+  /// What resolve_model assumed in place of the checkpoint's own config (kNone: config_source is its own).
+  enum class ConfigAssumption {
+    kNone,
+    kUndatedRevision,  ///< a dated revision read with its undated checkpoint's config (same weights format)
+    kBorrowedRecipe,   ///< a re-quantization read as its base's config + a sibling checkpoint's recipe
+  };
+  ConfigAssumption config_assumption = ConfigAssumption::kNone;
+  std::string config_assumption_note;  ///< the assumption as a sentence a prediction's band repeats
 
   int num_layers() const;
   /// Parameters of the main model (layers + embedding + LM head once when tied, MTP excluded), elements;
@@ -399,7 +407,13 @@ ModelSpec load_config_with_modelopt(const std::filesystem::path& config_json);
 ///   - last, for an id whose last component ends in a dated revision tag ("-" and four digits, e.g.
 ///     DeepSeek-R1-0528, a post-training release of the same checkpoint family), the offline config of
 ///     the id without the tag from the two data-dir places above: the same architecture is assumed, and
-///     `config_source` says so (the revision's own config, given or in the cache, always wins).
+///     `config_source` says so (the revision's own config, given or in the cache, always wins);
+///   - last, for an ORG/NAME id ending in a quantization tag ("-FP4", "-NVFP4", "-FP8", then optionally a
+///     version "-V2"), a re-quantization of NAME without the tag: the data dir's config of that base (any
+///     publisher; also without a dated revision tag) with the ModelOpt quantization (quant_algo, the layers
+///     kept unquantized, the KV-cache format) of ORG's own checkpoint of the same model_type and quant_algo
+///     in model-configs/aic; `config_assumption_note` names both files. No such sibling, no config: which
+///     layers a publisher keeps unquantized is not guessed.
 /// With `fetch.revision` only the cache at that revision (refs/<revision> or the commit) and then the Hub
 /// are used. Throws std::runtime_error naming the model and every place searched (the Hub's error among
 /// them).
