@@ -142,7 +142,14 @@ TEST(SlurmScript, TwoNodeTrial) {
   Study s = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
   const SlurmJobFiles f = slurm_job_files("/scratch/out/slurm", "slurm|a{}|s1|r0");
   EXPECT_EQ(f.dir, "/scratch/out/slurm/slurm_a___s1_r0");
-  EXPECT_EQ(slurm_batch_script(s, f, "/opt/servelab/bin/servelab", "servelab-small"),
+  TrialRequest req;
+  req.engine = "b";
+  req.argv = {"python3", "-m", "sglang.launch_server", "--model-path", "org/model", "--tp-size", "16"};
+  const SlurmAllocation alloc = slurm_allocation(s, req);
+  EXPECT_EQ(alloc.gpus, 16);
+  EXPECT_EQ(alloc.nodes, 2);
+  EXPECT_EQ(alloc.gpus_per_node, 8);
+  EXPECT_EQ(slurm_batch_script(s, f, "/opt/servelab/bin/servelab", "servelab-small", alloc),
             "#!/bin/bash\n"
             "#SBATCH --job-name=servelab-small\n"
             "#SBATCH --partition=h100\n"
@@ -165,7 +172,88 @@ TEST(SlurmScript, TwoNodeTrial) {
             "/scratch/out/slurm/slurm_a___s1_r0/REQUEST.json --out "
             "/scratch/out/slurm/slurm_a___s1_r0/RESULT.json\n");
   const SlurmJobFiles spaced = slurm_job_files("/my out/slurm", "k");
-  EXPECT_THROW(slurm_batch_script(s, spaced, "/bin/servelab", "j"), std::invalid_argument);
+  EXPECT_THROW(slurm_batch_script(s, spaced, "/bin/servelab", "j", alloc), std::invalid_argument);
+  // The servelab path goes on the srun line, quoted: spaces are fine there.
+  EXPECT_NE(slurm_batch_script(s, f, "/opt/my servelab/servelab", "j", alloc)
+                .find("--wait=30 '/opt/my servelab/servelab' tune-trial"),
+            std::string::npos);
+  // An #SBATCH value cannot carry whitespace: refused by name, not written as "--account=infer ence".
+  Study spaced_account = s;
+  spaced_account.slurm.account = "infer ence";
+  try {
+    slurm_batch_script(spaced_account, f, "/bin/servelab", "j", alloc);
+    FAIL() << "no refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "[slurm] account = 'infer ence' holds whitespace or quotes, which an #SBATCH line cannot carry");
+  }
+}
+
+// Each trial asks for what its own launch uses (a study of tp8 and tp16 layouts on 16 GPUs: one node for
+// tp8, two for tp16), not the study's whole GPU count: a one-node launch given two nodes is refused on the
+// node ("2 nodes would leave one idle") and pays for both.
+TEST(SlurmScript, EachTrialAsksForItsOwnLayout) {
+  Study s = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
+  auto alloc = [&](const std::string& engine, std::vector<std::string> argv) {
+    TrialRequest r;
+    r.engine = engine;
+    r.argv = std::move(argv);
+    return slurm_allocation(s, r);
+  };
+  const std::vector<std::string> sglang = {"python3", "-m", "sglang.launch_server", "--model-path", "org/m"};
+  auto with = [&](std::vector<std::string> flags) {
+    std::vector<std::string> a = sglang;
+    a.insert(a.end(), flags.begin(), flags.end());
+    return a;
+  };
+  const SlurmAllocation tp8 = alloc("b", with({"--tp-size", "8"}));
+  EXPECT_EQ(tp8.nodes, 1);
+  EXPECT_EQ(tp8.gpus_per_node, 8);
+  const SlurmAllocation tp4 = alloc("b", with({"--tp-size", "4"}));
+  EXPECT_EQ(tp4.nodes, 1);
+  EXPECT_EQ(tp4.gpus_per_node, 4);
+  const SlurmAllocation tp8dp2 = alloc("b", with({"--tp-size", "8", "--dp-size", "2"}));
+  EXPECT_EQ(tp8dp2.nodes, 2);
+  EXPECT_EQ(tp8dp2.gpus_per_node, 8);
+  const SlurmJobFiles f = slurm_job_files("/scratch/out/slurm", "k");
+  const std::string one = slurm_batch_script(s, f, "/bin/servelab", "j", tp4);
+  EXPECT_NE(one.find("#SBATCH --nodes=1\n"), std::string::npos) << one;
+  EXPECT_NE(one.find("#SBATCH --gres=gpu:4\n"), std::string::npos) << one;
+  EXPECT_NE(one.find("srun --nodes=1 "), std::string::npos) << one;
+  auto refusal = [&](const std::string& engine, std::vector<std::string> argv) {
+    try {
+      alloc(engine, std::move(argv));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no refusal)");
+  };
+  EXPECT_EQ(
+      refusal("b", with({"--tp-size", "12"})),
+      "the launch uses 12 GPUs, which do not fill whole nodes of 8 ([slurm] gpus_per_node): a multi-node "
+      "trial uses every GPU of its nodes");
+  EXPECT_EQ(refusal("b", with({"--tp-size", "32"})),
+            "the launch uses 32 GPUs; a trial may ask for 16 ([slurm] gpus_per_trial, default [hardware] "
+            "gpu_count)");
+  // TensorRT-LLM: a one-node trial runs; a two-node one is refused alone (not the whole engine).
+  Study t = s;
+  t.engines[0].kind = engines::EngineKind::kTrtllm;
+  t.engines[0].version = "1.2.0rc5";
+  TrialRequest trt;
+  trt.engine = "a";
+  trt.argv = {"trtllm-serve", "org/model", "--tp_size", "8"};
+  EXPECT_EQ(slurm_allocation(t, trt).nodes, 1);
+  trt.argv = {"trtllm-serve", "org/model", "--tp_size", "16"};
+  try {
+    slurm_allocation(t, trt);
+    FAIL() << "no refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("multi-node TensorRT-LLM (one MPI job owning the allocation's tasks)"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SlurmResult, RoundTrips) {
@@ -258,6 +346,7 @@ std::vector<TrialRequest> requests(int n) {
     r.trial_key = "slurm|a{k=" + std::to_string(i) + "}|s1|r0";
     r.engine = "a";
     r.config_key = "a{k=" + std::to_string(i) + "}";
+    r.argv = {"vllm", "serve", "org/model", "-tp", "8"};
     out.push_back(r);
   }
   return out;
@@ -320,6 +409,37 @@ TEST(SlurmRunner, ResumeWaitsForStoredJobsInsteadOfSubmitting) {
   EXPECT_EQ(got.at(1).status, TrialStatus::kJobCancelled);
   EXPECT_EQ(fake.read("counter"), "1\n");  // only the trial without a stored job was submitted
   EXPECT_EQ(fake.read("squeue.log").substr(0, 5), "77,1\n");
+}
+
+// A trial whose launch cannot be allocated (12 GPUs on nodes of 8) is rejected by itself, with the reason,
+// and the others are submitted; each REQUEST.json (the study's text, credentials included) is readable by
+// its owner only, in a directory only the owner may enter.
+TEST(SlurmRunner, UnallocatableTrialIsRejectedAloneAndRequestsArePrivate) {
+  FakeSlurm fake;
+  Study study = parse_study(std::string(testing::kSmallStudy) +
+                                "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\npoll_interval_s = 0.05\n",
+                            "s.toml", "/data");
+  TrialOutcome ok;
+  std::ofstream(fake.dir / "result.json") << trial_outcome_json(ok);
+  { Store init(fake.dir / "out" / "results.sqlite"); }
+  auto reqs = requests(2);
+  reqs[1].argv = {"vllm", "serve", "org/model", "-tp", "12"};
+  std::map<std::size_t, TrialOutcome> got;
+  make_slurm_runner(study, fake.options())(reqs,
+                                           [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
+  EXPECT_EQ(got.at(0).status, TrialStatus::kOk);
+  EXPECT_EQ(got.at(1).status, TrialStatus::kRejected);
+  EXPECT_NE(got.at(1).reason.find("12 GPUs, which do not fill whole nodes of 8"), std::string::npos)
+      << got.at(1).reason;
+  EXPECT_EQ(fake.read("counter"), "1\n");
+  const SlurmJobFiles f = slurm_job_files(fake.dir / "out" / "slurm", reqs[0].trial_key);
+  EXPECT_EQ(fs::status(f.request).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(f.dir).permissions() & fs::perms::all, fs::perms::owner_all);
+  std::ifstream script(f.script);
+  const std::string text((std::istreambuf_iterator<char>(script)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("#SBATCH --nodes=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("#SBATCH --gres=gpu:8\n"), std::string::npos) << text;
 }
 
 TEST(SlurmRunner, StopCancelsTheJobsAndForgetsThem) {

@@ -10,6 +10,9 @@
 #include <stdexcept>
 
 #include "servelab/common/paths.h"
+#include "servelab/engines/engine_module.h"
+#include "servelab/engines/engines.h"
+#include "servelab/engines/multinode.h"
 #include "servelab/tune/targets/slurm.h"
 
 namespace servelab::tune {
@@ -148,15 +151,55 @@ SlurmJobFiles slurm_job_files(const std::filesystem::path& slurm_dir, const std:
   return f;
 }
 
-std::string slurm_batch_script(const Study& study, const SlurmJobFiles& files, const std::string& servelab,
-                               const std::string& job_name) {
+SlurmAllocation slurm_allocation(const Study& study, const TrialRequest& request) {
   const SlurmSpec& sl = study.slurm;
-  const int nodes = sl.nodes(study.hardware.gpu_count);
-  const int per_node = std::min(sl.gpus(study.hardware.gpu_count), sl.gpus_per_node);
-  for (const auto& p : {files.dir.string(), servelab})
-    if (p.find_first_of(" \t\n'\"") != std::string::npos)
-      throw std::invalid_argument("Slurm jobs need paths without spaces or quotes (#SBATCH lines): '" + p +
-                                  "'");
+  const EngineSpec& engine = study.engine(request.engine);
+  engines::LaunchConfig parsed;
+  try {
+    parsed = engines::parse_launch_command(request.argv, request.env, engine.version);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("cannot read the launch's GPUs from its command: ") + e.what());
+  }
+  SlurmAllocation a;
+  a.gpus = std::max(1, parsed.gpus_used());
+  const int ceiling = sl.gpus(study.hardware.gpu_count);
+  if (a.gpus > ceiling)
+    throw std::invalid_argument(
+        fmt::format("the launch uses {} GPUs; a trial may ask for {} ([slurm] "
+                    "gpus_per_trial, default [hardware] gpu_count)",
+                    a.gpus, ceiling));
+  a.nodes = engines::nodes_for_gpus(a.gpus, sl.gpus_per_node);
+  a.gpus_per_node = a.nodes == 1 ? a.gpus : sl.gpus_per_node;
+  if (a.nodes > 1 && a.gpus % sl.gpus_per_node != 0)
+    throw std::invalid_argument(
+        fmt::format("the launch uses {} GPUs, which do not fill whole nodes of {} "
+                    "([slurm] gpus_per_node): a multi-node trial uses every GPU of "
+                    "its nodes",
+                    a.gpus, sl.gpus_per_node));
+  if (const auto& m = engines::engine_module(engine.kind); a.nodes > 1 && m.multi_node_one_job)
+    throw std::invalid_argument(fmt::format(
+        "the launch uses {} GPUs on {} nodes: multi-node {} (one MPI job owning the allocation's tasks) is "
+        "not launched by target slurm (docs/cluster.md section 5)",
+        a.gpus, a.nodes, m.product_name));
+  return a;
+}
+
+std::string slurm_batch_script(const Study& study, const SlurmJobFiles& files, const std::string& servelab,
+                               const std::string& job_name, const SlurmAllocation& alloc) {
+  const SlurmSpec& sl = study.slurm;
+  const int nodes = alloc.nodes;
+  const int per_node = alloc.gpus_per_node;
+  if (files.dir.string().find_first_of(" \t\n'\"") != std::string::npos)
+    throw std::invalid_argument(
+        "the output directory's path holds spaces or quotes, which the #SBATCH --output line cannot carry: "
+        "'" +
+        files.dir.string() + "'");
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"partition", sl.partition},
+                                   {"account", sl.account},
+                                   {"qos", sl.qos}})
+    if (value.find_first_of(" \t\n'\"") != std::string::npos)
+      throw std::invalid_argument(fmt::format(
+          "[slurm] {} = '{}' holds whitespace or quotes, which an #SBATCH line cannot carry", key, value));
   std::string s = "#!/bin/bash\n";
   s += fmt::format("#SBATCH --job-name={}\n", job_name);
   if (!sl.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", sl.partition);

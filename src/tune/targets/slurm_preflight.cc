@@ -143,10 +143,11 @@ PreflightReport run_slurm_preflight(const Study& study, const SlurmPreflightOpti
     for (const auto& e : study.engines)
       if (const auto& m = engines::engine_module(e.kind); m.multi_node_one_job)
         r.checks.push_back(
-            {"engine " + e.name, Result::kFailed,
+            {"engine " + e.name, Result::kWarning,
              fmt::format("multi-node {} (one MPI job owning the allocation's tasks) is not launched by "
-                         "target slurm: use one node per trial, or leave this engine out",
-                         m.product_name)});
+                         "target slurm: its trials whose launch spans more than one node of {} GPUs are "
+                         "not submitted (each says so); those on one node are",
+                         m.product_name, study.slurm.gpus_per_node)});
   return r;
 }
 

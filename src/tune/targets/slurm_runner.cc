@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +114,25 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!f) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
 }
 
+/// write_text for a file only its owner may read (mode 0600 before any byte is written).
+void write_private(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
+  ::fchmod(fd, 0600);  // an existing file keeps its mode through O_CREAT
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = strerror(errno);
+      ::close(fd);
+      throw std::runtime_error("cannot write " + path.string() + ": " + why);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
+}
+
 std::string one_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   for (auto& c : s)
@@ -173,8 +193,20 @@ class SlurmRunner {
     while (!queue.empty() || !active.empty()) {
       if (stopped()) return cancel(reqs, active, queue, done);
       while (static_cast<int>(active.size()) < study_.slurm.max_parallel && !queue.empty()) {
-        active.push_back(submit(reqs, queue.front()));
+        const std::size_t index = queue.front();
         queue.pop_front();
+        SlurmAllocation alloc;
+        try {
+          alloc = slurm_allocation(study_, reqs[index]);
+        } catch (const std::invalid_argument& e) {  // this trial cannot run here; the others can
+          TrialOutcome out;
+          out.status = TrialStatus::kRejected;
+          out.reason = e.what();
+          say(fmt::format("slurm: {} not submitted: {}", reqs[index].config_key, out.reason));
+          done(index, std::move(out));
+          continue;
+        }
+        active.push_back(submit(reqs, index, alloc));
       }
       poll_states(active);
       for (auto it = active.begin(); it != active.end();) {
@@ -199,19 +231,22 @@ class SlurmRunner {
     if (o_.progress) *o_.progress << line << "\n" << std::flush;
   }
 
-  Active submit(const std::vector<TrialRequest>& reqs, std::size_t index) {
+  Active submit(const std::vector<TrialRequest>& reqs, std::size_t index, const SlurmAllocation& alloc) {
     const TrialRequest& req = reqs[index];
     Active a;
     a.index = index;
     a.files = slurm_job_files(out_dir_ / "slurm", req.trial_key);
     fs::create_directories(a.files.dir);
+    // The request holds the study's text, credentials included (an engine's --api-key, HF_TOKEN in its
+    // env): the nodes read it as this user, nobody else may.
+    fs::permissions(a.files.dir, fs::perms::owner_all, fs::perm_options::replace);
     fs::remove(a.files.result);
     TrialRequest abs = req;
     if (!abs.log_path.empty()) abs.log_path = fs::absolute(abs.log_path);
-    write_text(a.files.request, trial_request_json(study_, abs));
+    write_private(a.files.request, trial_request_json(study_, abs));
     std::string script;
     try {
-      script = slurm_batch_script(study_, a.files, o_.servelab, job_name_);
+      script = slurm_batch_script(study_, a.files, o_.servelab, job_name_, alloc);
     } catch (const std::invalid_argument& e) {
       throw StudyAbort(e.what());
     }

@@ -71,13 +71,28 @@ struct SlurmJobFiles {
 /// The files of `trial_key` under `slurm_dir` (absolute when `slurm_dir` is).
 SlurmJobFiles slurm_job_files(const std::filesystem::path& slurm_dir, const std::string& trial_key);
 
+/// What one trial's job asks Slurm for.
+struct SlurmAllocation {
+  int gpus = 0;           ///< GPUs the trial's launch uses (TP x PP x DP, engines::LaunchConfig::gpus_used)
+  int nodes = 1;          ///< ceil(gpus / [slurm] gpus_per_node)
+  int gpus_per_node = 0;  ///< --gres count on each node: gpus on one node, else [slurm] gpus_per_node
+};
+
+/// The allocation of `request`: the GPUs its own launch uses (a study's layouts differ: tp8 on one node,
+/// tp16 on two), in whole nodes when it spans more than one. Throws std::invalid_argument naming the
+/// trial's problem: a launch servelab cannot read, more GPUs than [slurm] gpus_per_trial allows, a
+/// multi-node launch that does not fill whole nodes, a multi-node launch of an engine that runs as one MPI
+/// job (TensorRT-LLM: docs/cluster.md section 5).
+SlurmAllocation slurm_allocation(const Study& study, const TrialRequest& request);
+
 /// The batch script of one trial: `#SBATCH` lines from the [slurm] section (job name, partition,
-/// account, qos, nodes, one task per node, --gres=<gres_name>:<GPUs per node>, --time, --output,
-/// --requeue or --no-requeue, extra sbatch_args), the setup lines, then `srun` running `servelab tune-trial`
-/// on every node of the allocation (`--wait` ends the other nodes' tasks 30 s after the head's). Words
-/// are single-quoted for the shell.
+/// account, qos, `alloc`'s nodes, one task per node, --gres=<gres_name>:<alloc's GPUs per node>, --time,
+/// --output, --requeue or --no-requeue, extra sbatch_args), the setup lines, then `srun` running
+/// `servelab tune-trial` on every node of the allocation (`--wait` ends the other nodes' tasks 30 s after
+/// the head's). Words are single-quoted for the shell; an account, partition or QoS holding whitespace is
+/// refused (std::invalid_argument), as is a path with spaces or quotes.
 std::string slurm_batch_script(const Study& study, const SlurmJobFiles& files, const std::string& servelab,
-                               const std::string& job_name);
+                               const std::string& job_name, const SlurmAllocation& alloc);
 
 /// REQUEST.json of one trial: the study text and what tune applied to it (prompts scale, target port),
 /// the request (key, engine, knobs, scenarios with their arguments, repeat, engine log path).
