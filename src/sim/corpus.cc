@@ -133,7 +133,7 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
         }
       }
       if (c.status == CorpusPoint::Status::kPartial)
-        c.not_comparable.push_back(
+        c.caveats.push_back(
             fmt::format("partial run: {}", c.failure.empty() ? "some requests failed" : c.failure));
     }
   } catch (const std::exception& e) {
@@ -456,7 +456,7 @@ CorpusPoint seed_point(const json& e, const SeedRecord& record, const std::strin
       if (auto v = number(m, "Total generated tokens")) w.total_output_tokens = static_cast<long long>(*v);
       if (c.measured.successful && *c.measured.successful < w.num_prompts) {
         c.status = CorpusPoint::Status::kPartial;
-        c.not_comparable.push_back(
+        c.caveats.push_back(
             fmt::format("partial run: {} of {} requests succeeded", *c.measured.successful, w.num_prompts));
       }
     }

@@ -515,9 +515,17 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
   for (const auto& r : v.rows)
     for (const auto& u : r.unmodelled) s += fmt::format("  {:<34} {}\n", r.point->id, u);
   s += "\nMeasured figures not scored (the run's own numbers say why; the point's other figures are):\n";
+  for (const auto& r : v.rows) {
+    if (!r.predicted) continue;
+    if (r.point->suspect)
+      s += fmt::format("  {:<34} every figure: the study's block repeats another study's (suspect)\n",
+                       r.point->id);
+    for (const auto& nc : r.point->not_comparable) s += fmt::format("  {:<34} {}\n", r.point->id, nc);
+  }
+  s += "\nScored with a caveat:\n";
   for (const auto& r : v.rows)
-    if (r.predicted)
-      for (const auto& nc : r.point->not_comparable) s += fmt::format("  {:<34} {}\n", r.point->id, nc);
+    if (r.predicted && !r.point->suspect)
+      for (const auto& cv : r.point->caveats) s += fmt::format("  {:<34} {}\n", r.point->id, cv);
   s += "\nPoints outside the band (held-out total tok/s error beyond 30%), for the model's next revision:\n";
   for (const auto& r : v.rows)
     if (r.err_total_tok_s && std::fabs(*r.err_total_tok_s) > 30)
@@ -541,8 +549,10 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
         continue;
       }
       const auto& p = *r.predicted;
+      // A figure with no error was not scored (a suspect point, a figure the run did not report): no "+0%".
       auto cell = [](const std::optional<double>& m, double pr, const std::optional<double>& e) {
-        return m ? fmt::format("{:.4g}/{:.4g} {:+.0f}%", *m, pr, e.value_or(0)) : fmt::format("-/{:.4g}", pr);
+        return m ? fmt::format("{:.4g}/{:.4g} {}", *m, pr, e ? fmt::format("{:+.0f}%", *e) : "(not scored)")
+                 : fmt::format("-/{:.4g}", pr);
       };
       std::string in_sample;
       if (r.in_sample && c.measured.total_tok_s && *c.measured.total_tok_s > 0)
@@ -558,7 +568,10 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
                        cell(c.measured.mean_ttft_ms, p.mean_ttft_ms, r.err_ttft),
                        cell(c.measured.mean_tpot_ms, p.mean_tpot_ms, r.err_tpot), r.calibration_class,
                        r.calibration_level, in_sample);
+      if (c.suspect)
+        s += "      suspect: the study's block repeats another study's; never scored or fitted\n";
       for (const auto& nc : c.not_comparable) s += "      not comparable: " + nc + "\n";
+      for (const auto& cv : c.caveats) s += "      scored with a caveat: " + cv + "\n";
     }
   }
   s += fmt::format("\nValidation took {:.1f} s.\n", v.seconds);

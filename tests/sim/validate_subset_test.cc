@@ -103,6 +103,42 @@ TEST(CorpusValidationSubset, AStudyIsAlsoSummarizedWithoutItsUnmodelledPoints) {
   EXPECT_GT(v.studies[0].unmodelled_points + v.studies[1].unmodelled_points, 0);
 }
 
+// --per-point never shows an error it did not score: glm-4.5-air__h100#008 is suspect (its block repeats
+// another study's), so its figures print "(not scored)" with the reason, not "+0%", and it is listed among
+// the figures not scored; a partial run (qwen3-235b-a22b__h100's) is scored, under "Scored with a caveat",
+// not among the figures not scored.
+TEST(CorpusValidationSubset, PerPointSaysWhatWasNotScored) {
+  const auto corpus = sim::testing::corpus_subset({"glm-4.5-air__h100", "qwen3-235b-a22b__h100"});
+  const auto v = sim::validate_corpus(corpus, 2, {}, {}, false);
+  const std::string report = sim::format_corpus_validation(v, true);
+  const std::string suspect = "glm-4.5-air__h100#008";
+  const auto row = report.find("\n  " + suspect + " ", report.find("Every point"));
+  ASSERT_NE(row, std::string::npos) << report;
+  const std::string line = report.substr(row + 1, report.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find("(not scored)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("+0%"), std::string::npos) << line;
+  EXPECT_NE(report.find("suspect: the study's block repeats another study's", row), std::string::npos);
+  const auto not_scored = report.find("Measured figures not scored");
+  const auto caveat = report.find("Scored with a caveat:");
+  ASSERT_NE(not_scored, std::string::npos);
+  ASSERT_NE(caveat, std::string::npos);
+  const std::string section = report.substr(not_scored, caveat - not_scored);
+  const auto listed = section.find("  " + suspect + " ");
+  ASSERT_NE(listed, std::string::npos) << section;
+  EXPECT_NE(section.substr(listed, section.find('\n', listed) - listed)
+                .find("every figure: the study's block repeats another study's (suspect)"),
+            std::string::npos)
+      << section;
+  int partial_scored = 0;
+  for (const auto& r : v.rows)
+    if (r.point->status == sim::CorpusPoint::Status::kPartial && r.err_total_tok_s) {
+      ++partial_scored;
+      EXPECT_EQ(section.find(r.point->id + " "), std::string::npos) << r.point->id;
+      EXPECT_NE(report.find(r.point->id + " ", caveat), std::string::npos) << r.point->id;
+    }
+  EXPECT_GT(partial_scored, 0);
+}
+
 // A median TTFT of 0 ms is no TTFT: qwen3.5-9b__h100#003 (guidellm, a partial MTP run) reports mean 268.95 ms
 // and median 0 ms; its TTFT is left out of the scoring and the fit, with the reason, its tok/s is kept.
 TEST(CorpusLoad, ZeroMedianTtftIsNotComparable) {

@@ -77,6 +77,9 @@ struct CorpusPoint {
   bool suspect = false;  ///< repeats another study's block: never scored or fitted
   /// Metrics of this point that are not comparable, with the reason ("TPOT: guidellm reported ITL 0").
   std::vector<std::string> not_comparable;
+  /// What to know about a point that is scored all the same ("partial run: 984 of 1000 requests
+  /// succeeded": its figures are those of the requests that succeeded, and they are scored).
+  std::vector<std::string> caveats;
 };
 
 /// The corpus.
