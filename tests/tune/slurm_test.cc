@@ -194,7 +194,9 @@ TEST(SlurmScript, TwoNodeTrial) {
 // tp8, two for tp16), not the study's whole GPU count: a one-node launch given two nodes is refused on the
 // node ("2 nodes would leave one idle") and pays for both.
 TEST(SlurmScript, EachTrialAsksForItsOwnLayout) {
-  Study s = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("gpu_count = 8"), 13, "gpu_count = 16\ngpus_per_node = 8");
+  Study s = parse_study(text + "[slurm]\npartition = \"h100\"\n", "s.toml", "/data");
   auto alloc = [&](const std::string& engine, std::vector<std::string> argv) {
     TrialRequest r;
     r.engine = engine;
@@ -229,13 +231,18 @@ TEST(SlurmScript, EachTrialAsksForItsOwnLayout) {
     }
     return std::string("(no refusal)");
   };
-  EXPECT_EQ(
-      refusal("b", with({"--tp-size", "12"})),
-      "the launch uses 12 GPUs, which do not fill whole nodes of 8 ([slurm] gpus_per_node): a multi-node "
-      "trial uses every GPU of its nodes");
+  EXPECT_EQ(refusal("b", with({"--tp-size", "12"})),
+            "the trial asks for 12 GPUs, which do not fill whole nodes of 8 ([slurm] gpus_per_node): a "
+            "multi-node trial uses every GPU of its nodes");
   EXPECT_EQ(refusal("b", with({"--tp-size", "32"})),
-            "the launch uses 32 GPUs; a trial may ask for 16 ([slurm] gpus_per_trial, default [hardware] "
-            "gpu_count)");
+            "the launch uses 32 GPUs; the study has 16 ([hardware] gpu_count)");
+  // [slurm] gpus_per_trial, when given, is what every trial asks for (a test cluster's GRES, GPUs shared out
+  // differently): a tp8 launch on gpus_per_trial = 16 gets two nodes.
+  Study given = parse_study(std::string(testing::kSmallStudy) + kSlurmSection, "s.toml", "/data");
+  TrialRequest tp8_given;
+  tp8_given.engine = "b";
+  tp8_given.argv = with({"--tp-size", "8"});
+  EXPECT_EQ(slurm_allocation(given, tp8_given).nodes, 2);
   // TensorRT-LLM: a one-node trial runs; a two-node one is refused alone (not the whole engine).
   Study t = s;
   t.engines[0].kind = engines::EngineKind::kTrtllm;
@@ -416,22 +423,25 @@ TEST(SlurmRunner, ResumeWaitsForStoredJobsInsteadOfSubmitting) {
 // its owner only, in a directory only the owner may enter.
 TEST(SlurmRunner, UnallocatableTrialIsRejectedAloneAndRequestsArePrivate) {
   FakeSlurm fake;
-  Study study = parse_study(std::string(testing::kSmallStudy) +
-                                "[slurm]\ngpus_per_trial = 16\ngpus_per_node = 8\npoll_interval_s = 0.05\n",
-                            "s.toml", "/data");
+  Study study =
+      parse_study(std::string(testing::kSmallStudy) + "[slurm]\npoll_interval_s = 0.05\n", "s.toml", "/data");
   TrialOutcome ok;
   std::ofstream(fake.dir / "result.json") << trial_outcome_json(ok);
   { Store init(fake.dir / "out" / "results.sqlite"); }
-  auto reqs = requests(2);
+  auto reqs = requests(3);
   reqs[1].argv = {"vllm", "serve", "org/model", "-tp", "12"};
+  reqs[2].argv = {"vllm", "serve", "org/model", "-tp", "4"};
   std::map<std::size_t, TrialOutcome> got;
   make_slurm_runner(study, fake.options())(reqs,
                                            [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
   EXPECT_EQ(got.at(0).status, TrialStatus::kOk);
   EXPECT_EQ(got.at(1).status, TrialStatus::kRejected);
-  EXPECT_NE(got.at(1).reason.find("12 GPUs, which do not fill whole nodes of 8"), std::string::npos)
-      << got.at(1).reason;
-  EXPECT_EQ(fake.read("counter"), "1\n");
+  EXPECT_EQ(got.at(1).reason, "the launch uses 12 GPUs; the study has 8 ([hardware] gpu_count)");
+  EXPECT_EQ(got.at(2).status, TrialStatus::kOk);
+  EXPECT_EQ(fake.read("counter"), "2\n");
+  std::ifstream tp4(slurm_job_files(fake.dir / "out" / "slurm", reqs[2].trial_key).script);
+  const std::string tp4_text((std::istreambuf_iterator<char>(tp4)), std::istreambuf_iterator<char>());
+  EXPECT_NE(tp4_text.find("#SBATCH --gres=gpu:4\n"), std::string::npos) << tp4_text;
   const SlurmJobFiles f = slurm_job_files(fake.dir / "out" / "slurm", reqs[0].trial_key);
   EXPECT_EQ(fs::status(f.request).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);

@@ -440,6 +440,7 @@ void read_slurm(const Ctx& c, const toml::table& lt, const Hardware& hw, SlurmSp
   if (sl.gres_name.empty() || sl.gres_name.find_first_of(" :,") != std::string::npos)
     c.fail(lt.get("gres_name"), "slurm.gres_name", "must be a GRES name such as \"gpu\"");
   sl.gpus_per_trial = get_int(c, lt, "gpus_per_trial", "slurm", hw.gpu_count, Range{1, 4096});
+  sl.gpus_per_trial_given = lt.contains("gpus_per_trial");
   sl.gpus_per_node =
       get_int(c, lt, "gpus_per_node", "slurm", std::min(hw.gpus_per_node, sl.gpus_per_trial), Range{1, 64});
   if (sl.gpus_per_trial > sl.gpus_per_node && sl.gpus_per_trial % sl.gpus_per_node != 0)

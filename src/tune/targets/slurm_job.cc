@@ -161,25 +161,23 @@ SlurmAllocation slurm_allocation(const Study& study, const TrialRequest& request
     throw std::invalid_argument(std::string("cannot read the launch's GPUs from its command: ") + e.what());
   }
   SlurmAllocation a;
-  a.gpus = std::max(1, parsed.gpus_used());
-  const int ceiling = sl.gpus(study.hardware.gpu_count);
-  if (a.gpus > ceiling)
+  a.gpus = sl.gpus_per_trial_given ? sl.gpus_per_trial : std::max(1, parsed.gpus_used());
+  if (!sl.gpus_per_trial_given && a.gpus > study.hardware.gpu_count)
     throw std::invalid_argument(
-        fmt::format("the launch uses {} GPUs; a trial may ask for {} ([slurm] "
-                    "gpus_per_trial, default [hardware] gpu_count)",
-                    a.gpus, ceiling));
+        fmt::format("the launch uses {} GPUs; the study has {} ([hardware] gpu_count)", a.gpus,
+                    study.hardware.gpu_count));
   a.nodes = engines::nodes_for_gpus(a.gpus, sl.gpus_per_node);
   a.gpus_per_node = a.nodes == 1 ? a.gpus : sl.gpus_per_node;
   if (a.nodes > 1 && a.gpus % sl.gpus_per_node != 0)
     throw std::invalid_argument(
-        fmt::format("the launch uses {} GPUs, which do not fill whole nodes of {} "
+        fmt::format("the trial asks for {} GPUs, which do not fill whole nodes of {} "
                     "([slurm] gpus_per_node): a multi-node trial uses every GPU of "
                     "its nodes",
                     a.gpus, sl.gpus_per_node));
   if (const auto& m = engines::engine_module(engine.kind); a.nodes > 1 && m.multi_node_one_job)
     throw std::invalid_argument(fmt::format(
-        "the launch uses {} GPUs on {} nodes: multi-node {} (one MPI job owning the allocation's tasks) is "
-        "not launched by target slurm (docs/cluster.md section 5)",
+        "the trial asks for {} GPUs on {} nodes: multi-node {} (one MPI job owning the allocation's tasks) "
+        "is not launched by target slurm (docs/cluster.md section 5)",
         a.gpus, a.nodes, m.product_name));
   return a;
 }

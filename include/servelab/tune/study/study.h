@@ -179,11 +179,14 @@ struct Hardware {
 /// The `[slurm]` section: how each trial becomes a Slurm job (target `slurm`, docs/cluster.md). A trial
 /// that needs more GPUs than `gpus_per_node` gets ceil(gpus / gpus_per_node) nodes.
 struct SlurmSpec {
-  std::string partition;           ///< sbatch --partition ("" = the cluster's default partition)
-  std::string account;             ///< sbatch --account ("" = none)
-  std::string qos;                 ///< sbatch --qos ("" = none)
-  std::string gres_name = "gpu";   ///< the GRES the GPUs are requested as: --gres=<gres_name>:<per node>
-  int gpus_per_trial = 0;          ///< GPUs one trial uses (0 = hardware.gpu_count)
+  std::string partition;          ///< sbatch --partition ("" = the cluster's default partition)
+  std::string account;            ///< sbatch --account ("" = none)
+  std::string qos;                ///< sbatch --qos ("" = none)
+  std::string gres_name = "gpu";  ///< the GRES the GPUs are requested as: --gres=<gres_name>:<per node>
+  int gpus_per_trial = 0;         ///< GPUs one trial uses (0 = hardware.gpu_count)
+  /// gpus_per_trial was given in [slurm]: every trial asks for exactly that (a test cluster, GPUs shared
+  /// out differently); else each trial asks for what its own launch uses (tune::slurm_allocation).
+  bool gpus_per_trial_given = false;
   int gpus_per_node = 8;           ///< GPUs of one node of the partition
   double time_limit_min = 60;      ///< sbatch --time of every trial, minutes (a job past it: "time_limit")
   int max_parallel = 4;            ///< most trial jobs queued or running at once

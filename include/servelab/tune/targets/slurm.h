@@ -73,16 +73,17 @@ SlurmJobFiles slurm_job_files(const std::filesystem::path& slurm_dir, const std:
 
 /// What one trial's job asks Slurm for.
 struct SlurmAllocation {
-  int gpus = 0;           ///< GPUs the trial's launch uses (TP x PP x DP, engines::LaunchConfig::gpus_used)
+  int gpus =
+      0;  ///< GPUs the trial asks for: its launch's (TP x PP x DP), or [slurm] gpus_per_trial when given
   int nodes = 1;          ///< ceil(gpus / [slurm] gpus_per_node)
   int gpus_per_node = 0;  ///< --gres count on each node: gpus on one node, else [slurm] gpus_per_node
 };
 
 /// The allocation of `request`: the GPUs its own launch uses (a study's layouts differ: tp8 on one node,
-/// tp16 on two), in whole nodes when it spans more than one. Throws std::invalid_argument naming the
-/// trial's problem: a launch servelab cannot read, more GPUs than [slurm] gpus_per_trial allows, a
-/// multi-node launch that does not fill whole nodes, a multi-node launch of an engine that runs as one MPI
-/// job (TensorRT-LLM: docs/cluster.md section 5).
+/// tp16 on two), or [slurm] gpus_per_trial when the study gives it, in whole nodes when it spans more than
+/// one. Throws std::invalid_argument naming the trial's problem: a launch servelab cannot read, more GPUs
+/// than the study's [hardware] gpu_count, a multi-node allocation that does not fill whole nodes, a
+/// multi-node launch of an engine that runs as one MPI job (TensorRT-LLM: docs/cluster.md section 5).
 SlurmAllocation slurm_allocation(const Study& study, const TrialRequest& request);
 
 /// The batch script of one trial: `#SBATCH` lines from the [slurm] section (job name, partition,
