@@ -73,6 +73,32 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
       std::string::npos);
 }
 
+// Study text is escaped once: the goal's "<script>" reads as typed in the HTML (the Markdown writes it
+// "&lt;script&gt;", which the HTML kept as "&amp;lt;script&amp;gt;", shown literally), never as markup; each
+// knob's description is shown (study.md: "shown in the report").
+TEST(HtmlReport, StudyTextIsEscapedOnceAndKnobDescriptionsAreShown) {
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("goal = \"test study\""), 19,
+               "goal = \"Qwen3 on 4xH100: <script>alert('x')</script> & \\\"quotes\\\"\"");
+  text.replace(text.find("name = \"layout\"\n"), 16,
+               "name = \"layout\"\ndescription = \"TP/DP <b>layout</b> | split\"\n");
+  Study study = parse_study(text, "small.toml", "/data");
+  Evaluator ev{study, testing::fake_runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  SearchOutcome outcome = run_search(study, ev, nullptr);
+  ReportInput in{&study, &outcome, ev.records(), {}};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("| layout | **tp8**, tp4-dp2, tp3 | TP/DP &lt;b&gt;layout&lt;/b&gt; \\| split |"),
+            std::string::npos)
+      << md;
+  const std::string page = render_html(in, md, "/*chartjs*/");
+  EXPECT_NE(page.find("Qwen3 on 4xH100: &lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;quotes&quot;"),
+            std::string::npos)
+      << page.substr(page.find("Qwen3 on 4xH100"), 200);
+  EXPECT_EQ(page.find("&amp;lt;"), std::string::npos);
+  EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+  EXPECT_NE(page.find("TP/DP &lt;b&gt;layout&lt;/b&gt; | split"), std::string::npos);
+}
+
 TEST(HtmlReport, TheDefaultRuleKeepsTheLargeGainAndShowsTheCommandThatLosesNowhere) {
   // trade_off (default): ctx gains +10% on the objective (above the 5% threshold) and loses on s2, so it is
   // kept (148.5) and the command without it (135) is the alternative.

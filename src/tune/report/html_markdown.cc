@@ -12,12 +12,25 @@ namespace servelab::tune::html {
 
 namespace {
 
-/// Inline markup: `code`, **bold**; everything else escaped.
+/// The length of the HTML character reference (&lt; &gt; &amp; &quot; &#39;, which the Markdown's own
+/// escaping writes) at `s[i]`, else 0.
+size_t entity_at(const std::string& s, size_t i) {
+  for (const char* e : {"&lt;", "&gt;", "&amp;", "&quot;", "&#39;"})
+    if (s.compare(i, std::char_traits<char>::length(e), e) == 0) return std::char_traits<char>::length(e);
+  return 0;
+}
+
+/// Inline markup: `code`, **bold**; a character reference outside code is kept (a Markdown viewer decodes
+/// it: the goal's "<script>" is written "&lt;script&gt;" and shown as typed, not as "&lt;script&gt;");
+/// everything else escaped.
 std::string inline_md(const std::string& s) {
   std::string o;
   bool code = false, bold = false;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '`') {
+    if (const size_t n = code ? 0 : entity_at(s, i); n > 0) {
+      o += s.substr(i, n);
+      i += n - 1;
+    } else if (s[i] == '`') {
       o += code ? "</code>" : "<code>";
       code = !code;
     } else if (!code && s.compare(i, 2, "**") == 0) {

@@ -463,6 +463,20 @@ static void scenarios_text(std::ostringstream& md, const Study& s) {
        << fmt::format("{}", fmt::join(common::redact_args(sc.args), " ")) << "`\n";
 }
 
+/// "Knobs searched": each knob's values (the baseline first in bold) and the study's description of it.
+static void knobs_text(std::ostringstream& md, const Study& s) {
+  if (s.knobs.empty()) return;
+  md << "\n### Knobs searched\n\n| knob | values (baseline in bold) | description |\n|---|---|---|\n";
+  for (const auto& k : s.knobs) {
+    std::string values;
+    for (const auto& v : k.values) {
+      if (!values.empty()) values += ", ";
+      values += v.label == k.baseline ? "**" + md_escape(v.label) + "**" : md_escape(v.label);
+    }
+    md << "| " << md_escape(k.name) << " | " << values << " | " << md_escape(k.description) << " |\n";
+  }
+}
+
 /// "Baselines": each engine's baseline command and result (or failure).
 static void baselines_text(std::ostringstream& md, const ReportInput& in, const std::string& metric) {
   const Study& s = *in.study;
@@ -552,6 +566,7 @@ std::string render_markdown(const ReportInput& in) {
   goal_text(md, s, metric);
   setup_text(md, in);
   scenarios_text(md, s);
+  knobs_text(md, s);
   baselines_text(md, in, metric);
   if (o.strategy == Strategy::kGreedy)
     greedy_text(md, in, metric);
