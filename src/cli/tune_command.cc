@@ -68,6 +68,9 @@ std::string plan_lines(const servelab::tune::Study& study, const servelab::tune:
   std::string s =
       fmt::format("  trials: {} ({} pruned before launch{})\n", t.trials, t.pruned,
                   t.reused ? fmt::format(", {} on an engine kept up between SLO probes", t.reused) : "");
+  if (t.pruned > 0)
+    s += fmt::format("  pruned: {}{}\n", t.first_pruned_reason.substr(0, t.first_pruned_reason.find('\n')),
+                     t.pruned > 1 ? fmt::format(" (the first of {})", t.pruned) : "");
   if (!t.on_gpus)
     return s +
            "  launches: none (target twin: every trial is a prediction; --target local --dry-run plans "
@@ -113,6 +116,10 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
     std::cout << "  a grid search instead: not played (" << plan.grid_note << ")\n";
   if (study.target != Target::kTwin)
     std::cout << (ok ? "pre-flight: ok\n" : "pre-flight: FAILED (see above); fix it before booking GPUs\n");
+  if (plan.tally.trials > 0 && plan.tally.pruned == plan.tally.trials) {  // the real run would end in error
+    std::cout << "nothing to run: every trial is pruned before launch (see `pruned` above); fix the study\n";
+    ok = false;
+  }
   if (!ok) throw servelab::cli::ExitRequest{2};
 }
 

@@ -139,6 +139,35 @@ for dry in --dry-run ""; do
   [[ "$err" == *"servelab tune: the engine twin cannot resolve the model foo/bar-7b"* ]] ||
     fail "tune $dry on an unknown model: $err"
 done
+# A dry run whose every trial is pruned says why and exits 2 (new-user trial: "trials: 1 (1 pruned before
+# launch)", exit 0, while the real run ended in "no configuration succeeded").
+cat > "$tmp/allpruned.toml" <<'TOML'
+[study]
+name = "allpruned"
+target = "twin"
+[model]
+id = "Qwen/Qwen3-8B"
+[hardware]
+gpu = "H100"
+gpu_count = 8
+[[engines]]
+name = "vllm"
+kind = "vllm"
+version = "0.13.0"
+command = ["vllm", "serve", "{model}", "--port", "{port}"]
+[[knobs]]
+name = "layout"
+type = "layout"
+values = [{tp = 16}]
+render.vllm = [{flags = ["--tensor-parallel-size", "{tp}"]}]
+[[scenarios]]
+id = "s"
+args = ["--dataset-name", "random", "--random-input-len", "128", "--random-output-len", "16", "--num-prompts", "10"]
+TOML
+out="$("$BIN" tune "$tmp/allpruned.toml" --dry-run --out "$tmp/allpruned-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune --dry-run with every trial pruned exited $rc: $out"
+[[ "$out" == *"pruned: baseline: layout tp16 needs 16 GPUs, the node has 8"* ]] || fail "dry run pruned: $out"
+[[ "$out" == *"nothing to run: every trial is pruned before launch"* ]] || fail "dry run pruned: $out"
 # A GPU the twin does not model is refused before the workload is drawn (no tokenizer needed for that).
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"

@@ -27,7 +27,9 @@ TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& reco
     if (!key || key->runner != target) continue;  // the twin's predictions for another target
     ++t.trials;
     if (key->rejected()) {  // Evaluator::record_rejection's: a config check_config refused, never launched
-      ++t.pruned;
+      if (t.pruned++ == 0)
+        t.first_pruned_reason =
+            (r.config_label.empty() ? r.config_key : r.config_label) + ": " + r.outcome.reason;
       continue;
     }
     if (r.outcome.status == TrialStatus::kInvalid) {

@@ -15,6 +15,7 @@ struct TrialTally {
   bool on_gpus = false;  ///< the target launches engines (not the twin target)
   int trials = 0;        ///< trials of the target (pruned ones included; the twin's guiding predictions not)
   int pruned = 0;        ///< rejected before launch by check_config: no engine time
+  std::string first_pruned_reason;  ///< the first pruned trial's config and reason ("" when none was)
   /// Engine starts on GPUs: the target's trials less pruned ones and those run on an engine kept up
   /// (TrialOutcome::engine_reused). 0 on the twin target.
   int launches = 0;
