@@ -342,6 +342,24 @@ TEST(TwinVerdict, AdvantageInsideTheBandSaysMeasureTheseAndNamesNoWinner) {
       << "the # column: the number a row's why cites (\"the same prediction as #1\"), as in report.md";
 }
 
+// A configuration only the grid check predicted (twin-guided / greedy's grid check) is a candidate too:
+// inside the band, it is in "Measure these" (a trial user found two such, above listed ones, left out).
+TEST(TwinVerdict, AGridCheckPredictionInsideTheBandIsMeasuredToo) {
+  BandFixture f(8);
+  SearchOutcome o = f.outcome;
+  Evaluation grid_only = o.best;
+  grid_only.key = "b{grid-only}";
+  grid_only.label = "grid only";
+  grid_only.objective.mean = 140;  // 140 x 1.08 = 151.2 >= 148.5 x 0.92
+  o.grid_check = GridCheck{};
+  o.grid_check->ranked = {o.best, grid_only};
+  const TwinVerdict v = twin_verdict(f.study, o);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie);
+  const auto labels = tie_labels(v);
+  ASSERT_EQ(labels.size(), 4u);
+  EXPECT_EQ(labels[1], "b grid only");  // sorted by prediction: 140 after the top pick's 148.5
+}
+
 // A knob the twin models no effect of (here `flag`, ignored by the runner) gives a launch whose prediction
 // equals another's to the last digit; "Measure these" says so instead of an inside-the-band comparison of
 // two equal numbers (new-user trial: a running-request cap above the prompts sent).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "servelab/tune/search/evaluations.h"
@@ -75,12 +76,22 @@ bool advantage_inside_bands(double best, double best_band_pct, double other, dou
 
 namespace {
 
-/// Every feasible prediction of `o` on the objective, one per configuration, the top pick excluded.
+/// Every feasible prediction of `o` on the objective, one per configuration, the top pick excluded: the
+/// search's evaluations, then every configuration the grid check predicted (a trial user found two inside
+/// the band, above some listed ones, left out of "Measure these"; the report lists the first few and counts
+/// the rest).
 std::vector<const Evaluation*> verdict_candidates(const SearchOutcome& o) {
+  auto keep = [&](const Evaluation& e) {
+    return !e.key.empty() && e.key != o.best.key && e.feasible && e.predicted && e.objective.n > 0;
+  };
   std::vector<const Evaluation*> out =
-      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, [&](const Evaluation& e) {
-        return e.key != o.best.key && e.feasible && e.predicted && e.objective.n > 0;
-      });
+      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);
+  if (o.grid_check) {
+    std::set<std::string> seen;
+    for (const Evaluation* e : out) seen.insert(e->key);
+    for (const auto& e : o.grid_check->ranked)
+      if (keep(e) && seen.insert(e.key).second) out.push_back(&e);
+  }
   sort_best_first(out);
   return out;
 }
