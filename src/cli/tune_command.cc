@@ -143,6 +143,7 @@ void render_k8s(const servelab::tune::Study& study, const TuneArgs& a) {
     std::cout << fmt::format("{}/{}.yaml  {} ({} pod(s) x {} GPUs)\n", a.render, m.name, m.kind, m.nodes,
                              m.gpus_per_pod);
   for (const auto& [key, why] : r.skipped) std::cerr << "servelab tune: not rendered: " << why << "\n";
+  for (const auto& w : r.warnings) std::cerr << "servelab tune: warning: " << w << "\n";
   std::cout << fmt::format("{} manifest(s) in {} (index: trials.tsv); apply with kubectl apply -f {}\n",
                            r.manifests.size(), a.render, a.render);
   if (!r.secret_keys.empty()) {

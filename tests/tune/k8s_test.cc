@@ -295,6 +295,32 @@ command = ["trtllm-serve", "{model}"]
 // credential of a command line is a reference to a variable filled from the credentials Secret: "$(NAME)"
 // in an exec-form command (Kubernetes expands it), "${NAME}" in a script (the shell does); the render lists
 // the keys the Secret must hold. No file it writes holds a credential.
+// The benchmark container reads the model's tokenizer from the Hub cache the engine fills (the model-cache
+// claim is mounted in both) and a scenario's local file from its own image, which the render says.
+TEST(K8sRender, TheBenchContainerSharesTheModelCacheAndLocalFilesAreNamed) {
+  std::string text = kStudy;
+  text.replace(text.find("results_claim = \"servelab-results\""), 34,
+               "results_claim = \"servelab-results\"\nmodel_cache_claim = \"hf-cache\"");
+  text.replace(text.find("\"--dataset-name\", \"random\""), 26,
+               "\"--dataset-name\", \"sharegpt\", \"--dataset-path\", \"sg.json\"");
+  const st::Study s = st::parse_study(text, "k8s.toml", "/data");
+  const fs::path dir = fresh_dir("cache");
+  const st::K8sRenderResult r = st::render_k8s_study(s, dir, st::testing::fake_runner());
+  ASSERT_EQ(r.manifests.size(), 2u);
+  const YAML::Node pod =
+      YAML::LoadFile((dir / "k8s-small-001-sglang.yaml").string())["spec"]["template"]["spec"];
+  std::vector<std::string> mounts;
+  for (const auto& m : pod["containers"][0]["volumeMounts"])
+    mounts.push_back(m["name"].as<std::string>() + ":" + m["mountPath"].as<std::string>());
+  EXPECT_EQ(mounts, (std::vector<std::string>{"results:/results", "model-cache:/root/.cache/huggingface"}));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(
+      r.warnings[0],
+      "scenario random-1k: --dataset-path sg.json is read inside the benchmark container: the bench image "
+      "must have it at that path (relative to the container's working directory)");
+  fs::remove_all(dir);
+}
+
 TEST(K8sRender, NoCredentialInAnyFileItWrites) {
   std::string text = kStudy;
   text.replace(text.find("\"--host\", \"{host}\""), 18,
@@ -340,9 +366,15 @@ TEST(K8sRender, NoCredentialInAnyFileItWrites) {
                 "--header Authorization=\"${SERVELAB_SECRET_AUTHORIZATION}\" "),
             std::string::npos)
       << bench["command"][2].as<std::string>();
-  EXPECT_EQ(bench["env"][0]["name"].as<std::string>(), "SERVELAB_SECRET_AUTHORIZATION");
-  EXPECT_EQ(bench["env"][0]["valueFrom"]["secretKeyRef"]["key"].as<std::string>(),
-            "SERVELAB_SECRET_AUTHORIZATION");
+  // Its env: the header's variable, and the engine's Hub variables (the tokenizer of a random scenario comes
+  // from the Hub: a gated model's token, a mirror), each from the Secret.
+  std::vector<std::string> bench_env;
+  for (const auto& e : bench["env"]) {
+    bench_env.push_back(e["name"].as<std::string>());
+    EXPECT_EQ(e["valueFrom"]["secretKeyRef"]["key"].as<std::string>(), e["name"].as<std::string>());
+  }
+  EXPECT_EQ(bench_env,
+            (std::vector<std::string>{"HF_ENDPOINT", "HF_TOKEN", "SERVELAB_SECRET_AUTHORIZATION"}));
 
   // The LeaderWorkerSet: head and worker scripts expand the variable; both containers get it.
   const YAML::Node lws =

@@ -276,15 +276,28 @@ std::string bench_script(const Ctx& c, const std::string& name, bool stay,
   return s;
 }
 
+/// The engine's variables that tell `bench serve` how to reach the Hugging Face Hub for the model's
+/// tokenizer (a gated model's token, a mirror, offline mode): the benchmark container gets them too.
+bool hub_env(const std::string& name) {
+  return name == "HF_TOKEN" || name == "HUGGING_FACE_HUB_TOKEN" || name == "HF_ENDPOINT" ||
+         name == "HF_HUB_OFFLINE" || name == "HF_HOME" || name == "HF_HUB_CACHE";
+}
+
 void emit_bench(YAML::Emitter& y, const Ctx& c, const std::string& name, bool stay) {
   y << YAML::BeginMap;
   emit_kv(y, "name", "bench");
   emit_kv(y, "image", c.k8s.bench_image);
   std::map<std::string, std::string> env;
   emit_strings(y, "command", {"sh", "-c", bench_script(c, name, stay, env)});
+  // The tokenizer of a random or ShareGPT scenario comes from the Hub (or the cache the engine filled): the
+  // bench container gets the engine's Hub variables (a token from the Secret) and the model cache's claim.
+  for (const auto& [k, v] : c.trial.env)
+    if (hub_env(k)) env.emplace(k, v);
   emit_env(y, env, c.k8s.credentials_secret);
   for (const auto& k : credential_keys(env)) c.secret_keys->insert(k);
-  emit_mounts(y, {{"results", "/results"}});
+  std::vector<std::pair<std::string, std::string>> mounts = {{"results", "/results"}};
+  if (!c.k8s.model_cache_claim.empty()) mounts.emplace_back("model-cache", "/root/.cache/huggingface");
+  emit_mounts(y, mounts);
   y << YAML::EndMap;
 }
 
@@ -540,6 +553,17 @@ K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path
   Evaluator ev(study, capture, RunnerKind::kK8sPlan, nullptr, {}, nullptr, nullptr, {});
   run_search(study, ev, &ev);
   K8sRenderResult out;
+  // A file a scenario names (a dataset, a tokenizer file) is read by the benchmark container, from its image:
+  // said once per file, since tune cannot tell whether the image has it.
+  for (const auto& sc : study.scenarios)
+    for (std::size_t i = 0; i + 1 < sc.args.size(); ++i)
+      if (sc.args[i] == "--dataset-path" || (sc.args[i] == "--tokenizer" && fs::exists(sc.args[i + 1])))
+        out.warnings.push_back(fmt::format(
+            "scenario {}: {} {} is read inside the benchmark container: the bench image must have it at that "
+            "path{}",
+            sc.id, sc.args[i], sc.args[i + 1],
+            fs::path(sc.args[i + 1]).is_relative() ? " (relative to the container's working directory)"
+                                                   : ""));
   std::ofstream tsv(dir / "trials.tsv");
   tsv << "name\tkind\tnodes\tgpus_per_pod\tconfig\ttrial_key\n";
   int index = 0;

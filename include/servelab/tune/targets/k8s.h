@@ -43,6 +43,9 @@ struct K8sRenderResult {
   std::vector<K8sManifest> manifests;                        ///< written, in search order
   std::vector<std::pair<std::string, std::string>> skipped;  ///< trial key -> why it was not rendered
   std::set<std::string> secret_keys;                         ///< union of the manifests' secret_keys
+  /// What the manifests cannot provide and the cluster must: a scenario's local file (--dataset-path, a
+  /// --tokenizer file) that the benchmark container reads from its image.
+  std::vector<std::string> warnings;
 };
 
 /// Renders every trial the search asks for when `planner` plays it (as `tune --dry-run` counts them; the
