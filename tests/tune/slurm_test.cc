@@ -452,6 +452,30 @@ TEST(SlurmRunner, UnallocatableTrialIsRejectedAloneAndRequestsArePrivate) {
   EXPECT_NE(text.find("#SBATCH --gres=gpu:8\n"), std::string::npos) << text;
 }
 
+// Pre-flight names every engine whose start-up budget the time limit does not exceed (a trial user saw only
+// "engine vllm" where sglang had the same 1800 s), and only warns about TensorRT-LLM: its one-node trials
+// run.
+TEST(SlurmPreflight, NamesEverySlowEngineAndOnlyWarnsAboutTensorRtLlm) {
+  FakeSlurm fake;
+  fake.tool("scontrol",
+            "echo 'PartitionName=h100 State=UP MaxTime=1-00:00:00 MaxNodes=UNLIMITED Default=YES'");
+  fake.tool("sinfo", "echo 'n1|gpu:8'; echo 'n2|gpu:8'");
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("gpu_count = 8"), 13, "gpu_count = 16\ngpus_per_node = 8");
+  Study s = parse_study(text + "[slurm]\npartition = \"h100\"\ntime_limit_min = 5\n", "s.toml", "/data");
+  s.engines[0].kind = engines::EngineKind::kTrtllm;
+  SlurmPreflightOptions o;
+  o.scontrol = (fake.dir / "scontrol").string();
+  o.sinfo = (fake.dir / "sinfo").string();
+  const PreflightReport r = run_slurm_preflight(s, o);
+  EXPECT_TRUE(r.ok()) << r.text();
+  EXPECT_NE(r.text().find("time_limit_min = 5 is not longer than the start-up budget (ready_timeout_s) of "
+                          "engines a (1800 s), b (1800 s)"),
+            std::string::npos)
+      << r.text();
+  EXPECT_NE(r.text().find("[warning] engine a: multi-node TensorRT-LLM"), std::string::npos) << r.text();
+}
+
 TEST(SlurmRunner, StopCancelsTheJobsAndForgetsThem) {
   FakeSlurm fake;
   std::ofstream(fake.dir / "state.1") << "RUNNING";

@@ -73,16 +73,17 @@ void check_partition(const Study& study, const std::map<std::string, std::string
     r.checks.push_back({"time limit", Result::kOk,
                         fmt::format("{} per trial (partition MaxTime {})", slurm_time(sl.time_limit_min),
                                     p.count("MaxTime") ? p.at("MaxTime") : "?")});
-  double startup_s = 0;
-  std::string engine;
+  std::vector<std::string> slow;  // every engine whose start-up budget the time limit does not exceed
   for (const auto& e : study.engines)
-    if (e.ready_timeout_s > startup_s) startup_s = e.ready_timeout_s, engine = e.name;
-  if (sl.time_limit_min * 60 <= startup_s)
-    r.checks.push_back({"time limit", Result::kWarning,
-                        fmt::format("time_limit_min = {:g} is not longer than engine {}'s start-up budget "
-                                    "(ready_timeout_s = {:g} s): a slow start-up ends as time_limit, with no "
-                                    "scenario run",
-                                    sl.time_limit_min, engine, startup_s)});
+    if (sl.time_limit_min * 60 <= e.ready_timeout_s)
+      slow.push_back(fmt::format("{} ({:g} s)", e.name, e.ready_timeout_s));
+  if (!slow.empty())
+    r.checks.push_back(
+        {"time limit", Result::kWarning,
+         fmt::format("time_limit_min = {:g} is not longer than the start-up budget "
+                     "(ready_timeout_s) of engine{} {}: a slow start-up ends as time_limit, with "
+                     "no scenario run",
+                     sl.time_limit_min, slow.size() > 1 ? "s" : "", fmt::join(slow, ", "))});
   const int nodes = sl.nodes(study.hardware.gpu_count);
   if (p.count("MaxNodes") && p.at("MaxNodes") != "UNLIMITED") {
     try {

@@ -367,14 +367,19 @@ class SlurmRunner {
       }
     } else {
       out.status = TrialStatus::kError;
-      out.reason = fmt::format("{} ended {} without writing {}: {}", where, a.state, a.files.result.string(),
-                               one_line(error_line(out.log_tail)));
+      const std::string last = one_line(error_line(out.log_tail));
+      out.reason = fmt::format("{} ended {} without writing {}{}", where, a.state, a.files.result.string(),
+                               last.empty() ? " (its output has no error line)" : ": " + last);
     }
     if (a.requeues > 0) out.reason += fmt::format(" (requeued {} time(s))", a.requeues);
     if (out.status != TrialStatus::kOk) out.reason += "; job output: " + output;
     if (out.wall_s == 0) out.wall_s = steady_s() - a.steady_started_s;
-    say(fmt::format("slurm: job {} ended {} ({})", a.job_id, a.state.empty() ? "?" : a.state,
-                    trial_status_name(out.status)));
+    // A job neither squeue nor sacct knows any more did not end in the state last seen (often PENDING).
+    say(a.unseen_polls >= 30
+            ? fmt::format("slurm: job {} vanished from squeue and sacct (last seen {}; {})", a.job_id,
+                          a.state.empty() ? "never" : a.state, trial_status_name(out.status))
+            : fmt::format("slurm: job {} ended {} ({})", a.job_id, a.state.empty() ? "?" : a.state,
+                          trial_status_name(out.status)));
     return out;
   }
 
