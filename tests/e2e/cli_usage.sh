@@ -168,6 +168,13 @@ out="$("$BIN" tune "$tmp/allpruned.toml" --dry-run --out "$tmp/allpruned-out" 2>
 [ "$rc" -eq 2 ] || fail "tune --dry-run with every trial pruned exited $rc: $out"
 [[ "$out" == *"pruned: baseline: layout tp16 needs 16 GPUs, the node has 8"* ]] || fail "dry run pruned: $out"
 [[ "$out" == *"nothing to run: every trial is pruned before launch"* ]] || fail "dry run pruned: $out"
+# A scenario's bench arguments bench refuses: the file, line and key, like every study error.
+sed 's/"--random-input-len", "128"/"--random-input-lenn", "128"/; s/tp = 16/tp = 1/' "$tmp/allpruned.toml" \
+  > "$tmp/badargs.toml"
+out="$("$BIN" tune "$tmp/badargs.toml" --out "$tmp/badargs-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune with a mistyped bench flag exited $rc: $out"
+[[ "$out" == *"badargs.toml:21: scenarios[0].args: scenario s: bench serve arguments: The following arguments were not expected: 128 --random-input-lenn"* ]] ||
+  fail "tune with a mistyped bench flag: $out"
 # A GPU the twin does not model is refused before the workload is drawn (no tokenizer needed for that).
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"

@@ -650,6 +650,8 @@ void read_scenarios(const Ctx& c, const toml::table& root, const std::string& da
     sc.id = get_string(c, t, "id", p, std::nullopt);
     sc.description = get_string(c, t, "description", p, std::string());
     sc.args = get_strings(c, t, "args", p);
+    if (const toml::node* an = t.get("args"))
+      sc.args_origin = fmt::format("{}:{}: {}.args", c.origin, an->source().begin.line, p);
     check_key_placeholders(c, t, "args", p, kScenarioPlaceholders);
     for (auto& a : sc.args) a = substitute(a, "data_dir", data_dir);
     sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});

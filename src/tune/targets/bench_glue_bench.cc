@@ -40,9 +40,13 @@ bench::RunOptions parse_scenario_bench_args(const std::vector<std::string>& comm
   try {
     bench::parse_bench_args(app, args);  // as `bench serve` reads them ('_' as '-', unambiguous prefixes)
   } catch (const CLI::ParseError& e) {
-    throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
+    throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
+                                            sc.args_origin.empty() ? "" : sc.args_origin + ": ", sc.id,
+                                            e.what()));
   } catch (const bench::ConfigError& e) {
-    throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
+    throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
+                                            sc.args_origin.empty() ? "" : sc.args_origin + ": ", sc.id,
+                                            e.what()));
   }
   return cfg;
 }

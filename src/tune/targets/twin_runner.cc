@@ -43,7 +43,9 @@ TwinScenario twin_scenario(const std::vector<std::string>& common, const Scenari
   try {
     t.resolved = bench::resolve(t.opts);
   } catch (const std::exception& e) {
-    throw std::invalid_argument(fmt::format("scenario {}: bench serve arguments: {}", sc.id, e.what()));
+    throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
+                                            sc.args_origin.empty() ? "" : sc.args_origin + ": ", sc.id,
+                                            e.what()));
   }
   return t;
 }

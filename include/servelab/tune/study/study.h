@@ -107,6 +107,9 @@ struct Scenario {
   /// `load = {concurrency = [...], request_rate = [...]}`: this scenario's load sweep instead of [load]
   /// (`load = {}` sweeps nothing on it).
   std::optional<LoadSpec> load;
+  /// Where `args` are written ("study.toml:47: scenarios[0].args"), the prefix of an error about them; ""
+  /// for a scenario not read from a file.
+  std::string args_origin;
 };
 
 /// What "better" means.
