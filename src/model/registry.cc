@@ -288,13 +288,16 @@ ModelSpec load_config(const std::filesystem::path& config_json,
   return from_config(j, source);
 }
 
-ModelSpec load_config_with_modelopt(const std::filesystem::path& config_json) {
+ModelSpec load_config_with_modelopt(const std::filesystem::path& path) {
+  std::error_code ec;
+  // A checkpoint directory, as engines take it: its config.json (and hf_quant_config.json beside it).
+  const std::filesystem::path config_json =
+      std::filesystem::is_directory(path, ec) ? path / "config.json" : path;
   const std::string name = config_json.filename().string(), suffix = "config.json";
   if (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return load_config(config_json);
   const std::filesystem::path quant =
       config_json.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json");
-  std::error_code ec;
   return std::filesystem::is_regular_file(quant, ec) ? load_config(config_json, quant)
                                                      : load_config(config_json);
 }

@@ -323,27 +323,29 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   auto from_hub = [&]() -> std::optional<ModelSpec> {
     if (!fetch.download || !hub::is_repo_id(model)) return std::nullopt;
     try {
-      const hub::Snapshot snap =
-          hub::fetch_files(model, {{"config.json", true}}, fetch.revision, hub_options);
-      return load_config(*snap.files.at("config.json"));
+      const hub::Snapshot snap = hub::fetch_files(
+          model, {{"config.json", true}, {"hf_quant_config.json", false}}, fetch.revision, hub_options);
+      return load_config_with_modelopt(*snap.files.at("config.json"));
     } catch (const hub::HubError& e) {
       tried.push_back(std::string("Hugging Face Hub: ") + e.what());
       return std::nullopt;
     }
   };
   const fs::path as_path(model);
+  // A checkpoint's own files: config.json with a ModelOpt hf_quant_config.json beside it, as vLLM, SGLang
+  // and TensorRT-LLM read a ModelOpt checkpoint (its config.json alone says nothing of the quantization).
   if (fs::is_directory(as_path, ec)) {
-    if (fs::is_regular_file(as_path / "config.json", ec)) return load_config(as_path / "config.json");
+    if (fs::is_regular_file(as_path / "config.json", ec)) return load_config_with_modelopt(as_path);
     tried.push_back("directory " + as_path.string() + " (exists, but holds no config.json)");
   } else if (fs::is_regular_file(as_path, ec)) {
-    return load_config(as_path);
+    return load_config_with_modelopt(as_path);
   } else {
     tried.push_back("path " + as_path.string() + " (does not exist)");
   }
   if (pinned) {  // that revision only: its snapshot in the cache, else the Hub
     if (hub::is_repo_id(model)) {
       if (auto f = hub::cached_file(model, "config.json", fetch.revision, hub_options))
-        return load_config(*f);
+        return load_config_with_modelopt(*f);
       tried.push_back(
           "Hugging Face cache " +
           (hub_options.cache_dir / hub::repo_folder_name(model) / "snapshots" / "*" / "config.json")
@@ -360,7 +362,7 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   if (slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos) {
     const std::string repo = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
     for (const fs::path& hub : hf_hub_dirs()) {
-      if (auto f = hf_cache_config(hub, repo)) return load_config(*f);
+      if (auto f = hf_cache_config(hub, repo)) return load_config_with_modelopt(*f);
       tried.push_back("Hugging Face cache " + (hub / repo / "snapshots" / "*" / "config.json").string());
     }
   }

@@ -297,6 +297,28 @@ TEST(Resolve, ReQuantizationTakesItsBaseConfigAndItsPublishersRecipe) {
   fs::remove_all(hub);
 }
 
+// A ModelOpt checkpoint folder (config.json + hf_quant_config.json, as nvidia ships them) is read with its
+// quantization, as engines read it: a trial user's FP8 Llama-3.1-70B folder was predicted as BF16 (16.4 GiB
+// of weights per GPU at TP8 instead of 8.2). The folder given to --model-config (load_config_with_modelopt)
+// too; the config.json file alone keeps its neighbour.
+TEST(Resolve, ACheckpointFolderReadsItsModelOptQuantization) {
+  const NoHfCache no_cache;
+  const fs::path aic = common::data_dir() / "model-configs" / "aic";
+  const fs::path dir = temp_dir("modelopt_folder");
+  fs::copy_file(aic / "nvidia--Llama-3.1-70B-Instruct-FP8_config.json", dir / "config.json");
+  fs::copy_file(aic / "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant_config.json",
+                dir / "hf_quant_config.json");
+  for (const ModelSpec& m : {resolve_model(dir.string()), resolve_model((dir / "config.json").string()),
+                             load_config_with_modelopt(dir)}) {
+    EXPECT_EQ(m.quantization.method, QuantMethod::kFp8PerTensor) << m.config_source;
+    EXPECT_EQ(m.config_source, (dir / "config.json").string() + " + hf_quant_config.json");
+    EXPECT_NEAR(m.weight_bytes() / 1e9, 72.0, 3.0);  // 70.6 B parameters at 1 byte, embedding/head BF16
+  }
+  fs::remove(dir / "hf_quant_config.json");
+  EXPECT_EQ(resolve_model(dir.string()).quantization.method, QuantMethod::kNone);
+  fs::remove_all(dir);
+}
+
 TEST(LoadConfig, FileErrors) {
   const fs::path d = temp_dir("load");
   EXPECT_NE(message_of([&] { load_config(d / "missing.json"); }).find((d / "missing.json").string()),

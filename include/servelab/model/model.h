@@ -387,7 +387,8 @@ ModelSpec load_config(const std::filesystem::path& config_json, const std::files
 
 /// load_config of `config_json` with its ModelOpt quantization file beside it when there is one, as engines
 /// read a checkpoint: config.json → hf_quant_config.json, NAME_config.json → NAME_hf_quant_config.json (the
-/// layout of model-configs/aic). Throws as load_config does.
+/// layout of model-configs/aic). A directory stands for its config.json (a checkpoint folder, as engines and
+/// --model-config take it). Throws as load_config does.
 ModelSpec load_config_with_modelopt(const std::filesystem::path& config_json);
 
 /// Resolves what a launch names as its model, in this order:
