@@ -253,7 +253,7 @@ std::optional<std::pair<nlohmann::json, fs::path>> modelopt_body(const fs::path&
 /// is appended to `tried`.
 std::optional<ModelSpec> requantized_model(const std::string& model, std::vector<std::string>& tried) {
   const auto r = requantized_name(model);
-  if (!r || !hub::is_repo_id(model)) return std::nullopt;
+  if (!r || !hub::is_repo_id(model) || model.find('/') == std::string::npos) return std::nullopt;
   const auto base_file = base_config_file(r->base);
   if (!base_file) {
     tried.push_back("the data dir's config of " + r->base + ", for the re-quantization " + model + " (none)");
@@ -306,9 +306,9 @@ std::optional<ModelSpec> requantized_model(const std::string& model, std::vector
     return m;
   }
   tried.push_back(fmt::format(
-      "a {} checkpoint of architecture {} by the same publisher in {}, whose recipe the re-quantization {} "
+      "{} {} checkpoint of architecture {} by the same publisher in {}, whose recipe the re-quantization {} "
       "could take (none)",
-      r->quant_algo, model_type, aic.string(), model));
+      r->quant_algo == "NVFP4" ? "an" : "a", r->quant_algo, model_type, aic.string(), model));
   return std::nullopt;
 }
 

@@ -514,7 +514,9 @@ std::string format_corpus_validation(const CorpusValidation& v, bool per_point, 
        "scored):\n";
   for (const auto& r : v.rows)
     for (const auto& u : r.unmodelled) s += fmt::format("  {:<34} {}\n", r.point->id, u);
-  s += "\nMeasured figures not scored (the run's own numbers say why; the point's other figures are):\n";
+  s += "\nMeasured figures not scored (the run's own numbers say why; a point's other figures are scored "
+       "unless "
+       "the line says every figure):\n";
   for (const auto& r : v.rows) {
     if (!r.predicted) continue;
     if (r.point->suspect)

@@ -245,9 +245,9 @@ TEST(Resolve, DatedRevisionTakesItsBaseCheckpointsConfig) {
 // checkpoint of that architecture; the assumption is said. Without such a sibling (another publisher, or an
 // architecture the publisher has no NVFP4 checkpoint of) it stays unknown; the real config, cached, wins.
 TEST(Resolve, ReQuantizationTakesItsBaseConfigAndItsPublishersRecipe) {
+  const NoHfCache no_cache;
   const fs::path hub = temp_dir("requant_hub");
   const ScopedEnv env("HF_HUB_CACHE", hub.string());
-  const ScopedEnv home("HF_HOME", (hub / "home").string());
   const fs::path aic = common::data_dir() / "model-configs" / "aic";
   const ModelSpec m = resolve_model("nvidia/DeepSeek-R1-0528-FP4-V2");
   EXPECT_EQ(m.id, "nvidia/DeepSeek-R1-0528-FP4-V2");
@@ -274,11 +274,16 @@ TEST(Resolve, ReQuantizationTakesItsBaseConfigAndItsPublishersRecipe) {
   // Another publisher has no NVFP4 recipe of this architecture here; nor has nvidia one of gpt_oss.
   const std::string other = message_of([] { resolve_model("acme/DeepSeek-R1-FP4"); });
   EXPECT_NE(
-      other.find("a NVFP4 checkpoint of architecture deepseek_v3 by the same publisher in " + aic.string() +
+      other.find("an NVFP4 checkpoint of architecture deepseek_v3 by the same publisher in " + aic.string() +
                  ", whose recipe the re-quantization acme/DeepSeek-R1-FP4 could take (none)"),
       std::string::npos)
       << other;
-  EXPECT_NE(message_of([] { resolve_model("nvidia/gpt-oss-120b-FP4"); }).find("unknown model"),
+  EXPECT_NE(message_of([] {
+              resolve_model("nvidia/gpt-oss-120b-FP4");
+            }).find("an NVFP4 checkpoint of architecture gpt_oss by the same publisher"),
+            std::string::npos);
+  // A bare name has no publisher: no recipe is borrowed for it.
+  EXPECT_EQ(message_of([] { resolve_model("DeepSeek-R1-0528-FP4-V2"); }).find("same publisher"),
             std::string::npos);
   EXPECT_NE(message_of([] { resolve_model("nvidia/NoSuchBase-FP4-V2"); })
                 .find("the data dir's config of nvidia/NoSuchBase, for the re-quantization "

@@ -61,6 +61,23 @@ TEST(ErrorBand, AnUnmodelledPathHasItsOwnBandOfAtLeastOneHundredPercent) {
   EXPECT_EQ(floor.points, 0);
 }
 
+// A config the resolver assumed is said in the band; a recipe borrowed from a sibling checkpoint widens it
+// one step (kExtrapolationWiden), a dated revision's undated config does not (same weights format).
+TEST(ErrorBand, AnAssumedConfigIsSaidAndABorrowedRecipeWidensTheBand) {
+  const auto cluster = hardware::parse_cluster("1xH100");
+  auto launch = test_launch(corpus_model("qwen3-8b"), cluster, 1);
+  launch.model.config_assumption = model::ModelSpec::ConfigAssumption::kUndatedRevision;
+  launch.model.config_assumption_note = "no config of org/m-0528 was found";
+  const ErrorBand revision = error_band(launch, cluster, table());
+  EXPECT_DOUBLE_EQ(revision.total_tok_s_pct, 12.0);
+  EXPECT_EQ(revision.warnings, std::vector<std::string>{"no config of org/m-0528 was found"});
+  launch.model.config_assumption = model::ModelSpec::ConfigAssumption::kBorrowedRecipe;
+  const ErrorBand borrowed = error_band(launch, cluster, table());
+  EXPECT_DOUBLE_EQ(borrowed.total_tok_s_pct, 12.0 * kExtrapolationWiden);
+  EXPECT_DOUBLE_EQ(borrowed.tpot_pct, 8.0 * kExtrapolationWiden);
+  EXPECT_EQ(borrowed.warnings.size(), 1u);
+}
+
 // The embedded bands (calibration.json): the modelled classes leave the unmodelled runs out, so no modelled
 // engine band is wider than the unmodelled one, and the unmodelled entry exists.
 // Outside the corpus the residuals say nothing: a GPU the table never measured widens the band 1.5x, and two

@@ -302,7 +302,7 @@ TEST(K8sRender, TheBenchContainerSharesTheModelCacheAndLocalFilesAreNamed) {
   text.replace(text.find("results_claim = \"servelab-results\""), 34,
                "results_claim = \"servelab-results\"\nmodel_cache_claim = \"hf-cache\"");
   text.replace(text.find("\"--dataset-name\", \"random\""), 26,
-               "\"--dataset-name\", \"sharegpt\", \"--dataset-path\", \"sg.json\"");
+               "\"--dataset-name\", \"sharegpt\", \"--dataset-path=sg.json\"");
   const st::Study s = st::parse_study(text, "k8s.toml", "/data");
   const fs::path dir = fresh_dir("cache");
   const st::K8sRenderResult r = st::render_k8s_study(s, dir, st::testing::fake_runner());

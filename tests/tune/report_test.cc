@@ -358,6 +358,11 @@ TEST(TwinVerdict, AGridCheckPredictionInsideTheBandIsMeasuredToo) {
   const auto labels = tie_labels(v);
   ASSERT_EQ(labels.size(), 4u);
   EXPECT_EQ(labels[1], "b grid only");  // sorted by prediction: 140 after the top pick's 148.5
+  // Passed over for breaking a bound on another scenario: no candidate, wherever it was evaluated.
+  Evaluation broke = grid_only;
+  broke.feasible = false;
+  o.passed_over = {broke};
+  EXPECT_EQ(tie_labels(twin_verdict(f.study, o)).size(), 3u);
 }
 
 // A knob the twin models no effect of (here `flag`, ignored by the runner) gives a launch whose prediction

@@ -81,8 +81,14 @@ namespace {
 /// the band, above some listed ones, left out of "Measure these"; the report lists the first few and counts
 /// the rest).
 std::vector<const Evaluation*> verdict_candidates(const SearchOutcome& o) {
+  // A configuration passed over for breaking a bound or failing on another scenario is no candidate (its
+  // objective-only evaluations still read feasible), unless it is the best itself (none held everywhere).
+  std::set<std::string> broke;
+  for (const auto& p : o.passed_over)
+    if (p.key != o.best.key) broke.insert(p.key);
   auto keep = [&](const Evaluation& e) {
-    return !e.key.empty() && e.key != o.best.key && e.feasible && e.predicted && e.objective.n > 0;
+    return !e.key.empty() && e.key != o.best.key && !broke.count(e.key) && e.feasible && e.predicted &&
+           e.objective.n > 0;
   };
   std::vector<const Evaluation*> out =
       distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);

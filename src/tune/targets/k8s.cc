@@ -556,14 +556,21 @@ K8sRenderResult render_k8s_study(const Study& study, const std::filesystem::path
   // A file a scenario names (a dataset, a tokenizer file) is read by the benchmark container, from its image:
   // said once per file, since tune cannot tell whether the image has it.
   for (const auto& sc : study.scenarios)
-    for (std::size_t i = 0; i + 1 < sc.args.size(); ++i)
-      if (sc.args[i] == "--dataset-path" || (sc.args[i] == "--tokenizer" && fs::exists(sc.args[i + 1])))
+    for (std::size_t i = 0; i < sc.args.size(); ++i) {
+      std::string flag = sc.args[i], value;
+      if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+        value = flag.substr(eq + 1);  // --dataset-path=x
+        flag.resize(eq);
+      } else if (i + 1 < sc.args.size()) {
+        value = sc.args[i + 1];
+      }
+      if (flag == "--dataset-path" || (flag == "--tokenizer" && !value.empty() && fs::exists(value)))
         out.warnings.push_back(fmt::format(
             "scenario {}: {} {} is read inside the benchmark container: the bench image must have it at that "
             "path{}",
-            sc.id, sc.args[i], sc.args[i + 1],
-            fs::path(sc.args[i + 1]).is_relative() ? " (relative to the container's working directory)"
-                                                   : ""));
+            sc.id, flag, value,
+            fs::path(value).is_relative() ? " (relative to the container's working directory)" : ""));
+    }
   std::ofstream tsv(dir / "trials.tsv");
   tsv << "name\tkind\tnodes\tgpus_per_pod\tconfig\ttrial_key\n";
   int index = 0;
