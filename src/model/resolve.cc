@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/detail.h"
 #include "servelab/common/paths.h"
 #include "servelab/common/python_json.h"
 #include "servelab/common/text.h"
@@ -148,12 +149,11 @@ std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<st
   return std::nullopt;
 }
 
-/// A checkpoint named as a re-quantization of another: the id without its quantization tag, the ModelOpt
-/// quant_algo the tag names, the tag as written.
+/// A checkpoint named as a re-quantization of another: the id without its quantization tag and the ModelOpt
+/// quant_algo the tag names.
 struct RequantizedName {
   std::string base;        ///< "nvidia/DeepSeek-R1-0528" for "nvidia/DeepSeek-R1-0528-FP4-V2"
   std::string quant_algo;  ///< "NVFP4" (tag FP4 or NVFP4) or "FP8"
-  std::string tag;         ///< "FP4-V2"
 };
 
 /// `model` whose last component ends in a quantization tag ("-FP4", "-NVFP4", "-FP8"), optionally followed
@@ -185,7 +185,6 @@ std::optional<RequantizedName> requantized_name(const std::string& model) {
   std::size_t tag_chars = 0;
   for (std::size_t i = end - 1; i < tokens.size(); ++i) tag_chars += tokens[i].size() + 1;
   r.base = model.substr(0, model.size() - tag_chars);
-  r.tag = last.substr(last.size() - tag_chars + 1);
   return r;
 }
 
@@ -225,11 +224,9 @@ std::optional<fs::path> base_config_file(const std::string& base) {
 /// config.json's quantization_config when that says modelopt; nullopt otherwise or on unreadable JSON.
 std::optional<std::pair<nlohmann::json, fs::path>> modelopt_body(const fs::path& config_file,
                                                                  const nlohmann::json& config) {
-  const std::string name = config_file.filename().string(), suffix = "config.json";
-  const fs::path quant =
-      config_file.parent_path() / (name.substr(0, name.size() - suffix.size()) + "hf_quant_config.json");
+  const fs::path quant = detail::hf_quant_config_beside(config_file);
   std::error_code ec;
-  if (fs::is_regular_file(quant, ec)) {
+  if (!quant.empty() && fs::is_regular_file(quant, ec)) {
     try {
       nlohmann::json q = nlohmann::json::parse(common::read_file(quant));
       if (q.contains("quantization") && q["quantization"].is_object())
