@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 #include <stdexcept>
 
 #include "model/detail.h"
@@ -43,13 +44,88 @@ void quantize_linears(Quantization& q, const WeightFormat& w) {
   q.experts = w;
 }
 
-/// Applies a modules_to_not_convert / ignore list: entries naming attention or shared experts keep those
-/// in the model dtype (lm_head, embeddings and routers are unquantized already).
-void keep_unconverted(Quantization& q, const std::vector<std::string>& modules, DType dtype) {
+/// The dot-separated components of a module name ("model.layers.*.self_attn*" -> model, layers, *,
+/// self_attn*).
+std::vector<std::string> module_parts(const std::string& name) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', start)) {
+    parts.push_back(name.substr(start, dot - start));
+    start = dot + 1;
+  }
+  parts.push_back(name.substr(start));
+  return parts;
+}
+
+std::string without_wildcard(std::string s) {
+  while (!s.empty() && s.back() == '*') s.pop_back();
+  return s;
+}
+
+/// True when `name` (a modules_to_not_convert / ignore / exclude_modules entry) covers the main linear
+/// projections of a block whose module is one of `blocks`: the block itself ("model.layers.*.self_attn"),
+/// a wildcard at or right after it ("...self_attn*", "*.attn.*"), or one of its projections ("...q_proj",
+/// "...kv_a_proj_with_mqa", "...shared_experts.down_proj"). Entries naming a norm, a bias, a gate or the
+/// DSA indexer inside the block ("...self_attn.kv_a_layernorm", "...self_attn.indexers_proj",
+/// "...mlp.shared_expert_gate": GLM-5 FP8, Qwen3.5 NVFP4) leave the block's projections quantized.
+bool covers_block_linears(const std::string& name, std::initializer_list<const char*> blocks) {
+  const std::vector<std::string> parts = module_parts(name);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string block = without_wildcard(parts[i]);
+    if (std::none_of(blocks.begin(), blocks.end(), [&](const char* b) { return block == b; })) continue;
+    if (block != parts[i] || i + 1 == parts.size()) return true;  // "...self_attn*", "...self_attn"
+    const std::string r = without_wildcard(parts[i + 1]);
+    if (r.empty()) return true;                  // "*.attn.*"
+    if (r.rfind("index", 0) == 0) return false;  // "self_attn.indexer*", "self_attn.indexers_proj"
+    const bool proj = r.size() > 5 && r.compare(r.size() - 5, 5, "_proj") == 0;
+    return proj || r.rfind("kv_a_proj", 0) == 0 || r.rfind("fused_qkv", 0) == 0 || r == "query_key_value" ||
+           r == "dense" || r == "wqkv" || r == "wo" || r == "w1" || r == "w2" || r == "w3";
+  }
+  return false;
+}
+
+/// Module names of the main projections an "re:" entry (compressed-tensors: a regular expression matched
+/// from the start of the name) is tried on.
+const std::vector<std::string> kAttentionModules = {
+    "model.layers.0.self_attn.q_proj",    "model.layers.0.self_attn.k_proj",
+    "model.layers.0.self_attn.v_proj",    "model.layers.0.self_attn.o_proj",
+    "model.layers.0.self_attn.qkv_proj",  "model.layers.0.self_attn.q_a_proj",
+    "model.layers.0.self_attn.q_b_proj",  "model.layers.0.self_attn.kv_a_proj_with_mqa",
+    "model.layers.0.self_attn.kv_b_proj", "model.layers.0.linear_attn.in_proj_qkvz",
+    "model.layers.0.linear_attn.out_proj"};
+const std::vector<std::string> kSharedExpertModules = {
+    "model.layers.3.mlp.shared_experts.gate_proj", "model.layers.3.mlp.shared_experts.down_proj",
+    "model.layers.3.mlp.shared_expert.gate_proj", "model.layers.3.mlp.shared_expert.down_proj"};
+
+/// True when the "re:" entry `pattern` matches one of `modules`. Throws std::runtime_error naming `where`
+/// for an invalid expression.
+bool regex_covers(const std::string& pattern, const std::vector<std::string>& modules,
+                  const std::string& where) {
+  std::regex re;
+  try {
+    re = std::regex("(?:" + pattern + ").*");
+  } catch (const std::regex_error& e) {
+    throw std::runtime_error(fmt::format(
+        "{}: the module pattern \"re:{}\" is not a valid regular expression ({})", where, pattern, e.what()));
+  }
+  return std::any_of(modules.begin(), modules.end(),
+                     [&](const std::string& m) { return std::regex_match(m, re); });
+}
+
+/// Applies a modules_to_not_convert / ignore / exclude_modules list: entries covering attention's or the
+/// shared experts' projections (covers_block_linears; an "re:" entry when it matches one of them) keep
+/// those in the model dtype, for every layer (the weight format is one per kind of linear; a list naming
+/// some layers only is taken for all). lm_head, embeddings and routers are unquantized already.
+void keep_unconverted(Quantization& q, const std::vector<std::string>& modules, DType dtype,
+                      const std::string& where) {
   for (const auto& m : modules) {
-    if (m.find("self_attn") != std::string::npos || m.find("linear_attn") != std::string::npos)
+    const bool re = m.rfind("re:", 0) == 0;
+    if (re ? regex_covers(m.substr(3), kAttentionModules, where)
+           : covers_block_linears(m, {"self_attn", "linear_attn", "attn", "attention"}))
       q.attention = plain(dtype);
-    if (m.find("shared_expert") != std::string::npos) q.dense_ffn = plain(dtype);
+    if (re ? regex_covers(m.substr(3), kSharedExpertModules, where)
+           : covers_block_linears(m, {"shared_expert", "shared_experts"}))
+      q.dense_ffn = plain(dtype);
   }
 }
 
@@ -95,8 +171,8 @@ Quantization parse_fp8(const nlohmann::json& qc, const std::string& where, DType
     q.source = fmt::format("quantization_config: fp8 per-tensor, activation_scheme {}",
                            str_or(qc, "activation_scheme", "dynamic"));
   }
-  keep_unconverted(q, string_list(qc, "modules_to_not_convert", where), dtype);
-  keep_unconverted(q, string_list(qc, "ignored_layers", where), dtype);
+  keep_unconverted(q, string_list(qc, "modules_to_not_convert", where), dtype, where);
+  keep_unconverted(q, string_list(qc, "ignored_layers", where), dtype, where);
   return q;
 }
 
@@ -114,7 +190,7 @@ Quantization parse_int4(const nlohmann::json& qc, const std::string& where, DTyp
   quantize_linears(q, int4_group(group));
   q.method = method;
   q.source = fmt::format("quantization_config: {}, bits 4, group_size {}", name, group);
-  keep_unconverted(q, string_list(qc, "modules_to_not_convert", where), dtype);
+  keep_unconverted(q, string_list(qc, "modules_to_not_convert", where), dtype, where);
   return q;
 }
 
@@ -182,7 +258,7 @@ Quantization parse_compressed_tensors(const nlohmann::json& qc, const std::strin
   q.source =
       fmt::format("quantization_config: compressed-tensors {} (weights {} {} bits, activations {} bits)",
                   format.empty() ? "(no format)" : format, type, w_bits, a_bits);
-  keep_unconverted(q, string_list(qc, "ignore", where), dtype);
+  keep_unconverted(q, string_list(qc, "ignore", where), dtype, where);
   return q;
 }
 
@@ -208,8 +284,8 @@ Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, 
   if (str_or(body, "kv_cache_quant_algo", "") == "FP8") q.kv_cache = DType::kFp8;
   // hf_quant_config.json lists them as exclude_modules; a config.json quantization_config written by
   // ModelOpt as "ignore" (nvidia's NVFP4 MiniMax-M2.5 / Kimi-K2.5 copies).
-  keep_unconverted(q, string_list(body, "exclude_modules", where), dtype);
-  keep_unconverted(q, string_list(body, "ignore", where), dtype);
+  keep_unconverted(q, string_list(body, "exclude_modules", where), dtype, where);
+  keep_unconverted(q, string_list(body, "ignore", where), dtype, where);
   return q;
 }
 
