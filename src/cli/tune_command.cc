@@ -75,7 +75,6 @@ std::string plan_lines(const servelab::tune::Study& study, const servelab::tune:
     return s +
            "  launches: none (target twin: every trial is a prediction; --target local --dry-run plans "
            "the GPU run)\n";
-  const int gpus = study.hardware.gpu_count;
   if (t.errors > 0)  // a figure without them would read as a prediction
     s += fmt::format(
         "  not predicted: {} of {} trials (first: {}); their benchmark time is missing from the figures "
@@ -86,9 +85,12 @@ std::string plan_lines(const servelab::tune::Study& study, const servelab::tune:
                  "crashed)\n"
                  "  benchmark time: {:.2f} h predicted; start-up assumed {:g} min per launch "
                  "(--startup-estimate-min)\n"
-                 "  GPU-hours: {:.1f} ({} GPUs x {:.2f} h){}\n",
-                 t.launches, t.refused, t.benchmark_s / 3600, startup_s / 60,
-                 t.planned_gpu_hours(startup_s, gpus), gpus, t.planned_gpu_hours(startup_s, 1),
+                 "  GPU-hours: {:.1f} ({}){}\n",
+                 t.launches, t.refused, t.benchmark_s / 3600, startup_s / 60, t.planned_gpu_hours(startup_s),
+                 t.min_gpus == t.max_gpus
+                     ? fmt::format("{} x {:.2f} h", t.gpus_text(),
+                                   t.max_gpus > 0 ? t.planned_gpu_hours(startup_s) / t.max_gpus : 0.0)
+                     : fmt::format("each launch's {} x its time", t.gpus_text()),
                  study.prompts_scale == 1
                      ? ""
                      : fmt::format(" (rehearsal: --num-prompts x {:g})", study.prompts_scale));
@@ -104,14 +106,13 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
   std::cout << fmt::format("plan (the twin's play of the {} search on target {}; nothing launched):\n",
                            strategy_name(study.search.strategy), target_name(study.target))
             << plan_lines(study, plan.tally, startup_s);
-  const int gpus = study.hardware.gpu_count;
   if (plan.grid)  // twin-guided: what the grid it replaces would cost
     std::cout << fmt::format(
         "  a grid search instead: {} engine starts, {:.1f} GPU-hours; twin-guided saves {} "
         "launches, {:.1f} GPU-hours\n",
-        plan.grid->launches, plan.grid->planned_gpu_hours(startup_s, gpus),
+        plan.grid->launches, plan.grid->planned_gpu_hours(startup_s),
         plan.grid->launches - plan.tally.launches,
-        plan.grid->planned_gpu_hours(startup_s, gpus) - plan.tally.planned_gpu_hours(startup_s, gpus));
+        plan.grid->planned_gpu_hours(startup_s) - plan.tally.planned_gpu_hours(startup_s));
   else if (!plan.grid_note.empty())
     std::cout << "  a grid search instead: not played (" << plan.grid_note << ")\n";
   if (study.target != Target::kTwin)
@@ -310,7 +311,7 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
     }
     std::cout << "recommended: " << servelab::common::redact_text(o.recommended_command.shell()) << "\n";
     std::cout << fmt::format("report: {}/report.md, {}/report.html ({})\n", r.dir.string(), r.dir.string(),
-                             r.tally.text(study.hardware.gpu_count));
+                             r.tally.text());
   } catch (const StudyAbort& e) {
     std::fprintf(stderr,
                  "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/targets/slurm.h"
 #include "servelab/tune/tune.h"
 
 namespace servelab::tune {
@@ -15,14 +16,24 @@ namespace {
 
 /// `predict` standing in for `target`'s runner: on the local target an engine asked to stay up
 /// (TrialRequest::keep_engine) is reused by the next trial of the same config, as the local runner does,
-/// so the plan counts the launches the run makes. Slurm launches every trial (a job each).
-TrialRunner playing_target(TrialRunner predict, Target target) {
+/// so the plan counts the launches the run makes. Slurm launches every trial (a job each), and refuses a
+/// trial whose allocation it cannot make before submitting it (slurm_allocation), as the Slurm runner does.
+TrialRunner playing_target(TrialRunner predict, const Study& study) {
   auto kept = std::make_shared<std::string>();  // config key of the engine kept up ("" = none)
-  return [predict = std::move(predict), target, kept](const TrialRequest& req) {
+  const Target target = study.target;
+  return [predict = std::move(predict), target, kept, &study](const TrialRequest& req) {
     if (req.release_engine) {
       kept->clear();
       return TrialOutcome{};
     }
+    if (target == Target::kSlurm) try {
+        slurm_allocation(study, req);
+      } catch (const std::invalid_argument& e) {
+        TrialOutcome out;
+        out.status = TrialStatus::kRejected;
+        out.reason = e.what();
+        return out;
+      }
     const bool reused = target == Target::kLocal && req.keep_engine && *kept == req.config_key;
     TrialOutcome out = predict(req);
     out.engine_reused = reused;
@@ -36,8 +47,8 @@ TrialRunner playing_target(TrialRunner predict, Target target) {
 /// (tagged as the target, engine reuse played), and the twin's for twin-guided ranking and SLO brackets.
 TrialTally play(const Study& study, const TrialRunner& predict) {
   const bool on_twin = study.target == Target::kTwin;
-  Evaluator target(study, on_twin ? predict : playing_target(predict, study.target),
-                   runner_kind(study.target), nullptr, {}, nullptr, nullptr, {});
+  Evaluator target(study, on_twin ? predict : playing_target(predict, study), runner_kind(study.target),
+                   nullptr, {}, nullptr, nullptr, {});
   const bool guided = study.search.strategy == Strategy::kTwinGuided;
   std::optional<Evaluator> twin;
   if (!on_twin && (guided || !study.slo.targets.empty()))

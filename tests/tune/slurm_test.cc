@@ -14,6 +14,7 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/tune/store/store.h"
+#include "servelab/tune/store/tally.h"
 #include "servelab/tune/targets/slurm.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
@@ -188,6 +189,53 @@ TEST(SlurmScript, TwoNodeTrial) {
         std::string(e.what()),
         "[slurm] account = 'infer ence' holds whitespace or quotes, which an #SBATCH line cannot carry");
   }
+}
+
+// The cost of a Slurm study counts the GPUs each trial asked for (a tp4 trial of a 16-GPU study holds 4,
+// not 16), and a trial Slurm cannot allocate is pruned before launch, not a launch refused by its engine.
+TEST(SlurmTally, EachTrialPaysForItsOwnGpus) {
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("gpu_count = 8"), 13, "gpu_count = 16\ngpus_per_node = 8");
+  Study s = parse_study(text + "[slurm]\npartition = \"h100\"\n", "s.toml", "/data");
+  s.target = Target::kSlurm;
+  auto record = [](const std::string& key, const std::string& tp, TrialStatus status, double wall_s) {
+    TrialRecord r;
+    r.trial_key = key;
+    r.engine = "b";
+    r.config_key = key.substr(6, 4);
+    r.argv = {"python3", "-m", "sglang.launch_server", "--model-path", "org/m", "--tp-size", tp};
+    r.outcome.status = status;
+    r.outcome.wall_s = wall_s;
+    ScenarioResult sc;
+    sc.metrics["Benchmark duration (s)"] = wall_s / 2;
+    if (status == TrialStatus::kOk) r.outcome.scenarios.push_back(sc);
+    return r;
+  };
+  const std::vector<TrialRecord> records = {
+      record("slurm|b{4}|s1|r0", "4", TrialStatus::kOk, 3600),
+      record("slurm|b{8}|s1|r0", "8", TrialStatus::kOk, 1800),
+      record("slurm|b{12}|s1|r0", "12", TrialStatus::kRejected, 0),  // 12 GPUs: no whole nodes of 8
+  };
+  EXPECT_EQ(trial_gpus(s, records[0]), 4);
+  EXPECT_EQ(trial_gpus(s, records[1]), 8);
+  const TrialTally t = tally_trials(s, records);
+  EXPECT_EQ(t.trials, 3);
+  EXPECT_EQ(t.pruned, 1);
+  EXPECT_EQ(t.launches, 2);
+  EXPECT_EQ(t.refused, 0);
+  EXPECT_DOUBLE_EQ(t.measured_gpu_hours(), 4 * 1.0 + 8 * 0.5);  // was 16 GPUs x 1.5 h = 24
+  EXPECT_DOUBLE_EQ(t.planned_gpu_hours(600), (12 * 600 + 4 * 1800 + 8 * 900) / 3600.0);
+  EXPECT_EQ(t.text(),
+            "2 engine launches (3 trials, 1 pruned before launch), 8.00 GPU-hours (trial wall time "
+            "× 4-8 GPUs each held)");
+  // A local study holds the node: every trial pays for the study's GPUs.
+  s.target = Target::kLocal;
+  std::vector<TrialRecord> local = records;
+  for (auto& r : local) r.trial_key.replace(0, 5, "local");
+  EXPECT_EQ(trial_gpus(s, local[0]), 16);
+  EXPECT_EQ(
+      tally_trials(s, local).text(),
+      "2 engine launches (3 trials, 1 pruned before launch), 24.00 GPU-hours (trial wall time × 16 GPUs)");
 }
 
 // Each trial asks for what its own launch uses (a study of tp8 and tp16 layouts on 16 GPUs: one node for

@@ -190,7 +190,7 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                              : fmt::format("{}", fmt::join(s.objective.scenarios, ", "));
   h << "<section id=\"summary\"><h2>Summary</h2>\n<p>Objective: maximise <b>" << esc(metric) << "</b> on "
     << esc(on) << " — " << esc(s.model) << " on " << s.hardware.gpu_count << " × " << esc(s.hardware.gpu)
-    << ", " << esc(tally_trials(s, in.trials).text(s.hardware.gpu_count)) << " (" << strategy_name(o.strategy)
+    << ", " << esc(tally_trials(s, in.trials).text()) << " (" << strategy_name(o.strategy)
     << " search).</p>\n";
   if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
     h << "<p class=\"warn\">No configuration tried meets every [[constraints]] bound: there is no "

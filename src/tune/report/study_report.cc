@@ -442,7 +442,7 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
     md << " (mean ± 95% CI, Student t; gains tested with Welch's t-test at 5%)";
   else
     md << fmt::format(" (one run: a gain must exceed {}% to count)", s.search.min_gain_pct);
-  md << "\n- Cost: " << tally_trials(s, in.trials).text(s.hardware.gpu_count) << "\n";
+  md << "\n- Cost: " << tally_trials(s, in.trials).text() << "\n";
   for (const auto& [k, v] : in.environment)
     if (k.rfind("data", 0) == 0 || k == "host" || k == "servelab" || k == "study_sha256" ||
         k == "gpu_model" || k == "gpu_count" || k == "driver" || k == "cuda" || k.rfind("engine.", 0) == 0 ||

@@ -29,22 +29,37 @@ struct TrialTally {
   std::string first_error_reason;
   double benchmark_s = 0.0;  ///< "Benchmark duration (s)" summed over every scenario run, s
   double wall_s = 0.0;       ///< wall time of the trials run (start-ups included), s
-  /// GPU-hours the run held: wall_s × gpu_count / 3600 (0 off GPUs).
-  double measured_gpu_hours(int gpu_count) const { return on_gpus ? wall_s * gpu_count / 3600.0 : 0.0; }
-  /// GPU-hours of a plan: (launches × startup_s + benchmark_s) × gpu_count / 3600.
-  double planned_gpu_hours(double startup_s, int gpu_count) const {
-    return (launches * startup_s + benchmark_s) * gpu_count / 3600.0;
+  /// The GPUs each launch held (trial_gpus), summed over the launches and weighted by each trial's wall time
+  /// (gpu_s, GPU-seconds) and benchmark time (benchmark_gpu_s, GPU-seconds); the fewest and most one held.
+  double launch_gpus = 0.0;
+  double gpu_s = 0.0;
+  double benchmark_gpu_s = 0.0;
+  int min_gpus = 0;
+  int max_gpus = 0;
+  /// GPU-hours the run held: each trial's wall time × the GPUs it held / 3600 (0 off GPUs).
+  double measured_gpu_hours() const { return on_gpus ? gpu_s / 3600.0 : 0.0; }
+  /// GPU-hours of a plan: Σ over launches of (startup_s + its benchmark time) × its GPUs / 3600.
+  double planned_gpu_hours(double startup_s) const {
+    return (launch_gpus * startup_s + benchmark_gpu_s) / 3600.0;
   }
+  /// "8 GPUs" when every launch held as many, else "4-8 GPUs" ("" without launches).
+  std::string gpus_text() const;
   /// "N engine launches (T trials, R on an engine kept up ..., P pruned before launch), X GPU-hours (trial
   /// wall time × G GPUs)", or on the twin "T trials predicted on the twin; no engine launched".
-  std::string text(int gpu_count) const;
+  std::string text() const;
   /// "N of T trials were invalid ..." with the first reason and what follows (not ranked, no verdict rests on
   /// them); "" when none was. The console, report.md and report.html say it in these words.
   std::string invalid_notice() const;
 };
 
+/// The GPUs one launch of `record` holds on `study`'s target: a local study holds the node's [hardware]
+/// gpu_count for its whole run; a Slurm trial its allocation (slurm_allocation: its launch's GPUs, or [slurm]
+/// gpus_per_trial). The study's gpu_count when the allocation cannot be made; 0 on the twin.
+int trial_gpus(const Study& study, const TrialRecord& record);
+
 /// Counts the trials of `study`'s target among `records` (the records of other tags, the twin's guiding
-/// predictions, are left out).
+/// predictions, are left out). A trial the target refused before launching anything (TrialStatus::kRejected:
+/// check_config, or a Slurm allocation it cannot make) counts as pruned.
 TrialTally tally_trials(const Study& study, const std::vector<TrialRecord>& records);
 
 }  // namespace servelab::tune
