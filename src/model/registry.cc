@@ -234,8 +234,26 @@ std::vector<ArchitectureVariant> architectures() {
   return registry();
 }
 
-ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
-  if (!raw.is_object()) throw std::runtime_error(source + ": config is not a JSON object");
+double vision_tower_params(const nlohmann::json& vision_config, const std::string& source) {
+  if (!vision_config.is_object()) return 0.0;
+  const std::string type = vision_config.value("model_type", "");
+  if (type != "qwen3_vl" && type != "qwen3_vl_moe") return 0.0;
+  const detail::ConfigReader c(vision_config, source + ": vision_config");
+  const double h = c.positive("hidden_size"), inter = c.positive("intermediate_size");
+  const double patch = c.positive("patch_size"), merge = c.positive("spatial_merge_size");
+  const double blocks = c.positive("depth") * (4 * h * h + 2 * h * inter);
+  const double embed =
+      c.integer_or("in_channels", 3) * c.integer_or("temporal_patch_size", 2) * patch * patch * h +
+      c.integer_or("num_position_embeddings", 0) * h;
+  const double m = h * merge * merge;
+  const double mergers =
+      (1.0 + c.integers("deepstack_visual_indexes").size()) * (m * m + m * c.positive("out_hidden_size"));
+  return blocks + embed + mergers;
+}
+
+namespace {
+
+ModelSpec parse_text_model(const nlohmann::json& raw, const std::string& source) {
   const nlohmann::json config = text_model(raw);
   if (!config.contains("model_type") || !config["model_type"].is_string())
     throw std::runtime_error(source + ": missing key \"model_type\"");
@@ -254,6 +272,15 @@ ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
           type, u.missing, fmt::join(known, ", ")));
   throw std::runtime_error(
       fmt::format("{}: unknown model_type \"{}\" (known: {})", source, type, fmt::join(known, ", ")));
+}
+
+}  // namespace
+
+ModelSpec from_config(const nlohmann::json& raw, const std::string& source) {
+  if (!raw.is_object()) throw std::runtime_error(source + ": config is not a JSON object");
+  ModelSpec m = parse_text_model(raw, source);
+  if (raw.contains("vision_config")) m.vision_params = vision_tower_params(raw["vision_config"], source);
+  return m;
 }
 
 namespace {

@@ -105,9 +105,11 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     w.total -= offloaded;
     plan.cpu_offloaded_bytes = std::max(plan.cpu_offloaded_bytes, offloaded);
     if (pol.mm_encoder && s == 0) {
-      // The vision encoder of a multimodal checkpoint, loaded beside the language model: ~0.6 B BF16
-      // params for Qwen3-VL-class towers [estimate, unverified: the tower is not in the text config].
-      w.total += 0.6e9 * 2.0;
+      // The vision encoder of a multimodal checkpoint, loaded beside the language model in BF16, split
+      // over pol.mm_encoder_shards GPUs: its parameters from vision_config where model::vision_tower_params
+      // knows the layout, else ~0.6 B (a Qwen3-VL-8B..235B tower counts 0.58-0.60 B) [estimate].
+      const double params = m.vision_params > 0 ? m.vision_params : 0.6e9;
+      w.total += params * 2.0 / std::max(1, pol.mm_encoder_shards);
     }
     double kv_full = 0, kv_win = 0, kv_swa = 0, state = 0;
     int window = 0;

@@ -216,6 +216,11 @@ TEST(VllmDefaults, PerVersionAndGpuClass) {
   EXPECT_TRUE(ok("vllm serve m", "0.17.1", kQwen35, "H100").memory.mm_encoder);
   EXPECT_FALSE(ok("vllm serve m --language-model-only", "0.17.1", kQwen35, "H100").memory.mm_encoder);
   EXPECT_FALSE(ok("vllm serve m", "0.17.1", kQwen8, "H100").memory.mm_encoder);
+  // The encoder's weights are split over the TP ranks unless --mm-encoder-tp-mode data.
+  EXPECT_EQ(ok("vllm serve m -tp 4", "0.17.1", kQwen35, "4xH100").memory.mm_encoder_shards, 4);
+  EXPECT_EQ(ok("vllm serve m -tp 4 --mm-encoder-tp-mode data", "0.17.1", kQwen35, "4xH100")
+                .memory.mm_encoder_shards,
+            1);
 }
 
 TEST(VllmDefaults, KernelsPerGeneration) {

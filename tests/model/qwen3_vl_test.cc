@@ -1,11 +1,14 @@
 // Qwen3-VL: the language model of Qwen3VLForConditionalGeneration (qwen3_vl_text, dense variant "qwen3")
 // and of Qwen3VLMoeForConditionalGeneration (qwen3_vl_moe_text, variant "qwen3_moe"), read from the
-// text_config of AIConfigurator's copies of the Hub configs. The vision tower is not counted.
+// text_config of AIConfigurator's copies of the Hub configs. The vision tower is counted apart
+// (ModelSpec::vision_params, from vision_config).
 //
 // Published figures: Qwen gives 32B / 30B-A3B / 235B-A22B for the whole checkpoints (vision included),
 // rounded to the unit; the language models computed here must be within 1 B of them (the vision towers are
 // 0.4-0.6 B).
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "aic_test_support.h"
 #include "servelab/model/model.h"
@@ -54,6 +57,27 @@ TEST(Qwen3Vl, Moe30BAnd235B) {
   EXPECT_DOUBLE_EQ(l.total_params(), 235092836352.0);
   EXPECT_DOUBLE_EQ(l.active_params(), 21567635456.0);
   EXPECT_EQ(l.architecture, "Qwen3VLMoeForConditionalGeneration");
+}
+
+// The vision tower from vision_config (model::vision_tower_params): 27 blocks of 4 x 1152^2 + 2 x 1152 x
+// 4304 = 411,070,464; patch embedding 3 x 2 x 16 x 16 x 1152 = 1,769,472 and 2304 x 1152 = 2,654,208
+// positions; four mergers (one + three deepstack) of 4608^2 + 4608 x out_hidden_size: 4 x 40,108,032 for
+// the 8B (out 4096), 4 x 44,826,624 for the 32B (out 5120). The 2B: 24 blocks of 4 x 1024^2 + 2 x 1024 x
+// 4096 = 301,989,888, embeddings 1,572,864 + 2,359,296, mergers 4 x (4096^2 + 4096 x 2048) = 100,663,296.
+TEST(Qwen3Vl, VisionTowerFromVisionConfig) {
+  EXPECT_DOUBLE_EQ(aic_model("Qwen--Qwen3-VL-8B-Instruct_config.json").vision_params, 575926272.0);
+  EXPECT_DOUBLE_EQ(aic_model("Qwen--Qwen3-VL-32B-Instruct_config.json").vision_params, 594800640.0);
+  EXPECT_DOUBLE_EQ(aic_model("Qwen--Qwen3-VL-2B-Instruct_config.json").vision_params, 406585344.0);
+  EXPECT_DOUBLE_EQ(aic_model("Qwen--Qwen3-32B_config.json").vision_params, 0.0);  // text-only
+  // Another layout (Llama-4's vision_config): not counted here; the engines' estimate applies.
+  EXPECT_DOUBLE_EQ(aic_model("meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json").vision_params, 0.0);
+  nlohmann::json bad = {{"model_type", "qwen3_vl"}, {"depth", 27}, {"hidden_size", "1152"}};
+  try {
+    vision_tower_params(bad, "c.json");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json: vision_config"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "servelab/common/paths.h"
+#include "servelab/model/model.h"
 #include "servelab/sim/memory_plan.h"
 #include "sim/sim_detail.h"
 #include "test_launch.h"
@@ -35,6 +37,27 @@ TEST(MemoryPlan, Qwen3_32bDenseOnH100) {
   EXPECT_NEAR(p.kv_budget_bytes, 9717782937.6, 1.0);
   EXPECT_EQ(p.kv_tokens_per_rank, 37056);
   EXPECT_TRUE(p.fits) << p.failure;
+}
+
+// A multimodal checkpoint's vision encoder is loaded beside the language model in BF16, split over
+// MemoryPolicy::mm_encoder_shards GPUs (vLLM's --mm-encoder-tp-mode weights: the TP ranks): Qwen3-VL-32B's
+// tower of 594,800,640 params (tests/model/qwen3_vl_test.cc) adds 1,189,601,280 B whole, 297,400,320 B
+// per GPU at TP4; without a tower in the config the ~0.6 B estimate applies.
+TEST(MemoryPlan, VisionEncoderWeightsSplitOverItsShards) {
+  const auto m = model::load_config(common::data_dir() / "model-configs" / "aic" /
+                                    "Qwen--Qwen3-VL-32B-Instruct_config.json");
+  const auto c = hardware::parse_cluster("4xH100");
+  auto l = test_launch(m, c, 4);
+  l.max_model_len = 32768;
+  const double text_only = plan_memory(l, c).weight_bytes;
+  l.memory.mm_encoder = true;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).weight_bytes - text_only, 1189601280.0);
+  l.memory.mm_encoder_shards = 4;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).weight_bytes - text_only, 297400320.0);
+  auto estimate = m;
+  estimate.vision_params = 0;
+  l.model = estimate;
+  EXPECT_DOUBLE_EQ(plan_memory(l, c).weight_bytes - text_only, 0.6e9 * 2 / 4);
 }
 
 // The same launch on an A100 80GB (81,920 MiB): budget 0.9 x 85,899,345,920 - the same weights and

@@ -131,7 +131,10 @@ struct LaunchConfig {
                                          ///< version's default)
   std::string performance_mode;          ///< vLLM >= 0.17 --performance-mode ("" = balanced)
   bool language_model_only = false;      ///< vLLM >= 0.17 --language-model-only (no vision encoder)
-  std::string cudagraph_mode;            ///< vLLM compilation_config.cudagraph_mode ("" = version default)
+  /// vLLM --mm-encoder-tp-mode: "weights" (the default: the vision encoder's layers split over the TP ranks)
+  /// or "data" (each rank holds the whole encoder and encodes its share of the images).
+  std::string mm_encoder_tp_mode = "weights";
+  std::string cudagraph_mode;  ///< vLLM compilation_config.cudagraph_mode ("" = version default)
   /// Explicit CUDA-graph capture sizes (vLLM --cuda-graph-sizes / cudagraph_capture_sizes, SGLang
   /// --cuda-graph-bs, TRT cuda_graph_config.batch_sizes); empty = the engine's list.
   std::vector<int> cuda_graph_sizes;

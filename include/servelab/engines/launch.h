@@ -152,6 +152,11 @@ struct MemoryPolicy {
   /// The vision encoder of a multimodal checkpoint is loaded (its weights and profile-run budget take GPU
   /// memory); false for text-only models and with vLLM --language-model-only.
   bool mm_encoder = false;
+  /// GPUs the vision encoder's weights are split over (1: each GPU holds it whole). vLLM: the attention TP
+  /// with --mm-encoder-tp-mode weights, its default ("split the weights of each layer across TP ranks",
+  /// EngineArgs help), 1 with data; SGLang: the attention TP, its encoders use tensor-parallel linears unless
+  /// --mm-enable-dp-encoder [recalled]; TensorRT-LLM: 1 [not modelled].
+  int mm_encoder_shards = 1;
   /// When the KV pool cannot hold one request of the default context, the engine lowers max_model_len to
   /// what fits instead of refusing to start (vLLM >= 0.17 without --max-model-len [unverified release;
   /// the corpus's GLM-5.2 at its 1,048,576 default started on vLLM 0.24]).

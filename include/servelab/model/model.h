@@ -320,6 +320,10 @@ struct ModelSpec {
   };
   ConfigAssumption config_assumption = ConfigAssumption::kNone;
   std::string config_assumption_note;  ///< the assumption as a sentence a prediction's band repeats
+  /// Parameters of a multimodal checkpoint's vision tower and its patch mergers, counted from config.json's
+  /// vision_config for the layouts vision_tower_params knows (Qwen3-VL); 0 when the config has none or
+  /// another layout (the engines' memory rule then uses its estimate).
+  double vision_params = 0.0;
 
   int num_layers() const;
   /// Parameters of the main model (layers + embedding + LM head once when tied, MTP excluded), elements;
@@ -366,10 +370,18 @@ std::vector<ArchitectureVariant> architectures();
 #define SERVELAB_REGISTER_ARCHITECTURE(tag, variant) \
   static const bool servelab_architecture_registered_##tag = ::servelab::model::register_architecture(variant)
 
+/// Parameters of the vision tower `vision_config` describes (a multimodal wrapper's config.json key) for the
+/// Qwen3-VL layout (model_type qwen3_vl / qwen3_vl_moe: depth blocks of attention 4 h^2 and MLP 2 h i, the
+/// patch and position embeddings, one patch merger plus one per deepstack_visual_indexes entry, each
+/// m^2 + m x out_hidden_size with m = h x spatial_merge_size^2; transformers
+/// models/qwen3_vl/modeling_qwen3_vl.py Qwen3VLVisionModel; norms and biases left out, < 0.3%); 0 for any
+/// other layout. Throws std::runtime_error naming `source` and the key when a Qwen3-VL field is malformed.
+double vision_tower_params(const nlohmann::json& vision_config, const std::string& source);
+
 /// Parses a config.json object with the variant registered for its model_type (text_config is used when
 /// the top level is a multimodal wrapper, the wrapper's quantization_config, _name_or_path (also over an
 /// empty one), dtype, tie_word_embeddings and model_type filling in and its architectures always winning:
-/// they name the class the engine loads; the vision tower is not counted).
+/// they name the class the engine loads; the vision tower's parameters go to ModelSpec::vision_params).
 /// Quantization comes from quantization_config. Throws
 /// std::runtime_error naming `source`: unknown model_type (listing the known ones), a model_type servelab
 /// recognises but does not model ("is recognised but not modelled: the twin lacks <layer feature>", e.g.

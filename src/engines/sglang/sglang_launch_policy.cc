@@ -283,6 +283,7 @@ void sglang_scheduler_memory_routing(ResolvedLaunch& r) {
       mem.kv_window_only ? c.swa_full_tokens_ratio.value_or(d.swa_full_tokens_ratio.value) : 1.0;
   mem.swa_split_pool = mem.kv_window_only;
   mem.mm_encoder = is_multimodal(m);
+  mem.mm_encoder_shards = std::max(1, r.layout.attn_tp);
   state_pool(r);
   if (mem.kv_window_only)
     r.notes.push_back("SWA pool: sliding-window layers get " + fixed3(mem.swa_full_tokens_ratio) +

@@ -277,7 +277,8 @@ const std::vector<FlagSpec>& vllm_specs() {
     s.push_back(F({"--mm-processor-cache-gb"}, K::kFloat));
     s.push_back(F({"--mm-processor-cache-type"}, K::kString, nullptr, {"lru", "shm"}));
     s.push_back(F({"--mm-shm-cache-max-object-size-mb"}, K::kInt));
-    s.push_back(F({"--mm-encoder-tp-mode"}, K::kString, nullptr, {"data", "weights"}));
+    s.push_back(F({"--mm-encoder-tp-mode"}, K::kString,
+                  [](LaunchConfig& c, const V& v) { c.mm_encoder_tp_mode = v[0]; }, {"data", "weights"}));
     s.push_back(F({"--mm-encoder-attn-backend"}, K::kString));
     s.push_back(F({"--interleave-mm-strings"}, K::kBoolOptional));
     s.push_back(F({"--skip-mm-profiling"}, K::kBoolOptional));
@@ -598,6 +599,7 @@ std::vector<std::string> render_vllm(const LaunchConfig& c, const LaunchConfig& 
     a.push_back(*c.async_scheduling ? "--async-scheduling" : "--no-async-scheduling");
   if (c.performance_mode != b.performance_mode) add("--performance-mode", c.performance_mode);
   add_bool("--language-model-only", c.language_model_only, b.language_model_only);
+  if (c.mm_encoder_tp_mode != b.mm_encoder_tp_mode) add("--mm-encoder-tp-mode", c.mm_encoder_tp_mode);
   add_opt("--stream-interval", c.stream_interval, b.stream_interval);
   add_opt("--api-server-count", c.api_server_count, b.api_server_count);
   if (c.mamba_ssm_cache_dtype != b.mamba_ssm_cache_dtype)

@@ -290,10 +290,14 @@ void vllm_scheduler_memory_routing(ResolvedLaunch& r) {
                     std::to_string(mem.profile_tokens) + " tokens) - " +
                     std::to_string(mem.reserved_bytes / kGiB).substr(0, 4) + " GiB non-torch [" +
                     (single ? d.reserved_bytes_single_gpu.source : d.reserved_bytes.source) + "]");
+  mem.mm_encoder_shards = c.mm_encoder_tp_mode == "data" ? 1 : std::max(1, r.layout.attn_tp);
   if (is_multimodal(r.model))
-    r.notes.push_back(mem.mm_encoder
-                          ? "vision encoder loaded (multimodal checkpoint; --language-model-only skips it)"
-                          : "vision encoder skipped (--language-model-only)");
+    r.notes.push_back(
+        mem.mm_encoder ? "vision encoder loaded (multimodal checkpoint; --language-model-only skips it), its "
+                         "weights split over " +
+                             std::to_string(mem.mm_encoder_shards) + " GPU(s) (--mm-encoder-tp-mode " +
+                             c.mm_encoder_tp_mode + ")"
+                       : "vision encoder skipped (--language-model-only)");
   r.routing = Routing::kLeastLoaded;
   if (c.dp > 1)
     r.notes.push_back(
@@ -357,6 +361,7 @@ std::optional<LaunchFailure> vllm_policies(ResolvedLaunch& r, const hardware::Cl
                                                       "--async-scheduling",
                                                       "--performance-mode",
                                                       "--language-model-only",
+                                                      "--mm-encoder-tp-mode",
                                                       "--stream-interval",
                                                       "--api-server-count",
                                                       "--reasoning-parser",
