@@ -80,10 +80,27 @@ std::optional<fs::path> hf_cache_config(const fs::path& hub, const std::string& 
   });
 }
 
+/// The organisation of a Hub-style id ("nvidia" of "nvidia/Qwen3-32B-FP8"), lower-cased; "" for a bare
+/// name or a path.
+std::string org_of(const std::string& id) {
+  const auto slash = id.find('/');
+  if (!hub::is_repo_id(id) || slash == std::string::npos) return "";
+  return common::ascii_lower(id.substr(0, slash));
+}
+
+/// A config of the data dir found for a model name.
+struct DataDirMatch {
+  fs::path file;
+  /// Matched by the last component only, both names carrying an organisation and the two differing
+  /// (nvidia/Qwen3-32B-FP8 against Qwen/Qwen3-32B-FP8): another publisher's checkpoint of that name.
+  std::string other_publisher;  ///< the config's _name_or_path then, else ""
+};
+
 /// The config in `dir` (<data dir>/model-configs) whose _name_or_path equals `model` or whose last
 /// component equals `model`'s last component, case-insensitively. The full id wins over a last-component
-/// match. Files that fail to parse as JSON are skipped here (load_config reports them when named).
-std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& model) {
+/// match, and a last-component match of the same (or no) organisation over another publisher's. Files that
+/// fail to parse as JSON are skipped here (load_config reports them when named).
+std::optional<DataDirMatch> data_dir_config(const fs::path& dir, const std::string& model) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
   std::vector<fs::path> files;
@@ -92,7 +109,8 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
   std::sort(files.begin(), files.end());
   const std::string want = common::ascii_lower(model);
   const std::string want_last = common::ascii_lower(last_component(model));
-  std::optional<fs::path> by_last;
+  const std::string want_org = org_of(model);
+  std::optional<DataDirMatch> by_last, by_other;
   for (const auto& f : files) {
     nlohmann::json j;
     try {
@@ -101,11 +119,18 @@ std::optional<fs::path> data_dir_config(const fs::path& dir, const std::string& 
       continue;
     }
     if (!j.is_object() || !j.contains("_name_or_path") || !j["_name_or_path"].is_string()) continue;
-    const std::string name = common::ascii_lower(j["_name_or_path"].get<std::string>());
-    if (name == want) return f;
-    if (!by_last && common::ascii_lower(last_component(name)) == want_last) by_last = f;
+    const std::string given = j["_name_or_path"].get<std::string>();
+    const std::string name = common::ascii_lower(given);
+    if (name == want) return DataDirMatch{f, ""};
+    if (common::ascii_lower(last_component(name)) != want_last) continue;
+    const std::string org = org_of(name);
+    if (want_org.empty() || org.empty() || org == want_org) {
+      if (!by_last) by_last = DataDirMatch{f, ""};
+    } else if (!by_other) {
+      by_other = DataDirMatch{f, given};
+    }
   }
-  return by_last;
+  return by_last ? by_last : by_other;
 }
 
 /// The file in `dir` named `name`, compared case-insensitively (the copies keep the Hub's capitalisation,
@@ -131,14 +156,20 @@ std::optional<std::string> without_revision_tag(const std::string& model) {
 }
 
 /// The data dir's offline config of `model` (model-configs by _name_or_path, then model-configs/aic by
-/// ORG--NAME), or nullopt; each place searched in vain is appended to `tried`.
-std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<std::string>& tried) {
+/// ORG--NAME), or nullopt; each place searched in vain is appended to `tried`. Another publisher's config
+/// of the same name (DataDirMatch::other_publisher) is not taken here but left in `other_publisher`, the
+/// last resort of resolve_model.
+std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<std::string>& tried,
+                                        std::optional<DataDirMatch>* other_publisher = nullptr) {
   std::error_code ec;
   const fs::path configs = common::data_dir() / "model-configs";
-  if (auto f = data_dir_config(configs, model)) return load_config(*f);
+  const auto match = data_dir_config(configs, model);
+  if (match && match->other_publisher.empty()) return load_config(match->file);
+  if (match && other_publisher && !*other_publisher) *other_publisher = match;
   tried.push_back(fs::is_directory(configs, ec)
                       ? "data dir " + configs.string() + " (no config whose _name_or_path is \"" + model +
-                            "\" or ends in \"" + last_component(model) + "\")"
+                            "\" or ends in \"" + last_component(model) + "\"" +
+                            (match ? "; " + match->other_publisher + " is another publisher's" : "") + ")"
                       : "data dir " + configs.string() + " (does not exist; set SERVELAB_DATA_DIR)");
   if (hub::is_repo_id(model)) {
     const auto slash = model.find('/');
@@ -212,7 +243,7 @@ std::optional<fs::path> base_config_file(const std::string& base) {
   std::vector<std::string> names{base};
   if (auto b = without_revision_tag(base)) names.push_back(*b);
   for (const auto& n : names) {
-    if (auto f = data_dir_config(configs, n)) return f;
+    if (auto f = data_dir_config(configs, n)) return f->file;  // any publisher's: the architecture
     const auto aic = aic_configs_named(configs / "aic", last_component(n));
     if (!aic.empty()) return aic.front();
   }
@@ -372,7 +403,8 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   tried.push_back(
       "built-in models (DeepSeek-V3.2: the name is not DeepSeek's own checkpoint, \"DeepSeek-V3.2\", -Exp or "
       "-Speciale)");
-  if (auto m = data_dir_model(model, tried)) return *m;
+  std::optional<DataDirMatch> other_publisher;
+  if (auto m = data_dir_model(model, tried, &other_publisher)) return *m;
   if (auto m = from_hub()) return *m;
   if (const auto base = without_revision_tag(model)) {
     std::vector<std::string> base_tried;  // the base's own misses: the note below says it in one line
@@ -388,6 +420,17 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
     tried.push_back("the data dir's config of " + *base + ", for the dated revision (none)");
   }
   if (auto m = requantized_model(model, tried)) return *m;
+  if (other_publisher) {  // the last resort: OTHER/NAME's config for ORG/NAME
+    ModelSpec m = load_config(other_publisher->file);
+    m.config_assumption = ModelSpec::ConfigAssumption::kOtherPublisher;
+    m.config_assumption_note = "no config of " + model + " was found: the config of " +
+                               other_publisher->other_publisher +
+                               " (another publisher's checkpoint of that name) is assumed" +
+                               (requantized_name(model) ? ", with its quantization recipe" : "") +
+                               "; give the checkpoint's own config.json to use it";
+    m.config_source += " (" + other_publisher->other_publisher + ", assumed for " + model + ")";
+    return m;
+  }
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
   message +=

@@ -120,7 +120,13 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   // format, the corpus validates such launches).
   if (launch.model.config_assumption != model::ModelSpec::ConfigAssumption::kNone) {
     b.warnings.push_back(launch.model.config_assumption_note);
-    if (launch.model.config_assumption == model::ModelSpec::ConfigAssumption::kBorrowedRecipe) ++outside;
+    // Another checkpoint's quantization recipe (a sibling's, or another publisher's for a quantized name):
+    // the layers kept unquantized and the scale format may differ, one step wider.
+    const auto a = launch.model.config_assumption;
+    if (a == model::ModelSpec::ConfigAssumption::kBorrowedRecipe ||
+        (a == model::ModelSpec::ConfigAssumption::kOtherPublisher &&
+         launch.model.quantization.method != model::QuantMethod::kNone))
+      ++outside;
   }
   const std::string version = engine + " " + launch.version;
   if (!table.versions.empty() && !contains(table.versions, version)) {

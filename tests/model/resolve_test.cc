@@ -240,6 +240,28 @@ TEST(Resolve, DatedRevisionTakesItsBaseCheckpointsConfig) {
   fs::remove_all(hub);
 }
 
+// ORG/NAME with no config of its own but another publisher's of the same NAME: that config, as the last
+// resort and said (nvidia/Qwen3-32B-FP8 used to read Qwen's block-FP8 recipe silently); a bare name or a
+// path keeps matching by its last component without an assumption.
+TEST(Resolve, AnotherPublishersConfigIsTheLastResortAndSaid) {
+  const fs::path hub = temp_dir("publisher_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const ModelSpec n = resolve_model("nvidia/Qwen3-32B-FP8");
+  EXPECT_EQ(n.config_assumption, ModelSpec::ConfigAssumption::kOtherPublisher);
+  EXPECT_EQ(n.config_assumption_note,
+            "no config of nvidia/Qwen3-32B-FP8 was found: the config of Qwen/Qwen3-32B-FP8 (another "
+            "publisher's checkpoint of that name) is assumed, with its quantization recipe; give the "
+            "checkpoint's own config.json to use it");
+  EXPECT_EQ(n.quantization.method, QuantMethod::kFp8Block);
+  const ModelSpec u = resolve_model("someone/Qwen3-32B");
+  EXPECT_EQ(u.config_assumption, ModelSpec::ConfigAssumption::kOtherPublisher);
+  EXPECT_EQ(u.config_assumption_note.find(", with its quantization recipe"), std::string::npos);
+  EXPECT_EQ(resolve_model("Qwen3-32B-FP8").config_assumption, ModelSpec::ConfigAssumption::kNone);
+  EXPECT_EQ(resolve_model("Qwen/Qwen3-32B-FP8").config_assumption, ModelSpec::ConfigAssumption::kNone);
+  fs::remove_all(hub);
+}
+
 // A re-quantization whose own config is nowhere (an ORG/NAME-FP4-V2 id): its base checkpoint's config (any
 // publisher, here via the dated revision's undated name) with the ModelOpt recipe of the same publisher's
 // checkpoint of that architecture; the assumption is said. Without such a sibling (another publisher, or an

@@ -317,6 +317,9 @@ struct ModelSpec {
     kNone,
     kUndatedRevision,  ///< a dated revision read with its undated checkpoint's config (same weights format)
     kBorrowedRecipe,   ///< a re-quantization read as its base's config + a sibling checkpoint's recipe
+    /// ORG/NAME read with another publisher's config of NAME (OTHER/NAME): same architecture assumed; a
+    /// quantized name's recipe (which layers stay unquantized, the scale format) is the other publisher's
+    kOtherPublisher,
   };
   ConfigAssumption config_assumption = ConfigAssumption::kNone;
   std::string config_assumption_note;  ///< the assumption as a sentence a prediction's band repeats
