@@ -175,6 +175,13 @@ out="$("$BIN" tune "$tmp/badargs.toml" --out "$tmp/badargs-out" 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] || fail "tune with a mistyped bench flag exited $rc: $out"
 [[ "$out" == *"badargs.toml:21: scenarios[0].args: scenario s: bench serve arguments: The following arguments were not expected: 128 --random-input-lenn"* ]] ||
   fail "tune with a mistyped bench flag: $out"
+# The same flag mistyped in [bench] common_args: that key and line are named, not the scenario's.
+sed 's/tp = 16/tp = 1/' "$tmp/allpruned.toml" > "$tmp/badcommon.toml"
+printf '[bench]\ncommon_args = ["--random-input-lenn", "128"]\n' >> "$tmp/badcommon.toml"
+out="$("$BIN" tune "$tmp/badcommon.toml" --out "$tmp/badcommon-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune with a mistyped common bench flag exited $rc: $out"
+[[ "$out" == *"badcommon.toml:23: bench.common_args: scenario s: bench serve arguments: The following arguments were not expected: 128 --random-input-lenn"* ]] ||
+  fail "tune with a mistyped common bench flag: $out"
 # A GPU the twin does not model is refused before the workload is drawn (no tokenizer needed for that).
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"

@@ -479,6 +479,14 @@ TEST(SlurmRunner, UnallocatableTrialIsRejectedAloneAndRequestsArePrivate) {
   auto reqs = requests(3);
   reqs[1].argv = {"vllm", "serve", "org/model", "-tp", "12"};
   reqs[2].argv = {"vllm", "serve", "org/model", "-tp", "4"};
+  // A REQUEST.json already there (mode 0644, hard-linked elsewhere) is replaced, not rewritten in place:
+  // the other name keeps its old text and mode.
+  const SlurmJobFiles f2 = slurm_job_files(fake.dir / "out" / "slurm", reqs[2].trial_key);
+  fs::create_directories(f2.dir);
+  std::ofstream(fake.dir / "elsewhere.json") << "old";
+  fs::permissions(fake.dir / "elsewhere.json", fs::perms::owner_read | fs::perms::owner_write |
+                                                   fs::perms::group_read | fs::perms::others_read);
+  fs::create_hard_link(fake.dir / "elsewhere.json", f2.request);
   std::map<std::size_t, TrialOutcome> got;
   make_slurm_runner(study, fake.options())(reqs,
                                            [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
@@ -494,6 +502,12 @@ TEST(SlurmRunner, UnallocatableTrialIsRejectedAloneAndRequestsArePrivate) {
   EXPECT_EQ(fs::status(f.request).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(fs::status(f.dir).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fake.read("elsewhere.json"), "old");
+  EXPECT_EQ(fs::status(fake.dir / "elsewhere.json").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_EQ(fs::status(f2.request).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::hard_link_count(f2.request), 1u);
   std::ifstream script(f.script);
   const std::string text((std::istreambuf_iterator<char>(script)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("#SBATCH --nodes=1\n"), std::string::npos) << text;

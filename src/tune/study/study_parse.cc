@@ -466,6 +466,8 @@ void read_slurm(const Ctx& c, const toml::table& lt, const Hardware& hw, SlurmSp
 void read_bench(const Ctx& c, const toml::table& bt, const std::string& data_dir, Study& s) {
   check_keys(c, bt, "bench", {"common_args", "warmup_args"});
   s.bench_common_args = get_strings(c, bt, "common_args", "bench");
+  if (const toml::node* an = bt.get("common_args"))
+    s.bench_common_args_origin = fmt::format("{}:{}: bench.common_args", c.origin, an->source().begin.line);
   s.warmup_args = get_strings(c, bt, "warmup_args", "bench");
   check_key_placeholders(c, bt, "common_args", "bench", {});
   check_key_placeholders(c, bt, "warmup_args", "bench", kScenarioPlaceholders);

@@ -26,35 +26,51 @@ std::vector<std::string> bench_common_args(const Study& study) {
   return common;
 }
 
-bench::RunOptions parse_scenario_bench_args(const std::vector<std::string>& common, const Scenario& sc,
-                                            const std::vector<std::string>& extra) {
-  bench::RunOptions cfg;
+namespace {
+
+/// `args` through bench's flag parser into `cfg`; the parser's message, or "" when they parse.
+std::string bench_parse_error(const std::vector<std::string>& args, bench::RunOptions& cfg) {
   CLI::App app{"bench serve (tune)"};
   bench::add_bench_flags(app, cfg);
+  try {
+    bench::parse_bench_args(app, args);  // as `bench serve` reads them ('_' as '-', unambiguous prefixes)
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  } catch (const bench::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+bench::RunOptions parse_scenario_bench_args(const std::vector<std::string>& common, const Scenario& sc,
+                                            const std::vector<std::string>& extra,
+                                            const std::string& common_origin) {
   std::vector<std::string> args = common;
   // The dataset as the twin and pre-flight find it (given path, data dir, cache): issue 10 found the
   // ShareGPT file of `make deps` used by the twin but not by local runs.
   const std::vector<std::string> scenario_args = detail::with_resolved_dataset(sc.args);
   args.insert(args.end(), scenario_args.begin(), scenario_args.end());
   args.insert(args.end(), extra.begin(), extra.end());
-  try {
-    bench::parse_bench_args(app, args);  // as `bench serve` reads them ('_' as '-', unambiguous prefixes)
-  } catch (const CLI::ParseError& e) {
-    throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
-                                            sc.args_origin.empty() ? "" : sc.args_origin + ": ", sc.id,
-                                            e.what()));
-  } catch (const bench::ConfigError& e) {
-    throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
-                                            sc.args_origin.empty() ? "" : sc.args_origin + ": ", sc.id,
-                                            e.what()));
-  }
-  return cfg;
+  bench::RunOptions cfg;
+  const std::string error = bench_parse_error(args, cfg);
+  if (error.empty()) return cfg;
+  // The scenario's args are blamed unless the common ones fail without them ([bench] common_args).
+  std::vector<std::string> alone = common;
+  alone.insert(alone.end(), extra.begin(), extra.end());
+  bench::RunOptions unused;
+  const std::string& origin =
+      !common_origin.empty() && !bench_parse_error(alone, unused).empty() ? common_origin : sc.args_origin;
+  throw std::invalid_argument(fmt::format("{}scenario {}: bench serve arguments: {}",
+                                          origin.empty() ? "" : origin + ": ", sc.id, error));
 }
 
 ScenarioFn bench_scenario_fn(const Study& study) {
   const std::vector<std::string> common = bench_common_args(study);
-  return [common](const Scenario& sc, const std::string& base_url, const std::atomic<bool>& stop) {
-    bench::RunOptions cfg = parse_scenario_bench_args(common, sc, {"--base-url", base_url});
+  return [common, origin = study.bench_common_args_origin](const Scenario& sc, const std::string& base_url,
+                                                           const std::atomic<bool>& stop) {
+    bench::RunOptions cfg = parse_scenario_bench_args(common, sc, {"--base-url", base_url}, origin);
     cfg.server_metric_names = engines::server_metric_names();  // how the engine's /metrics is read
     // Forward Ctrl-C to bench's stop token while it runs.
     std::stop_source source;

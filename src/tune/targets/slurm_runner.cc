@@ -114,23 +114,37 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!f) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
 }
 
-/// write_text for a file only its owner may read (mode 0600 before any byte is written).
+/// write_text for a file only its owner may read: the text goes to a new file (O_EXCL, mode 0600 before any
+/// byte is written; never an existing file, its mode, ACL or other hard links), renamed over `path` when
+/// complete. Throws std::runtime_error naming the path and the system's reason.
 void write_private(const fs::path& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());  // a leftover of a killed run
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
-  ::fchmod(fd, 0600);  // an existing file keeps its mode through O_CREAT
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + ": " + why);
+  };
+  if (::fchmod(fd, 0600) != 0) fail(strerror(errno));  // exactly 0600, whatever the umask
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = strerror(errno);
-      ::close(fd);
-      throw std::runtime_error("cannot write " + path.string() + ": " + why);
-    }
+    if (n <= 0) fail(n < 0 ? strerror(errno) : "no byte written");
     done += static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
+  if (::close(fd) != 0) {
+    const std::string why = strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + ": " + why);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + ": " + why);
+  }
 }
 
 std::string one_line(std::string s) {

@@ -38,8 +38,9 @@ struct TwinScenario {
   bench::ResolvedConfig resolved;
 };
 
-TwinScenario twin_scenario(const std::vector<std::string>& common, const Scenario& sc) {
-  TwinScenario t{parse_scenario_bench_args(common, sc, {}), {}};
+TwinScenario twin_scenario(const std::vector<std::string>& common, const Scenario& sc,
+                           const std::string& common_origin) {
+  TwinScenario t{parse_scenario_bench_args(common, sc, {}, common_origin), {}};
   try {
     t.resolved = bench::resolve(t.opts);
   } catch (const std::exception& e) {
@@ -139,7 +140,7 @@ std::string twin_data_note(const Study& study) {
   for (const auto& sc : study.scenarios) {
     std::string what;
     try {
-      const TwinScenario s = twin_scenario(common, sc);
+      const TwinScenario s = twin_scenario(common, sc, study.bench_common_args_origin);
       const bench::RunOptions& o = s.opts;
       switch (workload_kind(o, s.resolved)) {
         case WorkloadKind::kFixed:
@@ -178,6 +179,7 @@ struct TwinSetup {
   std::optional<model::ModelSpec> spec;
   std::string model_error;
   std::vector<std::string> common;  ///< bench_common_args(study): what every scenario's args follow
+  std::string common_origin;        ///< Study::bench_common_args_origin
   /// Each study scenario's requests by scenario id, built once (a load point "id@c16" draws the same ones).
   std::map<std::string, std::shared_ptr<const std::vector<sim::WorkloadRequest>>> workloads;
   /// Why a scenario has no workload, by scenario id (only where the twin only guides: twin_is_required).
@@ -205,7 +207,7 @@ void prepare_workloads(const Study& study, TwinSetup& t) {
     try {
       TwinScenario s;
       try {
-        s = twin_scenario(t.common, sc);
+        s = twin_scenario(t.common, sc, t.common_origin);
       } catch (const std::exception& e) {
         throw TuneSetupError(e.what());  // "scenario ID: bench serve arguments: ..."
       }
@@ -247,6 +249,7 @@ TwinSetup twin_setup(const Study& study) {
     t.mopt.goodput.e2el_ms = it->second;
   t.model = study.model;
   t.common = bench_common_args(study);
+  t.common_origin = study.bench_common_args_origin;
   if (!t.spec && twin_is_required(study))  // every trial would fail with it, one by one
     throw TuneSetupError(
         fmt::format("the engine twin cannot resolve the model {}: {}", study.model, t.model_error));
@@ -292,7 +295,7 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   TwinScenario a;
   std::shared_ptr<const std::vector<sim::WorkloadRequest>> reqs;
   try {
-    a = twin_scenario(t.common, sc);  // this load point's rate and concurrency
+    a = twin_scenario(t.common, sc, t.common_origin);  // this load point's rate and concurrency
     const auto split = split_load_scenario_id(sc.id);
     const std::string base = split ? split->first : sc.id;
     if (auto e = t.workload_errors.find(base); e != t.workload_errors.end())

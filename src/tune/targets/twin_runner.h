@@ -42,8 +42,11 @@ std::vector<std::string> bench_common_args(const Study& study);
 
 /// `common`, then scenario `sc`'s args with its --dataset-path resolved (tune/datasets.h), then `extra`,
 /// through bench's own flag parser (bench::parse_bench_args), as the twin and the local target both read
-/// them. Throws std::invalid_argument naming the scenario on an argument bench refuses.
+/// them. Throws std::invalid_argument naming the scenario on an argument bench refuses, prefixed with where
+/// the faulty arguments are written: `common_origin` (Study::bench_common_args_origin) when `common` and
+/// `extra` fail by themselves, else the scenario's Scenario::args_origin.
 bench::RunOptions parse_scenario_bench_args(const std::vector<std::string>& common, const Scenario& sc,
-                                            const std::vector<std::string>& extra);
+                                            const std::vector<std::string>& extra,
+                                            const std::string& common_origin = "");
 
 }  // namespace servelab::tune

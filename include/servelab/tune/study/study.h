@@ -222,7 +222,10 @@ struct Study {
   std::vector<Knob> knobs;
   std::vector<Scenario> scenarios;
   std::vector<std::string> bench_common_args;  ///< added to every scenario (backend, endpoint, ...)
-  std::vector<std::string> warmup_args;        ///< bench args of the warm-up run (local target)
+  /// Where bench_common_args are written ("study.toml:27: bench.common_args"), the prefix of an error that
+  /// they cause; "" when not read from a file.
+  std::string bench_common_args_origin;
+  std::vector<std::string> warmup_args;  ///< bench args of the warm-up run (local target)
   Objective objective;
   std::vector<Constraint> constraints;
   LoadSpec load;                 ///< [load]: load points of every scenario without its own
