@@ -196,6 +196,9 @@ class StepModel {
     KernelEfficiency eff;
     /// Measured latency along M (use_measured_operators), or null: the roofline.
     std::shared_ptr<const ops::OpCurve> measured;
+    /// For a quantized GEMM (FP8, block-scaled FP8): the same table's BF16 latency of the same shape along
+    /// M, the ceiling of `measured` (StepModel::gemm_s); null for BF16 or without such rows.
+    std::shared_ptr<const ops::OpCurve> measured_bf16;
   };
   struct LayerClass {
     int count = 0;    ///< layers of this class in the stage

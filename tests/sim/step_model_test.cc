@@ -435,6 +435,38 @@ TEST(StepModel, GemmRowsAreTheLaunchsKernel) {
             0.5 * deep.cost({&load, 1}, 1, true, false).linear_s);
 }
 
+// A measured FP8 GEMM is capped by the same table's BF16 row of the shape (StepModel::gemm_s): B200 SGLang
+// 0.5.9's block-FP8 rows at one token are ~3x its BF16 rows (4096 x 4096: 0.0286 vs 0.0097 ms), so a
+// Qwen3-32B-FP8 decode step came out slower than the BF16 model's (22.8 vs 14.0 ms TPOT at concurrency 1);
+// now its linears take no longer than the BF16 model's, and at 8,192 tokens, where the FP8 rows are the
+// faster (0.148 vs 0.180 ms), they keep their own time.
+TEST(StepModel, MeasuredFp8GemmsAreNoSlowerThanTheirBf16Rows) {
+  const MeasuredOperators measured;
+  const auto c = hardware::parse_cluster("1xB200");
+  auto fp8 = sglang_tp8_deepgemm(model::resolve_model("Qwen/Qwen3-32B-FP8"), c, "0.5.9");
+  auto bf16 = test_launch(model::resolve_model("Qwen/Qwen3-32B"), c, 1);
+  bf16.config.kind = engines::EngineKind::kSglang;
+  bf16.version = "0.5.9";
+  for (auto* l : {&fp8, &bf16}) {
+    l->config.tp = 1;
+    l->layout.tp = l->layout.gpus = l->layout.attn_tp = l->layout.dense_tp = l->layout.moe_tp = 1;
+  }
+  const StepModel f(fp8, c), b(bf16, c);
+  const RankLoad one = decode_one(1000);
+  const double f1 = f.cost({&one, 1}, 1, true, false).linear_s,
+               b1 = b.cost({&one, 1}, 1, true, false).linear_s;
+  EXPECT_GT(f1, 0.0);
+  EXPECT_LE(f1, b1 * (1 + 1e-12));
+  const auto table = measured.store.table("b200_sxm", "sglang", "0.5.9", "gemm_perf");
+  ASSERT_TRUE(table);
+  auto row = [&](const char* dtype, double m) {
+    return table->lookup({{"gemm_dtype", std::string(dtype)}, {"m", m}, {"n", 4096.0}, {"k", 4096.0}})
+        .latency_ms;
+  };
+  EXPECT_GT(row("fp8_block", 1), 2.5 * row("bfloat16", 1));
+  EXPECT_LT(row("fp8_block", 8192), row("bfloat16", 8192));
+}
+
 // MXFP4 experts with MXFP8 activations (vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 on SM100) are the
 // moe_perf rows "w4a8_mxfp4_mxfp8": B200's vLLM 0.24.0 table has them only for another shape, and the
 // BF16-activation "w4a16_mxfp4" rows of the same kernel for gpt-oss-120b's experts (hidden 2880, 128

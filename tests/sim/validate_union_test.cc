@@ -79,22 +79,24 @@ TEST(UnionValidation, EveryReleasedCorpusAgainstTheTargets) {
   EXPECT_EQ(h.predicted + h.predicted_failures + h.refused, h.points);
 
   // §5 targets met today (held out; today's figures in parentheses).
-  EXPECT_LE(h.mape_total_tok_s, 15.0) << "target <= 15% (12.1%)";
-  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (19.6%)";
-  EXPECT_LE(h.mape_tpot, 15.0) << "target <= 15% (9.9%)";
+  EXPECT_LE(h.mape_total_tok_s, 15.0) << "target <= 15% (12.0%)";
+  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (19.4%)";
+  EXPECT_LE(h.mape_tpot, 15.0) << "target <= 15% (9.8%)";
   // The winner (issue 8's >= 80%, not among §5's targets): 110 of 135 (81%); most misses are InferenceMAX
   // H200 latency groups where vLLM 0.11.2 and 0.13.0 at TP8 measure within a few %.
   EXPECT_GE(h.groups_same_winner, 107) << "the winner regressed (110 of 135 today)";
   EXPECT_GE(h.groups_best_in_top3 * 100, 90 * h.spearman_groups) << "target >= 90% (68 of 71)";
   EXPECT_LE(h.mean_regret, 5.0) << "target <= 5% (2.2%)";
-  EXPECT_LE(h.mape_shape_tpot, 8.0) << "target <= 8% (5.7%)";
-  // TTFT sweep shape, target <= 15%: NOT met, 15.4%. It was 11.0% over the 209 points before the NVFP4
+  EXPECT_LE(h.mape_shape_tpot, 8.0) << "target <= 8% (5.6%)";
+  // TTFT sweep shape, target <= 15%: NOT met, 16.2% (15.4% before measured FP8 GEMMs were capped by their
+  // BF16 rows, which made the SGLang H200 DeepSeek-R1 sweeps' TPOT right, 7.5 -> 4.3%, and left their
+  // low-load TTFT residual bare, shape 14.3 -> 19.3%). It was 11.0% over the 209 points before the NVFP4
   // DeepSeek-R1 SGLang B200 sweeps were predicted; their shape error is 38% (the FP8 checkpoint's on B200
   // 32%): at the lowest concurrency the twin's TTFT is ~37% low (122 vs 193 ms at 4 streams, TP4), at 128
   // streams right, so every ratio to the lowest is too steep. 19 points whose mean TTFT measures 70-80 s
   // stalls (p99 TTFT above the median end-to-end latency in a closed loop) are listed, not scored (corpus.cc
   // stalled_ttft). A regression guard until the low-load TTFT of SGLang on B200 is explained.
-  EXPECT_LE(h.mape_shape_ttft, 15.5) << "target <= 15%, not met (15.4% today)";
+  EXPECT_LE(h.mape_shape_ttft, 16.3) << "target <= 15%, not met (16.2% today)";
 
   // The reference study: its measured winner first (met); its tok/s error (target 10%) is not met: 34.6%,
   // from its TensorRT-LLM DSA runs on Hopper (no figure for that path) and SGLang TP8's stalls.
@@ -107,8 +109,8 @@ TEST(UnionValidation, EveryReleasedCorpusAgainstTheTargets) {
   // InferenceX: vLLM TPOT ~11%, SGLang TPOT ~19%, TensorRT-LLM TTFT ~36%).
   const std::string report = sim::format_corpus_validation(v, false);
   EXPECT_LE(engine_mape(report, "vllm", 2), 11.0) << "vLLM TPOT (9.0% today)";
-  EXPECT_LE(engine_mape(report, "sglang", 2), 19.0) << "SGLang TPOT (11.9% today)";
-  EXPECT_LE(engine_mape(report, "trtllm", 1), 36.0) << "TensorRT-LLM TTFT (20.7% today)";
+  EXPECT_LE(engine_mape(report, "sglang", 2), 19.0) << "SGLang TPOT (11.3% today)";
+  EXPECT_LE(engine_mape(report, "trtllm", 1), 36.0) << "TensorRT-LLM TTFT (20.8% today)";
 
   // The embedded calibration.json is this corpus's in-sample fit, and the fit ends inside its bounds.
   ASSERT_TRUE(v.full_fit.on_bound.empty()) << v.full_fit.on_bound.front();
