@@ -220,6 +220,17 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
         plan.weight_bytes / kGiB, usable / kGiB);
     return plan;
   }
+  const bool fraction_of_total = !pol.profile_activations && pol.basis == MemoryPolicy::Basis::kOfTotal;
+  if (plan.kv_budget_bytes <= 0 && fraction_of_total) {
+    // SGLang model_runner.py profile_max_num_token: no KV token left inside mem_fraction_static.
+    plan.fits = false;
+    plan.failure = fmt::format(
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. (weights need {:.2f} "
+        "GiB per GPU; --mem-fraction-static {:.3f} of {:.2f} GiB leaves no KV cache: spread the weights over "
+        "more GPUs, or raise the fraction while a prefill step's activations still fit outside it)",
+        plan.weight_bytes / kGiB, pol.fraction, usable / kGiB);
+    return plan;
+  }
   if (plan.kv_budget_bytes <= 0) {
     plan.fits = false;
     plan.failure = fmt::format(
@@ -276,7 +287,7 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     plan.failure = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.";
     return plan;
   }
-  if (!pol.profile_activations && pol.basis == MemoryPolicy::Basis::kOfTotal) {
+  if (fraction_of_total) {
     // SGLang: the activations of the largest step live outside mem_fraction_static, beside CUDA graphs
     // and the runtime. A prefill batch of chunked_prefill_size tokens per rank (gathered over the DP
     // ranks for the MoE) that does not fit dies at its first step.

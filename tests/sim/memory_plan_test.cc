@@ -60,6 +60,24 @@ TEST(MemoryPlan, VisionEncoderWeightsSplitOverItsShards) {
   EXPECT_DOUBLE_EQ(plan_memory(l, c).weight_bytes - text_only, 0.6e9 * 2 / 4);
 }
 
+// SGLang (a fraction of the total, activations outside it): weights that leave no KV token inside
+// mem_fraction_static fail with SGLang's own message (model_runner.py profile_max_num_token), not a CUDA OOM.
+TEST(MemoryPlan, SglangWithNoKvLeftSaysItsOwnMessage) {
+  const auto m = corpus_model("qwen3-32b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto l = test_launch(m, c, 1);
+  l.max_model_len = 4096;
+  l.memory.profile_activations = false;
+  l.memory.fraction = 0.7;  // 0.7 x 79.65 GiB < 61.02 GiB of weights
+  const auto p = plan_memory(l, c);
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.failure.rfind("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                            "(weights need 61.02 GiB per GPU; --mem-fraction-static 0.700 of 79.65 GiB",
+                            0),
+            0u)
+      << p.failure;
+}
+
 // The same launch on an A100 80GB (81,920 MiB): budget 0.9 x 85,899,345,920 - the same weights and
 // activations = 10,058,465,280 B -> 38,368 tokens.
 TEST(MemoryPlan, Qwen3_32bDenseOnA100) {
