@@ -73,6 +73,24 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
       std::string::npos);
 }
 
+// A knob of hundreds of values lists the first 12 and its baseline, then how many more (a table row a
+// reader can take in; trials.json keeps every value).
+TEST(HtmlReport, AKnobsValuesAreCappedInTheKnobTable) {
+  Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
+  Evaluator ev{study, testing::fake_runner(), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  SearchOutcome outcome = run_search(study, ev, nullptr);
+  Knob& k = study.knobs.front();  // the table is written from the study's knobs
+  k.values.clear();
+  for (int i = 0; i < 300; ++i) k.values.push_back(KnobValue{"v" + std::to_string(i), {}, false});
+  k.baseline = "v250";
+  ReportInput in{&study, &outcome, ev.records(), {}};
+  const std::string text = render_markdown(in);
+  EXPECT_NE(text.find("| " + k.name +
+                      " | v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, **v250** … and 287 more |"),
+            std::string::npos)
+      << text;
+}
+
 // Study text is escaped once: the goal's "<script>" reads as typed in the HTML (the Markdown writes it
 // "&lt;script&gt;", which the HTML kept as "&amp;lt;script&amp;gt;", shown literally), never as markup; each
 // knob's description is shown (study.md: "shown in the report").

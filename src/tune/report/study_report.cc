@@ -463,16 +463,26 @@ static void scenarios_text(std::ostringstream& md, const Study& s) {
        << fmt::format("{}", fmt::join(common::redact_args(sc.args), " ")) << "`\n";
 }
 
-/// "Knobs searched": each knob's values (the baseline first in bold) and the study's description of it.
+/// Values of a knob the "Knobs searched" table lists before "… and N more" (the baseline is always shown).
+constexpr std::size_t kKnobValuesShown = 12;
+
+/// "Knobs searched": each knob's values (the baseline in bold; the first kKnobValuesShown and the baseline,
+/// then how many more) and the study's description of it.
 static void knobs_text(std::ostringstream& md, const Study& s) {
   if (s.knobs.empty()) return;
   md << "\n### Knobs searched\n\n| knob | values (baseline in bold) | description |\n|---|---|---|\n";
   for (const auto& k : s.knobs) {
     std::string values;
-    for (const auto& v : k.values) {
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < k.values.size(); ++i) {
+      const auto& v = k.values[i];
+      const bool base = v.label == k.baseline;
+      if (i >= kKnobValuesShown && !base) continue;
       if (!values.empty()) values += ", ";
-      values += v.label == k.baseline ? "**" + md_escape(v.label) + "**" : md_escape(v.label);
+      values += base ? "**" + md_escape(v.label) + "**" : md_escape(v.label);
+      ++shown;
     }
+    if (shown < k.values.size()) values += fmt::format(" … and {} more", k.values.size() - shown);
     md << "| " << md_escape(k.name) << " | " << values << " | " << md_escape(k.description) << " |\n";
   }
 }
