@@ -340,6 +340,22 @@ std::optional<ModelSpec> requantized_model(const std::string& model, std::vector
   return std::nullopt;
 }
 
+/// The config.json of `model` in a Hugging Face cache snapshot, read with the ModelOpt file beside it. A
+/// quantized name whose snapshot states no quantization (a config.json fetched without its
+/// hf_quant_config.json, e.g. by servelab before it fetched both) is read in the model dtype and says so.
+ModelSpec cached_checkpoint(const std::string& model, const fs::path& config_json) {
+  ModelSpec m = load_config_with_modelopt(config_json);
+  const auto name = requantized_name(model);
+  if (!name || m.quantization.method != QuantMethod::kNone) return m;
+  m.config_assumption = ModelSpec::ConfigAssumption::kQuantizationUnstated;
+  m.config_assumption_note = fmt::format(
+      "the cached config.json of {} ({}) states no quantization and no hf_quant_config.json lies beside it: "
+      "read as {} weights though its name says {}; fetch that file (`hf download {} hf_quant_config.json`) "
+      "or give the checkpoint folder",
+      model, config_json.string(), dtype_name(m.dtype), name->quant_algo, model);
+  return m;
+}
+
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch) {
@@ -390,7 +406,7 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   if (slash != std::string::npos && slash > 0 && model.find('/', slash + 1) == std::string::npos) {
     const std::string repo = "models--" + model.substr(0, slash) + "--" + model.substr(slash + 1);
     for (const fs::path& hub : hf_hub_dirs()) {
-      if (auto f = hf_cache_config(hub, repo)) return load_config_with_modelopt(*f);
+      if (auto f = hf_cache_config(hub, repo)) return cached_checkpoint(model, *f);
       tried.push_back("Hugging Face cache " + (hub / repo / "snapshots" / "*" / "config.json").string());
     }
   }

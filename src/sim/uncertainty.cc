@@ -124,6 +124,7 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     // the layers kept unquantized and the scale format may differ, one step wider.
     const auto a = launch.model.config_assumption;
     if (a == model::ModelSpec::ConfigAssumption::kBorrowedRecipe ||
+        a == model::ModelSpec::ConfigAssumption::kQuantizationUnstated ||
         (a == model::ModelSpec::ConfigAssumption::kOtherPublisher &&
          launch.model.quantization.method != model::QuantMethod::kNone))
       ++outside;

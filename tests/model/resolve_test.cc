@@ -145,6 +145,26 @@ TEST(Resolve, HuggingFaceCachePrefersRefsMain) {
   write(hub / "models--deepseek-ai--DeepSeek-V3.2" / "snapshots" / "ccc" / "config.json",
         common::read_file(common::data_dir() / "model-configs" / "glm-5.2-fp8.json"));
   EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-V3.2").model_type, "glm_moe_dsa");
+  // A quantized name whose cached config.json states no quantization and has no hf_quant_config.json beside
+  // it (fetched alone) is read in its dtype and says so; with the file beside it, the ModelOpt recipe.
+  const fs::path fp4 = hub / "models--Acme--Tiny-FP4" / "snapshots" / "ddd";
+  write(fp4 / "config.json", cfg);
+  write(hub / "models--Acme--Tiny-FP4" / "refs" / "main", "ddd\n");
+  const ModelSpec bare = resolve_model("Acme/Tiny-FP4");
+  EXPECT_EQ(bare.quantization.method, QuantMethod::kNone);
+  EXPECT_EQ(bare.config_assumption, ModelSpec::ConfigAssumption::kQuantizationUnstated);
+  EXPECT_EQ(
+      bare.config_assumption_note,
+      "the cached config.json of Acme/Tiny-FP4 (" + (fp4 / "config.json").string() +
+          ") states no quantization and no hf_quant_config.json lies beside it: read as bf16 weights "
+          "though its name says NVFP4; fetch that file (`hf download Acme/Tiny-FP4 hf_quant_config.json`) "
+          "or give the checkpoint folder");
+  write(fp4 / "hf_quant_config.json",
+        common::read_file(common::data_dir() / "model-configs" / "aic" /
+                          "nvidia--Qwen3-235B-A22B-NVFP4_hf_quant_config.json"));
+  const ModelSpec with = resolve_model("Acme/Tiny-FP4");
+  EXPECT_EQ(with.quantization.method, QuantMethod::kNvfp4);
+  EXPECT_EQ(with.config_assumption, ModelSpec::ConfigAssumption::kNone);
   fs::remove_all(hub);
 }
 

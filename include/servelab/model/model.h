@@ -320,6 +320,9 @@ struct ModelSpec {
     /// ORG/NAME read with another publisher's config of NAME (OTHER/NAME): same architecture assumed; a
     /// quantized name's recipe (which layers stay unquantized, the scale format) is the other publisher's
     kOtherPublisher,
+    /// A quantized name (ORG/NAME-FP4|-NVFP4|-FP8) whose config, found in the Hugging Face cache, states no
+    /// quantization (no quantization_config, no hf_quant_config.json beside it): read in the model dtype
+    kQuantizationUnstated,
   };
   ConfigAssumption config_assumption = ConfigAssumption::kNone;
   std::string config_assumption_note;  ///< the assumption as a sentence a prediction's band repeats
