@@ -3,7 +3,9 @@
 // gated repositories with and without a token, offline mode, a resumed partial download, a revision pin,
 // redirects (LFS to another host without the token; 307 for a renamed repository), errors.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -420,6 +422,20 @@ TEST_F(Hub, UnreachableHubIsAClearNetworkError) {
     EXPECT_EQ(e.kind(), HubError::Kind::kNetwork);
     EXPECT_NE(std::string(e.what()).find("DNS lookup of hub.invalid failed"), std::string::npos) << e.what();
   }
+}
+
+// kHubEnvironmentVariables is what options_from_environment asks for (HOME aside): the list tune's bench
+// container is given cannot drift from the client's reads.
+TEST(HubEnvironment, TheListedVariablesAreTheOnesRead) {
+  std::set<std::string> asked;
+  options_from_environment([&asked](const std::string& k) -> std::optional<std::string> {
+    asked.insert(k);
+    return std::nullopt;
+  });
+  asked.erase("HOME");
+  const std::set<std::string> listed(std::begin(kHubEnvironmentVariables),
+                                     std::end(kHubEnvironmentVariables));
+  EXPECT_EQ(asked, listed);
 }
 
 TEST(HubEnvironment, ReadsTheVariablesHuggingFaceHubReads) {

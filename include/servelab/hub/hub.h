@@ -50,6 +50,15 @@ HubOptions options_from_environment(const EnvLookup& env);
 /// options_from_environment of the process environment (std::getenv).
 HubOptions options_from_environment();
 
+/// The variables options_from_environment reads (HOME, the process's own, aside): what a process that must
+/// reach the Hub as another one does is given (tune's bench container beside its engine).
+// clang-format off
+inline constexpr std::string_view kHubEnvironmentVariables[] = {
+    "HF_ENDPOINT", "HF_HOME", "XDG_CACHE_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_ETAG_TIMEOUT",
+    "HF_HUB_DOWNLOAD_TIMEOUT"};
+// clang-format on
+
 /// Repository kind: the cache folder prefix ("models--", "datasets--") and the URL prefix ("", "datasets/").
 enum class RepoType { kModel, kDataset };
 

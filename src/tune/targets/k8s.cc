@@ -21,6 +21,7 @@
 #include "servelab/engines/engine_module.h"
 #include "servelab/engines/engines.h"
 #include "servelab/engines/multinode.h"
+#include "servelab/hub/hub.h"
 #include "servelab/tune/search/search.h"
 #include "servelab/tune/study/study.h"
 
@@ -277,10 +278,11 @@ std::string bench_script(const Ctx& c, const std::string& name, bool stay,
 }
 
 /// The engine's variables that tell `bench serve` how to reach the Hugging Face Hub for the model's
-/// tokenizer (a gated model's token, a mirror, offline mode): the benchmark container gets them too.
+/// tokenizer (a gated model's token, a mirror, offline mode; hub::kHubEnvironmentVariables): the benchmark
+/// container gets them too.
 bool hub_env(const std::string& name) {
-  return name == "HF_TOKEN" || name == "HUGGING_FACE_HUB_TOKEN" || name == "HF_ENDPOINT" ||
-         name == "HF_HUB_OFFLINE" || name == "HF_HOME" || name == "HF_HUB_CACHE";
+  return std::find(std::begin(hub::kHubEnvironmentVariables), std::end(hub::kHubEnvironmentVariables),
+                   name) != std::end(hub::kHubEnvironmentVariables);
 }
 
 void emit_bench(YAML::Emitter& y, const Ctx& c, const std::string& name, bool stay) {
