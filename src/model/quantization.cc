@@ -97,17 +97,19 @@ const std::vector<std::string> kSharedExpertModules = {
     "model.layers.3.mlp.shared_experts.gate_proj", "model.layers.3.mlp.shared_experts.down_proj",
     "model.layers.3.mlp.shared_expert.gate_proj", "model.layers.3.mlp.shared_expert.down_proj"};
 
-/// True when the "re:" entry `pattern` matches one of `modules`. Throws std::runtime_error naming `where`
-/// for an invalid expression.
-bool regex_covers(const std::string& pattern, const std::vector<std::string>& modules,
-                  const std::string& where) {
-  std::regex re;
+/// The "re:" entry `pattern` compiled to match from the start of a name. Throws std::runtime_error naming
+/// `where` for an invalid expression.
+std::regex module_regex(const std::string& pattern, const std::string& where) {
   try {
-    re = std::regex("(?:" + pattern + ").*");
+    return std::regex("(?:" + pattern + ").*");
   } catch (const std::regex_error& e) {
     throw std::runtime_error(fmt::format(
         "{}: the module pattern \"re:{}\" is not a valid regular expression ({})", where, pattern, e.what()));
   }
+}
+
+/// True when `re` matches one of `modules`.
+bool regex_covers(const std::regex& re, const std::vector<std::string>& modules) {
   return std::any_of(modules.begin(), modules.end(),
                      [&](const std::string& m) { return std::regex_match(m, re); });
 }
@@ -119,13 +121,17 @@ bool regex_covers(const std::string& pattern, const std::vector<std::string>& mo
 void keep_unconverted(Quantization& q, const std::vector<std::string>& modules, DType dtype,
                       const std::string& where) {
   for (const auto& m : modules) {
-    const bool re = m.rfind("re:", 0) == 0;
-    if (re ? regex_covers(m.substr(3), kAttentionModules, where)
-           : covers_block_linears(m, {"self_attn", "linear_attn", "attn", "attention"}))
-      q.attention = plain(dtype);
-    if (re ? regex_covers(m.substr(3), kSharedExpertModules, where)
-           : covers_block_linears(m, {"shared_expert", "shared_experts"}))
-      q.dense_ffn = plain(dtype);
+    bool attention = false, shared = false;
+    if (m.rfind("re:", 0) == 0) {
+      const std::regex re = module_regex(m.substr(3), where);
+      attention = regex_covers(re, kAttentionModules);
+      shared = regex_covers(re, kSharedExpertModules);
+    } else {
+      attention = covers_block_linears(m, {"self_attn", "linear_attn", "attn", "attention"});
+      shared = covers_block_linears(m, {"shared_expert", "shared_experts"});
+    }
+    if (attention) q.attention = plain(dtype);
+    if (shared) q.dense_ffn = plain(dtype);
   }
 }
 

@@ -298,9 +298,8 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     const char* dtype = measured_gemm_dtype(kernel);
     g.measured = measured_gemm_curve(*ops_, *op_source_, dtype, g.n, g.k,
                                      kernel == ex.gemm ? ex.gemm_kernel_sources : std::nullopt);
-    if (g.measured && dtype && std::string_view(dtype) != "bfloat16" &&
-        (kernel == engines::GemmKernel::kFp8Native || kernel == engines::GemmKernel::kFp8BlockDeepGemm ||
-         kernel == engines::GemmKernel::kFp8BlockCutlass || kernel == engines::GemmKernel::kFp8BlockTrtllm))
+    const std::string_view d = dtype ? dtype : "";
+    if (g.measured && (d == "fp8" || d == "fp8_block"))  // the FP8 rows' ceiling (gemm_s)
       g.measured_bf16 = measured_gemm_curve(*ops_, *op_source_, "bfloat16", g.n, g.k, std::nullopt);
   };
   auto make_gemm = [&](const model::Linear& l, int tp, engines::GemmKernel kernel) {
