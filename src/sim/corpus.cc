@@ -101,6 +101,7 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     mm.total_tok_s = number(me, "total_token_throughput");
     mm.output_tok_s = number(me, "output_token_throughput");
     mm.mean_ttft_ms = number(me, "mean_ttft_ms");
+    mm.p99_ttft_ms = number(m, "p99_ttft_ms");
     mm.duration_s = number(me, "duration_s");
     if (auto v = number(me, "successful_requests")) mm.successful = static_cast<int>(*v);
     const auto tpot = number(me, "tpot_comparable_ms");
@@ -165,25 +166,6 @@ std::string inferencemax_refusal(const CorpusPoint& c) {
   std::string s;
   for (const auto& w : why) s += (s.empty() ? "" : "; ") + w;
   return s;
-}
-
-// Why a closed-loop run's mean TTFT is not a time the twin can be scored on ("" when it is): some requests
-// waited longer for their first token than the median request took from send to last token (p99 TTFT >
-// median E2E latency) while the median request barely waited (median TTFT < a tenth of the median E2E
-// latency), so there was no general queue for the KV cache. In a closed loop with room for every request a
-// new one waits for at most a step or two: those requests were held outside the engine's queues (stalls of
-// ~70 s that appear in some repeats of a configuration and not in others; InferenceMAX SGLang 0.5.6 on B200
-// and AMD GPUs). The mean TTFT then measures the stalls, not prefill and queueing.
-std::string stalled_ttft(const CorpusWorkload& w, const json& measured) {
-  const auto p99_ttft = number(measured, "p99_ttft_ms"), median_ttft = number(measured, "median_ttft_ms");
-  const auto median_e2el = number(measured, "median_e2el_ms");
-  if (!w.max_concurrency || !p99_ttft || !median_ttft || !median_e2el || *median_e2el <= 0) return "";
-  if (*p99_ttft <= *median_e2el || *median_ttft >= 0.1 * *median_e2el) return "";
-  return fmt::format(
-      "TTFT: the p99 TTFT ({:.1f} s) exceeds the median end-to-end latency ({:.1f} s) while the median "
-      "TTFT is {:.2f} s: in a closed loop of {} requests some were held outside the engine's queues "
-      "(stalls), so the mean TTFT measures the stalls, not prefill and queueing",
-      *p99_ttft / 1000, *median_e2el / 1000, *median_ttft / 1000, *w.max_concurrency);
 }
 
 std::map<std::string, std::string> inferencemax_strings(const json& j, const char* key) {
@@ -270,6 +252,7 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
     mm.output_tok_s = number(me, "output_token_throughput");
     mm.input_tok_s = number(me, "input_token_throughput");
     mm.mean_ttft_ms = number(me, "mean_ttft_ms");
+    mm.p99_ttft_ms = number(me, "p99_ttft_ms");
     mm.mean_tpot_ms = number(me, "mean_tpot_ms");
     mm.mean_e2el_ms = number(me, "mean_e2el_ms");
 
@@ -281,10 +264,6 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
       if (wl.num_prompts < 1) throw std::runtime_error("workload.num_prompts is missing");
       if (!mm.mean_ttft_ms) c.not_comparable.push_back("TTFT: not reported");
       if (!mm.mean_tpot_ms) c.not_comparable.push_back("TPOT: not reported");
-      if (std::string stall = stalled_ttft(wl, me); mm.mean_ttft_ms && !stall.empty()) {
-        c.not_comparable.push_back(std::move(stall));
-        mm.mean_ttft_ms.reset();
-      }
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": " + e.what());
@@ -449,6 +428,7 @@ CorpusPoint seed_point(const json& e, const SeedRecord& record, const std::strin
       c.measured.total_tok_s = number(m, "Total Token throughput (tok/s)");
       c.measured.output_tok_s = number(m, "Output token throughput (tok/s)");
       c.measured.mean_ttft_ms = number(m, "Mean TTFT (ms)");
+      c.measured.p99_ttft_ms = number(m, "P99 TTFT (ms)");
       c.measured.mean_tpot_ms = number(m, "Mean TPOT (ms)");
       c.measured.duration_s = number(m, "Benchmark duration (s)");
       if (auto v = number(m, "Successful requests")) c.measured.successful = static_cast<int>(*v);
@@ -504,6 +484,62 @@ const char* corpus_status_name(CorpusPoint::Status s) {
   return "?";
 }
 
+std::string sweep_key(const CorpusPoint& c) {
+  const auto& w = c.workload;
+  std::string k = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", c.study,
+                              c.engine, c.engine_version, c.gpu, c.gpu_count, c.command, c.disaggregated,
+                              w.tool, w.dataset, w.input_len, w.output_len, w.constant_arrivals);
+  k += "\x1f" + (w.random_range_ratio ? fmt::format("{}", *w.random_range_ratio) : std::string("-"));
+  // With a concurrency cap the load is the cap and the request rate is part of the shape, else the rate.
+  k += "\x1f" + (w.max_concurrency ? fmt::format("rate {}", w.request_rate) : std::string("uncapped"));
+  for (const auto& a : c.argv) k += "\x1f" + a;
+  for (const auto& [name, value] : c.env) k += "\x1e" + name + "=" + value;
+  for (const auto& [name, text] : c.config_files) k += "\x1d" + name + "=" + text;
+  return k;
+}
+
+double sweep_load(const CorpusWorkload& w) {
+  return w.max_concurrency ? static_cast<double>(*w.max_concurrency) : w.request_rate;
+}
+
+void mark_ttft_stalls(std::vector<CorpusPoint>& points) {
+  auto measured = [](const CorpusPoint& c) {
+    return !c.suspect && c.workload.max_concurrency && *c.workload.max_concurrency > 0 &&
+           c.measured.p99_ttft_ms && *c.measured.p99_ttft_ms > 0 &&
+           (c.status == CorpusPoint::Status::kOk || c.status == CorpusPoint::Status::kPartial);
+  };
+  std::map<std::string, std::vector<CorpusPoint*>> sweeps;
+  for (auto& c : points)
+    if (measured(c)) sweeps[sweep_key(c)].push_back(&c);
+  for (auto& [key, sweep] : sweeps) {
+    for (auto* c : sweep) {
+      if (!c->measured.mean_ttft_ms) continue;
+      const double load = *c->workload.max_concurrency;
+      const CorpusPoint* ref = nullptr;
+      double ref_ms = 0;
+      for (const auto* o : sweep) {
+        const double o_load = *o->workload.max_concurrency;
+        if (o_load > load) continue;
+        const double scaled = *o->measured.p99_ttft_ms * load / o_load;
+        if (!ref || scaled < ref_ms) ref = o, ref_ms = scaled;
+      }
+      const double p99 = *c->measured.p99_ttft_ms;
+      if (ref == c || p99 < kStallFactor * ref_ms || p99 - ref_ms < kStallExcessMs) continue;
+      const int ref_load = *ref->workload.max_concurrency;
+      c->not_comparable.push_back(fmt::format(
+          "TTFT: the p99 TTFT ({:.1f} s) is {:.0f}x the tail this launch shows at this load or below ({:.1f} "
+          "s: {}{}): some requests were held ~{:.0f} s outside the engine's queues (a stall: repeats of one "
+          "configuration show it or not), so the mean TTFT measures the stall, not prefill and queueing",
+          p99 / 1000, p99 / ref_ms, ref_ms / 1000, ref->id,
+          ref_load == static_cast<int>(load) ? fmt::format(", a run at the same concurrency {}", ref_load)
+                                             : fmt::format(" at concurrency {}, scaled to {} in proportion",
+                                                           ref_load, static_cast<int>(load)),
+          (p99 - ref_ms) / 1000));
+      c->measured.mean_ttft_ms.reset();  // the references read p99 only
+    }
+  }
+}
+
 Corpus load_corpus(const std::filesystem::path& path) {
   Corpus corpus;
   std::error_code ec;
@@ -524,6 +560,7 @@ Corpus load_corpus(const std::filesystem::path& path) {
     throw std::runtime_error("corpus " + path.string() + ": no such file or directory");
   }
   if (corpus.points.empty()) throw std::runtime_error("corpus " + path.string() + " holds no points");
+  mark_ttft_stalls(corpus.points);
   std::set<std::string> seen;
   for (const auto& p : corpus.points)
     if (seen.insert(p.study).second) corpus.studies.push_back(p.study);

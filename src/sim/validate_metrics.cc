@@ -196,25 +196,6 @@ ValidationSummary summarize_validation(const std::vector<const ValidationRow*>& 
 
 namespace {
 
-// A point's sweep: its study, launch configuration and workload shape, everything but its load.
-std::string sweep_key(const CorpusPoint& c) {
-  const auto& w = c.workload;
-  std::string k = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", c.study,
-                              c.engine, c.engine_version, c.gpu, c.gpu_count, c.command, c.disaggregated,
-                              w.tool, w.dataset, w.input_len, w.output_len, w.constant_arrivals);
-  k += "\x1f" + (w.random_range_ratio ? fmt::format("{}", *w.random_range_ratio) : std::string("-"));
-  // With a concurrency cap the load is the cap and the request rate is part of the shape, else the rate.
-  k += "\x1f" + (w.max_concurrency ? fmt::format("rate {}", w.request_rate) : std::string("uncapped"));
-  for (const auto& a : c.argv) k += "\x1f" + a;
-  for (const auto& [name, value] : c.env) k += "\x1e" + name + "=" + value;
-  for (const auto& [name, text] : c.config_files) k += "\x1d" + name + "=" + text;
-  return k;
-}
-
-double sweep_load(const CorpusWorkload& w) {
-  return w.max_concurrency ? static_cast<double>(*w.max_concurrency) : w.request_rate;
-}
-
 // Sets the shape errors of one metric over one sweep's rows (`get` reads the metric, or 0 when absent).
 template <typename Get, typename Set>
 void shape_errors_of(const std::vector<ValidationRow*>& sweep, Get get_meas, Get get_pred, Set set) {

@@ -80,7 +80,7 @@ TEST(UnionValidation, EveryReleasedCorpusAgainstTheTargets) {
 
   // §5 targets met today (held out; today's figures in parentheses).
   EXPECT_LE(h.mape_total_tok_s, 15.0) << "target <= 15% (12.0%)";
-  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (19.4%)";
+  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (18.3%)";
   EXPECT_LE(h.mape_tpot, 15.0) << "target <= 15% (9.8%)";
   // The winner (issue 8's >= 80%, not among §5's targets): 110 of 135 (81%); most misses are InferenceMAX
   // H200 latency groups where vLLM 0.11.2 and 0.13.0 at TP8 measure within a few %.
@@ -88,22 +88,19 @@ TEST(UnionValidation, EveryReleasedCorpusAgainstTheTargets) {
   EXPECT_GE(h.groups_best_in_top3 * 100, 90 * h.spearman_groups) << "target >= 90% (68 of 71)";
   EXPECT_LE(h.mean_regret, 5.0) << "target <= 5% (2.2%)";
   EXPECT_LE(h.mape_shape_tpot, 8.0) << "target <= 8% (5.6%)";
-  // TTFT sweep shape, target <= 15%: NOT met, 16.2% (15.4% before measured FP8 GEMMs were capped by their
-  // BF16 rows, which made the SGLang H200 DeepSeek-R1 sweeps' TPOT right, 7.5 -> 4.3%, and left their
-  // low-load TTFT residual bare, shape 14.3 -> 19.3%). It was 11.0% over the 209 points before the NVFP4
-  // DeepSeek-R1 SGLang B200 sweeps were predicted; their shape error is 38% (the FP8 checkpoint's on B200
-  // 32%): at the lowest concurrency the twin's TTFT is ~37% low (122 vs 193 ms at 4 streams, TP4), at 128
-  // streams right, so every ratio to the lowest is too steep. 19 points whose mean TTFT measures 70-80 s
-  // stalls (p99 TTFT above the median end-to-end latency in a closed loop) are listed, not scored (corpus.cc
-  // stalled_ttft). A regression guard until the low-load TTFT of SGLang on B200 is explained.
-  EXPECT_LE(h.mape_shape_ttft, 16.3) << "target <= 15%, not met (16.2% today)";
+  // TTFT sweep shape, target <= 15%: met, 10.8% over 230 points. It was 16.2% over 247 while 17 SGLang
+  // 0.5.6 B200 1k/8k runs carrying ~70 s stalls were scored: their p99 TTFT (67-79 s) is under their
+  // median end-to-end latency (~170 s), which the first stall rule required; sim::mark_ttft_stalls compares
+  // it with the tail the same launch shows at its load or below instead (63 runs listed, not scored, on
+  // TTFT).
+  EXPECT_LE(h.mape_shape_ttft, 15.0) << "target <= 15% (10.8%)";
 
-  // The reference study: its measured winner first (met); its tok/s error (target 10%) is not met: 34.6%,
-  // from its TensorRT-LLM DSA runs on Hopper (no figure for that path) and SGLang TP8's stalls.
+  // The reference study: its measured winner first (met); its tok/s error (target 10%) is not met: 36.1%,
+  // from its TensorRT-LLM DSA runs on Hopper (no figure for that path; 14.1% without them) and SGLang TP8.
   const auto* seed = study_named(v, "deepseek-v3.2__h200");
   ASSERT_NE(seed, nullptr);
   EXPECT_EQ(seed->held_out.groups_same_winner, seed->held_out.groups);
-  EXPECT_LE(seed->held_out.mape_total_tok_s, 38.0) << "the reference study regressed (target 10%, 34.6%)";
+  EXPECT_LE(seed->held_out.mape_total_tok_s, 38.0) << "the reference study regressed (target 10%, 36.1%)";
 
   // Per engine: at or below the best published predictor's figure on public data (AISimulate on
   // InferenceX: vLLM TPOT ~11%, SGLang TPOT ~19%, TensorRT-LLM TTFT ~36%).

@@ -38,6 +38,7 @@ struct CorpusMeasurement {
   std::optional<double> output_tok_s;  ///< output token throughput, tok/s
   std::optional<double> input_tok_s;   ///< input token throughput, tok/s (InferenceMAX)
   std::optional<double> mean_ttft_ms;
+  std::optional<double> p99_ttft_ms;   ///< 99th percentile TTFT, ms (kept when the mean is not comparable)
   std::optional<double> mean_tpot_ms;  ///< vLLM-style TPOT (first token excluded)
   std::optional<double> mean_e2el_ms;  ///< mean end-to-end request latency, ms (InferenceMAX)
   std::optional<double> duration_s;
@@ -108,6 +109,29 @@ Corpus load_corpus(const std::filesystem::path& path);
 /// std::runtime_error when two of them hold a study of the same name or read the same file, or as
 /// load_corpus does.
 Corpus load_corpora(const std::vector<std::filesystem::path>& paths);
+
+/// A point's sweep: its study, launch configuration (engine and release, GPU and GPU count, argv,
+/// environment, option files, the launch line) and workload shape (client tool, dataset, input/output
+/// lengths, range ratio, arrival process), everything but its load. Points with equal keys differ only in
+/// sweep_load (or are repeats of one run).
+std::string sweep_key(const CorpusPoint& c);
+/// The load of a sweep point: the client concurrency cap when there is one, else the request rate (req/s).
+double sweep_load(const CorpusWorkload& w);
+
+/// A closed-loop run's TTFT tail grows at most in proportion to its concurrency: the first wave of c
+/// requests waits for c prefills. mark_ttft_stalls takes, for each closed-loop point, the least p99 TTFT its
+/// sweep shows at its load or a lower one, scaled to its load by the concurrency ratio (a repeat of the
+/// same load included); a p99 TTFT at least kStallFactor times that reference and kStallExcessMs above it
+/// means some requests were held outside the engine's queues. Both thresholds sit in the gap of the
+/// released corpora: every such excess there is 63-74 s (InferenceMAX SGLang 0.5.6 on B200: ~70 s stalls in
+/// some repeats of a configuration, not in others), every other is under 1.5 s.
+inline constexpr double kStallFactor = 3.0;
+inline constexpr double kStallExcessMs = 10'000;
+
+/// Marks the stalled runs of `points` (see kStallFactor): their mean TTFT measures the stall, not prefill
+/// and queueing, so it becomes not comparable (CorpusPoint::not_comparable says why, naming the reference
+/// point) and CorpusMeasurement::mean_ttft_ms is cleared (never scored or fitted). load_corpus applies it.
+void mark_ttft_stalls(std::vector<CorpusPoint>& points);
 
 /// "ok", "partial", "failed", "withheld", "unsupported".
 const char* corpus_status_name(CorpusPoint::Status s);
