@@ -118,6 +118,31 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
   return src;
 }
 
+std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                          const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling) {
+  std::map<std::string, bool> tried;
+  for (const auto& e : store.entries()) {
+    if (e.device.empty() || tried[e.gpu]) continue;
+    tried[e.gpu] = true;
+    hardware::GpuSpec other;
+    try {
+      other = hardware::gpu_by_name(e.device);
+    } catch (const std::invalid_argument&) {
+      continue;  // a GPU the twin has no row for
+    }
+    if (other.name == gpu.name || other.generation != gpu.generation ||
+        other.compute_capability != gpu.compute_capability || other.sm_count != gpu.sm_count ||
+        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops ||
+        other.fp4_flops != gpu.fp4_flops)
+      continue;
+    auto src = op_source(store, launch, other);
+    if (!src) continue;
+    if (sibling) *sibling = other;
+    return src;
+  }
+  return std::nullopt;
+}
+
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                 const hardware::GpuSpec& gpu) {
   const auto& module = engines::engine_module(launch.config.kind);

@@ -193,6 +193,14 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
 std::optional<OpSource> op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                   const hardware::GpuSpec& gpu);
 
+/// A sibling of `gpu` in `store`: another GPU whose tables exist for the launch's engine and release line
+/// (op_source's rule) and whose datasheet row has the same generation, compute capability, SM count and
+/// dense BF16 / FP8 / FP4 peaks — the same chip with other memory (H100 SXM and H200). An operator the GPU's
+/// own tables lack is timed from the sibling's row, rescaled by the ratio of the two GPUs' rooflines of
+/// that operator (only the HBM bandwidth differs). nullopt when there is none. `sibling` receives its row.
+std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                          const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling);
+
 /// Why op_source found nothing for `launch` on `gpu`, for the twin's notes: no table for this GPU and
 /// engine, or only releases of later lines (named).
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,

@@ -228,6 +228,8 @@ class StepModel {
     double gdn_state_scale = 1;
     /// Measured routed experts along the tokens entering the layer; null: the roofline.
     std::shared_ptr<const ops::OpCurve> moe_measured;
+    /// moe_measured is the sibling GPU's row (sibling_op_source): rescaled by the two GPUs' rooflines.
+    bool moe_from_sibling = false;
     /// With measured operators: HBM bytes per query token of the elementwise kernels no table measures
     /// (elementwise_bytes), on the attention side (rank tokens) and the FFN side (FFN tokens); 0 without.
     double elementwise_attn_bytes = 0, elementwise_ffn_bytes = 0;
@@ -283,6 +285,8 @@ class StepModel {
                         const std::shared_ptr<const ops::OpCurve>& measured) const;
   std::shared_ptr<const ops::OpStore> ops_;  ///< measured tables (use_measured_operators), or null
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
+  std::optional<OpSource> sibling_source_;   ///< the same chip with other memory (sibling_op_source)
+  hardware::GpuSpec sibling_gpu_;            ///< its datasheet row
   std::vector<std::string> measured_notes_;  ///< see measured_notes()
   bool moe_bf16_stand_in_ = false;           ///< MXFP8-activation MoE timed by BF16-activation rows
   void describe_measured();

@@ -285,6 +285,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
 
   ops_ = measured_op_store();
   if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
+  if (op_source_) sibling_source_ = sibling_op_source(*ops_, launch_, cluster_.gpu, &sibling_gpu_);
   if (op_source_) {
     auto allreduce = [&](int n) {
       return n > 1 && n <= per_node ? measured_allreduce_curve(*ops_, *op_source_, n) : nullptr;
@@ -373,6 +374,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
           shape.dtype = measured_moe_dtype(m.quantization.experts, false);
           c.moe_measured = measured_moe_curve(*ops_, *op_source_, shape);
           moe_bf16_stand_in_ = moe_bf16_stand_in_ || c.moe_measured != nullptr;
+        }
+        if (!c.moe_measured && sibling_source_) {
+          shape.dtype = measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations);
+          c.moe_measured = measured_moe_curve(*ops_, *sibling_source_, shape);
+          c.moe_from_sibling = c.moe_measured != nullptr;
         }
       }
     }
@@ -602,8 +608,17 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     const double flops = 2.0 * rows_eff * (c.expert_up.n * c.expert_up.k + c.expert_down.n * c.expert_down.k);
     const double weights = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes);
     const double bytes = weights + rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
-    moe = moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, &mem);
-    if (c.moe_measured) moe = measured_s(measured_at(*c.moe_measured, tokens), &mem);
+    if (!c.moe_measured) {
+      moe = moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, &mem);
+    } else {
+      // A measured time is unscaled whole (measured_s); the roofline's memory-bound part must not be
+      // counted unscaled beside it.
+      double t = measured_at(*c.moe_measured, tokens);
+      if (c.moe_from_sibling)  // the sibling GPU's row, rescaled by the two rooflines (sibling_op_source)
+        t *= moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, nullptr) /
+             moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, sibling_gpu_, nullptr);
+      moe = measured_s(t, &mem);
+    }
     if (c.router_n > 0)
       moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
                          gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);

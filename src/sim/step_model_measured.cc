@@ -19,7 +19,7 @@ void StepModel::describe_measured() {
   }
   const OpSource& src = *op_source_;
   auto from = [&](const char* table) { return table_note(*ops_, src, table); };
-  int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0;
+  int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0, moe_sibling = 0;
   int linear = 0, linear_decode = 0, linear_prefill = 0;
   std::string gdn_kernels;
   double gdn_state_scale = 1;
@@ -40,7 +40,7 @@ void StepModel::describe_measured() {
         gdn_kernels = fmt::format(" ({})", fmt::join(k, ", "));
       }
     }
-    if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0;
+    if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0, moe_sibling += c.moe_from_sibling ? 1 : 0;
   };
   for (const auto& st : stages_)
     for (const auto& c : st.classes) count(c);
@@ -79,16 +79,21 @@ void StepModel::describe_measured() {
                           gdn_state_scale, model::dtype_name(launch_.state_dtype))
             : std::string()));
   if (moe > 0)
-    measured_notes_.push_back(
-        fmt::format("MoE experts: {} of {} layer kinds from {}{}", moe_measured, moe, from("moe_perf"),
-                    rest(moe_measured, moe,
-                         launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
-                             ? fmt::format("no table row times the {} MoE kernel",
-                                           engines::moe_kernel_name(launch_.execution.moe))
-                             : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP")) +
-                        (moe_bf16_stand_in_ ? "; no MXFP8-activation row of this shape: the kernel's "
-                                              "BF16-activation (w4a16_mxfp4) rows stand in"
-                                            : "")));
+    measured_notes_.push_back(fmt::format(
+        "MoE experts: {} of {} layer kinds from {}{}{}", moe_measured - moe_sibling, moe, from("moe_perf"),
+        moe_sibling > 0
+            ? fmt::format("; {} from {} (the same chip with other memory; extrapolated: its times x "
+                          "the ratio of the two GPUs' MoE rooflines)",
+                          moe_sibling, table_note(*ops_, *sibling_source_, "moe_perf"))
+            : std::string(),
+        rest(moe_measured, moe,
+             launch_.execution.moe_kernel_sources && launch_.execution.moe_kernel_sources->empty()
+                 ? fmt::format("no table row times the {} MoE kernel",
+                               engines::moe_kernel_name(launch_.execution.moe))
+                 : std::string("no row of this kernel, expert shape, dtype and MoE TP x EP")) +
+            (moe_bf16_stand_in_ ? "; no MXFP8-activation row of this shape: the kernel's "
+                                  "BF16-activation (w4a16_mxfp4) rows stand in"
+                                : "")));
   const bool allreduce = attn_allreduce_ || dense_allreduce_ || moe_allreduce_;
   measured_notes_.push_back(fmt::format(
       "norms, residual adds, RoPE, KV-cache writes and the dense SwiGLU: their bytes at 80% of HBM "

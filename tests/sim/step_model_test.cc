@@ -6,6 +6,9 @@
 #include <cmath>
 #include <utility>
 
+#include "servelab/common/paths.h"
+#include "servelab/engines/engines.h"
+#include "servelab/model/model.h"
 #include "servelab/ops/op_store.h"
 #include "servelab/sim/sim.h"
 #include "sim/measured_ops.h"
@@ -407,6 +410,63 @@ TEST(StepModel, MoeRowsAreTheLaunchsKernels) {
       "MoE experts: 0 of 1 layer kinds from moe_perf of h200_sxm sglang 0.5.6.post2; 1 the roofline (no "
       "table row times the deepgemm-grouped MoE kernel)");
   EXPECT_LT(sm.cost({&load, 1}, 1, true, false).moe_s, 58 * 0.06742784023284912e-3);
+}
+
+// A measured MoE time is unscaled whole, and nothing else of the MoE is: the DeepSeek-R1 TP8 H200 decode
+// step above runs only measured kernels (GEMMs, MLA, MoE), elementwise bytes and a memory-bound router, all
+// unscaled, so its unscaled part is its whole kernel time. The roofline's memory-bound MoE time was once
+// counted unscaled beside the measured one (memory_s above gpu_s by 58 x the roofline's MoE).
+TEST(StepModel, AMeasuredMoeIsCountedUnscaledOnce) {
+  const MeasuredOperators measured;
+  const auto m = model::resolve_model("deepseek-ai/DeepSeek-R1");
+  const auto c = hardware::parse_cluster("8xH200");
+  const StepModel sm(sglang_tp8_deepgemm(m, c, "0.5.6.post2"), c);
+  const RankLoad load = decode_one(1000);
+  const auto cost = sm.cost({&load, 1}, 1, true, false);
+  EXPECT_GT(cost.moe_s, 0);
+  EXPECT_NEAR(cost.memory_s, cost.gpu_s, 1e-12 + 1e-9 * cost.gpu_s);
+}
+
+// Routed experts timed on a sibling GPU: TensorRT-LLM 1.2.0rc5's moe_perf on H100 measured MXFP4 experts
+// only, on H200 (the same chip: 132 SMs, 989 / 1,979 dense BF16 / FP8 TFLOPS; 4.8 vs 3.35 TB/s of HBM) also
+// FP8 block-scaled ones. Qwen3-235B-A22B-FP8 at TP8 on H100 takes H200's row rescaled by the ratio of the two
+// GPUs' MoE rooflines, so its experts are no faster than H200's and at most 4.8 / 3.35 times slower (it was
+// the roofline alone, and an H200 predicted slower than an H100).
+TEST(StepModel, MoeRowsOfTheSameChipWithOtherMemory) {
+  const MeasuredOperators measured;
+  const auto m = model::load_config_with_modelopt(common::data_dir() / "model-configs" / "aic" /
+                                                  "Qwen--Qwen3-235B-A22B-FP8_config.json");
+  auto resolve = [&](const char* gpus) {
+    const auto cluster = hardware::parse_cluster(gpus);
+    const auto r = engines::resolve_launch(
+        engines::parse_launch_command({"trtllm-serve", "Qwen/Qwen3-235B-A22B-FP8", "--tp_size", "8"}, {},
+                                      "1.2.0rc5"),
+        m, cluster);
+    return std::get<engines::ResolvedLaunch>(r);
+  };
+  const auto h100 = hardware::parse_cluster("8xH100"), h200 = hardware::parse_cluster("8xH200");
+  const StepModel on_h100(resolve("8xH100"), h100), on_h200(resolve("8xH200"), h200);
+  RankLoad dec;
+  dec.requests = dec.decode_requests = dec.query_tokens = dec.sampled_tokens = 16;
+  dec.decode_pairs[0] = dec.decode_kv_tokens[0] = 16 * 1000.0;
+  const double moe_h100 = on_h100.cost({&dec, 1}, 16, true, false).moe_s;
+  const double moe_h200 = on_h200.cost({&dec, 1}, 16, true, false).moe_s;
+  EXPECT_GE(moe_h100, moe_h200);
+  EXPECT_LE(moe_h100, moe_h200 * 4.8 / 3.35 * 1.0001);
+  auto moe_note = [](const StepModel& sm) {
+    for (const auto& n : sm.measured_notes())
+      if (n.rfind("MoE experts:", 0) == 0) return n;
+    return std::string();
+  };
+  EXPECT_EQ(moe_note(on_h200), "MoE experts: 1 of 1 layer kinds from moe_perf of h200_sxm trtllm 1.2.0rc5");
+  EXPECT_EQ(moe_note(on_h100),
+            "MoE experts: 0 of 1 layer kinds from moe_perf of h100_sxm trtllm 1.2.0rc5; 1 from moe_perf of "
+            "h200_sxm trtllm 1.2.0rc5 (the same chip with other memory; extrapolated: its times x the ratio "
+            "of the two GPUs' MoE rooflines)");
+  // A GPU of other compute has no sibling: an A100's experts stay its own tables' or the roofline.
+  hardware::GpuSpec sibling;
+  EXPECT_FALSE(detail::sibling_op_source(measured.store, resolve("8xH100"),
+                                         hardware::parse_cluster("8xA100").gpu, &sibling));
 }
 
 // The GEMM rows are the launch's kernel's (ExecutionPolicy::gemm_kernel_sources): DeepSeek-R1 at TP8 on
