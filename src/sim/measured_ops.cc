@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -514,6 +515,42 @@ std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store
       return nullptr;
     });
   });
+}
+
+std::optional<std::pair<int, int>> nearest_moe_layout(const ops::OpStore& store, const OpSource& src,
+                                                      const MoeShape& shape) {
+  const std::string release = table_release(store, src, "moe_perf");
+  if (release.empty() || !shape.dtype) return std::nullopt;
+  const auto table = store.table(src.gpu, src.backend, release, "moe_perf");
+  if (!table) return std::nullopt;
+  const ops::OpQuery q{{"moe_dtype", std::string(shape.dtype)},
+                       {"hidden_size", shape.hidden},
+                       {"inter_size", shape.inter},
+                       {"topk", shape.top_k},
+                       {"num_experts", shape.experts}};
+  std::optional<std::pair<int, int>> best;
+  double best_d = 0;
+  for (const auto& tp_text : table->distinct("moe_tp_size", q)) {
+    ops::OpQuery qt = q;
+    const int tp = std::atoi(tp_text.c_str());
+    qt["moe_tp_size"] = double(tp);
+    for (const auto& ep_text : table->distinct("moe_ep_size", qt)) {
+      const int ep = std::atoi(ep_text.c_str());
+      if (tp < 1 || ep < 1 || (tp == shape.tp && ep == shape.ep)) continue;
+      const double d =
+          std::fabs(std::log2(double(tp) / shape.tp)) + std::fabs(std::log2(double(ep) / shape.ep));
+      if (d > kMoeLayoutReach + 1e-9) continue;
+      const bool nearer =
+          !best || d < best_d - 1e-9 ||
+          (d < best_d + 1e-9 && std::make_pair(ep, tp) > std::make_pair(best->second, best->first));
+      if (!nearer) continue;
+      MoeShape at = shape;
+      at.tp = tp, at.ep = ep;
+      if (!measured_moe_curve(store, src, at)) continue;  // not the launch's kernel, or no curve
+      best = std::make_pair(tp, ep), best_d = d;
+    }
+  }
+  return best;
 }
 
 std::shared_ptr<const ops::OpCurve> measured_allreduce_curve(const ops::OpStore& store, const OpSource& src,

@@ -184,6 +184,20 @@ const char* measured_moe_dtype(const model::WeightFormat& experts, bool mxfp8_ac
 std::shared_ptr<const ops::OpCurve> measured_moe_curve(const ops::OpStore& store, const OpSource& src,
                                                        const MoeShape& shape);
 
+/// How far a measured MoE layout may stand in for another: |log2(tp' / tp)| + |log2(ep' / ep)| at most 1,
+/// one factor of 2 in TP or EP [a choice, not fitted]. Farther, the fixed costs of a kernel (its routing,
+/// permutation and launch) no longer scale with the roofline ratio: a TP1 x EP1 row scaled to EP8 at one
+/// token keeps a fifth of them.
+inline constexpr double kMoeLayoutReach = 1.0;
+
+/// For a MoE layout (`shape.tp` x `shape.ep`) its table has no row of: the measured layout of the same
+/// dtype, expert shape and kernel nearest to it, by |log2(tp' / tp)| + |log2(ep' / ep)| up to
+/// kMoeLayoutReach (ties: the larger EP, then the larger TP), as {tp', ep'}; nullopt when there is none. Its
+/// time stands in for the launch's, rescaled by the ratio of the two layouts' rooflines (extrapolated;
+/// StepModel::layer_time).
+std::optional<std::pair<int, int>> nearest_moe_layout(const ops::OpStore& store, const OpSource& src,
+                                                      const MoeShape& shape);
+
 /// The source of `launch` on `gpu` in `store`: the newest measured release not newer than the launch's,
 /// else the oldest measured one when it is of the launch's release line (patch releases and release
 /// candidates of one line keep its kernels; the difference is recorded). nullopt when the store has no

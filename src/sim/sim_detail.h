@@ -200,6 +200,12 @@ class StepModel {
     /// M, the ceiling of `measured` (StepModel::gemm_s); null for BF16 or without such rows.
     std::shared_ptr<const ops::OpCurve> measured_bf16;
   };
+  /// One GPU's routed experts at a MoE layout: the two expert GEMMs' per-GPU shapes, experts on the GPU, EP.
+  struct MoeLayout {
+    Gemm up, down;
+    double experts_local = 0;
+    int tp = 1, ep = 1;
+  };
   struct LayerClass {
     int count = 0;    ///< layers of this class in the stage
     int pattern = 0;  ///< RankLoad pattern index
@@ -230,6 +236,9 @@ class StepModel {
     std::shared_ptr<const ops::OpCurve> moe_measured;
     /// moe_measured is the sibling GPU's row (sibling_op_source): rescaled by the two GPUs' rooflines.
     bool moe_from_sibling = false;
+    /// moe_measured is the row of another MoE TP x EP (nearest_moe_layout), this its layout: rescaled by
+    /// the ratio of the launch's layout's roofline to this one's.
+    std::optional<MoeLayout> moe_stand_in;
     /// With measured operators: HBM bytes per query token of the elementwise kernels no table measures
     /// (elementwise_bytes), on the attention side (rank tokens) and the FFN side (FFN tokens); 0 without.
     double elementwise_attn_bytes = 0, elementwise_ffn_bytes = 0;

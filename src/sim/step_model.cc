@@ -380,6 +380,26 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
           c.moe_measured = measured_moe_curve(*ops_, *sibling_source_, shape);
           c.moe_from_sibling = c.moe_measured != nullptr;
         }
+        if (!c.moe_measured) {
+          shape.dtype = measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations);
+          if (const auto at = nearest_moe_layout(*ops_, *op_source_, shape)) {
+            MoeShape near = shape;
+            near.tp = at->first, near.ep = at->second;
+            c.moe_measured = measured_moe_curve(*ops_, *op_source_, near);
+            MoeLayout at_layout;
+            at_layout.tp = near.tp, at_layout.ep = near.ep;
+            for (const auto& l : model::linears(layer, m.hidden_size)) {
+              if (l.cls != LinearClass::kExpert) continue;
+              Gemm g;
+              const ExpertShape e = expert_shape(l, near.tp, ex);
+              g.n = e.n, g.k = e.k;
+              g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
+              (l.split == model::Split::kColumn ? at_layout.up : at_layout.down) = g;
+              at_layout.experts_local = std::ceil(double(l.copies) / std::max(1, near.ep));
+            }
+            c.moe_stand_in = at_layout;
+          }
+        }
       }
     }
     const auto& a = layer.attention;
@@ -597,26 +617,31 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
   double moe = 0;
   if (c.moe) {
     const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
-    const double rows = tokens * c.top_k / std::max(1, lay.moe_ep);
-    const double touched = routed_experts_touched(tokens, c.top_k, c.experts, c.experts_local);
     // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
     // fallback kernel; M is the tokens entering the MoE layer on this rank.
     const bool small = tokens < launch_.execution.moe_small_below;
     const KernelEfficiency& eff = small ? moe_small_eff_ : moe_eff_;
     const double peak = small ? moe_small_peak_ : moe_peak_;
-    const double rows_eff = std::max(rows, touched * eff.min_rows);
-    const double flops = 2.0 * rows_eff * (c.expert_up.n * c.expert_up.k + c.expert_down.n * c.expert_down.k);
-    const double weights = touched * (c.expert_up.weight_bytes + c.expert_down.weight_bytes);
-    const double bytes = weights + rows * (c.expert_up.n + c.expert_down.n + 2 * hidden) * 2.0;
+    // The roofline of the routed experts at a layout (expert shapes, experts on the GPU, EP) and GPU.
+    auto roofline = [&](const MoeLayout& at, const hardware::GpuSpec& g, double* unscaled) {
+      const double rows = tokens * c.top_k / std::max(1, at.ep);
+      const double touched = routed_experts_touched(tokens, c.top_k, c.experts, at.experts_local);
+      const double rows_eff = std::max(rows, touched * eff.min_rows);
+      const double flops = 2.0 * rows_eff * (at.up.n * at.up.k + at.down.n * at.down.k);
+      const double weights = touched * (at.up.weight_bytes + at.down.weight_bytes);
+      const double bytes = weights + rows * (at.up.n + at.down.n + 2 * hidden) * 2.0;
+      return moe_time_s(flops, bytes, weights, touched, at.down.k, peak, eff, g, unscaled);
+    };
+    const MoeLayout own{c.expert_up, c.expert_down, c.experts_local, lay.moe_tp, lay.moe_ep};
     if (!c.moe_measured) {
-      moe = moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, &mem);
+      moe = roofline(own, gpu, &mem);
     } else {
       // A measured time is unscaled whole (measured_s); the roofline's memory-bound part must not be
-      // counted unscaled beside it.
+      // counted unscaled beside it. A row of the sibling GPU (sibling_op_source) or of another layout
+      // (nearest_moe_layout) is rescaled by the ratio of the two rooflines.
       double t = measured_at(*c.moe_measured, tokens);
-      if (c.moe_from_sibling)  // the sibling GPU's row, rescaled by the two rooflines (sibling_op_source)
-        t *= moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, gpu, nullptr) /
-             moe_time_s(flops, bytes, weights, touched, c.expert_down.k, peak, eff, sibling_gpu_, nullptr);
+      if (c.moe_from_sibling) t *= roofline(own, gpu, nullptr) / roofline(own, sibling_gpu_, nullptr);
+      if (c.moe_stand_in) t *= roofline(own, gpu, nullptr) / roofline(*c.moe_stand_in, gpu, nullptr);
       moe = measured_s(t, &mem);
     }
     if (c.router_n > 0)

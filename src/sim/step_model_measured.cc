@@ -20,6 +20,7 @@ void StepModel::describe_measured() {
   const OpSource& src = *op_source_;
   auto from = [&](const char* table) { return table_note(*ops_, src, table); };
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0, moe_sibling = 0;
+  std::vector<std::string> stand_ins;  // the MoE layouts whose rows stood in for the launch's
   int linear = 0, linear_decode = 0, linear_prefill = 0;
   std::string gdn_kernels;
   double gdn_state_scale = 1;
@@ -41,6 +42,8 @@ void StepModel::describe_measured() {
       }
     }
     if (c.moe) ++moe, moe_measured += c.moe_measured ? 1 : 0, moe_sibling += c.moe_from_sibling ? 1 : 0;
+    if (c.moe_stand_in)
+      stand_ins.push_back(fmt::format("MoE TP {} x EP {}", c.moe_stand_in->tp, c.moe_stand_in->ep));
   };
   for (const auto& st : stages_)
     for (const auto& c : st.classes) count(c);
@@ -80,7 +83,13 @@ void StepModel::describe_measured() {
             : std::string()));
   if (moe > 0)
     measured_notes_.push_back(fmt::format(
-        "MoE experts: {} of {} layer kinds from {}{}{}", moe_measured - moe_sibling, moe, from("moe_perf"),
+        "MoE experts: {} of {} layer kinds from {}{}{}{}", moe_measured - moe_sibling, moe, from("moe_perf"),
+        stand_ins.empty()
+            ? std::string()
+            : fmt::format(
+                  " ({} of them from rows of {}, the nearest measured layout to the launch's MoE TP {} x "
+                  "EP {}; extrapolated: x the ratio of the two layouts' rooflines)",
+                  stand_ins.size(), stand_ins.front(), launch_.layout.moe_tp, launch_.layout.moe_ep),
         moe_sibling > 0
             ? fmt::format("; {} from {} (the same chip with other memory; extrapolated: its times x "
                           "the ratio of the two GPUs' MoE rooflines)",

@@ -469,6 +469,47 @@ TEST(StepModel, MoeRowsOfTheSameChipWithOtherMemory) {
                                          hardware::parse_cluster("8xA100").gpu, &sibling));
 }
 
+// A MoE layout no row measured takes the nearest measured one of the same kernel within one factor of 2
+// in TP or EP (kMoeLayoutReach), rescaled by the two layouts' rooflines. TensorRT-LLM 1.2.0rc5's B200
+// moe_perf has DeepGEMM FP8 block-scaled rows of DeepSeek-V3's experts at EP 16 to 256, none at EP 8: at
+// EP 8 one token takes the EP 16 row (0.1226240023970604 ms a layer) rescaled, and the note says so. SGLang's
+// DeepSeek-R1 at EP 8 on H200 has only TP 1 x EP 1 and TP 8 x EP 1 rows of its kernel, three factors of 2
+// away: the roofline.
+TEST(StepModel, AnUnmeasuredMoeLayoutTakesTheNearestWithinAFactorOfTwo) {
+  const MeasuredOperators measured;
+  const auto m = model::resolve_model("deepseek-ai/DeepSeek-V3");
+  const auto c = hardware::parse_cluster("8xB200");
+  auto resolve = [&](const char* ep) {
+    auto config = engines::parse_launch_command(
+        {"trtllm-serve", "deepseek-ai/DeepSeek-V3", "--tp_size", "8", "--ep_size", ep}, {}, "1.2.0rc5");
+    config.moe_runner_backend = "DEEPGEMM";
+    return std::get<engines::ResolvedLaunch>(engines::resolve_launch(config, m, c));
+  };
+  const RankLoad load = decode_one(1000);
+  const double row = 0.1226240023970604e-3;
+  const StepModel ep8(resolve("8"), c);
+  auto moe_note = [](const StepModel& sm) {
+    for (const auto& n : sm.measured_notes())
+      if (n.rfind("MoE experts:", 0) == 0) return n;
+    return std::string();
+  };
+  // The roofline of one token's experts is ~22 us a layer; the EP 16 row, rescaled, stays near its 123 us.
+  const double at_ep8 = ep8.cost({&load, 1}, 1, true, false).moe_s / 58;
+  EXPECT_GT(at_ep8, 0.5 * row);
+  EXPECT_LT(at_ep8, 2.0 * row + 2e-6);
+  EXPECT_EQ(
+      moe_note(ep8),
+      "MoE experts: 1 of 1 layer kinds from moe_perf of b200_sxm trtllm 1.2.0rc5 (1 of them from rows of "
+      "MoE TP 1 x EP 16, the nearest measured layout to the launch's MoE TP 1 x EP 8; extrapolated: x the "
+      "ratio of the two layouts' rooflines)");
+
+  const auto r1 = model::resolve_model("deepseek-ai/DeepSeek-R1");
+  const auto h200 = hardware::parse_cluster("8xH200");
+  auto sglang = sglang_tp8_deepgemm(r1, h200, "0.5.6.post2");
+  sglang.layout.moe_tp = 1, sglang.layout.moe_ep = 8;
+  EXPECT_EQ(moe_note(StepModel(sglang, h200)).rfind("MoE experts: 0 of 1 layer kinds", 0), 0u);
+}
+
 // The GEMM rows are the launch's kernel's (ExecutionPolicy::gemm_kernel_sources): DeepSeek-R1 at TP8 on
 // B200 under SGLang, decoding one request. With DeepGEMM (its default, whose rows SGLang 0.5.9's table holds
 // unnamed) all 15 GEMM shapes come from the table; with FlashInfer's groupwise FP8 GEMM (an InferenceMAX B200
