@@ -264,6 +264,10 @@ class StepModel {
   /// The measured attention core of one rank's load (s), or -1 when `c` has no measured table for a part
   /// the load runs (decode or prefill): the caller keeps the roofline then.
   double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
+  /// Sets `c`'s measured routed experts (LayerClass::moe_measured and how it was found): the launch's own
+  /// row; for MXFP8 activations the BF16-activation row; the sibling GPU's row (sibling_op_source); the
+  /// nearest measured layout's (nearest_moe_layout); else none (the roofline).
+  void measure_moe(LayerClass& c, const model::Layer& layer, const model::MoeFfn& moe);
   /// The gated-DeltaNet core of one rank's load (s): decode and prefill each from the measured kernels
   /// when `c.gdn` has that phase (all of it added to `*unscaled`, as measured_s), else the roofline at
   /// linear_eff_ (prefill FLOPs vs each request's state read + write, the slower). Step_model_linear.cc.

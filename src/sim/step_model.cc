@@ -358,49 +358,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     }
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
-      if (op_source_) {
-        MoeShape shape{measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations),
-                       double(m.hidden_size),
-                       double(moe->expert_intermediate),
-                       double(moe->top_k),
-                       double(moe->experts),
-                       lay.moe_tp,
-                       lay.moe_ep,
-                       ex.moe_kernel_sources};
-        c.moe_measured = measured_moe_curve(*ops_, *op_source_, shape);
-        // No MXFP8-activation row of this shape: the same kernel's BF16-activation rows stand in (the
-        // MXFP4 expert weights, the same either way, bound decode; prefill comes out slower), with a note.
-        if (!c.moe_measured && ex.moe_mxfp8_activations) {
-          shape.dtype = measured_moe_dtype(m.quantization.experts, false);
-          c.moe_measured = measured_moe_curve(*ops_, *op_source_, shape);
-          moe_bf16_stand_in_ = moe_bf16_stand_in_ || c.moe_measured != nullptr;
-        }
-        if (!c.moe_measured && sibling_source_) {
-          shape.dtype = measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations);
-          c.moe_measured = measured_moe_curve(*ops_, *sibling_source_, shape);
-          c.moe_from_sibling = c.moe_measured != nullptr;
-        }
-        if (!c.moe_measured) {
-          shape.dtype = measured_moe_dtype(m.quantization.experts, ex.moe_mxfp8_activations);
-          if (const auto at = nearest_moe_layout(*ops_, *op_source_, shape)) {
-            MoeShape near = shape;
-            near.tp = at->first, near.ep = at->second;
-            c.moe_measured = measured_moe_curve(*ops_, *op_source_, near);
-            MoeLayout at_layout;
-            at_layout.tp = near.tp, at_layout.ep = near.ep;
-            for (const auto& l : model::linears(layer, m.hidden_size)) {
-              if (l.cls != LinearClass::kExpert) continue;
-              Gemm g;
-              const ExpertShape e = expert_shape(l, near.tp, ex);
-              g.n = e.n, g.k = e.k;
-              g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
-              (l.split == model::Split::kColumn ? at_layout.up : at_layout.down) = g;
-              at_layout.experts_local = std::ceil(double(l.copies) / std::max(1, near.ep));
-            }
-            c.moe_stand_in = at_layout;
-          }
-        }
-      }
+      if (op_source_) measure_moe(c, layer, *moe);
     }
     const auto& a = layer.attention;
     if (const auto* g = std::get_if<model::GqaAttention>(&a); g && op_source_) {
