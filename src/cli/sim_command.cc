@@ -89,13 +89,17 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Peak KV use (fraction of pool):", fmt::format("{:.3f}", v.kv_peak_fraction));
   // Under PP an engine step is a pipeline tick (one micro-batch enters, one leaves), and each micro-batch's
   // time counts once, when it leaves the last stage: the rows say so.
+  // CUDA graphs are counted per batch run: under PP per micro-batch, not per tick.
   const bool pp = v.memory.layout.pp > 1;
-  row(pp ? "Pipeline ticks / on full CUDA graphs:" : "Engine steps / on full CUDA graphs:",
-      fmt::format("{} / {}", v.steps, v.graphed_steps));
+  if (pp) {
+    row("Pipeline ticks:", fmt::format("{}", v.steps));
+    row("Micro-batches run / on full CUDA graphs:", fmt::format("{} / {}", v.micro_batches, v.graphed_steps));
+  } else {
+    row("Engine steps / on full CUDA graphs:", fmt::format("{} / {}", v.steps, v.graphed_steps));
+  }
   if (v.piecewise_steps > 0)
-    row(pp ? "Ticks on piecewise CUDA graphs:" : "Steps on piecewise CUDA graphs:",
+    row(pp ? "Micro-batches on piecewise CUDA graphs:" : "Steps on piecewise CUDA graphs:",
         fmt::format("{}", v.piecewise_steps));
-  if (pp) row("Micro-batches run:", fmt::format("{}", v.micro_batches));
   row(pp ? "Mean stage time per micro-batch (ms):" : "Mean step time (ms):",
       fmt::format("{:.2f}", v.mean_step_ms));
   row("Mean / max running requests per rank:",

@@ -180,6 +180,38 @@ std::optional<ModelSpec> data_dir_model(const std::string& model, std::vector<st
   return std::nullopt;
 }
 
+/// Hub ids of the data dir's AIConfigurator configs (model-configs/aic/ORG--NAME_config.json) whose NAME
+/// holds `model`'s last component or is held by it, case aside (a renamed checkpoint: meta-llama's
+/// Llama-3.1-70B is Meta-Llama-3.1-70B there), at most 5, sorted; for the unknown-model message.
+std::vector<std::string> near_names(const std::string& model) {
+  auto lower = [](std::string x) {
+    for (char& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return x;
+  };
+  const std::string want = lower(last_component(model));
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path aic = common::data_dir() / "model-configs" / "aic";
+  if (want.size() < 4 || !fs::is_directory(aic, ec)) return out;
+  const std::string suffix = "_config.json";
+  for (const auto& e : fs::directory_iterator(aic, ec)) {
+    const std::string file = e.path().filename().string();
+    const std::size_t sep = file.find("--");
+    if (sep == std::string::npos || file.size() <= suffix.size() ||
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string name = file.substr(sep + 2, file.size() - suffix.size() - sep - 2);
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, "_hf_quant") == 0) continue;  // ModelOpt's file
+    const std::string n = lower(name);
+    if (n.find(want) == std::string::npos && want.find(n) == std::string::npos) continue;
+    const std::string id = file.substr(0, sep) + "/" + name;
+    if (id != model) out.push_back(id);
+  }
+  std::sort(out.begin(), out.end());
+  if (out.size() > 5) out.resize(5);
+  return out;
+}
+
 /// A checkpoint named as a re-quantization of another: the id without its quantization tag and the ModelOpt
 /// quant_algo the tag names.
 struct RequantizedName {
@@ -449,6 +481,11 @@ ModelSpec resolve_model(const std::string& model, const hub::FetchRequest& fetch
   }
   std::string message = "unknown model \"" + model + "\"; searched:";
   for (const auto& t : tried) message += "\n  - " + t;
+  if (const auto near = near_names(model); !near.empty()) {
+    message += "\nThe data dir has configs of near names (a renamed or re-published checkpoint?):";
+    for (std::size_t i = 0; i < near.size(); ++i) message += (i ? ", " : " ") + near[i];
+    message += "; name one of them to use its config.";
+  }
   message +=
       "\nGive the model's config.json (sim: --model-config FILE; a tune study: [model] config = \"FILE\"), "
       "or "

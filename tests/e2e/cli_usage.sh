@@ -25,11 +25,12 @@ done
 # --op-data (issue 29): no flag is `default`, the measured tables; `none` is the roofline, and so is
 # `default` without the make-deps store, with a note on stderr (not an error); a named directory that is no
 # store is an error.
-# Under PP the twin view counts pipeline ticks and each micro-batch's stage time once, and says so; its
+# Under PP the twin view counts pipeline ticks, and micro-batches beside the CUDA graphs they ran on (both
+# per batch, not a micro-batch count against a tick count), and each micro-batch's stage time once; its
 # times add up with the pipeline bubble. Without PP: engine steps, no bubble row.
 pp="$("$BIN" sim run --hardware 2xH100 --scenario random-128in-16out-n20 -- vllm serve Qwen/Qwen3-8B -pp 2 2>&1)" ||
   fail "sim run -pp 2: $pp"
-for label in "Pipeline ticks / on full CUDA graphs:" "Mean stage time per micro-batch (ms):" "Micro-batches run:" \
+for label in "Pipeline ticks:" "Micro-batches run / on full CUDA graphs:" "Mean stage time per micro-batch (ms):" \
              "Stage time, prefill micro-batches (s):" "Pipeline fill, drain and stage waits (s):"; do
   [[ "$pp" == *"$label"* ]] || fail "sim run -pp 2 lacks '$label'"
 done

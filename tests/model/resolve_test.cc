@@ -168,6 +168,24 @@ TEST(Resolve, HuggingFaceCachePrefersRefsMain) {
   fs::remove_all(hub);
 }
 
+// A name the data dir holds under another (meta-llama's Llama-3.1-70B, renamed from Meta-Llama-3.1-70B,
+// whose config model-configs/aic keeps under the old name) is not taken silently: the error names the near
+// names, ModelOpt's quantization files aside.
+TEST(Resolve, UnknownModelSuggestsNearNamesOfTheDataDir) {
+  const fs::path hub = temp_dir("empty_hub_near");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const ScopedEnv home("HF_HOME", (hub / "home").string());
+  const std::string msg = message_of([] { resolve_model("meta-llama/Llama-3.1-70B"); });
+  EXPECT_NE(
+      msg.find("\nThe data dir has configs of near names (a renamed or re-published checkpoint?): "
+               "meta-llama/Meta-Llama-3.1-70B, nvidia/Llama-3.1-70B-Instruct-FP8; name one of them to use "
+               "its config.\n"),
+      std::string::npos)
+      << msg;
+  EXPECT_EQ(message_of([] { resolve_model("Acme/NoSuchModel"); }).find("near names"), std::string::npos);
+  fs::remove_all(hub);
+}
+
 TEST(Resolve, UnknownModelNamesEveryPlaceSearched) {
   const fs::path hub = temp_dir("empty_hub");
   const ScopedEnv env("HF_HUB_CACHE", hub.string());
