@@ -203,7 +203,7 @@ std::vector<std::string> near_names(const std::string& model) {
     const std::string name = file.substr(sep + 2, file.size() - suffix.size() - sep - 2);
     if (name.size() > 9 && name.compare(name.size() - 9, 9, "_hf_quant") == 0) continue;  // ModelOpt's file
     const std::string n = lower(name);
-    if (n.find(want) == std::string::npos && want.find(n) == std::string::npos) continue;
+    if (n.size() < 4 || (n.find(want) == std::string::npos && want.find(n) == std::string::npos)) continue;
     const std::string id = file.substr(0, sep) + "/" + name;
     if (id != model) out.push_back(id);
   }

@@ -102,6 +102,7 @@ CorpusPoint perflab_point(const json& p, const std::string& file, std::size_t in
     mm.output_tok_s = number(me, "output_token_throughput");
     mm.mean_ttft_ms = number(me, "mean_ttft_ms");
     mm.p99_ttft_ms = number(m, "p99_ttft_ms");
+    mm.median_ttft_ms = number(m, "median_ttft_ms");
     mm.duration_s = number(me, "duration_s");
     if (auto v = number(me, "successful_requests")) mm.successful = static_cast<int>(*v);
     const auto tpot = number(me, "tpot_comparable_ms");
@@ -253,6 +254,7 @@ CorpusPoint inferencemax_point(const json& p, const std::string& file, std::size
     mm.input_tok_s = number(me, "input_token_throughput");
     mm.mean_ttft_ms = number(me, "mean_ttft_ms");
     mm.p99_ttft_ms = number(me, "p99_ttft_ms");
+    mm.median_ttft_ms = number(me, "median_ttft_ms");
     mm.mean_tpot_ms = number(me, "mean_tpot_ms");
     mm.mean_e2el_ms = number(me, "mean_e2el_ms");
 
@@ -429,6 +431,7 @@ CorpusPoint seed_point(const json& e, const SeedRecord& record, const std::strin
       c.measured.output_tok_s = number(m, "Output token throughput (tok/s)");
       c.measured.mean_ttft_ms = number(m, "Mean TTFT (ms)");
       c.measured.p99_ttft_ms = number(m, "P99 TTFT (ms)");
+      c.measured.median_ttft_ms = number(m, "Median TTFT (ms)");
       c.measured.mean_tpot_ms = number(m, "Mean TPOT (ms)");
       c.measured.duration_s = number(m, "Benchmark duration (s)");
       if (auto v = number(m, "Successful requests")) c.measured.successful = static_cast<int>(*v);
@@ -502,42 +505,69 @@ double sweep_load(const CorpusWorkload& w) {
   return w.max_concurrency ? static_cast<double>(*w.max_concurrency) : w.request_rate;
 }
 
+namespace {
+
+// The least of `value` over the points of `sweep` at `load` or below, each scaled to `load` in proportion
+// to the concurrency, and the point it came from (null when none has the value).
+template <typename Value>
+std::pair<const CorpusPoint*, double> least_scaled(const std::vector<CorpusPoint*>& sweep, double load,
+                                                   Value value) {
+  const CorpusPoint* ref = nullptr;
+  double ref_ms = 0;
+  for (const auto* o : sweep) {
+    const double o_load = *o->workload.max_concurrency;
+    const auto v = value(*o);
+    if (o_load > load || !v || *v <= 0) continue;
+    const double scaled = *v * load / o_load;
+    if (!ref || scaled < ref_ms) ref = o, ref_ms = scaled;
+  }
+  return {ref, ref_ms};
+}
+
+}  // namespace
+
 void mark_ttft_stalls(std::vector<CorpusPoint>& points) {
-  auto measured = [](const CorpusPoint& c) {
-    return !c.suspect && c.workload.max_concurrency && *c.workload.max_concurrency > 0 &&
-           c.measured.p99_ttft_ms && *c.measured.p99_ttft_ms > 0 &&
+  // Closed-loop runs (a concurrency cap, every request sent at once) measured with a p99 TTFT, whose TTFT
+  // no other rule set aside (a median of 0 ms, ...).
+  auto closed_loop = [](const CorpusPoint& c) {
+    const bool ttft_set_aside = std::any_of(c.not_comparable.begin(), c.not_comparable.end(),
+                                            [](const std::string& n) { return n.rfind("TTFT:", 0) == 0; });
+    return !c.suspect && !ttft_set_aside && c.workload.max_concurrency && *c.workload.max_concurrency > 0 &&
+           !std::isfinite(c.workload.request_rate) && c.measured.p99_ttft_ms && *c.measured.p99_ttft_ms > 0 &&
            (c.status == CorpusPoint::Status::kOk || c.status == CorpusPoint::Status::kPartial);
   };
   std::map<std::string, std::vector<CorpusPoint*>> sweeps;
   for (auto& c : points)
-    if (measured(c)) sweeps[sweep_key(c)].push_back(&c);
+    if (closed_loop(c)) sweeps[sweep_key(c)].push_back(&c);
+  std::vector<CorpusPoint*> stalled;
   for (auto& [key, sweep] : sweeps) {
     for (auto* c : sweep) {
-      if (!c->measured.mean_ttft_ms) continue;
+      if (!c->measured.mean_ttft_ms || !c->measured.median_ttft_ms) continue;
       const double load = *c->workload.max_concurrency;
-      const CorpusPoint* ref = nullptr;
-      double ref_ms = 0;
-      for (const auto* o : sweep) {
-        const double o_load = *o->workload.max_concurrency;
-        if (o_load > load) continue;
-        const double scaled = *o->measured.p99_ttft_ms * load / o_load;
-        if (!ref || scaled < ref_ms) ref = o, ref_ms = scaled;
-      }
+      const auto [ref, ref_ms] =
+          least_scaled(sweep, load, [](const CorpusPoint& o) { return o.measured.p99_ttft_ms; });
       const double p99 = *c->measured.p99_ttft_ms;
       if (ref == c || p99 < kStallFactor * ref_ms || p99 - ref_ms < kStallExcessMs) continue;
+      // A queue for the KV cache lifts the median request's wait with the tail; a stall leaves it.
+      const auto median_ref =
+          least_scaled(sweep, load, [](const CorpusPoint& o) { return o.measured.median_ttft_ms; });
+      if (*c->measured.median_ttft_ms > kStallFactor * median_ref.second) continue;
       const int ref_load = *ref->workload.max_concurrency;
       c->not_comparable.push_back(fmt::format(
           "TTFT: the p99 TTFT ({:.1f} s) is {:.0f}x the tail this launch shows at this load or below ({:.1f} "
-          "s: {}{}): some requests were held ~{:.0f} s outside the engine's queues (a stall: repeats of one "
-          "configuration show it or not), so the mean TTFT measures the stall, not prefill and queueing",
+          "s: {}{}) while its median ({:.2f} s) is not: some requests were held ~{:.0f} s outside the "
+          "engine's queues (a stall: repeats of one configuration show it or not), so the mean TTFT measures "
+          "the stall, not prefill and queueing",
           p99 / 1000, p99 / ref_ms, ref_ms / 1000, ref->id,
           ref_load == static_cast<int>(load) ? fmt::format(", a run at the same concurrency {}", ref_load)
                                              : fmt::format(" at concurrency {}, scaled to {} in proportion",
                                                            ref_load, static_cast<int>(load)),
-          (p99 - ref_ms) / 1000));
-      c->measured.mean_ttft_ms.reset();  // the references read p99 only
+          *c->measured.median_ttft_ms / 1000, (p99 - ref_ms) / 1000));
+      stalled.push_back(c);
     }
   }
+  // Cleared once every sweep was read: the rule reads p99 and median TTFTs, never a mean.
+  for (auto* c : stalled) c->measured.mean_ttft_ms.reset();
 }
 
 Corpus load_corpus(const std::filesystem::path& path) {

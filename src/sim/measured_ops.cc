@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -122,26 +123,33 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
 std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling) {
   std::map<std::string, bool> tried;
+  std::optional<OpSource> best;
+  hardware::GpuSpec best_gpu;
   for (const auto& e : store.entries()) {
-    if (e.device.empty() || tried[e.gpu]) continue;
-    tried[e.gpu] = true;
+    if (e.device.empty() || tried[e.gpu + "|" + e.device]) continue;
+    tried[e.gpu + "|" + e.device] = true;
     hardware::GpuSpec other;
     try {
       other = hardware::gpu_by_name(e.device);
     } catch (const std::invalid_argument&) {
       continue;  // a GPU the twin has no row for
     }
+    // The same chip at the same power: only the memory differs (an H100 SXM and an H200, not a PCIe card).
     if (other.name == gpu.name || other.generation != gpu.generation ||
         other.compute_capability != gpu.compute_capability || other.sm_count != gpu.sm_count ||
         other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops ||
-        other.fp4_flops != gpu.fp4_flops)
+        other.fp4_flops != gpu.fp4_flops || other.tdp_watts != gpu.tdp_watts)
       continue;
     auto src = op_source(store, launch, other);
     if (!src) continue;
-    if (sibling) *sibling = other;
-    return src;
+    // Several: the nearest HBM bandwidth, then the name (the store's order must not decide).
+    const double d = std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
+    const double best_d = best ? std::fabs(std::log(best_gpu.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps)) : 0;
+    if (!best || d < best_d - 1e-12 || (d < best_d + 1e-12 && other.name < best_gpu.name))
+      best = std::move(src), best_gpu = other;
   }
-  return std::nullopt;
+  if (best && sibling) *sibling = best_gpu;
+  return best;
 }
 
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,

@@ -208,10 +208,11 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
                                   const hardware::GpuSpec& gpu);
 
 /// A sibling of `gpu` in `store`: another GPU whose tables exist for the launch's engine and release line
-/// (op_source's rule) and whose datasheet row has the same generation, compute capability, SM count and
-/// dense BF16 / FP8 / FP4 peaks — the same chip with other memory (H100 SXM and H200). An operator the GPU's
-/// own tables lack is timed from the sibling's row, rescaled by the ratio of the two GPUs' rooflines of
-/// that operator (only the HBM bandwidth differs). nullopt when there is none. `sibling` receives its row.
+/// (op_source's rule) and whose datasheet row has the same generation, compute capability, SM count, dense
+/// BF16 / FP8 / FP4 peaks and TDP — the same chip with other memory (H100 SXM and H200); of several, the
+/// nearest in HBM bandwidth, then by name. A MoE row the GPU's own tables lack is timed from the sibling's
+/// (StepModel::measure_moe), rescaled by the ratio of the two GPUs' MoE rooflines (only the HBM bandwidth
+/// differs). nullopt when there is none. `sibling` receives its row.
 std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling);
 

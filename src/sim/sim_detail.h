@@ -268,6 +268,13 @@ class StepModel {
   /// row; for MXFP8 activations the BF16-activation row; the sibling GPU's row (sibling_op_source); the
   /// nearest measured layout's (nearest_moe_layout); else none (the roofline).
   void measure_moe(LayerClass& c, const model::Layer& layer, const model::MoeFfn& moe);
+  /// `layer`'s routed experts on one GPU at MoE TP `tp` x EP `ep`: the expert GEMMs' shapes (the engine's
+  /// padding, ExecutionPolicy::expert_pad_*), their bytes at the experts' format, the experts on the GPU.
+  MoeLayout expert_layout(const model::Layer& layer, int tp, int ep) const;
+  /// One layer's routed experts and router (s) at `tokens` entering it on the rank: the measured row
+  /// (rescaled when borrowed: LayerClass::moe_from_sibling / moe_stand_in), else the roofline; the part the
+  /// kernel scale must not divide is added to `*unscaled`.
+  double moe_s(const LayerClass& c, double tokens, double* unscaled) const;
   /// The gated-DeltaNet core of one rank's load (s): decode and prefill each from the measured kernels
   /// when `c.gdn` has that phase (all of it added to `*unscaled`, as measured_s), else the roofline at
   /// linear_eff_ (prefill FLOPs vs each request's state read + write, the slower). Step_model_linear.cc.
@@ -318,8 +325,9 @@ class StepModel {
       if (out) outside.fetch_add(1, std::memory_order_relaxed);
     }
   } lookups_;
-  /// `curve` at `q` in seconds, counted in lookups_.
-  double measured_at(const ops::OpCurve& curve, double q) const;
+  /// `curve` at `q` in seconds, counted in lookups_ (as outside the grid when `borrowed`: another GPU's or
+  /// layout's row, rescaled).
+  double measured_at(const ops::OpCurve& curve, double q, bool borrowed = false) const;
 };
 
 }  // namespace servelab::sim::detail

@@ -337,17 +337,10 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
           c.router_k = double(l.in);
           c.router_n = double(l.out) * l.copies;
           break;
-        case LinearClass::kExpert: {
+        case LinearClass::kExpert:
           c.moe = true;
-          Gemm g;
-          const ExpertShape e = expert_shape(l, lay.moe_tp, ex);
-          g.n = e.n, g.k = e.k;
-          g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
-          (l.split == model::Split::kColumn ? c.expert_up : c.expert_down) = g;
           c.experts = l.copies;
-          c.experts_local = std::ceil(double(l.copies) / std::max(1, lay.moe_ep));
           break;
-        }
         case LinearClass::kLmHead:
           break;
       }
@@ -355,6 +348,10 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
     if (op_source_) {
       const ElementwiseBytes eb = elementwise_bytes(layer, m.hidden_size, lay, launch_.kv_dtype);
       c.elementwise_attn_bytes = eb.attention, c.elementwise_ffn_bytes = eb.ffn;
+    }
+    if (c.moe) {
+      const MoeLayout own = expert_layout(layer, lay.moe_tp, lay.moe_ep);
+      c.expert_up = own.up, c.expert_down = own.down, c.experts_local = own.experts_local;
     }
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
@@ -463,10 +460,10 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   describe_measured();
 }
 
-double StepModel::measured_at(const ops::OpCurve& curve, double q) const {
+double StepModel::measured_at(const ops::OpCurve& curve, double q, bool borrowed) const {
   bool outside = false;
   const double t = curve.at(q, &outside) * 1e-3;
-  lookups_.add(outside || curve.extrapolated);
+  lookups_.add(outside || curve.extrapolated || borrowed);
   return t;
 }
 
@@ -510,6 +507,45 @@ bool StepModel::graphed(std::span<const RankLoad> loads) const {
   if (!ex.graph_padding && !ex.graph_sizes.empty())
     return std::find(ex.graph_sizes.begin(), ex.graph_sizes.end(), size) != ex.graph_sizes.end();
   return true;
+}
+
+double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) const {
+  const auto& gpu = cluster_.gpu;
+  const auto& lay = launch_.layout;
+  const double hidden = launch_.model.hidden_size;
+  // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
+  // fallback kernel; M is the tokens entering the MoE layer on this rank.
+  const bool small = tokens < launch_.execution.moe_small_below;
+  const KernelEfficiency& eff = small ? moe_small_eff_ : moe_eff_;
+  const double peak = small ? moe_small_peak_ : moe_peak_;
+  // The roofline of the routed experts at a layout (expert shapes, experts on the GPU, EP) and GPU.
+  auto roofline = [&](const MoeLayout& at, const hardware::GpuSpec& g, double* mem) {
+    const double rows = tokens * c.top_k / std::max(1, at.ep);
+    const double touched = routed_experts_touched(tokens, c.top_k, c.experts, at.experts_local);
+    const double rows_eff = std::max(rows, touched * eff.min_rows);
+    const double flops = 2.0 * rows_eff * (at.up.n * at.up.k + at.down.n * at.down.k);
+    const double weights = touched * (at.up.weight_bytes + at.down.weight_bytes);
+    const double bytes = weights + rows * (at.up.n + at.down.n + 2 * hidden) * 2.0;
+    return moe_time_s(flops, bytes, weights, touched, at.down.k, peak, eff, g, mem);
+  };
+  const MoeLayout own{c.expert_up, c.expert_down, c.experts_local, lay.moe_tp, lay.moe_ep};
+  double moe = 0;
+  if (!c.moe_measured) {
+    moe = roofline(own, gpu, unscaled);
+  } else {
+    // A measured time is unscaled whole (measured_s); the roofline's memory-bound part must not be counted
+    // unscaled beside it. A row of the sibling GPU (sibling_op_source) or of another layout
+    // (nearest_moe_layout) is rescaled by the ratio of the two rooflines, and counted as extrapolated.
+    const bool borrowed = c.moe_from_sibling || c.moe_stand_in;
+    double t = measured_at(*c.moe_measured, tokens, borrowed);
+    if (c.moe_from_sibling) t *= roofline(own, gpu, nullptr) / roofline(own, sibling_gpu_, nullptr);
+    if (c.moe_stand_in) t *= roofline(own, gpu, nullptr) / roofline(*c.moe_stand_in, gpu, nullptr);
+    moe = measured_s(t, unscaled);
+  }
+  if (c.router_n > 0)
+    moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, gpu.bf16_flops,
+                       gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, unscaled);
+  return moe;
 }
 
 double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const {
@@ -572,40 +608,8 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
       (bw * kElementwiseHbmFraction);
   mem += elementwise;
   out.elementwise_s += c.count * elementwise;
-  double moe = 0;
-  if (c.moe) {
-    const double tokens = lay.moe_gathered || dense_gathered ? tokens_total : tokens_max;
-    // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
-    // fallback kernel; M is the tokens entering the MoE layer on this rank.
-    const bool small = tokens < launch_.execution.moe_small_below;
-    const KernelEfficiency& eff = small ? moe_small_eff_ : moe_eff_;
-    const double peak = small ? moe_small_peak_ : moe_peak_;
-    // The roofline of the routed experts at a layout (expert shapes, experts on the GPU, EP) and GPU.
-    auto roofline = [&](const MoeLayout& at, const hardware::GpuSpec& g, double* unscaled) {
-      const double rows = tokens * c.top_k / std::max(1, at.ep);
-      const double touched = routed_experts_touched(tokens, c.top_k, c.experts, at.experts_local);
-      const double rows_eff = std::max(rows, touched * eff.min_rows);
-      const double flops = 2.0 * rows_eff * (at.up.n * at.up.k + at.down.n * at.down.k);
-      const double weights = touched * (at.up.weight_bytes + at.down.weight_bytes);
-      const double bytes = weights + rows * (at.up.n + at.down.n + 2 * hidden) * 2.0;
-      return moe_time_s(flops, bytes, weights, touched, at.down.k, peak, eff, g, unscaled);
-    };
-    const MoeLayout own{c.expert_up, c.expert_down, c.experts_local, lay.moe_tp, lay.moe_ep};
-    if (!c.moe_measured) {
-      moe = roofline(own, gpu, &mem);
-    } else {
-      // A measured time is unscaled whole (measured_s); the roofline's memory-bound part must not be
-      // counted unscaled beside it. A row of the sibling GPU (sibling_op_source) or of another layout
-      // (nearest_moe_layout) is rescaled by the ratio of the two rooflines.
-      double t = measured_at(*c.moe_measured, tokens);
-      if (c.moe_from_sibling) t *= roofline(own, gpu, nullptr) / roofline(own, sibling_gpu_, nullptr);
-      if (c.moe_stand_in) t *= roofline(own, gpu, nullptr) / roofline(*c.moe_stand_in, gpu, nullptr);
-      moe = measured_s(t, &mem);
-    }
-    if (c.router_n > 0)
-      moe += gemm_time_s(tokens, c.router_n, c.router_k, c.router_n * c.router_k * 2.0, bf16,
-                         gemm_efficiency(engines::GemmKernel::kCublasBf16, gpu.generation), gpu, &mem);
-  }
+  const double moe =
+      c.moe ? moe_s(c, lay.moe_gathered || dense_gathered ? tokens_total : tokens_max, &mem) : 0.0;
   out.moe_s += c.count * moe;
   out.linear_s += c.count * ffn;
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 
 #include "sim/sim_detail.h"
 
@@ -115,6 +114,22 @@ void StepModel::describe_measured() {
           : std::string("collectives: the roofline")));
 }
 
+StepModel::MoeLayout StepModel::expert_layout(const model::Layer& layer, int tp, int ep) const {
+  const auto& m = launch_.model;
+  MoeLayout out;
+  out.tp = tp, out.ep = ep;
+  for (const auto& l : model::linears(layer, m.hidden_size)) {
+    if (l.cls != model::LinearClass::kExpert) continue;
+    Gemm g;
+    const ExpertShape e = expert_shape(l, tp, launch_.execution);
+    g.n = e.n, g.k = e.k;
+    g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
+    (l.split == model::Split::kColumn ? out.up : out.down) = g;
+    out.experts_local = std::ceil(double(l.copies) / std::max(1, ep));
+  }
+  return out;
+}
+
 void StepModel::measure_moe(LayerClass& c, const model::Layer& layer, const model::MoeFfn& moe) {
   const auto& m = launch_.model;
   const auto& ex = launch_.execution;
@@ -155,18 +170,7 @@ void StepModel::measure_moe(LayerClass& c, const model::Layer& layer, const mode
   MoeShape near = shape;
   near.tp = at->first, near.ep = at->second;
   if (!take(*op_source_, near)) return;
-  MoeLayout stand_in;
-  stand_in.tp = near.tp, stand_in.ep = near.ep;
-  for (const auto& l : model::linears(layer, m.hidden_size)) {
-    if (l.cls != model::LinearClass::kExpert) continue;
-    Gemm g;
-    const ExpertShape e = expert_shape(l, near.tp, ex);
-    g.n = e.n, g.k = e.k;
-    g.weight_bytes = g.n * g.k * m.quantization.experts.bytes_per_param();
-    (l.split == model::Split::kColumn ? stand_in.up : stand_in.down) = g;
-    stand_in.experts_local = std::ceil(double(l.copies) / std::max(1, near.ep));
-  }
-  c.moe_stand_in = stand_in;
+  c.moe_stand_in = expert_layout(layer, near.tp, near.ep);
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {

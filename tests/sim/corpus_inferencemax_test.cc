@@ -285,11 +285,13 @@ TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
   const auto& st = c.points[180];
   ASSERT_EQ(st.id, "inferencemax/20286929996/10");
   ASSERT_EQ(st.not_comparable.size(), 1u);
-  EXPECT_EQ(st.not_comparable[0],
-            "TTFT: the p99 TTFT (67.8 s) is 32x the tail this launch shows at this load or below (2.1 s: "
-            "inferencemax/20613446912/2, a run at the same concurrency 4): some requests were held ~66 s "
-            "outside the engine's queues (a stall: repeats of one configuration show it or not), so the mean "
-            "TTFT measures the stall, not prefill and queueing");
+  EXPECT_EQ(
+      st.not_comparable[0],
+      "TTFT: the p99 TTFT (67.8 s) is 32x the tail this launch shows at this load or below (2.1 s: "
+      "inferencemax/20613446912/2, a run at the same concurrency 4) while its median (0.26 s) is not: "
+      "some requests were held ~66 s outside the engine's queues (a stall: repeats of one configuration "
+      "show it or not), so the mean TTFT measures the stall, not prefill and queueing");
+  EXPECT_DOUBLE_EQ(*st.measured.median_ttft_ms, 258.2892);
   EXPECT_TRUE(st.measured.total_tok_s);
 
   // points[0] of the file, inferencemax/20218553330/0: checked against its JSON.
@@ -317,9 +319,9 @@ TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
 
 namespace {
 
-// A closed-loop point of one launch: `argv` tells sweeps apart; p99 and mean TTFT in ms.
+// A closed-loop point of one launch: `argv` tells sweeps apart; p99, median and mean TTFT in ms.
 sim::CorpusPoint stall_point(const std::string& id, const std::string& argv, int concurrency, double p99_ms,
-                             double mean_ms) {
+                             double mean_ms, double median_ms = 200) {
   sim::CorpusPoint c;
   c.id = id;
   c.study = "s";
@@ -333,6 +335,7 @@ sim::CorpusPoint stall_point(const std::string& id, const std::string& argv, int
   c.workload.request_rate = std::numeric_limits<double>::infinity();
   c.workload.max_concurrency = concurrency;
   c.measured.p99_ttft_ms = p99_ms;
+  c.measured.median_ttft_ms = median_ms;
   c.measured.mean_ttft_ms = mean_ms;
   return c;
 }
@@ -346,18 +349,28 @@ TEST(CorpusStalls, AP99FarAboveItsSweepsScaledTailIsAStall) {
       stall_point("a8", "--tp=8", 8, 4500, 400),           // 1.1x the c4 tail scaled to 8 (4.0 s)
       stall_point("a8-stall", "--tp=8", 8, 70000, 7100),   // 17.5x that 4.0 s
       stall_point("a16", "--tp=8", 16, 20000, 900),        // 2.5x (8.0 s), 12 s above: under the factor
-      stall_point("b4", "--tp=4", 4, 300, 100),            // another launch: its own sweep
-      stall_point("b8", "--tp=4", 8, 2500, 150),           // 4.2x (0.6 s) but 1.9 s above: under 10 s
+      // A queue for the KV cache: tail and median up together (median 9 s, 11x the c4 median scaled to 64).
+      stall_point("a64-queue", "--tp=8", 64, 40000, 12000, 9000),
+      stall_point("b4", "--tp=4", 4, 300, 100),   // another launch: its own sweep
+      stall_point("b8", "--tp=4", 8, 2500, 150),  // 4.2x (0.6 s) but 1.9 s above: under 10 s
   };
   auto open_loop = stall_point("c", "--tp=8", 4, 90000, 9000);
   open_loop.workload.max_concurrency.reset();  // no concurrency cap: no first-wave bound, never marked
   open_loop.workload.request_rate = 4;
   pts.push_back(open_loop);
+  auto paced = stall_point("d", "--tp=8", 8, 90000, 9000);
+  paced.workload.request_rate = 4;  // a cap and a finite rate: another sweep, not a closed loop
+  pts.push_back(paced);
+  // A run whose TTFT another rule set aside lends no reference: without it e4 has none but itself.
+  auto set_aside = stall_point("e2", "--tp=2", 2, 100, 50);
+  set_aside.not_comparable.push_back("TTFT: the run reports a median TTFT of 0 ms");
+  pts.push_back(set_aside);
+  pts.push_back(stall_point("e4", "--tp=2", 4, 70000, 7000));
   sim::mark_ttft_stalls(pts);
 
   std::vector<std::string> marked;
   for (const auto& p : pts)
-    if (!p.not_comparable.empty()) {
+    if (!p.not_comparable.empty() && p.not_comparable.back().find("held ~") != std::string::npos) {
       marked.push_back(p.id);
       EXPECT_FALSE(p.measured.mean_ttft_ms) << p.id;
     } else {
@@ -367,15 +380,15 @@ TEST(CorpusStalls, AP99FarAboveItsSweepsScaledTailIsAStall) {
   EXPECT_EQ(
       pts[1].not_comparable.at(0),
       "TTFT: the p99 TTFT (68.0 s) is 34x the tail this launch shows at this load or below (2.0 s: a4, a "
-      "run at the same concurrency 4): some requests were held ~66 s outside the engine's queues (a "
-      "stall: repeats of one configuration show it or not), so the mean TTFT measures the stall, not "
-      "prefill and queueing");
+      "run at the same concurrency 4) while its median (0.20 s) is not: some requests were held ~66 s "
+      "outside the engine's queues (a stall: repeats of one configuration show it or not), so the mean "
+      "TTFT measures the stall, not prefill and queueing");
   EXPECT_EQ(
       pts[3].not_comparable.at(0),
       "TTFT: the p99 TTFT (70.0 s) is 18x the tail this launch shows at this load or below (4.0 s: a4 at "
-      "concurrency 4, scaled to 8 in proportion): some requests were held ~66 s outside the engine's "
-      "queues (a stall: repeats of one configuration show it or not), so the mean TTFT measures the "
-      "stall, not prefill and queueing");
+      "concurrency 4, scaled to 8 in proportion) while its median (0.20 s) is not: some requests were "
+      "held ~66 s outside the engine's queues (a stall: repeats of one configuration show it or not), so "
+      "the mean TTFT measures the stall, not prefill and queueing");
   // A stalled run's p99 stays: it is what the rule read.
   EXPECT_DOUBLE_EQ(*pts[1].measured.p99_ttft_ms, 68000);
 }

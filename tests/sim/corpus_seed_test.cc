@@ -3,6 +3,8 @@
 // record with other values than the reference study's shows that; then the real reference files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -110,4 +112,16 @@ TEST(CorpusSeed, TheReferenceStudyAsItsRecordStatesIt) {
     if (p.workload.key == "random-128in-4out") short_prompts = p.workload.num_prompts;
   }
   EXPECT_EQ(short_prompts, 1000);
+  // The TTFT tail and median the stall rule reads (sim::mark_ttft_stalls), from "P99 / Median TTFT (ms)";
+  // and from a perflab point's metrics (glm-4.5-air__h100#000).
+  const auto tp8 = std::find_if(c.points.begin(), c.points.end(), [](const auto& p) {
+    return p.id == "deepseek-v3.2__h200#sglang/baseline-tp8@sharegpt-1000";
+  });
+  ASSERT_NE(tp8, c.points.end());
+  EXPECT_DOUBLE_EQ(*tp8->measured.p99_ttft_ms, 22363.9);
+  EXPECT_DOUBLE_EQ(*tp8->measured.median_ttft_ms, 11240.35);
+  const auto lab = sim::load_corpus(ref / "perflab" / "measurements.json");
+  ASSERT_EQ(lab.points.front().id, "glm-4.5-air__h100#000");
+  EXPECT_DOUBLE_EQ(*lab.points.front().measured.p99_ttft_ms, 19975.18);
+  EXPECT_DOUBLE_EQ(*lab.points.front().measured.median_ttft_ms, 16164.27);
 }

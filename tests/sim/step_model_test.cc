@@ -451,7 +451,10 @@ TEST(StepModel, MoeRowsOfTheSameChipWithOtherMemory) {
   dec.decode_pairs[0] = dec.decode_kv_tokens[0] = 16 * 1000.0;
   const double moe_h100 = on_h100.cost({&dec, 1}, 16, true, false).moe_s;
   const double moe_h200 = on_h200.cost({&dec, 1}, 16, true, false).moe_s;
-  EXPECT_GE(moe_h100, moe_h200);
+  // Decoding 16 requests the roofline's fixed costs (a call, each touched expert) weigh as much as the
+  // weight read: H100 comes out ~3% slower (without the rescale the two would differ by the routers' BF16
+  // roofline only, ~0.1%).
+  EXPECT_GT(moe_h100, moe_h200 * 1.02);
   EXPECT_LE(moe_h100, moe_h200 * 4.8 / 3.35 * 1.0001);
   auto moe_note = [](const StepModel& sm) {
     for (const auto& n : sm.measured_notes())
@@ -495,7 +498,9 @@ TEST(StepModel, AnUnmeasuredMoeLayoutTakesTheNearestWithinAFactorOfTwo) {
   };
   // The roofline of one token's experts is ~22 us a layer; the EP 16 row, rescaled, stays near its 123 us.
   const double at_ep8 = ep8.cost({&load, 1}, 1, true, false).moe_s / 58;
-  EXPECT_GT(at_ep8, 0.5 * row);
+  // EP 8 holds twice EP 16's experts a GPU: its roofline is no smaller, so the row is scaled up, by less
+  // than 2 (the fixed costs stay).
+  EXPECT_GT(at_ep8, row * 1.01);
   EXPECT_LT(at_ep8, 2.0 * row + 2e-6);
   EXPECT_EQ(
       moe_note(ep8),

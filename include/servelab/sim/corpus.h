@@ -38,9 +38,10 @@ struct CorpusMeasurement {
   std::optional<double> output_tok_s;  ///< output token throughput, tok/s
   std::optional<double> input_tok_s;   ///< input token throughput, tok/s (InferenceMAX)
   std::optional<double> mean_ttft_ms;
-  std::optional<double> p99_ttft_ms;   ///< 99th percentile TTFT, ms (kept when the mean is not comparable)
-  std::optional<double> mean_tpot_ms;  ///< vLLM-style TPOT (first token excluded)
-  std::optional<double> mean_e2el_ms;  ///< mean end-to-end request latency, ms (InferenceMAX)
+  std::optional<double> p99_ttft_ms;     ///< 99th percentile TTFT, ms (kept when the mean is not comparable)
+  std::optional<double> median_ttft_ms;  ///< median TTFT, ms (kept when the mean is not comparable)
+  std::optional<double> mean_tpot_ms;    ///< vLLM-style TPOT (first token excluded)
+  std::optional<double> mean_e2el_ms;    ///< mean end-to-end request latency, ms (InferenceMAX)
   std::optional<double> duration_s;
   std::optional<int> successful;  ///< successful requests
 };
@@ -119,12 +120,15 @@ std::string sweep_key(const CorpusPoint& c);
 double sweep_load(const CorpusWorkload& w);
 
 /// A closed-loop run's TTFT tail grows at most in proportion to its concurrency: the first wave of c
-/// requests waits for c prefills. mark_ttft_stalls takes, for each closed-loop point, the least p99 TTFT its
-/// sweep shows at its load or a lower one, scaled to its load by the concurrency ratio (a repeat of the
-/// same load included); a p99 TTFT at least kStallFactor times that reference and kStallExcessMs above it
-/// means some requests were held outside the engine's queues. Both thresholds sit in the gap of the
-/// released corpora: every such excess there is 63-74 s (InferenceMAX SGLang 0.5.6 on B200: ~70 s stalls in
-/// some repeats of a configuration, not in others), every other is under 1.5 s.
+/// requests waits for c prefills. mark_ttft_stalls takes, for each closed-loop point (a concurrency cap,
+/// requests sent at once, its TTFT not set aside by another rule), the least p99 TTFT its sweep shows at its
+/// load or a lower one, scaled to its load by the concurrency ratio (a repeat of the same load included); a
+/// p99 TTFT at least kStallFactor times that reference and kStallExcessMs above it, while its median TTFT is
+/// within kStallFactor of the sweep's least median scaled the same way (a queue for the KV cache lifts the
+/// median with the tail; a stall does not), means some requests were held outside the engine's queues. The
+/// thresholds sit in the gap of the released corpora: every such excess there is 63-74 s (InferenceMAX
+/// SGLang 0.5.6 on B200: ~70 s stalls in some repeats of a configuration, not in others), every other under
+/// 1.5 s.
 inline constexpr double kStallFactor = 3.0;
 inline constexpr double kStallExcessMs = 10'000;
 

@@ -89,8 +89,9 @@ struct TwinView {
   long long shared_prefix_tokens_reused = 0;
   double mean_step_ms = 0.0;    ///< average step time (ms; under PP a micro-batch's stage time)
   long long graphed_steps = 0;  ///< batches that replayed a full CUDA graph (under PP: micro-batches)
-  /// Steps whose layers replayed torch.compile piecewise CUDA graphs, attention launched eagerly (vLLM's
-  /// PIECEWISE mode; FULL_AND_PIECEWISE above its full-graph sizes); not in graphed_steps.
+  /// Batches (under PP: micro-batches) whose layers replayed torch.compile piecewise CUDA graphs, attention
+  /// launched eagerly (vLLM's PIECEWISE mode; FULL_AND_PIECEWISE above its full-graph sizes); not in
+  /// graphed_steps.
   long long piecewise_steps = 0;
   /// Steps in which attention-DP context balancing (engines::SchedulerPolicy::dp_balance) held back the
   /// contexts some rank had to start; 0 without it.
