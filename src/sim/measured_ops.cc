@@ -58,18 +58,26 @@ std::vector<long> release_numbers(const std::string& v) {
   return out;
 }
 
-/// The store's GPU (systems name) whose recorded device names resolve to `gpu`'s row.
-std::optional<std::string> store_gpu(const ops::OpStore& store, const hardware::GpuSpec& gpu) {
+/// The store's GPUs whose recorded device names resolve to a datasheet row: (systems name, row), once per
+/// (GPU, device name) pair, in the store's order. A device the twin has no row for (B300, ...) is left out.
+std::vector<std::pair<std::string, hardware::GpuSpec>> store_gpus(const ops::OpStore& store) {
+  std::vector<std::pair<std::string, hardware::GpuSpec>> out;
   std::map<std::string, bool> tried;
   for (const auto& e : store.entries()) {
     if (e.device.empty() || tried[e.gpu + "|" + e.device]) continue;
     tried[e.gpu + "|" + e.device] = true;
     try {
-      if (hardware::gpu_by_name(e.device).name == gpu.name) return e.gpu;
+      out.emplace_back(e.gpu, hardware::gpu_by_name(e.device));
     } catch (const std::invalid_argument&) {
-      // A GPU the twin has no row for (B300, ...): not this one.
     }
   }
+  return out;
+}
+
+/// The store's GPU (systems name) whose recorded device names resolve to `gpu`'s row.
+std::optional<std::string> store_gpu(const ops::OpStore& store, const hardware::GpuSpec& gpu) {
+  for (const auto& [name, row] : store_gpus(store))
+    if (row.name == gpu.name) return name;
   return std::nullopt;
 }
 
@@ -122,18 +130,9 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
 
 std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling) {
-  std::map<std::string, bool> tried;
   std::optional<OpSource> best;
   hardware::GpuSpec best_gpu;
-  for (const auto& e : store.entries()) {
-    if (e.device.empty() || tried[e.gpu + "|" + e.device]) continue;
-    tried[e.gpu + "|" + e.device] = true;
-    hardware::GpuSpec other;
-    try {
-      other = hardware::gpu_by_name(e.device);
-    } catch (const std::invalid_argument&) {
-      continue;  // a GPU the twin has no row for
-    }
+  for (const auto& [name, other] : store_gpus(store)) {
     // The same chip at the same power: only the memory differs (an H100 SXM and an H200, not a PCIe card).
     if (other.name == gpu.name || other.generation != gpu.generation ||
         other.compute_capability != gpu.compute_capability || other.sm_count != gpu.sm_count ||

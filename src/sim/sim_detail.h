@@ -214,8 +214,8 @@ class StepModel {
     std::vector<Gemm> attn_gemms;   ///< at attention TP, M = rank tokens
     std::vector<Gemm> dense_gemms;  ///< dense FFN or shared experts, at dense TP
     bool moe = false;
-    double experts_local = 0, top_k = 0, experts = 0;
-    Gemm expert_up, expert_down;  ///< one expert slice
+    double top_k = 0, experts = 0;
+    MoeLayout moe_own;  ///< the routed experts at the launch's MoE TP x EP (one expert slice each)
     double router_k = 0, router_n = 0;
     double pair_flops_dense = 0, pair_flops_absorbed = 0, indexer_pair_flops = 0;
     double kv_bytes = 0;          ///< per token of this layer on one GPU (main cache)

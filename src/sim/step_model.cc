@@ -350,8 +350,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       c.elementwise_attn_bytes = eb.attention, c.elementwise_ffn_bytes = eb.ffn;
     }
     if (c.moe) {
-      const MoeLayout own = expert_layout(layer, lay.moe_tp, lay.moe_ep);
-      c.expert_up = own.up, c.expert_down = own.down, c.experts_local = own.experts_local;
+      c.moe_own = expert_layout(layer, lay.moe_tp, lay.moe_ep);
     }
     if (const auto* moe = std::get_if<model::MoeFfn>(&layer.ffn)) {
       c.top_k = moe->top_k;
@@ -511,7 +510,6 @@ bool StepModel::graphed(std::span<const RankLoad> loads) const {
 
 double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) const {
   const auto& gpu = cluster_.gpu;
-  const auto& lay = launch_.layout;
   const double hidden = launch_.model.hidden_size;
   // Below the engine's DeepGEMM M threshold (vLLM TritonOrDeepGemmExperts) the step's experts run the
   // fallback kernel; M is the tokens entering the MoE layer on this rank.
@@ -528,7 +526,7 @@ double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) co
     const double bytes = weights + rows * (at.up.n + at.down.n + 2 * hidden) * 2.0;
     return moe_time_s(flops, bytes, weights, touched, at.down.k, peak, eff, g, mem);
   };
-  const MoeLayout own{c.expert_up, c.expert_down, c.experts_local, lay.moe_tp, lay.moe_ep};
+  const MoeLayout& own = c.moe_own;
   double moe = 0;
   if (!c.moe_measured) {
     moe = roofline(own, gpu, unscaled);
