@@ -140,6 +140,53 @@ struct MlaShape {
 std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const OpSource& src, bool decode,
                                               const MlaShape& shape);
 
+/// A DSA (DeepSeek Sparse Attention) layer's whole attention block as the module tables key it
+/// (`dsa_generation_module_perf`, `dsa_context_module_perf`): the q / kv low-rank projections and their
+/// norms, the indexer (its projections, FP8 logits and top-k) or, on a layer that reuses the previous
+/// selection, none, the sparse MLA core and o_proj, one rank's heads at a time. The rows name the
+/// checkpoint they were timed with (`model`); a row stands for a layer when that checkpoint's config
+/// (model::resolve_model, offline) has a layer of the same attention and hidden size.
+struct DsaModuleShape {
+  model::MlaAttention attention;  ///< the layer's (index_topk > 0)
+  int hidden = 0;                 ///< the model's hidden size
+  std::string model_id;           ///< the launch's checkpoint: its own rows first
+  double heads = 0;               ///< query heads on the GPU (after attention TP)
+  int tp = 1;                     ///< attention TP
+  model::DType kv_dtype = model::DType::kBf16;
+  const char* gemm_dtype = nullptr;  ///< the projections' gemm_perf dtype (measured_gemm_dtype): gemm_type
+};
+/// Prefill surfaces (batch outer, chunk length inner) per measured cached-prefix length: the context module
+/// tables key the tokens already in the cache (`step`). Thread-safety: immutable.
+struct PrefixedSurfaces {
+  std::vector<double> prefix;  ///< ascending
+  std::vector<std::shared_ptr<const OpSurface>> surface;
+  bool empty() const { return prefix.empty(); }
+  /// Latency (ms) of `batch` chunks of `length` tokens after `cached` tokens: linear in the prefix between
+  /// the two measured prefixes around `cached` whose grids reach down to `length` (one of them alone at
+  /// either end); when no grid reaches that short, the surface that reaches shortest (its smallest length's
+  /// time, marked outside). `*outside` as OpSurface::at.
+  double at(double batch, double length, double cached, bool* outside = nullptr) const;
+  /// The smallest latency (ms) any surface measured at its smallest shape.
+  double smallest() const;
+};
+/// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1), prefill
+/// on the sparse path (per cached prefix: batch outer, chunk length `isl` inner) and, where the table times
+/// it apart, prefill on the dense-MHA path engines take while prefix and chunk fit in index_topk (SGLang
+/// 0.5.14's `*dense_mha*` rows, measured up to 2,048 tokens); each null / empty when the table has no row of
+/// the shape.
+struct DsaModule {
+  std::shared_ptr<const OpSurface> decode;
+  PrefixedSurfaces prefill, prefill_dense;
+  std::string model;                                        ///< the checkpoint whose rows these are
+  std::string decode_kernel, prefill_kernel, dense_kernel;  ///< their kernel_source labels
+};
+/// The DSA block of `shape` from the source's module tables: the rows of a checkpoint of the same
+/// attention (the launch's own first, then by name) with decode or sparse-prefill rows, of the kernel
+/// matching the layer (an indexer layer's labels without "skip_indexer", a reusing layer's with it; the
+/// dense-MHA labels apart; of several, the first by name), KV and GEMM dtype, at the launch's attention TP
+/// where the table keys TP by it, else the one-rank rows (tp_size 1). nullptr when no phase has rows.
+std::shared_ptr<const DsaModule> measured_dsa_module(const ops::OpStore& store, const OpSource& src,
+                                                     const DsaModuleShape& shape);
 /// A gated-DeltaNet (linear attention) layer as `gdn_perf` keys it: its key and value heads on the GPU
 /// (after attention TP; the tables' axes) and the head dimensions (the tables measure Qwen3.5's 128 x 128).
 struct GdnShape {

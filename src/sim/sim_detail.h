@@ -227,6 +227,15 @@ class StepModel {
     /// Measured attention core (GQA layers, use_measured_operators): decode (batch x KV length) and
     /// prefill (batch x prompt length); null where nothing was measured (the roofline stays).
     std::shared_ptr<const OpSurface> decode_attn, prefill_attn;
+    /// Measured DSA attention block (measured_dsa_module): projections, indexer and sparse core together;
+    /// null, or a phase without a surface: the roofline (projections, core and indexer apart).
+    std::shared_ptr<const DsaModule> dsa_module;
+    /// The fixed part of each of dsa_module's surfaces (s; decode, sparse prefill, dense prefill): the
+    /// phase's time at its smallest measured shape (prefill: of either path) less the block's projection
+    /// weights streamed at 80% of HBM. It is the launch gaps and host work of the block's ~30 kernels (SGLang
+    /// 0.5.10 prefill: 0.73-0.79 ms at any length up to 2,048 tokens), which the step model counts apart
+    /// (per-kernel floors, eager launches): every lookup is taken less it.
+    double dsa_fixed_s[3] = {0, 0, 0};
     /// Measured gated-DeltaNet kernels (linear-attention layers, measured_gdn); null: the roofline.
     std::shared_ptr<const GdnKernels> gdn;
     /// The launch's recurrent-state bytes over the BF16 state the gdn_perf rows were timed with (SGLang keeps
@@ -264,6 +273,21 @@ class StepModel {
   /// The measured attention core of one rank's load (s), or -1 when `c` has no measured table for a part
   /// the load runs (decode or prefill): the caller keeps the roofline then.
   double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
+  /// The measured DSA block of one rank's load (s), or -1 when `c` has no surface for a phase the load
+  /// runs; each phase less its fixed part (LayerClass::dsa_fixed_s). Decode: the block at (decode rows, mean
+  /// KV history). Prefill: at (prefilling requests, mean chunk, mean cached prefix from the pairs), on the
+  /// dense path while prefix and chunk fit in its rows; rows measured without a prefix only:
+  /// without_prefix_rows.
+  double measured_dsa_s(const LayerClass& c, const RankLoad& r) const;
+  /// A prefill block from rows measured without a cached prefix (`s`; SGLang 0.5.10), `m1` its time at the
+  /// mean chunk (s): P x tokens + A x (query, key) pairs, P and A solved from the rows at the mean chunk and
+  /// at the length of equal pairs per request (a prefix or uneven prompts add pairs, not projection work).
+  double without_prefix_rows(const OpSurface& s, const RankLoad& r, double m1) const;
+  /// Sets `c`'s measured DSA block (LayerClass::dsa_module, dsa_fixed_s) for its attention `mla`.
+  void measure_dsa(LayerClass& c, const model::MlaAttention& mla);
+  /// One rank's attention side of a layer (s): projections (`*proj`) and core; the part the kernel scale
+  /// must not divide added to `*unscaled`.
+  double rank_attention_s(const LayerClass& c, const RankLoad& r, double* proj, double* unscaled) const;
   /// Sets `c`'s measured routed experts (LayerClass::moe_measured and how it was found): the launch's own
   /// row; for MXFP8 activations the BF16-activation row; the sibling GPU's row (sibling_op_source); the
   /// nearest measured layout's (nearest_moe_layout); else none (the roofline).
@@ -310,6 +334,9 @@ class StepModel {
   std::vector<std::string> measured_notes_;  ///< see measured_notes()
   bool moe_bf16_stand_in_ = false;           ///< MXFP8-activation MoE timed by BF16-activation rows
   void describe_measured();
+  /// The twin's note on the DSA layer kinds: how many of `classes` have a measured block (`measured`), from
+  /// which tables, checkpoint and kernels (`example`: one such class, or null).
+  std::string dsa_note(int classes, int measured, const LayerClass* example) const;
   /// Counters of measured lookups. cost() is const and thread-safe, so they are relaxed atomics; copying
   /// a StepModel copies their values.
   struct LookupCounter {

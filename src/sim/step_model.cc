@@ -389,6 +389,7 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
       const double local_heads = double(mla->heads) / std::max(1, lay.attn_tp);
       if (c.dsa && prefill_fixed_topk_) c.prefill_pad = std::max(local_heads, pad) / local_heads;
       if (c.dsa && decode_fixed_topk_) c.decode_pad = std::max(local_heads, pad) / local_heads;
+      if (c.dsa && op_source_) measure_dsa(c, *mla);
       if (!c.dsa && op_source_) {
         // Dense MLA from the MLA tables (DSA's sparse core stays the roofline), each phase with the
         // engine's own kernel for it.
@@ -546,12 +547,48 @@ double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) co
   return moe;
 }
 
-double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const {
+double StepModel::rank_attention_s(const LayerClass& c, const RankLoad& r, double* proj,
+                                   double* unscaled) const {
   const auto& gpu = cluster_.gpu;
-  const auto& lay = launch_.layout;
-  const double hidden = launch_.model.hidden_size;
   const double bf16 = gpu.bf16_flops, bw = gpu.hbm_bandwidth_Bps;
   const double fp8 = gpu.fp8_flops > 0 ? gpu.fp8_flops : gpu.bf16_flops;
+  // A measured DSA block holds the projections too.
+  if (const double block = c.dsa_module ? measured_dsa_s(c, r) : -1; block >= 0)
+    return measured_s(block, unscaled);
+  const double T = r.query_tokens;
+  for (const auto& g : c.attn_gemms) *proj += gemm_s(g, T, unscaled);
+  double core = 0;
+  if (c.linear_attention) {
+    core = linear_attention_s(c, r, unscaled);
+  } else if (const double measured = c.dsa ? -1 : measured_attention_s(c, r); measured >= 0) {
+    core = measured_s(measured, unscaled);
+  } else {
+    const int p = c.pattern;
+    // Prefill: MLA in MHA form unless the layer is sparse (absorbed MQA on the selected keys).
+    const double pre_pair = c.mla && c.dsa ? c.pair_flops_absorbed : c.pair_flops_dense;
+    const double dec_pair = c.mla ? c.pair_flops_absorbed : c.pair_flops_dense;
+    double pre_flops =
+        r.prefill_pairs[p] * pre_pair + (c.dsa ? r.dsa_dense_prefill_pairs * c.pair_flops_dense : 0.0);
+    double dec_flops = r.decode_pairs[p] * dec_pair;
+    pre_flops *= c.prefill_pad;
+    dec_flops *= c.decode_pad;
+    const double dec_bytes = r.decode_kv_tokens[p] * c.kv_bytes;
+    core =
+        pre_flops / (bf16 * prefill_attn_eff_.compute) +
+        std::max(dec_flops / (bf16 * decode_attn_eff_.compute), dec_bytes / (bw * decode_attn_eff_.memory));
+    if (c.indexer) {
+      const double idx_flops = (r.indexer_prefill_pairs + r.decode_pairs[0]) * c.indexer_pair_flops;
+      const double idx_bytes = r.decode_kv_tokens[0] * c.indexer_kv_bytes;
+      core += std::max(idx_flops / (fp8 * 0.6), idx_bytes / (bw * 0.8));
+    }
+  }
+  return *proj + core;
+}
+
+double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> loads, StepCost& out) const {
+  const auto& lay = launch_.layout;
+  const double hidden = launch_.model.hidden_size;
+  const double bw = cluster_.gpu.hbm_bandwidth_Bps;
   double tokens_total = 0, tokens_max = 0;
   double attn_max = 0, linear_max = 0;
   double attn_mem = 0;  // memory-bound part of the slowest rank's attention (roofline_s)
@@ -559,35 +596,9 @@ double StepModel::layer_time(const LayerClass& c, std::span<const RankLoad> load
     tokens_total += r.query_tokens;
     tokens_max = std::max<double>(tokens_max, r.query_tokens);
     if (r.query_tokens == 0) continue;
-    const double T = r.query_tokens;
     double proj = 0, mem = 0;
-    for (const auto& g : c.attn_gemms) proj += gemm_s(g, T, &mem);
-    double core = 0;
-    if (c.linear_attention) {
-      core = linear_attention_s(c, r, &mem);
-    } else if (const double measured = c.dsa ? -1 : measured_attention_s(c, r); measured >= 0) {
-      core = measured_s(measured, &mem);
-    } else {
-      const int p = c.pattern;
-      // Prefill: MLA in MHA form unless the layer is sparse (absorbed MQA on the selected keys).
-      const double pre_pair = c.mla && c.dsa ? c.pair_flops_absorbed : c.pair_flops_dense;
-      const double dec_pair = c.mla ? c.pair_flops_absorbed : c.pair_flops_dense;
-      double pre_flops =
-          r.prefill_pairs[p] * pre_pair + (c.dsa ? r.dsa_dense_prefill_pairs * c.pair_flops_dense : 0.0);
-      double dec_flops = r.decode_pairs[p] * dec_pair;
-      pre_flops *= c.prefill_pad;
-      dec_flops *= c.decode_pad;
-      const double dec_bytes = r.decode_kv_tokens[p] * c.kv_bytes;
-      core =
-          pre_flops / (bf16 * prefill_attn_eff_.compute) +
-          std::max(dec_flops / (bf16 * decode_attn_eff_.compute), dec_bytes / (bw * decode_attn_eff_.memory));
-      if (c.indexer) {
-        const double idx_flops = (r.indexer_prefill_pairs + r.decode_pairs[0]) * c.indexer_pair_flops;
-        const double idx_bytes = r.decode_kv_tokens[0] * c.indexer_kv_bytes;
-        core += std::max(idx_flops / (fp8 * 0.6), idx_bytes / (bw * 0.8));
-      }
-    }
-    if (proj + core > attn_max) attn_max = proj + core, attn_mem = mem;
+    const double attn = rank_attention_s(c, r, &proj, &mem);
+    if (attn > attn_max) attn_max = attn, attn_mem = mem;
     linear_max = std::max(linear_max, proj);
   }
   if (tokens_total == 0) return 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/sim_detail.h"
 
@@ -26,11 +27,16 @@ void StepModel::describe_measured() {
   std::string gdn_kernels;
   double gdn_state_scale = 1;
   bool mla = false;
+  int dsa = 0, dsa_measured = 0;
+  const LayerClass* dsa_example = nullptr;  // a class with a measured DSA block, for the note
   auto count = [&](const LayerClass& c) {
+    if (c.dsa) ++dsa, dsa_measured += c.dsa_module ? 1 : 0;
+    if (c.dsa_module && !dsa_example) dsa_example = &c;
     for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
-      for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
+      if (list != &c.attn_gemms || !c.dsa_module)  // a measured DSA block times its projections itself
+        for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
     mla = mla || c.mla;
-    if (!c.linear_attention) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
+    if (!c.linear_attention && !c.dsa) ++attn, attn_measured += c.decode_attn && c.prefill_attn ? 1 : 0;
     if (c.linear_attention) {
       ++linear;
       linear_decode += c.gdn && !c.gdn->decode.empty() ? 1 : 0;
@@ -66,10 +72,11 @@ void StepModel::describe_measured() {
   const char* prefill_table = mla ? "context_mla_perf" : "context_attention_perf";
   std::string attn_from = from(decode_table.c_str());
   attn_from.insert(decode_table.size(), fmt::format(" (decode) and {} (prefill)", prefill_table));
-  measured_notes_.push_back(
-      fmt::format("attention: {} of {} layer kinds ({} KV cache) from {}{}", attn_measured, attn,
-                  model::dtype_name(launch_.kv_dtype), attn_from,
-                  rest(attn_measured, attn, "DSA, or heads / KV dtype / kernel no row has")));
+  if (attn > 0)
+    measured_notes_.push_back(fmt::format("attention: {} of {} layer kinds ({} KV cache) from {}{}",
+                                          attn_measured, attn, model::dtype_name(launch_.kv_dtype), attn_from,
+                                          rest(attn_measured, attn, "heads / KV dtype / kernel no row has")));
+  if (dsa > 0) measured_notes_.push_back(dsa_note(dsa, dsa_measured, dsa_example));
   if (linear > 0)
     measured_notes_.push_back(fmt::format(
         "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}{}", linear_decode, linear,
@@ -112,6 +119,32 @@ void StepModel::describe_measured() {
       allreduce
           ? fmt::format("all-reduce from {}; other collectives: the roofline", from("custom_allreduce_perf"))
           : std::string("collectives: the roofline")));
+}
+
+std::string StepModel::dsa_note(int classes, int measured, const LayerClass* example) const {
+  const OpSource& src = *op_source_;
+  std::string from = table_note(*ops_, src, "dsa_generation_module_perf");
+  from.insert(std::string_view("dsa_generation_module_perf").size(),
+              " (decode) and dsa_context_module_perf (prefill)");
+  std::string rows;
+  if (example) {
+    const DsaModule& m = *example->dsa_module;
+    std::vector<std::string> kernels;
+    for (const auto* k : {&m.decode_kernel, &m.prefill_kernel, &m.dense_kernel})
+      if (!k->empty()) kernels.push_back(*k);
+    rows = fmt::format(
+        ", rows of {} ({}); each lookup less its smallest shape's fixed part, the block's kernel "
+        "gaps and host work that the kernel floors and eager launches count",
+        m.model, fmt::join(kernels, ", "));
+  }
+  return fmt::format(
+      "DSA attention blocks (projections, indexer, sparse core): {} of {} layer kinds ({} KV cache) "
+      "from {}{}{}",
+      measured, classes, model::dtype_name(launch_.kv_dtype), from, rows,
+      measured < classes ? fmt::format("; {} the roofline (no checkpoint of this attention, kernel, "
+                                       "KV or GEMM dtype and TP in the tables)",
+                                       classes - measured)
+                         : std::string());
 }
 
 StepModel::MoeLayout StepModel::expert_layout(const model::Layer& layer, int tp, int ep) const {
@@ -171,6 +204,75 @@ void StepModel::measure_moe(LayerClass& c, const model::Layer& layer, const mode
   near.tp = at->first, near.ep = at->second;
   if (!take(*op_source_, near)) return;
   c.moe_stand_in = expert_layout(layer, near.tp, near.ep);
+}
+
+void StepModel::measure_dsa(LayerClass& c, const model::MlaAttention& mla) {
+  const auto& m = launch_.model;
+  const int tp = std::max(1, launch_.layout.attn_tp);
+  const DsaModuleShape shape{mla,
+                             m.hidden_size,
+                             m.id,
+                             double(mla.heads) / tp,
+                             tp,
+                             launch_.kv_dtype,
+                             measured_gemm_dtype(launch_.execution.attention_gemm)};
+  c.dsa_module = measured_dsa_module(*ops_, *op_source_, shape);
+  if (!c.dsa_module) return;
+  double weights = 0;
+  for (const auto& g : c.attn_gemms) weights += g.weight_bytes;
+  const double stream = weights / (cluster_.gpu.hbm_bandwidth_Bps * 0.8);
+  // The smallest shape of a phase: of prefill, over both paths and every cached prefix (SGLang 0.5.14 times
+  // the sparse path without a prefix from 4,096 tokens only, a shape with work in it).
+  const DsaModule& b = *c.dsa_module;
+  c.dsa_fixed_s[0] = b.decode ? std::max(0.0, b.decode->curves.front().at(0) * 1e-3 - stream) : 0.0;
+  const double prefill = std::min(b.prefill.smallest(), b.prefill_dense.smallest()) * 1e-3;
+  c.dsa_fixed_s[1] = c.dsa_fixed_s[2] = std::isfinite(prefill) ? std::max(0.0, prefill - stream) : 0.0;
+}
+
+double StepModel::measured_dsa_s(const LayerClass& c, const RankLoad& r) const {
+  const DsaModule& m = *c.dsa_module;
+  double t = 0;
+  bool outside = false;
+  const int decode_rows = r.query_tokens - r.prefill_tokens;
+  if (r.decode_requests > 0 && decode_rows > 0) {
+    if (!m.decode) return -1;
+    // Pattern 0 (full causal) counts the whole history: the indexer scans all of it.
+    const double history = r.decode_kv_tokens[0] / r.decode_requests;
+    t += std::max(0.0, m.decode->at(decode_rows, history, &outside) * 1e-3 - c.dsa_fixed_s[0]);
+    lookups_.add(outside);
+  }
+  if (r.prefill_requests > 0 && r.prefill_tokens > 0) {
+    const double n = r.prefill_requests;
+    const double l1 = r.prefill_tokens / n;  // mean chunk length
+    // The mean cached prefix: pairs per request = chunk x prefix + chunk (chunk + 1) / 2.
+    const double cached = std::max(0.0, r.prefill_pairs[0] / n / l1 - (l1 + 1) / 2);
+    // Prefix and chunk within index_topk take the dense-MHA path where the table times it apart.
+    const bool dense =
+        !m.prefill_dense.empty() && cached + l1 <= m.prefill_dense.surface.front()->curves.front().x.back();
+    const PrefixedSurfaces& s = dense ? m.prefill_dense : m.prefill;
+    if (s.empty()) return -1;
+    double block = s.at(n, l1, cached, &outside) * 1e-3;
+    lookups_.add(outside);
+    if (s.prefix.size() == 1 && s.prefix.front() == 0)
+      block = without_prefix_rows(*s.surface.front(), r, block);
+    t += std::max(0.0, block - c.dsa_fixed_s[dense ? 2 : 1]);
+  }
+  return t;
+}
+
+double StepModel::without_prefix_rows(const OpSurface& s, const RankLoad& r, double m1) const {
+  const double n = r.prefill_requests;
+  const double l1 = r.prefill_tokens / n;                     // mean chunk length
+  const double l2 = std::sqrt(2.0 * r.prefill_pairs[0] / n);  // the length of equal pairs per request
+  if (l2 <= l1 * 1.02) return m1;
+  bool outside = false;
+  const double m2 = s.at(n, l2, &outside) * 1e-3;
+  lookups_.add(outside);
+  // m_i = n (P l_i + A l_i^2 / 2): the per-token work P and the per-pair work A through both rows.
+  const double x1 = n * l1, y1 = n * l1 * l1 / 2, x2 = n * l2, y2 = n * l2 * l2 / 2;
+  const double det = x1 * y2 - x2 * y1;
+  const double P = (m1 * y2 - m2 * y1) / det, A = (x1 * m2 - x2 * m1) / det;
+  return P >= 0 && A >= 0 ? P * r.prefill_tokens + A * r.prefill_pairs[0] : m1;
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {

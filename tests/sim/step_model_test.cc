@@ -385,6 +385,107 @@ TEST(StepModel, MeasuredMlaAndMoeOfDeepseekR1OnH200) {
       << StepModel(l, c).measured_notes()[1];
 }
 
+// DeepSeek-V3.2's DSA layers take their whole attention block (q / kv projections, indexer, sparse MLA,
+// o_proj) from the DSA module tables (measured_dsa_module). SGLang 0.5.6.post2 on H200 reads SGLang
+// 0.5.10's (the oldest measured release of its line; its one label dsa_nsa): at 128 heads a rank
+// (DP-attention), FP8 block projections, BF16 KV, 64 decoding requests at history 1,024 the row is
+// 0.1787 ms. A step is the row less the block's fixed part, its time at the smallest shape (batch 1,
+// history 1) less its projection weights streamed at 80% of HBM: the kernel gaps and host work the kernel
+// floors and eager launches count. At TP8 (16 heads a GPU) one request decoding at history 1,000 and one
+// prefilling 1,000 tokens are each 61 layers of that.
+TEST(StepModel, MeasuredDsaBlockOfDeepseekV32OnH200) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = model::deepseek_v32();
+  const auto c = hardware::parse_cluster("8xH200");
+  auto l = sglang_tp8_deepgemm(m, c, "0.5.6.post2");
+  const auto src = detail::op_source(store, l, c.gpu);
+  ASSERT_TRUE(src);
+  const auto* mla = std::get_if<model::MlaAttention>(&m.layers.back().layer.attention);
+  ASSERT_TRUE(mla);
+  const auto dp_attention = detail::measured_dsa_module(
+      store, *src, {*mla, m.hidden_size, m.id, 128, 1, model::DType::kBf16, "fp8_block"});
+  ASSERT_TRUE(dp_attention && dp_attention->decode && !dp_attention->prefill.empty());
+  EXPECT_EQ(dp_attention->model, "deepseek-ai/DeepSeek-V3.2");
+  EXPECT_EQ(dp_attention->decode_kernel, "dsa_nsa");
+  EXPECT_NEAR(dp_attention->decode->at(64, 1024), 0.1787, 1e-6);
+  ASSERT_EQ(dp_attention->prefill.prefix, std::vector<double>{0});  // 0.5.10: no cached prefix
+  EXPECT_NEAR(dp_attention->prefill.at(1, 2048, 0), 1.3829, 1e-6);
+  EXPECT_TRUE(dp_attention->prefill_dense.empty());  // 0.5.10 times both prefill paths under one label
+
+  const StepModel sm(l, c);
+  const auto table = [&](const char* name) { return store.table("h200_sxm", "sglang", "0.5.10", name); };
+  const auto gen = table("dsa_generation_module_perf"), ctx = table("dsa_context_module_perf");
+  ASSERT_TRUE(gen && ctx);
+  const auto row = [&](const ops::OpTable& t, bool decode, double length) {
+    ops::OpQuery q{{"model", std::string("deepseek-ai/DeepSeek-V3.2")},
+                   {"kv_cache_dtype", std::string("bfloat16")},
+                   {"gemm_type", std::string("fp8_block")},
+                   {"num_heads", 16.0},
+                   {"tp_size", 1.0},
+                   {"batch_size", 1.0},
+                   {decode ? "isl" : "step", decode ? 1.0 : 0.0},
+                   {decode ? "step" : "isl", length}};
+    const auto r = t.lookup(q);
+    EXPECT_TRUE(r.ok) << r.detail;
+    return r.latency_ms * 1e-3;
+  };
+  double weights = 0;  // one GPU's attention projections at TP8, FP8 block
+  for (const auto& lin : model::linears(m.layers.back().layer, m.hidden_size))
+    if (lin.cls == model::LinearClass::kAttention)
+      weights += model::shard_params(lin, 8) * m.quantization.format(lin.cls).bytes_per_param();
+  const double stream = weights / (c.gpu.hbm_bandwidth_Bps * 0.8);
+  EXPECT_GT(stream, 5e-6);
+  EXPECT_LT(stream, 30e-6);
+  const RankLoad dec = decode_one(1000);
+  const double dec_fixed = row(*gen, true, 1) - stream;
+  EXPECT_NEAR(sm.cost({&dec, 1}, 1, true, false).attention_s, 61 * (row(*gen, true, 1000) - dec_fixed), 1e-9);
+  const RankLoad pre = prefill_one(1000);
+  const double pre_fixed = row(*ctx, false, 1) - stream;
+  EXPECT_GT(pre_fixed, 0.7e-3);  // a floor of ~0.77 ms at any length to 2,048 tokens
+  EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 61 * (row(*ctx, false, 1000) - pre_fixed),
+              1e-9);
+  EXPECT_EQ(
+      sm.measured_notes()[1].rfind("DSA attention blocks (projections, indexer, sparse core): 2 of 2 layer "
+                                   "kinds (bf16 KV cache) from dsa_generation_module_perf (decode) and "
+                                   "dsa_context_module_perf (prefill) of h200_sxm sglang 0.5.10",
+                                   0),
+      0u)
+      << sm.measured_notes()[1];
+}
+
+// SGLang 0.5.14 times GLM-5.2's layers that reuse the previous selection (skip_indexer labels, its own
+// rows) apart from those that run the indexer (GLM-5's rows: the same attention, GLM-5.2 runs the indexer
+// every fourth layer), and the dense-MHA prefill of short prompts apart from the sparse one.
+TEST(StepModel, DsaLayersWithAndWithoutTheIndexerTakeTheirOwnRows) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = model::resolve_model("zai-org/GLM-5.2-FP8");
+  const auto c = hardware::parse_cluster("8xH200");
+  const auto l = sglang_tp8_deepgemm(m, c, "0.5.14");
+  const auto src = detail::op_source(store, l, c.gpu);
+  ASSERT_TRUE(src);
+  int seen = 0;
+  for (const bool indexer : {true, false}) {
+    for (const auto& g : m.layers) {
+      const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention);
+      if (!a || a->index_topk == 0 || a->indexer != indexer) continue;
+      const auto block = detail::measured_dsa_module(
+          store, *src, {*a, m.hidden_size, m.id, double(a->heads) / 8, 8, model::DType::kBf16, "fp8_block"});
+      ASSERT_TRUE(block && block->decode && !block->prefill.empty() && !block->prefill_dense.empty())
+          << indexer;
+      EXPECT_EQ(block->model, indexer ? "zai-org/GLM-5-FP8" : "zai-org/GLM-5.2-FP8");
+      EXPECT_EQ(block->decode_kernel, indexer ? "sglang_dsa_indexer_fa3" : "sglang_dsa_skip_indexer_fa3");
+      EXPECT_EQ(block->prefill_kernel,
+                indexer ? "sglang_dsa_indexer_flashmla_sparse" : "sglang_dsa_skip_indexer_flashmla_sparse");
+      EXPECT_EQ(block->dense_kernel, "sglang_dsa_dense_mha_fa3");
+      ++seen;
+      break;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 // The MoE rows are the launch's kernel's (ExecutionPolicy::moe_kernel_sources, shell wildcards): the
 // DeepSeek-R1 launch of the test above at 1 token takes sglang_fused_moe_triton's 0.06742784023284912 ms a
 // layer when its kernel is fused_moe Triton (named, or by a wildcard); a DeepGEMM MoE (SGLang with DeepEP),
