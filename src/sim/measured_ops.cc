@@ -19,6 +19,7 @@
 #include "servelab/engines/engine_config.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/sim/sim.h"
+#include "sim/op_memo.h"
 
 namespace servelab::sim {
 
@@ -241,30 +242,6 @@ const char* measured_gemm_dtype(engines::GemmKernel k) {
 
 namespace {
 
-/// Memoised lookups: a fit builds the same step model many times. Values may be null (nothing measured).
-template <class T>
-class Memo {
- public:
-  template <class Make>
-  std::shared_ptr<const T> get(const std::string& key, Make make) {
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    }
-    std::shared_ptr<const T> v = make();
-    std::lock_guard lock(mu_);
-    return memo_.emplace(key, std::move(v)).first->second;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const T>> memo_;
-};
-
-std::string number_key(double v) {
-  return std::to_string(v);
-}
-
 /// The `kernel_source` values of `table`'s rows matching `q` that match one of `patterns` (shell
 /// wildcards, fnmatch), in the order of the patterns: the kernels an engine module lists for a launch.
 std::vector<std::string> matching_kernels(const ops::OpTable& table, const ops::OpQuery& q,
@@ -327,50 +304,23 @@ std::shared_ptr<const ops::OpCurve> measured_gemm_curve(
 double OpSurface::at(double o, double i, bool* outside) const {
   if (outside) *outside = false;
   if (outer.empty()) return 0;
+  auto curve_at = [&](std::size_t k, bool* out) {
+    const double y = curves[k].at(i, out);
+    if (out && !measured_end.empty() && i > measured_end[k]) *out = true;
+    return y;
+  };
   if (o <= outer.front() || o >= outer.back()) {
     const bool below = o <= outer.front();
-    const double y = (below ? curves.front() : curves.back()).at(i, outside);
+    const double y = curve_at(below ? 0 : outer.size() - 1, outside);
     if (outside && (o < outer.front() || o > outer.back())) *outside = true;
-    return below ? y : y * o / outer.back();
+    return below ? y : fixed_ms + (y - fixed_ms) * o / outer.back();
   }
   const auto hi = static_cast<std::size_t>(std::upper_bound(outer.begin(), outer.end(), o) - outer.begin());
   const double t = (o - outer[hi - 1]) / (outer[hi] - outer[hi - 1]);
   bool out_lo = false, out_hi = false;
-  const double y = curves[hi - 1].at(i, &out_lo) * (1 - t) + curves[hi].at(i, &out_hi) * t;
+  const double y = curve_at(hi - 1, &out_lo) * (1 - t) + curve_at(hi, &out_hi) * t;
   if (outside) *outside = out_lo || out_hi;
   return y;
-}
-
-double PrefixedSurfaces::at(double batch, double length, double cached, bool* outside) const {
-  if (outside) *outside = false;
-  if (prefix.empty()) return 0;
-  // The prefixes whose grid reaches down to `length` (at the smallest batch).
-  std::optional<std::size_t> lo, hi, shortest;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    const double reach = surface[i]->curves.front().x.front();
-    if (!shortest || reach < surface[*shortest]->curves.front().x.front()) shortest = i;
-    if (reach > length) continue;
-    if (prefix[i] <= cached) lo = i;
-    if (prefix[i] >= cached && !hi) hi = i;
-  }
-  if (!lo && !hi) {
-    const double y = surface[*shortest]->at(batch, length, outside);
-    if (outside) *outside = true;
-    return y;
-  }
-  if (!lo || !hi || *lo == *hi) return surface[lo ? *lo : *hi]->at(batch, length, outside);
-  bool out_lo = false, out_hi = false;
-  const double t = (cached - prefix[*lo]) / (prefix[*hi] - prefix[*lo]);
-  const double y =
-      surface[*lo]->at(batch, length, &out_lo) * (1 - t) + surface[*hi]->at(batch, length, &out_hi) * t;
-  if (outside) *outside = out_lo || out_hi;
-  return y;
-}
-
-double PrefixedSurfaces::smallest() const {
-  double t = std::numeric_limits<double>::infinity();
-  for (const auto& s : surface) t = std::min(t, s->curves.front().y_ms.front());
-  return t;
 }
 
 const char* measured_kv_dtype(model::DType kv) {
@@ -450,183 +400,6 @@ std::shared_ptr<const OpSurface> measured_mla(const ops::OpStore& store, const O
       q["step"] = 0.0;
     return of_launch_kernel(*table, q, shape.kernel_sources,
                             [&] { return batch_surface(*table, q, decode ? "step" : "isl"); });
-  });
-}
-
-namespace {
-
-/// Whether checkpoint `id` (model::resolve_model, offline; memoised) has a layer whose attention is `a` at
-/// hidden size `hidden`. False when its config cannot be found: a row of an unknown shape times nothing.
-bool has_attention(const std::string& id, const model::MlaAttention& a, int hidden) {
-  static std::mutex mu;
-  static std::map<std::string, std::optional<model::ModelSpec>> specs;  // guarded by mu
-  std::optional<model::ModelSpec> spec;
-  {
-    std::lock_guard lock(mu);
-    if (auto it = specs.find(id); it != specs.end()) spec = it->second;
-  }
-  if (!spec) {
-    std::optional<model::ModelSpec> found;
-    try {
-      found = model::resolve_model(id);
-    } catch (const std::exception&) {
-    }
-    std::lock_guard lock(mu);
-    spec = specs.emplace(id, std::move(found)).first->second;
-    if (!spec) return false;
-  }
-  if (spec->hidden_size != hidden) return false;
-  return std::any_of(spec->layers.begin(), spec->layers.end(), [&](const model::LayerGroup& g) {
-    const auto* m = std::get_if<model::MlaAttention>(&g.layer.attention);
-    return m && *m == a;
-  });
-}
-
-/// A DSA module surface as the step model reads it, from the measured one `s`:
-/// - without the batch sizes whose rows grow faster than the batch from the one before, at the smallest
-///   length: a block's time is a fixed part plus work linear in its rows, so such a row was timed another way
-///   (SGLang 0.5.14's DSA decode rows at 512 requests: 1.4 ms where 128 take 0.2, launched eagerly past the
-///   CUDA-graph sizes [inference]; the step model counts eager launches apart); beyond the last kept batch
-///   the surface scales linearly (OpSurface::at);
-/// - each batch's curve continued to the longest length any batch measured, linearly from its last two
-///   points, and then marked extrapolated: the grids stop short at large batches (SGLang 0.5.14 decode: 8,192
-///   tokens of history measured up to 16 requests), and OpAxis's scaling from the origin would scale the
-///   block's fixed part (projections, launch gaps) with the length too.
-std::shared_ptr<const OpSurface> dsa_grid(const OpSurface& s) {
-  auto out = std::make_shared<OpSurface>();
-  const double x0 = s.curves.front().x.front();
-  double longest = 0;
-  for (std::size_t i = 0; i < s.outer.size(); ++i) {
-    if (i > 0 && s.curves[i].at(x0) > s.curves[i - 1].at(x0) * s.outer[i] / s.outer[i - 1]) break;
-    out->outer.push_back(s.outer[i]);
-    out->curves.push_back(s.curves[i]);
-    longest = std::max(longest, s.curves[i].x.back());
-  }
-  for (auto& c : out->curves) {
-    const std::size_t n = c.x.size();
-    if (n < 2 || c.x.back() >= longest) continue;
-    const double slope = std::max(0.0, (c.y_ms[n - 1] - c.y_ms[n - 2]) / (c.x[n - 1] - c.x[n - 2]));
-    c.y_ms.push_back(c.y_ms.back() + slope * (longest - c.x.back()));
-    c.x.push_back(longest);
-    c.extrapolated = true;
-  }
-  return out;
-}
-
-/// Which rows of a DSA module table a surface takes.
-enum class DsaPath { kDecode, kSparsePrefill, kDensePrefill };
-
-/// The kernel_source label of `path` for a layer that runs its indexer (`indexer`) or reuses the previous
-/// layer's selection, among `labels` (see measured_dsa_module); empty when none fits.
-std::string dsa_label(std::vector<std::string> labels, DsaPath path, bool indexer) {
-  std::sort(labels.begin(), labels.end());
-  for (const auto& l : labels) {
-    const bool dense = l.find("dense_mha") != std::string::npos;
-    const bool skip = l.find("skip_indexer") != std::string::npos;
-    if (path == DsaPath::kDensePrefill ? dense : !dense && skip != indexer) return l;
-  }
-  return {};
-}
-
-/// The rows of `model` on `path` narrowed to the layer's kernel, dtypes, TP and heads, with its label in
-/// `*kernel`; nullopt when none.
-std::optional<ops::OpQuery> dsa_query(const ops::OpTable& table, const DsaModuleShape& shape,
-                                      const std::string& model, DsaPath path, std::string* kernel) {
-  ops::OpQuery q{{"model", model},
-                 {"kv_cache_dtype", std::string(measured_kv_dtype(shape.kv_dtype))},
-                 {"gemm_type", std::string(shape.gemm_dtype)}};
-  if (path == DsaPath::kDecode) q["isl"] = 1.0;
-  const std::string label = dsa_label(table.distinct("kernel_source", q), path, shape.attention.indexer);
-  if (label.empty()) return std::nullopt;
-  q["kernel_source"] = label;
-  // Rows keyed by the attention TP they emulate, else one rank's heads timed as tp_size 1.
-  const auto tps = table.distinct("tp_size", q);
-  if (std::find(tps.begin(), tps.end(), std::to_string(shape.tp)) != tps.end())
-    q["tp_size"] = double(shape.tp);
-  else if (tps.size() == 1 && tps.front() == "1")
-    q["tp_size"] = 1.0;
-  else if (!tps.empty())
-    return std::nullopt;
-  q["num_heads"] = shape.heads;
-  *kernel = label;
-  return q;
-}
-
-/// The decode surface of the DSA block (dsa_grid), or null.
-std::shared_ptr<const OpSurface> dsa_decode(const ops::OpTable& table, const DsaModuleShape& shape,
-                                            const std::string& model, std::string* kernel) {
-  const auto q = dsa_query(table, shape, model, DsaPath::kDecode, kernel);
-  if (!q) return nullptr;
-  const auto measured = batch_surface(table, *q, "step");
-  if (!measured) kernel->clear();
-  return measured ? dsa_grid(*measured) : nullptr;
-}
-
-/// The prefill surfaces of the DSA block on `path`, one per measured cached prefix (dsa_grid each).
-PrefixedSurfaces dsa_prefill(const ops::OpTable& table, const DsaModuleShape& shape, const std::string& model,
-                             DsaPath path, std::string* kernel) {
-  PrefixedSurfaces out;
-  auto q = dsa_query(table, shape, model, path, kernel);
-  if (!q) return out;
-  std::vector<double> prefixes;
-  for (const auto& v : table.distinct("step", *q)) prefixes.push_back(std::stod(v));
-  std::sort(prefixes.begin(), prefixes.end());
-  for (double p : prefixes) {
-    (*q)["step"] = p;
-    const auto measured = batch_surface(table, *q, "isl");
-    if (!measured) continue;
-    out.prefix.push_back(p);
-    out.surface.push_back(dsa_grid(*measured));
-  }
-  if (out.empty()) kernel->clear();
-  return out;
-}
-
-}  // namespace
-
-std::shared_ptr<const DsaModule> measured_dsa_module(const ops::OpStore& store, const OpSource& src,
-                                                     const DsaModuleShape& shape) {
-  if (shape.attention.index_topk <= 0 || !shape.gemm_dtype || shape.heads <= 0) return nullptr;
-  const char* names[2] = {"dsa_generation_module_perf", "dsa_context_module_perf"};
-  std::shared_ptr<const ops::OpTable> tables[2];
-  std::string key = src.gpu + "|" + src.backend + "|" + shape.model_id + "|" + number_key(shape.heads) + "|" +
-                    std::to_string(shape.tp) + "|" + measured_kv_dtype(shape.kv_dtype) + "|" +
-                    shape.gemm_dtype + "|" + std::to_string(shape.hidden) + "|" +
-                    std::to_string(shape.attention.indexer);
-  for (int i = 0; i < 2; ++i) {
-    const std::string release = table_release(store, src, names[i]);
-    key += "|" + release;
-    if (!release.empty()) tables[i] = store.table(src.gpu, src.backend, release, names[i]);
-  }
-  const auto& a = shape.attention;
-  key +=
-      fmt::format("|{},{},{},{},{},{},{},{},{}", a.heads, a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim,
-                  a.qk_rope_head_dim, a.v_head_dim, a.index_topk, a.index_heads, a.index_head_dim);
-  static Memo<DsaModule> memo;
-  return memo.get(key, [&]() -> std::shared_ptr<const DsaModule> {
-    // Checkpoints with rows, the launch's own first: the first whose attention is the layer's.
-    std::vector<std::string> models;
-    for (const auto& t : tables)
-      if (t)
-        for (const auto& m : t->distinct("model", {}))
-          if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
-    std::sort(models.begin(), models.end());
-    std::stable_partition(models.begin(), models.end(),
-                          [&](const std::string& m) { return m == shape.model_id; });
-    for (const auto& m : models) {
-      if (!has_attention(m, shape.attention, shape.hidden)) continue;
-      auto out = std::make_shared<DsaModule>();
-      out->model = m;
-      if (tables[0]) out->decode = dsa_decode(*tables[0], shape, m, &out->decode_kernel);
-      if (tables[1]) {
-        out->prefill = dsa_prefill(*tables[1], shape, m, DsaPath::kSparsePrefill, &out->prefill_kernel);
-        out->prefill_dense = dsa_prefill(*tables[1], shape, m, DsaPath::kDensePrefill, &out->dense_kernel);
-      }
-      // A checkpoint with no row of the layer's own kernel (only the dense-MHA prefill every layer shares)
-      // does not stand for it.
-      if (out->decode || !out->prefill.empty()) return out;
-    }
-    return nullptr;
   });
 }
 

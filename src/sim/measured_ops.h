@@ -95,9 +95,15 @@ std::string table_note(const ops::OpStore& store, const OpSource& src, std::stri
 struct OpSurface {
   std::vector<double> outer;         ///< measured values of the outer axis, ascending (at least one)
   std::vector<ops::OpCurve> curves;  ///< latency along the inner axis at each `outer` value
-  /// Latency (ms) at (o, i): linear in o between measured values; above the largest, the largest's latency
-  /// scaled by o / largest (one more request costs what an average one did); below the smallest, the
-  /// smallest's.
+  /// Where each curve's measurements end along the inner axis, when it was continued past them (dsa_grid);
+  /// empty: every point of every curve was measured. A lookup beyond it lies outside the grid.
+  std::vector<double> measured_end;
+  /// The part (ms) of every latency that does not grow with the outer axis (a module's launch gaps and host
+  /// work); 0: all of it grows.
+  double fixed_ms = 0;
+  /// Latency (ms) at (o, i): linear in o between measured values; above the largest, fixed_ms plus the rest
+  /// of the largest's latency scaled by o / largest (one more request costs what an average one did); below
+  /// the smallest, the smallest's.
   /// `*outside` (if given) is set when (o, i) lies outside the measured grid.
   double at(double o, double i, bool* outside = nullptr) const;
 };
@@ -161,15 +167,15 @@ struct PrefixedSurfaces {
   std::vector<double> prefix;  ///< ascending
   std::vector<std::shared_ptr<const OpSurface>> surface;
   bool empty() const { return prefix.empty(); }
-  /// Latency (ms) of `batch` chunks of `length` tokens after `cached` tokens: linear in the prefix between
-  /// the two measured prefixes around `cached` whose grids reach down to `length` (one of them alone at
-  /// either end); when no grid reaches that short, the surface that reaches shortest (its smallest length's
-  /// time, marked outside). `*outside` as OpSurface::at.
-  double at(double batch, double length, double cached, bool* outside = nullptr) const;
-  /// The smallest latency (ms) any surface measured at its smallest shape.
+  /// The measured prefixes nearest `cached` whose grids hold `batch` chunks of `length` tokens (a lookup not
+  /// outside them): {at or below, above} (both the same one when it is at `cached`), either absent past the
+  /// ends; both absent when no grid holds that shape.
+  std::pair<std::optional<std::size_t>, std::optional<std::size_t>> around(double batch, double length,
+                                                                           double cached) const;
+  /// The phase's fixed part (ms): the least of the surfaces' OpSurface::fixed_ms.
   double smallest() const;
-};
-/// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1), prefill
+};  /// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1),
+    /// prefill
 /// on the sparse path (per cached prefix: batch outer, chunk length `isl` inner) and, where the table times
 /// it apart, prefill on the dense-MHA path engines take while prefix and chunk fit in index_topk (SGLang
 /// 0.5.14's `*dense_mha*` rows, measured up to 2,048 tokens); each null / empty when the table has no row of

@@ -202,6 +202,8 @@ void Simulator::account(Rank& r, int id, int n) {
   if (q.computed < q.prefill_target) {  // prefill chunk over positions computed+1 .. computed+n
     b.prefill_tokens += n;
     ++b.prefill_requests;
+    b.prefill_cached += q.computed;
+    b.prefill_max_context = std::max(b.prefill_max_context, q.computed + n);
     const double s = q.computed;
     const double topk = topk_p >= 0 ? pats[topk_p].key_limit : 0;
     const bool dense_short =

@@ -101,6 +101,8 @@ struct RankLoad {
   std::array<double, kMaxPatterns> decode_kv_tokens{};  ///< KV tokens read by decode queries
   double indexer_prefill_pairs = 0;    ///< (query, context) pairs the DSA indexer scores in prefill
   double dsa_dense_prefill_pairs = 0;  ///< prefill pairs of DSA layers run as dense MHA (short prompts)
+  double prefill_cached = 0;           ///< tokens cached before this step's prefill chunks, summed over them
+  int prefill_max_context = 0;         ///< the furthest prompt position a prefill chunk reaches
 };
 
 /// The cost of one step, split into what the fitted parameters scale and what they do not. Seconds.
@@ -230,12 +232,14 @@ class StepModel {
     /// Measured DSA attention block (measured_dsa_module): projections, indexer and sparse core together;
     /// null, or a phase without a surface: the roofline (projections, core and indexer apart).
     std::shared_ptr<const DsaModule> dsa_module;
-    /// The fixed part of each of dsa_module's surfaces (s; decode, sparse prefill, dense prefill): the
-    /// phase's time at its smallest measured shape (prefill: of either path) less the block's projection
-    /// weights streamed at 80% of HBM. It is the launch gaps and host work of the block's ~30 kernels (SGLang
-    /// 0.5.10 prefill: 0.73-0.79 ms at any length up to 2,048 tokens), which the step model counts apart
-    /// (per-kernel floors, eager launches): every lookup is taken less it.
+    /// The fixed part of each of dsa_module's phases (s; decode, sparse prefill, dense prefill): the phase's
+    /// smallest measured time (prefill: over every cached prefix) less the block's projection weights
+    /// streamed at 80% of HBM (dsa_stream_s). It is the launch gaps and host work of the block's ~30 kernels
+    /// (SGLang 0.5.10's prefill block: 0.73-0.79 ms at any length up to 2,048 tokens), which the step model
+    /// counts apart (per-kernel floors, eager launches): every lookup is taken less it.
     double dsa_fixed_s[3] = {0, 0, 0};
+    double dsa_stream_s = 0;  ///< the block's projection weights at 80% of HBM (s): once a step
+    double dsa_topk = 0;      ///< index_topk: prompts within it take the dense-MHA prefill rows
     /// Measured gated-DeltaNet kernels (linear-attention layers, measured_gdn); null: the roofline.
     std::shared_ptr<const GdnKernels> gdn;
     /// The launch's recurrent-state bytes over the BF16 state the gdn_perf rows were timed with (SGLang keeps
@@ -274,15 +278,20 @@ class StepModel {
   /// the load runs (decode or prefill): the caller keeps the roofline then.
   double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
   /// The measured DSA block of one rank's load (s), or -1 when `c` has no surface for a phase the load
-  /// runs; each phase less its fixed part (LayerClass::dsa_fixed_s). Decode: the block at (decode rows, mean
-  /// KV history). Prefill: at (prefilling requests, mean chunk, mean cached prefix from the pairs), on the
-  /// dense path while prefix and chunk fit in its rows; rows measured without a prefix only:
-  /// without_prefix_rows.
+  /// runs; each phase less its fixed part (LayerClass::dsa_fixed_s), the weights streamed once a step.
+  /// Decode: the block at (decode rows, mean KV history). Prefill: dsa_prefill_s, on the dense-MHA rows
+  /// while every chunk ends within index_topk.
   double measured_dsa_s(const LayerClass& c, const RankLoad& r) const;
-  /// A prefill block from rows measured without a cached prefix (`s`; SGLang 0.5.10), `m1` its time at the
-  /// mean chunk (s): P x tokens + A x (query, key) pairs, P and A solved from the rows at the mean chunk and
-  /// at the length of equal pairs per request (a prefix or uneven prompts add pairs, not projection work).
-  double without_prefix_rows(const OpSurface& s, const RankLoad& r, double m1) const;
+  /// A prefill block of `r`'s chunks from `s` (s): at (requests, mean chunk, mean cached prefix), linear
+  /// between the measured prefixes around it; past the largest measured prefix (or with none reaching the
+  /// chunk) that prefix's rows split into per-token and per-pair work (split_prefill_s).
+  double dsa_prefill_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const;
+  /// The block of `r`'s chunks from rows measured at cached prefix `prefix` (s): its fixed part plus P x
+  /// tokens
+  /// + A x (query, key) pairs, P and A solved from the rows at the mean chunk and at the chunk length whose
+  /// pairs at `prefix` equal the step's mean (a longer prefix or uneven chunks add pairs, not projection
+  /// work).
+  double split_prefill_s(const OpSurface& s, double prefix, const RankLoad& r, bool* outside) const;
   /// Sets `c`'s measured DSA block (LayerClass::dsa_module, dsa_fixed_s) for its attention `mla`.
   void measure_dsa(LayerClass& c, const model::MlaAttention& mla);
   /// One rank's attention side of a layer (s): projections (`*proj`) and core; the part the kernel scale
@@ -334,9 +343,9 @@ class StepModel {
   std::vector<std::string> measured_notes_;  ///< see measured_notes()
   bool moe_bf16_stand_in_ = false;           ///< MXFP8-activation MoE timed by BF16-activation rows
   void describe_measured();
-  /// The twin's note on the DSA layer kinds: how many of `classes` have a measured block (`measured`), from
-  /// which tables, checkpoint and kernels (`example`: one such class, or null).
-  std::string dsa_note(int classes, int measured, const LayerClass* example) const;
+  /// The twin's note on the DSA layer kinds: how many of `classes` have a measured block (`measured`, those
+  /// classes), from which tables, checkpoints and kernels.
+  std::string dsa_note(int classes, const std::vector<const LayerClass*>& measured) const;
   /// Counters of measured lookups. cost() is const and thread-safe, so they are relaxed atomics; copying
   /// a StepModel copies their values.
   struct LookupCounter {

@@ -27,11 +27,11 @@ void StepModel::describe_measured() {
   std::string gdn_kernels;
   double gdn_state_scale = 1;
   bool mla = false;
-  int dsa = 0, dsa_measured = 0;
-  const LayerClass* dsa_example = nullptr;  // a class with a measured DSA block, for the note
+  int dsa = 0;
+  std::vector<const LayerClass*> dsa_blocks;  // the classes with a measured DSA block, for the note
   auto count = [&](const LayerClass& c) {
-    if (c.dsa) ++dsa, dsa_measured += c.dsa_module ? 1 : 0;
-    if (c.dsa_module && !dsa_example) dsa_example = &c;
+    if (c.dsa) ++dsa;
+    if (c.dsa_module) dsa_blocks.push_back(&c);
     for (const auto* list : {&c.attn_gemms, &c.dense_gemms})
       if (list != &c.attn_gemms || !c.dsa_module)  // a measured DSA block times its projections itself
         for (const auto& g : *list) ++gemms, gemms_measured += g.measured ? 1 : 0;
@@ -76,7 +76,7 @@ void StepModel::describe_measured() {
     measured_notes_.push_back(fmt::format("attention: {} of {} layer kinds ({} KV cache) from {}{}",
                                           attn_measured, attn, model::dtype_name(launch_.kv_dtype), attn_from,
                                           rest(attn_measured, attn, "heads / KV dtype / kernel no row has")));
-  if (dsa > 0) measured_notes_.push_back(dsa_note(dsa, dsa_measured, dsa_example));
+  if (dsa > 0) measured_notes_.push_back(dsa_note(dsa, dsa_blocks));
   if (linear > 0)
     measured_notes_.push_back(fmt::format(
         "gated DeltaNet: decode {} of {}, prefill {} of {} layer kinds from {}{}{}{}", linear_decode, linear,
@@ -121,30 +121,34 @@ void StepModel::describe_measured() {
           : std::string("collectives: the roofline")));
 }
 
-std::string StepModel::dsa_note(int classes, int measured, const LayerClass* example) const {
+std::string StepModel::dsa_note(int classes, const std::vector<const LayerClass*>& measured) const {
   const OpSource& src = *op_source_;
-  std::string from = table_note(*ops_, src, "dsa_generation_module_perf");
-  from.insert(std::string_view("dsa_generation_module_perf").size(),
-              " (decode) and dsa_context_module_perf (prefill)");
-  std::string rows;
-  if (example) {
-    const DsaModule& m = *example->dsa_module;
-    std::vector<std::string> kernels;
+  // Every checkpoint and kernel whose rows a layer kind took, once each, in order.
+  std::vector<std::string> rows;
+  auto add = [&](const std::string& v) {
+    if (!v.empty() && std::find(rows.begin(), rows.end(), v) == rows.end()) rows.push_back(v);
+  };
+  for (const auto* c : measured) {
+    const DsaModule& m = *c->dsa_module;
+    std::string kernels;
     for (const auto* k : {&m.decode_kernel, &m.prefill_kernel, &m.dense_kernel})
-      if (!k->empty()) kernels.push_back(*k);
-    rows = fmt::format(
-        ", rows of {} ({}); each lookup less its smallest shape's fixed part, the block's kernel "
-        "gaps and host work that the kernel floors and eager launches count",
-        m.model, fmt::join(kernels, ", "));
+      if (!k->empty()) kernels += (kernels.empty() ? "" : ", ") + *k;
+    add(fmt::format("{} ({})", m.model, kernels));
   }
   return fmt::format(
-      "DSA attention blocks (projections, indexer, sparse core): {} of {} layer kinds ({} KV cache) "
-      "from {}{}{}",
-      measured, classes, model::dtype_name(launch_.kv_dtype), from, rows,
-      measured < classes ? fmt::format("; {} the roofline (no checkpoint of this attention, kernel, "
-                                       "KV or GEMM dtype and TP in the tables)",
-                                       classes - measured)
-                         : std::string());
+      "DSA attention blocks (projections, the indexer or the reuse of its selection, sparse core): {} of {} "
+      "layer kinds ({} KV cache) from {} (decode) and {} (prefill){}; each phase less its fixed part (the "
+      "least time its rows measured less the projection weights' read), the launch gaps and host work the "
+      "kernel floors and eager launches count{}",
+      measured.size(), classes, model::dtype_name(launch_.kv_dtype),
+      table_note(*ops_, src, "dsa_generation_module_perf"), table_note(*ops_, src, "dsa_context_module_perf"),
+      rows.empty() ? std::string() : fmt::format(", rows of {}", fmt::join(rows, "; ")),
+      measured.size() < std::size_t(classes)
+          ? fmt::format(
+                "; {} the roofline (no checkpoint of this attention, kernel, KV or GEMM dtype and TP in "
+                "the tables)",
+                classes - int(measured.size()))
+          : std::string());
 }
 
 StepModel::MoeLayout StepModel::expert_layout(const model::Layer& layer, int tp, int ep) const {
@@ -220,59 +224,82 @@ void StepModel::measure_dsa(LayerClass& c, const model::MlaAttention& mla) {
   if (!c.dsa_module) return;
   double weights = 0;
   for (const auto& g : c.attn_gemms) weights += g.weight_bytes;
-  const double stream = weights / (cluster_.gpu.hbm_bandwidth_Bps * 0.8);
-  // The smallest shape of a phase: of prefill, over both paths and every cached prefix (SGLang 0.5.14 times
-  // the sparse path without a prefix from 4,096 tokens only, a shape with work in it).
+  c.dsa_stream_s = weights / (cluster_.gpu.hbm_bandwidth_Bps * 0.8);
+  c.dsa_topk = mla.index_topk;
+  auto fixed = [&](double smallest_ms) {
+    return std::isfinite(smallest_ms) ? std::max(0.0, smallest_ms * 1e-3 - c.dsa_stream_s) : 0.0;
+  };
   const DsaModule& b = *c.dsa_module;
-  c.dsa_fixed_s[0] = b.decode ? std::max(0.0, b.decode->curves.front().at(0) * 1e-3 - stream) : 0.0;
-  const double prefill = std::min(b.prefill.smallest(), b.prefill_dense.smallest()) * 1e-3;
-  c.dsa_fixed_s[1] = c.dsa_fixed_s[2] = std::isfinite(prefill) ? std::max(0.0, prefill - stream) : 0.0;
+  c.dsa_fixed_s[0] = b.decode ? fixed(b.decode->fixed_ms) : 0.0;
+  c.dsa_fixed_s[1] = fixed(b.prefill.smallest());
+  c.dsa_fixed_s[2] = fixed(b.prefill_dense.smallest());
 }
 
 double StepModel::measured_dsa_s(const LayerClass& c, const RankLoad& r) const {
   const DsaModule& m = *c.dsa_module;
   double t = 0;
-  bool outside = false;
+  bool outside[2] = {false, false};
   const int decode_rows = r.query_tokens - r.prefill_tokens;
-  if (r.decode_requests > 0 && decode_rows > 0) {
+  const bool decoding = r.decode_requests > 0 && decode_rows > 0;
+  const bool prefilling = r.prefill_requests > 0 && r.prefill_tokens > 0;
+  if (decoding) {
     if (!m.decode) return -1;
     // Pattern 0 (full causal) counts the whole history: the indexer scans all of it.
     const double history = r.decode_kv_tokens[0] / r.decode_requests;
-    t += std::max(0.0, m.decode->at(decode_rows, history, &outside) * 1e-3 - c.dsa_fixed_s[0]);
-    lookups_.add(outside);
+    t += std::max(0.0, m.decode->at(decode_rows, history, &outside[0]) * 1e-3 - c.dsa_fixed_s[0]);
   }
-  if (r.prefill_requests > 0 && r.prefill_tokens > 0) {
-    const double n = r.prefill_requests;
-    const double l1 = r.prefill_tokens / n;  // mean chunk length
-    // The mean cached prefix: pairs per request = chunk x prefix + chunk (chunk + 1) / 2.
-    const double cached = std::max(0.0, r.prefill_pairs[0] / n / l1 - (l1 + 1) / 2);
-    // Prefix and chunk within index_topk take the dense-MHA path where the table times it apart.
-    const bool dense =
-        !m.prefill_dense.empty() && cached + l1 <= m.prefill_dense.surface.front()->curves.front().x.back();
+  if (prefilling) {
+    const bool dense = !m.prefill_dense.empty() && r.prefill_max_context <= c.dsa_topk;
     const PrefixedSurfaces& s = dense ? m.prefill_dense : m.prefill;
     if (s.empty()) return -1;
-    double block = s.at(n, l1, cached, &outside) * 1e-3;
-    lookups_.add(outside);
-    if (s.prefix.size() == 1 && s.prefix.front() == 0)
-      block = without_prefix_rows(*s.surface.front(), r, block);
-    t += std::max(0.0, block - c.dsa_fixed_s[dense ? 2 : 1]);
+    t += std::max(0.0, dsa_prefill_s(s, r, &outside[1]) - c.dsa_fixed_s[dense ? 2 : 1]);
   }
+  if (decoding) lookups_.add(outside[0]);
+  if (prefilling) lookups_.add(outside[1]);
+  if (decoding && prefilling) t = std::max(0.0, t - c.dsa_stream_s);  // the weights stream once a step
   return t;
 }
 
-double StepModel::without_prefix_rows(const OpSurface& s, const RankLoad& r, double m1) const {
+double StepModel::dsa_prefill_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const {
   const double n = r.prefill_requests;
-  const double l1 = r.prefill_tokens / n;                     // mean chunk length
-  const double l2 = std::sqrt(2.0 * r.prefill_pairs[0] / n);  // the length of equal pairs per request
+  const double chunk = r.prefill_tokens / n, cached = r.prefill_cached / n;
+  const auto [lo, hi] = s.around(n, chunk, cached);
+  if (lo && hi) {
+    const double y_lo = s.surface[*lo]->at(n, chunk), y_hi = s.surface[*hi]->at(n, chunk);
+    const double w = *lo == *hi ? 0.0 : (cached - s.prefix[*lo]) / (s.prefix[*hi] - s.prefix[*lo]);
+    return (y_lo * (1 - w) + y_hi * w) * 1e-3;
+  }
+  *outside = true;
+  if (hi) return s.surface[*hi]->at(n, chunk) * 1e-3;  // no grid at or below the prefix holds the shape
+  // Past the largest prefix whose grid holds it (or none does: the nearest at or below, else the first).
+  std::size_t k = 0;
+  if (lo)
+    k = *lo;
+  else
+    while (k + 1 < s.prefix.size() && s.prefix[k + 1] <= cached) ++k;
+  return split_prefill_s(*s.surface[k], s.prefix[k], r, outside);
+}
+
+double StepModel::split_prefill_s(const OpSurface& s, double prefix, const RankLoad& r, bool* outside) const {
+  const double n = r.prefill_requests;
+  const double l1 = r.prefill_tokens / n;
+  const double pairs = r.prefill_pairs[0] / n;  // per request: chunk x cached + chunk (chunk + 1) / 2
+  auto pairs_at = [&](double l) { return l * prefix + l * (l + 1) / 2; };
+  // The chunk length whose pairs after `prefix` cached tokens are the step's mean.
+  const double l2 = -(prefix + 0.5) + std::sqrt((prefix + 0.5) * (prefix + 0.5) + 2 * pairs);
+  bool o1 = false, o2 = false;
+  const double m1 = s.at(n, l1, &o1) * 1e-3;
+  *outside = *outside || o1;
   if (l2 <= l1 * 1.02) return m1;
-  bool outside = false;
-  const double m2 = s.at(n, l2, &outside) * 1e-3;
-  lookups_.add(outside);
-  // m_i = n (P l_i + A l_i^2 / 2): the per-token work P and the per-pair work A through both rows.
-  const double x1 = n * l1, y1 = n * l1 * l1 / 2, x2 = n * l2, y2 = n * l2 * l2 / 2;
+  const double m2 = s.at(n, l2, &o2) * 1e-3;
+  *outside = *outside || o2 || r.prefill_cached / n > prefix * 1.02 + 1;
+  // m_i - F = n (P l_i + A pairs_at(l_i)): the per-token work P and the per-pair work A through both rows.
+  const double F = s.fixed_ms * 1e-3;
+  const double x1 = n * l1, y1 = n * pairs_at(l1), x2 = n * l2, y2 = n * pairs_at(l2);
   const double det = x1 * y2 - x2 * y1;
-  const double P = (m1 * y2 - m2 * y1) / det, A = (x1 * m2 - x2 * m1) / det;
-  return P >= 0 && A >= 0 ? P * r.prefill_tokens + A * r.prefill_pairs[0] : m1;
+  const double P = ((m1 - F) * y2 - (m2 - F) * y1) / det, A = (x1 * (m2 - F) - x2 * (m1 - F)) / det;
+  if (det > 0 && P >= 0 && A >= 0) return F + P * r.prefill_tokens + A * r.prefill_pairs[0];
+  return m2;  // the rows with the step's pairs (and more projection work than it has)
 }
 
 double StepModel::measured_attention_s(const LayerClass& c, const RankLoad& r) const {

@@ -39,6 +39,7 @@ RankLoad prefill_one(double tokens) {
   r.requests = r.prefill_requests = r.sampled_tokens = 1;
   r.query_tokens = r.prefill_tokens = static_cast<int>(tokens);
   r.prefill_pairs[0] = tokens * tokens / 2;
+  r.prefill_max_context = static_cast<int>(tokens);
   return r;
 }
 
@@ -410,8 +411,28 @@ TEST(StepModel, MeasuredDsaBlockOfDeepseekV32OnH200) {
   EXPECT_EQ(dp_attention->decode_kernel, "dsa_nsa");
   EXPECT_NEAR(dp_attention->decode->at(64, 1024), 0.1787, 1e-6);
   ASSERT_EQ(dp_attention->prefill.prefix, std::vector<double>{0});  // 0.5.10: no cached prefix
-  EXPECT_NEAR(dp_attention->prefill.at(1, 2048, 0), 1.3829, 1e-6);
+  EXPECT_NEAR(dp_attention->prefill.surface[0]->at(1, 2048), 1.3829, 1e-6);
   EXPECT_TRUE(dp_attention->prefill_dense.empty());  // 0.5.10 times both prefill paths under one label
+  // Above the largest batch measured at 128 heads (4 requests; the larger batches were measured at fewer
+  // heads only), only the part above the fixed one (the least time the phase measured, 0.7259 ms at 4
+  // requests x 8 tokens) grows with the requests: 16 requests of 256 tokens are 0.7259 + 4 x (0.8929 -
+  // 0.7259) ms.
+  const detail::OpSurface& pre128 = *dp_attention->prefill.surface[0];
+  ASSERT_EQ(pre128.outer.back(), 4);
+  EXPECT_NEAR(pre128.fixed_ms, 0.7259, 1e-6);  // the least row: 4 requests x 8 tokens
+  bool outside = false;
+  EXPECT_NEAR(pre128.at(16, 256, &outside), 0.7259 + (0.8929 - 0.7259) * 4, 1e-6);
+  EXPECT_TRUE(outside);
+  // A batch whose rows stop short is continued along the smaller batch's rows, marked outside the grid.
+  bool continued = false;
+  for (std::size_t k = 0; k < pre128.curves.size(); ++k) {
+    if (pre128.curves[k].x.back() <= pre128.measured_end[k]) continue;
+    bool out = false;
+    pre128.at(pre128.outer[k], pre128.curves[k].x.back(), &out);
+    EXPECT_TRUE(out) << pre128.outer[k];
+    continued = true;
+  }
+  EXPECT_TRUE(continued);
 
   const StepModel sm(l, c);
   const auto table = [&](const char* name) { return store.table("h200_sxm", "sglang", "0.5.10", name); };
@@ -437,20 +458,42 @@ TEST(StepModel, MeasuredDsaBlockOfDeepseekV32OnH200) {
   const double stream = weights / (c.gpu.hbm_bandwidth_Bps * 0.8);
   EXPECT_GT(stream, 5e-6);
   EXPECT_LT(stream, 30e-6);
+  // The fixed part of each phase is the least time its rows measured at 16 heads: at most the smallest
+  // shape's, and within the scatter of the rows around it.
+  const auto tp8 = detail::measured_dsa_module(
+      store, *src, {*mla, m.hidden_size, m.id, 16, 8, model::DType::kBf16, "fp8_block"});
+  ASSERT_TRUE(tp8 && tp8->decode && !tp8->prefill.empty());
+  const double dec_least = tp8->decode->fixed_ms * 1e-3, pre_least = tp8->prefill.smallest() * 1e-3;
+  EXPECT_LE(dec_least, row(*gen, true, 1) + 1e-12);
+  EXPECT_GT(dec_least, 0.9 * row(*gen, true, 1));
+  EXPECT_LE(pre_least, row(*ctx, false, 1) + 1e-12);
+  EXPECT_GT(pre_least, 0.9 * row(*ctx, false, 1));
   const RankLoad dec = decode_one(1000);
-  const double dec_fixed = row(*gen, true, 1) - stream;
+  const double dec_fixed = dec_least - stream;
   EXPECT_NEAR(sm.cost({&dec, 1}, 1, true, false).attention_s, 61 * (row(*gen, true, 1000) - dec_fixed), 1e-9);
   const RankLoad pre = prefill_one(1000);
-  const double pre_fixed = row(*ctx, false, 1) - stream;
+  const double pre_fixed = pre_least - stream;
   EXPECT_GT(pre_fixed, 0.7e-3);  // a floor of ~0.77 ms at any length to 2,048 tokens
-  EXPECT_NEAR(sm.cost({&pre, 1}, 1, false, false).attention_s, 61 * (row(*ctx, false, 1000) - pre_fixed),
-              1e-9);
-  EXPECT_EQ(
-      sm.measured_notes()[1].rfind("DSA attention blocks (projections, indexer, sparse core): 2 of 2 layer "
-                                   "kinds (bf16 KV cache) from dsa_generation_module_perf (decode) and "
-                                   "dsa_context_module_perf (prefill) of h200_sxm sglang 0.5.10",
-                                   0),
-      0u)
+  const double pre_s = sm.cost({&pre, 1}, 1, false, false).attention_s;
+  EXPECT_NEAR(pre_s, 61 * (row(*ctx, false, 1000) - pre_fixed), 1e-9);
+  // The same 1,000-token chunk after 7,000 cached tokens: rows without a prefix split into per-token and
+  // per-pair work, so it costs more than the chunk alone and less than a 8,000-token prompt; the lookup
+  // past the measured prefixes counts as extrapolated.
+  RankLoad after = pre;
+  after.prefill_cached = 7000;
+  after.prefill_max_context = 8000;
+  after.prefill_pairs[0] = 1000 * 7000 + 1000.0 * 1001 / 2;
+  const long long outside_before = sm.extrapolated_lookups();
+  const double after_s = sm.cost({&after, 1}, 1, false, false).attention_s;
+  EXPECT_GT(after_s, pre_s * 1.2);
+  EXPECT_LT(after_s, 61 * (row(*ctx, false, 8000) - pre_fixed));
+  EXPECT_GT(sm.extrapolated_lookups(), outside_before);
+  EXPECT_EQ(sm.measured_notes()[1].rfind(
+                "DSA attention blocks (projections, the indexer or the reuse of its selection, "
+                "sparse core): 2 of 2 layer kinds (bf16 KV cache) from "
+                "dsa_generation_module_perf of h200_sxm sglang 0.5.10",
+                0),
+            0u)
       << sm.measured_notes()[1];
 }
 
@@ -479,6 +522,19 @@ TEST(StepModel, DsaLayersWithAndWithoutTheIndexerTakeTheirOwnRows) {
       EXPECT_EQ(block->prefill_kernel,
                 indexer ? "sglang_dsa_indexer_flashmla_sparse" : "sglang_dsa_skip_indexer_flashmla_sparse");
       EXPECT_EQ(block->dense_kernel, "sglang_dsa_dense_mha_fa3");
+      // 0.5.14 keys the cached prefix: a chunk of 1,024 tokens after 4,096 cached is its own row; after
+      // 5,000 it lies between the 4,096 and 6,144 rows; far past the largest prefix, the largest alone.
+      const auto& p = block->prefill;
+      const auto at = [&](double v) {
+        return std::size_t(std::find(p.prefix.begin(), p.prefix.end(), v) - p.prefix.begin());
+      };
+      ASSERT_LT(at(4096), p.prefix.size());
+      ASSERT_LT(at(6144), p.prefix.size());
+      using Around = std::pair<std::optional<std::size_t>, std::optional<std::size_t>>;
+      EXPECT_EQ(p.around(1, 1024, 4096), Around(at(4096), at(4096)));
+      EXPECT_EQ(p.around(1, 1024, 5000), Around(at(4096), at(6144)));
+      EXPECT_FALSE(p.around(1, 1024, 1e9).second);
+      EXPECT_GE(p.surface[at(4096)]->at(1, 1024), p.surface[at(4096)]->fixed_ms);
       ++seen;
       break;
     }
