@@ -83,9 +83,13 @@ bool has_attention(const std::string& id, const model::MlaAttention& a, int hidd
 /// CUDA-graph sizes [inference]; the step model counts eager launches apart).
 OpSurface without_launch_mode_changes(const OpSurface& s) {
   OpSurface out;
-  const double x0 = s.curves.front().x.front();
   for (std::size_t i = 0; i < s.outer.size(); ++i) {
-    if (i > 0 && s.curves[i].at(x0) > s.curves[i - 1].at(x0) * s.outer[i] / s.outer[i - 1]) break;
+    if (i > 0) {
+      // Compared at a length both batches measured (none: not compared).
+      const ops::OpCurve &a = s.curves[i - 1], &b = s.curves[i];
+      const double x = std::max(a.x.front(), b.x.front());
+      if (x <= std::min(a.x.back(), b.x.back()) && b.at(x) > a.at(x) * s.outer[i] / s.outer[i - 1]) break;
+    }
     out.outer.push_back(s.outer[i]);
     out.curves.push_back(s.curves[i]);
   }
@@ -148,9 +152,13 @@ std::shared_ptr<const OpSurface> dsa_grid(OpSurface s, double fixed_ms) {
   for (std::size_t k = 1; k < s.curves.size(); ++k) {
     const ops::OpCurve& prev = s.curves[k - 1];
     ops::OpCurve& c = s.curves[k];
-    const double ratio = s.outer[k] / s.outer[k - 1];
+    // The work ratio where this batch's rows end (the rows' own, not the batch ratio: neighbouring batches'
+    // work differs by 1.3-1.4x in SGLang 0.5.14's decode rows, not 2x).
+    const double end = c.x.back();
+    const double prev_work = prev.at(end) - fixed_ms, own_work = c.y_ms.back() - fixed_ms;
+    const double ratio = prev_work > 0 && own_work > 0 ? own_work / prev_work : s.outer[k] / s.outer[k - 1];
     for (std::size_t j = 0; j < prev.x.size(); ++j) {
-      if (prev.x[j] <= c.x.back()) continue;
+      if (prev.x[j] <= end) continue;
       const double y = fixed_ms + (prev.y_ms[j] - fixed_ms) * ratio;
       c.x.push_back(prev.x[j]);
       c.y_ms.push_back(std::max(y, c.y_ms.back()));
@@ -222,17 +230,17 @@ PrefixedSurfaces dsa_prefill(const ops::OpTable& table, const DsaModuleShape& sh
   std::vector<double> prefixes;
   for (const auto& v : table.distinct("step", *q)) prefixes.push_back(std::stod(v));
   std::sort(prefixes.begin(), prefixes.end());
-  std::vector<OpSurface> measured;
-  double fixed = std::numeric_limits<double>::infinity();
   for (double p : prefixes) {
     (*q)["step"] = p;
     const auto m = dsa_batch_surface(table, *q, "isl");
     if (!m) continue;
+    OpSurface s = without_launch_mode_changes(*m);
+    // A prefix measured at one shape (SGLang 0.5.14 from 155,648 tokens on) cannot tell fixed part from work.
+    if (s.curves.size() == 1 && s.curves.front().x.size() < 2) continue;
+    const double fixed = least_latency(s);  // each prefix its own: its rows' floors differ (0.85-1.45 ms)
     out.prefix.push_back(p);
-    measured.push_back(without_launch_mode_changes(*m));
-    fixed = std::min(fixed, least_latency(measured.back()));
+    out.surface.push_back(dsa_grid(std::move(s), fixed));
   }
-  for (auto& m : measured) out.surface.push_back(dsa_grid(std::move(m), fixed));
   if (out.empty()) kernel->clear();
   return out;
 }

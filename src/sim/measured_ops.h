@@ -98,12 +98,13 @@ struct OpSurface {
   /// Where each curve's measurements end along the inner axis, when it was continued past them (dsa_grid);
   /// empty: every point of every curve was measured. A lookup beyond it lies outside the grid.
   std::vector<double> measured_end;
-  /// The part (ms) of every latency that does not grow with the outer axis (a module's launch gaps and host
-  /// work); 0: all of it grows.
+  /// The part (ms) of every latency that grows with neither axis (a module's launch gaps and host work); 0:
+  /// all of it grows.
   double fixed_ms = 0;
   /// Latency (ms) at (o, i): linear in o between measured values; above the largest, fixed_ms plus the rest
   /// of the largest's latency scaled by o / largest (one more request costs what an average one did); below
-  /// the smallest, the smallest's.
+  /// the smallest, the smallest's. With fixed_ms > 0, past a curve's last inner value fixed_ms plus its
+  /// rest scaled by i / last; else the curve's own axis rule.
   /// `*outside` (if given) is set when (o, i) lies outside the measured grid.
   double at(double o, double i, bool* outside = nullptr) const;
 };
@@ -172,7 +173,7 @@ struct PrefixedSurfaces {
   /// ends; both absent when no grid holds that shape.
   std::pair<std::optional<std::size_t>, std::optional<std::size_t>> around(double batch, double length,
                                                                            double cached) const;
-  /// The phase's fixed part (ms): the least of the surfaces' OpSurface::fixed_ms.
+  /// The least of the surfaces' OpSurface::fixed_ms (ms); +inf when empty.
   double smallest() const;
 };  /// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1),
     /// prefill

@@ -232,14 +232,12 @@ class StepModel {
     /// Measured DSA attention block (measured_dsa_module): projections, indexer and sparse core together;
     /// null, or a phase without a surface: the roofline (projections, core and indexer apart).
     std::shared_ptr<const DsaModule> dsa_module;
-    /// The fixed part of each of dsa_module's phases (s; decode, sparse prefill, dense prefill): the phase's
-    /// smallest measured time (prefill: over every cached prefix) less the block's projection weights
-    /// streamed at 80% of HBM (dsa_stream_s). It is the launch gaps and host work of the block's ~30 kernels
-    /// (SGLang 0.5.10's prefill block: 0.73-0.79 ms at any length up to 2,048 tokens), which the step model
-    /// counts apart (per-kernel floors, eager launches): every lookup is taken less it.
-    double dsa_fixed_s[3] = {0, 0, 0};
-    double dsa_stream_s = 0;  ///< the block's projection weights at 80% of HBM (s): once a step
-    double dsa_topk = 0;      ///< index_topk: prompts within it take the dense-MHA prefill rows
+    /// The block's projection weights read at 80% of HBM (s). A lookup less its surface's fixed part
+    /// (OpSurface::fixed_ms: the least time the rows measured, the launch gaps and host work of the block's
+    /// ~30 kernels that the step model counts apart, per-kernel floors and eager launches) lost this read
+    /// with it: it is added back, once a step.
+    double dsa_stream_s = 0;
+    double dsa_topk = 0;  ///< index_topk: prompts within it take the dense-MHA prefill rows
     /// Measured gated-DeltaNet kernels (linear-attention layers, measured_gdn); null: the roofline.
     std::shared_ptr<const GdnKernels> gdn;
     /// The launch's recurrent-state bytes over the BF16 state the gdn_perf rows were timed with (SGLang keeps
@@ -278,21 +276,22 @@ class StepModel {
   /// the load runs (decode or prefill): the caller keeps the roofline then.
   double measured_attention_s(const LayerClass& c, const RankLoad& r) const;
   /// The measured DSA block of one rank's load (s), or -1 when `c` has no surface for a phase the load
-  /// runs; each phase less its fixed part (LayerClass::dsa_fixed_s), the weights streamed once a step.
-  /// Decode: the block at (decode rows, mean KV history). Prefill: dsa_prefill_s, on the dense-MHA rows
-  /// while every chunk ends within index_topk.
+  /// runs: each phase's work (its rows less their surface's fixed part) and the projection weights' read
+  /// (LayerClass::dsa_stream_s), once a step. Decode: the block at (decode rows, mean KV history). Prefill:
+  /// dsa_prefill_work_s, on the dense-MHA rows while every chunk ends within index_topk.
   double measured_dsa_s(const LayerClass& c, const RankLoad& r) const;
-  /// A prefill block of `r`'s chunks from `s` (s): at (requests, mean chunk, mean cached prefix), linear
-  /// between the measured prefixes around it; past the largest measured prefix (or with none reaching the
-  /// chunk) that prefix's rows split into per-token and per-pair work (split_prefill_s).
-  double dsa_prefill_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const;
+  /// The work of a prefill block of `r`'s chunks from `s` (s, less the surfaces' fixed parts): at
+  /// (requests, mean chunk, mean cached prefix), linear between the measured prefixes around it whose grids
+  /// hold the shape; past them (or with none holding it) a prefix's rows split into per-token and per-pair
+  /// work (split_prefill_s), `*outside` set.
+  double dsa_prefill_work_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const;
   /// The block of `r`'s chunks from rows measured at cached prefix `prefix` (s): its fixed part plus P x
   /// tokens
   /// + A x (query, key) pairs, P and A solved from the rows at the mean chunk and at the chunk length whose
   /// pairs at `prefix` equal the step's mean (a longer prefix or uneven chunks add pairs, not projection
   /// work).
   double split_prefill_s(const OpSurface& s, double prefix, const RankLoad& r, bool* outside) const;
-  /// Sets `c`'s measured DSA block (LayerClass::dsa_module, dsa_fixed_s) for its attention `mla`.
+  /// Sets `c`'s measured DSA block (LayerClass::dsa_module, dsa_stream_s, dsa_topk) for its attention `mla`.
   void measure_dsa(LayerClass& c, const model::MlaAttention& mla);
   /// One rank's attention side of a layer (s): projections (`*proj`) and core; the part the kernel scale
   /// must not divide added to `*unscaled`.

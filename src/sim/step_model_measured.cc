@@ -226,17 +226,12 @@ void StepModel::measure_dsa(LayerClass& c, const model::MlaAttention& mla) {
   for (const auto& g : c.attn_gemms) weights += g.weight_bytes;
   c.dsa_stream_s = weights / (cluster_.gpu.hbm_bandwidth_Bps * 0.8);
   c.dsa_topk = mla.index_topk;
-  auto fixed = [&](double smallest_ms) {
-    return std::isfinite(smallest_ms) ? std::max(0.0, smallest_ms * 1e-3 - c.dsa_stream_s) : 0.0;
-  };
-  const DsaModule& b = *c.dsa_module;
-  c.dsa_fixed_s[0] = b.decode ? fixed(b.decode->fixed_ms) : 0.0;
-  c.dsa_fixed_s[1] = fixed(b.prefill.smallest());
-  c.dsa_fixed_s[2] = fixed(b.prefill_dense.smallest());
 }
 
 double StepModel::measured_dsa_s(const LayerClass& c, const RankLoad& r) const {
   const DsaModule& m = *c.dsa_module;
+  // Each phase: its work (the rows less their surface's fixed part, OpSurface::fixed_ms) and the projection
+  // weights' read, which the fixed part's subtraction took out with it; the weights stream once a step.
   double t = 0;
   bool outside[2] = {false, false};
   const int decode_rows = r.query_tokens - r.prefill_tokens;
@@ -246,38 +241,45 @@ double StepModel::measured_dsa_s(const LayerClass& c, const RankLoad& r) const {
     if (!m.decode) return -1;
     // Pattern 0 (full causal) counts the whole history: the indexer scans all of it.
     const double history = r.decode_kv_tokens[0] / r.decode_requests;
-    t += std::max(0.0, m.decode->at(decode_rows, history, &outside[0]) * 1e-3 - c.dsa_fixed_s[0]);
+    const double y = m.decode->at(decode_rows, history, &outside[0]);
+    t += std::max(0.0, y - m.decode->fixed_ms) * 1e-3 + c.dsa_stream_s;
   }
   if (prefilling) {
     const bool dense = !m.prefill_dense.empty() && r.prefill_max_context <= c.dsa_topk;
     const PrefixedSurfaces& s = dense ? m.prefill_dense : m.prefill;
     if (s.empty()) return -1;
-    t += std::max(0.0, dsa_prefill_s(s, r, &outside[1]) - c.dsa_fixed_s[dense ? 2 : 1]);
+    t += dsa_prefill_work_s(s, r, &outside[1]) + c.dsa_stream_s;
   }
   if (decoding) lookups_.add(outside[0]);
   if (prefilling) lookups_.add(outside[1]);
-  if (decoding && prefilling) t = std::max(0.0, t - c.dsa_stream_s);  // the weights stream once a step
+  if (decoding && prefilling) t -= c.dsa_stream_s;
   return t;
 }
 
-double StepModel::dsa_prefill_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const {
+double StepModel::dsa_prefill_work_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const {
   const double n = r.prefill_requests;
   const double chunk = r.prefill_tokens / n, cached = r.prefill_cached / n;
+  auto work = [&](std::size_t k) {
+    return std::max(0.0, s.surface[k]->at(n, chunk) - s.surface[k]->fixed_ms);
+  };
   const auto [lo, hi] = s.around(n, chunk, cached);
   if (lo && hi) {
-    const double y_lo = s.surface[*lo]->at(n, chunk), y_hi = s.surface[*hi]->at(n, chunk);
     const double w = *lo == *hi ? 0.0 : (cached - s.prefix[*lo]) / (s.prefix[*hi] - s.prefix[*lo]);
-    return (y_lo * (1 - w) + y_hi * w) * 1e-3;
+    return (work(*lo) * (1 - w) + work(*hi) * w) * 1e-3;
   }
   *outside = true;
-  if (hi) return s.surface[*hi]->at(n, chunk) * 1e-3;  // no grid at or below the prefix holds the shape
-  // Past the largest prefix whose grid holds it (or none does: the nearest at or below, else the first).
-  std::size_t k = 0;
-  if (lo)
-    k = *lo;
-  else
-    while (k + 1 < s.prefix.size() && s.prefix[k + 1] <= cached) ++k;
-  return split_prefill_s(*s.surface[k], s.prefix[k], r, outside);
+  if (hi) return work(*hi) * 1e-3;  // no grid at or below the prefix holds the shape: the one above
+  // Past the largest prefix whose grid holds the shape: the nearest at or below whose smallest batch reaches
+  // down to the chunk (else the first that does, else the first), its rows split into per-token and per-pair
+  // work.
+  auto reaches = [&](std::size_t k) { return s.surface[k]->curves.front().x.front() <= chunk; };
+  std::optional<std::size_t> k = lo;
+  for (std::size_t i = s.prefix.size(); !k && i-- > 0;)
+    if (s.prefix[i] <= cached && reaches(i)) k = i;
+  for (std::size_t i = 0; !k && i < s.prefix.size(); ++i)
+    if (reaches(i)) k = i;
+  const OpSurface& at = *s.surface[k.value_or(0)];
+  return std::max(0.0, split_prefill_s(at, s.prefix[k.value_or(0)], r, outside) - at.fixed_ms * 1e-3);
 }
 
 double StepModel::split_prefill_s(const OpSurface& s, double prefix, const RankLoad& r, bool* outside) const {
