@@ -77,10 +77,10 @@ bool has_attention(const std::string& id, const model::MlaAttention& a, int hidd
   });
 }
 
-/// `s` without the batch sizes whose rows grow faster than the batch from the one before, at the smallest
-/// length: a block's time is a fixed part plus work linear in its rows, so such a row was timed another way
-/// (SGLang 0.5.14's DSA decode rows at 512 requests: 1.4 ms where 128 take 0.2, launched eagerly past the
-/// CUDA-graph sizes [inference]; the step model counts eager launches apart).
+/// `s` without the batch sizes whose rows grow faster than the batch from the one before, compared at a
+/// length both measured: a block's time is a fixed part plus work linear in its rows, so such a row was timed
+/// another way (SGLang 0.5.14's DSA decode rows at 512 requests: 1.4 ms where 128 take 0.2, launched eagerly
+/// past the CUDA-graph sizes [inference]; the step model counts eager launches apart).
 OpSurface without_launch_mode_changes(const OpSurface& s) {
   OpSurface out;
   for (std::size_t i = 0; i < s.outer.size(); ++i) {
@@ -104,29 +104,24 @@ OpSurface without_launch_mode_changes(const OpSurface& s) {
 /// the table has no row.
 std::shared_ptr<const OpSurface> dsa_batch_surface(const ops::OpTable& table, ops::OpQuery q,
                                                    const char* inner) {
-  std::vector<double> batches;
-  for (const auto& b : table.distinct("batch_size", q)) batches.push_back(std::stod(b));
-  std::sort(batches.begin(), batches.end());
-  auto own = std::make_shared<OpSurface>(), any = std::make_shared<OpSurface>();
-  for (double b : batches) {
-    q["batch_size"] = b;
-    ops::OpCurve c;
-    if (!table.curve(q, inner, c).ok) continue;
-    any->outer.push_back(b), any->curves.push_back(c);
+  const auto all = batch_surface(table, q, inner);
+  if (!all) return nullptr;
+  auto own = std::make_shared<OpSurface>();
+  for (std::size_t b = 0; b < all->outer.size(); ++b) {
     // Only the points measured at these heads and this batch (the grids are irregular: SGLang 0.5.14's
     // sparse prefill at a 1,536-token prefix starts at 1,024 tokens for one request, at 4 for four).
+    q["batch_size"] = all->outer[b];
+    const ops::OpCurve& c = all->curves[b];
     ops::OpCurve exact = c;
     exact.x.clear(), exact.y_ms.clear();
     for (std::size_t k = 0; k < c.x.size(); ++k) {
-      ops::OpQuery at = q;
-      at[inner] = c.x[k];
-      const auto r = table.lookup(at);
+      q[inner] = c.x[k];
+      const auto r = table.lookup(q);
       if (r.ok && !r.extrapolated) exact.x.push_back(c.x[k]), exact.y_ms.push_back(c.y_ms[k]);
     }
-    if (!exact.x.empty()) own->outer.push_back(b), own->curves.push_back(std::move(exact));
+    if (!exact.x.empty()) own->outer.push_back(all->outer[b]), own->curves.push_back(std::move(exact));
   }
-  if (!own->outer.empty()) return own;
-  return any->outer.empty() ? nullptr : any;
+  return own->outer.empty() ? all : own;
 }
 
 /// The least latency (ms) any point of `s` measured: a DSA phase's fixed part (the smallest shape's time,
@@ -138,13 +133,13 @@ double least_latency(const OpSurface& s) {
   return t;
 }
 
-/// A DSA module surface as the step model reads it: `s` with the phase's fixed part `fixed_ms` (the part
-/// that does not grow with the batch) and each batch's curve continued past its last measured length along
-/// the next smaller batch's, that batch's work (its latency less the fixed part) scaled by the batch ratio:
-/// the grids stop short at large batches (SGLang 0.5.14 decode: 16,384 tokens of history at 16 requests,
-/// 4,096 at 32 and 64, 2,048 at 128), and OpAxis's scaling from the origin would scale the fixed part with
-/// the length and miss the dense-to-sparse step at index_topk. Lookups there are outside the grid
-/// (OpSurface::measured_end).
+/// A DSA module surface as the step model reads it: `s` with its fixed part `fixed_ms` (the part that
+/// grows with neither batch nor length) and each batch's curve continued past its last measured length along
+/// the next smaller batch's, that batch's work (its latency less the fixed part) scaled by the two batches'
+/// measured work ratio where this one's rows end: the grids stop short at large batches (SGLang 0.5.14
+/// decode: 16,384 tokens of history at 16 requests, 4,096 at 32 and 64, 2,048 at 128), and OpAxis's scaling
+/// from the origin would scale the fixed part with the length and miss the dense-to-sparse step at
+/// index_topk. Lookups there are outside the grid (OpSurface::measured_end).
 std::shared_ptr<const OpSurface> dsa_grid(OpSurface s, double fixed_ms) {
   s.fixed_ms = fixed_ms;
   s.measured_end.clear();
@@ -206,7 +201,7 @@ std::optional<ops::OpQuery> dsa_query(const ops::OpTable& table, const DsaModule
   return q;
 }
 
-/// The decode surface of the DSA block (dsa_grid; its fixed part the smallest shape's time), or null.
+/// The decode surface of the DSA block (dsa_grid; its fixed part the least time its rows measured), or null.
 std::shared_ptr<const OpSurface> dsa_decode(const ops::OpTable& table, const DsaModuleShape& shape,
                                             const std::string& model, std::string* kernel) {
   const auto q = dsa_query(table, shape, model, DsaPath::kDecode, kernel);
@@ -220,8 +215,8 @@ std::shared_ptr<const OpSurface> dsa_decode(const ops::OpTable& table, const Dsa
   return dsa_grid(std::move(s), fixed);
 }
 
-/// The prefill surfaces of the DSA block on `path`, one per measured cached prefix (dsa_grid each; the fixed
-/// part the smallest time of any prefix's smallest shape).
+/// The prefill surfaces of the DSA block on `path`, one per measured cached prefix (dsa_grid each; each
+/// prefix's fixed part the least time its own rows measured).
 PrefixedSurfaces dsa_prefill(const ops::OpTable& table, const DsaModuleShape& shape, const std::string& model,
                              DsaPath path, std::string* kernel) {
   PrefixedSurfaces out;

@@ -10,7 +10,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -334,9 +333,6 @@ const char* measured_kv_dtype(model::DType kv) {
   return kv == model::DType::kFp8 ? "fp8" : "bfloat16";
 }
 
-namespace {
-
-/// One OpCurve along `inner` at each measured batch size of the rows matching `q` (batch outer).
 std::shared_ptr<const OpSurface> batch_surface(const ops::OpTable& table, ops::OpQuery q, const char* inner) {
   // distinct() lists values as text: order the measured batch sizes numerically first.
   std::vector<double> batches;
@@ -353,8 +349,6 @@ std::shared_ptr<const OpSurface> batch_surface(const ops::OpTable& table, ops::O
   if (surface->outer.empty()) return nullptr;
   return surface;
 }
-
-}  // namespace
 
 std::shared_ptr<const OpSurface> measured_attention(const ops::OpStore& store, const OpSource& src,
                                                     bool decode, const AttentionShape& shape) {

@@ -109,6 +109,10 @@ struct OpSurface {
   double at(double o, double i, bool* outside = nullptr) const;
 };
 
+/// One OpCurve along `inner` at each measured batch size of `table`'s rows matching `q` (batch outer), batch
+/// sizes whose curve cannot be built left out; nullptr when none is left.
+std::shared_ptr<const OpSurface> batch_surface(const ops::OpTable& table, ops::OpQuery q, const char* inner);
+
 /// The KV-cache dtype as the attention tables name it ("bfloat16", "fp8").
 const char* measured_kv_dtype(model::DType kv);
 
@@ -175,8 +179,8 @@ struct PrefixedSurfaces {
                                                                            double cached) const;
   /// The least of the surfaces' OpSurface::fixed_ms (ms); +inf when empty.
   double smallest() const;
-};  /// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1),
-    /// prefill
+};
+/// The measured DSA block of one layer kind: decode (batch outer, KV history `step` inner, isl 1), prefill
 /// on the sparse path (per cached prefix: batch outer, chunk length `isl` inner) and, where the table times
 /// it apart, prefill on the dense-MHA path engines take while prefix and chunk fit in index_topk (SGLang
 /// 0.5.14's `*dense_mha*` rows, measured up to 2,048 tokens); each null / empty when the table has no row of

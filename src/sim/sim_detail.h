@@ -285,11 +285,10 @@ class StepModel {
   /// hold the shape; past them (or with none holding it) a prefix's rows split into per-token and per-pair
   /// work (split_prefill_s), `*outside` set.
   double dsa_prefill_work_s(const PrefixedSurfaces& s, const RankLoad& r, bool* outside) const;
-  /// The block of `r`'s chunks from rows measured at cached prefix `prefix` (s): its fixed part plus P x
-  /// tokens
-  /// + A x (query, key) pairs, P and A solved from the rows at the mean chunk and at the chunk length whose
-  /// pairs at `prefix` equal the step's mean (a longer prefix or uneven chunks add pairs, not projection
-  /// work).
+  /// The block of `r`'s chunks from rows measured at cached prefix `prefix` (s): its fixed part plus
+  /// P x tokens plus A x (query, key) pairs, P and A solved from the rows at the mean chunk and at the chunk
+  /// length whose pairs at `prefix` equal the step's mean (a longer prefix or uneven chunks add pairs, not
+  /// projection work).
   double split_prefill_s(const OpSurface& s, double prefix, const RankLoad& r, bool* outside) const;
   /// Sets `c`'s measured DSA block (LayerClass::dsa_module, dsa_stream_s, dsa_topk) for its attention `mla`.
   void measure_dsa(LayerClass& c, const model::MlaAttention& mla);

@@ -137,9 +137,9 @@ std::string StepModel::dsa_note(int classes, const std::vector<const LayerClass*
   }
   return fmt::format(
       "DSA attention blocks (projections, the indexer or the reuse of its selection, sparse core): {} of {} "
-      "layer kinds ({} KV cache) from {} (decode) and {} (prefill){}; each phase less its fixed part (the "
-      "least time its rows measured less the projection weights' read), the launch gaps and host work the "
-      "kernel floors and eager launches count{}",
+      "layer kinds ({} KV cache) from {} (decode) and {} (prefill){}; each lookup less its fixed part (the "
+      "least time its rows measured: the launch gaps and host work the kernel floors and eager launches "
+      "count) plus the projection weights' read, once a step{}",
       measured.size(), classes, model::dtype_name(launch_.kv_dtype),
       table_note(*ops_, src, "dsa_generation_module_perf"), table_note(*ops_, src, "dsa_context_module_perf"),
       rows.empty() ? std::string() : fmt::format(", rows of {}", fmt::join(rows, "; ")),
