@@ -85,19 +85,38 @@ int Simulator::add_request(int engine_prompt, int output_len, int reported_promp
   return id;
 }
 
+long long Simulator::max_request_len() const {
+  if (!launch_.scheduler.request_len_from_pool) return 0;
+  return std::max<long long>(1, std::min<long long>(launch_.max_model_len, plan_.kv_tokens_per_rank) - 1);
+}
+
+std::optional<Simulator::Refusal> Simulator::refusal(int prompt, int output_len) const {
+  if (auto message = engines::check_request(launch_, prompt, output_len)) return Refusal{.message = *message};
+  if (const long long cap = max_request_len(); cap > 0 && prompt >= cap - 5)
+    return Refusal{
+        .kind = metrics::FailureKind::kServerError,
+        .http_status = 200,
+        .message = fmt::format("Input length ({} tokens) exceeds the maximum allowed length ({} tokens). "
+                               "Use a shorter input or enable --allow-auto-truncate.",
+                               prompt, cap - 5)};
+  return std::nullopt;
+}
+
 std::optional<std::string> Simulator::send(int id, double t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
   q.send_s = t;
   o.send_time_s = t;
-  if (auto refusal = engines::check_request(launch_, q.prompt, q.output_len)) {
+  if (auto no = refusal(q.prompt, q.output_len)) {
     q.state = ReqState::kFailed;
     o.success = false;
-    o.failure = metrics::FailureKind::kHttpStatus;
-    o.http_status = 400;
-    o.error = *refusal;
+    o.failure = no->kind;
+    o.http_status = no->http_status;
+    o.error = std::move(no->message);
     return o.error;
   }
+  if (const long long cap = max_request_len(); cap > 0)
+    q.output_len = static_cast<int>(std::min<long long>(q.output_len, cap - q.prompt - 1));
   // The API server's work on the request (processor sharing, or FIFO: api_server.h), then the hand-off.
   api_.arrive(id, t, handed_off_);
   ++in_flight_;
@@ -696,8 +715,7 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   im.external.push_back(id);
   im.dropped.push_back(0);
   // Refusals (context length) are decided at arrival, as the engine's API server does.
-  if (auto refusal = engines::check_request(im.sim.launch(), prompt_tokens, output_len))
-    return im.sim.send(internal, now_s);
+  if (im.sim.refusal(prompt_tokens, output_len)) return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
   // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.
   im.arrivals.emplace_back(internal,

@@ -111,8 +111,19 @@ class Simulator {
   /// `prefix_group` / `shared_prefix_len`: WorkloadRequest's (prompt tokens shared within the group).
   int add_request(int engine_prompt, int output_len, int reported_prompt, int prefix_group = -1,
                   int shared_prefix_len = 0);
-  /// The client sends the request at `t`: refused (context length: engines::check_request) or queued at
-  /// the API server, which hands requests to the engine one after another (Calibration::api_request_ms).
+  /// Why the engine turns a request of `prompt` + `output_len` tokens away at arrival (nullopt: accepted):
+  /// the engine module's context-length rule (engines::check_request, an HTTP 400), then, where the engine
+  /// bounds one request by its rank's KV pool (SchedulerPolicy::request_len_from_pool), the abort its
+  /// scheduler sends inside the stream (HTTP 200).
+  struct Refusal {
+    metrics::FailureKind kind = metrics::FailureKind::kHttpStatus;
+    int http_status = 400;
+    std::string message;
+  };
+  std::optional<Refusal> refusal(int prompt, int output_len) const;
+  /// The client sends the request at `t`: refused (refusal()) or queued at the API server, which hands
+  /// requests to the engine one after another (Calibration::api_request_ms). An accepted request's output
+  /// is clipped where the engine clips max_new_tokens to the pool (SchedulerPolicy::request_len_from_pool).
   std::optional<std::string> send(int id, double t);
   /// Advances the API server to `t` and hands to the engine's router every request it finished by `cut`
   /// (<= t; default t); later ones wait for the next call. With an overlapped scheduler the step that
@@ -177,6 +188,8 @@ class Simulator {
   class Client;            // the benchmark client of run() (simulate.cc)
   /// Appends the step that `slow` (the pipeline's slowest micro-batch) set to the trace.
   void record_step(const Batch& slow, double not_before, int wake);
+  /// SGLang's max_req_len (SchedulerPolicy::request_len_from_pool), tokens; 0 where the engine sets none.
+  long long max_request_len() const;
   void route(int id);
   void schedule_vllm(Rank& r, int rank);
   void schedule_sglang(Rank& r, int rank);

@@ -523,6 +523,41 @@ TEST(Simulate, SglangBatchFullWaitsForTheRunningBatchToShrink) {
   EXPECT_GE(p.twin.preemptions, 1);
 }
 
+// SGLang bounds one request by its rank's KV pool (SchedulerPolicy::request_len_from_pool): max_req_len =
+// min(context length, pool) - 1 = 2495 for --max-total-tokens 2500 (a pool of 2496: whole 16-token pages).
+// A prompt of 3008 engine tokens (3000 + 8 template) is aborted in the stream (it once stalled the twin: it
+// could never be prefilled); one of 2008 is served with max_new_tokens clipped to 2495 - 2008 - 1 = 486; a
+// short one is untouched.
+TEST(Simulate, SglangAbortsPromptsLongerThanItsPoolAndClipsTheOutput) {
+  Case c;
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kSglang;
+  c.launch.scheduler.mixed_prefill_decode = false;
+  c.launch.scheduler.request_len_from_pool = true;
+  c.launch.scheduler.max_num_seqs = 8;
+  c.launch.memory.max_total_tokens = 2500;
+  c.launch.memory.kv_pool_holds_one_request = false;  // SGLang starts with a pool under the context length
+  std::vector<WorkloadRequest> w{{3000, 100}, {2000, 1000}, {500, 100}};
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
+  ASSERT_EQ(p.twin.memory.kv_tokens_per_rank, 2496);
+  ASSERT_EQ(p.outputs.size(), 3u);
+  EXPECT_FALSE(p.outputs[0].success);
+  EXPECT_EQ(p.outputs[0].failure, metrics::FailureKind::kServerError);
+  EXPECT_EQ(
+      p.outputs[0].error,
+      "Input length (3008 tokens) exceeds the maximum allowed length (2490 tokens). Use a shorter input "
+      "or enable --allow-auto-truncate.");
+  ASSERT_TRUE(p.outputs[1].success);
+  EXPECT_EQ(p.outputs[1].output_tokens, 486);
+  ASSERT_TRUE(p.outputs[2].success);
+  EXPECT_EQ(p.outputs[2].output_tokens, 100);
+  // Without the rule (another engine's policy) the same pool holds the short request only: the others
+  // are dropped as unschedulable, never a stalled run.
+  c.launch.scheduler.request_len_from_pool = false;
+  const auto& q = ok(predict_resolved(c.launch, c.cluster, w, engine_only()));
+  EXPECT_FALSE(q.outputs[0].success);
+  EXPECT_TRUE(q.outputs[2].success);
+}
+
 // Qwen3-8B on two DP ranks of one H100 each (c.cluster becomes 2xH100), requests routed by `routing`.
 engines::ResolvedLaunch two_dp_ranks(Case& c, engines::Routing routing) {
   c.cluster = hardware::parse_cluster("2xH100");

@@ -204,6 +204,12 @@ struct SchedulerPolicy {
   /// add the interval, so requests that reach a busy decoding engine wait up to this many decode steps
   /// (scheduler_recv_skipper.py SchedulerRecvSkipper [recalled]). 1 = every step (the default).
   int recv_interval = 1;
+  /// SGLang: one request holds at most max_req_len = min(context length - 1, KV pool tokens of its rank - 1)
+  /// tokens. A prompt of max_req_len - 5 tokens or more is aborted in the stream ("Input length (N tokens)
+  /// exceeds the maximum allowed length (M tokens). Use a shorter input or enable --allow-auto-truncate."),
+  /// and max_new_tokens is clipped to max_req_len - prompt - 1 (tp_worker.py max_req_len /
+  /// max_req_input_len; scheduler.py handle_generate_request, validate_input_length) [recalled].
+  bool request_len_from_pool = false;
 };
 
 /// How requests are spread over DP ranks.

@@ -236,6 +236,7 @@ void sglang_scheduler_memory_routing(ResolvedLaunch& r) {
   const model::ModelSpec& m = r.model;
   auto& s = r.scheduler;
   s.kind = SchedulerPolicy::Kind::kSglang;
+  s.request_len_from_pool = true;
   const int ranks = c.enable_dp_attention ? c.dp : 1;
   if (c.max_num_seqs) {
     s.max_num_seqs = std::max(1, *c.max_num_seqs / ranks);
