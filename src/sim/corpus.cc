@@ -563,11 +563,26 @@ void mark_ttft_stalls(std::vector<CorpusPoint>& points) {
                                              : fmt::format(" at concurrency {}, scaled to {} in proportion",
                                                            ref_load, static_cast<int>(load)),
           *c->measured.median_ttft_ms / 1000, (p99 - ref_ms) / 1000));
+      // The benchmark's duration holds the stalled requests' wait too: the throughput measures the stall.
+      const auto& ref_tok_s = ref->measured.total_tok_s;
+      const auto& tok_s = c->measured.total_tok_s;
+      c->not_comparable.push_back(
+          "tok/s: the benchmark's duration includes the stall (TTFT, above), so its throughput measures the "
+          "stall too" +
+          (ref_load == static_cast<int>(load) && ref_tok_s && tok_s && *ref_tok_s > 0
+               ? fmt::format(" ({:.0f} tok/s against {:.0f} in the repeat without it, {})", *tok_s,
+                             *ref_tok_s, ref->id)
+               : std::string()));
       stalled.push_back(c);
     }
   }
-  // Cleared once every sweep was read: the rule reads p99 and median TTFTs, never a mean.
-  for (auto* c : stalled) c->measured.mean_ttft_ms.reset();
+  // Cleared once every sweep was read: the rule reads p99 and median TTFTs, never a mean or a throughput.
+  for (auto* c : stalled) {
+    c->measured.mean_ttft_ms.reset();
+    c->measured.total_tok_s.reset();
+    c->measured.output_tok_s.reset();
+    c->measured.input_tok_s.reset();
+  }
 }
 
 Corpus load_corpus(const std::filesystem::path& path) {

@@ -3,6 +3,8 @@
 // multi-node Dynamo point), then the real points.json: counts per status and one point against its JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -276,23 +278,30 @@ TEST(CorpusInferenceMax, RealFileCountsAndOnePoint) {
       if (nc.find("held ~") != std::string::npos) {
         ++stalled;
         EXPECT_FALSE(q.measured.mean_ttft_ms) << q.id;
+        EXPECT_FALSE(q.measured.total_tok_s) << q.id;  // the duration holds the stall too
+        EXPECT_TRUE(q.measured.mean_tpot_ms) << q.id;  // TPOT excludes the first token
         EXPECT_TRUE(q.measured.p99_ttft_ms) << q.id;
         EXPECT_EQ(q.engine + " " + q.engine_version + " " + q.gpu, "sglang 0.5.6 B200") << q.id;
       }
   EXPECT_EQ(stalled, 63);
-  // points[180]: concurrency 4, mean TTFT 5.35 s, p99 67.8 s; a repeat of it, inferencemax/20613446912/2,
-  // measured p99 2.1 s.
+  // points[180]: concurrency 4, mean TTFT 5.35 s, p99 67.8 s, 2,123 tok/s; a repeat of it,
+  // inferencemax/20613446912/2, measured p99 2.1 s and 3,644 tok/s.
   const auto& st = c.points[180];
   ASSERT_EQ(st.id, "inferencemax/20286929996/10");
-  ASSERT_EQ(st.not_comparable.size(), 1u);
+  ASSERT_EQ(st.not_comparable.size(), 2u);
   EXPECT_EQ(
       st.not_comparable[0],
       "TTFT: the p99 TTFT (67.8 s) is 32x the tail this launch shows at this load or below (2.1 s: "
       "inferencemax/20613446912/2, a run at the same concurrency 4) while its median (0.26 s) is not: "
       "some requests were held ~66 s outside the engine's queues (a stall: repeats of one configuration "
       "show it or not), so the mean TTFT measures the stall, not prefill and queueing");
+  EXPECT_EQ(
+      st.not_comparable[1],
+      "tok/s: the benchmark's duration includes the stall (TTFT, above), so its throughput measures the "
+      "stall too (2123 tok/s against 3644 in the repeat without it, inferencemax/20613446912/2)");
   EXPECT_DOUBLE_EQ(*st.measured.median_ttft_ms, 258.2892);
-  EXPECT_TRUE(st.measured.total_tok_s);
+  EXPECT_FALSE(st.measured.total_tok_s);
+  EXPECT_FALSE(st.measured.output_tok_s);
 
   // points[0] of the file, inferencemax/20218553330/0: checked against its JSON.
   const auto& p = c.points[0];
@@ -337,6 +346,7 @@ sim::CorpusPoint stall_point(const std::string& id, const std::string& argv, int
   c.measured.p99_ttft_ms = p99_ms;
   c.measured.median_ttft_ms = median_ms;
   c.measured.mean_ttft_ms = mean_ms;
+  c.measured.total_tok_s = id == "a4" ? 4000 : 2500;
   return c;
 }
 
@@ -370,11 +380,14 @@ TEST(CorpusStalls, AP99FarAboveItsSweepsScaledTailIsAStall) {
 
   std::vector<std::string> marked;
   for (const auto& p : pts)
-    if (!p.not_comparable.empty() && p.not_comparable.back().find("held ~") != std::string::npos) {
+    if (std::any_of(p.not_comparable.begin(), p.not_comparable.end(),
+                    [](const std::string& n) { return n.find("held ~") != std::string::npos; })) {
       marked.push_back(p.id);
       EXPECT_FALSE(p.measured.mean_ttft_ms) << p.id;
+      EXPECT_FALSE(p.measured.total_tok_s) << p.id;
     } else {
       EXPECT_TRUE(p.measured.mean_ttft_ms) << p.id;
+      EXPECT_TRUE(p.measured.total_tok_s) << p.id;
     }
   EXPECT_EQ(marked, (std::vector<std::string>{"a4-repeat", "a8-stall"}));
   EXPECT_EQ(
@@ -389,6 +402,15 @@ TEST(CorpusStalls, AP99FarAboveItsSweepsScaledTailIsAStall) {
       "concurrency 4, scaled to 8 in proportion) while its median (0.20 s) is not: some requests were "
       "held ~66 s outside the engine's queues (a stall: repeats of one configuration show it or not), so "
       "the mean TTFT measures the stall, not prefill and queueing");
+  // Their throughput goes with the TTFT: against the repeat at the same load, named with both figures.
+  EXPECT_EQ(
+      pts[1].not_comparable.at(1),
+      "tok/s: the benchmark's duration includes the stall (TTFT, above), so its throughput measures the "
+      "stall too (2500 tok/s against 4000 in the repeat without it, a4)");
+  EXPECT_EQ(
+      pts[3].not_comparable.at(1),
+      "tok/s: the benchmark's duration includes the stall (TTFT, above), so its throughput measures the "
+      "stall too");
   // A stalled run's p99 stays: it is what the rule read.
   EXPECT_DOUBLE_EQ(*pts[1].measured.p99_ttft_ms, 68000);
 }

@@ -79,38 +79,39 @@ TEST(UnionValidation, EveryReleasedCorpusAgainstTheTargets) {
   EXPECT_EQ(h.predicted + h.predicted_failures + h.refused, h.points);
 
   // §5 targets met today (held out; today's figures in parentheses).
-  EXPECT_LE(h.mape_total_tok_s, 15.0) << "target <= 15% (12.8%)";
-  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (18.7%)";
-  EXPECT_LE(h.mape_tpot, 15.0) << "target <= 15% (10.6%)";
-  // The winner (issue 8's >= 80%, not among §5's targets): 109 of 135 (81%); most misses are InferenceMAX
-  // H200 latency groups where vLLM 0.11.2 and 0.13.0 at TP8 measure within a few %.
-  EXPECT_GE(h.groups_same_winner, 107) << "the winner regressed (109 of 135 today)";
+  EXPECT_LE(h.mape_total_tok_s, 15.0) << "target <= 15% (12.1%)";
+  EXPECT_LE(h.mape_ttft, 25.0) << "target <= 25% (18.3%)";
+  EXPECT_LE(h.mape_tpot, 15.0) << "target <= 15% (10.3%)";
+  // The winner (issue 8's >= 80%, not among §5's targets): 102 of 128 (80%); most misses are InferenceMAX
+  // H200 latency groups where vLLM 0.11.2 and 0.13.0 at TP8 measure within a few %. (109 of 135 while the
+  // stalled runs' throughputs were scored: the 7 groups they alone made up, all right, left with them.)
+  EXPECT_GE(h.groups_same_winner, 100) << "the winner regressed (102 of 128 today)";
   EXPECT_GE(h.groups_best_in_top3 * 100, 90 * h.spearman_groups) << "target >= 90% (68 of 71)";
   EXPECT_LE(h.mean_regret, 5.0) << "target <= 5% (2.2%)";
-  EXPECT_LE(h.mape_shape_tpot, 8.0) << "target <= 8% (7.0%)";
-  // TTFT sweep shape, target <= 15%: met, 12.2% over 230 points. It was 16.2% over 247 while 17 SGLang
+  EXPECT_LE(h.mape_shape_tpot, 8.0) << "target <= 8% (6.2%)";
+  // TTFT sweep shape, target <= 15%: met, 11.2% over 230 points. It was 16.2% over 247 while 17 SGLang
   // 0.5.6 B200 1k/8k runs carrying ~70 s stalls were scored: their p99 TTFT (67-79 s) is under their
   // median end-to-end latency (~170 s), which the first stall rule required; sim::mark_ttft_stalls compares
   // it with the tail the same launch shows at its load or below instead (63 runs listed, not scored, on
-  // TTFT).
-  EXPECT_LE(h.mape_shape_ttft, 15.0) << "target <= 15% (12.2%)";
+  // TTFT nor, since their duration holds the stall, on tok/s).
+  EXPECT_LE(h.mape_shape_ttft, 15.0) << "target <= 15% (11.2%)";
 
   // The reference study (target: 10% tok/s, its measured winner first): the winner is right, the tok/s
-  // error is not met: 37.3%, from its TensorRT-LLM DSA runs on Hopper (no figure for that path; 15.5%
+  // error is not met: 35.4%, from its TensorRT-LLM DSA runs on Hopper (no figure for that path; 13.3%
   // without them) and SGLang TP8. The winner sits on a thin margin: it was lost while a measured MoE time
   // was counted once (015e95a) and H200 took no sibling rows (SGLang DP8 + EP8 predicted 5% above DP8
   // NSA-FA3), and came back with the H100's rows of the EP layouts H200's tables lack.
   const auto* seed = study_named(v, "deepseek-v3.2__h200");
   ASSERT_NE(seed, nullptr);
   EXPECT_EQ(seed->held_out.groups_same_winner, seed->held_out.groups);
-  EXPECT_LE(seed->held_out.mape_total_tok_s, 39.0) << "the reference study regressed (target 10%, 37.3%)";
+  EXPECT_LE(seed->held_out.mape_total_tok_s, 39.0) << "the reference study regressed (target 10%, 35.4%)";
 
   // Per engine: at or below the best published predictor's figure on public data (AISimulate on
   // InferenceX: vLLM TPOT ~11%, SGLang TPOT ~19%, TensorRT-LLM TTFT ~36%).
   const std::string report = sim::format_corpus_validation(v, false);
-  EXPECT_LE(engine_mape(report, "vllm", 2), 11.0) << "vLLM TPOT (10.1% today)";
-  EXPECT_LE(engine_mape(report, "sglang", 2), 19.0) << "SGLang TPOT (11.8% today)";
-  EXPECT_LE(engine_mape(report, "trtllm", 1), 36.0) << "TensorRT-LLM TTFT (22.5% today)";
+  EXPECT_LE(engine_mape(report, "vllm", 2), 11.0) << "vLLM TPOT (9.5% today)";
+  EXPECT_LE(engine_mape(report, "sglang", 2), 19.0) << "SGLang TPOT (12.2% today)";
+  EXPECT_LE(engine_mape(report, "trtllm", 1), 36.0) << "TensorRT-LLM TTFT (21.4% today)";
 
   // The embedded calibration.json is this corpus's in-sample fit, and the fit ends inside its bounds.
   ASSERT_TRUE(v.full_fit.on_bound.empty()) << v.full_fit.on_bound.front();

@@ -133,8 +133,12 @@ inline constexpr double kStallFactor = 3.0;
 inline constexpr double kStallExcessMs = 10'000;
 
 /// Marks the stalled runs of `points` (see kStallFactor): their mean TTFT measures the stall, not prefill
-/// and queueing, so it becomes not comparable (CorpusPoint::not_comparable says why, naming the reference
-/// point) and CorpusMeasurement::mean_ttft_ms is cleared (never scored or fitted). load_corpus applies it.
+/// and queueing, and their throughputs too (the benchmark's duration holds the stalled requests' wait: in
+/// the released InferenceMAX corpus the 27 stalled runs with a repeat at the same concurrency measured
+/// 0.56-0.97x, median 0.76x, of the repeat's total tok/s), so both become not comparable
+/// (CorpusPoint::not_comparable says why, naming the reference point) and CorpusMeasurement::mean_ttft_ms
+/// and the total / output / input tok/s are cleared (never scored or fitted; TPOT, which excludes the first
+/// token, stays). load_corpus applies it.
 void mark_ttft_stalls(std::vector<CorpusPoint>& points);
 
 /// "ok", "partial", "failed", "withheld", "unsupported".
