@@ -448,8 +448,8 @@ std::variant<model::ModelSpec, LaunchFailure> engine_quantized(const LaunchConfi
   try {
     return model::with_engine_quantization(m, c.quantization);
   } catch (const std::invalid_argument& e) {
-    return fail(FailurePhase::kStartup, "quantization.unmodelled",
-                std::string("--quantization ") + c.quantization + ": " + e.what(), false);
+    // The message names the flag already ("--quantization NAME: ...").
+    return fail(FailurePhase::kStartup, "quantization.unmodelled", e.what(), false);
   }
 }
 

@@ -338,14 +338,16 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
     return std::any_of(names.begin(), names.end(), [&](const char* n) { return method == n; });
   };
   // The checkpoint already carries the scheme the flag names (vLLM accepts the matching spelling and its
-  // kernel variants: awq_marlin, gptq_marlin, modelopt_fp4).
+  // kernel variants: awq_marlin, gptq_marlin, modelopt_fp4; SGLang names ModelOpt's two schemes
+  // modelopt_fp8 and modelopt_fp4, server_args.py QUANTIZATION_CHOICES [recalled]).
   const bool matches =
       (is({"fp8"}) && (have == QuantMethod::kFp8Block || have == QuantMethod::kFp8PerTensor)) ||
       (is({"awq", "awq_marlin"}) && have == QuantMethod::kAwq) ||
       (is({"gptq", "gptq_marlin"}) && have == QuantMethod::kGptq) ||
       (is({"mxfp4"}) && have == QuantMethod::kMxfp4) ||
-      (is({"modelopt", "modelopt_fp4"}) &&
-       (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
+      (is({"modelopt"}) && (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
+      (is({"modelopt_fp4"}) && have == QuantMethod::kNvfp4) ||
+      (is({"modelopt_fp8"}) && have == QuantMethod::kFp8PerTensor) ||
       (is({"compressed-tensors", "w8a8_int8"}) && have == QuantMethod::kW8A8Int8);
   if (matches) return spec;
   if (method == "fp8" && have == QuantMethod::kNone) {
@@ -361,7 +363,7 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
     return out;
   }
   if (is({"fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "mxfp4", "modelopt", "modelopt_fp4",
-          "compressed-tensors", "w8a8_int8"})) {
+          "modelopt_fp8", "compressed-tensors", "w8a8_int8"})) {
     // vLLM: "Quantization method specified in the model config (...) does not match the quantization
     // method specified in the `quantization` argument (...)".
     throw std::invalid_argument(fmt::format(
@@ -370,7 +372,8 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
   }
   throw std::invalid_argument(fmt::format(
       "--quantization {}: not modelled by the twin (modelled: fp8 on an unquantized checkpoint, or the "
-      "checkpoint's own method: fp8, awq, gptq, mxfp4, modelopt, compressed-tensors)",
+      "checkpoint's own method: fp8, awq, gptq, mxfp4, modelopt (modelopt_fp8, modelopt_fp4), "
+      "compressed-tensors)",
       method));
 }
 

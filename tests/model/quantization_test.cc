@@ -198,6 +198,26 @@ TEST(EngineQuantization, OnlineFp8OfABf16Checkpoint) {
             QuantMethod::kMxfp4);
 }
 
+// SGLang spells ModelOpt's schemes modelopt_fp8 / modelopt_fp4: each matches its own checkpoint only (a new
+// user's InferenceX-style SGLang launch of NVIDIA's FP8 Llama was refused as "not modelled").
+TEST(EngineQuantization, ModelOptSpellings) {
+  const ModelSpec fp8 = resolve_model("nvidia/Llama-3.1-70B-Instruct-FP8");
+  ASSERT_EQ(fp8.quantization.method, QuantMethod::kFp8PerTensor);
+  EXPECT_EQ(with_engine_quantization(fp8, "modelopt_fp8").quantization.method, QuantMethod::kFp8PerTensor);
+  EXPECT_EQ(with_engine_quantization(fp8, "modelopt").quantization.method, QuantMethod::kFp8PerTensor);
+  try {
+    with_engine_quantization(fp8, "modelopt_fp4");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("--quantization modelopt_fp4: the checkpoint of ", 0), 0u) << what;
+    EXPECT_NE(
+        what.find(" is fp8 (quantization_config: modelopt FP8); the engine refuses a mismatching method"),
+        std::string::npos)
+        << what;
+  }
+}
+
 TEST(EngineQuantization, Refusals) {
   const ModelSpec bf16 = resolve_model("Qwen/Qwen3-8B");
   try {

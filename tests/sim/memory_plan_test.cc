@@ -122,6 +122,10 @@ TEST(MemoryPlan, VllmRefusesAContextThatDoesNotFit) {
   EXPECT_TRUE(within.fits);
   ASSERT_EQ(within.notes.size(), 1u);
   EXPECT_NE(within.notes[0].find("within the plan's uncertainty"), std::string::npos) << within.notes[0];
+  // An engine that starts passed its check: its pool holds the 40,960-token request (a new user's 16k
+  // context on a pool of 10,352 tokens had its long requests fail at runtime instead).
+  EXPECT_EQ(within.kv_tokens_per_rank, 40960);
+  EXPECT_DOUBLE_EQ(within.kv_budget_bytes, 40960.0 * 262144);
   l.memory.reserved_bytes = 2.0 * 1024 * 1024 * 1024;
   const auto p = plan_memory(l, c);
   EXPECT_FALSE(p.fits);

@@ -197,7 +197,26 @@ std::optional<LaunchFailure> trtllm_speculative(ResolvedLaunch& r) {
   using M = SpeculativePolicy::Method;
   SpeculativePolicy p;
   const std::string& t = s.method;
-  p.method = t == "Eagle3" || t == "EAGLE3" ? M::kEagle3 : t == "NGram" || t == "NGRAM" ? M::kNgram : M::kMtp;
+  const bool mtp = t == "MTP", eagle3 = t == "Eagle3" || t == "EAGLE3", ngram = t == "NGram" || t == "NGRAM";
+  if (!mtp && !eagle3 && !ngram) {
+    // llmapi/llm_args.py DecodingBaseConfig subclasses' decoding_type names [recalled].
+    static const char* const kKnown[] = {"Eagle",        "Medusa",    "Lookahead", "DraftTarget",
+                                         "UserProvided", "SaveState", "AUTO"};
+    const bool known =
+        std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return t == k; });
+    if (!known)
+      return fail(
+          FailurePhase::kStartup, "trtllm.speculative.unknown",
+          "speculative_config decoding_type " + (t.empty() ? std::string("(missing)") : t) +
+              " is not one of TensorRT-LLM's (MTP, Eagle, Eagle3, NGram, Medusa, Lookahead, DraftTarget, "
+              "UserProvided, SaveState, AUTO)",
+          false);
+    return fail(FailurePhase::kStartup, "trtllm.speculative.unmodelled",
+                "speculative_config decoding_type " + t +
+                    ": not modelled by the twin (modelled: MTP, Eagle3 with a draft model, NGram)",
+                false);
+  }
+  p.method = eagle3 ? M::kEagle3 : ngram ? M::kNgram : M::kMtp;
   if (p.method == M::kMtp && r.model.mtp_layers == 0)
     return fail(FailurePhase::kStartup, "trtllm.speculative.no_mtp_head",
                 "speculative_config decoding_type " + t + " needs MTP layers, and " + display_name(r.model) +
