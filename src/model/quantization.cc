@@ -312,6 +312,13 @@ Quantization parse_quantization(const nlohmann::json& config, const std::string&
   const auto& qc = config["quantization_config"];
   const std::string where = source + ": quantization_config";
   if (!qc.is_object()) throw std::runtime_error(where + " is not an object");
+  // ModelOpt writes config.json's quantization_config without quant_method, naming itself as the producer;
+  // vLLM sets the method from it (config.py ModelConfig._parse_quant_hf_config: producer "modelopt" ->
+  // "modelopt" for FP8, "modelopt_fp4" for NVFP4) [recalled].
+  const auto producer = qc.find("producer");
+  if (!qc.contains("quant_method") && producer != qc.end() && producer->is_object() &&
+      str_or(*producer, "name", "") == "modelopt")
+    return parse_modelopt(qc, where, dtype);
   if (!qc.contains("quant_method") || !qc["quant_method"].is_string())
     throw std::runtime_error(where + ": missing key \"quant_method\"");
   std::string method = qc["quant_method"].get<std::string>();

@@ -156,6 +156,16 @@ TEST(Quantization, ModeloptNvfp4AndFp8) {
   EXPECT_DOUBLE_EQ(nvfp4.weight_bytes(), kLinears * 0.5625 + kEmbedHeadBytes);
   const ModelSpec fp8 = with_quant({{"quant_method", "modelopt"}, {"quantization", {{"quant_algo", "FP8"}}}});
   EXPECT_EQ(fp8.quantization.method, QuantMethod::kFp8PerTensor);
+  // ModelOpt's own config.json block has no quant_method, only its producer (as vLLM reads it): FP8 here,
+  // with the FP8 KV cache it names (Qwen3-32B-FP8-Static-PerTensor's config, once refused).
+  const ModelSpec producer = with_quant({{"producer", {{"name", "modelopt"}, {"version", "0.31.0"}}},
+                                         {"quant_algo", "FP8"},
+                                         {"kv_cache_scheme", "FP8"},
+                                         {"ignore", {"lm_head"}}});
+  EXPECT_EQ(producer.quantization.method, QuantMethod::kFp8PerTensor);
+  EXPECT_EQ(producer.quantization.source, "quantization_config: modelopt FP8");
+  EXPECT_EQ(resolve_model("Qwen/Qwen3-32B-FP8-Static-PerTensor").quantization.method,
+            QuantMethod::kFp8PerTensor);
   EXPECT_EQ(
       message_of([] {
         with_quant({{"quant_method", "modelopt"}, {"quant_algo", "W4A8_AWQ"}});
