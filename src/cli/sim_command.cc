@@ -416,8 +416,10 @@ void run_sim_run(SimRunArgs& a) {
   }
   const SimRunInputs in = load_sim_run_inputs(a);
   const auto& r = in.resolved;
-  // A GPU the twin does not model is refused before the workload is drawn (its tokenizer may be missing).
-  if (const auto f = sim::gpu_not_modelled(in.cluster)) {
+  // A launch that does not start (a GPU the twin does not model, the engine's refusal, out of memory) is
+  // said before the workload is drawn: its tokenizer may be missing, and thousands of long prompts take
+  // seconds to tokenize (a new user waited 13 s for an OOM).
+  if (const auto f = sim::startup_failure(in.engine, in.cluster, in.model)) {
     std::printf("Predicted failure: %s\n", f->message.c_str());
     throw ExitRequest{1};
   }

@@ -620,6 +620,19 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
   return predict_resolved(std::get<engines::ResolvedLaunch>(resolved), cluster, requests, options);
 }
 
+std::optional<PredictedFailure> startup_failure(const engines::LaunchConfig& engine,
+                                                const hardware::ClusterSpec& cluster,
+                                                const model::ModelSpec& model) {
+  if (auto f = gpu_not_modelled(cluster)) return f;
+  auto resolved = engines::resolve_launch(engine, model, cluster);
+  if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved))
+    return PredictedFailure{f->message, failure_kind(*f)};
+  // The plan the Simulator of predict_resolved makes (simulator.h plan_).
+  const MemoryPlan plan = plan_memory(std::get<engines::ResolvedLaunch>(resolved), cluster);
+  if (!plan.fits) return PredictedFailure{plan.failure, PredictedFailure::Kind::kOutOfMemory};
+  return std::nullopt;
+}
+
 HeadlineMetrics headline(const Prediction& p) {
   const auto m =
       metrics::compute_metrics(p.outputs, std::max(p.twin.duration_s, 1e-9), metrics::MetricsOptions{});

@@ -187,6 +187,11 @@ out="$("$BIN" tune "$tmp/badcommon.toml" --out "$tmp/badcommon-out" 2>&1)"; rc=$
 out="$("$BIN" sim run --hardware 1xMI300X -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] || fail "sim run on MI300X exited $rc: $out"
 [[ "$out" == "Predicted failure: the twin does not model MI300X: "* ]] || fail "sim run on MI300X: $out"
+# So is a launch that runs out of memory: its dataset is never drawn (here its tokenizer does not exist).
+out="$("$BIN" sim run --hardware 1xH100 --dataset-name random --tokenizer /nonexistent/tokenizer.json \
+  -- vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] || fail "sim run of an OOM launch exited $rc: $out"
+[[ "$out" == "Predicted failure: "*"out of memory"* ]] || fail "sim run of an OOM launch: $out"
 # A mistyped flag of sim run / sim serve before the `--` is named with the closest one (CLI11 alone blamed
 # the launch words after the `--`: "The following arguments were not expected: Qwen/Qwen3-8B serve vllm").
 err="$("$BIN" sim run --max-concurency 32 --scenario random-128in-16out-n5 -- vllm serve Qwen/Qwen3-8B 2>&1)"; rc=$?

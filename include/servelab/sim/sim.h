@@ -153,6 +153,14 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
 /// and the corpus fit refuse with it; a caller may ask before it draws a workload.
 std::optional<PredictedFailure> gpu_not_modelled(const hardware::ClusterSpec& cluster);
 
+/// predict()'s start-up verdict on a launch, without a workload: the GPU not modelled (gpu_not_modelled),
+/// the engine's refusal (engines::resolve_launch) or the memory plan's out-of-memory, each as predict()
+/// returns it; nullopt when the engine starts. A caller may ask before it draws a workload (`sim run`: a
+/// dataset of thousands of long prompts takes seconds to tokenize). Thread-safety: pure function.
+std::optional<PredictedFailure> startup_failure(const engines::LaunchConfig& engine,
+                                                const hardware::ClusterSpec& cluster,
+                                                const model::ModelSpec& model);
+
 /// predict() for a launch already resolved for `cluster`.
 PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                                std::span<const WorkloadRequest> requests, const WorkloadOptions& options);
