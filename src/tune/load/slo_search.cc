@@ -254,9 +254,11 @@ bool SloRun::bracket(double x0, double factor) {
   }
 }
 
-/// Inside (lo, hi): the root of the margin's chord, kept a tolerance off both ends, to the tolerance. The
-/// Illinois rule keeps a convex margin from creeping a tolerance step at a time from one end: when an end has
-/// been kept for two runs in a row, its margin counts half in the chord (once more halved per further run).
+/// Inside (lo, hi): the root of the margin's chord, kept a tolerance off both ends, to the tolerance. A
+/// convex margin would creep a tolerance step at a time from one end: when an end has been kept for two runs
+/// in a row, the next run bisects the bracket (geometric mean) instead, as Brent's method falls back to
+/// bisection. (Illinois's halving of the kept end's margin still crept on the shipped SLO study's vLLM
+/// search: 8.78, 9.22, 9.70, 10.19 req/s against a failure at 10.7, and its 12 runs ran out 5.005% apart.)
 void SloRun::refine() {
   const LoadKind var = spec().variable;
   const double tol = 1 + spec().tolerance_pct / 100;
@@ -270,11 +272,8 @@ void SloRun::refine() {
     }
     const double a = lo * tol, b = hi / tol;
     double x = std::sqrt(lo * hi);
-    if (m_lo && m_hi && *m_hi > *m_lo) {
-      const double ml = *m_lo * std::pow(0.5, std::max(0, lo_kept - 1));
-      const double mh = *m_hi * std::pow(0.5, std::max(0, hi_kept - 1));
-      x = lo + (hi - lo) * (-ml) / (mh - ml);
-    }
+    if (m_lo && m_hi && *m_hi > *m_lo && lo_kept < 2 && hi_kept < 2)
+      x = lo + (hi - lo) * (-*m_lo) / (*m_hi - *m_lo);
     x = round_value(var, a < b ? std::clamp(x, a, b) : std::sqrt(lo * hi));
     if (var == LoadKind::kConcurrency) x = std::clamp(x, lo + 1, hi - 1);  // rounding must not reach an end
     if (x <= lo || x >= hi) return;
