@@ -200,6 +200,12 @@ simserve::Timeline serve_timeline(const ServedEngine& s) {
         t->advance_to(ts, emit);
       },
       [t] { return t->next_event_s(); }};
+  timeline.admit = [t](int prompt, int output) {
+    simserve::Admission a;
+    a.refusal = t->refusal(prompt, output);
+    a.output_tokens = a.refusal ? 0 : t->admitted_output(prompt, output);
+    return a;
+  };
   timeline.engine_metrics = [t] { return engine_metrics(*t); };
   timeline.spec_decode = s.twin->speculative();
   return timeline;

@@ -288,6 +288,13 @@ Quantization parse_modelopt(const nlohmann::json& qc, const std::string& where, 
   }
   q.source = "quantization_config: modelopt " + algo;
   if (str_or(body, "kv_cache_quant_algo", "") == "FP8") q.kv_cache = DType::kFp8;
+  // ModelOpt's config.json block names it kv_cache_scheme: "FP8", or compressed-tensors style
+  // {type: float, num_bits: 8}.
+  if (const auto kv = body.find("kv_cache_scheme"); kv != body.end()) {
+    if ((kv->is_string() && kv->get<std::string>() == "FP8") ||
+        (kv->is_object() && str_or(*kv, "type", "") == "float" && kv->value("num_bits", 0) == 8))
+      q.kv_cache = DType::kFp8;
+  }
   // hf_quant_config.json lists them as exclude_modules; a config.json quantization_config written by
   // ModelOpt as "ignore" (nvidia's NVFP4 MiniMax-M2.5 / Kimi-K2.5 copies).
   keep_unconverted(q, string_list(body, "exclude_modules", where), dtype, where);
@@ -347,14 +354,16 @@ ModelSpec with_engine_quantization(const ModelSpec& spec, const std::string& met
   // The checkpoint already carries the scheme the flag names (vLLM accepts the matching spelling and its
   // kernel variants: awq_marlin, gptq_marlin, modelopt_fp4; SGLang names ModelOpt's two schemes
   // modelopt_fp8 and modelopt_fp4, server_args.py QUANTIZATION_CHOICES [recalled]).
+  // The ModelOpt spellings match a checkpoint ModelOpt wrote (parse_modelopt's source), not any FP8 one.
+  const bool modelopt = spec.quantization.source.rfind("quantization_config: modelopt", 0) == 0;
   const bool matches =
       (is({"fp8"}) && (have == QuantMethod::kFp8Block || have == QuantMethod::kFp8PerTensor)) ||
       (is({"awq", "awq_marlin"}) && have == QuantMethod::kAwq) ||
       (is({"gptq", "gptq_marlin"}) && have == QuantMethod::kGptq) ||
       (is({"mxfp4"}) && have == QuantMethod::kMxfp4) ||
-      (is({"modelopt"}) && (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
-      (is({"modelopt_fp4"}) && have == QuantMethod::kNvfp4) ||
-      (is({"modelopt_fp8"}) && have == QuantMethod::kFp8PerTensor) ||
+      (is({"modelopt"}) && modelopt && (have == QuantMethod::kNvfp4 || have == QuantMethod::kFp8PerTensor)) ||
+      (is({"modelopt_fp4"}) && modelopt && have == QuantMethod::kNvfp4) ||
+      (is({"modelopt_fp8"}) && modelopt && have == QuantMethod::kFp8PerTensor) ||
       (is({"compressed-tensors", "w8a8_int8"}) && have == QuantMethod::kW8A8Int8);
   if (matches) return spec;
   if (method == "fp8" && have == QuantMethod::kNone) {

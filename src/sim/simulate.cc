@@ -102,6 +102,12 @@ std::optional<Simulator::Refusal> Simulator::refusal(int prompt, int output_len)
   return std::nullopt;
 }
 
+int Simulator::admitted_output(int prompt, int output_len) const {
+  const long long cap = max_request_len();
+  return cap > 0 ? static_cast<int>(std::max<long long>(1, std::min<long long>(output_len, cap - prompt - 1)))
+                 : output_len;
+}
+
 std::optional<std::string> Simulator::send(int id, double t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
@@ -115,8 +121,7 @@ std::optional<std::string> Simulator::send(int id, double t) {
     o.error = std::move(no->message);
     return o.error;
   }
-  if (const long long cap = max_request_len(); cap > 0)
-    q.output_len = static_cast<int>(std::min<long long>(q.output_len, cap - q.prompt - 1));
+  q.output_len = admitted_output(q.prompt, q.output_len);
   // The API server's work on the request (processor sharing, or FIFO: api_server.h), then the hand-off.
   api_.arrive(id, t, handed_off_);
   ++in_flight_;
@@ -365,8 +370,13 @@ int Simulator::drop_unschedulable() {
     auto& o = out_[id];
     o.success = false;
     o.failure = metrics::FailureKind::kServerError;
-    o.error = fmt::format("request needs {} KV tokens but the pool of one rank holds {}",
-                          q.prompt + q.output_len, plan_.kv_tokens_per_rank);
+    // Its last step holds the prompt, every output token but the last, and the verify tokens of that step.
+    const int verify = verify_tokens();
+    o.error =
+        fmt::format("request needs {} KV tokens{} but the pool of one rank holds {}",
+                    q.prompt + q.output_len - 1 + verify,
+                    verify > 1 ? fmt::format(" ({} of them speculative-decoding verify tokens)", verify) : "",
+                    plan_.kv_tokens_per_rank);
     if (sink_ != nullptr) sink_->push_back({id, -1, 0, now_s_});
     client_done_.push_back({now_s_, step_trace_index(), false});
     ++finished_;
@@ -734,6 +744,15 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   im.arrivals.emplace_back(internal,
                            im.arrivals.empty() ? now_s : std::max(now_s, im.arrivals.back().second));
   return std::nullopt;
+}
+
+std::optional<std::string> OnlineTwin::refusal(int prompt_tokens, int output_len) const {
+  if (auto no = impl_->sim.refusal(prompt_tokens, output_len)) return std::move(no->message);
+  return std::nullopt;
+}
+
+int OnlineTwin::admitted_output(int prompt_tokens, int output_len) const {
+  return impl_->sim.admitted_output(prompt_tokens, output_len);
 }
 
 void OnlineTwin::cancel(std::uint64_t id) {

@@ -121,6 +121,9 @@ class Simulator {
     std::string message;
   };
   std::optional<Refusal> refusal(int prompt, int output_len) const;
+  /// The output tokens the engine emits for a request it accepts: `output_len`, or fewer where it clips
+  /// max_new_tokens to one request's share of the pool (SchedulerPolicy::request_len_from_pool).
+  int admitted_output(int prompt, int output_len) const;
   /// The client sends the request at `t`: refused (refusal()) or queued at the API server, which hands
   /// requests to the engine one after another (Calibration::api_request_ms). An accepted request's output
   /// is clipped where the engine clips max_new_tokens to the pool (SchedulerPolicy::request_len_from_pool).

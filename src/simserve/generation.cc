@@ -71,6 +71,14 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   int output_tokens = req.max_tokens.value_or(
       options.default_max_tokens > 0 ? std::min(options.default_max_tokens, room) : room);
   output_tokens = std::max(output_tokens, std::min(req.min_tokens, room));
+  // The engine's own verdict (SGLang bounds one request by its rank's KV pool: a refusal, or fewer tokens).
+  if (timeline.admit) {
+    const Admission verdict = timeline.admit(prompt_tokens, output_tokens);
+    if (verdict.refusal)
+      return ApiError{400, "BadRequestError", *verdict.refusal,
+                      ep == Endpoint::kCompletions ? "prompt" : "messages"};
+    output_tokens = verdict.output_tokens;
+  }
 
   const std::uint64_t id = next_id++;
   Active a;

@@ -320,9 +320,9 @@ TEST(SeedReleaseRules, TrtllmRules) {
   EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 8 --ep_size 3"), kV32, kH200)->rule,
             "trtllm.ep.divides_tp");
   EXPECT_EQ(refusal(parse("trtllm-serve m --tp_size 16"), kV32, kH200)->rule, "parallel.gpu_count");
-  // speculative_config: MTP (DeepSeek-V3.2 has its MTP layer), Eagle3 and NGram are modelled; the other
-  // decoding types of TensorRT-LLM are refused as unmodelled, a misspelled one as unknown (a new user's
-  // decoding_type Eagle was refused as "needs MTP layers").
+  // speculative_config: MTP (DeepSeek-V3.2 has its MTP layer), Eagle / Eagle3 and NGram are modelled; the
+  // other decoding types of TensorRT-LLM are refused as unmodelled, a misspelled one as unknown (a new
+  // user's decoding_type Eagle was refused as "needs MTP layers").
   auto speculative = [](const std::string& type) {
     auto c = parse("trtllm-serve m --tp_size 8");
     c.speculative = se::SpeculativeConfig{};
@@ -331,13 +331,16 @@ TEST(SeedReleaseRules, TrtllmRules) {
     return c;
   };
   EXPECT_FALSE(refusal(speculative("MTP"), kV32, kH200));
-  const auto eagle = refusal(speculative("Eagle"), kV32, kH200);
-  ASSERT_TRUE(eagle);
-  EXPECT_EQ(eagle->rule, "trtllm.speculative.unmodelled");
+  auto eagle = resolve(speculative("Eagle"), kV32, kH200);
+  ASSERT_TRUE(std::holds_alternative<se::ResolvedLaunch>(eagle));
+  EXPECT_EQ(std::get<se::ResolvedLaunch>(eagle).speculative->method, se::SpeculativePolicy::Method::kEagle3);
+  const auto medusa = refusal(speculative("Medusa"), kV32, kH200);
+  ASSERT_TRUE(medusa);
+  EXPECT_EQ(medusa->rule, "trtllm.speculative.unmodelled");
   EXPECT_EQ(
-      eagle->message,
-      "speculative_config decoding_type Eagle: not modelled by the twin (modelled: MTP, Eagle3 with a draft "
-      "model, NGram)");
+      medusa->message,
+      "speculative_config decoding_type Medusa: not modelled by the twin (modelled: MTP, Eagle / Eagle3, "
+      "NGram)");
   const auto typo = refusal(speculative("Draft_Target"), kV32, kH200);
   ASSERT_TRUE(typo);
   EXPECT_EQ(typo->rule, "trtllm.speculative.unknown");

@@ -164,6 +164,7 @@ TEST(Quantization, ModeloptNvfp4AndFp8) {
                                          {"ignore", {"lm_head"}}});
   EXPECT_EQ(producer.quantization.method, QuantMethod::kFp8PerTensor);
   EXPECT_EQ(producer.quantization.source, "quantization_config: modelopt FP8");
+  EXPECT_EQ(producer.quantization.kv_cache, DType::kFp8);
   EXPECT_EQ(resolve_model("Qwen/Qwen3-32B-FP8-Static-PerTensor").quantization.method,
             QuantMethod::kFp8PerTensor);
   EXPECT_EQ(

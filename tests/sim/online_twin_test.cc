@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <variant>
 #include <vector>
 
 #include "servelab/engines/engines.h"
@@ -170,6 +171,39 @@ TEST(OnlineTwin, CancelStopsARequestsTokens) {
   EXPECT_EQ(tokens[1], 200);
   EXPECT_EQ(twin.live_metrics().front().num_requests_running, 0);
   EXPECT_GT(last, 0.0);
+}
+
+// SGLang bounds one request by its rank's KV pool (--max-total-tokens 2500: a pool of 2,500 tokens,
+// max_req_len 2499): the online twin refuses a prompt the pool cannot hold and emits the clipped output, as
+// `sim serve` asks it before submitting (both once hung the server: refused prompts got no answer, clipped
+// ones waited for tokens that never came).
+TEST(OnlineTwin, SglangRefusesAndClipsByItsPool) {
+  const auto model = testing::corpus_model("qwen3-8b");
+  auto created = OnlineTwin::create(
+      engines::parse_launch_command({"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
+                                     "--max-total-tokens", "2500"}),
+      hardware::parse_cluster("1xH100"), model);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<OnlineTwin>>(created));
+  auto& twin = *std::get<std::unique_ptr<OnlineTwin>>(created);
+  EXPECT_EQ(
+      twin.refusal(3000, 10).value_or(""),
+      "Input length (3000 tokens) exceeds the maximum allowed length (2494 tokens). Use a shorter input or "
+      "enable --allow-auto-truncate.");
+  EXPECT_FALSE(twin.refusal(2000, 1000));
+  EXPECT_EQ(twin.admitted_output(2000, 1000), 498);
+  EXPECT_EQ(twin.admitted_output(100, 20), 20);
+  // Submitted, the clipped request emits exactly its admitted tokens; the refused one none.
+  EXPECT_TRUE(twin.submit(0, 3000, 10, 0.0));
+  EXPECT_FALSE(twin.submit(1, 2000, 1000, 0.0));
+  int tokens[2] = {0, 0};
+  while (std::isfinite(twin.next_event_s()))
+    twin.advance_to(twin.next_event_s(), [&](std::uint64_t id, int index, double) {
+      ASSERT_LT(id, 2u);
+      ASSERT_GE(index, 0);
+      ++tokens[id];
+    });
+  EXPECT_EQ(tokens[0], 0);
+  EXPECT_EQ(tokens[1], 498);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -474,6 +476,30 @@ TEST(SimServeBadRequest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_LT(first, health);
   EXPECT_LT(health, second);
   expect_healthy(r);
+}
+
+// The engine's own verdict (Timeline::admit, SGLang's KV-pool bound in the twin): a refusal is a 400 with its
+// text, streamed or not; a clipped request ends after the tokens the engine emits, its usage says so.
+TEST(SimServeBadRequest, TheEnginesVerdictRefusesOrClips) {
+  Running r;
+  r.tl.admit = [](int prompt_tokens, int output_len) {
+    if (prompt_tokens > 1) return simserve::Admission{"Input length too long for the pool", 0};
+    return simserve::Admission{std::nullopt, std::min(output_len, 3)};
+  };
+  for (bool stream : {false, true}) {
+    const std::string rep = roundtrip(
+        r.port, post("/v1/completions",
+                     std::string(R"({"model":"twin","prompt":"Hello world","max_tokens":5,"stream":)") +
+                         (stream ? "true" : "false") + "}",
+                     "Connection: close\r\n"));
+    EXPECT_EQ(status_of(rep), 400) << rep;
+    EXPECT_EQ(error_of(rep)["message"], "Input length too long for the pool");
+  }
+  const std::string clipped = roundtrip(
+      r.port,
+      post("/v1/completions", R"({"model":"twin","prompt":"x","max_tokens":10})", "Connection: close\r\n"));
+  EXPECT_EQ(status_of(clipped), 200) << clipped;
+  EXPECT_NE(clipped.find("\"completion_tokens\":3"), std::string::npos) << clipped;
 }
 
 TEST(SimServeBadRequest, AnExceptionInAHandlerIsA500ForThatRequestOnly) {

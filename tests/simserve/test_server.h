@@ -28,8 +28,15 @@ struct FixedTimeline {
   std::atomic<int> cancels{0};
   std::atomic<int> submits{0};
   std::function<void(int prompt_tokens)> on_submit;  ///< may throw (a failing twin)
+  /// The engine's verdict (Timeline::admit); unset: every request served as asked.
+  std::function<Admission(int prompt_tokens, int output_len)> admit;
 
   Timeline make() {
+    Timeline t = make_base();
+    t.admit = [this](int p, int n) { return admit ? admit(p, n) : Admission{std::nullopt, n}; };
+    return t;
+  }
+  Timeline make_base() {
     return {[this](std::uint64_t id, int p, int n, double now) {
               if (on_submit) on_submit(p);
               submitted_prompt_tokens = p;

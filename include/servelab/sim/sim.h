@@ -153,10 +153,12 @@ PredictResult predict(const engines::LaunchConfig& engine, const hardware::Clust
 /// and the corpus fit refuse with it; a caller may ask before it draws a workload.
 std::optional<PredictedFailure> gpu_not_modelled(const hardware::ClusterSpec& cluster);
 
-/// predict()'s start-up verdict on a launch, without a workload: the GPU not modelled (gpu_not_modelled),
-/// the engine's refusal (engines::resolve_launch) or the memory plan's out-of-memory, each as predict()
-/// returns it; nullopt when the engine starts. A caller may ask before it draws a workload (`sim run`: a
-/// dataset of thousands of long prompts takes seconds to tokenize). Thread-safety: pure function.
+/// predict()'s verdict on a launch that needs no workload: the GPU not modelled (gpu_not_modelled), what
+/// engines::resolve_launch predicts from the launch alone (a start-up refusal, or a failure known to come at
+/// the first step, e.g. vLLM -dcp with FlashMLA sparse) or the memory plan's out-of-memory, each as
+/// predict() returns it; nullopt when the twin predicts the engine serves. A caller may ask before it draws a
+/// workload (`sim run`: a dataset of thousands of long prompts takes seconds to tokenize). Thread-safety:
+/// pure function.
 std::optional<PredictedFailure> startup_failure(const engines::LaunchConfig& engine,
                                                 const hardware::ClusterSpec& cluster,
                                                 const model::ModelSpec& model);
@@ -211,9 +213,16 @@ class OnlineTwin {
   /// `output_len` to generate arrives at `now_s`, normally >= the last advance_to's `t_s`. An earlier one
   /// (a caller that read it late) joins no step already formed; it is sent no earlier than the previous
   /// submit, and the API server counts its work from its own clock when that is later. Returns the
-  /// engine's refusal text (context too long: engines::check_request) or nullopt when admitted. Ids are
-  /// the caller's and must be unique.
+  /// engine's refusal text (refusal()) or nullopt when admitted; an admitted request emits
+  /// admitted_output() tokens. Ids are the caller's and must be unique.
   std::optional<std::string> submit(std::uint64_t id, int prompt_tokens, int output_len, double now_s);
+  /// The engine's refusal of a request of `prompt_tokens` asking `output_len` (context too long:
+  /// engines::check_request; SGLang, a prompt its rank's KV pool cannot hold:
+  /// engines::SchedulerPolicy::request_len_from_pool), or nullopt.
+  std::optional<std::string> refusal(int prompt_tokens, int output_len) const;
+  /// The tokens an admitted request emits: `output_len`, or fewer where the engine clips max_new_tokens to
+  /// its rank's KV pool (engines::SchedulerPolicy::request_len_from_pool).
+  int admitted_output(int prompt_tokens, int output_len) const;
   /// Drops a request (its client went away); frees its KV after the step in flight.
   void cancel(std::uint64_t id);
   /// Applies every event at or before `t_s` (steps that end, steps that start, API-server hand-offs) and

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ struct EngineMetrics {
   long long spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
 };
 
+/// What the engine model makes of a request the server's context check passed.
+struct Admission {
+  /// Set: the engine turns the request away (the client gets a 400 with this text).
+  std::optional<std::string> refusal;
+  /// Else the tokens it emits: the request's, or fewer where the engine clips max_new_tokens (SGLang: to
+  /// its rank's KV pool).
+  int output_tokens = 0;
+};
+
 /// The online engine model behind the server, in virtual time (seconds since the server started).
 /// Thread-safety: the server calls these from its single event-loop thread only.
 struct Timeline {
@@ -44,6 +54,9 @@ struct Timeline {
   /// The engines' live state for GET /metrics, one entry per DP rank; empty function: /metrics is a 404.
   std::function<std::vector<EngineMetrics>()> engine_metrics;
   bool spec_decode = false;  ///< the engine decodes speculatively: /metrics has the spec_decode families
+  /// Asked before submit: the engine's verdict on a request of `prompt_tokens` asking `output_len`. Empty
+  /// function: every request the server's context check passes is served as asked.
+  std::function<Admission(int prompt_tokens, int output_len)> admit;
 };
 
 /// Options of `sim serve`.

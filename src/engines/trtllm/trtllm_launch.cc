@@ -197,10 +197,13 @@ std::optional<LaunchFailure> trtllm_speculative(ResolvedLaunch& r) {
   using M = SpeculativePolicy::Method;
   SpeculativePolicy p;
   const std::string& t = s.method;
-  const bool mtp = t == "MTP", eagle3 = t == "Eagle3" || t == "EAGLE3", ngram = t == "NGram" || t == "NGRAM";
+  // The PyTorch backend runs EAGLE-3 drafts under decoding_type Eagle (EagleDecodingConfig, with
+  // speculative_model_dir and eagle3_one_model) as under Eagle3 [recalled: llmapi/llm_args.py].
+  const bool mtp = t == "MTP", ngram = t == "NGram" || t == "NGRAM";
+  const bool eagle3 = t == "Eagle" || t == "Eagle3" || t == "EAGLE3";
   if (!mtp && !eagle3 && !ngram) {
     // llmapi/llm_args.py DecodingBaseConfig subclasses' decoding_type names [recalled].
-    static const char* const kKnown[] = {"Eagle",        "Medusa",    "Lookahead", "DraftTarget",
+    static const char* const kKnown[] = {"Medusa",       "Lookahead", "DraftTarget",
                                          "UserProvided", "SaveState", "AUTO"};
     const bool known =
         std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return t == k; });
@@ -213,7 +216,7 @@ std::optional<LaunchFailure> trtllm_speculative(ResolvedLaunch& r) {
           false);
     return fail(FailurePhase::kStartup, "trtllm.speculative.unmodelled",
                 "speculative_config decoding_type " + t +
-                    ": not modelled by the twin (modelled: MTP, Eagle3 with a draft model, NGram)",
+                    ": not modelled by the twin (modelled: MTP, Eagle / Eagle3, NGram)",
                 false);
   }
   p.method = eagle3 ? M::kEagle3 : ngram ? M::kNgram : M::kMtp;
