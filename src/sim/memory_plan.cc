@@ -263,17 +263,15 @@ MemoryPlan plan_memory(const engines::ResolvedLaunch& launch, const hardware::Cl
     // request of max_model_len, so the twin's does too (else such a request, admitted by the API server,
     // would fail at runtime where the engine serves it).
     const long long one_request = (static_cast<long long>(plan.max_model_len) + bs - 1) / bs * bs;
+    const long long pool = std::max(one_request, plan.kv_tokens_per_rank);
     plan.notes.push_back(
         fmt::format("one {}-token request needs {:.2f} GiB of KV, {:.2f} GiB more than the plan leaves: "
-                    "within the plan's "
-                    "uncertainty ({:.1f} GiB), so the twin predicts the engine starts, and its KV pool holds "
-                    "that request "
-                    "({} tokens per rank, not the plan's {})",
+                    "within the plan's uncertainty ({:.1f} GiB), so the twin predicts the engine starts, and "
+                    "its KV pool holds that request ({} tokens per rank, not the plan's {})",
                     plan.max_model_len, need / kGiB, (need - plan.kv_budget_bytes) / kGiB,
-                    kMemoryPlanToleranceBytes / kGiB, std::max(one_request, plan.kv_tokens_per_rank),
-                    plan.kv_tokens_per_rank));
+                    kMemoryPlanToleranceBytes / kGiB, pool, plan.kv_tokens_per_rank));
     plan.kv_budget_bytes = need;
-    plan.kv_tokens_per_rank = std::max(one_request, plan.kv_tokens_per_rank);
+    plan.kv_tokens_per_rank = pool;
   } else if (pol.kv_pool_holds_one_request && plan.kv_budget_bytes < need) {
     // vLLM kv_cache_utils.check_enough_kv_cache_memory.
     const long long est =

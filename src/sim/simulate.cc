@@ -737,7 +737,7 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
   im.dropped.push_back(0);
-  // Refusals (context length) are decided at arrival, as the engine's API server does.
+  // Refusals (context length; SGLang's KV-pool bound) are decided at arrival, as the engine does.
   if (im.sim.refusal(prompt_tokens, output_len)) return im.sim.send(internal, now_s);
   im.by_external[id] = internal;
   // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.
