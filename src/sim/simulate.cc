@@ -108,19 +108,32 @@ int Simulator::admitted_output(int prompt, int output_len) const {
                  : output_len;
 }
 
+std::string Simulator::fail_refused(int id, Refusal no) {
+  Req& q = reqs_[id];
+  auto& o = out_[id];
+  q.state = ReqState::kFailed;
+  o.success = false;
+  o.failure = no.kind;
+  o.http_status = no.http_status;
+  o.error = std::move(no.message);
+  return o.error;
+}
+
+std::optional<std::string> Simulator::send_if_refused(int id, double t) {
+  Req& q = reqs_[id];
+  auto no = refusal(q.prompt, q.output_len);
+  if (!no) return std::nullopt;
+  q.send_s = t;
+  out_[id].send_time_s = t;
+  return fail_refused(id, std::move(*no));
+}
+
 std::optional<std::string> Simulator::send(int id, double t) {
   Req& q = reqs_[id];
   auto& o = out_[id];
   q.send_s = t;
   o.send_time_s = t;
-  if (auto no = refusal(q.prompt, q.output_len)) {
-    q.state = ReqState::kFailed;
-    o.success = false;
-    o.failure = no->kind;
-    o.http_status = no->http_status;
-    o.error = std::move(no->message);
-    return o.error;
-  }
+  if (auto no = refusal(q.prompt, q.output_len)) return fail_refused(id, std::move(*no));
   q.output_len = admitted_output(q.prompt, q.output_len);
   // The API server's work on the request (processor sharing, or FIFO: api_server.h), then the hand-off.
   api_.arrive(id, t, handed_off_);
@@ -737,8 +750,9 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
   im.dropped.push_back(0);
-  // Refusals (context length; SGLang's KV-pool bound) are decided at arrival, as the engine does.
-  if (im.sim.refusal(prompt_tokens, output_len)) return im.sim.send(internal, now_s);
+  // Refusals (context length; SGLang's KV-pool bound) are decided at arrival, as the engine does: send()
+  // asks Simulator::refusal, records the failure and returns its message.
+  if (auto no = im.sim.send_if_refused(internal, now_s)) return no;
   im.by_external[id] = internal;
   // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.
   im.arrivals.emplace_back(internal,

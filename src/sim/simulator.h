@@ -128,6 +128,9 @@ class Simulator {
   /// requests to the engine one after another (Calibration::api_request_ms). An accepted request's output
   /// is clipped where the engine clips max_new_tokens to the pool (SchedulerPolicy::request_len_from_pool).
   std::optional<std::string> send(int id, double t);
+  /// send() for a request refusal() turns away (its failure recorded, its message returned); nullopt, and
+  /// nothing sent, for one it accepts. One check where a caller must know the verdict before queuing.
+  std::optional<std::string> send_if_refused(int id, double t);
   /// Advances the API server to `t` and hands to the engine's router every request it finished by `cut`
   /// (<= t; default t); later ones wait for the next call. With an overlapped scheduler the step that
   /// follows `t` was formed when the step ending at `t` began, so run() passes that start as `cut`.
@@ -187,6 +190,8 @@ class Simulator {
   double now() const { return now_s_; }
 
  private:
+  /// Records request `id` as failed with `no` (kind, HTTP status, message); returns the message.
+  std::string fail_refused(int id, Refusal no);
   friend class EventLoop;  // event_loop.h: steps the simulation (idle time, trace, the clock of drops)
   class Client;            // the benchmark client of run() (simulate.cc)
   /// Appends the step that `slow` (the pipeline's slowest micro-batch) set to the trace.

@@ -203,17 +203,16 @@ std::optional<LaunchFailure> trtllm_speculative(ResolvedLaunch& r) {
   const bool eagle3 = t == "Eagle" || t == "Eagle3" || t == "EAGLE3";
   if (!mtp && !eagle3 && !ngram) {
     // llmapi/llm_args.py DecodingBaseConfig subclasses' decoding_type names [recalled].
-    static const char* const kKnown[] = {"Medusa",       "Lookahead", "DraftTarget",
-                                         "UserProvided", "SaveState", "AUTO"};
-    const bool known =
-        std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return t == k; });
-    if (!known)
-      return fail(
-          FailurePhase::kStartup, "trtllm.speculative.unknown",
-          "speculative_config decoding_type " + (t.empty() ? std::string("(missing)") : t) +
-              " is not one of TensorRT-LLM's (MTP, Eagle, Eagle3, NGram, Medusa, Lookahead, DraftTarget, "
-              "UserProvided, SaveState, AUTO)",
-          false);
+    static const char* const kUnmodelled[] = {"Medusa",       "Lookahead", "DraftTarget",
+                                              "UserProvided", "SaveState", "AUTO"};
+    if (std::none_of(std::begin(kUnmodelled), std::end(kUnmodelled), [&](const char* k) { return t == k; })) {
+      std::string names = "MTP, Eagle, Eagle3, NGram";
+      for (const char* k : kUnmodelled) names += std::string(", ") + k;
+      return fail(FailurePhase::kStartup, "trtllm.speculative.unknown",
+                  "speculative_config decoding_type " + (t.empty() ? std::string("(missing)") : t) +
+                      " is not one of TensorRT-LLM's (" + names + ")",
+                  false);
+    }
     return fail(FailurePhase::kStartup, "trtllm.speculative.unmodelled",
                 "speculative_config decoding_type " + t +
                     ": not modelled by the twin (modelled: MTP, Eagle / Eagle3, NGram)",
