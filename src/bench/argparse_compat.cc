@@ -55,4 +55,42 @@ std::vector<std::string> parse_bench_args(CLI::App& app, const std::vector<std::
   return app.remaining();
 }
 
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string closest_long_flag(const CLI::App& app, const std::string& flag) {
+  const std::string name = flag.substr(0, flag.find('='));
+  std::string best;
+  std::size_t best_d = 3;
+  for (const CLI::Option* o : app.get_options())
+    for (const auto& l : o->get_lnames())
+      if (const std::size_t d = edit_distance(name, "--" + l); d < best_d) best_d = d, best = "--" + l;
+  return best;
+}
+
+std::string unrecognized_arguments(const CLI::App& app, const std::vector<std::string>& extras) {
+  std::string joined, hint;
+  for (const auto& e : extras) joined += (joined.empty() ? "" : " ") + e;
+  for (const auto& e : extras) {
+    if (e.rfind("--", 0) != 0) continue;
+    if (const std::string best = closest_long_flag(app, e); !best.empty())
+      hint = " (did you mean " + best + "?)";
+    break;
+  }
+  return "unrecognized arguments: " + joined + hint;
+}
+
 }  // namespace servelab::bench

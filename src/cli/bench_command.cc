@@ -33,17 +33,8 @@ using servelab::bench::RunOptions;
 // argparse's message for arguments nobody consumed: "error: unrecognized arguments: --num-prompt 5",
 // plus the closest known flag. Exits 2 (argparse's status).
 void reject_unrecognized(const CLI::App& serve, const std::vector<std::string>& extras) {
-  std::string joined;
-  for (const auto& e : extras) joined += (joined.empty() ? "" : " ") + e;
-  std::string hint;
-  for (const auto& e : extras) {
-    if (e.rfind("--", 0) != 0) continue;
-    if (const std::string best = servelab::cli::closest_flag(serve, e); !best.empty())
-      hint = " (did you mean " + best + "?)";
-    break;
-  }
-  std::fprintf(stderr, "servelab bench serve: error: unrecognized arguments: %s%s\n", joined.c_str(),
-               hint.c_str());
+  std::fprintf(stderr, "servelab bench serve: error: %s\n",
+               servelab::bench::unrecognized_arguments(serve, extras).c_str());
   throw servelab::cli::ExitRequest{2};
 }
 

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "servelab/bench/argparse_compat.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -10,29 +12,10 @@
 
 namespace servelab::cli {
 
-/// Levenshtein distance between `a` and `b` (characters).
-inline std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 /// The long option of `app` closest to `flag` ("--name", any "=value" dropped) within 2 edits, as
-/// "--name"; "" when none is that close.
+/// "--name"; "" when none is that close (bench::closest_long_flag).
 inline std::string closest_flag(const CLI::App& app, const std::string& flag) {
-  const std::string name = flag.substr(0, flag.find('='));
-  std::string best;
-  std::size_t best_d = 3;
-  for (const CLI::Option* o : app.get_options())
-    for (const auto& l : o->get_lnames())
-      if (const std::size_t d = edit_distance(name, "--" + l); d < best_d) best_d = d, best = "--" + l;
-  return best;
+  return bench::closest_long_flag(app, flag);
 }
 
 /// The first word of argv[first, last) that looks like a long option ("--name" or "--name=value") and is

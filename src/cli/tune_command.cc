@@ -10,6 +10,7 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/evaluations.h"
@@ -214,6 +215,14 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
       throw servelab::cli::ExitRequest{2};
     }
   }
+  // A version the twin does not model (a typo, or a newer release) changes the defaults every twin trial is
+  // judged on: say so before the study runs, as `sim run` does (new-user trial: `version = "9.9.9"` ran to
+  // the end with only a count of warnings in the report).
+  if (study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided)
+    for (const auto& e : study.engines)
+      if (!e.version.empty())
+        if (auto w = servelab::engines::unmodelled_release_warning(e.kind, e.version))
+          std::fprintf(stderr, "servelab tune: engine %s: %s\n", e.name.c_str(), w->c_str());
   try {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {
@@ -231,6 +240,23 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
                  "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
                  "--skip-preflight to launch anyway)\n");
     throw servelab::cli::ExitRequest{2};
+  }
+}
+
+/// A study stopped (Ctrl-C, an abort) still leaves a report: report.md, report.html, summary.json
+/// ("complete": false, verdict "incomplete") and trials.csv / trials.json rebuilt from results.sqlite, as
+/// `servelab report` would, so no file of an earlier run is left behind stale (new-user trial: after a second
+/// Ctrl-C, summary.json still described the first run's 0 trials). A failure to write them is said, not
+/// fatal.
+void write_partial_report(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "results.sqlite")) return;
+  try {
+    const auto out = servelab::tune::report_study_dir(dir, nullptr);
+    std::fprintf(stderr, "servelab tune: partial report (%s): %s/report.md\n",
+                 out.complete ? "complete" : "incomplete", dir.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "servelab tune: the partial report was not written: %s\n",
+                 servelab::common::redact_text(e.what()).c_str());
   }
 }
 
@@ -317,6 +343,7 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
                  "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
                  "rerun with --resume)\n",
                  e.what(), opt.out_dir.c_str());
+    write_partial_report(opt.out_dir);
     throw servelab::cli::ExitRequest{1};
   } catch (const TuneSetupError& e) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
@@ -324,6 +351,7 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "servelab tune: %s (results so far in %s/results.sqlite)\n", e.what(),
                  opt.out_dir.c_str());
+    write_partial_report(opt.out_dir);
     throw servelab::cli::ExitRequest{130};
   }
 }

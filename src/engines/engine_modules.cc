@@ -154,7 +154,7 @@ std::string join_versions(const std::vector<EngineRelease>& releases) {
 /// defaults stand in for it (parse_launch_command: a release takes the flags of its place in the order).
 /// Whether runs of the release were validated is the error band's to say (sim uncertainty: the corpus's
 /// versions), not this module's: the InferenceMAX corpus holds releases whose flags are not modelled apart.
-std::optional<std::string> unmodelled_release_warning(const EngineModule& m, const std::string& version) {
+std::optional<std::string> unmodelled_release_text(const EngineModule& m, const std::string& version) {
   const EngineVersion v = EngineVersion::parse(version);
   const std::string* before = nullptr;
   const std::string* after = nullptr;
@@ -201,7 +201,7 @@ void add_release_notices(const LaunchImage& image, const std::string& version, R
     out.notices.push_back("note: --engine-version " + version +
                           " wins over the release the image tag names, " + image.release + " (" +
                           image.image + "): " + m.product_name + " " + version + " is predicted");
-  if (auto w = unmodelled_release_warning(m, predicted)) out.notices.push_back(*w);
+  if (auto w = unmodelled_release_text(m, predicted)) out.notices.push_back(*w);
   if (auto w = rocm_image_warning(image, m)) out.notices.push_back(*w);
 }
 
@@ -314,6 +314,10 @@ void register_engine_module(EngineModule module) {
   auto& t = table();
   check_module(module, t);
   t.push_back(std::move(module));
+}
+
+std::optional<std::string> unmodelled_release_warning(EngineKind kind, const std::string& version) {
+  return unmodelled_release_text(engine_module(kind), version);
 }
 
 }  // namespace servelab::engines

@@ -1,6 +1,7 @@
 // Generation requests of `sim serve`: admitting one into the twin (validation, prompt tokens, context
 // limit, output length, identity) and writing each output token the twin emits, streamed as an SSE chunk
 // or accumulated into one response. See server_impl.h.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -35,6 +36,11 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
 
   int prompt_tokens = 0;
   if (ep == Endpoint::kCompletions && req.prompt_token_ids) {
+    // vLLM's input processor: "Token id {id} is out of vocabulary" past the tokenizer's largest id.
+    const std::int64_t top = *std::max_element(req.prompt_token_ids->begin(), req.prompt_token_ids->end());
+    if (top >= static_cast<std::int64_t>(tok.vocab_size_with_added()))
+      return ApiError{400, "BadRequestError", "Token id " + std::to_string(top) + " is out of vocabulary",
+                      "prompt"};
     prompt_tokens = static_cast<int>(req.prompt_token_ids->size());  // token ids: the prompt as sent
   } else if (ep == Endpoint::kCompletions) {
     prompt_tokens = static_cast<int>(tok.encode(req.prompt, true).size());

@@ -269,6 +269,50 @@ std::optional<ApiError> read_sampling_options(const json& body, GenerationReques
   return check_sampling_ranges(body);
 }
 
+/// vLLM's default --max-logprobs (ModelConfig.max_logprobs = 20) [recalled: vllm/config/model.py].
+constexpr int kMaxLogprobs = 20;
+
+// The parameters the twin checks as vLLM does and then ignores (its text is synthetic): stop (a string or a
+// list of strings), stop_token_ids (a list of integers), echo (completions: a boolean) and logprobs
+// (completions: an integer of at most 20; chat: a boolean, with top_logprobs an integer of at most 20)
+// [recalled: vllm/entrypoints/openai/protocol.py and its "Requested sample logprobs of {n}, which is greater
+// than max allowed: 20" check].
+std::optional<ApiError> read_ignored_options(const json& body, Endpoint endpoint) {
+  if (auto it = body.find("stop"); it != body.end() && !it->is_null() && !it->is_string()) {
+    const bool strings =
+        it->is_array() && std::all_of(it->begin(), it->end(), [](const json& v) { return v.is_string(); });
+    if (!strings)
+      return validation(std::string("stop must be a string or a list of strings, got ") + json_type_name(*it),
+                        "stop");
+  }
+  if (auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
+    const bool ints = it->is_array() && std::all_of(it->begin(), it->end(),
+                                                    [](const json& v) { return v.is_number_integer(); });
+    if (!ints)
+      return validation(std::string("stop_token_ids must be a list of integers, got ") + json_type_name(*it),
+                        "stop_token_ids");
+  }
+  std::optional<int> logprobs, top_logprobs;
+  if (endpoint == Endpoint::kCompletions) {
+    bool echo = false;
+    if (auto e = read_bool(body, "echo", echo)) return *e;
+    if (auto e = read_int(body, "logprobs", logprobs)) return *e;
+  } else {
+    bool chat_logprobs = false;
+    if (auto e = read_bool(body, "logprobs", chat_logprobs)) return *e;
+    if (auto e = read_int(body, "top_logprobs", top_logprobs)) return *e;
+    logprobs = top_logprobs;
+  }
+  const char* key = endpoint == Endpoint::kCompletions ? "logprobs" : "top_logprobs";
+  if (logprobs && *logprobs < 0)
+    return bad_request(fmt::format("{} must be non-negative, got {}.", key, *logprobs), key);
+  if (logprobs && *logprobs > kMaxLogprobs)
+    return bad_request(fmt::format("Requested sample logprobs of {}, which is greater than max allowed: {}",
+                                   *logprobs, kMaxLogprobs),
+                       key);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<GenerationRequest, ApiError> parse_generation_request(
@@ -299,6 +343,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   if (prompt_error) return *prompt_error;
   if (auto e = read_output_length(body, r)) return *e;
   if (auto e = read_sampling_options(body, r)) return *e;
+  if (auto e = read_ignored_options(body, endpoint)) return *e;
   return r;
 }
 std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,

@@ -213,6 +213,22 @@ TEST(SimServeBadRequest, AnEmptyPromptIsA400) {
   expect_healthy(r);
 }
 
+// A prompt of token ids past the tokenizer's vocabulary (GPT-2: 50,257 ids) is vLLM's 400, not a prompt of
+// that many tokens (new-user trial: [99999999] was answered 200 as a 1-token prompt).
+TEST(SimServeBadRequest, TokenIdsOutsideTheVocabularyAreA400) {
+  Running r;
+  const std::string rep =
+      roundtrip(r.port, post("/v1/completions", R"({"model":"twin","prompt":[1,99999999],"max_tokens":3})",
+                             "Connection: close\r\n"));
+  EXPECT_EQ(status_of(rep), 400) << rep;
+  EXPECT_EQ(error_of(rep)["message"].get<std::string>(), "Token id 99999999 is out of vocabulary");
+  const std::string edge =
+      roundtrip(r.port, post("/v1/completions", R"({"model":"twin","prompt":[50256],"max_tokens":1})",
+                             "Connection: close\r\n"));
+  EXPECT_EQ(status_of(edge), 200) << edge;
+  expect_healthy(r);
+}
+
 TEST(SimServeBadRequest, HugeNumbersAreErrorsWithTheRightValues) {
   Running r;
   const std::string e400 =

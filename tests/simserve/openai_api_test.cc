@@ -107,6 +107,34 @@ TEST(OpenAiApi, SamplingParametersOutOfVllmsRangesAre400) {
             R"("repetition_penalty":1.1,"min_p":0})");
 }
 
+// stop, stop_token_ids, echo and logprobs are ignored by the twin but checked as vLLM checks them (new-user
+// trial: "stop": 5 and "logprobs": 100 were answered 200, where vLLM answers 422 / 400).
+TEST(OpenAiApi, IgnoredParametersAreCheckedAsVllmChecksThem) {
+  const std::string head = R"({"model":"deepseek-ai/DeepSeek-V3.2","prompt":"x",)";
+  const auto stop = error_of(head + R"("stop":5})");
+  EXPECT_EQ(stop.status, 422);
+  EXPECT_EQ(stop.param, "stop");
+  EXPECT_EQ(stop.message, "stop must be a string or a list of strings, got number");
+  EXPECT_EQ(error_of(head + R"("stop":["a",1]})").status, 422);
+  EXPECT_EQ(error_of(head + R"("stop_token_ids":[1,"2"]})").param, "stop_token_ids");
+  EXPECT_EQ(error_of(head + R"("echo":"yes"})").status, 422);
+  const auto lp = error_of(head + R"("logprobs":100})");
+  EXPECT_EQ(lp.status, 400);
+  EXPECT_EQ(lp.param, "logprobs");
+  EXPECT_EQ(lp.message, "Requested sample logprobs of 100, which is greater than max allowed: 20");
+  EXPECT_EQ(error_of(head + R"("logprobs":-1})").status, 400);
+  const std::string chat =
+      R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":"x"}],)";
+  EXPECT_EQ(error_of(chat + R"("logprobs":true,"top_logprobs":21})", Endpoint::kChatCompletions).param,
+            "top_logprobs");
+  EXPECT_EQ(error_of(chat + R"("logprobs":3})", Endpoint::kChatCompletions).status,
+            422);  // a boolean on chat
+  // What vLLM accepts is accepted.
+  ok(head + R"("stop":"\n","stop_token_ids":[2],"echo":false,"logprobs":20})");
+  ok(head + R"("stop":["a","b"],"logprobs":null,"stop_token_ids":null})");
+  ok(head + R"("stop":[],"logprobs":0})");
+}
+
 TEST(OpenAiApi, ErrorJsonIsOpenAiShaped) {
   const auto j = json::parse(error_json({404, "NotFoundError", "The model `x` does not exist.", "model"}));
   EXPECT_EQ(j["error"]["code"], 404);

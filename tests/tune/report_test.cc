@@ -451,6 +451,38 @@ TEST(TwinVerdict, APartialStudyHasNoRecommendationYet) {
   EXPECT_NE(f.html().find("<b>Partial study</b>"), std::string::npos);
 }
 
+// Stopped before any configuration succeeded (Ctrl-C on the first trials): "incomplete", not "none" (new-user
+// trial: `servelab report` on such a directory said "No configuration succeeded: there is no recommendation
+// (see the failures below)" with no failure below).
+TEST(TwinVerdict, APartialStudyWithNothingFinishedIsIncompleteNotNone) {
+  BandFixture f(3);
+  f.outcome.complete = false;
+  f.outcome.best.feasible = false;
+  f.outcome.best.status = TrialStatus::kOk;  // the default of a search that has no best yet
+  const std::string md = f.md();
+  EXPECT_NE(
+      md.find("**Partial study**: the search stopped before any configuration succeeded, so there is no "
+              "recommendation yet (`servelab tune --resume` continues it)."),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## Best configuration\n\nNone yet: the search stopped before any configuration "
+                    "succeeded."),
+            std::string::npos)
+      << md;
+  for (const char* absent : {"No configuration succeeded", "meets every `[[constraints]]` bound"})
+    EXPECT_EQ(md.find(absent), std::string::npos) << absent << "\n" << md;
+  const auto j = nlohmann::json::parse(summary_json({&f.study, &f.outcome, f.ev.records(), {}}));
+  EXPECT_EQ(j["verdict"]["kind"], "incomplete");
+  EXPECT_FALSE(j["complete"]);
+  const std::string html = f.html();
+  EXPECT_NE(html.find("the search stopped before any configuration succeeded"), std::string::npos);
+  EXPECT_EQ(html.find("No configuration succeeded"), std::string::npos);
+  f.outcome.complete = true;  // a finished search with nothing feasible is "none"
+  EXPECT_EQ(
+      nlohmann::json::parse(summary_json({&f.study, &f.outcome, f.ev.records(), {}}))["verdict"]["kind"],
+      "none");
+}
+
 // No band anywhere (the twin gave none, search.twin_band_pct unset): every advantage is unknown, so every
 // other prediction is in the set; with search.twin_band_pct = 3 the same study is clear.
 TEST(TwinVerdict, APredictionWithoutABandIsUnknownNotCertain) {

@@ -35,4 +35,13 @@ std::vector<std::string> normalize_long_flags(const std::vector<std::string>& ar
 /// unexpected extras when `app` does not allow them).
 std::vector<std::string> parse_bench_args(CLI::App& app, const std::vector<std::string>& args);
 
+/// The long option of `app` closest to `flag` ("--name", any "=value" dropped) within 2 edits (Levenshtein),
+/// as "--name"; "" when none is that close.
+std::string closest_long_flag(const CLI::App& app, const std::string& flag);
+
+/// argparse's message for arguments nobody consumed (`extras`, in order, as parse_bench_args returns them):
+/// "unrecognized arguments: --num-promptz 200 (did you mean --num-prompts?)", the hint for the first long
+/// flag among them that is within 2 edits of one of `app`'s.
+std::string unrecognized_arguments(const CLI::App& app, const std::vector<std::string>& extras);
+
 }  // namespace servelab::bench

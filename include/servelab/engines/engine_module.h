@@ -161,6 +161,11 @@ std::vector<metrics::ServerMetricNames> server_metric_names();
 /// The module of `kind`. Throws std::logic_error when none is registered for it.
 const EngineModule& engine_module(EngineKind kind);
 
+/// "warning: ..." when `version` is none of `kind`'s modelled releases (a newer release, or a typo), naming
+/// the modelled releases whose flags and defaults stand in for it; nullopt for a modelled one. What `sim run`
+/// prints for such an --engine-version.
+std::optional<std::string> unmodelled_release_warning(EngineKind kind, const std::string& version);
+
 /// The module named `name` ("vllm"), or nullptr.
 const EngineModule* find_engine_module(const std::string& name);
 

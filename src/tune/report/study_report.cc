@@ -12,6 +12,7 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
+#include "servelab/engines/engine_module.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/store/tally.h"
@@ -427,8 +428,14 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
                     s.hardware.interconnect);
   md << "- Engines:";
   for (size_t i = 0; i < s.engines.size(); ++i)
-    md << (i ? "," : "") << " " << s.engines[i].name << " " << s.engines[i].version;
+    md << (i ? "," : "") << " " << md_escape(s.engines[i].name + " " + s.engines[i].version);
   md << "\n";
+  // A release the twin does not model (a newer one, or a typo) is predicted with another's flags and
+  // defaults: the report says which, as the console did at the start.
+  if (twin || s.search.strategy == Strategy::kTwinGuided)
+    for (const auto& e : s.engines)
+      if (auto w = e.version.empty() ? std::nullopt : engines::unmodelled_release_warning(e.kind, e.version))
+        md << "  - **" << md_escape(e.name) << "**: " << md_escape(*w) << "\n";
   md << "- Target: " << target_name(s.target)
      << (twin ? " (servelab's engine twin, predictions)" : " (real engines)") << "\n";
   md << "- Search: " << strategy_name(s.search.strategy)
@@ -583,7 +590,9 @@ std::string render_markdown(const ReportInput& in) {
   else
     ranked_text(md, s, o, metric);
   if (o.ranking) ranking_text(md, *o.ranking);
-  if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
+  if (!o.best.feasible && !o.complete) {
+    md << "## Best configuration\n\nNone yet: the search stopped before any configuration succeeded.\n\n";
+  } else if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
     md << "## Best configuration\n\nNone: no configuration tried meets every `[[constraints]]` bound, so "
           "there "
           "is no recommendation.\n\n";

@@ -206,6 +206,11 @@ static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t l
 void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric,
                   const TwinVerdict& v) {
   md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
+  if (!o.best.feasible && !o.complete) {  // stopped (Ctrl-C) before any configuration succeeded
+    md << "**Partial study**: the search stopped before any configuration succeeded, so there is no "
+          "recommendation yet (`servelab tune --resume` continues it).\n\n";
+    return;
+  }
   if (!o.best.feasible) {
     if (o.best.status == TrialStatus::kOk)  // every configuration ran; none met every bound
       md << "No configuration tried meets every `[[constraints]]` bound: there is no recommendation. The "

@@ -42,15 +42,16 @@ nlohmann::json summary_config(const Evaluation& e, const std::string& label) {
   return j;
 }
 
-/// The verdict on the study's top pick: "none" (no configuration succeeded and met every bound: no
-/// recommendation), "incomplete" (the study stopped before its search finished, e.g. Ctrl-C: the best so far
-/// is no verdict; `--resume` finishes it), else the twin's: "measured" (the best is measured), "winner"
-/// (clear of every band) or "measure_these" with the configurations it cannot tell apart.
+/// The verdict on the study's top pick: "incomplete" (the study stopped before its search finished, e.g.
+/// Ctrl-C, whatever its trials so far did: the best so far is no verdict; `--resume` finishes it), "none" (a
+/// finished search where no configuration succeeded and met every bound: no recommendation), else the twin's:
+/// "measured" (the best is measured), "winner" (clear of every band) or "measure_these" with the
+/// configurations it cannot tell apart.
 nlohmann::json summary_verdict(const Study& s, const SearchOutcome& o) {
   const TwinVerdict v = twin_verdict(s, o);
   nlohmann::json j;
-  j["kind"] = !o.best.feasible                      ? "none"
-              : !o.complete                         ? "incomplete"
+  j["kind"] = !o.complete                           ? "incomplete"
+              : !o.best.feasible                    ? "none"
               : v.kind == TwinVerdict::Kind::kTie   ? "measure_these"
               : v.kind == TwinVerdict::Kind::kClear ? "winner"
                                                     : "measured";

@@ -32,8 +32,11 @@ namespace {
 std::string bench_parse_error(const std::vector<std::string>& args, bench::RunOptions& cfg) {
   CLI::App app{"bench serve (tune)"};
   bench::add_bench_flags(app, cfg);
+  app.allow_extras();  // unknown flags are named as `bench serve` names them (argparse's wording, a hint)
   try {
-    bench::parse_bench_args(app, args);  // as `bench serve` reads them ('_' as '-', unambiguous prefixes)
+    // As `bench serve` reads them ('_' as '-', unambiguous prefixes).
+    if (const auto extras = bench::parse_bench_args(app, args); !extras.empty())
+      return bench::unrecognized_arguments(app, extras);
   } catch (const CLI::ParseError& e) {
     return e.what();
   } catch (const bench::ConfigError& e) {
