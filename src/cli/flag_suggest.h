@@ -1,22 +1,13 @@
-// servelab/cli (private): "did you mean" for a mistyped flag of a subcommand.
+// servelab/cli (private): unknown long flags of a subcommand and the launch separator (the "did you mean"
+// hint is bench::closest_long_flag).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include "servelab/bench/argparse_compat.h"
-
-#include <algorithm>
-#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace servelab::cli {
-
-/// The long option of `app` closest to `flag` ("--name", any "=value" dropped) within 2 edits, as
-/// "--name"; "" when none is that close (bench::closest_long_flag).
-inline std::string closest_flag(const CLI::App& app, const std::string& flag) {
-  return bench::closest_long_flag(app, flag);
-}
 
 /// The first word of argv[first, last) that looks like a long option ("--name" or "--name=value") and is
 /// not one of `app`'s, or "" when every one is known. Stops at a bare "--".

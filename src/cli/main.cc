@@ -6,6 +6,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/flag_suggest.h"
+#include "servelab/bench/argparse_compat.h"
 
 namespace servelab::cli {
 std::vector<Command>& command_registry() {
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
       std::any_of(argv + at, argv + argc, [](const char* a) { return std::string(a) == "--"; });
   if (leaf != &app && separated && leaf->get_option_no_throw("launch") != nullptr) {
     if (const std::string bad = first_unknown_flag(*leaf, at, argc, argv); !bad.empty()) {
-      const std::string best = closest_flag(*leaf, bad);
+      const std::string best = servelab::bench::closest_long_flag(*leaf, bad);
       std::fprintf(stderr, "%s: unknown option %s%s before the engine's launch command (%s --help)\n",
                    path.c_str(), bad.c_str(), best.empty() ? "" : (" (did you mean " + best + "?)").c_str(),
                    path.c_str());

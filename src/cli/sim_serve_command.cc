@@ -170,6 +170,8 @@ simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine&
   // A launch that dies on its first step has no resolved context; the server advertises the configured one.
   o.max_model_len =
       s.twin ? s.twin->max_model_len() : engine.max_model_len.value_or(s.model.max_position_embeddings);
+  o.vocab_size = s.model.vocab_size;
+  o.max_logprobs = engine.max_logprobs.value_or(o.max_logprobs);
   o.time_scale = a.time_scale;
   o.seed = a.seed;
   o.reasoning_parser = !engine.reasoning_parser.empty();

@@ -196,7 +196,32 @@ void apply_target_flag(servelab::tune::Study& study, const TuneArgs& a) {
   }
 }
 
-/// What must hold before anything launches: an output directory without others' results, then the local or
+/// The twin predicts an engine at its study's `version`: one it does not model is predicted with another
+/// release's flags and defaults (a warning, stderr), one that is no release number ("nightly") cannot be
+/// predicted at all (exit 2, naming the study and the engine). Only where the twin predicts (target twin,
+/// twin-guided search, an SLO bracket before a measured target).
+void warn_unmodelled_versions(const servelab::tune::Study& study, const TuneArgs& a) {
+  using namespace servelab::tune;
+  const bool twin = study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided ||
+                    !study.slo.targets.empty();
+  if (!twin) return;
+  for (const auto& e : study.engines) {
+    if (e.version.empty()) continue;
+    try {
+      if (auto w = servelab::engines::unmodelled_release_warning(e.kind, e.version))
+        std::fprintf(stderr, "servelab tune: engine %s: %s\n", e.name.c_str(), w->c_str());
+    } catch (const std::invalid_argument& ex) {
+      std::fprintf(stderr,
+                   "servelab tune: %s: engine %s: version: %s; the engine twin needs a release number "
+                   "(e.g. 0.13.0)\n",
+                   a.study.c_str(), e.name.c_str(), servelab::common::redact_text(ex.what()).c_str());
+      throw servelab::cli::ExitRequest{2};
+    }
+  }
+}
+
+/// What must hold before anything launches: the engine versions the twin predicts (warn_unmodelled_versions),
+/// an output directory without others' results, then the local or
 /// Slurm pre-flight checks (unless --skip-preflight; what they find is kept in `opt`). Exits 2 on a failure.
 void check_before_launch(const servelab::tune::Study& study, servelab::tune::TuneOptions& opt,
                          const TuneArgs& a) {
@@ -217,12 +242,8 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
   }
   // A version the twin does not model (a typo, or a newer release) changes the defaults every twin trial is
   // judged on: say so before the study runs, as `sim run` does (new-user trial: `version = "9.9.9"` ran to
-  // the end with only a count of warnings in the report).
-  if (study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided)
-    for (const auto& e : study.engines)
-      if (!e.version.empty())
-        if (auto w = servelab::engines::unmodelled_release_warning(e.kind, e.version))
-          std::fprintf(stderr, "servelab tune: engine %s: %s\n", e.name.c_str(), w->c_str());
+  // the end with only a count of warnings in the report); one that is no release number is a setup error.
+  warn_unmodelled_versions(study, a);
   try {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {
@@ -240,23 +261,6 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
                  "servelab tune: pre-flight failed: nothing was launched (fix the checks above, or "
                  "--skip-preflight to launch anyway)\n");
     throw servelab::cli::ExitRequest{2};
-  }
-}
-
-/// A study stopped (Ctrl-C, an abort) still leaves a report: report.md, report.html, summary.json
-/// ("complete": false, verdict "incomplete") and trials.csv / trials.json rebuilt from results.sqlite, as
-/// `servelab report` would, so no file of an earlier run is left behind stale (new-user trial: after a second
-/// Ctrl-C, summary.json still described the first run's 0 trials). A failure to write them is said, not
-/// fatal.
-void write_partial_report(const std::filesystem::path& dir) {
-  if (!std::filesystem::exists(dir / "results.sqlite")) return;
-  try {
-    const auto out = servelab::tune::report_study_dir(dir, nullptr);
-    std::fprintf(stderr, "servelab tune: partial report (%s): %s/report.md\n",
-                 out.complete ? "complete" : "incomplete", dir.c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "servelab tune: the partial report was not written: %s\n",
-                 servelab::common::redact_text(e.what()).c_str());
   }
 }
 
@@ -343,7 +347,6 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
                  "servelab tune: stopped: %s\n  (finished trials are kept in %s/results.sqlite; fix this and "
                  "rerun with --resume)\n",
                  e.what(), opt.out_dir.c_str());
-    write_partial_report(opt.out_dir);
     throw servelab::cli::ExitRequest{1};
   } catch (const TuneSetupError& e) {
     std::fprintf(stderr, "servelab tune: %s\n", e.what());
@@ -351,7 +354,6 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "servelab tune: %s (results so far in %s/results.sqlite)\n", e.what(),
                  opt.out_dir.c_str());
-    write_partial_report(opt.out_dir);
     throw servelab::cli::ExitRequest{130};
   }
 }
@@ -368,6 +370,7 @@ void run(const TuneArgs& a) {
   opt.progress = a.quiet ? nullptr : &std::cerr;
   opt.stop = &g_stop;
   if (a.dry_run) {
+    warn_unmodelled_versions(study, a);
     try {
       return dry_run(study, a, opt);
     } catch (const TuneSetupError& e) {  // as a real run says it, with its exit status (study.md: 2)

@@ -750,8 +750,8 @@ std::optional<std::string> OnlineTwin::submit(std::uint64_t id, int prompt_token
   const int internal = im.sim.add_request(prompt_tokens, output_len, prompt_tokens);
   im.external.push_back(id);
   im.dropped.push_back(0);
-  // Refusals (context length; SGLang's KV-pool bound) are decided at arrival, as the engine does: send()
-  // asks Simulator::refusal, records the failure and returns its message.
+  // Refusals (context length; SGLang's KV-pool bound) are decided at arrival, as the engine does:
+  // Simulator::send_if_refused records the failure and returns its message.
   if (auto no = im.sim.send_if_refused(internal, now_s)) return no;
   im.by_external[id] = internal;
   // Sends stay in order: one stamped earlier than the last (a late caller) is sent with it.

@@ -30,17 +30,22 @@ std::string hex_id(std::uint64_t v) {
 std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s, Endpoint ep,
                                                const std::string& body, const std::string& request_id,
                                                double received_s) {
-  auto parsed = parse_generation_request(body, ep, options.served_models);
+  auto parsed =
+      parse_generation_request(body, ep, options.served_models, {options.max_logprobs, options.vocab_size});
   if (auto* err = std::get_if<ApiError>(&parsed)) return *err;
   auto& req = std::get<GenerationRequest>(parsed);
 
   int prompt_tokens = 0;
   if (ep == Endpoint::kCompletions && req.prompt_token_ids) {
-    // vLLM's input processor: "Token id {id} is out of vocabulary" past the tokenizer's largest id.
+    // vLLM's input processor: "Token id {id} is out of vocabulary" past max(the tokenizer's largest id, the
+    // model's vocab_size - 1) (its embedding may be padded past the tokenizer) [recalled: vllm/v1/engine/
+    // processor.py _validate_model_input]. The list is never empty (read_completions_prompt).
     const std::int64_t top = *std::max_element(req.prompt_token_ids->begin(), req.prompt_token_ids->end());
-    if (top >= static_cast<std::int64_t>(tok.vocab_size_with_added()))
+    const std::int64_t bound =
+        std::max<std::int64_t>(static_cast<std::int64_t>(tok.vocab_size_with_added()), options.vocab_size);
+    if (top >= bound)
       return ApiError{400, "BadRequestError", "Token id " + std::to_string(top) + " is out of vocabulary",
-                      "prompt"};
+                      ""};
     prompt_tokens = static_cast<int>(req.prompt_token_ids->size());  // token ids: the prompt as sent
   } else if (ep == Endpoint::kCompletions) {
     prompt_tokens = static_cast<int>(tok.encode(req.prompt, true).size());

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <tuple>
 
@@ -269,54 +272,102 @@ std::optional<ApiError> read_sampling_options(const json& body, GenerationReques
   return check_sampling_ranges(body);
 }
 
-/// vLLM's default --max-logprobs (ModelConfig.max_logprobs = 20) [recalled: vllm/config/model.py].
-constexpr int kMaxLogprobs = 20;
+// pydantic's lax mode, as vLLM's request models read a field [recalled: pydantic v2 conversion table]: a
+// boolean is true/false, 0/1 or one of its strings; an integer an integer, a float with no fraction or a
+// string of an integer. Anything else is a validation error.
+std::optional<bool> lax_bool(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer() && (v.get<std::int64_t>() == 0 || v.get<std::int64_t>() == 1))
+    return v.get<std::int64_t>() == 1;
+  if (!v.is_string()) return std::nullopt;
+  std::string t = v.get<std::string>();
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* yes : {"1", "on", "t", "true", "y", "yes"})
+    if (t == yes) return true;
+  for (const char* no : {"0", "off", "f", "false", "n", "no"})
+    if (t == no) return false;
+  return std::nullopt;
+}
+std::optional<std::int64_t> lax_int(const json& v) {
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
+    return std::nullopt;
+  }
+  if (v.is_string()) {
+    const std::string t = v.get<std::string>();
+    std::int64_t out = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (ec == std::errc() && end == t.data() + t.size() && !t.empty()) return out;
+  }
+  return std::nullopt;
+}
 
 // The parameters the twin checks as vLLM does and then ignores (its text is synthetic): stop (a string or a
-// list of strings), stop_token_ids (a list of integers), echo (completions: a boolean) and logprobs
-// (completions: an integer of at most 20; chat: a boolean, with top_logprobs an integer of at most 20)
-// [recalled: vllm/entrypoints/openai/protocol.py and its "Requested sample logprobs of {n}, which is greater
-// than max allowed: 20" check].
-std::optional<ApiError> read_ignored_options(const json& body, Endpoint endpoint) {
-  if (auto it = body.find("stop"); it != body.end() && !it->is_null() && !it->is_string()) {
-    const bool strings =
-        it->is_array() && std::all_of(it->begin(), it->end(), [](const json& v) { return v.is_string(); });
-    if (!strings)
-      return validation(std::string("stop must be a string or a list of strings, got ") + json_type_name(*it),
-                        "stop");
+// list of strings), stop_token_ids (a list of integers), echo (completions: a boolean), logprobs
+// (completions: an integer; chat: a boolean, with top_logprobs an integer that needs logprobs true). A count
+// of -1 means the whole vocabulary; above the server's limit (vLLM --max-logprobs, default 20; -1: the
+// vocabulary) it is vLLM's "Requested sample logprobs of N, which is greater than max allowed: M" [recalled:
+// vllm/entrypoints/ openai/protocol.py validators, vllm/v1/engine/processor.py _validate_logprobs].
+std::optional<ApiError> read_ignored_options(const json& body, Endpoint endpoint,
+                                             const RequestLimits& limits) {
+  auto present = [&](const char* key) {
+    const auto it = body.find(key);
+    return it != body.end() && !it->is_null() ? &*it : nullptr;
+  };
+  if (const json* stop = present("stop"); stop && !stop->is_string()) {
+    if (!stop->is_array())
+      return validation(
+          std::string("stop must be a string or a list of strings, got ") + json_type_name(*stop), "stop");
+    for (std::size_t i = 0; i < stop->size(); ++i)
+      if (!(*stop)[i].is_string())
+        return validation(fmt::format("stop[{}] must be a string, got {}", i, json_type_name((*stop)[i])),
+                          "stop");
   }
-  if (auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
-    const bool ints = it->is_array() && std::all_of(it->begin(), it->end(),
-                                                    [](const json& v) { return v.is_number_integer(); });
-    if (!ints)
-      return validation(std::string("stop_token_ids must be a list of integers, got ") + json_type_name(*it),
+  if (const json* ids = present("stop_token_ids")) {
+    if (!ids->is_array())
+      return validation(std::string("stop_token_ids must be a list of integers, got ") + json_type_name(*ids),
                         "stop_token_ids");
+    for (std::size_t i = 0; i < ids->size(); ++i)
+      if (!lax_int((*ids)[i]))
+        return validation(fmt::format("stop_token_ids[{}] must be an integer, got {}", i, (*ids)[i].dump()),
+                          "stop_token_ids");
   }
-  std::optional<int> logprobs, top_logprobs;
-  if (endpoint == Endpoint::kCompletions) {
-    bool echo = false;
-    if (auto e = read_bool(body, "echo", echo)) return *e;
-    if (auto e = read_int(body, "logprobs", logprobs)) return *e;
-  } else {
-    bool chat_logprobs = false;
-    if (auto e = read_bool(body, "logprobs", chat_logprobs)) return *e;
-    if (auto e = read_int(body, "top_logprobs", top_logprobs)) return *e;
-    logprobs = top_logprobs;
+  const bool completions = endpoint == Endpoint::kCompletions;
+  if (const json* echo = present("echo"); completions && echo && !lax_bool(*echo))
+    return validation("echo must be a boolean, got " + echo->dump(), "echo");
+  std::optional<std::int64_t> count;
+  const char* key = completions ? "logprobs" : "top_logprobs";
+  if (const json* lp = present("logprobs"); lp && !completions && !lax_bool(*lp))
+    return validation("logprobs must be a boolean, got " + lp->dump(), "logprobs");
+  if (const json* n = present(key)) {
+    if (!(count = lax_int(*n)))
+      return validation(fmt::format("{} must be an integer, got {}", key, n->dump()), key);
   }
-  const char* key = endpoint == Endpoint::kCompletions ? "logprobs" : "top_logprobs";
-  if (logprobs && *logprobs < 0)
-    return bad_request(fmt::format("{} must be non-negative, got {}.", key, *logprobs), key);
-  if (logprobs && *logprobs > kMaxLogprobs)
-    return bad_request(fmt::format("Requested sample logprobs of {}, which is greater than max allowed: {}",
-                                   *logprobs, kMaxLogprobs),
-                       key);
+  if (!count) return std::nullopt;
+  if (*count < -1)
+    return bad_request(fmt::format("{} must be non-negative or -1, got {}.", key, *count), key);
+  if (!completions && *count != 0) {
+    const json* lp = present("logprobs");
+    if (!lp || !lax_bool(*lp).value_or(false))
+      return bad_request("when using `top_logprobs`, `logprobs` must be set to true.", key);
+  }
+  const std::int64_t vocab = limits.vocab_size > 0 ? limits.vocab_size : INT32_MAX;
+  const std::int64_t asked = *count == -1 ? vocab : *count;
+  const std::int64_t allowed = limits.max_logprobs == -1 ? vocab : limits.max_logprobs;
+  if (asked > allowed)
+    return bad_request(
+        fmt::format("Requested sample logprobs of {}, which is greater than max allowed: {}", asked, allowed),
+        key);
   return std::nullopt;
 }
 
 }  // namespace
 
 std::variant<GenerationRequest, ApiError> parse_generation_request(
-    const std::string& body_text, Endpoint endpoint, const std::vector<std::string>& served_models) {
+    const std::string& body_text, Endpoint endpoint, const std::vector<std::string>& served_models,
+    const RequestLimits& limits) {
   json body;
   try {
     body = json::parse(body_text);
@@ -343,7 +394,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(
   if (prompt_error) return *prompt_error;
   if (auto e = read_output_length(body, r)) return *e;
   if (auto e = read_sampling_options(body, r)) return *e;
-  if (auto e = read_ignored_options(body, endpoint)) return *e;
+  if (auto e = read_ignored_options(body, endpoint, limits)) return *e;
   return r;
 }
 std::string models_json(const std::vector<std::string>& served_models, const std::string& root_model,

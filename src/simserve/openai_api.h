@@ -47,11 +47,19 @@ struct GenerationRequest {
   std::string request_id;  ///< x-request-id header, else generated
 };
 
+/// What a server accepts beyond the request's own schema.
+struct RequestLimits {
+  int max_logprobs = 20;  ///< vLLM --max-logprobs (default 20 [recalled: ModelConfig]); -1 = the vocabulary
+  int vocab_size = 0;     ///< the model's vocab_size (what a logprobs of -1 asks for); 0 = unknown
+};
+
 /// Parses and validates a request body for `endpoint`. `served_models` are the names the server answers
-/// to. Returns the request or an ApiError: 400 for malformed JSON and semantic errors, 422 for fields of
-/// the wrong type (FastAPI's validation status), 404 for an unknown model.
+/// to; `limits` what it accepts beyond the schema (logprobs). Returns the request or an ApiError: 400 for
+/// malformed JSON and semantic errors, 422 for fields of the wrong type (FastAPI's validation status), 404
+/// for an unknown model.
 std::variant<GenerationRequest, ApiError> parse_generation_request(
-    const std::string& body, Endpoint endpoint, const std::vector<std::string>& served_models);
+    const std::string& body, Endpoint endpoint, const std::vector<std::string>& served_models,
+    const RequestLimits& limits = {});
 
 /// Body of GET /v1/models listing `served_models` (root = `root_model`, max_model_len in tokens). Each entry
 /// also carries `"servelab": {"engine_twin": true, "time_scale": time_scale}` (the server runs time_scale

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "servelab/common/paths.h"
+#include "servelab/common/redact.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/targets/slurm.h"
 #include "servelab_git_version.h"
@@ -99,6 +100,81 @@ std::map<std::string, std::string> environment(const Study& study, Target target
 
 }  // namespace
 
+namespace {
+
+/// The target a results database was run on (Store::study_target: what --target chose, which the stored
+/// TOML does not say), or nullopt for a database that names none or one not known here.
+std::optional<Target> stored_target(const Store& store) {
+  const auto name = store.study_target();
+  if (!name) return std::nullopt;
+  for (Target t : {Target::kTwin, Target::kLocal, Target::kSlurm})
+    if (*name == target_name(t)) return t;
+  return std::nullopt;
+}
+
+/// Replays `study`'s search over the trials `store` holds (nothing runs: a trial it lacks is "not run") and
+/// writes the report files into `dir`. Returns the replayed outcome ("complete" only when nothing is
+/// missing).
+SearchOutcome write_report_from_store(const Study& study, const Store& store,
+                                      const std::filesystem::path& dir,
+                                      const std::map<std::string, std::string>& environment) {
+  auto trials = store.trials();
+  Evaluator target(study, nullptr, runner_kind(study.target), nullptr, trials, nullptr, nullptr, {});
+  // The twin's goodput bands come from searches that are not trials: the run stored them (slo_search).
+  const std::vector<GoodputBandRecord> bands = store.goodput_bands();
+  target.set_goodput_bands(bands);
+  std::optional<Evaluator> twin;
+  Evaluator* twin_ptr = nullptr;
+  if (study.search.strategy == Strategy::kTwinGuided) {
+    if (study.target == Target::kTwin)
+      twin_ptr = &target;
+    else
+      twin_ptr = &twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
+                               std::filesystem::path{});
+  }
+  if (study.target != Target::kTwin &&
+      !study.slo.targets.empty()) {  // the SLO searches started from the twin
+    if (!twin)
+      twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
+                   std::filesystem::path{});
+    target.set_load_guide(&*twin);
+  }
+  if (twin) twin->set_goodput_bands(bands);
+  SearchOutcome out = run_search(study, target, twin_ptr);
+  analyze_load(study, target, out);
+  out.complete = out.complete && target.missing() == 0;
+  ReportInput in{&study, &out, trials, environment};
+  write_report_files(in, dir);
+  return out;
+}
+
+/// A study stopped by Ctrl-C or a StudyAbort still leaves a report, rebuilt from what `store` holds with the
+/// study as this run ran it (its --target), while the directory is still locked: report.md/html, summary.json
+/// ("complete": false, verdict "incomplete"), trials.csv/json, so no file of an earlier run is left beside
+/// newer results (new-user trial: after a second Ctrl-C, summary.json still described the first run's 0
+/// trials). If that fails, the earlier run's report files are removed rather than left stale; either way
+/// the progress stream says which.
+void write_partial_report(const Study& study, const Store& store, const TuneOptions& opt) {
+  try {
+    const SearchOutcome out = write_report_from_store(study, store, opt.out_dir, store.environment());
+    if (opt.progress)
+      *opt.progress << fmt::format("partial report ({} trials{}): {}\n", store.trial_count(),
+                                   out.complete ? "" : ", incomplete", (opt.out_dir / "report.md").string());
+  } catch (const std::exception& e) {
+    for (const char* name : {"report.md", "report.html", "summary.json", "trials.csv", "trials.json"}) {
+      std::error_code ec;
+      std::filesystem::remove(opt.out_dir / name, ec);
+    }
+    if (opt.progress)
+      *opt.progress << fmt::format(
+          "the partial report was not written ({}); results.sqlite holds the trials "
+          "(`servelab report {}` rebuilds it)\n",
+          common::redact_text(e.what()), opt.out_dir.string());
+  }
+}
+
+}  // namespace
+
 TuneResult run_study(const Study& study, const TuneOptions& opt) {
   TuneResult res;
   res.dir = opt.out_dir;
@@ -177,8 +253,16 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
                  std::filesystem::path());
   }
   if (study.target != Target::kTwin && twin && !study.slo.targets.empty()) target.set_load_guide(&*twin);
-  res.outcome = run_search(study, target, twin_ptr);
-  analyze_load(study, target, res.outcome);
+  try {
+    res.outcome = run_search(study, target, twin_ptr);
+    analyze_load(study, target, res.outcome);
+  } catch (const Interrupted&) {
+    if (opt.write_report) write_partial_report(study, store, opt);
+    throw;
+  } catch (const StudyAbort&) {
+    if (opt.write_report) write_partial_report(study, store, opt);
+    throw;
+  }
   store.mark_finished();
   const std::vector<TrialRecord> trials = store.trials();
   res.tally = tally_trials(study, trials);
@@ -215,37 +299,12 @@ SearchOutcome report_study_dir(const std::filesystem::path& dir, std::ostream* l
     }
     study = scale_prompts(std::move(study), scale);
   }
-  auto trials = store.trials();
-  Evaluator target(study, nullptr, runner_kind(study.target), nullptr, trials, nullptr, nullptr, {});
-  // The twin's goodput bands come from searches that are not trials: the run stored them (slo_search).
-  const std::vector<GoodputBandRecord> bands = store.goodput_bands();
-  target.set_goodput_bands(bands);
-  std::optional<Evaluator> twin;
-  Evaluator* twin_ptr = nullptr;
-  if (study.search.strategy == Strategy::kTwinGuided) {
-    if (study.target == Target::kTwin)
-      twin_ptr = &target;
-    else
-      twin_ptr = &twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
-                               std::filesystem::path{});
-  }
-  if (study.target != Target::kTwin &&
-      !study.slo.targets.empty()) {  // the SLO searches started from the twin
-    if (!twin)
-      twin.emplace(study, nullptr, RunnerKind::kTwin, nullptr, trials, nullptr, nullptr,
-                   std::filesystem::path{});
-    target.set_load_guide(&*twin);
-  }
-  if (twin) twin->set_goodput_bands(bands);
-  SearchOutcome out = run_search(study, target, twin_ptr);
-  analyze_load(study, target, out);
-  out.complete = out.complete && target.missing() == 0;
-  ReportInput in{&study, &out, trials, environment};
-  write_report_files(in, dir);
+  if (const auto target = stored_target(store)) set_target(study, *target);  // as --target ran it
+  const SearchOutcome out = write_report_from_store(study, store, dir, environment);
   if (log)
     *log << fmt::format(
         "wrote {}/report.md, report.html, trials.csv, trials.json, summary.json ({} trials{})\n",
-        dir.string(), trials.size(), out.complete ? "" : "; the study is incomplete");
+        dir.string(), store.trial_count(), out.complete ? "" : "; the study is incomplete");
   return out;
 }
 

@@ -115,24 +115,37 @@ TEST(OpenAiApi, IgnoredParametersAreCheckedAsVllmChecksThem) {
   EXPECT_EQ(stop.status, 422);
   EXPECT_EQ(stop.param, "stop");
   EXPECT_EQ(stop.message, "stop must be a string or a list of strings, got number");
-  EXPECT_EQ(error_of(head + R"("stop":["a",1]})").status, 422);
-  EXPECT_EQ(error_of(head + R"("stop_token_ids":[1,"2"]})").param, "stop_token_ids");
-  EXPECT_EQ(error_of(head + R"("echo":"yes"})").status, 422);
+  EXPECT_EQ(error_of(head + R"("stop":["a",1]})").message, "stop[1] must be a string, got number");
+  EXPECT_EQ(error_of(head + R"("stop_token_ids":[1,"x"]})").param, "stop_token_ids");
+  EXPECT_EQ(error_of(head + R"("echo":"maybe"})").status, 422);
   const auto lp = error_of(head + R"("logprobs":100})");
   EXPECT_EQ(lp.status, 400);
   EXPECT_EQ(lp.param, "logprobs");
   EXPECT_EQ(lp.message, "Requested sample logprobs of 100, which is greater than max allowed: 20");
-  EXPECT_EQ(error_of(head + R"("logprobs":-1})").status, 400);
+  EXPECT_EQ(error_of(head + R"("logprobs":-2})").message, "logprobs must be non-negative or -1, got -2.");
+  // -1 is the whole vocabulary: refused at the default limit, allowed with --max-logprobs -1.
+  RequestLimits vocab{20, 129280};
+  auto r = parse_generation_request(head + R"("logprobs":-1})", Endpoint::kCompletions, kModels, vocab);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r));
+  EXPECT_EQ(std::get<ApiError>(r).message,
+            "Requested sample logprobs of 129280, which is greater than max allowed: 20");
+  EXPECT_TRUE(std::holds_alternative<GenerationRequest>(
+      parse_generation_request(head + R"("logprobs":-1})", Endpoint::kCompletions, kModels, {-1, 129280})));
+  EXPECT_TRUE(std::holds_alternative<GenerationRequest>(
+      parse_generation_request(head + R"("logprobs":100})", Endpoint::kCompletions, kModels, {100, 0})));
   const std::string chat =
       R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":"x"}],)";
   EXPECT_EQ(error_of(chat + R"("logprobs":true,"top_logprobs":21})", Endpoint::kChatCompletions).param,
             "top_logprobs");
-  EXPECT_EQ(error_of(chat + R"("logprobs":3})", Endpoint::kChatCompletions).status,
-            422);  // a boolean on chat
-  // What vLLM accepts is accepted.
+  EXPECT_EQ(error_of(chat + R"("top_logprobs":5})", Endpoint::kChatCompletions).message,
+            "when using `top_logprobs`, `logprobs` must be set to true.");
+  EXPECT_EQ(error_of(chat + R"("logprobs":3})", Endpoint::kChatCompletions).status, 422);
+  // What vLLM accepts (pydantic's lax mode included) is accepted.
   ok(head + R"("stop":"\n","stop_token_ids":[2],"echo":false,"logprobs":20})");
   ok(head + R"("stop":["a","b"],"logprobs":null,"stop_token_ids":null})");
-  ok(head + R"("stop":[],"logprobs":0})");
+  ok(head + R"("stop":[],"logprobs":0,"echo":"yes","stop_token_ids":[1.0,"2"]})");
+  ok(chat + R"("logprobs":1,"top_logprobs":"5"})", Endpoint::kChatCompletions);
+  ok(chat + R"("logprobs":false,"top_logprobs":0})", Endpoint::kChatCompletions);
 }
 
 TEST(OpenAiApi, ErrorJsonIsOpenAiShaped) {

@@ -456,9 +456,9 @@ TEST(TwinVerdict, APartialStudyHasNoRecommendationYet) {
 // (see the failures below)" with no failure below).
 TEST(TwinVerdict, APartialStudyWithNothingFinishedIsIncompleteNotNone) {
   BandFixture f(3);
+  const Evaluation ran = f.outcome.best;
   f.outcome.complete = false;
-  f.outcome.best.feasible = false;
-  f.outcome.best.status = TrialStatus::kOk;  // the default of a search that has no best yet
+  f.outcome.best = Evaluation{};  // a search with no best yet: no configuration (no key), status kOk
   const std::string md = f.md();
   EXPECT_NE(
       md.find("**Partial study**: the search stopped before any configuration succeeded, so there is no "
@@ -481,6 +481,27 @@ TEST(TwinVerdict, APartialStudyWithNothingFinishedIsIncompleteNotNone) {
   EXPECT_EQ(
       nlohmann::json::parse(summary_json({&f.study, &f.outcome, f.ev.records(), {}}))["verdict"]["kind"],
       "none");
+  // Stopped after configurations ran but broke a bound (review: it said "before any configuration
+  // succeeded"): the constraint wording, marked partial.
+  f.outcome.complete = false;
+  f.outcome.best = ran;
+  f.outcome.best.feasible = false;
+  f.outcome.best.reason = "constraint violated: P99 TTFT (ms) = 13854.91 (bound <= 1)";
+  const std::string bound = f.md();
+  EXPECT_NE(
+      bound.find("**Partial study**: the search stopped before it finished, and no configuration tried so "
+                 "far meets every `[[constraints]]` bound: there is no recommendation yet"),
+      std::string::npos)
+      << bound;
+  EXPECT_NE(bound.find("## Best configuration\n\nNone so far: no configuration tried meets every "
+                       "`[[constraints]]` bound"),
+            std::string::npos)
+      << bound;
+  EXPECT_EQ(bound.find("before any configuration succeeded"), std::string::npos) << bound;
+  EXPECT_NE(
+      f.html().find("<b>Partial study</b>: the search stopped before it finished. No configuration tried "
+                    "so far meets every [[constraints]] bound"),
+      std::string::npos);
 }
 
 // No band anywhere (the twin gave none, search.twin_band_pct unset): every advantage is unknown, so every

@@ -52,6 +52,10 @@ struct LaunchConfig {
   /// Names the API answers to (defaults to {model}); responses carry the first. vLLM's
   /// --served-model-name takes several (each is listed by /v1/models and accepted), SGLang's one.
   std::vector<std::string> served_model_names;
+  /// vLLM --max-logprobs: the most logprobs a request may ask for (-1: the vocabulary size); unset = the
+  /// engine's default (20) [recalled: vllm ModelConfig.max_logprobs]. The twin's API server checks requests
+  /// against it.
+  std::optional<int> max_logprobs;
   std::string host = "127.0.0.1";  ///< the engine's bind address: --host, else the engine default (vLLM
                                    ///< "0.0.0.0" = all interfaces, SGLang "127.0.0.1", TRT "localhost")
   int port = 8000;                 ///< --port, else the engine default (vLLM 8000, SGLang 30000, TRT 8000)

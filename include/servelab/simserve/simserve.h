@@ -66,6 +66,8 @@ struct ServerOptions {
   std::vector<std::string> served_models;  ///< names answered on the API (first = default)
   std::string root_model;                  ///< model id shown as `root` in /v1/models
   int max_model_len = 163840;              ///< context limit, tokens (prompt + max_tokens)
+  int vocab_size = 0;                      ///< the model's vocab_size (config.json); 0 = unknown
+  int max_logprobs = 20;                   ///< most logprobs a request may ask for (vLLM --max-logprobs)
   double time_scale = 1.0;                 ///< >1 runs faster than real time
   std::uint64_t seed = 0;                  ///< output-token draw seed (a request's `seed` overrides)
   bool reasoning_parser = false;           ///< --reasoning-parser set: thinking output → reasoning_content

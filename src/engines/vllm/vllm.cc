@@ -162,7 +162,8 @@ const std::vector<FlagSpec>& vllm_specs() {
         F({"--quantization", "-q"}, K::kString, [](LaunchConfig& c, const V& v) { c.quantization = v[0]; }));
     s.push_back(F({"--enforce-eager"}, K::kBoolOptional,
                   [](LaunchConfig& c, const V& v) { c.enforce_eager = to_bool(v[0]); }));
-    s.push_back(F({"--max-logprobs"}, K::kInt));
+    s.push_back(
+        F({"--max-logprobs"}, K::kInt, [](LaunchConfig& c, const V& v) { c.max_logprobs = to_int(v[0]); }));
     s.push_back(F({"--logprobs-mode"}, K::kString, nullptr,
                   {"processed_logits", "processed_logprobs", "raw_logits", "raw_logprobs"}));
     s.push_back(F({"--disable-sliding-window"}, K::kBoolOptional));

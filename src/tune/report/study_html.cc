@@ -192,15 +192,17 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
     << esc(on) << " — " << esc(s.model) << " on " << s.hardware.gpu_count << " × " << esc(s.hardware.gpu)
     << ", " << esc(tally_trials(s, in.trials).text()) << " (" << strategy_name(o.strategy)
     << " search).</p>\n";
-  if (!o.best.feasible && !o.complete) {
-    h << "<p class=\"warn\"><b>Partial study</b>: the search stopped before any configuration succeeded, so "
-         "there is no recommendation yet (<code>servelab tune --resume</code> continues it).</p>\n";
-  } else if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
-    h << "<p class=\"warn\">No configuration tried meets every [[constraints]] bound: there is no "
-         "recommendation. The best on the objective, "
+  if (ran_but_infeasible(o.best)) {
+    h << "<p class=\"warn\">"
+      << (o.complete ? "" : "<b>Partial study</b>: the search stopped before it finished. ")
+      << "No configuration tried" << (o.complete ? "" : " so far")
+      << " meets every [[constraints]] bound: there is no recommendation. The best on the objective, "
       << esc(o.best.config.engine + " " + o.best.label) << ", is " << esc(failure_decision_text(o.best))
       << ".</p>\n";
     passed_over(h, o);
+  } else if (!o.best.feasible && !o.complete) {
+    h << "<p class=\"warn\"><b>Partial study</b>: the search stopped before any configuration succeeded, so "
+         "there is no recommendation yet (<code>servelab tune --resume</code> continues it).</p>\n";
   } else if (!o.best.feasible) {
     h << "<p class=\"warn\">No configuration succeeded: there is no recommendation. The trial table below "
          "lists every "

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
@@ -184,6 +186,10 @@ std::string band_text(const Evaluation& e) {
 
 const char* failure_kind(const Evaluation& e) {
   return e.status == TrialStatus::kOk ? "infeasible" : trial_status_name(e.status);
+}
+
+bool ran_but_infeasible(const Evaluation& e) {
+  return !e.feasible && e.status == TrialStatus::kOk && !e.key.empty();
 }
 
 std::string failure_decision_text(const Evaluation& e) {
@@ -432,10 +438,13 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   md << "\n";
   // A release the twin does not model (a newer one, or a typo) is predicted with another's flags and
   // defaults: the report says which, as the console did at the start.
-  if (twin || s.search.strategy == Strategy::kTwinGuided)
-    for (const auto& e : s.engines)
-      if (auto w = e.version.empty() ? std::nullopt : engines::unmodelled_release_warning(e.kind, e.version))
-        md << "  - **" << md_escape(e.name) << "**: " << md_escape(*w) << "\n";
+  if (twin || s.search.strategy == Strategy::kTwinGuided || !s.slo.targets.empty())
+    for (const auto& e : s.engines) try {
+        if (auto w =
+                e.version.empty() ? std::nullopt : engines::unmodelled_release_warning(e.kind, e.version))
+          md << "  - **" << md_escape(e.name) << "**: " << md_escape(*w) << "\n";
+      } catch (const std::invalid_argument&) {  // no release number: tune refused it before running
+      }
   md << "- Target: " << target_name(s.target)
      << (twin ? " (servelab's engine twin, predictions)" : " (real engines)") << "\n";
   md << "- Search: " << strategy_name(s.search.strategy)
@@ -590,13 +599,12 @@ std::string render_markdown(const ReportInput& in) {
   else
     ranked_text(md, s, o, metric);
   if (o.ranking) ranking_text(md, *o.ranking);
-  if (!o.best.feasible && !o.complete) {
-    md << "## Best configuration\n\nNone yet: the search stopped before any configuration succeeded.\n\n";
-  } else if (!o.best.feasible && o.best.status == TrialStatus::kOk) {
-    md << "## Best configuration\n\nNone: no configuration tried meets every `[[constraints]]` bound, so "
-          "there "
-          "is no recommendation.\n\n";
+  if (ran_but_infeasible(o.best)) {
+    md << "## Best configuration\n\nNone" << (o.complete ? "" : " so far")
+       << ": no configuration tried meets every `[[constraints]]` bound, so there is no recommendation.\n\n";
     passed_over_text(md, o);
+  } else if (!o.best.feasible && !o.complete) {
+    md << "## Best configuration\n\nNone yet: the search stopped before any configuration succeeded.\n\n";
   } else if (!o.best.feasible) {
     md << "## Best configuration\n\nNo configuration succeeded: there is no best configuration and no "
           "recommendation. See the failures below.\n\n";
@@ -617,35 +625,43 @@ std::filesystem::path chart_js_path() {
 
 void write_report_files(const ReportInput& in, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  auto write = [&](const std::string& name, const std::string& text) {
-    const auto p = dir / name;
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    if (common::utf8_valid(text)) {
-      f << text;
-    } else {  // bytes of an engine's log that are not UTF-8: each ill-formed part as U+FFFD
-      std::string clean;
-      common::utf8_append_lossy(clean, text);
-      f << clean;
-    }
-    if (!f) throw std::runtime_error("cannot write " + p.string());
-  };
   // Every artefact through the one redaction rule (common/redact.h): the report quotes the study's bench
   // arguments, engine commands, failure reasons and log tails.
   const auto redact = [&](const std::string& text) {
     return in.study ? redact_study_secrets(*in.study, text) : common::redact_text(text);
   };
+  std::vector<std::pair<std::string, std::string>> files;  // rendered first: a failure writes nothing
   const std::string md = redact(render_markdown(in));
-  write("report.md", md);
+  files.emplace_back("report.md", md);
   std::string chart;
   try {
     chart = common::read_file(chart_js_path());
   } catch (const std::exception&) {
     chart.clear();
   }
-  write("report.html", render_html(in, md, chart, dir));
-  write("trials.csv", redact(trials_csv(in.trials)));
-  write("trials.json", redact(trials_json(in.trials)));
-  write("summary.json", redact(summary_json(in)));
+  files.emplace_back("report.html", render_html(in, md, chart, dir));
+  files.emplace_back("trials.csv", redact(trials_csv(in.trials)));
+  files.emplace_back("trials.json", redact(trials_json(in.trials)));
+  files.emplace_back("summary.json", redact(summary_json(in)));  // last: a reader of it sees the rest done
+  // Each file is written beside its place and renamed over it: a reader (or a run killed mid-write) never
+  // sees a truncated one.
+  for (const auto& [name, text] : files) {
+    const auto p = dir / name;
+    const auto tmp = dir / (name + ".tmp");
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      if (common::utf8_valid(text)) {
+        f << text;
+      } else {  // bytes of an engine's log that are not UTF-8: each ill-formed part as U+FFFD
+        std::string clean;
+        common::utf8_append_lossy(clean, text);
+        f << clean;
+      }
+      f.flush();
+      if (!f) throw std::runtime_error("cannot write " + tmp.string());
+    }
+    std::filesystem::rename(tmp, p);
+  }
 }
 
 std::string pct(double v) {

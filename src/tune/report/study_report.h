@@ -70,10 +70,10 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// "scenario"}, "best" and "recommended": {"engine", "config", "command", "feasible", "predicted", "value"
 /// (in the objective's unit; null without one), "runs", "ci95_half" (measured, ≥ 2 runs; else null),
 /// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
-/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "none" (no recommendation) | "incomplete"
-/// (the search did not finish) | "measured" | "winner" | "measure_these", "measure_these": [{"engine",
-/// "config", "why"}]} (twin_verdict.h), "passed_over": the configurations of
-/// SearchOutcome::passed_over in the form of "best", and for a load objective
+/// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "incomplete" (the search did not finish,
+/// whatever it found so far) | "none" (finished; no recommendation) | "measured" | "winner" |
+/// "measure_these", "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), "passed_over": the
+/// configurations of SearchOutcome::passed_over in the form of "best", and for a load objective
 /// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
 /// their failure). (study_summary.cc)
 std::string summary_json(const ReportInput& in);
@@ -116,6 +116,10 @@ std::filesystem::path chart_js_path();
 const char* failure_kind(const Evaluation& e);
 /// failure_kind(e) + ": " + e.reason: the text every report artefact gives a failed or infeasible evaluation.
 std::string failure_decision_text(const Evaluation& e);
+/// Whether `e` is a configuration (it has a key: a search with no best yet has none) whose runs succeeded but
+/// break a [[constraints]] bound: no recommendation, and not "nothing succeeded" either (a partial study's
+/// best may be either, or nothing yet).
+bool ran_but_infeasible(const Evaluation& e);
 
 /// SearchOutcome::passed_over starts with the best itself: no configuration tried holds on every scenario.
 bool none_passed_over_holds(const SearchOutcome& o);

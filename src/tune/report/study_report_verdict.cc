@@ -206,19 +206,21 @@ static std::vector<const Evaluation*> finalists(const SearchOutcome& o, size_t l
 void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, const std::string& metric,
                   const TwinVerdict& v) {
   md << "## Summary\n\nObjective: maximise **" << metric << "**. ";
-  if (!o.best.feasible && !o.complete) {  // stopped (Ctrl-C) before any configuration succeeded
-    md << "**Partial study**: the search stopped before any configuration succeeded, so there is no "
-          "recommendation yet (`servelab tune --resume` continues it).\n\n";
-    return;
-  }
   if (!o.best.feasible) {
-    if (o.best.status == TrialStatus::kOk)  // every configuration ran; none met every bound
-      md << "No configuration tried meets every `[[constraints]]` bound: there is no recommendation. The "
-            "best "
-            "on the objective, "
+    const bool partial = !o.complete;
+    if (ran_but_infeasible(o.best))  // configurations ran; none met every bound
+      md << (partial
+                 ? "**Partial study**: the search stopped before it finished, and no configuration tried so "
+                   "far meets every `[[constraints]]` bound: there is no recommendation yet (`servelab tune "
+                   "--resume` continues it). The best on the objective, "
+                 : "No configuration tried meets every `[[constraints]]` bound: there is no recommendation. "
+                   "The best on the objective, ")
          << md_escape(o.best.config.engine + " " + o.best.label) << " ("
          << est_text(o.best.objective, o.best.predicted) << " " << metric << "), is "
          << md_escape(failure_decision_text(o.best)) << " (the others: \"Best configuration\" below).\n\n";
+    else if (partial)  // stopped (Ctrl-C) before any configuration succeeded
+      md << "**Partial study**: the search stopped before any configuration succeeded, so there is no "
+            "recommendation yet (`servelab tune --resume` continues it).\n\n";
     else
       md << "No configuration succeeded: there is no recommendation (see the failures below).\n\n";
     return;
