@@ -10,7 +10,6 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/stop_signals.h"
-#include "servelab/engines/engine_module.h"
 #include "servelab/hardware/hardware.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/evaluations.h"
@@ -201,22 +200,13 @@ void apply_target_flag(servelab::tune::Study& study, const TuneArgs& a) {
 /// predicted at all (exit 2, naming the study and the engine). Only where the twin predicts (target twin,
 /// twin-guided search, an SLO bracket before a measured target).
 void warn_unmodelled_versions(const servelab::tune::Study& study, const TuneArgs& a) {
-  using namespace servelab::tune;
-  const bool twin = study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided ||
-                    !study.slo.targets.empty();
-  if (!twin) return;
-  for (const auto& e : study.engines) {
-    if (e.version.empty()) continue;
-    try {
-      if (auto w = servelab::engines::unmodelled_release_warning(e.kind, e.version))
-        std::fprintf(stderr, "servelab tune: engine %s: %s\n", e.name.c_str(), w->c_str());
-    } catch (const std::invalid_argument& ex) {
-      std::fprintf(stderr,
-                   "servelab tune: %s: engine %s: version: %s; the engine twin needs a release number "
-                   "(e.g. 0.13.0)\n",
-                   a.study.c_str(), e.name.c_str(), servelab::common::redact_text(ex.what()).c_str());
-      throw servelab::cli::ExitRequest{2};
-    }
+  try {
+    for (const auto& [engine, warning] : servelab::tune::unmodelled_version_warnings(study))
+      std::fprintf(stderr, "servelab tune: engine %s: %s\n", engine.c_str(), warning.c_str());
+  } catch (const std::invalid_argument& ex) {
+    std::fprintf(stderr, "servelab tune: %s: %s; the engine twin needs a release number (e.g. 0.13.0)\n",
+                 a.study.c_str(), servelab::common::redact_text(ex.what()).c_str());
+    throw servelab::cli::ExitRequest{2};
   }
 }
 

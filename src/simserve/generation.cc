@@ -37,13 +37,10 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
 
   int prompt_tokens = 0;
   if (ep == Endpoint::kCompletions && req.prompt_token_ids) {
-    // vLLM's input processor: "Token id {id} is out of vocabulary" past max(the tokenizer's largest id, the
-    // model's vocab_size - 1) (its embedding may be padded past the tokenizer) [recalled: vllm/v1/engine/
-    // processor.py _validate_model_input]. The list is never empty (read_completions_prompt).
+    // vLLM's "Token id {id} is out of vocabulary" (token_id_bound). The list is never empty
+    // (read_completions_prompt).
     const std::int64_t top = *std::max_element(req.prompt_token_ids->begin(), req.prompt_token_ids->end());
-    const std::int64_t bound =
-        std::max<std::int64_t>(static_cast<std::int64_t>(tok.vocab_size_with_added()), options.vocab_size);
-    if (top >= bound)
+    if (top >= token_id_bound)
       return ApiError{400, "BadRequestError", "Token id " + std::to_string(top) + " is out of vocabulary",
                       ""};
     prompt_tokens = static_cast<int>(req.prompt_token_ids->size());  // token ids: the prompt as sent

@@ -337,10 +337,14 @@ std::optional<ApiError> read_ignored_options(const json& body, Endpoint endpoint
   const bool completions = endpoint == Endpoint::kCompletions;
   if (const json* echo = present("echo"); completions && echo && !lax_bool(*echo))
     return validation("echo must be a boolean, got " + echo->dump(), "echo");
+  bool chat_logprobs = false;  // chat: logprobs is a boolean that top_logprobs needs true
+  if (const json* lp = present("logprobs"); lp && !completions) {
+    const auto on = lax_bool(*lp);
+    if (!on) return validation("logprobs must be a boolean, got " + lp->dump(), "logprobs");
+    chat_logprobs = *on;
+  }
   std::optional<std::int64_t> count;
   const char* key = completions ? "logprobs" : "top_logprobs";
-  if (const json* lp = present("logprobs"); lp && !completions && !lax_bool(*lp))
-    return validation("logprobs must be a boolean, got " + lp->dump(), "logprobs");
   if (const json* n = present(key)) {
     if (!(count = lax_int(*n)))
       return validation(fmt::format("{} must be an integer, got {}", key, n->dump()), key);
@@ -348,11 +352,8 @@ std::optional<ApiError> read_ignored_options(const json& body, Endpoint endpoint
   if (!count) return std::nullopt;
   if (*count < -1)
     return bad_request(fmt::format("{} must be non-negative or -1, got {}.", key, *count), key);
-  if (!completions && *count != 0) {
-    const json* lp = present("logprobs");
-    if (!lp || !lax_bool(*lp).value_or(false))
-      return bad_request("when using `top_logprobs`, `logprobs` must be set to true.", key);
-  }
+  if (!completions && *count != 0 && !chat_logprobs)
+    return bad_request("when using `top_logprobs`, `logprobs` must be set to true.", key);
   const std::int64_t vocab = limits.vocab_size > 0 ? limits.vocab_size : INT32_MAX;
   const std::int64_t asked = *count == -1 ? vocab : *count;
   const std::int64_t allowed = limits.max_logprobs == -1 ? vocab : limits.max_logprobs;

@@ -85,6 +85,10 @@ struct Server::Impl {
   Clock::time_point last_behind_log{};
   Timeline timeline;
   tokenizer::Tokenizer tok;
+  /// Prompt token ids at or above this are out of vocabulary, as vLLM's input processor judges them:
+  /// max(the tokenizer's ids, the model's vocab_size) (its embedding may be padded past the tokenizer)
+  /// [recalled: vllm/v1/engine/processor.py _validate_model_input]. Set once in the constructor.
+  std::int64_t token_id_bound = 0;
   std::vector<tokenizer::TokenId> words;
   detail::net::io_context ioc{1};
   detail::tcp::acceptor acceptor{ioc};
@@ -104,7 +108,11 @@ struct Server::Impl {
   std::atomic<std::uint64_t> stat_accept_errors{0}, stat_handler_errors{0};
 
   Impl(ServerOptions o, Timeline t, tokenizer::Tokenizer k)
-      : options(std::move(o)), timeline(std::move(t)), tok(std::move(k)) {}
+      : options(std::move(o)),
+        timeline(std::move(t)),
+        tok(std::move(k)),
+        token_id_bound(std::max<std::int64_t>(static_cast<std::int64_t>(tok.vocab_size_with_added()),
+                                              options.vocab_size)) {}
 
   /// Virtual (engine) seconds since start(): wall seconds × time_scale.
   double virtual_now() const {

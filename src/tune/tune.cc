@@ -98,10 +98,6 @@ std::map<std::string, std::string> environment(const Study& study, Target target
   return env;
 }
 
-}  // namespace
-
-namespace {
-
 /// The target a results database was run on (Store::study_target: what --target chose, which the stored
 /// TOML does not say), or nullopt for a database that names none or one not known here.
 std::optional<Target> stored_target(const Store& store) {

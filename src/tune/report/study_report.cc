@@ -14,7 +14,6 @@
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
 #include "servelab/common/utf8.h"
-#include "servelab/engines/engine_module.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/store/tally.h"
@@ -438,13 +437,11 @@ static void setup_text(std::ostringstream& md, const ReportInput& in) {
   md << "\n";
   // A release the twin does not model (a newer one, or a typo) is predicted with another's flags and
   // defaults: the report says which, as the console did at the start.
-  if (twin || s.search.strategy == Strategy::kTwinGuided || !s.slo.targets.empty())
-    for (const auto& e : s.engines) try {
-        if (auto w =
-                e.version.empty() ? std::nullopt : engines::unmodelled_release_warning(e.kind, e.version))
-          md << "  - **" << md_escape(e.name) << "**: " << md_escape(*w) << "\n";
-      } catch (const std::invalid_argument&) {  // no release number: tune refused it before running
-      }
+  try {
+    for (const auto& [engine, warning] : unmodelled_version_warnings(s))
+      md << "  - **" << md_escape(engine) << "**: " << md_escape(warning) << "\n";
+  } catch (const std::invalid_argument&) {  // no release number: tune refused the study before running it
+  }
   md << "- Target: " << target_name(s.target)
      << (twin ? " (servelab's engine twin, predictions)" : " (real engines)") << "\n";
   md << "- Search: " << strategy_name(s.search.strategy)

@@ -10,6 +10,7 @@
 
 #include "servelab/common/paths.h"
 #include "servelab/common/redact.h"
+#include "servelab/engines/engine_module.h"
 
 namespace servelab::tune {
 
@@ -195,6 +196,25 @@ Study load_study(const std::filesystem::path& path, const std::filesystem::path&
   Study s = parse_study(text, path.string(), data_dir);
   s.source_path = path;
   return s;
+}
+
+bool twin_predicts(const Study& study) {
+  return study.target == Target::kTwin || study.search.strategy == Strategy::kTwinGuided ||
+         !study.slo.targets.empty();
+}
+
+std::vector<std::pair<std::string, std::string>> unmodelled_version_warnings(const Study& study) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!twin_predicts(study)) return out;
+  for (const auto& e : study.engines) {
+    if (e.version.empty()) continue;
+    try {
+      if (auto w = engines::unmodelled_release_warning(e.kind, e.version)) out.emplace_back(e.name, *w);
+    } catch (const std::invalid_argument& ex) {
+      throw std::invalid_argument(fmt::format("engine {}: version: {}", e.name, ex.what()));
+    }
+  }
+  return out;
 }
 
 }  // namespace servelab::tune

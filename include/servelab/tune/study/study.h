@@ -279,4 +279,14 @@ int scenario_num_prompts(const Scenario& scenario);
 /// console label. Throws StudyError naming the unknown metric.
 std::string metric_label(const std::string& name);
 
+/// Whether the engine twin predicts anything in `study`: its target is the twin, its search is twin-guided,
+/// or it has [slo] targets (the twin brackets each SLO search before a measured target runs it).
+bool twin_predicts(const Study& study);
+
+/// The engines of `study` whose `version` the twin does not model (a newer release, or a typo), each as
+/// (engine name, engines::unmodelled_release_warning's text); empty where the twin predicts nothing
+/// (twin_predicts). Throws std::invalid_argument "engine NAME: version: ..." for a version that is no
+/// release number ("nightly"): the twin cannot predict it.
+std::vector<std::pair<std::string, std::string>> unmodelled_version_warnings(const Study& study);
+
 }  // namespace servelab::tune
