@@ -272,4 +272,12 @@ class Simulator {
   Trace* trace_ = nullptr;
 };
 
+/// The calibration level, fitted parameters and error band of `launch` on `cluster` (options.calibration,
+/// else the embedded table): what predict_resolved and OnlineTwin::create price a prediction with.
+PredictionContext make_context(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+                               const WorkloadOptions& options);
+
+/// The PredictedFailure kind of a launch the engine module refuses: runtime, else startup.
+PredictedFailure::Kind failure_kind(const engines::LaunchFailure& f);
+
 }  // namespace servelab::sim::detail
