@@ -346,6 +346,13 @@ TEST(Constraints, WhenNoConfigurationHoldsEverywhereTheReportSaysSo) {
   const auto j = nlohmann::json::parse(summary);
   EXPECT_FALSE(j["recommended"]["feasible"]);
   EXPECT_EQ(j["passed_over"].size(), 3u);
+  // summary.json agrees with report.md (new-user trial: "best": {"feasible": true}, verdict "winner"): no
+  // answer, the best on the objective infeasible with why, its value on the objective's scenario kept.
+  EXPECT_EQ(j["verdict"]["kind"], "none");
+  EXPECT_FALSE(j["best"]["feasible"]);
+  EXPECT_EQ(j["best"]["failure"],
+            "infeasible: constraint violated on long: P99 TTFT (ms) = 5000.00 (bound ≤ 3000)");
+  EXPECT_NEAR(j["best"]["value"].get<double>(), 3000, 1e-9);
 }
 
 // Every configuration ran but broke a bound on the objective's own scenario (new-user trial: report.md said

@@ -44,17 +44,18 @@ nlohmann::json summary_config(const Evaluation& e, const std::string& label) {
 
 /// The verdict on the study's top pick: "incomplete" (the study stopped before its search finished, e.g.
 /// Ctrl-C, whatever its trials so far did: the best so far is no verdict; `--resume` finishes it), "none" (a
-/// finished search where no configuration succeeded and met every bound: no recommendation), else the twin's:
+/// finished search where no configuration succeeded and met every bound on every scenario — the best on the
+/// objective's scenarios included, when it broke a bound on another: no recommendation), else the twin's:
 /// "measured" (the best is measured), "winner" (clear of every band) or "measure_these" with the
 /// configurations it cannot tell apart.
 nlohmann::json summary_verdict(const Study& s, const SearchOutcome& o) {
   const TwinVerdict v = twin_verdict(s, o);
   nlohmann::json j;
-  j["kind"] = !o.complete                           ? "incomplete"
-              : !o.best.feasible                    ? "none"
-              : v.kind == TwinVerdict::Kind::kTie   ? "measure_these"
-              : v.kind == TwinVerdict::Kind::kClear ? "winner"
-                                                    : "measured";
+  j["kind"] = !o.complete                                     ? "incomplete"
+              : !o.best.feasible || none_passed_over_holds(o) ? "none"
+              : v.kind == TwinVerdict::Kind::kTie             ? "measure_these"
+              : v.kind == TwinVerdict::Kind::kClear           ? "winner"
+                                                              : "measured";
   nlohmann::json set = nlohmann::json::array();
   for (const TwinTie& t : v.measure)
     set.push_back({{"engine", t.eval->config.engine}, {"config", t.eval->label}, {"why", t.why}});
@@ -74,6 +75,13 @@ std::string summary_json(const ReportInput& in) {
                     {"unit", label_unit(label)},
                     {"scenario", load_primary ? o.load.scenario : s.objective.scenarios.front()}};
   j["best"] = summary_config(o.best, label);
+  // The best on the objective's scenarios that breaks a bound on another is no answer: infeasible there,
+  // with why, its objective value kept (new-user trial: "feasible": true and verdict "winner" beside a
+  // report.md saying no configuration meets every bound).
+  if (none_passed_over_holds(o)) {
+    j["best"]["feasible"] = false;
+    j["best"]["failure"] = failure_decision_text(o.passed_over.front());
+  }
   j["recommended"] = summary_config(o.recommended_eval, label);
   j["verdict"] = summary_verdict(s, o);
   j["recommended"]["command"] = o.recommended_command.shell();
