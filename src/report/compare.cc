@@ -240,6 +240,13 @@ void significance(std::ostringstream& out, const std::vector<SavedRun>& runs) {
             "  {}: not tested: no per-request samples (bench serve --save-detailed keeps them)\n", r.name);
         continue;
       }
+      if (base.interrupted || r.interrupted) {
+        out << fmt::format(
+            "  {}: not tested: {} was interrupted (its requests are the early part of the schedule, not a "
+            "sample of the whole run)\n",
+            r.name, base.interrupted ? base.name : r.name);
+        continue;
+      }
       for (int k = 0; k < 3; ++k) {
         const char* what = k == 0 ? "TTFT" : k == 1 ? "TPOT" : "ITL";
         const auto& a = k == 0 ? base.ttft_ms : k == 1 ? base.tpot_ms : base.itl_ms;
@@ -325,6 +332,18 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
     if (auto inv = ext->find("invalid");
         inv != ext->end() && inv->is_string() && !inv->get<std::string>().empty())
       run.caveats.push_back("marked INVALID by bench serve: " + inv->get<std::string>());
+  if (auto ext = j.find("servelab"); ext != j.end() && ext->is_object())
+    if (auto it = ext->find("interrupted"); it != ext->end() && it->is_boolean() && it->get<bool>()) {
+      run.interrupted = true;
+      const auto completed = run.numbers.find("completed"), prompts = run.numbers.find("num_prompts");
+      const bool counted = completed != run.numbers.end() && completed->second &&
+                           prompts != run.numbers.end() && prompts->second;
+      run.caveats.push_back(fmt::format(
+          "an interrupted run (stopped by a signal before its schedule ended{}): its figures cover only the "
+          "part that ran",
+          counted ? fmt::format("; {:g} of {:g} prompts completed", *completed->second, *prompts->second)
+                  : ""));
+    }
   return run;
 }
 

@@ -4,6 +4,7 @@
 // (scipy.stats.mannwhitneyu(method="asymptotic") gives the same), and the side-by-side text.
 #include "servelab/report/compare.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -108,6 +109,30 @@ TEST(CompareRead, PredictionsAndInvalidRunsAreNamedBeforeTheTable) {
             0u)
       << text;
   EXPECT_EQ(format_comparison({c, c}).find("WARNING"), std::string::npos);
+}
+
+// A run stopped by Ctrl-C is saved with servelab.interrupted (vLLM writes no file then): compare says so
+// before the table and does not test its early-schedule samples against a whole run (new-user trial: a
+// 7-of-100 interrupted run was compared, ITL "significant", with no word of the interruption).
+TEST(CompareRead, AnInterruptedRunIsNamedAndNotTested) {
+  nlohmann::json cut = detailed_run();
+  cut["servelab"] = {{"interrupted", true}};
+  cut["num_prompts"] = 100;
+  nlohmann::json whole = detailed_run();
+  whole["servelab"] = {{"interrupted", false}};
+  const SavedRun x = parse_saved_run(cut, "cut.json"), w = parse_saved_run(whole, "whole.json");
+  EXPECT_TRUE(x.interrupted);
+  EXPECT_FALSE(w.interrupted);
+  EXPECT_TRUE(w.caveats.empty());
+  ASSERT_EQ(x.caveats.size(), 1u);
+  EXPECT_EQ(x.caveats[0],
+            fmt::format("an interrupted run (stopped by a signal before its schedule ended; {:g} "
+                        "of 100 prompts completed): its figures cover only the part that ran",
+                        whole["completed"].get<double>()));
+  const std::string text = format_comparison({w, x});
+  EXPECT_EQ(text.rfind("WARNING: cut.json is an interrupted run", 0), 0u) << text;
+  EXPECT_NE(text.find("  cut.json: not tested: cut.json was interrupted"), std::string::npos) << text;
+  EXPECT_EQ(text.find("significant"), std::string::npos) << text;
 }
 
 TEST(CompareRead, MalformedResultsNameTheProblem) {

@@ -40,8 +40,13 @@ struct SavedRun {
   /// vLLM's own TPOT) or `latencies` when the file has them; every ITL gap of those requests.
   std::vector<double> ttft_ms, tpot_ms, itl_ms;
   /// Why the run is not a plain measurement, one line each: a prediction of the engine twin (sim run's
-  /// servelab_engine_twin_prediction), a run bench marked INVALID (servelab.invalid, with its reason).
+  /// servelab_engine_twin_prediction), a run bench marked INVALID (servelab.invalid, with its reason), an
+  /// interrupted run (servelab.interrupted).
   std::vector<std::string> caveats;
+  /// bench serve was stopped before its schedule ended (servelab.interrupted: Ctrl-C, SIGTERM): its figures
+  /// are of the early part of the schedule only, so its per-request samples are not tested against another
+  /// run's (vLLM writes no file then; a script reading vLLM's keys alone cannot tell).
+  bool interrupted = false;
 };
 
 /// One run from a parsed result object; `name` becomes SavedRun::name. Throws std::runtime_error naming
