@@ -744,6 +744,45 @@ TEST(LoadSections, ScenarioOverrideAndValues) {
       StudyError);
 }
 
+// b wins the primary objective (goodput), a a secondary tokens_per_gpu objective (twice b's output): the
+// Pareto table's "recommended" mark is on b, the recommended configuration, not on a's tokens_per_gpu pick
+// (new-user trial), and off the front it says so.
+TEST(Objectives, TheRecommendedParetoPointIsOnTheRecommendedConfiguration) {
+  Study s = small(std::string(kObjectives) + "\n[search]\nstrategy = \"grid\"\nablation = false\n");
+  s.knobs.clear();
+  s.search.knob_order.clear();
+  int launches = 0;
+  const TrialRunner base = curve_runner(
+      [](const std::string& key, double load) { return (key.rfind("b{", 0) == 0 ? 50 : 100) * load; },
+      &launches);
+  const TrialRunner runner = [base](const TrialRequest& req) {
+    TrialOutcome out = base(req);
+    if (req.config_key.rfind("a{", 0) == 0)
+      for (auto& sc : out.scenarios) sc.metrics["Output token throughput (tok/s)"] *= 2;
+    return out;
+  };
+  Evaluator ev(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  SearchOutcome o = run_search(s, ev, nullptr);
+  analyze_load(s, ev, o);
+  ASSERT_EQ(o.best.key, "b{}");
+  ASSERT_EQ(o.recommended_eval.key, "b{}");
+  const LoadOutcome& L = o.load;
+  ASSERT_EQ(L.objectives.size(), 4u);
+  ASSERT_GE(L.objectives[1].best, 0);
+  EXPECT_EQ(L.objectives[1].values[L.objectives[1].best].config_key, "a{}");
+  const auto mark =
+      std::find_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; });
+  ASSERT_NE(mark, L.pareto.end());
+  EXPECT_EQ(mark->config_key, "b{}");
+  EXPECT_FALSE(mark->on_front);  // a's points are higher on both axes
+  EXPECT_EQ(
+      std::count_if(L.pareto.begin(), L.pareto.end(), [](const ParetoPoint& p) { return p.recommended; }), 1);
+  ReportInput in{&s, &o, ev.records(), {}};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("| no (recommended) |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("**yes (recommended)**"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace servelab::tune
 

@@ -278,19 +278,23 @@ void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome)
   const auto front = pareto_front_max(xy);
   for (size_t i = 0; i < front.size(); ++i) L.pareto[i].on_front = front[i];
   for (const auto& o : study.objectives) L.objectives.push_back(objective_result(study, o, L, as_written));
-  // The recommended point: the tokens_per_gpu objective's pick, else the recommended config's best front
-  // point.
+  // The recommended point, on the recommended configuration: the load the tokens_per_gpu objective picked
+  // when it picked that configuration, else its best front point (new-user trial: a secondary
+  // tokens_per_gpu objective's pick of another configuration was marked "recommended").
   ParetoPoint* mark = nullptr;
   for (const auto& res : L.objectives)
-    if (res.spec.kind == ObjectiveSpec::Kind::kTokensPerGpu && res.best >= 0 && !mark)
+    if (res.spec.kind == ObjectiveSpec::Kind::kTokensPerGpu && res.best >= 0 && !mark &&
+        res.values[res.best].config_key == outcome.recommended_eval.key)
       for (auto& p : L.pareto)
         if (p.config_key == res.values[res.best].config_key && p.load.text() == res.values[res.best].at)
           mark = &p;
+  // (else its best point off the front: the report says it is not on it.)
+  auto better = [](const ParetoPoint& p, const ParetoPoint* m) {
+    return !m || (p.on_front != m->on_front ? p.on_front : p.output_tok_s_per_gpu > m->output_tok_s_per_gpu);
+  };
   if (!mark)
     for (auto& p : L.pareto)
-      if (p.config_key == outcome.recommended_eval.key && p.on_front &&
-          (!mark || p.output_tok_s_per_gpu > mark->output_tok_s_per_gpu))
-        mark = &p;
+      if (p.config_key == outcome.recommended_eval.key && better(p, mark)) mark = &p;
   if (mark) mark->recommended = true;
   // Cost at each config's highest-throughput point.
   if (study.cost)

@@ -165,7 +165,7 @@ void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
   for (const ParetoPoint* p : pts)
     md << "| " << escape(config_name(p->engine, p->label)) << " | " << p->load.text() << " | "
        << fmt::format("{:.1f} | {:.1f} | ", p->output_tok_s_per_user, p->output_tok_s_per_gpu)
-       << (p->recommended ? "**yes (recommended)**"
+       << (p->recommended ? (p->on_front ? "**yes (recommended)**" : "no (recommended)")
            : p->on_front  ? "yes"
                           : "")
        << " |\n";
