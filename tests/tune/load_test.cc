@@ -64,6 +64,32 @@ std::vector<double> probe_values(const SloResult& r) {
 
 const char* kSlo = "\n[slo]\np99_ttft_ms = 2000\nmean_tpot_ms = 50\ntolerance_pct = 5\n";
 
+// The report's SLO table says why the value above the answer did not count (new-user trial: a run that met
+// every SLO but was too short to count was listed as "lowest failing").
+TEST(SloReport, TheValueAboveTheAnswerSaysWhyItDidNotCount) {
+  const Study s = small(kSlo);
+  SearchOutcome o;
+  o.load.enabled = true;
+  SloResult r;
+  r.engine = "vllm", r.label = "kv=fp8", r.found = true, r.max_passing = 11.31, r.min_failing = 12.33;
+  SloProbe pass, cut;
+  pass.value = 11.31, pass.passed = true, pass.num_prompts = 2400;
+  cut.value = 12.33, cut.passed = true, cut.short_run = true, cut.num_prompts = 920;
+  r.probes = {pass, cut};
+  o.load.slo.push_back(r);
+  ReportInput in{&s, &o, {}, {}};
+  std::string md = render_load_markdown(in);
+  EXPECT_NE(md.find("| lowest not meeting them |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| **11.31** | 12.33 (met the SLOs on a run too short to count) |"), std::string::npos)
+      << md;
+  o.load.slo[0].probes[1].short_run = false, o.load.slo[0].probes[1].saturated = true;
+  md = render_load_markdown(in);
+  EXPECT_NE(md.find("| **11.31** | 12.33 (saturated) |"), std::string::npos) << md;
+  o.load.slo[0].probes[1].saturated = false, o.load.slo[0].probes[1].passed = false;
+  md = render_load_markdown(in);
+  EXPECT_NE(md.find("| **11.31** | 12.33 |"), std::string::npos) << md;
+}
+
 TEST(SloSearch, FindsTheHighestRateOfAHandBuiltCurve) {
   // P99 TTFT = 100 ms × rate: the SLO (≤ 2000 ms) holds up to 20 req/s. From 1 req/s: ×2 up to 32 (fails,
   // margin +0.6; 16 has −0.2), the chord's root 16 + 16 × 0.2/0.8 = 20 passes (margin 0), then the root is

@@ -86,6 +86,21 @@ std::string goodput_cell(const SloResult& r) {
   return fmt::format("{:.2f}", r.request_goodput_req_s);
 }
 
+/// The lowest value above the answer that did not count as meeting the SLOs, with why when it did not
+/// simply miss one: saturated, or met them on a run too short to count (new-user trial: a short run that met
+/// every SLO was listed as "lowest failing").
+std::string not_meeting_cell(const SloResult& r) {
+  if (!r.min_failing) return "—";
+  std::string why;
+  for (const auto& p : r.probes)
+    if (p.value == *r.min_failing && !p.superseded)
+      why = !p.failure.empty() ? " (the run failed)"
+            : p.saturated      ? " (saturated)"
+            : p.short_run      ? " (met the SLOs on a run too short to count)"
+                               : "";
+  return fmt::format("{:g}{}", *r.min_failing, why);
+}
+
 void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
   if (L.slo.empty()) return;
   const bool rate = s.slo.variable == LoadKind::kRequestRate;
@@ -107,7 +122,8 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
                          "than {:g}% of half the arrival span above the first quarter's)",
                          s.slo.tolerance_pct, s.slo.tolerance_pct)
            : "");
-  md << "| config | max " << (rate ? "req/s" : "concurrency") << " meeting SLOs | lowest failing | runs | "
+  md << "| config | max " << (rate ? "req/s" : "concurrency")
+     << " meeting SLOs | lowest not meeting them | runs | "
      << "request goodput (req/s) | goodput at | token goodput (tok/s) | note "
         "|\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : L.slo) {
@@ -115,11 +131,11 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
     if (r.twin_start)
       runs += fmt::format(" (started at the twin's {:g}, {} twin runs)", *r.twin_start, r.twin_runs);
     md << "| " << escape(config_name(r.engine, r.label)) << " | "
-       << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | "
-       << (r.min_failing ? fmt::format("{:g}", *r.min_failing) : "—") << " | " << runs << " | "
-       << goodput_cell(r) << " | " << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—")
-       << " | " << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | "
-       << escape(r.note) << " |\n";
+       << (r.found ? fmt::format("**{:g}**", r.max_passing) : "none") << " | " << escape(not_meeting_cell(r))
+       << " | " << runs << " | " << goodput_cell(r) << " | "
+       << (r.goodput_found ? LoadPoint{r.variable, r.goodput_at}.text() : "—") << " | "
+       << (r.goodput_found ? fmt::format("{:.1f}", r.token_goodput_tok_s) : "—") << " | " << escape(r.note)
+       << " |\n";
   }
   md << "\nRuns of each search, in order (✓ meets every SLO, ✗ does not or was saturated; goodput served, "
         "req/s):\n\n";
