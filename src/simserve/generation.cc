@@ -48,7 +48,7 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
     prompt_tokens = static_cast<int>(tok.encode(req.prompt, true).size());
   } else {
     chat::RenderOptions ro;
-    ro.thinking = req.thinking;
+    ro.thinking = req.thinking.value_or(options.thinking_default);
     ro.add_bos = options.chat_bos;
     std::string prompt;
     try {
@@ -96,7 +96,8 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
   a.identity.model = req.model;
   a.identity.created = static_cast<std::int64_t>(std::time(nullptr));
   a.usage = {prompt_tokens, output_tokens};
-  if (options.reasoning_parser && ep == Endpoint::kChatCompletions && req.thinking) {
+  if (options.reasoning_parser && ep == Endpoint::kChatCompletions &&
+      req.thinking.value_or(options.thinking_default)) {
     a.reasoning_tokens = static_cast<int>(std::floor(options.reasoning_fraction * output_tokens));
   }
   a.draw_seed = req.seed ? splitmix64(*req.seed) : splitmix64(options.seed * 0x100000001B3ull + id);

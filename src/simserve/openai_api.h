@@ -37,8 +37,10 @@ struct GenerationRequest {
   /// `bench serve --dataset-name timed_trace` sends); then `prompt` is empty and these are the prompt.
   std::optional<std::vector<std::int64_t>> prompt_token_ids;
   std::vector<chat::Message> messages;  ///< chat: the conversation
-  bool thinking = false;                ///< chat_template_kwargs.thinking / enable_thinking
-  std::optional<int> max_tokens;        ///< max_tokens or max_completion_tokens (tokens)
+  /// chat_template_kwargs.thinking / enable_thinking; unset: the model's template default
+  /// (ServerOptions::thinking_default).
+  std::optional<bool> thinking;
+  std::optional<int> max_tokens;  ///< max_tokens or max_completion_tokens (tokens)
   int min_tokens = 0;
   bool ignore_eos = false;
   bool stream = false;

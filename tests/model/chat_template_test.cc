@@ -137,6 +137,18 @@ TEST(ChatTemplate, DeepseekV32EncoderAndV3Template) {
       from_config(c, "v3.json").chat_template.overhead_tokens);
 }
 
+// Whether a template renders the model thinking when the request does not say: what sim serve streams as
+// reasoning_content under a reasoning parser (new-user trial: the Qwen3 twin never reasoned unasked).
+TEST(ChatTemplate, ThinkingByDefaultFollowsTheTemplate) {
+  EXPECT_TRUE(resolve_model("Qwen/Qwen3-32B").chat_template.thinks_by_default);  // enable_thinking: true
+  EXPECT_FALSE(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507").chat_template.thinks_by_default);
+  EXPECT_TRUE(resolve_model("Qwen/Qwen3.5-35B-A3B").chat_template.thinks_by_default);
+  EXPECT_TRUE(resolve_model("openai/gpt-oss-120b").chat_template.thinks_by_default);
+  EXPECT_FALSE(deepseek_v32().chat_template.thinks_by_default);  // the encoder's non-thinking default
+  EXPECT_TRUE(resolve_model("deepseek-ai/DeepSeek-R1").chat_template.thinks_by_default);
+  EXPECT_FALSE(resolve_model("deepseek-ai/DeepSeek-V3").chat_template.thinks_by_default);
+}
+
 TEST(ChatTemplate, FamiliesWithoutATokenizerSayHowTheyWereCounted) {
   // GLM: [gMASK] <sop> <|user|> \n <|assistant|>, all single tokens: 5, by hand.
   for (const char* id : {"zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-5.2-FP8"}) {

@@ -53,7 +53,11 @@ TEST(OpenAiApi, ChatRequestWithListContentAndThinking) {
   ASSERT_EQ(r.messages.size(), 1u);
   EXPECT_EQ(r.messages[0].content, "a\nb");
   EXPECT_EQ(r.max_tokens, 3);  // max_completion_tokens wins over the deprecated max_tokens
-  EXPECT_TRUE(r.thinking);
+  EXPECT_EQ(r.thinking, std::optional<bool>(true));
+  // Unsaid, it is the model's default (ServerOptions::thinking_default), not false.
+  EXPECT_FALSE(ok(R"({"model":"deepseek-ai/DeepSeek-V3.2","messages":[{"role":"user","content":"a"}]})",
+                  Endpoint::kChatCompletions)
+                   .thinking.has_value());
 }
 
 // vLLM's `model` is optional: absent or null, the request goes to the first served model name; a model that

@@ -164,6 +164,31 @@ TEST(SimServe, ChatStreamsRoleThenReasoningThenContent) {
   EXPECT_EQ(ev[4]["choices"][0]["finish_reason"], "length");
 }
 
+// A model whose template thinks by default (Qwen3: enable_thinking defaults to true) streams reasoning for a
+// chat request that does not say, as vLLM with --reasoning-parser qwen3 does; enable_thinking false turns it
+// off (new-user trial: the Qwen3 twin streamed content only unless asked to think).
+TEST(SimServe, AModelThatThinksByDefaultStreamsReasoningUnasked) {
+  simserve::ServerOptions o;
+  o.reasoning_parser = true;
+  o.reasoning_fraction = 0.5;
+  o.thinking_default = true;
+  Running r(o);
+  const std::string head =
+      R"({"model":"twin","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":4,"stream":true)";
+  bool done = false;
+  auto ev = sse_events(request(r.port, http::verb::post, "/v1/chat/completions", head + "}").body, &done);
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_TRUE(ev[1]["choices"][0]["delta"].contains("reasoning_content"));
+  EXPECT_TRUE(ev[3]["choices"][0]["delta"].contains("content"));
+  ev = sse_events(request(r.port, http::verb::post, "/v1/chat/completions",
+                          head + R"(,"chat_template_kwargs":{"enable_thinking":false}})")
+                      .body,
+                  &done);
+  ASSERT_EQ(ev.size(), 5u);
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    EXPECT_FALSE(ev[i]["choices"][0]["delta"].contains("reasoning_content")) << i;
+}
+
 TEST(SimServe, ContextLengthAndBadBodiesAreOpenAiErrors) {
   simserve::ServerOptions o;
   o.max_model_len = 10;

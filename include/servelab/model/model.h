@@ -285,6 +285,10 @@ double indexer_flops_per_pair(const Attention& a);
 struct ChatTemplate {
   int overhead_tokens = 0;
   std::string source;
+  /// The template renders the model thinking unless the request's chat_template_kwargs say otherwise
+  /// (Qwen3's enable_thinking defaults to true; DeepSeek-V3.2's encoder renders non-thinking): with a
+  /// reasoning parser, what an engine streams as reasoning_content by default.
+  bool thinks_by_default = false;
   bool operator==(const ChatTemplate&) const = default;
 };
 

@@ -73,7 +73,10 @@ struct ServerOptions {
   bool reasoning_parser = false;           ///< --reasoning-parser set: thinking output → reasoning_content
   double reasoning_fraction = 0.5;         ///< share of output tokens streamed as reasoning when thinking
   bool chat_bos = true;                    ///< chat prompts start with BOS (DeepSeek encoding)
-  int default_max_tokens = 0;              ///< output length when the request gives none (0 = to context end)
+  /// A chat request that does not say (chat_template_kwargs) thinks: the model's template default
+  /// (model::ChatTemplate::thinks_by_default; Qwen3 yes, DeepSeek-V3.2 no).
+  bool thinking_default = false;
+  int default_max_tokens = 0;  ///< output length when the request gives none (0 = to context end)
   /// Larger request bodies get 413 (by Content-Length before the body is read, else once the streamed body
   /// passes it). 0 = 32 bytes per token of max_model_len, at least 1 MiB: a prompt that fits the context is
   /// far below it (JSON-escaped CJK text is ~9 bytes per token), and tokenizing a body that large takes
