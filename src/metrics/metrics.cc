@@ -343,14 +343,18 @@ void compute_peaks(std::span<const RequestOutput> outputs, BenchmarkMetrics& m) 
     if (!out.success) continue;
     const std::size_t chunks = out.itl_s.size() + 1;
     const bool exact_tokens = out.chunk_tokens.size() == chunks;
-    const double even_tokens = static_cast<double>(m.output_lens[r]) / static_cast<double>(chunks);
+    // Without per-chunk counts the tokens are spread evenly over the chunks that carry text: a first chunk
+    // before the first text (TTFCT later than TTFT: openai-chat's role-only chunk) carries none.
+    const bool empty_first = !exact_tokens && chunks > 1 && out.ttfct_s > out.ttft_s;
+    const double even_tokens =
+        static_cast<double>(m.output_lens[r]) / static_cast<double>(chunks - (empty_first ? 1 : 0));
     double t = out.send_time_s + out.ttft_s;
     for (std::size_t k = 0; k < chunks; ++k) {
       if (k > 0) t += out.itl_s[k - 1];
       const std::ptrdiff_t b = bucket_of(t);
       if (b >= 0 && static_cast<std::size_t>(b) < buckets) {
         chunks_per_s[b] += 1;
-        tokens_per_s[b] += exact_tokens ? out.chunk_tokens[k] : even_tokens;
+        tokens_per_s[b] += exact_tokens ? out.chunk_tokens[k] : (empty_first && k == 0 ? 0.0 : even_tokens);
       }
     }
     const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, bucket_of(out.send_time_s));

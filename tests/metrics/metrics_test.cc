@@ -124,8 +124,10 @@ TEST(ComputeMetrics, EveryNumberOfAHandComputedRun) {
   EXPECT_EQ(m.max_concurrent_requests, 3);
   // ... although at most 2 are ever in flight at once ([0,2) [2,3) [1.5,3.5)).
   EXPECT_EQ(m.max_concurrent_requests_exact, 2);
-  // Tokens per bucket: A 1 per chunk, B 1, C {2,0,1} -> {0: 2, 1: 2 + 2, 2: 1 + 0, 3: 1 + 1}
-  EXPECT_EQ(m.max_output_tokens_per_s_by_tokens, 4.0);
+  // Tokens per bucket: A's first chunk (0.5 s) precedes its first text (TTFCT 0.75: a role-only chunk), so
+  // its 5 tokens spread over its other 4 chunks, 1.25 each; B 1; C exact {2,0,1} -> {0: 1.25, 1: 2.5 + 2,
+  // 2: 1.25 + 0, 3: 1 + 1} (new-user trial: the role chunk got a share, the peak shifted toward TTFT).
+  EXPECT_EQ(m.max_output_tokens_per_s_by_tokens, 4.5);
 
   // Extras.
   EXPECT_EQ(m.failures_by_kind[static_cast<std::size_t>(FailureKind::kTimeout)], 1);

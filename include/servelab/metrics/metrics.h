@@ -109,7 +109,8 @@ struct BenchmarkMetrics {
   /// before arrivals at equal times (newer vLLM's definition).
   int max_concurrent_requests_exact = 0;
   /// Max over 1-s buckets of output *tokens* (chunk_tokens when known, else tokens spread evenly over the
-  /// chunks of the request), tok/s.
+  /// chunks of the request that carry text: a first chunk before the first text, ttfct_s > ttft_s, gets
+  /// none), tok/s.
   double max_output_tokens_per_s_by_tokens = 0.0;
   /// Schedule lag: dispatch_time_s - intended_send_time_s over every request except never-sent cancelled
   /// ones, ms. Large values mean the client, not the server, limited the run (requests left the schedule
