@@ -46,7 +46,8 @@ Workload build_workload(const RunOptions& c, const ResolvedConfig& r, const toke
     }
     return w;
   }
-  std::vector<dataset::SampleRequest> samples = dataset::sample_requests(dataset_options(c, r), tok);
+  std::vector<dataset::SampleRequest> samples =
+      dataset::sample_requests(dataset_options(c, r), tok, &w.warnings);
   w.planned.reserve(samples.size());
   for (auto& s : samples) {
     client::PlannedRequest p;

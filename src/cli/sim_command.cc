@@ -217,8 +217,10 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
                                "--scenario (e.g. random-1024in-128out, sharegpt-1000), which needs none.");
     }
     const auto& tok = *loaded;
-    for (const auto& s : dataset::sample_requests(dataset_options(a.bench, in.resolved), tok))
+    std::vector<std::string> warnings;  // as bench serve prints its dataset's warnings
+    for (const auto& s : dataset::sample_requests(dataset_options(a.bench, in.resolved), tok, &warnings))
       w.requests.push_back({s.prompt_len, s.output_len, s.prefix_group, s.shared_prefix_len});
+    for (const auto& warning : warnings) std::fprintf(stderr, "WARNING: %s\n", warning.c_str());
     w.name = a.bench.dataset_name;
   }
   return w;

@@ -28,6 +28,11 @@ detail::TokenizerOps make_ops(const tokenizer::Tokenizer& tok) {
   return ops;
 }
 
+/// Whether `tok` is DeepSeek's (its vocabulary has the "<｜User｜>" marker of the V3 / V3.2 encodings).
+bool has_deepseek_markers(const tokenizer::Tokenizer& tok) {
+  return tok.token_to_id("<\xEF\xBD\x9CUser\xEF\xBD\x9C>").has_value();
+}
+
 /// transformers apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
 /// tokenize=False) for the templates servelab can render without a Jinja engine; with --tokenizer-mode
 /// deepseek_v32, vLLM's DeepseekV32Tokenizer.apply_chat_template (DeepSeek-V3.2 encoding, non-thinking).
@@ -38,11 +43,17 @@ std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string
     return chat::render_deepseek_v32({chat::Message{"user", std::string(prompt)}});
   const std::string& tmpl = tok.chat_template();
   if (tmpl.empty()) {
+    // The deepseek_v32 advice only for DeepSeek's own vocabulary (new-user trial: it was given for GPT-2's,
+    // and taking it counted DeepSeek's markers in GPT-2 pieces without a word).
     throw std::runtime_error(fmt::format(
         "{} dataset: the tokenizer has no chat_template (tokenizer_config.json), so the prompt cannot be "
-        "rendered as a chat{}; DeepSeek-V3.2 ships no template: pass --tokenizer-mode deepseek_v32 for its "
-        "encoding",
-        dataset, dataset == "sonnet" ? "" : "; pass --skip-chat-template to send the raw prompt"));
+        "rendered as a chat{}{}",
+        dataset, dataset == "sonnet" ? "" : "; pass --skip-chat-template to send the raw prompt",
+        has_deepseek_markers(tok)
+            ? "; DeepSeek-V3.2 ships no template: pass --tokenizer-mode deepseek_v32 for its encoding"
+            : "; give the tokenizer of the served model (a tokenizer_config.json with its chat_template "
+              "beside "
+              "tokenizer.json)"));
   }
   // DeepSeek-V3 template (tokenizer_config.json of deepseek-ai/DeepSeek-V3*): for one user message with
   // add_generation_prompt it renders {bos_token}<｜User｜>{content}<｜Assistant｜>.
@@ -75,6 +86,12 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
                                            std::vector<std::string>* warnings) {
   const DatasetOptions o = resolve_length_aliases(options);
   validate_options(o);
+  if (warnings && o.tokenizer_mode == "deepseek_v32" && !has_deepseek_markers(tok))
+    warnings->push_back(
+        "--tokenizer-mode deepseek_v32 with a tokenizer that is not DeepSeek's (no "
+        "<\xEF\xBD\x9CUser\xEF\xBD\x9C> "
+        "token): chat prompts get DeepSeek-V3.2's markers, counted in that tokenizer's pieces (vLLM does the "
+        "same); give DeepSeek-V3.2's tokenizer, or the served model's own with its chat_template");
   auto count_tokens = [&tok](std::string_view text) {
     return static_cast<int>(tok.encode(text, true).size());
   };
