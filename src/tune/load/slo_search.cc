@@ -345,9 +345,23 @@ void SloRun::refine_goodput() {
                 : std::clamp(x, std::max(1.0, left + (below ? 1 : 0)), best - 1);
     if (verdict_at.count(x) || x <= 0) return;  // nothing left to narrow at this resolution
     if (!budget_left()) {
-      if (!aborted)
+      if (!aborted) {
         r.note = fmt::format("stopped at max_runs = {} while narrowing the goodput peak near {}",
                              spec().max_runs, LoadPoint{var, best}.text());
+        // A run that served more but did not count (too short, or saturated) says where the peak may be
+        // (new-user trial: 3.88 req/s reported at 7.619 beside a short run at 5.521 that served 5.15).
+        const SloProbe* more = nullptr;
+        for (const auto& p : r.probes)
+          if (p.passed && !p.steady() && !p.superseded && p.failure.empty() && p.goodput_req_s > best_g &&
+              (!more || p.goodput_req_s > more->goodput_req_s))
+            more = &p;
+        if (more)
+          r.note += fmt::format(
+              "; the run at {} served {:.3g} req/s of goodput but does not count ({}): the peak may lie "
+              "there",
+              LoadPoint{var, more->value}.text(), more->goodput_req_s,
+              more->saturated ? "saturated" : "too short for its load");
+      }
       return;
     }
     probe(x, "goodput");
