@@ -167,7 +167,11 @@ void slo_section(std::ostringstream& md, const Study& s, const LoadOutcome& L) {
 void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
   if (L.pareto.empty()) return;
   md << "## Pareto front: output tok/s per GPU against output tok/s per user\n\n"
-     << "Every concurrency point of every configuration. Per user = output tok/s ÷ concurrency and per GPU = "
+     << fmt::format(
+            "Every concurrency point of the {} configuration(s) with load curves (the search's "
+            "baselines, best, recommended and top ones, at most 8; not every configuration it ran). ",
+            L.curves.size())
+     << "Per user = output tok/s ÷ concurrency and per GPU = "
      << fmt::format("output tok/s ÷ {} GPUs", L.gpus)
      << ", as `vllm bench sweep plot_pareto` (user count = max_concurrency). A point is on the front when no "
         "other "
@@ -190,13 +194,13 @@ void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
 
 void objectives_section(std::ostringstream& md, const LoadOutcome& L) {
   if (L.objectives.empty()) return;
-  md << "## Objectives\n\nThe search optimised the first; each is evaluated over the configurations "
-        "above.\n\n";
+  md << "## Objectives\n\nThe search optimised the first; each is evaluated over the configurations with "
+        "load curves above (at most 8 of those the search ran), so \"best\" is the best of those.\n\n";
   for (size_t i = 0; i < L.objectives.size(); ++i) {
     const auto& o = L.objectives[i];
     md << "### " << (i == 0 ? "Primary: " : "") << o.title << " (" << o.unit << ")\n\n";
     if (o.best >= 0)
-      md << fmt::format("Best: **{}**: {:.2f} {} at {}.\n\n",
+      md << fmt::format("Best of those: **{}**: {:.2f} {} at {}.\n\n",
                         escape(config_name(o.values[o.best].engine, o.values[o.best].label)),
                         o.values[o.best].value, o.unit, o.values[o.best].at);
     else
@@ -221,7 +225,7 @@ void cost_section(std::ostringstream& md, const LoadOutcome& L) {
   md << "## Cost per 1M tokens\n\n"
      << fmt::format(
             "${:g} per GPU-hour × {} GPUs = ${:g} per hour; $/1M tokens = $/hour ÷ 3600 ÷ tok/s × 10⁶, at "
-            "each configuration's highest-throughput load point.\n\n",
+            "the highest-throughput load point of each configuration with load curves.\n\n",
             *L.usd_per_gpu_hour, L.gpus, *L.usd_per_gpu_hour * L.gpus)
      << "| config | at | output tok/s | $/1M output tokens | total tok/s | $/1M total tokens "
         "|\n|---|---|---|---|---|---|\n";
