@@ -396,6 +396,68 @@ TEST(TwinVerdict, AnIdenticalPredictionIsNamedAsSuch) {
   EXPECT_EQ(lower->why, "inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × (1 − 8%) = 136.62");
 }
 
+// [[constraints]] against the band (new-user trial: a configuration 0.5% below the top pick, predicted P99
+// TTFT 5658 ms against a 5000 ms bound with a ±43% TTFT band, was dropped from "Measure these" as
+// infeasible, and a top pick at 4643 ms was called clear). Mean TPOT = 10000 / tok/s: the top pick b
+// tp4-dp2 + ctx (148.50) has 67.34 ms on s1, b tp4-dp2 (135) 74.07, a tp4-dp2 (120) 83.33; s2's TPOT is set
+// to 10 ms so that the bound binds on s1 only. Bound ≤ 70, TPOT band ±10%, tok/s band ±8%.
+TEST(TwinVerdict, ConstraintsInsideTheBandAreNotCertain) {
+  Study s = parse_study(
+      std::string(testing::kSmallStudy) + "\n[[constraints]]\nmetric = \"Mean TPOT (ms)\"\nmax = 70\n",
+      "small.toml", "/data");
+  const TrialRunner runner = [fake = testing::fake_runner()](const TrialRequest& req) {
+    TrialOutcome out = fake(req);
+    for (auto& r : out.scenarios) {
+      r.metrics[kBandTokSMetric] = 8, r.metrics[kBandTpotMetric] = 10;
+      if (r.scenario_id == "s2") r.metrics["Mean TPOT (ms)"] = 10;  // the bound binds on s1 only
+    }
+    return out;
+  };
+  Evaluator ev{s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome o = run_search(s, ev, nullptr);
+  ASSERT_EQ(o.best.label, "layout=tp4-dp2 + ctx=32768");
+  const TwinVerdict v = twin_verdict(s, o);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie) << ::testing::PrintToString(tie_labels(v));
+  // b tp4-dp2: 74.07 × 0.9 = 66.67 reaches the bound and 135 is inside the bands. The greedy search's other
+  // steps break it by more than the band (a tp4-dp2: 83.33 × 0.9 = 75.00 > 70).
+  EXPECT_EQ(tie_labels(v), (std::vector<std::string>{"b layout=tp4-dp2 + ctx=32768", "b layout=tp4-dp2"}));
+  ASSERT_FALSE(v.top_bound_doubts.empty());
+  EXPECT_NE(v.top_bound_doubts[0].find("Mean TPOT (ms) on "), std::string::npos);
+  EXPECT_NE(
+      v.top_bound_doubts[0].find(" = 67.34 meets ≤ 70 on the prediction, but its ±10% band reaches past it: "
+                                 "67.34 × (1 + 10%) = 74.07"),
+      std::string::npos)
+      << v.top_bound_doubts[0];
+  EXPECT_NE(
+      v.measure[1].why.find(" = 74.07 breaks ≤ 70 on the prediction, inside its ±10% band: 74.07 × (1 − "
+                            "10%) = 66.67 ≤ 70; inside the bands: 135.00 × (1 + 8%) = 145.80 ≥ 148.50 × "
+                            "(1 − 8%) = 136.62"),
+      std::string::npos)
+      << v.measure[1].why;
+  const std::string md = render_markdown({&s, &o, ev.records(), {}});
+  EXPECT_NE(
+      md.find("**A bound the twin cannot vouch for**: the top pick meets every `[[constraints]]` bound"),
+      std::string::npos)
+      << md;
+  const auto j = nlohmann::json::parse(summary_json({&s, &o, ev.records(), {}}));
+  EXPECT_EQ(j["verdict"]["kind"], "measure_these");
+  EXPECT_EQ(j["verdict"]["bound_doubts"].size(), v.top_bound_doubts.size());
+  // Without the TPOT band the bound is taken as predicted: b tp4-dp2 and its flag variant are out.
+  const TrialRunner no_tpot_band = [fake = testing::fake_runner()](const TrialRequest& req) {
+    TrialOutcome out = fake(req);
+    for (auto& r : out.scenarios) {
+      r.metrics[kBandTokSMetric] = 8;
+      if (r.scenario_id == "s2") r.metrics["Mean TPOT (ms)"] = 10;
+    }
+    return out;
+  };
+  Evaluator ev2{s, no_tpot_band, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome o2 = run_search(s, ev2, nullptr);
+  const TwinVerdict v2 = twin_verdict(s, o2);
+  EXPECT_TRUE(v2.top_bound_doubts.empty());
+  EXPECT_EQ(v2.kind, TwinVerdict::Kind::kClear) << ::testing::PrintToString(tie_labels(v2));
+}
+
 // A band that is not a whole percent: the why prints the width the rule used, so its products can be redone
 // (new-user trial: "3045.60 × (1 + 14%) = 3484.16" where the band was 14.4%); the band column rounds it.
 // 135 × 1.084 = 146.34 ≥ 148.50 × 0.916 = 136.03.

@@ -239,6 +239,12 @@ void summary_section(std::ostringstream& h, const ReportInput& in) {
                        "</b> — not recommended: "
                        "the recommendation rule dropped a knob (see “Recommended launch command” below).");
     if (tie) measure_table(h, verdict, metric);
+    if (!verdict.top_bound_doubts.empty())
+      h << "<p class=\"warn\"><b>A bound the twin cannot vouch for</b>: the top pick meets every constraint "
+           "on the prediction, but the twin's error band reaches past "
+        << (verdict.top_bound_doubts.size() == 1 ? "one" : "some") << ": "
+        << esc(fmt::format("{}", fmt::join(verdict.top_bound_doubts, "; ")))
+        << ". Measure it before relying on it.</p>\n";
     passed_over(h, o);
     gain_chain(h, o, metric);
     generalization(h, o, s.objective.metric, s.target == Target::kTwin);

@@ -254,6 +254,12 @@ void summary_text(std::ostringstream& md, const Study& s, const SearchOutcome& o
     command_text(md, "Alternative: " + o.alternative->title, o.alternative->command, o.alternative->eval,
                  metric);
   if (tie) measure_text(md, v, metric);
+  if (!partial && !v.top_bound_doubts.empty())
+    md << "**A bound the twin cannot vouch for**: the top pick meets every `[[constraints]]` bound on the "
+          "prediction, but the twin's error band reaches past "
+       << (v.top_bound_doubts.size() == 1 ? "one" : "some") << ": "
+       << md_escape(fmt::format("{}", fmt::join(v.top_bound_doubts, "; ")))
+       << ". Measure it before relying on it.\n\n";
   if (!o.passed_over.empty())
     md << (none_passed_over_holds(o)
                ? "**No configuration tried meets every `[[constraints]]` bound on every scenario** (\"Best "

@@ -60,6 +60,7 @@ nlohmann::json summary_verdict(const Study& s, const SearchOutcome& o) {
   for (const TwinTie& t : v.measure)
     set.push_back({{"engine", t.eval->config.engine}, {"config", t.eval->label}, {"why", t.why}});
   j["measure_these"] = std::move(set);
+  j["bound_doubts"] = v.top_bound_doubts;  // bounds the top pick meets only inside the twin's band
   return j;
 }
 

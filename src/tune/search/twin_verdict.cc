@@ -139,6 +139,75 @@ bool same_prediction(const Evaluation& a, const Evaluation& b) {
   return a.objective.mean == b.objective.mean;
 }
 
+/// How a prediction stands against the study's [[constraints]] once the twin's band of each bounded metric
+/// (twin_band_key: TTFT, TPOT, else total tok/s; none without one) is taken into account.
+struct ConstraintDoubt {
+  bool broken = false;             ///< the prediction breaks some bound
+  bool broken_outside = false;     ///< ... by more than its band: no doubt that it does
+  std::vector<std::string> texts;  ///< every bound the band reaches across, with the numbers
+};
+
+ConstraintDoubt constraint_doubt(const Study& study, const Evaluation& e) {
+  ConstraintDoubt d;
+  for (const auto& c : study.constraints)
+    for (const auto& [id, r] : e.first) {
+      const auto it = r.metrics.find(c.metric);
+      const auto band = r.metrics.find(twin_band_key(c.metric));
+      if (it == r.metrics.end() || band == r.metrics.end() || !(band->second > 0)) continue;
+      const double v = it->second, b = band->second / 100, bound = c.max ? *c.max : *c.min;
+      const double lo = v * (1 - b), hi = v * (1 + b);
+      const bool breaks = c.max ? v > bound : v < bound;
+      const bool crosses = c.max ? (breaks ? lo <= bound : hi > bound) : (breaks ? hi >= bound : lo < bound);
+      d.broken = d.broken || breaks;
+      if (breaks && !crosses) d.broken_outside = true;
+      if (!crosses) continue;
+      const char* rel = c.max ? "≤" : "≥";
+      d.texts.push_back(
+          breaks
+              ? fmt::format("{} on {} = {:.2f} breaks {} {:g} on the prediction, inside its ±{:.4g}% band: "
+                            "{:.2f} × (1 {} {:.4g}%) = {:.2f} {} {:g}",
+                            c.metric, id, v, rel, bound, b * 100, v, c.max ? "−" : "+", b * 100,
+                            c.max ? lo : hi, rel, bound)
+              : fmt::format("{} on {} = {:.2f} meets {} {:g} on the prediction, but its ±{:.4g}% band "
+                            "reaches past it: {:.2f} × (1 {} {:.4g}%) = {:.2f}",
+                            c.metric, id, v, rel, bound, b * 100, v, c.max ? "+" : "−", b * 100,
+                            c.max ? hi : lo));
+    }
+  return d;
+}
+
+/// Predictions left out as infeasible only by bounds their bands reach across, that could still be the
+/// answer: their objective above the top pick's, or inside the bands (new-user trial: a configuration 0.5%
+/// below the top pick, predicted P99 TTFT 5658 ms against 5000 with a ±43% band, was dropped from "Measure
+/// these" as infeasible).
+std::vector<TwinTie> ties_past_bounds(const Study& study, const SearchOutcome& o, const char* key,
+                                      double fallback, const TwinBand& best_band) {
+  auto keep = [&](const Evaluation& e) {
+    return !e.key.empty() && e.key != o.best.key && !e.feasible && e.status == TrialStatus::kOk &&
+           e.predicted && e.objective.n > 0;
+  };
+  std::vector<const Evaluation*> evals =
+      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);
+  std::set<std::string> seen;
+  for (const Evaluation* e : evals) seen.insert(e->key);
+  for (const auto& e : o.passed_over)
+    if (keep(e) && seen.insert(e.key).second) evals.push_back(&e);
+  sort_best_first(evals);
+  std::vector<TwinTie> out;
+  for (const Evaluation* e : evals) {
+    const ConstraintDoubt d = constraint_doubt(study, *e);
+    if (!d.broken || d.broken_outside || d.texts.empty()) continue;
+    TwinBand band = prediction_band(*e, key, fallback);
+    std::string why =
+        e->objective.mean >= o.best.objective.mean
+            ? fmt::format("{:.2f} is above the top pick's {:.2f}", e->objective.mean, o.best.objective.mean)
+            : tie_reason(o.best, best_band, *e, band);
+    if (why.empty()) continue;
+    out.push_back({e, std::move(band), fmt::format("{}; {}", fmt::join(d.texts, "; "), why)});
+  }
+  return out;
+}
+
 }  // namespace
 
 TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
@@ -149,21 +218,37 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
   const TwinBand best_band = prediction_band(o.best, key, fallback);
   v.kind = TwinVerdict::Kind::kClear;
   std::vector<TwinTie> ties;
-  for (const Evaluation* e : verdict_candidates(o)) {
+  const std::vector<const Evaluation*> feasible = verdict_candidates(o);
+  for (const Evaluation* e : feasible) {
     TwinBand band = prediction_band(*e, key, fallback);
     std::string why = tie_reason(o.best, best_band, *e, band);
     if (why.empty()) continue;
-    v.any_unknown = v.any_unknown || !band.pct;
-    v.any_unmodelled = v.any_unmodelled || band.unmodelled_count > 0;
     ties.push_back({e, std::move(band), std::move(why)});
   }
+  for (auto& t : ties_past_bounds(study, o, key, fallback, best_band)) ties.push_back(std::move(t));
+  // The top pick meets a bound only on the prediction, its band reaching past it: not a winner, and the
+  // best configuration after it stays in the set in case it breaks the bound.
+  const ConstraintDoubt top_doubt = constraint_doubt(study, o.best);
+  v.top_bound_doubts = top_doubt.texts;
+  if (!top_doubt.texts.empty() && !feasible.empty() &&
+      std::none_of(ties.begin(), ties.end(), [&](const TwinTie& t) { return t.eval == feasible.front(); }))
+    ties.insert(ties.begin(), {feasible.front(), prediction_band(*feasible.front(), key, fallback),
+                               "the best after the top pick, should the top pick break its bound"});
   if (ties.empty()) return v;
+  std::stable_sort(ties.begin(), ties.end(), [](const TwinTie& a, const TwinTie& b) {
+    return a.eval->objective.mean > b.eval->objective.mean;
+  });
+  for (const auto& t : ties) {
+    v.any_unknown = v.any_unknown || !t.band.pct;
+    v.any_unmodelled = v.any_unmodelled || t.band.unmodelled_count > 0;
+  }
   v.kind = TwinVerdict::Kind::kTie;
   std::string top = "the twin's top pick";
   if (!best_band.pct)
     top += " (no error band: unknown, not certain)";
   else if (best_band.unmodelled_count > 0)
     top += " (unmodelled kernel path: band at least ±100%)";
+  if (!top_doubt.texts.empty()) top += fmt::format("; {}", fmt::join(top_doubt.texts, "; "));
   v.any_unknown = v.any_unknown || !best_band.pct;
   v.any_unmodelled = v.any_unmodelled || best_band.unmodelled_count > 0;
   v.measure.push_back({&o.best, best_band, top});

@@ -90,6 +90,9 @@ struct TwinVerdict {
   std::vector<TwinTie> measure;
   bool any_unknown = false;     ///< some prediction in `measure` has no band
   bool any_unmodelled = false;  ///< some prediction in `measure` runs on an unmodelled kernel path
+  /// Each [[constraints]] bound the top pick meets on the prediction while the twin's band of that metric
+  /// reaches past it, with the numbers (whatever the kind: a clear top pick may still break a bound).
+  std::vector<std::string> top_bound_doubts;
 };
 
 /// Applies the rule to `outcome` (maximising Evaluation::objective, as the search does; the band of the
