@@ -305,6 +305,60 @@ std::optional<std::pair<nlohmann::json, fs::path>> modelopt_body(const fs::path&
   return std::nullopt;
 }
 
+/// `model_type` without a trailing "_text" (Qwen3.5's text-only configs say qwen3_5_moe_text, its full ones
+/// qwen3_5_moe): one architecture.
+std::string architecture_of(std::string model_type) {
+  if (model_type.size() > 5 && model_type.compare(model_type.size() - 5, 5, "_text") == 0)
+    model_type.resize(model_type.size() - 5);
+  return model_type;
+}
+
+/// The fine-grained FP8 recipe (quantization_config with quant_method "fp8" and a weight_block_size) of a
+/// checkpoint of `org` with architecture `model_type` in the data dir (model-configs by _name_or_path's
+/// organisation, then model-configs/aic ORG--*), the first by file name, and its file; its
+/// modules_to_not_convert keeps only entries that name no numbered layer (the sibling's own layer list says
+/// nothing of another size's). nullopt when there is none.
+std::optional<std::pair<nlohmann::json, fs::path>> publisher_block_fp8_recipe(const std::string& org,
+                                                                              const std::string& model_type) {
+  const fs::path configs = common::data_dir() / "model-configs";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const fs::path& dir : {configs, configs / "aic"})
+    if (fs::is_directory(dir, ec))
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".json" &&
+            e.path().filename().string().find("_hf_quant_config") == std::string::npos)
+          files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(common::python_nonfinite_to_null(common::read_file(f)));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!j.is_object() ||
+        architecture_of(j.value("model_type", std::string())) != architecture_of(model_type))
+      continue;
+    const std::string name = j.value("_name_or_path", std::string());
+    const std::string file = common::ascii_lower(f.filename().string());
+    if (org_of(name) != org && file.rfind(org + "--", 0) != 0) continue;
+    const auto q = j.find("quantization_config");
+    if (q == j.end() || !q->is_object() || q->value("quant_method", std::string()) != "fp8" ||
+        !q->contains("weight_block_size"))
+      continue;
+    nlohmann::json recipe = *q;
+    if (auto keep = recipe.find("modules_to_not_convert"); keep != recipe.end() && keep->is_array()) {
+      nlohmann::json kept = nlohmann::json::array();
+      for (const auto& m : *keep)
+        if (m.is_string() && m.get<std::string>().find("layers.") == std::string::npos) kept.push_back(m);
+      *keep = std::move(kept);
+    }
+    return std::pair{std::move(recipe), f};
+  }
+  return std::nullopt;
+}
+
 /// A re-quantized checkpoint whose own config is nowhere (nvidia/DeepSeek-R1-0528-FP4-V2): its base
 /// checkpoint's config with the ModelOpt quantization of the same organisation's checkpoint of the same
 /// architecture (model_type) and quant_algo in model-configs/aic, the first by file name. Which layers a
@@ -365,6 +419,25 @@ std::optional<ModelSpec> requantized_model(const std::string& model, std::vector
         base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
     return m;
   }
+  // ORG/NAME-FP8 by the base's own publisher (Qwen/Qwen3.5-397B-A17B-FP8): its fine-grained FP8 recipe as
+  // on its other FP8 checkpoints of this architecture (quant_method fp8, 128x128 blocks), not ModelOpt's.
+  if (r->quant_algo == "FP8")
+    if (auto found = publisher_block_fp8_recipe(org.substr(0, org.size() - 2), model_type)) {
+      auto& [recipe, recipe_file] = *found;
+      config["quantization_config"] = std::move(recipe);
+      config["_name_or_path"] = model;
+      ModelSpec m = from_config(config, base_file->string());
+      m.config_assumption = ModelSpec::ConfigAssumption::kBorrowedRecipe;
+      m.config_assumption_note = fmt::format(
+          "no config of {} was found: the config of its base checkpoint {} with the block-FP8 recipe of {} "
+          "(the same publisher's FP8 checkpoint of this architecture, {}) is assumed; give the checkpoint's "
+          "own config.json to use it",
+          model, base_file->filename().string(), recipe_file.filename().string(),
+          architecture_of(model_type));
+      m.config_source =
+          base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
+      return m;
+    }
   tried.push_back(fmt::format(
       "{} {} checkpoint of architecture {} by the same publisher in {}, whose recipe the re-quantization {} "
       "could take (none)",

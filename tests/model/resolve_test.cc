@@ -304,6 +304,35 @@ TEST(Resolve, AnotherPublishersConfigIsTheLastResortAndSaid) {
 // publisher, here via the dated revision's undated name) with the ModelOpt recipe of the same publisher's
 // checkpoint of that architecture; the assumption is said. Without such a sibling (another publisher, or an
 // architecture the publisher has no NVFP4 checkpoint of) it stays unknown; the real config, cached, wins.
+// ORG/NAME-FP8 of the base's own publisher, its config nowhere (Qwen/Qwen3.5-397B-A17B-FP8, an InferenceX
+// model): the base config with the block-FP8 recipe of the publisher's FP8 checkpoint of that architecture
+// (qwen3_5_moe and qwen3_5_moe_text alike), said as an assumption. A publisher without such a checkpoint
+// of the architecture gets none.
+TEST(Resolve, AnFp8NameTakesItsPublishersBlockFp8Recipe) {
+  const NoHfCache no_cache;
+  const fs::path hub = temp_dir("fp8_recipe_hub");
+  const ScopedEnv env("HF_HUB_CACHE", hub.string());
+  const fs::path configs = common::data_dir() / "model-configs";
+  const ModelSpec m = resolve_model("Qwen/Qwen3.5-397B-A17B-FP8");
+  EXPECT_EQ(m.id, "Qwen/Qwen3.5-397B-A17B-FP8");
+  EXPECT_EQ(m.quantization.method, QuantMethod::kFp8Block);
+  EXPECT_EQ(m.config_assumption, ModelSpec::ConfigAssumption::kBorrowedRecipe);
+  EXPECT_EQ(m.config_source, (configs / "aic" / "Qwen--Qwen3.5-397B-A17B_config.json").string() +
+                                 " + the quantization of qwen3.5-35b-a3b-fp8.json (assumed)");
+  EXPECT_NE(m.config_assumption_note.find("the block-FP8 recipe of qwen3.5-35b-a3b-fp8.json (the same "
+                                          "publisher's FP8 checkpoint of this architecture, qwen3_5_moe)"),
+            std::string::npos)
+      << m.config_assumption_note;
+  // FP8 weights: about half the BF16 checkpoint's.
+  const double ratio = m.weight_bytes() / resolve_model("Qwen/Qwen3.5-397B-A17B").weight_bytes();
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 0.56);
+  // Another publisher has no block-FP8 checkpoint of this architecture here.
+  EXPECT_NE(message_of([] { resolve_model("acme/Qwen3.5-397B-A17B-FP8"); }).find("(none)"),
+            std::string::npos);
+  fs::remove_all(hub);
+}
+
 TEST(Resolve, ReQuantizationTakesItsBaseConfigAndItsPublishersRecipe) {
   const NoHfCache no_cache;
   const fs::path hub = temp_dir("requant_hub");
