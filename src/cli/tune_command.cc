@@ -280,6 +280,16 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
                    servelab::common::redact_text(o.best.reason).c_str(), r.dir.c_str());
       throw servelab::cli::ExitRequest{1};
     }
+    // The best on the objective's scenarios broke a bound on another, and so did every other configuration
+    // tried (summary.json: verdict "none"; review: the command printed best/recommended and exited 0).
+    if (o.complete && !o.passed_over.empty() && o.passed_over.front().key == o.best.key) {
+      std::fprintf(stderr,
+                   "servelab tune: no configuration meets every [[constraints]] bound on every scenario (the "
+                   "best on the objective, %s %s: %s); report: %s/report.md\n",
+                   o.best.config.engine.c_str(), servelab::common::redact_text(o.best.label).c_str(),
+                   servelab::common::redact_text(o.passed_over.front().reason).c_str(), r.dir.c_str());
+      throw servelab::cli::ExitRequest{1};
+    }
     if (!o.best.feasible) {
       std::fprintf(stderr,
                    "servelab tune: no configuration succeeded (first failure: %s); report: %s/report.md\n",

@@ -86,12 +86,26 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
                                            std::vector<std::string>* warnings) {
   const DatasetOptions o = resolve_length_aliases(options);
   validate_options(o);
-  if (warnings && o.tokenizer_mode == "deepseek_v32" && !has_deepseek_markers(tok))
-    warnings->push_back(
-        "--tokenizer-mode deepseek_v32 with a tokenizer that is not DeepSeek's (no "
-        "<\xEF\xBD\x9CUser\xEF\xBD\x9C> "
-        "token): chat prompts get DeepSeek-V3.2's markers, counted in that tokenizer's pieces (vLLM does the "
-        "same); give DeepSeek-V3.2's tokenizer, or the served model's own with its chat_template");
+  // Chat prompts rendered with --tokenizer-mode deepseek_v32 by a tokenizer that is not DeepSeek's: said
+  // once, when the sampling is done (whatever branch returns), only if some prompt was rendered.
+  struct V32Check {
+    const tokenizer::Tokenizer& tok;
+    const DatasetOptions& o;
+    std::vector<std::string>* warnings;
+    bool rendered = false;
+    ~V32Check() {
+      if (rendered && warnings && o.tokenizer_mode == "deepseek_v32" && !has_deepseek_markers(tok))
+        warnings->push_back(
+            "--tokenizer-mode deepseek_v32 with a tokenizer that is not DeepSeek's (no "
+            "<\xEF\xBD\x9CUser\xEF\xBD\x9C> token): chat prompts get DeepSeek-V3.2's markers, counted in "
+            "that tokenizer's pieces (vLLM does the same); give DeepSeek-V3.2's tokenizer, or the served "
+            "model's own with its chat_template");
+    }
+  } v32{tok, o, warnings};
+  auto chat = [&](std::string_view p, std::string_view name) {
+    v32.rendered = true;
+    return render_single_user_chat(tok, p, name, o.tokenizer_mode);
+  };
   auto count_tokens = [&tok](std::string_view text) {
     return static_cast<int>(tok.encode(text, true).size());
   };
@@ -137,29 +151,19 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
   if (o.dataset_name == "custom") {
     const auto rows = detail::load_custom_rows(*o.dataset_path);
     return detail::sample_custom(
-        rows, o, count_tokens,
-        [&tok, &o](std::string_view p) {
-          return render_single_user_chat(tok, p, "custom", o.tokenizer_mode);
-        },
-        *o.dataset_path);
+        rows, o, count_tokens, [&chat](std::string_view p) { return chat(p, "custom"); }, *o.dataset_path);
   }
   if (o.dataset_name == "sonnet") {
     const auto lines = detail::load_sonnet_lines(*o.dataset_path);
     return detail::sample_sonnet(
-        lines, o, count_tokens,
-        [&tok, &o](std::string_view p) {
-          return render_single_user_chat(tok, p, "sonnet", o.tokenizer_mode);
-        },
-        *o.dataset_path);
+        lines, o, count_tokens, [&chat](std::string_view p) { return chat(p, "sonnet"); }, *o.dataset_path);
   }
   if (o.dataset_name == "burstgpt") {
     return detail::sample_burstgpt(detail::load_burstgpt_rows(*o.dataset_path), o, make_ops(tok),
                                    *o.dataset_path);
   }
   if (o.dataset_name == "hf") {
-    return detail::sample_hf(o, count_tokens, [&tok, &o](std::string_view p) {
-      return render_single_user_chat(tok, p, "hf", o.tokenizer_mode);
-    });
+    return detail::sample_hf(o, count_tokens, [&chat](std::string_view p) { return chat(p, "hf"); });
   }
   if (o.dataset_name == "spec_bench") {
     const auto rows = detail::load_spec_bench_rows(*o.dataset_path, o.spec_bench_category);
@@ -172,10 +176,7 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
     DatasetOptions spec = o;  // vLLM SpecBench is a CustomDataset (seed 0) with --spec-bench-output-len
     spec.custom_output_len = o.spec_bench_output_len;
     return detail::sample_custom(
-        rows, spec, count_tokens,
-        [&tok, &o](std::string_view p) {
-          return render_single_user_chat(tok, p, "spec_bench", o.tokenizer_mode);
-        },
+        rows, spec, count_tokens, [&chat](std::string_view p) { return chat(p, "spec_bench"); },
         *o.dataset_path);
   }
   throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));

@@ -30,8 +30,9 @@ ChatTemplate chat_template_qwen3_thinking() {
 ChatTemplate chat_template_qwen3_for(const std::string& id) {
   if (id.find("Thinking") != std::string::npos) return chat_template_qwen3_thinking();
   ChatTemplate t = chat_template_qwen3();
-  // Qwen3-*-Instruct-2507 are the non-thinking releases (their template has no thinking mode).
-  if (id.find("Instruct-2507") != std::string::npos) t.thinks_by_default = false;
+  // Qwen3-*-Instruct-2507, Qwen3-Next-*-Instruct, Qwen3-Coder-*-Instruct, Qwen3-VL-*-Instruct are the
+  // non-thinking releases (their templates have no thinking mode); the hybrid Qwen3 names carry no suffix.
+  if (id.find("-Instruct") != std::string::npos) t.thinks_by_default = false;
   return t;
 }
 

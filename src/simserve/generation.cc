@@ -48,7 +48,9 @@ std::optional<ApiError> Server::Impl::generate(const std::shared_ptr<Session>& s
     prompt_tokens = static_cast<int>(tok.encode(req.prompt, true).size());
   } else {
     chat::RenderOptions ro;
-    ro.thinking = req.thinking.value_or(options.thinking_default);
+    // The prompt is counted in DeepSeek-V3.2's encoding, whose thinking mode is the request's own (the
+    // model's template default decides only whether reasoning is streamed, below).
+    ro.thinking = req.thinking.value_or(false);
     ro.add_bos = options.chat_bos;
     std::string prompt;
     try {

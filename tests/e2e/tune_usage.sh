@@ -69,7 +69,9 @@ out="$("$BIN" tune "$tmp/badcommon.toml" --out "$tmp/badcommon-out" 2>&1)"; rc=$
 # A release the twin does not model (here a typo) is said before the study runs (new-user trial: it ran to
 # the end with only a warning count in the report); Ctrl-C leaves a partial report, not none or a stale one.
 # SIGINT goes once the third trial is printed (not after a fixed delay: CI load once made a 4 s wait both too
-# short and too long), and the study has ~110 trials left then.
+# short and too long), and the study has ~110 trials left then. (A background job of a non-interactive
+# shell starts with SIGINT ignored; tune still sees it: StopOnSignals blocks SIGINT and waits for it on a
+# thread of its own, and a blocked signal is queued whatever its disposition.)
 sed 's/version = "0.13.0"/version = "9.9.9"/' "$here/../../studies/deepseek-v3.2-h200x8-slo.toml" > "$tmp/v999.toml"
 "$BIN" tune "$tmp/v999.toml" --out "$tmp/v999-out" > "$tmp/v999.log" 2>&1 &
 pid=$!

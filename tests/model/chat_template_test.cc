@@ -142,6 +142,7 @@ TEST(ChatTemplate, DeepseekV32EncoderAndV3Template) {
 TEST(ChatTemplate, ThinkingByDefaultFollowsTheTemplate) {
   EXPECT_TRUE(resolve_model("Qwen/Qwen3-32B").chat_template.thinks_by_default);  // enable_thinking: true
   EXPECT_FALSE(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507").chat_template.thinks_by_default);
+  EXPECT_FALSE(resolve_model("Qwen/Qwen3-Coder-480B-A35B-Instruct").chat_template.thinks_by_default);
   EXPECT_TRUE(resolve_model("Qwen/Qwen3.5-35B-A3B").chat_template.thinks_by_default);
   EXPECT_TRUE(resolve_model("openai/gpt-oss-120b").chat_template.thinks_by_default);
   EXPECT_FALSE(deepseek_v32().chat_template.thinks_by_default);  // the encoder's non-thinking default

@@ -418,9 +418,11 @@ TEST(TwinVerdict, ConstraintsInsideTheBandAreNotCertain) {
   ASSERT_EQ(o.best.label, "layout=tp4-dp2 + ctx=32768");
   const TwinVerdict v = twin_verdict(s, o);
   ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie) << ::testing::PrintToString(tie_labels(v));
-  // b tp4-dp2: 74.07 × 0.9 = 66.67 reaches the bound and 135 is inside the bands. The greedy search's other
-  // steps break it by more than the band (a tp4-dp2: 83.33 × 0.9 = 75.00 > 70).
-  EXPECT_EQ(tie_labels(v), (std::vector<std::string>{"b layout=tp4-dp2 + ctx=32768", "b layout=tp4-dp2"}));
+  // b tp4-dp2: 74.07 × 0.9 = 66.67 reaches the bound and 135 is inside the bands; so does the grid check's
+  // b tp4-dp2 + ctx + flag (133.65: 74.82 × 0.9 = 67.34). The others break it by more than the band (a
+  // tp4-dp2: 83.33 × 0.9 = 75.00 > 70).
+  EXPECT_EQ(tie_labels(v), (std::vector<std::string>{"b layout=tp4-dp2 + ctx=32768", "b layout=tp4-dp2",
+                                                     "b layout=tp4-dp2 + ctx=32768 + flag=true"}));
   ASSERT_FALSE(v.top_bound_doubts.empty());
   EXPECT_NE(v.top_bound_doubts[0].find("Mean TPOT (ms) on "), std::string::npos);
   EXPECT_NE(
@@ -456,6 +458,48 @@ TEST(TwinVerdict, ConstraintsInsideTheBandAreNotCertain) {
   const TwinVerdict v2 = twin_verdict(s, o2);
   EXPECT_TRUE(v2.top_bound_doubts.empty());
   EXPECT_EQ(v2.kind, TwinVerdict::Kind::kClear) << ::testing::PrintToString(tie_labels(v2));
+}
+
+// The top pick meets a bound only inside its band while the runner-up is clear of it on the objective: the
+// runner-up stays in the set as the fallback, and the wording says a bound did it (review). TPOT band ±20%,
+// bound ≤ 75: the top pick's 67.34 × 1.2 = 80.81 > 75; b tp4-dp2 (74.07) meets it; tok/s band ±3% (the top
+// pick clear on the objective). A bound on a count (Successful requests) has no band: taken as predicted.
+TEST(TwinVerdict, ABoundInsideTheTopPicksBandKeepsTheRunnerUpAndSaysWhy) {
+  auto runner = [](double tpot_band) {
+    return [tpot_band, fake = testing::fake_runner()](const TrialRequest& req) {
+      TrialOutcome out = fake(req);
+      for (auto& r : out.scenarios) {
+        r.metrics[kBandTokSMetric] = 3;
+        if (tpot_band > 0) r.metrics[kBandTpotMetric] = tpot_band;
+        if (r.scenario_id == "s2") r.metrics["Mean TPOT (ms)"] = 10;
+      }
+      return out;
+    };
+  };
+  Study s = parse_study(std::string(testing::kSmallStudy) +
+                            "\n[[constraints]]\nmetric = \"Mean TPOT (ms)\"\nmax = 75\n"
+                            "\n[[constraints]]\nmetric = \"Successful requests\"\nmin = 10\n",
+                        "small.toml", "/data");
+  Evaluator ev{s, runner(20), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome o = run_search(s, ev, nullptr);
+  ASSERT_EQ(o.best.label, "layout=tp4-dp2 + ctx=32768");
+  const TwinVerdict v = twin_verdict(s, o);
+  ASSERT_EQ(v.kind, TwinVerdict::Kind::kTie) << ::testing::PrintToString(tie_labels(v));
+  EXPECT_TRUE(v.any_bound_doubt);
+  EXPECT_EQ(tie_labels(v), (std::vector<std::string>{"b layout=tp4-dp2 + ctx=32768", "b layout=tp4-dp2"}));
+  EXPECT_EQ(v.measure[1].why, "the best after the top pick, should the top pick break its bound");
+  ASSERT_EQ(v.top_bound_doubts.size(), 1u);  // TPOT only: the request count has no band
+  const std::string md = render_markdown({&s, &o, ev.records(), {}});
+  EXPECT_NE(md.find("or the band reaches across a `[[constraints]]` bound (the why column)"),
+            std::string::npos)
+      << md;
+  // Without the TPOT band neither bound is in doubt: the single winner again.
+  Evaluator ev2{s, runner(0), RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome o2 = run_search(s, ev2, nullptr);
+  const TwinVerdict v2 = twin_verdict(s, o2);
+  EXPECT_EQ(v2.kind, TwinVerdict::Kind::kClear) << ::testing::PrintToString(tie_labels(v2));
+  EXPECT_TRUE(v2.top_bound_doubts.empty());
+  EXPECT_FALSE(v2.any_bound_doubt);
 }
 
 // A band that is not a whole percent: the why prints the width the rule used, so its products can be redone

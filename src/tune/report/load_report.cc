@@ -195,7 +195,8 @@ void pareto_section(std::ostringstream& md, const LoadOutcome& L) {
 void objectives_section(std::ostringstream& md, const LoadOutcome& L) {
   if (L.objectives.empty()) return;
   md << "## Objectives\n\nThe search optimised the first; each is evaluated over the configurations with "
-        "load curves above (at most 8 of those the search ran), so \"best\" is the best of those.\n\n";
+        "load curves above (at most 8 of those the search ran; the SLO goodput over every configuration "
+        "with an SLO search), so \"best\" is the best of those.\n\n";
   for (size_t i = 0; i < L.objectives.size(); ++i) {
     const auto& o = L.objectives[i];
     md << "### " << (i == 0 ? "Primary: " : "") << o.title << " (" << o.unit << ")\n\n";

@@ -72,8 +72,9 @@ std::string trials_json(const std::vector<TrialRecord>& trials);
 /// "failure" when infeasible, "band": null or a prediction's twin error band {"low", "high" (objective's
 /// unit), "text" ("±20%", "−32%/+77%")}}, "verdict": {"kind": "incomplete" (the search did not finish,
 /// whatever it found so far) | "none" (finished; no recommendation) | "measured" | "winner" |
-/// "measure_these", "measure_these": [{"engine", "config", "why"}]} (twin_verdict.h), "passed_over": the
-/// configurations of SearchOutcome::passed_over in the form of "best", and for a load objective
+/// "measure_these", "measure_these": [{"engine", "config", "why"}], "bound_doubts": [text, ...] (the
+/// [[constraints]] bounds the top pick meets only inside the twin's band)} (twin_verdict.h), "passed_over":
+/// the configurations of SearchOutcome::passed_over in the form of "best", and for a load objective
 /// "per_configuration": [{"engine", "config", "value", "at", "why"}] (every configuration, failed ones with
 /// their failure). (study_summary.cc)
 std::string summary_json(const ReportInput& in);

@@ -32,7 +32,9 @@ static std::string measure_names(const TwinVerdict& v, size_t from = 0) {
 static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std::string& metric) {
   md << "**Measure these**: " << measure_names(v)
      << " — their predicted advantages are inside the twin's error band"
-     << (v.any_unknown ? " or unknown (no band)" : "") << ". The twin cannot tell them apart: measure them "
+     << (v.any_unknown ? " or unknown (no band)" : "")
+     << (v.any_bound_doubt ? ", or the band reaches across a `[[constraints]]` bound (the why column)" : "")
+     << ". The twin cannot tell them apart: measure them "
      << "(`--target local` or `slurm`, or twin-guided search) before choosing.\n\n"
      << "| # | engine | config | " << metric << " | band | why |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < v.measure.size() && i < kMeasureListed; ++i) {
@@ -98,8 +100,9 @@ void best_text(std::ostringstream& md, const Study& s, const SearchOutcome& o, c
   if (v.kind == TwinVerdict::Kind::kTie)
     md << fmt::format(
         "**The twin's top pick, not a winner**: its advantage over {} other configuration(s) is inside "
-        "the twin's error band or unknown (Summary: \"Measure these\").\n\n",
-        v.measure.size() - 1);
+        "the twin's error band or unknown{} (Summary: \"Measure these\").\n\n",
+        v.measure.size() - 1,
+        v.any_bound_doubt ? ", or the band reaches across a `[[constraints]]` bound" : "");
   md << o.best.config.engine << " " << o.best.label << ": **" << est_text(o.best.objective, o.best.predicted)
      << "** " << metric << "\n\n```\n"
      << o.best.shell << "\n```\n\n"

@@ -139,39 +139,59 @@ bool same_prediction(const Evaluation& a, const Evaluation& b) {
   return a.objective.mean == b.objective.mean;
 }
 
+/// The twin's band key of a [[constraints]] metric (by its console label): TTFT and TPOT/ITL their own,
+/// throughputs the tok/s band; nullptr for what the twin gives no band of (request counts, E2EL, ...):
+/// such a bound is taken as predicted (review: a successful_requests bound got the tok/s band).
+const char* constraint_band_key(const std::string& metric) {
+  if (metric.find("TTFT") != std::string::npos) return kBandTtftMetric;
+  if (metric.find("TPOT") != std::string::npos || metric.find("ITL") != std::string::npos)
+    return kBandTpotMetric;
+  if (metric.find("throughput") != std::string::npos) return kBandTokSMetric;
+  return nullptr;
+}
+
 /// How a prediction stands against the study's [[constraints]] once the twin's band of each bounded metric
-/// (twin_band_key: TTFT, TPOT, else total tok/s; none without one) is taken into account.
+/// (constraint_band_key) is taken into account; a bound without a band is taken as predicted.
 struct ConstraintDoubt {
   bool broken = false;             ///< the prediction breaks some bound
-  bool broken_outside = false;     ///< ... by more than its band: no doubt that it does
+  bool broken_outside = false;     ///< ... by more than its band (or one without a band): it does
   std::vector<std::string> texts;  ///< every bound the band reaches across, with the numbers
 };
+
+/// One side of a bound (`is_max`: value ≤ bound, else value ≥ bound) of metric `metric` on scenario `id`
+/// against value `v` with band `b` (a fraction; 0 = none), added to `d`.
+void judge_bound(ConstraintDoubt& d, const std::string& metric, const std::string& id, double v, double b,
+                 double bound, bool is_max) {
+  const double lo = v * (1 - b), hi = v * (1 + b);
+  const bool breaks = is_max ? v > bound : v < bound;
+  const bool crosses =
+      b > 0 && (is_max ? (breaks ? lo <= bound : hi > bound) : (breaks ? hi >= bound : lo < bound));
+  d.broken = d.broken || breaks;
+  if (breaks && !crosses) d.broken_outside = true;
+  if (!crosses) return;
+  const char* rel = is_max ? "≤" : "≥";
+  d.texts.push_back(
+      breaks ? fmt::format("{} on {} = {:.2f} breaks {} {:g} on the prediction, inside its ±{:.4g}% "
+                           "band: {:.2f} × (1 {} {:.4g}%) = {:.2f} {} {:g}",
+                           metric, id, v, rel, bound, b * 100, v, is_max ? "−" : "+", b * 100,
+                           is_max ? lo : hi, rel, bound)
+             : fmt::format("{} on {} = {:.2f} meets {} {:g} on the prediction, but its ±{:.4g}% "
+                           "band reaches past it: {:.2f} × (1 {} {:.4g}%) = {:.2f}",
+                           metric, id, v, rel, bound, b * 100, v, is_max ? "+" : "−", b * 100,
+                           is_max ? hi : lo));
+}
 
 ConstraintDoubt constraint_doubt(const Study& study, const Evaluation& e) {
   ConstraintDoubt d;
   for (const auto& c : study.constraints)
     for (const auto& [id, r] : e.first) {
       const auto it = r.metrics.find(c.metric);
-      const auto band = r.metrics.find(twin_band_key(c.metric));
-      if (it == r.metrics.end() || band == r.metrics.end() || !(band->second > 0)) continue;
-      const double v = it->second, b = band->second / 100, bound = c.max ? *c.max : *c.min;
-      const double lo = v * (1 - b), hi = v * (1 + b);
-      const bool breaks = c.max ? v > bound : v < bound;
-      const bool crosses = c.max ? (breaks ? lo <= bound : hi > bound) : (breaks ? hi >= bound : lo < bound);
-      d.broken = d.broken || breaks;
-      if (breaks && !crosses) d.broken_outside = true;
-      if (!crosses) continue;
-      const char* rel = c.max ? "≤" : "≥";
-      d.texts.push_back(
-          breaks
-              ? fmt::format("{} on {} = {:.2f} breaks {} {:g} on the prediction, inside its ±{:.4g}% band: "
-                            "{:.2f} × (1 {} {:.4g}%) = {:.2f} {} {:g}",
-                            c.metric, id, v, rel, bound, b * 100, v, c.max ? "−" : "+", b * 100,
-                            c.max ? lo : hi, rel, bound)
-              : fmt::format("{} on {} = {:.2f} meets {} {:g} on the prediction, but its ±{:.4g}% band "
-                            "reaches past it: {:.2f} × (1 {} {:.4g}%) = {:.2f}",
-                            c.metric, id, v, rel, bound, b * 100, v, c.max ? "+" : "−", b * 100,
-                            c.max ? hi : lo));
+      if (it == r.metrics.end()) continue;
+      const char* key = constraint_band_key(c.metric);
+      const auto band = key ? r.metrics.find(key) : r.metrics.end();
+      const double b = band != r.metrics.end() && band->second > 0 ? band->second / 100 : 0;
+      if (c.max) judge_bound(d, c.metric, id, it->second, b, *c.max, true);
+      if (c.min) judge_bound(d, c.metric, id, it->second, b, *c.min, false);
     }
   return d;
 }
@@ -192,16 +212,19 @@ std::vector<TwinTie> ties_past_bounds(const Study& study, const SearchOutcome& o
   for (const Evaluation* e : evals) seen.insert(e->key);
   for (const auto& e : o.passed_over)
     if (keep(e) && seen.insert(e.key).second) evals.push_back(&e);
+  if (o.grid_check)  // as verdict_candidates: every configuration the grid check predicted
+    for (const auto& e : o.grid_check->ranked)
+      if (keep(e) && seen.insert(e.key).second) evals.push_back(&e);
   sort_best_first(evals);
   std::vector<TwinTie> out;
   for (const Evaluation* e : evals) {
     const ConstraintDoubt d = constraint_doubt(study, *e);
     if (!d.broken || d.broken_outside || d.texts.empty()) continue;
     TwinBand band = prediction_band(*e, key, fallback);
-    std::string why =
-        e->objective.mean >= o.best.objective.mean
-            ? fmt::format("{:.2f} is above the top pick's {:.2f}", e->objective.mean, o.best.objective.mean)
-            : tie_reason(o.best, best_band, *e, band);
+    std::string why = e->objective.mean >= o.best.objective.mean
+                          ? fmt::format("{:.2f} is at or above the top pick's {:.2f}", e->objective.mean,
+                                        o.best.objective.mean)
+                          : tie_reason(o.best, best_band, *e, band);
     if (why.empty()) continue;
     out.push_back({e, std::move(band), fmt::format("{}; {}", fmt::join(d.texts, "; "), why)});
   }
@@ -225,15 +248,27 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
     if (why.empty()) continue;
     ties.push_back({e, std::move(band), std::move(why)});
   }
-  for (auto& t : ties_past_bounds(study, o, key, fallback, best_band)) ties.push_back(std::move(t));
-  // The top pick meets a bound only on the prediction, its band reaching past it: not a winner, and the
-  // best configuration after it stays in the set in case it breaks the bound.
-  const ConstraintDoubt top_doubt = constraint_doubt(study, o.best);
-  v.top_bound_doubts = top_doubt.texts;
-  if (!top_doubt.texts.empty() && !feasible.empty() &&
-      std::none_of(ties.begin(), ties.end(), [&](const TwinTie& t) { return t.eval == feasible.front(); }))
-    ties.insert(ties.begin(), {feasible.front(), prediction_band(*feasible.front(), key, fallback),
-                               "the best after the top pick, should the top pick break its bound"});
+  // Bounds against the band: not when no configuration holds on every scenario (the best breaks a bound on
+  // another: the report says there is no answer, and a doubt on its objective's scenarios means nothing).
+  const bool none_holds = !o.passed_over.empty() && o.passed_over.front().key == o.best.key;
+  ConstraintDoubt top_doubt;
+  if (!none_holds) {
+    for (auto& t : ties_past_bounds(study, o, key, fallback, best_band)) {
+      v.any_bound_doubt = true;
+      ties.push_back(std::move(t));
+    }
+    // The top pick meets a bound only on the prediction, its band reaching past it: not a winner, and the
+    // best configuration after it stays in the set in case it breaks the bound.
+    top_doubt = constraint_doubt(study, o.best);
+    v.top_bound_doubts = top_doubt.texts;
+    if (!top_doubt.texts.empty() && !feasible.empty() &&
+        std::none_of(ties.begin(), ties.end(),
+                     [&](const TwinTie& t) { return t.eval == feasible.front(); })) {
+      v.any_bound_doubt = true;
+      ties.insert(ties.begin(), {feasible.front(), prediction_band(*feasible.front(), key, fallback),
+                                 "the best after the top pick, should the top pick break its bound"});
+    }
+  }
   if (ties.empty()) return v;
   std::stable_sort(ties.begin(), ties.end(), [](const TwinTie& a, const TwinTie& b) {
     return a.eval->objective.mean > b.eval->objective.mean;

@@ -77,7 +77,9 @@ struct TwinTie {
 
 /// The verdict on the twin's top pick (SearchOutcome::best) against every other feasible prediction of the
 /// search (ranked, baselines, greedy steps, each engine's best, the grid check's best, the recommended and
-/// alternative commands; one per configuration).
+/// alternative commands; one per configuration), and against the [[constraints]] where the twin's band of a
+/// bounded metric reaches across its bound: a configuration that breaks bounds only inside their bands is a
+/// candidate too, and a top pick that meets one only inside its band is not a clear winner.
 struct TwinVerdict {
   enum class Kind {
     kNotPredicted,  ///< the best is measured, or nothing succeeded: the rule does not apply
@@ -85,14 +87,18 @@ struct TwinVerdict {
     kTie,           ///< some advantage is inside the bands or unknown: "measure these"
   };
   Kind kind = Kind::kNotPredicted;
-  /// kTie: the top pick first, then every configuration it cannot be told apart from, highest prediction
-  /// first. Empty otherwise.
+  /// kTie: the top pick first, then every configuration it cannot be told apart from on the objective, or
+  /// that breaks bounds only inside their bands, or the best after a top pick with a doubtful bound; highest
+  /// prediction first. Empty otherwise.
   std::vector<TwinTie> measure;
   bool any_unknown = false;     ///< some prediction in `measure` has no band
   bool any_unmodelled = false;  ///< some prediction in `measure` runs on an unmodelled kernel path
   /// Each [[constraints]] bound the top pick meets on the prediction while the twin's band of that metric
-  /// reaches past it, with the numbers (whatever the kind: a clear top pick may still break a bound).
+  /// reaches past it, with the numbers (none when no configuration holds on every scenario).
   std::vector<std::string> top_bound_doubts;
+  /// `measure` holds a configuration for a bound rather than for its objective: one that breaks bounds only
+  /// inside their bands, or the best after a top pick with a doubtful bound.
+  bool any_bound_doubt = false;
 };
 
 /// Applies the rule to `outcome` (maximising Evaluation::objective, as the search does; the band of the
