@@ -327,11 +327,12 @@ void setup_sim_serve(CLI::App& root) {
                     "HF config.json of the served model (default: from the launch); a ModelOpt "
                     "hf_quant_config.json beside it is read as engines do");
   serve
-      ->add_option("--reasoning-fraction", args->reasoning_fraction,
-                   "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
-                   "streamed as reasoning_content. A chat request thinks when its chat_template_kwargs "
-                   "(thinking / enable_thinking) say so, else as the model's template does by default "
-                   "(Qwen3, Qwen3.5, GLM, gpt-oss, DeepSeek-R1, MiniMax-M2 think; DeepSeek-V3.2, Llama do not)")
+      ->add_option(
+          "--reasoning-fraction", args->reasoning_fraction,
+          "With the launch's --reasoning-parser and a thinking request, the share of output tokens "
+          "streamed as reasoning_content. A chat request thinks when its chat_template_kwargs "
+          "(thinking / enable_thinking) say so, else as the model's template does by default "
+          "(Qwen3, Qwen3.5, GLM, gpt-oss, DeepSeek-R1, MiniMax-M2 think; DeepSeek-V3.2, Llama do not)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   serve
