@@ -72,6 +72,9 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Activations + reserve per GPU (GiB):",
       fmt::format("{:.2f}", (m.activation_bytes + m.reserved_bytes) / kGiB));
   row("KV pool per GPU (GiB):", fmt::format("{:.2f}", m.kv_budget_bytes / kGiB));
+  // What the plan decided beyond the rule above (a context lowered to fit, a pool raised to one request
+  // within the plan's uncertainty): new-user trial, a 10.00 GiB pool where the rule gives 8.55, unexplained.
+  for (const auto& n : m.notes) s += "  memory plan: " + n + "\n";
   if (m.kv_swa_pool_bytes_per_token > 0) {
     row("KV bytes per token (full + window pools):", fmt::format("{:.0f}", m.kv_bytes_per_token));
     row("  of which window-layer pools:", fmt::format("{:.0f}", m.kv_swa_pool_bytes_per_token));
@@ -455,8 +458,10 @@ void run_sim_run(SimRunArgs& a) {
   // them: a reader scanning the block would otherwise take a several-times-off throughput at face value.
   if (!p.context.launch.unmodelled.empty())
     std::printf(
-        "Warning: this launch runs a kernel path the twin has no figure for: the numbers below can be up to "
-        "%.1fx off (tok/s band ±%.0f%%; why: after the result block)\n",
+        "Warning: this launch runs a kernel path the twin has no figure for: the numbers below can be many "
+        "times off (tok/s up to %.1fx too high, band ±%.0f%%; latencies without a bound; why: after the "
+        "result "
+        "block)\n",
         sim::band_times_off(p.context.band.total_tok_s_pct), p.context.band.total_tok_s_pct);
   std::printf("%s", report::format_console_block(run, m, selected).c_str());
   std::printf("%s", report::format_console_extras(run, m).c_str());

@@ -275,7 +275,13 @@ double gemm_peak_flops(GemmKernel k, const hardware::GpuSpec& gpu) {
 double gemm_time_s(double m, double n, double k, double weight_bytes, double peak_flops,
                    const KernelEfficiency& eff, const hardware::GpuSpec& gpu, double* memory_bound_s) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
-  const double rows = std::ceil(m / eff.min_rows) * eff.min_rows;
+  // Fewer rows than the tile: small-M kernels swap the operands (the weight's N takes the instruction's M,
+  // the tokens its N, in steps of 8) rather than pad the tokens to a full tile [recalled: the swap-AB
+  // kernels of TensorRT-LLM, DeepGEMM and CUTLASS for decode]. Only a GPU whose FLOPs are low against its
+  // bandwidth (H20: 148 TFLOPS BF16, 4 TB/s) sees it: padded to 64, batch-1 decode of Qwen3-8B came out
+  // compute-bound at 2.1x the H100's TPOT (new-user trial).
+  const double tile = m < eff.min_rows ? 8.0 : static_cast<double>(eff.min_rows);
+  const double rows = std::ceil(m / tile) * tile;
   const double compute = 2.0 * rows * n * k / (peak_flops * eff.compute);
   const double bytes = weight_bytes + 2.0 * m * (n + k);  // BF16 activations in and out
   const double memory = bytes / (gpu.hbm_bandwidth_Bps * gemm_memory_efficiency(eff, weight_bytes));

@@ -20,7 +20,8 @@ namespace servelab::sim::detail {
 struct KernelEfficiency {
   double compute = 0.5;  ///< fraction of the tensor peak reached at large shapes
   double memory = 0.8;   ///< fraction of HBM bandwidth reached when memory-bound
-  int min_rows = 64;     ///< rows (M) are padded to this tile (wgmma m64 on Hopper, 16 on Ampere mma)
+  int min_rows = 64;     ///< rows (M) are padded to this tile (wgmma m64 on Hopper, 16 on Ampere mma); a
+                         ///< GEMM of fewer rows pads to 8 (swap-AB small-M kernels; gemm_time_s)
   const char* source = "";
   /// Memory-bound efficiency of a small weight matrix: reached at <= kSmallGemmWeightBytes, rising
   /// log-linearly to `memory` at >= kLargeGemmWeightBytes (gemm_memory_efficiency); 0 = `memory` at any size.

@@ -168,11 +168,14 @@ const BandTable& embedded_bands() {
 }
 
 std::string format_band(const ErrorBand& b) {
-  // A band of 100% or more has no lower end (a throughput or latency is never negative): it says how many
-  // times off the prediction may be.
+  // A band of 100% or more has no lower end (a throughput or latency is never negative): it says where the
+  // measured value may lie. An error of −100% is a prediction many times too low (−95% is 20x), so that side
+  // has no bound (new-user trial: "±100% TTFT (up to 2.0x off)" beside a run measured 20x the prediction).
   auto one = [](double pct, const char* what) {
-    return pct >= 100 ? fmt::format("±{:.0f}% {} (up to {:.1f}x off)", pct, what, band_times_off(pct))
-                      : fmt::format("±{:.0f}% {}", pct, what);
+    return pct >= 100
+               ? fmt::format("±{:.0f}% {} (measured: from 1/{:.1f} of the prediction to many times it)", pct,
+                             what, band_times_off(pct))
+               : fmt::format("±{:.0f}% {}", pct, what);
   };
   std::string s = fmt::format("{}, {}, {} ({}, {} held-out points)", one(b.total_tok_s_pct, "tok/s"),
                               one(b.ttft_pct, "TTFT"), one(b.tpot_pct, "TPOT"), b.class_name, b.points);

@@ -137,7 +137,8 @@ TEST(ErrorBand, AWideBandSaysHowManyTimesOff) {
   b.ttft_pct = 44;
   b.tpot_pct = 100;
   EXPECT_EQ(format_band(b),
-            "±107% tok/s (up to 2.1x off), ±44% TTFT, ±100% TPOT (up to 2.0x off) (trtllm/hopper, 7 held-out "
+            "±107% tok/s (measured: from 1/2.1 of the prediction to many times it), ±44% TTFT, ±100% TPOT "
+            "(measured: from 1/2.0 of the prediction to many times it) (trtllm/hopper, 7 held-out "
             "points)");
 }
 

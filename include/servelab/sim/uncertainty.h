@@ -82,14 +82,16 @@ inline constexpr double kExtrapolationWiden = 1.5;
 /// The band table embedded in calibration.json.
 const BandTable& embedded_bands();
 
-/// How many times off a prediction with a band of `pct` percent may be: 1 + pct / 100 (a band of 100% or
-/// more has no lower end, since a throughput or latency is never negative, so it is said this way).
+/// How many times higher than the measured value a prediction with a band of `pct` percent may be: 1 + pct /
+/// 100 (the error is (predicted − measured) / measured). The other way has no bound once the band reaches
+/// 100%: an error of −95% is a prediction 20x too low.
 inline double band_times_off(double pct) {
   return 1 + pct / 100;
 }
 
 /// "±12% tok/s, ±25% TTFT, ±18% TPOT (vllm/hopper/moe, 31 held-out points)" and the warnings, one line; a
-/// band of 100% or more also says "(up to Nx off)" (band_times_off).
+/// band of 100% or more also says where the measured value may lie: "(measured: from 1/N of the prediction
+/// to many times it)" (band_times_off).
 std::string format_band(const ErrorBand& band);
 
 }  // namespace servelab::sim
