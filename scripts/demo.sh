@@ -38,7 +38,7 @@ echo "(load curves of every configuration: the \"Load curves\" section of $SLO_O
 echo
 echo "== servelab sim run: the study's vLLM TP8 baseline on the sharegpt-1000 workload =="
 "$BIN" sim run --scenario sharegpt-1000 -- vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 \
-  --tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3 | head -32
+  --tokenizer-mode deepseek_v32 --reasoning-parser deepseek_v3 | sed -n '1,32p'  # reads it all: no SIGPIPE
 
 echo
 echo "== servelab sim validate: leave-one-study-out over the released corpus (every study predicted by a fit on the others) =="
