@@ -282,7 +282,7 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
     }
     // The best on the objective's scenarios broke a bound on another, and so did every other configuration
     // tried (summary.json: verdict "none"; review: the command printed best/recommended and exited 0).
-    if (o.complete && !o.passed_over.empty() && o.passed_over.front().key == o.best.key) {
+    if (o.complete && servelab::tune::none_passed_over_holds(o)) {
       std::fprintf(stderr,
                    "servelab tune: no configuration meets every [[constraints]] bound on every scenario (the "
                    "best on the objective, %s %s: %s); report: %s/report.md\n",

@@ -384,6 +384,23 @@ std::optional<ModelSpec> requantized_model(const std::string& model, std::vector
   const std::string model_type = config["model_type"].get<std::string>();
   const std::string org = common::ascii_lower(model.substr(0, model.find('/'))) + "--";
   const fs::path aic = common::data_dir() / "model-configs" / "aic";
+  // The base config with `recipe`, the quantization_config of `recipe_file` ("the same publisher's
+  // `sibling` of this architecture"), said as an assumption.
+  auto borrowed = [&](nlohmann::json recipe, const fs::path& recipe_file, const std::string& what,
+                      const std::string& sibling, const std::string& architecture) {
+    config["quantization_config"] = std::move(recipe);
+    config["_name_or_path"] = model;
+    ModelSpec m = from_config(config, base_file->string());
+    m.config_assumption = ModelSpec::ConfigAssumption::kBorrowedRecipe;
+    m.config_assumption_note = fmt::format(
+        "no config of {} was found: the config of its base checkpoint {} with the {} recipe of {} (the same "
+        "publisher's {} of this architecture, {}) is assumed; give the checkpoint's own config.json to use "
+        "it",
+        model, base_file->filename().string(), what, recipe_file.filename().string(), sibling, architecture);
+    m.config_source =
+        base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
+    return m;
+  };
   std::vector<fs::path> files;
   std::error_code ec;
   if (fs::is_directory(aic, ec))
@@ -406,38 +423,14 @@ std::optional<ModelSpec> requantized_model(const std::string& model, std::vector
     if (!found || found->first.value("quant_algo", std::string()) != r->quant_algo) continue;
     auto& [body, recipe_file] = *found;
     body["quant_method"] = "modelopt";
-    config["quantization_config"] = std::move(body);
-    config["_name_or_path"] = model;
-    ModelSpec m = from_config(config, base_file->string());
-    m.config_assumption = ModelSpec::ConfigAssumption::kBorrowedRecipe;
-    m.config_assumption_note = fmt::format(
-        "no config of {} was found: the config of its base checkpoint {} with the ModelOpt {} recipe of {} "
-        "(the same publisher's checkpoint of this architecture, {}) is assumed; give the checkpoint's own "
-        "config.json to use it",
-        model, base_file->filename().string(), r->quant_algo, recipe_file.filename().string(), model_type);
-    m.config_source =
-        base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
-    return m;
+    return borrowed(std::move(body), recipe_file, "ModelOpt " + r->quant_algo, "checkpoint", model_type);
   }
   // ORG/NAME-FP8 by the base's own publisher (Qwen/Qwen3.5-397B-A17B-FP8): its fine-grained FP8 recipe as
   // on its other FP8 checkpoints of this architecture (quant_method fp8, 128x128 blocks), not ModelOpt's.
   if (r->quant_algo == "FP8")
-    if (auto found = publisher_block_fp8_recipe(org.substr(0, org.size() - 2), model_type)) {
-      auto& [recipe, recipe_file] = *found;
-      config["quantization_config"] = std::move(recipe);
-      config["_name_or_path"] = model;
-      ModelSpec m = from_config(config, base_file->string());
-      m.config_assumption = ModelSpec::ConfigAssumption::kBorrowedRecipe;
-      m.config_assumption_note = fmt::format(
-          "no config of {} was found: the config of its base checkpoint {} with the block-FP8 recipe of {} "
-          "(the same publisher's FP8 checkpoint of this architecture, {}) is assumed; give the checkpoint's "
-          "own config.json to use it",
-          model, base_file->filename().string(), recipe_file.filename().string(),
-          architecture_of(model_type));
-      m.config_source =
-          base_file->string() + " + the quantization of " + recipe_file.filename().string() + " (assumed)";
-      return m;
-    }
+    if (auto found = publisher_block_fp8_recipe(org.substr(0, org.size() - 2), model_type))
+      return borrowed(std::move(found->first), found->second, "block-FP8", "FP8 checkpoint",
+                      architecture_of(model_type));
   tried.push_back(fmt::format(
       "{} {} checkpoint of architecture {} by the same publisher in {}, whose recipe the re-quantization {} "
       "could take (none)",

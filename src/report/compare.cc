@@ -328,11 +328,10 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
   if (j.contains("ttfts")) read_detailed(j, name, run);
   if (auto p = j.find("servelab_engine_twin_prediction"); p != j.end() && p->is_boolean() && p->get<bool>())
     run.caveats.push_back("a prediction of the servelab engine twin (sim run), not a measurement");
-  if (auto ext = j.find("servelab"); ext != j.end() && ext->is_object())
+  if (auto ext = j.find("servelab"); ext != j.end() && ext->is_object()) {
     if (auto inv = ext->find("invalid");
         inv != ext->end() && inv->is_string() && !inv->get<std::string>().empty())
       run.caveats.push_back("marked INVALID by bench serve: " + inv->get<std::string>());
-  if (auto ext = j.find("servelab"); ext != j.end() && ext->is_object())
     if (auto it = ext->find("interrupted"); it != ext->end() && it->is_boolean() && it->get<bool>()) {
       run.interrupted = true;
       const auto completed = run.numbers.find("completed"), prompts = run.numbers.find("num_prompts");
@@ -344,6 +343,7 @@ SavedRun parse_saved_run(const nlohmann::json& j, const std::string& name) {
           counted ? fmt::format("; {:g} of {:g} prompts completed", *completed->second, *prompts->second)
                   : ""));
     }
+  }
   return run;
 }
 

@@ -18,6 +18,7 @@
 
 #include "servelab/common/redact.h"
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/search/evaluations.h"
 #include "servelab/tune/store/tally.h"
 #include "tune/report/html_charts.h"
 #include "tune/report/html_markdown.h"

@@ -195,10 +195,6 @@ std::string failure_decision_text(const Evaluation& e) {
   return std::string(failure_kind(e)) + ": " + e.reason;
 }
 
-bool none_passed_over_holds(const SearchOutcome& o) {
-  return !o.passed_over.empty() && o.passed_over.front().key == o.best.key;
-}
-
 // "knob=value" of a step, with the other knobs a retry changed.
 static std::string step_change(const Step& st) {
   std::string out = st.knob + "=" + st.value;

@@ -122,8 +122,6 @@ std::string failure_decision_text(const Evaluation& e);
 /// best may be either, or nothing yet).
 bool ran_but_infeasible(const Evaluation& e);
 
-/// SearchOutcome::passed_over starts with the best itself: no configuration tried holds on every scenario.
-bool none_passed_over_holds(const SearchOutcome& o);
 /// How many of SearchOutcome::passed_over a report names (the twin may have tried every candidate); the rest
 /// are counted.
 inline constexpr size_t kPassedOverListed = 10;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "servelab/tune/load/load.h"
+#include "servelab/tune/search/evaluations.h"
 #include "tune/report/study_report.h"
 #include "tune/search/twin_verdict.h"
 

@@ -57,4 +57,8 @@ void sort_best_first(std::vector<const Evaluation*>& evaluations) {
   });
 }
 
+bool none_passed_over_holds(const SearchOutcome& outcome) {
+  return !outcome.passed_over.empty() && outcome.passed_over.front().key == outcome.best.key;
+}
+
 }  // namespace servelab::tune

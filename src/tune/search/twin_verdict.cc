@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -76,6 +77,25 @@ bool advantage_inside_bands(double best, double best_band_pct, double other, dou
 
 namespace {
 
+/// The evaluations of `o` that `keep` accepts, one per configuration: the search's (distinct_evaluations),
+/// then those of `extra` (when given), then every configuration the grid check predicted; best first.
+std::vector<const Evaluation*> predictions(const SearchOutcome& o,
+                                           const std::function<bool(const Evaluation&)>& keep,
+                                           const std::vector<Evaluation>* extra = nullptr) {
+  std::vector<const Evaluation*> out =
+      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);
+  std::set<std::string> seen;
+  for (const Evaluation* e : out) seen.insert(e->key);
+  auto add = [&](const std::vector<Evaluation>& more) {
+    for (const auto& e : more)
+      if (keep(e) && seen.insert(e.key).second) out.push_back(&e);
+  };
+  if (extra) add(*extra);
+  if (o.grid_check) add(o.grid_check->ranked);
+  sort_best_first(out);
+  return out;
+}
+
 /// Every feasible prediction of `o` on the objective, one per configuration, the top pick excluded: the
 /// search's evaluations, then every configuration the grid check predicted (a trial user found two inside
 /// the band, above some listed ones, left out of "Measure these"; the report lists the first few and counts
@@ -86,20 +106,10 @@ std::vector<const Evaluation*> verdict_candidates(const SearchOutcome& o) {
   std::set<std::string> broke;
   for (const auto& p : o.passed_over)
     if (p.key != o.best.key) broke.insert(p.key);
-  auto keep = [&](const Evaluation& e) {
+  return predictions(o, [&](const Evaluation& e) {
     return !e.key.empty() && e.key != o.best.key && !broke.count(e.key) && e.feasible && e.predicted &&
            e.objective.n > 0;
-  };
-  std::vector<const Evaluation*> out =
-      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);
-  if (o.grid_check) {
-    std::set<std::string> seen;
-    for (const Evaluation* e : out) seen.insert(e->key);
-    for (const auto& e : o.grid_check->ranked)
-      if (keep(e) && seen.insert(e.key).second) out.push_back(&e);
-  }
-  sort_best_first(out);
-  return out;
+  });
 }
 
 /// Why `other` (band `ob`) ties with the top pick `best` (band `bb`), or "" when the top pick clears it.
@@ -202,20 +212,13 @@ ConstraintDoubt constraint_doubt(const Study& study, const Evaluation& e) {
 /// these" as infeasible).
 std::vector<TwinTie> ties_past_bounds(const Study& study, const SearchOutcome& o, const char* key,
                                       double fallback, const TwinBand& best_band) {
-  auto keep = [&](const Evaluation& e) {
-    return !e.key.empty() && e.key != o.best.key && !e.feasible && e.status == TrialStatus::kOk &&
-           e.predicted && e.objective.n > 0;
-  };
-  std::vector<const Evaluation*> evals =
-      distinct_evaluations(o, EvaluationOrder::kRankingFirstThenChosen, keep);
-  std::set<std::string> seen;
-  for (const Evaluation* e : evals) seen.insert(e->key);
-  for (const auto& e : o.passed_over)
-    if (keep(e) && seen.insert(e.key).second) evals.push_back(&e);
-  if (o.grid_check)  // as verdict_candidates: every configuration the grid check predicted
-    for (const auto& e : o.grid_check->ranked)
-      if (keep(e) && seen.insert(e.key).second) evals.push_back(&e);
-  sort_best_first(evals);
+  const std::vector<const Evaluation*> evals = predictions(
+      o,
+      [&](const Evaluation& e) {
+        return !e.key.empty() && e.key != o.best.key && !e.feasible && e.status == TrialStatus::kOk &&
+               e.predicted && e.objective.n > 0;
+      },
+      &o.passed_over);
   std::vector<TwinTie> out;
   for (const Evaluation* e : evals) {
     const ConstraintDoubt d = constraint_doubt(study, *e);
@@ -250,9 +253,8 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
   }
   // Bounds against the band: not when no configuration holds on every scenario (the best breaks a bound on
   // another: the report says there is no answer, and a doubt on its objective's scenarios means nothing).
-  const bool none_holds = !o.passed_over.empty() && o.passed_over.front().key == o.best.key;
   ConstraintDoubt top_doubt;
-  if (!none_holds) {
+  if (!none_passed_over_holds(o)) {
     for (auto& t : ties_past_bounds(study, o, key, fallback, best_band)) {
       v.any_bound_doubt = true;
       ties.push_back(std::move(t));

@@ -34,6 +34,10 @@ enum class EvaluationOrder {
 std::vector<const Evaluation*> distinct_evaluations(const SearchOutcome& outcome, EvaluationOrder order,
                                                     const std::function<bool(const Evaluation&)>& keep = {});
 
+/// SearchOutcome::passed_over starts with the best itself: no configuration tried holds on every scenario
+/// (the reports say there is no answer, summary.json's verdict is "none", tune exits 1).
+bool none_passed_over_holds(const SearchOutcome& outcome);
+
 /// Sorts `evaluations` by objective mean, highest first, keeping the order of equal means (stable).
 void sort_best_first(std::vector<const Evaluation*>& evaluations);
 
