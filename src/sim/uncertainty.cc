@@ -27,6 +27,51 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// The spread of the measured (engine, GPU generation, architecture) classes: per metric the RMS over the
+// classes of at least kMinBandClassPoints points of each class's band, every class weighing the same (those
+// without the metric left out). What a launch of a class never measured may expect, not knowing which
+// measured class it resembles. Zero points when no class qualifies.
+BandTable::Entry class_spread(const BandTable& table) {
+  BandTable::Entry spread;
+  double sq[3] = {0, 0, 0};
+  int n[3] = {0, 0, 0};
+  for (const auto& [k, e] : table.classes) {
+    if (k == kUnmodelledBandClass || std::count(k.begin(), k.end(), '/') != 2 ||
+        e.points < kMinBandClassPoints)
+      continue;
+    const double v[3] = {e.total_tok_s_pct, e.ttft_pct, e.tpot_pct};
+    for (int m = 0; m < 3; ++m)
+      if (v[m] >= 0) sq[m] += v[m] * v[m], ++n[m];
+    ++spread.points;
+  }
+  spread.total_tok_s_pct = n[0] ? std::sqrt(sq[0] / n[0]) : -1.0;
+  spread.ttft_pct = n[1] ? std::sqrt(sq[1] / n[1]) : -1.0;
+  spread.tpot_pct = n[2] ? std::sqrt(sq[2] / n[2]) : -1.0;
+  return spread;
+}
+
+// A launch whose architecture class its engine never measured on its GPU generation borrows the band of
+// other architectures (trtllm/blackwell: gpt-oss-120b only, ±10%, for a Llama-3.1-70B): no narrower than
+// the spread of the measured classes, since nothing says which of them it resembles.
+void widen_to_class_spread(ErrorBand& b, const BandTable& table, const std::string& arch,
+                           const std::string& engine_generation) {
+  const BandTable::Entry spread = class_spread(table);
+  if (spread.points == 0) return;
+  bool wider = false;
+  auto raise = [&](double& pct, double to) {
+    if (to > pct) pct = to, wider = true;
+  };
+  raise(b.total_tok_s_pct, spread.total_tok_s_pct);
+  raise(b.ttft_pct, spread.ttft_pct);
+  raise(b.tpot_pct, spread.tpot_pct);
+  b.warnings.push_back(fmt::format(
+      "no {} launch of {} was measured{}", arch, engine_generation,
+      wider ? fmt::format(": the band is at least the spread of the {} measured engine/GPU/architecture "
+                          "classes",
+                          spread.points)
+            : ""));
+}
+
 }  // namespace
 
 ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
@@ -56,16 +101,17 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
   }
   for (std::size_t i = 0; !found && i < std::size(levels); ++i, widen *= kExtrapolationWiden) {
     auto it = table.classes.find(levels[i]);
-    if (it == table.classes.end() || it->second.points < 3) continue;
+    if (it == table.classes.end() || it->second.points < kMinBandClassPoints) continue;
     b.class_name = levels[i];
     b.total_tok_s_pct = it->second.total_tok_s_pct * widen;
     b.points = it->second.points;
+    b.studies = it->second.studies;
     // A latency the class has no measurement of (< 0) comes from the first coarser class that has it.
     auto latency = [&](double BandTable::Entry::*field) {
       double w = widen;
       for (std::size_t j = i; j < std::size(levels); ++j, w *= kExtrapolationWiden) {
         auto c = table.classes.find(levels[j]);
-        if (c != table.classes.end() && c->second.points >= 3 && c->second.*field >= 0)
+        if (c != table.classes.end() && c->second.points >= kMinBandClassPoints && c->second.*field >= 0)
           return c->second.*field * w;
       }
       return 50.0;
@@ -73,6 +119,7 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     b.ttft_pct = latency(&BandTable::Entry::ttft_pct);
     b.tpot_pct = latency(&BandTable::Entry::tpot_pct);
     found = true;
+    if (i > 0) widen_to_class_spread(b, table, arch, levels[1]);
     break;
   }
   if (!found) {
@@ -150,7 +197,7 @@ const BandTable& embedded_bands() {
     if (j.contains("bands") && j["bands"].is_object())
       for (const auto& [k, v] : j["bands"].items())
         b.classes[k] = {v.value("total_tok_s_pct", 0.0), v.value("ttft_pct", 0.0), v.value("tpot_pct", 0.0),
-                        v.value("points", 0)};
+                        v.value("points", 0), v.value("studies", 0)};
     if (j.contains("coverage") && j["coverage"].is_object()) {
       const auto& c = j["coverage"];
       for (const auto& x : c.value("gpus", nlohmann::json::array())) b.gpus.push_back(x.get<std::string>());
@@ -177,8 +224,12 @@ std::string format_band(const ErrorBand& b) {
                              what, band_times_off(pct))
                : fmt::format("±{:.0f}% {}", pct, what);
   };
-  std::string s = fmt::format("{}, {}, {} ({}, {} held-out points)", one(b.total_tok_s_pct, "tok/s"),
-                              one(b.ttft_pct, "TTFT"), one(b.tpot_pct, "TPOT"), b.class_name, b.points);
+  const std::string studies = b.studies == 1  ? " of 1 study"
+                              : b.studies > 1 ? fmt::format(" of {} studies", b.studies)
+                                              : "";
+  std::string s =
+      fmt::format("{}, {}, {} ({}, {} held-out points{})", one(b.total_tok_s_pct, "tok/s"),
+                  one(b.ttft_pct, "TTFT"), one(b.tpot_pct, "TPOT"), b.class_name, b.points, studies);
   for (const auto& w : b.warnings) s += "; warning: " + w;
   return s;
 }

@@ -2,6 +2,7 @@
 // a launch on a kernel path the twin has no figure for.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,42 @@ TEST(ErrorBand, AWideBandSaysHowManyTimesOff) {
             "±107% tok/s (measured: from 1/2.1 of the prediction to many times it), ±44% TTFT, ±100% TPOT "
             "(measured: from 1/2.0 of the prediction to many times it) (trtllm/hopper, 7 held-out "
             "points)");
+  b.studies = 1;
+  EXPECT_NE(format_band(b).find("(trtllm/hopper, 7 held-out points of 1 study)"), std::string::npos);
+  b.studies = 2;
+  EXPECT_NE(format_band(b).find("(trtllm/hopper, 7 held-out points of 2 studies)"), std::string::npos);
+}
+
+// A launch whose architecture its engine never measured on its GPU generation (a dense model where the
+// engine/generation class holds only MoE runs) falls back one class (x1.5) and is no narrower than the
+// spread of the measured engine/GPU/architecture classes: the RMS of their bands, each class once (the
+// ones under 3 points and the unmodelled class left out).
+TEST(ErrorBand, AnArchitectureNeverMeasuredOnItsEngineAndGenerationTakesAtLeastTheClassSpread) {
+  BandTable t;
+  t.classes["vllm/hopper/moe"] = {6.0, 8.0, 4.0, 300, 1};
+  t.classes["vllm/hopper"] = {6.0, 8.0, 4.0, 300, 1};
+  t.classes["vllm/ampere/dense"] = {30.0, 40.0, 20.0, 5, 2};
+  t.classes["sglang/hopper/mla"] = {40.0, -1.0, 28.0, 9, 3};
+  t.classes["sglang/hopper/moe-swa"] = {500.0, 500.0, 500.0, 1, 1};  // under 3 points: not a class
+  t.classes[kUnmodelledBandClass] = {900.0, 90.0, 90.0, 4, 3};
+  const auto cluster = hardware::parse_cluster("1xH100");
+  const ErrorBand b = error_band(test_launch(corpus_model("qwen3-8b"), cluster, 1), cluster, t);
+  EXPECT_EQ(b.class_name, "vllm/hopper");
+  EXPECT_EQ(b.studies, 1);
+  EXPECT_NEAR(b.total_tok_s_pct, std::sqrt((6.0 * 6 + 30 * 30 + 40 * 40) / 3), 1e-9);  // 28.9 over 6 x 1.5
+  EXPECT_NEAR(b.ttft_pct, std::sqrt((8.0 * 8 + 40 * 40) / 2), 1e-9);                   // no TTFT in one class
+  EXPECT_NEAR(b.tpot_pct, std::sqrt((4.0 * 4 + 20 * 20 + 28 * 28) / 3), 1e-9);
+  ASSERT_EQ(b.warnings.size(), 1u);
+  EXPECT_NE(b.warnings[0].find("no dense launch of vllm/hopper was measured: the band is at least the spread "
+                               "of the 3 measured"),
+            std::string::npos)
+      << b.warnings[0];
+  // Its own class measured: the class's band, no warning.
+  t.classes["vllm/hopper/dense"] = {5.0, 7.0, 3.0, 10, 2};
+  const ErrorBand own = error_band(test_launch(corpus_model("qwen3-8b"), cluster, 1), cluster, t);
+  EXPECT_EQ(own.class_name, "vllm/hopper/dense");
+  EXPECT_DOUBLE_EQ(own.total_tok_s_pct, 5.0);
+  EXPECT_TRUE(own.warnings.empty());
 }
 
 TEST(ErrorBand, TheEmbeddedModelledBandsLeaveTheUnmodelledRunsOut) {

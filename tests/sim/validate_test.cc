@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -83,6 +85,21 @@ TEST(CorpusValidation, LeaveOneStudyOutOnTheReleasedCorpus) {
   // Bands: every class with held-out points has one, and the overall band reflects the errors.
   ASSERT_TRUE(v.bands.classes.count("all"));
   EXPECT_GT(v.bands.classes.at("all").total_tok_s_pct, 20.0);
+  // Each study weighs the same in a band: the "all" tok/s band is the RMS over the studies of each study's
+  // RMS held-out error (of the points on modelled kernel paths), not the RMS over the points.
+  {
+    std::map<std::string, std::pair<double, int>> per_study;
+    for (const auto& r : v.rows)
+      if (r.err_total_tok_s && r.unmodelled.empty())
+        per_study[r.point->study].first += *r.err_total_tok_s * *r.err_total_tok_s,
+            ++per_study[r.point->study].second;
+    double sum = 0;
+    for (const auto& [study, e] : per_study) sum += e.first / e.second;
+    const auto& all = v.bands.classes.at("all");
+    EXPECT_EQ(all.studies, static_cast<int>(per_study.size()));
+    EXPECT_GE(all.studies, 10);
+    EXPECT_NEAR(all.total_tok_s_pct, std::sqrt(sum / per_study.size()), 1e-9);
+  }
   EXPECT_EQ(v.bands.max_gpus, 8);  // no corpus launch spans two nodes: larger ones warn
 
   // The report names the unexplained points with their reasons and labels the in-sample figures.

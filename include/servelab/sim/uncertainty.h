@@ -28,6 +28,7 @@ struct ErrorBand {
   double ttft_pct = 0;         ///< +- percent on mean TTFT
   double tpot_pct = 0;         ///< +- percent on mean TPOT
   int points = 0;              ///< validated points behind the band (0 = no data: the band is a default)
+  int studies = 0;             ///< studies those points come from (each weighs the same in the band)
   std::vector<std::string> warnings;  ///< why the prediction is outside the corpus, if it is
 };
 
@@ -35,9 +36,11 @@ struct ErrorBand {
 /// under "bands", with what the corpus covers under "coverage").
 struct BandTable {
   struct Entry {
-    /// RMS % errors; a latency field is -1 when the class has no measurement of it.
+    /// RMS over the class's studies of each study's RMS % error (every study weighs the same); a latency
+    /// field is -1 when the class has no measurement of it.
     double total_tok_s_pct = 0, ttft_pct = 0, tpot_pct = 0;
-    int points = 0;
+    int points = 0;   ///< held-out points with a tok/s error
+    int studies = 0;  ///< studies those points come from (0 in a table written before studies were kept)
   };
   /// "engine/generation/arch", "engine/generation", "engine", "all" over the launches on modelled kernel
   /// paths; kUnmodelledBandClass over the launches on a path the twin has no figure for.
@@ -57,6 +60,9 @@ struct BandTable {
 /// (engines::ResolvedLaunch::unmodelled), whatever their engine, GPU and architecture.
 inline constexpr const char* kUnmodelledBandClass = "unmodelled";
 
+/// The fewest held-out points a class needs to lend its band (else a coarser class's is taken).
+inline constexpr int kMinBandClassPoints = 3;
+
 /// The smallest band of a launch on an unmodelled kernel path, percent on every metric: a prediction the
 /// twin cannot support is never tighter than this, whatever the few corpus runs of such paths measured.
 inline constexpr double kUnmodelledBandMinPct = 100.0;
@@ -66,7 +72,9 @@ inline constexpr double kUnmodelledBandMinPct = 100.0;
 std::string architecture_class(const model::ModelSpec& model);
 
 /// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
-/// (widened by kExtrapolationWiden for each level it falls back), plus the outside-the-corpus warnings, each
+/// (widened by kExtrapolationWiden for each level it falls back, and when its own class was never measured
+/// no narrower than the spread of the measured classes, with a warning), plus the outside-the-corpus
+/// warnings, each
 /// widening it by kExtrapolationWiden again. With no data at
 /// all the band is +-50% and says so. A launch on a kernel path the twin has no figure for takes the
 /// kUnmodelledBandClass entry instead (at least kUnmodelledBandMinPct on every metric), with a warning.
