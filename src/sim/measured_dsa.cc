@@ -201,12 +201,27 @@ std::optional<ops::OpQuery> dsa_query(const ops::OpTable& table, const DsaModule
   return q;
 }
 
-/// The decode surface of the DSA block (dsa_grid; its fixed part the least time its rows measured), or null.
+/// The decode surface of the DSA block (dsa_grid; its fixed part the least time its rows measured), or null;
+/// null with the reason in `*left_out` when no batch's rows reach a KV history of index_topk: below it the
+/// block attends to every cached token, past it to index_topk of them while the indexer scans the whole
+/// history, so rows of short histories cannot be continued into the sparse regime (OpSurface scaling from
+/// the origin would grow their fixed part with the history too).
 std::shared_ptr<const OpSurface> dsa_decode(const ops::OpTable& table, const DsaModuleShape& shape,
-                                            const std::string& model, std::string* kernel) {
+                                            const std::string& model, std::string* kernel,
+                                            std::string* left_out) {
   const auto q = dsa_query(table, shape, model, DsaPath::kDecode, kernel);
   const auto measured = q ? dsa_batch_surface(table, *q, "step") : nullptr;
   if (!measured) {
+    kernel->clear();
+    return nullptr;
+  }
+  double longest = 0;
+  for (const auto& c : measured->curves) longest = std::max(longest, c.x.back());
+  if (longest < shape.attention.index_topk) {
+    *left_out = fmt::format(
+        "decode: the roofline (the table's decode rows of {} end at a KV history of {:.0f} tokens, below "
+        "index_topk {}: they say nothing of the sparse regime)",
+        model, longest, shape.attention.index_topk);
     kernel->clear();
     return nullptr;
   }
@@ -275,7 +290,8 @@ std::shared_ptr<const DsaModule> measured_dsa_module(const ops::OpStore& store, 
       if (!has_attention(m, shape.attention, shape.hidden)) continue;
       auto out = std::make_shared<DsaModule>();
       out->model = m;
-      if (tables[0]) out->decode = dsa_decode(*tables[0], shape, m, &out->decode_kernel);
+      if (tables[0])
+        out->decode = dsa_decode(*tables[0], shape, m, &out->decode_kernel, &out->decode_left_out);
       if (tables[1]) {
         out->prefill = dsa_prefill(*tables[1], shape, m, DsaPath::kSparsePrefill, &out->prefill_kernel);
         out->prefill_dense = dsa_prefill(*tables[1], shape, m, DsaPath::kDensePrefill, &out->dense_kernel);

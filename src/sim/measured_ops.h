@@ -190,6 +190,10 @@ struct DsaModule {
   PrefixedSurfaces prefill, prefill_dense;
   std::string model;                                        ///< the checkpoint whose rows these are
   std::string decode_kernel, prefill_kernel, dense_kernel;  ///< their kernel_source labels
+  /// Why the decode rows of the table were left out (decode then takes the roofline), empty when they were
+  /// not: rows whose KV history ends below index_topk say nothing of the sparse regime (B200 SGLang 0.5.10
+  /// measured histories up to 128 tokens; scaled from there the whole block grew 64x by 8,192).
+  std::string decode_left_out;
 };
 /// The DSA block of `shape` from the source's module tables: the rows of a checkpoint of the same
 /// attention (the launch's own first, then by name) with decode or sparse-prefill rows, of the kernel

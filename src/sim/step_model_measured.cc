@@ -124,12 +124,15 @@ void StepModel::describe_measured() {
 std::string StepModel::dsa_note(int classes, const std::vector<const LayerClass*>& measured) const {
   const OpSource& src = *op_source_;
   // Every checkpoint and kernel whose rows a layer kind took, once each, in order.
-  std::vector<std::string> rows;
+  std::vector<std::string> rows, left_out;
   auto add = [&](const std::string& v) {
     if (!v.empty() && std::find(rows.begin(), rows.end(), v) == rows.end()) rows.push_back(v);
   };
   for (const auto* c : measured) {
     const DsaModule& m = *c->dsa_module;
+    if (!m.decode_left_out.empty() &&
+        std::find(left_out.begin(), left_out.end(), m.decode_left_out) == left_out.end())
+      left_out.push_back(m.decode_left_out);
     std::string kernels;
     for (const auto* k : {&m.decode_kernel, &m.prefill_kernel, &m.dense_kernel})
       if (!k->empty()) kernels += (kernels.empty() ? "" : ", ") + *k;
@@ -139,10 +142,11 @@ std::string StepModel::dsa_note(int classes, const std::vector<const LayerClass*
       "DSA attention blocks (projections, the indexer or the reuse of its selection, sparse core): {} of {} "
       "layer kinds ({} KV cache) from {} (decode) and {} (prefill){}; each lookup less its fixed part (the "
       "least time its rows measured: the launch gaps and host work the kernel floors and eager launches "
-      "count) plus the projection weights' read, once a step{}",
+      "count) plus the projection weights' read, once a step{}{}",
       measured.size(), classes, model::dtype_name(launch_.kv_dtype),
       table_note(*ops_, src, "dsa_generation_module_perf"), table_note(*ops_, src, "dsa_context_module_perf"),
       rows.empty() ? std::string() : fmt::format(", rows of {}", fmt::join(rows, "; ")),
+      left_out.empty() ? std::string() : fmt::format("; {}", fmt::join(left_out, "; ")),
       measured.size() < std::size_t(classes)
           ? fmt::format(
                 "; {} the roofline (no checkpoint of this attention, kernel, KV or GEMM dtype and TP in "

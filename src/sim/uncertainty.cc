@@ -15,6 +15,7 @@ namespace servelab::sim {
 
 std::string architecture_class(const model::ModelSpec& m) {
   if (m.has_linear_attention()) return "hybrid";
+  if (m.has_dsa()) return "dsa";  // sparse MLA: its own kernels (indexer, sparse core) and tables
   if (m.has_mla()) return "mla";
   if (m.has_sliding_window() && m.has_moe()) return "moe-swa";
   if (m.has_moe()) return "moe";

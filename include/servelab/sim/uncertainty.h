@@ -67,8 +67,8 @@ inline constexpr int kMinBandClassPoints = 3;
 /// twin cannot support is never tighter than this, whatever the few corpus runs of such paths measured.
 inline constexpr double kUnmodelledBandMinPct = 100.0;
 
-/// The architecture class of a model for bands: "hybrid" (linear attention), "mla", "moe-swa" (sliding
-/// window MoE, gpt-oss), "moe", "dense".
+/// The architecture class of a model for bands: "hybrid" (linear attention), "dsa" (DeepSeek Sparse
+/// Attention: DeepSeek-V3.2, GLM-5.x), "mla", "moe-swa" (sliding window MoE, gpt-oss), "moe", "dense".
 std::string architecture_class(const model::ModelSpec& model);
 
 /// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
