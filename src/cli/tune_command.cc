@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <map>
 
 #include "cli/command_registry.h"
 #include "cli/op_data.h"
@@ -13,6 +14,7 @@
 #include "servelab/hardware/hardware.h"
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/search/evaluations.h"
+#include "servelab/tune/study/space.h"
 #include "servelab/tune/targets/k8s.h"
 #include "servelab/tune/targets/preflight.h"
 #include "servelab/tune/targets/slurm.h"
@@ -210,6 +212,45 @@ void warn_unmodelled_versions(const servelab::tune::Study& study, const TuneArgs
   }
 }
 
+/// The commands the engines' CLIs refuse, before anything runs (new-user trial: a typo in one engine's
+/// base_flags pruned every configuration of it, and the study ran on the others to a winner with no word of
+/// it outside the failures table). A refused baseline is a setup error (exit 2): no configuration of that
+/// engine can launch. A refused knob value is a warning per knob: its configurations are pruned.
+void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
+  using servelab::common::redact_text;
+  std::vector<servelab::tune::FlagRefusal> refusals;
+  try {
+    refusals = servelab::tune::flag_refusals(study);
+  } catch (const std::exception& e) {  // a render the study parser let through
+    std::fprintf(stderr, "servelab tune: %s: %s\n", a.study.c_str(), redact_text(e.what()).c_str());
+    throw servelab::cli::ExitRequest{2};
+  }
+  bool fatal = false;
+  std::map<std::pair<std::string, std::string>, std::vector<const servelab::tune::FlagRefusal*>> by_knob;
+  for (const auto& r : refusals) {
+    if (!r.knob.empty()) {
+      by_knob[{r.engine, r.knob}].push_back(&r);
+      continue;
+    }
+    fatal = true;
+    std::fprintf(stderr,
+                 "servelab tune: %s: engine %s: its baseline command is refused by the engine's own CLI: %s\n"
+                 "  no configuration of %s could launch: fix its `command` or `base_flags` (or set "
+                 "check_flags = false in its [[engines]] table to launch it anyway)\n",
+                 a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(), r.engine.c_str());
+  }
+  if (fatal) throw servelab::cli::ExitRequest{2};
+  for (const auto& [key, list] : by_knob) {
+    const auto& first = *list.front();
+    std::fprintf(stderr,
+                 "servelab tune: warning: knob %s: %zu value%s refused by %s's CLI (%s=%s: %s); %s pruned "
+                 "before launch: fix the knob's render.%s (or add a `reject` part to say why)\n",
+                 key.second.c_str(), list.size(), list.size() == 1 ? "" : "s", key.first.c_str(),
+                 key.second.c_str(), redact_text(first.value).c_str(), redact_text(first.message).c_str(),
+                 list.size() == 1 ? "its configurations are" : "their configurations are", key.first.c_str());
+  }
+}
+
 /// What must hold before anything launches: the engine versions the twin predicts (warn_unmodelled_versions),
 /// an output directory without others' results, then the local or
 /// Slurm pre-flight checks (unless --skip-preflight; what they find is kept in `opt`). Exits 2 on a failure.
@@ -234,6 +275,7 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
   // judged on: say so before the study runs, as `sim run` does (new-user trial: `version = "9.9.9"` ran to
   // the end with only a count of warnings in the report); one that is no release number is a setup error.
   warn_unmodelled_versions(study, a);
+  check_engine_flags(study, a);
   try {
     check_out_dir(study, opt);  // refuse a directory holding results before spending time on pre-flight
   } catch (const TuneSetupError& e) {
@@ -371,6 +413,7 @@ void run(const TuneArgs& a) {
   opt.stop = &g_stop;
   if (a.dry_run) {
     warn_unmodelled_versions(study, a);
+    check_engine_flags(study, a);
     try {
       return dry_run(study, a, opt);
     } catch (const TuneSetupError& e) {  // as a real run says it, with its exit status (study.md: 2)

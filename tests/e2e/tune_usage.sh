@@ -66,6 +66,26 @@ out="$("$BIN" tune "$tmp/badcommon.toml" --out "$tmp/badcommon-out" 2>&1)"; rc=$
 [ "$rc" -eq 2 ] || fail "tune with a mistyped common bench flag exited $rc: $out"
 [[ "$out" == *"badcommon.toml:23: bench.common_args: scenario s: bench serve arguments: unrecognized arguments: --random-input-lenn 128 (did you mean --random-input-len?)"* ]] ||
   fail "tune with a mistyped common bench flag: $out"
+# A flag the engine's CLI refuses in an engine's base_flags: no configuration of it could launch, a setup
+# error before anything runs (new-user trial: the engine was pruned whole and the study ran on without it);
+# in one knob value only: a warning naming the knob, the value and the CLI's message.
+sed 's/tp = 16/tp = 1/; s/^command = \(.*\)$/command = \1\nbase_flags = ["--enable-prefix-cachingg"]/' "$tmp/allpruned.toml" \
+  > "$tmp/badbase.toml"
+out="$("$BIN" tune "$tmp/badbase.toml" --dry-run --out "$tmp/badbase-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune with a refused base flag exited $rc: $out"
+[[ "$out" == *"engine vllm: its baseline command is refused by the engine's own CLI: "*"unrecognized arguments: --enable-prefix-cachingg"* ]] ||
+  fail "tune with a refused base flag: $out"
+sed 's/^values = \[{tp = 16}\]/values = [{tp = 1}, {tp = 2}]/; s/^render.vllm = .*/render.vllm = [{when = "tp > 1", flags = ["--tensor-parallel-sizee", "{tp}"]}]/' \
+  "$tmp/allpruned.toml" > "$tmp/badknob.toml"
+out="$("$BIN" tune "$tmp/badknob.toml" --dry-run --out "$tmp/badknob-out" 2>&1)"; rc=$?
+[[ "$out" == *"warning: knob layout: 1 value refused by vllm's CLI (layout=tp2: "*"--tensor-parallel-sizee"* ]] ||
+  fail "tune with a refused knob value: $out"
+# A rendering condition is checked when the file is read: its file, line and key, and the fields it may use.
+sed 's/"tp > 1"/"dpp > 1"/' "$tmp/badknob.toml" > "$tmp/badwhen.toml"
+out="$("$BIN" tune "$tmp/badwhen.toml" --dry-run --out "$tmp/badwhen-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune with a bad condition exited $rc: $out"
+[[ "$out" == *"badwhen.toml:18: knobs[0] (layout).render.vllm[0].when: condition 'dpp > 1' uses unknown field 'dpp'"*"the fields a condition may use: dcp, dp, dp_attention, ep, pp, tp"* ]] ||
+  fail "tune with a bad condition: $out"
 # A release the twin does not model (here a typo) is said before the study runs (new-user trial: it ran to
 # the end with only a warning count in the report); Ctrl-C leaves a partial report, not none or a stale one.
 # SIGINT goes once the third trial is printed (not after a fixed delay: CI load once made a 4 s wait both too

@@ -192,6 +192,41 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
   return std::nullopt;
 }
 
+std::vector<FlagRefusal> flag_refusals(const Study& study) {
+  std::vector<FlagRefusal> out;
+  auto refused = [&](const CandidateConfig& config) -> std::optional<std::string> {
+    const Rendered r = render(study, config);
+    try {
+      engines::parse_launch_command(r.argv, r.env);
+    } catch (const engines::EngineArgError& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  };
+  for (const auto& e : study.engines) {
+    if (!e.check_flags) continue;
+    if (auto why = refused({e.name, {}})) {
+      out.push_back({e.name, "", "", *why});
+      continue;  // every variant carries the baseline's flaw
+    }
+    for (const auto& k : study.knobs) {
+      if (!k.render.count(e.name)) continue;
+      const std::size_t n = k.values.size(), half = kFlagCheckValues / 2;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (n > kFlagCheckValues && i == half) i = n - half;
+        const KnobValue& v = k.values[i];
+        if (v.label == k.baseline || v.is_default) continue;
+        bool rejected = false;  // the study's own reject parts say why themselves
+        for (const auto& part : k.render.at(e.name))
+          rejected = rejected || (!part.reject.empty() && eval_condition(part.when, v.fields));
+        if (rejected) continue;
+        if (auto why = refused({e.name, {{k.name, v.label}}})) out.push_back({e.name, k.name, v.label, *why});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> knobs_for_engine(const Study& study, const std::string& engine) {
   std::vector<std::string> out;
   for (const auto& name : study.search.knob_order)

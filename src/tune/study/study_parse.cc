@@ -16,6 +16,7 @@
 #include "servelab/common/redact.h"
 #include "servelab/engines/engine_module.h"
 #include "servelab/hardware/hardware.h"
+#include "servelab/tune/study/space.h"
 #include "servelab/tune/study/study.h"
 #include "tune/study/load_parse.h"
 #include "tune/study/toml_guard.h"
@@ -278,7 +279,8 @@ KnobValue parse_value(const Ctx& c, const Knob& knob, const toml::node& n, const
 }
 
 std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const std::string& path,
-                                     const std::set<std::string>& defined) {
+                                     const std::set<std::string>& defined,
+                                     const std::vector<KnobValue>& values) {
   std::vector<RenderPart> parts;
   auto one = [&](const toml::node& p, const std::string& pp) {
     if (!p.is_table()) c.fail(&p, pp, "a rendering part must be a table {when, flags, env, reject}");
@@ -289,6 +291,22 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
     r.flags = get_strings(c, t, "flags", pp);
     r.env = get_string_map(c, t, "env", pp);
     r.reject = get_string(c, t, "reject", pp, std::string());
+    // A condition is evaluated on every value now, not when the search reaches one (new-user trial: `dpp > 1`
+    // and `dp => 1` stopped a running study with no file or line).
+    if (!r.when.empty())
+      for (const auto& v : values) {
+        if (v.is_default) continue;  // never rendered (check_config, render)
+        try {
+          (void)eval_condition(r.when, v.fields);
+        } catch (const StudyError& e) {
+          std::string fields;
+          for (const auto& [f, text] : v.fields) fields += (fields.empty() ? "" : ", ") + f;
+          c.fail(t.get("when"), pp + ".when",
+                 fmt::format("{} (value {}; the fields a condition may use: {}; operators ==, !=, >=, <=, >, "
+                             "<, or a field alone, or !field)",
+                             e.what(), v.label, fields));
+        }
+      }
     check_key_placeholders(c, t, "flags", pp, defined);
     check_key_placeholders(c, t, "env", pp, defined);
     parts.push_back(std::move(r));
@@ -537,7 +555,7 @@ void read_knob_render(const Ctx& c, const toml::table& rt, const std::string& p,
       defined.insert({"tp", "dp", "ep", "dcp", "pp", "dp_attention"});
     else
       defined.insert("value");  // a knob's own value, even when it lists only "default" (which renders none)
-    knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name, defined);
+    knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name, defined, knob.values);
   }
 }
 

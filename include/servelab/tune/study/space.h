@@ -48,6 +48,23 @@ Rendered render(const Study& study, const CandidateConfig& config);
 /// sets check_flags = false), else its message.
 std::optional<std::string> check_config(const Study& study, const CandidateConfig& config);
 
+/// A rendered command an engine's own CLI refuses (check_config's last check), found before the study runs.
+struct FlagRefusal {
+  std::string engine;
+  std::string knob;     ///< empty: the engine's baseline command (every configuration of it carries the flaw)
+  std::string value;    ///< the knob's value label (empty for the baseline)
+  std::string message;  ///< the engine CLI's error
+};
+
+/// The commands the engines' CLIs refuse among each engine's baseline (every knob at its baseline) and the
+/// baseline with one knob changed (at most kFlagCheckValues values a knob: the first and last halves), for
+/// the engines with check_flags. A refused baseline means no configuration of that engine can launch (a
+/// typo in `command` or `base_flags`); a refused value, that every configuration with it is pruned.
+std::vector<FlagRefusal> flag_refusals(const Study& study);
+
+/// Most values of one knob flag_refusals renders (a 30,000-value knob differs only in its numbers).
+inline constexpr std::size_t kFlagCheckValues = 64;
+
 /// Evaluates a RenderPart `when` condition against a value's fields (grammar in study.h). Throws
 /// StudyError for a malformed condition or an unknown field.
 bool eval_condition(const std::string& when, const std::map<std::string, std::string>& fields);
