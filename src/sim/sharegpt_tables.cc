@@ -38,7 +38,10 @@ std::span<const WorkloadRequest> sharegpt_lengths_for(const std::string& tokeniz
       return f.table;
     }
   }
-  if (family_name) *family_name = "deepseek-v3 (no table for " + tokenizer_package + ")";
+  if (family_name)
+    *family_name = tokenizer_package.empty()
+                       ? "deepseek-v3 (a stand-in: the model's own tokenizer has no package here)"
+                       : "deepseek-v3 (a stand-in: no table for " + tokenizer_package + ")";
   return kDeepseekV3;
 }
 

@@ -23,7 +23,8 @@ namespace servelab::sim {
 /// A non-DeepSeek family's totals are DeepSeek-V3's scaled by its raw token count over the same texts
 /// divided by DeepSeek-V3's (prompts for the input total, the reply pool for the output total).
 /// Every table: prompt_len >= 4, output_len >= 4, prompt_len + output_len <= 2048 (vLLM's ShareGPT filters).
-/// Any other package gets the DeepSeek-V3 table and family "deepseek-v3 (no table for <package>)".
+/// Any other package gets the DeepSeek-V3 table and family "deepseek-v3 (a stand-in: no table for <package>)"
+/// ("... the model's own tokenizer has no package here" for an empty one: Kimi, Llama 4, MiniMax, Qwen3.5).
 /// `family_name` (may be null) receives the family's name. The span points to static storage.
 /// Thread-safety: safe to call concurrently.
 std::span<const WorkloadRequest> sharegpt_lengths_for(const std::string& tokenizer_package,

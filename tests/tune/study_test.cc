@@ -33,6 +33,52 @@ TEST(Study, ParsesEnginesKnobsScenarios) {
   EXPECT_EQ(s.search.knob_order, (std::vector<std::string>{"layout", "ctx", "flag"}));
 }
 
+// `baseline = 32768` on an int knob names its value as the docs write it (new-user trial: "baseline: must be
+// a string"); a number that is no value of the knob is refused like a label; true on a bool knob likewise.
+TEST(Study, AScalarBaselineNamesTheValueOfItsKnob) {
+  std::string text = testing::kSmallStudy;
+  text.replace(text.find("values = [\"default\", 32768]"), 27,
+               "values = [\"default\", 32768]\nbaseline = 32768");
+  text.replace(text.find("values = [false, true]"), 22, "values = [false, true]\nbaseline = true");
+  const Study s = parse_study(text, "b.toml", "/data");
+  EXPECT_EQ(s.knobs[1].baseline, "32768");
+  EXPECT_EQ(s.knobs[2].baseline, "true");
+  text.replace(text.find("baseline = 32768"), 16, "baseline = 4096");
+  try {
+    parse_study(text, "b.toml", "/data");
+    FAIL() << "expected StudyError";
+  } catch (const StudyError& e) {
+    EXPECT_NE(std::string(e.what()).find("knobs[1] (ctx).baseline: names no value of this knob: '4096'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// flag_refusals: each engine's baseline and each knob value on top of it, through the engine's own CLI rules.
+// A refused base flag is reported once, for the baseline (every configuration of the engine carries it); a
+// mistyped flag in one knob's rendering, once per value that renders it; an engine with check_flags = false
+// is not checked.
+TEST(Space, FlagRefusalsNameTheBaselineOrTheKnobValue) {
+  std::string text = testing::kSmallStudy;
+  EXPECT_TRUE(flag_refusals(parse_study(text, "f.toml", "/data")).empty());
+  std::string typo = text;
+  typo.replace(typo.find("\"--max-model-len\""), 17, "\"--max-model-lenn\"");
+  auto r = flag_refusals(parse_study(typo, "f.toml", "/data"));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].engine, "a");
+  EXPECT_EQ(r[0].knob, "ctx");
+  EXPECT_EQ(r[0].value, "32768");
+  EXPECT_NE(r[0].message.find("--max-model-lenn"), std::string::npos) << r[0].message;
+  std::string base = text;
+  base.replace(base.find("\"--chat-template\""), 17, "\"--chat-templatee\"");
+  r = flag_refusals(parse_study(base, "f.toml", "/data"));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].engine, "b");
+  EXPECT_TRUE(r[0].knob.empty());
+  base.replace(base.find("base_flags"), 0, "check_flags = false\n");
+  EXPECT_TRUE(flag_refusals(parse_study(base, "f.toml", "/data")).empty());
+}
+
 TEST(Study, ErrorsNameTomlPathAndLine) {
   std::string bad = testing::kSmallStudy;
   bad.replace(bad.find("values = [\"default\", 32768]"), 27, "values = [\"default\", \"x\"]");

@@ -631,7 +631,13 @@ Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<
       c.fail(&v, p + ".values", "duplicate value label '" + kv.label + "'");
     knob.values.push_back(std::move(kv));
   }
-  knob.baseline = get_string(c, t, "baseline", p, knob.values.front().label);
+  // A scalar baseline of an int, float or bool knob is its value's label (`baseline = 256` as the docs write
+  // it, not only "256"); a string knob's, and a layout's label, stay strings.
+  const toml::node* b = t.get("baseline");
+  knob.baseline =
+      b && (b->is_integer() || b->is_floating_point() || b->is_boolean()) && type_matches(knob.type, *b)
+          ? scalar_text(*b)
+          : get_string(c, t, "baseline", p, knob.values.front().label);
   for (size_t i = 0; secret && i < written.size(); ++i)
     if (written[i] == knob.baseline) knob.baseline = knob.values[i].label;
   if (!knob.value_index.count(knob.baseline))
