@@ -387,8 +387,19 @@ TEST(TwinVerdict, AnIdenticalPredictionIsNamedAsSuch) {
     if (t.eval->label == "layout=tp4-dp2 + ctx=32768 + flag=true") same = &t;
   ASSERT_NE(same, nullptr) << ::testing::PrintToString(tie_labels(v));
   EXPECT_EQ(same->eval->objective.mean, v.measure[0].eval->objective.mean);
+  // Scored on the objective's scenario s1 only: the scenario is named, and s2 said unchecked (new-user trial:
+  // "on every scenario" of a launch the twin never predicted on the study's 32k-token scenario).
   EXPECT_EQ(same->why, "the same prediction as #1 (" + v.measure[0].eval->label +
-                           ") on every scenario: the twin models no effect of what differs here");
+                           ") on s1: the twin models no effect of what differs there");
+  EXPECT_EQ(same->unseen, std::vector<std::string>{"s2"});
+  EXPECT_TRUE(v.measure[0].unseen.empty());  // the top pick runs every scenario
+  EXPECT_NE(v.unseen_text().find("were not predicted on s2 (the search predicts a configuration on the "
+                                 "objective's scenarios; only the top pick and the baselines run every "
+                                 "scenario)"),
+            std::string::npos)
+      << v.unseen_text();
+  const std::string md = render_markdown({&study, &outcome, ev.records(), {}});
+  EXPECT_NE(md.find("\nNot checked everywhere: #2, #3"), std::string::npos) << md;
   // Different numbers are compared as before (b layout=tp4-dp2: 135 against 148.50).
   const auto lower = std::find_if(v.measure.begin(), v.measure.end(),
                                   [](const TwinTie& t) { return t.eval->label == "layout=tp4-dp2"; });

@@ -156,6 +156,7 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
       << esc(band) << "</td><td>" << esc(t.why) << "</td></tr>\n";
   }
   h << "</table>\n";
+  if (const std::string unseen = v.unseen_text(); !unseen.empty()) h << "<p>" << esc(unseen) << "</p>\n";
 }
 
 /// The configurations ranked above the best on the objective's scenarios that broke a [[constraints]] bound

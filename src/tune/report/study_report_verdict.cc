@@ -47,6 +47,7 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
   if (v.measure.size() > kMeasureListed)
     md << fmt::format("\n… and {} more inside the band (every prediction: the sections below).\n",
                       v.measure.size() - kMeasureListed);
+  if (const std::string unseen = v.unseen_text(); !unseen.empty()) md << "\n" << md_escape(unseen) << "\n";
   md << "\nRule: the twin's top pick is a winner only when its low end, prediction × (1 − band), clears "
         "every other prediction's high end, prediction × (1 + band).";
   if (v.any_unknown)

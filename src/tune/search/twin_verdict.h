@@ -71,8 +71,11 @@ struct TwinTie {
   TwinBand band;
   /// Why it is in the set, with the numbers: "the twin's top pick", "inside the bands: 135.00 × (1 + 10%) =
   /// 148.50 ≥ 148.50 × (1 − 10%) = 133.65", "no error band: its advantage is unknown", "the same
-  /// prediction as #1 (...) on every scenario: ..." (equal figures on every scenario), ...
+  /// prediction as #1 (...) on s1: ..." (equal figures on the scenarios both were predicted on), ...
   std::string why;
+  /// The study's scenarios it was not predicted on (the search scores the objective's scenarios; only the
+  /// top pick and the baselines run every one): a launch there may fail or rank otherwise.
+  std::vector<std::string> unseen;
 };
 
 /// The verdict on the twin's top pick (SearchOutcome::best) against every other feasible prediction of the
@@ -99,6 +102,9 @@ struct TwinVerdict {
   /// `measure` holds a configuration for a bound rather than for its objective: one that breaks bounds only
   /// inside their bands, or the best after a top pick with a doubtful bound.
   bool any_bound_doubt = false;
+  /// "Not checked everywhere: #2, #3 were not predicted on s2 (...): ... measure it there too." from each
+  /// TwinTie::unseen; empty when every member was predicted on every scenario.
+  std::string unseen_text() const;
 };
 
 /// Applies the rule to `outcome` (maximising Evaluation::objective, as the search does; the band of the
