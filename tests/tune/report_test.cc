@@ -247,6 +247,16 @@ TEST(TwinVerdict, APropagatedGoodputBandKeepsItsTwoSides) {
   Evaluation plain = top;
   plain.slo.reset();
   EXPECT_EQ(prediction_band(plain, kBandGoodputKey, 0).text(), "±36%");
+  // On a kernel path the twin has no figure for: at least ±100% either way, in the SLO table as in the
+  // Summary (new-user trial: "±100% (unmodelled path)" beside "−56%/+27%" for the same goodput).
+  SloResult unmodelled = *predicted(53.26, 23.30, 67.64).slo;
+  unmodelled.metrics[kTwinUnmodelledMetric] = 1;
+  const TwinBand u = goodput_band(unmodelled);
+  EXPECT_EQ(u.text(), "±100%");
+  EXPECT_EQ(u.unmodelled_count, 1);
+  EXPECT_EQ(goodput_cell(unmodelled), "53.26 (0.00 to 106.52, twin band ±100%)");
+  unmodelled.metrics.erase(kTwinUnmodelledMetric);
+  EXPECT_EQ(goodput_cell(unmodelled), "53.26 (23.30 to 67.64, twin band −56%/+27%)");
 }
 
 /// The small twin study (greedy; predictions) run through the search with the shared fake twin, each

@@ -73,19 +73,6 @@ void curves_section(std::ostringstream& md, const LoadOutcome& L, bool predicted
   }
 }
 
-/// A configuration's goodput with its band: the repeats' 95% CI when measured more than once, the twin's
-/// propagated band ("3.20 (2.41–3.90, twin band ±25%)") when predicted; "—" without goodput.
-std::string goodput_cell(const SloResult& r) {
-  if (!r.goodput_found) return "—";
-  if (r.goodput_repeats_req_s.size() > 1)
-    return fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
-                       estimate(r.goodput_repeats_req_s).ci95_half);
-  if (const TwinBand band = goodput_band(r); band.pct)  // written as the Summary's band column
-    return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", r.request_goodput_req_s,
-                       r.goodput_low_req_s, r.goodput_high_req_s, band.text());
-  return fmt::format("{:.2f}", r.request_goodput_req_s);
-}
-
 /// The lowest value above the answer that did not count as meeting the SLOs, with why when it did not
 /// simply miss one: saturated, or met them on a run too short to count (new-user trial: a short run that met
 /// every SLO was listed as "lowest failing").
@@ -238,6 +225,20 @@ void cost_section(std::ostringstream& md, const LoadOutcome& L) {
 }
 
 }  // namespace
+
+/// A configuration's goodput with its band: the repeats' 95% CI when measured more than once, the twin's
+/// propagated band ("3.20 (2.41–3.90, twin band ±25%)") when predicted; "—" without goodput.
+std::string goodput_cell(const SloResult& r) {
+  if (!r.goodput_found) return "—";
+  if (r.goodput_repeats_req_s.size() > 1)
+    return fmt::format("{:.2f} ± {:.2f}", r.request_goodput_req_s,
+                       estimate(r.goodput_repeats_req_s).ci95_half);
+  if (const TwinBand band = goodput_band(r); band.pct)  // written as the Summary's band column
+    return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", r.request_goodput_req_s,
+                       std::max(0.0, r.request_goodput_req_s * (1 - band.down_pct.value_or(*band.pct) / 100)),
+                       r.request_goodput_req_s * (1 + band.up_pct.value_or(*band.pct) / 100), band.text());
+  return fmt::format("{:.2f}", r.request_goodput_req_s);
+}
 
 std::string render_load_markdown(const ReportInput& in) {
   const LoadOutcome& L = in.outcome->load;

@@ -51,6 +51,11 @@ std::string render_markdown(const ReportInput& in);
 /// tokens) from `in.outcome->load`; "" for a study without a load analysis. (tune/load_report.cc)
 std::string render_load_markdown(const ReportInput& in);
 
+/// The SLO table's goodput cell: the repeats' 95% CI when measured more than once, else the twin's band
+/// ("53.26 (23.30 to 67.64, twin band −56%/+27%)", its ends as goodput_band states them: at least ±100% on
+/// an unmodelled kernel path); "—" without goodput.
+std::string goodput_cell(const SloResult& r);
+
 /// The HTML page (study_html.cc): summary first (recommended command(s), objective value with CI or twin
 /// band, gain chain, generalization), charts, a sortable table of every trial, then the Markdown's content
 /// with its raw bench blocks folded. `chart_js` is the Chart.js UMD source inlined into the page (if empty,

@@ -28,6 +28,15 @@ TwinBand goodput_band(const SloResult& r) {
   b.pct = *r.goodput_band_pct;
   b.down_pct = (1 - r.goodput_low_req_s / r.request_goodput_req_s) * 100;
   b.up_pct = (r.goodput_high_req_s / r.request_goodput_req_s - 1) * 100;
+  // A prediction on a kernel path the twin has no figure for: at least kUnmodelledBandPct either way, as
+  // prediction_band floors it (new-user trial: "±100% (unmodelled path)" in the Summary beside "−56%/+27%"
+  // for the same goodput in the SLO table).
+  if (const auto it = r.metrics.find(kTwinUnmodelledMetric); it != r.metrics.end() && it->second > 0) {
+    b.unmodelled_count = static_cast<int>(it->second);
+    b.pct = std::max(*b.pct, kUnmodelledBandPct);
+    b.down_pct = std::max(*b.down_pct, kUnmodelledBandPct);
+    b.up_pct = std::max(*b.up_pct, kUnmodelledBandPct);
+  }
   return b;
 }
 
