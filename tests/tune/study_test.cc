@@ -79,6 +79,32 @@ TEST(Space, FlagRefusalsNameTheBaselineOrTheKnobValue) {
   EXPECT_TRUE(flag_refusals(parse_study(base, "f.toml", "/data")).empty());
 }
 
+// Engine names and scenario ids key the trials and stand in reports as code: identifiers only (new-user
+// trial: an engine `vllm<i>` and a scenario `s<1>&` reached report.md as markup).
+TEST(Study, EngineNamesAndScenarioIdsAreIdentifiers) {
+  auto error = [](std::string text, const char* from, const char* to) {
+    text.replace(text.find(from), std::string(from).size(), to);
+    try {
+      parse_study(text, "i.toml", "/data");
+    } catch (const StudyError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string base = testing::kSmallStudy;
+  base.replace(base.find("render.a"), 8, "render.\"v<i>\"");
+  base.replace(base.find("render.a"), 8, "render.\"v<i>\"");
+  EXPECT_NE(
+      error(base, "name = \"a\"", "name = \"v<i>\"").find("engines[0].name: \"v<i>\" is not an engine name"),
+      std::string::npos)
+      << error(base, "name = \"a\"", "name = \"v<i>\"");
+  EXPECT_NE(error(testing::kSmallStudy, "id = \"s2\"", "id = \"s<1>&\"")
+                .find("scenarios[1].id: \"s<1>&\" is not a scenario id"),
+            std::string::npos)
+      << error(testing::kSmallStudy, "id = \"s2\"", "id = \"s<1>&\"");
+  EXPECT_EQ(error(testing::kSmallStudy, "id = \"s2\"", "id = \"sharegpt-1000.v2_b\""), "no error");
+}
+
 TEST(Study, ErrorsNameTomlPathAndLine) {
   std::string bad = testing::kSmallStudy;
   bad.replace(bad.find("values = [\"default\", 32768]"), 27, "values = [\"default\", \"x\"]");

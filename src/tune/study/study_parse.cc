@@ -364,6 +364,17 @@ void read_k8s(const Ctx& c, const toml::table& t, K8sSpec& k) {
   k.rendezvous_port = get_int(c, t, "rendezvous_port", "k8s", k.rendezvous_port, Range{1, 65535});
 }
 
+/// Whether `id` is an identifier of a study's engine or scenario: 1 to 64 letters, digits, '.', '_' or '-',
+/// starting with a letter or digit. They key trials ("vllm{...}", "sharegpt@c16") and stand in reports
+/// unescaped as code (new-user trial: an engine named `vllm<i>` and a scenario `s<1>&` reached report.md
+/// as markup).
+bool is_identifier(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && std::isalnum(static_cast<unsigned char>(id[0])) &&
+         std::all_of(id.begin(), id.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+         });
+}
+
 /// [study]: name, goal, target, repeats and the host/port engines serve on.
 void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   const toml::table* st = sub_table(c, root, "study", "study", true);
@@ -499,6 +510,12 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
               "stop_grace_s", "check_flags"});
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
+  if (!is_identifier(spec.name))
+    c.fail(
+        t.get("name"), p + ".name",
+        fmt::format("\"{}\" is not an engine name: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
+                    "letter or digit (it keys the study's trials and names the engine in reports)",
+                    spec.name.size() > 60 ? spec.name.substr(0, 60) + "..." : spec.name));
   const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
   if (!kind) {
     std::string names;
@@ -683,6 +700,12 @@ void read_scenarios(const Ctx& c, const toml::table& root, const std::string& da
     sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});
     if (sc.id.find('@') != std::string::npos)  // '@' marks a load point in trial keys ("sharegpt@c16")
       c.fail(t.get("id"), p + ".id", "must not contain '@' (it marks a load point: sharegpt@c16)");
+    if (!is_identifier(sc.id))
+      c.fail(
+          t.get("id"), p + ".id",
+          fmt::format("\"{}\" is not a scenario id: 1 to 64 letters, digits, '.', '_' or '-', starting with "
+                      "a letter or digit (it keys the study's trials and names the scenario in reports)",
+                      sc.id.size() > 60 ? sc.id.substr(0, 60) + "..." : sc.id));
     sc.load = detail::parse_load_table(t, "load", p, c.origin);
     for (const auto& o : s.scenarios)
       if (o.id == sc.id) c.fail(&t, p + ".id", "duplicate scenario id '" + sc.id + "'");
