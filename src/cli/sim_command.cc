@@ -119,6 +119,14 @@ std::string twin_view_block(const sim::TwinView& v) {
   row("Idle time (s):", fmt::format("{:.2f}", v.idle_time_s));
   if (v.contexts_held_steps > 0)
     row("Steps contexts waited (attention DP):", fmt::format("{}", v.contexts_held_steps));
+  if (v.contexts_over_budget_steps > 0) {
+    row("Steps a whole prompt waited for budget:", fmt::format("{}", v.contexts_over_budget_steps));
+    s += fmt::format(
+        "  (chunked prefill off: a prompt runs whole in one step, and one of up to {} tokens fits the step's "
+        "token budget ({} tokens: max_num_tokens / max_num_batched_tokens) only beside fewer running "
+        "requests' tokens, so it waited for them to finish; enable chunked prefill or raise the budget)\n",
+        v.largest_context_over_budget, v.step_token_budget);
+  }
   if (v.memory.layout.pp > 1)
     row("Pipeline fill, drain and stage waits (s):", fmt::format("{:.2f}", v.pipeline_bubble_s));
   if (v.spec_acceptance > 0) row("Draft acceptance (fraction):", fmt::format("{:.2f}", v.spec_acceptance));

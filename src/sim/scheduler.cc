@@ -278,6 +278,7 @@ void Simulator::route(int id) {
 void Simulator::schedule_vllm(Rank& r, int) {
   const auto& sch = launch_.scheduler;
   int budget = sch.token_budget;
+  int generation_tokens = 0;  // the running requests' decode (and verify) tokens of this step
   bool preempted = false;
   const int verify = verify_tokens();
   for (std::size_t i = 0; i < r.running.size() && budget > 0;) {
@@ -287,7 +288,8 @@ void Simulator::schedule_vllm(Rank& r, int) {
       ++i;
       continue;
     }
-    int n = q.computed < q.prefill_target ? std::min(q.prefill_target - q.computed, budget) : verify;
+    const bool generating = q.computed >= q.prefill_target;
+    int n = generating ? verify : std::min(q.prefill_target - q.computed, budget);
     n = std::min(n, budget);
     bool ok = alloc(r, q, q.computed + n);
     while (!ok) {
@@ -306,6 +308,7 @@ void Simulator::schedule_vllm(Rank& r, int) {
     if (!ok) break;
     account(r, id, n);
     budget -= n;
+    if (generating) generation_tokens += n;
     ++i;
   }
   if (preempted) return;
@@ -314,7 +317,10 @@ void Simulator::schedule_vllm(Rank& r, int) {
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);
     int n = q.prefill_target - q.computed;
-    if (!sch.chunked_prefill && n > budget) break;
+    if (!sch.chunked_prefill && n > budget) {
+      note_context_over_budget(n, generation_tokens);
+      break;
+    }
     n = std::min(n, budget);
     if (!alloc(r, q, q.computed + n)) break;
     r.waiting.pop_front();
@@ -452,12 +458,23 @@ void Simulator::decode_sglang(Rank& r) {
   r.new_token_ratio = std::max(lo, r.new_token_ratio - (init - lo) / 600.0);
 }
 
+void Simulator::note_context_over_budget(int tokens, int generation_tokens) {
+  // Only a prompt the whole budget holds, kept out by the generation tokens alone (a prompt that waits one
+  // step for other prompts is ordinary batching; a longer one never runs: the resolver refuses or fails it).
+  const int whole = launch_.scheduler.token_budget;
+  if (tokens > whole || tokens <= whole - generation_tokens) return;
+  ++view_.contexts_over_budget_steps;
+  view_.largest_context_over_budget = std::max(view_.largest_context_over_budget, tokens);
+  view_.step_token_budget = launch_.scheduler.token_budget;
+}
+
 // TensorRT-LLM in-flight batching (batch_manager capacity + micro-batch schedulers): GUARANTEED_NO_EVICT
 // admits a request only when KV for prompt + max output is free; without chunked prefill a context
 // request runs whole and must fit the max_num_tokens budget left after the generation tokens.
 void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
   const auto& sch = launch_.scheduler;
   int budget = sch.token_budget;
+  int generation_tokens = 0;
   const int verify = verify_tokens();
   for (int id : r.running) {
     Req& q = reqs_[id];
@@ -465,6 +482,7 @@ void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
     if (q.computed >= q.prefill_target) {
       account(r, id, verify);
       budget -= verify;
+      generation_tokens += verify;
     } else if (budget > 0 && contexts_allowed) {  // a chunked context continues
       const int take = std::min(q.prefill_target - q.computed, budget);
       account(r, id, take);
@@ -477,7 +495,10 @@ void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
     Req& q = reqs_[id];
     restore_cached_prefix(r, q);  // KV cache reuse (enable_block_reuse): reused blocks are not recomputed
     const int n = q.prefill_target - q.computed;
-    if (n > budget && !sch.chunked_prefill) break;
+    if (n > budget && !sch.chunked_prefill) {
+      note_context_over_budget(n, generation_tokens);
+      break;
+    }
     if (!alloc(r, q, q.prompt + q.output_len)) break;
     r.waiting.pop_front();
     count_prefix_lookup(r, q);

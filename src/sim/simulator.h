@@ -207,6 +207,10 @@ class Simulator {
   /// TensorRT-LLM attention-DP context balancing (SchedulerPolicy::dp_balance): whether this step may
   /// start contexts; advances its step counters and TwinView::contexts_held_steps.
   bool trtllm_contexts_balanced();
+  /// A waiting prompt of `tokens` that chunked prefill cannot split did not fit the step's budget left:
+  /// counted in TwinView::contexts_over_budget_steps when the whole budget holds it and the step's
+  /// `generation_tokens` alone keep it out.
+  void note_context_over_budget(int tokens, int generation_tokens);
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);

@@ -391,6 +391,27 @@ TEST(Simulate, TrtllmNeverEvicts) {
   EXPECT_LE(p.twin.kv_peak_fraction, 1.0);
 }
 
+// Without chunked prefill a prompt runs whole: one as long as the token budget fits only a step with no
+// generation token beside it, so it waits for every running request to finish (TensorRT-LLM's default
+// max_num_tokens 8192 against 8192-token prompts: one request at a time, TTFT in minutes). The twin view
+// counts the steps such a prompt waited and its length (new-user trial: a 10-minute TTFT with no reason).
+TEST(Simulate, AWholePromptAsLongAsTheBudgetWaitsForTheRunningRequests) {
+  Case c;
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kTrtllmInflight;
+  c.launch.scheduler.chunked_prefill = false;
+  c.launch.scheduler.token_budget = 2048;
+  std::vector<WorkloadRequest> whole(4, WorkloadRequest{2040, 50});  // + 8 template tokens: 2048
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, whole, engine_only()));
+  EXPECT_EQ(p.twin.max_batch_requests, 1);
+  EXPECT_GE(p.twin.contexts_over_budget_steps, 3 * 49);  // each later prompt waits out a whole decode
+  EXPECT_EQ(p.twin.largest_context_over_budget, 2048);
+  EXPECT_EQ(p.twin.step_token_budget, 2048);
+  std::vector<WorkloadRequest> shorter(4, WorkloadRequest{1000, 50});
+  const auto& q = ok(predict_resolved(c.launch, c.cluster, shorter, engine_only()));
+  EXPECT_EQ(q.twin.contexts_over_budget_steps, 0);
+  EXPECT_GT(q.twin.max_batch_requests, 1);
+}
+
 // The operator classes of the twin view are the kernel time the steps ran: with a fitted kernel scale of
 // 1.4 (kernels faster than the roofline) they, the collectives and the CPU overhead add up to the busy
 // time, not to 1.4x more of it (a new-user review found 7.06 s of classes in 5.59 s of steps).

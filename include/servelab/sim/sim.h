@@ -96,6 +96,13 @@ struct TwinView {
   /// Steps in which attention-DP context balancing (engines::SchedulerPolicy::dp_balance) held back the
   /// contexts some rank had to start; 0 without it.
   long long contexts_held_steps = 0;
+  /// Steps in which a waiting prompt (chunked prefill off: it runs whole) did not fit the token budget left
+  /// after the running requests' generation tokens, though the whole budget holds it: it waits until fewer
+  /// requests decode (a prompt as long as max_num_tokens waits for every decode to finish). 0 with chunked
+  /// prefill.
+  long long contexts_over_budget_steps = 0;
+  int largest_context_over_budget = 0;  ///< the longest such prompt (tokens still to prefill)
+  int step_token_budget = 0;            ///< the step's token budget those prompts waited for (tokens)
   /// Kernel time per operator class summed over steps (s; measured where use_measured_operators gave a
   /// table, else the roofline; each step's classes scaled as its kernel time is by the fitted kernel
   /// scale, so classes + comm_s + overhead_s add up to the busy time), communication and CPU / launch
