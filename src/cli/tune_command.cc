@@ -234,7 +234,8 @@ void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
     }
     fatal = true;
     std::fprintf(stderr,
-                 "servelab tune: %s: engine %s: its baseline command is refused by the engine's own CLI: %s\n"
+                 "servelab tune: %s: engine %s: its command and base_flags are refused by the engine's own "
+                 "CLI: %s\n"
                  "  no configuration of %s could launch: fix its `command` or `base_flags` (or set "
                  "check_flags = false in its [[engines]] table to launch it anyway)\n",
                  a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(), r.engine.c_str());
@@ -242,6 +243,16 @@ void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
   if (fatal) throw servelab::cli::ExitRequest{2};
   for (const auto& [key, list] : by_knob) {
     const auto& first = *list.front();
+    if (first.baseline) {
+      std::fprintf(
+          stderr,
+          "servelab tune: warning: knob %s: its baseline value %s is refused by %s's CLI (%s); every "
+          "configuration of %s that keeps it is pruned before launch: fix the knob's render.%s or "
+          "its baseline\n",
+          key.second.c_str(), redact_text(first.value).c_str(), key.first.c_str(),
+          redact_text(first.message).c_str(), key.first.c_str(), key.first.c_str());
+      continue;
+    }
     std::fprintf(stderr,
                  "servelab tune: warning: knob %s: %zu value%s refused by %s's CLI (%s=%s: %s); %s pruned "
                  "before launch: fix the knob's render.%s (or add a `reject` part to say why)\n",

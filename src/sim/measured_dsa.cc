@@ -219,7 +219,7 @@ std::shared_ptr<const OpSurface> dsa_decode(const ops::OpTable& table, const Dsa
   for (const auto& c : measured->curves) longest = std::max(longest, c.x.back());
   if (longest < shape.attention.index_topk) {
     *left_out = fmt::format(
-        "decode: the roofline (the table's decode rows of {} end at a KV history of {:.0f} tokens, below "
+        "decode from the roofline (the decode rows of {} end at a KV history of {:.0f} tokens, below "
         "index_topk {}: they say nothing of the sparse regime)",
         model, longest, shape.attention.index_topk);
     kernel->clear();

@@ -312,6 +312,10 @@ void Simulator::schedule_vllm(Rank& r, int) {
     ++i;
   }
   if (preempted) return;
+  if (!sch.chunked_prefill && budget <= 0 && !r.waiting.empty() &&
+      static_cast<int>(r.running.size()) < max_running_)  // the generation tokens took the whole budget
+    note_context_over_budget(reqs_[r.waiting.front()].prefill_target - reqs_[r.waiting.front()].computed,
+                             generation_tokens);
   while (!r.waiting.empty() && budget > 0 && static_cast<int>(r.running.size()) < max_running_) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
@@ -489,6 +493,10 @@ void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
       budget -= take;
     }
   }
+  if (contexts_allowed && !sch.chunked_prefill && budget <= 0 && !r.waiting.empty() &&
+      static_cast<int>(r.running.size()) < max_running_)  // the generation tokens took the whole budget
+    note_context_over_budget(reqs_[r.waiting.front()].prefill_target - reqs_[r.waiting.front()].computed,
+                             generation_tokens);
   while (contexts_allowed && !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ &&
          budget > 0) {
     const int id = r.waiting.front();

@@ -138,15 +138,19 @@ std::string StepModel::dsa_note(int classes, const std::vector<const LayerClass*
       if (!k->empty()) kernels += (kernels.empty() ? "" : ", ") + *k;
     add(fmt::format("{} ({})", m.model, kernels));
   }
+  // Decode rows left out (histories short of index_topk) are said in decode's place, not beside its table.
+  const std::string prefill = table_note(*ops_, src, "dsa_context_module_perf") + " (prefill)";
+  const std::string tables =
+      left_out.empty()
+          ? fmt::format("{} (decode) and {}", table_note(*ops_, src, "dsa_generation_module_perf"), prefill)
+          : fmt::format("{}; {}", prefill, fmt::join(left_out, "; "));
   return fmt::format(
       "DSA attention blocks (projections, the indexer or the reuse of its selection, sparse core): {} of {} "
-      "layer kinds ({} KV cache) from {} (decode) and {} (prefill){}; each lookup less its fixed part (the "
-      "least time its rows measured: the launch gaps and host work the kernel floors and eager launches "
-      "count) plus the projection weights' read, once a step{}{}",
-      measured.size(), classes, model::dtype_name(launch_.kv_dtype),
-      table_note(*ops_, src, "dsa_generation_module_perf"), table_note(*ops_, src, "dsa_context_module_perf"),
+      "layer kinds ({} KV cache) from {}{}; each lookup less its fixed part (the least time its rows "
+      "measured: the launch gaps and host work the kernel floors and eager launches count) plus the "
+      "projection weights' read, once a step{}",
+      measured.size(), classes, model::dtype_name(launch_.kv_dtype), tables,
       rows.empty() ? std::string() : fmt::format(", rows of {}", fmt::join(rows, "; ")),
-      left_out.empty() ? std::string() : fmt::format("; {}", fmt::join(left_out, "; ")),
       measured.size() < std::size_t(classes)
           ? fmt::format(
                 "; {} the roofline (no checkpoint of this attention, kernel, KV or GEMM dtype and TP in "

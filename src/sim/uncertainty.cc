@@ -30,10 +30,14 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 
 // The spread of the measured (engine, GPU generation, architecture) classes: per metric the RMS over the
 // classes of at least kMinBandClassPoints points of each class's band, every class weighing the same (those
-// without the metric left out). What a launch of a class never measured may expect, not knowing which
-// measured class it resembles. Zero points when no class qualifies.
-BandTable::Entry class_spread(const BandTable& table) {
-  BandTable::Entry spread;
+// without the metric left out). What a launch may expect whose class says little (never measured, or
+// measured in one study), not knowing which measured class it resembles. `classes` = 0 when none qualifies.
+struct ClassSpread {
+  double pct[3] = {-1, -1, -1};  ///< tok/s, TTFT, TPOT
+  int classes = 0;
+};
+ClassSpread class_spread(const BandTable& table) {
+  ClassSpread spread;
   double sq[3] = {0, 0, 0};
   int n[3] = {0, 0, 0};
   for (const auto& [k, e] : table.classes) {
@@ -43,64 +47,40 @@ BandTable::Entry class_spread(const BandTable& table) {
     const double v[3] = {e.total_tok_s_pct, e.ttft_pct, e.tpot_pct};
     for (int m = 0; m < 3; ++m)
       if (v[m] >= 0) sq[m] += v[m] * v[m], ++n[m];
-    ++spread.points;
+    ++spread.classes;
   }
-  spread.total_tok_s_pct = n[0] ? std::sqrt(sq[0] / n[0]) : -1.0;
-  spread.ttft_pct = n[1] ? std::sqrt(sq[1] / n[1]) : -1.0;
-  spread.tpot_pct = n[2] ? std::sqrt(sq[2] / n[2]) : -1.0;
+  for (int m = 0; m < 3; ++m) spread.pct[m] = n[m] ? std::sqrt(sq[m] / n[m]) : -1.0;
   return spread;
 }
 
-// A launch whose architecture class its engine never measured on its GPU generation borrows the band of
-// other architectures (trtllm/blackwell: gpt-oss-120b only, ±10%, for a Llama-3.1-70B): no narrower than
-// the spread of the measured classes, since nothing says which of them it resembles.
-void widen_to_class_spread(ErrorBand& b, const BandTable& table, const std::string& arch,
-                           const std::string& engine_generation) {
-  const BandTable::Entry spread = class_spread(table);
-  if (spread.points == 0) return;
+// A band that says little of the launch is no narrower than the spread of the measured classes, with
+// `why` in a warning: a launch whose architecture class its engine never measured (or measured on fewer
+// than kMinBandClassPoints points) on its GPU generation borrows other architectures' band (trtllm/
+// blackwell: gpt-oss-120b only, ±10%, for a Llama-3.1-70B); a class of one study has one sample of how
+// the twin fares from study to study (its 235 points are one sweep).
+void widen_to_class_spread(ErrorBand& b, const BandTable& table, const std::string& why) {
+  const ClassSpread spread = class_spread(table);
+  if (spread.classes == 0) return;
   bool wider = false;
   auto raise = [&](double& pct, double to) {
     if (to > pct) pct = to, wider = true;
   };
-  raise(b.total_tok_s_pct, spread.total_tok_s_pct);
-  raise(b.ttft_pct, spread.ttft_pct);
-  raise(b.tpot_pct, spread.tpot_pct);
-  b.warnings.push_back(fmt::format(
-      "no {} launch of {} was measured{}", arch, engine_generation,
-      wider ? fmt::format(": the band is at least the spread of the {} measured engine/GPU/architecture "
-                          "classes",
-                          spread.points)
-            : ""));
+  raise(b.total_tok_s_pct, spread.pct[0]);
+  raise(b.ttft_pct, spread.pct[1]);
+  raise(b.tpot_pct, spread.pct[2]);
+  if (!wider) return;
+  b.warnings.push_back(
+      fmt::format("{}: the band is at least the spread of the {} measured engine/GPU/architecture classes",
+                  why, spread.classes));
 }
 
-}  // namespace
-
-ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
-                     const BandTable& table) {
-  ErrorBand b;
-  const std::string engine = engines::engine_kind_name(launch.config.kind);
-  const std::string gen = hardware::generation_name(cluster.gpu.generation);
-  const std::string arch = architecture_class(launch.model);
-  const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
+// The band of the first class of `levels` (finest first) with at least kMinBandClassPoints points, widened
+// by kExtrapolationWiden per level it falls back and floored at the class spread where the class says
+// little (widen_to_class_spread). False when no level has enough points.
+bool class_band(ErrorBand& b, const BandTable& table, const std::string (&levels)[4],
+                const std::string& arch) {
   double widen = 1.0;  // x kExtrapolationWiden per coarser class
-  bool found = false;
-  if (!launch.unmodelled.empty()) {
-    // The modelled classes' bands say nothing of a path without a figure: the RMS error of the corpus runs
-    // on such paths, never under kUnmodelledBandMinPct.
-    const auto it = table.classes.find(kUnmodelledBandClass);
-    const auto* e = it != table.classes.end() && it->second.points > 0 ? &it->second : nullptr;
-    b.class_name = kUnmodelledBandClass;
-    b.points = e ? e->points : 0;
-    b.total_tok_s_pct = std::max(kUnmodelledBandMinPct, e ? e->total_tok_s_pct : 0.0);
-    b.ttft_pct = std::max(kUnmodelledBandMinPct, e ? e->ttft_pct : 0.0);
-    b.tpot_pct = std::max(kUnmodelledBandMinPct, e ? e->tpot_pct : 0.0);
-    b.warnings.push_back(fmt::format(
-        "a kernel path the twin has no figure for: the band is the RMS error of the {} corpus runs on such "
-        "paths, at least ±{:.0f}%",
-        b.points, kUnmodelledBandMinPct));
-    found = true;
-  }
-  for (std::size_t i = 0; !found && i < std::size(levels); ++i, widen *= kExtrapolationWiden) {
+  for (std::size_t i = 0; i < std::size(levels); ++i, widen *= kExtrapolationWiden) {
     auto it = table.classes.find(levels[i]);
     if (it == table.classes.end() || it->second.points < kMinBandClassPoints) continue;
     b.class_name = levels[i];
@@ -119,10 +99,49 @@ ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::Clus
     };
     b.ttft_pct = latency(&BandTable::Entry::ttft_pct);
     b.tpot_pct = latency(&BandTable::Entry::tpot_pct);
-    found = true;
-    if (i > 0) widen_to_class_spread(b, table, arch, levels[1]);
-    break;
+    if (i > 0) {
+      const auto own = table.classes.find(levels[0]);
+      const int n = own == table.classes.end() ? 0 : own->second.points;
+      widen_to_class_spread(b, table,
+                            n == 0
+                                ? fmt::format("no {} launch of {} was measured", arch, levels[1])
+                                : fmt::format("only {} held-out point{} of {} launches of {} (fewer than {})",
+                                              n, n == 1 ? "" : "s", arch, levels[1], kMinBandClassPoints));
+    } else if (b.studies == 1) {
+      widen_to_class_spread(b, table, fmt::format("the {} band comes from one study", levels[0]));
+    }
+    return true;
   }
+  return false;
+}
+
+}  // namespace
+
+ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
+                     const BandTable& table) {
+  ErrorBand b;
+  const std::string engine = engines::engine_kind_name(launch.config.kind);
+  const std::string gen = hardware::generation_name(cluster.gpu.generation);
+  const std::string arch = architecture_class(launch.model);
+  const std::string levels[] = {engine + "/" + gen + "/" + arch, engine + "/" + gen, engine, "all"};
+  bool found = false;
+  if (!launch.unmodelled.empty()) {
+    // The modelled classes' bands say nothing of a path without a figure: the RMS error of the corpus runs
+    // on such paths, never under kUnmodelledBandMinPct.
+    const auto it = table.classes.find(kUnmodelledBandClass);
+    const auto* e = it != table.classes.end() && it->second.points > 0 ? &it->second : nullptr;
+    b.class_name = kUnmodelledBandClass;
+    b.points = e ? e->points : 0;
+    b.total_tok_s_pct = std::max(kUnmodelledBandMinPct, e ? e->total_tok_s_pct : 0.0);
+    b.ttft_pct = std::max(kUnmodelledBandMinPct, e ? e->ttft_pct : 0.0);
+    b.tpot_pct = std::max(kUnmodelledBandMinPct, e ? e->tpot_pct : 0.0);
+    b.warnings.push_back(fmt::format(
+        "a kernel path the twin has no figure for: the band is the RMS error of the {} corpus runs on such "
+        "paths, at least ±{:.0f}%",
+        b.points, kUnmodelledBandMinPct));
+    found = true;
+  }
+  if (!found) found = class_band(b, table, levels, arch);
   if (!found) {
     b.class_name = "none";
     b.total_tok_s_pct = b.ttft_pct = b.tpot_pct = 50;

@@ -73,7 +73,7 @@ sed 's/tp = 16/tp = 1/; s/^command = \(.*\)$/command = \1\nbase_flags = ["--enab
   > "$tmp/badbase.toml"
 out="$("$BIN" tune "$tmp/badbase.toml" --dry-run --out "$tmp/badbase-out" 2>&1)"; rc=$?
 [ "$rc" -eq 2 ] || fail "tune with a refused base flag exited $rc: $out"
-[[ "$out" == *"engine vllm: its baseline command is refused by the engine's own CLI: "*"unrecognized arguments: --enable-prefix-cachingg"* ]] ||
+[[ "$out" == *"engine vllm: its command and base_flags are refused by the engine's own CLI: "*"unrecognized arguments: --enable-prefix-cachingg"* ]] ||
   fail "tune with a refused base flag: $out"
 sed 's/^values = \[{tp = 16}\]/values = [{tp = 1}, {tp = 2}]/; s/^render.vllm = .*/render.vllm = [{when = "tp > 1", flags = ["--tensor-parallel-sizee", "{tp}"]}]/' \
   "$tmp/allpruned.toml" > "$tmp/badknob.toml"

@@ -410,6 +410,19 @@ TEST(Simulate, AWholePromptAsLongAsTheBudgetWaitsForTheRunningRequests) {
   const auto& q = ok(predict_resolved(c.launch, c.cluster, shorter, engine_only()));
   EXPECT_EQ(q.twin.contexts_over_budget_steps, 0);
   EXPECT_GT(q.twin.max_batch_requests, 1);
+  // vLLM without chunked prefill waits the same way.
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kVllmV1;
+  const auto& v = ok(predict_resolved(c.launch, c.cluster, whole, engine_only()));
+  EXPECT_EQ(v.twin.max_batch_requests, 1);
+  EXPECT_GE(v.twin.contexts_over_budget_steps, 3 * 49);
+  // Generation tokens that take the whole budget keep a shorter prompt out too: 64 requests of 4 tokens
+  // each and a budget of 64 (the steps where every running request decodes count).
+  c.launch.scheduler.kind = engines::SchedulerPolicy::Kind::kTrtllmInflight;
+  c.launch.scheduler.token_budget = 64;
+  std::vector<WorkloadRequest> many(80, WorkloadRequest{4, 200});  // + 8 template tokens: 12
+  const auto& m = ok(predict_resolved(c.launch, c.cluster, many, engine_only()));
+  EXPECT_GT(m.twin.contexts_over_budget_steps, 0);
+  EXPECT_EQ(m.twin.largest_context_over_budget, 12);
 }
 
 // The operator classes of the twin view are the kernel time the steps ran: with a fitted kernel scale of

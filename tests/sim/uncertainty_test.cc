@@ -129,6 +129,14 @@ TEST(ErrorBand, TheEmbeddedCoverageNamesTheEnginesMeasuredEager) {
   EXPECT_EQ(t.eager_decode_engines, (std::vector<std::string>{"sglang"}));
 }
 
+// DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5.x) is a band class of its own, apart from MLA
+// (DeepSeek-R1): its indexer and sparse core run other kernels and tables.
+TEST(ErrorBand, DsaModelsHaveTheirOwnArchitectureClass) {
+  EXPECT_EQ(architecture_class(model::deepseek_v32()), "dsa");
+  EXPECT_EQ(architecture_class(model::resolve_model("deepseek-ai/DeepSeek-R1")), "mla");
+  EXPECT_EQ(architecture_class(corpus_model("qwen3-8b")), "dense");
+}
+
 // A band of 100% or more has no lower end: it is printed as how many times off the prediction may be.
 TEST(ErrorBand, AWideBandSaysHowManyTimesOff) {
   ErrorBand b;
@@ -171,7 +179,26 @@ TEST(ErrorBand, AnArchitectureNeverMeasuredOnItsEngineAndGenerationTakesAtLeastT
                                "of the 3 measured"),
             std::string::npos)
       << b.warnings[0];
-  // Its own class measured: the class's band, no warning.
+  // Its own class with too few points to lend a band: the same, said as such.
+  t.classes["vllm/hopper/dense"] = {5.0, 7.0, 3.0, 2, 2};
+  const ErrorBand few = error_band(test_launch(corpus_model("qwen3-8b"), cluster, 1), cluster, t);
+  EXPECT_DOUBLE_EQ(few.total_tok_s_pct, b.total_tok_s_pct);
+  ASSERT_EQ(few.warnings.size(), 1u);
+  EXPECT_NE(few.warnings[0].find("only 2 held-out points of dense launches of vllm/hopper (fewer than 3)"),
+            std::string::npos)
+      << few.warnings[0];
+  // Its own class of one study: one sample of how the twin fares from study to study, floored at the
+  // spread (now of 4 classes: 5% joins).
+  t.classes["vllm/hopper/dense"] = {5.0, 7.0, 3.0, 10, 1};
+  const ErrorBand one = error_band(test_launch(corpus_model("qwen3-8b"), cluster, 1), cluster, t);
+  EXPECT_EQ(one.class_name, "vllm/hopper/dense");
+  EXPECT_NEAR(one.total_tok_s_pct, std::sqrt((6.0 * 6 + 5 * 5 + 30 * 30 + 40 * 40) / 4), 1e-9);
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_NE(one.warnings[0].find("the vllm/hopper/dense band comes from one study: the band is at least the "
+                                 "spread of the 4 measured"),
+            std::string::npos)
+      << one.warnings[0];
+  // Its own class measured in two studies: the class's band, no warning.
   t.classes["vllm/hopper/dense"] = {5.0, 7.0, 3.0, 10, 2};
   const ErrorBand own = error_band(test_launch(corpus_model("qwen3-8b"), cluster, 1), cluster, t);
   EXPECT_EQ(own.class_name, "vllm/hopper/dense");

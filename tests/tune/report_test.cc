@@ -259,6 +259,28 @@ TEST(TwinVerdict, APropagatedGoodputBandKeepsItsTwoSides) {
   EXPECT_EQ(goodput_cell(unmodelled), "53.26 (23.30 to 67.64, twin band −56%/+27%)");
 }
 
+// The member of "Measure these" with the highest low end is named when it is not the top pick (new-user
+// trial: the provisional command went to 27,992 ±99% over 26,550 ±13%): 26550 × (1 − 13%) = 23098.50
+// against the top pick's 27992 × (1 − 99%) = 279.92. When the top pick's low end is the highest, or a member
+// has no band, nothing is said.
+TEST(TwinVerdict, TheHighestLowEndIsNamedWhenItIsNotTheTopPick) {
+  Evaluation top, steady;
+  top.config.engine = "sglang", top.label = "dpattn", top.objective = Estimate{1, 27992, 0, 0};
+  steady.config.engine = "vllm", steady.label = "tp1-dp8-ep8", steady.objective = Estimate{1, 26550, 0, 0};
+  TwinBand wide, narrow;
+  wide.pct = 99, narrow.pct = 13;
+  TwinVerdict v;
+  v.kind = TwinVerdict::Kind::kTie;
+  v.measure = {{&top, wide, "the twin's top pick", {}}, {&steady, narrow, "inside the bands", {}}};
+  EXPECT_EQ(v.safest_text(),
+            "Highest low end: #2 (vllm tp1-dp8-ep8) at least 23098.50 (26550.00 × (1 − 13%)); the top pick's "
+            "band reaches down to 279.92.");
+  v.measure[0].band.pct = 5;  // 26592.40: the top pick's own low end is the highest
+  EXPECT_EQ(v.safest_text(), "");
+  v.measure[0].band.pct.reset();
+  EXPECT_EQ(v.safest_text(), "");
+}
+
 /// The small twin study (greedy; predictions) run through the search with the shared fake twin, each
 /// prediction given `band_pct` (< 0: none) and, for engine `unmodelled_engine`'s configurations, one kernel
 /// path the twin has no figure for.

@@ -43,6 +43,12 @@ TEST(Study, AScalarBaselineNamesTheValueOfItsKnob) {
   const Study s = parse_study(text, "b.toml", "/data");
   EXPECT_EQ(s.knobs[1].baseline, "32768");
   EXPECT_EQ(s.knobs[2].baseline, "true");
+  // A float knob's baseline written as an integer names its value the same way the value is labelled.
+  std::string f = testing::kSmallStudy;
+  f.insert(f.find("[[scenarios]]"),
+           "[[knobs]]\nname = \"frac\"\ntype = \"float\"\nvalues = [0.9, 1]\n"
+           "baseline = 1\n\n");
+  EXPECT_EQ(parse_study(f, "f.toml", "/data").knobs[3].baseline, "1");
   text.replace(text.find("baseline = 32768"), 16, "baseline = 4096");
   try {
     parse_study(text, "b.toml", "/data");
@@ -77,6 +83,46 @@ TEST(Space, FlagRefusalsNameTheBaselineOrTheKnobValue) {
   EXPECT_TRUE(r[0].knob.empty());
   base.replace(base.find("base_flags"), 0, "check_flags = false\n");
   EXPECT_TRUE(flag_refusals(parse_study(base, "f.toml", "/data")).empty());
+  // A knob's baseline value refused: that knob is named, not command and base_flags (review), and its
+  // other values are not checked on top of a refused baseline.
+  std::string knob = text;
+  knob.replace(knob.find("values = [\"default\", 32768]"), 27, "values = [32768, 4096]");
+  knob.replace(knob.find("\"--max-model-len\""), 17, "\"--max-model-lenn\"");
+  r = flag_refusals(parse_study(knob, "f.toml", "/data"));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].engine, "a");
+  EXPECT_EQ(r[0].knob, "ctx");
+  EXPECT_EQ(r[0].value, "32768");
+  EXPECT_TRUE(r[0].baseline);
+}
+
+// Rendering conditions are evaluated when the file is read, as render and check_config would: on every value
+// a part applies to. A value a reject part excludes is never rendered, so a condition on a field only the
+// other values have is valid (review); an unknown field names the file, line, key and the fields there are.
+TEST(Study, RenderingConditionsAreCheckedOnTheValuesTheyApplyTo) {
+  const std::string knob = R"(
+[[knobs]]
+name = "spec"
+type = "string"
+values = ["off", {value = "ngram", n = 3}]
+render.a = [{when = "value == off", reject = "x"}, {when = "n > 1", flags = ["--spec", "{n}"]}]
+)";
+  std::string text = testing::kSmallStudy;
+  text.insert(text.find("[[scenarios]]"), knob + "\n");
+  EXPECT_NO_THROW(parse_study(text, "w.toml", "/data"));
+  std::string bad = text;
+  bad.replace(bad.find("when = \"n > 1\""), 14, "when = \"nn > 1\"");
+  try {
+    parse_study(bad, "w.toml", "/data");
+    FAIL() << "expected StudyError";
+  } catch (const StudyError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("w.toml:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("knobs[3] (spec).render.a[1].when: condition 'nn > 1' uses unknown field 'nn' (value "
+                       "ngram; the fields a condition may use: n, value"),
+              std::string::npos)
+        << msg;
+  }
 }
 
 // Engine names and scenario ids key the trials and stand in reports as code: identifiers only (new-user

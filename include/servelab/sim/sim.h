@@ -98,8 +98,8 @@ struct TwinView {
   long long contexts_held_steps = 0;
   /// Steps in which a waiting prompt (chunked prefill off: it runs whole) did not fit the token budget left
   /// after the running requests' generation tokens, though the whole budget holds it: it waits until fewer
-  /// requests decode (a prompt as long as max_num_tokens waits for every decode to finish). 0 with chunked
-  /// prefill.
+  /// requests decode (a prompt as long as max_num_tokens waits for every decode to finish). Counted per DP
+  /// rank, so with DP attention it may exceed the steps. 0 with chunked prefill.
   long long contexts_over_budget_steps = 0;
   int largest_context_over_budget = 0;  ///< the longest such prompt (tokens still to prefill)
   int step_token_budget = 0;            ///< the step's token budget those prompts waited for (tokens)

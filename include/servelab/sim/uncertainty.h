@@ -72,12 +72,12 @@ inline constexpr double kUnmodelledBandMinPct = 100.0;
 std::string architecture_class(const model::ModelSpec& model);
 
 /// The band of a launch from `table`: its own class, else engine/generation, else engine, else "all"
-/// (widened by kExtrapolationWiden for each level it falls back, and when its own class was never measured
-/// no narrower than the spread of the measured classes, with a warning), plus the outside-the-corpus
-/// warnings, each
-/// widening it by kExtrapolationWiden again. With no data at
-/// all the band is +-50% and says so. A launch on a kernel path the twin has no figure for takes the
-/// kUnmodelledBandClass entry instead (at least kUnmodelledBandMinPct on every metric), with a warning.
+/// (widened by kExtrapolationWiden for each level it falls back), no narrower than the spread of the
+/// measured engine/GPU/architecture classes where its class says little (never measured, fewer than
+/// kMinBandClassPoints points, or one study), with a warning; plus the outside-the-corpus warnings, each
+/// widening it by kExtrapolationWiden again. With no data at all the band is +-50% and says so. A launch on
+/// a kernel path the twin has no figure for takes the kUnmodelledBandClass entry instead (at least
+/// kUnmodelledBandMinPct on every metric), with a warning.
 ErrorBand error_band(const engines::ResolvedLaunch& launch, const hardware::ClusterSpec& cluster,
                      const BandTable& table);
 

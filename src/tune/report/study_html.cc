@@ -157,6 +157,7 @@ void measure_table(std::ostringstream& h, const TwinVerdict& v, const std::strin
   }
   h << "</table>\n";
   if (const std::string unseen = v.unseen_text(); !unseen.empty()) h << "<p>" << esc(unseen) << "</p>\n";
+  if (const std::string safest = v.safest_text(); !safest.empty()) h << "<p>" << esc(safest) << "</p>\n";
 }
 
 /// The configurations ranked above the best on the objective's scenarios that broke a [[constraints]] bound

@@ -48,6 +48,7 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
     md << fmt::format("\n… and {} more inside the band (every prediction: the sections below).\n",
                       v.measure.size() - kMeasureListed);
   if (const std::string unseen = v.unseen_text(); !unseen.empty()) md << "\n" << md_escape(unseen) << "\n";
+  if (const std::string safest = v.safest_text(); !safest.empty()) md << "\n" << md_escape(safest) << "\n";
   md << "\nRule: the twin's top pick is a winner only when its low end, prediction × (1 − band), clears "
         "every other prediction's high end, prediction × (1 + band).";
   if (v.any_unknown)

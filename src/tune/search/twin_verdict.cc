@@ -338,4 +338,24 @@ std::string TwinVerdict::unseen_text() const {
          "baselines run every scenario): a launch there may fail or rank otherwise, so measure it there too.";
 }
 
+std::string TwinVerdict::safest_text() const {
+  if (measure.size() < 2) return "";
+  for (const auto& t : measure)
+    if (!t.band.pct) return "";
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < measure.size(); ++i)
+    if (measure[i].band.low(measure[i].eval->objective.mean) >
+        measure[best].band.low(measure[best].eval->objective.mean))
+      best = i;
+  if (best == 0) return "";
+  const TwinTie& t = measure[best];
+  const double y = t.eval->objective.mean;
+  return fmt::format(
+      "Highest low end: #{} ({} {}) at least {:.2f} ({:.2f} × (1 − {:.4g}%)); the top pick's band reaches "
+      "down "
+      "to {:.2f}.",
+      best + 1, t.eval->config.engine, t.eval->label, t.band.low(y), y, t.band.down_pct.value_or(*t.band.pct),
+      measure[0].band.low(measure[0].eval->objective.mean));
+}
+
 }  // namespace servelab::tune

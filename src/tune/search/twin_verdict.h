@@ -105,6 +105,12 @@ struct TwinVerdict {
   /// "Not checked everywhere: #2, #3 were not predicted on s2 (...): ... measure it there too." from each
   /// TwinTie::unseen; empty when every member was predicted on every scenario.
   std::string unseen_text() const;
+  /// "Highest low end: #3 (vllm tp1-dp8-ep8) at least 23150.00 (26550.00 × (1 − 13%)); the top pick's band
+  /// reaches down to 237.93." when a member other than the top pick has the highest low end (prediction ×
+  /// (1 − band)) and every member has a band; empty otherwise. What the set guarantees at worst, beside the
+  /// top pick's best case (new-user trial: the provisional command went to a ±99% pick over a ±13% one
+  /// 5% below it).
+  std::string safest_text() const;
 };
 
 /// Applies the rule to `outcome` (maximising Evaluation::objective, as the search does; the band of the

@@ -194,8 +194,8 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
 
 std::vector<FlagRefusal> flag_refusals(const Study& study) {
   std::vector<FlagRefusal> out;
-  auto refused = [&](const CandidateConfig& config) -> std::optional<std::string> {
-    const Rendered r = render(study, config);
+  auto refused = [](const Study& st, const CandidateConfig& config) -> std::optional<std::string> {
+    const Rendered r = render(st, config);
     try {
       engines::parse_launch_command(r.argv, r.env);
     } catch (const engines::EngineArgError& e) {
@@ -203,11 +203,23 @@ std::vector<FlagRefusal> flag_refusals(const Study& study) {
     }
     return std::nullopt;
   };
+  Study bare = study;  // command and base_flags alone
+  bare.knobs.clear();
   for (const auto& e : study.engines) {
     if (!e.check_flags) continue;
-    if (auto why = refused({e.name, {}})) {
+    if (auto why = refused(bare, {e.name, {}})) {
       out.push_back({e.name, "", "", *why});
-      continue;  // every variant carries the baseline's flaw
+      continue;  // every configuration carries it
+    }
+    if (refused(study, {e.name, {}})) {
+      // A knob's baseline value is refused (review: it was blamed on command and base_flags): each knob at
+      // its baseline alone on top of them; the values on top of a refused baseline say nothing more.
+      for (const auto& k : study.knobs) {
+        Study one = bare;
+        one.knobs = {k};
+        if (auto why = refused(one, {e.name, {}})) out.push_back({e.name, k.name, k.baseline, *why, true});
+      }
+      continue;
     }
     for (const auto& k : study.knobs) {
       if (!k.render.count(e.name)) continue;
@@ -220,7 +232,8 @@ std::vector<FlagRefusal> flag_refusals(const Study& study) {
         for (const auto& part : k.render.at(e.name))
           rejected = rejected || (!part.reject.empty() && eval_condition(part.when, v.fields));
         if (rejected) continue;
-        if (auto why = refused({e.name, {{k.name, v.label}}})) out.push_back({e.name, k.name, v.label, *why});
+        if (auto why = refused(study, {e.name, {{k.name, v.label}}}))
+          out.push_back({e.name, k.name, v.label, *why, false});
       }
     }
   }

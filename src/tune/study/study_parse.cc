@@ -19,6 +19,7 @@
 #include "servelab/tune/study/space.h"
 #include "servelab/tune/study/study.h"
 #include "tune/study/load_parse.h"
+#include "tune/study/study_checks.h"
 #include "tune/study/toml_guard.h"
 
 namespace servelab::tune {
@@ -282,6 +283,7 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
                                      const std::set<std::string>& defined,
                                      const std::vector<KnobValue>& values) {
   std::vector<RenderPart> parts;
+  std::vector<std::pair<const toml::node*, std::string>> when_nodes;  // each part's `when` and its key
   auto one = [&](const toml::node& p, const std::string& pp) {
     if (!p.is_table()) c.fail(&p, pp, "a rendering part must be a table {when, flags, env, reject}");
     const auto& t = *p.as_table();
@@ -291,22 +293,7 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
     r.flags = get_strings(c, t, "flags", pp);
     r.env = get_string_map(c, t, "env", pp);
     r.reject = get_string(c, t, "reject", pp, std::string());
-    // A condition is evaluated on every value now, not when the search reaches one (new-user trial: `dpp > 1`
-    // and `dp => 1` stopped a running study with no file or line).
-    if (!r.when.empty())
-      for (const auto& v : values) {
-        if (v.is_default) continue;  // never rendered (check_config, render)
-        try {
-          (void)eval_condition(r.when, v.fields);
-        } catch (const StudyError& e) {
-          std::string fields;
-          for (const auto& [f, text] : v.fields) fields += (fields.empty() ? "" : ", ") + f;
-          c.fail(t.get("when"), pp + ".when",
-                 fmt::format("{} (value {}; the fields a condition may use: {}; operators ==, !=, >=, <=, >, "
-                             "<, or a field alone, or !field)",
-                             e.what(), v.label, fields));
-        }
-      }
+    when_nodes.push_back({t.get("when"), pp + ".when"});
     check_key_placeholders(c, t, "flags", pp, defined);
     check_key_placeholders(c, t, "env", pp, defined);
     parts.push_back(std::move(r));
@@ -317,6 +304,9 @@ std::vector<RenderPart> parse_render(const Ctx& c, const toml::node& n, const st
   } else {
     one(n, path);
   }
+  // Every condition now, not when the search reaches a value (study_checks.h).
+  if (auto e = detail::check_conditions(parts, values))
+    c.fail(when_nodes[e->part].first, when_nodes[e->part].second, e->message);
   return parts;
 }
 
@@ -362,17 +352,6 @@ void read_k8s(const Ctx& c, const toml::table& t, K8sSpec& k) {
   k.shm_gb = get_int(c, t, "shm_gb", "k8s", k.shm_gb, Range{1, 4096});
   k.credentials_secret = get_string(c, t, "credentials_secret", "k8s", k.credentials_secret);
   k.rendezvous_port = get_int(c, t, "rendezvous_port", "k8s", k.rendezvous_port, Range{1, 65535});
-}
-
-/// Whether `id` is an identifier of a study's engine or scenario: 1 to 64 letters, digits, '.', '_' or '-',
-/// starting with a letter or digit. They key trials ("vllm{...}", "sharegpt@c16") and stand in reports
-/// unescaped as code (new-user trial: an engine named `vllm<i>` and a scenario `s<1>&` reached report.md
-/// as markup).
-bool is_identifier(const std::string& id) {
-  return !id.empty() && id.size() <= 64 && std::isalnum(static_cast<unsigned char>(id[0])) &&
-         std::all_of(id.begin(), id.end(), [](char ch) {
-           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
-         });
 }
 
 /// [study]: name, goal, target, repeats and the host/port engines serve on.
@@ -510,7 +489,7 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
               "stop_grace_s", "check_flags"});
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
-  if (!is_identifier(spec.name))
+  if (!detail::is_identifier(spec.name))
     c.fail(
         t.get("name"), p + ".name",
         fmt::format("\"{}\" is not an engine name: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
@@ -619,6 +598,11 @@ bool renders_credential(const toml::table& knob) {
 Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<EngineSpec>& engines) {
   Knob knob;
   knob.name = get_string(c, t, "name", fmt::format("knobs[{}]", ki), std::nullopt);
+  if (!detail::is_identifier(knob.name))
+    c.fail(t.get("name"), fmt::format("knobs[{}].name", ki),
+           fmt::format("\"{}\" is not a knob name: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
+                       "letter or digit (it keys the study's trials: vllm{{name=value}})",
+                       knob.name.size() > 60 ? knob.name.substr(0, 60) + "..." : knob.name));
   const std::string p = fmt::format("knobs[{}] ({})", ki, knob.name);
   check_keys(c, t, p, {"name", "type", "description", "values", "baseline", "render", "lower_saves_memory"});
   knob.type = parse_knob_type(c, t, p);
@@ -657,6 +641,13 @@ Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<
           : get_string(c, t, "baseline", p, knob.values.front().label);
   for (size_t i = 0; secret && i < written.size(); ++i)
     if (written[i] == knob.baseline) knob.baseline = knob.values[i].label;
+  // A scalar baseline may name a labelled value by its value ({label = "off", value = 0}, baseline = 0).
+  if (b && !b->is_string() && !knob.value_index.count(knob.baseline))
+    for (const auto& v : knob.values)
+      if (auto f = v.fields.find("value"); f != v.fields.end() && f->second == knob.baseline) {
+        knob.baseline = v.label;
+        break;
+      }
   if (!knob.value_index.count(knob.baseline))
     c.fail(t.get("baseline"), p + ".baseline", "names no value of this knob: '" + knob.baseline + "'");
   if (const toml::table* rt = sub_table(c, t, "render", p, false)) read_knob_render(c, *rt, p, engines, knob);
@@ -700,7 +691,7 @@ void read_scenarios(const Ctx& c, const toml::table& root, const std::string& da
     sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});
     if (sc.id.find('@') != std::string::npos)  // '@' marks a load point in trial keys ("sharegpt@c16")
       c.fail(t.get("id"), p + ".id", "must not contain '@' (it marks a load point: sharegpt@c16)");
-    if (!is_identifier(sc.id))
+    if (!detail::is_identifier(sc.id))
       c.fail(
           t.get("id"), p + ".id",
           fmt::format("\"{}\" is not a scenario id: 1 to 64 letters, digits, '.', '_' or '-', starting with "

@@ -51,18 +51,20 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
 /// A rendered command an engine's own CLI refuses (check_config's last check), found before the study runs.
 struct FlagRefusal {
   std::string engine;
-  std::string knob;     ///< empty: the engine's baseline command (every configuration of it carries the flaw)
-  std::string value;    ///< the knob's value label (empty for the baseline)
+  std::string knob;     ///< empty: the engine's `command` and `base_flags` (every configuration carries them)
+  std::string value;    ///< the knob's value label (empty with no knob)
   std::string message;  ///< the engine CLI's error
+  bool baseline = false;  ///< `value` is the knob's baseline: every configuration keeping it is refused
 };
 
-/// The commands the engines' CLIs refuse among each engine's baseline (every knob at its baseline) and the
-/// baseline with one knob changed (at most kFlagCheckValues values a knob: the first and last halves), for
-/// the engines with check_flags. A refused baseline means no configuration of that engine can launch (a
-/// typo in `command` or `base_flags`); a refused value, that every configuration with it is pruned.
+/// The commands the engines' CLIs refuse, for the engines with check_flags: each engine's `command` and
+/// `base_flags` alone (refused: no configuration of it can launch); then its baseline (every knob at its
+/// baseline; refused: each knob whose baseline alone on top of them is refused); else the baseline with
+/// one knob changed (at most kFlagCheckValues values a knob: the first and last halves), each refused value.
 std::vector<FlagRefusal> flag_refusals(const Study& study);
 
-/// Most values of one knob flag_refusals renders (a 30,000-value knob differs only in its numbers).
+/// Most values of one knob flag_refusals renders, half from each end (a 30,000-value knob differs only in
+/// its numbers).
 inline constexpr std::size_t kFlagCheckValues = 64;
 
 /// Evaluates a RenderPart `when` condition against a value's fields (grammar in study.h). Throws
