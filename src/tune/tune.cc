@@ -69,6 +69,14 @@ int planned_for_progress(const Study& study) {
   }
 }
 
+/// Whether the study sweeps load, searches SLOs or evaluates [[objectives]] after its search (analyze_load):
+/// runs the search's plan (planned_trials) does not count.
+bool has_load_analysis(const Study& study) {
+  return !study.slo.targets.empty() || !study.load.empty() || !study.objectives.empty() ||
+         std::any_of(study.scenarios.begin(), study.scenarios.end(),
+                     [](const Scenario& sc) { return sc.load.has_value(); });
+}
+
 std::map<std::string, std::string> environment(const Study& study, Target target) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -228,7 +236,18 @@ TuneResult run_study(const Study& study, const TuneOptions& opt) {
   Evaluator target(study, runner, runner_kind(study.target), &store, finished, opt.progress, opt.stop,
                    study.target == Target::kTwin ? std::filesystem::path() : engine_logs);
   target.set_batch_runner(batch);
-  if (opt.progress && !opt.runner && !opt.batch_runner) target.set_planned(planned_for_progress(study));
+  // A resumed run's goodput bands: its SLO searches reuse the one stored at the same goodput rather than run
+  // the band's two searches again (a --resume of a finished SLO study took 49 s for nothing new).
+  target.set_goodput_bands(store.goodput_bands());
+  // On the twin target the play is the study itself: it doubled the run, printed nothing meanwhile and could
+  // not be interrupted (new-user trial: 76 s of silence, then a SIGTERM kept 0 trials; a --resume of a
+  // finished study re-ran the twin 34 s for a count). There the search's own plan stands.
+  // Its SLO searches and load sweeps (most of such a study) are not in the search's plan: the count stands
+  // alone there.
+  if (opt.progress && !opt.runner && !opt.batch_runner)
+    target.set_planned(study.target != Target::kTwin ? planned_for_progress(study)
+                       : has_load_analysis(study)    ? -1
+                                                     : 0);
   std::optional<Evaluator> twin;
   Evaluator* twin_ptr = nullptr;
   if (study.search.strategy == Strategy::kTwinGuided) {

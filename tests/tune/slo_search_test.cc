@@ -400,6 +400,37 @@ TEST(SloSearchStandIn, MeasuredGoodputCarriesTheRepeatsConfidenceInterval) {
   EXPECT_NEAR(e.objective.ci95_half, 12.706 * (0.04 * g0 / std::sqrt(2.0)) / std::sqrt(2.0), 1e-3 * g0);
 }
 
+// The twin's goodput band comes from two more SLO searches (bounds shifted by the latency bands), which are
+// not stored trials: a resumed run is given the bands the run stored and reuses the one computed around the
+// same goodput instead of searching again (a --resume of a finished SLO study took 49 s for nothing new).
+TEST(SloSearchStandIn, AStoredGoodputBandIsReusedNotSearchedAgain) {
+  const Study s = study_with(1000, "p99_ttft_ms = 2000\nmean_tpot_ms = 50\n");
+  const BatchServer server;
+  int runs = 0;
+  const TrialRunner inner = standin(server);
+  const TrialRunner runner = [&](const TrialRequest& req) {
+    ++runs;
+    TrialOutcome out = inner(req);
+    for (auto& sc : out.scenarios) sc.metrics[kBandTtftMetric] = sc.metrics[kBandTpotMetric] = 20;
+    return out;
+  };
+  Evaluator first(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  const SloResult a = slo_search(s, first, CandidateConfig{"a", {}});
+  ASSERT_TRUE(a.goodput_band_pct.has_value()) << a.note;
+  const GoodputBandRecord* stored = first.goodput_band(a.config_key, a.scenario);
+  ASSERT_NE(stored, nullptr);
+  const int with_band_searches = runs;
+  runs = 0;
+  Evaluator resumed(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  resumed.set_goodput_bands({*stored});
+  const SloResult b = slo_search(s, resumed, CandidateConfig{"a", {}});
+  EXPECT_EQ(b.request_goodput_req_s, a.request_goodput_req_s);
+  EXPECT_EQ(b.goodput_band_pct, a.goodput_band_pct);
+  EXPECT_EQ(b.goodput_low_req_s, a.goodput_low_req_s);
+  EXPECT_LT(runs, with_band_searches);  // the search's own probes only
+  EXPECT_EQ(runs, static_cast<int>(a.probes.size()));
+}
+
 TEST(SloSearchStandIn, SaturationToleranceIsThreeSigmaOfThePoissonSpan) {
   EXPECT_DOUBLE_EQ(saturation_tolerance(100), 0.3);
   EXPECT_DOUBLE_EQ(saturation_tolerance(900), 0.1);

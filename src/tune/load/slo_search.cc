@@ -501,13 +501,14 @@ void propagate_goodput_band(const Study& study, const Evaluator& twin, const Can
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config) {
   SloResult r = search_once(study, evaluator, config, "slo");
   if (!r.goodput_found || !evaluator.predicts()) return r;
-  if (evaluator.replays()) {
-    // `servelab report`: the band's searches are not stored trials (and a replay has no twin to run them
-    // on), so the band is the one the run stored, when it was computed around this goodput.
-    const GoodputBandRecord* b = evaluator.goodput_band(r.config_key, r.scenario);
-    if (b && b->goodput_req_s == r.request_goodput_req_s) set_goodput_band(r, b->low_req_s, b->high_req_s);
+  // The band's searches are not stored trials: `servelab report` (a replay, with no twin to run them on) and
+  // a resumed run take the band the run stored, when it was computed around this goodput.
+  const GoodputBandRecord* b = evaluator.goodput_band(r.config_key, r.scenario);
+  if (b && b->goodput_req_s == r.request_goodput_req_s) {
+    set_goodput_band(r, b->low_req_s, b->high_req_s);
     return r;
   }
+  if (evaluator.replays()) return r;
   propagate_goodput_band(study, evaluator, config, r);
   if (r.goodput_band_pct)
     evaluator.record_goodput_band(GoodputBandRecord{r.config_key, r.scenario, r.request_goodput_req_s,

@@ -539,6 +539,7 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
     // The twin guiding another target counts its predictions apart ("[twin 12]"): one counter per line kind.
     const bool guide = predicts() && study_.target != Target::kTwin;
     const std::string count = guide               ? fmt::format("twin {}", done_)
+                              : planned_ < 0      ? fmt::format("{}", done_)
                               : done_ <= planned_ ? fmt::format("{}/~{}", done_, planned_)
                                                   : fmt::format("{}, past the ~{} planned", done_, planned_);
     *progress_ << fmt::format("[{}] {} {} ({}, r{}): {}{}{}", count, ev.config.engine, ev.label, phase, rep,

@@ -96,6 +96,8 @@ class Evaluator {
 
   /// The trials the progress line expects in all ("[12/~80]"): run_search sets planned_trials unless a plan
   /// (predicted_trials) set it first.
+  /// The trials the progress line counts against ("[12/~306]", with an ETA); 0: run_search sets its own
+  /// plan; < 0: unknown, the line counts alone ("[12]") and gives no ETA.
   void set_planned(int trials) { planned_ = trials; }
   int planned() const { return planned_; }
   /// The runner its trials go to (a twin SLO search's band runs it on a study with shifted SLOs).
