@@ -96,7 +96,7 @@ sed 's/version = "0.13.0"/version = "9.9.9"/' "$here/../../studies/deepseek-v3.2
 "$BIN" tune "$tmp/v999.toml" --out "$tmp/v999-out" > "$tmp/v999.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
-  grep -q '^\[3/' "$tmp/v999.log" 2>/dev/null && break
+  grep -q '^\[3[]/]' "$tmp/v999.log" 2>/dev/null && break
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
 done
