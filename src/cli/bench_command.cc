@@ -1,7 +1,7 @@
 // `servelab bench serve ...`: the drop-in `vllm bench serve` (flags of vLLM 0.13; see docs/bench.md).
 // Ctrl-C (SIGINT) or SIGTERM: stop issuing, cancel in-flight requests, print and save the report marked
-// interrupted, exit 130. A second Ctrl-C exits at once. A run in which every request failed prints and saves
-// its report, then exits 1 with the reason.
+// interrupted, exit 130 (143 on SIGTERM). A second Ctrl-C exits at once. A run in which every request failed
+// prints and saves its report, then exits 1 with the reason.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -70,6 +70,7 @@ std::optional<std::string> argparse_wording(const CLI::App& parser, const CLI::P
 void run_bench_serve(const RunOptions& config) {
   std::stop_source stop;
   servelab::bench::BenchResult result;
+  int interrupted_status = 130;  // 128 + the signal: 130 Ctrl-C, 143 SIGTERM
   {
     // Ctrl-C/SIGTERM on a watcher thread (created before the client's I/O threads, which inherit the mask).
     servelab::common::StopOnSignals signals(
@@ -86,8 +87,9 @@ void run_bench_serve(const RunOptions& config) {
       std::fprintf(stderr, "servelab bench serve: error: %s\n", e.what());
       throw servelab::cli::ExitRequest{1};
     }
+    interrupted_status = signals.exit_status();
   }
-  if (result.interrupted) throw servelab::cli::ExitRequest{130};
+  if (result.interrupted) throw servelab::cli::ExitRequest{interrupted_status};
   // The report was printed (and saved): a run in which nothing succeeded still fails the command.
   const std::string all_failed =
       servelab::bench::all_failed_message(config, result.outputs, result.interrupted);

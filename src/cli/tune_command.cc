@@ -308,7 +308,7 @@ void check_before_launch(const servelab::tune::Study& study, servelab::tune::Tun
 }
 
 /// Runs the study (Ctrl-C stops it cleanly) and prints the best config, the recommended command and where
-/// the report is; a failed study exits 1 (2 for a setup error, 130 on Ctrl-C).
+/// the report is; a failed study exits 1 (2 for a setup error, 130 on Ctrl-C, 143 on SIGTERM).
 void run_and_print(const servelab::tune::Study& study, const servelab::tune::TuneOptions& opt) {
   using namespace servelab::tune;
   // First Ctrl-C/SIGTERM: the trial in flight is stopped (engine stopped with its grace period), finished
@@ -407,7 +407,7 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "servelab tune: %s (results so far in %s/results.sqlite)\n", e.what(),
                  opt.out_dir.c_str());
-    throw servelab::cli::ExitRequest{130};
+    throw servelab::cli::ExitRequest{signals.exit_status()};  // 130 Ctrl-C, 143 SIGTERM
   }
 }
 

@@ -39,11 +39,13 @@ StopOnSignals::~StopOnSignals() {
 void StopOnSignals::watch() {
   const timespec tick{0, 50 * 1000 * 1000};
   while (!done_) {
-    if (sigtimedwait(&set_, nullptr, &tick) < 0) continue;  // EAGAIN (tick) or EINTR
+    const int sig = sigtimedwait(&set_, nullptr, &tick);
+    if (sig < 0) continue;  // EAGAIN (tick) or EINTR
     if (requested_.exchange(true)) {
       write_stderr(second_message_);
-      _exit(130);
+      _exit(128 + sig);
     }
+    signal_ = sig;
     // The same interrupt delivered again: timeout(1) signals the process and then its process group,
     // microseconds apart (new-user trial: 3 of 14 `timeout -s INT 2 ... bench serve` runs lost their
     // report). Signals within the window after the first are taken and dropped before the stop starts; a

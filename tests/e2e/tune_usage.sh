@@ -111,6 +111,18 @@ out="$(cat "$tmp/v999.log")"
 grep -q '"kind": "incomplete"' "$tmp/v999-out/summary.json" || fail "partial summary.json: $(cat "$tmp/v999-out/summary.json")"
 grep -q 'vLLM 9.9.9 is not a modelled release' "$tmp/v999-out/report.md" || fail "report.md does not name the release"
 grep -q '^- Target: twin' "$tmp/v999-out/report.md" || fail "partial report.md names another target"
+# SIGTERM stops it the same way, with the shell's status for it: 143 (new-user trial: 130, as for Ctrl-C).
+"$BIN" tune "$tmp/v999.toml" --out "$tmp/v999-term" > "$tmp/v999-term.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  grep -q '^\[3[]/]' "$tmp/v999-term.log" 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"; rc=$?
+[ "$rc" -eq 143 ] || fail "tune stopped by SIGTERM exited $rc: $(cat "$tmp/v999-term.log")"
+grep -q "partial report (" "$tmp/v999-term.log" || fail "tune on SIGTERM wrote no partial report"
 # A version that is no release number cannot be predicted: exit 2 naming the study and the engine (review:
 # a bare "'nightly' is not an engine version", exit 1), with --dry-run too.
 sed 's/version = "0.13.0"/version = "nightly"/' "$here/../../studies/deepseek-v3.2-h200x8.toml" > "$tmp/nightly.toml"

@@ -19,9 +19,9 @@ namespace servelab::common {
 /// watcher thread (sigtimedwait, 50 ms ticks). First signal: `first_message` (if any) to stderr, then
 /// `on_first()` on the watcher thread, both after kSameSignalWindow: a signal within it is the same one
 /// delivered again (timeout(1) signals the process, then its process group) and is dropped. A later
-/// second signal: `second_message` (if any) to stderr, then _exit(130) at once. The destructor joins the
-/// watcher and restores the signal mask; a signal still pending then is delivered with the old disposition.
-/// Thread-safety: requested() from any thread; construct and destroy on one thread.
+/// second signal: `second_message` (if any) to stderr, then _exit(128 + its number) at once. The destructor
+/// joins the watcher and restores the signal mask; a signal still pending then is delivered with the old
+/// disposition. Thread-safety: requested() from any thread; construct and destroy on one thread.
 class StopOnSignals {
  public:
   /// Signals this soon after the first count as that one: timeout(1)'s second kill follows within
@@ -36,6 +36,9 @@ class StopOnSignals {
 
   /// True once the first signal arrived (set before on_first runs).
   bool requested() const { return requested_.load(); }
+  /// The exit status of a command the first signal stopped, by the shell's convention 128 + its number:
+  /// 130 for SIGINT (Ctrl-C), 143 for SIGTERM; 130 when none arrived yet.
+  int exit_status() const { return 128 + (signal_.load() ? signal_.load() : SIGINT); }
 
  private:
   void watch();
@@ -44,6 +47,7 @@ class StopOnSignals {
   std::string first_message_, second_message_;
   sigset_t set_{}, old_{};
   std::atomic<bool> requested_{false};
+  std::atomic<int> signal_{0};  ///< the first signal's number (set before on_first runs)
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
