@@ -36,10 +36,6 @@ std::string subst_study(std::string s, const Study& study) {
                       {{"model", study.model}, {"port", std::to_string(study.port)}, {"host", study.host}});
 }
 
-bool truthy(const std::string& v) {
-  return !v.empty() && v != "false" && v != "0";
-}
-
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                                         "-_./=:,+@%") == std::string::npos)
@@ -50,40 +46,6 @@ std::string shell_quote(const std::string& s) {
 }
 
 }  // namespace
-
-bool eval_condition(const std::string& when_raw, const std::map<std::string, std::string>& fields) {
-  const std::string when = common::trim(when_raw, " \t");
-  if (when.empty()) return true;
-  auto field = [&](const std::string& name) -> const std::string& {
-    auto it = fields.find(name);
-    if (it == fields.end()) throw StudyError("condition '" + when + "' uses unknown field '" + name + "'");
-    return it->second;
-  };
-  for (const char* op : {"==", "!=", ">=", "<=", ">", "<"}) {
-    size_t pos = when.find(op);
-    if (pos == std::string::npos) continue;
-    std::string lhs = common::trim(when.substr(0, pos), " \t"),
-                rhs = common::trim(when.substr(pos + std::string(op).size()), " \t");
-    if (rhs.size() >= 2 && (rhs.front() == '"' || rhs.front() == '\'')) rhs = rhs.substr(1, rhs.size() - 2);
-    const std::string& v = field(lhs);
-    const std::string o(op);
-    if (o == "==") return v == rhs;
-    if (o == "!=") return v != rhs;
-    double a, b;
-    try {
-      a = std::stod(v);
-      b = std::stod(rhs);
-    } catch (const std::exception&) {
-      throw StudyError("condition '" + when + "' compares non-numbers");
-    }
-    if (o == ">=") return a >= b;
-    if (o == "<=") return a <= b;
-    if (o == ">") return a > b;
-    return a < b;
-  }
-  if (when[0] == '!') return !truthy(field(common::trim(when.substr(1), " \t")));
-  return truthy(field(when));
-}
 
 CandidateConfig normalize(const Study& study, CandidateConfig config) {
   for (auto it = config.knobs.begin(); it != config.knobs.end();) {

@@ -5,9 +5,55 @@
 #include <algorithm>
 #include <cctype>
 
+#include "servelab/common/text.h"
 #include "servelab/tune/study/space.h"
 
-namespace servelab::tune::detail {
+namespace servelab::tune {
+
+namespace {
+
+bool truthy(const std::string& v) {
+  return !v.empty() && v != "false" && v != "0";
+}
+
+}  // namespace
+
+// Defined here, with the parse-time checks, so that the study parser alone (fuzz/study_toml_fuzz) holds it.
+bool eval_condition(const std::string& when_raw, const std::map<std::string, std::string>& fields) {
+  const std::string when = common::trim(when_raw, " \t");
+  if (when.empty()) return true;
+  auto field = [&](const std::string& name) -> const std::string& {
+    auto it = fields.find(name);
+    if (it == fields.end()) throw StudyError("condition '" + when + "' uses unknown field '" + name + "'");
+    return it->second;
+  };
+  for (const char* op : {"==", "!=", ">=", "<=", ">", "<"}) {
+    size_t pos = when.find(op);
+    if (pos == std::string::npos) continue;
+    std::string lhs = common::trim(when.substr(0, pos), " \t"),
+                rhs = common::trim(when.substr(pos + std::string(op).size()), " \t");
+    if (rhs.size() >= 2 && (rhs.front() == '"' || rhs.front() == '\'')) rhs = rhs.substr(1, rhs.size() - 2);
+    const std::string& v = field(lhs);
+    const std::string o(op);
+    if (o == "==") return v == rhs;
+    if (o == "!=") return v != rhs;
+    double a, b;
+    try {
+      a = std::stod(v);
+      b = std::stod(rhs);
+    } catch (const std::exception&) {
+      throw StudyError("condition '" + when + "' compares non-numbers");
+    }
+    if (o == ">=") return a >= b;
+    if (o == "<=") return a <= b;
+    if (o == ">") return a > b;
+    return a < b;
+  }
+  if (when[0] == '!') return !truthy(field(common::trim(when.substr(1), " \t")));
+  return truthy(field(when));
+}
+
+namespace detail {
 
 bool is_identifier(const std::string& id) {
   return !id.empty() && id.size() <= 64 && std::isalnum(static_cast<unsigned char>(id[0])) &&
@@ -49,4 +95,5 @@ std::optional<ConditionError> check_conditions(const std::vector<RenderPart>& pa
   return std::nullopt;
 }
 
-}  // namespace servelab::tune::detail
+}  // namespace detail
+}  // namespace servelab::tune
