@@ -7,8 +7,9 @@
 set -euo pipefail
 BUILD="${1:-build}"
 BIN="$BUILD/servelab"
+OUT_ROOT="${SERVELAB_DEMO_OUT:-out}"  # where the studies' outputs go (ctest demo_usage: a temporary directory)
 STUDY="studies/deepseek-v3.2-h200x8.toml"
-OUT="out/deepseek-v3.2-h200x8"
+OUT="$OUT_ROOT/deepseek-v3.2-h200x8"
 
 echo "== servelab tune $STUDY --target twin (every number below is a twin prediction) =="
 rm -rf "$OUT"
@@ -23,7 +24,7 @@ sed -n '/^## Recommended launch command/,/^## Failures/p' "$OUT/report.md" | sed
 
 echo
 SLO_STUDY="studies/deepseek-v3.2-h200x8-slo.toml"
-SLO_OUT="out/deepseek-v3.2-h200x8-slo"
+SLO_OUT="$OUT_ROOT/deepseek-v3.2-h200x8-slo"
 echo "== servelab tune $SLO_STUDY --target twin: load curves, SLO search, Pareto front, cost (predicted) =="
 rm -rf "$SLO_OUT"
 "$BIN" tune "$SLO_STUDY" --target twin --out "$SLO_OUT" | tail -3
