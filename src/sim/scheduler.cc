@@ -312,10 +312,7 @@ void Simulator::schedule_vllm(Rank& r, int) {
     ++i;
   }
   if (preempted) return;
-  if (!sch.chunked_prefill && budget <= 0 && !r.waiting.empty() &&
-      static_cast<int>(r.running.size()) < max_running_)  // the generation tokens took the whole budget
-    note_context_over_budget(reqs_[r.waiting.front()].prefill_target - reqs_[r.waiting.front()].computed,
-                             generation_tokens);
+  if (budget <= 0) note_head_over_budget(r, generation_tokens);
   while (!r.waiting.empty() && budget > 0 && static_cast<int>(r.running.size()) < max_running_) {
     const int id = r.waiting.front();
     Req& q = reqs_[id];
@@ -472,6 +469,14 @@ void Simulator::note_context_over_budget(int tokens, int generation_tokens) {
   view_.step_token_budget = launch_.scheduler.token_budget;
 }
 
+void Simulator::note_head_over_budget(const Rank& r, int generation_tokens) {
+  if (launch_.scheduler.chunked_prefill || r.waiting.empty() ||
+      static_cast<int>(r.running.size()) >= max_running_)
+    return;
+  const Req& q = reqs_[r.waiting.front()];
+  note_context_over_budget(q.prefill_target - q.computed, generation_tokens);
+}
+
 // TensorRT-LLM in-flight batching (batch_manager capacity + micro-batch schedulers): GUARANTEED_NO_EVICT
 // admits a request only when KV for prompt + max output is free; without chunked prefill a context
 // request runs whole and must fit the max_num_tokens budget left after the generation tokens.
@@ -493,10 +498,7 @@ void Simulator::schedule_trtllm(Rank& r, bool contexts_allowed) {
       budget -= take;
     }
   }
-  if (contexts_allowed && !sch.chunked_prefill && budget <= 0 && !r.waiting.empty() &&
-      static_cast<int>(r.running.size()) < max_running_)  // the generation tokens took the whole budget
-    note_context_over_budget(reqs_[r.waiting.front()].prefill_target - reqs_[r.waiting.front()].computed,
-                             generation_tokens);
+  if (contexts_allowed && budget <= 0) note_head_over_budget(r, generation_tokens);
   while (contexts_allowed && !r.waiting.empty() && static_cast<int>(r.running.size()) < max_running_ &&
          budget > 0) {
     const int id = r.waiting.front();

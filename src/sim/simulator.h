@@ -211,6 +211,9 @@ class Simulator {
   /// counted in TwinView::contexts_over_budget_steps when the whole budget holds it and the step's
   /// `generation_tokens` alone keep it out.
   void note_context_over_budget(int tokens, int generation_tokens);
+  /// The same for the head of `r`'s queue when the generation tokens took the whole budget (the admission
+  /// loop, which stops at a spent budget, never reaches it): without chunked prefill, below the running cap.
+  void note_head_over_budget(const Rank& r, int generation_tokens);
   bool alloc(Rank& r, Req& q, long long tokens);
   void release(Rank& r, Req& q);
   void preempt(Rank& r, int id);

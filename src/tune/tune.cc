@@ -69,14 +69,6 @@ int planned_for_progress(const Study& study) {
   }
 }
 
-/// Whether the study sweeps load, searches SLOs or evaluates [[objectives]] after its search (analyze_load):
-/// runs the search's plan (planned_trials) does not count.
-bool has_load_analysis(const Study& study) {
-  return !study.slo.targets.empty() || !study.load.empty() || !study.objectives.empty() ||
-         std::any_of(study.scenarios.begin(), study.scenarios.end(),
-                     [](const Scenario& sc) { return sc.load.has_value(); });
-}
-
 std::map<std::string, std::string> environment(const Study& study, Target target) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);

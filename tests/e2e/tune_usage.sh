@@ -93,15 +93,20 @@ out="$("$BIN" tune "$tmp/badwhen.toml" --dry-run --out "$tmp/badwhen-out" 2>&1)"
 # shell starts with SIGINT ignored; tune still sees it: StopOnSignals blocks SIGINT and waits for it on a
 # thread of its own, and a blocked signal is queued whatever its disposition.)
 sed 's/version = "0.13.0"/version = "9.9.9"/' "$here/../../studies/deepseek-v3.2-h200x8-slo.toml" > "$tmp/v999.toml"
-"$BIN" tune "$tmp/v999.toml" --out "$tmp/v999-out" > "$tmp/v999.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  grep -q '^\[3[]/]' "$tmp/v999.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-kill -INT "$pid" 2>/dev/null
-wait "$pid"; rc=$?
+# tune_stopped SIGNAL OUT LOG: runs the study into OUT, sends SIGNAL once its third trial line is in LOG
+# (progress "[3/~N]" or "[3]"), and sets rc to its exit status.
+tune_stopped() {
+  "$BIN" tune "$tmp/v999.toml" --out "$2" > "$3" 2>&1 &
+  local pid=$!
+  for _ in $(seq 600); do
+    grep -q '^\[3[]/]' "$3" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "-$1" "$pid" 2>/dev/null
+  wait "$pid"; rc=$?
+}
+tune_stopped INT "$tmp/v999-out" "$tmp/v999.log"
 out="$(cat "$tmp/v999.log")"
 [[ "$out" == *"servelab tune: engine vllm: warning: vLLM 9.9.9 is not a modelled release"* ]] ||
   fail "tune with an unmodelled release said nothing: $out"
@@ -112,15 +117,7 @@ grep -q '"kind": "incomplete"' "$tmp/v999-out/summary.json" || fail "partial sum
 grep -q 'vLLM 9.9.9 is not a modelled release' "$tmp/v999-out/report.md" || fail "report.md does not name the release"
 grep -q '^- Target: twin' "$tmp/v999-out/report.md" || fail "partial report.md names another target"
 # SIGTERM stops it the same way, with the shell's status for it: 143 (new-user trial: 130, as for Ctrl-C).
-"$BIN" tune "$tmp/v999.toml" --out "$tmp/v999-term" > "$tmp/v999-term.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  grep -q '^\[3[]/]' "$tmp/v999-term.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"; rc=$?
+tune_stopped TERM "$tmp/v999-term" "$tmp/v999-term.log"
 [ "$rc" -eq 143 ] || fail "tune stopped by SIGTERM exited $rc: $(cat "$tmp/v999-term.log")"
 grep -q "partial report (" "$tmp/v999-term.log" || fail "tune on SIGTERM wrote no partial report"
 # A version that is no release number cannot be predicted: exit 2 naming the study and the engine (review:

@@ -249,12 +249,16 @@ void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluatio
   ev.reason = fmt::format("no concurrency point reaches {:g} tok/s per user", o.min_tokens_per_s_per_user);
 }
 
+bool has_load_analysis(const Study& study) {
+  return !study.load.empty() || !study.slo.targets.empty() || !study.objectives.empty() ||
+         std::any_of(study.scenarios.begin(), study.scenarios.end(),
+                     [](const Scenario& sc) { return sc.load && !sc.load->empty(); });
+}
+
 void analyze_load(const Study& study, Evaluator& target, SearchOutcome& outcome) {
-  bool any_load = !study.load.empty();
-  for (const auto& sc : study.scenarios) any_load = any_load || (sc.load && !sc.load->empty());
   LoadOutcome& L = outcome.load;
   L = LoadOutcome{};
-  if (!any_load && study.slo.targets.empty() && study.objectives.empty()) return;
+  if (!has_load_analysis(study)) return;
   L.enabled = true;
   L.scenario = load_analysis_scenario(study);
   L.gpus = study.hardware.gpu_count;

@@ -235,8 +235,8 @@ std::string goodput_cell(const SloResult& r) {
                        estimate(r.goodput_repeats_req_s).ci95_half);
   if (const TwinBand band = goodput_band(r); band.pct)  // written as the Summary's band column
     return fmt::format("{:.2f} ({:.2f} to {:.2f}, twin band {})", r.request_goodput_req_s,
-                       std::max(0.0, r.request_goodput_req_s * (1 - band.down_pct.value_or(*band.pct) / 100)),
-                       r.request_goodput_req_s * (1 + band.up_pct.value_or(*band.pct) / 100), band.text());
+                       std::max(0.0, band.low(r.request_goodput_req_s)), band.high(r.request_goodput_req_s),
+                       band.text());
   return fmt::format("{:.2f}", r.request_goodput_req_s);
 }
 

@@ -45,6 +45,24 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// The first reject part of `parts` whose condition holds for `v`, or null.
+const RenderPart* rejecting_part(const std::vector<RenderPart>& parts, const KnobValue& v) {
+  for (const auto& part : parts)
+    if (!part.reject.empty() && eval_condition(part.when, v.fields)) return &part;
+  return nullptr;
+}
+
+// The engine CLI's error for `config` rendered from `study` (engines::parse_launch_command), or nullopt.
+std::optional<std::string> cli_refusal(const Study& study, const CandidateConfig& config) {
+  const Rendered r = render(study, config);
+  try {
+    engines::parse_launch_command(r.argv, r.env);
+  } catch (const engines::EngineArgError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CandidateConfig normalize(const Study& study, CandidateConfig config) {
@@ -118,9 +136,8 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
       if (v.label == k.baseline) continue;
       return fmt::format("{} has no setting for knob {} (value {})", config.engine, k.name, v.label);
     }
-    for (const auto& part : parts->second)
-      if (!part.reject.empty() && eval_condition(part.when, v.fields))
-        return fmt::format("{} rejects {}={}: {}", config.engine, k.name, v.label, part.reject);
+    if (const RenderPart* part = rejecting_part(parts->second, v))
+      return fmt::format("{} rejects {}={}: {}", config.engine, k.name, v.label, part->reject);
     if (k.type == KnobType::kLayout) {
       auto f = [&](const char* n) { return std::stoi(v.fields.at(n)); };
       const int tp = f("tp"), dp = f("dp"), ep = f("ep"), pp = f("pp"), dcp = f("dcp");
@@ -142,44 +159,30 @@ std::optional<std::string> check_config(const Study& study, const CandidateConfi
       if (tp % dcp != 0) return fmt::format("layout {}: dcp={} must divide tp={}", v.label, dcp, tp);
     }
   }
-  if (study.engine(config.engine).check_flags) {
-    // A flag or value the engine's own CLI refuses: its message, before any launch.
-    const Rendered r = render(study, config);
-    try {
-      engines::parse_launch_command(r.argv, r.env);
-    } catch (const engines::EngineArgError& e) {
-      return fmt::format("{} refuses the command: {}", config.engine, e.what());
-    }
-  }
+  if (study.engine(config.engine).check_flags)  // a flag or value the engine's own CLI refuses, before launch
+    if (auto why = cli_refusal(study, config))
+      return fmt::format("{} refuses the command: {}", config.engine, *why);
   return std::nullopt;
 }
 
 std::vector<FlagRefusal> flag_refusals(const Study& study) {
   std::vector<FlagRefusal> out;
-  auto refused = [](const Study& st, const CandidateConfig& config) -> std::optional<std::string> {
-    const Rendered r = render(st, config);
-    try {
-      engines::parse_launch_command(r.argv, r.env);
-    } catch (const engines::EngineArgError& e) {
-      return std::string(e.what());
-    }
-    return std::nullopt;
-  };
   Study bare = study;  // command and base_flags alone
   bare.knobs.clear();
   for (const auto& e : study.engines) {
     if (!e.check_flags) continue;
-    if (auto why = refused(bare, {e.name, {}})) {
+    if (auto why = cli_refusal(bare, {e.name, {}})) {
       out.push_back({e.name, "", "", *why});
       continue;  // every configuration carries it
     }
-    if (refused(study, {e.name, {}})) {
+    if (cli_refusal(study, {e.name, {}})) {
       // A knob's baseline value is refused (review: it was blamed on command and base_flags): each knob at
       // its baseline alone on top of them; the values on top of a refused baseline say nothing more.
       for (const auto& k : study.knobs) {
         Study one = bare;
         one.knobs = {k};
-        if (auto why = refused(one, {e.name, {}})) out.push_back({e.name, k.name, k.baseline, *why, true});
+        if (auto why = cli_refusal(one, {e.name, {}}))
+          out.push_back({e.name, k.name, k.baseline, *why, true});
       }
       continue;
     }
@@ -190,11 +193,8 @@ std::vector<FlagRefusal> flag_refusals(const Study& study) {
         if (n > kFlagCheckValues && i == half) i = n - half;
         const KnobValue& v = k.values[i];
         if (v.label == k.baseline || v.is_default) continue;
-        bool rejected = false;  // the study's own reject parts say why themselves
-        for (const auto& part : k.render.at(e.name))
-          rejected = rejected || (!part.reject.empty() && eval_condition(part.when, v.fields));
-        if (rejected) continue;
-        if (auto why = refused(study, {e.name, {{k.name, v.label}}}))
+        if (rejecting_part(k.render.at(e.name), v)) continue;  // the study's own reject says why itself
+        if (auto why = cli_refusal(study, {e.name, {{k.name, v.label}}}))
           out.push_back({e.name, k.name, v.label, *why, false});
       }
     }

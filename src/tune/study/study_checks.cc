@@ -55,8 +55,8 @@ bool eval_condition(const std::string& when_raw, const std::map<std::string, std
 
 namespace detail {
 
-bool is_identifier(const std::string& id) {
-  return !id.empty() && id.size() <= 64 && std::isalnum(static_cast<unsigned char>(id[0])) &&
+bool is_identifier(const std::string& id, std::size_t max_size) {
+  return !id.empty() && id.size() <= max_size && std::isalnum(static_cast<unsigned char>(id[0])) &&
          std::all_of(id.begin(), id.end(), [](char ch) {
            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
          });

@@ -11,11 +11,11 @@
 
 namespace servelab::tune::detail {
 
-/// Whether `id` may name a study's engine, scenario or knob: 1 to 64 letters, digits, '.', '_' or '-',
-/// starting with a letter or digit. Such names key the trials ("vllm{ctx=32768}", "sharegpt@c16") and stand
-/// in reports as code, unescaped (new-user trial: an engine `vllm<i>` and a scenario `s<1>&` reached
-/// report.md as markup).
-bool is_identifier(const std::string& id);
+/// Whether `id` may name a study, engine, scenario or knob: 1 to `max_size` letters, digits, '.', '_' or '-',
+/// starting with a letter or digit. Such names key the trials ("vllm{ctx=32768}", "sharegpt@c16"), name the
+/// output directory (the study: out/<name>, at most 128) and stand in reports as code, unescaped (new-user
+/// trial: an engine `vllm<i>` and a scenario `s<1>&` reached report.md as markup).
+bool is_identifier(const std::string& id, std::size_t max_size = 64);
 
 /// A rendering condition that cannot be evaluated on a value its part applies to.
 struct ConditionError {

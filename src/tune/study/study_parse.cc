@@ -354,23 +354,26 @@ void read_k8s(const Ctx& c, const toml::table& t, K8sSpec& k) {
   k.rendezvous_port = get_int(c, t, "rendezvous_port", "k8s", k.rendezvous_port, Range{1, 65535});
 }
 
+/// Fails at `key` of `t` unless `id` is an identifier of at most `max_size` characters (study_checks.h):
+/// `what` names the kind ("an engine name"), `use` what it is for.
+void require_identifier(const Ctx& c, const toml::table& t, const char* key, const std::string& path,
+                        const std::string& id, const char* what, std::size_t max_size, const char* use) {
+  if (detail::is_identifier(id, max_size)) return;
+  c.fail(
+      t.get(key), path,
+      fmt::format("\"{}\" is not {}: 1 to {} letters, digits, '.', '_' or '-', starting with a letter or "
+                  "digit ({})",
+                  id.size() > 60 ? id.substr(0, 60) + "..." : id, what, max_size, use));  // fail() escapes it
+}
+
 /// [study]: name, goal, target, repeats and the host/port engines serve on.
 void read_study_section(const Ctx& c, const toml::table& root, Study& s) {
   const toml::table* st = sub_table(c, root, "study", "study", true);
   check_keys(c, *st, "study", {"name", "goal", "target", "repeats", "host", "port"});
   s.name = get_string(c, *st, "name", "study", std::nullopt);
   // It names the output directory (out/<name>), the store and the k8s objects: one safe path component.
-  const bool safe_name =
-      !s.name.empty() && s.name.size() <= 128 && std::isalnum(static_cast<unsigned char>(s.name[0])) &&
-      std::all_of(s.name.begin(), s.name.end(), [](char ch) {
-        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
-      });
-  if (!safe_name)
-    c.fail(
-        st->get("name"), "study.name",
-        fmt::format("\"{}\" is not a study name: 1 to 128 letters, digits, '.', '_' or '-', starting with a "
-                    "letter or digit (it names the output directory out/<name>)",
-                    s.name.size() > 60 ? s.name.substr(0, 60) + "..." : s.name));  // fail() escapes it
+  require_identifier(c, *st, "name", "study.name", s.name, "a study name", 128,
+                     "it names the output directory out/<name>");
   s.goal = get_string(c, *st, "goal", "study", std::string());
   std::string target = get_string(c, *st, "target", "study", std::string("twin"));
   if (target == "twin")
@@ -489,12 +492,8 @@ EngineSpec read_engine(const Ctx& c, const toml::table& t, const std::string& p)
               "stop_grace_s", "check_flags"});
   EngineSpec spec;
   spec.name = get_string(c, t, "name", p, std::nullopt);
-  if (!detail::is_identifier(spec.name))
-    c.fail(
-        t.get("name"), p + ".name",
-        fmt::format("\"{}\" is not an engine name: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
-                    "letter or digit (it keys the study's trials and names the engine in reports)",
-                    spec.name.size() > 60 ? spec.name.substr(0, 60) + "..." : spec.name));
+  require_identifier(c, t, "name", p + ".name", spec.name, "an engine name", 64,
+                     "it keys the study's trials and names the engine in reports");
   const auto kind = engines::engine_kind_from_name(get_string(c, t, "kind", p, spec.name));
   if (!kind) {
     std::string names;
@@ -598,11 +597,8 @@ bool renders_credential(const toml::table& knob) {
 Knob read_knob(const Ctx& c, const toml::table& t, size_t ki, const std::vector<EngineSpec>& engines) {
   Knob knob;
   knob.name = get_string(c, t, "name", fmt::format("knobs[{}]", ki), std::nullopt);
-  if (!detail::is_identifier(knob.name))
-    c.fail(t.get("name"), fmt::format("knobs[{}].name", ki),
-           fmt::format("\"{}\" is not a knob name: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
-                       "letter or digit (it keys the study's trials: vllm{{name=value}})",
-                       knob.name.size() > 60 ? knob.name.substr(0, 60) + "..." : knob.name));
+  require_identifier(c, t, "name", fmt::format("knobs[{}].name", ki), knob.name, "a knob name", 64,
+                     "it keys the study's trials: vllm{name=value}");
   const std::string p = fmt::format("knobs[{}] ({})", ki, knob.name);
   check_keys(c, t, p, {"name", "type", "description", "values", "baseline", "render", "lower_saves_memory"});
   knob.type = parse_knob_type(c, t, p);
@@ -691,12 +687,8 @@ void read_scenarios(const Ctx& c, const toml::table& root, const std::string& da
     sc.weight = get_number(c, t, "weight", p, 1.0, Range{0, 1e6, true});
     if (sc.id.find('@') != std::string::npos)  // '@' marks a load point in trial keys ("sharegpt@c16")
       c.fail(t.get("id"), p + ".id", "must not contain '@' (it marks a load point: sharegpt@c16)");
-    if (!detail::is_identifier(sc.id))
-      c.fail(
-          t.get("id"), p + ".id",
-          fmt::format("\"{}\" is not a scenario id: 1 to 64 letters, digits, '.', '_' or '-', starting with "
-                      "a letter or digit (it keys the study's trials and names the scenario in reports)",
-                      sc.id.size() > 60 ? sc.id.substr(0, 60) + "..." : sc.id));
+    require_identifier(c, t, "id", p + ".id", sc.id, "a scenario id", 64,
+                       "it keys the study's trials and names the scenario in reports");
     sc.load = detail::parse_load_table(t, "load", p, c.origin);
     for (const auto& o : s.scenarios)
       if (o.id == sc.id) c.fail(&t, p + ".id", "duplicate scenario id '" + sc.id + "'");

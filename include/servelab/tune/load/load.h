@@ -56,6 +56,10 @@ double usd_per_million_tokens(double usd_per_gpu_hour, int gpus, double tok_s);
 void apply_primary_objective(const Study& study, Evaluator& evaluator, Evaluation& evaluation,
                              const std::vector<std::string>& scenario_ids);
 
+/// Whether the study has a load analysis after its search (analyze_load): a load sweep ([load] or a
+/// scenario's own non-empty `load`), an SLO search or [[objectives]]. Its runs are outside the search's plan.
+bool has_load_analysis(const Study& study);
+
 /// The load analysis after the search: curves (and SLO searches) of the engine baselines, the best and
 /// recommended configs and the top of the ranking (at most 8 configs), the Pareto front, the objectives and
 /// the cost, into `outcome.load`. Nothing for a study without [load], [slo] and [[objectives]]. Throws
