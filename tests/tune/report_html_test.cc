@@ -62,8 +62,10 @@ TEST(HtmlReport, SummaryComesFirstWithTheCommandsValuesAndGainChain) {
             std::string::npos);
   EXPECT_NE(page.find("<b>148.50 (predicted"), std::string::npos);
   EXPECT_NE(page.find("data-copy=\"cmd-recommended\""), std::string::npos);
-  // Gain chain: a baseline 100 → b tp4-dp2 135 (+35%) → ctx 148.5 (+10%); total +48.5%.
-  EXPECT_NE(page.find("<td class=\"n\">+35.00%</td>"), std::string::npos);
+  // Gain chain: a baseline 100 → b baseline 90 (-10%) → b tp4-dp2 135 (+50%) → ctx 148.5 (+10%); total
+  // +48.5%.
+  EXPECT_NE(page.find("<td class=\"n\">-10.00%</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"n\">+50.00%</td>"), std::string::npos);
   EXPECT_NE(page.find("<td class=\"n\">+10.00%</td>"), std::string::npos);
   EXPECT_NE(page.find("<th class=\"n\">+48.50%</th>"), std::string::npos);
   // Generalization on s2: baseline a 50, best b 148.5/2 × 0.95/1.10 = 64.125 (+28.25%).

@@ -22,14 +22,50 @@ struct Fixture {
 TEST(Report, GainTableMatchesHandComputedValues) {
   Fixture f;
   GainTable g = gain_table(f.outcome);
-  ASSERT_EQ(g.rows.size(), 2u);
-  // a baseline 100 → b tp4-dp2 135: +35%; then ctx 135 → 148.5: +10%; total 148.5/100: +48.5%.
-  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2 (a baseline → b layout=tp4-dp2)");
-  EXPECT_NEAR(g.rows[0].gain_pct, 35.0, 1e-9);
-  EXPECT_EQ(g.rows[1].optimization, "ctx=32768");
-  EXPECT_NEAR(g.rows[1].gain_pct, 10.0, 1e-9);
+  ASSERT_EQ(g.rows.size(), 3u);
+  // a baseline 100 → b baseline 90: -10% (the engine change, its own row); b baseline 90 → tp4-dp2 135:
+  // +50%; then ctx 135 → 148.5: +10%; total 148.5/100: +48.5% (0.9 x 1.5 x 1.1).
+  EXPECT_EQ(g.rows[0].optimization, "engine (a baseline → b baseline)");
+  EXPECT_NEAR(g.rows[0].gain_pct, -10.0, 1e-9);
+  EXPECT_EQ(g.rows[1].optimization, "layout=tp4-dp2");
+  EXPECT_NEAR(g.rows[1].gain_pct, 50.0, 1e-9);
+  EXPECT_EQ(g.rows[2].optimization, "ctx=32768");
+  EXPECT_NEAR(g.rows[2].gain_pct, 10.0, 1e-9);
   EXPECT_EQ(g.no_gain, (std::vector<std::string>{"flag"}));
   EXPECT_NEAR(g.total_pct, 48.5, 1e-9);
+}
+
+// The path's engine's baseline failed: its first kept step is measured from the best baseline and says so.
+TEST(Report, GainTableNamesTheEngineChangeWhenThatEnginesBaselineFailed) {
+  Fixture f;
+  SearchOutcome o = f.outcome;
+  for (auto& p : o.engines)
+    if (p.engine == "b") p.baseline.feasible = false;
+  GainTable g = gain_table(o);
+  ASSERT_EQ(g.rows.size(), 2u);
+  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2 (a baseline → b layout=tp4-dp2; the b baseline failed)");
+  EXPECT_NEAR(g.rows[0].gain_pct, 35.0, 1e-9);
+  EXPECT_EQ(g.rows[1].optimization, "ctx=32768");
+}
+
+// Issue 29: a prediction the twin cannot support never wins a ranking. Engine a's baseline (100) runs on a
+// kernel path the twin has no figure for; b's (90) does not: b's is the reference of every gain.
+TEST(Report, BestBaselineIsNotOnAnUnmodelledPathWhenAnotherIsFeasible) {
+  Study study = parse_study(testing::kSmallStudy, "small.toml", "/data");
+  TrialRunner unmodelled_a = [](const TrialRequest& req) {
+    TrialOutcome out = testing::fake_runner()(req);
+    if (req.config_key.rfind("a{", 0) == 0)
+      for (auto& r : out.scenarios) r.metrics[kTwinUnmodelledMetric] = 1;
+    return out;
+  };
+  Evaluator ev{study, unmodelled_a, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {}};
+  const SearchOutcome o = run_search(study, ev, nullptr);
+  EXPECT_EQ(o.best_baseline.config.engine, "b");
+  EXPECT_NEAR(o.best_baseline.objective.mean, 90.0, 1e-9);
+  const GainTable g = gain_table(o);
+  ASSERT_FALSE(g.rows.empty());
+  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2");  // no engine change: b is the reference
+  EXPECT_NEAR(g.total_pct, 65.0, 1e-9);                 // 148.5 / 90
 }
 
 // The grid check found better than greedy (the search's best is then the grid's): the table still shows
@@ -44,11 +80,12 @@ TEST(Report, GainTableShowsTheGreedyPathThenTheGridCheck) {
   o.grid_check = GridCheck{};
   o.best = grid;
   GainTable g = gain_table(o);
-  ASSERT_EQ(g.rows.size(), 3u);
-  EXPECT_EQ(g.rows[0].optimization, "layout=tp4-dp2 (a baseline → b layout=tp4-dp2)");
-  EXPECT_EQ(g.rows[1].optimization, "ctx=32768");
-  EXPECT_EQ(g.rows[2].optimization, "grid check: b " + f.outcome.best.label + " → b grid pick");
-  EXPECT_NEAR(g.rows[2].gain_pct, 10.0, 1e-9);
+  ASSERT_EQ(g.rows.size(), 4u);
+  EXPECT_EQ(g.rows[0].optimization, "engine (a baseline → b baseline)");
+  EXPECT_EQ(g.rows[1].optimization, "layout=tp4-dp2");
+  EXPECT_EQ(g.rows[2].optimization, "ctx=32768");
+  EXPECT_EQ(g.rows[3].optimization, "grid check: b " + f.outcome.best.label + " → b grid pick");
+  EXPECT_NEAR(g.rows[3].gain_pct, 10.0, 1e-9);
   EXPECT_NEAR(g.total_pct, 63.35, 1e-9);
 }
 
@@ -59,8 +96,8 @@ TEST(Report, MarkdownHasTheStudyShape) {
   for (const char* s :
        {"## Goal", "## Setup", "### Workload scenarios", "## Baselines", "## Optimizations tried",
         "## Gains along the greedy path", "## Generalization", "## Recommended launch command",
-        "| layout=tp4-dp2 (a baseline → b layout=tp4-dp2) | +35.00% |", "| ctx=32768 | +10.00% |",
-        "| flag | no gain |", "| total over the baseline | +48.50% |",
+        "| engine (a baseline → b baseline) | -10.00% |", "| layout=tp4-dp2 | +50.00% |",
+        "| ctx=32768 | +10.00% |", "| flag | no gain |", "| total over the baseline | +48.50% |",
         "| s2 | 50.00 (predicted) | 64.12 (predicted) | +28.25% |", "predicted", "rejected",
         "python3 -m sglang.launch_server --model-path org/model --chat-template x.jinja --tp-size 4 "
         "--dp-size 2\n"})
@@ -431,7 +468,7 @@ TEST(TwinVerdict, AnIdenticalPredictionIsNamedAsSuch) {
             std::string::npos)
       << v.unseen_text();
   const std::string md = render_markdown({&study, &outcome, ev.records(), {}});
-  EXPECT_NE(md.find("\nNot checked everywhere: #2, #3"), std::string::npos) << md;
+  EXPECT_NE(md.find("\nNot checked everywhere: #2–#4 were not predicted on s2"), std::string::npos) << md;
   // Different numbers are compared as before (b layout=tp4-dp2: 135 against 148.50).
   const auto lower = std::find_if(v.measure.begin(), v.measure.end(),
                                   [](const TwinTie& t) { return t.eval->label == "layout=tp4-dp2"; });
@@ -677,6 +714,18 @@ TEST(TwinVerdict, APredictionWithoutABandIsUnknownNotCertain) {
   EXPECT_EQ(twin_verdict(stated.study, stated.outcome).kind, TwinVerdict::Kind::kClear);
 }
 
+// A long set reads as runs, not 200 numbers (the reference study's demo listed "#2, #3, … #214").
+TEST(TwinVerdict, UnseenTextWritesRunsOfThreeOrMoreAsRanges) {
+  TwinVerdict v;
+  v.measure.resize(10);
+  for (std::size_t i : {1, 2, 3, 4, 5, 7, 9}) v.measure[i].unseen = {"s2"};
+  EXPECT_EQ(v.unseen_text().rfind("Not checked everywhere: #2–#6, #8, #10 (7 configurations) were not "
+                                  "predicted on s2 (",
+                                  0),
+            0u)
+      << v.unseen_text();
+}
+
 // ±3% would clear every a configuration, but a runs on an unmodelled kernel path: its band is ±100%, so a's
 // best (a tp4-dp2 + ctx, 100 × 1.2 × 1.003 = 120.36) reaches 240.72 ≥ 144.045 (printed 144.04) and must be
 // measured; the report names the path (its '|' escaped).
@@ -699,7 +748,9 @@ TEST(TwinVerdict, AnUnmodelledKernelPathGetsABandOfAtLeast100Percent) {
   for (const char* want :
        {"| 2 | a | layout=tp4-dp2 + ctx=32768 | 120.36 (predicted) | ±100% (unmodelled path) |",
         "A prediction on a kernel path the twin has no figure for gets a band of at least ±100%",
-        "a layout=tp4-dp2 + ctx=32768 (MXFP4 MoE on Hopper through \\| CUTLASS);"})
+        "4–20× off): MXFP4 MoE on Hopper through \\| CUTLASS: a layout=tp4-dp2 + ctx=32768, a "
+        "layout=tp4-dp2, "
+        "a ctx=32768, a baseline.\n"})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
 }
 

@@ -105,23 +105,29 @@ GainTable gain_table(const SearchOutcome& o) {
                       t.total_pct});
     return t;
   }
+  // A path of another engine than the best baseline's starts with the engine change on its own row (baseline
+  // to baseline), so each knob's row is that knob's own gain on its engine: crediting the engine change to
+  // the path's first knob read "parallelism=tp8-ep8 (trtllm baseline → vllm ...) -0.80%" for a kept step.
+  // When that baseline failed, the first kept step is measured from the best baseline and says so.
   double prev = o.best_baseline.objective.mean;
   const bool switched = path->engine != o.best_baseline.config.engine;
-  bool first = true;
+  if (switched && path->baseline.feasible) {
+    t.rows.push_back(
+        {fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
+         change_pct(prev, path->baseline.objective.mean)});
+    prev = path->baseline.objective.mean;
+  }
+  bool from_other_engine = switched && !path->baseline.feasible;
   for (const auto& s : path->steps) {
     if (!s.kept) continue;
     std::string label = s.knob + "=" + s.value;
-    if (first && switched)
-      label += fmt::format(" ({} {} → {} {})", o.best_baseline.config.engine, o.best_baseline.label,
-                           path->engine, s.eval.label);
-    t.rows.push_back({label, change_pct(prev, s.eval.objective.mean)});
+    if (from_other_engine)
+      label += fmt::format(" ({} {} → {} {}; the {} baseline failed)", o.best_baseline.config.engine,
+                           o.best_baseline.label, path->engine, s.eval.label, path->engine);
+    t.rows.push_back({std::move(label), change_pct(prev, s.eval.objective.mean)});
     prev = s.eval.objective.mean;
-    first = false;
+    from_other_engine = false;
   }
-  if (first && switched)
-    t.rows.push_back(
-        {fmt::format("engine ({} baseline → {} baseline)", o.best_baseline.config.engine, path->engine),
-         t.total_pct});
   if (path->best.key != o.best.key)
     t.rows.push_back({fmt::format("grid check: {} {} → {} {}", path->engine, path->best.label,
                                   o.best.config.engine, o.best.label),

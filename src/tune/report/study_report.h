@@ -26,13 +26,14 @@ struct ReportInput {
 
 /// One row of the "gains along the greedy path" table.
 struct GainRow {
-  std::string optimization;  ///< e.g. "parallelism=tp8-dp8-dpattn (vllm baseline → sglang ...)"
+  std::string optimization;  ///< "engine (vllm baseline → sglang baseline)" or "parallelism=tp8-dp8-dpattn"
   double gain_pct = 0.0;     ///< relative to the step before, percent
 };
 
-/// The greedy-path table: each kept step relative to the one before (the first step of a different engine
-/// than the best baseline's is relative to the best baseline), then the knobs tried without gain, then
-/// the total of the best config over the best baseline. `no_gain` lists knob names.
+/// The greedy-path table: the engine change (best baseline → the path's engine's baseline) when the path's
+/// engine is another, then each kept step relative to the one before, then the knobs tried without gain,
+/// then the total of the best config over the best baseline (the product of the rows). `no_gain` lists knob
+/// names.
 struct GainTable {
   std::vector<GainRow> rows;
   std::vector<std::string> no_gain;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "servelab/tune/search/evaluations.h"
@@ -14,6 +15,8 @@ namespace servelab::tune {
 
 /// How many configurations of a tie the report names (the rest are counted; the ranking lists them).
 constexpr size_t kMeasureListed = 8;
+/// Configurations named per kernel path without a figure in the rule's paragraph, then "and N more".
+constexpr size_t kUnmodelledNamesListed = 5;
 
 /// "engine label" of each configuration in `v.measure` from index `from` (at most kMeasureListed, then "and N
 /// more").
@@ -60,12 +63,26 @@ static void measure_text(std::ostringstream& md, const TwinVerdict& v, const std
         "(its prediction is the physics at the class's parameters; the corpus runs of such paths were "
         "4–20× off):",
         kUnmodelledBandPct);
-    for (const auto& t : v.measure)
-      if (t.band.unmodelled_count > 0)
-        md << " " << md_escape(t.eval->config.engine + " " + t.eval->label) << " ("
-           << md_escape(t.band.unmodelled.empty() ? fmt::format("{} path(s)", t.band.unmodelled_count)
-                                                  : fmt::format("{}", fmt::join(t.band.unmodelled, "; ")))
-           << ");";
+    // Grouped by path, a few names each (the reference study listed 63 TensorRT-LLM configurations, each
+    // followed by the same path, in one paragraph).
+    std::map<std::string, std::vector<std::string>> by_path;  // path(s) -> configurations
+    std::vector<std::string> order;
+    for (const auto& t : v.measure) {
+      if (t.band.unmodelled_count == 0) continue;
+      const std::string path = t.band.unmodelled.empty()
+                                   ? fmt::format("{} path(s)", t.band.unmodelled_count)
+                                   : fmt::format("{}", fmt::join(t.band.unmodelled, "; "));
+      if (!by_path.count(path)) order.push_back(path);
+      by_path[path].push_back(t.eval->config.engine + " " + t.eval->label);
+    }
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const auto& names = by_path[order[i]];
+      std::vector<std::string> shown(names.begin(),
+                                     names.begin() + std::min(names.size(), kUnmodelledNamesListed));
+      md << " " << md_escape(order[i]) << ": " << md_escape(fmt::format("{}", fmt::join(shown, ", ")))
+         << (names.size() > shown.size() ? fmt::format(" and {} more", names.size() - shown.size()) : "")
+         << (i + 1 < order.size() ? ";" : ".");
+    }
   }
   md << "\n\n";
 }

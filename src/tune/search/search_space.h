@@ -63,10 +63,14 @@ namespace detail {
 
 /// Better of two evaluations on the objective: feasible first, then the higher mean.
 bool ranks_above(const Evaluation& a, const Evaluation& b);
+/// A twin prediction of `e` ran on a kernel path the twin has no figure for on some scenario
+/// (kTwinUnmodelledMetric > 0 in its results); never true of a measured evaluation.
+bool on_unmodelled_path(const Evaluation& e);
 /// The decision text of an evaluation that failed or is infeasible ("rejected: ...", "failed (oom): ...", and
 /// "no verdict (invalid): ..." for an inconclusive one).
 std::string failure_decision(const Evaluation& e);
-/// Evaluates each engine's baseline into out.engines and picks out.best_baseline.
+/// Evaluates each engine's baseline into out.engines and picks out.best_baseline: the best feasible one
+/// not on_unmodelled_path when there is one, else the best.
 void pick_baselines(const SearchSpace& space, Evaluator& target, SearchOutcome& out,
                     const std::string& phase);
 

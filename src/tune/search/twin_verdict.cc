@@ -323,14 +323,29 @@ TwinVerdict twin_verdict(const Study& study, const SearchOutcome& o) {
   return v;
 }
 
+/// Numbers as "#n" with runs of three or more as ranges: "#2–#42, #44–#214", "#2, #3" (`numbers` ascending).
+static std::string number_runs(const std::vector<std::size_t>& numbers) {
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size();) {
+    std::size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (j < i + 2) j = i;  // two in a row stay a list: "#2, #3"
+    out += fmt::format("{}#{}", out.empty() ? "" : ", ", numbers[i]);
+    if (j > i) out += fmt::format("–#{}", numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string TwinVerdict::unseen_text() const {
-  std::map<std::string, std::vector<std::string>> by;  // scenarios -> the set's numbers ("#2")
+  std::map<std::string, std::vector<std::size_t>> by;  // scenarios -> the set's numbers (#2 = 2)
   for (std::size_t i = 0; i < measure.size(); ++i)
     if (!measure[i].unseen.empty())
-      by[fmt::format("{}", fmt::join(measure[i].unseen, ", "))].push_back(fmt::format("#{}", i + 1));
+      by[fmt::format("{}", fmt::join(measure[i].unseen, ", "))].push_back(i + 1);
   std::string out;
   for (const auto& [scenarios, which] : by)
-    out += fmt::format("{}{} {} not predicted on {}", out.empty() ? "" : "; ", fmt::join(which, ", "),
+    out += fmt::format("{}{}{} {} not predicted on {}", out.empty() ? "" : "; ", number_runs(which),
+                       which.size() > 3 ? fmt::format(" ({} configurations)", which.size()) : "",
                        which.size() == 1 ? "was" : "were", scenarios);
   if (out.empty()) return out;
   return "Not checked everywhere: " + out +
