@@ -258,6 +258,28 @@ TEST(SloSearch, TwinGoodputBandIsPropagatedFromTheLatencyBands) {
   EXPECT_FALSE(slo_search(s, local, CandidateConfig{"a", {}}).goodput_band_pct.has_value());
 }
 
+// The shifted bounds never move the capacity (new-user trial: ±3% goodput beside a ±25% throughput band). The
+// same runner with a ±30% tok/s band: the latency ends alone are 16.7 and 25 req/s; the capacity's are
+// 20 x 0.7 = 14 and 20 x 1.3 = 26: the band is the wider of each side.
+TEST(SloSearch, TwinGoodputBandIsAtLeastTheThroughputBand) {
+  Study s = small("\n[slo]\np99_ttft_ms = 2000\ntolerance_pct = 2\nmax_runs = 20\n");
+  const TrialRunner runner = [](const TrialRequest& req) {
+    TrialOutcome out;
+    for (const auto& sc : req.scenarios) {
+      out.scenarios.push_back(testing::twin_like_slo_result(sc, arg_value(sc.args, "--request-rate"), 100));
+      out.scenarios.back().metrics[kBandTokSMetric] = 30;
+    }
+    return out;
+  };
+  Evaluator twin(s, runner, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  const SloResult r = slo_search(s, twin, CandidateConfig{"a", {}});
+  ASSERT_TRUE(r.goodput_found) << r.note;
+  const double g = r.request_goodput_req_s;
+  EXPECT_NEAR(r.goodput_low_req_s, g * 0.7, 1e-9);
+  EXPECT_NEAR(r.goodput_high_req_s, g * 1.3, 1e-9);
+  EXPECT_NEAR(*r.goodput_band_pct, 30, 1e-9);
+}
+
 TEST(LoadPoints, ScenarioIdsArgsAndTrialKeys) {
   Study s = small("\n[load]\nconcurrency = [1, 4]\nrequest_rate = [2.5]\n");
   const auto split = split_load_scenario_id("s1@r2.5");

@@ -219,6 +219,9 @@ TEST(Report, TwinPredictionsShowTheirErrorBand) {
       r.metrics[kBandTtftMetric] = 30.0;
       r.metrics[kBandTpotMetric] = 49.6;
       r.metrics[kTwinWarningsMetric] = e == &f.outcome.best ? 0 : 2;
+      if (e != &f.outcome.best)
+        r.result_block += std::string(kTwinNotePrefix) + "warning: H100-PCIE was never measured | x\n" +
+                          kTwinNotePrefix + "assumed draft acceptance 0.85 per draft token\n";
     }
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
   const std::string md = render_markdown(in);
@@ -228,7 +231,12 @@ TEST(Report, TwinPredictionsShowTheirErrorBand) {
   const auto first = md.find(band);
   ASSERT_NE(first, std::string::npos) << md;
   EXPECT_NE(md.find(band, first + 1), std::string::npos) << "the recommended command's band";
-  EXPECT_NE(md.find("**The twin gave 2 warning(s) for this launch**"), std::string::npos) << md;
+  // The warnings themselves, listed (new-user trial: "`servelab sim run` on the command prints them").
+  EXPECT_NE(md.find("**The twin gave 2 warning(s) for this launch** (outside its validation corpus or on a "
+                    "kernel path it has no figure for):\n\n- warning: H100-PCIE was never measured \\| x\n"
+                    "- assumed draft acceptance 0.85 per draft token\n"),
+            std::string::npos)
+      << md;
   // Without band metrics (a measured study) there is no band line.
   Fixture measured;
   EXPECT_EQ(render_markdown({&measured.study, &measured.outcome, measured.ev.records(), {}})

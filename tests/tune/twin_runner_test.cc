@@ -85,6 +85,13 @@ TEST(TwinRunner, UnmodelledKernelPathsTravelWithThePrediction) {
                  "DeepSeek Sparse Attention through TensorRT-LLM before Blackwell"),
             1);
   EXPECT_GE(m.at(kTwinWarningsMetric), 1);
+  // The warning's text under the result block, as `sim run` prints it.
+  EXPECT_NE(
+      o.scenarios.at(0).result_block.find(std::string(kTwinNotePrefix) +
+                                          "warning: not modelled, this prediction can be far off: DeepSeek "
+                                          "Sparse Attention through TensorRT-LLM before Blackwell"),
+      std::string::npos)
+      << o.scenarios.at(0).result_block;
   TrialOutcome sglang = make_twin_runner(s)(request(s, {"sglang", {}}, {"random-128in-4out"}));
   ASSERT_EQ(sglang.status, TrialStatus::kOk) << sglang.reason;
   EXPECT_EQ(sglang.scenarios.at(0).metrics.at(kTwinUnmodelledMetric), 0);
@@ -99,6 +106,22 @@ TEST(TwinRunner, StartupRefusalIsAFailureResult) {
   EXPECT_NE(o.status, TrialStatus::kOk);
   EXPECT_NE(o.reason.find("FLASHMLA"), std::string::npos) << o.reason;
   EXPECT_TRUE(o.scenarios.empty());
+}
+
+// A start-up refusal whose text names memory is a refusal, not out of memory (new-user trial: a memory
+// fraction of 1.5 read as "oom" and was retried "to save memory"); a memory plan that does not fit is.
+TEST(TwinRunner, ARefusalNamingMemoryIsNotOutOfMemory) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  for (auto& e : s.engines)
+    if (e.name == "vllm") e.base_flags.insert(e.base_flags.end(), {"--gpu-memory-utilization", "1.5"});
+  TrialOutcome o = make_twin_runner(s)(request(s, {"vllm", {}}, {"random-128in-4out"}));
+  EXPECT_EQ(o.status, TrialStatus::kStartupRefused) << o.reason;
+  EXPECT_NE(o.reason.find("GPU memory fraction 1.5 is outside (0, 1]"), std::string::npos) << o.reason;
+  // vLLM TP1 + DP8 + EP8 at its full 163,840-token context does not fit (the reference study's OOM).
+  Study full = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  o = make_twin_runner(full)(
+      request(full, {"vllm", {{"parallelism", "tp1-dp8-ep8"}}}, {"random-128in-4out"}));
+  EXPECT_EQ(o.status, TrialStatus::kOutOfMemory) << o.reason;
 }
 
 // When the study's ShareGPT file is present, the twin samples it with vLLM's rules and the model's

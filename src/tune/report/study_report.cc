@@ -182,9 +182,16 @@ std::string band_text(const Evaluation& e) {
     if (const double w = get(kTwinWarningsMetric); w > 0)
       s += fmt::format(
           " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
-          "kernel path it has no figure for): `servelab sim run` on the command prints them.",
+          "kernel path it has no figure for):",
           w);
-    return s + "\n\n";
+    // The twin's notes under its result block (twin_runner.cc: warnings, assumed draft acceptance).
+    std::string notes;
+    for (std::size_t at = 0; (at = r.result_block.find(kTwinNotePrefix, at)) != std::string::npos;) {
+      at += std::string_view(kTwinNotePrefix).size();
+      const std::size_t end = r.result_block.find('\n', at);
+      notes += "\n- " + md_escape(r.result_block.substr(at, end == std::string::npos ? end : end - at));
+    }
+    return s + (notes.empty() ? "" : "\n" + notes) + "\n\n";
   }
   return "";
 }

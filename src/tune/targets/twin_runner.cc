@@ -120,6 +120,7 @@ std::vector<sim::WorkloadRequest> build_workload(const std::string& id, const Tw
   return out;
 }
 
+/// The trial status a failure's text reads as (out of memory, run time, else refused at start-up).
 TrialStatus classify(const std::string& reason) {
   std::string r = reason;
   std::transform(r.begin(), r.end(), r.begin(), ::tolower);
@@ -130,6 +131,21 @@ TrialStatus classify(const std::string& reason) {
       r.find("run-time") != std::string::npos)
     return TrialStatus::kCrashed;
   return TrialStatus::kStartupRefused;
+}
+
+/// The trial status of a predicted failure: the twin's own kind where it says (a memory plan that does not
+/// fit: out of memory; an engine's start-up refusal: refused, even when its text names memory, "GPU memory
+/// fraction 1.5 is outside (0, 1]" read as out of memory and was retried "to save memory", new-user trial),
+/// else from the text.
+TrialStatus classify(const sim::PredictedFailure& f) {
+  switch (f.kind) {
+    case sim::PredictedFailure::Kind::kOutOfMemory:
+      return TrialStatus::kOutOfMemory;
+    case sim::PredictedFailure::Kind::kStartup:
+      return TrialStatus::kStartupRefused;
+    default:
+      return classify(f.message);
+  }
 }
 
 }  // namespace
@@ -285,6 +301,22 @@ ScenarioResult predicted_result(const TwinSetup& t, const Scenario& sc, const Tw
     const std::string name = why.substr(0, cut);
     result.metrics[kTwinUnmodelledPathPrefix + name] = 1;
   }
+  // What `sim run` prints beside the numbers, under the block (the report shows each configuration's block
+  // and lists the warnings in its Summary): a new-user trial found "the twin gave 1 warning(s)" with no way
+  // to read it, and an MTP gain whose draft acceptance was nowhere in the report.
+  std::string notes;
+  for (const auto& w : band.warnings) notes += fmt::format("{}warning: {}\n", kTwinNotePrefix, w);
+  for (const auto& u : unmodelled)
+    notes += fmt::format("{}warning: not modelled, this prediction can be far off: {}\n", kTwinNotePrefix, u);
+  if (const auto& sp = p.context.launch.speculative)
+    notes += fmt::format(
+        "{}assumed draft acceptance {:.2f} per draft token at batch 1 ({}), lowered at large "
+        "batch: speculative decoding's gain scales with it\n",
+        kTwinNotePrefix, sp->acceptance, sp->acceptance_source);
+  if (!notes.empty()) {
+    if (!result.result_block.empty() && result.result_block.back() != '\n') result.result_block += '\n';
+    result.result_block += notes;
+  }
   return result;
 }
 
@@ -322,8 +354,7 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   } catch (const std::exception& e) {
     return ScenarioFailure{TrialStatus::kError, fmt::format("engine twin error on {}: {}", sc.id, e.what())};
   }
-  if (auto* f = std::get_if<sim::PredictedFailure>(&pr))
-    return ScenarioFailure{classify(f->message), f->message};
+  if (auto* f = std::get_if<sim::PredictedFailure>(&pr)) return ScenarioFailure{classify(*f), f->message};
   const auto& p = std::get<sim::Prediction>(pr);
   double duration = p.twin.duration_s;
   if (!(duration > 0))

@@ -81,6 +81,10 @@ inline constexpr const char* kBacklogAtLastArrivalMetric = "servelab: in flight 
 /// (by (λ/μ − 1) s per s of arrivals). Set with kArrivalSpanMetric (runs of at least 8 successes).
 inline constexpr const char* kTtftDriftMetric = "servelab: TTFT drift over the run (s)";
 
+/// Line prefix of the twin's notes appended to a predicted ScenarioResult::result_block (its warnings, the
+/// kernel paths it has no figure for, the draft acceptance it assumed): "# engine twin: warning: ...".
+inline constexpr const char* kTwinNotePrefix = "# engine twin: ";
+
 /// Metric keys of a twin prediction's error band: the leave-one-study-out relative error of its class
 /// (sim::ErrorBand, ± percent on total tok/s, mean TTFT, mean TPOT), and how many warnings the twin gave
 /// for the launch (outside the validation corpus, a kernel path it has no figure for; `sim run` prints
