@@ -33,6 +33,10 @@ struct KernelEfficiency {
   /// MXFP4 on Hopper): the weight read is bound by the SMs' unpacking at this many bytes per second per SM
   /// as well as by HBM (moe_time_s). 0 = HBM-bound only (no figure, or a kernel that reads its MMA format).
   double upcast_Bps_per_sm = 0;
+  /// MoE kernels whose row tile shrinks when the step's tokens are no more than the experts (vLLM / SGLang
+  /// fused_moe Triton's default config: BLOCK_SIZE_M 16 when M <= E, else 64): the rows each touched expert
+  /// is padded to then. 0 = `min_rows` at any size.
+  int small_m_rows = 0;
 };
 
 /// Share of a GPU's PCIe link (GpuSpec::pcie_Bps, per direction) a sustained transfer achieves: the 80%

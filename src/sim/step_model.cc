@@ -521,7 +521,8 @@ double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) co
   auto roofline = [&](const MoeLayout& at, const hardware::GpuSpec& g, double* mem) {
     const double rows = tokens * c.top_k / std::max(1, at.ep);
     const double touched = routed_experts_touched(tokens, c.top_k, c.experts, at.experts_local);
-    const double rows_eff = std::max(rows, touched * eff.min_rows);
+    const int tile = eff.small_m_rows > 0 && tokens <= at.experts_local ? eff.small_m_rows : eff.min_rows;
+    const double rows_eff = std::max(rows, touched * tile);
     const double flops = 2.0 * rows_eff * (at.up.n * at.up.k + at.down.n * at.down.k);
     const double weights = touched * (at.up.weight_bytes + at.down.weight_bytes);
     const double bytes = weights + rows * (at.up.n + at.down.n + 2 * hidden) * 2.0;

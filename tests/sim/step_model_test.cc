@@ -667,6 +667,41 @@ TEST(StepModel, VllmSmallDecodeStepsRunTheTritonExperts) {
                    deepgemm.cost({&big, 1}, 128, true, false).moe_s);
 }
 
+// fused_moe Triton pads a decode step's experts to BLOCK_SIZE_M 16 when the tokens are no more than the
+// experts (get_default_config), to 64 above. Qwen3-235B BF16 at TP8, 64 tokens: 110.7 touched experts (as
+// above) x (384 x 4096 + 4096 x 192) BF16 weights per rank; 16-row padding leaves the weight read the bound
+// (2 x 110.7 x 16 x 2.36 M params = 8.4 GFLOP at 0.50 x 989 TFLOPS x 192 / (192 + 300) = 43 us against 229 us
+// of read on H100), so H200's HBM makes it faster: 64-row padding made it compute-bound (172 us) and the same
+// on both, where vLLM 0.14.0's measured rows put H200 1.39x faster. At 256 tokens (above the 128 experts)
+// rows pad to 64.
+TEST(StepModel, TritonFusedMoeDecodePadsToSixteenRowsAndReadsAtTheHbmRate) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const int T = 64;
+  RankLoad r = decode_one(1000);
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
+  r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
+  const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T)) * 0.874;
+  const double experts = touched * (384.0 * 4096 + 4096.0 * 192) * 2 + 8.0 * T * (384 + 4096 + 2 * 4096) * 2;
+  const double fixed = detail::kMoeCallLatencyS + touched * detail::kMoeExpertOverheadS;
+  for (const auto& [gpus, B] : {std::pair{"8xH100", 3.35e12}, std::pair{"8xH200", 4.8e12}}) {
+    const auto c = hardware::parse_cluster(gpus);
+    auto launch = test_launch(m, c, 8);
+    launch.execution.moe = engines::MoeKernel::kTritonFused;
+    const StepModel model(launch, c);
+    const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
+    EXPECT_NEAR(model.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + fixed + router), 1e-9)
+        << gpus;
+    // 256 tokens: 64-row tiles, 2 x 128 x 64 x 2.36 M = 38.7 GFLOP at 0.50 x 989 T x 0.39 = 200 us, over the
+    // read of every expert (all touched) on H200.
+    RankLoad big = r;
+    big.requests = big.decode_requests = big.query_tokens = big.sampled_tokens = 256;
+    const double big_touched = 128 * (1 - std::pow(1 - 8.0 / 128, 256));
+    const double params = 384.0 * 4096 + 4096.0 * 192;
+    const double compute = 2 * big_touched * 64 * params / (989e12 * 0.50 * 192 / (192 + 300));
+    if (B > 4e12) EXPECT_GT(model.cost({&big, 1}, 256, true, false).moe_s, 94 * compute) << gpus;
+  }
+}
+
 // gpt-oss-120b's experts on one H100 through triton_kernels (MXFP4 upcast to BF16 wgmma, Marlin's Hopper
 // 0.26 of 989 TFLOPS: its Ampere 0.45 x FlashAttention-2's H100 / A100 ratio 0.35 / 0.60): an 8192-token
 // prefill chunk routes 8192 x 4 = 32,768 rows through all 128 experts of a layer,
