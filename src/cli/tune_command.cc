@@ -18,6 +18,7 @@
 #include "servelab/tune/targets/k8s.h"
 #include "servelab/tune/targets/preflight.h"
 #include "servelab/tune/targets/slurm.h"
+#include "servelab/tune/targets/targets.h"
 #include "servelab/tune/tune.h"
 
 namespace {
@@ -103,6 +104,12 @@ void dry_run(const servelab::tune::Study& study, const TuneArgs& a, servelab::tu
   bool ok = true;
   if (study.target == Target::kLocal) ok = preflight(study, opt, false);
   if (study.target == Target::kSlurm) ok = slurm_preflight(study, opt, false);
+  // On the twin the plan is the run itself played (every trial a prediction): say so before the silence
+  // (new-user trial: 4.5 min with no output, then 4 lines).
+  if (study.target == Target::kTwin)
+    std::cerr << "servelab tune: --dry-run on target twin plays the whole search on the twin, as the run "
+                 "itself does (nothing is launched either way; it takes as long): the run without --dry-run "
+                 "writes the report\n";
   const StudyPlan plan = plan_study(study);
   const double startup_s = a.startup_estimate_min * 60;
   std::cout << fmt::format("plan (the twin's play of the {} search on target {}; nothing launched):\n",
@@ -238,6 +245,17 @@ void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
                  "CLI: %s\n"
                  "  no configuration of %s could launch: fix its `command` or `base_flags` (or set "
                  "check_flags = false in its [[engines]] table to launch it anyway)\n",
+                 a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(), r.engine.c_str());
+  }
+  // A named release that cannot load the model (new-user trial: TensorRT-LLM 1.2.0rc5 and Qwen3.5 ran ~60
+  // predicted refusals, each retried "to save memory", the same 400-character reason 30 times in the report;
+  // on --target local each is an engine launch).
+  for (const auto& r : servelab::tune::model_refusals(study)) {
+    fatal = true;
+    std::fprintf(stderr,
+                 "servelab tune: %s: engine %s cannot load the model: %s\n"
+                 "  no configuration of %s could start: remove the engine, or name a release that can in its "
+                 "`version` (or set check_flags = false in its [[engines]] table to launch it anyway)\n",
                  a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(), r.engine.c_str());
   }
   if (fatal) throw servelab::cli::ExitRequest{2};

@@ -80,6 +80,12 @@ sed 's/^values = \[{tp = 16}\]/values = [{tp = 1}, {tp = 2}]/; s/^render.vllm = 
 out="$("$BIN" tune "$tmp/badknob.toml" --dry-run --out "$tmp/badknob-out" 2>&1)"; rc=$?
 [[ "$out" == *"warning: knob layout: 1 value refused by vllm's CLI (layout=tp2: "*"--tensor-parallel-sizee"* ]] ||
   fail "tune with a refused knob value: $out"
+# A named release that predates the model's architecture: no configuration of the engine could start.
+sed 's/tp = 16/tp = 1/; s|^id = "Qwen/Qwen3-8B"|id = "Qwen/Qwen3.5-9B"|' "$tmp/allpruned.toml" > "$tmp/oldrelease.toml"
+out="$("$BIN" tune "$tmp/oldrelease.toml" --dry-run --out "$tmp/oldrelease-out" 2>&1)"; rc=$?
+[ "$rc" -eq 2 ] || fail "tune with a release that predates the model exited $rc: $out"
+[[ "$out" == *"engine vllm cannot load the model: vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"*"no configuration of vllm could start"* ]] ||
+  fail "tune with a release that predates the model: $out"
 # A rendering condition is checked when the file is read: its file, line and key, and the fields it may use.
 sed 's/"tp > 1"/"dpp > 1"/' "$tmp/badknob.toml" > "$tmp/badwhen.toml"
 out="$("$BIN" tune "$tmp/badwhen.toml" --dry-run --out "$tmp/badwhen-out" 2>&1)"; rc=$?

@@ -155,7 +155,7 @@ TEST(Report, SummaryComesFirstWithTheRecommendedCommandAndTheFinalists) {
   const std::string cmd = f.outcome.recommended_command.shell();
   EXPECT_GT(md.find(cmd), summary);
   EXPECT_LT(md.find(cmd), goal) << cmd;
-  const size_t finalists = md.find("Finalists (best first):");
+  const size_t finalists = md.find("Finalists (best first among each engine's search path");
   EXPECT_GT(finalists, md.find(cmd));
   EXPECT_LT(finalists, goal);
   // Best first: b tp4-dp2 + ctx 32768 at 148.5 (a baseline 100 × 1.35 × 1.1), then b tp4-dp2 at 135.

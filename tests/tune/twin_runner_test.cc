@@ -13,6 +13,7 @@
 #include "servelab/tune/load/load.h"
 #include "servelab/tune/store/store.h"
 #include "servelab/tune/study/space.h"
+#include "servelab/tune/targets/targets.h"
 #include "servelab/tune/tune.h"
 #include "tune/targets/twin_runner.h"
 
@@ -70,6 +71,23 @@ TEST(TwinRunner, AStudyWithoutAReleaseMovesPastTheArchitectureBound) {
   EXPECT_EQ(o.status, TrialStatus::kStartupRefused) << o.reason;
   EXPECT_NE(o.reason.find("vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"), std::string::npos)
       << o.reason;
+}
+
+// Before anything runs (tune's check_engine_flags): a named release that predates the model's architecture
+// cannot start any configuration; an engine without a named release is not checked (the twin takes one that
+// can), nor one with check_flags = false; the shipped study's engines can all load DeepSeek-V3.2.
+TEST(TwinRunner, ModelRefusalsNameTheEnginesWhoseReleaseCannotLoadTheModel) {
+  Study s = load_study(common::source_dir() / "studies" / "deepseek-v3.2-h200x8.toml", common::data_dir());
+  EXPECT_TRUE(model_refusals(s).empty());
+  s.model = "Qwen/Qwen3.5-9B";
+  for (auto& e : s.engines) e.version = e.name == "vllm" ? "0.13.0" : "";
+  auto r = model_refusals(s);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].engine, "vllm");
+  EXPECT_NE(r[0].message.find("vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"), std::string::npos)
+      << r[0].message;
+  for (auto& e : s.engines) e.check_flags = e.name != "vllm";
+  EXPECT_TRUE(model_refusals(s).empty());
 }
 
 // Issue 29 §4: a launch on a kernel path the twin has no figure for says so in its metrics (count and name):

@@ -24,6 +24,8 @@
 #include "servelab/sim/sim.h"
 #include "servelab/tokenizer/tokenizer.h"
 #include "servelab/tune/study/load_points.h"
+#include "servelab/tune/study/space.h"
+#include "servelab/tune/targets/targets.h"
 #include "tune/targets/datasets.h"
 #include "tune/targets/metrics_convert.h"
 
@@ -415,6 +417,42 @@ TrialOutcome predict_trial(const TwinSetup& t, const TrialRequest& req) {
 }
 
 }  // namespace
+
+std::vector<ModelRefusal> model_refusals(const Study& study) {
+  std::vector<ModelRefusal> out;
+  std::optional<model::ModelSpec> spec;
+  hardware::ClusterSpec cluster;
+  try {
+    cluster = hardware::parse_cluster(
+        fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
+    hub::FetchRequest local;  // no download before the study starts: the first trial says what it finds
+    local.download = false;
+    spec = study.model_config.empty() ? model::resolve_model(study.model, local)
+                                      : model::load_config_with_modelopt(study.model_config);
+  } catch (const std::exception&) {
+    return out;
+  }
+  for (const auto& e : study.engines) {
+    if (e.version.empty() || !e.check_flags) continue;
+    try {
+      const Rendered r = render(study, CandidateConfig{e.name, {}});
+      const engines::LaunchConfig cfg =
+          engines::parse_launch_for_model(r.argv, r.env, e.version, [&](const engines::LaunchConfig&) {
+            return *spec;
+          }).config;
+      const auto resolved = engines::resolve_launch(cfg, *spec, cluster);
+      if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) {
+        const std::string_view suffix = ".architecture.release";
+        if (f->rule.size() > suffix.size() &&
+            f->rule.compare(f->rule.size() - suffix.size(), suffix.size(), suffix) == 0)
+          out.push_back({e.name, f->message});
+      }
+    } catch (const std::exception&) {
+      // A command the CLI refuses: check_engine_flags says it.
+    }
+  }
+  return out;
+}
 
 TrialRunner make_twin_runner(const Study& study) {
   const TwinSetup setup = twin_setup(study);
