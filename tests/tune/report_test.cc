@@ -124,6 +124,11 @@ TEST(Report, TheGoalIsEscapedInTheMarkdown) {
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
   const std::string md = render_markdown(in);
   EXPECT_NE(md.find("## Goal\n\nBeat &lt;SXM&gt; \\| a & b second line\n"), std::string::npos) << md;
+  // A comparison stays readable in the Markdown source; what could open raw HTML does not (new-user trial:
+  // "p99 TTFT &lt;= 2 s" in the Goal).
+  EXPECT_EQ(md_escape("p99 TTFT <= 2 s, x > 3, y >= 4, <b>b</b> <!-- <?x <2"),
+            "p99 TTFT <= 2 s, x > 3, y >= 4, &lt;b&gt;b&lt;/b&gt; &lt;!-- &lt;?x <2");
+  EXPECT_EQ(md_escape("> quote"), "&gt; quote");
   EXPECT_EQ(md.find("<SXM>"), std::string::npos);
 }
 

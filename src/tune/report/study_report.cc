@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,17 +31,27 @@ std::string est_text(const Estimate& e, bool predicted) {
 
 std::string md_escape(std::string s) {
   std::string out;
-  for (char c : s) {
-    if (c == '|')
+  bool in_tag = false;  // after a '<' that could open raw HTML, until the '>' that closes it
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i], next = i + 1 < s.size() ? s[i + 1] : '\0';
+    // A viewer that passes HTML through would open "<!--", "<?", "</x" or a tag "<x": those '<' and the
+    // '>' that closes them are escaped; "<=" and "< 2" open nothing (CommonMark raw HTML starts with '<'
+    // then a letter, '/', '!' or '?') and stay readable in the Markdown source (new-user trial: "p99 TTFT
+    // &lt;= 2 s" in the Goal); a '>' first would start a block quote.
+    if (c == '|') {
       out += "\\|";
-    else if (c == '\n')
+    } else if (c == '\n') {
       out += ' ';
-    else if (c == '<')
-      out += "&lt;";  // a viewer that passes HTML through would open "<!--" or a tag
-    else if (c == '>')
+    } else if (c == '<' && (std::isalpha(static_cast<unsigned char>(next)) || next == '/' || next == '!' ||
+                            next == '?')) {
+      out += "&lt;";
+      in_tag = true;
+    } else if (c == '>' && (in_tag || out.empty())) {
       out += "&gt;";
-    else
+      in_tag = false;
+    } else {
       out += c;
+    }
   }
   return out;
 }

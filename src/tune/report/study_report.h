@@ -90,7 +90,8 @@ std::string summary_json(const ReportInput& in);
 /// "812.40 ± 3.10" (measured, >= 2 runs), "812.40" (one run), + " (predicted)" for the twin's; "—" without
 /// a value.
 std::string est_text(const Estimate& e, bool predicted);
-/// Text for a Markdown table cell or line: '|' escaped, newlines as spaces, '<' and '>' as entities.
+/// Text for a Markdown table cell or line: '|' escaped, newlines as spaces, as entities a '<' that could open
+/// raw HTML (before a letter, '/', '!' or '?') and a '>' that is not a comparison's ("<= 2 s" stays).
 std::string md_escape(std::string s);
 /// The twin's error band of an evaluation (its first scenario's band metrics), one paragraph; "" when the
 /// numbers are not the twin's.
