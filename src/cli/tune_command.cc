@@ -250,13 +250,19 @@ void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
   // A named release that cannot load the model (new-user trial: TensorRT-LLM 1.2.0rc5 and Qwen3.5 ran ~60
   // predicted refusals, each retried "to save memory", the same 400-character reason 30 times in the report;
   // on --target local each is an engine launch).
+  // The bound is the twin's table: it stops a twin study (every trial would be that refusal) and only warns
+  // before real engines are launched (the engine itself decides).
+  const bool twin = study.target == servelab::tune::Target::kTwin;
   for (const auto& r : servelab::tune::model_refusals(study)) {
-    fatal = true;
+    fatal = fatal || twin;
+    const std::string what = twin ? "no configuration of " + r.engine + " could start"
+                                  : "every launch of it is predicted to stop at start-up";
     std::fprintf(stderr,
-                 "servelab tune: %s: engine %s cannot load the model: %s\n"
-                 "  no configuration of %s could start: remove the engine, or name a release that can in its "
-                 "`version` (or set check_flags = false in its [[engines]] table to launch it anyway)\n",
-                 a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(), r.engine.c_str());
+                 "servelab tune: %s%s: engine %s cannot load the model: %s\n"
+                 "  %s: remove the engine, or name a release that can in its `version` (or set check_flags = "
+                 "false in its [[engines]] table to %s)\n",
+                 twin ? "" : "warning: ", a.study.c_str(), r.engine.c_str(), redact_text(r.message).c_str(),
+                 what.c_str(), twin ? "predict it anyway" : "skip this check");
   }
   if (fatal) throw servelab::cli::ExitRequest{2};
   for (const auto& [key, list] : by_knob) {

@@ -133,10 +133,10 @@ KernelEfficiency moe_efficiency_at_large_shapes(MoeKernel k, Generation g) {
           amp ? 0.55 : 0.50, 0.70, 64,
           "vLLM/SGLang fused_moe Triton: within 4% of FlashInfer-CUTLASS on H200 (vLLM PR #44220, "
           "gpu-kernel-facts.md §2.3)"};
-      // fused_moe.py get_default_config: BLOCK_SIZE_M 16 when M <= E [recalled; vLLM 0.10-0.13 and SGLang's
-      // copy]: a decode step pads each touched expert to 16 rows. Padded to 64, Qwen3-235B's TP8 decode at 64
-      // tokens came out compute-bound and the same on H100 and H200, where vLLM 0.14.0's measured moe_perf
-      // rows put H200 1.39x faster (the HBM ratio is 1.43).
+      // fused_moe.py get_default_config: BLOCK_SIZE_M 16 when M <= E for 16-bit weights (block-scaled FP8:
+      // 64) [recalled; vLLM 0.10-0.13 and SGLang's copy]: a decode step pads each touched expert to 16 rows.
+      // Padded to 64, Qwen3-235B's TP8 decode at 64 tokens came out compute-bound and the same on H100 and
+      // H200, where vLLM 0.14.0's measured moe_perf rows put H200 1.39x faster (the HBM ratio is 1.43).
       e.small_m_rows = 16;
       return e;
     }

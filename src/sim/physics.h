@@ -34,8 +34,8 @@ struct KernelEfficiency {
   /// as well as by HBM (moe_time_s). 0 = HBM-bound only (no figure, or a kernel that reads its MMA format).
   double upcast_Bps_per_sm = 0;
   /// MoE kernels whose row tile shrinks when the step's tokens are no more than the experts (vLLM / SGLang
-  /// fused_moe Triton's default config: BLOCK_SIZE_M 16 when M <= E, else 64): the rows each touched expert
-  /// is padded to then. 0 = `min_rows` at any size.
+  /// fused_moe Triton's default config for 16-bit weights: BLOCK_SIZE_M 16 when M <= E, else 64; block-scaled
+  /// FP8 keeps 64 [recalled]): the rows each touched 16-bit expert is padded to then. 0 = `min_rows` always.
   int small_m_rows = 0;
 };
 

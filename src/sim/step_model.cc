@@ -521,7 +521,10 @@ double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) co
   auto roofline = [&](const MoeLayout& at, const hardware::GpuSpec& g, double* mem) {
     const double rows = tokens * c.top_k / std::max(1, at.ep);
     const double touched = routed_experts_touched(tokens, c.top_k, c.experts, at.experts_local);
-    const int tile = eff.small_m_rows > 0 && tokens <= at.experts_local ? eff.small_m_rows : eff.min_rows;
+    // small_m_rows is the 16-bit weights' config (block-scaled FP8 keeps 64-row tiles): 2 bytes a weight.
+    const bool wide_weights = at.up.weight_bytes >= 1.5 * at.up.n * at.up.k;
+    const int tile =
+        eff.small_m_rows > 0 && wide_weights && tokens <= at.experts_local ? eff.small_m_rows : eff.min_rows;
     const double rows_eff = std::max(rows, touched * tile);
     const double flops = 2.0 * rows_eff * (at.up.n * at.up.k + at.down.n * at.down.k);
     const double weights = touched * (at.up.weight_bytes + at.down.weight_bytes);

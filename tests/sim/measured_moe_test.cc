@@ -1,6 +1,7 @@
-// The measured MoE and GEMM rows the step model takes (measured_ops.cc): the launch's kernel's rows, one
-// unscaled count per layer, rows of the same chip with other memory, the nearest measured layout, FP8 vs BF16
-// GEMMs, MXFP8 activations and TensorRT-LLM-Gen's decode padding on Blackwell.
+// The MoE and GEMM rows the step model takes (measured_ops.cc): the launch's kernel's rows, one unscaled
+// count per layer, rows of the same chip with other memory, the nearest measured layout, FP8 vs BF16 GEMMs,
+// MXFP8 activations and TensorRT-LLM-Gen's decode padding on Blackwell; and where no row measures the
+// experts, the roofline's row padding (fused_moe Triton) and upcast rate (triton_kernels on Hopper).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -276,6 +277,67 @@ TEST(StepModel, BlackwellTrtllmGenMoePadsDecodeToEightRows) {
   const double fixed = detail::kMoeCallLatencyS + touched * detail::kMoeExpertOverheadS;
   EXPECT_NEAR(cost.moe_s, 36 * (bytes / (c.gpu.hbm_bandwidth_Bps * eff.memory) + fixed), router);
   EXPECT_LT(cost.moe_s, 5e-3);
+}
+
+// fused_moe Triton pads a decode step's experts to BLOCK_SIZE_M 16 when the tokens are no more than the
+// experts (get_default_config), to 64 above. Qwen3-235B BF16 at TP8, 64 tokens: 110.7 touched experts (as
+// above) x (384 x 4096 + 4096 x 192) BF16 weights per rank; 16-row padding leaves the weight read the bound
+// (2 x 110.7 x 16 x 2.36 M params = 8.4 GFLOP at 0.50 x 989 TFLOPS x 192 / (192 + 300) = 43 us against 229 us
+// of read on H100), so H200's HBM makes it faster: 64-row padding made it compute-bound (172 us) and the same
+// on both, where vLLM 0.14.0's measured rows put H200 1.39x faster. At 256 tokens (above the 128 experts)
+// rows pad to 64.
+TEST(StepModel, TritonFusedMoeDecodePadsToSixteenRowsAndReadsAtTheHbmRate) {
+  const auto m = corpus_model("qwen3-235b-a22b-instruct-2507");
+  const int T = 64;
+  RankLoad r = decode_one(1000);
+  r.requests = r.decode_requests = r.query_tokens = r.sampled_tokens = T;
+  r.decode_pairs[0] = r.decode_kv_tokens[0] = 1000.0 * T;
+  const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, T)) * 0.874;
+  const double experts = touched * (384.0 * 4096 + 4096.0 * 192) * 2 + 8.0 * T * (384 + 4096 + 2 * 4096) * 2;
+  const double fixed = detail::kMoeCallLatencyS + touched * detail::kMoeExpertOverheadS;
+  for (const auto& [gpus, B] : {std::pair{"8xH100", 3.35e12}, std::pair{"8xH200", 4.8e12}}) {
+    const auto c = hardware::parse_cluster(gpus);
+    auto launch = test_launch(m, c, 8);
+    launch.execution.moe = engines::MoeKernel::kTritonFused;
+    const StepModel model(launch, c);
+    const double router = (128.0 * 4096 * 2 + 2.0 * T * (128 + 4096)) / (B * 0.80);
+    EXPECT_NEAR(model.cost({&r, 1}, T, true, false).moe_s, 94 * (experts / (B * 0.70) + fixed + router), 1e-9)
+        << gpus;
+    // 256 tokens: 64-row tiles, 2 x 128 x 64 x 2.36 M = 38.7 GFLOP at 0.50 x 989 T x 0.39 = 200 us, over the
+    // read of every expert (all touched) on H200.
+    RankLoad big = r;
+    big.requests = big.decode_requests = big.query_tokens = big.sampled_tokens = 256;
+    const double big_touched = 128 * (1 - std::pow(1 - 8.0 / 128, 256));
+    const double params = 384.0 * 4096 + 4096.0 * 192;
+    const double compute = 2 * big_touched * 64 * params / (989e12 * 0.50 * 192 / (192 + 300));
+    if (B > 4e12) EXPECT_GT(model.cost({&big, 1}, 256, true, false).moe_s, 94 * compute) << gpus;
+  }
+}
+
+// gpt-oss-120b's experts on one H100 through triton_kernels (MXFP4 upcast to BF16 wgmma, Marlin's Hopper
+// 0.26 of 989 TFLOPS: its Ampere 0.45 x FlashAttention-2's H100 / A100 ratio 0.35 / 0.60): an 8192-token
+// prefill chunk routes 8192 x 4 = 32,768 rows through all 128 experts of a layer,
+// 2 x 32,768 x (5760 x 2880 + 2880 x 2880) = 1.631 TFLOP = 6.34 ms per layer at the full efficiency, and
+// the unsliced experts (2880 columns at TP 1) reach 2880 / (2880 + 280) of it (KernelEfficiency::slice_s0,
+// scripts/moe_slice_fit.py): 6.96 ms, compute-bound (the expert read, 128 x 24.9 M params x 0.53125 B + the
+// rows' activations, is 1.12 ms at 0.70 of 3.35 TB/s); the BF16 router (128 x 2880) is memory-bound:
+// (128 x 2880 x 2 + 2 x 8192 x (128 + 2880)) B at 0.80 of HBM. 36 layers: ~251 ms, and the fixed 14 us +
+// 128 x 0.21 us a layer (physics.h kMoeCallLatencyS, kMoeExpertOverheadS): ~253 ms.
+TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
+  const auto m = corpus_model("gpt-oss-120b");
+  const auto c = hardware::parse_cluster("1xH100");
+  auto launch = test_launch(m, c, 1);
+  launch.execution.moe = engines::MoeKernel::kTritonKernels;
+  const StepModel sm(launch, c);
+  RankLoad r;
+  r.requests = r.prefill_requests = r.sampled_tokens = 1;
+  r.query_tokens = r.prefill_tokens = 8192;
+  const double P = 989e12, B = 3.35e12;
+  const double experts = 2.0 * 32768 * (5760.0 * 2880 + 2880.0 * 2880) / (P * 0.26 * 2880 / (2880 + 280));
+  const double router = (128.0 * 2880 * 2 + 2.0 * 8192 * (128 + 2880)) / (B * 0.80);
+  const double fixed = detail::kMoeCallLatencyS + 128 * detail::kMoeExpertOverheadS;  // 40.9 us a layer
+  EXPECT_NEAR(sm.cost({&r, 1}, 1, false, false).moe_s, 36 * (experts + fixed + router), 1e-9);
+  EXPECT_NEAR(36 * (experts + fixed + router), 0.2526, 0.0005);
 }
 
 }  // namespace

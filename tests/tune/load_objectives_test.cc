@@ -204,10 +204,10 @@ TEST(Progress, PlannedTotalTwinGuideAndSloRunLines) {
   EXPECT_NE(text.find("[1/~2] a baseline (baseline, r0): 30.00 Total Token throughput (tok/s)"),
             std::string::npos)
       << text;
-  // P99 TTFT = 100 ms × 4; Mean TPOT 10 ms; goodput 0.9 × 4.
-  EXPECT_NE(
-      text.find("[2/~2] a baseline (slo, r0): goodput 3.60 req/s; Mean TPOT 10.0 ms, P99 TTFT 400.0 ms"),
-      std::string::npos)
+  // The load probed (new-user trial: missing), P99 TTFT = 100 ms × 4; Mean TPOT 10 ms; goodput 0.9 × 4.
+  EXPECT_NE(text.find("[2/~2] a baseline (slo, r0): at 4 req/s: goodput 3.60 req/s; Mean TPOT 10.0 ms, P99 "
+                      "TTFT 400.0 ms"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("[3, past the ~2 planned] a baseline"), std::string::npos) << text;
   s.target = Target::kLocal;

@@ -226,7 +226,8 @@ TEST(Report, TwinPredictionsShowTheirErrorBand) {
       r.metrics[kTwinWarningsMetric] = e == &f.outcome.best ? 0 : 2;
       if (e != &f.outcome.best)
         r.result_block += std::string(kTwinNotePrefix) + "warning: H100-PCIE was never measured | x\n" +
-                          kTwinNotePrefix + "assumed draft acceptance 0.85 per draft token\n";
+                          kTwinNotePrefix + "warning: not modelled: y\n" + kTwinNotePrefix +
+                          "assumed draft acceptance 0.85 per draft token\n";
     }
   ReportInput in{&f.study, &f.outcome, f.ev.records(), {}};
   const std::string md = render_markdown(in);
@@ -239,9 +240,17 @@ TEST(Report, TwinPredictionsShowTheirErrorBand) {
   // The warnings themselves, listed (new-user trial: "`servelab sim run` on the command prints them").
   EXPECT_NE(md.find("**The twin gave 2 warning(s) for this launch** (outside its validation corpus or on a "
                     "kernel path it has no figure for):\n\n- warning: H100-PCIE was never measured \\| x\n"
-                    "- assumed draft acceptance 0.85 per draft token\n"),
+                    "- warning: not modelled: y\n\nThe twin assumed:\n\n- assumed draft acceptance 0.85 per "
+                    "draft token\n"),
             std::string::npos)
       << md;
+  // A store of an older build has no notes under its blocks: the count says where to read them.
+  for (auto& [id, r] : f.outcome.recommended_eval.first) r.result_block.clear();
+  EXPECT_NE(
+      render_markdown(in).find("**The twin gave 2 warning(s) for this launch** (outside its validation "
+                               "corpus or on a kernel path it has no figure for): `servelab sim run` on "
+                               "the command prints them."),
+      std::string::npos);
   // Without band metrics (a measured study) there is no band line.
   Fixture measured;
   EXPECT_EQ(render_markdown({&measured.study, &measured.outcome, measured.ev.records(), {}})

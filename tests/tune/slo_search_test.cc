@@ -429,6 +429,22 @@ TEST(SloSearchStandIn, AStoredGoodputBandIsReusedNotSearchedAgain) {
   EXPECT_EQ(b.goodput_low_req_s, a.goodput_low_req_s);
   EXPECT_LT(runs, with_band_searches);  // the search's own probes only
   EXPECT_EQ(runs, static_cast<int>(a.probes.size()));
+  // A band an older build stored without the throughput band's floor (±1% here) is widened as a fresh one
+  // is: the prediction's ±30% tok/s band at that load.
+  GoodputBandRecord narrow = *stored;
+  narrow.low_req_s = 0.99 * narrow.goodput_req_s, narrow.high_req_s = 1.01 * narrow.goodput_req_s;
+  const TrialRunner wide_tok_s = [&](const TrialRequest& req) {
+    TrialOutcome out = runner(req);
+    for (auto& sc : out.scenarios) sc.metrics[kBandTokSMetric] = 30;
+    return out;
+  };
+  Evaluator old_store(s, wide_tok_s, RunnerKind::kTwin, nullptr, {}, nullptr, nullptr, {});
+  old_store.set_goodput_bands({narrow});
+  const SloResult c = slo_search(s, old_store, CandidateConfig{"a", {}});
+  ASSERT_EQ(c.request_goodput_req_s, narrow.goodput_req_s);
+  EXPECT_NEAR(c.goodput_low_req_s, 0.7 * c.request_goodput_req_s, 1e-9);
+  EXPECT_NEAR(c.goodput_high_req_s, 1.3 * c.request_goodput_req_s, 1e-9);
+  EXPECT_NEAR(*c.goodput_band_pct, 30, 1e-9);
 }
 
 TEST(SloSearchStandIn, SaturationToleranceIsThreeSigmaOfThePoissonSpan) {

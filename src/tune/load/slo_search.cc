@@ -480,10 +480,9 @@ void set_goodput_band(SloResult& r, double low_req_s, double high_req_s) {
 /// The twin's band on a predicted goodput (issue 30 §2), propagated from its TTFT and TPOT bands: the SLO
 /// search again with the bounds shifted by each metric's band both ways (latency_shifted), on the twin's
 /// runner with each shifted study's own --goodput bounds (so each run counts its requests against the
-/// shifted bounds too); these runs are not the study's trials (no store, no progress); each end is then
-/// widened to at least the throughput band (kBandTokSMetric) of the goodput's load point: the capacity the
-/// shifted bounds do not move. Sets goodput_low_req_s, goodput_high_req_s and goodput_band_pct (the larger
-/// distance from the goodput, in % of it).
+/// shifted bounds too); these runs are not the study's trials (no store, no progress). Sets
+/// goodput_low_req_s, goodput_high_req_s and goodput_band_pct (the larger distance from the goodput, in % of
+/// it); slo_search then widens it (widen_to_throughput_band).
 void propagate_goodput_band(const Study& study, const Evaluator& twin, const CandidateConfig& config,
                             SloResult& r) {
   const auto low = latency_shifted(study, r, +1), high = latency_shifted(study, r, -1);
@@ -493,18 +492,21 @@ void propagate_goodput_band(const Study& study, const Evaluator& twin, const Can
     return search_once(shifted, ev, config, "slo-band");
   };
   const SloResult lo = search(*low), hi = search(*high);
-  double low_req_s = lo.goodput_found ? std::min(lo.request_goodput_req_s, r.request_goodput_req_s) : 0;
-  double high_req_s = std::max(hi.goodput_found ? hi.request_goodput_req_s : 0, r.request_goodput_req_s);
-  // The shifted bounds move the latencies, never the capacity: a top pick far under its TPOT bound whose
-  // p99 TTFT jumps past it at saturation kept ±3% while the twin's throughput band was ±25% (new-user
-  // trial). Requests served per second scale with the throughput, so the goodput's band is at least the
-  // throughput's band at the goodput's load point.
-  if (const auto it = r.metrics.find(kBandTokSMetric); it != r.metrics.end() && it->second > 0) {
-    const double g = r.request_goodput_req_s;
-    low_req_s = std::min(low_req_s, g * std::max(0.0, 1 - it->second / 100));
-    high_req_s = std::max(high_req_s, g * (1 + it->second / 100));
-  }
-  set_goodput_band(r, low_req_s, high_req_s);
+  set_goodput_band(r, lo.goodput_found ? std::min(lo.request_goodput_req_s, r.request_goodput_req_s) : 0,
+                   std::max(hi.goodput_found ? hi.request_goodput_req_s : 0, r.request_goodput_req_s));
+}
+
+/// Widens `r`'s goodput band to at least the throughput band (kBandTokSMetric) at the goodput's load point:
+/// the shifted bounds move the latencies, never the capacity (new-user trial: a top pick far under its TPOT
+/// bound whose p99 TTFT jumps past it at saturation read ±3% beside a ±25% throughput band), and requests
+/// served per second scale with the throughput. Idempotent (min / max), so a band stored by an older build
+/// (--resume, `servelab report`) is widened as a fresh one is.
+void widen_to_throughput_band(SloResult& r) {
+  const auto it = r.metrics.find(kBandTokSMetric);
+  if (!r.goodput_band_pct || it == r.metrics.end() || !(it->second > 0)) return;
+  const double g = r.request_goodput_req_s;
+  set_goodput_band(r, std::min(r.goodput_low_req_s, g * std::max(0.0, 1 - it->second / 100)),
+                   std::max(r.goodput_high_req_s, g * (1 + it->second / 100)));
 }
 
 }  // namespace
@@ -517,10 +519,12 @@ SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateCo
   const GoodputBandRecord* b = evaluator.goodput_band(r.config_key, r.scenario);
   if (b && b->goodput_req_s == r.request_goodput_req_s) {
     set_goodput_band(r, b->low_req_s, b->high_req_s);
+    widen_to_throughput_band(r);
     return r;
   }
   if (evaluator.replays()) return r;
   propagate_goodput_band(study, evaluator, config, r);
+  widen_to_throughput_band(r);
   if (r.goodput_band_pct)
     evaluator.record_goodput_band(GoodputBandRecord{r.config_key, r.scenario, r.request_goodput_req_s,
                                                     r.goodput_low_req_s, r.goodput_high_req_s});

@@ -186,23 +186,24 @@ std::string band_text(const Evaluation& e) {
         tok->second, get(kBandTtftMetric), get(kBandTpotMetric));
     if (e.slo && e.slo->goodput_band_pct)
       s += fmt::format(
-          " Propagated to the goodput (the SLO search with each bound shifted by its metric's band): {:.2f} "
-          "to "
-          "{:.2f} req/s ({}).",
+          " Propagated to the goodput (the SLO search with each bound shifted by its metric's band, and at "
+          "least the throughput band at that load): {:.2f} to {:.2f} req/s ({}).",
           e.slo->goodput_low_req_s, e.slo->goodput_high_req_s, prediction_band(e, kBandGoodputKey, 0).text());
-    if (const double w = get(kTwinWarningsMetric); w > 0)
-      s += fmt::format(
-          " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
-          "kernel path it has no figure for):",
-          w);
-    // The twin's notes under its result block (twin_runner.cc: warnings, assumed draft acceptance).
-    std::string notes;
+    // The twin's notes under its result block (twin_runner.cc): its warnings, then what it assumed.
+    std::string warnings, assumed;
     for (std::size_t at = 0; (at = r.result_block.find(kTwinNotePrefix, at)) != std::string::npos;) {
       at += std::string_view(kTwinNotePrefix).size();
       const std::size_t end = r.result_block.find('\n', at);
-      notes += "\n- " + md_escape(r.result_block.substr(at, end == std::string::npos ? end : end - at));
+      const std::string note = r.result_block.substr(at, end == std::string::npos ? end : end - at);
+      (note.rfind("warning: ", 0) == 0 ? warnings : assumed) += "\n- " + md_escape(note);
     }
-    return s + (notes.empty() ? "" : "\n" + notes) + "\n\n";
+    if (const double w = get(kTwinWarningsMetric); w > 0)
+      s += fmt::format(
+          " **The twin gave {:.0f} warning(s) for this launch** (outside its validation corpus or on a "
+          "kernel path it has no figure for){}",
+          w, warnings.empty() ? ": `servelab sim run` on the command prints them." : ":\n" + warnings);
+    if (!assumed.empty()) s += "\n\nThe twin assumed:\n" + assumed;
+    return s + "\n\n";
   }
   return "";
 }

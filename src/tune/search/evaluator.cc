@@ -126,13 +126,16 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
-/// What the progress line shows of a finished scenario: an SLO search run's goodput and the values its
-/// targets bound ("goodput 3.20 req/s; P99 TTFT 1234 ms, Mean TPOT 45.2 ms"), else the [objective] metric.
+/// What the progress line shows of a finished scenario: an SLO search run's load, goodput and the values its
+/// targets bound ("at 16 req/s: goodput 3.20 req/s; P99 TTFT 1234 ms, Mean TPOT 45.2 ms"; new-user trial:
+/// the load probed was missing), else the [objective] metric.
 std::string scenario_progress_text(const Study& study, const std::string& phase,
-                                   const std::map<std::string, double>& m) {
+                                   const std::string& scenario_id, const std::map<std::string, double>& m) {
   if (phase.rfind("slo", 0) == 0 && !study.slo.targets.empty()) {  // "slo", "slo-band"
     auto g = m.find("Request goodput (req/s)");
     std::string out = g == m.end() ? "" : fmt::format("goodput {:.2f} req/s", g->second);
+    if (const auto load = split_load_scenario_id(scenario_id))
+      out = fmt::format("at {}{}{}", load->second.text(), out.empty() ? "" : ": ", out);
     std::string sep = "; ";
     for (const SloTarget& t : study.slo.targets) {
       const auto v = m.find(t.label);
@@ -532,7 +535,7 @@ void Evaluator::finish_trial(const Evaluation& ev, const Rendered& cmd, const st
       };
       const auto it = std::find_if(ss.begin(), ss.end(), objective_scenario);
       const ScenarioResult& shown = it != ss.end() ? *it : ss.front();
-      result = scenario_progress_text(study_, phase, shown.metrics);
+      result = scenario_progress_text(study_, phase, shown.scenario_id, shown.metrics);
       if (it == ss.end()) result += " on " + shown.scenario_id + " (not the objective's scenario)";
     }
     result = redact_study_secrets(study_, result);  // a failure reason may quote the engine's command or log

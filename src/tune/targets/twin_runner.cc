@@ -122,32 +122,21 @@ std::vector<sim::WorkloadRequest> build_workload(const std::string& id, const Tw
   return out;
 }
 
-/// The trial status a failure's text reads as (out of memory, run time, else refused at start-up).
-TrialStatus classify(const std::string& reason) {
-  std::string r = reason;
-  std::transform(r.begin(), r.end(), r.begin(), ::tolower);
-  if (r.find("out of memory") != std::string::npos || r.find("oom") != std::string::npos ||
-      r.find("memory") != std::string::npos)
-    return TrialStatus::kOutOfMemory;
-  if (r.find("runtime") != std::string::npos || r.find("run time") != std::string::npos ||
-      r.find("run-time") != std::string::npos)
-    return TrialStatus::kCrashed;
-  return TrialStatus::kStartupRefused;
-}
-
-/// The trial status of a predicted failure: the twin's own kind where it says (a memory plan that does not
-/// fit: out of memory; an engine's start-up refusal: refused, even when its text names memory, "GPU memory
-/// fraction 1.5 is outside (0, 1]" read as out of memory and was retried "to save memory", new-user trial),
-/// else from the text.
+/// The trial status of a predicted failure, by the twin's own kind: a memory plan that does not fit is out
+/// of memory; an engine's refusal at start-up is refused, even when its text names memory ("GPU memory
+/// fraction 1.5 is outside (0, 1]" read as out of memory and was retried "to save memory", new-user trial);
+/// a failure under load is a crash; a launch the twin does not model is refused (the twin cannot start it).
 TrialStatus classify(const sim::PredictedFailure& f) {
   switch (f.kind) {
     case sim::PredictedFailure::Kind::kOutOfMemory:
       return TrialStatus::kOutOfMemory;
+    case sim::PredictedFailure::Kind::kRuntime:
+      return TrialStatus::kCrashed;
     case sim::PredictedFailure::Kind::kStartup:
-      return TrialStatus::kStartupRefused;
-    default:
-      return classify(f.message);
+    case sim::PredictedFailure::Kind::kUnsupported:
+      break;
   }
+  return TrialStatus::kStartupRefused;
 }
 
 }  // namespace
@@ -425,9 +414,11 @@ std::vector<ModelRefusal> model_refusals(const Study& study) {
   try {
     cluster = hardware::parse_cluster(
         fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
-    hub::FetchRequest local;  // no download before the study starts: the first trial says what it finds
-    local.download = false;
-    spec = study.model_config.empty() ? model::resolve_model(study.model, local)
+    // On the twin, the model the twin resolves anyway (its config from the Hub when nothing local has it);
+    // elsewhere only what is on this machine: the first trial says what the engine finds.
+    hub::FetchRequest fetch;
+    fetch.download = study.target == Target::kTwin;
+    spec = study.model_config.empty() ? model::resolve_model(study.model, fetch)
                                       : model::load_config_with_modelopt(study.model_config);
   } catch (const std::exception&) {
     return out;
@@ -442,10 +433,7 @@ std::vector<ModelRefusal> model_refusals(const Study& study) {
           }).config;
       const auto resolved = engines::resolve_launch(cfg, *spec, cluster);
       if (const auto* f = std::get_if<engines::LaunchFailure>(&resolved)) {
-        const std::string_view suffix = ".architecture.release";
-        if (f->rule.size() > suffix.size() &&
-            f->rule.compare(f->rule.size() - suffix.size(), suffix.size(), suffix) == 0)
-          out.push_back({e.name, f->message});
+        if (f->rule.ends_with(".architecture.release")) out.push_back({e.name, f->message});
       }
     } catch (const std::exception&) {
       // A command the CLI refuses: check_engine_flags says it.

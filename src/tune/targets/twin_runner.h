@@ -21,7 +21,8 @@ namespace servelab::tune {
 /// ShareGPT lengths of the model's tokenizer family; any dataset file: bench's sampling with --tokenizer,
 /// default the model's tokenizer); sim::predict runs it, and the per-request outputs go through
 /// metrics::compute_metrics and the vLLM console block. Every outcome has predicted = true. Twin failures
-/// map to statuses: memory → kOutOfMemory, run-time → kCrashed, other → kStartupRefused.
+/// map to statuses by their kind (sim::PredictedFailure): memory plan → kOutOfMemory, run time → kCrashed,
+/// start-up refusal or unmodelled launch → kStartupRefused.
 /// Every scenario's workload and the model are prepared here, once: what would fail every trial (a model
 /// the twin cannot resolve, a tokenizer that cannot be loaded, bad bench args) throws TuneSetupError with
 /// the whole message and the fix, before any trial runs, when the study needs the twin (target twin, or a

@@ -34,6 +34,7 @@ LoadCurve measure_curve(const Study& study, Evaluator& evaluator, const Candidat
 /// TTFT and TPOT bands (SloResult::goodput_band_pct: two more searches, trials of phase "slo-band", not
 /// stored), recorded with evaluator.record_goodput_band (the store's goodput_bands); a replaying evaluator
 /// (`servelab report`) cannot run them and takes the recorded band instead, when its goodput is the same.
+/// Either way the band is then widened to at least the prediction's throughput band at that load.
 SloResult slo_search(const Study& study, Evaluator& evaluator, const CandidateConfig& config);
 
 /// The goodput of an SLO search (issue 30): over `r.probes` that passed, are steady (SloProbe::steady) and

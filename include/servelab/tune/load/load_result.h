@@ -111,8 +111,10 @@ struct SloResult {
   std::vector<double> goodput_repeats_req_s;
   /// On the twin: the goodput's band propagated from the prediction's TTFT and TPOT bands (slo_search):
   /// the goodput found when each SLO bound is divided by (1 ± its metric's band), i.e. when the true
-  /// latencies are the twin's off by the band either way; ± percent of request_goodput_req_s (the larger
-  /// side). Nullopt when measured, or when the prediction carries no latency band.
+  /// latencies are the twin's off by the band either way, each end widened to at least the prediction's
+  /// throughput band at that load (the capacity the shifted bounds do not move); ± percent of
+  /// request_goodput_req_s (the larger side). Nullopt when measured, or when the prediction carries no
+  /// latency band.
   std::optional<double> goodput_band_pct;
   double goodput_low_req_s = 0, goodput_high_req_s = 0;  ///< the two ends (req/s) behind goodput_band_pct
 };

@@ -117,7 +117,7 @@ struct SearchOutcome {
   Strategy strategy = Strategy::kGreedy;
   std::vector<EnginePath> engines;  ///< greedy: one per engine; grid: baselines only
   std::vector<Evaluation> ranked;   ///< grid/twin-guided: every evaluated point, best first
-  Evaluation best_baseline;         ///< best engine baseline on the objective
+  Evaluation best_baseline;         ///< best engine baseline (a twin one on an unmodelled path last)
   Evaluation best;                  ///< best config found (on the objective's scenarios)
   /// Ranked above `best` on the objective's scenarios but broke a [[constraints]] bound or failed on another
   /// scenario, in the order tried: each one's evaluation on every scenario (`reason` says where). When none

@@ -29,8 +29,10 @@ struct ModelRefusal {
 /// engine module's architecture bound: engines::resolve_launch's "<engine>.architecture.release" refusal of
 /// the baseline command): no configuration of them can start, whatever its knobs. Only what can be checked
 /// here: an engine without a named release (the twin then takes one that can), or with check_flags = false,
-/// is not checked, nor is any when the model's config.json cannot be read without the network or the GPU is
-/// not in the twin's table. Never throws for those; the first trial then says it.
+/// is not checked, nor is any when the model's config.json cannot be resolved (on target twin as the twin
+/// resolves it, the Hub included; elsewhere from this machine only) or the GPU is not in the twin's table.
+/// Never throws for those; the first trial then says it. The bound is the twin's table (partly recalled):
+/// tune stops a twin study on it, and only warns for a study on real engines.
 std::vector<ModelRefusal> model_refusals(const Study& study);
 
 }  // namespace servelab::tune
