@@ -304,14 +304,21 @@ std::vector<std::string> client_only_flags(const CLI::App& run) {
   });
 }
 
-/// The twin's workload options: arrivals (rate, burstiness, concurrency cap, seed), the chat template's
-/// tokens (none on /v1/completions) and an optional --calibration table.
+/// The twin's workload options: arrivals (rate, burstiness, ramp-up, concurrency cap, seed), the chat
+/// template's tokens (none on /v1/completions) and an optional --calibration table.
 sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::ResolvedConfig& r) {
   sim::WorkloadOptions opt;
   opt.request_rate = r.request_rate;
   opt.burstiness = a.bench.burstiness;
   opt.max_concurrency = a.bench.max_concurrency;
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
+  if (a.bench
+          .ramp_up_strategy) {  // bench's parser checked the three flags together (new-user trial: ignored)
+    opt.ramp_up =
+        *a.bench.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential;
+    opt.ramp_up_start_rps = a.bench.ramp_up_start_rps.value_or(0);
+    opt.ramp_up_end_rps = a.bench.ramp_up_end_rps.value_or(0);
+  }
   if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
   if (!a.calibration.empty())
     opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));
@@ -460,6 +467,9 @@ void run_sim_run(SimRunArgs& a) {
   run.request_rate = r.request_rate;
   run.burstiness = a.bench.burstiness;
   run.max_concurrency = a.bench.max_concurrency;
+  if (a.bench.ramp_up_strategy)
+    run.ramp_up = report::RampUp{*a.bench.ramp_up_strategy, a.bench.ramp_up_start_rps.value_or(0),
+                                 a.bench.ramp_up_end_rps.value_or(0)};
   const auto selected =
       metrics::parse_percentile_metrics(a.bench.percentile_metrics.value_or("ttft,tpot,itl"));
   // A prediction on a kernel path the twin has no figure for is said before its numbers, not only after

@@ -597,8 +597,9 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
   if (!sim.plan().fits) return PredictedFailure{sim.plan().failure, PredictedFailure::Kind::kOutOfMemory};
   const int n = static_cast<int>(requests.size());
   std::vector<double> arrival(n, 0.0);
-  if (std::isfinite(options.request_rate) && n > 0) {
-    if (options.constant_arrivals) {
+  const bool ramp = options.ramp_up != schedule::RampUp::kNone;
+  if ((std::isfinite(options.request_rate) || ramp) && n > 0) {
+    if (options.constant_arrivals && !ramp) {
       for (int i = 0; i < n; ++i) arrival[i] = i / options.request_rate;
     } else {
       schedule::ArrivalOptions a;
@@ -606,6 +607,9 @@ PredictResult predict_resolved(const engines::ResolvedLaunch& launch, const hard
       a.request_rate = options.request_rate;
       a.burstiness = options.burstiness;
       a.seed = static_cast<std::uint32_t>(options.seed);
+      a.ramp_up = options.ramp_up;
+      a.ramp_up_start_rps = options.ramp_up_start_rps;
+      a.ramp_up_end_rps = options.ramp_up_end_rps;
       arrival = schedule::arrival_schedule(a);
     }
   }

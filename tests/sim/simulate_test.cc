@@ -680,6 +680,29 @@ TEST(Simulate, SpeculativeDecodingAcceptsDraftTokens) {
   EXPECT_GT(p.twin.draft_s, 0);
 }
 
+// bench serve's ramp-up (new-user trial: `sim run` ignored --ramp-up-*, predicting a burst 44x off on TTFT):
+// each request is sent at vLLM's ramped schedule, the same schedule::arrival_schedule bench sends by.
+TEST(Simulate, RampUpSendsAtTheRampedSchedule) {
+  Case c;
+  std::vector<WorkloadRequest> w(40, WorkloadRequest{200, 20});
+  WorkloadOptions o;
+  o.ramp_up = schedule::RampUp::kLinear;
+  o.ramp_up_start_rps = 1;
+  o.ramp_up_end_rps = 20;
+  o.seed = 7;
+  const auto& p = ok(predict_resolved(c.launch, c.cluster, w, o));
+  schedule::ArrivalOptions a;
+  a.num_requests = w.size();
+  a.ramp_up = schedule::RampUp::kLinear;
+  a.ramp_up_start_rps = 1;
+  a.ramp_up_end_rps = 20;
+  a.seed = 7;
+  const std::vector<double> sends = schedule::arrival_schedule(a);
+  ASSERT_EQ(p.outputs.size(), sends.size());
+  for (std::size_t i = 0; i < sends.size(); ++i) EXPECT_DOUBLE_EQ(p.outputs[i].send_time_s, sends[i]) << i;
+  EXPECT_GT(sends.back(), 1.0);  // not a burst at t = 0
+}
+
 // A client cap of 4 concurrent requests: never more than 4 in flight as the client sees them (a slot
 // frees when the client has the last token); each request is sent when one before it finishes.
 TEST(Simulate, ClientConcurrencyCap) {

@@ -17,6 +17,8 @@
 #include <variant>
 #include <vector>
 
+#include "servelab/schedule/schedule.h"
+
 #include "servelab/engines/engine_config.h"
 #include "servelab/engines/launch.h"
 #include "servelab/hardware/hardware.h"
@@ -48,6 +50,11 @@ struct WorkloadOptions {
   double request_rate = std::numeric_limits<double>::infinity();  ///< req/s
   double burstiness = 1.0;
   bool constant_arrivals = false;  ///< evenly spaced sends at 1/rate
+  /// bench serve's --ramp-up-strategy / --ramp-up-start-rps / --ramp-up-end-rps (integer req/s): the rate of
+  /// request i moves from start to end (schedule::arrival_schedule); request_rate is then +inf, as vLLM
+  /// requires.
+  schedule::RampUp ramp_up = schedule::RampUp::kNone;
+  int ramp_up_start_rps = 0, ramp_up_end_rps = 0;
   std::optional<int> max_concurrency;
   std::uint64_t seed = 0;
   /// Tokens the chat template adds around each prompt; nullopt = the model's own (openai-chat), 0 for

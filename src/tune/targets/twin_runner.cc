@@ -338,6 +338,12 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   wo.burstiness = a.opts.burstiness;
   wo.max_concurrency = a.opts.max_concurrency;
   wo.seed = static_cast<std::uint64_t>(a.opts.seed);
+  if (a.opts.ramp_up_strategy) {  // a scenario's ramp-up, as `sim run` and bench serve send it
+    wo.ramp_up =
+        *a.opts.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential;
+    wo.ramp_up_start_rps = a.opts.ramp_up_start_rps.value_or(0);
+    wo.ramp_up_end_rps = a.opts.ramp_up_end_rps.value_or(0);
+  }
   if (a.opts.endpoint.find("chat") == std::string::npos) wo.chat_template_tokens = 0;  // as `sim run`
   sim::PredictResult pr;
   try {
