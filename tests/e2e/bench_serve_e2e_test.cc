@@ -699,6 +699,15 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
   EXPECT_NE(p.err.find("error: unrecognized arguments: --num-promptz 5 (did you mean --num-prompts?)"),
             std::string::npos)
       << p.err;
+  // A flag of vllm bench serve servelab does not implement says so and why (new-user trial: it read as a
+  // typo).
+  p = run_process({kBinary, "bench", "serve", "--profile"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(
+      p.err.find("error: unrecognized arguments: --profile (--profile is a vllm bench serve flag servelab "
+                 "does not implement: it starts the server's torch profiler"),
+      std::string::npos)
+      << p.err;
   // vLLM's parser: '_' as '-', unambiguous prefixes (the run then stops at the refused tokenizer mode, before
   // any network), ambiguous ones refused with argparse's message.
   p = run_process(

@@ -39,9 +39,14 @@ std::vector<std::string> parse_bench_args(CLI::App& app, const std::vector<std::
 /// as "--name"; "" when none is that close.
 std::string closest_long_flag(const CLI::App& app, const std::string& flag);
 
+/// Why servelab's bench does not implement `flag` ("--profile" or "--profile=x"), a flag of vllm bench serve
+/// 0.13; nullptr for any other flag.
+const char* vllm_flag_not_implemented(const std::string& flag);
+
 /// argparse's message for arguments nobody consumed (`extras`, in order, as parse_bench_args returns them):
 /// "unrecognized arguments: --num-promptz 200 (did you mean --num-prompts?)", the hint for the first long
-/// flag among them that is within 2 edits of one of `app`'s.
+/// flag among them that is within 2 edits of one of `app`'s, or why servelab does not implement it when it
+/// is a flag of vllm bench serve (vllm_flag_not_implemented).
 std::string unrecognized_arguments(const CLI::App& app, const std::vector<std::string>& extras);
 
 }  // namespace servelab::bench
