@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <memory>
 
 #include "bench/http_get.h"
@@ -182,7 +183,28 @@ struct RunContext {
   std::optional<detail::SessionMetrics> sessions;
 };
 
-// Stage 1: print(args), then validate: resolved flags, metric options, the --shard spec and --start-at.
+// --result-dir is made and checked writable before the run (vLLM makes it after the run: a new-user trial
+// lost a finished run's JSON to an unwritable directory, exit 1 after the report).
+void check_result_dir(const RunOptions& config) {
+  if ((!config.save_result && !config.append_result) || !config.result_dir || config.result_dir->empty())
+    return;
+  const std::filesystem::path dir = *config.result_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw ConfigError(
+        fmt::format("--result-dir {}: cannot create it: {} (checked before the run, so that no "
+                    "result is lost)",
+                    dir.string(), ec.message()));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError(
+        fmt::format("--result-dir {}: not writable (checked before the run, so that no result is "
+                    "lost)",
+                    dir.string()));
+}
+
+// Stage 1: print(args), then validate: resolved flags, metric options, the --shard spec, --start-at and
+// --result-dir.
 void validate_arguments(RunContext& x) {
   const RunOptions& config = x.config;
   x.print.line("{}", namespace_repr(config));
@@ -201,6 +223,7 @@ void validate_arguments(RunContext& x) {
         *config.start_at,
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
+  check_result_dir(config);
 }
 
 // Stage 2: URLs and headers, then the model: --model, or the server's first model (GET /v1/models).

@@ -699,6 +699,12 @@ TEST_F(BenchServeE2E, UnknownFlagAndBadValuesAreNamed) {
   EXPECT_NE(p.err.find("error: unrecognized arguments: --num-promptz 5 (did you mean --num-prompts?)"),
             std::string::npos)
       << p.err;
+  // --result-dir is checked before the run (no server here: the check comes first), so a finished run's
+  // JSON is never lost to a directory that cannot be made (new-user trial).
+  p = run_process(
+      {kBinary, "bench", "serve", "--port", "1", "--save-result", "--result-dir", "/etc/hostname/x"});
+  EXPECT_EQ(p.exit_code, 2) << p.out << p.err;
+  EXPECT_NE(p.err.find("--result-dir /etc/hostname/x: cannot create it"), std::string::npos) << p.err;
   // A flag of vllm bench serve servelab does not implement says so and why (new-user trial: it read as a
   // typo).
   p = run_process({kBinary, "bench", "serve", "--profile"});
