@@ -212,6 +212,7 @@ void oversample(std::vector<SampleRequest>& requests, int num_prompts, std::int6
     for (std::size_t i = 0; i < needed; ++i) {
       SampleRequest copy = requests[rng.choice_index(base)];  // choice over the original list
       copy.request_id = fmt::format("{}{}", request_id_prefix, base + i);
+      copy.oversampled = true;
       requests.push_back(std::move(copy));
     }
   }

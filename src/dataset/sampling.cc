@@ -82,8 +82,11 @@ std::string render_single_user_chat(const tokenizer::Tokenizer& tok, std::string
 
 }  // namespace
 
-std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const tokenizer::Tokenizer& tok,
-                                           std::vector<std::string>* warnings) {
+namespace {
+
+/// sample_requests without its oversampling note: the sampler of `options.dataset_name`.
+std::vector<SampleRequest> sample_dataset(const DatasetOptions& options, const tokenizer::Tokenizer& tok,
+                                          std::vector<std::string>* warnings) {
   const DatasetOptions o = resolve_length_aliases(options);
   validate_options(o);
   // Chat prompts rendered with --tokenizer-mode deepseek_v32 by a tokenizer that is not DeepSeek's: said
@@ -180,6 +183,23 @@ std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const 
         *o.dataset_path);
   }
   throw std::runtime_error(fmt::format("--dataset-name {}: not supported", o.dataset_name));
+}
+
+}  // namespace
+
+std::vector<SampleRequest> sample_requests(const DatasetOptions& options, const tokenizer::Tokenizer& tok,
+                                           std::vector<std::string>* warnings) {
+  std::vector<SampleRequest> out = sample_dataset(options, tok, warnings);
+  // vLLM logs it (maybe_oversample_requests); a new-user trial sent 100 copies of one conversation with no
+  // word of it (on a server with prefix caching, TTFT then reads better than it is).
+  const auto copies =
+      std::count_if(out.begin(), out.end(), [](const SampleRequest& r) { return r.oversampled; });
+  if (copies > 0 && warnings)
+    warnings->push_back(
+        fmt::format("Oversampled requests to reach {} total samples ({} copies of the dataset's "
+                    "{} usable requests; --no-oversample sends only those)",
+                    out.size(), copies, out.size() - static_cast<std::size_t>(copies)));
+  return out;
 }
 
 std::string multimodal_messages_json(const SampleRequest& r) {

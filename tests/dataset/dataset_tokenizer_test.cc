@@ -3,6 +3,10 @@
 // custom dataset, prefix_repetition and real reply lengths of the ShareGPT-form files.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include <fstream>
 #include <map>
 #include <set>
@@ -108,6 +112,25 @@ TEST(ShareGptWithTokenizer, LengthsIncludeBosAndFiltersHold) {
     EXPECT_EQ(got[i].prompt_len, want[i][1]) << i;
     EXPECT_EQ(got[i].output_len, want[i][2]) << i;
   }
+  // Without --no-oversample the usable records are copied up to --num-prompts, and it is said, as vLLM logs
+  // it (new-user trial: 100 copies of one conversation sent with no word).
+  o.num_prompts = 100;
+  std::vector<std::string> warnings;
+  const std::size_t usable = sample_requests(o, deepseek(), &warnings).size();  // --no-oversample
+  ASSERT_LT(usable, 100u);
+  EXPECT_TRUE(warnings.size() == 1 && warnings[0].find("--no-oversample") != std::string::npos);
+  o.no_oversample = false;
+  warnings.clear();
+  const auto all = sample_requests(o, deepseek(), &warnings);
+  ASSERT_EQ(all.size(), 100u);
+  const auto copies =
+      std::count_if(all.begin(), all.end(), [](const SampleRequest& r) { return r.oversampled; });
+  EXPECT_EQ(static_cast<std::size_t>(copies), 100 - usable);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            fmt::format("Oversampled requests to reach 100 total samples ({} copies of the dataset's "
+                        "{} usable requests; --no-oversample sends only those)",
+                        100 - usable, usable));
   EXPECT_EQ(got.size(), 30u);  // 35 of the 50 pass the filters
 }
 

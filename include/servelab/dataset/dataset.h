@@ -36,6 +36,8 @@ struct SampleRequest {
   /// `--request-id-prefix` + index (sent as x-request-id). Empty means "no request id" (vLLM gives
   /// prefix_repetition requests none).
   std::string request_id;
+  /// A copy `oversample` made of another request to reach num_prompts (vLLM's random.choice).
+  bool oversampled = false;
   /// Multimodal items (random-mm): `data:image/jpeg;base64,...` URLs, sent after the text part of the
   /// chat message as `{"type": "image_url", "image_url": {"url": ...}}` (vLLM's openai-chat request).
   std::vector<std::string> image_urls;
@@ -159,7 +161,8 @@ void validate_options(const DatasetOptions& options);
 /// Throws std::runtime_error with the file path, record index and problem for a malformed dataset, the
 /// flag for a bad combination, and a clear message when no usable record remains.
 /// `warnings` (optional) receives vLLM's logged warnings (random/prefix_repetition total token mismatch
-/// after the decode/re-encode fix-up; sharegpt short of num_prompts with --no-oversample).
+/// after the decode/re-encode fix-up; sharegpt short of num_prompts with --no-oversample) and its
+/// "Oversampled requests to reach N total samples" (with how many are copies).
 /// Thread-safety: reentrant (no global state; each call owns its RNGs).
 std::vector<SampleRequest> sample_requests(const DatasetOptions& options,
                                            const tokenizer::Tokenizer& tokenizer,
