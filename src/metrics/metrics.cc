@@ -297,12 +297,16 @@ void summarize_schedule_lag(Samples& s, const std::vector<double>& percentiles, 
 
 // Exact peak of concurrent successful requests over [send, send + latency): a sweep line, departures first.
 int peak_in_flight(std::span<const RequestOutput> outputs, std::size_t completed) {
-  std::vector<std::pair<double, int>> events;
+  // Times in whole nanoseconds: a capped client sends the next request when one ends, and send + latency of
+  // the one that ended can land an ulp after that send (the twin's `sim run` read 33 at --max-concurrency
+  // 32).
+  std::vector<std::pair<std::int64_t, int>> events;
   events.reserve(2 * completed);
+  const auto ns = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); };
   for (const RequestOutput& out : outputs) {
     if (!out.success) continue;
-    events.emplace_back(out.send_time_s, +1);
-    events.emplace_back(out.send_time_s + out.latency_s, -1);
+    events.emplace_back(ns(out.send_time_s), +1);
+    events.emplace_back(ns(out.send_time_s + out.latency_s), -1);
   }
   std::sort(events.begin(), events.end());  // (time, delta): departures (-1) first at equal times
   int active = 0, peak = 0;

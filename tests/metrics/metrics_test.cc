@@ -1,6 +1,7 @@
 // compute_metrics against hand-computed per-request timings (every reported number), plus the flag parsers.
 #include "servelab/metrics/metrics.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -124,6 +125,17 @@ TEST(ComputeMetrics, EveryNumberOfAHandComputedRun) {
   EXPECT_EQ(m.max_concurrent_requests, 3);
   // ... although at most 2 are ever in flight at once ([0,2) [2,3) [1.5,3.5)).
   EXPECT_EQ(m.max_concurrent_requests_exact, 2);
+  {
+    // A capped client sends the next request when one ends; the ended one's send + latency may land an ulp
+    // later than that send (the twin's `sim run` read 33 in flight at --max-concurrency 32): one at a time.
+    std::vector<RequestOutput> chain(2);
+    chain[0].success = chain[1].success = true;
+    chain[0].send_time_s = 0.1, chain[0].latency_s = 0.2;
+    chain[1].send_time_s = std::nextafter(0.1 + 0.2, 0.0), chain[1].latency_s = 0.2;
+    ASSERT_LT(chain[1].send_time_s, chain[0].send_time_s + chain[0].latency_s);
+    for (auto& c : chain) c.ttft_s = 0.1, c.output_tokens = 2, c.prompt_len = 1, c.itl_s = {0.1};
+    EXPECT_EQ(compute_metrics(chain, 1.0, MetricsOptions{}).max_concurrent_requests_exact, 1);
+  }
   // Tokens per bucket: A's first chunk (0.5 s) precedes its first text (TTFCT 0.75: a role-only chunk), so
   // its 5 tokens spread over its other 4 chunks, 1.25 each; B 1; C exact {2,0,1} -> {0: 1.25, 1: 2.5 + 2,
   // 2: 1.25 + 0, 3: 1 + 1} (new-user trial: the role chunk got a share, the peak shifted toward TTFT).
