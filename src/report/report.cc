@@ -174,11 +174,12 @@ std::string format_console_extras(const RunInfo& run, const BenchmarkMetrics& m)
     row(out, "Usage/tokenizer count mismatches:", m.usage_mismatches);
   }
   if (run.interrupted)
-    out.append(m.not_sent > 0 ? fmt::format("Run interrupted (Ctrl-C): results cover the finished requests "
-                                            "only; {} request(s) were never sent\n",
-                                            m.not_sent)
-                              : std::string("Run interrupted (Ctrl-C): results cover the finished requests "
-                                            "only\n"));
+    out.append(m.not_sent > 0
+                   ? fmt::format("Run interrupted (Ctrl-C or SIGTERM): results cover the finished requests "
+                                 "only; {} request(s) were never sent\n",
+                                 m.not_sent)
+                   : std::string("Run interrupted (Ctrl-C or SIGTERM): results cover the finished requests "
+                                 "only\n"));
   out.append(50, '=');
   out.push_back('\n');
   // An interrupted run cancelled its requests in flight, and a run whose every request failed was answered

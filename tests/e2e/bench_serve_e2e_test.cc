@@ -568,7 +568,7 @@ TEST_F(BenchServeE2E, SigintWritesInterruptedReport) {
   EXPECT_NE(p.err.find("Interrupted: stopping new requests"), std::string::npos) << p.err;
   auto block = report_block(p.out);
   ASSERT_FALSE(block.empty()) << p.out;
-  EXPECT_NE(p.out.find("Run interrupted (Ctrl-C)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("Run interrupted (Ctrl-C or SIGTERM)"), std::string::npos) << p.out;
   auto j = read_json(dir / "int.json");
   EXPECT_EQ(j["servelab"]["interrupted"], true);
   // The 4 in flight (--max-concurrency 4) were cancelled: failed; the 16 waiting for a slot were never sent.

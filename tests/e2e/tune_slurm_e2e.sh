@@ -87,6 +87,10 @@ wait_for 60 "3 trials running at once" '[ "$(running_jobs)" -ge 3 ]'
 peak=$(running_jobs)
 # Kill tune while the two slow trials run (their engines take 900 s to start).
 wait_for 60 "the first trial recorded" '[ "$(trials_of out)" -ge 1 ]'
+# The fifth trial is submitted when the first frees its slot: killed between its sbatch and its row in the
+# store, its job would run unrecorded and the resumed tune submit it again (a known race of SIGKILL, in the
+# session note; a clean-clone run under load hit it). Kill once it is recorded.
+wait_for 60 "the fifth job recorded" '[ "$(jobs_of out)" -ge 5 ]'
 kill -9 "$TUNE_PID"; wait "$TUNE_PID" 2>/dev/null || true; TUNE_PID=""
 db out/results.sqlite "select trial_key || '=' || job_id from slurm_jobs order by trial_key" > jobs_before.txt
 limit_job=$(db out/results.sqlite "select job_id from slurm_jobs where trial_key like '%variant=slow-limit%'")

@@ -222,7 +222,7 @@ TEST(ConsoleExtras, FailuresLagReasoningAndMismatchWarning) {
       "Reasoning tokens:                        1234      \n"
       "Requests with reasoning:                 7         \n"
       "Usage/tokenizer count mismatches:        4         \n"
-      "Run interrupted (Ctrl-C): results cover the finished requests only\n"
+      "Run interrupted (Ctrl-C or SIGTERM): results cover the finished requests only\n"
       "==================================================\n"
       "WARNING: server usage.completion_tokens and the tokenizer's count differ for 4 of 100 requests (5 "
       "tokens in total); reported output tokens use the server's usage.\n";
