@@ -7,7 +7,8 @@
 #   2. Ctrl-C while jobs run: tune exits 130 and its jobs are cancelled (scancel), none left in squeue;
 #   3. the study: three or four trials run at once ([slurm] max_parallel = 4, 2 of the 8 GRES GPUs each); tune is
 #      killed (SIGKILL) while jobs run; one running job is cancelled from outside (scancel); the resumed tune
-#      waits for the jobs still running instead of submitting them again (one job per trial, the same ids);
+#      waits for the jobs still running instead of submitting them again (one job per trial, the same ids),
+#      also for a job whose id the killed tune had not written yet (found by its batch script);
 #      the slow trial ends at its 1-minute time limit; every trial is classified (ok, time_limit, cancelled).
 # Every wait is bounded. Usage: tune_slurm_e2e.sh SERVELAB_BINARY
 set -euo pipefail
@@ -43,7 +44,8 @@ print("\n".join("|".join(str(c) for c in r) for r in rows))
 PY
 }
 trials_of() { db "$1/results.sqlite" "select count(*) from trials" 2>/dev/null || echo 0; }
-jobs_of() { db "$1/results.sqlite" "select count(*) from slurm_jobs" 2>/dev/null || echo 0; }
+jobs_of() { db "$1/results.sqlite" "select count(*) from slurm_jobs where job_id != ''" 2>/dev/null || echo 0; }
+db_write() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.execute(sys.argv[2]); c.commit()' "$@"; }
 live_jobs() { squeue -h --name=servelab-slurm-e2e -t PENDING,RUNNING,CONFIGURING,COMPLETING -o %i | wc -l; }
 running_jobs() { squeue -h --name=servelab-slurm-e2e -t RUNNING -o %i | wc -l; }
 wait_for() {  # seconds, description, condition (shell text, evaluated each time): until it holds
@@ -98,11 +100,16 @@ cancel_job=$(db out/results.sqlite "select job_id from slurm_jobs where trial_ke
 [ -n "$limit_job" ] && [ -n "$cancel_job" ] || fail "the slow trials were not submitted before the kill"
 squeue -h -j "$limit_job,$cancel_job" -t RUNNING -o %i | grep -q . || fail "the slow jobs died with tune"
 scancel "$cancel_job"
+# The race above, made to happen: tune killed after sbatch returned the slow-limit trial's id but before it was
+# written leaves the row sbatch's caller writes first (no id, SUBMITTING). --resume finds the job by its script.
+db_write out/results.sqlite "update slurm_jobs set job_id = '', state = 'SUBMITTING' where trial_key like '%variant=slow-limit%'"
 "$BIN" tune "$STUDY" --out out --resume > run2.txt 2>&1 & TUNE_PID=$!
 set +e; timeout 200 tail --pid="$TUNE_PID" -f /dev/null; wait "$TUNE_PID"; rc=$?; set -e; TUNE_PID=""
 [ "$rc" -eq 0 ] || fail "the resumed study exited $rc"
-grep -q "slurm: job $limit_job of vllm{variant=slow-limit} from the earlier run (RUNNING): waiting for it, not submitting again" run2.txt ||
-  fail "the resumed tune did not wait for the running job $limit_job"
+grep -q "slurm: job $limit_job of vllm{variant=slow-limit} was submitted by the earlier run but its id not recorded" run2.txt ||
+  fail "the resumed tune did not find the unrecorded job $limit_job by its script"
+grep -q "slurm: job $cancel_job of vllm{variant=slow-cancel} from the earlier run (RUNNING): waiting for it, not submitting again" run2.txt ||
+  fail "the resumed tune did not wait for the job $cancel_job"
 # One job per trial: every job id of the killed run is the one the trial ended with, one output per trial.
 db out/results.sqlite "select trial_key || '=' || job_id from slurm_jobs order by trial_key" > jobs_after.txt
 while IFS= read -r line; do

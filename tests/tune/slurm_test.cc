@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -52,10 +53,13 @@ TEST(SlurmStates, ParsesSqueueAndSacct) {
       "12|RUNNING|None\n13|PENDING|Resources\n\n14|TIMEOUT|TimeLimit\n15|CANCELLED by 0\n");
   ASSERT_EQ(st.size(), 4u);
   EXPECT_EQ(st.at("12").state, "RUNNING");
-  EXPECT_EQ(st.at("13").reason, "Resources");
+  EXPECT_EQ(st.at("13").detail, "Resources");
   EXPECT_EQ(st.at("14").state, "TIMEOUT");
   EXPECT_EQ(st.at("15").state, "CANCELLED");
-  EXPECT_EQ(st.at("15").reason, "");
+  EXPECT_EQ(st.at("15").detail, "");
+  // squeue -o "%i|%T|%o": the command (a batch script's path) is the rest of the line, '|' included.
+  EXPECT_EQ(parse_slurm_states("16|PENDING|/out/slurm/a|b/job.sh\n").at("16").detail,
+            "/out/slurm/a|b/job.sh");
 }
 
 TEST(SlurmTime, FormatsAndParses) {
@@ -342,7 +346,8 @@ TEST(SlurmResult, RoundTrips) {
 
 /// A directory with fake sbatch/squeue/scancel: sbatch numbers jobs 1, 2, ... and, when RESULT_OK is set,
 /// writes an ok RESULT.json for the job; squeue prints each asked id with the state in state.<id> (default
-/// COMPLETED) and logs the ids it was asked about; scancel logs its arguments.
+/// COMPLETED) and logs the ids it was asked about, or with --name the lines of `named` ("id|state|script");
+/// scancel logs its arguments.
 struct FakeSlurm {
   fs::path dir = fs::temp_directory_path() / ("servelab-fake-slurm-" + std::to_string(getpid()));
   FakeSlurm() {
@@ -354,6 +359,7 @@ struct FakeSlurm {
          "[ -f \"$D/result.json\" ] && cp \"$D/result.json\" \"$(dirname \"$script\")/RESULT.json\"\n"
          "echo $n");
     tool("squeue",
+         "if [[ \" $* \" == *\" --name=\"* ]]; then cat \"$D/named\" 2>/dev/null; exit 0; fi\n"
          "ids=\"${@: -1}\"; echo \"$ids\" >> \"$D/squeue.log\"\n"
          "for i in ${ids//,/ }; do echo \"$i|$(cat \"$D/state.$i\" 2>/dev/null || echo COMPLETED)|None\"; "
          "done");
@@ -573,6 +579,8 @@ TEST(SlurmRunner, SbatchRefusalStopsTheStudy) {
     EXPECT_NE(std::string(e.what()).find("sbatch: error: invalid partition specified: h100"),
               std::string::npos);
   }
+  // The row written before sbatch ran goes with the refusal: --resume submits the trial, nothing to find.
+  EXPECT_TRUE(Store(fake.dir / "out" / "results.sqlite").slurm_jobs().empty());
 }
 
 // The strategies hand independent trials to the batch runner: the same study with and without it gives
@@ -654,6 +662,56 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("multi-node TensorRT-LLM runs as one MPI job"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace servelab::tune
+
+namespace servelab::tune {
+namespace {
+
+TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
+  FakeSlurm fake;
+  const Study study = slurm_study(4);
+  const auto reqs = requests(3);
+  std::vector<SlurmJobFiles> f;
+  for (const auto& r : reqs) {
+    f.push_back(slurm_job_files(fake.dir / "out" / "slurm", r.trial_key));
+    fs::create_directories(f.back().dir);
+  }
+  {
+    // Each row as submit() leaves it when tune is killed between sbatch and writing the id.
+    Store store(fake.dir / "out" / "results.sqlite");
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", 1.0});
+    store.record_slurm_job(SlurmJobRecord{reqs[1].trial_key, "", "SUBMITTING", 1.0});
+    store.record_slurm_job(SlurmJobRecord{
+        reqs[2].trial_key, "", "SUBMITTING",
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() + 1000});
+  }
+  TrialOutcome crashed;
+  crashed.status = TrialStatus::kCrashed;
+  crashed.reason = "died";
+  // Trial 0: squeue still knows its job (41) by the script; trial 1: squeue forgot it, its output names it
+  // (77); trial 2: only an output older than the intent (a cancelled earlier job): submitted again (job 1).
+  std::ofstream(fake.dir / "named") << "40|RUNNING|/elsewhere/job.sh\n41|RUNNING|" << f[0].script.string()
+                                    << "\n";
+  std::ofstream(fake.dir / "state.41") << "COMPLETED";
+  std::ofstream(f[0].result) << trial_outcome_json(crashed);
+  std::ofstream(f[1].dir / "slurm-77.out") << "engine log\n";
+  std::ofstream(f[1].result) << trial_outcome_json(crashed);
+  std::ofstream(f[2].dir / "slurm-5.out") << "old\n";
+  std::ofstream(fake.dir / "state.1") << "CANCELLED";
+  std::map<std::size_t, TrialOutcome> got;
+  make_slurm_runner(study, fake.options())(reqs,
+                                           [&](std::size_t i, TrialOutcome o) { got[i] = std::move(o); });
+  EXPECT_EQ(got.at(0).reason, "died; job output: " + (f[0].dir / "slurm-41.out").string());
+  EXPECT_EQ(got.at(1).reason, "died; job output: " + (f[1].dir / "slurm-77.out").string());
+  EXPECT_EQ(got.at(2).status, TrialStatus::kJobCancelled);
+  EXPECT_EQ(fake.read("counter"), "1\n");  // only trial 2 was submitted
+  const auto jobs = Store(fake.dir / "out" / "results.sqlite").slurm_jobs();
+  EXPECT_EQ(jobs.at(reqs[0].trial_key).job_id, "41");
+  EXPECT_EQ(jobs.at(reqs[1].trial_key).job_id, "77");
+  EXPECT_EQ(jobs.at(reqs[2].trial_key).job_id, "1");
 }
 
 }  // namespace

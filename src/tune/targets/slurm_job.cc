@@ -74,7 +74,7 @@ std::map<std::string, SlurmJobState> parse_slurm_states(const std::string& text)
     const auto b = line.find('|', a + 1);
     SlurmJobState st;
     st.state = base_state(line.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1));
-    if (b != std::string::npos) st.reason = line.substr(b + 1);
+    if (b != std::string::npos) st.detail = line.substr(b + 1);
     out[line.substr(0, a)] = st;
   }
   return out;

@@ -107,6 +107,9 @@ namespace {
 
 using detail::run_command;
 
+/// The state a trial's Slurm row holds while sbatch runs (its job id is not known yet).
+constexpr const char* kSubmitting = "SUBMITTING";
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << text;
@@ -199,6 +202,11 @@ class SlurmRunner {
       a.wall_submitted_s = it->second.wall_submitted_s;
       a.files = slurm_job_files(out_dir_ / "slurm", reqs[i].trial_key);
       a.state = it->second.state;
+      if (a.job_id.empty() && !adopt_unrecorded(a, reqs[i].config_key)) {
+        store_.forget_slurm_job(a.trial_key);
+        queue.push_back(i);
+        continue;
+      }
       a.steady_started_s = steady_s() - std::max(0.0, wall_now_s() - it->second.wall_submitted_s);
       say(fmt::format("slurm: job {} of {} from the earlier run ({}): waiting for it, not submitting again",
                       a.job_id, reqs[i].config_key, a.state));
@@ -266,12 +274,19 @@ class SlurmRunner {
     }
     write_text(a.files.script, script);
     fs::permissions(a.files.script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+    // The intent first: a tune killed after sbatch returns but before the id is written leaves this row, and
+    // --resume looks for the job by its script (adopt_unrecorded) instead of submitting it a second time.
+    store_.record_slurm_job(SlurmJobRecord{req.trial_key, "", kSubmitting, wall_now_s()});
     const CommandResult r = run_command(
         {o_.sbatch, "--parsable", "--chdir=" + fs::current_path().string(), a.files.script.string()},
         o_.command_timeout_s);
     std::string id = one_line(r.out);
     if (auto semi = id.find(';'); semi != std::string::npos) id.resize(semi);  // "ID;cluster"
-    if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos)
+    const bool refused =
+        r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos;
+    // sbatch killed at its timeout may still have queued the job: the row stays for --resume to look.
+    if (refused && r.exit_code != -1) store_.forget_slurm_job(req.trial_key);
+    if (refused)
       throw StudyAbort(fmt::format("sbatch refused the job of trial {} ({}): {}{}", req.trial_key,
                                    a.files.script.string(), one_line(r.err + " " + r.out),
                                    pending_ == 0 ? ""
@@ -286,6 +301,45 @@ class SlurmRunner {
     ++pending_;
     say(fmt::format("slurm: submitted job {} for {} ({})", id, req.config_key, a.files.script.string()));
     return a;
+  }
+
+  /// A trial whose row a killed tune left at kSubmitting: sbatch may have queued its job without the id being
+  /// written. Finds it by its batch script among the study's jobs squeue knows (`%o` is the script's path),
+  /// else by the `slurm-<id>.out` its run wrote in the trial's directory since the intent (squeue forgets an
+  /// ended job after MinJobAge). Sets a.job_id and a.state and records them; false when no job ran it.
+  bool adopt_unrecorded(Active& a, const std::string& config_key) {
+    const CommandResult r = run_command(
+        {o_.squeue, "-h", "-t", "all", "--name=" + job_name_, "-o", "%i|%T|%o"}, o_.command_timeout_s);
+    for (const auto& [id, job] : parse_slurm_states(r.exit_code == 0 ? r.out : ""))
+      if (job.detail == a.files.script.string()) {
+        a.job_id = id;
+        a.state = job.state;
+      }
+    std::error_code ec;
+    if (a.job_id.empty() && fs::is_directory(a.files.dir, ec))
+      for (const auto& f : fs::directory_iterator(a.files.dir, ec)) {
+        const std::string name = f.path().filename().string();
+        if (name.rfind("slurm-", 0) != 0 || f.path().extension() != ".out") continue;
+        const auto mtime = std::chrono::duration<double>(
+            std::chrono::file_clock::to_sys(f.last_write_time(ec)).time_since_epoch());
+        if (mtime.count() + 1.0 < a.wall_submitted_s) continue;  // a cancelled earlier job's output
+        a.job_id = name.substr(6, name.size() - 10);
+        a.state = "";
+      }
+    if (a.job_id.empty()) {
+      say(
+          fmt::format("slurm: {} was being submitted when the earlier run stopped; no job of it is known to "
+                      "squeue or wrote output: submitting it",
+                      config_key));
+      return false;
+    }
+    if (a.state.empty()) a.state = "RUNNING";  // poll_states reads the real one (sacct, or its result)
+    store_.record_slurm_job(SlurmJobRecord{a.trial_key, a.job_id, a.state, a.wall_submitted_s});
+    say(
+        fmt::format("slurm: job {} of {} was submitted by the earlier run but its id not recorded (found by "
+                    "its script {}): waiting for it, not submitting again",
+                    a.job_id, config_key, a.files.script.string()));
+    return true;
   }
 
   void poll_states(std::vector<Active>& active) {

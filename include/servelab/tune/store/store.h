@@ -33,11 +33,12 @@ struct TrialRecord {
   double wall_started_s = 0.0;  ///< system clock, seconds since the Unix epoch
 };
 
-/// The Slurm job of a trial (target slurm): written at submission, so that --resume finds jobs that are
-/// still queued or running and waits for them instead of submitting them again.
+/// The Slurm job of a trial (target slurm): written just before sbatch runs (job_id "", state "SUBMITTING")
+/// and again with sbatch's id, so that --resume finds jobs that are still queued or running, even one whose
+/// id a killed tune never wrote, and waits for them instead of submitting them again.
 struct SlurmJobRecord {
   std::string trial_key;
-  std::string job_id;             ///< sbatch's job id ("1234")
+  std::string job_id;             ///< sbatch's job id ("1234"); "" while sbatch runs (kSlurmSubmitting)
   std::string state;              ///< last Slurm state seen ("PENDING", "RUNNING", "COMPLETED", ...)
   double wall_submitted_s = 0.0;  ///< system clock, seconds since the Unix epoch
 };

@@ -28,7 +28,8 @@ namespace servelab::tune {
 /// One job as squeue (or sacct) reports it.
 struct SlurmJobState {
   std::string state;   ///< Slurm's job state: "PENDING", "RUNNING", "COMPLETED", "TIMEOUT", ...
-  std::string reason;  ///< squeue's reason (%r): "Resources", "None", ...
+  std::string detail;  ///< the third column, to the line's end: squeue's reason (%r: "Resources", "None")
+                       ///< or command (%o: the batch script's path)
 };
 
 /// True while the job may still run or run again: PENDING, CONFIGURING, RUNNING, COMPLETING, SUSPENDED,
@@ -41,8 +42,8 @@ bool slurm_state_live(const std::string& state);
 /// kJobCancelled. nullopt for COMPLETED and FAILED (the trial's own RESULT.json decides) and live states.
 std::optional<TrialStatus> slurm_state_failure(const std::string& state);
 
-/// Parses `squeue -h -t all -o "%i|%T|%r"` (or `sacct -n -P -X -o JobID,State,Reason`) lines into job id →
-/// state. Array or step suffixes are kept in the id; blank lines are skipped.
+/// Parses `squeue -h -t all -o "%i|%T|%r"` (or "%i|%T|%o", or `sacct -n -P -X -o JobID,State,Reason`) lines
+/// into job id → state. Array or step suffixes are kept in the id; blank lines are skipped.
 std::map<std::string, SlurmJobState> parse_slurm_states(const std::string& text);
 
 /// sbatch --time text for a limit in minutes, rounded up to whole seconds: "D-HH:MM:SS" (e.g. 90.5 →
