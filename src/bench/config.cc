@@ -740,4 +740,10 @@ int shared_prefix_tokens(const RunOptions& config) {
   return 0;
 }
 
+RampUpRates ramp_up_rates(const RunOptions& config) {
+  if (!config.ramp_up_strategy) return {};
+  return {*config.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential,
+          config.ramp_up_start_rps.value_or(0), config.ramp_up_end_rps.value_or(0)};
+}
+
 }  // namespace servelab::bench

@@ -46,11 +46,6 @@ struct Printer {
   }
 };
 
-client::RampUp ramp_up_kind(const RunOptions& c) {
-  if (!c.ramp_up_strategy) return client::RampUp::kNone;
-  return *c.ramp_up_strategy == "linear" ? client::RampUp::kLinear : client::RampUp::kExponential;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -392,9 +387,10 @@ void plan_schedule(RunContext& x) {
   arrival.request_rate = x.r.request_rate * k;
   arrival.burstiness = config.burstiness;
   arrival.seed = static_cast<std::uint32_t>(config.seed);
-  arrival.ramp_up = ramp_up_kind(config);
-  arrival.ramp_up_start_rps = config.ramp_up_start_rps.value_or(0) * k;
-  arrival.ramp_up_end_rps = config.ramp_up_end_rps.value_or(0) * k;
+  const RampUpRates ramp = ramp_up_rates(config);
+  arrival.ramp_up = ramp.kind;
+  arrival.ramp_up_start_rps = ramp.start_rps * k;
+  arrival.ramp_up_end_rps = ramp.end_rps * k;
   try {
     x.schedule = client::arrival_schedule(arrival);
   } catch (const std::invalid_argument& e) {

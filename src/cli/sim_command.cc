@@ -312,13 +312,10 @@ sim::WorkloadOptions sim_workload_options(const SimRunArgs& a, const bench::Reso
   opt.burstiness = a.bench.burstiness;
   opt.max_concurrency = a.bench.max_concurrency;
   opt.seed = static_cast<std::uint64_t>(a.bench.seed);
-  if (a.bench
-          .ramp_up_strategy) {  // bench's parser checked the three flags together (new-user trial: ignored)
-    opt.ramp_up =
-        *a.bench.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential;
-    opt.ramp_up_start_rps = a.bench.ramp_up_start_rps.value_or(0);
-    opt.ramp_up_end_rps = a.bench.ramp_up_end_rps.value_or(0);
-  }
+  const bench::RampUpRates ramp = bench::ramp_up_rates(a.bench);  // bench serve's arrivals, in the twin
+  opt.ramp_up = ramp.kind;
+  opt.ramp_up_start_rps = ramp.start_rps;
+  opt.ramp_up_end_rps = ramp.end_rps;
   if (a.bench.endpoint.find("chat") == std::string::npos) opt.chat_template_tokens = 0;
   if (!a.calibration.empty())
     opt.calibration = sim::calibration_table_from_json(common::read_file(a.calibration));

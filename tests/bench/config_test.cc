@@ -179,6 +179,19 @@ TEST(RunOptions, ChoicesAreChecked) {
   EXPECT_THROW(parse({"--num-prompts", "1.5"}), CLI::ParseError);
 }
 
+TEST(RunOptions, RampUpRatesMapTheThreeFlags) {
+  EXPECT_EQ(ramp_up_rates(parse({})).kind, servelab::schedule::RampUp::kNone);
+  const RampUpRates lin = ramp_up_rates(
+      parse({"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "2", "--ramp-up-end-rps", "9"}));
+  EXPECT_EQ(lin.kind, servelab::schedule::RampUp::kLinear);
+  EXPECT_EQ(lin.start_rps, 2);
+  EXPECT_EQ(lin.end_rps, 9);
+  EXPECT_EQ(ramp_up_rates(parse({"--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "1",
+                                 "--ramp-up-end-rps", "8"}))
+                .kind,
+            servelab::schedule::RampUp::kExponential);
+}
+
 TEST(RunOptions, InputOutputLenMapping) {
   RunOptions c = parse({"--input-len", "100", "--output-len", "20"});
   ResolvedConfig r = resolve(c);

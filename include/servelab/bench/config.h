@@ -8,6 +8,7 @@
 
 #include "servelab/dataset/dataset.h"
 #include "servelab/metrics/server_metric_names.h"
+#include "servelab/schedule/schedule.h"
 
 #include <cstdint>
 #include <limits>
@@ -197,6 +198,15 @@ dataset::DatasetOptions dataset_options(const RunOptions& config, const Resolved
 /// Prompt tokens every request of a group shares with the others by the dataset's construction:
 /// prefix_repetition's prefix, random's --random-prefix-len; 0 otherwise.
 int shared_prefix_tokens(const RunOptions& config);
+
+/// The arrival ramp-up of --ramp-up-strategy / --ramp-up-start-rps / --ramp-up-end-rps (vLLM 0.13; `resolve`
+/// checks the three together). One mapping for bench serve's sender and the twin's arrivals (sim run, tune).
+struct RampUpRates {
+  schedule::RampUp kind = schedule::RampUp::kNone;  ///< kNone (rates 0) when the strategy is unset
+  int start_rps = 0;                                ///< req/s at the run's start
+  int end_rps = 0;                                  ///< req/s at its end
+};
+RampUpRates ramp_up_rates(const RunOptions& config);
 
 /// Python `float(text)` for flag values: decimal/scientific, "inf"/"infinity"/"nan" in any case,
 /// surrounding whitespace allowed. Throws ConfigError naming `flag` when `text` is not a number.

@@ -234,17 +234,27 @@ void prepare_workloads(const Study& study, TwinSetup& t) {
   }
 }
 
+/// The study's cluster ([hardware]). Throws std::invalid_argument for a GPU or shape the twin does not know.
+hardware::ClusterSpec study_cluster(const Study& study) {
+  return hardware::parse_cluster(
+      fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
+}
+
+/// The served model: [model] config when given, else the model id resolved as an engine would (with
+/// `download`, a Hub id nothing local knows gets its config.json from the Hub). Throws with the reason.
+model::ModelSpec study_model_spec(const Study& study, bool download) {
+  hub::FetchRequest fetch;
+  fetch.download = download;
+  return study.model_config.empty() ? model::resolve_model(study.model, fetch)
+                                    : model::load_config_with_modelopt(study.model_config);
+}
+
 TwinSetup twin_setup(const Study& study) {
-  TwinSetup t{hardware::parse_cluster(
-      fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu))};
+  TwinSetup t{study_cluster(study)};
   for (const auto& e : study.engines) t.versions[e.name] = e.version;
   // The served model, once: a model the twin cannot resolve fails every trial with the reason.
   try {
-    hub::FetchRequest
-        fetch;  // a Hub id nothing local knows: its config.json from the Hub, as an engine would
-    fetch.download = true;
-    t.spec = study.model_config.empty() ? model::resolve_model(study.model, fetch)
-                                        : model::load_config_with_modelopt(study.model_config);
+    t.spec = study_model_spec(study, true);
   } catch (const std::exception& e) {
     t.model_error = study.model_config.empty() ? e.what() : "[model] config: " + std::string(e.what());
   }
@@ -338,12 +348,10 @@ std::variant<ScenarioResult, ScenarioFailure> predict_scenario(const TwinSetup& 
   wo.burstiness = a.opts.burstiness;
   wo.max_concurrency = a.opts.max_concurrency;
   wo.seed = static_cast<std::uint64_t>(a.opts.seed);
-  if (a.opts.ramp_up_strategy) {  // a scenario's ramp-up, as `sim run` and bench serve send it
-    wo.ramp_up =
-        *a.opts.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential;
-    wo.ramp_up_start_rps = a.opts.ramp_up_start_rps.value_or(0);
-    wo.ramp_up_end_rps = a.opts.ramp_up_end_rps.value_or(0);
-  }
+  const bench::RampUpRates ramp = bench::ramp_up_rates(a.opts);  // a scenario's ramp-up, as bench sends it
+  wo.ramp_up = ramp.kind;
+  wo.ramp_up_start_rps = ramp.start_rps;
+  wo.ramp_up_end_rps = ramp.end_rps;
   if (a.opts.endpoint.find("chat") == std::string::npos) wo.chat_template_tokens = 0;  // as `sim run`
   sim::PredictResult pr;
   try {
@@ -418,14 +426,10 @@ std::vector<ModelRefusal> model_refusals(const Study& study) {
   std::optional<model::ModelSpec> spec;
   hardware::ClusterSpec cluster;
   try {
-    cluster = hardware::parse_cluster(
-        fmt::format("{}x{}x{}", study.hardware.nodes, study.hardware.gpus_per_node, study.hardware.gpu));
+    cluster = study_cluster(study);
     // On the twin, the model the twin resolves anyway (its config from the Hub when nothing local has it);
     // elsewhere only what is on this machine: the first trial says what the engine finds.
-    hub::FetchRequest fetch;
-    fetch.download = study.target == Target::kTwin;
-    spec = study.model_config.empty() ? model::resolve_model(study.model, fetch)
-                                      : model::load_config_with_modelopt(study.model_config);
+    spec = study_model_spec(study, study.target == Target::kTwin);
   } catch (const std::exception&) {
     return out;
   }
