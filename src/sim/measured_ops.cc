@@ -153,6 +153,26 @@ std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engin
   return best;
 }
 
+std::optional<OpSource> stand_in_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* stand_in) {
+  std::optional<OpSource> best;
+  hardware::GpuSpec best_gpu;
+  const double reach = std::log1p(kStandInBandwidthReach) + 1e-12;
+  for (const auto& [name, other] : store_gpus(store)) {
+    const double d = std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
+    if (other.name == gpu.name || other.generation != gpu.generation || other.sm_count != gpu.sm_count ||
+        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops || d > reach)
+      continue;
+    auto src = op_source(store, launch, other);
+    if (!src) continue;
+    const double best_d = best ? std::fabs(std::log(best_gpu.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps)) : 0;
+    if (!best || d < best_d - 1e-12 || (d < best_d + 1e-12 && other.name < best_gpu.name))
+      best = std::move(src), best_gpu = other;
+  }
+  if (best && stand_in) *stand_in = best_gpu;
+  return best;
+}
+
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                 const hardware::GpuSpec& gpu) {
   const auto& module = engines::engine_module(launch.config.kind);

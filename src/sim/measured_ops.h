@@ -278,6 +278,20 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
 std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling);
 
+/// How far apart in HBM bandwidth a stand-in GPU's tables may be (stand_in_op_source): 5%, the width the
+/// unscaled attention and collective rows may be off by [a choice, not fitted; B300 7.75 vs B200 8 TB/s].
+inline constexpr double kStandInBandwidthReach = 0.05;
+
+/// For a launch op_source finds no tables for on `gpu` (no table of its engine's release line there): a
+/// GPU whose tables have that line (op_source's rule) and whose datasheet row has the same generation, SM
+/// count and dense BF16 and FP8 peaks, and an HBM bandwidth within kStandInBandwidthReach — the kernels the
+/// tables time (BF16 / FP8 GEMMs, attention, MoE) run on the same compute; FP4 peak, memory size and TDP may
+/// differ (B300 for B200's TensorRT-LLM 1.2 tables). Of several, the nearest in HBM bandwidth, then by name.
+/// Its GEMM and MoE times are rescaled by the ratio of the two GPUs' rooflines, the rest taken as they are,
+/// every lookup counted as extrapolated (StepModel). nullopt when there is none; `stand_in` receives its row.
+std::optional<OpSource> stand_in_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                           const hardware::GpuSpec& gpu, hardware::GpuSpec* stand_in);
+
 /// Why op_source found nothing for `launch` on `gpu`, for the twin's notes: no table for this GPU and
 /// engine, or only releases of later lines (named).
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,

@@ -338,6 +338,10 @@ class StepModel {
   std::optional<OpSource> op_source_;        ///< where this launch's kernels were measured
   std::optional<OpSource> sibling_source_;   ///< the same chip with other memory (sibling_op_source)
   hardware::GpuSpec sibling_gpu_;            ///< its datasheet row
+  /// The GPU whose tables op_source_ reads when the launch's own GPU has none of its release line
+  /// (stand_in_op_source): its GEMM and MoE times are rescaled by the two GPUs' rooflines, every lookup
+  /// counted as extrapolated. nullopt when op_source_ is the launch's own GPU's.
+  std::optional<hardware::GpuSpec> stand_in_gpu_;
   std::vector<std::string> measured_notes_;  ///< see measured_notes()
   bool moe_bf16_stand_in_ = false;           ///< MXFP8-activation MoE timed by BF16-activation rows
   void describe_measured();
@@ -348,15 +352,17 @@ class StepModel {
   /// a StepModel copies their values.
   struct LookupCounter {
     mutable std::atomic<long long> total{0}, outside{0};
+    bool all_outside = false;  ///< every lookup reads another GPU's tables (stand_in_gpu_)
     LookupCounter() = default;
-    LookupCounter(const LookupCounter& o) : total(o.total.load()), outside(o.outside.load()) {}
+    LookupCounter(const LookupCounter& o)
+        : total(o.total.load()), outside(o.outside.load()), all_outside(o.all_outside) {}
     LookupCounter& operator=(const LookupCounter& o) {
-      total = o.total.load(), outside = o.outside.load();
+      total = o.total.load(), outside = o.outside.load(), all_outside = o.all_outside;
       return *this;
     }
     void add(bool out) const {
       total.fetch_add(1, std::memory_order_relaxed);
-      if (out) outside.fetch_add(1, std::memory_order_relaxed);
+      if (out || all_outside) outside.fetch_add(1, std::memory_order_relaxed);
     }
   } lookups_;
   /// `curve` at `q` in seconds, counted in lookups_ (as outside the grid when `borrowed`: another GPU's or

@@ -286,6 +286,11 @@ StepModel::StepModel(const engines::ResolvedLaunch& launch, const hardware::Clus
   ops_ = measured_op_store();
   if (ops_) op_source_ = op_source(*ops_, launch_, cluster_.gpu);
   if (op_source_) sibling_source_ = sibling_op_source(*ops_, launch_, cluster_.gpu, &sibling_gpu_);
+  if (ops_ && !op_source_) {
+    hardware::GpuSpec stand_in;
+    op_source_ = stand_in_op_source(*ops_, launch_, cluster_.gpu, &stand_in);
+    if (op_source_) stand_in_gpu_ = stand_in, lookups_.all_outside = true;
+  }
   if (op_source_) {
     auto allreduce = [&](int n) {
       return n > 1 && n <= per_node ? measured_allreduce_curve(*ops_, *op_source_, n) : nullptr;
@@ -482,6 +487,9 @@ double StepModel::gemm_s(const Gemm& g, double m, double* unscaled) const {
   if (g.measured) {
     double s = measured_at(*g.measured, m);
     if (g.measured_bf16) s = std::min(s, measured_at(*g.measured_bf16, m));
+    if (stand_in_gpu_)  // the same compute (stand_in_op_source): only the memory-bound part moves
+      s *= gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, cluster_.gpu, nullptr) /
+           gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, *stand_in_gpu_, nullptr);
     return measured_s(s, unscaled);
   }
   return gemm_time_s(m, g.n, g.k, g.weight_bytes, g.peak, g.eff, cluster_.gpu, unscaled);
@@ -542,6 +550,7 @@ double StepModel::moe_s(const LayerClass& c, double tokens, double* unscaled) co
     const bool borrowed = c.moe_from_sibling || c.moe_stand_in;
     double t = measured_at(*c.moe_measured, tokens, borrowed);
     if (c.moe_from_sibling) t *= roofline(own, gpu, nullptr) / roofline(own, sibling_gpu_, nullptr);
+    if (stand_in_gpu_) t *= roofline(own, gpu, nullptr) / roofline(own, *stand_in_gpu_, nullptr);
     if (c.moe_stand_in) t *= roofline(own, gpu, nullptr) / roofline(*c.moe_stand_in, gpu, nullptr);
     moe = measured_s(t, unscaled);
   }

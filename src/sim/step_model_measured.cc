@@ -20,6 +20,16 @@ void StepModel::describe_measured() {
     return;
   }
   const OpSource& src = *op_source_;
+  if (stand_in_gpu_) {
+    const auto& own = cluster_.gpu;
+    measured_notes_.push_back(fmt::format(
+        "no {} tables of {}'s release line on {}: {}'s stand in (the same generation, SMs and BF16 / FP8 "
+        "peaks; HBM {:.3g} vs {:.3g} TB/s): GEMM and MoE times x the ratio of the two GPUs' rooflines, "
+        "attention and collectives as measured (an NVFP4 row keeps {}'s FP4 speed); every lookup counted "
+        "as extrapolated",
+        src.backend, launch_.version, own.name, stand_in_gpu_->name, own.hbm_bandwidth_Bps / 1e12,
+        stand_in_gpu_->hbm_bandwidth_Bps / 1e12, stand_in_gpu_->name));
+  }
   auto from = [&](const char* table) { return table_note(*ops_, src, table); };
   int gemms = 0, gemms_measured = 0, attn = 0, attn_measured = 0, moe = 0, moe_measured = 0, moe_sibling = 0;
   std::vector<std::string> stand_ins;  // the MoE layouts whose rows stood in for the launch's

@@ -342,3 +342,46 @@ TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
 
 }  // namespace
 }  // namespace servelab::sim
+
+namespace servelab::sim {
+namespace {
+
+// A GPU with no table of the launch's release line takes a GPU's of the same compute (stand_in_op_source):
+// TensorRT-LLM 1.2.0rc5 was measured on B200, not B300 (the same 148 SMs and 2,250 / 4,500 dense BF16 / FP8
+// TFLOPS; 7.75 vs 8 TB/s). Llama-3.1-70B FP8 TP4 on B300 was the roofline, 53% faster than B200's tables at
+// batch 1 (141 vs 93 tok/s); now B200's rows rescaled by the two rooflines: a decode step no faster than
+// B200's and at most 8 / 7.75 slower, every lookup counted as extrapolated. An H100 (3.35 TB/s) has no
+// stand-in in H200 (4.8): the bandwidth is beyond kStandInBandwidthReach.
+TEST(StepModel, AGpuWithoutTheReleaseLinesTablesTakesThoseOfTheSameCompute) {
+  const testing::MeasuredOperators measured;
+  const auto m = model::resolve_model("nvidia/Llama-3.1-70B-Instruct-FP8");
+  auto resolve = [&](const hardware::ClusterSpec& c) {
+    return std::get<engines::ResolvedLaunch>(engines::resolve_launch(
+        engines::parse_launch_command({"trtllm-serve", "nvidia/Llama-3.1-70B-Instruct-FP8", "--tp_size", "4"},
+                                      {}, "1.2.0rc5"),
+        m, c));
+  };
+  const auto b200 = hardware::parse_cluster("4xB200"), b300 = hardware::parse_cluster("4xB300");
+  const detail::StepModel on_b200(resolve(b200), b200), on_b300(resolve(b300), b300);
+  const detail::RankLoad load = testing::decode_one(1000);
+  const double t200 = on_b200.cost({&load, 1}, 1, true, false).gpu_s;
+  const double t300 = on_b300.cost({&load, 1}, 1, true, false).gpu_s;
+  EXPECT_GE(t300, t200 * 0.9999);
+  EXPECT_LE(t300, t200 * 8 / 7.75 * 1.0001);
+  EXPECT_GT(on_b300.measured_lookups(), 0);
+  EXPECT_EQ(on_b300.extrapolated_lookups(), on_b300.measured_lookups());
+  EXPECT_EQ(on_b300.measured_notes().at(0).rfind(
+                "no trtllm tables of 1.2.0rc5's release line on B300: B200's stand in (the same generation, "
+                "SMs and BF16 / FP8 peaks; HBM 7.75 vs 8 TB/s)",
+                0),
+            0u)
+      << on_b300.measured_notes().at(0);
+  EXPECT_EQ(on_b300.measured_notes().at(1),
+            "GEMMs: 6 of 6 shapes from gemm_perf of b200_sxm trtllm 1.2.0rc5");
+  hardware::GpuSpec stand_in;
+  EXPECT_FALSE(detail::stand_in_op_source(measured.store, resolve(hardware::parse_cluster("4xH100")),
+                                          hardware::parse_cluster("4xH100").gpu, &stand_in));
+}
+
+}  // namespace
+}  // namespace servelab::sim
