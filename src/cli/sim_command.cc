@@ -145,8 +145,11 @@ std::string twin_view_block(const sim::TwinView& v) {
     s += fmt::format("{:-^52}\n", " Measured operators (--op-data) ");
     for (const auto& n : v.measured_operators) s += n + "\n";
     row("Table lookups / outside the measured grid:",
-        fmt::format("{} / {}{}", v.measured_lookups, v.extrapolated_lookups,
-                    v.extrapolated_lookups > 0 ? " (scaled from the nearest measured point)" : ""));
+        fmt::format(
+            "{} / {}{}", v.measured_lookups, v.extrapolated_lookups,
+            v.extrapolated_lookups > 0
+                ? " (extrapolated: the nearest measured point, or another layout's or GPU's row, rescaled)"
+                : ""));
   }
   s += std::string(52, '=') + "\n";
   return s;

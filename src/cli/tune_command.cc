@@ -267,21 +267,29 @@ void check_engine_flags(const servelab::tune::Study& study, const TuneArgs& a) {
   if (fatal) throw servelab::cli::ExitRequest{2};
   for (const auto& [key, list] : by_knob) {
     const auto& first = *list.front();
+    // Where the render is written, as every study error names it (new-user trial: a typo in a knob's
+    // render was a warning without its line).
+    std::string where;
+    for (const auto& k : study.knobs)
+      if (const auto it = k.render_origin.find(key.first);
+          k.name == key.second && it != k.render_origin.end())
+        where = it->second + ": ";
     if (first.baseline) {
       std::fprintf(
           stderr,
-          "servelab tune: warning: knob %s: its baseline value %s is refused by %s's CLI (%s); every "
+          "servelab tune: warning: %sknob %s: its baseline value %s is refused by %s's CLI (%s); every "
           "configuration of %s that keeps it is pruned before launch: fix the knob's render.%s or "
           "its baseline\n",
-          key.second.c_str(), redact_text(first.value).c_str(), key.first.c_str(),
+          where.c_str(), key.second.c_str(), redact_text(first.value).c_str(), key.first.c_str(),
           redact_text(first.message).c_str(), key.first.c_str(), key.first.c_str());
       continue;
     }
     std::fprintf(stderr,
-                 "servelab tune: warning: knob %s: %zu value%s refused by %s's CLI (%s=%s: %s); %s pruned "
+                 "servelab tune: warning: %sknob %s: %zu value%s refused by %s's CLI (%s=%s: %s); %s pruned "
                  "before launch: fix the knob's render.%s (or add a `reject` part to say why)\n",
-                 key.second.c_str(), list.size(), list.size() == 1 ? "" : "s", key.first.c_str(),
-                 key.second.c_str(), redact_text(first.value).c_str(), redact_text(first.message).c_str(),
+                 where.c_str(), key.second.c_str(), list.size(), list.size() == 1 ? "" : "s",
+                 key.first.c_str(), key.second.c_str(), redact_text(first.value).c_str(),
+                 redact_text(first.message).c_str(),
                  list.size() == 1 ? "its configurations are" : "their configurations are", key.first.c_str());
   }
 }
@@ -438,7 +446,17 @@ void run_and_print(const servelab::tune::Study& study, const servelab::tune::Tun
 void run(const TuneArgs& a) {
   using namespace servelab::tune;
   Study study = load_cli_study(a);
-  if (a.target == "k8s") return render_k8s(study, a);
+  if (a.target == "k8s") {
+    if (!a.render.empty()) {
+      // The manifests start real engines: their CLIs' refusals and a release that predates the model, as
+      // before a local launch (a model refusal warns; the twin plays the search only to order the trials).
+      Study launched = study;
+      launched.target = Target::kLocal;
+      warn_unmodelled_versions(study, a);
+      check_engine_flags(launched, a);
+    }
+    return render_k8s(study, a);
+  }
   apply_target_flag(study, a);
   TuneOptions opt;
   opt.out_dir = a.out.empty() ? std::filesystem::path("out") / study.name : std::filesystem::path(a.out);

@@ -161,7 +161,8 @@ std::optional<OpSource> stand_in_op_source(const ops::OpStore& store, const engi
   for (const auto& [name, other] : store_gpus(store)) {
     const double d = std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
     if (other.name == gpu.name || other.generation != gpu.generation || other.sm_count != gpu.sm_count ||
-        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops || d > reach)
+        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops || d > reach ||
+        other.intra_node_link != gpu.intra_node_link || other.link_Bps != gpu.link_Bps)
       continue;
     auto src = op_source(store, launch, other);
     if (!src) continue;

@@ -284,9 +284,11 @@ inline constexpr double kStandInBandwidthReach = 0.05;
 
 /// For a launch op_source finds no tables for on `gpu` (no table of its engine's release line there): a
 /// GPU whose tables have that line (op_source's rule) and whose datasheet row has the same generation, SM
-/// count and dense BF16 and FP8 peaks, and an HBM bandwidth within kStandInBandwidthReach — the kernels the
-/// tables time (BF16 / FP8 GEMMs, attention, MoE) run on the same compute; FP4 peak, memory size and TDP may
-/// differ (B300 for B200's TensorRT-LLM 1.2 tables). Of several, the nearest in HBM bandwidth, then by name.
+/// count, dense BF16 and FP8 peaks and link between GPUs (kind and bandwidth), and an HBM bandwidth within
+/// kStandInBandwidthReach — the kernels the tables time (BF16 / FP8 GEMMs, attention, MoE, all-reduce) run
+/// on the same compute; FP4 peak, memory size and TDP may differ (B300 for B200's TensorRT-LLM 1.2 tables).
+/// Of several, the nearest in HBM bandwidth, then by name. Not tried where the GPU has tables of an older
+/// release line (op_source takes those: the rule the held-out figures were measured with).
 /// Its GEMM and MoE times are rescaled by the ratio of the two GPUs' rooflines, the rest taken as they are,
 /// every lookup counted as extrapolated (StepModel). nullopt when there is none; `stand_in` receives its row.
 std::optional<OpSource> stand_in_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,

@@ -78,7 +78,7 @@ out="$("$BIN" tune "$tmp/badbase.toml" --dry-run --out "$tmp/badbase-out" 2>&1)"
 sed 's/^values = \[{tp = 16}\]/values = [{tp = 1}, {tp = 2}]/; s/^render.vllm = .*/render.vllm = [{when = "tp > 1", flags = ["--tensor-parallel-sizee", "{tp}"]}]/' \
   "$tmp/allpruned.toml" > "$tmp/badknob.toml"
 out="$("$BIN" tune "$tmp/badknob.toml" --dry-run --out "$tmp/badknob-out" 2>&1)"; rc=$?
-[[ "$out" == *"warning: knob layout: 1 value refused by vllm's CLI (layout=tp2: "*"--tensor-parallel-sizee"* ]] ||
+[[ "$out" == *"warning: $tmp/badknob.toml:18: knobs[0] (layout).render.vllm: knob layout: 1 value refused by vllm's CLI (layout=tp2: "*"--tensor-parallel-sizee"* ]] ||
   fail "tune with a refused knob value: $out"
 # A named release that predates the model's architecture: no configuration of the engine could start.
 sed 's/tp = 16/tp = 1/; s|^id = "Qwen/Qwen3-8B"|id = "Qwen/Qwen3.5-9B"|' "$tmp/allpruned.toml" > "$tmp/oldrelease.toml"
@@ -86,6 +86,11 @@ out="$("$BIN" tune "$tmp/oldrelease.toml" --dry-run --out "$tmp/oldrelease-out" 
 [ "$rc" -eq 2 ] || fail "tune with a release that predates the model exited $rc: $out"
 [[ "$out" == *"engine vllm cannot load the model: vLLM 0.13.0 predates Qwen3_5ForConditionalGeneration"*"no configuration of vllm could start"* ]] ||
   fail "tune with a release that predates the model: $out"
+# The same study rendered for Kubernetes: the manifests start real engines, so the refusal warns first (it
+# was not checked at all on --target k8s).
+out="$("$BIN" tune "$tmp/oldrelease.toml" --target k8s --render "$tmp/oldrelease-k8s" 2>&1)"; rc=$?
+[[ "$out" == *"servelab tune: warning: $tmp/oldrelease.toml: engine vllm cannot load the model: vLLM 0.13.0 predates"*"every launch of it is predicted to stop at start-up"* ]] ||
+  fail "tune --target k8s with a release that predates the model (exit $rc): $out"
 # A rendering condition is checked when the file is read: its file, line and key, and the fields it may use.
 sed 's/"tp > 1"/"dpp > 1"/' "$tmp/badknob.toml" > "$tmp/badwhen.toml"
 out="$("$BIN" tune "$tmp/badwhen.toml" --dry-run --out "$tmp/badwhen-out" 2>&1)"; rc=$?

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -579,8 +580,12 @@ TEST(SlurmRunner, SbatchRefusalStopsTheStudy) {
     EXPECT_NE(std::string(e.what()).find("sbatch: error: invalid partition specified: h100"),
               std::string::npos);
   }
-  // The row written before sbatch ran goes with the refusal: --resume submits the trial, nothing to find.
-  EXPECT_TRUE(Store(fake.dir / "out" / "results.sqlite").slurm_jobs().empty());
+  // The row written before sbatch ran stays: a failed sbatch may have queued the job all the same
+  // ("Socket timed out"), and --resume looks for it by its script before submitting again.
+  const auto rows = Store(fake.dir / "out" / "results.sqlite").slurm_jobs();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.begin()->second.job_id, "");
+  EXPECT_EQ(rows.begin()->second.state, "SUBMITTING");
 }
 
 // The strategies hand independent trials to the batch runner: the same study with and without it gives
@@ -670,6 +675,20 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
 namespace servelab::tune {
 namespace {
 
+/// Now as squeue's %V prints it (the local time), `ago_s` seconds ago.
+std::string squeue_time(double ago_s) {
+  const std::time_t t = std::time(nullptr) - static_cast<std::time_t>(ago_s);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+double wall_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
   FakeSlurm fake;
   const Study study = slurm_study(4);
@@ -682,22 +701,26 @@ TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
   {
     // Each row as submit() leaves it when tune is killed between sbatch and writing the id.
     Store store(fake.dir / "out" / "results.sqlite");
-    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", 1.0});
-    store.record_slurm_job(SlurmJobRecord{reqs[1].trial_key, "", "SUBMITTING", 1.0});
-    store.record_slurm_job(SlurmJobRecord{
-        reqs[2].trial_key, "", "SUBMITTING",
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() + 1000});
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_s() - 10});
+    store.record_slurm_job(SlurmJobRecord{reqs[1].trial_key, "", "SUBMITTING", wall_s() - 10});
+    store.record_slurm_job(SlurmJobRecord{reqs[2].trial_key, "", "SUBMITTING", wall_s() + 1000});
   }
   TrialOutcome crashed;
   crashed.status = TrialStatus::kCrashed;
   crashed.reason = "died";
-  // Trial 0: squeue still knows its job (41) by the script; trial 1: squeue forgot it, its output names it
-  // (77); trial 2: only an output older than the intent (a cancelled earlier job): submitted again (job 1).
-  std::ofstream(fake.dir / "named") << "40|RUNNING|/elsewhere/job.sh\n41|RUNNING|" << f[0].script.string()
+  // Trial 0: squeue still knows its job (41) by the script, beside another study's (40) and the trial's own
+  // job of an earlier run (39, submitted before the intent; a larger id would not win either); trial 1:
+  // squeue forgot it, its output names it (77), not the garbage file beside it; trial 2: only an output
+  // older than the intent (a cancelled earlier job): submitted again (job 1).
+  std::ofstream(fake.dir / "named") << "40|RUNNING|" << squeue_time(5) << "|/elsewhere/job.sh\n"
+                                    << "41|RUNNING|" << squeue_time(5) << "|" << f[0].script.string() << "\n"
+                                    << "139|CANCELLED|" << squeue_time(3600) << "|" << f[0].script.string()
                                     << "\n";
   std::ofstream(fake.dir / "state.41") << "COMPLETED";
+  std::ofstream(f[0].script) << "#!/bin/bash\n";
   std::ofstream(f[0].result) << trial_outcome_json(crashed);
   std::ofstream(f[1].dir / "slurm-77.out") << "engine log\n";
+  std::ofstream(f[1].dir / "slurm-x;rm.out") << "not a job\n";
   std::ofstream(f[1].result) << trial_outcome_json(crashed);
   std::ofstream(f[2].dir / "slurm-5.out") << "old\n";
   std::ofstream(fake.dir / "state.1") << "CANCELLED";
@@ -712,6 +735,30 @@ TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
   EXPECT_EQ(jobs.at(reqs[0].trial_key).job_id, "41");
   EXPECT_EQ(jobs.at(reqs[1].trial_key).job_id, "77");
   EXPECT_EQ(jobs.at(reqs[2].trial_key).job_id, "1");
+}
+
+// When squeue cannot say whether the killed run queued the job, nothing is submitted: a second job of the
+// same trial is worse than a study that stops and says why.
+TEST(SlurmRunner, ResumeStopsWhenSqueueCannotSayWhetherAJobWasQueued) {
+  FakeSlurm fake;
+  fake.tool("squeue", "echo 'squeue: error: Socket timed out on send/recv operation' >&2; exit 1");
+  const auto reqs = requests(1);
+  {
+    Store store(fake.dir / "out" / "results.sqlite");
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_s()});
+  }
+  try {
+    make_slurm_runner(slurm_study(2), fake.options())(reqs, [](std::size_t, TrialOutcome) {});
+    FAIL() << "no StudyAbort";
+  } catch (const StudyAbort& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot tell whether the earlier run queued the job of a{k=0} "
+                                         "(squeue: squeue: error: Socket timed out"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(fake.read("counter"), "");
+  EXPECT_EQ(Store(fake.dir / "out" / "results.sqlite").slurm_jobs().at(reqs[0].trial_key).state,
+            "SUBMITTING");
 }
 
 }  // namespace

@@ -551,6 +551,8 @@ void read_knob_render(const Ctx& c, const toml::table& rt, const std::string& p,
     else
       defined.insert("value");  // a knob's own value, even when it lists only "default" (which renders none)
     knob.render[en_name] = parse_render(c, parts, p + ".render." + en_name, defined, knob.values);
+    knob.render_origin[en_name] =
+        fmt::format("{}:{}: {}.render.{}", c.origin, parts.source().begin.line, p, en_name);
   }
 }
 

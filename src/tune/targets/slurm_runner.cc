@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -110,6 +111,29 @@ using detail::run_command;
 /// The state a trial's Slurm row holds while sbatch runs (its job id is not known yet).
 constexpr const char* kSubmitting = "SUBMITTING";
 
+/// Seconds before a kSubmitting row's time a job or output found for it may date from: the controller's,
+/// the compute node's or a file server's clock against this host's [a choice].
+constexpr double kAdoptSlackS = 60;
+
+/// A job id's number ("1234", an array task "1234_7" → 1234), -1 for anything else.
+long job_number(const std::string& id) {
+  const auto digits = id.find_first_not_of("0123456789");
+  if (id.empty() || digits == 0 || (digits != std::string::npos && id[digits] != '_')) return -1;
+  return std::stol(id.substr(0, digits));
+}
+
+/// squeue's `%V` ("2026-12-07T23:30:05", the controller's local time) as seconds since the Unix epoch;
+/// nullopt for anything else ("N/A", "Unknown").
+std::optional<double> slurm_wall_time(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  return static_cast<double>(t);
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << text;
@@ -202,9 +226,14 @@ class SlurmRunner {
       a.wall_submitted_s = it->second.wall_submitted_s;
       a.files = slurm_job_files(out_dir_ / "slurm", reqs[i].trial_key);
       a.state = it->second.state;
-      if (a.job_id.empty() && !adopt_unrecorded(a, reqs[i].config_key)) {
-        store_.forget_slurm_job(a.trial_key);
-        queue.push_back(i);
+      if (a.job_id.empty()) {  // sbatch ran, its id never written (adopt_unrecorded says which)
+        if (adopt_unrecorded(a, reqs[i].config_key)) {
+          a.steady_started_s = steady_s() - std::max(0.0, wall_now_s() - a.wall_submitted_s);
+          active.push_back(std::move(a));
+        } else {
+          store_.forget_slurm_job(a.trial_key);
+          queue.push_back(i);
+        }
         continue;
       }
       a.steady_started_s = steady_s() - std::max(0.0, wall_now_s() - it->second.wall_submitted_s);
@@ -282,11 +311,9 @@ class SlurmRunner {
         o_.command_timeout_s);
     std::string id = one_line(r.out);
     if (auto semi = id.find(';'); semi != std::string::npos) id.resize(semi);  // "ID;cluster"
-    const bool refused =
-        r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos;
-    // sbatch killed at its timeout may still have queued the job: the row stays for --resume to look.
-    if (refused && r.exit_code != -1) store_.forget_slurm_job(req.trial_key);
-    if (refused)
+    // A failed sbatch keeps the row: one killed at its timeout, or answered "Socket timed out", may still
+    // have queued the job, and --resume looks for it before submitting again (adopt_unrecorded).
+    if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos)
       throw StudyAbort(fmt::format("sbatch refused the job of trial {} ({}): {}{}", req.trial_key,
                                    a.files.script.string(), one_line(r.err + " " + r.out),
                                    pending_ == 0 ? ""
@@ -303,42 +330,56 @@ class SlurmRunner {
     return a;
   }
 
-  /// A trial whose row a killed tune left at kSubmitting: sbatch may have queued its job without the id being
-  /// written. Finds it by its batch script among the study's jobs squeue knows (`%o` is the script's path),
-  /// else by the `slurm-<id>.out` its run wrote in the trial's directory since the intent (squeue forgets an
-  /// ended job after MinJobAge). Sets a.job_id and a.state and records them; false when no job ran it.
+  /// A trial whose row a killed tune (or a failed sbatch) left at kSubmitting: sbatch may have queued its job
+  /// without the id being written. Finds it among the study's jobs squeue knows by its batch script (`%o`,
+  /// compared as a file, so another spelling of the same --out matches) submitted since the intent (`%V`,
+  /// kAdoptSlackS earlier allowed for clocks), else by the newest `slurm-<id>.out` written in the trial's
+  /// directory since then (squeue forgets an ended job after MinJobAge); of several, the largest id. Sets
+  /// a.job_id and a.state, records them and says so; false when no job ran it. Throws StudyAbort when squeue
+  /// cannot answer (submitting again could run the trial twice).
   bool adopt_unrecorded(Active& a, const std::string& config_key) {
     const CommandResult r = run_command(
-        {o_.squeue, "-h", "-t", "all", "--name=" + job_name_, "-o", "%i|%T|%o"}, o_.command_timeout_s);
-    for (const auto& [id, job] : parse_slurm_states(r.exit_code == 0 ? r.out : ""))
-      if (job.detail == a.files.script.string()) {
-        a.job_id = id;
-        a.state = job.state;
-      }
+        {o_.squeue, "-h", "-t", "all", "--name=" + job_name_, "-o", "%i|%T|%V|%o"}, o_.command_timeout_s);
+    if (r.exit_code != 0)
+      throw StudyAbort(fmt::format(
+          "cannot tell whether the earlier run queued the job of {} (squeue: {}); nothing was submitted: "
+          "run --resume again when squeue answers",
+          config_key, one_line(r.err)));
+    const double since = a.wall_submitted_s - kAdoptSlackS;
+    long best = -1;
     std::error_code ec;
+    for (const auto& [id, job] : parse_slurm_states(r.out)) {
+      const auto bar = job.detail.find('|');  // "%V|%o": the submit time, then the command
+      if (bar == std::string::npos) continue;
+      const fs::path command = job.detail.substr(bar + 1);
+      if (command != a.files.script && !fs::equivalent(command, a.files.script, ec)) continue;
+      const auto submitted = slurm_wall_time(job.detail.substr(0, bar));
+      if (!submitted || *submitted < since) continue;  // an earlier job of the trial (cancelled, ended)
+      if (const long n = job_number(id); n > best) best = n, a.job_id = id, a.state = job.state;
+    }
     if (a.job_id.empty() && fs::is_directory(a.files.dir, ec))
       for (const auto& f : fs::directory_iterator(a.files.dir, ec)) {
         const std::string name = f.path().filename().string();
-        if (name.rfind("slurm-", 0) != 0 || f.path().extension() != ".out") continue;
+        if (name.size() <= 10 || name.rfind("slurm-", 0) != 0 || !name.ends_with(".out")) continue;
+        const std::string id = name.substr(6, name.size() - 10);
         const auto mtime = std::chrono::duration<double>(
             std::chrono::file_clock::to_sys(f.last_write_time(ec)).time_since_epoch());
-        if (mtime.count() + 1.0 < a.wall_submitted_s) continue;  // a cancelled earlier job's output
-        a.job_id = name.substr(6, name.size() - 10);
-        a.state = "";
+        if (mtime.count() < since) continue;  // a cancelled earlier job's output
+        if (const long n = job_number(id); n > best) best = n, a.job_id = id, a.state = "";
       }
     if (a.job_id.empty()) {
-      say(
-          fmt::format("slurm: {} was being submitted when the earlier run stopped; no job of it is known to "
-                      "squeue or wrote output: submitting it",
-                      config_key));
+      say(fmt::format(
+          "slurm: {} was being submitted when the earlier run stopped; no job of it is known to squeue or "
+          "wrote output: submitting it",
+          config_key));
       return false;
     }
     if (a.state.empty()) a.state = "RUNNING";  // poll_states reads the real one (sacct, or its result)
     store_.record_slurm_job(SlurmJobRecord{a.trial_key, a.job_id, a.state, a.wall_submitted_s});
-    say(
-        fmt::format("slurm: job {} of {} was submitted by the earlier run but its id not recorded (found by "
-                    "its script {}): waiting for it, not submitting again",
-                    a.job_id, config_key, a.files.script.string()));
+    say(fmt::format(
+        "slurm: job {} of {} was submitted by the earlier run but its id not recorded (found by its script "
+        "{}): waiting for it, not submitting again",
+        a.job_id, config_key, a.files.script.string()));
     return true;
   }
 

@@ -83,6 +83,9 @@ struct Knob {
   std::vector<KnobValue> values;  ///< values[0] is the baseline value unless `baseline` names another
   std::string baseline;           ///< label of the baseline value
   std::map<std::string, std::vector<RenderPart>> render;  ///< engine name → parts
+  /// engine name → where its render is written ("study.toml:18: knobs[0] (layout).render.vllm"), the prefix
+  /// of a message about it; no entry for a knob not read from a file.
+  std::map<std::string, std::string> render_origin;
   /// Lower values of this (int/float) knob need less GPU memory (a smaller chunked-prefill size, a lower
   /// memory fraction, fewer running requests): when a value of another knob runs out of memory or is refused
   /// at start-up, greedy retries it once with this knob one value lower than the best-so-far's.
