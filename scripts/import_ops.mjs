@@ -7,7 +7,9 @@
 //   node scripts/import_ops.mjs SRC_DATA_DIR OUT_DIR
 //
 // SRC_DATA_DIR: `<gpu>/<family>/<backend>/<version>/<table>_perf.parquet` (+ reuse.yaml), e.g.
-// $SERVELAB_DATA_DIR/aic-ops/data. OUT_DIR is replaced atomically (written beside it, then renamed).
+// $SERVELAB_DATA_DIR/aic-ops/data. A table beside a reuse.yaml naming a donor release for it holds the rows
+// that release measured anew; it is imported with the donor's other rows (mergeDonor), and index.json says
+// so (inherited_from, inherited_rows). A reuse.yaml without a table of its own is followed by the reader. OUT_DIR is replaced atomically (written beside it, then renamed).
 // hyparquet is found in make deps' npm cache (see npmDir).
 //
 // File format (little-endian), version 1:
@@ -152,7 +154,8 @@ function columnType(name, data, value) {
   return 'f64'
 }
 
-async function importTable(file, parts) {
+/** A parquet file's columns: { names, raw: name -> values, nrows }. */
+async function readTable(file) {
   const buf = await asyncBufferFromFile(file)
   const meta = await parquetMetadataAsync(buf)
   const names = meta.schema.slice(1).map(s => s.name)
@@ -161,6 +164,46 @@ async function importTable(file, parts) {
   for (const n of names) {
     if (raw[n].length !== nrows) throw new Error(`column ${n}: ${raw[n].length} values for ${nrows} rows`)
   }
+  return { names, raw, nrows }
+}
+
+/** `own` with the rows of `donor` it has none of: a release directory holding its own table and a reuse.yaml
+ *  naming a donor release for the same table measured only what changed (the manifest's
+ *  "within_framework_dedup_rows") and inherits the rest, its own rows winning (AIConfigurator's resolver,
+ *  perf_data_reuse_manifest.yaml). Own wins by group: a donor row is inherited only when the release measured
+ *  no row of its group, the table's exact-match keys (SPECS) but MERGE_OPEN's, so that
+ *  two collectors' names of one kernel (vLLM 0.22.0's BF16 GEMM rows as vllm_default, 0.24.0's as
+ *  torch.nn.functional.linear)
+ *  never meet in a group, where every lookup would be ambiguous. A table without a spec compares whole rows
+ *  (every shared column but the latency, the dropped and the per-file ones). Columns only one table has are
+ *  null in the other's rows. */
+// Key columns a twin lookup leaves open or tries in turn (the kernel's and operator's names; MoE's routing
+// distribution: power_law_1.01, then balanced): a group spans their values, so the release's own rows of a
+// shape under any of them keep the donor's out.
+const MERGE_OPEN = new Set(['op_name', 'kernel_source', 'distribution'])
+
+export function mergeDonor(own, donor, table) {
+  const names = [...own.names, ...donor.names.filter(n => !own.names.includes(n))]
+  const spec = specOf(table)
+  const both = n => own.names.includes(n) && donor.names.includes(n)
+  const group = spec
+    ? spec.keys.filter(n => both(n) && !MERGE_OPEN.has(n))
+    : own.names.filter(n => both(n) && n !== 'latency' && !DROPPED.has(n) && !HEADER_COLUMNS.includes(n))
+  const key = (t, i) => JSON.stringify(group.map(c => num(t.raw[c][i]) ?? null))
+  const have = new Set()
+  for (let i = 0; i < own.nrows; i++) have.add(key(own, i))
+  const take = []
+  for (let i = 0; i < donor.nrows; i++) if (!have.has(key(donor, i))) take.push(i)
+  const raw = {}
+  for (const n of names) {
+    const a = own.raw[n] ?? new Array(own.nrows).fill(null)
+    raw[n] = a.concat(take.map(i => (donor.raw[n] ? donor.raw[n][i] : null)))
+  }
+  return { names, raw, nrows: own.nrows + take.length, inherited: take.length }
+}
+
+async function importTable(loaded, parts) {
+  const { names, raw, nrows } = loaded
   const table = parts.table
   const header = { table, gpu: parts.gpu, family: parts.family, backend: parts.backend, version: parts.version,
     framework: null, device: null, rows: nrows }
@@ -255,26 +298,49 @@ async function main() {
   mkdirSync(tmp, { recursive: true })
   const index = { format: FORMAT, source: src, tables: [], reuse: [] }
   let rowsTotal = 0
-  for (const file of walk(src)) {
+  const files = walk(src)
+  // Every reuse declaration first: a table imported with its own rows also inherits its donor's (mergeDonor).
+  const donorOf = new Map()  // "gpu/family/backend/version/table" -> donor version
+  for (const file of files) {
+    const rel = relative(src, file).split('/')
+    if (rel.length !== 5 || rel[4] !== 'reuse.yaml') continue
+    const [gpu, family, backend, version] = rel
+    for (const r of readReuse(file)) {
+      index.reuse.push({ gpu, family, backend, version, table: r.table, from_version: r.from_version })
+      donorOf.set([gpu, family, backend, version, r.table].join('/'), r.from_version)
+    }
+  }
+  // A release's table with its donors' rows (a donor may declare its own; bounded, no cycles).
+  async function load(gpu, family, backend, version, table, depth = 0) {
+    const file = join(src, gpu, family, backend, version, `${table}.parquet`)
+    const own = existsSync(file) ? await readTable(file) : null
+    const donor = donorOf.get([gpu, family, backend, version, table].join('/'))
+    if (!donor || depth >= 8) return own
+    const inherited = await load(gpu, family, backend, donor, table, depth + 1)
+    if (!own || !inherited) return own ?? inherited
+    const merged = mergeDonor(own, inherited, table)
+    merged.donor = donor
+    return merged
+  }
+  for (const file of files) {
     const rel = relative(src, file).split('/')
     if (rel.length !== 5) continue
     const [gpu, family, backend, version, name] = rel
-    if (name === 'reuse.yaml') {
-      for (const r of readReuse(file)) index.reuse.push({ gpu, family, backend, version, table: r.table, from_version: r.from_version })
-      continue
-    }
     if (!name.endsWith('.parquet')) continue
     const table = name.replace(/\.parquet$/, '')
-    let imported
+    let imported, loaded
     try {
-      imported = await importTable(file, { gpu, family, backend, version, table })
+      loaded = await load(gpu, family, backend, version, table)
+      imported = await importTable(loaded, { gpu, family, backend, version, table })
     } catch (e) {
       throw new Error(`import_ops: ${file}: ${e.message}`)
     }
     const path = join(gpu, family, backend, version, `${table}.ops`)
     mkdirSync(dirname(join(tmp, path)), { recursive: true })
     writeFileSync(join(tmp, path), imported.bytes)
-    index.tables.push({ gpu, family, backend, version, table, rows: imported.header.rows, device: imported.header.device, path })
+    const entry = { gpu, family, backend, version, table, rows: imported.header.rows, device: imported.header.device, path }
+    if (loaded.donor) Object.assign(entry, { inherited_from: loaded.donor, inherited_rows: loaded.inherited })
+    index.tables.push(entry)
     rowsTotal += imported.header.rows
   }
   writeFileSync(join(tmp, 'index.json'), JSON.stringify(index, null, 1))

@@ -70,6 +70,10 @@ OpStore OpStore::open(const std::filesystem::path& dir) {
       e.path = dir / rel;
       e.rows = t.at("rows").get<std::size_t>();
       if (t.contains("device") && t["device"].is_string()) e.device = t["device"].get<std::string>();
+      if (t.contains("inherited_from")) {
+        e.inherited_from = t.at("inherited_from").get<std::string>();
+        e.inherited_rows = t.at("inherited_rows").get<std::size_t>();
+      }
       st->entries.push_back(std::move(e));
     }
     for (const auto& r : j.at("reuse")) {

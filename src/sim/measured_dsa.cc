@@ -188,6 +188,15 @@ std::optional<ops::OpQuery> dsa_query(const ops::OpTable& table, const DsaModule
   const std::string label = dsa_label(table.distinct("kernel_source", q), path, shape.attention.indexer);
   if (label.empty()) return std::nullopt;
   q["kernel_source"] = label;
+  // A label whose rows come under both modules (SGLang 0.5.14 on B300: GLM-5.2-NVFP4's dense-MHA prefill as
+  // dsa_context_module and as dsa_context_module_skip_indexer) is read under the layer's own: an op_name
+  // left open made every such lookup ambiguous, and its short prompts took the sparse rows (B300 TTFT 1.36x
+  // B200's). A label under one module only is read there, whichever the layer's.
+  const auto op_names = table.distinct("op_name", q);
+  const std::string module = table.table().substr(0, table.table().rfind("_perf")) +
+                             (shape.attention.indexer ? "" : "_skip_indexer");
+  if (op_names.size() > 1 && std::find(op_names.begin(), op_names.end(), module) != op_names.end())
+    q["op_name"] = module;
   // Rows keyed by the attention TP they emulate, else one rank's heads timed as tp_size 1.
   const auto tps = table.distinct("tp_size", q);
   if (std::find(tps.begin(), tps.end(), std::to_string(shape.tp)) != tps.end())

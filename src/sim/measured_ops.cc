@@ -87,6 +87,12 @@ std::optional<std::string> store_gpu(const ops::OpStore& store, const hardware::
 
 namespace {
 
+/// The release line of `v`: its first two numbers ("0.5" of SGLang 0.5.6.post2), else `v` itself.
+std::string release_line(const std::string& v) {
+  const auto n = release_numbers(v);
+  return n.size() >= 2 ? fmt::format("{}.{}", n[0], n[1]) : v;
+}
+
 /// Whether releases `a` and `b` are of one release line: the same first two numbers (vLLM 0.11.0 and
 /// 0.11.2, SGLang 0.5.3 and 0.5.6.post2, TensorRT-LLM 1.2.0rc1 and 1.2.0rc5).
 bool same_release_line(const std::string& a, const std::string& b) {
@@ -229,11 +235,18 @@ std::string table_note(const ops::OpStore& store, const OpSource& src, std::stri
     which =
         release_numbers(r) <= release_numbers(src.launch_release)
             ? fmt::format(", the newest measured release at or before the launch's {}", src.launch_release)
-            : fmt::format(", the oldest measured release of the launch's {} release line",
-                          src.launch_release);
+            : fmt::format(
+                  ", a later release of the launch's line: none at or before its {} was measured, this is "
+                  "the oldest of its {} line",
+                  src.launch_release, release_line(src.launch_release));
   // A release directory that declares (reuse.yaml) another's rows: say whose rows they are.
   const auto t = store.table(src.gpu, src.backend, r, table);
-  const std::string reuse = t && t->version() != r ? fmt::format(" (reusing {}'s rows)", t->version()) : "";
+  std::string reuse = t && t->version() != r ? fmt::format(" (reusing {}'s rows)", t->version()) : "";
+  for (const auto& e : store.entries())  // its own rows and, where it measured none of their group, a donor's
+    if (e.gpu == src.gpu && e.backend == src.backend && e.version == r && e.table == table &&
+        e.inherited_rows > 0)
+      reuse = fmt::format(" (with {} rows of {} where it measured none: its reuse.yaml)", e.inherited_rows,
+                          e.inherited_from);
   return fmt::format("{} of {} {} {}{}{}{}", table, src.gpu, src.backend, r, reuse, which,
                      skipped ? fmt::format(" ({})", not_used) : "");
 }

@@ -194,6 +194,41 @@ TEST(StepModel, DsaLayersWithAndWithoutTheIndexerTakeTheirOwnRows) {
   EXPECT_EQ(seen, 2);
 }
 
+// A DSA label whose rows come under both modules (SGLang 0.5.14 on B300: GLM-5.2-NVFP4's dense-MHA prefill
+// as dsa_context_module and as dsa_context_module_skip_indexer, the same kernel_source) is read under the
+// layer's own module: with op_name open every such lookup was ambiguous, the indexer layers' short prompts
+// took the sparse rows, and B300's TTFT came out 1.36x B200's. A label under one module only is read there
+// whichever the layer's: B200 has GLM-5.2-NVFP4's dense rows under dsa_context_module alone, and its
+// reusing layers keep them (pinning op_name first once left them without a dense prefill).
+TEST(StepModel, DsaRowsOfBothModulesAreReadUnderTheLayersOwn) {
+  const MeasuredOperators measured;
+  const ops::OpStore& store = measured.store;
+  const auto m = model::resolve_model("zai-org/GLM-5.2-FP8");
+  int seen = 0;
+  for (const char* gpus : {"8xB200", "8xB300"}) {
+    const auto c = hardware::parse_cluster(gpus);
+    const auto src = detail::op_source(store, sglang_tp8_deepgemm(m, c, "0.5.14"), c.gpu);
+    ASSERT_TRUE(src);
+    for (const bool indexer : {true, false}) {
+      for (const auto& g : m.layers) {
+        const auto* a = std::get_if<model::MlaAttention>(&g.layer.attention);
+        if (!a || a->index_topk == 0 || a->indexer != indexer) continue;
+        const auto block =
+            detail::measured_dsa_module(store, *src,
+                                        {*a, m.hidden_size, "nvidia/GLM-5.2-NVFP4", double(a->heads) / 8, 8,
+                                         model::DType::kFp8, "bfloat16"});
+        ASSERT_TRUE(block) << gpus << " indexer " << indexer;
+        EXPECT_EQ(block->dense_kernel, "sglang_dsa_dense_mha_trtllm_ragged")
+            << gpus << " indexer " << indexer;
+        EXPECT_FALSE(block->prefill_dense.empty()) << gpus << " indexer " << indexer;
+        ++seen;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(seen, 4);
+}
+
 // A decode table whose KV histories end below index_topk says nothing of the sparse regime: SGLang 0.5.10 on
 // B200 measured DeepSeek-V3.2's decode block up to a history of 128 tokens only (0.107 ms at 64 requests),
 // and scaled from there the whole block grew 64x by 8,192 (6.85 ms a layer: SGLang on 8xB200 predicted 1.7x

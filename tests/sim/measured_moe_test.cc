@@ -385,3 +385,41 @@ TEST(StepModel, AGpuWithoutTheReleaseLinesTablesTakesThoseOfTheSameCompute) {
 
 }  // namespace
 }  // namespace servelab::sim
+
+namespace servelab::sim {
+namespace {
+
+// A release's table beside a reuse.yaml naming a donor for it holds what that release measured anew; the
+// rest is the donor's (scripts/import_ops.mjs mergeDonor). vLLM 0.22.0 on B200 measured no NVFP4 MoE rows
+// (0.24.0, its donor, did): MiniMax-M2.5-NVFP4 at TP4 took the MoE roofline on B200 and 0.24.0's rows on B300
+// (a reuse.yaml alone), TTFT 120 vs 86 ms at 8k in. Own rows win by group: 0.22.0's BF16 GEMMs keep their
+// kernel's name alone, vllm_default (0.24.0 calls the same rows torch.nn.functional.linear; mixed, every
+// lookup was ambiguous), and its FP8 GEMM rows, which 0.22.0 never measured, are 0.24.0's.
+TEST(StepModel, AReleaseInheritsTheRowsItsReuseDeclarationNamesWhereItMeasuredNone) {
+  const testing::MeasuredOperators measured;
+  const auto m = model::resolve_model("nvidia/MiniMax-M2.5-NVFP4");
+  const auto c = hardware::parse_cluster("4xB200");
+  const auto l = std::get<engines::ResolvedLaunch>(engines::resolve_launch(
+      engines::parse_launch_command(
+          {"vllm", "serve", "nvidia/MiniMax-M2.5-NVFP4", "--tensor-parallel-size", "4"}, {}, "0.22.0"),
+      m, c));
+  const detail::StepModel sm(l, c);
+  std::string moe, gemms;
+  for (const auto& n : sm.measured_notes()) {
+    if (n.rfind("MoE experts:", 0) == 0) moe = n;
+    if (n.rfind("GEMMs:", 0) == 0) gemms = n;
+  }
+  EXPECT_EQ(moe.rfind("MoE experts: 1 of 1 layer kinds from moe_perf of b200_sxm vllm 0.22.0 (with ", 0), 0u)
+      << moe;
+  EXPECT_NE(moe.find(" rows of 0.24.0 where it measured none: its reuse.yaml)"), std::string::npos) << moe;
+  EXPECT_EQ(gemms.rfind("GEMMs: 4 of 4 shapes from gemm_perf of b200_sxm vllm 0.22.0", 0), 0u) << gemms;
+  const auto table = measured.store.table("b200_sxm", "vllm", "0.22.0", "gemm_perf");
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->distinct("kernel_source", {{"gemm_dtype", std::string("bfloat16")}}),
+            std::vector<std::string>{"vllm_default"});
+  EXPECT_EQ(table->distinct("kernel_source", {{"gemm_dtype", std::string("fp8")}}),
+            std::vector<std::string>{"CutlassFP8ScaledMMLinearKernel"});
+}
+
+}  // namespace
+}  // namespace servelab::sim

@@ -96,8 +96,9 @@ TEST(OpReleaseCheck, RealStoreSkipsTheFaultyH100SglangMoeTable) {
   ASSERT_EQ(notes.size(), 4u);
   EXPECT_EQ(
       notes[2].rfind(
-          "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm sglang 0.5.9, the oldest "
-          "measured release of the launch's 0.5.5 release line (moe_perf 0.5.6.post2 not used: its latencies "
+          "MoE experts: 1 of 1 layer kinds from moe_perf of h100_sxm sglang 0.5.9, a later release of "
+          "the launch's line: none at or before its 0.5.5 was measured, this is the oldest of its 0.5 line "
+          "(moe_perf 0.5.6.post2 not used: its latencies "
           "are 9.98x the median of 3 other releases of h100_sxm sglang and 8.23x the same release "
           "on h200_sxm beyond the datasheet ratio",
           0),

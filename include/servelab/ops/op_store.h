@@ -138,8 +138,12 @@ class OpTable {
 struct OpTableEntry {
   std::string gpu, family, backend, version, table;
   std::filesystem::path path;  ///< absolute
-  std::size_t rows = 0;
+  std::size_t rows = 0;        ///< inherited rows included
   std::string device;
+  /// The release whose rows this one inherited where it measured none of their group (its reuse.yaml beside
+  /// a table of its own; scripts/import_ops.mjs mergeDonor), "" when it inherited none.
+  std::string inherited_from;
+  std::size_t inherited_rows = 0;  ///< how many of `rows` are inherited
 };
 
 /// A store written by scripts/import_ops.mjs: index.json and one file per table.
