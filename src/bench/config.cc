@@ -740,6 +740,11 @@ int shared_prefix_tokens(const RunOptions& config) {
   return 0;
 }
 
+bool fixed_random_lengths(const RunOptions& config, const ResolvedConfig& resolved) {
+  return config.dataset_name == "random" && resolved.random_range_ratio.input == 0 &&
+         resolved.random_range_ratio.output == 0 && config.random_prefix_len == 0;
+}
+
 RampUpRates ramp_up_rates(const RunOptions& config) {
   if (!config.ramp_up_strategy) return {};
   return {*config.ramp_up_strategy == "linear" ? schedule::RampUp::kLinear : schedule::RampUp::kExponential,

@@ -207,7 +207,8 @@ struct SimWorkload {
 };
 
 /// The workload: a --scenario, the built-in ShareGPT length distribution (sharegpt without a dataset
-/// file), or the bench serve dataset sampled with the model's tokenizer (a tokenizer that cannot be loaded
+/// file), random's fixed lengths (bench::fixed_random_lengths), or the bench serve dataset sampled with the
+/// model's tokenizer (a tokenizer that cannot be loaded
 /// is an error that says how to do without one).
 SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
   SimWorkload w;
@@ -217,6 +218,12 @@ SimWorkload load_sim_workload(const SimRunArgs& a, const SimRunInputs& in) {
   } else if (a.bench.dataset_name == "sharegpt" && !a.bench.dataset_path) {
     w.requests = sim::sharegpt_workload(in.model, a.bench.num_prompts, &w.note);
     w.name = "sharegpt";
+  } else if (bench::fixed_random_lengths(a.bench, in.resolved)) {
+    // Exactly the lengths bench serve draws, without its tokenizer (new-user trial: offline, sim run asked
+    // the Hub for a tokenizer where tune's twin, given the same flags, needed none).
+    w.requests =
+        sim::random_fixed(a.bench.num_prompts, in.resolved.random_input_len, in.resolved.random_output_len);
+    w.name = "random";
   } else {
     const std::string tok_id = a.bench.tokenizer.value_or(a.bench.model.value_or(in.engine.model));
     std::optional<tokenizer::Tokenizer> loaded;

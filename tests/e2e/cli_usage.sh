@@ -177,6 +177,13 @@ out="$("$BIN" sim run --hardware 1xH100 --tokenizer "$DATA/gpt2-tokenizer.json" 
   fail "sim run --random-prefix-len does not say how the shared prefix is cached: $out"
 [[ "$out" == *"Prompt tokens from cached shared prefixes:"* ]] ||
   fail "sim run --random-prefix-len reused no cached prefix: $out"
+# The random dataset at fixed lengths needs no tokenizer (offline, sim run asked the Hub for one where tune's
+# twin, given the same flags, needed none): here the tokenizer named does not exist.
+out="$("$BIN" sim run --hardware 1xH100 --tokenizer /nonexistent/tokenizer.json --dataset-name random \
+  --random-input-len 200 --random-output-len 20 --num-prompts 10 -- vllm serve Qwen/Qwen3-8B 2>&1)" ||
+  fail "sim run --dataset-name random without a tokenizer: $out"
+grep -qE '^Total input tokens: +2000 *$' <<< "$out" && [[ "$out" == *"Workload: random (10 requests)"* ]] ||
+  fail "sim run --dataset-name random at fixed lengths: $out"
 # --network on one node changes nothing, and says so.
 out="$("$BIN" sim run --hardware 1xH100 --network 8x400G --scenario random-128in-16out-n5 \
   -- vllm serve Qwen/Qwen3-8B 2>&1)" || fail "sim run --network on one node: $out"

@@ -195,6 +195,11 @@ ResolvedConfig resolve(const RunOptions& config);
 /// module's options. One mapping for bench serve, sim run and anything else taking bench's workload flags.
 dataset::DatasetOptions dataset_options(const RunOptions& config, const ResolvedConfig& resolved);
 
+/// Whether `config` draws the random dataset at fixed lengths: --dataset-name random with no range ratio and
+/// no prefix, every request exactly `resolved`'s random_input_len / random_output_len tokens, which no
+/// tokenizer decides (the engine twin predicts it without loading one: sim run, tune's twin).
+bool fixed_random_lengths(const RunOptions& config, const ResolvedConfig& resolved);
+
 /// Prompt tokens every request of a group shares with the others by the dataset's construction:
 /// prefix_repetition's prefix, random's --random-prefix-len; 0 otherwise.
 int shared_prefix_tokens(const RunOptions& config);

@@ -76,9 +76,7 @@ enum class WorkloadKind {
 WorkloadKind workload_kind(const bench::RunOptions& o, const bench::ResolvedConfig& r) {
   // Fixed lengths are what bench draws for random without a range or a prefix, no tokenizer needed; a
   // --random-range-ratio or --random-prefix-len varies them, so bench's own draw decides (as in `sim run`).
-  if (o.dataset_name == "random" && r.random_range_ratio.input == 0 && r.random_range_ratio.output == 0 &&
-      o.random_prefix_len == 0)
-    return WorkloadKind::kFixed;
+  if (bench::fixed_random_lengths(o, r)) return WorkloadKind::kFixed;
   if (o.dataset_name == "sharegpt" && !dataset_file(o)) return WorkloadKind::kBuiltinShareGpt;
   return WorkloadKind::kSampled;
 }
