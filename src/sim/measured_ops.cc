@@ -136,48 +136,61 @@ std::optional<OpSource> op_source(const ops::OpStore& store, const engines::Reso
   return src;
 }
 
-std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
-                                          const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling) {
+namespace {
+
+/// Of the store's GPUs other than `gpu` that `accept` takes and whose tables serve `launch` (op_source), the
+/// nearest to `gpu` in HBM bandwidth, then by name (the store's order must not decide); `found` receives its
+/// row. nullopt when there is none.
+template <class Accept>
+std::optional<OpSource> nearest_other_gpu_source(const ops::OpStore& store,
+                                                 const engines::ResolvedLaunch& launch,
+                                                 const hardware::GpuSpec& gpu, Accept accept,
+                                                 hardware::GpuSpec* found) {
   std::optional<OpSource> best;
   hardware::GpuSpec best_gpu;
+  auto distance = [&](const hardware::GpuSpec& g) {
+    return std::fabs(std::log(g.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
+  };
   for (const auto& [name, other] : store_gpus(store)) {
-    // The same chip at the same power: only the memory differs (an H100 SXM and an H200, not a PCIe card).
-    if (other.name == gpu.name || other.generation != gpu.generation ||
-        other.compute_capability != gpu.compute_capability || other.sm_count != gpu.sm_count ||
-        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops ||
-        other.fp4_flops != gpu.fp4_flops || other.tdp_watts != gpu.tdp_watts)
-      continue;
+    if (other.name == gpu.name || !accept(other)) continue;
     auto src = op_source(store, launch, other);
     if (!src) continue;
-    // Several: the nearest HBM bandwidth, then the name (the store's order must not decide).
-    const double d = std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
-    const double best_d = best ? std::fabs(std::log(best_gpu.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps)) : 0;
+    const double d = distance(other), best_d = best ? distance(best_gpu) : 0;
     if (!best || d < best_d - 1e-12 || (d < best_d + 1e-12 && other.name < best_gpu.name))
       best = std::move(src), best_gpu = other;
   }
-  if (best && sibling) *sibling = best_gpu;
+  if (best && found) *found = best_gpu;
   return best;
+}
+
+}  // namespace
+
+std::optional<OpSource> sibling_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
+                                          const hardware::GpuSpec& gpu, hardware::GpuSpec* sibling) {
+  // The same chip at the same power: only the memory differs (an H100 SXM and an H200, not a PCIe card).
+  return nearest_other_gpu_source(
+      store, launch, gpu,
+      [&](const hardware::GpuSpec& other) {
+        return other.generation == gpu.generation && other.compute_capability == gpu.compute_capability &&
+               other.sm_count == gpu.sm_count && other.bf16_flops == gpu.bf16_flops &&
+               other.fp8_flops == gpu.fp8_flops && other.fp4_flops == gpu.fp4_flops &&
+               other.tdp_watts == gpu.tdp_watts;
+      },
+      sibling);
 }
 
 std::optional<OpSource> stand_in_op_source(const ops::OpStore& store, const engines::ResolvedLaunch& launch,
                                            const hardware::GpuSpec& gpu, hardware::GpuSpec* stand_in) {
-  std::optional<OpSource> best;
-  hardware::GpuSpec best_gpu;
   const double reach = std::log1p(kStandInBandwidthReach) + 1e-12;
-  for (const auto& [name, other] : store_gpus(store)) {
-    const double d = std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps));
-    if (other.name == gpu.name || other.generation != gpu.generation || other.sm_count != gpu.sm_count ||
-        other.bf16_flops != gpu.bf16_flops || other.fp8_flops != gpu.fp8_flops || d > reach ||
-        other.intra_node_link != gpu.intra_node_link || other.link_Bps != gpu.link_Bps)
-      continue;
-    auto src = op_source(store, launch, other);
-    if (!src) continue;
-    const double best_d = best ? std::fabs(std::log(best_gpu.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps)) : 0;
-    if (!best || d < best_d - 1e-12 || (d < best_d + 1e-12 && other.name < best_gpu.name))
-      best = std::move(src), best_gpu = other;
-  }
-  if (best && stand_in) *stand_in = best_gpu;
-  return best;
+  return nearest_other_gpu_source(
+      store, launch, gpu,
+      [&](const hardware::GpuSpec& other) {
+        return other.generation == gpu.generation && other.sm_count == gpu.sm_count &&
+               other.bf16_flops == gpu.bf16_flops && other.fp8_flops == gpu.fp8_flops &&
+               std::fabs(std::log(other.hbm_bandwidth_Bps / gpu.hbm_bandwidth_Bps)) <= reach &&
+               other.intra_node_link == gpu.intra_node_link && other.link_Bps == gpu.link_Bps;
+      },
+      stand_in);
 }
 
 std::string missing_source_note(const ops::OpStore& store, const engines::ResolvedLaunch& launch,

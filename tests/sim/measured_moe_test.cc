@@ -340,12 +340,6 @@ TEST(StepModel, GptOssExpertsOnHopperRunAtTheTritonKernelsRate) {
   EXPECT_NEAR(36 * (experts + fixed + router), 0.2526, 0.0005);
 }
 
-}  // namespace
-}  // namespace servelab::sim
-
-namespace servelab::sim {
-namespace {
-
 // A GPU with no table of the launch's release line takes a GPU's of the same compute (stand_in_op_source):
 // TensorRT-LLM 1.2.0rc5 was measured on B200, not B300 (the same 148 SMs and 2,250 / 4,500 dense BF16 / FP8
 // TFLOPS; 7.75 vs 8 TB/s). Llama-3.1-70B FP8 TP4 on B300 was the roofline, 53% faster than B200's tables at
@@ -382,12 +376,6 @@ TEST(StepModel, AGpuWithoutTheReleaseLinesTablesTakesThoseOfTheSameCompute) {
   EXPECT_FALSE(detail::stand_in_op_source(measured.store, resolve(hardware::parse_cluster("4xH100")),
                                           hardware::parse_cluster("4xH100").gpu, &stand_in));
 }
-
-}  // namespace
-}  // namespace servelab::sim
-
-namespace servelab::sim {
-namespace {
 
 // A release's table beside a reuse.yaml naming a donor for it holds what that release measured anew; the
 // rest is the donor's (scripts/import_ops.mjs mergeDonor). vLLM 0.22.0 on B200 measured no NVFP4 MoE rows

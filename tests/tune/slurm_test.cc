@@ -20,6 +20,7 @@
 #include "servelab/tune/targets/slurm.h"
 #include "servelab/tune/tune.h"
 #include "test_study.h"
+#include "tune/store/wall_clock.h"
 
 namespace servelab::tune {
 namespace {
@@ -626,12 +627,6 @@ TEST(SlurmBatch, GridTrialsComeInOneBatch) {
   fs::remove_all(base);
 }
 
-}  // namespace
-}  // namespace servelab::tune
-
-namespace servelab::tune {
-namespace {
-
 // Section 2: a 16-GPU SGLang trial on 2 nodes of 8: every node runs the same server with its rank and the
 // head's rendezvous address (engines::render_node_launch), the port from the job id.
 TEST(SlurmMultiNode, SglangOnTwoNodes) {
@@ -669,12 +664,6 @@ TEST(SlurmMultiNode, SglangOnTwoNodes) {
   }
 }
 
-}  // namespace
-}  // namespace servelab::tune
-
-namespace servelab::tune {
-namespace {
-
 /// Now as squeue's %V prints it (the local time), `ago_s` seconds ago.
 std::string squeue_time(double ago_s) {
   const std::time_t t = std::time(nullptr) - static_cast<std::time_t>(ago_s);
@@ -683,10 +672,6 @@ std::string squeue_time(double ago_s) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return buf;
-}
-
-double wall_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
@@ -701,9 +686,9 @@ TEST(SlurmRunner, ResumeAdoptsAJobWhoseIdTheKilledTuneDidNotWrite) {
   {
     // Each row as submit() leaves it when tune is killed between sbatch and writing the id.
     Store store(fake.dir / "out" / "results.sqlite");
-    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_s() - 10});
-    store.record_slurm_job(SlurmJobRecord{reqs[1].trial_key, "", "SUBMITTING", wall_s() - 10});
-    store.record_slurm_job(SlurmJobRecord{reqs[2].trial_key, "", "SUBMITTING", wall_s() + 1000});
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_now_s() - 10});
+    store.record_slurm_job(SlurmJobRecord{reqs[1].trial_key, "", "SUBMITTING", wall_now_s() - 10});
+    store.record_slurm_job(SlurmJobRecord{reqs[2].trial_key, "", "SUBMITTING", wall_now_s() + 1000});
   }
   TrialOutcome crashed;
   crashed.status = TrialStatus::kCrashed;
@@ -745,7 +730,7 @@ TEST(SlurmRunner, ResumeStopsWhenSqueueCannotSayWhetherAJobWasQueued) {
   const auto reqs = requests(1);
   {
     Store store(fake.dir / "out" / "results.sqlite");
-    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_s()});
+    store.record_slurm_job(SlurmJobRecord{reqs[0].trial_key, "", "SUBMITTING", wall_now_s()});
   }
   try {
     make_slurm_runner(slurm_study(2), fake.options())(reqs, [](std::size_t, TrialOutcome) {});
